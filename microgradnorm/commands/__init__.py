@@ -1,0 +1,115 @@
+"""The CLI's commands, one module each.
+
+Every module here defines ``HELP`` (one line for the command list),
+``add_arguments(parser)`` and ``run(args, console) -> int`` (the exit code).
+Modules import only the standard library at the top, so ``microgradnorm --help``
+stays fast; the real work is imported inside ``run``. The argument types below
+turn bad values into argparse errors that name the argument, what was expected
+and what was given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+
+class UsageError(Exception):
+    """A bad argument found after parsing: printed as one line, exit code 2."""
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def nonneg_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text}")
+    return value
+
+
+def seed_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer seed >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer seed >= 0, got {value}")
+    return value
+
+
+def shape_arg(text: str) -> tuple[int, ...]:
+    """'2x3x4' or '2,3,4' -> (2, 3, 4)."""
+    parts = text.replace("x", ",").replace("X", ",").split(",")
+    try:
+        shape = tuple(int(p) for p in parts if p.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a shape like 2x3 or 2,3,4,4, got {text!r}") from None
+    if not shape or any(s < 1 for s in shape):
+        raise argparse.ArgumentTypeError(f"expected a shape of positive sizes like 2x3, got {text!r}")
+    return shape
+
+
+def add_norm_argument(parser: argparse.ArgumentParser) -> None:
+    """The positional norm name, with the registry's names listed in --help."""
+    from microgradnorm.registry import NORMS
+
+    names = ", ".join(NORMS)
+    parser.add_argument("norm", metavar="NORM", help=f"which norm: {names}")
+
+
+def add_problem_arguments(parser: argparse.ArgumentParser, dim: int = 4, batch: int | None = None) -> None:
+    """--dim, --batch, --shape, --eps and --seed: the problem a command works on."""
+    parser.add_argument(
+        "--dim",
+        type=positive_int,
+        default=dim,
+        metavar="D",
+        help=f"features per row (LayerNorm, RMSNorm) or columns (BatchNorm); default {dim}",
+    )
+    parser.add_argument(
+        "--batch",
+        type=positive_int,
+        default=batch,
+        metavar="N",
+        help="rows (LayerNorm, RMSNorm: default one vector) or batch size (BatchNorm: default 4)",
+    )
+    parser.add_argument(
+        "--shape",
+        type=shape_arg,
+        default=None,
+        metavar="SHAPE",
+        help="the whole input shape instead, e.g. 2x3x4x4 for BatchNorm [N, C, H, W]",
+    )
+    parser.add_argument(
+        "--eps",
+        type=nonneg_float,
+        default=1e-5,
+        metavar="E",
+        help="the epsilon added to the variance (0 allowed); default 1e-5",
+    )
+    parser.add_argument(
+        "--seed", type=seed_int, default=0, metavar="S", help="random seed for x, gamma, beta and dy; default 0"
+    )
+
+
+def problem_shape(spec, args: argparse.Namespace) -> tuple[int, ...]:
+    """The input shape from --shape or --dim/--batch, checked against the norm."""
+    if args.shape is not None:
+        if len(args.shape) not in spec.ranks:
+            ranks = " or ".join(f"{r}-D" for r in spec.ranks)
+            raise UsageError(
+                f"argument --shape: {spec.name} expects a {ranks} shape, got {'x'.join(map(str, args.shape))}"
+            )
+        return args.shape
+    return spec.default_shape(args.dim, args.batch)

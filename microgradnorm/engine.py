@@ -1,0 +1,372 @@
+"""A scalar reverse-mode autograd engine, small enough to read in one sitting.
+
+Every number in a computation is a :class:`Value`. An op makes a new Value that
+remembers its inputs (``children``, an ordered tuple) and the op's name. Calling
+``backward()`` on the final Value walks the graph from the output back to the
+inputs and applies the chain rule at every node:
+
+    child.grad += (d node / d child) * node.grad
+
+The local derivative ``d node / d child`` of each op is written right under the
+op's forward, so the two can be read together. Derived ops (``a - b`` aside,
+which is kept primitive so that centering is one node per element) are one-line
+combinations of primitives: ``a / b`` is ``a * b ** -1``.
+
+Compared with micrograd, which this follows in spirit:
+
+* children are an ordered tuple, not a set, so ``x * x`` keeps both edges and
+  both contributions to ``x.grad``;
+* ``backward`` uses an explicit stack, so graphs millions of nodes deep work;
+* every node has an id in creation order, so drawings and tests are stable;
+* ``Value.sum`` is one n-ary node, so a mean over 768 numbers is one node,
+  not a chain of 767 additions;
+* a node stores no closure, only its op name: nodes are small (``__slots__``)
+  and hold no reference cycles, so the garbage collector never frees them late.
+
+This module imports nothing from the rest of the package.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterable
+from numbers import Real
+from typing import Union
+
+__all__ = ["DomainError", "Value", "local_grads", "topological_order"]
+
+
+class DomainError(ValueError):
+    """An op was asked for a value outside its domain: log(0), sqrt(-1), 1/0."""
+
+
+Operand = Union["Value", int, float]
+
+_next_id = itertools.count().__next__
+
+# op name -> function(node) returning d node / d child for each child, in order.
+_LOCAL_GRADS: dict[str, Callable[[Value], tuple[float, ...]]] = {}
+
+
+def _derivative(op: str):
+    """Register the function below it as the local derivative of ``op``."""
+
+    def register(fn: Callable[[Value], tuple[float, ...]]):
+        _LOCAL_GRADS[op] = fn
+        return staticmethod(fn)
+
+    return register
+
+
+def _check_number(x: object, what: str) -> float:
+    # bool is an int in Python, but True as an activation is almost always a bug.
+    if isinstance(x, Real) and not isinstance(x, bool):
+        return float(x)
+    raise TypeError(f"{what} must be a real number (int or float), got {type(x).__name__} ({x!r})")
+
+
+def _describe(node: Value) -> str:
+    name = f"node #{node._id}"
+    if node.label:
+        name += f" '{node.label}'"
+    if node.stage:
+        name += f" (stage {node.stage})"
+    return name
+
+
+class Value:
+    """One scalar in a computation graph: its value, its gradient, how it was made.
+
+    ``data`` is the forward value, ``grad`` is d(root)/d(this node) accumulated by
+    ``backward()``. ``label`` and ``stage`` are free-form tags used by the norms,
+    the check, the diagrams and the lessons; they do not affect any computation.
+    """
+
+    # Seven slots and no per-node closure keep a node under 200 bytes. ``_op`` is
+    # the op's name, except for ``**`` where it is the exponent itself (a float).
+    __slots__ = ("_children", "_id", "_op", "data", "grad", "label", "stage")
+
+    def __init__(
+        self,
+        data: float,
+        *,
+        label: str | None = None,
+        stage: str | None = None,
+    ) -> None:
+        self.data = _check_number(data, "Value(data)")
+        self.grad = 0.0
+        self._children: tuple[Value, ...] = ()
+        self._op: str | float = ""
+        self.label = label
+        self.stage = stage
+        self._id = _next_id()
+
+    @classmethod
+    def _make(cls, data: float, children: tuple[Value, ...], op: str | float) -> Value:
+        """Create an op's output node (no input checking: ops pass floats)."""
+        out = object.__new__(cls)
+        out.data = data
+        out.grad = 0.0
+        out._children = children
+        out._op = op
+        out.label = None
+        out.stage = None
+        out._id = _next_id()
+        return out
+
+    # ---- read access for renderers, checks and lessons -----------------------
+
+    @property
+    def children(self) -> tuple[Value, ...]:
+        """The inputs of the op that made this node, in argument order."""
+        return self._children
+
+    @property
+    def op(self) -> str:
+        """The op that made this node (``""`` for a leaf)."""
+        op = self._op
+        return op if isinstance(op, str) else f"**{op:g}"
+
+    @property
+    def id(self) -> int:
+        """A number unique to this node, increasing in creation order."""
+        return self._id
+
+    def __repr__(self) -> str:
+        parts = [f"data={self.data:.6g}", f"grad={self.grad:.6g}"]
+        if self._op:
+            parts.append(f"op={self.op!r}")
+        if self.label:
+            parts.append(f"label={self.label!r}")
+        return f"Value({', '.join(parts)})"
+
+    # ---- primitive ops, each followed by its local derivative ----------------
+
+    def __add__(self, other: Operand) -> Value:
+        other = _as_value(other)
+        return Value._make(self.data + other.data, (self, other), "+")
+
+    @_derivative("+")
+    def _add_grads(out: Value) -> tuple[float, ...]:
+        return (1.0, 1.0)
+
+    def __sub__(self, other: Operand) -> Value:
+        other = _as_value(other)
+        return Value._make(self.data - other.data, (self, other), "-")
+
+    @_derivative("-")
+    def _sub_grads(out: Value) -> tuple[float, ...]:
+        return (1.0, -1.0)
+
+    def __mul__(self, other: Operand) -> Value:
+        other = _as_value(other)
+        return Value._make(self.data * other.data, (self, other), "*")
+
+    @_derivative("*")
+    def _mul_grads(out: Value) -> tuple[float, ...]:
+        a, b = out._children
+        return (b.data, a.data)
+
+    def __pow__(self, exponent: int | float) -> Value:
+        if isinstance(exponent, Value):
+            raise TypeError(
+                f"Value ** Value is not supported: the exponent must be a number, got a Value ({exponent!r})"
+            )
+        p = _check_number(exponent, "the exponent of **")
+        a = self.data
+        if a == 0.0 and p < 0:
+            raise DomainError(f"'**': 0 ** {p:g} is a division by zero; {_describe(self)} has value {a!r}")
+        if a < 0.0 and not p.is_integer():
+            raise DomainError(
+                f"'**': a negative number to the power {p:g} is not real; {_describe(self)} has value {a!r}"
+            )
+        return Value._make(a**p, (self,), _exponent(p))
+
+    @staticmethod
+    def _pow_grads(out: Value) -> tuple[float, ...]:
+        (a,), p = out._children, out._op
+        if a.data == 0.0 and p < 1.0:  # 0 ** (p - 1) would divide by zero
+            return (0.0 if p == 0.0 else math.inf,)
+        return (p * a.data ** (p - 1.0),)
+
+    def exp(self) -> Value:
+        try:
+            e = math.exp(self.data)
+        except OverflowError:
+            e = math.inf
+        return Value._make(e, (self,), "exp")
+
+    @_derivative("exp")
+    def _exp_grads(out: Value) -> tuple[float, ...]:
+        return (out.data,)
+
+    def log(self) -> Value:
+        if not self.data > 0.0:
+            raise DomainError(f"'log': the input must be > 0; {_describe(self)} has value {self.data!r}")
+        return Value._make(math.log(self.data), (self,), "log")
+
+    @_derivative("log")
+    def _log_grads(out: Value) -> tuple[float, ...]:
+        return (1.0 / out._children[0].data,)
+
+    def sqrt(self) -> Value:
+        if self.data < 0.0:
+            raise DomainError(f"'sqrt': the input must be >= 0; {_describe(self)} has value {self.data!r}")
+        return Value._make(math.sqrt(self.data), (self,), "sqrt")
+
+    @_derivative("sqrt")
+    def _sqrt_grads(out: Value) -> tuple[float, ...]:
+        return (0.5 / out.data if out.data != 0.0 else math.inf,)
+
+    def tanh(self) -> Value:
+        return Value._make(math.tanh(self.data), (self,), "tanh")
+
+    @_derivative("tanh")
+    def _tanh_grads(out: Value) -> tuple[float, ...]:
+        return (1.0 - out.data * out.data,)
+
+    def relu(self) -> Value:
+        return Value._make(self.data if self.data > 0.0 else 0.0, (self,), "relu")
+
+    @_derivative("relu")
+    def _relu_grads(out: Value) -> tuple[float, ...]:
+        return (1.0 if out._children[0].data > 0.0 else 0.0,)
+
+    def sigmoid(self) -> Value:
+        a = self.data  # written so that exp never overflows
+        s = 1.0 / (1.0 + math.exp(-a)) if a >= 0.0 else math.exp(a) / (1.0 + math.exp(a))
+        return Value._make(s, (self,), "sigmoid")
+
+    @_derivative("sigmoid")
+    def _sigmoid_grads(out: Value) -> tuple[float, ...]:
+        return (out.data * (1.0 - out.data),)
+
+    @staticmethod
+    def sum(values: Iterable[Operand]) -> Value:
+        """One n-ary node holding the sum of ``values`` (every local derivative is 1)."""
+        children = tuple(_as_value(v) for v in values)
+        if not children:
+            raise ValueError("Value.sum needs at least one value, got an empty sequence")
+        total = 0.0
+        for c in children:  # left to right, as a plain loop (and NumPy on short rows) adds
+            total += c.data
+        return Value._make(total, children, "sum")
+
+    @_derivative("sum")
+    def _sum_grads(out: Value) -> tuple[float, ...]:
+        return (1.0,) * len(out._children)
+
+    # ---- derived ops: one line each over the primitives ----------------------
+
+    def __neg__(self) -> Value:
+        return self * -1.0
+
+    def __truediv__(self, other: Operand) -> Value:
+        if not isinstance(other, Value):
+            d = _check_number(other, "the divisor")
+            if d == 0.0:
+                raise DomainError(f"'/': division by zero ({_describe(self)} / 0)")
+            return self * (1.0 / d)
+        return self * other**-1
+
+    def __radd__(self, other: Operand) -> Value:
+        return _as_value(other) + self
+
+    def __rsub__(self, other: Operand) -> Value:
+        return _as_value(other) - self
+
+    def __rmul__(self, other: Operand) -> Value:
+        return _as_value(other) * self
+
+    def __rtruediv__(self, other: Operand) -> Value:
+        return _as_value(other) * self**-1
+
+    @staticmethod
+    def mean(values: Iterable[Operand]) -> Value:
+        """The mean as two nodes: one n-ary sum, then a multiply by 1/n."""
+        children = tuple(values)
+        return Value.sum(children) * (1.0 / max(len(children), 1))
+
+    # ---- backpropagation ------------------------------------------------------
+
+    def backward(self, grad: float = 1.0) -> None:
+        """Add d(self)/d(node) * ``grad`` to ``node.grad`` for every node of the graph.
+
+        Gradients accumulate, as in PyTorch: a second call adds the same amounts
+        again (so every grad doubles), and several losses that share nodes can be
+        backpropagated one after the other. Call :meth:`zero_grad` to start over.
+        Each pass propagates only its own contribution, so intermediate nodes stay
+        consistent too (micrograd's second call would corrupt them).
+        """
+        seed = _check_number(grad, "backward(grad)")
+        order = topological_order(self)
+        earlier = [node.grad for node in order]
+        accumulate = any(earlier)
+        if accumulate:
+            for node in order:
+                node.grad = 0.0
+        self.grad = seed
+        local, power = _LOCAL_GRADS.get, Value._pow_grads
+        for node in reversed(order):
+            children = node._children
+            if children:
+                g = node.grad
+                for child, d in zip(children, local(node._op, power)(node)):
+                    child.grad += d * g
+        if accumulate:
+            for node, before in zip(order, earlier):
+                node.grad += before
+
+    def zero_grad(self) -> None:
+        """Set ``grad`` to 0 on this node and every node it depends on."""
+        for node in topological_order(self):
+            node.grad = 0.0
+
+
+_EXPONENTS: dict[float, float] = {}
+
+
+def _exponent(p: float) -> float:
+    """One shared float object per exponent, so ``x ** 2`` nodes share theirs."""
+    if len(_EXPONENTS) > 1024:
+        _EXPONENTS.clear()
+    return _EXPONENTS.setdefault(p, p)
+
+
+def _as_value(x: Operand) -> Value:
+    return x if isinstance(x, Value) else Value(x)
+
+
+def local_grads(node: Value) -> tuple[float, ...]:
+    """d node / d child for each child of ``node``, in order (``()`` for a leaf)."""
+    if not node._children:
+        return ()
+    return _LOCAL_GRADS.get(node._op, Value._pow_grads)(node)
+
+
+def topological_order(roots: Value | Iterable[Value]) -> list[Value]:
+    """Every node the roots depend on, each after all of its children.
+
+    Iterative depth-first search, so depth is limited only by memory. The order
+    is deterministic: children are visited in argument order.
+    """
+    stack: list[tuple[Value, bool]]
+    if isinstance(roots, Value):
+        stack = [(roots, False)]
+    else:
+        stack = [(r, False) for r in reversed(list(roots))]
+        for r in stack:
+            if not isinstance(r[0], Value):
+                raise TypeError(f"topological_order expects Values, got {type(r[0]).__name__}")
+    order: list[Value] = []
+    seen: set[Value] = set()
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+        elif node not in seen:
+            seen.add(node)
+            stack.append((node, True))
+            stack.extend((c, False) for c in reversed(node._children) if c not in seen)
+    return order

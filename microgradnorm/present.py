@@ -1,0 +1,87 @@
+"""Rich renderables for reports. Pure functions: data in, renderable out, no printing."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich import box
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+if TYPE_CHECKING:
+    from microgradnorm.check import CheckReport
+
+__all__ = ["check_table", "fmt"]
+
+
+def fmt(v: float, digits: int = 6) -> str:
+    """A compact number: ``digits`` significant digits, NaN shown as a dash."""
+    if v != v:
+        return "—"
+    return f"{v:.{digits}g}"
+
+
+def _err(v: float) -> str:
+    return f"{v:.1e}"
+
+
+def check_table(report: CheckReport, full: bool = False) -> Group:
+    """The per-node table of a :class:`~microgradnorm.check.CheckReport`, with a verdict line.
+
+    Each row is one named node, shown at the entry where autograd and the closed
+    form differ most; ``full`` lists every entry instead.
+    """
+    shape = "×".join(map(str, report.shape))
+    title = (
+        f"{report.title} of x [{shape}], eps = {report.eps:g}, variance {report.variance.replace('_', '-')}"
+        f" · loss = sum(y · dy) = {report.loss:.6g}"
+    )
+    table = Table(
+        title=title,
+        title_justify="left",
+        header_style="bold",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 0),
+    )
+    table.add_column("node", no_wrap=True)
+    table.add_column("stage", style="dim", no_wrap=True, overflow="ellipsis")
+    for name in ("autograd", "closed form", "finite diff"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("err cf", justify="right", no_wrap=True)
+    table.add_column("err fd", justify="right", no_wrap=True)
+    table.add_column("", justify="center", no_wrap=True)
+    for node in report.nodes:
+        entries = range(len(node.autograd)) if full else [node.worst]
+        for i, k in enumerate(entries):
+            ok = Text("✓", style="green") if node.passed else Text("✗", style="bold red")
+            first = i == 0
+            table.add_row(
+                node.labels[k],
+                node.stage if first else "",
+                fmt(node.autograd[k]),
+                fmt(node.closed_form[k]),
+                fmt(node.finite_diff[k]),
+                _err(node.closed_form_rel) if first else "",
+                _err(node.fd_rel) if first else "",
+                ok if first else "",
+            )
+    t = report.tolerances
+    sampled = [n for n in report.nodes if n.fd_count < len(n.autograd)]
+    notes = Text(
+        "err: normwise relative error of autograd against the closed form (cf) and the finite difference (fd)."
+        + (f" Finite differences at up to {max(n.fd_count for n in sampled)} entries per node." if sampled else ""),
+        style="dim",
+    )
+    if report.passed:
+        verdict = Text.assemble(
+            ("All agree. ", "bold green"),
+            f"{len(report.nodes)} nodes: autograd = closed form within {t['closed_form_rtol']:.0e} relative, "
+            f"= finite difference within {t['fd_rtol']:.0e} (step {t['fd_step']:.0e}, float64).",
+        )
+    else:
+        names = ", ".join(n.name for n in report.failures)
+        verdict = Text.assemble(("Disagreement ", "bold red"), f"at {names}.")
+    return Group(table, notes, verdict)

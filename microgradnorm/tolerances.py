@@ -1,0 +1,69 @@
+"""Every tolerance the package and its tests compare numbers with, named once.
+
+Two kinds of comparison, and why their tolerances differ:
+
+* Two exact computations of the same float64 quantity (autograd against a
+  closed form, the vectorized path against the scalar graph) differ only by
+  rounding, so they must agree to about 1e-12 relative.
+* A central finite difference (f(v + h) - f(v - h)) / 2h has a truncation error
+  of order h^2 and a rounding error of order 1e-16 / h; with h = 1e-6 both are
+  around 1e-10 to 1e-9, so it is trusted to about 1e-6 relative.
+
+Relative errors are normwise: max|a - b| / max|b| over a whole node or array,
+which stays meaningful when single entries are near zero. A comparison passes
+when max|a - b| <= atol + rtol * max|b|.
+"""
+
+# autograd vs closed form, both float64
+CLOSED_FORM_RTOL = 1e-10
+CLOSED_FORM_ATOL = 1e-12
+
+# central finite differences in float64: step h = FD_STEP * max(1, |value|)
+FD_STEP = 1e-6
+FD_RTOL = 1e-6
+FD_ATOL = 1e-8
+
+# the vectorized NumPy path against the scalar graph, float64
+VECTORIZED_F64_RTOL = 1e-12
+VECTORIZED_F64_ATOL = 1e-13
+
+# float32 results against the float64 analytic result
+FLOAT32_RTOL = 1e-4
+FLOAT32_ATOL = 1e-5
+
+# float16 / bfloat16-like inputs (accumulated in float32) against float64
+FLOAT16_RTOL = 2e-2
+FLOAT16_ATOL = 2e-2
+
+# PyTorch (float64) against this package (float64)
+TORCH_F64_RTOL = 1e-10
+TORCH_F64_ATOL = 1e-12
+
+
+def normwise_error(a, b) -> tuple[float, float]:
+    """(max|a - b|, max|a - b| / max|b|) for two arrays or sequences of numbers."""
+    import numpy as np
+
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.size == 0:
+        return 0.0, 0.0
+    abs_err = float(np.max(np.abs(a - b)))
+    scale = float(np.max(np.abs(b)))
+    return abs_err, (abs_err / scale if scale > 0 else (0.0 if abs_err == 0 else float("inf")))
+
+
+def close(a, b, rtol: float, atol: float) -> bool:
+    """Normwise closeness: max|a - b| <= atol + rtol * max|b| (NaN never passes)."""
+    import numpy as np
+
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        return False
+    if a.size == 0:
+        return True
+    diff = np.abs(a - b)
+    if np.isnan(diff).any():
+        return False
+    return bool(diff.max() <= atol + rtol * np.abs(b).max())
