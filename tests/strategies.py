@@ -1,0 +1,56 @@
+"""Hypothesis strategies, all in one place (tests import them from here)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+# Well-scaled float64 entries: big enough to be interesting, small enough that
+# finite differences stay trustworthy (see microgradnorm.tolerances).
+finite_floats = st.floats(min_value=-10.0, max_value=10.0, allow_nan=False, allow_infinity=False, width=64)
+positive_scales = st.floats(min_value=0.1, max_value=10.0, allow_nan=False, allow_infinity=False)
+shifts = st.floats(min_value=-10.0, max_value=10.0, allow_nan=False, allow_infinity=False)
+eps_values = st.sampled_from([0.0, 1e-5, 1e-3, 0.1])
+
+
+def spread(x: np.ndarray, axis: int | tuple[int, ...] = -1, min_std: float = 0.1) -> bool:
+    """True when every group has a std of at least ``min_std`` (so eps = 0 is well defined)."""
+    return bool(np.all(np.std(x, axis=axis) >= min_std))
+
+
+@st.composite
+def vectors(draw, min_dim: int = 2, max_dim: int = 8) -> np.ndarray:
+    """A 1-D float64 vector whose values are not all (nearly) equal."""
+    d = draw(st.integers(min_dim, max_dim))
+    x = draw(hnp.arrays(np.float64, d, elements=finite_floats))
+    if d > 1 and not spread(x):
+        x = x + np.linspace(-1.0, 1.0, d)
+    return x
+
+
+@st.composite
+def matrices(draw, min_rows: int = 1, max_rows: int = 4, min_dim: int = 2, max_dim: int = 6, axis: int = -1):
+    """An [N, D] float64 matrix whose groups along ``axis`` all have some spread."""
+    n = draw(st.integers(min_rows, max_rows))
+    d = draw(st.integers(min_dim, max_dim))
+    x = draw(hnp.arrays(np.float64, (n, d), elements=finite_floats))
+    if x.shape[axis] > 1 and not spread(x, axis=axis):
+        ramp = np.linspace(-1.0, 1.0, x.shape[axis])
+        x = x + (ramp if axis in (-1, 1) else ramp[:, None])
+    return x
+
+
+def params(draw, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """gamma (away from 0 and from 1) and beta of length ``size``."""
+    gamma = draw(hnp.arrays(np.float64, size, elements=st.floats(0.25, 2.0))) * draw(
+        hnp.arrays(np.float64, size, elements=st.sampled_from([-1.0, 1.0]))
+    )
+    beta = draw(hnp.arrays(np.float64, size, elements=finite_floats))
+    return gamma, beta
+
+
+@st.composite
+def upstream(draw, shape: tuple[int, ...]) -> np.ndarray:
+    """A random upstream gradient dy (never all ones: see microgradnorm.check)."""
+    return draw(hnp.arrays(np.float64, shape, elements=st.floats(-2.0, 2.0)))
