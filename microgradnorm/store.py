@@ -1,0 +1,87 @@
+"""Where the learner's state lives, and how it is written without ever being corrupted.
+
+Lesson and exercise progress are small JSON files in one state directory:
+``$MICROGRADNORM_HOME`` if set, else ``$XDG_STATE_HOME/microgradnorm``, else
+``~/.local/state/microgradnorm``.
+
+Writes go to a temporary file in the same directory, are flushed to disk, and
+then replace the old file in one ``os.replace``: a process killed mid-write
+leaves either the old file or the new one, never half of each. A file that does
+not parse is not silently dropped: it is renamed aside (``progress.json.corrupt-
+<time>``) and reported, so nothing the learner had is lost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["CorruptStateError", "atomic_write_text", "load_json", "save_json", "state_dir"]
+
+
+class CorruptStateError(ValueError):
+    """A state file did not parse; it has been moved to ``moved_to``."""
+
+    def __init__(self, path: Path, moved_to: Path, reason: str) -> None:
+        super().__init__(f"{path} could not be read ({reason}); it was set aside as {moved_to.name}")
+        self.path = path
+        self.moved_to = moved_to
+
+
+def state_dir() -> Path:
+    """The directory for progress files (created on first use)."""
+    home = os.environ.get("MICROGRADNORM_HOME")
+    if home:
+        root = Path(home).expanduser()
+    else:
+        xdg = os.environ.get("XDG_STATE_HOME")
+        root = (Path(xdg).expanduser() if xdg else Path.home() / ".local" / "state") / "microgradnorm"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that readers see the old or the new file, never a mix."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def save_json(path: Path, data: Any) -> None:
+    """Atomically write ``data`` as JSON."""
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def load_json(path: Path, default: Any) -> Any:
+    """Read JSON from ``path``; ``default`` if it does not exist.
+
+    Raises :class:`CorruptStateError` after moving an unreadable file aside, so
+    the caller can tell the learner and start fresh without losing the old file.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return default
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        moved = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+        os.replace(path, moved)
+        raise CorruptStateError(path, moved, str(exc).splitlines()[0]) from None
