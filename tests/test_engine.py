@@ -1,0 +1,270 @@
+"""The Value engine: every op against finite differences, graph structure, backward semantics, errors."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from microgradnorm import DomainError, Value, local_grads, topological_order
+from microgradnorm import tolerances as tol
+
+reals = st.floats(min_value=-3.0, max_value=3.0, allow_nan=False)
+positives = st.floats(min_value=0.1, max_value=5.0, allow_nan=False)
+
+
+def fd(f, *args: float) -> list[float]:
+    """Central finite differences of a float function of floats, one per argument."""
+    grads = []
+    for i, a in enumerate(args):
+        h = tol.FD_STEP * max(1.0, abs(a))
+        up = list(args)
+        down = list(args)
+        up[i] = a + h
+        down[i] = a - h
+        grads.append((f(*up) - f(*down)) / (2 * h))
+    return grads
+
+
+def autograd(build, *args: float) -> list[float]:
+    leaves = [Value(a) for a in args]
+    build(*leaves).backward()
+    return [v.grad for v in leaves]
+
+
+def assert_grads_match(build, *args: float) -> None:
+    got = autograd(build, *args)
+    want = fd(lambda *a: build(*[Value(v) for v in a]).data, *args)
+    assert tol.close(got, want, tol.FD_RTOL, tol.FD_ATOL), (got, want)
+
+
+BINARY = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "radd": lambda a, b: 2.5 + a * b,
+    "rsub": lambda a, b: 1.5 - a * b,
+    "rmul": lambda a, b: 3.0 * a + b,
+    "rdiv": lambda a, b: 2.0 / (a * a + b * b + 1.0),
+    "square_self": lambda a, b: a * a + b,
+}
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+@given(a=reals, b=positives)
+def test_binary_ops_match_finite_differences(name, a, b):
+    assert_grads_match(BINARY[name], a, b)
+
+
+UNARY = {
+    "neg": (lambda a: -a, reals),
+    "pow2": (lambda a: a**2, reals),
+    "pow3": (lambda a: a**3, reals),
+    "pow_half": (lambda a: a**0.5, positives),
+    "pow_minus1": (lambda a: a**-1, positives),
+    "pow_minus_half": (lambda a: a**-0.5, positives),
+    "exp": (lambda a: a.exp(), reals),
+    "log": (lambda a: a.log(), positives),
+    "sqrt": (lambda a: a.sqrt(), positives),
+    "tanh": (lambda a: a.tanh(), reals),
+    "sigmoid": (lambda a: a.sigmoid(), reals),
+    "relu": (lambda a: a.relu(), reals.filter(lambda v: abs(v) > 1e-3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+@given(data=st.data())
+def test_unary_ops_match_finite_differences(name, data):
+    build, values = UNARY[name]
+    assert_grads_match(build, data.draw(values))
+
+
+@given(st.lists(reals, min_size=1, max_size=12))
+def test_sum_is_one_node_whose_local_derivatives_are_one(xs):
+    leaves = [Value(x) for x in xs]
+    total = Value.sum(leaves)
+    assert total.children == tuple(leaves)
+    assert local_grads(total) == (1.0,) * len(xs)
+    assert total.data == pytest.approx(math.fsum(xs), abs=1e-12)
+    (total * 2.0).backward()
+    assert [v.grad for v in leaves] == [2.0] * len(xs)
+
+
+def test_mean_is_a_sum_node_times_one_over_n():
+    leaves = [Value(v) for v in (1.0, 2.0, 6.0)]
+    m = Value.mean(leaves)
+    assert m.data == pytest.approx(3.0)
+    assert m.children[0].op == "sum"
+    m.backward()
+    assert [v.grad for v in leaves] == pytest.approx([1 / 3] * 3)
+
+
+def test_local_grads_of_every_op_match_finite_differences():
+    a, b = Value(1.3), Value(0.7)
+    cases = [a + b, a - b, a * b, a**3, a.exp(), a.log(), a.sqrt(), a.tanh(), a.sigmoid(), a.relu()]
+    forward = {
+        "+": lambda u, v: u + v,
+        "-": lambda u, v: u - v,
+        "*": lambda u, v: u * v,
+        "**3": lambda u: u**3,
+        "exp": math.exp,
+        "log": math.log,
+        "sqrt": math.sqrt,
+        "tanh": math.tanh,
+        "sigmoid": lambda u: 1 / (1 + math.exp(-u)),
+        "relu": lambda u: max(u, 0.0),
+    }
+    for node in cases:
+        want = fd(forward[node.op], *[c.data for c in node.children])
+        assert tol.close(local_grads(node), want, tol.FD_RTOL, tol.FD_ATOL), node.op
+    assert local_grads(a) == ()
+
+
+def test_children_are_ordered_and_keep_repeated_edges():
+    x = Value(3.0)
+    y = x * x
+    assert y.children == (x, x)
+    y.backward()
+    assert x.grad == 6.0  # both edges contribute: d(x^2)/dx = 2x
+    a, b = Value(1.0), Value(2.0)
+    assert (a - b).children == (a, b)
+    assert (b - a).children == (b, a)
+
+
+def test_gradients_accumulate_where_a_node_is_used_more_than_once():
+    x = Value(2.0)
+    y = x * 3.0
+    z = y * y + y  # dz/dy = 2y + 1 = 13, dz/dx = 39
+    z.backward()
+    assert y.grad == 13.0
+    assert x.grad == 39.0
+
+
+def test_ids_increase_in_creation_order_and_are_unique():
+    a = Value(1.0)
+    b = Value(2.0)
+    c = a + b
+    assert a.id < b.id < c.id
+    assert len({v.id for v in topological_order(c)}) == 3
+
+
+def test_topological_order_puts_children_first_deterministically():
+    a, b = Value(1.0, label="a"), Value(2.0, label="b")
+    c = a * b
+    d = c + a
+    order = topological_order(d)
+    assert order[-1] is d
+    position = {id(v): i for i, v in enumerate(order)}
+    for node in order:
+        for child in node.children:
+            assert position[id(child)] < position[id(node)]
+    assert [v.label for v in order[:2]] == ["a", "b"]
+    assert topological_order(d) == order
+    assert topological_order([d, c]) == order  # several roots, shared nodes listed once
+
+
+def test_backward_twice_accumulates_and_zero_grad_resets():
+    x = Value(0.5)
+    h = x.tanh()
+    y = h * h
+    y.backward()
+    first = (x.grad, h.grad, y.grad)
+    y.backward()
+    assert (x.grad, h.grad, y.grad) == pytest.approx(tuple(2 * g for g in first))
+    y.zero_grad()
+    assert (x.grad, h.grad, y.grad) == (0.0, 0.0, 0.0)
+    y.backward()
+    assert (x.grad, h.grad, y.grad) == pytest.approx(first)
+
+
+def test_two_losses_sharing_nodes_add_up_like_their_sum():
+    a, b = Value(1.5), Value(-0.5)
+    shared = a * b
+    loss1 = shared.exp()
+    loss2 = shared * a
+    loss1.backward()
+    loss2.backward()
+    separately = (a.grad, b.grad, shared.grad)
+    a2, b2 = Value(1.5), Value(-0.5)
+    shared2 = a2 * b2
+    (shared2.exp() + shared2 * a2).backward()
+    assert separately == pytest.approx((a2.grad, b2.grad, shared2.grad))
+
+
+def test_backward_seed_scales_every_gradient():
+    x = Value(2.0)
+    y = x**2
+    y.backward(3.0)
+    assert x.grad == 12.0
+
+
+def test_a_chain_of_a_million_nodes_backpropagates_without_recursion():
+    x = Value(1.0)
+    v = x
+    for _ in range(1_000_000):
+        v = v + 1.0
+    v.backward()
+    assert x.grad == 1.0
+    assert v.data == 1_000_001.0
+
+
+def test_nodes_have_slots_and_no_dict():
+    v = Value(1.0)
+    assert not hasattr(v, "__dict__")
+    with pytest.raises(AttributeError):
+        v.something_else = 1  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("make", "words"),
+    [
+        (lambda: Value(0.0, label="z").log(), ["log", "'z'", "0.0"]),
+        (lambda: Value(-2.0).log(), ["log", "-2.0"]),
+        (lambda: Value(-1.0, label="v").sqrt(), ["sqrt", "'v'", "-1.0"]),
+        (lambda: Value(1.0) / Value(0.0, label="std"), ["division by zero", "'std'"]),
+        (lambda: Value(0.0) ** -2, ["division by zero"]),
+        (lambda: Value(-8.0) ** 0.5, ["not real", "-8.0"]),
+        (lambda: Value(3.0, label="a") / 0, ["division by zero", "'a'"]),
+    ],
+)
+def test_domain_errors_name_the_op_the_node_and_the_value(make, words):
+    with pytest.raises(DomainError) as info:
+        make()
+    for word in words:
+        assert word in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize("bad", ["1.0", None, 1 + 2j, True, [1.0]])
+def test_non_numeric_data_is_a_type_error_naming_the_type(bad):
+    with pytest.raises(TypeError, match=type(bad).__name__):
+        Value(bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=type(bad).__name__):
+        Value(1.0) + bad  # type: ignore[operator]
+
+
+def test_value_exponent_is_rejected_with_a_clear_message():
+    with pytest.raises(TypeError, match="exponent must be a number"):
+        Value(2.0) ** Value(3.0)  # type: ignore[operator]
+
+
+def test_numpy_scalars_are_accepted():
+    np = pytest.importorskip("numpy")
+    v = Value(np.float32(1.5)) * np.float64(2.0) + np.int64(1)
+    assert v.data == 4.0 and type(v.data) is float
+
+
+def test_exp_overflow_gives_inf_and_sigmoid_is_stable_at_extremes():
+    assert Value(1000.0).exp().data == math.inf
+    assert Value(-1000.0).sigmoid().data == 0.0
+    assert Value(1000.0).sigmoid().data == 1.0
+
+
+def test_repr_shows_data_grad_op_and_label():
+    v = Value(2.0, label="w") * 3.0
+    v.label = "out"
+    text = repr(v)
+    assert "data=6" in text and "op='*'" in text and "label='out'" in text

@@ -1,0 +1,187 @@
+"""Closed forms against finite differences of a plain NumPy forward, and the forms against each other.
+
+These tests never use the scalar engine: the closed forms are checked on their
+own, so that the three-way check compares three independent things.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from microgradnorm import formulas as f
+from microgradnorm import tolerances as tol
+from microgradnorm.jacobian import autograd_jacobian, projection_report
+from tests.strategies import eps_values, matrices, upstream, vectors
+
+
+def numeric_grad(loss, a: np.ndarray) -> np.ndarray:
+    """Central finite differences of a scalar function of an array, float64."""
+    a = a.astype(np.float64)
+    g = np.zeros_like(a)
+    for i in np.ndindex(a.shape):
+        h = tol.FD_STEP * max(1.0, abs(a[i]))
+        up, down = a.copy(), a.copy()
+        up[i] += h
+        down[i] -= h
+        g[i] = (loss(up) - loss(down)) / (2 * h)
+    return g
+
+
+def ln_loss(axes, eps, dy, gamma=None, beta=None, param_axis=-1):
+    def loss(x):
+        m = f.moments(x, axes, eps)
+        y = f.affine(m.xhat, f.param_view(gamma, x.ndim, param_axis), f.param_view(beta, x.ndim, param_axis))
+        return float(np.sum(y * dy))
+
+    return loss
+
+
+def assert_fd(got, want):
+    assert tol.close(got, want, tol.FD_RTOL, tol.FD_ATOL), np.max(np.abs(got - want))
+
+
+@given(matrices(), eps_values, st.data())
+def test_layer_norm_dx_dgamma_dbeta_match_finite_differences(x, eps, data):
+    dy = data.draw(upstream(x.shape))
+    d = x.shape[1]
+    gamma = np.linspace(0.5, 1.5, d) * np.where(np.arange(d) % 2, -1, 1)
+    beta = np.linspace(-1, 1, d)
+    grads = f.normalization_node_grads(x, gamma, beta, eps, dy, (1,), 1)
+    assert_fd(grads["x"], numeric_grad(ln_loss((1,), eps, dy, gamma, beta), x))
+    assert_fd(grads["gamma"], numeric_grad(lambda g: ln_loss((1,), eps, dy, g, beta)(x), gamma))
+    assert_fd(grads["beta"], numeric_grad(lambda b: ln_loss((1,), eps, dy, gamma, b)(x), beta))
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 2, 2, 2)])
+@pytest.mark.parametrize("eps", [0.0, 1e-3])
+def test_batch_norm_dx_dgamma_dbeta_match_finite_differences(shape, eps):
+    rng = np.random.default_rng(7)
+    x = rng.normal(1.0, 2.0, size=shape)
+    dy = rng.normal(size=shape)
+    axes, param_axis = ((0,), 1) if len(shape) == 2 else ((0, 2, 3), 1)
+    c = shape[param_axis]
+    gamma, beta = rng.uniform(0.5, 1.5, c), rng.normal(size=c)
+    grads = f.normalization_node_grads(x, gamma, beta, eps, dy, axes, param_axis)
+    assert_fd(grads["x"], numeric_grad(ln_loss(axes, eps, dy, gamma, beta, param_axis), x))
+    assert_fd(grads["gamma"], numeric_grad(lambda g: ln_loss(axes, eps, dy, g, beta, param_axis)(x), gamma))
+    assert_fd(grads["beta"], numeric_grad(lambda b: ln_loss(axes, eps, dy, gamma, b, param_axis)(x), beta))
+
+
+@given(matrices(), eps_values, st.data())
+def test_rms_norm_dx_and_dgamma_match_finite_differences(x, eps, data):
+    dy = data.draw(upstream(x.shape))
+    gamma = np.linspace(0.5, 1.5, x.shape[1])
+
+    def loss(x_, g=gamma):
+        return float(np.sum(g * f.rms_moments(x_, (1,), eps).xhat * dy))
+
+    grads = f.rms_node_grads(x, gamma, None, eps, dy, (1,), 1)
+    assert_fd(grads["x"], numeric_grad(loss, x))
+    assert_fd(grads["gamma"], numeric_grad(lambda g: loss(x, g), gamma))
+
+
+@given(matrices(), eps_values, st.data())
+def test_three_path_simplified_and_projection_forms_agree(x, eps, data):
+    dy = data.draw(upstream(x.shape))
+    gamma = np.linspace(-1.5, 1.5, x.shape[1]) + 0.1
+    m = f.moments(x, (1,), eps)
+    g = f.dxhat(dy, gamma)
+    three = f.dx_three_path(g, m.xshift, m.std, m.rstd, (1,))
+    simple = f.dx_simplified(g, m.xhat, m.rstd, (1,))
+    projected = np.stack([f.dx_projection(dy[r], gamma, m.xhat[r], m.rstd[r, 0]) for r in range(x.shape[0])])
+    assert tol.close(three, simple, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+    assert tol.close(projected, simple, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+
+
+def test_the_three_paths_are_each_what_the_chain_rule_says():
+    rng = np.random.default_rng(8)
+    x, g = rng.normal(size=6), rng.normal(size=6)
+    m = f.moments(x, (0,), 1e-3)
+    direct, via_mean, via_var = f.dx_paths(g, m.xshift, m.std, m.rstd, (0,))
+    assert tol.close(direct, g * m.rstd, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+    assert np.ptp(via_mean) == 0.0  # the mean path is the same for every x_i
+    assert tol.close(via_mean.sum(), f.dmean(g, m.rstd, (0,))[0], tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+    assert tol.close(via_var / m.xshift, np.full(6, via_var[0] / m.xshift[0]), tol.CLOSED_FORM_RTOL, 0)
+
+
+# ---- properties of LayerNorm ---------------------------------------------------------
+
+
+@given(vectors(), st.floats(-50, 50), eps_values)
+def test_shift_invariance(x, c, eps):
+    a = f.moments(x, (0,), eps).xhat
+    b = f.moments(x + c, (0,), eps).xhat
+    assert tol.close(a, b, 1e-9, 1e-9)
+
+
+@given(vectors(), st.floats(0.01, 100))
+def test_scale_invariance_at_eps_zero(x, c):
+    a = f.moments(x, (0,), 0.0).xhat
+    b = f.moments(c * x, (0,), 0.0).xhat
+    assert tol.close(a, b, 1e-9, 1e-9)
+
+
+@given(vectors(), eps_values, st.data())
+def test_dx_sums_to_zero_for_any_eps(x, eps, data):
+    dy = data.draw(upstream(x.shape))
+    dx = f.normalization_node_grads(x, None, None, eps, dy, (0,), 0)["x"]
+    assert abs(dx.sum()) <= 1e-9 * (1 + np.abs(dx).sum())
+
+
+@given(vectors(), st.data())
+def test_dx_is_orthogonal_to_xhat_at_eps_zero(x, data):
+    dy = data.draw(upstream(x.shape))
+    m = f.moments(x, (0,), 0.0)
+    dx = f.dx_simplified(dy, m.xhat, m.rstd, (0,))
+    assert abs(dx @ m.xhat) <= 1e-9 * (1 + np.linalg.norm(dx) * np.linalg.norm(m.xhat))
+
+
+@given(vectors())
+def test_p_is_a_symmetric_idempotent_projection_of_rank_two_at_eps_zero(x):
+    p = f.projection(f.moments(x, (0,), 0.0).xhat)
+    assert np.allclose(p, p.T, atol=1e-12)
+    assert np.allclose(p @ p, p, atol=1e-10)
+    assert np.linalg.matrix_rank(p) == 2
+    assert np.isclose(np.trace(p), 2.0)
+
+
+# ---- the Jacobian ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("eps", [0.0, 1e-5, 0.5])
+def test_autograd_jacobian_is_sigma_inverse_diag_gamma_times_i_minus_p(eps):
+    rng = np.random.default_rng(9)
+    x, gamma = rng.normal(size=5), rng.uniform(0.5, 2, size=5)
+    m = f.moments(x, (0,), eps)
+    want = f.layer_norm_jacobian(m.xhat, m.rstd[0], gamma)
+    got = autograd_jacobian("layernorm", x.tolist(), gamma.tolist(), None, eps)
+    assert tol.close(got, want, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+
+
+def test_rms_jacobian_matches_finite_differences():
+    rng = np.random.default_rng(10)
+    x, gamma = rng.normal(size=4), rng.uniform(0.5, 2, size=4)
+    m = f.rms_moments(x, (0,), 1e-3)
+    want = f.rms_jacobian(m.xhat, m.rrms[0], gamma)
+    got = np.stack([numeric_grad(lambda v, i=i: (gamma * f.rms_moments(v, (0,), 1e-3).xhat)[i], x) for i in range(4)])
+    assert tol.close(got, want, tol.FD_RTOL, tol.FD_ATOL)
+
+
+def test_projection_report_at_eps_zero_finds_an_exact_projection():
+    r = projection_report([1.0, 2.0, 4.0, -3.0, 0.5], gamma=[1.0, 2.0, 0.5, 1.0, -1.0], eps=0.0)
+    assert r.rank == 2 and r.idempotent_error < 1e-12 and r.jacobian_error < 1e-12
+    assert abs(r.xhat_norm_sq - r.d) < 1e-9
+    assert abs(r.sum_dx) < 1e-12 and abs(r.xhat_dot_dx) < 1e-12 and r.scale_error < 1e-12
+
+
+@pytest.mark.parametrize("eps", [1e-3, 0.1, 10.0])
+def test_projection_report_with_eps_measures_each_broken_property_as_predicted(eps):
+    r = projection_report([1.0, 2.0, 4.0, -3.0, 0.5], eps=eps)
+    assert r.idempotent_error > 0 and np.isclose(r.idempotent_error, r.idempotent_predicted, rtol=1e-9)
+    assert r.xhat_dot_dx != 0 and np.isclose(r.xhat_dot_dx, r.xhat_dot_dx_predicted, rtol=1e-9)
+    assert abs(r.sum_dx) < 1e-12  # still exact
+    assert r.xhat_norm_sq < r.d
+    assert r.scale_error > 0
