@@ -60,6 +60,8 @@ def _derivative(op: str):
 
 
 def _check_number(x: object, what: str) -> float:
+    if type(x) is float:  # the common case, without the slower ABC check below
+        return x
     # bool is an int in Python, but True as an activation is almost always a bug.
     if isinstance(x, Real) and not isinstance(x, bool):
         return float(x)
@@ -348,25 +350,31 @@ def local_grads(node: Value) -> tuple[float, ...]:
 def topological_order(roots: Value | Iterable[Value]) -> list[Value]:
     """Every node the roots depend on, each after all of its children.
 
-    Iterative depth-first search, so depth is limited only by memory. The order
-    is deterministic: children are visited in argument order.
+    An iterative depth-first search: for the node on top of the stack, descend
+    into its first child not yet seen; when it has none left, emit the node.
+    Depth is limited only by memory, and the order is deterministic (children
+    are visited in argument order).
     """
-    stack: list[tuple[Value, bool]]
     if isinstance(roots, Value):
-        stack = [(roots, False)]
-    else:
-        stack = [(r, False) for r in reversed(list(roots))]
-        for r in stack:
-            if not isinstance(r[0], Value):
-                raise TypeError(f"topological_order expects Values, got {type(r[0]).__name__}")
+        roots = (roots,)
     order: list[Value] = []
     seen: set[Value] = set()
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-        elif node not in seen:
-            seen.add(node)
-            stack.append((node, True))
-            stack.extend((c, False) for c in reversed(node._children) if c not in seen)
+    emit = order.append
+    for root in roots:
+        if not isinstance(root, Value):
+            raise TypeError(f"topological_order expects Values, got {type(root).__name__}")
+        if root in seen:
+            continue
+        seen.add(root)
+        stack = [(root, iter(root._children))]
+        while stack:
+            node, children = stack[-1]
+            for child in children:
+                if child not in seen:
+                    seen.add(child)
+                    stack.append((child, iter(child._children)))
+                    break
+            else:
+                stack.pop()
+                emit(node)
     return order

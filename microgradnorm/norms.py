@@ -99,8 +99,7 @@ class NormGraph:
         shape: tuple[int, ...],
         eps: float,
         variance: str,
-        groups: list[list[int]],
-        param_of: list[int],
+        groups: list[Sequence[int]],
         nodes: dict[str, list[Value]],
     ) -> None:
         self.kind = kind
@@ -108,7 +107,6 @@ class NormGraph:
         self.eps = eps
         self.variance = variance
         self.groups = groups
-        self.param_of = param_of
         self.nodes = nodes
         self._names: dict[int, str] | None = None
 
@@ -198,7 +196,7 @@ def layer_norm(
     the last axis. Returns the y Values nested like ``x``; ``result.graph`` names
     every intermediate node (see :class:`NormGraph`).
     """
-    return _build("layernorm", x, gamma, beta, eps, variance).out_list()
+    return _output(_build("layernorm", x, gamma, beta, eps, variance))
 
 
 def batch_norm(
@@ -215,22 +213,21 @@ def batch_norm(
     channel normalized over N, H and W); gamma and beta have one value per column
     or channel.
     """
-    return _build("batchnorm", x, gamma, beta, eps, variance).out_list()
+    return _output(_build("batchnorm", x, gamma, beta, eps, variance))
 
 
 def rms_norm(x: Any, gamma: Sequence[Any] | None = None, eps: float = 1e-5) -> Normalized:
     """RMSNorm of a vector [D] or of each row of [N][D]: ``y = gamma * x / sqrt(mean(x^2) + eps)``."""
-    return _build("rmsnorm", x, gamma, None, eps, "two_pass").out_list()
+    return _output(_build("rmsnorm", x, gamma, None, eps, "two_pass"))
 
 
 # ---- building -----------------------------------------------------------------
 
 
-class _Built(NormGraph):
-    def out_list(self) -> Normalized:
-        result = Normalized(self.out)
-        result.graph = self
-        return result
+def _output(graph: NormGraph) -> Normalized:
+    result = Normalized(graph.out)
+    result.graph = graph
+    return result
 
 
 _ACCEPTED_RANKS = {
@@ -241,17 +238,15 @@ _ACCEPTED_RANKS = {
 _PUBLIC_NAME = {"layernorm": "layer_norm", "batchnorm": "batch_norm", "rmsnorm": "rms_norm"}
 
 
-def _layout(kind: str, shape: tuple[int, ...]) -> tuple[list[list[int]], list[int], int]:
-    """Which flat indices form each group, and which parameter each element uses."""
+def _layout(kind: str, shape: tuple[int, ...]) -> tuple[list[Sequence[int]], list[int], int]:
+    """The flat indices of each group, the parameter index of each element, the parameter count."""
     size = math.prod(shape)
-    if kind in ("layernorm", "rmsnorm"):
+    if kind in ("layernorm", "rmsnorm"):  # one group per row
         d = shape[-1]
-        groups = [list(range(r * d, (r + 1) * d)) for r in range(size // d)]
-        return groups, [k % d for k in range(size)], d
+        return [range(r * d, (r + 1) * d) for r in range(size // d)], [k % d for k in range(size)], d
     if len(shape) == 2:  # batchnorm [N][D]: one group per column
         d = shape[1]
-        groups = [list(range(j, size, d)) for j in range(d)]
-        return groups, [k % d for k in range(size)], d
+        return [range(j, size, d) for j in range(d)], [k % d for k in range(size)], d
     _, c, h, w = shape  # batchnorm [N][C][H][W]: one group per channel
     hw = h * w
     param_of = [(k // hw) % c for k in range(size)]
@@ -259,6 +254,13 @@ def _layout(kind: str, shape: tuple[int, ...]) -> tuple[list[list[int]], list[in
     for k, ch in enumerate(param_of):
         groups[ch].append(k)
     return groups, param_of, c
+
+
+def _group_name(kind: str, shape: tuple[int, ...], r: int) -> str:
+    """How an error message names group r: 'the input', 'row 2', 'column 1', 'channel 0'."""
+    if kind != "batchnorm":
+        return "the input" if len(shape) == 1 else f"row {r}"
+    return f"column {r}" if len(shape) == 2 else f"channel {r}"
 
 
 def _check_eps(eps: object) -> float:
@@ -278,7 +280,7 @@ def _build(
     eps: float,
     variance: str,
     nudge: Nudge | None = None,
-) -> _Built:
+) -> NormGraph:
     """Build the graph of ``kind``; ``nudge`` perturbs one named node (for finite differences)."""
     eps = _check_eps(eps)
     if variance not in VARIANCE_FORMS:
@@ -329,7 +331,13 @@ def _build(
         rms = named(
             "rms",
             [
-                _sqrt(tag(ms + eps_leaf, "sqrt", "ms+eps"), "rms", kind, r, all(xs[k].data == 0 for k in g))
+                _sqrt(
+                    tag(ms + eps_leaf, "sqrt", "ms+eps"),
+                    "rms",
+                    kind,
+                    _group_name(kind, shape, r),
+                    all(xs[k].data == 0 for k in g),
+                )
                 for r, (ms, g) in enumerate(zip(stats, groups))
             ],
         )
@@ -364,7 +372,14 @@ def _build(
         stds = named(
             "std",
             [
-                _sqrt(tag(v + eps_leaf, "sqrt", "var+eps"), "std", kind, r, _constant(xs, g), variance)
+                _sqrt(
+                    tag(v + eps_leaf, "sqrt", "var+eps"),
+                    "std",
+                    kind,
+                    _group_name(kind, shape, r),
+                    _constant(xs, g),
+                    variance,
+                )
                 for r, (v, g) in enumerate(zip(variances, groups))
             ],
         )
@@ -389,20 +404,20 @@ def _build(
         nodes["gamma"] = gammas
     if betas is not None:
         nodes["beta"] = betas
-    return _Built(kind, shape, eps, variance, groups, param_of, nodes)
+    return NormGraph(kind, shape, eps, variance, groups, nodes)
 
 
-def _sqrt(v: Value, name: str, kind: str, group: int, constant: bool, variance: str = "two_pass") -> Value:
+def _sqrt(v: Value, name: str, kind: str, group: str, constant: bool, variance: str = "two_pass") -> Value:
     """sqrt(var + eps) with the two ways it can fail explained in the error."""
     if variance == "naive" and v.data <= 0.0 and not constant:
         raise DomainError(
-            f"{_PUBLIC_NAME[kind]}: the naive variance E[x^2] - E[x]^2 of group {group} came out "
+            f"{_PUBLIC_NAME[kind]}: the naive variance E[x^2] - E[x]^2 of {group} came out "
             f"as {v.data:.6g} (after adding eps) through cancellation; use variance='two_pass'"
         )
     if v.data <= 0.0:
         what = "std" if name == "std" else "root mean square"
         raise DomainError(
-            f"{_PUBLIC_NAME[kind]}: the {what} of group {group} is 0 (all its values are "
+            f"{_PUBLIC_NAME[kind]}: the {what} of {group} is 0 (all its values are "
             f"{'equal' if name == 'std' else 'zero'}) and eps = 0, so the divide stage would "
             "divide by zero; use eps > 0"
         )
@@ -474,11 +489,15 @@ def _flatten(x: Any, name: str) -> tuple[list[Any], tuple[int, ...]]:
 
 
 def _is_sequence(v: Any) -> bool:
-    return isinstance(v, Sequence) and not isinstance(v, (str, bytes))
+    t = type(v)
+    if t is list or t is tuple:
+        return True
+    return t is not float and isinstance(v, Sequence) and not isinstance(v, (str, bytes))
 
 
 def _check_element(v: Any, name: str, where: tuple[int, ...]) -> Any:
-    if isinstance(v, Value) or (isinstance(v, (int, float)) and not isinstance(v, bool)):
+    t = type(v)
+    if t is float or t is Value or (isinstance(v, (int, float, Value)) and t is not bool):
         return v
     raise TypeError(f"{name}{_where(where)}: expected a number or a Value, got {type(v).__name__} ({v!r})")
 
