@@ -1,0 +1,1051 @@
+"""The vectorized path: LayerNorm, BatchNorm and RMSNorm on whole NumPy arrays.
+
+The scalar graph (:mod:`microgradnorm.norms`) is for seeing every node; this
+module is for speed. It follows llm.c's ``doc/layernorm/layernorm.py``: a forward
+pass returns ``(y, cache)``, a backward pass takes ``(dy, cache)``, and the cache
+holds what the backward pass needs::
+
+    y, cache = layer_norm_forward(x, gamma, beta)        # x [B, T, C]
+    dx, dgamma, dbeta = layer_norm_backward(dy, cache)   # dy = dL/dy, same shape as y
+
+Three backends compute the same numbers (within float rounding):
+
+``"numpy"``
+    The tuned NumPy path: row sums as matrix-vector products (BLAS), row dot
+    products as two-operand ``einsum``, every big temporary reused through
+    ``out=``. The backward pass uses the xhat form of the gradient,
+    ``dx = rstd * (g - mean(g) - xhat * mean(g * xhat))`` with ``g = gamma * dy``.
+``"fused"``
+    The numba kernels of :mod:`microgradnorm.fused`: one pass over memory per
+    row (or channel) forward and backward (``pip install microgradnorm[fast]``).
+``"reference"``
+    The readable baseline: the closed forms of :mod:`microgradnorm.formulas`
+    called one after another, exactly as a textbook writes them. Slow, and
+    kept that way on purpose: it is what the benchmark calls "NumPy naive".
+
+``backend="auto"`` (the default) means fused when numba can be imported and
+numpy otherwise. Choose for one call with ``backend=...``, for the whole
+program with :func:`set_backend` (or :func:`use_backend` for a ``with`` block,
+or the environment variable ``MICROGRADNORM_BACKEND``); :func:`backend_info`
+says which one is in use and why.
+
+Rules every backend follows:
+
+* dtypes: float32 and float64 are computed in their own precision and
+  returned as such; float16 and bfloat16-like inputs are computed in float32
+  and returned in their own dtype; integer, bool and complex input is a
+  TypeError. The per-group statistics (mean, var, rstd) are kept in float64.
+* Inputs are never written to.
+* Numerics: the variance is centered (two-pass), with the rounding error of
+  the mean corrected (``var = mean(xshift^2) - mean(xshift)^2``, the second term
+  is zero in exact arithmetic); a group whose squares overflow (``|x|`` near
+  1e20 in float32) is recomputed after scaling by a power of two ``s`` near its
+  largest ``|x|``, using ``LN_eps(x) = LN_{eps/s^2}(x/s)``; a NaN or Inf stays in
+  its own row (LayerNorm, RMSNorm) or channel (BatchNorm).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from microgradnorm import formulas as F
+
+__all__ = [
+    "BACKENDS",
+    "BackendInfo",
+    "BackendUnavailable",
+    "BatchNorm",
+    "CacheBytes",
+    "NormCache",
+    "backend_info",
+    "batch_norm_backward",
+    "batch_norm_forward",
+    "get_backend",
+    "layer_norm_backward",
+    "layer_norm_forward",
+    "resolve_backend",
+    "rms_norm_backward",
+    "rms_norm_forward",
+    "set_backend",
+    "use_backend",
+]
+
+BACKENDS = ("auto", "numpy", "fused", "reference")
+ENV_VAR = "MICROGRADNORM_BACKEND"
+
+# ---- choosing a backend ----------------------------------------------------------------
+
+
+class BackendUnavailable(ValueError):
+    """The fused backend was asked for, but numba cannot be imported."""
+
+
+_setting: str | None = None  # None: not set by set_backend, read the environment variable
+
+
+def _check_backend_name(name: object, what: str) -> str:
+    if not isinstance(name, str) or name.strip().lower() not in BACKENDS:
+        raise ValueError(f"{what}: expected one of {', '.join(BACKENDS)}, got {name!r}")
+    return name.strip().lower()
+
+
+def set_backend(name: str) -> None:
+    """Use ``name`` ("auto", "numpy", "fused" or "reference") for every later call without ``backend=``."""
+    global _setting
+    name = _check_backend_name(name, "backend")
+    if name == "fused":
+        _require_fused()
+    _setting = name
+
+
+def get_backend() -> str:
+    """The backend setting as chosen ("auto" unless set), before "auto" is resolved."""
+    if _setting is not None:
+        return _setting
+    return _check_backend_name(os.environ.get(ENV_VAR, "auto"), f"environment variable {ENV_VAR}")
+
+
+@contextlib.contextmanager
+def use_backend(name: str) -> Iterator[None]:
+    """``with use_backend("numpy"): ...`` -- the setting inside the block, restored after it."""
+    global _setting
+    before = _setting
+    set_backend(name)
+    try:
+        yield
+    finally:
+        _setting = before
+
+
+def _fused_module():
+    from microgradnorm import fused  # imports numba when it is installed (about half a second)
+
+    return fused
+
+
+def _require_fused():
+    fused = _fused_module()
+    if not fused.AVAILABLE:
+        raise BackendUnavailable(f"backend: 'fused' needs numba, which is unavailable: {fused.UNAVAILABLE_REASON}")
+    return fused
+
+
+def resolve_backend(backend: str | None = None) -> str:
+    """The backend a call with ``backend=`` (None: the global setting) actually runs."""
+    name = get_backend() if backend is None else _check_backend_name(backend, "backend")
+    if name == "auto":
+        return "fused" if _fused_module().AVAILABLE else "numpy"
+    if name == "fused":
+        _require_fused()
+    return name
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    """Which backend runs, and why (for ``microgradnorm bench`` and for curious users)."""
+
+    setting: str
+    active: str
+    numba_version: str | None
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.active} ({self.reason})"
+
+
+def backend_info() -> BackendInfo:
+    """The backend setting, the backend it resolves to and the reason."""
+    setting = get_backend()
+    fused = _fused_module()
+    version = getattr(fused.numba, "__version__", None) if fused.AVAILABLE else None
+    active = resolve_backend() if (setting != "fused" or fused.AVAILABLE) else "unavailable"
+    if setting == "auto":
+        reason = f"auto: numba {version} is installed" if fused.AVAILABLE else f"auto: {fused.UNAVAILABLE_REASON}"
+    else:
+        reason = f"set to {setting!r}"
+    return BackendInfo(setting, active, version, reason)
+
+
+# ---- the cache -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CacheBytes:
+    """How much memory a cache holds.
+
+    ``kept``: bytes of arrays the cache allocated and keeps alive (xhat, the
+    statistics, converted copies of inputs). ``shared``: bytes of the caller's
+    own arrays it refers to (x in recompute mode, gamma); they cost nothing
+    extra while the caller keeps them anyway. ``saved``: bytes the recompute
+    option saves compared with keeping xhat (0 when xhat is kept).
+    """
+
+    kept: int
+    shared: int
+    saved: int
+
+
+@dataclass
+class NormCache:
+    """What a forward pass keeps for the backward pass (the names of seed 002 and llm.c).
+
+    Statistics keep the reduced axes with size 1, so they broadcast against x
+    (LayerNorm on [B, T, C]: mean is [B, T, 1]; BatchNorm on [N, C, H, W]:
+    [1, C, 1, 1]).
+
+    Attributes:
+        norm: "layernorm", "batchnorm" or "rmsnorm".
+        backend: the backend that ran the forward pass (the backward pass uses it too).
+        shape: the shape of x (and of y, dy and dx).
+        dtype: x's dtype; y and dx are returned in it.
+        compute_dtype: float32 or float64, the precision of the big arrays.
+        eps: the epsilon added to the variance (RMSNorm: to the mean square).
+        xhat: the normalized input ``(x - mean) * rstd`` (RMSNorm: ``x * rrms``),
+            in compute_dtype; None in recompute mode.
+        x: the input, kept only in recompute mode (a reference to the caller's
+            array when it was already contiguous in compute_dtype: do not change
+            it before the backward pass).
+        mean: per-group mean, float64 (None for RMSNorm).
+        var: per-group biased variance (RMSNorm: the mean square ``ms``), float64;
+            ``inf`` where it does not fit in float64.
+        rstd: per-group ``1 / sqrt(var + eps)`` (RMSNorm: ``rrms``), float64.
+        xshift: ``x - mean``; only the reference backend keeps it (seed 002's
+            cache does). The xhat form of the backward pass does not need it,
+            so the other backends save that whole array.
+        gamma: the scale in compute_dtype, or None.
+        gamma_dtype, beta_dtype: the dtypes dgamma and dbeta are returned in
+            (None when there is no gamma or beta).
+    """
+
+    norm: str
+    backend: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    compute_dtype: np.dtype
+    eps: float
+    xhat: np.ndarray | None
+    x: np.ndarray | None
+    mean: np.ndarray | None
+    var: np.ndarray
+    rstd: np.ndarray
+    gamma: np.ndarray | None
+    gamma_dtype: np.dtype | None
+    beta_dtype: np.dtype | None
+    xshift: np.ndarray | None = None
+    _caller_arrays: tuple[int, ...] = ()
+
+    @property
+    def recompute(self) -> bool:
+        """True when xhat is not kept and the backward pass recomputes it from (x, mean, rstd)."""
+        return self.xhat is None
+
+    @property
+    def std(self) -> np.ndarray:
+        """sqrt(var + eps), derived from rstd (not stored)."""
+        return 1.0 / self.rstd
+
+    def nbytes(self) -> CacheBytes:
+        """Bytes kept and shared, and bytes saved by the recompute option."""
+        kept = shared = 0
+        for a in (self.xhat, self.x, self.mean, self.var, self.rstd, self.xshift, self.gamma):
+            if a is None:
+                continue
+            if id(a) in self._caller_arrays:
+                shared += a.nbytes
+            else:
+                kept += a.nbytes
+        size = math.prod(self.shape)
+        saved = size * self.compute_dtype.itemsize if self.xhat is None else 0
+        return CacheBytes(kept, shared, saved)
+
+
+# ---- input checks and dtypes ---------------------------------------------------------------
+
+_LOW_PRECISION = ("bfloat16", "float8")
+
+
+def _compute_dtype(dtype: np.dtype, name: str) -> np.dtype:
+    """float32/float64 stay; float16 and bfloat16-like compute in float32; the rest is a TypeError."""
+    if dtype in (np.float32, np.float64):
+        return np.dtype(dtype)
+    if (dtype.kind == "f" and dtype.itemsize < 4) or dtype.name.startswith(_LOW_PRECISION):
+        return np.dtype(np.float32)
+    if dtype.kind == "f":  # long double: computed in float64
+        return np.dtype(np.float64)
+    raise TypeError(
+        f"{name}: expected a floating-point array (float16, bfloat16, float32 or float64), got dtype {dtype}"
+    )
+
+
+def _as_array(a: Any, name: str) -> np.ndarray:
+    arr = np.asarray(a)
+    _compute_dtype(arr.dtype, name)
+    return arr
+
+
+def _check_eps(eps: object) -> float:
+    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating, np.integer)):
+        raise TypeError(f"eps: expected a number >= 0, got {type(eps).__name__} ({eps!r})")
+    value = float(eps)
+    if not (value >= 0.0 and math.isfinite(value)):
+        raise ValueError(f"eps: expected a finite number >= 0, got {value!r}")
+    return value
+
+
+def _param(p: Any, name: str, size: int, what: str, x_shape: tuple[int, ...], cdt: np.dtype):
+    """(the parameter in the compute dtype or None, its own dtype or None)."""
+    if p is None:
+        return None, None
+    arr = _as_array(p, name)
+    if arr.shape != (size,):
+        raise ValueError(
+            f"{name}: expected shape {(size,)} (one per {what} of x with shape {x_shape}), got shape {arr.shape}"
+        )
+    return arr.astype(cdt, copy=False), arr.dtype
+
+
+def _check_dy(dy: Any, cache: NormCache) -> np.ndarray:
+    if not isinstance(cache, NormCache):
+        raise TypeError(f"cache: expected the NormCache a forward function returned, got {type(cache).__name__}")
+    arr = _as_array(dy, "dy")
+    if arr.shape != cache.shape:
+        raise ValueError(f"dy: expected shape {cache.shape} (the shape of x and y), got shape {arr.shape}")
+    return arr.astype(cache.compute_dtype, copy=False)
+
+
+def _contiguous(a: np.ndarray, cdt: np.dtype) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=cdt)
+
+
+def _stat(values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """A per-group float64 statistic, reshaped so that it broadcasts against x."""
+    return np.asarray(values, dtype=np.float64).reshape(shape)
+
+
+def _ln_stat_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return (*shape[:-1], 1)
+
+
+def _bn_stat_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return (1, shape[1]) if len(shape) == 2 else (1, shape[1], 1, 1)
+
+
+# ---- LayerNorm -------------------------------------------------------------------------------
+
+
+def layer_norm_forward(
+    x: Any,
+    gamma: Any = None,
+    beta: Any = None,
+    eps: float = 1e-5,
+    *,
+    recompute: bool | None = None,
+    backend: str | None = None,
+) -> tuple[np.ndarray, NormCache]:
+    """LayerNorm over the last axis of ``x`` [..., D]: ``y = gamma * (x - mean) * rstd + beta``.
+
+    ``gamma`` and ``beta`` have shape [D] or are None (scale 1, shift 0).
+    ``recompute=True`` keeps only (x, mean, rstd) in the cache and recomputes
+    xhat in the backward pass (less memory, a little more work); None lets the
+    backend choose (numpy keeps xhat; fused recomputes, which costs it nothing
+    because it reads a row either way, the same choice PyTorch makes).
+    """
+    x = _as_array(x, "x")
+    if x.ndim < 1 or x.shape[-1] < 1:
+        raise ValueError(f"x: layer_norm expects an array [..., D] with D >= 1, got shape {x.shape}")
+    eps = _check_eps(eps)
+    cdt = _compute_dtype(x.dtype, "x")
+    d = x.shape[-1]
+    gamma_c, gamma_dtype = _param(gamma, "gamma", d, "feature (last axis)", x.shape, cdt)
+    beta_c, beta_dtype = _param(beta, "beta", d, "feature (last axis)", x.shape, cdt)
+    name = resolve_backend(backend)
+    keep_xhat = not recompute if recompute is not None else name != "fused"
+    if name == "reference":
+        y, cache = _reference_forward("layernorm", x, gamma_c, beta_c, eps, cdt, keep_xhat, gamma_dtype, beta_dtype)
+    else:
+        x2 = x.reshape(-1, d)  # R,D  (R = all leading axes; a view when x is contiguous)
+        if name == "fused":
+            fused = _require_fused()
+            xc = _contiguous(x2, cdt)
+            g64 = np.ones(d) if gamma_c is None else gamma_c.astype(np.float64)
+            b64 = np.zeros(d) if beta_c is None else beta_c.astype(np.float64)
+            y2, mean, var, rstd, xhat2 = fused.layer_norm_forward(xc, g64, b64, eps, keep_xhat)
+        else:
+            xc = x2.astype(cdt, copy=False)
+            y2, mean, var, rstd, xhat2 = _ln_forward_numpy(xc, gamma_c, beta_c, eps, keep_xhat)
+        _repair_rows(xc, y2, xhat2, mean, var, rstd, gamma_c, beta_c, eps)
+        stat = _ln_stat_shape(x.shape)
+        cache = NormCache(
+            norm="layernorm",
+            backend=name,
+            shape=x.shape,
+            dtype=x.dtype,
+            compute_dtype=cdt,
+            eps=eps,
+            xhat=None if xhat2 is None else xhat2.reshape(x.shape),
+            x=None if keep_xhat else xc,
+            mean=_stat(mean, stat),
+            var=_stat(var, stat),
+            rstd=_stat(rstd, stat),
+            gamma=gamma_c,
+            gamma_dtype=gamma_dtype,
+            beta_dtype=beta_dtype,
+        )
+        y = y2.reshape(x.shape)
+    cache._caller_arrays = tuple(id(a) for a in (x, gamma, beta) if a is not None)
+    if cache.x is not None and np.shares_memory(cache.x, x):
+        cache._caller_arrays += (id(cache.x),)
+    return y.astype(x.dtype, copy=False), cache
+
+
+def layer_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """(dx, dgamma, dbeta) for ``dy`` = dL/dy; dgamma/dbeta are None where gamma/beta were.
+
+    dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = gamma * dy (the
+    xhat form of ``formulas.dx_simplified``), dgamma = sum over rows of dy * xhat,
+    dbeta = sum over rows of dy.
+    """
+    dyc = _check_dy(dy, cache)
+    _expect_norm(cache, "layernorm", "layer_norm_backward")
+    if cache.backend == "reference":
+        return _reference_backward(dyc, cache)
+    d = cache.shape[-1]
+    dy2 = dyc.reshape(-1, d)  # R,D
+    mean = cache.mean.reshape(-1)  # R
+    rstd = cache.rstd.reshape(-1)  # R
+    have_xhat = cache.xhat is not None
+    if cache.backend == "fused":
+        fused = _require_fused()
+        src = cache.xhat.reshape(-1, d) if have_xhat else cache.x  # R,D
+        g64 = np.ones(d) if cache.gamma is None else cache.gamma.astype(np.float64)
+        dx2, dgamma, dbeta = fused.layer_norm_backward(
+            _contiguous(dy2, cache.compute_dtype), src, mean, rstd, g64, have_xhat
+        )
+    else:
+        xhat2 = cache.xhat.reshape(-1, d) if have_xhat else _recompute_xhat(cache.x, mean, rstd)
+        dx2, dgamma, dbeta = _ln_backward_numpy(dy2, xhat2, rstd.astype(cache.compute_dtype), cache.gamma)
+    return _finish_backward(dx2, dgamma, dbeta, cache)
+
+
+# ---- RMSNorm ---------------------------------------------------------------------------------
+
+
+def rms_norm_forward(
+    x: Any,
+    gamma: Any = None,
+    eps: float = 1e-5,
+    *,
+    recompute: bool | None = None,
+    backend: str | None = None,
+) -> tuple[np.ndarray, NormCache]:
+    """RMSNorm over the last axis: ``y = gamma * x * rrms``, ``rrms = 1 / sqrt(mean(x^2) + eps)``.
+
+    No mean and no shift. In the cache, ``var`` holds the mean square ``ms`` and
+    ``rstd`` holds ``rrms``; ``mean`` is None.
+    """
+    x = _as_array(x, "x")
+    if x.ndim < 1 or x.shape[-1] < 1:
+        raise ValueError(f"x: rms_norm expects an array [..., D] with D >= 1, got shape {x.shape}")
+    eps = _check_eps(eps)
+    cdt = _compute_dtype(x.dtype, "x")
+    d = x.shape[-1]
+    gamma_c, gamma_dtype = _param(gamma, "gamma", d, "feature (last axis)", x.shape, cdt)
+    name = resolve_backend(backend)
+    keep_xhat = not recompute if recompute is not None else name != "fused"
+    if name == "reference":
+        y, cache = _reference_forward("rmsnorm", x, gamma_c, None, eps, cdt, keep_xhat, gamma_dtype, None)
+    else:
+        x2 = x.reshape(-1, d)  # R,D
+        if name == "fused":
+            fused = _require_fused()
+            xc = _contiguous(x2, cdt)
+            g64 = np.ones(d) if gamma_c is None else gamma_c.astype(np.float64)
+            y2, ms, rrms, xhat2 = fused.rms_norm_forward(xc, g64, eps, keep_xhat)
+        else:
+            xc = x2.astype(cdt, copy=False)
+            y2, ms, rrms, xhat2 = _rms_forward_numpy(xc, gamma_c, eps, keep_xhat)
+        _repair_rows(xc, y2, xhat2, None, ms, rrms, gamma_c, None, eps)
+        stat = _ln_stat_shape(x.shape)
+        cache = NormCache(
+            norm="rmsnorm",
+            backend=name,
+            shape=x.shape,
+            dtype=x.dtype,
+            compute_dtype=cdt,
+            eps=eps,
+            xhat=None if xhat2 is None else xhat2.reshape(x.shape),
+            x=None if keep_xhat else xc,
+            mean=None,
+            var=_stat(ms, stat),
+            rstd=_stat(rrms, stat),
+            gamma=gamma_c,
+            gamma_dtype=gamma_dtype,
+            beta_dtype=None,
+        )
+        y = y2.reshape(x.shape)
+    cache._caller_arrays = tuple(id(a) for a in (x, gamma) if a is not None)
+    if cache.x is not None and np.shares_memory(cache.x, x):
+        cache._caller_arrays += (id(cache.x),)
+    return y.astype(x.dtype, copy=False), cache
+
+
+def rms_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarray | None]:
+    """(dx, dgamma): dx = rrms * (g - xhat * mean(g * xhat)), g = gamma * dy (``formulas.rms_dx``)."""
+    dyc = _check_dy(dy, cache)
+    _expect_norm(cache, "rmsnorm", "rms_norm_backward")
+    if cache.backend == "reference":
+        dx, dgamma, _ = _reference_backward(dyc, cache)
+        return dx, dgamma
+    d = cache.shape[-1]
+    dy2 = dyc.reshape(-1, d)  # R,D
+    rrms = cache.rstd.reshape(-1)  # R
+    have_xhat = cache.xhat is not None
+    if cache.backend == "fused":
+        fused = _require_fused()
+        src = cache.xhat.reshape(-1, d) if have_xhat else cache.x
+        g64 = np.ones(d) if cache.gamma is None else cache.gamma.astype(np.float64)
+        dx2, dgamma = fused.rms_norm_backward(_contiguous(dy2, cache.compute_dtype), src, rrms, g64, have_xhat)
+    else:
+        if have_xhat:
+            xhat2 = cache.xhat.reshape(-1, d)
+        else:
+            xhat2 = np.multiply(cache.x, rrms.astype(cache.compute_dtype)[:, None])  # R,D
+        dx2, dgamma = _rms_backward_numpy(dy2, xhat2, rrms.astype(cache.compute_dtype), cache.gamma)
+    dx, dgamma, _ = _finish_backward(dx2, dgamma, None, cache)
+    return dx, dgamma
+
+
+# ---- BatchNorm -------------------------------------------------------------------------------
+
+
+def batch_norm_forward(
+    x: Any,
+    gamma: Any = None,
+    beta: Any = None,
+    eps: float = 1e-5,
+    *,
+    recompute: bool | None = None,
+    backend: str | None = None,
+) -> tuple[np.ndarray, NormCache]:
+    """BatchNorm with training-mode statistics: x [N, D] per column, or [N, C, H, W] per channel.
+
+    ``gamma`` and ``beta`` have one value per column or channel. For running
+    averages and an eval mode, use the :class:`BatchNorm` layer.
+    """
+    x = _as_array(x, "x")
+    if x.ndim not in (2, 4) or x.size == 0:
+        raise ValueError(f"x: batch_norm expects a non-empty 2-D [N, D] or 4-D [N, C, H, W] array, got shape {x.shape}")
+    eps = _check_eps(eps)
+    cdt = _compute_dtype(x.dtype, "x")
+    c = x.shape[1]
+    what = "column (axis 1)" if x.ndim == 2 else "channel (axis 1)"
+    gamma_c, gamma_dtype = _param(gamma, "gamma", c, what, x.shape, cdt)
+    beta_c, beta_dtype = _param(beta, "beta", c, what, x.shape, cdt)
+    name = resolve_backend(backend)
+    keep_xhat = not recompute if recompute is not None else name != "fused"
+    if name == "reference":
+        y, cache = _reference_forward("batchnorm", x, gamma_c, beta_c, eps, cdt, keep_xhat, gamma_dtype, beta_dtype)
+    else:
+        n = x.shape[0]
+        x3 = x.reshape(n, c, -1)  # N,C,Q  (Q = H*W, or 1 for [N, D])
+        if name == "fused":
+            fused = _require_fused()
+            xc = _contiguous(x3 if x.ndim == 4 else x, cdt)  # [N, D] keeps its own column-block kernel
+            g64 = np.ones(c) if gamma_c is None else gamma_c.astype(np.float64)
+            b64 = np.zeros(c) if beta_c is None else beta_c.astype(np.float64)
+            y3, mean, var, rstd, xhat3 = fused.batch_norm_forward(xc, g64, b64, eps, keep_xhat)
+            xc, y3 = xc.reshape(n, c, -1), y3.reshape(n, c, -1)
+            xhat3 = None if xhat3 is None else xhat3.reshape(n, c, -1)
+        else:
+            xc = x3.astype(cdt, copy=False)
+            y3, mean, var, rstd, xhat3 = _bn_forward_numpy(xc, gamma_c, beta_c, eps, keep_xhat)
+        _repair_channels(xc, y3, xhat3, mean, var, rstd, gamma_c, beta_c, eps)
+        stat = _bn_stat_shape(x.shape)
+        cache = NormCache(
+            norm="batchnorm",
+            backend=name,
+            shape=x.shape,
+            dtype=x.dtype,
+            compute_dtype=cdt,
+            eps=eps,
+            xhat=None if xhat3 is None else xhat3.reshape(x.shape),
+            x=None if keep_xhat else xc.reshape(x.shape),
+            mean=_stat(mean, stat),
+            var=_stat(var, stat),
+            rstd=_stat(rstd, stat),
+            gamma=gamma_c,
+            gamma_dtype=gamma_dtype,
+            beta_dtype=beta_dtype,
+        )
+        y = y3.reshape(x.shape)
+    cache._caller_arrays = tuple(id(a) for a in (x, gamma, beta) if a is not None)
+    if cache.x is not None and np.shares_memory(cache.x, x):
+        cache._caller_arrays += (id(cache.x),)
+    return y.astype(x.dtype, copy=False), cache
+
+
+def batch_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """(dx, dgamma, dbeta): dx = rstd * gamma * (dy - dbeta / m - xhat * dgamma / m) per channel.
+
+    With g = gamma * dy, ``formulas.dx_simplified`` needs mean(g) and
+    mean(g * xhat) over each channel's m values; gamma is constant over the
+    channel, so they are gamma * dbeta / m and gamma * dgamma / m.
+    """
+    dyc = _check_dy(dy, cache)
+    _expect_norm(cache, "batchnorm", "batch_norm_backward")
+    if cache.backend == "reference":
+        return _reference_backward(dyc, cache)
+    n, c = cache.shape[:2]
+    mean = cache.mean.reshape(-1)  # C
+    rstd = cache.rstd.reshape(-1)  # C
+    have_xhat = cache.xhat is not None
+    if cache.backend == "fused":
+        fused = _require_fused()
+        kshape = cache.shape if len(cache.shape) == 2 else (n, c, -1)
+        src = (cache.xhat if have_xhat else cache.x).reshape(kshape)
+        g64 = np.ones(c) if cache.gamma is None else cache.gamma.astype(np.float64)
+        dyk = _contiguous(dyc.reshape(kshape), cache.compute_dtype)
+        dx, dgamma, dbeta = fused.batch_norm_backward(dyk, src, mean, rstd, g64, have_xhat)
+    else:
+        dy3 = dyc.reshape(n, c, -1)  # N,C,Q
+        if have_xhat:
+            xhat3 = cache.xhat.reshape(n, c, -1)
+        else:
+            xhat3 = _recompute_xhat(cache.x.reshape(n, c, -1), mean, rstd, channels=True)
+        dx, dgamma, dbeta = _bn_backward_numpy(dy3, xhat3, rstd.astype(cache.compute_dtype), cache.gamma)
+    return _finish_backward(dx, dgamma, dbeta, cache)
+
+
+# ---- shared pieces of the backward pass ------------------------------------------------------
+
+
+def _expect_norm(cache: NormCache, norm: str, function: str) -> None:
+    if cache.norm != norm:
+        raise ValueError(f"cache: {function} expects the cache of a {norm} forward pass, got one from {cache.norm}")
+
+
+def _finish_backward(dx, dgamma, dbeta, cache: NormCache):
+    """dx in x's dtype and shape; dgamma and dbeta in their parameters' dtypes (None without them)."""
+    dx = np.asarray(dx).reshape(cache.shape).astype(cache.dtype, copy=False)
+    dgamma = None if cache.gamma_dtype is None else np.asarray(dgamma).astype(cache.gamma_dtype, copy=False)
+    dbeta = None if cache.beta_dtype is None else np.asarray(dbeta).astype(cache.beta_dtype, copy=False)
+    return dx, dgamma, dbeta
+
+
+def _split_mean(mean: np.ndarray, cdt: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """A float64 mean as hi + lo with hi in the compute dtype (so x - hi is exact for x near the mean)."""
+    hi = mean.astype(cdt)
+    return hi, (mean - hi).astype(cdt)
+
+
+def _recompute_xhat(x: np.ndarray, mean: np.ndarray, rstd: np.ndarray, channels: bool = False) -> np.ndarray:
+    """xhat = (x - mean) * rstd from the recompute cache, in x's dtype.
+
+    The float64 mean is applied as hi + lo, so a float32 row with a large mean
+    offset still centers exactly; the lo part is skipped when it is below the
+    dtype's rounding of xhat.
+    """
+    cdt = x.dtype
+    hi, lo = _split_mean(mean, cdt)
+    r = rstd.astype(cdt)
+    expand = (lambda v: v[None, :, None]) if channels else (lambda v: v[:, None])
+    xhat = np.subtract(x, expand(hi))  # R,D
+    if _needs_correction(lo, rstd, cdt):
+        xhat -= expand(lo)  # R,D
+    xhat *= expand(r)  # R,D
+    return xhat
+
+
+def _needs_correction(resid: np.ndarray, rstd: np.ndarray, cdt: np.dtype) -> bool:
+    """Whether subtracting ``resid`` would change xhat by more than a quarter of its rounding unit."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        shift = np.abs(resid.astype(np.float64)) * rstd
+    return bool(np.any(shift > 0.25 * np.finfo(cdt).eps))
+
+
+# ---- the tuned NumPy path ---------------------------------------------------------------------
+
+
+def _ln_forward_numpy(x2: np.ndarray, gamma, beta, eps: float, keep_xhat: bool):
+    """Row statistics with matrix-vector products, the rest in place in one buffer."""
+    d = x2.shape[1]
+    cdt = x2.dtype
+    ones = np.ones(d, dtype=cdt)  # D
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean0 = x2 @ ones  # R     row sums by one BLAS matrix-vector product
+        mean0 /= d  # R
+        xshift = np.subtract(x2, mean0[:, None])  # R,D   the one big temporary: xshift, then xhat
+        resid = xshift @ ones  # R     sum of xshift: 0 in exact arithmetic, the mean's rounding error * d
+        resid /= d  # R
+        sumsq = np.einsum("ij,ij->i", xshift, xshift)  # R     row dot products
+        mean = mean0.astype(np.float64) + resid  # R     the corrected mean, float64
+        var = sumsq.astype(np.float64) / d - np.square(resid.astype(np.float64))  # R
+        var = np.maximum(var, 0.0)  # R
+        rstd = 1.0 / np.sqrt(var + eps)  # R
+        if _needs_correction(resid, rstd, cdt):
+            xshift -= resid[:, None]  # R,D   only when the mean's rounding would show in xhat
+        xhat = np.multiply(xshift, rstd.astype(cdt)[:, None], out=xshift)  # R,D
+        y = _affine_rows(xhat, gamma, beta, in_place=not keep_xhat)  # R,D
+    return y, mean, var, rstd, (xhat if keep_xhat else None)
+
+
+def _affine_rows(xhat: np.ndarray, gamma, beta, in_place: bool) -> np.ndarray:
+    """y = gamma * xhat + beta, written into xhat's buffer when xhat is not kept."""
+    if gamma is None and beta is None:
+        return xhat if in_place else xhat.copy()
+    if gamma is not None:
+        y = np.multiply(xhat, gamma, out=xhat if in_place else None)  # R,D
+        if beta is not None:
+            y += beta  # R,D
+        return y
+    return np.add(xhat, beta, out=xhat if in_place else None)  # R,D
+
+
+def _ln_backward_numpy(dy2: np.ndarray, xhat2: np.ndarray, rstd: np.ndarray, gamma):
+    """dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = gamma * dy, with two R,D buffers."""
+    rows, d = dy2.shape
+    cdt = dy2.dtype
+    ones_r = np.ones(rows, dtype=cdt)  # R
+    ones_d = np.ones(d, dtype=cdt)  # D
+    tmp = np.multiply(dy2, xhat2)  # R,D   dy * xhat
+    dgamma = ones_r @ tmp  # D     column sums: sum over rows of dy * xhat
+    dbeta = ones_r @ dy2  # D     sum over rows of dy
+    mean_gxhat = tmp @ (ones_d if gamma is None else gamma)  # R     sum_j gamma_j dy_j xhat_j
+    mean_gxhat /= d  # R
+    dx = np.multiply(dy2, gamma) if gamma is not None else dy2.copy()  # R,D   g, then dx in place
+    mean_g = dx @ ones_d  # R
+    mean_g /= d  # R
+    dx -= mean_g[:, None]  # R,D
+    np.multiply(xhat2, mean_gxhat[:, None], out=tmp)  # R,D
+    dx -= tmp  # R,D
+    dx *= rstd[:, None]  # R,D
+    return dx, dgamma, dbeta
+
+
+def _rms_forward_numpy(x2: np.ndarray, gamma, eps: float, keep_xhat: bool):
+    d = x2.shape[1]
+    cdt = x2.dtype
+    with np.errstate(over="ignore", invalid="ignore"):
+        ms = np.einsum("ij,ij->i", x2, x2).astype(np.float64) / d  # R     mean of squares
+        rrms = 1.0 / np.sqrt(ms + eps)  # R
+        xhat = np.multiply(x2, rrms.astype(cdt)[:, None])  # R,D
+        y = _affine_rows(xhat, gamma, None, in_place=not keep_xhat)  # R,D
+    return y, ms, rrms, (xhat if keep_xhat else None)
+
+
+def _rms_backward_numpy(dy2: np.ndarray, xhat2: np.ndarray, rrms: np.ndarray, gamma):
+    """dx = rrms * (g - xhat * mean(g * xhat)), g = gamma * dy."""
+    rows, d = dy2.shape
+    cdt = dy2.dtype
+    ones_r = np.ones(rows, dtype=cdt)  # R
+    tmp = np.multiply(dy2, xhat2)  # R,D   dy * xhat
+    dgamma = ones_r @ tmp  # D
+    mean_gxhat = tmp @ (np.ones(d, dtype=cdt) if gamma is None else gamma)  # R
+    mean_gxhat /= d  # R
+    dx = np.multiply(dy2, gamma) if gamma is not None else dy2.copy()  # R,D   g
+    np.multiply(xhat2, mean_gxhat[:, None], out=tmp)  # R,D
+    dx -= tmp  # R,D
+    dx *= rrms[:, None]  # R,D
+    return dx, dgamma
+
+
+def _channel_sums(a3: np.ndarray, ones_n: np.ndarray) -> np.ndarray:
+    """Sum of a [N, C, Q] array over N and Q: one vector-matrix product, then Q values per channel."""
+    n, c, q = a3.shape
+    per_cq = ones_n @ a3.reshape(n, c * q)  # C*Q
+    return per_cq.reshape(c, q).sum(axis=1)  # C
+
+
+def _bn_forward_numpy(x3: np.ndarray, gamma, beta, eps: float, keep_xhat: bool):
+    n, c, q = x3.shape
+    m = n * q
+    cdt = x3.dtype
+    ones_n = np.ones(n, dtype=cdt)  # N
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean0 = _channel_sums(x3, ones_n) / m  # C
+        xshift = np.subtract(x3, mean0[None, :, None])  # N,C,Q
+        resid = _channel_sums(xshift, ones_n) / m  # C     the mean's rounding error
+        sumsq = np.einsum("nk,nk->k", xshift.reshape(n, -1), xshift.reshape(n, -1))  # C*Q
+        sumsq = sumsq.reshape(c, q).sum(axis=1)  # C
+        mean = mean0.astype(np.float64) + resid  # C
+        var = np.maximum(sumsq.astype(np.float64) / m - np.square(resid.astype(np.float64)), 0.0)  # C
+        rstd = 1.0 / np.sqrt(var + eps)  # C
+        if _needs_correction(resid, rstd, cdt):
+            xshift -= resid[None, :, None]  # N,C,Q
+        xhat = np.multiply(xshift, rstd.astype(cdt)[None, :, None], out=xshift)  # N,C,Q
+        if gamma is None and beta is None:
+            y = xhat if not keep_xhat else xhat.copy()
+        else:
+            y = xhat if not keep_xhat else np.empty_like(xhat)
+            np.multiply(xhat, (np.ones(c, cdt) if gamma is None else gamma)[None, :, None], out=y)  # N,C,Q
+            if beta is not None:
+                y += beta[None, :, None]  # N,C,Q
+    return y, mean, var, rstd, (xhat if keep_xhat else None)
+
+
+def _bn_backward_numpy(dy3: np.ndarray, xhat3: np.ndarray, rstd: np.ndarray, gamma):
+    """dx = rstd * gamma * (dy - dbeta / m - xhat * dgamma / m), per channel."""
+    n, c, q = dy3.shape
+    m = n * q
+    cdt = dy3.dtype
+    ones_n = np.ones(n, dtype=cdt)  # N
+    dbeta = _channel_sums(dy3, ones_n)  # C
+    dgamma = np.einsum("nk,nk->k", dy3.reshape(n, -1), xhat3.reshape(n, -1)).reshape(c, q).sum(axis=1)  # C
+    scale = rstd if gamma is None else rstd * gamma  # C
+    dx = np.multiply(xhat3, (dgamma / m)[None, :, None])  # N,C,Q   xhat * dgamma / m
+    np.subtract(dy3, dx, out=dx)  # N,C,Q
+    dx -= (dbeta / m)[None, :, None]  # N,C,Q
+    dx *= scale[None, :, None]  # N,C,Q
+    return dx, dgamma, dbeta
+
+
+# ---- groups whose squares overflow: rescale and recompute -------------------------------------
+
+
+def _rescaled_moments(group: np.ndarray, eps: float, rms: bool) -> tuple[float, float, float, np.ndarray]:
+    """(mean, var, rstd, xhat) of one group whose squares overflow, in float64.
+
+    Divide by s = 2^k >= max|x| (a power of two, so the division is exact),
+    normalize with eps / s^2 and undo the scale on the statistics:
+    LN_eps(x) = LN_{eps/s^2}(x / s), mean = s * mean', var = s^2 * var', rstd = rstd' / s.
+    """
+    g = group.astype(np.float64).ravel()
+    k = math.frexp(float(np.max(np.abs(g))))[1]
+    s = math.ldexp(1.0, k)
+    eps_s = math.ldexp(eps, -2 * k)
+    scaled = g / s
+    if rms:
+        r = F.rms_moments(scaled, (0,), eps_s)
+        mean, var, rstd = 0.0, r.ms * s * s, r.rrms / s
+        xhat = r.xhat
+    else:
+        m = F.moments(scaled, (0,), eps_s)
+        mean, var, rstd = m.mean * s, m.var * s * s, m.rstd / s
+        xhat = m.xhat
+    with np.errstate(over="ignore"):
+        return float(mean), float(np.float64(var)), float(rstd), xhat
+
+
+def _overflowed(x_groups: np.ndarray, var: np.ndarray) -> np.ndarray:
+    """Indices of groups whose variance overflowed although all their values are finite."""
+    bad = np.flatnonzero(~np.isfinite(var))
+    return np.array([i for i in bad if np.isfinite(x_groups[i]).all()], dtype=np.intp)
+
+
+def _repair_rows(x2, y2, xhat2, mean, var, rstd, gamma, beta, eps) -> None:
+    """Recompute the rows of a [R, D] LayerNorm/RMSNorm whose squares overflowed (in place)."""
+    if np.isfinite(var).all():
+        return
+    for i in _overflowed(x2, var):
+        mu, v, rs, xh = _rescaled_moments(x2[i], eps, rms=mean is None)
+        if mean is not None:
+            mean[i] = mu
+        var[i], rstd[i] = v, rs
+        if xhat2 is not None:
+            xhat2[i] = xh
+        y2[i] = F.affine(xh, gamma, beta)
+
+
+def _repair_channels(x3, y3, xhat3, mean, var, rstd, gamma, beta, eps) -> None:
+    """The same for the channels of a BatchNorm [N, C, Q]."""
+    if np.isfinite(var).all():
+        return
+    channels = np.moveaxis(x3, 1, 0)  # C,N,Q
+    for ch in _overflowed(channels.reshape(channels.shape[0], -1), var):
+        mu, v, rs, xh = _rescaled_moments(channels[ch], eps, rms=False)
+        mean[ch], var[ch], rstd[ch] = mu, v, rs
+        xh = xh.reshape(x3.shape[0], x3.shape[2])  # N,Q
+        if xhat3 is not None:
+            xhat3[:, ch, :] = xh
+        g = None if gamma is None else gamma[ch]
+        b = None if beta is None else beta[ch]
+        y3[:, ch, :] = F.affine(xh, g, b)
+
+
+# ---- the reference: the closed forms of formulas.py, one after another --------------------------
+
+
+def _norm_axes(norm: str, ndim: int) -> tuple[tuple[int, ...], int]:
+    """(the axes one statistic is taken over, the axis gamma and beta run along)."""
+    if norm == "batchnorm":
+        return ((0,), 1) if ndim == 2 else ((0, 2, 3), 1)
+    return (ndim - 1,), ndim - 1
+
+
+def _reference_forward(norm, x, gamma, beta, eps, cdt, keep_xhat, gamma_dtype, beta_dtype):
+    """The textbook forward pass, straight from formulas.py (seed 002's five steps)."""
+    xc = x.astype(cdt, copy=False)
+    axes, param_axis = _norm_axes(norm, x.ndim)
+    g = F.param_view(gamma, x.ndim, param_axis)  # 1,..,D  broadcastable
+    b = F.param_view(beta, x.ndim, param_axis)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if norm == "rmsnorm":
+            r = F.rms_moments(xc, axes, eps)  # ms, rms, rrms: [..., 1]; xhat: [..., D]
+            mean, var, rstd, xhat, xshift = None, r.ms, r.rrms, r.xhat, None
+        else:
+            m = F.moments(xc, axes, eps)  # mean, var, std, rstd: [..., 1]; xshift, xhat: [..., D]
+            mean, var, rstd, xhat, xshift = m.mean, m.var, m.rstd, m.xhat, m.xshift
+        y = F.affine(xhat, g, b)  # [..., D]
+    cache = NormCache(
+        norm=norm,
+        backend="reference",
+        shape=x.shape,
+        dtype=x.dtype,
+        compute_dtype=cdt,
+        eps=eps,
+        xhat=xhat if keep_xhat else None,
+        x=None if keep_xhat else xc,
+        mean=None if mean is None else mean.astype(np.float64),
+        var=var.astype(np.float64),
+        rstd=rstd.astype(np.float64),
+        gamma=gamma,
+        gamma_dtype=gamma_dtype,
+        beta_dtype=beta_dtype,
+        xshift=xshift if keep_xhat else None,
+    )
+    return y, cache
+
+
+def _reference_backward(dyc: np.ndarray, cache: NormCache):
+    """The textbook backward pass: dxhat, then dx_simplified (or rms_dx), dgamma, dbeta."""
+    ndim = len(cache.shape)
+    axes, param_axis = _norm_axes(cache.norm, ndim)
+    shared = F.param_axes(ndim, param_axis)
+    cdt = cache.compute_dtype
+    rstd = cache.rstd.astype(cdt)
+    if cache.xhat is not None:
+        xhat = cache.xhat
+    elif cache.norm == "rmsnorm":
+        xhat = cache.x * rstd
+    else:
+        xhat = (cache.x - cache.mean.astype(cdt)) * rstd
+    g = F.dxhat(dyc, F.param_view(cache.gamma, ndim, param_axis))  # dL/dxhat = gamma * dy
+    if cache.norm == "rmsnorm":
+        dx = F.rms_dx(g, xhat, rstd, axes)
+    else:
+        dx = F.dx_simplified(g, xhat, rstd, axes)
+    dgamma = F.dgamma(dyc, xhat, shared)
+    dbeta = F.dbeta(dyc, shared)
+    return _finish_backward(dx, dgamma, dbeta, cache)
+
+
+# ---- the BatchNorm layer ----------------------------------------------------------------------
+
+
+class BatchNorm:
+    """A BatchNorm layer with learnable gamma and beta, running statistics and an eval mode.
+
+    In training mode (the default) each forward pass normalizes with the
+    batch's own statistics and updates the running averages
+    ``running = (1 - momentum) * running + momentum * batch`` (the running
+    variance uses the unbiased batch variance, n / (n - 1) times the biased
+    one, as PyTorch does). In eval mode (:meth:`eval`) it normalizes with the
+    running averages, so one example gives the same output alone or in a batch.
+
+    ``backward(dy)`` returns dx and stores ``dgamma`` and ``dbeta`` on the layer.
+    """
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float = 0.1,
+        *,
+        affine: bool = True,
+        dtype: Any = np.float32,
+        backend: str | None = None,
+    ) -> None:
+        if isinstance(num_features, bool) or not isinstance(num_features, (int, np.integer)) or num_features < 1:
+            raise ValueError(f"num_features: expected a positive integer, got {num_features!r}")
+        if isinstance(momentum, bool) or not isinstance(momentum, (int, float)) or not 0.0 <= momentum <= 1.0:
+            raise ValueError(f"momentum: expected a number in [0, 1], got {momentum!r}")
+        self.num_features = int(num_features)
+        self.eps = _check_eps(eps)
+        self.momentum = float(momentum)
+        self.dtype = np.dtype(dtype)
+        _compute_dtype(self.dtype, "dtype")
+        self.backend = backend
+        self.gamma = np.ones(self.num_features, self.dtype) if affine else None
+        self.beta = np.zeros(self.num_features, self.dtype) if affine else None
+        self.dgamma: np.ndarray | None = None
+        self.dbeta: np.ndarray | None = None
+        self.running_mean = np.zeros(self.num_features)
+        self.running_var = np.ones(self.num_features)
+        self.num_batches_tracked = 0
+        self.training = True
+        self._cache: NormCache | None = None
+        self._eval_xhat: np.ndarray | None = None
+
+    def train(self, mode: bool = True) -> BatchNorm:
+        self.training = bool(mode)
+        return self
+
+    def eval(self) -> BatchNorm:
+        return self.train(False)
+
+    def __call__(self, x: Any) -> np.ndarray:
+        return self.forward(x)
+
+    def forward(self, x: Any) -> np.ndarray:
+        x = _as_array(x, "x")
+        if x.ndim not in (2, 4) or x.shape[1] != self.num_features:
+            raise ValueError(
+                f"x: BatchNorm({self.num_features}) expects [N, {self.num_features}] or "
+                f"[N, {self.num_features}, H, W], got shape {x.shape}"
+            )
+        if self.training:
+            y, cache = batch_norm_forward(x, self.gamma, self.beta, self.eps, backend=self.backend)
+            m = x.size // self.num_features
+            batch_var = cache.var.reshape(-1) * (m / (m - 1) if m > 1 else 1.0)
+            self.running_mean = (1.0 - self.momentum) * self.running_mean + self.momentum * cache.mean.reshape(-1)
+            self.running_var = (1.0 - self.momentum) * self.running_var + self.momentum * batch_var
+            self.num_batches_tracked += 1
+            self._cache, self._eval_xhat = cache, None
+            return y
+        # eval: a fixed affine map per channel, xhat = (x - running_mean) / sqrt(running_var + eps)
+        cdt = _compute_dtype(x.dtype, "x")
+        _, param_axis = _norm_axes("batchnorm", x.ndim)
+        mean = F.param_view(self.running_mean.astype(cdt), x.ndim, param_axis)  # 1,C(,1,1)
+        rstd = F.param_view((1.0 / np.sqrt(self.running_var + self.eps)).astype(cdt), x.ndim, param_axis)
+        xhat = (x.astype(cdt, copy=False) - mean) * rstd  # N,C(,H,W)
+        gamma = None if self.gamma is None else F.param_view(self.gamma.astype(cdt), x.ndim, param_axis)
+        beta = None if self.beta is None else F.param_view(self.beta.astype(cdt), x.ndim, param_axis)
+        self._cache, self._eval_xhat = None, xhat
+        self._eval_rstd = rstd
+        return F.affine(xhat, gamma, beta).astype(x.dtype, copy=False)
+
+    def backward(self, dy: Any) -> np.ndarray:
+        """dx for the last forward pass; sets ``self.dgamma`` and ``self.dbeta``."""
+        if self._cache is not None:
+            dx, self.dgamma, self.dbeta = batch_norm_backward(dy, self._cache)
+            return dx
+        if self._eval_xhat is None:
+            raise RuntimeError("BatchNorm.backward: call forward first")
+        xhat = self._eval_xhat
+        dy = _as_array(dy, "dy")
+        if dy.shape != xhat.shape:
+            raise ValueError(f"dy: expected shape {xhat.shape} (the shape of x and y), got shape {dy.shape}")
+        _, param_axis = _norm_axes("batchnorm", xhat.ndim)
+        shared = F.param_axes(xhat.ndim, param_axis)
+        dyc = dy.astype(xhat.dtype, copy=False)
+        gamma = None if self.gamma is None else F.param_view(self.gamma.astype(xhat.dtype), xhat.ndim, param_axis)
+        # in eval mode the statistics are constants: dx = gamma * rstd * dy, no paths through mean or var
+        dx = F.dxhat(dyc, gamma) * self._eval_rstd
+        if self.gamma is not None:
+            self.dgamma = F.dgamma(dyc, xhat, shared).astype(self.gamma.dtype)
+            self.dbeta = F.dbeta(dyc, shared).astype(self.beta.dtype)
+        return dx.astype(dy.dtype, copy=False)
+
+    def parameters(self) -> list[np.ndarray]:
+        return [] if self.gamma is None else [self.gamma, self.beta]
+
+    def __repr__(self) -> str:
+        mode = "train" if self.training else "eval"
+        return f"BatchNorm({self.num_features}, eps={self.eps:g}, momentum={self.momentum:g}, mode={mode})"
