@@ -1,0 +1,460 @@
+"""Pictures in the terminal: a heat map of a matrix, bar charts, line charts, sparklines.
+
+Pure renderables: each class takes numbers and returns lines when rich asks it
+to render, so it never prints and never looks at a global console. The layout is
+decided at render time from what rich passes in:
+
+* ``options.max_width``: the charts fit 60 columns (the narrowest terminal the
+  lessons are rendered at) and use more room when there is more;
+* colour: when the console has no colour (``NO_COLOR`` is set, ``no_color=True``,
+  or the output is not a terminal), a chart never relies on colour alone. The
+  heat map prints a signed digit per cell (``+9`` is the largest positive value,
+  ``-3`` about a third of the largest negative, ``·`` about zero), the line chart
+  gives every series its own marker character, and the bar charts are labelled
+  columns with numbers at the end of each bar.
+
+Nothing here knows about norms; the lessons' demos compute the numbers and pass
+them in.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from rich.measure import Measurement
+from rich.style import Style
+from rich.text import Text
+
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderResult
+
+__all__ = ["BarChart", "HeatMap", "LineChart", "bar_chart", "heat_map", "line_chart", "sparkline", "uses_colour"]
+
+# RdBu-like diverging scale: blue for negative, red for positive, light grey at 0.
+_NEGATIVE = (33, 102, 172)
+_NEUTRAL = (235, 235, 235)
+_POSITIVE = (178, 24, 43)
+# Colours and marker characters of the series of a bar or line chart, in order.
+_SERIES_COLOURS = ("cyan", "magenta", "yellow", "green", "blue", "red")
+_SERIES_MARKERS = ("*", "o", "+", "x", "%", "&")
+_EIGHTHS = " ▏▎▍▌▋▊▉█"
+_SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def uses_colour(console: Console) -> bool:
+    """True when colour reaches the reader: a colour terminal and no NO_COLOR."""
+    return console.color_system is not None and not console.no_color
+
+
+def _fmt(v: float, digits: int = 3) -> str:
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return f"{v:.{digits}g}"
+
+
+def _matrix(values: Sequence[Sequence[float]] | object, name: str) -> list[list[float]]:
+    """A list of equal-length rows of floats, from nested sequences or a 2-D array."""
+    if hasattr(values, "tolist"):
+        values = values.tolist()  # type: ignore[union-attr]
+    if not isinstance(values, Sequence) or not values or not all(isinstance(r, Sequence) for r in values):
+        raise ValueError(f"{name}: expected a non-empty 2-D matrix (a sequence of rows), got {values!r:.80}")
+    rows = [[float(v) for v in r] for r in values]
+    width = len(rows[0])
+    if width == 0 or any(len(r) != width for r in rows):
+        raise ValueError(f"{name}: expected rows of one non-zero length, got lengths {[len(r) for r in rows]}")
+    return rows
+
+
+def _floats(values: Sequence[float] | object, name: str) -> list[float]:
+    if hasattr(values, "tolist"):
+        values = values.tolist()  # type: ignore[union-attr]
+    if not isinstance(values, Sequence) or isinstance(values, str) or len(values) == 0:
+        raise ValueError(f"{name}: expected a non-empty sequence of numbers, got {values!r:.80}")
+    return [float(v) for v in values]
+
+
+# ---- heat map ---------------------------------------------------------------------
+
+
+def _blend(t: float) -> str:
+    """The colour of a cell whose value is ``t`` times the largest magnitude (t in [-1, 1])."""
+    end = _POSITIVE if t >= 0 else _NEGATIVE
+    a = min(abs(t), 1.0) ** 0.8  # a slight lift, so small entries stay visible
+    r, g, b = (round(n + (e - n) * a) for n, e in zip(_NEUTRAL, end))
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def _level(t: float) -> str:
+    """The no-colour cell: a sign and a digit 1-9 for |t|, or a dot when |t| rounds to 0."""
+    if math.isnan(t):
+        return "??"
+    k = round(min(abs(t), 1.0) * 9)
+    if k == 0:
+        return " ·"
+    return ("+" if t > 0 else "-") + str(k)
+
+
+class HeatMap:
+    """A matrix drawn cell by cell on a symmetric scale around zero.
+
+    With colour every cell is a coloured block (red positive, blue negative,
+    grey near zero); without colour it is a signed digit: ``+9`` is the largest
+    magnitude on the scale, ``-4`` is a negative entry of about 4/9 of it.
+    ``scale`` fixes the magnitude drawn as full strength (default: the largest
+    absolute entry), so two heat maps can share one scale.
+    """
+
+    def __init__(
+        self,
+        matrix: Sequence[Sequence[float]] | object,
+        *,
+        title: str | None = None,
+        scale: float | None = None,
+        legend: bool = True,
+    ) -> None:
+        self.rows = _matrix(matrix, "matrix")
+        finite = [abs(v) for r in self.rows for v in r if math.isfinite(v)]
+        largest = max(finite, default=0.0)
+        if scale is not None and not (scale > 0 and math.isfinite(scale)):
+            raise ValueError(f"scale: expected a positive finite number, got {scale!r}")
+        self.scale = float(scale) if scale is not None else (largest if largest > 0 else 1.0)
+        self.title = title
+        self.legend = legend
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return len(self.rows), len(self.rows[0])
+
+    def _label_width(self) -> int:
+        return len(str(self.shape[0] - 1))
+
+    def _cell_width(self, colour: bool, max_width: int) -> int:
+        """2 characters a cell (3 without colour, for ``+9`` and a gap), narrower if it must."""
+        cols = self.shape[1]
+        room = max_width - self._label_width() - 1
+        for w in (3, 2) if not colour else (2, 1):
+            if cols * w <= room:
+                return w
+        return 2 if not colour else 1
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        colour = uses_colour(console)
+        w = self._label_width() + 1 + self.shape[1] * self._cell_width(colour, options.max_width)
+        legend = 44 if self.legend else 0
+        width = max(w, len(self.title or ""), min(legend, options.max_width))
+        return Measurement(min(w, options.max_width), min(width, options.max_width))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        colour = uses_colour(console)
+        n_cols = self.shape[1]
+        cw = self._cell_width(colour, options.max_width)
+        lw = self._label_width()
+        if self.title:
+            yield Text(self.title, style="bold")
+        # column indices, last digit only, right-aligned over each cell
+        head = " " * (lw + 1) + "".join(str(j % 10).rjust(cw) for j in range(n_cols))
+        yield Text(head, style="dim")
+        for i, row in enumerate(self.rows):
+            line = Text()  # the base style of a Text covers everything appended, so style by part
+            line.append(str(i).rjust(lw) + " ", style="dim")
+            for v in row:
+                t = v / self.scale
+                if colour:
+                    cell = "█" * cw if math.isfinite(v) else "?" * cw
+                    line.append(cell, style=Style(color=_blend(t)) if math.isfinite(v) else "bold")
+                else:
+                    line.append(_level(t).rjust(cw) if cw >= 2 else _level(t)[-1])
+            yield line
+        if self.legend:
+            yield from self._legend(colour)
+
+    def _legend(self, colour: bool) -> RenderResult:
+        s = self.scale
+        if colour:
+            bar = Text(f"-{_fmt(s)} ")
+            for k in range(-5, 6):
+                bar.append("██", style=Style(color=_blend(k / 5)))
+            bar.append(f" +{_fmt(s)}")
+            yield bar
+        else:
+            yield Text(f"cells: sign, |value| in ninths of {_fmt(s)} (+9 = +{_fmt(s)}); · ≈ 0", style="dim")
+
+
+def heat_map(
+    matrix: Sequence[Sequence[float]] | object,
+    *,
+    title: str | None = None,
+    scale: float | None = None,
+    legend: bool = True,
+) -> HeatMap:
+    """A :class:`HeatMap` of ``matrix`` (nested sequences or a 2-D array)."""
+    return HeatMap(matrix, title=title, scale=scale, legend=legend)
+
+
+# ---- bar chart --------------------------------------------------------------------
+
+
+class BarChart:
+    """Horizontal bars, one row per label and one column per series, on one shared scale.
+
+    Values must be >= 0 (norms, sizes, times). ``log=True`` draws bar lengths on a
+    log scale, for values that span orders of magnitude (gradient norms through a
+    deep stack); the printed numbers are always the values themselves.
+    """
+
+    def __init__(
+        self,
+        labels: Sequence[str],
+        series: Mapping[str, Sequence[float]],
+        *,
+        log: bool = False,
+        title: str | None = None,
+        digits: int = 3,
+    ) -> None:
+        if not series:
+            raise ValueError("series: expected at least one named series of values, got none")
+        self.labels = [str(label) for label in labels]
+        self.series = {str(k): _floats(v, f"series[{k!r}]") for k, v in series.items()}
+        for name, values in self.series.items():
+            if len(values) != len(self.labels):
+                raise ValueError(
+                    f"series[{name!r}]: expected {len(self.labels)} values (one per label), got {len(values)}"
+                )
+            bad = [v for v in values if v < 0]
+            if bad:
+                raise ValueError(f"series[{name!r}]: expected values >= 0, got {bad[0]!r}")
+        self.log = log
+        self.title = title
+        self.digits = digits
+
+    def _position(self, v: float, lo: float, hi: float) -> float:
+        """Where v falls on the shared scale, in [0, 1]."""
+        if not math.isfinite(v) or hi <= 0:
+            return 0.0
+        if not self.log:
+            return v / hi
+        if v <= 0:
+            return 0.0
+        if hi <= lo:
+            return 1.0
+        # the smallest positive value still gets a sliver: the log axis starts a bit below it
+        floor = math.log10(lo) - 0.05 * max(math.log10(hi) - math.log10(lo), 1.0)
+        return (math.log10(v) - floor) / (math.log10(hi) - floor)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(min(30, options.max_width), options.max_width)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        colour = uses_colour(console)
+        names = list(self.series)
+        k = len(names)
+        finite = [v for vs in self.series.values() for v in vs if math.isfinite(v)]
+        hi = max(finite, default=0.0)
+        lo = min((v for v in finite if v > 0), default=0.0)
+        label_w = max((len(s) for s in self.labels), default=0)
+        nums = {n: [_fmt(v, self.digits) for v in vs] for n, vs in self.series.items()}
+        num_w = max(len(s) for vs in nums.values() for s in vs)
+        gap = 2
+        col_w = max((options.max_width - label_w - 1 - gap * (k - 1)) // k, 1)
+        show_numbers = col_w - num_w - 1 >= 4
+        bar_w = col_w - (num_w + 1 if show_numbers else 0)
+        if self.title:
+            yield Text(self.title, style="bold")
+        header = Text(" " * (label_w + 1))
+        for c, name in enumerate(names):
+            cell = name[:col_w].ljust(col_w)
+            header.append(cell, style=Style(color=_SERIES_COLOURS[c % 6], bold=True) if colour else "bold")
+            if c < k - 1:
+                header.append(" " * gap)
+        yield header
+        for r, label in enumerate(self.labels):
+            line = Text()
+            line.append(label.rjust(label_w) + " ", style="dim")
+            for c, name in enumerate(names):
+                v = self.series[name][r]
+                eighths = round(self._position(v, lo, hi) * bar_w * 8)
+                if v > 0 and math.isfinite(v):
+                    eighths = max(eighths, 1)
+                bar = "█" * (eighths // 8) + (_EIGHTHS[eighths % 8] if eighths % 8 else "")
+                style = Style(color=_SERIES_COLOURS[c % 6]) if colour else None
+                line.append(bar, style=style)
+                line.append(" " * (bar_w - len(bar)))
+                if show_numbers:
+                    line.append(" " + nums[name][r].rjust(num_w))
+                if c < k - 1:
+                    line.append(" " * gap)
+            yield line
+        scale = "log scale" if self.log else "linear scale"
+        if hi > 0:
+            yield Text(f"{scale}, longest bar = {_fmt(hi, self.digits)}", style="dim")
+
+
+def bar_chart(
+    labels: Sequence[str],
+    series: Mapping[str, Sequence[float]] | Sequence[float],
+    *,
+    log: bool = False,
+    title: str | None = None,
+    digits: int = 3,
+) -> BarChart:
+    """A :class:`BarChart`; ``series`` is one list of values or a mapping name -> values."""
+    if not isinstance(series, Mapping):
+        series = {"": series}
+    return BarChart(labels, series, log=log, title=title, digits=digits)
+
+
+# ---- line chart and sparkline -----------------------------------------------------
+
+
+def _resample(values: list[float], width: int) -> list[float]:
+    """``width`` samples of ``values`` (the value at evenly spaced indices, ends included)."""
+    n = len(values)
+    if n <= width:
+        return values
+    if width == 1:
+        return [values[-1]]
+    return [values[round(c * (n - 1) / (width - 1))] for c in range(width)]
+
+
+def sparkline(values: Sequence[float], *, width: int | None = None, log: bool = False) -> Text:
+    """One line of block characters, lowest value ▁ to highest █ (no colour needed)."""
+    vals = _floats(values, "values")
+    if width is not None:
+        vals = _resample(vals, max(int(width), 1))
+    f = [(math.log10(v) if v > 0 else math.nan) if log else v for v in vals]
+    finite = [v for v in f if math.isfinite(v)]
+    lo, hi = (min(finite), max(finite)) if finite else (0.0, 0.0)
+    out = []
+    for v in f:
+        if not math.isfinite(v):
+            out.append("?")
+        elif hi == lo:
+            out.append(_SPARKS[0])
+        else:
+            out.append(_SPARKS[min(int((v - lo) / (hi - lo) * len(_SPARKS)), len(_SPARKS) - 1)])
+    return Text("".join(out))
+
+
+class LineChart:
+    """One or more curves on a shared grid of characters, e.g. loss against step.
+
+    Each series has its own marker (``*``, ``o``, ``+``, ...) and, with colour, its
+    own colour; where two series fall on the same cell a ``#`` is drawn. Non-finite
+    values (a diverged loss) are left out of the plot and reported in the legend.
+    """
+
+    def __init__(
+        self,
+        series: Mapping[str, Sequence[float]],
+        *,
+        height: int = 8,
+        log: bool = False,
+        title: str | None = None,
+        x_label: str = "step",
+        x_values: Sequence[float] | None = None,
+    ) -> None:
+        if not series:
+            raise ValueError("series: expected at least one named series of values, got none")
+        if not isinstance(height, int) or height < 2:
+            raise ValueError(f"height: expected an integer >= 2, got {height!r}")
+        self.series = {str(k): _floats(v, f"series[{k!r}]") for k, v in series.items()}
+        self.height = height
+        self.log = log
+        self.title = title
+        self.x_label = x_label
+        longest = max(len(v) for v in self.series.values())
+        self.x_values = list(x_values) if x_values is not None else list(range(longest))
+
+    def _y(self, v: float) -> float:
+        if self.log:
+            return math.log10(v) if v > 0 else math.nan
+        return v
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(min(30, options.max_width), options.max_width)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        colour = uses_colour(console)
+        names = list(self.series)
+        ys = {n: [self._y(v) for v in vs] for n, vs in self.series.items()}
+        finite = [v for vs in ys.values() for v in vs if math.isfinite(v)]
+        lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
+        if hi == lo:
+            hi, lo = hi + 0.5, lo - 0.5
+        unlog = (lambda t: 10.0**t) if self.log else (lambda t: t)
+        top, bottom = _fmt(unlog(hi)), _fmt(unlog(lo))
+        axis_w = max(len(top), len(bottom))
+        plot_w = max(options.max_width - axis_w - 2, 8)
+        grid: list[list[int]] = [[-1] * plot_w for _ in range(self.height)]  # -1 empty, -2 overlap
+        for s, name in enumerate(names):
+            vals = ys[name]
+            n = len(vals)
+            cols = min(n, plot_w)
+            for c in range(cols):
+                i = round(c * (n - 1) / (cols - 1)) if cols > 1 else n - 1
+                v = vals[i]
+                if not math.isfinite(v):
+                    continue
+                row = round((hi - v) / (hi - lo) * (self.height - 1))
+                col = round(c * (plot_w - 1) / (cols - 1)) if cols > 1 else 0
+                cell = grid[row][col]
+                grid[row][col] = s if cell in (-1, s) else -2
+        if self.title:
+            yield Text(self.title, style="bold")
+        for r in range(self.height):
+            label = top if r == 0 else bottom if r == self.height - 1 else ""
+            line = Text()
+            line.append(label.rjust(axis_w) + " │", style="dim")
+            for cell in grid[r]:
+                if cell == -1:
+                    line.append(" ")
+                elif cell == -2:
+                    line.append("#", style="bold" if colour else None)
+                else:
+                    style = Style(color=_SERIES_COLOURS[cell % 6], bold=True) if colour else None
+                    line.append(_SERIES_MARKERS[cell % 6], style=style)
+            yield line
+        yield Text(" " * axis_w + " └" + "─" * plot_w, style="dim")
+        first, last = _fmt(self.x_values[0]), _fmt(self.x_values[-1])
+        mid = f" {self.x_label} "
+        pad = max(plot_w - len(first) - len(last) - len(mid), 0)
+        yield Text(
+            " " * (axis_w + 2) + first + " " * (pad // 2) + mid + " " * (pad - pad // 2) + last,
+            style="dim",
+        )
+        for s, name in enumerate(names):
+            vals = self.series[name]
+            style = Style(color=_SERIES_COLOURS[s % 6], bold=True) if colour else None
+            line = Text("  ")
+            line.append(_SERIES_MARKERS[s % 6], style=style)
+            line.append(f" {name}: {_fmt(vals[0])} → {_fmt(vals[-1])}")
+            bad = sum(1 for v in vals if not math.isfinite(v))
+            if bad:
+                line.append(f" ({bad} non-finite values not drawn)")
+            yield line
+        notes = []
+        if self.log:
+            notes.append("log scale")
+        if len(names) > 1:
+            notes.append("# where curves overlap")
+        if notes:
+            yield Text("  " + "; ".join(notes), style="dim")
+
+
+def line_chart(
+    series: Mapping[str, Sequence[float]] | Sequence[float],
+    *,
+    height: int = 8,
+    log: bool = False,
+    title: str | None = None,
+    x_label: str = "step",
+    x_values: Sequence[float] | None = None,
+) -> LineChart:
+    """A :class:`LineChart`; ``series`` is one list of values or a mapping name -> values."""
+    if not isinstance(series, Mapping):
+        series = {"value": series}
+    return LineChart(series, height=height, log=log, title=title, x_label=x_label, x_values=x_values)

@@ -1,0 +1,193 @@
+"""Terminal charts: what they draw must follow from the numbers, at 60 columns, with and without colour."""
+
+from __future__ import annotations
+
+import math
+import re
+from io import StringIO
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from microgradnorm.lessons.charts import bar_chart, heat_map, line_chart, sparkline, uses_colour
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def render(renderable, width: int = 60, colour: bool = False, no_color: bool | None = None) -> str:
+    kw = {"force_terminal": True, "color_system": "truecolor"} if colour else {}
+    console = Console(file=StringIO(), width=width, no_color=no_color, **kw)
+    console.print(renderable)
+    return console.file.getvalue()
+
+
+def plain(text: str) -> list[str]:
+    return ANSI.sub("", text).splitlines()
+
+
+def fits(text: str, width: int) -> bool:
+    return all(len(line) <= width for line in plain(text))
+
+
+# ---- heat map ---------------------------------------------------------------------
+
+
+def test_heat_map_without_colour_prints_signed_ninths():
+    m = [[1.0, -1.0, 0.0], [1 / 3, -2 / 3, 0.01]]
+    lines = plain(render(heat_map(m, legend=False)))
+    header, row0, row1 = lines
+    assert header.split() == ["0", "1", "2"]
+    assert row0.split() == ["0", "+9", "-9", "·"]
+    # 1/3 of the largest magnitude is 3 ninths, -2/3 is -6 ninths, 0.01 rounds to zero
+    assert row1.split() == ["1", "+3", "-6", "·"]
+
+
+def test_heat_map_scale_argument_fixes_full_strength():
+    lines = plain(render(heat_map([[1.0, -0.5]], scale=2.0, legend=False)))
+    assert lines[1].split() == ["0", "+4", "-2"]  # 1/2 -> 4.5 rounds to 4 (half to even), 1/4 -> 2
+
+
+def test_heat_map_with_colour_uses_blocks_not_digits():
+    out = render(heat_map([[1.0, -1.0], [0.0, 0.5]], legend=False), colour=True)
+    assert "\x1b[" in out  # styled
+    rows = plain(out)[1:]
+    assert all("+" not in r and "-" not in r for r in rows)
+    assert all(r.count("█") == 4 for r in rows)  # 2 cells of 2 characters
+    # the strongest positive and negative cells get different colours
+    codes = set(re.findall(r"\x1b\[38;2;(\d+;\d+;\d+)m", out))
+    assert len(codes) >= 3
+
+
+def test_heat_map_no_color_falls_back_even_on_a_colour_terminal(monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    console = Console(file=StringIO(), width=60, force_terminal=True, color_system="truecolor")
+    assert not uses_colour(console)
+    console.print(heat_map([[2.0, -2.0]], legend=False))
+    assert plain(console.file.getvalue())[1].split() == ["0", "+9", "-9"]
+
+
+@pytest.mark.parametrize("colour", [False, True])
+@pytest.mark.parametrize("d", [4, 12, 24, 40])
+def test_heat_map_fits_60_columns(d, colour):
+    m = np.random.default_rng(d).normal(size=(d, d))
+    out = render(heat_map(m, title="J"), width=60, colour=colour)
+    assert fits(out, 60)
+    assert len(plain(out)) >= d + 2  # title, header, d rows (and the legend)
+
+
+def test_heat_map_rejects_ragged_input():
+    with pytest.raises(ValueError, match="matrix"):
+        heat_map([[1.0, 2.0], [3.0]])
+    with pytest.raises(ValueError, match="scale"):
+        heat_map([[1.0]], scale=0.0)
+
+
+def test_heat_map_nan_cell_is_marked_not_hidden():
+    lines = plain(render(heat_map([[1.0, math.nan]], legend=False)))
+    assert "??" in lines[1]
+
+
+# ---- bar chart --------------------------------------------------------------------
+
+
+def bar_length(line: str) -> float:
+    """Length of the first bar on a line, in characters (eighth blocks count 1/8 each)."""
+    eighths = " ▏▎▍▌▋▊▉█"
+    total = 0.0
+    for ch in line:
+        if ch in eighths[1:]:
+            total += eighths.index(ch) / 8
+    return total
+
+
+def test_bar_chart_linear_lengths_are_proportional():
+    out = render(bar_chart(["a", "b", "c"], [1.0, 2.0, 4.0]), width=60)
+    lines = plain(out)
+    la, lb, lc = (bar_length(line) for line in lines[1:4])
+    assert lc == pytest.approx(2 * lb, abs=0.25)
+    assert lb == pytest.approx(2 * la, abs=0.25)
+    assert "4" in lines[3].split()[-1]  # the value is printed at the end of the bar
+
+
+def test_bar_chart_log_scale_spaces_decades_evenly():
+    lines = plain(render(bar_chart(["a", "b", "c", "d"], [1.0, 10.0, 100.0, 1000.0], log=True), width=60))
+    lengths = [bar_length(line) for line in lines[1:5]]
+    steps = np.diff(lengths)
+    assert np.all(steps > 0)
+    assert np.ptp(steps) <= 0.25  # each decade adds the same length
+    assert "log scale" in lines[-1]
+
+
+def test_bar_chart_two_series_share_one_scale():
+    chart = bar_chart(["l0", "l1"], {"pre": [1.0, 1.0], "post": [2.0, 0.5]})
+    lines = plain(render(chart, width=100))
+    assert "pre" in lines[0] and "post" in lines[0]
+    row0 = lines[1]
+    half = row0.index("1") + 1  # end of the first series' number
+    first, second = bar_length(row0[:half]), bar_length(row0[half:])
+    assert second == pytest.approx(2 * first, abs=0.25)
+
+
+@pytest.mark.parametrize("width", [60, 100])
+@pytest.mark.parametrize("colour", [False, True])
+def test_bar_chart_fits(width, colour):
+    labels = [f"layer {i}" for i in range(48)]
+    rng = np.random.default_rng(0)
+    chart = bar_chart(labels, {"pre-LN": rng.uniform(0, 5, 48), "post-LN": 10.0 ** rng.uniform(-6, 1, 48)}, log=True)
+    out = render(chart, width=width, colour=colour)
+    assert fits(out, width)
+    assert len(plain(out)) == 48 + 2
+
+
+def test_bar_chart_rejects_bad_values():
+    with pytest.raises(ValueError, match=r"series\['x'\].*>= 0"):
+        bar_chart(["a"], {"x": [-1.0]})
+    with pytest.raises(ValueError, match="one per label"):
+        bar_chart(["a", "b"], {"x": [1.0]})
+
+
+# ---- line chart and sparkline -----------------------------------------------------
+
+
+def test_line_chart_decreasing_curve_runs_top_left_to_bottom_right():
+    out = render(line_chart({"loss": np.linspace(1.0, 0.0, 50)}, height=6), width=60)
+    lines = plain(out)
+    rows = [line.split("│", 1)[1] for line in lines[:6]]
+    assert rows[0].index("*") == 0
+    assert rows[-1].rstrip().endswith("*")
+    # every column of the plot holds exactly one point of the single curve
+    width = len(rows[0])
+    assert sum(r.ljust(width).count("*") for r in rows) == 50
+
+
+def test_line_chart_series_have_their_own_markers_and_legend():
+    out = render(line_chart({"LN": [3.0, 2.0, 1.0], "BN": [3.0, 2.9, 2.8]}), width=60)
+    text = "\n".join(plain(out))
+    assert "* LN: 3 → 1" in text
+    assert "o BN: 3 → 2.8" in text
+    assert "#" in text  # both start at 3: the overlap is marked
+
+
+def test_line_chart_reports_nonfinite_values():
+    text = "\n".join(plain(render(line_chart({"loss": [1.0, math.nan, math.inf, 0.5]}), width=60)))
+    assert "2 non-finite values not drawn" in text
+
+
+def test_line_chart_log_scale_labels_are_values():
+    lines = plain(render(line_chart({"loss": [100.0, 10.0, 1.0, 0.01]}, log=True, height=5), width=60))
+    assert lines[0].split("│")[0].strip() == "100"
+    assert lines[4].split("│")[0].strip() == "0.01"
+
+
+@pytest.mark.parametrize("width", [60, 100])
+def test_line_chart_fits(width):
+    out = render(line_chart({"a": np.exp(-np.arange(500) / 50), "b": np.ones(500)}, log=True), width=width)
+    assert fits(out, width)
+
+
+def test_sparkline_orders_blocks_by_value():
+    s = sparkline([0, 1, 2, 3, 4, 5, 6, 7]).plain
+    assert s == "▁▂▃▄▅▆▇█"
+    assert len(sparkline(np.arange(100.0), width=20).plain) == 20
+    assert sparkline([1.0, 1.0]).plain == "▁▁"
