@@ -313,3 +313,21 @@ def rms_node_grads(
     if gamma is not None:
         grads["gamma"] = dgamma(dy, m.xhat, param_axes(x.ndim, param_axis))
     return grads
+
+
+def rms_dx_paths(
+    dxhat_: np.ndarray, x: np.ndarray, rms: np.ndarray, rrms: np.ndarray, axes: Axes
+) -> tuple[np.ndarray, np.ndarray]:
+    """The two paths from x_i to the loss in RMSNorm, separately: (direct, via the mean square).
+
+    direct:                dxhat_i * dxhat_i/dx_i  = dxhat_i * rrms
+    via the mean square:   dL/dms * dms/dx_i       = dL/dms * 2 x_i / n,
+                           dL/dms = -(1/2) rms^-3 sum_j dxhat_j * x_j
+
+    Their sum is :func:`rms_dx`. (LayerNorm has a third path, through the mean;
+    RMSNorm subtracts no mean.)
+    """
+    n = group_size(dxhat_.shape, axes)
+    direct = dxhat_ * rrms
+    dms = -(dxhat_ * x).sum(axis=axes, keepdims=True) / (2.0 * rms * rms * rms)
+    return direct, dms * (2.0 / n) * x
