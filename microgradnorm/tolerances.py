@@ -54,6 +54,10 @@ EXERCISE_STABLE_VARIANCE_RTOL = 1e-6
 EXERCISE_MISTAKE_RTOL = 1e-6
 EXERCISE_MISTAKE_ATOL = 1e-9
 
+# a number as a diagram or a table prints it (4 significant digits) against the exact value
+DISPLAY_RTOL = 5e-4
+DISPLAY_ATOL = 1e-12
+
 
 def normwise_error(a, b) -> tuple[float, float]:
     """(max|a - b|, max|a - b| / max|b|) for two arrays or sequences of numbers."""
