@@ -1,0 +1,942 @@
+"""Computation-graph diagrams: DOT source for a Value graph or a built norm, and its rendering.
+
+Why draw the graph? Because the backward pass of a normalization layer is easy
+to state and hard to see: ``x_i`` reaches the loss along three routes (straight
+through ``xhat_i``, through the mean that every ``xshift_j`` subtracts, and
+through the variance that every ``xhat_j`` is divided by), and the textbook
+formula for dL/dx_i is the sum of those three routes. A drawing with the stages
+as boxes, the numbers at every node and the routes in colour shows where each
+term comes from.
+
+Three views, all produced by :func:`to_dot` as plain DOT text:
+
+* the **full** graph: one box per scalar (its name, ``data`` and, after
+  ``backward()``, ``grad``), one circle per op, each stage of the norm (mean,
+  center, var, sqrt, divide, affine; RMSNorm: meansq, sqrt, divide, scale) a
+  titled cluster; optionally each edge labelled with its local derivative
+  ``d node / d child`` (:func:`microgradnorm.local_grads`);
+* the **collapsed** view: one box per stage with the shapes of its named
+  nodes and their first few numbers; its size does not grow with d;
+* either view with the **gradient paths** into one input ``x_i`` in colour
+  with a legend (and, after ``backward()``, each path's contribution to
+  dL/dx_i from :func:`microgradnorm.formulas.dx_paths`, beside the gradient
+  autograd accumulated), or with the **ancestors** (what a node is computed
+  from) or **descendants** (what is computed from it) of one node highlighted.
+
+``to_dot`` is pure and deterministic: nodes are numbered by their position in
+the topological order, not by the engine's global ids, so the same graph gives
+byte-identical DOT in any process (which is what makes golden tests possible).
+:func:`render` turns the DOT into SVG, PNG or PDF with the system ``dot``
+program (through the ``graphviz`` Python package) and writes the file
+atomically.
+
+Sizes: every n-ary ``sum`` is one node, so a full LayerNorm graph has about
+13 drawn nodes per feature and ``dot`` lays out d = 64 in well under a second.
+(micrograd-style chains of binary additions would make the layout quadratic.)
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from microgradnorm.engine import Value, local_grads, topological_order
+from microgradnorm.norms import GROUP_NODES, PARAM_NODES, NormGraph
+
+__all__ = [
+    "FORMATS",
+    "FULL_VIEW_LIMIT",
+    "INSTALL_HINT",
+    "GraphvizNotFoundError",
+    "RenderError",
+    "check_output_path",
+    "dot_fallback_path",
+    "graph_size",
+    "has_dot",
+    "mimebundle",
+    "output_format",
+    "pipe",
+    "render",
+    "to_dot",
+    "write_atomic",
+]
+
+# file extension -> Graphviz output format
+FORMATS: dict[str, str] = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": "dot"}
+
+# Above this many drawn nodes (values + ops) the CLI and the notebook switch to the
+# collapsed view: a full LayerNorm of d = 256 is about 3,350 nodes and takes dot a few
+# seconds; beyond that the layout time grows faster than the drawing stays readable.
+FULL_VIEW_LIMIT = 3500
+
+# Above this many drawn nodes the full view bounds dot's placement effort (see _header):
+# the layout is a little less tidy, and d = 256 takes about 1 s instead of about 4 s.
+LARGE_GRAPH = 1500
+
+INSTALL_HINT = (
+    "install Graphviz (Debian/Ubuntu: sudo apt-get install graphviz; macOS: brew install graphviz; "
+    "conda: conda install -c conda-forge graphviz)"
+)
+
+DOT_HEADER = "// microgradnorm computation graph"
+
+
+class GraphvizNotFoundError(RuntimeError):
+    """The Graphviz ``dot`` program is not on PATH; the message says how to install it."""
+
+
+class RenderError(RuntimeError):
+    """``dot`` ran but failed; the message carries the first line of what it printed."""
+
+
+# ---- appearance -------------------------------------------------------------------
+
+FONT = "Helvetica"
+
+# pale fills for the stage clusters, a darker outline of the same hue
+_STAGE_COLOURS: dict[str, tuple[str, str]] = {
+    "input": ("#f4f4f4", "#9a9a9a"),
+    "mean": ("#e6f0fa", "#6f9fd8"),
+    "center": ("#e8f5e6", "#6dae62"),
+    "var": ("#fdf0e0", "#e0a050"),
+    "meansq": ("#fdf0e0", "#e0a050"),
+    "sqrt": ("#f5e9f7", "#b07cc0"),
+    "divide": ("#fdf8d8", "#c8b040"),
+    "affine": ("#e4f4f2", "#55a89c"),
+    "scale": ("#e4f4f2", "#55a89c"),
+    "loss": ("#f4f4f4", "#9a9a9a"),
+}
+_OTHER_COLOURS = (("#eef0f4", "#8890a0"), ("#f6eeee", "#a08888"), ("#eef6ee", "#88a088"))
+
+# the gradient paths (ColorBrewer Dark2: distinguishable in colour-blind vision and in grey)
+PATH_COLOURS = {"direct": "#1b9e77", "mean": "#d95f02", "var": "#7570b3"}
+HIGHLIGHT = "#e7298a"
+FADED_TEXT = "#b0b0b0"
+FADED_LINE = "#d8d8d8"
+EDGE = "#606060"
+GRAD_TEXT = "#b2182b"
+
+_OP_SYMBOLS = {"+": "+", "-": "−", "*": "×", "sum": "Σ", "sqrt": "√", "**2": "x²", "**-1": "1/x"}
+
+# What each stage computes, shown under the cluster's title; (kind, stage) first, then stage.
+_FORMULAS: dict[tuple[str, str] | str, str] = {
+    "input": "x",
+    "mean": "mean = Σ x / n",
+    "center": "xshift = x − mean",
+    "var": "var = Σ xshift² / n",
+    ("naive", "var"): "var = Σ x² / n − mean²",
+    "sqrt": "std = √(var + eps)",
+    ("rmsnorm", "sqrt"): "rms = √(ms + eps)",
+    "divide": "rstd = 1 / std,   xhat = xshift · rstd",
+    ("rmsnorm", "divide"): "rrms = 1 / rms,   xhat = x · rrms",
+    "affine": "y = gamma · xhat + beta",
+    "meansq": "ms = Σ x² / n",
+    "scale": "y = gamma · xhat",
+    "loss": "L = Σ y · dy",
+}
+
+_KIND_TITLES = {"layernorm": "LayerNorm", "batchnorm": "BatchNorm", "rmsnorm": "RMSNorm"}
+
+
+def _num(v: float) -> str:
+    """A compact number: 4 significant digits, no exponent for ordinary magnitudes."""
+    if v != v:
+        return "nan"
+    if v in (float("inf"), float("-inf")):
+        return "inf" if v > 0 else "-inf"
+    if v == 0.0:
+        return "0"
+    return f"{v:.4g}"
+
+
+def _esc(text: str) -> str:
+    return html.escape(text, quote=False)
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _ident(stage: str) -> str:
+    return re.sub(r"\W", "_", stage, flags=re.ASCII)
+
+
+# ---- what to draw ---------------------------------------------------------------------
+
+
+@dataclass
+class _Drawing:
+    """The graph to draw, indexed by topological position (the stable node numbers)."""
+
+    order: list[Value]
+    index: dict[int, int]  # id(node) -> position in order
+    parents: list[list[int]]  # position -> positions of the nodes that use it (one per edge)
+    graph: NormGraph | None
+
+    def name(self, k: int) -> str | None:
+        return self.graph.name_of(self.order[k]) if self.graph is not None else None
+
+    def display_name(self, k: int) -> str:
+        node = self.order[k]
+        return self.name(k) or node.label or ""
+
+    def pos(self, node: Value) -> int:
+        return self.index[id(node)]
+
+
+def _flatten_values(obj: Any, what: str) -> list[Value]:
+    out: list[Value] = []
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Value):
+            out.append(item)
+        elif isinstance(item, (list, tuple)):
+            stack.extend(reversed(item))
+        else:
+            raise TypeError(
+                f"{what}: expected a Value, a list of Values, a built norm or a NormGraph, "
+                f"found a {type(item).__name__} ({item!r})"
+            )
+    if not out:
+        raise ValueError(f"{what}: expected at least one Value, got an empty {type(obj).__name__}")
+    return out
+
+
+def _resolve(obj: Any, graph: NormGraph | None) -> tuple[list[Value], NormGraph | None]:
+    """The roots to draw from, and the NormGraph that names their nodes (if any)."""
+    if isinstance(obj, NormGraph):
+        return obj.roots(), obj
+    own = getattr(obj, "graph", None)
+    if isinstance(own, NormGraph):  # what layer_norm & co. return
+        return own.roots(), graph or own
+    return _flatten_values(obj, "to_dot(obj)"), graph
+
+
+def _drawing(obj: Any, graph: NormGraph | None) -> _Drawing:
+    roots, graph = _resolve(obj, graph)
+    order = topological_order(roots)
+    index = {id(node): k for k, node in enumerate(order)}
+    parents: list[list[int]] = [[] for _ in order]
+    for k, node in enumerate(order):
+        for child in node.children:
+            parents[index[id(child)]].append(k)
+    return _Drawing(order, index, parents, graph)
+
+
+def graph_size(obj: Any, *, graph: NormGraph | None = None) -> int:
+    """How many nodes the full view draws: one per Value plus one per op."""
+    roots, _ = _resolve(obj, graph)
+    order = topological_order(roots)
+    return len(order) + sum(1 for node in order if node.children)
+
+
+# ---- the gradient paths into x_i ----------------------------------------------------
+
+
+@dataclass
+class _Path:
+    key: str  # "direct", "mean" or "var" (the colour)
+    title: str
+    route: str
+    formula: str
+    edges: set[tuple[int, int]]  # (child position, parent position)
+    amount: float | None = None
+
+
+def _group_of(graph: NormGraph, i: int) -> list[int]:
+    for g in graph.groups:
+        if i in g:
+            return g
+    raise ValueError(f"path_input: x has {len(graph['x'])} entries, got index {i}")
+
+
+def _resolve_input(graph: NormGraph, which: int | str) -> int:
+    size = len(graph["x"])
+    if isinstance(which, bool) or not isinstance(which, (int, str)):
+        raise TypeError(f"path_input: expected a flat index or a name like 'x[1]', got {type(which).__name__}")
+    if isinstance(which, str):
+        names = [graph.index_label("x", k) for k in range(size)]
+        cleaned = which.replace(" ", "")
+        if cleaned not in names:
+            raise ValueError(
+                f"path_input: expected one of {', '.join(names[:6])}{', …' if size > 6 else ''}, got {which!r}"
+            )
+        return names.index(cleaned)
+    if not 0 <= which < size:
+        raise ValueError(f"path_input: expected a flat index of x in [0, {size - 1}], got {which}")
+    return which
+
+
+def _segment(d: _Drawing, a: set[int], b: set[int]) -> set[tuple[int, int]]:
+    """Edges on the routes from a node in ``a`` to a node in ``b`` through unnamed nodes only.
+
+    Named nodes (x, mean, xshift, ...) are the waypoints of a path, so a route
+    that passes through another named node belongs to a different segment.
+    """
+    forward = set(a)
+    stack = list(a)
+    while stack:
+        u = stack.pop()
+        for p in d.parents[u]:
+            if p not in b and p not in forward and d.name(p) is None:
+                forward.add(p)
+                stack.append(p)
+    backward = set(b)
+    stack = list(b)
+    while stack:
+        v = stack.pop()
+        for child in d.order[v].children:
+            c = d.pos(child)
+            if c not in a and c not in backward and d.name(c) is None:
+                backward.add(c)
+                stack.append(c)
+    middle = (forward & backward) - a - b
+    edges = set()
+    for u in a | middle:
+        for p in d.parents[u]:
+            if p in b or p in middle:
+                edges.add((u, p))
+    return edges
+
+
+def _paths(d: _Drawing, which: int | str) -> tuple[int, list[_Path], str]:
+    """The gradient paths into x_i, with their contributions when backward has run."""
+    graph = d.graph
+    if graph is None:
+        raise ValueError("paths: the gradient paths need a built norm (what layer_norm returns, or its .graph)")
+    i = _resolve_input(graph, which)
+    group = _group_of(graph, i)
+    r = graph.groups.index(group)
+    xi = graph.index_label("x", i)
+
+    def at(name: str, ks: Iterable[int]) -> set[int]:  # (nodes outside the drawing are left out)
+        return {d.index[id(v)] for v in (graph[name][k] for k in ks) if id(v) in d.index}
+
+    def route(*stops: set[int]) -> set[tuple[int, int]]:
+        edges: set[tuple[int, int]] = set()
+        for a, b in itertools.pairwise(stops):
+            edges |= _segment(d, a, b)
+        return edges
+
+    x_i = at("x", [i])
+    xhat_all = at("xhat", group)
+    n = len(group)
+    if graph.kind == "rmsnorm":
+        paths = [
+            _Path("direct", "direct", f"{xi} → xhat", "dxhat_i · rrms", route(x_i, at("xhat", [i]))),
+            _Path(
+                "var",
+                "via the mean square",
+                f"{xi} → x² → ms → rms → rrms → every xhat_j",
+                "dL/dms · 2 x_i / n",
+                route(x_i, at("ms", [r]), at("rms", [r]), at("rrms", [r]), xhat_all),
+            ),
+        ]
+        note = "RMSNorm subtracts no mean, so there are two paths, not three."
+    else:
+        var_stops = [at("var", [r]), at("std", [r]), at("rstd", [r]), xhat_all]
+        var_first = [x_i, at("xshift", [i])] if graph.variance == "two_pass" else [x_i]
+        squares = "xshift → xshift²" if graph.variance == "two_pass" else "x²"
+        paths = [
+            _Path(
+                "direct",
+                "direct",
+                f"{xi} → xshift → xhat",
+                "dxhat_i · rstd",
+                route(x_i, at("xshift", [i]), at("xhat", [i])),
+            ),
+            _Path(
+                "mean",
+                "via the mean",
+                f"{xi} → Σ → mean → every xshift_j → xhat_j",
+                "−rstd · Σ_j dxhat_j / n",
+                route(x_i, at("mean", [r]), at("xshift", group), xhat_all),
+            ),
+            _Path(
+                "var",
+                "via the variance",
+                f"{xi} → {squares} → var → std → rstd → every xhat_j",
+                "dL/dvar · 2 xshift_i / n",
+                route(*var_first, *var_stops),
+            ),
+        ]
+        note = (
+            "The mean also feeds the variance, but that route adds 0: Σ_j xshift_j = 0."
+            if graph.variance == "two_pass"
+            else "Naive variance: mean² feeds var too, so the numbers are left out."
+        )
+    _path_amounts(graph, i, group, r, paths)
+    if n == 1:
+        note = "A group of one value: xhat is 0 whatever x is, so every path carries 0."
+    return i, paths, note
+
+
+def _path_amounts(graph: NormGraph, i: int, group: list[int], r: int, paths: list[_Path]) -> None:
+    """Each path's share of dL/dx_i, from the closed forms, once backward has run."""
+    xhat = graph["xhat"]
+    if graph.variance != "two_pass" or not any(xhat[k].grad for k in group):
+        return
+    import numpy as np
+
+    from microgradnorm import formulas
+
+    dxhat = np.array([xhat[k].grad for k in group])  # n
+    local = group.index(i)
+    if graph.kind == "rmsnorm":
+        x = np.array([graph["x"][k].data for k in group])  # n
+        parts = formulas.rms_dx_paths(dxhat, x, graph["rms"][r].data, graph["rrms"][r].data, (0,))
+    else:
+        xshift = np.array([graph["xshift"][k].data for k in group])  # n
+        parts = formulas.dx_paths(dxhat, xshift, graph["std"][r].data, graph["rstd"][r].data, (0,))
+    for path, part in zip(paths, parts):
+        path.amount = float(part[local])
+
+
+def _legend(d: _Drawing, i: int, paths: list[_Path], note: str) -> str:
+    graph = d.graph
+    assert graph is not None
+    xi = graph.index_label("x", i)
+    rows = [f'<tr><td colspan="4" align="left"><b>gradient paths into {_esc(xi)}</b></td></tr>']
+    for p in paths:
+        amount = f"{_num(p.amount)}" if p.amount is not None else ""
+        rows.append(
+            f'<tr><td bgcolor="{PATH_COLOURS[p.key]}" width="22"> </td>'
+            f'<td align="left"><font color="{PATH_COLOURS[p.key]}"><b>{_esc(p.title)}</b></font></td>'
+            f'<td align="left" balign="left">{_esc(p.route)}<br/><font point-size="9">{_esc(p.formula)}</font></td>'
+            f'<td align="right">{amount}</td></tr>'
+        )
+    if all(p.amount is not None for p in paths):
+        total = sum(p.amount for p in paths)  # type: ignore[misc]
+        auto = graph["x"][i].grad
+        rows.append(
+            f'<tr><td></td><td align="left"><b>sum</b></td>'
+            f'<td align="left">autograd accumulated {_esc(xi)}.grad = {_num(auto)}</td>'
+            f'<td align="right"><b>{_num(total)}</b></td></tr>'
+        )
+    rows.append(f'<tr><td colspan="4" align="left"><font point-size="9">{_esc(note)}</font></td></tr>')
+    table = (
+        '<table border="1" cellborder="0" cellspacing="2" cellpadding="3" bgcolor="white" color="#999999">'
+        + "".join(rows)
+        + "</table>"
+    )
+    return f"  legend [shape=plain, label=<{table}>];"
+
+
+# ---- highlighting --------------------------------------------------------------------
+
+
+def _find_node(d: _Drawing, which: Value | str) -> int:
+    if isinstance(which, Value):
+        if id(which) not in d.index:
+            raise ValueError(f"highlight: {which!r} is not part of this graph")
+        return d.pos(which)
+    if not isinstance(which, str):
+        raise TypeError(f"highlight: expected a Value or a node name like 'xhat[1]', got {type(which).__name__}")
+    wanted = which.replace(" ", "")
+    if d.graph is not None:
+        for name, values in d.graph.nodes.items():
+            for k, v in enumerate(values):
+                label = d.graph.index_label(name, k)
+                if (wanted == label or (wanted == name and len(values) == 1)) and id(v) in d.index:
+                    return d.pos(v)
+        choices = ", ".join(d.graph.index_label(name, 0) for name in d.graph.nodes)
+        raise ValueError(f"highlight: expected a node name such as {choices}, got {which!r}")
+    matches = [k for k, node in enumerate(d.order) if node.label == wanted]
+    if len(matches) != 1:
+        found = "no node" if not matches else f"{len(matches)} nodes"
+        raise ValueError(f"highlight: expected the label of exactly one node, got {which!r} ({found} carry it)")
+    return matches[0]
+
+
+def _related(d: _Drawing, start: int, mode: str) -> set[int]:
+    """``start`` and its ancestors (what it is computed from) or descendants (what uses it)."""
+    if mode not in ("ancestors", "descendants"):
+        raise ValueError(f"highlight_mode: expected 'ancestors' or 'descendants', got {mode!r}")
+    seen = {start}
+    stack = [start]
+    while stack:
+        k = stack.pop()
+        nxt = [d.pos(c) for c in d.order[k].children] if mode == "ancestors" else d.parents[k]
+        for j in nxt:
+            if j not in seen:
+                seen.add(j)
+                stack.append(j)
+    return seen
+
+
+# ---- DOT --------------------------------------------------------------------------------
+
+
+def _stage_order(d: _Drawing) -> list[str]:
+    """Stages in the order of the norm (input first, loss last), then any others as met."""
+    present: list[str] = []
+    for node in d.order:
+        if node.stage is not None and node.stage not in present:
+            present.append(node.stage)
+    known = ["input", *(d.graph.stages if d.graph is not None else ()), "loss"]
+    first = [s for s in known if s in present]
+    return first + [s for s in present if s not in first]
+
+
+def _stage_colours(stage: str, position: int) -> tuple[str, str]:
+    return _STAGE_COLOURS.get(stage) or _OTHER_COLOURS[position % len(_OTHER_COLOURS)]
+
+
+def _formula(d: _Drawing, stage: str) -> str:
+    graph = d.graph
+    if graph is None:
+        return ""
+    if stage == "var" and graph.variance == "naive":
+        return _FORMULAS[("naive", "var")]
+    if stage in ("affine", "scale"):
+        if "gamma" not in graph and "beta" not in graph:
+            return ""
+        scaled = "gamma · xhat" if "gamma" in graph else "xhat"
+        return f"y = {scaled} + beta" if "beta" in graph else f"y = {scaled}"
+    return _FORMULAS.get((graph.kind, stage)) or _FORMULAS.get(stage, "")  # type: ignore[return-value]
+
+
+def _cluster_label(d: _Drawing, stage: str) -> str:
+    formula = _formula(d, stage)
+    sub = f'<font point-size="10">{_esc(formula)}</font><br align="left"/>' if formula else ""
+    return f'<<b>{_esc(stage)}</b><br align="left"/>{sub}>'
+
+
+def _title(d: _Drawing, title: str | None, grad: bool) -> str | None:
+    if title is not None:
+        return title
+    graph = d.graph
+    if graph is None:
+        return None
+    what = _KIND_TITLES.get(graph.kind, graph.kind)
+    shape = "×".join(map(str, graph.shape))
+    text = f"{what} of x [{shape}], eps = {graph.eps:g}"
+    if graph.variance != "two_pass":
+        text += f", {graph.variance} variance"
+    if grad:
+        text += " · grad = dL/d(node) after backward()"
+    return text
+
+
+def _value_label(name: str, data: float, grad: float | None, faded: bool, strong: bool) -> str:
+    def cell(text: str, colour: str | None = None) -> str:
+        colour = FADED_TEXT if faded else colour
+        return f'<td><font color="{colour}">{text}</font></td>' if colour else f"<td>{text}</td>"
+
+    cells = [cell(f"<b>{_esc(name)}</b>")] if name else []
+    cells.append(cell(f"data {_num(data)}"))
+    if grad is not None:
+        cells.append(cell(f"grad {_num(grad)}", GRAD_TEXT))
+    line = HIGHLIGHT if strong else (FADED_LINE if faded else "#777777")
+    return (
+        f'<<table border="{2 if strong else 0}" cellborder="1" cellspacing="0" cellpadding="2" '
+        f'bgcolor="white" color="{line}"><tr>{"".join(cells)}</tr></table>>'
+    )
+
+
+def _op_symbol(op: str) -> str:
+    if op in _OP_SYMBOLS:
+        return _OP_SYMBOLS[op]
+    if op.startswith("**"):
+        return "x^" + op[2:]
+    return op
+
+
+def _header(title: str | None, rankdir: str, size: int) -> list[str]:
+    # Large graphs: bound dot's node-placement effort (network simplex iterations) at
+    # one per node; unbounded, d = 256 takes about 10,000 iterations, most of the time.
+    bound = ", nslimit=1" if size > LARGE_GRAPH else ""
+    lines = [
+        DOT_HEADER,
+        "digraph microgradnorm {",
+        f'  graph [rankdir={rankdir}, fontname="{FONT}", fontsize=12, nodesep=0.12, ranksep=0.35, '
+        f"outputorder=edgesfirst, newrank=true, labelloc=t, labeljust=l{bound}];",
+        f'  node [fontname="{FONT}", fontsize=10];',
+        f'  edge [fontname="{FONT}", fontsize=8, arrowsize=0.6, color="{EDGE}"];',
+    ]
+    if title:
+        lines.append(f"  label=<{_esc(title)}>;")
+    return lines
+
+
+def _edge_attrs(colours: list[str], faded: bool, strong: bool, extra: str = "") -> str:
+    attrs = []
+    if colours:
+        attrs.append(f'color="{":".join(colours)}", penwidth=2')
+    elif strong:
+        attrs.append(f'color="{HIGHLIGHT}", penwidth=1.6')
+    elif faded:
+        attrs.append(f'color="{FADED_LINE}"')
+    if extra:
+        attrs.append(extra)
+    return f" [{', '.join(attrs)}]" if attrs else ""
+
+
+def to_dot(
+    obj: Any,
+    *,
+    grad: bool | None = None,
+    paths: bool = False,
+    path_input: int | str = 0,
+    collapse: bool = False,
+    edge_labels: bool = False,
+    highlight: Value | str | None = None,
+    highlight_mode: str = "ancestors",
+    graph: NormGraph | None = None,
+    title: str | None = None,
+    rankdir: str = "LR",
+) -> str:
+    """DOT source for ``obj``: a Value, a list of Values, a built norm or its NormGraph.
+
+    ``grad``: show each node's gradient (None: show it when ``backward()`` has left
+    any nonzero gradient). ``paths``: colour the gradient paths into ``x_i``
+    (``path_input``: a flat index or a name like ``'x[1]'``) and add a legend;
+    for LayerNorm and BatchNorm these are the three terms of
+    dL/dx_i = dxhat_i·rstd + dL/dmean/n + dL/dvar·2·xshift_i/n
+    (:func:`microgradnorm.formulas.dx_paths`). ``collapse``: one box per stage.
+    ``edge_labels``: label each edge with d node / d child. ``highlight``: a node
+    (Value or name like ``'rstd'``, ``'xhat[1]'``) whose ancestors (what it is
+    computed from) or descendants (``highlight_mode='descendants'``) stay dark
+    while the rest fades. ``graph`` names the nodes when ``obj`` is a plain
+    Value of a norm (for instance the loss). The output is deterministic.
+    """
+    if rankdir not in ("LR", "TB", "RL", "BT"):
+        raise ValueError(f"rankdir: expected LR, TB, RL or BT, got {rankdir!r}")
+    d = _drawing(obj, graph)
+    if grad is None:
+        grad = any(node.grad for node in d.order)
+    path_info = _paths(d, path_input) if paths else None
+    focus: tuple[int, set[int]] | None = None
+    if highlight is not None:
+        start = _find_node(d, highlight)
+        focus = (start, _related(d, start, highlight_mode))
+    if collapse:
+        body = _collapsed(d, grad, path_info, focus)
+    else:
+        body = _full(d, grad, path_info, focus, edge_labels)
+    size = 0 if collapse else len(d.order) + sum(1 for node in d.order if node.children)
+    lines = _header(_title(d, title, grad), rankdir, size)
+    lines += body
+    if path_info is not None:
+        lines.append(_legend(d, *path_info))
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _path_colours(path_info: tuple[int, list[_Path], str] | None) -> dict[tuple[int, int], list[str]]:
+    colours: dict[tuple[int, int], list[str]] = {}
+    if path_info is None:
+        return colours
+    for p in path_info[1]:
+        for e in sorted(p.edges):
+            colours.setdefault(e, []).append(PATH_COLOURS[p.key])
+    return colours
+
+
+def _full(
+    d: _Drawing,
+    grad: bool,
+    path_info: tuple[int, list[_Path], str] | None,
+    focus: tuple[int, set[int]] | None,
+    edge_labels: bool,
+) -> list[str]:
+    stages = _stage_order(d)
+    members: dict[str | None, list[int]] = {s: [] for s in stages}
+    members[None] = []
+    for k, node in enumerate(d.order):
+        members[node.stage].append(k)
+    start = path_info[0] if path_info is not None else None
+    start_pos = d.pos(d.graph["x"][start]) if (start is not None and d.graph is not None) else None
+    shown = focus[1] if focus is not None else None
+
+    def node_lines(k: int, indent: str) -> list[str]:
+        node = d.order[k]
+        faded = shown is not None and k not in shown
+        strong = (focus is not None and k == focus[0]) or k == start_pos
+        label = _value_label(d.display_name(k), node.data, node.grad if grad else None, faded, strong)
+        out = [f"{indent}v{k} [shape=plain, label={label}];"]
+        if node.children:
+            style = f', fontcolor="{FADED_TEXT}", color="{FADED_LINE}"' if faded else ""
+            out.append(
+                f"{indent}op{k} [shape=circle, label={_quote(_op_symbol(node.op))}, "
+                f"margin=0.02, width=0.3, height=0.3, style=filled, fillcolor=white{style}];"
+            )
+        return out
+
+    lines: list[str] = []
+    for position, stage in enumerate(stages):
+        fill, line = _stage_colours(stage, position)
+        lines.append(f"  subgraph cluster_{_ident(stage)} {{")
+        lines.append(f"    label={_cluster_label(d, stage)};")
+        lines.append(f'    style="rounded,filled"; fillcolor="{fill}"; color="{line}"; fontsize=12;')
+        for k in members[stage]:
+            lines += node_lines(k, "    ")
+        lines.append("  }")
+    for k in members[None]:
+        lines += node_lines(k, "  ")
+
+    colours = _path_colours(path_info)
+    for k, node in enumerate(d.order):
+        if not node.children:
+            continue
+        derivs = local_grads(node) if edge_labels else None
+        into: list[str] = []
+        for slot, child in enumerate(node.children):
+            c = d.pos(child)
+            on_path = colours.get((c, k), [])
+            into += [colour for colour in on_path if colour not in into]
+            faded = shown is not None and not (c in shown and k in shown)
+            extra = f"label={_quote(_num(derivs[slot]))}" if derivs is not None else ""
+            lines.append(f"  v{c} -> op{k}{_edge_attrs(on_path, faded, shown is not None and not faded, extra)};")
+        faded = shown is not None and k not in shown
+        into = [colour for colour in PATH_COLOURS.values() if colour in into]
+        lines.append(f"  op{k} -> v{k}{_edge_attrs(into, faded, shown is not None and not faded)};")
+    return lines
+
+
+# ---- the collapsed view -----------------------------------------------------------------
+
+_FEW = 3  # numbers shown per named node in the collapsed view
+
+
+def _few(values: Sequence[float]) -> str:
+    shown = ", ".join(_num(v) for v in values[:_FEW])
+    return shown + (", …" if len(values) > _FEW else "")
+
+
+def _shape_of(graph: NormGraph, name: str) -> str:
+    count = len(graph[name])
+    if name in GROUP_NODES or name in PARAM_NODES:
+        return f"[{count}]"
+    return "[" + "×".join(map(str, graph.shape)) + "]"
+
+
+def _stage_rows(d: _Drawing, stage: str, ks: list[int], grad: bool, faded: bool) -> list[str]:
+    colour = FADED_TEXT if faded else None
+
+    def cell(text: str, align: str = "left", grad_cell: bool = False) -> str:
+        c = colour or (GRAD_TEXT if grad_cell else None)
+        inner = f'<font color="{c}">{text}</font>' if c else text
+        return f'<td align="{align}">{inner}</td>'
+
+    rows = []
+    named: set[int] = set()
+    graph = d.graph
+    if graph is not None:
+        for name, values in graph.nodes.items():
+            mine = [v for v in values if (v.stage or "other") == stage and id(v) in d.index]
+            if not mine or len(mine) != len(values):
+                continue
+            named.update(d.pos(v) for v in values)
+            row = cell(f"<b>{_esc(name)}</b> {_shape_of(graph, name)}") + cell(_esc(_few([v.data for v in values])))
+            if grad:
+                row += cell("grad " + _esc(_few([v.grad for v in values])), grad_cell=True)
+            rows.append(f"<tr>{row}</tr>")
+    counts: dict[str, list[int]] = {}
+    for k in ks:
+        if k in named:
+            continue
+        node = d.order[k]
+        if not node.children and node.label:  # constants such as 1/n and eps
+            rows.append(f"<tr>{cell(_esc(node.label) + ' = ' + _num(node.data))}</tr>")
+        elif graph is None:
+            counts.setdefault(d.display_name(k) or _op_symbol(node.op) or "value", []).append(k)
+    for label, members in counts.items():
+        row = cell(f"<b>{_esc(label)}</b> ×{len(members)}") + cell(_esc(_few([d.order[k].data for k in members])))
+        if grad:
+            row += cell("grad " + _esc(_few([d.order[k].grad for k in members])), grad_cell=True)
+        rows.append(f"<tr>{row}</tr>")
+    return rows
+
+
+def _collapsed(
+    d: _Drawing,
+    grad: bool,
+    path_info: tuple[int, list[_Path], str] | None,
+    focus: tuple[int, set[int]] | None,
+) -> list[str]:
+    stages = _stage_order(d)
+    bucket = [node.stage if node.stage is not None else "other" for node in d.order]
+    if "other" in bucket and "other" not in stages:
+        stages.append("other")
+    members: dict[str, list[int]] = {s: [] for s in stages}
+    for k, s in enumerate(bucket):
+        members[s].append(k)
+    shown = focus[1] if focus is not None else None
+    lines: list[str] = []
+    for position, stage in enumerate(stages):
+        fill, line = _stage_colours(stage, position)
+        faded = shown is not None and not any(k in shown for k in members[stage])
+        strong = focus is not None and bucket[focus[0]] == stage
+        formula = _formula(d, stage)
+        head = f"<b>{_esc(stage)}</b>" + (f'   <font point-size="10">{_esc(formula)}</font>' if formula else "")
+        if faded:
+            head = f'<font color="{FADED_TEXT}">{head}</font>'
+        width = 3 if grad else 2
+        rows = [f'<tr><td colspan="{width}" align="left">{head}</td></tr>']
+        rows += _stage_rows(d, stage, members[stage], grad, faded)
+        border = HIGHLIGHT if strong else (FADED_LINE if faded else line)
+        table = (
+            f'<table border="{3 if strong else 1}" cellborder="0" cellspacing="0" cellpadding="3" '
+            f'bgcolor="{"white" if faded else fill}" color="{border}" style="rounded">' + "".join(rows) + "</table>"
+        )
+        lines.append(f"  s_{_ident(stage)} [shape=plain, label=<{table}>];")
+
+    scalar_colours = _path_colours(path_info)
+    stage_edges: dict[tuple[str, str], list[str]] = {}
+    for k, node in enumerate(d.order):
+        for child in node.children:
+            c = d.pos(child)
+            pair = (bucket[c], bucket[k])
+            if pair[0] == pair[1]:
+                continue
+            got = stage_edges.setdefault(pair, [])
+            for colour in scalar_colours.get((c, k), []):
+                if colour not in got:
+                    got.append(colour)
+    for (a, b), colours in stage_edges.items():
+        faded = shown is not None and not (any(k in shown for k in members[a]) and any(k in shown for k in members[b]))
+        ordered = [c for c in PATH_COLOURS.values() if c in colours]
+        lines.append(f"  s_{_ident(a)} -> s_{_ident(b)}{_edge_attrs(ordered, faded, False)};")
+    return lines
+
+
+# ---- rendering ------------------------------------------------------------------------
+
+
+def has_dot() -> bool:
+    """Whether the Graphviz ``dot`` program is on PATH."""
+    return shutil.which("dot") is not None
+
+
+def output_format(path: str | os.PathLike[str]) -> str:
+    """The Graphviz format for ``path``'s extension, or a ValueError naming the allowed ones."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMATS:
+        allowed = ", ".join(FORMATS)
+        got = f"'{suffix}'" if suffix else "no extension"
+        raise ValueError(f"output: expected a file name ending in {allowed}, got {str(path)!r} ({got})")
+    return FORMATS[suffix]
+
+
+def check_output_path(path: str | os.PathLike[str]) -> Path:
+    """Fail early, with the path in the message, if ``path`` cannot be written."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(
+            f"output: {str(path)!r} is a directory; expected a file name ending in .svg, .png, .pdf or .dot"
+        )
+    output_format(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise ValueError(f"output: cannot write {str(path)!r}: the directory {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"output: cannot write {str(path)!r}: the directory {str(parent)!r} is not writable")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ValueError(f"output: cannot write {str(path)!r}: the file is read-only")
+    return path
+
+
+def pipe(dot: str, fmt: str) -> bytes:
+    """Run ``dot -T<fmt>`` on ``dot`` and return the output bytes."""
+    import graphviz
+
+    try:
+        return graphviz.pipe("dot", fmt, dot.encode("utf-8"), quiet=True)
+    except graphviz.ExecutableNotFound:
+        raise GraphvizNotFoundError(f"the Graphviz 'dot' program was not found on PATH; {INSTALL_HINT}") from None
+    except graphviz.CalledProcessError as exc:
+        stderr = exc.stderr.decode("utf-8", "replace") if isinstance(exc.stderr, bytes) else str(exc.stderr or "")
+        first = stderr.strip().splitlines()[0] if stderr.strip() else f"exit code {exc.returncode}"
+        raise RenderError(f"dot -T{fmt} failed: {first}") from None
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` through a temporary file and ``os.replace``.
+
+    A reader (or a crash) sees the old file or the new one, never half of each.
+    """
+    path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def dot_fallback_path(path: str | os.PathLike[str]) -> Path:
+    """Where to put the DOT source when ``path`` cannot be drawn: ``path`` with a .dot extension.
+
+    A .dot file of that name that this package did not write is never overwritten;
+    the next free ``name.1.dot``, ``name.2.dot``, ... is used instead.
+    """
+    path = Path(path)
+    header = DOT_HEADER.encode("utf-8")
+    for k in range(100):
+        candidate = path.with_suffix(".dot" if k == 0 else f".{k}.dot")
+        if not candidate.exists():
+            return candidate
+        try:
+            with candidate.open("rb") as f:
+                if f.read(len(header)) == header:
+                    return candidate
+        except OSError:
+            continue
+    raise ValueError(f"output: no free .dot file name next to {str(path)!r} (tried {path.stem}.dot to .99.dot)")
+
+
+def render(obj: Any, path: str | os.PathLike[str], **options: Any) -> Path:
+    """Draw ``obj`` into ``path``; the format comes from the extension (.svg .png .pdf .dot).
+
+    ``options`` are those of :func:`to_dot`. Raises ValueError for an unknown
+    extension or an unwritable path, :class:`GraphvizNotFoundError` when ``dot`` is
+    missing (a .dot file needs no Graphviz), :class:`RenderError` when it fails.
+    """
+    target = check_output_path(path)
+    fmt = output_format(target)
+    source = to_dot(obj, **options)
+    data = source.encode("utf-8") if fmt == "dot" else pipe(source, fmt)
+    return write_atomic(target, data)
+
+
+# ---- notebooks ------------------------------------------------------------------------
+
+
+def mimebundle(obj: Any, include: Any = None, exclude: Any = None) -> dict[str, str]:
+    """What Jupyter shows for a Value or a built norm: an SVG of its graph, and text.
+
+    Graphs above :data:`FULL_VIEW_LIMIT` drawn nodes are shown collapsed (one box
+    per stage). Without ``dot``, or for a single leaf, only the text is returned.
+    """
+    text = repr(obj)
+    wants_svg = (include is None or "image/svg+xml" in include) and not (exclude and "image/svg+xml" in exclude)
+    if not wants_svg or (isinstance(obj, Value) and not obj.children):
+        return {"text/plain": text}
+    if not has_dot():
+        return {"text/plain": f"{text}\n(to see the graph drawn, {INSTALL_HINT})"}
+    size = graph_size(obj)
+    collapse = size > FULL_VIEW_LIMIT
+    try:
+        svg = pipe(to_dot(obj, collapse=collapse), "svg").decode("utf-8")
+    except (GraphvizNotFoundError, RenderError) as exc:
+        return {"text/plain": f"{text}\n({exc})"}
+    return {"image/svg+xml": svg, "text/plain": text}

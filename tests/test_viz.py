@@ -1,0 +1,567 @@
+"""Diagrams: the DOT structure of a d = 3 LayerNorm, the views, determinism, real rendering, notebooks.
+
+The expected structure is derived by hand from the LayerNorm formula (written
+out in the comments), not copied from the output. The rendering tests need the
+Graphviz ``dot`` program: they skip without it, unless MICROGRADNORM_REQUIRE_DOT=1
+(set by .ci/run), in which case they fail.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+import microgradnorm as mgn
+from microgradnorm import formulas, viz
+from microgradnorm import tolerances as tol
+from microgradnorm.check import random_problem
+from microgradnorm.registry import get_norm
+
+# ---- a small DOT reader for the format viz writes ------------------------------------
+
+
+@dataclass
+class Dot:
+    nodes: dict[str, str] = field(default_factory=dict)  # id -> attribute text
+    cluster_of: dict[str, str | None] = field(default_factory=dict)
+    clusters: list[str] = field(default_factory=list)
+    cluster_labels: dict[str, str] = field(default_factory=dict)
+    edges: list[tuple[str, str, str]] = field(default_factory=list)  # (tail, head, attributes)
+    names: dict[str, str] = field(default_factory=dict)  # value-node name -> id
+
+    def name(self, node_id: str) -> str | None:
+        m = re.search(r"<b>(.*?)</b>", self.nodes[node_id])
+        return html.unescape(m.group(1)) if m else None
+
+    def op_of(self, name: str) -> str:
+        """The op node that computes the value node called ``name``."""
+        return "op" + self.names[name][1:]
+
+    def edge_attrs(self, tail: str, head: str) -> list[str]:
+        return [a for t, h, a in self.edges if t == tail and h == head]
+
+
+def parse(dot: str) -> Dot:
+    out = Dot()
+    cluster = None
+    for line in dot.splitlines():
+        s = line.strip()
+        if m := re.match(r"subgraph (cluster_\w+) \{$", s):
+            cluster = m.group(1)
+            out.clusters.append(cluster)
+        elif s == "}":
+            cluster = None
+        elif cluster and s.startswith("label=<"):
+            out.cluster_labels[cluster] = s
+        elif m := re.match(r"(\w+) -> (\w+)(?: \[(.*)\])?;$", s):
+            out.edges.append((m.group(1), m.group(2), m.group(3) or ""))
+        elif m := re.match(r"(v\d+|op\d+|s_\w+|legend) \[(.*)\];$", s):
+            out.nodes[m.group(1)] = m.group(2)
+            out.cluster_of[m.group(1)] = cluster
+    for node_id in out.nodes:
+        if node_id.startswith("v"):
+            name = out.name(node_id)
+            if name is not None:
+                out.names.setdefault(name, node_id)
+    return out
+
+
+def problem(norm: str = "layernorm", shape: tuple[int, ...] = (3,), backward: bool = True, seed: int = 0):
+    spec = get_norm(norm)
+    x, gamma, beta, dy = random_problem(spec, shape, seed)
+    graph = spec.build_graph(x, gamma, beta, 1e-5)
+    if backward:
+        graph.loss(dy.tolist()).backward()
+    return graph, (x, gamma, beta, dy)
+
+
+# ---- golden structure of a d = 3 LayerNorm -----------------------------------------------
+
+# Value nodes of LayerNorm(x[3]) with gamma and beta, counted from the formula:
+#   per feature (x3): x, xshift = x - mean, xshift², xhat = xshift * rstd,
+#                     gamma, gamma*xhat, beta, y = gamma*xhat + beta        -> 8 * 3 = 24
+#   per row:          sum(x), 1/n, mean = sum * 1/n, sum(xshift²), 1/n,
+#                     var = sum * 1/n, eps, var + eps, std = sqrt, rstd = std**-1  -> 10
+VALUES_D3 = 24 + 10
+# Op nodes: every value that is not a leaf (x, gamma, beta, the two 1/n, eps are leaves).
+OPS_D3 = VALUES_D3 - (3 + 3 + 3 + 2 + 1)
+# Edges: child -> op for every input of every op, plus op -> value.
+#   sum(x): 3, mean: 2, xshift: 3*2, xshift²: 3*1, sum(xshift²): 3, var: 2, var+eps: 2,
+#   sqrt: 1, **-1: 1, xhat: 3*2, gamma*xhat: 3*2, y: 3*2
+EDGES_D3 = (3 + 2 + 6 + 3 + 3 + 2 + 2 + 1 + 1 + 6 + 6 + 6) + OPS_D3
+
+LAYERNORM_CLUSTERS = ["input", "mean", "center", "var", "sqrt", "divide", "affine"]
+
+
+def test_layernorm_d3_has_the_hand_counted_nodes_and_edges():
+    graph, _ = problem(backward=False)
+    d = parse(viz.to_dot(graph))
+    values = [k for k in d.nodes if k.startswith("v")]
+    ops = [k for k in d.nodes if k.startswith("op")]
+    assert len(values) == VALUES_D3 == 34
+    assert len(ops) == OPS_D3 == 22
+    assert len(d.edges) == EDGES_D3 == 63
+    assert viz.graph_size(graph) == VALUES_D3 + OPS_D3
+
+
+def test_layernorm_d3_stages_are_titled_clusters_in_order():
+    graph, _ = problem(backward=False)
+    d = parse(viz.to_dot(graph))
+    assert d.clusters == [f"cluster_{s}" for s in LAYERNORM_CLUSTERS]
+    assert "mean = Σ x / n" in d.cluster_labels["cluster_mean"]
+    assert "xshift = x − mean" in d.cluster_labels["cluster_center"]
+    assert "std = √(var + eps)" in d.cluster_labels["cluster_sqrt"]
+    home = {
+        "input": ["x[0]", "x[1]", "x[2]"],
+        "mean": ["mean"],
+        "center": ["xshift[0]", "xshift[1]", "xshift[2]"],
+        "var": ["var"],
+        "sqrt": ["std", "eps", "var+eps"],
+        "divide": ["rstd", "xhat[0]", "xhat[1]", "xhat[2]"],
+        "affine": ["y[0]", "y[2]", "gamma[1]", "beta[2]"],
+    }
+    for stage, names in home.items():
+        for name in names:
+            assert d.cluster_of[d.names[name]] == f"cluster_{stage}", name
+    # an op node sits in the cluster of the value it computes
+    for name in ("mean", "xshift[1]", "var", "var+eps", "std", "rstd", "xhat[2]", "y[0]"):
+        assert d.cluster_of[d.op_of(name)] == d.cluster_of[d.names[name]], name
+
+
+def test_layernorm_d3_edges_follow_the_formula():
+    graph, _ = problem(backward=False)
+    d = parse(viz.to_dot(graph))
+    pairs = Counter((t, h) for t, h, _ in d.edges)
+    n = d.names
+
+    def inputs(name: str) -> list[str]:
+        op = d.op_of(name)
+        assert pairs[(op, n[name])] == 1  # the op feeds exactly its own value
+        return sorted(d.name(t) or t for t, h, _ in d.edges if h == op)
+
+    for k in range(3):
+        assert inputs(f"xshift[{k}]") == sorted([f"x[{k}]", "mean"])
+        assert inputs(f"xhat[{k}]") == sorted([f"xshift[{k}]", "rstd"])
+        assert inputs(f"y[{k}]") == sorted(["gamma*xhat", f"beta[{k}]"])
+    assert inputs("std") == ["var+eps"]
+    assert inputs("rstd") == ["std"]
+    assert inputs("var+eps") == sorted(["var", "eps"])
+    into_mean = {d.name(t): t for t, h, _ in d.edges if h == d.op_of("mean")}
+    assert sorted(into_mean) == ["1/n", "sum"]  # mean = sum(x) * (1/n)
+    into_sum = sorted(d.name(t) for t, h, _ in d.edges if h == "op" + into_mean["sum"][1:])
+    assert into_sum == ["x[0]", "x[1]", "x[2]"]  # one n-ary sum node, not a chain of additions
+
+
+def test_value_nodes_are_numbered_by_topological_position_and_show_data_and_grad():
+    graph, _ = problem()
+    dot = viz.to_dot(graph)
+    d = parse(dot)
+    order = mgn.topological_order(graph.roots())
+    assert sorted(int(k[1:]) for k in d.nodes if k.startswith("v")) == list(range(len(order)))
+    for k, node in enumerate(order):
+        label = d.nodes[f"v{k}"]
+        assert f"data {node.data:.4g}" in label
+        assert f"grad {node.grad:.4g}" in label
+
+
+def test_grad_is_shown_only_after_backward_unless_asked():
+    fresh, _ = problem(backward=False)
+    assert "grad " not in viz.to_dot(fresh)
+    assert "grad 0" in viz.to_dot(fresh, grad=True)
+    done, _ = problem()
+    assert "grad " in viz.to_dot(done)
+    assert "grad " not in viz.to_dot(done, grad=False)
+
+
+DOT_SCRIPT = """
+import sys
+import microgradnorm as mgn
+from microgradnorm import viz
+from microgradnorm.check import random_problem
+from microgradnorm.registry import get_norm
+junk = [mgn.Value(float(i)) * 2 for i in range(int(sys.argv[1]))]  # shifts every global id
+spec = get_norm("layernorm")
+x, gamma, beta, dy = random_problem(spec, (2, 3), 0)
+graph = spec.build_graph(x, gamma, beta, 1e-5)
+graph.loss(dy.tolist()).backward()
+sys.stdout.write(viz.to_dot(graph, paths=True, edge_labels=True))
+"""
+
+
+def test_dot_is_byte_identical_across_processes():
+    outs = [
+        subprocess.run([sys.executable, "-c", DOT_SCRIPT, n], capture_output=True, check=True).stdout
+        for n in ("0", "57")
+    ]
+    assert outs[0] == outs[1]
+    assert outs[0].startswith(b"// microgradnorm")
+
+
+def test_every_way_of_passing_a_norm_draws_the_same_graph():
+    y = mgn.layer_norm([1.0, 2.0, 4.0], [1.5, -0.5, 2.0], [0.1, 0.2, 0.3])
+    assert viz.to_dot(y) == viz.to_dot(y.graph)
+    plain = parse(viz.to_dot(list(y)))  # no NormGraph: names fall back to the node labels
+    assert len(plain.nodes) == len(parse(viz.to_dot(y)).nodes)
+    assert "cluster_divide" in plain.clusters
+
+
+def test_a_plain_value_graph_draws_without_stages():
+    a, b = mgn.Value(2.0, label="a"), mgn.Value(-3.0, label="b")
+    c = a * b + a
+    c.label = "c"
+    c.backward()
+    d = parse(viz.to_dot(c, edge_labels=True))
+    assert d.clusters == []
+    assert sorted(k for k in d.nodes if k.startswith("v")) == ["v0", "v1", "v2", "v3"]
+    # d(a*b)/da = b = -3 and d(a*b)/db = a = 2, written on the edges into the "*" op
+    mul = d.op_of("c")  # c = (a*b) + a; the product is the other child
+    prod = next(t for t, h, _ in d.edges if h == mul and t != d.names["a"])
+    assert d.edge_attrs(d.names["a"], "op" + prod[1:]) == ['label="-3"']
+    assert d.edge_attrs(d.names["b"], "op" + prod[1:]) == ['label="2"']
+    assert "grad -2" in d.nodes[d.names["a"]]  # dc/da = b + 1
+
+
+def test_edge_labels_are_the_local_derivatives():
+    graph, _ = problem(backward=False)
+    d = parse(viz.to_dot(graph, edge_labels=True))
+    rstd = graph["rstd"][0]
+    for k in range(3):
+        xshift = graph["xshift"][k]
+        # xhat = xshift * rstd: d xhat / d rstd = xshift, d xhat / d xshift = rstd
+        assert d.edge_attrs(d.names["rstd"], d.op_of(f"xhat[{k}]")) == [f'label="{xshift.data:.4g}"']
+        assert d.edge_attrs(d.names[f"xshift[{k}]"], d.op_of(f"xhat[{k}]")) == [f'label="{rstd.data:.4g}"']
+        # xshift = x - mean: the mean's edge carries -1
+        assert d.edge_attrs(d.names["mean"], d.op_of(f"xshift[{k}]")) == ['label="-1"']
+
+
+def test_bad_inputs_are_named():
+    with pytest.raises(TypeError, match="to_dot"):
+        viz.to_dot("not a graph")
+    with pytest.raises(ValueError, match="at least one Value"):
+        viz.to_dot([])
+    with pytest.raises(ValueError, match="paths"):
+        viz.to_dot(mgn.Value(1.0) * 2, paths=True)
+    graph, _ = problem(backward=False)
+    with pytest.raises(ValueError, match=r"path_input.*\[0, 2\].*got 3"):
+        viz.to_dot(graph, paths=True, path_input=3)
+    with pytest.raises(ValueError, match=r"highlight.*'nope'"):
+        viz.to_dot(graph, highlight="nope")
+    with pytest.raises(ValueError, match="highlight_mode"):
+        viz.to_dot(graph, highlight="rstd", highlight_mode="sideways")
+    with pytest.raises(ValueError, match="rankdir"):
+        viz.to_dot(graph, rankdir="diagonal")
+
+
+# ---- the gradient paths -----------------------------------------------------------------
+
+DIRECT, MEAN, VAR = (viz.PATH_COLOURS[k] for k in ("direct", "mean", "var"))
+
+
+def colours(attrs: list[str]) -> set[str]:
+    found = set()
+    for a in attrs:
+        m = re.search(r'color="([^"]*)"', a)
+        if m:
+            found.update(m.group(1).split(":"))
+    return found & {DIRECT, MEAN, VAR}
+
+
+def test_the_three_paths_into_x1_are_coloured_along_the_right_edges():
+    graph, _ = problem(backward=False)
+    d = parse(viz.to_dot(graph, paths=True, path_input=1))
+    n = d.names
+    # direct and via the variance both leave x[1] through xshift[1]
+    assert colours(d.edge_attrs(n["x[1]"], d.op_of("xshift[1]"))) == {DIRECT, VAR}
+    assert colours(d.edge_attrs(n["x[0]"], d.op_of("xshift[0]"))) == set()  # another input's edge
+    for k in range(3):
+        # via the mean: mean -> every xshift_j -> xhat_j
+        assert colours(d.edge_attrs(n["mean"], d.op_of(f"xshift[{k}]"))) == {MEAN}
+        # via the variance: rstd -> every xhat_j
+        assert colours(d.edge_attrs(n["rstd"], d.op_of(f"xhat[{k}]"))) == {VAR}
+    assert colours(d.edge_attrs(n["xshift[1]"], d.op_of("xhat[1]"))) == {DIRECT, MEAN}
+    assert colours(d.edge_attrs(n["xshift[0]"], d.op_of("xhat[0]"))) == {MEAN}
+    assert colours(d.edge_attrs(n["var+eps"], d.op_of("std"))) == {VAR}
+    # the mean's route into the variance (xshift_j, j != i, -> xshift²) carries 0 and is not coloured
+    squares_of_x0 = [h for t, h, _ in d.edges if t == n["xshift[0]"] and h != d.op_of("xhat[0]")]
+    assert len(squares_of_x0) == 1 and colours(d.edge_attrs(n["xshift[0]"], squares_of_x0[0])) == set()
+    # nothing is coloured after xhat: dL/dxhat is where the three paths meet
+    coloured_into_y = [a for t, h, a in d.edges if d.cluster_of.get(h) == "cluster_affine" and colours([a])]
+    assert coloured_into_y == []
+
+
+def legend_amounts(dot: str) -> dict[str, float]:
+    legend = parse(dot).nodes["legend"]
+    rows = re.findall(r"<b>([^<]+)</b></font></td>.*?<td align=\"right\">([^<]*)</td>", legend)
+    amounts = {title: float(value) for title, value in rows if value}
+    total = re.search(r"<b>sum</b>.*?\.grad = ([^<]+)</td><td align=\"right\"><b>([^<]+)</b>", legend)
+    if total:
+        amounts["autograd"] = float(total.group(1))
+        amounts["sum"] = float(total.group(2))
+    return amounts
+
+
+@pytest.mark.parametrize("shape,i", [((3,), 0), ((4,), 2), ((2, 5), 7)])
+def test_layernorm_legend_numbers_match_the_closed_form_paths(shape, i):
+    graph, (x, gamma, _, dy) = problem(shape=shape)
+    amounts = legend_amounts(viz.to_dot(graph, paths=True, path_input=i))
+    # the three terms, from NumPy alone: one row of x, n = D
+    row, j = divmod(i, shape[-1])
+    xr = np.atleast_2d(x)[row]
+    n = xr.size
+    xshift = xr - xr.mean()
+    std = np.sqrt((xshift**2).mean() + 1e-5)
+    dxhat = gamma * np.atleast_2d(dy)[row]
+    direct = dxhat[j] / std
+    via_mean = -(dxhat.sum() / std) / n
+    via_var = -0.5 * std**-3 * (dxhat * xshift).sum() * 2 * xshift[j] / n
+    want = {"direct": direct, "via the mean": via_mean, "via the variance": via_var}
+    for title, value in want.items():
+        assert amounts[title] == pytest.approx(value, rel=tol.DISPLAY_RTOL, abs=tol.DISPLAY_ATOL), title
+    assert amounts["sum"] == pytest.approx(direct + via_mean + via_var, rel=tol.DISPLAY_RTOL, abs=tol.DISPLAY_ATOL)
+    assert amounts["autograd"] == pytest.approx(graph["x"][i].grad, rel=tol.DISPLAY_RTOL, abs=tol.DISPLAY_ATOL)
+
+
+def test_rmsnorm_has_two_paths_and_says_so():
+    graph, _ = problem("rmsnorm", (4,))
+    dot = viz.to_dot(graph, paths=True, path_input=1)
+    assert "via the mean square" in dot and "via the mean<" not in dot
+    assert "two paths" in dot
+    amounts = legend_amounts(dot)
+    assert set(amounts) == {"direct", "via the mean square", "sum", "autograd"}
+    assert amounts["sum"] == pytest.approx(graph["x"][1].grad, rel=tol.DISPLAY_RTOL, abs=tol.DISPLAY_ATOL)
+    d = parse(dot)
+    assert colours(d.edge_attrs(d.names["x[1]"], d.op_of("xhat[1]"))) == {DIRECT}
+    assert colours(d.edge_attrs(d.names["rrms"], d.op_of("xhat[3]"))) == {VAR}
+
+
+def test_rms_dx_paths_add_up_to_the_rmsnorm_gradient():
+    graph, (x, gamma, _, dy) = problem("rmsnorm", (2, 5))
+    rms = formulas.rms_moments(x, (-1,), 1e-5)
+    dxhat = formulas.dxhat(dy, gamma)
+    direct, via_ms = formulas.rms_dx_paths(dxhat, x, rms.rms, rms.rrms, (-1,))
+    autograd = np.array([v.grad for v in graph["x"]]).reshape(x.shape)
+    assert tol.close(
+        direct + via_ms, formulas.rms_dx(dxhat, rms.xhat, rms.rrms, (-1,)), tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL
+    )
+    assert tol.close(direct + via_ms, autograd, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+
+
+def test_paths_without_backward_draw_no_numbers():
+    graph, _ = problem(backward=False)
+    dot = viz.to_dot(graph, paths=True)
+    assert "via the variance" in dot
+    assert legend_amounts(dot) == {}
+
+
+def test_batchnorm_paths_stay_in_the_column_of_x_i():
+    graph, _ = problem("batchnorm", (4, 3))
+    d = parse(viz.to_dot(graph, paths=True, path_input="x[2,1]"))
+    n = d.names
+    assert colours(d.edge_attrs(n["mean[1]"], d.op_of("xshift[0,1]"))) == {MEAN}
+    assert colours(d.edge_attrs(n["mean[0]"], d.op_of("xshift[0,0]"))) == set()
+    assert "gradient paths into x[2,1]" in d.nodes["legend"]
+
+
+# ---- collapsed view and highlighting -------------------------------------------------------
+
+
+def stage_edges(dot: str) -> set[tuple[str, str]]:
+    return {(t[2:], h[2:]) for t, h, _ in parse(dot).edges}
+
+
+def test_collapsed_view_is_one_box_per_stage_whatever_d():
+    small, _ = problem(shape=(3,))
+    big, _ = problem(shape=(2, 200))
+    for graph in (small, big):
+        dot = viz.to_dot(graph, collapse=True)
+        d = parse(dot)
+        assert sorted(d.nodes) == sorted(f"s_{s}" for s in LAYERNORM_CLUSTERS)
+        # the data flow of LayerNorm, stage to stage
+        assert stage_edges(dot) == {
+            ("input", "mean"),
+            ("input", "center"),
+            ("mean", "center"),
+            ("center", "var"),
+            ("var", "sqrt"),
+            ("sqrt", "divide"),
+            ("center", "divide"),
+            ("divide", "affine"),
+        }
+    d = parse(viz.to_dot(big, collapse=True))
+    assert "xshift</b> [2×200]" in d.nodes["s_center"]
+    assert "mean</b> [2]" in d.nodes["s_mean"]
+    assert "gamma</b> [200]" in d.nodes["s_affine"]
+
+
+def test_collapsed_rmsnorm_stages():
+    graph, _ = problem("rmsnorm", (5,))
+    assert stage_edges(viz.to_dot(graph, collapse=True)) == {
+        ("input", "meansq"),
+        ("meansq", "sqrt"),
+        ("sqrt", "divide"),
+        ("input", "divide"),
+        ("divide", "scale"),
+    }
+
+
+def test_collapsed_paths_colour_stage_edges():
+    graph, _ = problem(shape=(4,))
+    d = parse(viz.to_dot(graph, collapse=True, paths=True))
+    assert colours(d.edge_attrs("s_input", "s_mean")) == {MEAN}
+    assert colours(d.edge_attrs("s_input", "s_center")) == {DIRECT, VAR}
+    assert colours(d.edge_attrs("s_center", "s_var")) == {VAR}
+    assert colours(d.edge_attrs("s_divide", "s_affine")) == set()
+
+
+def faded(attrs: str) -> bool:
+    return viz.FADED_TEXT in attrs
+
+
+@pytest.mark.parametrize("mode", ["ancestors", "descendants"])
+def test_highlight_keeps_the_related_nodes_dark(mode):
+    graph, _ = problem()
+    d = parse(viz.to_dot(graph, highlight="rstd", highlight_mode=mode))
+    upstream = ["x[0]", "mean", "xshift[2]", "var", "std", "eps"]  # rstd is computed from these
+    downstream = ["xhat[0]", "xhat[2]", "y[1]"]  # and these from rstd
+    assert not faded(d.nodes[d.names["rstd"]])
+    assert viz.HIGHLIGHT in d.nodes[d.names["rstd"]]
+    for name in upstream:
+        assert faded(d.nodes[d.names[name]]) == (mode == "descendants"), name
+    for name in downstream:
+        assert faded(d.nodes[d.names[name]]) == (mode == "ancestors"), name
+    assert faded(d.nodes[d.names["beta[0]"]])  # neither
+
+
+def test_highlight_accepts_a_value():
+    graph, _ = problem()
+    by_value = viz.to_dot(graph, highlight=graph["xhat"][1])
+    assert by_value == viz.to_dot(graph, highlight="xhat[1]")
+
+
+# ---- rendering -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def needs_dot():
+    if shutil.which("dot") is None:
+        if os.environ.get("MICROGRADNORM_REQUIRE_DOT") == "1":
+            pytest.fail("MICROGRADNORM_REQUIRE_DOT=1 but Graphviz's dot program is not on PATH")
+        pytest.skip("Graphviz's dot program is not installed")
+
+
+@pytest.fixture
+def no_dot(tmp_path, monkeypatch):
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def test_render_svg_has_the_stage_clusters_and_the_path_legend(tmp_path, needs_dot):
+    graph, _ = problem()
+    path = viz.render(graph, tmp_path / "ln.svg", paths=True)
+    assert path == tmp_path / "ln.svg"
+    root = ET.parse(path).getroot()  # parses as XML
+    assert root.tag == f"{SVG}svg"
+    cluster_titles = [g.find(f"{SVG}title").text for g in root.iter(f"{SVG}g") if g.get("class") == "cluster"]
+    assert cluster_titles == [f"cluster_{s}" for s in LAYERNORM_CLUSTERS]
+    text = " ".join(t.text or "" for t in root.iter(f"{SVG}text"))
+    for phrase in ("gradient paths into x[0]", "direct", "via the mean", "via the variance", "xhat[2]", "rstd"):
+        assert phrase in text
+
+
+def test_render_png_and_pdf(tmp_path, needs_dot):
+    graph, _ = problem("batchnorm", (2, 2))
+    png = viz.render(graph, tmp_path / "bn.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", png[16:24])  # the IHDR chunk
+    assert width > 100 and height > 50
+    assert viz.render(graph, tmp_path / "bn.pdf", collapse=True).read_bytes()[:5] == b"%PDF-"
+
+
+def test_render_dot_needs_no_graphviz(tmp_path, no_dot):
+    graph, _ = problem()
+    path = viz.render(graph, tmp_path / "ln.dot", grad=True)
+    assert path.read_text(encoding="utf-8") == viz.to_dot(graph, grad=True)
+
+
+def test_render_without_dot_raises_with_install_hint_and_keeps_the_old_file(tmp_path, no_dot):
+    graph, _ = problem()
+    target = tmp_path / "ln.svg"
+    target.write_text("the previous drawing")
+    with pytest.raises(viz.GraphvizNotFoundError, match=r"apt-get install graphviz.*brew.*conda"):
+        viz.render(graph, target)
+    assert target.read_text() == "the previous drawing"
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+@pytest.mark.parametrize("name", ["ln.jpg", "ln", "ln.svgz"])
+def test_render_rejects_unknown_extensions(tmp_path, name):
+    graph, _ = problem(backward=False)
+    with pytest.raises(ValueError, match=r"output: expected a file name ending in \.svg, \.png, \.pdf, \.dot"):
+        viz.render(graph, tmp_path / name)
+    assert not (tmp_path / name).exists()
+
+
+def test_render_rejects_a_missing_directory(tmp_path):
+    graph, _ = problem(backward=False)
+    with pytest.raises(ValueError, match="does not exist"):
+        viz.render(graph, tmp_path / "missing" / "ln.dot")
+
+
+def test_dot_fallback_never_overwrites_a_foreign_file(tmp_path):
+    (tmp_path / "ln.dot").write_text("my own notes")
+    assert viz.dot_fallback_path(tmp_path / "ln.svg") == tmp_path / "ln.1.dot"
+    (tmp_path / "ln.1.dot").write_text(viz.DOT_HEADER + "\ndigraph {}\n")  # one we wrote: reused
+    assert viz.dot_fallback_path(tmp_path / "ln.svg") == tmp_path / "ln.1.dot"
+
+
+def test_large_graphs_bound_the_layout_effort():
+    small, _ = problem(shape=(3,), backward=False)
+    big, _ = problem(shape=(200,), backward=False)
+    assert viz.graph_size(big) > viz.LARGE_GRAPH
+    assert "nslimit" not in viz.to_dot(small)
+    assert "nslimit=1" in viz.to_dot(big)
+
+
+# ---- notebooks -----------------------------------------------------------------------------
+
+
+def test_notebook_display_is_an_svg(needs_dot):
+    y = mgn.layer_norm([1.0, 2.0, 4.0])
+    for obj in (y, y.graph, y[0]):
+        bundle = obj._repr_mimebundle_()
+        assert set(bundle) == {"image/svg+xml", "text/plain"}
+        ET.fromstring(bundle["image/svg+xml"].encode("utf-8"))
+    assert set(y._repr_mimebundle_(include=["text/plain"])) == {"text/plain"}
+
+
+def test_notebook_display_falls_back_to_text_without_dot(no_dot):
+    y = mgn.layer_norm([1.0, 2.0, 4.0])
+    bundle = y.graph._repr_mimebundle_()
+    assert list(bundle) == ["text/plain"]
+    assert bundle["text/plain"].startswith("NormGraph(layernorm")
+    assert "install Graphviz" in bundle["text/plain"]
+
+
+def test_a_leaf_displays_as_text():
+    assert mgn.Value(1.5)._repr_mimebundle_() == {"text/plain": repr(mgn.Value(1.5))}
+
+
+def test_importing_the_package_does_not_import_the_drawing_code():
+    code = "import sys, microgradnorm; print('microgradnorm.viz' in sys.modules, 'graphviz' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
