@@ -32,6 +32,8 @@ _LAZY = {
     "CheckReport": "microgradnorm.check",
     "NORMS": "microgradnorm.registry",
     "get_norm": "microgradnorm.registry",
+    "to_dot": "microgradnorm.viz",
+    "render": "microgradnorm.viz",
 }
 
 
@@ -48,3 +50,19 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
+
+
+def _repr_mimebundle_(self: Any, include: Any = None, exclude: Any = None) -> dict[str, str]:
+    """Jupyter shows a Value or a built norm as its graph (SVG), or as text without Graphviz.
+
+    Attached here rather than in engine.py, which imports nothing from the package;
+    the drawing code is imported only when a notebook asks for it.
+    """
+    from microgradnorm.viz import mimebundle
+
+    return mimebundle(self, include, exclude)
+
+
+Value._repr_mimebundle_ = _repr_mimebundle_  # type: ignore[attr-defined]
+NormGraph._repr_mimebundle_ = _repr_mimebundle_  # type: ignore[attr-defined]
+Normalized._repr_mimebundle_ = _repr_mimebundle_  # type: ignore[attr-defined]
