@@ -1,0 +1,152 @@
+"""``microgradnorm graph``: formats, views, the size switch, and one-line errors (including no Graphviz)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from microgradnorm import cli, viz
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        code = cli.main(list(argv))
+    except SystemExit as exc:  # argparse usage errors
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def needs_dot():
+    if shutil.which("dot") is None:
+        if os.environ.get("MICROGRADNORM_REQUIRE_DOT") == "1":
+            pytest.fail("MICROGRADNORM_REQUIRE_DOT=1 but Graphviz's dot program is not on PATH")
+        pytest.skip("Graphviz's dot program is not installed")
+
+
+@pytest.fixture
+def empty_path(tmp_path, monkeypatch):
+    """A PATH on which there is no dot program (nor anything else)."""
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    return str(empty)
+
+
+@pytest.mark.parametrize("norm", ["layernorm", "batchnorm", "rmsnorm"])
+def test_graph_writes_an_svg(capsys, tmp_path, needs_dot, norm):
+    out = tmp_path / f"{norm}.svg"
+    code, stdout, err = run(capsys, "graph", norm, "--grad", "--paths", "-o", str(out))
+    assert (code, err) == (0, "")
+    assert f"wrote {out}" in stdout
+    root = ET.parse(out).getroot()
+    text = " ".join(t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text"))
+    assert "gradient paths into x[0" in text and "grad" in text
+
+
+def test_graph_dot_output_needs_no_graphviz(capsys, tmp_path, empty_path):
+    out = tmp_path / "ln.dot"
+    code, _, _ = run(capsys, "graph", "ln", "--dim", "4", "--seed", "3", "--edge-labels", "-o", str(out))
+    assert code == 0
+    dot = out.read_text(encoding="utf-8")
+    assert dot.startswith(viz.DOT_HEADER)
+    assert dot.count("x[") >= 4 and "cluster_divide" in dot
+
+
+def test_graph_options_reach_the_drawing(capsys, tmp_path):
+    out = tmp_path / "g.dot"
+    argv = ["graph", "layernorm", "--batch", "2", "--dim", "3", "--paths", "--index", "4", "--highlight", "rstd[1]"]
+    code, _, _ = run(capsys, *argv, "--descendants", "-o", str(out))
+    assert code == 0
+    dot = out.read_text(encoding="utf-8")
+    assert "gradient paths into x[1,1]" in dot  # flat index 4 of a 2x3 input
+    assert viz.FADED_TEXT in dot and viz.HIGHLIGHT in dot
+    code, _, _ = run(capsys, "graph", "layernorm", "--collapse", "-o", str(out))
+    assert code == 0 and "s_center" in out.read_text(encoding="utf-8")
+
+
+def test_graph_switches_to_the_collapsed_view_above_the_limit_and_says_so(capsys, tmp_path):
+    out = tmp_path / "big.dot"
+    code, stdout, _ = run(capsys, "graph", "layernorm", "--dim", "300", "-o", str(out))
+    assert code == 0
+    notes = [line for line in stdout.splitlines() if "collapsed" in line]
+    assert len(notes) == 2 and str(viz.FULL_VIEW_LIMIT) in notes[0]  # the switch, then "wrote ... (collapsed view"
+    dot = out.read_text(encoding="utf-8")
+    assert "s_center" in dot and "v0 [" not in dot
+    code, stdout, _ = run(capsys, "graph", "layernorm", "--dim", "300", "--full", "-o", str(out))
+    assert code == 0 and "v0 [" in out.read_text(encoding="utf-8")
+
+
+def test_graph_without_dot_writes_the_dot_source_and_says_how_to_install(capsys, tmp_path, empty_path):
+    out = tmp_path / "ln.svg"
+    code, _, err = run(capsys, "graph", "layernorm", "--grad", "-o", str(out))
+    assert code == 1
+    assert not out.exists()
+    assert (tmp_path / "ln.dot").read_text(encoding="utf-8").startswith(viz.DOT_HEADER)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1
+    for hint in ("sudo apt-get install graphviz", "brew install graphviz", "conda install -c conda-forge graphviz"):
+        assert hint in lines[0]
+    assert str(tmp_path / "ln.dot") in lines[0]
+
+
+def test_graph_without_dot_keeps_a_dot_file_it_did_not_write(capsys, tmp_path, empty_path):
+    (tmp_path / "ln.dot").write_text("my hand-edited graph")
+    code, _, err = run(capsys, "graph", "layernorm", "-o", str(tmp_path / "ln.png"))
+    assert code == 1
+    assert (tmp_path / "ln.dot").read_text() == "my hand-edited graph"
+    assert (tmp_path / "ln.1.dot").read_text(encoding="utf-8").startswith(viz.DOT_HEADER)
+    assert "ln.1.dot" in err
+
+
+def test_graph_without_dot_in_a_fresh_process_prints_no_traceback(tmp_path):
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    env = {**os.environ, "PATH": str(empty)}
+    env.pop("MICROGRADNORM_DEBUG", None)
+    out = tmp_path / "ln.pdf"
+    proc = subprocess.run(
+        [sys.executable, "-m", "microgradnorm", "graph", "rmsnorm", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert "install Graphviz" in proc.stderr
+    assert (tmp_path / "ln.dot").exists() and not out.exists()
+
+
+@pytest.mark.parametrize(
+    "argv,expected",
+    [
+        (["-o", "{tmp}/g.jpg"], "expected a file name ending in .svg, .png, .pdf, .dot"),
+        (["-o", "{tmp}/missing/g.svg"], "does not exist"),
+        (["-o", "{tmp}"], "is a directory"),
+        (["--highlight", "nope", "-o", "{tmp}/g.dot"], "argument --highlight"),
+        (["--descendants", "-o", "{tmp}/g.dot"], "argument --descendants"),
+        (["--paths", "--index", "3", "-o", "{tmp}/g.dot"], "argument --index"),
+        (["--index", "-1", "-o", "{tmp}/g.dot"], "argument --index"),
+        (["--collapse", "--full", "-o", "{tmp}/g.dot"], "not allowed with"),
+    ],
+)
+def test_graph_bad_arguments_are_one_line_errors(capsys, tmp_path, argv, expected):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    code, _, err = run(capsys, "graph", "layernorm", *argv)
+    assert code == 2
+    assert expected in err
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
+    assert [p.name for p in tmp_path.iterdir()] == []  # nothing written
+
+
+def test_graph_is_listed_in_help(capsys):
+    code, stdout, _ = run(capsys, "--help")
+    assert code == 0 and "graph" in stdout
