@@ -99,7 +99,7 @@ class RenderError(RuntimeError):
 
 # ---- appearance -------------------------------------------------------------------
 
-FONT = "Helvetica"
+FONT = "Helvetica,Arial,sans-serif"  # a CSS-style list: SVGs in browsers fall back in order
 
 # pale fills for the stage clusters, a darker outline of the same hue
 _STAGE_COLOURS: dict[str, tuple[str, str]] = {
@@ -527,7 +527,9 @@ def _title(d: _Drawing, title: str | None, grad: bool) -> str | None:
     return text
 
 
-def _value_label(name: str, data: float, grad: float | None, faded: bool, strong: bool) -> str:
+def _value_label(name: str, data: float, grad: float | None, faded: bool, strong: bool, stacked: bool) -> str:
+    """A node's name, data and grad side by side (left-to-right graphs) or stacked (top-down)."""
+
     def cell(text: str, colour: str | None = None) -> str:
         colour = FADED_TEXT if faded else colour
         return f'<td><font color="{colour}">{text}</font></td>' if colour else f"<td>{text}</td>"
@@ -537,9 +539,10 @@ def _value_label(name: str, data: float, grad: float | None, faded: bool, strong
     if grad is not None:
         cells.append(cell(f"grad {_num(grad)}", GRAD_TEXT))
     line = HIGHLIGHT if strong else (FADED_LINE if faded else "#777777")
+    rows = "".join(f"<tr>{c}</tr>" for c in cells) if stacked else f"<tr>{''.join(cells)}</tr>"
     return (
         f'<<table border="{2 if strong else 0}" cellborder="1" cellspacing="0" cellpadding="2" '
-        f'bgcolor="white" color="{line}"><tr>{"".join(cells)}</tr></table>>'
+        f'bgcolor="white" color="{line}">{rows}</table>>'
     )
 
 
@@ -622,7 +625,7 @@ def to_dot(
     if collapse:
         body = _collapsed(d, grad, path_info, focus)
     else:
-        body = _full(d, grad, path_info, focus, edge_labels)
+        body = _full(d, grad, path_info, focus, edge_labels, stacked=rankdir in ("TB", "BT"))
     size = 0 if collapse else len(d.order) + sum(1 for node in d.order if node.children)
     lines = _header(_title(d, title, grad), rankdir, size)
     lines += body
@@ -648,6 +651,7 @@ def _full(
     path_info: tuple[int, list[_Path], str] | None,
     focus: tuple[int, set[int]] | None,
     edge_labels: bool,
+    stacked: bool,
 ) -> list[str]:
     stages = _stage_order(d)
     members: dict[str | None, list[int]] = {s: [] for s in stages}
@@ -662,7 +666,7 @@ def _full(
         node = d.order[k]
         faded = shown is not None and k not in shown
         strong = (focus is not None and k == focus[0]) or k == start_pos
-        label = _value_label(d.display_name(k), node.data, node.grad if grad else None, faded, strong)
+        label = _value_label(d.display_name(k), node.data, node.grad if grad else None, faded, strong, stacked)
         out = [f"{indent}v{k} [shape=plain, label={label}];"]
         if node.children:
             style = f', fontcolor="{FADED_TEXT}", color="{FADED_LINE}"' if faded else ""
@@ -869,6 +873,15 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
     parent = path.parent if str(path.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
     try:
+        # mkstemp makes the file private (0600); give it the mode a plain open() would
+        # (0666 minus the umask), or keep the mode of the file it replaces.
+        try:
+            mode = path.stat().st_mode & 0o7777
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

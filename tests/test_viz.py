@@ -245,6 +245,16 @@ def test_edge_labels_are_the_local_derivatives():
         assert d.edge_attrs(d.names["mean"], d.op_of(f"xshift[{k}]")) == ['label="-1"']
 
 
+def test_top_down_graphs_stack_each_nodes_numbers():
+    graph, _ = problem()
+    across = parse(viz.to_dot(graph)).nodes
+    down = parse(viz.to_dot(graph, rankdir="TB")).nodes
+    xhat = parse(viz.to_dot(graph)).names["xhat[1]"]
+    assert across[xhat].count("<tr>") == 1  # name | data | grad in one row
+    assert down[xhat].count("<tr>") == 3  # name, data and grad one above the other
+    assert "rankdir=TB" in viz.to_dot(graph, rankdir="TB")
+
+
 def test_bad_inputs_are_named():
     with pytest.raises(TypeError, match="to_dot"):
         viz.to_dot("not a graph")
@@ -506,6 +516,22 @@ def test_render_without_dot_raises_with_install_hint_and_keeps_the_old_file(tmp_
         viz.render(graph, target)
     assert target.read_text() == "the previous drawing"
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_written_files_get_ordinary_permissions(tmp_path):
+    graph, _ = problem(backward=False)
+    umask = os.umask(0o022)
+    try:
+        fresh = viz.render(graph, tmp_path / "fresh.dot")
+        kept = tmp_path / "kept.dot"
+        kept.write_text("old")
+        kept.chmod(0o640)
+        viz.render(graph, kept)
+    finally:
+        os.umask(umask)
+    assert fresh.stat().st_mode & 0o777 == 0o644  # as open() would make it, not mkstemp's 0600
+    assert kept.stat().st_mode & 0o777 == 0o640  # a replaced file keeps its mode
+    assert kept.read_text(encoding="utf-8") == viz.to_dot(graph)
 
 
 @pytest.mark.parametrize("name", ["ln.jpg", "ln", "ln.svgz"])
