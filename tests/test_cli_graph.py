@@ -67,8 +67,9 @@ def test_graph_options_reach_the_drawing(capsys, tmp_path):
     dot = out.read_text(encoding="utf-8")
     assert "gradient paths into x[1,1]" in dot  # flat index 4 of a 2x3 input
     assert viz.FADED_TEXT in dot and viz.HIGHLIGHT in dot
-    code, _, _ = run(capsys, "graph", "layernorm", "--collapse", "-o", str(out))
-    assert code == 0 and "s_center" in out.read_text(encoding="utf-8")
+    code, _, _ = run(capsys, "graph", "layernorm", "--collapse", "--rankdir", "TB", "-o", str(out))
+    dot = out.read_text(encoding="utf-8")
+    assert code == 0 and "s_center" in dot and "rankdir=TB" in dot
 
 
 def test_graph_switches_to_the_collapsed_view_above_the_limit_and_says_so(capsys, tmp_path):

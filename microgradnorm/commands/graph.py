@@ -75,6 +75,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --highlight: keep what is computed from NODE dark instead",
     )
     parser.add_argument(
+        "--rankdir",
+        choices=("LR", "TB"),
+        default="LR",
+        help="LR: inputs on the left (default); TB: inputs on top, each node's numbers stacked (fits a page)",
+    )
+    parser.add_argument(
         "--variance",
         choices=("two_pass", "naive"),
         default="two_pass",
@@ -126,6 +132,7 @@ def run(args: argparse.Namespace, console) -> int:
         "edge_labels": args.edge_labels,
         "highlight": args.highlight,
         "highlight_mode": "descendants" if args.descendants else "ancestors",
+        "rankdir": args.rankdir,
     }
     try:
         dot_source = viz.to_dot(graph, **options)
