@@ -1,0 +1,665 @@
+"""Benchmarks, as pure functions that return result objects (the CLI draws them).
+
+Two benchmarks:
+
+* :func:`run_benchmark`: the vectorized path. For each problem (norm, shape,
+  dtype) every contender -- the scalar engine (small problems only), NumPy
+  naive (the closed forms of :mod:`microgradnorm.formulas` one after another),
+  NumPy tuned, the fused numba kernels and PyTorch CPU (its default threads and
+  one thread) when installed -- runs forward and forward+backward.
+* :func:`run_engine_benchmark`: the scalar engine against micrograd 0.1.0's
+  ``Value`` on one LayerNorm plus loss, build and backward, with memory per node.
+
+How the numbers are taken, so that they can be trusted on a shared machine:
+
+* side by side: every repeat runs every contender once, in turn, so a burst of
+  load from another process slows all of them alike instead of one;
+* medians over the repeats, after untimed warm-up runs (the first call of a
+  fused kernel loads or compiles it);
+* a memory yardstick in the same run: the time to copy an array of the same
+  size (read it, write it), measured in the same rotation. The effective
+  bandwidth of a norm counts the bytes it must move at the very least: forward
+  reads x and writes y; forward+backward also reads dy and x (or xhat) and
+  writes dx, so 5 arrays. Parameters and statistics are too small to count.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import math
+import statistics
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_CASES",
+    "ENGINE_DIMS",
+    "QUICK_CASES",
+    "BenchCase",
+    "BenchReport",
+    "CaseResult",
+    "EngineReport",
+    "EngineResult",
+    "Target",
+    "Timing",
+    "evaluate_targets",
+    "run_benchmark",
+    "run_engine_benchmark",
+]
+
+Progress = Callable[[str], None]  # called once per finished step with a short description
+
+
+# ---- the vectorized benchmark -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BenchCase:
+    """One problem: a norm, an input shape and a dtype."""
+
+    norm: str
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+
+    @property
+    def label(self) -> str:
+        return f"{self.norm} [{','.join(map(str, self.shape))}] {self.dtype}"
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+
+DEFAULT_CASES: tuple[BenchCase, ...] = (
+    BenchCase("layernorm", (8, 64), "float64"),  # small enough for the scalar engine
+    BenchCase("layernorm", (32, 128, 768), "float32"),
+    BenchCase("layernorm", (32, 128, 768), "float64"),
+    BenchCase("layernorm", (8, 512, 1024), "float32"),
+    BenchCase("layernorm", (8, 512, 1024), "float64"),
+    BenchCase("batchnorm", (256, 1024), "float32"),
+    BenchCase("batchnorm", (32, 64, 28, 28), "float32"),
+    BenchCase("rmsnorm", (32, 128, 768), "float32"),
+)
+QUICK_CASES: tuple[BenchCase, ...] = (
+    BenchCase("layernorm", (8, 64), "float64"),
+    BenchCase("layernorm", (32, 128, 768), "float32"),
+    BenchCase("layernorm", (32, 128, 768), "float64"),
+    BenchCase("batchnorm", (32, 64, 28, 28), "float32"),
+    BenchCase("rmsnorm", (32, 128, 768), "float32"),
+)
+
+SCALAR_MAX_SIZE = 4096  # the scalar engine runs only on problems up to this many numbers
+
+CONTENDERS = ("scalar", "naive", "numpy", "fused", "torch", "torch1")
+CONTENDER_TITLES = {
+    "scalar": "scalar engine",
+    "naive": "NumPy naive",
+    "numpy": "NumPy tuned",
+    "fused": "fused (numba)",
+    "torch": "PyTorch",
+    "torch1": "PyTorch, 1 thread",
+}
+
+
+@dataclass
+class Timing:
+    """One contender on one case: medians in milliseconds, and the raw samples."""
+
+    contender: str
+    forward_ms: float
+    fwdbwd_ms: float
+    forward_samples: list[float] = field(default_factory=list, repr=False)
+    fwdbwd_samples: list[float] = field(default_factory=list, repr=False)
+
+
+@dataclass
+class CaseResult:
+    """Every contender on one case, with the copy yardstick measured alongside."""
+
+    case: BenchCase
+    copy_ms: float
+    timings: dict[str, Timing]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of one array of the case (x, y, dy or dx)."""
+        return self.case.size * np.dtype(self.case.dtype).itemsize
+
+    @property
+    def copy_gbps(self) -> float:
+        """Bandwidth of a plain copy (read + write one array), GB/s."""
+        return 2 * self.nbytes / (self.copy_ms * 1e-3) / 1e9
+
+    def gbps(self, contender: str, phase: str) -> float:
+        """Effective bandwidth: the bytes the phase must move at least, over its median time."""
+        arrays = 2 if phase == "forward" else 5
+        ms = self.ms(contender, phase)
+        return arrays * self.nbytes / (ms * 1e-3) / 1e9 if ms and ms > 0 else float("nan")
+
+    def ms(self, contender: str, phase: str) -> float | None:
+        t = self.timings.get(contender)
+        if t is None:
+            return None
+        return t.forward_ms if phase == "forward" else t.fwdbwd_ms
+
+    def ratio(self, contender: str, phase: str, to: str = "torch") -> float | None:
+        """This contender's median time over ``to``'s (below 1: faster than ``to``)."""
+        a, b = self.ms(contender, phase), self.ms(to, phase)
+        if a is None or b is None or b <= 0:
+            return None
+        return a / b
+
+
+@dataclass
+class BenchReport:
+    """The whole run: environment, settings and one :class:`CaseResult` per case."""
+
+    cases: list[CaseResult]
+    repeats: int
+    environment: dict[str, Any]
+
+    def case(self, norm: str, shape: Sequence[int], dtype: str) -> CaseResult | None:
+        for r in self.cases:
+            if r.case.norm == norm and tuple(r.case.shape) == tuple(shape) and r.case.dtype == dtype:
+                return r
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for ``--json``: every median, ratio and bandwidth, and the targets."""
+        out = []
+        for r in self.cases:
+            rows = {}
+            for name, t in r.timings.items():
+                rows[name] = {
+                    "forward_ms": t.forward_ms,
+                    "fwdbwd_ms": t.fwdbwd_ms,
+                    "forward_ratio_to_torch": r.ratio(name, "forward"),
+                    "fwdbwd_ratio_to_torch": r.ratio(name, "fwdbwd"),
+                    "forward_gbps": r.gbps(name, "forward"),
+                    "fwdbwd_gbps": r.gbps(name, "fwdbwd"),
+                }
+            out.append(
+                {
+                    "norm": r.case.norm,
+                    "shape": list(r.case.shape),
+                    "dtype": r.case.dtype,
+                    "copy_ms": r.copy_ms,
+                    "copy_gbps": r.copy_gbps,
+                    "contenders": rows,
+                }
+            )
+        return {
+            "repeats": self.repeats,
+            "environment": self.environment,
+            "cases": out,
+            "targets": [asdict(t) for t in evaluate_targets(self)],
+        }
+
+
+def _median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1e3
+
+
+def _environment() -> dict[str, Any]:
+    import os
+    import platform
+
+    from microgradnorm import vectorized
+
+    info = vectorized.backend_info()
+    env: dict[str, Any] = {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "cpus": os.cpu_count(),
+        "backend": str(info),
+        "numba": info.numba_version,
+        "torch": None,
+        "torch_threads": None,
+    }
+    torch = _torch()
+    if torch is not None:
+        env["torch"] = torch.__version__
+        env["torch_threads"] = torch.get_num_threads()
+    return env
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def _problem(case: BenchCase, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(case.dtype)
+    p = case.shape[1] if case.norm == "batchnorm" else case.shape[-1]
+    x = rng.normal(0.5, 2.0, size=case.shape).astype(dtype)
+    gamma = rng.uniform(0.5, 1.5, size=p).astype(dtype)
+    beta = None if case.norm == "rmsnorm" else rng.normal(size=p).astype(dtype)
+    dy = rng.normal(size=case.shape).astype(dtype)
+    return x, gamma, beta, dy
+
+
+def _vectorized_pair(case: BenchCase, backend: str, x, gamma, beta, dy):
+    """(forward, forward+backward) closures calling microgradnorm.vectorized with ``backend``."""
+    from microgradnorm import vectorized as V
+
+    if case.norm == "rmsnorm":
+
+        def forward():
+            return V.rms_norm_forward(x, gamma, backend=backend)
+
+        def fwdbwd():
+            _, cache = V.rms_norm_forward(x, gamma, backend=backend)
+            return V.rms_norm_backward(dy, cache)
+
+        return forward, fwdbwd
+    fwd_fn = V.layer_norm_forward if case.norm == "layernorm" else V.batch_norm_forward
+    bwd_fn = V.layer_norm_backward if case.norm == "layernorm" else V.batch_norm_backward
+
+    def forward():
+        return fwd_fn(x, gamma, beta, backend=backend)
+
+    def fwdbwd():
+        _, cache = fwd_fn(x, gamma, beta, backend=backend)
+        return bwd_fn(dy, cache)
+
+    return forward, fwdbwd
+
+
+def _scalar_pair(case: BenchCase, x, gamma, beta, dy):
+    """The scalar engine: build the graph (forward), and build + loss + backward."""
+    from microgradnorm.registry import get_norm
+
+    spec = get_norm(case.norm)
+    xl, gl = x.tolist(), gamma.tolist()
+    bl = None if beta is None else beta.tolist()
+    dyl = dy.tolist()
+
+    def forward():
+        return spec.build_graph(xl, gl, bl, 1e-5)
+
+    def fwdbwd():
+        graph = spec.build_graph(xl, gl, bl, 1e-5)
+        loss = graph.loss(dyl)
+        loss.backward()
+        return loss
+
+    return forward, fwdbwd
+
+
+def _torch_pair(case: BenchCase, x, gamma, beta, dy, threads: int | None):
+    """PyTorch's own functional norm, forward with autograd on (as in training) and backward."""
+    torch = _torch()
+    fn = torch.nn.functional
+    xt = torch.from_numpy(x).requires_grad_()
+    gt = torch.from_numpy(gamma).requires_grad_()
+    bt = None if beta is None else torch.from_numpy(beta).requires_grad_()
+    dyt = torch.from_numpy(dy)
+    d = case.shape[-1]
+
+    def run_forward():
+        if case.norm == "layernorm":
+            return fn.layer_norm(xt, (d,), gt, bt, 1e-5)
+        if case.norm == "rmsnorm":
+            return fn.rms_norm(xt, (d,), gt, 1e-5)
+        return fn.batch_norm(xt, None, None, gt, bt, True, 0.1, 1e-5)
+
+    def with_threads(body):
+        if threads is None:
+            return body
+        default = torch.get_num_threads()
+
+        def wrapped():
+            torch.set_num_threads(threads)
+            try:
+                return body()
+            finally:
+                torch.set_num_threads(default)
+
+        return wrapped
+
+    def forward():
+        return run_forward()
+
+    def fwdbwd():
+        y = run_forward()
+        y.backward(dyt)
+        xt.grad = gt.grad = None
+        if bt is not None:
+            bt.grad = None
+        return y
+
+    return with_threads(forward), with_threads(fwdbwd)
+
+
+def _contenders(case: BenchCase, include: Sequence[str]) -> dict[str, tuple[Callable, Callable]]:
+    from microgradnorm import vectorized as V
+
+    x, gamma, beta, dy = _problem(case)
+    pairs: dict[str, tuple[Callable, Callable]] = {}
+    for name in include:
+        if name == "scalar":
+            if case.size <= SCALAR_MAX_SIZE and case.dtype == "float64":
+                pairs[name] = _scalar_pair(case, x, gamma, beta, dy)
+        elif name == "naive":
+            pairs[name] = _vectorized_pair(case, "reference", x, gamma, beta, dy)
+        elif name == "numpy":
+            pairs[name] = _vectorized_pair(case, "numpy", x, gamma, beta, dy)
+        elif name == "fused":
+            if V.resolve_backend("auto") == "fused":
+                pairs[name] = _vectorized_pair(case, "fused", x, gamma, beta, dy)
+        elif name in ("torch", "torch1"):
+            if _torch() is not None:
+                pairs[name] = _torch_pair(case, x, gamma, beta, dy, None if name == "torch" else 1)
+        else:
+            raise ValueError(f"contenders: expected names from {', '.join(CONTENDERS)}, got {name!r}")
+    return pairs
+
+
+def _time(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def run_benchmark(
+    cases: Sequence[BenchCase] = DEFAULT_CASES,
+    repeats: int = 15,
+    warmup: int = 2,
+    contenders: Sequence[str] = CONTENDERS,
+    progress: Progress | None = None,
+) -> BenchReport:
+    """Time every contender on every case, side by side; see the module docstring.
+
+    ``progress`` (if given) is called once per case and repeat, so a caller
+    can advance a progress bar by ``len(cases) * repeats`` steps in all.
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats: expected a positive integer, got {repeats}")
+    results = []
+    for case in cases:
+        pairs = _contenders(case, contenders)
+        src = np.empty(case.shape, dtype=case.dtype)
+        src.fill(1.0)
+        dst = np.empty_like(src)
+
+        def copy(src=src, dst=dst):
+            np.copyto(dst, src)
+
+        for _ in range(warmup):
+            copy()
+            for forward, fwdbwd in pairs.values():
+                forward()
+                fwdbwd()
+        copy_samples: list[float] = []
+        samples = {name: ([], []) for name in pairs}
+        for rep in range(repeats):
+            copy_samples.append(_time(copy))
+            for name, (forward, fwdbwd) in pairs.items():
+                samples[name][0].append(_time(forward))
+                samples[name][1].append(_time(fwdbwd))
+            gc.collect()
+            if progress is not None:
+                progress(f"{case.label}: repeat {rep + 1}/{repeats}")
+        timings = {name: Timing(name, _median_ms(f), _median_ms(fb), f, fb) for name, (f, fb) in samples.items()}
+        results.append(CaseResult(case, _median_ms(copy_samples), timings))
+    return BenchReport(results, repeats, _environment())
+
+
+# ---- the targets of issue 3 -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """One performance target and what this run measured for it."""
+
+    name: str
+    measured: float | None
+    limit: float
+    kind: str  # "at_most" or "at_least"
+    unit: str
+
+    @property
+    def met(self) -> bool | None:
+        if self.measured is None or math.isnan(self.measured):
+            return None
+        return self.measured <= self.limit if self.kind == "at_most" else self.measured >= self.limit
+
+
+def evaluate_targets(report: BenchReport) -> list[Target]:
+    """The targets of issue 3, read off a report (measured is None where a case did not run)."""
+    ln32 = report.case("layernorm", (32, 128, 768), "float32")
+    ln64 = report.case("layernorm", (32, 128, 768), "float64")
+    rms = report.case("rmsnorm", (32, 128, 768), "float32")
+    bn = report.case("batchnorm", (32, 64, 28, 28), "float32")
+
+    def ratio(r, contender, phase, to="torch"):
+        return None if r is None else r.ratio(contender, phase, to)
+
+    def copy_fraction(r):
+        if r is None or r.ms("fused", "forward") is None:
+            return None
+        return r.gbps("fused", "forward") / r.copy_gbps
+
+    return [
+        Target("fused LayerNorm fwd+bwd float32 / torch", ratio(ln32, "fused", "fwdbwd"), 0.9, "at_most", "x"),
+        Target("fused LayerNorm fwd+bwd float64 / torch", ratio(ln64, "fused", "fwdbwd"), 0.6, "at_most", "x"),
+        Target("fused LayerNorm forward float32, share of copy bandwidth", copy_fraction(ln32), 0.5, "at_least", ""),
+        Target(
+            "NumPy tuned LayerNorm fwd+bwd float32 / torch 1 thread",
+            ratio(ln32, "numpy", "fwdbwd", "torch1"),
+            4.5,
+            "at_most",
+            "x",
+        ),
+        Target("fused RMSNorm fwd+bwd float32 / torch", ratio(rms, "fused", "fwdbwd"), 0.5, "at_most", "x"),
+        Target("fused BatchNorm [32,64,28,28] fwd+bwd / torch", ratio(bn, "fused", "fwdbwd"), 1.0, "at_most", "x"),
+    ]
+
+
+# ---- the scalar engine against micrograd ------------------------------------------------------
+
+ENGINE_DIMS = (768, 2048)
+
+
+@dataclass
+class EngineResult:
+    """One engine on one LayerNorm of size d: median time and memory per node."""
+
+    engine: str
+    d: int
+    ms: float
+    nodes: int
+    bytes_held: int
+    samples: list[float] = field(default_factory=list, repr=False)
+
+    @property
+    def bytes_per_node(self) -> float:
+        return self.bytes_held / self.nodes if self.nodes else float("nan")
+
+
+@dataclass
+class EngineReport:
+    """microgradnorm's Value against micrograd's on LayerNorm + loss, build and backward."""
+
+    results: list[EngineResult]
+    repeats: int
+    micrograd_version: str | None
+    recursion_limit_raised_to: dict[int, int]
+    notes: list[str] = field(default_factory=list)
+
+    def get(self, engine: str, d: int) -> EngineResult | None:
+        for r in self.results:
+            if r.engine == engine and r.d == d:
+                return r
+        return None
+
+    def speedup(self, d: int) -> float | None:
+        """micrograd's median time over ours (above 1: ours is faster)."""
+        ours, theirs = self.get("microgradnorm", d), self.get("micrograd", d)
+        if ours is None or theirs is None:
+            return None
+        return theirs.ms / ours.ms
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "repeats": self.repeats,
+            "micrograd_version": self.micrograd_version,
+            "recursion_limit_raised_to": {str(k): v for k, v in self.recursion_limit_raised_to.items()},
+            "notes": self.notes,
+            "results": [
+                {"engine": r.engine, "d": r.d, "ms": r.ms, "nodes": r.nodes, "bytes_per_node": r.bytes_per_node}
+                for r in self.results
+            ],
+            "speedup": {str(d): self.speedup(d) for d in sorted({r.d for r in self.results})},
+        }
+
+
+def _engine_problem(d: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return (
+        rng.normal(0.5, 2.0, d).tolist(),
+        rng.uniform(0.5, 1.5, d).tolist(),
+        rng.normal(size=d).tolist(),
+        rng.normal(size=d).tolist(),
+    )
+
+
+def _ours(x, gamma, beta, dy):
+    """LayerNorm, written the natural way for this package."""
+    import microgradnorm
+
+    y = microgradnorm.layer_norm(x, gamma, beta)
+    loss = y.graph.loss(dy)
+    loss.backward()
+    return loss
+
+
+def _micrograd(x, gamma, beta, dy, eps: float = 1e-5):
+    """The same LayerNorm written the natural way for micrograd: Python sum() and Value ops."""
+    from micrograd.engine import Value
+
+    d = len(x)
+    xs = [Value(v) for v in x]
+    gs = [Value(v) for v in gamma]
+    bs = [Value(v) for v in beta]
+    mean = sum(xs) * (1.0 / d)
+    xshift = [xi - mean for xi in xs]
+    var = sum(c * c for c in xshift) * (1.0 / d)
+    rstd = (var + eps) ** -0.5
+    ys = [g * (c * rstd) + b for c, g, b in zip(xshift, gs, bs)]
+    loss = sum(y * g for y, g in zip(ys, dy))
+    loss.backward()
+    return loss
+
+
+def _count_ours(loss) -> int:
+    from microgradnorm import topological_order
+
+    return len(topological_order(loss))
+
+
+def _count_micrograd(loss) -> int:
+    seen, stack = {id(loss)}, [loss]
+    while stack:
+        node = stack.pop()
+        for child in node._prev:
+            if id(child) not in seen:
+                seen.add(id(child))
+                stack.append(child)
+    return len(seen)
+
+
+def _held_bytes(build: Callable[[], Any]) -> tuple[Any, int]:
+    """Run ``build`` under tracemalloc; bytes still allocated after it returns (held by its result)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        result = build()
+        gc.collect()
+        after = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    return result, after - before
+
+
+def micrograd_available() -> str | None:
+    """micrograd's version when it can be imported, else None."""
+    try:
+        import micrograd.engine  # noqa: F401
+    except ImportError:
+        return None
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("micrograd")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def run_engine_benchmark(
+    dims: Sequence[int] = ENGINE_DIMS,
+    repeats: int = 7,
+    warmup: int = 1,
+    with_micrograd: bool = True,
+    progress: Progress | None = None,
+) -> EngineReport:
+    """LayerNorm of d numbers plus loss, build and backward: microgradnorm against micrograd.
+
+    Times alternate between the two engines (side by side) and the medians
+    are kept. Memory is measured in a separate, untimed run under tracemalloc:
+    the bytes still held by the graph after backward, over its node count.
+    micrograd's recursive topological sort needs a raised recursion limit for
+    large d; the limit used is recorded in the report.
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats: expected a positive integer, got {repeats}")
+    mg_version = micrograd_available() if with_micrograd else None
+    results: list[EngineResult] = []
+    raised: dict[int, int] = {}
+    notes: list[str] = []
+    old_limit = sys.getrecursionlimit()
+    try:
+        for d in dims:
+            x, gamma, beta, dy = _engine_problem(d)
+            runs: dict[str, Callable[[], Any]] = {"microgradnorm": functools.partial(_ours, x, gamma, beta, dy)}
+            if mg_version is not None:
+                need = 4 * d + 1000  # the depth micrograd's recursive build_topo reaches, with room to spare
+                if need > sys.getrecursionlimit():
+                    sys.setrecursionlimit(need)
+                    raised[d] = need
+                runs["micrograd"] = functools.partial(_micrograd, x, gamma, beta, dy)
+            for _ in range(warmup):
+                for run in runs.values():
+                    run()
+            samples: dict[str, list[float]] = {name: [] for name in runs}
+            for rep in range(repeats):
+                for name, run in runs.items():
+                    gc.collect()
+                    samples[name].append(_time(run))
+                if progress is not None:
+                    progress(f"d = {d}: repeat {rep + 1}/{repeats}")
+            for name, run in runs.items():
+                loss, held = _held_bytes(run)
+                nodes = _count_ours(loss) if name == "microgradnorm" else _count_micrograd(loss)
+                del loss
+                results.append(EngineResult(name, d, _median_ms(samples[name]), nodes, held, samples[name]))
+    finally:
+        sys.setrecursionlimit(old_limit)
+    for d, limit in raised.items():
+        notes.append(
+            f"micrograd's recursive topological sort needed sys.setrecursionlimit({limit}) at d = {d} "
+            f"(the default is {old_limit}); microgradnorm's sort is iterative"
+        )
+    return EngineReport(results, repeats, mg_version, raised, notes)

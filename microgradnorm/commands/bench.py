@@ -1,0 +1,243 @@
+"""``microgradnorm bench``: the vectorized path against PyTorch and the memory bandwidth.
+
+``microgradnorm bench --engine`` instead times the scalar engine against
+micrograd 0.1.0 on one LayerNorm (build + backward) and measures bytes per node.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from microgradnorm.commands import UsageError, positive_int
+
+HELP = "time the vectorized path (NumPy, fused, PyTorch) or, with --engine, the scalar engine"
+DESCRIPTION = (
+    "Time LayerNorm, BatchNorm and RMSNorm forward and forward+backward with every contender side by "
+    "side in one run (the scalar engine on a small problem, NumPy naive, NumPy tuned, the fused numba "
+    "kernels, PyTorch CPU with its default threads and with one thread), medians over repeats, as time, "
+    "ratio to PyTorch and effective bandwidth against a copy of an array of the same size measured in "
+    "the same run. With --engine: the scalar engine against micrograd 0.1.0 on LayerNorm + loss."
+)
+
+MICROGRAD_HINT = "pip install micrograd==0.1.0"
+
+
+def _dims(text: str) -> tuple[int, ...]:
+    parts = [p for p in text.replace("x", ",").split(",") if p.strip()]
+    try:
+        dims = tuple(int(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected sizes like 768,2048, got {text!r}") from None
+    if not dims or any(d < 2 for d in dims):
+        raise argparse.ArgumentTypeError(f"expected sizes of at least 2 like 768,2048, got {text!r}")
+    return dims
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quick", action="store_true", help="fewer problems and repeats (a few seconds)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON instead of tables")
+    parser.add_argument(
+        "--repeats", type=positive_int, default=None, metavar="K", help="timed repeats per problem (median of K)"
+    )
+    parser.add_argument(
+        "--norm",
+        default=None,
+        metavar="NORM",
+        help="only this norm (layernorm, batchnorm, rmsnorm); default all",
+    )
+    parser.add_argument(
+        "--engine",
+        action="store_true",
+        help="benchmark the scalar engine against micrograd 0.1.0 (LayerNorm + loss, build and backward)",
+    )
+    parser.add_argument(
+        "--dims",
+        type=_dims,
+        default=None,
+        metavar="D,D",
+        help="with --engine: the LayerNorm sizes (default 768,2048; --quick: 768)",
+    )
+    parser.add_argument("--no-micrograd", action="store_true", help="with --engine: time only microgradnorm")
+
+
+def run(args: argparse.Namespace, console) -> int:
+    if args.dims is not None and not args.engine:
+        raise UsageError("argument --dims: only used with --engine")
+    if args.engine:
+        return _run_engine(args, console)
+    return _run_vectorized(args, console)
+
+
+def _progress(console, total: int, json_mode: bool):
+    """A rich progress bar (nothing in --json mode, so stdout stays machine-readable)."""
+    from contextlib import nullcontext
+
+    if json_mode:
+        return nullcontext(None), None
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(
+        TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(), console=console, transient=True,
+    )  # fmt: skip
+    task = bar.add_task("warming up", total=total)
+
+    def step(description: str) -> None:
+        bar.update(task, advance=1, description=description)
+
+    return bar, step
+
+
+def _run_vectorized(args, console) -> int:
+    import json
+
+    from microgradnorm import bench
+
+    cases = bench.QUICK_CASES if args.quick else bench.DEFAULT_CASES
+    if args.norm is not None:
+        from microgradnorm.registry import get_norm
+
+        name = get_norm(args.norm).name
+        cases = tuple(c for c in cases if c.norm == name)
+    repeats = args.repeats or (5 if args.quick else 15)
+    bar, step = _progress(console, len(cases) * repeats, args.json)
+    with bar:
+        report = bench.run_benchmark(cases, repeats=repeats, warmup=1 if args.quick else 2, progress=step)
+    if args.json:
+        console.print_json(json.dumps(_plain(report.to_dict()), allow_nan=False))
+        return 0
+    for renderable in bench_tables(report):
+        console.print(renderable)
+    return 0
+
+
+def _run_engine(args, console) -> int:
+    import json
+
+    from microgradnorm import bench
+
+    dims = args.dims or ((768,) if args.quick else bench.ENGINE_DIMS)
+    repeats = args.repeats or (3 if args.quick else 7)
+    with_mg = not args.no_micrograd
+    bar, step = _progress(console, len(dims) * repeats, args.json)
+    with bar:
+        report = bench.run_engine_benchmark(dims, repeats=repeats, with_micrograd=with_mg, progress=step)
+    if with_mg and report.micrograd_version is None:
+        report.notes.append(f"micrograd is not installed; for the comparison: {MICROGRAD_HINT}")
+    if args.json:
+        console.print_json(json.dumps(_plain(report.to_dict()), allow_nan=False))
+        return 0
+    for renderable in engine_tables(report):
+        console.print(renderable)
+    return 0
+
+
+def _plain(value):
+    """JSON-safe data: NaN and infinities become null, tuples become lists."""
+    import math
+
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+# ---- renderers: pure functions from a report to rich renderables ------------------------------
+
+
+def _fmt_ms(ms: float | None) -> str:
+    if ms is None:
+        return "-"
+    return f"{ms:.3g}" if ms < 100 else f"{ms:,.0f}"
+
+
+def _fmt_ratio(r: float | None) -> str:
+    return "-" if r is None else f"{r:.2f}x"
+
+
+def bench_tables(report) -> list:
+    """The vectorized benchmark as one rich Table (a section per problem) plus the targets."""
+    from rich.table import Table
+
+    from microgradnorm.bench import CONTENDER_TITLES
+
+    env = report.environment
+    torch_note = f"torch {env['torch']} ({env['torch_threads']} threads)" if env.get("torch") else "torch not installed"
+    table = Table(
+        title=f"Forward (fwd) and forward+backward (f+b), median of {report.repeats}; ratio = time / PyTorch's",
+        caption=(
+            "GB/s: bytes that must move (fwd: x, y; fwd+bwd: x, y, dy, x, dx) / time; "
+            f"numpy {env['numpy']}, {torch_note}, {env['cpus']} CPUs; auto backend: {env['backend']}"
+        ),
+    )
+    table.add_column("contender", min_width=28)
+    for col in ("fwd ms", "ratio", "GB/s", "f+b ms", "ratio", "GB/s"):
+        table.add_column(col, justify="right")
+    for result in report.cases:
+        table.add_row(
+            f"[bold]{result.case.label}[/]\n[dim]copy: {result.copy_ms:.3g} ms, {result.copy_gbps:.1f} GB/s[/]",
+            end_section=True,
+        )
+        for name in result.timings:
+            table.add_row(
+                CONTENDER_TITLES[name],
+                _fmt_ms(result.ms(name, "forward")),
+                _fmt_ratio(result.ratio(name, "forward")),
+                f"{result.gbps(name, 'forward'):.1f}",
+                _fmt_ms(result.ms(name, "fwdbwd")),
+                _fmt_ratio(result.ratio(name, "fwdbwd")),
+                f"{result.gbps(name, 'fwdbwd'):.1f}",
+                style="bold" if name == "fused" else None,
+            )
+        table.add_section()
+    return [table, targets_table(report)]
+
+
+def targets_table(report):
+    from rich.table import Table
+
+    from microgradnorm.bench import evaluate_targets
+
+    table = Table(title="Targets of issue 3 (this run)")
+    table.add_column("target")
+    table.add_column("measured", justify="right")
+    table.add_column("limit", justify="right")
+    table.add_column("met")
+    for t in evaluate_targets(report):
+        op = "<=" if t.kind == "at_most" else ">="
+        measured = "-" if t.measured is None else f"{t.measured:.2f}{t.unit}"
+        met = {True: "[green]yes[/]", False: "[red]no[/]", None: "[dim]not run[/]"}[t.met]
+        table.add_row(t.name, measured, f"{op} {t.limit:g}{t.unit}", met)
+    return table
+
+
+def engine_tables(report) -> list:
+    """The engine benchmark as a rich Table, followed by its notes."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(
+        title=f"LayerNorm of d numbers + loss, build and backward (median of {report.repeats})",
+        caption="bytes per node: tracemalloc bytes held by the graph after backward / nodes in it",
+    )
+    for col in ("d", "engine", "ms", "nodes", "bytes per node", "speedup"):
+        table.add_column(col, justify="left" if col == "engine" else "right")
+    for d in sorted({r.d for r in report.results}):
+        for name in ("microgradnorm", "micrograd"):
+            r = report.get(name, d)
+            if r is None:
+                continue
+            speed = report.speedup(d) if name == "microgradnorm" else None
+            table.add_row(
+                str(d),
+                name if name == "microgradnorm" else f"micrograd {report.micrograd_version}",
+                f"{r.ms:.1f}",
+                f"{r.nodes:,}",
+                f"{r.bytes_per_node:.0f}",
+                "-" if speed is None else f"{speed:.1f}x",
+            )
+        table.add_section()
+    return [table, *[Text(note, style="dim") for note in report.notes]]

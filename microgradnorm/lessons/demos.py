@@ -1,0 +1,196 @@
+"""The demo registry: the only place a lesson's numbers come from.
+
+A lesson file never contains a computed number. It names a demo in a fenced
+``demo`` block, and the demo -- a Python function registered here with
+:func:`demo` -- computes everything live with the engine, the formulas and the
+registry, and returns a rich renderable (wrapped in :class:`DemoOutput` when
+the step also has a graph to draw with the runner's ``g`` key)::
+
+    from microgradnorm.lessons.demos import DemoOutput, LessonParams, demo
+
+    @demo("forward_table")
+    def forward_table(p: LessonParams, norm: str = "layernorm") -> DemoOutput:
+        ...
+        return DemoOutput(table, graph=graph)
+
+The registry is filled by importing the modules listed in :data:`DEMO_MODULES`
+(call :func:`load_demos`); each lesson engineer owns their own modules and adds
+their names to that tuple.
+
+A demo is pure: it never prints, reads input or sleeps, it renders at 60
+columns and with NO_COLOR, and it takes well under a second at the lesson's
+default parameters.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "DEMOS",
+    "DEMO_MODULES",
+    "DemoOutput",
+    "DemoSpec",
+    "LessonParams",
+    "demo",
+    "load_demos",
+    "run_demo",
+]
+
+# Modules whose import registers demos. Lesson authors append their module here
+# (a one-line edit); the order is the order demos are listed in error messages.
+DEMO_MODULES: tuple[str, ...] = ("microgradnorm.lessons.demos_core",)
+
+
+@dataclass(frozen=True)
+class LessonParams:
+    """The numbers a lesson runs on: the lesson's ``defaults`` overridden by the CLI.
+
+    ``dim`` is the feature size D (LayerNorm, RMSNorm) or the column count
+    (BatchNorm); ``seed`` seeds every random draw of the lesson; ``eps`` is the
+    epsilon added to the variance; ``batch`` is the number of rows, None for a
+    single vector (a demo that needs rows picks its own small default then).
+    """
+
+    dim: int = 4
+    seed: int = 0
+    eps: float = 1e-5
+    batch: int | None = None
+
+    def __post_init__(self) -> None:
+        _check_int("dim", self.dim, 1)
+        _check_int("seed", self.seed, 0)
+        if self.batch is not None:
+            _check_int("batch", self.batch, 1)
+        if isinstance(self.eps, bool) or not isinstance(self.eps, (int, float)):
+            raise TypeError(f"eps: expected a number >= 0, got {type(self.eps).__name__} ({self.eps!r})")
+        if not (self.eps >= 0 and math.isfinite(self.eps)):
+            raise ValueError(f"eps: expected a finite number >= 0, got {self.eps!r}")
+
+    def replace(self, **changes: Any) -> LessonParams:
+        """A copy with some fields changed (None values are ignored, so CLI defaults pass through)."""
+        fields = {"dim": self.dim, "seed": self.seed, "eps": self.eps, "batch": self.batch}
+        for key, value in changes.items():
+            if key not in fields:
+                raise TypeError(f"LessonParams has no field {key!r}; it has {', '.join(fields)}")
+            if value is not None:
+                fields[key] = value
+        return LessonParams(**fields)
+
+
+def _check_int(name: str, value: object, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name}: expected an integer >= {low}, got {type(value).__name__} ({value!r})")
+    if value < low:
+        raise ValueError(f"{name}: expected an integer >= {low}, got {value}")
+
+
+@dataclass
+class DemoOutput:
+    """What a demo returns: the renderable shown in the step, and the graph ``g`` draws.
+
+    ``graph`` is anything :func:`microgradnorm.viz.render` accepts (a
+    ``NormGraph``, a ``Value`` or a list of Values), or None when the step has
+    no graph.
+    """
+
+    renderable: Any
+    graph: Any = None
+
+
+@dataclass(frozen=True)
+class DemoSpec:
+    """One registered demo: its function and the keyword parameters a lesson may set."""
+
+    name: str
+    function: Callable[..., Any]
+    module: str
+    parameters: tuple[str, ...]
+    required: tuple[str, ...]
+    summary: str
+
+    @property
+    def signature(self) -> inspect.Signature:
+        return inspect.signature(self.function)
+
+
+DEMOS: dict[str, DemoSpec] = {}
+
+
+def demo(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register the decorated function as the demo ``name``.
+
+    The function's first parameter receives the :class:`LessonParams`; its other
+    parameters are the ``key: value`` lines a lesson may write under the demo
+    name (checked when the lesson is loaded).
+    """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"demo name: expected an identifier like 'forward_table', got {name!r}")
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        params = list(inspect.signature(fn).parameters.values())
+        if not params or params[0].kind not in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
+            raise TypeError(f"demo {name!r}: the first parameter must take the LessonParams, got {fn.__qualname__}")
+        rest = params[1:]
+        for q in rest:
+            if q.kind in (q.VAR_POSITIONAL, q.VAR_KEYWORD, q.POSITIONAL_ONLY):
+                raise TypeError(f"demo {name!r}: parameter {q.name!r} must be a plain keyword parameter")
+        existing = DEMOS.get(name)
+        if existing is not None and (existing.module, existing.function.__qualname__) != (
+            fn.__module__,
+            fn.__qualname__,
+        ):
+            raise ValueError(
+                f"demo {name!r} is defined twice: in {existing.module} ({existing.function.__qualname__}) "
+                f"and in {fn.__module__} ({fn.__qualname__})"
+            )
+        doc = inspect.getdoc(fn) or ""
+        DEMOS[name] = DemoSpec(
+            name=name,
+            function=fn,
+            module=fn.__module__,
+            parameters=tuple(q.name for q in rest),
+            required=tuple(q.name for q in rest if q.default is q.empty),
+            summary=doc.splitlines()[0] if doc else "",
+        )
+        return fn
+
+    return register
+
+
+_loaded = False
+
+
+def load_demos() -> dict[str, DemoSpec]:
+    """Import every module in :data:`DEMO_MODULES` (once) and return the registry."""
+    global _loaded
+    if not _loaded:
+        for module in DEMO_MODULES:
+            try:
+                importlib.import_module(module)
+            except ImportError as exc:
+                raise ImportError(
+                    f"demo module {module} (listed in DEMO_MODULES) could not be imported: {exc}"
+                ) from exc
+        _loaded = True
+    return DEMOS
+
+
+def run_demo(name: str, params: LessonParams, args: Mapping[str, Any] | None = None) -> DemoOutput:
+    """Call the demo ``name`` with the lesson's params and the block's arguments.
+
+    A demo that returns a bare renderable is wrapped in a :class:`DemoOutput`
+    without a graph.
+    """
+    load_demos()
+    try:
+        spec = DEMOS[name]
+    except KeyError:
+        raise KeyError(f"unknown demo {name!r}; known demos: {', '.join(sorted(DEMOS))}") from None
+    result = spec.function(params, **dict(args or {}))
+    return result if isinstance(result, DemoOutput) else DemoOutput(result)

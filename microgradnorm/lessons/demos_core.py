@@ -1,0 +1,1006 @@
+"""Demos of the core lessons (1-4): the engine, LayerNorm forward, backward and its closed forms.
+
+Every number is computed here, live, from the engine (:mod:`microgradnorm.engine`),
+the scalar norms, the closed forms of :mod:`microgradnorm.formulas` and the
+check of :mod:`microgradnorm.check`; the lesson files only name the demos.
+
+Two step-throughs do the heavy lifting and are written once:
+
+* :func:`forward_rows` lists the nodes of a graph in the order they were
+  created -- always a topological order, since a node can only be made from
+  nodes that exist -- with op, inputs, stage and value;
+* :func:`trace_backward` replays ``Value.backward`` contribution by
+  contribution (``child.grad += local × out.grad``, in reverse topological
+  order), checks that it ends with exactly the gradients ``backward()`` gives,
+  and can tag each contribution with the path it took into x (direct, via the
+  mean, via the variance: the three terms of seed derivations, eq. dx_paths in
+  :mod:`microgradnorm.formulas`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from microgradnorm import formulas
+from microgradnorm import tolerances as tol
+from microgradnorm.check import check_norm, random_problem
+from microgradnorm.engine import DomainError, Value, local_grads, topological_order
+from microgradnorm.lessons.demos import DemoOutput, LessonParams, demo
+from microgradnorm.norms import NormGraph, layer_norm
+from microgradnorm.present import check_table, fmt
+from microgradnorm.registry import get_norm
+
+# The three paths from x_i to the loss, their colours and their names (the
+# names are printed too, so that NO_COLOR loses nothing).
+PATHS = ("direct", "mean", "var")
+PATH_STYLE = {"direct": "green", "mean": "cyan", "var": "magenta"}
+PATH_LABEL = {"direct": "direct", "mean": "via mean", "var": "via var"}
+
+# ---- formatting ---------------------------------------------------------------------
+
+
+def num(v: float, digits: int = 4) -> str:
+    """A number for a narrow table: ``digits`` significant digits, never '-0'."""
+    s = fmt(float(v), digits)
+    return "0" if s in ("-0", "0") else s
+
+
+def vec(values: Iterable[float], digits: int = 4) -> str:
+    return "[" + ", ".join(num(v, digits) for v in values) + "]"
+
+
+def err(v: float) -> str:
+    return f"{v:.1e}"
+
+
+def _table(*columns: str, title: str | None = None, right: Sequence[str] = ()) -> Table:
+    table = Table(
+        title=title,
+        title_justify="left",
+        title_style="bold",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        header_style="bold",
+        padding=(0, 1),
+    )
+    for c in columns:
+        table.add_column(c, justify="right" if c in right else "left", no_wrap=c in right)
+    return table
+
+
+def _verdict(ok: bool, text: str) -> Text:
+    return Text.assemble(("✓ " if ok else "✗ ", "bold green" if ok else "bold red"), text)
+
+
+def _max_rel(a: Any, b: Any) -> float:
+    return tol.normwise_error(np.ravel(a), np.ravel(b))[1]
+
+
+# ---- lesson 1: small Value graphs -------------------------------------------------------
+
+
+def _lesson1_numbers(seed: int) -> dict[str, float]:
+    """a, b, c, f: one decimal each, between 0.5 and 3 in size, signs at random."""
+    rng = np.random.default_rng(seed)
+    mags = np.round(rng.uniform(0.5, 3.0, size=4), 1)
+    signs = rng.choice([-1.0, 1.0], size=4)
+    return {k: float(m * s) for k, m, s in zip("abcf", mags, signs)}
+
+
+def _example(kind: str, v: dict[str, float]) -> tuple[Value, dict[str, Value]]:
+    """A tiny graph with labelled nodes; returns the root and the leaves by label.
+
+    chain:  e = a*b, d = e + c, L = d*f       (every node used once)
+    shared: e = a*b, d = e + c, L = e*d       (e used twice: by d and by L)
+    square: L = a*a                           (one leaf, both inputs of one node)
+    """
+    if kind == "square":
+        a = Value(v["a"], label="a")
+        L = a * a
+        L.label = "L"
+        return L, {"a": a}
+    a, b, c = Value(v["a"], label="a"), Value(v["b"], label="b"), Value(v["c"], label="c")
+    e = a * b
+    e.label = "e"
+    d = e + c
+    d.label = "d"
+    leaves = {"a": a, "b": b, "c": c}
+    if kind == "chain":
+        f = Value(v["f"], label="f")
+        leaves["f"] = f
+        L = d * f
+    elif kind == "shared":
+        L = e * d
+    else:
+        raise ValueError(f"example: expected 'chain', 'shared' or 'square', got {kind!r}")
+    L.label = "L"
+    return L, leaves
+
+
+def _finite_difference(kind: str, v: dict[str, float], leaf: str) -> float:
+    """dL/d(leaf) by a central difference, rebuilding the graph with the leaf moved by ±h."""
+    h = tol.FD_STEP * max(1.0, abs(v[leaf]))
+    up = _example(kind, {**v, leaf: v[leaf] + h})[0].data
+    down = _example(kind, {**v, leaf: v[leaf] - h})[0].data
+    return (up - down) / (2.0 * h)
+
+
+def _label(node: Value) -> str:
+    return node.label or f"#{node.id}"
+
+
+def _created(root: Value) -> list[Value]:
+    return sorted(topological_order(root), key=lambda n: n.id)
+
+
+@demo("value_graph")
+def value_graph(p: LessonParams, example: str = "chain") -> DemoOutput:
+    """A small expression as Value nodes: each node's op, inputs and value."""
+    v = _lesson1_numbers(p.seed)
+    root, _ = _example(example, v)
+    table = _table("node", "op", "inputs", "data", "grad", right=("data", "grad"))
+    for node in _created(root):
+        table.add_row(
+            _label(node),
+            node.op or "leaf",
+            ", ".join(_label(c) for c in node.children) or "—",
+            num(node.data),
+            num(node.grad),
+        )
+    return DemoOutput(table, graph=root)
+
+
+def _paths(root: Value, target: Value) -> list[list[tuple[Value, Value, float]]]:
+    """Every path from root down to target, as (out, child, local derivative) edges."""
+    found: list[list[tuple[Value, Value, float]]] = []
+
+    def walk(node: Value, trail: list[tuple[Value, Value, float]]) -> None:
+        if node is target:
+            found.append(list(trail))
+            return
+        for child, d in zip(node.children, local_grads(node)):
+            trail.append((node, child, d))
+            walk(child, trail)
+            trail.pop()
+
+    walk(root, [])
+    return found
+
+
+@demo("chain_rule")
+def chain_rule(p: LessonParams, example: str = "chain") -> DemoOutput:
+    """dL/d(leaf) as products of local derivatives along each path, against backward() and a finite difference."""
+    v = _lesson1_numbers(p.seed)
+    root, leaves = _example(example, v)
+    root.backward()
+    table = _table("leaf", "path", "local derivatives", "product", right=("product",))
+    summary = _table(
+        "leaf", "sum of paths", "backward()", "finite diff", right=("sum of paths", "backward()", "finite diff")
+    )
+    all_ok = True
+    for name, leaf in leaves.items():
+        total = 0.0
+        for trail in _paths(root, leaf):
+            product = math.prod(d for _, _, d in trail)
+            total += product
+            path = "←".join([_label(root)] + [_label(c) for _, c, _ in trail])
+            table.add_row(name, path, " × ".join(num(d) for _, _, d in trail), num(product))
+        fd = _finite_difference(example, v, name)
+        all_ok &= math.isclose(total, leaf.grad, rel_tol=tol.CLOSED_FORM_RTOL, abs_tol=tol.CLOSED_FORM_ATOL)
+        all_ok &= math.isclose(fd, leaf.grad, rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
+        summary.add_row(name, num(total), num(leaf.grad), num(fd))
+    verdict = _verdict(all_ok, "sum over paths = backward() = finite difference for every leaf")
+    return DemoOutput(Group(table, Text(""), summary, verdict), graph=root)
+
+
+@dataclass
+class Contribution:
+    """One step of backpropagation: ``child.grad += local × out.grad``."""
+
+    out: Value
+    child: Value
+    local: float
+    out_grad: float
+    amount: float
+    total: float  # child.grad right after this contribution
+    count: int  # this is the count-th contribution into child
+    parts: dict[str, float] = field(default_factory=dict)  # amount split by path tag
+    tag: str | None = None  # the path tag of this edge, if it has one
+
+
+@dataclass
+class Trace:
+    """A whole backward pass, contribution by contribution (see :func:`trace_backward`)."""
+
+    root: Value
+    order: list[Value]
+    contributions: list[Contribution]
+    parts: dict[int, dict[str, float]]  # id(node) -> its final gradient split by path tag
+    incoming: dict[int, int]  # id(node) -> how many contributions it receives in all
+
+    def parts_of(self, node: Value) -> dict[str, float]:
+        return self.parts.get(id(node), {})
+
+
+EdgeTagger = Callable[[Value, Value], "str | None"]
+
+
+def trace_backward(root: Value, edge_tag: EdgeTagger | None = None) -> Trace:
+    """Backpropagate from ``root`` one contribution at a time and record every one.
+
+    The arithmetic and the order are exactly those of :meth:`Value.backward`
+    (reverse topological order; for each node, its children in argument order),
+    and the result is checked against ``backward()`` itself, so the numbers a
+    lesson shows are the engine's. ``edge_tag(out, child)`` may name the path
+    an edge belongs to; every gradient is then also kept split by those names
+    (a contribution inherits the split of ``out.grad`` unless its edge has a
+    tag of its own, which relabels all of it).
+    """
+    order = topological_order(root)
+    for node in order:
+        node.grad = 0.0
+    root.grad = 1.0
+    parts: dict[int, dict[str, float]] = {id(root): {"": 1.0}}
+    counts: dict[int, int] = {}
+    incoming: dict[int, int] = {}
+    for node in order:
+        for child in node.children:
+            incoming[id(child)] = incoming.get(id(child), 0) + 1
+    contributions: list[Contribution] = []
+    for node in reversed(order):
+        if not node.children:
+            continue
+        g = node.grad
+        source = parts.get(id(node), {"": g})
+        for child, d in zip(node.children, local_grads(node)):
+            amount = d * g
+            child.grad += amount
+            tag = edge_tag(node, child) if edge_tag else None
+            split = {tag: amount} if tag else {k: d * s for k, s in source.items()}
+            into = parts.setdefault(id(child), {})
+            for k, s in split.items():
+                into[k] = into.get(k, 0.0) + s
+            counts[id(child)] = counts.get(id(child), 0) + 1
+            contributions.append(Contribution(node, child, d, g, amount, child.grad, counts[id(child)], split, tag))
+    traced = [n.grad for n in order]
+    root.zero_grad()
+    root.backward()  # the engine's own pass: it must agree exactly with the replay
+    for node, expected in zip(order, traced):
+        if node.grad != expected:
+            raise AssertionError(
+                f"trace_backward disagrees with Value.backward at node #{node.id} ({node.label}): "
+                f"{expected!r} vs {node.grad!r}"
+            )
+    return Trace(root, order, contributions, parts, incoming)
+
+
+def _backward_in_order(root: Value, order: Sequence[Value], accumulate: bool = True) -> None:
+    """Backpropagate visiting nodes in ``order``; ``accumulate=False`` assigns instead of adding."""
+    for node in topological_order(root):
+        node.grad = 0.0
+    root.grad = 1.0
+    for node in order:
+        g = node.grad
+        for child, d in zip(node.children, local_grads(node)):
+            if accumulate:
+                child.grad += d * g
+            else:
+                child.grad = d * g
+
+
+def _first_reached(root: Value) -> list[Value]:
+    """Depth-first pre-order: each node as soon as it is first reached from the root (too early)."""
+    order: list[Value] = []
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        order.append(node)
+        stack.extend(reversed(node.children))
+    return order
+
+
+def _trace_table(
+    trace: Trace,
+    names: Callable[[Value], str],
+    keep: Callable[[Contribution], bool] = lambda c: True,
+    hidden: frozenset[int] = frozenset(),
+) -> Table:
+    """One row per contribution: into.grad += local × out.grad, the running total, and k/m."""
+    table = _table("into", "+= local × out.grad", "from", "grad now", "", right=("grad now",))
+    for c in trace.contributions:
+        if id(c.child) in hidden or not keep(c):
+            continue
+        m = trace.incoming.get(id(c.child), 1)
+        style = PATH_STYLE.get(c.tag or "", "")
+        source = names(c.out) + (f" {PATH_LABEL[c.tag]}" if c.tag else "")
+        table.add_row(
+            Text(names(c.child), style=style),
+            Text(f"{num(c.local)} × {num(c.out_grad)}", style=style),
+            Text(source, style=style),
+            Text(num(c.total), style=style),
+            Text(f"{c.count}/{m}", style="dim" if c.count < m else "bold"),
+        )
+    return table
+
+
+@demo("backward_trace")
+def backward_trace(p: LessonParams, example: str = "shared") -> DemoOutput:
+    """backward() replayed one contribution at a time on a small graph, with finite differences."""
+    v = _lesson1_numbers(p.seed)
+    root, leaves = _example(example, v)
+    trace = trace_backward(root)
+    start = Text.assemble(("start: ", "bold"), f"{_label(root)}.grad = 1 (dL/dL)")
+    table = _trace_table(trace, _label)
+    summary = _table("leaf", "backward()", "finite diff", right=("backward()", "finite diff"))
+    ok = True
+    for name, leaf in leaves.items():
+        fd = _finite_difference(example, v, name)
+        ok &= math.isclose(fd, leaf.grad, rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
+        summary.add_row(name, num(leaf.grad), num(fd))
+    note = Text("k/m: this is the k-th of the m contributions the node receives.", style="dim")
+    return DemoOutput(
+        Group(start, table, note, Text(""), summary, _verdict(ok, "every leaf matches its finite difference")),
+        graph=root,
+    )
+
+
+@demo("accumulate")
+def accumulate(p: LessonParams) -> DemoOutput:
+    """A node used twice: += gives the right gradient, = keeps only the last contribution."""
+    v = _lesson1_numbers(p.seed)
+    table = _table("graph", "grad of", "with +=", "with =", "finite diff", right=("with +=", "with =", "finite diff"))
+    ok = True
+    for kind, desc, leaf_names in (("square", "L = a·a", ("a",)), ("shared", "L = e·d", ("a", "b"))):
+        root, leaves = _example(kind, v)
+        order = list(reversed(topological_order(root)))
+        _backward_in_order(root, order, accumulate=True)
+        right = {k: leaves[k].grad for k in leaf_names}
+        _backward_in_order(root, order, accumulate=False)
+        wrong = {k: leaves[k].grad for k in leaf_names}
+        for i, k in enumerate(leaf_names):
+            fd = _finite_difference(kind, v, k)
+            ok &= math.isclose(fd, right[k], rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
+            table.add_row(desc if i == 0 else "", k, num(right[k]), Text(num(wrong[k]), style="red"), num(fd))
+    return DemoOutput(Group(table, _verdict(ok, "with += every gradient matches its finite difference")))
+
+
+@demo("topo_order")
+def topo_order(p: LessonParams) -> DemoOutput:
+    """Processing a node before all its users have sent their gradient gives wrong answers."""
+    v = _lesson1_numbers(p.seed)
+    root, leaves = _example("shared", v)
+    good = list(reversed(topological_order(root)))
+    naive = _first_reached(root)
+    lines = Table.grid(padding=(0, 1))
+    lines.add_column(style="bold", no_wrap=True)
+    lines.add_column()
+    lines.add_row("reverse topological:", " → ".join(_label(n) for n in good))
+    lines.add_row("first reached:", " → ".join(_label(n) for n in naive))
+    _backward_in_order(root, good)
+    right = {k: leaf.grad for k, leaf in leaves.items()}
+    _backward_in_order(root, naive)
+    wrong = {k: leaf.grad for k, leaf in leaves.items()}
+    table = _table(
+        "leaf", "reverse topo", "first reached", "finite diff", right=("reverse topo", "first reached", "finite diff")
+    )
+    ok = True
+    for k in leaves:
+        fd = _finite_difference("shared", v, k)
+        ok &= math.isclose(fd, right[k], rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
+        bad = not math.isclose(fd, wrong[k], rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
+        table.add_row(k, num(right[k]), Text(num(wrong[k]), style="red" if bad else ""), num(fd))
+    return DemoOutput(
+        Group(lines, Text(""), table, _verdict(ok, "the reverse topological order matches every finite difference")),
+        graph=root,
+    )
+
+
+# ---- LayerNorm problems, names and paths ------------------------------------------------
+
+
+def ln_problem(p: LessonParams, rows: int | None = None) -> tuple[np.ndarray, ...]:
+    """x, gamma, beta, dy for the lesson: :func:`check.random_problem` rounded to 2 decimals.
+
+    Rounding keeps the inputs readable; everything downstream is computed from
+    the rounded numbers, so nothing is lost.
+    """
+    spec = get_norm("layernorm")
+    shape = (p.dim,) if rows is None else (rows, p.dim)
+    return tuple(np.round(a, 2) for a in random_problem(spec, shape, p.seed))
+
+
+@dataclass
+class LNBuilt:
+    """A LayerNorm built on the lesson's problem, its loss, and names for every node."""
+
+    x: np.ndarray
+    gamma: np.ndarray
+    beta: np.ndarray
+    dy: np.ndarray
+    graph: NormGraph
+    loss: Value
+    names: dict[int, str]
+    constants: frozenset[int]
+
+    def name(self, node: Value) -> str:
+        return self.names.get(id(node), f"#{node.id}")
+
+
+def build_ln(p: LessonParams, rows: int | None = None) -> LNBuilt:
+    x, gamma, beta, dy = ln_problem(p, rows)
+    graph = layer_norm(x.tolist(), gamma.tolist(), beta.tolist(), p.eps).graph
+    loss = graph.loss(dy.tolist())
+    names = ln_names(graph, loss)
+    constants = frozenset(id(n) for n in topological_order(loss) if not n.children and n.label in ("1/n", "eps", "dy"))
+    return LNBuilt(x, gamma, beta, dy, graph, loss, names, constants)
+
+
+def _split_name(name: str) -> tuple[str, tuple[str, ...]]:
+    if name.endswith("]") and "[" in name:
+        base, _, idx = name[:-1].partition("[")
+        return base, tuple(idx.split(","))
+    return name, ()
+
+
+def ln_names(graph: NormGraph, root: Value) -> dict[int, str]:
+    """A short readable name for every node: the graph's names (``xhat[2]``), and for the rest
+    names derived from their inputs (``Σx``, ``xshift[2]²``, ``γ·xhat[2]``, ``var+eps``)."""
+    names: dict[int, str] = {}
+    order = topological_order(root)
+    for node in order:
+        name = graph.name_of(node)
+        if name is None:
+            name = _derived_name(node, names)
+        names[id(node)] = name
+    for node in order:  # dy leaves take the index of the y they multiply
+        if node.stage == "loss" and node.op == "*" and len(node.children) == 2:
+            y, d = node.children
+            _, idx = _split_name(names[id(y)])
+            suffix = f"[{','.join(idx)}]" if idx else ""
+            names[id(d)] = f"dy{suffix}"
+            names[id(node)] = f"y{suffix}·dy"
+    return names
+
+
+def _derived_name(node: Value, names: dict[int, str]) -> str:
+    label = node.label or ""
+    kids = [names.get(id(c), "?") for c in node.children]
+    if label == "loss":
+        return "loss"
+    if not node.children:
+        return label or num(node.data)
+    if node.op == "sum":
+        bases = {_split_name(k)[0] for k in kids}
+        idxs = [_split_name(k)[1] for k in kids]
+        if len(bases) == 1:
+            base = bases.pop()
+            prefix = idxs[0][:-1] if idxs[0] else ()
+            if all(i[:-1] == prefix for i in idxs):
+                return f"Σ{base}" + (f"[{','.join(prefix)}]" if prefix else "")
+            return f"Σ{base}"
+    if node.op == "**2":
+        return f"{kids[0]}²"
+    if label == "gamma*xhat":
+        return f"γ·{kids[1]}"
+    if label == "var+eps":
+        return f"{kids[0]}+eps"
+    return f"{label or node.op}#{node.id}"
+
+
+def ln_path_tagger(graph: NormGraph) -> EdgeTagger:
+    """Tag the edges where a gradient enters one of the three paths into x (two-pass graph).
+
+    direct: xhat_i -> xshift_i (the numerator of xhat);
+    var:    xshift_i² -> xshift_i (the variance's use of xshift);
+    mean:   the mean's sum -> x_i.
+    Everything upstream of a tagged edge keeps its tag, so x's gradient ends
+    split into exactly the three terms of :func:`formulas.dx_paths`.
+    """
+    xhat = {id(v) for v in graph["xhat"]}
+    xshift = {id(v) for v in graph["xshift"]}
+    xs = {id(v) for v in graph["x"]}
+    mean_sums = {id(m.children[0]) for m in graph["mean"]}
+
+    def tag(out: Value, child: Value) -> str | None:
+        if id(child) in xshift:
+            if id(out) in xhat:
+                return "direct"
+            if out.stage == "var":
+                return "var"
+        if id(child) in xs and id(out) in mean_sums:
+            return "mean"
+        return None
+
+    return tag
+
+
+def _axes(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return (len(shape) - 1,)
+
+
+def _closed(built: LNBuilt, eps: float) -> dict[str, np.ndarray]:
+    """The closed forms on the lesson's numbers (NumPy, from the inputs alone)."""
+    return get_norm("layernorm").node_grads(built.x, built.gamma, built.beta, eps, built.dy)
+
+
+def _node_values(built: LNBuilt, name: str, attr: str = "data") -> np.ndarray:
+    return np.array([getattr(v, attr) for v in built.graph[name]], dtype=np.float64)
+
+
+# ---- lesson 2: LayerNorm forward ---------------------------------------------------------
+
+
+@demo("ln_problem_table")
+def ln_problem_table(p: LessonParams, show_dy: bool = False) -> DemoOutput:
+    """The lesson's input x with gamma and beta (and dy), drawn from the seed."""
+    x, gamma, beta, dy = ln_problem(p)
+    cols = ["i", "x", "gamma", "beta"] + (["dy"] if show_dy else [])
+    table = _table(*cols, right=cols)
+    for i in range(p.dim):
+        row = [str(i), num(x[i]), num(gamma[i]), num(beta[i])] + ([num(dy[i])] if show_dy else [])
+        table.add_row(*row)
+    return DemoOutput(table)
+
+
+def forward_rows(graph_root: Value | Sequence[Value], names: Callable[[Value], str], stages: Sequence[str]) -> Table:
+    """Nodes in creation order (a topological order), those of ``stages`` only, numbered in the whole order."""
+    nodes = sorted(topological_order(graph_root), key=lambda n: n.id)
+    table = _table("#", "node", "op", "inputs", "stage", "value", right=("#", "value"))
+    kind = {"input": "input", "affine": "param"}
+    for k, node in enumerate(nodes, 1):
+        stage = node.stage or ""
+        if stage not in stages:
+            continue
+        kids = [names(c) for c in node.children]
+        inputs = ", ".join(kids) if len(kids) <= 3 else f"{kids[0]}…{kids[-1]} ({len(kids)})"
+        op = node.op or (kind.get(stage, "const") if not node.children else "")
+        table.add_row(str(k), names(node), op, inputs or "—", stage, num(node.data))
+    return table
+
+
+@demo("ln_forward_steps")
+def ln_forward_steps(p: LessonParams, stages: tuple[str, ...] = ("input", "mean", "center")) -> DemoOutput:
+    """LayerNorm's nodes in the order they are built, with op, inputs, stage and value."""
+    built = build_ln(p)
+    roots = built.graph.roots()
+    table = forward_rows(roots, built.name, stages)
+    total = len(topological_order(roots))
+    note = Text(f"Stages {', '.join(stages)} of the {total} nodes of LayerNorm at D = {p.dim}.", style="dim")
+    return DemoOutput(Group(table, note), graph=built.graph)
+
+
+@demo("ln_stage_summary")
+def ln_stage_summary(p: LessonParams) -> DemoOutput:
+    """Each stage's result from the scalar graph, next to the NumPy formulas of formulas.moments."""
+    built = build_ln(p)
+    g = built.graph
+    m = formulas.moments(built.x, (-1,), p.eps)
+    y_np = formulas.affine(m.xhat, built.gamma, built.beta)
+    rows = [
+        ("mean", "mean = Σx / n", _node_values(built, "mean"), m.mean),
+        ("center", "xshift = x − mean", _node_values(built, "xshift"), m.xshift),
+        ("var", "var = Σxshift² / n", _node_values(built, "var"), m.var),
+        ("sqrt", "std = √(var + eps)", _node_values(built, "std"), m.std),
+        ("divide", "rstd = 1 / std", _node_values(built, "rstd"), m.rstd),
+        ("divide", "xhat = xshift · rstd", _node_values(built, "xhat"), m.xhat),
+        ("affine", "y = γ·xhat + β", _node_values(built, "y"), y_np),
+    ]
+    table = _table("stage", "computes", "value (scalar graph)")
+    worst = 0.0
+    for stage, what, got, ref in rows:
+        worst = max(worst, _max_rel(got, ref))
+        table.add_row(stage, what, num(got[0]) if got.size == 1 else vec(got, 3))
+    ok = worst <= tol.VECTORIZED_F64_RTOL
+    verdict = _verdict(ok, f"formulas.moments (NumPy) gives the same, largest relative difference {err(worst)}")
+    return DemoOutput(Group(table, verdict), graph=g)
+
+
+@demo("ln_shapes")
+def ln_shapes(p: LessonParams, batch: int = 2, seq: int = 3) -> DemoOutput:
+    """Shapes of every stage for x of shape [batch, seq, hidden], with and without keepdims."""
+    rng = np.random.default_rng(p.seed)
+    d = p.dim
+    x = rng.normal(0.5, 2.0, size=(batch, seq, d))
+    m = formulas.moments(x, (-1,), p.eps)
+    gamma = np.ones(d)
+    table = _table("quantity", "shape", "note")
+    table.add_row("x", str(list(x.shape)), "[batch, seq, hidden]")
+    table.add_row("mean", str(list(m.mean.shape)), "one per token, axis kept")
+    table.add_row("xshift", str(list(m.xshift.shape)), "x − mean broadcasts")
+    table.add_row("var", str(list(m.var.shape)), "one per token")
+    table.add_row("rstd", str(list(m.rstd.shape)), "")
+    table.add_row("xhat", str(list(m.xhat.shape)), "")
+    table.add_row("gamma, beta", str(list(gamma.shape)), "one per feature")
+    table.add_row("y", str(list((gamma * m.xhat).shape)), "")
+    flat_mean = x.mean(axis=-1)
+    try:
+        x - flat_mean
+        outcome = Text("x − mean without keepdims: no error (shapes happened to line up).")
+    except ValueError as exc:
+        outcome = Text.assemble(("x − mean without keepdims: ", "bold"), ("NumPy refuses: ", "red"), str(exc))
+    # The quiet failure: when seq == hidden, [B, D, D] − [B, D] broadcasts along the wrong axis.
+    sq = rng.normal(0.5, 2.0, size=(batch, d, d))
+    wrong = sq - sq.mean(axis=-1)
+    right = sq - sq.mean(axis=-1, keepdims=True)
+    quiet = Text.assemble(
+        ("With seq = hidden = ", "bold"),
+        (f"{d}", "bold"),
+        (": ", "bold"),
+        f"x of shape {list(sq.shape)} minus a mean of shape {list(sq.mean(axis=-1).shape)} raises nothing, "
+        "but subtracts each token's mean from the wrong entries: largest error ",
+        (num(float(np.abs(wrong - right).max())), "red"),
+        ".",
+    )
+    return DemoOutput(Group(table, Text(""), outcome, Text(""), quiet))
+
+
+@demo("ln_cache")
+def ln_cache(p: LessonParams, batch: int = 8, seq: int = 1024, hidden: int = 768) -> DemoOutput:
+    """What a forward pass keeps for backward, its size, and that xhat and rstd are enough for dx."""
+    shape_x = (batch, seq, hidden)
+    shape_s = (batch, seq, 1)
+    n_x, n_s = math.prod(shape_x), math.prod(shape_s)
+    table = _table("cached", "shape", "float32", "backward uses it for", right=("float32",))
+    for name, shape, count, use in (
+        ("xhat", shape_x, n_x, "dgamma, dx"),
+        ("rstd", shape_s, n_s, "dx (the 1/std factor)"),
+        ("mean", shape_s, n_s, "recomputing xhat from x"),
+        ("xshift", shape_x, n_x, "three-path form only"),
+    ):
+        table.add_row(name, str(list(shape)), _bytes(4 * count), use)
+    built = build_ln(p)
+    m = formulas.moments(built.x, (-1,), p.eps)
+    g = formulas.dxhat(built.dy, built.gamma)
+    from_cache = formulas.dx_simplified(g, m.xhat, m.rstd, (-1,))
+    three = formulas.dx_three_path(g, m.xshift, m.std, m.rstd, (-1,))
+    _backprop(built)
+    autograd = _node_values(built, "x", "grad")
+    rel = _max_rel(from_cache, autograd)
+    ok = rel <= tol.CLOSED_FORM_RTOL and _max_rel(three, autograd) <= tol.CLOSED_FORM_RTOL
+    check = _verdict(
+        ok,
+        f"on your numbers, dx from (xhat, rstd) alone matches autograd (relative difference {err(rel)}), "
+        "and so does the three-path form that needs xshift and std",
+    )
+    return DemoOutput(Group(table, Text(""), check))
+
+
+def _backprop(built: LNBuilt) -> None:
+    """Run the engine's backward() on the lesson's loss (from zero)."""
+    built.loss.zero_grad()
+    built.loss.backward()
+
+
+def _bytes(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+@demo("ln_eps")
+def ln_eps(p: LessonParams) -> DemoOutput:
+    """What eps does: a constant row, a nearly constant row, and a normal row, with and without it."""
+    eps = p.eps if p.eps > 0 else 1e-5
+    x, gamma, beta, _ = ln_problem(p)
+    c = float(x[0])
+    constant = [c] * p.dim
+    rng = np.random.default_rng(p.seed + 1)
+    nearly = (c + 1e-4 * rng.normal(size=p.dim)).tolist()
+    table = _table("row", "eps", "std", "rstd", "xhat", right=("eps", "std", "rstd"))
+    for desc, row in (("your x", x.tolist()), ("constant", constant), ("nearly constant", nearly)):
+        for e in (0.0, eps):
+            try:
+                g = layer_norm(row, gamma.tolist(), beta.tolist(), e).graph
+            except DomainError as exc:
+                table.add_row(desc, num(e), "0", Text("division by zero", style="red"), Text(_short(exc), style="red"))
+                continue
+            std = g["std"][0].data
+            rstd = g["rstd"][0].data
+            xhat = [v.data for v in g["xhat"]]
+            table.add_row(desc if e == 0.0 else "", num(e), num(std), num(rstd), vec(xhat, 2))
+    cap = Text.assemble(
+        ("With eps, rstd can never exceed 1/√eps = ", "bold"),
+        (num(1.0 / math.sqrt(eps)), "bold"),
+        f" (eps = {eps:g}).",
+    )
+    return DemoOutput(Group(table, cap))
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc)
+    return "std = 0 and eps = 0" if "eps = 0" in text else text.splitlines()[0][:40]
+
+
+# ---- lesson 3: LayerNorm backward -----------------------------------------------------------
+
+
+def _traced(p: LessonParams, rows: int | None = None) -> tuple[LNBuilt, Trace]:
+    built = build_ln(p, rows)
+    return built, trace_backward(built.loss, ln_path_tagger(built.graph))
+
+
+@demo("ln_loss_setup")
+def ln_loss_setup(p: LessonParams) -> DemoOutput:
+    """The forward output y, a random upstream gradient dy and the loss sum(y · dy)."""
+    built = build_ln(p)
+    _backprop(built)
+    y = _node_values(built, "y")
+    ygrad = _node_values(built, "y", "grad")
+    table = _table("i", "y", "dy", "y.grad", right=("i", "y", "dy", "y.grad"))
+    for i in range(p.dim):
+        table.add_row(str(i), num(y[i]), num(built.dy[i]), num(ygrad[i]))
+    ok = _max_rel(ygrad, built.dy) == 0.0
+    loss = Text.assemble(("loss = Σ y·dy = ", "bold"), num(built.loss.data))
+    return DemoOutput(Group(table, loss, _verdict(ok, "after backward(), y.grad is exactly dy")), graph=built.graph)
+
+
+@demo("ln_backward_steps")
+def ln_backward_steps(p: LessonParams, stages: tuple[str, ...] = ("loss", "affine")) -> DemoOutput:
+    """Backward through the given stages of LayerNorm, one contribution at a time."""
+    built, trace = _traced(p)
+    table = _trace_table(trace, built.name, lambda c: (c.out.stage or "") in stages, built.constants)
+    legend = Text.assemble(
+        ("paths into x: ", "dim"),
+        *[(f"{PATH_LABEL[k]}  ", PATH_STYLE[k]) for k in PATHS],
+        ("· k/m: k-th of m contributions; constants (1/n, eps, dy) not shown", "dim"),
+    )
+    parts: list[RenderableType] = []
+    if "loss" in stages:
+        parts.append(Text.assemble(("start: ", "bold"), "loss.grad = 1"))
+    parts += [table, legend]
+    return DemoOutput(Group(*parts), graph=built.graph)
+
+
+@demo("ln_param_grads")
+def ln_param_grads(p: LessonParams, rows: int = 2) -> DemoOutput:
+    """dgamma and dbeta: autograd against the closed forms, summed over the rows that share them."""
+    built = build_ln(p, rows)
+    _backprop(built)
+    m = formulas.moments(built.x, (-1,), p.eps)
+    dgamma = formulas.dgamma(built.dy, m.xhat, (0,))
+    dbeta = formulas.dbeta(built.dy, (0,))
+    auto_g = _node_values(built, "gamma", "grad")
+    auto_b = _node_values(built, "beta", "grad")
+    table = _table(
+        "j", "Σ dy·xhat", "gamma.grad", "Σ dy", "beta.grad", right=("j", "Σ dy·xhat", "gamma.grad", "Σ dy", "beta.grad")
+    )
+    for j in range(p.dim):
+        table.add_row(str(j), num(dgamma[j]), num(auto_g[j]), num(dbeta[j]), num(auto_b[j]))
+    ok = _max_rel(auto_g, dgamma) <= tol.CLOSED_FORM_RTOL and _max_rel(auto_b, dbeta) <= tol.CLOSED_FORM_RTOL
+    note = Text(f"x has {rows} rows here, so each sum runs over {rows} rows.", style="dim")
+    return DemoOutput(Group(table, note, _verdict(ok, "autograd = closed form for gamma and beta")), graph=built.graph)
+
+
+@demo("ln_node_grads")
+def ln_node_grads(p: LessonParams, nodes: tuple[str, ...] = ("xhat",)) -> DemoOutput:
+    """Named nodes' gradients: autograd against the closed forms of formulas.py."""
+    built = build_ln(p)
+    _backprop(built)
+    closed = _closed(built, p.eps)
+    table = _table("node", "autograd", "closed form", right=("autograd", "closed form"))
+    ok = True
+    for name in nodes:
+        auto = _node_values(built, name, "grad")
+        cf = np.ravel(closed[name])
+        ok &= tol.close(auto, cf, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+        for k in range(len(auto)):
+            table.add_row(built.graph.index_label(name, k), num(auto[k]), num(cf[k]))
+    return DemoOutput(Group(table, _verdict(ok, "autograd = closed form")), graph=built.graph)
+
+
+@demo("ln_dvar_dmean")
+def ln_dvar_dmean(p: LessonParams) -> DemoOutput:
+    """Why the variance sends (almost) nothing into the mean: dvar/dmean = -(2/n) Σ xshift = 0."""
+    built, trace = _traced(p)
+    xshift = _node_values(built, "xshift")
+    n = p.dim
+    dvar_dmean = -2.0 / n * float(np.sum(xshift))
+    mean = built.graph["mean"][0]
+    parts = trace.parts_of(mean)
+    table = _table("quantity", "value", right=("value",))
+    table.add_row("Σ xshift (should be 0)", num(float(np.sum(xshift))))
+    table.add_row("dvar/dmean = −(2/n) Σ xshift", num(dvar_dmean))
+    table.add_row(Text("mean.grad, part from xhat (direct)", style=PATH_STYLE["direct"]), num(parts.get("direct", 0.0)))
+    table.add_row(Text("mean.grad, part via the variance", style=PATH_STYLE["var"]), num(parts.get("var", 0.0)))
+    table.add_row("mean.grad (autograd, total)", num(mean.grad))
+    table.add_row("−rstd · Σ dxhat (closed form)", num(float(np.ravel(_closed(built, p.eps)["mean"])[0])))
+    scale = max(abs(mean.grad), 1.0)
+    ok = abs(parts.get("var", 0.0)) <= 1e3 * np.finfo(float).eps * scale * n
+    return DemoOutput(
+        Group(table, _verdict(ok, "the variance's share of mean.grad is rounding error: 0 in exact arithmetic")),
+        graph=built.graph,
+    )
+
+
+@demo("ln_x_paths")
+def ln_x_paths(p: LessonParams) -> DemoOutput:
+    """x's gradient split into its three paths by the traced backward, against formulas.dx_paths."""
+    built, trace = _traced(p)
+    m = formulas.moments(built.x, (-1,), p.eps)
+    g = formulas.dxhat(built.dy, built.gamma)
+    direct, via_mean, via_var = formulas.dx_paths(g, m.xshift, m.std, m.rstd, (-1,))
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold", padding=(0, 1))
+    table.add_column("i", justify="right")
+    for k in PATHS:
+        table.add_column(Text(PATH_LABEL[k], style=PATH_STYLE[k]), justify="right", no_wrap=True)
+    table.add_column("x.grad", justify="right", no_wrap=True)
+    auto = {k: np.zeros(p.dim) for k in PATHS}
+    for i, node in enumerate(built.graph["x"]):
+        parts = trace.parts_of(node)
+        for k in PATHS:
+            auto[k][i] = parts.get(k, 0.0)
+        table.add_row(str(i), *[Text(num(auto[k][i]), style=PATH_STYLE[k]) for k in PATHS], num(node.grad))
+    ok = all(
+        tol.close(auto[k], ref, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+        for k, ref in zip(PATHS, (direct, via_mean, via_var))
+    )
+    total_ok = tol.close(auto["direct"] + auto["mean"] + auto["var"], _node_values(built, "x", "grad"), 1e-12, 1e-14)
+    return DemoOutput(
+        Group(
+            table,
+            _verdict(ok, "each path matches its closed form in formulas.dx_paths"),
+            _verdict(total_ok, "the three paths add up to x.grad"),
+        ),
+        graph=built.graph,
+    )
+
+
+@demo("ln_simplified")
+def ln_simplified(p: LessonParams) -> DemoOutput:
+    """The simplified formula rstd · (g − mean(g) − xhat · mean(g · xhat)), term by term, against autograd."""
+    built = build_ln(p)
+    _backprop(built)
+    m = formulas.moments(built.x, (-1,), p.eps)
+    g = formulas.dxhat(built.dy, built.gamma)
+    m1 = float(np.mean(g))
+    m2 = float(np.mean(g * m.xhat))
+    dx = formulas.dx_simplified(g, m.xhat, m.rstd, (-1,))
+    auto = _node_values(built, "x", "grad")
+    head = Text.assemble(
+        ("mean(g) = ", "bold"),
+        num(m1),
+        ("   mean(g·xhat) = ", "bold"),
+        num(m2),
+        ("   rstd = ", "bold"),
+        num(float(m.rstd.ravel()[0])),
+    )
+    table = _table("i", "g", "xhat", "formula", "autograd", right=("i", "g", "xhat", "formula", "autograd"))
+    for i in range(p.dim):
+        table.add_row(str(i), num(g[i]), num(m.xhat[i]), num(dx[i]), num(auto[i]))
+    rel = _max_rel(auto, dx)
+    return DemoOutput(
+        Group(head, table, _verdict(rel <= tol.CLOSED_FORM_RTOL, f"relative difference {err(rel)}")),
+        graph=built.graph,
+    )
+
+
+@demo("ln_check_table")
+def ln_check_table(p: LessonParams, rows: int | None = None) -> DemoOutput:
+    """The per-node three-way check (autograd, closed form, finite difference) on the lesson's numbers."""
+    x, gamma, beta, dy = ln_problem(p, rows)
+    report = check_norm("layernorm", x, gamma, beta, p.eps, dy)
+    built = build_ln(p, rows)
+    _backprop(built)
+    return DemoOutput(check_table(report), graph=built.graph)
+
+
+# ---- lesson 4: one formula, several forms ----------------------------------------------------
+
+
+def _forms(x: np.ndarray, gamma: np.ndarray, dy: np.ndarray, eps: float) -> dict[str, np.ndarray]:
+    """dL/dx of one vector by each closed form in formulas.py."""
+    m = formulas.moments(x, (-1,), eps)
+    g = formulas.dxhat(dy, gamma)
+    return {
+        "three-path": formulas.dx_three_path(g, m.xshift, m.std, m.rstd, (-1,)),
+        "simplified": formulas.dx_simplified(g, m.xhat, m.rstd, (-1,)),
+        "projection": formulas.dx_projection(dy, gamma, m.xhat, float(m.rstd.ravel()[0])),
+    }
+
+
+@demo("forms_agree")
+def forms_agree(p: LessonParams) -> DemoOutput:
+    """dx by autograd and by the three-path, simplified and projection forms, side by side."""
+    built = build_ln(p)
+    _backprop(built)
+    auto = _node_values(built, "x", "grad")
+    forms = _forms(built.x, built.gamma, built.dy, p.eps)
+    cols = ["i", "autograd", *forms]
+    table = _table(*cols, right=cols)
+    for i in range(p.dim):
+        table.add_row(str(i), num(auto[i], 5), *[num(f[i], 5) for f in forms.values()])
+    diffs = Table.grid(padding=(0, 1))
+    diffs.add_column()
+    diffs.add_column(justify="right")
+    ok = True
+    for name, f in forms.items():
+        rel = _max_rel(f, auto)
+        ok &= rel <= tol.CLOSED_FORM_RTOL
+        diffs.add_row(f"{name} vs autograd, largest relative difference:", err(rel))
+    verdict = _verdict(ok, f"all agree within {tol.CLOSED_FORM_RTOL:.0e} relative (tolerances.CLOSED_FORM_RTOL)")
+    return DemoOutput(Group(table, Text(""), diffs, verdict), graph=built.graph)
+
+
+@demo("three_path_terms")
+def three_path_terms(p: LessonParams) -> DemoOutput:
+    """The three paths rewritten with xhat: each term of formulas.dx_paths against its simplified shape."""
+    x, gamma, _, dy = ln_problem(p)
+    m = formulas.moments(x, (-1,), p.eps)
+    g = formulas.dxhat(dy, gamma)
+    direct, via_mean, via_var = formulas.dx_paths(g, m.xshift, m.std, m.rstd, (-1,))
+    rstd = float(m.rstd.ravel()[0])
+    n = p.dim
+    mean_term = -rstd * np.mean(g) * np.ones(n)
+    var_term = -rstd * m.xhat * np.mean(g * m.xhat)
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold", padding=(0, 1))
+    table.add_column("i", justify="right")
+    table.add_column(Text("via mean", style=PATH_STYLE["mean"]), justify="right")
+    table.add_column("−rstd·mean(g)", justify="right")
+    table.add_column(Text("via var", style=PATH_STYLE["var"]), justify="right")
+    table.add_column("−rstd·xhat·mean(g·xhat)", justify="right")
+    for i in range(n):
+        table.add_row(str(i), num(via_mean[i]), num(mean_term[i]), num(via_var[i]), num(var_term[i]))
+    ok = _max_rel(via_mean, mean_term) <= tol.CLOSED_FORM_RTOL and _max_rel(via_var, var_term) <= tol.CLOSED_FORM_RTOL
+    direct_ok = _max_rel(direct, rstd * g) <= tol.CLOSED_FORM_RTOL
+    return DemoOutput(
+        Group(
+            table,
+            _verdict(direct_ok, "and the direct path is rstd · g"),
+            _verdict(ok, "each path equals its rewritten shape, so their sum is the simplified form"),
+        )
+    )
+
+
+@demo("projection_form")
+def projection_form(p: LessonParams) -> DemoOutput:
+    """P = (1/d)(1 1ᵀ + xhat xhatᵀ) on your numbers: its entries, its rank, and dx = rstd · (g − P g)."""
+    x, gamma, _, dy = ln_problem(p)
+    m = formulas.moments(x, (-1,), p.eps)
+    P = formulas.projection(m.xhat)
+    g = formulas.dxhat(dy, gamma)
+    rstd = float(m.rstd.ravel()[0])
+    mat = _table("P", *[str(j) for j in range(p.dim)], right=[str(j) for j in range(p.dim)])
+    for i in range(p.dim):
+        mat.add_row(str(i), *[num(P[i, j], 3) for j in range(p.dim)])
+    facts = Table.grid(padding=(0, 1))
+    facts.add_column()
+    facts.add_column(justify="right")
+    facts.add_row("rank of P", str(int(np.linalg.matrix_rank(P))))
+    facts.add_row("largest |P − Pᵀ|", err(float(np.abs(P - P.T).max())))
+    facts.add_row(f"largest |P·P − P| at eps = {p.eps:g}", err(float(np.abs(P @ P - P).max())))
+    m0 = formulas.moments(x, (-1,), 0.0)
+    P0 = formulas.projection(m0.xhat)
+    facts.add_row("largest |P·P − P| at eps = 0", err(float(np.abs(P0 @ P0 - P0).max())))
+    pg = P @ g
+    dx = rstd * (g - pg)
+    steps = _table("i", "g", "P·g", "g − P·g", "× rstd", right=("i", "g", "P·g", "g − P·g", "× rstd"))
+    for i in range(p.dim):
+        steps.add_row(str(i), num(g[i]), num(pg[i]), num(g[i] - pg[i]), num(dx[i]))
+    ref = formulas.dx_simplified(g, m.xhat, m.rstd, (-1,))
+    rel = _max_rel(dx, ref)
+    return DemoOutput(
+        Group(
+            mat,
+            Text(""),
+            facts,
+            Text(""),
+            steps,
+            _verdict(rel <= tol.CLOSED_FORM_RTOL, f"equals the simplified form (relative difference {err(rel)})"),
+        )
+    )

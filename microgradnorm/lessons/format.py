@@ -1,0 +1,461 @@
+"""Lesson files: find them, parse them into :class:`Lesson` and :class:`Step`, validate them.
+
+A lesson is a Markdown file ``NN-slug.md`` with front matter; every ``## `` heading
+starts a step, and a fenced block whose info string is ``demo`` names a demo and
+its arguments (see ``lessons/FORMAT.md`` for authors)::
+
+    ---
+    title: LayerNorm backward, stage by stage
+    summary: One line shown in the lesson list.
+    defaults: {"dim": 4, "seed": 0, "eps": 1e-05}
+    ---
+
+    ## First step title
+
+    Prose (Markdown). Never a computed number.
+
+    ```demo
+    forward_steps
+    stages: ("mean", "center")
+    ```
+
+Why validate so strictly? A typo in a lesson should fail when the lesson is
+loaded -- in the test that renders every lesson -- not in front of a learner in
+the middle of step 7. Every error names the file, the line and what is allowed.
+
+Where the files are: a wheel ships the repository's ``lessons/`` folder as
+``microgradnorm/lessons/content`` (package data), which is looked at first; an
+editable install or a source checkout falls back to the ``lessons/`` folder next
+to the package. ``MICROGRADNORM_LESSONS`` overrides both (for authors and tests).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from microgradnorm.lessons.demos import DemoSpec, LessonParams, load_demos
+
+__all__ = [
+    "DEFAULT_KEYS",
+    "FRONT_MATTER_KEYS",
+    "DemoCall",
+    "Lesson",
+    "LessonFormatError",
+    "Prose",
+    "Step",
+    "lessons_dir",
+    "load_lessons",
+    "parse_lesson",
+]
+
+FRONT_MATTER_KEYS = ("title", "summary", "defaults")
+REQUIRED_KEYS = ("title", "summary")
+DEFAULT_KEYS = ("dim", "seed", "eps", "batch")
+
+# NN-slug.md: two digits, a dash, lowercase words joined by dashes.
+LESSON_FILE = re.compile(r"^(\d{2})-([a-z0-9]+(?:-[a-z0-9]+)*)\.md$")
+_FENCE = re.compile(r"^(\s{0,3})(`{3,}|~{3,})\s*([^`\s]*)\s*$")
+_KEY_VALUE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*:\s?(.*)$")
+
+
+class LessonFormatError(ValueError):
+    """A lesson file that does not follow the format: ``path:line: what is wrong; what is allowed``."""
+
+    def __init__(self, path: str | Path, line: int, message: str) -> None:
+        self.path = _display(path)
+        self.line = line
+        self.detail = message
+        super().__init__(f"{self.path}:{line}: {message}")
+
+
+@dataclass
+class Prose:
+    """Markdown text of a step, shown as it is written."""
+
+    text: str
+    line: int
+
+
+@dataclass
+class DemoCall:
+    """A ``demo`` block: the demo's name and its keyword arguments."""
+
+    name: str
+    args: dict[str, Any]
+    line: int
+    arg_lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+
+Block = Prose | DemoCall
+
+
+@dataclass
+class Step:
+    """One screen of a lesson: a title and its prose and demo blocks, in order."""
+
+    title: str
+    line: int
+    blocks: list[Block] = field(default_factory=list)
+
+    @property
+    def demos(self) -> list[DemoCall]:
+        return [b for b in self.blocks if isinstance(b, DemoCall)]
+
+
+@dataclass
+class Lesson:
+    """A parsed, validated lesson file."""
+
+    path: Path
+    number: int
+    slug: str
+    title: str
+    summary: str
+    defaults: dict[str, Any]
+    steps: list[Step]
+
+    @property
+    def name(self) -> str:
+        """The file's stem, ``03-layernorm-backward``: the key its progress is saved under."""
+        return f"{self.number:02d}-{self.slug}"
+
+    def params(self, **overrides: Any) -> LessonParams:
+        """The lesson's defaults with the non-None ``overrides`` (from the CLI) applied."""
+        return LessonParams().replace(**self.defaults).replace(**overrides)
+
+
+# ---- finding the files ----------------------------------------------------------
+
+
+def lessons_dir() -> Path:
+    """The folder the lesson files are read from (see the module docstring for the order)."""
+    override = os.environ.get("MICROGRADNORM_LESSONS")
+    if override:
+        path = Path(override).expanduser()
+        if not path.is_dir():
+            raise FileNotFoundError(f"MICROGRADNORM_LESSONS: expected a folder of lesson files, got {override!r}")
+        return path
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "content", here.parent.parent / "lessons"):
+        if candidate.is_dir() and any(LESSON_FILE.match(p.name) for p in candidate.iterdir()):
+            return candidate
+    raise FileNotFoundError(
+        f"no lesson files found in {here / 'content'} (installed) or {here.parent.parent / 'lessons'} "
+        "(source checkout); reinstall microgradnorm or set MICROGRADNORM_LESSONS to the lessons folder"
+    )
+
+
+def load_lessons(
+    directory: str | Path | None = None,
+    *,
+    check_demos: bool = True,
+    errors: list[LessonFormatError] | None = None,
+) -> list[Lesson]:
+    """Every lesson file of ``directory`` (default :func:`lessons_dir`), parsed, in number order.
+
+    Markdown files whose names start with a digit must be named ``NN-slug.md``;
+    other files (``FORMAT.md``, ``README.md``) are not lessons and are skipped.
+    The first invalid file raises :class:`LessonFormatError`, unless an
+    ``errors`` list is given: then each invalid file's error is appended to it
+    and the valid lessons are still returned (so one broken file does not take
+    the others down with it).
+    """
+    folder = Path(directory) if directory is not None else lessons_dir()
+    lessons: list[Lesson] = []
+    seen: dict[int, Path] = {}
+    for path in sorted(folder.iterdir()):
+        if not path.is_file() or not path.name.endswith(".md"):
+            continue
+        try:
+            if not LESSON_FILE.match(path.name):
+                if path.name[:1].isdigit():
+                    raise LessonFormatError(
+                        path,
+                        1,
+                        "a lesson file is named NN-slug.md (two digits, a dash, lowercase words joined by dashes)",
+                    )
+                continue
+            lesson = parse_lesson(path, check_demos=check_demos)
+            if lesson.number in seen:
+                raise LessonFormatError(
+                    path, 1, f"lesson number {lesson.number:02d} is also used by {_display(seen[lesson.number])}"
+                )
+        except LessonFormatError as exc:
+            if errors is None:
+                raise
+            errors.append(exc)
+            continue
+        seen[lesson.number] = path
+        lessons.append(lesson)
+    return lessons
+
+
+# ---- parsing ----------------------------------------------------------------------
+
+
+def parse_lesson(path: str | Path, text: str | None = None, *, check_demos: bool = True) -> Lesson:
+    """Parse one lesson file (``text`` overrides reading ``path``) and validate it.
+
+    With ``check_demos`` every demo block is checked against the registry: the
+    demo must exist and every key must be one of its parameters.
+    """
+    path = Path(path)
+    match = LESSON_FILE.match(path.name)
+    if not match:
+        raise LessonFormatError(path, 1, "a lesson file is named NN-slug.md, e.g. 03-layernorm-backward.md")
+    if text is None:
+        text = path.read_text(encoding="utf-8")
+    lines = text.lstrip("\ufeff").splitlines()
+    meta, body_start = _front_matter(path, lines)
+    steps = _steps(path, lines, body_start)
+    if not steps:
+        raise LessonFormatError(path, len(lines), "the lesson has no steps; start each step with a '## ' heading")
+    if check_demos:
+        demos = load_demos()
+        for step in steps:
+            for call in step.demos:
+                _check_call(path, call, demos)
+    return Lesson(
+        path=path,
+        number=int(match.group(1)),
+        slug=match.group(2),
+        title=meta["title"],
+        summary=meta["summary"],
+        defaults=meta.get("defaults", {}),
+        steps=steps,
+    )
+
+
+def _front_matter(path: Path, lines: list[str]) -> tuple[dict[str, Any], int]:
+    if not lines or lines[0].strip() != "---":
+        raise LessonFormatError(path, 1, "a lesson starts with front matter: a '---' line, 'key: value' lines, '---'")
+    meta: dict[str, Any] = {}
+    for i in range(1, len(lines)):
+        line, number = lines[i], i + 1
+        if line.strip() == "---":
+            for key in REQUIRED_KEYS:
+                if key not in meta:
+                    raise LessonFormatError(path, number, f"the front matter has no {key!r}; required: title, summary")
+            return meta, i + 1
+        if not line.strip():
+            continue
+        m = _KEY_VALUE.match(line)
+        if not m:
+            raise LessonFormatError(
+                path, number, f"expected 'key: value' in the front matter, got {line.strip()!r}; keys: {_keys()}"
+            )
+        key, raw = m.group(1), m.group(2).strip()
+        if key not in FRONT_MATTER_KEYS:
+            raise LessonFormatError(path, number, f"unknown front matter key {key!r}; allowed keys: {_keys()}")
+        if key in meta:
+            raise LessonFormatError(path, number, f"front matter key {key!r} is given twice")
+        if key == "defaults":
+            meta[key] = _defaults(path, number, raw)
+        else:
+            value = _string(raw)
+            if not value:
+                raise LessonFormatError(path, number, f"{key!r} is empty; write one line of text")
+            meta[key] = value
+    raise LessonFormatError(path, 1, "the front matter is not closed: add a '---' line after it")
+
+
+def _keys() -> str:
+    return ", ".join(FRONT_MATTER_KEYS)
+
+
+def _string(raw: str) -> str:
+    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\"'":
+        try:
+            value = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            return raw
+        return value if isinstance(value, str) else raw
+    return raw
+
+
+def _defaults(path: Path, number: int, raw: str) -> dict[str, Any]:
+    allowed = ", ".join(DEFAULT_KEYS)
+    try:
+        value = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        raise LessonFormatError(
+            path, number, f'defaults: expected a dict like {{"dim": 4, "seed": 0, "eps": 1e-05}}, got {raw!r}'
+        ) from None
+    if not isinstance(value, dict):
+        raise LessonFormatError(path, number, f"defaults: expected a dict with keys among {allowed}, got {raw!r}")
+    for key, v in value.items():
+        if key not in DEFAULT_KEYS:
+            raise LessonFormatError(path, number, f"defaults: unknown key {key!r}; allowed keys: {allowed}")
+        ok = {
+            "dim": isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+            "seed": isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+            "eps": isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0,
+            "batch": v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 1),
+        }[key]
+        if not ok:
+            wanted = {
+                "dim": "an integer >= 1",
+                "seed": "an integer >= 0",
+                "eps": "a finite number >= 0",
+                "batch": "an integer >= 1 or None",
+            }[key]
+            raise LessonFormatError(path, number, f"defaults: {key} must be {wanted}, got {v!r}")
+    return value
+
+
+def _steps(path: Path, lines: list[str], start: int) -> list[Step]:
+    steps: list[Step] = []
+    prose: list[str] = []
+    prose_line = 0
+
+    def flush() -> None:
+        nonlocal prose
+        text = "\n".join(prose).strip("\n")
+        if text.strip():
+            steps[-1].blocks.append(Prose(text, prose_line))
+        prose = []
+
+    i = start
+    while i < len(lines):
+        line, number = lines[i], i + 1
+        fence = _FENCE.match(line)
+        if fence:
+            if not steps:
+                raise LessonFormatError(
+                    path, number, "text before the first step: start each step with a '## ' heading"
+                )
+            marker, info = fence.group(2), fence.group(3)
+            end = _closing_fence(lines, i + 1, marker)
+            if end is None:
+                raise LessonFormatError(path, number, f"this {marker} block is never closed; close it with {marker}")
+            if info == "demo":
+                flush()
+                steps[-1].blocks.append(_demo_block(path, lines, i + 1, end))
+            else:
+                if not prose:
+                    prose_line = number
+                prose.extend(lines[i : end + 1])
+            i = end + 1
+            continue
+        if line.startswith("## ") or line.rstrip() == "##":
+            title = line[2:].strip()
+            if not title:
+                raise LessonFormatError(path, number, "a step heading needs a title: '## Title'")
+            if steps:
+                flush()
+                _check_not_empty(path, steps[-1])
+            steps.append(Step(title, number))
+            i += 1
+            continue
+        if re.match(r"^#\s", line) or line.rstrip() == "#":
+            raise LessonFormatError(
+                path, number, "a '# ' heading is not allowed: the title is in the front matter, steps start with '## '"
+            )
+        if line.strip():
+            if not steps:
+                raise LessonFormatError(
+                    path, number, "text before the first step: start each step with a '## ' heading"
+                )
+            if not prose:
+                prose_line = number
+        if steps:
+            prose.append(line)
+        i += 1
+    if steps:
+        flush()
+        _check_not_empty(path, steps[-1])
+    return steps
+
+
+def _check_not_empty(path: Path, step: Step) -> None:
+    if not step.blocks:
+        raise LessonFormatError(path, step.line, f"step {step.title!r} is empty; give it prose, a demo block, or both")
+
+
+def _closing_fence(lines: list[str], start: int, marker: str) -> int | None:
+    for j in range(start, len(lines)):
+        stripped = lines[j].strip()
+        if stripped and set(stripped) == {marker[0]} and len(stripped) >= len(marker):
+            return j
+    return None
+
+
+def _demo_block(path: Path, lines: list[str], start: int, end: int) -> DemoCall:
+    name: str | None = None
+    name_line = start
+    args: dict[str, Any] = {}
+    arg_lines: dict[str, int] = {}
+    for j in range(start, end):
+        raw, number = lines[j].strip(), j + 1
+        if not raw or raw.startswith("#"):
+            continue
+        if name is None:
+            if not raw.isidentifier():
+                raise LessonFormatError(
+                    path, number, f"the first line of a demo block is the demo's name (an identifier), got {raw!r}"
+                )
+            name, name_line = raw, number
+            continue
+        m = _KEY_VALUE.match(raw)
+        if not m:
+            raise LessonFormatError(
+                path, number, f"expected 'key: value' (a Python literal) in the {name} demo block, got {raw!r}"
+            )
+        key, value_text = m.group(1), m.group(2).strip()
+        if key in args:
+            raise LessonFormatError(path, number, f"demo {name}: argument {key!r} is given twice")
+        try:
+            args[key] = ast.literal_eval(value_text)
+        except (ValueError, SyntaxError):
+            raise LessonFormatError(
+                path,
+                number,
+                f"demo {name}: the value of {key!r} must be a Python literal "
+                f'("text", 3, 1e-05, True, (1, 2), None), got {value_text!r}',
+            ) from None
+        arg_lines[key] = number
+    if name is None:
+        raise LessonFormatError(path, start, "empty demo block: its first line must name a demo")
+    return DemoCall(name, args, name_line, arg_lines)
+
+
+def _check_call(path: Path, call: DemoCall, demos: Mapping[str, DemoSpec]) -> None:
+    spec = demos.get(call.name)
+    if spec is None:
+        known = ", ".join(sorted(demos)) or "(none registered)"
+        raise LessonFormatError(path, call.line, f"unknown demo {call.name!r}; known demos: {known}")
+    for key in call.args:
+        if key not in spec.parameters:
+            allowed = ", ".join(spec.parameters) or "none"
+            raise LessonFormatError(
+                path,
+                call.arg_lines.get(key, call.line),
+                f"demo {call.name} has no parameter {key!r}; its parameters: {allowed}",
+            )
+    missing = [k for k in spec.required if k not in call.args]
+    if missing:
+        raise LessonFormatError(
+            path, call.line, f"demo {call.name} needs {', '.join(repr(k) for k in missing)}; add 'key: value' lines"
+        )
+    try:
+        inspect.signature(spec.function).bind(None, **call.args)
+    except TypeError as exc:
+        raise LessonFormatError(path, call.line, f"demo {call.name}: {exc}") from None
+
+
+def _display(path: str | Path) -> str:
+    """The path relative to the working directory when it is below it, else as given."""
+    p = Path(path)
+    try:
+        rel = os.path.relpath(p)
+    except ValueError:
+        return str(p)
+    return rel if not rel.startswith("..") else str(p)

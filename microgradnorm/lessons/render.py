@@ -1,0 +1,176 @@
+"""Pure renderers for lessons: data in, rich renderable out. Nothing here prints or reads.
+
+The runner calls the demos and hands their outputs here; the renderers only
+arrange them (step header, prose as Markdown, demo output, failures), so the
+same step looks the same in the interactive runner, in ``--auto`` and in tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.markdown import Markdown
+from rich.padding import Padding
+from rich.panel import Panel
+from rich.rule import Rule
+from rich.table import Table
+from rich.text import Text
+
+if TYPE_CHECKING:
+    from microgradnorm.lessons.demos import DemoOutput, LessonParams
+    from microgradnorm.lessons.format import DemoCall, Lesson
+    from microgradnorm.lessons.progress import LessonProgress
+
+__all__ = [
+    "KEY_HELP",
+    "DemoFailure",
+    "demo_list",
+    "finished",
+    "inline",
+    "key_footer",
+    "lesson_list",
+    "render_step",
+    "step_header",
+]
+
+KEY_HELP = "Enter, n or space: next · b or p: back · r: restart · g: draw the graph · q: quit"
+
+
+@dataclass
+class DemoFailure:
+    """A demo that raised: shown in place of its output, and counted by ``--auto``'s exit code."""
+
+    call: DemoCall
+    error: BaseException
+
+    @property
+    def message(self) -> str:
+        text = str(self.error).splitlines()[0] if str(self.error) else ""
+        return f"{type(self.error).__name__}: {text}" if text else type(self.error).__name__
+
+
+def step_header(lesson: Lesson, index: int) -> Group:
+    """The lesson's name as a rule, then 'Step k of n · title' in bold."""
+    step = lesson.steps[index]
+    return Group(
+        Rule(Text(f"{lesson.number:02d} · {lesson.title}", style="bold cyan"), style="cyan"),
+        Text.assemble((f"Step {index + 1} of {len(lesson.steps)} · ", "dim"), inline(step.title, "bold")),
+    )
+
+
+def inline(text: str, style: str = "") -> Text:
+    """A one-line title with Markdown `code` spans shown as code, not as backticks."""
+    out = Text(style=style)
+    for k, part in enumerate(text.split("`")):
+        out.append(part, style="cyan" if k % 2 else "")
+    return out
+
+
+def render_step(
+    lesson: Lesson,
+    index: int,
+    outputs: Sequence[DemoOutput | DemoFailure],
+    params: LessonParams | None = None,
+) -> Group:
+    """One whole step: header, then its prose and demo outputs in the order the file gives them.
+
+    ``outputs`` holds one entry per demo block of the step, in order.
+    """
+    from microgradnorm.lessons.format import DemoCall
+
+    step = lesson.steps[index]
+    parts: list[RenderableType] = [step_header(lesson, index)]
+    if index == 0 and params is not None:
+        parts.append(params_line(params))
+    demo_outputs = iter(outputs)
+    for block in step.blocks:
+        if isinstance(block, DemoCall):
+            out = next(demo_outputs, None)
+            if out is None:
+                raise ValueError(f"render_step: step {index + 1} has more demo blocks than outputs given")
+            parts.append(Padding(_demo_renderable(out), (1, 0, 0, 0)))
+        else:
+            parts.append(Padding(Markdown(block.text), (1, 0, 0, 0)))
+    return Group(*parts)
+
+
+def params_line(params: LessonParams) -> Text:
+    """The numbers the lesson runs on, and how to change them."""
+    batch = f", batch {params.batch}" if params.batch is not None else ""
+    return Text(
+        f"dim {params.dim}, seed {params.seed}, eps {params.eps:g}{batch} (change with --dim, --seed, --eps)",
+        style="dim",
+    )
+
+
+def _demo_renderable(out: DemoOutput | DemoFailure) -> RenderableType:
+    if isinstance(out, DemoFailure):
+        return Panel(
+            Text(out.message),
+            title=f"demo {out.call.name} failed",
+            title_align="left",
+            border_style="red",
+            box=box.ROUNDED,
+        )
+    return out.renderable
+
+
+def key_footer(index: int, total: int) -> Text:
+    """The one-line reminder of the keys under each step (fits in 60 columns)."""
+    return Text(f"{index + 1}/{total} · Enter next · b back · r restart · g graph · q quit", style="dim")
+
+
+def finished(lesson: Lesson, following: Lesson | None) -> Text:
+    """What to say after the last step."""
+    text = Text.assemble(("Lesson complete: ", "bold green"), lesson.title, ".")
+    if following is not None:
+        text.append(f"\nNext: microgradnorm lesson {following.number}  ({following.title})")
+    else:
+        text.append("\nThat was the last lesson. List them again with: microgradnorm lesson")
+    return text
+
+
+def lesson_list(lessons: Sequence[Lesson], progress: Mapping[str, LessonProgress]) -> Group:
+    """The lessons with the learner's progress, and how to start one."""
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold", expand=False)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("lesson", ratio=1)
+    table.add_column("progress", no_wrap=True)
+    for lesson in lessons:
+        table.add_row(
+            f"{lesson.number}",
+            Text.assemble((lesson.title, "bold"), "\n", (lesson.summary, "dim")),
+            _progress_cell(progress.get(lesson.name), len(lesson.steps)),
+        )
+    hint = Text.assemble(
+        "Start one with ",
+        ("microgradnorm lesson 1", "bold"),
+        " (by number or name); add ",
+        ("--auto", "bold"),
+        " to print every step at once.",
+    )
+    return Group(table, Text(""), hint)
+
+
+def _progress_cell(entry: LessonProgress | None, steps: int) -> Text:
+    if entry is None:
+        return Text(f"{steps} steps", style="dim")
+    if entry.completed:
+        return Text("✓ done", style="green")
+    return Text(f"step {min(entry.step, steps)}/{steps}", style="yellow")
+
+
+def demo_list(demos: Mapping[str, Any]) -> Table:
+    """The registered demos (for lesson authors): name, module, first docstring line."""
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
+    table.add_column("demo", no_wrap=True)
+    table.add_column("parameters")
+    table.add_column("what it shows", ratio=1)
+    for name in sorted(demos):
+        spec = demos[name]
+        table.add_row(name, ", ".join(spec.parameters), spec.summary)
+    return table
