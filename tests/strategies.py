@@ -54,3 +54,52 @@ def params(draw, size: int) -> tuple[np.ndarray, np.ndarray]:
 def upstream(draw, shape: tuple[int, ...]) -> np.ndarray:
     """A random upstream gradient dy (never all ones: see microgradnorm.check)."""
     return draw(hnp.arrays(np.float64, shape, elements=st.floats(-2.0, 2.0)))
+
+
+# ---- the vectorized path (issue 3) ----------------------------------------------------------
+
+
+@st.composite
+def norm_problems(draw, norm: str):
+    """(x, gamma, beta, dy, eps) for the vectorized ``norm``, float64, sometimes non-contiguous.
+
+    Shapes include a group of one value (D = 1 for LayerNorm/RMSNorm, a batch
+    of one for BatchNorm [N, D]) and a batch of one; eps is then > 0, because a
+    constant group with eps = 0 divides by zero. A third of the inputs are views
+    with strides (every other column of a wider array, or a transpose), which
+    must give the same numbers as their contiguous copies.
+    """
+    if norm == "batchnorm":
+        four_d = draw(st.booleans())
+        shape = (
+            (draw(st.integers(1, 4)), draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+            if four_d
+            else (draw(st.integers(1, 6)), draw(st.integers(1, 5)))
+        )
+        groups_of_one = shape[0] * (shape[2] * shape[3] if four_d else 1) == 1
+        p = shape[1]
+    else:
+        lead = draw(st.lists(st.integers(1, 3), min_size=0, max_size=2))
+        shape = (*lead, draw(st.integers(1, 7)))
+        groups_of_one = shape[-1] == 1
+        p = shape[-1]
+    layout = draw(st.sampled_from(["contiguous", "strided", "transposed"]))
+    if layout == "strided":
+        wide = draw(hnp.arrays(np.float64, (*shape[:-1], 2 * shape[-1]), elements=finite_floats))
+        x = wide[..., ::2]
+    elif layout == "transposed" and len(shape) >= 2:
+        x = draw(hnp.arrays(np.float64, shape[::-1], elements=finite_floats)).T
+    else:
+        x = draw(hnp.arrays(np.float64, shape, elements=finite_floats))
+    x = x + np.linspace(-1.0, 1.0, x.size).reshape(x.shape)  # a spread in every group of two or more
+    gamma, beta = params(draw, p)
+    if draw(st.booleans()):
+        gamma = None
+    if norm == "rmsnorm" or draw(st.booleans()):
+        beta = None
+    dy = draw(upstream(x.shape))
+    eps = draw(st.sampled_from([1e-5, 1e-3, 0.1]) if groups_of_one else eps_values)
+    return x, gamma, beta, dy, eps
+
+
+vectorized_backends = st.sampled_from(["numpy", "fused", "reference"])
