@@ -85,20 +85,22 @@ def norm_problems(draw, norm: str):
         p = shape[-1]
     layout = draw(st.sampled_from(["contiguous", "strided", "transposed"]))
     if layout == "strided":
-        wide = draw(hnp.arrays(np.float64, (*shape[:-1], 2 * shape[-1]), elements=finite_floats))
-        x = wide[..., ::2]
-    elif layout == "transposed" and len(shape) >= 2:
-        x = draw(hnp.arrays(np.float64, shape[::-1], elements=finite_floats)).T
+        base = draw(hnp.arrays(np.float64, (*shape[:-1], 2 * shape[-1]), elements=finite_floats))
+    elif layout == "transposed":
+        base = draw(hnp.arrays(np.float64, shape[::-1], elements=finite_floats))
     else:
-        x = draw(hnp.arrays(np.float64, shape, elements=finite_floats))
-    x = x + np.linspace(-1.0, 1.0, x.size).reshape(x.shape)  # a spread in every group of two or more
+        base = draw(hnp.arrays(np.float64, shape, elements=finite_floats))
+    base += np.linspace(-1.0, 1.0, base.size).reshape(base.shape)  # in place, so views stay views
+    x = base[..., ::2] if layout == "strided" else (base.T if layout == "transposed" else base)
     gamma, beta = params(draw, p)
     if draw(st.booleans()):
         gamma = None
     if norm == "rmsnorm" or draw(st.booleans()):
         beta = None
     dy = draw(upstream(x.shape))
-    eps = draw(st.sampled_from([1e-5, 1e-3, 0.1]) if groups_of_one else eps_values)
+    axes = ((0,) if x.ndim == 2 else (0, 2, 3)) if norm == "batchnorm" else (-1,)
+    well_spread = not groups_of_one and spread(x if norm != "rmsnorm" else np.abs(x) + 1.0, axis=axes)
+    eps = draw(eps_values if well_spread else st.sampled_from([1e-5, 1e-3, 0.1]))
     return x, gamma, beta, dy, eps
 
 
