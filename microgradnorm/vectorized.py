@@ -96,9 +96,15 @@ def _check_backend_name(name: object, what: str) -> str:
     return name.strip().lower()
 
 
-def set_backend(name: str) -> None:
-    """Use ``name`` ("auto", "numpy", "fused" or "reference") for every later call without ``backend=``."""
+def set_backend(name: str | None) -> None:
+    """Use ``name`` ("auto", "numpy", "fused" or "reference") for every later call without ``backend=``.
+
+    ``None`` forgets the setting, so the environment variable (or "auto") applies again.
+    """
     global _setting
+    if name is None:
+        _setting = None
+        return
     name = _check_backend_name(name, "backend")
     if name == "fused":
         _require_fused()
@@ -118,7 +124,7 @@ def use_backend(name: str) -> Iterator[None]:
     global _setting
     before = _setting
     set_backend(name)
-    try:
+    try:  # restore exactly what was there, including "not set"
         yield
     finally:
         _setting = before
@@ -823,14 +829,11 @@ def _rescaled_moments(group: np.ndarray, eps: float, rms: bool) -> tuple[float, 
     scaled = g / s
     if rms:
         r = F.rms_moments(scaled, (0,), eps_s)
-        mean, var, rstd = 0.0, r.ms * s * s, r.rrms / s
-        xhat = r.xhat
+        mean, var, rstd, xhat = 0.0, float(r.ms[0]), float(r.rrms[0]), r.xhat
     else:
         m = F.moments(scaled, (0,), eps_s)
-        mean, var, rstd = m.mean * s, m.var * s * s, m.rstd / s
-        xhat = m.xhat
-    with np.errstate(over="ignore"):
-        return float(mean), float(np.float64(var)), float(rstd), xhat
+        mean, var, rstd, xhat = float(m.mean[0]), float(m.var[0]), float(m.rstd[0]), m.xhat
+    return mean * s, var * s * s, rstd / s, xhat  # Python floats: s * s overflows to inf, not an error
 
 
 def _overflowed(x_groups: np.ndarray, var: np.ndarray) -> np.ndarray:

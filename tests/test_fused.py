@@ -1,0 +1,98 @@
+"""The fused numba kernels give the NumPy path's numbers, for every norm, dtype and cache mode.
+
+Skipped as a whole when numba is not installed (the package then runs on NumPy,
+which tests/test_vectorized.py covers, including what happens without numba).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from microgradnorm import tolerances as tol
+from microgradnorm import vectorized as V
+from microgradnorm.check import random_problem
+from microgradnorm.registry import NORMS, get_norm
+
+pytest.importorskip("numba")
+
+from microgradnorm import fused
+
+SHAPES = {
+    "layernorm": [(1, 1), (3, 1), (5, 37), (2, 3, 130)],
+    "batchnorm": [(1, 3), (7, 5), (9, 150), (3, 4, 5, 6)],  # 150 columns: three column blocks, the last partial
+    "rmsnorm": [(2, 1), (6, 33), (2, 2, 70)],
+}
+
+
+def both(norm, backend, x, gamma, beta, dy, recompute):
+    spec = get_norm(norm)
+    if norm == "rmsnorm":
+        y, cache = spec.forward(x, gamma, 1e-5, backend=backend, recompute=recompute)
+        return (y, *spec.backward(dy, cache)), cache
+    y, cache = spec.forward(x, gamma, beta, 1e-5, backend=backend, recompute=recompute)
+    return (y, *spec.backward(dy, cache)), cache
+
+
+def test_numba_is_there_and_auto_picks_fused(monkeypatch):
+    monkeypatch.delenv(V.ENV_VAR, raising=False)
+    assert fused.AVAILABLE and fused.UNAVAILABLE_REASON == ""
+    assert V.resolve_backend("auto") == "fused"
+    assert "numba" in str(V.backend_info())
+    assert fused.num_workers() >= 1
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("norm", list(NORMS))
+def test_fused_equals_numpy(norm, dtype):
+    spec = get_norm(norm)
+    rt, at = (
+        (tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL)
+        if dtype == "float64"
+        else (tol.FLOAT32_RTOL, tol.FLOAT32_ATOL)
+    )
+    for k, shape in enumerate(SHAPES[norm]):
+        x, gamma, beta, dy = (None if a is None else a.astype(dtype) for a in random_problem(spec, shape, seed=k))
+        for recompute in (None, False, True):
+            for g, b in ((gamma, beta), (None, None)):
+                got, cache = both(norm, "fused", x, g, b, dy, recompute)
+                want, _ = both(norm, "numpy", x, g, b, dy, recompute)
+                assert cache.backend == "fused"
+                assert cache.recompute == (recompute is not False)  # fused recomputes unless told not to
+                for a, w in zip(got, want):
+                    if w is None:
+                        assert a is None
+                        continue
+                    assert a.dtype == w.dtype == np.dtype(dtype)
+                    _abs_err, rel_err = tol.normwise_error(a, w)
+                    assert tol.close(a, w, rt, at), f"{norm} {shape} {dtype} recompute={recompute}: {rel_err:.3g}"
+
+
+def test_non_contiguous_input_is_copied_for_the_kernel_and_left_alone():
+    rng = np.random.default_rng(0)
+    wide = rng.normal(size=(6, 20))
+    x = wide[:, ::2]  # strided view
+    before = wide.copy()
+    y, cache = V.layer_norm_forward(x, backend="fused")
+    y_ref, _ = V.layer_norm_forward(np.ascontiguousarray(x), backend="numpy")
+    assert tol.close(y, y_ref, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL)
+    np.testing.assert_array_equal(wide, before)
+    assert cache.x.flags.c_contiguous and cache.nbytes().kept >= x.nbytes  # its own contiguous copy
+
+
+def test_the_per_worker_partial_sums_add_up_to_dgamma():
+    """Call the backward kernel directly: each worker's row of partial sums covers its own rows only."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(9, 4))
+    dy = rng.normal(size=(9, 4))
+    gamma = rng.uniform(0.5, 1.5, 4)
+    _, mean, _, rstd, _ = fused.layer_norm_forward(x, gamma, np.zeros(4), 1e-5, False)
+    workers = 3
+    dgamma_part, dbeta_part = np.zeros((workers, 4)), np.zeros((workers, 4))
+    dx = np.empty_like(dy)
+    fused.layer_norm_backward_rows(dy, x, mean, rstd, gamma, dx, dgamma_part, dbeta_part, False)
+    xhat = (x - x.mean(axis=1, keepdims=True)) / np.sqrt(x.var(axis=1, keepdims=True) + 1e-5)
+    for w in range(workers):  # 9 rows over 3 workers: rows 3w .. 3w + 2
+        rows = slice(3 * w, 3 * w + 3)
+        np.testing.assert_allclose(dgamma_part[w], (dy[rows] * xhat[rows]).sum(axis=0), rtol=1e-12)
+        np.testing.assert_allclose(dbeta_part[w], dy[rows].sum(axis=0), rtol=1e-12)
