@@ -1,0 +1,341 @@
+"""``microgradnorm exercise ...``: write the backward passes yourself, and get told what is wrong.
+
+Subcommands, in the spirit of rustlings: ``list`` (with progress), ``init [DIR]``
+(copies the scaffolds; never overwrites a file you edited), ``check [NAME]``
+(grades one, or the next unsolved), ``watch`` (re-checks a file when you save
+it; moves on only when you say so), ``hint NAME`` (one more hint each time),
+``solution NAME`` (after you pass, or with ``--force``), ``reset NAME`` (asks
+first; keeps a backup). NAME is an exercise number or name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import select
+import sys
+import time
+from collections.abc import Callable
+from typing import IO, Any
+
+from microgradnorm.commands import UsageError, positive_int, seed_int
+
+HELP = "exercises: write the backward pass yourself; a grader says what is wrong"
+DESCRIPTION = (
+    "Exercises in order of difficulty, from the local derivatives of the primitives to the gradient through a "
+    "pre-LN residual block. `init [DIR]` copies the scaffolds into a workspace (remembered, so the other "
+    "commands work from anywhere); edit a file where it says so; `check` grades it in a separate process on "
+    "random inputs and names the mistake; `watch` re-checks on every save. Progress is kept."
+)
+
+ACTIONS = ("list", "init", "check", "watch", "hint", "solution", "reset")
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION")
+
+    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if name != "init":
+            p.add_argument(
+                "--dir", metavar="DIR", default=None, help="the exercise workspace (default: the one init made)"
+            )
+        return p
+
+    add("list", "every exercise with your progress")
+    p = add("init", "copy the exercise scaffolds into DIR (never overwrites a file you edited)")
+    p.add_argument("directory", nargs="?", metavar="DIR", default=None, help="default: ./microgradnorm-exercises")
+    for name, text in (
+        ("check", "grade one exercise (default: the next unsolved)"),
+        ("watch", "re-check an exercise whenever its file is saved"),
+    ):
+        p = add(name, text)
+        if name == "check":
+            p.add_argument("name", nargs="?", metavar="NAME", default=None, help="exercise number or name")
+            p.add_argument("--seed", type=seed_int, default=None, help="grade on the inputs of this seed")
+        else:
+            p.add_argument(
+                "--interval", type=positive_float, default=0.5, metavar="S", help="seconds between looks (0.5)"
+            )
+        p.add_argument(
+            "--timeout", type=positive_float, default=10.0, metavar="S", help="wall-clock limit per check (10 s)"
+        )
+        p.add_argument("--memory", type=positive_int, default=1024, metavar="MB", help="memory limit (1024 MiB)")
+    p = add("hint", "show the next hint for NAME")
+    p.add_argument("name", metavar="NAME", help="exercise number or name")
+    p = add("solution", "show the reference solution of NAME (after you pass it)")
+    p.add_argument("name", metavar="NAME", help="exercise number or name")
+    p.add_argument("--force", action="store_true", help="show it even though you have not passed yet")
+    p = add("reset", "put the scaffold of NAME back (your file is backed up first)")
+    p.add_argument("name", metavar="NAME", help="exercise number or name")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+
+
+def run(args: argparse.Namespace, console: Any) -> int:
+    return main(args, console, sys.stdin)
+
+
+def main(args: argparse.Namespace, console: Any, stdin: IO[str]) -> int:
+    """Dispatch one exercise action. ``stdin`` answers reset's question and carries watch's commands."""
+    from microgradnorm.exercises import workspace as ws
+
+    action = getattr(args, "action", None) or "list"
+    progress = ws.load_progress()
+    if progress.warning:
+        console.print(f"[yellow]warning:[/yellow] {progress.warning}", highlight=False)
+    handler = {
+        "list": _list,
+        "init": _init,
+        "check": _check,
+        "watch": _watch,
+        "hint": _hint,
+        "solution": _solution,
+        "reset": _reset,
+    }[action]
+    return handler(args, console, stdin, progress)
+
+
+def _exercise(name: str):
+    from microgradnorm.exercises.catalog import get_exercise
+
+    try:
+        return get_exercise(name)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _list(args, console, stdin, progress) -> int:
+    from microgradnorm.exercises import workspace as ws
+    from microgradnorm.exercises.catalog import EXERCISES
+    from microgradnorm.exercises.render import exercise_list
+
+    folder = None
+    try:
+        folder = ws.resolve_workspace(getattr(args, "dir", None), progress)
+    except ValueError:
+        if getattr(args, "dir", None) is not None:
+            raise
+    edited = {ex.name: folder is not None and ws.is_edited(folder, ex) for ex in EXERCISES}
+    exists = {ex.name: folder is None or ws.learner_file(folder, ex).is_file() for ex in EXERCISES}
+    console.print(exercise_list(progress, folder, edited, exists))
+    return 0
+
+
+def _init(args, console, stdin, progress) -> int:
+    from pathlib import Path
+
+    from microgradnorm.exercises import workspace as ws
+    from microgradnorm.exercises.render import init_report
+
+    report = ws.init_workspace(Path(args.directory or ws.DEFAULT_WORKSPACE))
+    console.print(init_report(report))
+    return 0
+
+
+def _grade_and_record(ex, folder, args):
+    from microgradnorm.exercises import workspace as ws
+    from microgradnorm.exercises.grader import grade
+
+    result = grade(
+        ex, ws.learner_file(folder, ex), seed=getattr(args, "seed", None), timeout=args.timeout, memory_mb=args.memory
+    )
+    progress = ws.record_result(ex, result.status)
+    return result, progress
+
+
+def _check(args, console, stdin, progress) -> int:
+    from microgradnorm.exercises import workspace as ws
+    from microgradnorm.exercises.render import grade_report
+
+    folder = ws.resolve_workspace(args.dir, progress)
+    ex = _exercise(args.name) if args.name else ws.next_unsolved(progress)
+    if ex is None:
+        console.print("[bold green]Every exercise is done.[/bold green] `microgradnorm exercise list` shows them.")
+        return 0
+    result, progress = _grade_and_record(ex, folder, args)
+    nxt = ws.next_unsolved(progress) if result.passed else None
+    console.print(grade_report(result, next_exercise=nxt))
+    return 0 if result.passed else 1
+
+
+def _hint(args, console, stdin, progress) -> int:
+    from microgradnorm.exercises import workspace as ws
+    from microgradnorm.exercises.catalog import hints
+    from microgradnorm.exercises.render import hint_view
+
+    ex = _exercise(args.name)
+    all_hints = hints(ex)
+    shown = ws.record_hint(ex, len(all_hints)) if all_hints else 0
+    console.print(hint_view(ex, all_hints, shown))
+    return 0
+
+
+def _solution(args, console, stdin, progress) -> int:
+    from microgradnorm.exercises.render import solution_view
+
+    ex = _exercise(args.name)
+    if not (progress.passed(ex) or args.force):
+        console.print(
+            f"[yellow]{ex.name} is not passed yet.[/yellow] Pass it first (`microgradnorm exercise check "
+            f"{ex.number}`), or look anyway with `microgradnorm exercise solution {ex.number} --force`.",
+            highlight=False,
+        )
+        return 1
+    console.print(solution_view(ex, ex.solution.read_text(encoding="utf-8")))
+    return 0
+
+
+def _reset(args, console, stdin, progress) -> int:
+    from microgradnorm.exercises import workspace as ws
+
+    ex = _exercise(args.name)
+    folder = ws.resolve_workspace(args.dir, progress)
+    path = ws.learner_file(folder, ex)
+    if not args.yes:
+        console.print(f"Reset {path} to the scaffold? Your version is backed up first. [y/N] ", end="", highlight=False)
+        answer = stdin.readline()
+        if not _is_tty(stdin):
+            console.print()  # the answer was not echoed: end the prompt's line
+        if answer.strip().lower() not in ("y", "yes"):
+            console.print("Not reset.", highlight=False)
+            return 1
+    backup = ws.reset_file(folder, ex)
+    kept = f" Your previous version is in {backup}." if backup else ""
+    console.print(f"{ex.filename} is the scaffold again.{kept}", highlight=False)
+    return 0
+
+
+def _is_tty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+# ---- watch ----------------------------------------------------------------------------------
+
+
+def _signature(path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+class _Commands:
+    """Lines typed while watching, read without blocking the file polling."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+        self.closed = False
+        try:
+            self.fd: int | None = stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            self.fd = None
+
+    def read(self, wait: float, sleep: Callable[[float], None]) -> str | None:
+        if self.closed:
+            sleep(wait)
+            return None
+        if self.fd is not None:
+            ready, _, _ = select.select([self.fd], [], [], wait)
+            if not ready:
+                return None
+            line = self.stream.readline()
+        else:
+            line = self.stream.readline()
+            if not line:
+                sleep(wait)
+        if not line:
+            self.closed = True  # end of input: keep watching files, stop reading commands
+            return None
+        return line.strip().lower()
+
+
+def _watch(args, console, stdin, progress, *, sleep: Callable[[float], None] = time.sleep) -> int:
+    from microgradnorm.exercises import workspace as ws
+    from microgradnorm.exercises.catalog import EXERCISES, hints
+    from microgradnorm.exercises.render import exercise_list, grade_report, hint_view
+
+    folder = ws.resolve_workspace(args.dir, progress)
+    current = ws.next_unsolved(progress)
+    if current is None:
+        console.print("[bold green]Every exercise is done.[/bold green] Nothing to watch.")
+        return 0
+    files = {ex.name: ws.learner_file(folder, ex) for ex in EXERCISES}
+    seen = {name: _signature(path) for name, path in files.items()}
+    commands = _Commands(stdin)
+    help_line = "save a file to check it · n Enter: next exercise · h: hint · c: check now · l: list · q: quit"
+
+    def show_current() -> None:
+        console.print(
+            f"[bold]Watching[/bold] {folder}. Current exercise: [bold]{current.name}[/bold] ({current.title}).",
+            highlight=False,
+        )
+        console.print(f"[dim]{help_line}[/dim]", highlight=False)
+
+    def check(ex) -> bool:
+        console.clear()
+        console.print(f"[dim]checking {ex.filename} ...[/dim]", highlight=False)
+        result, prog = _grade_and_record(ex, folder, args)
+        console.print(grade_report(result))
+        if result.passed:
+            nxt = ws.next_unsolved(prog)
+            after = f"n + Enter moves on to {nxt.name}" if nxt else "that was the last one: q + Enter to quit"
+            console.print(f"[green]Passed.[/green] {after}, or keep improving this one.", highlight=False)
+        console.print(f"[dim]{help_line}[/dim]", highlight=False)
+        return result.passed
+
+    show_current()
+    if ws.is_edited(folder, current):
+        check(current)
+    while True:
+        command = commands.read(args.interval, sleep)
+        if command in ("q", "quit", "exit"):
+            return 0
+        if command in ("n", "next"):
+            prog = ws.load_progress()
+            if not prog.passed(current):
+                console.print(f"[yellow]{current.name} is not passed yet[/yellow]: watch moves on once it passes.")
+            else:
+                later = [ex for ex in EXERCISES if ex.number > current.number and not prog.passed(ex)]
+                nxt = later[0] if later else ws.next_unsolved(prog)
+                if nxt is None:
+                    console.print("[bold green]Every exercise is done.[/bold green]")
+                    return 0
+                current = nxt
+                show_current()
+        elif command in ("h", "hint"):
+            all_hints = hints(current)
+            console.print(hint_view(current, all_hints, ws.record_hint(current, len(all_hints)) if all_hints else 0))
+        elif command in ("c", "check"):
+            check(current)
+        elif command in ("l", "list"):
+            prog = ws.load_progress()
+            edited = {ex.name: ws.is_edited(folder, ex) for ex in EXERCISES}
+            exists = {ex.name: files[ex.name].is_file() for ex in EXERCISES}
+            console.print(exercise_list(prog, folder, edited, exists))
+        elif command:
+            console.print(f"[dim]unknown command {command!r}; {help_line}[/dim]", highlight=False)
+        for ex in EXERCISES:
+            sig = _signature(files[ex.name])
+            if sig != seen[ex.name]:
+                sleep(0.05)  # let the editor finish writing
+                seen[ex.name] = _signature(files[ex.name])
+                if seen[ex.name] is None:
+                    continue
+                if ex is not current:
+                    current = ex
+                check(ex)

@@ -1,0 +1,197 @@
+"""Rich renderables for the exercise commands. Pure functions: data in, renderable out."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.markdown import Markdown
+from rich.padding import Padding
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+from microgradnorm.exercises.catalog import EXERCISES, Exercise
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from microgradnorm.exercises.grader import GradeResult
+    from microgradnorm.exercises.workspace import InitReport, Progress
+
+__all__ = [
+    "exercise_list",
+    "grade_report",
+    "hint_view",
+    "init_report",
+    "solution_view",
+]
+
+_MARK = {True: Text("✓", style="green"), False: Text("✗", style="bold red"), None: Text("·", style="dim")}
+
+
+def _status(progress: Progress, ex: Exercise, edited: bool, exists: bool) -> Text:
+    rec = progress.exercises.get(ex.name, {})
+    if rec.get("passed"):
+        return Text("✓ done", style="green")
+    if not exists:
+        return Text("missing", style="yellow")
+    last = rec.get("last")
+    if last and last != "not_written":
+        return Text("✗ not yet", style="red")
+    if edited:
+        return Text("started", style="yellow")
+    return Text("· to do", style="dim")
+
+
+def exercise_list(
+    progress: Progress, workspace: Path | None, edited: dict[str, bool], exists: dict[str, bool]
+) -> RenderableType:
+    """Every exercise in order with its status, the hints seen, and what to do next."""
+    done = sum(progress.passed(ex) for ex in EXERCISES)
+    # expand + ratio: the "about" column takes what is left and is cut with an ellipsis
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold", expand=True)
+    table.add_column("#", justify="right", min_width=2)
+    table.add_column("exercise", no_wrap=True, min_width=max(len(ex.name) for ex in EXERCISES))
+    table.add_column("status", no_wrap=True, min_width=9)
+    table.add_column("hints", justify="right", min_width=5)
+    table.add_column("about", no_wrap=True, overflow="ellipsis", style="dim", ratio=1)
+    nxt = None
+    for ex in EXERCISES:
+        if nxt is None and not progress.passed(ex):
+            nxt = ex
+        hints = progress.hints_shown(ex)
+        table.add_row(
+            str(ex.number),
+            Text(ex.name, style="bold" if ex is nxt else ""),
+            _status(progress, ex, edited.get(ex.name, False), exists.get(ex.name, workspace is None)),
+            str(hints) if hints else "",
+            f"{ex.title}: {ex.topic}",
+        )
+    parts: list[RenderableType] = [table, Text(f"{done}/{len(EXERCISES)} done", style="bold")]
+    if workspace is None:
+        parts.append(Text("No workspace yet: `microgradnorm exercise init [DIR]` makes one.", style="yellow"))
+    else:
+        parts.append(Text.assemble(("workspace: ", "dim"), str(workspace)))
+    if nxt is not None and workspace is not None:
+        parts.append(
+            Text.assemble(
+                "next: ",
+                (nxt.name, "bold"),
+                f"  edit {workspace / nxt.filename}, then `microgradnorm exercise check`",
+            )
+        )
+    elif nxt is None:
+        parts.append(Text("All exercises done. Well earned.", style="bold green"))
+    return Group(*parts)
+
+
+def init_report(report: InitReport) -> RenderableType:
+    """What ``init`` copied, and what it left alone."""
+    lines = [Text.assemble(("Exercise workspace: ", "bold"), str(report.workspace))]
+    if report.copied:
+        lines.append(Text(f"copied {len(report.copied)} scaffold(s): {', '.join(report.copied)}"))
+    if report.unchanged:
+        lines.append(Text(f"{len(report.unchanged)} file(s) already there, untouched since init", style="dim"))
+    if report.kept:
+        lines.append(
+            Text(
+                f"kept your edited file(s), not overwritten: {', '.join(report.kept)}"
+                " (`microgradnorm exercise reset NAME` starts one over)",
+                style="yellow",
+            )
+        )
+    first = EXERCISES[0]
+    lines.append(
+        Text(
+            f"Start with {first.filename}: write your code where it says so, run it on its own with "
+            f"`python {first.filename}`, then grade it with `microgradnorm exercise check` "
+            "(or keep `microgradnorm exercise watch` open in a second terminal).",
+        )
+    )
+    return Group(*lines)
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.6g}"
+
+
+def grade_report(result: GradeResult, *, next_exercise: Exercise | None = None) -> RenderableType:
+    """The outcome of one check: the per-check table, the diagnosis and the worst entry."""
+    ex = result.exercise
+    head = Text.assemble((f"{ex.name}", "bold"), f"  {ex.title}", (f"   seed {result.seed}", "dim"))
+    parts: list[RenderableType] = [head]
+    if result.rows:
+        table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 1))
+        table.add_column("", no_wrap=True)
+        table.add_column("check", no_wrap=True)
+        table.add_column("detail", style="dim")
+        for row in result.rows:
+            table.add_row(_MARK[row.ok], row.label, row.detail)
+        parts.append(Padding(table, (0, 0, 0, 2)))
+    style = "bold green" if result.passed else ("yellow" if result.status == "not_written" else "bold red")
+    parts.append(Text(result.summary, style=style))
+    if result.where:
+        parts.append(Text.assemble(("  at ", "dim"), (result.where, "")))
+    if result.findings:
+        parts.append(Text("What went wrong:", style="bold"))
+        for f in result.findings:
+            parts.append(Padding(Text.assemble(("• ", "red"), (f.title, "bold"), ": ", f.detail), (0, 0, 0, 2)))
+    if result.worst is not None:
+        w = result.worst
+        idx = "[" + ", ".join(map(str, w.index)) + "]" if w.index else ""
+        worst = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
+        worst.add_column("worst entry")
+        worst.add_column("expected", justify="right")
+        worst.add_column("got", justify="right")
+        worst.add_column("difference", justify="right")
+        worst.add_row(f"{w.output}{idx}", _fmt(w.expected), _fmt(w.got), _fmt(w.got - w.expected))
+        parts.append(Padding(Group(worst, Text(f"on the {w.case}", style="dim")), (0, 0, 0, 2)))
+    if result.printed:
+        parts.append(Text("Your code printed (shown for you, not graded):", style="dim"))
+        parts.append(Padding(Text(result.printed, style="dim"), (0, 0, 0, 2)))
+    if result.passed:
+        nxt = f"  Next: {next_exercise.name} (`microgradnorm exercise check` grades it)." if next_exercise else ""
+        parts.append(
+            Text(
+                f"Passed. `microgradnorm exercise solution {ex.number}` shows the reference solution.{nxt}",
+                style="green",
+            )
+        )
+    elif result.status == "not_written":
+        parts.append(Text(f"Open {result.path} and write your code there.", style="dim"))
+    else:
+        parts.append(Text(f"Stuck? `microgradnorm exercise hint {ex.number}` gives one hint at a time.", style="dim"))
+    return Group(*parts)
+
+
+def hint_view(ex: Exercise, hints: tuple[str, ...], shown: int) -> RenderableType:
+    """The hints seen so far, the newest one highlighted, and how many are left."""
+    if not hints:
+        return Text(f"{ex.name} has no hints.", style="dim")
+    parts: list[RenderableType] = [Text(f"Hints for {ex.name} ({shown} of {len(hints)})", style="bold")]
+    for i, hint in enumerate(hints[:shown], 1):
+        newest = i == shown
+        parts.append(Text(f"{i}.", style="bold cyan" if newest else "dim"))
+        body = Markdown(hint) if newest else Text(hint, style="dim")
+        parts.append(Padding(body, (0, 0, 0, 3)))
+    if shown < len(hints):
+        parts.append(Text(f"Run the same command again for hint {shown + 1}.", style="dim"))
+    else:
+        parts.append(
+            Text(
+                f"That was the last hint. After you pass, `microgradnorm exercise solution {ex.number}` "
+                "shows the reference (or now, with --force).",
+                style="dim",
+            )
+        )
+    return Group(*parts)
+
+
+def solution_view(ex: Exercise, code: str) -> RenderableType:
+    """The reference solution, highlighted."""
+    return Group(
+        Text(f"Reference solution for {ex.name}", style="bold"),
+        Syntax(code, "python", line_numbers=True, word_wrap=True),
+    )

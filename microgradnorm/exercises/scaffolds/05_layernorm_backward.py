@@ -1,0 +1,51 @@
+"""Exercise 05: LayerNorm forward and backward in closed form, vectorized.
+
+Write LayerNorm the way a library does: a forward pass that returns its output
+and a cache of whatever the backward pass will need, and a backward pass that
+turns dL/dy into dL/dx, dL/dgamma and dL/dbeta with a few NumPy lines and no
+loops. Each row x[b, t, :] of D features is normalized on its own:
+
+    mean = mean of the row          var = mean of (x - mean)^2   (biased)
+    rstd = 1 / sqrt(var + eps)      xhat = (x - mean) * rstd
+    y    = gamma * xhat + beta
+
+Backwards, x_i reaches the loss by three paths: directly through xhat_i, through
+the mean (which every xhat_j uses), and through the variance (likewise). The
+closed form folds all three into one line; derive it, or start from the staged
+form and simplify. Statistics over the last axis need keepdims=True to broadcast.
+
+Try it:  python 05_layernorm_backward.py
+Grade:   microgradnorm exercise check 5
+"""
+
+import numpy as np
+
+
+def layernorm_forward(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float):
+    """x: [B, T, D]; gamma, beta: [D]; eps >= 0. Returns (y [B, T, D], cache), cache as you like."""
+    # ---- write your code here ----
+    raise NotImplementedError("write your code here")
+    # ---- end of your code ----
+
+
+def layernorm_backward(dy: np.ndarray, cache) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """dy = dL/dy: [B, T, D]; cache: from layernorm_forward. Returns (dx [B, T, D], dgamma [D], dbeta [D])."""
+    # ---- write your code here ----
+    raise NotImplementedError("write your code here")
+    # ---- end of your code ----
+
+
+if __name__ == "__main__":
+    from microgradnorm.exercises.selfcheck import numerical_gradient, report
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(1.0, 2.0, (2, 3, 5))
+    gamma, beta, dy = rng.uniform(0.5, 1.5, 5), rng.normal(size=5), rng.normal(size=(2, 3, 5))
+    eps = 1e-5
+    y, cache = layernorm_forward(x, gamma, beta, eps)
+    dx, dgamma, dbeta = layernorm_backward(dy, cache)
+    print("y[0, 0] =", np.round(y[0, 0], 4))
+    print("Your gradients against central finite differences:")
+    report("dx", dx, numerical_gradient(lambda x: np.sum(layernorm_forward(x, gamma, beta, eps)[0] * dy), x))
+    report("dgamma", dgamma, numerical_gradient(lambda g: np.sum(layernorm_forward(x, g, beta, eps)[0] * dy), gamma))
+    report("dbeta", dbeta, numerical_gradient(lambda b: np.sum(layernorm_forward(x, gamma, b, eps)[0] * dy), beta))

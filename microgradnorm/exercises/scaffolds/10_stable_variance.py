@@ -1,0 +1,45 @@
+"""Exercise 10: a numerically stable variance, in one pass (Welford).
+
+The textbook shortcut var = mean(x^2) - mean(x)^2 needs one pass over the data
+but is a numerical trap: when the mean is large compared with the spread,
+both terms are huge and nearly equal, and their difference is mostly rounding
+error. With values near 1e8 and a spread of 1, x^2 is about 1e16, where a
+float64 cannot even represent every integer; the answer can come out negative.
+
+Welford's method keeps three numbers while it reads the values one at a time:
+
+    count   how many values so far
+    mean    their mean
+    m2      the sum of squared deviations from that mean
+
+and updates them with each new value using only deviations from the running
+mean, which stay small. At the end, var = m2 / count (biased, as in the norms).
+Write the update. The grader streams rows of values through it, including a row
+whose values are all near 1e8.
+
+Try it:  python 10_stable_variance.py
+Grade:   microgradnorm exercise check 10
+"""
+
+import numpy as np
+
+
+def welford_update(count: int, mean: float, m2: float, value: float) -> tuple[int, float, float]:
+    """Add ``value`` to (count, mean, m2) and return the new (count, mean, m2). Start from (0, 0.0, 0.0)."""
+    # ---- write your code here ----
+    raise NotImplementedError("write your code here")
+    # ---- end of your code ----
+
+
+if __name__ == "__main__":
+    rng = np.random.default_rng(0)
+    values = 1e8 + rng.normal(0.0, 1.0, 1000)
+    state = (0, 0.0, 0.0)
+    for v in values:
+        state = welford_update(*state, float(v))
+    count, mean, m2 = state
+    shifted = values - values.mean()
+    print(f"values near 1e8, spread 1, {len(values)} of them:")
+    print(f"  Welford (yours):          {m2 / count:.12f}")
+    print(f"  two passes (reference):   {np.mean(shifted * shifted):.12f}")
+    print(f"  mean(x^2) - mean(x)^2:    {np.mean(values * values) - np.mean(values) ** 2:.12f}")

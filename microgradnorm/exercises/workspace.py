@@ -1,0 +1,222 @@
+"""The learner's workspace (their copies of the scaffolds) and their progress.
+
+The workspace is a directory the learner chooses with ``init [DIR]``; its path is
+remembered in the progress file, so ``check``, ``watch`` and ``hint`` work from
+any directory (``--dir`` overrides it). Progress lives in
+``<state dir>/exercises.json`` (:func:`microgradnorm.store.state_dir`) and is
+written atomically. Every change is a fresh read-modify-write, so a ``watch`` in
+one terminal and a ``check`` in another do not undo each other's records.
+
+Nothing the learner wrote is overwritten without being asked: ``init`` copies
+only the files that are missing, and ``reset`` keeps a copy of the file it
+replaces in ``<state dir>/exercise-backups/``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from microgradnorm.exercises.catalog import EXERCISES, Exercise
+from microgradnorm.store import CorruptStateError, atomic_write_text, load_json, save_json, state_dir
+
+__all__ = [
+    "DEFAULT_WORKSPACE",
+    "InitReport",
+    "Progress",
+    "init_workspace",
+    "learner_file",
+    "load_progress",
+    "next_unsolved",
+    "reset_file",
+    "resolve_workspace",
+    "update_progress",
+]
+
+DEFAULT_WORKSPACE = "microgradnorm-exercises"
+PROGRESS_FILE = "exercises.json"
+VERSION = 1
+
+
+@dataclass
+class Progress:
+    """What the learner has done: the workspace path and, per exercise, its record.
+
+    A record is ``{"passed": bool, "hints": int, "attempts": int, "last": status}``.
+    ``warning`` says that an unreadable progress file was set aside on loading.
+    """
+
+    workspace: str | None = None
+    exercises: dict[str, dict[str, Any]] = field(default_factory=dict)
+    warning: str | None = None
+
+    def record(self, exercise: Exercise) -> dict[str, Any]:
+        return self.exercises.setdefault(exercise.name, {"passed": False, "hints": 0, "attempts": 0, "last": None})
+
+    def passed(self, exercise: Exercise) -> bool:
+        return bool(self.exercises.get(exercise.name, {}).get("passed"))
+
+    def hints_shown(self, exercise: Exercise) -> int:
+        return int(self.exercises.get(exercise.name, {}).get("hints", 0))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": VERSION, "workspace": self.workspace, "exercises": self.exercises}
+
+
+def _path() -> Path:
+    return state_dir() / PROGRESS_FILE
+
+
+def _from_json(data: Any) -> Progress:
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
+    exercises = data.get("exercises", {})
+    if not isinstance(exercises, dict) or not all(isinstance(v, dict) for v in exercises.values()):
+        raise ValueError("'exercises' is not an object of records")
+    workspace = data.get("workspace")
+    return Progress(workspace if isinstance(workspace, str) else None, exercises)
+
+
+def load_progress() -> Progress:
+    """The saved progress; empty (with ``warning`` set) if the file was unreadable and set aside."""
+    path = _path()
+    try:
+        data = load_json(path, {})
+    except CorruptStateError as exc:
+        return Progress(warning=f"{exc}; starting with empty progress")
+    try:
+        return _from_json(data)
+    except ValueError as exc:
+        moved = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+        path.replace(moved)
+        return Progress(warning=f"{path} had an unexpected layout ({exc}); set aside as {moved.name}")
+
+
+def update_progress(change: Callable[[Progress], Any]) -> Progress:
+    """Load, apply ``change``, save atomically; returns the saved progress."""
+    progress = load_progress()
+    change(progress)
+    save_json(_path(), progress.to_json())
+    return progress
+
+
+# ---- the workspace ---------------------------------------------------------------------------
+
+
+def resolve_workspace(directory: str | None, progress: Progress) -> Path:
+    """``--dir`` if given, else the remembered workspace; a ValueError that says what to do otherwise."""
+    if directory is not None:
+        path = Path(directory).expanduser().resolve()
+        if not path.is_dir():
+            raise ValueError(f"--dir: expected an exercise workspace directory, got {directory!r} (no such directory)")
+        return path
+    if progress.workspace is None:
+        raise ValueError("no exercise workspace yet: run `microgradnorm exercise init [DIR]` first, or pass --dir DIR")
+    path = Path(progress.workspace)
+    if not path.is_dir():
+        raise ValueError(
+            f"the exercise workspace {path} is gone: run `microgradnorm exercise init [DIR]` again, or pass --dir DIR"
+        )
+    return path
+
+
+def learner_file(workspace: Path, exercise: Exercise) -> Path:
+    return workspace / exercise.filename
+
+
+def is_edited(workspace: Path, exercise: Exercise) -> bool:
+    """True when the learner's file exists and differs from the scaffold."""
+    path = learner_file(workspace, exercise)
+    return path.is_file() and path.read_bytes() != exercise.scaffold.read_bytes()
+
+
+@dataclass
+class InitReport:
+    workspace: Path
+    copied: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # the learner had edited these: left alone
+
+
+def init_workspace(target: Path) -> InitReport:
+    """Copy every scaffold that is missing from ``target``; never touch a file that is there."""
+    target = Path(target).expanduser()
+    if target.exists() and not target.is_dir():
+        raise ValueError(f"DIR: expected a directory for the exercises, got {str(target)!r}, which is a file")
+    target.mkdir(parents=True, exist_ok=True)
+    report = InitReport(target.resolve())
+    for ex in EXERCISES:
+        dest = target / ex.filename
+        if not dest.exists():
+            atomic_write_text(dest, ex.scaffold.read_text(encoding="utf-8"))
+            report.copied.append(ex.filename)
+        elif dest.read_bytes() == ex.scaffold.read_bytes():
+            report.unchanged.append(ex.filename)
+        else:
+            report.kept.append(ex.filename)
+    update_progress(lambda p: setattr(p, "workspace", str(report.workspace)))
+    return report
+
+
+def reset_file(workspace: Path, exercise: Exercise) -> Path | None:
+    """Put the scaffold back; returns where the replaced file was saved (None if there was nothing to keep)."""
+    dest = learner_file(workspace, exercise)
+    backup = None
+    if dest.is_file() and dest.read_bytes() != exercise.scaffold.read_bytes():
+        folder = state_dir() / "exercise-backups"
+        folder.mkdir(parents=True, exist_ok=True)
+        backup = folder / f"{exercise.name}.{time.strftime('%Y%m%d-%H%M%S')}.py"
+        n = 1
+        while backup.exists():
+            n += 1
+            backup = folder / f"{exercise.name}.{time.strftime('%Y%m%d-%H%M%S')}-{n}.py"
+        shutil.copy2(dest, backup)
+    atomic_write_text(dest, exercise.scaffold.read_text(encoding="utf-8"))
+
+    def unpass(p: Progress) -> None:
+        rec = p.record(exercise)
+        rec["passed"] = False
+        rec["last"] = None
+
+    update_progress(unpass)
+    return backup
+
+
+def next_unsolved(progress: Progress) -> Exercise | None:
+    """The first exercise, in order, that has not been passed."""
+    for ex in EXERCISES:
+        if not progress.passed(ex):
+            return ex
+    return None
+
+
+def record_result(exercise: Exercise, status: str) -> Progress:
+    """Count an attempt; a pass is kept for good (a later failure does not undo it)."""
+
+    def change(p: Progress) -> None:
+        rec = p.record(exercise)
+        rec["attempts"] = int(rec.get("attempts", 0)) + 1
+        rec["last"] = status
+        if status == "passed":
+            rec["passed"] = True
+            rec.setdefault("passed_at", time.strftime("%Y-%m-%dT%H:%M:%S"))
+
+    return update_progress(change)
+
+
+def record_hint(exercise: Exercise, available: int) -> int:
+    """Reveal one more hint (up to ``available``); returns how many are shown now."""
+    shown = 0
+
+    def change(p: Progress) -> None:
+        nonlocal shown
+        rec = p.record(exercise)
+        shown = min(int(rec.get("hints", 0)) + 1, available)
+        rec["hints"] = shown
+
+    update_progress(change)
+    return shown
