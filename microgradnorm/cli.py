@@ -17,7 +17,7 @@ from microgradnorm import __version__
 from microgradnorm.commands import UsageError
 
 # command name -> module in microgradnorm.commands, in the order --help lists them
-COMMANDS = ("check", "graph", "lesson", "bench")
+COMMANDS = ("check", "graph", "lesson", "bench", "exercise")
 
 
 class _Parser(argparse.ArgumentParser):
