@@ -44,7 +44,14 @@ __all__ = [
 
 # Modules whose import registers demos. Lesson authors append their module here
 # (a one-line edit); the order is the order demos are listed in error messages.
-DEMO_MODULES: tuple[str, ...] = ("microgradnorm.lessons.demos_core",)
+DEMO_MODULES: tuple[str, ...] = (
+    "microgradnorm.lessons.demos_core",
+    "microgradnorm.lessons.demos_jacobian",
+    "microgradnorm.lessons.demos_batchnorm",
+    "microgradnorm.lessons.demos_rmsnorm",
+    "microgradnorm.lessons.demos_practice",
+    "microgradnorm.lessons.demos_residual",
+)
 
 
 @dataclass(frozen=True)
