@@ -1,0 +1,184 @@
+"""The benchmarks' measurement functions and the bench command, on tiny problems.
+
+Nothing here asserts a time: only the structure of the reports and that the
+derived numbers (ratios, bandwidths, node counts) are consistent with the raw ones.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from io import StringIO
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from microgradnorm import bench, cli, topological_order
+from microgradnorm.commands import bench as bench_command
+
+TINY = (
+    bench.BenchCase("layernorm", (4, 8), "float64"),
+    bench.BenchCase("batchnorm", (4, 3, 2, 2), "float32"),
+    bench.BenchCase("rmsnorm", (3, 8), "float32"),
+)
+
+
+@pytest.fixture(scope="module")
+def report():
+    steps = []
+    result = bench.run_benchmark(TINY, repeats=3, warmup=1, progress=steps.append)
+    result.steps = steps
+    return result
+
+
+def has_torch() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def test_every_case_and_contender_is_measured_side_by_side(report):
+    assert [r.case for r in report.cases] == list(TINY)
+    assert len(report.steps) == len(TINY) * 3
+    for result in report.cases:
+        expected = {"naive", "numpy"}
+        if result.case.dtype == "float64":  # the scalar engine runs on small float64 problems only
+            expected.add("scalar")
+        from microgradnorm import vectorized
+
+        if vectorized.resolve_backend("auto") == "fused":
+            expected.add("fused")
+        if has_torch():
+            expected |= {"torch", "torch1"}
+        assert set(result.timings) == expected
+        for t in result.timings.values():
+            assert len(t.forward_samples) == len(t.fwdbwd_samples) == 3
+            assert t.forward_ms == pytest.approx(float(np.median(t.forward_samples)) * 1e3)
+            assert t.fwdbwd_ms == pytest.approx(float(np.median(t.fwdbwd_samples)) * 1e3)
+            assert t.forward_ms > 0 and t.fwdbwd_ms > 0
+        assert result.copy_ms > 0
+
+
+def test_ratios_and_bandwidths_follow_from_the_medians(report):
+    for result in report.cases:
+        nbytes = result.case.size * np.dtype(result.case.dtype).itemsize
+        assert result.nbytes == nbytes
+        assert result.copy_gbps == pytest.approx(2 * nbytes / (result.copy_ms * 1e-3) / 1e9)
+        for name, t in result.timings.items():
+            assert result.gbps(name, "forward") == pytest.approx(2 * nbytes / (t.forward_ms * 1e-3) / 1e9)
+            assert result.gbps(name, "fwdbwd") == pytest.approx(5 * nbytes / (t.fwdbwd_ms * 1e-3) / 1e9)
+            assert result.ratio(name, "fwdbwd", to="numpy") == pytest.approx(
+                t.fwdbwd_ms / result.timings["numpy"].fwdbwd_ms
+            )
+            if has_torch():
+                assert result.ratio(name, "forward") == pytest.approx(t.forward_ms / result.timings["torch"].forward_ms)
+        assert result.ratio("torch" if has_torch() else "numpy", "forward", to="nobody") is None
+
+
+def test_json_is_complete_and_targets_without_their_cases_are_not_run(report):
+    data = json.loads(json.dumps(bench_command._plain(report.to_dict()), allow_nan=False))
+    assert [c["norm"] for c in data["cases"]] == ["layernorm", "batchnorm", "rmsnorm"]
+    assert set(data["cases"][0]["contenders"]["numpy"]) >= {"forward_ms", "fwdbwd_ms", "forward_gbps"}
+    assert data["environment"]["numpy"] == np.__version__
+    targets = bench.evaluate_targets(report)
+    assert len(targets) == len(data["targets"]) == 6
+    assert all(t.measured is None and t.met is None for t in targets)  # the tiny run has none of the target shapes
+
+
+def test_a_target_is_met_or_not_by_its_limit():
+    assert bench.Target("t", 0.8, 0.9, "at_most", "x").met is True
+    assert bench.Target("t", 1.2, 0.9, "at_most", "x").met is False
+    assert bench.Target("t", 0.4, 0.5, "at_least", "").met is False
+    assert bench.Target("t", math.nan, 0.5, "at_least", "").met is None
+
+
+def test_the_tables_render_every_case_and_the_targets(report):
+    console = Console(file=StringIO(), width=120, record=True)
+    for renderable in bench_command.bench_tables(report):
+        console.print(renderable)
+    text = console.export_text()
+    for case in TINY:
+        assert case.label in text
+    assert "NumPy tuned" in text and "Targets of issue 3" in text and "not run" in text
+
+
+def test_the_engine_benchmark_counts_nodes_and_bytes():
+    report = bench.run_engine_benchmark(dims=(6,), repeats=2, warmup=0)
+    ours = report.get("microgradnorm", 6)
+    assert len(ours.samples) == 2 and ours.ms > 0 and ours.bytes_held > 0
+    x, gamma, beta, dy = bench._engine_problem(6)
+    assert ours.nodes == len(topological_order(bench._ours(x, gamma, beta, dy)))
+    assert ours.bytes_per_node == ours.bytes_held / ours.nodes
+    if report.micrograd_version is not None:
+        theirs = report.get("micrograd", 6)
+        # x, gamma, beta leaves, the chain of sum(), ... : more nodes than ours, whose sums are single nodes
+        assert theirs.nodes > ours.nodes
+        assert report.speedup(6) == pytest.approx(theirs.ms / ours.ms)
+    data = json.loads(json.dumps(bench_command._plain(report.to_dict())))
+    assert data["results"][0]["engine"] == "microgradnorm"
+
+
+def test_the_engine_benchmark_without_micrograd_times_only_ours():
+    report = bench.run_engine_benchmark(dims=(4,), repeats=1, warmup=0, with_micrograd=False)
+    assert [r.engine for r in report.results] == ["microgradnorm"]
+    assert report.speedup(4) is None and report.micrograd_version is None
+
+
+def test_micrograd_needs_a_raised_recursion_limit_for_large_d_and_the_report_says_so():
+    pytest.importorskip("micrograd")
+    import sys
+
+    limit = sys.getrecursionlimit()
+    report = bench.run_engine_benchmark(dims=(400,), repeats=1, warmup=0)
+    assert sys.getrecursionlimit() == limit  # restored
+    assert 400 in report.recursion_limit_raised_to
+    assert any("setrecursionlimit" in note for note in report.notes)
+
+
+def run_cli(capsys, *argv):
+    try:
+        code = cli.main(list(argv))
+    except SystemExit as exc:  # argparse exits on usage errors
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_bench_command_json(capsys, monkeypatch):
+    monkeypatch.setattr(bench, "QUICK_CASES", (bench.BenchCase("rmsnorm", (2, 16), "float32"),))
+    code, out, _ = run_cli(capsys, "bench", "--quick", "--json", "--repeats", "1")
+    assert code == 0
+    data = json.loads(out)
+    assert data["repeats"] == 1 and data["cases"][0]["shape"] == [2, 16]
+
+
+def test_bench_command_tables_and_engine(capsys, monkeypatch):
+    monkeypatch.setattr(bench, "QUICK_CASES", (bench.BenchCase("layernorm", (2, 8), "float64"),))
+    code, out, _ = run_cli(capsys, "bench", "--quick", "--repeats", "1", "--norm", "ln")
+    assert code == 0 and "layernorm [2,8] float64" in out and "scalar engine" in out
+    code, out, _ = run_cli(capsys, "bench", "--engine", "--dims", "5", "--repeats", "1")
+    assert code == 0 and "microgradnorm" in out and "bytes per node" in out
+
+
+def test_bench_engine_without_micrograd_says_how_to_install_it(capsys, monkeypatch):
+    monkeypatch.setattr(bench, "micrograd_available", lambda: None)
+    code, out, _ = run_cli(capsys, "bench", "--engine", "--dims", "4", "--repeats", "1")
+    assert code == 0 and "pip install micrograd==0.1.0" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["bench", "--dims", "768"], "--dims: only used with --engine"),
+        (["bench", "--norm", "groupnorm"], "norm: expected one of"),
+        (["bench", "--engine", "--dims", "1"], "expected sizes of at least 2"),
+        (["bench", "--repeats", "0"], "positive integer"),
+    ],
+)
+def test_bad_bench_arguments_give_one_line_and_exit_two(capsys, argv, words):
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and words in err and "Traceback" not in err and out == ""
+    assert len(err.strip().splitlines()) == 1
