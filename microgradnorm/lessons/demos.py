@@ -28,7 +28,7 @@ import importlib
 import inspect
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
@@ -103,11 +103,13 @@ class DemoOutput:
 
     ``graph`` is anything :func:`microgradnorm.viz.render` accepts (a
     ``NormGraph``, a ``Value`` or a list of Values), or None when the step has
-    no graph.
+    no graph. ``graph_options`` are passed on to ``viz.render`` (for example
+    ``{"paths": True}`` to colour the three paths into x).
     """
 
     renderable: Any
     graph: Any = None
+    graph_options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from microgradnorm.registry import get_norm
 PATHS = ("direct", "mean", "var")
 PATH_STYLE = {"direct": "green", "mean": "cyan", "var": "magenta"}
 PATH_LABEL = {"direct": "direct", "mean": "via mean", "var": "via var"}
+# (in the narrow trace table a path is named by its short tag: direct, mean, var)
 
 # ---- formatting ---------------------------------------------------------------------
 
@@ -71,7 +72,7 @@ def _table(*columns: str, title: str | None = None, right: Sequence[str] = ()) -
         show_edge=False,
         pad_edge=False,
         header_style="bold",
-        padding=(0, 1),
+        padding=(0, 1, 0, 0),
     )
     for c in columns:
         table.add_column(c, justify="right" if c in right else "left", no_wrap=c in right)
@@ -319,20 +320,24 @@ def _trace_table(
     keep: Callable[[Contribution], bool] = lambda c: True,
     hidden: frozenset[int] = frozenset(),
 ) -> Table:
-    """One row per contribution: into.grad += local × out.grad, the running total, and k/m."""
-    table = _table("into", "+= local × out.grad", "from", "grad now", "", right=("grad now",))
+    """One row per contribution: into.grad += local × out.grad, the running total, k/m and the path."""
+    table = _table("into", "+= local × grad", "from", "total", "k/m", right=("total",))
+    for column in table.columns[:4]:
+        column.no_wrap = True
     for c in trace.contributions:
         if id(c.child) in hidden or not keep(c):
             continue
         m = trace.incoming.get(id(c.child), 1)
         style = PATH_STYLE.get(c.tag or "", "")
-        source = names(c.out) + (f" {PATH_LABEL[c.tag]}" if c.tag else "")
+        count = Text(f"{c.count}/{m}", style="" if c.count < m else "bold")
+        if c.tag:
+            count.append(f" {c.tag}", style=style)
         table.add_row(
             Text(names(c.child), style=style),
             Text(f"{num(c.local)} × {num(c.out_grad)}", style=style),
-            Text(source, style=style),
+            names(c.out),
             Text(num(c.total), style=style),
-            Text(f"{c.count}/{m}", style="dim" if c.count < m else "bold"),
+            count,
         )
     return table
 
@@ -351,7 +356,7 @@ def backward_trace(p: LessonParams, example: str = "shared") -> DemoOutput:
         fd = _finite_difference(example, v, name)
         ok &= math.isclose(fd, leaf.grad, rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
         summary.add_row(name, num(leaf.grad), num(fd))
-    note = Text("k/m: this is the k-th of the m contributions the node receives.", style="dim")
+    note = Text("k/m: the k-th of the m contributions the node receives.", style="dim")
     return DemoOutput(
         Group(start, table, note, Text(""), summary, _verdict(ok, "every leaf matches its finite difference")),
         graph=root,
@@ -493,7 +498,8 @@ def _derived_name(node: Value, names: dict[int, str]) -> str:
                 return f"Σ{base}" + (f"[{','.join(prefix)}]" if prefix else "")
             return f"Σ{base}"
     if node.op == "**2":
-        return f"{kids[0]}²"
+        base, idx = _split_name(kids[0])
+        return f"{base}²" + (f"[{','.join(idx)}]" if idx else "")
     if label == "gamma*xhat":
         return f"γ·{kids[1]}"
     if label == "var+eps":
@@ -557,18 +563,25 @@ def ln_problem_table(p: LessonParams, show_dy: bool = False) -> DemoOutput:
 
 
 def forward_rows(graph_root: Value | Sequence[Value], names: Callable[[Value], str], stages: Sequence[str]) -> Table:
-    """Nodes in creation order (a topological order), those of ``stages`` only, numbered in the whole order."""
+    """Nodes in creation order (a topological order), those of ``stages`` only, numbered in the whole order.
+
+    Each stage starts with a bold row naming it.
+    """
     nodes = sorted(topological_order(graph_root), key=lambda n: n.id)
-    table = _table("#", "node", "op", "inputs", "stage", "value", right=("#", "value"))
+    table = _table("#", "node", "op", "inputs", "value", right=("#", "value"))
     kind = {"input": "input", "affine": "param"}
+    current = None
     for k, node in enumerate(nodes, 1):
         stage = node.stage or ""
         if stage not in stages:
             continue
+        if stage != current:
+            table.add_row("", Text(f"{stage} stage", style="bold"), "", "", "")
+            current = stage
         kids = [names(c) for c in node.children]
-        inputs = ", ".join(kids) if len(kids) <= 3 else f"{kids[0]}…{kids[-1]} ({len(kids)})"
+        inputs = ", ".join(kids) if len(kids) <= 2 else f"{kids[0]} … {kids[-1]}"
         op = node.op or (kind.get(stage, "const") if not node.children else "")
-        table.add_row(str(k), names(node), op, inputs or "—", stage, num(node.data))
+        table.add_row(str(k), names(node), op, inputs or "—", num(node.data))
     return table
 
 
@@ -632,16 +645,17 @@ def ln_shapes(p: LessonParams, batch: int = 2, seq: int = 3) -> DemoOutput:
         outcome = Text("x − mean without keepdims: no error (shapes happened to line up).")
     except ValueError as exc:
         outcome = Text.assemble(("x − mean without keepdims: ", "bold"), ("NumPy refuses: ", "red"), str(exc))
-    # The quiet failure: when seq == hidden, [B, D, D] − [B, D] broadcasts along the wrong axis.
-    sq = rng.normal(0.5, 2.0, size=(batch, d, d))
-    wrong = sq - sq.mean(axis=-1)
+    # The quiet failure: one sentence [seq, hidden] with seq == hidden. The flat
+    # mean [seq] lines up with the hidden axis and is subtracted along the wrong one.
+    sq = rng.normal(0.5, 2.0, size=(d, d))
+    flat = sq.mean(axis=-1)
+    wrong = sq - flat
     right = sq - sq.mean(axis=-1, keepdims=True)
     quiet = Text.assemble(
-        ("With seq = hidden = ", "bold"),
-        (f"{d}", "bold"),
-        (": ", "bold"),
-        f"x of shape {list(sq.shape)} minus a mean of shape {list(sq.mean(axis=-1).shape)} raises nothing, "
-        "but subtracts each token's mean from the wrong entries: largest error ",
+        ("The quiet version: ", "bold"),
+        f"one sentence of shape {list(sq.shape)} (seq = hidden = {d}) minus a mean of shape "
+        f"{list(flat.shape)} raises nothing, but subtracts token j's mean from feature j of every "
+        "token. Largest error: ",
         (num(float(np.abs(wrong - right).max())), "red"),
         ".",
     )
@@ -702,29 +716,23 @@ def ln_eps(p: LessonParams) -> DemoOutput:
     constant = [c] * p.dim
     rng = np.random.default_rng(p.seed + 1)
     nearly = (c + 1e-4 * rng.normal(size=p.dim)).tolist()
-    table = _table("row", "eps", "std", "rstd", "xhat", right=("eps", "std", "rstd"))
-    for desc, row in (("your x", x.tolist()), ("constant", constant), ("nearly constant", nearly)):
+    table = _table("row", "eps", "std", "rstd", "std of xhat", right=("eps", "std", "rstd", "std of xhat"))
+    for desc, row in (("your x", x.tolist()), ("constant", constant), ("nearly const.", nearly)):
         for e in (0.0, eps):
+            label = desc if e == 0.0 else ""
             try:
                 g = layer_norm(row, gamma.tolist(), beta.tolist(), e).graph
-            except DomainError as exc:
-                table.add_row(desc, num(e), "0", Text("division by zero", style="red"), Text(_short(exc), style="red"))
+            except DomainError:
+                table.add_row(label, num(e), "0", Text("1/0", style="red"), Text("error", style="red"))
                 continue
-            std = g["std"][0].data
-            rstd = g["rstd"][0].data
-            xhat = [v.data for v in g["xhat"]]
-            table.add_row(desc if e == 0.0 else "", num(e), num(std), num(rstd), vec(xhat, 2))
+            xhat = np.array([v.data for v in g["xhat"]])
+            table.add_row(label, num(e), num(g["std"][0].data), num(g["rstd"][0].data), num(float(np.std(xhat)), 6))
     cap = Text.assemble(
         ("With eps, rstd can never exceed 1/√eps = ", "bold"),
         (num(1.0 / math.sqrt(eps)), "bold"),
         f" (eps = {eps:g}).",
     )
     return DemoOutput(Group(table, cap))
-
-
-def _short(exc: BaseException) -> str:
-    text = str(exc)
-    return "std = 0 and eps = 0" if "eps = 0" in text else text.splitlines()[0][:40]
 
 
 # ---- lesson 3: LayerNorm backward -----------------------------------------------------------
@@ -754,12 +762,16 @@ def ln_loss_setup(p: LessonParams) -> DemoOutput:
 def ln_backward_steps(p: LessonParams, stages: tuple[str, ...] = ("loss", "affine")) -> DemoOutput:
     """Backward through the given stages of LayerNorm, one contribution at a time."""
     built, trace = _traced(p)
-    table = _trace_table(trace, built.name, lambda c: (c.out.stage or "") in stages, built.constants)
-    legend = Text.assemble(
-        ("paths into x: ", "dim"),
-        *[(f"{PATH_LABEL[k]}  ", PATH_STYLE[k]) for k in PATHS],
-        ("· k/m: k-th of m contributions; constants (1/n, eps, dy) not shown", "dim"),
-    )
+
+    def keep(c: Contribution) -> bool:
+        return (c.out.stage or "") in stages
+
+    table = _trace_table(trace, built.name, keep, built.constants)
+    legend = Text("k/m: the k-th of m contributions; constants (1/n, eps, dy) are not shown.", style="dim")
+    if any(c.tag for c in trace.contributions if keep(c)):
+        legend = Text.assemble(
+            ("paths into x: ", "dim"), *[(f"{PATH_LABEL[k]}  ", PATH_STYLE[k]) for k in PATHS], "\n", legend
+        )
     parts: list[RenderableType] = []
     if "loss" in stages:
         parts.append(Text.assemble(("start: ", "bold"), "loss.grad = 1"))
@@ -835,7 +847,7 @@ def ln_x_paths(p: LessonParams) -> DemoOutput:
     m = formulas.moments(built.x, (-1,), p.eps)
     g = formulas.dxhat(built.dy, built.gamma)
     direct, via_mean, via_var = formulas.dx_paths(g, m.xshift, m.std, m.rstd, (-1,))
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold", padding=(0, 1))
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold", padding=(0, 1, 0, 0))
     table.add_column("i", justify="right")
     for k in PATHS:
         table.add_column(Text(PATH_LABEL[k], style=PATH_STYLE[k]), justify="right", no_wrap=True)
@@ -858,6 +870,7 @@ def ln_x_paths(p: LessonParams) -> DemoOutput:
             _verdict(total_ok, "the three paths add up to x.grad"),
         ),
         graph=built.graph,
+        graph_options={"paths": True, "path_input": 0},
     )
 
 
@@ -890,6 +903,48 @@ def ln_simplified(p: LessonParams) -> DemoOutput:
     )
 
 
+class ByWidth:
+    """Render ``wide`` when the console is at least ``min_width`` columns, else ``narrow``."""
+
+    def __init__(self, wide: RenderableType, narrow: RenderableType, min_width: int) -> None:
+        self.wide, self.narrow, self.min_width = wide, narrow, min_width
+
+    def __rich_console__(self, console: Any, options: Any) -> Iterable[RenderableType]:
+        yield self.wide if options.max_width >= self.min_width else self.narrow
+
+
+CHECK_TABLE_WIDTH = 68  # below this, present.check_table would cut its numbers short
+
+
+def narrow_check_table(report: Any) -> Group:
+    """The same report as :func:`present.check_table`, in four number columns that fit 60 columns."""
+    cols = ("autograd", "closed form", "finite diff")
+    table = _table("node", *cols, "", right=cols)
+    for node in report.nodes:
+        k = node.worst
+        mark = Text("✓", style="green") if node.passed else Text("✗", style="bold red")
+        table.add_row(
+            node.labels[k],
+            num(node.autograd[k], 6),
+            num(node.closed_form[k], 6),
+            num(node.finite_diff[k], 6),
+            mark,
+        )
+    worst_cf = max(n.closed_form_rel for n in report.nodes)
+    worst_fd = max(n.fd_rel for n in report.nodes)
+    head = Text(f"{report.title}, eps = {report.eps:g}, loss = {num(report.loss, 6)}", style="bold")
+    if report.passed:
+        verdict = _verdict(
+            True,
+            f"all {len(report.nodes)} nodes agree: largest relative error {err(worst_cf)} against the closed "
+            f"form, {err(worst_fd)} against the finite difference",
+        )
+    else:
+        verdict = _verdict(False, "disagreement at " + ", ".join(n.name for n in report.failures))
+    note = Text("Each row: the entry where autograd and the closed form differ most.", style="dim")
+    return Group(head, table, note, verdict)
+
+
 @demo("ln_check_table")
 def ln_check_table(p: LessonParams, rows: int | None = None) -> DemoOutput:
     """The per-node three-way check (autograd, closed form, finite difference) on the lesson's numbers."""
@@ -897,7 +952,7 @@ def ln_check_table(p: LessonParams, rows: int | None = None) -> DemoOutput:
     report = check_norm("layernorm", x, gamma, beta, p.eps, dy)
     built = build_ln(p, rows)
     _backprop(built)
-    return DemoOutput(check_table(report), graph=built.graph)
+    return DemoOutput(ByWidth(check_table(report), narrow_check_table(report), CHECK_TABLE_WIDTH), graph=built.graph)
 
 
 # ---- lesson 4: one formula, several forms ----------------------------------------------------
@@ -948,18 +1003,21 @@ def three_path_terms(p: LessonParams) -> DemoOutput:
     n = p.dim
     mean_term = -rstd * np.mean(g) * np.ones(n)
     var_term = -rstd * m.xhat * np.mean(g * m.xhat)
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold", padding=(0, 1))
+    m1, m2 = float(np.mean(g)), float(np.mean(g * m.xhat))
+    head = Text.assemble(("m1 = mean(g) = ", "bold"), num(m1), ("   m2 = mean(g·xhat) = ", "bold"), num(m2))
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold", padding=(0, 1, 0, 0))
     table.add_column("i", justify="right")
     table.add_column(Text("via mean", style=PATH_STYLE["mean"]), justify="right")
-    table.add_column("−rstd·mean(g)", justify="right")
+    table.add_column("−rstd·m1", justify="right")
     table.add_column(Text("via var", style=PATH_STYLE["var"]), justify="right")
-    table.add_column("−rstd·xhat·mean(g·xhat)", justify="right")
+    table.add_column("−rstd·xhat·m2", justify="right")
     for i in range(n):
         table.add_row(str(i), num(via_mean[i]), num(mean_term[i]), num(via_var[i]), num(var_term[i]))
     ok = _max_rel(via_mean, mean_term) <= tol.CLOSED_FORM_RTOL and _max_rel(via_var, var_term) <= tol.CLOSED_FORM_RTOL
     direct_ok = _max_rel(direct, rstd * g) <= tol.CLOSED_FORM_RTOL
     return DemoOutput(
         Group(
+            head,
             table,
             _verdict(direct_ok, "and the direct path is rstd · g"),
             _verdict(ok, "each path equals its rewritten shape, so their sum is the simplified form"),
@@ -984,9 +1042,10 @@ def projection_form(p: LessonParams) -> DemoOutput:
     facts.add_row("rank of P", str(int(np.linalg.matrix_rank(P))))
     facts.add_row("largest |P − Pᵀ|", err(float(np.abs(P - P.T).max())))
     facts.add_row(f"largest |P·P − P| at eps = {p.eps:g}", err(float(np.abs(P @ P - P).max())))
-    m0 = formulas.moments(x, (-1,), 0.0)
-    P0 = formulas.projection(m0.xhat)
-    facts.add_row("largest |P·P − P| at eps = 0", err(float(np.abs(P0 @ P0 - P0).max())))
+    if p.eps > 0:
+        m0 = formulas.moments(x, (-1,), 0.0)
+        P0 = formulas.projection(m0.xhat)
+        facts.add_row("largest |P·P − P| at eps = 0", err(float(np.abs(P0 @ P0 - P0).max())))
     pg = P @ g
     dx = rstd * (g - pg)
     steps = _table("i", "g", "P·g", "g − P·g", "× rstd", right=("i", "g", "P·g", "g − P·g", "× rstd"))

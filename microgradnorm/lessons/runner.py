@@ -66,7 +66,7 @@ ACTIONS: dict[str, str] = {
 }
 
 KeyReader = Callable[[], str]
-GraphDrawer = Callable[[Any, Path], str]
+GraphDrawer = Callable[..., str]  # (graph, path, **viz options) -> message
 
 
 def action_of(key: str) -> str | None:
@@ -204,13 +204,13 @@ class LessonRunner:
 
     def graph_message(self) -> Text:
         """Draw the current step's graph (the last demo of the step that has one) and say where."""
-        graphs = [o.graph for o in self.outputs(self.index) if isinstance(o, DemoOutput) and o.graph is not None]
-        if not graphs:
+        drawable = [o for o in self.outputs(self.index) if isinstance(o, DemoOutput) and o.graph is not None]
+        if not drawable:
             return Text("This step has no graph to draw.", style="dim")
         folder = self.graph_dir if self.graph_dir is not None else _default_graph_dir()
         path = folder / f"{self.lesson.name}-step{self.index + 1:02d}.svg"
         try:
-            return Text(self.draw(graphs[-1], path))
+            return Text(self.draw(drawable[-1].graph, path, **drawable[-1].graph_options))
         except Exception as exc:  # drawing is a side show: report it, never end the lesson
             if os.environ.get("MICROGRADNORM_DEBUG"):
                 raise
@@ -232,11 +232,12 @@ def _one_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def draw_graph(graph: Any, path: Path) -> str:
+def draw_graph(graph: Any, path: Path, **options: Any) -> str:
     """Render ``graph`` with :func:`microgradnorm.viz.render` to ``path``; return what to tell the learner.
 
-    Without the Graphviz ``dot`` program the DOT source is written instead
-    (next to ``path``, ending in .dot) together with viz's one-line advice.
+    ``options`` go to ``viz.render`` / ``viz.to_dot``. Without the Graphviz
+    ``dot`` program the DOT source is written instead (next to ``path``,
+    ending in .dot) together with viz's one-line advice.
     """
     try:
         from microgradnorm import viz
@@ -245,12 +246,12 @@ def draw_graph(graph: Any, path: Path) -> str:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        written = viz.render(graph, path)
+        written = viz.render(graph, path, **options)
     except Exception as exc:
         from microgradnorm.store import atomic_write_text
 
         dot_path = path.with_suffix(".dot")
-        atomic_write_text(dot_path, viz.to_dot(graph))
+        atomic_write_text(dot_path, viz.to_dot(graph, **options))
         return f"Wrote the graph's DOT source to {dot_path} but could not render it: {_one_line(exc)}"
     return f"Graph written to {written}"
 

@@ -1,0 +1,86 @@
+"""Every step of every lesson file renders, at 60 and 100 columns, with NO_COLOR, without a failing demo.
+
+The lesson files are found the way the command finds them (the repository's
+``lessons/`` folder here), so a lesson added by anyone is covered without
+touching this test.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from rich.console import Console
+
+from microgradnorm.lessons import render
+from microgradnorm.lessons.demos import DEMOS, DemoOutput, load_demos
+from microgradnorm.lessons.format import LESSON_FILE, lessons_dir, parse_lesson
+from microgradnorm.lessons.runner import step_outputs
+
+LESSON_FILES = sorted(p for p in lessons_dir().iterdir() if LESSON_FILE.match(p.name))
+WIDTHS = (60, 100)
+
+# SGR parameters that set a colour: 30-37, 38 (extended), 39, 40-47, 48, 49, 90-97, 100-107.
+_SGR = re.compile(r"\x1b\[([0-9;]*)m")
+
+
+def _colour_codes(ansi: str) -> list[str]:
+    found = []
+    for params in _SGR.findall(ansi):
+        for code in params.split(";"):
+            if code and (30 <= int(code) <= 49 or 90 <= int(code) <= 107):
+                found.append(code)
+    return found
+
+
+def _plain(text: str) -> str:
+    """Collapse whitespace so that wrapped prose can be searched for."""
+    return " ".join(text.split())
+
+
+def test_the_lessons_folder_has_the_core_lessons():
+    numbers = {int(p.name[:2]) for p in LESSON_FILES}
+    assert {1, 2, 3, 4} <= numbers
+
+
+@pytest.mark.parametrize("path", LESSON_FILES, ids=lambda p: p.stem)
+def test_every_step_renders_at_60_and_100_columns_without_colour(path, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.delenv("MICROGRADNORM_DEBUG", raising=False)
+    lesson = parse_lesson(path)
+    assert lesson.steps, f"{path.name} has no steps"
+    params = lesson.params()
+    for index, step in enumerate(lesson.steps):
+        outputs = step_outputs(lesson, index, params)
+        failures = [o for o in outputs if isinstance(o, render.DemoFailure)]
+        assert not failures, f"{path.name} step {index + 1}: " + "; ".join(
+            f"demo {f.call.name} failed: {f.message}" for f in failures
+        )
+        assert len(outputs) == len(step.demos)
+        for width in WIDTHS:
+            buf = io.StringIO()
+            console = Console(
+                file=buf, width=width, force_terminal=True, color_system="truecolor", no_color=True, record=True
+            )
+            console.print(render.render_step(lesson, index, outputs, params))
+            text = console.export_text()
+            flat = _plain(text)
+            where = f"{path.name} step {index + 1} at {width} columns"
+            assert _plain(render.inline(step.title).plain) in flat, where
+            assert f"Step {index + 1} of {len(lesson.steps)}" in flat, where
+            assert not _colour_codes(buf.getvalue()), f"{where}: colour codes despite NO_COLOR"
+            assert max(len(line) for line in text.splitlines()) <= width, where
+            for out, call in zip(outputs, step.demos):
+                assert isinstance(out, DemoOutput)
+                shown = Console(file=io.StringIO(), width=width, no_color=True, record=True)
+                shown.print(out.renderable)
+                assert shown.export_text().strip(), f"{where}: demo {call.name} rendered nothing"
+
+
+def test_every_demo_named_in_a_lesson_is_registered_and_every_core_demo_is_used():
+    load_demos()
+    used = {call.name for path in LESSON_FILES for step in parse_lesson(path).steps for call in step.demos}
+    assert used <= set(DEMOS)
+    core = {name for name, spec in DEMOS.items() if spec.module == "microgradnorm.lessons.demos_core"}
+    assert core - used == set(), f"core demos no lesson uses: {sorted(core - used)}"
