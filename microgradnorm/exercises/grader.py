@@ -441,9 +441,6 @@ def _judge(out: GradeResult, problem: Problem, cases: list[Case], run: _Run) -> 
                 "(a global list or counter)?",
             )
         )
-    if not findings and failing:
-        which, name = failing[0]
-        findings += _diagnose_values(out, problem, cases, which, name, got("ab"[which], name), first_ok=which == 1)
     if not findings and changed:
         call, name, after, before = changed[0]
         idx, was, now = worst_entry(after, before)
@@ -451,9 +448,13 @@ def _judge(out: GradeResult, problem: Problem, cases: list[Case], run: _Run) -> 
             Finding(
                 "an input was modified",
                 f"After your code ran, input {name}{_fmt_index(idx)} was {now:.6g} instead of {was:.6g}. "
-                "Work on new arrays (x = x - mean), never on the ones you are given.",
+                "Work on new arrays (x = x - mean), never on the ones you are given: anything computed from "
+                "the changed input afterwards is off too.",
             )
         )
+    if not findings and failing:
+        which, name = failing[0]
+        findings += _diagnose_values(out, problem, cases, which, name, got("ab"[which], name), first_ok=which == 1)
     out.findings = findings
     out.passed = all(r.ok for r in rows)
     out.status = "passed" if out.passed else "failed"

@@ -25,7 +25,10 @@ import numpy as np
 
 
 def welford_update(count: int, mean: float, m2: float, value: float) -> tuple[int, float, float]:
-    """Add ``value`` to (count, mean, m2) and return the new (count, mean, m2). Start from (0, 0.0, 0.0)."""
+    """Add ``value`` to (count, mean, m2); return the new (count, mean, m2). Start from (0, 0.0, 0.0).
+
+    All four are scalars (shape []): count an int, mean, m2 and value floats.
+    """
     # ---- write your code here ----
     count += 1
     delta = value - mean

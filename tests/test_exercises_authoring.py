@@ -1,0 +1,117 @@
+"""Authoring tests: every scaffold fails the grader as shipped, every reference solution passes.
+
+Also: the catalog, the package data and the grading code cover the same
+exercises, scaffolds are exactly their solutions with the marked regions
+emptied, and every file runs on its own.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+
+import pytest
+
+from microgradnorm.exercises import catalog
+from microgradnorm.exercises.catalog import EXERCISES, derive_scaffold, get_exercise, hints
+from microgradnorm.exercises.grader import grade
+from microgradnorm.exercises.problems import PROBLEMS
+from microgradnorm.exercises.runner import DRIVERS
+
+IDS = [ex.name for ex in EXERCISES]
+
+
+@pytest.fixture(autouse=True)
+def _private_state(tmp_path, monkeypatch):
+    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
+
+
+def test_at_least_ten_exercises_numbered_in_order():
+    assert len(EXERCISES) >= 10
+    assert [ex.number for ex in EXERCISES] == list(range(1, len(EXERCISES) + 1))
+    assert len({ex.slug for ex in EXERCISES}) == len(EXERCISES)
+
+
+def test_catalog_data_and_grading_cover_the_same_exercises():
+    names = {ex.name for ex in EXERCISES}
+    assert set(PROBLEMS) == names
+    assert set(DRIVERS) == names
+    assert {p.stem for p in (catalog.PACKAGE_DIR / "scaffolds").glob("*.py")} == names
+    assert {p.stem for p in (catalog.PACKAGE_DIR / "solutions").glob("*.py")} == names
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
+def test_scaffold_is_the_solution_with_the_marked_regions_emptied(ex):
+    scaffold = ex.scaffold.read_text(encoding="utf-8")
+    assert scaffold == derive_scaffold(ex.solution.read_text(encoding="utf-8"))
+    assert scaffold.count('raise NotImplementedError("write your code here")') >= 1
+    assert catalog.CODE_START in scaffold
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
+def test_scaffold_declares_its_functions_with_shapes_and_runs_on_its_own(ex):
+    tree = ast.parse(ex.scaffold.read_text(encoding="utf-8"))
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    for name in ex.functions:
+        assert name in functions, f"{ex.filename} lacks {name}"
+        doc = ast.get_docstring(functions[name]) or ""
+        assert "[" in doc or "list" in doc, f"{name}'s docstring states no shapes"
+    assert ast.get_docstring(tree), "the module docstring says what to do"
+    mains = [n for n in tree.body if isinstance(n, ast.If) and "__main__" in ast.unparse(n.test)]
+    assert mains, f"{ex.filename} has no `if __name__ == '__main__':` block"
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
+def test_every_scaffold_fails_as_shipped(ex):
+    result = grade(ex, ex.scaffold)
+    assert not result.passed
+    assert result.status == "not_written"
+    assert "NotImplementedError" in result.summary
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
+def test_every_reference_solution_passes_on_fresh_seeds(ex):
+    for _ in range(2):  # two fresh seeds: a pass is no accident of one input
+        result = grade(ex, ex.solution)
+        assert result.passed, (result.seed, result.summary, result.rows, result.findings, result.printed)
+        assert all(row.ok for row in result.rows)
+        assert result.findings == []
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
+def test_files_run_on_their_own(ex, tmp_path):
+    """A solution's self-check agrees with finite differences; a scaffold stops at the marked place."""
+    done = subprocess.run([sys.executable, str(ex.solution)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "DIFFERS" not in done.stdout
+    if ex.slug != "stable_variance":
+        assert "agrees" in done.stdout
+    todo = subprocess.run([sys.executable, str(ex.scaffold)], capture_output=True, text=True, timeout=120)
+    assert todo.returncode != 0
+    assert "write your code here" in todo.stderr
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
+def test_every_exercise_has_hints_from_gentle_to_specific(ex):
+    hs = hints(ex)
+    assert len(hs) >= 3
+    assert all(h.strip() for h in hs)
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["5", "05", 5, "05_layernorm_backward", "layernorm_backward", "layernorm-backward", "05_layernorm_backward.py"],
+)
+def test_exercise_by_number_or_name(key):
+    assert get_exercise(key).name == "05_layernorm_backward"
+
+
+@pytest.mark.parametrize("key", ["0", "99", "layernorm", "", "5x"])
+def test_unknown_exercise_is_one_line_pointing_at_list(key):
+    with pytest.raises(ValueError) as info:
+        get_exercise(key)
+    message = str(info.value)
+    assert "\n" not in message
+    assert "microgradnorm exercise list" in message
+    assert repr(key) in message
