@@ -1,0 +1,331 @@
+"""The exercise workflow: workspace, progress, and every ``microgradnorm exercise`` action.
+
+Commands are run through the real parser with a recording console and an input
+stream passed in; the state directory is a temporary one for every test.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from microgradnorm import cli
+from microgradnorm.commands import UsageError
+from microgradnorm.commands import exercise as command
+from microgradnorm.exercises import workspace as ws
+from microgradnorm.exercises.catalog import EXERCISES, get_exercise
+from microgradnorm.store import state_dir
+
+
+@pytest.fixture(autouse=True)
+def _private_state(tmp_path, monkeypatch):
+    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
+
+
+def run(*argv: str, stdin: str = "") -> tuple[int, str]:
+    args = cli.build_parser().parse_args(["exercise", *argv])
+    buf = io.StringIO()
+    console = Console(file=buf, width=120, color_system=None)
+    code = command.main(args, console, io.StringIO(stdin))
+    return code, buf.getvalue()
+
+
+@pytest.fixture
+def folder(tmp_path) -> Path:
+    target = tmp_path / "mine"
+    code, _ = run("init", str(target))
+    assert code == 0
+    return target
+
+
+def solve(folder: Path, number: int) -> Path:
+    ex = get_exercise(number)
+    path = folder / ex.filename
+    path.write_text(ex.solution.read_text(encoding="utf-8"), encoding="utf-8")
+    return path
+
+
+# ---- init and the workspace ----------------------------------------------------------------
+
+
+def test_init_copies_every_scaffold_and_remembers_the_workspace(folder):
+    for ex in EXERCISES:
+        assert (folder / ex.filename).read_bytes() == ex.scaffold.read_bytes()
+    assert ws.load_progress().workspace == str(folder.resolve())
+
+
+def test_init_never_overwrites_an_edited_file(folder):
+    mine = folder / EXERCISES[4].filename
+    mine.write_text("# my own attempt, half done\n", encoding="utf-8")
+    (folder / EXERCISES[0].filename).unlink()
+    code, out = run("init", str(folder))
+    assert code == 0
+    assert mine.read_text(encoding="utf-8") == "# my own attempt, half done\n"
+    assert "kept your edited file(s), not overwritten: 05_layernorm_backward.py" in out
+    assert "copied 1 scaffold(s): 01_local_derivatives.py" in out
+    assert (folder / EXERCISES[0].filename).read_bytes() == EXERCISES[0].scaffold.read_bytes()
+
+
+def test_init_default_directory_is_under_the_current_one(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _ = run("init")
+    assert code == 0
+    assert (tmp_path / ws.DEFAULT_WORKSPACE / EXERCISES[0].filename).is_file()
+
+
+def test_init_into_a_file_is_a_clear_error(tmp_path):
+    target = tmp_path / "afile"
+    target.write_text("x")
+    with pytest.raises(ValueError, match="DIR: expected a directory"):
+        run("init", str(target))
+
+
+def test_commands_need_a_workspace_and_say_how_to_make_one():
+    with pytest.raises(ValueError, match="exercise init"):
+        run("check")
+
+
+def test_dir_option_overrides_the_remembered_workspace(folder, tmp_path):
+    other = tmp_path / "other"
+    ws.init_workspace(other)  # now remembered
+    solve(folder, 1)
+    code, out = run("check", "1", "--dir", str(folder))
+    assert code == 0, out
+    with pytest.raises(ValueError, match="--dir: expected an exercise workspace directory"):
+        run("check", "--dir", str(tmp_path / "missing"))
+
+
+# ---- list and check --------------------------------------------------------------------------
+
+
+def test_list_shows_progress(folder):
+    code, out = run("list")
+    assert code == 0
+    assert "0/11 done" in out and "next: 01_local_derivatives" in out
+    solve(folder, 1)
+    run("check")
+    code, out = run("list")
+    assert "1/11 done" in out and "✓ done" in out
+    assert "next: 02_mean_variance_backward" in out
+
+
+def test_check_grades_the_next_unsolved_and_records_it(folder):
+    code, out = run("check")
+    assert code == 1
+    assert "01_local_derivatives" in out and "Not written yet" in out
+    solve(folder, 1)
+    code, out = run("check")
+    assert code == 0
+    assert "Every check passed" in out and "Next: 02_mean_variance_backward" in out
+    progress = ws.load_progress()
+    assert progress.passed(EXERCISES[0])
+    assert progress.exercises["01_local_derivatives"]["attempts"] == 2
+    code, out = run("check")  # moves on only because the learner asked for another check
+    assert "02_mean_variance_backward" in out
+
+
+def test_check_by_name_and_a_pass_is_kept(folder):
+    path = solve(folder, 7)
+    assert run("check", "batchnorm_simplified")[0] == 0
+    path.write_text(get_exercise(7).scaffold.read_text(encoding="utf-8"))
+    assert run("check", "7")[0] == 1
+    assert ws.load_progress().passed(get_exercise(7))
+
+
+def test_check_with_a_seed_repeats_its_inputs(folder):
+    _, first = run("check", "1", "--seed", "42")
+    _, second = run("check", "1", "--seed", "42")
+    assert "seed 42" in first and first == second
+
+
+def test_unknown_name_is_a_usage_error(folder):
+    with pytest.raises(UsageError, match="exercise list"):
+        run("check", "nonsense")
+
+
+def test_unknown_name_through_the_cli_is_one_line_exit_2(folder, capsys):
+    assert cli.main(["exercise", "hint", "nonsense"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "microgradnorm exercise list" in err
+
+
+def test_all_done(folder):
+    def everything(p):
+        for ex in EXERCISES:
+            p.record(ex)["passed"] = True
+
+    ws.update_progress(everything)
+    code, out = run("check")
+    assert code == 0 and "Every exercise is done" in out
+
+
+# ---- hints, solutions, reset ------------------------------------------------------------------
+
+
+def test_hints_come_one_at_a_time_and_are_remembered(folder):
+    _, out = run("hint", "5")
+    assert "(1 of 4)" in out and "Run the same command again for hint 2" in out
+    _, out = run("hint", "5")
+    assert "(2 of 4)" in out
+    for _ in range(5):
+        _, out = run("hint", "5")
+    assert "(4 of 4)" in out and "That was the last hint" in out
+    assert ws.load_progress().hints_shown(get_exercise(5)) == 4
+
+
+def test_solution_only_after_passing_or_with_force(folder):
+    code, out = run("solution", "1")
+    assert code == 1 and "not passed yet" in out and "--force" in out
+    code, out = run("solution", "1", "--force")
+    assert code == 0 and "def mul_backward" in out and "b * dout" in out
+    solve(folder, 1)
+    run("check", "1")
+    code, out = run("solution", "1")
+    assert code == 0 and "Reference solution" in out
+
+
+def test_reset_asks_first_and_keeps_a_backup(folder):
+    path = solve(folder, 1)
+    run("check", "1")
+    mine = path.read_text(encoding="utf-8")
+    code, out = run("reset", "1", stdin="n\n")
+    assert code == 1 and "Not reset" in out
+    assert path.read_text(encoding="utf-8") == mine
+    code, out = run("reset", "1", stdin="")  # no answer at all is no
+    assert code == 1 and path.read_text(encoding="utf-8") == mine
+    code, out = run("reset", "1", stdin="y\n")
+    assert code == 0
+    assert path.read_bytes() == get_exercise(1).scaffold.read_bytes()
+    backups = list((state_dir() / "exercise-backups").glob("01_local_derivatives.*.py"))
+    assert len(backups) == 1 and backups[0].read_text(encoding="utf-8") == mine
+    assert str(backups[0]) in out.replace("\n", "")
+    assert not ws.load_progress().passed(get_exercise(1))
+
+
+def test_reset_yes_skips_the_question(folder):
+    path = solve(folder, 2)
+    code, _ = run("reset", "2", "--yes")
+    assert code == 0
+    assert path.read_bytes() == get_exercise(2).scaffold.read_bytes()
+
+
+# ---- progress safety -------------------------------------------------------------------------
+
+
+def test_progress_survives_a_restart_as_json(folder):
+    solve(folder, 1)
+    run("check")
+    run("hint", "2")
+    data = json.loads((state_dir() / ws.PROGRESS_FILE).read_text(encoding="utf-8"))
+    assert data["exercises"]["01_local_derivatives"]["passed"] is True
+    assert data["exercises"]["02_mean_variance_backward"]["hints"] == 1
+
+
+@pytest.mark.parametrize("garbage", ['{"exercises": {"01_lo', "[1, 2, 3]", '{"exercises": [1]}'])
+def test_a_corrupt_progress_file_is_reported_and_set_aside(folder, garbage):
+    path = state_dir() / ws.PROGRESS_FILE
+    path.write_text(garbage, encoding="utf-8")
+    code, out = run("list")
+    assert code == 0
+    assert "warning:" in out and "set aside" in out
+    aside = list(state_dir().glob(f"{ws.PROGRESS_FILE}.corrupt-*"))
+    assert len(aside) == 1 and aside[0].read_text(encoding="utf-8") == garbage
+
+
+def test_a_write_killed_midway_leaves_the_old_progress(folder, monkeypatch):
+    solve(folder, 1)
+    run("check")
+    path = state_dir() / ws.PROGRESS_FILE
+    before = path.read_text(encoding="utf-8")
+
+    def dies(*args, **kwargs):
+        raise KeyboardInterrupt  # the process is stopped between writing and renaming
+
+    monkeypatch.setattr(os, "replace", dies)
+    with pytest.raises(KeyboardInterrupt):
+        ws.record_hint(get_exercise(3), 4)
+    monkeypatch.undo()
+    assert path.read_text(encoding="utf-8") == before
+    assert not [p for p in state_dir().iterdir() if p.name.endswith(".tmp")]
+
+
+# ---- watch -----------------------------------------------------------------------------------
+
+
+class _Watch:
+    """``exercise watch`` in a thread, fed commands through a real pipe."""
+
+    def __init__(self, folder: Path) -> None:
+        self.buf = io.StringIO()
+        self.console = Console(file=self.buf, width=120, color_system=None)
+        read_fd, self.write_fd = os.pipe()
+        self.stdin = os.fdopen(read_fd, "r")
+        args = cli.build_parser().parse_args(["exercise", "watch", "--interval", "0.05", "--dir", str(folder)])
+        self.code: int | None = None
+        self.thread = threading.Thread(target=self._run, args=(args,), daemon=True)
+        self.thread.start()
+
+    def _run(self, args) -> None:
+        self.code = command.main(args, self.console, self.stdin)
+
+    def send(self, line: str) -> None:
+        os.write(self.write_fd, (line + "\n").encode())
+
+    def wait_for(self, text: str, count: int = 1, timeout: float = 30.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            out = self.buf.getvalue()
+            if out.count(text) >= count:
+                return out
+            time.sleep(0.02)
+        raise AssertionError(f"{text!r} did not appear; output so far:\n{self.buf.getvalue()}")
+
+    def stop(self) -> int | None:
+        self.send("q")
+        self.thread.join(timeout=30)
+        os.close(self.write_fd)
+        self.stdin.close()
+        return self.code
+
+
+def test_watch_rechecks_on_save_and_moves_on_only_when_asked(folder):
+    w = _Watch(folder)
+    try:
+        w.wait_for("Current exercise: 01_local_derivatives")
+        w.send("n")  # not passed yet: no moving on
+        w.wait_for("is not passed yet")
+        solve(folder, 1)
+        out = w.wait_for("Passed.")
+        assert "n + Enter moves on to 02_mean_variance_backward" in out
+        time.sleep(0.3)  # several more polls: still on exercise 01
+        assert "Current exercise: 02" not in w.buf.getvalue()
+        w.send("h")
+        w.wait_for("Hints for 01_local_derivatives (1 of 4)")
+        w.send("n")
+        w.wait_for("Current exercise: 02_mean_variance_backward")
+        # saving the scaffold of 02 unchanged still counts as a save: it is checked, and fails
+        path = folder / get_exercise(2).filename
+        path.write_text(path.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+        w.wait_for("Not written yet")
+    finally:
+        code = w.stop()
+    assert code == 0
+    assert ws.load_progress().passed(get_exercise(1))
+
+
+def test_watch_with_everything_done_exits(folder):
+    def everything(p):
+        for ex in EXERCISES:
+            p.record(ex)["passed"] = True
+
+    ws.update_progress(everything)
+    code, out = run("watch", "--interval", "0.05")
+    assert code == 0 and "Nothing to watch" in out
