@@ -18,6 +18,13 @@ from microgradnorm.lessons.demos import DEMOS, DemoOutput, load_demos
 from microgradnorm.lessons.format import LESSON_FILE, lessons_dir, parse_lesson
 from microgradnorm.lessons.runner import step_outputs
 
+
+@pytest.fixture(autouse=True)
+def _state_home(tmp_path, monkeypatch):
+    """Never touch the learner's real state folder."""
+    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
+
+
 LESSON_FILES = sorted(p for p in lessons_dir().iterdir() if LESSON_FILE.match(p.name))
 WIDTHS = (60, 100)
 

@@ -247,6 +247,8 @@ def _front_matter(path: Path, lines: list[str]) -> tuple[dict[str, Any], int]:
             return meta, i + 1
         if not line.strip():
             continue
+        if line.startswith("#") or line.startswith("```"):
+            raise LessonFormatError(path, 1, "the front matter is not closed: add a '---' line after it")
         m = _KEY_VALUE.match(line)
         if not m:
             raise LessonFormatError(

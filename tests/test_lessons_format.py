@@ -1,0 +1,197 @@
+"""The lesson file format: what parses, and that every error names the file, the line and what is allowed."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from microgradnorm.lessons.demos import DEMOS, DemoOutput, LessonParams, demo, load_demos, run_demo
+from microgradnorm.lessons.format import (
+    DemoCall,
+    LessonFormatError,
+    Prose,
+    lessons_dir,
+    load_lessons,
+    parse_lesson,
+)
+
+
+@pytest.fixture(autouse=True)
+def _state_home(tmp_path, monkeypatch):
+    """Never touch the learner's real state folder."""
+    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
+
+
+@demo("t_fmt_needs_k")
+def _needs_k(p: LessonParams, k: int, label: str = "x") -> DemoOutput:
+    """A test demo with a required parameter."""
+    return DemoOutput(f"{label}={k} dim={p.dim}")
+
+
+HEAD = '---\ntitle: T\nsummary: S\ndefaults: {"dim": 5}\n---\n'
+PATH = Path("lessons/42-test-lesson.md")
+
+
+def parse(body: str, head: str = HEAD, path: Path = PATH):
+    return parse_lesson(path, head + body)
+
+
+def error(body: str, head: str = HEAD, path: Path = PATH) -> LessonFormatError:
+    with pytest.raises(LessonFormatError) as info:
+        parse(body, head, path)
+    return info.value
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def test_a_lesson_parses_into_steps_of_prose_and_demo_calls():
+    body = (
+        "## First\n\nSome *prose*.\n\n```demo\nt_fmt_needs_k\nk: 3\nlabel: 'a'\n```\n\nAfter.\n\n"
+        "## Second `code`\n\n```python\n## not a heading inside code\n```\n"
+    )
+    lesson = parse(body)
+    assert (lesson.number, lesson.slug, lesson.name) == (42, "test-lesson", "42-test-lesson")
+    assert (lesson.title, lesson.summary, lesson.defaults) == ("T", "S", {"dim": 5})
+    assert [s.title for s in lesson.steps] == ["First", "Second `code`"]
+    first = lesson.steps[0].blocks
+    assert [type(b) for b in first] == [Prose, DemoCall, Prose]
+    assert first[1].name == "t_fmt_needs_k" and first[1].args == {"k": 3, "label": "a"}
+    assert first[1].line == line_of(HEAD + body, "t_fmt_needs_k")
+    assert "## not a heading" in lesson.steps[1].blocks[0].text
+    assert lesson.params() == LessonParams(dim=5)
+    assert lesson.params(dim=None, seed=7) == LessonParams(dim=5, seed=7)
+
+
+def test_the_demo_call_runs_with_the_lesson_params():
+    lesson = parse("## S\n\n```demo\nt_fmt_needs_k\nk: 9\n```\n")
+    call = lesson.steps[0].demos[0]
+    assert run_demo(call.name, lesson.params(), call.args).renderable == "x=9 dim=5"
+
+
+@pytest.mark.parametrize(
+    ("head", "body", "needle", "words"),
+    [
+        ("title: T\n---\n", "## S\ntext\n", None, ["front matter", "---"]),
+        (
+            "---\ntitle: T\nsummary: S\ncolour: red\n---\n",
+            "## S\ntext\n",
+            "colour",
+            ["unknown", "title, summary, defaults"],
+        ),
+        ("---\ntitle: T\n---\n", "## S\ntext\n", 3, ["no 'summary'", "required"]),
+        (
+            "---\ntitle: T\nsummary: S\ndefaults: {'dim': 4, 'width': 2}\n---\n",
+            "## S\nx\n",
+            "defaults",
+            ["width", "dim, seed, eps, batch"],
+        ),
+        (
+            "---\ntitle: T\nsummary: S\ndefaults: {'dim': 0}\n---\n",
+            "## S\nx\n",
+            "defaults",
+            ["dim must be an integer >= 1"],
+        ),
+        ("---\ntitle: T\nsummary: S\ndefaults: [1]\n---\n", "## S\nx\n", "defaults", ["expected a dict"]),
+        ("---\ntitle: T\nsummary: S\n", "## S\nx\n", None, ["not closed"]),
+        (HEAD, "Intro text\n## S\nx\n", "Intro", ["before the first step", "## "]),
+        (HEAD, "# Big\n## S\nx\n", "# Big", ["'# ' heading is not allowed"]),
+        (HEAD, "## Empty\n\n## Full\ntext\n", "Empty", ["empty", "prose, a demo block"]),
+        (
+            HEAD,
+            "## S\n```demo\nfowrard_table\n```\n",
+            "fowrard",
+            ["unknown demo 'fowrard_table'", "known demos:", "value_graph"],
+        ),
+        (HEAD, "## S\n```demo\nt_fmt_needs_k\nk: 1\nwidth: 3\n```\n", "width", ["no parameter 'width'", "k, label"]),
+        (HEAD, "## S\n```demo\nt_fmt_needs_k\n```\n", "t_fmt_needs_k", ["needs 'k'"]),
+        (HEAD, "## S\n```demo\nt_fmt_needs_k\nk: three\n```\n", "k: three", ["Python literal"]),
+        (HEAD, "## S\n```demo\nt_fmt_needs_k\nk 3\n```\n", "k 3", ["key: value"]),
+        (HEAD, "## S\n```demo\nt_fmt_needs_k\nk: 1\nk: 2\n```\n", "k: 2", ["given twice"]),
+        (HEAD, "## S\n```demo\n\n```\n", "```demo", ["empty demo block"]),
+        (HEAD, "## S\n```demo\nt_fmt_needs_k\nk: 1\n", "```demo", ["never closed"]),
+        (HEAD, "## S\n```demo\n3d\n```\n", "3d", ["demo's name"]),
+    ],
+)
+def test_every_error_names_the_file_the_line_and_what_is_allowed(head, body, needle, words):
+    exc = error(body, head)
+    message = str(exc)
+    text = head + body
+    expected_line = needle if isinstance(needle, int) else line_of(text, needle) if needle else 1
+    assert message.startswith(f"{PATH}:{expected_line}: "), message
+    assert exc.line == expected_line
+    for word in words:
+        assert word in message, (word, message)
+
+
+def test_a_badly_named_file_is_an_error():
+    exc = error("## S\nx\n", path=Path("lessons/3-short.md"))
+    assert "NN-slug.md" in str(exc)
+
+
+def test_load_lessons_orders_by_number_skips_non_lessons_and_rejects_duplicates(tmp_path):
+    (tmp_path / "02-b.md").write_text(HEAD + "## S\nb\n")
+    (tmp_path / "01-a.md").write_text(HEAD + "## S\na\n")
+    (tmp_path / "FORMAT.md").write_text("# not a lesson\n")
+    (tmp_path / "assets").mkdir()
+    assert [lesson.name for lesson in load_lessons(tmp_path)] == ["01-a", "02-b"]
+    (tmp_path / "02-c.md").write_text(HEAD + "## S\nc\n")
+    with pytest.raises(LessonFormatError, match=r"02-c\.md:1: lesson number 02 is also used by"):
+        load_lessons(tmp_path)
+    (tmp_path / "7-bad.md").write_text(HEAD + "## S\nc\n")
+    problems: list[LessonFormatError] = []
+    loaded = load_lessons(tmp_path, errors=problems)
+    assert [lesson.name for lesson in loaded] == ["01-a", "02-b"]
+    assert sorted(Path(p.path).name for p in problems) == ["02-c.md", "7-bad.md"]
+
+
+def test_lessons_dir_prefers_the_override_then_finds_the_repository_folder(tmp_path, monkeypatch):
+    monkeypatch.delenv("MICROGRADNORM_LESSONS", raising=False)
+    repo = lessons_dir()
+    assert (repo / "01-value-and-chain-rule.md").is_file()
+    monkeypatch.setenv("MICROGRADNORM_LESSONS", str(tmp_path))
+    assert lessons_dir() == tmp_path
+    monkeypatch.setenv("MICROGRADNORM_LESSONS", str(tmp_path / "missing"))
+    with pytest.raises(FileNotFoundError, match="MICROGRADNORM_LESSONS"):
+        lessons_dir()
+
+
+def test_lesson_params_validate_their_fields():
+    assert LessonParams().replace(dim=6, seed=None) == LessonParams(dim=6)
+    for bad, match in (({"dim": 0}, "dim"), ({"seed": -1}, "seed"), ({"eps": -1e-5}, "eps"), ({"batch": 0}, "batch")):
+        with pytest.raises(ValueError, match=match):
+            LessonParams(**bad)
+    with pytest.raises(TypeError, match="eps"):
+        LessonParams(eps="small")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="no field 'width'"):
+        LessonParams().replace(width=3)
+
+
+def test_the_demo_decorator_refuses_a_second_demo_of_the_same_name_and_bad_signatures():
+    load_demos()
+    with pytest.raises(ValueError, match=r"defined twice"):
+
+        @demo("value_graph")
+        def other(p: LessonParams) -> str:
+            return ""
+
+    with pytest.raises(TypeError, match="first parameter"):
+
+        @demo("t_fmt_no_params")
+        def nothing() -> str:
+            return ""
+
+    with pytest.raises(ValueError, match="identifier"):
+        demo("not a name")
+    assert DEMOS["value_graph"].module == "microgradnorm.lessons.demos_core"
+
+
+def test_the_real_lessons_load_without_errors():
+    lessons = load_lessons()
+    assert [lesson.number for lesson in lessons][:4] == [1, 2, 3, 4]
+    assert all(re.fullmatch(r"\d\d-[a-z0-9-]+", lesson.name) for lesson in lessons)
+    for lesson in lessons[:4]:
+        assert 3 <= lesson.params().dim <= 6
