@@ -122,7 +122,8 @@ def number_table(
     for k, h in enumerate(headers):
         # no_wrap everywhere: a table too wide for the console shortens cells with an
         # ellipsis rather than squeezing a column (the row labels) down to nothing
-        table.add_column(h, justify=justify_first if k == 0 else "right", no_wrap=True)
+        header = Text(h, style="bold")  # Text, so that "E[x²]" is not read as markup
+        table.add_column(header, justify=justify_first if k == 0 else "right", no_wrap=True)
     for row in rows:
         table.add_row(*[c if isinstance(c, Text) else str(c) for c in row])
     if title is None and caption is None:

@@ -51,6 +51,8 @@ DEMO_MODULES: tuple[str, ...] = (
     "microgradnorm.lessons.demos_rmsnorm",
     "microgradnorm.lessons.demos_practice",
     "microgradnorm.lessons.demos_residual",
+    "microgradnorm.lessons.demos_why",
+    "microgradnorm.lessons.demos_traps",
 )
 
 

@@ -23,6 +23,18 @@ from microgradnorm.lessons.charts import line_chart
 from microgradnorm.lessons.demo_tools import check_mark, engine_forward, fmt, number_table, rng_for, sci
 from microgradnorm.lessons.demos import LessonParams, demo
 
+# Padding rows and a batch of one are constant groups: with eps = 0 they divide by zero.
+# The demos then run at this eps instead, and say so.
+_EPS_FLOOR = 1e-5
+
+
+def _eps(p: LessonParams) -> tuple[float, Text | None]:
+    if p.eps > 0:
+        return p.eps, None
+    note = Text(f"eps = 0 would divide by zero on constant rows; using eps = {_EPS_FLOOR:g} here", style="dim")
+    return _EPS_FLOOR, note
+
+
 # ---- padding ----------------------------------------------------------------------
 
 
@@ -53,12 +65,13 @@ def padded_batch(
 @demo("padding_pollution")
 def padding_pollution(p: LessonParams, lengths: tuple[int, ...] = (5, 2, 3)) -> Group:
     """BatchNorm statistics with and without zero padding; LayerNorm of the real tokens, both ways."""
+    eps, note = _eps(p)
     x, mask = padded_batch(p.seed, p.dim, tuple(lengths))
     n, length, d = x.shape
     real = x[mask]  # T,D: the real tokens only
     flat = x.reshape(-1, d)  # N*L,D: what BatchNorm sees when the padding is not masked
-    bn_real = get_graph("batchnorm", real, p.eps)
-    bn_pad = get_graph("batchnorm", flat, p.eps)
+    bn_real = get_graph("batchnorm", real, eps)
+    bn_pad = get_graph("batchnorm", flat, eps)
     rows = []
     for j in range(d):
         rows.append(
@@ -70,12 +83,13 @@ def padding_pollution(p: LessonParams, lengths: tuple[int, ...] = (5, 2, 3)) -> 
                 fmt(bn_pad["var"][j].data, 3),
             ]
         )
-    ln_real = engine_forward("layernorm", real, None, None, p.eps)
-    ln_pad = engine_forward("layernorm", flat, None, None, p.eps)[mask.reshape(-1)]
+    ln_real = engine_forward("layernorm", real, None, None, eps)
+    ln_pad = engine_forward("layernorm", flat, None, None, eps)[mask.reshape(-1)]
     y_real = np.array([v.data for v in bn_real["y"]]).reshape(real.shape)
     y_pad = np.array([v.data for v in bn_pad["y"]]).reshape(flat.shape)[mask.reshape(-1)]
     pads = int((~mask).sum())
     return Group(
+        *([note] if note else []),
         Text(f"{n} sentences of {list(lengths)} tokens, padded to {length}: {pads} of {n * length} rows are zeros"),
         number_table(
             ["", "mean real", "mean padded", "var real", "var padded"],
@@ -104,14 +118,15 @@ def padding_growth(
     p: LessonParams, lengths: tuple[int, ...] = (5, 2, 3), pad_to: tuple[int, ...] = (5, 10, 20, 40)
 ) -> Group:
     """The more padding, the further BatchNorm's mean and variance drift from the real tokens'."""
+    eps, note = _eps(p)
     rows = []
     for length in pad_to:
         x, mask = padded_batch(p.seed, p.dim, tuple(lengths), int(length))
         flat = x.reshape(-1, p.dim)
-        m_pad = formulas.moments(flat, (0,), p.eps)
-        m_real = formulas.moments(x[mask], (0,), p.eps)
-        ln_pad, _ = V.layer_norm_forward(flat, None, None, p.eps, backend="numpy")
-        ln_real, _ = V.layer_norm_forward(x[mask], None, None, p.eps, backend="numpy")
+        m_pad = formulas.moments(flat, (0,), eps)
+        m_real = formulas.moments(x[mask], (0,), eps)
+        ln_pad, _ = V.layer_norm_forward(flat, None, None, eps, backend="numpy")
+        ln_real, _ = V.layer_norm_forward(x[mask], None, None, eps, backend="numpy")
         rows.append(
             [
                 str(length),
@@ -121,13 +136,14 @@ def padding_growth(
                 sci(float(np.max(np.abs(ln_pad[mask.reshape(-1)] - ln_real))), 1),
             ]
         )
-    return number_table(
+    table = number_table(
         ["pad to", "padding", "BN mean", "BN var", "LN change"],
         rows,
         title=f"feature 0, sentences of {list(lengths)} tokens",
         caption="BN mean and var: padded batch / real tokens only. LN change: max change of the real "
         "tokens' LayerNorm output caused by the padding.",
     )
+    return Group(note, table) if note else Group(table)
 
 
 # ---- batch size -------------------------------------------------------------------
@@ -168,15 +184,17 @@ def batch_size_dependence(p: LessonParams, sizes: tuple[int, ...] = (1, 2, 4, 16
     """One example, many random batches: its BatchNorm output moves, its LayerNorm output does not."""
     if any(not isinstance(b, int) or b < 1 for b in sizes):
         raise ValueError(f"sizes: expected positive batch sizes, got {sizes!r}")
-    stats = batch_spread(p.seed, p.dim, tuple(sizes), trials, p.eps)
+    eps, note = _eps(p)
+    stats = batch_spread(p.seed, p.dim, tuple(sizes), trials, eps)
     rows = [[str(s["size"]), fmt(s["bn_spread"], 3), fmt(s["bn_max_abs"], 3), fmt(s["ln_spread"], 3)] for s in stats]
-    return number_table(
+    table = number_table(
         ["batch", "BN spread", "BN max |y|", "LN spread"],
         rows,
         title=f"one fixed example in {trials} random batches of each size",
         caption="spread: the largest range (max − min over the batches) of any of the example's outputs. "
         "A batch of one normalizes every feature to exactly zero.",
     )
+    return Group(note, table) if note else Group(table)
 
 
 # ---- the wrong axis ---------------------------------------------------------------

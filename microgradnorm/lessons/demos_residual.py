@@ -127,7 +127,7 @@ def stack_gradients(weights: StackWeights, arrangement: str, identity_only: bool
 def _bars(p: LessonParams, weights: StackWeights, identity_only: bool, title: str) -> Group:
     layers = len(weights.w1)
     runs = {a: stack_gradients(weights, a, identity_only) for a in ARRANGEMENTS}
-    stride = max(1, -(-layers // 24))  # at most 24 rows on screen
+    stride = 1 if layers <= 24 else -(-layers // 16)  # every layer up to 24, else about 16 rows
     shown = list(range(0, layers, stride))
     if shown[-1] != layers - 1:
         shown.append(layers - 1)
