@@ -277,7 +277,7 @@ def _watch(args, console, stdin, progress, *, sleep: Callable[[float], None] = t
     files = {ex.name: ws.learner_file(folder, ex) for ex in EXERCISES}
     seen = {name: _signature(path) for name, path in files.items()}
     commands = _Commands(stdin)
-    help_line = "save a file to check it · n Enter: next exercise · h: hint · c: check now · l: list · q: quit"
+    help_line = "save a file to check it · type a letter and Enter: n next · h hint · c check now · l list · q quit"
 
     def show_current() -> None:
         console.print(
@@ -293,8 +293,8 @@ def _watch(args, console, stdin, progress, *, sleep: Callable[[float], None] = t
         console.print(grade_report(result))
         if result.passed:
             nxt = ws.next_unsolved(prog)
-            after = f"n + Enter moves on to {nxt.name}" if nxt else "that was the last one: q + Enter to quit"
-            console.print(f"[green]Passed.[/green] {after}, or keep improving this one.", highlight=False)
+            after = f"Type n and Enter to move on to {nxt.name}" if nxt else "That was the last one: q and Enter quits"
+            console.print(f"[green]{after}[/green], or keep improving this one.", highlight=False)
         console.print(f"[dim]{help_line}[/dim]", highlight=False)
         return result.passed
 
@@ -308,7 +308,10 @@ def _watch(args, console, stdin, progress, *, sleep: Callable[[float], None] = t
         if command in ("n", "next"):
             prog = ws.load_progress()
             if not prog.passed(current):
-                console.print(f"[yellow]{current.name} is not passed yet[/yellow]: watch moves on once it passes.")
+                console.print(
+                    f"[yellow]{current.name} is not passed yet[/yellow]: pass it first, then n moves on.",
+                    highlight=False,
+                )
             else:
                 later = [ex for ex in EXERCISES if ex.number > current.number and not prog.passed(ex)]
                 nxt = later[0] if later else ws.next_unsolved(prog)
