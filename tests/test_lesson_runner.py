@@ -284,6 +284,7 @@ def test_lesson_without_arguments_lists_the_lessons_with_progress(capsys):
     assert code == 0
     assert "A Value, the chain rule" in out and "LayerNorm forward as a computation graph" in out
     assert "step 3/9" in out and "microgradnorm lesson 1" in out
+    assert "Continue where you left off: microgradnorm lesson 2 (step 3 of" in " ".join(out.split())
 
 
 def test_lesson_by_number_or_name_prints_every_step_when_not_a_terminal(capsys):

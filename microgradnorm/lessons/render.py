@@ -153,6 +153,20 @@ def lesson_list(lessons: Sequence[Lesson], progress: Mapping[str, LessonProgress
         ("--auto", "bold"),
         " to print every step at once.",
     )
+    unfinished = [
+        (entry.updated, lesson)
+        for lesson in lessons
+        if (entry := progress.get(lesson.name)) is not None and not entry.completed
+    ]
+    if unfinished:
+        _, last = max(unfinished, key=lambda pair: pair[0])
+        entry = progress[last.name]
+        hint = Text.assemble(
+            "Continue where you left off: ",
+            (f"microgradnorm lesson {last.number}", "bold"),
+            f" (step {min(entry.step, len(last.steps))} of {len(last.steps)}).\n",
+            hint,
+        )
     return Group(table, Text(""), hint)
 
 

@@ -177,6 +177,7 @@ class LessonRunner:
                 self.index = 0
                 self.show()
             elif action == "graph":
+                self.console.print(Text("Drawing the graph…", style="dim"))
                 self.console.print(self.graph_message())
             elif action == "quit":
                 self.console.print(
