@@ -172,6 +172,7 @@ def bn_three_paths(p: LessonParams, column: int = 0) -> DemoOutput:
             Text.assemble(check_mark(ok), f" all columns: max |sum − autograd| = {sci(err)}"),
         ),
         graph=graph,
+        graph_options={"paths": True, "path_input": j},  # X[0, j]: its three paths in colour
     )
 
 

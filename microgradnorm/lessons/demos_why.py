@@ -281,8 +281,5 @@ def identity_recovery(p: LessonParams) -> Group:
     return number_table(
         ["setting (engine)", "rows", "max |y − x|"],
         rows,
-        title=f"X [{n}, {p.dim}]",
-        caption="BatchNorm's gamma and beta are per feature, like its statistics, so one setting undoes "
-        "the whole batch. LayerNorm's statistics are per row but its gamma and beta per feature, so one "
-        "setting can undo only one row.",
+        title=f"X [{n}, {p.dim}]; γ and β read off the engine's mean and var nodes",
     )
