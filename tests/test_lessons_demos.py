@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
@@ -167,14 +167,14 @@ def test_lesson_3_ends_with_the_check_table():
 PARAMS = [
     LessonParams(),
     LessonParams(dim=2, seed=1),
+    LessonParams(dim=2, seed=0, eps=0.0),
     LessonParams(dim=6, seed=5, eps=0.0),
     LessonParams(dim=12, seed=123, eps=0.1),
     LessonParams(dim=3, seed=9, batch=2),
 ]
 
 
-@pytest.mark.parametrize("p", PARAMS, ids=lambda p: f"d{p.dim}-s{p.seed}-e{p.eps:g}")
-def test_every_core_demo_passes_its_own_checks_for_other_parameters(p):
+def _check_every_core_demo(p: LessonParams) -> None:
     load_demos()
     for name, spec in sorted(DEMOS.items()):
         if spec.module != core.__name__:
@@ -189,7 +189,18 @@ def test_every_core_demo_passes_its_own_checks_for_other_parameters(p):
             for width in (60, 100):
                 text = _text(out.renderable, width)
                 assert text.strip(), name
-                assert "✗" not in text, f"{name} {args} reports a failed check:\n{text}"
+                assert "✗" not in text, f"{name} {args} reports a failed check at {p}:\n{text}"
+
+
+@pytest.mark.parametrize("p", PARAMS, ids=lambda p: f"d{p.dim}-s{p.seed}-e{p.eps:g}")
+def test_every_core_demo_passes_its_own_checks_for_other_parameters(p):
+    _check_every_core_demo(p)
+
+
+@settings(max_examples=8)
+@given(st.integers(2, 9), st.integers(0, 2**31), st.sampled_from([0.0, 1e-8, 1e-5, 0.5]))
+def test_every_core_demo_passes_its_own_checks_for_random_parameters(dim, seed, eps):
+    _check_every_core_demo(LessonParams(dim=dim, seed=seed, eps=eps))
 
 
 def test_the_eps_demo_shows_the_cap_and_the_failure_without_eps():
@@ -211,3 +222,14 @@ def test_value_graph_lists_nodes_in_creation_order():
     text = _text(out.renderable)
     rows = [line.split()[0] for line in text.splitlines()[2:] if line.strip()]
     assert rows == ["a", "b", "c", "e", "d", "f", "L"]
+
+
+def test_the_lesson_problem_never_has_a_constant_row(monkeypatch):
+    def constant(spec, shape, seed):
+        return np.full(shape, 0.5), np.ones(shape[-1]), np.zeros(shape[-1]), np.ones(shape)
+
+    monkeypatch.setattr(core, "random_problem", constant)
+    x = core.ln_problem(LessonParams(dim=3, eps=0.0), rows=2)[0]
+    assert x.shape == (2, 3) and all(np.ptp(row) > 0 for row in x)
+    built = core.build_ln(LessonParams(dim=3, eps=0.0))  # eps = 0 works: the row has a spread
+    assert all(np.isfinite(v.data) for v in built.graph["y"])
