@@ -84,9 +84,28 @@ _JIT = {"parallel": True, "cache": True, "fastmath": _FASTMATH, "nogil": True}
 COLUMN_BLOCK = 64
 
 
+# Below this many numbers a kernel runs on one thread: starting the other threads
+# costs more than the work (and on a busy machine a thread that waits for a core
+# can stall the call for a whole scheduler tick).
+SMALL = 1 << 16
+
+
 def num_workers() -> int:
     """How many threads the parallel loops use (each gets its own partial sums)."""
     return int(numba.get_num_threads()) if AVAILABLE else 1
+
+
+def _launch(kernel, size: int, *args) -> None:
+    """Run ``kernel(*args)``, on one thread when the problem has fewer than SMALL numbers."""
+    if size >= SMALL or not AVAILABLE:
+        kernel(*args)
+        return
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)  # this thread's setting only; restored below
+    try:
+        kernel(*args)
+    finally:
+        numba.set_num_threads(before)
 
 
 # ---- LayerNorm: one row at a time -------------------------------------------------------
@@ -362,18 +381,18 @@ def layer_norm_forward(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: 
     y = np.empty_like(x)
     mean, var, rstd = np.empty(rows), np.empty(rows), np.empty(rows)
     xhat = _xhat_buffer(x, keep_xhat, 2)
-    layer_norm_forward_rows(x, gamma, beta, eps, y, mean, var, rstd, xhat, keep_xhat)
+    _launch(layer_norm_forward_rows, x.size, x, gamma, beta, eps, y, mean, var, rstd, xhat, keep_xhat)
     return y, mean, var, rstd, (xhat if keep_xhat else None)
 
 
 def layer_norm_backward(dy: np.ndarray, src: np.ndarray, mean: np.ndarray, rstd: np.ndarray, gamma, have_xhat: bool):
     """dy [R, D], src = xhat or x -> (dx, dgamma, dbeta), the last two in float64."""
     d = dy.shape[1]
-    workers = num_workers()
+    workers = num_workers() if dy.size >= SMALL else 1
     dx = np.empty_like(dy)
     dgamma_part = np.zeros((workers, d))  # worker w adds into row w only
     dbeta_part = np.zeros((workers, d))
-    layer_norm_backward_rows(dy, src, mean, rstd, gamma, dx, dgamma_part, dbeta_part, have_xhat)
+    _launch(layer_norm_backward_rows, dy.size, dy, src, mean, rstd, gamma, dx, dgamma_part, dbeta_part, have_xhat)
     return dx, dgamma_part.sum(axis=0), dbeta_part.sum(axis=0)
 
 
@@ -383,7 +402,7 @@ def rms_norm_forward(x: np.ndarray, gamma: np.ndarray, eps: float, keep_xhat: bo
     y = np.empty_like(x)
     ms, rrms = np.empty(rows), np.empty(rows)
     xhat = _xhat_buffer(x, keep_xhat, 2)
-    rms_norm_forward_rows(x, gamma, eps, y, ms, rrms, xhat, keep_xhat)
+    _launch(rms_norm_forward_rows, x.size, x, gamma, eps, y, ms, rrms, xhat, keep_xhat)
     return y, ms, rrms, (xhat if keep_xhat else None)
 
 
@@ -391,8 +410,8 @@ def rms_norm_backward(dy: np.ndarray, src: np.ndarray, rrms: np.ndarray, gamma: 
     """dy [R, D], src = xhat or x -> (dx, dgamma in float64)."""
     d = dy.shape[1]
     dx = np.empty_like(dy)
-    dgamma_part = np.zeros((num_workers(), d))
-    rms_norm_backward_rows(dy, src, rrms, gamma, dx, dgamma_part, have_xhat)
+    dgamma_part = np.zeros((num_workers() if dy.size >= SMALL else 1, d))
+    _launch(rms_norm_backward_rows, dy.size, dy, src, rrms, gamma, dx, dgamma_part, have_xhat)
     return dx, dgamma_part.sum(axis=0)
 
 
@@ -403,7 +422,7 @@ def batch_norm_forward(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: 
     mean, var, rstd = np.empty(c), np.empty(c), np.empty(c)
     xhat = _xhat_buffer(x, keep_xhat, x.ndim)
     kernel = batch_norm_forward_columns if x.ndim == 2 else batch_norm_forward_channels
-    kernel(x, gamma, beta, eps, y, mean, var, rstd, xhat, keep_xhat)
+    _launch(kernel, x.size, x, gamma, beta, eps, y, mean, var, rstd, xhat, keep_xhat)
     return y, mean, var, rstd, (xhat if keep_xhat else None)
 
 
@@ -413,5 +432,5 @@ def batch_norm_backward(dy: np.ndarray, src: np.ndarray, mean: np.ndarray, rstd:
     dx = np.empty_like(dy)
     dgamma, dbeta = np.empty(c), np.empty(c)
     kernel = batch_norm_backward_columns if dy.ndim == 2 else batch_norm_backward_channels
-    kernel(dy, src, mean, rstd, gamma, dx, dgamma, dbeta, have_xhat)
+    _launch(kernel, dy.size, dy, src, mean, rstd, gamma, dx, dgamma, dbeta, have_xhat)
     return dx, dgamma, dbeta

@@ -96,3 +96,22 @@ def test_the_per_worker_partial_sums_add_up_to_dgamma():
         rows = slice(3 * w, 3 * w + 3)
         np.testing.assert_allclose(dgamma_part[w], (dy[rows] * xhat[rows]).sum(axis=0), rtol=1e-12)
         np.testing.assert_allclose(dbeta_part[w], dy[rows].sum(axis=0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("norm", list(NORMS))
+def test_fused_equals_numpy_when_every_thread_works(norm):
+    """Problems above fused.SMALL run on all threads, with one partial dgamma per worker."""
+    spec = get_norm(norm)
+    shapes = {"layernorm": [(300, 256)], "rmsnorm": [(2, 150, 256)], "batchnorm": [(300, 256), (64, 32, 6, 6)]}[norm]
+    for shape in shapes:
+        assert np.prod(shape) >= fused.SMALL
+        for dtype, rt, at in (
+            ("float64", tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL),
+            ("float32", tol.FLOAT32_RTOL, tol.FLOAT32_ATOL),
+        ):
+            x, gamma, beta, dy = (None if a is None else a.astype(dtype) for a in random_problem(spec, shape, seed=9))
+            got, _ = both(norm, "fused", x, gamma, beta, dy, None)
+            want, _ = both(norm, "numpy", x, gamma, beta, dy, None)
+            for a, w in zip(got, want):
+                if w is not None:
+                    assert tol.close(a, w, rt, at), f"{norm} {shape} {dtype}: {tol.normwise_error(a, w)}"
