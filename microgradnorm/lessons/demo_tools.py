@@ -7,6 +7,7 @@ lesson's seed, run ``backward()`` and lay numbers out so that they fit 60 column
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -29,6 +30,7 @@ __all__ = [
     "random_dy",
     "random_gamma",
     "random_vector",
+    "ratio",
     "rng_for",
     "sci",
 ]
@@ -64,6 +66,11 @@ def sci(v: float, digits: int = 2) -> str:
     if v != v:
         return "—"
     return f"{v + 0.0:.{digits}e}"  # + 0.0 turns -0.0 into 0.0
+
+
+def ratio(a: float, b: float) -> float:
+    """a / b, or NaN when b is 0 (shown as a dash by :func:`sci` and :func:`fmt`)."""
+    return a / b if b != 0 else math.nan
 
 
 def check_mark(ok: bool) -> Text:

@@ -9,6 +9,8 @@ form, or measures one consequence of the projection structure.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from rich.console import Group
 from rich.text import Text
@@ -26,6 +28,7 @@ from microgradnorm.lessons.demo_tools import (
     random_dy,
     random_gamma,
     random_vector,
+    ratio,
     sci,
 )
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, demo
@@ -34,6 +37,19 @@ from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, close
 
 # Above this size a matrix is drawn only as a heat map: its numbers no longer fit 60 columns.
 _MAX_NUMBER_COLUMNS = 6
+
+
+def _d2_note(d: int) -> list[Text]:
+    """With d = 2, 1 and xhat span the whole plane: P = I, and at eps = 0 LayerNorm has no gradient."""
+    if d != 2:
+        return []
+    return [
+        Text(
+            "d = 2: 1 and xhat span the whole plane, so P = I and (at eps = 0) dy/dx = 0: "
+            "the output is ±1 whatever x is. Try --dim 4 or more.",
+            style="yellow",
+        )
+    ]
 
 
 def _problem(p: LessonParams, gamma: str) -> tuple[np.ndarray, np.ndarray | None]:
@@ -114,6 +130,7 @@ def projection_facts(p: LessonParams, eps: float = 0.0) -> DemoOutput:
     )
     return DemoOutput(
         Group(
+            *_d2_note(p.dim),
             heat_map(pm, title="P: the part of a gradient that LayerNorm removes"),
             table,
             Text(f"singular values of P: {svs}", overflow="fold"),
@@ -135,20 +152,18 @@ def gradient_orthogonal(p: LessonParams, eps: float | None = None) -> DemoOutput
     n = float(np.linalg.norm(dx))
     rows = [
         ["|dx|", fmt(n, 4), ""],
-        ["1 · dx  (mean direction)", sci(float(np.sum(dx))), sci(float(np.sum(dx)) / n)],
-        ["xhat · dx  (radial direction)", sci(float(m.xhat @ dx)), sci(float(m.xhat @ dx) / n)],
+        ["1 · dx  (mean direction)", sci(float(np.sum(dx))), sci(ratio(float(np.sum(dx)), n))],
+        ["xhat · dx  (radial direction)", sci(float(m.xhat @ dx)), sci(ratio(float(m.xhat @ dx), n))],
         ["1 · (γ·dy), before LayerNorm", fmt(float(np.sum(gx)), 4), ""],
         ["xhat · (γ·dy), before", fmt(float(m.xhat @ gx), 4), ""],
         ["|P (γ·dy)|, the part removed", fmt(float(np.linalg.norm(removed)), 4), ""],
     ]
-    return DemoOutput(
-        number_table(
-            ["quantity", "value", "÷ |dx|"],
-            rows,
-            title=f"autograd dx for a random dy, d = {p.dim}, eps = {e:g}",
-        ),
-        graph=graph,
+    table = number_table(
+        ["quantity", "value", "÷ |dx|"],
+        rows,
+        title=f"autograd dx for a random dy, d = {p.dim}, eps = {e:g}",
     )
+    return DemoOutput(Group(*_d2_note(p.dim), table), graph=graph)
 
 
 @demo("scale_invariance")
@@ -192,18 +207,19 @@ def eps_effect(
                 f"{e:g}",
                 sci(e / (var + e), 1),
                 sci(r.idempotent_error, 1),
-                sci(r.xhat_dot_dx / r.dx_norm, 1),
-                sci(r.xhat_dot_dx_predicted / r.dx_norm, 1),
+                sci(ratio(r.xhat_dot_dx, r.dx_norm * math.sqrt(r.xhat_norm_sq)), 1),
+                sci(ratio(r.xhat_dot_dx_predicted, r.dx_norm * math.sqrt(r.xhat_norm_sq)), 1),
                 sci(r.scale_error, 1),
             ]
         )
     return Group(
+        *_d2_note(p.dim),
         Text(f"x scaled by {float(scale):g}: var(x) = {fmt(var, 4)}, d = {p.dim}", style="bold"),
         number_table(
             ["eps", "shrink", "P²−P", "radial", "predicted", "3x vs x"],
             rows,
-            caption="shrink = eps/(var+eps); P²−P = max|P@P − P|; radial = (xhat·dx)/|dx| "
-            "from the closed form, predicted = shrink·rstd·(xhat·dy)/|dx|; "
+            caption="shrink = eps/(var+eps); P²−P = max|P@P − P|; radial = the cosine between dx "
+            "(closed form) and xhat, predicted = shrink·rstd·(xhat·dy) ÷ (|dx| |xhat|); "
             "3x vs x = max|LN(3x) − LN(x)|",
         ),
     )

@@ -26,7 +26,7 @@ from rich.text import Text
 
 from microgradnorm import vectorized as V
 from microgradnorm.lessons.charts import bar_chart
-from microgradnorm.lessons.demo_tools import check_mark, fmt, number_table, rng_for
+from microgradnorm.lessons.demo_tools import check_mark, fmt, number_table, ratio, rng_for
 from microgradnorm.lessons.demos import LessonParams, demo
 
 ARRANGEMENTS = ("pre", "post")
@@ -139,8 +139,8 @@ def _bars(p: LessonParams, weights: StackWeights, identity_only: bool, title: st
         number_table(
             ["", "layer 0 ÷ top", "max ÷ min"],
             [
-                ["pre-LN", fmt(float(pre[0]), 3), fmt(float(pre.max() / pre.min()), 3)],
-                ["post-LN", fmt(float(post[0]), 3), fmt(float(post.max() / post.min()), 3)],
+                ["pre-LN", fmt(float(pre[0]), 3), fmt(ratio(float(pre.max()), float(pre.min())), 3)],
+                ["post-LN", fmt(float(post[0]), 3), fmt(ratio(float(post.max()), float(post.min())), 3)],
             ],
             caption="bars: |dL/dx_l| ÷ |dL/dx_top|, where top is the gradient arriving at the last block."
             + (f" One layer in {stride} shown." if stride > 1 else ""),

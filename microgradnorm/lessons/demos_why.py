@@ -261,7 +261,7 @@ def saturation_before_after(p: LessonParams, mean: float = 12.0, spread: float =
 @demo("identity_recovery")
 def identity_recovery(p: LessonParams) -> Group:
     """gamma = sqrt(var + eps) and beta = mean turn a norm back into the identity; where that works."""
-    n = p.batch or 4
+    n = max(p.batch or 4, 2)  # row 0 and at least one other row
     x = rng_for(p.seed, 32).normal(3.0, 2.0, size=(n, p.dim))
     bn = get_norm("batchnorm")
     stats = bn.build_graph(x.tolist(), None, None, p.eps)
