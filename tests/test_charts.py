@@ -59,6 +59,14 @@ def test_heat_map_with_colour_uses_blocks_not_digits():
     assert len(codes) >= 3
 
 
+def test_heat_map_on_16_colours_prints_digits_coloured_by_sign():
+    console = Console(file=StringIO(), width=60, force_terminal=True, color_system="standard")
+    console.print(heat_map([[2.0, -2.0, 0.0]], legend=False))
+    out = console.file.getvalue()
+    assert plain(out)[1].split() == ["0", "+9", "-9", "·"]
+    assert "\x1b[31m +9" in out and "\x1b[34m -9" in out
+
+
 def test_heat_map_no_color_falls_back_even_on_a_colour_terminal(monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
     console = Console(file=StringIO(), width=60, force_terminal=True, color_system="truecolor")

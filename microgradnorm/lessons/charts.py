@@ -48,6 +48,15 @@ def uses_colour(console: Console) -> bool:
     return console.color_system is not None and not console.no_color
 
 
+def _shades(console: Console) -> bool:
+    """True when the terminal can show a smooth colour ramp (256 colours or more).
+
+    With the 16 basic colours a ramp collapses to two or three colours, so the
+    heat map prints its signed digits instead (coloured by sign).
+    """
+    return uses_colour(console) and console.color_system in ("256", "truecolor")
+
+
 def _fmt(v: float, digits: int = 3) -> str:
     if math.isnan(v):
         return "nan"
@@ -101,9 +110,10 @@ def _level(t: float) -> str:
 class HeatMap:
     """A matrix drawn cell by cell on a symmetric scale around zero.
 
-    With colour every cell is a coloured block (red positive, blue negative,
-    grey near zero); without colour it is a signed digit: ``+9`` is the largest
-    magnitude on the scale, ``-4`` is a negative entry of about 4/9 of it.
+    With 256 colours or more every cell is a coloured block (red positive, blue
+    negative, grey near zero); otherwise it is a signed digit: ``+9`` is the
+    largest magnitude on the scale, ``-4`` is a negative entry of about 4/9 of it
+    (coloured red or blue by sign on a 16-colour terminal).
     ``scale`` fixes the magnitude drawn as full strength (default: the largest
     absolute entry), so two heat maps can share one scale.
     """
@@ -142,14 +152,15 @@ class HeatMap:
         return 2 if not colour else 1
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        colour = uses_colour(console)
+        colour = _shades(console)
         w = self._label_width() + 1 + self.shape[1] * self._cell_width(colour, options.max_width)
         legend = 44 if self.legend else 0
         width = max(w, len(self.title or ""), min(legend, options.max_width))
         return Measurement(min(w, options.max_width), min(width, options.max_width))
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        colour = uses_colour(console)
+        colour = _shades(console)
+        signs = uses_colour(console) and not colour  # 16 colours: digits, red or blue by sign
         n_cols = self.shape[1]
         cw = self._cell_width(colour, options.max_width)
         lw = self._label_width()
@@ -167,7 +178,8 @@ class HeatMap:
                     cell = "█" * cw if math.isfinite(v) else "?" * cw
                     line.append(cell, style=Style(color=_blend(t)) if math.isfinite(v) else "bold")
                 else:
-                    line.append(_level(t).rjust(cw) if cw >= 2 else _level(t)[-1])
+                    style = ("red" if t > 0 else "blue") if signs and math.isfinite(t) and round(abs(t) * 9) else None
+                    line.append(_level(t).rjust(cw) if cw >= 2 else _level(t)[-1], style=style)
             yield line
         if self.legend:
             yield from self._legend(colour)
