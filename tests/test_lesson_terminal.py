@@ -129,3 +129,13 @@ def test_the_lesson_list_in_a_real_terminal_shows_progress(term, tmp_path):
     screen = term.screen(history=True)
     assert f"step 4/{steps}" in screen
     assert "LayerNorm backward" in screen
+
+
+def test_keys_typed_ahead_while_a_step_is_drawn_are_not_lost(term, tmp_path):
+    term.start("lesson", "1")
+    term.wait_for("Step 1 of")
+    term.keys("n", "n", "b", "n", "n", "q")  # all at once: most arrive while a step is being drawn
+    screen = term.wait_for("Stopped at step")
+    assert "Stopped at step 4 of" in screen
+    saved = json.loads((tmp_path / "state" / "lessons.json").read_text())
+    assert saved["lessons"]["01-value-and-chain-rule"]["step"] == 4

@@ -267,7 +267,8 @@ class TerminalKeys:
 
     Raw mode is switched on for each read and off again before anything is
     printed, so output keeps its normal line endings and a crash never leaves
-    the terminal raw. Arrow and page keys arrive as escape sequences and are
+    the terminal raw. The switch does not flush pending input, so keys typed
+    while a step was being drawn are not lost. Arrow and page keys arrive as escape sequences and are
     returned as ``"LEFT"``, ``"RIGHT"``, ``"PAGEUP"``, ``"PAGEDOWN"``.
     """
 
@@ -289,7 +290,7 @@ class TerminalKeys:
 
         saved = termios.tcgetattr(self.fd)
         try:
-            tty.setraw(self.fd)
+            tty.setraw(self.fd, termios.TCSANOW)  # not TCSAFLUSH: keep keys typed ahead
             first = os.read(self.fd, 1)
             if first != b"\x1b":
                 return first.decode("latin-1")
