@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from microgradnorm.engine import DomainError, Value, local_grads, topological_order
+from microgradnorm.engine import DomainError, Value, local_grads, tags, topological_order
 from microgradnorm.norms import Normalized, NormGraph, batch_norm, layer_norm, rms_norm
 
 __version__ = "0.1.0"
@@ -23,6 +23,7 @@ __all__ = [
     "layer_norm",
     "local_grads",
     "rms_norm",
+    "tags",
     "topological_order",
 ]
 

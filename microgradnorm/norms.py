@@ -46,7 +46,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from microgradnorm.engine import DomainError, Value
+from microgradnorm.engine import DomainError, Value, cycle_collector_paused, tags
 
 __all__ = [
     "GROUP_NODES",
@@ -162,15 +162,9 @@ class NormGraph:
         flat, shape = _flatten(dy, "dy")
         if shape != self.shape:
             raise ValueError(f"dy: expected shape {list(self.shape)} (the shape of x), got {list(shape)}")
-        terms = []
-        for y, g in zip(self.nodes["y"], flat):
-            g = _leaf(g, "dy", "loss")
-            term = y * g
-            term.stage = "loss"
-            terms.append(term)
-        total = Value.sum(terms)
-        total.label, total.stage = "loss", "loss"
-        return total
+        with tags("loss", "loss"):
+            weights = [g if isinstance(g, Value) else Value(g, label="dy") for g in flat]
+            return Value.dot(self.nodes["y"], weights)
 
     def __repr__(self) -> str:
         return f"NormGraph({self.kind}, shape={list(self.shape)}, eps={self.eps:g})"
@@ -196,7 +190,8 @@ def layer_norm(
     the last axis. Returns the y Values nested like ``x``; ``result.graph`` names
     every intermediate node (see :class:`NormGraph`).
     """
-    return _output(_build("layernorm", x, gamma, beta, eps, variance))
+    with cycle_collector_paused():
+        return _output(_build("layernorm", x, gamma, beta, eps, variance))
 
 
 def batch_norm(
@@ -213,12 +208,14 @@ def batch_norm(
     channel normalized over N, H and W); gamma and beta have one value per column
     or channel.
     """
-    return _output(_build("batchnorm", x, gamma, beta, eps, variance))
+    with cycle_collector_paused():
+        return _output(_build("batchnorm", x, gamma, beta, eps, variance))
 
 
 def rms_norm(x: Any, gamma: Sequence[Any] | None = None, eps: float = 1e-5) -> Normalized:
     """RMSNorm of a vector [D] or of each row of [N][D]: ``y = gamma * x / sqrt(mean(x^2) + eps)``."""
-    return _output(_build("rmsnorm", x, gamma, None, eps, "two_pass"))
+    with cycle_collector_paused():
+        return _output(_build("rmsnorm", x, gamma, None, eps, "two_pass"))
 
 
 # ---- building -----------------------------------------------------------------
@@ -298,9 +295,7 @@ def _build(
     gammas = _params(gamma, "gamma", n_params, what, affine_stage)
     betas = _params(beta, "beta", n_params, what, affine_stage)
 
-    def tag(node: Value, stage: str, label: str) -> Value:
-        node.stage, node.label = stage, label
-        return node
+    nodes: dict[str, list[Value]] = {}
 
     def named(name: str, values: list[Value]) -> list[Value]:
         if nudge is not None and nudge[0] == name:
@@ -308,98 +303,95 @@ def _build(
         nodes[name] = values
         return values
 
-    nodes: dict[str, list[Value]] = {}
-    # Input leaves are made here, so nudging x never touches a caller's Value.
-    xs = named("x", [v if isinstance(v, Value) else Value(v, label="x", stage="input") for v in flat])
+    with tags("input"):  # leaves made here, so nudging x never touches a caller's Value
+        xs = named("x", [v if isinstance(v, Value) else Value(v, label="x") for v in flat])
     if nudge is not None and nudge[0] in ("gamma", "beta"):
         target = gammas if nudge[0] == "gamma" else betas
         if target is not None:
             target[nudge[1]] = Value(target[nudge[1]].data + nudge[2], label=nudge[0], stage=affine_stage)
     n = len(groups[0])
-    eps_leaf = tag(Value(eps), "sqrt", "eps")
     size = len(xs)
-    xhat: list[Value] = [None] * size  # type: ignore[list-item]
+
+    def per_group(values: list[Value], stats: list[Value], op: Any) -> list[Value]:
+        """op(values[k], stats[group of k]) for every element k, in flat (C) order."""
+        out: list[Value] = [None] * size  # type: ignore[list-item]
+        for g, stat in zip(groups, stats):
+            for k in g:
+                out[k] = op(values[k], stat)
+        return out
+
+    def group_sums(terms: Any, label: str) -> list[Value]:
+        with tags(tags_stage[0], label):
+            sums = [Value.sum([terms[k] for k in g]) for g in groups]
+        return sums
 
     if kind == "rmsnorm":
-        inv_n = tag(Value(1.0 / n), "meansq", "1/n")
-        stats = []
-        for g in groups:
-            sq = [tag(xs[k] ** 2, "meansq", "x²") for k in g]
-            ms = tag(tag(Value.sum(sq), "meansq", "sum") * inv_n, "meansq", "ms")
-            stats.append(ms)
-        stats = named("ms", stats)
-        rms = named(
-            "rms",
-            [
-                _sqrt(
-                    tag(ms + eps_leaf, "sqrt", "ms+eps"),
-                    "rms",
-                    kind,
-                    _group_name(kind, shape, r),
-                    all(xs[k].data == 0 for k in g),
-                )
-                for r, (ms, g) in enumerate(zip(stats, groups))
-            ],
+        tags_stage = ["meansq"]
+        with tags("meansq", "x²"):
+            inv_n = Value(1.0 / n, label="1/n")
+            sq = [v**2 for v in xs]
+        sums = group_sums(sq, "sum")
+        with tags("meansq", "ms"):
+            stat = named("ms", [t * inv_n for t in sums])
+        with tags("sqrt", "ms+eps"):
+            eps_leaf = Value(eps, label="eps")
+            stat_eps = [m + eps_leaf for m in stat]
+        zero = [all(xs[k].data == 0.0 for k in g) for g in groups]
+        spread = named(
+            "rms", [_sqrt(v, "rms", kind, _group_name(kind, shape, r), zero[r]) for r, v in enumerate(stat_eps)]
         )
-        rrms = named("rrms", [tag(s**-1, "divide", "rrms") for s in rms])
-        for r, g in enumerate(groups):
-            for k in g:
-                xhat[k] = tag(xs[k] * rrms[r], "divide", "xhat")
-        named("xhat", xhat)
+        with tags("divide", "rrms"):
+            inverse = named("rrms", [s**-1 for s in spread])
+        centered = xs
     else:
-        inv_n_mean = tag(Value(1.0 / n), "mean", "1/n")
-        inv_n_var = tag(Value(1.0 / n), "var", "1/n")
-        means = named(
-            "mean",
-            [tag(tag(Value.sum([xs[k] for k in g]), "mean", "sum") * inv_n_mean, "mean", "mean") for g in groups],
-        )
-        xshift: list[Value] = [None] * size  # type: ignore[list-item]
-        for r, g in enumerate(groups):
-            for k in g:
-                xshift[k] = tag(xs[k] - means[r], "center", "xshift")
-        named("xshift", xshift)
-        variances = []
-        for r, g in enumerate(groups):
-            if variance == "two_pass":
-                sq = [tag(xshift[k] ** 2, "var", "xshift²") for k in g]
-                var = tag(Value.sum(sq), "var", "sum") * inv_n_var
-            else:
-                sq = [tag(xs[k] ** 2, "var", "x²") for k in g]
-                msq = tag(tag(Value.sum(sq), "var", "sum") * inv_n_var, "var", "mean(x²)")
-                var = msq - tag(means[r] ** 2, "var", "mean²")
-            variances.append(tag(var, "var", "var"))
-        variances = named("var", variances)
-        stds = named(
+        tags_stage = ["mean"]
+        with tags("mean", "1/n"):
+            inv_n = Value(1.0 / n, label="1/n")
+        sums = group_sums(xs, "sum")
+        with tags("mean", "mean"):
+            means = named("mean", [t * inv_n for t in sums])
+        with tags("center", "xshift"):
+            centered = named("xshift", per_group(xs, means, Value.__sub__))
+        tags_stage = ["var"]
+        with tags("var", "1/n"):
+            inv_n = Value(1.0 / n, label="1/n")
+        if variance == "two_pass":
+            with tags("var", "xshift²"):
+                sq = [v**2 for v in centered]
+            sums = group_sums(sq, "sum")
+            with tags("var", "var"):
+                variances = named("var", [t * inv_n for t in sums])
+        else:
+            with tags("var", "x²"):
+                sq = [v**2 for v in xs]
+            sums = group_sums(sq, "sum")
+            with tags("var", "mean(x²)"):
+                mean_sq = [t * inv_n for t in sums]
+            with tags("var", "mean²"):
+                sq_mean = [m**2 for m in means]
+            with tags("var", "var"):
+                variances = named("var", [a - b for a, b in zip(mean_sq, sq_mean)])
+        with tags("sqrt", "var+eps"):
+            eps_leaf = Value(eps, label="eps")
+            var_eps = [v + eps_leaf for v in variances]
+        constant = [_constant(xs, g) for g in groups]
+        spread = named(
             "std",
-            [
-                _sqrt(
-                    tag(v + eps_leaf, "sqrt", "var+eps"),
-                    "std",
-                    kind,
-                    _group_name(kind, shape, r),
-                    _constant(xs, g),
-                    variance,
-                )
-                for r, (v, g) in enumerate(zip(variances, groups))
-            ],
+            [_sqrt(v, "std", kind, _group_name(kind, shape, r), constant[r], variance) for r, v in enumerate(var_eps)],
         )
-        rstds = named("rstd", [tag(s**-1, "divide", "rstd") for s in stds])
-        for r, g in enumerate(groups):
-            for k in g:
-                xhat[k] = tag(xshift[k] * rstds[r], "divide", "xhat")
-        named("xhat", xhat)
+        with tags("divide", "rstd"):
+            inverse = named("rstd", [s**-1 for s in spread])
+    with tags("divide", "xhat"):
+        xhat = named("xhat", per_group(centered, inverse, Value.__mul__))
 
     ys = xhat
     if gammas is not None:
-        ys = [tag(gammas[param_of[k]] * xhat[k], affine_stage, "gamma*xhat") for k in range(size)]
+        with tags(affine_stage, "gamma*xhat" if betas is not None else "y"):
+            ys = [gammas[p] * v for p, v in zip(param_of, xhat)]
     if betas is not None:
-        ys = [tag(ys[k] + betas[param_of[k]], affine_stage, "y") for k in range(size)]
-    elif gammas is not None:
-        for y in ys:
-            y.label = "y"
-    if ys is xhat:
-        ys = list(xhat)
-    named("y", ys)
+        with tags(affine_stage, "y"):
+            ys = [v + betas[p] for p, v in zip(param_of, ys)]
+    named("y", list(ys) if ys is xhat else ys)
     if gammas is not None:
         nodes["gamma"] = gammas
     if betas is not None:
@@ -421,9 +413,8 @@ def _sqrt(v: Value, name: str, kind: str, group: str, constant: bool, variance: 
             f"{'equal' if name == 'std' else 'zero'}) and eps = 0, so the divide stage would "
             "divide by zero; use eps > 0"
         )
-    out = v.sqrt()
-    out.stage, out.label = "sqrt", name
-    return out
+    with tags("sqrt", name):
+        return v.sqrt()
 
 
 def _constant(xs: list[Value], group: list[int]) -> bool:
@@ -448,6 +439,9 @@ def _flatten(x: Any, name: str) -> tuple[list[Any], tuple[int, ...]]:
     """Flatten a nested sequence of numbers or Values and return it with its shape."""
     if hasattr(x, "tolist") and not isinstance(x, Value):
         x = x.tolist()  # NumPy arrays
+    fast = _flat_floats(x)
+    if fast is not None:
+        return fast
     if not _is_sequence(x):
         _check_element(x, name, ())
         raise ValueError(f"{name}: expected a sequence of numbers, got a single number ({x!r})")
@@ -486,6 +480,19 @@ def _flatten(x: Any, name: str) -> tuple[list[Any], tuple[int, ...]]:
 
     walk(x, ())
     return flat, tuple(shape)
+
+
+def _flat_floats(x: Any) -> tuple[list[Any], tuple[int, ...]] | None:
+    """The common case, quickly: a non-empty list of floats, or of equal-length lists of floats."""
+    if type(x) is not list or not x:
+        return None
+    if all(type(v) is float for v in x):
+        return x, (len(x),)
+    if all(type(row) is list for row in x):
+        d = len(x[0])
+        if d and all(len(row) == d and all(type(v) is float for v in row) for row in x):
+            return [v for row in x for v in row], (len(x), d)
+    return None
 
 
 def _is_sequence(v: Any) -> bool:

@@ -268,3 +268,48 @@ def test_repr_shows_data_grad_op_and_label():
     v.label = "out"
     text = repr(v)
     assert "data=6" in text and "op='*'" in text and "label='out'" in text
+
+
+@given(st.lists(st.tuples(reals, reals), min_size=1, max_size=8))
+def test_dot_is_one_node_whose_gradients_are_the_other_side(pairs):
+    a = [Value(p) for p, _ in pairs]
+    b = [Value(q) for _, q in pairs]
+    out = Value.dot(a, b)
+    assert out.op == "dot" and out.children == (*a, *b)
+    assert out.data == pytest.approx(math.fsum(p * q for p, q in pairs), abs=1e-12)
+    out.backward()
+    assert [v.grad for v in a] == [q for _, q in pairs]
+    assert [v.grad for v in b] == [p for p, _ in pairs]
+    with pytest.raises(ValueError, match="same length"):
+        Value.dot(a, b[:-1] if len(b) > 1 else [])
+
+
+def test_tags_name_the_nodes_made_inside_the_block_and_are_restored():
+    from microgradnorm import tags
+
+    x = Value(2.0, label="x")
+    with tags("center", "xshift"):
+        shifted = x - 1.0
+        constant = shifted.children[1]
+    assert (shifted.stage, shifted.label) == ("center", "xshift")
+    assert constant.stage == "center" and constant.label is None  # leaves take the stage only
+    assert x.stage is None
+    after = x * 2.0
+    assert (after.stage, after.label) == (None, None)
+
+
+def test_the_cycle_collector_is_restored_after_building_and_backward():
+    import gc
+
+    from microgradnorm import layer_norm
+
+    assert gc.isenabled()
+    y = layer_norm([1.0, 2.0, 4.0])
+    y.graph.loss([1.0, -1.0, 0.5]).backward()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        layer_norm([1.0, 2.0])
+        assert not gc.isenabled()  # left as the caller had it
+    finally:
+        gc.enable()
