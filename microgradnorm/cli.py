@@ -17,7 +17,7 @@ from microgradnorm import __version__
 from microgradnorm.commands import UsageError
 
 # command name -> module in microgradnorm.commands, in the order --help lists them
-COMMANDS = ("check", "graph", "lesson", "bench", "exercise")
+COMMANDS = ("lesson", "check", "graph", "exercise", "bench")
 
 
 class _Parser(argparse.ArgumentParser):
