@@ -21,7 +21,7 @@ def expected_output(block: str) -> list[str]:
     for i, line in enumerate(lines):
         if not line.startswith("print("):
             continue
-        code, _, comment = line.partition("  # ")
+        _, _, comment = line.partition("  # ")
         if comment:
             out.append(comment.strip())
         elif i + 1 < len(lines) and lines[i + 1].startswith("# "):
