@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CorruptStateError", "atomic_write_text", "load_json", "save_json", "state_dir"]
+__all__ = ["CorruptStateError", "atomic_write_bytes", "atomic_write_text", "load_json", "save_json", "state_dir"]
 
 
 class CorruptStateError(ValueError):
@@ -44,14 +44,28 @@ def state_dir() -> Path:
     return root
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old or the new file, never a mix."""
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` so that readers see the old or the new file, never a mix.
+
+    The data goes to a temporary file in the same directory, is flushed to disk,
+    and replaces ``path`` in one ``os.replace``. The file gets the mode a plain
+    ``open()`` would give it (0666 minus the umask), or keeps the mode of the file
+    it replaces: a learner's exercise file stays as readable as it was.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    parent = path.parent if str(path.parent) else Path(".")
+    parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        try:
+            mode = path.stat().st_mode & 0o7777
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -61,6 +75,12 @@ def atomic_write_text(path: Path, text: str) -> None:
         except FileNotFoundError:
             pass
         raise
+    return path
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """:func:`atomic_write_bytes` for text, in UTF-8."""
+    return atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def save_json(path: Path, data: Any) -> None:

@@ -42,7 +42,6 @@ import itertools
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -865,35 +864,10 @@ def pipe(dot: str, fmt: str) -> bytes:
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` through a temporary file and ``os.replace``.
+    """Write ``data`` to ``path`` atomically (see :func:`microgradnorm.store.atomic_write_bytes`)."""
+    from microgradnorm.store import atomic_write_bytes
 
-    A reader (or a crash) sees the old file or the new one, never half of each.
-    """
-    path = Path(path)
-    parent = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
-    try:
-        # mkstemp makes the file private (0600); give it the mode a plain open() would
-        # (0666 minus the umask), or keep the mode of the file it replaces.
-        try:
-            mode = path.stat().st_mode & 0o7777
-        except FileNotFoundError:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(tmp, mode)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
+    return atomic_write_bytes(path, data)
 
 
 def dot_fallback_path(path: str | os.PathLike[str]) -> Path:

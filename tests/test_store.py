@@ -1,0 +1,66 @@
+"""State files: atomic writes that keep permissions, and corrupt files set aside, never dropped."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from microgradnorm import store
+
+
+def test_state_dir_follows_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "home"))
+    assert store.state_dir() == tmp_path / "home"
+    assert (tmp_path / "home").is_dir()
+    monkeypatch.delenv("MICROGRADNORM_HOME")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    assert store.state_dir() == tmp_path / "xdg" / "microgradnorm"
+
+
+def test_json_round_trip_and_default(tmp_path):
+    path = tmp_path / "progress.json"
+    assert store.load_json(path, {"fresh": True}) == {"fresh": True}
+    store.save_json(path, {"lesson": 3, "step": 2})
+    assert store.load_json(path, None) == {"lesson": 3, "step": 2}
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch):
+    path = tmp_path / "progress.json"
+    store.save_json(path, {"step": 1})
+
+    def crash(*args, **kwargs):
+        raise KeyboardInterrupt  # the process is stopped between writing and renaming
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(KeyboardInterrupt):
+        store.save_json(path, {"step": 2})
+    monkeypatch.undo()
+    assert store.load_json(path, None) == {"step": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["progress.json"]
+
+
+def test_a_corrupt_file_is_set_aside_and_reported(tmp_path):
+    path = tmp_path / "progress.json"
+    path.write_text('{"lesson": 3,', encoding="utf-8")
+    with pytest.raises(store.CorruptStateError) as info:
+        store.load_json(path, {})
+    moved = info.value.moved_to
+    assert not path.exists() and moved.exists()
+    assert moved.read_text(encoding="utf-8") == '{"lesson": 3,'
+    assert "set aside" in str(info.value) and moved.name in str(info.value)
+
+
+def test_new_files_get_ordinary_permissions_and_replaced_files_keep_theirs(tmp_path):
+    old_umask = os.umask(0o022)
+    try:
+        new = store.atomic_write_text(tmp_path / "new.py", "x = 1\n")
+        assert stat.S_IMODE(new.stat().st_mode) == 0o644
+        mine = tmp_path / "mine.py"
+        mine.write_text("old\n")
+        mine.chmod(0o600)
+        store.atomic_write_text(mine, "new\n")
+        assert stat.S_IMODE(mine.stat().st_mode) == 0o600 and mine.read_text() == "new\n"
+    finally:
+        os.umask(old_umask)
