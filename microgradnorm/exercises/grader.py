@@ -526,7 +526,11 @@ def _named_mistakes(problem: Problem, case: Case, name: str, g: np.ndarray) -> l
         found.append(Finding(m.title, m.detail))
     geom = problem.geometry(case, name)
     if geom is not None:
-        found += geometry_findings(g, expected, geom, explain_outside=m is None)
+        for finding in geometry_findings(g, expected, geom, explain_outside=m is None):
+            if m is not None and finding.title == m.title:  # the same mistake, seen twice: one bullet
+                found[0] = Finding(m.title, f"{m.detail} {finding.detail}")
+            else:
+                found.append(finding)
     if m is None:
         s = scale_finding(g, expected, case.info.get("n"))
         if s is not None:
