@@ -147,7 +147,10 @@ def init_workspace(target: Path) -> InitReport:
     target = Path(target).expanduser()
     if target.exists() and not target.is_dir():
         raise ValueError(f"DIR: expected a directory for the exercises, got {str(target)!r}, which is a file")
-    target.mkdir(parents=True, exist_ok=True)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"DIR: cannot create the exercise directory {str(target)!r}: {exc.strerror}") from None
     report = InitReport(target.resolve())
     for ex in EXERCISES:
         dest = target / ex.filename
