@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from rich import box
-from rich.console import Group
+from rich.console import Console, ConsoleOptions, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -26,12 +27,62 @@ def _err(v: float) -> str:
     return f"{v:.1e}"
 
 
-def check_table(report: CheckReport, full: bool = False) -> Group:
+class ByWidth:
+    """Render ``wide`` when the console is at least ``min_width`` columns, else ``narrow``."""
+
+    def __init__(self, wide: RenderableType, narrow: RenderableType, min_width: int) -> None:
+        self.wide, self.narrow, self.min_width = wide, narrow, min_width
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterable[RenderableType]:
+        yield self.wide if options.max_width >= self.min_width else self.narrow
+
+
+CHECK_TABLE_WIDTH = 68  # below this many columns the wide check table would cut its numbers short
+
+
+def check_table(report: CheckReport, full: bool = False) -> ByWidth:
     """The per-node table of a :class:`~microgradnorm.check.CheckReport`, with a verdict line.
 
     Each row is one named node, shown at the entry where autograd and the closed
-    form differ most; ``full`` lists every entry instead.
+    form differ most; ``full`` lists every entry instead. Below
+    :data:`CHECK_TABLE_WIDTH` columns the three gradients are kept and the
+    stage and error columns give way to one summary line.
     """
+    return ByWidth(_wide_check_table(report, full), _narrow_check_table(report, full), CHECK_TABLE_WIDTH)
+
+
+def _narrow_check_table(report: CheckReport, full: bool) -> Group:
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold", padding=(0, 1, 0, 0))
+    table.add_column("node", no_wrap=True)
+    for name in ("autograd", "closed form", "finite diff"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("", no_wrap=True)
+    for node in report.nodes:
+        entries = range(len(node.autograd)) if full else [node.worst]
+        for i, k in enumerate(entries):
+            mark = (Text("✓", style="green") if node.passed else Text("✗", style="bold red")) if i == 0 else ""
+            table.add_row(
+                node.labels[k], fmt(node.autograd[k]), fmt(node.closed_form[k]), fmt(node.finite_diff[k]), mark
+            )
+    shape = "×".join(map(str, report.shape))
+    head = Text(f"{report.title} of x [{shape}], eps = {report.eps:g}, loss = {report.loss:.6g}", style="bold")
+    worst_cf = max(n.closed_form_rel for n in report.nodes)
+    worst_fd = max(n.fd_rel for n in report.nodes)
+    if report.passed:
+        verdict = Text.assemble(
+            ("All agree. ", "bold green"),
+            f"{len(report.nodes)} nodes; largest relative error {_err(worst_cf)} against the closed form, "
+            f"{_err(worst_fd)} against the finite difference.",
+        )
+    else:
+        verdict = Text.assemble(("Disagreement ", "bold red"), f"at {', '.join(n.name for n in report.failures)}.")
+    if full:
+        return Group(head, table, verdict)
+    note = Text("Each row: the entry where autograd and the closed form differ most.", style="dim")
+    return Group(head, table, note, verdict)
+
+
+def _wide_check_table(report: CheckReport, full: bool) -> Group:
     shape = "×".join(map(str, report.shape))
     title = (
         f"{report.title} of x [{shape}], eps = {report.eps:g}, variance {report.variance.replace('_', '-')}"

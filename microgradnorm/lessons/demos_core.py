@@ -916,48 +916,6 @@ def ln_simplified(p: LessonParams) -> DemoOutput:
     )
 
 
-class ByWidth:
-    """Render ``wide`` when the console is at least ``min_width`` columns, else ``narrow``."""
-
-    def __init__(self, wide: RenderableType, narrow: RenderableType, min_width: int) -> None:
-        self.wide, self.narrow, self.min_width = wide, narrow, min_width
-
-    def __rich_console__(self, console: Any, options: Any) -> Iterable[RenderableType]:
-        yield self.wide if options.max_width >= self.min_width else self.narrow
-
-
-CHECK_TABLE_WIDTH = 68  # below this, present.check_table would cut its numbers short
-
-
-def narrow_check_table(report: Any) -> Group:
-    """The same report as :func:`present.check_table`, in four number columns that fit 60 columns."""
-    cols = ("autograd", "closed form", "finite diff")
-    table = _table("node", *cols, "", right=cols)
-    for node in report.nodes:
-        k = node.worst
-        mark = Text("✓", style="green") if node.passed else Text("✗", style="bold red")
-        table.add_row(
-            node.labels[k],
-            num(node.autograd[k], 6),
-            num(node.closed_form[k], 6),
-            num(node.finite_diff[k], 6),
-            mark,
-        )
-    worst_cf = max(n.closed_form_rel for n in report.nodes)
-    worst_fd = max(n.fd_rel for n in report.nodes)
-    head = Text(f"{report.title}, eps = {report.eps:g}, loss = {num(report.loss, 6)}", style="bold")
-    if report.passed:
-        verdict = _verdict(
-            True,
-            f"all {len(report.nodes)} nodes agree: largest relative error {err(worst_cf)} against the closed "
-            f"form, {err(worst_fd)} against the finite difference",
-        )
-    else:
-        verdict = _verdict(False, "disagreement at " + ", ".join(n.name for n in report.failures))
-    note = Text("Each row: the entry where autograd and the closed form differ most.", style="dim")
-    return Group(head, table, note, verdict)
-
-
 @demo("ln_check_table")
 def ln_check_table(p: LessonParams, rows: int | None = None) -> DemoOutput:
     """The per-node three-way check (autograd, closed form, finite difference) on the lesson's numbers."""
@@ -965,7 +923,7 @@ def ln_check_table(p: LessonParams, rows: int | None = None) -> DemoOutput:
     report = check_norm("layernorm", x, gamma, beta, p.eps, dy)
     built = build_ln(p, rows)
     _backprop(built)
-    return DemoOutput(ByWidth(check_table(report), narrow_check_table(report), CHECK_TABLE_WIDTH), graph=built.graph)
+    return DemoOutput(check_table(report), graph=built.graph)
 
 
 # ---- lesson 4: one formula, several forms ----------------------------------------------------
