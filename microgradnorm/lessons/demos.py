@@ -53,6 +53,7 @@ DEMO_MODULES: tuple[str, ...] = (
     "microgradnorm.lessons.demos_residual",
     "microgradnorm.lessons.demos_why",
     "microgradnorm.lessons.demos_traps",
+    "microgradnorm.lessons.demos_kernel",
 )
 
 

@@ -1,0 +1,659 @@
+"""Demos of lesson 12: from the scalar graph to the vectorized path to a fused kernel.
+
+The course ends where a real library starts. The demos here count the nodes the
+scalar engine builds for one LayerNorm row, time it against the vectorized
+NumPy path on the same input (side by side, interleaved, medians), show what
+the NumPy path's ``NormCache`` holds and which fields the backward pass really
+needs (found by filling each field with NaN and seeing whether the gradients
+change), what ``recompute=True`` saves in bytes, the source of the fused numba
+kernel, and how many times each path streams a whole array through memory.
+
+Two rules of their own:
+
+* No demo calls a fused kernel. Its first call compiles for several seconds;
+  the kernels are shown and explained, and ``microgradnorm bench`` times them.
+* The memory-pass counts are *counts of passes*, read off the code, not
+  measurements. Each counted line is located in the current source by a
+  verbatim fragment (:class:`Trip`), so a change to the code that the counts
+  no longer describe makes the lesson fail loudly instead of going stale.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import inspect
+import math
+import statistics
+import textwrap
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Group
+from rich.syntax import Syntax
+from rich.text import Text
+
+from microgradnorm import tolerances as tol
+from microgradnorm.engine import topological_order
+from microgradnorm.lessons.demo_tools import autograd_dx, check_mark, fmt, number_table, rng_for, sci
+from microgradnorm.lessons.demos import DemoOutput, LessonParams, demo
+from microgradnorm.lessons.demos_core import _bytes as nbytes_text
+from microgradnorm.norms import NormGraph
+from microgradnorm.registry import get_norm
+
+__all__ = [
+    "CACHE_FIELDS",
+    "KERNELS",
+    "MODES",
+    "PASSES",
+    "EngineTiming",
+    "PassGroup",
+    "Trip",
+    "backward_needs",
+    "engine_vs_numpy",
+    "gradient_agreement",
+    "kernel_source_lines",
+    "lesson_problem",
+    "locate",
+    "node_counts",
+    "pass_totals",
+    "row_graph",
+]
+
+SEQ = 3  # seed 002's example input is [batch, seq, hidden] = [2, 3, 4]: seq is 3
+DEFAULT_BATCH = 2
+CACHE_FIELDS = ("x", "xhat", "xshift", "mean", "var", "rstd", "gamma")
+
+
+# ---- the lesson's input -----------------------------------------------------------------------
+
+
+def _check_dim(p: LessonParams) -> int:
+    if p.dim < 2:
+        raise ValueError(f"dim: this lesson needs at least 2 features per row, got {p.dim}")
+    return p.dim
+
+
+def lesson_problem(p: LessonParams) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(x [B, T, D], gamma [D], beta [D], dy [B, T, D]) in float64, B = --batch or 2, T = 3."""
+    d = _check_dim(p)
+    shape = (p.batch or DEFAULT_BATCH, SEQ, d)
+    rng = rng_for(p.seed, 12)
+    x = rng.normal(0.5, 2.0, size=shape)
+    gamma = rng.uniform(0.5, 1.5, size=d)
+    beta = rng.normal(size=d)
+    dy = rng.normal(size=shape)
+    return x, gamma, beta, dy
+
+
+def row_graph(p: LessonParams) -> NormGraph:
+    """The scalar graph of one LayerNorm row of the lesson's dim (gamma and beta included)."""
+    x, gamma, beta, _ = lesson_problem(p)
+    return get_norm("layernorm").build_graph(x[0, 0].tolist(), gamma.tolist(), beta.tolist(), p.eps)
+
+
+def node_counts(graph: NormGraph) -> dict[str, int]:
+    """How many nodes of each stage the graph's outputs depend on, in forward order."""
+    counts: dict[str, int] = {}
+    for node in topological_order(graph.roots()):
+        stage = node.stage or "other"
+        counts[stage] = counts.get(stage, 0) + 1
+    order = ("input", *graph.stages)
+    return {s: counts[s] for s in (*order, *sorted(set(counts) - set(order))) if s in counts}
+
+
+# ---- step 1: why leave the scalar graph --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EngineTiming:
+    """One input shape: its graph size and the median times of the two paths (seconds)."""
+
+    shape: tuple[int, ...]
+    nodes: int
+    engine: float
+    numpy: float
+
+    @property
+    def ratio(self) -> float:
+        return self.engine / self.numpy if self.numpy > 0 else math.nan
+
+
+def _interleaved_medians(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Median seconds of each function, timed in turn so that a busy neighbour slows all alike."""
+    for f in fns.values():  # warm up: first calls pay for imports and allocation
+        f()
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeats):
+        for k, f in fns.items():
+            t0 = time.perf_counter()
+            f()
+            samples[k].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def engine_vs_numpy(p: LessonParams, hidden: Sequence[int] = (256,), repeats: int = 5) -> list[EngineTiming]:
+    """Forward + backward of LayerNorm [B, T, D] on the scalar engine and on the NumPy path, side by side.
+
+    The engine builds the graph, the loss sum(y * dy) and runs backward(); the
+    NumPy path runs ``layer_norm_forward`` and ``layer_norm_backward``. The
+    first shape uses the lesson's D, the others the widths in ``hidden``.
+    """
+    from microgradnorm import vectorized as V
+
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats: expected a positive integer, got {repeats!r}")
+    spec = get_norm("layernorm")
+    results = []
+    x0, g0, b0, dy0 = lesson_problem(p)
+    problems = [(x0, g0, b0, dy0)]
+    for k, d in enumerate(hidden):
+        if isinstance(d, bool) or not isinstance(d, int) or d < 2:
+            raise ValueError(f"hidden: expected widths >= 2, got {d!r}")
+        rng = rng_for(p.seed, 20 + k)
+        shape = (*x0.shape[:-1], d)
+        problems.append(
+            (rng.normal(0.5, 2.0, shape), rng.uniform(0.5, 1.5, d), rng.normal(size=d), rng.normal(size=shape))
+        )
+    for x, gamma, beta, dy in problems:
+        rows = x.reshape(-1, x.shape[-1])
+        xl, gl, bl, dyl = rows.tolist(), gamma.tolist(), beta.tolist(), dy.reshape(rows.shape).tolist()
+        holder: list[Any] = []
+
+        def engine(xl=xl, gl=gl, bl=bl, dyl=dyl, holder=holder):
+            graph = spec.build_graph(xl, gl, bl, p.eps)
+            loss = graph.loss(dyl)
+            loss.backward()
+            holder[:] = [loss]
+
+        def vectorized(x=x, gamma=gamma, beta=beta, dy=dy):
+            _, cache = V.layer_norm_forward(x, gamma, beta, p.eps, backend="numpy")
+            return V.layer_norm_backward(dy, cache)
+
+        med = _interleaved_medians({"engine": engine, "numpy": vectorized}, repeats)
+        nodes = len(topological_order(holder[0]))
+        results.append(EngineTiming(x.shape, nodes, med["engine"], med["numpy"]))
+    return results
+
+
+def gradient_agreement(p: LessonParams) -> dict[str, tuple[float, float, bool]]:
+    """dx, dgamma, dbeta: NumPy path against the scalar graph -> (max abs error, relative error, within tolerance)."""
+    from microgradnorm import vectorized as V
+
+    x, gamma, beta, dy = lesson_problem(p)
+    _, cache = V.layer_norm_forward(x, gamma, beta, p.eps, backend="numpy")
+    dx, dgamma, dbeta = V.layer_norm_backward(dy, cache)
+    grads, _ = autograd_dx("layernorm", x.reshape(-1, x.shape[-1]), gamma, beta, p.eps, dy.reshape(-1, x.shape[-1]))
+    out = {}
+    for name, ours, ref in (
+        ("dx", dx, grads["x"].reshape(x.shape)),
+        ("dgamma", dgamma, grads["gamma"]),
+        ("dbeta", dbeta, grads["beta"]),
+    ):
+        abs_err, rel_err = tol.normwise_error(ours, ref)
+        out[name] = (abs_err, rel_err, tol.close(ours, ref, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL))
+    return out
+
+
+def _shape(shape: Sequence[int]) -> str:
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def _check_positive_ints(name: str, values: Any) -> tuple[int, ...]:
+    if not isinstance(values, (tuple, list)) or not values:
+        raise ValueError(f"{name}: expected a non-empty tuple of positive integers, got {values!r}")
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name}: expected a non-empty tuple of positive integers, got {values!r}")
+    return tuple(values)
+
+
+@demo("kernel_node_count")
+def kernel_node_count(p: LessonParams) -> DemoOutput:
+    """How many scalar nodes one LayerNorm row costs, by stage and per number of x."""
+    graph = row_graph(p)
+    counts = node_counts(graph)
+    total = sum(counts.values())
+    d = p.dim
+    head = Text.assemble(
+        ("one row, D = ", "bold"),
+        (str(d), "bold"),
+        ": ",
+        (str(total), "bold"),
+        " nodes, ",
+        (fmt(total / d, 3), "bold"),
+        " per number of x",
+    )
+    stages = Text("  ·  ".join(f"{stage} {n}" for stage, n in counts.items()), style="dim")
+    return DemoOutput(Group(head, stages), graph=graph)
+
+
+@demo("kernel_engine_vs_numpy")
+def kernel_engine_vs_numpy(p: LessonParams, hidden: tuple[int, ...] = (256,), repeats: int = 5) -> DemoOutput:
+    """The scalar engine and the NumPy path on the same LayerNorm input: time (medians) and agreement."""
+    hidden = _check_positive_ints("hidden", hidden)
+    timings = engine_vs_numpy(p, hidden, repeats)
+    rows = [
+        [_shape(t.shape), f"{t.nodes:,}", fmt(t.engine * 1e3, 3), fmt(t.numpy * 1e3, 3), fmt(t.ratio, 3)]
+        for t in timings
+    ]
+    table = number_table(
+        ["x", "nodes", "engine ms", "NumPy ms", "engine ÷ NumPy"],
+        rows,
+        title=f"forward + backward, float64, median of {repeats} interleaved runs",
+        caption="measured just now on this machine; run it again and the numbers move",
+    )
+    agree = gradient_agreement(p)
+    x_shape = timings[0].shape
+    checks = number_table(
+        ["gradient", "max |Δ|", "relative", "ok"],
+        [[name, sci(a), sci(r), check_mark(ok)] for name, (a, r, ok) in agree.items()],
+        title=f"x {_shape(x_shape)}: NumPy path against the scalar graph's gradients",
+        caption=f"ok: within VECTORIZED_F64_RTOL = {tol.VECTORIZED_F64_RTOL:g} (relative, normwise; tolerances.py)",
+    )
+    return DemoOutput(Group(table, Text(""), checks), graph=row_graph(p))
+
+
+# ---- step 2: the llm.c shape ---------------------------------------------------------------------
+
+
+def backward_needs(cache: Any, dy: np.ndarray) -> dict[str, bool | None]:
+    """For each cache field: True if layer_norm_backward's result depends on it, None if it is not kept.
+
+    Found by experiment, not by reading the code: fill the field with NaN, run
+    the backward pass again, and see whether dx, dgamma or dbeta changed.
+    """
+    from microgradnorm import vectorized as V
+
+    base = V.layer_norm_backward(dy, cache)
+    out: dict[str, bool | None] = {}
+    for name in CACHE_FIELDS:
+        value = getattr(cache, name)
+        if value is None:
+            out[name] = None
+            continue
+        poisoned = dataclasses.replace(cache, **{name: np.full(value.shape, np.nan, dtype=value.dtype)})
+        with np.errstate(all="ignore"):
+            again = V.layer_norm_backward(dy, poisoned)
+        out[name] = any(
+            not np.array_equal(a, b, equal_nan=True) for a, b in zip(base, again) if a is not None and b is not None
+        )
+    return out
+
+
+@demo("kernel_cache_fields")
+def kernel_cache_fields(p: LessonParams) -> DemoOutput:
+    """What the vectorized LayerNorm's cache holds for x [B, T, D], in both modes, and what backward needs."""
+    from microgradnorm import vectorized as V
+
+    x, gamma, beta, dy = lesson_problem(p)
+    modes = {}
+    for recompute in (False, True):
+        y, cache = V.layer_norm_forward(x, gamma, beta, p.eps, backend="numpy", recompute=recompute)
+        modes[recompute] = (cache, backward_needs(cache, dy))
+
+    def cell(recompute: bool, name: str) -> Text:
+        need = modes[recompute][1][name]
+        if need is None:
+            return Text("not kept", style="dim")
+        return Text("needed", style="bold") if need else Text("not needed")
+
+    rows = []
+    for name in CACHE_FIELDS:
+        arr = next((getattr(c, name) for c, _ in modes.values() if getattr(c, name) is not None), None)
+        rows.append([name, "—" if arr is None else _shape(arr.shape), cell(False, name), cell(True, name)])
+    keep = modes[False][0]
+    table = number_table(
+        ["field", "shape", "xhat kept", "recompute"],
+        rows,
+        title=f"y, cache = layer_norm_forward(x, ...): x {_shape(x.shape)} {x.dtype}, y {_shape(y.shape)}; "
+        f"backend {keep.backend!r}",
+        caption="needed: filling that field with NaN changes dx, dgamma or dbeta (tried just now, one field "
+        "at a time). Default for the NumPy backend: xhat kept.",
+    )
+    return DemoOutput(table)
+
+
+# ---- step 3: memory for time -------------------------------------------------------------------------
+
+
+@demo("kernel_cache_bytes")
+def kernel_cache_bytes(p: LessonParams, shape: tuple[int, ...] = (32, 128, 768)) -> DemoOutput:
+    """cache.nbytes() with xhat kept and with recompute=True, on a realistic float32 input."""
+    from microgradnorm import vectorized as V
+
+    shape = _check_positive_ints("shape", shape)
+    rng = rng_for(p.seed, 30)
+    x = rng.standard_normal(shape, dtype=np.float32)
+    gamma = rng.uniform(0.5, 1.5, size=shape[-1]).astype(np.float32)
+    beta = rng.normal(size=shape[-1]).astype(np.float32)
+    caches = {}
+    for recompute in (False, True):
+        _, caches[recompute] = V.layer_norm_forward(x, gamma, beta, p.eps, backend="numpy", recompute=recompute)
+
+    def cell(cache: Any, name: str) -> str:
+        arr = getattr(cache, name)
+        if arr is None:
+            return "—"
+        yours = any(np.shares_memory(arr, a) for a in (x, gamma, beta))
+        return nbytes_text(arr.nbytes) + (" (yours)" if yours else "")
+
+    rows = [[name, cell(caches[False], name), cell(caches[True], name)] for name in CACHE_FIELDS]
+    sizes = {k: c.nbytes() for k, c in caches.items()}
+    rows.append([Text("kept", style="bold"), nbytes_text(sizes[False].kept), nbytes_text(sizes[True].kept)])
+    rows.append([Text("shared", style="bold"), nbytes_text(sizes[False].shared), nbytes_text(sizes[True].shared)])
+    rows.append([Text("saved", style="bold"), nbytes_text(sizes[False].saved), nbytes_text(sizes[True].saved)])
+    return DemoOutput(
+        number_table(
+            ["cache field", "xhat kept", "recompute"],
+            rows,
+            title=f"x {_shape(shape)} float32, NumPy backend: cache.nbytes()",
+            caption=f"kept: allocated by the cache; shared: your own arrays it points to. recompute keeps "
+            f"{fmt(sizes[False].kept / sizes[True].kept, 3)}× fewer bytes.",
+        )
+    )
+
+
+# ---- step 4: the fused kernel -------------------------------------------------------------------------
+
+KERNELS = ("layer_norm_forward_rows", "layer_norm_backward_rows", "rms_norm_forward_rows", "rms_norm_backward_rows")
+
+
+def _resolve(ref: str) -> Any:
+    """``"module:attr"`` -> the Python function (a numba dispatcher's ``py_func`` when compiled)."""
+    module, _, attr = ref.partition(":")
+    obj = getattr(importlib.import_module(module), attr)
+    return getattr(obj, "py_func", obj)
+
+
+def kernel_source_lines(kernel: str) -> tuple[list[str], int, Path, tuple[int, int] | None]:
+    """(source lines, first line number in its file, the file, docstring's (first, last) index or None)."""
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel: expected one of {', '.join(KERNELS)}, got {kernel!r}")
+    fn = _resolve(f"microgradnorm.fused:{kernel}")
+    lines, first = inspect.getsourcelines(fn)
+    tree = ast.parse(textwrap.dedent("".join(lines)))
+    func = tree.body[0]
+    doc = None
+    if (
+        isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and func.body
+        and isinstance(func.body[0], ast.Expr)
+        and isinstance(func.body[0].value, ast.Constant)
+        and isinstance(func.body[0].value.value, str)
+    ):
+        node = func.body[0]
+        doc = (node.lineno - 1, node.end_lineno - 1)
+    return [line.rstrip("\n") for line in lines], first, Path(inspect.getsourcefile(fn)), doc
+
+
+def _syntax(lines: Sequence[str], start: int) -> Syntax:
+    return Syntax(
+        "\n".join(lines),
+        "python",
+        line_numbers=True,
+        start_line=start,
+        word_wrap=True,
+        background_color="default",
+        theme="ansi_dark",
+    )
+
+
+@demo("kernel_source")
+def kernel_source(p: LessonParams, kernel: str = "layer_norm_forward_rows", docstring: bool = False) -> DemoOutput:
+    """The source of a fused kernel in microgradnorm/fused.py, with its line numbers (docstring optional)."""
+    lines, first, path, doc = kernel_source_lines(kernel)
+    parts: list[Any] = []
+    if docstring or doc is None:
+        parts.append(_syntax(lines, first))
+    else:
+        a, b = doc
+        parts.append(_syntax(lines[:a], first))
+        parts.append(Text(f"      ⋮  docstring, lines {first + a}–{first + b}", style="dim"))
+        parts.append(_syntax(lines[b + 1 :], first + b + 1))
+    parts.append(Text(f"microgradnorm/{path.name}, lines {first}–{first + len(lines) - 1}", style="dim"))
+    return DemoOutput(Group(*parts))
+
+
+# ---- steps 5 and 6: counting passes over memory ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Trip:
+    """One line of code and how many whole arrays it streams through memory.
+
+    ``where`` names the function (``"module:name"``), ``find`` is a verbatim
+    fragment of the line (the ``occurrence``-th line containing it). ``reads``
+    and ``writes`` count arrays the size of x read from or written to main
+    memory, assuming x is larger than the processor's caches; a read of a row
+    that an earlier loop over the same row just brought in is a cache hit and
+    counts 0.
+    """
+
+    where: str
+    find: str
+    reads: int
+    writes: int
+    occurrence: int = 0
+
+
+def locate(trip: Trip) -> tuple[int, str]:
+    """(line number in the file, the line's code without its comment) of a trip, from the live source."""
+    fn = _resolve(trip.where)
+    lines, first = inspect.getsourcelines(fn)
+    hits = [k for k, line in enumerate(lines) if trip.find in line]
+    if len(hits) <= trip.occurrence:
+        raise LookupError(
+            f"{trip.where}: no line #{trip.occurrence + 1} containing {trip.find!r}; the code changed, "
+            "so the pass counts of lesson 12 need to be read off it again (demos_kernel.PASSES)"
+        )
+    k = hits[trip.occurrence]
+    code = lines[k].split("  #")[0].strip()
+    return first + k, code
+
+
+_FWD = "microgradnorm.vectorized:_ln_forward_numpy"
+_AFFINE = "microgradnorm.vectorized:_affine_rows"
+_BWD = "microgradnorm.vectorized:_ln_backward_numpy"
+_RECOMPUTE = "microgradnorm.vectorized:_recompute_xhat"
+_KFWD = "microgradnorm.fused:layer_norm_forward_rows"
+_KBWD = "microgradnorm.fused:layer_norm_backward_rows"
+
+
+@dataclass(frozen=True)
+class PassGroup:
+    """Lines of one path ("numpy" or "kernel"); ``only``: None, or the one mode ("keep"/"recompute") they run in."""
+
+    title: str
+    path: str
+    trips: tuple[Trip, ...]
+    only: str | None = None
+
+
+# LayerNorm with gamma and beta, read off vectorized.py and fused.py. Not counted: the
+# correction ``xshift -= resid[:, None]`` that runs only when the mean's rounding would
+# show in xhat, and the per-row statistics and per-worker partial sums (arrays of R or
+# [workers, D] numbers, not of R * D).
+PASSES: dict[str, tuple[PassGroup, ...]] = {
+    "forward": (
+        PassGroup(
+            "NumPy path, vectorized.py",
+            "numpy",
+            (
+                Trip(_FWD, 'mean0 = np.einsum("ij->i", x2)', 1, 0),  # read x
+                Trip(_FWD, "xshift = np.subtract(x2, mean0[:, None])", 1, 1),  # read x, write xshift
+                Trip(_FWD, 'resid = np.einsum("ij->i", xshift)', 1, 0),  # read xshift
+                Trip(_FWD, 'sumsq = np.einsum("ij,ij->i", xshift, xshift)', 1, 0),  # one stream, used twice
+                Trip(_FWD, "xhat = np.multiply(xshift, rstd", 1, 1),  # in place
+                Trip(_AFFINE, "y = np.multiply(xhat, gamma", 1, 1),  # a new y (or in place when xhat is dropped)
+                Trip(_AFFINE, "y += beta", 1, 1),
+            ),
+        ),
+        PassGroup(
+            "fused kernel, fused.py",
+            "kernel",
+            (
+                Trip(_KFWD, "s += x[i, j]", 1, 0),  # the row comes from memory
+                Trip(_KFWD, "xs = x[i, j] - mu", 0, 0),  # the same row, still in the cache
+                Trip(_KFWD, "xh = (x[i, j] - mu) * rs", 0, 0),  # and again
+                Trip(_KFWD, "y[i, j] = xh * gamma[j] + beta[j]", 0, 1),  # the only write
+            ),
+        ),
+        PassGroup(
+            "fused kernel, only when xhat is kept",
+            "kernel",
+            (Trip(_KFWD, "xhat[i, j] = xh", 0, 1),),
+            only="keep",
+        ),
+    ),
+    "backward": (
+        PassGroup(
+            "NumPy path, only in recompute mode",
+            "numpy",
+            (
+                Trip(_RECOMPUTE, "xhat = np.subtract(x, expand(hi))", 1, 1),
+                Trip(_RECOMPUTE, "xhat *= expand(r)", 1, 1),
+            ),
+            only="recompute",
+        ),
+        PassGroup(
+            "NumPy path, vectorized.py",
+            "numpy",
+            (
+                Trip(_BWD, 'dgamma = np.einsum("ij,ij->j", dy2, xhat2)', 2, 0),  # dy and xhat
+                Trip(_BWD, 'dbeta = np.einsum("ij->j", dy2)', 1, 0),
+                Trip(_BWD, "dx = np.multiply(dy2, gamma)", 1, 1),  # g = gamma * dy
+                Trip(_BWD, 'mean_g = np.einsum("ij->i", dx)', 1, 0),
+                Trip(_BWD, 'mean_gxhat = np.einsum("ij,ij->i", dx, xhat2)', 2, 0),
+                Trip(_BWD, "dx -= mean_g[:, None]", 1, 1),
+                # a temporary xhat * mean_gxhat (read xhat, write it), then dx -= it (read both, write dx)
+                Trip(_BWD, "dx -= np.multiply(xhat2, mean_gxhat[:, None])", 3, 2),
+                Trip(_BWD, "dx *= rstd[:, None]", 1, 1),
+            ),
+        ),
+        PassGroup(
+            "fused kernel, fused.py (src: xhat or x)",
+            "kernel",
+            (
+                # src is xhat when it was kept, x otherwise: the same number of bytes either way
+                Trip(_KBWD, "xh = src[i, j] if have_xhat else (src[i, j] - mu) * rs", 1, 0),
+                Trip(_KBWD, "g = dy[i, j] * gamma[j]", 1, 0),
+                Trip(_KBWD, "xh = src[i, j] if have_xhat else (src[i, j] - mu) * rs", 0, 0, occurrence=1),
+                Trip(_KBWD, "dx[i, j] = rs * (dy[i, j] * gamma[j] - mean_g - xh * mean_gxhat)", 0, 1),
+            ),
+        ),
+    ),
+}
+
+MODES = ("keep", "recompute")
+
+
+def pass_totals(direction: str, path: str, mode: str) -> tuple[int, int]:
+    """(reads, writes) of whole arrays for ``direction`` on ``path`` ("numpy" or "kernel").
+
+    ``mode`` is "keep" (xhat kept in the cache) or "recompute".
+    """
+    if direction not in PASSES:
+        raise ValueError(f"direction: expected one of {', '.join(PASSES)}, got {direction!r}")
+    if mode not in MODES:
+        raise ValueError(f"mode: expected one of {', '.join(MODES)}, got {mode!r}")
+    trips = [t for g in PASSES[direction] if g.path == path and g.only in (None, mode) for t in g.trips]
+    return sum(t.reads for t in trips), sum(t.writes for t in trips)
+
+
+@demo("kernel_memory_passes")
+def kernel_memory_passes(
+    p: LessonParams, direction: str = "forward", shape: tuple[int, ...] = (32, 128, 768)
+) -> DemoOutput:
+    """Whole-array passes through memory, line by line: NumPy path vs fused kernel (counts, not timings)."""
+    if direction not in PASSES:
+        raise ValueError(f"direction: expected one of {', '.join(PASSES)}, got {direction!r}")
+    shape = _check_positive_ints("shape", shape)
+    rows: list[list[Any]] = []
+    for group in PASSES[direction]:
+        rows.append([Text(group.title, style="bold"), "", ""])
+        for trip in group.trips:
+            line, code = locate(trip)
+            rows.append(
+                [Text(f"{line:>4}  {code}", no_wrap=True, overflow="ellipsis"), str(trip.reads), str(trip.writes)]
+            )
+    table = number_table(["line  code", "R", "W"], rows)
+    table.columns[0].no_wrap = False  # on a narrow screen the code is cut (…), never the counts
+    listing = Group(Text(f"LayerNorm {direction}: whole arrays read (R) and written (W)", style="italic"), table)
+    array_bytes = math.prod(shape) * 4
+    row_bytes = shape[-1] * 4
+    summary = []
+    for mode, label in zip(MODES, ("xhat kept", "recompute")):
+        cells = [label]
+        for path in ("numpy", "kernel"):
+            n = sum(pass_totals(direction, path, mode))
+            cells.append(f"{n}  ({nbytes_text(n * array_bytes)})")
+        summary.append(cells)
+    totals = number_table(
+        [f"{direction} passes", "NumPy", "kernel"],
+        summary,
+        caption=f"counted from the code above, not measured. Bytes moved: passes × {nbytes_text(array_bytes)}, "
+        f"one float32 array of x {_shape(shape)}. One row of it is {nbytes_text(row_bytes)}, small enough to "
+        "stay in the cache between the kernel's loops over that row.",
+    )
+    return DemoOutput(Group(listing, Text(""), totals))
+
+
+# ---- step 7: try it, and the course in code ---------------------------------------------------------
+
+
+@demo("kernel_backend")
+def kernel_backend(p: LessonParams) -> DemoOutput:
+    """Whether numba is installed here, which backend the vectorized path runs, and the threads it uses."""
+    from microgradnorm import fused
+    from microgradnorm import vectorized as V
+
+    info = V.backend_info()
+    rows = [
+        ["numba", f"{info.numba_version} installed" if fused.AVAILABLE else "not installed"],
+        ["backend setting", info.setting],
+        ["runs", f"{info.active}  ({info.reason})"],
+    ]
+    if fused.AVAILABLE:
+        rows.append(["kernel threads", str(fused.num_workers())])
+        rows.append(["one thread below", f"{fused.SMALL:,} numbers"])
+    else:
+        rows.append(["fused kernels", "plain Python here: correct, but far too slow to use"])
+    return DemoOutput(
+        number_table(["", "on this machine"], rows, caption="nothing was compiled or run to find this out")
+    )
+
+
+# The layers of the package, in the order the course met them.
+COURSE_MAP = (
+    ("engine.py", "Value, the chain rule, backward()"),
+    ("norms.py", "LN, BN, RMSNorm from scalar nodes"),
+    ("formulas.py", "every closed form, written once"),
+    ("check.py", "autograd vs closed form vs FD"),
+    ("vectorized.py", "forward with a cache, backward"),
+    ("fused.py", "the kernel loops, one pass a row"),
+)
+
+
+@demo("kernel_course_map")
+def kernel_course_map(p: LessonParams) -> DemoOutput:
+    """The package's layers, what each holds, and its size (non-blank lines, counted live)."""
+    package = Path(importlib.import_module("microgradnorm").__file__).parent
+    rows = []
+    for name, what in COURSE_MAP:
+        text = (package / name).read_text(encoding="utf-8")
+        lines = sum(1 for line in text.splitlines() if line.strip())
+        rows.append([name, what, f"{lines:,}"])
+    return DemoOutput(
+        number_table(
+            ["microgradnorm/", "what it holds", "lines"],
+            rows,
+            caption="lines: non-blank lines of the file, docstrings and comments included",
+        ),
+        graph=row_graph(p),
+    )

@@ -1,0 +1,423 @@
+"""The claims of lesson 12 (graph -> vectorized path -> fused kernel), checked against oracles.
+
+Oracles: node counts derived by hand from the stages of norms.py; the closed
+forms of formulas.py for the vectorized gradients; the LayerNorm formula for
+which cache fields backward can need; byte counts from shapes and dtypes; the
+text of fused.py read as a file for the shown source; the kernels' own Python
+functions run on arrays that count every element read and write; and the
+pass counts, derived by hand from the code in the comments below, with a check
+that no whole-array line of the NumPy path is left out of the lesson's list.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from microgradnorm import cli, formulas
+from microgradnorm import tolerances as tol
+from microgradnorm import vectorized as V
+from microgradnorm.lessons import demos_kernel as K
+from microgradnorm.lessons.demo_tools import autograd_dx
+from microgradnorm.lessons.demos import DemoOutput, LessonParams, load_demos, run_demo
+from microgradnorm.lessons.format import LESSON_FILE, lessons_dir, load_lessons, parse_lesson
+from microgradnorm.present import fmt
+
+LESSON = lessons_dir() / "12-graph-to-kernel.md"
+MY_DEMOS = sorted(name for name, spec in load_demos().items() if spec.module == K.__name__)
+
+
+@pytest.fixture(autouse=True)
+def _state_home(tmp_path, monkeypatch):
+    """Never touch the learner's real state folder."""
+    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
+
+
+def render(renderable, width: int = 200) -> str:
+    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
+    console.print(renderable)
+    return console.export_text()
+
+
+def assert_close(a, b, rtol: float, atol: float) -> None:
+    assert tol.close(a, b, rtol, atol), f"max |a - b| = {tol.normwise_error(a, b)[0]:.3g}"
+
+
+# ---- step 1: nodes, timing, agreement ----------------------------------------------------------
+
+
+def test_one_row_at_dim_3_has_34_nodes_counted_by_hand():
+    # One LayerNorm row of D = 3 with gamma and beta (norms.py, two-pass variance):
+    #   input : x0 x1 x2                                   3
+    #   mean  : 1/n, sum(x), mean = sum * 1/n              3
+    #   center: xshift_i = x_i - mean                      3
+    #   var   : 1/n, xshift_i ** 2 (3), sum, var           6
+    #   sqrt  : eps, var + eps, std                        3
+    #   divide: rstd = std ** -1, xhat_i = xshift_i * rstd 4
+    #   affine: gamma (3), gamma*xhat (3), beta (3), y (3) 12
+    # total 34 = 8 D + 10.
+    graph = K.row_graph(LessonParams(dim=3))
+    assert K.node_counts(graph) == {
+        "input": 3,
+        "mean": 3,
+        "center": 3,
+        "var": 6,
+        "sqrt": 3,
+        "divide": 4,
+        "affine": 12,
+    }
+    text = render(run_demo("kernel_node_count", LessonParams(dim=3)).renderable)
+    assert "34 nodes" in text and f"{fmt(34 / 3, 3)} per number" in text
+
+
+@pytest.mark.parametrize("dim", [2, 5, 9, 16])
+def test_one_row_has_8d_plus_10_nodes(dim):
+    assert sum(K.node_counts(K.row_graph(LessonParams(dim=dim))).values()) == 8 * dim + 10
+
+
+def test_engine_vs_numpy_times_both_paths_on_the_graph_the_hand_count_predicts():
+    p = LessonParams(dim=3, seed=4, batch=1)
+    timings = K.engine_vs_numpy(p, hidden=(5,), repeats=2)
+    assert [t.shape for t in timings] == [(1, K.SEQ, 3), (1, K.SEQ, 5)]
+    for t in timings:
+        rows, d = math.prod(t.shape[:-1]), t.shape[-1]
+        # per row 6D + 7 (everything above but the shared 1/n, 1/n, eps, gamma, beta),
+        # shared 2D + 3, and the loss: one dy leaf per number and the dot node
+        assert t.nodes == rows * (6 * d + 7) + (2 * d + 3) + (rows * d + 1)
+        assert t.engine > 0 and t.numpy > 0 and math.isfinite(t.ratio)
+
+
+@pytest.mark.parametrize(
+    "p", [LessonParams(), LessonParams(dim=6, seed=3, eps=0.0), LessonParams(dim=2, seed=9, batch=1)]
+)
+def test_vectorized_gradients_equal_the_closed_form_and_the_graph(p):
+    x, gamma, beta, dy = K.lesson_problem(p)
+    _, cache = V.layer_norm_forward(x, gamma, beta, p.eps, backend="numpy")
+    dx, dgamma, dbeta = V.layer_norm_backward(dy, cache)
+    m = formulas.moments(x, (-1,), p.eps)
+    assert_close(
+        dx,
+        formulas.dx_simplified(formulas.dxhat(dy, gamma), m.xhat, m.rstd, (-1,)),
+        tol.CLOSED_FORM_RTOL,
+        tol.CLOSED_FORM_ATOL,
+    )
+    assert_close(dgamma, (dy * m.xhat).sum(axis=(0, 1)), tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+    assert_close(dbeta, dy.sum(axis=(0, 1)), tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+    # the graph agrees with the same closed form, so the demo's "agree" is right
+    grads, _ = autograd_dx("layernorm", x.reshape(-1, p.dim), gamma, beta, p.eps, dy.reshape(-1, p.dim))
+    assert_close(grads["x"].reshape(x.shape), dx, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL)
+    agreement = K.gradient_agreement(p)
+    assert set(agreement) == {"dx", "dgamma", "dbeta"}
+    assert all(ok for _, _, ok in agreement.values())
+
+
+def test_the_timing_demo_shows_every_gradient_agreeing_and_names_the_tolerance():
+    out = run_demo("kernel_engine_vs_numpy", LessonParams(dim=3), {"hidden": (8,), "repeats": 1})
+    text = render(out.renderable, 100)
+    assert text.count("✓") == 3 and "✗" not in text
+    assert "VECTORIZED_F64_RTOL" in text and f"{tol.VECTORIZED_F64_RTOL:g}" in text
+    assert out.graph is not None and len(out.graph["x"]) == 3
+
+
+# ---- step 2: what backward needs -------------------------------------------------------------------
+
+
+def test_backward_needs_exactly_what_the_formula_reads():
+    # dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = gamma * dy; dgamma = sum dy * xhat;
+    # dbeta = sum dy. So with xhat kept: xhat, rstd, gamma. In recompute mode xhat is rebuilt
+    # as (x - mean) * rstd: x, mean, rstd, gamma. var never enters; xshift is never kept.
+    x, gamma, beta, dy = K.lesson_problem(LessonParams(dim=5, seed=2))
+    _, keep = V.layer_norm_forward(x, gamma, beta, 1e-5, backend="numpy", recompute=False)
+    _, rec = V.layer_norm_forward(x, gamma, beta, 1e-5, backend="numpy", recompute=True)
+    needs_keep = K.backward_needs(keep, dy)
+    needs_rec = K.backward_needs(rec, dy)
+    assert {k for k, v in needs_keep.items() if v} == {"xhat", "rstd", "gamma"}
+    assert {k for k, v in needs_keep.items() if v is None} == {"x", "xshift"}
+    assert {k for k, v in needs_rec.items() if v} == {"x", "mean", "rstd", "gamma"}
+    assert {k for k, v in needs_rec.items() if v is None} == {"xhat", "xshift"}
+    assert needs_keep["var"] is False and needs_rec["var"] is False
+    # the statistics keep the reduced axis, [B, T, 1]
+    assert keep.mean.shape == keep.var.shape == keep.rstd.shape == (*x.shape[:-1], 1)
+
+
+def test_the_cache_table_shows_the_shapes():
+    p = LessonParams(dim=5, batch=4)
+    text = render(run_demo("kernel_cache_fields", p).renderable)
+    assert f"[4, {K.SEQ}, 5]" in text and f"[4, {K.SEQ}, 1]" in text
+    assert re.search(r"xhat\s+\[4, 3, 5\]\s+needed\s+not kept", text)
+    assert re.search(r"var\s+\[4, 3, 1\]\s+not needed\s+not needed", text)
+
+
+# ---- step 3: bytes ---------------------------------------------------------------------------------
+
+
+def test_recompute_keeps_the_statistics_and_points_at_x():
+    shape = (4, 8, 16)
+    rows = 4 * 8
+    x = np.random.default_rng(0).standard_normal(shape, dtype=np.float32)
+    gamma = np.ones(16, np.float32)
+    _, keep = V.layer_norm_forward(x, gamma, None, backend="numpy", recompute=False)
+    _, rec = V.layer_norm_forward(x, gamma, None, backend="numpy", recompute=True)
+    stats = 3 * rows * 8  # mean, var, rstd: one float64 per row each
+    assert keep.xhat is not None and keep.x is None
+    assert rec.xhat is None and np.shares_memory(rec.x, x)
+    assert keep.nbytes().kept == math.prod(shape) * 4 + stats
+    assert rec.nbytes().kept == stats
+    assert rec.nbytes().shared == math.prod(shape) * 4 + 16 * 4  # x and gamma are the caller's
+    assert rec.nbytes().saved == math.prod(shape) * 4 and keep.nbytes().saved == 0
+
+
+def test_the_bytes_demo_at_the_lesson_size_shows_12_mb_and_the_ratio():
+    text = render(run_demo("kernel_cache_bytes", LessonParams()).renderable)
+    # 32 * 128 * 768 float32 = 12 MiB; statistics 3 * 32 * 128 float64 = 96 KiB
+    assert re.search(r"xhat\s+12\.0 MB\s+—", text)
+    assert re.search(r"x\s+—\s+12\.0 MB \(yours\)", text)
+    assert re.search(r"kept\s+12\.1 MB\s+96\.0 KB", text)
+    ratio = (32 * 128 * 768 * 4 + 3 * 32 * 128 * 8) / (3 * 32 * 128 * 8)
+    assert f"{fmt(ratio, 3)}× fewer bytes" in " ".join(text.split())
+
+
+# ---- step 4: the kernel's source ---------------------------------------------------------------------
+
+
+def _file_lines(name: str) -> tuple[list[str], int]:
+    """fused.py as plain text, and the index of ``def name(`` in it (no inspect involved)."""
+    lines = (Path(K.__file__).resolve().parents[1] / "fused.py").read_text(encoding="utf-8").splitlines()
+    (k,) = [i for i, line in enumerate(lines) if line.startswith(f"def {name}(")]
+    return lines, k
+
+
+@pytest.mark.parametrize("kernel", ["layer_norm_forward_rows", "layer_norm_backward_rows"])
+@pytest.mark.parametrize("docstring", [False, True])
+def test_the_shown_source_is_the_kernels_source_with_its_line_numbers(kernel, docstring):
+    lines, k = _file_lines(kernel)
+    assert lines[k - 1].startswith("@njit")
+    end = next(i for i in range(k + 1, len(lines)) if lines[i] and not lines[i].startswith((" ", "\t")))
+    body = lines[k - 1 : end]
+    while not body[-1].strip():
+        body.pop()
+    doc_start = k + 1
+    doc_end = next(i for i in range(doc_start, end) if lines[i].rstrip().endswith('"""'))
+    text = render(run_demo("kernel_source", LessonParams(), {"kernel": kernel, "docstring": docstring}).renderable)
+    shown = [re.sub(r"\s+$", "", line) for line in text.splitlines()]
+    for i, line in enumerate(body, start=k - 1):
+        in_doc = doc_start <= i <= doc_end
+        pattern = rf"\s*{i + 1}" + (f" {re.escape(line)}" if line.strip() else "")  # blank lines: the number
+        present = any(re.fullmatch(pattern, s) for s in shown)
+        assert present == (docstring or not in_doc), f"line {i + 1}: {line!r}"
+    assert f"lines {k}–{k + len(body) - 1}" in text
+
+
+def test_kernel_source_rejects_an_unknown_kernel():
+    with pytest.raises(ValueError, match=r"kernel: expected one of .*got 'layer_norm'"):
+        run_demo("kernel_source", LessonParams(), {"kernel": "layer_norm"})
+
+
+class Counting:
+    """An array that counts reads and writes of each element (for a kernel's py_func)."""
+
+    def __init__(self, a: np.ndarray):
+        self.a = a
+        self.shape = a.shape
+        self.reads = np.zeros(a.shape, dtype=int)
+        self.writes = np.zeros(a.shape, dtype=int)
+
+    def __getitem__(self, idx):
+        self.reads[idx] += 1
+        return self.a[idx]
+
+    def __setitem__(self, idx, v):
+        self.writes[idx] += 1
+        self.a[idx] = v
+
+
+def _py(name: str):
+    from microgradnorm import fused
+
+    fn = getattr(fused, name)
+    return getattr(fn, "py_func", fn)
+
+
+def test_the_forward_kernel_walks_each_row_three_times_and_writes_y_once():
+    rng = np.random.default_rng(5)
+    rows, d = 3, 5
+    x = Counting(rng.normal(size=(rows, d)))
+    gamma, beta = rng.uniform(0.5, 1.5, d), rng.normal(size=d)
+    y = Counting(np.zeros((rows, d)))
+    xhat = Counting(np.zeros((1, 1)))
+    mean, var, rstd = np.zeros(rows), np.zeros(rows), np.zeros(rows)
+    _py("layer_norm_forward_rows")(x, gamma, beta, 1e-5, y, mean, var, rstd, xhat, False)
+    assert (x.reads == 3).all() and (x.writes == 0).all()  # the three j loops over one row
+    assert (y.writes == 1).all() and (y.reads == 0).all()  # written once, never read back
+    assert not xhat.writes.any()  # recompute mode: no xhat array at all
+    mu = x.a.mean(axis=1, keepdims=True)
+    expected = (x.a - mu) / np.sqrt(((x.a - mu) ** 2).mean(axis=1, keepdims=True) + 1e-5) * gamma + beta
+    assert_close(y.a, expected, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+
+
+def test_the_backward_kernel_reads_x_instead_of_xhat_and_writes_dx_once():
+    rng = np.random.default_rng(6)
+    rows, d, eps = 4, 6, 1e-5
+    x = rng.normal(size=(rows, d))
+    gamma, dy_a = rng.uniform(0.5, 1.5, d), rng.normal(size=(rows, d))
+    m = formulas.moments(x, (-1,), eps)
+    src, dy, dx = Counting(x.copy()), Counting(dy_a.copy()), Counting(np.zeros((rows, d)))
+    dgamma_part, dbeta_part = np.zeros((1, d)), np.zeros((1, d))
+    _py("layer_norm_backward_rows")(dy, src, m.mean[:, 0], m.rstd[:, 0], gamma, dx, dgamma_part, dbeta_part, False)
+    assert (src.reads == 2).all() and (dx.writes == 1).all() and (dx.reads == 0).all()
+    assert_close(
+        dx.a, formulas.dx_simplified(dy_a * gamma, m.xhat, m.rstd, (-1,)), tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL
+    )
+    assert_close(dgamma_part[0], (dy_a * m.xhat).sum(axis=0), tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+
+
+# ---- steps 5 and 6: passes over memory ----------------------------------------------------------------
+
+
+def test_every_counted_line_is_in_the_current_source():
+    for groups in K.PASSES.values():
+        for group in groups:
+            for trip in group.trips:
+                line, code = K.locate(trip)
+                assert trip.find in code and line > 0
+
+
+# Lines of the NumPy path that touch a whole array (an einsum, or a "# R,D" shape comment)
+# and are deliberately not counted, with the reason.
+NOT_COUNTED = {
+    "y = _affine_rows(xhat, gamma, beta, in_place=not keep_xhat)",  # a call: its lines are counted
+    "xshift -= resid[:, None]",  # only when the mean's rounding would show in xhat
+    "return np.add(xhat, beta, out=xhat if in_place else None)",  # beta without gamma
+    "xhat -= expand(lo)",  # only when the mean's rounding would show in xhat
+}
+
+
+@pytest.mark.parametrize("function", ["_ln_forward_numpy", "_affine_rows", "_ln_backward_numpy", "_recompute_xhat"])
+def test_no_whole_array_line_of_the_numpy_path_is_left_out(function):
+    import inspect
+
+    source = inspect.getsource(getattr(V, function)).splitlines()
+    whole = {line.split("  #")[0].strip() for line in source if "einsum(" in line or "# R,D" in line}
+    counted = {
+        K.locate(t)[1]
+        for groups in K.PASSES.values()
+        for g in groups
+        for t in g.trips
+        if t.where == f"microgradnorm.vectorized:{function}"
+    }
+    assert whole - NOT_COUNTED == counted
+
+
+def test_pass_totals_match_the_counts_derived_by_hand():
+    # NumPy forward (vectorized.py): einsum(x) R; subtract R W; einsum(xshift) R; einsum(xshift, xshift)
+    # R (one stream); multiply in place R W; * gamma R W; += beta R W  ->  7 reads, 4 writes.
+    assert K.pass_totals("forward", "numpy", "keep") == (7, 4)
+    assert K.pass_totals("forward", "numpy", "recompute") == (7, 4)
+    # kernel forward: x read in the first loop, y written in the last (+ xhat when kept).
+    assert K.pass_totals("forward", "kernel", "recompute") == (1, 1)
+    assert K.pass_totals("forward", "kernel", "keep") == (1, 2)
+    # NumPy backward: einsum(dy, xhat) 2R; einsum(dy) R; dy * gamma R W; einsum(dx) R;
+    # einsum(dx, xhat) 2R; -= mean_g R W; xhat * m (R W) then -= (2R W); *= rstd R W -> 12 R, 5 W;
+    # recompute adds subtract (R W) and multiply in place (R W).
+    assert K.pass_totals("backward", "numpy", "keep") == (12, 5)
+    assert K.pass_totals("backward", "numpy", "recompute") == (14, 7)
+    # kernel backward: dy and src (x or xhat) read in the first loop, dx written in the second.
+    assert K.pass_totals("backward", "kernel", "keep") == K.pass_totals("backward", "kernel", "recompute") == (2, 1)
+
+
+def test_every_full_array_write_of_the_kernels_is_counted():
+    import inspect
+
+    for name, direction in (("layer_norm_forward_rows", "forward"), ("layer_norm_backward_rows", "backward")):
+        source = inspect.getsource(_py(name)).splitlines()
+        writes = {line.strip() for line in source if re.match(r"\s*(y|xhat|dx)\[i, j\] =", line)}
+        counted = {K.locate(t)[1] for g in K.PASSES[direction] for t in g.trips if t.writes}
+        assert writes and writes <= counted
+
+
+def test_the_pass_demo_shows_the_totals_and_the_bytes():
+    text = " ".join(
+        render(run_demo("kernel_memory_passes", LessonParams(), {"direction": "forward"}).renderable).split()
+    )
+    # 11 passes of a 12 MiB array = 132 MiB; the kernel: 2 passes = 24 MiB (recompute), 3 = 36 MiB (xhat kept)
+    assert "xhat kept 11 (132.0 MB) 3 (36.0 MB)" in text
+    assert "recompute 11 (132.0 MB) 2 (24.0 MB)" in text
+    with pytest.raises(ValueError, match="direction: expected one of forward, backward, got 'sideways'"):
+        run_demo("kernel_memory_passes", LessonParams(), {"direction": "sideways"})
+
+
+# ---- the demos as a whole --------------------------------------------------------------------------------
+
+
+def test_no_demo_runs_a_fused_kernel(monkeypatch):
+    from microgradnorm import fused
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a lesson-12 demo ran a fused kernel")
+
+    for name in ("layer_norm_forward", "layer_norm_backward", "rms_norm_forward", "rms_norm_backward", "_launch"):
+        monkeypatch.setattr(fused, name, refuse)
+    monkeypatch.setenv("MICROGRADNORM_BACKEND", "auto")
+    lesson = parse_lesson(LESSON)
+    params = lesson.params()
+    for step in lesson.steps:
+        for call in step.demos:
+            assert isinstance(run_demo(call.name, params, call.args), DemoOutput)
+
+
+@pytest.mark.parametrize(
+    "p",
+    [LessonParams(dim=2, seed=1, eps=0.0, batch=1), LessonParams(dim=16, seed=7, eps=1e-3, batch=3)],
+    ids=["dim2-eps0-batch1", "dim16-batch3"],
+)
+def test_every_demo_renders_at_other_parameters_in_60_columns(p):
+    assert MY_DEMOS
+    for name in MY_DEMOS:
+        args = {"repeats": 1, "hidden": (4,)} if name == "kernel_engine_vs_numpy" else {}
+        if name == "kernel_cache_bytes":
+            args = {"shape": (2, 3, 8)}
+        text = render(run_demo(name, p, args).renderable, 60)
+        assert text.strip() and max(len(line) for line in text.splitlines()) <= 60
+
+
+def test_dim_1_is_refused_with_a_message_naming_dim():
+    with pytest.raises(ValueError, match="dim: this lesson needs at least 2 features per row, got 1"):
+        run_demo("kernel_node_count", LessonParams(dim=1))
+
+
+# ---- the command ----------------------------------------------------------------------------------------
+
+
+def test_the_lesson_list_has_every_lesson_file_and_lesson_12(capsys):
+    assert cli.main(["lesson"]) == 0
+    out = capsys.readouterr().out
+    files = [p for p in lessons_dir().iterdir() if LESSON_FILE.match(p.name)]
+    assert len(load_lessons()) == len(files)
+    listed = re.findall(r"^\s*(\d+)\s{2,}\S", out, flags=re.M)
+    assert sorted(int(n) for n in listed) == sorted(int(p.name[:2]) for p in files)
+    assert 12 in {int(n) for n in listed} and "From the graph to a kernel" in out
+
+
+def test_lesson_12_auto_from_the_command_line(tmp_path):
+    env = dict(os.environ, NO_COLOR="1", COLUMNS="60", MICROGRADNORM_HOME=str(tmp_path / "home"))
+    env.pop("MICROGRADNORM_DEBUG", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "microgradnorm", "lesson", "12", "--auto"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    steps = len(parse_lesson(LESSON).steps)
+    assert f"Step {steps} of {steps}" in done.stdout
+    assert max(len(line) for line in done.stdout.splitlines()) <= 60
