@@ -405,10 +405,7 @@ def layer_norm_forward(
             beta_dtype=beta_dtype,
         )
         y = y2.reshape(x.shape)
-    cache._caller_arrays = tuple(id(a) for a in (x, gamma, beta) if a is not None)
-    if cache.x is not None and np.shares_memory(cache.x, x):
-        cache._caller_arrays += (id(cache.x),)
-    return y.astype(x.dtype, copy=False), cache
+    return _finish_forward(y, cache, x, gamma, beta)
 
 
 def layer_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
@@ -496,10 +493,7 @@ def rms_norm_forward(
             beta_dtype=None,
         )
         y = y2.reshape(x.shape)
-    cache._caller_arrays = tuple(id(a) for a in (x, gamma) if a is not None)
-    if cache.x is not None and np.shares_memory(cache.x, x):
-        cache._caller_arrays += (id(cache.x),)
-    return y.astype(x.dtype, copy=False), cache
+    return _finish_forward(y, cache, x, gamma)
 
 
 def rms_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarray | None]:
@@ -591,10 +585,7 @@ def batch_norm_forward(
             beta_dtype=beta_dtype,
         )
         y = y3.reshape(x.shape)
-    cache._caller_arrays = tuple(id(a) for a in (x, gamma, beta) if a is not None)
-    if cache.x is not None and np.shares_memory(cache.x, x):
-        cache._caller_arrays += (id(cache.x),)
-    return y.astype(x.dtype, copy=False), cache
+    return _finish_forward(y, cache, x, gamma, beta)
 
 
 def batch_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
@@ -629,7 +620,15 @@ def batch_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarr
     return _finish_backward(dx, dgamma, dbeta, cache)
 
 
-# ---- shared pieces of the backward pass ------------------------------------------------------
+# ---- shared pieces of the forward and backward passes ----------------------------------------
+
+
+def _finish_forward(y: np.ndarray, cache: NormCache, x: np.ndarray, *params: Any) -> tuple[np.ndarray, NormCache]:
+    """Note which arrays the cache shares with the caller (for ``nbytes``); y in x's dtype."""
+    cache._caller_arrays = tuple(id(a) for a in (x, *params) if a is not None)
+    if cache.x is not None and np.shares_memory(cache.x, x):
+        cache._caller_arrays += (id(cache.x),)
+    return y.astype(x.dtype, copy=False), cache
 
 
 def _expect_norm(cache: NormCache, norm: str, function: str) -> None:
