@@ -38,14 +38,19 @@ def nonneg_float(text: str) -> float:
     return value
 
 
-def seed_int(text: str) -> int:
+def nonneg_int(text: str, what: str = "an integer >= 0") -> int:
+    """An integer >= 0; ``what`` names it in the error ("expected {what}, got ...")."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer seed >= 0, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
     if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer seed >= 0, got {value}")
+        raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
     return value
+
+
+def seed_int(text: str) -> int:
+    return nonneg_int(text, "an integer seed >= 0")
 
 
 def shape_arg(text: str) -> tuple[int, ...]:
@@ -100,6 +105,16 @@ def add_problem_arguments(parser: argparse.ArgumentParser, dim: int = 4, batch: 
     )
     parser.add_argument(
         "--seed", type=seed_int, default=0, metavar="S", help="random seed for x, gamma, beta and dy; default 0"
+    )
+
+
+def add_variance_argument(parser: argparse.ArgumentParser) -> None:
+    """--variance: how the scalar graph builds the variance."""
+    parser.add_argument(
+        "--variance",
+        choices=("two_pass", "naive"),
+        default="two_pass",
+        help="build the variance centered (default) or as E[x^2] - E[x]^2",
     )
 
 

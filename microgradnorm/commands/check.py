@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from microgradnorm.commands import add_norm_argument, add_problem_arguments, positive_int, problem_shape
+from microgradnorm.commands import (
+    add_norm_argument,
+    add_problem_arguments,
+    add_variance_argument,
+    positive_int,
+    problem_shape,
+)
 
 HELP = "check every node's gradient three ways: autograd, closed form, finite difference"
 DESCRIPTION = (
@@ -19,12 +25,7 @@ FD_LIMIT = 32  # finite differences per node by default; each costs four rebuild
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_norm_argument(parser)
     add_problem_arguments(parser)
-    parser.add_argument(
-        "--variance",
-        choices=("two_pass", "naive"),
-        default="two_pass",
-        help="build the variance centered (default) or as E[x^2] - E[x]^2",
-    )
+    add_variance_argument(parser)
     parser.add_argument(
         "--fd-entries",
         type=positive_int,

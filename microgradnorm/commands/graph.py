@@ -10,6 +10,8 @@ from microgradnorm.commands import (
     UsageError,
     add_norm_argument,
     add_problem_arguments,
+    add_variance_argument,
+    nonneg_int,
     problem_shape,
 )
 
@@ -24,13 +26,7 @@ DESCRIPTION = (
 
 
 def _index(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a flat index of x (an integer >= 0), got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a flat index of x (an integer >= 0), got {value}")
-    return value
+    return nonneg_int(text, "a flat index of x (an integer >= 0)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,12 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="LR",
         help="LR: inputs on the left (default); TB: inputs on top, each node's numbers stacked (fits a page)",
     )
-    parser.add_argument(
-        "--variance",
-        choices=("two_pass", "naive"),
-        default="two_pass",
-        help="build the variance centered (default) or as E[x^2] - E[x]^2",
-    )
+    add_variance_argument(parser)
 
 
 def run(args: argparse.Namespace, console) -> int:
