@@ -3,9 +3,29 @@
 from __future__ import annotations
 
 import os
+import shutil
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("default", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+@pytest.fixture
+def needs_dot():
+    """Skip without Graphviz's dot program, or fail if MICROGRADNORM_REQUIRE_DOT=1 (as in CI)."""
+    if shutil.which("dot") is None:
+        if os.environ.get("MICROGRADNORM_REQUIRE_DOT") == "1":
+            pytest.fail("MICROGRADNORM_REQUIRE_DOT=1 but Graphviz's dot program is not on PATH")
+        pytest.skip("Graphviz's dot program is not installed")
+
+
+@pytest.fixture
+def empty_path(tmp_path, monkeypatch):
+    """A PATH on which there is no dot program (nor anything else)."""
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    return str(empty)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -20,23 +19,6 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
         code = exc.code
     out, err = capsys.readouterr()
     return code, out, err
-
-
-@pytest.fixture
-def needs_dot():
-    if shutil.which("dot") is None:
-        if os.environ.get("MICROGRADNORM_REQUIRE_DOT") == "1":
-            pytest.fail("MICROGRADNORM_REQUIRE_DOT=1 but Graphviz's dot program is not on PATH")
-        pytest.skip("Graphviz's dot program is not installed")
-
-
-@pytest.fixture
-def empty_path(tmp_path, monkeypatch):
-    """A PATH on which there is no dot program (nor anything else)."""
-    empty = tmp_path / "empty-bin"
-    empty.mkdir()
-    monkeypatch.setenv("PATH", str(empty))
-    return str(empty)
 
 
 @pytest.mark.parametrize("norm", ["layernorm", "batchnorm", "rmsnorm"])

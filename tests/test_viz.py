@@ -11,7 +11,6 @@ from __future__ import annotations
 import html
 import os
 import re
-import shutil
 import struct
 import subprocess
 import sys
@@ -462,21 +461,6 @@ def test_highlight_accepts_a_value():
 # ---- rendering -----------------------------------------------------------------------------
 
 
-@pytest.fixture
-def needs_dot():
-    if shutil.which("dot") is None:
-        if os.environ.get("MICROGRADNORM_REQUIRE_DOT") == "1":
-            pytest.fail("MICROGRADNORM_REQUIRE_DOT=1 but Graphviz's dot program is not on PATH")
-        pytest.skip("Graphviz's dot program is not installed")
-
-
-@pytest.fixture
-def no_dot(tmp_path, monkeypatch):
-    empty = tmp_path / "empty-bin"
-    empty.mkdir()
-    monkeypatch.setenv("PATH", str(empty))
-
-
 SVG = "{http://www.w3.org/2000/svg}"
 
 
@@ -502,13 +486,13 @@ def test_render_png_and_pdf(tmp_path, needs_dot):
     assert viz.render(graph, tmp_path / "bn.pdf", collapse=True).read_bytes()[:5] == b"%PDF-"
 
 
-def test_render_dot_needs_no_graphviz(tmp_path, no_dot):
+def test_render_dot_needs_no_graphviz(tmp_path, empty_path):
     graph, _ = problem()
     path = viz.render(graph, tmp_path / "ln.dot", grad=True)
     assert path.read_text(encoding="utf-8") == viz.to_dot(graph, grad=True)
 
 
-def test_render_without_dot_raises_with_install_hint_and_keeps_the_old_file(tmp_path, no_dot):
+def test_render_without_dot_raises_with_install_hint_and_keeps_the_old_file(tmp_path, empty_path):
     graph, _ = problem()
     target = tmp_path / "ln.svg"
     target.write_text("the previous drawing")
@@ -575,7 +559,7 @@ def test_notebook_display_is_an_svg(needs_dot):
     assert set(y._repr_mimebundle_(include=["text/plain"])) == {"text/plain"}
 
 
-def test_notebook_display_falls_back_to_text_without_dot(no_dot):
+def test_notebook_display_falls_back_to_text_without_dot(empty_path):
     y = mgn.layer_norm([1.0, 2.0, 4.0])
     bundle = y.graph._repr_mimebundle_()
     assert list(bundle) == ["text/plain"]
