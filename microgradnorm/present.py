@@ -13,7 +13,7 @@ from rich.text import Text
 if TYPE_CHECKING:
     from microgradnorm.check import CheckReport
 
-__all__ = ["check_table", "fmt"]
+__all__ = ["check_table", "fmt", "nbytes_text"]
 
 
 def fmt(v: float, digits: int = 6) -> str:
@@ -21,6 +21,15 @@ def fmt(v: float, digits: int = 6) -> str:
     if v != v:
         return "—"
     return f"{v:.{digits}g}"
+
+
+def nbytes_text(n: float) -> str:
+    """A byte count for people: 512 B, 3.0 KB, 12.0 MB (powers of 1024)."""
+    for unit in ("B", "KB", "MB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
 
 
 def _err(v: float) -> str:

@@ -36,7 +36,7 @@ from microgradnorm.check import check_norm, random_problem
 from microgradnorm.engine import DomainError, Value, local_grads, topological_order
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, demo
 from microgradnorm.norms import NormGraph, layer_norm
-from microgradnorm.present import check_table, fmt
+from microgradnorm.present import check_table, fmt, nbytes_text
 from microgradnorm.registry import get_norm
 
 # The three paths from x_i to the loss, their colours and their names (the
@@ -688,7 +688,7 @@ def ln_cache(p: LessonParams, batch: int = 8, seq: int = 1024, hidden: int = 768
         ("mean", shape_s, n_s, "recomputing xhat from x"),
         ("xshift", shape_x, n_x, "three-path form only"),
     ):
-        table.add_row(name, str(list(shape)), _bytes(4 * count), use)
+        table.add_row(name, str(list(shape)), nbytes_text(4 * count), use)
     built = build_ln(p)
     m = formulas.moments(built.x, (-1,), p.eps)
     g = formulas.dxhat(built.dy, built.gamma)
@@ -710,14 +710,6 @@ def _backprop(built: LNBuilt) -> None:
     """Run the engine's backward() on the lesson's loss (from zero)."""
     built.loss.zero_grad()
     built.loss.backward()
-
-
-def _bytes(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"  # pragma: no cover
 
 
 @demo("ln_eps")

@@ -42,8 +42,8 @@ from microgradnorm import tolerances as tol
 from microgradnorm.engine import topological_order
 from microgradnorm.lessons.demo_tools import autograd_dx, check_mark, fmt, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, demo
-from microgradnorm.lessons.demos_core import _bytes as nbytes_text
 from microgradnorm.norms import NormGraph
+from microgradnorm.present import nbytes_text
 from microgradnorm.registry import get_norm
 
 __all__ = [
