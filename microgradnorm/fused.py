@@ -16,9 +16,18 @@ runs the ``for j`` loop with SIMD instructions.
 
 Conventions shared by every kernel:
 
-* Statistics (mean, rstd) and every sum are accumulated in float64, whatever
-  the input dtype, so float32 rows with a mean offset of 1e7 or entries near
-  1e20 (whose squares overflow float32) still come out right.
+* Two precisions. Statistics (mean, rstd) and row sums are accumulated in
+  float64, whatever the input dtype, so float32 rows with a mean offset of 1e7
+  or entries near 1e20 (whose squares overflow float32) still come out right.
+  The elementwise work (center, scale, shift, dx) runs in the input's dtype
+  ``T``: in float32 one SIMD instruction handles twice as many numbers, and
+  converting every element to float64 and back was what made the float32
+  backward pass slower than PyTorch's. The float64 mean enters that float32
+  arithmetic as ``mu_hi + mu_lo`` (see :func:`_center`), so centering stays
+  exact to float32 precision. dgamma and dbeta are summed in ``T`` over blocks
+  of ROW_BLOCK rows, then added into float64, so their rounding error grows
+  with ROW_BLOCK, not with the number of rows. Groups near the very ends of
+  float32's range are sent to float64 by :mod:`microgradnorm.vectorized`.
 * ``fastmath`` allows reordering sums (so the compiler may split a sum into
   SIMD lanes) and fusing multiply-adds; it does NOT assume away NaN or Inf,
   so a NaN in one row still shows up in that row.
@@ -79,9 +88,9 @@ __all__ = [
 _FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
 _JIT = {"parallel": True, "cache": True, "fastmath": _FASTMATH, "nogil": True}
 
-# BatchNorm [N, D]: each worker owns a block of this many adjacent columns, so
-# every row it reads is a contiguous run of memory.
-COLUMN_BLOCK = 64
+# LayerNorm/RMSNorm backward: each worker adds dgamma and dbeta over this many rows in the
+# input's dtype (full SIMD width), then folds them into its float64 partial sums.
+ROW_BLOCK = 32
 
 
 # Below this many numbers a kernel runs on one thread: starting the other threads
@@ -93,6 +102,11 @@ SMALL = 1 << 16
 def num_workers() -> int:
     """How many threads the parallel loops use (each gets its own partial sums)."""
     return int(numba.get_num_threads()) if AVAILABLE else 1
+
+
+def _workers(size: int) -> int:
+    """How many threads a kernel over ``size`` numbers runs on (see :func:`_launch`)."""
+    return num_workers() if size >= SMALL else 1
 
 
 def _launch(kernel, size: int, *args) -> None:
@@ -111,6 +125,21 @@ def _launch(kernel, size: int, *args) -> None:
 # ---- LayerNorm: one row at a time -------------------------------------------------------
 
 
+@njit(cache=True, fastmath=False)
+def _center(v, hi, lo):  # pragma: no cover - compiled
+    """v - mean, with the float64 mean given as hi + lo in v's dtype (see the module docstring).
+
+    Compiled without fastmath on purpose: with reassociation allowed, the compiler
+    rewrites (v - hi) - lo as v - (hi + lo), and hi + lo rounds back to hi, so lo is
+    lost (a float32 row with a mean offset of 1e7 comes out 10% wrong). The
+    ``fastmath=False`` must be spelled out: left unset, a function called from a
+    kernel inherits the kernel's fastmath. Fast-math flags belong to each
+    instruction, so when this is inlined into a kernel the two subtractions stay
+    in order while the kernel's sums are still split into SIMD lanes.
+    """
+    return (v - hi) - lo
+
+
 @njit(**_JIT)
 def layer_norm_forward_rows(x, gamma, beta, eps, y, mean, var, rstd, xhat, keep_xhat):  # pragma: no cover - compiled
     """y[i] = gamma * (x[i] - mean[i]) * rstd[i] + beta for every row i of x [R, D].
@@ -121,8 +150,9 @@ def layer_norm_forward_rows(x, gamma, beta, eps, y, mean, var, rstd, xhat, keep_
     traffic because the row is still cached.
     """
     rows, d = x.shape
+    T = x.dtype.type  # the elementwise dtype (float32 or float64)
     for i in prange(rows):  # rows are independent: on a GPU, one block per row
-        # the mean of the row
+        # the mean of the row (a float64 sum)
         s = 0.0
         for j in range(d):
             s += x[i, j]
@@ -134,9 +164,12 @@ def layer_norm_forward_rows(x, gamma, beta, eps, y, mean, var, rstd, xhat, keep_
             ss += xs * xs
         v = ss / d
         rs = 1.0 / np.sqrt(v + eps)
-        # normalize, scale, shift: the only write of the row
+        # normalize, scale, shift in x's dtype: the only write of the row
+        mu_hi = T(mu)
+        mu_lo = T(mu - mu_hi)
+        rs_t = T(rs)
         for j in range(d):
-            xh = (x[i, j] - mu) * rs
+            xh = _center(x[i, j], mu_hi, mu_lo) * rs_t
             y[i, j] = xh * gamma[j] + beta[j]
             if keep_xhat:
                 xhat[i, j] = xh
@@ -157,30 +190,42 @@ def layer_norm_backward_rows(dy, src, mean, rstd, gamma, dx, dgamma_part, dbeta_
     (on a GPU: per-block partial sums, then a second small reduction).
     """
     rows, d = dy.shape
+    T = dy.dtype.type
     workers = dgamma_part.shape[0]
     per_worker = (rows + workers - 1) // workers
     for w in prange(workers):
-        dgamma_w = dgamma_part[w]
-        dbeta_w = dbeta_part[w]
-        for i in range(w * per_worker, min(rows, (w + 1) * per_worker)):
-            mu = mean[i]
-            rs = rstd[i]
-            # first read of the row: the two means in the formula, and this worker's dgamma, dbeta
-            s_g = 0.0
-            s_gxhat = 0.0
+        first = w * per_worker
+        last = min(rows, first + per_worker)
+        # dgamma and dbeta over the current block of ROW_BLOCK rows, in dy's dtype
+        dgamma_block = np.zeros(d, dy.dtype)
+        dbeta_block = np.zeros(d, dy.dtype)
+        for block in range(first, last, ROW_BLOCK):
+            for i in range(block, min(last, block + ROW_BLOCK)):
+                mu_hi = T(mean[i])
+                mu_lo = T(mean[i] - mu_hi)
+                rs = T(rstd[i])
+                # first read of the row: the two means in the formula, and the block's dgamma, dbeta
+                s_g = 0.0
+                s_gxhat = 0.0
+                for j in range(d):
+                    xh = src[i, j] if have_xhat else _center(src[i, j], mu_hi, mu_lo) * rs
+                    g = dy[i, j] * gamma[j]
+                    s_g += g
+                    s_gxhat += g * xh
+                    dgamma_block[j] += dy[i, j] * xh
+                    dbeta_block[j] += dy[i, j]
+                mean_g = T(s_g / d)
+                mean_gxhat = T(s_gxhat / d)
+                # second read (cached): dx
+                for j in range(d):
+                    xh = src[i, j] if have_xhat else _center(src[i, j], mu_hi, mu_lo) * rs
+                    dx[i, j] = rs * (dy[i, j] * gamma[j] - mean_g - xh * mean_gxhat)
+            # fold the block into this worker's float64 partial sums; start the next block at zero
             for j in range(d):
-                xh = src[i, j] if have_xhat else (src[i, j] - mu) * rs
-                g = dy[i, j] * gamma[j]
-                s_g += g
-                s_gxhat += g * xh
-                dgamma_w[j] += dy[i, j] * xh
-                dbeta_w[j] += dy[i, j]
-            mean_g = s_g / d
-            mean_gxhat = s_gxhat / d
-            # second read (cached): dx
-            for j in range(d):
-                xh = src[i, j] if have_xhat else (src[i, j] - mu) * rs
-                dx[i, j] = rs * (dy[i, j] * gamma[j] - mean_g - xh * mean_gxhat)
+                dgamma_part[w, j] += dgamma_block[j]
+                dbeta_part[w, j] += dbeta_block[j]
+                dgamma_block[j] = 0.0
+                dbeta_block[j] = 0.0
 
 
 # ---- RMSNorm: LayerNorm without the mean -------------------------------------------------
@@ -190,13 +235,16 @@ def layer_norm_backward_rows(dy, src, mean, rstd, gamma, dx, dgamma_part, dbeta_
 def rms_norm_forward_rows(x, gamma, eps, y, ms, rrms, xhat, keep_xhat):  # pragma: no cover - compiled
     """y[i] = gamma * x[i] * rrms[i], rrms = 1 / sqrt(mean(x[i]^2) + eps), for every row."""
     rows, d = x.shape
+    T = x.dtype.type
     for i in prange(rows):
         ss = 0.0
         for j in range(d):
-            ss += x[i, j] * x[i, j]
+            xj = np.float64(x[i, j])
+            ss += xj * xj
         rs = 1.0 / np.sqrt(ss / d + eps)
+        rs_t = T(rs)
         for j in range(d):
-            xh = x[i, j] * rs
+            xh = x[i, j] * rs_t
             y[i, j] = xh * gamma[j]
             if keep_xhat:
                 xhat[i, j] = xh
@@ -208,21 +256,28 @@ def rms_norm_forward_rows(x, gamma, eps, y, ms, rrms, xhat, keep_xhat):  # pragm
 def rms_norm_backward_rows(dy, src, rrms, gamma, dx, dgamma_part, have_xhat):  # pragma: no cover - compiled
     """dx[i] = rrms * (g - xhat * mean(g * xhat)), g = gamma * dy[i]; per-worker partial dgamma."""
     rows, d = dy.shape
+    T = dy.dtype.type
     workers = dgamma_part.shape[0]
     per_worker = (rows + workers - 1) // workers
     for w in prange(workers):
-        dgamma_w = dgamma_part[w]
-        for i in range(w * per_worker, min(rows, (w + 1) * per_worker)):
-            rs = rrms[i]
-            s_gxhat = 0.0
+        first = w * per_worker
+        last = min(rows, first + per_worker)
+        dgamma_block = np.zeros(d, dy.dtype)
+        for block in range(first, last, ROW_BLOCK):
+            for i in range(block, min(last, block + ROW_BLOCK)):
+                rs = T(rrms[i])
+                s_gxhat = 0.0
+                for j in range(d):
+                    xh = src[i, j] if have_xhat else src[i, j] * rs
+                    s_gxhat += dy[i, j] * gamma[j] * xh
+                    dgamma_block[j] += dy[i, j] * xh
+                mean_gxhat = T(s_gxhat / d)
+                for j in range(d):
+                    xh = src[i, j] if have_xhat else src[i, j] * rs
+                    dx[i, j] = rs * (dy[i, j] * gamma[j] - xh * mean_gxhat)
             for j in range(d):
-                xh = src[i, j] if have_xhat else src[i, j] * rs
-                s_gxhat += dy[i, j] * gamma[j] * xh
-                dgamma_w[j] += dy[i, j] * xh
-            mean_gxhat = s_gxhat / d
-            for j in range(d):
-                xh = src[i, j] if have_xhat else src[i, j] * rs
-                dx[i, j] = rs * (dy[i, j] * gamma[j] - xh * mean_gxhat)
+                dgamma_part[w, j] += dgamma_block[j]
+                dgamma_block[j] = 0.0
 
 
 # ---- BatchNorm [N, C, H, W]: one channel at a time -------------------------------------
@@ -238,6 +293,7 @@ def batch_norm_forward_channels(x, gamma, beta, eps, y, mean, var, rstd, xhat, k
     """
     n, c, q = x.shape
     m = n * q
+    T = x.dtype.type
     for ch in prange(c):
         s = 0.0
         for i in range(n):
@@ -251,9 +307,12 @@ def batch_norm_forward_channels(x, gamma, beta, eps, y, mean, var, rstd, xhat, k
                 ss += xs * xs
         v = ss / m
         rs = 1.0 / np.sqrt(v + eps)
+        mu_hi = T(mu)
+        mu_lo = T(mu - mu_hi)
+        rs_t = T(rs)
         for i in range(n):
             for k in range(q):
-                xh = (x[i, ch, k] - mu) * rs
+                xh = _center(x[i, ch, k], mu_hi, mu_lo) * rs_t
                 y[i, ch, k] = xh * gamma[ch] + beta[ch]
                 if keep_xhat:
                     xhat[i, ch, k] = xh
@@ -274,96 +333,106 @@ def batch_norm_backward_channels(dy, src, mean, rstd, gamma, dx, dgamma, dbeta, 
     """
     n, c, q = dy.shape
     m = n * q
+    T = dy.dtype.type
     for ch in prange(c):
-        mu = mean[ch]
-        rs = rstd[ch]
+        mu_hi = T(mean[ch])
+        mu_lo = T(mean[ch] - mu_hi)
+        rs = T(rstd[ch])
         s_dy = 0.0
         s_dyxhat = 0.0
         for i in range(n):
             for k in range(q):
-                xh = src[i, ch, k] if have_xhat else (src[i, ch, k] - mu) * rs
+                xh = src[i, ch, k] if have_xhat else _center(src[i, ch, k], mu_hi, mu_lo) * rs
                 s_dy += dy[i, ch, k]
                 s_dyxhat += dy[i, ch, k] * xh
         dgamma[ch] = s_dyxhat
         dbeta[ch] = s_dy
-        scale = rs * gamma[ch]
-        mean_dy = s_dy / m
-        mean_dyxhat = s_dyxhat / m
+        scale = T(rstd[ch] * gamma[ch])
+        mean_dy = T(s_dy / m)
+        mean_dyxhat = T(s_dyxhat / m)
         for i in range(n):
             for k in range(q):
-                xh = src[i, ch, k] if have_xhat else (src[i, ch, k] - mu) * rs
+                xh = src[i, ch, k] if have_xhat else _center(src[i, ch, k], mu_hi, mu_lo) * rs
                 dx[i, ch, k] = scale * (dy[i, ch, k] - mean_dy - xh * mean_dyxhat)
 
 
-# ---- BatchNorm [N, D]: blocks of columns ---------------------------------------------------
+# ---- BatchNorm [N, D]: the workers split the rows ---------------------------------------
 
 
 @njit(**_JIT)
-def batch_norm_forward_columns(x, gamma, beta, eps, y, mean, var, rstd, xhat, keep_xhat):  # pragma: no cover
+def batch_norm_forward_columns(x, gamma, beta, eps, y, mean, var, rstd, xhat, keep_xhat, part):  # pragma: no cover
     """x [N, D]: every column normalized over the N rows.
 
-    A column is strided in memory, so a worker takes a block of COLUMN_BLOCK
-    adjacent columns and walks down the rows, reading a contiguous run of each
-    row and keeping one running sum per column of its block.
+    A column is strided in memory, so one worker per column would read one
+    number out of every row. Instead the workers split the rows, as in
+    LayerNorm's dgamma: worker w adds its rows, contiguous runs that fill the
+    SIMD lanes, into its own row of ``part`` [workers, D], and the few partial
+    rows are added up at the end. Three sweeps: the column sums, the centered
+    squares (a two-pass variance), then the normalization.
     """
     n, d = x.shape
-    blocks = (d + COLUMN_BLOCK - 1) // COLUMN_BLOCK
-    for b in prange(blocks):
-        j0 = b * COLUMN_BLOCK
-        j1 = min(d, j0 + COLUMN_BLOCK)
-        s = np.zeros(j1 - j0)
-        for i in range(n):
-            for j in range(j0, j1):
-                s[j - j0] += x[i, j]
-        mu = s / n
-        ss = np.zeros(j1 - j0)
-        for i in range(n):
-            for j in range(j0, j1):
-                xs = x[i, j] - mu[j - j0]
-                ss[j - j0] += xs * xs
-        v = ss / n
-        rs = 1.0 / np.sqrt(v + eps)
-        for i in range(n):
-            for j in range(j0, j1):
-                xh = (x[i, j] - mu[j - j0]) * rs[j - j0]
-                y[i, j] = xh * gamma[j] + beta[j]
-                if keep_xhat:
-                    xhat[i, j] = xh
-        for j in range(j0, j1):
-            mean[j] = mu[j - j0]
-            var[j] = v[j - j0]
-            rstd[j] = rs[j - j0]
+    workers = part.shape[0]
+    per_worker = (n + workers - 1) // workers
+    part[:] = 0.0
+    for w in prange(workers):
+        for i in range(w * per_worker, min(n, (w + 1) * per_worker)):
+            for j in range(d):
+                part[w, j] += x[i, j]
+    mean[:] = part.sum(axis=0) / n
+    part[:] = 0.0
+    for w in prange(workers):
+        for i in range(w * per_worker, min(n, (w + 1) * per_worker)):
+            for j in range(d):
+                xs = x[i, j] - mean[j]
+                part[w, j] += xs * xs
+    var[:] = part.sum(axis=0) / n
+    rstd[:] = 1.0 / np.sqrt(var + eps)
+    mu_hi = mean.astype(x.dtype)
+    mu_lo = (mean - mu_hi).astype(x.dtype)
+    rs = rstd.astype(x.dtype)
+    for i in prange(n):
+        for j in range(d):
+            xh = _center(x[i, j], mu_hi[j], mu_lo[j]) * rs[j]
+            y[i, j] = xh * gamma[j] + beta[j]
+            if keep_xhat:
+                xhat[i, j] = xh
 
 
 @njit(**_JIT)
-def batch_norm_backward_columns(dy, src, mean, rstd, gamma, dx, dgamma, dbeta, have_xhat):  # pragma: no cover
-    """The column-block version of :func:`batch_norm_backward_channels` for x [N, D]."""
+def batch_norm_backward_columns(dy, src, mean, rstd, gamma, dx, dgamma, dbeta, have_xhat, part):  # pragma: no cover
+    """The [N, D] version of :func:`batch_norm_backward_channels`, rows split as in the forward pass.
+
+    ``part`` [2, workers, D] holds each worker's partial sums of dy (dbeta) and
+    of dy * xhat (dgamma).
+    """
     n, d = dy.shape
-    blocks = (d + COLUMN_BLOCK - 1) // COLUMN_BLOCK
-    for b in prange(blocks):
-        j0 = b * COLUMN_BLOCK
-        j1 = min(d, j0 + COLUMN_BLOCK)
-        s_dy = np.zeros(j1 - j0)
-        s_dyxhat = np.zeros(j1 - j0)
-        for i in range(n):
-            for j in range(j0, j1):
-                xh = src[i, j] if have_xhat else (src[i, j] - mean[j]) * rstd[j]
-                s_dy[j - j0] += dy[i, j]
-                s_dyxhat[j - j0] += dy[i, j] * xh
-        for j in range(j0, j1):
-            dgamma[j] = s_dyxhat[j - j0]
-            dbeta[j] = s_dy[j - j0]
-        for i in range(n):
-            for j in range(j0, j1):
-                xh = src[i, j] if have_xhat else (src[i, j] - mean[j]) * rstd[j]
-                k = j - j0
-                dx[i, j] = rstd[j] * gamma[j] * (dy[i, j] - s_dy[k] / n - xh * s_dyxhat[k] / n)
+    workers = part.shape[1]
+    per_worker = (n + workers - 1) // workers
+    mu_hi = mean.astype(dy.dtype)
+    mu_lo = (mean - mu_hi).astype(dy.dtype)
+    rs = rstd.astype(dy.dtype)
+    part[:] = 0.0
+    for w in prange(workers):
+        for i in range(w * per_worker, min(n, (w + 1) * per_worker)):
+            for j in range(d):
+                xh = src[i, j] if have_xhat else _center(src[i, j], mu_hi[j], mu_lo[j]) * rs[j]
+                part[0, w, j] += dy[i, j]
+                part[1, w, j] += dy[i, j] * xh
+    dbeta[:] = part[0].sum(axis=0)
+    dgamma[:] = part[1].sum(axis=0)
+    scale = (rstd * gamma).astype(dy.dtype)
+    mean_dy = (dbeta / n).astype(dy.dtype)
+    mean_dyxhat = (dgamma / n).astype(dy.dtype)
+    for i in prange(n):
+        for j in range(d):
+            xh = src[i, j] if have_xhat else _center(src[i, j], mu_hi[j], mu_lo[j]) * rs[j]
+            dx[i, j] = scale[j] * (dy[i, j] - mean_dy[j] - xh * mean_dyxhat[j])
 
 
 # ---- launchers: allocate the outputs, call a kernel ---------------------------------------
 #
 # The arrays handed in are C-contiguous, in float32 or float64 (the compute dtype);
-# gamma and beta are float64 vectors (ones and zeros when the caller has none).
+# gamma and beta are vectors in that dtype, or None (scale 1, shift 0).
 # Statistics come back in float64, one per group.
 
 _EMPTY = {np.dtype(np.float32): np.empty((1, 1), np.float32), np.dtype(np.float64): np.empty((1, 1), np.float64)}
@@ -375,54 +444,66 @@ def _xhat_buffer(x: np.ndarray, keep_xhat: bool, ndim: int) -> np.ndarray:
     return _EMPTY[x.dtype].reshape((1,) * ndim)
 
 
-def layer_norm_forward(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, keep_xhat: bool):
+def _vector(p: np.ndarray | None, size: int, fill: float, dtype: np.dtype) -> np.ndarray:
+    """gamma or beta in the kernel's dtype; ``fill`` (1 or 0) everywhere when it is None."""
+    return np.full(size, fill, dtype) if p is None else np.asarray(p, dtype=dtype)
+
+
+def layer_norm_forward(x: np.ndarray, gamma, beta, eps: float, keep_xhat: bool):
     """x [R, D] -> (y, mean, var, rstd, xhat or None)."""
-    rows = x.shape[0]
+    rows, d = x.shape
     y = np.empty_like(x)
     mean, var, rstd = np.empty(rows), np.empty(rows), np.empty(rows)
     xhat = _xhat_buffer(x, keep_xhat, 2)
-    _launch(layer_norm_forward_rows, x.size, x, gamma, beta, eps, y, mean, var, rstd, xhat, keep_xhat)
+    g, b = _vector(gamma, d, 1.0, x.dtype), _vector(beta, d, 0.0, x.dtype)
+    _launch(layer_norm_forward_rows, x.size, x, g, b, eps, y, mean, var, rstd, xhat, keep_xhat)
     return y, mean, var, rstd, (xhat if keep_xhat else None)
 
 
 def layer_norm_backward(dy: np.ndarray, src: np.ndarray, mean: np.ndarray, rstd: np.ndarray, gamma, have_xhat: bool):
     """dy [R, D], src = xhat or x -> (dx, dgamma, dbeta), the last two in float64."""
     d = dy.shape[1]
-    workers = num_workers() if dy.size >= SMALL else 1
+    workers = _workers(dy.size)
     dx = np.empty_like(dy)
     dgamma_part = np.zeros((workers, d))  # worker w adds into row w only
     dbeta_part = np.zeros((workers, d))
-    _launch(layer_norm_backward_rows, dy.size, dy, src, mean, rstd, gamma, dx, dgamma_part, dbeta_part, have_xhat)
+    g = _vector(gamma, d, 1.0, dy.dtype)
+    _launch(layer_norm_backward_rows, dy.size, dy, src, mean, rstd, g, dx, dgamma_part, dbeta_part, have_xhat)
     return dx, dgamma_part.sum(axis=0), dbeta_part.sum(axis=0)
 
 
-def rms_norm_forward(x: np.ndarray, gamma: np.ndarray, eps: float, keep_xhat: bool):
+def rms_norm_forward(x: np.ndarray, gamma, eps: float, keep_xhat: bool):
     """x [R, D] -> (y, ms, rrms, xhat or None)."""
-    rows = x.shape[0]
+    rows, d = x.shape
     y = np.empty_like(x)
     ms, rrms = np.empty(rows), np.empty(rows)
     xhat = _xhat_buffer(x, keep_xhat, 2)
-    _launch(rms_norm_forward_rows, x.size, x, gamma, eps, y, ms, rrms, xhat, keep_xhat)
+    _launch(rms_norm_forward_rows, x.size, x, _vector(gamma, d, 1.0, x.dtype), eps, y, ms, rrms, xhat, keep_xhat)
     return y, ms, rrms, (xhat if keep_xhat else None)
 
 
-def rms_norm_backward(dy: np.ndarray, src: np.ndarray, rrms: np.ndarray, gamma: np.ndarray, have_xhat: bool):
+def rms_norm_backward(dy: np.ndarray, src: np.ndarray, rrms: np.ndarray, gamma, have_xhat: bool):
     """dy [R, D], src = xhat or x -> (dx, dgamma in float64)."""
     d = dy.shape[1]
     dx = np.empty_like(dy)
-    dgamma_part = np.zeros((num_workers() if dy.size >= SMALL else 1, d))
-    _launch(rms_norm_backward_rows, dy.size, dy, src, rrms, gamma, dx, dgamma_part, have_xhat)
+    dgamma_part = np.zeros((_workers(dy.size), d))
+    g = _vector(gamma, d, 1.0, dy.dtype)
+    _launch(rms_norm_backward_rows, dy.size, dy, src, rrms, g, dx, dgamma_part, have_xhat)
     return dx, dgamma_part.sum(axis=0)
 
 
-def batch_norm_forward(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, keep_xhat: bool):
+def batch_norm_forward(x: np.ndarray, gamma, beta, eps: float, keep_xhat: bool):
     """x [N, D] or [N, C, Q] -> (y, mean, var, rstd, xhat or None), one statistic per column or channel."""
     c = x.shape[1]
     y = np.empty_like(x)
     mean, var, rstd = np.empty(c), np.empty(c), np.empty(c)
     xhat = _xhat_buffer(x, keep_xhat, x.ndim)
-    kernel = batch_norm_forward_columns if x.ndim == 2 else batch_norm_forward_channels
-    _launch(kernel, x.size, x, gamma, beta, eps, y, mean, var, rstd, xhat, keep_xhat)
+    g, b = _vector(gamma, c, 1.0, x.dtype), _vector(beta, c, 0.0, x.dtype)
+    if x.ndim == 2:
+        part = np.empty((_workers(x.size), c))  # worker w's partial column sums
+        _launch(batch_norm_forward_columns, x.size, x, g, b, eps, y, mean, var, rstd, xhat, keep_xhat, part)
+    else:
+        _launch(batch_norm_forward_channels, x.size, x, g, b, eps, y, mean, var, rstd, xhat, keep_xhat)
     return y, mean, var, rstd, (xhat if keep_xhat else None)
 
 
@@ -431,6 +512,10 @@ def batch_norm_backward(dy: np.ndarray, src: np.ndarray, mean: np.ndarray, rstd:
     c = dy.shape[1]
     dx = np.empty_like(dy)
     dgamma, dbeta = np.empty(c), np.empty(c)
-    kernel = batch_norm_backward_columns if dy.ndim == 2 else batch_norm_backward_channels
-    _launch(kernel, dy.size, dy, src, mean, rstd, gamma, dx, dgamma, dbeta, have_xhat)
+    g = _vector(gamma, c, 1.0, dy.dtype)
+    if dy.ndim == 2:
+        part = np.empty((2, _workers(dy.size), c))  # worker w's partial sums of dy and dy * xhat
+        _launch(batch_norm_backward_columns, dy.size, dy, src, mean, rstd, g, dx, dgamma, dbeta, have_xhat, part)
+    else:
+        _launch(batch_norm_backward_channels, dy.size, dy, src, mean, rstd, g, dx, dgamma, dbeta, have_xhat)
     return dx, dgamma, dbeta

@@ -343,6 +343,44 @@ def _bn_stat_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
     return (1, shape[1]) if len(shape) == 2 else (1, shape[1], 1, 1)
 
 
+# ---- float32 groups near the ends of float32's range -------------------------------------------
+
+_F32_MAX = float(np.finfo(np.float32).max)
+# a spread below this squares to numbers under float32's smallest normal one, which lose digits
+_F32_SMALLEST_SPREAD = math.sqrt(float(np.finfo(np.float32).tiny) * 2.0**24)
+
+
+def _needs_float64(rstd: np.ndarray, group: int, cdt: np.dtype) -> bool:
+    """Whether a float32 pass must be redone in float64 because a group is near the ends of float32's range.
+
+    Both tuned backends work in x's dtype. In float32 that goes wrong for a group
+    of ``group`` values whose spread 1 / rstd is too large (|x - mean|, at most
+    sqrt(group) / rstd, can overflow; a variance that overflowed gives rstd = 0)
+    or too small (squares below float32's smallest normal number lose their
+    digits). Such groups (spread above about 1e37, or below about 4e-16 with eps
+    near 0) are rare, so the whole call is redone in float64 and rounded back.
+    float64 itself is never promoted: its overflow is repaired by rescaling
+    (``_repair_rows``). A NaN rstd does not count: the NaN stays in its group.
+    """
+    if cdt != np.float32:
+        return False
+    lowest = 4.0 * math.sqrt(group) / _F32_MAX
+    return bool(np.any((rstd < lowest) | (rstd * _F32_SMALLEST_SPREAD > 1.0)))
+
+
+def _float64(*arrays: np.ndarray | None) -> list[np.ndarray | None]:
+    return [None if a is None else a.astype(np.float64) for a in arrays]
+
+
+def _rounded(cdt: np.dtype, *arrays: np.ndarray | None) -> list[np.ndarray | None]:
+    return [None if a is None else a.astype(cdt) for a in arrays]
+
+
+def _backward_dtype(rstd: np.ndarray, group: int, cache: NormCache) -> np.dtype:
+    """The dtype a backward pass computes in: the cache's, or float64 where the forward needed it."""
+    return np.dtype(np.float64) if _needs_float64(rstd, group, cache.compute_dtype) else cache.compute_dtype
+
+
 # ---- LayerNorm -------------------------------------------------------------------------------
 
 
@@ -377,15 +415,12 @@ def layer_norm_forward(
         y, cache = _reference_forward("layernorm", x, gamma_c, beta_c, eps, cdt, keep_xhat, gamma_dtype, beta_dtype)
     else:
         x2 = x.reshape(-1, d)  # R,D  (R = all leading axes; a view when x is contiguous)
-        if name == "fused":
-            fused = _require_fused()
-            xc = _contiguous(x2, cdt)
-            g64 = np.ones(d) if gamma_c is None else gamma_c.astype(np.float64)
-            b64 = np.zeros(d) if beta_c is None else beta_c.astype(np.float64)
-            y2, mean, var, rstd, xhat2 = fused.layer_norm_forward(xc, g64, b64, eps, keep_xhat)
-        else:
-            xc = x2.astype(cdt, copy=False)
-            y2, mean, var, rstd, xhat2 = _ln_forward_numpy(xc, gamma_c, beta_c, eps, keep_xhat)
+        xc = _contiguous(x2, cdt) if name == "fused" else x2.astype(cdt, copy=False)
+        forward = _require_fused().layer_norm_forward if name == "fused" else _ln_forward_numpy
+        y2, mean, var, rstd, xhat2 = forward(xc, gamma_c, beta_c, eps, keep_xhat)
+        if _needs_float64(rstd, d, cdt):
+            y2, mean, var, rstd, xhat2 = forward(*_float64(xc, gamma_c, beta_c), eps, keep_xhat)
+            y2, xhat2 = _rounded(cdt, y2, xhat2)
         _repair_rows(xc, y2, xhat2, mean, var, rstd, gamma_c, beta_c, eps)
         stat = _ln_stat_shape(x.shape)
         cache = NormCache(
@@ -420,20 +455,18 @@ def layer_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarr
     if cache.backend == "reference":
         return _reference_backward(dyc, cache)
     d = cache.shape[-1]
-    dy2 = dyc.reshape(-1, d)  # R,D
     mean = cache.mean.reshape(-1)  # R
     rstd = cache.rstd.reshape(-1)  # R
+    cdt = _backward_dtype(rstd, d, cache)
+    dy2 = dyc.reshape(-1, d).astype(cdt, copy=False)  # R,D
     have_xhat = cache.xhat is not None
+    src = (cache.xhat.reshape(-1, d) if have_xhat else cache.x).astype(cdt, copy=False)  # R,D  xhat or x
     if cache.backend == "fused":
         fused = _require_fused()
-        src = cache.xhat.reshape(-1, d) if have_xhat else cache.x  # R,D
-        g64 = np.ones(d) if cache.gamma is None else cache.gamma.astype(np.float64)
-        dx2, dgamma, dbeta = fused.layer_norm_backward(
-            _contiguous(dy2, cache.compute_dtype), src, mean, rstd, g64, have_xhat
-        )
+        dx2, dgamma, dbeta = fused.layer_norm_backward(_contiguous(dy2, cdt), src, mean, rstd, cache.gamma, have_xhat)
     else:
-        xhat2 = cache.xhat.reshape(-1, d) if have_xhat else _recompute_xhat(cache.x, mean, rstd)
-        dx2, dgamma, dbeta = _ln_backward_numpy(dy2, xhat2, rstd.astype(cache.compute_dtype), cache.gamma)
+        xhat2 = src if have_xhat else _recompute_xhat(src, mean, rstd)
+        dx2, dgamma, dbeta = _ln_backward_numpy(dy2, xhat2, rstd.astype(cdt), cache.gamma)
     return _finish_backward(dx2, dgamma, dbeta, cache)
 
 
@@ -466,14 +499,12 @@ def rms_norm_forward(
         y, cache = _reference_forward("rmsnorm", x, gamma_c, None, eps, cdt, keep_xhat, gamma_dtype, None)
     else:
         x2 = x.reshape(-1, d)  # R,D
-        if name == "fused":
-            fused = _require_fused()
-            xc = _contiguous(x2, cdt)
-            g64 = np.ones(d) if gamma_c is None else gamma_c.astype(np.float64)
-            y2, ms, rrms, xhat2 = fused.rms_norm_forward(xc, g64, eps, keep_xhat)
-        else:
-            xc = x2.astype(cdt, copy=False)
-            y2, ms, rrms, xhat2 = _rms_forward_numpy(xc, gamma_c, eps, keep_xhat)
+        xc = _contiguous(x2, cdt) if name == "fused" else x2.astype(cdt, copy=False)
+        forward = _require_fused().rms_norm_forward if name == "fused" else _rms_forward_numpy
+        y2, ms, rrms, xhat2 = forward(xc, gamma_c, eps, keep_xhat)
+        if _needs_float64(rrms, d, cdt):
+            y2, ms, rrms, xhat2 = forward(*_float64(xc, gamma_c), eps, keep_xhat)
+            y2, xhat2 = _rounded(cdt, y2, xhat2)
         _repair_rows(xc, y2, xhat2, None, ms, rrms, gamma_c, None, eps)
         stat = _ln_stat_shape(x.shape)
         cache = NormCache(
@@ -504,20 +535,17 @@ def rms_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarray
         dx, dgamma, _ = _reference_backward(dyc, cache)
         return dx, dgamma
     d = cache.shape[-1]
-    dy2 = dyc.reshape(-1, d)  # R,D
     rrms = cache.rstd.reshape(-1)  # R
+    cdt = _backward_dtype(rrms, d, cache)
+    dy2 = dyc.reshape(-1, d).astype(cdt, copy=False)  # R,D
     have_xhat = cache.xhat is not None
+    src = (cache.xhat.reshape(-1, d) if have_xhat else cache.x).astype(cdt, copy=False)  # R,D  xhat or x
     if cache.backend == "fused":
         fused = _require_fused()
-        src = cache.xhat.reshape(-1, d) if have_xhat else cache.x
-        g64 = np.ones(d) if cache.gamma is None else cache.gamma.astype(np.float64)
-        dx2, dgamma = fused.rms_norm_backward(_contiguous(dy2, cache.compute_dtype), src, rrms, g64, have_xhat)
+        dx2, dgamma = fused.rms_norm_backward(_contiguous(dy2, cdt), src, rrms, cache.gamma, have_xhat)
     else:
-        if have_xhat:
-            xhat2 = cache.xhat.reshape(-1, d)
-        else:
-            xhat2 = np.multiply(cache.x, rrms.astype(cache.compute_dtype)[:, None])  # R,D
-        dx2, dgamma = _rms_backward_numpy(dy2, xhat2, rrms.astype(cache.compute_dtype), cache.gamma)
+        xhat2 = src if have_xhat else np.multiply(src, rrms.astype(cdt)[:, None])  # R,D
+        dx2, dgamma = _rms_backward_numpy(dy2, xhat2, rrms.astype(cdt), cache.gamma)
     dx, dgamma, _ = _finish_backward(dx2, dgamma, None, cache)
     return dx, dgamma
 
@@ -556,16 +584,17 @@ def batch_norm_forward(
         n = x.shape[0]
         x3 = x.reshape(n, c, -1)  # N,C,Q  (Q = H*W, or 1 for [N, D])
         if name == "fused":
-            fused = _require_fused()
             xc = _contiguous(x3 if x.ndim == 4 else x, cdt)  # [N, D] keeps its own column-block kernel
-            g64 = np.ones(c) if gamma_c is None else gamma_c.astype(np.float64)
-            b64 = np.zeros(c) if beta_c is None else beta_c.astype(np.float64)
-            y3, mean, var, rstd, xhat3 = fused.batch_norm_forward(xc, g64, b64, eps, keep_xhat)
-            xc, y3 = xc.reshape(n, c, -1), y3.reshape(n, c, -1)
-            xhat3 = None if xhat3 is None else xhat3.reshape(n, c, -1)
+            forward = _require_fused().batch_norm_forward
         else:
             xc = x3.astype(cdt, copy=False)
-            y3, mean, var, rstd, xhat3 = _bn_forward_numpy(xc, gamma_c, beta_c, eps, keep_xhat)
+            forward = _bn_forward_numpy
+        y3, mean, var, rstd, xhat3 = forward(xc, gamma_c, beta_c, eps, keep_xhat)
+        if _needs_float64(rstd, x.size // c, cdt):
+            y3, mean, var, rstd, xhat3 = forward(*_float64(xc, gamma_c, beta_c), eps, keep_xhat)
+            y3, xhat3 = _rounded(cdt, y3, xhat3)
+        xc, y3 = xc.reshape(n, c, -1), y3.reshape(n, c, -1)
+        xhat3 = None if xhat3 is None else xhat3.reshape(n, c, -1)
         _repair_channels(xc, y3, xhat3, mean, var, rstd, gamma_c, beta_c, eps)
         stat = _bn_stat_shape(x.shape)
         cache = NormCache(
@@ -602,21 +631,19 @@ def batch_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarr
     n, c = cache.shape[:2]
     mean = cache.mean.reshape(-1)  # C
     rstd = cache.rstd.reshape(-1)  # C
+    cdt = _backward_dtype(rstd, math.prod(cache.shape) // c, cache)
     have_xhat = cache.xhat is not None
+    src = (cache.xhat if have_xhat else cache.x).astype(cdt, copy=False)  # xhat or x, shaped like x
     if cache.backend == "fused":
         fused = _require_fused()
         kshape = cache.shape if len(cache.shape) == 2 else (n, c, -1)
-        src = (cache.xhat if have_xhat else cache.x).reshape(kshape)
-        g64 = np.ones(c) if cache.gamma is None else cache.gamma.astype(np.float64)
-        dyk = _contiguous(dyc.reshape(kshape), cache.compute_dtype)
-        dx, dgamma, dbeta = fused.batch_norm_backward(dyk, src, mean, rstd, g64, have_xhat)
+        dyk = _contiguous(dyc.reshape(kshape), cdt)
+        dx, dgamma, dbeta = fused.batch_norm_backward(dyk, src.reshape(kshape), mean, rstd, cache.gamma, have_xhat)
     else:
-        dy3 = dyc.reshape(n, c, -1)  # N,C,Q
-        if have_xhat:
-            xhat3 = cache.xhat.reshape(n, c, -1)
-        else:
-            xhat3 = _recompute_xhat(cache.x.reshape(n, c, -1), mean, rstd, channels=True)
-        dx, dgamma, dbeta = _bn_backward_numpy(dy3, xhat3, rstd.astype(cache.compute_dtype), cache.gamma)
+        dy3 = dyc.reshape(n, c, -1).astype(cdt, copy=False)  # N,C,Q
+        src3 = src.reshape(n, c, -1)  # N,C,Q
+        xhat3 = src3 if have_xhat else _recompute_xhat(src3, mean, rstd, channels=True)
+        dx, dgamma, dbeta = _bn_backward_numpy(dy3, xhat3, rstd.astype(cdt), cache.gamma)
     return _finish_backward(dx, dgamma, dbeta, cache)
 
 
@@ -688,7 +715,7 @@ def _ln_forward_numpy(x2: np.ndarray, gamma, beta, eps: float, keep_xhat: bool):
     """Row statistics with einsum reductions, the rest in place in one buffer."""
     d = x2.shape[1]
     cdt = x2.dtype
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         mean0 = np.einsum("ij->i", x2)  # R     row sums
         mean0 /= d  # R
         xshift = np.subtract(x2, mean0[:, None])  # R,D   the one big temporary: xshift, then xhat
@@ -737,7 +764,7 @@ def _ln_backward_numpy(dy2: np.ndarray, xhat2: np.ndarray, rstd: np.ndarray, gam
 def _rms_forward_numpy(x2: np.ndarray, gamma, eps: float, keep_xhat: bool):
     d = x2.shape[1]
     cdt = x2.dtype
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         ms = np.einsum("ij,ij->i", x2, x2).astype(np.float64) / d  # R     mean of squares
         rrms = 1.0 / np.sqrt(ms + eps)  # R
         xhat = np.multiply(x2, rrms.astype(cdt)[:, None])  # R,D
@@ -761,7 +788,7 @@ def _bn_forward_numpy(x3: np.ndarray, gamma, beta, eps: float, keep_xhat: bool):
     n, c, q = x3.shape
     m = n * q
     cdt = x3.dtype
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         mean0 = np.einsum("ncq->c", x3) / m  # C     channel sums over N and Q
         xshift = np.subtract(x3, mean0[None, :, None])  # N,C,Q
         resid = np.einsum("ncq->c", xshift) / m  # C     the mean's rounding error
@@ -872,7 +899,7 @@ def _reference_forward(norm, x, gamma, beta, eps, cdt, keep_xhat, gamma_dtype, b
     axes, param_axis = _norm_axes(norm, x.ndim)
     g = F.param_view(gamma, x.ndim, param_axis)  # 1,..,D  broadcastable
     b = F.param_view(beta, x.ndim, param_axis)
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         if norm == "rmsnorm":
             r = F.rms_moments(xc, axes, eps)  # ms, rms, rrms: [..., 1]; xhat: [..., D]
             mean, var, rstd, xhat, xshift = None, r.ms, r.rrms, r.xhat, None

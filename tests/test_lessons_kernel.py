@@ -227,7 +227,7 @@ class Counting:
 
     def __init__(self, a: np.ndarray):
         self.a = a
-        self.shape = a.shape
+        self.shape, self.dtype = a.shape, a.dtype
         self.reads = np.zeros(a.shape, dtype=int)
         self.writes = np.zeros(a.shape, dtype=int)
 

@@ -372,6 +372,43 @@ def test_rows_whose_squares_overflow_are_rescaled(norm, backend):
 
 
 @pytest.mark.parametrize("backend", TUNED)
+@pytest.mark.parametrize("norm", list(NORMS))
+def test_float32_groups_at_the_ends_of_the_float32_range(norm, backend):
+    """A group whose x - mean overflows float32, and one whose 1 / spread does, still normalize right.
+
+    Group 1 holds values near +3e38 and one near -3e38 (x - mean is about -5.6e38);
+    group 2 is subnormal, about 1e-41 (1 / its spread is about 1e41). With eps = 0
+    their xhat is an ordinary number. dy is zero on both, so their dx is exactly 0
+    and they add nothing to dgamma: a NaN or Inf from them would show.
+    """
+    rng = np.random.default_rng(3)
+    d = 16
+    shape = (4, d) if norm != "batchnorm" else (d, 4)
+
+    def group(k):
+        return (slice(None), k) if norm == "batchnorm" else (k,)
+
+    x = rng.normal(0.5, 2.0, size=shape)
+    huge = 3e38 * (1.0 - 0.01 * rng.uniform(size=d))
+    huge[5] = -3e38
+    x[group(1)] = huge
+    x[group(2)] = rng.normal(size=d) * 1e-41
+    x = x.astype(np.float32)
+    assert np.isfinite(x).all() and 0 < np.abs(x[group(2)]).max() < np.finfo(np.float32).tiny
+    dy = rng.normal(size=shape).astype(np.float32)
+    dy[group(1)] = 0.0
+    dy[group(2)] = 0.0
+    gamma = rng.uniform(0.5, 1.5, shape[-1]).astype(np.float32)
+    y, dx, dgamma, _, _ = run(norm, x, gamma, None, dy, eps=0.0, backend=backend)
+    ry, rdx, rdgamma, _ = closed_form(norm, x, gamma, None, 0.0, dy)
+    rt, at = tol.FLOAT32_RTOL, tol.FLOAT32_ATOL
+    assert_close(y, ry, rt, at, "y")
+    assert (dx[group(1)] == 0).all() and (dx[group(2)] == 0).all(), "dx of the extreme groups"
+    assert_close(dx, rdx, rt, at, "dx")
+    assert_close(dgamma, rdgamma, rt, at, "dgamma")
+
+
+@pytest.mark.parametrize("backend", TUNED)
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 @pytest.mark.parametrize("norm", list(NORMS))
 def test_nan_and_inf_stay_in_their_row_or_channel(norm, bad, backend):

@@ -500,7 +500,7 @@ PASSES: dict[str, tuple[PassGroup, ...]] = {
             (
                 Trip(_KFWD, "s += x[i, j]", 1, 0),  # the row comes from memory
                 Trip(_KFWD, "xs = x[i, j] - mu", 0, 0),  # the same row, still in the cache
-                Trip(_KFWD, "xh = (x[i, j] - mu) * rs", 0, 0),  # and again
+                Trip(_KFWD, "xh = _center(x[i, j], mu_hi, mu_lo) * rs_t", 0, 0),  # and again
                 Trip(_KFWD, "y[i, j] = xh * gamma[j] + beta[j]", 0, 1),  # the only write
             ),
         ),
@@ -541,9 +541,11 @@ PASSES: dict[str, tuple[PassGroup, ...]] = {
             "kernel",
             (
                 # src is xhat when it was kept, x otherwise: the same number of bytes either way
-                Trip(_KBWD, "xh = src[i, j] if have_xhat else (src[i, j] - mu) * rs", 1, 0),
+                Trip(_KBWD, "xh = src[i, j] if have_xhat else _center(src[i, j], mu_hi, mu_lo) * rs", 1, 0),
                 Trip(_KBWD, "g = dy[i, j] * gamma[j]", 1, 0),
-                Trip(_KBWD, "xh = src[i, j] if have_xhat else (src[i, j] - mu) * rs", 0, 0, occurrence=1),
+                Trip(
+                    _KBWD, "xh = src[i, j] if have_xhat else _center(src[i, j], mu_hi, mu_lo) * rs", 0, 0, occurrence=1
+                ),
                 Trip(_KBWD, "dx[i, j] = rs * (dy[i, j] * gamma[j] - mean_g - xh * mean_gxhat)", 0, 1),
             ),
         ),
