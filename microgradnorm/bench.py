@@ -16,6 +16,18 @@ How the numbers are taken, so that they can be trusted on a shared machine:
   load from another process slows all of them alike instead of one;
 * medians over the repeats, after untimed warm-up runs (the first call of a
   fused kernel loads or compiles it);
+* the same cache state for every contender. The arrays are a few times the
+  size of the processor's last-level cache at most, so what a call finds in the
+  cache depends on what ran just before it; timing contenders one after the
+  other would hand each one the leftovers of its neighbour (a contender that
+  follows another reading the same ``x`` finds it half cached, and the order
+  of the rotation would decide ratios of 0.75 to 0.95). So every timed call is
+  prepared: ``cache="warm"`` (the default) runs the same call once, untimed,
+  right before (each contender in its own steady state, as in a loop that
+  calls it over and over, what ``timeit`` measures); ``cache="cold"`` first
+  reads a buffer twice the size of the last-level cache, so every call starts
+  from main memory (what Triton's ``do_bench`` does on a GPU by clearing the
+  L2 cache). Cold times show the memory roof: all fast contenders meet there;
 * a memory yardstick in the same run: the time to copy an array of the same
   size (read it, write it), measured in the same rotation. The effective
   bandwidth of a norm counts the bytes it must move at the very least: forward
@@ -27,6 +39,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import glob
 import math
 import statistics
 import sys
@@ -55,6 +68,8 @@ __all__ = [
 ]
 
 Progress = Callable[[str], None]  # called once per finished step with a short description
+
+CACHE_MODES = ("warm", "cold")
 
 
 # ---- the vectorized benchmark -----------------------------------------------------------------
@@ -164,6 +179,7 @@ class BenchReport:
     cases: list[CaseResult]
     repeats: int
     environment: dict[str, Any]
+    cache: str = "warm"
 
     def case(self, norm: str, shape: Sequence[int], dtype: str) -> CaseResult | None:
         for r in self.cases:
@@ -197,6 +213,7 @@ class BenchReport:
             )
         return {
             "repeats": self.repeats,
+            "cache": self.cache,
             "environment": self.environment,
             "cases": out,
             "targets": [asdict(t) for t in evaluate_targets(self)],
@@ -372,20 +389,61 @@ def _time(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
+def last_level_cache_bytes() -> int:
+    """The largest CPU cache, read from Linux's sysfs; 32 MiB where that is not available."""
+    sizes = []
+    for path in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
+        try:
+            text = open(path, encoding="ascii").read().strip().upper()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            sizes.append(int(digits) * scale)
+    return max(sizes, default=32 << 20)
+
+
+class _ColdCache:
+    """Evicts the caches: reads one byte per 64-byte line of a buffer twice the last-level cache."""
+
+    def __init__(self) -> None:
+        self.buffer = np.ones(2 * last_level_cache_bytes(), dtype=np.uint8)
+
+    def __call__(self, fn: Callable[[], Any]) -> None:
+        int(self.buffer[::64].sum())  # reads allocate cache lines, pushing everything else out
+
+
+def _run_first(fn: Callable[[], Any]) -> None:
+    """Warm: the same call once, untimed, so the timed call finds what its own previous call left."""
+    fn()
+
+
+def _prepared_time(fn: Callable[[], Any], prepare: Callable[[Callable[[], Any]], None]) -> float:
+    prepare(fn)
+    return _time(fn)
+
+
 def run_benchmark(
     cases: Sequence[BenchCase] = DEFAULT_CASES,
     repeats: int = 15,
     warmup: int = 2,
     contenders: Sequence[str] = CONTENDERS,
     progress: Progress | None = None,
+    cache: str = "warm",
 ) -> BenchReport:
     """Time every contender on every case, side by side; see the module docstring.
+
+    ``cache`` ("warm" or "cold") is what each timed call is prepared with.
 
     ``progress`` (if given) is called once per case and repeat, so a caller
     can advance a progress bar by ``len(cases) * repeats`` steps in all.
     """
     if repeats < 1:
         raise ValueError(f"repeats: expected a positive integer, got {repeats}")
+    if cache not in CACHE_MODES:
+        raise ValueError(f"cache: expected one of {', '.join(CACHE_MODES)}, got {cache!r}")
+    prepare = _run_first if cache == "warm" else _ColdCache()
     results = []
     for case in cases:
         pairs = _contenders(case, contenders)
@@ -404,16 +462,16 @@ def run_benchmark(
         copy_samples: list[float] = []
         samples = {name: ([], []) for name in pairs}
         for rep in range(repeats):
-            copy_samples.append(_time(copy))
+            copy_samples.append(_prepared_time(copy, prepare))
             for name, (forward, fwdbwd) in pairs.items():
-                samples[name][0].append(_time(forward))
-                samples[name][1].append(_time(fwdbwd))
+                samples[name][0].append(_prepared_time(forward, prepare))
+                samples[name][1].append(_prepared_time(fwdbwd, prepare))
             gc.collect()
             if progress is not None:
                 progress(f"{case.label}: repeat {rep + 1}/{repeats}")
         timings = {name: Timing(name, _median_ms(f), _median_ms(fb), f, fb) for name, (f, fb) in samples.items()}
         results.append(CaseResult(case, _median_ms(copy_samples), timings))
-    return BenchReport(results, repeats, _environment())
+    return BenchReport(results, repeats, _environment(), cache)
 
 
 # ---- the targets of issue 3 -------------------------------------------------------------------

@@ -62,6 +62,40 @@ def test_every_case_and_contender_is_measured_side_by_side(report):
         assert result.copy_ms > 0
 
 
+@pytest.mark.parametrize("cache", ["warm", "cold"])
+def test_every_timed_call_is_prepared_the_same_way(monkeypatch, cache):
+    """warm: each timed call follows an untimed run of itself; cold: it follows a cache eviction."""
+    calls: list[str] = []
+    evictions = []
+
+    def counting(case, include):
+        def fn(tag):
+            return lambda: calls.append(tag)
+
+        return {name: (fn(f"{name} fwd"), fn(f"{name} f+b")) for name in include}
+
+    monkeypatch.setattr(bench, "_contenders", counting)
+    monkeypatch.setattr(bench._ColdCache, "__init__", lambda self: None)
+    monkeypatch.setattr(bench._ColdCache, "__call__", lambda self, fn: evictions.append(fn))
+    report = bench.run_benchmark(TINY[:1], repeats=3, warmup=0, contenders=("numpy", "fused"), cache=cache)
+    assert report.cache == cache and report.to_dict()["cache"] == cache
+    runs_per_timing = 2 if cache == "warm" else 1
+    for tag in ("numpy fwd", "numpy f+b", "fused fwd", "fused f+b"):
+        assert calls.count(tag) == 3 * runs_per_timing, tag
+    # cold: one eviction before each timed call, the copy yardstick's included
+    assert len(evictions) == (0 if cache == "warm" else 3 * (1 + 4))
+
+
+def test_an_unknown_cache_mode_is_refused():
+    with pytest.raises(ValueError, match="cache: expected one of warm, cold, got 'hot'"):
+        bench.run_benchmark(TINY[:1], repeats=1, cache="hot")
+
+
+def test_the_last_level_cache_size_is_read_or_assumed():
+    size = bench.last_level_cache_bytes()
+    assert isinstance(size, int) and size >= 1 << 20
+
+
 def test_ratios_and_bandwidths_follow_from_the_medians(report):
     for result in report.cases:
         nbytes = result.case.size * np.dtype(result.case.dtype).itemsize
@@ -176,6 +210,7 @@ def test_bench_engine_without_micrograd_says_how_to_install_it(capsys, monkeypat
         (["bench", "--norm", "groupnorm"], "norm: expected one of"),
         (["bench", "--engine", "--dims", "1"], "expected sizes of at least 2"),
         (["bench", "--repeats", "0"], "positive integer"),
+        (["bench", "--cache", "hot"], "argument --cache: invalid choice: 'hot'"),
     ],
 )
 def test_bad_bench_arguments_give_one_line_and_exit_two(capsys, argv, words):

@@ -21,6 +21,11 @@ DESCRIPTION = (
 
 MICROGRAD_HINT = "pip install micrograd==0.1.0"
 
+_CACHE_NOTE = {
+    "warm": "each timed call follows an untimed run of itself",
+    "cold": "the CPU caches are evicted before each timed call",
+}
+
 
 def _dims(text: str) -> tuple[int, ...]:
     parts = [p for p in text.replace("x", ",").split(",") if p.strip()]
@@ -44,6 +49,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="NORM",
         help="only this norm (layernorm, batchnorm, rmsnorm); default all",
+    )
+    parser.add_argument(
+        "--cache",
+        choices=("warm", "cold"),
+        default="warm",
+        help="before each timed call: run it once untimed (warm, default) or evict the CPU caches (cold)",
     )
     parser.add_argument(
         "--engine",
@@ -102,7 +113,9 @@ def _run_vectorized(args, console) -> int:
     repeats = args.repeats or (5 if args.quick else 15)
     bar, step = _progress(console, len(cases) * repeats, args.json)
     with bar:
-        report = bench.run_benchmark(cases, repeats=repeats, warmup=1 if args.quick else 2, progress=step)
+        report = bench.run_benchmark(
+            cases, repeats=repeats, warmup=1 if args.quick else 2, progress=step, cache=args.cache
+        )
     if args.json:
         console.print_json(json.dumps(_plain(report.to_dict()), allow_nan=False))
         return 0
@@ -167,9 +180,14 @@ def bench_tables(report) -> list:
     env = report.environment
     torch_note = f"torch {env['torch']} ({env['torch_threads']} threads)" if env.get("torch") else "torch not installed"
     table = Table(
-        title=f"Forward (fwd) and forward+backward (f+b), median of {report.repeats}; ratio = time / PyTorch's",
+        title=(
+            f"Forward (fwd) and forward+backward (f+b), median of {report.repeats}, {report.cache} caches; "
+            "ratio = time / PyTorch's"
+        ),
         caption=(
             "GB/s: bytes that must move (fwd: x, y; fwd+bwd: x, y, dy, x, dx) / time; "
+            + _CACHE_NOTE[report.cache]
+            + "; "
             f"numpy {env['numpy']}, {torch_note}, {env['cpus']} CPUs; auto backend: {env['backend']}"
         ),
     )
