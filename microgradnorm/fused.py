@@ -16,18 +16,20 @@ runs the ``for j`` loop with SIMD instructions.
 
 Conventions shared by every kernel:
 
-* Two precisions. Statistics (mean, rstd) and row sums are accumulated in
-  float64, whatever the input dtype, so float32 rows with a mean offset of 1e7
-  or entries near 1e20 (whose squares overflow float32) still come out right.
-  The elementwise work (center, scale, shift, dx) runs in the input's dtype
-  ``T``: in float32 one SIMD instruction handles twice as many numbers, and
-  converting every element to float64 and back was what made the float32
-  backward pass slower than PyTorch's. The float64 mean enters that float32
-  arithmetic as ``mu_hi + mu_lo`` (see :func:`_center`), so centering stays
-  exact to float32 precision. dgamma and dbeta are summed in ``T`` over blocks
-  of ROW_BLOCK rows, then added into float64, so their rounding error grows
-  with ROW_BLOCK, not with the number of rows. Groups near the very ends of
-  float32's range are sent to float64 by :mod:`microgradnorm.vectorized`.
+* Two precisions. The first sum over each group (the mean; RMSNorm's mean
+  square; BatchNorm's statistics) is accumulated in float64, whatever the input
+  dtype, so a float32 row with a mean offset of 1e7 still centers right. The
+  rest runs in the input's dtype ``T``: centering, the centered squares, scale,
+  shift, the backward pass's row sums and dx. In float32 one SIMD instruction
+  then handles twice as many numbers; converting every element to float64 and
+  back was what made the float32 backward pass slower than PyTorch's (which
+  also sums float32 rows in float32). The float64 mean enters the float32
+  arithmetic as ``mu_hi + mu_lo`` (see :func:`_center`), so centering is exact
+  to float32 precision. dgamma and dbeta are summed in ``T`` over blocks of
+  ROW_BLOCK rows, then added into float64, so their rounding error grows with
+  ROW_BLOCK, not with the number of rows. Groups near the ends of float32's
+  range (entries near 1e20 square to infinity) are redone in float64 by
+  :mod:`microgradnorm.vectorized`.
 * ``fastmath`` allows reordering sums (so the compiler may split a sum into
   SIMD lanes) and fusing multiply-adds; it does NOT assume away NaN or Inf,
   so a NaN in one row still shows up in that row.
@@ -150,23 +152,24 @@ def layer_norm_forward_rows(x, gamma, beta, eps, y, mean, var, rstd, xhat, keep_
     traffic because the row is still cached.
     """
     rows, d = x.shape
-    T = x.dtype.type  # the elementwise dtype (float32 or float64)
+    T = x.dtype.type  # x's dtype, float32 or float64
     for i in prange(rows):  # rows are independent: on a GPU, one block per row
-        # the mean of the row (a float64 sum)
+        # the mean of the row, summed in float64
         s = 0.0
         for j in range(d):
             s += x[i, j]
         mu = s / d
-        # the variance, centered: sum of (x - mu)^2, never E[x^2] - E[x]^2
-        ss = 0.0
+        mu_hi = T(mu)
+        mu_lo = T(mu - mu_hi)
+        # the variance, centered (never E[x^2] - E[x]^2), in T: with mu
+        # already right the centered values are small and nothing cancels
+        ss = T(0.0)
         for j in range(d):
-            xs = x[i, j] - mu
+            xs = _center(x[i, j], mu_hi, mu_lo)
             ss += xs * xs
         v = ss / d
         rs = 1.0 / np.sqrt(v + eps)
-        # normalize, scale, shift in x's dtype: the only write of the row
-        mu_hi = T(mu)
-        mu_lo = T(mu - mu_hi)
+        # normalize, scale, shift in T: the only write of the row
         rs_t = T(rs)
         for j in range(d):
             xh = _center(x[i, j], mu_hi, mu_lo) * rs_t
@@ -205,8 +208,8 @@ def layer_norm_backward_rows(dy, src, mean, rstd, gamma, dx, dgamma_part, dbeta_
                 mu_lo = T(mean[i] - mu_hi)
                 rs = T(rstd[i])
                 # first read of the row: the two means in the formula, and the block's dgamma, dbeta
-                s_g = 0.0
-                s_gxhat = 0.0
+                s_g = T(0.0)
+                s_gxhat = T(0.0)
                 for j in range(d):
                     xh = src[i, j] if have_xhat else _center(src[i, j], mu_hi, mu_lo) * rs
                     g = dy[i, j] * gamma[j]
@@ -266,7 +269,7 @@ def rms_norm_backward_rows(dy, src, rrms, gamma, dx, dgamma_part, have_xhat):  #
         for block in range(first, last, ROW_BLOCK):
             for i in range(block, min(last, block + ROW_BLOCK)):
                 rs = T(rrms[i])
-                s_gxhat = 0.0
+                s_gxhat = T(0.0)
                 for j in range(d):
                     xh = src[i, j] if have_xhat else src[i, j] * rs
                     s_gxhat += dy[i, j] * gamma[j] * xh

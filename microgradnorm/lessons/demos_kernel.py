@@ -499,7 +499,7 @@ PASSES: dict[str, tuple[PassGroup, ...]] = {
             "kernel",
             (
                 Trip(_KFWD, "s += x[i, j]", 1, 0),  # the row comes from memory
-                Trip(_KFWD, "xs = x[i, j] - mu", 0, 0),  # the same row, still in the cache
+                Trip(_KFWD, "xs = _center(x[i, j], mu_hi, mu_lo)", 0, 0),  # the same row, still in the cache
                 Trip(_KFWD, "xh = _center(x[i, j], mu_hi, mu_lo) * rs_t", 0, 0),  # and again
                 Trip(_KFWD, "y[i, j] = xh * gamma[j] + beta[j]", 0, 1),  # the only write
             ),
