@@ -368,12 +368,18 @@ def _needs_float64(rstd: np.ndarray, group: int, cdt: np.dtype) -> bool:
     return bool(np.any((rstd < lowest) | (rstd * _F32_SMALLEST_SPREAD > 1.0)))
 
 
-def _float64(*arrays: np.ndarray | None) -> list[np.ndarray | None]:
-    return [None if a is None else a.astype(np.float64) for a in arrays]
+def _tuned_forward(forward, xc: np.ndarray, params: tuple, eps: float, keep_xhat: bool, group: int) -> tuple:
+    """``forward(xc, *params, eps, keep_xhat)`` -> (y, *stats, xhat), redone in float64 when needed.
 
-
-def _rounded(cdt: np.dtype, *arrays: np.ndarray | None) -> list[np.ndarray | None]:
-    return [None if a is None else a.astype(cdt) for a in arrays]
+    Every tuned forward returns its statistics with rstd (or rrms) last; when
+    :func:`_needs_float64` says a group left float32's safe range, the call is
+    repeated on float64 copies and y and xhat are rounded back to xc's dtype.
+    """
+    y, *stats, xhat = forward(xc, *params, eps, keep_xhat)
+    if not _needs_float64(stats[-1], group, xc.dtype):
+        return (y, *stats, xhat)
+    y, *stats, xhat = forward(*(None if a is None else a.astype(np.float64) for a in (xc, *params)), eps, keep_xhat)
+    return (y.astype(xc.dtype), *stats, None if xhat is None else xhat.astype(xc.dtype))
 
 
 def _backward_dtype(rstd: np.ndarray, group: int, cache: NormCache) -> np.dtype:
@@ -417,10 +423,7 @@ def layer_norm_forward(
         x2 = x.reshape(-1, d)  # R,D  (R = all leading axes; a view when x is contiguous)
         xc = _contiguous(x2, cdt) if name == "fused" else x2.astype(cdt, copy=False)
         forward = _require_fused().layer_norm_forward if name == "fused" else _ln_forward_numpy
-        y2, mean, var, rstd, xhat2 = forward(xc, gamma_c, beta_c, eps, keep_xhat)
-        if _needs_float64(rstd, d, cdt):
-            y2, mean, var, rstd, xhat2 = forward(*_float64(xc, gamma_c, beta_c), eps, keep_xhat)
-            y2, xhat2 = _rounded(cdt, y2, xhat2)
+        y2, mean, var, rstd, xhat2 = _tuned_forward(forward, xc, (gamma_c, beta_c), eps, keep_xhat, d)
         _repair_rows(xc, y2, xhat2, mean, var, rstd, gamma_c, beta_c, eps)
         stat = _ln_stat_shape(x.shape)
         cache = NormCache(
@@ -501,10 +504,7 @@ def rms_norm_forward(
         x2 = x.reshape(-1, d)  # R,D
         xc = _contiguous(x2, cdt) if name == "fused" else x2.astype(cdt, copy=False)
         forward = _require_fused().rms_norm_forward if name == "fused" else _rms_forward_numpy
-        y2, ms, rrms, xhat2 = forward(xc, gamma_c, eps, keep_xhat)
-        if _needs_float64(rrms, d, cdt):
-            y2, ms, rrms, xhat2 = forward(*_float64(xc, gamma_c), eps, keep_xhat)
-            y2, xhat2 = _rounded(cdt, y2, xhat2)
+        y2, ms, rrms, xhat2 = _tuned_forward(forward, xc, (gamma_c,), eps, keep_xhat, d)
         _repair_rows(xc, y2, xhat2, None, ms, rrms, gamma_c, None, eps)
         stat = _ln_stat_shape(x.shape)
         cache = NormCache(
@@ -589,10 +589,7 @@ def batch_norm_forward(
         else:
             xc = x3.astype(cdt, copy=False)
             forward = _bn_forward_numpy
-        y3, mean, var, rstd, xhat3 = forward(xc, gamma_c, beta_c, eps, keep_xhat)
-        if _needs_float64(rstd, x.size // c, cdt):
-            y3, mean, var, rstd, xhat3 = forward(*_float64(xc, gamma_c, beta_c), eps, keep_xhat)
-            y3, xhat3 = _rounded(cdt, y3, xhat3)
+        y3, mean, var, rstd, xhat3 = _tuned_forward(forward, xc, (gamma_c, beta_c), eps, keep_xhat, x.size // c)
         xc, y3 = xc.reshape(n, c, -1), y3.reshape(n, c, -1)
         xhat3 = None if xhat3 is None else xhat3.reshape(n, c, -1)
         _repair_channels(xc, y3, xhat3, mean, var, rstd, gamma_c, beta_c, eps)
