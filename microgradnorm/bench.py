@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import functools
 import gc
-import glob
 import math
 import statistics
 import sys
@@ -47,6 +46,7 @@ import time
 import tracemalloc
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -392,9 +392,9 @@ def _time(fn: Callable[[], Any]) -> float:
 def last_level_cache_bytes() -> int:
     """The largest CPU cache, read from Linux's sysfs; 32 MiB where that is not available."""
     sizes = []
-    for path in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
+    for path in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
         try:
-            text = open(path, encoding="ascii").read().strip().upper()
+            text = path.read_text(encoding="ascii").strip().upper()
         except OSError:
             continue
         scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)

@@ -6,6 +6,7 @@ derived numbers (ratios, bandwidths, node counts) are consistent with the raw on
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 from io import StringIO
@@ -84,6 +85,13 @@ def test_every_timed_call_is_prepared_the_same_way(monkeypatch, cache):
         assert calls.count(tag) == 3 * runs_per_timing, tag
     # cold: one eviction before each timed call, the copy yardstick's included
     assert len(evictions) == (0 if cache == "warm" else 3 * (1 + 4))
+
+
+def test_the_command_offers_the_cache_modes_the_benchmark_knows():
+    parser = argparse.ArgumentParser()
+    bench_command.add_arguments(parser)
+    (cache,) = [a for a in parser._actions if "--cache" in a.option_strings]
+    assert tuple(cache.choices) == bench.CACHE_MODES
 
 
 def test_an_unknown_cache_mode_is_refused():

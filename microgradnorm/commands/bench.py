@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--cache",
-        choices=("warm", "cold"),
+        choices=("warm", "cold"),  # bench.CACHE_MODES, spelled out so that building the parser imports no numpy
         default="warm",
         help="before each timed call: run it once untimed (warm, default) or evict the CPU caches (cold)",
     )
@@ -100,8 +100,6 @@ def _progress(console, total: int, json_mode: bool):
 
 
 def _run_vectorized(args, console) -> int:
-    import json
-
     from microgradnorm import bench
 
     cases = bench.QUICK_CASES if args.quick else bench.DEFAULT_CASES
@@ -116,17 +114,10 @@ def _run_vectorized(args, console) -> int:
         report = bench.run_benchmark(
             cases, repeats=repeats, warmup=1 if args.quick else 2, progress=step, cache=args.cache
         )
-    if args.json:
-        console.print_json(json.dumps(_plain(report.to_dict()), allow_nan=False))
-        return 0
-    for renderable in bench_tables(report):
-        console.print(renderable)
-    return 0
+    return _print(console, report, bench_tables, args.json)
 
 
 def _run_engine(args, console) -> int:
-    import json
-
     from microgradnorm import bench
 
     dims = args.dims or ((768,) if args.quick else bench.ENGINE_DIMS)
@@ -137,11 +128,18 @@ def _run_engine(args, console) -> int:
         report = bench.run_engine_benchmark(dims, repeats=repeats, with_micrograd=with_mg, progress=step)
     if with_mg and report.micrograd_version is None:
         report.notes.append(f"micrograd is not installed; for the comparison: {MICROGRAD_HINT}")
-    if args.json:
+    return _print(console, report, engine_tables, args.json)
+
+
+def _print(console, report, tables, json_mode: bool) -> int:
+    """The report as JSON (--json, nothing else on stdout) or as rich tables."""
+    if json_mode:
+        import json
+
         console.print_json(json.dumps(_plain(report.to_dict()), allow_nan=False))
-        return 0
-    for renderable in engine_tables(report):
-        console.print(renderable)
+    else:
+        for renderable in tables(report):
+            console.print(renderable)
     return 0
 
 
