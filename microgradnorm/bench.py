@@ -28,6 +28,12 @@ How the numbers are taken, so that they can be trusted on a shared machine:
   reads a buffer twice the size of the last-level cache, so every call starts
   from main memory (what Triton's ``do_bench`` does on a GPU by clearing the
   L2 cache). Cold times show the memory roof: all fast contenders meet there;
+* page faults counted per call (Linux and macOS): a fault is a page of memory
+  the operating system hands over, zeroed, the first time it is touched. An
+  allocator that returns big arrays to the system after each call (glibc does
+  for blocks above 32 MiB, and sometimes below) pays thousands of faults on
+  the next call, and its time jumps by several milliseconds: a cost of the
+  allocator, not of the kernel, so the report shows it next to the time;
 * a memory yardstick in the same run: the time to copy an array of the same
   size (read it, write it), measured in the same rotation. The effective
   bandwidth of a norm counts the bytes it must move at the very least: forward
@@ -50,6 +56,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+try:
+    import resource
+except ImportError:  # Windows: no getrusage, so no page-fault counts
+    resource = None
 
 __all__ = [
     "DEFAULT_CASES",
@@ -125,13 +136,24 @@ CONTENDER_TITLES = {
 
 @dataclass
 class Timing:
-    """One contender on one case: medians in milliseconds, and the raw samples."""
+    """One contender on one case: medians in milliseconds, and the raw samples.
+
+    ``*_faults`` are the median page faults per call (None where the system
+    does not count them); ``*_fault_samples`` the counts of every timed call.
+    """
 
     contender: str
     forward_ms: float
     fwdbwd_ms: float
     forward_samples: list[float] = field(default_factory=list, repr=False)
     fwdbwd_samples: list[float] = field(default_factory=list, repr=False)
+    forward_faults: float | None = None
+    fwdbwd_faults: float | None = None
+    forward_fault_samples: list[int] = field(default_factory=list, repr=False)
+    fwdbwd_fault_samples: list[int] = field(default_factory=list, repr=False)
+
+    def faults(self, phase: str) -> float | None:
+        return self.forward_faults if phase == "forward" else self.fwdbwd_faults
 
 
 @dataclass
@@ -200,6 +222,8 @@ class BenchReport:
                     "fwdbwd_ratio_to_torch": r.ratio(name, "fwdbwd"),
                     "forward_gbps": r.gbps(name, "forward"),
                     "fwdbwd_gbps": r.gbps(name, "fwdbwd"),
+                    "forward_page_faults": t.forward_faults,
+                    "fwdbwd_page_faults": t.fwdbwd_faults,
                 }
             out.append(
                 {
@@ -383,10 +407,18 @@ def _contenders(case: BenchCase, include: Sequence[str]) -> dict[str, tuple[Call
     return pairs
 
 
-def _time(fn: Callable[[], Any]) -> float:
+def _page_faults() -> int | None:
+    """Minor page faults of this process (all its threads) so far; None where not counted."""
+    return None if resource is None else resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def _time(fn: Callable[[], Any]) -> tuple[float, int | None]:
+    """One call of ``fn``: its wall-clock seconds and the page faults it took."""
+    faults = _page_faults()
     start = time.perf_counter()
     fn()
-    return time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    return seconds, None if faults is None else _page_faults() - faults
 
 
 def last_level_cache_bytes() -> int:
@@ -419,9 +451,30 @@ def _run_first(fn: Callable[[], Any]) -> None:
     fn()
 
 
-def _prepared_time(fn: Callable[[], Any], prepare: Callable[[Callable[[], Any]], None]) -> float:
+def _prepared_time(fn: Callable[[], Any], prepare: Callable[[Callable[[], Any]], None]) -> tuple[float, int | None]:
     prepare(fn)
     return _time(fn)
+
+
+def _median_faults(counts: list[int | None]) -> float | None:
+    return None if not counts or None in counts else float(statistics.median(counts))
+
+
+def _timing(name: str, forward: list[tuple[float, int | None]], fwdbwd: list[tuple[float, int | None]]) -> Timing:
+    """A :class:`Timing` from the (seconds, faults) of each timed call."""
+    f_seconds, f_faults = (list(column) for column in zip(*forward))
+    fb_seconds, fb_faults = (list(column) for column in zip(*fwdbwd))
+    return Timing(
+        name,
+        _median_ms(f_seconds),
+        _median_ms(fb_seconds),
+        f_seconds,
+        fb_seconds,
+        _median_faults(f_faults),
+        _median_faults(fb_faults),
+        f_faults,
+        fb_faults,
+    )
 
 
 def run_benchmark(
@@ -462,14 +515,14 @@ def run_benchmark(
         copy_samples: list[float] = []
         samples = {name: ([], []) for name in pairs}
         for rep in range(repeats):
-            copy_samples.append(_prepared_time(copy, prepare))
+            copy_samples.append(_prepared_time(copy, prepare)[0])
             for name, (forward, fwdbwd) in pairs.items():
                 samples[name][0].append(_prepared_time(forward, prepare))
                 samples[name][1].append(_prepared_time(fwdbwd, prepare))
             gc.collect()
             if progress is not None:
                 progress(f"{case.label}: repeat {rep + 1}/{repeats}")
-        timings = {name: Timing(name, _median_ms(f), _median_ms(fb), f, fb) for name, (f, fb) in samples.items()}
+        timings = {name: _timing(name, f, fb) for name, (f, fb) in samples.items()}
         results.append(CaseResult(case, _median_ms(copy_samples), timings))
     return BenchReport(results, repeats, _environment(), cache)
 
@@ -486,6 +539,7 @@ class Target:
     limit: float
     kind: str  # "at_most" or "at_least"
     unit: str
+    reference_faults: float | None = None  # a ratio's reference: its median page faults per call
 
     @property
     def met(self) -> bool | None:
@@ -504,14 +558,32 @@ def evaluate_targets(report: BenchReport) -> list[Target]:
     def ratio(r, contender, phase, to="torch"):
         return None if r is None else r.ratio(contender, phase, to)
 
+    def faults(r, phase, of="torch"):
+        t = None if r is None else r.timings.get(of)
+        return None if t is None else t.faults(phase)
+
     def copy_fraction(r):
         if r is None or r.ms("fused", "forward") is None:
             return None
         return r.gbps("fused", "forward") / r.copy_gbps
 
     return [
-        Target("fused LayerNorm fwd+bwd float32 / torch", ratio(ln32, "fused", "fwdbwd"), 0.9, "at_most", "x"),
-        Target("fused LayerNorm fwd+bwd float64 / torch", ratio(ln64, "fused", "fwdbwd"), 0.6, "at_most", "x"),
+        Target(
+            "fused LayerNorm fwd+bwd float32 / torch",
+            ratio(ln32, "fused", "fwdbwd"),
+            0.9,
+            "at_most",
+            "x",
+            faults(ln32, "fwdbwd"),
+        ),
+        Target(
+            "fused LayerNorm fwd+bwd float64 / torch",
+            ratio(ln64, "fused", "fwdbwd"),
+            0.6,
+            "at_most",
+            "x",
+            faults(ln64, "fwdbwd"),
+        ),
         Target("fused LayerNorm forward float32, share of copy bandwidth", copy_fraction(ln32), 0.5, "at_least", ""),
         Target(
             "NumPy tuned LayerNorm fwd+bwd float32 / torch 1 thread",
@@ -519,9 +591,24 @@ def evaluate_targets(report: BenchReport) -> list[Target]:
             4.5,
             "at_most",
             "x",
+            faults(ln32, "fwdbwd", "torch1"),
         ),
-        Target("fused RMSNorm fwd+bwd float32 / torch", ratio(rms, "fused", "fwdbwd"), 0.5, "at_most", "x"),
-        Target("fused BatchNorm [32,64,28,28] fwd+bwd / torch", ratio(bn, "fused", "fwdbwd"), 1.0, "at_most", "x"),
+        Target(
+            "fused RMSNorm fwd+bwd float32 / torch",
+            ratio(rms, "fused", "fwdbwd"),
+            0.5,
+            "at_most",
+            "x",
+            faults(rms, "fwdbwd"),
+        ),
+        Target(
+            "fused BatchNorm [32,64,28,28] fwd+bwd / torch",
+            ratio(bn, "fused", "fwdbwd"),
+            1.0,
+            "at_most",
+            "x",
+            faults(bn, "fwdbwd"),
+        ),
     ]
 
 
@@ -705,7 +792,7 @@ def run_engine_benchmark(
             for rep in range(repeats):
                 for name, run in runs.items():
                     gc.collect()
-                    samples[name].append(_time(run))
+                    samples[name].append(_time(run)[0])
                 if progress is not None:
                     progress(f"d = {d}: repeat {rep + 1}/{repeats}")
             for name, run in runs.items():

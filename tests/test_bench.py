@@ -99,6 +99,36 @@ def test_an_unknown_cache_mode_is_refused():
         bench.run_benchmark(TINY[:1], repeats=1, cache="hot")
 
 
+@pytest.mark.skipif(bench.resource is None, reason="this system does not count page faults (no getrusage)")
+def test_a_timed_call_counts_the_pages_it_touches_for_the_first_time():
+    import mmap
+
+    pages = 64  # 256 KiB: too small for a transparent huge page, so one fault per page
+
+    def touch_fresh_pages():
+        with mmap.mmap(-1, pages * mmap.PAGESIZE) as fresh:
+            for offset in range(0, pages * mmap.PAGESIZE, mmap.PAGESIZE):
+                fresh[offset] = 1
+
+    reused = bytearray(pages * mmap.PAGESIZE)
+
+    def touch_old_pages():
+        for offset in range(0, len(reused), mmap.PAGESIZE):
+            reused[offset] = 1
+
+    seconds, faults = bench._time(touch_fresh_pages)
+    assert seconds > 0 and faults >= pages
+    _, faults = bench._time(touch_old_pages)
+    assert faults < pages
+
+
+def test_page_faults_are_summarized_by_their_median_or_not_at_all():
+    timing = bench._timing("numpy", [(1e-3, 0), (2e-3, 10), (3e-3, 30)], [(4e-3, None), (5e-3, None), (6e-3, None)])
+    assert timing.forward_ms == pytest.approx(2.0) and timing.fwdbwd_ms == pytest.approx(5.0)
+    assert timing.faults("forward") == 10 and timing.forward_fault_samples == [0, 10, 30]
+    assert timing.faults("fwdbwd") is None  # a system without counts reports none, not zero
+
+
 def test_the_last_level_cache_size_is_read_or_assumed():
     size = bench.last_level_cache_bytes()
     assert isinstance(size, int) and size >= 1 << 20
@@ -123,7 +153,13 @@ def test_ratios_and_bandwidths_follow_from_the_medians(report):
 def test_json_is_complete_and_targets_without_their_cases_are_not_run(report):
     data = json.loads(json.dumps(bench_command._plain(report.to_dict()), allow_nan=False))
     assert [c["norm"] for c in data["cases"]] == ["layernorm", "batchnorm", "rmsnorm"]
-    assert set(data["cases"][0]["contenders"]["numpy"]) >= {"forward_ms", "fwdbwd_ms", "forward_gbps"}
+    assert set(data["cases"][0]["contenders"]["numpy"]) >= {
+        "forward_ms",
+        "fwdbwd_ms",
+        "forward_gbps",
+        "forward_page_faults",
+        "fwdbwd_page_faults",
+    }
     assert data["environment"]["numpy"] == np.__version__
     targets = bench.evaluate_targets(report)
     assert len(targets) == len(data["targets"]) == 6
@@ -145,6 +181,7 @@ def test_the_tables_render_every_case_and_the_targets(report):
     for case in TINY:
         assert case.label in text
     assert "NumPy tuned" in text and "Targets of issue 3" in text and "not run" in text
+    assert "faults" in text and "median page faults per f+b call" in text
 
 
 def test_the_engine_benchmark_counts_nodes_and_bytes():
@@ -225,3 +262,36 @@ def test_bad_bench_arguments_give_one_line_and_exit_two(capsys, argv, words):
     code, out, err = run_cli(capsys, *argv)
     assert code == 2 and words in err and "Traceback" not in err and out == ""
     assert len(err.strip().splitlines()) == 1
+
+
+def _synthetic_report(torch_faults: float, torch1_faults: float) -> bench.BenchReport:
+    def timing(name, ms, faults):
+        return bench.Timing(name, ms, ms, fwdbwd_faults=faults)
+
+    case = bench.BenchCase("layernorm", (32, 128, 768), "float32")
+    timings = {
+        "numpy": timing("numpy", 12.0, 0.0),
+        "fused": timing("fused", 2.0, 0.0),
+        "torch": timing("torch", 4.0, torch_faults),
+        "torch1": timing("torch1", 3.0, torch1_faults),
+    }
+    return bench.BenchReport([bench.CaseResult(case, 1.0, timings)], 1, {"numpy": "x", "cpus": 2, "backend": "fused"})
+
+
+def test_a_ratio_whose_reference_took_page_faults_is_marked():
+    report = _synthetic_report(torch_faults=3000, torch1_faults=0)
+    targets = {t.name: t for t in bench.evaluate_targets(report)}
+    assert targets["fused LayerNorm fwd+bwd float32 / torch"].reference_faults == 3000
+    assert targets["NumPy tuned LayerNorm fwd+bwd float32 / torch 1 thread"].reference_faults == 0
+    console = Console(file=StringIO(), width=200, record=True)
+    console.print(bench_command.targets_table(report))
+    text = console.export_text()
+    assert "0.50x*" in text and "4.00x*" not in text and "4.00x" in text
+    assert "PyTorch took page faults" in text
+
+
+def test_no_mark_when_the_reference_took_no_page_faults():
+    console = Console(file=StringIO(), width=200, record=True)
+    console.print(bench_command.targets_table(_synthetic_report(torch_faults=3, torch1_faults=0)))
+    text = console.export_text()
+    assert "*" not in text and "page faults" not in text
