@@ -219,7 +219,7 @@ def bench_tables(report) -> list:
     out.append(
         Text(
             "GB/s: bytes that must move (fwd: x, y; fwd+bwd: x, y, dy, x, dx) / time. "
-            "faults: median page faults per f+b call, each a page of fresh memory the system zeroes on first "
+            "faults: page faults per f+b call (mean), each a page of fresh memory the system zeroes on first "
             "touch; thousands of them cost milliseconds. "
             f"Caches: {_CACHE_NOTE[report.cache]}. "
             f"numpy {env['numpy']}, {torch_note}, {env['cpus']} CPUs; auto backend: {env['backend']}",
