@@ -832,16 +832,18 @@ def _rescaled_moments(group: np.ndarray, eps: float, rms: bool) -> tuple[float, 
     """
     g = group.astype(np.float64).ravel()
     k = math.frexp(float(np.max(np.abs(g))))[1]
-    s = math.ldexp(1.0, k)
-    eps_s = math.ldexp(eps, -2 * k)
-    scaled = g / s
+    # s = 2^k as two factors: for |x| >= 2^1023, k = 1024 and 2^k itself is not a float64
+    s1, s2 = math.ldexp(1.0, k // 2), math.ldexp(1.0, k - k // 2)
+    eps_s = eps / s1 / s1 / s2 / s2
+    scaled = g / s1 / s2
     if rms:
         r = F.rms_moments(scaled, (0,), eps_s)
         mean, var, rstd, xhat = 0.0, float(r.ms[0]), float(r.rrms[0]), r.xhat
     else:
         m = F.moments(scaled, (0,), eps_s)
         mean, var, rstd, xhat = float(m.mean[0]), float(m.var[0]), float(m.rstd[0]), m.xhat
-    return mean * s, var * s * s, rstd / s, xhat  # Python floats: s * s overflows to inf, not an error
+    # Python floats: a product that overflows is inf, not an error
+    return mean * s1 * s2, var * s1 * s1 * s2 * s2, rstd / s1 / s2, xhat
 
 
 def _overflowed(x_groups: np.ndarray, var: np.ndarray) -> np.ndarray:
@@ -904,6 +906,7 @@ def _reference_forward(norm, x, gamma, beta, eps, cdt, keep_xhat, gamma_dtype, b
             m = F.moments(xc, axes, eps)  # mean, var, std, rstd: [..., 1]; xshift, xhat: [..., D]
             mean, var, rstd, xhat, xshift = m.mean, m.var, m.rstd, m.xhat, m.xshift
         y = F.affine(xhat, g, b)  # [..., D]
+    _repair_reference(norm, xc, y, xhat, mean, var, rstd, gamma, beta, eps)
     cache = NormCache(
         norm=norm,
         backend="reference",
@@ -922,6 +925,22 @@ def _reference_forward(norm, x, gamma, beta, eps, cdt, keep_xhat, gamma_dtype, b
         xshift=xshift if keep_xhat else None,
     )
     return y, cache
+
+
+def _repair_reference(norm, xc, y, xhat, mean, var, rstd, gamma, beta, eps) -> None:
+    """The textbook formulas, then the same repair as the tuned paths for groups whose squares overflow."""
+    if np.isfinite(var).all():
+        return
+    with np.errstate(over="ignore"):  # a float32 var of such a group stays inf, as it should
+        if norm == "batchnorm":
+            n, c = xc.shape[:2]
+            views = [a.reshape(n, c, -1) for a in (xc, y, xhat)]  # N,C,Q views of the arrays themselves
+            _repair_channels(*views, mean.reshape(-1), var.reshape(-1), rstd.reshape(-1), gamma, beta, eps)
+        else:
+            d = xc.shape[-1]
+            views = [a.reshape(-1, d) for a in (xc, y, xhat)]  # R,D
+            flat_mean = None if mean is None else mean.reshape(-1)
+            _repair_rows(*views, flat_mean, var.reshape(-1), rstd.reshape(-1), gamma, beta, eps)
 
 
 def _reference_backward(dyc: np.ndarray, cache: NormCache):

@@ -336,7 +336,7 @@ def test_float32_with_a_mean_offset_of_1e7_stays_accurate(backend):
         assert not tol.close(naive.xhat, F.moments(x.astype(np.float64), (-1,), 1e-5).xhat, 1e-2, 1e-2)
 
 
-@pytest.mark.parametrize("backend", TUNED)
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("norm", list(NORMS))
 def test_rows_whose_squares_overflow_are_rescaled(norm, backend):
     """|x| near 1e20 in float32 (x^2 overflows) and near 1e200 in float64."""
@@ -369,6 +369,26 @@ def test_rows_whose_squares_overflow_are_rescaled(norm, backend):
         assert_close(dx[huge], rdx[huge], rt, 0.0, "dx of the huge group")
         assert_close(dx, rdx, rt, at, "dx")
         assert cache.rstd.reshape(-1)[1] > 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("norm", list(NORMS))
+def test_a_float64_group_beyond_2_to_the_1023_is_rescaled_too(norm, backend):
+    """Its scale 2^1024 is not a float64 itself (the rescaling once raised OverflowError here)."""
+    rng = np.random.default_rng(5)
+    shape = (4, 16) if norm != "batchnorm" else (16, 4)
+    base = rng.normal(0.5, 2.0, size=shape)
+    huge = (slice(None), 1) if norm == "batchnorm" else (1,)
+    base[huge] *= 1.7 / np.abs(base[huge]).max()  # largest |x| of the group: 1.7 * 2^1023
+    x = base.copy()
+    x[huge] = np.ldexp(x[huge], 1023)
+    assert np.isfinite(x).all() and np.abs(x).max() > 2.0**1023
+    dy = rng.normal(size=shape)
+    gamma = rng.uniform(0.5, 1.5, shape[-1])
+    y, _, dgamma, _, _ = run(norm, x, gamma, None, dy, backend=backend)
+    ry, _, rdgamma, _ = closed_form(norm, base, gamma, None, 1e-5, dy)  # the same group, 2^1023 times smaller
+    assert_close(y, ry, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, "y")
+    assert_close(dgamma, rdgamma, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, "dgamma")
 
 
 @pytest.mark.parametrize("backend", TUNED)
