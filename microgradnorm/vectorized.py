@@ -218,7 +218,10 @@ class NormCache:
         x: the input, kept only in recompute mode (a reference to the caller's
             array when it was already contiguous in compute_dtype: do not change
             it before the backward pass).
-        mean: per-group mean, float64 (None for RMSNorm).
+        mean: per-group mean, float64 (None for RMSNorm). Recompute mode rebuilds
+            xhat from it, so for float64 input far from zero that xhat is only as
+            good as a float64 mean: off by about 1e-16 * |mean| / std (the kept
+            xhat is centered on the mean to twice that precision).
         var: per-group biased variance (RMSNorm: the mean square ``ms``), float64;
             ``inf`` where it does not fit in float64.
         rstd: per-group ``1 / sqrt(var + eps)`` (RMSNorm: ``rrms``), float64.
@@ -719,7 +722,9 @@ def _ln_forward_numpy(x2: np.ndarray, gamma, beta, eps: float, keep_xhat: bool):
         resid = np.einsum("ij->i", xshift)  # R     0 in exact arithmetic: the rounding error of mean0, times d
         resid /= d  # R
         sumsq = np.einsum("ij,ij->i", xshift, xshift)  # R     row dot products
-        mean = mean0.astype(np.float64) + resid  # R     the corrected mean, float64
+        mean = mean0.astype(np.float64)  # R
+        mean, resid, sumsq = _recenter(xshift, mean, resid, sumsq, d, "ij->i")  # rarely more than a check
+        mean += resid  # R     the corrected mean, float64
         var = sumsq.astype(np.float64) / d - np.square(resid.astype(np.float64))  # R
         var = np.maximum(var, 0.0)  # R
         rstd = 1.0 / np.sqrt(var + eps)  # R
@@ -728,6 +733,37 @@ def _ln_forward_numpy(x2: np.ndarray, gamma, beta, eps: float, keep_xhat: bool):
         xhat = np.multiply(xshift, rstd.astype(cdt)[:, None], out=xshift)  # R,D
         y = _affine_rows(xhat, gamma, beta, in_place=not keep_xhat)  # R,D
     return y, mean, var, rstd, (xhat if keep_xhat else None)
+
+
+# How many times _recenter may fold the mean's rounding error back into the mean.
+RECENTER_ROUNDS = 3
+
+
+def _recenter(xshift, mean, resid, sumsq, count: int, groups: str):
+    """Fold the mean's rounding error into the mean while it is big enough to spoil the variance.
+
+    ``var = sumsq / count - resid^2`` is exact in exact arithmetic, but when the
+    error of the first mean (``resid``) is not small against the spread, the
+    subtraction cancels: a float32 sum of 16,384 values near 1e6 misses the mean
+    by more than the spread, and the variance comes out as noise. Then subtract
+    ``resid`` from ``xshift`` (exact: both are close to the same error) and take
+    the two sums again; each round shrinks the error by about count * eps, and
+    the rounds run only for arrays where it is needed. ``groups`` is the
+    einsum of a group sum: "ij->i" for rows, "ncq->c" for channels.
+    """
+    each, group = groups.split("->")
+    expand = tuple(slice(None) if axis == group else None for axis in each)  # resid against xshift
+    for _ in range(RECENTER_ROUNDS):
+        with np.errstate(over="ignore", invalid="ignore"):
+            r2 = np.square(resid.astype(np.float64))
+            spoiled = 16.0 * r2 > sumsq.astype(np.float64) / count  # the error is over a quarter of the spread
+        if not spoiled.any():
+            break
+        xshift -= resid[expand]
+        mean = mean + resid
+        resid = np.einsum(groups, xshift) / count
+        sumsq = np.einsum(f"{each},{each}->{group}", xshift, xshift)
+    return mean, resid, sumsq
 
 
 def _affine_rows(xhat: np.ndarray, gamma, beta, in_place: bool) -> np.ndarray:
@@ -790,7 +826,8 @@ def _bn_forward_numpy(x3: np.ndarray, gamma, beta, eps: float, keep_xhat: bool):
         xshift = np.subtract(x3, mean0[None, :, None])  # N,C,Q
         resid = np.einsum("ncq->c", xshift) / m  # C     the mean's rounding error
         sumsq = np.einsum("ncq,ncq->c", xshift, xshift)  # C
-        mean = mean0.astype(np.float64) + resid  # C
+        mean, resid, sumsq = _recenter(xshift, mean0.astype(np.float64), resid, sumsq, m, "ncq->c")
+        mean += resid  # C
         var = np.maximum(sumsq.astype(np.float64) / m - np.square(resid.astype(np.float64)), 0.0)  # C
         rstd = 1.0 / np.sqrt(var + eps)  # C
         if _needs_correction(resid, rstd, cdt):
