@@ -162,12 +162,21 @@ def layer_norm_forward_rows(x, gamma, beta, eps, y, mean, var, rstd, xhat, keep_
         mu_hi = T(mu)
         mu_lo = T(mu - mu_hi)
         # the variance, centered (never E[x^2] - E[x]^2), in T: with mu
-        # already right the centered values are small and nothing cancels
+        # already right the centered values are small and nothing cancels.
+        # r, the sum of the centered values, is 0 in exact arithmetic: r / d is
+        # the mean's own rounding error, folded back in (it matters in float64,
+        # where mu is only a float64 sum of values that may sit far from 0)
         ss = T(0.0)
+        r = T(0.0)
         for j in range(d):
             xs = _center(x[i, j], mu_hi, mu_lo)
+            r += xs
             ss += xs * xs
-        v = ss / d
+        corr = r / d
+        v = ss / d - corr * corr
+        if v < 0.0:  # rounding; a NaN stays NaN
+            v = 0.0
+        mu_lo = T(mu_lo + corr)
         rs = 1.0 / np.sqrt(v + eps)
         # normalize, scale, shift in T: the only write of the row
         rs_t = T(rs)
@@ -176,7 +185,7 @@ def layer_norm_forward_rows(x, gamma, beta, eps, y, mean, var, rstd, xhat, keep_
             y[i, j] = xh * gamma[j] + beta[j]
             if keep_xhat:
                 xhat[i, j] = xh
-        mean[i] = mu
+        mean[i] = mu + corr
         var[i] = v
         rstd[i] = rs
 
@@ -304,14 +313,19 @@ def batch_norm_forward_channels(x, gamma, beta, eps, y, mean, var, rstd, xhat, k
                 s += x[i, ch, k]
         mu = s / m
         ss = 0.0
+        r = 0.0  # the mean's rounding error, times m (see layer_norm_forward_rows)
         for i in range(n):
             for k in range(q):
                 xs = x[i, ch, k] - mu
+                r += xs
                 ss += xs * xs
-        v = ss / m
+        corr = r / m
+        v = ss / m - corr * corr
+        if v < 0.0:  # rounding; a NaN stays NaN
+            v = 0.0
         rs = 1.0 / np.sqrt(v + eps)
         mu_hi = T(mu)
-        mu_lo = T(mu - mu_hi)
+        mu_lo = T((mu - mu_hi) + corr)
         rs_t = T(rs)
         for i in range(n):
             for k in range(q):
@@ -319,7 +333,7 @@ def batch_norm_forward_channels(x, gamma, beta, eps, y, mean, var, rstd, xhat, k
                 y[i, ch, k] = xh * gamma[ch] + beta[ch]
                 if keep_xhat:
                     xhat[i, ch, k] = xh
-        mean[ch] = mu
+        mean[ch] = mu + corr
         var[ch] = v
         rstd[ch] = rs
 
@@ -369,29 +383,33 @@ def batch_norm_forward_columns(x, gamma, beta, eps, y, mean, var, rstd, xhat, ke
     A column is strided in memory, so one worker per column would read one
     number out of every row. Instead the workers split the rows, as in
     LayerNorm's dgamma: worker w adds its rows, contiguous runs that fill the
-    SIMD lanes, into its own row of ``part`` [workers, D], and the few partial
+    SIMD lanes, into its own row of ``part`` [2, workers, D], and the few partial
     rows are added up at the end. Three sweeps: the column sums, the centered
-    squares (a two-pass variance), then the normalization.
+    squares (a two-pass variance) with the sum of the centered values, then
+    the normalization.
     """
     n, d = x.shape
-    workers = part.shape[0]
+    workers = part.shape[1]
     per_worker = (n + workers - 1) // workers
     part[:] = 0.0
     for w in prange(workers):
         for i in range(w * per_worker, min(n, (w + 1) * per_worker)):
             for j in range(d):
-                part[w, j] += x[i, j]
-    mean[:] = part.sum(axis=0) / n
+                part[0, w, j] += x[i, j]
+    mean[:] = part[0].sum(axis=0) / n
     part[:] = 0.0
     for w in prange(workers):
         for i in range(w * per_worker, min(n, (w + 1) * per_worker)):
             for j in range(d):
                 xs = x[i, j] - mean[j]
-                part[w, j] += xs * xs
-    var[:] = part.sum(axis=0) / n
+                part[0, w, j] += xs * xs
+                part[1, w, j] += xs  # the mean's rounding error, times n (see layer_norm_forward_rows)
+    corr = part[1].sum(axis=0) / n
+    var[:] = np.maximum(part[0].sum(axis=0) / n - corr * corr, 0.0)
     rstd[:] = 1.0 / np.sqrt(var + eps)
     mu_hi = mean.astype(x.dtype)
-    mu_lo = (mean - mu_hi).astype(x.dtype)
+    mu_lo = ((mean - mu_hi) + corr).astype(x.dtype)
+    mean += corr
     rs = rstd.astype(x.dtype)
     for i in prange(n):
         for j in range(d):
@@ -503,7 +521,7 @@ def batch_norm_forward(x: np.ndarray, gamma, beta, eps: float, keep_xhat: bool):
     xhat = _xhat_buffer(x, keep_xhat, x.ndim)
     g, b = _vector(gamma, c, 1.0, x.dtype), _vector(beta, c, 0.0, x.dtype)
     if x.ndim == 2:
-        part = np.empty((_workers(x.size), c))  # worker w's partial column sums
+        part = np.empty((2, _workers(x.size), c))  # worker w's partial column sums: squares, values
         _launch(batch_norm_forward_columns, x.size, x, g, b, eps, y, mean, var, rstd, xhat, keep_xhat, part)
     else:
         _launch(batch_norm_forward_channels, x.size, x, g, b, eps, y, mean, var, rstd, xhat, keep_xhat)
