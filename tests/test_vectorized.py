@@ -336,6 +336,54 @@ def test_float32_with_a_mean_offset_of_1e7_stays_accurate(backend):
         assert not tol.close(naive.xhat, F.moments(x.astype(np.float64), (-1,), 1e-5).xhat, 1e-2, 1e-2)
 
 
+@pytest.mark.parametrize("backend", TUNED)
+@pytest.mark.parametrize("norm", ["layernorm", "batchnorm"])
+def test_float32_large_groups_with_a_mean_offset_stay_accurate(norm, backend):
+    """Groups of 16,384 and 65,536 values near 1e6: a float32 sum misses their mean by more than their spread.
+
+    The first-order correction var = mean(xshift^2) - mean(xshift)^2 then cancels
+    catastrophically (y was off by 1.3 on the NumPy path), so the mean's error is
+    folded back into the mean before the variance is taken.
+    """
+    rng = np.random.default_rng(7)
+    shape = (2, 65536) if norm == "layernorm" else (16384, 2)
+    x = (1e6 + rng.normal(size=shape)).astype(np.float32)
+    dy = rng.normal(size=shape).astype(np.float32)
+    gamma = rng.uniform(0.5, 1.5, shape[-1]).astype(np.float32)
+    beta = rng.normal(size=shape[-1]).astype(np.float32)
+    ry, rdx, rdgamma, rdbeta = closed_form(norm, x, gamma, beta, 1e-5, dy)
+    for recompute in (False, True):
+        y, dx, dgamma, dbeta, _ = run(norm, x, gamma, beta, dy, backend=backend, recompute=recompute)
+        assert_close(y, ry, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, f"y recompute={recompute}")
+        assert_close(dx, rdx, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, f"dx recompute={recompute}")
+        assert_close(dgamma, rdgamma, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, "dgamma")
+        assert_close(dbeta, rdbeta, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, "dbeta")
+
+
+@pytest.mark.parametrize("backend", TUNED)
+@pytest.mark.parametrize("shape", [(8, 512), (512, 4), (16, 4, 4, 4)], ids=["ln", "bn-columns", "bn-channels"])
+def test_float64_with_a_mean_offset_of_1e12_centers_to_full_precision(shape, backend):
+    """The float64 sum misses the mean by about 1e-4 here; the fold-back of the residual recovers it.
+
+    The oracle centers on the mean as hi + lo, both from exact sums (math.fsum), so it
+    does not share the rounding it checks. Without the fold-back the fused kernels
+    were off by 1e-4.
+    """
+    import math
+
+    norm = "layernorm" if len(shape) == 2 and shape[1] == 512 else "batchnorm"
+    rng = np.random.default_rng(11)
+    x = 1e12 + rng.normal(size=shape)
+    y, _ = (V.layer_norm_forward if norm == "layernorm" else V.batch_norm_forward)(x, None, None, backend=backend)
+    groups = x if norm == "layernorm" else np.moveaxis(x, 1, 0).reshape(shape[1], -1)  # one group per row
+    hi = np.array([math.fsum(g) / g.size for g in groups])[:, None]  # the mean, correctly rounded
+    lo = np.array([math.fsum(g) / g.size for g in groups - hi])[:, None]  # what rounding left out
+    xshift = (groups - hi) - lo  # groups - hi is exact: every value is within a factor 2 of hi
+    ref = xshift / np.sqrt(np.mean(xshift**2, axis=1, keepdims=True) + 1e-5)
+    got = y if norm == "layernorm" else np.moveaxis(y, 1, 0).reshape(shape[1], -1)
+    assert_close(got, ref, 1e-12, 1e-12, "y")
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("norm", list(NORMS))
 def test_rows_whose_squares_overflow_are_rescaled(norm, backend):
