@@ -547,7 +547,8 @@ def rms_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarray
         fused = _require_fused()
         dx2, dgamma = fused.rms_norm_backward(_contiguous(dy2, cdt), src, rrms, cache.gamma, have_xhat)
     else:
-        xhat2 = src if have_xhat else np.multiply(src, rrms.astype(cdt)[:, None])  # R,D
+        with np.errstate(over="ignore", invalid="ignore"):  # as quiet as the forward pass (eps = 0: 0 * inf)
+            xhat2 = src if have_xhat else np.multiply(src, rrms.astype(cdt)[:, None])  # R,D
         dx2, dgamma = _rms_backward_numpy(dy2, xhat2, rrms.astype(cdt), cache.gamma)
     dx, dgamma, _ = _finish_backward(dx2, dgamma, None, cache)
     return dx, dgamma
@@ -688,10 +689,11 @@ def _recompute_xhat(x: np.ndarray, mean: np.ndarray, rstd: np.ndarray, channels:
     hi, lo = _split_mean(mean, cdt)
     r = rstd.astype(cdt)
     expand = (lambda v: v[None, :, None]) if channels else (lambda v: v[:, None])
-    xhat = np.subtract(x, expand(hi))  # R,D
-    if _needs_correction(lo, rstd, cdt):
-        xhat -= expand(lo)  # R,D
-    xhat *= expand(r)  # R,D
+    with np.errstate(over="ignore", invalid="ignore"):  # as quiet as the forward pass (eps = 0: 0 * inf)
+        xhat = np.subtract(x, expand(hi))  # R,D
+        if _needs_correction(lo, rstd, cdt):
+            xhat -= expand(lo)  # R,D
+        xhat *= expand(r)  # R,D
     return xhat
 
 
@@ -987,12 +989,13 @@ def _reference_backward(dyc: np.ndarray, cache: NormCache):
     shared = F.param_axes(ndim, param_axis)
     cdt = cache.compute_dtype
     rstd = cache.rstd.astype(cdt)
-    if cache.xhat is not None:
-        xhat = cache.xhat
-    elif cache.norm == "rmsnorm":
-        xhat = cache.x * rstd
-    else:
-        xhat = (cache.x - cache.mean.astype(cdt)) * rstd
+    with np.errstate(over="ignore", invalid="ignore"):  # as quiet as the forward pass (eps = 0: 0 * inf)
+        if cache.xhat is not None:
+            xhat = cache.xhat
+        elif cache.norm == "rmsnorm":
+            xhat = cache.x * rstd
+        else:
+            xhat = (cache.x - cache.mean.astype(cdt)) * rstd
     g = F.dxhat(dyc, F.param_view(cache.gamma, ndim, param_axis))  # dL/dxhat = gamma * dy
     if cache.norm == "rmsnorm":
         dx = F.rms_dx(g, xhat, rstd, axes)
@@ -1068,9 +1071,14 @@ class BatchNorm:
                 f"[N, {self.num_features}, H, W], got shape {x.shape}"
             )
         if self.training:
-            y, cache = batch_norm_forward(x, self.gamma, self.beta, self.eps, backend=self.backend)
             m = x.size // self.num_features
-            batch_var = cache.var.reshape(-1) * (m / (m - 1) if m > 1 else 1.0)
+            if m < 2:  # no spread to measure, and the unbiased running variance would divide by 0
+                raise ValueError(
+                    f"x: BatchNorm in training mode needs more than one value per channel, got shape {x.shape} "
+                    "(use a bigger batch, or eval() to normalize with the running statistics)"
+                )
+            y, cache = batch_norm_forward(x, self.gamma, self.beta, self.eps, backend=self.backend)
+            batch_var = cache.var.reshape(-1) * (m / (m - 1))
             self.running_mean = (1.0 - self.momentum) * self.running_mean + self.momentum * cache.mean.reshape(-1)
             self.running_var = (1.0 - self.momentum) * self.running_var + self.momentum * batch_var
             self.num_batches_tracked += 1
@@ -1085,7 +1093,7 @@ class BatchNorm:
         gamma = None if self.gamma is None else F.param_view(self.gamma.astype(cdt), x.ndim, param_axis)
         beta = None if self.beta is None else F.param_view(self.beta.astype(cdt), x.ndim, param_axis)
         self._cache, self._eval_xhat = None, xhat
-        self._eval_rstd = rstd
+        self._eval_rstd, self._eval_dtype = rstd, x.dtype
         return F.affine(xhat, gamma, beta).astype(x.dtype, copy=False)
 
     def backward(self, dy: Any) -> np.ndarray:
@@ -1108,7 +1116,7 @@ class BatchNorm:
         if self.gamma is not None:
             self.dgamma = F.dgamma(dyc, xhat, shared).astype(self.gamma.dtype)
             self.dbeta = F.dbeta(dyc, shared).astype(self.beta.dtype)
-        return dx.astype(dy.dtype, copy=False)
+        return dx.astype(self._eval_dtype, copy=False)  # in x's dtype, as in training mode
 
     def parameters(self) -> list[np.ndarray]:
         return [] if self.gamma is None else [self.gamma, self.beta]

@@ -650,3 +650,39 @@ def test_batchnorm_layer_running_stats_by_hand():
         V.BatchNorm(2, momentum=2.0)
     with pytest.raises(RuntimeError, match="call forward first"):
         V.BatchNorm(2).backward(np.ones((1, 2)))
+
+
+def test_batchnorm_layer_refuses_to_train_on_one_value_per_channel():
+    """As PyTorch does: a single value has no spread, and n / (n - 1) would divide by zero."""
+    layer = V.BatchNorm(3, dtype=np.float64)
+    before = layer.running_var.copy()
+    with pytest.raises(ValueError, match=r"x: BatchNorm in training mode needs more than one value per channel"):
+        layer(np.ones((1, 3)))
+    np.testing.assert_array_equal(layer.running_var, before)  # nothing was updated
+    layer(np.arange(6.0).reshape(2, 3))  # two values per channel train
+    assert layer.eval()(np.ones((1, 3))).shape == (1, 3)  # eval normalizes one sample fine
+
+
+@pytest.mark.parametrize("dy_dtype", [np.float16, np.float64])
+def test_batchnorm_layer_returns_dx_in_x_dtype_in_eval_mode_as_in_training(dy_dtype):
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(4, 3)).astype(np.float32)
+    dy = rng.normal(size=(4, 3)).astype(dy_dtype)
+    for layer in (V.BatchNorm(3, dtype=np.float32), V.BatchNorm(3, dtype=np.float32).eval()):
+        layer(x)
+        assert layer.backward(dy).dtype == np.float32, "train" if layer.training else "eval"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("norm", list(NORMS))
+def test_constant_groups_at_eps_0_give_nan_quietly_in_both_passes(norm, backend):
+    """0 / 0 is NaN, as in PyTorch; neither pass prints a RuntimeWarning for it (recompute included)."""
+    import warnings
+
+    shape = (4, 3)  # BatchNorm: 3 constant columns; LayerNorm and RMSNorm: 4 constant rows (RMSNorm: zeros)
+    x = np.zeros(shape) if norm == "rmsnorm" else np.full(shape, 2.0)
+    for recompute in (False, True):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            y, dx, _, _, _ = run(norm, x, None, None, np.ones(shape), eps=0.0, backend=backend, recompute=recompute)
+        assert np.isnan(y).all() and np.isnan(dx).all()
