@@ -39,7 +39,8 @@ Rules every backend follows:
 * Numerics: the variance is centered (two-pass), with the rounding error of
   the mean corrected (``var = mean(xshift^2) - mean(xshift)^2``, the second term
   is zero in exact arithmetic); a group whose squares overflow (``|x|`` near
-  1e20 in float32) is recomputed after scaling by a power of two ``s`` near its
+  1e20 in float32) or underflow (a float64 spread under about 1e-135 with eps
+  smaller still) is recomputed after scaling by a power of two ``s`` near its
   largest ``|x|``, using ``LN_eps(x) = LN_{eps/s^2}(x/s)``; a NaN or Inf stays in
   its own row (LayerNorm, RMSNorm) or channel (BatchNorm).
 """
@@ -859,11 +860,16 @@ def _bn_backward_numpy(dy3: np.ndarray, xhat3: np.ndarray, rstd: np.ndarray, gam
     return dx, dgamma, dbeta
 
 
-# ---- groups whose squares overflow: rescale and recompute -------------------------------------
+# ---- groups whose squares overflow or underflow: rescale and recompute ---------------------------
+
+# A group with var + eps below this has centered squares near the bottom of float64's range
+# (a spread under about 1e-135, with eps smaller still): its variance loses digits, and at
+# eps = 0 it can round to 0. Such a group is rescaled like one whose squares overflow.
+TINY_VAR = 2.0**-900
 
 
 def _rescaled_moments(group: np.ndarray, eps: float, rms: bool) -> tuple[float, float, float, np.ndarray]:
-    """(mean, var, rstd, xhat) of one group whose squares overflow, in float64.
+    """(mean, var, rstd, xhat) of one group whose squares overflow or underflow, in float64.
 
     Divide by s = 2^k >= max|x| (a power of two, so the division is exact),
     normalize with eps / s^2 and undo the scale on the statistics:
@@ -885,17 +891,35 @@ def _rescaled_moments(group: np.ndarray, eps: float, rms: bool) -> tuple[float, 
     return mean * s1 * s2, var * s1 * s1 * s2 * s2, rstd / s1 / s2, xhat
 
 
-def _overflowed(x_groups: np.ndarray, var: np.ndarray) -> np.ndarray:
-    """Indices of groups whose variance overflowed although all their values are finite."""
-    bad = np.flatnonzero(~np.isfinite(var))
-    return np.array([i for i in bad if np.isfinite(x_groups[i]).all()], dtype=np.intp)
+def _any_to_repair(var: np.ndarray, eps: float) -> bool:
+    """Whether any group's variance (RMSNorm: mean square) overflowed or is below TINY_VAR."""
+    with np.errstate(invalid="ignore", over="ignore"):  # compared in float64: in float32 TINY_VAR is 0
+        return not (np.isfinite(var).all() and (var.astype(np.float64) + eps >= TINY_VAR).all())
+
+
+def _to_repair(x_groups: np.ndarray, var: np.ndarray, eps: float, rms: bool) -> np.ndarray:
+    """Indices of the groups to rescale: an overflowed or tiny variance, all values finite.
+
+    A group with nothing to normalize stays as the formulas leave it (NaN at
+    eps = 0, as in PyTorch): all values equal, or for RMSNorm all zero.
+    """
+    with np.errstate(invalid="ignore", over="ignore"):
+        suspects = np.flatnonzero(~np.isfinite(var) | (var.astype(np.float64) + eps < TINY_VAR))
+
+    def something_to_normalize(g: np.ndarray) -> bool:
+        return bool(np.any(g != 0.0)) if rms else bool(np.any(g != g.flat[0]))
+
+    return np.array(
+        [i for i in suspects if np.isfinite(x_groups[i]).all() and something_to_normalize(x_groups[i])],
+        dtype=np.intp,
+    )
 
 
 def _repair_rows(x2, y2, xhat2, mean, var, rstd, gamma, beta, eps) -> None:
-    """Recompute the rows of a [R, D] LayerNorm/RMSNorm whose squares overflowed (in place)."""
-    if np.isfinite(var).all():
+    """Recompute the rows of a [R, D] LayerNorm/RMSNorm whose squares over- or underflowed (in place)."""
+    if not _any_to_repair(var, eps):
         return
-    for i in _overflowed(x2, var):
+    for i in _to_repair(x2, var, eps, rms=mean is None):
         mu, v, rs, xh = _rescaled_moments(x2[i], eps, rms=mean is None)
         if mean is not None:
             mean[i] = mu
@@ -907,10 +931,10 @@ def _repair_rows(x2, y2, xhat2, mean, var, rstd, gamma, beta, eps) -> None:
 
 def _repair_channels(x3, y3, xhat3, mean, var, rstd, gamma, beta, eps) -> None:
     """The same for the channels of a BatchNorm [N, C, Q]."""
-    if np.isfinite(var).all():
+    if not _any_to_repair(var, eps):
         return
     channels = np.moveaxis(x3, 1, 0)  # C,N,Q
-    for ch in _overflowed(channels.reshape(channels.shape[0], -1), var):
+    for ch in _to_repair(channels.reshape(channels.shape[0], -1), var, eps, rms=False):
         mu, v, rs, xh = _rescaled_moments(channels[ch], eps, rms=False)
         mean[ch], var[ch], rstd[ch] = mu, v, rs
         xh = xh.reshape(x3.shape[0], x3.shape[2])  # N,Q
@@ -967,10 +991,10 @@ def _reference_forward(norm, x, gamma, beta, eps, cdt, keep_xhat, gamma_dtype, b
 
 
 def _repair_reference(norm, xc, y, xhat, mean, var, rstd, gamma, beta, eps) -> None:
-    """The textbook formulas, then the same repair as the tuned paths for groups whose squares overflow."""
-    if np.isfinite(var).all():
+    """The textbook formulas, then the same repair as the tuned paths for groups out of range."""
+    if not _any_to_repair(var, eps):
         return
-    with np.errstate(over="ignore"):  # a float32 var of such a group stays inf, as it should
+    with np.errstate(over="ignore", under="ignore"):  # a float32 var of such a group stays inf, as it should
         if norm == "batchnorm":
             n, c = xc.shape[:2]
             views = [a.reshape(n, c, -1) for a in (xc, y, xhat)]  # N,C,Q views of the arrays themselves

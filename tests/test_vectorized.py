@@ -439,6 +439,26 @@ def test_a_float64_group_beyond_2_to_the_1023_is_rescaled_too(norm, backend):
     assert_close(dgamma, rdgamma, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, "dgamma")
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("norm", list(NORMS))
+def test_a_float64_group_with_a_spread_near_1e_300_is_rescaled_at_eps_0(norm, backend):
+    """Its squares underflow (the variance came out 0, and y inf); at eps = 0 a norm ignores the scale."""
+    rng = np.random.default_rng(6)
+    shape = (4, 16) if norm != "batchnorm" else (16, 4)
+    base = rng.normal(0.5, 2.0, size=shape)
+    tiny = (slice(None), 1) if norm == "batchnorm" else (1,)
+    x = base.copy()
+    x[tiny] *= 1e-300
+    dy = rng.normal(size=shape)
+    gamma = rng.uniform(0.5, 1.5, shape[-1])
+    y, dx, dgamma, _, _ = run(norm, x, gamma, None, dy, eps=0.0, backend=backend)
+    ry, rdx, rdgamma, _ = closed_form(norm, base, gamma, None, 0.0, dy)  # the same group at scale 1
+    rdx[tiny] *= 1e300  # dx scales by 1 / scale
+    assert_close(y, ry, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, "y")
+    assert_close(dgamma, rdgamma, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, "dgamma")
+    assert_close(dx[tiny], rdx[tiny], tol.FLOAT32_RTOL, 0.0, "dx of the tiny group")
+
+
 @pytest.mark.parametrize("backend", TUNED)
 @pytest.mark.parametrize("norm", list(NORMS))
 def test_float32_groups_at_the_ends_of_the_float32_range(norm, backend):
