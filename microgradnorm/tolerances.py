@@ -31,6 +31,10 @@ VECTORIZED_F64_ATOL = 1e-13
 FLOAT32_RTOL = 1e-4
 FLOAT32_ATOL = 1e-5
 
+# a float32 parameter gradient summed over many rows (blocks of rows in float32, the blocks in
+# float64) against float64: a few float32 rounding units, however many rows there are
+FLOAT32_PARAM_SUM_RTOL = 1e-6
+
 # float16 / bfloat16-like inputs (accumulated in float32) against float64
 FLOAT16_RTOL = 2e-2
 FLOAT16_ATOL = 2e-2

@@ -525,8 +525,8 @@ PASSES: dict[str, tuple[PassGroup, ...]] = {
             "NumPy path, vectorized.py",
             "numpy",
             (
-                Trip(_BWD, 'dgamma = np.einsum("ij,ij->j", dy2, xhat2)', 2, 0),  # dy and xhat
-                Trip(_BWD, 'dbeta = np.einsum("ij->j", dy2)', 1, 0),
+                Trip(_BWD, 'dgamma = _sum_in_blocks("ij,ij->j", dy2, xhat2)', 2, 0),  # dy and xhat
+                Trip(_BWD, 'dbeta = _sum_in_blocks("ij->j", dy2)', 1, 0),
                 Trip(_BWD, "dx = np.multiply(dy2, gamma)", 1, 1),  # g = gamma * dy
                 Trip(_BWD, 'mean_g = np.einsum("ij->i", dx)', 1, 0),
                 Trip(_BWD, 'mean_gxhat = np.einsum("ij,ij->i", dx, xhat2)', 2, 0),
