@@ -419,20 +419,23 @@ def test_rows_whose_squares_overflow_are_rescaled(norm, backend):
         assert cache.rstd.reshape(-1)[1] > 0
 
 
+def one_odd_group(norm: str, seed: int):
+    """(base, group, dy, gamma): a small float64 problem whose group 1 (a row; BatchNorm: a column) a test rescales."""
+    rng = np.random.default_rng(seed)
+    shape = (4, 16) if norm != "batchnorm" else (16, 4)
+    group = (slice(None), 1) if norm == "batchnorm" else (1,)
+    return rng.normal(0.5, 2.0, size=shape), group, rng.normal(size=shape), rng.uniform(0.5, 1.5, shape[-1])
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("norm", list(NORMS))
 def test_a_float64_group_beyond_2_to_the_1023_is_rescaled_too(norm, backend):
     """Its scale 2^1024 is not a float64 itself (the rescaling once raised OverflowError here)."""
-    rng = np.random.default_rng(5)
-    shape = (4, 16) if norm != "batchnorm" else (16, 4)
-    base = rng.normal(0.5, 2.0, size=shape)
-    huge = (slice(None), 1) if norm == "batchnorm" else (1,)
+    base, huge, dy, gamma = one_odd_group(norm, seed=5)
     base[huge] *= 1.7 / np.abs(base[huge]).max()  # largest |x| of the group: 1.7 * 2^1023
     x = base.copy()
     x[huge] = np.ldexp(x[huge], 1023)
     assert np.isfinite(x).all() and np.abs(x).max() > 2.0**1023
-    dy = rng.normal(size=shape)
-    gamma = rng.uniform(0.5, 1.5, shape[-1])
     y, _, dgamma, _, _ = run(norm, x, gamma, None, dy, backend=backend)
     ry, _, rdgamma, _ = closed_form(norm, base, gamma, None, 1e-5, dy)  # the same group, 2^1023 times smaller
     assert_close(y, ry, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, "y")
@@ -443,14 +446,9 @@ def test_a_float64_group_beyond_2_to_the_1023_is_rescaled_too(norm, backend):
 @pytest.mark.parametrize("norm", list(NORMS))
 def test_a_float64_group_with_a_spread_near_1e_300_is_rescaled_at_eps_0(norm, backend):
     """Its squares underflow (the variance came out 0, and y inf); at eps = 0 a norm ignores the scale."""
-    rng = np.random.default_rng(6)
-    shape = (4, 16) if norm != "batchnorm" else (16, 4)
-    base = rng.normal(0.5, 2.0, size=shape)
-    tiny = (slice(None), 1) if norm == "batchnorm" else (1,)
+    base, tiny, dy, gamma = one_odd_group(norm, seed=6)
     x = base.copy()
     x[tiny] *= 1e-300
-    dy = rng.normal(size=shape)
-    gamma = rng.uniform(0.5, 1.5, shape[-1])
     y, dx, dgamma, _, _ = run(norm, x, gamma, None, dy, eps=0.0, backend=backend)
     ry, rdx, rdgamma, _ = closed_form(norm, base, gamma, None, 0.0, dy)  # the same group at scale 1
     rdx[tiny] *= 1e300  # dx scales by 1 / scale
