@@ -157,6 +157,23 @@ def test_unknown_name_through_the_cli_is_one_line_exit_2(folder, capsys):
     assert "microgradnorm exercise list" in err
 
 
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--memory", "30"], "argument --memory: expected MiB from 256 to 1048576, got 30"),
+        (["--memory", "99999999999999"], "argument --memory: expected MiB from 256 to 1048576"),
+        (["--timeout", "1e12"], "argument --timeout: expected at most 3600 seconds, got 1e12"),
+        (["--timeout", "0"], "argument --timeout: expected a positive number of seconds"),
+    ],
+)
+def test_limits_the_grader_cannot_use_are_one_line_errors(folder, capsys, argv, words):
+    with pytest.raises(SystemExit) as exit_:  # argparse exits on usage errors
+        cli.main(["exercise", "check", "1", *argv])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and words in err, err
+
+
 def test_all_done(folder):
     def everything(p):
         for ex in EXERCISES:

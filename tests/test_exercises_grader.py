@@ -7,6 +7,10 @@ states exactly which mistake the grader must find.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -251,6 +255,70 @@ def test_process_failures_have_clear_messages(tmp_path, new, status, words):
     assert not result.passed
     assert result.status == status, result.summary
     assert words in result.summary, result.summary
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_an_interrupted_check_leaves_no_process_behind(tmp_path, monkeypatch):
+    """Ctrl-C (or SIGTERM, turned into SystemExit) while the learner's endless loop runs: the loop dies too."""
+    import subprocess
+
+    ex, path = planted(tmp_path, 1, MUL, "while True:\n        pass")
+    children: list[int] = []
+    wait = subprocess.Popen.wait
+
+    def interrupted(self, timeout=None):
+        if timeout is None:  # the reaping wait after the kill
+            return wait(self)
+        children.append(self.pid)
+        time.sleep(0.5)  # the learner's loop is running now
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(subprocess.Popen, "wait", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        grade(ex, path, timeout=30.0)
+    assert children and _gone(children[0])
+
+
+RUNNER = "from microgradnorm.exercises.runner import _die_with"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG and RLIMIT_CPU are Linux's")
+def test_the_child_has_a_cpu_limit_and_dies_with_the_grader(tmp_path):
+    """The backstops for a grader killed without cleaning up (kill -9)."""
+    limits = subprocess.run(
+        [sys.executable, "-c", f"{RUNNER}; import os, resource; _die_with(os.getppid(), 7); "
+         "print(*resource.getrlimit(resource.RLIMIT_CPU))"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert limits.stdout.split() == ["7", "8"]
+    # a grader (the middle process) starts a child that loops, then is killed with SIGKILL
+    middle = subprocess.Popen(
+        [sys.executable, "-c", "import subprocess, sys, time; child = subprocess.Popen([sys.executable, '-c', "
+         f"'{RUNNER}; import os; _die_with(os.getppid(), 100); print(os.getpid(), flush=True)\\nwhile True: pass']); "
+         "time.sleep(600)"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    child = int(middle.stdout.readline())
+    assert not _gone(child)
+    middle.kill()
+    middle.wait()
+    deadline = time.monotonic() + 10
+    while not _gone(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(child)
+
+
+def test_a_child_whose_grader_is_already_gone_exits_at_once():
+    done = subprocess.run([sys.executable, "-c", f"{RUNNER}; _die_with(1, 100); print('ran on')"],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 1 and done.stdout == "" and done.stderr == ""  # exited quietly, before running on
 
 
 def test_syntax_error_is_reported_with_its_line(tmp_path):

@@ -42,6 +42,25 @@ def positive_float(text: str) -> float:
     return value
 
 
+MAX_TIMEOUT = 3600.0  # seconds: a check that needs more is stuck
+MEMORY_RANGE = (256, 1 << 20)  # MiB: Python with NumPy needs about 128 to start; 1 TiB is more than any machine here
+
+
+def _timeout(text: str) -> float:
+    value = positive_float(text)
+    if value > MAX_TIMEOUT:
+        raise argparse.ArgumentTypeError(f"expected at most {MAX_TIMEOUT:g} seconds, got {text}")
+    return value
+
+
+def _memory(text: str) -> int:
+    value = positive_int(text)
+    low, high = MEMORY_RANGE
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"expected MiB from {low} to {high}, got {value}")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION")
 
@@ -69,9 +88,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                 "--interval", type=positive_float, default=0.5, metavar="S", help="seconds between looks (0.5)"
             )
         p.add_argument(
-            "--timeout", type=positive_float, default=10.0, metavar="S", help="wall-clock limit per check (10 s)"
+            "--timeout",
+            type=_timeout,
+            default=10.0,
+            metavar="S",
+            help="wall-clock limit per check (10 s, at most 3600)",
         )
-        p.add_argument("--memory", type=positive_int, default=1024, metavar="MB", help="memory limit (1024 MiB)")
+        p.add_argument(
+            "--memory", type=_memory, default=1024, metavar="MB", help="memory limit (1024 MiB; 256 to 1048576)"
+        )
     p = add("hint", "show the next hint for NAME")
     p.add_argument("name", metavar="NAME", help="exercise number or name")
     p = add("solution", "show the reference solution of NAME (after you pass it)")

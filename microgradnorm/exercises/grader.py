@@ -9,8 +9,10 @@ touch the grader. So :func:`grade`
    normalizations);
 2. writes their inputs to a temporary directory and starts
    ``python -c <boot> ...`` (:mod:`.runner`) there, with a wall-clock timeout
-   (the whole process group is killed when it runs out) and an address-space
-   limit (``resource.setrlimit``, where available);
+   (the whole process group is killed when it runs out, or when the check is
+   interrupted) and an address-space limit (``resource.setrlimit``, where
+   available); should the grader itself be killed outright, the child has a
+   CPU-time limit and, on Linux, dies with it;
 3. reads back the arrays the learner's functions returned (``outputs.npz``) and
    a description of them (``result.json``), and judges them here: types and
    shapes, dtype float64, finiteness, every output against the closed form on
@@ -23,13 +25,17 @@ renderers in :mod:`.render` draw it.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
 import secrets
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,7 +128,9 @@ def _run_child(exercise: Exercise, path: Path, cases: list[Case], timeout: float
         env = dict(os.environ)
         env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
         env.pop("PYTHONSTARTUP", None)
-        cmd = [sys.executable, "-c", _BOOT, str(_PACKAGE_ROOT), exercise.name, str(path), str(work), str(memory_mb)]
+        cpu_seconds = math.ceil(timeout) + 5  # a backstop only: the wall-clock timeout below comes first
+        cmd = [sys.executable, "-c", _BOOT, str(_PACKAGE_ROOT), exercise.name, str(path), str(work)]
+        cmd += [str(memory_mb), str(os.getpid()), str(cpu_seconds)]
         log_path = work / "printed.txt"
         timed_out = False
         with open(log_path, "wb") as log:
@@ -136,10 +144,14 @@ def _run_child(exercise: Exercise, path: Path, cases: list[Case], timeout: float
                 start_new_session=(os.name == "posix"),
             )
             try:
-                proc.wait(timeout=timeout)
+                with _sigterm_as_exit():
+                    proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 timed_out = True
                 _kill(proc)
+            except BaseException:  # Ctrl-C or a kill signal: the learner's code must not run on alone
+                _kill(proc)
+                raise
         printed = _tail(log_path)
         result = None
         outputs: dict[str, np.ndarray] = {}
@@ -148,6 +160,27 @@ def _run_child(exercise: Exercise, path: Path, cases: list[Case], timeout: float
             with np.load(work / "outputs.npz") as data:
                 outputs = {k: data[k] for k in data.files}
         return _Run(result, outputs, proc.returncode, timed_out, printed)
+
+
+@contextlib.contextmanager
+def _sigterm_as_exit() -> Iterator[None]:
+    """While waiting for the child, turn SIGTERM into SystemExit so that the child is killed too.
+
+    Only in the main thread (Python runs signal handlers there; ``exercise
+    watch`` in a test runs elsewhere); elsewhere this does nothing.
+    """
+    if os.name != "posix" or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def _kill(proc: subprocess.Popen) -> None:

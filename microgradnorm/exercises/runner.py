@@ -84,9 +84,36 @@ def _limit_memory(megabytes: int) -> bool:
         if hard != resource.RLIM_INFINITY and hard < limit:
             limit = hard
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-    except (ValueError, OSError, AttributeError):
+    except (ValueError, OSError, OverflowError, AttributeError):
         return False
     return True
+
+
+def _die_with(parent: int, cpu_seconds: int) -> None:
+    """Never outlive the grader: killed with it (Linux), and never more than ``cpu_seconds`` of CPU.
+
+    The grader kills this process when a check times out or is interrupted; these
+    two limits are for when the grader itself is killed without a chance to clean
+    up (kill -9): the kernel then stops an endless loop in the learner's code.
+    """
+    try:
+        import resource
+
+        _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        if hard == resource.RLIM_INFINITY or hard > cpu_seconds:
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+    except (ImportError, ValueError, OSError, OverflowError, AttributeError):
+        pass
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the grader was gone before the line above took effect
+        os._exit(1)
 
 
 # ---- helpers for the drivers ---------------------------------------------------
@@ -445,7 +472,8 @@ def _finish(workdir: Path, result: dict[str, Any], arrays: dict[str, Any]) -> in
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    exercise, learner, workdir, memory_mb = args
+    exercise, learner, workdir, memory_mb, parent, cpu_seconds = args
+    _die_with(int(parent), int(cpu_seconds))
     return run(exercise, Path(learner), Path(workdir), int(memory_mb))
 
 
