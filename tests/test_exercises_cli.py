@@ -73,6 +73,15 @@ def test_init_never_overwrites_an_edited_file(folder):
     assert (folder / EXERCISES[0].filename).read_bytes() == EXERCISES[0].scaffold.read_bytes()
 
 
+def test_init_again_points_to_the_next_unpassed_exercise(folder):
+    _, out = run("init", str(folder))
+    assert "Start with 01_local_derivatives.py" in " ".join(out.split())
+    solve(folder, 1)
+    run("check", "1")
+    _, out = run("init", str(folder))
+    assert "Next up: 02_mean_variance_backward.py" in " ".join(out.split()) and "Start with" not in out
+
+
 def test_init_default_directory_is_under_the_current_one(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, _ = run("init")
@@ -224,7 +233,9 @@ def test_reset_asks_first_and_keeps_a_backup(folder):
     backups = list((state_dir() / "exercise-backups").glob("01_local_derivatives.*.py"))
     assert len(backups) == 1 and backups[0].read_text(encoding="utf-8") == mine
     assert str(backups[0]) in out.replace("\n", "")
-    assert not ws.load_progress().passed(get_exercise(1))
+    assert ws.load_progress().passed(get_exercise(1))  # a pass is kept: reset is for practising again
+    code, out = run("solution", "1")
+    assert code == 0 and "not passed yet" not in out
 
 
 def test_reset_yes_skips_the_question(folder):
@@ -326,6 +337,7 @@ def test_watch_rechecks_on_save_and_moves_on_only_when_asked(folder):
         assert "Current exercise: 02" not in " ".join(w.buf.getvalue().split())
         w.send("h")
         w.wait_for("Hints for 01_local_derivatives (1 of 4)")
+        w.wait_for("Press h and Enter again for hint 2.")  # not "run the same command": this is watch
         w.send("n")
         w.wait_for("Current exercise: 02_mean_variance_backward")
         # saving the scaffold of 02 unchanged still counts as a save: it is checked, and fails

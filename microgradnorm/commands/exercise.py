@@ -164,7 +164,7 @@ def _init(args, console, stdin, progress) -> int:
     from microgradnorm.exercises.render import init_report
 
     report = ws.init_workspace(Path(args.directory or ws.DEFAULT_WORKSPACE))
-    console.print(init_report(report))
+    console.print(init_report(report, ws.next_unsolved(progress)))
     return 0
 
 
@@ -228,7 +228,11 @@ def _reset(args, console, stdin, progress) -> int:
     folder = ws.resolve_workspace(args.dir, progress)
     path = ws.learner_file(folder, ex)
     if not args.yes:
-        console.print(f"Reset {path} to the scaffold? Your version is backed up first. [y/N] ", end="", highlight=False)
+        console.print(
+            f"Reset {path} to the scaffold? Your version is backed up first; your progress is kept. [y/N] ",
+            end="",
+            highlight=False,
+        )
         answer = stdin.readline()
         if not _is_tty(stdin):
             console.print()  # the answer was not echoed: end the prompt's line
@@ -347,7 +351,8 @@ def _watch(args, console, stdin, progress, *, sleep: Callable[[float], None] = t
                 show_current()
         elif command in ("h", "hint"):
             all_hints = hints(current)
-            console.print(hint_view(current, all_hints, ws.record_hint(current, len(all_hints)) if all_hints else 0))
+            shown = ws.record_hint(current, len(all_hints)) if all_hints else 0
+            console.print(hint_view(current, all_hints, shown, more="Press h and Enter again"))
         elif command in ("c", "check"):
             check(current)
         elif command in ("l", "list"):

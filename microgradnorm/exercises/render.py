@@ -87,8 +87,8 @@ def exercise_list(
     return Group(*parts)
 
 
-def init_report(report: InitReport) -> RenderableType:
-    """What ``init`` copied, and what it left alone."""
+def init_report(report: InitReport, next_exercise: Exercise | None = EXERCISES[0]) -> RenderableType:
+    """What ``init`` copied, what it left alone, and where to go on (the first unpassed exercise)."""
     lines = [Text.assemble(("Exercise workspace: ", "bold"), str(report.workspace))]
     if report.copied:
         lines.append(Text(f"copied {len(report.copied)} scaffold(s): {', '.join(report.copied)}"))
@@ -102,11 +102,14 @@ def init_report(report: InitReport) -> RenderableType:
                 style="yellow",
             )
         )
-    first = EXERCISES[0]
+    if next_exercise is None:
+        lines.append(Text("You have passed every exercise already. Well earned.", style="green"))
+        return Group(*lines)
+    start = "Start with" if next_exercise is EXERCISES[0] else "Next up:"
     lines.append(
         Text(
-            f"Start with {first.filename}: write your code where it says so, run it on its own with "
-            f"`python {first.filename}`, then grade it with `microgradnorm exercise check` "
+            f"{start} {next_exercise.filename}: write your code where it says so, run it on its own with "
+            f"`python {next_exercise.filename}`, then grade it with `microgradnorm exercise check` "
             "(or keep `microgradnorm exercise watch` open in a second terminal).",
         )
     )
@@ -166,8 +169,10 @@ def grade_report(result: GradeResult, *, next_exercise: Exercise | None = None) 
     return Group(*parts)
 
 
-def hint_view(ex: Exercise, hints: tuple[str, ...], shown: int) -> RenderableType:
-    """The hints seen so far, the newest one highlighted, and how many are left."""
+def hint_view(
+    ex: Exercise, hints: tuple[str, ...], shown: int, more: str = "Run the same command again"
+) -> RenderableType:
+    """The hints seen so far, the newest one highlighted, and how many are left (``more``: how to get the next)."""
     if not hints:
         return Text(f"{ex.name} has no hints.", style="dim")
     parts: list[RenderableType] = [Text(f"Hints for {ex.name} ({shown} of {len(hints)})", style="bold")]
@@ -177,7 +182,7 @@ def hint_view(ex: Exercise, hints: tuple[str, ...], shown: int) -> RenderableTyp
         body = Markdown(hint) if newest else Text(hint, style="dim")
         parts.append(Padding(body, (0, 0, 0, 3)))
     if shown < len(hints):
-        parts.append(Text(f"Run the same command again for hint {shown + 1}.", style="dim"))
+        parts.append(Text(f"{more} for hint {shown + 1}.", style="dim"))
     else:
         parts.append(
             Text(

@@ -166,7 +166,11 @@ def init_workspace(target: Path) -> InitReport:
 
 
 def reset_file(workspace: Path, exercise: Exercise) -> Path | None:
-    """Put the scaffold back; returns where the replaced file was saved (None if there was nothing to keep)."""
+    """Put the scaffold back; returns where the replaced file was saved (None if there was nothing to keep).
+
+    The progress record stays: a pass is the learner's for good (as in
+    :func:`record_result`), so resetting to practise again locks nothing.
+    """
     dest = learner_file(workspace, exercise)
     backup = None
     if dest.is_file() and dest.read_bytes() != exercise.scaffold.read_bytes():
@@ -179,13 +183,7 @@ def reset_file(workspace: Path, exercise: Exercise) -> Path | None:
             backup = folder / f"{exercise.name}.{time.strftime('%Y%m%d-%H%M%S')}-{n}.py"
         shutil.copy2(dest, backup)
     atomic_write_text(dest, exercise.scaffold.read_text(encoding="utf-8"))
-
-    def unpass(p: Progress) -> None:
-        rec = p.record(exercise)
-        rec["passed"] = False
-        rec["last"] = None
-
-    update_progress(unpass)
+    update_progress(lambda p: p.record(exercise).update(last=None))  # the file no longer is what was last checked
     return backup
 
 
