@@ -529,7 +529,7 @@ def run_benchmark(
     return BenchReport(results, repeats, _environment(), cache)
 
 
-# ---- the targets of issue 3 -------------------------------------------------------------------
+# ---- the performance targets -------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -551,7 +551,7 @@ class Target:
 
 
 def evaluate_targets(report: BenchReport) -> list[Target]:
-    """The targets of issue 3, read off a report (measured is None where a case did not run)."""
+    """The performance targets, read off a report (measured is None where a case did not run)."""
     ln32 = report.case("layernorm", (32, 128, 768), "float32")
     ln64 = report.case("layernorm", (32, 128, 768), "float64")
     rms = report.case("rmsnorm", (32, 128, 768), "float32")
