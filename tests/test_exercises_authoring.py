@@ -89,7 +89,19 @@ def test_files_run_on_their_own(ex, tmp_path):
         assert "agrees" in done.stdout
     todo = subprocess.run([sys.executable, str(ex.scaffold)], capture_output=True, text=True, timeout=120)
     assert todo.returncode != 0
-    assert "write your code here" in todo.stderr
+    # one line that says what to do, instead of a NotImplementedError traceback
+    assert "is not written yet: write your code where it says so" in todo.stderr
+    assert "Traceback" not in todo.stderr and len(todo.stderr.strip().splitlines()) == 1, todo.stderr
+
+
+def test_a_learner_error_in_a_file_run_on_its_own_keeps_its_traceback(tmp_path):
+    ex = EXERCISES[0]
+    path = tmp_path / ex.filename
+    path.write_text(ex.scaffold.read_text(encoding="utf-8").replace(
+        'raise NotImplementedError("write your code here")', "return undefined_name", 1
+    ), encoding="utf-8")  # fmt: skip
+    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "Traceback" in done.stderr and "NameError" in done.stderr
 
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
