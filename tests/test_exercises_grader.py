@@ -348,6 +348,14 @@ def test_returned_value_problems(tmp_path, new, row, words):
     assert words in detail
 
 
+def test_finiteness_is_claimed_only_for_outputs_that_are_numbers(tmp_path):
+    ex, path = planted(tmp_path, 1, MUL, 'return "da", "db"')
+    result = grade(ex, path)
+    (finite,) = [r for r in result.rows if r.label == "finite"]
+    assert "types and shapes" in failed_rows(result)
+    assert finite.ok is True and "among the" in finite.detail  # the strings were not looked at for NaN
+
+
 def test_a_different_answer_on_a_second_run_fails(tmp_path):
     ex, path = planted(
         tmp_path,

@@ -380,12 +380,19 @@ def _judge(out: GradeResult, problem: Problem, cases: list[Case], run: _Run) -> 
 
     # finite
     nonfinite = []
+    checked = skipped = 0
     for call in ("a", "b"):
         for o in problem.outputs:
             g = got(call, o.name)
-            if (call, o.name) not in bad_type and g is not None and not np.all(np.isfinite(g)):
+            if (call, o.name) in bad_type or g is None:
+                skipped += 1
+                continue
+            checked += 1
+            if not np.all(np.isfinite(g)):
                 nonfinite.append((call, o.name, int(np.isnan(g).sum()), int(np.isinf(g).sum())))
-    if nonfinite:
+    if not checked:
+        rows.append(CheckRow("finite", None, "nothing to check: no output came back as numbers"))
+    elif nonfinite:
         call, name, nan, inf = nonfinite[0]
         detail = f"`{name}` has {nan} NaN and {inf} Inf entries on {_CALL_NAMES[call]}"
         rows.append(CheckRow("finite", False, detail))
@@ -393,7 +400,8 @@ def _judge(out: GradeResult, problem: Problem, cases: list[Case], run: _Run) -> 
             eps0 = " (eps = 0 there: a division by a std of zero, or by zero itself?)" if call == "b" else ""
             findings.append(Finding("not finite", detail + eps0 + "."))
     else:
-        rows.append(CheckRow("finite", True, "no NaN or Inf"))
+        among = f" among the {checked} outputs that came back as numbers" if skipped else ""
+        rows.append(CheckRow("finite", True, f"no NaN or Inf{among}"))
 
     # values against the closed form
     failing: list[tuple[int, str]] = []
