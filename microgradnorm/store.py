@@ -20,7 +20,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CorruptStateError", "atomic_write_bytes", "atomic_write_text", "load_json", "save_json", "state_dir"]
+__all__ = [
+    "CorruptStateError",
+    "StateDirError",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "load_json",
+    "save_json",
+    "state_dir",
+]
 
 
 class CorruptStateError(ValueError):
@@ -32,15 +40,33 @@ class CorruptStateError(ValueError):
         self.moved_to = moved_to
 
 
+class StateDirError(OSError):
+    """The state directory cannot be used (a file is in its place, or it cannot be created)."""
+
+
 def state_dir() -> Path:
-    """The directory for progress files (created on first use)."""
+    """The directory for progress files (created on first use).
+
+    Raises :class:`StateDirError`, naming the environment variable that chose the
+    path, if the path is not a directory and cannot be made one.
+    """
     home = os.environ.get("MICROGRADNORM_HOME")
+    xdg = os.environ.get("XDG_STATE_HOME")
     if home:
-        root = Path(home).expanduser()
+        root, source = Path(home).expanduser(), "MICROGRADNORM_HOME"
+    elif xdg:
+        root, source = Path(xdg).expanduser() / "microgradnorm", "XDG_STATE_HOME"
     else:
-        xdg = os.environ.get("XDG_STATE_HOME")
-        root = (Path(xdg).expanduser() if xdg else Path.home() / ".local" / "state") / "microgradnorm"
-    root.mkdir(parents=True, exist_ok=True)
+        root, source = Path.home() / ".local" / "state" / "microgradnorm", "the state directory"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):  # a file where the directory (or one of its parents) should be
+        taken = next((p for p in (root, *root.parents) if p.exists() and not p.is_dir()), root)
+        raise StateDirError(
+            f"{source}: expected a directory for progress files, got {str(taken)!r}, which is not a directory"
+        ) from None
+    except OSError as exc:
+        raise StateDirError(f"{source}: cannot create the directory {str(root)!r}: {exc.strerror or exc}") from None
     return root
 
 
@@ -55,7 +81,10 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     path = Path(path)
     parent = path.parent if str(path.parent) else Path(".")
     parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    except OSError as exc:
+        raise _about(exc, path) from None
     try:
         try:
             mode = path.stat().st_mode & 0o7777
@@ -69,13 +98,22 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError):
+            raise _about(exc, path) from None
         raise
     return path
+
+
+def _about(exc: OSError, path: Path) -> OSError:
+    """``exc`` as if it were about ``path``: the temporary file's name means nothing to the reader."""
+    if exc.errno is None:
+        return exc
+    return OSError(exc.errno, exc.strerror, str(path))
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:

@@ -118,6 +118,13 @@ def test_graph_without_dot_in_a_fresh_process_prints_no_traceback(tmp_path):
         (["--paths", "--index", "3", "-o", "{tmp}/g.dot"], "argument --index"),
         (["--index", "-1", "-o", "{tmp}/g.dot"], "argument --index"),
         (["--collapse", "--full", "-o", "{tmp}/g.dot"], "not allowed with"),
+        (
+            ["-o", ""],
+            "argument -o/--output: expected a file name ending in .svg, .png, .pdf or .dot, got an empty path",
+        ),
+        (["-o", "{tmp}/missing/g.svg"], "argument -o/--output: cannot write"),
+        (["--index", "2", "-o", "{tmp}/g.dot"], "argument --index: needs --paths"),
+        (["--shape", "2x3", "--dim", "2", "-o", "{tmp}/g.dot"], "argument --dim: not allowed with argument --shape"),
     ],
 )
 def test_graph_bad_arguments_are_one_line_errors(capsys, tmp_path, argv, expected):
@@ -133,3 +140,52 @@ def test_graph_bad_arguments_are_one_line_errors(capsys, tmp_path, argv, expecte
 def test_graph_is_listed_in_help(capsys):
     code, stdout, _ = run(capsys, "--help")
     assert code == 0 and "graph" in stdout
+
+
+def test_graph_rejects_a_variance_for_rmsnorm(capsys, tmp_path):
+    code, _, err = run(capsys, "graph", "rmsnorm", "--variance", "naive", "-o", str(tmp_path / "g.dot"))
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "argument --variance: rmsnorm has no variance" in err
+    assert not (tmp_path / "g.dot").exists()
+
+
+def test_graph_into_a_path_under_a_regular_file_says_it_is_not_a_directory(capsys, tmp_path):
+    (tmp_path / "a.svg").write_text("a file")
+    for target in ("a.svg/x.svg", "a.svg/sub/x.svg"):
+        code, _, err = run(capsys, "graph", "layernorm", "-o", str(tmp_path / target))
+        assert code == 2 and len(err.strip().splitlines()) == 1
+        assert f"argument -o/--output: cannot write {str(tmp_path / target)!r}" in err
+        assert f"{str(tmp_path / 'a.svg')!r} is not a directory" in err
+
+
+def test_an_os_error_while_writing_names_the_output_and_never_the_temporary_file(capsys, tmp_path, monkeypatch):
+    import tempfile
+
+    def refuse(*args, dir=None, **kwargs):  # as /sys does: the directory looks writable, creating fails
+        raise PermissionError(13, "Permission denied", f"{dir}/.g.dot.x1y2z3.tmp")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    out = tmp_path / "g.dot"
+    code, _, err = run(capsys, "graph", "layernorm", "-o", str(out))
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert (
+        err.strip() == f"microgradnorm graph: error: argument -o/--output: cannot write {str(out)!r}: Permission denied"
+    )
+
+
+def test_the_highlight_examples_in_help_are_valid_for_the_norms_they_name(capsys, tmp_path):
+    code, help_text, _ = run(capsys, "graph", "--help")
+    flat = " ".join(help_text.split())
+    assert code == 0 and "mean[0]" not in flat
+    assert "rstd or xhat[1] for one LayerNorm vector" in flat
+    assert "rstd[0] or xhat[1,0] for BatchNorm or with --batch" in flat
+    for norm, extra, node in (
+        ("layernorm", [], "rstd"),
+        ("layernorm", [], "xhat[1]"),
+        ("batchnorm", [], "rstd[0]"),
+        ("batchnorm", [], "xhat[1,0]"),
+        ("layernorm", ["--batch", "2"], "rstd[0]"),
+        ("layernorm", ["--batch", "2"], "xhat[1,0]"),
+    ):
+        code, _, err = run(capsys, "graph", norm, *extra, "--highlight", node, "-o", str(tmp_path / "h.dot"))
+        assert code == 0, (norm, extra, node, err)

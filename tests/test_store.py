@@ -64,3 +64,42 @@ def test_new_files_get_ordinary_permissions_and_replaced_files_keep_theirs(tmp_p
         assert stat.S_IMODE(mine.stat().st_mode) == 0o600 and mine.read_text() == "new\n"
     finally:
         os.umask(old_umask)
+
+
+@pytest.mark.parametrize("variable", ["MICROGRADNORM_HOME", "XDG_STATE_HOME"])
+def test_a_state_dir_that_is_a_file_names_the_variable_and_the_path(tmp_path, monkeypatch, variable):
+    monkeypatch.delenv("MICROGRADNORM_HOME", raising=False)
+    taken = tmp_path / "a-file"
+    taken.write_text("mine")
+    monkeypatch.setenv(variable, str(taken))
+    with pytest.raises(store.StateDirError) as info:
+        store.state_dir()
+    message = str(info.value)
+    assert message.startswith(f"{variable}: expected a directory") and str(taken) in message
+    assert isinstance(info.value, OSError) and taken.read_text() == "mine"
+
+
+@pytest.mark.parametrize("fail", ["mkstemp", "replace"])
+def test_an_os_error_names_the_file_being_written_not_the_temporary(tmp_path, monkeypatch, fail):
+    import tempfile
+
+    path = tmp_path / "graph.svg"
+    real_mkstemp = tempfile.mkstemp
+
+    def mkstemp(*args, dir=None, **kwargs):
+        if fail == "mkstemp":
+            raise FileNotFoundError(2, "No such file or directory", f"{dir}/.graph.svg.abc123.tmp")
+        return real_mkstemp(*args, dir=dir, **kwargs)
+
+    def replace(src, dst):
+        raise PermissionError(13, "Permission denied", src)
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    if fail == "replace":
+        monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(OSError) as info:
+        store.atomic_write_bytes(path, b"data")
+    monkeypatch.undo()
+    assert info.value.filename == str(path) and ".tmp" not in str(info.value)
+    assert info.value.strerror in ("No such file or directory", "Permission denied")
+    assert list(tmp_path.iterdir()) == []  # no temporary file left behind

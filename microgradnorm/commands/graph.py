@@ -13,6 +13,7 @@ from microgradnorm.commands import (
     add_variance_argument,
     nonneg_int,
     problem_shape,
+    problem_variance,
 )
 
 HELP = "draw the computation graph of a norm, stage by stage (SVG, PNG, PDF or DOT)"
@@ -50,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--index",
         type=_index,
-        default=0,
+        default=None,
         metavar="K",
         help="with --paths: which x_i the paths start at, as a flat index into x (default 0)",
     )
@@ -63,7 +64,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--highlight",
         metavar="NODE",
-        help="keep NODE (e.g. rstd, xhat[1], mean[0]) and what it is computed from dark; fade the rest",
+        help=(
+            "keep NODE and what it is computed from dark; fade the rest. Names follow the shape: e.g. rstd "
+            "or xhat[1] for one LayerNorm vector, rstd[0] or xhat[1,0] for BatchNorm or with --batch"
+        ),
     )
     parser.add_argument(
         "--descendants",
@@ -84,18 +88,19 @@ def run(args: argparse.Namespace, console) -> int:
     from microgradnorm.check import random_problem
     from microgradnorm.registry import get_norm
 
-    out = Path(args.output)
-    viz.check_output_path(out)  # fail before any work: unknown extension, missing or read-only directory
+    out = _output_path(args.output)  # fail before any work: unknown extension, missing or read-only directory
     if args.descendants and args.highlight is None:
         raise UsageError("argument --descendants: needs --highlight NODE, got no --highlight")
+    if args.index is not None and not args.paths:
+        raise UsageError("argument --index: needs --paths (it picks the x_i the paths start at), got no --paths")
+    index = args.index if args.index is not None else 0
     spec = get_norm(args.norm)
     shape = problem_shape(spec, args)
+    variance = problem_variance(spec, args)
     x, gamma, beta, dy = random_problem(spec, shape, args.seed)
-    graph = spec.build_graph(x, gamma, beta, args.eps, args.variance)
-    if args.paths and args.index >= len(graph["x"]):
-        raise UsageError(
-            f"argument --index: x has {len(graph['x'])} entries (0 to {len(graph['x']) - 1}), got {args.index}"
-        )
+    graph = spec.build_graph(x, gamma, beta, args.eps, variance)
+    if args.paths and index >= len(graph["x"]):
+        raise UsageError(f"argument --index: x has {len(graph['x'])} entries (0 to {len(graph['x']) - 1}), got {index}")
     if args.grad or args.paths:  # the path legend shows each path's share of dL/dx_i
         graph.loss(dy.tolist()).backward()
 
@@ -110,7 +115,7 @@ def run(args: argparse.Namespace, console) -> int:
             soft_wrap=True,
         )
     title = f"{spec.title} of x [{'×'.join(map(str, shape))}], eps = {args.eps:g}, seed {args.seed}"
-    if args.variance != "two_pass":
+    if variance != "two_pass":
         title += ", naive variance"
     if args.grad:
         title += " · grad = dL/d(node) for L = Σ y·dy with a random dy"
@@ -118,7 +123,7 @@ def run(args: argparse.Namespace, console) -> int:
         "title": title,
         "grad": args.grad,
         "paths": args.paths,
-        "path_input": args.index,
+        "path_input": index,
         "collapse": collapse,
         "edge_labels": args.edge_labels,
         "highlight": args.highlight,
@@ -136,7 +141,7 @@ def run(args: argparse.Namespace, console) -> int:
         data = dot_source.encode("utf-8") if fmt == "dot" else viz.pipe(dot_source, fmt)
     except viz.GraphvizNotFoundError:
         fallback = viz.dot_fallback_path(out)
-        viz.write_atomic(fallback, dot_source.encode("utf-8"))
+        _write(fallback, dot_source.encode("utf-8"))
         print(
             f"microgradnorm graph: Graphviz's dot program was not found, so only the DOT source was written, "
             f"to {fallback}; to draw {out.name}, {viz.INSTALL_HINT}.",
@@ -146,7 +151,36 @@ def run(args: argparse.Namespace, console) -> int:
     except viz.RenderError as exc:
         print(f"microgradnorm graph: error: {exc}", file=sys.stderr)
         return 1
-    viz.write_atomic(out, data)
+    _write(out, data)
     view = "collapsed" if collapse else "full"
     console.print(f"wrote {out} ({view} view, {size} nodes in the full graph)", highlight=False, soft_wrap=True)
     return 0
+
+
+def _output_path(text: str) -> Path:
+    """The -o path, checked before any work is done; a UsageError naming -o/--output if it cannot be written."""
+    from microgradnorm import viz
+
+    if not text.strip():
+        raise UsageError(
+            "argument -o/--output: expected a file name ending in .svg, .png, .pdf or .dot, got an empty path"
+        )
+    out = Path(text)
+    existing = next((p for p in out.parents if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise UsageError(f"argument -o/--output: cannot write {text!r}: {str(existing)!r} is not a directory")
+    try:
+        viz.check_output_path(out)
+    except ValueError as exc:  # "output: ..." from viz
+        raise UsageError(f"argument -o/--{exc}") from None
+    return out
+
+
+def _write(path: Path, data: bytes) -> None:
+    """Write the drawing atomically; an OS error names -o/--output and the path, never the temporary file."""
+    from microgradnorm import viz
+
+    try:
+        viz.write_atomic(path, data)
+    except OSError as exc:
+        raise UsageError(f"argument -o/--output: cannot write {str(path)!r}: {exc.strerror or exc}") from None
