@@ -58,6 +58,17 @@ class NodeCheck:
         return self.closed_form_ok and self.fd_ok
 
     @property
+    def closed_form_scale(self) -> float:
+        """max|closed form|: what the closed-form verdict scales its relative tolerance by."""
+        return float(np.max(np.abs(self.closed_form))) if self.closed_form.size else 0.0
+
+    @property
+    def fd_scale(self) -> float:
+        """max|finite difference| over the entries where one was taken."""
+        taken = self.finite_diff[~np.isnan(self.finite_diff)]
+        return float(np.max(np.abs(taken))) if taken.size else 0.0
+
+    @property
     def worst(self) -> int:
         """Index of the entry where autograd and the closed form differ most."""
         return int(np.argmax(np.abs(self.autograd - self.closed_form)))

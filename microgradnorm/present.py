@@ -7,13 +7,14 @@ from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Console, ConsoleOptions, Group, RenderableType
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
     from microgradnorm.check import CheckReport
 
-__all__ = ["check_table", "fmt", "nbytes_text"]
+__all__ = ["check_table", "fmt", "nbytes_text", "shown_error"]
 
 
 def fmt(v: float, digits: int = 6) -> str:
@@ -36,14 +37,61 @@ def _err(v: float) -> str:
     return f"{v:.1e}"
 
 
-class ByWidth:
-    """Render ``wide`` when the console is at least ``min_width`` columns, else ``narrow``."""
+def shown_error(abs_err: float, rel_err: float, scale: float, rtol: float, atol: float) -> tuple[float, bool]:
+    """The error to show beside the verdict ``abs_err <= atol + rtol * scale``: (error, is_absolute).
 
-    def __init__(self, wide: RenderableType, narrow: RenderableType, min_width: int) -> None:
-        self.wide, self.narrow, self.min_width = wide, narrow, min_width
+    The relative error, unless ``rtol * scale < atol``: then the reference is about 0
+    (exactly 0, or rounding away from it), the absolute tolerance decides the verdict,
+    and a relative error, divided by about 0, would say nothing; the absolute error is
+    shown instead.
+    """
+    if rtol * scale < atol:
+        return abs_err, True
+    return rel_err, False
+
+
+def _err_cell(error: tuple[float, bool]) -> str:
+    value, absolute = error
+    return f"{_err(value)} abs" if absolute else _err(value)
+
+
+def _cf_error(node, t: dict[str, float]) -> tuple[float, bool]:
+    return shown_error(
+        node.closed_form_abs, node.closed_form_rel, node.closed_form_scale, t["closed_form_rtol"], t["closed_form_atol"]
+    )
+
+
+def _fd_error(node, t: dict[str, float]) -> tuple[float, bool]:
+    return shown_error(node.fd_abs, node.fd_rel, node.fd_scale, t["fd_rtol"], t["fd_atol"])
+
+
+def _largest(errors: list[tuple[float, bool]]) -> str:
+    """The largest relative error, and the largest absolute one where the reference is about 0, if any."""
+    rel = [v for v, absolute in errors if not absolute]
+    abs_ = [v for v, absolute in errors if absolute]
+    if not rel:
+        return f"{_err(max(abs_))} absolute (the gradient is about 0)"
+    text = f"{_err(max(rel))} relative"
+    return text + (f" ({_err(max(abs_))} absolute where the gradient is about 0)" if abs_ else "")
+
+
+class ByWidth:
+    """Render ``wide`` when the console is at least ``min_width`` columns, else ``narrow``.
+
+    With ``measure`` (a part of ``wide``, e.g. its table), ``wide`` also needs as many
+    columns as ``measure`` takes at its natural width, so that nothing in it is cut short.
+    """
+
+    def __init__(
+        self, wide: RenderableType, narrow: RenderableType, min_width: int, measure: RenderableType | None = None
+    ) -> None:
+        self.wide, self.narrow, self.min_width, self.measure = wide, narrow, min_width, measure
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterable[RenderableType]:
-        yield self.wide if options.max_width >= self.min_width else self.narrow
+        needed = self.min_width
+        if self.measure is not None:
+            needed = max(needed, Measurement.get(console, options.update_width(10_000), self.measure).maximum)
+        yield self.wide if options.max_width >= needed else self.narrow
 
 
 CHECK_TABLE_WIDTH = 68  # below this many columns the wide check table would cut its numbers short
@@ -54,10 +102,12 @@ def check_table(report: CheckReport, full: bool = False) -> ByWidth:
 
     Each row is one named node, shown at the entry where autograd and the closed
     form differ most; ``full`` lists every entry instead. Below
-    :data:`CHECK_TABLE_WIDTH` columns the three gradients are kept and the
-    stage and error columns give way to one summary line.
+    :data:`CHECK_TABLE_WIDTH` columns, or the width the wide table's numbers take
+    if more, the three gradients are kept and the stage and error columns give way
+    to one summary line.
     """
-    return ByWidth(_wide_check_table(report, full), _narrow_check_table(report, full), CHECK_TABLE_WIDTH)
+    wide, table = _wide_check_table(report, full)
+    return ByWidth(wide, _narrow_check_table(report, full), CHECK_TABLE_WIDTH, measure=table)
 
 
 def _narrow_check_table(report: CheckReport, full: bool) -> Group:
@@ -75,13 +125,14 @@ def _narrow_check_table(report: CheckReport, full: bool) -> Group:
             )
     shape = "×".join(map(str, report.shape))
     head = Text(f"{report.title} of x [{shape}], eps = {report.eps:g}, loss = {report.loss:.6g}", style="bold")
-    worst_cf = max(n.closed_form_rel for n in report.nodes)
-    worst_fd = max(n.fd_rel for n in report.nodes)
+    t = report.tolerances
+    worst_cf = _largest([_cf_error(n, t) for n in report.nodes])
+    worst_fd = _largest([_fd_error(n, t) for n in report.nodes])
     if report.passed:
         verdict = Text.assemble(
             ("All agree. ", "bold green"),
-            f"{len(report.nodes)} nodes; largest relative error {_err(worst_cf)} against the closed form, "
-            f"{_err(worst_fd)} against the finite difference.",
+            f"{len(report.nodes)} nodes; largest error against the closed form {worst_cf}, "
+            f"against the finite difference {worst_fd}.",
         )
     else:
         verdict = Text.assemble(("Disagreement ", "bold red"), f"at {', '.join(n.name for n in report.failures)}.")
@@ -91,7 +142,7 @@ def _narrow_check_table(report: CheckReport, full: bool) -> Group:
     return Group(head, table, note, verdict)
 
 
-def _wide_check_table(report: CheckReport, full: bool) -> Group:
+def _wide_check_table(report: CheckReport, full: bool) -> tuple[Group, Table]:
     shape = "×".join(map(str, report.shape))
     title = (
         f"{report.title} of x [{shape}], eps = {report.eps:g}, variance {report.variance.replace('_', '-')}"
@@ -113,8 +164,12 @@ def _wide_check_table(report: CheckReport, full: bool) -> Group:
     table.add_column("err cf", justify="right", no_wrap=True)
     table.add_column("err fd", justify="right", no_wrap=True)
     table.add_column("", justify="center", no_wrap=True)
+    t = report.tolerances
+    any_absolute = False
     for node in report.nodes:
         entries = range(len(node.autograd)) if full else [node.worst]
+        cf_error, fd_error = _cf_error(node, t), _fd_error(node, t)
+        any_absolute |= cf_error[1] or fd_error[1]
         for i, k in enumerate(entries):
             ok = Text("✓", style="green") if node.passed else Text("✗", style="bold red")
             first = i == 0
@@ -124,24 +179,29 @@ def _wide_check_table(report: CheckReport, full: bool) -> Group:
                 fmt(node.autograd[k]),
                 fmt(node.closed_form[k]),
                 fmt(node.finite_diff[k]),
-                _err(node.closed_form_rel) if first else "",
-                _err(node.fd_rel) if first else "",
+                _err_cell(cf_error) if first else "",
+                _err_cell(fd_error) if first else "",
                 ok if first else "",
             )
-    t = report.tolerances
     sampled = [n for n in report.nodes if n.fd_count < len(n.autograd)]
     notes = Text(
         "err: normwise relative error of autograd against the closed form (cf) and the finite difference (fd)."
+        + (
+            " abs: the absolute error instead, where the reference is about 0 and a relative error would divide by it."
+            if any_absolute
+            else ""
+        )
         + (f" Finite differences at up to {max(n.fd_count for n in sampled)} entries per node." if sampled else ""),
         style="dim",
     )
     if report.passed:
         verdict = Text.assemble(
             ("All agree. ", "bold green"),
-            f"{len(report.nodes)} nodes: autograd = closed form within {t['closed_form_rtol']:.0e} relative, "
-            f"= finite difference within {t['fd_rtol']:.0e} (step {t['fd_step']:.0e}, float64).",
+            f"{len(report.nodes)} nodes: autograd = closed form within {t['closed_form_rtol']:.0e} relative "
+            f"+ {t['closed_form_atol']:.0e} absolute, = finite difference within {t['fd_rtol']:.0e} relative "
+            f"+ {t['fd_atol']:.0e} absolute (step {t['fd_step']:.0e}, float64).",
         )
     else:
         names = ", ".join(n.name for n in report.failures)
         verdict = Text.assemble(("Disagreement ", "bold red"), f"at {names}.")
-    return Group(table, notes, verdict)
+    return Group(table, notes, verdict), table

@@ -102,3 +102,25 @@ def test_dy_of_the_wrong_shape_is_rejected():
 def test_an_unknown_norm_lists_the_choices():
     with pytest.raises(ValueError, match="layernorm, batchnorm, rmsnorm"):
         check_norm("groupnorm", [1.0, 2.0])
+
+
+def test_the_error_shown_is_relative_unless_the_reference_is_about_zero():
+    from microgradnorm.present import shown_error
+
+    # rtol * scale >= atol: the relative tolerance decides, the relative error is shown
+    assert shown_error(1e-13, 1e-13, 1.0, 1e-10, 1e-12) == (1e-13, False)
+    # a reference of 0 (or rounding away from it): the absolute tolerance decides, and a relative
+    # error (1.0 or inf) would contradict a passing verdict, so the absolute error is shown
+    assert shown_error(1e-16, 1.0, 1e-16, 1e-10, 1e-12) == (1e-16, True)
+    assert shown_error(5e-17, float("inf"), 0.0, 1e-10, 1e-12) == (5e-17, True)
+
+
+def test_a_zero_gradient_is_reported_by_its_absolute_error():
+    # d = 2 with eps = 0: y does not depend on x, so dL/dx is 0 up to rounding
+    spec = get_norm("layernorm")
+    x, gamma, beta, dy = random_problem(spec, (2,), seed=0)
+    report = check_norm(spec, x, gamma, beta, 0.0, dy)
+    node = report.node("x")
+    assert report.passed and node.closed_form_scale < 1e-12
+    assert node.closed_form_scale == float(np.max(np.abs(node.closed_form)))
+    assert node.fd_scale == float(np.max(np.abs(node.finite_diff)))

@@ -69,6 +69,13 @@ def test_check_exits_one_when_a_formula_disagrees(capsys, monkeypatch):
         (["check", "batchnorm", "--shape", "2,0"], ["--shape", "positive"]),
         (["check", "layernorm", "--dim", "1", "--eps", "0"], ["std", "eps > 0"]),
         (["check", "layernorm", "--variance", "welford"], ["--variance", "welford"]),
+        (["check", "layernorm", "--dim", "10000"], ["--dim", "at most 512 entries", "10000"]),
+        (["check", "layernorm", "--dim", "3", "--batch", "200"], ["--dim/--batch", "at most 512", "600 (200x3)"]),
+        (["check", "batchnorm", "--dim", "200"], ["--dim", "at most 512", "800 (4x200)"]),
+        (["check", "batchnorm", "--shape", "2x64x2x4"], ["--shape", "at most 512", "1024 (2x64x2x4)"]),
+        (["check", "layernorm", "--shape", "2x3", "--dim", "5"], ["--dim", "not allowed with argument --shape", "5"]),
+        (["check", "batchnorm", "--shape", "2x3", "--batch", "4"], ["--batch", "not allowed with argument --shape"]),
+        (["check", "rmsnorm", "--variance", "naive"], ["--variance", "rmsnorm has no variance", "naive"]),
         (["check"], ["NORM"]),
         (["frobnicate"], ["frobnicate"]),
     ],
@@ -133,3 +140,34 @@ def test_the_check_table_keeps_every_number_whole_at_60_columns():
         assert "…" not in text
         assert max(len(line) for line in text.splitlines()) <= width
         assert f"{report.node('xhat').autograd[report.node('xhat').worst]:.6g}" in text
+
+
+def test_check_runs_at_its_size_limit(capsys):
+    from microgradnorm.commands.check import SIZE_LIMIT
+
+    code, out, _ = run(capsys, "check", "rmsnorm", "--dim", str(SIZE_LIMIT), "--fd-entries", "2")
+    assert code == 0 and "All agree" in out
+
+
+def test_check_passes_variance_naive_through(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")
+    code, out, _ = run(capsys, "check", "layernorm", "--variance", "naive")
+    assert code == 0 and "variance naive" in out
+
+
+@pytest.mark.parametrize("columns", ["120", "60"])
+def test_a_zero_gradient_shows_its_absolute_error_not_a_relative_one_that_contradicts_the_verdict(
+    capsys, monkeypatch, columns
+):
+    # d = 2 with eps = 0: dL/dx is 0 up to rounding, and its relative error (1.0) would contradict "All agree"
+    monkeypatch.setenv("COLUMNS", columns)
+    code, out, _ = run(capsys, "check", "layernorm", "--dim", "2", "--eps", "0")
+    assert code == 0 and "All agree" in out
+    flat = " ".join(out.split())
+    assert "1.0e+00" not in flat and "inf" not in flat
+    if columns == "120":
+        x_row = next(line for line in out.splitlines() if line.startswith("x[0]"))
+        assert x_row.count(" abs") == 2 and "abs: the absolute error instead" in flat
+        assert "within 1e-10 relative + 1e-12 absolute" in flat
+    else:
+        assert "absolute (the gradient is about 0)" in flat or "absolute where the gradient is about 0" in flat

@@ -168,6 +168,22 @@ def test_g_draws_the_steps_graph_with_the_injected_drawer(lesson, tmp_path):
     out = buf.getvalue()
     assert drawn == [("b", tmp_path / "g" / "01-three-steps-step01.svg", {})]
     assert "Graph written to" in out and "This step has no graph to draw." in out
+    # "Drawing the graph…" only where there is one to draw
+    assert out.count("Drawing the graph") == 1
+    assert out.index("Drawing the graph") < out.index("Graph written to")
+
+
+def test_the_step_of_lesson_1_that_promises_a_drawing_of_a_times_a_has_one():
+    lesson = load_lessons()[0]
+    index = next(i for i, step in enumerate(lesson.steps) if "accumulate" in [d.name for d in step.demos])
+    prose = " ".join(" ".join(b.text.split()) for b in lesson.steps[index].blocks if hasattr(b, "text"))
+    assert "press `g` to draw `L = a·a` and see both" in prose
+    graphs = [o.graph for o in runner_mod.step_outputs(lesson, index, lesson.params()) if getattr(o, "graph", None)]
+    assert len(graphs) == 1
+    square = graphs[0]
+    assert square.op == "*" and square.children[0] is square.children[1]  # two edges into the one leaf a
+    a = square.children[0]
+    assert a.grad == 2 * a.data  # the grads of +=: d(a·a)/da = 2a
 
 
 def test_g_renders_a_real_svg_with_viz(lesson, tmp_path):
@@ -308,8 +324,16 @@ def test_lesson_options_change_the_numbers(capsys):
     [
         (["99"], ["no lesson 99", "microgradnorm lesson"]),
         (["no-such-lesson"], ["no lesson named 'no-such-lesson'", "list them with: microgradnorm lesson"]),
-        (["layernorm"], ["matches several lessons"]),
+        (["layernorm"], ["matches several lessons", "02-layernorm-forward", "list them with: microgradnorm lesson"]),
+        (["0-"], ["no lesson named '0-'", "list them with: microgradnorm lesson"]),  # not lesson 10
+        (["chain"], ["no lesson named 'chain'"]),  # a part of lesson 1's name, not its start
         (["1", "--dim", "40"], ["--dim", "2 to 16", "40"]),
+        (["6", "--batch", "1"], ["--batch", "two or more rows", "2 to 16", "got 1"]),
+        (["6", "--batch", "100000"], ["--batch", "2 to 16", "got 100000"]),
+        (["--step", "3"], ["argument --step: needs a LESSON", "microgradnorm lesson 1 --step 3"]),
+        (["--dim", "3"], ["argument --dim: needs a LESSON"]),
+        (["--restart"], ["argument --restart: needs a LESSON"]),
+        (["1", "--restart", "--step", "3"], ["argument --restart: not allowed with argument --step", "3"]),
         (["1", "--step", "99"], ["--step", "got 99"]),
         (["1", "--dim", "0"], ["--dim", "positive integer", "0"]),
         (["1", "--eps", "-1"], ["--eps", "-1"]),
@@ -346,3 +370,41 @@ def test_progress_corruption_is_reported_by_the_command(capsys, state_home):
     code, out, _ = run_cli(capsys)
     assert code == 0 and "set aside" in " ".join(out.split())
     assert list(Path(state_home).glob(f"{FILE_NAME}.corrupt-*"))
+
+
+@pytest.mark.parametrize(
+    ("query", "number"),
+    [("1", 1), ("01", 1), ("value", 1), ("01-val", 1), ("value-and-chain-rule", 1), ("06-batchnorm.md", 6), ("rms", 7)],
+)
+def test_a_lesson_is_found_by_number_name_or_the_unique_start_of_a_name(query, number):
+    from microgradnorm.commands.lesson import find_lesson
+
+    assert find_lesson(load_lessons(), query).number == number
+
+
+def test_a_state_home_that_is_a_file_is_named_and_the_lessons_still_run(capsys, state_home):
+    state_home.parent.mkdir(parents=True, exist_ok=True)
+    state_home.write_text("not a directory")
+    code, out, err = run_cli(capsys)
+    flat = " ".join(out.split())
+    assert code == 0 and err == ""
+    assert (
+        f"Progress is not saved: MICROGRADNORM_HOME: expected a directory for progress files, got {str(state_home)!r}"
+        in flat
+    )
+    assert "A Value, the chain rule" in flat
+    code, out, _ = run_cli(capsys, "1", "--step", "1")
+    assert code == 0 and "Step 1 of" in out
+    assert state_home.read_text() == "not a directory"
+
+
+def test_lesson_4_with_a_zero_gradient_shows_absolute_differences(capsys):
+    # d = 2 with eps = 0: dx is 0 up to rounding; a relative difference would be inf next to "all agree"
+    code, out, _ = run_cli(capsys, "4", "--dim", "2", "--eps", "0", "--step", "1")
+    flat = " ".join(out.split())
+    assert code == 0
+    assert "inf" not in flat.split() and "largest relative difference" not in flat
+    assert "three-path vs autograd, largest absolute difference:" in flat
+    assert "all agree within 1e-12 absolute" in flat
+    code, out, _ = run_cli(capsys, "4", "--step", "1")
+    assert "largest relative difference" in " ".join(out.split()) and "within 1e-10 relative" in " ".join(out.split())

@@ -75,17 +75,20 @@ def add_norm_argument(parser: argparse.ArgumentParser) -> None:
 
 def add_problem_arguments(parser: argparse.ArgumentParser, dim: int = 4, batch: int | None = None) -> None:
     """--dim, --batch, --shape, --eps and --seed: the problem a command works on."""
+    # --dim and --batch default to None, so that problem_shape can tell them given from not given
+    # (--shape replaces both); the defaults themselves are kept as default_dim and default_batch.
+    parser.set_defaults(default_dim=dim, default_batch=batch)
     parser.add_argument(
         "--dim",
         type=positive_int,
-        default=dim,
+        default=None,
         metavar="D",
         help=f"features per row (LayerNorm, RMSNorm) or columns (BatchNorm); default {dim}",
     )
     parser.add_argument(
         "--batch",
         type=positive_int,
-        default=batch,
+        default=None,
         metavar="N",
         help="rows (LayerNorm, RMSNorm: default one vector) or batch size (BatchNorm: default 4)",
     )
@@ -94,7 +97,7 @@ def add_problem_arguments(parser: argparse.ArgumentParser, dim: int = 4, batch: 
         type=shape_arg,
         default=None,
         metavar="SHAPE",
-        help="the whole input shape instead, e.g. 2x3x4x4 for BatchNorm [N, C, H, W]",
+        help="the whole input shape instead of --dim and --batch, e.g. 2x3x4x4 for BatchNorm [N, C, H, W]",
     )
     parser.add_argument(
         "--eps",
@@ -113,18 +116,38 @@ def add_variance_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--variance",
         choices=("two_pass", "naive"),
-        default="two_pass",
-        help="build the variance centered (default) or as E[x^2] - E[x]^2",
+        default=None,
+        help="build the variance centered (default, two_pass) or as E[x^2] - E[x]^2 (LayerNorm, BatchNorm)",
     )
+
+
+def problem_variance(spec, args: argparse.Namespace) -> str:
+    """The --variance form for the norm (default two_pass); RMSNorm, which has no variance, takes none."""
+    if args.variance is None:
+        return "two_pass"
+    if "var" not in spec.node_names:
+        raise UsageError(
+            f"argument --variance: {spec.name} has no variance to build (it divides by the root mean square), "
+            f"got --variance {args.variance}"
+        )
+    return args.variance
 
 
 def problem_shape(spec, args: argparse.Namespace) -> tuple[int, ...]:
     """The input shape from --shape or --dim/--batch, checked against the norm."""
     if args.shape is not None:
+        for flag, value in (("--dim", args.dim), ("--batch", args.batch)):
+            if value is not None:
+                raise UsageError(
+                    f"argument {flag}: not allowed with argument --shape (the shape gives every size), "
+                    f"got {flag} {value} and --shape {'x'.join(map(str, args.shape))}"
+                )
         if len(args.shape) not in spec.ranks:
             ranks = " or ".join(f"{r}-D" for r in spec.ranks)
             raise UsageError(
                 f"argument --shape: {spec.name} expects a {ranks} shape, got {'x'.join(map(str, args.shape))}"
             )
         return args.shape
-    return spec.default_shape(args.dim, args.batch)
+    dim = args.dim if args.dim is not None else args.default_dim
+    batch = args.batch if args.batch is not None else args.default_batch
+    return spec.default_shape(dim, batch)

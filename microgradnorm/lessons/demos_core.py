@@ -36,7 +36,7 @@ from microgradnorm.check import check_norm, random_problem
 from microgradnorm.engine import DomainError, Value, local_grads, topological_order
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, demo
 from microgradnorm.norms import NormGraph, layer_norm
-from microgradnorm.present import check_table, fmt, nbytes_text
+from microgradnorm.present import check_table, fmt, nbytes_text, shown_error
 from microgradnorm.registry import get_norm
 
 # The three paths from x_i to the loss, their colours and their names (the
@@ -86,6 +86,13 @@ def _verdict(ok: bool, text: str) -> Text:
 def _max_rel(a: Any, b: Any) -> float:
     """Normwise relative difference max|a - b| / max|b| (for display)."""
     return tol.normwise_error(np.ravel(a), np.ravel(b))[1]
+
+
+def _difference(a: Any, b: Any, rtol: float = tol.CLOSED_FORM_RTOL, atol: float = tol.CLOSED_FORM_ATOL) -> str:
+    """'relative difference 1.2e-16', or the absolute difference where b is about 0 (see present.shown_error)."""
+    abs_err, rel_err = tol.normwise_error(np.ravel(a), np.ravel(b))
+    value, absolute = shown_error(abs_err, rel_err, float(np.max(np.abs(b), initial=0.0)), rtol, atol)
+    return f"{'absolute' if absolute else 'relative'} difference {err(value)}"
 
 
 def _agree(a: Any, b: Any, rtol: float = tol.CLOSED_FORM_RTOL, atol: float = tol.CLOSED_FORM_ATOL) -> bool:
@@ -386,7 +393,9 @@ def accumulate(p: LessonParams) -> DemoOutput:
             fd = _finite_difference(kind, v, k)
             ok &= math.isclose(fd, right[k], rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
             table.add_row(desc if i == 0 else "", k, num(right[k]), Text(num(wrong[k]), style="red"), num(fd))
-    return DemoOutput(Group(table, _verdict(ok, "with += every gradient matches its finite difference")))
+    square, _ = _example("square", v)  # the graph g draws: L = a·a, its two edges to a, and the grads of +=
+    square.backward()
+    return DemoOutput(Group(table, _verdict(ok, "with += every gradient matches its finite difference")), graph=square)
 
 
 @demo("topo_order")
@@ -696,11 +705,10 @@ def ln_cache(p: LessonParams, batch: int = 8, seq: int = 1024, hidden: int = 768
     three = formulas.dx_three_path(g, m.xshift, m.std, m.rstd, (-1,))
     _backprop(built)
     autograd = _node_values(built, "x", "grad")
-    rel = _max_rel(from_cache, autograd)
     ok = _agree(from_cache, autograd) and _agree(three, autograd)
     check = _verdict(
         ok,
-        f"on your numbers, dx from (xhat, rstd) alone matches autograd (relative difference {err(rel)}), "
+        f"on your numbers, dx from (xhat, rstd) alone matches autograd ({_difference(from_cache, autograd)}), "
         "and so does the three-path form that needs xshift and std",
     )
     return DemoOutput(Group(table, Text(""), check))
@@ -901,9 +909,8 @@ def ln_simplified(p: LessonParams) -> DemoOutput:
     table = _table("i", "g", "xhat", "formula", "autograd", right=("i", "g", "xhat", "formula", "autograd"))
     for i in range(p.dim):
         table.add_row(str(i), num(g[i]), num(m.xhat[i]), num(dx[i]), num(auto[i]))
-    rel = _max_rel(auto, dx)
     return DemoOutput(
-        Group(head, table, _verdict(_agree(auto, dx), f"relative difference {err(rel)}")),
+        Group(head, table, _verdict(_agree(auto, dx), _difference(auto, dx))),
         graph=built.graph,
     )
 
@@ -948,10 +955,19 @@ def forms_agree(p: LessonParams) -> DemoOutput:
     diffs.add_column(justify="right")
     ok = True
     for name, f in forms.items():
-        rel = _max_rel(f, auto)
         ok &= _agree(f, auto)
-        diffs.add_row(f"{name} vs autograd, largest relative difference:", err(rel))
-    verdict = _verdict(ok, f"all agree within {tol.CLOSED_FORM_RTOL:.0e} relative (tolerances.CLOSED_FORM_RTOL)")
+        kind, _, value = _difference(f, auto).rpartition(" ")
+        diffs.add_row(f"{name} vs autograd, largest {kind}:", value)
+    if tol.CLOSED_FORM_RTOL * float(np.max(np.abs(auto))) < tol.CLOSED_FORM_ATOL:
+        # dx is 0 up to rounding (d = 2 with eps = 0 makes y independent of x): a relative difference
+        # would divide by about 0, so the verdict and the differences are absolute
+        text = (
+            f"all agree within {tol.CLOSED_FORM_ATOL:.0e} absolute (tolerances.CLOSED_FORM_ATOL): "
+            "autograd's dx is 0 up to rounding here, so a relative difference would divide by about 0"
+        )
+    else:
+        text = f"all agree within {tol.CLOSED_FORM_RTOL:.0e} relative (tolerances.CLOSED_FORM_RTOL)"
+    verdict = _verdict(ok, text)
     return DemoOutput(Group(table, Text(""), diffs, verdict), graph=built.graph)
 
 
@@ -1015,7 +1031,6 @@ def projection_form(p: LessonParams) -> DemoOutput:
     for i in range(p.dim):
         steps.add_row(str(i), num(g[i]), num(pg[i]), num(g[i] - pg[i]), num(dx[i]))
     ref = formulas.dx_simplified(g, m.xhat, m.rstd, (-1,))
-    rel = _max_rel(dx, ref)
     return DemoOutput(
         Group(
             mat,
@@ -1023,6 +1038,6 @@ def projection_form(p: LessonParams) -> DemoOutput:
             facts,
             Text(""),
             steps,
-            _verdict(_agree(dx, ref), f"equals the simplified form (relative difference {err(rel)})"),
+            _verdict(_agree(dx, ref), f"equals the simplified form ({_difference(dx, ref)})"),
         )
     )

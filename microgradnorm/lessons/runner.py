@@ -177,7 +177,8 @@ class LessonRunner:
                 self.index = 0
                 self.show()
             elif action == "graph":
-                self.console.print(Text("Drawing the graph…", style="dim"))
+                if self._drawable():  # drawing takes a moment: say so first, unless there is nothing to draw
+                    self.console.print(Text("Drawing the graph…", style="dim"))
                 self.console.print(self.graph_message())
             elif action == "quit":
                 self.console.print(
@@ -205,7 +206,7 @@ class LessonRunner:
 
     def graph_message(self) -> Text:
         """Draw the current step's graph (the last demo of the step that has one) and say where."""
-        drawable = [o for o in self.outputs(self.index) if isinstance(o, DemoOutput) and o.graph is not None]
+        drawable = self._drawable()
         if not drawable:
             return Text("This step has no graph to draw.", style="dim")
         folder = self.graph_dir if self.graph_dir is not None else _default_graph_dir()
@@ -216,6 +217,10 @@ class LessonRunner:
             if os.environ.get("MICROGRADNORM_DEBUG"):
                 raise
             return Text(f"Could not draw the graph: {_one_line(exc)}", style="red")
+
+    def _drawable(self) -> list[DemoOutput]:
+        """The current step's demo outputs that have a graph to draw."""
+        return [o for o in self.outputs(self.index) if isinstance(o, DemoOutput) and o.graph is not None]
 
     def _save(self, completed: bool | None = None) -> None:
         if self.progress is not None:
