@@ -85,6 +85,31 @@ def test_every_step_renders_at_60_and_100_columns_without_colour(path, monkeypat
                 assert shown.export_text().strip(), f"{where}: demo {call.name} rendered nothing"
 
 
+def _demo_text(lesson, params) -> str:
+    """Everything the demos of ``lesson`` show for ``params`` (the prose does not depend on them)."""
+    console = Console(file=io.StringIO(), width=100, no_color=True, record=True)
+    for index in range(len(lesson.steps)):
+        for out in step_outputs(lesson, index, params):
+            console.print(out.renderable if isinstance(out, DemoOutput) else out.message)
+    return console.export_text()
+
+
+# A changed value for each option a lesson can take: another dim, seed, eps or batch.
+CHANGED = {"dim": lambda p: p.dim + 1, "seed": lambda p: p.seed + 3, "eps": lambda p: 1e-3, "batch": lambda p: 5}
+
+
+@pytest.mark.parametrize("path", LESSON_FILES, ids=[p.stem for p in LESSON_FILES])
+def test_every_option_a_lesson_takes_changes_what_it_shows(path, monkeypatch):
+    """The options in a lesson's defaults are the ones the CLI accepts and its header offers: each must matter."""
+    monkeypatch.delenv("MICROGRADNORM_DEBUG", raising=False)
+    lesson = parse_lesson(path)
+    params = lesson.params()
+    base = _demo_text(lesson, params)
+    for key in lesson.options:
+        changed = _demo_text(lesson, params.replace(**{key: CHANGED[key](params)}))
+        assert changed != base, f"{path.name}: --{key} is offered but changes nothing; drop it from defaults"
+
+
 def test_every_demo_named_in_a_lesson_is_registered_and_every_core_demo_is_used():
     load_demos()
     used = {call.name for path in LESSON_FILES for step in parse_lesson(path).steps for call in step.demos}

@@ -123,7 +123,12 @@ def run(args: argparse.Namespace, console) -> int:
         return 0
 
     lesson = find_lesson(lessons, args.lesson)
-    params = lesson.params(dim=args.dim, seed=args.seed, eps=args.eps, batch=args.batch)
+    given = {"dim": args.dim, "seed": args.seed, "eps": args.eps, "batch": args.batch}
+    for key, value in given.items():
+        if value is not None and key not in lesson.options:
+            takes = ", ".join(f"--{k}" for k in lesson.options)
+            raise UsageError(f"argument --{key}: lesson {lesson.name} does not use it (it takes {takes}), got {value}")
+    params = lesson.params(**given)
     start = None
     if args.step is not None:
         if args.step > len(lesson.steps):

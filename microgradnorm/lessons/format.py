@@ -127,6 +127,11 @@ class Lesson:
         """The file's stem, ``03-layernorm-backward``: the key its progress is saved under."""
         return f"{self.number:02d}-{self.slug}"
 
+    @property
+    def options(self) -> tuple[str, ...]:
+        """The numbers this lesson responds to: the keys of its ``defaults`` (the CLI refuses the others)."""
+        return tuple(key for key in DEFAULT_KEYS if key in self.defaults)
+
     def params(self, **overrides: Any) -> LessonParams:
         """The lesson's defaults with the non-None ``overrides`` (from the CLI) applied."""
         return LessonParams().replace(**self.defaults).replace(**overrides)

@@ -85,7 +85,7 @@ def render_step(
     step = lesson.steps[index]
     parts: list[RenderableType] = [step_header(lesson, index)]
     if index == 0 and params is not None:
-        parts.append(params_line(params))
+        parts.append(params_line(params, lesson.options))
     demo_outputs = iter(outputs)
     for block in step.blocks:
         if isinstance(block, DemoCall):
@@ -98,13 +98,16 @@ def render_step(
     return Group(*parts)
 
 
-def params_line(params: LessonParams) -> Text:
-    """The numbers the lesson runs on, and how to change them."""
-    batch = f", batch {params.batch}" if params.batch is not None else ""
-    return Text(
-        f"dim {params.dim}, seed {params.seed}, eps {params.eps:g}{batch} (change with --dim, --seed, --eps)",
-        style="dim",
-    )
+def params_line(params: LessonParams, options: Sequence[str] = ("dim", "seed", "eps", "batch")) -> Text:
+    """The numbers the lesson runs on (``options``: the ones it responds to), and how to change them."""
+    shown = {
+        "dim": f"dim {params.dim}",
+        "seed": f"seed {params.seed}",
+        "eps": f"eps {params.eps:g}",
+        "batch": "batch as each demo needs" if params.batch is None else f"batch {params.batch}",
+    }
+    flags = ", ".join(f"--{key}" for key in options)
+    return Text(f"{', '.join(shown[key] for key in options)} (change with {flags})", style="dim")
 
 
 def _demo_renderable(out: DemoOutput | DemoFailure) -> RenderableType:
