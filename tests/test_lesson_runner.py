@@ -240,6 +240,15 @@ def test_auto_prints_every_step_of_a_real_lesson():
     buf = io.StringIO()
     assert run_auto(lesson, lesson.params(), Console(file=buf, width=60, no_color=True)) == 0
     assert titles_in(buf.getvalue())[: len(lesson.steps)] == [s.title.replace("`", "") for s in lesson.steps]
+    # into a file or a pipe, lines carry no padding to the console's width
+    assert not [line for line in buf.getvalue().splitlines() if line.endswith(" ")]
+
+
+def test_auto_in_a_terminal_prints_as_rich_does():
+    lesson = load_lessons()[0]
+    buf = io.StringIO()
+    run_auto(lesson, lesson.params(), Console(file=buf, width=60, force_terminal=True, color_system=None))
+    assert any(line.endswith(" ") for line in buf.getvalue().splitlines())  # rich's padding, left alone
 
 
 # ---- progress on disk ------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.text import Text
 
 from microgradnorm.lessons import render
@@ -96,11 +96,21 @@ def run_auto(lesson: Lesson, params: LessonParams, console: Console, start: int 
     for index in range(start, len(lesson.steps)):
         outputs = step_outputs(lesson, index, params)
         failed += sum(isinstance(o, render.DemoFailure) for o in outputs)
-        console.print(render.render_step(lesson, index, outputs, params))
+        _print_unpadded(console, render.render_step(lesson, index, outputs, params))
         console.print()
     if failed:
         console.print(Text(f"{failed} demo(s) failed in {lesson.name}.", style="bold red"))
     return 1 if failed else 0
+
+
+def _print_unpadded(console: Console, renderable: RenderableType) -> None:
+    """Print ``renderable``; into a file or a pipe, without the spaces rich pads every line with."""
+    if console.is_terminal:
+        console.print(renderable)
+        return
+    with console.capture() as captured:
+        console.print(renderable)
+    console.file.write("\n".join(line.rstrip() for line in captured.get().split("\n")))
 
 
 class LessonRunner:
