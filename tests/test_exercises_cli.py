@@ -183,6 +183,24 @@ def test_limits_the_grader_cannot_use_are_one_line_errors(folder, capsys, argv, 
     assert err.count("\n") == 1 and words in err, err
 
 
+def test_an_empty_name_is_refused_rather_than_read_as_no_name(folder, capsys):
+    assert cli.main(["exercise", "check", ""]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "NAME: expected an exercise number" in err and "got ''" in err
+
+
+def test_a_file_given_as_the_workspace_or_a_folder_as_the_exercise_is_named_as_such(folder, tmp_path):
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"--dir: .*\(a file, not a directory\)"):
+        run("check", "2", "--dir", str(a_file))
+    path = ws.learner_file(folder, get_exercise(2))
+    path.unlink()
+    path.mkdir()
+    code, out = run("check", "2")
+    assert code == 1 and "is a directory, not your exercise file" in " ".join(out.split())
+
+
 def test_all_done(folder):
     def everything(p):
         for ex in EXERCISES:

@@ -184,7 +184,7 @@ def _check(args, console, stdin, progress) -> int:
     from microgradnorm.exercises.render import grade_report
 
     folder = ws.resolve_workspace(args.dir, progress)
-    ex = _exercise(args.name) if args.name else ws.next_unsolved(progress)
+    ex = _exercise(args.name) if args.name is not None else ws.next_unsolved(progress)  # "" is a bad name, not none
     if ex is None:
         console.print("[bold green]Every exercise is done.[/bold green] `microgradnorm exercise list` shows them.")
         return 0

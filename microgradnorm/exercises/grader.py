@@ -223,7 +223,8 @@ def grade(
             path,
             False,
             "error",
-            f"{path} does not exist: `microgradnorm exercise reset {exercise.number}` brings the scaffold back.",
+            (f"{path} is a directory, not your exercise file" if path.is_dir() else f"{path} does not exist")
+            + f": `microgradnorm exercise reset {exercise.number}` brings the scaffold back.",
             seed,
         )
     problem = get_problem(exercise.name)

@@ -112,7 +112,8 @@ def resolve_workspace(directory: str | None, progress: Progress) -> Path:
     if directory is not None:
         path = Path(directory).expanduser().resolve()
         if not path.is_dir():
-            raise ValueError(f"--dir: expected an exercise workspace directory, got {directory!r} (no such directory)")
+            why = "a file, not a directory" if path.exists() else "no such directory"
+            raise ValueError(f"--dir: expected an exercise workspace directory, got {directory!r} ({why})")
         return path
     if progress.workspace is None:
         raise ValueError("no exercise workspace yet: run `microgradnorm exercise init [DIR]` first, or pass --dir DIR")
