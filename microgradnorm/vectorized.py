@@ -756,6 +756,7 @@ def _recenter(xshift, mean, resid, sumsq, count: int, groups: str):
     """
     each, group = groups.split("->")
     expand = tuple(slice(None) if axis == group else None for axis in each)  # resid against xshift
+    total = _sum_in_blocks if each[0] != group else np.einsum  # a sum over the first axis goes in blocks
     for _ in range(RECENTER_ROUNDS):
         with np.errstate(over="ignore", invalid="ignore"):
             r2 = np.square(resid.astype(np.float64))
@@ -764,8 +765,8 @@ def _recenter(xshift, mean, resid, sumsq, count: int, groups: str):
             break
         xshift -= resid[expand]
         mean = mean + resid
-        resid = np.einsum(groups, xshift) / count
-        sumsq = np.einsum(f"{each},{each}->{group}", xshift, xshift)
+        resid = total(groups, xshift) / count
+        sumsq = total(f"{each},{each}->{group}", xshift, xshift)
     return mean, resid, sumsq
 
 
@@ -797,7 +798,7 @@ def _sum_in_blocks(subscripts: str, *operands: np.ndarray) -> np.ndarray:
     """
     inputs, output = subscripts.split("->")
     n = operands[0].shape[0]
-    full = n - n % SUM_BLOCK
+    full = n - n % SUM_BLOCK if n > SUM_BLOCK else 0  # up to one block: a plain einsum is as exact
     total = np.einsum(subscripts, *(op[full:] for op in operands)).astype(np.float64)  # the last rows
     if full:
         blocked = ",".join("k" + term for term in inputs.split(","))  # k numbers the blocks
@@ -850,10 +851,11 @@ def _bn_forward_numpy(x3: np.ndarray, gamma, beta, eps: float, keep_xhat: bool):
     m = n * q
     cdt = x3.dtype
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        mean0 = np.einsum("ncq->c", x3) / m  # C     channel sums over N and Q
+        # channel sums over N (in blocks of rows, see _sum_in_blocks) and Q, in float64
+        mean0 = (_sum_in_blocks("ncq->c", x3) / m).astype(cdt)  # C     the center, in x's dtype
         xshift = np.subtract(x3, mean0[None, :, None])  # N,C,Q
-        resid = np.einsum("ncq->c", xshift) / m  # C     the mean's rounding error
-        sumsq = np.einsum("ncq,ncq->c", xshift, xshift)  # C
+        resid = _sum_in_blocks("ncq->c", xshift) / m  # C     what the center misses of the mean
+        sumsq = _sum_in_blocks("ncq,ncq->c", xshift, xshift)  # C
         mean, resid, sumsq = _recenter(xshift, mean0.astype(np.float64), resid, sumsq, m, "ncq->c")
         mean += resid  # C
         var = np.maximum(sumsq.astype(np.float64) / m - np.square(resid.astype(np.float64)), 0.0)  # C
