@@ -29,10 +29,10 @@ def _private_state(tmp_path, monkeypatch):
     monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
 
 
-def run(*argv: str, stdin: str = "") -> tuple[int, str]:
+def run(*argv: str, stdin: str = "", terminal: bool = False) -> tuple[int, str]:
     args = cli.build_parser().parse_args(["exercise", *argv])
     buf = io.StringIO()
-    console = Console(file=buf, width=120, color_system=None)
+    console = Console(file=buf, width=120, color_system=None, force_terminal=terminal or None)
     code = command.main(args, console, io.StringIO(stdin))
     return code, buf.getvalue()
 
@@ -201,6 +201,19 @@ def test_a_file_given_as_the_workspace_or_a_folder_as_the_exercise_is_named_as_s
     assert code == 1 and "is a directory, not your exercise file" in " ".join(out.split())
 
 
+def test_the_newest_hint_shows_its_maths_as_written(folder):
+    for _ in range(3):
+        _, out = run("hint", "1")
+    flat = " ".join(out.split())
+    assert "d(a**p)/da = p * a**(p - 1)" in flat  # Markdown would have eaten the ** as bold markers
+
+
+def test_a_solution_piped_into_a_file_is_the_runnable_file(folder):
+    code, out = run("solution", "1", "--force")  # run() prints into a StringIO: not a terminal
+    assert code == 0 and out == get_exercise(1).solution.read_text(encoding="utf-8")
+    compile(out, "solution.py", "exec")
+
+
 def test_all_done(folder):
     def everything(p):
         for ex in EXERCISES:
@@ -232,7 +245,7 @@ def test_solution_only_after_passing_or_with_force(folder):
     assert code == 0 and "def mul_backward" in out and "b * dout" in out
     solve(folder, 1)
     run("check", "1")
-    code, out = run("solution", "1")
+    code, out = run("solution", "1", terminal=True)
     assert code == 0 and "Reference solution" in out
 
 

@@ -217,7 +217,11 @@ def _solution(args, console, stdin, progress) -> int:
             highlight=False,
         )
         return 1
-    console.print(solution_view(ex, ex.solution.read_text(encoding="utf-8")))
+    source = ex.solution.read_text(encoding="utf-8")
+    if not console.is_terminal:  # into a file or a pipe: the file itself, runnable, not its framed view
+        console.file.write(source)
+        return 0
+    console.print(solution_view(ex, source))
     return 0
 
 

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Group, RenderableType
-from rich.markdown import Markdown
 from rich.padding import Padding
 from rich.syntax import Syntax
 from rich.table import Table
@@ -179,7 +178,7 @@ def hint_view(
     for i, hint in enumerate(hints[:shown], 1):
         newest = i == shown
         parts.append(Text(f"{i}.", style="bold cyan" if newest else "dim"))
-        body = Markdown(hint) if newest else Text(hint, style="dim")
+        body = Text(hint, style="" if newest else "dim")  # plain text: a**p and x_i are maths, not Markdown
         parts.append(Padding(body, (0, 0, 0, 3)))
     if shown < len(hints):
         parts.append(Text(f"{more} for hint {shown + 1}.", style="dim"))
