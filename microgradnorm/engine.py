@@ -210,14 +210,14 @@ class Value:
             raise DomainError(
                 f"'**': a negative number to the power {p:g} is not real; {_describe(self)} has value {a!r}"
             )
-        return _node(a**p, (self,), _exponent(p))
+        return _node(_power(a, p), (self,), _exponent(p))
 
     @staticmethod
     def _pow_grads(out: Value) -> tuple[float, ...]:
         (a,), p = out._children, out._op
         if a.data == 0.0 and p < 1.0:  # 0 ** (p - 1) would divide by zero
             return (0.0 if p == 0.0 else math.inf,)
-        return (p * a.data ** (p - 1.0),)
+        return (p * _power(a.data, p - 1.0),)
 
     def exp(self) -> Value:
         try:
@@ -391,6 +391,19 @@ class Value:
 
 
 _EXPONENTS: dict[float, float] = {}
+
+
+def _power(a: float, p: float) -> float:
+    """``a ** p``, or an infinity of the right sign where the result is too large for a float.
+
+    Python's float power raises OverflowError there (1e-200 ** -2), where every
+    other op of the engine, like NumPy, gives inf.
+    """
+    try:
+        return a**p
+    except OverflowError:
+        negative = a < 0.0 and p.is_integer() and int(p) % 2 == 1
+        return -math.inf if negative else math.inf
 
 
 def _exponent(p: float) -> float:

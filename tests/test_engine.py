@@ -313,3 +313,14 @@ def test_the_cycle_collector_is_restored_after_building_and_backward():
         assert not gc.isenabled()  # left as the caller had it
     finally:
         gc.enable()
+
+
+def test_a_power_too_large_for_a_float_is_an_infinity_not_an_error():
+    """Python's float ** raises OverflowError; the engine gives inf, as its other ops and NumPy do."""
+    a = Value(1e-200)
+    y = a**-2  # 1e400
+    assert y.data == math.inf
+    y.backward()
+    assert a.grad == -math.inf  # -2 * a ** -3
+    assert (Value(-1e-200) ** -3).data == -math.inf  # an odd power keeps the sign
+    assert (Value(-1e-200) ** -2).data == math.inf
