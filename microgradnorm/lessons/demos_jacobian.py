@@ -93,7 +93,7 @@ def jacobian_heatmap(p: LessonParams, gamma: str = "random") -> DemoOutput:
     j_auto = autograd_jacobian("layernorm", x.tolist(), None if g is None else g.tolist(), None, p.eps)
     m = formulas.moments(x, (0,), p.eps)
     j_closed = formulas.layer_norm_jacobian(m.xhat, float(m.rstd[0]), g)
-    scale = float(np.max(np.abs(j_auto)))
+    scale = float(np.max(np.abs(j_auto))) or 1.0  # d = 2 at eps = 0: J is exactly 0, drawn all at 0
     err = float(np.max(np.abs(j_auto - j_closed)))
     ok = close(j_auto, j_closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL)
     return DemoOutput(
@@ -173,13 +173,14 @@ def scale_invariance(p: LessonParams, scales: tuple[float, ...] = (0.01, 0.5, 2.
     dy = random_dy(p.seed, p.dim)
     y = engine_forward("layernorm", x, g.tolist(), None, p.eps)
     dx0 = autograd_dx("layernorm", x, g, None, p.eps, dy)[0]["x"]
+    base = float(np.linalg.norm(dx0))  # 0 for d = 2 at eps = 0, where y does not depend on x
     rows = []
     for c in scales:
         c = float(c)
         yc = engine_forward("layernorm", c * x, g.tolist(), None, p.eps)
         dxc = autograd_dx("layernorm", c * x, g, None, p.eps, dy)[0]["x"]
-        ratio = float(np.linalg.norm(dxc) * abs(c) / np.linalg.norm(dx0))
-        rows.append([fmt(c, 4), sci(float(np.max(np.abs(yc - y)))), sci(float(np.max(np.abs(yc + y)))), fmt(ratio, 6)])
+        ratio = fmt(float(np.linalg.norm(dxc) * abs(c) / base), 6) if base > 0 else "— (dx = 0)"
+        rows.append([fmt(c, 4), sci(float(np.max(np.abs(yc - y)))), sci(float(np.max(np.abs(yc + y)))), ratio])
     return number_table(
         ["c", "same", "flipped", "grad ratio"],
         rows,
