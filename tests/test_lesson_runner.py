@@ -173,6 +173,23 @@ def test_g_draws_the_steps_graph_with_the_injected_drawer(lesson, tmp_path):
     assert out.index("Drawing the graph") < out.index("Graph written to")
 
 
+def test_an_unusable_state_directory_costs_the_drawing_and_the_saved_place_but_not_the_lesson(
+    lesson, tmp_path, monkeypatch
+):
+    a_file = tmp_path / "home-is-a-file"
+    a_file.write_text("x")
+    monkeypatch.setenv("MICROGRADNORM_HOME", str(a_file))
+    buf = io.StringIO()
+    r = LessonRunner(
+        lesson, LessonParams(), Console(file=buf, width=200, no_color=True), ["g", "n", "q"], progress=None
+    )
+    assert r.run() == 0
+    out = buf.getvalue()
+    assert "Could not draw the graph: MICROGRADNORM_HOME: expected a directory" in out
+    assert "Step 2 of" in out  # the lesson went on after the failed drawing
+    assert "Your place was not saved" in out and "Resume with" not in out
+
+
 def test_the_step_of_lesson_1_that_promises_a_drawing_of_a_times_a_has_one():
     lesson = load_lessons()[0]
     index = next(i for i, step in enumerate(lesson.steps) if "accumulate" in [d.name for d in step.demos])

@@ -191,13 +191,13 @@ class LessonRunner:
                     self.console.print(Text("Drawing the graph…", style="dim"))
                 self.console.print(self.graph_message())
             elif action == "quit":
-                self.console.print(
-                    Text(
-                        f"Stopped at step {self.index + 1} of {self.total}. "
-                        f"Resume with: microgradnorm lesson {self.lesson.number}",
-                        style="dim",
-                    )
+                then = (
+                    f"Resume with: microgradnorm lesson {self.lesson.number}"
+                    if self.progress is not None
+                    else f"Your place was not saved; come back with: microgradnorm lesson {self.lesson.number} "
+                    f"--step {self.index + 1}"
                 )
+                self.console.print(Text(f"Stopped at step {self.index + 1} of {self.total}. {then}", style="dim"))
                 return 0
             else:
                 self.console.print(Text(f"Keys: {render.KEY_HELP}", style="dim"))
@@ -219,9 +219,9 @@ class LessonRunner:
         drawable = self._drawable()
         if not drawable:
             return Text("This step has no graph to draw.", style="dim")
-        folder = self.graph_dir if self.graph_dir is not None else _default_graph_dir()
-        path = folder / f"{self.lesson.name}-step{self.index + 1:02d}.svg"
-        try:
+        try:  # the default folder is in the state directory, which can itself be unusable
+            folder = self.graph_dir if self.graph_dir is not None else _default_graph_dir()
+            path = folder / f"{self.lesson.name}-step{self.index + 1:02d}.svg"
             return Text(self.draw(drawable[-1].graph, path, **drawable[-1].graph_options))
         except Exception as exc:  # drawing is a side show: report it, never end the lesson
             if os.environ.get("MICROGRADNORM_DEBUG"):
