@@ -67,6 +67,7 @@ def test_check_exits_one_when_a_formula_disagrees(capsys, monkeypatch):
         (["check", "layernorm", "--seed", "x"], ["--seed", "x"]),
         (["check", "layernorm", "--shape", "2x3x4"], ["--shape", "1-D or 2-D", "2x3x4"]),
         (["check", "batchnorm", "--shape", "2,0"], ["--shape", "positive"]),
+        (["check", "layernorm", "--shape", "4x"], ["--shape", "expected a shape like 2x3", "'4x'"]),
         (["check", "layernorm", "--dim", "1", "--eps", "0"], ["std", "eps > 0"]),
         (["check", "layernorm", "--variance", "welford"], ["--variance", "welford"]),
         (["check", "layernorm", "--dim", "10000"], ["--dim", "at most 512 entries", "10000"]),

@@ -57,7 +57,7 @@ def shape_arg(text: str) -> tuple[int, ...]:
     """'2x3x4' or '2,3,4' -> (2, 3, 4)."""
     parts = text.replace("x", ",").replace("X", ",").split(",")
     try:
-        shape = tuple(int(p) for p in parts if p.strip())
+        shape = tuple(int(p) for p in parts)  # an empty part ("4x", "2,,3") is not a size
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a shape like 2x3 or 2,3,4,4, got {text!r}") from None
     if not shape or any(s < 1 for s in shape):
