@@ -181,7 +181,12 @@ def test_the_tables_render_every_case_and_the_targets(report):
     text = console.export_text()
     for case in TINY:
         assert case.label in text
-    assert "NumPy tuned" in text and "No performance target is measured by these problems" in text
+    assert "NumPy tuned" in text and "No performance target in this run" in text
+    from microgradnorm import fused
+
+    missing = not (has_torch() and fused.AVAILABLE)
+    reason = "not installed here" if missing else "these problems measure none"
+    assert reason in " ".join(text.split())
     assert "faults" in text and "page faults per f+b call (mean)" in text
 
 

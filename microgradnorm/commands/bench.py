@@ -247,7 +247,18 @@ def targets_table(report):
 
     targets = [t for t in evaluate_targets(report) if t.measured is not None]  # only what this run measured
     if not targets:
-        return Text("No performance target is measured by these problems (run without --norm for all).", style="dim")
+        env = report.environment
+        missing = [
+            hint
+            for name, hint in (("numba", 'the fused kernels: pip install "microgradnorm[fast]"'), ("torch", "PyTorch"))
+            if not env.get(name)
+        ]
+        why = (
+            f"they time the fused kernels against PyTorch; not installed here: {', '.join(missing)}"
+            if missing
+            else "these problems measure none (run without --norm for all)"
+        )
+        return Text(f"No performance target in this run: {why}.", style="dim")
     faulted = [t for t in targets if t.measured is not None and (t.reference_faults or 0) >= _MANY_FAULTS]
     table = Table(
         title="Performance targets (this run)",
