@@ -233,3 +233,16 @@ def test_the_lesson_problem_never_has_a_constant_row(monkeypatch):
     assert x.shape == (2, 3) and all(np.ptp(row) > 0 for row in x)
     built = core.build_ln(LessonParams(dim=3, eps=0.0))  # eps = 0 works: the row has a spread
     assert all(np.isfinite(v.data) for v in built.graph["y"])
+
+
+@pytest.mark.parametrize("name", ["jacobian_heatmap", "scale_invariance"])
+def test_jacobian_demos_handle_a_jacobian_that_is_exactly_zero(name):
+    """d = 2 at eps = 0: y = ±1 whatever x is, so J = 0 (seed 5 gives exact zeros); no error, no warning."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = run_demo(name, LessonParams(dim=2, eps=0.0, seed=5))
+    console = Console(file=io.StringIO(), width=100, record=True)
+    console.print(out.renderable)
+    assert console.export_text().strip()
