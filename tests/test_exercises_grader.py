@@ -286,6 +286,25 @@ def test_an_interrupted_check_leaves_no_process_behind(tmp_path, monkeypatch):
     assert children and _gone(children[0])
 
 
+@pytest.mark.skipif(os.name != "posix", reason="folders are matched to their owner by uid")
+def test_folders_left_by_a_killed_grader_are_removed_later_and_fresh_ones_are_kept(tmp_path, monkeypatch):
+    import tempfile
+
+    from microgradnorm.exercises import grader
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    stale, fresh = tmp_path / "microgradnorm-grade-old", tmp_path / "microgradnorm-grade-new"
+    other = tmp_path / "someone-elses-folder"
+    for folder in (stale, fresh, other):
+        folder.mkdir()
+        (folder / "inputs.npz").write_bytes(b"x")
+    long_ago = time.time() - grader.STALE_AFTER - 60
+    os.utime(stale, (long_ago, long_ago))
+    os.utime(other, (long_ago, long_ago))
+    grader._remove_stale_workdirs()
+    assert not stale.exists() and fresh.is_dir() and other.is_dir()
+
+
 RUNNER = "from microgradnorm.exercises.runner import _die_with"
 
 

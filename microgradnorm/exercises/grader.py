@@ -30,11 +30,13 @@ import json
 import math
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,8 +119,26 @@ class _Run:
     printed: str
 
 
+_WORKDIR_PREFIX = "microgradnorm-grade-"
+STALE_AFTER = 2 * 3600.0  # seconds: twice the longest --timeout, so no running check's folder is this old
+
+
+def _remove_stale_workdirs() -> None:
+    """Delete this user's grading folders left behind by a grader killed outright (kill -9)."""
+    now = time.time()
+    for folder in Path(tempfile.gettempdir()).glob(f"{_WORKDIR_PREFIX}*"):
+        try:
+            info = folder.lstat()
+            if folder.is_dir() and info.st_uid == os.getuid() and now - info.st_mtime > STALE_AFTER:
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError:  # gone already, or not ours to look at
+            continue
+
+
 def _run_child(exercise: Exercise, path: Path, cases: list[Case], timeout: float, memory_mb: int) -> _Run:
-    with tempfile.TemporaryDirectory(prefix="microgradnorm-grade-") as tmp:
+    if os.name == "posix":
+        _remove_stale_workdirs()
+    with tempfile.TemporaryDirectory(prefix=_WORKDIR_PREFIX) as tmp:
         work = Path(tmp)
         arrays = {}
         for label, case in zip("ab", cases):
