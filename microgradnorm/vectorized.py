@@ -411,9 +411,19 @@ def layer_norm_forward(
     backend choose (numpy keeps xhat; fused recomputes, which costs it nothing
     because it reads a row either way, the same choice PyTorch makes).
     """
+    return _rows_forward("layernorm", x, gamma, beta, eps, recompute, backend)
+
+
+def _rows_forward(norm: str, x: Any, gamma: Any, beta: Any, eps: float, recompute, backend) -> tuple:
+    """The forward pass of a norm over the last axis, LayerNorm or RMSNorm (which has no beta and no mean).
+
+    Every row is a group: the tuned backends see x as [R, D] and return the
+    statistics per row, with RMSNorm's ``ms, rrms`` in the places of ``var, rstd``.
+    """
     x = _as_array(x, "x")
     if x.ndim < 1 or x.shape[-1] < 1:
-        raise ValueError(f"x: layer_norm expects an array [..., D] with D >= 1, got shape {x.shape}")
+        function = {"layernorm": "layer_norm", "rmsnorm": "rms_norm"}[norm]
+        raise ValueError(f"x: {function} expects an array [..., D] with D >= 1, got shape {x.shape}")
     eps = _check_eps(eps)
     cdt = _compute_dtype(x.dtype, "x")
     d = x.shape[-1]
@@ -422,16 +432,23 @@ def layer_norm_forward(
     name = resolve_backend(backend)
     keep_xhat = not recompute if recompute is not None else name != "fused"
     if name == "reference":
-        y, cache = _reference_forward("layernorm", x, gamma_c, beta_c, eps, cdt, keep_xhat, gamma_dtype, beta_dtype)
+        y, cache = _reference_forward(norm, x, gamma_c, beta_c, eps, cdt, keep_xhat, gamma_dtype, beta_dtype)
     else:
         x2 = x.reshape(-1, d)  # R,D  (R = all leading axes; a view when x is contiguous)
         xc = _contiguous(x2, cdt) if name == "fused" else x2.astype(cdt, copy=False)
-        forward = _require_fused().layer_norm_forward if name == "fused" else _ln_forward_numpy
-        y2, mean, var, rstd, xhat2 = _tuned_forward(forward, xc, (gamma_c, beta_c), eps, keep_xhat, d)
+        if norm == "rmsnorm":
+            forward = _require_fused().rms_norm_forward if name == "fused" else _rms_forward_numpy
+            params: tuple = (gamma_c,)
+        else:
+            forward = _require_fused().layer_norm_forward if name == "fused" else _ln_forward_numpy
+            params = (gamma_c, beta_c)
+        y2, *stats, xhat2 = _tuned_forward(forward, xc, params, eps, keep_xhat, d)
+        mean = stats[0] if norm == "layernorm" else None
+        var, rstd = stats[-2:]  # RMSNorm: ms, rrms
         _repair_rows(xc, y2, xhat2, mean, var, rstd, gamma_c, beta_c, eps)
         stat = _ln_stat_shape(x.shape)
         cache = NormCache(
-            norm="layernorm",
+            norm=norm,
             backend=name,
             shape=x.shape,
             dtype=x.dtype,
@@ -439,7 +456,7 @@ def layer_norm_forward(
             eps=eps,
             xhat=None if xhat2 is None else xhat2.reshape(x.shape),
             x=None if keep_xhat else xc,
-            mean=_stat(mean, stat),
+            mean=None if mean is None else _stat(mean, stat),
             var=_stat(var, stat),
             rstd=_stat(rstd, stat),
             gamma=gamma_c,
@@ -493,42 +510,7 @@ def rms_norm_forward(
     No mean and no shift. In the cache, ``var`` holds the mean square ``ms`` and
     ``rstd`` holds ``rrms``; ``mean`` is None.
     """
-    x = _as_array(x, "x")
-    if x.ndim < 1 or x.shape[-1] < 1:
-        raise ValueError(f"x: rms_norm expects an array [..., D] with D >= 1, got shape {x.shape}")
-    eps = _check_eps(eps)
-    cdt = _compute_dtype(x.dtype, "x")
-    d = x.shape[-1]
-    gamma_c, gamma_dtype = _param(gamma, "gamma", d, "feature (last axis)", x.shape, cdt)
-    name = resolve_backend(backend)
-    keep_xhat = not recompute if recompute is not None else name != "fused"
-    if name == "reference":
-        y, cache = _reference_forward("rmsnorm", x, gamma_c, None, eps, cdt, keep_xhat, gamma_dtype, None)
-    else:
-        x2 = x.reshape(-1, d)  # R,D
-        xc = _contiguous(x2, cdt) if name == "fused" else x2.astype(cdt, copy=False)
-        forward = _require_fused().rms_norm_forward if name == "fused" else _rms_forward_numpy
-        y2, ms, rrms, xhat2 = _tuned_forward(forward, xc, (gamma_c,), eps, keep_xhat, d)
-        _repair_rows(xc, y2, xhat2, None, ms, rrms, gamma_c, None, eps)
-        stat = _ln_stat_shape(x.shape)
-        cache = NormCache(
-            norm="rmsnorm",
-            backend=name,
-            shape=x.shape,
-            dtype=x.dtype,
-            compute_dtype=cdt,
-            eps=eps,
-            xhat=None if xhat2 is None else xhat2.reshape(x.shape),
-            x=None if keep_xhat else xc,
-            mean=None,
-            var=_stat(ms, stat),
-            rstd=_stat(rrms, stat),
-            gamma=gamma_c,
-            gamma_dtype=gamma_dtype,
-            beta_dtype=None,
-        )
-        y = y2.reshape(x.shape)
-    return _finish_forward(y, cache, x, gamma)
+    return _rows_forward("rmsnorm", x, gamma, None, eps, recompute, backend)
 
 
 def rms_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarray | None]:
