@@ -14,7 +14,7 @@ from rich.text import Text
 if TYPE_CHECKING:
     from microgradnorm.check import CheckReport
 
-__all__ = ["check_table", "fmt", "nbytes_text", "shown_error"]
+__all__ = ["check_table", "err", "fmt", "nbytes_text", "shown_error"]
 
 
 def fmt(v: float, digits: int = 6) -> str:
@@ -33,7 +33,8 @@ def nbytes_text(n: float) -> str:
     return f"{n:.1f} GB"
 
 
-def _err(v: float) -> str:
+def err(v: float) -> str:
+    """An error or a difference: two significant digits, in scientific notation."""
     return f"{v:.1e}"
 
 
@@ -52,7 +53,7 @@ def shown_error(abs_err: float, rel_err: float, scale: float, rtol: float, atol:
 
 def _err_cell(error: tuple[float, bool]) -> str:
     value, absolute = error
-    return f"{_err(value)} abs" if absolute else _err(value)
+    return f"{err(value)} abs" if absolute else err(value)
 
 
 def _cf_error(node, t: dict[str, float]) -> tuple[float, bool]:
@@ -70,9 +71,9 @@ def _largest(errors: list[tuple[float, bool]]) -> str:
     rel = [v for v, absolute in errors if not absolute]
     abs_ = [v for v, absolute in errors if absolute]
     if not rel:
-        return f"{_err(max(abs_))} absolute (the gradient is about 0)"
-    text = f"{_err(max(rel))} relative"
-    return text + (f" ({_err(max(abs_))} absolute where the gradient is about 0)" if abs_ else "")
+        return f"{err(max(abs_))} absolute (the gradient is about 0)"
+    text = f"{err(max(rel))} relative"
+    return text + (f" ({err(max(abs_))} absolute where the gradient is about 0)" if abs_ else "")
 
 
 class ByWidth:

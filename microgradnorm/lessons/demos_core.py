@@ -36,7 +36,7 @@ from microgradnorm.check import check_norm, random_problem
 from microgradnorm.engine import DomainError, Value, local_grads, topological_order
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, demo
 from microgradnorm.norms import NormGraph, layer_norm
-from microgradnorm.present import check_table, fmt, nbytes_text, shown_error
+from microgradnorm.present import check_table, err, fmt, nbytes_text, shown_error
 from microgradnorm.registry import get_norm
 
 # The three paths from x_i to the loss, their colours and their names (the
@@ -57,10 +57,6 @@ def num(v: float, digits: int = 4) -> str:
 
 def vec(values: Iterable[float], digits: int = 4) -> str:
     return "[" + ", ".join(num(v, digits) for v in values) + "]"
-
-
-def err(v: float) -> str:
-    return f"{v:.1e}"
 
 
 def _table(*columns: str, title: str | None = None, right: Sequence[str] = ()) -> Table:
