@@ -259,7 +259,7 @@ def targets_table(report):
             else "these problems measure none (run without --norm for all)"
         )
         return Text(f"No performance target in this run: {why}.", style="dim")
-    faulted = [t for t in targets if t.measured is not None and (t.reference_faults or 0) >= _MANY_FAULTS]
+    faulted = [t for t in targets if (t.reference_faults or 0) >= _MANY_FAULTS]
     table = Table(
         title="Performance targets (this run)",
         caption=(
@@ -275,7 +275,7 @@ def targets_table(report):
     table.add_column("met")
     for t in targets:
         op = "<=" if t.kind == "at_most" else ">="
-        measured = "-" if t.measured is None else f"{t.measured:.2f}{t.unit}" + ("*" if t in faulted else "")
+        measured = f"{t.measured:.2f}{t.unit}" + ("*" if t in faulted else "")
         met = {True: "[green]yes[/]", False: "[red]no[/]", None: "[dim]-[/]"}[t.met]  # None: a NaN measurement
         table.add_row(t.name, measured, f"{op} {t.limit:g}{t.unit}", met)
     return table
