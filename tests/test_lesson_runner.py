@@ -321,12 +321,12 @@ def run_cli(capsys, *argv):
 
 
 def test_lesson_without_arguments_lists_the_lessons_with_progress(capsys):
-    ProgressStore().save("02-layernorm-forward", 3, 9)
+    ProgressStore().save("03-layernorm-forward", 3, 9)
     code, out, _ = run_cli(capsys)
     assert code == 0
     assert "A Value, the chain rule" in out and "LayerNorm forward as a computation graph" in out
     assert "step 3/9" in out and "microgradnorm lesson 1" in out
-    assert "Continue where you left off: microgradnorm lesson 2 (step 3 of" in " ".join(out.split())
+    assert "Continue where you left off: microgradnorm lesson 3 (step 3 of" in " ".join(out.split())
 
 
 def test_lesson_by_number_or_name_prints_every_step_when_not_a_terminal(capsys):
@@ -350,7 +350,7 @@ def test_lesson_options_change_the_numbers(capsys):
     [
         (["99"], ["no lesson 99", "microgradnorm lesson"]),
         (["no-such-lesson"], ["no lesson named 'no-such-lesson'", "list them with: microgradnorm lesson"]),
-        (["layernorm"], ["matches several lessons", "02-layernorm-forward", "list them with: microgradnorm lesson"]),
+        (["layernorm"], ["matches several lessons", "03-layernorm-forward", "list them with: microgradnorm lesson"]),
         (["0-"], ["no lesson named '0-'", "list them with: microgradnorm lesson"]),  # not lesson 10
         (["chain"], ["no lesson named 'chain'"]),  # a part of lesson 1's name, not its start
         (["1", "--dim", "40"], ["--dim", "2 to 16", "40"]),
@@ -363,8 +363,8 @@ def test_lesson_options_change_the_numbers(capsys):
         (["1", "--step", "99"], ["--step", "got 99"]),
         (["1", "--dim", "0"], ["--dim", "positive integer", "0"]),
         (["1", "--dim", "5"], ["argument --dim: lesson 01-value-and-chain-rule does not use it", "--seed", "got 5"]),
-        (["2", "--batch", "3"], ["argument --batch: lesson 02-layernorm-forward does not use it", "got 3"]),
-        (["9", "--eps", "0.1"], ["argument --eps: lesson 09-pre-ln-vs-post-ln does not use it"]),
+        (["3", "--batch", "3"], ["argument --batch: lesson 03-layernorm-forward does not use it", "got 3"]),
+        (["11", "--eps", "0.1"], ["argument --eps: lesson 11-pre-ln-vs-post-ln does not use it"]),
         (["1", "--eps", "-1"], ["--eps", "-1"]),
         (["1", "--seed", "x"], ["--seed", "'x'"]),
     ],
@@ -403,7 +403,7 @@ def test_progress_corruption_is_reported_by_the_command(capsys, state_home):
 
 @pytest.mark.parametrize(
     ("query", "number"),
-    [("1", 1), ("01", 1), ("value", 1), ("01-val", 1), ("value-and-chain-rule", 1), ("06-batchnorm.md", 6), ("rms", 7)],
+    [("1", 1), ("01", 1), ("value", 1), ("01-val", 1), ("value-and-chain-rule", 1), ("08-batchnorm.md", 8), ("rms", 9)],
 )
 def test_a_lesson_is_found_by_number_name_or_the_unique_start_of_a_name(query, number):
     from microgradnorm.commands.lesson import find_lesson
@@ -427,13 +427,13 @@ def test_a_state_home_that_is_a_file_is_named_and_the_lessons_still_run(capsys, 
     assert state_home.read_text() == "not a directory"
 
 
-def test_lesson_4_with_a_zero_gradient_shows_absolute_differences(capsys):
+def test_lesson_6_with_a_zero_gradient_shows_absolute_differences(capsys):
     # d = 2 with eps = 0: dx is 0 up to rounding; a relative difference would be inf next to "all agree"
-    code, out, _ = run_cli(capsys, "4", "--dim", "2", "--eps", "0", "--step", "1")
+    code, out, _ = run_cli(capsys, "6", "--dim", "2", "--eps", "0", "--step", "1")
     flat = " ".join(out.split())
     assert code == 0
     assert "inf" not in flat.split() and "largest relative difference" not in flat
     assert "three-path vs autograd, largest absolute difference:" in flat
     assert "all agree within 1e-12 absolute" in flat
-    code, out, _ = run_cli(capsys, "4", "--step", "1")
+    code, out, _ = run_cli(capsys, "6", "--step", "1")
     assert "largest relative difference" in " ".join(out.split()) and "within 1e-10 relative" in " ".join(out.split())

@@ -116,12 +116,12 @@ def test_lesson_1_in_a_real_terminal_next_back_graph_quit_and_resume(term, tmp_p
 def test_the_lesson_list_in_a_real_terminal_shows_progress(term, tmp_path):
     from microgradnorm.lessons.format import load_lessons
 
-    steps = len(next(lesson for lesson in load_lessons() if lesson.number == 3).steps)
+    steps = len(next(lesson for lesson in load_lessons() if lesson.number == 4).steps)
     state = tmp_path / "state"
     state.mkdir()
     (state / "lessons.json").write_text(
         json.dumps(
-            {"version": 1, "lessons": {"03-layernorm-backward": {"step": 4, "steps": steps, "completed": False}}}
+            {"version": 1, "lessons": {"04-layernorm-backward": {"step": 4, "steps": steps, "completed": False}}}
         )
     )
     term.start("lesson")

@@ -141,24 +141,24 @@ def _calls(number: int, demo_name: str):
     return [call for step in _lesson(number).steps for call in step.demos if call.name == demo_name]
 
 
-def test_lesson_2_shows_every_forward_node_exactly_once():
-    parts = [call.args.get("stages") for call in _calls(2, "ln_forward_steps")]
+def test_lesson_3_shows_every_forward_node_exactly_once():
+    parts = [call.args.get("stages") for call in _calls(3, "ln_forward_steps")]
     shown = [s for part in parts for s in part]
     assert len(shown) == len(set(shown))
     built = core.build_ln(LessonParams(dim=4))
     assert set(shown) == {n.stage for n in topological_order(built.graph.roots())}
 
 
-def test_lesson_3_shows_every_backward_contribution_exactly_once():
-    parts = [call.args.get("stages") for call in _calls(3, "ln_backward_steps")]
+def test_lesson_4_shows_every_backward_contribution_exactly_once():
+    parts = [call.args.get("stages") for call in _calls(4, "ln_backward_steps")]
     shown = [s for part in parts for s in part]
     assert len(shown) == len(set(shown))
     _, trace = core._traced(LessonParams(dim=4))
     assert set(shown) == {c.out.stage for c in trace.contributions}
 
 
-def test_lesson_3_ends_with_the_check_table():
-    last = _lesson(3).steps[-1]
+def test_lesson_4_ends_with_the_check_table():
+    last = _lesson(4).steps[-1]
     assert [c.name for c in last.demos] == ["ln_check_table"]
 
 

@@ -195,3 +195,21 @@ def test_the_real_lessons_load_without_errors():
     assert all(re.fullmatch(r"\d\d-[a-z0-9-]+", lesson.name) for lesson in lessons)
     for lesson in lessons[:4]:
         assert 3 <= lesson.params().dim <= 6
+
+
+def test_a_prediction_is_asked_before_its_numbers_and_answered_from_them():
+    from io import StringIO
+
+    from rich.console import Console
+
+    from microgradnorm.lessons import render
+    from microgradnorm.lessons.demos import DemoOutput, Prediction
+
+    guess = Prediction("Which is larger?", ("a", "b"), answer=1, why="b is 2, a is 1.")
+    console = Console(file=StringIO(), width=60, color_system=None)
+    console.print(render._demo_renderable(DemoOutput("TABLE", prediction=guess)))
+    out = console.file.getvalue()
+    assert out.index("Predict: Which is larger?") < out.index("Answer: b.") < out.index("TABLE")
+    assert "b is 2, a is 1." in out
+    with pytest.raises(ValueError, match="answer: expected an index into the 2 choices, got 2"):
+        Prediction("?", ("a", "b"), answer=2, why="")

@@ -1,4 +1,4 @@
-"""The claims of lesson 12 (graph -> vectorized path -> fused kernel), checked against oracles.
+"""The claims of lesson 13 (graph -> vectorized path -> fused kernel), checked against oracles.
 
 Oracles: node counts derived by hand from the stages of norms.py; the closed
 forms of formulas.py for the vectorized gradients; the LayerNorm formula for
@@ -32,7 +32,7 @@ from microgradnorm.lessons.demos import DemoOutput, LessonParams, load_demos, ru
 from microgradnorm.lessons.format import LESSON_FILE, lessons_dir, load_lessons, parse_lesson
 from microgradnorm.present import fmt
 
-LESSON = lessons_dir() / "12-graph-to-kernel.md"
+LESSON = lessons_dir() / "13-graph-to-kernel.md"
 MY_DEMOS = sorted(name for name, spec in load_demos().items() if spec.module == K.__name__)
 
 
@@ -366,7 +366,7 @@ def test_no_demo_runs_a_fused_kernel(monkeypatch):
     from microgradnorm import fused
 
     def refuse(*args, **kwargs):
-        raise AssertionError("a lesson-12 demo ran a fused kernel")
+        raise AssertionError("a lesson-13 demo ran a fused kernel")
 
     for name in ("layer_norm_forward", "layer_norm_backward", "rms_norm_forward", "rms_norm_backward", "_launch"):
         monkeypatch.setattr(fused, name, refuse)
@@ -401,21 +401,21 @@ def test_dim_1_is_refused_with_a_message_naming_dim():
 # ---- the command ----------------------------------------------------------------------------------------
 
 
-def test_the_lesson_list_has_every_lesson_file_and_lesson_12(capsys):
+def test_the_lesson_list_has_every_lesson_file_and_lesson_13(capsys):
     assert cli.main(["lesson"]) == 0
     out = capsys.readouterr().out
     files = [p for p in lessons_dir().iterdir() if LESSON_FILE.match(p.name)]
     assert len(load_lessons()) == len(files)
     listed = re.findall(r"^\s*(\d+)\s{2,}\S", out, flags=re.M)
     assert sorted(int(n) for n in listed) == sorted(int(p.name[:2]) for p in files)
-    assert 12 in {int(n) for n in listed} and "From the graph to a kernel" in out
+    assert 13 in {int(n) for n in listed} and "From the graph to a kernel" in out
 
 
-def test_lesson_12_auto_from_the_command_line(tmp_path):
+def test_lesson_13_auto_from_the_command_line(tmp_path):
     env = dict(os.environ, NO_COLOR="1", COLUMNS="60", MICROGRADNORM_HOME=str(tmp_path / "home"))
     env.pop("MICROGRADNORM_DEBUG", None)
     done = subprocess.run(
-        [sys.executable, "-m", "microgradnorm", "lesson", "12", "--auto"],
+        [sys.executable, "-m", "microgradnorm", "lesson", "13", "--auto"],
         capture_output=True,
         text=True,
         env=env,

@@ -1,4 +1,4 @@
-"""Small helpers shared by the demos of lessons 05-11: random inputs, engine gradients, tables.
+"""Small helpers shared by the demos of lessons 02-13: random inputs, engine gradients, tables.
 
 Nothing here computes a formula; the formulas live in :mod:`microgradnorm.formulas`
 and the gradients come from the engine. These helpers only draw inputs from the

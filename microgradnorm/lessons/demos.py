@@ -37,6 +37,7 @@ __all__ = [
     "DemoOutput",
     "DemoSpec",
     "LessonParams",
+    "Prediction",
     "demo",
     "load_demos",
     "run_demo",
@@ -100,6 +101,29 @@ def _check_int(name: str, value: object, low: int) -> None:
         raise ValueError(f"{name}: expected an integer >= {low}, got {value}")
 
 
+@dataclass(frozen=True)
+class Prediction:
+    """A question the learner answers before the demo's numbers appear ("ask before telling").
+
+    Everything is computed live by the demo: ``answer`` is the index into ``choices``
+    that the numbers below it make true, and ``why`` explains the answer from those
+    numbers (so it can never contradict them). The runner asks the question, takes one
+    key (1, 2, ...), then shows the demo's renderable and whether the guess was right;
+    ``--auto`` prints the question and the answer without waiting.
+    """
+
+    question: str
+    choices: tuple[str, ...]
+    answer: int
+    why: str
+
+    def __post_init__(self) -> None:
+        if not 2 <= len(self.choices) <= 9:
+            raise ValueError(f"choices: expected 2 to 9 choices, got {len(self.choices)}")
+        if not 0 <= self.answer < len(self.choices):
+            raise ValueError(f"answer: expected an index into the {len(self.choices)} choices, got {self.answer}")
+
+
 @dataclass
 class DemoOutput:
     """What a demo returns: the renderable shown in the step, and the graph ``g`` draws.
@@ -107,12 +131,14 @@ class DemoOutput:
     ``graph`` is anything :func:`microgradnorm.viz.render` accepts (a
     ``NormGraph``, a ``Value`` or a list of Values), or None when the step has
     no graph. ``graph_options`` are passed on to ``viz.render`` (for example
-    ``{"paths": True}`` to colour the three paths into x).
+    ``{"paths": True}`` to colour the three paths into x). ``prediction``, when
+    set, is asked before ``renderable`` is shown (see :class:`Prediction`).
     """
 
     renderable: Any
     graph: Any = None
     graph_options: dict[str, Any] = field(default_factory=dict)
+    prediction: Prediction | None = None
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Demos of lesson 06: BatchNorm (seeds 003 and 004).
+"""Demos of lesson 08: BatchNorm (seeds 003 and 004).
 
 BatchNorm is LayerNorm's formulas applied along another axis: one statistic per
 column of an [N, D] batch, or per channel of [N, C, H, W] over N, H and W. The

@@ -565,7 +565,7 @@ def _node_values(built: LNBuilt, name: str, attr: str = "data") -> np.ndarray:
     return np.array([getattr(v, attr) for v in built.graph[name]], dtype=np.float64)
 
 
-# ---- lesson 2: LayerNorm forward ---------------------------------------------------------
+# ---- lesson 3: LayerNorm forward ---------------------------------------------------------
 
 
 @demo("ln_problem_table")
@@ -744,7 +744,7 @@ def ln_eps(p: LessonParams) -> DemoOutput:
     return DemoOutput(Group(table, cap))
 
 
-# ---- lesson 3: LayerNorm backward -----------------------------------------------------------
+# ---- lesson 4: LayerNorm backward -----------------------------------------------------------
 
 
 def _traced(p: LessonParams, rows: int | None = None) -> tuple[LNBuilt, Trace]:
@@ -921,7 +921,7 @@ def ln_check_table(p: LessonParams, rows: int | None = None) -> DemoOutput:
     return DemoOutput(check_table(report), graph=built.graph)
 
 
-# ---- lesson 4: one formula, several forms ----------------------------------------------------
+# ---- lesson 6: one formula, several forms ----------------------------------------------------
 
 
 def _forms(x: np.ndarray, gamma: np.ndarray, dy: np.ndarray, eps: float) -> dict[str, np.ndarray]:

@@ -1,4 +1,4 @@
-"""Demos of lesson 05: the LayerNorm Jacobian as a rank-2 projection (seed 001).
+"""Demos of lesson 07: the LayerNorm Jacobian as a rank-2 projection (seed 001).
 
 For one vector x of length d, dy/dx = (1/sigma) diag(gamma) (I - P) with
 P = (1/d) (1 1^T + xhat xhat^T) (:func:`microgradnorm.formulas.layer_norm_jacobian`).

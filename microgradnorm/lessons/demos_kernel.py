@@ -1,4 +1,4 @@
-"""Demos of lesson 12: from the scalar graph to the vectorized path to a fused kernel.
+"""Demos of lesson 13: from the scalar graph to the vectorized path to a fused kernel.
 
 The course ends where a real library starts. The demos here count the nodes the
 scalar engine builds for one LayerNorm row, time it against the vectorized
@@ -450,7 +450,7 @@ def locate(trip: Trip) -> tuple[int, str]:
     if len(hits) <= trip.occurrence:
         raise LookupError(
             f"{trip.where}: no line #{trip.occurrence + 1} containing {trip.find!r}; the code changed, "
-            "so the pass counts of lesson 12 need to be read off it again (demos_kernel.PASSES)"
+            "so the pass counts of lesson 13 need to be read off it again (demos_kernel.PASSES)"
         )
     k = hits[trip.occurrence]
     code = lines[k].split("  #")[0].strip()

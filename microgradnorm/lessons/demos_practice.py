@@ -1,4 +1,4 @@
-"""Demos of lesson 08: LayerNorm vs BatchNorm in practice (seeds 004 and 002).
+"""Demos of lesson 10: LayerNorm vs BatchNorm in practice (seeds 004 and 002).
 
 BatchNorm's statistics pool different examples of a batch; LayerNorm's stay
 inside one example. Three consequences, each computed live: zero padding in a

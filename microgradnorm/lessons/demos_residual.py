@@ -1,4 +1,4 @@
-"""Demos of lesson 09: pre-LN vs post-LN in a deep residual stack (seed 001).
+"""Demos of lesson 11: pre-LN vs post-LN in a deep residual stack (seed 001).
 
 A stack of ``layers`` residual blocks on ``tokens`` vectors of width ``width``; each
 block is a small MLP, f(h) = tanh(h W1 + b1) W2. The two arrangements:
@@ -13,7 +13,7 @@ norm |dL/dx_l| at the input of every layer.
 
 ``identity_only=True`` keeps only the skip connections in the backward pass (the
 blocks' Jacobians are left out): in pre-LN that path is the identity, in post-LN
-it still passes through every LayerNorm, each a (1/sigma)(I - P) (lesson 05).
+it still passes through every LayerNorm, each a (1/sigma)(I - P) (lesson 07).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Demos of lesson 07: RMSNorm (seeds 004 and 001).
+"""Demos of lesson 09: RMSNorm (seeds 004 and 001).
 
 RMSNorm divides by the root mean square and nothing else: no mean, no shift, no
 beta. Its Jacobian is (1/rms) diag(gamma) (I - xhat xhat^T / d)

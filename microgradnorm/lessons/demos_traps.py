@@ -1,4 +1,4 @@
-"""Demos of lesson 11: numerical traps in normalization layers.
+"""Demos of lesson 12: numerical traps in normalization layers.
 
 Five ways a correct formula gives a wrong number, each shown live: the one-pass
 variance E[x^2] - E[x]^2 cancelling; eps placed outside the square root; a test

@@ -1,4 +1,4 @@
-"""Demos of lesson 10: why we normalize at all (seed 004).
+"""Demos of lesson 02: why we normalize at all (seed 004).
 
 Three arguments, each computed live: badly scaled inputs make a lopsided loss
 landscape that gradient descent crawls through; large pre-activations saturate a

@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from microgradnorm.lessons.demos import DemoOutput, LessonParams
+    from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction
     from microgradnorm.lessons.format import DemoCall, Lesson
     from microgradnorm.lessons.progress import LessonProgress
 
@@ -119,7 +119,31 @@ def _demo_renderable(out: DemoOutput | DemoFailure) -> RenderableType:
             border_style="red",
             box=box.ROUNDED,
         )
-    return out.renderable
+    if out.prediction is None:
+        return out.renderable
+    return Group(prediction_question(out.prediction), prediction_answer(out.prediction, None), out.renderable)
+
+
+def prediction_question(prediction: Prediction) -> Text:
+    """The question and its numbered choices, shown before the numbers."""
+    text = Text("Predict: ", style="bold")
+    text.append(prediction.question)
+    for number, choice in enumerate(prediction.choices, start=1):
+        text.append(f"\n  {number}  {choice}")
+    return text
+
+
+def prediction_answer(prediction: Prediction, guess: int | None) -> Text:
+    """The answer the live numbers give, whether ``guess`` (an index, or None when not asked) was right, and why."""
+    right = prediction.choices[prediction.answer]
+    if guess is None:
+        text = Text(f"Answer: {right}. ", style="bold")
+    elif guess == prediction.answer:
+        text = Text(f"✓ Right: {right}. ", style="bold green")
+    else:
+        text = Text(f"✗ Not this time: you said {prediction.choices[guess]}; the answer is {right}. ", style="bold")
+    text.append(prediction.why, style="")
+    return text
 
 
 def key_footer(index: int, total: int) -> Text:
