@@ -261,6 +261,11 @@ def draw_graph(graph: Any, path: Path, **options: Any) -> str:
         return "Drawing graphs needs microgradnorm.viz, which this installation does not have."
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if callable(getattr(graph, "svg", None)):  # a microgradnorm.figure.Figure: already SVG, no Graphviz needed
+        from microgradnorm.store import atomic_write_text
+
+        atomic_write_text(path.with_suffix(".svg"), graph.svg())
+        return f"Figure written to {path.with_suffix('.svg')}"
     try:
         written = viz.render(graph, path, **options)
     except Exception as exc:
