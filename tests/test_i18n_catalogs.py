@@ -134,6 +134,13 @@ def test_placeholders_may_move_but_not_change():
     assert catalogs.placeholders("{a}") != catalogs.placeholders("{a!r}")
 
 
+def test_the_check_command_passes_on_the_repository(capsys):
+    from microgradnorm.i18n.__main__ import main
+
+    assert main(["check"]) == 0
+    assert capsys.readouterr().out.strip().endswith("in step")
+
+
 def test_the_tool_command_checks_and_lists():
     out = subprocess.run(
         [sys.executable, "-m", "microgradnorm.i18n", "untranslated"], capture_output=True, text=True, timeout=120

@@ -104,6 +104,7 @@ def test_a_line_break_in_the_source_between_two_chinese_characters_is_not_a_spac
     assert render(cjk_markdown("第一行\n第二行"), 40)[0].rstrip() == "第一行第二行"
     assert render(cjk_markdown("first line\nsecond"), 40)[0].rstrip() == "first line second"
     assert render(cjk_markdown("中文\nEnglish"), 40)[0].rstrip() == "中文 English"
+    assert render(cjk_markdown("甲、\n`d = e`，\n乙"), 40)[0].rstrip() == "甲、d = e，乙"
 
 
 def test_a_zero_width_space_is_a_break_opportunity():

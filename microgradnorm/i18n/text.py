@@ -235,9 +235,10 @@ class _TableData(TableDataElement):
 class CJKMarkdown(Markdown):
     """rich's Markdown whose paragraphs, headings and table cells wrap the Chinese way.
 
-    A line break inside a paragraph between two Chinese characters is dropped
-    rather than shown as a space (CSS's rule for East Asian text): translators
-    may break their source lines anywhere.
+    A line break inside a paragraph between two Chinese characters, or after or
+    before full-width punctuation, is dropped rather than shown as a space (CSS's
+    rule for East Asian text, extended to punctuation that carries its own space):
+    translators may break their source lines anywhere.
     """
 
     elements: ClassVar[dict[str, type[MarkdownElement]]] = {
@@ -260,8 +261,16 @@ def _drop_cjk_softbreaks(children: list[Any]) -> None:
         if token.type != "softbreak" or k == 0 or k + 1 == len(children):
             continue
         before, after = children[k - 1].content, children[k + 1].content
-        if before and after and _wide(before[-1]) and _wide(after[0]):
+        if before and after and _joins(before[-1], after[0]):
             token.type, token.content = "text", ""
+
+
+def _joins(before: str, after: str) -> bool:
+    """Whether a source line break between these two characters is no space: between two Chinese
+    characters, and next to full-width punctuation, which carries its own space."""
+    if _wide(before) and _wide(after):
+        return True
+    return any(_wide(c) and unicodedata.category(c).startswith("P") for c in (before, after))
 
 
 def cjk_markdown(markup: str, **options: Any) -> Markdown:
