@@ -31,7 +31,7 @@ OPENING = set("（《「『【“‘")
 PARAGRAPH = (
     "反向传播时，LayerNorm 之后的层会传回一个上游梯度 `dy`。它沿着三条路径回到输入 `x`：直接的一条，"
     "经过均值 `mean` 的一条，以及经过方差 `var` 的一条（分母里的 `rstd = 1/sqrt(var + eps)` 也依赖 `x`）。\n"
-    "把三条路径的贡献相加，就得到自动求导累积在 `x.grad` 上的梯度；写成一个公式就是 "
+    "把三条路径的贡献相加，就得到自动微分累加在 `x.grad` 上的梯度；写成一个公式就是 "
     "`dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))`，其中 `dxhat = gamma * dy`。"
     "所以 `dx` 的各分量之和恒为 0——把所有输入平移同一个量，输出不变，这就是“平移不变性”。"
 )
