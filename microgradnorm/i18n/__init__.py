@@ -279,7 +279,8 @@ class LazyText:
     It behaves as the translated ``str`` for printing, formatting (``%``, ``format``,
     f-strings), concatenation, comparison and rich rendering; any ``str`` method is
     looked up on the translation. Where a real ``str`` is required (``re``,
-    ``json``, ``isinstance`` checks), pass ``str(text)``.
+    ``json``, ``isinstance`` checks, argparse's ``description=``), pass ``str(text)``
+    or ``_(text)``.
     """
 
     __slots__ = ("message",)
