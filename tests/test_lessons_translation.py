@@ -210,6 +210,15 @@ def test_an_error_in_the_translation_is_reported_at_its_true_line(copies):
     assert info.value.line == bad + 1
 
 
+def test_a_translation_without_front_matter_is_reported_at_line_one(copies):
+    _english, translation = copies
+    text = translation.read_text(encoding="utf-8")
+    translation.write_text(text[text.index("## ") :] + "\n---\nenglish: x\n", encoding="utf-8")
+    with pytest.raises(LessonFormatError) as info:
+        read_translation(translation)
+    assert info.value.line == 1 and "front matter" in str(info.value)
+
+
 def test_a_translation_of_no_english_lesson_is_reported(copies):
     english, translation = copies
     shutil.copy(translation, translation.with_name("02-nothing-here.md"))

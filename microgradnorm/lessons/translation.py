@@ -126,6 +126,8 @@ def _take_english_block(path: Path, lines: list[str]) -> tuple[list[str], str | 
     source: str | None = None
     hashes: dict[str, str] = {}
     inside = False
+    if not lines or lines[0].strip() != "---":
+        return out, source, hashes  # no front matter: the lesson parser says so
     for i, line in enumerate(lines[1:], start=1):
         if line.strip() == "---":
             break
