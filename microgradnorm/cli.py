@@ -14,7 +14,8 @@ import sys
 from typing import NoReturn
 
 from microgradnorm import __version__
-from microgradnorm.commands import UsageError
+from microgradnorm.commands import UsageError, add_language_argument
+from microgradnorm.i18n import LanguageError, cli_language
 
 # command name -> module in microgradnorm.commands, in the order --help lists them
 COMMANDS = ("lesson", "check", "graph", "exercise", "bench")
@@ -33,16 +34,28 @@ def build_parser() -> argparse.ArgumentParser:
         description="Build LayerNorm, BatchNorm and RMSNorm from scalar nodes and watch the gradients flow.",
     )
     parser.add_argument("--version", action="version", version=f"microgradnorm {__version__}")
+    add_language_argument(parser, top_level=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:
         module = importlib.import_module(f"microgradnorm.commands.{name}")
         cmd = sub.add_parser(name, help=module.HELP, description=getattr(module, "DESCRIPTION", module.HELP))
         module.add_arguments(cmd)
+        add_language_argument(cmd)
         cmd.set_defaults(_run=module.run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        with cli_language(argv):  # chosen before the parser is built, so that --help is translated too
+            return _main(argv)
+    except LanguageError as exc:
+        print(f"microgradnorm: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from microgradnorm.i18n import _
+
 __all__ = [
     "CorruptStateError",
     "StateDirError",
@@ -35,7 +37,12 @@ class CorruptStateError(ValueError):
     """A state file did not parse; it has been moved to ``moved_to``."""
 
     def __init__(self, path: Path, moved_to: Path, reason: str) -> None:
-        super().__init__(f"{path} could not be read ({reason}); it was set aside as {moved_to.name}")
+        super().__init__(
+            # Translators: {name} is the file's new name, e.g. progress.json.corrupt-20250101-120000
+            _("{path} could not be read ({reason}); it was set aside as {name}").format(
+                path=path, reason=reason, name=moved_to.name
+            )
+        )
         self.path = path
         self.moved_to = moved_to
 
@@ -57,16 +64,22 @@ def state_dir() -> Path:
     elif xdg:
         root, source = Path(xdg).expanduser() / "microgradnorm", "XDG_STATE_HOME"
     else:
-        root, source = Path.home() / ".local" / "state" / "microgradnorm", "the state directory"
+        root, source = Path.home() / ".local" / "state" / "microgradnorm", _("the state directory")
     try:
         root.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):  # a file where the directory (or one of its parents) should be
         taken = next((p for p in (root, *root.parents) if p.exists() and not p.is_dir()), root)
         raise StateDirError(
-            f"{source}: expected a directory for progress files, got {str(taken)!r}, which is not a directory"
+            _("{source}: expected a directory for progress files, got {path!r}, which is not a directory").format(
+                source=source, path=str(taken)
+            )
         ) from None
     except OSError as exc:
-        raise StateDirError(f"{source}: cannot create the directory {str(root)!r}: {exc.strerror or exc}") from None
+        raise StateDirError(
+            _("{source}: cannot create the directory {path!r}: {reason}").format(
+                source=source, path=str(root), reason=exc.strerror or exc
+            )
+        ) from None
     return root
 
 

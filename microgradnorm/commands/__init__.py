@@ -65,6 +65,26 @@ def shape_arg(text: str) -> tuple[int, ...]:
     return shape
 
 
+def add_language_argument(parser: argparse.ArgumentParser, *, top_level: bool = False) -> None:
+    """--lang, on the top-level parser, on every command and on their own subcommands
+    (``microgradnorm --lang zh-CN lesson 3``, ``microgradnorm exercise list --lang zh-CN``). The value is
+    read before parsing, by :func:`microgradnorm.i18n.cli_language`, so that --help is translated too;
+    here argparse checks it and lists it in --help."""
+    from microgradnorm.i18n import _, language_arg
+
+    parser.add_argument(
+        "--lang",
+        type=language_arg,
+        metavar="LANG",
+        default=None if top_level else argparse.SUPPRESS,
+        help=_("language of the text: en or zh-CN (default: $MICROGRADNORM_LANG, then the locale)"),
+    )
+    for action in parser._actions:  # a command's own subcommands (exercise list, ...) take it too
+        if isinstance(action, argparse._SubParsersAction):
+            for subparser in action.choices.values():
+                add_language_argument(subparser)
+
+
 def add_norm_argument(parser: argparse.ArgumentParser) -> None:
     """The positional norm name, with the registry's names listed in --help."""
     from microgradnorm.registry import NORMS

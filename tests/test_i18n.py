@@ -1,0 +1,330 @@
+"""Choosing the language, looking strings up, and --lang on the command line."""
+
+from __future__ import annotations
+
+import gettext
+import io
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from microgradnorm import i18n
+from microgradnorm.i18n import LOCALE_VARS, LanguageError, _, lazy_gettext, ngettext, use_language
+
+babel = pytest.importorskip("babel", reason="the catalog tests need Babel (the test extra installs it)")
+from babel.messages.catalog import Catalog  # noqa: E402
+from babel.messages.mofile import write_mo  # noqa: E402
+
+from microgradnorm.i18n import catalogs  # noqa: E402
+
+STATE_DIR_MESSAGE = "the state directory"
+
+
+@pytest.fixture(autouse=True)
+def english_machine(monkeypatch):
+    """No language variable set: every test says which ones it wants."""
+    for var in (i18n.ENV_VAR, *LOCALE_VARS):
+        monkeypatch.delenv(var, raising=False)
+    assert i18n.set_language(None) is None, "a previous test left a process-wide language set"
+
+
+def shipped_translation(msgid: str) -> str:
+    """The translation as the .po source says it (read by Babel, not by gettext from the .mo)."""
+    po = catalogs.read_po(catalogs.po_path(i18n.SIMPLIFIED_CHINESE), i18n.SIMPLIFIED_CHINESE)
+    return po.get(msgid).string
+
+
+def make_catalog(tmp_path, entries):
+    """A zh_CN catalog under tmp_path with ``entries``: (msgid, msgstr, flags)."""
+    catalog = Catalog(locale="zh_CN", domain=i18n.DOMAIN, fuzzy=False)
+    for msgid, msgstr, flags in entries:
+        catalog.add(msgid, msgstr, flags=flags)
+    path = tmp_path / "zh_CN" / "LC_MESSAGES" / f"{i18n.DOMAIN}.mo"
+    path.parent.mkdir(parents=True)
+    buf = io.BytesIO()
+    write_mo(buf, catalog)
+    path.write_bytes(buf.getvalue())
+    return tmp_path
+
+
+# ---- the values --lang and MICROGRADNORM_LANG take ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"), [("en", "en"), ("EN", "en"), ("zh-CN", "zh-CN"), ("zh_CN", "zh-CN"), (" zh-cn ", "zh-CN")]
+)
+def test_language_values_are_read_forgivingly(given, expected):
+    assert i18n.parse_language(given) == expected
+
+
+@pytest.mark.parametrize("given", ["fr", "zh", "zh-TW", "", "english"])
+def test_an_unknown_language_names_the_argument_the_expected_and_the_given(given):
+    with pytest.raises(LanguageError) as info:
+        i18n.parse_language(given, source="--lang")
+    assert str(info.value) == f"--lang: expected en or zh-CN, got {given!r}"
+
+
+# ---- the locale, read as gettext reads it -------------------------------------------------------------
+
+
+LOCALES = [
+    ({"LANG": "zh_CN.UTF-8"}, "zh-CN"),
+    ({"LANG": "zh_CN.GB2312"}, "zh-CN"),
+    ({"LANG": "en_US.UTF-8"}, "en"),
+    ({"LANG": "C.UTF-8"}, "en"),
+    ({"LANG": "fr_FR.UTF-8"}, "en"),
+    ({"LC_ALL": "zh_CN.UTF-8", "LANG": "en_US.UTF-8"}, "zh-CN"),
+    ({"LC_ALL": "en_US.UTF-8", "LANG": "zh_CN.UTF-8"}, "en"),
+    ({"LC_MESSAGES": "zh_CN.UTF-8", "LANG": "en_US.UTF-8"}, "zh-CN"),
+    ({"LANGUAGE": "fr:zh_CN", "LANG": "en_US.UTF-8"}, "zh-CN"),
+    ({"LANGUAGE": "fr", "LANG": "zh_CN.UTF-8"}, "en"),  # the first variable set decides, as in gettext
+    ({"LANGUAGE": "", "LANG": "zh_CN.UTF-8"}, "zh-CN"),  # an empty variable is skipped
+    ({"LANG": "zh_TW.UTF-8"}, "en"),  # Traditional Chinese: English, as gettext (decided: see i18n's docstring)
+    ({"LANGUAGE": "zh_TW:zh_CN"}, "zh-CN"),  # ... unless the learner lists Simplified Chinese after it
+]
+
+
+@pytest.mark.parametrize(("environ", "expected"), LOCALES)
+def test_the_locale_picks_the_language(environ, expected):
+    assert i18n.language_from_locale(environ) == expected
+
+
+@pytest.mark.parametrize(("environ", "expected"), LOCALES)
+def test_the_locale_is_read_as_pythons_gettext_reads_it(tmp_path, monkeypatch, environ, expected):
+    """The oracle: gettext.find over a folder that has only a zh_CN catalog finds it exactly when we say zh-CN."""
+    make_catalog(tmp_path, [])
+    for var, value in environ.items():
+        monkeypatch.setenv(var, value)
+    found = gettext.find(i18n.DOMAIN, str(tmp_path))
+    assert (found is not None) == (expected == "zh-CN")
+
+
+@pytest.mark.parametrize("name", ["zh_SG.UTF-8", "zh", "zh_Hans_CN", "zh-Hans"])
+def test_other_simplified_chinese_locales_give_simplified_chinese(name):
+    """Beyond what gettext's own folder lookup matches: the script or region says Simplified."""
+    assert i18n.language_from_locale({"LANG": name}) == "zh-CN"
+
+
+@pytest.mark.parametrize("name", ["zh_HK.UTF-8", "zh_MO", "zh_Hant_TW"])
+def test_other_traditional_chinese_locales_give_english(name):
+    assert i18n.language_from_locale({"LANG": name}) == "en"
+
+
+def test_microgradnorm_lang_comes_before_the_locale(monkeypatch):
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+    monkeypatch.setenv(i18n.ENV_VAR, "en")
+    assert i18n.current_language() == "en"
+    monkeypatch.setenv(i18n.ENV_VAR, "zh-CN")
+    monkeypatch.setenv("LANG", "en_US.UTF-8")
+    assert i18n.current_language() == "zh-CN"
+
+
+def test_a_bad_microgradnorm_lang_is_an_error_only_where_it_can_be_reported(monkeypatch):
+    monkeypatch.setenv(i18n.ENV_VAR, "klingon")
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+    assert i18n.language_from_environment() == "zh-CN"  # _() must never raise: the locale decides
+    with pytest.raises(LanguageError, match=r"^MICROGRADNORM_LANG: expected en or zh-CN, got 'klingon'$"):
+        i18n.language_from_environment(strict=True)
+
+
+# ---- lookups and the fallback to English ----------------------------------------------------------------
+
+
+def test_a_shipped_translation_is_found_and_english_stays_english():
+    assert _(STATE_DIR_MESSAGE) == STATE_DIR_MESSAGE
+    with use_language("zh-CN"):
+        assert _(STATE_DIR_MESSAGE) == shipped_translation(STATE_DIR_MESSAGE) == "状态目录"
+
+
+def test_a_string_without_translation_falls_back_to_english():
+    with use_language("zh-CN"):
+        assert _("a sentence no catalog has") == "a sentence no catalog has"
+
+
+def test_untranslated_and_fuzzy_entries_fall_back_to_english(tmp_path):
+    folder = make_catalog(tmp_path, [("done", "完成", ()), ("empty", "", ()), ("guess", "猜的", ("fuzzy",))])
+    translations = i18n.load_catalog("zh-CN", folder)
+    assert [translations.gettext(m) for m in ("done", "empty", "guess")] == ["完成", "empty", "guess"]
+
+
+@pytest.mark.parametrize("content", [b"", b"not a catalog at all", b"\xde\x12\x04\x95" + b"\x00" * 3])
+def test_a_missing_or_broken_catalog_means_english_not_an_error(tmp_path, content):
+    assert i18n.load_catalog("zh-CN", tmp_path).gettext("x") == "x"  # no file at all
+    path = tmp_path / "zh_CN" / "LC_MESSAGES" / f"{i18n.DOMAIN}.mo"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(content)
+    assert i18n.load_catalog("zh-CN", tmp_path).gettext("x") == "x"
+
+
+def test_plural_forms_follow_the_language():
+    assert [ngettext("{n} step", "{n} steps", n).format(n=n) for n in (1, 2)] == ["1 step", "2 steps"]
+    with use_language("zh-CN"):  # no translation yet: English, still with the right English form
+        assert ngettext("{n} step", "{n} steps", 2).format(n=2) == "2 steps"
+
+
+def test_a_lazy_constant_is_translated_when_used_not_when_defined():
+    constant = lazy_gettext(STATE_DIR_MESSAGE)  # defined while English is current
+    with use_language("zh-CN"):
+        chinese = shipped_translation(STATE_DIR_MESSAGE)
+        assert str(constant) == chinese and f"[{constant}]" == f"[{chinese}]"
+        assert constant + "!" == chinese + "!" and "<" + constant == "<" + chinese
+        assert constant == chinese and len(constant) == len(chinese) and chinese[0] in constant
+        assert _(constant) == chinese
+    assert str(constant) == STATE_DIR_MESSAGE and constant.upper() == STATE_DIR_MESSAGE.upper()
+
+
+def test_a_lazy_constant_renders_in_rich():
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), width=40, color_system=None)
+    with use_language("zh-CN"):
+        console.print(lazy_gettext(STATE_DIR_MESSAGE))
+    assert console.file.getvalue().strip() == shipped_translation(STATE_DIR_MESSAGE)
+
+
+# ---- state: threads, tasks, tests ----------------------------------------------------------------------------
+
+
+def test_use_language_is_private_to_a_thread():
+    barrier = threading.Barrier(2)
+    seen: dict[str, str] = {}
+
+    def reader(language: str) -> None:
+        with use_language(language):
+            barrier.wait()  # both threads are inside their blocks at once
+            seen[language] = _(STATE_DIR_MESSAGE)
+            barrier.wait()
+
+    threads = [threading.Thread(target=reader, args=(lang,)) for lang in ("en", "zh-CN")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == {"en": STATE_DIR_MESSAGE, "zh-CN": shipped_translation(STATE_DIR_MESSAGE)}
+    assert i18n.current_language() == "en"
+
+
+def test_the_cli_language_reaches_threads_and_is_restored_afterwards(monkeypatch):
+    seen = []
+    with i18n.cli_language(["lesson", "--lang", "zh-CN"]) as language:
+        worker = threading.Thread(target=lambda: seen.append(i18n.current_language()))
+        worker.start()
+        worker.join()
+    assert language == "zh-CN" and seen == ["zh-CN"]
+    assert i18n.current_language() == "en"
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--lang", "zh-CN", "lesson"], "zh-CN"),
+        (["lesson", "3", "--lang=zh_CN"], "zh-CN"),
+        (["--lang", "zh-CN", "lesson", "--lang", "en"], "en"),  # the last one wins, as in argparse
+        (["lesson", "--", "--lang", "zh-CN"], "en"),  # after --, it is not an option
+        (["lesson", "--lang", "fr"], "en"),  # left to argparse to report
+    ],
+)
+def test_cli_language_reads_lang_from_the_arguments(argv, expected):
+    with i18n.cli_language(argv) as language:
+        assert language == expected == i18n.current_language()
+
+
+def test_lang_on_the_command_line_beats_the_environment(monkeypatch):
+    monkeypatch.setenv(i18n.ENV_VAR, "zh-CN")
+    with i18n.cli_language(["--lang", "en"]) as language:
+        assert language == "en"
+    with i18n.cli_language([]) as language:
+        assert language == "zh-CN"
+
+
+def test_a_child_process_inherits_the_language():
+    with use_language("zh-CN"):
+        assert i18n.child_environment({"PATH": "/bin"}) == {"PATH": "/bin", i18n.ENV_VAR: "zh-CN"}
+
+
+# ---- end to end: the sample module (store.py's errors) through the CLI ------------------------------------
+
+
+@pytest.fixture
+def unusable_home(tmp_path, monkeypatch):
+    taken = tmp_path / "a-file"
+    taken.write_text("mine")
+    monkeypatch.setenv("MICROGRADNORM_HOME", str(taken))
+    return taken
+
+
+def run_cli(argv, capsys):
+    from microgradnorm.cli import main
+
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert i18n.set_language(None) is None, "the CLI left its language set"
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "environ", "chinese"),
+    [
+        (["--lang", "zh-CN", "exercise", "list"], {}, True),
+        (["exercise", "list", "--lang", "zh-CN"], {}, True),
+        (["exercise", "list"], {"LANG": "zh_CN.UTF-8"}, True),
+        (["exercise", "list"], {"MICROGRADNORM_LANG": "zh-CN", "LANG": "en_US.UTF-8"}, True),
+        (["exercise", "list", "--lang", "en"], {"LANG": "zh_CN.UTF-8"}, False),
+        (["exercise", "list"], {}, False),
+    ],
+)
+def test_a_cli_error_is_in_the_chosen_language(unusable_home, capsys, monkeypatch, argv, environ, chinese):
+    for var, value in environ.items():
+        monkeypatch.setenv(var, value)
+    code, out, err = run_cli(argv, capsys)
+    english = "MICROGRADNORM_HOME: expected a directory for progress files"
+    translated = shipped_translation(
+        "{source}: expected a directory for progress files, got {path!r}, which is not a directory"
+    ).format(source="MICROGRADNORM_HOME", path=str(unusable_home))
+    assert code == 2 and out == "" and len(err.splitlines()) == 1
+    assert (translated in err) if chinese else (english in err and translated not in err)
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--lang", "fr", "lesson"], "microgradnorm: error: argument --lang: expected en or zh-CN, got 'fr'"),
+        (["lesson", "--lang", "fr"], "microgradnorm lesson: error: argument --lang: expected en or zh-CN, got 'fr'"),
+        (["exercise", "list", "--lang"], "microgradnorm exercise list: error: argument --lang: expected one argument"),
+    ],
+)
+def test_a_bad_lang_is_one_line_naming_the_argument(capsys, argv, expected):
+    with pytest.raises(SystemExit) as info:
+        run_cli(argv, capsys)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.startswith(expected) and len(err.splitlines()) == 1
+    assert i18n.set_language(None) is None
+
+
+def test_a_bad_microgradnorm_lang_is_one_line_naming_the_variable(capsys, monkeypatch):
+    monkeypatch.setenv(i18n.ENV_VAR, "fr")
+    code, out, err = run_cli(["lesson"], capsys)
+    assert code == 2 and out == ""
+    assert err == "microgradnorm: error: MICROGRADNORM_LANG: expected en or zh-CN, got 'fr'\n"
+
+
+def test_help_is_translated_and_lists_lang(capsys):
+    with pytest.raises(SystemExit):
+        run_cli(["--lang", "zh-CN", "lesson", "--help"], capsys)
+    out = capsys.readouterr().out
+    help_text = shipped_translation("language of the text: en or zh-CN (default: $MICROGRADNORM_LANG, then the locale)")
+    assert "--lang LANG" in out and help_text[:12] in out
+    assert i18n.set_language(None) is None
+
+
+def test_a_real_process_with_a_chinese_locale_speaks_chinese(unusable_home):
+    env = {k: v for k, v in os.environ.items() if k not in (i18n.ENV_VAR, *LOCALE_VARS)}
+    env.update(LANG="zh_CN.UTF-8", MICROGRADNORM_HOME=str(unusable_home), PYTHONIOENCODING="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "microgradnorm", "exercise", "list"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2
+    assert "MICROGRADNORM_HOME：" in proc.stderr and "不是目录" in proc.stderr

@@ -1,0 +1,223 @@
+"""Chinese in the terminal: prose wraps between characters, punctuation stays where Chinese puts it,
+tables and headers align (double-width characters count two cells), and English is untouched."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import unicodedata
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from rich import box
+from rich._wrap import divide_line as rich_divide_line
+from rich.cells import cell_len
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.rule import Rule
+from rich.table import Table
+from rich.text import Text
+
+from microgradnorm.i18n.text import CJKText, break_opportunities, cjk_markdown, cjk_text, divide_line
+
+WIDTHS = (40, 60, 80, 100)
+
+# The rules as the Chinese punctuation standard (GB/T 15834) states them, written out here rather than
+# taken from the module: these may not start a line, these may not end one.
+CLOSING = set("，。、；：！？）》」』】”’…")
+OPENING = set("（《「『【“‘")
+
+PARAGRAPH = (
+    "反向传播时，LayerNorm 之后的层会传回一个上游梯度 `dy`。它沿着三条路径回到输入 `x`：直接的一条，"
+    "经过均值 `mean` 的一条，以及经过方差 `var` 的一条（分母里的 `rstd = 1/sqrt(var + eps)` 也依赖 `x`）。\n"
+    "把三条路径的贡献相加，就得到自动微分累加在 `x.grad` 上的梯度；写成一个公式就是 "
+    "`dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))`，其中 `dxhat = gamma * dy`。"
+    "所以 `dx` 的各分量之和恒为 0——把所有输入平移同一个量，输出不变，这就是“平移不变性”。"
+)
+
+
+def render(renderable, width: int) -> list[str]:
+    console = Console(file=io.StringIO(), width=width, color_system=None, legacy_windows=False)
+    console.print(renderable)
+    return console.file.getvalue().splitlines()
+
+
+def is_ideograph(char: str) -> bool:
+    return unicodedata.category(char) == "Lo" and unicodedata.east_asian_width(char) == "W"
+
+
+def layout_problems(lines: list[str], width: int) -> list[str]:
+    """What a Chinese reader would object to in these wrapped lines of prose."""
+    found = []
+    for k, line in enumerate(lines):
+        text = line.rstrip()
+        if cell_len(line) > width:
+            found.append(f"line {k + 1} is {cell_len(line)} cells wide")
+        if text.lstrip()[:1] in CLOSING:
+            found.append(f"line {k + 1} starts with {text.lstrip()[0]}")
+        if text[-1:] in OPENING:
+            found.append(f"line {k + 1} ends with {text[-1]}")
+        following = lines[k + 1].lstrip() if k + 1 < len(lines) else ""
+        if text and len(following) >= 2 and all(is_ideograph(c) for c in following[:2]):
+            room = 2 if unicodedata.east_asian_width(text[-1]) == "W" else 3  # after Latin, a space may have been
+            if width - cell_len(text) >= room:
+                found.append(f"line {k + 1} leaves {width - cell_len(text)} cells empty before {following[0]}")
+    return found
+
+
+def plain(markdown: str) -> str:
+    """The paragraph's characters as a reader sees them (no backticks), spaces aside."""
+    return markdown.replace("`", "").replace(" ", "").replace("\n", "")
+
+
+# ---- prose -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_chinese_paragraph_wraps_between_characters_and_keeps_its_punctuation(width):
+    lines = render(cjk_markdown(PARAGRAPH), width)
+    assert layout_problems(lines, width) == []
+    assert "".join(lines).replace(" ", "") == plain(PARAGRAPH)  # nothing lost, repeated or added
+    assert len(lines) >= 3
+
+
+def test_the_paragraph_is_laid_out_well_at_every_width_from_24_to_100():
+    bad = {width: layout_problems(render(cjk_markdown(PARAGRAPH), width), width) for width in range(24, 101)}
+    assert {width: found for width, found in bad.items() if found} == {}
+
+
+def test_the_checker_finds_what_rich_alone_gets_wrong():
+    """The check above can fail: lines as rich lays them out when it only breaks at spaces."""
+    bad = [
+        "LayerNorm 之后的层会传回              ",  # 16 cells left empty before a clause
+        "一个上游梯度 dy，它沿着三条路径回到输入",
+        "，经过均值 mean 的一条（",  # closing punctuation first, opening punctuation last
+        "分母",
+    ]
+    found = layout_problems(bad, 40)
+    assert any("leaves" in p and "一" in p for p in found)
+    assert "line 3 starts with ，" in found and "line 3 ends with （" in found
+
+
+def test_a_line_break_in_the_source_between_two_chinese_characters_is_not_a_space():
+    assert render(cjk_markdown("第一行\n第二行"), 40)[0].rstrip() == "第一行第二行"
+    assert render(cjk_markdown("first line\nsecond"), 40)[0].rstrip() == "first line second"
+    assert render(cjk_markdown("中文\nEnglish"), 40)[0].rstrip() == "中文 English"
+    assert render(cjk_markdown("甲、\n`d = e`，\n乙"), 40)[0].rstrip() == "甲、d = e，乙"
+
+
+def test_a_zero_width_space_is_a_break_opportunity():
+    formula = "dxhat*xhat*rstd\u200bmean(dxhat*xhat)"
+    assert break_opportunities(formula) == [formula.index("\u200b") + 1]
+    assert [line.rstrip().replace("\u200b", "") for line in render(cjk_text(formula), 20)] == [
+        "dxhat*xhat*rstd",
+        "mean(dxhat*xhat)",
+    ]
+
+
+@pytest.mark.parametrize("mark", ["——", "……"])
+def test_a_dash_or_an_ellipsis_is_never_split_and_an_ellipsis_never_starts_a_line(mark):
+    text = "这一段话" * 3 + mark + "然后继续" * 3
+    for width in range(6, 40):
+        lines = [line.strip() for line in render(cjk_text(text), width)]
+        assert "".join(lines) == text
+        assert not any(a.endswith(mark[0]) and b.startswith(mark[0]) for a, b in itertools.pairwise(lines))
+        assert mark == "——" or not any(line.startswith(mark[0]) for line in lines), (width, lines)
+
+
+# ---- English is wrapped exactly as rich wraps it ---------------------------------------------------------------
+
+ASCII_CHARS = [*"abcdefghij ,.;:!?()[]{}%'\"-=+*/0123456789", "  ", "\t"]
+ASCII_TEXT = st.lists(st.sampled_from(ASCII_CHARS), max_size=120).map("".join)
+
+
+@given(text=ASCII_TEXT, width=st.integers(1, 100))
+def test_english_breaks_where_rich_breaks_it(text, width):
+    line = text.replace("\t", " ")
+    assert divide_line(line, width) == rich_divide_line(line, width)
+    assert divide_line(line, width, fold=False) == rich_divide_line(line, width, fold=False)
+
+
+def test_every_english_lesson_renders_as_with_riches_markdown():
+    from microgradnorm.lessons.format import Prose, load_lessons
+
+    lessons = load_lessons(check_demos=False)
+    prose = [b.text for lesson in lessons for step in lesson.steps for b in step.blocks if isinstance(b, Prose)]
+    assert len(prose) > len(lessons)
+    for text in prose:
+        for width in (60, 100):
+            assert render(cjk_markdown(text), width) == render(Markdown(text), width), text[:60]
+
+
+# ---- mixed text: properties -------------------------------------------------------------------------------------
+
+MIXED_PIECES = [*"梯度均值方差反向传播层归一化，。、；：！？（）“”《》——……", "LayerNorm", "dx", "x", "0.5", " "]
+MIXED = st.lists(st.sampled_from(MIXED_PIECES), max_size=80).map("".join)
+
+
+@given(text=MIXED, width=st.integers(8, 100))
+def test_mixed_text_fits_keeps_every_character_and_starts_no_line_with_closing_punctuation(text, width):
+    console = Console(file=io.StringIO(), width=width)
+    lines = [line.plain for line in CJKText(text).wrap(console, width)]
+    assert all(cell_len(line) <= width for line in lines)
+    assert "".join(lines).replace(" ", "") == text.replace(" ", "")
+    widest_piece = max((cell_len(text[a:b].rstrip()) for a, b in _pieces(text)), default=0)
+    if widest_piece <= width:  # nothing had to be folded: every break is a permitted one
+        assert not any(line.lstrip()[:1] in CLOSING for line in lines[1:] if line.strip())
+        assert not any(line.rstrip()[-1:] in OPENING for line in lines[:-1])
+
+
+def _pieces(text: str) -> list[tuple[int, int]]:
+    starts = [0, *break_opportunities(text)]
+    return list(zip(starts, [*starts[1:], len(text)]))
+
+
+# ---- tables and headers ------------------------------------------------------------------------------------------
+
+
+def column_borders(line: str) -> list[int]:
+    """The cell columns at which the box's vertical lines stand."""
+    return [cell_len(line[:i]) for i, char in enumerate(line) if char in "│├┤┼"]
+
+
+@pytest.mark.parametrize("width", (60, 80, 100))
+def test_a_table_with_chinese_cells_keeps_its_columns_aligned(width):
+    table = Table(box=box.SQUARE, title="LayerNorm 的前向节点")
+    for header in ("节点", "含义", "公式"):
+        table.add_column(header)
+    table.add_row("mean", "所有输入的均值", "`sum(x) / d`")
+    table.add_row("var", cjk_text("方差：先减去均值，再求平方的平均（两遍算法，数值上更稳定）"), "sum(xshift**2) / d")
+    table.add_row("rstd", "标准差的倒数", "1 / sqrt(var + eps)")
+    lines = [line for line in render(table, width) if "│" in line or "┼" in line]
+    assert lines and {cell_len(line) for line in lines} == {cell_len(lines[0])} and cell_len(lines[0]) <= width
+    assert len({tuple(column_borders(line)) for line in lines}) == 1, "\n".join(lines)
+    wrapped = [line.split("│")[2].strip() for line in lines if line.count("│") == 4]
+    assert not any(cell[:1] in CLOSING for cell in wrapped)
+
+
+@pytest.mark.parametrize("width", (60, 80, 100))
+def test_a_markdown_table_in_chinese_aligns(width):
+    markdown = "| 节点 | 含义 |\n|---|---|\n| `mean` | 均值：所有输入的平均 |\n| `var` | 方差（两遍算法） |\n"
+    lines = [line for line in render(cjk_markdown(markdown), width) if line.strip()]
+    assert len({cell_len(line) for line in lines}) == 1
+    header, _rule, *rows = lines
+    starts = {cell_len(line[: line.index(word)]) for line, word in zip(rows, ("均值", "方差"))}
+    assert starts == {cell_len(header[: header.index("含义")])}
+
+
+@pytest.mark.parametrize("width", (60, 80, 100))
+def test_a_header_rule_with_a_chinese_title_fills_the_line_exactly(width):
+    for title in ("03 · LayerNorm 的前向传播", "07 · 雅可比矩阵是一个投影"):
+        (line,) = render(Rule(Text(title)), width)
+        assert cell_len(line) == width and title in line
+    step = cjk_text(Text.assemble(("第 3 步，共 9 步 · ", "dim"), ("从损失到平方根：反向传播的前半段", "bold")))
+    assert layout_problems(render(step, 40), 40) == []
+
+
+def test_a_long_chinese_cell_measures_by_its_pieces_not_as_one_word():
+    console = Console(width=100)
+    text = "方差：先减去均值，再求平方的平均"
+    measured = cjk_text(text).__rich_measure__(console, console.options)
+    assert measured.maximum == cell_len(text)
+    assert measured.minimum == cell_len("差：")  # a character with the punctuation that must follow it

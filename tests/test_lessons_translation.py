@@ -1,0 +1,264 @@
+"""Lesson translations: the same steps and demos as the English, and a test that fails when the English moves on.
+
+The sample is a two-step English lesson and its Chinese translation in
+``tests/i18n_fixtures/lessons``; every test that edits them works on copies.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+import unicodedata
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from microgradnorm.i18n import SIMPLIFIED_CHINESE
+from microgradnorm.i18n.text import NO_START, cjk_markdown
+from microgradnorm.lessons import render
+from microgradnorm.lessons.format import LessonFormatError, parse_lesson
+from microgradnorm.lessons.runner import step_outputs
+from microgradnorm.lessons.translation import (
+    english_hashes,
+    front_matter_block,
+    localize,
+    read_translation,
+    step_hash,
+    translation_problems,
+)
+
+FIXTURES = Path(__file__).resolve().parent / "i18n_fixtures" / "lessons"
+NAME = "01-chain-rule-sample.md"
+ZH = SIMPLIFIED_CHINESE
+
+
+@pytest.fixture
+def copies(tmp_path):
+    """The sample lesson and its translation, copied: (english file, translation file)."""
+    folder = tmp_path / "lessons"
+    shutil.copytree(FIXTURES, folder)
+    return folder / NAME, folder / ZH / NAME
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{old!r} is not in {path.name}"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def refresh_hash(english: Path, translation: Path, key: str) -> None:
+    """What the translator does after updating the words: copy the current hash from `hashes`."""
+    current = re.search(rf"^  {key}: (\w+)", front_matter_block(parse_lesson(english, check_demos=False)), re.M)
+    text = translation.read_text(encoding="utf-8")
+    translation.write_text(re.sub(rf"^  {key}: \w+", f"  {key}: {current.group(1)}", text, flags=re.M), "utf-8")
+
+
+def problems(english: Path) -> list[str]:
+    return translation_problems(ZH, english.parent)
+
+
+# ---- the sample is in step --------------------------------------------------------------------------------------
+
+
+def test_the_sample_translation_is_in_step_with_its_english():
+    assert translation_problems(ZH, FIXTURES) == []
+
+
+def test_the_repositorys_translations_are_in_step_with_the_english():
+    """Runs on lessons/zh-CN/ (empty until the lessons are translated: then it checks every one)."""
+    assert translation_problems(ZH) == []
+
+
+def test_the_sample_translation_is_shown_in_chinese_with_the_english_demos():
+    english = parse_lesson(FIXTURES / NAME, check_demos=False)
+    lesson, notes = localize(english, ZH)
+    assert notes == [] and lesson.name == english.name  # the same progress key in both languages
+    assert lesson.title.startswith("链式法则") and all(_has_chinese(s.title) for s in lesson.steps)
+    calls = [[(c.name, c.args) for c in s.demos] for s in lesson.steps]
+    assert calls == [[(c.name, c.args) for c in s.demos] for s in english.steps]
+    assert localize(english, "en") == (english, [])
+
+
+def _has_chinese(text: str) -> bool:
+    return any(unicodedata.east_asian_width(c) == "W" for c in text)
+
+
+# ---- drift: the English changes, the translation has not ------------------------------------------------------------
+
+
+def test_editing_one_english_step_fails_the_check_until_its_translation_is_updated(copies):
+    english, translation = copies
+    assert problems(english) == []
+
+    edit(english, "their products add up.", "their products add up, one term per path.")
+    found = problems(english)
+    assert len(found) == 1
+    assert found[0].startswith(f"{translation}: step 2 ('The chain rule') changed in the English")
+    assert "python -m microgradnorm.i18n hashes 01" in found[0]
+    lesson, notes = localize(parse_lesson(english, check_demos=False), ZH)
+    assert notes == found
+    assert _has_chinese(lesson.steps[0].title) and lesson.steps[1].title == "The chain rule"  # that step in English
+
+    edit(translation, "就把各条路径的乘积加起来。", "就把各条路径的乘积加起来，每条路径一项。")
+    refresh_hash(english, translation, "step 2")
+    assert problems(english) == []
+    lesson, notes = localize(parse_lesson(english, check_demos=False), ZH)
+    assert notes == [] and _has_chinese(lesson.steps[1].title)
+
+
+def test_a_changed_title_is_drift_of_the_lesson_header(copies):
+    english, translation = copies
+    edit(english, "title: The chain rule, in two steps", "title: The chain rule, step by step")
+    (found,) = problems(english)
+    assert "the lesson's title or summary changed in the English" in found
+    lesson, _ = localize(parse_lesson(english, check_demos=False), ZH)
+    assert lesson.title == "The chain rule, step by step" and _has_chinese(lesson.steps[0].title)
+    refresh_hash(english, translation, "lesson")
+    assert problems(english) == []
+
+
+def test_a_translation_without_its_hashes_is_out_of_date_everywhere(copies):
+    english, translation = copies
+    text = translation.read_text(encoding="utf-8")
+    translation.write_text(re.sub(r"^  (lesson|step \d+): \w+.*\n", "", text, flags=re.M), encoding="utf-8")
+    found = problems(english)
+    assert len(found) == 3 and all("no hash recorded" in line for line in found)
+
+
+@pytest.mark.parametrize(
+    ("change", "same"),
+    [
+        (lambda t: t.replace("## The chain rule", "## The chain rule again"), False),
+        (lambda t: t.replace("finite difference.", "finite difference!"), False),
+        (lambda t: t.replace('chain_rule\nexample: "chain"', 'chain_rule\nexample: "shared"'), False),
+        (lambda t: t.replace("the local\n", "the local   \n"), True),  # trailing spaces are not words
+    ],
+)
+def test_a_step_hash_changes_with_its_words_and_demos_not_with_trailing_spaces(change, same):
+    text = (FIXTURES / NAME).read_text(encoding="utf-8")
+    before = parse_lesson(FIXTURES / NAME, text, check_demos=False)
+    after = parse_lesson(FIXTURES / NAME, change(text), check_demos=False)
+    assert change(text) != text
+    assert (english_hashes(before) == english_hashes(after)) == same
+    assert step_hash(before.steps[0]) == step_hash(after.steps[0])  # every change above is in step 2
+
+
+# ---- structure: the same steps, demos, parameters and options -------------------------------------------------------
+
+
+STRUCTURE = [
+    (
+        lambda t: t.replace('chain_rule\nexample: "chain"', 'chain_rule\nexample: "shared"'),
+        "step 2 ('链式法则', English 'The chain rule'): its demo blocks differ from the English: "
+        "English chain_rule(example='chain'), translation chain_rule(example='shared')",
+    ),
+    (
+        lambda t: t[: t.index("## 链式法则")],
+        "1 steps, the English 01-chain-rule-sample.md has 2 (a translation has the English's steps, in order)",
+    ),
+    (
+        lambda t: t.replace('defaults: {"seed": 0}', 'defaults: {"seed": 0, "dim": 3}'),
+        "defaults {'seed': 0, 'dim': 3} differ from the English's {'seed': 0}",
+    ),
+    (
+        lambda t: t.replace(
+            '一个节点。\n\n```demo\nvalue_graph\nexample: "chain"\n```',
+            '一个节点。\n\n```demo\nvalue_graph\nexample: "chain"\n```\n\n多出来的一段。',
+        ),
+        "step 1 ('一个小小的计算图', English 'A small computation graph'): its blocks are prose, demo, prose; "
+        "the English's are prose, demo",
+    ),
+    (
+        lambda t: t.replace("english: 01-chain-rule-sample.md", "english: 02-other.md"),
+        "its 'english:' line names '02-other.md', expected '01-chain-rule-sample.md'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("change", "expected"), STRUCTURE)
+def test_a_translation_that_differs_in_structure_is_reported_and_shown_in_english(copies, change, expected):
+    english, translation = copies
+    translation.write_text(change(translation.read_text(encoding="utf-8")), encoding="utf-8")
+    found = problems(english)
+    assert any(line.startswith(f"{translation}: {expected}") for line in found), found
+    english_lesson = parse_lesson(english, check_demos=False)
+    assert localize(english_lesson, ZH)[0] is english_lesson
+
+
+def test_a_malformed_hash_line_names_its_line_and_the_lesson_stays_english(copies):
+    english, translation = copies
+    edit(translation, "  step 2: ", "  step 2: xyz ")
+    (found,) = problems(english)
+    lines = translation.read_text(encoding="utf-8").splitlines()
+    number = next(k for k, line in enumerate(lines, start=1) if "step 2: xyz" in line)
+    assert found.startswith(f"{translation}:{number}: expected '  step N: <12 hex digits>' in the english block")
+    english_lesson = parse_lesson(english, check_demos=False)
+    lesson, notes = localize(english_lesson, ZH)
+    assert lesson is english_lesson and notes == [found]
+
+
+def test_an_error_in_the_translation_is_reported_at_its_true_line(copies):
+    _english, translation = copies
+    lines = translation.read_text(encoding="utf-8").splitlines()
+    bad = lines.index("## 链式法则")
+    lines[bad] = "# 链式法则"
+    translation.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(LessonFormatError) as info:
+        read_translation(translation)
+    assert info.value.line == bad + 1
+
+
+def test_a_translation_without_front_matter_is_reported_at_line_one(copies):
+    _english, translation = copies
+    text = translation.read_text(encoding="utf-8")
+    translation.write_text(text[text.index("## ") :] + "\n---\nenglish: x\n", encoding="utf-8")
+    with pytest.raises(LessonFormatError) as info:
+        read_translation(translation)
+    assert info.value.line == 1 and "front matter" in str(info.value)
+
+
+def test_a_translation_of_no_english_lesson_is_reported(copies):
+    english, translation = copies
+    shutil.copy(translation, translation.with_name("02-nothing-here.md"))
+    assert any("no English lesson 02-nothing-here.md to translate" in line for line in problems(english))
+
+
+def test_an_unreadable_translation_never_stops_the_lesson(copies):
+    english, translation = copies
+    translation.write_bytes(b"\xff\xfe not text")
+    english_lesson = parse_lesson(english, check_demos=False)
+    lesson, notes = localize(english_lesson, ZH)
+    assert lesson is english_lesson and len(notes) == 1
+
+
+def test_the_hashes_command_prints_the_block_the_translation_carries(capsys):
+    from microgradnorm.i18n.__main__ import main
+
+    assert main(["hashes", str(FIXTURES / NAME)]) == 0
+    block = capsys.readouterr().out
+    translation = (FIXTURES / ZH / NAME).read_text(encoding="utf-8")
+    assert block.startswith("english: 01-chain-rule-sample.md\n  lesson: ") and block in translation
+    assert main(["hashes", "99"]) == 2
+    assert "expected a lesson number or file name" in capsys.readouterr().err
+
+
+# ---- the sample rendered as the runner renders a step ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("width", (60, 100))
+def test_the_sample_renders_in_chinese_within_a_screen(monkeypatch, tmp_path, width):
+    """render_step with its Markdown swapped for cjk_markdown: the one-line change phase 2 makes in render.py."""
+    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
+    monkeypatch.setattr(render, "Markdown", cjk_markdown)
+    lesson, _ = localize(parse_lesson(FIXTURES / NAME), ZH)
+    params = lesson.params()
+    for index, step in enumerate(lesson.steps):
+        console = Console(file=io.StringIO(), width=width, color_system=None)
+        console.print(render.render_step(lesson, index, step_outputs(lesson, index, params), params))
+        lines = console.file.getvalue().splitlines()
+        assert len(lines) <= 40 and all(console.measure(line).maximum <= width for line in lines)
+        prose_lines = [line.strip() for line in lines if _has_chinese(line) and "│" not in line]
+        assert prose_lines and not any(line[0] in NO_START for line in prose_lines), prose_lines
+        assert step.title in console.file.getvalue()
