@@ -29,3 +29,9 @@ def empty_path(tmp_path, monkeypatch):
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
     return str(empty)
+
+
+@pytest.fixture(autouse=True)
+def _english_by_default(monkeypatch):
+    """Tests expect English messages unless they choose a language, whatever the machine's locale."""
+    monkeypatch.setenv("MICROGRADNORM_LANG", "en")
