@@ -27,6 +27,9 @@ def _state_home(tmp_path, monkeypatch):
 
 LESSON_FILES = sorted(p for p in lessons_dir().iterdir() if LESSON_FILE.match(p.name))
 WIDTHS = (60, 100)
+# One screen per step (lessons/FORMAT.md): a step rendered at each of WIDTHS has at most this many lines.
+# Taller terminals show it whole; smaller ones page it (the runner's pager), but a step is written for one screen.
+MAX_STEP_LINES = 40
 
 # SGR parameters that set a colour: 30-37, 38 (extended), 39, 40-47, 48, 49, 90-97, 100-107.
 _SGR = re.compile(r"\x1b\[([0-9;]*)m")
@@ -83,6 +86,29 @@ def test_every_step_renders_at_60_and_100_columns_without_colour(path, monkeypat
                 shown = Console(file=io.StringIO(), width=width, no_color=True, record=True)
                 shown.print(out.renderable)
                 assert shown.export_text().strip(), f"{where}: demo {call.name} rendered nothing"
+
+
+def _rendered(lesson, index, outputs, params, width: int) -> str:
+    """The step as the runner and ``--auto`` print it, at ``width`` columns, without colour."""
+    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
+    console.print(render.render_step(lesson, index, outputs, params))
+    return console.export_text()
+
+
+@pytest.mark.parametrize("path", LESSON_FILES, ids=lambda p: p.stem)
+def test_every_step_fits_one_screen_at_60_and_100_columns(path, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.delenv("MICROGRADNORM_DEBUG", raising=False)
+    lesson = parse_lesson(path)
+    params = lesson.params()
+    too_long = []
+    for index in range(len(lesson.steps)):
+        outputs = step_outputs(lesson, index, params)
+        heights = {width: len(_rendered(lesson, index, outputs, params, width).splitlines()) for width in WIDTHS}
+        if max(heights.values()) > MAX_STEP_LINES:
+            shown = ", ".join(f"{h} lines at {w} columns" for w, h in heights.items())
+            too_long.append(f"step {index + 1} ({shown})")
+    assert not too_long, f"{path.name}: steps longer than {MAX_STEP_LINES} lines: " + "; ".join(too_long)
 
 
 def _demo_text(lesson, params) -> str:
