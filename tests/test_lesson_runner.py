@@ -141,6 +141,19 @@ def test_finishing_marks_the_lesson_done_and_the_next_run_starts_over(lesson):
     assert store.get(lesson.name).completed  # rereading a finished lesson keeps it finished
 
 
+def test_a_finished_lesson_left_in_the_middle_of_a_second_pass_resumes_where_it_says(lesson):
+    make(lesson, ["n", "n", "n"])[0].run()  # the first pass, to the end
+    r, buf, _ = make(lesson, ["n", "q"])  # the second pass starts over and stops at step 2
+    r.run()
+    assert titles_in(buf.getvalue()) == ["Alpha step", "Beta step"]
+    assert "Stopped at step 2 of 3. Resume with: microgradnorm lesson 1" in buf.getvalue()
+    r, buf, store = make(lesson, ["q"])
+    r.run()
+    assert "Resuming at step 2 of 3" in buf.getvalue()
+    assert titles_in(buf.getvalue()) == ["Beta step"]
+    assert store.get(lesson.slug).completed  # still counted as done
+
+
 def test_end_of_input_quits_and_keys_can_come_from_a_callable(lesson):
     keys = iter(["n"])
     r, _buf, store = make(lesson, lambda: next(keys, ""))
