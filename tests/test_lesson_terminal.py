@@ -101,7 +101,7 @@ def test_lesson_1_in_a_real_terminal_next_back_graph_quit_and_resume(term, tmp_p
     assert term.dead(), "the lesson did not exit after q"
 
     saved = json.loads((tmp_path / "state" / "lessons.json").read_text())
-    assert saved["lessons"]["01-value-and-chain-rule"]["step"] == 2
+    assert saved["lessons"]["value-and-chain-rule"]["step"] == 2
 
     term.close()
     term.start("lesson", "1")
@@ -138,4 +138,4 @@ def test_keys_typed_ahead_while_a_step_is_drawn_are_not_lost(term, tmp_path):
     screen = term.wait_for("Stopped at step")
     assert "Stopped at step 4 of" in screen
     saved = json.loads((tmp_path / "state" / "lessons.json").read_text())
-    assert saved["lessons"]["01-value-and-chain-rule"]["step"] == 4
+    assert saved["lessons"]["value-and-chain-rule"]["step"] == 4

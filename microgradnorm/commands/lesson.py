@@ -110,7 +110,7 @@ def run(args: argparse.Namespace, console) -> int:
     if not lessons:
         raise UsageError("no lesson could be loaded; see the messages above")
     try:
-        progress: ProgressStore | None = ProgressStore()
+        progress: ProgressStore | None = ProgressStore(steps={x.slug: len(x.steps) for x in lessons})
     except StateDirError as exc:  # a bad MICROGRADNORM_HOME: the lessons still run, progress is not saved
         progress = None
         console.print(Text(f"Progress is not saved: {exc}", style="yellow"), soft_wrap=True)

@@ -84,7 +84,7 @@ def render_step(
 
     step = lesson.steps[index]
     parts: list[RenderableType] = [step_header(lesson, index)]
-    if index == 0 and params is not None:
+    if index == 0 and params is not None and lesson.options:
         parts.append(params_line(params, lesson.options))
     demo_outputs = iter(outputs)
     for block in step.blocks:
@@ -171,7 +171,7 @@ def lesson_list(lessons: Sequence[Lesson], progress: Mapping[str, LessonProgress
         table.add_row(
             f"{lesson.number}",
             Text.assemble((lesson.title, "bold"), "\n", (lesson.summary, "dim")),
-            _progress_cell(progress.get(lesson.name), len(lesson.steps)),
+            _progress_cell(progress.get(lesson.slug), len(lesson.steps)),
         )
     hint = Text.assemble(
         "Start one with ",
@@ -180,14 +180,10 @@ def lesson_list(lessons: Sequence[Lesson], progress: Mapping[str, LessonProgress
         ("--auto", "bold"),
         " to print every step at once.",
     )
-    unfinished = [
-        (entry.updated, lesson)
-        for lesson in lessons
-        if (entry := progress.get(lesson.name)) is not None and not entry.completed
-    ]
-    if unfinished:
-        _, last = max(unfinished, key=lambda pair: pair[0])
-        entry = progress[last.name]
+    places = [(entry.updated, lesson) for lesson in lessons if _resumes(entry := progress.get(lesson.slug))]
+    if places:
+        _, last = max(places, key=lambda pair: pair[0])
+        entry = progress[last.slug]
         hint = Text.assemble(
             "Continue where you left off: ",
             (f"microgradnorm lesson {last.number}", "bold"),
@@ -197,12 +193,18 @@ def lesson_list(lessons: Sequence[Lesson], progress: Mapping[str, LessonProgress
     return Group(table, Text(""), hint)
 
 
+def _resumes(entry: LessonProgress | None) -> bool:
+    """Whether ``microgradnorm lesson N`` continues this lesson somewhere (a finished one restarts at step 1)."""
+    return entry is not None and (not entry.completed or entry.step > 1)
+
+
 def _progress_cell(entry: LessonProgress | None, steps: int) -> Text:
     if entry is None:
         return Text(f"{steps} steps", style="dim")
+    place = f"step {min(entry.step, steps)}/{steps}"
     if entry.completed:
-        return Text("✓ done", style="green")
-    return Text(f"step {min(entry.step, steps)}/{steps}", style="yellow")
+        return Text("✓ done" + (f" · {place}" if entry.step > 1 else ""), style="green")
+    return Text(place, style="yellow")
 
 
 def demo_list(demos: Mapping[str, Any]) -> Table:

@@ -144,13 +144,11 @@ class LessonRunner:
         return len(self.lesson.steps)
 
     def resume_index(self) -> int:
-        """Where to start: the saved step of an unfinished lesson, else step 1."""
+        """Where to start: the saved place (step 1 after a lesson was finished), else step 1."""
         if self.progress is None:
             return 0
-        saved = self.progress.get(self.lesson.name)
-        if saved is None or saved.completed:
-            return 0
-        return min(saved.step, self.total) - 1
+        saved = self.progress.get(self.lesson.slug)
+        return 0 if saved is None else min(saved.step, self.total) - 1
 
     def outputs(self, index: int) -> list[DemoOutput | render.DemoFailure]:
         if index not in self._cache:
@@ -171,7 +169,7 @@ class LessonRunner:
             action = action_of(key)
             if action == "next":
                 if self.index == self.total - 1:
-                    self._save(completed=True)
+                    self._save_finished()
                     self.console.print()
                     self.console.print(render.finished(self.lesson, self.following))
                     return 0
@@ -232,9 +230,14 @@ class LessonRunner:
         """The current step's demo outputs that have a graph to draw."""
         return [o for o in self.outputs(self.index) if isinstance(o, DemoOutput) and o.graph is not None]
 
-    def _save(self, completed: bool | None = None) -> None:
+    def _save(self) -> None:
         if self.progress is not None:
-            self.progress.save(self.lesson.name, self.index + 1, self.total, completed)
+            self.progress.save(self.lesson.slug, self.index + 1, self.total)
+
+    def _save_finished(self) -> None:
+        """Mark the lesson finished; the next ``lesson N`` starts it over at step 1."""
+        if self.progress is not None:
+            self.progress.save(self.lesson.slug, 1, self.total, completed=True)
 
 
 def _default_graph_dir() -> Path:
