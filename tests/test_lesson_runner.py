@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,9 @@ from rich.console import Console
 
 from microgradnorm import cli
 from microgradnorm.lessons import runner as runner_mod
-from microgradnorm.lessons.demos import DemoOutput, LessonParams, demo
+from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.format import load_lessons, parse_lesson
+from microgradnorm.lessons.pager import MIN_ROWS, OVERLAP, Window
 from microgradnorm.lessons.progress import FILE_NAME, ProgressStore
 from microgradnorm.lessons.runner import LessonRunner, action_of, run_auto
 
@@ -84,12 +86,17 @@ def make(lesson, keys, store=None, **kwargs):
 
 
 def titles_in(text: str) -> list[str]:
-    return [line.split("· ", 1)[1].strip() for line in text.splitlines() if line.startswith("Step ")]
+    """The steps shown, in order; a step redrawn in place (to scroll or to add a message) counts once."""
+    titles = [line.split("· ", 1)[1].strip() for line in text.splitlines() if line.startswith("Step ")]
+    return [t for k, t in enumerate(titles) if k == 0 or titles[k - 1] != t]
 
 
 def test_keys_map_to_actions():
-    assert [action_of(k) for k in ("\r", "\n", " ", "n", "N", "RIGHT")] == ["next"] * 6
+    assert [action_of(k) for k in ("\r", "\n", "n", "N", "RIGHT")] == ["next"] * 5
+    assert [action_of(k) for k in (" ", "PAGEDOWN")] == ["page"] * 2
+    assert [action_of(k) for k in ("DOWN", "j", "UP", "k", "PAGEUP")] == ["down", "down", "up", "up", "pageup"]
     assert [action_of(k) for k in ("b", "p", "P", "LEFT")] == ["back"] * 4
+    assert [action_of(str(d)) for d in range(1, 10)] == ["answer"] * 9
     assert [action_of(k) for k in ("r", "g", "q", "Q", "\x03", "\x04", "")] == [
         "restart",
         "graph",
@@ -99,7 +106,7 @@ def test_keys_map_to_actions():
         "quit",
         "quit",
     ]
-    assert action_of("x") is None and action_of("ESC") is None
+    assert action_of("x") is None and action_of("ESC") is None and action_of("0") is None
 
 
 def test_next_back_and_quit_move_between_steps_and_save_the_place(lesson):
@@ -279,6 +286,250 @@ def test_auto_in_a_terminal_prints_as_rich_does():
     buf = io.StringIO()
     run_auto(lesson, lesson.params(), Console(file=buf, width=60, force_terminal=True, color_system=None))
     assert any(line.endswith(" ") for line in buf.getvalue().splitlines())  # rich's padding, left alone
+
+
+# ---- paging a step taller than the terminal ---------------------------------------------------------
+
+ROWS = 60  # list items in the tall step: one line each, "row 01" to "row 60"
+TALL_TEXT = (
+    "---\ntitle: Tall\nsummary: A step taller than the screen.\n---\n\n## Tall step\n\n"
+    + "\n".join(f"- row {k:02d}" for k in range(1, ROWS + 1))
+    + "\n\n## Short step\n\nThe end.\n"
+)
+CLEAR = "\x1b[2J\x1b[H"
+
+
+@pytest.fixture
+def tall(tmp_path):
+    path = tmp_path / "lessons" / "02-tall.md"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(TALL_TEXT)
+    return parse_lesson(path)
+
+
+def run_in_terminal(lesson, keys, height=24, width=80):
+    """Run ``lesson`` on a fake terminal of ``height`` lines; return the frames drawn, each a list of lines."""
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, height=height, force_terminal=True, color_system=None)
+    LessonRunner(lesson, LessonParams(), console, keys, progress=ProgressStore()).run()
+    frames = []
+    for frame in buf.getvalue().split(CLEAR)[1:]:
+        lines = frame.split("\n")
+        keys_line = max(k for k, line in enumerate(lines) if re.match(r"\d+/\d+ · ", line))
+        frames.append(lines[: keys_line + 1])  # what follows the keys line (the quit message) is not the frame
+    return frames, buf.getvalue()
+
+
+def rows_shown(frame: list[str]) -> list[int]:
+    return [int(line.split("row ")[1]) for line in frame if "row " in line]
+
+
+def more_lines(frame: list[str]) -> int:
+    footer = next(line for line in frame if "/2 · " in line)
+    return int(footer.split(" · ")[1].split()[0]) if "more line" in footer else 0
+
+
+def test_a_window_pages_down_and_up_inside_the_body():
+    w = Window(total=50, rows=20)
+    assert (w.top, w.bottom, w.remaining, w.at_top, w.at_end) == (0, 20, 30, True, False)
+    w = w.paged()
+    assert w.top == 20 - OVERLAP and w.remaining == 50 - (20 - OVERLAP) - 20
+    w = w.paged().paged()
+    assert (w.top, w.bottom, w.at_end) == (30, 50, True)  # never past the last line
+    assert w.moved(1) == w
+    assert w.moved(-1).top == 29 and w.paged(-5).top == 0
+    assert Window(total=5, rows=20).at_end and Window(total=0, rows=3).at_end
+    assert w.resized(total=40, rows=20).top == 20  # a shorter body keeps the window inside it
+    assert w.visible([str(k) for k in range(50)]) == [str(k) for k in range(30, 50)]
+    with pytest.raises(ValueError, match="rows: expected at least 1"):
+        Window(total=5, rows=0)
+
+
+def test_a_tall_step_is_paged_with_its_title_on_screen_and_the_lines_left_counted(tall):
+    frames, _ = run_in_terminal(tall, ["j", " ", "k", "PAGEUP", "DOWN", "UP", "q"])
+    for frame in frames:
+        assert len(frame) <= 24 - 1, "a frame as tall as the terminal scrolls the title away"
+        assert any("02 · Tall" in line for line in frame[:2]) and "Step 1 of 2 · Tall step" in frame[1]
+    first = rows_shown(frames[0])
+    assert first[0] == 1 and first == list(range(1, first[-1] + 1))
+    assert more_lines(frames[0]) == ROWS - first[-1]  # the step ends with the last row
+    assert "space to scroll" in frames[0][-1]
+    assert rows_shown(frames[1])[-1] == first[-1] + 1  # j: a line down
+    down = rows_shown(frames[2])  # space: a page down, keeping OVERLAP lines of the page before
+    assert down[0] == rows_shown(frames[1])[-1] - OVERLAP + 1
+    assert rows_shown(frames[3])[0] == down[0] - 1  # k: a line up
+    assert rows_shown(frames[4]) == first  # PgUp: back to the top
+    assert rows_shown(frames[5])[-1] == first[-1] + 1 and rows_shown(frames[6]) == first  # ↓ and ↑
+
+
+def test_enter_scrolls_a_tall_step_to_its_end_before_it_moves_on(tall):
+    frames, out = run_in_terminal(tall, ["\r"] * 8 + ["q"])
+    steps = ["Step 2 of 2" in "\n".join(f) for f in frames]
+    first_step2 = steps.index(True)
+    assert first_step2 >= 3  # 60 rows in about 19 a page: several Enters scroll first
+    before = frames[first_step2 - 1]
+    assert rows_shown(before)[-1] == ROWS and more_lines(before) == 0
+    assert "Enter next" in before[-1]
+    assert all(more_lines(f) > 0 for f in frames[: first_step2 - 1])
+    assert "Lesson complete" in out
+
+
+def test_once_seen_to_its_end_a_step_moves_on_from_anywhere_and_the_other_keys_still_work(tall, tmp_path):
+    keys = ["DOWN"] * (ROWS + 10) + ["PAGEUP", "\r", "b", "g", "r", "z", "q"]  # ↓ at the end stays there
+    frames, out = run_in_terminal(tall, keys)
+    seen_end = next(k for k, f in enumerate(frames) if rows_shown(f) and rows_shown(f)[-1] == ROWS)
+    assert "Step 1 of 2" in frames[seen_end][1]
+    after_pgup = frames[seen_end + 1]
+    assert rows_shown(after_pgup)[0] < ROWS - 20
+    assert "Step 2 of 2" in "\n".join(frames[seen_end + 2])  # Enter: seen already, so the next step
+    assert "Step 1 of 2" in "\n".join(frames[seen_end + 3])  # b: back, shown from its top
+    assert rows_shown(frames[seen_end + 3])[0] == 1
+    assert "This step has no graph to draw." in "\n".join(frames[seen_end + 4])
+    assert "Keys: Enter" in " ".join(" ".join(frames[-1]).split())
+    assert "Stopped at step 1 of 2" in out
+
+
+def test_a_tiny_terminal_still_shows_some_of_the_step(tall):
+    frames, _ = run_in_terminal(tall, ["q"], height=4)
+    header, blank_and_keys = 2, 2
+    assert len(frames[0]) == header + MIN_ROWS + blank_and_keys
+
+
+def test_a_step_that_fits_is_shown_whole_and_enter_moves_on(tall):
+    frames, _ = run_in_terminal(tall, ["\r"], height=24 + ROWS)
+    assert rows_shown(frames[0]) == list(range(1, ROWS + 1))
+    assert more_lines(frames[0]) == 0
+    assert "Step 2 of 2" in "\n".join(frames[1])
+
+
+def test_the_frame_leaves_the_last_line_of_the_terminal_free(tall):
+    frames, _ = run_in_terminal(tall, ["q"], height=24)
+    assert len(frames[0]) == 24 - 1  # header, step and keys fill the screen but its last line, the cursor's
+
+
+@pytest.mark.parametrize("width", [60, 80, 100])
+def test_every_keys_line_fits_the_narrowest_terminal(width):
+    from microgradnorm.lessons.render import key_footer
+
+    for footer in (key_footer(13, 14), key_footer(13, 14, remaining=123), key_footer(13, 14, choices=9)):
+        assert len(footer.plain) <= 60, footer.plain
+
+
+# ---- ask before telling ------------------------------------------------------------------------------
+
+
+@demo("t_run_predict")
+def _predict(p: LessonParams) -> DemoOutput:
+    """A test demo that asks which choice is right before it shows its numbers."""
+    return DemoOutput(
+        "the numbers: 42",
+        prediction=Prediction("Which letter wins?", ("alpha", "bravo", "charlie"), 1, "bravo scored 42."),
+    )
+
+
+ASK_TEXT = """---
+title: Ask
+summary: A step that asks first.
+---
+
+## Guess
+
+Read this first.
+
+```demo
+t_run_predict
+```
+
+Prose that reads the numbers.
+
+## Then
+
+The next step.
+"""
+
+
+@pytest.fixture
+def ask(tmp_path):
+    path = tmp_path / "lessons" / "03-ask.md"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(ASK_TEXT)
+    return parse_lesson(path)
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_a_question_is_asked_before_the_numbers_and_a_right_answer_is_confirmed(ask):
+    frames, _ = run_in_terminal(ask, ["2", "q"])
+    asked, answered = (flat("\n".join(f)) for f in frames)
+    assert "Read this first." in asked and "Predict: Which letter wins?" in asked
+    assert "1 alpha" in asked and "2 bravo" in asked and "3 charlie" in asked
+    for hidden in ("the numbers: 42", "Prose that reads the numbers", "bravo scored 42", "Answer"):
+        assert hidden not in asked, hidden
+    assert "answer with 1 to 3" in asked
+    assert "✓ Right: bravo. bravo scored 42." in answered
+    assert "the numbers: 42" in answered and "Prose that reads the numbers." in answered
+    assert "Enter next" in answered
+
+
+def test_a_wrong_answer_says_what_was_said_and_what_is_right(ask):
+    frames, _ = run_in_terminal(ask, ["3", "q"])
+    answered = flat("\n".join(frames[-1]))
+    assert "✗ Not this time: you said charlie; the answer is bravo. bravo scored 42." in answered
+    assert "✓" not in answered
+
+
+def test_other_keys_keep_their_meaning_at_a_question(ask, tmp_path):
+    frames, out = run_in_terminal(ask, ["7", "g", "x", "q"])
+    shown = [flat("\n".join(f)) for f in frames]
+    assert "Choose 1 to 3." in shown[1]
+    assert "Answer the question first" in shown[2]
+    assert "Keys: Enter" in shown[3]
+    assert all("the numbers: 42" not in f for f in shown)
+    assert "Stopped at step 1 of 2" in out
+
+
+def test_enter_at_a_question_shows_the_answer_without_a_guess_then_moves_on(ask):
+    frames, _ = run_in_terminal(ask, ["\r", "\r", "q"])
+    shown = [flat("\n".join(f)) for f in frames]
+    assert "Answer: bravo. bravo scored 42." in shown[1] and "the numbers: 42" in shown[1]
+    assert "Right" not in shown[1] and "Not this time" not in shown[1]
+    assert "Step 2 of 2" in shown[2]
+
+
+def test_going_back_to_an_answered_step_shows_it_answered(ask):
+    frames, _ = run_in_terminal(ask, ["1", "\r", "b", "q"])
+    back = flat("\n".join(frames[-1]))
+    assert "Step 1 of 2" in back
+    assert "✗ Not this time: you said alpha" in back and "the numbers: 42" in back
+
+
+def test_a_digit_on_a_step_without_a_question_shows_the_keys(lesson):
+    r, buf, _ = make(lesson, ["3", "q"])
+    r.run()
+    assert "Keys: Enter" in flat(buf.getvalue())
+
+
+def test_a_question_below_the_screen_is_answered_once_scrolled_to(tmp_path):
+    path = tmp_path / "lessons" / "04-long-ask.md"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(ASK_TEXT.replace("Read this first.", "\n".join(f"- row {k:02d}" for k in range(1, 41))))
+    frames, _ = run_in_terminal(parse_lesson(path), ["2", *["DOWN"] * 40, "2", "q"])
+    shown = [flat("\n".join(f)) for f in frames]
+    assert "The question is further down: space scrolls to it." in shown[1]
+    asked = next(k for k, f in enumerate(shown) if "answer with 1 to 3" in f)
+    assert "✓ Right: bravo." in shown[asked + 1]
+    assert "Predict: Which letter wins?" in shown[asked + 1]  # the question stays at the top of the window
+
+
+def test_auto_prints_the_question_and_the_answer_without_waiting(ask):
+    buf = io.StringIO()
+    assert run_auto(ask, LessonParams(), Console(file=buf, width=60, no_color=True)) == 0
+    out = flat(buf.getvalue())
+    assert "Predict: Which letter wins? 1 alpha 2 bravo 3 charlie" in out
+    assert "Answer: bravo. bravo scored 42." in out and "the numbers: 42" in out
+    assert "Prose that reads the numbers." in out
 
 
 # ---- progress on disk ------------------------------------------------------------------------------
