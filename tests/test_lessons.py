@@ -111,6 +111,20 @@ def test_every_step_fits_one_screen_at_60_and_100_columns(path, monkeypatch):
     assert not too_long, f"{path.name}: steps longer than {MAX_STEP_LINES} lines: " + "; ".join(too_long)
 
 
+@pytest.mark.parametrize("path", LESSON_FILES, ids=lambda p: p.stem)
+def test_every_lesson_asks_before_it_tells(path, monkeypatch):
+    """At least one step of every lesson has a demo with a Prediction (lessons/FORMAT.md, "Ask before telling")."""
+    monkeypatch.delenv("MICROGRADNORM_DEBUG", raising=False)
+    lesson = parse_lesson(path)
+    params = lesson.params()
+    asking = [
+        index + 1
+        for index in range(len(lesson.steps))
+        if any(isinstance(o, DemoOutput) and o.prediction is not None for o in step_outputs(lesson, index, params))
+    ]
+    assert asking, f"{path.name}: no step asks the learner to predict before it shows the numbers"
+
+
 def _demo_text(lesson, params) -> str:
     """Everything the demos of ``lesson`` show for ``params`` (the prose does not depend on them)."""
     console = Console(file=io.StringIO(), width=100, no_color=True, record=True)
