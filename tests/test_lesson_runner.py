@@ -706,6 +706,28 @@ def test_lesson_options_change_the_numbers(capsys):
 
 
 @pytest.mark.parametrize(
+    ("flag", "title", "words"),
+    [
+        ("--references", "References", ["Ioffe and Szegedy (2015)", "7% to 64% less time", "Used in: batchnorm"]),
+        ("--glossary", "Glossary", ["Tangent plane", "Pre-LN", "invstd"]),
+    ],
+)
+def test_lesson_references_and_glossary_print_their_page(capsys, flag, title, words):
+    code, out, err = run_cli(capsys, flag)
+    assert code == 0 and err == ""
+    assert out.lstrip().startswith(title)
+    flat = " ".join(out.split())
+    for word in words:
+        assert word in flat, word
+    assert not [line for line in out.splitlines() if line.endswith(" ")]  # into a pipe: no padding
+
+
+def test_lesson_references_and_glossary_together_print_both(capsys):
+    _, out, _ = run_cli(capsys, "--references", "--glossary")
+    assert out.index("References") < out.index("Glossary")
+
+
+@pytest.mark.parametrize(
     ("argv", "words"),
     [
         (["99"], ["no lesson 99", "microgradnorm lesson"]),
@@ -727,6 +749,9 @@ def test_lesson_options_change_the_numbers(capsys):
         (["11", "--eps", "0.1"], ["argument --eps: lesson 11-pre-ln-vs-post-ln does not use it"]),
         (["1", "--eps", "-1"], ["--eps", "-1"]),
         (["1", "--seed", "x"], ["--seed", "'x'"]),
+        (["3", "--references"], ["argument --references: takes no LESSON", "got LESSON 3"]),
+        (["--glossary", "--step", "2"], ["argument --glossary: not allowed with --step", "got --step 2"]),
+        (["--references", "--auto"], ["argument --references: not allowed with --auto"]),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, words):

@@ -29,6 +29,7 @@ __all__ = [
     "KEY_HELP",
     "DemoFailure",
     "demo_list",
+    "document",
     "finished",
     "first_question",
     "inline",
@@ -255,6 +256,11 @@ def _progress_cell(entry: LessonProgress | None, steps: int) -> Text:
     if entry.completed:
         return Text("✓ done" + (f" · {place}" if entry.step > 1 else ""), style="green")
     return Text(place, style="yellow")
+
+
+def document(text: str) -> Markdown:
+    """A Markdown page of the lessons folder (the references, the glossary) as rich shows it at any width."""
+    return Markdown(text)
 
 
 def demo_list(demos: Mapping[str, Any]) -> Table:

@@ -55,6 +55,7 @@ __all__ = [
     "TerminalKeys",
     "draw_graph",
     "key_source",
+    "print_unpadded",
     "run_auto",
     "step_outputs",
 ]
@@ -119,14 +120,14 @@ def run_auto(lesson: Lesson, params: LessonParams, console: Console, start: int 
     for index in range(start, len(lesson.steps)):
         outputs = step_outputs(lesson, index, params)
         failed += sum(isinstance(o, render.DemoFailure) for o in outputs)
-        _print_unpadded(console, render.render_step(lesson, index, outputs, params))
+        print_unpadded(console, render.render_step(lesson, index, outputs, params))
         console.print()
     if failed:
         console.print(Text(f"{failed} demo(s) failed in {lesson.name}.", style="bold red"))
     return 1 if failed else 0
 
 
-def _print_unpadded(console: Console, renderable: RenderableType) -> None:
+def print_unpadded(console: Console, renderable: RenderableType) -> None:
     """Print ``renderable``; into a file or a pipe, without the spaces rich pads every line with."""
     if console.is_terminal:
         console.print(renderable)
