@@ -299,12 +299,17 @@ TALL_TEXT = (
 CLEAR = "\x1b[2J\x1b[H"
 
 
+def write_lesson(tmp_path, name: str, text: str):
+    """Parse ``text`` as the lesson file ``name`` in a lessons folder under ``tmp_path``."""
+    path = tmp_path / "lessons" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    return parse_lesson(path)
+
+
 @pytest.fixture
 def tall(tmp_path):
-    path = tmp_path / "lessons" / "02-tall.md"
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(TALL_TEXT)
-    return parse_lesson(path)
+    return write_lesson(tmp_path, "02-tall.md", TALL_TEXT)
 
 
 def run_in_terminal(lesson, keys, height=24, width=80):
@@ -450,10 +455,7 @@ The next step.
 
 @pytest.fixture
 def ask(tmp_path):
-    path = tmp_path / "lessons" / "03-ask.md"
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(ASK_TEXT)
-    return parse_lesson(path)
+    return write_lesson(tmp_path, "03-ask.md", ASK_TEXT)
 
 
 def flat(text: str) -> str:
@@ -512,10 +514,9 @@ def test_a_digit_on_a_step_without_a_question_shows_the_keys(lesson):
 
 
 def test_a_question_below_the_screen_is_answered_once_scrolled_to(tmp_path):
-    path = tmp_path / "lessons" / "04-long-ask.md"
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(ASK_TEXT.replace("Read this first.", "\n".join(f"- row {k:02d}" for k in range(1, 41))))
-    frames, _ = run_in_terminal(parse_lesson(path), ["2", *["DOWN"] * 40, "2", "q"])
+    rows = "\n".join(f"- row {k:02d}" for k in range(1, 41))
+    long_ask = write_lesson(tmp_path, "04-long-ask.md", ASK_TEXT.replace("Read this first.", rows))
+    frames, _ = run_in_terminal(long_ask, ["2", *["DOWN"] * 40, "2", "q"])
     shown = [flat("\n".join(f)) for f in frames]
     assert "The question is further down: space scrolls to it." in shown[1]
     asked = next(k for k, f in enumerate(shown) if "answer with 1 to 3" in f)

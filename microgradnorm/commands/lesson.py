@@ -204,23 +204,10 @@ def _show_documents(args: argparse.Namespace, console) -> int:
 def _check_options(args: argparse.Namespace) -> None:
     """UsageErrors for options out of range, given without a lesson to apply to, or in conflict."""
     _check_documents(args)
-    if args.lesson is None:
-        options = (
-            ("--auto", args.auto or None),
-            ("--dim", args.dim),
-            ("--seed", args.seed),
-            ("--eps", args.eps),
-            ("--batch", args.batch),
-            ("--step", args.step),
-            ("--restart", args.restart or None),
-            ("--graph-dir", args.graph_dir),
-        )
-        for flag, value in options:
-            if value is not None:
-                shown = flag if value is True else f"{flag} {value}"
-                raise UsageError(
-                    f"argument {flag}: needs a LESSON (as in: microgradnorm lesson 1 {shown}), got no LESSON"
-                )
+    given = _lesson_options(args)
+    if args.lesson is None and given:
+        flag, shown = given[0]
+        raise UsageError(f"argument {flag}: needs a LESSON (as in: microgradnorm lesson 1 {shown}), got no LESSON")
     if args.restart and args.step is not None:
         raise UsageError(
             "argument --restart: not allowed with argument --step (both say where to start), "
@@ -234,14 +221,9 @@ def _check_options(args: argparse.Namespace) -> None:
             raise UsageError(f"argument {flag}: {why}, so expected an integer from {low} to {high}, got {value}")
 
 
-def _check_documents(args: argparse.Namespace) -> None:
-    """--references and --glossary show a page: neither takes a LESSON or a lesson's options."""
-    shown = [f"--{key}" for key in DOCUMENTS if getattr(args, key)]
-    if not shown:
-        return
-    if args.lesson is not None:
-        raise UsageError(f"argument {shown[0]}: takes no LESSON (it is not a lesson), got LESSON {args.lesson}")
-    for flag, value in (
+def _lesson_options(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(flag, the flag as given) of each option given that only means something for a lesson."""
+    options = (
         ("--auto", args.auto or None),
         ("--dim", args.dim),
         ("--seed", args.seed),
@@ -250,7 +232,18 @@ def _check_documents(args: argparse.Namespace) -> None:
         ("--step", args.step),
         ("--restart", args.restart or None),
         ("--graph-dir", args.graph_dir),
-    ):
-        if value is not None:
-            given = flag if value is True else f"{flag} {value}"
-            raise UsageError(f"argument {shown[0]}: not allowed with {flag} (that is for a lesson), got {given}")
+    )
+    return [(flag, flag if value is True else f"{flag} {value}") for flag, value in options if value is not None]
+
+
+def _check_documents(args: argparse.Namespace) -> None:
+    """--references and --glossary show a page: neither takes a LESSON or a lesson's options."""
+    shown = [f"--{key}" for key in DOCUMENTS if getattr(args, key)]
+    if not shown:
+        return
+    if args.lesson is not None:
+        raise UsageError(f"argument {shown[0]}: takes no LESSON (it is not a lesson), got LESSON {args.lesson}")
+    given = _lesson_options(args)
+    if given:
+        flag, as_given = given[0]
+        raise UsageError(f"argument {shown[0]}: not allowed with {flag} (that is for a lesson), got {as_given}")
