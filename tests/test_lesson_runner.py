@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,9 @@ from rich.console import Console
 
 from microgradnorm import cli
 from microgradnorm.lessons import runner as runner_mod
-from microgradnorm.lessons.demos import DemoOutput, LessonParams, demo
+from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.format import load_lessons, parse_lesson
+from microgradnorm.lessons.pager import MIN_ROWS, OVERLAP, Window
 from microgradnorm.lessons.progress import FILE_NAME, ProgressStore
 from microgradnorm.lessons.runner import LessonRunner, action_of, run_auto
 
@@ -84,12 +86,17 @@ def make(lesson, keys, store=None, **kwargs):
 
 
 def titles_in(text: str) -> list[str]:
-    return [line.split("· ", 1)[1].strip() for line in text.splitlines() if line.startswith("Step ")]
+    """The steps shown, in order; a step redrawn in place (to scroll or to add a message) counts once."""
+    titles = [line.split("· ", 1)[1].strip() for line in text.splitlines() if line.startswith("Step ")]
+    return [t for k, t in enumerate(titles) if k == 0 or titles[k - 1] != t]
 
 
 def test_keys_map_to_actions():
-    assert [action_of(k) for k in ("\r", "\n", " ", "n", "N", "RIGHT")] == ["next"] * 6
+    assert [action_of(k) for k in ("\r", "\n", "n", "N", "RIGHT")] == ["next"] * 5
+    assert [action_of(k) for k in (" ", "PAGEDOWN")] == ["page"] * 2
+    assert [action_of(k) for k in ("DOWN", "j", "UP", "k", "PAGEUP")] == ["down", "down", "up", "up", "pageup"]
     assert [action_of(k) for k in ("b", "p", "P", "LEFT")] == ["back"] * 4
+    assert [action_of(str(d)) for d in range(1, 10)] == ["answer"] * 9
     assert [action_of(k) for k in ("r", "g", "q", "Q", "\x03", "\x04", "")] == [
         "restart",
         "graph",
@@ -99,7 +106,7 @@ def test_keys_map_to_actions():
         "quit",
         "quit",
     ]
-    assert action_of("x") is None and action_of("ESC") is None
+    assert action_of("x") is None and action_of("ESC") is None and action_of("0") is None
 
 
 def test_next_back_and_quit_move_between_steps_and_save_the_place(lesson):
@@ -108,7 +115,7 @@ def test_next_back_and_quit_move_between_steps_and_save_the_place(lesson):
     out = buf.getvalue()
     assert titles_in(out) == ["Alpha step", "Beta step", "Gamma step", "Beta step"]
     assert "Stopped at step 2 of 3" in out
-    saved = store.get(lesson.name)
+    saved = store.get(lesson.slug)
     assert (saved.step, saved.steps, saved.completed) == (2, 3, False)
 
 
@@ -134,18 +141,31 @@ def test_finishing_marks_the_lesson_done_and_the_next_run_starts_over(lesson):
     r, buf, store = make(lesson, ["n", "n", "n"])
     assert r.run() == 0
     assert "Lesson complete: Three steps" in buf.getvalue()
-    assert store.get(lesson.name).completed
+    assert store.get(lesson.slug).completed
     r2, buf2, _ = make(lesson, ["q"])
     r2.run()
     assert titles_in(buf2.getvalue()) == ["Alpha step"]
-    assert store.get(lesson.name).completed  # rereading a finished lesson keeps it finished
+    assert store.get(lesson.slug).completed  # rereading a finished lesson keeps it finished
+
+
+def test_a_finished_lesson_left_in_the_middle_of_a_second_pass_resumes_where_it_says(lesson):
+    make(lesson, ["n", "n", "n"])[0].run()  # the first pass, to the end
+    r, buf, _ = make(lesson, ["n", "q"])  # the second pass starts over and stops at step 2
+    r.run()
+    assert titles_in(buf.getvalue()) == ["Alpha step", "Beta step"]
+    assert "Stopped at step 2 of 3. Resume with: microgradnorm lesson 1" in buf.getvalue()
+    r, buf, store = make(lesson, ["q"])
+    r.run()
+    assert "Resuming at step 2 of 3" in buf.getvalue()
+    assert titles_in(buf.getvalue()) == ["Beta step"]
+    assert store.get(lesson.slug).completed  # still counted as done
 
 
 def test_end_of_input_quits_and_keys_can_come_from_a_callable(lesson):
     keys = iter(["n"])
     r, _buf, store = make(lesson, lambda: next(keys, ""))
     assert r.run() == 0
-    assert store.get(lesson.name).step == 2
+    assert store.get(lesson.slug).step == 2
 
 
 def test_demo_outputs_are_computed_once_per_step(lesson, monkeypatch):
@@ -268,6 +288,251 @@ def test_auto_in_a_terminal_prints_as_rich_does():
     assert any(line.endswith(" ") for line in buf.getvalue().splitlines())  # rich's padding, left alone
 
 
+# ---- paging a step taller than the terminal ---------------------------------------------------------
+
+ROWS = 60  # list items in the tall step: one line each, "row 01" to "row 60"
+TALL_TEXT = (
+    "---\ntitle: Tall\nsummary: A step taller than the screen.\n---\n\n## Tall step\n\n"
+    + "\n".join(f"- row {k:02d}" for k in range(1, ROWS + 1))
+    + "\n\n## Short step\n\nThe end.\n"
+)
+CLEAR = "\x1b[2J\x1b[H"
+
+
+def write_lesson(tmp_path, name: str, text: str):
+    """Parse ``text`` as the lesson file ``name`` in a lessons folder under ``tmp_path``."""
+    path = tmp_path / "lessons" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    return parse_lesson(path)
+
+
+@pytest.fixture
+def tall(tmp_path):
+    return write_lesson(tmp_path, "02-tall.md", TALL_TEXT)
+
+
+def run_in_terminal(lesson, keys, height=24, width=80):
+    """Run ``lesson`` on a fake terminal of ``height`` lines; return the frames drawn, each a list of lines."""
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, height=height, force_terminal=True, color_system=None)
+    LessonRunner(lesson, LessonParams(), console, keys, progress=ProgressStore()).run()
+    frames = []
+    for frame in buf.getvalue().split(CLEAR)[1:]:
+        lines = frame.split("\n")
+        keys_line = max(k for k, line in enumerate(lines) if re.match(r"\d+/\d+ · ", line))
+        frames.append(lines[: keys_line + 1])  # what follows the keys line (the quit message) is not the frame
+    return frames, buf.getvalue()
+
+
+def rows_shown(frame: list[str]) -> list[int]:
+    return [int(line.split("row ")[1]) for line in frame if "row " in line]
+
+
+def more_lines(frame: list[str]) -> int:
+    footer = next(line for line in frame if "/2 · " in line)
+    return int(footer.split(" · ")[1].split()[0]) if "more line" in footer else 0
+
+
+def test_a_window_pages_down_and_up_inside_the_body():
+    w = Window(total=50, rows=20)
+    assert (w.top, w.bottom, w.remaining, w.at_top, w.at_end) == (0, 20, 30, True, False)
+    w = w.paged()
+    assert w.top == 20 - OVERLAP and w.remaining == 50 - (20 - OVERLAP) - 20
+    w = w.paged().paged()
+    assert (w.top, w.bottom, w.at_end) == (30, 50, True)  # never past the last line
+    assert w.moved(1) == w
+    assert w.moved(-1).top == 29 and w.paged(-5).top == 0
+    assert Window(total=5, rows=20).at_end and Window(total=0, rows=3).at_end
+    assert w.resized(total=40, rows=20).top == 20  # a shorter body keeps the window inside it
+    assert w.visible([str(k) for k in range(50)]) == [str(k) for k in range(30, 50)]
+    with pytest.raises(ValueError, match="rows: expected at least 1"):
+        Window(total=5, rows=0)
+
+
+def test_a_tall_step_is_paged_with_its_title_on_screen_and_the_lines_left_counted(tall):
+    frames, _ = run_in_terminal(tall, ["j", " ", "k", "PAGEUP", "DOWN", "UP", "q"])
+    for frame in frames:
+        assert len(frame) <= 24 - 1, "a frame as tall as the terminal scrolls the title away"
+        assert any("02 · Tall" in line for line in frame[:2]) and "Step 1 of 2 · Tall step" in frame[1]
+    first = rows_shown(frames[0])
+    assert first[0] == 1 and first == list(range(1, first[-1] + 1))
+    assert more_lines(frames[0]) == ROWS - first[-1]  # the step ends with the last row
+    assert "space to scroll" in frames[0][-1]
+    assert rows_shown(frames[1])[-1] == first[-1] + 1  # j: a line down
+    down = rows_shown(frames[2])  # space: a page down, keeping OVERLAP lines of the page before
+    assert down[0] == rows_shown(frames[1])[-1] - OVERLAP + 1
+    assert rows_shown(frames[3])[0] == down[0] - 1  # k: a line up
+    assert rows_shown(frames[4]) == first  # PgUp: back to the top
+    assert rows_shown(frames[5])[-1] == first[-1] + 1 and rows_shown(frames[6]) == first  # ↓ and ↑
+
+
+def test_enter_scrolls_a_tall_step_to_its_end_before_it_moves_on(tall):
+    frames, out = run_in_terminal(tall, ["\r"] * 8 + ["q"])
+    steps = ["Step 2 of 2" in "\n".join(f) for f in frames]
+    first_step2 = steps.index(True)
+    assert first_step2 >= 3  # 60 rows in about 19 a page: several Enters scroll first
+    before = frames[first_step2 - 1]
+    assert rows_shown(before)[-1] == ROWS and more_lines(before) == 0
+    assert "Enter next" in before[-1]
+    assert all(more_lines(f) > 0 for f in frames[: first_step2 - 1])
+    assert "Lesson complete" in out
+
+
+def test_once_seen_to_its_end_a_step_moves_on_from_anywhere_and_the_other_keys_still_work(tall, tmp_path):
+    keys = ["DOWN"] * (ROWS + 10) + ["PAGEUP", "\r", "b", "g", "r", "z", "q"]  # ↓ at the end stays there
+    frames, out = run_in_terminal(tall, keys)
+    seen_end = next(k for k, f in enumerate(frames) if rows_shown(f) and rows_shown(f)[-1] == ROWS)
+    assert "Step 1 of 2" in frames[seen_end][1]
+    after_pgup = frames[seen_end + 1]
+    assert rows_shown(after_pgup)[0] < ROWS - 20
+    assert "Step 2 of 2" in "\n".join(frames[seen_end + 2])  # Enter: seen already, so the next step
+    assert "Step 1 of 2" in "\n".join(frames[seen_end + 3])  # b: back, shown from its top
+    assert rows_shown(frames[seen_end + 3])[0] == 1
+    assert "This step has no graph to draw." in "\n".join(frames[seen_end + 4])
+    assert "Keys: Enter" in " ".join(" ".join(frames[-1]).split())
+    assert "Stopped at step 1 of 2" in out
+
+
+def test_a_tiny_terminal_still_shows_some_of_the_step(tall):
+    frames, _ = run_in_terminal(tall, ["q"], height=4)
+    header, blank_and_keys = 2, 2
+    assert len(frames[0]) == header + MIN_ROWS + blank_and_keys
+
+
+def test_a_step_that_fits_is_shown_whole_and_enter_moves_on(tall):
+    frames, _ = run_in_terminal(tall, ["\r"], height=24 + ROWS)
+    assert rows_shown(frames[0]) == list(range(1, ROWS + 1))
+    assert more_lines(frames[0]) == 0
+    assert "Step 2 of 2" in "\n".join(frames[1])
+
+
+def test_the_frame_leaves_the_last_line_of_the_terminal_free(tall):
+    frames, _ = run_in_terminal(tall, ["q"], height=24)
+    assert len(frames[0]) == 24 - 1  # header, step and keys fill the screen but its last line, the cursor's
+
+
+@pytest.mark.parametrize("width", [60, 80, 100])
+def test_every_keys_line_fits_the_narrowest_terminal(width):
+    from microgradnorm.lessons.render import key_footer
+
+    for footer in (key_footer(13, 14), key_footer(13, 14, remaining=123), key_footer(13, 14, choices=9)):
+        assert len(footer.plain) <= 60, footer.plain
+
+
+# ---- ask before telling ------------------------------------------------------------------------------
+
+
+@demo("t_run_predict")
+def _predict(p: LessonParams) -> DemoOutput:
+    """A test demo that asks which choice is right before it shows its numbers."""
+    return DemoOutput(
+        "the numbers: 42",
+        prediction=Prediction("Which letter wins?", ("alpha", "bravo", "charlie"), 1, "bravo scored 42."),
+    )
+
+
+ASK_TEXT = """---
+title: Ask
+summary: A step that asks first.
+---
+
+## Guess
+
+Read this first.
+
+```demo
+t_run_predict
+```
+
+Prose that reads the numbers.
+
+## Then
+
+The next step.
+"""
+
+
+@pytest.fixture
+def ask(tmp_path):
+    return write_lesson(tmp_path, "03-ask.md", ASK_TEXT)
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_a_question_is_asked_before_the_numbers_and_a_right_answer_is_confirmed(ask):
+    frames, _ = run_in_terminal(ask, ["2", "q"])
+    asked, answered = (flat("\n".join(f)) for f in frames)
+    assert "Read this first." in asked and "Predict: Which letter wins?" in asked
+    assert "1 alpha" in asked and "2 bravo" in asked and "3 charlie" in asked
+    for hidden in ("the numbers: 42", "Prose that reads the numbers", "bravo scored 42", "Answer"):
+        assert hidden not in asked, hidden
+    assert "answer with 1 to 3" in asked
+    assert "✓ Right: bravo. bravo scored 42." in answered
+    assert "the numbers: 42" in answered and "Prose that reads the numbers." in answered
+    assert "Enter next" in answered
+
+
+def test_a_wrong_answer_says_what_was_said_and_what_is_right(ask):
+    frames, _ = run_in_terminal(ask, ["3", "q"])
+    answered = flat("\n".join(frames[-1]))
+    assert "✗ Not this time: you said charlie; the answer is bravo. bravo scored 42." in answered
+    assert "✓" not in answered
+
+
+def test_other_keys_keep_their_meaning_at_a_question(ask, tmp_path):
+    frames, out = run_in_terminal(ask, ["7", "g", "x", "q"])
+    shown = [flat("\n".join(f)) for f in frames]
+    assert "Choose 1 to 3." in shown[1]
+    assert "Answer the question first" in shown[2]
+    assert "Keys: Enter" in shown[3]
+    assert all("the numbers: 42" not in f for f in shown)
+    assert "Stopped at step 1 of 2" in out
+
+
+def test_enter_at_a_question_shows_the_answer_without_a_guess_then_moves_on(ask):
+    frames, _ = run_in_terminal(ask, ["\r", "\r", "q"])
+    shown = [flat("\n".join(f)) for f in frames]
+    assert "Answer: bravo. bravo scored 42." in shown[1] and "the numbers: 42" in shown[1]
+    assert "Right" not in shown[1] and "Not this time" not in shown[1]
+    assert "Step 2 of 2" in shown[2]
+
+
+def test_going_back_to_an_answered_step_shows_it_answered(ask):
+    frames, _ = run_in_terminal(ask, ["1", "\r", "b", "q"])
+    back = flat("\n".join(frames[-1]))
+    assert "Step 1 of 2" in back
+    assert "✗ Not this time: you said alpha" in back and "the numbers: 42" in back
+
+
+def test_a_digit_on_a_step_without_a_question_shows_the_keys(lesson):
+    r, buf, _ = make(lesson, ["3", "q"])
+    r.run()
+    assert "Keys: Enter" in flat(buf.getvalue())
+
+
+def test_a_question_below_the_screen_is_answered_once_scrolled_to(tmp_path):
+    rows = "\n".join(f"- row {k:02d}" for k in range(1, 41))
+    long_ask = write_lesson(tmp_path, "04-long-ask.md", ASK_TEXT.replace("Read this first.", rows))
+    frames, _ = run_in_terminal(long_ask, ["2", *["DOWN"] * 40, "2", "q"])
+    shown = [flat("\n".join(f)) for f in frames]
+    assert "The question is further down: space scrolls to it." in shown[1]
+    asked = next(k for k, f in enumerate(shown) if "answer with 1 to 3" in f)
+    assert "✓ Right: bravo." in shown[asked + 1]
+    assert "Predict: Which letter wins?" in shown[asked + 1]  # the question stays at the top of the window
+
+
+def test_auto_prints_the_question_and_the_answer_without_waiting(ask):
+    buf = io.StringIO()
+    assert run_auto(ask, LessonParams(), Console(file=buf, width=60, no_color=True)) == 0
+    out = flat(buf.getvalue())
+    assert "Predict: Which letter wins? 1 alpha 2 bravo 3 charlie" in out
+    assert "Answer: bravo. bravo scored 42." in out and "the numbers: 42" in out
+    assert "Prose that reads the numbers." in out
+
+
 # ---- progress on disk ------------------------------------------------------------------------------
 
 
@@ -311,6 +576,91 @@ def test_progress_rejects_a_step_out_of_range_and_reset_forgets():
     assert set(store.load()) == {"02-b"}
 
 
+def _write_progress(state_home, data) -> None:
+    state_home.mkdir(parents=True, exist_ok=True)
+    (state_home / FILE_NAME).write_text(json.dumps(data))
+
+
+def test_version_1_progress_under_old_lesson_names_is_kept_under_the_slug(state_home):
+    # lessons were renumbered: 02-layernorm-forward became 03-layernorm-forward, 10-why-normalize 02-why-normalize
+    _write_progress(
+        state_home,
+        {
+            "version": 1,
+            "lessons": {
+                "02-layernorm-forward": {"step": 4, "steps": 9, "completed": False, "updated": "2025-01-01T10:00:00"},
+                "10-why-normalize": {"step": 5, "steps": 5, "completed": True, "updated": "2025-01-01T09:00:00"},
+                "03-layernorm-backward": {"step": 7, "steps": 11, "completed": True, "updated": "2025-01-01T08:00:00"},
+            },
+        },
+    )
+    entries = ProgressStore().load()
+    assert set(entries) == {"layernorm-forward", "why-normalize", "layernorm-backward"}
+    assert (entries["layernorm-forward"].step, entries["layernorm-forward"].completed) == (4, False)
+    # version 1 left a finished lesson on its last step; now a finished lesson starts over at step 1
+    assert (entries["why-normalize"].step, entries["why-normalize"].completed) == (1, True)
+    # finished once, then left at step 7 of a second pass: that place is kept
+    assert (entries["layernorm-backward"].step, entries["layernorm-backward"].completed) == (7, True)
+
+
+def test_a_saved_step_past_the_end_of_a_shortened_lesson_is_clamped(state_home):
+    _write_progress(
+        state_home,
+        {"version": 1, "lessons": {"03-layernorm-backward": {"step": 10, "steps": 12, "completed": False}}},
+    )
+    entry = ProgressStore(steps={"layernorm-backward": 6}).get("layernorm-backward")
+    assert (entry.step, entry.steps) == (6, 6)
+    entry = ProgressStore(steps={"layernorm-backward": 12}).get("layernorm-backward")
+    assert (entry.step, entry.steps) == (10, 12)  # still long enough: unchanged
+
+
+def test_two_old_names_of_one_lesson_keep_the_later_place_and_stay_finished(state_home):
+    _write_progress(
+        state_home,
+        {
+            "lessons": {  # no version: a version 1 file
+                "02-layernorm-forward": {"step": 9, "steps": 9, "completed": True, "updated": "2025-01-01T08:00:00"},
+                "03-layernorm-forward": {"step": 3, "steps": 9, "completed": False, "updated": "2025-02-01T08:00:00"},
+            }
+        },
+    )
+    entry = ProgressStore().get("layernorm-forward")
+    assert (entry.step, entry.completed) == (3, True)
+
+
+def test_migrated_progress_is_written_as_version_2_at_the_next_save_atomically(state_home, monkeypatch):
+    old = {"version": 1, "lessons": {"02-layernorm-forward": {"step": 4, "steps": 9, "completed": False}}}
+    _write_progress(state_home, old)
+    store = ProgressStore()
+    store.load()
+    assert json.loads((state_home / FILE_NAME).read_text()) == old  # reading never writes
+    with monkeypatch.context() as m:  # a crash in the middle of the first save keeps the old file whole
+        m.setattr(os, "replace", lambda src, dst: (_ for _ in ()).throw(KeyboardInterrupt))
+        with pytest.raises(KeyboardInterrupt):
+            store.save("why-normalize", 2, 5)
+    assert json.loads((state_home / FILE_NAME).read_text()) == old
+    store.save("why-normalize", 2, 5)
+    saved = json.loads((state_home / FILE_NAME).read_text())
+    assert saved["version"] == 2
+    assert set(saved["lessons"]) == {"layernorm-forward", "why-normalize"}
+    assert saved["lessons"]["layernorm-forward"]["step"] == 4
+
+
+def test_a_lesson_resumes_from_progress_saved_under_its_old_name(lesson, state_home):
+    _write_progress(state_home, {"version": 1, "lessons": {"07-three-steps": {"step": 2, "steps": 3}}})
+    r, buf, _ = make(lesson, ["q"])
+    r.run()
+    assert "Resuming at step 2 of 3" in buf.getvalue()
+
+
+@pytest.mark.parametrize("version", [3, "2", True, None])
+def test_a_progress_file_of_an_unknown_version_is_set_aside(state_home, version):
+    _write_progress(state_home, {"version": version, "lessons": {}})
+    store = ProgressStore()
+    assert store.load() == {}
+    assert "version: expected 1 or 2" in store.warnings[0] and "set aside" in store.warnings[0]
+
+
 # ---- the command --------------------------------------------------------------------------------------
 
 
@@ -321,12 +671,23 @@ def run_cli(capsys, *argv):
 
 
 def test_lesson_without_arguments_lists_the_lessons_with_progress(capsys):
-    ProgressStore().save("03-layernorm-forward", 3, 9)
+    ProgressStore().save("layernorm-forward", 3, 9)
     code, out, _ = run_cli(capsys)
     assert code == 0
     assert "A Value, the chain rule" in out and "LayerNorm forward as a computation graph" in out
     assert "step 3/9" in out and "microgradnorm lesson 1" in out
     assert "Continue where you left off: microgradnorm lesson 3 (step 3 of" in " ".join(out.split())
+
+
+def test_the_list_shows_a_finished_lesson_and_its_second_pass(capsys):
+    store = ProgressStore()
+    store.save("value-and-chain-rule", 1, 6, completed=True)
+    store.save("layernorm-forward", 1, 9, completed=True)
+    store.save("layernorm-forward", 2, 9)
+    _, out, _ = run_cli(capsys)
+    flat = " ".join(out.split())
+    assert flat.count("✓ done") == 2 and "✓ done · step 2/" in flat
+    assert "Continue where you left off: microgradnorm lesson 3 (step 2 of" in flat
 
 
 def test_lesson_by_number_or_name_prints_every_step_when_not_a_terminal(capsys):
@@ -343,6 +704,28 @@ def test_lesson_options_change_the_numbers(capsys):
     _, a, _ = run_cli(capsys, "2", "--step", "1")
     _, b, _ = run_cli(capsys, "2", "--step", "1", "--seed", "5", "--dim", "3")
     assert "seed 5" in b and "dim 3" in b and a != b
+
+
+@pytest.mark.parametrize(
+    ("flag", "title", "words"),
+    [
+        ("--references", "References", ["Ioffe and Szegedy (2015)", "7% to 64% less time", "Used in: batchnorm"]),
+        ("--glossary", "Glossary", ["Tangent plane", "Pre-LN", "invstd"]),
+    ],
+)
+def test_lesson_references_and_glossary_print_their_page(capsys, flag, title, words):
+    code, out, err = run_cli(capsys, flag)
+    assert code == 0 and err == ""
+    assert out.lstrip().startswith(title)
+    flat = " ".join(out.split())
+    for word in words:
+        assert word in flat, word
+    assert not [line for line in out.splitlines() if line.endswith(" ")]  # into a pipe: no padding
+
+
+def test_lesson_references_and_glossary_together_print_both(capsys):
+    _, out, _ = run_cli(capsys, "--references", "--glossary")
+    assert out.index("References") < out.index("Glossary")
 
 
 @pytest.mark.parametrize(
@@ -367,6 +750,9 @@ def test_lesson_options_change_the_numbers(capsys):
         (["11", "--eps", "0.1"], ["argument --eps: lesson 11-pre-ln-vs-post-ln does not use it"]),
         (["1", "--eps", "-1"], ["--eps", "-1"]),
         (["1", "--seed", "x"], ["--seed", "'x'"]),
+        (["3", "--references"], ["argument --references: takes no LESSON", "got LESSON 3"]),
+        (["--glossary", "--step", "2"], ["argument --glossary: not allowed with --step", "got --step 2"]),
+        (["--references", "--auto"], ["argument --references: not allowed with --auto"]),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, words):

@@ -26,15 +26,17 @@ class Tmux:
         self.socket = f"mgn-test-{uuid.uuid4().hex[:10]}"
         self.session = "lesson"
         self.env = env
+        self.size = (WIDTH, HEIGHT)
 
     def tmux(self, *args: str) -> str:
         return subprocess.run(
             ["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=True, env=self.env
         ).stdout
 
-    def start(self, *argv: str) -> None:
-        command = " ".join([sys.executable, "-m", "microgradnorm", *argv])
-        self.tmux("new-session", "-d", "-s", self.session, "-x", str(WIDTH), "-y", str(HEIGHT), command)
+    def start(self, *argv: str, program: tuple[str, ...] = ("-m", "microgradnorm")) -> None:
+        command = " ".join([sys.executable, *program, *argv])
+        width, height = self.size
+        self.tmux("new-session", "-d", "-s", self.session, "-x", str(width), "-y", str(height), command)
         self.tmux("set-option", "-t", self.session, "remain-on-exit", "on")
 
     def screen(self, history: bool = False) -> str:
@@ -42,7 +44,8 @@ class Tmux:
         return self.tmux("capture-pane", "-p", "-t", self.session, *(["-S", "-"] if history else []))
 
     def keys(self, *keys: str) -> None:
-        self.tmux("send-keys", "-t", self.session, *keys)
+        if keys:
+            self.tmux("send-keys", "-t", self.session, *keys)
 
     def wait_for(self, text: str) -> str:
         deadline = time.monotonic() + TIMEOUT
@@ -77,16 +80,33 @@ def term(tmp_path):
     t.close()
 
 
+def _answers(number: int, step: int) -> list[str]:
+    """The key that answers step ``step`` of lesson ``number``'s question, if it asks one (else none).
+
+    Pressing it again on an answered step only shows the keys, so sending it before every move
+    forward keeps these tests true whichever steps the lesson's authors make ask first.
+    """
+    from microgradnorm.lessons.demos import DemoOutput
+    from microgradnorm.lessons.format import load_lessons
+    from microgradnorm.lessons.runner import step_outputs
+
+    lesson = next(x for x in load_lessons() if x.number == number)
+    outputs = step_outputs(lesson, step - 1, lesson.params())
+    return ["1"] if any(isinstance(o, DemoOutput) and o.prediction is not None for o in outputs) else []
+
+
 def test_lesson_1_in_a_real_terminal_next_back_graph_quit_and_resume(term, tmp_path):
     term.start("lesson", "1", "--graph-dir", str(tmp_path / "graphs"))
     screen = term.wait_for("Step 1 of")
     assert "Every number remembers where it came from" in screen
-    assert "Enter next" in screen and "q quit" in screen
 
+    term.keys(*_answers(1, 1))
+    screen = term.wait_for("Enter next")
+    assert "q quit" in screen
     term.keys("n")
     screen = term.wait_for("Step 2 of")
     assert "Step 1 of" not in screen  # the screen was cleared: one step at a time
-    term.keys("Enter")
+    term.keys(*_answers(1, 2), "Enter")
     term.wait_for("Step 3 of")
     term.keys("b")
     term.wait_for("Step 2 of")
@@ -101,13 +121,13 @@ def test_lesson_1_in_a_real_terminal_next_back_graph_quit_and_resume(term, tmp_p
     assert term.dead(), "the lesson did not exit after q"
 
     saved = json.loads((tmp_path / "state" / "lessons.json").read_text())
-    assert saved["lessons"]["01-value-and-chain-rule"]["step"] == 2
+    assert saved["lessons"]["value-and-chain-rule"]["step"] == 2
 
     term.close()
     term.start("lesson", "1")
     screen = term.wait_for("Step 2 of")
     assert "Resuming at step 2" in screen
-    term.keys(" ")
+    term.keys(*_answers(1, 2), " ")
     term.wait_for("Step 3 of")
     term.keys("q")
     term.wait_for("Stopped at step 3")
@@ -134,8 +154,136 @@ def test_the_lesson_list_in_a_real_terminal_shows_progress(term, tmp_path):
 def test_keys_typed_ahead_while_a_step_is_drawn_are_not_lost(term, tmp_path):
     term.start("lesson", "1")
     term.wait_for("Step 1 of")
-    term.keys("n", "n", "b", "n", "n", "q")  # all at once: most arrive while a step is being drawn
+    # all at once: most arrive while a step is being drawn
+    term.keys(*_answers(1, 1), "n", *_answers(1, 2), "n", "b", "n", *_answers(1, 3), "n", "q")
     screen = term.wait_for("Stopped at step")
     assert "Stopped at step 4 of" in screen
     saved = json.loads((tmp_path / "state" / "lessons.json").read_text())
-    assert saved["lessons"]["01-value-and-chain-rule"]["step"] == 4
+    assert saved["lessons"]["value-and-chain-rule"]["step"] == 4
+
+
+# ---- a small terminal: paging, and questions asked before the numbers -------------------------------
+
+SMALL = (80, 24)  # a common terminal size, smaller than most steps
+
+
+def _tall_step() -> tuple[int, int]:
+    """(lesson number, step) of the first real step taller than an 80×24 screen."""
+    import io
+
+    from rich.console import Console
+
+    from microgradnorm.lessons import render
+    from microgradnorm.lessons.format import load_lessons
+    from microgradnorm.lessons.runner import step_outputs
+
+    for lesson in load_lessons():
+        params = lesson.params()
+        for index in range(len(lesson.steps) - 1):
+            console = Console(file=io.StringIO(), width=SMALL[0], no_color=True, record=True)
+            console.print(render.render_step(lesson, index, step_outputs(lesson, index, params), params))
+            if len(console.export_text().splitlines()) > SMALL[1] + 5:
+                return lesson.number, index + 1
+    pytest.fail("no lesson step is taller than an 80×24 screen: nothing to page")
+
+
+def _top(screen: str) -> str:
+    return "\n".join(screen.splitlines()[:2])
+
+
+def test_a_step_taller_than_80x24_is_paged_with_its_title_kept_on_screen(term):
+    number, step = _tall_step()
+    term.size = SMALL
+    term.start("lesson", str(number), "--step", str(step))
+    screen = term.wait_for(f"Step {step} of")
+    assert f"Step {step} of" in _top(screen) and f"{number:02d} · " in _top(screen)
+    assert "more lines: space to scroll" in screen or "more line: space to scroll" in screen
+    presses = 0
+    while "Enter next" not in screen:
+        before = screen
+        term.keys("Space" if presses % 2 else "Enter")  # both scroll while the step goes on below
+        presses += 1
+        screen = _wait_change(term, before)
+        assert f"Step {step} of" in _top(screen), "the title left the screen"
+        assert f"Step {step + 1} of" not in screen, "moved on before the end of the step was shown"
+        assert presses < 20
+    assert presses >= 1
+    term.keys("k")
+    screen = _wait_change(term, screen)
+    assert "more line" in screen  # scrolled back up a line: the footer counts it again
+    term.keys("Enter")  # seen to its end already: moves on from anywhere in the step
+    term.wait_for(f"Step {step + 1} of")
+    term.keys("b")
+    screen = term.wait_for(f"Step {step} of")
+    term.keys("q")
+    term.wait_for(f"Stopped at step {step} of")
+
+
+def _wait_change(term, before: str) -> str:
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        screen = term.screen()
+        if screen != before:
+            time.sleep(0.1)  # let the frame finish drawing
+            return term.screen()
+        time.sleep(0.05)
+    raise AssertionError(f"the screen did not change within {TIMEOUT} s:\n{before}")
+
+
+PREDICT_SCRIPT = """
+import sys
+from microgradnorm.lessons.demos import DemoOutput, Prediction, demo
+
+@demo("t_tmux_predict")
+def t_tmux_predict(p):
+    return DemoOutput(
+        "the numbers: 42",
+        prediction=Prediction("Which letter wins?", ("alpha", "bravo", "charlie"), 1, "bravo scored 42."),
+    )
+
+from microgradnorm import cli
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+PREDICT_LESSON = """---
+title: Ask first
+summary: A question before the numbers.
+---
+
+## Guess
+
+Read this first.
+
+```demo
+t_tmux_predict
+```
+
+## Then
+
+The next step.
+"""
+
+
+def test_a_question_waits_for_a_key_then_shows_the_verdict_and_the_numbers(term, tmp_path):
+    folder = tmp_path / "lessons"
+    folder.mkdir()
+    (folder / "01-ask-first.md").write_text(PREDICT_LESSON)
+    script = tmp_path / "predict.py"
+    script.write_text(PREDICT_SCRIPT)
+    term.env["MICROGRADNORM_LESSONS"] = str(folder)
+    term.size = SMALL
+    term.start("lesson", "1", program=(str(script),))
+    screen = term.wait_for("answer with 1 to 3")
+    assert "Predict: Which letter wins?" in screen and "2  bravo" in screen
+    assert "the numbers: 42" not in screen
+    term.keys("3")
+    screen = term.wait_for("Not this time")
+    assert "you said charlie; the answer is bravo. bravo scored 42." in " ".join(screen.split())
+    assert "the numbers: 42" in screen
+    term.keys("Enter")
+    term.wait_for("Step 2 of 2")
+    term.keys("b")
+    screen = term.wait_for("Step 1 of 2")
+    assert "Not this time" in screen and "answer with" not in screen  # shown answered
+    term.keys("q")
+    term.wait_for("Stopped at step 1 of 2")

@@ -11,6 +11,7 @@ import io
 import re
 
 import pytest
+from rich.cells import cell_len
 from rich.console import Console
 
 from microgradnorm.lessons import render
@@ -27,6 +28,9 @@ def _state_home(tmp_path, monkeypatch):
 
 LESSON_FILES = sorted(p for p in lessons_dir().iterdir() if LESSON_FILE.match(p.name))
 WIDTHS = (60, 100)
+# One screen per step (lessons/FORMAT.md): a step rendered at each of WIDTHS has at most this many lines.
+# Taller terminals show it whole; smaller ones page it (the runner's pager), but a step is written for one screen.
+MAX_STEP_LINES = 40
 
 # SGR parameters that set a colour: 30-37, 38 (extended), 39, 40-47, 48, 49, 90-97, 100-107.
 _SGR = re.compile(r"\x1b\[([0-9;]*)m")
@@ -85,6 +89,43 @@ def test_every_step_renders_at_60_and_100_columns_without_colour(path, monkeypat
                 assert shown.export_text().strip(), f"{where}: demo {call.name} rendered nothing"
 
 
+def _rendered(lesson, index, outputs, params, width: int) -> str:
+    """The step as the runner and ``--auto`` print it, at ``width`` columns, without colour."""
+    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
+    console.print(render.render_step(lesson, index, outputs, params))
+    return console.export_text()
+
+
+@pytest.mark.parametrize("path", LESSON_FILES, ids=lambda p: p.stem)
+def test_every_step_fits_one_screen_at_60_and_100_columns(path, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.delenv("MICROGRADNORM_DEBUG", raising=False)
+    lesson = parse_lesson(path)
+    params = lesson.params()
+    too_long = []
+    for index in range(len(lesson.steps)):
+        outputs = step_outputs(lesson, index, params)
+        heights = {width: len(_rendered(lesson, index, outputs, params, width).splitlines()) for width in WIDTHS}
+        if max(heights.values()) > MAX_STEP_LINES:
+            shown = ", ".join(f"{h} lines at {w} columns" for w, h in heights.items())
+            too_long.append(f"step {index + 1} ({shown})")
+    assert not too_long, f"{path.name}: steps longer than {MAX_STEP_LINES} lines: " + "; ".join(too_long)
+
+
+@pytest.mark.parametrize("path", LESSON_FILES, ids=lambda p: p.stem)
+def test_every_lesson_asks_before_it_tells(path, monkeypatch):
+    """At least one step of every lesson has a demo with a Prediction (lessons/FORMAT.md, "Ask before telling")."""
+    monkeypatch.delenv("MICROGRADNORM_DEBUG", raising=False)
+    lesson = parse_lesson(path)
+    params = lesson.params()
+    asking = [
+        index + 1
+        for index in range(len(lesson.steps))
+        if any(isinstance(o, DemoOutput) and o.prediction is not None for o in step_outputs(lesson, index, params))
+    ]
+    assert asking, f"{path.name}: no step asks the learner to predict before it shows the numbers"
+
+
 def _demo_text(lesson, params) -> str:
     """Everything the demos of ``lesson`` show for ``params`` (the prose does not depend on them)."""
     console = Console(file=io.StringIO(), width=100, no_color=True, record=True)
@@ -116,3 +157,75 @@ def test_every_demo_named_in_a_lesson_is_registered_and_every_core_demo_is_used(
     assert used <= set(DEMOS)
     core = {name for name, spec in DEMOS.items() if spec.module == "microgradnorm.lessons.demos_core"}
     assert core - used == set(), f"core demos no lesson uses: {sorted(core - used)}"
+
+
+# ---- the references and the glossary --------------------------------------------------------------------
+
+REFERENCES = lessons_dir() / "REFERENCES.md"
+GLOSSARY = lessons_dir() / "GLOSSARY.md"
+# the sources issue 14 names, by a phrase of each title
+REQUIRED_SOURCES = (
+    "Layer Normalization.*",  # Ba, Kiros and Hinton 2016
+    "Batch Normalization: Accelerating Deep Network Training",  # Ioffe and Szegedy 2015
+    "Root Mean Square Layer Normalization",  # Zhang and Sennrich 2019
+    "On Layer Normalization in the Transformer Architecture",  # Xiong et al. 2020
+    "How Does Batch Normalization Help Optimization?",  # Santurkar et al. 2018
+    "Group Normalization",  # Wu and He 2018
+    "Learning representations by back-propagating errors",  # Rumelhart, Hinton and Williams 1986
+    "Note on a Method for Calculating Corrected Sums of Squares",  # Welford 1962
+)
+GLOSSARY_WORDS = (
+    "gamma",
+    "beta",
+    "sigma",
+    "rstd",
+    "xhat",
+    "mean",
+    "centering",
+    "projection",
+    "Radial component",
+    "Tangent plane",
+    "Pre-LN",
+    "Post-LN",
+    "Running statistics",
+    "Biased and unbiased variance",
+    "Jacobian",
+    "Vector-Jacobian product",
+)
+
+
+def test_neither_page_is_a_lesson():
+    names = {p.name for p in LESSON_FILES}
+    assert REFERENCES.is_file() and GLOSSARY.is_file()
+    assert REFERENCES.name not in names and GLOSSARY.name not in names
+
+
+def test_the_references_cite_the_sources_and_name_only_lessons_that_exist():
+    text = " ".join(REFERENCES.read_text(encoding="utf-8").split())
+    for title in REQUIRED_SOURCES:
+        assert title in text, title
+    assert "7% to 64% less time" in text and "whole models" in text  # Zhang and Sennrich's figure, as they give it
+    slugs = {parse_lesson(p, check_demos=False).slug for p in LESSON_FILES}
+    used = re.findall(r"Used in: ([^.]*)\.", text)
+    assert len(used) >= len(REQUIRED_SOURCES)
+    named = {name for entry in used for name in re.findall(r"`([^`]+)`", entry)}
+    assert named - slugs == set(), f"REFERENCES.md names lessons that do not exist: {sorted(named - slugs)}"
+
+
+def test_the_glossary_names_the_symbols_and_the_terms():
+    text = GLOSSARY.read_text(encoding="utf-8")
+    for word in (*GLOSSARY_WORDS, "**m**", "**n**", "**d** or **D**", "**N**", "**B**", "**T**", "**C, H, W**"):
+        assert word in text, word
+
+
+@pytest.mark.parametrize("page", [REFERENCES, GLOSSARY], ids=lambda p: p.stem)
+@pytest.mark.parametrize("width", [40, 60, 100, 200])
+def test_the_pages_render_at_any_width_without_colour(page, width):
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=True, color_system="truecolor", no_color=True, record=True)
+    console.print(render.document(page.read_text(encoding="utf-8")))
+    text = console.export_text()
+    assert max(cell_len(line) for line in text.splitlines()) <= width  # cells: x̂ is two characters, one cell
+    assert not _colour_codes(buf.getvalue())
+    assert page.stem.title() in text.splitlines()[0]  # the page's title comes first
+    assert "#" not in text and "**" not in text  # Markdown shown as formatting, not as marks

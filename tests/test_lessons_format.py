@@ -213,3 +213,59 @@ def test_a_prediction_is_asked_before_its_numbers_and_answered_from_them():
     assert "b is 2, a is 1." in out
     with pytest.raises(ValueError, match="answer: expected an index into the 2 choices, got 2"):
         Prediction("?", ("a", "b"), answer=2, why="")
+
+
+# ---- colour words: true without colour too (NO_COLOR) ---------------------------------------------------
+
+COLOUR_WORD = re.compile(r"^(red|green|blue|yellow|cyan|magenta|orange|purple|colou?r(ed|s)?)$", re.I)
+COLOURED_THING = re.compile(
+    r"^(columns?|rows?|lines?|cells?|bars?|edges?|nodes?|paths?|arrows?|entry|entries|curves?|numbers?|values?|box(es)?)$",
+    re.I,
+)
+NAMED_IN_WORDS = re.compile(r"\b(marked|labell?ed|headed|titled|named|called)\b|[✓✗]", re.I)
+NEAR = 3  # a colour word at most this many words from the thing it colours
+DRAWING_KEY = "`g`"  # a sentence about the g key's drawing: an SVG file, coloured whatever NO_COLOR says
+
+
+def colour_only_sentences(text: str) -> list[str]:
+    """Sentences of ``text`` that pick out a column, row, line... by colour alone."""
+    found = []
+    for sentence in re.split(r"(?<=[.!?])\s+", " ".join(text.split())):
+        if DRAWING_KEY in sentence or NAMED_IN_WORDS.search(sentence):
+            continue
+        words = re.findall(r"[A-Za-z]+", sentence)
+        colours = [k for k, w in enumerate(words) if COLOUR_WORD.match(w)]
+        things = [k for k, w in enumerate(words) if COLOURED_THING.match(w)]
+        if any(abs(c - t) <= NEAR for c in colours for t in things):
+            found.append(sentence)
+    return found
+
+
+@pytest.mark.parametrize(
+    ("text", "flagged"),
+    [
+        ("The red column is what `=` would give.", True),
+        ("Blue lines show the gradient. Then more.", True),
+        ("The rows in green pass the check.", True),
+        ("The column marked ✗ (red) is what `=` would give.", False),
+        ("The column labelled `ratio` (in yellow) is the slip.", False),
+        ("Press `g` to draw the graph with the three paths in colour.", False),
+        ("A red herring hides in this derivation, far from any table we print.", False),
+        ("The mean is subtracted from every column.", False),
+    ],
+)
+def test_the_colour_rule_flags_colour_alone_and_nothing_else(text, flagged):
+    assert bool(colour_only_sentences(text)) is flagged
+
+
+@pytest.mark.parametrize("path", sorted(p for p in lessons_dir().glob("[0-9][0-9]-*.md")), ids=lambda p: p.stem)
+def test_lesson_prose_never_picks_out_a_thing_by_colour_alone(path):
+    lesson = parse_lesson(path, check_demos=False)
+    found = [
+        f"step {k} ({step.title}): {sentence}"
+        for k, step in enumerate(lesson.steps, 1)
+        for block in step.blocks
+        if isinstance(block, Prose)
+        for sentence in colour_only_sentences(block.text)
+    ]
+    assert not found, f"{path.name}: false with NO_COLOR=1; name the thing in words too: " + " | ".join(found)

@@ -33,7 +33,8 @@ def test_the_wheel_ships_the_lessons_and_a_fresh_venv_runs_one(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     lesson_files = sorted(p.name for p in (REPO / "lessons").glob("[0-9][0-9]-*.md"))
     assert lesson_files
-    missing = [n for n in lesson_files if f"microgradnorm/lessons/content/{n}" not in names]
+    pages = ["REFERENCES.md", "GLOSSARY.md"]  # not lessons, but shown by lesson --references / --glossary
+    missing = [n for n in [*lesson_files, *pages] if f"microgradnorm/lessons/content/{n}" not in names]
     assert not missing, f"lesson files missing from the wheel: {missing}"
 
     venv = tmp_path / "venv"
@@ -55,3 +56,5 @@ def test_the_wheel_ships_the_lessons_and_a_fresh_venv_runs_one(tmp_path):
     assert "Step 1 of" in out and "Every number remembers where it came from" in out
     listing = _run([str(bindir / "microgradnorm"), "lesson"], env=env, cwd=tmp_path).stdout
     assert "Skipping" not in listing and "A Value, the chain rule" in listing
+    references = _run([str(bindir / "microgradnorm"), "lesson", "--references"], env=env, cwd=tmp_path).stdout
+    assert references.lstrip().startswith("References") and "Ioffe and Szegedy" in references

@@ -11,12 +11,17 @@ from microgradnorm.commands import UsageError, nonneg_float, positive_int, seed_
 HELP = "step through a lesson in the terminal (start here: microgradnorm lesson)"
 DESCRIPTION = (
     "Without LESSON, list the lessons and your progress. With a lesson number or name, step "
-    "through it: Enter, n or space for the next step; b or p to go back; r to restart; g to "
-    "draw the step's computation graph to a file; q to quit. Your place is saved, and the "
-    "lesson resumes there next time. Every number shown is computed live; --dim, --seed and "
-    "--eps change them. When the output is not a terminal (or with --auto) every step is "
-    "printed at once."
+    "through it: Enter or n for the next step (a step taller than the terminal scrolls first: "
+    "space, j or the down arrow; k or the up arrow goes back up); 1 to 9 answer a question; b or p "
+    "go back a step; r restarts; g draws the step's computation graph to a file; q quits. Your "
+    "place is saved, and the lesson resumes there next time. Every number shown is computed live; "
+    "--dim, --seed and --eps change them. When the output is not a terminal (or with --auto) "
+    "every step is printed at once, questions with their answers. --references lists the "
+    "published sources, --glossary the symbols and terms."
 )
+
+# --references and --glossary: the file in the lessons folder each one shows
+DOCUMENTS = {"references": "REFERENCES.md", "glossary": "GLOSSARY.md"}
 
 DIM_RANGE = (2, 16)  # lessons show every node: keep the graph on a screen
 # rows of a lesson's batch: as many as --dim allows, and at least 2, since BatchNorm's statistics over a
@@ -52,6 +57,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--step", type=positive_int, default=None, metavar="K", help="start at step K")
     parser.add_argument("--restart", action="store_true", help="start at step 1 instead of where you left off")
+    parser.add_argument("--references", action="store_true", help="show the published sources the lessons build on")
+    parser.add_argument(
+        "--glossary", action="store_true", help="show the symbols and terms, with the names other texts use"
+    )
     parser.add_argument(
         "--graph-dir",
         type=Path,
@@ -94,51 +103,21 @@ def find_lesson(lessons: list, query: str):
 
 
 def run(args: argparse.Namespace, console) -> int:
-    from rich.text import Text
-
     from microgradnorm.lessons import render
-    from microgradnorm.lessons.format import load_lessons
-    from microgradnorm.lessons.progress import ProgressStore
     from microgradnorm.lessons.runner import LessonRunner, key_source, run_auto
-    from microgradnorm.store import StateDirError
 
     _check_options(args)
-    problems: list = []
-    lessons = load_lessons(errors=problems)
-    for problem in problems:
-        console.print(Text(f"Skipping a lesson file that does not load: {problem}", style="yellow"))
-    if not lessons:
-        raise UsageError("no lesson could be loaded; see the messages above")
-    try:
-        progress: ProgressStore | None = ProgressStore()
-    except StateDirError as exc:  # a bad MICROGRADNORM_HOME: the lessons still run, progress is not saved
-        progress = None
-        console.print(Text(f"Progress is not saved: {exc}", style="yellow"), soft_wrap=True)
-    saved = progress.load() if progress is not None else {}
-    for warning in progress.warnings if progress is not None else []:
-        console.print(Text(warning, style="yellow"))
-
+    if args.references or args.glossary:
+        return _show_documents(args, console)
+    lessons = _load_lessons(console)
+    progress = _progress_store(lessons, console)
     if args.lesson is None:
-        console.print(render.lesson_list(lessons, saved))
+        console.print(render.lesson_list(lessons, progress.load() if progress is not None else {}))
         return 0
-
     lesson = find_lesson(lessons, args.lesson)
-    given = {"dim": args.dim, "seed": args.seed, "eps": args.eps, "batch": args.batch}
-    for key, value in given.items():
-        if value is not None and key not in lesson.options:
-            takes = ", ".join(f"--{k}" for k in lesson.options)
-            raise UsageError(f"argument --{key}: lesson {lesson.name} does not use it (it takes {takes}), got {value}")
-    params = lesson.params(**given)
-    start = None
-    if args.step is not None:
-        if args.step > len(lesson.steps):
-            raise UsageError(f"argument --step: lesson {lesson.number} has {len(lesson.steps)} steps, got {args.step}")
-        start = args.step - 1
-    elif args.restart:
-        start = 0
-
-    interactive = not args.auto and sys.stdin.isatty() and sys.stdout.isatty()
-    if not interactive:
+    params = _lesson_params(args, lesson)
+    start = _start(args, lesson)
+    if args.auto or not (sys.stdin.isatty() and sys.stdout.isatty()):
         return run_auto(lesson, params, console, start or 0)
     following = next((x for x in lessons if x.number > lesson.number), None)
     runner = LessonRunner(
@@ -153,25 +132,82 @@ def run(args: argparse.Namespace, console) -> int:
     return runner.run(start)
 
 
+def _load_lessons(console) -> list:
+    """Every lesson that loads; each file that does not is named, and none at all is an error."""
+    from rich.text import Text
+
+    from microgradnorm.lessons.format import load_lessons
+
+    problems: list = []
+    lessons = load_lessons(errors=problems)
+    for problem in problems:
+        console.print(Text(f"Skipping a lesson file that does not load: {problem}", style="yellow"))
+    if not lessons:
+        raise UsageError("no lesson could be loaded; see the messages above")
+    return lessons
+
+
+def _progress_store(lessons: list, console):
+    """The learner's progress, or None when the state folder is unusable (the lessons still run)."""
+    from rich.text import Text
+
+    from microgradnorm.lessons.progress import ProgressStore
+    from microgradnorm.store import StateDirError
+
+    try:
+        progress = ProgressStore(steps={x.slug: len(x.steps) for x in lessons})
+    except StateDirError as exc:
+        console.print(Text(f"Progress is not saved: {exc}", style="yellow"), soft_wrap=True)
+        return None
+    progress.load()  # problems with the file are reported once, here
+    for warning in progress.warnings:
+        console.print(Text(warning, style="yellow"))
+    return progress
+
+
+def _lesson_params(args: argparse.Namespace, lesson):
+    """The lesson's numbers with the options given; an option the lesson does not take is an error."""
+    given = {"dim": args.dim, "seed": args.seed, "eps": args.eps, "batch": args.batch}
+    for key, value in given.items():
+        if value is not None and key not in lesson.options:
+            takes = ", ".join(f"--{k}" for k in lesson.options)
+            raise UsageError(f"argument --{key}: lesson {lesson.name} does not use it (it takes {takes}), got {value}")
+    return lesson.params(**given)
+
+
+def _start(args: argparse.Namespace, lesson) -> int | None:
+    """The step to start at (0-based) from --step or --restart; None: where the learner left off."""
+    if args.step is not None:
+        if args.step > len(lesson.steps):
+            raise UsageError(f"argument --step: lesson {lesson.number} has {len(lesson.steps)} steps, got {args.step}")
+        return args.step - 1
+    return 0 if args.restart else None
+
+
+def _show_documents(args: argparse.Namespace, console) -> int:
+    """Print lessons/REFERENCES.md and/or lessons/GLOSSARY.md as Markdown."""
+    from microgradnorm.lessons import render
+    from microgradnorm.lessons.format import lessons_dir
+    from microgradnorm.lessons.runner import print_unpadded
+
+    for key, name in DOCUMENTS.items():
+        if getattr(args, key):
+            path = lessons_dir() / name
+            try:
+                text = path.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise UsageError(f"--{key}: could not read {path} ({exc.strerror}); reinstall microgradnorm") from None
+            print_unpadded(console, render.document(text))
+    return 0
+
+
 def _check_options(args: argparse.Namespace) -> None:
     """UsageErrors for options out of range, given without a lesson to apply to, or in conflict."""
-    if args.lesson is None:
-        options = (
-            ("--auto", args.auto or None),
-            ("--dim", args.dim),
-            ("--seed", args.seed),
-            ("--eps", args.eps),
-            ("--batch", args.batch),
-            ("--step", args.step),
-            ("--restart", args.restart or None),
-            ("--graph-dir", args.graph_dir),
-        )
-        for flag, value in options:
-            if value is not None:
-                shown = flag if value is True else f"{flag} {value}"
-                raise UsageError(
-                    f"argument {flag}: needs a LESSON (as in: microgradnorm lesson 1 {shown}), got no LESSON"
-                )
+    _check_documents(args)
+    given = _lesson_options(args)
+    if args.lesson is None and given:
+        flag, shown = given[0]
+        raise UsageError(f"argument {flag}: needs a LESSON (as in: microgradnorm lesson 1 {shown}), got no LESSON")
     if args.restart and args.step is not None:
         raise UsageError(
             "argument --restart: not allowed with argument --step (both say where to start), "
@@ -183,3 +219,31 @@ def _check_options(args: argparse.Namespace) -> None:
     ):
         if value is not None and not low <= value <= high:
             raise UsageError(f"argument {flag}: {why}, so expected an integer from {low} to {high}, got {value}")
+
+
+def _lesson_options(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(flag, the flag as given) of each option given that only means something for a lesson."""
+    options = (
+        ("--auto", args.auto or None),
+        ("--dim", args.dim),
+        ("--seed", args.seed),
+        ("--eps", args.eps),
+        ("--batch", args.batch),
+        ("--step", args.step),
+        ("--restart", args.restart or None),
+        ("--graph-dir", args.graph_dir),
+    )
+    return [(flag, flag if value is True else f"{flag} {value}") for flag, value in options if value is not None]
+
+
+def _check_documents(args: argparse.Namespace) -> None:
+    """--references and --glossary show a page: neither takes a LESSON or a lesson's options."""
+    shown = [f"--{key}" for key in DOCUMENTS if getattr(args, key)]
+    if not shown:
+        return
+    if args.lesson is not None:
+        raise UsageError(f"argument {shown[0]}: takes no LESSON (it is not a lesson), got LESSON {args.lesson}")
+    given = _lesson_options(args)
+    if given:
+        flag, as_given = given[0]
+        raise UsageError(f"argument {shown[0]}: not allowed with {flag} (that is for a lesson), got {as_given}")

@@ -318,68 +318,89 @@ def _defaults(path: Path, number: int, raw: str) -> dict[str, Any]:
     return value
 
 
-def _steps(path: Path, lines: list[str], start: int) -> list[Step]:
-    steps: list[Step] = []
-    prose: list[str] = []
-    prose_line = 0
+_BEFORE_FIRST_STEP = "text before the first step: start each step with a '## ' heading"
 
-    def flush() -> None:
-        nonlocal prose
-        text = "\n".join(prose).strip("\n")
+
+class _StepBuilder:
+    """Collects the steps of one lesson body: prose lines gather until a demo block or the next step."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.steps: list[Step] = []
+        self.prose: list[str] = []
+        self.prose_line = 0
+
+    def add_prose(self, lines: list[str], number: int, *, counts: bool = True) -> None:
+        """Lines of Markdown; ``counts``: whether the first of them can start the prose (not a blank line)."""
+        if not self.steps:
+            if counts:
+                raise LessonFormatError(self.path, number, _BEFORE_FIRST_STEP)
+            return
+        if counts and not self.prose:
+            self.prose_line = number
+        self.prose.extend(lines)
+
+    def add_demo(self, call: DemoCall, number: int) -> None:
+        if not self.steps:
+            raise LessonFormatError(self.path, number, _BEFORE_FIRST_STEP)
+        self._flush()
+        self.steps[-1].blocks.append(call)
+
+    def start_step(self, title: str, number: int) -> None:
+        if not title:
+            raise LessonFormatError(self.path, number, "a step heading needs a title: '## Title'")
+        self.finish()
+        self.steps.append(Step(title, number))
+
+    def finish(self) -> list[Step]:
+        """Close the current step (an empty one is an error) and return the steps so far."""
+        if self.steps:
+            self._flush()
+            _check_not_empty(self.path, self.steps[-1])
+        return self.steps
+
+    def _flush(self) -> None:
+        text = "\n".join(self.prose).strip("\n")
         if text.strip():
-            steps[-1].blocks.append(Prose(text, prose_line))
-        prose = []
+            self.steps[-1].blocks.append(Prose(text, self.prose_line))
+        self.prose = []
 
+
+def _steps(path: Path, lines: list[str], start: int) -> list[Step]:
+    """The steps of the lesson body ``lines[start:]``: '## ' headings, prose and demo blocks."""
+    built = _StepBuilder(path)
     i = start
     while i < len(lines):
         line, number = lines[i], i + 1
         fence = _FENCE.match(line)
         if fence:
-            if not steps:
-                raise LessonFormatError(
-                    path, number, "text before the first step: start each step with a '## ' heading"
-                )
-            marker, info = fence.group(2), fence.group(3)
-            end = _closing_fence(lines, i + 1, marker)
-            if end is None:
-                raise LessonFormatError(path, number, f"this {marker} block is never closed; close it with {marker}")
-            if info == "demo":
-                flush()
-                steps[-1].blocks.append(_demo_block(path, lines, i + 1, end))
-            else:
-                if not prose:
-                    prose_line = number
-                prose.extend(lines[i : end + 1])
-            i = end + 1
+            i = _fenced_block(built, lines, i, fence.group(2), fence.group(3))
             continue
         if line.startswith("## ") or line.rstrip() == "##":
-            title = line[2:].strip()
-            if not title:
-                raise LessonFormatError(path, number, "a step heading needs a title: '## Title'")
-            if steps:
-                flush()
-                _check_not_empty(path, steps[-1])
-            steps.append(Step(title, number))
-            i += 1
-            continue
-        if re.match(r"^#\s", line) or line.rstrip() == "#":
+            built.start_step(line[2:].strip(), number)
+        elif re.match(r"^#\s", line) or line.rstrip() == "#":
             raise LessonFormatError(
                 path, number, "a '# ' heading is not allowed: the title is in the front matter, steps start with '## '"
             )
-        if line.strip():
-            if not steps:
-                raise LessonFormatError(
-                    path, number, "text before the first step: start each step with a '## ' heading"
-                )
-            if not prose:
-                prose_line = number
-        if steps:
-            prose.append(line)
+        else:
+            built.add_prose([line], number, counts=bool(line.strip()))
         i += 1
-    if steps:
-        flush()
-        _check_not_empty(path, steps[-1])
-    return steps
+    return built.finish()
+
+
+def _fenced_block(built: _StepBuilder, lines: list[str], i: int, marker: str, info: str) -> int:
+    """Add the fenced block opening at ``lines[i]`` (a demo call, or prose); return the index after it."""
+    number = i + 1
+    if not built.steps:
+        raise LessonFormatError(built.path, number, _BEFORE_FIRST_STEP)
+    end = _closing_fence(lines, i + 1, marker)
+    if end is None:
+        raise LessonFormatError(built.path, number, f"this {marker} block is never closed; close it with {marker}")
+    if info == "demo":
+        built.add_demo(_demo_block(built.path, lines, i + 1, end), number)
+    else:
+        built.add_prose(lines[i : end + 1], number)
+    return end + 1
 
 
 def _check_not_empty(path: Path, step: Step) -> None:

@@ -2,12 +2,25 @@
 
 One JSON file, ``lessons.json`` in :func:`microgradnorm.store.state_dir`::
 
-    {"version": 1,
-     "lessons": {"03-layernorm-backward": {"step": 4, "steps": 11, "completed": false,
-                                           "updated": "2025-01-01T12:00:00"}}}
+    {"version": 2,
+     "lessons": {"layernorm-backward": {"step": 4, "steps": 11, "completed": false,
+                                        "updated": "2025-01-01T12:00:00"}}}
 
-``step`` counts from 1, as the learner sees it. Lessons are keyed by file name,
-not number, so renumbering a lesson keeps its progress.
+Lessons are keyed by their slug, the file name without its number
+(``04-layernorm-backward.md`` -> ``layernorm-backward``), so renumbering the
+lessons keeps every learner's place. ``step`` counts from 1, as the learner sees
+it, and is where ``microgradnorm lesson N`` starts next time: finishing a lesson
+sets ``completed`` and puts ``step`` back to 1, and a second pass records its own
+place without forgetting that the lesson was finished.
+
+Version 1 files keyed lessons by file name (``03-layernorm-backward``) and left
+``step`` on the last step of a finished lesson. They are migrated when read: the
+number is dropped from each key (when two old names give one slug, the entry
+updated last wins, and the lesson stays finished if either was), and a finished
+lesson's last step becomes step 1. Given the lessons' current lengths
+(``ProgressStore(steps=...)``), a saved step beyond the end of a lesson that has
+since been shortened or split is clamped to its last step. The migrated entries
+are written at the next save.
 
 Every change re-reads the file, changes one entry and writes it back with
 :func:`microgradnorm.store.save_json` (temp file + ``os.replace``): a process
@@ -20,17 +33,20 @@ the learner starts fresh and loses nothing.
 from __future__ import annotations
 
 import os
+import re
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from microgradnorm.store import CorruptStateError, load_json, save_json, state_dir
 
-__all__ = ["FILE_NAME", "LessonProgress", "ProgressStore"]
+__all__ = ["FILE_NAME", "LessonProgress", "ProgressStore", "slug_of"]
 
 FILE_NAME = "lessons.json"
-VERSION = 1
+VERSION = 2
+_NUMBER = re.compile(r"^\d{2}-(?=.)")  # the "03-" of a version 1 key
 
 
 @dataclass(frozen=True)
@@ -57,12 +73,45 @@ class LessonProgress:
             raise ValueError(f"completed: expected true or false, got {completed!r}")
         return cls(step, steps, completed, str(data.get("updated", "")))
 
+    def clamped(self, steps: int) -> LessonProgress:
+        """This entry for a lesson that now has ``steps`` steps: a step past the end becomes the last one."""
+        return replace(self, step=min(self.step, steps), steps=steps)
+
+
+def slug_of(key: str) -> str:
+    """The slug of a version 1 key: ``03-layernorm-backward`` -> ``layernorm-backward``."""
+    return _NUMBER.sub("", key, count=1)
+
+
+def _migrated(version: int, lessons: dict[str, Any]) -> dict[str, LessonProgress]:
+    """The entries of a file of ``version``, keyed by slug (see the module docstring)."""
+    entries: dict[str, LessonProgress] = {}
+    for key, raw in lessons.items():
+        entry = LessonProgress.from_json(raw)
+        if version == 2:
+            entries[key] = entry
+            continue
+        if entry.completed and entry.step >= entry.steps:  # version 1 kept a finished lesson on its last step
+            entry = replace(entry, step=1)
+        slug = slug_of(key)
+        other = entries.get(slug)
+        if other is not None:  # two old names of one lesson: the later place, finished if either was
+            later = max(other, entry, key=lambda e: e.updated)
+            entry = replace(later, completed=other.completed or entry.completed)
+        entries[slug] = entry
+    return entries
+
 
 class ProgressStore:
-    """Read and update ``lessons.json``; problems with the file land in :attr:`warnings`."""
+    """Read and update ``lessons.json``; problems with the file land in :attr:`warnings`.
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    ``steps`` maps a lesson's slug to its current number of steps; saved steps past
+    the end of a lesson are clamped to it when read.
+    """
+
+    def __init__(self, path: str | Path | None = None, *, steps: Mapping[str, int] | None = None) -> None:
         self.path = Path(path) if path is not None else state_dir() / FILE_NAME
+        self.steps = dict(steps or {})
         self.warnings: list[str] = []
 
     def load(self) -> dict[str, LessonProgress]:
@@ -75,9 +124,7 @@ class ProgressStore:
         if data is None:
             return {}
         try:
-            if not isinstance(data, dict) or not isinstance(data.get("lessons", {}), dict):
-                raise ValueError("expected an object with a 'lessons' object")
-            return {name: LessonProgress.from_json(entry) for name, entry in data.get("lessons", {}).items()}
+            entries = _migrated(_version(data), data.get("lessons", {}))
         except ValueError as exc:
             moved = self._set_aside()
             self.warnings.append(
@@ -85,12 +132,13 @@ class ProgressStore:
                 f"the old file was set aside as {moved.name}"
             )
             return {}
+        return {slug: e.clamped(self.steps[slug]) if slug in self.steps else e for slug, e in entries.items()}
 
-    def get(self, name: str) -> LessonProgress | None:
-        return self.load().get(name)
+    def get(self, slug: str) -> LessonProgress | None:
+        return self.load().get(slug)
 
-    def save(self, name: str, step: int, steps: int, completed: bool | None = None) -> LessonProgress:
-        """Record that the learner is at ``step`` (1-based) of ``steps`` in lesson ``name``.
+    def save(self, slug: str, step: int, steps: int, completed: bool | None = None) -> LessonProgress:
+        """Record that the learner is at ``step`` (1-based) of ``steps`` in the lesson ``slug``.
 
         ``completed`` None keeps what was saved before (a finished lesson stays
         finished when it is reread).
@@ -98,17 +146,17 @@ class ProgressStore:
         if not 1 <= step <= steps:
             raise ValueError(f"step: expected 1 to {steps}, got {step}")
         entries = self.load()
-        before = entries.get(name)
+        before = entries.get(slug)
         done = completed if completed is not None else (before.completed if before else False)
         entry = LessonProgress(step, steps, done, time.strftime("%Y-%m-%dT%H:%M:%S"))
-        entries[name] = entry
+        entries[slug] = entry
         self._write(entries)
         return entry
 
-    def reset(self, name: str) -> None:
-        """Forget lesson ``name`` (the next start is at step 1)."""
+    def reset(self, slug: str) -> None:
+        """Forget the lesson ``slug`` (the next start is at step 1)."""
         entries = self.load()
-        if entries.pop(name, None) is not None:
+        if entries.pop(slug, None) is not None:
             self._write(entries)
 
     def _write(self, entries: dict[str, LessonProgress]) -> None:
@@ -118,3 +166,13 @@ class ProgressStore:
         moved = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
         os.replace(self.path, moved)
         return moved
+
+
+def _version(data: Any) -> int:
+    """The format version of a parsed file (1 when it does not say); ValueError for what is not progress."""
+    if not isinstance(data, dict) or not isinstance(data.get("lessons", {}), dict):
+        raise ValueError("expected an object with a 'lessons' object")
+    version = data.get("version", 1)
+    if isinstance(version, bool) or version not in (1, VERSION):
+        raise ValueError(f"version: expected 1 or {VERSION}, got {version!r}")
+    return version

@@ -29,15 +29,23 @@ __all__ = [
     "KEY_HELP",
     "DemoFailure",
     "demo_list",
+    "document",
     "finished",
+    "first_question",
     "inline",
     "key_footer",
     "lesson_list",
+    "prediction_answer",
+    "prediction_question",
     "render_step",
+    "step_body",
     "step_header",
 ]
 
-KEY_HELP = "Enter, n or space: next · b or p: back · r: restart · g: draw the graph · q: quit"
+KEY_HELP = (
+    "Enter, n or space: next (scrolls first while the step goes on below) · ↓ j ↑ k PgDn PgUp: scroll · "
+    "1 to 9: answer a question · b or p: back · r: restart · g: draw the graph · q: quit"
+)
 
 
 @dataclass
@@ -76,26 +84,58 @@ def render_step(
     outputs: Sequence[DemoOutput | DemoFailure],
     params: LessonParams | None = None,
 ) -> Group:
-    """One whole step: header, then its prose and demo outputs in the order the file gives them.
+    """One whole step as ``--auto`` prints it: header, then its prose and demo outputs in file order.
 
-    ``outputs`` holds one entry per demo block of the step, in order.
+    ``outputs`` holds one entry per demo block of the step, in order. A demo with a
+    prediction shows its question and the answer with its numbers, without asking.
+    """
+    return Group(step_header(lesson, index), step_body(lesson, index, outputs, params))
+
+
+def step_body(
+    lesson: Lesson,
+    index: int,
+    outputs: Sequence[DemoOutput | DemoFailure],
+    params: LessonParams | None = None,
+    answers: Mapping[int, int | None] | None = None,
+) -> Group:
+    """The step below its header: the options line (step 1), then prose and demo outputs in file order.
+
+    ``answers`` None shows every prediction answered (``--auto``). Otherwise it maps the
+    position of a demo in ``outputs`` to the learner's guess (an index into the choices,
+    or None when they asked to see the answer without guessing): the first demo with a
+    prediction not in ``answers`` shows only its question, and nothing after it is shown.
     """
     from microgradnorm.lessons.format import DemoCall
 
     step = lesson.steps[index]
-    parts: list[RenderableType] = [step_header(lesson, index)]
-    if index == 0 and params is not None:
+    parts: list[RenderableType] = []
+    if index == 0 and params is not None and lesson.options:
         parts.append(params_line(params, lesson.options))
-    demo_outputs = iter(outputs)
+    position = 0
     for block in step.blocks:
-        if isinstance(block, DemoCall):
-            out = next(demo_outputs, None)
-            if out is None:
-                raise ValueError(f"render_step: step {index + 1} has more demo blocks than outputs given")
-            parts.append(Padding(_demo_renderable(out), (1, 0, 0, 0)))
-        else:
+        if not isinstance(block, DemoCall):
             parts.append(Padding(Markdown(block.text), (1, 0, 0, 0)))
+            continue
+        if position >= len(outputs):
+            raise ValueError(f"render_step: step {index + 1} has more demo blocks than outputs given")
+        out = outputs[position]
+        if answers is not None and _asks(out) and position not in answers:
+            parts.append(Padding(prediction_question(out.prediction), (1, 0, 0, 0)))
+            break
+        guess = answers.get(position) if answers is not None else None
+        parts.append(Padding(_demo_renderable(out, guess), (1, 0, 0, 0)))
+        position += 1
     return Group(*parts)
+
+
+def first_question(outputs: Sequence[DemoOutput | DemoFailure], answers: Mapping[int, int | None]) -> int | None:
+    """The position of the first demo whose prediction is not in ``answers``, or None."""
+    return next((k for k, out in enumerate(outputs) if _asks(out) and k not in answers), None)
+
+
+def _asks(out: DemoOutput | DemoFailure) -> bool:
+    return not isinstance(out, DemoFailure) and out.prediction is not None
 
 
 def params_line(params: LessonParams, options: Sequence[str] = ("dim", "seed", "eps", "batch")) -> Text:
@@ -110,7 +150,8 @@ def params_line(params: LessonParams, options: Sequence[str] = ("dim", "seed", "
     return Text(f"{', '.join(shown[key] for key in options)} (change with {flags})", style="dim")
 
 
-def _demo_renderable(out: DemoOutput | DemoFailure) -> RenderableType:
+def _demo_renderable(out: DemoOutput | DemoFailure, guess: int | None = None) -> RenderableType:
+    """A demo's output; with a prediction, its question, the answer (and ``guess``'s verdict) first."""
     if isinstance(out, DemoFailure):
         return Panel(
             Text(out.message),
@@ -121,7 +162,7 @@ def _demo_renderable(out: DemoOutput | DemoFailure) -> RenderableType:
         )
     if out.prediction is None:
         return out.renderable
-    return Group(prediction_question(out.prediction), prediction_answer(out.prediction, None), out.renderable)
+    return Group(prediction_question(out.prediction), prediction_answer(out.prediction, guess), out.renderable)
 
 
 def prediction_question(prediction: Prediction) -> Text:
@@ -146,9 +187,19 @@ def prediction_answer(prediction: Prediction, guess: int | None) -> Text:
     return text
 
 
-def key_footer(index: int, total: int) -> Text:
-    """The one-line reminder of the keys under each step (fits in 60 columns)."""
-    return Text(f"{index + 1}/{total} · Enter next · b back · r restart · g graph · q quit", style="dim")
+def key_footer(index: int, total: int, remaining: int = 0, choices: int = 0) -> Text:
+    """The one-line reminder of the keys under each step (fits in 60 columns).
+
+    ``remaining``: lines of the step still below the screen (the learner scrolls first);
+    ``choices``: the number of choices of a question waiting for an answer.
+    """
+    where = f"{index + 1}/{total} · "
+    if remaining:
+        lines = "1 more line" if remaining == 1 else f"{remaining} more lines"
+        return Text(f"{where}{lines}: space to scroll · ↑ up · q quit", style="dim")
+    if choices:
+        return Text(f"{where}answer with 1 to {choices} · Enter: just show it · q quit", style="dim")
+    return Text(f"{where}Enter next · b back · r restart · g graph · q quit", style="dim")
 
 
 def finished(lesson: Lesson, following: Lesson | None) -> Text:
@@ -171,7 +222,7 @@ def lesson_list(lessons: Sequence[Lesson], progress: Mapping[str, LessonProgress
         table.add_row(
             f"{lesson.number}",
             Text.assemble((lesson.title, "bold"), "\n", (lesson.summary, "dim")),
-            _progress_cell(progress.get(lesson.name), len(lesson.steps)),
+            _progress_cell(progress.get(lesson.slug), len(lesson.steps)),
         )
     hint = Text.assemble(
         "Start one with ",
@@ -180,14 +231,10 @@ def lesson_list(lessons: Sequence[Lesson], progress: Mapping[str, LessonProgress
         ("--auto", "bold"),
         " to print every step at once.",
     )
-    unfinished = [
-        (entry.updated, lesson)
-        for lesson in lessons
-        if (entry := progress.get(lesson.name)) is not None and not entry.completed
-    ]
-    if unfinished:
-        _, last = max(unfinished, key=lambda pair: pair[0])
-        entry = progress[last.name]
+    places = [(entry.updated, lesson) for lesson in lessons if _resumes(entry := progress.get(lesson.slug))]
+    if places:
+        _, last = max(places, key=lambda pair: pair[0])
+        entry = progress[last.slug]
         hint = Text.assemble(
             "Continue where you left off: ",
             (f"microgradnorm lesson {last.number}", "bold"),
@@ -197,12 +244,23 @@ def lesson_list(lessons: Sequence[Lesson], progress: Mapping[str, LessonProgress
     return Group(table, Text(""), hint)
 
 
+def _resumes(entry: LessonProgress | None) -> bool:
+    """Whether ``microgradnorm lesson N`` continues this lesson somewhere (a finished one restarts at step 1)."""
+    return entry is not None and (not entry.completed or entry.step > 1)
+
+
 def _progress_cell(entry: LessonProgress | None, steps: int) -> Text:
     if entry is None:
         return Text(f"{steps} steps", style="dim")
+    place = f"step {min(entry.step, steps)}/{steps}"
     if entry.completed:
-        return Text("✓ done", style="green")
-    return Text(f"step {min(entry.step, steps)}/{steps}", style="yellow")
+        return Text("✓ done" + (f" · {place}" if entry.step > 1 else ""), style="green")
+    return Text(place, style="yellow")
+
+
+def document(text: str) -> Markdown:
+    """A Markdown page of the lessons folder (the references, the glossary) as rich shows it at any width."""
+    return Markdown(text)
 
 
 def demo_list(demos: Mapping[str, Any]) -> Table:

@@ -5,11 +5,24 @@ outputs are kept, so going back is instant and ``g`` draws the graph you are
 looking at), hands them to the pure renderers in :mod:`~microgradnorm.lessons.render`,
 and maps keys to moves::
 
-    Enter, n, space, →   next step (after the last: the lesson is complete)
+    Enter, n, →          next step (after the last: the lesson is complete)
+    space, PgDn          a page down; at the end of the step, next step
+    ↓ j / ↑ k, PgUp      a line down / a line up, a page up
+    1 to 9               answer the question on screen
     b, p, ←              previous step
     r                    back to step 1
-    g                    draw the step's graph to a file and print its path
+    g                    draw the step's graph to a file and say where
     q, Ctrl-C, Ctrl-D    quit (progress is already saved)
+
+A step taller than the terminal is paged the way ``less`` pages a file
+(:mod:`~microgradnorm.lessons.pager`): the step is rendered once, at the
+console's width, its header stays at the top, and the keys line says how many
+lines are left; Enter moves on only once the step has been on screen to its
+end, and until then scrolls. A demo with a :class:`~microgradnorm.lessons.demos.Prediction`
+asks before it tells: its question and numbered choices end the step until a
+key 1 to 9 answers it (Enter shows the answer without a guess); then the
+verdict, the reason and the numbers appear, and the rest of the step. Answers
+are kept while the lesson runs, so going back shows a step answered.
 
 The console and the key source are passed in: the command gives it the real
 terminal (:class:`TerminalKeys`, one key at a time in raw mode), tests give it
@@ -31,8 +44,9 @@ from rich.console import Console, RenderableType
 from rich.text import Text
 
 from microgradnorm.lessons import render
-from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
+from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, run_demo
 from microgradnorm.lessons.format import Lesson
+from microgradnorm.lessons.pager import MIN_ROWS, Window, to_lines
 from microgradnorm.lessons.progress import ProgressStore
 
 __all__ = [
@@ -41,6 +55,7 @@ __all__ = [
     "TerminalKeys",
     "draw_graph",
     "key_source",
+    "print_unpadded",
     "run_auto",
     "step_outputs",
 ]
@@ -49,21 +64,30 @@ __all__ = [
 ACTIONS: dict[str, str] = {
     "\r": "next",
     "\n": "next",
-    " ": "next",
     "n": "next",
     "RIGHT": "next",
-    "PAGEDOWN": "next",
+    " ": "page",
+    "PAGEDOWN": "page",
+    "DOWN": "down",
+    "j": "down",
+    "UP": "up",
+    "k": "up",
+    "PAGEUP": "pageup",
     "b": "back",
     "p": "back",
     "LEFT": "back",
-    "PAGEUP": "back",
     "r": "restart",
     "g": "graph",
     "q": "quit",
     "\x03": "quit",  # Ctrl-C in raw mode
     "\x04": "quit",  # Ctrl-D
     "": "quit",  # end of input
+    **{str(digit): "answer" for digit in range(1, 10)},
 }
+
+# Lines of a frame besides the note, the header, the step and messages: the blank line above the
+# keys, the keys line, and the line the cursor rests on (so the frame never scrolls the screen).
+FRAME_LINES = 3
 
 KeyReader = Callable[[], str]
 GraphDrawer = Callable[..., str]  # (graph, path, **viz options) -> message
@@ -96,14 +120,14 @@ def run_auto(lesson: Lesson, params: LessonParams, console: Console, start: int 
     for index in range(start, len(lesson.steps)):
         outputs = step_outputs(lesson, index, params)
         failed += sum(isinstance(o, render.DemoFailure) for o in outputs)
-        _print_unpadded(console, render.render_step(lesson, index, outputs, params))
+        print_unpadded(console, render.render_step(lesson, index, outputs, params))
         console.print()
     if failed:
         console.print(Text(f"{failed} demo(s) failed in {lesson.name}.", style="bold red"))
     return 1 if failed else 0
 
 
-def _print_unpadded(console: Console, renderable: RenderableType) -> None:
+def print_unpadded(console: Console, renderable: RenderableType) -> None:
     """Print ``renderable``; into a file or a pipe, without the spaces rich pads every line with."""
     if console.is_terminal:
         console.print(renderable)
@@ -138,19 +162,24 @@ class LessonRunner:
         self.following = following
         self.index = 0
         self._cache: dict[int, list[DemoOutput | render.DemoFailure]] = {}
+        # step -> {position of a demo in the step: the learner's guess, None when shown without one}
+        self.answers: dict[int, dict[int, int | None]] = {}
+        self.window = Window(0, 1)
+        self.seen = 0  # lines of the current step that have been on screen (from the top)
+        self.note: str | None = None  # shown above the next frame only
+        self.message: Text | None = None  # shown under the next frame only
+        self._body: tuple[Any, list[str]] = (None, [])
 
     @property
     def total(self) -> int:
         return len(self.lesson.steps)
 
     def resume_index(self) -> int:
-        """Where to start: the saved step of an unfinished lesson, else step 1."""
+        """Where to start: the saved place (step 1 after a lesson was finished), else step 1."""
         if self.progress is None:
             return 0
-        saved = self.progress.get(self.lesson.name)
-        if saved is None or saved.completed:
-            return 0
-        return min(saved.step, self.total) - 1
+        saved = self.progress.get(self.lesson.slug)
+        return 0 if saved is None else min(saved.step, self.total) - 1
 
     def outputs(self, index: int) -> list[DemoOutput | render.DemoFailure]:
         if index not in self._cache:
@@ -159,60 +188,168 @@ class LessonRunner:
 
     def run(self, start: int | None = None) -> int:
         """Show steps and follow keys until the lesson is finished or the learner quits."""
-        self.index = self.resume_index() if start is None else start
-        if not 0 <= self.index < self.total:
-            raise ValueError(f"start: expected a step from 1 to {self.total}, got {self.index + 1}")
-        note = None
-        if start is None and self.index > 0:
-            note = f"Resuming at step {self.index + 1} of {self.total} (r restarts the lesson)."
-        self.show(note)
+        index = self.resume_index() if start is None else start
+        if not 0 <= index < self.total:
+            raise ValueError(f"start: expected a step from 1 to {self.total}, got {index + 1}")
+        if start is None and index > 0:
+            self.note = f"Resuming at step {index + 1} of {self.total} (r restarts the lesson)."
+        self.go_to(index)
         while True:
             key = self.read_key()
-            action = action_of(key)
-            if action == "next":
-                if self.index == self.total - 1:
-                    self._save(completed=True)
-                    self.console.print()
-                    self.console.print(render.finished(self.lesson, self.following))
-                    return 0
-                self.index += 1
-                self.show()
-            elif action == "back":
-                if self.index == 0:
-                    self.console.print(Text("This is the first step.", style="dim"))
-                    continue
-                self.index -= 1
-                self.show()
-            elif action == "restart":
-                self.index = 0
-                self.show()
-            elif action == "graph":
-                if self._drawable():  # drawing takes a moment: say so first, unless there is nothing to draw
-                    self.console.print(Text("Drawing the graph…", style="dim"))
-                self.console.print(self.graph_message())
-            elif action == "quit":
-                then = (
-                    f"Resume with: microgradnorm lesson {self.lesson.number}"
-                    if self.progress is not None
-                    else f"Your place was not saved; come back with: microgradnorm lesson {self.lesson.number} "
-                    f"--step {self.index + 1}"
-                )
-                self.console.print(Text(f"Stopped at step {self.index + 1} of {self.total}. {then}", style="dim"))
-                return 0
-            else:
-                self.console.print(Text(f"Keys: {render.KEY_HELP}", style="dim"))
+            handler = _HANDLERS.get(action_of(key) or "", LessonRunner._on_other)
+            code = handler(self, key)
+            if code is not None:
+                return code
 
-    def show(self, note: str | None = None) -> None:
-        """Clear the screen (on a terminal), print the current step and save the position."""
-        outputs = self.outputs(self.index)
+    def go_to(self, index: int) -> None:
+        """Show step ``index`` from its top and save the place."""
+        self.index = index
+        self.window = Window(0, 1)
+        self.seen = 0
+        self.show()
+        self._save()
+
+    # ---- drawing a frame -------------------------------------------------------------------------
+
+    def body(self) -> list[str]:
+        """The current step below its header, rendered once per width and answers, as lines."""
+        answers = self.answers.get(self.index, {})
+        key = (self.index, self.console.width, tuple(sorted(answers.items(), key=lambda kv: kv[0])))
+        if self._body[0] != key:
+            outputs = self.outputs(self.index)
+            lines = to_lines(self.console, render.step_body(self.lesson, self.index, outputs, self.params, answers))
+            self._body = (key, lines)
+        return self._body[1]
+
+    def show(self) -> None:
+        """Clear the screen (on a terminal) and draw the frame: note, header, the window onto the step, keys."""
+        note = to_lines(self.console, Text(self.note, style="yellow")) if self.note else []
+        header = to_lines(self.console, render.step_header(self.lesson, self.index))
+        message = to_lines(self.console, self.message) if self.message else []
+        body = self.body()
+        rows = self.console.height - len(note) - len(header) - len(message) - FRAME_LINES
+        self.window = self.window.resized(len(body), max(MIN_ROWS, rows))
+        self.seen = max(self.seen, self.window.bottom)
+        footer = to_lines(self.console, self.footer())
+        lines = [*note, *header, *self.window.visible(body), "", *message, *footer]
+        self.note = self.message = None
         if self.console.is_terminal:
             self.console.clear()
-        if note:
-            self.console.print(Text(note, style="yellow"))
-        self.console.print(render.render_step(self.lesson, self.index, outputs, self.params))
-        self.console.print()
-        self.console.print(render.key_footer(self.index, self.total))
-        self._save()
+        self.console.file.write("\n".join(lines) + "\n")
+        self.console.file.flush()
+
+    def footer(self) -> Text:
+        """The keys line: how much is left to scroll, the question's keys, or the usual keys."""
+        pending = self.pending()
+        choices = 0
+        if pending is not None and self.window.at_end:
+            choices = len(self._prediction(pending).choices)
+        return render.key_footer(self.index, self.total, self.window.remaining, choices)
+
+    def pending(self) -> int | None:
+        """The position of the demo whose question waits for an answer on this step, if any."""
+        return render.first_question(self.outputs(self.index), self.answers.get(self.index, {}))
+
+    def _prediction(self, position: int) -> Prediction:
+        out = self.outputs(self.index)[position]
+        assert isinstance(out, DemoOutput) and out.prediction is not None
+        return out.prediction
+
+    def _say(self, message: str) -> None:
+        self.message = Text(message, style="dim")
+        self.show()
+
+    def _scroll(self, window: Window) -> None:
+        self.window = window
+        self.show()
+
+    # ---- what each key does (one handler per action; None: keep reading keys) --------------------
+
+    def _on_next(self, key: str) -> int | None:
+        """Enter, n, →: answer-less reveal of a waiting question, else scroll until seen, else the next step."""
+        pending = self.pending()
+        if pending is not None and self.window.at_end:
+            self._answer(pending, None)
+        elif self.seen < self.window.total:
+            self._scroll(self.window.paged())
+        elif self.index == self.total - 1:
+            self._save_finished()
+            self.console.print()
+            self.console.print(render.finished(self.lesson, self.following))
+            return 0
+        else:
+            self.go_to(self.index + 1)
+        return None
+
+    def _on_page(self, key: str) -> int | None:
+        """Space, PgDn: a page down, and at the end of the step what Enter does."""
+        if not self.window.at_end:
+            self._scroll(self.window.paged())
+            return None
+        return self._on_next(key)
+
+    def _on_down(self, key: str) -> None:
+        if not self.window.at_end:
+            self._scroll(self.window.moved(1))
+
+    def _on_up(self, key: str) -> None:
+        if not self.window.at_top:
+            self._scroll(self.window.moved(-1))
+
+    def _on_page_up(self, key: str) -> None:
+        if not self.window.at_top:
+            self._scroll(self.window.paged(-1))
+
+    def _on_back(self, key: str) -> None:
+        if self.index == 0:
+            self._say("This is the first step.")
+        else:
+            self.go_to(self.index - 1)
+
+    def _on_restart(self, key: str) -> None:
+        self.go_to(0)
+
+    def _on_answer(self, key: str) -> None:
+        """1 to 9: the answer to the question on screen."""
+        pending = self.pending()
+        if pending is None:
+            self._on_other(key)
+        elif not self.window.at_end:
+            self._say("The question is further down: space scrolls to it.")
+        elif int(key) > len(self._prediction(pending).choices):
+            self._say(f"Choose 1 to {len(self._prediction(pending).choices)}.")
+        else:
+            self._answer(pending, int(key) - 1)
+
+    def _answer(self, position: int, guess: int | None) -> None:
+        """Record ``guess`` and show the verdict and the numbers, the question at the top of the window."""
+        question = to_lines(self.console, render.prediction_question(self._prediction(position)))
+        start = len(self.body()) - len(question)  # the question is the last thing shown before the answer
+        self.answers.setdefault(self.index, {})[position] = guess
+        self.window = Window(len(self.body()), self.window.rows, max(self.window.top, start))
+        self.show()
+
+    def _on_graph(self, key: str) -> None:
+        if self.pending() is not None:
+            self._say("Answer the question first; then g draws the graph.")
+            return
+        if self._drawable():  # drawing takes a moment: say so first, unless there is nothing to draw
+            self._say("Drawing the graph…")
+        self.message = self.graph_message()
+        self.show()
+
+    def _on_quit(self, key: str) -> int:
+        then = (
+            f"Resume with: microgradnorm lesson {self.lesson.number}"
+            if self.progress is not None
+            else f"Your place was not saved; come back with: microgradnorm lesson {self.lesson.number} "
+            f"--step {self.index + 1}"
+        )
+        self.console.print(Text(f"Stopped at step {self.index + 1} of {self.total}. {then}", style="dim"))
+        return 0
+
+    def _on_other(self, key: str) -> None:
+        self._say(f"Keys: {render.KEY_HELP}")
 
     def graph_message(self) -> Text:
         """Draw the current step's graph (the last demo of the step that has one) and say where."""
@@ -232,9 +369,28 @@ class LessonRunner:
         """The current step's demo outputs that have a graph to draw."""
         return [o for o in self.outputs(self.index) if isinstance(o, DemoOutput) and o.graph is not None]
 
-    def _save(self, completed: bool | None = None) -> None:
+    def _save(self) -> None:
         if self.progress is not None:
-            self.progress.save(self.lesson.name, self.index + 1, self.total, completed)
+            self.progress.save(self.lesson.slug, self.index + 1, self.total)
+
+    def _save_finished(self) -> None:
+        """Mark the lesson finished; the next ``lesson N`` starts it over at step 1."""
+        if self.progress is not None:
+            self.progress.save(self.lesson.slug, 1, self.total, completed=True)
+
+
+_HANDLERS: dict[str, Callable[[LessonRunner, str], int | None]] = {
+    "next": LessonRunner._on_next,
+    "page": LessonRunner._on_page,
+    "down": LessonRunner._on_down,
+    "up": LessonRunner._on_up,
+    "pageup": LessonRunner._on_page_up,
+    "back": LessonRunner._on_back,
+    "restart": LessonRunner._on_restart,
+    "answer": LessonRunner._on_answer,
+    "graph": LessonRunner._on_graph,
+    "quit": LessonRunner._on_quit,
+}
 
 
 def _default_graph_dir() -> Path:
@@ -289,14 +445,18 @@ class TerminalKeys:
     printed, so output keeps its normal line endings and a crash never leaves
     the terminal raw. The switch does not flush pending input, so keys typed
     while a step was being drawn are not lost. Arrow and page keys arrive as escape sequences and are
-    returned as ``"LEFT"``, ``"RIGHT"``, ``"PAGEUP"``, ``"PAGEDOWN"``.
+    returned as ``"UP"``, ``"DOWN"``, ``"LEFT"``, ``"RIGHT"``, ``"PAGEUP"``, ``"PAGEDOWN"``.
     """
 
     _SEQUENCES: ClassVar[dict[bytes, str]] = {
+        b"[A": "UP",
+        b"[B": "DOWN",
         b"[C": "RIGHT",
         b"[D": "LEFT",
         b"[5~": "PAGEUP",
         b"[6~": "PAGEDOWN",
+        b"OA": "UP",
+        b"OB": "DOWN",
         b"OC": "RIGHT",
         b"OD": "LEFT",
     }
