@@ -145,7 +145,7 @@ def test_batchnorm_parameter_gradients_are_sums_over_the_batch():
 
 
 @pytest.mark.parametrize("m", [2, 3, 4, 8])
-def test_seed003_variance_path_is_off_by_m_minus_1_over_m(m):
+def test_the_slipped_variance_path_is_off_by_m_minus_1_over_m(m):
     rng = np.random.default_rng(m)
     x, dy = rng.normal(0.5, 2.0, size=(m, 3)), rng.normal(size=(m, 3))
     eps = 1e-5
@@ -154,14 +154,14 @@ def test_seed003_variance_path_is_off_by_m_minus_1_over_m(m):
         return np.sum(standardize(v, 0, eps) * dy)
 
     dx_fd = central_diff(lambda v: np.array([loss_of(v)]), x)[0].reshape(x.shape)
-    seed = bn_demos.seed003_dx(dy, x, eps)
+    slipped = bn_demos.dx_with_mean_slip(dy, x, eps)
     # the correct variance path, written out: dL/dvar * 2 (x - mean) / m
     xs = x - x.mean(axis=0)
     var = (xs**2).mean(axis=0)
     dvar = -0.5 * (var + eps) ** -1.5 * (dy * xs).sum(axis=0)
     via_var = dvar * 2.0 * xs / m
-    assert_close(dx_fd, seed + via_var / m, tol.FD_RTOL, tol.FD_ATOL)  # seed kept (m-1)/m of it
-    assert not tol.close(seed, dx_fd, tol.FD_RTOL, tol.FD_ATOL)
+    assert_close(dx_fd, slipped + via_var / m, tol.FD_RTOL, tol.FD_ATOL)  # the slip kept (m-1)/m of it
+    assert not tol.close(slipped, dx_fd, tol.FD_RTOL, tol.FD_ATOL)
 
 
 def test_engine_says_the_variance_does_not_depend_on_the_mean():
