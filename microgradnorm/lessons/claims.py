@@ -15,7 +15,7 @@ import numpy as np
 from rich.console import Group
 from rich.text import Text
 
-from microgradnorm.lessons.demo_tools import check_mark
+from microgradnorm.lessons.demo_tools import check_mark, sci
 from microgradnorm.tolerances import CLOSED_FORM_RTOL
 
 __all__ = ["cancels", "claim", "claims"]
@@ -40,3 +40,8 @@ def claim(ok: bool, text: str) -> Text:
 def claims(lines: Iterable[tuple[bool, str]]) -> Group:
     """Several checked claims, one per line."""
     return Group(*(claim(ok, text) for ok, text in lines))
+
+
+def maxabs(a: float | np.ndarray) -> str:
+    """The largest magnitude in ``a``, in scientific notation (for error and residual lines)."""
+    return sci(float(np.max(np.abs(a))))

@@ -18,7 +18,7 @@ from rich.console import Group
 from rich.text import Text
 
 from microgradnorm import formulas
-from microgradnorm.lessons.claims import cancels, claim, claims
+from microgradnorm.lessons.claims import cancels, claim, claims, maxabs
 from microgradnorm.lessons.demo_tools import (
     autograd_dx,
     check_mark,
@@ -36,11 +36,6 @@ from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, DISPLAY_RTOL, close
 
 _DEFAULT_BATCH = 4
-
-
-def _maxabs(a) -> str:
-    """The largest magnitude in a, in scientific notation (for error and residual lines)."""
-    return sci(float(np.max(np.abs(a))))
 
 
 def _batch(p: LessonParams) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -294,7 +289,7 @@ def bn_variance_slip(p: LessonParams, column: int = 0) -> DemoOutput:
                     (
                         not close_(paths["slipped"], paths["autograd"]),
                         "with the slip: differs from autograd (max error "
-                        f"{_maxabs(paths['slipped'] - paths['autograd'])})",
+                        f"{maxabs(paths['slipped'] - paths['autograd'])})",
                     ),
                 ]
             ),
@@ -326,16 +321,16 @@ def bn_simplified(p: LessonParams) -> Group:
             [
                 (
                     close_(simple, dx),
-                    f"simplified form = autograd: max error {_maxabs(simple - dx)}",
+                    f"simplified form = autograd: max error {maxabs(simple - dx)}",
                 ),
-                (close_(paths, dx), f"three paths = autograd: max error {_maxabs(paths - dx)}"),
+                (close_(paths, dx), f"three paths = autograd: max error {maxabs(paths - dx)}"),
                 (
                     cancels(col_sums, terms),
-                    f"each column of dX sums to zero: largest sum {_maxabs(col_sums)}",
+                    f"each column of dX sums to zero: largest sum {maxabs(col_sums)}",
                 ),
                 (
                     cancels(radial - radial_expected, terms * np.max(np.abs(mo.xhat))),
-                    f"Σ_i dX_ij · xhat_ij = rstd·Σ(dxhat·xhat)·eps/(var + eps): largest {_maxabs(radial)}",
+                    f"Σ_i dX_ij · xhat_ij = rstd·Σ(dxhat·xhat)·eps/(var + eps): largest {maxabs(radial)}",
                 ),
             ]
         ),
@@ -366,15 +361,15 @@ def bn_is_ln_transposed(p: LessonParams) -> Group:
             [
                 (
                     close_(bn, ln_t),
-                    f"BN(X) = LN(Xᵀ)ᵀ for X [{x.shape[0]}, {x.shape[1]}]: max |diff| {_maxabs(bn - ln_t)}",
+                    f"BN(X) = LN(Xᵀ)ᵀ for X [{x.shape[0]}, {x.shape[1]}]: max |diff| {maxabs(bn - ln_t)}",
                 ),
                 (
                     close_(dx_bn, dx_ln_t),
-                    f"dX of BN = (dX of LN on Xᵀ, dYᵀ)ᵀ: max |diff| {_maxabs(dx_bn - dx_ln_t)}",
+                    f"dX of BN = (dX of LN on Xᵀ, dYᵀ)ᵀ: max |diff| {maxabs(dx_bn - dx_ln_t)}",
                 ),
                 (
                     close_(bn4, ln4),
-                    f"BN of [2, 3, 2, 2] = LN of its [C, N·H·W] rows: max |diff| {_maxabs(bn4 - ln4)}",
+                    f"BN of [2, 3, 2, 2] = LN of its [C, N·H·W] rows: max |diff| {maxabs(bn4 - ln4)}",
                 ),
             ]
         ),
