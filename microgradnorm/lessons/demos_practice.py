@@ -313,57 +313,51 @@ def running_average(batches: list[np.ndarray], momentum: float) -> tuple[np.ndar
     return mean, var
 
 
+def _eval_claims(run: EvalRun) -> Group:
+    """The checks of the eval-mode demo: running averages as defined, a gap, batch independence."""
+    layer = run.layer
+    ema_mean, ema_var = running_average(run.batches, layer.momentum)
+    gap = float(np.max(np.abs(run.y_train - run.y_eval)))
+    return claims(
+        [
+            (
+                close(layer.running_var, ema_var, CLOSED_FORM_RTOL, 0.0)
+                and close(layer.running_mean, ema_mean, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL),
+                "running averages of each batch's mean and its ÷(N − 1) variance",
+            ),
+            (gap > DISPLAY_RTOL, f"train and eval mode differ: by up to {fmt(gap, 3)}"),
+            (
+                close(run.y_alone[0], run.y_eval[0], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL),
+                "eval mode: example 0 alone gives the same output as in its batch",
+            ),
+        ]
+    )
+
+
 @demo("bn_eval_mode")
 def bn_eval_mode(p: LessonParams, steps: int = 200, batch: int = 32, small: int = 4) -> Group:
     """BatchNorm's running statistics after training, and a small batch in train mode against eval mode."""
     eps, note = _eps(p)
     run = run_eval_mode(p.seed, p.dim, eps, steps, batch, small)
     layer = run.layer
-    rows = [
-        [
-            str(j),
-            fmt(run.mean[j], 3),
-            fmt(layer.running_mean[j], 3),
-            fmt(run.std[j] ** 2, 3),
-            fmt(layer.running_var[j], 3),
-        ]
+    stats = [
+        [str(j), *(fmt(v, 3) for v in (run.mean[j], layer.running_mean[j], run.std[j] ** 2, layer.running_var[j]))]
         for j in range(p.dim)
     ]
-    ema_mean, ema_var = running_average(run.batches, layer.momentum)
-    gap = np.abs(run.y_train - run.y_eval)
-    gap_rows = [
-        ["train mode", *(fmt(v, 3) for v in run.y_train[0])],
-        ["eval mode", *(fmt(v, 3) for v in run.y_eval[0])],
-    ]
+    modes = [["train mode", *(fmt(v, 3) for v in run.y_train[0])], ["eval mode", *(fmt(v, 3) for v in run.y_eval[0])]]
     return Group(
         *([note] if note else []),
         number_table(
             ["feature", "μ", "running μ", "σ²", "running σ²"],
-            rows,
+            stats,
             title=f"after {steps} training batches of {batch} (momentum {layer.momentum:g})",
         ),
         number_table(
             ["example 0", *(f"y[{j}]" for j in range(p.dim))],
-            gap_rows,
+            modes,
             title=f"a new batch of {small} from the same data, both modes",
         ),
-        claims(
-            [
-                (
-                    close(layer.running_var, ema_var, CLOSED_FORM_RTOL, 0.0)
-                    and close(layer.running_mean, ema_mean, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL),
-                    "running averages of each batch's mean and its ÷(N − 1) variance",
-                ),
-                (
-                    bool(np.max(gap) > DISPLAY_RTOL),
-                    f"train and eval mode differ: by up to {fmt(float(np.max(gap)), 3)}",
-                ),
-                (
-                    close(run.y_alone[0], run.y_eval[0], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL),
-                    "eval mode: example 0 alone gives the same output as in its batch",
-                ),
-            ]
-        ),
+        _eval_claims(run),
     )
 
 
