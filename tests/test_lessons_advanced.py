@@ -116,7 +116,7 @@ def test_layernorm_is_scale_invariant_and_its_gradient_scales_like_1_over_c():
     assert_close(engine_forward("layernorm", -x, None, None, 0.0), -y, tol.CLOSED_FORM_RTOL, 1e-12)
 
 
-# ---- lesson 06: BatchNorm ------------------------------------------------------------------
+# ---- lesson 08: BatchNorm ------------------------------------------------------------------
 
 
 @given(matrices(min_rows=2, max_rows=5, min_dim=2, max_dim=4, axis=0))
@@ -145,7 +145,7 @@ def test_batchnorm_parameter_gradients_are_sums_over_the_batch():
 
 
 @pytest.mark.parametrize("m", [2, 3, 4, 8])
-def test_seed003_variance_path_is_off_by_m_minus_1_over_m(m):
+def test_the_slipped_variance_path_is_off_by_m_minus_1_over_m(m):
     rng = np.random.default_rng(m)
     x, dy = rng.normal(0.5, 2.0, size=(m, 3)), rng.normal(size=(m, 3))
     eps = 1e-5
@@ -154,14 +154,14 @@ def test_seed003_variance_path_is_off_by_m_minus_1_over_m(m):
         return np.sum(standardize(v, 0, eps) * dy)
 
     dx_fd = central_diff(lambda v: np.array([loss_of(v)]), x)[0].reshape(x.shape)
-    seed = bn_demos.seed003_dx(dy, x, eps)
+    slipped = bn_demos.dx_with_mean_slip(dy, x, eps)
     # the correct variance path, written out: dL/dvar * 2 (x - mean) / m
     xs = x - x.mean(axis=0)
     var = (xs**2).mean(axis=0)
     dvar = -0.5 * (var + eps) ** -1.5 * (dy * xs).sum(axis=0)
     via_var = dvar * 2.0 * xs / m
-    assert_close(dx_fd, seed + via_var / m, tol.FD_RTOL, tol.FD_ATOL)  # seed kept (m-1)/m of it
-    assert not tol.close(seed, dx_fd, tol.FD_RTOL, tol.FD_ATOL)
+    assert_close(dx_fd, slipped + via_var / m, tol.FD_RTOL, tol.FD_ATOL)  # the slip kept (m-1)/m of it
+    assert not tol.close(slipped, dx_fd, tol.FD_RTOL, tol.FD_ATOL)
 
 
 def test_engine_says_the_variance_does_not_depend_on_the_mean():
@@ -173,7 +173,7 @@ def test_engine_says_the_variance_does_not_depend_on_the_mean():
     assert abs(graph["mean"][1].grad) <= 1e-12
 
 
-# ---- lesson 07: RMSNorm ----------------------------------------------------------------------
+# ---- lesson 09: RMSNorm ----------------------------------------------------------------------
 
 
 @given(vectors(min_dim=2, max_dim=8))
@@ -202,7 +202,7 @@ def test_rmsnorm_jacobian_matches_finite_differences():
     assert np.linalg.matrix_rank(removed, tol=1e-6) == 1
 
 
-# ---- lesson 08: LN vs BN in practice ------------------------------------------------------
+# ---- lesson 10: LN vs BN in practice ------------------------------------------------------
 
 
 def test_padding_changes_batchnorm_statistics_but_not_layernorm():
@@ -243,7 +243,7 @@ def test_normalizing_the_wrong_axis_stalls_training():
         assert ln < 0.5 * math.log(2) < bn
 
 
-# ---- lesson 09: pre-LN vs post-LN -----------------------------------------------------------
+# ---- lesson 11: pre-LN vs post-LN -----------------------------------------------------------
 
 
 def test_stack_gradients_match_torch():
@@ -352,7 +352,7 @@ def test_gamma_sigma_beta_mu_give_back_the_batch():
     assert_close(y, x, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
 
 
-# ---- lesson 11: numerical traps --------------------------------------------------------------
+# ---- lesson 12: numerical traps --------------------------------------------------------------
 
 
 def test_naive_variance_cancels_and_two_pass_does_not():

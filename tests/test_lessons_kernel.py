@@ -1,4 +1,4 @@
-"""The claims of lesson 13 (graph -> vectorized path -> fused kernel), checked against oracles.
+"""The claims of lesson 13 (graph -> vectorized path -> fused kernel) and its appendix, lesson 14, against oracles.
 
 Oracles: node counts derived by hand from the stages of norms.py; the closed
 forms of formulas.py for the vectorized gradients; the LayerNorm formula for
@@ -33,6 +33,7 @@ from microgradnorm.lessons.format import LESSON_FILE, lessons_dir, load_lessons,
 from microgradnorm.present import fmt
 
 LESSON = lessons_dir() / "13-graph-to-kernel.md"
+APPENDIX = lessons_dir() / "14-fused-kernel-line-by-line.md"
 MY_DEMOS = sorted(name for name, spec in load_demos().items() if spec.module == K.__name__)
 
 
@@ -305,7 +306,7 @@ NOT_COUNTED = {
 def test_no_whole_array_line_of_the_numpy_path_is_left_out(function):
     import inspect
 
-    source = inspect.getsource(getattr(V, function)).splitlines()
+    source = inspect.getsource(K._resolve(f"microgradnorm.vectorized:{function}")).splitlines()
     whole = {
         line.split("  #")[0].strip()
         for line in source
@@ -362,16 +363,17 @@ def test_the_pass_demo_shows_the_totals_and_the_bytes():
 # ---- the demos as a whole --------------------------------------------------------------------------------
 
 
-def test_no_demo_runs_a_fused_kernel(monkeypatch):
+@pytest.mark.parametrize("path", [LESSON, APPENDIX], ids=["lesson13", "lesson14"])
+def test_no_demo_runs_a_fused_kernel(path, monkeypatch):
     from microgradnorm import fused
 
     def refuse(*args, **kwargs):
-        raise AssertionError("a lesson-13 demo ran a fused kernel")
+        raise AssertionError("a lesson-13 or -14 demo ran a fused kernel")
 
     for name in ("layer_norm_forward", "layer_norm_backward", "rms_norm_forward", "rms_norm_backward", "_launch"):
         monkeypatch.setattr(fused, name, refuse)
     monkeypatch.setenv("MICROGRADNORM_BACKEND", "auto")
-    lesson = parse_lesson(LESSON)
+    lesson = parse_lesson(path)
     params = lesson.params()
     for step in lesson.steps:
         for call in step.demos:
@@ -408,20 +410,99 @@ def test_the_lesson_list_has_every_lesson_file_and_lesson_13(capsys):
     assert len(load_lessons()) == len(files)
     listed = re.findall(r"^\s*(\d+)\s{2,}\S", out, flags=re.M)
     assert sorted(int(n) for n in listed) == sorted(int(p.name[:2]) for p in files)
-    assert 13 in {int(n) for n in listed} and "From the graph to a kernel" in out
+    assert {13, 14} <= {int(n) for n in listed} and "From the graph to a kernel" in out
+    assert "Optional: the fused kernel, line by line" in out
 
 
-def test_lesson_13_auto_from_the_command_line(tmp_path):
+@pytest.mark.parametrize(("number", "path"), [("13", LESSON), ("14", APPENDIX)], ids=["lesson13", "lesson14"])
+def test_lessons_13_and_14_auto_from_the_command_line(tmp_path, number, path):
     env = dict(os.environ, NO_COLOR="1", COLUMNS="60", MICROGRADNORM_HOME=str(tmp_path / "home"))
     env.pop("MICROGRADNORM_DEBUG", None)
     done = subprocess.run(
-        [sys.executable, "-m", "microgradnorm", "lesson", "13", "--auto"],
+        [sys.executable, "-m", "microgradnorm", "lesson", number, "--auto"],
         capture_output=True,
         text=True,
         env=env,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    steps = len(parse_lesson(LESSON).steps)
+    steps = len(parse_lesson(path).steps)
     assert f"Step {steps} of {steps}" in done.stdout
     assert max(len(line) for line in done.stdout.splitlines()) <= 60
+
+
+# ---- the split: lesson 13 for everyone, lesson 14 the optional appendix ----------------------------------
+
+
+def test_the_core_lesson_shows_no_kernel_listing_and_points_to_the_appendix():
+    lesson = parse_lesson(LESSON)
+    names = [call.name for step in lesson.steps for call in step.demos]
+    assert "kernel_source" not in names
+    assert all(
+        call.args.get("show") == "totals"
+        for step in lesson.steps
+        for call in step.demos
+        if call.name == "kernel_memory_passes"
+    )
+    assert "lesson 14" in LESSON.read_text(encoding="utf-8")
+    appendix = parse_lesson(APPENDIX)
+    assert appendix.title.startswith("Optional:") and appendix.options == ()
+
+
+@pytest.mark.parametrize("kernel", ["layer_norm_forward_rows", "layer_norm_backward_rows"])
+def test_the_appendix_shows_every_line_of_each_kernel_exactly_once(kernel):
+    lines, k = _file_lines(kernel)
+    end = next(i for i in range(k + 1, len(lines)) if lines[i] and not lines[i].startswith((" ", "\t")))
+    doc_start = k + 1
+    doc_end = next(i for i in range(doc_start, end) if lines[i].rstrip().endswith('"""'))
+    wanted = [i + 1 for i in range(k, end) if lines[i].strip() and not doc_start <= i <= doc_end]  # 1-based
+    shown: list[int] = []
+    for step in parse_lesson(APPENDIX).steps:
+        for call in step.demos:
+            if call.name == "kernel_source" and call.args.get("kernel", "layer_norm_forward_rows") == kernel:
+                text = render(run_demo(call.name, LessonParams(), call.args).renderable)
+                shown += [int(m) for m in re.findall(r"^\s*(\d+)\s+\S", text, flags=re.M)]
+    assert sorted(shown) == wanted
+
+
+def test_a_span_that_no_longer_matches_fails_loudly():
+    with pytest.raises(LookupError, match="span: no line containing 'nope' in the kernel; the code changed"):
+        run_demo("kernel_source", LessonParams(), {"span": ("nope", "mu = s / d")})
+
+
+@pytest.mark.parametrize("dim", [2, 3, 4, 6, 9])
+def test_the_node_prediction_follows_the_hand_count(dim):
+    out = run_demo("kernel_node_count", LessonParams(dim=dim))
+    total = 8 * dim + 10  # counted by hand above
+    sizes = (dim, 2 * dim, 8 * dim, dim * dim)
+    expected = min(range(4), key=lambda k: abs(math.log(total / sizes[k])))
+    assert out.prediction.answer == expected
+    assert f"{total} nodes for {dim} numbers" in out.prediction.why
+
+
+def test_the_trip_predictions_follow_the_counts_derived_by_hand():
+    # by hand (see test_pass_totals_match_the_counts_derived_by_hand): the kernel in recompute mode
+    # reads x and writes y forward (2 trips), reads dy and x and writes dx backward (3 trips)
+    fwd = run_demo("kernel_memory_passes", LessonParams(), {"direction": "forward", "show": "totals"})
+    bwd = run_demo("kernel_memory_passes", LessonParams(), {"direction": "backward", "show": "totals"})
+    assert fwd.prediction.choices[fwd.prediction.answer] == "2"
+    assert bwd.prediction.choices[bwd.prediction.answer] == "3"
+    assert "NumPy's path makes 11" in fwd.prediction.why and "NumPy's path makes 21" in bwd.prediction.why
+
+
+def test_the_appendix_prediction_counts_the_loops_in_the_source():
+    out = run_demo("kernel_memory_passes", LessonParams(), {"direction": "forward", "show": "lines"})
+    # three j loops over a row (the Counting test above sees each x read three times), one from memory
+    assert out.prediction.question.startswith("The forward kernel loops over each row 3 times")
+    assert out.prediction.choices[out.prediction.answer] == "1"
+
+
+def test_the_timing_demo_reads_how_each_time_grew():
+    text = " ".join(
+        render(
+            run_demo("kernel_engine_vs_numpy", LessonParams(dim=3), {"hidden": (6,), "repeats": 1}).renderable
+        ).split()
+    )
+    assert re.search(
+        r"\[2, 3, 3\] → \[2, 3, 6\]: 2× the numbers; the engine took [\d.e+-]+× the time, NumPy [\d.e+-]+×", text
+    )

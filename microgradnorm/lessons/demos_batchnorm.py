@@ -1,19 +1,24 @@
-"""Demos of lesson 08: BatchNorm (seeds 003 and 004).
+"""Demos of lesson 08: BatchNorm.
 
 BatchNorm is LayerNorm's formulas applied along another axis: one statistic per
 column of an [N, D] batch, or per channel of [N, C, H, W] over N, H and W. The
 demos build it from scalar nodes, read its gradients off the graph, and set them
-beside the closed forms of :mod:`microgradnorm.formulas`, including the form of
-dX that seed 003 derives, which carries a slip this lesson shows live.
+beside the closed forms of :mod:`microgradnorm.formulas`, including a form of
+dX that circulates in tutorials and gives the variance a second, bogus route
+through the mean (a slip this lesson shows live), and the cube figure of which
+values each norm pools (:mod:`microgradnorm.lessons.norm_axes`).
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 import numpy as np
 from rich.console import Group
 from rich.text import Text
 
 from microgradnorm import formulas
+from microgradnorm.lessons.claims import cancels, claim, claims, maxabs
 from microgradnorm.lessons.demo_tools import (
     autograd_dx,
     check_mark,
@@ -25,9 +30,10 @@ from microgradnorm.lessons.demo_tools import (
     rng_for,
     sci,
 )
-from microgradnorm.lessons.demos import DemoOutput, LessonParams, demo
+from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.lessons.norm_axes import LAYOUTS, axes_figure, axes_panels, group_ids, moved_by_one, poolings
 from microgradnorm.registry import get_norm
-from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, close
+from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, DISPLAY_RTOL, close
 
 _DEFAULT_BATCH = 4
 
@@ -44,17 +50,17 @@ def _batch(p: LessonParams) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
     return x, gamma, beta, dy
 
 
-def seed003_dx(dxhat: np.ndarray, x: np.ndarray, eps: float) -> np.ndarray:
-    """dL/dX of BatchNorm [N, D] as seed 003 derives it, slip included.
+def dx_with_mean_slip(dxhat: np.ndarray, x: np.ndarray, eps: float) -> np.ndarray:
+    """dL/dX of BatchNorm [N, D] by a derivation that circulates widely, slip included.
 
-    Seed 003 takes two routes from X_ij to the variance: the direct one,
+    It takes two routes from X_ij to the variance: the direct one,
     d var / d X_ij = (2/m)(X_ij - mean), and a second one through the mean, where
     it writes d var / d mean = -(2/m)(X_ij - mean). But the variance depends on
     the mean through every element of the column: d var / d mean =
-    -(2/m) sum_k (X_kj - mean) = 0 (seed 004 says so). Keeping the bogus term
-    makes d var / d X_ij = (2/m^2)(m - 1)(X_ij - mean): the variance path comes
-    out (m - 1)/m times too small. Everything else is the correct chain rule,
-    reused from :mod:`microgradnorm.formulas`.
+    -(2/m) sum_k (X_kj - mean) = 0. Keeping the bogus term makes
+    d var / d X_ij = (2/m^2)(m - 1)(X_ij - mean): the variance path comes out
+    (m - 1)/m times too small. Everything else is the correct chain rule, reused
+    from :mod:`microgradnorm.formulas`.
     """
     axes = (0,)
     m = x.shape[0]
@@ -62,77 +68,114 @@ def seed003_dx(dxhat: np.ndarray, x: np.ndarray, eps: float) -> np.ndarray:
     direct, via_mean, _ = formulas.dx_paths(dxhat, mo.xshift, mo.std, mo.rstd, axes)
     dvar_dx_direct = (2.0 / m) * mo.xshift
     dvar_dmean_slip = -(2.0 / m) * mo.xshift  # should be -(2/m) * sum over the column = 0
-    dvar_dx_seed = dvar_dx_direct + dvar_dmean_slip * (1.0 / m)
-    return direct + via_mean + formulas.dvar(dxhat, mo.xshift, mo.std, axes) * dvar_dx_seed
+    dvar_dx_slip = dvar_dx_direct + dvar_dmean_slip * (1.0 / m)
+    return direct + via_mean + formulas.dvar(dxhat, mo.xshift, mo.std, axes) * dvar_dx_slip
 
 
 @demo("bn_axes")
 def bn_axes(p: LessonParams) -> Group:
-    """Which axes BatchNorm reduces: per column of [N, D], per channel of [N, C, H, W]."""
+    """Which axis BatchNorm reduces for X [N, D], beside LayerNorm: the engine's statistics and NumPy's."""
     x, *_ = _batch(p)
     n, d = x.shape
-    graph = get_norm("batchnorm").build_graph(x.tolist(), None, None, p.eps)
-    ln_graph = get_norm("layernorm").build_graph(x.tolist(), None, None, p.eps)
-    col_mean = [v.data for v in graph["mean"]]
-    col_var = [v.data for v in graph["var"]]
-    row_mean = [v.data for v in ln_graph["mean"]]
+    bn, ln = get_norm("batchnorm"), get_norm("layernorm")
+    graph = bn.build_graph(x.tolist(), None, None, p.eps)
+    ln_graph = ln.build_graph(x.tolist(), None, None, p.eps)
+    col_mean = np.array([v.data for v in graph["mean"]])
+    col_var = np.array([v.data for v in graph["var"]])
+    row_mean = np.array([v.data for v in ln_graph["mean"]])
     headers = ["row"] + [f"x[:,{j}]" for j in range(d)] + ["LN mean"]
     rows = [[str(i)] + [fmt(v, 3) for v in x[i]] + [fmt(row_mean[i], 3)] for i in range(n)]
     rows.append([Text("BN mean", style="bold")] + [fmt(v, 3) for v in col_mean] + [""])
     rows.append([Text("BN var", style="bold")] + [fmt(v, 3) for v in col_var] + [""])
-    table2 = number_table(headers, rows, title=f"X [{n}, {d}]: BatchNorm reduces each column, LayerNorm each row")
-
-    shape4 = (2, 3, 2, 2)
-    x4 = rng_for(p.seed, 4).normal(1.0, 2.0, size=shape4)
-    spec = get_norm("batchnorm")
-    g4 = spec.build_graph(x4.tolist(), None, None, p.eps)
-    axes = spec.axes(shape4)
-    np_mean = formulas.mean(x4, axes).ravel()
-    rows4 = [
-        [f"channel {c}", str(len(g4.groups[c])), fmt(g4["mean"][c].data, 6), fmt(float(np_mean[c]), 6)]
-        for c in range(shape4[1])
-    ]
-    table4 = number_table(
-        ["", "values", "engine mean", "NumPy mean"],
-        rows4,
-        title=f"X [N, C, H, W] = {list(shape4)}: registry axes {axes}",
-        caption="one statistic per channel, taken over N·H·W values",
-    )
-    ln_axes = get_norm("layernorm").axes((n, d))
+    close_ = partial(close, rtol=CLOSED_FORM_RTOL, atol=CLOSED_FORM_ATOL)
     return Group(
-        table2,
-        Text(f"registry: BatchNorm [N, D] reduces axes {spec.axes((n, d))}, LayerNorm axes {ln_axes}", style="dim"),
-        Text(""),
-        table4,
+        number_table(headers, rows, title=f"X [{n}, {d}]: one BatchNorm statistic per column"),
+        claims(
+            [
+                (close_(col_mean, x.mean(axis=0)), "BN mean: NumPy's x.mean(axis=0), down each column"),
+                (close_(col_var, x.var(axis=0)), "BN var: x.var(axis=0), divided by N"),
+                (close_(row_mean, x.mean(axis=1)), "LN mean: x.mean(axis=1), along each row"),
+            ]
+        ),
+        Text(f"registry axes for [N, D]: BatchNorm {bn.axes((n, d))}, LayerNorm {ln.axes((n, d))}", style="dim"),
     )
+
+
+@demo("norm_axes_cube")
+def norm_axes_cube(p: LessonParams, layout: str = "images") -> DemoOutput:
+    """The cube figure: which values share one statistic in BatchNorm, LayerNorm, GroupNorm or RMSNorm."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout: expected one of {', '.join(LAYOUTS)}, got {layout!r}")
+    lay = LAYOUTS[layout]
+    x = rng_for(p.seed, 5).normal(size=lay.shape)
+    checks = []
+    for pooling in poolings(lay):
+        ids = group_ids(pooling, lay.shape).reshape(-1)
+        same = ids[:, None] == ids[None, :]
+        checks.append(bool(np.array_equal(moved_by_one(pooling, x), same)))
+    return DemoOutput(
+        Group(
+            axes_panels(lay),
+            claim(
+                all(checks),
+                f"changing any one of the {x.size} values moves exactly the outputs of its own group "
+                "(the vectorized forward pass, one value at a time)",
+            ),
+        ),
+        graph=axes_figure(lay),
+    )
+
+
+def _doubled_dgamma(p: LessonParams, x: np.ndarray, gamma, beta, dy) -> np.ndarray:
+    return autograd_dx("batchnorm", 2.0 * x, gamma, beta, p.eps, dy)[0]["gamma"]
+
+
+def _doubling_prediction(dg: np.ndarray, dg2: np.ndarray, eps: float) -> Prediction:
+    """Does dgamma change when every X doubles? The answer the two gradients give."""
+    choices = ("it doubles", "it halves", "it stays the same", "it changes by no simple factor")
+    scale = float(np.max(np.abs(dg)))
+    change = float(np.max(np.abs(dg2 - dg)))
+    answer = 3
+    for k, factor in ((0, 2.0), (1, 0.5), (2, 1.0)):
+        if np.max(np.abs(dg2 - factor * dg)) <= DISPLAY_RTOL * scale:
+            answer = k
+    why = (
+        "dgamma = Σ dY · xhat, and doubling a column doubles its mean and its spread, so xhat moves only "
+        f"through eps = {eps:g}, which does not double: the largest change of dgamma is {sci(change)}, "
+        f"against entries up to {sci(scale)}."
+    )
+    return Prediction("Every value of X doubles (dY stays). What happens to dgamma?", choices, answer, why)
 
 
 @demo("bn_param_grads")
-def bn_param_grads(p: LessonParams) -> Group:
+def bn_param_grads(p: LessonParams) -> DemoOutput:
     """dgamma and dbeta: every row of the batch adds its share, autograd agrees with the sums."""
     x, gamma, beta, dy = _batch(p)
     grads, graph = autograd_dx("batchnorm", x, gamma, beta, p.eps, dy)
     xhat = np.array([v.data for v in graph["xhat"]]).reshape(x.shape)
-    d = x.shape[1]
     contrib = dy * xhat
     rows = [[f"row {i}"] + [fmt(v, 3) for v in contrib[i]] for i in range(x.shape[0])]
     dg = formulas.dgamma(dy, xhat, (0,))
     db = formulas.dbeta(dy, (0,))
     rows.append([Text("sum", style="bold")] + [fmt(v, 4) for v in dg])
     rows.append([Text("autograd", style="bold")] + [fmt(v, 4) for v in grads["gamma"]])
-    ok_g = close(grads["gamma"], dg, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL)
-    ok_b = close(grads["beta"], db, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL)
-    beta_rows = [
-        ["sum of dy", *[fmt(v, 4) for v in db]],
-        ["autograd", *[fmt(v, 4) for v in grads["beta"]]],
-    ]
-    cols = [f"col {j}" for j in range(d)]
-    return Group(
-        number_table(["dy · xhat", *cols], rows, title="dgamma_j = Σ_i dy_ij · xhat_ij"),
-        Text.assemble(check_mark(ok_g), f" dgamma: max error {sci(float(np.max(np.abs(grads['gamma'] - dg))))}"),
-        Text(""),
-        number_table(["dbeta", *cols], beta_rows, title="dbeta_j = Σ_i dy_ij"),
-        Text.assemble(check_mark(ok_b), f" dbeta: max error {sci(float(np.max(np.abs(grads['beta'] - db))))}"),
+    err_g = float(np.max(np.abs(grads["gamma"] - dg)))
+    err_b = float(np.max(np.abs(grads["beta"] - db)))
+    cols = [f"col {j}" for j in range(x.shape[1])]
+    return DemoOutput(
+        Group(
+            number_table(["dY · xhat", *cols], rows, title="dgamma_j = Σ_i dY_ij · xhat_ij"),
+            claims(
+                [
+                    (close(grads["gamma"], dg, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL), f"dgamma: max error {sci(err_g)}"),
+                    (
+                        close(grads["beta"], db, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL),
+                        f"dbeta = Σ_i dY_ij (the column sums of dY): max error {sci(err_b)}",
+                    ),
+                ]
+            ),
+        ),
+        prediction=_doubling_prediction(dg, _doubled_dgamma(p, x, gamma, beta, dy), p.eps),
     )
 
 
@@ -176,10 +219,45 @@ def bn_three_paths(p: LessonParams, column: int = 0) -> DemoOutput:
     )
 
 
-@demo("bn_seed003_slip")
-def bn_seed003_slip(p: LessonParams, column: int = 0) -> Group:
-    """Seed 003's variance path against the correct one: off by (m - 1)/m, caught by autograd."""
+def slip_paths(p: LessonParams) -> dict[str, np.ndarray]:
+    """The variance path of dX, correct and with the slip; both whole dX; and autograd's dX."""
     x, gamma, beta, dy = _batch(p)
+    grads, _ = autograd_dx("batchnorm", x, gamma, beta, p.eps, dy)
+    axes = (0,)
+    mo = formulas.moments(x, axes, p.eps)
+    gx = formulas.dxhat(dy, gamma)
+    correct = formulas.dx_three_path(gx, mo.xshift, mo.std, mo.rstd, axes)
+    slipped = dx_with_mean_slip(gx, x, p.eps)
+    _, _, via_var = formulas.dx_paths(gx, mo.xshift, mo.std, mo.rstd, axes)
+    return {
+        "via_var": via_var,
+        "slip_via_var": slipped - (correct - via_var),
+        "correct": correct,
+        "slipped": slipped,
+        "autograd": grads["x"],
+    }
+
+
+def _slip_prediction(paths: dict[str, np.ndarray], m: int) -> Prediction:
+    ratio = float(np.sum(paths["slip_via_var"] * paths["via_var"]) / np.sum(paths["via_var"] ** 2))
+    answer = 0 if ratio > 1 + DISPLAY_RTOL else 1 if ratio < 1 - DISPLAY_RTOL else 2
+    why = (
+        f"The bogus term takes 1/m of the direct route back off: the slipped path is {fmt(ratio, 4)} "
+        f"times the true one, and (m − 1)/m = {fmt((m - 1) / m, 4)} for m = {m}. The smaller the batch, "
+        "the bigger the error."
+    )
+    return Prediction(
+        "With the bogus term, the variance path of dX is:",
+        ("larger than the true one", "smaller than the true one", "unchanged"),
+        answer,
+        why,
+    )
+
+
+@demo("bn_variance_slip")
+def bn_variance_slip(p: LessonParams, column: int = 0) -> DemoOutput:
+    """The widely copied variance path with a bogus d var/d mean against the correct one, caught by autograd."""
+    x, gamma, beta, _ = _batch(p)
     m = x.shape[0]
     if not 0 <= column < x.shape[1]:
         raise ValueError(f"column: expected 0 .. {x.shape[1] - 1}, got {column}")
@@ -188,51 +266,41 @@ def bn_seed003_slip(p: LessonParams, column: int = 0) -> Group:
     var_node, mean_node = graph["var"][column], graph["mean"][column]
     var_node.backward()
     dvar_dmean = mean_node.grad
-    var_node.zero_grad()
-    grads, _ = autograd_dx("batchnorm", x, gamma, beta, p.eps, dy)
-    axes = (0,)
-    mo = formulas.moments(x, axes, p.eps)
-    gx = formulas.dxhat(dy, gamma)
-    correct = formulas.dx_three_path(gx, mo.xshift, mo.std, mo.rstd, axes)
-    seed = seed003_dx(gx, x, p.eps)
-    _, _, via_var = formulas.dx_paths(gx, mo.xshift, mo.std, mo.rstd, axes)
-    seed_via_var = seed - (correct - via_var)
+    paths = slip_paths(p)
     j = column
-    rows = [
-        [str(i), fmt(via_var[i, j], 4), fmt(seed_via_var[i, j], 4), fmt(seed_via_var[i, j] / via_var[i, j], 6)]
-        for i in range(m)
-    ]
-    err_c = float(np.max(np.abs(correct - grads["x"])))
-    err_s = float(np.max(np.abs(seed - grads["x"])))
-    return Group(
-        Text(f"engine: d var / d mean = {sci(dvar_dmean)} (column {j}, from var.backward())"),
-        number_table(
-            ["i", "via var", "seed 003", "ratio"],
-            rows,
-            title=f"the variance path of dL/dX[i, {j}], m = {m}",
-            caption=f"(m − 1)/m = {fmt((m - 1) / m, 6)}",
-        ),
-        number_table(
-            ["dX formula", "max |formula − autograd|", ""],
-            [
+    via, slip = paths["via_var"], paths["slip_via_var"]
+    rows = [[str(i), fmt(via[i, j], 4), fmt(slip[i, j], 4), fmt(slip[i, j] / via[i, j], 6)] for i in range(m)]
+    close_ = partial(close, rtol=CLOSED_FORM_RTOL, atol=CLOSED_FORM_ATOL)
+    xs = x[:, j] - x[:, j].mean()
+    return DemoOutput(
+        Group(
+            claim(
+                cancels(dvar_dmean, 2.0 / m * np.sum(np.abs(xs))),
+                f"engine: dvar/dmean = {sci(dvar_dmean)} (column {j})",
+            ),
+            number_table(
+                ["i", "via var", "with slip", "ratio"],
+                rows,
+                title=f"the variance path of dL/dX[i, {j}], m = {m}",
+            ),
+            claims(
                 [
-                    "three paths, d var/d mean = 0",
-                    sci(err_c),
-                    check_mark(close(correct, grads["x"], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL)),
-                ],
-                [
-                    "seed 003 (bogus mean term)",
-                    sci(err_s),
-                    check_mark(close(seed, grads["x"], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL)),
-                ],
-            ],
+                    (close_(paths["correct"], paths["autograd"]), "three paths, d var/d mean = 0: equals autograd"),
+                    (
+                        not close_(paths["slipped"], paths["autograd"]),
+                        "with the slip: differs from autograd (max error "
+                        f"{maxabs(paths['slipped'] - paths['autograd'])})",
+                    ),
+                ]
+            ),
         ),
+        prediction=_slip_prediction(paths, m),
     )
 
 
 @demo("bn_simplified")
 def bn_simplified(p: LessonParams) -> Group:
-    """The simplified dX = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), per column."""
+    """The simplified dX = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), per column, and what it removes."""
     x, gamma, beta, dy = _batch(p)
     grads, _ = autograd_dx("batchnorm", x, gamma, beta, p.eps, dy)
     axes = (0,)
@@ -240,26 +308,37 @@ def bn_simplified(p: LessonParams) -> Group:
     gx = formulas.dxhat(dy, gamma)
     simple = formulas.dx_simplified(gx, mo.xhat, mo.rstd, axes)
     paths = formulas.dx_three_path(gx, mo.xshift, mo.std, mo.rstd, axes)
-    rows = [
-        [
-            "simplified vs autograd",
-            sci(float(np.max(np.abs(simple - grads["x"])))),
-            check_mark(close(simple, grads["x"], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL)),
-        ],
-        [
-            "three paths vs autograd",
-            sci(float(np.max(np.abs(paths - grads["x"])))),
-            check_mark(close(paths, grads["x"], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL)),
-        ],
-        ["column sums of dX", sci(float(np.max(np.abs(grads["x"].sum(axis=0))))), ""],
-        ["column sums of dX · xhat", sci(float(np.max(np.abs((grads["x"] * mo.xhat).sum(axis=0))))), ""],
-    ]
-    return number_table(
-        ["", "max |·|", ""],
-        rows,
-        title=f"dX for X [{x.shape[0]}, {x.shape[1]}], eps = {p.eps:g}",
-        caption="Each column's gradient sums to zero and is (nearly, for eps > 0) orthogonal to its xhat: "
-        "the LayerNorm projection, one column at a time.",
+    dx = grads["x"]
+    col_sums = dx.sum(axis=0)
+    radial = (dx * mo.xhat).sum(axis=0)
+    # for eps > 0, xhat's mean square is var/(var + eps) < 1, which leaves exactly this much along xhat
+    radial_expected = (mo.rstd * (gx * mo.xhat).sum(axis=0) * p.eps / (mo.var + p.eps)).reshape(-1)
+    close_ = partial(close, rtol=CLOSED_FORM_RTOL, atol=CLOSED_FORM_ATOL)
+    terms = np.abs(mo.rstd * gx).sum(axis=0) * 3  # the size of what the column sums add up
+    return Group(
+        Text(f"dX for X [{x.shape[0]}, {x.shape[1]}], eps = {p.eps:g}", style="italic"),
+        claims(
+            [
+                (
+                    close_(simple, dx),
+                    f"simplified form = autograd: max error {maxabs(simple - dx)}",
+                ),
+                (close_(paths, dx), f"three paths = autograd: max error {maxabs(paths - dx)}"),
+                (
+                    cancels(col_sums, terms),
+                    f"each column of dX sums to zero: largest sum {maxabs(col_sums)}",
+                ),
+                (
+                    cancels(radial - radial_expected, terms * np.max(np.abs(mo.xhat))),
+                    f"Σ_i dX_ij · xhat_ij = rstd·Σ(dxhat·xhat)·eps/(var + eps): largest {maxabs(radial)}",
+                ),
+            ]
+        ),
+        Text(
+            "The last line is zero at eps = 0: each column's gradient is orthogonal to its xhat, the LayerNorm "
+            "projection one column at a time. eps leaves the small remainder shown.",
+            style="dim",
+        ),
     )
 
 
@@ -275,14 +354,28 @@ def bn_is_ln_transposed(p: LessonParams) -> Group:
     bn4 = engine_forward("batchnorm", x4, None, None, p.eps)
     rows_c = x4.transpose(1, 0, 2, 3).reshape(3, -1)  # [C, N*H*W]: one row per channel
     ln4 = engine_forward("layernorm", rows_c, None, None, p.eps).reshape(3, 2, 2, 2).transpose(1, 0, 2, 3)
-    rows = [
-        [f"BN(X) vs LN(Xᵀ)ᵀ, X [{x.shape[0]}, {x.shape[1]}]", sci(float(np.max(np.abs(bn - ln_t))))],
-        ["dX: BN vs LN on Xᵀ with dyᵀ", sci(float(np.max(np.abs(dx_bn - dx_ln_t))))],
-        ["BN [2,3,2,2] vs LN of [C, N·H·W] rows", sci(float(np.max(np.abs(bn4 - ln4))))],
-    ]
-    return number_table(
-        ["comparison (engine, no affine)", "max |diff|"],
-        rows,
-        caption="gamma and beta are left out: BatchNorm has one per column (D of them), while LayerNorm "
-        "on Xᵀ would have one per row of X (N of them). The normalization itself is the same.",
+    close_ = partial(close, rtol=CLOSED_FORM_RTOL, atol=CLOSED_FORM_ATOL)
+    return Group(
+        Text("engine, no gamma or beta:", style="italic"),
+        claims(
+            [
+                (
+                    close_(bn, ln_t),
+                    f"BN(X) = LN(Xᵀ)ᵀ for X [{x.shape[0]}, {x.shape[1]}]: max |diff| {maxabs(bn - ln_t)}",
+                ),
+                (
+                    close_(dx_bn, dx_ln_t),
+                    f"dX of BN = (dX of LN on Xᵀ, dYᵀ)ᵀ: max |diff| {maxabs(dx_bn - dx_ln_t)}",
+                ),
+                (
+                    close_(bn4, ln4),
+                    f"BN of [2, 3, 2, 2] = LN of its [C, N·H·W] rows: max |diff| {maxabs(bn4 - ln4)}",
+                ),
+            ]
+        ),
+        Text(
+            "gamma and beta are left out: BatchNorm has one per column (D of them), while LayerNorm on Xᵀ "
+            "would have one per row of X (N of them). The normalization itself is the same.",
+            style="dim",
+        ),
     )

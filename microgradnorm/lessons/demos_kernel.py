@@ -1,6 +1,7 @@
-"""Demos of lesson 13: from the scalar graph to the vectorized path to a fused kernel.
+"""Demos of lessons 13 and 14: from the scalar graph to the vectorized path to a fused kernel.
 
-The course ends where a real library starts. The demos here count the nodes the
+The course ends where a real library starts (lesson 13), and an optional
+appendix (lesson 14) reads the fused kernel line by line. The demos here count the nodes the
 scalar engine builds for one LayerNorm row, time it against the vectorized
 NumPy path on the same input (side by side, interleaved, medians), show what
 the NumPy path's ``NormCache`` holds and which fields the backward pass really
@@ -25,6 +26,7 @@ import dataclasses
 import importlib
 import inspect
 import math
+import pkgutil
 import statistics
 import textwrap
 import time
@@ -41,7 +43,7 @@ from rich.text import Text
 from microgradnorm import tolerances as tol
 from microgradnorm.engine import topological_order
 from microgradnorm.lessons.demo_tools import autograd_dx, check_mark, fmt, number_table, rng_for, sci
-from microgradnorm.lessons.demos import DemoOutput, LessonParams, demo
+from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.norms import NormGraph
 from microgradnorm.present import nbytes_text
 from microgradnorm.registry import get_norm
@@ -65,7 +67,7 @@ __all__ = [
     "row_graph",
 ]
 
-SEQ = 3  # seed 002's example input is [batch, seq, hidden] = [2, 3, 4]: seq is 3
+SEQ = 3  # the lesson's input is [batch, seq, hidden] = [2, 3, D], a common tutorial size
 DEFAULT_BATCH = 2
 CACHE_FIELDS = ("x", "xhat", "xshift", "mean", "var", "rstd", "gamma")
 
@@ -213,6 +215,22 @@ def _check_positive_ints(name: str, values: Any) -> tuple[int, ...]:
     return tuple(values)
 
 
+def _nodes_prediction(total: int, d: int) -> Prediction:
+    sizes = (d, 2 * d, 8 * d, d * d)
+    answer = int(np.argmin([abs(math.log(total / n)) for n in sizes]))
+    why = (
+        f"{total} nodes for {d} numbers: every number of x gets its own centered value, square, xhat, "
+        "scaled and shifted value, plus a node for each gamma and beta, plus a few shared ones (mean, var, "
+        "sqrt, ...). A handful of nodes per number, each a Python object."
+    )
+    return Prediction(
+        f"One LayerNorm row of D = {d} numbers, with gamma and beta: about how many scalar nodes?",
+        (f"about D = {d}", f"about 2·D = {2 * d}", f"about 8·D = {8 * d}", f"about D² = {d * d}"),
+        answer,
+        why,
+    )
+
+
 @demo("kernel_node_count")
 def kernel_node_count(p: LessonParams) -> DemoOutput:
     """How many scalar nodes one LayerNorm row costs, by stage and per number of x."""
@@ -230,7 +248,7 @@ def kernel_node_count(p: LessonParams) -> DemoOutput:
         " per number of x",
     )
     stages = Text("  ·  ".join(f"{stage} {n}" for stage, n in counts.items()), style="dim")
-    return DemoOutput(Group(head, stages), graph=graph)
+    return DemoOutput(Group(head, stages), graph=graph, prediction=_nodes_prediction(total, d))
 
 
 @demo("kernel_engine_vs_numpy")
@@ -248,6 +266,12 @@ def kernel_engine_vs_numpy(p: LessonParams, hidden: tuple[int, ...] = (256,), re
         title=f"forward + backward, float64, median of {repeats} interleaved runs",
         caption="measured just now on this machine; run it again and the numbers move",
     )
+    first, last = timings[0], timings[-1]
+    reading = Text(
+        f"{_shape(first.shape)} → {_shape(last.shape)}: {fmt(math.prod(last.shape) / math.prod(first.shape), 3)}× "
+        f"the numbers; the engine took {fmt(last.engine / first.engine, 3)}× the time, NumPy "
+        f"{fmt(last.numpy / first.numpy, 3)}×."
+    )
     agree = gradient_agreement(p)
     x_shape = timings[0].shape
     checks = number_table(
@@ -256,7 +280,7 @@ def kernel_engine_vs_numpy(p: LessonParams, hidden: tuple[int, ...] = (256,), re
         title=f"x {_shape(x_shape)}: NumPy path against the scalar graph's gradients",
         caption=f"ok: within VECTORIZED_F64_RTOL = {tol.VECTORIZED_F64_RTOL:g} (relative, normwise; tolerances.py)",
     )
-    return DemoOutput(Group(table, Text(""), checks), graph=row_graph(p))
+    return DemoOutput(Group(table, reading, Text(""), checks), graph=row_graph(p))
 
 
 # ---- step 2: the llm.c shape ---------------------------------------------------------------------
@@ -365,9 +389,22 @@ KERNELS = ("layer_norm_forward_rows", "layer_norm_backward_rows", "rms_norm_forw
 
 
 def _resolve(ref: str) -> Any:
-    """``"module:attr"`` -> the Python function (a numba dispatcher's ``py_func`` when compiled)."""
-    module, _, attr = ref.partition(":")
-    obj = getattr(importlib.import_module(module), attr)
+    """``"module:attr"`` -> the Python function (a numba dispatcher's ``py_func`` when compiled).
+
+    When ``module`` is a package that does not export ``attr`` itself (a private
+    helper), its submodules are searched, so a module split into a package keeps
+    the lesson's references working.
+    """
+    module_name, _, attr = ref.partition(":")
+    module = importlib.import_module(module_name)
+    obj = getattr(module, attr, None)
+    if obj is None and hasattr(module, "__path__"):
+        for info in pkgutil.iter_modules(module.__path__, module_name + "."):
+            obj = getattr(importlib.import_module(info.name), attr, None)
+            if obj is not None:
+                break
+    if obj is None:
+        raise LookupError(f"{ref}: no such function any more; the lesson's references must follow the code")
     return getattr(obj, "py_func", obj)
 
 
@@ -404,19 +441,38 @@ def _syntax(lines: Sequence[str], start: int) -> Syntax:
     )
 
 
+def locate_span(lines: Sequence[str], span: tuple[str, str]) -> tuple[int, int]:
+    """(first, last) index of the lines from the one containing span[0] to the next containing span[1]."""
+    start, end = span
+    first = next((k for k, line in enumerate(lines) if start in line), None)
+    last = None if first is None else next((k for k in range(first, len(lines)) if end in lines[k]), None)
+    if first is None or last is None:
+        missing = start if first is None else end
+        raise LookupError(
+            f"span: no line containing {missing!r} in the kernel; the code changed, so the lesson must too"
+        )
+    return first, last
+
+
 @demo("kernel_source")
-def kernel_source(p: LessonParams, kernel: str = "layer_norm_forward_rows", docstring: bool = False) -> DemoOutput:
-    """The source of a fused kernel in microgradnorm/fused.py, with its line numbers (docstring optional)."""
+def kernel_source(
+    p: LessonParams,
+    kernel: str = "layer_norm_forward_rows",
+    docstring: bool = False,
+    span: tuple[str, str] | None = None,
+) -> DemoOutput:
+    """The source of a fused kernel in microgradnorm/fused.py, with its line numbers (a span of it, or all of it)."""
     lines, first, path, doc = kernel_source_lines(kernel)
+    a, b = (0, len(lines) - 1) if span is None else locate_span(lines, tuple(span))
     parts: list[Any] = []
-    if docstring or doc is None:
-        parts.append(_syntax(lines, first))
+    if doc is not None and not docstring and a <= doc[0] and doc[1] <= b:  # fold the docstring away
+        parts.append(_syntax(lines[a : doc[0]], first + a))
+        parts.append(Text(f"      ⋮  docstring, lines {first + doc[0]}–{first + doc[1]}", style="dim"))
+        if doc[1] < b:
+            parts.append(_syntax(lines[doc[1] + 1 : b + 1], first + doc[1] + 1))
     else:
-        a, b = doc
-        parts.append(_syntax(lines[:a], first))
-        parts.append(Text(f"      ⋮  docstring, lines {first + a}–{first + b}", style="dim"))
-        parts.append(_syntax(lines[b + 1 :], first + b + 1))
-    parts.append(Text(f"microgradnorm/{path.name}, lines {first}–{first + len(lines) - 1}", style="dim"))
+        parts.append(_syntax(lines[a : b + 1], first + a))
+    parts.append(Text(f"microgradnorm/{path.name}, lines {first + a}–{first + b}", style="dim"))
     return DemoOutput(Group(*parts))
 
 
@@ -568,14 +624,8 @@ def pass_totals(direction: str, path: str, mode: str) -> tuple[int, int]:
     return sum(t.reads for t in trips), sum(t.writes for t in trips)
 
 
-@demo("kernel_memory_passes")
-def kernel_memory_passes(
-    p: LessonParams, direction: str = "forward", shape: tuple[int, ...] = (32, 128, 768)
-) -> DemoOutput:
-    """Whole-array passes through memory, line by line: NumPy path vs fused kernel (counts, not timings)."""
-    if direction not in PASSES:
-        raise ValueError(f"direction: expected one of {', '.join(PASSES)}, got {direction!r}")
-    shape = _check_positive_ints("shape", shape)
+def _pass_listing(direction: str) -> Group:
+    """Every counted line of ``direction``, found in the live source, with its whole-array reads and writes."""
     rows: list[list[Any]] = []
     for group in PASSES[direction]:
         rows.append([Text(group.title, style="bold"), "", ""])
@@ -586,9 +636,12 @@ def kernel_memory_passes(
             )
     table = number_table(["line  code", "R", "W"], rows)
     table.columns[0].no_wrap = False  # on a narrow screen the code is cut (…), never the counts
-    listing = Group(Text(f"LayerNorm {direction}: whole arrays read (R) and written (W)", style="italic"), table)
+    return Group(Text(f"LayerNorm {direction}: whole arrays read (R) and written (W)", style="italic"), table)
+
+
+def _pass_totals(direction: str, shape: tuple[int, ...], source: str) -> Any:
+    """Passes (and bytes) of each path in each cache mode, for float32 x of ``shape``."""
     array_bytes = math.prod(shape) * 4
-    row_bytes = shape[-1] * 4
     summary = []
     for mode, label in zip(MODES, ("xhat kept", "recompute")):
         cells = [label]
@@ -596,14 +649,73 @@ def kernel_memory_passes(
             n = sum(pass_totals(direction, path, mode))
             cells.append(f"{n}  ({nbytes_text(n * array_bytes)})")
         summary.append(cells)
-    totals = number_table(
-        [f"{direction} passes", "NumPy", "kernel"],
+    return number_table(
+        [f"{direction} passes", "NumPy", "fused kernel"],
         summary,
-        caption=f"counted from the code above, not measured. Bytes moved: passes × {nbytes_text(array_bytes)}, "
-        f"one float32 array of x {_shape(shape)}. One row of it is {nbytes_text(row_bytes)}, small enough to "
-        "stay in the cache between the kernel's loops over that row.",
+        caption=f"counted from {source}, not measured. Bytes moved: passes × {nbytes_text(array_bytes)}, one "
+        f"float32 array of x {_shape(shape)}; one row of it, {nbytes_text(shape[-1] * 4)}, stays in the cache "
+        "between the kernel's loops over that row.",
     )
-    return DemoOutput(Group(listing, Text(""), totals))
+
+
+def _trips_prediction(direction: str) -> Prediction:
+    """How many whole-array trips the kernel makes in recompute mode: the answer the counts give."""
+    reads, writes = pass_totals(direction, "kernel", "recompute")
+    numpy = sum(pass_totals(direction, "numpy", "recompute"))
+    total = reads + writes
+    answer = total - 1 if total in (1, 2, 3) else 3
+    arrays = "x" if direction == "forward" else "dy and x"
+    why = (
+        f"{reads} read{'s' if reads != 1 else ''} ({arrays}, in the first loop over each row) and {writes} "
+        f"write{'s' if writes != 1 else ''} (in the last); the loops between find the row in the cache. "
+        f"NumPy's path makes {numpy}."
+    )
+    return Prediction(
+        f"LayerNorm {direction}, recompute mode: how many times does the fused kernel stream a whole array "
+        "through memory (reads plus writes)?",
+        ("1", "2", "3", "as many as NumPy"),
+        answer,
+        why,
+    )
+
+
+@demo("kernel_memory_passes")
+def kernel_memory_passes(
+    p: LessonParams, direction: str = "forward", shape: tuple[int, ...] = (32, 128, 768), show: str = "both"
+) -> DemoOutput:
+    """Whole-array passes through memory: NumPy path vs fused kernel, line by line and/or in total (counts)."""
+    if direction not in PASSES:
+        raise ValueError(f"direction: expected one of {', '.join(PASSES)}, got {direction!r}")
+    if show not in ("lines", "totals", "both"):
+        raise ValueError(f"show: expected 'lines', 'totals' or 'both', got {show!r}")
+    shape = _check_positive_ints("shape", shape)
+    if show == "totals":
+        return DemoOutput(
+            _pass_totals(direction, shape, "the code (lesson 14 lists each line)"),
+            prediction=_trips_prediction(direction),
+        )
+    parts: list[Any] = [_pass_listing(direction)]
+    if show == "both":
+        parts += [Text(""), _pass_totals(direction, shape, "the code above")]
+    return DemoOutput(Group(*parts), prediction=_row_reads_prediction() if direction == "forward" else None)
+
+
+def _row_reads_prediction() -> Prediction:
+    """The forward kernel loops over each row several times; how many of them read x from memory?"""
+    lines, *_ = kernel_source_lines("layer_norm_forward_rows")
+    loops = sum(1 for line in lines if "for j in range(d)" in line)
+    reads = pass_totals("forward", "kernel", "recompute")[0]
+    choices = tuple(str(k) for k in range(1, loops + 1))
+    why = (
+        f"The kernel walks each row {loops} times, but only the first walk brings the row in from memory: "
+        f"{reads} whole-array read of x. A row of a few thousand numbers stays in the cache for the others."
+    )
+    return Prediction(
+        f"The forward kernel loops over each row {loops} times. How many of those loops read x from main memory?",
+        choices,
+        min(reads, loops) - 1,
+        why,
+    )
 
 
 # ---- step 7: try it, and the course in code ---------------------------------------------------------
@@ -648,14 +760,15 @@ def kernel_course_map(p: LessonParams) -> DemoOutput:
     package = Path(importlib.import_module("microgradnorm").__file__).parent
     rows = []
     for name, what in COURSE_MAP:
-        text = (package / name).read_text(encoding="utf-8")
-        lines = sum(1 for line in text.splitlines() if line.strip())
-        rows.append([name, what, f"{lines:,}"])
+        path = package / name
+        files = sorted(path.with_suffix("").glob("*.py")) if not path.exists() else [path]  # a module or a package
+        lines = sum(1 for f in files for line in f.read_text(encoding="utf-8").splitlines() if line.strip())
+        rows.append([name if path.exists() else f"{path.stem}/", what, f"{lines:,}"])
     return DemoOutput(
         number_table(
             ["microgradnorm/", "what it holds", "lines"],
             rows,
-            caption="lines: non-blank lines of the file, docstrings and comments included",
+            caption="lines: non-blank lines of the file (or package), docstrings and comments included",
         ),
         graph=row_graph(p),
     )

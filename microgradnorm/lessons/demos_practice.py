@@ -1,17 +1,22 @@
-"""Demos of lesson 10: LayerNorm vs BatchNorm in practice (seeds 004 and 002).
+"""Demos of lesson 10: LayerNorm vs BatchNorm in practice.
 
 BatchNorm's statistics pool different examples of a batch; LayerNorm's stay
 inside one example. Three consequences, each computed live: zero padding in a
 batch of sentences pollutes BatchNorm's statistics and leaves LayerNorm alone;
 an example's BatchNorm output depends on which batch it is in and how big that
-batch is; and normalizing the wrong axis for the data can stall training.
+batch is, which is why BatchNorm runs on running statistics at evaluation time;
+and normalizing the wrong axis for the data can stall training.
 
 The computations are plain functions (``padded_batch``, ``batch_spread``,
-``train_wrong_axis``) that return numbers, so the tests can check the claims;
+``run_eval_mode``, ``train_wrong_axis``) that return numbers, so the tests can check the claims;
 the demos only lay them out.
 """
 
 from __future__ import annotations
+
+import copy
+import itertools
+from dataclasses import dataclass
 
 import numpy as np
 from rich.console import Group
@@ -20,8 +25,10 @@ from rich.text import Text
 from microgradnorm import formulas
 from microgradnorm import vectorized as V
 from microgradnorm.lessons.charts import line_chart
+from microgradnorm.lessons.claims import claims, maxabs
 from microgradnorm.lessons.demo_tools import check_mark, engine_forward, fmt, number_table, rng_for, sci
-from microgradnorm.lessons.demos import LessonParams, demo
+from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, DISPLAY_RTOL, close
 
 # Padding rows and a batch of one are constant groups: with eps = 0 they divide by zero.
 # The demos then run at this eps instead, and say so.
@@ -96,12 +103,17 @@ def padding_pollution(p: LessonParams, lengths: tuple[int, ...] = (5, 2, 3)) -> 
             rows,
             title="BatchNorm statistics per feature (engine)",
         ),
-        number_table(
-            ["output of the real tokens", "max change from padding"],
+        claims(
             [
-                ["BatchNorm", sci(float(np.max(np.abs(y_pad - y_real))))],
-                ["LayerNorm", sci(float(np.max(np.abs(ln_pad - ln_real))))],
-            ],
+                (
+                    not close(y_pad, y_real, DISPLAY_RTOL, 0.0),
+                    f"BatchNorm: the padding moves the real tokens' output by up to {maxabs(y_pad - y_real)}",
+                ),
+                (
+                    bool(np.array_equal(ln_pad, ln_real)),
+                    f"LayerNorm: the real tokens' output does not move ({maxabs(ln_pad - ln_real)})",
+                ),
+            ]
         ),
     )
 
@@ -119,7 +131,7 @@ def padding_growth(
 ) -> Group:
     """The more padding, the further BatchNorm's mean and variance drift from the real tokens'."""
     eps, note = _eps(p)
-    rows = []
+    rows, shares_hold, ln_still = [], True, True
     for length in pad_to:
         x, mask = padded_batch(p.seed, p.dim, tuple(lengths), int(length))
         flat = x.reshape(-1, p.dim)
@@ -127,13 +139,17 @@ def padding_growth(
         m_real = formulas.moments(x[mask], (0,), eps)
         ln_pad, _ = V.layer_norm_forward(flat, None, None, eps, backend="numpy")
         ln_real, _ = V.layer_norm_forward(x[mask], None, None, eps, backend="numpy")
+        change = np.abs(ln_pad[mask.reshape(-1)] - ln_real)
+        # zeros add nothing to the sum, only to the count: the padded mean is the real one times their share
+        shares_hold &= close(m_pad.mean, m_real.mean * mask.mean(), CLOSED_FORM_RTOL, CLOSED_FORM_ATOL)
+        ln_still &= bool(np.max(change) == 0.0)
         rows.append(
             [
                 str(length),
                 f"{(~mask).mean():.0%}",
                 fmt(float(m_pad.mean[0, 0]), 3) + " / " + fmt(float(m_real.mean[0, 0]), 3),
                 fmt(float(m_pad.var[0, 0]), 3) + " / " + fmt(float(m_real.var[0, 0]), 3),
-                sci(float(np.max(np.abs(ln_pad[mask.reshape(-1)] - ln_real))), 1),
+                sci(float(np.max(change)), 1),
             ]
         )
     table = number_table(
@@ -143,58 +159,206 @@ def padding_growth(
         caption="BN mean and var: padded batch / real tokens only. LN change: max change of the real "
         "tokens' LayerNorm output caused by the padding.",
     )
-    return Group(note, table) if note else Group(table)
+    checks = claims(
+        [
+            (shares_hold, "BN's padded mean = the real tokens' mean × the share of real rows"),
+            (ln_still, "LayerNorm: no change at any padded length"),
+        ]
+    )
+    return Group(*([note] if note else []), table, checks)
 
 
 # ---- batch size -------------------------------------------------------------------
 
+# The companions of the fixed example, and the example itself, are drawn from this population.
+POP_MEAN, POP_STD = 0.5, 2.0
+
 
 def batch_spread(seed: int, dim: int, sizes: tuple[int, ...], trials: int, eps: float) -> list[dict[str, float]]:
-    """How much one fixed example's normalized output moves when the rest of its batch changes.
+    """How one fixed example's BatchNorm output depends on the rest of its batch, per batch size B.
 
-    For each batch size B, ``trials`` batches of B - 1 random companions are drawn
-    and the fixed example is normalized in each. Returns, per size, the largest
-    spread (max - min over trials) of any of its outputs, for BatchNorm and LayerNorm.
+    For each B, ``trials`` batches of B - 1 random companions are drawn from the
+    population N(POP_MEAN, POP_STD²) and the fixed example is normalized in each.
+    Per size: the largest spread (max - min over trials) of any of its outputs,
+    for BatchNorm and LayerNorm; the largest |y|; and the root-mean-square
+    distance of its BatchNorm outputs from the population z-score
+    (x - POP_MEAN) / POP_STD, the value a batch's statistics estimate.
     """
     rng = rng_for(seed, 11)
-    x0 = rng.normal(0.5, 2.0, size=dim)
+    x0 = rng.normal(POP_MEAN, POP_STD, size=dim)
+    z_pop = (x0 - POP_MEAN) / POP_STD
     out = []
     for b in sizes:
-        bn_outs, ln_outs = [], []
+        bn_outs, ln_outs, batches = [], [], []
         for _ in range(trials):
-            batch = np.vstack([x0, rng.normal(0.5, 2.0, size=(b - 1, dim))])
-            y_bn, _ = V.batch_norm_forward(batch, None, None, eps, backend="numpy")
-            y_ln, _ = V.layer_norm_forward(batch, None, None, eps, backend="numpy")
-            bn_outs.append(y_bn[0])
-            ln_outs.append(y_ln[0])
-        bn_arr, ln_arr = np.array(bn_outs), np.array(ln_outs)
+            batch = np.vstack([x0, rng.normal(POP_MEAN, POP_STD, size=(b - 1, dim))])  # B,D
+            bn_outs.append(V.batch_norm_forward(batch, None, None, eps, backend="numpy")[0][0])
+            ln_outs.append(V.layer_norm_forward(batch, None, None, eps, backend="numpy")[0][0])
+            batches.append(batch)
+        bn_arr, ln_arr = np.array(bn_outs), np.array(ln_outs)  # trials,D
         out.append(
             {
                 "size": b,
                 "bn_spread": float(np.max(np.ptp(bn_arr, axis=0))),
                 "ln_spread": float(np.max(np.ptp(ln_arr, axis=0))),
                 "bn_max_abs": float(np.max(np.abs(bn_arr))),
+                "bn_from_pop": float(np.sqrt(np.mean((bn_arr - z_pop) ** 2))),
+                "outputs": bn_arr,
+                "batches": np.array(batches),
             }
         )
     return out
 
 
+def two_row_outputs(stats: list[dict], eps: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """At batch 2: the example's outputs, and the ±1/sqrt(1 + eps/var) each column's two values must give."""
+    two = next((s for s in stats if s["size"] == 2), None)
+    if two is None:
+        return None
+    b = two["batches"]  # trials,2,D
+    var = ((b[:, 0] - b[:, 1]) / 2) ** 2  # trials,D: the variance of two values, divided by 2
+    expected = np.sign(b[:, 0] - b[:, 1]) / np.sqrt(1.0 + eps / var)
+    return two["outputs"], expected
+
+
+def _batch2_prediction(pair: tuple[np.ndarray, np.ndarray], eps: float) -> Prediction:
+    """What a batch of two does to each output: the answer the outputs themselves give."""
+    got, expected = pair
+    if np.all(got == 0.0):
+        answer = 2
+    else:
+        answer = 1 if close(got, expected, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL) else 0
+    why = (
+        "Two values a and b have mean (a + b)/2 and spread |a − b|/2: they become +1 and −1 whatever they "
+        f"are (eps pulls them in, by up to {sci(float(np.max(np.abs(np.abs(got) - 1.0))))} here)."
+    )
+    return Prediction(
+        "In a batch of two, what can each BatchNorm output be?",
+        ("anything: it depends on both values", "+1 or −1 (up to eps)", "0"),
+        answer,
+        why,
+    )
+
+
 @demo("batch_size_dependence")
-def batch_size_dependence(p: LessonParams, sizes: tuple[int, ...] = (1, 2, 4, 16, 64), trials: int = 20) -> Group:
+def batch_size_dependence(p: LessonParams, sizes: tuple[int, ...] = (1, 2, 4, 16, 64), trials: int = 20) -> DemoOutput:
     """One example, many random batches: its BatchNorm output moves, its LayerNorm output does not."""
-    if any(not isinstance(b, int) or b < 1 for b in sizes):
-        raise ValueError(f"sizes: expected positive batch sizes, got {sizes!r}")
+    if any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in sizes) or 2 not in sizes:
+        raise ValueError(f"sizes: expected positive batch sizes including 2, got {sizes!r}")
     eps, note = _eps(p)
     stats = batch_spread(p.seed, p.dim, tuple(sizes), trials, eps)
-    rows = [[str(s["size"]), fmt(s["bn_spread"], 3), fmt(s["bn_max_abs"], 3), fmt(s["ln_spread"], 3)] for s in stats]
+    rows = [[str(s["size"]), fmt(s["bn_spread"], 3), fmt(s["bn_from_pop"], 3), fmt(s["ln_spread"], 3)] for s in stats]
+    pair = two_row_outputs(stats, eps)
+    from_pop = [s["bn_from_pop"] for s in stats if s["size"] > 1]
+    falls = all(a > b for a, b in itertools.pairwise(from_pop))
+    ones = next((s for s in stats if s["size"] == 1), None)
+    checks = [
+        (close(pair[0], pair[1], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL), "batch 2: every output is ±1/sqrt(1 + eps/var)"),
+        (all(s["ln_spread"] == 0.0 for s in stats), "LayerNorm: the same output in every batch"),
+        (falls, "from batch 2 up, each larger batch lands closer to the population value"),
+    ]
+    if ones is not None:
+        checks.insert(0, (ones["bn_max_abs"] == 0.0, "batch 1: every BatchNorm output is 0"))
     table = number_table(
-        ["batch", "BN spread", "BN max |y|", "LN spread"],
+        ["batch", "BN spread", "BN vs population", "LN spread"],
         rows,
         title=f"one fixed example in {trials} random batches of each size",
-        caption="spread: the largest range (max − min over the batches) of any of the example's outputs. "
-        "A batch of one normalizes every feature to exactly zero.",
+        caption="spread: the largest range (max − min over the batches) of any of its outputs. vs population: "
+        "root-mean-square distance from the data's own (x − μ)/σ.",
     )
-    return Group(note, table) if note else Group(table)
+    return DemoOutput(Group(*([note] if note else []), table, claims(checks)), prediction=_batch2_prediction(pair, eps))
+
+
+# ---- BatchNorm at evaluation time ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EvalRun:
+    """A BatchNorm layer trained on batches from a known population, and a small batch run both ways."""
+
+    layer: V.BatchNorm
+    mean: np.ndarray  # D: the population's mean per feature
+    std: np.ndarray  # D: and its standard deviation
+    batches: list[np.ndarray]  # the training batches, in order
+    small: np.ndarray  # the small batch
+    y_train: np.ndarray  # small batch, train mode: its own statistics
+    y_eval: np.ndarray  # small batch, eval mode: the running statistics
+    y_alone: np.ndarray  # its first example alone, eval mode
+
+
+def run_eval_mode(seed: int, dim: int, eps: float, steps: int = 200, batch: int = 32, small: int = 4) -> EvalRun:
+    """Train a V.BatchNorm's running statistics on ``steps`` batches, then run a small batch in both modes."""
+    for name, v in (("steps", steps), ("batch", batch), ("small", small)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 2:
+            raise ValueError(f"{name}: expected an integer >= 2, got {v!r}")
+    rng = rng_for(seed, 13)
+    mean, std = rng.normal(2.0, 2.0, size=dim), rng.uniform(0.5, 3.0, size=dim)
+    layer = V.BatchNorm(dim, eps=eps, momentum=0.1, dtype=np.float64, backend="numpy")
+    batches = [rng.normal(mean, std, size=(batch, dim)) for _ in range(steps)]
+    for x in batches:
+        layer(x)
+    x_small = rng.normal(mean, std, size=(small, dim))
+    frozen = copy.deepcopy(layer)  # train mode updates the running statistics; keep them as they were
+    y_train = frozen(x_small)
+    layer.eval()
+    return EvalRun(layer, mean, std, batches, x_small, y_train, layer(x_small), layer(x_small[:1]))
+
+
+def running_average(batches: list[np.ndarray], momentum: float) -> tuple[np.ndarray, np.ndarray]:
+    """The running mean and running variance (unbiased, ÷(N − 1)) as PyTorch defines them, written out."""
+    mean, var = np.zeros(batches[0].shape[1]), np.ones(batches[0].shape[1])
+    for x in batches:
+        mean = (1 - momentum) * mean + momentum * x.mean(axis=0)
+        var = (1 - momentum) * var + momentum * x.var(axis=0, ddof=1)
+    return mean, var
+
+
+def _eval_claims(run: EvalRun) -> Group:
+    """The checks of the eval-mode demo: running averages as defined, a gap, batch independence."""
+    layer = run.layer
+    ema_mean, ema_var = running_average(run.batches, layer.momentum)
+    gap = float(np.max(np.abs(run.y_train - run.y_eval)))
+    return claims(
+        [
+            (
+                close(layer.running_var, ema_var, CLOSED_FORM_RTOL, 0.0)
+                and close(layer.running_mean, ema_mean, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL),
+                "running averages of each batch's mean and its ÷(N − 1) variance",
+            ),
+            (gap > DISPLAY_RTOL, f"train and eval mode differ: by up to {fmt(gap, 3)}"),
+            (
+                close(run.y_alone[0], run.y_eval[0], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL),
+                "eval mode: example 0 alone gives the same output as in its batch",
+            ),
+        ]
+    )
+
+
+@demo("bn_eval_mode")
+def bn_eval_mode(p: LessonParams, steps: int = 200, batch: int = 32, small: int = 4) -> Group:
+    """BatchNorm's running statistics after training, and a small batch in train mode against eval mode."""
+    eps, note = _eps(p)
+    run = run_eval_mode(p.seed, p.dim, eps, steps, batch, small)
+    layer = run.layer
+    stats = [
+        [str(j), *(fmt(v, 3) for v in (run.mean[j], layer.running_mean[j], run.std[j] ** 2, layer.running_var[j]))]
+        for j in range(p.dim)
+    ]
+    modes = [["train mode", *(fmt(v, 3) for v in run.y_train[0])], ["eval mode", *(fmt(v, 3) for v in run.y_eval[0])]]
+    return Group(
+        *([note] if note else []),
+        number_table(
+            ["feature", "μ", "running μ", "σ²", "running σ²"],
+            stats,
+            title=f"after {steps} training batches of {batch} (momentum {layer.momentum:g})",
+        ),
+        number_table(
+            ["example 0", *(f"y[{j}]" for j in range(p.dim))],
+            modes,
+            title=f"a new batch of {small} from the same data, both modes",
+        ),
+        _eval_claims(run),
+    )
 
 
 # ---- the wrong axis ---------------------------------------------------------------
@@ -265,37 +429,44 @@ def train_wrong_axis(
     return curves
 
 
+def _learner_prediction(ln_ok: bool, bn_ok: bool, ln_tail: float, bn_tail: float) -> Prediction:
+    answer = {(True, False): 0, (False, True): 1, (True, True): 2, (False, False): 3}[(ln_ok, bn_ok)]
+    why = (
+        f"Over the last steps the loss averaged {fmt(ln_tail, 3)} with LayerNorm and {fmt(bn_tail, 3)} with "
+        "BatchNorm, against log 2 for guessing."
+    )
+    if answer == 0:
+        why += " The quiet tokens reach BatchNorm's classifier nearly flat."
+    return Prediction(
+        "Which model learns to tell the patterns apart (loss below half of guessing)?",
+        ("the one with LayerNorm", "the one with BatchNorm", "both", "neither"),
+        answer,
+        why,
+    )
+
+
 @demo("wrong_axis_loss")
-def wrong_axis_loss(p: LessonParams, steps: int = 200, features: int = 8) -> Group:
+def wrong_axis_loss(p: LessonParams, steps: int = 200, features: int = 8) -> DemoOutput:
     """The loss curve of the same model with LayerNorm and with BatchNorm on scale-varying tokens."""
-    if not isinstance(steps, int) or steps < 2:
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 2:
         raise ValueError(f"steps: expected an integer >= 2, got {steps!r}")
     curves = train_wrong_axis(p.seed, features=features, steps=steps, eps=p.eps)
     chance = float(np.log(2.0))
     ln, bn = curves["layernorm"], curves["batchnorm"]
     tail = max(steps // 10, 1)
-    return Group(
-        line_chart(
-            {"LayerNorm": ln, "BatchNorm": bn},
-            height=10,
-            title="evaluation loss per step (same model, same batches)",
-        ),
-        number_table(
-            ["", "start", f"mean of last {tail}", ""],
-            [
+    ln_tail, bn_tail = float(np.mean(ln[-tail:])), float(np.mean(bn[-tail:]))
+    ln_ok, bn_ok = ln_tail < 0.5 * chance, bn_tail < 0.5 * chance
+    return DemoOutput(
+        Group(
+            line_chart({"LayerNorm": ln, "BatchNorm": bn}, height=8, title="evaluation loss per step"),
+            number_table(
+                ["", "start", f"mean of last {tail}", ""],
                 [
-                    "LayerNorm",
-                    fmt(ln[0], 3),
-                    fmt(float(np.mean(ln[-tail:])), 3),
-                    check_mark(np.mean(ln[-tail:]) < 0.5 * chance),
+                    ["LayerNorm", fmt(ln[0], 3), fmt(ln_tail, 3), check_mark(ln_ok)],
+                    ["BatchNorm", fmt(bn[0], 3), fmt(bn_tail, 3), check_mark(bn_ok)],
                 ],
-                [
-                    "BatchNorm",
-                    fmt(bn[0], 3),
-                    fmt(float(np.mean(bn[-tail:])), 3),
-                    check_mark(np.mean(bn[-tail:]) < 0.5 * chance),
-                ],
-            ],
-            caption=f"log 2 = {fmt(chance, 3)} is the loss of guessing; ✓ marks a curve that got below half of it.",
+                caption=f"log 2 = {fmt(chance, 3)} is the loss of guessing; ✓ marks a curve that got below half of it.",
+            ),
         ),
+        prediction=_learner_prediction(ln_ok, bn_ok, ln_tail, bn_tail),
     )

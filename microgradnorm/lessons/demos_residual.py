@@ -1,4 +1,4 @@
-"""Demos of lesson 11: pre-LN vs post-LN in a deep residual stack (seed 001).
+"""Demos of lesson 11: pre-LN vs post-LN in a deep residual stack (Xiong et al., 2020).
 
 A stack of ``layers`` residual blocks on ``tokens`` vectors of width ``width``; each
 block is a small MLP, f(h) = tanh(h W1 + b1) W2. The two arrangements:
@@ -18,6 +18,7 @@ it still passes through every LayerNorm, each a (1/sigma)(I - P) (lesson 07).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,8 +27,10 @@ from rich.text import Text
 
 from microgradnorm import vectorized as V
 from microgradnorm.lessons.charts import bar_chart
-from microgradnorm.lessons.demo_tools import check_mark, fmt, number_table, ratio, rng_for
-from microgradnorm.lessons.demos import LessonParams, demo
+from microgradnorm.lessons.claims import claims
+from microgradnorm.lessons.demo_tools import fmt, number_table, rng_for
+from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.tolerances import CLOSED_FORM_RTOL, close
 
 ARRANGEMENTS = ("pre", "post")
 
@@ -85,8 +88,8 @@ def _ln_dx(dy: np.ndarray, cache: V.NormCache) -> np.ndarray:
     return V.layer_norm_backward(dy, cache)[0]
 
 
-def stack_gradients(weights: StackWeights, arrangement: str, identity_only: bool = False) -> StackGradients:
-    """Run the stack forward and backward and return |dL/dx_l| for every layer l."""
+def stack_forward(weights: StackWeights, arrangement: str) -> tuple[list, np.ndarray]:
+    """Run the stack forward: what each block saved for backward, and dL/d(top) (through the final LN in pre-LN)."""
     if arrangement not in ARRANGEMENTS:
         raise ValueError(f"arrangement: expected 'pre' or 'post', got {arrangement!r}")
     h = weights.x
@@ -95,111 +98,330 @@ def stack_gradients(weights: StackWeights, arrangement: str, identity_only: bool
         if arrangement == "pre":
             u, cache = _ln(h)  # T,D
             r = np.tanh(u @ w1 + b1)  # T,H
-            saved.append((cache, u, r))
+            saved.append((cache, r))
             h = h + r @ w2  # T,D: the skip connection adds the block's output
         else:
             r = np.tanh(h @ w1 + b1)  # T,H
             h, cache = _ln(h + r @ w2)  # T,D: the sum goes through LayerNorm
-            saved.append((cache, h, r))
-    if arrangement == "pre":
-        _, final = _ln(h)
-        dh = _ln_dx(weights.g, final)  # T,D: through the final LayerNorm
-    else:
-        dh = weights.g
+            saved.append((cache, r))
+    if arrangement == "post":
+        return saved, weights.g
+    return saved, _ln_dx(weights.g, _ln(h)[1])  # T,D: back through the final LayerNorm
+
+
+def block_vjp(weights: StackWeights, saved: list, k: int, v: np.ndarray) -> np.ndarray:
+    """Pre-LN block k's own term: v times the Jacobian of f_k(LN(x)) with respect to x (per token)."""
+    cache, r = saved[k]
+    da = (v @ weights.w2[k].T) * (1.0 - r * r)  # T,H: back through W2 and tanh
+    return _ln_dx(da @ weights.w1[k].T, cache)  # T,D: back through W1 and the block's LayerNorm
+
+
+def stack_gradients(weights: StackWeights, arrangement: str, identity_only: bool = False) -> StackGradients:
+    """Run the stack forward and backward and return |dL/dx_l| for every layer l."""
+    saved, dh = stack_forward(weights, arrangement)
     top = float(np.linalg.norm(dh))
     layers = len(weights.w1)
     norms = np.zeros(layers)
     for k in reversed(range(layers)):
-        cache, _, r = saved[k]
-        w1, w2 = weights.w1[k], weights.w2[k]
         if arrangement == "pre":
             if not identity_only:
-                da = (dh @ w2.T) * (1.0 - r * r)  # T,H: back through W2 and tanh
-                dh = dh + _ln_dx(da @ w1.T, cache)  # T,D: identity + the block's path
+                dh = dh + block_vjp(weights, saved, k, dh)  # T,D: identity + the block's path
         else:
+            cache, r = saved[k]
             ds = _ln_dx(dh, cache)  # T,D: back through the LayerNorm on the sum
-            dh = ds if identity_only else ds + ((ds @ w2.T) * (1.0 - r * r)) @ w1.T
+            dh = ds if identity_only else ds + ((ds @ weights.w2[k].T) * (1.0 - r * r)) @ weights.w1[k].T
         norms[k] = np.linalg.norm(dh)
-    sigma = np.stack([1.0 / c.rstd.reshape(-1) for c, _, _ in saved])  # L,T
+    sigma = np.stack([1.0 / c.rstd.reshape(-1) for c, _ in saved])  # L,T
     return StackGradients(arrangement, norms, top, sigma)
 
 
-def _bars(p: LessonParams, weights: StackWeights, identity_only: bool, title: str) -> Group:
+@dataclass(frozen=True)
+class Expansion:
+    """Pre-LN's gradient at every layer split as I + Σ A_k (first order) and the rest (cross terms)."""
+
+    full: np.ndarray  # L: |g_l|, all relative to |g_top|
+    first: np.ndarray  # L: |(I + Σ_{k>=l} A_k)ᵀ g_top|
+    cross: np.ndarray  # L: |g_l − first-order part|
+
+
+def pre_ln_expansion(weights: StackWeights) -> Expansion:
+    """Unroll g_l = (I + A_l)ᵀ ... (I + A_top)ᵀ g_top and split off its first-order terms."""
+    saved, g_top = stack_forward(weights, "pre")
     layers = len(weights.w1)
-    runs = {a: stack_gradients(weights, a, identity_only) for a in ARRANGEMENTS}
-    stride = 1 if layers <= 24 else -(-layers // 16)  # every layer up to 24, else about 16 rows
+    full, first, cross = np.zeros(layers), np.zeros(layers), np.zeros(layers)
+    g, g1 = g_top, g_top
+    for k in reversed(range(layers)):
+        g = g + block_vjp(weights, saved, k, g)  # T,D: the exact recursion
+        g1 = g1 + block_vjp(weights, saved, k, g_top)  # T,D: identity + each block's own term on g_top
+        full[k], first[k], cross[k] = np.linalg.norm(g), np.linalg.norm(g1), np.linalg.norm(g - g1)
+    top = float(np.linalg.norm(g_top))
+    return Expansion(full / top, first / top, cross / top)
+
+
+def _shown_layers(layers: int, rows: int = 12) -> list[int]:
+    """About ``rows`` layers from the bottom up, always including the first and the last."""
+    stride = max(1, -(-layers // rows))
     shown = list(range(0, layers, stride))
     if shown[-1] != layers - 1:
         shown.append(layers - 1)
+    return shown
+
+
+def _bars(weights: StackWeights, identity_only: bool, title: str) -> tuple[Group, dict[str, StackGradients]]:
+    layers = len(weights.w1)
+    runs = {a: stack_gradients(weights, a, identity_only) for a in ARRANGEMENTS}
+    shown = _shown_layers(layers)
     series = {f"{a}-LN": [runs[a].norms[i] / runs[a].top for i in shown] for a in ARRANGEMENTS}
     chart = bar_chart([f"layer {i}" for i in shown], series, log=True, title=title)
-    pre, post = runs["pre"].norms / runs["pre"].top, runs["post"].norms / runs["post"].top
-    return Group(
-        chart,
-        number_table(
-            ["", "layer 0 ÷ top", "max ÷ min"],
-            [
-                ["pre-LN", fmt(float(pre[0]), 3), fmt(ratio(float(pre.max()), float(pre.min())), 3)],
-                ["post-LN", fmt(float(post[0]), 3), fmt(ratio(float(post.max()), float(post.min())), 3)],
-            ],
-            caption="bars: |dL/dx_l| ÷ |dL/dx_top|, where top is the gradient arriving at the last block."
-            + (f" One layer in {stride} shown." if stride > 1 else ""),
-        ),
+    caption = "bars: |dL/dx_l| ÷ |dL/dx_top|, top: the gradient arriving at the last block."
+    if len(shown) < layers:
+        caption += f" {len(shown)} of the {layers} layers shown."
+    return Group(chart, Text(caption, style="dim")), runs
+
+
+def bottom_ratio(run: StackGradients) -> float:
+    """|dL/dx_0| ÷ |dL/dx_top|."""
+    return float(run.norms[0] / run.top)
+
+
+def _depth_reading(runs: dict[str, StackGradients], versus: dict[str, StackGradients] | None) -> list[str]:
+    """What the chart says, in numbers: the bottom's share, post-LN's mean factor per layer, against depth."""
+    layers = len(runs["post"].norms)
+    pre, post = bottom_ratio(runs["pre"]), bottom_ratio(runs["post"])
+    lines = [
+        f"pre-LN: layer 0 gets {fmt(pre, 3)} × the top's gradient.",
+        f"post-LN: layer 0 gets {fmt(post, 3)} × it, a factor {fmt(post ** (1 / layers), 3)} per layer on average.",
+    ]
+    if versus is not None:
+        before = len(versus["post"].norms)
+        growth = log_growth(post, bottom_ratio(versus["post"]))
+        lines.append(
+            f"{before} → {layers} layers: post-LN's log(ratio) × {fmt(growth, 3)} (a product of per-layer factors "
+            f"gives {fmt(layers / before, 3)}); pre-LN's ratio × {fmt(pre / bottom_ratio(versus['pre']), 3)}."
+        )
+    return lines
+
+
+def _closer_prediction(runs: dict[str, StackGradients]) -> Prediction:
+    dist = {a: abs(math.log(max(bottom_ratio(r), 1e-300))) for a, r in runs.items()}
+    answer = 2 if math.isclose(dist["pre"], dist["post"], rel_tol=0.1) else 0 if dist["pre"] < dist["post"] else 1
+    why = (
+        f"At layer 0 the gradient is {fmt(bottom_ratio(runs['pre']), 3)} × the top's in pre-LN and "
+        f"{fmt(bottom_ratio(runs['post']), 3)} × in post-LN. Post-LN passes it through every layer's "
+        "LayerNorm Jacobian; pre-LN also sends it along the skip connections untouched."
+    )
+    return Prediction(
+        f"Which arrangement's gradient at layer 0 of {len(runs['pre'].norms)} is closer to the top's?",
+        ("pre-LN", "post-LN", "about equally close"),
+        answer,
+        why,
     )
 
 
 @demo("residual_gradients")
-def residual_gradients(p: LessonParams, layers: int = 24, gain: float = 0.5, bias: float = 2.0) -> Group:
-    """|dL/dx_l| at every layer of a deep residual stack, pre-LN and post-LN, as a bar chart."""
+def residual_gradients(
+    p: LessonParams, layers: int = 24, gain: float = 0.5, bias: float = 2.0, versus: int | None = None
+) -> DemoOutput:
+    """|dL/dx_l| at every layer of a deep residual stack, pre-LN and post-LN, as a bar chart with its reading."""
     weights = stack_weights(p.seed, layers, width=p.dim, gain=gain, bias=bias)
-    title = f"{layers} layers (gain {gain:g}, bias {bias:g}): |dL/dx_l| relative to the top"
-    return _bars(p, weights, False, title)
+    title = f"{layers} layers (gain {gain:g}, bias {bias:g}): |dL/dx_l| ÷ the top's"
+    chart, runs = _bars(weights, False, title)
+    earlier = None
+    if versus is not None:
+        small = stack_weights(p.seed, int(versus), width=p.dim, gain=gain, bias=bias)
+        earlier = {a: stack_gradients(small, a) for a in ARRANGEMENTS}
+    reading = [Text(line) for line in _depth_reading(runs, earlier)]
+    return DemoOutput(Group(chart, *reading), prediction=None if versus else _closer_prediction(runs))
 
 
 @demo("residual_depth")
 def residual_depth(
     p: LessonParams,
-    depths: tuple[int, ...] = (24, 48),
+    depths: tuple[int, int] = (24, 48),
     blocks: tuple[tuple[float, float], ...] = ((0.5, 2.0), (1.0, 3.0), (0.5, 0.0), (2.0, 0.0), (4.0, 0.0)),
 ) -> Group:
     """How the bottom-to-top gradient ratio changes with depth and with the blocks (gain, bias)."""
-    rows = []
+    short, deep = (int(d) for d in depths)
+    rows, growth, pre_growth = [], [], []
     for gain, bias in blocks:
-        for depth in depths:
-            weights = stack_weights(p.seed, int(depth), width=p.dim, gain=float(gain), bias=float(bias))
-            runs = {a: stack_gradients(weights, a) for a in ARRANGEMENTS}
-            ratio = {a: float(r.norms[0] / r.top) for a, r in runs.items()}
-            rows.append(
-                [f"{float(gain):g}", f"{float(bias):g}", str(depth), fmt(ratio["pre"], 3), fmt(ratio["post"], 3)]
-            )
-    return number_table(
-        ["gain", "bias", "layers", "pre-LN", "post-LN"],
-        rows,
-        title="|dL/dx_0| ÷ |dL/dx_top|: the first layer's gradient against the last's",
-        caption="gain scales W1 (how hard each tanh is driven), bias spreads the tanh's operating points "
-        "(a large bias saturates it). Together they set how strongly a block reacts to the stream compared "
-        "with how much it adds to it.",
+        ratio = {}
+        for depth in (short, deep):
+            weights = stack_weights(p.seed, depth, width=p.dim, gain=float(gain), bias=float(bias))
+            for a in ARRANGEMENTS:
+                ratio[a, depth] = bottom_ratio(stack_gradients(weights, a))
+        post_log = log_growth(ratio["post", deep], ratio["post", short])
+        growth.append(post_log)
+        pre_growth.append(ratio["pre", deep] / ratio["pre", short])
+        rows.append(
+            [f"{float(gain):g}, {float(bias):g}"]
+            + [fmt(ratio[a, d], 3) for a in ARRANGEMENTS for d in (short, deep)]
+            + [fmt(post_log, 3)]
+        )
+    return Group(
+        number_table(
+            ["gain, bias", f"pre {short}", f"pre {deep}", f"post {short}", f"post {deep}", "log ×"],
+            rows,
+            title="|dL/dx_0| ÷ |dL/dx_top| at two depths",
+            caption="gain scales W1 (how hard each tanh is driven), bias spreads the tanh's operating points "
+            f"(a large bias saturates it). log ×: log(post {deep}) ÷ log(post {short}), "
+            f"{fmt(deep / short, 3)} for a product of equal per-layer factors.",
+        ),
+        Text(
+            f"post-LN: {short} → {deep} layers multiplied log(ratio) by {_span(growth)}. "
+            f"pre-LN: the ratio changed by × {fmt(min(pre_growth), 3)} to "
+            f"× {fmt(max(pre_growth), 3)}."
+        ),
     )
+
+
+def _span(values: list[float]) -> str:
+    """'a to b' over the finite values, or a dash when there are none."""
+    finite = [v for v in values if math.isfinite(v)]
+    return f"{fmt(min(finite), 3)} to {fmt(max(finite), 3)}" if finite else "—"
+
+
+def log_growth(deep: float, short: float) -> float:
+    """log(deep) ÷ log(short): how a ratio's logarithm grew with depth (NaN when short is too close to 1)."""
+    if not (deep > 0 and short > 0) or abs(math.log(short)) <= 1e-3:
+        return math.nan
+    return math.log(deep) / math.log(short)
+
+
+# ---- one LayerNorm: how far can it stretch a gradient? -------------------------------------------
+
+
+def ln_jacobian(x: np.ndarray, gamma: np.ndarray, eps: float) -> np.ndarray:
+    """The Jacobian dy/dx of LayerNorm at one vector x, column by column from the vectorized backward pass.
+
+    Row i of the backward pass's dx for dy = e_i is row i of J (dx = Jᵀ dy, and
+    dy = e_i picks out row i of J): so the D rows of dx for dy = I are J itself.
+    """
+    d = x.shape[0]
+    _, cache = V.layer_norm_forward(np.tile(x, (d, 1)), gamma, None, eps, backend="numpy")
+    return V.layer_norm_backward(np.eye(d), cache)[0]
+
+
+def _stretch_prediction(norm_j: float, sigma: float, d: int) -> Prediction:
+    factors = (1.0, math.sqrt(d), float(d))
+    stretch = norm_j * sigma
+    answer = 3 if stretch < 0.5 else int(np.argmin([abs(math.log(stretch / f)) for f in factors]))
+    why = (
+        f"Here ‖J‖₂ · σ = {fmt(stretch, 6)}. With gamma = 1 the Jacobian is (1/σ)(I − P): a projection never "
+        "lengthens a vector, and the directions it keeps (d − 2 of them) it leaves as they are."
+    )
+    return Prediction(
+        f"gamma = 1, d = {d}: by what factor can one LayerNorm's Jacobian at most stretch a gradient?",
+        ("1/σ", f"√d/σ = {fmt(math.sqrt(d), 3)}/σ", f"d/σ = {d}/σ", "less than 1/σ"),
+        answer,
+        why,
+    )
+
+
+@demo("ln_stretch")
+def ln_stretch(p: LessonParams) -> DemoOutput:
+    """The spectral norm of one LayerNorm Jacobian against max|gamma|/sigma and ‖gamma‖/sigma."""
+    rng = rng_for(p.seed, 21)
+    x = rng.normal(0.5, 2.0, size=p.dim)
+    sigma = float(np.sqrt(np.var(x) + 1e-5))
+    rows, checks, norms = [], [], {}
+    for name, gamma in (("1", np.ones(p.dim)), ("random", rng.uniform(0.2, 2.0, size=p.dim))):
+        norms[name] = float(np.linalg.norm(ln_jacobian(x, gamma, 1e-5), 2))
+        tight, loose = float(np.max(np.abs(gamma))) / sigma, float(np.linalg.norm(gamma)) / sigma
+        rows.append([f"gamma {name}", fmt(norms[name], 4), fmt(tight, 4), fmt(loose, 4)])
+        checks.append((norms[name] <= tight * (1 + 1e-12), f"gamma {name}: ‖J‖₂ ≤ max|gamma_i|/σ"))
+    if p.dim >= 3:  # a direction orthogonal to both 1 and xhat, which I - P keeps whole
+        checks.append((math.isclose(norms["1"], 1 / sigma, rel_tol=1e-9), "gamma 1: ‖J‖₂ = 1/σ exactly"))
+    return DemoOutput(
+        Group(
+            number_table(
+                ["", "‖J‖₂", "max|γ_i|/σ", "‖γ‖/σ"],
+                rows,
+                title=f"one token, d = {p.dim}, σ = {fmt(sigma, 4)}: the largest stretch of J",
+                caption="‖J‖₂: the spectral norm, the most J can lengthen any vector (numpy.linalg.norm(J, 2)).",
+            ),
+            claims(checks),
+        ),
+        prediction=_stretch_prediction(norms["1"], sigma, p.dim),
+    )
+
+
+# ---- the skip connections alone ---------------------------------------------------------------
 
 
 @demo("identity_path")
 def identity_path(p: LessonParams, layers: int = 24, gain: float = 0.5, bias: float = 2.0) -> Group:
     """Only the skip connections: the identity in pre-LN, a chain of (1/sigma)(I - P) in post-LN."""
     weights = stack_weights(p.seed, layers, width=p.dim, gain=gain, bias=bias)
-    chart = _bars(p, weights, True, f"skip connections only, {layers} layers: |path| relative to the top")
-    post = stack_gradients(weights, "post", identity_only=True)
+    chart, runs = _bars(weights, True, f"skip connections only, {layers} layers: |path| ÷ the top's")
+    pre, post = runs["pre"], runs["post"]
     # |(1/sigma)(I - P) v| <= |v| / sigma for each token: the chain is bounded by the product of 1/sigma
     bound = float(np.sqrt(np.sum(np.prod(1.0 / post.sigma, axis=0) ** 2 * np.sum(weights.g**2, axis=1))))
-    ok = post.norms[0] <= bound * (1 + 1e-9)
     return Group(
         chart,
-        Text.assemble(
-            check_mark(ok),
-            f" post-LN, layer 0: {fmt(float(post.norms[0] / post.top), 3)} ≤ {fmt(bound / post.top, 3)}, "
-            "the bound from the product of 1/σ over the layers",
+        claims(
+            [
+                (
+                    close(pre.norms, np.full(layers, pre.top), CLOSED_FORM_RTOL, 0.0),
+                    "pre-LN: the top's gradient, unchanged",
+                ),
+                (
+                    post.norms[0] <= bound * (1 + 1e-9),
+                    f"post-LN, layer 0: {fmt(bottom_ratio(post), 3)} ≤ {fmt(bound / post.top, 3)}, "
+                    "the product of 1/σ over the layers",
+                ),
+            ]
         ),
         Text(
-            f"mean σ of a post-LN sum: {fmt(float(post.sigma.mean()), 3)} (each LayerNorm divides by it)",
-            style="dim",
+            f"post-LN sums: σ from {fmt(float(post.sigma.min()), 3)} to {fmt(float(post.sigma.max()), 3)}", style="dim"
         ),
+    )
+
+
+# ---- unrolled pre-LN: a product, not a sum ---------------------------------------------------------
+
+
+def _cross_prediction(exp: Expansion) -> Prediction:
+    answer = 0 if exp.first[0] > exp.cross[0] else 1
+    why = (
+        f"At layer 0 the first-order part has size {fmt(exp.first[0], 3)}, the cross terms "
+        f"{fmt(exp.cross[0], 3)} (÷ the top's gradient): products of A's grow in number far faster than single A's."
+    )
+    return Prediction(
+        "Unroll the strong pre-LN stack. At layer 0, which part of the gradient is larger?",
+        ("I + Σ A_k (the first-order part)", "the cross terms (products of two or more A_k)"),
+        answer,
+        why,
+    )
+
+
+@demo("pre_ln_cross_terms")
+def pre_ln_cross_terms(p: LessonParams, layers: int = 24, gain: float = 4.0, bias: float = 0.0) -> DemoOutput:
+    """Pre-LN's gradient split into the identity plus single-block terms, and the cross terms of the product."""
+    weights = stack_weights(p.seed, layers, width=p.dim, gain=gain, bias=bias)
+    exp = pre_ln_expansion(weights)
+    shown = _shown_layers(layers, rows=8)
+    rows = [[f"layer {i}", fmt(exp.full[i], 3), fmt(exp.first[i], 3), fmt(exp.cross[i], 3)] for i in shown]
+    full = stack_gradients(weights, "pre")
+    return DemoOutput(
+        Group(
+            number_table(
+                ["", "|g_l|", "|I + Σ A_k|", "|cross terms|"],
+                rows,
+                title=f"pre-LN, {layers} layers, gain {gain:g}, bias {bias:g}; all ÷ |g_top|",
+                caption="|I + Σ A_k|: the identity plus each block above l, each alone.",
+            ),
+            claims(
+                [
+                    (
+                        close(exp.full, full.norms / full.top, CLOSED_FORM_RTOL, 0.0),
+                        "|g_l| is the stack's own gradient",
+                    ),
+                    (
+                        bool(exp.cross[0] > exp.first[0]),
+                        "at layer 0 the cross terms outweigh the first-order part: not additive",
+                    ),
+                ]
+            ),
+        ),
+        prediction=_cross_prediction(exp),
     )

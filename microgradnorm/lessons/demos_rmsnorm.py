@@ -1,16 +1,19 @@
-"""Demos of lesson 09: RMSNorm (seeds 004 and 001).
+"""Demos of lesson 09: RMSNorm (Zhang and Sennrich, 2019).
 
 RMSNorm divides by the root mean square and nothing else: no mean, no shift, no
 beta. Its Jacobian is (1/rms) diag(gamma) (I - xhat xhat^T / d)
 (:func:`microgradnorm.formulas.rms_jacobian`): only the radial half of
-LayerNorm's projection. The last demo times LayerNorm and RMSNorm side by side on
-the vectorized path, in one run, and reports medians.
+LayerNorm's projection. The last demo times LayerNorm and RMSNorm side by side
+on several implementations (the package's NumPy path and fused kernels,
+PyTorch), in one run, reports medians, and prints its own reading of them.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from rich.console import Group
@@ -18,10 +21,10 @@ from rich.text import Text
 
 from microgradnorm import formulas
 from microgradnorm.jacobian import autograd_jacobian
-from microgradnorm.lessons.charts import bar_chart, heat_map
+from microgradnorm.lessons.charts import heat_map
+from microgradnorm.lessons.claims import cancels, claims, maxabs
 from microgradnorm.lessons.demo_tools import (
     autograd_dx,
-    check_mark,
     engine_forward,
     fmt,
     number_table,
@@ -31,11 +34,8 @@ from microgradnorm.lessons.demo_tools import (
     rng_for,
     sci,
 )
-from microgradnorm.lessons.demos import DemoOutput, LessonParams, demo
+from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, close
-
-# The range seed 004 quotes for how much faster RMSNorm's forward and backward are.
-SEED_CLAIM = (0.10, 0.50)
 
 
 def _vector(p: LessonParams) -> np.ndarray:
@@ -50,21 +50,48 @@ def rms_vs_ln_forward(p: LessonParams) -> Group:
     x = _vector(p)
     ln = engine_forward("layernorm", x, None, None, p.eps)
     rms = engine_forward("rmsnorm", x, None, None, p.eps)
-    xc = x - x.mean()
-    rms_c = engine_forward("rmsnorm", xc, None, None, p.eps)
+    rms_c = engine_forward("rmsnorm", x - x.mean(), None, None, p.eps)
     rows = [[str(i), fmt(x[i], 4), fmt(ln[i], 4), fmt(rms[i], 4)] for i in range(p.dim)]
     rows.append([Text("mean", style="bold"), fmt(x.mean(), 4), sci(ln.mean()), fmt(rms.mean(), 4)])
-    rows.append(
-        [
-            Text("root mean sq", style="bold"),
-            fmt(float(np.sqrt(np.mean(x * x))), 4),
-            fmt(float(np.sqrt(np.mean(ln * ln))), 6),
-            fmt(float(np.sqrt(np.mean(rms * rms))), 6),
-        ]
-    )
+    root = [float(np.sqrt(np.mean(v * v))) for v in (x, ln, rms)]
+    rows.append([Text("root mean sq", style="bold"), fmt(root[0], 4), fmt(root[1], 6), fmt(root[2], 6)])
+    ms = float(np.mean(x * x))
     return Group(
         number_table(["i", "x", "LN(x)", "RMS(x)"], rows, title=f"one vector, d = {p.dim}, eps = {p.eps:g}"),
-        Text(f"max |RMS(x − mean(x)) − LN(x)| = {sci(float(np.max(np.abs(rms_c - ln))))}"),
+        claims(
+            [
+                (cancels(ln.sum(), np.abs(ln).sum()), "LN(x) has mean 0; RMS(x) keeps the sign of x's mean"),
+                (
+                    close(root[2], np.sqrt(ms / (ms + p.eps)), CLOSED_FORM_RTOL, 0.0),
+                    "RMS(x) has root mean square sqrt(mean(x²)/(mean(x²) + eps)), 1 up to eps",
+                ),
+                (
+                    close(rms_c, ln, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL),
+                    f"RMS(x − mean(x)) = LN(x): max |diff| {maxabs(rms_c - ln)}",
+                ),
+            ]
+        ),
+    )
+
+
+def _sum_prediction(dx_rms: np.ndarray, dx_ln: np.ndarray) -> Prediction:
+    """LayerNorm's dx sums to zero; does RMSNorm's? The answer the two gradients give."""
+    zero = cancels(dx_rms.sum(), np.abs(dx_rms).sum())
+    why = (
+        f"Here 1 · dx is {sci(float(dx_ln.sum()))} for LayerNorm and {sci(float(dx_rms.sum()))} for RMSNorm. "
+        "LayerNorm subtracts the mean, so a shift of every input changes nothing and the gradient has no "
+        "part along the ones vector. RMSNorm keeps the mean: shifting every input changes its output."
+    )
+    if zero:
+        why = (
+            f"Here 1 · dx is {sci(float(dx_rms.sum()))} for RMSNorm: this x, gamma and dy happen to give no "
+            "part along the ones vector, but nothing in RMSNorm forces it."
+        )
+    return Prediction(
+        "LayerNorm's dx always sums to zero. RMSNorm's dx, for the same x, gamma and dy:",
+        ("sums to zero too", "does not sum to zero"),
+        0 if zero else 1,
+        why,
     )
 
 
@@ -79,28 +106,36 @@ def rms_gradient(p: LessonParams, eps: float | None = None) -> DemoOutput:
     ln_grads, _ = autograd_dx("layernorm", x, g, None, e, dy)
     m = formulas.rms_moments(x, (0,), e)
     closed = formulas.rms_dx(formulas.dxhat(dy, g), m.xhat, m.rrms, (0,))
-    ln_xhat = formulas.moments(x, (0,), e).xhat
+    lm = formulas.moments(x, (0,), e)
     dx_r, dx_l = rms_grads["x"], ln_grads["x"]
     rows = [
         ["|dx|", fmt(float(np.linalg.norm(dx_l)), 4), fmt(float(np.linalg.norm(dx_r)), 4)],
         ["1 · dx", sci(float(dx_l.sum())), sci(float(dx_r.sum()))],
-        ["own xhat · dx", sci(float(ln_xhat @ dx_l)), sci(float(m.xhat @ dx_r))],
+        ["own xhat · dx", sci(float(lm.xhat @ dx_l)), sci(float(m.xhat @ dx_r))],
     ]
-    ok = close(dx_r, closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL)
+    # along its own xhat, what eps leaves: rrms · (g·xhat) · eps/(ms + eps), zero at eps = 0
+    radial = float(m.rrms[0] * (formulas.dxhat(dy, g) @ m.xhat) * e / (float(np.mean(x * x)) + e))
+    terms = float(np.abs(dx_r).sum() * np.abs(m.xhat).max())
     return DemoOutput(
         Group(
             number_table(
-                ["autograd dx", "LayerNorm", "RMSNorm"],
-                rows,
-                title=f"same x, gamma, dy; d = {p.dim}, eps = {e:g}",
+                ["autograd dx", "LayerNorm", "RMSNorm"], rows, title=f"same x, gamma, dy; d = {p.dim}, eps = {e:g}"
             ),
-            Text.assemble(
-                check_mark(ok),
-                " RMSNorm dx: max |autograd − rrms·(g − xhat·mean(g·xhat))| = ",
-                sci(float(np.max(np.abs(dx_r - closed)))),
+            claims(
+                [
+                    (
+                        close(dx_r, closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL),
+                        f"RMSNorm dx = rrms·(g − xhat·mean(g·xhat)): max error {maxabs(dx_r - closed)}",
+                    ),
+                    (
+                        cancels(m.xhat @ dx_r - radial, terms),
+                        "xhat · dx is rrms·(g·xhat)·eps/(mean(x²) + eps): zero at eps = 0",
+                    ),
+                ]
             ),
         ),
         graph=graph,
+        prediction=_sum_prediction(dx_r, dx_l),
     )
 
 
@@ -111,103 +146,236 @@ def rms_jacobian_heatmap(p: LessonParams) -> Group:
     j_rms = autograd_jacobian("rmsnorm", x.tolist(), None, None, p.eps)
     j_ln = autograd_jacobian("layernorm", x.tolist(), None, None, p.eps)
     m = formulas.rms_moments(x, (0,), p.eps)
+    lm = formulas.moments(x, (0,), p.eps)
     closed = formulas.rms_jacobian(m.xhat, float(m.rrms[0]), None)
     ones = np.ones(p.dim)
     # what each Jacobian removes: I - J / (its 1/scale factor), a projection (or nearly, for eps > 0)
-    removed_rms = np.eye(p.dim) - j_rms / float(m.rrms[0])
-    removed_ln = np.eye(p.dim) - j_ln / float(formulas.moments(x, (0,), p.eps).rstd[0])
+    rank_rms = np.linalg.matrix_rank(np.eye(p.dim) - j_rms / float(m.rrms[0]), tol=1e-6)
+    rank_ln = np.linalg.matrix_rank(np.eye(p.dim) - j_ln / float(lm.rstd[0]), tol=1e-6)
     scale = float(max(np.max(np.abs(j_rms)), np.max(np.abs(j_ln))))
-    rows = [
-        ["max |J autograd − closed form|", sci(float(np.max(np.abs(j_rms - closed)))), ""],
-        [
-            "rank of the removed part",
-            str(np.linalg.matrix_rank(removed_rms, tol=1e-6)),
-            str(np.linalg.matrix_rank(removed_ln, tol=1e-6)),
-        ],
-        [
-            "|J · 1|  (a shift of all inputs)",
-            fmt(float(np.linalg.norm(j_rms @ ones)), 4),
-            sci(float(np.linalg.norm(j_ln @ ones))),
-        ],
-        ["|J · x|  (a stretch of x)", sci(float(np.linalg.norm(j_rms @ x))), fmt(float(np.linalg.norm(j_ln @ x)), 4)],
-    ]
+    ms, var = float(np.mean(x * x)), float(lm.var.reshape(-1)[0])
+    # a stretch of x: J·x = x·eps/(ms + eps)^(3/2) (RMSNorm), xshift·eps/(var + eps)^(3/2) (LayerNorm)
+    stretch_rms = np.linalg.norm(x) * p.eps / (ms + p.eps) ** 1.5
+    stretch_ln = np.linalg.norm(lm.xshift) * p.eps / (var + p.eps) ** 1.5
+    stretch = (np.linalg.norm(j_rms @ x), np.linalg.norm(j_ln @ x))
+    size = np.abs(j_rms).sum() * np.abs(x).max()
     return Group(
         heat_map(j_rms, title="RMSNorm dy/dx (autograd)", scale=scale, legend=False),
-        Text(""),
         heat_map(j_ln, title="LayerNorm dy/dx (autograd), same scale", scale=scale),
-        number_table(["", "RMSNorm", "LayerNorm"], rows),
+        claims(
+            [
+                (close(j_rms, closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL), "RMSNorm J = (1/rms)(I − xhat xhatᵀ/d)"),
+                (rank_rms == 1 and rank_ln == 2, f"what each removes has rank {rank_rms} (RMS) and {rank_ln} (LN)"),
+                (
+                    cancels(j_ln @ ones, np.abs(j_ln).sum()) and not cancels(j_rms @ ones, np.abs(j_rms).sum()),
+                    f"a shift of all inputs: |J·1| = {sci(float(np.linalg.norm(j_rms @ ones)))} (RMS), "
+                    f"{sci(float(np.linalg.norm(j_ln @ ones)))} (LN)",
+                ),
+                (
+                    cancels(stretch[0] - stretch_rms, size) and cancels(stretch[1] - stretch_ln, size),
+                    f"a stretch of x: |J·x| = {sci(float(stretch[0]))} (RMS), {sci(float(stretch[1]))} (LN), "
+                    "what eps leaves",
+                ),
+            ]
+        ),
     )
 
 
-def _median_time(fn: Callable[[], object], repeats: int) -> list[float]:
-    times = []
+# ---- timing: the same two norms on several implementations -------------------------------------
+
+# The calls timed for each implementation: forward alone, and forward + backward, of each norm.
+CALLS = ("ln_f", "rms_f", "ln_b", "rms_b")
+PATHS = ("numpy", "fused", "torch")
+PATH_NAMES = {"numpy": "NumPy", "fused": "fused (numba)", "torch": "PyTorch"}
+SAME = 0.05  # a ratio within 5% of 1 reads as "about the same" on a shared machine
+
+
+@dataclass(frozen=True)
+class SpeedProblem:
+    """One float32 problem both norms run on: x [rows, features], gamma, beta and dy."""
+
+    x: np.ndarray
+    gamma: np.ndarray
+    beta: np.ndarray
+    dy: np.ndarray
+    eps: float
+
+
+def speed_problem(seed: int, rows: int, features: int, eps: float) -> SpeedProblem:
+    for name, v in (("rows", rows), ("features", features)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 2:
+            raise ValueError(f"{name}: expected an integer >= 2, got {v!r}")
+    rng = rng_for(seed, 7)
+    f32 = np.float32
+    x = rng.normal(size=(rows, features)).astype(f32)
+    gamma, beta = rng.uniform(0.5, 1.5, size=features).astype(f32), rng.normal(size=features).astype(f32)
+    return SpeedProblem(x, gamma, beta, rng.normal(size=(rows, features)).astype(f32), eps)
+
+
+def package_calls(prob: SpeedProblem, backend: str) -> dict[str, Callable[[], object]]:
+    """The package's vectorized path on ``backend`` ("numpy" or "fused")."""
+    from microgradnorm import vectorized as V
+
+    x, g, b, dy, eps = prob.x, prob.gamma, prob.beta, prob.dy, prob.eps
+
+    def ln_b() -> object:
+        return V.layer_norm_backward(dy, V.layer_norm_forward(x, g, b, eps, backend=backend)[1])
+
+    def rms_b() -> object:
+        return V.rms_norm_backward(dy, V.rms_norm_forward(x, g, eps, backend=backend)[1])
+
+    return {
+        "ln_f": lambda: V.layer_norm_forward(x, g, b, eps, backend=backend),
+        "rms_f": lambda: V.rms_norm_forward(x, g, eps, backend=backend),
+        "ln_b": ln_b,
+        "rms_b": rms_b,
+    }
+
+
+def torch_calls(prob: SpeedProblem) -> dict[str, Callable[[], object]]:
+    """torch.nn.functional's layer_norm and rms_norm on CPU; backward through autograd."""
+    import torch
+    import torch.nn.functional as F
+
+    x, g, b, dy = (torch.from_numpy(a) for a in (prob.x, prob.gamma, prob.beta, prob.dy))
+    shape, eps = (x.shape[-1],), prob.eps
+
+    def leaves(*ts):  # fresh leaves each call, so gradients never accumulate across calls
+        return [t.detach().requires_grad_(True) for t in ts]
+
+    def ln_b() -> object:
+        xl, gl, bl = leaves(x, g, b)
+        return F.layer_norm(xl, shape, gl, bl, eps).backward(dy)
+
+    def rms_b() -> object:
+        xl, gl = leaves(x, g)
+        return F.rms_norm(xl, shape, gl, eps).backward(dy)
+
+    def no_grad(f):
+        def run() -> object:
+            with torch.no_grad():
+                return f()
+
+        return run
+
+    return {
+        "ln_f": no_grad(lambda: F.layer_norm(x, shape, g, b, eps)),
+        "rms_f": no_grad(lambda: F.rms_norm(x, shape, g, eps)),
+        "ln_b": ln_b,
+        "rms_b": rms_b,
+    }
+
+
+def _fused_compiled() -> str:
+    """ "" when the fused kernels can run without compiling first, else why they are not timed."""
+    from microgradnorm import fused
+
+    if not fused.AVAILABLE:
+        return "numba is not installed (pip install 'microgradnorm[fast]')"
+    for name in (
+        "layer_norm_forward_rows",
+        "layer_norm_backward_rows",
+        "rms_norm_forward_rows",
+        "rms_norm_backward_rows",
+    ):
+        kernel = getattr(fused, name)
+        if any("float32" in str(sig) for sig in kernel.signatures):
+            continue
+        try:  # numba's on-disk cache: an index of the signatures compiled before
+            index = kernel._cache._cache_file._load_index()
+        except Exception:
+            index = {}
+        if not any("float32" in str(key) for key in index):
+            return "not compiled yet: compiling takes seconds, once; run microgradnorm bench --quick"
+    return ""
+
+
+def torch_installed() -> bool:
+    """Whether PyTorch can be imported here (without importing it)."""
+    return importlib.util.find_spec("torch") is not None
+
+
+def speed_calls(prob: SpeedProblem, paths: tuple[str, ...]) -> dict[str, dict[str, Callable[[], object]] | str]:
+    """For each path: its four calls, or the reason it is not timed here."""
+    out: dict[str, dict[str, Callable[[], object]] | str] = {}
+    for path in paths:
+        if path not in PATHS:
+            raise ValueError(f"paths: expected some of {', '.join(PATHS)}, got {path!r}")
+        if path == "numpy":
+            out[path] = package_calls(prob, "numpy")
+        elif path == "fused":
+            out[path] = _fused_compiled() or package_calls(prob, "fused")
+        elif not torch_installed():
+            out[path] = "PyTorch is not installed"
+        else:
+            out[path] = torch_calls(prob)
+    return out
+
+
+def time_calls(calls: dict[str, dict[str, Callable[[], object]]], repeats: int) -> dict[str, dict[str, float]]:
+    """Median seconds of every call, interleaved (each repeat runs every call once, in turn)."""
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats: expected a positive integer, got {repeats!r}")
+    for fns in calls.values():  # warm up: first calls load kernels and allocate
+        for f in fns.values():
+            f()
+    samples = {path: {k: [] for k in fns} for path, fns in calls.items()}
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return times
+        for path, fns in calls.items():
+            for k, f in fns.items():
+                t0 = time.perf_counter()
+                f()
+                samples[path][k].append(time.perf_counter() - t0)
+    return {path: {k: float(np.median(v)) for k, v in ks.items()} for path, ks in samples.items()}
+
+
+def verdict(ratio: float) -> str:
+    """RMSNorm's time as a fraction of LayerNorm's, in words."""
+    if ratio < 1 - SAME:
+        return "faster"
+    if ratio > 1 + SAME:
+        return "slower"
+    return "about the same"
+
+
+def speed_reading(medians: dict[str, dict[str, float]]) -> list[str]:
+    """What the measured medians say, one line per implementation and one across them."""
+    lines, verdicts = [], {}
+    for path, med in medians.items():
+        fwd, both = med["rms_f"] / med["ln_f"], med["rms_b"] / med["ln_b"]
+        verdicts[path] = verdict(both)
+        lines.append(
+            f"{PATH_NAMES[path]}: RMSNorm took {fwd:.0%} of LayerNorm's time forward, {both:.0%} forward "
+            f"+ backward: {verdicts[path]}."
+        )
+    kinds = sorted(set(verdicts.values()))
+    if len(kinds) > 1:
+        named = "; ".join(f"{v} on {', '.join(PATH_NAMES[p] for p in verdicts if verdicts[p] == v)}" for v in kinds)
+        lines.append(f"Same formulas, different verdicts ({named}): the implementation decides.")
+    elif verdicts:
+        lines.append(f"Every implementation timed here agrees: RMSNorm is {kinds[0]} (forward + backward).")
+    return lines
 
 
 @demo("rms_speed")
-def rms_speed(p: LessonParams, rows: int = 256, features: int = 1024, repeats: int = 15) -> Group:
-    """LayerNorm vs RMSNorm forward + backward on the vectorized NumPy path, timed side by side."""
-    from microgradnorm import vectorized as V
-
-    for name, v in (("rows", rows), ("features", features), ("repeats", repeats)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name}: expected a positive integer, got {v!r}")
-    rng = rng_for(p.seed, 7)
-    x = rng.normal(size=(rows, features))
-    gamma = rng.uniform(0.5, 1.5, size=features)
-    beta = rng.normal(size=features)
-    dy = rng.normal(size=(rows, features))
-
-    def ln_fwd():
-        return V.layer_norm_forward(x, gamma, beta, p.eps, backend="numpy")
-
-    def rms_fwd():
-        return V.rms_norm_forward(x, gamma, p.eps, backend="numpy")
-
-    def ln_both():
-        _, cache = ln_fwd()
-        return V.layer_norm_backward(dy, cache)
-
-    def rms_both():
-        _, cache = rms_fwd()
-        return V.rms_norm_backward(dy, cache)
-
-    for f in (ln_both, rms_both):  # warm up: first calls pay for allocation
-        f()
-    samples: dict[str, list[float]] = {"ln_f": [], "rms_f": [], "ln_b": [], "rms_b": []}
-    # interleaved, so that a noisy neighbour slows both sides alike
-    for _ in range(repeats):
-        samples["ln_f"] += _median_time(ln_fwd, 1)
-        samples["rms_f"] += _median_time(rms_fwd, 1)
-        samples["ln_b"] += _median_time(ln_both, 1)
-        samples["rms_b"] += _median_time(rms_both, 1)
-    med = {k: float(np.median(v)) for k, v in samples.items()}
-    fwd_gain = med["ln_f"] / med["rms_f"] - 1.0
-    both_gain = med["ln_b"] / med["rms_b"] - 1.0
-    lo, hi = SEED_CLAIM
-
-    def verdict(gain: float) -> str:
-        return "below" if gain < lo else "above" if gain > hi else "inside"
-
-    ms = 1e3
-    chart = bar_chart(
-        ["forward", "fwd + bwd"],
-        {"LayerNorm ms": [med["ln_f"] * ms, med["ln_b"] * ms], "RMSNorm ms": [med["rms_f"] * ms, med["rms_b"] * ms]},
-        title=f"median of {repeats} runs, x [{rows}, {features}] float64, NumPy backend",
-    )
+def rms_speed(
+    p: LessonParams, rows: int = 64, features: int = 1024, repeats: int = 5, paths: tuple[str, ...] = PATHS
+) -> Group:
+    """LayerNorm vs RMSNorm forward and backward, on NumPy, the fused kernels and PyTorch: medians, one run."""
+    prob = speed_problem(p.seed, rows, features, p.eps)
+    calls = speed_calls(prob, tuple(paths))
+    medians = time_calls({k: v for k, v in calls.items() if not isinstance(v, str)}, repeats)
+    table = [[PATH_NAMES[k], *(fmt(med[c] * 1e3, 3) for c in CALLS)] for k, med in medians.items()]
+    skipped = [
+        Text(f"{PATH_NAMES[k]}: not timed, {why}", style="dim") for k, why in calls.items() if isinstance(why, str)
+    ]
     return Group(
-        chart,
         number_table(
-            ["", "LN ÷ RMS", "RMS faster by", f"vs {lo:.0%}–{hi:.0%}"],
-            [
-                ["forward", fmt(med["ln_f"] / med["rms_f"], 3), f"{fwd_gain:+.0%}", verdict(fwd_gain)],
-                ["fwd + bwd", fmt(med["ln_b"] / med["rms_b"], 3), f"{both_gain:+.0%}", verdict(both_gain)],
-            ],
-            caption=f"seed 004 claims RMSNorm is {lo:.0%} to {hi:.0%} faster. Measured just now on this "
-            "machine, median of interleaved runs; run it again and the numbers move a little.",
+            ["ms", "LN fwd", "RMS fwd", "LN f+b", "RMS f+b"],
+            table,
+            title=f"median of {repeats} interleaved runs, x [{rows}, {features}] float32",
         ),
+        *skipped,
+        *(Text(line) for line in speed_reading(medians)),
+        Text("Measured just now on this machine; run the step again and the numbers move.", style="dim"),
     )

@@ -23,6 +23,7 @@ from microgradnorm import formulas
 from microgradnorm import tolerances as tol
 from microgradnorm import vectorized as V
 from microgradnorm.engine import DomainError, Value
+from microgradnorm.lessons.claims import claims
 from microgradnorm.lessons.demo_tools import (
     autograd_dx,
     check_mark,
@@ -35,10 +36,11 @@ from microgradnorm.lessons.demo_tools import (
     rng_for,
     sci,
 )
-from microgradnorm.lessons.demos import DemoOutput, LessonParams, demo
+from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 
-# The example of the issue: four numbers whose variance is 22.5, far from zero.
+# Four numbers whose variance is far from zero: mean 10, squared deviations 36, 9, 9, 36.
 CANCELLATION_X = (4.0, 7.0, 13.0, 16.0)
+TRUE_VARIANCE = (36.0 + 9.0 + 9.0 + 36.0) / 4  # divided by N, as a normalization does
 
 
 # ---- E[x^2] - E[x]^2 ----------------------------------------------------------------
@@ -68,7 +70,18 @@ def variance_cancellation(
             rows,
             title="variance of [4, 7, 13, 16] + offset, float64",
         ),
-        Text(""),
+        claims(
+            [
+                (
+                    all(r[2] == fmt(TRUE_VARIANCE, 6) for r in rows),
+                    f"two-pass: {fmt(TRUE_VARIANCE, 6)} at every offset",
+                ),
+                (
+                    any(r[1] != fmt(TRUE_VARIANCE, 6) for r in rows),
+                    "one-pass: wrong once the offset is large",
+                ),
+            ]
+        ),
         Text("layer_norm(x, variance='naive') at offset " + f"{float(offset):g}:", style="bold"),
         engine,
     )
@@ -95,32 +108,65 @@ def eps_outside_grad(x: np.ndarray, dy: np.ndarray, eps: float) -> tuple[np.ndar
     return np.array([y.data for y in ys]), np.array([v.grad for v in xs])
 
 
+def placement_result(x: np.ndarray, dy: np.ndarray, eps: float, where: str) -> tuple[np.ndarray, np.ndarray] | str:
+    """(y, dx) of LayerNorm with eps ``where`` = "inside" or "outside" the square root, or the engine's refusal."""
+    try:
+        if where == "inside":
+            grads, graph = autograd_dx("layernorm", x, None, None, eps, dy)
+            return np.array([v.data for v in graph["y"]]), grads["x"]
+        return eps_outside_grad(x, dy, eps)
+    except DomainError:
+        return "forward divides by 0"
+
+
+def _placement_prediction(constant_outside: tuple[np.ndarray, np.ndarray] | str, eps: float) -> Prediction:
+    choices = ("a finite gradient", "NaN", "nothing: the forward pass already divides by zero")
+    if isinstance(constant_outside, str):
+        answer = 2
+        why = f"With eps = {eps:g} both placements are the same formula, and var = 0 makes the divisor 0."
+    else:
+        answer = 1 if np.isnan(constant_outside[1]).any() else 0
+        why = (
+            "The derivative of sqrt(var) at var = 0 is infinite, and the gradient arriving at it is 0 (the "
+            "centered values are all 0): infinity times zero is NaN."
+        )
+    return Prediction(
+        f"A constant input, eps = {eps:g} added outside the square root: what does backward give for dx?",
+        choices,
+        answer,
+        why,
+    )
+
+
 @demo("eps_placement")
 def eps_placement(p: LessonParams, constant: float = 3.0) -> DemoOutput:
     """A constant input: eps inside sqrt(var + eps) gives a finite gradient, outside gives NaN."""
-    d = p.dim
+    d, eps = p.dim, p.eps
     dy = random_dy(p.seed, d)
-    eps = p.eps if p.eps > 0 else 1e-5
-    rows = []
-    graph = None
+    rows, results = [], {}
     for name, x in (("constant", np.full(d, float(constant))), ("random", random_vector(p.seed, d))):
-        grads, g = autograd_dx("layernorm", x, None, None, eps, dy)
-        if graph is None:
-            graph = g
-        y_in = np.array([v.data for v in g["y"]])
-        y_out, dx_out = eps_outside_grad(x, dy, eps)
-        rows.append([name, "inside", fmt(float(np.max(np.abs(y_in))), 4), fmt(float(np.max(np.abs(grads["x"]))), 4)])
-        rows.append(["", "outside", fmt(float(np.max(np.abs(y_out))), 4), _nan_aware(dx_out)])
+        for where in ("inside", "outside"):
+            results[name, where] = got = placement_result(x, dy, eps, where)
+            label = name if where == "inside" else ""
+            if isinstance(got, str):
+                rows.append([label, where, Text(got, style="bold"), "—"])
+            else:
+                rows.append([label, where, fmt(float(np.max(np.abs(got[0]))), 4), _nan_aware(got[1])])
+    graph = None
+    if not isinstance(results["constant", "inside"], str):
+        graph = autograd_dx("layernorm", np.full(d, float(constant)), None, None, eps, dy)[1]
+    caption = "inside: sqrt(var + eps), the package's norm. outside: sqrt(var) + eps, built by hand."
+    if eps == 0:
+        caption += " At eps = 0 the two are the same formula."
     return DemoOutput(
-        Group(
-            number_table(
-                ["x", "eps", "max |y|", "max |dx|"],
-                rows,
-                title=f"LayerNorm, d = {d}, eps = {eps:g}, loss = sum(y · dy)",
-                caption="inside: sqrt(var + eps), the package's norm. outside: sqrt(var) + eps, built by hand.",
-            ),
+        number_table(
+            ["x", "eps", "max |y|", "max |dx|"],
+            rows,
+            title=f"LayerNorm, d = {d}, eps = {eps:g}, loss = sum(y · dy)",
+            caption=caption,
         ),
         graph=graph,
+        prediction=_placement_prediction(results["constant", "outside"], eps),
     )
 
 
@@ -138,7 +184,7 @@ def sum_loss_hides_bugs(p: LessonParams) -> Group:
     """With gamma = 1, loss = sum(y) gives dx = 0, so a backward that forgets a path still 'passes'."""
     x = random_vector(p.seed, p.dim)
     m = formulas.moments(x, (0,), p.eps)
-    rows = []
+    rows, caught = [], {}
     for gamma_name, gamma in (("1", None), ("random", random_gamma(p.seed, p.dim))):
         for loss_name, dy in (("sum(y)", np.ones(p.dim)), ("sum(y · dy)", random_dy(p.seed, p.dim))):
             grads, _ = autograd_dx("layernorm", x, gamma, None, p.eps, dy)
@@ -146,13 +192,22 @@ def sum_loss_hides_bugs(p: LessonParams) -> Group:
             direct, via_mean, _ = formulas.dx_paths(gx, m.xshift, m.std, m.rstd, (0,))
             buggy = direct + via_mean  # a backward pass that forgot the variance path
             err = float(np.max(np.abs(buggy - grads["x"])))
-            ok = tol.close(buggy, grads["x"], tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
-            rows.append([gamma_name, loss_name, sci(float(np.max(np.abs(grads["x"]))), 1), sci(err, 1), check_mark(ok)])
-    return number_table(
-        ["gamma", "loss", "max |dx|", "bug's error", "passes"],
-        rows,
-        title="autograd dx, and a backward pass missing the variance path",
-        caption="passes: the buggy gradient agrees with autograd within the closed-form tolerance.",
+            caught[gamma_name, loss_name] = not tol.close(buggy, grads["x"], tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+            verdict = Text("caught", style="bold") if caught[gamma_name, loss_name] else Text("missed")
+            rows.append([gamma_name, loss_name, sci(float(np.max(np.abs(grads["x"]))), 1), sci(err, 1), verdict])
+    return Group(
+        number_table(
+            ["gamma", "loss", "max |dx|", "bug's error", "the test"],
+            rows,
+            title="autograd dx, and a backward pass missing the variance path",
+            caption="caught: the buggy gradient differs from autograd beyond the closed-form tolerance.",
+        ),
+        claims(
+            [
+                (not caught["1", "sum(y)"], "gamma = 1 and sum(y): the bug passes unseen"),
+                (caught["1", "sum(y · dy)"], "a random dy catches it"),
+            ]
+        ),
     )
 
 
@@ -205,6 +260,7 @@ def float_precision(p: LessonParams, steps: tuple[float, ...] = (1e-1, 1e-2, 1e-
     ey = tol.normwise_error(y32, y64)[1]
     edx = tol.normwise_error(dx32, dx64)[1]
     fd = fd_errors(p.seed, max(p.dim, 2), p.eps, tuple(steps))
+    best = {k: float(np.nanmin(v)) for k, v in fd.items()}
     return Group(
         number_table(
             ["float32 vs float64", "relative error", "within"],
@@ -223,6 +279,14 @@ def float_precision(p: LessonParams, steps: tuple[float, ...] = (1e-1, 1e-2, 1e-
             caption=f"— : x + h rounds back to x, no step is taken. The package checks gradients in float64 "
             f"with h = {tol.FD_STEP:g} (FD_STEP) and accepts a relative error of {tol.FD_RTOL:g} (FD_RTOL).",
         ),
+        claims(
+            [
+                (
+                    best["float32"] > 100 * best["float64"],
+                    f"float32's best step is {fmt(best['float32'] / best['float64'], 2)}× worse than float64's",
+                )
+            ]
+        ),
     )
 
 
@@ -239,18 +303,27 @@ def layer_norm_unbiased(xs: list[Value], eps: float) -> list[Value]:
     return [s * rstd for s in xshift]
 
 
+def batchnorm_both_ways(seed: int, dim: int, rows: int, eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One training step of the package's BatchNorm layer with momentum 1: (x, y, running_var)."""
+    x = rng_for(seed, 42).normal(0.5, 2.0, size=(rows, dim))
+    layer = V.BatchNorm(dim, eps=eps, momentum=1.0, dtype=np.float64, backend="numpy")
+    y = layer(x)
+    return x, y, layer.running_var
+
+
 @demo("n_or_n_minus_1")
-def n_or_n_minus_1(p: LessonParams, sizes: tuple[int, ...] = (2, 4, 16, 256)) -> Group:
-    """Biased (÷N) and unbiased (÷(N−1)) variance: how far apart, and what mixing them does to dx."""
+def n_or_n_minus_1(p: LessonParams, sizes: tuple[int, ...] = (2, 4, 16, 256), rows: int = 4) -> Group:
+    """Biased (÷N) and unbiased (÷(N−1)) variance: how far apart, where BatchNorm uses each, and mixing them."""
     rng = rng_for(p.seed, 41)
-    rows = []
+    table = []
     for n in sizes:
-        if not isinstance(n, int) or n < 2:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 2:
             raise ValueError(f"sizes: expected integers >= 2, got {n!r}")
         x = rng.normal(0.5, 2.0, size=n)
-        v_n = float(np.var(x))
-        v_n1 = float(np.var(x, ddof=1))
-        rows.append([str(n), fmt(v_n, 4), fmt(v_n1, 4), fmt(v_n1 / v_n, 4), fmt(math.sqrt(v_n / v_n1), 4)])
+        v_n, v_n1 = float(np.var(x)), float(np.var(x, ddof=1))
+        table.append([str(n), fmt(v_n, 4), fmt(v_n1, 4), fmt(v_n1 / v_n, 4)])
+    xb, yb, running = batchnorm_both_ways(p.seed, max(p.dim, 1), rows, p.eps)
+    by_n = (xb - xb.mean(axis=0)) / np.sqrt(xb.var(axis=0) + p.eps)
     # a forward that divides by n - 1, checked against a backward formula that assumes n
     x = random_vector(p.seed, p.dim)
     dy = random_dy(p.seed, p.dim)
@@ -260,19 +333,20 @@ def n_or_n_minus_1(p: LessonParams, sizes: tuple[int, ...] = (2, 4, 16, 256)) ->
     auto = np.array([v.grad for v in xs])
     xhat = np.array([y.data for y in ys])
     rstd = float((np.var(x, ddof=1) + p.eps) ** -0.5)
-    assumed = formulas.dx_simplified(dy, xhat, rstd, (0,))  # the ÷n backward, fed the ÷(n−1) forward
-    err = tol.normwise_error(assumed, auto)[1]
+    err = tol.normwise_error(formulas.dx_simplified(dy, xhat, rstd, (0,)), auto)[1]
     return Group(
-        number_table(
-            ["n", "var ÷ n", "var ÷ (n−1)", "ratio", "xhat shrinks"],
-            rows,
-            title="one random sample per size",
-            caption="xhat shrinks: the factor sqrt(var÷n / var÷(n−1)) by which xhat changes if the "
-            "forward pass switches to n − 1.",
-        ),
-        Text(""),
-        Text.assemble(
-            check_mark(err <= tol.CLOSED_FORM_RTOL),
-            f" forward ÷(n−1), backward formula for ÷n, d = {p.dim}: relative error of dx {sci(err, 1)}",
+        number_table(["N", "var ÷ N", "var ÷ (N−1)", "ratio"], table, title="one random sample per size"),
+        claims(
+            [
+                (
+                    tol.close(yb, by_n, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL),
+                    f"vectorized.BatchNorm, a batch of {rows}: it normalizes with var ÷ N",
+                ),
+                (
+                    tol.close(running, xb.var(axis=0, ddof=1), tol.CLOSED_FORM_RTOL, 0.0),
+                    "and its running_var (momentum 1) is var ÷ (N − 1)",
+                ),
+                (err > tol.CLOSED_FORM_RTOL, f"forward ÷(N−1), backward formula for ÷N: dx off by {sci(err, 1)}"),
+            ]
         ),
     )

@@ -1,0 +1,47 @@
+"""Checked claims for the demos of lessons 08-14: a ✓/✗ line computed from the numbers it is about.
+
+A lesson that shows numbers to make a point also says, in a line of its own,
+whether the numbers make it: ``✓ column sums of dX are zero`` or ``✗ ...``.
+The test for "zero" scales with the terms that cancel (a sum of numbers of
+size 1 that should vanish is zero to about 1e-16 times their total size, not to
+a fixed 1e-12), using the package's named tolerances.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+from rich.console import Group
+from rich.text import Text
+
+from microgradnorm.lessons.demo_tools import check_mark, sci
+from microgradnorm.tolerances import CLOSED_FORM_RTOL
+
+__all__ = ["cancels", "claim", "claims"]
+
+
+def cancels(total: float | np.ndarray, terms: float | np.ndarray, rtol: float = CLOSED_FORM_RTOL) -> bool:
+    """True when ``total`` (a sum that should be zero) is zero up to rounding of ``terms``.
+
+    ``terms`` is the total magnitude of what was added up (e.g. sum |a_i| for
+    sum a_i); the test is |total| <= rtol * terms, elementwise, at least one ulp-sized floor.
+    """
+    total = np.abs(np.asarray(total, dtype=np.float64))
+    scale = np.asarray(terms, dtype=np.float64)
+    return bool(np.all(total <= rtol * scale + np.finfo(np.float64).tiny))
+
+
+def claim(ok: bool, text: str) -> Text:
+    """One checked claim: ✓ or ✗, then what was checked (the words say it, not a colour)."""
+    return Text.assemble(check_mark(bool(ok)), " ", text)
+
+
+def claims(lines: Iterable[tuple[bool, str]]) -> Group:
+    """Several checked claims, one per line."""
+    return Group(*(claim(ok, text) for ok, text in lines))
+
+
+def maxabs(a: float | np.ndarray) -> str:
+    """The largest magnitude in ``a``, in scientific notation (for error and residual lines)."""
+    return sci(float(np.max(np.abs(a))))

@@ -1,0 +1,220 @@
+"""Lesson 08 (BatchNorm) and the cube figure of lessons 08 and 10, checked against oracles written here.
+
+Oracles: which values share a statistic, written out by hand per norm from the
+papers' definitions (BatchNorm: same channel; LayerNorm: same example;
+GroupNorm: same example and channel group; for tokens [B, T, C] BatchNorm:
+same channel, LayerNorm/RMSNorm: same token); NumPy standardization written
+here; the predictions' answers recomputed from those oracles for several seeds.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from microgradnorm import tolerances as tol
+from microgradnorm.lessons import demos_batchnorm as bn
+from microgradnorm.lessons import norm_axes as A
+from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
+
+SEEDS = (0, 1, 2, 5, 11)
+
+
+def render(renderable, width: int = 100) -> str:
+    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
+    console.print(renderable)
+    return console.export_text()
+
+
+def standardize(x: np.ndarray, axis, eps: float) -> np.ndarray:
+    mu = x.mean(axis=axis, keepdims=True)
+    return (x - mu) / np.sqrt(((x - mu) ** 2).mean(axis=axis, keepdims=True) + eps)
+
+
+# ---- which values share a statistic --------------------------------------------------------
+
+
+def same_group_by_hand(layout: str, label: str, shape: tuple[int, ...]) -> np.ndarray:
+    """[size, size]: True where two values are normalized together, from the norms' definitions."""
+    index = np.indices(shape).reshape(len(shape), -1)  # the coordinates of every value
+    if layout == "images":
+        n, c = index[0], index[1]
+        key = {
+            "BatchNorm": (c,),
+            "LayerNorm": (n,),
+            "GroupNorm": (n, c // (shape[1] // A.GROUPS)),
+        }[label]
+    else:
+        b, t, c = index
+        key = {"BatchNorm": (c,), "LayerNorm": (b, t), "RMSNorm": (b, t)}[label]
+    same = np.ones((index.shape[1], index.shape[1]), dtype=bool)
+    for k in key:
+        same &= k[:, None] == k[None, :]
+    return same
+
+
+@pytest.mark.parametrize(
+    ("layout", "shape"),
+    [("images", (3, 6, 2, 2)), ("images", (2, 4, 1, 3)), ("tokens", (2, 3, 6)), ("tokens", (3, 2, 4))],
+)
+def test_group_ids_from_the_registry_match_the_definitions(layout, shape):
+    lay = A.LAYOUTS[layout]
+    for pooling in A.poolings(lay, shape):
+        ids = A.group_ids(pooling, shape).reshape(-1)
+        assert np.array_equal(ids[:, None] == ids[None, :], same_group_by_hand(layout, pooling.label, shape))
+
+
+@pytest.mark.parametrize("layout", ["images", "tokens"])
+def test_changing_one_value_moves_exactly_its_group(layout):
+    lay = A.LAYOUTS[layout]
+    x = np.random.default_rng(3).normal(size=lay.shape)
+    for pooling in A.poolings(lay):
+        assert np.array_equal(A.moved_by_one(pooling, x), same_group_by_hand(layout, pooling.label, lay.shape))
+
+
+def test_pooled_axes_in_words():
+    lay = A.LAYOUTS["images"]
+    words = {p.label: A.pooled_axes(A.group_ids(p, lay.shape), lay.axes) for p in A.poolings(lay)}
+    assert words == {"BatchNorm": "N, H, W", "LayerNorm": "C, H, W", "GroupNorm": f"H, W, C/{A.GROUPS}"}
+    tok = A.LAYOUTS["tokens"]
+    words = {p.label: A.pooled_axes(A.group_ids(p, tok.shape), tok.axes) for p in A.poolings(tok)}
+    assert words == {"BatchNorm": "B, T", "LayerNorm": "C", "RMSNorm": "C"}
+
+
+def test_groupnorm_refuses_channels_it_cannot_split():
+    with pytest.raises(ValueError, match="shape: GroupNorm needs C divisible by 2, got C = 5"):
+        A.poolings(A.LAYOUTS["images"], (2, 5, 2, 2))
+
+
+def _marks(text: str, label_prefix: str) -> list[str]:
+    """The ■/· cells of each grid line (one line holds every panel, side by side)."""
+    return [line for line in text.splitlines() if line.lstrip().startswith(label_prefix)]
+
+
+def test_the_terminal_grid_marks_the_first_values_group():
+    lay = A.LAYOUTS["images"]
+    text = render(A.axes_panels(lay))
+    n, c = lay.shape[:2]
+    lines = _marks(text, "n")
+    assert len(lines) == n
+    for r, line in enumerate(lines):
+        panels = [re.findall(r"[■·]", part) for part in re.split(r"n\d", line)[1:]]
+        bn_cells, ln_cells, gn_cells = panels
+        assert bn_cells == ["■"] + ["·"] * (c - 1)  # one channel, every example
+        assert ln_cells == (["■"] * c if r == 0 else ["·"] * c)  # one example, every channel
+        half = c // A.GROUPS
+        assert gn_cells == (["■"] * half + ["·"] * (c - half) if r == 0 else ["·"] * c)
+    size = lay.shape[0] * lay.shape[2] * lay.shape[3]
+    assert f"{c} groups of {size}" in text
+
+
+def test_the_svg_cube_shades_the_same_cells():
+    lay = A.LAYOUTS["tokens"]
+    svg = A.axes_figure(lay).svg()
+    assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+    shaded = svg.count(f'fill="{A.PALETTE[0]}"')
+    b, t, c = lay.shape
+    # visible faces: front (T x C at B = 0), top (C x B at T = 0), right (T x B at C = last)
+    # BatchNorm, channel 0: front column (t), top column (b), right face none  -> t + b
+    # LayerNorm and RMSNorm, token (0, 0): front row (c), top front strip (c), and on the right
+    # face the one cell at t = 0, b = 0                                         -> 2 c + 1 each
+    assert shaded == (t + b) + 2 * (2 * c + 1)
+    assert "BatchNorm" in svg and "RMSNorm" in svg and "over B, T" in svg
+
+
+def test_the_cube_demo_checks_and_returns_the_figure():
+    out = run_demo("norm_axes_cube", LessonParams(), {"layout": "tokens"})
+    text = render(out.renderable)
+    assert "✓ changing any one of the 36 values" in " ".join(text.split())
+    assert "✗" not in text
+    assert isinstance(out.graph, A.AxesFigure) and "<svg" in out.graph.svg()
+    with pytest.raises(ValueError, match="layout: expected one of images, tokens, got 'video'"):
+        run_demo("norm_axes_cube", LessonParams(), {"layout": "video"})
+
+
+# ---- predictions -------------------------------------------------------------------------------
+
+
+def _oracle_doubling_answer(x, gamma, dy, eps) -> int:
+    dg = np.sum(dy * standardize(x, 0, eps), axis=0)
+    dg2 = np.sum(dy * standardize(2 * x, 0, eps), axis=0)
+    for k, factor in ((0, 2.0), (1, 0.5), (2, 1.0)):
+        if np.max(np.abs(dg2 - factor * dg)) <= tol.DISPLAY_RTOL * np.max(np.abs(dg)):
+            return k
+    return 3
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("eps", [1e-5, 0.0, 1e8])
+def test_the_doubling_prediction_matches_numpy(seed, eps):
+    p = LessonParams(dim=3, seed=seed, eps=eps, batch=4)
+    x, gamma, _, dy = bn._batch(p)
+    out = run_demo("bn_param_grads", p)
+    expected = _oracle_doubling_answer(x, gamma, dy, eps)
+    assert out.prediction.answer == expected
+    # with eps far above the variance, xhat is nearly (x - mean)/sqrt(eps): it doubles with x
+    assert expected == (0 if eps == 1e8 else 2)
+    assert f"eps = {eps:g}" in out.prediction.why
+
+
+@pytest.mark.parametrize("batch", [2, 3, 4, 9])
+def test_the_slip_prediction_and_its_ratio(batch):
+    p = LessonParams(dim=3, seed=batch, batch=batch)
+    out = run_demo("bn_variance_slip", p)
+    assert out.prediction.choices[out.prediction.answer] == "smaller than the true one"
+    assert f"(m − 1)/m = {(batch - 1) / batch:.4g} for m = {batch}" in out.prediction.why
+    paths = bn.slip_paths(p)
+    ratio = paths["slip_via_var"] / paths["via_var"]
+    assert np.allclose(ratio, (batch - 1) / batch, rtol=tol.CLOSED_FORM_RTOL)
+    text = render(out.renderable)
+    assert text.count("✓") == 3 and "✗" not in text
+
+
+# ---- checked claims ------------------------------------------------------------------------------
+
+
+def test_the_radial_remainder_at_eps_is_what_the_demo_predicts():
+    # independent: dX from central differences of the loss, not from the closed form
+    rng = np.random.default_rng(7)
+    x, dy, eps = rng.normal(size=(4, 2)), rng.normal(size=(4, 2)), 0.5
+
+    def loss(v):
+        return np.sum(standardize(v, 0, eps) * dy)
+
+    h = 1e-6
+    dx = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        xp, xm = x.copy(), x.copy()
+        xp[idx] += h
+        xm[idx] -= h
+        dx[idx] = (loss(xp) - loss(xm)) / (2 * h)
+    xhat = standardize(x, 0, eps)
+    var = x.var(axis=0)
+    predicted = (var + eps) ** -0.5 * np.sum(dy * xhat, axis=0) * eps / (var + eps)
+    assert np.allclose(np.sum(dx * xhat, axis=0), predicted, rtol=tol.FD_RTOL, atol=tol.FD_ATOL)
+
+
+@pytest.mark.parametrize(
+    "p",
+    [
+        LessonParams(dim=3, batch=4),
+        LessonParams(dim=5, seed=3, eps=0.0, batch=2),
+        LessonParams(dim=2, seed=8, eps=0.1, batch=7),
+    ],
+)
+def test_every_lesson_8_demo_shows_only_passing_checks(p):
+    for name in (
+        "bn_axes",
+        "bn_param_grads",
+        "bn_three_paths",
+        "bn_variance_slip",
+        "bn_simplified",
+        "bn_is_ln_transposed",
+    ):
+        out = run_demo(name, p)
+        text = render(out.renderable if isinstance(out, DemoOutput) else out, 60)
+        assert "✓" in text and "✗" not in text, name

@@ -1,0 +1,147 @@
+"""Lesson 10 (LayerNorm vs BatchNorm in practice): predictions, checked claims and BatchNorm's eval mode.
+
+Oracles: standardization written out in NumPy here, applied to the very batches
+the demos drew; running statistics written out here (PyTorch's definition: the
+unbiased batch variance) and PyTorch's own ``BatchNorm1d`` where it is
+installed.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import math
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from microgradnorm import tolerances as tol
+from microgradnorm.lessons import demos_practice as P
+from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
+
+SEEDS = (0, 1, 4, 9)
+
+
+def render(renderable, width: int = 100) -> str:
+    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
+    console.print(renderable)
+    return " ".join(console.export_text().split())
+
+
+def standardize(x: np.ndarray, axis: int, eps: float) -> np.ndarray:
+    mu = x.mean(axis=axis, keepdims=True)
+    return (x - mu) / np.sqrt(((x - mu) ** 2).mean(axis=axis, keepdims=True) + eps)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("eps", [1e-5, 1e-2])
+def test_batch_of_two_gives_plus_or_minus_one_up_to_eps(seed, eps):
+    stats = P.batch_spread(seed, 4, (1, 2, 4, 16, 64), trials=20, eps=eps)  # the demo's defaults
+    two = next(s for s in stats if s["size"] == 2)
+    y = standardize(two["batches"], 1, eps)[:, 0]  # the fixed example's outputs, from NumPy here
+    a, b = two["batches"][:, 0], two["batches"][:, 1]
+    assert np.allclose(np.abs(y), np.abs(a - b) / np.sqrt((a - b) ** 2 + 4 * eps), rtol=1e-12)
+    assert np.allclose(two["outputs"], y, rtol=tol.CLOSED_FORM_RTOL, atol=tol.CLOSED_FORM_ATOL)
+    out = run_demo("batch_size_dependence", LessonParams(dim=4, seed=seed, eps=eps))
+    assert out.prediction.choices[out.prediction.answer] == "+1 or −1 (up to eps)"
+    gap = float(np.max(np.abs(np.abs(y) - 1)))
+    assert f"{gap:.2e}" in out.prediction.why
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_distance_from_the_population_value_and_its_check(seed):
+    stats = P.batch_spread(seed, 4, (1, 2, 4, 16, 64), trials=20, eps=1e-5)
+    x0 = stats[0]["batches"][0, 0]
+    z = (x0 - P.POP_MEAN) / P.POP_STD
+    distances = []
+    for s in stats:
+        y = standardize(s["batches"], 1, 1e-5)[:, 0]
+        distances.append(float(np.sqrt(np.mean((y - z) ** 2))))
+        assert s["bn_from_pop"] == pytest.approx(distances[-1], rel=1e-9)
+    falls = all(a > b for a, b in itertools.pairwise(distances[1:]))
+    text = render(run_demo("batch_size_dependence", LessonParams(dim=4, seed=seed)).renderable)
+    mark = "✓" if falls else "✗"
+    assert f"{mark} from batch 2 up, each larger batch lands closer" in text
+    assert "✓ batch 1: every BatchNorm output is 0" in text
+
+
+def test_batch_sizes_must_include_two():
+    with pytest.raises(ValueError, match=r"sizes: expected positive batch sizes including 2, got \(4, 8\)"):
+        run_demo("batch_size_dependence", LessonParams(), {"sizes": (4, 8)})
+
+
+# ---- eval mode ----------------------------------------------------------------------------------
+
+
+def _ema(batches, momentum):
+    mean, var = np.zeros(batches[0].shape[1]), np.ones(batches[0].shape[1])
+    for x in batches:
+        n = x.shape[0]
+        mean = (1 - momentum) * mean + momentum * np.sum(x, axis=0) / n
+        var = (1 - momentum) * var + momentum * np.sum((x - x.mean(axis=0)) ** 2, axis=0) / (n - 1)
+    return mean, var
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_running_statistics_are_the_unbiased_running_averages(seed):
+    run = P.run_eval_mode(seed, 3, 1e-5, steps=30, batch=8, small=4)
+    mean, var = _ema(run.batches, 0.1)
+    assert np.allclose(run.layer.running_mean, mean, rtol=1e-12, atol=1e-12)
+    assert np.allclose(run.layer.running_var, var, rtol=1e-12)
+    # eval mode is the fixed map (x - running_mean) / sqrt(running_var + eps), gamma = 1, beta = 0
+    assert np.allclose(run.y_eval, (run.small - mean) / np.sqrt(var + 1e-5), rtol=1e-12, atol=1e-12)
+    assert np.allclose(run.y_train, standardize(run.small, 0, 1e-5), rtol=1e-12, atol=1e-12)
+
+
+def test_eval_mode_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    run = P.run_eval_mode(2, 3, 1e-5, steps=25, batch=8, small=4)
+    bn = torch.nn.BatchNorm1d(3, eps=1e-5, momentum=0.1, dtype=torch.float64)
+    for x in run.batches:
+        bn(torch.from_numpy(x))
+    assert np.allclose(bn.running_mean.numpy(), run.layer.running_mean, rtol=tol.TORCH_F64_RTOL)
+    assert np.allclose(bn.running_var.numpy(), run.layer.running_var, rtol=tol.TORCH_F64_RTOL)
+    bn.eval()
+    with torch.no_grad():
+        y = bn(torch.from_numpy(run.small)).numpy()
+    assert np.allclose(y, run.y_eval, rtol=tol.TORCH_F64_RTOL, atol=tol.TORCH_F64_ATOL)
+
+
+@pytest.mark.parametrize("p", [LessonParams(dim=4), LessonParams(dim=2, seed=3, eps=0.0), LessonParams(dim=6, seed=5)])
+def test_the_eval_demo_checks_pass(p):
+    text = render(run_demo("bn_eval_mode", p).renderable)
+    assert text.count("✓") == 3 and "✗" not in text
+    assert "÷(N − 1)" in text
+
+
+# ---- padding and the wrong axis ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pad_to", [5, 12, 30])
+def test_padded_mean_is_the_real_mean_times_the_real_share(pad_to):
+    x, mask = P.padded_batch(1, 4, (5, 2, 3), pad_to)
+    flat = x.reshape(-1, 4)
+    assert np.allclose(flat.mean(axis=0), x[mask].mean(axis=0) * mask.sum() / mask.size, rtol=1e-12)
+
+
+@pytest.mark.parametrize("p", [LessonParams(dim=4), LessonParams(dim=3, seed=2, eps=0.0)])
+def test_padding_demos_show_only_passing_checks(p):
+    for name in ("padding_pollution", "padding_growth"):
+        text = render(run_demo(name, p).renderable)
+        assert text.count("✓") == 2 and "✗" not in text, name
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_wrong_axis_prediction_follows_the_curves(seed):
+    curves = P.train_wrong_axis(seed, steps=200)
+    tail = {k: float(np.mean(v[-20:])) for k, v in curves.items()}
+    ln_ok, bn_ok = tail["layernorm"] < 0.5 * math.log(2), tail["batchnorm"] < 0.5 * math.log(2)
+    out = run_demo("wrong_axis_loss", LessonParams(seed=seed))
+    assert isinstance(out, DemoOutput)
+    assert (
+        out.prediction.answer
+        == {(True, False): 0, (False, True): 1, (True, True): 2, (False, False): 3}[(ln_ok, bn_ok)]
+    )
+    assert out.prediction.answer == 0
+    assert f"{tail['layernorm']:.3g}" in out.prediction.why

@@ -1,0 +1,167 @@
+"""Lesson 11 (pre-LN vs post-LN): the LayerNorm bound, the unrolled product and the predictions, against oracles.
+
+Oracles: the engine's autograd Jacobian of LayerNorm (for the vectorized one the
+demo builds); explicit per-token Jacobian matrices of each pre-LN block built
+here by central differences, multiplied out as (I + A)ᵀ products, for the
+expansion into first-order and cross terms; PyTorch autograd for the stack's
+gradients behind the predictions (skipped when PyTorch is absent).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from rich.console import Console
+
+from microgradnorm import tolerances as tol
+from microgradnorm.jacobian import autograd_jacobian
+from microgradnorm.lessons import demos_residual as R
+from microgradnorm.lessons.demos import LessonParams, run_demo
+
+
+def render(renderable, width: int = 100) -> str:
+    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
+    console.print(renderable)
+    return " ".join(console.export_text().split())
+
+
+# ---- one LayerNorm ------------------------------------------------------------------------------
+
+
+@given(st.integers(3, 9), st.integers(0, 2**16))
+def test_the_vectorized_jacobian_is_the_engines_and_obeys_the_tight_bound(d, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(0.0, rng.uniform(0.5, 3.0), size=d)
+    gamma = rng.uniform(-2.0, 2.0, size=d)
+    j = R.ln_jacobian(x, gamma, 1e-5)
+    assert tol.close(j, autograd_jacobian("layernorm", x.tolist(), gamma.tolist(), None, 1e-5), 1e-9, 1e-12)
+    sigma = math.sqrt(x.var() + 1e-5)
+    norm = np.linalg.norm(j, 2)
+    assert norm <= np.max(np.abs(gamma)) / sigma * (1 + 1e-9)
+    assert np.max(np.abs(gamma)) <= np.linalg.norm(gamma)  # the tight bound is never above the loose one
+
+
+@pytest.mark.parametrize(("dim", "seed"), [(32, 0), (3, 1), (8, 5), (16, 9)])
+def test_the_stretch_prediction_is_one_over_sigma(dim, seed):
+    out = run_demo("ln_stretch", LessonParams(dim=dim, seed=seed))
+    x = R.rng_for(seed, 21).normal(0.5, 2.0, size=dim)
+    j = np.array(autograd_jacobian("layernorm", x.tolist(), None, None, 1e-5))
+    assert np.linalg.norm(j, 2) * math.sqrt(x.var() + 1e-5) == pytest.approx(1.0, rel=1e-9)
+    assert out.prediction.answer == 0
+    text = render(out.renderable)
+    assert text.count("✓") == 3 and "✗" not in text
+
+
+# ---- the unrolled pre-LN product ------------------------------------------------------------------
+
+
+def _block_jacobians(weights: R.StackWeights) -> list[np.ndarray]:
+    """A_k per token, [T, D, D], by central differences of x -> f_k(LN(x)) along the forward pass."""
+    h, out = weights.x.copy(), []
+
+    def block(k, v):
+        mu = v.mean(axis=-1, keepdims=True)
+        u = (v - mu) / np.sqrt(((v - mu) ** 2).mean(axis=-1, keepdims=True) + 1e-5)
+        return np.tanh(u @ weights.w1[k] + weights.b1[k]) @ weights.w2[k]
+
+    step = 1e-6
+    for k in range(len(weights.w1)):
+        t, d = h.shape
+        jac = np.zeros((t, d, d))
+        for i in range(d):
+            e = np.zeros(d)
+            e[i] = step
+            jac[:, :, i] = (block(k, h + e) - block(k, h - e)) / (2 * step)  # column i: d f / d x_i
+        out.append(jac)
+        h = h + block(k, h)
+    return out
+
+
+def test_the_expansion_matches_explicit_products_of_jacobians():
+    weights = R.stack_weights(3, 5, width=4, tokens=2, gain=3.0, bias=0.0)
+    a = _block_jacobians(weights)
+    _, g_top = R.stack_forward(weights, "pre")
+    exp = R.pre_ln_expansion(weights)
+    eye = np.eye(4)
+    for layer in range(5):
+        full, first = [], []
+        for t in range(2):
+            prod = eye
+            for k in range(layer, 5):
+                prod = (eye + a[k][t]) @ prod  # d x_top / d x_l = (I + A_top) ... (I + A_l): g_l = prodᵀ g_top
+            full.append(prod.T @ g_top[t])
+            first.append((eye + sum(a[k][t] for k in range(layer, 5))).T @ g_top[t])
+        top = np.linalg.norm(g_top)
+        full, first = np.array(full), np.array(first)
+        assert exp.full[layer] == pytest.approx(np.linalg.norm(full) / top, rel=tol.FD_RTOL * 10)
+        assert exp.first[layer] == pytest.approx(np.linalg.norm(first) / top, rel=tol.FD_RTOL * 10)
+        assert exp.cross[layer] == pytest.approx(np.linalg.norm(full - first) / top, rel=1e-4, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_the_cross_terms_prediction_follows_the_expansion(seed):
+    p = LessonParams(dim=32, seed=seed)
+    out = run_demo("pre_ln_cross_terms", p)
+    exp = R.pre_ln_expansion(R.stack_weights(seed, 24, width=32, gain=4.0, bias=0.0))
+    assert out.prediction.answer == (1 if exp.cross[0] > exp.first[0] else 0) == 1
+    assert exp.cross[-1] == 0.0 and exp.first[-1] == pytest.approx(exp.full[-1])
+    text = render(out.renderable)
+    assert text.count("✓") == 2 and "✗" not in text
+
+
+# ---- the predictions and readings of the stack ------------------------------------------------------
+
+
+def _torch_bottom_ratio(weights: R.StackWeights, arrangement: str) -> float:
+    torch = pytest.importorskip("torch")
+    x = torch.tensor(weights.x, requires_grad=True)
+    h, top = x, None
+    for w1, b1, w2 in zip(weights.w1, weights.b1, weights.w2):
+        w1t, b1t, w2t = (torch.tensor(a) for a in (w1, b1, w2))
+        if arrangement == "pre":
+            h = h + torch.tanh(torch.nn.functional.layer_norm(h, (h.shape[-1],), eps=1e-5) @ w1t + b1t) @ w2t
+        else:
+            h = torch.nn.functional.layer_norm(h + torch.tanh(h @ w1t + b1t) @ w2t, (h.shape[-1],), eps=1e-5)
+    top = h
+    top.retain_grad()
+    out = torch.nn.functional.layer_norm(h, (h.shape[-1],), eps=1e-5) if arrangement == "pre" else h
+    (out * torch.tensor(weights.g)).sum().backward()
+    return float(x.grad.norm() / top.grad.norm())
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_closer_prediction_agrees_with_torch(seed):
+    weights = R.stack_weights(seed, 24, width=32)
+    pre, post = _torch_bottom_ratio(weights, "pre"), _torch_bottom_ratio(weights, "post")
+    out = run_demo("residual_gradients", LessonParams(dim=32, seed=seed))
+    expected = 0 if abs(math.log(pre)) < abs(math.log(post)) else 1
+    assert out.prediction.answer == expected == 0
+    text = render(out.renderable)
+    assert f"pre-LN: layer 0 gets {pre:.3g} ×" in text
+    assert f"a factor {post ** (1 / 24):.3g} per layer" in text
+
+
+def test_the_depth_reading_compares_logarithms():
+    p = LessonParams(dim=16, seed=2)
+    text = render(run_demo("residual_gradients", p, {"layers": 12, "versus": 6}).renderable)
+    r = {n: R.bottom_ratio(R.stack_gradients(R.stack_weights(2, n, width=16), "post")) for n in (6, 12)}
+    assert f"6 → 12 layers: post-LN's log(ratio) × {math.log(r[12]) / math.log(r[6]):.3g}" in text
+
+
+def test_the_depth_table_computes_its_log_column():
+    out = run_demo("residual_depth", LessonParams(dim=8, seed=1), {"depths": (4, 8), "blocks": ((2.0, 0.0),)})
+    text = render(out.renderable)
+    r = {
+        n: R.bottom_ratio(R.stack_gradients(R.stack_weights(1, n, width=8, gain=2.0, bias=0.0), "post")) for n in (4, 8)
+    }
+    assert f"{math.log(r[8]) / math.log(r[4]):.3g}" in text
+    assert "log ×: log(post 8) ÷ log(post 4), 2 for a product" in text
+
+
+def test_log_growth_refuses_a_ratio_of_one():
+    assert math.isnan(R.log_growth(5.0, 1.0000001))

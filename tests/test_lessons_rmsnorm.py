@@ -1,0 +1,143 @@
+"""Lesson 09 (RMSNorm): the prediction, the checked claims and the timing step, against oracles.
+
+Oracles: RMSNorm and LayerNorm written out in NumPy here and differentiated by
+central differences; for the timing step, synthetic medians whose reading is
+known, and the timed calls' own outputs compared with the package's forward
+pass (so the step times the norms it names). Wall-clock time is never asserted.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from microgradnorm import tolerances as tol
+from microgradnorm import vectorized as V
+from microgradnorm.lessons import demos_rmsnorm as R
+from microgradnorm.lessons.demo_tools import random_dy, random_gamma, random_vector
+from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
+
+
+def render(renderable, width: int = 100) -> str:
+    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
+    console.print(renderable)
+    return " ".join(console.export_text().split())
+
+
+def rms_loss_grad(x, gamma, dy, eps, h=tol.FD_STEP):
+    """d/dx of sum(gamma * x / sqrt(mean(x^2) + eps) * dy), by central differences."""
+
+    def loss(v):
+        return np.sum(gamma * v / np.sqrt(np.mean(v * v) + eps) * dy)
+
+    out = np.zeros_like(x)
+    for k in range(x.size):
+        xp, xm = x.copy(), x.copy()
+        xp[k] += h
+        xm[k] -= h
+        out[k] = (loss(xp) - loss(xm)) / (2 * h)
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 7])
+def test_the_sum_prediction_matches_finite_differences(seed):
+    p = LessonParams(dim=6, seed=seed)
+    x = random_vector(seed, 6, loc=1.5)
+    dx = rms_loss_grad(x, random_gamma(seed, 6), random_dy(seed, 6), p.eps)
+    out = run_demo("rms_gradient", p)
+    expected = 0 if abs(dx.sum()) <= tol.FD_RTOL * np.abs(dx).sum() else 1
+    assert out.prediction.answer == expected == 1
+    assert f"{dx.sum():.2e}" in out.prediction.why  # the why quotes the live sum
+
+
+@pytest.mark.parametrize(
+    "p", [LessonParams(dim=6), LessonParams(dim=3, seed=4, eps=0.0), LessonParams(dim=9, seed=2, eps=0.05)]
+)
+def test_every_claim_of_lesson_9_holds(p):
+    for name in ("rms_vs_ln_forward", "rms_gradient", "rms_jacobian_heatmap"):
+        out = run_demo(name, p)
+        text = render(out.renderable if isinstance(out, DemoOutput) else out)
+        assert text.count("✓") >= 2 and "✗" not in text, name
+
+
+def test_the_stretch_leaves_exactly_what_eps_predicts():
+    # J x by central differences of RMSNorm itself, against |x| eps / (ms + eps)^(3/2)
+    x, eps, h = np.array([2.0, -1.0, 0.5, 3.0]), 0.3, 1e-6
+
+    def rms(v):
+        return v / np.sqrt(np.mean(v * v) + eps)
+
+    jx = (rms(x + h * x) - rms(x - h * x)) / (2 * h)
+    ms = np.mean(x * x)
+    assert np.linalg.norm(jx) == pytest.approx(np.linalg.norm(x) * eps / (ms + eps) ** 1.5, rel=tol.FD_RTOL)
+
+
+# ---- the timing step -----------------------------------------------------------------------
+
+
+def _medians(ratios: dict[str, float]) -> dict[str, dict[str, float]]:
+    """Medians whose RMS/LN ratio (forward + backward) is given; forward the same ratio."""
+    return {k: {"ln_f": 1.0, "rms_f": r, "ln_b": 2.0, "rms_b": 2.0 * r} for k, r in ratios.items()}
+
+
+def test_the_reading_follows_the_numbers():
+    lines = R.speed_reading(_medians({"numpy": 0.6, "fused": 0.99, "torch": 2.0}))
+    assert lines[0] == "NumPy: RMSNorm took 60% of LayerNorm's time forward, 60% forward + backward: faster."
+    assert lines[1].endswith("99% forward + backward: about the same.")
+    assert lines[2].endswith("200% forward + backward: slower.")
+    assert lines[3].startswith("Same formulas, different verdicts") and "the implementation decides" in lines[3]
+    same = R.speed_reading(_medians({"numpy": 0.5, "torch": 0.8}))
+    assert same[-1] == "Every implementation timed here agrees: RMSNorm is faster (forward + backward)."
+    assert R.speed_reading({}) == []
+
+
+def test_the_timed_calls_compute_the_norms_they_are_named_after():
+    prob = R.speed_problem(3, 8, 16, 1e-5)
+    y_ln, _ = V.layer_norm_forward(prob.x, prob.gamma, prob.beta, prob.eps, backend="numpy")
+    y_rms, _ = V.rms_norm_forward(prob.x, prob.gamma, prob.eps, backend="numpy")
+    calls = R.speed_calls(prob, ("numpy", "torch"))
+    assert np.array_equal(calls["numpy"]["ln_f"]()[0], y_ln)
+    if isinstance(calls["torch"], str):
+        pytest.skip(f"PyTorch: {calls['torch']}")
+    for name, want in (("ln_f", y_ln), ("rms_f", y_rms)):
+        got = calls["torch"][name]().numpy()
+        assert tol.close(got, want, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL), name
+
+
+def test_the_speed_step_renders_reads_its_numbers_and_names_what_it_skips(monkeypatch):
+    from microgradnorm import fused
+
+    monkeypatch.setattr(fused, "AVAILABLE", False)
+    monkeypatch.setattr(R, "torch_installed", lambda: False)
+    text = render(R.rms_speed(LessonParams(), rows=4, features=8, repeats=2))
+    assert "median of 2 interleaved runs, x [4, 8] float32" in text
+    assert "fused (numba): not timed, numba is not installed" in text
+    assert "PyTorch: not timed, PyTorch is not installed" in text
+    assert "NumPy: RMSNorm took" in text and "Every implementation timed here agrees" in text
+
+
+def test_the_speed_step_refuses_bad_arguments():
+    with pytest.raises(ValueError, match="paths: expected some of numpy, fused, torch, got 'jax'"):
+        R.rms_speed(LessonParams(), rows=4, features=8, repeats=1, paths=("jax",))
+    with pytest.raises(ValueError, match="rows: expected an integer >= 2, got 1"):
+        R.rms_speed(LessonParams(), rows=1)
+    with pytest.raises(ValueError, match="repeats: expected a positive integer, got 0"):
+        R.rms_speed(LessonParams(), rows=4, features=8, repeats=0, paths=("numpy",))
+
+
+def test_lesson_9_takes_no_batch(tmp_path):
+    env = {"MICROGRADNORM_HOME": str(tmp_path), "NO_COLOR": "1", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-m", "microgradnorm", "lesson", "9", "--auto", "--batch", "3"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "does not use it" in done.stderr and "BatchNorm" not in done.stderr

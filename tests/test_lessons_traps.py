@@ -1,0 +1,78 @@
+"""Lesson 12 (numerical traps): the eps option, the prediction, N against N − 1, and the checked claims.
+
+Oracles: exact rational arithmetic for the variance of [4, 7, 13, 16]; PyTorch
+autograd for eps outside the square root and PyTorch's BatchNorm1d for the
+running variance (both skipped when PyTorch is absent); NumPy written out here.
+"""
+
+from __future__ import annotations
+
+import io
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from microgradnorm.lessons import demos_traps as T
+from microgradnorm.lessons.demo_tools import random_dy
+from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
+
+
+def render(renderable, width: int = 100) -> str:
+    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
+    console.print(renderable)
+    return " ".join(console.export_text().split())
+
+
+def test_the_true_variance_the_demo_checks_against_is_exact():
+    xs = [Fraction(v) for v in T.CANCELLATION_X]
+    mean = sum(xs) / len(xs)
+    assert sum((v - mean) ** 2 for v in xs) / len(xs) == Fraction(T.TRUE_VARIANCE)
+    text = render(run_demo("variance_cancellation", LessonParams()).renderable)
+    assert text.count("✓") == 2 and "✗" not in text
+
+
+@pytest.mark.parametrize("seed", [0, 1, 3])
+@pytest.mark.parametrize("eps", [1e-5, 1e-2])
+def test_eps_outside_gives_nan_as_torch_does_and_the_prediction_says_so(seed, eps):
+    torch = pytest.importorskip("torch")
+    d = 4
+    x = torch.full((d,), 3.0, dtype=torch.float64, requires_grad=True)
+    xs = x - x.mean()
+    y = xs / (torch.sqrt((xs * xs).mean()) + eps)
+    (y * torch.tensor(random_dy(seed, d))).sum().backward()
+    expected = 1 if torch.isnan(x.grad).any() else 0
+    out = run_demo("eps_placement", LessonParams(dim=d, seed=seed, eps=eps))
+    assert out.prediction.answer == expected == 1
+    assert f"eps = {eps:g}" in render(out.renderable)
+
+
+def test_at_eps_0_the_step_follows_the_option():
+    with np.errstate(divide="ignore", invalid="ignore"):  # the oracle: 0 / 0 in plain NumPy
+        xs = np.full(4, 3.0) - 3.0
+        assert np.isnan(xs / np.sqrt(np.mean(xs * xs))).all()
+    out = run_demo("eps_placement", LessonParams(eps=0.0))
+    text = render(out.renderable)
+    assert "eps = 0" in text and "eps = 1e-05" not in text
+    assert text.count("forward divides by 0") == 2 and "the same formula" in text
+    assert out.prediction.answer == 2 and out.graph is None
+
+
+@pytest.mark.parametrize("p", [LessonParams(), LessonParams(dim=6, seed=2, eps=0.0), LessonParams(dim=3, seed=5)])
+def test_every_claim_of_lesson_12_holds(p):
+    for name in ("variance_cancellation", "sum_loss_hides_bugs", "float_precision", "n_or_n_minus_1"):
+        out = run_demo(name, p)
+        text = render(out.renderable if isinstance(out, DemoOutput) else out)
+        assert "✓" in text and "✗" not in text, name
+
+
+def test_batchnorm_running_variance_is_unbiased_like_torch():
+    x, y, running = T.batchnorm_both_ways(3, 5, 4, 1e-5)
+    assert np.allclose(running, x.var(axis=0, ddof=1), rtol=1e-12)
+    assert np.allclose(y, (x - x.mean(axis=0)) / np.sqrt(x.var(axis=0) + 1e-5), rtol=1e-12, atol=1e-12)
+    torch = pytest.importorskip("torch")
+    bn = torch.nn.BatchNorm1d(5, eps=1e-5, momentum=1.0, dtype=torch.float64)
+    y_t = bn(torch.from_numpy(x))
+    assert np.allclose(bn.running_var.numpy(), running, rtol=1e-12)
+    assert np.allclose(y_t.detach().numpy(), y, rtol=1e-10, atol=1e-12)
