@@ -736,9 +736,10 @@ def test_lesson_references_and_glossary_together_print_both(capsys):
         (["layernorm"], ["matches several lessons", "03-layernorm-forward", "list them with: microgradnorm lesson"]),
         (["0-"], ["no lesson named '0-'", "list them with: microgradnorm lesson"]),  # not lesson 10
         (["chain"], ["no lesson named 'chain'"]),  # a part of lesson 1's name, not its start
-        (["1", "--dim", "40"], ["--dim", "2 to 16", "40"]),
-        (["6", "--batch", "1"], ["--batch", "two or more rows", "2 to 16", "got 1"]),
-        (["6", "--batch", "100000"], ["--batch", "2 to 16", "got 100000"]),
+        (["3", "--dim", "40"], ["--dim", "2 to 16", "40"]),
+        (["8", "--batch", "1"], ["--batch", "two or more rows", "2 to 16", "got 1"]),
+        (["8", "--batch", "100000"], ["--batch", "2 to 16", "got 100000"]),
+        (["9", "--batch", "1"], ["argument --batch: lesson 09-rmsnorm does not use it", "got 1"]),
         (["--step", "3"], ["argument --step: needs a LESSON", "microgradnorm lesson 1 --step 3"]),
         (["--dim", "3"], ["argument --dim: needs a LESSON"]),
         (["--restart"], ["argument --restart: needs a LESSON"]),

@@ -172,7 +172,17 @@ def _lesson_params(args: argparse.Namespace, lesson):
         if value is not None and key not in lesson.options:
             takes = ", ".join(f"--{k}" for k in lesson.options)
             raise UsageError(f"argument --{key}: lesson {lesson.name} does not use it (it takes {takes}), got {value}")
+    _check_ranges(args)  # only for options the lesson takes, so a message never talks about another lesson's norm
     return lesson.params(**given)
+
+
+def _check_ranges(args: argparse.Namespace) -> None:
+    for flag, value, (low, high), why in (
+        ("--dim", args.dim, DIM_RANGE, "lessons show every node"),
+        ("--batch", args.batch, BATCH_RANGE, "lessons show every node and BatchNorm needs two or more rows"),
+    ):
+        if value is not None and not low <= value <= high:
+            raise UsageError(f"argument {flag}: {why}, so expected an integer from {low} to {high}, got {value}")
 
 
 def _start(args: argparse.Namespace, lesson) -> int | None:
@@ -213,12 +223,6 @@ def _check_options(args: argparse.Namespace) -> None:
             "argument --restart: not allowed with argument --step (both say where to start), "
             f"got --restart and --step {args.step}"
         )
-    for flag, value, (low, high), why in (
-        ("--dim", args.dim, DIM_RANGE, "lessons show every node"),
-        ("--batch", args.batch, BATCH_RANGE, "lessons show every node and BatchNorm needs two or more rows"),
-    ):
-        if value is not None and not low <= value <= high:
-            raise UsageError(f"argument {flag}: {why}, so expected an integer from {low} to {high}, got {value}")
 
 
 def _lesson_options(args: argparse.Namespace) -> list[tuple[str, str]]:
