@@ -45,7 +45,7 @@ def _lesson(number: int):
 @given(st.integers(2, 7), st.integers(0, 10_000), st.sampled_from([0.0, 1e-5, 0.1]))
 def test_traced_paths_into_x_match_the_closed_form_three_paths(dim, seed, eps):
     p = LessonParams(dim=dim, seed=seed, eps=eps)
-    built, trace = core._traced(p)
+    built, trace = core.traced(p)
     m = formulas.moments(built.x, (-1,), eps)
     g = formulas.dxhat(built.dy, built.gamma)
     direct, via_mean, via_var = formulas.dx_paths(g, m.xshift, m.std, m.rstd, (-1,))
@@ -61,7 +61,7 @@ def test_traced_paths_into_x_match_the_closed_form_three_paths(dim, seed, eps):
 
 
 def test_the_trace_records_every_contribution_and_counts_them():
-    built, trace = core._traced(LessonParams(dim=4))
+    built, trace = core.traced(LessonParams(dim=4))
     order = topological_order(built.loss)
     edges = sum(len(n.children) for n in order)
     assert len(trace.contributions) == edges
@@ -114,7 +114,7 @@ def test_x_gradient_of_the_lesson_matches_pytorch():
     torch = pytest.importorskip("torch")
     p = LessonParams(dim=5, seed=4)
     built = core.build_ln(p)
-    core._backprop(built)
+    core.backprop(built)
     x = torch.tensor(built.x, dtype=torch.float64, requires_grad=True)
     w = torch.tensor(built.gamma, dtype=torch.float64, requires_grad=True)
     b = torch.tensor(built.beta, dtype=torch.float64, requires_grad=True)
@@ -149,16 +149,24 @@ def test_lesson_3_shows_every_forward_node_exactly_once():
     assert set(shown) == {n.stage for n in topological_order(built.graph.roots())}
 
 
-def test_lesson_4_shows_every_backward_contribution_exactly_once():
-    parts = [call.args.get("stages") for call in _calls(4, "ln_backward_steps")]
+def test_lessons_4_and_5_show_every_backward_contribution_exactly_once():
+    parts = [call.args.get("stages") for number in (4, 5) for call in _calls(number, "ln_backward_steps")]
     shown = [s for part in parts for s in part]
     assert len(shown) == len(set(shown))
-    _, trace = core._traced(LessonParams(dim=4))
+    _, trace = core.traced(LessonParams(dim=4))
     assert set(shown) == {c.out.stage for c in trace.contributions}
 
 
-def test_lesson_4_ends_with_the_check_table():
-    last = _lesson(4).steps[-1]
+def test_lesson_4_stops_at_the_variance_and_lesson_5_starts_there():
+    stages4 = {s for call in _calls(4, "ln_backward_steps") for s in call.args["stages"]}
+    stages5 = {s for call in _calls(5, "ln_backward_steps") for s in call.args["stages"]}
+    assert stages4 == {"loss", "affine", "divide", "sqrt"}
+    assert stages5 == {"var", "center", "mean"}
+    assert _lesson(4).defaults == _lesson(5).defaults  # lesson 5 continues on the same numbers
+
+
+def test_lesson_5_ends_with_the_check_table():
+    last = _lesson(5).steps[-1]
     assert [c.name for c in last.demos] == ["ln_check_table"]
 
 
@@ -246,3 +254,113 @@ def test_jacobian_demos_handle_a_jacobian_that_is_exactly_zero(name):
     console = Console(file=io.StringIO(), width=100, record=True)
     console.print(out.renderable)
     assert console.export_text().strip()
+
+
+# ---- lessons 4 and 5: what each gradient is for, and the questions asked first -----------------
+
+SEEDS = (0, 1, 2, 3, 7, 11)
+
+
+def _ln_loss(x, gamma, beta, dy, eps):
+    """The oracle's own LayerNorm loss, written out: Σ dy · (gamma · (x − mean)/sqrt(var + eps) + beta)."""
+    mu = sum(x) / len(x)
+    var = sum((v - mu) ** 2 for v in x) / len(x)
+    return sum(d * (g * (v - mu) / math.sqrt(var + eps) + b) for v, g, b, d in zip(x, gamma, beta, dy))
+
+
+def _ln_dx_oracle(x, gamma, dy, eps):
+    """dL/dx written out from dxhat_j/dx_i = (δ_ij − 1/n − xhat_i xhat_j / n) / sigma: a route no demo takes."""
+    n = len(x)
+    sigma = math.sqrt(np.var(x) + eps)
+    xhat = (x - np.mean(x)) / sigma
+    jac = (np.eye(n) - 1.0 / n - np.outer(xhat, xhat) / n) / sigma  # d xhat_j / d x_i, symmetric
+    return jac @ (gamma * dy)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_linear_layer_below_gets_its_weight_gradient_from_dx(seed):
+    from microgradnorm.lessons import demos_backward as back
+
+    p = LessonParams(dim=4, seed=seed)
+    r = back.linear_then_ln(p)
+    _, gamma, beta, dy = core.ln_problem(p)
+    w, u = r["w"], r["u"]
+    h = 1e-6
+    for i in range(w.shape[0]):
+        for j in range(w.shape[1]):
+            up, down = w.copy(), w.copy()
+            up[i, j] += h
+            down[i, j] -= h
+            fd = (_ln_loss(up @ u, gamma, beta, dy, p.eps) - _ln_loss(down @ u, gamma, beta, dy, p.eps)) / (2 * h)
+            assert math.isclose(r["w_grad"][i, j], fd, rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
+    assert tol.close(r["dx"], _ln_dx_oracle(w @ u, gamma, dy, p.eps), tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+    text = _text(run_demo("ln_param_vs_input", p).renderable)
+    assert "✓ W.grad[i,j] = dx_i · u_j" in " ".join(text.split())
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("eps", [0.0, 1e-5, 0.1])
+def test_the_doubling_question_is_answered_by_the_numbers(seed, eps):
+    p = LessonParams(dim=5, seed=seed, eps=eps)
+    out = run_demo("ln_double_x", p)
+    x, gamma, _, dy = core.ln_problem(p)
+    xhat1 = (x - x.mean()) / math.sqrt(np.var(x) + eps)
+    xhat2 = (2 * x - 2 * x.mean()) / math.sqrt(np.var(2 * x) + eps)
+    dgamma1, dgamma2 = dy * xhat1, dy * xhat2
+    # the oracle: dgamma's factor is within eps/var of 1, nowhere near 2 or 1/2
+    factor = float(dgamma2 @ dgamma1 / (dgamma1 @ dgamma1))
+    assert abs(factor - 1) < 2 * eps / np.var(x) + 1e-12
+    assert out.prediction.choices[out.prediction.answer] == "it stays the same"
+    dx1, dx2 = _ln_dx_oracle(x, gamma, dy, eps), _ln_dx_oracle(2 * x, gamma, dy, eps)
+    assert f"multiplied by {core.num(float(dx2 @ dx1 / (dx1 @ dx1)), 6)}" in out.prediction.why
+    assert "✗" not in _text(out.renderable)
+
+
+def test_the_doubling_answer_follows_the_ratio_it_is_given():
+    from microgradnorm.lessons import demos_backward as back
+
+    one = {"gamma": np.array([1.0, -2.0]), "x": np.array([1.0, 1.0])}
+    for factor_seen, expected in ((2.0, 0), (1.0, 1), (0.5, 2)):
+        scaled = {"gamma": factor_seen * one["gamma"], "x": one["x"]}
+        assert back._double_prediction(one, scaled, 2.0).answer == expected
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("dim", [3, 4, 7])
+def test_the_slip_shrinks_the_variance_path_by_n_minus_1_over_n_and_misses_the_gradient(seed, dim):
+    torch = pytest.importorskip("torch")
+    from microgradnorm.lessons import demos_backward as back
+
+    p = LessonParams(dim=dim, seed=seed)
+    x, gamma, beta, dy = core.ln_problem(p)
+    n = dim
+    xshift = x - x.mean()
+    var = float(np.mean(xshift**2))
+    g = gamma * dy
+    dvar = -0.5 * (var + p.eps) ** -1.5 * float(np.sum(g * xshift))
+    true_path = dvar * 2 * xshift / n
+    slipped = back.slipped_variance_path(np.array([dvar]), xshift, n)
+    assert tol.close(slipped, (n - 1) / n * true_path, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+    xt = torch.tensor(x, requires_grad=True)
+    y = torch.nn.functional.layer_norm(xt, (n,), torch.tensor(gamma), torch.tensor(beta), p.eps)
+    (y * torch.tensor(dy)).sum().backward()
+    right = xt.grad.numpy()
+    wrong = right - true_path + slipped
+    assert tol.normwise_error(wrong, right)[1] > 1e-3  # the slip is a real error, not rounding
+    text = " ".join(_text(run_demo("ln_dvar_dmean_slip", p).renderable).split())
+    assert "✗" not in text and f"(n − 1)/n = {core.num((n - 1) / n, 6)}" in text
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("dim", [3, 4, 6])
+def test_the_largest_path_into_x0_is_the_one_the_closed_forms_give(seed, dim):
+    p = LessonParams(dim=dim, seed=seed)
+    x, gamma, _, dy = core.ln_problem(p)
+    rstd = 1 / math.sqrt(np.var(x) + p.eps)
+    xhat = (x - x.mean()) * rstd
+    g = gamma * dy
+    paths = (rstd * g[0], -rstd * g.mean(), -rstd * xhat[0] * np.mean(g * xhat))
+    out = run_demo("ln_x_paths", p)
+    assert out.prediction.answer == int(np.argmax(np.abs(paths)))
+    for value in paths:
+        assert core.num(value) in out.prediction.why
