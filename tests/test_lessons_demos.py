@@ -221,7 +221,7 @@ def test_the_shapes_demo_reports_numpys_refusal_and_the_silent_wrong_broadcast()
     text = " ".join(_text(run_demo("ln_shapes", LessonParams(dim=4), {}).renderable).split())
     assert "[2, 3, 1]" in text and "could not be broadcast" in text
     x = np.random.default_rng(0).normal(0.5, 2.0, size=(4, 4))
-    assert "Largest error" in text and not np.allclose(x - x.mean(-1), x - x.mean(-1, keepdims=True))
+    assert "wrong by up to" in text and not np.allclose(x - x.mean(-1), x - x.mean(-1, keepdims=True))
 
 
 def test_value_graph_lists_nodes_in_creation_order():
@@ -364,3 +364,39 @@ def test_the_largest_path_into_x0_is_the_one_the_closed_forms_give(seed, dim):
     assert out.prediction.answer == int(np.argmax(np.abs(paths)))
     for value in paths:
         assert core.num(value) in out.prediction.why
+
+
+# ---- lesson 3: the eps step follows --eps, and asks about a constant row first -------------------
+
+
+@pytest.mark.parametrize("eps", [1e-5, 1e-3, 0.1])
+def test_the_eps_step_uses_the_lessons_eps(eps):
+    text = " ".join(_text(run_demo("ln_eps", LessonParams(eps=eps)).renderable).split())
+    assert f"1/√eps = {core.num(1 / math.sqrt(eps))}" in text
+    x = core.ln_problem(LessonParams(eps=eps))[0]
+    spread = math.sqrt(np.var(x) / (np.var(x) + eps))  # std of (x − mean)/sqrt(var + eps), by hand
+    assert f"√(var/(var + eps)) = {core.num(spread, 6)}" in text
+    assert "You ran with --eps 0" not in text and "✗" not in text
+
+
+def test_the_eps_step_says_which_eps_it_uses_when_run_with_eps_0():
+    text = " ".join(_text(run_demo("ln_eps", LessonParams(eps=0.0)).renderable).split())
+    assert "You ran with --eps 0: the rows with eps use PyTorch's default 1e-05." in text
+    assert f"1/√eps = {core.num(1 / math.sqrt(1e-5))}" in text
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_constant_row_question_is_answered_by_the_numbers(seed):
+    p = LessonParams(dim=4, seed=seed)
+    row = np.full(4, core.ln_problem(p)[0][0])
+    with np.errstate(invalid="ignore"):
+        oracle = (row - row.mean()) / np.sqrt(np.var(row))  # 0/0 in IEEE arithmetic
+    assert np.isnan(oracle).all()
+    prediction = run_demo("ln_eps", p).prediction
+    assert prediction.choices[prediction.answer] == "no number at all: 0/0"
+    assert core._constant_row_prediction((0.0, 1.0, 0.0, 0.0)).answer == 0  # a computed row of zeros would say so
+
+
+def test_the_quiet_broadcast_is_checked_wrong():
+    text = " ".join(_text(run_demo("ln_shapes", LessonParams(dim=4)).renderable).split())
+    assert "✓ same shape, no error, wrong by up to" in text

@@ -676,12 +676,11 @@ def ln_shapes(p: LessonParams, batch: int = 2, seq: int = 3) -> DemoOutput:
     quiet = Text.assemble(
         ("The quiet version: ", "bold"),
         f"one sentence of shape {list(sq.shape)} (seq = hidden = {d}) minus a mean of shape "
-        f"{list(flat.shape)} raises nothing, but subtracts token j's mean from feature j of every "
-        "token. Largest error: ",
-        (num(float(np.abs(wrong - right).max())), "red"),
-        ".",
+        f"{list(flat.shape)} raises nothing, but subtracts token j's mean from feature j of every token.",
     )
-    return DemoOutput(Group(table, Text(""), outcome, Text(""), quiet))
+    worst = float(np.abs(wrong - right).max())
+    verdict = check_line(wrong.shape == right.shape and worst > 0, f"same shape, no error, wrong by up to {num(worst)}")
+    return DemoOutput(Group(table, Text(""), outcome, Text(""), quiet, verdict))
 
 
 @demo("ln_cache")
@@ -720,32 +719,69 @@ def backprop(built: LNBuilt) -> None:
     built.loss.backward()
 
 
+PYTORCH_EPS = 1e-5  # torch.nn.LayerNorm's default
+
+
+def _eps_rows(p: LessonParams, eps: float) -> list[tuple[str, list[float]]]:
+    """The three rows of the eps demo: the lesson's x, a constant row, and that row plus tiny noise."""
+    x = ln_problem(p)[0]
+    c = float(x[0])
+    noise = np.random.default_rng(p.seed + 1).normal(size=p.dim)
+    return [("your x", x.tolist()), ("constant", [c] * p.dim), ("nearly const.", (c + 1e-4 * noise).tolist())]
+
+
+def _ln_stats(row: list[float], eps: float) -> tuple[float, float, float, float] | None:
+    """std, rstd, the spread of xhat and its largest |xhat_i| for LayerNorm of ``row``; None if it divides by 0."""
+    try:
+        g = layer_norm(row, None, None, eps).graph
+    except DomainError:
+        return None
+    xhat = np.array([v.data for v in g["xhat"]])
+    return g["std"][0].data, g["rstd"][0].data, float(np.std(xhat)), float(np.max(np.abs(xhat)))
+
+
 @demo("ln_eps")
 def ln_eps(p: LessonParams) -> DemoOutput:
     """What eps does: a constant row, a nearly constant row, and a normal row, with and without it."""
-    eps = p.eps if p.eps > 0 else 1e-5
-    x, gamma, beta, _ = ln_problem(p)
-    c = float(x[0])
-    constant = [c] * p.dim
-    rng = np.random.default_rng(p.seed + 1)
-    nearly = (c + 1e-4 * rng.normal(size=p.dim)).tolist()
+    eps = p.eps if p.eps > 0 else PYTORCH_EPS
     table = plain_table("row", "eps", "std", "rstd", "std of xhat", right=("eps", "std", "rstd", "std of xhat"))
-    for desc, row in (("your x", x.tolist()), ("constant", constant), ("nearly const.", nearly)):
+    stats: dict[tuple[str, float], tuple[float, float, float, float] | None] = {}
+    for desc, row in _eps_rows(p, eps):
         for e in (0.0, eps):
-            label = desc if e == 0.0 else ""
-            try:
-                g = layer_norm(row, gamma.tolist(), beta.tolist(), e).graph
-            except DomainError:
-                table.add_row(label, num(e), "0", Text("1/0", style="red"), Text("error", style="red"))
-                continue
-            xhat = np.array([v.data for v in g["xhat"]])
-            table.add_row(label, num(e), num(g["std"][0].data), num(g["rstd"][0].data), num(float(np.std(xhat)), 6))
-    cap = Text.assemble(
-        ("With eps, rstd can never exceed 1/√eps = ", "bold"),
-        (num(1.0 / math.sqrt(eps)), "bold"),
-        f" (eps = {eps:g}).",
+            stats[desc, e] = got = _ln_stats(row, e)
+            cells = ["0", Text("1/0", style="red"), Text("error", style="red")] if got is None else None
+            cells = cells or [num(got[0]), num(got[1]), num(got[2], 6)]
+            table.add_row(desc if e == 0.0 else "", num(e), *cells)
+    parts: list[RenderableType] = [table]
+    if p.eps == 0:
+        parts.append(Text(f"You ran with --eps 0: the rows with eps use PyTorch's default {eps:g}.", style="dim"))
+    capped = all(v[1] <= 1 / math.sqrt(eps) for (_, e), v in stats.items() if e > 0 and v is not None)
+    var = float(np.var(ln_problem(p)[0]))
+    parts += [
+        check_line(capped, f"with eps, rstd never exceeds 1/√eps = {num(1.0 / math.sqrt(eps))}"),
+        check_line(
+            stats["nearly const.", eps][2] < stats["nearly const.", 0.0][2],
+            f"nearly const.: xhat's spread {num(stats['nearly const.', eps][2], 3)} with eps, "
+            f"{num(stats['nearly const.', 0.0][2], 3)} without",
+        ),
+        check_line(
+            math.isclose(stats["your x", eps][2], math.sqrt(var / (var + eps)), rel_tol=tol.CLOSED_FORM_RTOL),
+            f"your x: xhat's spread is √(var/(var + eps)) = {num(stats['your x', eps][2], 6)}",
+        ),
+    ]
+    return DemoOutput(Group(*parts), prediction=_constant_row_prediction(stats["constant", 0.0]))
+
+
+def _constant_row_prediction(at_zero: tuple[float, float, float, float] | None) -> Prediction:
+    """The answer from what the engine did with a constant row at eps = 0 (its ``_ln_stats``)."""
+    choices = ("every xhat_i is 0", "every xhat_i is 1", "no number at all: 0/0")
+    answer = 2 if at_zero is None else (0 if at_zero[3] == 0 else 1)
+    why = (
+        "xshift = 0 and std = 0, so xhat = 0/0: the engine refuses to divide (1/0 below)."
+        if answer == 2
+        else "The engine computed a number for it (see the table)."
     )
-    return DemoOutput(Group(table, cap))
+    return Prediction("A token whose D features are all equal: what is xhat at eps = 0?", choices, answer, why)
 
 
 # ---- lessons 4 and 5: LayerNorm backward-----------------------------------------------------
