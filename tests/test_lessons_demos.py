@@ -400,3 +400,33 @@ def test_the_constant_row_question_is_answered_by_the_numbers(seed):
 def test_the_quiet_broadcast_is_checked_wrong():
     text = " ".join(_text(run_demo("ln_shapes", LessonParams(dim=4)).renderable).split())
     assert "✓ same shape, no error, wrong by up to" in text
+
+
+# ---- lesson 1: the question about = and +=, and the claim about micrograd --------------------------
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_assignment_question_is_answered_by_the_numbers(seed):
+    a = core._lesson1_numbers(seed)["a"]
+    out = run_demo("accumulate", LessonParams(seed=seed))
+    # oracle: L = a·a has two edges into a, each with local derivative a and L.grad = 1; `=` keeps the last: a
+    assert out.prediction.choices[out.prediction.answer] == "a: one edge's share"
+    assert f"a.grad = {core.num(a)}" in out.prediction.why
+    assert core._assign_prediction(a, 2 * a).answer == 0 and core._assign_prediction(a, 0.0).answer == 2
+    assert "✗" not in _text(out.renderable)
+
+
+def test_micrograd_sees_a_times_a_as_one_input_and_still_gets_2a():
+    """Lesson 1's side note on micrograd, checked against micrograd itself."""
+    micrograd = pytest.importorskip("micrograd.engine")
+    a = micrograd.Value(-2.1)
+    out = a * a
+    out.backward()
+    assert len(out._prev) == 1 and a.grad == pytest.approx(2 * -2.1)
+    ours = Value(-2.1)
+    assert len((ours * ours).children) == 2
+
+
+def test_first_reached_order_is_checked_wrong_for_a_and_b():
+    text = " ".join(_text(run_demo("topo_order", LessonParams(seed=4)).renderable).split())
+    assert "✓ first reached misses it for a and b" in text

@@ -372,14 +372,17 @@ def backward_trace(p: LessonParams, example: str = "shared") -> DemoOutput:
     )
 
 
+def _close_to_fd(value: float, fd: float) -> bool:
+    return math.isclose(fd, value, rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
+
+
 @demo("accumulate")
 def accumulate(p: LessonParams) -> DemoOutput:
     """A node used twice: += gives the right gradient, = keeps only the last contribution."""
     v = _lesson1_numbers(p.seed)
-    table = plain_table(
-        "graph", "grad of", "with +=", "with =", "finite diff", right=("with +=", "with =", "finite diff")
-    )
-    ok = True
+    cols = ("graph", "grad of", "with +=", "with =", "finite diff")
+    table = plain_table(*cols, right=cols[2:])
+    right_ok, wrong_seen, square_wrong = True, False, math.nan
     for kind, desc, leaf_names in (("square", "L = a·a", ("a",)), ("shared", "L = e·d", ("a", "b"))):
         root, leaves = _example(kind, v)
         order = list(reversed(topological_order(root)))
@@ -387,15 +390,31 @@ def accumulate(p: LessonParams) -> DemoOutput:
         right = {k: leaves[k].grad for k in leaf_names}
         _backward_in_order(root, order, accumulate=False)
         wrong = {k: leaves[k].grad for k in leaf_names}
+        square_wrong = wrong["a"] if kind == "square" else square_wrong
         for i, k in enumerate(leaf_names):
             fd = _finite_difference(kind, v, k)
-            ok &= math.isclose(fd, right[k], rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
+            right_ok &= _close_to_fd(right[k], fd)
+            wrong_seen |= not _close_to_fd(wrong[k], fd)
             table.add_row(desc if i == 0 else "", k, num(right[k]), Text(num(wrong[k]), style="red"), num(fd))
     square, _ = _example("square", v)  # the graph g draws: L = a·a, its two edges to a, and the grads of +=
     square.backward()
-    return DemoOutput(
-        Group(table, check_line(ok, "with += every gradient matches its finite difference")), graph=square
+    checks = Group(
+        check_line(right_ok, "with += every gradient matches its finite difference"),
+        check_line(wrong_seen, "with = at least one gradient misses it"),
     )
+    return DemoOutput(Group(table, checks), graph=square, prediction=_assign_prediction(v["a"], square_wrong))
+
+
+def _assign_prediction(a: float, with_assign: float) -> Prediction:
+    """What a.grad is for L = a·a when backward assigns instead of adding, read off the run."""
+    candidates = (2 * a, a, 0.0)
+    answer = min(range(3), key=lambda k: abs(with_assign - candidates[k]))
+    why = (
+        f"a = {num(a)}, and with = backward left a.grad = {num(with_assign)}: each edge of a·a sets a.grad to "
+        f"a × L.grad = {num(a)}, and the second setting replaces the first instead of adding to it."
+    )
+    choices = ("2a, the right answer", "a: one edge's share", "0: the shares cancel")
+    return Prediction("For L = a·a, with = in place of +=, what does a.grad end up as?", choices, answer, why)
 
 
 @demo("topo_order")
@@ -417,14 +436,21 @@ def topo_order(p: LessonParams) -> DemoOutput:
     table = plain_table(
         "leaf", "reverse topo", "first reached", "finite diff", right=("reverse topo", "first reached", "finite diff")
     )
-    ok = True
+    ok, missed = True, []
     for k in leaves:
         fd = _finite_difference("shared", v, k)
-        ok &= math.isclose(fd, right[k], rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
-        bad = not math.isclose(fd, wrong[k], rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
+        ok &= _close_to_fd(right[k], fd)
+        bad = not _close_to_fd(wrong[k], fd)
+        missed += [k] if bad else []
         table.add_row(k, num(right[k]), Text(num(wrong[k]), style="red" if bad else ""), num(fd))
     return DemoOutput(
-        Group(lines, Text(""), table, check_line(ok, "the reverse topological order matches every finite difference")),
+        Group(
+            lines,
+            Text(""),
+            table,
+            check_line(ok, "the reverse topological order matches every finite difference"),
+            check_line(set(missed) == {"a", "b"}, f"first reached misses it for {' and '.join(missed) or 'no leaf'}"),
+        ),
         graph=root,
     )
 
