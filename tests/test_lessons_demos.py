@@ -430,3 +430,104 @@ def test_micrograd_sees_a_times_a_as_one_input_and_still_gets_2a():
 def test_first_reached_order_is_checked_wrong_for_a_and_b():
     text = " ".join(_text(run_demo("topo_order", LessonParams(seed=4)).renderable).split())
     assert "✓ first reached misses it for a and b" in text
+
+
+# ---- lesson 2: why normalize -------------------------------------------------------------------
+
+WHY_PARAMS = [LessonParams(dim=6, seed=s, eps=e) for s, e in ((0, 1e-5), (1, 0.0), (5, 1e-3), (42, 1e-5))]
+
+
+@pytest.mark.parametrize("p", WHY_PARAMS, ids=lambda p: f"s{p.seed}-e{p.eps:g}")
+def test_every_why_demo_passes_its_own_checks(p):
+    load_demos()
+    names = [n for n, spec in DEMOS.items() if spec.module.endswith("demos_why")]
+    assert {"standardize_both_ways", "units_and_weights", "depth_norms", "init_scale"} <= set(names)
+    for name in names:
+        out = run_demo(name, p)
+        for width in (60, 100):
+            text = _text(out.renderable, width)
+            assert "✗" not in text, f"{name} at {p}:\n{text}"
+            assert max(len(line) for line in text.splitlines()) <= width, name
+
+
+def test_the_standardized_check_can_fail():
+    from microgradnorm.lessons import demos_why as why
+
+    x = np.array([[1.0, 2.0, 4.0], [3.0, 1.0, 0.0]])
+    assert not why._is_standardized(x, x, 0, 0.0)
+    per_column = (x - x.mean(axis=0)) / x.std(axis=0)  # the oracle's own standardization
+    assert why._is_standardized(per_column, x, 0, 0.0) and not why._is_standardized(per_column, x, 1, 0.0)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_raw_weights_carry_the_units_and_standardized_weights_the_importance(seed):
+    from microgradnorm.lessons import demos_why as why
+
+    prob = why.units_problem(seed)
+    n = len(prob.targets)
+
+    def fit(cols):  # the normal equations, solved directly: a route the demo does not take
+        a = np.column_stack([*cols, np.ones(n)])
+        w = np.linalg.solve(a.T @ a, a.T @ prob.targets)
+        return w, 0.5 * np.mean((a @ w - prob.targets) ** 2)
+
+    raw_w, full = fit([prob.raw[:, 0], prob.raw[:, 1]])
+    z = (prob.raw - prob.raw.mean(axis=0)) / prob.raw.std(axis=0)
+    std_w, _ = fit([z[:, 0], z[:, 1]])
+    rise = [fit([prob.raw[:, 1]])[1] - full, fit([prob.raw[:, 0]])[1] - full]
+    assert rise[0] > rise[1] and abs(std_w[0]) > abs(std_w[1])  # x1 matters more, and the standardized weights say so
+    assert abs(raw_w[1]) > abs(raw_w[0])  # the raw weights say the opposite
+    prediction = run_demo("units_and_weights", LessonParams(seed=seed)).prediction
+    assert prediction.choices[prediction.answer] == "x2's weight"
+    assert f"w2 = {raw_w[1]:.2e}" in prediction.why
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("eps", [0.0, 1e-5])
+def test_depth_norms_follow_the_matrix_product(seed, eps):
+    from microgradnorm.lessons import demos_why as why
+    from microgradnorm.lessons.demo_tools import rng_for
+
+    width, depth = 16, 12
+    run = why.depth_run(seed, eps, width, depth)
+    rng = rng_for(seed, 34)  # the same draws, multiplied out by the oracle
+    x = rng.normal(size=width)
+    mats = [rng.normal(size=(width, width)) / math.sqrt(width) for _ in range(depth)]
+    for gain in run.plain:
+        for k in range(depth + 1):
+            product = np.linalg.multi_dot([np.eye(width), np.eye(width), *(gain * w for w in reversed(mats[:k]))]) @ x
+            assert math.isclose(run.plain[gain][k], np.linalg.norm(product), rel_tol=1e-9)
+        h = x
+        for k, w in enumerate(mats):
+            u = (h - h.mean()) / math.sqrt(h.var() + eps)
+            assert math.isclose(run.fed[gain][k], np.linalg.norm(u), rel_tol=1e-9)
+            h = gain * w @ u
+            assert math.isclose(run.normalized[gain][k + 1], np.linalg.norm(h), rel_tol=1e-9)
+    prediction = run_demo("depth_norms", LessonParams(seed=seed, eps=eps)).prediction
+    assert prediction.choices[prediction.answer].startswith("about the same size")
+
+
+def test_the_depth_answer_follows_the_norms_it_is_given():
+    from microgradnorm.lessons import demos_why as why
+
+    grows = why.DepthRun({2.0: [1.0, 2.0**8]}, {2.0: [1.0, 2.0**8]}, {}, {}, 4)
+    assert why._depth_prediction(grows).answer == 0
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_init_scale_compounds_plain_and_not_after_a_standardization(seed):
+    from microgradnorm.lessons import demos_why as why
+
+    layers = 6
+    plain1, norm1, _ = why.init_scale_run(seed, 5, layers, 1.0)
+    for c in (0.1, 3.0):
+        plain, normalized, fed = why.init_scale_run(seed, 5, layers, c)
+        assert math.isclose(plain / plain1, c**layers, rel_tol=1e-10)  # a linear map: (cW)^n = c^n W^n
+        assert math.isclose(normalized / norm1, c, rel_tol=1e-10)
+        assert all(math.isclose(v, math.sqrt(5), rel_tol=1e-12) for v in fed)
+
+
+def test_sigmoid_of_100_is_exactly_one_in_float64():
+    assert 1.0 / (1.0 + math.exp(-100.0)) == 1.0  # the claim the sigmoid step checks on the engine
+    text = " ".join(_text(run_demo("sigmoid_saturation", LessonParams()).renderable).split())
+    assert "✓ at z = 100: sigmoid rounds to exactly 1, its slope to exactly 0" in text
