@@ -192,6 +192,8 @@ def _check_every_core_demo(p: LessonParams) -> None:
             calls = [{"stages": ("input", "mean", "center")}, {"stages": ("affine",)}]
         if name == "ln_backward_steps":
             calls = [{"stages": ("loss",)}, {"stages": ("center", "mean")}]
+        if name == "projection_form":
+            calls = [{"part": 1}, {"part": 2}]
         for args in calls:
             out = run_demo(name, p, args)
             for width in (60, 100):
@@ -531,3 +533,36 @@ def test_sigmoid_of_100_is_exactly_one_in_float64():
     assert 1.0 / (1.0 + math.exp(-100.0)) == 1.0  # the claim the sigmoid step checks on the engine
     text = " ".join(_text(run_demo("sigmoid_saturation", LessonParams()).renderable).split())
     assert "✓ at z = 100: sigmoid rounds to exactly 1, its slope to exactly 0" in text
+
+
+# ---- lesson 6: the projection form -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("eps", [0.0, 1e-5, 0.1])
+def test_the_sum_of_dx_question_is_answered_by_the_numbers(seed, eps):
+    p = LessonParams(dim=5, seed=seed, eps=eps)
+    x, gamma, _, dy = core.ln_problem(p)
+    dx = _ln_dx_oracle(x, gamma, dy, eps)
+    assert abs(dx.sum()) <= 1e-12 * np.abs(dx).max()  # the oracle: the entries of dx sum to 0
+    prediction = run_demo("projection_form", p, {"part": 2}).prediction
+    assert prediction.choices[prediction.answer] == "0, up to rounding"
+    g = gamma * dy
+    assert core._sum_prediction(g, g, 1.0).answer == 1  # a dx that did not sum to 0 would be answered so
+
+
+@pytest.mark.parametrize("eps", [1e-8, 1e-5, 0.1, 2.0])
+def test_p_squared_misses_p_by_exactly_the_eps_term(eps):
+    p = LessonParams(dim=6, seed=3, eps=eps)
+    x = core.ln_problem(p)[0]
+    var = np.var(x)
+    xhat = (x - x.mean()) / np.sqrt(var + eps)
+    P = (np.ones((6, 6)) + np.outer(xhat, xhat)) / 6
+    assert np.allclose(P @ P - P, -(eps / (var + eps)) / 6 * np.outer(xhat, xhat), rtol=1e-9, atol=1e-15)
+    text = " ".join(_text(run_demo("projection_form", p, {"part": 1}).renderable).split())
+    assert "✗" not in text and f"at eps = {eps:g}, largest |P·P − P|" in text
+
+
+def test_projection_form_refuses_an_unknown_part():
+    with pytest.raises(ValueError, match="part: expected 1"):
+        run_demo("projection_form", LessonParams(), {"part": 3})

@@ -1086,39 +1086,71 @@ def three_path_terms(p: LessonParams) -> DemoOutput:
 
 
 @demo("projection_form")
-def projection_form(p: LessonParams) -> DemoOutput:
-    """P = (1/d)(1 1ᵀ + xhat xhatᵀ) on your numbers: its entries, its rank, and dx = rstd · (g − P g)."""
+def projection_form(p: LessonParams, part: int = 1) -> DemoOutput:
+    """P = (1/d)(1 1ᵀ + xhat xhatᵀ) on your numbers: part 1 its entries and facts, part 2 dx = rstd · (g − P g)."""
+    if part not in (1, 2):
+        raise ValueError(f"part: expected 1 (the matrix) or 2 (applied to g), got {part!r}")
     x, gamma, _, dy = ln_problem(p)
     m = formulas.moments(x, (-1,), p.eps)
     P = formulas.projection(m.xhat)
+    if part == 1:
+        return DemoOutput(Group(_matrix_of(P), Text(""), *_projection_facts(x, P, m, p)))
     g = formulas.dxhat(dy, gamma)
     rstd = float(m.rstd.ravel()[0])
-    mat = plain_table("P", *[str(j) for j in range(p.dim)], right=[str(j) for j in range(p.dim)])
-    for i in range(p.dim):
-        mat.add_row(str(i), *[num(P[i, j], 3) for j in range(p.dim)])
-    facts = Table.grid(padding=(0, 1))
-    facts.add_column()
-    facts.add_column(justify="right")
-    facts.add_row("rank of P", str(int(np.linalg.matrix_rank(P))))
-    facts.add_row("largest |P − Pᵀ|", err(float(np.abs(P - P.T).max())))
-    facts.add_row(f"largest |P·P − P| at eps = {p.eps:g}", err(float(np.abs(P @ P - P).max())))
-    if p.eps > 0:
-        m0 = formulas.moments(x, (-1,), 0.0)
-        P0 = formulas.projection(m0.xhat)
-        facts.add_row("largest |P·P − P| at eps = 0", err(float(np.abs(P0 @ P0 - P0).max())))
     pg = P @ g
     dx = rstd * (g - pg)
-    steps = plain_table("i", "g", "P·g", "g − P·g", "× rstd", right=("i", "g", "P·g", "g − P·g", "× rstd"))
+    cols = ("i", "g", "P·g", "g − P·g", "× rstd")
+    steps = plain_table(*cols, right=cols)
     for i in range(p.dim):
         steps.add_row(str(i), num(g[i]), num(pg[i]), num(g[i] - pg[i]), num(dx[i]))
     ref = formulas.dx_simplified(g, m.xhat, m.rstd, (-1,))
     return DemoOutput(
-        Group(
-            mat,
-            Text(""),
-            facts,
-            Text(""),
-            steps,
-            check_line(agree(dx, ref), f"equals the simplified form ({difference(dx, ref)})"),
-        )
+        Group(steps, check_line(agree(dx, ref), f"equals the simplified form ({difference(dx, ref)})")),
+        prediction=_sum_prediction(dx, g, rstd),
     )
+
+
+def _matrix_of(P: np.ndarray) -> Table:
+    cols = [str(j) for j in range(P.shape[0])]
+    mat = plain_table("P", *cols, right=cols)
+    for i, row in enumerate(P):
+        mat.add_row(str(i), *[num(v, 3) for v in row])
+    return mat
+
+
+def _projection_facts(x: np.ndarray, P: np.ndarray, m: formulas.Moments, p: LessonParams) -> list[Text]:
+    """Symmetric, rank 2, and P·P = P at eps = 0; at eps > 0 off by exactly −(shrink/n) xhat xhatᵀ."""
+    n = p.dim
+    rounding = 64 * np.finfo(float).eps * n  # the entries of P are at most 1 in size
+    P0 = formulas.projection(formulas.moments(x, (-1,), 0.0).xhat)
+    lines = [
+        check_line(float(np.abs(P - P.T).max()) <= rounding, "P is symmetric"),
+        check_line(int(np.linalg.matrix_rank(P)) == 2, f"rank of P: {int(np.linalg.matrix_rank(P))}"),
+        check_line(
+            float(np.abs(P0 @ P0 - P0).max()) <= rounding,
+            f"at eps = 0, largest |P·P − P| = {err(float(np.abs(P0 @ P0 - P0).max()))}: rounding",
+        ),
+    ]
+    if p.eps > 0:
+        shrink = p.eps / (float(m.var.ravel()[0]) + p.eps)
+        predicted = -(shrink / n) * np.outer(m.xhat, m.xhat)
+        lines.append(
+            check_line(
+                tol.close(P @ P - P, predicted, tol.CLOSED_FORM_RTOL, rounding),
+                f"at eps = {p.eps:g}, largest |P·P − P| = {err(float(np.abs(P @ P - P).max()))}, "
+                "exactly −(shrink/n)·xhat xhatᵀ with shrink = eps/(var + eps)",
+            )
+        )
+    return lines
+
+
+def _sum_prediction(dx: np.ndarray, g: np.ndarray, rstd: float) -> Prediction:
+    total = float(np.sum(dx))
+    candidates = (0.0, rstd * float(np.sum(g)), float(np.sum(g)))
+    answer = min(range(3), key=lambda k: abs(total - candidates[k]))
+    why = (
+        f"Σ dx_i = {err(total)}. The ones vector lies in the plane P projects onto, so g − P·g has no part "
+        f"along it: its entries sum to 0. (rstd · Σ g_i would have been {num(candidates[1])}.)"
+    )
+    choices = ("0, up to rounding", "rstd · Σ g_i", "Σ g_i")
+    return Prediction("dx = rstd · (g − P·g): what do the dx_i add up to?", choices, answer, why)
