@@ -223,3 +223,12 @@ def test_sparkline_orders_blocks_by_value():
     assert s == "▁▂▃▄▅▆▇█"
     assert len(sparkline(np.arange(100.0), width=20).plain) == 20
     assert sparkline([1.0, 1.0]).plain == "▁▁"
+
+
+def test_heat_map_legend_on_its_own_names_the_shared_scale():
+    from microgradnorm.lessons.charts import HeatMapLegend
+
+    assert plain(render(HeatMapLegend(0.5))) == ["cells: sign, |value| in ninths of 0.5 (+9 = +0.5); · ≈ 0"]
+    assert "██" in plain(render(HeatMapLegend(0.5), colour=True))[0]
+    with pytest.raises(ValueError, match="scale"):
+        HeatMapLegend(0.0)

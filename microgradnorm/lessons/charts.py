@@ -30,7 +30,17 @@ from rich.text import Text
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
 
-__all__ = ["BarChart", "HeatMap", "LineChart", "bar_chart", "heat_map", "line_chart", "sparkline", "uses_colour"]
+__all__ = [
+    "BarChart",
+    "HeatMap",
+    "HeatMapLegend",
+    "LineChart",
+    "bar_chart",
+    "heat_map",
+    "line_chart",
+    "sparkline",
+    "uses_colour",
+]
 
 # RdBu-like diverging scale: blue for negative, red for positive, light grey at 0.
 _NEGATIVE = (33, 102, 172)
@@ -200,6 +210,18 @@ class HeatMap:
             yield bar
         else:
             yield Text(f"cells: sign, |value| in ninths of {_fmt(s)} (+9 = +{_fmt(s)}); · ≈ 0", style="dim")
+
+
+class HeatMapLegend:
+    """The legend of heat maps drawn with ``legend=False`` on one shared ``scale``, shown once below them."""
+
+    def __init__(self, scale: float) -> None:
+        if not (scale > 0 and math.isfinite(scale)):
+            raise ValueError(f"scale: expected a positive finite number, got {scale!r}")
+        self.scale = float(scale)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield from HeatMap([[0.0]], scale=self.scale)._legend(_shades(console))
 
 
 def heat_map(

@@ -56,6 +56,7 @@ DEMO_MODULES: tuple[str, ...] = (
     "microgradnorm.lessons.demos_traps",
     "microgradnorm.lessons.demos_kernel",
     "microgradnorm.lessons.demos_backward",
+    "microgradnorm.lessons.demos_geometry",
 )
 
 
