@@ -400,7 +400,7 @@ def accumulate(p: LessonParams) -> DemoOutput:
     square.backward()
     checks = Group(
         check_line(right_ok, "with += every gradient matches its finite difference"),
-        check_line(wrong_seen, "with = at least one gradient misses it"),
+        check_line(wrong_seen, "with = at least one gradient misses its finite difference"),
     )
     return DemoOutput(Group(table, checks), graph=square, prediction=_assign_prediction(v["a"], square_wrong))
 
@@ -658,7 +658,7 @@ def ln_stage_summary(p: LessonParams) -> DemoOutput:
         ("sqrt", "std = √(var + eps)", node_values(built, "std"), m.std),
         ("divide", "rstd = 1 / std", node_values(built, "rstd"), m.rstd),
         ("divide", "xhat = xshift · rstd", node_values(built, "xhat"), m.xhat),
-        ("affine", "y = γ·xhat + β", node_values(built, "y"), y_np),
+        ("affine", "y = gamma·xhat + beta", node_values(built, "y"), y_np),
     ]
     table = plain_table("stage", "computes", "value (scalar graph)")
     worst = 0.0
@@ -991,7 +991,7 @@ def ln_simplified(p: LessonParams) -> DemoOutput:
     for i in range(p.dim):
         table.add_row(str(i), num(g[i]), num(m.xhat[i]), num(dx[i]), num(auto[i]))
     return DemoOutput(
-        Group(head, table, check_line(agree(auto, dx), difference(auto, dx))),
+        Group(head, table, check_line(agree(auto, dx), f"formula = autograd ({difference(auto, dx)})")),
         graph=built.graph,
     )
 

@@ -165,13 +165,13 @@ def landscape_gradients(p: LessonParams) -> DemoOutput:
     exact = math.isclose(w1.grad / w2.grad, X1 / X2, rel_tol=CLOSED_FORM_RTOL)
     return DemoOutput(
         Group(
-            number_table(["one example, w = (1e-4, 1), t = 5", "engine"], single),
+            number_table(["one example: w = (1e-4, 1), L = (y − 5)²/2", "engine"], single),
             Text.assemble(check_mark(exact), f" the ratio is exactly x1 ÷ x2 = {fmt(X1 / X2, 4)}"),
             Text(""),
             number_table(
                 [f"{len(prob.targets)} examples, w = 0", "|dL/dw1|", "|dL/dw2|", "ratio"],
                 [[*row[:3], fmt(row[3], 3)] for row in rows],
-                caption="standardized: each feature over the examples (mean 0, variance 1).",
+                caption="L = mean of (y − target)²/2; standardized: each feature over the examples.",
             ),
             Text.assemble(
                 check_mark(rows[1][-1] < rows[0][-1]),
@@ -216,8 +216,8 @@ def loss_landscape(p: LessonParams, size: int = 7) -> Group:
     parts.append(
         Text.assemble(
             check_mark(lopsided["standardized"] < lopsided["raw"]),
-            f" one direction costs ×{sci(lopsided['raw'], 1)} the other raw, "
-            f"×{fmt(lopsided['standardized'], 3)} standardized",
+            f" raw, one direction costs {sci(lopsided['raw'], 1)} times the other; "
+            f"standardized, {fmt(lopsided['standardized'], 3)} times",
         )
     )
     return Group(*parts)
@@ -361,16 +361,16 @@ def identity_recovery(p: LessonParams) -> Group:
         float(np.max(np.abs(y_ln[1:] - x[1:]))),
     ]
     rows = [
-        ["BatchNorm, from each column", "whole batch", sci(gaps[0])],
-        ["LayerNorm, from row 0", "row 0", sci(gaps[1])],
+        ["BatchNorm, each column", "whole batch", sci(gaps[0])],
+        ["LayerNorm, row 0", "row 0", sci(gaps[1])],
         ["", "other rows", sci(gaps[2])],
     ]
     exact = CLOSED_FORM_RTOL * float(np.max(np.abs(x)))  # rounding, at the size of x
     return Group(
         number_table(
-            ["gamma = √(var + eps), beta = mean", "rows", "max |y − x|"],
+            ["gamma, beta from", "rows", "max |y − x|"],
             rows,
-            title=f"X [{n}, {p.dim}]; var and mean read off the engine's nodes",
+            title=f"X [{n}, {p.dim}]; gamma = √(var + eps), beta = mean (the engine's nodes)",
         ),
         Text.assemble(check_mark(gaps[0] <= exact), " BatchNorm gives back the whole batch, up to rounding"),
         Text.assemble(
