@@ -25,6 +25,7 @@ from microgradnorm.lessons.demos_core import (
     check_line,
     difference,
     ln_problem,
+    nearest_factor,
     num,
     plain_table,
     vec,
@@ -98,13 +99,6 @@ def scale_ratio(new: np.ndarray, old: np.ndarray) -> float:
     return float(new @ old) / denominator if denominator > 0 else float("nan")
 
 
-def _closest(ratio: float, targets: tuple[float, ...]) -> int:
-    """The index of the target nearest to ratio on a log scale (0 when the ratio is not a positive number)."""
-    if not ratio > 0:
-        return 0
-    return int(np.argmin([abs(np.log(ratio / t)) for t in targets]))
-
-
 @demo("ln_double_x")
 def ln_double_x(p: LessonParams, factor: float = 2.0) -> DemoOutput:
     """dgamma and dx for x and for factor·x (asked as a prediction first)."""
@@ -129,7 +123,7 @@ def _double_prediction(one: dict[str, np.ndarray], scaled: dict[str, np.ndarray]
     targets = (factor, 1.0, 1.0 / factor)
     choices = (f"it is multiplied by {factor:g}", "it stays the same", f"it is divided by {factor:g}")
     g_ratio = scale_ratio(scaled["gamma"], one["gamma"])
-    answer = 1 if not np.any(one["gamma"]) else _closest(g_ratio, targets)
+    answer = 1 if not np.any(one["gamma"]) else nearest_factor(g_ratio, targets)
     x_ratio = scale_ratio(scaled["x"], one["x"])
     why = (
         f"dgamma = Σ dy·xhat, and xhat does not see the scale of x (only eps does): the best factor between "

@@ -96,6 +96,18 @@ def agree(a: Any, b: Any, rtol: float = tol.CLOSED_FORM_RTOL, atol: float = tol.
     return tol.close(np.ravel(a), np.ravel(b), rtol, atol)
 
 
+def nearest(value: float, candidates: Sequence[float]) -> int:
+    """The index of the candidate closest to ``value`` (the first, on a tie): how a question's answer is read off."""
+    return min(range(len(candidates)), key=lambda k: abs(value - candidates[k]))
+
+
+def nearest_factor(factor: float, targets: Sequence[float]) -> int:
+    """The index of the positive target closest to ``factor`` on a log scale; 0 when ``factor`` is not positive."""
+    if not factor > 0:
+        return 0
+    return nearest(math.log(factor), [math.log(t) for t in targets])
+
+
 # ---- lesson 1: small Value graphs -------------------------------------------------------
 
 
@@ -407,8 +419,7 @@ def accumulate(p: LessonParams) -> DemoOutput:
 
 def _assign_prediction(a: float, with_assign: float) -> Prediction:
     """What a.grad is for L = a·a when backward assigns instead of adding, read off the run."""
-    candidates = (2 * a, a, 0.0)
-    answer = min(range(3), key=lambda k: abs(with_assign - candidates[k]))
+    answer = nearest(with_assign, (2 * a, a, 0.0))
     why = (
         f"a = {num(a)}, and with = backward left a.grad = {num(with_assign)}: each edge of a·a sets a.grad to "
         f"a × L.grad = {num(a)}, and the second setting replaces the first instead of adding to it."
@@ -1147,7 +1158,7 @@ def _projection_facts(x: np.ndarray, P: np.ndarray, m: formulas.Moments, p: Less
 def _sum_prediction(dx: np.ndarray, g: np.ndarray, rstd: float) -> Prediction:
     total = float(np.sum(dx))
     candidates = (0.0, rstd * float(np.sum(g)), float(np.sum(g)))
-    answer = min(range(3), key=lambda k: abs(total - candidates[k]))
+    answer = nearest(total, candidates)
     why = (
         f"Σ dx_i = {err(total)}. The ones vector lies in the plane P projects onto, so g − P·g has no part "
         f"along it: its entries sum to 0. (rstd · Σ g_i would have been {num(candidates[1])}.)"

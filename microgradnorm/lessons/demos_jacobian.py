@@ -33,6 +33,7 @@ from microgradnorm.lessons.demo_tools import (
     sci,
 )
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.lessons.demos_core import nearest_factor
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, close
 
@@ -265,7 +266,7 @@ def _scale_prediction(runs: dict[float, dict[str, float]]) -> Prediction:
     r = runs[c]
     factor = r["ratio"] / c  # |dx at cx| / |dx at x|
     targets = (c, 1.0, 1.0 / c)
-    answer = 1 if not factor > 0 else int(np.argmin([abs(math.log(factor / t)) for t in targets]))
+    answer = 1 if not factor > 0 else nearest_factor(factor, targets)
     why = (
         f"|dx at {c:g}x| / |dx at x| = {sci(factor)}: the output does not change, so the same upstream gradient "
         "meets a Jacobian carrying 1/sigma, and sigma grew with c."

@@ -27,6 +27,7 @@ from microgradnorm.figure import line_chart_svg
 from microgradnorm.lessons.charts import HeatMap, bar_chart, heat_map, line_chart
 from microgradnorm.lessons.demo_tools import check_mark, engine_forward, fmt, matrix_table, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.lessons.demos_core import nearest_factor
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_RTOL
 
@@ -557,7 +558,7 @@ def _depth_prediction(run: DepthRun) -> Prediction:
     depth = len(run.normalized[2.0]) - 1
     factor = run.normalized[2.0][-1] / run.normalized[2.0][0]
     targets = (2.0**depth, 1.0, 2.0**-depth)
-    answer = int(np.argmin([abs(math.log(factor / t)) for t in targets]))
+    answer = nearest_factor(factor, targets)
     why = (
         f"|h| went from {fmt(run.normalized[2.0][0], 3)} to {fmt(run.normalized[2.0][-1], 3)}: each W sees a "
         f"standardized input, so only the last gain shows. Plain, the gains multiply: "
