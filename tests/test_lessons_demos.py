@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import io
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -566,3 +568,23 @@ def test_p_squared_misses_p_by_exactly_the_eps_term(eps):
 def test_projection_form_refuses_an_unknown_part():
     with pytest.raises(ValueError, match="part: expected 1"):
         run_demo("projection_form", LessonParams(), {"part": 3})
+
+
+# ---- self-contained: no reference to texts the learner does not have ---------------------------------
+
+MY_MODULES = ("demos_core", "demos_why", "demos_jacobian", "demos_backward", "demos_geometry", "charts", "braille")
+MY_FILES = [
+    *sorted((Path(__file__).parent.parent / "lessons").glob("0[1-7]-*.md")),
+    *(Path(core.__file__).parent / f"{name}.py" for name in MY_MODULES),
+]
+
+
+@pytest.mark.parametrize("path", MY_FILES, ids=lambda p: p.name)
+def test_no_reference_to_the_source_texts(path):
+    text = path.read_text(encoding="utf-8")
+    found = re.findall(r"(?i)\bseeds?\s*0\d\d\b|seeds/|seed derivation", text)
+    assert not found, f"{path.name} refers to a source text the learner does not have: {found}"
+
+
+def test_the_seed_reference_check_can_fail():
+    assert re.findall(r"(?i)\bseeds?\s*0\d\d\b|seeds/|seed derivation", "As Seed 003 shows") == ["Seed 003"]
