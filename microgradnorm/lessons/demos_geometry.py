@@ -197,7 +197,7 @@ def _direction_prediction(geo: PlaneGeometry) -> Prediction:
         "out of the plane."
     )
     choices = (
-        "along xhat, straight out from the centre",
+        "along xhat, straight out from the center",
         "along the circle, at right angles to xhat",
         "out of the plane, along 1",
     )

@@ -46,8 +46,8 @@ def _standardized(x: np.ndarray, axis: int, eps: float) -> np.ndarray:
 def _is_standardized(m: np.ndarray, raw: np.ndarray, axis: int, eps: float) -> bool:
     """Mean 0 and spread √(var/(var + eps)) along ``axis``, the var being the raw numbers'."""
     var = np.var(raw, axis=axis)
-    centred = np.allclose(np.mean(m, axis=axis), 0.0, atol=1e-12)
-    return bool(centred and np.allclose(np.std(m, axis=axis), np.sqrt(var / (var + eps)), rtol=1e-12, atol=0))
+    centered = np.allclose(np.mean(m, axis=axis), 0.0, atol=1e-12)
+    return bool(centered and np.allclose(np.std(m, axis=axis), np.sqrt(var / (var + eps)), rtol=1e-12, atol=0))
 
 
 @demo("standardize_both_ways")
