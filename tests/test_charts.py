@@ -43,6 +43,30 @@ def test_heat_map_without_colour_prints_signed_ninths():
     assert row1.split() == ["1", "+3", "-6", "·"]
 
 
+@pytest.mark.parametrize("colour", [False, True])
+def test_heat_map_labels_every_column_with_its_own_index_beyond_ten(colour):
+    n = 12
+    lines = plain(render(heat_map(np.ones((2, n)), legend=False), colour=colour))
+    tens, units = lines[0], lines[1]
+    assert len(tens) == len(units)
+    cells = len(lines[2]) - len("0 ")  # row label and its space, then the cells
+    width = cells // n
+    # read the index over each cell's last character: tens digit (blank below 10) and units digit
+    labels = [
+        int(
+            (tens[len(units) - cells + (j + 1) * width - 1].strip() or "0")
+            + units[len(units) - cells + (j + 1) * width - 1]
+        )
+        for j in range(n)
+    ]
+    assert labels == list(range(n))
+
+
+def test_heat_map_up_to_ten_columns_has_one_index_row():
+    lines = plain(render(heat_map(np.ones((1, 10)), legend=False)))
+    assert lines[0].split() == [str(j) for j in range(10)] and len(lines) == 2
+
+
 def test_heat_map_scale_argument_fixes_full_strength():
     lines = plain(render(heat_map([[1.0, -0.5]], scale=2.0, legend=False)))
     assert lines[1].split() == ["0", "+4", "-2"]  # 1/2 -> 4.5 rounds to 4 (half to even), 1/4 -> 2
@@ -199,3 +223,12 @@ def test_sparkline_orders_blocks_by_value():
     assert s == "▁▂▃▄▅▆▇█"
     assert len(sparkline(np.arange(100.0), width=20).plain) == 20
     assert sparkline([1.0, 1.0]).plain == "▁▁"
+
+
+def test_heat_map_legend_on_its_own_names_the_shared_scale():
+    from microgradnorm.lessons.charts import HeatMapLegend
+
+    assert plain(render(HeatMapLegend(0.5))) == ["cells: sign, |value| in ninths of 0.5 (+9 = +0.5); · ≈ 0"]
+    assert "██" in plain(render(HeatMapLegend(0.5), colour=True))[0]
+    with pytest.raises(ValueError, match="scale"):
+        HeatMapLegend(0.0)

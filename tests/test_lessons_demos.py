@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import io
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -45,7 +47,7 @@ def _lesson(number: int):
 @given(st.integers(2, 7), st.integers(0, 10_000), st.sampled_from([0.0, 1e-5, 0.1]))
 def test_traced_paths_into_x_match_the_closed_form_three_paths(dim, seed, eps):
     p = LessonParams(dim=dim, seed=seed, eps=eps)
-    built, trace = core._traced(p)
+    built, trace = core.traced(p)
     m = formulas.moments(built.x, (-1,), eps)
     g = formulas.dxhat(built.dy, built.gamma)
     direct, via_mean, via_var = formulas.dx_paths(g, m.xshift, m.std, m.rstd, (-1,))
@@ -61,7 +63,7 @@ def test_traced_paths_into_x_match_the_closed_form_three_paths(dim, seed, eps):
 
 
 def test_the_trace_records_every_contribution_and_counts_them():
-    built, trace = core._traced(LessonParams(dim=4))
+    built, trace = core.traced(LessonParams(dim=4))
     order = topological_order(built.loss)
     edges = sum(len(n.children) for n in order)
     assert len(trace.contributions) == edges
@@ -114,7 +116,7 @@ def test_x_gradient_of_the_lesson_matches_pytorch():
     torch = pytest.importorskip("torch")
     p = LessonParams(dim=5, seed=4)
     built = core.build_ln(p)
-    core._backprop(built)
+    core.backprop(built)
     x = torch.tensor(built.x, dtype=torch.float64, requires_grad=True)
     w = torch.tensor(built.gamma, dtype=torch.float64, requires_grad=True)
     b = torch.tensor(built.beta, dtype=torch.float64, requires_grad=True)
@@ -149,16 +151,24 @@ def test_lesson_3_shows_every_forward_node_exactly_once():
     assert set(shown) == {n.stage for n in topological_order(built.graph.roots())}
 
 
-def test_lesson_4_shows_every_backward_contribution_exactly_once():
-    parts = [call.args.get("stages") for call in _calls(4, "ln_backward_steps")]
+def test_lessons_4_and_5_show_every_backward_contribution_exactly_once():
+    parts = [call.args.get("stages") for number in (4, 5) for call in _calls(number, "ln_backward_steps")]
     shown = [s for part in parts for s in part]
     assert len(shown) == len(set(shown))
-    _, trace = core._traced(LessonParams(dim=4))
+    _, trace = core.traced(LessonParams(dim=4))
     assert set(shown) == {c.out.stage for c in trace.contributions}
 
 
-def test_lesson_4_ends_with_the_check_table():
-    last = _lesson(4).steps[-1]
+def test_lesson_4_stops_at_the_variance_and_lesson_5_starts_there():
+    stages4 = {s for call in _calls(4, "ln_backward_steps") for s in call.args["stages"]}
+    stages5 = {s for call in _calls(5, "ln_backward_steps") for s in call.args["stages"]}
+    assert stages4 == {"loss", "affine", "divide", "sqrt"}
+    assert stages5 == {"var", "center", "mean"}
+    assert _lesson(4).defaults == _lesson(5).defaults  # lesson 5 continues on the same numbers
+
+
+def test_lesson_5_ends_with_the_check_table():
+    last = _lesson(5).steps[-1]
     assert [c.name for c in last.demos] == ["ln_check_table"]
 
 
@@ -184,6 +194,8 @@ def _check_every_core_demo(p: LessonParams) -> None:
             calls = [{"stages": ("input", "mean", "center")}, {"stages": ("affine",)}]
         if name == "ln_backward_steps":
             calls = [{"stages": ("loss",)}, {"stages": ("center", "mean")}]
+        if name == "projection_form":
+            calls = [{"part": 1}, {"part": 2}]
         for args in calls:
             out = run_demo(name, p, args)
             for width in (60, 100):
@@ -213,7 +225,7 @@ def test_the_shapes_demo_reports_numpys_refusal_and_the_silent_wrong_broadcast()
     text = " ".join(_text(run_demo("ln_shapes", LessonParams(dim=4), {}).renderable).split())
     assert "[2, 3, 1]" in text and "could not be broadcast" in text
     x = np.random.default_rng(0).normal(0.5, 2.0, size=(4, 4))
-    assert "Largest error" in text and not np.allclose(x - x.mean(-1), x - x.mean(-1, keepdims=True))
+    assert "wrong by up to" in text and not np.allclose(x - x.mean(-1), x - x.mean(-1, keepdims=True))
 
 
 def test_value_graph_lists_nodes_in_creation_order():
@@ -246,3 +258,333 @@ def test_jacobian_demos_handle_a_jacobian_that_is_exactly_zero(name):
     console = Console(file=io.StringIO(), width=100, record=True)
     console.print(out.renderable)
     assert console.export_text().strip()
+
+
+# ---- lessons 4 and 5: what each gradient is for, and the questions asked first -----------------
+
+SEEDS = (0, 1, 2, 3, 7, 11)
+
+
+def _ln_loss(x, gamma, beta, dy, eps):
+    """The oracle's own LayerNorm loss, written out: Σ dy · (gamma · (x − mean)/sqrt(var + eps) + beta)."""
+    mu = sum(x) / len(x)
+    var = sum((v - mu) ** 2 for v in x) / len(x)
+    return sum(d * (g * (v - mu) / math.sqrt(var + eps) + b) for v, g, b, d in zip(x, gamma, beta, dy))
+
+
+def _ln_dx_oracle(x, gamma, dy, eps):
+    """dL/dx written out from dxhat_j/dx_i = (δ_ij − 1/n − xhat_i xhat_j / n) / sigma: a route no demo takes."""
+    n = len(x)
+    sigma = math.sqrt(np.var(x) + eps)
+    xhat = (x - np.mean(x)) / sigma
+    jac = (np.eye(n) - 1.0 / n - np.outer(xhat, xhat) / n) / sigma  # d xhat_j / d x_i, symmetric
+    return jac @ (gamma * dy)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_linear_layer_below_gets_its_weight_gradient_from_dx(seed):
+    from microgradnorm.lessons import demos_backward as back
+
+    p = LessonParams(dim=4, seed=seed)
+    r = back.linear_then_ln(p)
+    _, gamma, beta, dy = core.ln_problem(p)
+    w, u = r["w"], r["u"]
+    h = 1e-6
+    for i in range(w.shape[0]):
+        for j in range(w.shape[1]):
+            up, down = w.copy(), w.copy()
+            up[i, j] += h
+            down[i, j] -= h
+            fd = (_ln_loss(up @ u, gamma, beta, dy, p.eps) - _ln_loss(down @ u, gamma, beta, dy, p.eps)) / (2 * h)
+            assert math.isclose(r["w_grad"][i, j], fd, rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
+    assert tol.close(r["dx"], _ln_dx_oracle(w @ u, gamma, dy, p.eps), tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+    text = _text(run_demo("ln_param_vs_input", p).renderable)
+    assert "✓ W.grad[i,j] = dx_i · u_j" in " ".join(text.split())
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("eps", [0.0, 1e-5, 0.1])
+def test_the_doubling_question_is_answered_by_the_numbers(seed, eps):
+    p = LessonParams(dim=5, seed=seed, eps=eps)
+    out = run_demo("ln_double_x", p)
+    x, gamma, _, dy = core.ln_problem(p)
+    xhat1 = (x - x.mean()) / math.sqrt(np.var(x) + eps)
+    xhat2 = (2 * x - 2 * x.mean()) / math.sqrt(np.var(2 * x) + eps)
+    dgamma1, dgamma2 = dy * xhat1, dy * xhat2
+    # the oracle: dgamma's factor is within eps/var of 1, nowhere near 2 or 1/2
+    factor = float(dgamma2 @ dgamma1 / (dgamma1 @ dgamma1))
+    assert abs(factor - 1) < 2 * eps / np.var(x) + 1e-12
+    assert out.prediction.choices[out.prediction.answer] == "it stays the same"
+    dx1, dx2 = _ln_dx_oracle(x, gamma, dy, eps), _ln_dx_oracle(2 * x, gamma, dy, eps)
+    assert f"multiplied by {core.num(float(dx2 @ dx1 / (dx1 @ dx1)), 6)}" in out.prediction.why
+    assert "✗" not in _text(out.renderable)
+
+
+def test_the_doubling_answer_follows_the_ratio_it_is_given():
+    from microgradnorm.lessons import demos_backward as back
+
+    one = {"gamma": np.array([1.0, -2.0]), "x": np.array([1.0, 1.0])}
+    for factor_seen, expected in ((2.0, 0), (1.0, 1), (0.5, 2)):
+        scaled = {"gamma": factor_seen * one["gamma"], "x": one["x"]}
+        assert back._double_prediction(one, scaled, 2.0).answer == expected
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("dim", [3, 4, 7])
+def test_the_slip_shrinks_the_variance_path_by_n_minus_1_over_n_and_misses_the_gradient(seed, dim):
+    torch = pytest.importorskip("torch")
+    from microgradnorm.lessons import demos_backward as back
+
+    p = LessonParams(dim=dim, seed=seed)
+    x, gamma, beta, dy = core.ln_problem(p)
+    n = dim
+    xshift = x - x.mean()
+    var = float(np.mean(xshift**2))
+    g = gamma * dy
+    dvar = -0.5 * (var + p.eps) ** -1.5 * float(np.sum(g * xshift))
+    true_path = dvar * 2 * xshift / n
+    slipped = back.slipped_variance_path(np.array([dvar]), xshift, n)
+    assert tol.close(slipped, (n - 1) / n * true_path, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+    xt = torch.tensor(x, requires_grad=True)
+    y = torch.nn.functional.layer_norm(xt, (n,), torch.tensor(gamma), torch.tensor(beta), p.eps)
+    (y * torch.tensor(dy)).sum().backward()
+    right = xt.grad.numpy()
+    wrong = right - true_path + slipped
+    assert tol.normwise_error(wrong, right)[1] > 1e-3  # the slip is a real error, not rounding
+    text = " ".join(_text(run_demo("ln_dvar_dmean_slip", p).renderable).split())
+    assert "✗" not in text and f"(n − 1)/n = {core.num((n - 1) / n, 6)}" in text
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("dim", [3, 4, 6])
+def test_the_largest_path_into_x0_is_the_one_the_closed_forms_give(seed, dim):
+    p = LessonParams(dim=dim, seed=seed)
+    x, gamma, _, dy = core.ln_problem(p)
+    rstd = 1 / math.sqrt(np.var(x) + p.eps)
+    xhat = (x - x.mean()) * rstd
+    g = gamma * dy
+    paths = (rstd * g[0], -rstd * g.mean(), -rstd * xhat[0] * np.mean(g * xhat))
+    out = run_demo("ln_x_paths", p)
+    assert out.prediction.answer == int(np.argmax(np.abs(paths)))
+    for value in paths:
+        assert core.num(value) in out.prediction.why
+
+
+# ---- lesson 3: the eps step follows --eps, and asks about a constant row first -------------------
+
+
+@pytest.mark.parametrize("eps", [1e-5, 1e-3, 0.1])
+def test_the_eps_step_uses_the_lessons_eps(eps):
+    text = " ".join(_text(run_demo("ln_eps", LessonParams(eps=eps)).renderable).split())
+    assert f"1/√eps = {core.num(1 / math.sqrt(eps))}" in text
+    x = core.ln_problem(LessonParams(eps=eps))[0]
+    spread = math.sqrt(np.var(x) / (np.var(x) + eps))  # std of (x − mean)/sqrt(var + eps), by hand
+    assert f"√(var/(var + eps)) = {core.num(spread, 6)}" in text
+    assert "You ran with --eps 0" not in text and "✗" not in text
+
+
+def test_the_eps_step_says_which_eps_it_uses_when_run_with_eps_0():
+    text = " ".join(_text(run_demo("ln_eps", LessonParams(eps=0.0)).renderable).split())
+    assert "You ran with --eps 0: the rows with eps use PyTorch's default 1e-05." in text
+    assert f"1/√eps = {core.num(1 / math.sqrt(1e-5))}" in text
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_constant_row_question_is_answered_by_the_numbers(seed):
+    p = LessonParams(dim=4, seed=seed)
+    row = np.full(4, core.ln_problem(p)[0][0])
+    with np.errstate(invalid="ignore"):
+        oracle = (row - row.mean()) / np.sqrt(np.var(row))  # 0/0 in IEEE arithmetic
+    assert np.isnan(oracle).all()
+    prediction = run_demo("ln_eps", p).prediction
+    assert prediction.choices[prediction.answer] == "no number at all: 0/0"
+    assert core._constant_row_prediction((0.0, 1.0, 0.0, 0.0)).answer == 0  # a computed row of zeros would say so
+
+
+def test_the_quiet_broadcast_is_checked_wrong():
+    text = " ".join(_text(run_demo("ln_shapes", LessonParams(dim=4)).renderable).split())
+    assert "✓ same shape, no error, wrong by up to" in text
+
+
+# ---- lesson 1: the question about = and +=, and the claim about micrograd --------------------------
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_assignment_question_is_answered_by_the_numbers(seed):
+    a = core._lesson1_numbers(seed)["a"]
+    out = run_demo("accumulate", LessonParams(seed=seed))
+    # oracle: L = a·a has two edges into a, each with local derivative a and L.grad = 1; `=` keeps the last: a
+    assert out.prediction.choices[out.prediction.answer] == "a: one edge's share"
+    assert f"a.grad = {core.num(a)}" in out.prediction.why
+    assert core._assign_prediction(a, 2 * a).answer == 0 and core._assign_prediction(a, 0.0).answer == 2
+    assert "✗" not in _text(out.renderable)
+
+
+def test_micrograd_sees_a_times_a_as_one_input_and_still_gets_2a():
+    """Lesson 1's side note on micrograd, checked against micrograd itself."""
+    micrograd = pytest.importorskip("micrograd.engine")
+    a = micrograd.Value(-2.1)
+    out = a * a
+    out.backward()
+    assert len(out._prev) == 1 and a.grad == pytest.approx(2 * -2.1)
+    ours = Value(-2.1)
+    assert len((ours * ours).children) == 2
+
+
+def test_first_reached_order_is_checked_wrong_for_a_and_b():
+    text = " ".join(_text(run_demo("topo_order", LessonParams(seed=4)).renderable).split())
+    assert "✓ first reached misses it for a and b" in text
+
+
+# ---- lesson 2: why normalize -------------------------------------------------------------------
+
+WHY_PARAMS = [LessonParams(dim=6, seed=s, eps=e) for s, e in ((0, 1e-5), (1, 0.0), (5, 1e-3), (42, 1e-5))]
+
+
+@pytest.mark.parametrize("p", WHY_PARAMS, ids=lambda p: f"s{p.seed}-e{p.eps:g}")
+def test_every_why_demo_passes_its_own_checks(p):
+    load_demos()
+    names = [n for n, spec in DEMOS.items() if spec.module.endswith("demos_why")]
+    assert {"standardize_both_ways", "units_and_weights", "depth_norms", "init_scale"} <= set(names)
+    for name in names:
+        out = run_demo(name, p)
+        for width in (60, 100):
+            text = _text(out.renderable, width)
+            assert "✗" not in text, f"{name} at {p}:\n{text}"
+            assert max(len(line) for line in text.splitlines()) <= width, name
+
+
+def test_the_standardized_check_can_fail():
+    from microgradnorm.lessons import demos_why as why
+
+    x = np.array([[1.0, 2.0, 4.0], [3.0, 1.0, 0.0]])
+    assert not why._is_standardized(x, x, 0, 0.0)
+    per_column = (x - x.mean(axis=0)) / x.std(axis=0)  # the oracle's own standardization
+    assert why._is_standardized(per_column, x, 0, 0.0) and not why._is_standardized(per_column, x, 1, 0.0)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_raw_weights_carry_the_units_and_standardized_weights_the_importance(seed):
+    from microgradnorm.lessons import demos_why as why
+
+    prob = why.units_problem(seed)
+    n = len(prob.targets)
+
+    def fit(cols):  # the normal equations, solved directly: a route the demo does not take
+        a = np.column_stack([*cols, np.ones(n)])
+        w = np.linalg.solve(a.T @ a, a.T @ prob.targets)
+        return w, 0.5 * np.mean((a @ w - prob.targets) ** 2)
+
+    raw_w, full = fit([prob.raw[:, 0], prob.raw[:, 1]])
+    z = (prob.raw - prob.raw.mean(axis=0)) / prob.raw.std(axis=0)
+    std_w, _ = fit([z[:, 0], z[:, 1]])
+    rise = [fit([prob.raw[:, 1]])[1] - full, fit([prob.raw[:, 0]])[1] - full]
+    assert rise[0] > rise[1] and abs(std_w[0]) > abs(std_w[1])  # x1 matters more, and the standardized weights say so
+    assert abs(raw_w[1]) > abs(raw_w[0])  # the raw weights say the opposite
+    prediction = run_demo("units_and_weights", LessonParams(seed=seed)).prediction
+    assert prediction.choices[prediction.answer] == "x2's weight"
+    assert f"w2 = {raw_w[1]:.2e}" in prediction.why
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("eps", [0.0, 1e-5])
+def test_depth_norms_follow_the_matrix_product(seed, eps):
+    from microgradnorm.lessons import demos_why as why
+    from microgradnorm.lessons.demo_tools import rng_for
+
+    width, depth = 16, 12
+    run = why.depth_run(seed, eps, width, depth)
+    rng = rng_for(seed, 34)  # the same draws, multiplied out by the oracle
+    x = rng.normal(size=width)
+    mats = [rng.normal(size=(width, width)) / math.sqrt(width) for _ in range(depth)]
+    for gain in run.plain:
+        for k in range(depth + 1):
+            product = np.linalg.multi_dot([np.eye(width), np.eye(width), *(gain * w for w in reversed(mats[:k]))]) @ x
+            assert math.isclose(run.plain[gain][k], np.linalg.norm(product), rel_tol=1e-9)
+        h = x
+        for k, w in enumerate(mats):
+            u = (h - h.mean()) / math.sqrt(h.var() + eps)
+            assert math.isclose(run.fed[gain][k], np.linalg.norm(u), rel_tol=1e-9)
+            h = gain * w @ u
+            assert math.isclose(run.normalized[gain][k + 1], np.linalg.norm(h), rel_tol=1e-9)
+    prediction = run_demo("depth_norms", LessonParams(seed=seed, eps=eps)).prediction
+    assert prediction.choices[prediction.answer].startswith("about the same size")
+
+
+def test_the_depth_answer_follows_the_norms_it_is_given():
+    from microgradnorm.lessons import demos_why as why
+
+    grows = why.DepthRun({2.0: [1.0, 2.0**8]}, {2.0: [1.0, 2.0**8]}, {}, {}, 4)
+    assert why._depth_prediction(grows).answer == 0
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_init_scale_compounds_plain_and_not_after_a_standardization(seed):
+    from microgradnorm.lessons import demos_why as why
+
+    layers = 6
+    plain1, norm1, _ = why.init_scale_run(seed, 5, layers, 1.0)
+    for c in (0.1, 3.0):
+        plain, normalized, fed = why.init_scale_run(seed, 5, layers, c)
+        assert math.isclose(plain / plain1, c**layers, rel_tol=1e-10)  # a linear map: (cW)^n = c^n W^n
+        assert math.isclose(normalized / norm1, c, rel_tol=1e-10)
+        assert all(math.isclose(v, math.sqrt(5), rel_tol=1e-12) for v in fed)
+
+
+def test_sigmoid_of_100_is_exactly_one_in_float64():
+    assert 1.0 / (1.0 + math.exp(-100.0)) == 1.0  # the claim the sigmoid step checks on the engine
+    text = " ".join(_text(run_demo("sigmoid_saturation", LessonParams()).renderable).split())
+    assert "✓ at z = 100: sigmoid rounds to exactly 1, its slope to exactly 0" in text
+
+
+# ---- lesson 6: the projection form -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("eps", [0.0, 1e-5, 0.1])
+def test_the_sum_of_dx_question_is_answered_by_the_numbers(seed, eps):
+    p = LessonParams(dim=5, seed=seed, eps=eps)
+    x, gamma, _, dy = core.ln_problem(p)
+    dx = _ln_dx_oracle(x, gamma, dy, eps)
+    assert abs(dx.sum()) <= 1e-12 * np.abs(dx).max()  # the oracle: the entries of dx sum to 0
+    prediction = run_demo("projection_form", p, {"part": 2}).prediction
+    assert prediction.choices[prediction.answer] == "0, up to rounding"
+    g = gamma * dy
+    assert core._sum_prediction(g, g, 1.0).answer == 1  # a dx that did not sum to 0 would be answered so
+
+
+@pytest.mark.parametrize("eps", [1e-8, 1e-5, 0.1, 2.0])
+def test_p_squared_misses_p_by_exactly_the_eps_term(eps):
+    p = LessonParams(dim=6, seed=3, eps=eps)
+    x = core.ln_problem(p)[0]
+    var = np.var(x)
+    xhat = (x - x.mean()) / np.sqrt(var + eps)
+    P = (np.ones((6, 6)) + np.outer(xhat, xhat)) / 6
+    assert np.allclose(P @ P - P, -(eps / (var + eps)) / 6 * np.outer(xhat, xhat), rtol=1e-9, atol=1e-15)
+    text = " ".join(_text(run_demo("projection_form", p, {"part": 1}).renderable).split())
+    assert "✗" not in text and f"at eps = {eps:g}, largest |P·P − P|" in text
+
+
+def test_projection_form_refuses_an_unknown_part():
+    with pytest.raises(ValueError, match="part: expected 1"):
+        run_demo("projection_form", LessonParams(), {"part": 3})
+
+
+# ---- self-contained: no reference to texts the learner does not have ---------------------------------
+
+MY_MODULES = ("demos_core", "demos_why", "demos_jacobian", "demos_backward", "demos_geometry", "charts", "braille")
+MY_FILES = [
+    *sorted((Path(__file__).parent.parent / "lessons").glob("0[1-7]-*.md")),
+    *(Path(core.__file__).parent / f"{name}.py" for name in MY_MODULES),
+]
+
+
+@pytest.mark.parametrize("path", MY_FILES, ids=lambda p: p.name)
+def test_no_reference_to_the_source_texts(path):
+    text = path.read_text(encoding="utf-8")
+    found = re.findall(r"(?i)\bseeds?\s*0\d\d\b|seeds/|seed derivation", text)
+    assert not found, f"{path.name} refers to a source text the learner does not have: {found}"
+
+
+def test_the_seed_reference_check_can_fail():
+    assert re.findall(r"(?i)\bseeds?\s*0\d\d\b|seeds/|seed derivation", "As Seed 003 shows") == ["Seed 003"]

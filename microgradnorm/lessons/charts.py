@@ -30,7 +30,17 @@ from rich.text import Text
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
 
-__all__ = ["BarChart", "HeatMap", "LineChart", "bar_chart", "heat_map", "line_chart", "sparkline", "uses_colour"]
+__all__ = [
+    "BarChart",
+    "HeatMap",
+    "HeatMapLegend",
+    "LineChart",
+    "bar_chart",
+    "heat_map",
+    "line_chart",
+    "sparkline",
+    "uses_colour",
+]
 
 # RdBu-like diverging scale: blue for negative, red for positive, light grey at 0.
 _NEGATIVE = (33, 102, 172)
@@ -161,14 +171,11 @@ class HeatMap:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         colour = _shades(console)
         signs = uses_colour(console) and not colour  # 16 colours: digits, red or blue by sign
-        n_cols = self.shape[1]
         cw = self._cell_width(colour, options.max_width)
         lw = self._label_width()
         if self.title:
             yield Text(self.title, style="bold")
-        # column indices, last digit only, right-aligned over each cell
-        head = " " * (lw + 1) + "".join(str(j % 10).rjust(cw) for j in range(n_cols))
-        yield Text(head, style="dim")
+        yield from self._column_indices(cw, lw)
         for i, row in enumerate(self.rows):
             line = Text()  # the base style of a Text covers everything appended, so style by part
             line.append(str(i).rjust(lw) + " ", style="dim")
@@ -184,6 +191,15 @@ class HeatMap:
         if self.legend:
             yield from self._legend(colour)
 
+    def _column_indices(self, cw: int, lw: int) -> RenderResult:
+        """Each column's index over its cell: units digits, and above them the tens where there are any."""
+        n_cols = self.shape[1]
+        pad = " " * (lw + 1)
+        if n_cols > 10:
+            tens = "".join((str(j // 10 % 10) if j >= 10 else "").rjust(cw) for j in range(n_cols))
+            yield Text(pad + tens, style="dim")
+        yield Text(pad + "".join(str(j % 10).rjust(cw) for j in range(n_cols)), style="dim")
+
     def _legend(self, colour: bool) -> RenderResult:
         s = self.scale
         if colour:
@@ -194,6 +210,18 @@ class HeatMap:
             yield bar
         else:
             yield Text(f"cells: sign, |value| in ninths of {_fmt(s)} (+9 = +{_fmt(s)}); · ≈ 0", style="dim")
+
+
+class HeatMapLegend:
+    """The legend of heat maps drawn with ``legend=False`` on one shared ``scale``, shown once below them."""
+
+    def __init__(self, scale: float) -> None:
+        if not (scale > 0 and math.isfinite(scale)):
+            raise ValueError(f"scale: expected a positive finite number, got {scale!r}")
+        self.scale = float(scale)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield from HeatMap([[0.0]], scale=self.scale)._legend(_shades(console))
 
 
 def heat_map(
@@ -389,72 +417,70 @@ class LineChart:
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement(min(30, options.max_width), options.max_width)
 
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        colour = uses_colour(console)
-        names = list(self.series)
-        ys = {n: [self._y(v) for v in vs] for n, vs in self.series.items()}
-        finite = [v for vs in ys.values() for v in vs if math.isfinite(v)]
+    def _range(self) -> tuple[float, float]:
+        """The lowest and highest plotted y (log10 of the values on a log scale), never equal."""
+        finite = [self._y(v) for vs in self.series.values() for v in vs if math.isfinite(self._y(v))]
         lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
-        if hi == lo:
-            hi, lo = hi + 0.5, lo - 0.5
-        unlog = (lambda t: 10.0**t) if self.log else (lambda t: t)
-        top, bottom = _fmt(unlog(hi)), _fmt(unlog(lo))
-        axis_w = max(len(top), len(bottom))
-        plot_w = max(options.max_width - axis_w - 2, 8)
-        grid: list[list[int]] = [[-1] * plot_w for _ in range(self.height)]  # -1 empty, -2 overlap
-        for s, name in enumerate(names):
-            vals = ys[name]
-            n = len(vals)
+        return (lo - 0.5, hi + 0.5) if hi == lo else (lo, hi)
+
+    def _grid(self, plot_w: int, lo: float, hi: float) -> list[list[int]]:
+        """Which series marks each cell: its index, -1 for an empty cell, -2 where series overlap."""
+        grid: list[list[int]] = [[-1] * plot_w for _ in range(self.height)]
+        for s, values in enumerate(self.series.values()):
+            ys = [self._y(v) for v in values]
+            n = len(ys)
             cols = min(n, plot_w)
             for c in range(cols):
-                i = round(c * (n - 1) / (cols - 1)) if cols > 1 else n - 1
-                v = vals[i]
+                v = ys[round(c * (n - 1) / (cols - 1)) if cols > 1 else n - 1]
                 if not math.isfinite(v):
                     continue
                 row = round((hi - v) / (hi - lo) * (self.height - 1))
                 col = round(c * (plot_w - 1) / (cols - 1)) if cols > 1 else 0
-                cell = grid[row][col]
-                grid[row][col] = s if cell in (-1, s) else -2
-        if self.title:
-            yield Text(self.title, style="bold")
-        for r in range(self.height):
-            label = top if r == 0 else bottom if r == self.height - 1 else ""
-            line = Text()
-            line.append(label.rjust(axis_w) + " │", style="dim")
-            for cell in grid[r]:
-                if cell == -1:
-                    line.append(" ")
-                elif cell == -2:
-                    line.append("#", style="bold" if colour else None)
-                else:
-                    style = Style(color=_SERIES_COLOURS[cell % 6], bold=True) if colour else None
-                    line.append(_SERIES_MARKERS[cell % 6], style=style)
-            yield line
-        yield Text(" " * axis_w + " └" + "─" * plot_w, style="dim")
-        first, last = _fmt(self.x_values[0]), _fmt(self.x_values[-1])
-        mid = f" {self.x_label} "
-        pad = max(plot_w - len(first) - len(last) - len(mid), 0)
-        yield Text(
-            " " * (axis_w + 2) + first + " " * (pad // 2) + mid + " " * (pad - pad // 2) + last,
-            style="dim",
-        )
-        for s, name in enumerate(names):
-            vals = self.series[name]
-            style = Style(color=_SERIES_COLOURS[s % 6], bold=True) if colour else None
+                grid[row][col] = s if grid[row][col] in (-1, s) else -2
+        return grid
+
+    def _marker(self, cell: int, colour: bool) -> tuple[str, Style | str | None]:
+        if cell == -1:
+            return " ", None
+        if cell == -2:
+            return "#", "bold" if colour else None
+        return _SERIES_MARKERS[cell % 6], Style(color=_SERIES_COLOURS[cell % 6], bold=True) if colour else None
+
+    def _legend(self, colour: bool) -> RenderResult:
+        for s, (name, vals) in enumerate(self.series.items()):
             line = Text("  ")
-            line.append(_SERIES_MARKERS[s % 6], style=style)
+            line.append(*self._marker(s, colour))
             line.append(f" {name}: {_fmt(vals[0])} → {_fmt(vals[-1])}")
             bad = sum(1 for v in vals if not math.isfinite(v))
             if bad:
                 line.append(f" ({bad} non-finite values not drawn)")
             yield line
-        notes = []
-        if self.log:
-            notes.append("log scale")
-        if len(names) > 1:
-            notes.append("# where curves overlap")
+        notes = (["log scale"] if self.log else []) + (["# where curves overlap"] if len(self.series) > 1 else [])
         if notes:
             yield Text("  " + "; ".join(notes), style="dim")
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        colour = uses_colour(console)
+        lo, hi = self._range()
+        unlog = (lambda t: 10.0**t) if self.log else (lambda t: t)
+        top, bottom = _fmt(unlog(hi)), _fmt(unlog(lo))
+        axis_w = max(len(top), len(bottom))
+        plot_w = max(options.max_width - axis_w - 2, 8)
+        grid = self._grid(plot_w, lo, hi)
+        if self.title:
+            yield Text(self.title, style="bold")
+        for r, cells in enumerate(grid):
+            label = top if r == 0 else bottom if r == self.height - 1 else ""
+            line = Text(label.rjust(axis_w) + " │", style="dim")
+            for cell in cells:
+                line.append(*self._marker(cell, colour))
+            yield line
+        yield Text(" " * axis_w + " └" + "─" * plot_w, style="dim")
+        first, last = _fmt(self.x_values[0]), _fmt(self.x_values[-1])
+        mid = f" {self.x_label} "
+        pad = max(plot_w - len(first) - len(last) - len(mid), 0)
+        yield Text(" " * (axis_w + 2) + first + " " * (pad // 2) + mid + " " * (pad - pad // 2) + last, style="dim")
+        yield from self._legend(colour)
 
 
 def line_chart(

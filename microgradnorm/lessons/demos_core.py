@@ -1,4 +1,4 @@
-"""Demos of the core lessons (1-4): the engine, LayerNorm forward, backward and its closed forms.
+"""Demos of the core lessons: the Value engine (1), LayerNorm forward (3) and backward (4, 5), its forms (6).
 
 Every number is computed here, live, from the engine (:mod:`microgradnorm.engine`),
 the scalar norms, the closed forms of :mod:`microgradnorm.formulas` and the
@@ -13,8 +13,8 @@ Two step-throughs do the heavy lifting and are written once:
   contribution (``child.grad += local × out.grad``, in reverse topological
   order), checks that it ends with exactly the gradients ``backward()`` gives,
   and can tag each contribution with the path it took into x (direct, via the
-  mean, via the variance: the three terms of seed derivations, eq. dx_paths in
-  :mod:`microgradnorm.formulas`).
+  mean, via the variance: the three terms of the chain rule written out by hand,
+  :func:`microgradnorm.formulas.dx_paths`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from microgradnorm import formulas
 from microgradnorm import tolerances as tol
 from microgradnorm.check import check_norm, random_problem
 from microgradnorm.engine import DomainError, Value, local_grads, topological_order
-from microgradnorm.lessons.demos import DemoOutput, LessonParams, demo
+from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.norms import NormGraph, layer_norm
 from microgradnorm.present import check_table, err, fmt, nbytes_text, shown_error
 from microgradnorm.registry import get_norm
@@ -59,7 +59,7 @@ def vec(values: Iterable[float], digits: int = 4) -> str:
     return "[" + ", ".join(num(v, digits) for v in values) + "]"
 
 
-def _table(*columns: str, title: str | None = None, right: Sequence[str] = ()) -> Table:
+def plain_table(*columns: str, title: str | None = None, right: Sequence[str] = ()) -> Table:
     table = Table(
         title=title,
         title_justify="left",
@@ -70,12 +70,12 @@ def _table(*columns: str, title: str | None = None, right: Sequence[str] = ()) -
         header_style="bold",
         padding=(0, 1, 0, 0),
     )
-    for c in columns:
-        table.add_column(c, justify="right" if c in right else "left", no_wrap=c in right)
+    for c in columns:  # headers as Text, so that "W.grad[i,0]" is not read as markup
+        table.add_column(Text(c), justify="right" if c in right else "left", no_wrap=c in right)
     return table
 
 
-def _verdict(ok: bool, text: str) -> Text:
+def check_line(ok: bool, text: str) -> Text:
     return Text.assemble(("✓ " if ok else "✗ ", "bold green" if ok else "bold red"), text)
 
 
@@ -84,16 +84,28 @@ def _max_rel(a: Any, b: Any) -> float:
     return tol.normwise_error(np.ravel(a), np.ravel(b))[1]
 
 
-def _difference(a: Any, b: Any, rtol: float = tol.CLOSED_FORM_RTOL, atol: float = tol.CLOSED_FORM_ATOL) -> str:
+def difference(a: Any, b: Any, rtol: float = tol.CLOSED_FORM_RTOL, atol: float = tol.CLOSED_FORM_ATOL) -> str:
     """'relative difference 1.2e-16', or the absolute difference where b is about 0 (see present.shown_error)."""
     abs_err, rel_err = tol.normwise_error(np.ravel(a), np.ravel(b))
     value, absolute = shown_error(abs_err, rel_err, float(np.max(np.abs(b), initial=0.0)), rtol, atol)
     return f"{'absolute' if absolute else 'relative'} difference {err(value)}"
 
 
-def _agree(a: Any, b: Any, rtol: float = tol.CLOSED_FORM_RTOL, atol: float = tol.CLOSED_FORM_ATOL) -> bool:
+def agree(a: Any, b: Any, rtol: float = tol.CLOSED_FORM_RTOL, atol: float = tol.CLOSED_FORM_ATOL) -> bool:
     """Normwise agreement max|a - b| <= atol + rtol * max|b| (also right when b is exactly 0)."""
     return tol.close(np.ravel(a), np.ravel(b), rtol, atol)
+
+
+def nearest(value: float, candidates: Sequence[float]) -> int:
+    """The index of the candidate closest to ``value`` (the first, on a tie): how a question's answer is read off."""
+    return min(range(len(candidates)), key=lambda k: abs(value - candidates[k]))
+
+
+def nearest_factor(factor: float, targets: Sequence[float]) -> int:
+    """The index of the positive target closest to ``factor`` on a log scale; 0 when ``factor`` is not positive."""
+    if not factor > 0:
+        return 0
+    return nearest(math.log(factor), [math.log(t) for t in targets])
 
 
 # ---- lesson 1: small Value graphs -------------------------------------------------------
@@ -158,7 +170,7 @@ def value_graph(p: LessonParams, example: str = "chain") -> DemoOutput:
     """A small expression as Value nodes: each node's op, inputs and value."""
     v = _lesson1_numbers(p.seed)
     root, _ = _example(example, v)
-    table = _table("node", "op", "inputs", "data", "grad", right=("data", "grad"))
+    table = plain_table("node", "op", "inputs", "data", "grad", right=("data", "grad"))
     for node in _created(root):
         table.add_row(
             _label(node),
@@ -193,8 +205,8 @@ def chain_rule(p: LessonParams, example: str = "chain") -> DemoOutput:
     v = _lesson1_numbers(p.seed)
     root, leaves = _example(example, v)
     root.backward()
-    table = _table("leaf", "path", "local derivatives", "product", right=("product",))
-    summary = _table(
+    table = plain_table("leaf", "path", "local derivatives", "product", right=("product",))
+    summary = plain_table(
         "leaf", "sum of paths", "backward()", "finite diff", right=("sum of paths", "backward()", "finite diff")
     )
     all_ok = True
@@ -209,7 +221,7 @@ def chain_rule(p: LessonParams, example: str = "chain") -> DemoOutput:
         all_ok &= math.isclose(total, leaf.grad, rel_tol=tol.CLOSED_FORM_RTOL, abs_tol=tol.CLOSED_FORM_ATOL)
         all_ok &= math.isclose(fd, leaf.grad, rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
         summary.add_row(name, num(total), num(leaf.grad), num(fd))
-    verdict = _verdict(all_ok, "sum over paths = backward() = finite difference for every leaf")
+    verdict = check_line(all_ok, "sum over paths = backward() = finite difference for every leaf")
     return DemoOutput(Group(table, Text(""), summary, verdict), graph=root)
 
 
@@ -282,10 +294,10 @@ def trace_backward(root: Value, edge_tag: EdgeTagger | None = None) -> Trace:
                 into[k] = into.get(k, 0.0) + s
             counts[id(child)] = counts.get(id(child), 0) + 1
             contributions.append(Contribution(node, child, d, g, amount, child.grad, counts[id(child)], split, tag))
-    traced = [n.grad for n in order]
+    replayed = [n.grad for n in order]
     root.zero_grad()
     root.backward()  # the engine's own pass: it must agree exactly with the replay
-    for node, expected in zip(order, traced):
+    for node, expected in zip(order, replayed):
         if node.grad != expected:
             raise AssertionError(
                 f"trace_backward disagrees with Value.backward at node #{node.id} ({node.label}): "
@@ -330,7 +342,7 @@ def _trace_table(
     hidden: frozenset[int] = frozenset(),
 ) -> Table:
     """One row per contribution: into.grad += local × out.grad, the running total, k/m and the path."""
-    table = _table("into", "+= local × grad", "from", "total", "k/m", right=("total",))
+    table = plain_table("into", "+= local × grad", "from", "total", "k/m", right=("total",))
     for column in table.columns[:4]:
         column.no_wrap = True
     for c in trace.contributions:
@@ -359,7 +371,7 @@ def backward_trace(p: LessonParams, example: str = "shared") -> DemoOutput:
     trace = trace_backward(root)
     start = Text.assemble(("start: ", "bold"), f"{_label(root)}.grad = 1 (dL/dL)")
     table = _trace_table(trace, _label)
-    summary = _table("leaf", "backward()", "finite diff", right=("backward()", "finite diff"))
+    summary = plain_table("leaf", "backward()", "finite diff", right=("backward()", "finite diff"))
     ok = True
     for name, leaf in leaves.items():
         fd = _finite_difference(example, v, name)
@@ -367,17 +379,22 @@ def backward_trace(p: LessonParams, example: str = "shared") -> DemoOutput:
         summary.add_row(name, num(leaf.grad), num(fd))
     note = Text("k/m: the k-th of the m contributions the node receives.", style="dim")
     return DemoOutput(
-        Group(start, table, note, Text(""), summary, _verdict(ok, "every leaf matches its finite difference")),
+        Group(start, table, note, Text(""), summary, check_line(ok, "every leaf matches its finite difference")),
         graph=root,
     )
+
+
+def _close_to_fd(value: float, fd: float) -> bool:
+    return math.isclose(fd, value, rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
 
 
 @demo("accumulate")
 def accumulate(p: LessonParams) -> DemoOutput:
     """A node used twice: += gives the right gradient, = keeps only the last contribution."""
     v = _lesson1_numbers(p.seed)
-    table = _table("graph", "grad of", "with +=", "with =", "finite diff", right=("with +=", "with =", "finite diff"))
-    ok = True
+    cols = ("graph", "grad of", "with +=", "with =", "finite diff")
+    table = plain_table(*cols, right=cols[2:])
+    right_ok, wrong_seen, square_wrong = True, False, math.nan
     for kind, desc, leaf_names in (("square", "L = a·a", ("a",)), ("shared", "L = e·d", ("a", "b"))):
         root, leaves = _example(kind, v)
         order = list(reversed(topological_order(root)))
@@ -385,13 +402,30 @@ def accumulate(p: LessonParams) -> DemoOutput:
         right = {k: leaves[k].grad for k in leaf_names}
         _backward_in_order(root, order, accumulate=False)
         wrong = {k: leaves[k].grad for k in leaf_names}
+        square_wrong = wrong["a"] if kind == "square" else square_wrong
         for i, k in enumerate(leaf_names):
             fd = _finite_difference(kind, v, k)
-            ok &= math.isclose(fd, right[k], rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
+            right_ok &= _close_to_fd(right[k], fd)
+            wrong_seen |= not _close_to_fd(wrong[k], fd)
             table.add_row(desc if i == 0 else "", k, num(right[k]), Text(num(wrong[k]), style="red"), num(fd))
     square, _ = _example("square", v)  # the graph g draws: L = a·a, its two edges to a, and the grads of +=
     square.backward()
-    return DemoOutput(Group(table, _verdict(ok, "with += every gradient matches its finite difference")), graph=square)
+    checks = Group(
+        check_line(right_ok, "with += every gradient matches its finite difference"),
+        check_line(wrong_seen, "with = at least one gradient misses its finite difference"),
+    )
+    return DemoOutput(Group(table, checks), graph=square, prediction=_assign_prediction(v["a"], square_wrong))
+
+
+def _assign_prediction(a: float, with_assign: float) -> Prediction:
+    """What a.grad is for L = a·a when backward assigns instead of adding, read off the run."""
+    answer = nearest(with_assign, (2 * a, a, 0.0))
+    why = (
+        f"a = {num(a)}, and with = backward left a.grad = {num(with_assign)}: each edge of a·a sets a.grad to "
+        f"a × L.grad = {num(a)}, and the second setting replaces the first instead of adding to it."
+    )
+    choices = ("2a, the right answer", "a: one edge's share", "0: the shares cancel")
+    return Prediction("For L = a·a, with = in place of +=, what does a.grad end up as?", choices, answer, why)
 
 
 @demo("topo_order")
@@ -410,17 +444,24 @@ def topo_order(p: LessonParams) -> DemoOutput:
     right = {k: leaf.grad for k, leaf in leaves.items()}
     _backward_in_order(root, naive)
     wrong = {k: leaf.grad for k, leaf in leaves.items()}
-    table = _table(
+    table = plain_table(
         "leaf", "reverse topo", "first reached", "finite diff", right=("reverse topo", "first reached", "finite diff")
     )
-    ok = True
+    ok, missed = True, []
     for k in leaves:
         fd = _finite_difference("shared", v, k)
-        ok &= math.isclose(fd, right[k], rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
-        bad = not math.isclose(fd, wrong[k], rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
+        ok &= _close_to_fd(right[k], fd)
+        bad = not _close_to_fd(wrong[k], fd)
+        missed += [k] if bad else []
         table.add_row(k, num(right[k]), Text(num(wrong[k]), style="red" if bad else ""), num(fd))
     return DemoOutput(
-        Group(lines, Text(""), table, _verdict(ok, "the reverse topological order matches every finite difference")),
+        Group(
+            lines,
+            Text(""),
+            table,
+            check_line(ok, "the reverse topological order matches every finite difference"),
+            check_line(set(missed) == {"a", "b"}, f"first reached misses it for {' and '.join(missed) or 'no leaf'}"),
+        ),
         graph=root,
     )
 
@@ -561,7 +602,7 @@ def _closed(built: LNBuilt, eps: float) -> dict[str, np.ndarray]:
     return get_norm("layernorm").node_grads(built.x, built.gamma, built.beta, eps, built.dy)
 
 
-def _node_values(built: LNBuilt, name: str, attr: str = "data") -> np.ndarray:
+def node_values(built: LNBuilt, name: str, attr: str = "data") -> np.ndarray:
     return np.array([getattr(v, attr) for v in built.graph[name]], dtype=np.float64)
 
 
@@ -573,7 +614,7 @@ def ln_problem_table(p: LessonParams, show_dy: bool = False) -> DemoOutput:
     """The lesson's input x with gamma and beta (and dy), drawn from the seed."""
     x, gamma, beta, dy = ln_problem(p)
     cols = ["i", "x", "gamma", "beta"] + (["dy"] if show_dy else [])
-    table = _table(*cols, right=cols)
+    table = plain_table(*cols, right=cols)
     for i in range(p.dim):
         row = [str(i), num(x[i]), num(gamma[i]), num(beta[i])] + ([num(dy[i])] if show_dy else [])
         table.add_row(*row)
@@ -586,7 +627,7 @@ def forward_rows(graph_root: Value | Sequence[Value], names: Callable[[Value], s
     Each stage starts with a bold row naming it.
     """
     nodes = sorted(topological_order(graph_root), key=lambda n: n.id)
-    table = _table("#", "node", "op", "inputs", "value", right=("#", "value"))
+    table = plain_table("#", "node", "op", "inputs", "value", right=("#", "value"))
     kind = {"input": "input", "affine": "param"}
     current = None
     for k, node in enumerate(nodes, 1):
@@ -622,21 +663,21 @@ def ln_stage_summary(p: LessonParams) -> DemoOutput:
     m = formulas.moments(built.x, (-1,), p.eps)
     y_np = formulas.affine(m.xhat, built.gamma, built.beta)
     rows = [
-        ("mean", "mean = Σx / n", _node_values(built, "mean"), m.mean),
-        ("center", "xshift = x − mean", _node_values(built, "xshift"), m.xshift),
-        ("var", "var = Σxshift² / n", _node_values(built, "var"), m.var),
-        ("sqrt", "std = √(var + eps)", _node_values(built, "std"), m.std),
-        ("divide", "rstd = 1 / std", _node_values(built, "rstd"), m.rstd),
-        ("divide", "xhat = xshift · rstd", _node_values(built, "xhat"), m.xhat),
-        ("affine", "y = γ·xhat + β", _node_values(built, "y"), y_np),
+        ("mean", "mean = Σx / n", node_values(built, "mean"), m.mean),
+        ("center", "xshift = x − mean", node_values(built, "xshift"), m.xshift),
+        ("var", "var = Σxshift² / n", node_values(built, "var"), m.var),
+        ("sqrt", "std = √(var + eps)", node_values(built, "std"), m.std),
+        ("divide", "rstd = 1 / std", node_values(built, "rstd"), m.rstd),
+        ("divide", "xhat = xshift · rstd", node_values(built, "xhat"), m.xhat),
+        ("affine", "y = gamma·xhat + beta", node_values(built, "y"), y_np),
     ]
-    table = _table("stage", "computes", "value (scalar graph)")
+    table = plain_table("stage", "computes", "value (scalar graph)")
     worst = 0.0
     for stage, what, got, ref in rows:
         worst = max(worst, _max_rel(got, ref))
         table.add_row(stage, what, num(got[0]) if got.size == 1 else vec(got, 3))
-    ok = all(_agree(got, ref, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL) for _, _, got, ref in rows)
-    verdict = _verdict(ok, f"formulas.moments (NumPy) gives the same, largest relative difference {err(worst)}")
+    ok = all(agree(got, ref, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL) for _, _, got, ref in rows)
+    verdict = check_line(ok, f"formulas.moments (NumPy) gives the same, largest relative difference {err(worst)}")
     return DemoOutput(Group(table, verdict), graph=g)
 
 
@@ -648,7 +689,7 @@ def ln_shapes(p: LessonParams, batch: int = 2, seq: int = 3) -> DemoOutput:
     x = rng.normal(0.5, 2.0, size=(batch, seq, d))
     m = formulas.moments(x, (-1,), p.eps)
     gamma = np.ones(d)
-    table = _table("quantity", "shape", "note")
+    table = plain_table("quantity", "shape", "note")
     table.add_row("x", str(list(x.shape)), "[batch, seq, hidden]")
     table.add_row("mean", str(list(m.mean.shape)), "one per token, axis kept")
     table.add_row("xshift", str(list(m.xshift.shape)), "x − mean broadcasts")
@@ -672,12 +713,11 @@ def ln_shapes(p: LessonParams, batch: int = 2, seq: int = 3) -> DemoOutput:
     quiet = Text.assemble(
         ("The quiet version: ", "bold"),
         f"one sentence of shape {list(sq.shape)} (seq = hidden = {d}) minus a mean of shape "
-        f"{list(flat.shape)} raises nothing, but subtracts token j's mean from feature j of every "
-        "token. Largest error: ",
-        (num(float(np.abs(wrong - right).max())), "red"),
-        ".",
+        f"{list(flat.shape)} raises nothing, but subtracts token j's mean from feature j of every token.",
     )
-    return DemoOutput(Group(table, Text(""), outcome, Text(""), quiet))
+    worst = float(np.abs(wrong - right).max())
+    verdict = check_line(wrong.shape == right.shape and worst > 0, f"same shape, no error, wrong by up to {num(worst)}")
+    return DemoOutput(Group(table, Text(""), outcome, Text(""), quiet, verdict))
 
 
 @demo("ln_cache")
@@ -686,7 +726,7 @@ def ln_cache(p: LessonParams, batch: int = 8, seq: int = 1024, hidden: int = 768
     shape_x = (batch, seq, hidden)
     shape_s = (batch, seq, 1)
     n_x, n_s = math.prod(shape_x), math.prod(shape_s)
-    table = _table("cached", "shape", "float32", "backward uses it for", right=("float32",))
+    table = plain_table("cached", "shape", "float32", "backward uses it for", right=("float32",))
     for name, shape, count, use in (
         ("xhat", shape_x, n_x, "dgamma, dx"),
         ("rstd", shape_s, n_s, "dx (the 1/std factor)"),
@@ -699,55 +739,92 @@ def ln_cache(p: LessonParams, batch: int = 8, seq: int = 1024, hidden: int = 768
     g = formulas.dxhat(built.dy, built.gamma)
     from_cache = formulas.dx_simplified(g, m.xhat, m.rstd, (-1,))
     three = formulas.dx_three_path(g, m.xshift, m.std, m.rstd, (-1,))
-    _backprop(built)
-    autograd = _node_values(built, "x", "grad")
-    ok = _agree(from_cache, autograd) and _agree(three, autograd)
-    check = _verdict(
+    backprop(built)
+    autograd = node_values(built, "x", "grad")
+    ok = agree(from_cache, autograd) and agree(three, autograd)
+    check = check_line(
         ok,
-        f"on your numbers, dx from (xhat, rstd) alone matches autograd ({_difference(from_cache, autograd)}), "
+        f"on your numbers, dx from (xhat, rstd) alone matches autograd ({difference(from_cache, autograd)}), "
         "and so does the three-path form that needs xshift and std",
     )
     return DemoOutput(Group(table, Text(""), check))
 
 
-def _backprop(built: LNBuilt) -> None:
+def backprop(built: LNBuilt) -> None:
     """Run the engine's backward() on the lesson's loss (from zero)."""
     built.loss.zero_grad()
     built.loss.backward()
 
 
+PYTORCH_EPS = 1e-5  # torch.nn.LayerNorm's default
+
+
+def _eps_rows(p: LessonParams, eps: float) -> list[tuple[str, list[float]]]:
+    """The three rows of the eps demo: the lesson's x, a constant row, and that row plus tiny noise."""
+    x = ln_problem(p)[0]
+    c = float(x[0])
+    noise = np.random.default_rng(p.seed + 1).normal(size=p.dim)
+    return [("your x", x.tolist()), ("constant", [c] * p.dim), ("nearly const.", (c + 1e-4 * noise).tolist())]
+
+
+def _ln_stats(row: list[float], eps: float) -> tuple[float, float, float, float] | None:
+    """std, rstd, the spread of xhat and its largest |xhat_i| for LayerNorm of ``row``; None if it divides by 0."""
+    try:
+        g = layer_norm(row, None, None, eps).graph
+    except DomainError:
+        return None
+    xhat = np.array([v.data for v in g["xhat"]])
+    return g["std"][0].data, g["rstd"][0].data, float(np.std(xhat)), float(np.max(np.abs(xhat)))
+
+
 @demo("ln_eps")
 def ln_eps(p: LessonParams) -> DemoOutput:
     """What eps does: a constant row, a nearly constant row, and a normal row, with and without it."""
-    eps = p.eps if p.eps > 0 else 1e-5
-    x, gamma, beta, _ = ln_problem(p)
-    c = float(x[0])
-    constant = [c] * p.dim
-    rng = np.random.default_rng(p.seed + 1)
-    nearly = (c + 1e-4 * rng.normal(size=p.dim)).tolist()
-    table = _table("row", "eps", "std", "rstd", "std of xhat", right=("eps", "std", "rstd", "std of xhat"))
-    for desc, row in (("your x", x.tolist()), ("constant", constant), ("nearly const.", nearly)):
+    eps = p.eps if p.eps > 0 else PYTORCH_EPS
+    table = plain_table("row", "eps", "std", "rstd", "std of xhat", right=("eps", "std", "rstd", "std of xhat"))
+    stats: dict[tuple[str, float], tuple[float, float, float, float] | None] = {}
+    for desc, row in _eps_rows(p, eps):
         for e in (0.0, eps):
-            label = desc if e == 0.0 else ""
-            try:
-                g = layer_norm(row, gamma.tolist(), beta.tolist(), e).graph
-            except DomainError:
-                table.add_row(label, num(e), "0", Text("1/0", style="red"), Text("error", style="red"))
-                continue
-            xhat = np.array([v.data for v in g["xhat"]])
-            table.add_row(label, num(e), num(g["std"][0].data), num(g["rstd"][0].data), num(float(np.std(xhat)), 6))
-    cap = Text.assemble(
-        ("With eps, rstd can never exceed 1/√eps = ", "bold"),
-        (num(1.0 / math.sqrt(eps)), "bold"),
-        f" (eps = {eps:g}).",
+            stats[desc, e] = got = _ln_stats(row, e)
+            cells = ["0", Text("1/0", style="red"), Text("error", style="red")] if got is None else None
+            cells = cells or [num(got[0]), num(got[1]), num(got[2], 6)]
+            table.add_row(desc if e == 0.0 else "", num(e), *cells)
+    parts: list[RenderableType] = [table]
+    if p.eps == 0:
+        parts.append(Text(f"You ran with --eps 0: the rows with eps use PyTorch's default {eps:g}.", style="dim"))
+    capped = all(v[1] <= 1 / math.sqrt(eps) for (_, e), v in stats.items() if e > 0 and v is not None)
+    var = float(np.var(ln_problem(p)[0]))
+    parts += [
+        check_line(capped, f"with eps, rstd never exceeds 1/√eps = {num(1.0 / math.sqrt(eps))}"),
+        check_line(
+            stats["nearly const.", eps][2] < stats["nearly const.", 0.0][2],
+            f"nearly const.: xhat's spread {num(stats['nearly const.', eps][2], 3)} with eps, "
+            f"{num(stats['nearly const.', 0.0][2], 3)} without",
+        ),
+        check_line(
+            math.isclose(stats["your x", eps][2], math.sqrt(var / (var + eps)), rel_tol=tol.CLOSED_FORM_RTOL),
+            f"your x: xhat's spread is √(var/(var + eps)) = {num(stats['your x', eps][2], 6)}",
+        ),
+    ]
+    return DemoOutput(Group(*parts), prediction=_constant_row_prediction(stats["constant", 0.0]))
+
+
+def _constant_row_prediction(at_zero: tuple[float, float, float, float] | None) -> Prediction:
+    """The answer from what the engine did with a constant row at eps = 0 (its ``_ln_stats``)."""
+    choices = ("every xhat_i is 0", "every xhat_i is 1", "no number at all: 0/0")
+    answer = 2 if at_zero is None else (0 if at_zero[3] == 0 else 1)
+    why = (
+        "xshift = 0 and std = 0, so xhat = 0/0: the engine refuses to divide (1/0 below)."
+        if answer == 2
+        else "The engine computed a number for it (see the table)."
     )
-    return DemoOutput(Group(table, cap))
+    return Prediction("A token whose D features are all equal: what is xhat at eps = 0?", choices, answer, why)
 
 
-# ---- lesson 4: LayerNorm backward -----------------------------------------------------------
+# ---- lessons 4 and 5: LayerNorm backward-----------------------------------------------------
 
 
-def _traced(p: LessonParams, rows: int | None = None) -> tuple[LNBuilt, Trace]:
+def traced(p: LessonParams, rows: int | None = None) -> tuple[LNBuilt, Trace]:
     built = build_ln(p, rows)
     return built, trace_backward(built.loss, ln_path_tagger(built.graph))
 
@@ -756,21 +833,21 @@ def _traced(p: LessonParams, rows: int | None = None) -> tuple[LNBuilt, Trace]:
 def ln_loss_setup(p: LessonParams) -> DemoOutput:
     """The forward output y, a random upstream gradient dy and the loss sum(y · dy)."""
     built = build_ln(p)
-    _backprop(built)
-    y = _node_values(built, "y")
-    ygrad = _node_values(built, "y", "grad")
-    table = _table("i", "y", "dy", "y.grad", right=("i", "y", "dy", "y.grad"))
+    backprop(built)
+    y = node_values(built, "y")
+    ygrad = node_values(built, "y", "grad")
+    table = plain_table("i", "y", "dy", "y.grad", right=("i", "y", "dy", "y.grad"))
     for i in range(p.dim):
         table.add_row(str(i), num(y[i]), num(built.dy[i]), num(ygrad[i]))
     ok = bool(np.array_equal(ygrad, built.dy))
     loss = Text.assemble(("loss = Σ y·dy = ", "bold"), num(built.loss.data))
-    return DemoOutput(Group(table, loss, _verdict(ok, "after backward(), y.grad is exactly dy")), graph=built.graph)
+    return DemoOutput(Group(table, loss, check_line(ok, "after backward(), y.grad is exactly dy")), graph=built.graph)
 
 
 @demo("ln_backward_steps")
 def ln_backward_steps(p: LessonParams, stages: tuple[str, ...] = ("loss", "affine")) -> DemoOutput:
     """Backward through the given stages of LayerNorm, one contribution at a time."""
-    built, trace = _traced(p)
+    built, trace = traced(p)
 
     def keep(c: Contribution) -> bool:
         return (c.out.stage or "") in stages
@@ -792,49 +869,51 @@ def ln_backward_steps(p: LessonParams, stages: tuple[str, ...] = ("loss", "affin
 def ln_param_grads(p: LessonParams, rows: int = 2) -> DemoOutput:
     """dgamma and dbeta: autograd against the closed forms, summed over the rows that share them."""
     built = build_ln(p, rows)
-    _backprop(built)
+    backprop(built)
     m = formulas.moments(built.x, (-1,), p.eps)
     dgamma = formulas.dgamma(built.dy, m.xhat, (0,))
     dbeta = formulas.dbeta(built.dy, (0,))
-    auto_g = _node_values(built, "gamma", "grad")
-    auto_b = _node_values(built, "beta", "grad")
-    table = _table(
+    auto_g = node_values(built, "gamma", "grad")
+    auto_b = node_values(built, "beta", "grad")
+    table = plain_table(
         "j", "Σ dy·xhat", "gamma.grad", "Σ dy", "beta.grad", right=("j", "Σ dy·xhat", "gamma.grad", "Σ dy", "beta.grad")
     )
     for j in range(p.dim):
         table.add_row(str(j), num(dgamma[j]), num(auto_g[j]), num(dbeta[j]), num(auto_b[j]))
-    ok = _agree(auto_g, dgamma) and _agree(auto_b, dbeta)
+    ok = agree(auto_g, dgamma) and agree(auto_b, dbeta)
     note = Text(f"x has {rows} rows here, so each sum runs over {rows} rows.", style="dim")
-    return DemoOutput(Group(table, note, _verdict(ok, "autograd = closed form for gamma and beta")), graph=built.graph)
+    return DemoOutput(
+        Group(table, note, check_line(ok, "autograd = closed form for gamma and beta")), graph=built.graph
+    )
 
 
 @demo("ln_node_grads")
 def ln_node_grads(p: LessonParams, nodes: tuple[str, ...] = ("xhat",)) -> DemoOutput:
     """Named nodes' gradients: autograd against the closed forms of formulas.py."""
     built = build_ln(p)
-    _backprop(built)
+    backprop(built)
     closed = _closed(built, p.eps)
-    table = _table("node", "autograd", "closed form", right=("autograd", "closed form"))
+    table = plain_table("node", "autograd", "closed form", right=("autograd", "closed form"))
     ok = True
     for name in nodes:
-        auto = _node_values(built, name, "grad")
+        auto = node_values(built, name, "grad")
         cf = np.ravel(closed[name])
         ok &= tol.close(auto, cf, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
         for k in range(len(auto)):
             table.add_row(built.graph.index_label(name, k), num(auto[k]), num(cf[k]))
-    return DemoOutput(Group(table, _verdict(ok, "autograd = closed form")), graph=built.graph)
+    return DemoOutput(Group(table, check_line(ok, "autograd = closed form")), graph=built.graph)
 
 
 @demo("ln_dvar_dmean")
 def ln_dvar_dmean(p: LessonParams) -> DemoOutput:
     """Why the variance sends (almost) nothing into the mean: dvar/dmean = -(2/n) Σ xshift = 0."""
-    built, trace = _traced(p)
-    xshift = _node_values(built, "xshift")
+    built, trace = traced(p)
+    xshift = node_values(built, "xshift")
     n = p.dim
     dvar_dmean = -2.0 / n * float(np.sum(xshift))
     mean = built.graph["mean"][0]
     parts = trace.parts_of(mean)
-    table = _table("quantity", "value", right=("value",))
+    table = plain_table("quantity", "value", right=("value",))
     table.add_row("Σ xshift (should be 0)", num(float(np.sum(xshift))))
     table.add_row("dvar/dmean = −(2/n) Σ xshift", num(dvar_dmean))
     table.add_row(Text("mean.grad, part from xhat (direct)", style=PATH_STYLE["direct"]), num(parts.get("direct", 0.0)))
@@ -844,7 +923,7 @@ def ln_dvar_dmean(p: LessonParams) -> DemoOutput:
     scale = max(abs(mean.grad), 1.0)
     ok = abs(parts.get("var", 0.0)) <= 1e3 * np.finfo(float).eps * scale * n
     return DemoOutput(
-        Group(table, _verdict(ok, "the variance's share of mean.grad is rounding error: 0 in exact arithmetic")),
+        Group(table, check_line(ok, "the variance's share of mean.grad is rounding error: 0 in exact arithmetic")),
         graph=built.graph,
     )
 
@@ -852,7 +931,7 @@ def ln_dvar_dmean(p: LessonParams) -> DemoOutput:
 @demo("ln_x_paths")
 def ln_x_paths(p: LessonParams) -> DemoOutput:
     """x's gradient split into its three paths by the traced backward, against formulas.dx_paths."""
-    built, trace = _traced(p)
+    built, trace = traced(p)
     m = formulas.moments(built.x, (-1,), p.eps)
     g = formulas.dxhat(built.dy, built.gamma)
     direct, via_mean, via_var = formulas.dx_paths(g, m.xshift, m.std, m.rstd, (-1,))
@@ -871,15 +950,32 @@ def ln_x_paths(p: LessonParams) -> DemoOutput:
         tol.close(auto[k], ref, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
         for k, ref in zip(PATHS, (direct, via_mean, via_var))
     )
-    total_ok = tol.close(auto["direct"] + auto["mean"] + auto["var"], _node_values(built, "x", "grad"), 1e-12, 1e-14)
+    total_ok = tol.close(auto["direct"] + auto["mean"] + auto["var"], node_values(built, "x", "grad"), 1e-12, 1e-14)
     return DemoOutput(
         Group(
             table,
-            _verdict(ok, "each path matches its closed form in formulas.dx_paths"),
-            _verdict(total_ok, "the three paths add up to x.grad"),
+            check_line(ok, "each path matches its closed form in formulas.dx_paths"),
+            check_line(total_ok, "the three paths add up to x.grad"),
         ),
         graph=built.graph,
         graph_options={"paths": True, "path_input": 0},
+        prediction=path_prediction(trace.parts_of(built.graph["x"][0])),
+    )
+
+
+def path_prediction(parts: dict[str, float]) -> Prediction:
+    """Which of the three paths into x[0] is largest in size, answered from the traced split ``parts``."""
+    answer = max(range(len(PATHS)), key=lambda k: abs(parts.get(PATHS[k], 0.0)))
+    shares = ", ".join(f"{PATH_LABEL[k]} {num(parts.get(k, 0.0))}" for k in PATHS)
+    why = (
+        f"For x[0]: {shares}. The mean path is the same for every x_i, the variance path is one shared "
+        "factor times xhat_0, the direct one is rstd·g_0: which one wins depends on the numbers."
+    )
+    return Prediction(
+        "Which of the three paths carries the most gradient into x[0] (largest in size)?",
+        ("direct", "via the mean", "via the variance"),
+        answer,
+        why,
     )
 
 
@@ -887,13 +983,13 @@ def ln_x_paths(p: LessonParams) -> DemoOutput:
 def ln_simplified(p: LessonParams) -> DemoOutput:
     """The simplified formula rstd · (g − mean(g) − xhat · mean(g · xhat)), term by term, against autograd."""
     built = build_ln(p)
-    _backprop(built)
+    backprop(built)
     m = formulas.moments(built.x, (-1,), p.eps)
     g = formulas.dxhat(built.dy, built.gamma)
     m1 = float(np.mean(g))
     m2 = float(np.mean(g * m.xhat))
     dx = formulas.dx_simplified(g, m.xhat, m.rstd, (-1,))
-    auto = _node_values(built, "x", "grad")
+    auto = node_values(built, "x", "grad")
     head = Text.assemble(
         ("mean(g) = ", "bold"),
         num(m1),
@@ -902,11 +998,11 @@ def ln_simplified(p: LessonParams) -> DemoOutput:
         ("   rstd = ", "bold"),
         num(float(m.rstd.ravel()[0])),
     )
-    table = _table("i", "g", "xhat", "formula", "autograd", right=("i", "g", "xhat", "formula", "autograd"))
+    table = plain_table("i", "g", "xhat", "formula", "autograd", right=("i", "g", "xhat", "formula", "autograd"))
     for i in range(p.dim):
         table.add_row(str(i), num(g[i]), num(m.xhat[i]), num(dx[i]), num(auto[i]))
     return DemoOutput(
-        Group(head, table, _verdict(_agree(auto, dx), _difference(auto, dx))),
+        Group(head, table, check_line(agree(auto, dx), f"formula = autograd ({difference(auto, dx)})")),
         graph=built.graph,
     )
 
@@ -917,7 +1013,7 @@ def ln_check_table(p: LessonParams, rows: int | None = None) -> DemoOutput:
     x, gamma, beta, dy = ln_problem(p, rows)
     report = check_norm("layernorm", x, gamma, beta, p.eps, dy)
     built = build_ln(p, rows)
-    _backprop(built)
+    backprop(built)
     return DemoOutput(check_table(report), graph=built.graph)
 
 
@@ -939,11 +1035,11 @@ def _forms(x: np.ndarray, gamma: np.ndarray, dy: np.ndarray, eps: float) -> dict
 def forms_agree(p: LessonParams) -> DemoOutput:
     """dx by autograd and by the three-path, simplified and projection forms, side by side."""
     built = build_ln(p)
-    _backprop(built)
-    auto = _node_values(built, "x", "grad")
+    backprop(built)
+    auto = node_values(built, "x", "grad")
     forms = _forms(built.x, built.gamma, built.dy, p.eps)
     cols = ["i", "autograd", *forms]
-    table = _table(*cols, right=cols)
+    table = plain_table(*cols, right=cols)
     for i in range(p.dim):
         table.add_row(str(i), num(auto[i], 5), *[num(f[i], 5) for f in forms.values()])
     diffs = Table.grid(padding=(0, 1))
@@ -951,8 +1047,8 @@ def forms_agree(p: LessonParams) -> DemoOutput:
     diffs.add_column(justify="right")
     ok = True
     for name, f in forms.items():
-        ok &= _agree(f, auto)
-        kind, _, value = _difference(f, auto).rpartition(" ")
+        ok &= agree(f, auto)
+        kind, _, value = difference(f, auto).rpartition(" ")
         diffs.add_row(f"{name} vs autograd, largest {kind}:", value)
     if tol.CLOSED_FORM_RTOL * float(np.max(np.abs(auto))) < tol.CLOSED_FORM_ATOL:
         # dx is 0 up to rounding (d = 2 with eps = 0 makes y independent of x): a relative difference
@@ -963,7 +1059,7 @@ def forms_agree(p: LessonParams) -> DemoOutput:
         )
     else:
         text = f"all agree within {tol.CLOSED_FORM_RTOL:.0e} relative (tolerances.CLOSED_FORM_RTOL)"
-    verdict = _verdict(ok, text)
+    verdict = check_line(ok, text)
     return DemoOutput(Group(table, Text(""), diffs, verdict), graph=built.graph)
 
 
@@ -988,52 +1084,84 @@ def three_path_terms(p: LessonParams) -> DemoOutput:
     table.add_column("−rstd·xhat·m2", justify="right")
     for i in range(n):
         table.add_row(str(i), num(via_mean[i]), num(mean_term[i]), num(via_var[i]), num(var_term[i]))
-    ok = _agree(via_mean, mean_term) and _agree(via_var, var_term)
-    direct_ok = _agree(direct, rstd * g)
+    ok = agree(via_mean, mean_term) and agree(via_var, var_term)
+    direct_ok = agree(direct, rstd * g)
     return DemoOutput(
         Group(
             head,
             table,
-            _verdict(direct_ok, "and the direct path is rstd · g"),
-            _verdict(ok, "each path equals its rewritten shape, so their sum is the simplified form"),
+            check_line(direct_ok, "and the direct path is rstd · g"),
+            check_line(ok, "each path equals its rewritten shape, so their sum is the simplified form"),
         )
     )
 
 
 @demo("projection_form")
-def projection_form(p: LessonParams) -> DemoOutput:
-    """P = (1/d)(1 1ᵀ + xhat xhatᵀ) on your numbers: its entries, its rank, and dx = rstd · (g − P g)."""
+def projection_form(p: LessonParams, part: int = 1) -> DemoOutput:
+    """P = (1/d)(1 1ᵀ + xhat xhatᵀ) on your numbers: part 1 its entries and facts, part 2 dx = rstd · (g − P g)."""
+    if part not in (1, 2):
+        raise ValueError(f"part: expected 1 (the matrix) or 2 (applied to g), got {part!r}")
     x, gamma, _, dy = ln_problem(p)
     m = formulas.moments(x, (-1,), p.eps)
     P = formulas.projection(m.xhat)
+    if part == 1:
+        return DemoOutput(Group(_matrix_of(P), Text(""), *_projection_facts(x, P, m, p)))
     g = formulas.dxhat(dy, gamma)
     rstd = float(m.rstd.ravel()[0])
-    mat = _table("P", *[str(j) for j in range(p.dim)], right=[str(j) for j in range(p.dim)])
-    for i in range(p.dim):
-        mat.add_row(str(i), *[num(P[i, j], 3) for j in range(p.dim)])
-    facts = Table.grid(padding=(0, 1))
-    facts.add_column()
-    facts.add_column(justify="right")
-    facts.add_row("rank of P", str(int(np.linalg.matrix_rank(P))))
-    facts.add_row("largest |P − Pᵀ|", err(float(np.abs(P - P.T).max())))
-    facts.add_row(f"largest |P·P − P| at eps = {p.eps:g}", err(float(np.abs(P @ P - P).max())))
-    if p.eps > 0:
-        m0 = formulas.moments(x, (-1,), 0.0)
-        P0 = formulas.projection(m0.xhat)
-        facts.add_row("largest |P·P − P| at eps = 0", err(float(np.abs(P0 @ P0 - P0).max())))
     pg = P @ g
     dx = rstd * (g - pg)
-    steps = _table("i", "g", "P·g", "g − P·g", "× rstd", right=("i", "g", "P·g", "g − P·g", "× rstd"))
+    cols = ("i", "g", "P·g", "g − P·g", "× rstd")
+    steps = plain_table(*cols, right=cols)
     for i in range(p.dim):
         steps.add_row(str(i), num(g[i]), num(pg[i]), num(g[i] - pg[i]), num(dx[i]))
     ref = formulas.dx_simplified(g, m.xhat, m.rstd, (-1,))
     return DemoOutput(
-        Group(
-            mat,
-            Text(""),
-            facts,
-            Text(""),
-            steps,
-            _verdict(_agree(dx, ref), f"equals the simplified form ({_difference(dx, ref)})"),
-        )
+        Group(steps, check_line(agree(dx, ref), f"equals the simplified form ({difference(dx, ref)})")),
+        prediction=_sum_prediction(dx, g, rstd),
     )
+
+
+def _matrix_of(P: np.ndarray) -> Table:
+    cols = [str(j) for j in range(P.shape[0])]
+    mat = plain_table("P", *cols, right=cols)
+    for i, row in enumerate(P):
+        mat.add_row(str(i), *[num(v, 3) for v in row])
+    return mat
+
+
+def _projection_facts(x: np.ndarray, P: np.ndarray, m: formulas.Moments, p: LessonParams) -> list[Text]:
+    """Symmetric, rank 2, and P·P = P at eps = 0; at eps > 0 off by exactly −(shrink/n) xhat xhatᵀ."""
+    n = p.dim
+    rounding = 64 * np.finfo(float).eps * n  # the entries of P are at most 1 in size
+    P0 = formulas.projection(formulas.moments(x, (-1,), 0.0).xhat)
+    lines = [
+        check_line(float(np.abs(P - P.T).max()) <= rounding, "P is symmetric"),
+        check_line(int(np.linalg.matrix_rank(P)) == 2, f"rank of P: {int(np.linalg.matrix_rank(P))}"),
+        check_line(
+            float(np.abs(P0 @ P0 - P0).max()) <= rounding,
+            f"at eps = 0, largest |P·P − P| = {err(float(np.abs(P0 @ P0 - P0).max()))}: rounding",
+        ),
+    ]
+    if p.eps > 0:
+        shrink = p.eps / (float(m.var.ravel()[0]) + p.eps)
+        predicted = -(shrink / n) * np.outer(m.xhat, m.xhat)
+        lines.append(
+            check_line(
+                tol.close(P @ P - P, predicted, tol.CLOSED_FORM_RTOL, rounding),
+                f"at eps = {p.eps:g}, largest |P·P − P| = {err(float(np.abs(P @ P - P).max()))}, "
+                "exactly −(shrink/n)·xhat xhatᵀ with shrink = eps/(var + eps)",
+            )
+        )
+    return lines
+
+
+def _sum_prediction(dx: np.ndarray, g: np.ndarray, rstd: float) -> Prediction:
+    total = float(np.sum(dx))
+    candidates = (0.0, rstd * float(np.sum(g)), float(np.sum(g)))
+    answer = nearest(total, candidates)
+    why = (
+        f"Σ dx_i = {err(total)}. The ones vector lies in the plane P projects onto, so g − P·g has no part "
+        f"along it: its entries sum to 0. (rstd · Σ g_i would have been {num(candidates[1])}.)"
+    )
+    choices = ("0, up to rounding", "rstd · Σ g_i", "Σ g_i")
+    return Prediction("dx = rstd · (g − P·g): what do the dx_i add up to?", choices, answer, why)

@@ -1,4 +1,4 @@
-"""Demos of lesson 07: the LayerNorm Jacobian as a rank-2 projection (seed 001).
+"""Demos of lesson 07: the LayerNorm Jacobian as a rank-2 projection.
 
 For one vector x of length d, dy/dx = (1/sigma) diag(gamma) (I - P) with
 P = (1/d) (1 1^T + xhat xhat^T) (:func:`microgradnorm.formulas.layer_norm_jacobian`).
@@ -12,12 +12,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from rich.columns import Columns
 from rich.console import Group
 from rich.text import Text
 
 from microgradnorm import formulas
 from microgradnorm.jacobian import autograd_jacobian, projection_report
-from microgradnorm.lessons.charts import heat_map
+from microgradnorm.lessons.charts import HeatMapLegend, heat_map
 from microgradnorm.lessons.demo_tools import (
     autograd_dx,
     check_mark,
@@ -31,12 +32,15 @@ from microgradnorm.lessons.demo_tools import (
     ratio,
     sci,
 )
-from microgradnorm.lessons.demos import DemoOutput, LessonParams, demo
+from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.lessons.demos_core import nearest_factor
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, close
 
 # Above this size a matrix is drawn only as a heat map: its numbers no longer fit 60 columns.
 _MAX_NUMBER_COLUMNS = 6
+# Rounding in a sum of d terms of size s is at most about d · s · this (float64, with room to spare).
+ROUNDING = 64 * np.finfo(float).eps
 
 
 def _d2_note(d: int) -> list[Text]:
@@ -79,9 +83,12 @@ def jacobian_rows(p: LessonParams, gamma: str = "random") -> DemoOutput:
         parts.append(matrix_table(j, title="dy/dx from autograd (row i = grad of y_i)", row_label="i\\j"))
     else:
         parts.append(heat_map(j, title="dy/dx from autograd (too wide for numbers)"))
-    row_sums = j.sum(axis=1)
+    worst = float(np.max(np.abs(j.sum(axis=1))))
+    rounding = ROUNDING * p.dim * max(float(np.max(np.abs(j))), np.finfo(float).tiny)
     parts.append(
-        Text(f"largest |row sum| = {sci(float(np.max(np.abs(row_sums))))}  (each row of J sums to ~0)", style="dim")
+        Text.assemble(
+            check_mark(worst <= rounding), f" every row sums to 0 up to rounding (largest |sum| {sci(worst)})"
+        )
     )
     return DemoOutput(Group(*parts), graph=graph)
 
@@ -96,11 +103,17 @@ def jacobian_heatmap(p: LessonParams, gamma: str = "random") -> DemoOutput:
     scale = float(np.max(np.abs(j_auto))) or 1.0  # d = 2 at eps = 0: J is exactly 0, drawn all at 0
     err = float(np.max(np.abs(j_auto - j_closed)))
     ok = close(j_auto, j_closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL)
+    maps = Columns(  # side by side where they fit, one above the other where they do not
+        [
+            heat_map(j_auto, title="autograd", scale=scale, legend=False),
+            heat_map(j_closed, title="(1/σ) diag(γ) (I − P)", scale=scale, legend=False),
+        ],
+        padding=(0, 4),
+    )
     return DemoOutput(
         Group(
-            heat_map(j_auto, title="autograd: row i from y_i.backward()", scale=scale, legend=False),
-            Text(""),
-            heat_map(j_closed, title="closed form: (1/σ) diag(γ) (I − P)", scale=scale),
+            maps,
+            HeatMapLegend(scale),
             Text.assemble(
                 check_mark(ok), f" max |autograd − closed form| = {sci(err)} (1/σ = {fmt(float(m.rstd[0]), 4)})"
             ),
@@ -116,54 +129,112 @@ def projection_facts(p: LessonParams, eps: float = 0.0) -> DemoOutput:
     m = formulas.moments(x, (0,), eps)
     pm = formulas.projection(m.xhat)
     svs = ", ".join(fmt(s, 4) for s in r.singular_values)
-    table = number_table(
-        ["property", "measured", "exact if eps = 0"],
-        [
-            ["max |P − Pᵀ|", sci(r.symmetric_error), "0"],
-            ["max |P @ P − P|", sci(r.idempotent_error), "0"],
-            ["  predicted from eps", sci(r.idempotent_predicted), ""],
-            ["rank of P (numpy)", str(r.rank), "2"],
-            ["|xhat|² / d", fmt(r.xhat_norm_sq / r.d, 8), "1"],
-            ["1 · xhat", sci(float(np.sum(m.xhat))), "0"],
-        ],
-        title=f"P for d = {r.d}, eps = {eps:g}",
-    )
+    rounding = ROUNDING * r.d
+    exact = eps == 0
+    lines = [
+        (r.symmetric_error <= rounding, f"P is symmetric: max |P − Pᵀ| = {sci(r.symmetric_error)}"),
+        (
+            r.idempotent_error <= rounding
+            if exact
+            else math.isclose(r.idempotent_error, r.idempotent_predicted, rel_tol=1e-6),
+            f"max |P @ P − P| = {sci(r.idempotent_error)}"
+            + (": rounding" if exact else f", eps predicts {sci(r.idempotent_predicted)}"),
+        ),
+        (r.rank == 2, f"rank {r.rank}; singular values {svs}"),
+        (
+            math.isclose(r.xhat_norm_sq, r.d * r.var / (r.var + eps), rel_tol=1e-12),
+            f"|xhat|² / d = {fmt(r.xhat_norm_sq / r.d, 8)}" + ("" if exact else " = var/(var + eps)"),
+        ),
+        (abs(float(np.sum(m.xhat))) <= rounding * math.sqrt(r.d), f"1 · xhat = {sci(float(np.sum(m.xhat)))}"),
+    ]
     return DemoOutput(
         Group(
             *_d2_note(p.dim),
-            heat_map(pm, title="P: the part of a gradient that LayerNorm removes"),
-            table,
-            Text(f"singular values of P: {svs}", overflow="fold"),
+            heat_map(pm, title=f"P for d = {r.d}, eps = {eps:g}: the part of a gradient LayerNorm removes"),
+            *[Text.assemble(check_mark(ok), " ", text) for ok, text in lines],
         )
     )
 
 
+def _orthogonal_column(x: np.ndarray, g: np.ndarray, dy: np.ndarray, eps: float) -> dict[str, float]:
+    """dx from autograd at one eps, and its parts along 1 and xhat, with what eps predicts for the radial one."""
+    grads, _ = autograd_dx("layernorm", x, g, None, eps, dy)
+    dx = grads["x"]
+    m = formulas.moments(x, (0,), eps)
+    gx = formulas.dxhat(dy, g)
+    shrink = eps / (float(m.var[0]) + eps)
+    n, nh = float(np.linalg.norm(dx)), float(np.linalg.norm(m.xhat))
+    return {
+        "|dx|": n,
+        "mean": ratio(float(np.sum(dx)), n * math.sqrt(len(x))),
+        "radial": ratio(float(m.xhat @ dx), n * nh),
+        "predicted": ratio(float(m.rstd[0]) * shrink * float(m.xhat @ gx), n * nh),
+        "removed": float(np.linalg.norm(formulas.projection(m.xhat) @ gx)),
+        "before mean": ratio(float(np.sum(gx)), float(np.linalg.norm(gx)) * math.sqrt(len(x))),
+        "before radial": ratio(float(m.xhat @ gx), float(np.linalg.norm(gx)) * nh),
+    }
+
+
 @demo("gradient_orthogonal")
-def gradient_orthogonal(p: LessonParams, eps: float | None = None) -> DemoOutput:
-    """dx from autograd has no component along 1 and (at eps = 0) none along xhat."""
-    e = p.eps if eps is None else eps
+def gradient_orthogonal(p: LessonParams) -> DemoOutput:
+    """dx from autograd has no component along 1 and (at eps = 0) none along xhat, at the lesson's eps and at 0."""
     x, g = _problem(p, "random")
     dy = random_dy(p.seed, p.dim)
-    grads, graph = autograd_dx("layernorm", x, g, None, e, dy)
-    dx = grads["x"]
-    m = formulas.moments(x, (0,), e)
-    gx = formulas.dxhat(dy, g)
-    removed = formulas.projection(m.xhat) @ gx
-    n = float(np.linalg.norm(dx))
-    rows = [
-        ["|dx|", fmt(n, 4), ""],
-        ["1 · dx  (mean direction)", sci(float(np.sum(dx))), sci(ratio(float(np.sum(dx)), n))],
-        ["xhat · dx  (radial direction)", sci(float(m.xhat @ dx)), sci(ratio(float(m.xhat @ dx), n))],
-        ["1 · (γ·dy), before LayerNorm", fmt(float(np.sum(gx)), 4), ""],
-        ["xhat · (γ·dy), before", fmt(float(m.xhat @ gx), 4), ""],
-        ["|P (γ·dy)|, the part removed", fmt(float(np.linalg.norm(removed)), 4), ""],
+    epsilons = (p.eps, 0.0) if p.eps > 0 else (0.0,)
+    cols = [_orthogonal_column(x, g, dy, e) for e in epsilons]
+    labels = [
+        ("cos(γ·dy, 1), before", "before mean"),
+        ("cos(γ·dy, xhat), before", "before radial"),
+        ("|P (γ·dy)|, the part removed", "removed"),
+        ("cos(dx, 1), after", "mean"),
+        ("cos(dx, xhat), after", "radial"),
     ]
-    table = number_table(
-        ["quantity", "value", "÷ |dx|"],
-        rows,
-        title=f"autograd dx for a random dy, d = {p.dim}, eps = {e:g}",
+    rows = [[name, *[sci(c[key]) for c in cols]] for name, key in labels]
+    table = number_table(["autograd dx, random dy", *[f"eps = {e:g}" for e in epsilons]], rows)
+    rounding = ROUNDING * p.dim
+    zero = [c["|dx|"] == 0 for c in cols]  # d = 2 at eps = 0: dx = 0 has no part along anything
+    checks = [
+        (all(z or abs(c["mean"]) <= rounding for c, z in zip(cols, zero)), "no part along 1 after, at any eps"),
+        (zero[-1] or abs(cols[-1]["radial"]) <= rounding, "no part along xhat after, at eps = 0"),
+    ]
+    if p.eps > 0:
+        checks.append(
+            (
+                math.isclose(cols[0]["radial"], cols[0]["predicted"], rel_tol=1e-6, abs_tol=rounding),
+                f"at eps = {p.eps:g}, the small radial part is what eps predicts ({sci(cols[0]['predicted'])})",
+            )
+        )
+    graph = autograd_dx("layernorm", x, g, None, p.eps, dy)[1]
+    return DemoOutput(
+        Group(*_d2_note(p.dim), table, *[Text.assemble(check_mark(ok), " ", t) for ok, t in checks]), graph=graph
     )
-    return DemoOutput(Group(*_d2_note(p.dim), table), graph=graph)
+
+
+def _scale_row(x: np.ndarray, g: np.ndarray, dy: np.ndarray, eps: float, c: float) -> dict[str, float]:
+    """LN(c·x) against LN(x), the gradient's size at c·x, and what eps alone predicts for both.
+
+    LayerNorm of c·x with eps is LayerNorm of x with eps/c² (divide top and bottom by |c|), so
+    any difference from "same" (or "flipped") and from "grad ratio 1" is eps's doing.
+    """
+    y, yc = (
+        engine_forward("layernorm", x, g.tolist(), None, eps),
+        engine_forward("layernorm", c * x, g.tolist(), None, eps),
+    )
+    dx0 = autograd_dx("layernorm", x, g, None, eps, dy)[0]["x"]
+    dxc = autograd_dx("layernorm", c * x, g, None, eps, dy)[0]["x"]
+    m = formulas.moments(x, (0,), eps / c**2)
+    y_pred = math.copysign(1.0, c) * formulas.affine(m.xhat, g, None)
+    dx_pred = formulas.dx_projection(dy, g, m.xhat, float(m.rstd[0])) / abs(c)
+    base = float(np.linalg.norm(dx0))
+    return {
+        "same": float(np.max(np.abs(yc - y))),
+        "flipped": float(np.max(np.abs(yc + y))),
+        "ratio": float(np.linalg.norm(dxc)) * abs(c) / base if base > 0 else math.nan,
+        "ok": bool(
+            close(yc, y_pred, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL)
+            and close(dxc, dx_pred, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL * max(1.0, abs(1 / c)))
+        ),
+    }
 
 
 @demo("scale_invariance")
@@ -171,56 +242,78 @@ def scale_invariance(p: LessonParams, scales: tuple[float, ...] = (0.01, 0.5, 2.
     """LN(c x) against LN(x) for several c, and how the input gradient scales: like 1/c."""
     x, g = _problem(p, "random")
     dy = random_dy(p.seed, p.dim)
-    y = engine_forward("layernorm", x, g.tolist(), None, p.eps)
-    dx0 = autograd_dx("layernorm", x, g, None, p.eps, dy)[0]["x"]
-    base = float(np.linalg.norm(dx0))  # 0 for d = 2 at eps = 0, where y does not depend on x
-    rows = []
-    for c in scales:
-        c = float(c)
-        yc = engine_forward("layernorm", c * x, g.tolist(), None, p.eps)
-        dxc = autograd_dx("layernorm", c * x, g, None, p.eps, dy)[0]["x"]
-        ratio = fmt(float(np.linalg.norm(dxc) * abs(c) / base), 6) if base > 0 else "— (dx = 0)"
-        rows.append([fmt(c, 4), sci(float(np.max(np.abs(yc - y)))), sci(float(np.max(np.abs(yc + y)))), ratio])
-    return number_table(
+    runs = {float(c): _scale_row(x, g, dy, p.eps, float(c)) for c in scales}
+    rows = [
+        [fmt(c, 4), sci(r["same"]), sci(r["flipped"]), fmt(r["ratio"], 6) if r["ratio"] == r["ratio"] else "— (dx = 0)"]
+        for c, r in runs.items()
+    ]
+    table = number_table(
         ["c", "same", "flipped", "grad ratio"],
         rows,
         title=f"LayerNorm of c·x (eps = {p.eps:g}, d = {p.dim})",
         caption="same = max|LN(cx) − LN(x)|, flipped = max|LN(cx) + LN(x)|, "
         "grad ratio = |c|·|dx at cx| / |dx at x| (1 means dx shrinks like 1/c)",
     )
+    ok = all(r["ok"] for r in runs.values())
+    check = Text.assemble(
+        check_mark(ok), " every gap from same/flipped and from ratio 1 is eps's: LN of c·x is LN of x with eps/c²"
+    )
+    return DemoOutput(Group(table, check), prediction=_scale_prediction(runs))
+
+
+def _scale_prediction(runs: dict[float, dict[str, float]]) -> Prediction:
+    c = max(runs)
+    r = runs[c]
+    factor = r["ratio"] / c  # |dx at cx| / |dx at x|
+    targets = (c, 1.0, 1.0 / c)
+    answer = 1 if not factor > 0 else nearest_factor(factor, targets)
+    why = (
+        f"|dx at {c:g}x| / |dx at x| = {sci(factor)}: the output does not change, so the same upstream gradient "
+        "meets a Jacobian carrying 1/sigma, and sigma grew with c."
+    )
+    choices = (f"it grows {c:g} times", "it stays the same", f"it shrinks {c:g} times")
+    return Prediction(f"Multiply x by {c:g}. What happens to the size of dx?", choices, answer, why)
 
 
 @demo("eps_effect")
 def eps_effect(
-    p: LessonParams, eps_values: tuple[float, ...] = (0.0, 1e-5, 1e-3, 0.1, 1.0), scale: float = 1.0
+    p: LessonParams,
+    eps_values: tuple[float, ...] = (0.0, 1e-5, 1e-3, 0.1, 1.0),
+    scale: float = 1.0,
+    caption: bool = True,
 ) -> Group:
     """What eps > 0 does to the projection, measured beside the algebra's prediction."""
     x, _ = _problem(p, "ones")
     x = x * float(scale)
-    rows = []
+    rows, ok = [], True
     var = float(formulas.moments(x, (0,), 0.0).var[0])
     dy = random_dy(p.seed, p.dim)
     for e in eps_values:
-        e = float(e)
-        r = projection_report(x, None, e, dy=dy, c=3.0)
+        r = projection_report(x, None, float(e), dy=dy, c=3.0)
+        scale_dx = r.dx_norm * math.sqrt(r.xhat_norm_sq)
+        radial, predicted = ratio(r.xhat_dot_dx, scale_dx), ratio(r.xhat_dot_dx_predicted, scale_dx)
+        rounding = ROUNDING * r.d
+        ok &= r.dx_norm == 0 or abs(radial - predicted) <= 1e-6 * abs(predicted) + rounding
+        ok &= abs(r.idempotent_error - r.idempotent_predicted) <= 1e-6 * r.idempotent_predicted + rounding
         rows.append(
             [
-                f"{e:g}",
-                sci(e / (var + e), 1),
+                f"{float(e):g}",
+                sci(float(e) / (var + float(e)), 1),
                 sci(r.idempotent_error, 1),
-                sci(ratio(r.xhat_dot_dx, r.dx_norm * math.sqrt(r.xhat_norm_sq)), 1),
-                sci(ratio(r.xhat_dot_dx_predicted, r.dx_norm * math.sqrt(r.xhat_norm_sq)), 1),
+                sci(radial, 1),
+                sci(predicted, 1),
                 sci(r.scale_error, 1),
             ]
         )
+    note = (
+        "shrink = eps/(var+eps); P²−P = max|P@P − P|; radial = the cosine between dx (closed form) and xhat, "
+        "predicted = shrink·rstd·(xhat·dy) ÷ (|dx| |xhat|) (gamma = 1 here); 3x vs x = max|LN(3x) − LN(x)|"
+    )
     return Group(
         *_d2_note(p.dim),
         Text(f"x scaled by {float(scale):g}: var(x) = {fmt(var, 4)}, d = {p.dim}", style="bold"),
         number_table(
-            ["eps", "shrink", "P²−P", "radial", "predicted", "3x vs x"],
-            rows,
-            caption="shrink = eps/(var+eps); P²−P = max|P@P − P|; radial = the cosine between dx "
-            "(closed form) and xhat, predicted = shrink·rstd·(xhat·dy) ÷ (|dx| |xhat|); "
-            "3x vs x = max|LN(3x) − LN(x)|",
+            ["eps", "shrink", "P²−P", "radial", "predicted", "3x vs x"], rows, caption=note if caption else None
         ),
+        Text.assemble(check_mark(bool(ok)), " radial and P²−P are what the algebra predicts, in every row"),
     )

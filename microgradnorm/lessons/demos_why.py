@@ -1,10 +1,15 @@
-"""Demos of lesson 02: why we normalize at all (seed 004).
+"""Demos of lesson 02: why we normalize at all.
 
-Three arguments, each computed live: badly scaled inputs make a lopsided loss
-landscape that gradient descent crawls through; large pre-activations saturate a
-sigmoid and starve the layers below of gradient; and the affine step can undo the
-normalization exactly (gamma = sigma, beta = mu), so normalizing never costs
-the layer the ability to pass its input through.
+What normalizing means (a small batch standardized per feature and per
+example), then the arguments, each computed live: gradients inherit the scale
+of the inputs, so badly scaled inputs make a lopsided loss landscape that
+gradient descent crawls through; raw weights take on the units of their
+features; a deep product of random matrices shrinks or blows up activations
+unless they are standardized between the matrices, which also stops the scale
+of the initialization from compounding; large pre-activations saturate a
+sigmoid and starve the layers below of gradient. Last, the affine step can
+undo the normalization exactly (gamma = sqrt(var + eps), beta = mean), and
+where it can.
 """
 
 from __future__ import annotations
@@ -13,17 +18,58 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.text import Text
 
+from microgradnorm import formulas
 from microgradnorm.engine import Value
-from microgradnorm.lessons.charts import bar_chart, heat_map, line_chart
-from microgradnorm.lessons.demo_tools import engine_forward, fmt, number_table, rng_for, sci
-from microgradnorm.lessons.demos import DemoOutput, LessonParams, demo
+from microgradnorm.figure import line_chart_svg
+from microgradnorm.lessons.charts import HeatMap, bar_chart, heat_map, line_chart
+from microgradnorm.lessons.demo_tools import check_mark, engine_forward, fmt, matrix_table, number_table, rng_for, sci
+from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.lessons.demos_core import nearest_factor
 from microgradnorm.registry import get_norm
+from microgradnorm.tolerances import CLOSED_FORM_RTOL
 
-# seed 004's example: a distance-like feature and a ratio-like feature
+# the running example: a distance-like feature and a ratio-like feature
 X1, X2 = 10000.0, 0.1
+
+
+# ---- what normalizing means ----------------------------------------------------------
+
+
+def _standardized(x: np.ndarray, axis: int, eps: float) -> np.ndarray:
+    """(x − mean) / sqrt(var + eps) along ``axis`` (formulas.moments, the same code every norm uses)."""
+    return formulas.moments(x, (axis,), eps).xhat
+
+
+def _is_standardized(m: np.ndarray, raw: np.ndarray, axis: int, eps: float) -> bool:
+    """Mean 0 and spread √(var/(var + eps)) along ``axis``, the var being the raw numbers'."""
+    var = np.var(raw, axis=axis)
+    centered = np.allclose(np.mean(m, axis=axis), 0.0, atol=1e-12)
+    return bool(centered and np.allclose(np.std(m, axis=axis), np.sqrt(var / (var + eps)), rtol=1e-12, atol=0))
+
+
+@demo("standardize_both_ways")
+def standardize_both_ways(p: LessonParams, examples: int = 3, features: int = 4) -> DemoOutput:
+    """A small batch standardized per feature (down each column) and per example (along each row)."""
+    x = np.round(rng_for(p.seed, 36).normal(5.0, 3.0, size=(examples, features)), 1)
+    if np.ptp(x, axis=0).min() == 0 or np.ptp(x, axis=1).min() == 0:  # a constant column or row has no spread
+        x += 0.1 * np.arange(x.size).reshape(x.shape) ** 2
+    per_feature, per_example = _standardized(x, 0, p.eps), _standardized(x, 1, p.eps)
+    parts: list[RenderableType] = []
+    for title, m in (
+        (f"X: {examples} examples (rows), {features} features (columns)", x),
+        ("each feature, down its column (as BatchNorm does)", per_feature),
+        ("each example, along its row (as LayerNorm does)", per_example),
+    ):
+        parts.append(matrix_table(m, title=title, digits=3))
+    hair = " (a hair less: eps)" if p.eps > 0 else ""
+    parts += [
+        Text.assemble(check_mark(_is_standardized(per_feature, x, 0, p.eps)), f" each column: mean 0, spread 1{hair}"),
+        Text.assemble(check_mark(_is_standardized(per_example, x, 1, p.eps)), f" each row: mean 0, spread 1{hair}"),
+    ]
+    return DemoOutput(Group(*parts))
 
 
 # ---- the loss landscape of y = w1 x1 + w2 x2 ----------------------------------------
@@ -45,7 +91,7 @@ class LinearProblem:
 
 
 def linear_problem(seed: int, n: int = 64) -> LinearProblem:
-    """Features around seed 004's x1 = 10000 and x2 = 0.1 (20% spread), targets from fixed weights."""
+    """Features around x1 = 10000 and x2 = 0.1 (20% spread), targets from fixed weights."""
     rng = rng_for(seed, 30)
     raw = np.column_stack([X1 * (1 + 0.2 * rng.normal(size=n)), X2 * (1 + 0.2 * rng.normal(size=n))])
     targets = raw @ np.array([3e-4, 20.0])  # both features matter: about 3 and 2 on average
@@ -91,7 +137,7 @@ def descend(features: np.ndarray, targets: np.ndarray, steps: int, tol: float = 
 @demo("landscape_gradients")
 def landscape_gradients(p: LessonParams) -> DemoOutput:
     """dL/dw1 and dL/dw2 from the engine for x1 = 10000, x2 = 0.1, raw and normalized."""
-    # one example, as in seed 004: the gradient of each weight is dL/dy times its input
+    # one example: the gradient of each weight is dL/dy times its input
     w1, w2 = Value(1e-4, label="w1"), Value(1.0, label="w2")
     x1, x2 = Value(X1, label="x1"), Value(X2, label="x2")
     y = w1 * x1 + w2 * x2
@@ -108,7 +154,7 @@ def landscape_gradients(p: LessonParams) -> DemoOutput:
     # a small data set, raw and standardized, gradients at w = 0 from the engine
     prob = linear_problem(p.seed)
     rows = []
-    for name, feats in (("raw", prob.raw), ("normalized", prob.normalized)):
+    for name, feats in (("raw", prob.raw), ("standardized", prob.normalized)):
         ws = [Value(0.0) for _ in range(feats.shape[1])]
         terms = [
             (Value.sum([w * float(f) for w, f in zip(ws, row)]) - float(t)) ** 2 for row, t in zip(feats, prob.targets)
@@ -116,53 +162,66 @@ def landscape_gradients(p: LessonParams) -> DemoOutput:
         total = Value.mean(terms) * 0.5
         total.backward()
         g = [abs(w.grad) for w in ws[:2]]
-        rows.append([name, fmt(g[0], 3), fmt(g[1], 3), fmt(g[0] / g[1], 3)])
+        rows.append([name, fmt(g[0], 3), fmt(g[1], 3), g[0] / g[1]])
+    exact = math.isclose(w1.grad / w2.grad, X1 / X2, rel_tol=CLOSED_FORM_RTOL)
     return DemoOutput(
         Group(
-            number_table(["one example, w = (1e-4, 1), t = 5", "engine"], single),
+            number_table(["one example: w = (1e-4, 1), L = (y − 5)²/2", "engine"], single),
+            Text.assemble(check_mark(exact), f" the ratio is exactly x1 ÷ x2 = {fmt(X1 / X2, 4)}"),
             Text(""),
             number_table(
                 [f"{len(prob.targets)} examples, w = 0", "|dL/dw1|", "|dL/dw2|", "ratio"],
-                rows,
-                caption="normalized: each feature standardized over the examples (mean 0, variance 1).",
+                [[*row[:3], fmt(row[3], 3)] for row in rows],
+                caption="L = mean of (y − target)²/2; standardized: each feature over the examples.",
+            ),
+            Text.assemble(
+                check_mark(rows[1][-1] < rows[0][-1]),
+                f" standardized, the two gradients differ by ×{fmt(rows[1][-1], 3)}, raw by ×{sci(rows[0][-1], 1)}",
             ),
         ),
         graph=loss,
     )
 
 
+def landscape_grid(feats: np.ndarray, targets: np.ndarray, span: float, size: int) -> np.ndarray:
+    """L − L* on a size × size grid of (w1, w2) within ±span of the best weights; rows: w2 from +span down."""
+    w_star = np.linalg.lstsq(feats, targets, rcond=None)[0]
+    best = _loss_and_grad(feats, w_star, targets)[0]
+    offsets = np.linspace(-span, span, size)
+    grid = np.zeros((size, size))
+    for i, d2 in enumerate(offsets[::-1]):
+        for j, d1 in enumerate(offsets):
+            w = w_star.copy()
+            w[0] += d1
+            w[1] += d2
+            grid[i, j] = _loss_and_grad(feats, w, targets)[0] - best
+    return grid
+
+
 @demo("loss_landscape")
-def loss_landscape(p: LessonParams, size: int = 11) -> Group:
+def loss_landscape(p: LessonParams, size: int = 7) -> Group:
     """The loss over a grid of (w1, w2) around the optimum, raw and normalized, as heat maps."""
-    if not isinstance(size, int) or not 3 <= size <= 21:
-        raise ValueError(f"size: expected an integer from 3 to 21, got {size!r}")
+    if not isinstance(size, int) or not 3 <= size <= 21 or size % 2 == 0:
+        raise ValueError(f"size: expected an odd integer from 3 to 21, got {size!r}")
     prob = linear_problem(p.seed)
-    maps = []
-    for name, feats in (("raw", prob.raw), ("normalized", prob.normalized)):
-        w_star = np.linalg.lstsq(feats, prob.targets, rcond=None)[0]
-        best = _loss_and_grad(feats, w_star, prob.targets)[0]
-        span = 1.0 if name == "normalized" else 1e-3  # the same span along both axes
-        offsets = np.linspace(-span, span, size)
-        grid = np.zeros((size, size))
-        for i, d2 in enumerate(offsets[::-1]):  # rows: w2, largest on top
-            for j, d1 in enumerate(offsets):  # columns: w1
-                w = w_star.copy()
-                w[0] += d1
-                w[1] += d2
-                grid[i, j] = _loss_and_grad(feats, w, prob.targets)[0] - best
-        maps.append((name, span, grid))
-    parts = []
-    for name, span, grid in maps:
-        parts.append(
-            heat_map(grid, title=f"{name}: L − L* for w1 (across) and w2 (down) within ±{span:g} of the optimum")
+    parts: list[Text | HeatMap] = []
+    lopsided = {}
+    for name, feats, span in (("raw", prob.raw, 1e-3), ("standardized", prob.normalized, 1.0)):
+        grid = landscape_grid(feats, prob.targets, span, size)
+        along_w1, along_w2 = grid[size // 2, -1], grid[0, size // 2]
+        lopsided[name] = max(along_w1, along_w2) / min(along_w1, along_w2)
+        parts += [
+            heat_map(grid, title=f"{name}: L − L*, w1 across and w2 down, ±{span:g} around the best"),
+            Text(f"  a step of {span:g} costs {sci(along_w1)} along w1, {sci(along_w2)} along w2", style="dim"),
+        ]
+    parts.append(
+        Text.assemble(
+            check_mark(lopsided["standardized"] < lopsided["raw"]),
+            f" raw, one direction costs {sci(lopsided['raw'], 1)} times the other; "
+            f"standardized, {fmt(lopsided['standardized'], 3)} times",
         )
-        along_w1 = grid[size // 2, -1]
-        along_w2 = grid[0, size // 2]
-        parts.append(
-            Text(f"  a step of {span:g} along w1 costs {sci(along_w1)}, along w2 {sci(along_w2)}", style="dim")
-        )
-        parts.append(Text(""))
-    return Group(*parts[:-1])
+    )
+    return Group(*parts)
 
 
 @demo("descent_race")
@@ -171,7 +230,7 @@ def descent_race(p: LessonParams, steps: int = 300) -> Group:
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps: expected a positive integer, got {steps!r}")
     prob = linear_problem(p.seed)
-    runs = {name: descend(f, prob.targets, steps) for name, f in (("raw", prob.raw), ("normalized", prob.normalized))}
+    runs = {name: descend(f, prob.targets, steps) for name, f in (("raw", prob.raw), ("standardized", prob.normalized))}
     curves = {name: r["gaps"] for name, r in runs.items()}
     longest = max(len(c) for c in curves.values())
     # pad the converged run with its last value, so both curves span the same steps
@@ -180,7 +239,7 @@ def descent_race(p: LessonParams, steps: int = 300) -> Group:
     chart = line_chart(
         {n: [max(v, floor) for v in c] for n, c in padded.items()},
         log=True,
-        height=8,
+        height=6,
         title="loss gap (L − L*) ÷ (L0 − L*) per step",
     )
     rows = []
@@ -194,13 +253,18 @@ def descent_race(p: LessonParams, steps: int = 300) -> Group:
                 sci(r["gaps"][-1], 1),
             ]
         )
+    done = {name: r["converged"] if r["converged"] is not None else steps + 1 for name, r in runs.items()}
     return Group(
         chart,
         number_table(
             ["", "condition", "steps to 1e-6", "gap at end"],
             rows,
-            caption="condition = λmax ÷ λmin of the Hessian. The step size is 1/λmax for each problem; "
-            "descent needs roughly condition × ln(1/tolerance) steps.",
+            caption="condition = λmax ÷ λmin, the steepest over the flattest curvature. With the step "
+            "1/λmax, descent needs at most about condition × ln(1/tolerance) steps.",
+        ),
+        Text.assemble(
+            check_mark(done["standardized"] < done["raw"]),
+            f" standardized reaches 1e-6 first: in {rows[1][2]} steps, raw {rows[0][2]}",
         ),
     )
 
@@ -211,46 +275,65 @@ def descent_race(p: LessonParams, steps: int = 300) -> Group:
 @demo("sigmoid_saturation")
 def sigmoid_saturation(p: LessonParams, zs: tuple[float, ...] = (-100.0, -10.0, -3.0, 0.0, 3.0, 10.0, 100.0)) -> Group:
     """sigmoid(z) and its derivative from the engine, for small and large z."""
-    rows = []
+    rows, slopes, values = [], [], []
     for z in zs:
         v = Value(float(z))
         s = v.sigmoid()
         s.backward()
         rows.append([fmt(float(z), 4), fmt(s.data, 6), sci(v.grad)])
-    return number_table(["z", "sigmoid(z)", "d sigmoid / dz"], rows, title="the engine's sigmoid node")
+        slopes.append(v.grad)
+        values.append(s.data)
+    top = int(np.argmax(zs))
+    return Group(
+        number_table(["z", "sigmoid(z)", "d sigmoid / dz"], rows, title="the engine's sigmoid node"),
+        Text.assemble(
+            check_mark(zs[int(np.argmax(slopes))] == 0.0 and max(slopes) == 0.25),
+            " the slope is largest, 1/4, at z = 0",
+        ),
+        Text.assemble(
+            check_mark(values[top] == 1.0 and slopes[top] == 0.0),
+            f" at z = {fmt(float(zs[top]), 4)}: sigmoid rounds to exactly 1, its slope to exactly 0",
+        ),
+    )
+
+
+def sigmoid_slopes(values: np.ndarray) -> list[float]:
+    """sigmoid'(v) for each value, from the engine's sigmoid node."""
+    slopes = []
+    for v in values:
+        node = Value(float(v))
+        node.sigmoid().backward()
+        slopes.append(node.grad)
+    return slopes
 
 
 @demo("saturation_before_after")
 def saturation_before_after(p: LessonParams, mean: float = 12.0, spread: float = 4.0, layers: int = 5) -> Group:
-    """sigmoid' of one layer's pre-activations, raw and after LayerNorm, and over several layers."""
-    rng = rng_for(p.seed, 31)
-    z = rng.normal(mean, spread, size=p.dim)
-    zn = engine_forward("layernorm", z, None, None, p.eps)
-    deriv = {}
-    for name, values in (("raw", z), ("after LN", zn)):
-        d = []
-        for v in values:
-            node = Value(float(v))
-            node.sigmoid().backward()
-            d.append(node.grad)
-        deriv[name] = d
+    """sigmoid' of one layer's pre-activations, raw and standardized, and over several layers."""
+    z = rng_for(p.seed, 31).normal(mean, spread, size=p.dim)
+    zn = engine_forward("layernorm", z, None, None, p.eps)  # standardized over the units (LayerNorm, lesson 3)
+    raw, std = sigmoid_slopes(z), sigmoid_slopes(zn)
     chart = bar_chart(
         [f"unit {i}" for i in range(p.dim)],
-        {"raw σ'": deriv["raw"], "after LN σ'": deriv["after LN"]},
-        title=f"sigmoid'(z) per unit, z ~ N({mean:g}, {spread:g}²), then normalized",
+        {"raw σ'": raw, "standardized σ'": std},
+        title=f"sigmoid'(z) per unit, z ~ N({mean:g}, {spread:g}²), then standardized",
         log=False,
     )
-    mean_raw, mean_ln = float(np.mean(deriv["raw"])), float(np.mean(deriv["after LN"]))
+    mean_raw, mean_std = float(np.mean(raw)), float(np.mean(std))
     return Group(
         chart,
         number_table(
             ["", "mean σ'", f"(mean σ')^{layers}"],
             [
                 ["raw", sci(mean_raw), sci(mean_raw**layers)],
-                ["after LN", fmt(mean_ln, 3), sci(mean_ln**layers)],
+                ["standardized", fmt(mean_std, 3), sci(mean_std**layers)],
             ],
             caption=f"(mean σ')^{layers}: roughly how much of a gradient survives {layers} such layers "
             "(sigmoid' is at most 0.25).",
+        ),
+        Text.assemble(
+            check_mark(mean_std > mean_raw),
+            f" standardized, the mean slope is {fmt(mean_std / mean_raw, 3)} times the raw one",
         ),
     )
 
@@ -273,13 +356,266 @@ def identity_recovery(p: LessonParams) -> Group:
     sigma0 = math.sqrt(row0["var"][0].data + p.eps)
     mu0 = row0["mean"][0].data
     y_ln = engine_forward("layernorm", x, [sigma0] * p.dim, [mu0] * p.dim, p.eps)
-    rows = [
-        ["BatchNorm, γ_j = σ_j, β_j = μ_j", "whole batch", sci(float(np.max(np.abs(y_bn - x))))],
-        ["LayerNorm, γ = σ, β = μ of row 0", "row 0", sci(float(np.max(np.abs(y_ln[0] - x[0]))))],
-        ["", "other rows", sci(float(np.max(np.abs(y_ln[1:] - x[1:]))))],
+    gaps = [
+        float(np.max(np.abs(y_bn - x))),
+        float(np.max(np.abs(y_ln[0] - x[0]))),
+        float(np.max(np.abs(y_ln[1:] - x[1:]))),
     ]
-    return number_table(
-        ["setting (engine)", "rows", "max |y − x|"],
-        rows,
-        title=f"X [{n}, {p.dim}]; γ and β read off the engine's mean and var nodes",
+    rows = [
+        ["BatchNorm, each column", "whole batch", sci(gaps[0])],
+        ["LayerNorm, row 0", "row 0", sci(gaps[1])],
+        ["", "other rows", sci(gaps[2])],
+    ]
+    exact = CLOSED_FORM_RTOL * float(np.max(np.abs(x)))  # rounding, at the size of x
+    return Group(
+        number_table(
+            ["gamma, beta from", "rows", "max |y − x|"],
+            rows,
+            title=f"X [{n}, {p.dim}]; gamma = √(var + eps), beta = mean (the engine's nodes)",
+        ),
+        Text.assemble(check_mark(gaps[0] <= exact), " BatchNorm gives back the whole batch, up to rounding"),
+        Text.assemble(
+            check_mark(gaps[1] <= exact < gaps[2]), " LayerNorm gives back row 0 only; the other rows change"
+        ),
     )
+
+
+# ---- the weights, not the units, should say what matters --------------------------------
+
+# How much a one-standard-deviation change of each feature moves the target: x1 matters more.
+EFFECTS = (2.0, 0.2)
+
+
+@dataclass(frozen=True)
+class UnitsProblem:
+    """Two features in very different units, a target that depends on both, and the fits of it.
+
+    raw: [n, 2] a distance around X1 and a ratio around X2; targets: EFFECTS · standardized features + noise.
+    """
+
+    raw: np.ndarray
+    targets: np.ndarray
+
+
+def units_problem(seed: int, n: int = 64) -> UnitsProblem:
+    rng = rng_for(seed, 33)
+    raw = np.column_stack([X1 * (1 + 0.2 * rng.normal(size=n)), X2 * (1 + 0.2 * rng.normal(size=n))])
+    z = (raw - raw.mean(axis=0)) / raw.std(axis=0)
+    return UnitsProblem(raw, z @ np.array(EFFECTS) + 0.05 * rng.normal(size=n))
+
+
+def least_squares(features: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, float]:
+    """The weights (with an intercept column appended) and the loss mean((X w − t)²)/2 at them."""
+    design = np.column_stack([features, np.ones(len(targets))])
+    w = np.linalg.lstsq(design, targets, rcond=None)[0]
+    return w[:-1], _loss_and_grad(design, w, targets)[0]
+
+
+def feature_importance(prob: UnitsProblem) -> np.ndarray:
+    """How much the best loss rises when each feature is left out (refit without it): unit-free."""
+    _, full = least_squares(prob.raw, prob.targets)
+    return np.array([least_squares(np.delete(prob.raw, k, axis=1), prob.targets)[1] - full for k in range(2)])
+
+
+@demo("units_and_weights")
+def units_and_weights(p: LessonParams) -> DemoOutput:
+    """Raw weights take on the units of their features; standardized weights say what matters."""
+    prob = units_problem(p.seed)
+    raw_w, _ = least_squares(prob.raw, prob.targets)
+    std_w, _ = least_squares((prob.raw - prob.raw.mean(axis=0)) / prob.raw.std(axis=0), prob.targets)
+    rise = feature_importance(prob)
+    rows = [
+        [f"{name} ≈ {sci(float(np.mean(prob.raw[:, k])), 0)}", sci(raw_w[k]), fmt(std_w[k], 3), sci(rise[k])]
+        for k, name in enumerate(("x1", "x2"))
+    ]
+    table = number_table(["feature", "raw w", "standardized w", "loss rise"], rows)
+    order = np.argsort(-rise)  # most important first
+    checks = Group(
+        Text.assemble(
+            check_mark(bool(np.all(np.argsort(-np.abs(std_w)) == order))),
+            " standardized weights rank the features as leaving them out does",
+        ),
+        Text.assemble(
+            check_mark(bool(np.all(np.argsort(-np.abs(raw_w)) == order[::-1]))),
+            " raw weights rank them the other way round",
+        ),
+    )
+    caption = Text("loss rise: how much the best fit's loss grows when the feature is left out.", style="dim")
+    return DemoOutput(Group(table, caption, checks), prediction=_units_prediction(raw_w, std_w))
+
+
+def _units_prediction(raw_w: np.ndarray, std_w: np.ndarray) -> Prediction:
+    ratio = abs(raw_w[0]) / abs(raw_w[1])
+    answer = 0 if ratio > 2 else 1 if ratio < 0.5 else 2
+    why = (
+        f"raw w1 = {sci(raw_w[0])}, w2 = {sci(raw_w[1])}. A weight must absorb its feature's unit: x2 is "
+        f"small, so its weight must be large for it to count at all. Standardized: {fmt(std_w[0], 3)} and "
+        f"{fmt(std_w[1], 3)}, in the order of importance."
+    )
+    choices = ("x1's weight", "x2's weight", "about the same")
+    return Prediction(
+        "x1 matters more to the target. Fit the raw features: whose weight is larger?", choices, answer, why
+    )
+
+
+# ---- a deep product of matrices, with and without normalization between them ----------------
+
+
+def standardize(h: np.ndarray, eps: float) -> np.ndarray:
+    """(h − mean) / sqrt(var + eps) over the units of one activation vector (LayerNorm without gamma and beta)."""
+    return formulas.moments(h, (0,), eps).xhat
+
+
+@dataclass(frozen=True)
+class DepthRun:
+    """|h| after each layer (index 0: the input) and, with normalization, |standardize(h)| fed to each matrix."""
+
+    plain: dict[float, list[float]]
+    normalized: dict[float, list[float]]
+    fed: dict[float, list[float]]
+    fed_expected: dict[float, list[float]]  # √(width · var / (var + eps)) of each vector standardized
+    width: int
+
+
+def depth_run(
+    seed: int, eps: float, width: int = 64, depth: int = 32, gains: tuple[float, ...] = (0.5, 2.0)
+) -> DepthRun:
+    """h_k = gain · W_k h_(k−1) and h_k = gain · W_k standardize(h_(k−1)), with the same random W_k."""
+    rng = rng_for(seed, 34)
+    x = rng.normal(size=width)
+    mats = [rng.normal(size=(width, width)) / math.sqrt(width) for _ in range(depth)]  # |W u| ≈ |u|
+    plain, normalized, fed, expected = {}, {}, {}, {}
+    for gain in gains:
+        h, hn = x, x
+        plain[gain], normalized[gain] = [float(np.linalg.norm(x))], [float(np.linalg.norm(x))]
+        fed[gain], expected[gain] = [], []
+        for w in mats:
+            h = gain * (w @ h)
+            u = standardize(hn, eps)
+            expected[gain].append(math.sqrt(width * float(np.var(hn)) / (float(np.var(hn)) + eps)))
+            hn = gain * (w @ u)
+            plain[gain].append(float(np.linalg.norm(h)))
+            normalized[gain].append(float(np.linalg.norm(hn)))
+            fed[gain].append(float(np.linalg.norm(u)))
+    return DepthRun(plain, normalized, fed, expected, width)
+
+
+def _depth_checks(run: DepthRun, eps: float) -> list[Text]:
+    depth = len(run.plain[next(iter(run.plain))]) - 1
+    checks = []
+    for gain, norms in run.plain.items():
+        factor, expected = norms[-1] / norms[0], gain**depth
+        near = abs(math.log(factor / expected)) < depth * abs(math.log(gain)) / 2  # within half the decades
+        checks.append(
+            Text.assemble(
+                check_mark(near),
+                f" plain {gain:g}: |h| ×{sci(factor, 1)} in {depth} layers; {gain:g}^{depth} = {sci(expected, 1)}",
+            )
+        )
+    fed = [v for vs in run.fed.values() for v in vs]
+    lengths = [v for vs in run.fed_expected.values() for v in vs]
+    fixed = all(math.isclose(a, b, rel_tol=CLOSED_FORM_RTOL) for a, b in zip(fed, lengths))
+    checks.append(
+        Text.assemble(
+            check_mark(fixed),
+            f" norm.: each W gets an input of length √{run.width}" + ("·√(var/(var+eps))" if eps else ""),
+        )
+    )
+    spread = [v / (gain * math.sqrt(run.width)) for gain, vs in run.normalized.items() for v in vs[1:]]
+    checks.append(
+        Text.assemble(
+            check_mark(1 / 3 < min(spread) and max(spread) < 3),
+            f" norm.: |h| stays within {fmt(min(spread), 3)} to {fmt(max(spread), 3)} × gain·√{run.width}",
+        )
+    )
+    return checks
+
+
+@demo("depth_norms")
+def depth_norms(p: LessonParams, width: int = 64, depth: int = 32) -> DemoOutput:
+    """|h| through depth random matrices of gain 0.5 and 2, with and without normalization between them."""
+    run = depth_run(p.seed, p.eps, width, depth)
+    shown = [k for k in (0, 1, 2, 4, 8, 16, 32, 64, 128) if k <= depth]
+    rows = [
+        [str(k), *[sci(series[g][k], 1) for g in run.plain for series in (run.plain, run.normalized)]] for k in shown
+    ]
+    headers = ["depth", *[f"{name} {g:g}" for g in run.plain for name in ("plain", "norm.")]]
+    table = number_table(
+        headers,
+        rows,
+        title=f"|h| by depth ({width} units; norm.: standardized before each W)",
+    )
+    curves = {
+        f"{name}, gain {g:g}": series[g]
+        for g in run.plain
+        for name, series in (("plain", run.plain), ("normalized", run.normalized))
+    }
+    figure = line_chart_svg(curves, title="|h| by depth", xlabel="depth", ylabel="|h| (log10)", log_y=True)
+    return DemoOutput(Group(table, *_depth_checks(run, p.eps)), graph=figure, prediction=_depth_prediction(run))
+
+
+def _depth_prediction(run: DepthRun) -> Prediction:
+    depth = len(run.normalized[2.0]) - 1
+    factor = run.normalized[2.0][-1] / run.normalized[2.0][0]
+    targets = (2.0**depth, 1.0, 2.0**-depth)
+    answer = nearest_factor(factor, targets)
+    why = (
+        f"|h| went from {fmt(run.normalized[2.0][0], 3)} to {fmt(run.normalized[2.0][-1], 3)}: each W sees a "
+        f"standardized input, so only the last gain shows. Plain, the gains multiply: "
+        f"×{sci(run.plain[2.0][-1] / run.plain[2.0][0], 1)}."
+    )
+    choices = (
+        f"about 2^{depth} times larger",
+        "about the same size, give or take a small factor",
+        f"about 2^{depth} times smaller",
+    )
+    return Prediction(
+        f"{depth} layers of gain 2, standardized between them: how large is |h| at the end, next to |x|?",
+        choices,
+        answer,
+        why,
+    )
+
+
+# ---- a linear layer after normalization: its initial scale stops compounding ----------------------
+
+
+def init_scale_run(seed: int, dim: int, layers: int, c: float) -> tuple[float, float, list[float]]:
+    """|output| of layers × (c·W) plain and with standardize (eps = 0) before each W, and the lengths W is fed."""
+    rng = rng_for(seed, 35)
+    x = rng.normal(size=dim)
+    mats = [rng.normal(size=(dim, dim)) / math.sqrt(dim) for _ in range(layers)]
+    h, hn, fed = x, x, []
+    for w in mats:
+        h = c * (w @ h)
+        u = standardize(hn, 0.0)
+        fed.append(float(np.linalg.norm(u)))
+        hn = c * (w @ u)
+    return float(np.linalg.norm(h)), float(np.linalg.norm(hn)), fed
+
+
+@demo("init_scale")
+def init_scale(p: LessonParams, layers: int = 8, scales: tuple[float, ...] = (0.1, 0.5, 2.0, 10.0)) -> DemoOutput:
+    """Every weight matrix initialized c times too large: the output grows like c^layers plain, like c normalized."""
+    dim = max(p.dim, 2)
+    plain1, norm1, _ = init_scale_run(p.seed, dim, layers, 1.0)
+    rows, exact_plain, exact_norm, fed_ok = [], True, True, True
+    for c in scales:
+        plain, normalized, fed = init_scale_run(p.seed, dim, layers, float(c))
+        exact_plain &= math.isclose(plain / plain1, c**layers, rel_tol=CLOSED_FORM_RTOL)
+        exact_norm &= math.isclose(normalized / norm1, c, rel_tol=CLOSED_FORM_RTOL)
+        fed_ok &= all(math.isclose(v, math.sqrt(dim), rel_tol=CLOSED_FORM_RTOL) for v in fed)
+        rows.append([fmt(c, 3), sci(plain / plain1), sci(c**layers), fmt(normalized / norm1, 6)])
+    table = number_table(
+        ["c", "plain ÷ (c = 1)", f"c^{layers}", "normalized ÷ (c = 1)"],
+        rows,
+        title=f"{layers} layers of width {dim}, every W scaled by c; normalization at eps = 0",
+    )
+    checks = [
+        Text.assemble(check_mark(exact_plain), f" plain: the output scales by exactly c^{layers}"),
+        Text.assemble(check_mark(exact_norm), " normalized: by exactly c, whatever the depth"),
+        Text.assemble(
+            check_mark(fed_ok), f" normalized: every W is fed a vector of length √{dim} = {fmt(math.sqrt(dim), 4)}"
+        ),
+    ]
+    return DemoOutput(Group(table, *checks))

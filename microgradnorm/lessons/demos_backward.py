@@ -1,0 +1,195 @@
+"""Demos of lessons 04 and 05 that go beyond one backward sweep through LayerNorm.
+
+* what the parameters' gradients (dgamma, dbeta) are for, and what the input's
+  gradient dx is for: the layer below turns dx into its own weight gradient;
+* whether dgamma cares about the scale of x (a question asked before the numbers);
+* a slip in a widely copied derivation: a non-zero dvar/dmean, which shrinks
+  the variance path by (n - 1)/n;
+The step-by-step backward tables themselves, and the three paths into x, are
+in :mod:`demos_core`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.console import Group
+from rich.text import Text
+
+from microgradnorm import formulas
+from microgradnorm import tolerances as tol
+from microgradnorm.engine import Value
+from microgradnorm.lessons.demo_tools import autograd_dx, rng_for
+from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.lessons.demos_core import (
+    agree,
+    check_line,
+    difference,
+    ln_problem,
+    nearest_factor,
+    num,
+    plain_table,
+    vec,
+)
+from microgradnorm.norms import layer_norm
+
+# ---- the gradient for the parameters and the gradient handed back ----------------------
+
+
+def previous_layer(p: LessonParams, inputs: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """The layer below LayerNorm in lesson 4: x = W·u with W [dim, inputs] and u [inputs], rounded."""
+    rng = rng_for(p.seed, 40)
+    return np.round(rng.normal(size=(p.dim, inputs)), 2), np.round(rng.normal(size=inputs), 2)
+
+
+def linear_then_ln(p: LessonParams, inputs: int = 2) -> dict[str, object]:
+    """x = W·u, then LayerNorm, then loss = Σ y·dy, all in one graph; backward() once.
+
+    Returns W, u, the W leaves' gradients, the gradient that reached the x nodes
+    (what LayerNorm hands back) and the graph.
+    """
+    _, gamma, beta, dy = ln_problem(p)
+    w, u = previous_layer(p, inputs)
+    w_leaves = [[Value(float(v), label="W") for v in row] for row in w]
+    x = [Value.dot(row, u.tolist()) for row in w_leaves]  # x_i = Σ_j W[i,j] u_j
+    graph = layer_norm(x, gamma.tolist(), beta.tolist(), p.eps).graph
+    loss = graph.loss(dy.tolist())
+    loss.backward()
+    return {
+        "w": w,
+        "u": u,
+        "w_grad": np.array([[v.grad for v in row] for row in w_leaves]),
+        "dx": np.array([v.grad for v in x]),
+        "dgamma": np.array([v.grad for v in graph["gamma"]]),
+        "graph": graph,
+    }
+
+
+@demo("ln_param_vs_input")
+def ln_param_vs_input(p: LessonParams, inputs: int = 2) -> DemoOutput:
+    """A linear layer x = W·u below LayerNorm: its weight gradient is LayerNorm's dx times uᵀ."""
+    r = linear_then_ln(p, inputs)
+    u, dx, w_grad = r["u"], r["dx"], r["w_grad"]
+    head = Text.assemble(("the layer below: ", "bold"), f"x = W·u with u = {vec(u)}")
+    cols = ["i", "dx_i (handed back)", *[f"W.grad[i,{j}]" for j in range(len(u))]]
+    table = plain_table(*cols, right=cols)
+    for i in range(len(dx)):
+        table.add_row(str(i), num(dx[i]), *[num(w_grad[i, j]) for j in range(len(u))])
+    ok = agree(w_grad, np.outer(dx, u))
+    return DemoOutput(
+        Group(
+            head,
+            table,
+            check_line(ok, f"W.grad[i,j] = dx_i · u_j for every entry ({difference(w_grad, np.outer(dx, u))})"),
+        ),
+        graph=r["graph"],
+    )
+
+
+# ---- does dgamma care about the scale of x? -----------------------------------------------
+
+
+def _grads_at(p: LessonParams, x: np.ndarray, eps: float) -> dict[str, np.ndarray]:
+    _, gamma, beta, dy = ln_problem(p)
+    return autograd_dx("layernorm", x, gamma, beta, eps, dy)[0]
+
+
+def scale_ratio(new: np.ndarray, old: np.ndarray) -> float:
+    """The factor c that best explains new ≈ c·old (least squares); NaN when old is zero."""
+    denominator = float(old @ old)
+    return float(new @ old) / denominator if denominator > 0 else float("nan")
+
+
+@demo("ln_double_x")
+def ln_double_x(p: LessonParams, factor: float = 2.0) -> DemoOutput:
+    """dgamma and dx for x and for factor·x (asked as a prediction first)."""
+    x = ln_problem(p)[0]
+    one, scaled = _grads_at(p, x, p.eps), _grads_at(p, factor * x, p.eps)
+    # LN_eps(c·x) = LN_{eps/c²}(x): whatever changes in dgamma is eps's doing, and this predicts it exactly
+    predicted = _grads_at(p, x, p.eps / factor**2)
+    cols = ("j", "dgamma at x", f"at {factor:g}x", "dx at x", f"at {factor:g}x")
+    table = plain_table(*cols, right=cols)
+    for j in range(p.dim):
+        table.add_row(str(j), num(one["gamma"][j]), num(scaled["gamma"][j]), num(one["x"][j]), num(scaled["x"][j]))
+    same = agree(scaled["gamma"], predicted["gamma"])
+    change = difference(scaled["gamma"], one["gamma"])
+    lines = [
+        table,
+        check_line(same, f"dgamma moved only as much as eps explains (at {factor:g}x: {change})"),
+    ]
+    return DemoOutput(Group(*lines), prediction=_double_prediction(one, scaled, factor))
+
+
+def _double_prediction(one: dict[str, np.ndarray], scaled: dict[str, np.ndarray], factor: float) -> Prediction:
+    targets = (factor, 1.0, 1.0 / factor)
+    choices = (f"it is multiplied by {factor:g}", "it stays the same", f"it is divided by {factor:g}")
+    g_ratio = scale_ratio(scaled["gamma"], one["gamma"])
+    answer = 1 if not np.any(one["gamma"]) else nearest_factor(g_ratio, targets)
+    x_ratio = scale_ratio(scaled["x"], one["x"])
+    why = (
+        f"dgamma = Σ dy·xhat, and xhat does not see the scale of x (only eps does): the best factor between "
+        f"the two dgamma columns is {num(g_ratio, 6)}. dx, by contrast, was multiplied by {num(x_ratio, 6)}."
+    )
+    return Prediction(f"Multiply every x_i by {factor:g}. What happens to dgamma?", choices, answer, why)
+
+
+# ---- the slip: a non-zero dvar/dmean -------------------------------------------------------
+
+
+def ln_loss_numpy(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, dy: np.ndarray, eps: float) -> float:
+    """loss = Σ dy · (gamma · (x − mean)/sqrt(var + eps) + beta), written out in NumPy."""
+    xshift = x - x.mean()
+    return float(np.sum(dy * (gamma * xshift / np.sqrt(np.mean(xshift**2) + eps) + beta)))
+
+
+def central_difference(x: np.ndarray, loss, step: float = tol.FD_STEP) -> np.ndarray:
+    """dloss/dx by central differences, one coordinate at a time."""
+    out = np.zeros_like(x)
+    for i in range(len(x)):
+        h = step * max(1.0, abs(float(x[i])))
+        up, down = x.copy(), x.copy()
+        up[i] += h
+        down[i] -= h
+        out[i] = (loss(up) - loss(down)) / (2.0 * h)
+    return out
+
+
+def slipped_variance_path(dvar: np.ndarray, xshift: np.ndarray, n: int) -> np.ndarray:
+    """The variance path as the slipped derivation writes it.
+
+    It lets x_i reach the variance twice: directly (dvar/dx_i = 2·xshift_i/n) and
+    through the mean, with dvar/dmean taken to be −2·xshift_i/n (one term of a
+    sum that is really zero) times dmean/dx_i = 1/n.
+    """
+    direct = 2.0 * xshift / n
+    through_mean = (-2.0 * xshift / n) * (1.0 / n)
+    return dvar * (direct + through_mean)
+
+
+@demo("ln_dvar_dmean_slip")
+def ln_dvar_dmean_slip(p: LessonParams) -> DemoOutput:
+    """The variance path with a non-zero dvar/dmean, beside the true one and a finite difference."""
+    x, gamma, beta, dy = ln_problem(p)
+    n = p.dim
+    m = formulas.moments(x, (-1,), p.eps)
+    g = formulas.dxhat(dy, gamma)
+    direct, via_mean, via_var = formulas.dx_paths(g, m.xshift, m.std, m.rstd, (-1,))
+    slipped = slipped_variance_path(formulas.dvar(g, m.xshift, m.std, (-1,)), m.xshift, n)
+    cols = ("i", "via var (true)", "via var (slip)", "slip ÷ true")
+    table = plain_table(*cols, right=cols)
+    for i in range(n):
+        ratio = slipped[i] / via_var[i] if via_var[i] != 0 else float("nan")
+        table.add_row(str(i), num(via_var[i]), num(slipped[i]), num(ratio, 6))
+    fd = central_difference(x, lambda v: ln_loss_numpy(v, gamma, beta, dy, p.eps))
+    right, wrong = direct + via_mean + via_var, direct + via_mean + slipped
+    shrunk = agree(slipped, (n - 1) / n * via_var)
+    misses = not agree(wrong, fd, tol.FD_RTOL, tol.FD_ATOL)
+    return DemoOutput(
+        Group(
+            table,
+            check_line(shrunk, f"the slip multiplies the variance path by (n − 1)/n = {num((n - 1) / n, 6)}"),
+            check_line(
+                agree(right, fd, tol.FD_RTOL, tol.FD_ATOL), f"true dx vs finite difference: {difference(right, fd)}"
+            ),
+            check_line(misses, f"slipped dx vs finite difference: {difference(wrong, fd)}, a real error"),
+        )
+    )
