@@ -575,3 +575,38 @@ def test_importing_the_package_does_not_import_the_drawing_code():
     code = "import sys, microgradnorm; print('microgradnorm.viz' in sys.modules, 'graphviz' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+# ---- one way to draw, for the command and the lessons ------------------------------------
+
+
+def test_draw_without_dot_writes_the_dot_source_and_returns_the_typed_error(tmp_path, empty_path):
+    graph, _ = problem()
+    drawn = viz.draw(graph, tmp_path / "ln.svg", grad=True)
+    assert drawn.path == tmp_path / "ln.dot" and not (tmp_path / "ln.svg").exists()
+    assert isinstance(drawn.error, viz.GraphvizNotFoundError) and isinstance(drawn.error, viz.DrawingError)
+    assert drawn.path.read_text(encoding="utf-8") == viz.to_dot(graph, grad=True)
+
+
+def test_draw_when_dot_fails_keeps_the_dot_source(tmp_path, monkeypatch):
+    def failing(dot, fmt):
+        raise viz.RenderError(f"dot -T{fmt} failed: syntax error in line 1")
+
+    monkeypatch.setattr(viz, "pipe", failing)
+    graph, _ = problem(backward=False)
+    drawn = viz.draw(graph, tmp_path / "ln.png")
+    assert isinstance(drawn.error, viz.RenderError) and "syntax error" in str(drawn.error)
+    assert drawn.path == tmp_path / "ln.dot" and drawn.path.read_text(encoding="utf-8") == viz.to_dot(graph)
+
+
+def test_option_errors_name_the_option_apart_from_the_message():
+    graph, _ = problem(backward=False)
+    with pytest.raises(viz.OptionError) as caught:
+        viz.to_dot(graph, highlight="nope")
+    assert caught.value.option == "highlight" and "'nope'" in caught.value.message
+    with pytest.raises(viz.OptionError) as caught:
+        viz.to_dot(graph, paths=True, path_input=7)
+    assert caught.value.option == "path_input" and caught.value.message.endswith("got 7")
+    with pytest.raises(viz.OptionError) as caught:
+        viz.check_output_path("ln.jpg")
+    assert caught.value.option == "output"

@@ -55,6 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="K",
         help="with --paths: which x_i the paths start at, as a flat index into x (default 0)",
     )
+    _add_view_arguments(parser)
+    add_variance_argument(parser)
+
+
+def _add_view_arguments(parser: argparse.ArgumentParser) -> None:
+    """What the drawing shows: full or collapsed, edge labels, a highlighted node, the direction."""
     view = parser.add_mutually_exclusive_group()
     view.add_argument("--collapse", action="store_true", help="one box per stage instead of one per scalar")
     view.add_argument("--full", action="store_true", help="draw every scalar even above the full-view limit")
@@ -80,81 +86,101 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="LR",
         help="LR: inputs on the left (default); TB: inputs on top, each node's numbers stacked (fits a page)",
     )
-    add_variance_argument(parser)
+
+
+# to_dot's keyword -> the flag that sets it, for errors about a node or input the graph does not have
+_FLAGS = {"highlight": "--highlight", "highlight_mode": "--descendants", "path_input": "--index"}
 
 
 def run(args: argparse.Namespace, console) -> int:
     from microgradnorm import viz
-    from microgradnorm.check import random_problem
-    from microgradnorm.registry import get_norm
 
     out = _output_path(args.output)  # fail before any work: unknown extension, missing or read-only directory
+    _check_combinations(args)
+    spec, shape, variance, graph = _build(args)
+    size = viz.graph_size(graph)
+    collapse = _collapse(args, size, console)
+    try:
+        drawn = viz.draw(graph, out, **_options(args, spec, shape, variance, collapse))
+    except viz.OptionError as exc:  # a --highlight name the graph does not have: nothing was written
+        raise UsageError(f"argument {_FLAGS.get(exc.option, exc.option)}: {exc.message}") from None
+    except OSError as exc:
+        where = exc.filename or str(out)
+        raise UsageError(f"argument -o/--output: cannot write {where!r}: {exc.strerror or exc}") from None
+    if isinstance(drawn.error, viz.GraphvizNotFoundError):
+        print(
+            f"microgradnorm graph: Graphviz's dot program was not found, so only the DOT source was written, "
+            f"to {drawn.path}; to draw {out.name}, {viz.INSTALL_HINT}.",
+            file=sys.stderr,
+        )
+        return 1
+    if drawn.error is not None:
+        print(f"microgradnorm graph: error: {drawn.error} (the DOT source is in {drawn.path})", file=sys.stderr)
+        return 1
+    view = "collapsed" if collapse else "full"
+    console.print(f"wrote {out} ({view} view, {size} nodes in the full graph)", highlight=False, soft_wrap=True)
+    return 0
+
+
+def _check_combinations(args: argparse.Namespace) -> None:
+    """Flags that only make sense with another flag."""
     if args.descendants and args.highlight is None:
         raise UsageError("argument --descendants: needs --highlight NODE, got no --highlight")
     if args.index is not None and not args.paths:
         raise UsageError("argument --index: needs --paths (it picks the x_i the paths start at), got no --paths")
-    index = args.index if args.index is not None else 0
+
+
+def _build(args: argparse.Namespace):
+    """The norm built on a random problem; backpropagated when the drawing shows gradients."""
+    from microgradnorm.check import random_problem
+    from microgradnorm.registry import get_norm
+
     spec = get_norm(args.norm)
     shape = problem_shape(spec, args)
     variance = problem_variance(spec, args)
     x, gamma, beta, dy = random_problem(spec, shape, args.seed)
     graph = spec.build_graph(x, gamma, beta, args.eps, variance)
-    if args.paths and index >= len(graph["x"]):
-        raise UsageError(f"argument --index: x has {len(graph['x'])} entries (0 to {len(graph['x']) - 1}), got {index}")
+    size = len(graph["x"])
+    if args.paths and args.index is not None and args.index >= size:
+        raise UsageError(f"argument --index: x has {size} entries (0 to {size - 1}), got {args.index}")
     if args.grad or args.paths:  # the path legend shows each path's share of dL/dx_i
         graph.loss(dy.tolist()).backward()
+    return spec, shape, variance, graph
 
-    size = viz.graph_size(graph)
-    collapse = args.collapse
-    if not collapse and not args.full and size > viz.FULL_VIEW_LIMIT:
-        collapse = True
-        console.print(
-            f"The full graph has {size} nodes, more than {viz.FULL_VIEW_LIMIT}: drawing the collapsed "
-            "stage view (--full draws every node anyway).",
-            highlight=False,
-            soft_wrap=True,
-        )
+
+def _collapse(args: argparse.Namespace, size: int, console) -> bool:
+    """Whether to draw the collapsed view: asked for, or the full graph is over the limit (said so)."""
+    from microgradnorm import viz
+
+    if args.collapse or args.full or size <= viz.FULL_VIEW_LIMIT:
+        return args.collapse
+    console.print(
+        f"The full graph has {size} nodes, more than {viz.FULL_VIEW_LIMIT}: drawing the collapsed "
+        "stage view (--full draws every node anyway).",
+        highlight=False,
+        soft_wrap=True,
+    )
+    return True
+
+
+def _options(args: argparse.Namespace, spec, shape: tuple[int, ...], variance: str, collapse: bool) -> dict:
+    """The keywords of viz.to_dot for these arguments."""
     title = f"{spec.title} of x [{'×'.join(map(str, shape))}], eps = {args.eps:g}, seed {args.seed}"
     if variance != "two_pass":
         title += ", naive variance"
     if args.grad:
         title += " · grad = dL/d(node) for L = Σ y·dy with a random dy"
-    options = {
+    return {
         "title": title,
         "grad": args.grad,
         "paths": args.paths,
-        "path_input": index,
+        "path_input": args.index if args.index is not None else 0,
         "collapse": collapse,
         "edge_labels": args.edge_labels,
         "highlight": args.highlight,
         "highlight_mode": "descendants" if args.descendants else "ancestors",
         "rankdir": args.rankdir,
     }
-    try:
-        dot_source = viz.to_dot(graph, **options)
-    except ValueError as exc:  # a --highlight name the graph does not have: fail before writing anything
-        if str(exc).startswith("highlight:"):
-            raise UsageError(f"argument --{exc}") from None
-        raise
-    fmt = viz.output_format(out)
-    try:
-        data = dot_source.encode("utf-8") if fmt == "dot" else viz.pipe(dot_source, fmt)
-    except viz.GraphvizNotFoundError:
-        fallback = viz.dot_fallback_path(out)
-        _write(fallback, dot_source.encode("utf-8"))
-        print(
-            f"microgradnorm graph: Graphviz's dot program was not found, so only the DOT source was written, "
-            f"to {fallback}; to draw {out.name}, {viz.INSTALL_HINT}.",
-            file=sys.stderr,
-        )
-        return 1
-    except viz.RenderError as exc:
-        print(f"microgradnorm graph: error: {exc}", file=sys.stderr)
-        return 1
-    _write(out, data)
-    view = "collapsed" if collapse else "full"
-    console.print(f"wrote {out} ({view} view, {size} nodes in the full graph)", highlight=False, soft_wrap=True)
-    return 0
 
 
 def _output_path(text: str) -> Path:
@@ -163,7 +189,7 @@ def _output_path(text: str) -> Path:
 
     if not text.strip():
         raise UsageError(
-            "argument -o/--output: expected a file name ending in .svg, .png, .pdf or .dot, got an empty path"
+            f"argument -o/--output: expected a file name ending in {viz.output_extensions()}, got an empty path"
         )
     out = Path(text)
     existing = next((p for p in out.parents if p.exists()), None)
@@ -171,16 +197,6 @@ def _output_path(text: str) -> Path:
         raise UsageError(f"argument -o/--output: cannot write {text!r}: {str(existing)!r} is not a directory")
     try:
         viz.check_output_path(out)
-    except ValueError as exc:  # "output: ..." from viz
-        raise UsageError(f"argument -o/--{exc}") from None
+    except viz.OptionError as exc:
+        raise UsageError(f"argument -o/--output: {exc.message}") from None
     return out
-
-
-def _write(path: Path, data: bytes) -> None:
-    """Write the drawing atomically; an OS error names -o/--output and the path, never the temporary file."""
-    from microgradnorm import viz
-
-    try:
-        viz.write_atomic(path, data)
-    except OSError as exc:
-        raise UsageError(f"argument -o/--output: cannot write {str(path)!r}: {exc.strerror or exc}") from None

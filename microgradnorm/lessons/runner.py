@@ -249,11 +249,12 @@ def _one_line(exc: BaseException) -> str:
 
 
 def draw_graph(graph: Any, path: Path, **options: Any) -> str:
-    """Render ``graph`` with :func:`microgradnorm.viz.render` to ``path``; return what to tell the learner.
+    """Draw ``graph`` to ``path`` with :func:`microgradnorm.viz.draw`; return what to tell the learner.
 
-    ``options`` go to ``viz.render`` / ``viz.to_dot``. Without the Graphviz
-    ``dot`` program the DOT source is written instead (next to ``path``,
-    ending in .dot) together with viz's one-line advice.
+    ``options`` go to ``viz.to_dot``. Without the Graphviz ``dot`` program the
+    DOT source is written instead (next to ``path``, ending in .dot) together
+    with viz's one-line advice. A :class:`microgradnorm.figure.Figure` is
+    already SVG and is written as it is.
     """
     try:
         from microgradnorm import viz
@@ -266,15 +267,10 @@ def draw_graph(graph: Any, path: Path, **options: Any) -> str:
 
         atomic_write_text(path.with_suffix(".svg"), graph.svg())
         return f"Figure written to {path.with_suffix('.svg')}"
-    try:
-        written = viz.render(graph, path, **options)
-    except Exception as exc:
-        from microgradnorm.store import atomic_write_text
-
-        dot_path = path.with_suffix(".dot")
-        atomic_write_text(dot_path, viz.to_dot(graph, **options))
-        return f"Wrote the graph's DOT source to {dot_path} but could not render it: {_one_line(exc)}"
-    return f"Graph written to {written}"
+    drawn = viz.draw(graph, path, **options)
+    if drawn.error is not None:
+        return f"Wrote the graph's DOT source to {drawn.path} but could not render it: {_one_line(drawn.error)}"
+    return f"Graph written to {drawn.path}"
 
 
 def _from_iterable(keys: Iterable[str]) -> KeyReader:
