@@ -42,6 +42,7 @@ import itertools
 import os
 import re
 import shutil
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +55,8 @@ __all__ = [
     "FORMATS",
     "FULL_VIEW_LIMIT",
     "INSTALL_HINT",
+    "LARGE_GRAPH",
+    "LAYOUT_LIMIT",
     "DrawingError",
     "Drawn",
     "GradientPath",
@@ -78,14 +81,19 @@ __all__ = [
 # file extension -> Graphviz output format
 FORMATS: dict[str, str] = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": "dot"}
 
-# Above this many drawn nodes (values + ops) the CLI and the notebook switch to the
-# collapsed view: a full LayerNorm of d = 256 is about 3,350 nodes and takes dot a few
-# seconds; beyond that the layout time grows faster than the drawing stays readable.
-FULL_VIEW_LIMIT = 3500
+# Above this many drawn nodes (values + ops) the CLI, the notebook and the HTML page start
+# with the collapsed view: a full LayerNorm of d = 16 is 225 nodes and fits a screen; at
+# d = 64 (833 nodes, 3871 x 9267 px) no one can read it any more.
+FULL_VIEW_LIMIT = 300
 
 # Above this many drawn nodes the full view bounds dot's placement effort (see _header):
 # the layout is a little less tidy, and d = 256 takes about 1 s instead of about 4 s.
+# It is also where laying out the full view starts to take long enough to warn about.
 LARGE_GRAPH = 1500
+
+# Above this many drawn nodes the full view is not laid out at all: measured, d = 512
+# (6,673 nodes) takes dot about 26 s and the time grows faster than the size.
+LAYOUT_LIMIT = 15000
 
 INSTALL_HINT = (
     "install Graphviz (Debian/Ubuntu: sudo apt-get install graphviz; macOS: brew install graphviz; "
@@ -203,13 +211,14 @@ class _Drawing:
     index: dict[int, int]  # id(node) -> position in order
     parents: list[list[int]]  # position -> positions of the nodes that use it (one per edge)
     graph: NormGraph | None
+    names: list[str]  # position -> the name drawn on the node (see _display_names)
 
     def name(self, k: int) -> str | None:
+        """The norm's own name for the node (``xhat[2]``), None for the nodes between them."""
         return self.graph.name_of(self.order[k]) if self.graph is not None else None
 
     def display_name(self, k: int) -> str:
-        node = self.order[k]
-        return self.name(k) or node.label or ""
+        return self.names[k]
 
     def pos(self, node: Value) -> int:
         return self.index[id(node)]
@@ -252,7 +261,62 @@ def _drawing(obj: Any, graph: NormGraph | None) -> _Drawing:
     for k, node in enumerate(order):
         for child in node.children:
             parents[index[id(child)]].append(k)
-    return _Drawing(order, index, parents, graph)
+    return _Drawing(order, index, parents, graph, _display_names(order, graph))
+
+
+def _split_index(name: str) -> tuple[str, str]:
+    """``"xhat[1,2]"`` -> ``("xhat", "[1,2]")``; ``"rstd"`` -> ``("rstd", "")``."""
+    base, bracket, rest = name.partition("[")
+    return base, bracket + rest
+
+
+def _display_names(order: list[Value], graph: NormGraph | None) -> list[str]:
+    """A name for every node: the norm's own (``xhat[2]``), else its label, indexed where it repeats.
+
+    A node made from one element of x carries that element's index (``xshift²[2]``,
+    ``gamma*xhat[2]``), a dy of the loss the index of the y it multiplies, and a
+    node made once per row or column its number (``sum[1]``, when there are
+    several). Without a built norm, nodes are named by their labels.
+    """
+    if graph is None:
+        return [node.label or "" for node in order]
+    names = [graph.name_of(node) for node in order]
+    element: dict[int, str] = {}  # id(node) -> "[i]" for a node made from x[i] alone
+    for k, node in enumerate(order):
+        if names[k] is not None:
+            base, idx = _split_index(names[k])  # type: ignore[arg-type]
+            if idx and base not in GROUP_NODES and base not in PARAM_NODES:
+                element[id(node)] = idx
+            continue
+        indices = {element[id(c)] for c in node.children if id(c) in element}
+        if len(indices) == 1:
+            element[id(node)] = indices.pop()
+            names[k] = (node.label or "") + element[id(node)]
+    position = {id(node): k for k, node in enumerate(order)}
+    for node in order:  # the loss sum(y * dy): its weights take the index of their y
+        if node.op == "dot":
+            half = len(node.children) // 2
+            for y, w in zip(node.children[:half], node.children[half:]):
+                if names[position[id(w)]] is None and id(y) in element:
+                    names[position[id(w)]] = (w.label or "") + element[id(y)]
+    repeats = Counter((node.stage, node.label) for k, node in enumerate(order) if names[k] is None)
+    seen: Counter[tuple[str | None, str | None]] = Counter()
+    for k, node in enumerate(order):
+        if names[k] is None:
+            key = (node.stage, node.label)
+            numbered = repeats[key] == len(graph.groups) > 1
+            names[k] = _summed(node, names, position) + (f"[{seen[key]}]" if numbered else "")
+            seen[key] += 1
+    return names  # type: ignore[return-value]
+
+
+def _summed(node: Value, names: list[str | None], position: dict[int, int]) -> str:
+    """``Σxshift²`` for a sum whose terms all share a name (as lesson 4's tables write it), else the label."""
+    if node.op == "sum":
+        bases = {_split_index(names[position[id(c)]] or "")[0] for c in node.children}
+        if len(bases) == 1 and "" not in bases:
+            return "Σ" + bases.pop()
+    return node.label or ""
 
 
 def graph_size(obj: Any, *, graph: NormGraph | None = None) -> int:
@@ -605,10 +669,14 @@ def _op_symbol(op: str) -> str:
     return op
 
 
-def _header(title: str | None, rankdir: str, size: int) -> list[str]:
+def _header(title: str | None, rankdir: str, size: int, *, clusters_in_order: bool) -> list[str]:
     # Large graphs: bound dot's node-placement effort (network simplex iterations) at
     # one per node; unbounded, d = 256 takes about 10,000 iterations, most of the time.
     bound = ", nslimit=1" if size > LARGE_GRAPH else ""
+    # dot's second crossing-minimisation pass over clusters ignores the index order of
+    # _layout_hints (measured: x[0,2] drawn after x[1,0]); without it the order holds.
+    if clusters_in_order:
+        bound += ", remincross=false"
     lines = [
         DOT_HEADER,
         "digraph microgradnorm {",
@@ -622,7 +690,7 @@ def _header(title: str | None, rankdir: str, size: int) -> list[str]:
     return lines
 
 
-def _edge_attrs(colours: list[str], *, faded: bool, strong: bool, extra: str = "") -> str:
+def _edge_attrs(colours: list[str], *, faded: bool, strong: bool, extra: Sequence[str] = ()) -> str:
     attrs = []
     if colours:
         attrs.append(f'color="{":".join(colours)}", penwidth=2')
@@ -630,8 +698,7 @@ def _edge_attrs(colours: list[str], *, faded: bool, strong: bool, extra: str = "
         attrs.append(f'color="{HIGHLIGHT}", penwidth=1.6')
     elif faded:
         attrs.append(f'color="{FADED_LINE}"')
-    if extra:
-        attrs.append(extra)
+    attrs += extra
     return f" [{', '.join(attrs)}]" if attrs else ""
 
 
@@ -648,6 +715,7 @@ def to_dot(
     graph: NormGraph | None = None,
     title: str | None = None,
     rankdir: str = "LR",
+    ids: bool = False,
 ) -> str:
     """DOT source for ``obj``: a Value, a list of Values, a built norm or its NormGraph.
 
@@ -661,7 +729,10 @@ def to_dot(
     (Value or name like ``'rstd'``, ``'xhat[1]'``) whose ancestors (what it is
     computed from) or descendants (``highlight_mode='descendants'``) stay dark
     while the rest fades. ``graph`` names the nodes when ``obj`` is a plain
-    Value of a norm (for instance the loss). The output is deterministic.
+    Value of a norm (for instance the loss). ``ids``: give every node, edge and
+    cluster a DOT ``id`` (``v12``, ``op12``, ``e12_0`` for op 12's first input,
+    ``o12`` for its output, ``cluster_mean``, ``s_mean`` in the collapsed view),
+    which Graphviz keeps in the SVG. The output is deterministic.
     """
     if rankdir not in ("LR", "TB", "RL", "BT"):
         raise ValueError(f"rankdir: expected LR, TB, RL or BT, got {rankdir!r}")
@@ -674,11 +745,11 @@ def to_dot(
         start = _find_node(d, highlight)
         focus = Focus(start, _related(d, start, highlight_mode))
     if collapse:
-        body = _collapsed(d, grad=grad, paths=info, focus=focus)
+        body = _collapsed(d, grad=grad, paths=info, focus=focus, ids=ids)
     else:
-        body = _full(d, grad=grad, paths=info, focus=focus, edge_labels=edge_labels, stacked=rankdir in ("TB", "BT"))
+        body = _full(d, grad=grad, paths=info, focus=focus, edge_labels=edge_labels, rankdir=rankdir, ids=ids)
     size = 0 if collapse else len(d.order) + sum(1 for node in d.order if node.children)
-    lines = _header(_title(d, title, grad), rankdir, size)
+    lines = _header(_title(d, title, grad), rankdir, size, clusters_in_order=not collapse)
     lines += body
     if info is not None:
         lines.append(_legend(d, info))
@@ -707,12 +778,20 @@ def _stage_members(d: _Drawing, stages: list[str]) -> dict[str | None, list[int]
 
 
 def _full(
-    d: _Drawing, *, grad: bool, paths: GradientPaths | None, focus: Focus | None, edge_labels: bool, stacked: bool
+    d: _Drawing,
+    *,
+    grad: bool,
+    paths: GradientPaths | None,
+    focus: Focus | None,
+    edge_labels: bool,
+    rankdir: str,
+    ids: bool,
 ) -> list[str]:
     """One box per value and one circle per op, each stage a titled cluster, then the edges."""
     start = d.pos(d.graph["x"][paths.index]) if (paths is not None and d.graph is not None) else None
     strong = {k for k in (start, focus.start if focus else None) if k is not None}
     shown = focus.shown if focus is not None else None
+    stacked = rankdir in ("TB", "BT")
 
     def node_lines(k: int, indent: str) -> list[str]:
         node = d.order[k]
@@ -720,12 +799,12 @@ def _full(
         label = _value_label(
             d.display_name(k), node.data, node.grad if grad else None, faded=faded, strong=k in strong, stacked=stacked
         )
-        out = [f"{indent}v{k} [shape=plain, label={label}];"]
+        out = [f"{indent}v{k} [shape=plain, label={label}{_id(ids, f'v{k}')}];"]
         if node.children:
             style = f', fontcolor="{FADED_TEXT}", color="{FADED_LINE}"' if faded else ""
             out.append(
                 f"{indent}op{k} [shape=circle, label={_quote(_op_symbol(node.op))}, "
-                f"margin=0.02, width=0.3, height=0.3, style=filled, fillcolor=white{style}];"
+                f"margin=0.02, width=0.3, height=0.3, style=filled, fillcolor=white{style}{_id(ids, f'op{k}')}];"
             )
         return out
 
@@ -733,19 +812,63 @@ def _full(
     members = _stage_members(d, stages)
     lines: list[str] = []
     for position, stage in enumerate(stages):
-        fill, line = _stage_colours(stage, position)
         lines.append(f"  subgraph cluster_{_ident(stage)} {{")
-        lines.append(f"    label={_cluster_label(d, stage)};")
-        lines.append(f'    style="rounded,filled"; fillcolor="{fill}"; color="{line}"; fontsize=12;')
+        fill, line = _stage_colours(stage, position)
+        lines.append(
+            f'    label=""; style="rounded,filled"; fillcolor="{fill}"; color="{line}"{_id(ids, "cluster_" + stage)};'
+        )
+        lines.append(f"    t_{_ident(stage)} [shape=plain, label={_cluster_label(d, stage)}{_id(ids, 't_' + stage)}];")
         for k in members[stage]:
             lines += node_lines(k, "    ")
+        lines += _layout_hints(d, stage, members[stage], bottom_up=rankdir in ("LR", "RL"))
         lines.append("  }")
     for k in members[None]:
         lines += node_lines(k, "  ")
-    return lines + _full_edges(d, paths=paths, shown=shown, edge_labels=edge_labels)
+    return lines + _full_edges(d, paths=paths, shown=shown, edge_labels=edge_labels, ids=ids)
 
 
-def _full_edges(d: _Drawing, *, paths: GradientPaths | None, shown: set[int] | None, edge_labels: bool) -> list[str]:
+def _id(ids: bool, name: str) -> str:
+    """The DOT ``id`` attribute (kept in the SVG, where the HTML page's script finds it), if asked for."""
+    return f", id={_ident(name)}" if ids else ""
+
+
+def _index_key(name: str) -> tuple[int, ...]:
+    """``"xhat[1,2]"`` -> ``(1, 2)``."""
+    return tuple(int(i) for i in _split_index(name)[1].strip("[]").split(","))
+
+
+def _layout_hints(d: _Drawing, stage: str, ks: list[int], *, bottom_up: bool) -> list[str]:
+    """Invisible edges that put a stage's title above its first nodes and its nodes in index order.
+
+    dot routes edges around nodes but straight through cluster labels, so the
+    title is a node of its own, one rank before every node of the stage that
+    has no input inside it. Nodes that share a name (x[0], x[1], ...) share a
+    rank and follow each other in index order (left to right, or top to bottom
+    when the graph runs left to right, where dot puts the head of such an edge
+    above its tail). Nothing is added for a graph without a built norm.
+    """
+    if d.graph is None:
+        return []
+    inside = set(ks)
+    sources = [f"op{k}" for k in ks if d.order[k].children and not any(d.pos(c) in inside for c in d.order[k].children)]
+    sources += [f"v{k}" for k in ks if not d.order[k].children]
+    lines = [f"    t_{_ident(stage)} -> {{{' '.join(sources)}}} [style=invis];"] if sources else []
+    by_name: dict[str, list[int]] = {}
+    for k in ks:
+        base, idx = _split_index(d.display_name(k))
+        if idx:
+            by_name.setdefault(base, []).append(k)
+    for same in by_name.values():
+        same.sort(key=lambda k: _index_key(d.display_name(k)), reverse=bottom_up)
+        for prefix in ("v", "op") if d.order[same[0]].children else ("v",):
+            if len(same) > 1:
+                lines.append(f"    {{rank=same; {' -> '.join(prefix + str(k) for k in same)} [style=invis]}}")
+    return lines
+
+
+def _full_edges(
+    d: _Drawing, *, paths: GradientPaths | None, shown: set[int] | None, edge_labels: bool, ids: bool
+) -> list[str]:
     """Every input edge (value -> op, labelled with d node / d child if asked) and every op -> value edge."""
     colours = _path_colours(paths)
     lines: list[str] = []
@@ -759,12 +882,16 @@ def _full_edges(d: _Drawing, *, paths: GradientPaths | None, shown: set[int] | N
             on_path = colours.get((c, k), [])
             into += [colour for colour in on_path if colour not in into]
             faded = shown is not None and not (c in shown and k in shown)
-            extra = f"label={_quote(_num(derivs[slot]))}" if derivs is not None else ""
+            extra = [f"label={_quote(_num(derivs[slot]))}"] if derivs is not None else []
+            extra += [f"id=e{k}_{slot}"] if ids else []
             attrs = _edge_attrs(on_path, faded=faded, strong=shown is not None and not faded, extra=extra)
             lines.append(f"  v{c} -> op{k}{attrs};")
         faded = shown is not None and k not in shown
         into = [colour for colour in PATH_COLOURS.values() if colour in into]
-        lines.append(f"  op{k} -> v{k}{_edge_attrs(into, faded=faded, strong=shown is not None and not faded)};")
+        attrs = _edge_attrs(
+            into, faded=faded, strong=shown is not None and not faded, extra=[f"id=o{k}"] if ids else []
+        )
+        lines.append(f"  op{k} -> v{k}{attrs};")
     return lines
 
 
@@ -822,7 +949,7 @@ def _stage_rows(d: _Drawing, stage: str, ks: list[int], *, grad: bool, faded: bo
     return rows
 
 
-def _collapsed(d: _Drawing, *, grad: bool, paths: GradientPaths | None, focus: Focus | None) -> list[str]:
+def _collapsed(d: _Drawing, *, grad: bool, paths: GradientPaths | None, focus: Focus | None, ids: bool) -> list[str]:
     """One box per stage (its named nodes, shapes and first numbers) and the edges between stages."""
     stages = _stage_order(d)
     bucket = [node.stage if node.stage is not None else "other" for node in d.order]
@@ -836,7 +963,8 @@ def _collapsed(d: _Drawing, *, grad: bool, paths: GradientPaths | None, focus: F
     for position, stage in enumerate(stages):
         faded = shown is not None and not any(k in shown for k in members[stage])
         strong = focus is not None and bucket[focus.start] == stage
-        lines.append(_stage_box(d, stage, position, members[stage], grad=grad, faded=faded, strong=strong))
+        box = _stage_box(d, stage, position, members[stage], grad=grad, faded=faded, strong=strong)
+        lines.append(f"  s_{_ident(stage)} [shape=plain, label=<{box}>{_id(ids, 's_' + stage)}];")
     scalar_colours = _path_colours(paths)
     stage_edges: dict[tuple[str, str], list[str]] = {}
     for k, node in enumerate(d.order):
@@ -848,12 +976,13 @@ def _collapsed(d: _Drawing, *, grad: bool, paths: GradientPaths | None, focus: F
     for (a, b), colours in stage_edges.items():
         faded = shown is not None and not (any(k in shown for k in members[a]) and any(k in shown for k in members[b]))
         ordered = [c for c in PATH_COLOURS.values() if c in colours]
-        lines.append(f"  s_{_ident(a)} -> s_{_ident(b)}{_edge_attrs(ordered, faded=faded, strong=False)};")
+        attrs = _edge_attrs(ordered, faded=faded, strong=False, extra=[f"id=se_{_ident(a)}_{_ident(b)}"] if ids else [])
+        lines.append(f"  s_{_ident(a)} -> s_{_ident(b)}{attrs};")
     return lines
 
 
 def _stage_box(d: _Drawing, stage: str, position: int, ks: list[int], *, grad: bool, faded: bool, strong: bool) -> str:
-    """The collapsed view's box for one stage: its title and formula over its rows."""
+    """The collapsed view's box for one stage (an HTML-like table): its title and formula over its rows."""
     fill, line = _stage_colours(stage, position)
     formula = _formula(d, stage)
     head = f"<b>{_esc(stage)}</b>" + (f'   <font point-size="10">{_esc(formula)}</font>' if formula else "")
@@ -866,7 +995,7 @@ def _stage_box(d: _Drawing, stage: str, position: int, ks: list[int], *, grad: b
         f'<table border="{3 if strong else 1}" cellborder="0" cellspacing="0" cellpadding="3" '
         f'bgcolor="{"white" if faded else fill}" color="{border}" style="rounded">' + "".join(rows) + "</table>"
     )
-    return f"  s_{_ident(stage)} [shape=plain, label=<{table}>];"
+    return table
 
 
 # ---- rendering ------------------------------------------------------------------------

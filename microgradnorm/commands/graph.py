@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -16,13 +17,20 @@ from microgradnorm.commands import (
     problem_variance,
 )
 
+# The scalar graph is built one Python object per node, about 13 per entry of x for LayerNorm:
+# 16,384 entries take a second or two to build and draw collapsed, while --dim 1000000 took
+# 45 s and 4.1 GB to draw seven boxes.
+SIZE_LIMIT = 16384
+
+
 HELP = "draw the computation graph of a norm, stage by stage (SVG, PNG, PDF or DOT)"
 DESCRIPTION = (
     "Build the norm from scalar nodes on a random input and draw its graph with Graphviz: every "
     "stage (mean, center, var, sqrt, divide, affine) a titled box, every node with its value and, "
     "with --grad, its gradient for loss = sum(y * dy) with a random dy. --paths colours the routes "
     "along which dL/dx_i is accumulated. The format comes from the extension of -o; a .dot file needs "
-    "no Graphviz. Graphs larger than the full-view limit are drawn collapsed (one box per stage)."
+    "no Graphviz. Graphs too large to read in full are drawn collapsed (one box per stage) unless --full "
+    f"is given; x has at most {SIZE_LIMIT} entries."
 )
 
 
@@ -100,6 +108,8 @@ def run(args: argparse.Namespace, console) -> int:
     spec, shape, variance, graph = _build(args)
     size = viz.graph_size(graph)
     collapse = _collapse(args, size, console)
+    if not collapse and viz.output_format(out) != "dot":
+        _warn_if_slow(size, console)
     try:
         drawn = viz.draw(graph, out, **_options(args, spec, shape, variance, collapse))
     except viz.OptionError as exc:  # a --highlight name the graph does not have: nothing was written
@@ -137,6 +147,7 @@ def _build(args: argparse.Namespace):
 
     spec = get_norm(args.norm)
     shape = problem_shape(spec, args)
+    _check_size(shape, args)
     variance = problem_variance(spec, args)
     x, gamma, beta, dy = random_problem(spec, shape, args.seed)
     graph = spec.build_graph(x, gamma, beta, args.eps, variance)
@@ -148,6 +159,37 @@ def _build(args: argparse.Namespace):
     return spec, shape, variance, graph
 
 
+def _check_size(shape: tuple[int, ...], args: argparse.Namespace) -> None:
+    """A UsageError, before anything is built, when x has more than SIZE_LIMIT entries."""
+    size = math.prod(shape)
+    if size <= SIZE_LIMIT:
+        return
+    given = [flag for flag, value in (("--dim", args.dim), ("--batch", args.batch)) if value is not None]
+    flags = "--shape" if args.shape is not None else "/".join(given) or "--dim"
+    raise UsageError(
+        f"argument {flags}: the scalar graph is built one node at a time, so expected x to have at most "
+        f"{SIZE_LIMIT} entries, got {size}" + (f" ({'x'.join(map(str, shape))})" if len(shape) > 1 else "")
+    )
+
+
+def _warn_if_slow(size: int, console) -> None:
+    """Say so before Graphviz lays out a full graph that takes it long; refuse one it would take ages on."""
+    from microgradnorm import viz
+
+    if size > viz.LAYOUT_LIMIT:
+        raise UsageError(
+            f"argument --full: expected a full graph of at most {viz.LAYOUT_LIMIT} nodes, which Graphviz lays "
+            f"out in a few minutes, got {size}; leave out --full for the collapsed view, or write a .dot file"
+        )
+    if size > viz.LARGE_GRAPH:
+        console.print(
+            f"Drawing all {size} nodes: Graphviz can take a minute or more for a graph this size "
+            "(Ctrl+C stops it; without --full the collapsed view takes a second).",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
 def _collapse(args: argparse.Namespace, size: int, console) -> bool:
     """Whether to draw the collapsed view: asked for, or the full graph is over the limit (said so)."""
     from microgradnorm import viz
@@ -155,8 +197,8 @@ def _collapse(args: argparse.Namespace, size: int, console) -> bool:
     if args.collapse or args.full or size <= viz.FULL_VIEW_LIMIT:
         return args.collapse
     console.print(
-        f"The full graph has {size} nodes, more than {viz.FULL_VIEW_LIMIT}: drawing the collapsed "
-        "stage view (--full draws every node anyway).",
+        f"The full graph has {size} nodes, more than {viz.FULL_VIEW_LIMIT}, too many to read: drawing the "
+        "collapsed stage view (--full draws every node anyway).",
         highlight=False,
         soft_wrap=True,
     )
