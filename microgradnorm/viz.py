@@ -280,25 +280,9 @@ def _display_names(order: list[Value], graph: NormGraph | None) -> list[str]:
     """
     if graph is None:
         return [node.label or "" for node in order]
-    names = [graph.name_of(node) for node in order]
-    element: dict[int, str] = {}  # id(node) -> "[i]" for a node made from x[i] alone
-    for k, node in enumerate(order):
-        if names[k] is not None:
-            base, idx = _split_index(names[k])  # type: ignore[arg-type]
-            if idx and base not in GROUP_NODES and base not in PARAM_NODES:
-                element[id(node)] = idx
-            continue
-        indices = {element[id(c)] for c in node.children if id(c) in element}
-        if len(indices) == 1:
-            element[id(node)] = indices.pop()
-            names[k] = (node.label or "") + element[id(node)]
+    names: list[str | None] = [graph.name_of(node) for node in order]
     position = {id(node): k for k, node in enumerate(order)}
-    for node in order:  # the loss sum(y * dy): its weights take the index of their y
-        if node.op == "dot":
-            half = len(node.children) // 2
-            for y, w in zip(node.children[:half], node.children[half:]):
-                if names[position[id(w)]] is None and id(y) in element:
-                    names[position[id(w)]] = (w.label or "") + element[id(y)]
+    _name_elementwise(order, names, position)
     repeats = Counter((node.stage, node.label) for k, node in enumerate(order) if names[k] is None)
     seen: Counter[tuple[str | None, str | None]] = Counter()
     for k, node in enumerate(order):
@@ -308,6 +292,28 @@ def _display_names(order: list[Value], graph: NormGraph | None) -> list[str]:
             names[k] = _summed(node, names, position) + (f"[{seen[key]}]" if numbered else "")
             seen[key] += 1
     return names  # type: ignore[return-value]
+
+
+def _name_elementwise(order: list[Value], names: list[str | None], position: dict[int, int]) -> None:
+    """Name the nodes made from one element of x alone, and the loss's dy, after that element."""
+    element: dict[int, str] = {}  # id(node) -> "[i]" for a node made from x[i] alone
+    for k, node in enumerate(order):
+        name = names[k]
+        if name is not None:
+            base, idx = _split_index(name)
+            if idx and base not in GROUP_NODES and base not in PARAM_NODES:
+                element[id(node)] = idx
+            continue
+        indices = {element[id(c)] for c in node.children if id(c) in element}
+        if len(indices) == 1:
+            element[id(node)] = indices.pop()
+            names[k] = (node.label or "") + element[id(node)]
+    for node in order:  # the loss sum(y * dy): its weights take the index of their y
+        if node.op == "dot":
+            half = len(node.children) // 2
+            for y, w in zip(node.children[:half], node.children[half:]):
+                if names[position[id(w)]] is None and id(y) in element:
+                    names[position[id(w)]] = (w.label or "") + element[id(y)]
 
 
 def _summed(node: Value, names: list[str | None], position: dict[int, int]) -> str:
@@ -732,7 +738,7 @@ def to_dot(
     Value of a norm (for instance the loss). ``ids``: give every node, edge and
     cluster a DOT ``id`` (``v12``, ``op12``, ``e12_0`` for op 12's first input,
     ``o12`` for its output, ``cluster_mean``, ``s_mean`` in the collapsed view),
-    which Graphviz keeps in the SVG. The output is deterministic.
+    kept in the SVG. The output is deterministic.
     """
     if rankdir not in ("LR", "TB", "RL", "BT"):
         raise ValueError(f"rankdir: expected LR, TB, RL or BT, got {rankdir!r}")
@@ -740,10 +746,7 @@ def to_dot(
     if grad is None:
         grad = any(node.grad for node in d.order)
     info = _paths(d, path_input) if paths else None
-    focus = None
-    if highlight is not None:
-        start = _find_node(d, highlight)
-        focus = Focus(start, _related(d, start, highlight_mode))
+    focus = _focus(d, highlight, highlight_mode) if highlight is not None else None
     if collapse:
         body = _collapsed(d, grad=grad, paths=info, focus=focus, ids=ids)
     else:
@@ -755,6 +758,11 @@ def to_dot(
         lines.append(_legend(d, info))
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _focus(d: _Drawing, highlight: Value | str, mode: str) -> Focus:
+    start = _find_node(d, highlight)
+    return Focus(start, _related(d, start, mode))
 
 
 def _path_colours(info: GradientPaths | None) -> dict[tuple[int, int], list[str]]:
