@@ -57,6 +57,7 @@ __all__ = [
     "INSTALL_HINT",
     "LARGE_GRAPH",
     "LAYOUT_LIMIT",
+    "Drawing",
     "DrawingError",
     "Drawn",
     "GradientPath",
@@ -65,15 +66,22 @@ __all__ = [
     "OptionError",
     "RenderError",
     "check_output_path",
+    "default_title",
     "dot_fallback_path",
     "draw",
+    "drawing",
+    "gradient_paths",
     "graph_size",
     "has_dot",
     "mimebundle",
+    "num",
+    "op_symbol",
     "output_extensions",
     "output_format",
     "pipe",
     "render",
+    "stage_formula",
+    "stage_order",
     "to_dot",
     "write_atomic",
 ]
@@ -177,7 +185,7 @@ _FORMULAS: dict[tuple[str, str] | str, str] = {
 _KIND_TITLES = {"layernorm": "LayerNorm", "batchnorm": "BatchNorm", "rmsnorm": "RMSNorm"}
 
 
-def _num(v: float) -> str:
+def num(v: float) -> str:
     """A compact number: 4 significant digits, no exponent for ordinary magnitudes."""
     if v != v:
         return "nan"
@@ -204,8 +212,8 @@ def _ident(stage: str) -> str:
 
 
 @dataclass
-class _Drawing:
-    """The graph to draw, indexed by topological position (the stable node numbers)."""
+class Drawing:
+    """The graph to draw, indexed by topological position (the stable node numbers): see :func:`drawing`."""
 
     order: list[Value]
     index: dict[int, int]  # id(node) -> position in order
@@ -253,7 +261,12 @@ def _resolve(obj: Any, graph: NormGraph | None) -> tuple[list[Value], NormGraph 
     return _flatten_values(obj, "to_dot(obj)"), graph
 
 
-def _drawing(obj: Any, graph: NormGraph | None) -> _Drawing:
+def drawing(obj: Any, graph: NormGraph | None = None) -> Drawing:
+    """The nodes :func:`to_dot` draws for ``obj``, numbered, named and linked both ways.
+
+    The HTML step-through page reads the same numbering, so its data and the
+    SVG that Graphviz lays out agree on every node (``v12`` is position 12).
+    """
     roots, graph = _resolve(obj, graph)
     order = topological_order(roots)
     index = {id(node): k for k, node in enumerate(order)}
@@ -261,7 +274,7 @@ def _drawing(obj: Any, graph: NormGraph | None) -> _Drawing:
     for k, node in enumerate(order):
         for child in node.children:
             parents[index[id(child)]].append(k)
-    return _Drawing(order, index, parents, graph, _display_names(order, graph))
+    return Drawing(order, index, parents, graph, _display_names(order, graph))
 
 
 def _split_index(name: str) -> tuple[str, str]:
@@ -387,7 +400,7 @@ def _resolve_input(graph: NormGraph, which: int | str) -> int:
     return which
 
 
-def _segment(d: _Drawing, a: set[int], b: set[int]) -> set[tuple[int, int]]:
+def _segment(d: Drawing, a: set[int], b: set[int]) -> set[tuple[int, int]]:
     """Edges on the routes from a node in ``a`` to a node in ``b`` through unnamed nodes only.
 
     Named nodes (x, mean, xshift, ...) are the waypoints of a path, so a route
@@ -423,7 +436,7 @@ def _segment(d: _Drawing, a: set[int], b: set[int]) -> set[tuple[int, int]]:
 class _Stops:
     """Where the paths into x_i run: the named nodes of x_i's group, as drawn positions."""
 
-    d: _Drawing
+    d: Drawing
     graph: NormGraph
     i: int  # flat index of x_i
     group: list[int]  # flat indices of x_i's normalization group
@@ -485,8 +498,9 @@ def _mean_var_paths(s: _Stops, xi: str) -> tuple[list[GradientPath], str]:
     return paths, "Naive variance: mean² feeds var too, so the numbers are left out."
 
 
-def _paths(d: _Drawing, which: int | str) -> GradientPaths:
-    """The gradient paths into x_i, with their contributions when backward has run."""
+def gradient_paths(d: Drawing, which: int | str) -> GradientPaths:
+    """The gradient paths into x_i (``which``: a flat index or a name like ``'x[1]'``) as drawn edges,
+    with each path's share of dL/dx_i from the closed forms once backward has run."""
     graph = d.graph
     if graph is None:
         raise ValueError("paths: the gradient paths need a built norm (what layer_norm returns, or its .graph)")
@@ -522,13 +536,13 @@ def _path_amounts(graph: NormGraph, i: int, group: list[int], r: int, paths: lis
         path.amount = float(part[local])
 
 
-def _legend(d: _Drawing, info: GradientPaths) -> str:
+def _legend(d: Drawing, info: GradientPaths) -> str:
     graph = d.graph
     assert graph is not None
     xi = graph.index_label("x", info.index)
     rows = [f'<tr><td colspan="4" align="left"><b>gradient paths into {_esc(xi)}</b></td></tr>']
     for p in info.paths:
-        amount = f"{_num(p.amount)}" if p.amount is not None else ""
+        amount = f"{num(p.amount)}" if p.amount is not None else ""
         rows.append(
             f'<tr><td bgcolor="{PATH_COLOURS[p.key]}" width="22"> </td>'
             f'<td align="left"><font color="{PATH_COLOURS[p.key]}"><b>{_esc(p.title)}</b></font></td>'
@@ -540,8 +554,8 @@ def _legend(d: _Drawing, info: GradientPaths) -> str:
         auto = graph["x"][info.index].grad
         rows.append(
             f'<tr><td></td><td align="left"><b>sum</b></td>'
-            f'<td align="left">autograd accumulated {_esc(xi)}.grad = {_num(auto)}</td>'
-            f'<td align="right"><b>{_num(total)}</b></td></tr>'
+            f'<td align="left">autograd accumulated {_esc(xi)}.grad = {num(auto)}</td>'
+            f'<td align="right"><b>{num(total)}</b></td></tr>'
         )
     rows.append(f'<tr><td colspan="4" align="left"><font point-size="9">{_esc(info.note)}</font></td></tr>')
     table = (
@@ -555,7 +569,7 @@ def _legend(d: _Drawing, info: GradientPaths) -> str:
 # ---- highlighting --------------------------------------------------------------------
 
 
-def _find_node(d: _Drawing, which: Value | str) -> int:
+def _find_node(d: Drawing, which: Value | str) -> int:
     if isinstance(which, Value):
         if id(which) not in d.index:
             raise OptionError("highlight", f"{which!r} is not part of this graph")
@@ -578,7 +592,7 @@ def _find_node(d: _Drawing, which: Value | str) -> int:
     return matches[0]
 
 
-def _related(d: _Drawing, start: int, mode: str) -> set[int]:
+def _related(d: Drawing, start: int, mode: str) -> set[int]:
     """``start`` and its ancestors (what it is computed from) or descendants (what uses it)."""
     if mode not in ("ancestors", "descendants"):
         raise OptionError("highlight_mode", f"expected 'ancestors' or 'descendants', got {mode!r}")
@@ -597,7 +611,7 @@ def _related(d: _Drawing, start: int, mode: str) -> set[int]:
 # ---- DOT --------------------------------------------------------------------------------
 
 
-def _stage_order(d: _Drawing) -> list[str]:
+def stage_order(d: Drawing) -> list[str]:
     """Stages in the order of the norm (input first, loss last), then any others as met."""
     present: list[str] = []
     for node in d.order:
@@ -612,7 +626,7 @@ def _stage_colours(stage: str, position: int) -> tuple[str, str]:
     return _STAGE_COLOURS.get(stage) or _OTHER_COLOURS[position % len(_OTHER_COLOURS)]
 
 
-def _formula(d: _Drawing, stage: str) -> str:
+def stage_formula(d: Drawing, stage: str) -> str:
     graph = d.graph
     if graph is None:
         return ""
@@ -626,13 +640,13 @@ def _formula(d: _Drawing, stage: str) -> str:
     return _FORMULAS.get((graph.kind, stage)) or _FORMULAS.get(stage, "")  # type: ignore[return-value]
 
 
-def _cluster_label(d: _Drawing, stage: str) -> str:
-    formula = _formula(d, stage)
+def _cluster_label(d: Drawing, stage: str) -> str:
+    formula = stage_formula(d, stage)
     sub = f'<font point-size="10">{_esc(formula)}</font><br align="left"/>' if formula else ""
     return f'<<b>{_esc(stage)}</b><br align="left"/>{sub}>'
 
 
-def _title(d: _Drawing, title: str | None, grad: bool) -> str | None:
+def default_title(d: Drawing, title: str | None, grad: bool) -> str | None:
     if title is not None:
         return title
     graph = d.graph
@@ -656,9 +670,9 @@ def _value_label(name: str, data: float, grad: float | None, *, faded: bool, str
         return f'<td><font color="{colour}">{text}</font></td>' if colour else f"<td>{text}</td>"
 
     cells = [cell(f"<b>{_esc(name)}</b>")] if name else []
-    cells.append(cell(f"data {_num(data)}"))
+    cells.append(cell(f"data {num(data)}"))
     if grad is not None:
-        cells.append(cell(f"grad {_num(grad)}", GRAD_TEXT))
+        cells.append(cell(f"grad {num(grad)}", GRAD_TEXT))
     line = HIGHLIGHT if strong else (FADED_LINE if faded else "#777777")
     rows = "".join(f"<tr>{c}</tr>" for c in cells) if stacked else f"<tr>{''.join(cells)}</tr>"
     return (
@@ -667,7 +681,8 @@ def _value_label(name: str, data: float, grad: float | None, *, faded: bool, str
     )
 
 
-def _op_symbol(op: str) -> str:
+def op_symbol(op: str) -> str:
+    """How an op is written in its circle: ``×`` for ``*``, ``Σ`` for ``sum``, ``1/x`` for ``**-1``."""
     if op in _OP_SYMBOLS:
         return _OP_SYMBOLS[op]
     if op.startswith("**"):
@@ -742,17 +757,17 @@ def to_dot(
     """
     if rankdir not in ("LR", "TB", "RL", "BT"):
         raise ValueError(f"rankdir: expected LR, TB, RL or BT, got {rankdir!r}")
-    d = _drawing(obj, graph)
+    d = drawing(obj, graph)
     if grad is None:
         grad = any(node.grad for node in d.order)
-    info = _paths(d, path_input) if paths else None
+    info = gradient_paths(d, path_input) if paths else None
     focus = _focus(d, highlight, highlight_mode) if highlight is not None else None
     if collapse:
         body = _collapsed(d, grad=grad, paths=info, focus=focus, ids=ids)
     else:
         body = _full(d, grad=grad, paths=info, focus=focus, edge_labels=edge_labels, rankdir=rankdir, ids=ids)
     size = 0 if collapse else len(d.order) + sum(1 for node in d.order if node.children)
-    lines = _header(_title(d, title, grad), rankdir, size, clusters_in_order=not collapse)
+    lines = _header(default_title(d, title, grad), rankdir, size, clusters_in_order=not collapse)
     lines += body
     if info is not None:
         lines.append(_legend(d, info))
@@ -760,7 +775,7 @@ def to_dot(
     return "\n".join(lines) + "\n"
 
 
-def _focus(d: _Drawing, highlight: Value | str, mode: str) -> Focus:
+def _focus(d: Drawing, highlight: Value | str, mode: str) -> Focus:
     start = _find_node(d, highlight)
     return Focus(start, _related(d, start, mode))
 
@@ -776,7 +791,7 @@ def _path_colours(info: GradientPaths | None) -> dict[tuple[int, int], list[str]
     return colours
 
 
-def _stage_members(d: _Drawing, stages: list[str]) -> dict[str | None, list[int]]:
+def _stage_members(d: Drawing, stages: list[str]) -> dict[str | None, list[int]]:
     """Positions of the nodes of each stage (None: nodes without one), in drawing order."""
     members: dict[str | None, list[int]] = {s: [] for s in stages}
     members[None] = []
@@ -786,7 +801,7 @@ def _stage_members(d: _Drawing, stages: list[str]) -> dict[str | None, list[int]
 
 
 def _full(
-    d: _Drawing,
+    d: Drawing,
     *,
     grad: bool,
     paths: GradientPaths | None,
@@ -811,12 +826,12 @@ def _full(
         if node.children:
             style = f', fontcolor="{FADED_TEXT}", color="{FADED_LINE}"' if faded else ""
             out.append(
-                f"{indent}op{k} [shape=circle, label={_quote(_op_symbol(node.op))}, "
+                f"{indent}op{k} [shape=circle, label={_quote(op_symbol(node.op))}, "
                 f"margin=0.02, width=0.3, height=0.3, style=filled, fillcolor=white{style}{_id(ids, f'op{k}')}];"
             )
         return out
 
-    stages = _stage_order(d)
+    stages = stage_order(d)
     members = _stage_members(d, stages)
     lines: list[str] = []
     for position, stage in enumerate(stages):
@@ -845,7 +860,7 @@ def _index_key(name: str) -> tuple[int, ...]:
     return tuple(int(i) for i in _split_index(name)[1].strip("[]").split(","))
 
 
-def _layout_hints(d: _Drawing, stage: str, ks: list[int], *, bottom_up: bool) -> list[str]:
+def _layout_hints(d: Drawing, stage: str, ks: list[int], *, bottom_up: bool) -> list[str]:
     """Invisible edges that put a stage's title above its first nodes and its nodes in index order.
 
     dot routes edges around nodes but straight through cluster labels, so the
@@ -875,7 +890,7 @@ def _layout_hints(d: _Drawing, stage: str, ks: list[int], *, bottom_up: bool) ->
 
 
 def _full_edges(
-    d: _Drawing, *, paths: GradientPaths | None, shown: set[int] | None, edge_labels: bool, ids: bool
+    d: Drawing, *, paths: GradientPaths | None, shown: set[int] | None, edge_labels: bool, ids: bool
 ) -> list[str]:
     """Every input edge (value -> op, labelled with d node / d child if asked) and every op -> value edge."""
     colours = _path_colours(paths)
@@ -890,7 +905,7 @@ def _full_edges(
             on_path = colours.get((c, k), [])
             into += [colour for colour in on_path if colour not in into]
             faded = shown is not None and not (c in shown and k in shown)
-            extra = [f"label={_quote(_num(derivs[slot]))}"] if derivs is not None else []
+            extra = [f"label={_quote(num(derivs[slot]))}"] if derivs is not None else []
             extra += [f"id=e{k}_{slot}"] if ids else []
             attrs = _edge_attrs(on_path, faded=faded, strong=shown is not None and not faded, extra=extra)
             lines.append(f"  v{c} -> op{k}{attrs};")
@@ -909,7 +924,7 @@ _FEW = 3  # numbers shown per named node in the collapsed view
 
 
 def _few(values: Sequence[float]) -> str:
-    shown = ", ".join(_num(v) for v in values[:_FEW])
+    shown = ", ".join(num(v) for v in values[:_FEW])
     return shown + (", …" if len(values) > _FEW else "")
 
 
@@ -920,7 +935,7 @@ def _shape_of(graph: NormGraph, name: str) -> str:
     return "[" + "×".join(map(str, graph.shape)) + "]"
 
 
-def _stage_rows(d: _Drawing, stage: str, ks: list[int], *, grad: bool, faded: bool) -> list[str]:
+def _stage_rows(d: Drawing, stage: str, ks: list[int], *, grad: bool, faded: bool) -> list[str]:
     """The rows of one stage's box: its named nodes (shape, first numbers), its constants, the rest counted."""
     colour = FADED_TEXT if faded else None
 
@@ -950,16 +965,16 @@ def _stage_rows(d: _Drawing, stage: str, ks: list[int], *, grad: bool, faded: bo
         if k in named:
             continue
         if not node.children and node.label:  # constants such as 1/n and eps
-            rows.append(f"<tr>{cell(_esc(node.label) + ' = ' + _num(node.data))}</tr>")
+            rows.append(f"<tr>{cell(_esc(node.label) + ' = ' + num(node.data))}</tr>")
         elif graph is None:
-            counts.setdefault(d.display_name(k) or _op_symbol(node.op) or "value", []).append(node)
+            counts.setdefault(d.display_name(k) or op_symbol(node.op) or "value", []).append(node)
     rows += [row(f"<b>{_esc(label)}</b> ×{len(members)}", members) for label, members in counts.items()]
     return rows
 
 
-def _collapsed(d: _Drawing, *, grad: bool, paths: GradientPaths | None, focus: Focus | None, ids: bool) -> list[str]:
+def _collapsed(d: Drawing, *, grad: bool, paths: GradientPaths | None, focus: Focus | None, ids: bool) -> list[str]:
     """One box per stage (its named nodes, shapes and first numbers) and the edges between stages."""
-    stages = _stage_order(d)
+    stages = stage_order(d)
     bucket = [node.stage if node.stage is not None else "other" for node in d.order]
     if "other" in bucket and "other" not in stages:
         stages.append("other")
@@ -989,10 +1004,10 @@ def _collapsed(d: _Drawing, *, grad: bool, paths: GradientPaths | None, focus: F
     return lines
 
 
-def _stage_box(d: _Drawing, stage: str, position: int, ks: list[int], *, grad: bool, faded: bool, strong: bool) -> str:
+def _stage_box(d: Drawing, stage: str, position: int, ks: list[int], *, grad: bool, faded: bool, strong: bool) -> str:
     """The collapsed view's box for one stage (an HTML-like table): its title and formula over its rows."""
     fill, line = _stage_colours(stage, position)
-    formula = _formula(d, stage)
+    formula = stage_formula(d, stage)
     head = f"<b>{_esc(stage)}</b>" + (f'   <font point-size="10">{_esc(formula)}</font>' if formula else "")
     if faded:
         head = f'<font color="{FADED_TEXT}">{head}</font>'
