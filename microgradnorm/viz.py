@@ -68,6 +68,7 @@ __all__ = [
     "check_output_path",
     "default_title",
     "dot_fallback_path",
+    "dot_id",
     "draw",
     "drawing",
     "gradient_paths",
@@ -87,7 +88,7 @@ __all__ = [
 ]
 
 # file extension -> Graphviz output format
-FORMATS: dict[str, str] = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": "dot"}
+FORMATS: dict[str, str] = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": "dot", ".html": "html"}
 
 # Above this many drawn nodes (values + ops) the CLI, the notebook and the HTML page start
 # with the collapsed view: a full LayerNorm of d = 16 is 225 nodes and fits a screen; at
@@ -204,8 +205,9 @@ def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _ident(stage: str) -> str:
-    return re.sub(r"\W", "_", stage, flags=re.ASCII)
+def dot_id(name: str) -> str:
+    """``name`` as a DOT (and SVG) identifier: every character that is not a letter, digit or _ becomes _."""
+    return re.sub(r"\W", "_", name, flags=re.ASCII)
 
 
 # ---- what to draw ---------------------------------------------------------------------
@@ -835,12 +837,11 @@ def _full(
     members = _stage_members(d, stages)
     lines: list[str] = []
     for position, stage in enumerate(stages):
-        lines.append(f"  subgraph cluster_{_ident(stage)} {{")
+        lines.append(f"  subgraph cluster_{dot_id(stage)} {{")
         fill, line = _stage_colours(stage, position)
-        lines.append(
-            f'    label=""; style="rounded,filled"; fillcolor="{fill}"; color="{line}"{_id(ids, "cluster_" + stage)};'
-        )
-        lines.append(f"    t_{_ident(stage)} [shape=plain, label={_cluster_label(d, stage)}{_id(ids, 't_' + stage)}];")
+        own_id = f"; id={dot_id('cluster_' + stage)}" if ids else ""
+        lines.append(f'    label=""; style="rounded,filled"; fillcolor="{fill}"; color="{line}"{own_id};')
+        lines.append(f"    t_{dot_id(stage)} [shape=plain, label={_cluster_label(d, stage)}{_id(ids, 't_' + stage)}];")
         for k in members[stage]:
             lines += node_lines(k, "    ")
         lines += _layout_hints(d, stage, members[stage], bottom_up=rankdir in ("LR", "RL"))
@@ -852,7 +853,7 @@ def _full(
 
 def _id(ids: bool, name: str) -> str:
     """The DOT ``id`` attribute (kept in the SVG, where the HTML page's script finds it), if asked for."""
-    return f", id={_ident(name)}" if ids else ""
+    return f", id={dot_id(name)}" if ids else ""
 
 
 def _index_key(name: str) -> tuple[int, ...]:
@@ -875,7 +876,7 @@ def _layout_hints(d: Drawing, stage: str, ks: list[int], *, bottom_up: bool) -> 
     inside = set(ks)
     sources = [f"op{k}" for k in ks if d.order[k].children and not any(d.pos(c) in inside for c in d.order[k].children)]
     sources += [f"v{k}" for k in ks if not d.order[k].children]
-    lines = [f"    t_{_ident(stage)} -> {{{' '.join(sources)}}} [style=invis];"] if sources else []
+    lines = [f"    t_{dot_id(stage)} -> {{{' '.join(sources)}}} [style=invis];"] if sources else []
     by_name: dict[str, list[int]] = {}
     for k in ks:
         base, idx = _split_index(d.display_name(k))
@@ -987,7 +988,7 @@ def _collapsed(d: Drawing, *, grad: bool, paths: GradientPaths | None, focus: Fo
         faded = shown is not None and not any(k in shown for k in members[stage])
         strong = focus is not None and bucket[focus.start] == stage
         box = _stage_box(d, stage, position, members[stage], grad=grad, faded=faded, strong=strong)
-        lines.append(f"  s_{_ident(stage)} [shape=plain, label=<{box}>{_id(ids, 's_' + stage)}];")
+        lines.append(f"  s_{dot_id(stage)} [shape=plain, label=<{box}>{_id(ids, 's_' + stage)}];")
     scalar_colours = _path_colours(paths)
     stage_edges: dict[tuple[str, str], list[str]] = {}
     for k, node in enumerate(d.order):
@@ -999,8 +1000,8 @@ def _collapsed(d: Drawing, *, grad: bool, paths: GradientPaths | None, focus: Fo
     for (a, b), colours in stage_edges.items():
         faded = shown is not None and not (any(k in shown for k in members[a]) and any(k in shown for k in members[b]))
         ordered = [c for c in PATH_COLOURS.values() if c in colours]
-        attrs = _edge_attrs(ordered, faded=faded, strong=False, extra=[f"id=se_{_ident(a)}_{_ident(b)}"] if ids else [])
-        lines.append(f"  s_{_ident(a)} -> s_{_ident(b)}{attrs};")
+        attrs = _edge_attrs(ordered, faded=faded, strong=False, extra=[f"id=se_{dot_id(a)}_{dot_id(b)}"] if ids else [])
+        lines.append(f"  s_{dot_id(a)} -> s_{dot_id(b)}{attrs};")
     return lines
 
 
@@ -1106,15 +1107,20 @@ def dot_fallback_path(path: str | os.PathLike[str]) -> Path:
 
 
 def render(obj: Any, path: str | os.PathLike[str], **options: Any) -> Path:
-    """Draw ``obj`` into ``path``; the format comes from the extension (.svg .png .pdf .dot).
+    """Draw ``obj`` into ``path``; the format comes from the extension (.svg .png .pdf .dot .html).
 
-    ``options`` are those of :func:`to_dot`. Raises ValueError for an unknown
+    ``options`` are those of :func:`to_dot` (for .html, of :func:`microgradnorm.page.page_html`,
+    the step-through page, where ``collapse=None`` decides by size). Raises ValueError for an unknown
     extension or an unwritable path, :class:`OptionError` for an option the graph
     cannot honour, :class:`GraphvizNotFoundError` when ``dot`` is missing (a .dot
     file needs no Graphviz), :class:`RenderError` when it fails.
     """
     target = check_output_path(path)
     fmt = output_format(target)
+    if fmt == "html":  # the step-through page: the drawing, the engine's numbers and a script to step them
+        from microgradnorm.page import page_html
+
+        return write_atomic(target, page_html(obj, **options).encode("utf-8"))
     source = to_dot(obj, **options)
     data = source.encode("utf-8") if fmt == "dot" else pipe(source, fmt)
     return write_atomic(target, data)

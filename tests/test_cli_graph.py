@@ -120,7 +120,7 @@ def test_graph_without_dot_in_a_fresh_process_prints_no_traceback(tmp_path):
         (["--collapse", "--full", "-o", "{tmp}/g.dot"], "not allowed with"),
         (
             ["-o", ""],
-            "argument -o/--output: expected a file name ending in .svg, .png, .pdf or .dot, got an empty path",
+            "argument -o/--output: expected a file name ending in .svg, .png, .pdf, .dot or .html, got an empty path",
         ),
         (["-o", "{tmp}/missing/g.svg"], "argument -o/--output: cannot write"),
         (["--index", "2", "-o", "{tmp}/g.dot"], "argument --index: needs --paths"),
