@@ -23,14 +23,15 @@ from microgradnorm.commands import (
 SIZE_LIMIT = 16384
 
 
-HELP = "draw the computation graph of a norm, stage by stage (SVG, PNG, PDF or DOT)"
+HELP = "draw the computation graph of a norm, stage by stage (SVG, PNG, PDF, DOT, or a page to step through)"
 DESCRIPTION = (
     "Build the norm from scalar nodes on a random input and draw its graph with Graphviz: every "
     "stage (mean, center, var, sqrt, divide, affine) a titled box, every node with its value and, "
     "with --grad, its gradient for loss = sum(y * dy) with a random dy. --paths colours the routes "
     "along which dL/dx_i is accumulated. The format comes from the extension of -o; a .dot file needs "
-    "no Graphviz. Graphs too large to read in full are drawn collapsed (one box per stage) unless --full "
-    f"is given; x has at most {SIZE_LIMIT} entries."
+    "no Graphviz. --html (or an -o ending in .html) writes one self-contained page that steps through "
+    "the forward pass and, with --grad, backward one contribution at a time. Graphs too large to read in "
+    f"full are drawn collapsed (one box per stage) unless --full is given; x has at most {SIZE_LIMIT} entries."
 )
 
 
@@ -46,7 +47,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--output",
         required=True,
         metavar="FILE",
-        help="where to write the drawing; .svg, .png, .pdf or .dot (the format follows the extension)",
+        help="where to write the drawing; .svg, .png, .pdf, .dot or .html (the format follows the extension)",
+    )
+    parser.add_argument(
+        "--html",
+        action="store_true",
+        help="write the step-through page (one HTML file, opens from disk; the same as an -o ending in .html)",
     )
     parser.add_argument(
         "--grad", action="store_true", help="backpropagate loss = sum(y * dy) (random dy) and show every grad"
@@ -104,50 +110,64 @@ def run(args: argparse.Namespace, console) -> int:
     from microgradnorm import viz
 
     out = _output_path(args.output)  # fail before any work: unknown extension, missing or read-only directory
-    _check_combinations(args)
-    spec, shape, variance, graph = _build(args)
+    page = _check_combinations(args, out)
+    spec, shape, variance, graph = _build(args, page)
     size = viz.graph_size(graph)
-    collapse = _collapse(args, size, console)
-    if not collapse and viz.output_format(out) != "dot":
+    collapse = _collapse(args, size, console, page)
+    if not collapse and viz.output_format(out) != "dot" and (not page or args.full):
         _warn_if_slow(size, console)
+    options = _options(args, spec, shape, variance, collapse)
+    if page:  # the page opens collapsed or not by itself, and says why on the page
+        options["collapse"] = True if args.collapse else False if args.full else None
     try:
-        drawn = viz.draw(graph, out, **_options(args, spec, shape, variance, collapse))
+        drawn = viz.draw(graph, out, **options)
     except viz.OptionError as exc:  # a --highlight name the graph does not have: nothing was written
         raise UsageError(f"argument {_FLAGS.get(exc.option, exc.option)}: {exc.message}") from None
     except OSError as exc:
         where = exc.filename or str(out)
         raise UsageError(f"argument -o/--output: cannot write {where!r}: {exc.strerror or exc}") from None
+    if drawn.error is not None:
+        return _failed(drawn, out)
+    view = ("step-through page, " if page else "") + ("collapsed" if collapse else "full")
+    console.print(f"wrote {out} ({view} view, {size} nodes in the full graph)", highlight=False, soft_wrap=True)
+    return 0
+
+
+def _failed(drawn, out: Path) -> int:
+    """Say why the picture could not be made and where its DOT source went instead."""
+    from microgradnorm import viz
+
     if isinstance(drawn.error, viz.GraphvizNotFoundError):
         print(
             f"microgradnorm graph: Graphviz's dot program was not found, so only the DOT source was written, "
             f"to {drawn.path}; to draw {out.name}, {viz.INSTALL_HINT}.",
             file=sys.stderr,
         )
-        return 1
-    if drawn.error is not None:
+    else:
         print(f"microgradnorm graph: error: {drawn.error} (the DOT source is in {drawn.path})", file=sys.stderr)
-        return 1
-    view = "collapsed" if collapse else "full"
-    console.print(f"wrote {out} ({view} view, {size} nodes in the full graph)", highlight=False, soft_wrap=True)
-    return 0
+    return 1
 
 
-def _check_combinations(args: argparse.Namespace) -> None:
-    """Flags that only make sense with another flag."""
+def _check_combinations(args: argparse.Namespace, out: Path) -> bool:
+    """Flags that only make sense with another flag; whether the output is the step-through page."""
+    page = out.suffix.lower() == ".html"
+    if args.html and not page:
+        raise UsageError(f"argument --html: expected -o to name a file ending in .html, got {str(out)!r}")
     if args.descendants and args.highlight is None:
         raise UsageError("argument --descendants: needs --highlight NODE, got no --highlight")
     if args.index is not None and not args.paths:
         raise UsageError("argument --index: needs --paths (it picks the x_i the paths start at), got no --paths")
+    return page
 
 
-def _build(args: argparse.Namespace):
+def _build(args: argparse.Namespace, page: bool):
     """The norm built on a random problem; backpropagated when the drawing shows gradients."""
     from microgradnorm.check import random_problem
     from microgradnorm.registry import get_norm
 
     spec = get_norm(args.norm)
     shape = problem_shape(spec, args)
-    _check_size(shape, args)
+    _check_size(shape, args, page)
     variance = problem_variance(spec, args)
     x, gamma, beta, dy = random_problem(spec, shape, args.seed)
     graph = spec.build_graph(x, gamma, beta, args.eps, variance)
@@ -159,16 +179,23 @@ def _build(args: argparse.Namespace):
     return spec, shape, variance, graph
 
 
-def _check_size(shape: tuple[int, ...], args: argparse.Namespace) -> None:
-    """A UsageError, before anything is built, when x has more than SIZE_LIMIT entries."""
+def _check_size(shape: tuple[int, ...], args: argparse.Namespace, page: bool) -> None:
+    """A UsageError, before anything is built, when x has more entries than the drawing is made for."""
+    from microgradnorm.page.data import CHECK_LIMIT
+
     size = math.prod(shape)
-    if size <= SIZE_LIMIT:
+    limit, why = (
+        (CHECK_LIMIT, "the page carries every node's numbers and the three-way check")
+        if page
+        else (SIZE_LIMIT, "the scalar graph is built one node at a time")
+    )
+    if size <= limit:
         return
     given = [flag for flag, value in (("--dim", args.dim), ("--batch", args.batch)) if value is not None]
     flags = "--shape" if args.shape is not None else "/".join(given) or "--dim"
     raise UsageError(
-        f"argument {flags}: the scalar graph is built one node at a time, so expected x to have at most "
-        f"{SIZE_LIMIT} entries, got {size}" + (f" ({'x'.join(map(str, shape))})" if len(shape) > 1 else "")
+        f"argument {flags}: {why}, so expected x to have at most {limit} entries, got {size}"
+        + (f" ({'x'.join(map(str, shape))})" if len(shape) > 1 else "")
     )
 
 
@@ -190,15 +217,17 @@ def _warn_if_slow(size: int, console) -> None:
         )
 
 
-def _collapse(args: argparse.Namespace, size: int, console) -> bool:
-    """Whether to draw the collapsed view: asked for, or the full graph is over the limit (said so)."""
+def _collapse(args: argparse.Namespace, size: int, console, page: bool) -> bool:
+    """Whether to draw (or open the page with) the collapsed view: asked for, or the full graph is over
+    the limit (said so)."""
     from microgradnorm import viz
 
     if args.collapse or args.full or size <= viz.FULL_VIEW_LIMIT:
         return args.collapse
+    what = "the page opens with one box per stage" if page else "drawing the collapsed stage view"
     console.print(
-        f"The full graph has {size} nodes, more than {viz.FULL_VIEW_LIMIT}, too many to read: drawing the "
-        "collapsed stage view (--full draws every node anyway).",
+        f"The full graph has {size} nodes, more than {viz.FULL_VIEW_LIMIT}, too many to read: {what} "
+        "(--full draws every node anyway).",
         highlight=False,
         soft_wrap=True,
     )

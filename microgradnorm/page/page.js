@@ -186,6 +186,7 @@
     byId("scrubber").setAttribute("aria-valuetext", text);
     byId("counter").textContent = "step " + t + " of " + T;
     document.body.dataset.step = String(t);
+    document.body.dataset.done = t === T ? "true" : "false"; // the stage boxes show final gradients only
     byId("back").disabled = byId("first").disabled = byId("back-stage").disabled = t === 0;
     byId("forward").disabled = byId("last").disabled = byId("forward-stage").disabled = t === T;
     showNode(pinned !== null ? pinned : step.node);

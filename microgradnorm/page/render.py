@@ -102,7 +102,13 @@ def page_html(
     svg_stages = _svg(viz.to_dot(subject.obj, **{**dot, "collapse": True}), "stages", d)
     data = page_data(subject, d)
     data["title"] = title or viz.default_title(d, None, backward) or _plain_title(subject)
-    data["view"] = {"start": view.start, "full": view.full, "note": view.note}
+    note = view.note
+    if not backward:
+        note += (" " if note else "") + (
+            "No gradients yet: this page steps through the forward pass only (microgradnorm graph --grad, "
+            "or backward() before to_html, adds the backward pass)."
+        )
+    data["view"] = {"start": view.start, "full": view.full, "note": note}
     data["pathStart"] = _path_start(d, path_input) if paths else None
     return _fill(data, svg_full, svg_stages)
 
