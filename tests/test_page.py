@@ -321,3 +321,23 @@ def test_a_contribution_line_reads_as_the_lesson_tables_do():
     assert first["text"] == f"y[0].grad += {viz.num(dy[0])} × 1 = {viz.num(dy[0])} (1/1)"
     assert float(first["total"]) == dy[0]
     assert first["why"] == f"∂loss/∂y[0] = dy[0] = {viz.num(dy[0])}; loss.grad = 1"
+
+
+def test_the_lesson_g_key_writes_the_page_beside_the_svg(needs_dot, tmp_path):
+    from microgradnorm.lessons.runner import draw_graph
+
+    graph, _ = problem(shape=(3,))
+    message = draw_graph(graph, tmp_path / "03-step02.svg")
+    page = tmp_path / "03-step02.html"
+    assert (tmp_path / "03-step02.svg").is_file() and page.is_file()
+    assert f"open {page} in a browser" in message
+    assert len(embedded_data(page.read_text(encoding="utf-8"))["backward"]) > 0
+
+
+def test_the_lesson_g_key_without_dot_writes_the_dot_source_only(tmp_path, empty_path):
+    from microgradnorm.lessons.runner import draw_graph
+
+    graph, _ = problem(shape=(3,))
+    message = draw_graph(graph, tmp_path / "03-step02.svg")
+    assert "DOT source" in message and (tmp_path / "03-step02.dot").is_file()
+    assert not (tmp_path / "03-step02.html").exists()

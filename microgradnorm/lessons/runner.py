@@ -249,7 +249,8 @@ def _one_line(exc: BaseException) -> str:
 
 
 def draw_graph(graph: Any, path: Path, **options: Any) -> str:
-    """Draw ``graph`` to ``path`` with :func:`microgradnorm.viz.draw`; return what to tell the learner.
+    """Draw ``graph`` to ``path`` with :func:`microgradnorm.viz.draw`, and its step-through page beside it
+    (``.html``); return what to tell the learner.
 
     ``options`` go to ``viz.to_dot``. Without the Graphviz ``dot`` program the
     DOT source is written instead (next to ``path``, ending in .dot) together
@@ -270,7 +271,11 @@ def draw_graph(graph: Any, path: Path, **options: Any) -> str:
     drawn = viz.draw(graph, path, **options)
     if drawn.error is not None:
         return f"Wrote the graph's DOT source to {drawn.path} but could not render it: {_one_line(drawn.error)}"
-    return f"Graph written to {drawn.path}"
+    try:
+        page = viz.render(graph, path.with_suffix(".html"), **options)
+    except (viz.DrawingError, ValueError) as exc:  # the picture is there; the page is a bonus
+        return f"Graph written to {drawn.path} (no step-through page: {_one_line(exc)})"
+    return f"Graph written to {drawn.path}; to step through it, open {page} in a browser"
 
 
 def _from_iterable(keys: Iterable[str]) -> KeyReader:
