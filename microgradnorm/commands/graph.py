@@ -111,9 +111,9 @@ def run(args: argparse.Namespace, console) -> int:
 
     out = _output_path(args.output)  # fail before any work: unknown extension, missing or read-only directory
     page = _check_combinations(args, out)
-    spec, shape, variance, graph = _build(args, page)
+    spec, shape, variance, graph = _build(args, page=page)
     size = viz.graph_size(graph)
-    collapse = _collapse(args, size, console, page)
+    collapse = _collapse(args, size, console, page=page)
     if not collapse and viz.output_format(out) != "dot" and (not page or args.full):
         _warn_if_slow(size, console)
     options = _options(args, spec, shape, variance, collapse)
@@ -160,14 +160,14 @@ def _check_combinations(args: argparse.Namespace, out: Path) -> bool:
     return page
 
 
-def _build(args: argparse.Namespace, page: bool):
+def _build(args: argparse.Namespace, *, page: bool):
     """The norm built on a random problem; backpropagated when the drawing shows gradients."""
     from microgradnorm.check import random_problem
     from microgradnorm.registry import get_norm
 
     spec = get_norm(args.norm)
     shape = problem_shape(spec, args)
-    _check_size(shape, args, page)
+    _check_size(shape, args, page=page)
     variance = problem_variance(spec, args)
     x, gamma, beta, dy = random_problem(spec, shape, args.seed)
     graph = spec.build_graph(x, gamma, beta, args.eps, variance)
@@ -179,7 +179,7 @@ def _build(args: argparse.Namespace, page: bool):
     return spec, shape, variance, graph
 
 
-def _check_size(shape: tuple[int, ...], args: argparse.Namespace, page: bool) -> None:
+def _check_size(shape: tuple[int, ...], args: argparse.Namespace, *, page: bool) -> None:
     """A UsageError, before anything is built, when x has more entries than the drawing is made for."""
     from microgradnorm.page.data import CHECK_LIMIT
 
@@ -217,7 +217,7 @@ def _warn_if_slow(size: int, console) -> None:
         )
 
 
-def _collapse(args: argparse.Namespace, size: int, console, page: bool) -> bool:
+def _collapse(args: argparse.Namespace, size: int, console, *, page: bool) -> bool:
     """Whether to draw (or open the page with) the collapsed view: asked for, or the full graph is over
     the limit (said so)."""
     from microgradnorm import viz

@@ -318,14 +318,19 @@
       const rect = document.createElementNS(SVG_NS, "rect");
       [["x", b.x], ["y", b.y], ["width", b.width], ["height", b.height], ["rx", 8]].forEach(([a, v]) => rect.setAttribute(a, v));
       g.appendChild(rect);
-      const lines = [stage.name + (stage.formula ? ":  " + stage.formula : ""), stage.nodes.length + " nodes folded (click to open)"];
-      lines.forEach((line, i) => {
-        const text = document.createElementNS(SVG_NS, "text");
-        text.setAttribute("x", b.x + 10);
-        text.setAttribute("y", b.y + 22 + 20 * i);
-        text.textContent = line;
-        g.appendChild(text);
-      });
+      // One line, as large as the box allows: "var: var = Σ xshift² / n · 6 nodes folded"
+      const text = document.createElementNS(SVG_NS, "text");
+      const size = Math.min(16, b.height * 0.45);
+      text.setAttribute("x", b.x + 8);
+      text.setAttribute("y", b.y + b.height / 2 + size / 3);
+      text.style.fontSize = size + "px";
+      text.textContent = stage.name + (stage.formula ? ": " + stage.formula : "") + " · " + stage.nodes.length + " nodes folded";
+      g.appendChild(text);
+      const width = text.getComputedTextLength();
+      if (width > b.width - 16) text.style.fontSize = (size * (b.width - 16)) / width + "px";
+      const tip = document.createElementNS(SVG_NS, "title");
+      tip.textContent = "Click to open " + stage.name;
+      g.appendChild(tip);
       g.addEventListener("click", () => setFold(stage.name, false));
       cluster.parentNode.appendChild(g); // last, so it covers the edges that enter the stage
       folds.set(stage.name, g);

@@ -168,7 +168,7 @@ def _dress(g: ET.Element, view: str, names: dict[str, str]) -> None:
                 if (text.text or "").startswith(prefix):
                     text.set("class", cls)
     elif kind == "edge" and title is not None:
-        ends = (title.text or "").replace("&#45;", "-").split("->")
+        ends = (title.text or "").split("->")
         title.text = " → ".join(names.get(e, e) for e in ends)
         return
     if title is not None:
