@@ -24,6 +24,7 @@ __all__ = [
     "local_grads",
     "rms_norm",
     "tags",
+    "to_html",
     "topological_order",
 ]
 
@@ -35,6 +36,7 @@ _LAZY = {
     "get_norm": "microgradnorm.registry",
     "to_dot": "microgradnorm.viz",
     "render": "microgradnorm.viz",
+    "to_html": "microgradnorm.page",
 }
 
 
@@ -64,6 +66,16 @@ def _repr_mimebundle_(self: Any, include: Any = None, exclude: Any = None) -> di
     return mimebundle(self, include, exclude)
 
 
+def _repr_html_(self: Any) -> str | None:
+    """Jupyter shows a graph as the page that steps through it (see :func:`microgradnorm.page.repr_html`)."""
+    from microgradnorm.page import repr_html
+
+    return repr_html(self)
+
+
 Value._repr_mimebundle_ = _repr_mimebundle_  # type: ignore[attr-defined]
 NormGraph._repr_mimebundle_ = _repr_mimebundle_  # type: ignore[attr-defined]
 Normalized._repr_mimebundle_ = _repr_mimebundle_  # type: ignore[attr-defined]
+Value._repr_html_ = _repr_html_  # type: ignore[attr-defined]
+NormGraph._repr_html_ = _repr_html_  # type: ignore[attr-defined]
+Normalized._repr_html_ = _repr_html_  # type: ignore[attr-defined]

@@ -42,6 +42,7 @@ import itertools
 import os
 import re
 import shutil
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,31 +55,54 @@ __all__ = [
     "FORMATS",
     "FULL_VIEW_LIMIT",
     "INSTALL_HINT",
+    "LARGE_GRAPH",
+    "LAYOUT_LIMIT",
+    "Drawing",
+    "DrawingError",
+    "Drawn",
+    "GradientPath",
+    "GradientPaths",
     "GraphvizNotFoundError",
+    "OptionError",
     "RenderError",
     "check_output_path",
+    "default_title",
     "dot_fallback_path",
+    "dot_id",
+    "draw",
+    "drawing",
+    "gradient_paths",
     "graph_size",
     "has_dot",
     "mimebundle",
+    "num",
+    "op_symbol",
+    "output_extensions",
     "output_format",
     "pipe",
     "render",
+    "stage_formula",
+    "stage_order",
     "to_dot",
     "write_atomic",
 ]
 
 # file extension -> Graphviz output format
-FORMATS: dict[str, str] = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": "dot"}
+FORMATS: dict[str, str] = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": "dot", ".html": "html"}
 
-# Above this many drawn nodes (values + ops) the CLI and the notebook switch to the
-# collapsed view: a full LayerNorm of d = 256 is about 3,350 nodes and takes dot a few
-# seconds; beyond that the layout time grows faster than the drawing stays readable.
-FULL_VIEW_LIMIT = 3500
+# Above this many drawn nodes (values + ops) the CLI, the notebook and the HTML page start
+# with the collapsed view: a full LayerNorm of d = 16 is 225 nodes and fits a screen; at
+# d = 64 (833 nodes, 3871 x 9267 px) no one can read it any more.
+FULL_VIEW_LIMIT = 300
 
 # Above this many drawn nodes the full view bounds dot's placement effort (see _header):
 # the layout is a little less tidy, and d = 256 takes about 1 s instead of about 4 s.
+# It is also where laying out the full view starts to take long enough to warn about.
 LARGE_GRAPH = 1500
+
+# Above this many drawn nodes the full view is not laid out at all: measured, d = 512
+# (6,673 nodes) takes dot about 26 s and the time grows faster than the size.
+LAYOUT_LIMIT = 15000
 
 INSTALL_HINT = (
     "install Graphviz (Debian/Ubuntu: sudo apt-get install graphviz; macOS: brew install graphviz; "
@@ -88,12 +112,29 @@ INSTALL_HINT = (
 DOT_HEADER = "// microgradnorm computation graph"
 
 
-class GraphvizNotFoundError(RuntimeError):
+class DrawingError(RuntimeError):
+    """The picture could not be made; the DOT source can still be written (see :func:`draw`)."""
+
+
+class GraphvizNotFoundError(DrawingError):
     """The Graphviz ``dot`` program is not on PATH; the message says how to install it."""
 
 
-class RenderError(RuntimeError):
+class RenderError(DrawingError):
     """``dot`` ran but failed; the message carries the first line of what it printed."""
+
+
+class OptionError(ValueError):
+    """A drawing option asks for something the graph does not have (a node name, an input index).
+
+    ``option`` is the keyword of :func:`to_dot` at fault and ``message`` what was
+    expected and what was given, so that a command can name its own flag instead.
+    """
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(f"{option}: {message}")
+        self.option = option
+        self.message = message
 
 
 # ---- appearance -------------------------------------------------------------------
@@ -145,7 +186,7 @@ _FORMULAS: dict[tuple[str, str] | str, str] = {
 _KIND_TITLES = {"layernorm": "LayerNorm", "batchnorm": "BatchNorm", "rmsnorm": "RMSNorm"}
 
 
-def _num(v: float) -> str:
+def num(v: float) -> str:
     """A compact number: 4 significant digits, no exponent for ordinary magnitudes."""
     if v != v:
         return "nan"
@@ -164,28 +205,30 @@ def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _ident(stage: str) -> str:
-    return re.sub(r"\W", "_", stage, flags=re.ASCII)
+def dot_id(name: str) -> str:
+    """``name`` as a DOT (and SVG) identifier: every character that is not a letter, digit or _ becomes _."""
+    return re.sub(r"\W", "_", name, flags=re.ASCII)
 
 
 # ---- what to draw ---------------------------------------------------------------------
 
 
 @dataclass
-class _Drawing:
-    """The graph to draw, indexed by topological position (the stable node numbers)."""
+class Drawing:
+    """The graph to draw, indexed by topological position (the stable node numbers): see :func:`drawing`."""
 
     order: list[Value]
     index: dict[int, int]  # id(node) -> position in order
     parents: list[list[int]]  # position -> positions of the nodes that use it (one per edge)
     graph: NormGraph | None
+    names: list[str]  # position -> the name drawn on the node (see _display_names)
 
     def name(self, k: int) -> str | None:
+        """The norm's own name for the node (``xhat[2]``), None for the nodes between them."""
         return self.graph.name_of(self.order[k]) if self.graph is not None else None
 
     def display_name(self, k: int) -> str:
-        node = self.order[k]
-        return self.name(k) or node.label or ""
+        return self.names[k]
 
     def pos(self, node: Value) -> int:
         return self.index[id(node)]
@@ -220,7 +263,12 @@ def _resolve(obj: Any, graph: NormGraph | None) -> tuple[list[Value], NormGraph 
     return _flatten_values(obj, "to_dot(obj)"), graph
 
 
-def _drawing(obj: Any, graph: NormGraph | None) -> _Drawing:
+def drawing(obj: Any, graph: NormGraph | None = None) -> Drawing:
+    """The nodes :func:`to_dot` draws for ``obj``, numbered, named and linked both ways.
+
+    The HTML step-through page reads the same numbering, so its data and the
+    SVG that Graphviz lays out agree on every node (``v12`` is position 12).
+    """
     roots, graph = _resolve(obj, graph)
     order = topological_order(roots)
     index = {id(node): k for k, node in enumerate(order)}
@@ -228,7 +276,68 @@ def _drawing(obj: Any, graph: NormGraph | None) -> _Drawing:
     for k, node in enumerate(order):
         for child in node.children:
             parents[index[id(child)]].append(k)
-    return _Drawing(order, index, parents, graph)
+    return Drawing(order, index, parents, graph, _display_names(order, graph))
+
+
+def _split_index(name: str) -> tuple[str, str]:
+    """``"xhat[1,2]"`` -> ``("xhat", "[1,2]")``; ``"rstd"`` -> ``("rstd", "")``."""
+    base, bracket, rest = name.partition("[")
+    return base, bracket + rest
+
+
+def _display_names(order: list[Value], graph: NormGraph | None) -> list[str]:
+    """A name for every node: the norm's own (``xhat[2]``), else its label, indexed where it repeats.
+
+    A node made from one element of x carries that element's index (``xshift²[2]``,
+    ``gamma*xhat[2]``), a dy of the loss the index of the y it multiplies, and a
+    node made once per row or column its number (``sum[1]``, when there are
+    several). Without a built norm, nodes are named by their labels.
+    """
+    if graph is None:
+        return [node.label or "" for node in order]
+    names: list[str | None] = [graph.name_of(node) for node in order]
+    position = {id(node): k for k, node in enumerate(order)}
+    _name_elementwise(order, names, position)
+    repeats = Counter((node.stage, node.label) for k, node in enumerate(order) if names[k] is None)
+    seen: Counter[tuple[str | None, str | None]] = Counter()
+    for k, node in enumerate(order):
+        if names[k] is None:
+            key = (node.stage, node.label)
+            numbered = repeats[key] == len(graph.groups) > 1
+            names[k] = _summed(node, names, position) + (f"[{seen[key]}]" if numbered else "")
+            seen[key] += 1
+    return names  # type: ignore[return-value]
+
+
+def _name_elementwise(order: list[Value], names: list[str | None], position: dict[int, int]) -> None:
+    """Name the nodes made from one element of x alone, and the loss's dy, after that element."""
+    element: dict[int, str] = {}  # id(node) -> "[i]" for a node made from x[i] alone
+    for k, node in enumerate(order):
+        name = names[k]
+        if name is not None:
+            base, idx = _split_index(name)
+            if idx and base not in GROUP_NODES and base not in PARAM_NODES:
+                element[id(node)] = idx
+            continue
+        indices = {element[id(c)] for c in node.children if id(c) in element}
+        if len(indices) == 1:
+            element[id(node)] = indices.pop()
+            names[k] = (node.label or "") + element[id(node)]
+    for node in order:  # the loss sum(y * dy): its weights take the index of their y
+        if node.op == "dot":
+            half = len(node.children) // 2
+            for y, w in zip(node.children[:half], node.children[half:]):
+                if names[position[id(w)]] is None and id(y) in element:
+                    names[position[id(w)]] = (w.label or "") + element[id(y)]
+
+
+def _summed(node: Value, names: list[str | None], position: dict[int, int]) -> str:
+    """``Σxshift²`` for a sum whose terms all share a name (as lesson 4's tables write it), else the label."""
+    if node.op == "sum":
+        bases = {_split_index(names[position[id(c)]] or "")[0] for c in node.children}
+        if len(bases) == 1 and "" not in bases:
+            return "Σ" + bases.pop()
+    return node.label or ""
 
 
 def graph_size(obj: Any, *, graph: NormGraph | None = None) -> int:
@@ -242,20 +351,39 @@ def graph_size(obj: Any, *, graph: NormGraph | None = None) -> int:
 
 
 @dataclass
-class _Path:
+class GradientPath:
+    """One route from x_i to the loss, as a set of drawn edges, and its share of dL/dx_i."""
+
     key: str  # "direct", "mean" or "var" (the colour)
     title: str
     route: str
     formula: str
     edges: set[tuple[int, int]]  # (child position, parent position)
-    amount: float | None = None
+    amount: float | None = None  # from the closed forms, once backward has run
+
+
+@dataclass
+class GradientPaths:
+    """The gradient paths into the input x_i at flat index ``index``, with a note under the legend."""
+
+    index: int
+    paths: list[GradientPath]
+    note: str
+
+
+@dataclass
+class Focus:
+    """A highlighted node (``start``, a position) and the positions kept dark with it."""
+
+    start: int
+    shown: set[int]
 
 
 def _group_of(graph: NormGraph, i: int) -> list[int]:
     for g in graph.groups:
         if i in g:
             return g
-    raise ValueError(f"path_input: x has {len(graph['x'])} entries, got index {i}")
+    raise OptionError("path_input", f"x has {len(graph['x'])} entries, got index {i}")
 
 
 def _resolve_input(graph: NormGraph, which: int | str) -> int:
@@ -266,16 +394,15 @@ def _resolve_input(graph: NormGraph, which: int | str) -> int:
         names = [graph.index_label("x", k) for k in range(size)]
         cleaned = which.replace(" ", "")
         if cleaned not in names:
-            raise ValueError(
-                f"path_input: expected one of {', '.join(names[:6])}{', …' if size > 6 else ''}, got {which!r}"
-            )
+            shown = f"{', '.join(names[:6])}{', …' if size > 6 else ''}"
+            raise OptionError("path_input", f"expected one of {shown}, got {which!r}")
         return names.index(cleaned)
     if not 0 <= which < size:
-        raise ValueError(f"path_input: expected a flat index of x in [0, {size - 1}], got {which}")
+        raise OptionError("path_input", f"expected a flat index of x in [0, {size - 1}], got {which}")
     return which
 
 
-def _segment(d: _Drawing, a: set[int], b: set[int]) -> set[tuple[int, int]]:
+def _segment(d: Drawing, a: set[int], b: set[int]) -> set[tuple[int, int]]:
     """Edges on the routes from a node in ``a`` to a node in ``b`` through unnamed nodes only.
 
     Named nodes (x, mean, xshift, ...) are the waypoints of a path, so a route
@@ -307,79 +434,90 @@ def _segment(d: _Drawing, a: set[int], b: set[int]) -> set[tuple[int, int]]:
     return edges
 
 
-def _paths(d: _Drawing, which: int | str) -> tuple[int, list[_Path], str]:
-    """The gradient paths into x_i, with their contributions when backward has run."""
+@dataclass
+class _Stops:
+    """Where the paths into x_i run: the named nodes of x_i's group, as drawn positions."""
+
+    d: Drawing
+    graph: NormGraph
+    i: int  # flat index of x_i
+    group: list[int]  # flat indices of x_i's normalization group
+    r: int  # the group's number
+
+    def at(self, name: str, ks: Iterable[int] | None = None) -> set[int]:
+        """Positions of ``graph[name][k]`` (default: k = the group's number); nodes not drawn are left out."""
+        ks = [self.r] if ks is None else ks
+        return {self.d.index[id(v)] for v in (self.graph[name][k] for k in ks) if id(v) in self.d.index}
+
+    def route(self, *stops: set[int]) -> set[tuple[int, int]]:
+        edges: set[tuple[int, int]] = set()
+        for a, b in itertools.pairwise(stops):
+            edges |= _segment(self.d, a, b)
+        return edges
+
+
+def _rms_paths(s: _Stops, xi: str) -> tuple[list[GradientPath], str]:
+    x_i, xhat_all = s.at("x", [s.i]), s.at("xhat", s.group)
+    paths = [
+        GradientPath("direct", "direct", f"{xi} → xhat", "dxhat_i · rrms", s.route(x_i, s.at("xhat", [s.i]))),
+        GradientPath(
+            "var",
+            "via the mean square",
+            f"{xi} → x² → ms → rms → rrms → every xhat_j",
+            "dL/dms · 2 x_i / n",
+            s.route(x_i, s.at("ms"), s.at("rms"), s.at("rrms"), xhat_all),
+        ),
+    ]
+    return paths, "RMSNorm subtracts no mean, so there are two paths, not three."
+
+
+def _mean_var_paths(s: _Stops, xi: str) -> tuple[list[GradientPath], str]:
+    two_pass = s.graph.variance == "two_pass"
+    x_i, xshift_i, xhat_all = s.at("x", [s.i]), s.at("xshift", [s.i]), s.at("xhat", s.group)
+    var_first = [x_i, xshift_i] if two_pass else [x_i]
+    squares = "xshift → xshift²" if two_pass else "x²"
+    paths = [
+        GradientPath(
+            "direct", "direct", f"{xi} → xshift → xhat", "dxhat_i · rstd", s.route(x_i, xshift_i, s.at("xhat", [s.i]))
+        ),
+        GradientPath(
+            "mean",
+            "via the mean",
+            f"{xi} → Σ → mean → every xshift_j → xhat_j",
+            "−rstd · Σ_j dxhat_j / n",
+            s.route(x_i, s.at("mean"), s.at("xshift", s.group), xhat_all),
+        ),
+        GradientPath(
+            "var",
+            "via the variance",
+            f"{xi} → {squares} → var → std → rstd → every xhat_j",
+            "dL/dvar · 2 xshift_i / n",
+            s.route(*var_first, s.at("var"), s.at("std"), s.at("rstd"), xhat_all),
+        ),
+    ]
+    if two_pass:
+        return paths, "The mean also feeds the variance, but that route adds 0: Σ_j xshift_j = 0."
+    return paths, "Naive variance: mean² feeds var too, so the numbers are left out."
+
+
+def gradient_paths(d: Drawing, which: int | str) -> GradientPaths:
+    """The gradient paths into x_i (``which``: a flat index or a name like ``'x[1]'``) as drawn edges,
+    with each path's share of dL/dx_i from the closed forms once backward has run."""
     graph = d.graph
     if graph is None:
         raise ValueError("paths: the gradient paths need a built norm (what layer_norm returns, or its .graph)")
     i = _resolve_input(graph, which)
     group = _group_of(graph, i)
-    r = graph.groups.index(group)
+    stops = _Stops(d, graph, i, group, graph.groups.index(group))
     xi = graph.index_label("x", i)
-
-    def at(name: str, ks: Iterable[int]) -> set[int]:  # (nodes outside the drawing are left out)
-        return {d.index[id(v)] for v in (graph[name][k] for k in ks) if id(v) in d.index}
-
-    def route(*stops: set[int]) -> set[tuple[int, int]]:
-        edges: set[tuple[int, int]] = set()
-        for a, b in itertools.pairwise(stops):
-            edges |= _segment(d, a, b)
-        return edges
-
-    x_i = at("x", [i])
-    xhat_all = at("xhat", group)
-    n = len(group)
-    if graph.kind == "rmsnorm":
-        paths = [
-            _Path("direct", "direct", f"{xi} → xhat", "dxhat_i · rrms", route(x_i, at("xhat", [i]))),
-            _Path(
-                "var",
-                "via the mean square",
-                f"{xi} → x² → ms → rms → rrms → every xhat_j",
-                "dL/dms · 2 x_i / n",
-                route(x_i, at("ms", [r]), at("rms", [r]), at("rrms", [r]), xhat_all),
-            ),
-        ]
-        note = "RMSNorm subtracts no mean, so there are two paths, not three."
-    else:
-        var_stops = [at("var", [r]), at("std", [r]), at("rstd", [r]), xhat_all]
-        var_first = [x_i, at("xshift", [i])] if graph.variance == "two_pass" else [x_i]
-        squares = "xshift → xshift²" if graph.variance == "two_pass" else "x²"
-        paths = [
-            _Path(
-                "direct",
-                "direct",
-                f"{xi} → xshift → xhat",
-                "dxhat_i · rstd",
-                route(x_i, at("xshift", [i]), at("xhat", [i])),
-            ),
-            _Path(
-                "mean",
-                "via the mean",
-                f"{xi} → Σ → mean → every xshift_j → xhat_j",
-                "−rstd · Σ_j dxhat_j / n",
-                route(x_i, at("mean", [r]), at("xshift", group), xhat_all),
-            ),
-            _Path(
-                "var",
-                "via the variance",
-                f"{xi} → {squares} → var → std → rstd → every xhat_j",
-                "dL/dvar · 2 xshift_i / n",
-                route(*var_first, *var_stops),
-            ),
-        ]
-        note = (
-            "The mean also feeds the variance, but that route adds 0: Σ_j xshift_j = 0."
-            if graph.variance == "two_pass"
-            else "Naive variance: mean² feeds var too, so the numbers are left out."
-        )
-    _path_amounts(graph, i, group, r, paths)
-    if n == 1:
+    paths, note = (_rms_paths if graph.kind == "rmsnorm" else _mean_var_paths)(stops, xi)
+    _path_amounts(graph, i, group, stops.r, paths)
+    if len(group) == 1:
         note = "A group of one value: xhat is 0 whatever x is, so every path carries 0."
-    return i, paths, note
+    return GradientPaths(i, paths, note)
 
 
-def _path_amounts(graph: NormGraph, i: int, group: list[int], r: int, paths: list[_Path]) -> None:
+def _path_amounts(graph: NormGraph, i: int, group: list[int], r: int, paths: list[GradientPath]) -> None:
     """Each path's share of dL/dx_i, from the closed forms, once backward has run."""
     xhat = graph["xhat"]
     if graph.variance != "two_pass" or not any(xhat[k].grad for k in group):
@@ -400,28 +538,28 @@ def _path_amounts(graph: NormGraph, i: int, group: list[int], r: int, paths: lis
         path.amount = float(part[local])
 
 
-def _legend(d: _Drawing, i: int, paths: list[_Path], note: str) -> str:
+def _legend(d: Drawing, info: GradientPaths) -> str:
     graph = d.graph
     assert graph is not None
-    xi = graph.index_label("x", i)
+    xi = graph.index_label("x", info.index)
     rows = [f'<tr><td colspan="4" align="left"><b>gradient paths into {_esc(xi)}</b></td></tr>']
-    for p in paths:
-        amount = f"{_num(p.amount)}" if p.amount is not None else ""
+    for p in info.paths:
+        amount = f"{num(p.amount)}" if p.amount is not None else ""
         rows.append(
             f'<tr><td bgcolor="{PATH_COLOURS[p.key]}" width="22"> </td>'
             f'<td align="left"><font color="{PATH_COLOURS[p.key]}"><b>{_esc(p.title)}</b></font></td>'
             f'<td align="left" balign="left">{_esc(p.route)}<br/><font point-size="9">{_esc(p.formula)}</font></td>'
             f'<td align="right">{amount}</td></tr>'
         )
-    if all(p.amount is not None for p in paths):
-        total = sum(p.amount for p in paths)  # type: ignore[misc]
-        auto = graph["x"][i].grad
+    if all(p.amount is not None for p in info.paths):
+        total = sum(p.amount for p in info.paths)  # type: ignore[misc]
+        auto = graph["x"][info.index].grad
         rows.append(
             f'<tr><td></td><td align="left"><b>sum</b></td>'
-            f'<td align="left">autograd accumulated {_esc(xi)}.grad = {_num(auto)}</td>'
-            f'<td align="right"><b>{_num(total)}</b></td></tr>'
+            f'<td align="left">autograd accumulated {_esc(xi)}.grad = {num(auto)}</td>'
+            f'<td align="right"><b>{num(total)}</b></td></tr>'
         )
-    rows.append(f'<tr><td colspan="4" align="left"><font point-size="9">{_esc(note)}</font></td></tr>')
+    rows.append(f'<tr><td colspan="4" align="left"><font point-size="9">{_esc(info.note)}</font></td></tr>')
     table = (
         '<table border="1" cellborder="0" cellspacing="2" cellpadding="3" bgcolor="white" color="#999999">'
         + "".join(rows)
@@ -433,10 +571,10 @@ def _legend(d: _Drawing, i: int, paths: list[_Path], note: str) -> str:
 # ---- highlighting --------------------------------------------------------------------
 
 
-def _find_node(d: _Drawing, which: Value | str) -> int:
+def _find_node(d: Drawing, which: Value | str) -> int:
     if isinstance(which, Value):
         if id(which) not in d.index:
-            raise ValueError(f"highlight: {which!r} is not part of this graph")
+            raise OptionError("highlight", f"{which!r} is not part of this graph")
         return d.pos(which)
     if not isinstance(which, str):
         raise TypeError(f"highlight: expected a Value or a node name like 'xhat[1]', got {type(which).__name__}")
@@ -448,18 +586,18 @@ def _find_node(d: _Drawing, which: Value | str) -> int:
                 if (wanted == label or (wanted == name and len(values) == 1)) and id(v) in d.index:
                     return d.pos(v)
         choices = ", ".join(d.graph.index_label(name, 0) for name in d.graph.nodes)
-        raise ValueError(f"highlight: expected a node name such as {choices}, got {which!r}")
+        raise OptionError("highlight", f"expected a node name such as {choices}, got {which!r}")
     matches = [k for k, node in enumerate(d.order) if node.label == wanted]
     if len(matches) != 1:
         found = "no node" if not matches else f"{len(matches)} nodes"
-        raise ValueError(f"highlight: expected the label of exactly one node, got {which!r} ({found} carry it)")
+        raise OptionError("highlight", f"expected the label of exactly one node, got {which!r} ({found} carry it)")
     return matches[0]
 
 
-def _related(d: _Drawing, start: int, mode: str) -> set[int]:
+def _related(d: Drawing, start: int, mode: str) -> set[int]:
     """``start`` and its ancestors (what it is computed from) or descendants (what uses it)."""
     if mode not in ("ancestors", "descendants"):
-        raise ValueError(f"highlight_mode: expected 'ancestors' or 'descendants', got {mode!r}")
+        raise OptionError("highlight_mode", f"expected 'ancestors' or 'descendants', got {mode!r}")
     seen = {start}
     stack = [start]
     while stack:
@@ -475,7 +613,7 @@ def _related(d: _Drawing, start: int, mode: str) -> set[int]:
 # ---- DOT --------------------------------------------------------------------------------
 
 
-def _stage_order(d: _Drawing) -> list[str]:
+def stage_order(d: Drawing) -> list[str]:
     """Stages in the order of the norm (input first, loss last), then any others as met."""
     present: list[str] = []
     for node in d.order:
@@ -490,7 +628,7 @@ def _stage_colours(stage: str, position: int) -> tuple[str, str]:
     return _STAGE_COLOURS.get(stage) or _OTHER_COLOURS[position % len(_OTHER_COLOURS)]
 
 
-def _formula(d: _Drawing, stage: str) -> str:
+def stage_formula(d: Drawing, stage: str) -> str:
     graph = d.graph
     if graph is None:
         return ""
@@ -504,13 +642,13 @@ def _formula(d: _Drawing, stage: str) -> str:
     return _FORMULAS.get((graph.kind, stage)) or _FORMULAS.get(stage, "")  # type: ignore[return-value]
 
 
-def _cluster_label(d: _Drawing, stage: str) -> str:
-    formula = _formula(d, stage)
+def _cluster_label(d: Drawing, stage: str) -> str:
+    formula = stage_formula(d, stage)
     sub = f'<font point-size="10">{_esc(formula)}</font><br align="left"/>' if formula else ""
     return f'<<b>{_esc(stage)}</b><br align="left"/>{sub}>'
 
 
-def _title(d: _Drawing, title: str | None, grad: bool) -> str | None:
+def default_title(d: Drawing, title: str | None, grad: bool) -> str | None:
     if title is not None:
         return title
     graph = d.graph
@@ -526,7 +664,7 @@ def _title(d: _Drawing, title: str | None, grad: bool) -> str | None:
     return text
 
 
-def _value_label(name: str, data: float, grad: float | None, faded: bool, strong: bool, stacked: bool) -> str:
+def _value_label(name: str, data: float, grad: float | None, *, faded: bool, strong: bool, stacked: bool) -> str:
     """A node's name, data and grad side by side (left-to-right graphs) or stacked (top-down)."""
 
     def cell(text: str, colour: str | None = None) -> str:
@@ -534,9 +672,9 @@ def _value_label(name: str, data: float, grad: float | None, faded: bool, strong
         return f'<td><font color="{colour}">{text}</font></td>' if colour else f"<td>{text}</td>"
 
     cells = [cell(f"<b>{_esc(name)}</b>")] if name else []
-    cells.append(cell(f"data {_num(data)}"))
+    cells.append(cell(f"data {num(data)}"))
     if grad is not None:
-        cells.append(cell(f"grad {_num(grad)}", GRAD_TEXT))
+        cells.append(cell(f"grad {num(grad)}", GRAD_TEXT))
     line = HIGHLIGHT if strong else (FADED_LINE if faded else "#777777")
     rows = "".join(f"<tr>{c}</tr>" for c in cells) if stacked else f"<tr>{''.join(cells)}</tr>"
     return (
@@ -545,7 +683,8 @@ def _value_label(name: str, data: float, grad: float | None, faded: bool, strong
     )
 
 
-def _op_symbol(op: str) -> str:
+def op_symbol(op: str) -> str:
+    """How an op is written in its circle: ``×`` for ``*``, ``Σ`` for ``sum``, ``1/x`` for ``**-1``."""
     if op in _OP_SYMBOLS:
         return _OP_SYMBOLS[op]
     if op.startswith("**"):
@@ -553,10 +692,14 @@ def _op_symbol(op: str) -> str:
     return op
 
 
-def _header(title: str | None, rankdir: str, size: int) -> list[str]:
+def _header(title: str | None, rankdir: str, size: int, *, clusters_in_order: bool) -> list[str]:
     # Large graphs: bound dot's node-placement effort (network simplex iterations) at
     # one per node; unbounded, d = 256 takes about 10,000 iterations, most of the time.
     bound = ", nslimit=1" if size > LARGE_GRAPH else ""
+    # dot's second crossing-minimisation pass over clusters ignores the index order of
+    # _layout_hints (measured: x[0,2] drawn after x[1,0]); without it the order holds.
+    if clusters_in_order:
+        bound += ", remincross=false"
     lines = [
         DOT_HEADER,
         "digraph microgradnorm {",
@@ -570,7 +713,7 @@ def _header(title: str | None, rankdir: str, size: int) -> list[str]:
     return lines
 
 
-def _edge_attrs(colours: list[str], faded: bool, strong: bool, extra: str = "") -> str:
+def _edge_attrs(colours: list[str], *, faded: bool, strong: bool, extra: Sequence[str] = ()) -> str:
     attrs = []
     if colours:
         attrs.append(f'color="{":".join(colours)}", penwidth=2')
@@ -578,8 +721,7 @@ def _edge_attrs(colours: list[str], faded: bool, strong: bool, extra: str = "") 
         attrs.append(f'color="{HIGHLIGHT}", penwidth=1.6')
     elif faded:
         attrs.append(f'color="{FADED_LINE}"')
-    if extra:
-        attrs.append(extra)
+    attrs += extra
     return f" [{', '.join(attrs)}]" if attrs else ""
 
 
@@ -596,6 +738,7 @@ def to_dot(
     graph: NormGraph | None = None,
     title: str | None = None,
     rankdir: str = "LR",
+    ids: bool = False,
 ) -> str:
     """DOT source for ``obj``: a Value, a list of Values, a built norm or its NormGraph.
 
@@ -609,85 +752,150 @@ def to_dot(
     (Value or name like ``'rstd'``, ``'xhat[1]'``) whose ancestors (what it is
     computed from) or descendants (``highlight_mode='descendants'``) stay dark
     while the rest fades. ``graph`` names the nodes when ``obj`` is a plain
-    Value of a norm (for instance the loss). The output is deterministic.
+    Value of a norm (for instance the loss). ``ids``: give every node, edge and
+    cluster a DOT ``id`` (``v12``, ``op12``, ``e12_0`` for op 12's first input,
+    ``o12`` for its output, ``cluster_mean``, ``s_mean`` in the collapsed view),
+    kept in the SVG. The output is deterministic.
     """
     if rankdir not in ("LR", "TB", "RL", "BT"):
         raise ValueError(f"rankdir: expected LR, TB, RL or BT, got {rankdir!r}")
-    d = _drawing(obj, graph)
+    d = drawing(obj, graph)
     if grad is None:
         grad = any(node.grad for node in d.order)
-    path_info = _paths(d, path_input) if paths else None
-    focus: tuple[int, set[int]] | None = None
-    if highlight is not None:
-        start = _find_node(d, highlight)
-        focus = (start, _related(d, start, highlight_mode))
+    info = gradient_paths(d, path_input) if paths else None
+    focus = _focus(d, highlight, highlight_mode) if highlight is not None else None
     if collapse:
-        body = _collapsed(d, grad, path_info, focus)
+        body = _collapsed(d, grad=grad, paths=info, focus=focus, ids=ids)
     else:
-        body = _full(d, grad, path_info, focus, edge_labels, stacked=rankdir in ("TB", "BT"))
+        body = _full(d, grad=grad, paths=info, focus=focus, edge_labels=edge_labels, rankdir=rankdir, ids=ids)
     size = 0 if collapse else len(d.order) + sum(1 for node in d.order if node.children)
-    lines = _header(_title(d, title, grad), rankdir, size)
+    lines = _header(default_title(d, title, grad), rankdir, size, clusters_in_order=not collapse)
     lines += body
-    if path_info is not None:
-        lines.append(_legend(d, *path_info))
+    if info is not None:
+        lines.append(_legend(d, info))
     lines.append("}")
     return "\n".join(lines) + "\n"
 
 
-def _path_colours(path_info: tuple[int, list[_Path], str] | None) -> dict[tuple[int, int], list[str]]:
+def _focus(d: Drawing, highlight: Value | str, mode: str) -> Focus:
+    start = _find_node(d, highlight)
+    return Focus(start, _related(d, start, mode))
+
+
+def _path_colours(info: GradientPaths | None) -> dict[tuple[int, int], list[str]]:
+    """The colours of the paths each edge (child position, parent position) is on."""
     colours: dict[tuple[int, int], list[str]] = {}
-    if path_info is None:
+    if info is None:
         return colours
-    for p in path_info[1]:
+    for p in info.paths:
         for e in sorted(p.edges):
             colours.setdefault(e, []).append(PATH_COLOURS[p.key])
     return colours
 
 
-def _full(
-    d: _Drawing,
-    grad: bool,
-    path_info: tuple[int, list[_Path], str] | None,
-    focus: tuple[int, set[int]] | None,
-    edge_labels: bool,
-    stacked: bool,
-) -> list[str]:
-    stages = _stage_order(d)
+def _stage_members(d: Drawing, stages: list[str]) -> dict[str | None, list[int]]:
+    """Positions of the nodes of each stage (None: nodes without one), in drawing order."""
     members: dict[str | None, list[int]] = {s: [] for s in stages}
     members[None] = []
     for k, node in enumerate(d.order):
         members[node.stage].append(k)
-    start = path_info[0] if path_info is not None else None
-    start_pos = d.pos(d.graph["x"][start]) if (start is not None and d.graph is not None) else None
-    shown = focus[1] if focus is not None else None
+    return members
+
+
+def _full(
+    d: Drawing,
+    *,
+    grad: bool,
+    paths: GradientPaths | None,
+    focus: Focus | None,
+    edge_labels: bool,
+    rankdir: str,
+    ids: bool,
+) -> list[str]:
+    """One box per value and one circle per op, each stage a titled cluster, then the edges."""
+    start = d.pos(d.graph["x"][paths.index]) if (paths is not None and d.graph is not None) else None
+    strong = {k for k in (start, focus.start if focus else None) if k is not None}
+    shown = focus.shown if focus is not None else None
+    stacked = rankdir in ("TB", "BT")
 
     def node_lines(k: int, indent: str) -> list[str]:
         node = d.order[k]
         faded = shown is not None and k not in shown
-        strong = (focus is not None and k == focus[0]) or k == start_pos
-        label = _value_label(d.display_name(k), node.data, node.grad if grad else None, faded, strong, stacked)
-        out = [f"{indent}v{k} [shape=plain, label={label}];"]
+        label = _value_label(
+            d.display_name(k), node.data, node.grad if grad else None, faded=faded, strong=k in strong, stacked=stacked
+        )
+        out = [f"{indent}v{k} [shape=plain, label={label}{_id(ids, f'v{k}')}];"]
         if node.children:
             style = f', fontcolor="{FADED_TEXT}", color="{FADED_LINE}"' if faded else ""
             out.append(
-                f"{indent}op{k} [shape=circle, label={_quote(_op_symbol(node.op))}, "
-                f"margin=0.02, width=0.3, height=0.3, style=filled, fillcolor=white{style}];"
+                f"{indent}op{k} [shape=circle, label={_quote(op_symbol(node.op))}, "
+                f"margin=0.02, width=0.3, height=0.3, style=filled, fillcolor=white{style}{_id(ids, f'op{k}')}];"
             )
         return out
 
+    stages = stage_order(d)
+    members = _stage_members(d, stages)
     lines: list[str] = []
     for position, stage in enumerate(stages):
+        lines.append(f"  subgraph cluster_{dot_id(stage)} {{")
         fill, line = _stage_colours(stage, position)
-        lines.append(f"  subgraph cluster_{_ident(stage)} {{")
-        lines.append(f"    label={_cluster_label(d, stage)};")
-        lines.append(f'    style="rounded,filled"; fillcolor="{fill}"; color="{line}"; fontsize=12;')
+        own_id = f"; id={dot_id('cluster_' + stage)}" if ids else ""
+        lines.append(f'    label=""; style="rounded,filled"; fillcolor="{fill}"; color="{line}"{own_id};')
+        lines.append(f"    t_{dot_id(stage)} [shape=plain, label={_cluster_label(d, stage)}{_id(ids, 't_' + stage)}];")
         for k in members[stage]:
             lines += node_lines(k, "    ")
+        lines += _layout_hints(d, stage, members[stage], bottom_up=rankdir in ("LR", "RL"))
         lines.append("  }")
     for k in members[None]:
         lines += node_lines(k, "  ")
+    return lines + _full_edges(d, paths=paths, shown=shown, edge_labels=edge_labels, ids=ids)
 
-    colours = _path_colours(path_info)
+
+def _id(ids: bool, name: str) -> str:
+    """The DOT ``id`` attribute (kept in the SVG, where the HTML page's script finds it), if asked for."""
+    return f", id={dot_id(name)}" if ids else ""
+
+
+def _index_key(name: str) -> tuple[int, ...]:
+    """``"xhat[1,2]"`` -> ``(1, 2)``."""
+    return tuple(int(i) for i in _split_index(name)[1].strip("[]").split(","))
+
+
+def _layout_hints(d: Drawing, stage: str, ks: list[int], *, bottom_up: bool) -> list[str]:
+    """Invisible edges that put a stage's title above its first nodes and its nodes in index order.
+
+    dot routes edges around nodes but straight through cluster labels, so the
+    title is a node of its own, one rank before every node of the stage that
+    has no input inside it. Nodes that share a name (x[0], x[1], ...) share a
+    rank and follow each other in index order (left to right, or top to bottom
+    when the graph runs left to right, where dot puts the head of such an edge
+    above its tail). Nothing is added for a graph without a built norm.
+    """
+    if d.graph is None:
+        return []
+    inside = set(ks)
+    sources = [f"op{k}" for k in ks if d.order[k].children and not any(d.pos(c) in inside for c in d.order[k].children)]
+    sources += [f"v{k}" for k in ks if not d.order[k].children]
+    lines = [f"    t_{dot_id(stage)} -> {{{' '.join(sources)}}} [style=invis];"] if sources else []
+    by_name: dict[str, list[int]] = {}
+    for k in ks:
+        base, idx = _split_index(d.display_name(k))
+        if idx:
+            by_name.setdefault(base, []).append(k)
+    for same in by_name.values():
+        same.sort(key=lambda k: _index_key(d.display_name(k)), reverse=bottom_up)
+        for prefix in ("v", "op") if d.order[same[0]].children else ("v",):
+            if len(same) > 1:
+                lines.append(f"    {{rank=same; {' -> '.join(prefix + str(k) for k in same)} [style=invis]}}")
+    return lines
+
+
+def _full_edges(
+    d: Drawing, *, paths: GradientPaths | None, shown: set[int] | None, edge_labels: bool, ids: bool
+) -> list[str]:
+    """Every input edge (value -> op, labelled with d node / d child if asked) and every op -> value edge."""
+    colours = _path_colours(paths)
+    lines: list[str] = []
     for k, node in enumerate(d.order):
         if not node.children:
             continue
@@ -698,11 +906,16 @@ def _full(
             on_path = colours.get((c, k), [])
             into += [colour for colour in on_path if colour not in into]
             faded = shown is not None and not (c in shown and k in shown)
-            extra = f"label={_quote(_num(derivs[slot]))}" if derivs is not None else ""
-            lines.append(f"  v{c} -> op{k}{_edge_attrs(on_path, faded, shown is not None and not faded, extra)};")
+            extra = [f"label={_quote(num(derivs[slot]))}"] if derivs is not None else []
+            extra += [f"id=e{k}_{slot}"] if ids else []
+            attrs = _edge_attrs(on_path, faded=faded, strong=shown is not None and not faded, extra=extra)
+            lines.append(f"  v{c} -> op{k}{attrs};")
         faded = shown is not None and k not in shown
         into = [colour for colour in PATH_COLOURS.values() if colour in into]
-        lines.append(f"  op{k} -> v{k}{_edge_attrs(into, faded, shown is not None and not faded)};")
+        attrs = _edge_attrs(
+            into, faded=faded, strong=shown is not None and not faded, extra=[f"id=o{k}"] if ids else []
+        )
+        lines.append(f"  op{k} -> v{k}{attrs};")
     return lines
 
 
@@ -712,7 +925,7 @@ _FEW = 3  # numbers shown per named node in the collapsed view
 
 
 def _few(values: Sequence[float]) -> str:
-    shown = ", ".join(_num(v) for v in values[:_FEW])
+    shown = ", ".join(num(v) for v in values[:_FEW])
     return shown + (", …" if len(values) > _FEW else "")
 
 
@@ -723,13 +936,20 @@ def _shape_of(graph: NormGraph, name: str) -> str:
     return "[" + "×".join(map(str, graph.shape)) + "]"
 
 
-def _stage_rows(d: _Drawing, stage: str, ks: list[int], grad: bool, faded: bool) -> list[str]:
+def _stage_rows(d: Drawing, stage: str, ks: list[int], *, grad: bool, faded: bool) -> list[str]:
+    """The rows of one stage's box: its named nodes (shape, first numbers), its constants, the rest counted."""
     colour = FADED_TEXT if faded else None
 
-    def cell(text: str, align: str = "left", grad_cell: bool = False) -> str:
+    def cell(text: str, grad_cell: bool = False) -> str:
         c = colour or (GRAD_TEXT if grad_cell else None)
         inner = f'<font color="{c}">{text}</font>' if c else text
-        return f'<td align="{align}">{inner}</td>'
+        return f'<td align="left">{inner}</td>'
+
+    def row(head: str, members: list[Value]) -> str:
+        cells = cell(head) + cell(_esc(_few([v.data for v in members])))
+        if grad:
+            cells += cell("grad " + _esc(_few([v.grad for v in members])), grad_cell=True)
+        return f"<tr>{cells}</tr>"
 
     rows = []
     named: set[int] = set()
@@ -737,80 +957,69 @@ def _stage_rows(d: _Drawing, stage: str, ks: list[int], grad: bool, faded: bool)
     if graph is not None:
         for name, values in graph.nodes.items():
             mine = [v for v in values if (v.stage or "other") == stage and id(v) in d.index]
-            if not mine or len(mine) != len(values):
-                continue
-            named.update(d.pos(v) for v in values)
-            row = cell(f"<b>{_esc(name)}</b> {_shape_of(graph, name)}") + cell(_esc(_few([v.data for v in values])))
-            if grad:
-                row += cell("grad " + _esc(_few([v.grad for v in values])), grad_cell=True)
-            rows.append(f"<tr>{row}</tr>")
-    counts: dict[str, list[int]] = {}
+            if mine and len(mine) == len(values):
+                named.update(d.pos(v) for v in values)
+                rows.append(row(f"<b>{_esc(name)}</b> {_shape_of(graph, name)}", values))
+    counts: dict[str, list[Value]] = {}
     for k in ks:
+        node = d.order[k]
         if k in named:
             continue
-        node = d.order[k]
         if not node.children and node.label:  # constants such as 1/n and eps
-            rows.append(f"<tr>{cell(_esc(node.label) + ' = ' + _num(node.data))}</tr>")
+            rows.append(f"<tr>{cell(_esc(node.label) + ' = ' + num(node.data))}</tr>")
         elif graph is None:
-            counts.setdefault(d.display_name(k) or _op_symbol(node.op) or "value", []).append(k)
-    for label, members in counts.items():
-        row = cell(f"<b>{_esc(label)}</b> ×{len(members)}") + cell(_esc(_few([d.order[k].data for k in members])))
-        if grad:
-            row += cell("grad " + _esc(_few([d.order[k].grad for k in members])), grad_cell=True)
-        rows.append(f"<tr>{row}</tr>")
+            counts.setdefault(d.display_name(k) or op_symbol(node.op) or "value", []).append(node)
+    rows += [row(f"<b>{_esc(label)}</b> ×{len(members)}", members) for label, members in counts.items()]
     return rows
 
 
-def _collapsed(
-    d: _Drawing,
-    grad: bool,
-    path_info: tuple[int, list[_Path], str] | None,
-    focus: tuple[int, set[int]] | None,
-) -> list[str]:
-    stages = _stage_order(d)
+def _collapsed(d: Drawing, *, grad: bool, paths: GradientPaths | None, focus: Focus | None, ids: bool) -> list[str]:
+    """One box per stage (its named nodes, shapes and first numbers) and the edges between stages."""
+    stages = stage_order(d)
     bucket = [node.stage if node.stage is not None else "other" for node in d.order]
     if "other" in bucket and "other" not in stages:
         stages.append("other")
     members: dict[str, list[int]] = {s: [] for s in stages}
     for k, s in enumerate(bucket):
         members[s].append(k)
-    shown = focus[1] if focus is not None else None
+    shown = focus.shown if focus is not None else None
     lines: list[str] = []
     for position, stage in enumerate(stages):
-        fill, line = _stage_colours(stage, position)
         faded = shown is not None and not any(k in shown for k in members[stage])
-        strong = focus is not None and bucket[focus[0]] == stage
-        formula = _formula(d, stage)
-        head = f"<b>{_esc(stage)}</b>" + (f'   <font point-size="10">{_esc(formula)}</font>' if formula else "")
-        if faded:
-            head = f'<font color="{FADED_TEXT}">{head}</font>'
-        width = 3 if grad else 2
-        rows = [f'<tr><td colspan="{width}" align="left">{head}</td></tr>']
-        rows += _stage_rows(d, stage, members[stage], grad, faded)
-        border = HIGHLIGHT if strong else (FADED_LINE if faded else line)
-        table = (
-            f'<table border="{3 if strong else 1}" cellborder="0" cellspacing="0" cellpadding="3" '
-            f'bgcolor="{"white" if faded else fill}" color="{border}" style="rounded">' + "".join(rows) + "</table>"
-        )
-        lines.append(f"  s_{_ident(stage)} [shape=plain, label=<{table}>];")
-
-    scalar_colours = _path_colours(path_info)
+        strong = focus is not None and bucket[focus.start] == stage
+        box = _stage_box(d, stage, position, members[stage], grad=grad, faded=faded, strong=strong)
+        lines.append(f"  s_{dot_id(stage)} [shape=plain, label=<{box}>{_id(ids, 's_' + stage)}];")
+    scalar_colours = _path_colours(paths)
     stage_edges: dict[tuple[str, str], list[str]] = {}
     for k, node in enumerate(d.order):
         for child in node.children:
             c = d.pos(child)
-            pair = (bucket[c], bucket[k])
-            if pair[0] == pair[1]:
-                continue
-            got = stage_edges.setdefault(pair, [])
-            for colour in scalar_colours.get((c, k), []):
-                if colour not in got:
-                    got.append(colour)
+            if bucket[c] != bucket[k]:
+                got = stage_edges.setdefault((bucket[c], bucket[k]), [])
+                got += [colour for colour in scalar_colours.get((c, k), []) if colour not in got]
     for (a, b), colours in stage_edges.items():
         faded = shown is not None and not (any(k in shown for k in members[a]) and any(k in shown for k in members[b]))
         ordered = [c for c in PATH_COLOURS.values() if c in colours]
-        lines.append(f"  s_{_ident(a)} -> s_{_ident(b)}{_edge_attrs(ordered, faded, False)};")
+        attrs = _edge_attrs(ordered, faded=faded, strong=False, extra=[f"id=se_{dot_id(a)}_{dot_id(b)}"] if ids else [])
+        lines.append(f"  s_{dot_id(a)} -> s_{dot_id(b)}{attrs};")
     return lines
+
+
+def _stage_box(d: Drawing, stage: str, position: int, ks: list[int], *, grad: bool, faded: bool, strong: bool) -> str:
+    """The collapsed view's box for one stage (an HTML-like table): its title and formula over its rows."""
+    fill, line = _stage_colours(stage, position)
+    formula = stage_formula(d, stage)
+    head = f"<b>{_esc(stage)}</b>" + (f'   <font point-size="10">{_esc(formula)}</font>' if formula else "")
+    if faded:
+        head = f'<font color="{FADED_TEXT}">{head}</font>'
+    rows = [f'<tr><td colspan="{3 if grad else 2}" align="left">{head}</td></tr>']
+    rows += _stage_rows(d, stage, ks, grad=grad, faded=faded)
+    border = HIGHLIGHT if strong else (FADED_LINE if faded else line)
+    table = (
+        f'<table border="{3 if strong else 1}" cellborder="0" cellspacing="0" cellpadding="3" '
+        f'bgcolor="{"white" if faded else fill}" color="{border}" style="rounded">' + "".join(rows) + "</table>"
+    )
+    return table
 
 
 # ---- rendering ------------------------------------------------------------------------
@@ -827,25 +1036,31 @@ def output_format(path: str | os.PathLike[str]) -> str:
     if suffix not in FORMATS:
         allowed = ", ".join(FORMATS)
         got = f"'{suffix}'" if suffix else "no extension"
-        raise ValueError(f"output: expected a file name ending in {allowed}, got {str(path)!r} ({got})")
+        raise OptionError("output", f"expected a file name ending in {allowed}, got {str(path)!r} ({got})")
     return FORMATS[suffix]
+
+
+def output_extensions() -> str:
+    """The output extensions as prose: ".svg, .png, .pdf or .dot"."""
+    *most, last = FORMATS
+    return f"{', '.join(most)} or {last}"
 
 
 def check_output_path(path: str | os.PathLike[str]) -> Path:
     """Fail early, with the path in the message, if ``path`` cannot be written."""
     path = Path(path)
     if path.is_dir():
-        raise ValueError(
-            f"output: {str(path)!r} is a directory; expected a file name ending in .svg, .png, .pdf or .dot"
+        raise OptionError(
+            "output", f"{str(path)!r} is a directory; expected a file name ending in {output_extensions()}"
         )
     output_format(path)
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
-        raise ValueError(f"output: cannot write {str(path)!r}: the directory {str(parent)!r} does not exist")
+        raise OptionError("output", f"cannot write {str(path)!r}: the directory {str(parent)!r} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise ValueError(f"output: cannot write {str(path)!r}: the directory {str(parent)!r} is not writable")
+        raise OptionError("output", f"cannot write {str(path)!r}: the directory {str(parent)!r} is not writable")
     if path.exists() and not os.access(path, os.W_OK):
-        raise ValueError(f"output: cannot write {str(path)!r}: the file is read-only")
+        raise OptionError("output", f"cannot write {str(path)!r}: the file is read-only")
     return path
 
 
@@ -888,21 +1103,51 @@ def dot_fallback_path(path: str | os.PathLike[str]) -> Path:
                     return candidate
         except OSError:
             continue
-    raise ValueError(f"output: no free .dot file name next to {str(path)!r} (tried {path.stem}.dot to .99.dot)")
+    raise OptionError("output", f"no free .dot file name next to {str(path)!r} (tried {path.stem}.dot to .99.dot)")
 
 
 def render(obj: Any, path: str | os.PathLike[str], **options: Any) -> Path:
-    """Draw ``obj`` into ``path``; the format comes from the extension (.svg .png .pdf .dot).
+    """Draw ``obj`` into ``path``; the format comes from the extension (.svg .png .pdf .dot .html).
 
-    ``options`` are those of :func:`to_dot`. Raises ValueError for an unknown
-    extension or an unwritable path, :class:`GraphvizNotFoundError` when ``dot`` is
-    missing (a .dot file needs no Graphviz), :class:`RenderError` when it fails.
+    ``options`` are those of :func:`to_dot` (for .html, of :func:`microgradnorm.page.page_html`,
+    the step-through page, where ``collapse=None`` decides by size). Raises ValueError for an unknown
+    extension or an unwritable path, :class:`OptionError` for an option the graph
+    cannot honour, :class:`GraphvizNotFoundError` when ``dot`` is missing (a .dot
+    file needs no Graphviz), :class:`RenderError` when it fails.
     """
     target = check_output_path(path)
     fmt = output_format(target)
+    if fmt == "html":  # the step-through page: the drawing, the engine's numbers and a script to step them
+        from microgradnorm.page import page_html
+
+        return write_atomic(target, page_html(obj, **options).encode("utf-8"))
     source = to_dot(obj, **options)
     data = source.encode("utf-8") if fmt == "dot" else pipe(source, fmt)
     return write_atomic(target, data)
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """What :func:`draw` wrote: the picture, or (``error`` set) the DOT source in its place."""
+
+    path: Path
+    error: DrawingError | None = None
+
+
+def draw(obj: Any, path: str | os.PathLike[str], **options: Any) -> Drawn:
+    """:func:`render`, and when the picture cannot be made, the DOT source next to ``path`` instead.
+
+    The command line and the lessons' ``g`` key both draw this way: without
+    Graphviz (or when ``dot`` fails) the learner still gets the graph as text,
+    in a .dot file that :func:`dot_fallback_path` picks so that no file of
+    theirs is overwritten. Every other error (a bad path or option) is raised.
+    """
+    try:
+        return Drawn(render(obj, path, **options))
+    except DrawingError as exc:
+        fallback = dot_fallback_path(path)
+        write_atomic(fallback, to_dot(obj, **options).encode("utf-8"))
+        return Drawn(fallback, exc)
 
 
 # ---- notebooks ------------------------------------------------------------------------
@@ -924,6 +1169,6 @@ def mimebundle(obj: Any, include: Any = None, exclude: Any = None) -> dict[str, 
     collapse = size > FULL_VIEW_LIMIT
     try:
         svg = pipe(to_dot(obj, collapse=collapse), "svg").decode("utf-8")
-    except (GraphvizNotFoundError, RenderError) as exc:
+    except DrawingError as exc:
         return {"text/plain": f"{text}\n({exc})"}
     return {"image/svg+xml": svg, "text/plain": text}

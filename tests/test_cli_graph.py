@@ -120,7 +120,7 @@ def test_graph_without_dot_in_a_fresh_process_prints_no_traceback(tmp_path):
         (["--collapse", "--full", "-o", "{tmp}/g.dot"], "not allowed with"),
         (
             ["-o", ""],
-            "argument -o/--output: expected a file name ending in .svg, .png, .pdf or .dot, got an empty path",
+            "argument -o/--output: expected a file name ending in .svg, .png, .pdf, .dot or .html, got an empty path",
         ),
         (["-o", "{tmp}/missing/g.svg"], "argument -o/--output: cannot write"),
         (["--index", "2", "-o", "{tmp}/g.dot"], "argument --index: needs --paths"),
@@ -189,3 +189,70 @@ def test_the_highlight_examples_in_help_are_valid_for_the_norms_they_name(capsys
     ):
         code, _, err = run(capsys, "graph", norm, *extra, "--highlight", node, "-o", str(tmp_path / "h.dot"))
         assert code == 0, (norm, extra, node, err)
+
+
+# ---- sizes: bounded, read-sized by default, warned about when slow -----------------------------
+
+
+@pytest.mark.parametrize(
+    "argv,flag,size",
+    [
+        (["--dim", "20000"], "--dim", 20000),
+        (["--batch", "3", "--dim", "6000"], "--dim/--batch", 18000),
+        (["--shape", "150x150"], "--shape", 22500),
+    ],
+)
+def test_graph_refuses_an_input_too_large_to_build_node_by_node(capsys, tmp_path, argv, flag, size):
+    from microgradnorm.commands.graph import SIZE_LIMIT
+
+    code, _, err = run(capsys, "graph", "layernorm", *argv, "-o", str(tmp_path / "g.dot"))
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert f"argument {flag}: " in err and f"at most {SIZE_LIMIT} entries, got {size}" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_graph_collapses_a_graph_too_large_to_read_and_full_overrides(capsys, tmp_path):
+    out = tmp_path / "g.dot"
+    code, stdout, _ = run(capsys, "graph", "layernorm", "--dim", "64", "-o", str(out))
+    assert code == 0 and "too many to read" in stdout and "--full" in stdout
+    assert viz.graph_size(mgn_layernorm(64)) > viz.FULL_VIEW_LIMIT
+    assert "s_center" in out.read_text(encoding="utf-8")
+    code, stdout, _ = run(capsys, "graph", "layernorm", "--dim", "16", "-o", str(out))  # 225 nodes: drawn in full
+    assert code == 0 and "too many" not in stdout and "v0 [" in out.read_text(encoding="utf-8")
+    code, stdout, _ = run(capsys, "graph", "layernorm", "--dim", "64", "--full", "-o", str(out))
+    assert code == 0 and "too many" not in stdout and "v0 [" in out.read_text(encoding="utf-8")
+
+
+def mgn_layernorm(dim: int):
+    import microgradnorm as mgn
+
+    return mgn.layer_norm([float(i % 7) for i in range(dim)]).graph
+
+
+def test_graph_warns_before_a_full_layout_that_takes_long(capsys, tmp_path, monkeypatch):
+    said_before_drawing = []
+
+    def fake_pipe(dot: str, fmt: str) -> bytes:  # what the console showed when Graphviz was called
+        said_before_drawing.append(capsys.readouterr().out)
+        return b"<svg/>"
+
+    monkeypatch.setattr(viz, "pipe", fake_pipe)
+    code, stdout, _ = run(capsys, "graph", "layernorm", "--dim", "200", "--full", "-o", str(tmp_path / "g.svg"))
+    assert code == 0 and len(said_before_drawing) == 1
+    assert "Drawing all" in said_before_drawing[0] and "Ctrl+C" in said_before_drawing[0]
+    assert "wrote" in stdout
+    code, stdout, _ = run(capsys, "graph", "layernorm", "--dim", "8", "--full", "-o", str(tmp_path / "g.svg"))
+    assert code == 0 and "Drawing all" not in said_before_drawing[1] + stdout  # a small graph: no warning
+
+
+def test_graph_refuses_a_full_layout_graphviz_would_take_ages_on(capsys, tmp_path, monkeypatch):
+    def never(dot: str, fmt: str) -> bytes:
+        raise AssertionError("Graphviz was asked to lay out the graph")
+
+    monkeypatch.setattr(viz, "pipe", never)
+    code, _, err = run(capsys, "graph", "layernorm", "--dim", "1200", "--full", "-o", str(tmp_path / "g.svg"))
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert f"argument --full: expected a full graph of at most {viz.LAYOUT_LIMIT} nodes" in err
+    assert list(tmp_path.iterdir()) == []
+    code, _, _ = run(capsys, "graph", "layernorm", "--dim", "1200", "--full", "-o", str(tmp_path / "g.dot"))
+    assert code == 0  # DOT source needs no layout

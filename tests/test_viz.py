@@ -38,6 +38,10 @@ class Dot:
     cluster_labels: dict[str, str] = field(default_factory=dict)
     edges: list[tuple[str, str, str]] = field(default_factory=list)  # (tail, head, attributes)
     names: dict[str, str] = field(default_factory=dict)  # value-node name -> id
+    # layout hints, not edges of the graph: each stage's title is put above these nodes ...
+    above: dict[str, list[str]] = field(default_factory=dict)  # cluster -> node ids
+    # ... and these nodes share a rank, in this order
+    chains: list[list[str]] = field(default_factory=list)
 
     def name(self, node_id: str) -> str | None:
         m = re.search(r"<b>(.*?)</b>", self.nodes[node_id])
@@ -61,8 +65,12 @@ def parse(dot: str) -> Dot:
             out.clusters.append(cluster)
         elif s == "}":
             cluster = None
-        elif cluster and s.startswith("label=<"):
-            out.cluster_labels[cluster] = s
+        elif cluster and (m := re.match(r"t_\w+ \[shape=plain, label=(<.*>)\];$", s)):
+            out.cluster_labels[cluster] = m.group(1)
+        elif cluster and (m := re.match(r"t_\w+ -> \{(.*)\} \[style=invis\];$", s)):
+            out.above[cluster] = m.group(1).split()
+        elif m := re.match(r"\{rank=same; (.*) \[style=invis\]\}$", s):
+            out.chains.append(m.group(1).split(" -> "))
         elif m := re.match(r"(\w+) -> (\w+)(?: \[(.*)\])?;$", s):
             out.edges.append((m.group(1), m.group(2), m.group(3) or ""))
         elif m := re.match(r"(v\d+|op\d+|s_\w+|legend) \[(.*)\];$", s):
@@ -152,13 +160,13 @@ def test_layernorm_d3_edges_follow_the_formula():
     for k in range(3):
         assert inputs(f"xshift[{k}]") == sorted([f"x[{k}]", "mean"])
         assert inputs(f"xhat[{k}]") == sorted([f"xshift[{k}]", "rstd"])
-        assert inputs(f"y[{k}]") == sorted(["gamma*xhat", f"beta[{k}]"])
+        assert inputs(f"y[{k}]") == sorted([f"gamma*xhat[{k}]", f"beta[{k}]"])
     assert inputs("std") == ["var+eps"]
     assert inputs("rstd") == ["std"]
     assert inputs("var+eps") == sorted(["var", "eps"])
     into_mean = {d.name(t): t for t, h, _ in d.edges if h == d.op_of("mean")}
-    assert sorted(into_mean) == ["1/n", "sum"]  # mean = sum(x) * (1/n)
-    into_sum = sorted(d.name(t) for t, h, _ in d.edges if h == "op" + into_mean["sum"][1:])
+    assert sorted(into_mean) == ["1/n", "Σx"]  # mean = sum(x) * (1/n)
+    into_sum = sorted(d.name(t) for t, h, _ in d.edges if h == "op" + into_mean["Σx"][1:])
     assert into_sum == ["x[0]", "x[1]", "x[2]"]  # one n-ary sum node, not a chain of additions
 
 
@@ -575,3 +583,132 @@ def test_importing_the_package_does_not_import_the_drawing_code():
     code = "import sys, microgradnorm; print('microgradnorm.viz' in sys.modules, 'graphviz' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+# ---- one way to draw, for the command and the lessons ------------------------------------
+
+
+def test_draw_without_dot_writes_the_dot_source_and_returns_the_typed_error(tmp_path, empty_path):
+    graph, _ = problem()
+    drawn = viz.draw(graph, tmp_path / "ln.svg", grad=True)
+    assert drawn.path == tmp_path / "ln.dot" and not (tmp_path / "ln.svg").exists()
+    assert isinstance(drawn.error, viz.GraphvizNotFoundError) and isinstance(drawn.error, viz.DrawingError)
+    assert drawn.path.read_text(encoding="utf-8") == viz.to_dot(graph, grad=True)
+
+
+def test_draw_when_dot_fails_keeps_the_dot_source(tmp_path, monkeypatch):
+    def failing(dot, fmt):
+        raise viz.RenderError(f"dot -T{fmt} failed: syntax error in line 1")
+
+    monkeypatch.setattr(viz, "pipe", failing)
+    graph, _ = problem(backward=False)
+    drawn = viz.draw(graph, tmp_path / "ln.png")
+    assert isinstance(drawn.error, viz.RenderError) and "syntax error" in str(drawn.error)
+    assert drawn.path == tmp_path / "ln.dot" and drawn.path.read_text(encoding="utf-8") == viz.to_dot(graph)
+
+
+def test_option_errors_name_the_option_apart_from_the_message():
+    graph, _ = problem(backward=False)
+    with pytest.raises(viz.OptionError) as caught:
+        viz.to_dot(graph, highlight="nope")
+    assert caught.value.option == "highlight" and "'nope'" in caught.value.message
+    with pytest.raises(viz.OptionError) as caught:
+        viz.to_dot(graph, paths=True, path_input=7)
+    assert caught.value.option == "path_input" and caught.value.message.endswith("got 7")
+    with pytest.raises(viz.OptionError) as caught:
+        viz.check_output_path("ln.jpg")
+    assert caught.value.option == "output"
+
+
+# ---- a d = 4 graph for a slide: every node named, indices in order, titles clear of edges ---------
+
+
+def index_of(name: str) -> tuple[int, ...]:
+    return tuple(int(i) for i in name.split("[", 1)[1].rstrip("]").split(","))
+
+
+@pytest.mark.parametrize("norm,shape", [("layernorm", (4,)), ("layernorm", (2, 3)), ("batchnorm", (3, 2))])
+def test_every_value_node_has_a_name_of_its_own(norm, shape):
+    graph, (*_, dy) = problem(norm, shape)
+    loss = graph.loss(dy.tolist())
+    d = parse(viz.to_dot(loss, graph=graph))
+    names = [d.name(k) for k in d.nodes if k.startswith("v")]
+    # the constants 1/n appear once in each of two stages (mean and var); every other name once
+    assert Counter(names) - Counter({"1/n": 2}) == Counter(set(names) - {"1/n"})
+    assert None not in names
+    rows = len(graph.groups)
+    for k in range(len(graph["x"])):
+        idx = graph.index_label("x", k)[1:]
+        for name in (f"xshift²{idx}", f"gamma*xhat{idx}", f"dy{idx}"):
+            assert name in names
+    # one sum per normalization group and stage, named after its terms, numbered when there are several
+    sums = ["Σx", "Σxshift²"] if rows == 1 else [f"{s}[{r}]" for s in ("Σx", "Σxshift²") for r in range(rows)]
+    assert set(sums) <= set(names) and "sum" not in names
+
+
+@pytest.mark.parametrize("rankdir", ["TB", "LR"])
+def test_nodes_that_share_a_name_are_kept_in_index_order(rankdir):
+    graph, _ = problem(shape=(2, 3))
+    d = parse(viz.to_dot(graph, rankdir=rankdir))
+    chained = {d.name(chain[0]).split("[")[0]: chain for chain in d.chains if chain[0].startswith("v")}
+    assert {"x", "xshift", "xshift²", "xhat", "gamma*xhat", "y", "gamma", "beta", "Σx", "mean"} <= set(chained)
+    for base, chain in chained.items():
+        keys = [index_of(d.name(v)) for v in chain]
+        # dot puts the tail of a same-rank edge left of its head; left to right it is put below it
+        assert keys == sorted(keys, reverse=rankdir == "LR"), base
+    assert "remincross=false" in viz.to_dot(graph)
+
+
+def test_each_stage_title_sits_above_the_nodes_that_start_the_stage():
+    graph, _ = problem(shape=(4,))
+    d = parse(viz.to_dot(graph))
+    assert set(d.above) == {f"cluster_{s}" for s in LAYERNORM_CLUSTERS}
+    assert sorted(d.name(v) for v in d.above["cluster_input"]) == ["x[0]", "x[1]", "x[2]", "x[3]"]
+    # center: the four subtractions take their inputs from other stages
+    assert d.above["cluster_center"] == [d.op_of(f"xshift[{k}]") for k in range(4)]
+
+
+def plain_layout(dot_source: str) -> tuple[dict[str, tuple[float, float, float, float]], list[list[tuple]]]:
+    """Node boxes (x, y, w, h) and visible edge splines from ``dot -Tplain``, in dot's own inches."""
+    out = subprocess.run(["dot", "-Tplain"], input=dot_source, capture_output=True, text=True, check=True).stdout
+    boxes, splines = {}, []
+    for line in out.splitlines():
+        parts = line.split()
+        if parts[0] == "node":
+            boxes[parts[1]] = tuple(map(float, parts[2:6]))
+        elif parts[0] == "edge" and "invis" not in parts:
+            n = int(parts[3])
+            splines.append([(float(parts[4 + 2 * i]), float(parts[5 + 2 * i])) for i in range(n)])
+    return boxes, splines
+
+
+def bezier(points: list[tuple[float, float]], steps: int = 40):
+    for i in range(0, len(points) - 3, 3):
+        (x0, y0), (x1, y1), (x2, y2), (x3, y3) = points[i : i + 4]
+        for j in range(steps + 1):
+            t = j / steps
+            u = 1 - t
+            yield (
+                u**3 * x0 + 3 * u * u * t * x1 + 3 * u * t * t * x2 + t**3 * x3,
+                u**3 * y0 + 3 * u * u * t * y1 + 3 * u * t * t * y2 + t**3 * y3,
+            )
+
+
+@pytest.mark.parametrize("rankdir", ["TB", "LR"])
+@pytest.mark.parametrize("shape", [(4,), (2, 3)])
+def test_a_drawn_graph_has_indices_in_order_and_edges_clear_of_the_stage_titles(needs_dot, rankdir, shape):
+    graph, _ = problem(shape=shape)
+    dot = viz.to_dot(graph, rankdir=rankdir)
+    d = parse(dot)
+    boxes, splines = plain_layout(dot)
+    for base in ("x", "xshift", "xhat", "gamma*xhat", "y", "gamma"):
+        named = sorted((index_of(n), v) for n, v in d.names.items() if n.startswith(base + "[") and v in boxes)
+        # left to right in a top-down graph; top to bottom (y decreasing in dot's coordinates) across
+        where = [boxes[v][0] if rankdir == "TB" else -boxes[v][1] for _, v in named]
+        assert where == sorted(where), base
+    titles = {k: b for k, b in boxes.items() if k.startswith("t_")}
+    assert len(titles) == len(LAYERNORM_CLUSTERS)
+    for spline in splines:
+        for x, y in bezier(spline):
+            for name, (cx, cy, w, h) in titles.items():
+                assert not (abs(x - cx) < w / 2 and abs(y - cy) < h / 2), f"an edge crosses the title {name}"

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,7 @@ from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, de
 from microgradnorm.norms import NormGraph, layer_norm
 from microgradnorm.present import check_table, err, fmt, nbytes_text, shown_error
 from microgradnorm.registry import get_norm
+from microgradnorm.trace import Contribution, EdgeTagger, Trace, trace_backward
 
 # The three paths from x_i to the loss, their colours and their names (the
 # names are printed too, so that NO_COLOR loses nothing).
@@ -223,87 +224,6 @@ def chain_rule(p: LessonParams, example: str = "chain") -> DemoOutput:
         summary.add_row(name, num(total), num(leaf.grad), num(fd))
     verdict = check_line(all_ok, "sum over paths = backward() = finite difference for every leaf")
     return DemoOutput(Group(table, Text(""), summary, verdict), graph=root)
-
-
-@dataclass
-class Contribution:
-    """One step of backpropagation: ``child.grad += local × out.grad``."""
-
-    out: Value
-    child: Value
-    local: float
-    out_grad: float
-    amount: float
-    total: float  # child.grad right after this contribution
-    count: int  # this is the count-th contribution into child
-    parts: dict[str, float] = field(default_factory=dict)  # amount split by path tag
-    tag: str | None = None  # the path tag of this edge, if it has one
-
-
-@dataclass
-class Trace:
-    """A whole backward pass, contribution by contribution (see :func:`trace_backward`)."""
-
-    root: Value
-    order: list[Value]
-    contributions: list[Contribution]
-    parts: dict[int, dict[str, float]]  # id(node) -> its final gradient split by path tag
-    incoming: dict[int, int]  # id(node) -> how many contributions it receives in all
-
-    def parts_of(self, node: Value) -> dict[str, float]:
-        return self.parts.get(id(node), {})
-
-
-EdgeTagger = Callable[[Value, Value], "str | None"]
-
-
-def trace_backward(root: Value, edge_tag: EdgeTagger | None = None) -> Trace:
-    """Backpropagate from ``root`` one contribution at a time and record every one.
-
-    The arithmetic and the order are exactly those of :meth:`Value.backward`
-    (reverse topological order; for each node, its children in argument order),
-    and the result is checked against ``backward()`` itself, so the numbers a
-    lesson shows are the engine's. ``edge_tag(out, child)`` may name the path
-    an edge belongs to; every gradient is then also kept split by those names
-    (a contribution inherits the split of ``out.grad`` unless its edge has a
-    tag of its own, which relabels all of it).
-    """
-    order = topological_order(root)
-    for node in order:
-        node.grad = 0.0
-    root.grad = 1.0
-    parts: dict[int, dict[str, float]] = {id(root): {"": 1.0}}
-    counts: dict[int, int] = {}
-    incoming: dict[int, int] = {}
-    for node in order:
-        for child in node.children:
-            incoming[id(child)] = incoming.get(id(child), 0) + 1
-    contributions: list[Contribution] = []
-    for node in reversed(order):
-        if not node.children:
-            continue
-        g = node.grad
-        source = parts.get(id(node), {"": g})
-        for child, d in zip(node.children, local_grads(node)):
-            amount = d * g
-            child.grad += amount
-            tag = edge_tag(node, child) if edge_tag else None
-            split = {tag: amount} if tag else {k: d * s for k, s in source.items()}
-            into = parts.setdefault(id(child), {})
-            for k, s in split.items():
-                into[k] = into.get(k, 0.0) + s
-            counts[id(child)] = counts.get(id(child), 0) + 1
-            contributions.append(Contribution(node, child, d, g, amount, child.grad, counts[id(child)], split, tag))
-    replayed = [n.grad for n in order]
-    root.zero_grad()
-    root.backward()  # the engine's own pass: it must agree exactly with the replay
-    for node, expected in zip(order, replayed):
-        if node.grad != expected:
-            raise AssertionError(
-                f"trace_backward disagrees with Value.backward at node #{node.id} ({node.label}): "
-                f"{expected!r} vs {node.grad!r}"
-            )
-    return Trace(root, order, contributions, parts, incoming)
 
 
 def _backward_in_order(root: Value, order: Sequence[Value], accumulate: bool = True) -> None:

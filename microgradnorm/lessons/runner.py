@@ -405,11 +405,13 @@ def _one_line(exc: BaseException) -> str:
 
 
 def draw_graph(graph: Any, path: Path, **options: Any) -> str:
-    """Render ``graph`` with :func:`microgradnorm.viz.render` to ``path``; return what to tell the learner.
+    """Draw ``graph`` to ``path`` with :func:`microgradnorm.viz.draw`, and its step-through page beside it
+    (``.html``); return what to tell the learner.
 
-    ``options`` go to ``viz.render`` / ``viz.to_dot``. Without the Graphviz
-    ``dot`` program the DOT source is written instead (next to ``path``,
-    ending in .dot) together with viz's one-line advice.
+    ``options`` go to ``viz.to_dot``. Without the Graphviz ``dot`` program the
+    DOT source is written instead (next to ``path``, ending in .dot) together
+    with viz's one-line advice. A :class:`microgradnorm.figure.Figure` is
+    already SVG and is written as it is.
     """
     try:
         from microgradnorm import viz
@@ -422,15 +424,14 @@ def draw_graph(graph: Any, path: Path, **options: Any) -> str:
 
         atomic_write_text(path.with_suffix(".svg"), graph.svg())
         return f"Figure written to {path.with_suffix('.svg')}"
+    drawn = viz.draw(graph, path, **options)
+    if drawn.error is not None:
+        return f"Wrote the graph's DOT source to {drawn.path} but could not render it: {_one_line(drawn.error)}"
     try:
-        written = viz.render(graph, path, **options)
-    except Exception as exc:
-        from microgradnorm.store import atomic_write_text
-
-        dot_path = path.with_suffix(".dot")
-        atomic_write_text(dot_path, viz.to_dot(graph, **options))
-        return f"Wrote the graph's DOT source to {dot_path} but could not render it: {_one_line(exc)}"
-    return f"Graph written to {written}"
+        page = viz.render(graph, path.with_suffix(".html"), **options)
+    except (viz.DrawingError, ValueError) as exc:  # the picture is there; the page is a bonus
+        return f"Graph written to {drawn.path} (no step-through page: {_one_line(exc)})"
+    return f"Graph written to {drawn.path}; to step through it, open {page} in a browser"
 
 
 def _from_iterable(keys: Iterable[str]) -> KeyReader:

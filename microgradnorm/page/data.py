@@ -1,0 +1,319 @@
+"""The data of the step-through page: every number it shows, computed here by the engine.
+
+The page's script never computes a value, a gradient or a derivative; it shows
+the entries of this data one step at a time. The data holds
+
+* one entry per drawn node, in the order the forward pass created them
+  (position ``k`` is the node ``v{k}`` of the SVG, as :func:`microgradnorm.viz.drawing`
+  numbers it): its value, final gradient, how it was computed and each local
+  derivative with the numbers plugged in;
+* one entry per backward contribution ``into.grad += local × grad``, in the
+  order ``backward()`` makes them (:func:`microgradnorm.trace.trace_backward`),
+  with the running total and k/m, m being how many contributions the node
+  receives in all (its gradient is final at m/m, as lesson 4's tables count);
+* for the inputs x_i, the gradient paths of :func:`microgradnorm.viz.gradient_paths`
+  as SVG edge ids, with each path's share of dL/dx_i;
+* for a built norm, the closed form and the finite difference of every named
+  node, computed by :func:`microgradnorm.check.check_norm` as ``microgradnorm check`` does.
+
+Numbers travel as ``repr(float)`` strings (exact; JSON has no inf or nan) next
+to the short form the drawing uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from microgradnorm import viz
+from microgradnorm.engine import Value
+from microgradnorm.norms import NormGraph
+from microgradnorm.page.partials import derivative_lines, forward_line
+from microgradnorm.trace import Trace, trace_backward
+
+__all__ = ["CHECK_LIMIT", "FD_ENTRIES", "PATH_INPUTS", "Subject", "page_data", "subject_of"]
+
+PATH_INPUTS = 64  # inputs x_i whose gradient paths the page carries (each costs O(n) edge ids)
+CHECK_LIMIT = 512  # entries of x up to which the page runs the three-way check (as microgradnorm check)
+FD_ENTRIES = 32  # finite differences per named node, microgradnorm check's default
+
+
+@dataclass
+class Subject:
+    """What a page shows: ``obj`` drawn (named by ``graph``), backpropagated from ``root`` if there is one."""
+
+    obj: Any
+    graph: NormGraph | None
+    root: Value | None
+
+
+def subject_of(obj: Any, graph: NormGraph | None = None) -> Subject:
+    """The graph behind ``obj`` and the scalar backward starts from.
+
+    A Value is its own root. A built norm (or its NormGraph) whose outputs hold
+    gradients is backpropagated from ``L = Σ y · dy`` with dy = those gradients,
+    the loss whose backward() leaves them there; without gradients it is shown
+    forward only, as is a list of several Values.
+    """
+    if isinstance(obj, Value):
+        return Subject(obj, graph, obj)
+    own = obj if isinstance(obj, NormGraph) else getattr(obj, "graph", None)
+    if isinstance(own, NormGraph):
+        ys = own["y"]
+        if not any(y.grad for y in ys):
+            return Subject(own, own, None)
+        loss = own.loss(_nested([y.grad for y in ys], own.shape))
+        return Subject(loss, own, loss)
+    if isinstance(obj, (list, tuple)) and len(obj) == 1 and isinstance(obj[0], Value):
+        return Subject(obj[0], graph, obj[0])
+    return Subject(obj, graph, None)
+
+
+def _nested(flat: list[float], shape: tuple[int, ...]) -> Any:
+    if len(shape) == 1:
+        return list(flat)
+    step = len(flat) // shape[0]
+    return [_nested(flat[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+
+@contextmanager
+def _grads_kept(nodes: list[Value]) -> Iterator[None]:
+    """Leave every node's grad as it was: tracing runs backward() again on the learner's graph."""
+    saved = [node.grad for node in nodes]
+    try:
+        yield
+    finally:
+        for node, grad in zip(nodes, saved):
+            node.grad = grad
+
+
+def _exact(v: float) -> str:
+    return repr(float(v))
+
+
+def page_data(subject: Subject, d: viz.Drawing) -> dict[str, Any]:
+    """Everything the page shows about ``subject`` drawn as ``d``, as JSON-ready data (see the module docstring)."""
+    drawn = {id(node) for node in d.order}
+    unreached = [v for v in viz.drawing(subject.graph).order if id(v) not in drawn] if subject.graph else []
+    with _grads_kept(d.order + unreached):
+        for node in unreached:  # parts of the norm the root does not depend on: their gradient is 0
+            node.grad = 0.0
+        trace = trace_backward(subject.root) if subject.root is not None else None
+        checks, check_summary = _checks(subject, d) if trace is not None else ({}, None)
+        return {
+            "nodes": _nodes(d, trace, checks),
+            "stages": _stages(d),
+            "backward": _backward(d, trace) if trace is not None else [],
+            "seed": _seed(d, trace),
+            "paths": _paths(d, amounts=trace is not None),
+            "check": check_summary,
+        }
+
+
+def _incoming(d: viz.Drawing, trace: Trace | None) -> list[int]:
+    return [trace.incoming.get(id(node), 0) if trace else 0 for node in d.order]
+
+
+def _nodes(d: viz.Drawing, trace: Trace | None, checks: dict[int, dict]) -> list[dict[str, Any]]:
+    names = [d.display_name(k) or f"#{k}" for k in range(len(d.order))]
+    incoming = _incoming(d, trace)
+    out = []
+    for k, node in enumerate(d.order):
+        kids = [names[d.pos(c)] for c in node.children]
+        partials = derivative_lines(node, names[k], kids) if node.children else []
+        out.append(
+            {
+                "name": names[k],
+                "op": viz.op_symbol(node.op) if node.children else "",
+                "stage": node.stage or "",
+                "label": node.label or "",
+                "value": _exact(node.data),
+                "valueText": viz.num(node.data),
+                "grad": _exact(node.grad) if trace else None,
+                "gradText": viz.num(node.grad) if trace else None,
+                "inputs": [d.pos(c) for c in node.children],
+                "forward": forward_line(node, names[k], kids),
+                "partials": [{"text": text, "value": _exact(v)} for text, v in partials],
+                "m": incoming[k],
+                "check": checks.get(k),
+            }
+        )
+    return out
+
+
+def _stages(d: viz.Drawing) -> list[dict[str, Any]]:
+    """Each stage (in the norm's order), its formula and its nodes' positions."""
+    stages = viz.stage_order(d)
+    members: dict[str, list[int]] = {s: [] for s in stages}
+    for k, node in enumerate(d.order):
+        if node.stage in members:
+            members[node.stage].append(k)
+    return [
+        {
+            "name": s,
+            "formula": viz.stage_formula(d, s),
+            "nodes": members[s],
+            "cluster": viz.dot_id("cluster_" + s),  # the SVG ids of its cluster, title and collapsed box
+            "title": viz.dot_id("t_" + s),
+            "box": viz.dot_id("s_" + s),
+        }
+        for s in stages
+    ]
+
+
+def _seed(d: viz.Drawing, trace: Trace | None) -> dict[str, Any] | None:
+    if trace is None:
+        return None
+    k = d.pos(trace.root)
+    name = d.display_name(k) or f"#{k}"
+    return {"node": k, "text": f"{name}.grad = 1: dL/dL, where backward() starts"}
+
+
+def _backward(d: viz.Drawing, trace: Trace) -> list[dict[str, Any]]:
+    """Every contribution child.grad += local × out.grad, in the order backward() makes them."""
+    names = [d.display_name(k) or f"#{k}" for k in range(len(d.order))]
+    total: dict[int, float] = {}  # position -> grad so far
+    slots: dict[int, int] = {}  # op position -> inputs handled so far (x * x has two edges into x)
+    out = []
+    for c in trace.contributions:
+        k, into = d.pos(c.out), d.pos(c.child)
+        slot = slots.get(k, 0)
+        slots[k] = slot + 1
+        before = total.get(into, 0.0)
+        total[into] = c.total
+        m = trace.incoming.get(id(c.child), 1)
+        kids = [names[d.pos(child)] for child in c.out.children]
+        why = derivative_lines(c.out, names[k], kids)[slot][0]
+        out.append(
+            {
+                "into": into,
+                "from": k,
+                "edge": f"e{k}_{slot}",
+                "stage": c.out.stage or "",
+                "before": _exact(before),
+                "beforeText": viz.num(before),
+                "total": _exact(c.total),
+                "totalText": viz.num(c.total),
+                "k": c.count,
+                "m": m,
+                "text": f"{names[into]}.grad += {viz.num(c.local)} × {viz.num(c.out_grad)} = "
+                f"{viz.num(c.total)} ({c.count}/{m})",
+                "why": f"{why}; {names[k]}.grad = {viz.num(c.out_grad)}",
+            }
+        )
+    return out
+
+
+def _edge_ids(d: viz.Drawing, edges: set[tuple[int, int]]) -> list[str]:
+    """SVG ids of the drawn edges (child position, op position): each input edge and the op's output."""
+    ids: set[str] = set()
+    for c, k in edges:
+        for slot, child in enumerate(d.order[k].children):
+            if d.pos(child) == c:
+                ids.add(f"e{k}_{slot}")
+        ids.add(f"o{k}")
+    return sorted(ids)
+
+
+def _paths(d: viz.Drawing, *, amounts: bool) -> dict[str, Any]:
+    """The gradient paths into each of the first PATH_INPUTS inputs x_i (a built norm only);
+    with ``amounts``, each path's share of dL/dx_i once backward has run."""
+    graph = d.graph
+    if graph is None or not any(id(v) in d.index for v in graph["x"]):
+        return {"inputs": [], "note": "", "byNode": {}}
+    xs = [i for i, v in enumerate(graph["x"]) if id(v) in d.index]
+    note = f"Paths are listed for the first {PATH_INPUTS} of the {len(xs)} inputs." if len(xs) > PATH_INPUTS else ""
+    by_node = {}
+    for i in xs[:PATH_INPUTS]:
+        info = viz.gradient_paths(d, i)
+        if not amounts:
+            for p in info.paths:
+                p.amount = None
+        k = d.pos(graph["x"][i])
+        paths = [
+            {
+                "key": p.key,
+                "title": p.title,
+                "route": p.route,
+                "formula": p.formula,
+                "amount": None if p.amount is None else _exact(p.amount),
+                "amountText": None if p.amount is None else viz.num(p.amount),
+                "edges": _edge_ids(d, p.edges),
+            }
+            for p in info.paths
+        ]
+        amounts = [p.amount for p in info.paths]
+        total = sum(amounts) if None not in amounts else None  # type: ignore[arg-type]
+        by_node[k] = {
+            "paths": paths,
+            "note": info.note,
+            "sumText": None if total is None else viz.num(total),
+            "gradText": viz.num(d.order[k].grad) if amounts else None,
+        }
+    return {"inputs": [d.pos(graph["x"][i]) for i in xs[:PATH_INPUTS]], "note": note, "byNode": by_node}
+
+
+def _check_is_valid(subject: Subject, d: viz.Drawing) -> bool:
+    """Whether the root reaches the norm only through its outputs y, so that dy = y.grad recreates its gradients."""
+    graph = subject.graph
+    if graph is None or not any(id(y) in d.index for y in graph["y"]):
+        return False
+    inside = {id(v) for v in viz.drawing(graph).order}
+    ys = {id(y) for y in graph["y"]}
+    return all(id(node) in inside or all(id(c) not in inside or id(c) in ys for c in node.children) for node in d.order)
+
+
+def _checks(subject: Subject, d: viz.Drawing) -> tuple[dict[int, dict], dict[str, Any] | None]:
+    """The closed form and the finite difference of every named node, from microgradnorm.check."""
+    graph = subject.graph
+    if not _check_is_valid(subject, d):
+        return {}, None
+    assert graph is not None
+    if len(graph["x"]) > CHECK_LIMIT:
+        return {}, {"text": f"x has more than {CHECK_LIMIT} entries: the three-way check was left out.", "ok": None}
+    from microgradnorm.check import check_norm
+
+    def values(name: str) -> list[float] | None:
+        return [v.data for v in graph[name]] if name in graph else None
+
+    dy = [y.grad if id(y) in d.index else 0.0 for y in graph["y"]]
+    x = _nested(values("x"), graph.shape)  # type: ignore[arg-type]
+    try:
+        report = check_norm(
+            graph.kind,
+            x,
+            values("gamma"),
+            values("beta"),
+            graph.eps,
+            _nested(dy, graph.shape),
+            variance=graph.variance,
+            fd_max_entries=FD_ENTRIES,
+        )
+    except (ValueError, ArithmeticError) as exc:
+        return {}, {"text": f"The three-way check could not run: {exc}", "ok": None}
+    return _check_rows(graph, d, report)
+
+
+def _check_rows(graph: NormGraph, d: viz.Drawing, report: Any) -> tuple[dict[int, dict], dict[str, Any]]:
+    rows: dict[int, dict] = {}
+    for node in report.nodes:
+        for k, value in enumerate(graph[node.name]):
+            if id(value) not in d.index:
+                continue
+            fd = node.finite_diff[k]
+            rows[d.pos(value)] = {
+                "closed": _exact(node.closed_form[k]),
+                "closedText": viz.num(node.closed_form[k]),
+                "fd": None if fd != fd else _exact(fd),
+                "fdText": None if fd != fd else viz.num(fd),
+                "closedOk": bool(node.closed_form_ok),
+                "fdOk": bool(node.fd_ok),
+            }
+    verdict = "agree" if report.passed else "do not all agree"
+    text = (
+        f"Autograd, the closed forms and finite differences {verdict} at the {len(report.nodes)} named nodes "
+        f"(finite differences at up to {FD_ENTRIES} entries each), as microgradnorm check reports them."
+    )
+    return rows, {"text": text, "ok": report.passed}

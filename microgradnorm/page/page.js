@@ -1,0 +1,542 @@
+/* The step-through page's script.
+ *
+ * Every number on this page was computed in Python by microgradnorm: node values,
+ * gradients, local derivatives, each backward contribution and its running total
+ * (see microgradnorm/page/data.py). They arrive as JSON; this script only decides
+ * which of them to show at the current step. It computes no number of its own.
+ *
+ * The timeline has T steps. Steps 1..N create the N nodes in the order the forward
+ * pass made them; step N + 1 starts backward (the root's grad is 1); each later step
+ * is one contribution into.grad += local × grad, in the order backward() makes them.
+ * Step t shows the state after t steps, so step 0 is an empty graph and step T the
+ * graph with every gradient final.
+ */
+(function () {
+  "use strict";
+
+  const data = JSON.parse(document.getElementById("graph-data").textContent);
+  const nodes = data.nodes;
+  const contributions = data.backward;
+  const N = nodes.length;
+  const hasBackward = data.seed !== null;
+  const T = N + (hasBackward ? 1 + contributions.length : 0);
+  const PLAY_EVERY_MS = 700;
+
+  const byId = (id) => document.getElementById(id);
+  const html = (text) =>
+    String(text).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+
+  // ---- the drawn elements of each node (absent in the drawing of stages only) -------------
+
+  const el = nodes.map((node, k) => {
+    const value = byId("v" + k);
+    return {
+      value: value,
+      op: byId("op" + k),
+      gradText: value ? value.querySelector("text.grad") : null,
+      inEdges: node.inputs.map((_, slot) => byId("e" + k + "_" + slot)).filter(Boolean),
+      outEdge: byId("o" + k),
+    };
+  });
+  const stageOf = new Map(data.stages.map((s) => [s.name, s]));
+
+  // ---- the state shown: step t, and each node's gradient so far ---------------------------
+
+  let t = 0;
+  let pinned = null; // a node the learner chose to look at; null: the panel follows the steps
+  let pathNode = null; // the input x_i whose gradient paths are coloured
+  let timer = null;
+  const received = new Array(N).fill(0); // contributions each node has received so far
+
+  function setClass(element, name, on) {
+    if (element) element.classList.toggle(name, on);
+  }
+
+  function created(k, on) {
+    const e = el[k];
+    [e.value, e.op, e.outEdge, ...e.inEdges].forEach((x) => setClass(x, "future", !on));
+  }
+
+  // Show a gradient on node k: the exact number in data-grad, the short one in the drawing,
+  // and a ✓ beside the node once the gradient is final.
+  const shown = new Array(N).fill(null); // the short text of each node's gradient as shown
+  function showGrad(k, exact, text, final) {
+    const e = el[k];
+    shown[k] = exact === null ? null : text;
+    if (!e.value) return;
+    if (exact === null) {
+      e.value.removeAttribute("data-grad");
+    } else {
+      e.value.setAttribute("data-grad", exact);
+    }
+    e.value.setAttribute("data-final", final ? "true" : "false");
+    setClass(e.value, "final", final);
+    if (e.gradText) e.gradText.textContent = exact === null ? "grad –" : "grad " + text;
+    finalMark(k, final);
+  }
+
+  const SVG_NS = "http://www.w3.org/2000/svg";
+  function finalMark(k, on) {
+    const e = el[k];
+    if (on && !e.mark && e.gradText) {
+      const box = e.box || (e.box = e.value.getBBox()); // measured once, before anything is folded
+      e.mark = document.createElementNS(SVG_NS, "text");
+      e.mark.setAttribute("class", "final-mark");
+      e.mark.setAttribute("x", String(box.x + box.width + 2));
+      e.mark.setAttribute("y", String(box.y + box.height - 3));
+      e.mark.textContent = "✓";
+      e.value.appendChild(e.mark);
+    } else if (!on && e.mark) {
+      e.mark.remove();
+      e.mark = null;
+    }
+  }
+
+  function isFinal(k) {
+    return received[k] === nodes[k].m;
+  }
+
+  // Apply step s (going from s - 1 to s), or undo it (going from s back to s - 1).
+  function apply(s, forward) {
+    if (s <= N) {
+      created(s - 1, forward);
+    } else if (s === N + 1) {
+      nodes.forEach((node, k) => {
+        if (forward) showGrad(k, "0.0", "0", false);
+        else showGrad(k, null, "", false);
+      });
+      if (forward) showGrad(data.seed.node, "1.0", "1", nodes[data.seed.node].m === 0);
+    } else {
+      const c = contributions[s - N - 2];
+      received[c.into] += forward ? 1 : -1;
+      if (forward) showGrad(c.into, c.total, c.totalText, isFinal(c.into));
+      else showGrad(c.into, c.before, c.beforeText, isFinal(c.into));
+    }
+  }
+
+  function goTo(target) {
+    target = Math.max(0, Math.min(T, target));
+    while (t < target) apply(++t, true);
+    while (t > target) apply(t--, false);
+    decorate();
+  }
+
+  // Steps where a stage ends: the forward pass between two stages, backward when the
+  // contributions move on from the nodes of one stage to those of the next.
+  const stops = [0];
+  for (let s = 1; s <= N; s++) {
+    if (s === N || nodes[s].stage !== nodes[s - 1].stage) stops.push(s);
+  }
+  if (hasBackward) {
+    stops.push(N + 1);
+    contributions.forEach((c, j) => {
+      const next = contributions[j + 1];
+      if (!next || next.stage !== c.stage) stops.push(N + 2 + j);
+    });
+  }
+
+  function stageStep(direction) {
+    const target = direction > 0 ? stops.find((s) => s > t) : [...stops].reverse().find((s) => s < t);
+    goTo(target === undefined ? (direction > 0 ? T : 0) : target);
+  }
+
+  // ---- what the current step is about ------------------------------------------------------
+
+  function currentStep() {
+    if (t === 0) return { node: null, text: "Press → to run the forward pass: " + N + " nodes, made in order.", why: "" };
+    if (t <= N) {
+      const node = nodes[t - 1];
+      const leaf = node.inputs.length ? "" : " (a leaf)";
+      return {
+        node: t - 1,
+        text: "Forward " + t + "/" + N + ": " + node.forward + " = " + node.valueText + leaf,
+        why: node.stage ? "stage " + node.stage : "",
+      };
+    }
+    if (t === N + 1) return { node: data.seed.node, text: "Backward starts: " + data.seed.text, why: "" };
+    const j = t - N - 2;
+    const c = contributions[j];
+    return { node: c.into, from: c.from, edge: c.edge, text: "Backward " + (j + 1) + "/" + contributions.length + ": " + c.text, why: c.why };
+  }
+
+  let marked = [];
+  function decorate() {
+    marked.forEach(([element, name]) => element.classList.remove(name));
+    marked = [];
+    const mark = (element, name) => {
+      if (element) {
+        element.classList.add(name);
+        marked.push([element, name]);
+      }
+    };
+    const step = currentStep();
+    if (step.node !== null) {
+      follow(step.node);
+      mark(el[step.node].value, "current");
+      mark(el[step.node].op, "current");
+      const stage = stageOf.get(nodes[step.node].stage);
+      if (stage) mark(byId(stage.box), "current");
+    }
+    if (step.edge) mark(byId(step.edge), "active");
+    let text = step.text;
+    if (t === T && T > 0) text += hasBackward ? " · every gradient is final" : " · the forward pass is done";
+    byId("status").textContent = text;
+    byId("status-why").textContent = step.why;
+    byId("scrubber").value = String(t);
+    byId("scrubber").setAttribute("aria-valuetext", text);
+    byId("counter").textContent = "step " + t + " of " + T;
+    document.body.dataset.step = String(t);
+    document.body.dataset.done = t === T ? "true" : "false"; // the stage boxes show final gradients only
+    byId("back").disabled = byId("first").disabled = byId("back-stage").disabled = t === 0;
+    byId("forward").disabled = byId("last").disabled = byId("forward-stage").disabled = t === T;
+    showNode(pinned !== null ? pinned : step.node);
+    if (t === T) pause();
+  }
+
+  // ---- the node panel --------------------------------------------------------------------------
+
+  function gradNow(k) {
+    if (!hasBackward) return "not computed: this page shows the forward pass only";
+    if (t <= N) return "not yet: backward starts after the forward pass";
+    const count = nodes[k].m ? " (" + received[k] + "/" + nodes[k].m + " contributions)" : "";
+    return html(shown[k]) + count + (isFinal(k) ? ", final ✓; backward() gives " + html(nodes[k].gradText) : "");
+  }
+
+  function checkLine(node) {
+    const c = node.check;
+    if (!c) return "";
+    const mark = (ok) => (ok ? " ✓" : " ✗");
+    let line = "after backward: autograd " + html(node.gradText) + " · closed form " + html(c.closedText) + mark(c.closedOk);
+    line += c.fd === null ? " · finite difference not taken here" : " · finite difference " + html(c.fdText) + mark(c.fdOk);
+    return "<dt>check</dt><dd>" + line + "</dd>";
+  }
+
+  function showNode(k) {
+    const box = byId("node-info");
+    if (k === null || k === undefined) {
+      box.innerHTML = '<p class="why">Hover or click a node, or choose one above.</p>';
+      return;
+    }
+    const node = nodes[k];
+    const exists = t >= k + 1;
+    const partials = node.partials.map((p) => "<li>" + html(p.text) + "</li>").join("");
+    box.innerHTML =
+      "<h3>" + html(node.name) + "</h3>" +
+      '<dl class="facts">' +
+      "<dt>value</dt><dd class=\"num\">" + (exists ? html(node.valueText) + ' <span class="why">(' + html(node.value) + ")</span>" : "not computed yet") + "</dd>" +
+      "<dt>grad</dt><dd class=\"num\">" + gradNow(k) + "</dd>" +
+      "<dt>made by</dt><dd>" + (node.inputs.length ? html(node.forward) : "nothing: a leaf (an input, a parameter or a constant)") + "</dd>" +
+      (node.op ? "<dt>op</dt><dd>" + html(node.op) + "</dd>" : "") +
+      "<dt>stage</dt><dd>" + html(node.stage || "none") + "</dd>" +
+      "<dt>label</dt><dd>" + html(node.label || "none") + "</dd>" +
+      (partials ? '<dt>local</dt><dd><ul class="partials">' + partials + "</ul></dd>" : "") +
+      checkLine(node) +
+      "</dl>";
+    box.dataset.node = String(k);
+  }
+
+  function pin(k) {
+    if (pinned !== null) {
+      setClass(el[pinned].value, "pinned", false);
+    }
+    pinned = k;
+    if (k !== null) setClass(el[k].value, "pinned", true);
+    byId("node-select").value = k === null ? "" : String(k);
+    showNode(k !== null ? k : currentStep().node);
+  }
+
+  function nodeOfElement(target) {
+    const g = target.closest ? target.closest("g.node.value, g.node.op") : null;
+    if (!g) return null;
+    const m = /^(?:v|op)(\d+)$/.exec(g.id);
+    return m ? Number(m[1]) : null;
+  }
+
+  // ---- the gradient paths into x_i ------------------------------------------------------------
+
+  function showPaths(k) {
+    document.querySelectorAll(".path-copy").forEach((copy) => copy.remove());
+    pathNode = k;
+    byId("path-select").value = k === null ? "" : String(k);
+    const box = byId("path-info");
+    if (k === null) {
+      box.innerHTML = data.paths.inputs.length ? "" : '<p class="why">Paths are drawn for a built norm only.</p>';
+      return;
+    }
+    const info = data.paths.byNode[k];
+    const onEdge = new Map(); // edge id -> the paths it is on
+    info.paths.forEach((p) => p.edges.forEach((id) => onEdge.set(id, [...(onEdge.get(id) || []), p.key])));
+    onEdge.forEach((keys, id) => {
+      const edge = byId(id);
+      const line = edge ? edge.querySelector("path") : null;
+      if (!line) return;
+      keys.forEach((key, i) => {
+        const copy = line.cloneNode(false);
+        copy.removeAttribute("stroke"); // the path's colour comes from its class
+        const shift = (i - (keys.length - 1) / 2) * 3.5; // side by side where paths share an edge
+        copy.setAttribute("class", "path-copy " + key);
+        copy.setAttribute("transform", "translate(" + shift + " " + shift + ")");
+        edge.appendChild(copy);
+      });
+    });
+    let rows = info.paths
+      .map(
+        (p) =>
+          '<tr><td><span class="swatch ' + p.key + '"></span></td><td><b>' + html(p.title) + "</b><br>" +
+          html(p.route) + '<br><span class="why">' + html(p.formula) + '</span></td><td class="amount">' +
+          html(p.amountText === null ? "" : p.amountText) + "</td></tr>"
+      )
+      .join("");
+    if (info.sumText !== null) {
+      rows += "<tr><td></td><td><b>sum</b> · autograd's " + html(nodes[k].name) + ".grad = " + html(info.gradText) +
+        '</td><td class="amount"><b>' + html(info.sumText) + "</b></td></tr>";
+    }
+    box.innerHTML = '<table class="paths">' + rows + '</table><p class="why">' + html(info.note) + "</p>" +
+      (data.paths.note ? '<p class="why">' + html(data.paths.note) + "</p>" : "");
+  }
+
+  // ---- folding a stage into one box -----------------------------------------------------------
+
+  const folds = new Map(); // stage name -> the box drawn over it
+
+  function fold(stage, on) {
+    const cluster = byId(stage.cluster);
+    if (!cluster) return;
+    const inside = new Set(stage.nodes);
+    const parts = [byId(stage.title)];
+    stage.nodes.forEach((k) => {
+      parts.push(el[k].value, el[k].op, el[k].outEdge);
+      nodes[k].inputs.forEach((c, slot) => {
+        if (inside.has(c)) parts.push(byId("e" + k + "_" + slot));
+      });
+    });
+    parts.forEach((x) => setClass(x, "folded", on));
+    if (on && !folds.has(stage.name)) {
+      const b = cluster.getBBox();
+        const g = document.createElementNS(SVG_NS, "g");
+      g.setAttribute("class", "fold");
+      const rect = document.createElementNS(SVG_NS, "rect");
+      [["x", b.x], ["y", b.y], ["width", b.width], ["height", b.height], ["rx", 8]].forEach(([a, v]) => rect.setAttribute(a, v));
+      g.appendChild(rect);
+      // One line, as large as the box allows: "var: var = Σ xshift² / n · 6 nodes folded"
+      const text = document.createElementNS(SVG_NS, "text");
+      const size = Math.min(16, b.height * 0.45);
+      text.setAttribute("x", b.x + 8);
+      text.setAttribute("y", b.y + b.height / 2 + size / 3);
+      text.style.fontSize = size + "px";
+      text.textContent = stage.name + (stage.formula ? ": " + stage.formula : "") + " · " + stage.nodes.length + " nodes folded";
+      g.appendChild(text);
+      const width = text.getComputedTextLength();
+      if (width > b.width - 16) text.style.fontSize = (size * (b.width - 16)) / width + "px";
+      const tip = document.createElementNS(SVG_NS, "title");
+      tip.textContent = "Click to open " + stage.name;
+      g.appendChild(tip);
+      g.addEventListener("click", () => setFold(stage.name, false));
+      cluster.parentNode.appendChild(g); // last, so it covers the edges that enter the stage
+      folds.set(stage.name, g);
+    } else if (!on && folds.has(stage.name)) {
+      folds.get(stage.name).remove();
+      folds.delete(stage.name);
+    }
+  }
+
+  function setFold(name, on) {
+    fold(stageOf.get(name), on);
+    const button = byId("fold-" + stageOf.get(name).cluster);
+    if (button) {
+      button.setAttribute("aria-pressed", on ? "true" : "false");
+      button.textContent = (on ? "Open " : "Fold ") + name;
+    }
+  }
+
+  // ---- views, zoom and theme -------------------------------------------------------------------
+
+  let view = data.view.start;
+  let zoom = null; // null: Graphviz's own size, or larger if the window is wider ("0" key, Fit button)
+
+  function setView(name) {
+    view = name;
+    byId("view-full").hidden = name !== "full";
+    byId("view-stages").hidden = name !== "stages";
+    const toggle = byId("view-toggle");
+    toggle.setAttribute("aria-pressed", name === "stages" ? "true" : "false");
+    toggle.textContent = name === "stages" ? "Every node" : "One box per stage";
+    toggle.disabled = !data.view.full;
+    byId("stage-list").querySelectorAll("button").forEach((b) => (b.disabled = name !== "full"));
+    applyZoom();
+  }
+
+  function applyZoom() {
+    const svg = byId(view === "full" ? "svg-full" : "svg-stages");
+    if (!svg) return;
+    const box = svg.viewBox.baseVal;
+    const natural = (box.width * 4) / 3; // Graphviz measures in points; CSS pixels are 3/4 of a point
+    svg.style.width = zoom === null ? "max(100%, " + Math.round(natural) + "px)" : Math.round(natural * zoom) + "px";
+  }
+
+  // Keep the node of the current step in sight when the drawing is larger than the window.
+  function follow(k) {
+    const target = el[k] && (el[k].value || el[k].op);
+    if (target && view === "full" && typeof target.scrollIntoView === "function") {
+      target.scrollIntoView({ block: "nearest", inline: "nearest" });
+    }
+  }
+
+  function zoomBy(factor) {
+    const svg = byId(view === "full" ? "svg-full" : "svg-stages");
+    if (!svg) return;
+    const now = zoom === null ? svg.getBoundingClientRect().width / ((svg.viewBox.baseVal.width * 4) / 3) : zoom;
+    zoom = Math.max(0.2, Math.min(6, now * factor));
+    applyZoom();
+  }
+
+  function fitWindow() {
+    const svg = byId(view === "full" ? "svg-full" : "svg-stages");
+    const area = byId("graph-area");
+    if (!svg) return;
+    const box = svg.viewBox.baseVal;
+    const natural = [(box.width * 4) / 3, (box.height * 4) / 3];
+    zoom = Math.min((area.clientWidth - 20) / natural[0], (area.clientHeight - 20) / natural[1]);
+    applyZoom();
+  }
+
+  function setTheme(name) {
+    document.documentElement.dataset.theme = name;
+    const button = byId("theme");
+    button.setAttribute("aria-pressed", name === "dark" ? "true" : "false");
+    button.textContent = name === "dark" ? "Light" : "Dark";
+  }
+
+  // ---- playing ----------------------------------------------------------------------------------
+
+  function pause() {
+    if (timer !== null) clearInterval(timer);
+    timer = null;
+    byId("play").setAttribute("aria-pressed", "false");
+    byId("play").textContent = "▶ Play";
+  }
+
+  function togglePlay() {
+    if (timer !== null) return pause();
+    if (t === T) goTo(0);
+    timer = setInterval(() => goTo(t + 1), PLAY_EVERY_MS);
+    byId("play").setAttribute("aria-pressed", "true");
+    byId("play").textContent = "⏸ Pause";
+  }
+
+  // ---- controls -----------------------------------------------------------------------------------
+
+  function option(value, text) {
+    const o = document.createElement("option");
+    o.value = value;
+    o.textContent = text;
+    return o;
+  }
+
+  function buildControls() {
+    const nodeSelect = byId("node-select");
+    nodeSelect.appendChild(option("", "(follow the steps)"));
+    nodes.forEach((node, k) => nodeSelect.appendChild(option(String(k), node.name + (node.stage ? " · " + node.stage : ""))));
+    nodeSelect.addEventListener("change", () => pin(nodeSelect.value === "" ? null : Number(nodeSelect.value)));
+
+    const pathSelect = byId("path-select");
+    pathSelect.appendChild(option("", "(none)"));
+    data.paths.inputs.forEach((k) => pathSelect.appendChild(option(String(k), nodes[k].name)));
+    pathSelect.addEventListener("change", () => showPaths(pathSelect.value === "" ? null : Number(pathSelect.value)));
+    if (!data.paths.inputs.length) byId("paths-section").hidden = true;
+
+    const list = byId("stage-list");
+    data.stages.forEach((stage) => {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.id = "fold-" + stage.cluster;
+      button.textContent = "Fold " + stage.name;
+      button.setAttribute("aria-pressed", "false");
+      button.addEventListener("click", () => setFold(stage.name, !folds.has(stage.name)));
+      list.appendChild(button);
+    });
+    if (!data.stages.length) byId("stages-section").hidden = true;
+
+    if (data.check) byId("check-info").textContent = data.check.text;
+    else byId("check-section").hidden = true;
+
+    const scrubber = byId("scrubber");
+    scrubber.max = String(T);
+    scrubber.addEventListener("input", () => goTo(Number(scrubber.value)));
+    const click = (id, action) => byId(id).addEventListener("click", action);
+    click("first", () => goTo(0));
+    click("back-stage", () => stageStep(-1));
+    click("back", () => goTo(t - 1));
+    click("play", togglePlay);
+    click("forward", () => goTo(t + 1));
+    click("forward-stage", () => stageStep(1));
+    click("last", () => goTo(T));
+    click("view-toggle", () => setView(view === "full" ? "stages" : "full"));
+    click("zoom-in", () => zoomBy(1.25));
+    click("zoom-out", () => zoomBy(0.8));
+    click("zoom-actual", () => {
+      zoom = null;
+      applyZoom();
+    });
+    click("zoom-fit", fitWindow);
+    click("theme", () => setTheme(document.documentElement.dataset.theme === "dark" ? "light" : "dark"));
+
+    const area = byId("graph-area");
+    area.addEventListener("mouseover", (e) => {
+      const k = nodeOfElement(e.target);
+      if (k !== null) showNode(k);
+    });
+    area.addEventListener("mouseout", (e) => {
+      if (nodeOfElement(e.target) !== null) showNode(pinned !== null ? pinned : currentStep().node);
+    });
+    area.addEventListener("click", (e) => {
+      const k = nodeOfElement(e.target);
+      if (k !== null) pin(pinned === k ? null : k);
+    });
+  }
+
+  const KEYS = {
+    ArrowRight: (e) => (e.shiftKey ? stageStep(1) : goTo(t + 1)),
+    ArrowLeft: (e) => (e.shiftKey ? stageStep(-1) : goTo(t - 1)),
+    PageDown: () => goTo(t + 1),
+    PageUp: () => goTo(t - 1),
+    " ": () => togglePlay(),
+    Home: () => goTo(0),
+    End: () => goTo(T),
+    "+": () => zoomBy(1.25),
+    "=": () => zoomBy(1.25),
+    "-": () => zoomBy(0.8),
+    "0": () => {
+      zoom = null;
+      applyZoom();
+    },
+    Escape: () => pin(null),
+  };
+
+  document.addEventListener("keydown", (e) => {
+    const tag = (e.target.tagName || "").toLowerCase();
+    if (["select", "input", "textarea"].includes(tag) && e.key !== "Escape") return; // the control's own keys
+    if (tag === "button" && (e.key === " " || e.key === "Enter")) return; // pressing the focused button
+    if (e.altKey || e.ctrlKey || e.metaKey) return;
+    const action = KEYS[e.key];
+    if (!action) return;
+    e.preventDefault();
+    action(e);
+  });
+
+  // ---- start --------------------------------------------------------------------------------------
+
+  buildControls();
+  el.forEach((e) => {
+    if (e.value) e.box = e.value.getBBox();
+  });
+  nodes.forEach((_, k) => {
+    created(k, false);
+    showGrad(k, null, "", false);
+  });
+  const dark = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches;
+  setTheme(dark ? "dark" : "light");
+  setView(data.view.full ? data.view.start : "stages");
+  showPaths(data.pathStart);
+  goTo(0);
+})();

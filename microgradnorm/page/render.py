@@ -1,0 +1,224 @@
+"""One self-contained HTML page per graph: Graphviz's SVG, the engine's numbers as JSON, a little script.
+
+The page is a renderer like :mod:`microgradnorm.viz` and uses its layout: the
+DOT of :func:`microgradnorm.viz.to_dot` (with ``ids=True``, so every node and
+edge of the SVG is ``v12``, ``op12``, ``e12_0``...) drawn by Graphviz, inlined
+twice (every node, and one box per stage). The numbers come from
+:mod:`microgradnorm.page.data`; ``page.js`` and ``page.css`` (package data,
+inlined too) only show them. Nothing is fetched: the page opens from file://,
+and its Content-Security-Policy forbids any request.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from string import Template
+from typing import Any
+
+from microgradnorm import viz
+from microgradnorm.engine import Value
+from microgradnorm.norms import NormGraph
+from microgradnorm.page.data import Subject, page_data, subject_of
+
+__all__ = ["NOTEBOOK_LIMIT", "page_html", "repr_html", "to_html"]
+
+SVG_NS = "http://www.w3.org/2000/svg"
+ET.register_namespace("", SVG_NS)
+ET.register_namespace("xlink", "http://www.w3.org/1999/xlink")
+
+NOTEBOOK_LIMIT = viz.LARGE_GRAPH  # drawn nodes up to which a notebook shows the page (above: the SVG alone)
+
+
+@dataclass(frozen=True)
+class _View:
+    """Which drawings the page carries and which it opens with, and why (said on the page)."""
+
+    full: bool  # the drawing of every node is included
+    start: str  # "full" or "stages"
+    note: str
+
+
+def _view(size: int, collapse: bool | None) -> _View:
+    """The size rule of ``microgradnorm graph`` (``collapse`` None), for a page that can switch views;
+    ``collapse=True`` opens with one box per stage, ``False`` with every node whatever the size."""
+    if size > viz.LAYOUT_LIMIT:
+        raise viz.OptionError(
+            "obj", f"the page carries every node's numbers; expected at most {viz.LAYOUT_LIMIT} nodes, got {size}"
+        )
+    if collapse:
+        return _View(size <= viz.LARGE_GRAPH, "stages", "")
+    if collapse is False or size <= viz.FULL_VIEW_LIMIT:
+        return _View(True, "full", "")
+    if size <= viz.LARGE_GRAPH:
+        note = (
+            f"The full graph has {size} nodes, more than {viz.FULL_VIEW_LIMIT}, too many to read at once: "
+            "the page opens with one box per stage. “Every node” shows them all."
+        )
+        return _View(True, "stages", note)
+    note = (
+        f"The full graph has {size} nodes, more than {viz.LARGE_GRAPH}: this page shows one box per stage "
+        "(made with --full, or collapse=False, it would carry every node as well)."
+    )
+    return _View(False, "stages", note)
+
+
+def page_html(
+    obj: Any,
+    *,
+    graph: NormGraph | None = None,
+    title: str | None = None,
+    grad: bool | None = None,
+    collapse: bool | None = None,
+    paths: bool = False,
+    path_input: int | str = 0,
+    **dot_options: Any,
+) -> str:
+    """The page for ``obj`` (a Value, a list of Values, a built norm or its NormGraph) as one HTML string.
+
+    ``grad=False`` shows the forward pass only; otherwise a graph with a scalar
+    root, or a norm whose outputs hold gradients, is stepped backward too (see
+    :func:`microgradnorm.page.data.subject_of`). ``collapse``: True opens with
+    one box per stage, False with every node, None decides by size as the
+    graph command does (and says so on the page). ``paths`` selects the
+    gradient paths into ``path_input`` when the page opens. ``dot_options``
+    (``rankdir``, ``edge_labels``, ``highlight``, ``highlight_mode``) go to
+    :func:`microgradnorm.viz.to_dot`. Raises as ``to_dot`` and ``viz.pipe`` do.
+    """
+    subject = subject_of(obj, graph)
+    if grad is False:
+        subject = Subject(obj, subject.graph, None)
+    d = viz.drawing(subject.obj, subject.graph)
+    view = _view(viz.graph_size(subject.obj, graph=subject.graph), collapse)
+    backward = subject.root is not None
+    dot = {"graph": subject.graph, "title": "", "grad": backward, "ids": True, **dot_options}
+    svg_full = _svg(viz.to_dot(subject.obj, **dot), "full", d) if view.full else ""
+    svg_stages = _svg(viz.to_dot(subject.obj, **{**dot, "collapse": True}), "stages", d)
+    data = page_data(subject, d)
+    data["title"] = title or viz.default_title(d, None, backward) or _plain_title(subject)
+    note = view.note
+    if not backward:
+        note += (" " if note else "") + (
+            "No gradients yet: this page steps through the forward pass only (microgradnorm graph --grad, "
+            "or backward() before to_html, adds the backward pass)."
+        )
+    data["view"] = {"start": view.start, "full": view.full, "note": note}
+    data["pathStart"] = _path_start(d, path_input) if paths else None
+    return _fill(data, svg_full, svg_stages)
+
+
+def _plain_title(subject: Subject) -> str:
+    if isinstance(subject.root, Value):
+        name = subject.root.label or "the root"
+        return f"The graph of {name}: forward, then backward from {name}"
+    return "A computation graph, forward"
+
+
+def _path_start(d: viz.Drawing, which: int | str) -> int | None:
+    """The drawn position of x_i for the paths shown when the page opens."""
+    graph = d.graph
+    if graph is None:
+        raise ValueError("paths: the gradient paths need a built norm (what layer_norm returns, or its .graph)")
+    return d.pos(graph["x"][viz.gradient_paths(d, which).index])
+
+
+def _svg(dot: str, view: str, d: viz.Drawing) -> str:
+    """Graphviz's SVG of ``dot``, made to live inside the page: sized by CSS, classed for the script and the
+    style, with readable tooltips, and no id that the other drawing also has."""
+    root = ET.fromstring(viz.pipe(dot, "svg"))
+    for attr in ("width", "height"):
+        root.attrib.pop(attr, None)
+    root.set("id", f"svg-{view}")
+    root.set("role", "img")
+    root.set("aria-label", "the computation graph, every node" if view == "full" else "the graph, one box per stage")
+    names = _names(d)
+    for g in root.iter(f"{{{SVG_NS}}}g"):
+        _dress(g, view, names)
+    return ET.tostring(root, encoding="unicode")
+
+
+def _names(d: viz.Drawing) -> dict[str, str]:
+    """SVG node id -> the name the page shows in tooltips (``v12`` -> ``xhat[2]``)."""
+    names = {f"v{k}": d.display_name(k) or f"#{k}" for k in range(len(d.order))}
+    names.update({f"op{k}": f"{viz.op_symbol(n.op)} → {names[f'v{k}']}" for k, n in enumerate(d.order) if n.children})
+    return names
+
+
+_TEXT_KINDS = (("grad ", "grad"), ("data ", "data"))
+_ROLES = {"t_": "title", "s_": "stage"}  # SVG id prefix -> class: a stage's title, a stage's collapsed box
+
+
+def _dress(g: ET.Element, view: str, names: dict[str, str]) -> None:
+    """Class one SVG group for the style and the script, and give it a readable tooltip."""
+    gid, kind = g.get("id", ""), g.get("class", "")
+    title = g.find(f"{{{SVG_NS}}}title")
+    if gid == "graph0":
+        g.set("id", f"{view}-graph")
+    elif kind == "node":
+        role = "value" if re.fullmatch(r"v\d+", gid) else "op" if gid.startswith("op") else _ROLES.get(gid[:2], "")
+        g.set("class", f"node {role}")
+        for text in g.iter(f"{{{SVG_NS}}}text"):
+            for prefix, cls in _TEXT_KINDS:
+                if (text.text or "").startswith(prefix):
+                    text.set("class", cls)
+    elif kind == "edge" and title is not None:
+        ends = (title.text or "").split("->")
+        title.text = " → ".join(names.get(e, e) for e in ends)
+        return
+    if title is not None:
+        title.text = names.get(gid, (title.text or "").removeprefix("cluster_").removeprefix("t_").removeprefix("s_"))
+
+
+def _asset(name: str) -> str:
+    return resources.files("microgradnorm.page").joinpath(name).read_text(encoding="utf-8")
+
+
+def _fill(data: dict[str, Any], svg_full: str, svg_stages: str) -> str:
+    """The template with the style, the script, the drawings and the data (safe inside <script>) filled in."""
+    blob = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    return Template(_asset("page.html")).substitute(
+        title=html.escape(data["title"]),
+        note=html.escape(data["view"]["note"]),
+        css=_asset("page.css"),
+        js=_asset("page.js"),
+        data=blob,
+        svg_full=svg_full,
+        svg_stages=svg_stages,
+    )
+
+
+def to_html(obj: Any, path: str | os.PathLike[str], **options: Any) -> Path:
+    """Write the step-through page of ``obj`` to ``path`` (ending in .html); options as :func:`page_html`.
+
+    Raises ValueError for another extension or an unwritable path, and
+    :class:`microgradnorm.viz.GraphvizNotFoundError` without Graphviz.
+    """
+    if Path(path).suffix.lower() != ".html":
+        raise viz.OptionError("output", f"expected a file name ending in .html, got {str(path)!r}")
+    return viz.render(obj, path, **options)
+
+
+def repr_html(obj: Any) -> str | None:
+    """What Jupyter shows for a Value or a built norm: the page, in an iframe of its own.
+
+    None (so Jupyter shows the SVG or the text instead) for a single leaf,
+    without Graphviz, or above :data:`NOTEBOOK_LIMIT` drawn nodes.
+    """
+    if (isinstance(obj, Value) and not obj.children) or not viz.has_dot():
+        return None
+    if viz.graph_size(obj) > NOTEBOOK_LIMIT:
+        return None
+    try:
+        page = page_html(obj)
+    except viz.DrawingError:
+        return None
+    return (
+        f'<iframe srcdoc="{html.escape(page, quote=True)}" title="the graph, step by step" '
+        'style="width: 100%; height: 720px; border: 1px solid #ccc"></iframe>'
+    )

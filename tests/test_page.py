@@ -1,0 +1,343 @@
+"""The step-through page's data and file, without a browser (tests/test_page_browser.py drives one).
+
+The numbers the page carries are checked against the engine itself: the final
+gradients against ``Value.backward()``, every contribution against a replay of
+the chain rule written here in the order backward() documents (reverse creation
+order, children in argument order), the closed forms against the registry's
+formulas, the finite differences against autograd.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import microgradnorm as mgn
+from microgradnorm import cli, viz
+from microgradnorm import tolerances as tol
+from microgradnorm.check import random_problem
+from microgradnorm.engine import local_grads, topological_order
+from microgradnorm.page import data as page_data
+from microgradnorm.page import page_html, repr_html, to_html
+from microgradnorm.registry import get_norm
+
+# The page carries repr(float): a number it shows is the engine's, bit for bit. Compared
+# relatively (an exact 0 must stay exactly 0), at the precision the issue asks for.
+SHOWN_RTOL = 1e-12
+
+
+def shown_equal(shown: str, engine: float) -> bool:
+    return abs(float(shown) - engine) <= SHOWN_RTOL * abs(engine)
+
+
+def problem(norm: str = "layernorm", shape: tuple[int, ...] = (4,), backward: bool = True, seed: int = 0):
+    spec = get_norm(norm)
+    x, gamma, beta, dy = random_problem(spec, shape, seed)
+    graph = spec.build_graph(x, gamma, beta, 1e-5)
+    if backward:
+        graph.loss(dy.tolist()).backward()
+    return graph, dy
+
+
+def data_of(obj, graph=None) -> dict:
+    subject = page_data.subject_of(obj, graph)
+    return page_data.page_data(subject, viz.drawing(subject.obj, subject.graph))
+
+
+def embedded_data(page: str) -> dict:
+    m = re.search(r'<script type="application/json" id="graph-data">(.*?)</script>', page, re.S)
+    assert m, "the page carries its data"
+    return json.loads(m.group(1).replace("<\\/", "</"))
+
+
+def replay(root: mgn.Value) -> list[tuple[int, int, float]]:
+    """(child id, op id, child's grad after it) for every contribution, as backward() documents its order."""
+    order = sorted(topological_order(root), key=lambda n: n.id, reverse=True)
+    grads = {id(n): 0.0 for n in order}
+    grads[id(root)] = 1.0
+    out = []
+    for node in order:
+        for child, d in zip(node.children, local_grads(node)):
+            grads[id(child)] += d * grads[id(node)]
+            out.append((child.id, node.id, grads[id(child)]))
+    return out
+
+
+# ---- the data ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("norm,shape", [("layernorm", (4,)), ("batchnorm", (3, 2)), ("rmsnorm", (2, 3))])
+def test_every_contribution_and_final_gradient_is_the_engines(norm, shape):
+    graph, dy = problem(norm, shape, backward=False)
+    loss = graph.loss(dy.tolist())
+    data = data_of(loss, graph)
+    d = viz.drawing(loss, graph)
+    expected = replay(loss)
+    assert len(data["backward"]) == len(expected)
+    for c, (child_id, op_id, total) in zip(data["backward"], expected):
+        assert (d.order[c["into"]].id, d.order[c["from"]].id) == (child_id, op_id)
+        assert shown_equal(c["total"], total)
+    loss.backward()  # the engine's own pass, after the page was made
+    for k, node in enumerate(d.order):
+        assert shown_equal(data["nodes"][k]["grad"], node.grad), data["nodes"][k]["name"]
+
+
+def test_k_of_m_counts_the_edges_into_a_node_and_ends_at_m():
+    graph, dy = problem(backward=False)
+    loss = graph.loss(dy.tolist())
+    data = data_of(loss, graph)
+    d = viz.drawing(loss, graph)
+    uses = {k: 0 for k in range(len(d.order))}  # edges out of each node, counted from the graph
+    for node in d.order:
+        for child in node.children:
+            uses[d.pos(child)] += 1
+    seen = {k: 0 for k in uses}
+    for c in data["backward"]:
+        seen[c["into"]] += 1
+        assert (c["k"], c["m"]) == (seen[c["into"]], uses[c["into"]])
+        assert c["text"].endswith(f"({c['k']}/{c['m']})")
+    assert seen == uses
+    assert [n["m"] for n in data["nodes"]] == [uses[k] for k in range(len(d.order))]
+    mean = d.pos(graph["mean"][0])
+    assert uses[mean] == 4  # one edge into each xshift_i = x_i - mean
+
+
+def test_nodes_come_in_creation_order_with_their_forward_formula_and_local_derivatives():
+    graph, _ = problem()
+    data = data_of(graph)
+    d = viz.drawing(page_data.subject_of(graph).obj, graph)
+    assert [n.id for n in d.order] == sorted(n.id for n in d.order)
+    names = [n["name"] for n in data["nodes"]]
+    xhat1 = names.index("xhat[1]")
+    node = data["nodes"][xhat1]
+    assert node["forward"] == "xhat[1] = xshift[1] × rstd"
+    rstd, xshift1 = graph["rstd"][0].data, graph["xshift"][1].data
+    texts = [p["text"] for p in node["partials"]]
+    assert texts == [
+        f"∂xhat[1]/∂xshift[1] = rstd = {viz.num(rstd)}",
+        f"∂xhat[1]/∂rstd = xshift[1] = {viz.num(xshift1)}",
+    ]
+    assert [float(p["value"]) for p in node["partials"]] == [rstd, xshift1]
+    std = data["nodes"][names.index("std")]
+    assert std["partials"][0]["text"].startswith("∂std/∂var+eps = 1/(2·std) = ")
+    assert float(std["partials"][0]["value"]) == 0.5 / graph["std"][0].data
+
+
+def test_the_check_is_the_closed_form_and_a_finite_difference_that_agree_with_autograd():
+    graph, dy = problem(shape=(5,))
+    data = data_of(graph)
+    spec = get_norm("layernorm")
+    x = np.array([v.data for v in graph["x"]])
+    gamma = np.array([v.data for v in graph["gamma"]])
+    beta = np.array([v.data for v in graph["beta"]])
+    closed = spec.node_grads(x, gamma, beta, 1e-5, dy)
+    names = [n["name"] for n in data["nodes"]]
+    for name in ("x", "xhat", "rstd", "mean", "gamma"):
+        want = np.ravel(closed[name])
+        for k, value in enumerate(graph[name]):
+            row = data["nodes"][names.index(graph.index_label(name, k))]
+            assert float(row["check"]["closed"]) == pytest.approx(
+                want[k], rel=tol.CLOSED_FORM_RTOL, abs=tol.CLOSED_FORM_ATOL
+            )
+            fd, auto = float(row["check"]["fd"]), value.grad
+            assert abs(fd - auto) <= tol.FD_ATOL + tol.FD_RTOL * max(abs(v.grad) for v in graph[name])
+    assert data["check"]["ok"] is True and "agree" in data["check"]["text"]
+
+
+def test_the_paths_into_each_input_add_up_to_its_gradient():
+    graph, _ = problem(shape=(2, 3))
+    data = data_of(graph)
+    assert len(data["paths"]["inputs"]) == 6
+    for k, info in data["paths"]["byNode"].items():
+        x = data["nodes"][int(k)]
+        amounts = [float(p["amount"]) for p in info["paths"]]
+        scale = max(abs(a) for a in amounts)  # the three terms cancel: compare at their size
+        assert abs(sum(amounts) - float(x["grad"])) <= tol.CLOSED_FORM_ATOL + tol.CLOSED_FORM_RTOL * scale
+        assert [p["key"] for p in info["paths"]] == ["direct", "mean", "var"]
+        assert all(re.fullmatch(r"e\d+_\d+|o\d+", e) for p in info["paths"] for e in p["edges"])
+
+
+def test_making_a_page_leaves_the_learners_gradients_as_they_were():
+    graph, dy = problem(backward=False)
+    loss = graph.loss(dy.tolist())
+    loss.backward()
+    loss.backward()  # accumulated twice, as a learner may have done
+    before = [v.grad for v in topological_order(loss)]
+    data = data_of(loss, graph)
+    assert [v.grad for v in topological_order(loss)] == before
+    assert float(data["nodes"][-1]["grad"]) == 1.0  # the page shows one backward pass from loss.grad = 1
+
+
+def test_a_norm_without_gradients_is_shown_forward_only_and_a_plain_value_graph_works():
+    graph, _ = problem(backward=False)
+    data = data_of(graph)
+    assert data["backward"] == [] and data["seed"] is None and data["check"] is None
+    a, b = mgn.Value(2.0, label="a"), mgn.Value(-3.0, label="b")
+    c = a * b + a
+    c.label = "c"
+    data = data_of(c)
+    assert [n["name"] for n in data["nodes"]][:2] == ["a", "b"]
+    assert data["paths"]["inputs"] == [] and data["check"] is None
+    final = {n["name"]: float(n["grad"]) for n in data["nodes"] if n["name"] in ("a", "b")}
+    assert final == {"a": -3.0 + 1.0, "b": 2.0}  # dc/da = b + 1, dc/db = a
+
+
+def test_a_root_that_is_not_the_loss_is_not_checked_against_the_loss_formulas():
+    graph, _ = problem(backward=False)
+    root = graph["xhat"][0]  # upstream of y: a check built on dy = y.grad would not apply
+    data = data_of(root, graph)
+    assert data["check"] is None
+    assert float(data["nodes"][-1]["grad"]) == 1.0
+
+
+# ---- the file --------------------------------------------------------------------------------------
+
+
+def test_the_page_is_one_file_that_fetches_nothing(needs_dot, tmp_path):
+    graph, _ = problem()
+    path = to_html(graph, tmp_path / "ln.html")
+    page = path.read_text(encoding="utf-8")
+    assert "default-src 'none'" in page  # the browser itself refuses any request
+    urls = set(re.findall(r"https?://[^\s\"'<>)]+", page))
+    assert urls <= {"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}  # XML namespaces, never fetched
+    assert not re.search(r"<(script|link|img|iframe)[^>]*\s(src|href)=", page)
+    assert len(re.findall(r'<svg [^>]*id="svg-(full|stages)"', page)) == 2 and 'id="v0"' in page
+    data = embedded_data(page)
+    assert data["view"]["start"] == "full" and data["title"].startswith("LayerNorm of x [4]")
+
+
+def test_to_html_wants_an_html_name_and_render_writes_one_for_that_extension(needs_dot, tmp_path):
+    graph, _ = problem()
+    with pytest.raises(viz.OptionError, match=r"output: expected a file name ending in \.html, got .*ln\.svg"):
+        to_html(graph, tmp_path / "ln.svg")
+    assert viz.render(graph, tmp_path / "ln.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_a_graph_too_large_to_read_opens_collapsed_and_says_so(needs_dot):
+    graph, _ = problem(shape=(24,))  # 329 nodes drawn, 347 with the loss
+    data = embedded_data(page_html(graph))
+    assert data["view"]["start"] == "stages" and data["view"]["full"] is True
+    assert "too many to read" in data["view"]["note"]
+    assert embedded_data(page_html(graph, collapse=False))["view"] == {"start": "full", "full": True, "note": ""}
+
+
+def test_a_graph_too_large_to_lay_out_quickly_carries_the_stage_view_only(needs_dot):
+    graph, _ = problem(shape=(120,), backward=False)
+    page = page_html(graph)
+    data = embedded_data(page)
+    assert viz.graph_size(graph) > viz.LARGE_GRAPH
+    assert data["view"]["full"] is False and 'id="svg-full"' not in page
+    assert "forward pass only" in data["view"]["note"]
+
+
+def test_jupyter_shows_the_page_in_an_iframe(needs_dot):
+    y = mgn.layer_norm([1.0, 2.0, 4.0])
+    shown = y._repr_html_()
+    assert shown.startswith("<iframe srcdoc=") and "&lt;!DOCTYPE html&gt;" in shown
+    assert mgn.Value(1.5)._repr_html_() is None  # a single number is shown as text
+
+
+def test_jupyter_falls_back_without_dot(empty_path):
+    assert repr_html(mgn.layer_norm([1.0, 2.0, 4.0])) is None
+
+
+# ---- the command ------------------------------------------------------------------------------------
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        code = cli.main(list(argv))
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_graph_html_writes_the_page_with_every_option(needs_dot, capsys, tmp_path):
+    out = tmp_path / "ln.html"
+    argv = ["graph", "layernorm", "--dim", "4", "--grad", "--html", "--paths", "--index", "2", "--rankdir", "TB"]
+    code, stdout, err = run(capsys, *argv, "--highlight", "rstd", "--edge-labels", "--eps", "0.1", "-o", str(out))
+    assert (code, err) == (0, "")
+    assert f"wrote {out} (step-through page, full view" in stdout
+    page = out.read_text(encoding="utf-8")
+    data = embedded_data(page)
+    assert data["nodes"][data["pathStart"]]["name"] == "x[2]"
+    assert "eps = 0.1" in data["title"] and "rankdir=TB" not in page
+    assert viz.HIGHLIGHT in page  # --highlight reached the drawing
+    assert len(data["backward"]) > 0
+
+
+def test_an_html_output_name_alone_selects_the_page(needs_dot, capsys, tmp_path):
+    code, _, _ = run(capsys, "graph", "rmsnorm", "--dim", "3", "-o", str(tmp_path / "r.html"))
+    assert code == 0
+    data = embedded_data((tmp_path / "r.html").read_text(encoding="utf-8"))
+    assert data["backward"] == [] and "without" not in data["title"]
+
+
+@pytest.mark.parametrize(
+    "argv,expected",
+    [
+        (["--html", "-o", "{tmp}/g.svg"], "argument --html: expected -o to name a file ending in .html"),
+        (["--dim", "600", "-o", "{tmp}/g.html"], "at most 512 entries, got 600"),
+    ],
+)
+def test_graph_html_bad_arguments_are_one_line_errors(capsys, tmp_path, argv, expected):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    code, _, err = run(capsys, "graph", "layernorm", *argv)
+    assert code == 2 and expected in err and len(err.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_graph_html_without_dot_writes_the_dot_source(capsys, tmp_path, empty_path):
+    code, _, err = run(capsys, "graph", "layernorm", "--grad", "-o", str(tmp_path / "ln.html"))
+    assert code == 1 and "install Graphviz" in err
+    assert (tmp_path / "ln.dot").read_text(encoding="utf-8").startswith(viz.DOT_HEADER)
+    assert not (tmp_path / "ln.html").exists()
+
+
+def test_the_page_assets_ship_inside_the_package():
+    from importlib import resources
+
+    files = {p.name for p in resources.files("microgradnorm.page").iterdir()}
+    assert {"page.html", "page.js", "page.css"} <= files
+
+
+def test_importing_the_package_does_not_import_the_page():
+    code = "import sys, microgradnorm; print('microgradnorm.page' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False"]
+
+
+def test_a_contribution_line_reads_as_the_lesson_tables_do():
+    graph, dy = problem()
+    data = data_of(graph)
+    first = data["backward"][0]  # L = Σ y·dy sends dy[0] into y[0] first: local derivative dy[0], L.grad = 1
+    assert data["nodes"][first["into"]]["name"] == "y[0]"
+    assert first["text"] == f"y[0].grad += {viz.num(dy[0])} × 1 = {viz.num(dy[0])} (1/1)"
+    assert float(first["total"]) == dy[0]
+    assert first["why"] == f"∂loss/∂y[0] = dy[0] = {viz.num(dy[0])}; loss.grad = 1"
+
+
+def test_the_lesson_g_key_writes_the_page_beside_the_svg(needs_dot, tmp_path):
+    from microgradnorm.lessons.runner import draw_graph
+
+    graph, _ = problem(shape=(3,))
+    message = draw_graph(graph, tmp_path / "03-step02.svg")
+    page = tmp_path / "03-step02.html"
+    assert (tmp_path / "03-step02.svg").is_file() and page.is_file()
+    assert f"open {page} in a browser" in message
+    assert len(embedded_data(page.read_text(encoding="utf-8"))["backward"]) > 0
+
+
+def test_the_lesson_g_key_without_dot_writes_the_dot_source_only(tmp_path, empty_path):
+    from microgradnorm.lessons.runner import draw_graph
+
+    graph, _ = problem(shape=(3,))
+    message = draw_graph(graph, tmp_path / "03-step02.svg")
+    assert "DOT source" in message and (tmp_path / "03-step02.dot").is_file()
+    assert not (tmp_path / "03-step02.html").exists()
