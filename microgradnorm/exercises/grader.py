@@ -183,7 +183,7 @@ def _conclude(out: GradeResult, run: ChildRun, cases: list[Case], timeout: float
         out.rows = [CheckRow("ran", False, say("row_no_result"))]
         return
     try:
-        message, arrays = wire.decode(run.result)
+        message, arrays = wire.decode(bytes(run.result))
         calls, error = _checked(message)
     except wire.WireError as exc:
         out.status, out.summary = "crashed", say("unreadable_result", why=str(exc))

@@ -126,6 +126,8 @@ def _index(idx: tuple[int, ...]) -> str:
 
 def _type_problem(name: str, desc: dict[str, Any], got: np.ndarray | None, expected: np.ndarray) -> str | None:
     kind, want = desc.get("kind"), say("type_want", shape=tuple(expected.shape))
+    if kind == "missing":
+        return say("type_missing", name=name, want=want)
     if kind == "none":
         return say("type_none", name=name, want=want)
     if kind == "list":

@@ -415,6 +415,7 @@ SAYINGS: dict[str, str] = {
     "call_b": "the second input",
     "call_a2": "the first input, called again",
     # the types and shapes of a returned value
+    "type_missing": "`{name}` did not come back from your code. Expected {want}.",
     "type_none": "`{name}` is None: a `return` is missing? Expected {want}.",
     "type_list": (
         "`{name}` is a Python {type}, not an array: build it with NumPy operations, or wrap it in "

@@ -56,7 +56,7 @@ SUPERVISOR_GRACE = 15.0  # seconds the supervisor gets to clean up after being t
 class ChildRun:
     """What came back from one run of the child."""
 
-    result: bytes = b""
+    result: bytearray = field(default_factory=bytearray)
     printed: bytes = b""
     printed_total: int = 0
     returncode: int | None = None  # None: stopped before it exited
@@ -170,7 +170,7 @@ class _Collector:
             del self.readers[fd]
             return
         if which == "result":
-            self.run.result += data
+            self.run.result.extend(data)
             self.run.too_large = len(self.run.result) > RESULT_LIMIT
         elif which == "printed":
             self.run.printed = (self.run.printed + data)[-PRINTED_KEEP:]
