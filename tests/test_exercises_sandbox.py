@@ -237,7 +237,8 @@ def _loads_global(fn) -> list[str]:
 def test_the_hook_looks_up_no_global_or_builtin_name():
     """So that patching builtins, os.path or the sandbox module changes nothing it decides."""
     hook = sandbox.make_hook(sandbox.Policy("exercise 1", "NumPy", ("/usr/lib/python3",)))
-    for fn in (hook, sandbox._path_ok, sandbox._import_message, sandbox._refusal):
+    helpers = (sandbox._path_ok, sandbox._canonical, sandbox._plainly_below, sandbox._import_message, sandbox._refusal)
+    for fn in (hook, sandbox._on_open, sandbox._on_import, sandbox._on_attribute, *helpers):
         assert _loads_global(fn) == [], fn.__name__
         assert not fn.__code__.co_freevars, fn.__name__
 

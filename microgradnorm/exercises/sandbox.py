@@ -99,6 +99,7 @@ _SPECIAL_FILES = ("/dev/null", "/dev/urandom")
 _PACKAGES = ("site-packages", "dist-packages")
 _DEFAULTS_ATTRIBUTES = frozenset({"__defaults__", "__kwdefaults__"})
 _WRITTEN_ATTRIBUTES = frozenset({"__defaults__", "__kwdefaults__", "__code__"})
+_ATTRIBUTE_EVENTS = frozenset({"object.__getattr__", "object.__setattr__", "object.__delattr__"})
 
 
 def default_readable(numpy_dir: str) -> tuple[str, ...]:
@@ -107,56 +108,67 @@ def default_readable(numpy_dir: str) -> tuple[str, ...]:
     return tuple(sorted({os.path.normpath(d) for d in dirs} | {os.path.realpath(d) for d in dirs}))
 
 
-def _path_ok(
-    value: Any,
-    readable: tuple[str, ...],
-    _type: Any = type,
-    _str: Any = str,
-    _bytes: Any = bytes,
-    _len: Any = len,
-    _lstat: Any = os.lstat,
-    _oserror: Any = OSError,
-    _special: tuple[str, ...] = _SPECIAL_FILES,
-    _packages: tuple[str, ...] = _PACKAGES,
-) -> bool:
-    """Whether a file (or directory) named by an open or list event may be read.
+def _canonical(value: Any, _type: Any = type, _str: Any = str, _bytes: Any = bytes) -> str | None:
+    """An exact str or bytes absolute path without '.' or '..' parts, as '/a/b'; None for anything else.
 
-    Only an exact str or bytes absolute path, with no '.' or '..' part, inside a
-    readable directory, not inside a site-packages below it, and with no
-    symbolic link between that directory and the file. No global or builtin
-    name is looked up here: every one is a default argument.
+    No global or builtin name is looked up here (nor in the other helpers of
+    the hook): every one is a default argument, bound when the module loads.
     """
     if _type(value) is _bytes:
         value = _bytes.decode(value, "utf-8", "surrogateescape")
     if _type(value) is not _str or not _str.startswith(value, "/"):
-        return False
-    if value in _special:
-        return True
+        return None
     parts = []
     for part in _str.split(value, "/"):
         if part == ".." or part == ".":
-            return False
+            return None
         if part:
             parts.append(part)
-    path = "/" + "/".join(parts)
-    for base in readable:
-        if path != base and not _str.startswith(path, base + "/"):
+    return "/" + "/".join(parts)
+
+
+def _plainly_below(
+    path: str,
+    base: str,
+    _str: Any = str,
+    _len: Any = len,
+    _lstat: Any = os.lstat,
+    _oserror: Any = OSError,
+    _packages: tuple[str, ...] = _PACKAGES,
+) -> bool:
+    """``path`` is ``base`` or inside it, through no site-packages and no symbolic link."""
+    if path != base and not _str.startswith(path, base + "/"):
+        return False
+    current = base
+    for part in _str.split(path[_len(base) :], "/"):
+        if not part:
             continue
-        below, current, ok = _str.split(path[_len(base) :], "/"), base, True
-        for part in below:
-            if not part:
-                continue
-            if part in _packages:
-                ok = False
-                break
-            current = current + "/" + part
-            try:
-                if (_lstat(current).st_mode & 0o170000) == 0o120000:  # a symbolic link
-                    ok = False
-                    break
-            except _oserror:  # not there: opening it will fail by itself
-                break
-        if ok:
+        if part in _packages:
+            return False
+        current = current + "/" + part
+        try:
+            if (_lstat(current).st_mode & 0o170000) == 0o120000:  # a symbolic link
+                return False
+        except _oserror:  # not there: opening it will fail by itself
+            return True
+    return True
+
+
+def _path_ok(
+    value: Any,
+    readable: tuple[str, ...],
+    _canonical: Any = _canonical,
+    _below: Any = _plainly_below,
+    _special: tuple[str, ...] = _SPECIAL_FILES,
+) -> bool:
+    """Whether a file or directory named by an open or list event may be read: inside a readable directory."""
+    path = _canonical(value)
+    if path is None:
+        return False
+    if path in _special:
+        return True
+    for base in readable:
+        if _below(path, base):
             return True
     return False
 
@@ -194,6 +206,63 @@ _GROUPS = (
 )
 
 
+def _on_open(
+    args: tuple[Any, ...],
+    readable: tuple[str, ...],
+    _type: Any = type,
+    _str: Any = str,
+    _int: Any = int,
+    _path_ok: Any = _path_ok,
+    _refused: Any = Refused,
+    _write_modes: frozenset[str] = _WRITE_MODES,
+    _write_flags: int = _WRITE_FLAGS,
+) -> None:
+    path, mode, flags = args[0], args[1], args[2]
+    if _type(path) is _int and 0 <= path <= 2:  # stdin, stdout, stderr
+        return
+    if (_type(mode) is _str and not _write_modes.isdisjoint(mode)) or (_type(flags) is _int and flags & _write_flags):
+        raise _refused(f"your code may not write files while it is graded (it tried to open {path!r} to write)")
+    if not _path_ok(path, readable):
+        raise _refused(f"your code may not open {path!r} while it is graded: it needs no file, only its arguments")
+
+
+def _on_import(
+    args: tuple[Any, ...],
+    readable: tuple[str, ...],
+    exercise: str,
+    uses: str,
+    _type: Any = type,
+    _str: Any = str,
+    _stdlib: frozenset[str] = frozenset(sys.stdlib_module_names),
+    _denied: frozenset[str] = _DENIED_STDLIB,
+    _path_ok: Any = _path_ok,
+    _message: Any = _import_message,
+    _refused_import: Any = RefusedImport,
+) -> None:
+    name, filename = args[0], args[1]
+    if _type(name) is not _str:
+        raise _refused_import("an import by a name that is not a plain string is refused while grading")
+    top = _str.partition(name, ".")[0]
+    allowed = top == "numpy" or (top in _stdlib and top not in _denied)
+    if not allowed or (filename is not None and not _path_ok(filename, readable)):
+        raise _refused_import(_message(name, exercise, uses), name=name)
+
+
+def _on_attribute(
+    event: str,
+    args: tuple[Any, ...],
+    _type: Any = type,
+    _str: Any = str,
+    _read: frozenset[str] = _DEFAULTS_ATTRIBUTES,
+    _written: frozenset[str] = _WRITTEN_ATTRIBUTES,
+    _refused: Any = Refused,
+) -> None:
+    """A function's defaults may not be read, nor its defaults or code replaced (the hook's helpers live there)."""
+    names = _read if event == "object.__getattr__" else _written
+    if _type(args[1]) is _str and args[1] in names:
+        raise _refused(f"your code may not touch {args[1]} while it is graded")
+
+
 def make_hook(policy: Policy) -> Callable[[str, tuple[Any, ...]], None]:
     """The audit hook for ``policy``: everything it uses is bound now, as default arguments."""
 
@@ -203,51 +272,25 @@ def make_hook(policy: Policy) -> Callable[[str, tuple[Any, ...]], None]:
         _readable: tuple[str, ...] = policy.readable,
         _exercise: str = policy.exercise,
         _uses: str = policy.uses,
-        _stdlib: frozenset[str] = frozenset(sys.stdlib_module_names),
-        _denied: frozenset[str] = _DENIED_STDLIB,
+        _on_open: Any = _on_open,
+        _on_import: Any = _on_import,
+        _on_attribute: Any = _on_attribute,
         _path_ok: Any = _path_ok,
-        _message: Any = _import_message,
         _refusal: Any = _refusal,
         _groups: Any = _GROUPS,
         _prefixes: tuple[str, ...] = _REFUSED_PREFIXES,
         _refused: Any = Refused,
-        _refused_import: Any = RefusedImport,
-        _type: Any = type,
-        _str: Any = str,
-        _int: Any = int,
-        _write_modes: frozenset[str] = _WRITE_MODES,
-        _write_flags: int = _WRITE_FLAGS,
-        _defaults: frozenset[str] = _DEFAULTS_ATTRIBUTES,
-        _written: frozenset[str] = _WRITTEN_ATTRIBUTES,
+        _attribute_events: frozenset[str] = _ATTRIBUTE_EVENTS,
     ) -> None:
         if event == "open":
-            path, mode, flags = args[0], args[1], args[2]
-            if _type(path) is _int and 0 <= path <= 2:  # stdin, stdout, stderr
-                return
-            writes = (_type(mode) is _str and not _write_modes.isdisjoint(mode)) or (
-                _type(flags) is _int and flags & _write_flags
-            )
-            if writes:
-                raise _refused(f"your code may not write files while it is graded (it tried to open {path!r} to write)")
-            if not _path_ok(path, _readable):
-                raise _refused(
-                    f"your code may not open {path!r} while it is graded: it needs no file, only its arguments"
-                )
+            _on_open(args, _readable)
         elif event == "import":
-            name, filename = args[0], args[1]
-            if _type(name) is not _str:
-                raise _refused_import("an import by a name that is not a plain string is refused while grading")
-            top = _str.partition(name, ".")[0]
-            allowed = top == "numpy" or (top in _stdlib and top not in _denied)
-            if not allowed or (filename is not None and not _path_ok(filename, _readable)):
-                raise _refused_import(_message(name, _exercise, _uses), name=name)
+            _on_import(args, _readable, _exercise, _uses)
+        elif event in _attribute_events:
+            _on_attribute(event, args)
         elif event == "os.listdir" or event == "os.scandir":
             if args and args[0] is not None and not _path_ok(args[0], _readable):
                 raise _refused(f"your code may not list {args[0]!r} while it is graded")
-        elif event == "object.__getattr__" or event == "object.__setattr__" or event == "object.__delattr__":
-            names = _defaults if event == "object.__getattr__" else _written
-            if _type(args[1]) is _str and args[1] in names:
-                raise _refused(f"your code may not touch {args[1]} while it is graded")
         elif event == "mmap.__new__" and args and args[0] != -1:
             raise _refused("your code may not map files into memory while it is graded")
         else:

@@ -20,7 +20,8 @@ call gets a state (count, mean, m2) that already sums up values your function
 never sees. Update the state you are given; keeping the values yourself (and
 calling np.var on them) cannot work.
 
-While it is graded, your code may use NumPy and the Python standard library, nothing else.
+While it is graded, your code may use NumPy and the Python standard library,
+nothing else.
 
 Try it:  python 10_stable_variance.py
 Grade:   microgradnorm exercise check 10

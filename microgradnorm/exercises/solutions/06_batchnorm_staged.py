@@ -18,7 +18,8 @@ variance reach x a second time, through the mean, and ends up with a factor
 -(2/m) times the sum of the deviations x_j - mean, which is 0. Check your dx
 against a finite difference before you trust it.
 
-While it is graded, your code may use NumPy and the Python standard library, nothing else.
+While it is graded, your code may use NumPy and the Python standard library,
+nothing else.
 
 Try it:  python 06_batchnorm_staged.py
 Grade:   microgradnorm exercise check 6
