@@ -254,11 +254,8 @@ def check_second(ev: Evidence) -> Verdict:
     if not wrong:
         return Verdict([CheckRow("second input", True, second)])
     row = CheckRow("second input", False, say("row_second_wrong", second=second, names=", ".join(wrong)))
-    first_ok = not any(
-        g is not None and not _value_ok(ev.cases[0], o.name, g)
-        for o in ev.problem.outputs
-        for g in [ev.usable("a", o.name)]
-    )
+    first = ((o.name, ev.usable("a", o.name)) for o in ev.problem.outputs)
+    first_ok = all(_value_ok(ev.cases[0], n, g) for n, g in first if g is not None)
     name = wrong[0]
     return Verdict([row], lambda: explain_value(ev.problem, case, name, ev.usable("b", name), first_ok=first_ok))  # type: ignore[arg-type]
 

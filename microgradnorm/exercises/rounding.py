@@ -35,9 +35,10 @@ __all__ = ["ESTIMATE_RTOL", "SAFETY", "UNIT_ROUNDOFF", "relative_error", "tolera
 UNIT_ROUNDOFF = 2.0**-53  # float64: the largest relative change one rounding makes
 SAFETY = 8.0  # different sound orders of operations round differently: room for that
 STEP = 2.0**-20  # relative step of the differences that estimate the sensitivities
-# an answer this close (normwise, relative) to the right one, but outside the rounding bound,
-# is an estimate (finite differences) or a computation in lower precision, not a wrong formula
-ESTIMATE_RTOL = 1e-3
+# an answer this close (normwise, relative) to the right one, but outside the rounding bound, is an
+# estimate (finite differences: 1e-10 to 1e-5) or a step in float32 (about 1e-7), not a wrong formula;
+# a wrong formula on these inputs is off by far more (eps = 1e-3 misplaced: about 1e-4)
+ESTIMATE_RTOL = 1e-5
 
 Solve = Callable[[dict[str, Any]], dict[str, np.ndarray]]
 
