@@ -248,15 +248,25 @@ class _NoCtypes:
             raise ImportError("ctypes is kept out of the process that runs learner code")
 
 
+# Python 3.10's platform module (which NumPy imports) imports subprocess at its top and uses it only in
+# functions NumPy does not call while loading: it gets an empty module instead, dropped once NumPy is in.
+_STAND_INS = ("subprocess",)
+
+
 def _import_numpy(parent: str) -> Any:
     blocker = _NoCtypes()
     sys.meta_path.insert(0, blocker)  # type: ignore[arg-type]
+    stand_ins = [name for name in _STAND_INS if name not in sys.modules]
+    for name in stand_ins:
+        sys.modules[name] = types.ModuleType(name, "an empty stand-in while NumPy loads")
     sys.path.append(parent)
     try:
         import numpy
     finally:
         sys.path.remove(parent)
         sys.meta_path.remove(blocker)  # type: ignore[arg-type]
+        for name in stand_ins:
+            del sys.modules[name]
     return numpy
 
 
