@@ -266,3 +266,32 @@ def test_paths_are_checked_as_text_and_links_below_an_allowed_directory_are_refu
 
     assert not ok(Sneaky("/etc/passwd"), readable)
     assert ok("/dev/null", readable)
+
+
+# ---- what the child sends back is judged, never believed -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"calls": {"a": {"mul_da": {"kind": "array", "dtype": "float64", "shape": [2**30] * 40}}}, "error": None},
+        {"calls": {"a": "not a dict", "b": [], "a2": None}, "error": None},
+        {"calls": {}, "error": {"kind": "x" * 10_000, "frames": "nope", "message": 5}},
+        {"calls": {"a": {"mul_da": {"kind": "array", "dtype": "float64", "shape": [5]}}}, "error": None},
+    ],
+    ids=["absurd-shape", "wrong-types", "strange-error", "claims-without-arrays"],
+)
+def test_a_forged_result_is_a_clear_failure(message):
+    from microgradnorm.exercises.catalog import get_exercise
+    from microgradnorm.exercises.grader import GradeResult, _conclude
+    from microgradnorm.exercises.problems import get_problem
+    from microgradnorm.exercises.process import ChildRun
+
+    ex = get_exercise(1)
+    rng = np.random.default_rng(0)
+    cases = [get_problem(ex.name).make_case(rng, False), get_problem(ex.name).make_case(rng, True)]
+    run = ChildRun(result=bytearray(wire.encode(message, {})))
+    out = GradeResult(ex, Path("forged.py"), False, "failed", "", 0)
+    _conclude(out, run, cases, timeout=5.0, memory_mb=512)
+    assert not out.passed and out.summary
+    assert len(out.summary) < 2000 and all(len(r.detail) < 2000 for r in out.rows)
