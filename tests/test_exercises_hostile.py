@@ -14,7 +14,6 @@ from __future__ import annotations
 import io
 import os
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -254,12 +253,12 @@ def results(tmp_path_factory):
     def refuse(*args, **kwargs):
         raise AssertionError("the grader made a temporary file or folder")
 
-    started = time.monotonic()
+    seconds: dict[str, float] = {}
     with pytest.MonkeyPatch.context() as mp:
         for name in ("mkdtemp", "mkstemp", "TemporaryDirectory", "NamedTemporaryFile", "TemporaryFile"):
             mp.setattr(tempfile, name, refuse)
-        graded = grade_all(subs)
-    return graded, time.monotonic() - started
+        graded = grade_all(subs, seconds)
+    return graded, seconds
 
 
 def test_every_class_is_attacked_twice_and_every_exercise_once():
@@ -279,10 +278,11 @@ def test_an_attack_ends_as_a_clear_failure(results, attack):
     assert "Traceback" not in result.summary
 
 
-def test_the_attacks_end_within_their_time_limit(results):
-    _, elapsed = results
-    budget = len(ATTACKS) * (TIMEOUT + SLACK)  # far more than needed; a hang would take forever
-    assert elapsed < budget
+def test_each_attack_ends_within_its_time_limit(results):
+    """The limit, plus the slack a loaded machine needs to start Python and NumPy and to clean up."""
+    _, seconds = results
+    slow = {k: round(v, 1) for k, v in seconds.items() if v > TIMEOUT + SLACK}
+    assert slow == {}
 
 
 def test_no_attack_leaves_a_process_running(results):

@@ -248,7 +248,7 @@ def check_second(ev: Evidence) -> Verdict:
     present = [(o.name, ev.usable("b", o.name)) for o in ev.problem.outputs]
     present = [(n, g) for n, g in present if g is not None]
     if not present:
-        return Verdict([CheckRow("second input", None, "not compared")])
+        return Verdict([CheckRow("second input", None, say("row_not_compared"))])
     wrong = [n for n, g in present if not _value_ok(case, n, g)]
     second = case.label.split(": ", 1)[1]
     if not wrong:
