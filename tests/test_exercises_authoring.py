@@ -1,25 +1,38 @@
-"""Authoring tests: every scaffold fails the grader as shipped, every reference solution passes.
+"""Authoring tests: every scaffold fails the grader as shipped, every reference solution passes,
+and so does a second, independent right answer to each exercise (tests/exercise_answers/).
 
 Also: the catalog, the package data and the grading code cover the same
 exercises, scaffolds are exactly their solutions with the marked regions
-emptied, and every file runs on its own.
+emptied, each file says what it may use, and every file runs on its own.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from microgradnorm.exercises import catalog
 from microgradnorm.exercises.catalog import EXERCISES, derive_scaffold, get_exercise, hints
-from microgradnorm.exercises.grader import grade
+from microgradnorm.exercises.drivers import DRIVERS
 from microgradnorm.exercises.problems import PROBLEMS
-from microgradnorm.exercises.runner import DRIVERS
+from tests.grading import ANSWERS, Submission, grade_all
 
 IDS = [ex.name for ex in EXERCISES]
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+@pytest.fixture(scope="module")
+def graded():
+    """Every scaffold, every reference solution (on two fresh seeds) and every independent answer, graded."""
+    subs = [Submission(f"scaffold-{ex.name}", ex.number, ex.scaffold) for ex in EXERCISES]
+    subs += [Submission(f"solution-{ex.name}-{i}", ex.number, ex.solution) for ex in EXERCISES for i in range(2)]
+    subs += [Submission(f"answer-{ex.name}", ex.number, ANSWERS / ex.filename) for ex in EXERCISES]
+    return grade_all(subs)
 
 
 @pytest.fixture(autouse=True)
@@ -63,20 +76,66 @@ def test_scaffold_declares_its_functions_with_shapes_and_runs_on_its_own(ex):
 
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
-def test_every_scaffold_fails_as_shipped(ex):
-    result = grade(ex, ex.scaffold)
+def test_every_scaffold_fails_as_shipped(ex, graded):
+    result = graded[f"scaffold-{ex.name}"]
     assert not result.passed
     assert result.status == "not_written"
     assert "NotImplementedError" in result.summary
 
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
-def test_every_reference_solution_passes_on_fresh_seeds(ex):
-    for _ in range(2):  # two fresh seeds: a pass is no accident of one input
-        result = grade(ex, ex.solution)
+def test_every_reference_solution_passes_on_fresh_seeds(ex, graded):
+    seeds = set()
+    for i in range(2):  # two fresh seeds: a pass is no accident of one input
+        result = graded[f"solution-{ex.name}-{i}"]
+        seeds.add(result.seed)
         assert result.passed, (result.seed, result.summary, result.rows, result.findings, result.printed)
         assert all(row.ok for row in result.rows)
         assert result.findings == []
+    assert len(seeds) == 2
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
+def test_an_independent_right_answer_passes(ex, graded):
+    """Written another way than the reference (staged vs folded, einsum, Welford's other increment, ...)."""
+    result = graded[f"answer-{ex.name}"]
+    assert result.passed, (result.seed, result.summary, result.rows, result.findings, result.printed)
+    assert (ANSWERS / ex.filename).read_text(encoding="utf-8") != ex.solution.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
+def test_each_file_says_what_its_code_may_use(ex):
+    """The sandbox refuses everything else, so the file states it (the catalog and the file agree)."""
+    doc = " ".join((ast.get_docstring(ast.parse(ex.scaffold.read_text(encoding="utf-8"))) or "").split())
+    assert f"may use {ex.uses_text}" in doc, doc
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
+def test_every_function_to_write_has_one_marked_place(ex):
+    scaffold = ex.scaffold.read_text(encoding="utf-8")
+    assert scaffold.count(catalog.CODE_START) == len(ex.functions)
+    assert scaffold.count(catalog.CODE_END) == len(ex.functions)
+
+
+def test_the_readme_describes_the_marked_places_as_they_are():
+    readme = " ".join(README.read_text(encoding="utf-8").split())
+    assert "one marked place to write" not in readme
+    assert "every function you write has its own marked place" in readme
+
+
+SEED_REFERENCE = re.compile(r"seed\s*0\d\d", re.IGNORECASE)
+
+
+def test_no_exercise_text_refers_to_the_source_texts():
+    """Exercise files, hints, grader messages and the grader's code never say "seed 003" and the like."""
+    package = Path(catalog.PACKAGE_DIR)
+    files = [
+        *package.rglob("*.py"),
+        package / "hints.md",
+        Path(__file__).resolve().parents[1] / "microgradnorm" / "commands" / "exercise.py",
+    ]
+    offending = [str(p) for p in files if SEED_REFERENCE.search(p.read_text(encoding="utf-8"))]
+    assert offending == []
 
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)

@@ -322,12 +322,13 @@ def test_a_write_killed_midway_leaves_the_old_progress(folder, monkeypatch):
 class _Watch:
     """``exercise watch`` in a thread, fed commands through a real pipe."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, *names: str) -> None:
         self.buf = io.StringIO()
         self.console = Console(file=self.buf, width=120, color_system=None)
         read_fd, self.write_fd = os.pipe()
         self.stdin = os.fdopen(read_fd, "r")
-        args = cli.build_parser().parse_args(["exercise", "watch", "--interval", "0.05", "--dir", str(folder)])
+        argv = ["exercise", "watch", *names, "--interval", "0.05", "--dir", str(folder)]
+        args = cli.build_parser().parse_args(argv)
         self.code: int | None = None
         self.thread = threading.Thread(target=self._run, args=(args,), daemon=True)
         self.thread.start()
@@ -389,3 +390,76 @@ def test_watch_with_everything_done_exits(folder):
     ws.update_progress(everything)
     code, out = run("watch", "--interval", "0.05")
     assert code == 0 and "Nothing to watch" in out
+
+
+def test_watch_takes_a_name_as_check_does(folder):
+    w = _Watch(folder, "5")
+    try:
+        w.wait_for("Current exercise: 05_layernorm_backward")
+    finally:
+        assert w.stop() == 0
+
+
+def test_after_a_pass_watch_names_the_exercise_that_n_opens(folder):
+    """Passed: 01, 02 and 05. Passing 04 then: n opens 06 (the next unpassed after 04), and the message says so."""
+
+    def some(p):
+        for number in (1, 2, 5):
+            p.record(get_exercise(number))["passed"] = True
+
+    ws.update_progress(some)
+    w = _Watch(folder, "4")
+    try:
+        w.wait_for("Current exercise: 04_affine_backward")
+        solve(folder, 4)
+        w.wait_for("Type n and Enter to move on to 06_batchnorm_staged")
+        w.send("n")
+        w.wait_for("Current exercise: 06_batchnorm_staged")
+    finally:
+        assert w.stop() == 0
+
+
+@pytest.mark.parametrize("argv", [["watch", "5", "6"], ["list", "extra"], ["hint"]])
+def test_an_action_usage_error_points_to_that_action_help(folder, capsys, argv):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["exercise", *argv])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    action = argv[0]
+    assert err.count("\n") == 1, err
+    assert f"microgradnorm exercise {action}: error:" in err
+    assert f"(see microgradnorm exercise {action} --help)" in err
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_list_keeps_what_each_exercise_is_about_readable(folder, width):
+    args = cli.build_parser().parse_args(["exercise", "list"])
+    buf = io.StringIO()
+    command.main(args, Console(file=buf, width=width, color_system=None), io.StringIO(""))
+    flat = " ".join(buf.getvalue().split())
+    for ex in EXERCISES:
+        assert f"{ex.title}: {ex.topic}" in flat, (width, ex.name)
+    assert "hints: how many hints you have seen" in flat
+    assert max(len(line) for line in buf.getvalue().splitlines()) <= width
+
+
+def test_a_hint_is_wrapped_once_at_the_terminal_width(folder):
+    """Its own line breaks are gone: no line inside a paragraph is left with a word or two."""
+    from microgradnorm.exercises.catalog import hints
+    from microgradnorm.exercises.render import hint_view
+
+    ex = get_exercise(2)
+    buf = io.StringIO()
+    Console(file=buf, width=80, color_system=None).print(hint_view(ex, hints(ex), len(hints(ex))))
+    for hint in hints(ex):
+        for paragraph in hint.split("\n"):
+            words = paragraph.split()
+            lines = [ln.strip() for ln in buf.getvalue().splitlines()]
+            start = next(i for i, ln in enumerate(lines) if ln.startswith(" ".join(words[:3])))
+            body = []
+            for ln in lines[start:]:
+                body.append(ln)
+                if " ".join(body).split() == words:
+                    break
+            assert " ".join(body).split() == words
+            assert all(len(ln) > 40 for ln in body[:-1]), body

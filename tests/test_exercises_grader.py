@@ -2,12 +2,14 @@
 and every diagnosis names the mistake that was planted.
 
 Each wrong solution is a reference solution with one line changed, so the test
-states exactly which mistake the grader must find.
+states exactly which mistake the grader must find. The files are graded once,
+several at a time (tests.grading), and each test asserts on its result.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -17,9 +19,12 @@ import numpy as np
 import pytest
 
 from microgradnorm import formulas
+from microgradnorm.exercises import process
 from microgradnorm.exercises.catalog import get_exercise
-from microgradnorm.exercises.diagnose import Geometry, geometry_findings, scale_finding, shape_findings
+from microgradnorm.exercises.diagnose import Count, Geometry, geometry_findings, scale_finding, shape_findings
 from microgradnorm.exercises.grader import grade
+from microgradnorm.exercises.problems import get_problem
+from tests.grading import Submission, failed_rows, grade_all, live_child_processes, planted, titles
 
 
 @pytest.fixture(autouse=True)
@@ -27,28 +32,12 @@ def _private_state(tmp_path, monkeypatch):
     monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
 
 
-def planted(tmp_path: Path, number: int, old: str, new: str) -> tuple[object, Path]:
-    """The reference solution of exercise ``number`` with ``old`` replaced by ``new``."""
-    ex = get_exercise(number)
-    source = ex.solution.read_text(encoding="utf-8")
-    assert source.count(old) == 1, f"{old!r} is not in the solution of {ex.name} exactly once"
-    path = tmp_path / ex.filename
-    path.write_text(source.replace(old, new), encoding="utf-8")
-    return ex, path
-
-
-def titles(result) -> str:
-    return " | ".join(f"{f.title}: {f.detail}" for f in result.findings)
-
-
-def failed_rows(result) -> set[str]:
-    return {row.label for row in result.rows if row.ok is False}
-
-
 LN_DX = "dx = rstd * (dxhat - mean_part - xhat * var_part)  # B,T,D"
 BN_DX_STAGED = "dx = dxhat * rstd + dmean / m + dvar * 2.0 * xshift / m  # M,D"
 BN_DX = "dx = rstd * (dxhat - dxhat.mean(axis=0) - xhat * (dxhat * xhat).mean(axis=0))  # M,D"
 LN_VAR = "var = (xshift * xshift).mean(axis=-1, keepdims=True)  # B,T,1"
+LN_MEAN = "mean = x.mean(axis=-1, keepdims=True)  # B,T,1"
+UNBIASED_VAR = "var = (xshift * xshift).sum(axis=-1, keepdims=True) / (x.shape[-1] - 1)"
 
 # (exercise, line in the solution, planted mistake, words the diagnosis must contain)
 DIAGNOSES = [
@@ -77,8 +66,8 @@ DIAGNOSES = [
         6,
         BN_DX_STAGED,
         "dx = dxhat * rstd + dmean / m + dvar * 2.0 * xshift * (m - 1) / m**2",
-        "seed 003's (m-1)/m slip",
-        id="bn-seed-003",
+        "the variance path carries a factor (m-1)/m",
+        id="bn-m-minus-1-slip",
     ),
     pytest.param(
         6,
@@ -163,10 +152,132 @@ DIAGNOSES = [
 ]
 
 
-@pytest.mark.parametrize("number, old, new, words", DIAGNOSES)
-def test_planted_mistake_is_named(tmp_path, number, old, new, words):
-    ex, path = planted(tmp_path, number, old, new)
-    result = grade(ex, path)
+# the diagnoses issue 13 asked for, and the wording it asked to fix
+DIAGNOSES += [
+    pytest.param(
+        5,
+        (LN_MEAN, "mean = x.sum(axis=-1, keepdims=True) / x.shape[0]  # B,T,1"),
+        (LN_VAR, "var = (xshift * xshift).sum(axis=-1, keepdims=True) / x.shape[0]  # B,T,1"),
+        "divided by the number of rows instead of the row length",
+        id="ln-rows-not-row-length",
+    ),
+    pytest.param(
+        2,
+        ("return np.ones_like(x) * dmean / d", "return np.ones_like(x) * dmean / x.shape[0]"),
+        "divided by the number of rows instead of the row length",
+        id="mean-rows-not-row-length",
+    ),
+    pytest.param(
+        4,
+        ("dgamma = (dy * xhat).sum(axis=lead)  # D", "dgamma = (dy * xhat).mean(axis=lead)"),
+        "a mean where a sum is needed",
+        id="affine-mean-not-sum",
+    ),
+    pytest.param(
+        9,
+        (
+            "rstd = 1.0 / np.sqrt((xshift * xshift).mean() + eps)",
+            "rstd = 1.0 / np.sqrt((xshift * xshift).mean())",
+        ),
+        "eps left out",
+        id="jacobian-without-eps",
+    ),
+    pytest.param(
+        10, ("m2 += delta * (value - mean)", "m2 += delta * delta"), "delta squared", id="welford-delta-squared"
+    ),
+    pytest.param(
+        5,
+        (
+            "mean_part = dxhat.mean(axis=-1, keepdims=True)  # B,T,1: the path through the mean",
+            "mean_part = 0.5 * dxhat.mean(axis=-1, keepdims=True)",
+        ),
+        "the path through the mean is scaled wrongly",
+        id="ln-half-mean-path",
+    ),
+]
+
+
+def _diagnosis_submissions(folder: Path) -> list[Submission]:
+    subs = []
+    for p in DIAGNOSES:
+        number, *rest, _ = p.values
+        changes = [tuple(rest)] if all(isinstance(r, str) for r in rest) else rest  # one (old, new), or several
+        subs.append(Submission(p.id, number, planted(folder, number, *changes)))
+    return subs
+
+
+MUL = "return b * dout, a * dout"
+# (id, exercise, change, expected status, words in the summary)
+FAILURES = [
+    ("timeout", 1, (MUL, "while True:\n        pass"), "timeout", "did not finish within 2 s"),
+    ("sys-exit", 1, (MUL, "import sys\n    sys.exit(3)"), "error", "sys.exit(3)"),
+    ("os-exit", 1, (MUL, "import os\n    os._exit(0)"), "crashed", "before it returned a result"),
+    ("segfault", 1, (MUL, "import faulthandler\n    faulthandler._sigsegv()"), "crashed", "SIGSEGV"),
+    ("memory", 1, (MUL, "big = np.ones(80_000_000)\n    return big, big"), "error", "ran out of memory"),
+    ("crash", 1, (MUL, "raise KeyError('oops')"), "error", "raised KeyError"),
+    ("bad-return", 1, (MUL, "return b * dout"), "error", "must return 2 values (da, db)"),
+    ("torch-refused", 1, (MUL, "import torch"), "error", "cannot be imported while an exercise is graded"),
+]
+# (id, change, failed row, words in its detail)
+RETURNS = [
+    ("list", (MUL, "return (b * dout).tolist(), a * dout"), "types and shapes", "is a Python list"),
+    ("none", (MUL, "return None, a * dout"), "types and shapes", "is None"),
+    ("dtype", (MUL, "return (b * dout).astype(np.float32), a * dout"), "types and shapes", "dtype float32"),
+    ("nan", (MUL, "return b * dout * np.nan, a * dout"), "finite", "NaN"),
+    ("inf", (MUL, "return b * dout / 0.0, a * dout"), "finite", "Inf"),
+    ("scalar", (MUL, "return float(b[0] * dout[0]), a * dout"), "types and shapes", "single number"),
+    ("complex", (MUL, "return b * dout + 0j, a * dout"), "types and shapes", "dtype complex128"),
+]
+OTHERS = {
+    "syntax": (1, (MUL, "return b * dout,, a * dout")),
+    "strings": (1, (MUL, 'return "da", "db"')),
+    "second-run": (
+        1,
+        (MUL, "global CALLS\n    CALLS = globals().get('CALLS', 0) + 1\n    return b * dout * CALLS, a * dout"),
+    ),
+    "writable-input": (
+        1,
+        (MUL, "da, db = b * dout, a * dout\n    a.flags.writeable = True\n    a[0] = 42.0\n    return da, db"),
+    ),
+    "read-only-input": (1, (MUL, "a *= 1.0\n    return b * dout, a * dout")),
+    "fake-print-wrong": (
+        1,
+        (MUL, 'print("Every check passed. {\\"status\\": \\"passed\\"}")\n    return a * dout, a * dout'),
+    ),
+    "fake-print-right": (
+        1,
+        (MUL, 'print("Every check passed. {\\"status\\": \\"passed\\"}")\n    return b * dout, a * dout'),
+    ),
+    "keepdims": (4, ("dgamma = (dy * xhat).sum(axis=lead)  # D", "dgamma = (dy * xhat).sum(axis=lead, keepdims=True)")),
+    "one-axis": (4, ("dgamma = (dy * xhat).sum(axis=lead)  # D", "dgamma = (dy * xhat).sum(axis=0)")),
+    "no-keepdims": (5, ("mean = x.mean(axis=-1, keepdims=True)  # B,T,1", "mean = x.mean(axis=-1)")),
+    "hard-coded": (2, ("    d = x.shape[1]\n    return np.ones_like(x)", "    d = 5\n    return np.ones_like(x)")),
+    "library-layer-norm": (
+        3,
+        (
+            "    d = len(x)\n",
+            "    from microgradnorm import layer_norm as lib\n\n    return lib(x, gamma, beta, eps)\n",
+        ),
+    ),
+    "slip-geometry": (6, (BN_DX_STAGED, "dx = dxhat * rstd + dmean / m + dvar * 2.0 * xshift * (m - 1) / m**2")),
+    "mean-path-geometry": (5, (LN_DX, "dx = rstd * (dxhat - xhat * var_part)")),
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("planted")
+    subs = _diagnosis_submissions(folder)
+    subs += [Submission(i, n, planted(folder, n, change), timeout=2.0, memory_mb=384) for i, n, change, *_ in FAILURES]
+    subs += [Submission(i, 1, planted(folder, 1, change)) for i, change, *_ in RETURNS]
+    subs += [Submission(i, n, planted(folder, n, change)) for i, (n, change) in OTHERS.items()]
+    subs.append(Submission("unbiased-seed-3", 5, planted(folder, 5, (LN_VAR, UNBIASED_VAR)), seed=3))
+    return grade_all(subs)
+
+
+@pytest.mark.parametrize("sid, words", [(p.id, p.values[-1]) for p in DIAGNOSES], ids=[p.id for p in DIAGNOSES])
+def test_planted_mistake_is_named(graded, sid, words):
+    result = graded[sid]
     assert not result.passed
     assert words in titles(result), titles(result)
     # the worst entry is shown with expected and got, and they differ
@@ -174,261 +285,128 @@ def test_planted_mistake_is_named(tmp_path, number, old, new, words):
     assert result.worst.expected != result.worst.got
 
 
-def test_geometry_shows_the_sums_and_the_share_along_ones(tmp_path):
-    ex, path = planted(tmp_path, 5, LN_DX, "dx = rstd * (dxhat - xhat * var_part)")
-    text = titles(grade(ex, path))
+def test_no_diagnosis_says_by_not(graded):
+    """The wording issue 13 named: every finding of every planted mistake reads as a sentence."""
+    for p in DIAGNOSES:
+        assert "by not " not in titles(graded[p.id])
+
+
+def test_a_wrong_mean_path_is_measured_against_the_right_one(graded):
+    text = titles(graded["ln-half-mean-path"])
+    assert "your mean path is 0.5 times the right one" in text
+
+
+def test_geometry_shows_the_sums_and_the_share_along_ones(graded):
+    text = titles(graded["mean-path-geometry"])
     assert "along the ones vector" in text
     assert "sums to 0; yours sums to up to" in text
 
 
-def test_unbiased_forward_names_the_factor_sqrt_n_over_n_minus_1(tmp_path):
-    ex, path = planted(tmp_path, 5, LN_VAR, "var = (xshift * xshift).sum(axis=-1, keepdims=True) / (x.shape[-1] - 1)")
-    result = grade(ex, path, seed=3)
+def test_unbiased_forward_names_the_factor_sqrt_n_over_n_minus_1(graded):
+    result = graded["unbiased-seed-3"]
     assert result.worst.output == "y"
     assert f"{np.sqrt(5 / 4):.6g}" in titles(result)  # first input: D = 5
 
 
-def test_seed_003_slip_is_diagnosed_by_geometry_too(tmp_path):
-    ex, path = planted(
-        tmp_path, 6, BN_DX_STAGED, "dx = dxhat * rstd + dmean / m + dvar * 2.0 * xshift * (m - 1) / m**2"
-    )
-    text = titles(grade(ex, path))
+def test_the_m_minus_1_over_m_slip_is_diagnosed_by_geometry_too(graded):
+    text = titles(graded["slip-geometry"])
     assert "off along xhat" in text and "(m-1)/m" in text
 
 
-def test_keepdims_shape_mistake(tmp_path):
-    ex, path = planted(
-        tmp_path, 4, "dgamma = (dy * xhat).sum(axis=lead)  # D", "dgamma = (dy * xhat).sum(axis=lead, keepdims=True)"
-    )
-    result = grade(ex, path)
+def test_keepdims_shape_mistake(graded):
+    result = graded["keepdims"]
     assert "types and shapes" in failed_rows(result)
     assert "keepdims shape mistake" in titles(result)
     assert "only the shape is off" in titles(result)
 
 
-def test_sum_over_one_axis_too_few_is_the_wrong_axis(tmp_path):
-    ex, path = planted(tmp_path, 4, "dgamma = (dy * xhat).sum(axis=lead)  # D", "dgamma = (dy * xhat).sum(axis=0)")
-    result = grade(ex, path)
+def test_sum_over_one_axis_too_few_is_the_wrong_axis(graded):
+    result = graded["one-axis"]
     assert "reduced over the wrong axis" in titles(result)
     assert "axis (0, 1)" in titles(result)
 
 
-def test_statistic_without_keepdims_crashes_with_a_keepdims_explanation(tmp_path):
-    ex, path = planted(tmp_path, 5, "mean = x.mean(axis=-1, keepdims=True)  # B,T,1", "mean = x.mean(axis=-1)")
-    result = grade(ex, path)
+def test_statistic_without_keepdims_crashes_with_a_keepdims_explanation(graded):
+    result = graded["no-keepdims"]
     assert result.status == "error"
     assert "ValueError" in result.summary
     assert "keepdims" in titles(result)
     assert result.where and "xshift = x - mean" in result.where
 
 
-def test_hard_coded_size_passes_the_first_input_and_fails_the_second(tmp_path):
-    ex, path = planted(
-        tmp_path, 2, "    d = x.shape[1]\n    return np.ones_like(x)", "    d = 5\n    return np.ones_like(x)"
-    )
-    result = grade(ex, path)
+def test_hard_coded_size_passes_the_first_input_and_fails_the_second(graded):
+    result = graded["hard-coded"]
     assert failed_rows(result) == {"second input"}
     assert "right on the first input, wrong on the second" in titles(result)
 
 
+def test_the_affine_case_names_its_whole_shape():
+    """Exercise 04's inputs were once described as "dy and xhat [3;": cut at the shape's first comma."""
+    case = get_problem("04_affine_backward").make_case(np.random.default_rng(0), True)
+    assert case.label == "second input: dy and xhat [3, 4, 6]"
+
+
 # ---- failure modes of the process and of the returned values ---------------------------
 
-MUL = "return b * dout, a * dout"
 
-
-@pytest.mark.parametrize(
-    "new, status, words",
-    [
-        pytest.param("while True:\n        pass", "timeout", "did not finish within 2 s", id="timeout"),
-        pytest.param("import sys\n    sys.exit(3)", "error", "sys.exit(3)", id="sys-exit"),
-        pytest.param("import os\n    os._exit(0)", "crashed", "before it returned a result", id="os-exit"),
-        pytest.param("import os, signal\n    os.kill(os.getpid(), signal.SIGSEGV)", "crashed", "SIGSEGV", id="signal"),
-        pytest.param("big = np.ones(80_000_000)\n    return big, big", "error", "ran out of memory", id="memory"),
-        pytest.param("raise KeyError('oops')", "error", "raised KeyError", id="crash"),
-        pytest.param("return b * dout", "error", "must return 2 values (da, db)", id="bad-return"),
-        pytest.param("import torch", "error", "cannot be imported while an exercise is graded", id="torch-refused"),
-    ],
-)
-def test_process_failures_have_clear_messages(tmp_path, new, status, words):
-    ex, path = planted(tmp_path, 1, MUL, new)
-    result = grade(ex, path, timeout=2.0, memory_mb=384)
+@pytest.mark.parametrize("sid, number, change, status, words", FAILURES, ids=[f[0] for f in FAILURES])
+def test_process_failures_have_clear_messages(graded, sid, number, change, status, words):
+    result = graded[sid]
     assert not result.passed
     assert result.status == status, result.summary
     assert words in result.summary, result.summary
 
 
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
-def test_an_interrupted_check_leaves_no_process_behind(tmp_path, monkeypatch):
-    """Ctrl-C (or SIGTERM, turned into SystemExit) while the learner's endless loop runs: the loop dies too."""
-    import subprocess
-
-    ex, path = planted(tmp_path, 1, MUL, "while True:\n        pass")
-    children: list[int] = []
-    wait = subprocess.Popen.wait
-
-    def interrupted(self, timeout=None):
-        if timeout is None:  # the reaping wait after the kill
-            return wait(self)
-        children.append(self.pid)
-        time.sleep(0.5)  # the learner's loop is running now
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(subprocess.Popen, "wait", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        grade(ex, path, timeout=30.0)
-    assert children and _gone(children[0])
-
-
-@pytest.mark.skipif(os.name != "posix", reason="folders are matched to their owner by uid")
-def test_folders_left_by_a_killed_grader_are_removed_later_and_fresh_ones_are_kept(tmp_path, monkeypatch):
-    import tempfile
-
-    from microgradnorm.exercises import grader
-
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    stale, fresh = tmp_path / "microgradnorm-grade-old", tmp_path / "microgradnorm-grade-new"
-    other = tmp_path / "someone-elses-folder"
-    for folder in (stale, fresh, other):
-        folder.mkdir()
-        (folder / "inputs.npz").write_bytes(b"x")
-    long_ago = time.time() - grader.STALE_AFTER - 60
-    os.utime(stale, (long_ago, long_ago))
-    os.utime(other, (long_ago, long_ago))
-    grader._remove_stale_workdirs()
-    assert not stale.exists() and fresh.is_dir() and other.is_dir()
-
-
-RUNNER = "from microgradnorm.exercises.runner import _die_with"
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG and RLIMIT_CPU are Linux's")
-def test_the_child_has_a_cpu_limit_and_dies_with_the_grader(tmp_path):
-    """The backstops for a grader killed without cleaning up (kill -9)."""
-    limits = subprocess.run(
-        [sys.executable, "-c", f"{RUNNER}; import os, resource; _die_with(os.getppid(), 7); "
-         "print(*resource.getrlimit(resource.RLIMIT_CPU))"],
-        capture_output=True, text=True, timeout=60, check=True,
-    )  # fmt: skip
-    assert limits.stdout.split() == ["7", "8"]
-    # a grader (the middle process) starts a child that loops, then is killed with SIGKILL
-    middle = subprocess.Popen(
-        [sys.executable, "-c", "import subprocess, sys, time; child = subprocess.Popen([sys.executable, '-c', "
-         f"'{RUNNER}; import os; _die_with(os.getppid(), 100); print(os.getpid(), flush=True)\\nwhile True: pass']); "
-         "time.sleep(600)"],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    child = int(middle.stdout.readline())
-    assert not _gone(child)
-    middle.kill()
-    middle.wait()
-    deadline = time.monotonic() + 10
-    while not _gone(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _gone(child)
-
-
-def test_a_child_whose_grader_is_already_gone_exits_at_once():
-    done = subprocess.run([sys.executable, "-c", f"{RUNNER}; _die_with(1, 100); print('ran on')"],
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
-    assert done.returncode == 1 and done.stdout == "" and done.stderr == ""  # exited quietly, before running on
-
-
-def test_syntax_error_is_reported_with_its_line(tmp_path):
-    ex, path = planted(tmp_path, 1, MUL, "return b * dout,, a * dout")
-    result = grade(ex, path)
-    assert result.status == "error"
-    assert "cannot read your file" in result.summary
-    assert result.where and "line" in result.where
-
-
-@pytest.mark.parametrize(
-    "new, row, words",
-    [
-        pytest.param("return (b * dout).tolist(), a * dout", "types and shapes", "is a Python list", id="list"),
-        pytest.param("return None, a * dout", "types and shapes", "is None", id="none"),
-        pytest.param("return (b * dout).astype(np.float32), a * dout", "types and shapes", "dtype float32", id="dtype"),
-        pytest.param("return b * dout * np.nan, a * dout", "finite", "NaN", id="nan"),
-        pytest.param("return b * dout / 0.0, a * dout", "finite", "Inf", id="inf"),
-        pytest.param("return float(b[0] * dout[0]), a * dout", "types and shapes", "single number", id="scalar"),
-    ],
-)
-def test_returned_value_problems(tmp_path, new, row, words):
-    ex, path = planted(tmp_path, 1, MUL, new)
-    result = grade(ex, path)
+@pytest.mark.parametrize("sid, change, row, words", RETURNS, ids=[r[0] for r in RETURNS])
+def test_returned_value_problems(graded, sid, change, row, words):
+    result = graded[sid]
     assert row in failed_rows(result)
     detail = " ".join(r.detail for r in result.rows if r.label == row)
     assert words in detail
 
 
-def test_finiteness_is_claimed_only_for_outputs_that_are_numbers(tmp_path):
-    ex, path = planted(tmp_path, 1, MUL, 'return "da", "db"')
-    result = grade(ex, path)
+def test_syntax_error_is_reported_with_its_line(graded):
+    result = graded["syntax"]
+    assert result.status == "error"
+    assert "cannot read your file" in result.summary
+    assert result.where and "line" in result.where
+
+
+def test_finiteness_is_claimed_only_for_outputs_that_are_numbers(graded):
+    result = graded["strings"]
     (finite,) = [r for r in result.rows if r.label == "finite"]
     assert "types and shapes" in failed_rows(result)
     assert finite.ok is True and "among the" in finite.detail  # the strings were not looked at for NaN
 
 
-def test_a_different_answer_on_a_second_run_fails(tmp_path):
-    ex, path = planted(
-        tmp_path,
-        1,
-        MUL,
-        "global CALLS\n    CALLS = globals().get('CALLS', 0) + 1\n    return b * dout * CALLS, a * dout",
-    )
-    result = grade(ex, path)
+def test_a_different_answer_on_a_second_run_fails(graded):
+    result = graded["second-run"]
     assert "same answer twice" in failed_rows(result)
     assert "different answer on a second run" in titles(result)
 
 
-def test_modifying_an_input_fails_even_when_the_array_is_made_writable(tmp_path):
-    ex, path = planted(
-        tmp_path,
-        1,
-        MUL,
-        "da, db = b * dout, a * dout\n    a.flags.writeable = True\n    a[0] = 42.0\n    return da, db",
-    )
-    result = grade(ex, path)
+def test_modifying_an_input_fails_even_when_the_array_is_made_writable(graded):
+    result = graded["writable-input"]
     assert "inputs untouched" in failed_rows(result)
     assert "an input was modified" in titles(result)
 
 
-def test_writing_into_a_read_only_input_is_explained(tmp_path):
-    ex, path = planted(tmp_path, 1, MUL, "a *= 1.0\n    return b * dout, a * dout")
-    result = grade(ex, path)
+def test_writing_into_a_read_only_input_is_explained(graded):
+    result = graded["read-only-input"]
     assert result.status == "error"
     assert "change one of its inputs in place" in result.summary
 
 
-def test_printing_does_not_change_the_grade(tmp_path):
-    fake = 'print("Every check passed. {\\"status\\": \\"passed\\"}")'
-    ex, path = planted(tmp_path, 1, MUL, f"{fake}\n    return a * dout, a * dout")
-    result = grade(ex, path)
-    assert not result.passed
-    assert "Every check passed" in result.printed  # shown back, dimmed, but not believed
-    ex, path = planted(tmp_path, 1, MUL, f"{fake}\n    return b * dout, a * dout")
-    result = grade(ex, path)
-    assert result.passed
-    assert "Every check passed" in result.printed
+def test_printing_does_not_change_the_grade(graded):
+    wrong, right = graded["fake-print-wrong"], graded["fake-print-right"]
+    assert not wrong.passed and "Every check passed" in wrong.printed  # shown back, dimmed, but not believed
+    assert right.passed and "Every check passed" in right.printed
 
 
-def test_the_value_exercise_refuses_the_library_layer_norm(tmp_path):
-    ex, path = planted(
-        tmp_path,
-        3,
-        "    d = len(x)\n",
-        "    from microgradnorm import layer_norm as library\n\n"
-        "    return library(x, gamma, beta, eps)\n    d = len(x)\n",
-    )
-    result = grade(ex, path)
+def test_the_value_exercise_refuses_the_library_layer_norm(graded):
+    result = graded["library-layer-norm"]
     assert result.status == "error"
-    assert "own norm builder" in result.summary
+    assert "cannot be used while an exercise is graded: only Value can" in result.summary
 
 
 def test_missing_file_says_how_to_get_it_back(tmp_path):
@@ -439,11 +417,54 @@ def test_missing_file_says_how_to_get_it_back(tmp_path):
 
 def test_fresh_seed_each_check_and_a_given_seed_repeats(tmp_path):
     ex = get_exercise(5)
-    seeds = {grade(ex, ex.scaffold).seed for _ in range(3)}
-    assert len(seeds) == 3
-    _, path = planted(tmp_path, 5, LN_DX, "dx = rstd * (dxhat - mean_part)")
-    a, b = grade(ex, path, seed=11), grade(ex, path, seed=11)
-    assert a.worst == b.worst
+    path = planted(tmp_path, 5, (LN_DX, "dx = rstd * (dxhat - mean_part)"))
+    results = grade_all([Submission(str(i), 5, path, seed=11 if i < 2 else None) for i in range(4)])
+    assert results["0"].worst == results["1"].worst
+    assert len({results[k].seed for k in ("1", "2", "3")}) == 3
+    assert ex.name == results["0"].exercise.name
+
+
+def test_an_interrupted_check_leaves_no_process_behind(tmp_path, monkeypatch):
+    """Ctrl-C (or SIGTERM, turned into SystemExit) while the learner's endless loop runs: the loop dies too."""
+    path = planted(tmp_path, 1, (MUL, "while True:\n        pass"))
+    real_select = process.select.select
+    started = time.monotonic()
+
+    def interrupted(*args):
+        if time.monotonic() - started > 1.0:  # the learner's loop is running by now
+            raise KeyboardInterrupt
+        return real_select(*args[:3], min(args[3], 0.1))
+
+    monkeypatch.setattr(process.select, "select", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        grade(get_exercise(1), path, timeout=30.0)
+    monkeypatch.undo()
+    assert live_child_processes() == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and the control pipe's EOF are what is tested")
+def test_a_grader_killed_outright_takes_its_child_along(tmp_path):
+    """kill -9 on the grader: the supervisor reads EOF on the control pipe and kills the learner's loop."""
+    path = planted(tmp_path, 1, (MUL, "while True:\n        pass"))
+    env = {**os.environ, "MICROGRADNORM_HOME": str(tmp_path / "state")}
+    script = (
+        "import sys; from microgradnorm.exercises.catalog import get_exercise; "
+        "from microgradnorm.exercises.grader import grade; grade(get_exercise(1), sys.argv[1], timeout=120)"
+    )
+    middle = subprocess.Popen([sys.executable, "-c", script, str(path)], env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not live_child_processes() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert live_child_processes(), "the child never started"
+        time.sleep(0.5)  # the learner's loop is running
+    finally:
+        middle.send_signal(signal.SIGKILL)
+        middle.wait()
+    deadline = time.monotonic() + 15
+    while live_child_processes() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert live_child_processes() == []
 
 
 # ---- the diagnosis tools on their own, against the closed forms ---------------------------
@@ -480,6 +501,14 @@ def test_geometry_reports_the_invariants_at_eps_zero():
     assert np.allclose(right.sum(axis=1), 0.0) and np.allclose((right * geom.xhat).sum(axis=1), 0.0)
     detail = geometry_findings(direct + via_mean, right, geom)[0].detail
     assert "orthogonal to xhat" in detail
+
+
+def test_scale_finding_names_a_division_by_the_wrong_count():
+    right = np.random.default_rng(2).normal(size=(4, 5))
+    counts = (Count(5, "the row length"), Count(4, "the number of rows"))
+    found = scale_finding(right * 5 / 4, right, None, counts)
+    assert found.title == "divided by the number of rows instead of the row length"
+    assert "5/4" in found.detail
 
 
 def test_scale_finding_names_the_unbiased_factors():

@@ -2,8 +2,8 @@
 
 Subcommands, in the spirit of rustlings: ``list`` (with progress), ``init [DIR]``
 (copies the scaffolds; never overwrites a file you edited), ``check [NAME]``
-(grades one, or the next unsolved), ``watch`` (re-checks a file when you save
-it; moves on only when you say so), ``hint NAME`` (one more hint each time),
+(grades one, or the next unsolved), ``watch [NAME]`` (re-checks a file when
+you save it; moves on only when you say so), ``hint NAME`` (one more hint each time),
 ``solution NAME`` (after you pass, or with ``--force``), ``reset NAME`` (asks
 first; keeps a backup). NAME is an exercise number or name.
 """
@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import select
 import sys
 import time
 from collections.abc import Callable
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 from microgradnorm.commands import UsageError, positive_int, seed_int
 
@@ -61,8 +59,25 @@ def _memory(text: str) -> int:
     return value
 
 
+class _ActionParser(argparse.ArgumentParser):
+    """The parser of one action: its usage errors are one line that points to that action's own help.
+
+    Arguments it does not know are its error too (argparse would leave them to the
+    top-level parser, whose message points to the top-level help).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="action", metavar="ACTION")
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=_ActionParser)
 
     def add(name: str, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
@@ -77,11 +92,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("directory", nargs="?", metavar="DIR", default=None, help="default: ./microgradnorm-exercises")
     for name, text in (
         ("check", "grade one exercise (default: the next unsolved)"),
-        ("watch", "re-check an exercise whenever its file is saved"),
+        ("watch", "re-check an exercise whenever its file is saved (default: start with the next unsolved)"),
     ):
         p = add(name, text)
+        p.add_argument("name", nargs="?", metavar="NAME", default=None, help="exercise number or name")
         if name == "check":
-            p.add_argument("name", nargs="?", metavar="NAME", default=None, help="exercise number or name")
             p.add_argument("--seed", type=seed_int, default=None, help="grade on the inputs of this seed")
         else:
             p.add_argument(
@@ -169,14 +184,18 @@ def _init(args, console, stdin, progress) -> int:
 
 
 def _grade_and_record(ex, folder, args):
+    """Grade ``ex``, then record the grader's own verdict; a progress file changed meanwhile is put back."""
     from microgradnorm.exercises import workspace as ws
     from microgradnorm.exercises.grader import grade
+    from microgradnorm.exercises.messages import say
 
-    result = grade(
-        ex, ws.learner_file(folder, ex), seed=getattr(args, "seed", None), timeout=args.timeout, memory_mb=args.memory
-    )
-    progress = ws.record_result(ex, result.status)
-    return result, progress
+    path = ws.learner_file(folder, ex)
+    with ws.progress_guard() as guard:
+        result = grade(ex, path, seed=getattr(args, "seed", None), timeout=args.timeout, memory_mb=args.memory)
+    if guard.tampered:
+        result.passed, result.status, result.summary = False, "error", say("progress_tampered")
+        return result, ws.load_progress()
+    return result, ws.record_result(ex, result.status)
 
 
 def _check(args, console, stdin, progress) -> int:
@@ -259,120 +278,14 @@ def _is_tty(stream: IO[str]) -> bool:
 # ---- watch ----------------------------------------------------------------------------------
 
 
-def _signature(path) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return (st.st_mtime_ns, st.st_size)
-
-
-class _Commands:
-    """Lines typed while watching, read without blocking the file polling."""
-
-    def __init__(self, stream: IO[str]) -> None:
-        self.stream = stream
-        self.closed = False
-        try:
-            self.fd: int | None = stream.fileno()
-        except (AttributeError, OSError, ValueError):
-            self.fd = None
-
-    def read(self, wait: float, sleep: Callable[[float], None]) -> str | None:
-        if self.closed:
-            sleep(wait)
-            return None
-        if self.fd is not None:
-            ready, _, _ = select.select([self.fd], [], [], wait)
-            if not ready:
-                return None
-            line = self.stream.readline()
-        else:
-            line = self.stream.readline()
-            if not line:
-                sleep(wait)
-        if not line:
-            self.closed = True  # end of input: keep watching files, stop reading commands
-            return None
-        return line.strip().lower()
-
-
 def _watch(args, console, stdin, progress, *, sleep: Callable[[float], None] = time.sleep) -> int:
+    from microgradnorm.exercises import watch
     from microgradnorm.exercises import workspace as ws
-    from microgradnorm.exercises.catalog import EXERCISES, hints
-    from microgradnorm.exercises.render import exercise_list, grade_report, hint_view
 
     folder = ws.resolve_workspace(args.dir, progress)
-    current = ws.next_unsolved(progress)
-    if current is None:
+    first = _exercise(args.name) if args.name is not None else ws.next_unsolved(progress)
+    if first is None:
         console.print("[bold green]Every exercise is done.[/bold green] Nothing to watch.")
         return 0
-    files = {ex.name: ws.learner_file(folder, ex) for ex in EXERCISES}
-    seen = {name: _signature(path) for name, path in files.items()}
-    commands = _Commands(stdin)
-    help_line = "save a file to check it · type a letter and Enter: n next · h hint · c check now · l list · q quit"
-
-    def show_current() -> None:
-        console.print(
-            f"[bold]Watching[/bold] {folder}. Current exercise: [bold]{current.name}[/bold] ({current.title}).",
-            highlight=False,
-        )
-        console.print(f"[dim]{help_line}[/dim]", highlight=False)
-
-    def check(ex) -> bool:
-        console.clear()
-        console.print(f"[dim]checking {ex.filename} ...[/dim]", highlight=False)
-        result, prog = _grade_and_record(ex, folder, args)
-        console.print(grade_report(result))
-        if result.passed:
-            nxt = ws.next_unsolved(prog)
-            after = f"Type n and Enter to move on to {nxt.name}" if nxt else "That was the last one: q and Enter quits"
-            console.print(f"[green]{after}[/green], or keep improving this one.", highlight=False)
-        console.print(f"[dim]{help_line}[/dim]", highlight=False)
-        return result.passed
-
-    show_current()
-    if ws.is_edited(folder, current):
-        check(current)
-    while True:
-        command = commands.read(args.interval, sleep)
-        if command in ("q", "quit", "exit"):
-            return 0
-        if command in ("n", "next"):
-            prog = ws.load_progress()
-            if not prog.passed(current):
-                console.print(
-                    f"[yellow]{current.name} is not passed yet[/yellow]: pass it first, then n moves on.",
-                    highlight=False,
-                )
-            else:
-                later = [ex for ex in EXERCISES if ex.number > current.number and not prog.passed(ex)]
-                nxt = later[0] if later else ws.next_unsolved(prog)
-                if nxt is None:
-                    console.print("[bold green]Every exercise is done.[/bold green]")
-                    return 0
-                current = nxt
-                show_current()
-        elif command in ("h", "hint"):
-            all_hints = hints(current)
-            shown = ws.record_hint(current, len(all_hints)) if all_hints else 0
-            console.print(hint_view(current, all_hints, shown, more="Press h and Enter again"))
-        elif command in ("c", "check"):
-            check(current)
-        elif command in ("l", "list"):
-            prog = ws.load_progress()
-            edited = {ex.name: ws.is_edited(folder, ex) for ex in EXERCISES}
-            exists = {ex.name: files[ex.name].is_file() for ex in EXERCISES}
-            console.print(exercise_list(prog, folder, edited, exists))
-        elif command:
-            console.print(f"[dim]unknown command {command!r}; {help_line}[/dim]", highlight=False)
-        for ex in EXERCISES:
-            sig = _signature(files[ex.name])
-            if sig != seen[ex.name]:
-                sleep(0.05)  # let the editor finish writing
-                seen[ex.name] = _signature(files[ex.name])
-                if seen[ex.name] is None:
-                    continue
-                if ex is not current:
-                    current = ex
-                check(ex)
+    watcher = watch.Watcher(folder, console, watch.WatchState(first), lambda ex: _grade_and_record(ex, folder, args))
+    return watch.run(watcher, watch.Keys(stdin), watch.Files(folder), args.interval, sleep)

@@ -23,6 +23,12 @@ __all__ = ["EXERCISES", "Exercise", "UnknownExerciseError", "derive_scaffold", "
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
+# What an exercise's code may import while it is graded (the sandbox enforces it; each file says it)
+USES = {
+    "numpy": "NumPy and the Python standard library",
+    "engine": "microgradnorm.Value (the scalar engine), NumPy and the Python standard library",
+}
+
 
 class UnknownExerciseError(ValueError):
     """NAME did not match any exercise (a one-line message for the CLI)."""
@@ -37,6 +43,12 @@ class Exercise:
     title: str
     topic: str
     functions: tuple[str, ...]  # the functions the learner writes
+    uses: str = "numpy"  # what the graded code may use: "numpy", or "engine" (microgradnorm.Value)
+
+    @property
+    def uses_text(self) -> str:
+        """What the learner's code may use while it is graded, as the exercise file says it."""
+        return USES[self.uses]
 
     @property
     def name(self) -> str:
@@ -77,6 +89,7 @@ EXERCISES: tuple[Exercise, ...] = (
         "LayerNorm from primitives",
         "build it from Value nodes; backward() does the rest",
         ("layer_norm",),
+        uses="engine",
     ),
     Exercise(
         4,
@@ -167,11 +180,12 @@ _HINT_START = re.compile(r"^(\d+)\.\s+(.*)$")
 def _all_hints() -> dict[str, tuple[str, ...]]:
     """Parse ``hints.md``: ``## NN_name`` sections of numbered hints (``1. ...``).
 
-    A hint runs on over indented lines until the next number, blank lines
-    inside a hint become paragraph breaks.
+    A hint runs on over indented lines until the next number. Its lines are
+    joined with spaces, so that the terminal wraps it once, at its own width;
+    a blank line inside a hint starts a new paragraph.
     """
-    sections: dict[str, list[str]] = {}
-    current: list[str] | None = None
+    sections: dict[str, list[list[str]]] = {}
+    current: list[list[str]] | None = None
     text = (PACKAGE_DIR / "hints.md").read_text(encoding="utf-8")
     for line in text.splitlines():
         if line.startswith("## "):
@@ -181,10 +195,16 @@ def _all_hints() -> dict[str, tuple[str, ...]]:
             continue
         match = _HINT_START.match(line)
         if match:
-            current.append(match.group(2))
+            current.append([match.group(2)])
         elif current and (line.startswith("   ") or not line.strip()):
-            current[-1] += "\n" + line.strip()
-    return {name: tuple(h.strip() for h in hs) for name, hs in sections.items()}
+            current[-1].append(line.strip())
+    return {name: tuple(_paragraphs(lines) for lines in hs) for name, hs in sections.items()}
+
+
+def _paragraphs(lines: list[str]) -> str:
+    """One hint's lines as text: a space between lines, a newline between paragraphs."""
+    text = " ".join(line if line else "\n" for line in lines)
+    return "\n".join(part.strip() for part in text.split("\n") if part.strip())
 
 
 def hints(exercise: Exercise) -> tuple[str, ...]:

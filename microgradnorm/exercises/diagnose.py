@@ -7,9 +7,10 @@ grader in this order on the first output that fails:
    mistake; a shape that is what summing over another set of axes gives is the
    wrong axis; the transpose is named as such.
 2. **Known mistakes.** Each exercise computes the answers that common mistakes
-   produce (the path through the mean left out, the unbiased variance, seed
-   003's (m-1)/m slip, gamma forgotten, the wrong axis, ...) from the closed
-   forms; a learner's answer that matches one of them is that mistake.
+   produce (the path through the mean left out, the unbiased variance, the
+   (m-1)/m slip of a widely circulated derivation, gamma forgotten, the wrong
+   axis, ...) from the closed forms; a learner's answer that matches one of
+   them is that mistake.
 3. **Geometry** (normalization backward only). For LayerNorm and BatchNorm the
    exact dx of a group is the direct path minus two components: one along the
    ones vector (the path through the mean; it makes sum(dx) = 0) and one along
@@ -18,52 +19,89 @@ grader in this order on the first output that fails:
    a * 1 + b * xhat + r. An error along 1 alone means the mean path is wrong,
    along xhat alone the variance path, and b compared with the true variance
    path's coefficient says how: -1 times it is a missing path, -1/m times it is
-   seed 003's factor (m-1)/m. A residual r outside the plane means the direct
-   path itself (or gamma, or the axis) is wrong.
+   the (m-1)/m slip. A residual r outside the plane means the direct path itself
+   (or gamma, or the axis) is wrong.
 4. **Scale.** An answer that is a constant multiple s of the right one: s =
-   n/(n-1) or its square root is the unbiased variance, s = -1 a sign, ...
+   n/(n-1) or its square root is the unbiased variance, s = -1 a sign, s = a
+   ratio of two counts a division by the wrong one, ...
 
-Every finding carries numbers computed from the learner's own answer.
+A diagnosis is data: a :class:`Finding` holds a key and the numbers computed
+from the learner's own answer; :mod:`.messages` turns it into words.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from microgradnorm import tolerances as tol
+from microgradnorm.exercises import messages
 
 __all__ = [
+    "Count",
     "Finding",
     "Geometry",
     "Mistake",
     "exception_findings",
+    "finding",
     "geometry_findings",
     "match_mistake",
+    "mistake",
     "scale_finding",
     "shape_findings",
     "worst_entry",
 ]
 
+SMALL_SHARE = 1e-6  # a share of the squared error below this is rounding, not a component of the mistake
+
 
 @dataclass(frozen=True)
 class Finding:
-    """One diagnosis: a short title and an explanation with live numbers."""
+    """One diagnosis: a message key, its parameters, and findings that explain it further."""
 
-    title: str
-    detail: str
+    key: str
+    params: dict[str, Any] = field(default_factory=dict)
+    also: tuple[Finding, ...] = ()
+
+    @property
+    def title(self) -> str:
+        return messages.title(self.key, self.params)
+
+    @property
+    def detail(self) -> str:
+        return " ".join([messages.detail(self.key, self.params), *(f.detail for f in self.also)])
+
+
+def finding(key: str, **params: Any) -> Finding:
+    return Finding(key, params)
 
 
 @dataclass(frozen=True)
 class Mistake:
     """A known mistake and the answer it produces on this input."""
 
-    title: str
-    detail: str
+    finding: Finding
     answer: np.ndarray
+
+    @property
+    def title(self) -> str:
+        return self.finding.title
+
+
+def mistake(key: str, answer: np.ndarray, **params: Any) -> Mistake:
+    return Mistake(Finding(key, params), np.asarray(answer, dtype=np.float64))
+
+
+@dataclass(frozen=True)
+class Count:
+    """A count a formula divides by, named for messages ("the row length"), e.g. Count(5, "the row length")."""
+
+    value: int
+    what: str
 
 
 @dataclass(frozen=True)
@@ -84,12 +122,8 @@ class Geometry:
     radial_name: str = "variance"
 
 
-def _fmt(v: float) -> str:
-    return f"{v:.6g}"
-
-
 def _idx(index: tuple[int, ...]) -> str:
-    return "[" + ", ".join(map(str, index)) + "]"
+    return "[" + ", ".join(map(str, index)) + "]" if index else ""
 
 
 def worst_entry(got: np.ndarray, expected: np.ndarray) -> tuple[tuple[int, ...], float, float]:
@@ -120,6 +154,33 @@ def _reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool
     return tuple(s for i, s in enumerate(shape) if i not in axes)
 
 
+def _reductions_giving(x_shape: tuple[int, ...], shape: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """The sets of axes whose reduction of an array of ``x_shape`` gives ``shape`` (keepdims or not)."""
+    found = []
+    for r in range(1, len(x_shape) + 1):
+        for axes in itertools.combinations(range(len(x_shape)), r):
+            if shape in (_reduced_shape(x_shape, axes, False), _reduced_shape(x_shape, axes, True)):
+                found.append(axes)
+    return found
+
+
+def _axes(axes: tuple[int, ...]) -> str:
+    return str(axes[0]) if len(axes) == 1 else str(axes)
+
+
+def _keepdims_finding(name: str, got: tuple[int, ...], expected: tuple[int, ...], values_ok: bool) -> Finding:
+    extra = (
+        " The values themselves are right: only the shape is off."
+        if values_ok
+        else " (The values differ too, see below once the shape is fixed.)"
+    )
+    if len(got) > len(expected):
+        how = "a reduction kept its axis (keepdims=True) where the result should drop it"
+    else:
+        how = "a reduction dropped an axis (keepdims=False) that the result should keep with size 1"
+    return finding("keepdims", name=name, got=got, expected=expected, how=how, extra=extra)
+
+
 def shape_findings(
     name: str,
     got: tuple[int, ...],
@@ -129,115 +190,160 @@ def shape_findings(
 ) -> list[Finding]:
     """Why ``got`` is not ``expected``: keepdims, the wrong axis, a transpose, or just different."""
     got, expected = tuple(got), tuple(expected)
-    found: list[Finding] = []
     if tuple(s for s in got if s != 1) == tuple(s for s in expected if s != 1):
-        extra = (
-            " The values themselves are right: only the shape is off."
-            if values_match_squeezed
-            else " (The values differ too, see below once the shape is fixed.)"
-        )
-        if len(got) > len(expected):
-            how = "a reduction kept its axis (keepdims=True) where the result should drop it"
-        else:
-            how = "a reduction dropped an axis (keepdims=False) that the result should keep with size 1"
-        found.append(
-            Finding(
-                "keepdims shape mistake",
-                f"{name} has shape {got}, expected {expected}: {how}; use keepdims= to match, or reshape.{extra}",
-            )
-        )
-        return found
+        return [_keepdims_finding(name, got, expected, values_match_squeezed)]
     if x_shape is not None:
-        x_shape = tuple(x_shape)
-        axes_all = range(len(x_shape))
-        want = [
-            (ax, k)
-            for r in range(1, len(x_shape) + 1)
-            for ax in itertools.combinations(axes_all, r)
-            for k in (False, True)
-            if _reduced_shape(x_shape, ax, k) == expected
-        ]
-        have = [
-            (ax, k)
-            for r in range(1, len(x_shape) + 1)
-            for ax in itertools.combinations(axes_all, r)
-            for k in (False, True)
-            if _reduced_shape(x_shape, ax, k) == got
-        ]
+        want, have = _reductions_giving(tuple(x_shape), expected), _reductions_giving(tuple(x_shape), got)
         if want and have:
-            (wax, _), (gax, _) = want[0], have[0]
-            found.append(
-                Finding(
-                    "reduced over the wrong axis",
-                    f"{name} has shape {got}, which is what reducing x {x_shape} over axis {_axes(gax)} gives; "
-                    f"{name} is reduced over axis {_axes(wax)}, giving {expected}.",
+            return [
+                finding(
+                    "wrong_axis_shape",
+                    name=name,
+                    got=got,
+                    expected=expected,
+                    x_shape=tuple(x_shape),
+                    got_axes=_axes(have[0]),
+                    want_axes=_axes(want[0]),
                 )
-            )
-            return found
+            ]
     if len(got) == 2 and got == expected[::-1]:
-        found.append(Finding("transposed", f"{name} has shape {got}, expected {expected}: it is transposed."))
-        return found
-    found.append(Finding("wrong shape", f"{name} has shape {got}, expected {expected}."))
-    return found
-
-
-def _axes(axes: tuple[int, ...]) -> str:
-    return str(axes[0]) if len(axes) == 1 else str(axes)
+        return [finding("transposed_shape", name=name, got=got, expected=expected)]
+    return [finding("wrong_shape", name=name, got=got, expected=expected)]
 
 
 # ---- scale ----------------------------------------------------------------------
 
 
-def scale_finding(got: np.ndarray, expected: np.ndarray, n: int | None) -> Finding | None:
-    """A finding when ``got`` is a constant multiple s != 1 of ``expected``."""
+def _named_factors(n: int | None, counts: tuple[Count, ...]) -> list[tuple[float, Finding]]:
+    named: list[tuple[float, Finding]] = [(-1.0, finding("sign_flipped"))]
+    if n is not None and n > 1:
+        u = n / (n - 1)
+        named += [
+            (u, finding("scale_unbiased", factor=u, n=n)),
+            (1 / u, finding("scale_unbiased_inverse", factor=1 / u, n=n)),
+            (math.sqrt(u), finding("scale_unbiased_std", factor=math.sqrt(u), n=n)),
+            (1 / math.sqrt(u), finding("scale_unbiased_std", factor=1 / math.sqrt(u), n=n)),
+        ]
+    for right, wrong in itertools.permutations(counts, 2):
+        if right.value != wrong.value:
+            f = right.value / wrong.value
+            named.append(
+                (
+                    f,
+                    finding(
+                        "scale_count",
+                        factor=f,
+                        right=right.value,
+                        wrong=wrong.value,
+                        right_what=right.what,
+                        wrong_what=wrong.what,
+                    ),
+                )
+            )
+    if n is not None and n > 1:
+        named += [(float(n), finding("scale_missing_1_over_n", n=n)), (1.0 / n, finding("scale_extra_1_over_n", n=n))]
+    return [*named, (2.0, finding("scale_two")), (0.5, finding("scale_half"))]
+
+
+def scale_finding(
+    got: np.ndarray, expected: np.ndarray, n: int | None, counts: tuple[Count, ...] = ()
+) -> Finding | None:
+    """A finding when ``got`` is a constant multiple s != 1 of ``expected``.
+
+    ``n`` is the group size of a normalization (for the unbiased factors);
+    ``counts`` are the counts the output's formula could divide by, the right
+    one first: a ratio of two of them is a division by the wrong one.
+    """
     denom = float(np.vdot(expected, expected))
     if denom == 0.0 or not np.all(np.isfinite(got)):
         return None
     s = float(np.vdot(got, expected)) / denom
     if not tol.close(got, s * expected, tol.EXERCISE_MISTAKE_RTOL, tol.EXERCISE_MISTAKE_ATOL):
         return None
-    named: list[tuple[float, str, str]] = [(-1.0, "sign flipped", "your answer is the right one times -1.")]
-    if n is not None and n > 1:
-        u = n / (n - 1)
-        named += [
-            (
-                u,
-                "unbiased variance",
-                f"your answer is the right one times n/(n-1) = {_fmt(u)} (n = {n}): the variance was divided by "
-                "n-1 (unbiased). Normalization layers use the biased variance: divide by n.",
-            ),
-            (
-                1 / u,
-                "unbiased variance",
-                f"your answer is the right one times (n-1)/n = {_fmt(1 / u)} (n = {n}): a variance divided by "
-                "n-1 somewhere, or an extra factor (n-1)/n. Normalization layers divide by n.",
-            ),
-            (
-                math.sqrt(u),
-                "unbiased variance",
-                f"your output is off by sqrt(n/(n-1)) = {_fmt(math.sqrt(u))} (n = {n}): the standard deviation "
-                "used the unbiased variance (divided by n-1). Use the biased one: divide by n.",
-            ),
-            (
-                1 / math.sqrt(u),
-                "unbiased variance",
-                f"your output is off by sqrt((n-1)/n) = {_fmt(1 / math.sqrt(u))} (n = {n}): the standard deviation "
-                "used the unbiased variance (divided by n-1). Use the biased one: divide by n.",
-            ),
-            (float(n), "missing 1/n", f"your answer is n = {n} times the right one: a sum where a mean belongs."),
-            (1.0 / n, "extra 1/n", f"your answer is 1/n = 1/{n} of the right one: a mean where a sum belongs."),
-        ]
-    named += [
-        (2.0, "factor 2", "your answer is twice the right one."),
-        (0.5, "factor 1/2", "your answer is half the right one: a factor 2 (from a square) or 1/2 is missing."),
-    ]
-    for value, title, detail in named:
+    for value, named in _named_factors(n, counts):
         if abs(s - value) <= 1e-6 * abs(value):
-            return Finding(title, detail)
-    return Finding("off by a constant factor", f"your answer is the right one times {_fmt(s)} everywhere.")
+            return named
+    return finding("scale_other", factor=s)
 
 
 # ---- geometry of a normalization dx ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Split:
+    """The error e = a * 1 + b * xhat + rest of each group, and each part's share of |e|^2."""
+
+    a: np.ndarray
+    b: np.ndarray
+    n: int
+    along_1: float
+    along_xhat: float
+    rest: float
+
+    @property
+    def share(self) -> str:
+        xhat, ones, rest = f"{self.along_xhat:.0%}", f"{self.along_1:.0%}", f"{self.rest:.0%}"
+        return f"{xhat} of it along xhat, {ones} along the ones vector, {rest} elsewhere"
+
+
+def _split(e: np.ndarray, xhat: np.ndarray, axes: tuple[int, ...]) -> _Split | None:
+    """Per-group least squares of e on the basis (1, xhat): a 2x2 system per group."""
+    n = int(np.prod([e.shape[a] for a in axes]))
+    s1, s2 = xhat.sum(axis=axes, keepdims=True), (xhat * xhat).sum(axis=axes, keepdims=True)
+    r1, r2 = e.sum(axis=axes, keepdims=True), (e * xhat).sum(axis=axes, keepdims=True)
+    det = n * s2 - s1 * s1
+    safe = np.where(det == 0, 1.0, det)
+    a = np.where(det == 0, r1 / n, (s2 * r1 - s1 * r2) / safe)
+    b = np.where(det == 0, 0.0, (n * r2 - s1 * r1) / safe)
+    along_1, along_x = np.broadcast_to(a, e.shape), b * xhat
+    rest = e - along_1 - along_x
+    total = float((e * e).sum())
+    if total == 0.0 or not math.isfinite(total):
+        return None
+    return _Split(a, b, n, *(float((p * p).sum()) / total for p in (along_1, along_x, rest)))
+
+
+def _consistent_ratio(got: np.ndarray, true: np.ndarray) -> float | None:
+    """The one factor r with got = r * true over every group, or None."""
+    true = np.broadcast_to(true, got.shape)
+    ok = np.abs(true) > 1e-12
+    if not ok.any():
+        return None
+    ratios = got[ok] / true[ok]
+    r = float(np.median(ratios))
+    return r if np.allclose(ratios, r, rtol=1e-6, atol=1e-9) else None
+
+
+def _mean_finding(split: _Split, geom: Geometry, sum_got: float) -> Finding | None:
+    if split.along_1 <= SMALL_SHARE:
+        return None
+    if geom.mean_path is None:
+        return finding("geometry_rms_mean_term", share=split.share, sum_got=sum_got)
+    ratio = _consistent_ratio(split.a, geom.mean_path)
+    if ratio is not None and abs(ratio + 1) < 1e-6:
+        return finding("geometry_mean_missing", share=split.share, sum_got=sum_got)
+    if ratio is not None:
+        return finding("geometry_mean_scaled", share=split.share, sum_got=sum_got, ratio=ratio, yours=1 + ratio)
+    return finding("geometry_mean_wrong", share=split.share, sum_got=sum_got)
+
+
+def _radial_finding(split: _Split, geom: Geometry, dot_got: float) -> Finding | None:
+    if split.along_xhat <= SMALL_SHARE:
+        return None
+    at_zero = (
+        f" At eps = 0 the true dx is orthogonal to xhat; yours has dx . xhat up to {dot_got:.6g}."
+        if geom.eps == 0.0
+        else ""
+    )
+    common = {"share": split.share, "path": geom.radial_name, "at_zero": at_zero}
+    ratio = _consistent_ratio(split.b, geom.radial_coef)
+    if ratio is not None and abs(ratio + 1) < 1e-6:
+        return finding("geometry_radial_missing", **common)
+    if ratio is not None and split.n > 1 and abs(ratio + 1 / split.n) < 1e-6:
+        return finding("geometry_radial_slip", m=split.n, **common)
+    if ratio is not None:
+        return finding("geometry_radial_scaled", ratio=ratio, yours=1 + ratio, **common)
+    return finding("geometry_radial_wrong", **common)
 
 
 def geometry_findings(
@@ -248,97 +354,14 @@ def geometry_findings(
     With ``explain_outside`` False, an error that leaves the plane of 1 and xhat
     gets no finding (used when a named mistake already explains it).
     """
-    axes = geom.axes
-    e = got - expected
-    xhat = geom.xhat
-    n = int(np.prod([e.shape[a] for a in axes]))
-    # per-group least squares of e on the basis (1, xhat): a 2x2 system per group
-    s1 = xhat.sum(axis=axes, keepdims=True)
-    s2 = (xhat * xhat).sum(axis=axes, keepdims=True)
-    r1 = e.sum(axis=axes, keepdims=True)
-    r2 = (e * xhat).sum(axis=axes, keepdims=True)
-    det = n * s2 - s1 * s1
-    safe = np.where(det == 0, 1.0, det)
-    a = np.where(det == 0, r1 / n, (s2 * r1 - s1 * r2) / safe)
-    b = np.where(det == 0, 0.0, (n * r2 - s1 * r1) / safe)
-    along_1 = np.broadcast_to(a, e.shape)
-    along_x = b * xhat
-    rest = e - along_1 - along_x
-    total = float((e * e).sum())
-    if total == 0.0 or not math.isfinite(total):
+    split = _split(got - expected, geom.xhat, geom.axes)
+    if split is None:
         return []
-    f1 = float((along_1 * along_1).sum()) / total
-    fx = float((along_x * along_x).sum()) / total
-    fr = float((rest * rest).sum()) / total
-    small = 1e-6
-    sum_got = float(np.max(np.abs(got.sum(axis=axes))))
-    dot_got = float(np.max(np.abs((got * xhat).sum(axis=axes))))
-    found: list[Finding] = []
-    share = f"{fx:.0%} of it along xhat, {f1:.0%} along the ones vector, {fr:.0%} elsewhere"
-
-    if fr > small:
-        if not explain_outside:
-            return found
-        found.append(
-            Finding(
-                "the direct path is wrong",
-                f"The error is not only along 1 and xhat ({share}), so it is not just a missing mean or "
-                "variance path: check the per-element term dxhat * rstd (gamma included, the right axis).",
-            )
-        )
-        return found
-
-    if geom.mean_path is not None and f1 > small:
-        true_a = np.broadcast_to(geom.mean_path, a.shape)
-        if np.allclose(a, -true_a, rtol=1e-6, atol=1e-12):
-            title = "the path through the mean is missing"
-            how = "exactly minus the mean path's contribution"
-        else:
-            title = "the path through the mean is wrong"
-            how = "not the mean path's contribution"
-        found.append(
-            Finding(
-                title,
-                f"Your dx is off along the ones vector ({share}), by {how}. "
-                f"Over each group the true dx sums to 0; yours sums to up to {_fmt(sum_got)}. "
-                "The mean feeds every xhat_j, so each x_i gets -mean_j(dxhat_j) * rstd from it.",
-            )
-        )
-    elif geom.mean_path is None and f1 > small:
-        found.append(
-            Finding(
-                "a mean term in RMSNorm",
-                f"Your dx is off along the ones vector ({share}) (it sums to up to {_fmt(sum_got)} per row). "
-                "RMSNorm subtracts no mean, so no term of its dx is constant over the row: "
-                "drop the -mean(dxhat) term of the LayerNorm formula.",
-            )
-        )
-
-    if fx > small:
-        c = np.broadcast_to(geom.radial_coef, b.shape)
-        ok = np.abs(c) > 1e-12
-        ratio = float(np.median(b[ok] / c[ok])) if ok.any() else float("nan")
-        consistent = ok.any() and np.allclose(b[ok] / c[ok], ratio, rtol=1e-6, atol=1e-9)
-        path = f"the path through the {geom.radial_name}"
-        if consistent and abs(ratio + 1) < 1e-6:
-            title, how = f"{path} is missing", "exactly minus that path's contribution"
-        elif consistent and n > 1 and abs(ratio + 1 / n) < 1e-6:
-            title = f"{path} carries a factor (m-1)/m (seed 003's slip)"
-            how = (
-                f"that path times -1/m (m = {n}): your variance path is (m-1)/m of the right one. "
-                "The route from the mean into the variance contributes nothing: dvar/dmean = 0"
-            )
-        elif consistent:
-            title, how = f"{path} is scaled wrongly", f"that path times {_fmt(ratio)}: yours is {_fmt(1 + ratio)} x it"
-        else:
-            title, how = f"{path} is wrong", "a multiple of xhat that is not a fixed multiple of that path"
-        at_zero = (
-            f" At eps = 0 the true dx is orthogonal to xhat; yours has dx . xhat up to {_fmt(dot_got)}."
-            if geom.eps == 0.0
-            else ""
-        )
-        found.append(Finding(title, f"Your dx is off along xhat ({share}), by {how}.{at_zero}"))
-    return found
+    if split.rest > SMALL_SHARE:
+        return [finding("direct_path_wrong", share=split.share)] if explain_outside else []
+    sum_got = float(np.max(np.abs(got.sum(axis=geom.axes))))
+    dot_got = float(np.max(np.abs((got * geom.xhat).sum(axis=geom.axes))))
+    return [f for f in (_mean_finding(split, geom, sum_got), _radial_finding(split, geom, dot_got)) if f is not None]
 
 
 # ---- exceptions -----------------------------------------------------------------------
@@ -347,13 +370,7 @@ def geometry_findings(
 def exception_findings(error_type: str, message: str) -> list[Finding]:
     """Extra explanation for exceptions whose cause is usually one classic mistake."""
     if "could not be broadcast" in message:
-        return [
-            Finding(
-                "a statistic lost its axis (keepdims)",
-                "NumPy could not line up two arrays. A mean or sum over the last axis of an [N, D] array has "
-                "shape [N]; to subtract it from each row it must be [N, 1]: pass keepdims=True.",
-            )
-        ]
+        return [finding("keepdims_broadcast")]
     if error_type in ("ValueError", "LinAlgError") and "matmul" in message:
-        return [Finding("matrix shapes", "A matrix product got operands whose inner sizes differ: check transposes.")]
+        return [finding("matmul_shapes")]
     return []

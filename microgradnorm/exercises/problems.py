@@ -1,33 +1,39 @@
-"""The grading side of each exercise: its inputs, its right answers, its known mistakes.
+"""The grading side of each exercise: its inputs, its right answers, how close they must be, its known mistakes.
 
-For every exercise a :class:`Problem` makes two cases from a fresh random
+For every exercise a :class:`Problem` draws two cases from a fresh random
 generator: the *first* input, and a *second* one of another shape (and, for the
 normalizations, eps = 0, where the clean identities sum(dx) = 0 and
 dx . xhat = 0 hold exactly). Inputs always have a random upstream gradient and
 a gamma that is not 1 (with random signs), so a wrong answer cannot pass by
 accident and a hard-coded one fails the second case.
 
-Right answers come from the package's independent oracles, never from a
-solution file: the closed forms in :mod:`microgradnorm.formulas` (through the
-norm registry, :func:`microgradnorm.registry.get_norm`) and the scalar engine
+``Problem.solve`` computes the right answers from the inputs alone, with the
+package's independent oracles, never a solution file: the closed forms of
+:mod:`microgradnorm.formulas` (through the norm registry) and the scalar engine
 :class:`microgradnorm.Value` for the local derivatives, the mean and the
-variance. Known mistakes are computed from the same closed forms, with the one
-thing changed that the mistake changes (see :mod:`.diagnose`).
+variance. The same function gives, through :func:`.rounding.tolerance`, how
+far a correct float64 answer may be from them, entry by entry. Known mistakes
+are computed from the same closed forms, with the one thing changed that the
+mistake changes (:mod:`.norm_mistakes`, :mod:`.diagnose`).
+
+All of this runs in the grading process only: the child process that runs the
+learner's code gets the inputs and nothing else.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from microgradnorm import formulas
-from microgradnorm import tolerances as tol
 from microgradnorm.check import random_problem
 from microgradnorm.engine import Value
-from microgradnorm.exercises.diagnose import Finding, Geometry, Mistake
+from microgradnorm.exercises import norm_mistakes, rounding
+from microgradnorm.exercises.diagnose import Count, Finding, Geometry, Mistake, finding, mistake
 from microgradnorm.registry import get_norm
 
 __all__ = ["PROBLEMS", "Case", "Output", "Problem", "get_problem"]
@@ -35,31 +41,41 @@ __all__ = ["PROBLEMS", "Case", "Output", "Problem", "get_problem"]
 
 @dataclass(frozen=True)
 class Output:
-    """One graded quantity: the key the runner returns and the row it is shown in."""
+    """One graded quantity: the key the child sends back and the row it is shown in."""
 
     name: str
     label: str
-    rtol: float = tol.EXERCISE_RTOL
-    atol: float = tol.EXERCISE_ATOL
 
 
 @dataclass
 class Case:
-    """One input to call the learner's code on, with the right answers."""
+    """One input to call the learner's code on, with the right answers and how close they must be."""
 
     label: str
     inputs: dict[str, Any]
     expected: dict[str, np.ndarray]
+    allowed: dict[str, np.ndarray]  # per entry: the largest error float64 rounding explains
     info: dict[str, Any] = field(default_factory=dict)
 
 
 class Problem:
-    """How one exercise is graded. Subclasses fill in the cases and the mistakes."""
+    """How one exercise is graded. Subclasses draw the inputs, solve them, and name the mistakes."""
 
     outputs: tuple[Output, ...] = ()
     swaps: tuple[tuple[str, str], ...] = ()  # pairs of outputs a learner may return in the wrong order
+    exact: tuple[str, ...] = ()  # inputs that are counts, not rounded measurements
 
     def make_case(self, rng: np.random.Generator, second: bool) -> Case:
+        label, inputs, info = self.draw(rng, second)
+        expected = self.solve(inputs)
+        return Case(label, inputs, expected, rounding.tolerance(self.solve, inputs, self.exact), info)
+
+    def draw(self, rng: np.random.Generator, second: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        """(label, inputs sent to the learner's code, what the diagnosis needs besides)."""
+        raise NotImplementedError
+
+    def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
+        """The right answer of every output, from the inputs alone."""
         raise NotImplementedError
 
     def mistakes(self, case: Case, name: str) -> list[Mistake]:
@@ -78,6 +94,10 @@ class Problem:
         """The shape of the input ``name`` is reduced from (for wrong-axis shape messages)."""
         return case.info.get("x_shape")
 
+    def counts(self, case: Case, name: str) -> tuple[Count, ...]:
+        """The counts ``name``'s formula divides by, the right one first (for the scale diagnosis)."""
+        return ()
+
 
 def _seed(rng: np.random.Generator) -> int:
     return int(rng.integers(2**32))
@@ -87,13 +107,17 @@ def _shape(shape: tuple[int, ...]) -> str:
     return "[" + ", ".join(map(str, shape)) + "]"
 
 
+def _which(second: bool) -> str:
+    return "second" if second else "first"
+
+
 # ---- 01: local derivatives, from the engine ------------------------------------------
 
 
-def _engine_grads(op, *args: float, dout: float) -> tuple[float, ...]:
+def _engine_grads(op: Callable[..., Value], *args: float, dout: float) -> tuple[float, ...]:
     """d op / d arg * dout for each argument, by building the op from Values and calling backward."""
-    leaves = [Value(a) for a in args]
-    op(*leaves).backward(dout)
+    leaves = [Value(float(a)) for a in args]
+    op(*leaves).backward(float(dout))
     return tuple(v.grad for v in leaves)
 
 
@@ -107,75 +131,40 @@ class LocalDerivatives(Problem):
         Output("div_db", "divide: db"),
     )
 
-    def make_case(self, rng: np.random.Generator, second: bool) -> Case:
+    def draw(self, rng: np.random.Generator, second: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
         size = 7 if second else 5
         a = rng.uniform(0.5, 3.0, size)
         b = rng.uniform(0.5, 2.0, size) * rng.choice([-1.0, 1.0], size)
         p = float(rng.choice([-1.5, 2.5, 3.0])) if second else float(rng.choice([0.5, 1.5, -2.0]))
-        dout = rng.normal(0.0, 1.0, size)
-        expected: dict[str, list[float]] = {k.name: [] for k in self.outputs}
-        for ai, bi, gi in zip(a, b, dout):
-            da, db = _engine_grads(lambda u, v: u * v, ai, bi, dout=gi)
-            expected["mul_da"].append(da)
-            expected["mul_db"].append(db)
-            expected["pow_da"].append(_engine_grads(lambda u: u**p, ai, dout=gi)[0])
-            expected["sqrt_da"].append(_engine_grads(lambda u: u.sqrt(), ai, dout=gi)[0])
-            da, db = _engine_grads(lambda u, v: u / v, ai, bi, dout=gi)
-            expected["div_da"].append(da)
-            expected["div_db"].append(db)
-        label = f"{'second' if second else 'first'} input: {size} values, p = {p:g}"
-        return Case(
-            label,
-            {"a": a, "b": b, "p": np.float64(p), "dout": dout},
-            {k: np.array(v) for k, v in expected.items()},
-            {"a": a, "b": b, "p": p, "dout": dout},
-        )
+        inputs = {"a": a, "b": b, "p": np.float64(p), "dout": rng.normal(0.0, 1.0, size)}
+        return f"{_which(second)} input: {size} values, p = {p:g}", inputs, {}
+
+    def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
+        p = float(inputs["p"])
+        rows = []
+        for a, b, g in zip(inputs["a"], inputs["b"], inputs["dout"]):
+            rows.append(
+                (
+                    *_engine_grads(lambda u, v: u * v, a, b, dout=g),
+                    *_engine_grads(lambda u: u**p, a, dout=g),
+                    *_engine_grads(lambda u: u.sqrt(), a, dout=g),
+                    *_engine_grads(lambda u, v: u / v, a, b, dout=g),
+                )
+            )
+        columns = np.array(rows).T
+        return {o.name: columns[i] for i, o in enumerate(self.outputs)}
 
     def mistakes(self, case: Case, name: str) -> list[Mistake]:
-        a, b, p, g = case.info["a"], case.info["b"], case.info["p"], case.info["dout"]
-        no_dout = Mistake(
-            "the upstream gradient is missing",
-            "You returned the local derivative alone. The chain rule multiplies it by dout, "
-            "the gradient arriving from above.",
-            case.expected[name] / g,
-        )
+        a, b, p, g = (case.inputs[k] for k in ("a", "b", "p", "dout"))
         table = {
-            "mul_da": [
-                Mistake("a and b swapped", "d(a*b)/da is b, not a: the other factor.", a * g),
-            ],
-            "mul_db": [
-                Mistake("a and b swapped", "d(a*b)/db is a, not b: the other factor.", b * g),
-            ],
-            "pow_da": [
-                Mistake(
-                    "the exponent was not lowered",
-                    "d(a**p)/da = p * a**(p-1): the power drops by one.",
-                    p * a**p * g,
-                ),
-                Mistake(
-                    "the factor p is missing", "d(a**p)/da = p * a**(p-1): p comes down in front.", a ** (p - 1) * g
-                ),
-            ],
-            "sqrt_da": [
-                Mistake(
-                    "the factor 1/2 is missing",
-                    "sqrt(a) = a**(1/2), so its derivative is (1/2) a**(-1/2) = 1 / (2 sqrt(a)).",
-                    g / np.sqrt(a),
-                ),
-            ],
-            "div_da": [
-                Mistake("the derivative of b instead", "d(a/b)/da = 1/b; -a/b**2 is d(a/b)/db.", -a / b**2 * g),
-            ],
-            "div_db": [
-                Mistake(
-                    "b is not squared",
-                    "a/b = a * b**-1, and d(b**-1)/db = -b**-2, so d(a/b)/db = -a / b**2.",
-                    -a / b * g,
-                ),
-                Mistake("a is missing", "d(a/b)/db = -a / b**2: a stays as a factor.", -g / b**2),
-            ],
+            "mul_da": [mistake("mul_swapped_a", a * g)],
+            "mul_db": [mistake("mul_swapped_b", b * g)],
+            "pow_da": [mistake("pow_not_lowered", p * a**p * g), mistake("pow_no_p", a ** (p - 1) * g)],
+            "sqrt_da": [mistake("sqrt_no_half", g / np.sqrt(a))],
+            "div_da": [mistake("div_da_is_db", -a / b**2 * g)],
+            "div_db": [mistake("div_b_not_squared", -a / b * g), mistake("div_no_a", -g / b**2)],
         }
-        return [*table.get(name, []), no_dout]
+        return [*table.get(name, []), mistake("no_dout", case.expected[name] / g)]
 
 
 # ---- 02: mean and variance backward, from the engine ---------------------------------
@@ -184,276 +173,90 @@ class LocalDerivatives(Problem):
 class MeanVariance(Problem):
     outputs = (Output("dx_mean", "mean: dx"), Output("dx_var", "variance: dx"))
 
-    def make_case(self, rng: np.random.Generator, second: bool) -> Case:
+    def draw(self, rng: np.random.Generator, second: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
         shape = (4, 6) if second else (3, 5)
-        x = rng.normal(0.5, 2.0, shape)
-        dmean = rng.normal(0.0, 1.0, (shape[0], 1))
-        dvar = rng.normal(0.0, 1.0, (shape[0], 1))
-        dx_mean, dx_var = np.zeros(shape), np.zeros(shape)
+        inputs = {
+            "x": rng.normal(0.5, 2.0, shape),
+            "dmean": rng.normal(0.0, 1.0, (shape[0], 1)),
+            "dvar": rng.normal(0.0, 1.0, (shape[0], 1)),
+        }
+        return f"{_which(second)} input: x {_shape(shape)}", inputs, {"n": shape[1], "x_shape": shape}
+
+    def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
+        x = inputs["x"]
+        dx_mean, dx_var = np.zeros(x.shape), np.zeros(x.shape)
         for r, row in enumerate(x):
             xs = [Value(float(v)) for v in row]
-            Value.mean(xs).backward(float(dmean[r, 0]))
+            Value.mean(xs).backward(float(inputs["dmean"][r, 0]))
             dx_mean[r] = [v.grad for v in xs]
             xs = [Value(float(v)) for v in row]
             mu = Value.mean(xs)
-            Value.mean([(v - mu) ** 2 for v in xs]).backward(float(dvar[r, 0]))
+            Value.mean([(v - mu) ** 2 for v in xs]).backward(float(inputs["dvar"][r, 0]))
             dx_var[r] = [v.grad for v in xs]
-        label = f"{'second' if second else 'first'} input: x {_shape(shape)}"
-        return Case(
-            label,
-            {"x": x, "dmean": dmean, "dvar": dvar},
-            {"dx_mean": dx_mean, "dx_var": dx_var},
-            {"x": x, "dvar": dvar, "n": shape[1], "x_shape": shape},
-        )
+        return {"dx_mean": dx_mean, "dx_var": dx_var}
 
     def mistakes(self, case: Case, name: str) -> list[Mistake]:
         if name != "dx_var":
             return []
-        x, dvar, n = case.info["x"], case.info["dvar"], case.info["n"]
-        return [
-            Mistake(
-                "x instead of x - mean",
-                "d var / d x_i = (2/n) (x_i - mean): the deviation from the mean, not x_i itself. (The route "
-                "through the mean adds nothing, since the deviations sum to 0.)",
-                dvar * 2.0 * x / n,
-            )
-        ]
+        x, dvar = case.inputs["x"], case.inputs["dvar"]
+        return [mistake("var_x_not_xshift", dvar * 2.0 * x / x.shape[1])]
+
+    def counts(self, case: Case, name: str) -> tuple[Count, ...]:
+        rows, d = case.inputs["x"].shape
+        return (Count(d, "the row length"), Count(rows, "the number of rows"))
 
 
-# ---- normalizations: shared cases and mistakes ------------------------------------------
+# ---- normalizations: LayerNorm, BatchNorm ----------------------------------------------------
 
 
-def _norm_case(norm: str, shape: tuple[int, ...], rng: np.random.Generator, eps: float, second: bool) -> Case:
+def _norm_draw(
+    norm: str, shape: tuple[int, ...], rng: np.random.Generator, eps: float, second: bool
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
     spec = get_norm(norm)
-    seed = _seed(rng)
-    x, gamma, beta, dy = random_problem(spec, shape, seed)
+    x, gamma, beta, dy = random_problem(spec, shape, _seed(rng))
     axes, pa = spec.axes(shape), spec.param_axis(shape)
+    inputs: dict[str, Any] = {"x": x, "gamma": gamma, "dy": dy, "eps": np.float64(eps)}
+    if beta is not None:
+        inputs["beta"] = beta
+    info = {"x": x, "gamma": gamma, "beta": beta, "dy": dy, "eps": eps, "axes": axes, "param_axis": pa}
+    info.update(x_shape=shape, n=formulas.group_size(shape, axes), norm=norm)
+    info.update(g=formulas.param_view(gamma, x.ndim, pa), b=formulas.param_view(beta, x.ndim, pa))
+    return f"{_which(second)} input: x {_shape(shape)}, eps = {eps:g}", inputs, info
+
+
+def _norm_solve(norm: str, inputs: dict[str, Any], names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    spec = get_norm(norm)
+    x, gamma, beta, dy, eps = inputs["x"], inputs["gamma"], inputs.get("beta"), inputs["dy"], float(inputs["eps"])
+    axes, pa = spec.axes(x.shape), spec.param_axis(x.shape)
     grads = spec.node_grads(x, gamma, beta, eps, dy)
-    g, b = formulas.param_view(gamma, x.ndim, pa), formulas.param_view(beta, x.ndim, pa)
     if norm == "rmsnorm":
         xhat = formulas.rms_moments(x, axes, eps).xhat
     else:
         xhat = formulas.moments(x, axes, eps).xhat
-    expected = {"y": formulas.affine(xhat, g, b), "dx": grads["x"], "dgamma": grads["gamma"]}
-    for key, node in (("dbeta", "beta"), ("dxhat", "xhat"), ("dvar", "var"), ("dmean", "mean")):
-        if node in grads:
-            expected[key] = grads[node]
-    inputs: dict[str, Any] = {"x": x, "gamma": gamma, "dy": dy, "eps": np.float64(eps)}
-    if beta is not None:
-        inputs["beta"] = beta
-    label = f"{'second' if second else 'first'} input: x {_shape(shape)}, eps = {eps:g}"
-    info = {"x": x, "gamma": gamma, "beta": beta, "dy": dy, "eps": eps, "axes": axes, "param_axis": pa}
-    info.update(x_shape=shape, n=formulas.group_size(shape, axes), norm=norm)
-    return Case(label, inputs, expected, info)
-
-
-def _other_axes(ndim: int, axes: tuple[int, ...]) -> list[tuple[int, ...]]:
-    """The single axes a learner might reduce over by mistake."""
-    return [(a,) for a in range(ndim) if (a,) != axes]
-
-
-def _unbiased(m: formulas.Moments, n: int, eps: float) -> tuple[np.ndarray, np.ndarray, float]:
-    """(xhat, rstd) had the variance been divided by n - 1, and the factor c = n / (n - 1)."""
-    c = n / (n - 1)
-    rstd = 1.0 / np.sqrt(m.var * c + eps)
-    return m.xshift * rstd, rstd, c
-
-
-def _ln_mistakes(info: dict[str, Any], name: str, dy: np.ndarray | None = None) -> list[Mistake]:
-    """Known wrong y, dx, dgamma, dbeta (and stages) of LayerNorm or BatchNorm on this input.
-
-    ``dy`` overrides the upstream gradient (the pre-LN block feeds LN with dh).
-    """
-    x, gamma, beta, eps, axes, pa, n = (info[k] for k in ("x", "gamma", "beta", "eps", "axes", "param_axis", "n"))
-    dy = info["dy"] if dy is None else dy
-    g = formulas.param_view(gamma, x.ndim, pa)
-    b = formulas.param_view(beta, x.ndim, pa)
-    m = formulas.moments(x, axes, eps)
-    gx = formulas.dxhat(dy, g)
-    shared = formulas.param_axes(x.ndim, pa)
-    out: list[Mistake] = []
-    wrong_axes = _other_axes(x.ndim, axes)
-    xhat_u, rstd_u, c = _unbiased(m, n, eps) if n > 1 else (m.xhat, m.rstd, 1.0)
-    unbiased = (
-        f"The variance was divided by n - 1 = {n - 1} (unbiased, as np.var(ddof=1) or torch.var do by default). "
-        f"Normalization layers divide by n = {n}: xhat comes out sqrt(n/(n-1)) = {math.sqrt(c):.6g} times too "
-        "small."
-    )
-    if name == "y":
-        out.append(Mistake("unbiased variance", unbiased, formulas.affine(xhat_u, g, b)))
-        if eps > 0:
-            m0 = formulas.moments(x, axes, 0.0)
-            out.append(
-                Mistake("eps left out", f"std = sqrt(var + eps) with eps = {eps:g}.", formulas.affine(m0.xhat, g, b))
-            )
-            out.append(
-                Mistake(
-                    "eps outside the square root",
-                    "eps goes inside: sqrt(var + eps), not sqrt(var) + eps.",
-                    formulas.affine(m.xshift / (np.sqrt(m.var) + eps), g, b),
-                )
-            )
-        out.append(Mistake("gamma and beta swapped", "y = gamma * xhat + beta.", formulas.affine(m.xhat, b, g)))
-        out.append(Mistake("beta left out", "y = gamma * xhat + beta: add beta.", formulas.affine(m.xhat, g, None)))
-        out.append(
-            Mistake("gamma left out", "y = gamma * xhat + beta: scale by gamma.", formulas.affine(m.xhat, None, b))
-        )
-        for ax in wrong_axes:
-            mw = formulas.moments(x, ax, eps)
-            out.append(Mistake("normalized over the wrong axis", _axis_text(axes, ax), formulas.affine(mw.xhat, g, b)))
-    elif name == "dx":
-        direct, via_mean, via_var = formulas.dx_paths(gx, m.xshift, m.std, m.rstd, axes)
-        out += [
-            Mistake(
-                "the path through the mean is missing",
-                "x_i also moves the mean, and the mean moves every xhat_j: add dmean / n to every dx_i "
-                "(dmean = -rstd * sum_j dxhat_j).",
-                direct + via_var,
-            ),
-            Mistake(
-                "the path through the variance is missing",
-                "x_i also moves the variance: add dvar * 2 (x_i - mean) / n "
-                "(dvar = -1/2 (var + eps)^(-3/2) sum_j dxhat_j (x_j - mean)).",
-                direct + via_mean,
-            ),
-            Mistake(
-                "only the direct path",
-                "dx_i = dxhat_i * rstd is only the direct path: the mean and the variance depend on x_i too.",
-                direct,
-            ),
-        ]
-        if n > 1:
-            out.append(
-                Mistake(
-                    "seed 003's (m-1)/m slip",
-                    f"Your variance path is (m-1)/m = {(n - 1) / n:.6g} times the right one (m = {n}). Seed 003 "
-                    "adds a second route from x to the variance, through the mean, worth -(2/m)(x_i - mean)/m. "
-                    "That route is 0: dvar/dmean = -(2/m) sum_j (x_j - mean) and the deviations sum to 0.",
-                    direct + via_mean + via_var * (n - 1) / n,
-                )
-            )
-        out.append(
-            Mistake(
-                "gamma left out of dx",
-                "dxhat = gamma * dy: the upstream gradient passes through the scale first.",
-                formulas.dx_simplified(dy, m.xhat, m.rstd, axes),
-            )
-        )
-        if n > 1:
-            out.append(
-                Mistake("unbiased variance", unbiased, formulas.dx_simplified(gx, xhat_u * math.sqrt(c), rstd_u, axes))
-            )
-            out.append(Mistake("unbiased variance", unbiased, formulas.dx_simplified(gx, xhat_u, rstd_u, axes)))
-        if eps > 0:
-            m0 = formulas.moments(x, axes, 0.0)
-            out.append(
-                Mistake(
-                    "eps left out",
-                    f"rstd = 1 / sqrt(var + eps) with eps = {eps:g}.",
-                    formulas.dx_simplified(gx, m0.xhat, m0.rstd, axes),
-                )
-            )
-        for ax in wrong_axes:
-            mw = formulas.moments(x, ax, eps)
-            out.append(
-                Mistake(
-                    "reduced over the wrong axis",
-                    _axis_text(axes, ax),
-                    formulas.dx_simplified(gx, mw.xhat, mw.rstd, ax),
-                )
-            )
-            out.append(
-                Mistake(
-                    "reduced over the wrong axis in the backward pass",
-                    _axis_text(axes, ax) + " The forward pass is right; the means in dx are taken over the wrong axis.",
-                    formulas.dx_simplified(gx, m.xhat, m.rstd, ax),
-                )
-            )
-    elif name == "dgamma":
-        out += [
-            Mistake(
-                "x instead of xhat", "dgamma = sum of dy * xhat: the normalized input.", formulas.dgamma(dy, x, shared)
-            ),
-            Mistake(
-                "x - mean instead of xhat",
-                "dgamma = sum of dy * xhat; x - mean is not yet divided by the std.",
-                formulas.dgamma(dy, m.xshift, shared),
-            ),
-            Mistake(
-                "an extra factor gamma",
-                "y = gamma * xhat + beta, so dy/dgamma = xhat: gamma itself does not appear in dgamma.",
-                formulas.dgamma(dy, m.xhat, shared) * gamma,
-            ),
-        ]
-    elif name == "dbeta":
-        out.append(
-            Mistake(
-                "an extra factor gamma",
-                "dy/dbeta = 1: dbeta is the plain sum of dy.",
-                formulas.dbeta(dy, shared) * gamma,
-            )
-        )
-    elif name == "dxhat":
-        out.append(Mistake("gamma left out", "dxhat = gamma * dy.", dy + 0.0))
-        out.append(Mistake("xhat instead of gamma", "dxhat = dy * dy/dxhat = dy * gamma.", dy * m.xhat))
-    elif name == "dvar":
-        out.append(
-            Mistake(
-                "the power -1/2 instead of -3/2",
-                "xhat = xshift * (var + eps)^(-1/2), so dxhat/dvar = -1/2 xshift (var + eps)^(-3/2).",
-                -0.5 * m.rstd * (gx * m.xshift).sum(axis=axes, keepdims=True),
-            )
-        )
-        out.append(
-            Mistake(
-                "xhat instead of x - mean",
-                "dvar = -1/2 (var + eps)^(-3/2) sum_j dxhat_j (x_j - mean): the deviations, not xhat.",
-                -0.5 * m.rstd**3 * (gx * m.xhat).sum(axis=axes, keepdims=True),
-            )
-        )
-    return out
-
-
-def _axis_text(right: tuple[int, ...], wrong: tuple[int, ...]) -> str:
-    return (
-        f"You reduced over axis {wrong[0] if len(wrong) == 1 else wrong}; this norm takes its statistics over "
-        f"axis {right[0] if len(right) == 1 else right}."
-    )
-
-
-def _ln_geometry(info: dict[str, Any], dy: np.ndarray | None = None) -> Geometry:
-    x, gamma, eps, axes, pa, n = (info[k] for k in ("x", "gamma", "eps", "axes", "param_axis", "n"))
-    dy = info["dy"] if dy is None else dy
-    m = formulas.moments(x, axes, eps)
-    gx = formulas.dxhat(dy, formulas.param_view(gamma, x.ndim, pa))
-    dvar = formulas.dvar(gx, m.xshift, m.std, axes)
-    return Geometry(
-        axes=axes,
-        xhat=m.xhat,
-        mean_path=formulas.dmean(gx, m.rstd, axes) / n,
-        radial_coef=dvar * 2.0 * m.std / n,
-        eps=eps,
-    )
+    y = formulas.affine(xhat, formulas.param_view(gamma, x.ndim, pa), formulas.param_view(beta, x.ndim, pa))
+    node = {"dx": "x", "dgamma": "gamma", "dbeta": "beta", "dxhat": "xhat", "dvar": "var", "dmean": "mean"}
+    return {name: y if name == "y" else grads[node[name]] for name in names}
 
 
 class NormProblem(Problem):
-    """LayerNorm or BatchNorm forward and backward: shared by exercises 03, 05, 06 and 07."""
+    """LayerNorm or BatchNorm forward and backward: exercises 03, 05, 06 and 07."""
 
     swaps = (("dgamma", "dbeta"),)
 
     def __init__(self, norm: str, shapes: tuple[tuple[int, ...], tuple[int, ...]], outputs: tuple[Output, ...]):
-        self.norm = norm
-        self.shapes = shapes
-        self.outputs = outputs
+        self.norm, self.shapes, self.outputs = norm, shapes, outputs
 
-    def make_case(self, rng: np.random.Generator, second: bool) -> Case:
-        return _norm_case(self.norm, self.shapes[second], rng, 0.0 if second else 1e-3, second)
+    def draw(self, rng: np.random.Generator, second: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        return _norm_draw(self.norm, self.shapes[second], rng, 0.0 if second else 1e-3, second)
+
+    def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
+        return _norm_solve(self.norm, inputs, tuple(o.name for o in self.outputs))
 
     def mistakes(self, case: Case, name: str) -> list[Mistake]:
-        return _ln_mistakes(case.info, name)
+        return norm_mistakes.mistakes(case.info, name)
 
     def geometry(self, case: Case, name: str) -> Geometry | None:
-        return _ln_geometry(case.info) if name == "dx" else None
+        return norm_mistakes.geometry(case.info) if name == "dx" else None
 
 
 _FORWARD = Output("y", "forward")
@@ -466,16 +269,27 @@ class AffineProblem(Problem):
     outputs = (Output("dgamma", "dgamma"), Output("dbeta", "dbeta"), Output("dxhat", "dxhat"))
     swaps = (("dgamma", "dbeta"),)
 
-    def make_case(self, rng: np.random.Generator, second: bool) -> Case:
-        case = _norm_case("layernorm", (3, 4, 6) if second else (2, 3, 5), rng, 1e-5, second)
-        info = case.info
+    def draw(self, rng: np.random.Generator, second: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        shape = (3, 4, 6) if second else (2, 3, 5)
+        _, norm_inputs, info = _norm_draw("layernorm", shape, rng, 1e-5, second)
         xhat = formulas.moments(info["x"], info["axes"], info["eps"]).xhat
-        inputs = {"dy": info["dy"], "xhat": xhat, "gamma": info["gamma"]}
-        label = case.label.split(",")[0].replace(": x ", ": dy and xhat ")
-        return Case(label, inputs, {k: case.expected[k] for k in ("dgamma", "dbeta", "dxhat")}, info)
+        inputs = {"dy": norm_inputs["dy"], "xhat": xhat, "gamma": norm_inputs["gamma"]}
+        return f"{_which(second)} input: dy and xhat {_shape(shape)}", inputs, {**info, "xhat": xhat}
+
+    def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
+        dy, xhat, gamma = inputs["dy"], inputs["xhat"], inputs["gamma"]
+        lead = tuple(range(dy.ndim - 1))
+        return {
+            "dgamma": formulas.dgamma(dy, xhat, lead),
+            "dbeta": formulas.dbeta(dy, lead),
+            "dxhat": formulas.dxhat(dy, gamma),
+        }
 
     def mistakes(self, case: Case, name: str) -> list[Mistake]:
-        return _ln_mistakes(case.info, name)
+        dy, xhat = case.inputs["dy"], case.inputs["xhat"]
+        if name == "dxhat":
+            return [mistake("gamma_left_out_dxhat", dy + 0.0), mistake("xhat_not_gamma", dy * xhat)]
+        return norm_mistakes.param_mistakes(name, dy, xhat, case.info)
 
 
 # ---- 08: RMSNorm ---------------------------------------------------------------------
@@ -484,169 +298,180 @@ class AffineProblem(Problem):
 class RMSProblem(Problem):
     outputs = (_FORWARD, _DX, _DGAMMA)
 
-    def make_case(self, rng: np.random.Generator, second: bool) -> Case:
-        return _norm_case("rmsnorm", (4, 5) if second else (3, 6), rng, 0.0 if second else 1e-3, second)
+    def draw(self, rng: np.random.Generator, second: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        return _norm_draw("rmsnorm", (4, 5) if second else (3, 6), rng, 0.0 if second else 1e-3, second)
+
+    def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
+        return _norm_solve("rmsnorm", inputs, ("y", "dx", "dgamma"))
+
+    def _y_mistakes(self, info: dict[str, Any]) -> list[Mistake]:
+        x, eps, axes, g = info["x"], info["eps"], info["axes"], info["g"]
+        out = [
+            mistake("rms_centered", g * formulas.moments(x, axes, eps).xhat),
+            mistake("rms_gamma_left_out", formulas.rms_moments(x, axes, eps).xhat),
+            mistake("rms_sum_not_mean", g * x / np.sqrt((x * x).sum(axis=axes, keepdims=True) + eps)),
+        ]
+        if eps > 0:
+            out.append(mistake("rms_eps_left_out", g * formulas.rms_moments(x, axes, 0.0).xhat, eps=eps))
+        return out
+
+    def _dx_mistakes(self, info: dict[str, Any]) -> list[Mistake]:
+        x, eps, axes, dy = info["x"], info["eps"], info["axes"], info["dy"]
+        r = formulas.rms_moments(x, axes, eps)
+        gx = formulas.dxhat(dy, info["g"])
+        out = [
+            mistake("rms_layernorm_formula", formulas.dx_simplified(gx, r.xhat, r.rrms, axes)),
+            mistake("rms_path_missing", gx * r.rrms),
+            mistake("rms_gamma_left_out_dx", formulas.rms_dx(dy, r.xhat, r.rrms, axes)),
+        ]
+        if eps > 0:
+            r0 = formulas.rms_moments(x, axes, 0.0)
+            out.append(mistake("rms_eps_left_out", formulas.rms_dx(gx, r0.xhat, r0.rrms, axes), eps=eps))
+        return out
 
     def mistakes(self, case: Case, name: str) -> list[Mistake]:
         info = case.info
-        x, gamma, eps, axes, dy = (info[k] for k in ("x", "gamma", "eps", "axes", "dy"))
-        g = formulas.param_view(gamma, x.ndim, info["param_axis"])
-        r = formulas.rms_moments(x, axes, eps)
-        gx = formulas.dxhat(dy, g)
         if name == "y":
-            m = formulas.moments(x, axes, eps)
-            out = [
-                Mistake(
-                    "the mean was subtracted", "RMSNorm divides x itself by its rms; it does not center x.", g * m.xhat
-                ),
-                Mistake("gamma left out", "y = gamma * x / rms.", r.xhat),
-                Mistake(
-                    "sum instead of mean",
-                    "rms = sqrt(mean(x**2) + eps): the mean of the squares, not their sum.",
-                    g * x / np.sqrt((x * x).sum(axis=axes, keepdims=True) + eps),
-                ),
-            ]
-            if eps > 0:
-                out.append(
-                    Mistake(
-                        "eps left out",
-                        f"rms = sqrt(mean(x**2) + eps), eps = {eps:g}.",
-                        g * formulas.rms_moments(x, axes, 0.0).xhat,
-                    )
-                )
-            return out
+            return self._y_mistakes(info)
         if name == "dx":
-            out = [
-                Mistake(
-                    "the LayerNorm formula",
-                    "You subtracted mean(dxhat), the LayerNorm term for the path through the mean. RMSNorm has no "
-                    "mean, so dx = rrms * (dxhat - xhat * mean(dxhat * xhat)).",
-                    formulas.dx_simplified(gx, r.xhat, r.rrms, axes),
-                ),
-                Mistake(
-                    "the path through the rms is missing",
-                    "x_i also changes the rms that divides every x_j: subtract xhat_i * mean_j(dxhat_j xhat_j), "
-                    "times rrms.",
-                    gx * r.rrms,
-                ),
-                Mistake("gamma left out of dx", "dxhat = gamma * dy.", formulas.rms_dx(dy, r.xhat, r.rrms, axes)),
-            ]
-            if eps > 0:
-                r0 = formulas.rms_moments(x, axes, 0.0)
-                out.append(
-                    Mistake(
-                        "eps left out",
-                        f"rms = sqrt(mean(x**2) + eps), eps = {eps:g}.",
-                        formulas.rms_dx(gx, r0.xhat, r0.rrms, axes),
-                    )
-                )
-            return out
-        if name == "dgamma":
-            shared = formulas.param_axes(x.ndim, info["param_axis"])
-            return [
-                Mistake(
-                    "x instead of xhat", "dgamma = sum of dy * xhat, xhat = x / rms.", formulas.dgamma(dy, x, shared)
-                )
-            ]
-        return []
+            return self._dx_mistakes(info)
+        shared = formulas.param_axes(info["x"].ndim, info["param_axis"])
+        xhat = formulas.rms_moments(info["x"], info["axes"], info["eps"]).xhat
+        x_not_xhat = mistake("rms_x_not_xhat", formulas.dgamma(info["dy"], info["x"], shared))
+        return [x_not_xhat, *norm_mistakes.param_mistakes("dgamma", info["dy"], xhat, info)]
 
     def geometry(self, case: Case, name: str) -> Geometry | None:
         if name != "dx":
             return None
         info = case.info
-        x, gamma, eps, axes, dy = (info[k] for k in ("x", "gamma", "eps", "axes", "dy"))
+        x, eps, axes = info["x"], info["eps"], info["axes"]
         r = formulas.rms_moments(x, axes, eps)
-        gx = formulas.dxhat(dy, formulas.param_view(gamma, x.ndim, info["param_axis"]))
-        m2 = (gx * r.xhat).mean(axis=axes, keepdims=True)
+        m2 = (formulas.dxhat(info["dy"], info["g"]) * r.xhat).mean(axis=axes, keepdims=True)
         return Geometry(axes=axes, xhat=r.xhat, mean_path=None, radial_coef=-r.rrms * m2, eps=eps, radial_name="rms")
 
 
 # ---- 09: the Jacobian ------------------------------------------------------------------
 
 
+def _jacobian_parts(x: np.ndarray, eps: float) -> tuple[np.ndarray, float]:
+    m = formulas.moments(x, (0,), eps)
+    return m.xhat, float(m.rstd[0])
+
+
 class JacobianProblem(Problem):
     outputs = (Output("P", "projection P"), Output("J", "Jacobian J"))
 
-    def make_case(self, rng: np.random.Generator, second: bool) -> Case:
-        d = 6 if second else 5
-        eps = 0.0 if second else 1e-3
+    def draw(self, rng: np.random.Generator, second: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        d, eps = (6, 0.0) if second else (5, 1e-3)
         x, gamma, _, _ = random_problem(get_norm("layernorm"), (d,), _seed(rng))
-        m = formulas.moments(x, (0,), eps)
-        rstd = float(m.rstd[0])
-        expected = {"P": formulas.projection(m.xhat), "J": formulas.layer_norm_jacobian(m.xhat, rstd, gamma)}
-        label = f"{'second' if second else 'first'} input: x [{d}], eps = {eps:g}"
-        info = {"xhat": m.xhat, "rstd": rstd, "gamma": gamma, "d": d, "n": d}
-        return Case(label, {"x": x, "gamma": gamma, "eps": np.float64(eps), "xhat": m.xhat}, expected, info)
+        xhat, _ = _jacobian_parts(x, eps)
+        inputs = {"x": x, "gamma": gamma, "eps": np.float64(eps), "xhat": xhat}
+        return f"{_which(second)} input: x [{d}], eps = {eps:g}", inputs, {"n": d}
+
+    def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
+        xhat, rstd = _jacobian_parts(inputs["x"], float(inputs["eps"]))
+        return {
+            "P": formulas.projection(inputs["xhat"]),
+            "J": formulas.layer_norm_jacobian(xhat, rstd, inputs["gamma"]),
+        }
 
     def mistakes(self, case: Case, name: str) -> list[Mistake]:
-        xhat, rstd, gamma, d = (case.info[k] for k in ("xhat", "rstd", "gamma", "d"))
-        ones = np.ones((d, d)) / d
-        radial = np.outer(xhat, xhat) / d
-        P = formulas.projection(xhat)
-        eye = np.eye(d)
+        x, gamma, eps = case.inputs["x"], case.inputs["gamma"], float(case.inputs["eps"])
+        xhat, rstd = _jacobian_parts(x, eps)
+        d = x.shape[0]
+        ones, radial, eye = np.ones((d, d)) / d, np.outer(xhat, xhat) / d, np.eye(d)
         if name == "P":
+            P = formulas.projection(case.inputs["xhat"])
+            given = case.inputs["xhat"]
             return [
-                Mistake("the 1/d is missing", "P = (1/d) (1 1^T + xhat xhat^T).", P * d),
-                Mistake("the xhat xhat^T term is missing", "P projects on both 1 and xhat: add xhat xhat^T / d.", ones),
-                Mistake("the 1 1^T term is missing", "P projects on both 1 and xhat: add 1 1^T / d.", radial),
+                mistake("p_no_1_over_d", P * d),
+                mistake("p_no_radial", ones),
+                mistake("p_no_ones", np.outer(given, given) / d),
             ]
-        if name == "J":
-            j = formulas.layer_norm_jacobian(xhat, rstd, gamma)
-            return [
-                Mistake(
-                    "transposed",
-                    "J[i, j] = dy_i / dx_j: row i belongs to output y_i, so gamma_i scales row i "
-                    "(diag(gamma) on the left).",
-                    j.T,
-                ),
-                Mistake("gamma left out", "dy/dx = (1/sigma) diag(gamma) (I - P).", rstd * (eye - P)),
-                Mistake("the 1/sigma is missing", "dy/dx = (1/sigma) diag(gamma) (I - P).", gamma[:, None] * (eye - P)),
-                Mistake(
-                    "the path through the variance is missing",
-                    "I - P must remove xhat xhat^T / d too: that is the path through the variance.",
-                    rstd * gamma[:, None] * (eye - ones),
-                ),
-                Mistake(
-                    "the path through the mean is missing",
-                    "I - P must remove 1 1^T / d too: that is the path through the mean.",
-                    rstd * gamma[:, None] * (eye - radial),
-                ),
-            ]
-        return []
+        J, P = formulas.layer_norm_jacobian(xhat, rstd, gamma), formulas.projection(xhat)
+        out = [
+            mistake("j_transposed", J.T),
+            mistake("j_gamma_left_out", rstd * (eye - P)),
+            mistake("j_no_sigma", gamma[:, None] * (eye - P)),
+            mistake("j_variance_path_missing", rstd * gamma[:, None] * (eye - ones)),
+            mistake("j_mean_path_missing", rstd * gamma[:, None] * (eye - radial)),
+        ]
+        if eps > 0:
+            xhat0, rstd0 = _jacobian_parts(x, 0.0)
+            out.append(mistake("j_eps_left_out", formulas.layer_norm_jacobian(xhat0, rstd0, gamma), eps=eps))
+        return out
 
 
 # ---- 10: Welford ---------------------------------------------------------------------
 
 
-class WelfordProblem(Problem):
-    outputs = (Output("mean", "mean"), Output("var", "variance", rtol=tol.EXERCISE_STABLE_VARIANCE_RTOL))
+def _merge(count0: np.ndarray, mean0: np.ndarray, m2_0: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, m2) of values already summarised by (count0, mean0, m2_0) together with the rows of x.
 
-    def make_case(self, rng: np.random.Generator, second: bool) -> Case:
-        shape = (3, 64)
+    The exact combination of two groups' statistics (Chan, Golub and LeVeque):
+    m2 = m2_a + m2_b + delta^2 * n_a n_b / (n_a + n_b), delta = mean_b - mean_a.
+    """
+    n = x.shape[1]
+    mean_b = x.mean(axis=1)
+    m2_b = ((x - mean_b[:, None]) ** 2).sum(axis=1)
+    total = count0 + n
+    delta = mean_b - mean0
+    return mean0 + delta * n / total, m2_0 + m2_b + delta * delta * count0 * n / total
+
+
+def _welford_stream(inputs: dict[str, Any], increment: Callable[[float, float, float], float]) -> dict[str, np.ndarray]:
+    """What an update with m2 += increment(value, old mean, new mean) gives, from the given states."""
+    means, variances = [], []
+    for row, count, mean, m2 in zip(inputs["x"], inputs["count0"], inputs["mean0"], inputs["m2_0"]):
+        count, mean, m2 = int(count), float(mean), float(m2)
+        for value in row:
+            count += 1
+            old, mean = mean, mean + (value - mean) / count
+            m2 += increment(value, old, mean)
+        means.append(mean)
+        variances.append(m2 / count)
+    return {"mean": np.array(means), "var": np.array(variances)}
+
+
+class WelfordProblem(Problem):
+    outputs = (Output("mean", "mean"), Output("var", "variance"))
+    exact = ("count0",)
+
+    def draw(self, rng: np.random.Generator, second: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        rows, seen, streamed = 3, int(rng.integers(16, 48)), 64
         offset = 1e8 if second else float(rng.uniform(1.0, 4.0))
-        x = offset + rng.normal(0.0, 1.0, shape) * (1.0 if second else 2.0)
-        mean = formulas.mean(x, (1,))
-        var = formulas.variance(x - mean, (1,))
-        label = (
-            f"second input: 3 rows of 64 values near {offset:.0e} (spread about 1)"
-            if second
-            else "first input: 3 rows of 64 ordinary values"
-        )
-        return Case(label, {"x": x}, {"mean": mean.ravel(), "var": var.ravel()}, {"offset": offset, "n": shape[1]})
+        values = offset + rng.normal(0.0, 1.0, (rows, seen + streamed)) * (1.0 if second else 2.0)
+        before, x = values[:, :seen], values[:, seen:]
+        mean0 = before.mean(axis=1)
+        inputs = {
+            "x": x,
+            "count0": np.full(rows, float(seen)),
+            "mean0": mean0,
+            "m2_0": ((before - mean0[:, None]) ** 2).sum(axis=1),
+        }
+        near = f"values near {offset:.0e} (spread about 1)" if second else "ordinary values"
+        label = f"{_which(second)} input: 3 rows of {streamed} {near}, each started after {seen} values you do not see"
+        return label, inputs, {"offset": offset, "n": seen + streamed, "seen": seen}
+
+    def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
+        mean, m2 = _merge(inputs["count0"], inputs["mean0"], inputs["m2_0"], inputs["x"])
+        return {"mean": mean, "var": m2 / (inputs["count0"] + inputs["x"].shape[1])}
+
+    def mistakes(self, case: Case, name: str) -> list[Mistake]:
+        x = case.inputs["x"]
+        fresh = {"mean": x.mean(axis=1), "var": x.var(axis=1)}
+        out = [mistake("welford_ignores_state", fresh[name], count=case.info["seen"])]
+        if name == "var":
+            squared = _welford_stream(case.inputs, lambda v, old, new: (v - old) ** 2)["var"]
+            new_squared = _welford_stream(case.inputs, lambda v, old, new: (v - new) ** 2)["var"]
+            out += [mistake("welford_delta_squared", squared), mistake("welford_new_delta_squared", new_squared)]
+        return out
 
     def findings(self, case: Case, name: str, got: np.ndarray) -> list[Finding]:
         if name != "var" or case.info["offset"] < 1e6:
             return []
-        _, rel = tol.normwise_error(got, case.expected["var"])
         return [
-            Finding(
-                "cancellation",
-                f"On this input every value is about {case.info['offset']:.0e} and the spread only about 1: "
-                f"your variance is off by {rel:.2g} relative. Sums of x**2 are then about 1e16 per value, where "
-                "a double holds only about 2 units of precision, and subtracting mean**2 cancels everything "
-                "that mattered. Update m2 with deltas from the running mean instead: "
-                "m2 += (x - old mean) * (x - new mean).",
-            )
+            finding("cancellation", offset=case.info["offset"], rel=rounding.relative_error(got, case.expected["var"]))
         ]
 
 
@@ -657,82 +482,60 @@ class PreLNProblem(Problem):
     outputs = (Output("y", "forward"), _DX, _DGAMMA, _DBETA, Output("dW", "dW"))
     swaps = (("dgamma", "dbeta"),)
 
-    def make_case(self, rng: np.random.Generator, second: bool) -> Case:
+    def draw(self, rng: np.random.Generator, second: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
         shape = (4, 6) if second else (3, 5)
-        eps = 0.0 if second else 1e-3
-        case = _norm_case("layernorm", shape, rng, eps, second)
-        info = case.info
-        x, gamma, beta, dy = info["x"], info["gamma"], info["beta"], info["dy"]
+        label, inputs, info = _norm_draw("layernorm", shape, rng, 0.0 if second else 1e-3, second)
         d = shape[-1]
-        W = rng.normal(0.0, 1.0 / math.sqrt(d), (d, d))
-        spec = get_norm("layernorm")
-        m = formulas.moments(x, (1,), eps)
-        h = formulas.affine(m.xhat, gamma, beta)
-        dh = dy @ W.T
-        ln = spec.node_grads(x, gamma, beta, eps, dh)
-        expected = {
-            "y": x + h @ W,
-            "dx": dy + ln["x"],
-            "dgamma": ln["gamma"],
-            "dbeta": ln["beta"],
-            "dW": h.T @ dy,
-        }
-        info.update(W=W, h=h, dh=dh)
-        inputs = {**case.inputs, "W": W}
-        return Case(case.label, inputs, expected, info)
+        inputs["W"] = rng.normal(0.0, 1.0 / math.sqrt(d), (d, d))
+        return label, inputs, info
+
+    def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
+        x, gamma, beta, W, dy, eps = (inputs[k] for k in ("x", "gamma", "beta", "W", "dy", "eps"))
+        h = formulas.affine(formulas.moments(x, (1,), float(eps)).xhat, gamma, beta)
+        ln = get_norm("layernorm").node_grads(x, gamma, beta, float(eps), dy @ W.T)
+        return {"y": x + h @ W, "dx": dy + ln["x"], "dgamma": ln["gamma"], "dbeta": ln["beta"], "dW": h.T @ dy}
+
+    def _block(self, case: Case) -> tuple[np.ndarray, ...]:
+        x, gamma, beta, W, dy, eps = (case.inputs[k] for k in ("x", "gamma", "beta", "W", "dy", "eps"))
+        h = formulas.affine(formulas.moments(x, (1,), float(eps)).xhat, gamma, beta)
+        return x, W, h, dy @ W.T, dy
+
+    def _dx_mistakes(self, case: Case) -> list[Mistake]:
+        x, W, _, dh, dy = self._block(case)
+        info = case.info
+        ln_wrong_w = get_norm("layernorm").node_grads(x, info["gamma"], info["beta"], info["eps"], dy @ W)["x"]
+        out = [
+            mistake("identity_path_missing", case.expected["dx"] - dy),
+            mistake("identity_path_only", dy + 0.0),
+            mistake("w_not_transposed", dy + ln_wrong_w),
+        ]
+        return out + [Mistake(m.finding, dy + m.answer) for m in norm_mistakes.mistakes(info, "dx", dh)]
 
     def mistakes(self, case: Case, name: str) -> list[Mistake]:
-        info = case.info
-        x, W, h, dh, dy = (info[k] for k in ("x", "W", "h", "dh", "dy"))
-        exp = case.expected
+        x, W, h, dh, dy = self._block(case)
         if name == "y":
-            return [
-                Mistake("the residual is missing", "out = x + LN(x) @ W: add x back.", h @ W),
-                Mistake("W transposed", "out = x + LN(x) @ W, with h [N, D] times W [D, D].", x + h @ W.T),
-            ]
+            return [mistake("residual_missing", h @ W), mistake("w_transposed_forward", x + h @ W.T)]
         if name == "dx":
-            ln_wrong_w = get_norm("layernorm").node_grads(x, info["gamma"], info["beta"], info["eps"], dy @ W)["x"]
-            out = [
-                Mistake(
-                    "the identity path is missing",
-                    "out = x + f(x): the residual connection hands dy straight to dx. dx = dy + (the LN path).",
-                    exp["dx"] - dy,
-                ),
-                Mistake(
-                    "only the identity path",
-                    "dx = dy + (the gradient through LN and W): the second part is missing.",
-                    dy + 0.0,
-                ),
-                Mistake(
-                    "W instead of W.T",
-                    "h @ W sends dy back to h as dh = dy @ W.T (the transpose), not dy @ W.",
-                    dy + ln_wrong_w,
-                ),
-            ]
-            out += [Mistake(m.title, m.detail, dy + m.answer) for m in _ln_mistakes(info, "dx", dh)]
-            return out
+            return self._dx_mistakes(case)
         if name == "dW":
-            return [
-                Mistake("transposed", "dW[i, j] = sum_n h[n, i] dy[n, j], i.e. h.T @ dy.", dy.T @ h),
-                Mistake("x instead of LN(x)", "W multiplies h = LN(x), so dW = h.T @ dy, not x.T @ dy.", x.T @ dy),
-            ]
-        if name in ("dgamma", "dbeta"):
-            shared = (0,)
-            m = formulas.moments(x, (1,), info["eps"])
-            direct = formulas.dgamma(dy, m.xhat, shared) if name == "dgamma" else formulas.dbeta(dy, shared)
-            return [
-                Mistake(
-                    "dy instead of dh",
-                    "gamma and beta sit inside the block: the gradient reaching them is dh = dy @ W.T, not dy.",
-                    direct,
-                ),
-                *_ln_mistakes(info, name, dh),
-            ]
-        return []
+            return [mistake("dw_transposed", dy.T @ h), mistake("dw_x_not_h", x.T @ dy)]
+        xhat = formulas.moments(x, (1,), case.info["eps"]).xhat
+        direct = formulas.dgamma(dy, xhat, (0,)) if name == "dgamma" else formulas.dbeta(dy, (0,))
+        return [mistake("dy_not_dh", direct), *norm_mistakes.mistakes(case.info, name, dh)]
 
     def geometry(self, case: Case, name: str) -> Geometry | None:
-        return _ln_geometry(case.info, case.info["dh"]) if name == "dx" else None
+        return norm_mistakes.geometry(case.info, self._block(case)[3]) if name == "dx" else None
 
+
+_BN_STAGES = (
+    _FORWARD,
+    _DBETA,
+    _DGAMMA,
+    Output("dxhat", "dxhat"),
+    Output("dvar", "dvar"),
+    Output("dmean", "dmean"),
+    _DX,
+)
 
 PROBLEMS: dict[str, Problem] = {
     "01_local_derivatives": LocalDerivatives(),
@@ -740,19 +543,7 @@ PROBLEMS: dict[str, Problem] = {
     "03_layernorm_from_values": NormProblem("layernorm", ((3, 5), (4, 6)), (_FORWARD, _DX, _DGAMMA, _DBETA)),
     "04_affine_backward": AffineProblem(),
     "05_layernorm_backward": NormProblem("layernorm", ((2, 3, 5), (3, 4, 6)), (_FORWARD, _DX, _DGAMMA, _DBETA)),
-    "06_batchnorm_staged": NormProblem(
-        "batchnorm",
-        ((6, 4), (5, 3)),
-        (
-            _FORWARD,
-            _DBETA,
-            _DGAMMA,
-            Output("dxhat", "dxhat"),
-            Output("dvar", "dvar"),
-            Output("dmean", "dmean"),
-            _DX,
-        ),
-    ),
+    "06_batchnorm_staged": NormProblem("batchnorm", ((6, 4), (5, 3)), _BN_STAGES),
     "07_batchnorm_simplified": NormProblem("batchnorm", ((6, 4), (5, 3)), (_FORWARD, _DX, _DGAMMA, _DBETA)),
     "08_rmsnorm_backward": RMSProblem(),
     "09_layernorm_jacobian": JacobianProblem(),

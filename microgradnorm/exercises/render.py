@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -25,6 +25,13 @@ __all__ = [
     "hint_view",
     "init_report",
     "solution_view",
+    "watch_all_done",
+    "watch_checking",
+    "watch_header",
+    "watch_help",
+    "watch_not_passed",
+    "watch_passed",
+    "watch_unknown",
 ]
 
 _MARK = {True: Text("✓", style="green"), False: Text("✗", style="bold red"), None: Text("·", style="dim")}
@@ -44,31 +51,67 @@ def _status(progress: Progress, ex: Exercise, edited: bool, exists: bool) -> Tex
     return Text("· to do", style="dim")
 
 
+_LEGEND = "hints: how many hints you have seen (`microgradnorm exercise hint N` shows the next one)"
+WIDE = 100  # columns from which "about" gets a column of its own; below, a line under each exercise
+
+
+class _ExerciseTable:
+    """The exercises with their status: one row each, and what each is about beside it or under it."""
+
+    def __init__(self, progress: Progress, edited: dict[str, bool], exists: dict[str, bool], nxt: Exercise | None):
+        self.progress, self.edited, self.exists, self.nxt = progress, edited, exists, nxt
+
+    def _cells(self, ex: Exercise) -> list[RenderableType]:
+        seen = self.progress.hints_shown(ex)
+        return [
+            str(ex.number),
+            Text(ex.name, style="bold" if ex is self.nxt else ""),
+            _status(self.progress, ex, self.edited.get(ex.name, False), self.exists.get(ex.name, True)),
+            str(seen) if seen else "",
+        ]
+
+    def _table(self, wide: bool, header: bool = True) -> Table:
+        table = Table(box=box.SIMPLE_HEAD if header else None, show_header=header, show_edge=False, pad_edge=False)
+        table.header_style = "bold"
+        table.add_column("#", justify="right", width=2)
+        table.add_column("exercise", no_wrap=True, width=max(len(ex.name) for ex in EXERCISES))
+        table.add_column("status", no_wrap=True, width=9)
+        table.add_column("hints", justify="right", width=5)
+        if wide:
+            table.add_column("about", style="dim", ratio=1)
+        return table
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        if options.max_width >= WIDE:
+            table = self._table(wide=True)
+            for ex in EXERCISES:
+                table.add_row(*self._cells(ex), f"{ex.title}: {ex.topic}")
+            yield table
+            return
+        yield self._table(wide=False)  # the header; then each exercise, with what it is about under it
+        for ex in EXERCISES:
+            row = self._table(wide=False, header=False)
+            row.add_row(*self._cells(ex))
+            yield row
+            yield Padding(Text(f"{ex.title}: {ex.topic}", style="dim"), (0, 0, 0, 3))
+
+
 def exercise_list(
     progress: Progress, workspace: Path | None, edited: dict[str, bool], exists: dict[str, bool]
 ) -> RenderableType:
-    """Every exercise in order with its status, the hints seen, and what to do next."""
+    """Every exercise in order with its status, the hints seen, and what to do next.
+
+    At 100 columns or more "about" is a column; narrower, it is a wrapped line
+    under each exercise, so that it stays readable at 80 and 60 columns.
+    """
     done = sum(progress.passed(ex) for ex in EXERCISES)
-    # expand + ratio: the "about" column takes what is left and is cut with an ellipsis
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold", expand=True)
-    table.add_column("#", justify="right", min_width=2)
-    table.add_column("exercise", no_wrap=True, min_width=max(len(ex.name) for ex in EXERCISES))
-    table.add_column("status", no_wrap=True, min_width=9)
-    table.add_column("hints", justify="right", min_width=5)
-    table.add_column("about", no_wrap=True, overflow="ellipsis", style="dim", ratio=1)
-    nxt = None
-    for ex in EXERCISES:
-        if nxt is None and not progress.passed(ex):
-            nxt = ex
-        hints = progress.hints_shown(ex)
-        table.add_row(
-            str(ex.number),
-            Text(ex.name, style="bold" if ex is nxt else ""),
-            _status(progress, ex, edited.get(ex.name, False), exists.get(ex.name, workspace is None)),
-            str(hints) if hints else "",
-            f"{ex.title}: {ex.topic}",
-        )
-    parts: list[RenderableType] = [table, Text(f"{done}/{len(EXERCISES)} done", style="bold")]
+    nxt = next((ex for ex in EXERCISES if not progress.passed(ex)), None)
+    exists = {ex.name: exists.get(ex.name, workspace is None) for ex in EXERCISES}
+    parts: list[RenderableType] = [
+        _ExerciseTable(progress, edited, exists, nxt),
+        Text(_LEGEND, style="dim"),
+        Text(f"{done}/{len(EXERCISES)} done", style="bold"),
+    ]
     if workspace is None:
         parts.append(Text("No workspace yet: `microgradnorm exercise init [DIR]` makes one.", style="yellow"))
     else:
@@ -199,3 +242,41 @@ def solution_view(ex: Exercise, code: str) -> RenderableType:
         Text(f"Reference solution for {ex.name}", style="bold"),
         Syntax(code, "python", line_numbers=True, word_wrap=True),
     )
+
+
+# ---- watch mode ---------------------------------------------------------------------------
+
+WATCH_HELP = "save a file to check it · type a letter and Enter: n next · h hint · c check now · l list · q quit"
+
+
+def watch_help() -> RenderableType:
+    return Text(WATCH_HELP, style="dim")
+
+
+def watch_header(folder: Path, ex: Exercise) -> RenderableType:
+    return Group(
+        Text.assemble(("Watching", "bold"), f" {folder}. Current exercise: ", (ex.name, "bold"), f" ({ex.title})."),
+        watch_help(),
+    )
+
+
+def watch_checking(ex: Exercise) -> RenderableType:
+    return Text(f"checking {ex.filename} ...", style="dim")
+
+
+def watch_passed(nxt: Exercise | None) -> RenderableType:
+    """After a pass: what ``n`` moves on to (the same exercise the ``n`` command picks)."""
+    after = f"Type n and Enter to move on to {nxt.name}" if nxt else "That was the last one: q and Enter quits"
+    return Text(f"{after}, or keep improving this one.", style="green")
+
+
+def watch_not_passed(ex: Exercise) -> RenderableType:
+    return Text.assemble((f"{ex.name} is not passed yet", "yellow"), ": pass it first, then n moves on.")
+
+
+def watch_all_done() -> RenderableType:
+    return Text("Every exercise is done.", style="bold green")
+
+
+def watch_unknown(command: str) -> RenderableType:
+    return Text(f"unknown command {command!r}; {WATCH_HELP}", style="dim")

@@ -14,15 +14,23 @@ replaces in ``<state dir>/exercise-backups/``.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from microgradnorm.exercises.catalog import EXERCISES, Exercise
-from microgradnorm.store import CorruptStateError, atomic_write_text, load_json, save_json, state_dir
+from microgradnorm.store import (
+    CorruptStateError,
+    atomic_write_bytes,
+    atomic_write_text,
+    load_json,
+    save_json,
+    state_dir,
+)
 
 __all__ = [
     "DEFAULT_WORKSPACE",
@@ -32,6 +40,7 @@ __all__ = [
     "learner_file",
     "load_progress",
     "next_unsolved",
+    "progress_guard",
     "reset_file",
     "resolve_workspace",
     "update_progress",
@@ -102,6 +111,42 @@ def update_progress(change: Callable[[Progress], Any]) -> Progress:
     change(progress)
     save_json(_path(), progress.to_json())
     return progress
+
+
+@dataclass
+class ProgressGuard:
+    """Set by :func:`progress_guard`: whether the progress file changed while it was held."""
+
+    tampered: bool = False
+
+
+def _snapshot(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+@contextlib.contextmanager
+def progress_guard() -> Iterator[ProgressGuard]:
+    """Hold the progress file still while learner code runs: any change made meanwhile is undone.
+
+    The grader's sandbox already keeps learner code away from the state
+    directory; this is the second line. Only the grading process records a
+    result, after the guard is released, from its own verdict.
+    """
+    path = _path()
+    before = _snapshot(path)
+    guard = ProgressGuard()
+    try:
+        yield guard
+    finally:
+        if _snapshot(path) != before:
+            guard.tampered = True
+            if before is None:
+                path.unlink(missing_ok=True)
+            else:
+                atomic_write_bytes(path, before)
 
 
 # ---- the workspace ---------------------------------------------------------------------------

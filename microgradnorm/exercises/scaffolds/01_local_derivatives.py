@@ -15,6 +15,9 @@ entry k of the inputs. Each function returns local derivative times dout:
     sqrt:    out = sqrt(a)     ->  da          a > 0
     divide:  out = a / b       ->  (da, db)    b != 0
 
+While it is graded, your code may use NumPy and the Python standard library,
+nothing else.
+
 Try it:  python 01_local_derivatives.py   (compares with finite differences)
 Grade:   microgradnorm exercise check 1
 """

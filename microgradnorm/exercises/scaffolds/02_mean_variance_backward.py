@@ -14,6 +14,9 @@ shape [N, 1], so that they broadcast against x (keepdims).
 The variance depends on x twice: directly, and through the mean. Work out
 what the second route contributes before you write any code.
 
+While it is graded, your code may use NumPy and the Python standard library,
+nothing else.
+
 Try it:  python 02_mean_variance_backward.py
 Grade:   microgradnorm exercise check 2
 """

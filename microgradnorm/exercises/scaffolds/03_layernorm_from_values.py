@@ -12,7 +12,9 @@ x, gamma and beta with the closed forms.
     y_i  = gamma_i * (x_i - mean) / sqrt(var + eps) + beta_i
 
 Use only Value operations: +, -, *, /, **, .sqrt() and Value.sum(list).
-(microgradnorm.layer_norm would do it for you, and is refused by the grader.)
+While it is graded, your code may use microgradnorm.Value (the scalar engine),
+NumPy and the Python standard library, nothing else: the package's own norm
+builders (microgradnorm.layer_norm would do it for you) are out of reach.
 
 Try it:  python 03_layernorm_from_values.py
 Grade:   microgradnorm exercise check 3

@@ -11,6 +11,9 @@ but the last. xhat's gradient needs no sum, each xhat entry is used once.
 Return (dgamma [D], dbeta [D], dxhat [B, T, D]) for a given upstream dy = dL/dy.
 Mind the shapes: [D], not [1, 1, D], and not [T, D].
 
+While it is graded, your code may use NumPy and the Python standard library,
+nothing else.
+
 Try it:  python 04_affine_backward.py
 Grade:   microgradnorm exercise check 4
 """

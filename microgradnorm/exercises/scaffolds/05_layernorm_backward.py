@@ -14,6 +14,9 @@ the mean (which every xhat_j uses), and through the variance (likewise). The
 closed form folds all three into one line; derive it, or start from the staged
 form and simplify. Statistics over the last axis need keepdims=True to broadcast.
 
+While it is graded, your code may use NumPy and the Python standard library,
+nothing else.
+
 Try it:  python 05_layernorm_backward.py
 Grade:   microgradnorm exercise check 5
 """

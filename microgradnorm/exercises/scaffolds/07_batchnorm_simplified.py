@@ -10,6 +10,9 @@ into one expression that needs only dxhat, xhat and rstd:
 It is the LayerNorm formula with the other axis: BatchNorm's statistics are
 taken over the batch (axis 0), one per feature. The forward pass is given.
 
+While it is graded, your code may use NumPy and the Python standard library,
+nothing else.
+
 Try it:  python 07_batchnorm_simplified.py
 Grade:   microgradnorm exercise check 7
 """

@@ -12,6 +12,9 @@ LayerNorm cannot respond to: adding a constant to x, and scaling x.
 
 Write P from xhat, then J from x. Row i of J belongs to output y_i.
 
+While it is graded, your code may use NumPy and the Python standard library,
+nothing else.
+
 Try it:  python 09_layernorm_jacobian.py
 Grade:   microgradnorm exercise check 9
 """

@@ -7,12 +7,21 @@ arrangement the normalization sits inside the branch:
     out = x + h @ W        x, h, out: [N, D];  W: [D, D]
 
 Backwards, dx has two parts: the identity path (the residual hands dout to x
-unchanged, however deep the network) and the path through W and LayerNorm.
-That identity path is why deep pre-LN stacks train without warmup tricks:
-the gradient always has a route that no Jacobian can shrink.
+unchanged) and the path through W and LayerNorm. Over a stack of such blocks,
+with J_k the Jacobian of block k's branch, dx = (I + J_1)^T (I + J_2)^T ...
+(I + J_L)^T dout, and expanded, that product always holds the term dout
+itself: what the identity path guarantees is that this term reaches the
+bottom, whatever the layers do. It does not guarantee a large
+dx: the other terms can point against it and cancel part of it. Xiong et al.
+(2020) showed that pre-LN Transformers can be trained without the learning-rate
+warmup that post-LN ones need; in practice pre-LN models are still usually
+trained with warmup.
 
 Write the forward with a cache, and the backward returning dx, dgamma, dbeta
 and dW. Reuse your LayerNorm from exercise 05 if you like (copy it in).
+
+While it is graded, your code may use NumPy and the Python standard library,
+nothing else.
 
 Try it:  python 11_preln_residual.py
 Grade:   microgradnorm exercise check 11

@@ -12,10 +12,14 @@ stage, the way you would on paper:
     dmean  [1, D]   xshift = x - mean (the mean also feeds var: what does that route add?)
     dx     [M, D]   three paths: directly, through the mean, through the variance
 
-Careful with the variance path. One well-known derivation (seed 003 of this
-project) lets the variance reach x a second time through the mean and ends
-up with a factor (m-1)/m on that path. Check it against a finite difference
-before you trust it.
+Careful with the variance path. A derivation that circulates widely lets the
+variance reach x a second time, through the mean, and ends up with a factor
+(m-1)/m on that path. That second route contributes nothing: dvar/dmean is
+-(2/m) times the sum of the deviations x_j - mean, which is 0. Check your dx
+against a finite difference before you trust it.
+
+While it is graded, your code may use NumPy and the Python standard library,
+nothing else.
 
 Try it:  python 06_batchnorm_staged.py
 Grade:   microgradnorm exercise check 6

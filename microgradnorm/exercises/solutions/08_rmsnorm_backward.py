@@ -1,8 +1,8 @@
 """Exercise 08: RMSNorm forward and backward.
 
-RMSNorm (used by LLaMA and most recent language models) skips the mean: it
-divides each row by its root mean square and scales by gamma. There is no
-beta and no centering.
+RMSNorm (Zhang and Sennrich, 2019; used by LLaMA and many other recent
+language models) skips the mean: it divides each row by its root mean square
+and scales by gamma. There is no beta and no centering.
 
     ms   = mean of x^2 over the row       rrms = 1 / sqrt(ms + eps)
     xhat = x * rrms                       y    = gamma * xhat
@@ -12,6 +12,9 @@ the rms that divides every x_j. Compared with LayerNorm one path is gone;
 which one, and what happens to the formula?
 
 x: [N, D], normalized row by row; gamma: [D].
+
+While it is graded, your code may use NumPy and the Python standard library,
+nothing else.
 
 Try it:  python 08_rmsnorm_backward.py
 Grade:   microgradnorm exercise check 8

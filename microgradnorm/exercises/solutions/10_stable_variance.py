@@ -14,8 +14,14 @@ Welford's method keeps three numbers while it reads the values one at a time:
 
 and updates them with each new value using only deviations from the running
 mean, which stay small. At the end, var = m2 / count (biased, as in the norms).
-Write the update. The grader streams rows of values through it, including a row
-whose values are all near 1e8.
+Write the update. The grader streams rows of values through it, including rows
+whose values are all near 1e8, and it starts each row mid-stream: the first
+call gets a state (count, mean, m2) that already sums up values your function
+never sees. Update the state you are given; keeping the values yourself (and
+calling np.var on them) cannot work.
+
+While it is graded, your code may use NumPy and the Python standard library,
+nothing else.
 
 Try it:  python 10_stable_variance.py
 Grade:   microgradnorm exercise check 10
@@ -25,7 +31,9 @@ import numpy as np
 
 
 def welford_update(count: int, mean: float, m2: float, value: float) -> tuple[int, float, float]:
-    """Add ``value`` to (count, mean, m2); return the new (count, mean, m2). Start from (0, 0.0, 0.0).
+    """Add ``value`` to (count, mean, m2); return the new (count, mean, m2), count one larger.
+
+    A stream of your own starts from (0, 0.0, 0.0); the grader starts from a state part way through.
 
     All four are scalars (shape []): count an int, mean, m2 and value floats.
     """

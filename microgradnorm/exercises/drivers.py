@@ -1,0 +1,204 @@
+"""How each exercise's functions are called, in the child process.
+
+One driver per exercise: it calls the learner's functions on one case's inputs
+and returns what they gave back, by name (keys starting with ``_in_`` are inputs
+as the learner's code left them). A result of the wrong structure (two values
+where three are due, a dict without its keys) is a :class:`DriverError` with a
+message for the learner. Nothing here knows a right answer.
+
+Standard library and NumPy only: the child process loads this module by its path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+__all__ = ["DRIVERS", "DriverError"]
+
+
+class DriverError(Exception):
+    """The learner's function returned something of the wrong structure."""
+
+
+def _function(mod: Any, name: str) -> Callable[..., Any]:
+    fn = getattr(mod, name, None)
+    if not callable(fn):
+        raise DriverError(f"your file has no function named `{name}`: keep the name and signature from the scaffold")
+    return fn
+
+
+def describe_type(v: Any) -> str:
+    if isinstance(v, (tuple, list)):
+        return f"a {type(v).__name__} of {len(v)}"
+    return f"a {type(v).__name__}"
+
+
+def _unpack(result: Any, names: tuple[str, ...], fn: str) -> tuple[Any, ...]:
+    if not isinstance(result, (tuple, list)) or len(result) != len(names):
+        raise DriverError(f"`{fn}` must return {len(names)} values ({', '.join(names)}), got {describe_type(result)}")
+    return tuple(result)
+
+
+def _number(v: Any, what: str) -> float:
+    if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)):
+        return float(v)
+    if isinstance(v, np.ndarray) and v.size == 1 and v.dtype.kind in "iuf":
+        return float(v.reshape(()))
+    raise DriverError(f"{what} must be a number, got {describe_type(v)}")
+
+
+Driver = Callable[[Any, dict[str, Any], Any], dict[str, Any]]
+
+
+def _local_derivatives(mod: Any, inp: dict[str, Any], engine: Any) -> dict[str, Any]:
+    a, b, p, dout = inp["a"], inp["b"], inp["p"], inp["dout"]
+    mul_da, mul_db = _unpack(_function(mod, "mul_backward")(a, b, dout), ("da", "db"), "mul_backward")
+    pow_da = _function(mod, "pow_backward")(a, p, dout)
+    sqrt_da = _function(mod, "sqrt_backward")(a, dout)
+    div_da, div_db = _unpack(_function(mod, "div_backward")(a, b, dout), ("da", "db"), "div_backward")
+    return {
+        "mul_da": mul_da,
+        "mul_db": mul_db,
+        "pow_da": pow_da,
+        "sqrt_da": sqrt_da,
+        "div_da": div_da,
+        "div_db": div_db,
+    }
+
+
+def _mean_variance(mod: Any, inp: dict[str, Any], engine: Any) -> dict[str, Any]:
+    return {
+        "dx_mean": _function(mod, "mean_backward")(inp["x"], inp["dmean"]),
+        "dx_var": _function(mod, "variance_backward")(inp["x"], inp["dvar"]),
+    }
+
+
+def _layernorm_values(mod: Any, inp: dict[str, Any], engine: Any) -> dict[str, Any]:
+    """Build every row with the learner's ``layer_norm`` from Values, backpropagate sum(y * dy)."""
+    value = engine.Value
+    fn = _function(mod, "layer_norm")
+    x, gamma, beta, dy, eps = inp["x"], inp["gamma"], inp["beta"], inp["dy"], inp["eps"]
+    xs = [[value(float(v)) for v in row] for row in x]
+    gs, bs = [value(float(v)) for v in gamma], [value(float(v)) for v in beta]
+    ys = []
+    for row in xs:
+        out = fn(row, gs, bs, eps)
+        if not isinstance(out, (list, tuple)) or len(out) != x.shape[1] or not all(isinstance(v, value) for v in out):
+            raise DriverError(
+                f"`layer_norm` must return a list of {x.shape[1]} Values (one per input), got {describe_type(out)}"
+            )
+        ys.append(list(out))
+    value.sum([y * float(g) for row, grow in zip(ys, dy) for y, g in zip(row, grow)]).backward()
+    return {
+        "y": np.array([[v.data for v in row] for row in ys]),
+        "dx": np.array([[v.grad for v in row] for row in xs]),
+        "dgamma": np.array([v.grad for v in gs]),
+        "dbeta": np.array([v.grad for v in bs]),
+        "_in_x": np.array([[v.data for v in row] for row in xs]),  # x as the learner's code left it
+    }
+
+
+def _affine(mod: Any, inp: dict[str, Any], engine: Any) -> dict[str, Any]:
+    result = _function(mod, "affine_backward")(inp["dy"], inp["xhat"], inp["gamma"])
+    dgamma, dbeta, dxhat = _unpack(result, ("dgamma", "dbeta", "dxhat"), "affine_backward")
+    return {"dgamma": dgamma, "dbeta": dbeta, "dxhat": dxhat}
+
+
+def _forward_backward(
+    mod: Any, names: tuple[str, str], fargs: tuple[Any, ...], dy: Any, grads: tuple[str, ...]
+) -> dict[str, Any]:
+    forward, backward = names
+    y, cache = _unpack(_function(mod, forward)(*fargs), ("y", "cache"), forward)
+    return {"y": y, **dict(zip(grads, _unpack(_function(mod, backward)(dy, cache), grads, backward)))}
+
+
+def _layernorm_backward(mod: Any, inp: dict[str, Any], engine: Any) -> dict[str, Any]:
+    args = (inp["x"], inp["gamma"], inp["beta"], inp["eps"])
+    return _forward_backward(
+        mod, ("layernorm_forward", "layernorm_backward"), args, inp["dy"], ("dx", "dgamma", "dbeta")
+    )
+
+
+STAGED_KEYS = ("dbeta", "dgamma", "dxhat", "dvar", "dmean", "dx")
+
+
+def _batchnorm_staged(mod: Any, inp: dict[str, Any], engine: Any) -> dict[str, Any]:
+    args = (inp["x"], inp["gamma"], inp["beta"], inp["eps"])
+    y, cache = _unpack(_function(mod, "batchnorm_forward")(*args), ("y", "cache"), "batchnorm_forward")
+    stages = _function(mod, "batchnorm_backward_staged")(inp["dy"], cache)
+    if not isinstance(stages, dict):
+        raise DriverError(
+            f"`batchnorm_backward_staged` must return a dict with keys {', '.join(STAGED_KEYS)}, "
+            f"got {describe_type(stages)}"
+        )
+    missing = [k for k in STAGED_KEYS if k not in stages]
+    if missing:
+        raise DriverError(f"the dict `batchnorm_backward_staged` returns has no {', '.join(map(repr, missing))}")
+    return {"y": y, **{k: stages[k] for k in STAGED_KEYS}}
+
+
+def _batchnorm_simplified(mod: Any, inp: dict[str, Any], engine: Any) -> dict[str, Any]:
+    args = (inp["x"], inp["gamma"], inp["beta"], inp["eps"])
+    return _forward_backward(
+        mod, ("batchnorm_forward", "batchnorm_backward"), args, inp["dy"], ("dx", "dgamma", "dbeta")
+    )
+
+
+def _rmsnorm(mod: Any, inp: dict[str, Any], engine: Any) -> dict[str, Any]:
+    args = (inp["x"], inp["gamma"], inp["eps"])
+    return _forward_backward(mod, ("rmsnorm_forward", "rmsnorm_backward"), args, inp["dy"], ("dx", "dgamma"))
+
+
+def _jacobian(mod: Any, inp: dict[str, Any], engine: Any) -> dict[str, Any]:
+    return {
+        "P": _function(mod, "projection")(inp["xhat"]),
+        "J": _function(mod, "layernorm_jacobian")(inp["x"], inp["gamma"], inp["eps"]),
+    }
+
+
+def _welford_row(
+    update: Callable[..., Any], state: tuple[int, float, float], row: np.ndarray
+) -> tuple[int, float, float]:
+    count, mean, m2 = state
+    for value in row:
+        new = _unpack(update(count, mean, m2, float(value)), ("count", "mean", "m2"), "welford_update")
+        if _number(new[0], "the count `welford_update` returns") != count + 1:
+            raise DriverError(f"`welford_update` returned count {new[0]!r} after count {count} and one more value")
+        count = count + 1
+        mean = _number(new[1], "the mean `welford_update` returns")
+        m2 = _number(new[2], "the m2 `welford_update` returns")
+    return count, mean, m2
+
+
+def _welford(mod: Any, inp: dict[str, Any], engine: Any) -> dict[str, Any]:
+    """Each row starts mid-stream, from the (count, mean, m2) of values the learner's code never sees."""
+    update = _function(mod, "welford_update")
+    means, variances = [], []
+    for row, count, mean, m2 in zip(inp["x"], inp["count0"], inp["mean0"], inp["m2_0"]):
+        count, mean, m2 = _welford_row(update, (int(count), float(mean), float(m2)), row)
+        means.append(mean)
+        variances.append(m2 / count)
+    return {"mean": np.array(means), "var": np.array(variances)}
+
+
+def _preln(mod: Any, inp: dict[str, Any], engine: Any) -> dict[str, Any]:
+    args = (inp["x"], inp["gamma"], inp["beta"], inp["W"], inp["eps"])
+    return _forward_backward(mod, ("preln_forward", "preln_backward"), args, inp["dy"], ("dx", "dgamma", "dbeta", "dW"))
+
+
+DRIVERS: dict[str, Driver] = {
+    "01_local_derivatives": _local_derivatives,
+    "02_mean_variance_backward": _mean_variance,
+    "03_layernorm_from_values": _layernorm_values,
+    "04_affine_backward": _affine,
+    "05_layernorm_backward": _layernorm_backward,
+    "06_batchnorm_staged": _batchnorm_staged,
+    "07_batchnorm_simplified": _batchnorm_simplified,
+    "08_rmsnorm_backward": _rmsnorm,
+    "09_layernorm_jacobian": _jacobian,
+    "10_stable_variance": _welford,
+    "11_preln_residual": _preln,
+}

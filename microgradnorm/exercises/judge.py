@@ -1,0 +1,397 @@
+"""Judge what came back from the learner's code: one function per check.
+
+Each check takes the :class:`Evidence` (the cases with their right answers, and
+what the child process sent back) and returns a :class:`Verdict`: its rows of
+the report's table and, if it failed, how to explain the failure. The checks,
+in the order of the table:
+
+* :func:`check_types`: every output a float64 array of the right shape, on all three calls;
+* :func:`check_finite`: no NaN or Inf in an output that came back as numbers;
+* :func:`check_values`: every output within float64 rounding of the closed form, on the first input;
+* :func:`check_second`: the same on the second input (another shape, eps = 0);
+* :func:`check_repeatable`: the same answer when called again on the first input;
+* :func:`check_untouched`: every input as it was given.
+
+:func:`judge` runs them all and explains the first failure worth explaining
+(a wrong type before a changed input before a wrong value), with
+:func:`explain_value` for a wrong value: a swapped pair, a known mistake, the
+geometry of the error, a constant factor, an estimate instead of a formula.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from microgradnorm import tolerances as tol
+from microgradnorm.exercises import rounding, wire
+from microgradnorm.exercises.diagnose import (
+    Finding,
+    finding,
+    geometry_findings,
+    match_mistake,
+    scale_finding,
+    shape_findings,
+    worst_entry,
+)
+from microgradnorm.exercises.messages import say
+from microgradnorm.exercises.problems import Case, Problem
+
+__all__ = ["CALLS", "CheckRow", "Evidence", "Judgement", "Verdict", "Worst", "explain_value", "judge"]
+
+CALLS = ("a", "b", "a2")  # the first input, the second, the first again
+_TEXT_LIMIT = 40  # characters of a type name from the child shown back
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    """One line of the per-check table. ``ok`` is None when the check could not run."""
+
+    label: str
+    ok: bool | None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Worst:
+    """The entry of a wrong output where the learner's answer is furthest from the right one."""
+
+    output: str
+    case: str
+    index: tuple[int, ...]
+    expected: float
+    got: float
+
+
+Explanation = tuple[list[Finding], Worst | None]
+
+
+@dataclass
+class Verdict:
+    rows: list[CheckRow]
+    explain: Callable[[], Explanation] | None = None  # None: nothing went wrong here
+
+
+@dataclass
+class Judgement:
+    rows: list[CheckRow]
+    findings: list[Finding] = field(default_factory=list)
+    worst: Worst | None = None
+
+    @property
+    def passed(self) -> bool:
+        return all(r.ok for r in self.rows)
+
+
+@dataclass
+class Evidence:
+    """The cases, and what the child sent back: descriptions per call and output, and arrays."""
+
+    problem: Problem
+    cases: list[Case]
+    calls: dict[str, Any]
+    arrays: dict[str, np.ndarray]
+    bad: set[tuple[str, str]] = field(default_factory=set)  # (call, output) of the wrong type or shape
+
+    def case(self, call: str) -> Case:
+        return self.cases[1] if call == "b" else self.cases[0]
+
+    def got(self, call: str, name: str) -> np.ndarray | None:
+        return self.arrays.get(wire.key(call, "out", name))
+
+    def usable(self, call: str, name: str) -> np.ndarray | None:
+        """The output as numbers, if it came back with the right type and shape."""
+        return None if (call, name) in self.bad else self.got(call, name)
+
+    def description(self, call: str, name: str) -> dict[str, Any]:
+        desc = self.calls.get(call, {}) if isinstance(self.calls, dict) else {}
+        found = desc.get(name) if isinstance(desc, dict) else None
+        return found if isinstance(found, dict) else {"kind": "missing"}
+
+
+def _text(value: Any) -> str:
+    return str(value)[:_TEXT_LIMIT]
+
+
+def _index(idx: tuple[int, ...]) -> str:
+    return "[" + ", ".join(map(str, idx)) + "]" if idx else ""
+
+
+# ---- types and shapes ------------------------------------------------------------------
+
+
+def _type_problem(name: str, desc: dict[str, Any], got: np.ndarray | None, expected: np.ndarray) -> str | None:
+    kind, want = desc.get("kind"), say("type_want", shape=tuple(expected.shape))
+    if kind == "missing":
+        return say("type_missing", name=name, want=want)
+    if kind == "none":
+        return say("type_none", name=name, want=want)
+    if kind == "list":
+        return say("type_list", name=name, type=_text(desc.get("type")), want=want)
+    if kind == "scalar":
+        return say("type_scalar", name=name, type=_text(desc.get("type")), want=want)
+    if kind != "array":
+        return say("type_other", name=name, type=_text(desc.get("type", "nothing")), want=want)
+    if desc.get("dtype") != "float64":
+        return say("type_dtype", name=name, dtype=_text(desc.get("dtype")))
+    if got is None:
+        return say("type_too_large", name=name, size=_text(desc.get("shape")), want=want)
+    if got.shape != expected.shape:
+        return say("type_shape", name=name, got=got.shape, expected=tuple(expected.shape))
+    return None
+
+
+def _shape_of(desc: dict[str, Any], got: np.ndarray | None) -> tuple[int, ...] | None:
+    if got is not None:
+        return got.shape
+    shape = desc.get("shape")  # from the child: believed only if it looks like a shape
+    if isinstance(shape, list) and len(shape) <= 32 and all(type(s) is int and 0 <= s < 2**31 for s in shape):
+        return tuple(shape)
+    return None
+
+
+def _explain_shape(ev: Evidence, call: str, name: str) -> Explanation:
+    expected = ev.case(call).expected[name]
+    got = ev.got(call, name)
+    shape = _shape_of(ev.description(call, name), got)
+    if shape is None or shape == expected.shape:
+        return [], None
+    squeezed = (
+        got is not None and got.size == expected.size and tol.close(got.reshape(expected.shape), expected, 1e-8, 1e-10)
+    )
+    return shape_findings(f"`{name}`", shape, expected.shape, ev.problem.x_shape(ev.case(call), name), squeezed), None
+
+
+def check_types(ev: Evidence) -> Verdict:
+    errors = []
+    for call in CALLS:
+        for o in ev.problem.outputs:
+            msg = _type_problem(
+                o.name, ev.description(call, o.name), ev.got(call, o.name), ev.case(call).expected[o.name]
+            )
+            if msg:
+                errors.append((call, o.name, msg))
+                ev.bad.add((call, o.name))
+    if not errors:
+        return Verdict([CheckRow("types and shapes", True, say("row_types_ok"))])
+    call, name, msg = errors[0]
+    return Verdict([CheckRow("types and shapes", False, msg)], lambda: _explain_shape(ev, call, name))
+
+
+# ---- finite ---------------------------------------------------------------------------------
+
+
+def check_finite(ev: Evidence) -> Verdict:
+    bad, checked, skipped = [], 0, 0
+    for call in ("a", "b"):
+        for o in ev.problem.outputs:
+            g = ev.usable(call, o.name)
+            if g is None:
+                skipped += 1
+                continue
+            checked += 1
+            if not np.all(np.isfinite(g)):
+                bad.append((call, o.name, int(np.isnan(g).sum()), int(np.isinf(g).sum())))
+    if not checked:
+        return Verdict([CheckRow("finite", None, say("row_finite_none"))])
+    if not bad:
+        among = say("row_finite_among", count=checked) if skipped else ""
+        return Verdict([CheckRow("finite", True, say("row_finite_ok", among=among))])
+    call, name, nan, inf = bad[0]
+    detail = say("row_nonfinite", name=name, nan=nan, inf=inf, call=say(f"call_{call}"))
+    eps0 = " (eps = 0 there: a division by a std of zero, or by zero itself?)" if call == "b" else ""
+    return Verdict(
+        [CheckRow("finite", False, detail)], lambda: ([finding("not_finite", detail=detail, eps0=eps0)], None)
+    )
+
+
+# ---- values ---------------------------------------------------------------------------------
+
+
+def _value_ok(case: Case, name: str, got: np.ndarray) -> bool:
+    return rounding.within(got, case.expected[name], case.allowed[name])
+
+
+def check_values(ev: Evidence) -> Verdict:
+    rows, failing = [], None
+    case = ev.cases[0]
+    for o in ev.problem.outputs:
+        g = ev.usable("a", o.name)
+        if g is None:
+            rows.append(CheckRow(o.label, None, say("row_not_compared")))
+            continue
+        ok = _value_ok(case, o.name, g)
+        rel = rounding.relative_error(g, case.expected[o.name])
+        if not math.isfinite(rel):
+            detail = say("row_not_finite")
+        elif ok:
+            detail = say("row_value", rel=rel)
+        else:
+            detail = say(
+                "row_value_bad", rel=rel, allowed=rounding.allowed_relative(case.expected[o.name], case.allowed[o.name])
+            )
+        rows.append(CheckRow(o.label, ok, detail))
+        if not ok and failing is None:
+            failing = o.name
+    if failing is None:
+        return Verdict(rows)
+    name = failing
+    return Verdict(rows, lambda: explain_value(ev.problem, case, name, ev.usable("a", name), first_ok=False))  # type: ignore[arg-type]
+
+
+def check_second(ev: Evidence) -> Verdict:
+    case = ev.cases[1]
+    present = [(o.name, ev.usable("b", o.name)) for o in ev.problem.outputs]
+    present = [(n, g) for n, g in present if g is not None]
+    if not present:
+        return Verdict([CheckRow("second input", None, say("row_not_compared"))])
+    wrong = [n for n, g in present if not _value_ok(case, n, g)]
+    second = case.label.split(": ", 1)[1]
+    if not wrong:
+        return Verdict([CheckRow("second input", True, second)])
+    row = CheckRow("second input", False, say("row_second_wrong", second=second, names=", ".join(wrong)))
+    first = ((o.name, ev.usable("a", o.name)) for o in ev.problem.outputs)
+    first_ok = all(_value_ok(ev.cases[0], n, g) for n, g in first if g is not None)
+    name = wrong[0]
+    return Verdict([row], lambda: explain_value(ev.problem, case, name, ev.usable("b", name), first_ok=first_ok))  # type: ignore[arg-type]
+
+
+# ---- the same answer twice, inputs untouched ------------------------------------------------------
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=True))
+
+
+def check_repeatable(ev: Evidence) -> Verdict:
+    differs = []
+    for o in ev.problem.outputs:
+        a, a2 = ev.usable("a", o.name), ev.usable("a2", o.name)
+        if a is not None and a2 is not None and not _same(a, a2):
+            differs.append(o.name)
+    if not differs:
+        return Verdict([CheckRow("same answer twice", True, say("row_repeat_ok"))])
+    name = differs[0]
+
+    def explain() -> Explanation:
+        idx, first, second = worst_entry(ev.usable("a2", name), ev.usable("a", name))  # type: ignore[arg-type]
+        return [finding("second_run_differs", name=name, index=_index(idx), first=first, second=second)], None
+
+    return Verdict([CheckRow("same answer twice", False, say("row_repeat_bad", names=", ".join(differs)))], explain)
+
+
+def check_untouched(ev: Evidence) -> Verdict:
+    changed = []
+    for call in CALLS:
+        for name, value in ev.case(call).inputs.items():
+            before = np.asarray(value, dtype=np.float64)
+            if before.ndim == 0:
+                continue
+            after = ev.arrays.get(wire.key(call, "in", name))
+            if after is None or not _same(after, before):
+                changed.append((name, after, before))
+    if not changed:
+        return Verdict([CheckRow("inputs untouched", True, say("row_inputs_ok"))])
+    name, after, before = changed[0]
+
+    def explain() -> Explanation:
+        if after is None or after.shape != before.shape:
+            return [], None
+        idx, was, now = worst_entry(after, before)
+        return [finding("input_modified", name=name, index=_index(idx), now=now, was=was)], None
+
+    return Verdict([CheckRow("inputs untouched", False, say("row_inputs_bad", name=name))], explain)
+
+
+# ---- explaining a wrong value --------------------------------------------------------------
+
+
+def _swapped(problem: Problem, case: Case, name: str, g: np.ndarray) -> list[Finding]:
+    """A finding when ``name`` holds the right value of the output it is paired with."""
+    for first, second in problem.swaps:
+        if name not in (first, second):
+            continue
+        other = second if first == name else first
+        want = case.expected[other]
+        if g.shape == want.shape and tol.close(g, want, tol.EXERCISE_MISTAKE_RTOL, tol.EXERCISE_MISTAKE_ATOL):
+            return [finding("swapped_outputs", first=first, second=second, name=name, other=other)]
+    return []
+
+
+def _named_mistakes(problem: Problem, case: Case, name: str, g: np.ndarray) -> list[Finding]:
+    """A known mistake the answer matches, with the geometry of its error as further explanation."""
+    m = match_mistake(g, problem.mistakes(case, name))
+    if m is None:
+        return []
+    geom = problem.geometry(case, name)
+    seen = geometry_findings(g, case.expected[name], geom, explain_outside=False) if geom is not None else []
+    same = [f for f in seen if f.title == m.title]
+    named = Finding(m.finding.key, m.finding.params, also=tuple(same))
+    return [named, *(f for f in seen if f.title != m.title), *problem.findings(case, name, g)]
+
+
+def _unnamed(problem: Problem, case: Case, name: str, g: np.ndarray) -> list[Finding]:
+    """No known mistake: the geometry of the error, a constant factor, the exercise's own remarks."""
+    expected = case.expected[name]
+    found: list[Finding] = []
+    geom = problem.geometry(case, name)
+    if geom is not None:
+        found += geometry_findings(g, expected, geom)
+    s = scale_finding(g, expected, case.info.get("n"), problem.counts(case, name))
+    if s is not None:
+        found.append(s)
+    return found + problem.findings(case, name, g)
+
+
+def _estimate(case: Case, name: str, g: np.ndarray) -> Finding | None:
+    """An answer close to the right one but outside the rounding bound: estimated, not derived."""
+    rel = rounding.relative_error(g, case.expected[name])
+    if not 0 < rel <= rounding.ESTIMATE_RTOL:
+        return None
+    allowed = rounding.allowed_relative(case.expected[name], case.allowed[name])
+    return finding("estimate", name=name, digits=max(int(-math.log10(rel)), 1), rel=rel, allowed=allowed)
+
+
+def explain_value(problem: Problem, case: Case, name: str, g: np.ndarray, first_ok: bool) -> Explanation:
+    """Why ``g`` is not the right ``name`` on ``case``, and where it is furthest off."""
+    named = _swapped(problem, case, name, g) or _named_mistakes(problem, case, name, g)
+    estimate = None if named else _estimate(case, name, g)
+    found: list[Finding] = []
+    if first_ok:
+        guess = "" if (named or estimate) else " A size written into the code, or a formula that breaks at eps = 0?"
+        found.append(finding("right_first_wrong_second", second=case.label.split(": ", 1)[1], guess=guess))
+    if named:
+        found += named
+    elif estimate is not None:
+        found.append(estimate)
+    else:
+        found += _unnamed(problem, case, name, g) or [finding("no_match", name=name)]
+    idx, e, v = worst_entry(g, case.expected[name])
+    return found, Worst(name, case.label, idx, e, v)
+
+
+# ---- all checks ------------------------------------------------------------------------------
+
+_EXPLAIN_ORDER = (0, 1, 4, 5, 2, 3)  # types, finite, same answer twice, inputs, then the values
+
+
+def judge(problem: Problem, cases: list[Case], calls: dict[str, Any], arrays: dict[str, np.ndarray]) -> Judgement:
+    """Run every check on what came back; explain the first failure worth explaining."""
+    ev = Evidence(problem, cases, calls, arrays)
+    verdicts = [
+        check(ev)
+        for check in (check_types, check_finite, check_values, check_second, check_repeatable, check_untouched)
+    ]
+    rows = [CheckRow("ran", True, say("row_ran")), *(r for v in verdicts for r in v.rows)]
+    out = Judgement(rows)
+    for i in _EXPLAIN_ORDER:
+        explain = verdicts[i].explain
+        if explain is not None:
+            out.findings, out.worst = explain()
+            if out.findings:
+                break
+    return out

@@ -1,0 +1,215 @@
+"""The known mistakes of a normalization's forward and backward pass, computed from the closed forms.
+
+Each function returns, for one output of one case, the answers that common
+mistakes produce (:class:`.diagnose.Mistake`): the closed form of
+:mod:`microgradnorm.formulas` with the one thing changed that the mistake
+changes. A learner's answer that matches one of them is that mistake. Shared by
+the LayerNorm, BatchNorm and pre-LN exercises; ``info`` is a case's ``info``
+(x, gamma, beta, dy, eps, axes, param_axis, n).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from microgradnorm import formulas
+from microgradnorm.exercises.diagnose import Geometry, Mistake, mistake
+
+__all__ = ["geometry", "mistakes"]
+
+
+def _axis(axes: tuple[int, ...]) -> str:
+    return str(axes[0]) if len(axes) == 1 else str(axes)
+
+
+def _other_axes(ndim: int, axes: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """The single axes a learner might reduce over by mistake."""
+    return [(a,) for a in range(ndim) if (a,) != axes]
+
+
+def wrong_count(info: dict[str, Any]) -> int | None:
+    """What a learner divides by who takes the wrong size of x: its first axis (LayerNorm), its last (BatchNorm)."""
+    x, axes = info["x"], info["axes"]
+    wrong = x.shape[-1] if 0 in axes else x.shape[0]
+    return wrong if wrong != info["n"] else None
+
+
+def count_words(info: dict[str, Any]) -> tuple[str, str]:
+    """(what n is, what the wrong count is), for messages."""
+    if 0 in info["axes"]:
+        return "the batch size", "the number of features"
+    return "the row length", "the number of rows"
+
+
+def _unbiased(m: formulas.Moments, n: int, eps: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """(xhat, rstd) had the variance been divided by n - 1, and the factor c = n / (n - 1)."""
+    c = n / (n - 1)
+    rstd = 1.0 / np.sqrt(m.var * c + eps)
+    return m.xshift * rstd, rstd, c
+
+
+def _divided_by(x: np.ndarray, axes: tuple[int, ...], eps: float, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(xhat, rstd) with the mean and the variance divided by ``count`` instead of n."""
+    mean = x.sum(axis=axes, keepdims=True) / count
+    xshift = x - mean
+    rstd = 1.0 / np.sqrt((xshift * xshift).sum(axis=axes, keepdims=True) / count + eps)
+    return xshift * rstd, rstd
+
+
+def _unbiased_text(n: int) -> dict[str, Any]:
+    return {"n": n, "n_minus_1": n - 1, "factor": math.sqrt(n / (n - 1))}
+
+
+def _y_mistakes(info: dict[str, Any]) -> list[Mistake]:
+    x, eps, axes, n = info["x"], info["eps"], info["axes"], info["n"]
+    g, b = info["g"], info["b"]
+    m = formulas.moments(x, axes, eps)
+    out = []
+    if n > 1:
+        out.append(mistake("unbiased_variance", formulas.affine(_unbiased(m, n, eps)[0], g, b), **_unbiased_text(n)))
+    if eps > 0:
+        out.append(mistake("eps_left_out", formulas.affine(formulas.moments(x, axes, 0.0).xhat, g, b), eps=eps))
+        out.append(mistake("eps_outside_sqrt", formulas.affine(m.xshift / (np.sqrt(m.var) + eps), g, b)))
+    out += [
+        mistake("gamma_beta_swapped", formulas.affine(m.xhat, b, g)),
+        mistake("beta_left_out", formulas.affine(m.xhat, g, None)),
+        mistake("gamma_left_out", formulas.affine(m.xhat, None, b)),
+    ]
+    wrong = wrong_count(info)
+    if wrong is not None:
+        right_what, wrong_what = count_words(info)
+        xhat_w = _divided_by(x, axes, eps, wrong)[0]
+        out.append(
+            mistake(
+                "wrong_count",
+                formulas.affine(xhat_w, g, b),
+                right=n,
+                wrong=wrong,
+                right_what=right_what,
+                wrong_what=wrong_what,
+            )
+        )
+    for ax in _other_axes(x.ndim, axes):
+        xhat_w = formulas.moments(x, ax, eps).xhat
+        out.append(mistake("wrong_axis", formulas.affine(xhat_w, g, b), wrong=_axis(ax), right=_axis(axes)))
+    return out
+
+
+def _path_mistakes(info: dict[str, Any], gx: np.ndarray, m: formulas.Moments) -> list[Mistake]:
+    """A path left out, or the (m-1)/m slip on the variance path."""
+    n = info["n"]
+    direct, via_mean, via_var = formulas.dx_paths(gx, m.xshift, m.std, m.rstd, info["axes"])
+    out = [
+        mistake("mean_path_missing", direct + via_var),
+        mistake("variance_path_missing", direct + via_mean),
+        mistake("direct_path_only", direct),
+    ]
+    if n > 1:
+        out.append(mistake("variance_path_slip", direct + via_mean + via_var * (n - 1) / n, factor=(n - 1) / n, m=n))
+    return out
+
+
+def _dx_mistakes(info: dict[str, Any], dy: np.ndarray) -> list[Mistake]:
+    x, eps, axes, n = info["x"], info["eps"], info["axes"], info["n"]
+    m = formulas.moments(x, axes, eps)
+    gx = formulas.dxhat(dy, info["g"])
+    out = [*_path_mistakes(info, gx, m), mistake("gamma_left_out_dx", formulas.dx_simplified(dy, m.xhat, m.rstd, axes))]
+    if n > 1:
+        xhat_u, rstd_u, c = _unbiased(m, n, eps)
+        for xhat in (xhat_u * math.sqrt(c), xhat_u):
+            out.append(
+                mistake("unbiased_variance", formulas.dx_simplified(gx, xhat, rstd_u, axes), **_unbiased_text(n))
+            )
+    if eps > 0:
+        m0 = formulas.moments(x, axes, 0.0)
+        out.append(mistake("eps_left_out", formulas.dx_simplified(gx, m0.xhat, m0.rstd, axes), eps=eps))
+    wrong = wrong_count(info)
+    if wrong is not None:
+        right_what, wrong_what = count_words(info)
+        backward = m.rstd * (
+            gx - gx.sum(axis=axes, keepdims=True) / wrong - m.xhat * (gx * m.xhat).sum(axis=axes, keepdims=True) / wrong
+        )
+        words = {"right": n, "wrong": wrong, "right_what": right_what, "wrong_what": wrong_what}
+        out.append(mistake("wrong_count", backward, **words))
+    for ax in _other_axes(x.ndim, axes):
+        mw = formulas.moments(x, ax, eps)
+        out.append(
+            mistake("wrong_axis", formulas.dx_simplified(gx, mw.xhat, mw.rstd, ax), wrong=_axis(ax), right=_axis(axes))
+        )
+        out.append(
+            mistake(
+                "wrong_axis_backward",
+                formulas.dx_simplified(gx, m.xhat, m.rstd, ax),
+                wrong=_axis(ax),
+                right=_axis(axes),
+            )
+        )
+    return out
+
+
+def param_mistakes(name: str, dy: np.ndarray, xhat: np.ndarray, info: dict[str, Any]) -> list[Mistake]:
+    """dgamma and dbeta: an extra gamma, a mean over the positions instead of their sum."""
+    gamma, pa = info["gamma"], info["param_axis"]
+    shared = formulas.param_axes(dy.ndim, pa)
+    positions = int(np.prod([dy.shape[a] for a in shared]))
+    right = formulas.dgamma(dy, xhat, shared) if name == "dgamma" else formulas.dbeta(dy, shared)
+    where = "every row" if len(shared) == 1 and shared[0] == 0 else f"axes {shared}"
+    return [
+        mistake("extra_gamma_dgamma" if name == "dgamma" else "extra_gamma_dbeta", right * gamma),
+        mistake("param_mean_not_sum", right / positions, param=name[1:], count=positions, where=where),
+    ]
+
+
+def _stage_mistakes(name: str, info: dict[str, Any], dy: np.ndarray) -> list[Mistake]:
+    x, axes = info["x"], info["axes"]
+    m = formulas.moments(x, axes, info["eps"])
+    gx = formulas.dxhat(dy, info["g"])
+    if name == "dgamma":
+        shared = formulas.param_axes(x.ndim, info["param_axis"])
+        return [
+            mistake("x_not_xhat", formulas.dgamma(dy, x, shared)),
+            mistake("xshift_not_xhat", formulas.dgamma(dy, m.xshift, shared)),
+            *param_mistakes(name, dy, m.xhat, info),
+        ]
+    if name == "dbeta":
+        return param_mistakes(name, dy, m.xhat, info)
+    if name == "dxhat":
+        return [mistake("gamma_left_out_dxhat", dy + 0.0), mistake("xhat_not_gamma", dy * m.xhat)]
+    if name == "dvar":
+        return [
+            mistake("dvar_power", -0.5 * m.rstd * (gx * m.xshift).sum(axis=axes, keepdims=True)),
+            mistake("dvar_xhat", -0.5 * m.rstd**3 * (gx * m.xhat).sum(axis=axes, keepdims=True)),
+        ]
+    return []
+
+
+def mistakes(info: dict[str, Any], name: str, dy: np.ndarray | None = None) -> list[Mistake]:
+    """Known wrong answers for output ``name`` (y, dx, dgamma, dbeta or a stage) of a LayerNorm or BatchNorm.
+
+    ``dy`` overrides the upstream gradient (the pre-LN block feeds LN with dh).
+    """
+    dy = info["dy"] if dy is None else dy
+    if name == "y":
+        return _y_mistakes(info)
+    if name == "dx":
+        return _dx_mistakes(info, dy)
+    return _stage_mistakes(name, info, dy)
+
+
+def geometry(info: dict[str, Any], dy: np.ndarray | None = None) -> Geometry:
+    """What the along-1 / along-xhat decomposition of a LayerNorm or BatchNorm dx needs."""
+    x, eps, axes, n = info["x"], info["eps"], info["axes"], info["n"]
+    dy = info["dy"] if dy is None else dy
+    m = formulas.moments(x, axes, eps)
+    gx = formulas.dxhat(dy, info["g"])
+    dvar = formulas.dvar(gx, m.xshift, m.std, axes)
+    return Geometry(
+        axes=axes,
+        xhat=m.xhat,
+        mean_path=formulas.dmean(gx, m.rstd, axes) / n,
+        radial_coef=dvar * 2.0 * m.std / n,
+        eps=eps,
+    )

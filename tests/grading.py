@@ -1,0 +1,94 @@
+"""Helpers for the exercise-grader tests: files to grade, grading many at once, processes left over.
+
+Grading runs a child process per file (about half a second, mostly NumPy's
+import), so the tests grade their files in a thread pool, once per module, and
+assert on the results.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from microgradnorm.exercises import runner, supervisor
+from microgradnorm.exercises.catalog import Exercise, get_exercise
+from microgradnorm.exercises.grader import GradeResult, grade
+
+ANSWERS = Path(__file__).parent / "exercise_answers"
+WORKERS = 4  # child processes at once: each is mostly waiting on its own import
+# the command lines of this checkout's supervisors and children (another checkout's are not ours to judge)
+CHILD_MARKERS = (str(Path(runner.__file__)).encode(), str(Path(supervisor.__file__)).encode())
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A file to grade, and how to grade it."""
+
+    id: str
+    number: int
+    path: Path
+    timeout: float = 10.0
+    memory_mb: int = 1024
+    seed: int | None = None
+
+    @property
+    def exercise(self) -> Exercise:
+        return get_exercise(self.number)
+
+
+def planted(folder: Path, number: int, *changes: tuple[str, str]) -> Path:
+    """The reference solution of exercise ``number`` with each (old, new) change made (old appears once)."""
+    ex = get_exercise(number)
+    source = ex.solution.read_text(encoding="utf-8")
+    for old, new in changes:
+        assert source.count(old) == 1, f"{old!r} is not in the solution of {ex.name} exactly once"
+        source = source.replace(old, new)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{ex.name}-{abs(hash(changes)) % 10**8}.py"
+    path.write_text(source, encoding="utf-8")
+    return path
+
+
+def grade_all(submissions: Iterable[Submission], seconds: dict[str, float] | None = None) -> dict[str, GradeResult]:
+    """Grade every submission, several at once; results by id (and, into ``seconds``, how long each took)."""
+    items = list(submissions)
+
+    def one(s: Submission) -> GradeResult:
+        started = time.monotonic()
+        result = grade(s.exercise, s.path, seed=s.seed, timeout=s.timeout, memory_mb=s.memory_mb)
+        if seconds is not None:
+            seconds[s.id] = time.monotonic() - started
+        return result
+
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        return dict(zip((s.id for s in items), pool.map(one, items)))
+
+
+def titles(result: GradeResult) -> str:
+    return " | ".join(f"{f.title}: {f.detail}" for f in result.findings)
+
+
+def failed_rows(result: GradeResult) -> set[str]:
+    return {row.label for row in result.rows if row.ok is False}
+
+
+def live_child_processes() -> list[int]:
+    """Processes of the grader's (supervisors and children) still running, from /proc; [] without /proc."""
+    found = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read()
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                state = f.read().rpartition(b")")[2].split()[0]
+        except OSError:
+            continue
+        if state != b"Z" and any(marker in cmdline for marker in CHILD_MARKERS):
+            found.append(int(entry))
+    return found

@@ -1,0 +1,378 @@
+"""A hostile corpus: submissions that try to pass without the maths, escape the limits, or forge progress.
+
+Every class of attack of issue 13 has at least two submissions here, and every
+exercise is attacked at least once. Each must end as a clear failure, within
+its time limit, with no process left running, no temporary folder made, and no
+pass recorded. (The right answers that must still pass are in
+test_exercises_authoring.py; the kernel filter and the supervisor's cleanup are
+tested on their own, without the audit hook in front of them, in
+test_exercises_sandbox.py.)
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from microgradnorm import cli
+from microgradnorm.commands import exercise as command
+from microgradnorm.exercises import workspace as ws
+from microgradnorm.exercises.catalog import EXERCISES, get_exercise
+from tests.grading import Submission, grade_all, live_child_processes
+
+SOLUTIONS = get_exercise(1).solution.parent
+TIMEOUT = 5.0  # seconds per check here; the endless loops are stopped by it
+SLACK = 20.0  # seconds beyond it that a loaded machine may take to start and clean up
+
+
+@dataclass(frozen=True)
+class Attack:
+    id: str
+    attack_class: str
+    number: int
+    code: str  # put at the top of the reference solution (after its imports), or the whole file if ``whole``
+    words: str  # in the summary or the findings
+    whole: bool = False
+
+
+def _solution(number: int) -> str:
+    return get_exercise(number).solution.read_text(encoding="utf-8")
+
+
+FORMULAS = Path(__file__).resolve().parents[1] / "microgradnorm" / "formulas.py"
+SOLUTION_5 = SOLUTIONS / "05_layernorm_backward.py"
+REFUSED_IMPORT = "cannot be imported while an exercise is graded"
+REFUSED_OPEN = "may not open"
+
+ATTACKS = [
+    # ---- the answer keys, by import (any route)
+    Attack("import-vectorized", "import", 5,
+           "from microgradnorm.vectorized import layer_norm_backward as _backward\n", REFUSED_IMPORT),
+    Attack("importlib-formulas", "import", 7,
+           "import importlib\n_f = importlib.import_module('microgradnorm.formulas')\n", REFUSED_IMPORT),
+    Attack("meta-path-cleared", "import", 6,
+           f"import sys\nsys.meta_path.clear()\nsys.path.insert(0, {str(FORMULAS.parents[1])!r})\n"
+           "import microgradnorm.formulas\n", REFUSED_IMPORT),
+    Attack("library-rms-norm", "import", 8,
+           "from microgradnorm import rms_norm, Value\n", REFUSED_IMPORT),
+    Attack("engine-in-numpy-exercise", "import", 11,
+           "from microgradnorm.engine import Value\n", REFUSED_IMPORT),
+    Attack("dunder-import-torch", "import", 9, "_t = __import__('torch')\n", REFUSED_IMPORT),
+    Attack("runpy-solution", "import", 4,
+           f"import runpy\n_ns = runpy.run_path({str(SOLUTIONS / '04_affine_backward.py')!r})\n"
+           "affine_backward = _ns['affine_backward']\n", REFUSED_OPEN),
+    Attack("value-exercise-builder", "import", 3,
+           "import microgradnorm\n_ln = microgradnorm.layer_norm\n", "only Value can"),
+    # ---- the answer keys, by reading their text
+    Attack("open-solution", "read", 5,
+           f"exec(open({str(SOLUTION_5)!r}).read())\n", REFUSED_OPEN),
+    Attack("os-open-formulas", "read", 2,
+           f"import os\n_fd = os.open({str(FORMULAS)!r}, os.O_RDONLY)\n", REFUSED_OPEN),
+    Attack("pathlib-read-text", "read", 1,
+           f"import pathlib\n_src = pathlib.Path({str(SOLUTIONS / '01_local_derivatives.py')!r}).read_text()\n",
+           REFUSED_OPEN),
+    Attack("proc-self-root", "read", 10,
+           f"_src = open('/proc/self/root' + {str(SOLUTIONS / '10_stable_variance.py')!r}).read()\n", REFUSED_OPEN),
+    Attack("spec-from-file", "read", 9,
+           "import importlib.util as _u\n"
+           f"_s = _u.spec_from_file_location('key', {str(SOLUTIONS / '09_layernorm_jacobian.py')!r})\n"
+           "_m = _u.module_from_spec(_s)\n_s.loader.exec_module(_m)\n", REFUSED_OPEN),
+    Attack("listdir-solutions", "read", 7, f"import os\n_names = os.listdir({str(SOLUTIONS)!r})\n", "may not list"),
+    # ---- the answer keys, through objects the harness holds (it holds none)
+    Attack("gc-objects", "objects", 6, "import gc\n_all = gc.get_objects()\n", "may not look through"),
+    Attack("frames-and-modules", "objects", 8, """
+import sys as _sys
+
+
+def _harvest():
+    found = []
+    for module in list(_sys.modules.values()):
+        for value in list(vars(module).values()):
+            if type(value).__name__ == "ndarray":
+                found.append(value)
+    frame = _sys._getframe()
+    while frame is not None:
+        found += [v for v in frame.f_locals.values() if type(v).__name__ == "ndarray"]
+        frame = frame.f_back
+    return found
+
+
+def rmsnorm_forward(x, gamma, eps):
+    return gamma * x, x
+
+
+def rmsnorm_backward(dy, cache):
+    arrays = [a for a in _harvest() if a.shape == dy.shape]
+    return arrays[-1], arrays[0].sum(axis=0)
+""", "Not yet", whole=True),
+    # ---- processes (every one refused; nothing outlives the check)
+    Attack("fork-bomb", "process", 1, "import os\nwhile True:\n    os.fork()\n", "may not start processes"),
+    Attack("setsid-daemon", "process", 2,
+           "import os, time\nif os.fork() == 0:\n    os.setsid()\n    while True:\n        time.sleep(1)\n",
+           "may not start processes"),
+    Attack("double-fork", "process", 3,
+           "import os\nif os.fork() == 0:\n    if os.fork() == 0:\n        import time\n        time.sleep(600)\n"
+           "    os._exit(0)\n", "may not start processes"),
+    Attack("multiprocessing", "process", 4,
+           "import multiprocessing\nmultiprocessing.Process(target=print).start()\n", REFUSED_IMPORT),
+    Attack("exec-fresh-python", "process", 5,
+           "import os, sys\nos.execv(sys.executable, [sys.executable, '-c', 'import microgradnorm.formulas'])\n",
+           "may not start processes"),
+    Attack("os-system", "process", 11, "import os\nos.system('sleep 600 &')\n", "may not start processes"),
+    Attack("posix-spawn", "process", 10, "import os, sys\nos.posix_spawn(sys.executable, ['python'], {})\n",
+           "may not start processes"),
+    Attack("ctypes-fork", "process", 9, "import ctypes\nctypes.CDLL(None).fork()\n", REFUSED_IMPORT),
+    Attack("kill-the-grader", "process", 8, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n",
+           "may not send signals"),
+    Attack("pidfd-signal", "process", 7,
+           "import os, _signal\n_signal.pidfd_send_signal(os.pidfd_open(os.getppid()), 9)\n",
+           "operating system refused"),
+    # ---- hard limits
+    Attack("raise-memory-limit", "limits", 1, "import resource\nresource.setrlimit(resource.RLIMIT_AS, (-1, -1))\n",
+           REFUSED_IMPORT),
+    Attack("memory-hog", "limits", 2, "import numpy as _np\n_big = _np.ones(10**10)\n", "ran out of memory"),
+    Attack("cpu-burn", "limits", 3, "while True:\n    pass\n", "did not finish within"),
+    Attack("write-a-big-file", "limits", 4, "open('/tmp/microgradnorm-hostile-big', 'w').write('x' * 10**8)\n",
+           "may not write files"),
+    # ---- progress forging
+    Attack("forge-progress-home", "progress", 5,
+           "import os, json\n_home = os.environ.get('MICROGRADNORM_HOME', '/nonexistent')\n"
+           "_path = os.path.join(_home, 'exercises.json')\n"
+           "open(_path, 'w').write(json.dumps({'exercises': {'05_layernorm_backward': {'passed': True}}}))\n",
+           "may not write files"),
+    Attack("forge-progress-xdg", "progress", 6,
+           "import os\n_p = os.path.expanduser('~/.local/state/microgradnorm/exercises.json')\n"
+           "_data = open(_p).read()\n",
+           REFUSED_OPEN),
+    # ---- the result channel
+    Attack("forged-result-frame", "channel", 7, """
+import os, json, struct
+_head = json.dumps({"message": {"calls": {"a": {}, "b": {}, "a2": {}}, "error": None}, "arrays": []}).encode()
+for _fd in range(3, 256):
+    try:
+        os.write(_fd, b"MGNW" + struct.pack("<Q", len(_head)) + _head)
+    except OSError:
+        pass
+os._exit(0)
+""", "Not yet"),
+    Attack("junk-on-every-fd", "channel", 10,
+           "import os\nfor _fd in range(3, 256):\n    try:\n        os.write(_fd, b'\\x00' * 65536)\n"
+           "    except OSError:\n        pass\n", "could not be read"),
+    Attack("flood-the-channel", "channel", 11,
+           "import os\n_chunk = b'x' * 2**20\nwhile True:\n    for _fd in range(3, 256):\n        try:\n"
+           "            os.write(_fd, _chunk)\n        except OSError:\n            pass\n",
+           "more than"),
+    # ---- answers estimated instead of computed
+    Attack("finite-differences", "estimate", 5, """
+import numpy as np
+
+
+def layernorm_forward(x, gamma, beta, eps):
+    def forward(x, gamma, beta):
+        xshift = x - x.mean(axis=-1, keepdims=True)
+        return gamma * xshift / np.sqrt((xshift * xshift).mean(axis=-1, keepdims=True) + eps) + beta
+
+    return forward(x, gamma, beta), (forward, x, gamma, beta)
+
+
+def _numerical(f, v, h=1e-6):
+    v = np.array(v, dtype=np.float64)
+    g = np.zeros_like(v)
+    for k in np.ndindex(v.shape):
+        old = v[k]
+        v[k] = old + h
+        up = f(v.copy())
+        v[k] = old - h
+        down = f(v.copy())
+        v[k] = old
+        g[k] = (up - down) / (2 * h)
+    return g
+
+
+def layernorm_backward(dy, cache):
+    forward, x, gamma, beta = cache
+    dx = _numerical(lambda v: np.sum(forward(v, gamma, beta) * dy), x)
+    dgamma = _numerical(lambda v: np.sum(forward(x, v, beta) * dy), gamma)
+    dbeta = _numerical(lambda v: np.sum(forward(x, gamma, v) * dy), beta)
+    return dx, dgamma, dbeta
+""", "this looks like a finite-difference estimate", whole=True),
+    Attack("keep-the-values", "estimate", 10, """
+import numpy as np
+
+_seen = []
+
+
+def welford_update(count, mean, m2, value):
+    _seen.append(value)
+    return count + 1, float(np.mean(_seen)), float(np.var(_seen) * len(_seen))
+""", "keep state between calls", whole=True),
+    # ---- an exit at import is an exit, not a graded function
+    Attack("exit-at-import", "exit", 9, "import sys\nsys.exit(0)\n", "while it was being imported"),
+    Attack("exit-at-import-code", "exit", 3, "raise SystemExit('bye')\n", "while it was being imported"),
+    # ---- the sandbox's own workings
+    Attack("patch-realpath", "tamper", 2,
+           "import os, posixpath\nposixpath.realpath = lambda p, **k: p\nos.path.isabs = lambda p: True\n"
+           f"_src = open({str(FORMULAS)!r}).read()\n", REFUSED_OPEN),
+    Attack("swap-hook-code", "tamper", 1, f"""
+try:
+    open({str(FORMULAS)!r})
+except Exception as _e:
+    _tb = _e.__traceback__
+    while _tb.tb_next is not None:
+        _tb = _tb.tb_next
+    _check = _tb.tb_frame.f_locals["_path_ok"]
+    _check.__code__ = (lambda *a, **k: True).__code__
+""", "may not touch __code__"),
+]  # fmt: skip
+
+
+def _source(attack: Attack) -> str:
+    if attack.whole:
+        return attack.code
+    solution = _solution(attack.number)
+    head, sep, body = solution.partition("\ndef ")
+    return f"{head}\n{attack.code}\n{sep.lstrip()}{body}" if sep else attack.code + solution
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """Every attack graded (several at once), with no temporary file or folder allowed meanwhile."""
+    folder = tmp_path_factory.mktemp("hostile")
+    subs = []
+    for attack in ATTACKS:
+        path = folder / f"{attack.id}.py"
+        path.write_text(_source(attack), encoding="utf-8")
+        subs.append(Submission(attack.id, attack.number, path, timeout=TIMEOUT, memory_mb=512))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the grader made a temporary file or folder")
+
+    seconds: dict[str, float] = {}
+    with pytest.MonkeyPatch.context() as mp:
+        for name in ("mkdtemp", "mkstemp", "TemporaryDirectory", "NamedTemporaryFile", "TemporaryFile"):
+            mp.setattr(tempfile, name, refuse)
+        graded = grade_all(subs, seconds)
+    return graded, seconds
+
+
+def test_every_class_is_attacked_twice_and_every_exercise_once():
+    classes: dict[str, int] = {}
+    for attack in ATTACKS:
+        classes[attack.attack_class] = classes.get(attack.attack_class, 0) + 1
+    assert min(classes.values()) >= 2, classes
+    assert {a.number for a in ATTACKS} == {ex.number for ex in EXERCISES}
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=[a.id for a in ATTACKS])
+def test_an_attack_ends_as_a_clear_failure(results, attack):
+    result = results[0][attack.id]
+    assert not result.passed
+    said = result.summary + " " + " ".join(f"{f.title}: {f.detail}" for f in result.findings)
+    assert attack.words in said, said
+    assert "Traceback" not in result.summary
+
+
+def test_each_attack_ends_within_its_time_limit(results):
+    """The limit, plus the slack a loaded machine needs to start Python and NumPy and to clean up."""
+    _, seconds = results
+    slow = {k: round(v, 1) for k, v in seconds.items() if v > TIMEOUT + SLACK}
+    assert slow == {}
+
+
+def test_no_attack_leaves_a_process_running(results):
+    assert live_child_processes() == []
+
+
+def test_no_attack_wrote_its_file(results):
+    assert not Path("/tmp/microgradnorm-hostile-big").exists()
+
+
+def test_the_checks_ran_under_the_kernel_filter_where_there_is_one(results):
+    from microgradnorm.exercises import seccomp
+
+    if not seccomp.supported():
+        pytest.skip("the seccomp filter covers Linux on x86-64 and aarch64 only")
+    for attack_id in ("finite-differences", "gc-objects", "fork-bomb", "exit-at-import"):
+        assert results[0][attack_id].kernel_filter, attack_id
+
+
+# ---- through the command, as a learner runs it: no pass recorded -------------------------------------
+
+
+def _check(folder: Path, name: str) -> tuple[int, str]:
+    args = cli.build_parser().parse_args(["exercise", "check", name, "--dir", str(folder), "--timeout", str(TIMEOUT)])
+    buf = io.StringIO()
+    code = command.main(args, Console(file=buf, width=120, color_system=None), io.StringIO(""))
+    return code, buf.getvalue()
+
+
+@pytest.mark.parametrize("attack_id", ["forge-progress-home", "forged-result-frame", "finite-differences"])
+def test_through_the_command_no_pass_is_recorded(tmp_path, monkeypatch, attack_id):
+    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
+    folder = tmp_path / "work"
+    ws.init_workspace(folder)
+    attack = next(a for a in ATTACKS if a.id == attack_id)
+    ex = get_exercise(attack.number)
+    (folder / ex.filename).write_text(_source(attack), encoding="utf-8")
+    code, out = _check(folder, str(ex.number))
+    assert code == 1, out
+    progress = ws.load_progress()
+    assert not progress.passed(ex)
+    assert progress.exercises[ex.name]["last"] != "passed"
+
+
+def test_a_progress_file_changed_during_a_check_is_put_back_and_nothing_recorded(tmp_path, monkeypatch):
+    """The second line, should the sandbox ever let a write through: the grading process undoes it."""
+    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
+    folder = tmp_path / "work"
+    ws.init_workspace(folder)
+    before = (ws.state_dir() / ws.PROGRESS_FILE).read_bytes()
+    from microgradnorm.exercises import grader
+
+    real = grader.grade
+
+    def forging(ex, path, **kwargs):
+        forged = ws.load_progress()
+        forged.record(ex)["passed"] = True
+        ws.save_json(ws.state_dir() / ws.PROGRESS_FILE, forged.to_json())
+        return real(ex, path, **kwargs)
+
+    monkeypatch.setattr(grader, "grade", forging)
+    code, out = _check(folder, "1")
+    assert code == 1
+    assert "changed while your code ran" in " ".join(out.split())
+    assert (ws.state_dir() / ws.PROGRESS_FILE).read_bytes() == before
+    assert not ws.load_progress().passed(get_exercise(1))
+
+
+def test_the_child_gets_no_environment_of_the_grader(tmp_path, monkeypatch):
+    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
+    path = tmp_path / "env.py"
+    path.write_text("import os\nprint(sorted(os.environ))\n" + _solution(1), encoding="utf-8")
+    (result,) = grade_all([Submission("env", 1, path)]).values()
+    assert result.passed, result.summary
+    assert "MICROGRADNORM_HOME" not in result.printed and "'HOME'" not in result.printed
+    assert "OPENBLAS_NUM_THREADS" in result.printed
+
+
+# ---- the learner's file itself, hostile ------------------------------------------------------------
+
+
+def test_a_learner_file_that_is_not_a_plain_file_is_refused_without_hanging(tmp_path):
+    fifo, zero, folder, big, binary = (tmp_path / n for n in ("fifo.py", "zero.py", "folder.py", "big.py", "bin.py"))
+    os.mkfifo(fifo)
+    zero.symlink_to("/dev/zero")
+    folder.mkdir()
+    big.write_bytes(b"# " + b"x" * (2**20 + 10))
+    binary.write_bytes(b"\xff\xfe\x00 not text")
+    expected = {fifo: "a FIFO", zero: "a device", folder: "is a directory", big: "larger than", binary: "not text"}
+    results = grade_all([Submission(str(p), 1, p) for p in expected])
+    for path, words in expected.items():
+        result = results[str(path)]
+        assert not result.passed and words in result.summary, result.summary

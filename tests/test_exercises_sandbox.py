@@ -1,0 +1,297 @@
+"""The sandbox's parts on their own: the wire format, the kernel filter, the supervisor's cleanup, the hook.
+
+The hostile corpus (test_exercises_hostile.py) meets the audit hook first; here
+each line of defence is tested without the others in front of it: the kernel
+filter with code that calls fork, exec, kill and setrlimit directly, and the
+supervisor's cleanup with no filter at all, against a fork bomb, a setsid
+daemon, a double fork and multiprocessing.
+"""
+
+from __future__ import annotations
+
+import dis
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from microgradnorm.exercises import sandbox, seccomp, supervisor, wire
+from microgradnorm.exercises.process import child_environment
+
+SUPERVISOR = Path(supervisor.__file__)
+linux_only = pytest.mark.skipif(not os.path.isdir("/proc"), reason="the subreaper and /proc are Linux's")
+filter_only = pytest.mark.skipif(not seccomp.supported(), reason="the seccomp filter covers Linux x86-64 and aarch64")
+
+
+# ---- the wire format ---------------------------------------------------------------------------------
+
+
+def test_a_frame_round_trips_exactly():
+    arrays = {wire.key("a", "out", "dx"): np.random.default_rng(0).normal(size=(3, 5)), "b/in/eps": np.float64(0.0)}
+    message, back = wire.decode(wire.encode({"x": [1, "two"]}, arrays))
+    assert message == {"x": [1, "two"]}
+    assert set(back) == set(arrays)
+    for k, v in arrays.items():
+        assert back[k].shape == np.shape(v) and np.array_equal(back[k], v)
+
+
+def _frame(header: bytes, data: bytes = b"") -> bytes:
+    return wire.MAGIC + len(header).to_bytes(8, "little") + header + data
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"not a frame at all",
+        wire.MAGIC + (2**40).to_bytes(8, "little") + b"{}",  # a header longer than the frame
+        _frame(b"{not json"),
+        _frame(b"[" * 100_000 + b"]" * 100_000),  # nesting deep enough to exhaust the recursion limit
+        _frame(json.dumps({"message": {}, "arrays": [["a/out/x", [2**30, 2**30]]]}).encode()),  # claims 8 EiB
+        _frame(json.dumps({"message": {}, "arrays": [["a/out/x", [1]], ["a/out/x", [1]]]}).encode(), b"\0" * 16),
+        _frame(json.dumps({"message": {}, "arrays": [["a/out/x", [-1]]]}).encode()),
+        _frame(json.dumps({"message": [], "arrays": []}).encode()),
+        _frame(json.dumps({"message": {}, "arrays": []}).encode(), b"trailing"),
+        _frame(json.dumps({"message": {}, "arrays": [["a/out/x", [1]]]}).encode(), b"\0" * 4),  # cut short
+    ],
+    ids=["empty", "no-magic", "huge-header", "bad-json", "deep-json", "huge-array", "twice", "negative", "list",
+         "trailing", "short"],
+)  # fmt: skip
+def test_a_malformed_frame_is_a_wire_error_never_a_crash(data):
+    with pytest.raises(wire.WireError):
+        wire.decode(data)
+
+
+def test_array_keys_are_made_and_split_in_one_place():
+    assert wire.split_key(wire.key("a2", "in", "x")) == ("a2", "in", "x")
+    with pytest.raises(wire.WireError):
+        wire.split_key("a/sideways/x")
+    with pytest.raises(ValueError):
+        wire.key("a/b", "out", "x")
+
+
+# ---- the kernel filter, with nothing in front of it --------------------------------------------------------
+
+
+def _supervise(code: str, *, kernel_filter: bool = True, deadline: float = 30.0) -> tuple[list[str], str]:
+    """Run ``code`` in a child of the supervisor (no audit hook); (status lines, what the child printed)."""
+    log_r, log_w = os.pipe()
+    config = {
+        "argv": [sys.executable, "-I", "-S", "-c", code],
+        "pass_fds": [],
+        "log_fd": log_w,
+        "memory": 2**30,
+        "cpu": 60,
+        "deadline": deadline,
+        "filter": kernel_filter,
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-I", "-S", str(SUPERVISOR), json.dumps(config)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        pass_fds=(log_w,),
+        env=child_environment(),
+    )
+    os.close(log_w)
+    with os.fdopen(log_r, "rb") as log:
+        printed = log.read().decode()  # EOF once the child and everything it started are gone
+    status = proc.stdout.read().decode()  # EOF once the supervisor has cleaned up and exited by itself
+    proc.stdin.close()
+    proc.stdout.close()
+    proc.wait(timeout=60)
+    return status.splitlines(), printed
+
+
+ATTEMPTS = """
+import os, sys, resource
+def attempt(name, f):
+    try:
+        f()
+        print(name, "allowed", flush=True)
+    except (OSError, ValueError) as exc:
+        print(name, "refused", exc.errno if isinstance(exc, OSError) else "", flush=True)
+attempt("fork", os.fork)
+attempt("exec", lambda: os.execv(sys.executable, [sys.executable, "-c", "pass"]))
+attempt("kill-parent", lambda: os.kill(os.getppid(), 0))
+attempt("raise-limit", lambda: resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY,) * 2))
+attempt("write", lambda: open("/tmp/microgradnorm-sandbox-test", "w"))
+attempt("pidfd", lambda: os.pidfd_open(os.getppid()))
+attempt("read", lambda: open("/etc/hostname").close() if os.path.exists("/etc/hostname") else None)
+attempt("kill-self", lambda: os.kill(os.getpid(), 0))
+"""
+
+
+@filter_only
+def test_the_kernel_filter_refuses_processes_signals_limits_and_writes():
+    status, printed = _supervise(ATTEMPTS)
+    said = dict(line.split(" ", 1) for line in printed.splitlines())
+    for name in ("fork", "exec", "kill-parent", "raise-limit", "write", "pidfd"):
+        assert said[name].startswith("refused"), (name, printed)
+    assert said["read"] == "allowed" and said["kill-self"] == "allowed"  # it is a filter, not a wall
+    assert "exit 0" in status and not os.path.exists("/tmp/microgradnorm-sandbox-test")
+
+
+def test_the_filter_program_is_well_formed():
+    for machine in ("x86_64", "aarch64"):
+        prog = seccomp.program(machine, 1234, 0x7FFF_1234_5678)
+        assert len(prog) < 4096 and prog[-1] == (0x06, 0, 0, 0x7FFF0000)  # ends in "allow"
+        for i, (code, jt, jf, _) in enumerate(prog):
+            if code in (0x15, 0x45, 0x35):  # every jump lands inside the program
+                assert i + 1 + max(jt, jf) < len(prog)
+
+
+# ---- the supervisor's cleanup, with no filter at all ------------------------------------------------------
+
+FORK_BOMB = """
+import os, time
+for _ in range(20):
+    if os.fork() == 0:
+        print(os.getpid(), flush=True)
+        time.sleep(600)
+        os._exit(0)
+time.sleep(600)
+"""
+SETSID_DAEMON = """
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        print(os.getpid(), flush=True)
+        time.sleep(600)
+    os._exit(0)
+time.sleep(0.5)
+"""
+DOUBLE_FORK = """
+import os, time
+if os.fork() == 0:
+    if os.fork() == 0:
+        print(os.getpid(), flush=True)
+        time.sleep(600)
+    os._exit(0)
+os.wait()
+time.sleep(0.5)
+"""
+MULTIPROCESSING = """
+import multiprocessing, os, time
+def stay():
+    print(os.getpid(), flush=True)
+    time.sleep(600)
+if __name__ == "__main__":
+    multiprocessing.set_start_method("fork")
+    p = multiprocessing.Process(target=stay, daemon=False)
+    p.start()
+    time.sleep(0.5)
+    os._exit(0)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+@linux_only
+@pytest.mark.parametrize(
+    "code, count, deadline",
+    [(FORK_BOMB, 20, 3.0), (SETSID_DAEMON, 1, 30.0), (DOUBLE_FORK, 1, 30.0), (MULTIPROCESSING, 1, 30.0)],
+    ids=["fork-bomb", "setsid-daemon", "double-fork", "multiprocessing"],
+)
+def test_the_supervisor_leaves_no_descendant_behind(code, count, deadline):
+    """Whether the child exits (daemons, double fork, multiprocessing) or is stopped (the bomb): all gone."""
+    started = time.monotonic()
+    status, printed = _supervise(textwrap.dedent(code), kernel_filter=False, deadline=deadline)
+    pids = [int(line) for line in printed.split()]
+    assert len(pids) == count, printed
+    assert [p for p in pids if _alive(p)] == []
+    cleaned = int(next(line for line in status if line.startswith("clean ")).split()[1])
+    assert cleaned >= count
+    assert time.monotonic() - started < deadline + 30
+
+
+@linux_only
+def test_descendants_are_found_through_proc():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert child.pid in supervisor.descendants(os.getpid())
+    finally:
+        child.kill()
+        child.wait()
+
+
+# ---- the audit hook ---------------------------------------------------------------------------------------------
+
+
+def _loads_global(fn) -> list[str]:
+    return [i.argval for i in dis.get_instructions(fn) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF")]
+
+
+def test_the_hook_looks_up_no_global_or_builtin_name():
+    """So that patching builtins, os.path or the sandbox module changes nothing it decides."""
+    hook = sandbox.make_hook(sandbox.Policy("exercise 1", "NumPy", ("/usr/lib/python3",)))
+    helpers = (sandbox._path_ok, sandbox._canonical, sandbox._plainly_below, sandbox._import_message, sandbox._refusal)
+    for fn in (hook, sandbox._on_open, sandbox._on_import, sandbox._on_attribute, *helpers):
+        assert _loads_global(fn) == [], fn.__name__
+        assert not fn.__code__.co_freevars, fn.__name__
+
+
+def test_paths_are_checked_as_text_and_links_below_an_allowed_directory_are_refused(tmp_path):
+    base = tmp_path / "lib"
+    (base / "pkg").mkdir(parents=True)
+    (base / "pkg" / "mod.py").write_text("")
+    (base / "site-packages" / "other").mkdir(parents=True)
+    (base / "link").symlink_to(tmp_path)
+    readable = (str(base),)
+    ok = sandbox._path_ok
+    assert ok(str(base / "pkg" / "mod.py"), readable)
+    assert ok(os.fsencode(base / "pkg" / "mod.py"), readable)
+    assert ok(str(base / "pkg"), readable)
+    assert not ok(str(base / "pkg" / ".." / ".." / "secret"), readable)
+    assert not ok("pkg/mod.py", readable)  # relative: resolved against a directory the hook cannot see
+    assert not ok(str(base / "link" / "secret"), readable)
+    assert not ok(str(base / "site-packages" / "other" / "x.py"), readable)
+    assert not ok(base / "pkg" / "mod.py", readable)  # a PathLike could answer differently the second time
+
+    class Sneaky(str):
+        def startswith(self, *args):  # type: ignore[override]
+            return True
+
+    assert not ok(Sneaky("/etc/passwd"), readable)
+    assert ok("/dev/null", readable)
+
+
+# ---- what the child sends back is judged, never believed -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"calls": {"a": {"mul_da": {"kind": "array", "dtype": "float64", "shape": [2**30] * 40}}}, "error": None},
+        {"calls": {"a": "not a dict", "b": [], "a2": None}, "error": None},
+        {"calls": {}, "error": {"kind": "x" * 10_000, "frames": "nope", "message": 5}},
+        {"calls": {"a": {"mul_da": {"kind": "array", "dtype": "float64", "shape": [5]}}}, "error": None},
+    ],
+    ids=["absurd-shape", "wrong-types", "strange-error", "claims-without-arrays"],
+)
+def test_a_forged_result_is_a_clear_failure(message):
+    from microgradnorm.exercises.catalog import get_exercise
+    from microgradnorm.exercises.grader import GradeResult, _conclude
+    from microgradnorm.exercises.problems import get_problem
+    from microgradnorm.exercises.process import ChildRun
+
+    ex = get_exercise(1)
+    rng = np.random.default_rng(0)
+    cases = [get_problem(ex.name).make_case(rng, False), get_problem(ex.name).make_case(rng, True)]
+    run = ChildRun(result=bytearray(wire.encode(message, {})))
+    out = GradeResult(ex, Path("forged.py"), False, "failed", "", 0)
+    _conclude(out, run, cases, timeout=5.0, memory_mb=512)
+    assert not out.passed and out.summary
+    assert len(out.summary) < 2000 and all(len(r.detail) < 2000 for r in out.rows)

@@ -1,0 +1,172 @@
+"""The grader's float64 bound, on any input: sound right answers inside, estimates outside and named.
+
+Run in this process, without the sandbox (the bound is arithmetic): each
+exercise's reference solution and the independent answer of
+tests/exercise_answers/ are called through the exercise's own driver on cases
+drawn from Hypothesis's seeds, and every output must be within the bound of
+:mod:`microgradnorm.exercises.rounding`. Finite-difference gradients must fall
+outside it and be explained as estimates; streaming exercise 10 from kept
+values must fail.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from microgradnorm import engine
+from microgradnorm.exercises import rounding
+from microgradnorm.exercises.catalog import EXERCISES, get_exercise
+from microgradnorm.exercises.drivers import DRIVERS
+from microgradnorm.exercises.judge import explain_value
+from microgradnorm.exercises.problems import get_problem
+from microgradnorm.exercises.runner import read_only
+from microgradnorm.exercises.selfcheck import numerical_gradient
+from tests.grading import ANSWERS
+
+SEEDS = st.integers(min_value=0, max_value=2**31 - 1)
+EXAMPLES = 6  # per exercise: each case's bound costs a few hundred evaluations of its closed form
+
+
+def _module(path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"answer_{abs(hash(str(path)))}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+MODULES = {ex.name: (_module(ex.solution), _module(ANSWERS / ex.filename)) for ex in EXERCISES}
+
+
+def _call(name: str, module: ModuleType, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
+    outputs = DRIVERS[name](module, read_only(inputs), engine)
+    return {k: np.asarray(v, dtype=np.float64) for k, v in outputs.items() if not k.startswith("_")}
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=[ex.name for ex in EXERCISES])
+@settings(max_examples=EXAMPLES)
+@given(seed=SEEDS)
+def test_sound_answers_are_inside_the_bound_on_any_input(ex, seed):
+    problem = get_problem(ex.name)
+    rng = np.random.default_rng(seed)
+    for second in (False, True):
+        case = problem.make_case(rng, second)
+        for module in MODULES[ex.name]:
+            got = _call(ex.name, module, case.inputs)
+            for o in problem.outputs:
+                worst = float(np.max(np.abs(got[o.name] - case.expected[o.name]) / case.allowed[o.name]))
+                assert rounding.within(got[o.name], case.expected[o.name], case.allowed[o.name]), (
+                    module.__file__,
+                    o.name,
+                    worst,
+                )
+
+
+def _estimated(name: str) -> ModuleType:
+    """An answer that estimates gradients by central differences of the reference's own forward pass."""
+    reference = MODULES[name][0]
+    fake = ModuleType("estimate")
+    if name == "01_local_derivatives":
+        fake.mul_backward = lambda a, b, d: (
+            numerical_gradient(lambda v: np.sum(v * b * d), a),
+            numerical_gradient(lambda v: np.sum(a * v * d), b),
+        )
+        fake.pow_backward = lambda a, p, d: numerical_gradient(lambda v: np.sum(v**p * d), a)
+        fake.sqrt_backward = lambda a, d: numerical_gradient(lambda v: np.sum(np.sqrt(v) * d), a)
+        fake.div_backward = lambda a, b, d: (
+            numerical_gradient(lambda v: np.sum(v / b * d), a),
+            numerical_gradient(lambda v: np.sum(a / v * d), b),
+        )
+        return fake
+    forward, backward = {"05_layernorm_backward": ("layernorm_forward", "layernorm_backward"),
+                         "08_rmsnorm_backward": ("rmsnorm_forward", "rmsnorm_backward")}[name]  # fmt: skip
+    run = getattr(reference, forward)
+
+    def fwd(*args):
+        return run(*args)[0], args
+
+    def bwd(dy, args):
+        grads = [numerical_gradient(lambda v, i=i: np.sum(run(*args[:i], v, *args[i + 1 :])[0] * dy), args[i])
+                 for i in range(len(args) - 1)]  # fmt: skip
+        return grads[0], *grads[1:]  # dx, dgamma (, dbeta): every array argument but eps
+
+    setattr(fake, forward, fwd)
+    setattr(fake, backward, bwd)
+    return fake
+
+
+@pytest.mark.parametrize("name", ["01_local_derivatives", "05_layernorm_backward", "08_rmsnorm_backward"])
+@settings(max_examples=3)
+@given(seed=SEEDS)
+def test_finite_difference_estimates_fail_and_are_named(name, seed):
+    problem = get_problem(name)
+    case = problem.make_case(np.random.default_rng(seed), False)
+    got = _call(name, _estimated(name), case.inputs)
+    grads = [o.name for o in problem.outputs if o.name != "y"]
+    failing = [g for g in grads if not rounding.within(got[g], case.expected[g], case.allowed[g])]
+    assert failing, "an estimate passed"
+    findings, _ = explain_value(problem, case, failing[0], got[failing[0]], first_ok=False)
+    assert [f.key for f in findings] == ["estimate"], [f.title for f in findings]
+    assert "this looks like a finite-difference estimate" in findings[0].title
+
+
+@settings(max_examples=EXAMPLES)
+@given(seed=SEEDS)
+def test_streaming_from_kept_values_fails_on_a_mid_stream_start(seed):
+    """np.var over the values the update saw misses the ones before the start: the start state was ignored."""
+    name = "10_stable_variance"
+    problem = get_problem(name)
+    case = problem.make_case(np.random.default_rng(seed), False)
+    start = int(case.inputs["count0"][0])
+    seen: list[float] = []
+
+    def welford_update(count, mean, m2, value):
+        if count == start:  # a new row begins: keep its values from here
+            seen.clear()
+        seen.append(value)
+        return count + 1, float(np.mean(seen)), float(np.var(seen) * len(seen))
+
+    kept = ModuleType("kept")
+    kept.welford_update = welford_update
+    got = _call(name, kept, case.inputs)
+    assert not rounding.within(got["var"], case.expected["var"], case.allowed["var"])
+    findings, _ = explain_value(problem, case, "mean", got["mean"], first_ok=False)
+    assert findings[0].key == "welford_ignores_state"
+
+
+@settings(max_examples=EXAMPLES)
+@given(seed=SEEDS, scale=st.floats(min_value=1e-6, max_value=1e6))
+def test_the_bound_scales_with_the_magnitudes(seed, scale):
+    """Scaling the upstream gradient scales every gradient, and the bound with it (a fixed tolerance would not)."""
+    problem = get_problem("01_local_derivatives")
+    case = problem.make_case(np.random.default_rng(seed), False)
+    scaled = {**case.inputs, "dout": case.inputs["dout"] * scale}
+    allowed = rounding.tolerance(problem.solve, scaled)
+    for name in ("mul_da", "div_db"):
+        assert np.allclose(allowed[name], case.allowed[name] * scale, rtol=1e-3)
+
+
+def test_a_gradient_that_cancels_to_zero_gets_the_size_of_its_terms():
+    """A constant dxhat = gamma * dy makes LayerNorm's true dx zero; right answers are rounding noise of the terms'
+    size, and the bound has that size, where an absolute tolerance on zero would be a coin toss."""
+    name = "05_layernorm_backward"
+    problem = get_problem(name)
+    case = problem.make_case(np.random.default_rng(7), True)
+    inputs = {**case.inputs, "dy": np.broadcast_to(3.0 / case.inputs["gamma"], case.inputs["dy"].shape).copy()}
+    expected, allowed = problem.solve(inputs), rounding.tolerance(problem.solve, inputs)
+    assert np.max(np.abs(expected["dx"])) < 1e-12 and np.min(allowed["dx"]) > 0
+    for module in MODULES[name]:
+        got = _call(name, module, inputs)["dx"]
+        assert rounding.within(got, expected["dx"], allowed["dx"])
+    assert not rounding.within(expected["dx"] + 1e-9, expected["dx"], allowed["dx"])
+
+
+def test_every_exercise_is_checked_here():
+    assert {ex.name for ex in EXERCISES} == set(MODULES)
+    assert get_exercise(10).name in MODULES
