@@ -77,6 +77,7 @@ from microgradnorm.vectorized.api import (
     layer_norm_forward,
     rms_norm_backward,
     rms_norm_forward,
+    saved_cache,
 )
 from microgradnorm.vectorized.backend import (
     BACKENDS,
@@ -109,6 +110,7 @@ __all__ = [
     "resolve_backend",
     "rms_norm_backward",
     "rms_norm_forward",
+    "saved_cache",
     "set_backend",
     "use_backend",
 ]

@@ -156,6 +156,40 @@ def batch_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarr
     return _finish_backward(dx, dgamma, dbeta, cache)
 
 
+# ---- a cache rebuilt from saved arrays -----------------------------------------------------------
+
+
+def saved_cache(
+    norm: str,
+    x: Any,
+    gamma: Any,
+    beta: Any,
+    mean: Any,
+    rstd: Any,
+    eps: float = 1e-5,
+    *,
+    backend: str | None = None,
+) -> NormCache:
+    """The cache of a recompute-mode forward pass, rebuilt from x and the statistics it returned.
+
+    For callers that can keep arrays between the two passes but not a Python
+    object (PyTorch's custom ops in :mod:`microgradnorm.torch`): in recompute
+    mode a cache holds x, gamma and the per-group mean and rstd (RMSNorm: rrms),
+    nothing more. ``mean`` and ``rstd`` hold one float64 value per group in any
+    shape of that size; RMSNorm ignores ``mean``; ``beta`` only tells the
+    backward pass to return dbeta (in beta's dtype). ``var``, which no backward
+    pass reads, is rebuilt as ``1 / rstd^2 - eps``.
+    """
+    args = check_forward(norm, x, gamma, beta, eps, True, backend)
+    cdt = args.compute_dtype
+    kept = _contiguous(args.x, cdt) if args.backend == "fused" else args.x.astype(cdt, copy=False)
+    rstd = np.asarray(rstd, dtype=np.float64)
+    mean = None if norm == "rmsnorm" else np.asarray(mean, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        var = 1.0 / np.square(rstd) - args.eps
+    return NormCache.from_forward(args, xhat=None, x=kept, mean=mean, var=var, rstd=rstd)
+
+
 # ---- the tuned forward passes: rows and channels -----------------------------------------------
 
 
