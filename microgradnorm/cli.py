@@ -17,7 +17,7 @@ from microgradnorm import __version__
 from microgradnorm.commands import UsageError
 
 # command name -> module in microgradnorm.commands, in the order --help lists them
-COMMANDS = ("lesson", "check", "graph", "exercise", "bench")
+COMMANDS = ("lesson", "check", "graph", "exercise", "bench", "lab")
 
 
 class _Parser(argparse.ArgumentParser):
