@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, console) -> int:
     if args.svg:
         with open(args.svg, "w", encoding="utf-8") as f:
             f.write(show.figure(result).svg())
-        console.print(f"wrote {args.svg}")
+        console.print(f"wrote {args.svg}", markup=False, highlight=False)
     return 0 if all(c.ok for c in result.claims) else 1
 
 

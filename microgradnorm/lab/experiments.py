@@ -44,6 +44,7 @@ __all__ = [
 # difference in a backward pass shows at the first step, many orders of magnitude above this.
 CURVE_ATOL = 1e-9
 GUESSING = math.log(CLASSES)  # the loss of a network that has learned nothing: ln 3
+YOURS, YOURS_REFERENCE = "your backward", "exercise 5's answer"  # curve names in yours()
 SMOOTH = 10  # a run's loss "at step t" is the mean over its minibatches t - 9 .. t (the curves and the claims)
 
 # What each experiment trains (the lessons say so in words; tests check the claims on these).
@@ -59,8 +60,11 @@ BATCH_LR = 3e-3
 
 
 def have_torch() -> bool:
-    """Whether PyTorch can be imported here (without importing it)."""
-    return importlib.util.find_spec("torch") is not None
+    """Whether PyTorch can be imported here (looked up, not imported)."""
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):  # ValueError: sys.modules["torch"] is None, import blocked
+        return False
 
 
 @dataclass(frozen=True)
@@ -118,7 +122,7 @@ def _torch_runs(pair: pairs.NormPair, seed: int) -> dict[str, Run]:
     layers = {
         "torch.nn.LayerNorm": lambda w: torch.nn.LayerNorm(w, dtype=torch.float64),
         "microgradnorm.torch.LayerNorm": lambda w: mt.LayerNorm(w, dtype=torch.float64),
-        "your backward": lambda w: mt.LayerNorm(w, dtype=torch.float64, function=yours_fn),
+        YOURS: lambda w: mt.LayerNorm(w, dtype=torch.float64, function=yours_fn),
     }
     cfg = _with_seed(ADAM, seed)
     return {name: train_torch(mlp(MLP, seed, layer), _task(seed), cfg) for name, layer in layers.items()}
@@ -129,7 +133,7 @@ def _numpy_runs(pair: pairs.NormPair, seed: int) -> dict[str, Run]:
     cfg = _with_seed(ADAM, seed)
     return {
         "microgradnorm (NumPy)": train(Net(MLP, seed), _task(seed), cfg),
-        "your backward": train(Net(MLP, seed, ln_pair=pair), _task(seed), cfg),
+        YOURS: train(Net(MLP, seed, ln_pair=pair), _task(seed), cfg),
     }
 
 
@@ -147,17 +151,19 @@ def _reference_yours(seed: int, use_torch: bool) -> Outcome:
 
 
 def _yours(seed: int, pair: pairs.NormPair, file: str | None, use_torch: bool) -> Outcome:
-    who = Path(file).name if file else "the exercise's reference answer"
-    out = Outcome(f"LayerNorm's backward in a 4-layer MLP: {who}")
+    who = Path(file).name if file else "the exercise's answer"
+    out = Outcome(f"LayerNorm's backward in a {MLP.depth}-block MLP: {who}")
     runs = _torch_runs(pair, seed) if use_torch else _numpy_runs(pair, seed)
+    if file is None:  # the curve is the exercise's answer's, not the learner's
+        runs[YOURS_REFERENCE] = runs.pop(YOURS)
     out.curves = {name: run.losses for name, run in runs.items()}
     baseline = "torch.nn.LayerNorm" if use_torch else "microgradnorm (NumPy)"
     check = pairs.gradient_check(pair, seed)
-    out.numbers = {"gradient check": check.worst, "yours vs " + baseline: _differs(
-        runs["your backward"].losses, runs[baseline].losses)}  # fmt: skip
-    out.claims.append(Claim(f"your backward passes the gradient check (worst error {check.worst:.1e})", check.passed))
-    gap = out.numbers["yours vs " + baseline]
-    out.claims.append(Claim(f"your loss curve is {baseline}'s at every step (largest difference {gap:.1e})",
+    name = YOURS if file else YOURS_REFERENCE
+    gap = _differs(runs[name].losses, runs[baseline].losses)
+    out.numbers = {"gradient check": check.worst, f"{name} vs {baseline}": gap}
+    out.claims.append(Claim(f"{name} passes the gradient check (worst error {check.worst:.1e})", check.passed))
+    out.claims.append(Claim(f"{name}: the loss curve is {baseline}'s at every step (largest difference {gap:.1e})",
                             gap <= CURVE_ATOL))  # fmt: skip
     if use_torch:
         ours = _differs(runs["microgradnorm.torch.LayerNorm"].losses, runs[baseline].losses)
@@ -304,7 +310,34 @@ def norms(seed: int = 0) -> Outcome:
     adam_end = _end(adam_none)
     out.claims.append(Claim(f"with Adam, the network without a norm trains too: {adam_end:.2f}",
                             adam_end < GUESSING / 2))  # fmt: skip
+    signal = {norm: signal_at_start(seed, norm) for norm in ("none", "layernorm")}
+    out.extra["signal"] = signal
+    (plain, plain_grads), (ln, ln_grads) = signal["none"], signal["layernorm"]
+    out.claims.append(
+        Claim(
+            f"without a norm the signal shrinks: block {len(plain)}'s output is "
+            f"{plain[0] / plain[-1]:.1f} times smaller than block 1's",
+            plain[-1] < plain[0] / 2,
+        )
+    )
+    least = min(a / b for a, b in zip(ln_grads, plain_grads))
+    out.claims.append(Claim(f"LayerNorm keeps every block's output the same size (within {max(ln) / min(ln):.2f}x), "
+                            f"and every weight gradient at least {least:.0f} times larger",
+                            max(ln) / min(ln) < 1.2 and least > 10))  # fmt: skip
     return out
+
+
+def signal_at_start(seed: int, norm: str) -> tuple[list[float], list[float]]:
+    """(each block's output RMS, each block's weight-gradient norm) of the deep MLP at initialization."""
+    task, net = _task(seed), Net(NetSpec("mlp", DEEP_MLP_DEPTH, 32, norm), seed)
+    h, sizes = task.x_train[:256], []
+    for block in net.blocks:
+        for layer in block:
+            h = layer.forward(h)
+        sizes.append(float(np.sqrt(np.mean(h * h))))
+    _, dlogits = cross_entropy(net.layers[-1].forward(h), task.y_train[:256])
+    net.backward(dlogits)
+    return sizes, net.block_weight_grads()
 
 
 def _batch_statistics_loss(net: Net, x: np.ndarray, labels: np.ndarray, batch: int) -> float:

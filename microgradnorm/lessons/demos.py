@@ -55,6 +55,7 @@ DEMO_MODULES: tuple[str, ...] = (
     "microgradnorm.lessons.demos_why",
     "microgradnorm.lessons.demos_traps",
     "microgradnorm.lessons.demos_kernel",
+    "microgradnorm.lessons.demos_lab",
 )
 
 
