@@ -405,3 +405,15 @@ def test_the_torch_extra_admits_the_cpu_wheel_of_torch_2_13():
     assert req.name == "torch"
     assert req.specifier.contains("2.13.0+cpu") and req.specifier.contains("2.13.0")
     assert not req.specifier.contains("2.3.1")  # older than the custom-op API this package uses
+
+
+def test_the_readme_snippet_runs_a_backward_through_the_wrapped_pair():
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "layer_norm_function" in b]
+    namespace: dict = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    weight = namespace["model"][1].weight
+    assert weight.grad is not None and weight.grad.abs().sum() > 0
