@@ -12,8 +12,12 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from microgradnorm import tolerances as tol
+
+from .strategies import norm_problems
 
 torch = pytest.importorskip("torch")
 mt = pytest.importorskip("microgradnorm.torch")
@@ -417,3 +421,36 @@ def test_the_readme_snippet_runs_a_backward_through_the_wrapped_pair():
     exec(compile(block, "README.md", "exec"), namespace)
     weight = namespace["model"][1].weight
     assert weight.grad is not None and weight.grad.abs().sum() > 0
+
+
+# ---- any shape, layout and eps (Hypothesis) ------------------------------------------------------------
+
+
+def _functional(norm, x, w, b, eps):
+    F = torch.nn.functional
+    if norm == "layernorm":
+        return F.layer_norm(x, (x.shape[-1],), w, b, eps)
+    if norm == "rmsnorm":
+        return F.rms_norm(x, (x.shape[-1],), w, eps)
+    return F.batch_norm(x, None, None, w, b, training=True, eps=eps)
+
+
+@pytest.mark.parametrize("norm", ops.NORMS)
+@given(data=st.data())
+def test_the_ops_equal_torch_functional_for_any_shape_layout_and_eps(norm, data):
+    x, gamma, beta, dy, eps = data.draw(norm_problems(norm))
+    if norm == "batchnorm":
+        assume(x.size // x.shape[1] > 1 and eps > 0)  # torch refuses both in training mode (this package does not)
+    leaves = [None if a is None else torch.from_numpy(a).requires_grad_(True) for a in (x, gamma, beta)]
+    # torch on contiguous copies: PyTorch 2.13's batch_norm backward gets some strided layouts with
+    # size-1 axes wrong (x of shape [1, 2, 1, 2] and strides (1, 1, 2, 2): the channels' gradients
+    # swapped, against finite differences), which this test found; the ops take x as it is
+    twins = [None if t is None else t.detach().contiguous().clone().requires_grad_(True) for t in leaves]
+    y = ops.norm_forward(norm, *leaves, eps)[0]
+    want = _functional(norm, *twins, eps)
+    assert _close(y, want, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)
+    (y * torch.from_numpy(dy)).sum().backward()
+    (want * torch.from_numpy(dy)).sum().backward()
+    for mine, theirs in zip(leaves, twins):
+        if mine is not None:
+            assert _close(mine.grad, theirs.grad, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)

@@ -29,7 +29,7 @@ TORCH_LAYERS = {
 def test_the_numpy_network_trains_exactly_as_pytorch_does(norm, optimizer):
     spec = NetSpec("mlp", depth=3, width=16, norm=norm)
     cfg = TrainConfig(steps=40, batch=16, lr=1e-2 if optimizer == "adam" else 0.1, optimizer=optimizer, seed=2)
-    task = E._task(2)
+    task = E.task_for(2)
     ours = train(Net(spec, 4), task, cfg)
     theirs = train_torch(mlp(spec, 4, TORCH_LAYERS[norm]), task, cfg)
     assert len(ours.losses) == len(theirs.losses) == cfg.steps

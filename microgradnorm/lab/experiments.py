@@ -33,8 +33,10 @@ __all__ = [
     "Outcome",
     "batch_sizes",
     "depth",
+    "final_loss",
     "have_torch",
     "norms",
+    "task_for",
     "wrong",
     "yours",
 ]
@@ -87,7 +89,7 @@ class Outcome:
     extra: dict[str, object] = field(default_factory=dict)
 
 
-def _end(run: Run) -> float:
+def final_loss(run: Run) -> float:
     """The loss at the end of a run: the mean over its last SMOOTH minibatches."""
     return float(np.mean(run.losses[-SMOOTH:]))
 
@@ -104,7 +106,8 @@ def _with_seed(cfg: TrainConfig, seed: int) -> TrainConfig:
 
 
 @functools.lru_cache(maxsize=8)
-def _task(seed: int) -> Task:
+def task_for(seed: int) -> Task:
+    """The task every experiment of ``seed`` trains on (made once per process)."""
     return teacher_task(seed)
 
 
@@ -125,15 +128,15 @@ def _torch_runs(pair: pairs.NormPair, seed: int) -> dict[str, Run]:
         YOURS: lambda w: mt.LayerNorm(w, dtype=torch.float64, function=yours_fn),
     }
     cfg = _with_seed(ADAM, seed)
-    return {name: train_torch(mlp(MLP, seed, layer), _task(seed), cfg) for name, layer in layers.items()}
+    return {name: train_torch(mlp(MLP, seed, layer), task_for(seed), cfg) for name, layer in layers.items()}
 
 
 def _numpy_runs(pair: pairs.NormPair, seed: int) -> dict[str, Run]:
     """The same MLP in NumPy: the package's LayerNorm, and ``pair``."""
     cfg = _with_seed(ADAM, seed)
     return {
-        "microgradnorm (NumPy)": train(Net(MLP, seed), _task(seed), cfg),
-        YOURS: train(Net(MLP, seed, ln_pair=pair), _task(seed), cfg),
+        "microgradnorm (NumPy)": train(Net(MLP, seed), task_for(seed), cfg),
+        YOURS: train(Net(MLP, seed, ln_pair=pair), task_for(seed), cfg),
     }
 
 
@@ -172,7 +175,7 @@ def _yours(seed: int, pair: pairs.NormPair, file: str | None, use_torch: bool) -
                                 ours <= CURVE_ATOL))  # fmt: skip
     else:
         out.notes.append("PyTorch is not installed: its curves need pip install 'microgradnorm[torch]'")
-    start, end = runs[baseline].losses[0], _end(runs[baseline])
+    start, end = runs[baseline].losses[0], final_loss(runs[baseline])
     out.claims.append(
         Claim(f"the network learns: loss {start:.2f} at the start, {end:.2f} at the end", end < start / 2)
     )
@@ -188,9 +191,9 @@ def wrong(seed: int = 0) -> Outcome:
     """The MLP trained with the right LayerNorm backward and with two wrong ones, under Adam and SGD."""
     out = Outcome("Two wrong LayerNorm backward passes that still train")
     backwards = {"right": pairs.reference_pair(), **{k: pairs.mistake_pair(k) for k in pairs.MISTAKES}}
-    adam = {k: train(Net(MLP, seed, ln_pair=p), _task(seed), _with_seed(ADAM, seed)) for k, p in backwards.items()}
+    adam = {k: train(Net(MLP, seed, ln_pair=p), task_for(seed), _with_seed(ADAM, seed)) for k, p in backwards.items()}
     sgd_cfg = TrainConfig(150, 32, 0.1, "sgd", 0, seed)
-    sgd = {k: train(Net(MLP, seed, ln_pair=backwards[k]), _task(seed), sgd_cfg) for k in ("right", "no-1/D")}
+    sgd = {k: train(Net(MLP, seed, ln_pair=backwards[k]), task_for(seed), sgd_cfg) for k in ("right", "no-1/D")}
     out.curves = {f"{k} (Adam)": r.losses for k, r in adam.items()}
     out.extra.update(adam=adam, sgd=sgd)
     checks = {k: pairs.gradient_check(p, seed) for k, p in backwards.items()}
@@ -202,7 +205,7 @@ def wrong(seed: int = 0) -> Outcome:
         "the gradient check passes for the right backward and fails for both slips "
         f"(dx off by {checks[slips[0]].dx:.0%} and {checks[slips[1]].dx:.0%})",
         checks["right"].passed and not any(checks[k].passed for k in slips)))  # fmt: skip
-    ends = {k: _end(r) for k, r in adam.items()}
+    ends = {k: final_loss(r) for k, r in adam.items()}
     out.claims.append(Claim(
         "with Adam all three train: each loss ends below half its start (" +
         ", ".join(f"{k} {v:.2f}" for k, v in ends.items()) + ")",
@@ -211,7 +214,7 @@ def wrong(seed: int = 0) -> Outcome:
     out.numbers["no-mean-path error: spread within a row"] = spread
     out.claims.append(Claim(f"the no-mean-path error is one number per row (spread {spread:.0e}): "
                             "a shift LayerNorm's output ignores", spread <= 1e-12))  # fmt: skip
-    right, slip = _end(sgd["right"]), _end(sgd["no-1/D"])
+    right, slip = final_loss(sgd["right"]), final_loss(sgd["no-1/D"])
     out.claims.append(
         Claim(
             f"with plain SGD the no-1/D slip does not train: loss {slip:.2f}, above half of ln 3, "
@@ -246,7 +249,7 @@ GRADIENT_DRAWS = 5  # initializations averaged over: the theory is about the exp
 def gradient_norms(seed: int, placement: str) -> list[float]:
     """Each block's weight-gradient norm at initialization on 256 training examples, averaged over
     GRADIENT_DRAWS draws of the weights."""
-    task = _task(seed)
+    task = task_for(seed)
     norms_ = []
     for draw in range(GRADIENT_DRAWS):
         net = Net(_residual(placement), seed * 1000 + draw)
@@ -273,10 +276,10 @@ def depth(seed: int = 0) -> Outcome:
         for warm in (0, WARMUP.warmup):
             cfg = TrainConfig(WARMUP.steps, WARMUP.batch, WARMUP.lr, "adam", warm, seed)
             name = f"{placement}-LN, " + (f"warmup {warm}" if warm else "no warmup")
-            runs[name] = train(Net(_residual(placement), seed), _task(seed), cfg)
+            runs[name] = train(Net(_residual(placement), seed), task_for(seed), cfg)
     out.curves = {k: r.losses for k, r in runs.items()}
     out.extra["runs"] = runs
-    ends = {k: _end(r) for k, r in runs.items()}
+    ends = {k: final_loss(r) for k, r in runs.items()}
     post_cold, post_warm = ends["post-LN, no warmup"], ends[f"post-LN, warmup {WARMUP.warmup}"]
     pre_cold = ends["pre-LN, no warmup"]
     out.claims.append(Claim(f"post-LN without warmup stalls near ln 3: loss {post_cold:.2f}",
@@ -297,17 +300,17 @@ def norms(seed: int = 0) -> Outcome:
     runs = {}
     for norm in ("none", "batchnorm", "layernorm", "rmsnorm"):
         spec = NetSpec("mlp", depth=DEEP_MLP_DEPTH, width=32, norm=norm)
-        runs[norm] = train(Net(spec, seed), _task(seed), _with_seed(SGD, seed))
-    adam_none = train(Net(NetSpec("mlp", DEEP_MLP_DEPTH, 32, "none"), seed), _task(seed), _with_seed(ADAM, seed))
+        runs[norm] = train(Net(spec, seed), task_for(seed), _with_seed(SGD, seed))
+    adam_none = train(Net(NetSpec("mlp", DEEP_MLP_DEPTH, 32, "none"), seed), task_for(seed), _with_seed(ADAM, seed))
     out.curves = {k: r.losses for k, r in runs.items()}
     out.extra.update(runs=runs, adam_none=adam_none)
-    ends = {k: _end(r) for k, r in runs.items()}
+    ends = {k: final_loss(r) for k, r in runs.items()}
     out.claims.append(Claim(f"without a norm, SGD leaves the loss near ln 3 = {GUESSING:.2f}: {ends['none']:.2f}",
                             ends["none"] > 0.8 * GUESSING))  # fmt: skip
     normed = [k for k in ends if k != "none"]
     out.claims.append(Claim("each norm takes it below half of that: " + ", ".join(f"{k} {ends[k]:.2f}" for k in normed),
                             all(ends[k] < GUESSING / 2 for k in normed)))  # fmt: skip
-    adam_end = _end(adam_none)
+    adam_end = final_loss(adam_none)
     out.claims.append(Claim(f"with Adam, the network without a norm trains too: {adam_end:.2f}",
                             adam_end < GUESSING / 2))  # fmt: skip
     signal = {norm: signal_at_start(seed, norm) for norm in ("none", "layernorm")}
@@ -329,7 +332,7 @@ def norms(seed: int = 0) -> Outcome:
 
 def signal_at_start(seed: int, norm: str) -> tuple[list[float], list[float]]:
     """(each block's output RMS, each block's weight-gradient norm) of the deep MLP at initialization."""
-    task, net = _task(seed), Net(NetSpec("mlp", DEEP_MLP_DEPTH, 32, norm), seed)
+    task, net = task_for(seed), Net(NetSpec("mlp", DEEP_MLP_DEPTH, 32, norm), seed)
     h, sizes = task.x_train[:256], []
     for block in net.blocks:
         for layer in block:
@@ -358,7 +361,7 @@ def _batch_statistics_loss(net: Net, x: np.ndarray, labels: np.ndarray, batch: i
 def batch_sizes(seed: int = 0) -> Outcome:
     """BatchNorm trained with batches of 2, 8 and 32 for the same epochs; LayerNorm at 2 for comparison."""
     out = Outcome(f"BatchNorm at batch sizes {', '.join(map(str, BATCHES))} ({BATCH_EPOCHS} epochs each)")
-    task = _task(seed)
+    task = task_for(seed)
     rows = {}
     for batch in BATCHES:
         cfg = TrainConfig(BATCH_EPOCHS * len(task.y_train) // batch, batch, BATCH_LR, "adam", 0, seed)

@@ -48,7 +48,7 @@ def lab_setup(p: LessonParams) -> DemoOutput:
     """The lab's task and network: sizes and counts, read off the objects themselves."""
     from microgradnorm.lab.net import Net
 
-    task, spec = E._task(p.seed), E.MLP
+    task, spec = E.task_for(p.seed), E.MLP
     net = Net(spec, p.seed)
     table = _table("", "")
     _row(table, "examples (training / held out)", f"{len(task.y_train)} / {len(task.y_test)}")
@@ -120,7 +120,7 @@ def lab_wrong_curves(p: LessonParams) -> DemoOutput:
     """The right backward and two slips, each training the same MLP with Adam."""
     result = E.wrong(p.seed)
     adam = result.extra["adam"]
-    ends = {k: E._end(r) for k, r in adam.items()}
+    ends = {k: E.final_loss(r) for k, r in adam.items()}
     trained = [k for k in ends if ends[k] < adam[k].losses[0] / 2 and k != "right"]
     prediction = Prediction(
         "Both slips fail the gradient check. Trained with Adam, what do their loss curves do?",
@@ -182,7 +182,7 @@ def lab_depth_training(p: LessonParams, warmup: bool = False) -> DemoOutput:
         return DemoOutput(Group(show.curves(result, names, height=HEIGHT), _claims(result, 3)),
                           graph=show.figure(result, names))  # fmt: skip
     names = ["post-LN, no warmup", "pre-LN, no warmup"]
-    ends = {k: E._end(runs[k]) for k in names}
+    ends = {k: E.final_loss(runs[k]) for k in names}
     trains = tuple(ends[k] < E.GUESSING / 2 for k in names)  # (post-LN, pre-LN)
     outcomes = {(True, True): 0, (False, True): 1, (True, False): 2, (False, False): 3}
     prediction = Prediction(
@@ -203,7 +203,7 @@ def lab_depth_training(p: LessonParams, warmup: bool = False) -> DemoOutput:
 def lab_norms_curves(p: LessonParams) -> DemoOutput:
     """No norm, BatchNorm, LayerNorm and RMSNorm in the same 6-layer MLP, plain SGD at 0.1."""
     result = E.norms(p.seed)
-    ends = {k: E._end(r) for k, r in result.extra["runs"].items()}
+    ends = {k: E.final_loss(r) for k, r in result.extra["runs"].items()}
     trained = {k for k, v in ends.items() if v < E.GUESSING / 2}
     answers = {frozenset(ends): 0, frozenset(ends) - {"none"}: 1, frozenset({"none"}): 2}
     prediction = Prediction(
