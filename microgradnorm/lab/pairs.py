@@ -1,6 +1,6 @@
 """LayerNorm as ``(forward, backward)`` pairs: the package's, the exercise's answer, yours, and two wrong ones.
 
-Every pair has the signature of exercise 05 (``microgradnorm exercise 5``)::
+Every pair has the signature of exercise 05 (``microgradnorm exercise check 5`` grades it)::
 
     y, cache = forward(x, gamma, beta, eps)          # x [B, T, D] (any leading axes), gamma, beta [D]
     dx, dgamma, dbeta = backward(dy, cache)
@@ -80,7 +80,7 @@ def learner_pair(path: str | Path) -> NormPair:
     except NotImplementedError:
         raise ValueError(
             f"--file: {Path(path).name} is not written yet (NotImplementedError); solve exercise 5 first "
-            "(microgradnorm exercise 5), or leave out --file to use the reference answer"
+            "(microgradnorm exercise check 5), or leave out --file to use the reference answer"
         ) from None
     except Exception as exc:  # the learner's code: report it in one line
         raise ValueError(f"--file: {Path(path).name} fails on a small input: {type(exc).__name__}: {exc}") from None
