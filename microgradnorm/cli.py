@@ -18,7 +18,7 @@ from microgradnorm.commands import UsageError, add_language_argument
 from microgradnorm.i18n import LanguageError, cli_language
 
 # command name -> module in microgradnorm.commands, in the order --help lists them
-COMMANDS = ("lesson", "check", "graph", "exercise", "bench")
+COMMANDS = ("lesson", "check", "graph", "exercise", "bench", "lab")
 
 
 class _Parser(argparse.ArgumentParser):

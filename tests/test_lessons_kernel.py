@@ -306,7 +306,7 @@ NOT_COUNTED = {
 def test_no_whole_array_line_of_the_numpy_path_is_left_out(function):
     import inspect
 
-    source = inspect.getsource(K._resolve(f"microgradnorm.vectorized:{function}")).splitlines()
+    source = inspect.getsource(K._resolve(f"microgradnorm.vectorized.numpy_path:{function}")).splitlines()
     whole = {
         line.split("  #")[0].strip()
         for line in source
@@ -317,13 +317,13 @@ def test_no_whole_array_line_of_the_numpy_path_is_left_out(function):
         for groups in K.PASSES.values()
         for g in groups
         for t in g.trips
-        if t.where == f"microgradnorm.vectorized:{function}"
+        if t.where == f"microgradnorm.vectorized.numpy_path:{function}"
     }
     assert whole - NOT_COUNTED == counted
 
 
 def test_pass_totals_match_the_counts_derived_by_hand():
-    # NumPy forward (vectorized.py): einsum(x) R; subtract R W; einsum(xshift) R; einsum(xshift, xshift)
+    # NumPy forward (vectorized/numpy_path.py): einsum(x) R; subtract R W; einsum(xshift) R; einsum(xshift, xshift)
     # R (one stream); multiply in place R W; * gamma R W; += beta R W  ->  7 reads, 4 writes.
     assert K.pass_totals("forward", "numpy", "keep") == (7, 4)
     assert K.pass_totals("forward", "numpy", "recompute") == (7, 4)

@@ -740,3 +740,29 @@ def test_float32_batchnorm_statistics_over_many_rows_do_not_drift(backend):
     # the cached mean (recompute mode rebuilds xhat from it) is as good, measured in standard deviations
     mean_error = np.abs(cache.mean.reshape(-1) - x64.mean(axis=0)) / x64.std(axis=0)
     assert mean_error.max() <= tol.FLOAT32_BN_ROWS_RTOL, mean_error
+
+
+# ---- a cache rebuilt from saved arrays (what microgradnorm.torch's custom ops keep) -------------------
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    ("norm", "shape"), [("layernorm", (3, 2, 5)), ("rmsnorm", (4, 6)), ("batchnorm", (3, 2, 2, 3))]
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_cache_rebuilt_from_x_mean_and_rstd_gives_the_same_backward(norm, shape, dtype, backend):
+    rng = np.random.default_rng(7)
+    x = (rng.normal(2.0, 3.0, shape)).astype(dtype)
+    c = shape[1] if norm == "batchnorm" else shape[-1]
+    gamma = rng.uniform(0.5, 1.5, c).astype(dtype)
+    beta = None if norm == "rmsnorm" else rng.normal(size=c).astype(dtype)
+    dy = rng.normal(size=shape).astype(dtype)
+    _, dx, dgamma, dbeta, cache = run(norm, x, gamma, beta, dy, backend=backend, recompute=True)
+    mean = None if cache.mean is None else cache.mean.ravel()  # one value per group, flattened
+    saved = V.saved_cache(norm, x, gamma, beta, mean, cache.rstd.ravel(), 1e-5, backend=backend)
+    assert saved.recompute and saved.shape == cache.shape and saved.backend == cache.backend
+    backward = get_norm(norm).backward
+    grads = backward(dy, saved)
+    for got, want in zip(grads, (dx, dgamma, dbeta)):
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+    assert_close(saved.var, cache.var, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, "var from rstd and eps")

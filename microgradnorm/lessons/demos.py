@@ -57,6 +57,7 @@ DEMO_MODULES: tuple[str, ...] = (
     "microgradnorm.lessons.demos_kernel",
     "microgradnorm.lessons.demos_backward",
     "microgradnorm.lessons.demos_geometry",
+    "microgradnorm.lessons.demos_lab",
 )
 
 

@@ -513,10 +513,10 @@ def locate(trip: Trip) -> tuple[int, str]:
     return first + k, code
 
 
-_FWD = "microgradnorm.vectorized:_ln_forward_numpy"
-_AFFINE = "microgradnorm.vectorized:_affine_rows"
-_BWD = "microgradnorm.vectorized:_ln_backward_numpy"
-_RECOMPUTE = "microgradnorm.vectorized:_recompute_xhat"
+_FWD = "microgradnorm.vectorized.numpy_path:_ln_forward_numpy"
+_AFFINE = "microgradnorm.vectorized.numpy_path:_affine_rows"
+_BWD = "microgradnorm.vectorized.numpy_path:_ln_backward_numpy"
+_RECOMPUTE = "microgradnorm.vectorized.numpy_path:_recompute_xhat"
 _KFWD = "microgradnorm.fused:layer_norm_forward_rows"
 _KBWD = "microgradnorm.fused:layer_norm_backward_rows"
 
@@ -531,14 +531,14 @@ class PassGroup:
     only: str | None = None
 
 
-# LayerNorm with gamma and beta, read off vectorized.py and fused.py. Not counted: the
+# LayerNorm with gamma and beta, read off vectorized/numpy_path.py and fused.py. Not counted: the
 # correction ``xshift -= resid[:, None]`` that runs only when the mean's rounding would
 # show in xhat, and the per-row statistics and per-worker partial sums (arrays of R or
 # [workers, D] numbers, not of R * D).
 PASSES: dict[str, tuple[PassGroup, ...]] = {
     "forward": (
         PassGroup(
-            "NumPy path, vectorized.py",
+            "NumPy path, vectorized/numpy_path.py",
             "numpy",
             (
                 Trip(_FWD, 'mean0 = np.einsum("ij->i", x2)', 1, 0),  # read x
@@ -578,7 +578,7 @@ PASSES: dict[str, tuple[PassGroup, ...]] = {
             only="recompute",
         ),
         PassGroup(
-            "NumPy path, vectorized.py",
+            "NumPy path, vectorized/numpy_path.py",
             "numpy",
             (
                 Trip(_BWD, 'dgamma = _sum_in_blocks("ij,ij->j", dy2, xhat2)', 2, 0),  # dy and xhat

@@ -1,0 +1,401 @@
+"""The lab's experiments: fixed-seed training runs, and the claims each one checks on its own numbers.
+
+Every experiment is a function of the seed (and, for :func:`yours`, of a
+learner's file) that trains a few small networks and returns its curves, a
+few numbers, and a list of :class:`Claim`: a sentence and whether this run
+bears it out. Nothing here prints; :mod:`microgradnorm.lab.show` draws the
+results for the command and the lessons.
+
+Runs are cached per process (the lessons render each step at two widths, and
+each figure the ``g`` key writes comes from the same run). Only :func:`yours`
+uses PyTorch, and only when it is installed (:func:`have_torch`).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from microgradnorm.lab import pairs
+from microgradnorm.lab.net import BatchNormLayer, Net, NetSpec, cross_entropy
+from microgradnorm.lab.task import CLASSES, Task, teacher_task
+from microgradnorm.lab.train import Run, TrainConfig, train
+
+__all__ = [
+    "CURVE_ATOL",
+    "EXPERIMENTS",
+    "Claim",
+    "Outcome",
+    "batch_sizes",
+    "depth",
+    "final_loss",
+    "have_torch",
+    "norms",
+    "task_for",
+    "wrong",
+    "yours",
+]
+
+# Two float64 runs of the same maths (the same weights, the same minibatches) differ only by
+# rounding, which training carries forward: measured, about 1e-14 after 150 steps. A real
+# difference in a backward pass shows at the first step, many orders of magnitude above this.
+CURVE_ATOL = 1e-9
+GUESSING = math.log(CLASSES)  # the loss of a network that has learned nothing: ln 3
+YOURS, YOURS_REFERENCE = "your backward", "exercise 5's answer"  # curve names in yours()
+SMOOTH = 10  # a run's loss "at step t" is the mean over its minibatches t - 9 .. t (the curves and the claims)
+
+# What each experiment trains (the lessons say so in words; tests check the claims on these).
+MLP = NetSpec("mlp", depth=4, width=32, norm="layernorm")
+ADAM = TrainConfig(steps=150, batch=32, lr=1e-2, optimizer="adam")
+DEEP_MLP_DEPTH = 6
+SGD = TrainConfig(steps=300, batch=32, lr=0.1, optimizer="sgd")
+RESIDUAL_DEPTH = 12
+WARMUP = TrainConfig(steps=200, batch=32, lr=1e-2, optimizer="adam", warmup=50)
+BATCHES = (2, 8, 32)
+BATCH_EPOCHS = 3
+BATCH_LR = 3e-3
+
+
+def have_torch() -> bool:
+    """Whether PyTorch can be imported here (looked up, not imported)."""
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):  # ValueError: sys.modules["torch"] is None, import blocked
+        return False
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A sentence about the run, and whether the run's own numbers bear it out."""
+
+    text: str
+    ok: bool
+
+
+@dataclass
+class Outcome:
+    """What an experiment returns: curves (name -> values per step), named numbers, claims, notes."""
+
+    title: str
+    curves: dict[str, list[float]] = field(default_factory=dict)
+    numbers: dict[str, float] = field(default_factory=dict)
+    claims: list[Claim] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+def final_loss(run: Run) -> float:
+    """The loss at the end of a run: the mean over its last SMOOTH minibatches."""
+    return float(np.mean(run.losses[-SMOOTH:]))
+
+
+def _differs(a: list[float], b: list[float]) -> float:
+    """The largest difference between two loss curves, step by step (inf if one is shorter)."""
+    if len(a) != len(b):
+        return math.inf
+    return float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
+
+
+def _with_seed(cfg: TrainConfig, seed: int) -> TrainConfig:
+    return TrainConfig(cfg.steps, cfg.batch, cfg.lr, cfg.optimizer, cfg.warmup, seed)
+
+
+@functools.lru_cache(maxsize=8)
+def task_for(seed: int) -> Task:
+    """The task every experiment of ``seed`` trains on (made once per process)."""
+    return teacher_task(seed)
+
+
+# ---- (a) your backward in a real model ------------------------------------------------------------------
+
+
+def _torch_runs(pair: pairs.NormPair, seed: int) -> dict[str, Run]:
+    """The MLP trained three times in PyTorch: torch.nn's LayerNorm, this package's, and ``pair``."""
+    import torch
+
+    import microgradnorm.torch as mt
+    from microgradnorm.lab.torch_net import mlp, train_torch
+
+    yours_fn = mt.layer_norm_function(*pair)
+    layers = {
+        "torch.nn.LayerNorm": lambda w: torch.nn.LayerNorm(w, dtype=torch.float64),
+        "microgradnorm.torch.LayerNorm": lambda w: mt.LayerNorm(w, dtype=torch.float64),
+        YOURS: lambda w: mt.LayerNorm(w, dtype=torch.float64, function=yours_fn),
+    }
+    cfg = _with_seed(ADAM, seed)
+    return {name: train_torch(mlp(MLP, seed, layer), task_for(seed), cfg) for name, layer in layers.items()}
+
+
+def _numpy_runs(pair: pairs.NormPair, seed: int) -> dict[str, Run]:
+    """The same MLP in NumPy: the package's LayerNorm, and ``pair``."""
+    cfg = _with_seed(ADAM, seed)
+    return {
+        "microgradnorm (NumPy)": train(Net(MLP, seed), task_for(seed), cfg),
+        YOURS: train(Net(MLP, seed, ln_pair=pair), task_for(seed), cfg),
+    }
+
+
+def yours(seed: int = 0, file: str | None = None, use_torch: bool | None = None) -> Outcome:
+    """Train the MLP with your LayerNorm (``file``, or the exercise's reference answer) and compare curves."""
+    use_torch = have_torch() if use_torch is None else use_torch
+    if file is None:
+        return _reference_yours(seed, use_torch)
+    return _yours(seed, pairs.learner_pair(file), str(file), use_torch)
+
+
+@functools.lru_cache(maxsize=4)
+def _reference_yours(seed: int, use_torch: bool) -> Outcome:
+    return _yours(seed, pairs.reference_pair(), None, use_torch)
+
+
+def _yours(seed: int, pair: pairs.NormPair, file: str | None, use_torch: bool) -> Outcome:
+    who = Path(file).name if file else "the exercise's answer"
+    out = Outcome(f"LayerNorm's backward in a {MLP.depth}-block MLP: {who}")
+    runs = _torch_runs(pair, seed) if use_torch else _numpy_runs(pair, seed)
+    if file is None:  # the curve is the exercise's answer's, not the learner's
+        runs[YOURS_REFERENCE] = runs.pop(YOURS)
+    out.curves = {name: run.losses for name, run in runs.items()}
+    baseline = "torch.nn.LayerNorm" if use_torch else "microgradnorm (NumPy)"
+    check = pairs.gradient_check(pair, seed)
+    name = YOURS if file else YOURS_REFERENCE
+    gap = _differs(runs[name].losses, runs[baseline].losses)
+    out.numbers = {"gradient check": check.worst, f"{name} vs {baseline}": gap}
+    out.claims.append(Claim(f"{name} passes the gradient check (worst error {check.worst:.1e})", check.passed))
+    out.claims.append(Claim(f"{name}: the loss curve is {baseline}'s at every step (largest difference {gap:.1e})",
+                            gap <= CURVE_ATOL))  # fmt: skip
+    if use_torch:
+        ours = _differs(runs["microgradnorm.torch.LayerNorm"].losses, runs[baseline].losses)
+        out.numbers["microgradnorm.torch vs torch.nn"] = ours
+        out.claims.append(Claim(f"microgradnorm.torch.LayerNorm's curve is torch.nn's (largest difference {ours:.1e})",
+                                ours <= CURVE_ATOL))  # fmt: skip
+    else:
+        out.notes.append("PyTorch is not installed: its curves need pip install 'microgradnorm[torch]'")
+    start, end = runs[baseline].losses[0], final_loss(runs[baseline])
+    out.claims.append(
+        Claim(f"the network learns: loss {start:.2f} at the start, {end:.2f} at the end", end < start / 2)
+    )
+    out.extra["runs"] = runs
+    return out
+
+
+# ---- (b) a wrong backward that still trains --------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4)
+def wrong(seed: int = 0) -> Outcome:
+    """The MLP trained with the right LayerNorm backward and with two wrong ones, under Adam and SGD."""
+    out = Outcome("Two wrong LayerNorm backward passes that still train")
+    backwards = {"right": pairs.reference_pair(), **{k: pairs.mistake_pair(k) for k in pairs.MISTAKES}}
+    adam = {k: train(Net(MLP, seed, ln_pair=p), task_for(seed), _with_seed(ADAM, seed)) for k, p in backwards.items()}
+    sgd_cfg = TrainConfig(150, 32, 0.1, "sgd", 0, seed)
+    sgd = {k: train(Net(MLP, seed, ln_pair=backwards[k]), task_for(seed), sgd_cfg) for k in ("right", "no-1/D")}
+    out.curves = {f"{k} (Adam)": r.losses for k, r in adam.items()}
+    out.extra.update(adam=adam, sgd=sgd)
+    checks = {k: pairs.gradient_check(p, seed) for k, p in backwards.items()}
+    out.extra["checks"] = checks
+    for k, c in checks.items():
+        out.numbers[f"gradient check: {k}"] = c.dx
+    slips = [k for k in backwards if k != "right"]
+    out.claims.append(Claim(
+        "the gradient check passes for the right backward and fails for both slips "
+        f"(dx off by {checks[slips[0]].dx:.0%} and {checks[slips[1]].dx:.0%})",
+        checks["right"].passed and not any(checks[k].passed for k in slips)))  # fmt: skip
+    ends = {k: final_loss(r) for k, r in adam.items()}
+    out.claims.append(Claim(
+        "with Adam all three train: each loss ends below half its start (" +
+        ", ".join(f"{k} {v:.2f}" for k, v in ends.items()) + ")",
+        all(ends[k] < adam[k].losses[0] / 2 for k in adam)))  # fmt: skip
+    spread = _mean_path_error_spread(seed)
+    out.numbers["no-mean-path error: spread within a row"] = spread
+    out.claims.append(Claim(f"the no-mean-path error is one number per row (spread {spread:.0e}): "
+                            "a shift LayerNorm's output ignores", spread <= 1e-12))  # fmt: skip
+    right, slip = final_loss(sgd["right"]), final_loss(sgd["no-1/D"])
+    out.claims.append(
+        Claim(
+            f"with plain SGD the no-1/D slip does not train: loss {slip:.2f}, above half of ln 3, "
+            f"where the right backward reaches {right:.2f}",
+            slip > GUESSING / 2 > right,
+        )
+    )
+    return out
+
+
+def _mean_path_error_spread(seed: int) -> float:
+    """How far the no-mean-path dx's error is from one constant per row: max over rows of (max - min)."""
+    rng = np.random.default_rng([seed, 23])
+    x, dy = rng.normal(0.5, 2.0, (8, 32)), rng.normal(size=(8, 32))
+    gamma, beta = rng.uniform(0.5, 1.5, 32), rng.normal(size=32)
+    forward, backward = pairs.mistake_pair("no-mean-path")
+    _, cache = forward(x, gamma, beta, 1e-5)
+    err = backward(dy, cache)[0] - pairs.package_pair()[1](dy, pairs.package_pair()[0](x, gamma, beta, 1e-5)[1])[0]
+    return float(np.max(err.max(axis=1) - err.min(axis=1)) / np.max(np.abs(err)))
+
+
+# ---- (c) pre-LN and post-LN at depth ---------------------------------------------------------------------
+
+
+def _residual(placement: str) -> NetSpec:
+    return NetSpec("residual", depth=RESIDUAL_DEPTH, width=32, norm="layernorm", placement=placement)
+
+
+GRADIENT_DRAWS = 5  # initializations averaged over: the theory is about the expected gradient
+
+
+def gradient_norms(seed: int, placement: str) -> list[float]:
+    """Each block's weight-gradient norm at initialization on 256 training examples, averaged over
+    GRADIENT_DRAWS draws of the weights."""
+    task = task_for(seed)
+    norms_ = []
+    for draw in range(GRADIENT_DRAWS):
+        net = Net(_residual(placement), seed * 1000 + draw)
+        _, dlogits = cross_entropy(net.forward(task.x_train[:256]), task.y_train[:256])
+        net.backward(dlogits)
+        norms_.append(net.block_weight_grads())
+    return [float(v) for v in np.mean(norms_, axis=0)]
+
+
+@functools.lru_cache(maxsize=4)
+def depth(seed: int = 0) -> Outcome:
+    """A residual network, post-LN and pre-LN: gradients at initialization, training with and without warmup."""
+    out = Outcome(f"Post-LN and pre-LN in a {RESIDUAL_DEPTH}-block residual network")
+    post, pre = gradient_norms(seed, "post"), gradient_norms(seed, "pre")
+    out.extra["gradients"] = {"post-LN": post, "pre-LN": pre}
+    grow, pre_grow, spread = post[-1] / post[0], pre[-1] / pre[0], max(pre) / min(pre)
+    out.numbers.update({"post-LN last/first": grow, "pre-LN last/first": pre_grow, "pre-LN max/min": spread})
+    out.claims.append(Claim(f"post-LN: the gradient grows toward the output (last block / first = {grow:.1f})",
+                            grow > 1.2))  # fmt: skip
+    out.claims.append(Claim(f"pre-LN: it does not (last / first = {pre_grow:.1f}); all blocks within a factor "
+                            f"{spread:.1f} of each other", pre_grow < 1.0 and spread < 2.5))  # fmt: skip
+    runs = {}
+    for placement in ("post", "pre"):
+        for warm in (0, WARMUP.warmup):
+            cfg = TrainConfig(WARMUP.steps, WARMUP.batch, WARMUP.lr, "adam", warm, seed)
+            name = f"{placement}-LN, " + (f"warmup {warm}" if warm else "no warmup")
+            runs[name] = train(Net(_residual(placement), seed), task_for(seed), cfg)
+    out.curves = {k: r.losses for k, r in runs.items()}
+    out.extra["runs"] = runs
+    ends = {k: final_loss(r) for k, r in runs.items()}
+    post_cold, post_warm = ends["post-LN, no warmup"], ends[f"post-LN, warmup {WARMUP.warmup}"]
+    pre_cold = ends["pre-LN, no warmup"]
+    out.claims.append(Claim(f"post-LN without warmup stalls near ln 3: loss {post_cold:.2f}",
+                            post_cold > 0.8 * GUESSING))  # fmt: skip
+    out.claims.append(Claim(f"warmup helps post-LN: {post_warm:.2f} instead of {post_cold:.2f}", post_warm < post_cold))
+    out.claims.append(Claim(f"pre-LN trains without warmup: loss {pre_cold:.2f}, below half of ln 3",
+                            pre_cold < GUESSING / 2))  # fmt: skip
+    return out
+
+
+# ---- (d) which norm, and how big a batch ----------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4)
+def norms(seed: int = 0) -> Outcome:
+    """The same 6-layer MLP with no norm, BatchNorm, LayerNorm and RMSNorm, trained with plain SGD."""
+    out = Outcome(f"No norm, BatchNorm, LayerNorm, RMSNorm: a {DEEP_MLP_DEPTH}-layer MLP with plain SGD")
+    runs = {}
+    for norm in ("none", "batchnorm", "layernorm", "rmsnorm"):
+        spec = NetSpec("mlp", depth=DEEP_MLP_DEPTH, width=32, norm=norm)
+        runs[norm] = train(Net(spec, seed), task_for(seed), _with_seed(SGD, seed))
+    adam_none = train(Net(NetSpec("mlp", DEEP_MLP_DEPTH, 32, "none"), seed), task_for(seed), _with_seed(ADAM, seed))
+    out.curves = {k: r.losses for k, r in runs.items()}
+    out.extra.update(runs=runs, adam_none=adam_none)
+    ends = {k: final_loss(r) for k, r in runs.items()}
+    out.claims.append(Claim(f"without a norm, SGD leaves the loss near ln 3 = {GUESSING:.2f}: {ends['none']:.2f}",
+                            ends["none"] > 0.8 * GUESSING))  # fmt: skip
+    normed = [k for k in ends if k != "none"]
+    out.claims.append(Claim("each norm takes it below half of that: " + ", ".join(f"{k} {ends[k]:.2f}" for k in normed),
+                            all(ends[k] < GUESSING / 2 for k in normed)))  # fmt: skip
+    adam_end = final_loss(adam_none)
+    out.claims.append(Claim(f"with Adam, the network without a norm trains too: {adam_end:.2f}",
+                            adam_end < GUESSING / 2))  # fmt: skip
+    signal = {norm: signal_at_start(seed, norm) for norm in ("none", "layernorm")}
+    out.extra["signal"] = signal
+    (plain, plain_grads), (ln, ln_grads) = signal["none"], signal["layernorm"]
+    out.claims.append(
+        Claim(
+            f"without a norm the signal shrinks: block {len(plain)}'s output is "
+            f"{plain[0] / plain[-1]:.1f} times smaller than block 1's",
+            plain[-1] < plain[0] / 2,
+        )
+    )
+    least = min(a / b for a, b in zip(ln_grads, plain_grads))
+    out.claims.append(Claim(f"LayerNorm keeps every block's output the same size (within {max(ln) / min(ln):.2f}x), "
+                            f"and every weight gradient at least {least:.0f} times larger",
+                            max(ln) / min(ln) < 1.2 and least > 10))  # fmt: skip
+    return out
+
+
+def signal_at_start(seed: int, norm: str) -> tuple[list[float], list[float]]:
+    """(each block's output RMS, each block's weight-gradient norm) of the deep MLP at initialization."""
+    task, net = task_for(seed), Net(NetSpec("mlp", DEEP_MLP_DEPTH, 32, norm), seed)
+    h, sizes = task.x_train[:256], []
+    for block in net.blocks:
+        for layer in block:
+            h = layer.forward(h)
+        sizes.append(float(np.sqrt(np.mean(h * h))))
+    _, dlogits = cross_entropy(net.layers[-1].forward(h), task.y_train[:256])
+    net.backward(dlogits)
+    return sizes, net.block_weight_grads()
+
+
+def _batch_statistics_loss(net: Net, x: np.ndarray, labels: np.ndarray, batch: int) -> float:
+    """Held-out loss with each batch of ``batch`` examples normalized by its own statistics (training mode).
+
+    The running averages are put back afterwards: this is a measurement, not training.
+    """
+    layers = [layer.layer for layer in net._leaves() if isinstance(layer, BatchNormLayer)]
+    saved = [(b.running_mean.copy(), b.running_var.copy(), b.num_batches_tracked) for b in layers]
+    n = len(labels) - len(labels) % batch
+    losses = [cross_entropy(net.forward(x[i : i + batch]), labels[i : i + batch])[0] for i in range(0, n, batch)]
+    for b, (mean, var, count) in zip(layers, saved):
+        b.running_mean, b.running_var, b.num_batches_tracked = mean, var, count
+    return float(np.mean(losses))
+
+
+@functools.lru_cache(maxsize=4)
+def batch_sizes(seed: int = 0) -> Outcome:
+    """BatchNorm trained with batches of 2, 8 and 32 for the same epochs; LayerNorm at 2 for comparison."""
+    out = Outcome(f"BatchNorm at batch sizes {', '.join(map(str, BATCHES))} ({BATCH_EPOCHS} epochs each)")
+    task = task_for(seed)
+    rows = {}
+    for batch in BATCHES:
+        cfg = TrainConfig(BATCH_EPOCHS * len(task.y_train) // batch, batch, BATCH_LR, "adam", 0, seed)
+        net = Net(NetSpec("mlp", 4, 32, "batchnorm"), seed)
+        run = train(net, task, cfg)
+        rows[batch] = (run.test_loss, _batch_statistics_loss(net, task.x_test, task.y_test, batch), run)
+    small = BATCHES[0]
+    cfg = TrainConfig(BATCH_EPOCHS * len(task.y_train) // small, small, BATCH_LR, "adam", 0, seed)
+    ln = train(Net(NetSpec("mlp", 4, 32, "layernorm"), seed), task, cfg)
+    out.extra.update(rows=rows, layernorm=ln)
+    out.curves = {f"BatchNorm, batch {b}": r[2].losses for b, r in rows.items()}
+    held = {b: r[0] for b, r in rows.items()}
+    out.claims.append(Claim(f"at batch {small} BatchNorm learns least: held-out loss {held[small]:.2f} against "
+                            + ", ".join(f"{held[b]:.2f}" for b in BATCHES[1:]),
+                            held[small] > max(held[b] for b in BATCHES[1:])))  # fmt: skip
+    pm = _two_row_xhat(seed)
+    out.claims.append(Claim(f"with eps = 0, a batch of two normalizes every feature to -1 or +1 (off by {pm:.0e}): "
+                            "only which example is larger survives", pm < 1e-12))  # fmt: skip
+    out.claims.append(Claim(f"LayerNorm, which uses no batch statistics, learns at batch {small}: "
+                            f"{ln.test_loss:.2f}", ln.test_loss < held[small]))  # fmt: skip
+    gaps = {b: abs(r[1] - r[0]) for b, r in rows.items()}
+    out.claims.append(Claim(f"the gap between batch and running statistics is larger at batch 8 ({gaps[8]:.2f}) "
+                            f"than at 32 ({gaps[32]:.2f})", gaps[8] > gaps[32]))  # fmt: skip
+    return out
+
+
+def _two_row_xhat(seed: int) -> float:
+    """max | |xhat| - 1 | of BatchNorm (eps = 0) on a random batch of two rows of 32 features."""
+    from microgradnorm import vectorized as V
+
+    x = np.random.default_rng([seed, 29]).normal(size=(2, 32))
+    _, cache = V.batch_norm_forward(x, eps=0.0, recompute=False, backend="numpy")
+    return float(np.max(np.abs(np.abs(cache.xhat) - 1.0)))
+
+
+# name (as in microgradnorm.lab.CATALOG) -> the experiment
+EXPERIMENTS = {"yours": yours, "wrong": wrong, "depth": depth, "norms": norms, "batch": batch_sizes}

@@ -1,0 +1,63 @@
+"""Pictures of the lab's results: rich renderables for the terminal, SVG figures for files.
+
+Pure functions of an :class:`~microgradnorm.lab.experiments.Outcome`; the
+``microgradnorm lab`` command and the lessons' demos both use them. Curves are
+the loss of each step's minibatch, averaged over the last ``SMOOTH`` (10) steps
+so that the trend shows through the noise of 32-example batches, as the claims
+read them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+from rich.console import Group
+from rich.text import Text
+
+from microgradnorm.figure import Figure, line_chart_svg
+from microgradnorm.lab.experiments import SMOOTH, Claim, Outcome
+from microgradnorm.lessons.charts import line_chart
+
+__all__ = ["claim_lines", "curves", "figure", "outcome", "smooth"]
+
+
+def smooth(values: Sequence[float], window: int = SMOOTH) -> list[float]:
+    """The mean of each value and the ``window - 1`` before it (fewer at the start)."""
+    v = np.asarray(values, dtype=np.float64)
+    sums = np.cumsum(np.insert(v, 0, 0.0))
+    idx = np.arange(1, len(v) + 1)
+    lo = np.maximum(idx - window, 0)
+    return list((sums[idx] - sums[lo]) / (idx - lo))
+
+
+def _select(series: Mapping[str, Sequence[float]], names: Iterable[str] | None) -> dict[str, list[float]]:
+    chosen = list(series) if names is None else list(names)
+    return {name: smooth(series[name]) for name in chosen}
+
+
+def curves(result: Outcome, names: Iterable[str] | None = None, *, height: int = 10, title: str | None = None):
+    """The loss curves of ``result`` (or of the named ones) on one terminal chart."""
+    return line_chart(_select(result.curves, names), height=height, title=title, x_label="step")
+
+
+def figure(result: Outcome, names: Iterable[str] | None = None, *, title: str | None = None) -> Figure:
+    """The same curves as an SVG figure (what the lessons' ``g`` key writes)."""
+    label = f"loss (mean of the last {SMOOTH} minibatches)"
+    return line_chart_svg(_select(result.curves, names), title=title or result.title, ylabel=label)
+
+
+def claim_lines(claims: Iterable[Claim]) -> Group:
+    """One line per claim: ✓ when this run bears it out, ✗ when it does not (in words too, without colour)."""
+    lines = []
+    for claim in claims:
+        mark = Text("✓ ", style="green") if claim.ok else Text("✗ not shown by this run: ", style="bold red")
+        lines.append(mark + Text(claim.text))
+    return Group(*lines)
+
+
+def outcome(result: Outcome, *, height: int = 10) -> Group:
+    """Everything the command prints for one experiment: title, curves, claims, notes."""
+    parts = [Text(result.title, style="bold"), curves(result, height=height), claim_lines(result.claims)]
+    parts += [Text(note, style="dim") for note in result.notes]
+    return Group(*parts)

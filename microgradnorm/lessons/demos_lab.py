@@ -1,0 +1,261 @@
+"""Demos of lessons 15 to 18: the training lab's runs, their curves, and the claims checked on them.
+
+Each demo calls one experiment of :mod:`microgradnorm.lab.experiments` (cached
+per process, so the steps of a lesson share one run per seed) and draws it with
+:mod:`microgradnorm.lab.show`; the ``g`` key writes the same curves as SVG.
+Predictions are answered from the run's own numbers.
+"""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from microgradnorm import tolerances as tol
+from microgradnorm.figure import line_chart_svg
+from microgradnorm.lab import experiments as E
+from microgradnorm.lab import pairs, show
+from microgradnorm.lessons.charts import line_chart
+from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+
+HEIGHT = 8  # chart rows: a chart, its legend and the claims fit one screen at 60 columns
+INSTALL = "pip install 'microgradnorm[torch]'"
+
+
+def _table(*columns: str) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
+    for k, name in enumerate(columns):
+        table.add_column(name, justify="left" if k == 0 else "right")
+    return table
+
+
+def _row(table: Table, *cells: str) -> None:
+    """A row of plain text (no rich markup: "[torch]" is text here)."""
+    table.add_row(*(Text(cell) for cell in cells))
+
+
+def _claims(result: E.Outcome, *which: int) -> Group:
+    return show.claim_lines([result.claims[k] for k in which] if which else result.claims)
+
+
+# ---- lesson 15: your backward in a real model ----------------------------------------------------------
+
+
+@demo("lab_setup")
+def lab_setup(p: LessonParams) -> DemoOutput:
+    """The lab's task and network: sizes and counts, read off the objects themselves."""
+    from microgradnorm.lab.net import Net
+
+    task, spec = E.task_for(p.seed), E.MLP
+    net = Net(spec, p.seed)
+    table = _table("", "")
+    _row(table, "examples (training / held out)", f"{len(task.y_train)} / {len(task.y_test)}")
+    _row(table, "features per example, classes", f"{task.x_train.shape[1]}, {int(task.y_train.max()) + 1}")
+    _row(table, "blocks Linear → LayerNorm → ReLU", f"{spec.depth} of width {spec.width}")
+    _row(table, "parameters", f"{sum(a.size for a in net.parameters()):,}")
+    _row(table, "steps of Adam, examples per step", f"{E.ADAM.steps}, {E.ADAM.batch} (lr {E.ADAM.lr:g})")
+    _row(table, "loss of a guess (ln 3)", f"{E.GUESSING:.3f}")
+    return DemoOutput(table)
+
+
+def _curve_prediction(result: E.Outcome) -> Prediction:
+    gap = max(v for k, v in result.numbers.items() if " vs " in k)
+    answer = 0 if gap <= E.CURVE_ATOL else 1 if gap < 1e-2 else 2
+    return Prediction(
+        f"After {E.ADAM.steps} steps, how far apart are the loss curves?",
+        ("the same to rounding (below 1e-9)", "close (differences below 0.01)", "visibly apart"),
+        answer,
+        f"The largest difference at any step is {gap:.1e}: each curve computes the same numbers in "
+        "a different order, so only rounding separates them.",
+    )
+
+
+@demo("lab_yours_curves")
+def lab_yours_curves(p: LessonParams) -> DemoOutput:
+    """torch.nn.LayerNorm, microgradnorm.torch.LayerNorm and the exercise's answer: three curves as one."""
+    result = E.yours(p.seed)
+    parts = [show.curves(result, height=HEIGHT), _claims(result, 1, 2) if E.have_torch() else _claims(result, 1)]
+    if not E.have_torch():
+        parts.insert(0, Text(f"PyTorch is not installed here, so this is the NumPy network: {INSTALL} "
+                             "adds PyTorch's own LayerNorm.", style="bold"))  # fmt: skip
+    return DemoOutput(Group(*parts), graph=show.figure(result), prediction=_curve_prediction(result))
+
+
+@demo("lab_gradient_check")
+def lab_gradient_check(p: LessonParams, which: tuple[str, ...] = ("right",)) -> DemoOutput:
+    """A LayerNorm pair's gradients against central finite differences (float64), as the grader checks them."""
+    table = _table("backward", "dx", "dgamma", "dbeta", "passes")
+    for name in which:
+        pair = pairs.reference_pair() if name == "right" else pairs.mistake_pair(name)
+        c = pairs.gradient_check(pair, p.seed)
+        _row(table, name, f"{c.dx:.1e}", f"{c.dgamma:.1e}", f"{c.dbeta:.1e}", "✓ yes" if c.passed else "✗ no")
+    caption = f"relative error against finite differences; a pass is at most {tol.FD_RTOL:.0e}"
+    return DemoOutput(Group(table, Text(caption, style="dim")))
+
+
+@demo("lab_torch_status")
+def lab_torch_status(p: LessonParams) -> DemoOutput:
+    """Whether PyTorch is installed here, and what the bridge's layers run on."""
+    from microgradnorm import vectorized as V
+
+    table = _table("", "")
+    if E.have_torch():
+        import torch
+
+        _row(table, "PyTorch", torch.__version__)
+        _row(table, "microgradnorm.torch layers", "LayerNorm, RMSNorm, BatchNorm1d, BatchNorm2d")
+    else:
+        _row(table, "PyTorch", f"not installed: {INSTALL}")
+    _row(table, "their kernels (vectorized backend)", str(V.backend_info()))
+    return DemoOutput(table)
+
+
+# ---- lesson 16: a wrong backward that trains -------------------------------------------------------------
+
+
+@demo("lab_wrong_curves")
+def lab_wrong_curves(p: LessonParams) -> DemoOutput:
+    """The right backward and two slips, each training the same MLP with Adam."""
+    result = E.wrong(p.seed)
+    adam = result.extra["adam"]
+    ends = {k: E.final_loss(r) for k, r in adam.items()}
+    trained = [k for k in ends if ends[k] < adam[k].losses[0] / 2 and k != "right"]
+    prediction = Prediction(
+        "Both slips fail the gradient check. Trained with Adam, what do their loss curves do?",
+        ("both stall or blow up", "one trains, one does not", "both train about as well as the right one"),
+        len(trained),
+        f"{('Neither', 'One', 'Both')[len(trained)]} of the two slips brought the loss below half its start: "
+        + ", ".join(f"{k} {ends[k]:.2f}" for k in ends)
+        + ".",
+    )
+    names = [f"{k} (Adam)" for k in adam]
+    return DemoOutput(Group(show.curves(result, names, height=HEIGHT), _claims(result, 1)),
+                      graph=show.figure(result, names), prediction=prediction)  # fmt: skip
+
+
+@demo("lab_wrong_why")
+def lab_wrong_why(p: LessonParams, part: str = "mean") -> DemoOutput:
+    """Why each slip goes unnoticed: the mean path's error is a shift; the 1/D slip is a scale SGD cannot absorb."""
+    result = E.wrong(p.seed)
+    if part == "mean":
+        return DemoOutput(_claims(result, 2))
+    sgd = result.extra["sgd"]
+    series = {f"{k} (SGD)": sgd[k].losses for k in sgd}
+    chart = line_chart({k: show.smooth(v) for k, v in series.items()}, height=HEIGHT, x_label="step")
+    figure = line_chart_svg({k: show.smooth(v) for k, v in series.items()}, title="Plain SGD, lr 0.1")
+    return DemoOutput(Group(chart, _claims(result, 3)), graph=figure)
+
+
+# ---- lesson 17: pre-LN and post-LN in training ----------------------------------------------------------
+
+
+@demo("lab_depth_gradients")
+def lab_depth_gradients(p: LessonParams) -> DemoOutput:
+    """Each block's weight-gradient norm at initialization, post-LN and pre-LN, first block to last."""
+    result = E.depth(p.seed)
+    grads = result.extra["gradients"]
+    ratios = {k: v[-1] / v[0] for k, v in grads.items()}
+    answer = 0 if ratios["post-LN"] > ratios["pre-LN"] else 1
+    prediction = Prediction(
+        "Before any training, which placement has the larger gradients near the output, "
+        "compared with those near the input?",
+        ("post-LN", "pre-LN"),
+        answer,
+        "Last block / first block: " + ", ".join(f"{k} {v:.2f}" for k, v in ratios.items()) + ".",
+    )
+    chart = line_chart(grads, height=HEIGHT, x_label="block", x_values=list(range(1, E.RESIDUAL_DEPTH + 1)))
+    figure = line_chart_svg(grads, title="Weight-gradient norm per block at initialization", xlabel="block",
+                                 xs=list(range(1, E.RESIDUAL_DEPTH + 1)))  # fmt: skip
+    return DemoOutput(Group(chart, _claims(result, 0, 1)), graph=figure, prediction=prediction)
+
+
+@demo("lab_depth_training")
+def lab_depth_training(p: LessonParams, warmup: bool = False) -> DemoOutput:
+    """Post-LN and pre-LN trained with Adam at 0.01: without warmup, or post-LN with and without it."""
+    result = E.depth(p.seed)
+    runs = result.extra["runs"]
+    w = E.WARMUP.warmup
+    if warmup:
+        names = ["post-LN, no warmup", f"post-LN, warmup {w}"]
+        return DemoOutput(Group(show.curves(result, names, height=HEIGHT), _claims(result, 3)),
+                          graph=show.figure(result, names))  # fmt: skip
+    names = ["post-LN, no warmup", "pre-LN, no warmup"]
+    ends = {k: E.final_loss(runs[k]) for k in names}
+    trains = tuple(ends[k] < E.GUESSING / 2 for k in names)  # (post-LN, pre-LN)
+    outcomes = {(True, True): 0, (False, True): 1, (True, False): 2, (False, False): 3}
+    prediction = Prediction(
+        f"Adam at 0.01 from the first step, no warmup. Which of the two {E.RESIDUAL_DEPTH}-block networks trains?",
+        ("both", "only pre-LN", "only post-LN", "neither"),
+        outcomes[trains],
+        "Losses after 200 steps: " + ", ".join(f"{k} {v:.2f}" for k, v in ends.items()) + f" (a guess: ln 3 = "
+        f"{E.GUESSING:.2f}).",
+    )
+    return DemoOutput(Group(show.curves(result, names, height=HEIGHT), _claims(result, 2, 4)),
+                      graph=show.figure(result, names), prediction=prediction)  # fmt: skip
+
+
+# ---- lesson 18: which norm, and how big a batch ----------------------------------------------------------
+
+
+@demo("lab_norms_curves")
+def lab_norms_curves(p: LessonParams) -> DemoOutput:
+    """No norm, BatchNorm, LayerNorm and RMSNorm in the same 6-layer MLP, plain SGD at 0.1."""
+    result = E.norms(p.seed)
+    ends = {k: E.final_loss(r) for k, r in result.extra["runs"].items()}
+    trained = {k for k, v in ends.items() if v < E.GUESSING / 2}
+    answers = {frozenset(ends): 0, frozenset(ends) - {"none"}: 1, frozenset({"none"}): 2}
+    prediction = Prediction(
+        "Plain SGD at 0.1 on a 6-layer MLP. Which of the four networks train (loss below half of ln 3)?",
+        ("all four", "the three with a norm", "only the one without a norm", "another mix"),
+        answers.get(frozenset(trained), 3),
+        "Losses after 300 steps: " + ", ".join(f"{k} {v:.2f}" for k, v in ends.items()) + ".",
+    )
+    return DemoOutput(Group(show.curves(result, height=HEIGHT), _claims(result, 0, 1)),
+                      graph=show.figure(result), prediction=prediction)  # fmt: skip
+
+
+@demo("lab_norms_signal")
+def lab_norms_signal(p: LessonParams) -> DemoOutput:
+    """The deep MLP at initialization, without a norm and with LayerNorm: each block's output and gradient."""
+    result = E.norms(p.seed)
+    (plain, plain_g), (ln, ln_g) = result.extra["signal"]["none"], result.extra["signal"]["layernorm"]
+    table = _table("block", "output: none", "LayerNorm", "gradient: none", "LayerNorm")
+    for k in range(len(plain)):
+        _row(table, str(k + 1), f"{plain[k]:.3f}", f"{ln[k]:.3f}", f"{plain_g[k]:.4f}", f"{ln_g[k]:.4f}")
+    caption = Text("output: root mean square; gradient: norm of the block's weight gradient", style="dim")
+    return DemoOutput(Group(table, caption, _claims(result, 3, 4)))
+
+
+@demo("lab_norms_adam")
+def lab_norms_adam(p: LessonParams) -> DemoOutput:
+    """The network without a norm, trained with Adam instead of SGD."""
+    result = E.norms(p.seed)
+    return DemoOutput(_claims(result, 2))
+
+
+@demo("lab_batch_sizes")
+def lab_batch_sizes(p: LessonParams) -> DemoOutput:
+    """BatchNorm trained at batch sizes 2, 8 and 32: held-out loss with running and with batch statistics."""
+    result = E.batch_sizes(p.seed)
+    rows = result.extra["rows"]
+    table = _table("batch", "running stats", "batch stats", "gap")
+    for batch, (held, batch_loss, _) in rows.items():
+        _row(table, str(batch), f"{held:.3f}", f"{batch_loss:.3f}", f"{abs(batch_loss - held):.3f}")
+    worst = max(rows, key=lambda b: rows[b][0])
+    prediction = Prediction(
+        f"Same network, {E.BATCH_EPOCHS} passes over the data each. At which batch size does BatchNorm "
+        "end with the worst held-out loss?",
+        tuple(str(b) for b in rows),
+        list(rows).index(worst),
+        "Held-out losses (running statistics): " + ", ".join(f"{b}: {r[0]:.2f}" for b, r in rows.items()) + ".",
+    )
+    caption = Text("held-out loss; gap: between batch and running statistics", style="dim")
+    return DemoOutput(Group(table, caption, _claims(result, 0, 3)), graph=show.figure(result), prediction=prediction)
+
+
+@demo("lab_two_examples")
+def lab_two_examples(p: LessonParams) -> DemoOutput:
+    """What a batch of two does to BatchNorm, and LayerNorm at the same batch size."""
+    return DemoOutput(_claims(E.batch_sizes(p.seed), 1, 2))

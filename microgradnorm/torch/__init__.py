@@ -1,0 +1,44 @@
+"""PyTorch layers that run on microgradnorm's vectorized path, and your own backward in a real model.
+
+``pip install "microgradnorm[torch]"`` (on a machine without a GPU, the CPU
+build: ``pip install torch --index-url https://download.pytorch.org/whl/cpu``).
+This is the only part of the package that imports torch::
+
+    import microgradnorm.torch as mt
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), mt.LayerNorm(16), torch.nn.ReLU())
+
+    f = mt.layer_norm_function(layernorm_forward, layernorm_backward)   # your exercise answer
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), mt.LayerNorm(16, function=f))
+
+:class:`LayerNorm`, :class:`RMSNorm`, :class:`BatchNorm1d` and :class:`BatchNorm2d`
+are torch.nn's classes with their forward replaced (see :mod:`.layers`); the
+kernels are two custom ops (see :mod:`.ops`); :func:`layer_norm_function` wraps
+a learner's pair of NumPy functions (see :mod:`.learner`).
+"""
+
+from __future__ import annotations
+
+try:
+    import torch
+except ImportError:  # pragma: no cover - exercised in a subprocess without torch
+    raise ImportError(
+        "microgradnorm.torch needs PyTorch, which is not installed: pip install 'microgradnorm[torch]'"
+    ) from None
+
+_MINIMUM = (2, 4)  # torch.library.custom_op, register_fake and torch.nn.RMSNorm arrived in 2.4
+if tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < _MINIMUM:  # pragma: no cover
+    raise ImportError(f"microgradnorm.torch needs PyTorch >= 2.4, found {torch.__version__}: pip install -U torch")
+
+from microgradnorm.torch.layers import BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm  # noqa: E402
+from microgradnorm.torch.learner import LayerNormFunction, layer_norm_function  # noqa: E402
+from microgradnorm.torch.ops import SECOND_DERIVATIVE  # noqa: E402
+
+__all__ = [
+    "SECOND_DERIVATIVE",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "LayerNorm",
+    "LayerNormFunction",
+    "RMSNorm",
+    "layer_norm_function",
+]

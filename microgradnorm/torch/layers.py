@@ -1,0 +1,175 @@
+"""``LayerNorm``, ``RMSNorm``, ``BatchNorm1d`` and ``BatchNorm2d`` that compute on microgradnorm's vectorized path.
+
+Each class subclasses its ``torch.nn`` namesake and replaces only ``forward``:
+the constructor, the parameters and buffers (``weight``, ``bias``,
+``running_mean``, ``running_var``, ``num_batches_tracked``), the ``state_dict``
+keys, ``reset_parameters``, ``extra_repr`` and ``isinstance(m, torch.nn.LayerNorm)``
+are PyTorch's own, so the layer drops into any model and loads its checkpoints.
+The normalization itself (forward and backward) runs in the custom ops of
+:mod:`microgradnorm.torch.ops`, on the CPU, in NumPy (numba's fused kernels when
+numba is installed).
+
+What is simplified: BatchNorm in eval mode (running statistics, which are
+constants there) is an affine map per channel done with torch ops; second
+derivatives are not implemented (a clear error); tensors must be on the CPU.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from microgradnorm.torch.ops import norm_forward
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "LayerNorm", "RMSNorm", "check_tensor"]
+
+_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def check_tensor(t: torch.Tensor, name: str, like: torch.Tensor | None = None) -> None:
+    """A one-line error unless ``t`` is a floating CPU tensor (of ``like``'s dtype when given)."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+    if t.device.type != "cpu":
+        raise ValueError(
+            f"{name}: microgradnorm.torch computes on the CPU with NumPy, got a tensor on {t.device}; "
+            "move it with .cpu(), or use torch.nn's layer on this device"
+        )
+    if t.dtype not in _FLOATS:
+        raise TypeError(
+            f"{name}: expected a floating-point tensor (float16, bfloat16, float32, float64), got {t.dtype}"
+        )
+    if like is not None and t.dtype != like.dtype:
+        raise TypeError(
+            f"{name}: expected dtype {like.dtype} (the input's), got {t.dtype}; "
+            f"convert the layer with .to({like.dtype})"
+        )
+
+
+def _check_parameters(module: torch.nn.Module, x: torch.Tensor) -> None:
+    check_tensor(x, "x")
+    for name in ("weight", "bias"):
+        p = getattr(module, name, None)
+        if p is not None:
+            check_tensor(p, name, like=x)
+
+
+def _rows(x: torch.Tensor, normalized_shape: tuple[int, ...], layer: str) -> torch.Tensor:
+    """x [..., *normalized_shape] as [..., D]: a norm over the last k axes is one over their product."""
+    k = len(normalized_shape)
+    if tuple(x.shape[x.dim() - k :]) != tuple(normalized_shape) or x.dim() < k:
+        want = ", ".join(["...", *map(str, normalized_shape)])
+        raise ValueError(f"x: {layer}({list(normalized_shape)}) expects shape [{want}], got {tuple(x.shape)}")
+    return x.reshape(*x.shape[: x.dim() - k], math.prod(normalized_shape))
+
+
+def _flat(p: torch.Tensor | None) -> torch.Tensor | None:
+    return None if p is None else p.reshape(-1)
+
+
+class LayerNorm(torch.nn.LayerNorm):
+    """torch.nn.LayerNorm whose forward and backward run on microgradnorm's vectorized LayerNorm.
+
+    ``function``: optionally a :class:`~microgradnorm.torch.LayerNormFunction`
+    (from :func:`~microgradnorm.torch.layer_norm_function`) to use instead, e.g.
+    your own forward and backward.
+    """
+
+    def __init__(
+        self,
+        normalized_shape,
+        eps: float = 1e-5,
+        elementwise_affine: bool = True,
+        bias: bool = True,
+        device=None,
+        dtype=None,
+        *,
+        function=None,
+    ) -> None:
+        super().__init__(normalized_shape, eps, elementwise_affine, bias, device, dtype)
+        self.function = function
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_parameters(self, x)
+        x2 = _rows(x, self.normalized_shape, "LayerNorm")
+        weight, bias = _flat(self.weight), _flat(self.bias)
+        if self.function is not None:
+            y = self.function(x2, weight, bias, self.eps)
+        else:
+            y = norm_forward("layernorm", x2, weight, bias, self.eps)[0]
+        return y.reshape(x.shape)
+
+
+class RMSNorm(torch.nn.RMSNorm):
+    """torch.nn.RMSNorm on microgradnorm's vectorized RMSNorm; ``eps=None`` means the dtype's machine epsilon.
+
+    As in PyTorch, ``eps=None`` uses ``torch.finfo`` of the computation type:
+    float32's epsilon for float16, bfloat16 and float32 input, float64's for float64.
+    """
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_parameters(self, x)
+        x2 = _rows(x, self.normalized_shape, "RMSNorm")
+        eps = self.eps
+        if eps is None:
+            eps = torch.finfo(torch.float64 if x.dtype == torch.float64 else torch.float32).eps
+        return norm_forward("rmsnorm", x2, _flat(self.weight), None, eps)[0].reshape(x.shape)
+
+
+class _BatchNormMixin:
+    """The forward pass shared by BatchNorm1d and BatchNorm2d, with torch.nn's running-statistics rules."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self._check_input_dim(x)
+        _check_parameters(self, x)
+        if x.shape[1] != self.num_features:
+            raise ValueError(
+                f"x: {type(self).__name__}({self.num_features}) expects {self.num_features} channels on axis 1, "
+                f"got shape {tuple(x.shape)}"
+            )
+        if self.training and x.numel() // self.num_features < 2:  # checked before any state changes
+            raise ValueError(f"x: expected more than 1 value per channel when training, got shape {tuple(x.shape)}")
+        factor = self._average_factor()
+        if self.training or self.running_mean is None:
+            return self._batch_statistics(x, factor)
+        return self._running_statistics(x)
+
+    def _average_factor(self) -> float:
+        """The weight of this batch in the running averages; counts the batch (momentum None: a plain average)."""
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:
+                factor = 1.0 / float(self.num_batches_tracked)
+        return factor
+
+    def _batch_statistics(self, x: torch.Tensor, factor: float) -> torch.Tensor:
+        m = x.numel() // self.num_features
+        x4 = x if x.dim() in (2, 4) else x.unsqueeze(-1)  # [N, C, L] as [N, C, L, 1]
+        y, mean, var, _ = norm_forward("batchnorm", x4, self.weight, self.bias, self.eps)
+        if self.training and self.track_running_stats:
+            with torch.no_grad():  # the unbiased batch variance, as torch.nn keeps
+                self.running_mean.mul_(1.0 - factor).add_(mean.to(self.running_mean.dtype), alpha=factor)
+                unbiased = (var * (m / (m - 1))).to(self.running_var.dtype)
+                self.running_var.mul_(1.0 - factor).add_(unbiased, alpha=factor)
+        return y.reshape(x.shape)
+
+    def _running_statistics(self, x: torch.Tensor) -> torch.Tensor:
+        """Eval mode: the statistics are constants, so y = (x - running_mean) * rstd * weight + bias, in torch ops."""
+        shape = (1, -1) + (1,) * (x.dim() - 2)  # broadcast per channel
+        rstd = torch.rsqrt(self.running_var.to(x.dtype) + self.eps).reshape(shape)
+        y = (x - self.running_mean.to(x.dtype).reshape(shape)) * rstd
+        if self.weight is not None:
+            y = y * self.weight.reshape(shape)
+        if self.bias is not None:
+            y = y + self.bias.reshape(shape)
+        return y
+
+
+class BatchNorm1d(_BatchNormMixin, torch.nn.BatchNorm1d):
+    """torch.nn.BatchNorm1d (x [N, C] or [N, C, L]) on microgradnorm's vectorized BatchNorm in training mode."""
+
+
+class BatchNorm2d(_BatchNormMixin, torch.nn.BatchNorm2d):
+    """torch.nn.BatchNorm2d (x [N, C, H, W]) on microgradnorm's vectorized BatchNorm in training mode."""

@@ -1,0 +1,456 @@
+"""microgradnorm.torch against torch.nn: same layers, same numbers, the standard checks. Skipped without torch.
+
+Oracles: torch.nn's own layers (float64 to rounding, float32 to a named
+tolerance), torch.autograd.gradcheck (finite differences in float64) and
+torch.library.opcheck (the custom ops' registration).
+"""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from microgradnorm import tolerances as tol
+
+from .strategies import norm_problems
+
+torch = pytest.importorskip("torch")
+mt = pytest.importorskip("microgradnorm.torch")
+from microgradnorm.torch import ops  # noqa: E402
+
+# float32 outputs and gradients of this package against torch.nn's float32: both round each
+# row's statistics differently, a few float32 units (6e-8) of the values' magnitude
+FLOAT32_VS_TORCH_RTOL = 1e-5
+# 50 training steps of a small float32 model, once with torch.nn.LayerNorm and once with ours:
+# the rounding differences of each step feed into the next, so the weights drift apart by more
+# than one step's rounding, but by far less than one learning-rate step (1e-2 here)
+TRAINED_F32_RTOL = 1e-4
+# the same in float64: rounding differences of 1e-16 grow no larger than this in 50 steps
+TRAINED_F64_RTOL = 1e-10
+
+PAIRS = {
+    "LayerNorm": (mt.LayerNorm, torch.nn.LayerNorm),
+    "RMSNorm": (mt.RMSNorm, torch.nn.RMSNorm),
+    "BatchNorm1d": (mt.BatchNorm1d, torch.nn.BatchNorm1d),
+    "BatchNorm2d": (mt.BatchNorm2d, torch.nn.BatchNorm2d),
+}
+# constructor arguments to try, and an input shape for each layer
+CASES = [
+    ("LayerNorm", (6,), {}, (4, 6)),
+    ("LayerNorm", ((3, 4),), {}, (2, 5, 3, 4)),
+    ("LayerNorm", (6,), {"bias": False}, (3, 2, 6)),
+    ("LayerNorm", (6,), {"elementwise_affine": False, "eps": 1e-3}, (5, 6)),
+    ("RMSNorm", (6,), {}, (4, 6)),
+    ("RMSNorm", (6,), {"eps": 1e-4}, (2, 3, 6)),
+    ("RMSNorm", ((2, 3),), {"elementwise_affine": False}, (4, 2, 3)),
+    ("BatchNorm1d", (5,), {}, (8, 5)),
+    ("BatchNorm1d", (5,), {"momentum": None}, (6, 5, 3)),
+    ("BatchNorm1d", (5,), {"affine": False, "track_running_stats": False}, (8, 5)),
+    ("BatchNorm2d", (3,), {"eps": 1e-3, "momentum": 0.3}, (4, 3, 2, 5)),
+    ("BatchNorm2d", (3,), {"bias": False}, (2, 3, 4, 4)),
+]
+
+
+def _pair(name, args, kwargs, dtype=torch.float64, seed=0):
+    """(ours, torch.nn's) with the same random parameters (not the default 1 and 0, which hide mistakes)."""
+    ours_cls, theirs_cls = PAIRS[name]
+    ours, theirs = ours_cls(*args, **kwargs, dtype=dtype), theirs_cls(*args, **kwargs, dtype=dtype)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in ours.parameters():
+            p.copy_(torch.rand(p.shape, generator=gen, dtype=dtype) + 0.5)
+    theirs.load_state_dict(ours.state_dict())
+    return ours, theirs
+
+
+def _run(layer, x, dy):
+    """(y, dx, {parameter name: grad}) of one forward and backward pass."""
+    x = x.clone().requires_grad_(True)
+    y = layer(x)
+    (y * dy).sum().backward()
+    grads = {n: p.grad.clone() for n, p in layer.named_parameters()}
+    layer.zero_grad()
+    return y.detach(), x.grad, grads
+
+
+def _close(a, b, rtol, atol=0.0):
+    """max|a - b| <= atol + rtol * max|b|, normwise over the whole tensor."""
+    a, b = a.detach().double(), b.detach().double()
+    scale = float(b.abs().max()) if b.numel() else 0.0
+    return float((a - b).abs().max()) <= atol + rtol * scale if b.numel() else True
+
+
+# ---- the layers are torch.nn's -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", PAIRS)
+def test_same_constructor_as_torch_nn(name):
+    ours, theirs = PAIRS[name]
+
+    def plain(cls):  # names, kinds and defaults (annotations differ in spelling only)
+        return [(p.name, p.kind, p.default) for p in inspect.signature(cls.__init__).parameters.values()]
+
+    assert [p for p in plain(ours) if p[0] != "function"] == plain(theirs)
+    assert issubclass(ours, theirs)
+
+
+@pytest.mark.parametrize(("name", "args", "kwargs", "shape"), CASES)
+def test_same_parameters_buffers_and_state_dict_keys(name, args, kwargs, shape):
+    ours, theirs = PAIRS[name][0](*args, **kwargs), PAIRS[name][1](*args, **kwargs)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    for (n1, a), (n2, b) in zip(ours.state_dict().items(), theirs.state_dict().items()):
+        assert n1 == n2 and a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b)
+    assert repr(ours) == repr(theirs)
+
+
+# ---- the numbers ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "args", "kwargs", "shape"), CASES)
+def test_float64_forward_and_backward_equal_torch_nn_over_train_and_eval(name, args, kwargs, shape):
+    ours, theirs = _pair(name, args, kwargs)
+    gen = torch.Generator().manual_seed(1)
+    for step in range(3):  # three training steps move the running statistics, then one in eval mode
+        x = torch.randn(shape, generator=gen, dtype=torch.float64) * 3 + 1
+        dy = torch.randn(shape, generator=gen, dtype=torch.float64)
+        if step == 2:
+            ours.eval(), theirs.eval()
+        (y1, dx1, g1), (y2, dx2, g2) = _run(ours, x, dy), _run(theirs, x, dy)
+        assert _close(y1, y2, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), (name, step)
+        assert _close(dx1, dx2, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), (name, step)
+        for n in g2:
+            assert _close(g1[n], g2[n], tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), (name, step, n)
+        for key, value in theirs.state_dict().items():
+            assert _close(ours.state_dict()[key], value, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), (name, step, key)
+
+
+@pytest.mark.parametrize(("name", "args", "kwargs", "shape"), CASES)
+def test_float32_results_equal_torch_nn_within_float32_rounding(name, args, kwargs, shape):
+    ours, theirs = _pair(name, args, kwargs, dtype=torch.float32)
+    gen = torch.Generator().manual_seed(2)
+    x = torch.randn(shape, generator=gen) * 3 + 1
+    dy = torch.randn(shape, generator=gen)
+    (y1, dx1, g1), (y2, dx2, g2) = _run(ours, x, dy), _run(theirs, x, dy)
+    assert y1.dtype == dx1.dtype == torch.float32
+    assert _close(y1, y2, FLOAT32_VS_TORCH_RTOL) and _close(dx1, dx2, FLOAT32_VS_TORCH_RTOL)
+    for n in g2:
+        assert g1[n].dtype == torch.float32 and _close(g1[n], g2[n], FLOAT32_VS_TORCH_RTOL), n
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_rmsnorm_eps_none_is_the_machine_epsilon_of_the_computation(dtype):
+    ours, theirs = _pair("RMSNorm", (4,), {}, dtype=dtype)
+    x = torch.tensor([[1e-5, -2e-5, 3e-5, 0.0]], dtype=dtype)  # mean square near eps: eps shows in y
+    rtol = tol.TORCH_F64_RTOL if dtype == torch.float64 else FLOAT32_VS_TORCH_RTOL
+    assert ours.eps is None and _close(ours(x), theirs(x), rtol)
+    assert not _close(ours(x), torch.nn.functional.rms_norm(x, (4,), ours.weight, 1e-3), rtol)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_inputs_compute_in_float32_and_come_back_in_their_dtype(dtype):
+    ours, theirs = _pair("LayerNorm", (8,), {}, dtype=dtype)
+    x = torch.randn(4, 8).to(dtype)
+    y = ours(x)
+    assert y.dtype == dtype
+    want = torch.nn.functional.layer_norm(x.float(), (8,), theirs.weight.float(), theirs.bias.float())
+    assert _close(y, want, tol.FLOAT16_RTOL, tol.FLOAT16_ATOL)
+
+
+@pytest.mark.parametrize("name", ["LayerNorm", "RMSNorm", "BatchNorm1d"])
+def test_non_contiguous_inputs_give_the_contiguous_result(name):
+    ours, _ = _pair(name, (6,), {})
+    base = torch.randn(6, 10, dtype=torch.float64)
+    x = base.t()[:, :]  # [10, 6], a transposed view
+    assert not x.is_contiguous()
+    dy = torch.randn(10, 6, dtype=torch.float64)
+    (y1, dx1, _), (y2, dx2, _) = _run(ours, x, dy), _run(ours, x.contiguous(), dy)
+    assert torch.equal(y1, y2) and torch.equal(dx1, dx2)
+    strided_dy = torch.randn(6, 10, dtype=torch.float64).t()
+    _, dx3, _ = _run(ours, x, strided_dy)
+    _, dx4, _ = _run(ours, x, strided_dy.contiguous())
+    assert torch.equal(dx3, dx4)
+
+
+# ---- the standard checks -------------------------------------------------------------------------------
+
+
+def _op_inputs(norm, shape, requires_grad=False):
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(shape, generator=gen, dtype=torch.float64) * 2 + 0.5
+    c = shape[1] if norm == "batchnorm" else shape[-1]
+    w = torch.rand(c, generator=gen, dtype=torch.float64) + 0.5
+    b = None if norm == "rmsnorm" else torch.randn(c, generator=gen, dtype=torch.float64)
+    return [t if t is None else t.requires_grad_(requires_grad) for t in (x, w, b)]
+
+
+OP_SHAPES = [("layernorm", (3, 5)), ("layernorm", (2, 2, 4)), ("rmsnorm", (3, 5)), ("batchnorm", (6, 3)),
+             ("batchnorm", (3, 2, 2, 2))]  # fmt: skip
+
+
+@pytest.mark.parametrize(("norm", "shape"), OP_SHAPES)
+def test_gradcheck_in_float64(norm, shape):
+    x, w, b = _op_inputs(norm, shape, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x, w, b: ops.norm_forward(norm, x, w, b, 1e-5)[0], (x, w, b))
+
+
+def test_gradcheck_through_the_modules_in_float64():
+    for name, args, kwargs, shape in CASES:
+        layer, _ = _pair(name, args, kwargs)
+        x = (torch.randn(shape, dtype=torch.float64) * 2).requires_grad_(True)
+        params = tuple(layer.parameters())
+
+        def f(x, *ps, layer=layer):
+            return torch.func.functional_call(layer, dict(zip([n for n, _ in layer.named_parameters()], ps)), (x,))
+
+        assert torch.autograd.gradcheck(f, (x, *params)), name
+
+
+@pytest.mark.parametrize(("norm", "shape"), OP_SHAPES[::2])
+def test_second_derivatives_are_refused_with_a_clear_error(norm, shape):
+    x, w, b = _op_inputs(norm, shape, requires_grad=True)
+    with pytest.raises(RuntimeError, match="second derivatives") as info:
+        torch.autograd.gradgradcheck(lambda x, w, b: ops.norm_forward(norm, x, w, b, 1e-5)[0], (x, w, b))
+    assert str(info.value) == mt.SECOND_DERIVATIVE
+
+
+@pytest.mark.parametrize(("norm", "shape"), OP_SHAPES)
+def test_opcheck_passes_for_the_custom_ops(norm, shape):
+    x, w, b = _op_inputs(norm, shape)
+    result = torch.library.opcheck(ops.norm_forward, (norm, x, w, b, 1e-5))
+    assert set(result.values()) == {"SUCCESS"}, result
+    dy = torch.randn(shape, dtype=torch.float64)
+    _, mean, _, rstd = ops.norm_forward(norm, x, w, b, 1e-5)
+    result = torch.library.opcheck(ops.norm_backward, (norm, dy, x, w, b is not None, mean, rstd, 1e-5))
+    assert set(result.values()) == {"SUCCESS"}, result
+
+
+def _small_model(norm_layer, seed=0, dtype=torch.float32):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(
+        torch.nn.Linear(6, 16, dtype=dtype), norm_layer, torch.nn.ReLU(), torch.nn.Linear(16, 3, dtype=dtype)
+    )
+
+
+@pytest.mark.parametrize("layer", ["LayerNorm", "RMSNorm", "BatchNorm1d"])
+def test_torch_compile_fullgraph_gives_the_eager_results(layer):
+    model = _small_model(PAIRS[layer][0](16))
+    compiled = torch.compile(model, fullgraph=True, backend="aot_eager")  # Dynamo and AOTAutograd, no C++
+    x = torch.randn(8, 6)
+    y1 = model(x)
+    y1.square().sum().backward()
+    g1 = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    y2 = compiled(x)
+    y2.square().sum().backward()
+    assert torch.equal(y1, y2)
+    assert all(torch.equal(a, p.grad) for a, p in zip(g1, model.parameters()))
+
+
+# ---- bad input: one line that names the argument --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "words"),
+    [
+        (lambda: (mt.LayerNorm(4), torch.ones(2, 4, dtype=torch.int64)), TypeError, "x: expected a floating-point"),
+        (lambda: (mt.LayerNorm(4), torch.ones(2, 4, device="meta")), ValueError, "x: microgradnorm.torch computes"),
+        (lambda: (mt.LayerNorm(4), torch.ones(2, 4, dtype=torch.float64)), TypeError, "weight: expected dtype"),
+        (lambda: (mt.LayerNorm(4), torch.ones(2, 5)), ValueError, "x: LayerNorm([4]) expects shape [..., 4]"),
+        (lambda: (mt.RMSNorm((2, 3)), torch.ones(3, 2)), ValueError, "x: RMSNorm([2, 3]) expects"),
+        (lambda: (mt.BatchNorm1d(4), torch.ones(1, 4)), ValueError, "more than 1 value per channel"),
+        (lambda: (mt.BatchNorm1d(4), torch.ones(2, 5)), ValueError, "x: BatchNorm1d(4) expects 4 channels"),
+        (lambda: (mt.BatchNorm2d(4), torch.ones(2, 4)), ValueError, "expected 4D input"),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_argument(make, error, words):
+    layer, x = make()
+    state = {k: v.clone() for k, v in layer.state_dict().items()}
+    with pytest.raises(error) as info:
+        layer(x)
+    assert words in str(info.value) and "\n" not in str(info.value)
+    assert all(torch.equal(v, layer.state_dict()[k]) for k, v in state.items())  # nothing changed
+
+
+# ---- 50 steps of training ------------------------------------------------------------------------------
+
+
+def _train(model, steps=50, seed=1):
+    gen = torch.Generator().manual_seed(seed)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    dtype = next(model.parameters()).dtype
+    for _ in range(steps):
+        x = torch.randn(16, 6, generator=gen, dtype=dtype)
+        target = torch.randint(0, 3, (16,), generator=gen)
+        loss = torch.nn.functional.cross_entropy(model(x), target)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return [p.detach().clone() for p in model.parameters()]
+
+
+@pytest.mark.parametrize(("dtype", "rtol"), [(torch.float32, TRAINED_F32_RTOL), (torch.float64, TRAINED_F64_RTOL)])
+def test_swapping_torch_nn_layernorm_changes_no_weight_after_50_steps(dtype, rtol):
+    theirs = _train(_small_model(torch.nn.LayerNorm(16, dtype=dtype), dtype=dtype))
+    ours = _train(_small_model(mt.LayerNorm(16, dtype=dtype), dtype=dtype))
+    start = [p.detach() for p in _small_model(torch.nn.LayerNorm(16, dtype=dtype), dtype=dtype).parameters()]
+    for a, b, s in zip(ours, theirs, start):
+        assert _close(a, b, rtol)
+        assert not _close(b, s, 1e-3)  # the weights did move: the comparison is not of two starting points
+
+
+# ---- a learner's own forward and backward ---------------------------------------------------------------
+
+
+def _reference_pair():
+    from microgradnorm.vectorized import layer_norm_backward, layer_norm_forward
+
+    return layer_norm_forward, layer_norm_backward
+
+
+def test_layer_norm_function_passes_gradcheck_with_a_correct_backward():
+    f = mt.layer_norm_function(*_reference_pair())
+    x, w, b = _op_inputs("layernorm", (2, 3, 5), requires_grad=True)
+    assert torch.autograd.gradcheck(f, (x, w, b))
+    with pytest.raises(RuntimeError, match="second derivatives"):
+        torch.autograd.gradgradcheck(f, (x, w, b))
+
+
+def test_layer_norm_function_fails_gradcheck_with_a_backward_missing_the_mean_path():
+    forward, backward = _reference_pair()
+
+    def no_mean_path(dy, cache):
+        dx, dgamma, dbeta = backward(dy, cache)
+        g = dy * cache.gamma
+        return dx + cache.rstd * g.mean(axis=-1, keepdims=True), dgamma, dbeta  # adds back what the mean path took
+
+    f = mt.layer_norm_function(forward, no_mean_path)
+    x, w, b = _op_inputs("layernorm", (3, 5), requires_grad=True)
+    assert not torch.autograd.gradcheck(f, (x, w, b), raise_exception=False)
+
+
+def test_layer_norm_function_in_a_layer_equals_torch_nn_and_its_inputs_are_copies():
+    forward, backward = _reference_pair()
+    seen = []
+
+    def writes_to_x(x, gamma, beta, eps):
+        seen.append(x.shape)
+        y, cache = forward(x.copy(), gamma, beta, eps)
+        x[...] = 0.0  # a learner's in-place slip must not reach the model
+        return y, cache
+
+    ours, theirs = _pair("LayerNorm", (6,), {})
+    ours.function = mt.layer_norm_function(writes_to_x, backward)
+    x, dy = torch.randn(2, 3, 6, dtype=torch.float64), torch.randn(2, 3, 6, dtype=torch.float64)
+    x0 = x.clone()
+    (y1, dx1, g1), (y2, dx2, g2) = _run(ours, x, dy), _run(theirs, x, dy)
+    assert seen == [(1, 6, 6)] and torch.equal(x, x0)
+    assert _close(y1, y2, tol.TORCH_F64_RTOL) and _close(dx1, dx2, tol.TORCH_F64_RTOL)
+    assert all(_close(g1[n], g2[n], tol.TORCH_F64_RTOL) for n in g2)
+
+
+def test_layer_norm_function_names_what_a_learner_returned_wrong():
+    forward, backward = _reference_pair()
+    f = mt.layer_norm_function(forward, lambda dy, cache: backward(dy, cache)[:2])
+    x = torch.randn(2, 4, requires_grad=True)
+    with pytest.raises(TypeError, match=r"<lambda>: expected to return \(dx, dgamma, dbeta\)"):
+        f(x, torch.ones(4), torch.zeros(4)).sum().backward()
+    g = mt.layer_norm_function(lambda x, gamma, beta, eps: (x[..., :2], None), backward)
+    with pytest.raises(ValueError, match=r"<lambda>'s y: expected shape \(1, 2, 4\), got shape \(1, 2, 2\)"):
+        g(x)
+    with pytest.raises(TypeError, match="backward: expected a function"):
+        mt.layer_norm_function(forward, None)
+
+
+def test_layer_norm_function_under_torch_compile_runs_outside_the_graph():
+    model = _small_model(mt.LayerNorm(16, function=mt.layer_norm_function(*_reference_pair())))
+    x = torch.randn(4, 6)
+    assert torch.equal(torch.compile(model, backend="aot_eager")(x), model(x))
+
+
+# ---- PyTorch stays optional ------------------------------------------------------------------------------
+
+_BLOCK_TORCH = "import sys; sys.modules['torch'] = None; "  # `import torch` now raises ImportError
+
+
+def test_importing_the_package_and_the_cli_never_imports_torch():
+    code = (
+        "import sys, microgradnorm, microgradnorm.vectorized, microgradnorm.cli, microgradnorm.lessons.demos; "
+        "microgradnorm.cli.build_parser(); microgradnorm.lessons.demos.load_demos(); "
+        "print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_import_microgradnorm_torch_without_torch_is_one_clear_line():
+    out = subprocess.run([sys.executable, "-c", _BLOCK_TORCH + "import microgradnorm.torch"], capture_output=True,
+                         text=True)  # fmt: skip
+    assert out.returncode == 1
+    last = out.stderr.strip().splitlines()[-1]
+    assert (
+        last
+        == "ImportError: microgradnorm.torch needs PyTorch, which is not installed: pip install 'microgradnorm[torch]'"
+    )
+
+
+def test_the_torch_extra_admits_the_cpu_wheel_of_torch_2_13():
+    from pathlib import Path
+
+    import tomllib
+    from packaging.requirements import Requirement
+
+    meta = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    (req,) = [Requirement(r) for r in meta["project"]["optional-dependencies"]["torch"]]
+    assert req.name == "torch"
+    assert req.specifier.contains("2.13.0+cpu") and req.specifier.contains("2.13.0")
+    assert not req.specifier.contains("2.3.1")  # older than the custom-op API this package uses
+
+
+def test_the_readme_snippet_runs_a_backward_through_the_wrapped_pair():
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "layer_norm_function" in b]
+    namespace: dict = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    weight = namespace["model"][1].weight
+    assert weight.grad is not None and weight.grad.abs().sum() > 0
+
+
+# ---- any shape, layout and eps (Hypothesis) ------------------------------------------------------------
+
+
+def _functional(norm, x, w, b, eps):
+    F = torch.nn.functional
+    if norm == "layernorm":
+        return F.layer_norm(x, (x.shape[-1],), w, b, eps)
+    if norm == "rmsnorm":
+        return F.rms_norm(x, (x.shape[-1],), w, eps)
+    return F.batch_norm(x, None, None, w, b, training=True, eps=eps)
+
+
+@pytest.mark.parametrize("norm", ops.NORMS)
+@given(data=st.data())
+def test_the_ops_equal_torch_functional_for_any_shape_layout_and_eps(norm, data):
+    x, gamma, beta, dy, eps = data.draw(norm_problems(norm))
+    if norm == "batchnorm":
+        assume(x.size // x.shape[1] > 1 and eps > 0)  # torch refuses both in training mode (this package does not)
+    leaves = [None if a is None else torch.from_numpy(a).requires_grad_(True) for a in (x, gamma, beta)]
+    # torch on contiguous copies: PyTorch 2.13's batch_norm backward gets some strided layouts with
+    # size-1 axes wrong (x of shape [1, 2, 1, 2] and strides (1, 1, 2, 2): the channels' gradients
+    # swapped, against finite differences), which this test found; the ops take x as it is
+    twins = [None if t is None else t.detach().contiguous().clone().requires_grad_(True) for t in leaves]
+    y = ops.norm_forward(norm, *leaves, eps)[0]
+    want = _functional(norm, *twins, eps)
+    assert _close(y, want, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)
+    (y * torch.from_numpy(dy)).sum().backward()
+    (want * torch.from_numpy(dy)).sum().backward()
+    for mine, theirs in zip(leaves, twins):
+        if mine is not None:
+            assert _close(mine.grad, theirs.grad, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)
