@@ -48,6 +48,20 @@ def test_eps_outside_gives_nan_as_torch_does_and_the_prediction_says_so(seed, ep
     assert f"eps = {eps:g}" in render(out.renderable)
 
 
+@pytest.mark.parametrize(("seed", "eps"), [(0, 1e-5), (2, 1e-2), (5, 0.1)])
+def test_eps_inside_gives_a_constant_input_the_gradient_the_prose_states(seed, eps):
+    """The lesson says: with xhat = 0 and gamma = 1, dx = (dy − mean(dy)) / sqrt(eps). PyTorch agrees."""
+    torch = pytest.importorskip("torch")
+    d = 4
+    dy = random_dy(seed, d)
+    x = torch.full((d,), 3.0, dtype=torch.float64, requires_grad=True)
+    (torch.nn.functional.layer_norm(x, (d,), eps=eps) * torch.tensor(dy)).sum().backward()
+    stated = (dy - dy.mean()) / np.sqrt(eps)
+    assert np.allclose(x.grad.numpy(), stated, rtol=1e-9, atol=0.0)
+    text = render(run_demo("eps_placement", LessonParams(dim=d, seed=seed, eps=eps)).renderable)
+    assert f"constant inside 0 {np.max(np.abs(stated)):.4g}" in text
+
+
 def test_at_eps_0_the_step_follows_the_option():
     with np.errstate(divide="ignore", invalid="ignore"):  # the oracle: 0 / 0 in plain NumPy
         xs = np.full(4, 3.0) - 3.0
