@@ -337,13 +337,13 @@ def bn_simplified(p: LessonParams) -> Group:
                 ),
                 (
                     cancels(radial - radial_expected, terms * np.max(np.abs(mo.xhat))),
-                    f"Σ_i dX_ij · xhat_ij = rstd·Σ(dxhat·xhat)·eps/(var + eps): largest {maxabs(radial)}",
+                    f"Σ_i dX_ij · xhat_ij = rstd·Σ(dxhat·xhat)·eps/(var + eps): up to {maxabs(radial)}",
                 ),
             ]
         ),
         Text(
             "The last line is zero at eps = 0: each column's gradient is orthogonal to its xhat, the LayerNorm "
-            "projection one column at a time. eps leaves the small remainder shown.",
+            "projection one column at a time. eps leaves the remainder shown.",
             style="dim",
         ),
     )

@@ -60,7 +60,10 @@ def rms_vs_ln_forward(p: LessonParams) -> Group:
         number_table(["i", "x", "LN(x)", "RMS(x)"], rows, title=f"one vector, d = {p.dim}, eps = {p.eps:g}"),
         claims(
             [
-                (cancels(ln.sum(), np.abs(ln).sum()), "LN(x) has mean 0; RMS(x) keeps the sign of x's mean"),
+                (
+                    cancels(ln.sum(), np.abs(ln).sum()) and np.sign(rms.mean()) == np.sign(x.mean()),
+                    "LN(x) has mean 0; RMS(x) keeps the sign of x's mean",
+                ),
                 (
                     close(root[2], np.sqrt(ms / (ms + p.eps)), CLOSED_FORM_RTOL, 0.0),
                     "RMS(x) has root mean square sqrt(mean(x²)/(mean(x²) + eps)), 1 up to eps",
