@@ -159,6 +159,17 @@ def test_the_doubling_prediction_matches_numpy(seed, eps):
     # with eps far above the variance, xhat is nearly (x - mean)/sqrt(eps): it doubles with x
     assert expected == (0 if eps == 1e8 else 2)
     assert f"eps = {eps:g}" in out.prediction.why
+    # the why names the reason that holds at this eps, not another's
+    reason = {0.0: "that is xhat itself", 1e-5: "is small beside 4·var", 1e8: "dwarfs 4·var"}[eps]
+    assert reason in out.prediction.why
+
+
+def test_at_a_large_eps_the_doubling_answer_and_why_say_it_moved():
+    p = LessonParams(dim=3, seed=0, eps=0.1, batch=4)
+    x, gamma, _, dy = bn._batch(p)
+    out = run_demo("bn_param_grads", p)
+    assert out.prediction.answer == _oracle_doubling_answer(x, gamma, dy, 0.1) == 3
+    assert "eps = 0.1 is not small beside the variance" in out.prediction.why
 
 
 @pytest.mark.parametrize("batch", [2, 3, 4, 9])
@@ -175,6 +186,41 @@ def test_the_slip_prediction_and_its_ratio(batch):
 
 
 # ---- checked claims ------------------------------------------------------------------------------
+
+
+def _torch_dx(x: np.ndarray, gamma: np.ndarray, dy: np.ndarray, eps: float) -> np.ndarray:
+    torch = pytest.importorskip("torch")
+    xt = torch.tensor(x, requires_grad=True)
+    mu = xt.mean(dim=0, keepdim=True)
+    y = torch.tensor(gamma) * (xt - mu) / torch.sqrt(((xt - mu) ** 2).mean(dim=0, keepdim=True) + eps)
+    (y * torch.tensor(dy)).sum().backward()
+    return xt.grad.numpy()
+
+
+@pytest.mark.parametrize(("m", "eps"), [(4, 0.0), (2, 0.0), (7, 0.0), (4, 1e-5), (5, 0.3), (2, 1e-5)])
+def test_the_gradient_bound_is_met_and_tight_at_eps_0(m, eps):
+    """Santurkar et al.'s Theorem 4.1 for one BatchNorm layer, with PyTorch's dX as the oracle."""
+    rng = np.random.default_rng(m)
+    x, dy, gamma = rng.normal(0.5, 2.0, size=(m, 3)), rng.normal(size=(m, 3)), rng.uniform(0.5, 1.5, 3)
+    dx = _torch_dx(x, gamma, dy, eps)
+    xhat, std = standardize(x, 0, eps), np.sqrt(x.var(axis=0) + eps)
+    bound = (gamma / std) ** 2 * (
+        np.sum(dy**2, axis=0) - np.sum(dy, axis=0) ** 2 / m - np.sum(xhat * dy, axis=0) ** 2 / m
+    )
+    lhs = np.sum(dx**2, axis=0)
+    # the bound subtracts terms of size (gamma/std)² |dY|² (at m = 2 they cancel to 0): tolerances scale with them
+    slack = tol.CLOSED_FORM_RTOL * (gamma / std) ** 2 * np.sum(dy**2, axis=0)
+    assert np.all(lhs <= bound + slack)
+    if eps == 0:
+        assert np.all(np.abs(lhs - bound) <= slack)
+    elif m > 2:
+        assert np.all(lhs < bound - slack)
+    ours = bn.gradient_bound(x, gamma, dy, eps)
+    assert np.all(np.abs(ours[0] - lhs) <= slack) and np.all(np.abs(ours[1] - bound) <= slack)
+    p = LessonParams(dim=3, seed=m, eps=eps, batch=m)
+    text = " ".join(render(run_demo("bn_gradient_bound", p).renderable, 60).split())
+    assert text.startswith("✓ |dX_j|² ≤ (gamma_j/σ_j)²")
+    assert ("equal at eps = 0" in text) == (eps == 0)
 
 
 def test_the_radial_remainder_at_eps_is_what_the_demo_predicts():
@@ -214,6 +260,7 @@ def test_every_lesson_8_demo_shows_only_passing_checks(p):
         "bn_variance_slip",
         "bn_simplified",
         "bn_is_ln_transposed",
+        "bn_gradient_bound",
     ):
         out = run_demo(name, p)
         text = render(out.renderable if isinstance(out, DemoOutput) else out, 60)

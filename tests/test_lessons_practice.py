@@ -66,6 +66,37 @@ def test_the_distance_from_the_population_value_and_its_check(seed):
     assert "✓ batch 1: every BatchNorm output is 0" in text
 
 
+# seeds and dims where LayerNorm's row 0 differs between batch shapes by a rounding error (found by a sweep)
+ROUNDING_PARAMS = [LessonParams(dim=4, seed=4), LessonParams(dim=4, seed=7), LessonParams(dim=6), LessonParams(dim=7)]
+
+
+@pytest.mark.parametrize("p", [*ROUNDING_PARAMS, LessonParams(dim=4), LessonParams(dim=2, seed=1, eps=0.1)])
+def test_every_batch_size_claim_holds_including_layernorms_to_rounding(p):
+    """LayerNorm's output for the example is the example standardized alone; BatchNorm's reach is √(B − 1)."""
+    sizes = (1, 2, 4, 16, 64)
+    stats = P.batch_spread(p.seed, p.dim, sizes, trials=20, eps=p.eps)
+    alone = standardize(stats[0]["batches"][0, :1], 1, p.eps)[0]  # the fixed example, by itself
+    for s in stats:
+        rows = s["batches"][:, 0]  # trials, D: the fixed example in every batch
+        assert np.allclose(rows, stats[0]["batches"][0, 0], rtol=0, atol=0)
+        y_bn = standardize(s["batches"], 1, p.eps)[:, 0]  # BatchNorm: down the batch axis
+        # Samuelson's inequality: |x - mean| <= sqrt(B - 1) * std, the std dividing by B
+        assert np.all(np.abs(y_bn) <= math.sqrt(s["size"] - 1) * (1 + 1e-12))
+        assert s["ln_spread"] <= tol.CLOSED_FORM_RTOL
+    ln_rows = np.array(
+        [
+            P.V.layer_norm_forward(s["batches"][k], None, None, p.eps, backend="numpy")[0][0]
+            for s in stats
+            for k in range(3)
+        ]
+    )
+    assert np.allclose(ln_rows, alone, rtol=tol.CLOSED_FORM_RTOL, atol=tol.CLOSED_FORM_ATOL)
+    text = render(run_demo("batch_size_dependence", p).renderable)
+    assert "✗" not in text
+    assert "✓ batch B: no output is larger than √(B − 1) in size" in text
+    assert "✓ LayerNorm: the same output in every batch, to rounding" in text
+
+
 def test_batch_sizes_must_include_two():
     with pytest.raises(ValueError, match=r"sizes: expected positive batch sizes including 2, got \(4, 8\)"):
         run_demo("batch_size_dependence", LessonParams(), {"sizes": (4, 8)})

@@ -165,3 +165,40 @@ def test_the_depth_table_computes_its_log_column():
 
 def test_log_growth_refuses_a_ratio_of_one():
     assert math.isnan(R.log_growth(5.0, 1.0000001))
+
+
+# ---- d = 2: a LayerNorm of two numbers ------------------------------------------------------------
+
+
+def test_at_d_2_one_layernorm_passes_almost_nothing_and_the_why_says_so():
+    """At d = 2, I − P = 0: PyTorch's Jacobian of LayerNorm is zero up to eps, so 'less than 1/σ' is right."""
+    torch = pytest.importorskip("torch")
+    out = run_demo("ln_stretch", LessonParams(dim=2, seed=0))
+    x = R.rng_for(0, 21).normal(0.5, 2.0, size=2)
+    j = torch.autograd.functional.jacobian(
+        lambda t: torch.nn.functional.layer_norm(t, (2,), eps=1e-5), torch.tensor(x)
+    ).numpy()
+    sigma = math.sqrt(x.var() + 1e-5)
+    # d(±(a − b)/2 / sqrt(var + eps))/da = (eps / 2) (var + eps)^(-3/2): of order eps, not 1/σ
+    assert np.linalg.norm(j, 2) * sigma < 1e-3
+    assert out.prediction.choices[out.prediction.answer] == "less than 1/σ"
+    assert "at d = 2 it keeps no direction at all" in out.prediction.why
+    assert "d − 2 of them" not in out.prediction.why
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_at_d_2_the_expansion_makes_no_claim_it_cannot_keep(seed):
+    """Seed 5 at d = 2: two nearly equal numbers make A_k large and the first-order part wins (287 to 1.8)."""
+    out = run_demo("pre_ln_cross_terms", LessonParams(dim=2, seed=seed))
+    exp = R.pre_ln_expansion(R.stack_weights(seed, 24, width=2, gain=4.0, bias=0.0))
+    text = render(out.renderable)
+    assert "✗" not in text and "Not checked at d = 2" in text and "not additive" not in text
+    assert out.prediction.answer == (1 if exp.cross[0] > exp.first[0] else 0)
+
+
+@pytest.mark.parametrize("dim", [3, 4, 8, 16])
+def test_from_d_3_up_the_cross_terms_win_and_are_checked(dim):
+    out = run_demo("pre_ln_cross_terms", LessonParams(dim=dim, seed=1))
+    text = render(out.renderable)
+    assert "✓ at layer 0 the cross terms outweigh the first-order part: not additive" in text
+    assert out.prediction.answer == 1 and "their products far outnumber them" in out.prediction.why

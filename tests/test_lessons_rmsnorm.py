@@ -94,6 +94,21 @@ def test_the_reading_follows_the_numbers():
     same = R.speed_reading(_medians({"numpy": 0.5, "torch": 0.8}))
     assert same[-1] == "Every implementation timed here agrees: RMSNorm is faster (forward + backward)."
     assert R.speed_reading({}) == []
+    assert R.speed_reading(_medians({"numpy": 0.5}))[-1].startswith("Only one implementation was timed here")
+
+
+def test_the_reading_names_both_directions_when_forward_and_backward_disagree():
+    med = {"torch": {"ln_f": 2.0, "rms_f": 1.0, "ln_b": 3.0, "rms_b": 6.0}}
+    line = R.speed_reading(med)[0]
+    assert line == ("PyTorch: RMSNorm took 50% of LayerNorm's time forward (faster), 200% forward + backward (slower).")
+
+
+def test_the_reading_says_when_the_medians_cannot_be_right():
+    """Forward + backward includes the forward pass: a median below forward alone is noise, and said to be."""
+    ok = _medians({"numpy": 0.6})  # forward 1.0, forward + backward 2.0: consistent
+    assert not any("noise" in line for line in R.speed_reading(ok))
+    med = {"numpy": {"ln_f": 0.56, "rms_f": 0.14, "ln_b": 0.47, "rms_b": 0.30}}  # LN f+b below LN f
+    assert R.speed_reading(med)[-1].startswith("NumPy: forward + backward took less time than forward alone")
 
 
 def test_the_timed_calls_compute_the_norms_they_are_named_after():
@@ -118,7 +133,7 @@ def test_the_speed_step_renders_reads_its_numbers_and_names_what_it_skips(monkey
     assert "median of 2 interleaved runs, x [4, 8] float32" in text
     assert "fused (numba): not timed, numba is not installed" in text
     assert "PyTorch: not timed, PyTorch is not installed" in text
-    assert "NumPy: RMSNorm took" in text and "Every implementation timed here agrees" in text
+    assert "NumPy: RMSNorm took" in text and "Only one implementation was timed here" in text
 
 
 def test_the_speed_step_refuses_bad_arguments():

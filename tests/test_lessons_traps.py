@@ -33,6 +33,20 @@ def test_the_true_variance_the_demo_checks_against_is_exact():
     assert text.count("✓") == 2 and "✗" not in text
 
 
+@pytest.mark.parametrize("eps", [1e-5, 0.1, 1000.0])
+def test_the_engine_refuses_the_cancelled_variance_unless_eps_hides_it(eps):
+    """E[x²] − E[x]² of [4, 7, 13, 16] + 1e9 in float64 is −128 (one unit in the last place of 1e18)."""
+    x = np.array(T.CANCELLATION_X) + 1e9
+    naive = float(np.mean(x * x) - np.mean(x) ** 2)
+    assert naive == -np.spacing(1e18) == -128.0
+    text = render(run_demo("variance_cancellation", LessonParams(eps=eps)).renderable)
+    if naive + eps < 0:
+        assert "DomainError" in text and "no complaint" not in text
+    else:  # the engine cannot tell: a positive variance, 150.5 too small
+        assert f"no complaint: the naive var + eps came out as {naive + eps:g}" in text
+        assert f"the true var + eps is {T.TRUE_VARIANCE + eps:g}" in text
+
+
 @pytest.mark.parametrize("seed", [0, 1, 3])
 @pytest.mark.parametrize("eps", [1e-5, 1e-2])
 def test_eps_outside_gives_nan_as_torch_does_and_the_prediction_says_so(seed, eps):
@@ -46,6 +60,20 @@ def test_eps_outside_gives_nan_as_torch_does_and_the_prediction_says_so(seed, ep
     out = run_demo("eps_placement", LessonParams(dim=d, seed=seed, eps=eps))
     assert out.prediction.answer == expected == 1
     assert f"eps = {eps:g}" in render(out.renderable)
+
+
+@pytest.mark.parametrize(("seed", "eps"), [(0, 1e-5), (2, 1e-2), (5, 0.1)])
+def test_eps_inside_gives_a_constant_input_the_gradient_the_prose_states(seed, eps):
+    """The lesson says: with xhat = 0 and gamma = 1, dx = (dy − mean(dy)) / sqrt(eps). PyTorch agrees."""
+    torch = pytest.importorskip("torch")
+    d = 4
+    dy = random_dy(seed, d)
+    x = torch.full((d,), 3.0, dtype=torch.float64, requires_grad=True)
+    (torch.nn.functional.layer_norm(x, (d,), eps=eps) * torch.tensor(dy)).sum().backward()
+    stated = (dy - dy.mean()) / np.sqrt(eps)
+    assert np.allclose(x.grad.numpy(), stated, rtol=1e-9, atol=0.0)
+    text = render(run_demo("eps_placement", LessonParams(dim=d, seed=seed, eps=eps)).renderable)
+    assert f"constant inside 0 {np.max(np.abs(stated)):.4g}" in text
 
 
 def test_at_eps_0_the_step_follows_the_option():

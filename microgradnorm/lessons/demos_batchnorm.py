@@ -131,7 +131,7 @@ def _doubled_dgamma(p: LessonParams, x: np.ndarray, gamma, beta, dy) -> np.ndarr
 
 
 def _doubling_prediction(dg: np.ndarray, dg2: np.ndarray, eps: float) -> Prediction:
-    """Does dgamma change when every X doubles? The answer the two gradients give."""
+    """Does dgamma change when every X doubles? The answer the two gradients give, and why in their numbers."""
     choices = ("it doubles", "it halves", "it stays the same", "it changes by no simple factor")
     scale = float(np.max(np.abs(dg)))
     change = float(np.max(np.abs(dg2 - dg)))
@@ -139,10 +139,18 @@ def _doubling_prediction(dg: np.ndarray, dg2: np.ndarray, eps: float) -> Predict
     for k, factor in ((0, 2.0), (1, 0.5), (2, 1.0)):
         if np.max(np.abs(dg2 - factor * dg)) <= DISPLAY_RTOL * scale:
             answer = k
+    moved = f"dgamma changed by {sci(change)}, against entries up to {sci(scale)}"
+    if answer == 2 and eps == 0:
+        tail = f": at eps = 0 that is xhat itself, and {moved} (rounding)."
+    elif answer == 2:
+        tail = f": eps = {eps:g} is small beside 4·var, so xhat barely moves and {moved}."
+    elif answer == 0:
+        tail = f": eps = {eps:g} dwarfs 4·var, so xhat is about (X − mean)/sqrt(eps) and doubles with X."
+    else:
+        tail = f": eps = {eps:g} is not small beside the variance here, so {moved}."
     why = (
-        "dgamma = Σ dY · xhat, and doubling a column doubles its mean and its spread, so xhat moves only "
-        f"through eps = {eps:g}, which does not double: the largest change of dgamma is {sci(change)}, "
-        f"against entries up to {sci(scale)}."
+        "dgamma = Σ dY · xhat, and doubling X turns xhat = (X − mean)/sqrt(var + eps) into "
+        "2(X − mean)/sqrt(4·var + eps)" + tail
     )
     return Prediction("Every value of X doubles (dY stays). What happens to dgamma?", choices, answer, why)
 
@@ -242,9 +250,8 @@ def _slip_prediction(paths: dict[str, np.ndarray], m: int) -> Prediction:
     ratio = float(np.sum(paths["slip_via_var"] * paths["via_var"]) / np.sum(paths["via_var"] ** 2))
     answer = 0 if ratio > 1 + DISPLAY_RTOL else 1 if ratio < 1 - DISPLAY_RTOL else 2
     why = (
-        f"The bogus term takes 1/m of the direct route back off: the slipped path is {fmt(ratio, 4)} "
-        f"times the true one, and (m − 1)/m = {fmt((m - 1) / m, 4)} for m = {m}. The smaller the batch, "
-        "the bigger the error."
+        f"The bogus term is −1/m times the true variance path, leaving (m − 1)/m = {fmt((m - 1) / m, 4)} for "
+        f"m = {m} of it: the table's ratio, {fmt(ratio, 4)}. The smaller the batch, the more it loses."
     )
     return Prediction(
         "With the bogus term, the variance path of dX is:",
@@ -330,13 +337,13 @@ def bn_simplified(p: LessonParams) -> Group:
                 ),
                 (
                     cancels(radial - radial_expected, terms * np.max(np.abs(mo.xhat))),
-                    f"Σ_i dX_ij · xhat_ij = rstd·Σ(dxhat·xhat)·eps/(var + eps): largest {maxabs(radial)}",
+                    f"Σ_i dX_ij · xhat_ij = rstd·Σ(dxhat·xhat)·eps/(var + eps): up to {maxabs(radial)}",
                 ),
             ]
         ),
         Text(
             "The last line is zero at eps = 0: each column's gradient is orthogonal to its xhat, the LayerNorm "
-            "projection one column at a time. eps leaves the small remainder shown.",
+            "projection one column at a time. eps leaves the remainder shown.",
             style="dim",
         ),
     )
@@ -378,4 +385,44 @@ def bn_is_ln_transposed(p: LessonParams) -> Group:
             "would have one per row of X (N of them). The normalization itself is the same.",
             style="dim",
         ),
+    )
+
+
+def gradient_bound(
+    x: np.ndarray, gamma: np.ndarray, dy: np.ndarray, eps: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per column j: |dX_j|², the bound (gamma_j/std_j)² (|dY_j|² − (1·dY_j)²/m − (xhat_j·dY_j)²/m), and its scale.
+
+    dX_j = (gamma_j/std_j)(I − P) dY_j with P = (1 1ᵀ + xhat xhatᵀ)/m. At eps = 0, P is a projection and
+    the two are equal (Santurkar et al., 2018, Theorem 4.1); for eps > 0, |xhat|² < m and P removes less
+    than the whole xhat component, so |dX_j|² is below the bound. The scale, (gamma_j/std_j)² |dY_j|², is
+    the size of the terms the bound subtracts from each other (at m = 2 they cancel to zero).
+    """
+    m = x.shape[0]
+    mo = formulas.moments(x, (0,), eps)
+    dx = formulas.dx_simplified(formulas.dxhat(dy, gamma), mo.xhat, mo.rstd, (0,))
+    factor = (gamma / mo.std.reshape(-1)) ** 2
+    removed = np.sum(dy, axis=0) ** 2 / m + np.sum(mo.xhat * dy, axis=0) ** 2 / m
+    return np.sum(dx * dx, axis=0), factor * (np.sum(dy * dy, axis=0) - removed), factor * np.sum(dy * dy, axis=0)
+
+
+@demo("bn_gradient_bound")
+def bn_gradient_bound(p: LessonParams) -> Group:
+    """How large BatchNorm's dX can be: gamma/sigma times what is left of dY without its 1 and xhat parts."""
+    x, gamma, beta, dy = _batch(p)
+    dx = autograd_dx("batchnorm", x, gamma, beta, p.eps, dy)[0]["x"]
+    _, bound, scale = gradient_bound(x, gamma, dy, p.eps)
+    lhs = np.sum(dx * dx, axis=0)
+    slack = CLOSED_FORM_RTOL * scale
+    below = bool(np.all(lhs <= bound + slack))
+    equal = bool(np.all(np.abs(lhs - bound) <= slack))
+    where = "equal at eps = 0" if p.eps == 0 else f"below it by up to {maxabs(bound - lhs)} at eps = {p.eps:g}"
+    return claims(
+        [
+            (
+                below and (equal or p.eps > 0),
+                "|dX_j|² ≤ (gamma_j/σ_j)²·(|dY_j|² − (1·dY_j)²/m − (xhat_j·dY_j)²/m) in every column "
+                f"(autograd's dX): {where}",
+            )
+        ]
     )

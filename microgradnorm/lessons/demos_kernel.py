@@ -215,8 +215,11 @@ def _check_positive_ints(name: str, values: Any) -> tuple[int, ...]:
     return tuple(values)
 
 
+NODE_FACTORS = (1, 3, 10, 30)  # the choices: about D, 3·D, 10·D, 30·D nodes (distinct for every D)
+
+
 def _nodes_prediction(total: int, d: int) -> Prediction:
-    sizes = (d, 2 * d, 8 * d, d * d)
+    sizes = tuple(k * d for k in NODE_FACTORS)
     answer = int(np.argmin([abs(math.log(total / n)) for n in sizes]))
     why = (
         f"{total} nodes for {d} numbers: every number of x gets its own centered value, square, xhat, "
@@ -225,7 +228,7 @@ def _nodes_prediction(total: int, d: int) -> Prediction:
     )
     return Prediction(
         f"One LayerNorm row of D = {d} numbers, with gamma and beta: about how many scalar nodes?",
-        (f"about D = {d}", f"about 2·D = {2 * d}", f"about 8·D = {8 * d}", f"about D² = {d * d}"),
+        tuple(f"about {'' if k == 1 else f'{k}·'}D = {k * d}" for k in NODE_FACTORS),
         answer,
         why,
     )

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from rich.console import Group
@@ -305,10 +306,14 @@ def _stretch_prediction(norm_j: float, sigma: float, d: int) -> Prediction:
     factors = (1.0, math.sqrt(d), float(d))
     stretch = norm_j * sigma
     answer = 3 if stretch < 0.5 else int(np.argmin([abs(math.log(stretch / f)) for f in factors]))
-    why = (
-        f"Here ‖J‖₂ · σ = {fmt(stretch, 6)}. With gamma = 1 the Jacobian is (1/σ)(I − P): a projection never "
-        "lengthens a vector, and the directions it keeps (d − 2 of them) it leaves as they are."
-    )
+    why = f"Here ‖J‖₂ · σ = {fmt(stretch, 6)}. With gamma = 1 the Jacobian is (1/σ)(I − P): a projection never "
+    if d > 2:
+        why += "lengthens a vector, and the directions it keeps (d − 2 of them) it leaves as they are."
+    else:  # the ones vector and xhat span the whole plane: nothing is kept
+        why += (
+            "lengthens a vector, and at d = 2 it keeps no direction at all (the ones vector and xhat span the "
+            "plane): a LayerNorm of two numbers outputs ±1 whatever they are, so J is zero up to eps."
+        )
     return Prediction(
         f"gamma = 1, d = {d}: by what factor can one LayerNorm's Jacobian at most stretch a gradient?",
         ("1/σ", f"√d/σ = {fmt(math.sqrt(d), 3)}/σ", f"d/σ = {d}/σ", "less than 1/σ"),
@@ -380,17 +385,38 @@ def identity_path(p: LessonParams, layers: int = 24, gain: float = 0.5, bias: fl
 # ---- unrolled pre-LN: a product, not a sum ---------------------------------------------------------
 
 
-def _cross_prediction(exp: Expansion) -> Prediction:
+def _cross_prediction(exp: Expansion, dim: int) -> Prediction:
     answer = 0 if exp.first[0] > exp.cross[0] else 1
     why = (
         f"At layer 0 the first-order part has size {fmt(exp.first[0], 3)}, the cross terms "
-        f"{fmt(exp.cross[0], 3)} (÷ the top's gradient): products of A's grow in number far faster than single A's."
+        f"{fmt(exp.cross[0], 3)} (÷ the top's gradient)"
     )
+    if answer == 1:
+        why += ": the A's are strong, and their products far outnumber them."
+    elif dim == 2:
+        why += ": at d = 2 that is luck (the line under the table says why)."
+    else:
+        why += ": these A's are weak, so their products are weaker still."
     return Prediction(
         "Unroll the strong pre-LN stack. At layer 0, which part of the gradient is larger?",
         ("I + Σ A_k (the first-order part)", "the cross terms (products of two or more A_k)"),
         answer,
         why,
+    )
+
+
+_FLAT_AT_2 = (
+    "a LayerNorm of two numbers outputs ±1 whatever they are, so its Jacobian, and each A_k with it, is near "
+    "zero unless the two nearly coincide (then it is large): which part wins is luck"
+)
+
+
+def _additive_claim(exp: Expansion, dim: int) -> Any:
+    """Under the expansion: the checked claim that the cross terms win (d >= 3); at d = 2, why no claim is made."""
+    if dim == 2:
+        return Text(f"Not checked at d = 2: {_FLAT_AT_2}. Try --dim 3 or more.", style="dim")
+    return claims(
+        [(bool(exp.cross[0] > exp.first[0]), "at layer 0 the cross terms outweigh the first-order part: not additive")]
     )
 
 
@@ -416,12 +442,9 @@ def pre_ln_cross_terms(p: LessonParams, layers: int = 24, gain: float = 4.0, bia
                         close(exp.full, full.norms / full.top, CLOSED_FORM_RTOL, 0.0),
                         "|g_l| is the stack's own gradient",
                     ),
-                    (
-                        bool(exp.cross[0] > exp.first[0]),
-                        "at layer 0 the cross terms outweigh the first-order part: not additive",
-                    ),
                 ]
             ),
+            _additive_claim(exp, p.dim),
         ),
-        prediction=_cross_prediction(exp),
+        prediction=_cross_prediction(exp, p.dim),
     )
