@@ -221,3 +221,14 @@ def test_a_long_chinese_cell_measures_by_its_pieces_not_as_one_word():
     measured = cjk_text(text).__rich_measure__(console, console.options)
     assert measured.maximum == cell_len(text)
     assert measured.minimum == cell_len("差：")  # a character with the punctuation that must follow it
+
+
+@pytest.mark.parametrize("width", range(12, 30))
+def test_a_line_with_wide_characters_that_breaks_at_a_space_is_never_cut_with_an_ellipsis(width):
+    """rich's rstrip_end counts characters, not cells: a wrapped line of Chinese ending in the space it
+    broke at was one cell too wide and lost its last letter to an ellipsis (the glossary's table at 60)."""
+    text = "sigma、σ、sqrt(var + eps) 与 x_hat、normalized 以及 gamma · dy"
+    lines = render(CJKText(text, overflow="ellipsis"), width)
+    assert "…" not in "".join(lines)
+    assert "".join(line.strip() for line in lines).replace(" ", "") == text.replace(" ", "")
+    assert all(cell_len(line) <= width for line in lines)
