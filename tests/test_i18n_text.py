@@ -232,3 +232,10 @@ def test_a_line_with_wide_characters_that_breaks_at_a_space_is_never_cut_with_an
     assert "…" not in "".join(lines)
     assert "".join(line.strip() for line in lines).replace(" ", "") == text.replace(" ", "")
     assert all(cell_len(line) <= width for line in lines)
+
+
+def test_a_piece_wider_than_its_cell_without_a_trailing_space_keeps_its_text():
+    """The line 'grad_input、' is 12 cells in an 11-cell column: it is cut, never emptied."""
+    markdown = "| a | b |\n|---|---|\n| `dx` | `grad_input`、`∂L/∂x`、`x.grad`、`dw`、`db` |\n"
+    lines = render(cjk_markdown(markdown), 16)
+    assert "grad_inpu" in "".join(lines) and all(cell_len(line) <= 16 for line in lines)

@@ -196,8 +196,8 @@ def _rstrip_cells(line: Text, width: int) -> None:
     """Drop the spaces that end ``line`` beyond ``width`` cells (rich's ``rstrip_end`` counts characters,
     which leaves a line of wide characters one space too long, and then cut with an ellipsis)."""
     excess = cell_len(line.plain) - width
-    if excess > 0:
-        trailing = len(line.plain) - len(line.plain.rstrip(" "))
+    trailing = len(line.plain) - len(line.plain.rstrip(" "))
+    if excess > 0 and trailing > 0:  # right_crop(0) would empty the line
         line.right_crop(min(trailing, excess))
 
 
