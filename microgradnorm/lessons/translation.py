@@ -364,25 +364,40 @@ def page_mark(english_path: Path) -> str:
     return f"<!-- {KEY}: {english_path.name} {page_hash(english_path.read_text(encoding='utf-8'))} -->\n"
 
 
-def page_problems(english_path: Path, path: Path) -> list[str]:
-    """Why the translated page ``path`` is out of step with ``english_path`` (empty when it is in step)."""
+def _page_state(english_path: Path, path: Path) -> tuple[str, str, list[str]]:
+    """(state, the translation's text without its mark, problems): state is TRANSLATED when the page is in step,
+    MISMATCHED when its mark is missing or names another page or it does not read, "stale" when its English changed."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        return [f"{path}: could not be read ({exc})"]
+        return MISMATCHED, "", [f"{path}: could not be read ({exc})"]
     mark = _PAGE_MARK.match(text)
     remedy = f"python -m microgradnorm.i18n hashes {english_path.name}"
     if mark is None:
-        return [f"{path}:1: expected a first line '<!-- {KEY}: {english_path.name} <hash> -->' (see {remedy})"]
+        return (
+            MISMATCHED,
+            text,
+            [f"{path}:1: expected a first line '<!-- {KEY}: {english_path.name} <hash> -->' ({remedy})"],
+        )
     if mark.group(1) != english_path.name:
-        return [f"{path}:1: its '{KEY}:' mark names {mark.group(1)!r}, expected {english_path.name!r}"]
+        return (
+            MISMATCHED,
+            text,
+            [f"{path}:1: its '{KEY}:' mark names {mark.group(1)!r}, expected {english_path.name!r}"],
+        )
     now = page_hash(english_path.read_text(encoding="utf-8"))
     if mark.group(2) != now:
-        return [
+        problem = (
             f"{path}: {english_path.name} changed in the English since it was translated (recorded "
             f"{mark.group(2)}, now {now}); update the translation, then its mark ({remedy})"
-        ]
-    return []
+        )
+        return "stale", text, [problem]
+    return TRANSLATED, text[mark.end() :], []
+
+
+def page_problems(english_path: Path, path: Path) -> list[str]:
+    """Why the translated page ``path`` is out of step with ``english_path`` (empty when it is in step)."""
+    return _page_state(english_path, path)[2]
 
 
 def localized_page(english_path: Path, language: str) -> tuple[str, str | None]:
@@ -396,9 +411,12 @@ def localized_page(english_path: Path, language: str) -> tuple[str, str | None]:
     path = translations_dir(language, english_path.parent) / english_path.name
     if not path.is_file():
         return english, _("This page is not translated yet, so it is shown in English.")
-    if page_problems(english_path, path):
+    state, text, _problems = _page_state(english_path, path)
+    if state == MISMATCHED:
+        return english, _("This page's translation does not match the English page, so it is shown in English.")
+    if state != TRANSLATED:
         return english, _("This page changed in English after it was translated, so it is shown in English for now.")
-    return _PAGE_MARK.sub("", path.read_text(encoding="utf-8"), count=1), None
+    return text, None
 
 
 def english_lesson(reference: str, english_dir: str | Path | None = None) -> Lesson:
