@@ -26,9 +26,8 @@ import argparse
 import contextlib
 import itertools
 import re
+import unicodedata
 from collections.abc import Iterator
-
-from rich.cells import cell_len
 
 from microgradnorm.i18n import N_, _, ngettext
 
@@ -109,8 +108,15 @@ def translated_argparse() -> Iterator[None]:
 _WIDE_HEADING = re.compile(r"^(\s*\S.*[^\x00-\x7f]):$", re.MULTILINE)
 
 
+def _cells(text: str) -> int:
+    """Terminal cells of ``text``: two for a wide (Chinese) character, none for a combining mark.
+
+    The standard library's Unicode data, so that ``microgradnorm --help`` does not import rich."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 0 if unicodedata.combining(c) else 1 for c in text)
+
+
 def _is_wide(text: str) -> bool:
-    return cell_len(text) != len(text)
+    return any(unicodedata.east_asian_width(c) in "WF" for c in text)
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -119,7 +125,7 @@ class HelpFormatter(argparse.HelpFormatter):
     def _split_lines(self, text: str, width: int) -> list[str]:
         if not _is_wide(text):
             return super()._split_lines(text, width)
-        from microgradnorm.i18n.text import divide_line
+        from microgradnorm.i18n.text import divide_line  # rich, imported only for help in Chinese
 
         text = " ".join(text.split())
         cuts = [0, *divide_line(text, width), len(text)]
@@ -133,7 +139,7 @@ class HelpFormatter(argparse.HelpFormatter):
     def _format_usage(self, usage, actions, groups, prefix) -> str:  # type: ignore[no-untyped-def]
         """The usage lines, their continuation indented under the first by cells, not characters."""
         prefix = argparse._("usage: ") if prefix is None else prefix  # type: ignore[attr-defined]
-        extra = cell_len(prefix) - len(prefix)
+        extra = _cells(prefix) - len(prefix)
         self._width -= extra
         try:
             text = super()._format_usage(usage, actions, groups, prefix)
