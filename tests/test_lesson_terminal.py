@@ -67,6 +67,8 @@ class Tmux:
 
     def close(self) -> None:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, env=self.env)
+        # a server being killed may still hold its socket: the next start gets a server of its own
+        self.socket = f"mgn-test-{uuid.uuid4().hex[:10]}"
 
 
 @pytest.fixture
