@@ -15,30 +15,49 @@ from typing import NoReturn
 
 from microgradnorm import __version__
 from microgradnorm.commands import UsageError, add_language_argument
-from microgradnorm.i18n import LanguageError, cli_language
+from microgradnorm.i18n import LanguageError, _, cli_language, lazy_gettext
+from microgradnorm.i18n.argparse_text import HelpFormatter, translated_argparse
 
 # command name -> module in microgradnorm.commands, in the order --help lists them
 COMMANDS = ("lesson", "check", "graph", "exercise", "bench", "lab")
 
 
+DESCRIPTION = lazy_gettext("Build LayerNorm, BatchNorm and RMSNorm from scalar nodes and watch the gradients flow.")
+
+
+def error_line(prog: str, message: object) -> str:
+    """The one line every error of the CLI is printed as."""
+    # Translators: {prog} is the command, e.g. "microgradnorm lesson"
+    return _("{prog}: error: {message}").format(prog=prog, message=message)
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse, but an error is one line (with a pointer to --help), exit code 2."""
+    """argparse, but an error is one line (with a pointer to --help), exit code 2, and help wraps Chinese."""
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        # Translators: {prog} is the command, e.g. "microgradnorm lesson"; {message} is argparse's
+        self.exit(2, _("{prog}: error: {message} (see {prog} --help)").format(prog=self.prog, message=message) + "\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="microgradnorm",
-        description="Build LayerNorm, BatchNorm and RMSNorm from scalar nodes and watch the gradients flow.",
+    """The parser, in the current language: build it after the language is chosen (``main`` does)."""
+    parser = _Parser(prog="microgradnorm", description=_(DESCRIPTION))
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"microgradnorm {__version__}",
+        help=_("show program's version number and exit"),
     )
-    parser.add_argument("--version", action="version", version=f"microgradnorm {__version__}")
     add_language_argument(parser, top_level=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:
         module = importlib.import_module(f"microgradnorm.commands.{name}")
-        cmd = sub.add_parser(name, help=module.HELP, description=getattr(module, "DESCRIPTION", module.HELP))
+        description = getattr(module, "DESCRIPTION", module.HELP)
+        cmd = sub.add_parser(name, help=_(module.HELP), description=_(description))
         module.add_arguments(cmd)
         add_language_argument(cmd)
         cmd.set_defaults(_run=module.run)
@@ -48,10 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        with cli_language(argv):  # chosen before the parser is built, so that --help is translated too
+        # the language is chosen before the parser is built, so that --help and argparse's words are translated too
+        with cli_language(argv), translated_argparse():
             return _main(argv)
     except LanguageError as exc:
-        print(f"microgradnorm: error: {exc}", file=sys.stderr)
+        print(error_line("microgradnorm", exc), file=sys.stderr)
         return 2
 
 
@@ -71,7 +91,7 @@ def _main(argv: list[str]) -> int:
         if os.environ.get("MICROGRADNORM_DEBUG"):
             raise
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"microgradnorm {args.command}: error: {message}", file=sys.stderr)
+        print(error_line(f"microgradnorm {args.command}", message), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(file=sys.stderr)

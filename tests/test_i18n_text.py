@@ -221,3 +221,21 @@ def test_a_long_chinese_cell_measures_by_its_pieces_not_as_one_word():
     measured = cjk_text(text).__rich_measure__(console, console.options)
     assert measured.maximum == cell_len(text)
     assert measured.minimum == cell_len("差：")  # a character with the punctuation that must follow it
+
+
+@pytest.mark.parametrize("width", range(12, 30))
+def test_a_line_with_wide_characters_that_breaks_at_a_space_is_never_cut_with_an_ellipsis(width):
+    """rich's rstrip_end counts characters, not cells: a wrapped line of Chinese ending in the space it
+    broke at was one cell too wide and lost its last letter to an ellipsis (the glossary's table at 60)."""
+    text = "sigma、σ、sqrt(var + eps) 与 x_hat、normalized 以及 gamma · dy"
+    lines = render(CJKText(text, overflow="ellipsis"), width)
+    assert "…" not in "".join(lines)
+    assert "".join(line.strip() for line in lines).replace(" ", "") == text.replace(" ", "")
+    assert all(cell_len(line) <= width for line in lines)
+
+
+def test_a_piece_wider_than_its_cell_without_a_trailing_space_keeps_its_text():
+    """The line 'grad_input、' is 12 cells in an 11-cell column: it is cut, never emptied."""
+    markdown = "| a | b |\n|---|---|\n| `dx` | `grad_input`、`∂L/∂x`、`x.grad`、`dw`、`db` |\n"
+    lines = render(cjk_markdown(markdown), 16)
+    assert "grad_inpu" in "".join(lines) and all(cell_len(line) <= 16 for line in lines)

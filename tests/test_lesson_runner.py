@@ -1,4 +1,10 @@
-"""The interactive runner driven by an injected key stream, progress on disk, and the lesson command."""
+"""The interactive runner driven by an injected key stream, progress on disk, and the lesson command.
+
+The tests of navigation, paging, predictions and progress take the ``lang``
+fixture and run in English and in Chinese: what they check does not depend on the
+words, and the words they look for are the runner's messages in the language of
+the run (:func:`said`). The tests at the end of the file check the Chinese words
+themselves, typed out."""
 
 from __future__ import annotations
 
@@ -6,12 +12,13 @@ import io
 import json
 import os
 import re
+import string
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
-from microgradnorm import cli
+from microgradnorm import cli, i18n
 from microgradnorm.lessons import runner as runner_mod
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.format import load_lessons, parse_lesson
@@ -85,9 +92,41 @@ def make(lesson, keys, store=None, **kwargs):
     return r, buf, store
 
 
+LANGUAGES = (i18n.ENGLISH, i18n.SIMPLIFIED_CHINESE)
+
+
+@pytest.fixture(params=LANGUAGES)
+def lang(request):
+    """Run the test in each language."""
+    with i18n.use_language(request.param):
+        yield request.param
+
+
+def said(message: str, **fields) -> str:
+    """``message`` as the runner says it in the language of the test, its fields filled in."""
+    return i18n._(message).format(**fields)
+
+
+def step_of(step: int, total: int) -> str:
+    return said("Step {step} of {total}", step=step, total=total)
+
+
+def squash(text: str) -> str:
+    """``text`` without whitespace, so that a message wrapped over lines is still found, in either language."""
+    return "".join(str(text).split())
+
+
+def _step_line() -> re.Pattern[str]:
+    """A header line 'Step k of n · title' in the language of the test; group 1 is the title."""
+    template = i18n._("Step {step} of {total}")
+    parts = [re.escape(lit) + (r"\d+" if name else "") for lit, name, _s, _c in string.Formatter().parse(template)]
+    return re.compile("^" + "".join(parts) + " · (.*)$")
+
+
 def titles_in(text: str) -> list[str]:
     """The steps shown, in order; a step redrawn in place (to scroll or to add a message) counts once."""
-    titles = [line.split("· ", 1)[1].strip() for line in text.splitlines() if line.startswith("Step ")]
+    header = _step_line()
+    titles = [m.group(1).strip() for line in text.splitlines() if (m := header.match(line))]
     return [t for k, t in enumerate(titles) if k == 0 or titles[k - 1] != t]
 
 
@@ -109,38 +148,41 @@ def test_keys_map_to_actions():
     assert action_of("x") is None and action_of("ESC") is None and action_of("0") is None
 
 
-def test_next_back_and_quit_move_between_steps_and_save_the_place(lesson):
+def test_next_back_and_quit_move_between_steps_and_save_the_place(lesson, lang):
     r, buf, store = make(lesson, ["n", "\r", "b", "q"])
     assert r.run() == 0
     out = buf.getvalue()
     assert titles_in(out) == ["Alpha step", "Beta step", "Gamma step", "Beta step"]
-    assert "Stopped at step 2 of 3" in out
+    stopped = said(
+        "Stopped at step {step} of {total}. Resume with: microgradnorm lesson {number}", step=2, total=3, number=1
+    )
+    assert squash(stopped) in squash(out)
     saved = store.get(lesson.slug)
     assert (saved.step, saved.steps, saved.completed) == (2, 3, False)
 
 
-def test_a_second_run_resumes_where_the_first_stopped(lesson):
+def test_a_second_run_resumes_where_the_first_stopped(lesson, lang):
     make(lesson, [" ", " ", "q"])[0].run()
     r, buf, _ = make(lesson, ["q"])
     r.run()
     out = buf.getvalue()
-    assert "Resuming at step 3 of 3" in out
+    assert squash(said("Resuming at step {step} of {total} (r restarts the lesson).", step=3, total=3)) in squash(out)
     assert titles_in(out) == ["Gamma step"]
 
 
-def test_restart_back_at_the_start_and_unknown_keys(lesson):
+def test_restart_back_at_the_start_and_unknown_keys(lesson, lang):
     r, buf, _ = make(lesson, ["n", "n", "r", "b", "z", "q"])
     r.run()
     out = buf.getvalue()
     assert titles_in(out) == ["Alpha step", "Beta step", "Gamma step", "Alpha step"]
-    assert "This is the first step." in out
-    assert "Keys: Enter, n or space: next" in out
+    assert said("This is the first step.") in out
+    assert squash(said("Keys: {keys}", keys=runner_mod.render.KEY_HELP)) in squash(out)
 
 
-def test_finishing_marks_the_lesson_done_and_the_next_run_starts_over(lesson):
+def test_finishing_marks_the_lesson_done_and_the_next_run_starts_over(lesson, lang):
     r, buf, store = make(lesson, ["n", "n", "n"])
     assert r.run() == 0
-    assert "Lesson complete: Three steps" in buf.getvalue()
+    assert said("Lesson complete: {title}.", title="Three steps") in buf.getvalue()
     assert store.get(lesson.slug).completed
     r2, buf2, _ = make(lesson, ["q"])
     r2.run()
@@ -148,15 +190,20 @@ def test_finishing_marks_the_lesson_done_and_the_next_run_starts_over(lesson):
     assert store.get(lesson.slug).completed  # rereading a finished lesson keeps it finished
 
 
-def test_a_finished_lesson_left_in_the_middle_of_a_second_pass_resumes_where_it_says(lesson):
+def test_a_finished_lesson_left_in_the_middle_of_a_second_pass_resumes_where_it_says(lesson, lang):
     make(lesson, ["n", "n", "n"])[0].run()  # the first pass, to the end
     r, buf, _ = make(lesson, ["n", "q"])  # the second pass starts over and stops at step 2
     r.run()
     assert titles_in(buf.getvalue()) == ["Alpha step", "Beta step"]
-    assert "Stopped at step 2 of 3. Resume with: microgradnorm lesson 1" in buf.getvalue()
+    stopped = said(
+        "Stopped at step {step} of {total}. Resume with: microgradnorm lesson {number}", step=2, total=3, number=1
+    )
+    assert squash(stopped) in squash(buf.getvalue())
     r, buf, store = make(lesson, ["q"])
     r.run()
-    assert "Resuming at step 2 of 3" in buf.getvalue()
+    assert squash(said("Resuming at step {step} of {total} (r restarts the lesson).", step=2, total=3)) in squash(
+        buf.getvalue()
+    )
     assert titles_in(buf.getvalue()) == ["Beta step"]
     assert store.get(lesson.slug).completed  # still counted as done
 
@@ -330,8 +377,17 @@ def rows_shown(frame: list[str]) -> list[int]:
 
 
 def more_lines(frame: list[str]) -> int:
+    """The lines left below the screen, as the keys line says them (0 when it says something else)."""
     footer = next(line for line in frame if "/2 · " in line)
-    return int(footer.split(" · ")[1].split()[0]) if "more line" in footer else 0
+    rest = footer.split(" · ", 1)[1].rstrip()
+    number = re.search(r"\d+", rest)
+    if number is None:
+        return 0
+    n = int(number.group())
+    keys = i18n.ngettext(
+        "{n} more line: space to scroll · ↑ up · q quit", "{n} more lines: space to scroll · ↑ up · q quit", n
+    )
+    return n if rest == keys.format(n=n) else 0
 
 
 def test_a_window_pages_down_and_up_inside_the_body():
@@ -350,15 +406,14 @@ def test_a_window_pages_down_and_up_inside_the_body():
         Window(total=5, rows=0)
 
 
-def test_a_tall_step_is_paged_with_its_title_on_screen_and_the_lines_left_counted(tall):
+def test_a_tall_step_is_paged_with_its_title_on_screen_and_the_lines_left_counted(tall, lang):
     frames, _ = run_in_terminal(tall, ["j", " ", "k", "PAGEUP", "DOWN", "UP", "q"])
     for frame in frames:
         assert len(frame) <= 24 - 1, "a frame as tall as the terminal scrolls the title away"
-        assert any("02 · Tall" in line for line in frame[:2]) and "Step 1 of 2 · Tall step" in frame[1]
+        assert any("02 · Tall" in line for line in frame[:2]) and f"{step_of(1, 2)} · Tall step" in frame[1]
     first = rows_shown(frames[0])
     assert first[0] == 1 and first == list(range(1, first[-1] + 1))
     assert more_lines(frames[0]) == ROWS - first[-1]  # the step ends with the last row
-    assert "space to scroll" in frames[0][-1]
     assert rows_shown(frames[1])[-1] == first[-1] + 1  # j: a line down
     down = rows_shown(frames[2])  # space: a page down, keeping OVERLAP lines of the page before
     assert down[0] == rows_shown(frames[1])[-1] - OVERLAP + 1
@@ -367,57 +422,61 @@ def test_a_tall_step_is_paged_with_its_title_on_screen_and_the_lines_left_counte
     assert rows_shown(frames[5])[-1] == first[-1] + 1 and rows_shown(frames[6]) == first  # ↓ and ↑
 
 
-def test_enter_scrolls_a_tall_step_to_its_end_before_it_moves_on(tall):
+def test_enter_scrolls_a_tall_step_to_its_end_before_it_moves_on(tall, lang):
     frames, out = run_in_terminal(tall, ["\r"] * 8 + ["q"])
-    steps = ["Step 2 of 2" in "\n".join(f) for f in frames]
+    steps = [step_of(2, 2) in "\n".join(f) for f in frames]
     first_step2 = steps.index(True)
     assert first_step2 >= 3  # 60 rows in about 19 a page: several Enters scroll first
     before = frames[first_step2 - 1]
     assert rows_shown(before)[-1] == ROWS and more_lines(before) == 0
-    assert "Enter next" in before[-1]
+    assert said("Enter next · b back · r restart · g graph · q quit") in before[-1]
     assert all(more_lines(f) > 0 for f in frames[: first_step2 - 1])
-    assert "Lesson complete" in out
+    assert said("Lesson complete: {title}.", title="Tall") in out
 
 
-def test_once_seen_to_its_end_a_step_moves_on_from_anywhere_and_the_other_keys_still_work(tall, tmp_path):
+def test_once_seen_to_its_end_a_step_moves_on_from_anywhere_and_the_other_keys_still_work(tall, tmp_path, lang):
     keys = ["DOWN"] * (ROWS + 10) + ["PAGEUP", "\r", "b", "g", "r", "z", "q"]  # ↓ at the end stays there
     frames, out = run_in_terminal(tall, keys)
     seen_end = next(k for k, f in enumerate(frames) if rows_shown(f) and rows_shown(f)[-1] == ROWS)
-    assert "Step 1 of 2" in frames[seen_end][1]
+    assert step_of(1, 2) in frames[seen_end][1]
     after_pgup = frames[seen_end + 1]
     assert rows_shown(after_pgup)[0] < ROWS - 20
-    assert "Step 2 of 2" in "\n".join(frames[seen_end + 2])  # Enter: seen already, so the next step
-    assert "Step 1 of 2" in "\n".join(frames[seen_end + 3])  # b: back, shown from its top
+    assert step_of(2, 2) in "\n".join(frames[seen_end + 2])  # Enter: seen already, so the next step
+    assert step_of(1, 2) in "\n".join(frames[seen_end + 3])  # b: back, shown from its top
     assert rows_shown(frames[seen_end + 3])[0] == 1
     assert "This step has no graph to draw." in "\n".join(frames[seen_end + 4])
-    assert "Keys: Enter" in " ".join(" ".join(frames[-1]).split())
-    assert "Stopped at step 1 of 2" in out
+    assert squash(said("Keys: {keys}", keys=runner_mod.render.KEY_HELP)) in squash("\n".join(frames[-1]))
+    stopped = said(
+        "Stopped at step {step} of {total}. Resume with: microgradnorm lesson {number}", step=1, total=2, number=2
+    )
+    assert squash(stopped) in squash(out)
 
 
-def test_a_tiny_terminal_still_shows_some_of_the_step(tall):
+def test_a_tiny_terminal_still_shows_some_of_the_step(tall, lang):
     frames, _ = run_in_terminal(tall, ["q"], height=4)
     header, blank_and_keys = 2, 2
     assert len(frames[0]) == header + MIN_ROWS + blank_and_keys
 
 
-def test_a_step_that_fits_is_shown_whole_and_enter_moves_on(tall):
+def test_a_step_that_fits_is_shown_whole_and_enter_moves_on(tall, lang):
     frames, _ = run_in_terminal(tall, ["\r"], height=24 + ROWS)
     assert rows_shown(frames[0]) == list(range(1, ROWS + 1))
     assert more_lines(frames[0]) == 0
-    assert "Step 2 of 2" in "\n".join(frames[1])
+    assert step_of(2, 2) in "\n".join(frames[1])
 
 
-def test_the_frame_leaves_the_last_line_of_the_terminal_free(tall):
+def test_the_frame_leaves_the_last_line_of_the_terminal_free(tall, lang):
     frames, _ = run_in_terminal(tall, ["q"], height=24)
     assert len(frames[0]) == 24 - 1  # header, step and keys fill the screen but its last line, the cursor's
 
 
-@pytest.mark.parametrize("width", [60, 80, 100])
-def test_every_keys_line_fits_the_narrowest_terminal(width):
+def test_every_keys_line_fits_the_narrowest_terminal(lang):
+    from rich.cells import cell_len
+
     from microgradnorm.lessons.render import key_footer
 
     for footer in (key_footer(13, 14), key_footer(13, 14, remaining=123), key_footer(13, 14, choices=9)):
-        assert len(footer.plain) <= 60, footer.plain
+        assert cell_len(footer.plain) <= 60, footer.plain  # cells: a Chinese character takes two
 
 
 # ---- ask before telling ------------------------------------------------------------------------------
@@ -462,75 +521,95 @@ def flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def test_a_question_is_asked_before_the_numbers_and_a_right_answer_is_confirmed(ask):
+def answered(guess: str | None, answer: str = "bravo", why: str = "bravo scored 42.") -> str:
+    """The verdict line for ``guess`` (None: shown without one) in the language of the test, squashed."""
+    if guess is None:
+        return squash(said("Answer: {answer}. {why}", answer=answer, why=why))
+    if guess == answer:
+        return squash(said("✓ Right: {answer}. {why}", answer=answer, why=why))
+    return squash(
+        said("✗ Not this time: you said {guess}; the answer is {answer}. {why}", guess=guess, answer=answer, why=why)
+    )
+
+
+QUESTION = "Which letter wins?"
+
+
+def test_a_question_is_asked_before_the_numbers_and_a_right_answer_is_confirmed(ask, lang):
     frames, _ = run_in_terminal(ask, ["2", "q"])
-    asked, answered = (flat("\n".join(f)) for f in frames)
-    assert "Read this first." in asked and "Predict: Which letter wins?" in asked
+    asked, shown = (flat("\n".join(f)) for f in frames)
+    assert "Read this first." in asked and squash(said("Predict: {question}", question=QUESTION)) in squash(asked)
     assert "1 alpha" in asked and "2 bravo" in asked and "3 charlie" in asked
-    for hidden in ("the numbers: 42", "Prose that reads the numbers", "bravo scored 42", "Answer"):
+    for hidden in ("the numbers: 42", "Prose that reads the numbers", "bravo scored 42"):
         assert hidden not in asked, hidden
-    assert "answer with 1 to 3" in asked
-    assert "✓ Right: bravo. bravo scored 42." in answered
-    assert "the numbers: 42" in answered and "Prose that reads the numbers." in answered
-    assert "Enter next" in answered
+    assert said("answer with 1 to {n} · Enter: just show it · q quit", n=3) in asked
+    assert answered("bravo") in squash(shown)
+    assert "the numbers: 42" in shown and "Prose that reads the numbers." in shown
+    assert said("Enter next · b back · r restart · g graph · q quit") in shown
 
 
-def test_a_wrong_answer_says_what_was_said_and_what_is_right(ask):
+def test_a_wrong_answer_says_what_was_said_and_what_is_right(ask, lang):
     frames, _ = run_in_terminal(ask, ["3", "q"])
-    answered = flat("\n".join(frames[-1]))
-    assert "✗ Not this time: you said charlie; the answer is bravo. bravo scored 42." in answered
-    assert "✓" not in answered
+    shown = squash("\n".join(frames[-1]))
+    assert answered("charlie") in shown
+    assert "✓" not in shown
 
 
-def test_other_keys_keep_their_meaning_at_a_question(ask, tmp_path):
+def test_other_keys_keep_their_meaning_at_a_question(ask, tmp_path, lang):
     frames, out = run_in_terminal(ask, ["7", "g", "x", "q"])
-    shown = [flat("\n".join(f)) for f in frames]
-    assert "Choose 1 to 3." in shown[1]
-    assert "Answer the question first" in shown[2]
-    assert "Keys: Enter" in shown[3]
-    assert all("the numbers: 42" not in f for f in shown)
-    assert "Stopped at step 1 of 2" in out
+    shown = [squash("\n".join(f)) for f in frames]
+    assert squash(said("Choose 1 to {n}.", n=3)) in shown[1]
+    assert squash(said("Answer the question first; then g draws the graph.")) in shown[2]
+    assert squash(said("Keys: {keys}", keys=runner_mod.render.KEY_HELP)) in shown[3]
+    assert all(squash("the numbers: 42") not in f for f in shown)
+    stopped = said(
+        "Stopped at step {step} of {total}. Resume with: microgradnorm lesson {number}", step=1, total=2, number=3
+    )
+    assert squash(stopped) in squash(out)
 
 
-def test_enter_at_a_question_shows_the_answer_without_a_guess_then_moves_on(ask):
+def test_enter_at_a_question_shows_the_answer_without_a_guess_then_moves_on(ask, lang):
     frames, _ = run_in_terminal(ask, ["\r", "\r", "q"])
-    shown = [flat("\n".join(f)) for f in frames]
-    assert "Answer: bravo. bravo scored 42." in shown[1] and "the numbers: 42" in shown[1]
-    assert "Right" not in shown[1] and "Not this time" not in shown[1]
-    assert "Step 2 of 2" in shown[2]
+    shown = [squash("\n".join(f)) for f in frames]
+    assert answered(None) in shown[1] and squash("the numbers: 42") in shown[1]
+    assert "✓" not in shown[1] and "✗" not in shown[1]
+    assert squash(step_of(2, 2)) in shown[2]
 
 
-def test_going_back_to_an_answered_step_shows_it_answered(ask):
+def test_going_back_to_an_answered_step_shows_it_answered(ask, lang):
     frames, _ = run_in_terminal(ask, ["1", "\r", "b", "q"])
-    back = flat("\n".join(frames[-1]))
-    assert "Step 1 of 2" in back
-    assert "✗ Not this time: you said alpha" in back and "the numbers: 42" in back
+    back = squash("\n".join(frames[-1]))
+    assert squash(step_of(1, 2)) in back
+    assert answered("alpha") in back and squash("the numbers: 42") in back
 
 
-def test_a_digit_on_a_step_without_a_question_shows_the_keys(lesson):
+def test_a_digit_on_a_step_without_a_question_shows_the_keys(lesson, lang):
     r, buf, _ = make(lesson, ["3", "q"])
     r.run()
-    assert "Keys: Enter" in flat(buf.getvalue())
+    assert squash(said("Keys: {keys}", keys=runner_mod.render.KEY_HELP)) in squash(buf.getvalue())
 
 
-def test_a_question_below_the_screen_is_answered_once_scrolled_to(tmp_path):
+def test_a_question_below_the_screen_is_answered_once_scrolled_to(tmp_path, lang):
     rows = "\n".join(f"- row {k:02d}" for k in range(1, 41))
     long_ask = write_lesson(tmp_path, "04-long-ask.md", ASK_TEXT.replace("Read this first.", rows))
     frames, _ = run_in_terminal(long_ask, ["2", *["DOWN"] * 40, "2", "q"])
-    shown = [flat("\n".join(f)) for f in frames]
-    assert "The question is further down: space scrolls to it." in shown[1]
-    asked = next(k for k, f in enumerate(shown) if "answer with 1 to 3" in f)
-    assert "✓ Right: bravo." in shown[asked + 1]
-    assert "Predict: Which letter wins?" in shown[asked + 1]  # the question stays at the top of the window
+    shown = [squash("\n".join(f)) for f in frames]
+    assert squash(said("The question is further down: space scrolls to it.")) in shown[1]
+    asked = next(
+        k for k, f in enumerate(shown) if squash(said("answer with 1 to {n} · Enter: just show it · q quit", n=3)) in f
+    )
+    assert answered("bravo") in shown[asked + 1]
+    # the question stays at the top of the window
+    assert squash(said("Predict: {question}", question=QUESTION)) in shown[asked + 1]
 
 
-def test_auto_prints_the_question_and_the_answer_without_waiting(ask):
+def test_auto_prints_the_question_and_the_answer_without_waiting(ask, lang):
     buf = io.StringIO()
     assert run_auto(ask, LessonParams(), Console(file=buf, width=60, no_color=True)) == 0
-    out = flat(buf.getvalue())
-    assert "Predict: Which letter wins? 1 alpha 2 bravo 3 charlie" in out
-    assert "Answer: bravo. bravo scored 42." in out and "the numbers: 42" in out
-    assert "Prose that reads the numbers." in out
+    out = squash(buf.getvalue())
+    assert squash(said("Predict: {question}", question=QUESTION) + " 1 alpha 2 bravo 3 charlie") in out
+    assert answered(None) in out and squash("the numbers: 42") in out
+    assert squash("Prose that reads the numbers.") in out
 
 
 # ---- progress on disk ------------------------------------------------------------------------------
@@ -824,3 +903,248 @@ def test_lesson_6_with_a_zero_gradient_shows_absolute_differences(capsys):
     assert "all agree within 1e-12 absolute" in flat
     code, out, _ = run_cli(capsys, "6", "--step", "2")
     assert "largest relative difference" in " ".join(out.split()) and "within 1e-10 relative" in " ".join(out.split())
+
+
+# ---- across languages, and the Chinese words themselves ---------------------------------------------------
+
+ZH = i18n.SIMPLIFIED_CHINESE
+FIXTURES = Path(__file__).resolve().parent / "i18n_fixtures" / "lessons"  # a sample lesson and its translation
+SAMPLE = "01-chain-rule-sample.md"
+
+
+@pytest.fixture
+def sample(tmp_path, monkeypatch):
+    """A copy of the sample lesson and its Chinese translation, as the lessons folder: (english, translation)."""
+    import shutil
+
+    folder = tmp_path / "sample-lessons"
+    shutil.copytree(FIXTURES, folder)
+    monkeypatch.setenv("MICROGRADNORM_LESSONS", str(folder))
+    return folder / SAMPLE, folder / ZH / SAMPLE
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{old!r} is not in {path.name}"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def test_the_runner_speaks_chinese(lesson):
+    with i18n.use_language(ZH):
+        r, buf, _ = make(lesson, ["z", "b", "n", "q"])
+        r.run()
+    out = buf.getvalue()
+    assert "第 1 步，共 3 步 · Alpha step" in out and "第 2 步，共 3 步 · Beta step" in out
+    assert "1/3 · Enter 下一步 · b 上一步 · r 从头 · g 画图 · q 退出" in out
+    assert squash("按键：Enter、n 或空格：下一步（这一步下面还有内容时先滚动）") in squash(out)
+    assert "这已经是第一步。" in out
+    assert squash("停在第 2 步（共 3 步）。继续学习：microgradnorm lesson 1") in squash(out)
+    assert "Step " not in out and "Keys" not in out and "Stopped" not in out
+
+
+def test_a_question_and_its_verdict_in_chinese(ask):
+    with i18n.use_language(ZH):
+        frames, _ = run_in_terminal(ask, ["3", "q"])
+    asked, shown = ("\n".join(f) for f in frames)
+    assert "先猜一猜：Which letter wins?" in asked  # the question is the demo's: its owner translates it
+    assert "1/2 · 按 1 到 3 作答 · Enter 直接看答案 · q 退出" in asked
+    assert squash("✗ 这次没猜中：你选的是 charlie，答案是 bravo。bravo scored 42.") in squash(shown)
+
+
+def test_a_note_is_shown_once_and_a_step_note_on_every_frame_of_its_step(lesson):
+    r, buf, _ = make(lesson, ["n", "b", "n", "q"], note="LESSON NOTE", step_notes={1: "STEP TWO NOTE"})
+    r.run()
+    lines = buf.getvalue().splitlines()
+    headers = [k for k, line in enumerate(lines) if line.startswith("Step ")]
+    assert [lines[k].split(" · ")[0] for k in headers] == ["Step 1 of 3", "Step 2 of 3", "Step 1 of 3", "Step 2 of 3"]
+    # a frame: its notes, the lesson's rule, the step's header
+    above = [lines[k - 2] for k in headers]
+    assert above == ["LESSON NOTE", "STEP TWO NOTE", lines[headers[2] - 2], "STEP TWO NOTE"]
+    assert "NOTE" not in lines[headers[2] - 2] and buf.getvalue().count("LESSON NOTE") == 1
+
+
+@pytest.mark.parametrize(("first", "then"), [("en", ZH), (ZH, "en")])
+def test_progress_is_shared_across_languages(sample, first, then):
+    from microgradnorm.lessons.translation import localized
+
+    english = parse_lesson(sample[0])
+    with i18n.use_language(first):
+        make(localized(english, first).lesson, ["n", "q"])[0].run()
+    with i18n.use_language(then):
+        shown = localized(english, then).lesson
+        r, buf, store = make(shown, ["q"])
+        r.run()
+        assert titles_in(buf.getvalue()) == [shown.steps[1].title.replace("`", "")]
+        resumed = said("Resuming at step {step} of {total} (r restarts the lesson).", step=2, total=2)
+        assert squash(resumed) in squash(buf.getvalue())
+    assert set(store.load()) == {english.slug} and store.get(english.slug).step == 2
+    assert {english.steps[1].title, localized(english, ZH).lesson.steps[1].title} == {"The chain rule", "链式法则"}
+
+
+def test_the_lesson_list_in_chinese(capsys):
+    ProgressStore().save("layernorm-forward", 3, 9)
+    code, out, _ = run_cli(capsys, "--lang", "zh-CN")
+    assert code == 0
+    header = next(line for line in out.splitlines() if "#" in line)
+    assert "课程" in header and "进度" in header
+    assert "第 3/9 步" in out and "6 步" in out
+    assert squash("从上次停下的地方继续：microgradnorm lesson 3（第 3 步，共 9 步）。") in squash(out)
+    assert squash("用 microgradnorm lesson 1 开始学一课（按编号或名称）；加上 --auto 一次打印所有步骤。") in squash(out)
+
+
+def test_the_lesson_list_shows_translated_titles(capsys, sample):
+    _code, out, _ = run_cli(capsys, "--lang", "zh-CN")
+    assert "链式法则，分两步看" in out and "The chain rule, in two steps" not in out
+    _code, out, _ = run_cli(capsys, "--lang", "en")
+    assert "The chain rule, in two steps" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["99"], ["microgradnorm lesson：错误：参数 LESSON：没有第 99 课（课程编号从 1 到"]),
+        (["no-such-lesson"], ["没有名为 'no-such-lesson' 的课程", "列出所有课程：microgradnorm lesson"]),
+        (["3", "--dim", "40"], ["参数 --dim：课程要显示每个节点，所以应为 2 到 16 之间的整数，实际为 40"]),
+        (["9", "--batch", "3"], ["参数 --batch：课程 09-rmsnorm 用不到它", "实际给了 3"]),
+        (["--step", "3"], ["参数 --step：需要指定 LESSON（例如：microgradnorm lesson 1 --step 3）"]),
+        (["1", "--restart", "--step", "3"], ["参数 --restart：不能与参数 --step 同时使用"]),
+        (["1", "--step", "99"], ["参数 --step：第 1 课共有"]),
+        (["3", "--references"], ["参数 --references：不接受 LESSON", "实际给了 LESSON 3"]),
+        (
+            ["1", "--dim", "0"],
+            ["microgradnorm lesson：错误：参数 --dim：应为正整数，实际为 0（参见 microgradnorm lesson --help）"],
+        ),
+        (["1", "--seed", "x"], ["参数 --seed：应为不小于 0 的整数种子，实际为 'x'"]),
+        (["1", "--eps", "-1"], ["参数 --eps：应为不小于 0 的有限数，实际为 -1"]),
+        (["--bogus"], ["microgradnorm：错误：无法识别的参数：--bogus"]),
+        (["1", "--dim"], ["参数 --dim：需要一个值"]),
+    ],
+)
+def test_the_lesson_commands_errors_in_chinese(capsys, argv, words):
+    with pytest.raises(SystemExit) as info:
+        raise SystemExit(cli.main(["lesson", "--lang", "zh-CN", *argv]))
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    for word in words:
+        assert word in err, (word, err)
+    assert "error" not in err and "argument" not in err and "Traceback" not in err
+
+
+def _auto(capsys, *argv) -> str:
+    code, out, err = run_cli(capsys, *argv, "--auto", "--lang", "zh-CN")
+    assert code == 0 and err == ""
+    return out
+
+
+def test_an_untranslated_lesson_says_so_and_runs_in_english_with_chinese_controls(capsys):
+    out = _auto(capsys, "1", "--step", "1")
+    lesson = load_lessons()[0]
+    assert out.splitlines()[0] == "本课还没有中文译文，先以英文显示。"
+    assert f"第 1 步，共 {len(lesson.steps)} 步 · {lesson.steps[0].title}" in out
+    assert "（用 --seed 修改）" in out  # the options line, in Chinese
+
+
+def test_a_step_whose_english_changed_is_shown_in_english_until_its_translation_catches_up(capsys, sample):
+    """End to end through the command: the drift check's fallback, shown with a note, and gone once fixed."""
+    from microgradnorm.lessons.translation import front_matter_block
+
+    english, translation = sample
+    note = "这一步的英文原文在翻译之后改过，译文更新之前先显示英文。"
+    out = _auto(capsys, "1")
+    assert "第 1 步，共 2 步 · 一个小小的计算图" in out and "第 2 步，共 2 步 · 链式法则" in out
+    assert squash(note) not in squash(out)
+
+    edit(english, "their products add up.", "their products add up, one term per path.")
+    out = _auto(capsys, "1")
+    assert "第 1 步，共 2 步 · 一个小小的计算图" in out  # the step that did not change stays Chinese
+    assert "第 2 步，共 2 步 · The chain rule" in out
+    assert squash("one term per path") in squash(out)
+    assert squash(note) in squash(out)
+    assert squash(out).index(squash(note)) < squash(out).index(squash("第 2 步，共 2 步"))
+
+    edit(translation, "就把各条路径的乘积加起来。", "就把各条路径的乘积加起来，每条路径一项。")
+    block = front_matter_block(parse_lesson(english, check_demos=False))
+    current = re.search(r"^  step 2: (\w+)", block, re.M).group(1)
+    text = translation.read_text(encoding="utf-8")
+    translation.write_text(re.sub(r"^  step 2: \w+", f"  step 2: {current}", text, flags=re.M), encoding="utf-8")
+    out = _auto(capsys, "1")
+    assert "第 2 步，共 2 步 · 链式法则" in out and squash("每条路径一项") in squash(out)
+    assert squash(note) not in squash(out)
+
+
+def test_a_translation_that_does_not_match_its_english_leaves_the_lesson_english_with_a_note(capsys, sample):
+    _english, translation = sample
+    edit(translation, 'chain_rule\nexample: "chain"', 'chain_rule\nexample: "shared"')
+    out = _auto(capsys, "1")
+    assert out.splitlines()[0] == "本课的中文译文与英文原文对不上，先以英文显示。"
+    assert "第 1 步，共 2 步 · A small computation graph" in out
+
+
+@pytest.mark.parametrize(
+    ("flag", "title", "words"),
+    [
+        ("--references", "参考文献", ["Ioffe and Szegedy (2015)", "7% 到 64%", "用于：batchnorm、ln-vs-bn"]),
+        ("--glossary", "术语表", ["切平面（tangent plane）", "invstd", "雅可比矩阵"]),
+    ],
+)
+def test_references_and_glossary_in_chinese(capsys, flag, title, words):
+    code, out, err = run_cli(capsys, flag, "--lang", "zh-CN")
+    assert code == 0 and err == ""
+    assert out.lstrip().startswith(title) and "<!--" not in out
+    for word in words:
+        assert squash(word) in squash(out), word
+
+
+@pytest.mark.parametrize(
+    ("change", "note"),
+    [
+        ("edit the English", "本页的英文原文在翻译之后改过，译文更新之前先显示英文。"),
+        ("remove the translation", "本页还没有中文译文，先以英文显示。"),
+    ],
+)
+def test_a_page_whose_translation_is_behind_or_missing_is_shown_in_english_with_a_note(
+    capsys, tmp_path, monkeypatch, change, note
+):
+    import shutil
+
+    from microgradnorm.lessons.format import lessons_dir
+
+    folder = tmp_path / "lessons"
+    shutil.copytree(lessons_dir(), folder, ignore=shutil.ignore_patterns("assets"))
+    monkeypatch.setenv("MICROGRADNORM_LESSONS", str(folder))
+    if change == "edit the English":
+        edit(folder / "REFERENCES.md", "grouped by subject.", "grouped by subject, oldest first.")
+    else:
+        (folder / ZH / "REFERENCES.md").unlink()
+    code, out, _ = run_cli(capsys, "--references", "--lang", "zh-CN")
+    assert code == 0 and out.splitlines()[0] == note
+    assert out.splitlines()[1].strip() == "References"
+    _code, out, _ = run_cli(capsys, "--glossary", "--lang", "zh-CN")
+    assert out.lstrip().startswith("术语表")  # the other page is untouched
+
+
+def _ideograph(char: str) -> bool:
+    import unicodedata
+
+    return unicodedata.category(char) == "Lo" and unicodedata.east_asian_width(char) == "W"
+
+
+@pytest.mark.parametrize("width", [60, 100])
+def test_auto_in_chinese_fills_lines_between_characters_and_keeps_punctuation_off_their_starts(
+    capsys, sample, monkeypatch, width
+):
+    from rich.cells import cell_len
+
+    from microgradnorm.i18n.text import NO_START
+
+    monkeypatch.setenv("COLUMNS", str(width))
+    lines = _auto(capsys, "1").splitlines()
+    rules = [line for line in lines if " 01 · " in line and line.startswith("─") and line.endswith("─")]
+    assert len(rules) == 2 and all(cell_len(line) == width for line in rules)
+    assert all(cell_len(line) <= width for line in lines)
+    prose = [k for k, line in enumerate(lines) if any(map(_ideograph, line)) and not line.startswith(("─", "第"))]
+    assert prose and not [lines[k] for k in prose if lines[k].lstrip()[:1] in NO_START]
+    # wrapped between characters: a line that a Chinese character continues is full, up to one character
+    continued = [k for k in prose if k + 1 in prose and _ideograph(lines[k + 1].lstrip()[:1] or " ")]
+    assert continued, "the sample's paragraphs should wrap at least once inside Chinese text"
+    assert all(cell_len(lines[k]) >= width - 2 for k in continued), [lines[k] for k in continued]

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import io
 import re
+from pathlib import Path
 
 import pytest
 from rich.cells import cell_len
 from rich.console import Console
 
+from microgradnorm import i18n
+from microgradnorm.i18n.text import NO_START
 from microgradnorm.lessons import render
 from microgradnorm.lessons.demos import DEMOS, DemoOutput, load_demos
 from microgradnorm.lessons.format import LESSON_FILE, lessons_dir, parse_lesson
 from microgradnorm.lessons.runner import step_outputs
+from microgradnorm.lessons.translation import TRANSLATED, localized, localized_page
 
 
 @pytest.fixture(autouse=True)
@@ -110,6 +114,39 @@ def test_every_step_fits_one_screen_at_60_and_100_columns(path, monkeypatch):
             shown = ", ".join(f"{h} lines at {w} columns" for w, h in heights.items())
             too_long.append(f"step {index + 1} ({shown})")
     assert not too_long, f"{path.name}: steps longer than {MAX_STEP_LINES} lines: " + "; ".join(too_long)
+
+
+# The one-screen rule holds for every translation too (a Chinese character takes two cells, and Chinese wraps
+# differently): each translated lesson of the lessons folder, and the sample translation of the tests, so the
+# check runs even before the first real translation lands.
+ZH = i18n.SIMPLIFIED_CHINESE
+SAMPLE_TRANSLATION = Path(__file__).resolve().parent / "i18n_fixtures" / "lessons" / ZH / "01-chain-rule-sample.md"
+TRANSLATIONS = [*sorted(p for p in (lessons_dir() / ZH).glob("*.md") if LESSON_FILE.match(p.name)), SAMPLE_TRANSLATION]
+
+
+@pytest.mark.parametrize("path", TRANSLATIONS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_every_translated_step_fits_one_screen_at_60_and_100_columns(path, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.delenv("MICROGRADNORM_DEBUG", raising=False)
+    shown = localized(parse_lesson(path.parent.parent / path.name), ZH)
+    assert shown.status == TRANSLATED and not shown.english_steps, f"{path} is not in step with its English"
+    lesson, params = shown.lesson, shown.lesson.params()
+    too_long = []
+    with i18n.use_language(ZH):
+        for index in range(len(lesson.steps)):
+            outputs = step_outputs(lesson, index, params)
+            for width in WIDTHS:
+                lines = _rendered(lesson, index, outputs, params, width).splitlines()
+                where = f"{path.name} step {index + 1} at {width} columns"
+                assert max(cell_len(line) for line in lines) <= width, where
+                assert not [line for line in lines if line.lstrip()[:1] in NO_START and _wide(line)], where
+                if len(lines) > MAX_STEP_LINES:
+                    too_long.append(f"step {index + 1} ({len(lines)} lines at {width} columns)")
+    assert not too_long, f"{path}: steps longer than {MAX_STEP_LINES} lines: " + "; ".join(too_long)
+
+
+def _wide(line: str) -> bool:
+    return cell_len(line) != len(line)
 
 
 @pytest.mark.parametrize("path", LESSON_FILES, ids=lambda p: p.stem)
@@ -229,3 +266,53 @@ def test_the_pages_render_at_any_width_without_colour(page, width):
     assert not _colour_codes(buf.getvalue())
     assert page.stem.title() in text.splitlines()[0]  # the page's title comes first
     assert "#" not in text and "**" not in text  # Markdown shown as formatting, not as marks
+
+
+# ---- the references and the glossary in Chinese ----------------------------------------------------------
+
+
+def _chinese_page(name: str) -> str:
+    text, note = localized_page(lessons_dir() / name, ZH)
+    assert note is None, f"lessons/{ZH}/{name}: {note}"
+    return text
+
+
+def test_the_chinese_references_cite_every_source_and_name_only_lessons_that_exist():
+    text = " ".join(_chinese_page("REFERENCES.md").split())
+    for title in REQUIRED_SOURCES:  # titles stay as published
+        assert re.search(title, text), title
+    english = " ".join(REFERENCES.read_text(encoding="utf-8").split())
+    assert re.findall(r"^### (.+)$", english, re.M)[:3] == re.findall(r"^### (.+)$", text, re.M)[:3]
+    assert "7% 到 64%" in text and "1/14" in text  # the figures, as the papers give them
+    used = re.findall(r"用于：([^。]*)。", text)
+    assert len(used) == len(re.findall(r"Used in: ([^.]*)\.", english))
+    named = {name for entry in used for name in re.findall(r"`([^`]+)`", entry)}
+    slugs = {parse_lesson(p, check_demos=False).slug for p in LESSON_FILES}
+    assert named and named - slugs == set()
+
+
+def test_the_chinese_glossary_names_every_symbol_and_term_and_keeps_the_english_name():
+    text = _chinese_page("GLOSSARY.md")
+    for word in ("**m**", "**n**", "**d** 或 **D**", "**N**", "**B**", "**T**", "**C, H, W**", "invstd"):
+        assert word in text, word
+    for word in GLOSSARY_WORDS:  # each term keeps its English name beside the Chinese, so both readers find it
+        assert word.lower() in text.lower(), word
+    english_rows = re.findall(r"^\| `([^`]+)`", GLOSSARY.read_text(encoding="utf-8"), re.M)
+    assert re.findall(r"^\| `([^`]+)`", text, re.M) == english_rows  # the same quantities, in the same order
+
+
+@pytest.mark.parametrize("name", ["REFERENCES.md", "GLOSSARY.md"])
+@pytest.mark.parametrize("width", [40, 60, 100, 200])
+def test_the_chinese_pages_render_at_any_width_without_colour_or_ellipsis(name, width):
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=True, color_system="truecolor", no_color=True, record=True)
+    console.print(render.document(_chinese_page(name)))
+    text = console.export_text()
+    lines = text.splitlines()
+    assert max(cell_len(line) for line in lines) <= width
+    assert not _colour_codes(buf.getvalue())
+    assert lines[0].strip() == {"REFERENCES.md": "参考文献", "GLOSSARY.md": "术语表"}[name]
+    assert "#" not in text and "**" not in text and "<!--" not in text
+    if width >= 60:  # at 40 a table cell of the glossary may have to cut a long formula
+        assert "…" not in text.replace("……", "")
+    assert not [line for line in lines if line.lstrip()[:1] in NO_START and _wide(line)]

@@ -16,7 +16,7 @@ import pytest
 from rich.console import Console
 
 from microgradnorm.i18n import SIMPLIFIED_CHINESE
-from microgradnorm.i18n.text import NO_START, cjk_markdown
+from microgradnorm.i18n.text import NO_START
 from microgradnorm.lessons import render
 from microgradnorm.lessons.format import LessonFormatError, parse_lesson
 from microgradnorm.lessons.runner import step_outputs
@@ -24,6 +24,8 @@ from microgradnorm.lessons.translation import (
     english_hashes,
     front_matter_block,
     localize,
+    localized_page,
+    page_mark,
     read_translation,
     step_hash,
     translation_problems,
@@ -249,9 +251,8 @@ def test_the_hashes_command_prints_the_block_the_translation_carries(capsys):
 
 @pytest.mark.parametrize("width", (60, 100))
 def test_the_sample_renders_in_chinese_within_a_screen(monkeypatch, tmp_path, width):
-    """render_step with its Markdown swapped for cjk_markdown: the one-line change phase 2 makes in render.py."""
+    """render_step as the runner and --auto call it (tests/test_lessons.py holds every translation to this)."""
     monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
-    monkeypatch.setattr(render, "Markdown", cjk_markdown)
     lesson, _ = localize(parse_lesson(FIXTURES / NAME), ZH)
     params = lesson.params()
     for index, step in enumerate(lesson.steps):
@@ -262,3 +263,65 @@ def test_the_sample_renders_in_chinese_within_a_screen(monkeypatch, tmp_path, wi
         prose_lines = [line.strip() for line in lines if _has_chinese(line) and "│" not in line]
         assert prose_lines and not any(line[0] in NO_START for line in prose_lines), prose_lines
         assert step.title in console.file.getvalue()
+
+
+# ---- the references and the glossary: one hash of the English page, on the translation's first line -------------
+
+
+@pytest.fixture
+def pages(tmp_path):
+    """Copies of the English references page and its translation: (english, translation)."""
+    from microgradnorm.lessons.format import lessons_dir
+
+    folder = tmp_path / "lessons"
+    (folder / ZH).mkdir(parents=True)
+    shutil.copy(lessons_dir() / "REFERENCES.md", folder / "REFERENCES.md")
+    shutil.copy(lessons_dir() / ZH / "REFERENCES.md", folder / ZH / "REFERENCES.md")
+    return folder / "REFERENCES.md", folder / ZH / "REFERENCES.md"
+
+
+def test_a_page_whose_english_changed_is_reported_until_its_mark_is_updated(pages):
+    english, translation = pages
+    assert translation_problems(ZH, english.parent) == []
+    assert localized_page(english, ZH)[1] is None
+
+    edit(english, "grouped by subject.", "grouped by subject, oldest first.")
+    (found,) = translation_problems(ZH, english.parent)
+    assert found.startswith(f"{translation}: REFERENCES.md changed in the English since it was translated")
+    assert "python -m microgradnorm.i18n hashes REFERENCES.md" in found
+    text, note = localized_page(english, ZH)
+    assert text == english.read_text(encoding="utf-8") and note is not None
+
+    edit(translation, "按主题分组。", "按主题分组，最早的在前。")  # the translator follows the English ...
+    lines = translation.read_text(encoding="utf-8").splitlines(keepends=True)
+    translation.write_text(page_mark(english) + "".join(lines[1:]), encoding="utf-8")  # ... then its mark
+    assert translation_problems(ZH, english.parent) == []
+    text, note = localized_page(english, ZH)
+    assert note is None and "最早的在前" in text and not text.startswith("<!--")
+
+
+@pytest.mark.parametrize(
+    ("first_line", "expected"),
+    [
+        ("", "expected a first line '<!-- english: REFERENCES.md <hash> -->'"),
+        ("<!-- english: GLOSSARY.md 0123456789ab -->\n", "its 'english:' mark names 'GLOSSARY.md'"),
+    ],
+)
+def test_a_page_without_its_mark_is_reported_and_shown_in_english(pages, first_line, expected):
+    english, translation = pages
+    lines = translation.read_text(encoding="utf-8").splitlines(keepends=True)
+    translation.write_text(first_line + "".join(lines[1:]), encoding="utf-8")
+    (found,) = translation_problems(ZH, english.parent)
+    assert found.startswith(f"{translation}:1: {expected}")
+    text, note = localized_page(english, ZH)
+    assert text == english.read_text(encoding="utf-8") and note
+
+
+@pytest.mark.parametrize("page", ["REFERENCES.md", "GLOSSARY.md"])
+def test_the_hashes_command_prints_the_mark_a_translated_page_carries(capsys, page):
+    from microgradnorm.i18n.__main__ import main
+    from microgradnorm.lessons.format import lessons_dir
+
+    assert main(["hashes", page]) == 0
+    mark = capsys.readouterr().out
+    assert mark == (lessons_dir() / ZH / page).read_text(encoding="utf-8").splitlines(keepends=True)[0]

@@ -2,16 +2,23 @@
 
 Every module here defines ``HELP`` (one line for the command list),
 ``add_arguments(parser)`` and ``run(args, console) -> int`` (the exit code).
-Modules import only the standard library at the top, so ``microgradnorm --help``
-stays fast; the real work is imported inside ``run``. The argument types below
-turn bad values into argparse errors that name the argument, what was expected
-and what was given.
+Modules import only the standard library (and :mod:`microgradnorm.i18n`) at the
+top, so ``microgradnorm --help`` stays fast; the real work is imported inside
+``run``. The argument types below turn bad values into argparse errors that name
+the argument, what was expected and what was given.
+
+Learner-facing text is translated (docs/translating.md): ``HELP`` and
+``DESCRIPTION`` are ``lazy_gettext(...)`` constants, the CLI translates them when
+it builds the parser, after the language is chosen; inside ``add_arguments`` every
+``help=`` is ``_("...")``; every error message is ``_("...").format(...)``.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+
+from microgradnorm.i18n import _, pgettext
 
 
 class UsageError(Exception):
@@ -22,9 +29,9 @@ def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+        raise argparse.ArgumentTypeError(_("expected a positive integer, got {text!r}").format(text=text)) from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+        raise argparse.ArgumentTypeError(_("expected a positive integer, got {value}").format(value=value))
     return value
 
 
@@ -32,25 +39,26 @@ def nonneg_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+        raise argparse.ArgumentTypeError(_("expected a number >= 0, got {text!r}").format(text=text)) from None
     if not (value >= 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text}")
+        raise argparse.ArgumentTypeError(_("expected a finite number >= 0, got {text}").format(text=text))
     return value
 
 
-def nonneg_int(text: str, what: str = "an integer >= 0") -> int:
-    """An integer >= 0; ``what`` names it in the error ("expected {what}, got ...")."""
+def nonneg_int(text: str, what: str | None = None) -> int:
+    """An integer >= 0; ``what`` names it in the error ("expected {what}, got ..."), translated by the caller."""
+    what = _("an integer >= 0") if what is None else what
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        raise argparse.ArgumentTypeError(_("expected {what}, got {text!r}").format(what=what, text=text)) from None
     if value < 0:
-        raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
+        raise argparse.ArgumentTypeError(_("expected {what}, got {value}").format(what=what, value=value))
     return value
 
 
 def seed_int(text: str) -> int:
-    return nonneg_int(text, "an integer seed >= 0")
+    return nonneg_int(text, _("an integer seed >= 0"))
 
 
 def shape_arg(text: str) -> tuple[int, ...]:
@@ -59,9 +67,13 @@ def shape_arg(text: str) -> tuple[int, ...]:
     try:
         shape = tuple(int(p) for p in parts)  # an empty part ("4x", "2,,3") is not a size
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a shape like 2x3 or 2,3,4,4, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            _("expected a shape like 2x3 or 2,3,4,4, got {text!r}").format(text=text)
+        ) from None
     if not shape or any(s < 1 for s in shape):
-        raise argparse.ArgumentTypeError(f"expected a shape of positive sizes like 2x3, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            _("expected a shape of positive sizes like 2x3, got {text!r}").format(text=text)
+        )
     return shape
 
 
@@ -70,7 +82,7 @@ def add_language_argument(parser: argparse.ArgumentParser, *, top_level: bool = 
     (``microgradnorm --lang zh-CN lesson 3``, ``microgradnorm exercise list --lang zh-CN``). The value is
     read before parsing, by :func:`microgradnorm.i18n.cli_language`, so that --help is translated too;
     here argparse checks it and lists it in --help."""
-    from microgradnorm.i18n import _, language_arg
+    from microgradnorm.i18n import language_arg
 
     parser.add_argument(
         "--lang",
@@ -90,7 +102,7 @@ def add_norm_argument(parser: argparse.ArgumentParser) -> None:
     from microgradnorm.registry import NORMS
 
     names = ", ".join(NORMS)
-    parser.add_argument("norm", metavar="NORM", help=f"which norm: {names}")
+    parser.add_argument("norm", metavar="NORM", help=_("which norm: {names}").format(names=names))
 
 
 def add_problem_arguments(parser: argparse.ArgumentParser, dim: int = 4, batch: int | None = None) -> None:
@@ -103,31 +115,31 @@ def add_problem_arguments(parser: argparse.ArgumentParser, dim: int = 4, batch: 
         type=positive_int,
         default=None,
         metavar="D",
-        help=f"features per row (LayerNorm, RMSNorm) or columns (BatchNorm); default {dim}",
+        help=_("features per row (LayerNorm, RMSNorm) or columns (BatchNorm); default {dim}").format(dim=dim),
     )
     parser.add_argument(
         "--batch",
         type=positive_int,
         default=None,
         metavar="N",
-        help="rows (LayerNorm, RMSNorm: default one vector) or batch size (BatchNorm: default 4)",
+        help=_("rows (LayerNorm, RMSNorm: default one vector) or batch size (BatchNorm: default 4)"),
     )
     parser.add_argument(
         "--shape",
         type=shape_arg,
         default=None,
         metavar="SHAPE",
-        help="the whole input shape instead of --dim and --batch, e.g. 2x3x4x4 for BatchNorm [N, C, H, W]",
+        help=_("the whole input shape instead of --dim and --batch, e.g. 2x3x4x4 for BatchNorm [N, C, H, W]"),
     )
     parser.add_argument(
         "--eps",
         type=nonneg_float,
         default=1e-5,
         metavar="E",
-        help="the epsilon added to the variance (0 allowed); default 1e-5",
+        help=_("the epsilon added to the variance (0 allowed); default 1e-5"),
     )
     parser.add_argument(
-        "--seed", type=seed_int, default=0, metavar="S", help="random seed for x, gamma, beta and dy; default 0"
+        "--seed", type=seed_int, default=0, metavar="S", help=_("random seed for x, gamma, beta and dy; default 0")
     )
 
 
@@ -137,7 +149,7 @@ def add_variance_argument(parser: argparse.ArgumentParser) -> None:
         "--variance",
         choices=("two_pass", "naive"),
         default=None,
-        help="build the variance centered (default, two_pass) or as E[x^2] - E[x]^2 (LayerNorm, BatchNorm)",
+        help=_("build the variance centered (default, two_pass) or as E[x^2] - E[x]^2 (LayerNorm, BatchNorm)"),
     )
 
 
@@ -147,8 +159,10 @@ def problem_variance(spec, args: argparse.Namespace) -> str:
         return "two_pass"
     if "var" not in spec.node_names:
         raise UsageError(
-            f"argument --variance: {spec.name} has no variance to build (it divides by the root mean square), "
-            f"got --variance {args.variance}"
+            _(
+                "argument --variance: {norm} has no variance to build (it divides by the root mean square), "
+                "got --variance {given}"
+            ).format(norm=spec.name, given=args.variance)
         )
     return args.variance
 
@@ -159,13 +173,18 @@ def problem_shape(spec, args: argparse.Namespace) -> tuple[int, ...]:
         for flag, value in (("--dim", args.dim), ("--batch", args.batch)):
             if value is not None:
                 raise UsageError(
-                    f"argument {flag}: not allowed with argument --shape (the shape gives every size), "
-                    f"got {flag} {value} and --shape {'x'.join(map(str, args.shape))}"
+                    _(
+                        "argument {flag}: not allowed with argument --shape (the shape gives every size), "
+                        "got {flag} {value} and --shape {shape}"
+                    ).format(flag=flag, value=value, shape="x".join(map(str, args.shape)))
                 )
         if len(args.shape) not in spec.ranks:
-            ranks = " or ".join(f"{r}-D" for r in spec.ranks)
+            # Translators: joins alternatives, as in "2-D or 4-D"
+            ranks = pgettext("alternatives", " or ").join(f"{r}-D" for r in spec.ranks)
             raise UsageError(
-                f"argument --shape: {spec.name} expects a {ranks} shape, got {'x'.join(map(str, args.shape))}"
+                _("argument --shape: {norm} expects a {ranks} shape, got {shape}").format(
+                    norm=spec.name, ranks=ranks, shape="x".join(map(str, args.shape))
+                )
             )
         return args.shape
     dim = args.dim if args.dim is not None else args.default_dim

@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 
 from microgradnorm.commands import UsageError, nonneg_float, positive_int, seed_int
+from microgradnorm.i18n import _, lazy_gettext
 
-HELP = "step through a lesson in the terminal (start here: microgradnorm lesson)"
-DESCRIPTION = (
+HELP = lazy_gettext("step through a lesson in the terminal (start here: microgradnorm lesson)")
+DESCRIPTION = lazy_gettext(
     "Without LESSON, list the lessons and your progress. With a lesson number or name, step "
     "through it: Enter or n for the next step (a step taller than the terminal scrolls first: "
     "space, j or the down arrow; k or the up arrow goes back up); 1 to 9 answer a question; b or p "
@@ -34,39 +35,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "lesson",
         nargs="?",
         metavar="LESSON",
-        help="lesson number (1, 2, ...) or name (e.g. 06-batchnorm or batchnorm), or the start of a name",
+        help=_("lesson number (1, 2, ...) or name (e.g. 08-batchnorm or batchnorm), or the start of a name"),
     )
-    parser.add_argument("--auto", action="store_true", help="print every step without pausing")
+    parser.add_argument("--auto", action="store_true", help=_("print every step without pausing"))
     parser.add_argument(
         "--dim",
         type=positive_int,
         default=None,
         metavar="D",
-        help=f"features per row, {DIM_RANGE[0]} to {DIM_RANGE[1]} (default: the lesson's, 3 to 6)",
+        help=_("features per row, {low} to {high} (default: the lesson's, 3 to 6)").format(
+            low=DIM_RANGE[0], high=DIM_RANGE[1]
+        ),
     )
-    parser.add_argument("--seed", type=seed_int, default=None, metavar="S", help="random seed of the lesson's numbers")
     parser.add_argument(
-        "--eps", type=nonneg_float, default=None, metavar="E", help="epsilon added to the variance (default 1e-5)"
+        "--seed", type=seed_int, default=None, metavar="S", help=_("random seed of the lesson's numbers")
+    )
+    parser.add_argument(
+        "--eps", type=nonneg_float, default=None, metavar="E", help=_("epsilon added to the variance (default 1e-5)")
     )
     parser.add_argument(
         "--batch",
         type=positive_int,
         default=None,
         metavar="N",
-        help=f"rows, where a lesson uses a batch, {BATCH_RANGE[0]} to {BATCH_RANGE[1]}",
+        help=_("rows, where a lesson uses a batch, {low} to {high}").format(low=BATCH_RANGE[0], high=BATCH_RANGE[1]),
     )
-    parser.add_argument("--step", type=positive_int, default=None, metavar="K", help="start at step K")
-    parser.add_argument("--restart", action="store_true", help="start at step 1 instead of where you left off")
-    parser.add_argument("--references", action="store_true", help="show the published sources the lessons build on")
+    parser.add_argument("--step", type=positive_int, default=None, metavar="K", help=_("start at step K"))
+    parser.add_argument("--restart", action="store_true", help=_("start at step 1 instead of where you left off"))
+    parser.add_argument("--references", action="store_true", help=_("show the published sources the lessons build on"))
     parser.add_argument(
-        "--glossary", action="store_true", help="show the symbols and terms, with the names other texts use"
+        "--glossary", action="store_true", help=_("show the symbols and terms, with the names other texts use")
     )
     parser.add_argument(
         "--graph-dir",
         type=Path,
         default=None,
         metavar="DIR",
-        help="where g writes graph drawings (default: the state folder's graphs/)",
+        help=_("where g writes graph drawings (default: the state folder's graphs/)"),
     )
 
 
@@ -79,8 +84,10 @@ def find_lesson(lessons: list, query: str):
             if lesson.number == number:
                 return lesson
         raise UsageError(
-            f"argument LESSON: there is no lesson {number} (lessons are numbered 1 to {len(lessons)}); "
-            "list them with: microgradnorm lesson"
+            _(
+                "argument LESSON: there is no lesson {number} (lessons are numbered 1 to {last}); "
+                "list them with: microgradnorm lesson"
+            ).format(number=number, last=len(lessons))
         )
     q = q.removesuffix(".md")
     for lesson in lessons:
@@ -93,18 +100,23 @@ def find_lesson(lessons: list, query: str):
     if matches:
         names = ", ".join(m.name for m in matches)
         raise UsageError(
-            f"argument LESSON: {query!r} matches several lessons ({names}); give the number, "
-            "or list them with: microgradnorm lesson"
+            _(
+                "argument LESSON: {query!r} matches several lessons ({names}); give the number, "
+                "or list them with: microgradnorm lesson"
+            ).format(query=query, names=names)
         )
     raise UsageError(
-        f"argument LESSON: no lesson named {query!r} (expected a number, a name or the start of one); "
-        "list them with: microgradnorm lesson"
+        _(
+            "argument LESSON: no lesson named {query!r} (expected a number, a name or the start of one); "
+            "list them with: microgradnorm lesson"
+        ).format(query=query)
     )
 
 
 def run(args: argparse.Namespace, console) -> int:
+    from microgradnorm.i18n import current_language
     from microgradnorm.lessons import render
-    from microgradnorm.lessons.runner import LessonRunner, key_source, run_auto
+    from microgradnorm.lessons.translation import localize_all
 
     _check_options(args)
     if args.references or args.glossary:
@@ -112,38 +124,51 @@ def run(args: argparse.Namespace, console) -> int:
     lessons = _load_lessons(console)
     progress = _progress_store(lessons, console)
     if args.lesson is None:
-        console.print(render.lesson_list(lessons, progress.load() if progress is not None else {}))
+        shown = localize_all(lessons, current_language())
+        console.print(render.lesson_list(shown, progress.load() if progress is not None else {}))
         return 0
-    lesson = find_lesson(lessons, args.lesson)
-    params = _lesson_params(args, lesson)
-    start = _start(args, lesson)
+    return _run_lesson(args, console, lessons, progress)
+
+
+def _run_lesson(args: argparse.Namespace, console, lessons: list, progress) -> int:
+    """Step through the lesson ``args.lesson`` names, in the reader's language, interactively or all at once."""
+    from microgradnorm.i18n import current_language
+    from microgradnorm.lessons.runner import LessonRunner, key_source, run_auto
+    from microgradnorm.lessons.translation import localized
+
+    english = find_lesson(lessons, args.lesson)  # found and checked by its English name, numbers and options
+    params = _lesson_params(args, english)
+    start = _start(args, english)
+    language = current_language()
+    shown = localized(english, language)
+    notes = {"note": shown.note(), "step_notes": shown.step_notes()}
     if args.auto or not (sys.stdin.isatty() and sys.stdout.isatty()):
-        return run_auto(lesson, params, console, start or 0)
-    following = next((x for x in lessons if x.number > lesson.number), None)
+        return run_auto(shown.lesson, params, console, start or 0, **notes)
+    following = next((x for x in lessons if x.number > english.number), None)
     runner = LessonRunner(
-        lesson,
+        shown.lesson,
         params,
         console,
         key_source(sys.stdin),
         progress=progress,
         graph_dir=args.graph_dir,
-        following=following,
+        following=localized(following, language).lesson if following is not None else None,
+        **notes,
     )
     return runner.run(start)
 
 
 def _load_lessons(console) -> list:
     """Every lesson that loads; each file that does not is named, and none at all is an error."""
-    from rich.text import Text
-
+    from microgradnorm.lessons import render
     from microgradnorm.lessons.format import load_lessons
 
     problems: list = []
     lessons = load_lessons(errors=problems)
     for problem in problems:
-        console.print(Text(f"Skipping a lesson file that does not load: {problem}", style="yellow"))
+        console.print(render.note(_("Skipping a lesson file that does not load: {problem}").format(problem=problem)))
     if not lessons:
-        raise UsageError("no lesson could be loaded; see the messages above")
+        raise UsageError(_("no lesson could be loaded; see the messages above"))
     return lessons
 
 
@@ -157,7 +182,7 @@ def _progress_store(lessons: list, console):
     try:
         progress = ProgressStore(steps={x.slug: len(x.steps) for x in lessons})
     except StateDirError as exc:
-        console.print(Text(f"Progress is not saved: {exc}", style="yellow"), soft_wrap=True)
+        console.print(Text(_("Progress is not saved: {reason}").format(reason=exc), style="yellow"), soft_wrap=True)
         return None
     progress.load()  # problems with the file are reported once, here
     for warning in progress.warnings:
@@ -171,42 +196,69 @@ def _lesson_params(args: argparse.Namespace, lesson):
     for key, value in given.items():
         if value is not None and key not in lesson.options:
             takes = ", ".join(f"--{k}" for k in lesson.options)
-            raise UsageError(f"argument --{key}: lesson {lesson.name} does not use it (it takes {takes}), got {value}")
+            raise UsageError(
+                _("argument --{option}: lesson {lesson} does not use it (it takes {takes}), got {value}").format(
+                    option=key, lesson=lesson.name, takes=takes, value=value
+                )
+            )
     _check_ranges(args)  # only for options the lesson takes, so a message never talks about another lesson's norm
     return lesson.params(**given)
 
 
 def _check_ranges(args: argparse.Namespace) -> None:
-    for flag, value, (low, high), why in (
-        ("--dim", args.dim, DIM_RANGE, "lessons show every node"),
-        ("--batch", args.batch, BATCH_RANGE, "lessons show every node and BatchNorm needs two or more rows"),
+    for value, (low, high), message in (
+        (
+            args.dim,
+            DIM_RANGE,
+            _("argument --dim: lessons show every node, so expected an integer from {low} to {high}, got {value}"),
+        ),
+        (
+            args.batch,
+            BATCH_RANGE,
+            _(
+                "argument --batch: lessons show every node and BatchNorm needs two or more rows, "
+                "so expected an integer from {low} to {high}, got {value}"
+            ),
+        ),
     ):
         if value is not None and not low <= value <= high:
-            raise UsageError(f"argument {flag}: {why}, so expected an integer from {low} to {high}, got {value}")
+            raise UsageError(message.format(low=low, high=high, value=value))
 
 
 def _start(args: argparse.Namespace, lesson) -> int | None:
     """The step to start at (0-based) from --step or --restart; None: where the learner left off."""
     if args.step is not None:
         if args.step > len(lesson.steps):
-            raise UsageError(f"argument --step: lesson {lesson.number} has {len(lesson.steps)} steps, got {args.step}")
+            raise UsageError(
+                _("argument --step: lesson {number} has {total} steps, got {step}").format(
+                    number=lesson.number, total=len(lesson.steps), step=args.step
+                )
+            )
         return args.step - 1
     return 0 if args.restart else None
 
 
 def _show_documents(args: argparse.Namespace, console) -> int:
-    """Print lessons/REFERENCES.md and/or lessons/GLOSSARY.md as Markdown."""
+    """Print lessons/REFERENCES.md and/or lessons/GLOSSARY.md as Markdown, in the reader's language when translated."""
+    from microgradnorm.i18n import current_language
     from microgradnorm.lessons import render
     from microgradnorm.lessons.format import lessons_dir
     from microgradnorm.lessons.runner import print_unpadded
+    from microgradnorm.lessons.translation import localized_page
 
     for key, name in DOCUMENTS.items():
         if getattr(args, key):
             path = lessons_dir() / name
             try:
-                text = path.read_text(encoding="utf-8")
+                text, note = localized_page(path, current_language())
             except OSError as exc:
-                raise UsageError(f"--{key}: could not read {path} ({exc.strerror}); reinstall microgradnorm") from None
+                raise UsageError(
+                    _("--{option}: could not read {path} ({reason}); reinstall microgradnorm").format(
+                        option=key, path=path, reason=exc.strerror or exc
+                    )
+                ) from None
+            if note:
+                print_unpadded(console, render.note(note))
             print_unpadded(console, render.document(text))
     return 0
 
@@ -217,11 +269,17 @@ def _check_options(args: argparse.Namespace) -> None:
     given = _lesson_options(args)
     if args.lesson is None and given:
         flag, shown = given[0]
-        raise UsageError(f"argument {flag}: needs a LESSON (as in: microgradnorm lesson 1 {shown}), got no LESSON")
+        raise UsageError(
+            _("argument {flag}: needs a LESSON (as in: microgradnorm lesson 1 {shown}), got no LESSON").format(
+                flag=flag, shown=shown
+            )
+        )
     if args.restart and args.step is not None:
         raise UsageError(
-            "argument --restart: not allowed with argument --step (both say where to start), "
-            f"got --restart and --step {args.step}"
+            _(
+                "argument --restart: not allowed with argument --step (both say where to start), "
+                "got --restart and --step {step}"
+            ).format(step=args.step)
         )
 
 
@@ -246,8 +304,16 @@ def _check_documents(args: argparse.Namespace) -> None:
     if not shown:
         return
     if args.lesson is not None:
-        raise UsageError(f"argument {shown[0]}: takes no LESSON (it is not a lesson), got LESSON {args.lesson}")
+        raise UsageError(
+            _("argument {flag}: takes no LESSON (it is not a lesson), got LESSON {lesson}").format(
+                flag=shown[0], lesson=args.lesson
+            )
+        )
     given = _lesson_options(args)
     if given:
         flag, as_given = given[0]
-        raise UsageError(f"argument {shown[0]}: not allowed with {flag} (that is for a lesson), got {as_given}")
+        raise UsageError(
+            _("argument {flag}: not allowed with {other} (that is for a lesson), got {given}").format(
+                flag=shown[0], other=flag, given=as_given
+            )
+        )

@@ -85,7 +85,22 @@ _SIMPLIFIED_REGIONS = {"", "cn", "sg", "hans", "my"}
 
 
 class LanguageError(ValueError):
-    """A language value that is not one of :data:`LANGUAGES`: one line, naming where it came from."""
+    """A language value that is not one of :data:`LANGUAGES`: one line, naming where it came from.
+
+    The message is translated when it is shown, not when the error is made: working out
+    the current language can itself meet a bad ``MICROGRADNORM_LANG`` and make one of these.
+    """
+
+    def __init__(self, source: str, text: str) -> None:
+        super().__init__(source, text)
+        self.source, self.text = source, text
+
+    def __str__(self) -> str:
+        return _("{source}: {problem}").format(source=self.source, problem=_expected_language(self.text))
+
+
+def _expected_language(text: str) -> str:
+    return _("expected en or zh-CN, got {text!r}").format(text=text)
 
 
 def parse_language(text: str, source: str = "--lang") -> str:
@@ -94,7 +109,7 @@ def parse_language(text: str, source: str = "--lang") -> str:
     for tag in LANGUAGES:
         if key == tag.lower():
             return tag
-    raise LanguageError(f"{source}: expected {' or '.join(LANGUAGES)}, got {text!r}")
+    raise LanguageError(source, text)
 
 
 def language_arg(text: str) -> str:
@@ -102,9 +117,9 @@ def language_arg(text: str) -> str:
     import argparse
 
     try:
-        return parse_language(text, source="")
-    except LanguageError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix(": ")) from None
+        return parse_language(text)
+    except LanguageError:
+        raise argparse.ArgumentTypeError(_expected_language(text)) from None
 
 
 def _from_locale_name(name: str) -> str | None:

@@ -3,7 +3,8 @@
     refresh            extract the marked strings (.pot), update each .po, compile each .mo
     check              every drift: catalogs vs code, .mo vs .po, lesson translations vs English, glossary
     untranslated       the catalog strings still shown in English
-    hashes NN [LANG]   the 'english:' front-matter block a translation of lesson NN must carry
+    hashes NN          the 'english:' front-matter block a translation of lesson NN must carry
+    hashes PAGE        the first line a translation of REFERENCES.md or GLOSSARY.md must carry
 
 The catalog commands need Babel (``pip install babel``); ``hashes`` does not.
 """
@@ -50,9 +51,14 @@ def _untranslated(args: argparse.Namespace) -> int:
 
 
 def _hashes(args: argparse.Namespace) -> int:
-    from microgradnorm.lessons.translation import english_lesson, front_matter_block
+    from microgradnorm.lessons.format import lessons_dir
+    from microgradnorm.lessons.translation import PAGES, english_lesson, front_matter_block, page_mark
 
-    print(front_matter_block(english_lesson(args.lesson)), end="")
+    page = next((name for name in PAGES if args.lesson.upper().removesuffix(".MD") == name.removesuffix(".md")), None)
+    if page is not None:
+        print(page_mark(lessons_dir() / page), end="")
+    else:
+        print(front_matter_block(english_lesson(args.lesson)), end="")
     return 0
 
 
@@ -68,7 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.add_argument("--lang", type=language_arg, default=SIMPLIFIED_CHINESE, help="default zh-CN")
         cmd.set_defaults(run=run)
     cmd = sub.add_parser("hashes", help="print the front matter block that records which English a translation follows")
-    cmd.add_argument("lesson", metavar="NN", help="the lesson's number or file name, e.g. 3 or 03-layernorm-forward.md")
+    cmd.add_argument(
+        "lesson",
+        metavar="NN",
+        help="a lesson's number or file name (3, 03-layernorm-forward.md) or a page (REFERENCES.md, GLOSSARY.md)",
+    )
     cmd.set_defaults(run=_hashes)
     return parser
 

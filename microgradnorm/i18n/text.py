@@ -150,7 +150,7 @@ class CJKText(Text):
             else:
                 pieces = line.divide(divide_line(line.plain, width, fold=overflow == "fold"))
                 for piece in pieces:
-                    piece.rstrip_end(width)
+                    _rstrip_cells(piece, width)
             if justify:
                 pieces.justify(console, width, justify=justify, overflow=overflow)
             for piece in pieces:
@@ -190,6 +190,15 @@ class _Renderable:
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return self.text.__rich_measure__(console, options)
+
+
+def _rstrip_cells(line: Text, width: int) -> None:
+    """Drop the spaces that end ``line`` beyond ``width`` cells (rich's ``rstrip_end`` counts characters,
+    which leaves a line of wide characters one space too long, and then cut with an ellipsis)."""
+    excess = cell_len(line.plain) - width
+    trailing = len(line.plain) - len(line.plain.rstrip(" "))
+    if excess > 0 and trailing > 0:  # right_crop(0) would empty the line
+        line.right_crop(min(trailing, excess))
 
 
 def _as_cjk(text: Text) -> CJKText:

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from microgradnorm.i18n import _
 from microgradnorm.lessons.demos import DemoSpec, LessonParams, load_demos
 
 __all__ = [
@@ -146,15 +147,19 @@ def lessons_dir() -> Path:
     if override:
         path = Path(override).expanduser()
         if not path.is_dir():
-            raise FileNotFoundError(f"MICROGRADNORM_LESSONS: expected a folder of lesson files, got {override!r}")
+            raise FileNotFoundError(
+                _("MICROGRADNORM_LESSONS: expected a folder of lesson files, got {path!r}").format(path=override)
+            )
         return path
     here = Path(__file__).resolve().parent
     for candidate in (here / "content", here.parent.parent / "lessons"):
         if candidate.is_dir() and any(LESSON_FILE.match(p.name) for p in candidate.iterdir()):
             return candidate
     raise FileNotFoundError(
-        f"no lesson files found in {here / 'content'} (installed) or {here.parent.parent / 'lessons'} "
-        "(source checkout); reinstall microgradnorm or set MICROGRADNORM_LESSONS to the lessons folder"
+        _(
+            "no lesson files found in {installed} (installed) or {checkout} (source checkout); "
+            "reinstall microgradnorm or set MICROGRADNORM_LESSONS to the lessons folder"
+        ).format(installed=here / "content", checkout=here.parent.parent / "lessons")
     )
 
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from microgradnorm.i18n import _
 from microgradnorm.store import CorruptStateError, load_json, save_json, state_dir
 
 __all__ = ["FILE_NAME", "LessonProgress", "ProgressStore", "slug_of"]
@@ -64,13 +65,13 @@ class LessonProgress:
     @classmethod
     def from_json(cls, data: Any) -> LessonProgress:
         if not isinstance(data, dict):
-            raise ValueError(f"expected an object, got {type(data).__name__}")
+            raise ValueError(_("expected an object, got {kind}").format(kind=type(data).__name__))
         step, steps, completed = data.get("step"), data.get("steps"), data.get("completed", False)
         for name, v in (("step", step), ("steps", steps)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name}: expected an integer >= 1, got {v!r}")
+                raise ValueError(_("{name}: expected an integer >= 1, got {value!r}").format(name=name, value=v))
         if not isinstance(completed, bool):
-            raise ValueError(f"completed: expected true or false, got {completed!r}")
+            raise ValueError(_("completed: expected true or false, got {value!r}").format(value=completed))
         return cls(step, steps, completed, str(data.get("updated", "")))
 
     def clamped(self, steps: int) -> LessonProgress:
@@ -119,7 +120,7 @@ class ProgressStore:
         try:
             data = load_json(self.path, None)
         except CorruptStateError as exc:
-            self.warnings.append(f"Lesson progress was unreadable and starts fresh: {exc}")
+            self.warnings.append(_("Lesson progress was unreadable and starts fresh: {reason}").format(reason=exc))
             return {}
         if data is None:
             return {}
@@ -128,8 +129,10 @@ class ProgressStore:
         except ValueError as exc:
             moved = self._set_aside()
             self.warnings.append(
-                f"Lesson progress in {self.path} was not understood ({exc}) and starts fresh; "
-                f"the old file was set aside as {moved.name}"
+                _(
+                    "Lesson progress in {path} was not understood ({reason}) and starts fresh; "
+                    "the old file was set aside as {name}"
+                ).format(path=self.path, reason=exc, name=moved.name)
             )
             return {}
         return {slug: e.clamped(self.steps[slug]) if slug in self.steps else e for slug, e in entries.items()}
@@ -171,8 +174,8 @@ class ProgressStore:
 def _version(data: Any) -> int:
     """The format version of a parsed file (1 when it does not say); ValueError for what is not progress."""
     if not isinstance(data, dict) or not isinstance(data.get("lessons", {}), dict):
-        raise ValueError("expected an object with a 'lessons' object")
+        raise ValueError(_("expected an object with a 'lessons' object"))
     version = data.get("version", 1)
     if isinstance(version, bool) or version not in (1, VERSION):
-        raise ValueError(f"version: expected 1 or {VERSION}, got {version!r}")
+        raise ValueError(_("version: expected 1 or {latest}, got {value!r}").format(latest=VERSION, value=version))
     return version

@@ -3,10 +3,15 @@
 The runner calls the demos and hands their outputs here; the renderers only
 arrange them (step header, prose as Markdown, demo output, failures), so the
 same step looks the same in the interactive runner, in ``--auto`` and in tests.
+
+Every word here is translated (:mod:`microgradnorm.i18n`) when a renderable is
+made, and prose and longer lines wrap the Chinese way (:func:`~microgradnorm.i18n.text.cjk_markdown`,
+:func:`~microgradnorm.i18n.text.cjk_text`); English renders exactly as rich renders it.
 """
 
 from __future__ import annotations
 
+import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -19,6 +24,9 @@ from rich.panel import Panel
 from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
+
+from microgradnorm.i18n import _, lazy_gettext, ngettext, pgettext
+from microgradnorm.i18n.text import CJKText, cjk_markdown, cjk_text
 
 if TYPE_CHECKING:
     from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction
@@ -35,6 +43,7 @@ __all__ = [
     "inline",
     "key_footer",
     "lesson_list",
+    "note",
     "prediction_answer",
     "prediction_question",
     "render_step",
@@ -42,10 +51,39 @@ __all__ = [
     "step_header",
 ]
 
-KEY_HELP = (
+KEY_HELP = lazy_gettext(
     "Enter, n or space: next (scrolls first while the step goes on below) · ↓ j ↑ k PgDn PgUp: scroll · "
     "1 to 9: answer a question · b or p: back · r: restart · g: draw the graph · q: quit"
 )
+
+
+def assemble(template: str, style: str = "", **fields: str | Text) -> CJKText:
+    """A translated sentence with ``{name}`` fields as a :class:`~rich.text.Text` that wraps the Chinese way.
+
+    The template's own words get ``style``; a field given as ``str`` gets ``style`` too, one given as
+    a ``Text`` keeps its own. Translators move the fields where their language puts them.
+    """
+    out = CJKText()
+    for literal, name, _spec, _conversion in string.Formatter().parse(template):
+        out.append(literal, style=style)
+        if name is not None:
+            value = fields[name]
+            if isinstance(value, Text):
+                out.append(value)
+            else:
+                out.append(value, style=style)
+    return out
+
+
+def note(text: str) -> CJKText:
+    """A line above a step: where the lesson resumes, what is shown in English."""
+    return cjk_text(text, style="yellow")
+
+
+def separated(items: Sequence[str]) -> str:
+    """``items`` as a list in the reader's language: "a, b, c" (Chinese: "a、b、c")."""
+    # Translators: the separator between the items of a short list
+    return pgettext("list separator", ", ").join(items)
 
 
 @dataclass
@@ -64,9 +102,10 @@ class DemoFailure:
 def step_header(lesson: Lesson, index: int) -> Group:
     """The lesson's name as a rule, then 'Step k of n · title' in bold."""
     step = lesson.steps[index]
+    where = _("Step {step} of {total}").format(step=index + 1, total=len(lesson.steps))
     return Group(
         Rule(Text(f"{lesson.number:02d} · {lesson.title}", style="bold cyan"), style="cyan"),
-        Text.assemble((f"Step {index + 1} of {len(lesson.steps)} · ", "dim"), inline(step.title, "bold")),
+        cjk_text(Text.assemble((f"{where} · ", "dim"), inline(step.title, "bold"))),
     )
 
 
@@ -115,7 +154,7 @@ def step_body(
     position = 0
     for block in step.blocks:
         if not isinstance(block, DemoCall):
-            parts.append(Padding(Markdown(block.text), (1, 0, 0, 0)))
+            parts.append(Padding(cjk_markdown(block.text), (1, 0, 0, 0)))
             continue
         if position >= len(outputs):
             raise ValueError(f"render_step: step {index + 1} has more demo blocks than outputs given")
@@ -144,10 +183,12 @@ def params_line(params: LessonParams, options: Sequence[str] = ("dim", "seed", "
         "dim": f"dim {params.dim}",
         "seed": f"seed {params.seed}",
         "eps": f"eps {params.eps:g}",
-        "batch": "batch as each demo needs" if params.batch is None else f"batch {params.batch}",
+        "batch": _("batch as each demo needs") if params.batch is None else f"batch {params.batch}",
     }
-    flags = ", ".join(f"--{key}" for key in options)
-    return Text(f"{', '.join(shown[key] for key in options)} (change with {flags})", style="dim")
+    flags = separated([f"--{key}" for key in options])
+    values = separated([shown[key] for key in options])
+    # Translators: {values} is e.g. "dim 4, seed 0"; {flags} is "--dim, --seed"
+    return cjk_text(_("{values} (change with {flags})").format(values=values, flags=flags), style="dim")
 
 
 def _demo_renderable(out: DemoOutput | DemoFailure, guess: int | None = None) -> RenderableType:
@@ -155,7 +196,7 @@ def _demo_renderable(out: DemoOutput | DemoFailure, guess: int | None = None) ->
     if isinstance(out, DemoFailure):
         return Panel(
             Text(out.message),
-            title=f"demo {out.call.name} failed",
+            title=_("demo {name} failed").format(name=out.call.name),
             title_align="left",
             border_style="red",
             box=box.ROUNDED,
@@ -167,8 +208,7 @@ def _demo_renderable(out: DemoOutput | DemoFailure, guess: int | None = None) ->
 
 def prediction_question(prediction: Prediction) -> Text:
     """The question and its numbered choices, shown before the numbers."""
-    text = Text("Predict: ", style="bold")
-    text.append(prediction.question)
+    text = assemble(_("Predict: {question}"), "bold", question=Text(prediction.question))
     for number, choice in enumerate(prediction.choices, start=1):
         text.append(f"\n  {number}  {choice}")
     return text
@@ -177,14 +217,15 @@ def prediction_question(prediction: Prediction) -> Text:
 def prediction_answer(prediction: Prediction, guess: int | None) -> Text:
     """The answer the live numbers give, whether ``guess`` (an index, or None when not asked) was right, and why."""
     right = prediction.choices[prediction.answer]
+    why = Text(prediction.why)
     if guess is None:
-        text = Text(f"Answer: {right}. ", style="bold")
-    elif guess == prediction.answer:
-        text = Text(f"✓ Right: {right}. ", style="bold green")
-    else:
-        text = Text(f"✗ Not this time: you said {prediction.choices[guess]}; the answer is {right}. ", style="bold")
-    text.append(prediction.why, style="")
-    return text
+        return assemble(_("Answer: {answer}. {why}"), "bold", answer=right, why=why)
+    if guess == prediction.answer:
+        return assemble(_("✓ Right: {answer}. {why}"), "bold green", answer=right, why=why)
+    said = prediction.choices[guess]
+    return assemble(
+        _("✗ Not this time: you said {guess}; the answer is {answer}. {why}"), "bold", guess=said, answer=right, why=why
+    )
 
 
 def key_footer(index: int, total: int, remaining: int = 0, choices: int = 0) -> Text:
@@ -195,20 +236,27 @@ def key_footer(index: int, total: int, remaining: int = 0, choices: int = 0) -> 
     """
     where = f"{index + 1}/{total} · "
     if remaining:
-        lines = "1 more line" if remaining == 1 else f"{remaining} more lines"
-        return Text(f"{where}{lines}: space to scroll · ↑ up · q quit", style="dim")
+        keys = ngettext(
+            "{n} more line: space to scroll · ↑ up · q quit",
+            "{n} more lines: space to scroll · ↑ up · q quit",
+            remaining,
+        )
+        return Text(where + keys.format(n=remaining), style="dim")
     if choices:
-        return Text(f"{where}answer with 1 to {choices} · Enter: just show it · q quit", style="dim")
-    return Text(f"{where}Enter next · b back · r restart · g graph · q quit", style="dim")
+        return Text(where + _("answer with 1 to {n} · Enter: just show it · q quit").format(n=choices), style="dim")
+    return Text(where + _("Enter next · b back · r restart · g graph · q quit"), style="dim")
 
 
 def finished(lesson: Lesson, following: Lesson | None) -> Text:
     """What to say after the last step."""
-    text = Text.assemble(("Lesson complete: ", "bold green"), lesson.title, ".")
+    text = assemble(_("Lesson complete: {title}."), "bold green", title=Text(lesson.title))
+    text.append("\n")
     if following is not None:
-        text.append(f"\nNext: microgradnorm lesson {following.number}  ({following.title})")
+        text.append(
+            _("Next: microgradnorm lesson {number}  ({title})").format(number=following.number, title=following.title)
+        )
     else:
-        text.append("\nThat was the last lesson. List them again with: microgradnorm lesson")
+        text.append(_("That was the last lesson. List them again with: microgradnorm lesson"))
     return text
 
 
@@ -216,32 +264,31 @@ def lesson_list(lessons: Sequence[Lesson], progress: Mapping[str, LessonProgress
     """The lessons with the learner's progress, and how to start one."""
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold", expand=False)
     table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("lesson", ratio=1)
-    table.add_column("progress", no_wrap=True)
+    table.add_column(pgettext("lesson list header", "lesson"), ratio=1)
+    table.add_column(pgettext("lesson list header", "progress"), no_wrap=True)
     for lesson in lessons:
         table.add_row(
             f"{lesson.number}",
-            Text.assemble((lesson.title, "bold"), "\n", (lesson.summary, "dim")),
+            cjk_text(Text.assemble((lesson.title, "bold"), "\n", (lesson.summary, "dim"))),
             _progress_cell(progress.get(lesson.slug), len(lesson.steps)),
         )
-    hint = Text.assemble(
-        "Start one with ",
-        ("microgradnorm lesson 1", "bold"),
-        " (by number or name); add ",
-        ("--auto", "bold"),
-        " to print every step at once.",
+    hint = assemble(
+        _("Start one with {command} (by number or name); add {auto} to print every step at once."),
+        command=Text("microgradnorm lesson 1", style="bold"),
+        auto=Text("--auto", style="bold"),
     )
     places = [(entry.updated, lesson) for lesson in lessons if _resumes(entry := progress.get(lesson.slug))]
     if places:
-        _, last = max(places, key=lambda pair: pair[0])
+        _when, last = max(places, key=lambda pair: pair[0])
         entry = progress[last.slug]
-        hint = Text.assemble(
-            "Continue where you left off: ",
-            (f"microgradnorm lesson {last.number}", "bold"),
-            f" (step {min(entry.step, len(last.steps))} of {len(last.steps)}).\n",
-            hint,
+        resume = assemble(
+            _("Continue where you left off: {command} (step {step} of {total})."),
+            command=Text(f"microgradnorm lesson {last.number}", style="bold"),
+            step=str(min(entry.step, len(last.steps))),
+            total=str(len(last.steps)),
         )
-    return Group(table, Text(""), hint)
+        hint = Text.assemble(resume, "\n", hint)
+    return Group(table, Text(""), cjk_text(hint))
 
 
 def _resumes(entry: LessonProgress | None) -> bool:
@@ -251,16 +298,17 @@ def _resumes(entry: LessonProgress | None) -> bool:
 
 def _progress_cell(entry: LessonProgress | None, steps: int) -> Text:
     if entry is None:
-        return Text(f"{steps} steps", style="dim")
-    place = f"step {min(entry.step, steps)}/{steps}"
+        return Text(ngettext("{n} step", "{n} steps", steps).format(n=steps), style="dim")
+    place = _("step {step}/{total}").format(step=min(entry.step, steps), total=steps)
     if entry.completed:
-        return Text("✓ done" + (f" · {place}" if entry.step > 1 else ""), style="green")
+        done = _("✓ done")
+        return Text(f"{done} · {place}" if entry.step > 1 else done, style="green")
     return Text(place, style="yellow")
 
 
 def document(text: str) -> Markdown:
     """A Markdown page of the lessons folder (the references, the glossary) as rich shows it at any width."""
-    return Markdown(text)
+    return cjk_markdown(text)
 
 
 def demo_list(demos: Mapping[str, Any]) -> Table:

@@ -36,13 +36,15 @@ from __future__ import annotations
 import os
 import select
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.console import Console, RenderableType
 from rich.text import Text
 
+from microgradnorm.i18n import _, ngettext
+from microgradnorm.i18n.text import cjk_text
 from microgradnorm.lessons import render
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, run_demo
 from microgradnorm.lessons.format import Lesson
@@ -114,16 +116,32 @@ def step_outputs(lesson: Lesson, index: int, params: LessonParams) -> list[DemoO
     return outputs
 
 
-def run_auto(lesson: Lesson, params: LessonParams, console: Console, start: int = 0) -> int:
-    """Print every step from ``start`` on, without pausing. Exit code 1 if a demo failed."""
+def run_auto(
+    lesson: Lesson,
+    params: LessonParams,
+    console: Console,
+    start: int = 0,
+    *,
+    note: str | None = None,
+    step_notes: Mapping[int, str] | None = None,
+) -> int:
+    """Print every step from ``start`` on, without pausing. Exit code 1 if a demo failed.
+
+    ``note`` is printed first, and ``step_notes[index]`` above step ``index`` (what is shown in English).
+    """
     failed = 0
+    if note:
+        print_unpadded(console, render.note(note))
     for index in range(start, len(lesson.steps)):
         outputs = step_outputs(lesson, index, params)
         failed += sum(isinstance(o, render.DemoFailure) for o in outputs)
+        if step_notes and index in step_notes:
+            print_unpadded(console, render.note(step_notes[index]))
         print_unpadded(console, render.render_step(lesson, index, outputs, params))
         console.print()
     if failed:
-        console.print(Text(f"{failed} demo(s) failed in {lesson.name}.", style="bold red"))
+        message = ngettext("{n} demo failed in {lesson}.", "{n} demos failed in {lesson}.", failed)
+        console.print(Text(message.format(n=failed, lesson=lesson.name), style="bold red"))
     return 1 if failed else 0
 
 
@@ -151,7 +169,10 @@ class LessonRunner:
         graph_dir: Path | None = None,
         draw: GraphDrawer | None = None,
         following: Lesson | None = None,
+        note: str | None = None,
+        step_notes: Mapping[int, str] | None = None,
     ) -> None:
+        """``note`` is shown above the first frame; ``step_notes[index]`` above every frame of step ``index``."""
         self.lesson = lesson
         self.params = params
         self.console = console
@@ -166,7 +187,8 @@ class LessonRunner:
         self.answers: dict[int, dict[int, int | None]] = {}
         self.window = Window(0, 1)
         self.seen = 0  # lines of the current step that have been on screen (from the top)
-        self.note: str | None = None  # shown above the next frame only
+        self.note: str | None = note  # shown above the next frame only
+        self.step_notes = dict(step_notes or {})  # shown above every frame of their step
         self.message: Text | None = None  # shown under the next frame only
         self._body: tuple[Any, list[str]] = (None, [])
 
@@ -192,7 +214,10 @@ class LessonRunner:
         if not 0 <= index < self.total:
             raise ValueError(f"start: expected a step from 1 to {self.total}, got {index + 1}")
         if start is None and index > 0:
-            self.note = f"Resuming at step {index + 1} of {self.total} (r restarts the lesson)."
+            resuming = _("Resuming at step {step} of {total} (r restarts the lesson).").format(
+                step=index + 1, total=self.total
+            )
+            self.note = "\n".join(filter(None, (self.note, resuming)))
         self.go_to(index)
         while True:
             key = self.read_key()
@@ -223,7 +248,8 @@ class LessonRunner:
 
     def show(self) -> None:
         """Clear the screen (on a terminal) and draw the frame: note, header, the window onto the step, keys."""
-        note = to_lines(self.console, Text(self.note, style="yellow")) if self.note else []
+        notes = "\n".join(filter(None, (self.note, self.step_notes.get(self.index))))
+        note = to_lines(self.console, render.note(notes)) if notes else []
         header = to_lines(self.console, render.step_header(self.lesson, self.index))
         message = to_lines(self.console, self.message) if self.message else []
         body = self.body()
@@ -256,7 +282,7 @@ class LessonRunner:
         return out.prediction
 
     def _say(self, message: str) -> None:
-        self.message = Text(message, style="dim")
+        self.message = cjk_text(message, style="dim")
         self.show()
 
     def _scroll(self, window: Window) -> None:
@@ -302,7 +328,7 @@ class LessonRunner:
 
     def _on_back(self, key: str) -> None:
         if self.index == 0:
-            self._say("This is the first step.")
+            self._say(_("This is the first step."))
         else:
             self.go_to(self.index - 1)
 
@@ -315,9 +341,9 @@ class LessonRunner:
         if pending is None:
             self._on_other(key)
         elif not self.window.at_end:
-            self._say("The question is further down: space scrolls to it.")
+            self._say(_("The question is further down: space scrolls to it."))
         elif int(key) > len(self._prediction(pending).choices):
-            self._say(f"Choose 1 to {len(self._prediction(pending).choices)}.")
+            self._say(_("Choose 1 to {n}.").format(n=len(self._prediction(pending).choices)))
         else:
             self._answer(pending, int(key) - 1)
 
@@ -331,25 +357,27 @@ class LessonRunner:
 
     def _on_graph(self, key: str) -> None:
         if self.pending() is not None:
-            self._say("Answer the question first; then g draws the graph.")
+            self._say(_("Answer the question first; then g draws the graph."))
             return
         if self._drawable():  # drawing takes a moment: say so first, unless there is nothing to draw
-            self._say("Drawing the graph…")
+            self._say(_("Drawing the graph…"))
         self.message = self.graph_message()
         self.show()
 
     def _on_quit(self, key: str) -> int:
-        then = (
-            f"Resume with: microgradnorm lesson {self.lesson.number}"
-            if self.progress is not None
-            else f"Your place was not saved; come back with: microgradnorm lesson {self.lesson.number} "
-            f"--step {self.index + 1}"
-        )
-        self.console.print(Text(f"Stopped at step {self.index + 1} of {self.total}. {then}", style="dim"))
+        if self.progress is not None:
+            message = _("Stopped at step {step} of {total}. Resume with: microgradnorm lesson {number}")
+        else:
+            message = _(
+                "Stopped at step {step} of {total}. Your place was not saved; come back with: "
+                "microgradnorm lesson {number} --step {step}"
+            )
+        text = message.format(step=self.index + 1, total=self.total, number=self.lesson.number)
+        self.console.print(cjk_text(text, style="dim"))
         return 0
 
     def _on_other(self, key: str) -> None:
-        self._say(f"Keys: {render.KEY_HELP}")
+        self._say(_("Keys: {keys}").format(keys=render.KEY_HELP))
 
     def graph_message(self) -> Text:
         """Draw the current step's graph (the last demo of the step that has one) and say where."""

@@ -37,7 +37,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from microgradnorm.i18n import ENGLISH, SIMPLIFIED_CHINESE
+from microgradnorm.i18n import ENGLISH, SIMPLIFIED_CHINESE, _
 from microgradnorm.lessons.format import (
     LESSON_FILE,
     DemoCall,
@@ -51,12 +51,19 @@ from microgradnorm.lessons.format import (
 )
 
 __all__ = [
+    "PAGES",
+    "Localized",
     "Translation",
     "check",
     "english_hashes",
     "english_lesson",
     "front_matter_block",
     "localize",
+    "localize_all",
+    "localized",
+    "localized_page",
+    "page_mark",
+    "page_problems",
     "read_translation",
     "step_hash",
     "translation_problems",
@@ -248,6 +255,10 @@ def translation_problems(language: str = SIMPLIFIED_CHINESE, english_dir: str | 
     english = {lesson.path.name: lesson for lesson in load_lessons(english_dir, check_demos=False)}
     terms = load_glossary()
     found: list[str] = []
+    english_folder = Path(english_dir) if english_dir is not None else lessons_dir()
+    for name in PAGES:
+        if (folder / name).is_file():
+            found += page_problems(english_folder / name, folder / name)
     for path in sorted(folder.glob("*.md")):
         if not LESSON_FILE.match(path.name):
             continue
@@ -266,6 +277,57 @@ def translation_problems(language: str = SIMPLIFIED_CHINESE, english_dir: str | 
 
 # ---- what a learner sees ---------------------------------------------------------------------------------------
 
+ORIGINAL = "original"  # English was asked for
+TRANSLATED = "translated"  # a translation in step with the English structure (some steps may still be English)
+UNTRANSLATED = "untranslated"  # no translation file
+MISMATCHED = "mismatched"  # a translation that does not read, or differs from the English in structure
+
+
+@dataclasses.dataclass(frozen=True)
+class Localized:
+    """A lesson as a reader of ``language`` sees it, and what of it is shown in English."""
+
+    lesson: Lesson
+    status: str  # one of ORIGINAL, TRANSLATED, UNTRANSLATED, MISMATCHED
+    english_steps: frozenset[int] = frozenset()  # 0-based steps shown in English: their English changed since
+    problems: tuple[str, ...] = ()  # for translators: what ``python -m microgradnorm.i18n check`` says too
+
+    def note(self) -> str | None:
+        """One line for the learner when the whole lesson is shown in English although they chose another language."""
+        if self.status == UNTRANSLATED:
+            return _("This lesson is not translated yet, so it is shown in English.")
+        if self.status == MISMATCHED:
+            return _("This lesson's translation does not match the English lesson, so it is shown in English.")
+        return None
+
+    def step_notes(self) -> dict[int, str]:
+        """Step index -> one line for the learner, for each step shown in English in a translated lesson."""
+        note = _("This step changed in English after it was translated, so it is shown in English for now.")
+        return {index: note for index in sorted(self.english_steps)}
+
+
+def localized(english: Lesson, language: str) -> Localized:
+    """``english`` in ``language`` (never an error; see :func:`localize`), with what is shown in English."""
+    if language == ENGLISH:
+        return Localized(english, ORIGINAL)
+    path = translations_dir(language, english.path.parent) / english.path.name
+    if not path.is_file():
+        return Localized(english, UNTRANSLATED)
+    try:
+        translation = read_translation(path)
+    except (LessonFormatError, OSError, UnicodeDecodeError) as exc:
+        return Localized(english, MISMATCHED, problems=(str(exc),))
+    problems = structure_problems(english, translation)
+    if problems:
+        return Localized(english, MISMATCHED, problems=tuple(problems))
+    stale = set(stale_keys(english, translation))
+    pairs = enumerate(zip(english.steps, translation.lesson.steps), start=1)
+    steps = [en if f"step {k}" in stale else tr for k, (en, tr) in pairs]
+    header = english if "lesson" in stale else translation.lesson
+    lesson = dataclasses.replace(english, title=header.title, summary=header.summary, steps=steps)
+    english_steps = frozenset(k - 1 for k in range(1, len(steps) + 1) if f"step {k}" in stale)
+    return Localized(lesson, TRANSLATED, english_steps, tuple(drift_problems(english, translation)))
+
 
 def localize(english: Lesson, language: str) -> tuple[Lesson, list[str]]:
     """``english`` in ``language``, and notes on what is shown in English instead (never an error).
@@ -276,31 +338,85 @@ def localize(english: Lesson, language: str) -> tuple[Lesson, list[str]]:
     English lesson's path, number, slug and defaults, so progress is shared across
     languages.
     """
-    if language == ENGLISH:
-        return english, []
-    path = translations_dir(language, english.path.parent) / english.path.name
-    if not path.is_file():
-        return english, []
-    try:
-        translation = read_translation(path)
-    except (LessonFormatError, OSError, UnicodeDecodeError) as exc:
-        return english, [str(exc)]
-    problems = structure_problems(english, translation)
-    if problems:
-        return english, problems
-    stale = set(stale_keys(english, translation))
-    steps = [
-        en if f"step {k}" in stale else tr
-        for k, (en, tr) in enumerate(zip(english.steps, translation.lesson.steps), start=1)
-    ]
-    header = english if "lesson" in stale else translation.lesson
-    lesson = dataclasses.replace(english, title=header.title, summary=header.summary, steps=steps)
-    return lesson, drift_problems(english, translation)
+    shown = localized(english, language)
+    return shown.lesson, list(shown.problems)
 
 
 def localize_all(lessons: Sequence[Lesson], language: str) -> list[Lesson]:
     """Each lesson in ``language`` (the lesson list's titles and summaries)."""
-    return [localize(lesson, language)[0] for lesson in lessons]
+    return [localized(lesson, language).lesson for lesson in lessons]
+
+
+# ---- pages of the lessons folder (the references, the glossary) ------------------------------------------------
+
+PAGES = ("REFERENCES.md", "GLOSSARY.md")
+# the first line of a translated page: which English page it translates, and a hash of that English
+_PAGE_MARK = re.compile(rf"\A\ufeff?<!--\s*{KEY}:\s*(\S+)\s+([0-9a-f]{{{HASH_LENGTH}}})\s*-->[ \t]*(?:\n|\Z)")
+
+
+def page_hash(text: str) -> str:
+    """A short hash of a page's English text (trailing spaces and blank lines at the ends aside)."""
+    return _digest(["page", "\n".join(line.rstrip() for line in text.strip().splitlines())])
+
+
+def page_mark(english_path: Path) -> str:
+    """The first line a translation of the page ``english_path`` carries."""
+    return f"<!-- {KEY}: {english_path.name} {page_hash(english_path.read_text(encoding='utf-8'))} -->\n"
+
+
+def _page_state(english_path: Path, path: Path) -> tuple[str, str, list[str]]:
+    """(state, the translation's text without its mark, problems): state is TRANSLATED when the page is in step,
+    MISMATCHED when its mark is missing or names another page or it does not read, "stale" when its English changed."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return MISMATCHED, "", [f"{path}: could not be read ({exc})"]
+    mark = _PAGE_MARK.match(text)
+    remedy = f"python -m microgradnorm.i18n hashes {english_path.name}"
+    if mark is None:
+        return (
+            MISMATCHED,
+            text,
+            [f"{path}:1: expected a first line '<!-- {KEY}: {english_path.name} <hash> -->' ({remedy})"],
+        )
+    if mark.group(1) != english_path.name:
+        return (
+            MISMATCHED,
+            text,
+            [f"{path}:1: its '{KEY}:' mark names {mark.group(1)!r}, expected {english_path.name!r}"],
+        )
+    now = page_hash(english_path.read_text(encoding="utf-8"))
+    if mark.group(2) != now:
+        problem = (
+            f"{path}: {english_path.name} changed in the English since it was translated (recorded "
+            f"{mark.group(2)}, now {now}); update the translation, then its mark ({remedy})"
+        )
+        return "stale", text, [problem]
+    return TRANSLATED, text[mark.end() :], []
+
+
+def page_problems(english_path: Path, path: Path) -> list[str]:
+    """Why the translated page ``path`` is out of step with ``english_path`` (empty when it is in step)."""
+    return _page_state(english_path, path)[2]
+
+
+def localized_page(english_path: Path, language: str) -> tuple[str, str | None]:
+    """The page's text in ``language``, and a note for the reader when the English is shown instead.
+
+    An unreadable English page raises :class:`OSError`; a translation never raises.
+    """
+    english = english_path.read_text(encoding="utf-8")
+    if language == ENGLISH:
+        return english, None
+    path = translations_dir(language, english_path.parent) / english_path.name
+    if not path.is_file():
+        return english, _("This page is not translated yet, so it is shown in English.")
+    state, text, _problems = _page_state(english_path, path)
+    if state == MISMATCHED:
+        return english, _("This page's translation does not match the English page, so it is shown in English.")
+    if state != TRANSLATED:
+        return english, _("This page changed in English after it was translated, so it is shown in English for now.")
+    return text, None
 
 
 def english_lesson(reference: str, english_dir: str | Path | None = None) -> Lesson:
