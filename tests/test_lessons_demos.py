@@ -438,7 +438,9 @@ def test_first_reached_order_is_checked_wrong_for_a_and_b():
 
 # ---- lesson 2: why normalize -------------------------------------------------------------------
 
-WHY_PARAMS = [LessonParams(dim=6, seed=s, eps=e) for s, e in ((0, 1e-5), (1, 0.0), (5, 1e-3), (42, 1e-5))]
+WHY_PARAMS = [
+    LessonParams(dim=6, seed=s, eps=e) for s, e in ((0, 1e-5), (1, 0.0), (5, 1e-3), (42, 1e-5), (0, 1.0), (2, 0.1))
+]
 
 
 @pytest.mark.parametrize("p", WHY_PARAMS, ids=lambda p: f"s{p.seed}-e{p.eps:g}")
@@ -509,6 +511,46 @@ def test_depth_norms_follow_the_matrix_product(seed, eps):
             assert math.isclose(run.normalized[gain][k + 1], np.linalg.norm(h), rel_tol=1e-9)
     prediction = run_demo("depth_norms", LessonParams(seed=seed, eps=eps)).prediction
     assert prediction.choices[prediction.answer].startswith("about the same size")
+
+
+@pytest.mark.parametrize("seed", (0, 1, 2))
+def test_with_an_eps_as_large_as_the_variance_the_depth_step_says_why_h_shrinks_again(seed):
+    from microgradnorm.lessons import demos_why as why
+    from microgradnorm.lessons.demo_tools import rng_for
+
+    eps, width, depth = 1.0, 64, 32
+    rng = rng_for(seed, 34)  # the demo's draws, multiplied out by the oracle
+    x = rng.normal(size=width)
+    mats = [rng.normal(size=(width, width)) / math.sqrt(width) for _ in range(depth)]
+    h, variances = x, []
+    for w in mats:
+        variances.append(h.var())
+        h = 0.5 * w @ ((h - h.mean()) / math.sqrt(h.var() + eps))
+    assert min(variances) < 1e-6 * eps and np.linalg.norm(h) < 1e-6 * np.linalg.norm(x)  # gain 0.5 vanishes
+    text = " ".join(_text(run_demo("depth_norms", LessonParams(seed=seed, eps=eps)).renderable, 100).split())
+    assert "✗" not in text
+    assert "✓ norm. 0.5: |h| ×" in text and "var(h) fell below eps = 1" in text
+    assert "✓ norm. 2: |h| stays within" in text
+    run = why.depth_run(seed, 1e-5)
+    assert len(why._depth_band_checks(run, 1e-5)) == 1  # with a small eps both gains stay in the band
+
+
+def test_a_descent_run_that_stops_says_where():
+    from microgradnorm.lessons import demos_why as why
+
+    prob = why.linear_problem(0)
+    x, t = prob.normalized, prob.targets
+    lr = 1.0 / np.linalg.eigvalsh(x.T @ x / len(t))[-1]
+    w_star = np.linalg.solve(x.T @ x, x.T @ t)  # the oracle: normal equations and its own descent loop
+    best, w = 0.5 * np.mean((x @ w_star - t) ** 2), np.zeros(3)
+    start = 0.5 * np.mean(t**2)
+    for k in range(1, 100):
+        w = w - lr * x.T @ (x @ w - t) / len(t)
+        if (0.5 * np.mean((x @ w - t) ** 2) - best) / (start - best) <= 1e-6:
+            break
+    text = _text(run_demo("descent_race", LessonParams(seed=0)).renderable, 100)
+    assert f"standardized, stopped at step {k}:" in text and "last gap" in text
+    assert "raw, stopped" not in text
 
 
 def test_the_depth_answer_follows_the_norms_it_is_given():
