@@ -368,6 +368,11 @@ def test_the_largest_path_into_x0_is_the_one_the_closed_forms_give(seed, dim):
     assert out.prediction.answer == int(np.argmax(np.abs(paths)))
     for value in paths:
         assert core.num(value) in out.prediction.why
+    # the factors each path is written out with, from the oracle's own closed forms
+    var = np.var(x)
+    dmean, dvar = -rstd * g.sum(), -0.5 * (var + p.eps) ** -1.5 * float(np.sum(g * (x - x.mean())))
+    for factor in (rstd, g[0], dmean, dvar, x[0] - x.mean()):
+        assert core.num(factor) in out.prediction.why
 
 
 # ---- lesson 3: the eps step follows --eps, and asks about a constant row first -------------------
@@ -630,3 +635,42 @@ def test_no_reference_to_the_source_texts(path):
 
 def test_the_seed_reference_check_can_fail():
     assert re.findall(r"(?i)\bseeds?\s*0\d\d\b|seeds/|seed derivation", "As Seed 003 shows") == ["Seed 003"]
+
+
+# ---- facts the prose of lessons 3 and 6 states in words -------------------------------------------
+
+
+def test_the_mean_stage_is_a_sum_a_constant_and_a_product():
+    """Lesson 3: 'the mean stage has three nodes', the constant 1/n a leaf of its own."""
+    from microgradnorm.norms import layer_norm
+
+    graph = layer_norm([0.5, 1.5, -2.0, 3.0]).graph
+    nodes = [v for v in topological_order(graph.roots()) if v.stage == "mean"]
+    assert len(nodes) == 3
+    assert sorted(v.op or "leaf" for v in nodes) == sorted(["sum", "*", "leaf"])
+    assert any(not v.children and v.data == 0.25 for v in nodes)
+
+
+def test_pytorch_layernorm_saves_its_input_and_one_mean_and_rstd_per_token():
+    """Lesson 3: PyTorch keeps x, and besides it only mean and rstd, one number per token each."""
+    torch = pytest.importorskip("torch")
+    x = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
+    y = torch.nn.functional.layer_norm(x, (4,), torch.ones(4, dtype=torch.float64), None, 1e-5)
+    saved = {name: getattr(y.grad_fn, name) for name in dir(y.grad_fn) if name.startswith("_saved_")}
+    tensors = [t for t in saved.values() if isinstance(t, torch.Tensor)]
+    assert any(t.shape == x.shape and torch.equal(t, x) for t in tensors)  # the input itself
+    per_token = [t for t in tensors if tuple(t.shape) == (2, 3, 1)]
+    mean = x.detach().mean(-1, keepdim=True)
+    rstd = 1.0 / torch.sqrt(x.detach().var(-1, unbiased=False, keepdim=True) + 1e-5)
+    assert len(per_token) == 2  # mean and rstd, nothing else per token
+    assert any(torch.allclose(t, mean) for t in per_token) and any(torch.allclose(t, rstd) for t in per_token)
+    assert not any(t.shape == x.shape and not torch.equal(t, x) for t in tensors)  # no xhat kept
+
+
+def test_in_float16_the_three_path_factor_overflows_at_pytorchs_eps():
+    """Lesson 6: (var + eps)^(−3/2) overflows in float16 at var = 0 and eps = 1e-5."""
+    with np.errstate(over="ignore"):
+        assert np.isinf(np.float16(1e-5) ** np.float16(-1.5))
+    assert np.isfinite(np.float32(1e-5) ** np.float32(-1.5))
+    text = (Path(__file__).parent.parent / "lessons" / "06-one-formula-several-forms.md").read_text(encoding="utf-8")
+    assert "float16" in text

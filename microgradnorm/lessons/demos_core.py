@@ -959,18 +959,28 @@ def ln_x_paths(p: LessonParams) -> DemoOutput:
         ),
         graph=built.graph,
         graph_options={"paths": True, "path_input": 0},
-        prediction=path_prediction(trace.parts_of(built.graph["x"][0])),
+        prediction=path_prediction(trace.parts_of(built.graph["x"][0]), built.graph),
     )
 
 
-def path_prediction(parts: dict[str, float]) -> Prediction:
-    """Which of the three paths into x[0] is largest in size, answered from the traced split ``parts``."""
+def path_prediction(parts: dict[str, float], graph: NormGraph | None = None) -> Prediction:
+    """Which of the three paths into x[0] is largest in size, answered from the traced split ``parts``.
+
+    With the ``graph`` (after backward), ``why`` writes each path out as its factors, read off the nodes.
+    """
     answer = max(range(len(PATHS)), key=lambda k: abs(parts.get(PATHS[k], 0.0)))
     shares = ", ".join(f"{PATH_LABEL[k]} {num(parts.get(k, 0.0))}" for k in PATHS)
-    why = (
-        f"For x[0]: {shares}. The mean path is the same for every x_i, the variance path is one shared "
-        "factor times xhat_0, the direct one is rstd·g_0: which one wins depends on the numbers."
-    )
+    why = f"For x[0]: {shares}."
+    if graph is not None:
+        n = len(graph["x"])
+        rstd, dxhat0 = graph["rstd"][0].data, graph["xhat"][0].grad
+        dmean, dvar, xshift0 = graph["mean"][0].grad, graph["var"][0].grad, graph["xshift"][0].data
+        d, m, v = (num(parts.get(k, 0.0)) for k in PATHS)
+        why = (
+            f"direct = rstd·dxhat_0 = {num(rstd)} × {num(dxhat0)} = {d}; via mean = dL/dmean / n = "
+            f"{num(dmean)} / {n} = {m}; via var = dL/dvar · 2·xshift_0 / n = {num(dvar)} × 2 × {num(xshift0)} / {n} "
+            f"= {v}. The mean path is the same for every x_i; the variance path is small when x_0 is near the mean."
+        )
     return Prediction(
         "Which of the three paths carries the most gradient into x[0] (largest in size)?",
         ("direct", "via the mean", "via the variance"),
@@ -1160,8 +1170,8 @@ def _sum_prediction(dx: np.ndarray, g: np.ndarray, rstd: float) -> Prediction:
     candidates = (0.0, rstd * float(np.sum(g)), float(np.sum(g)))
     answer = nearest(total, candidates)
     why = (
-        f"Σ dx_i = {err(total)}. The ones vector lies in the plane P projects onto, so g − P·g has no part "
-        f"along it: its entries sum to 0. (rstd · Σ g_i would have been {num(candidates[1])}.)"
+        f"Σ dx_i = {err(total)}. P·1 = 1 (xhat sums to 0) and P is symmetric, so 1·(P·g) = (P·1)·g = 1·g: "
+        f"g − P·g sums to 0, at any eps. (rstd · Σ g_i would have been {num(candidates[1])}.)"
     )
     choices = ("0, up to rounding", "rstd · Σ g_i", "Σ g_i")
     return Prediction("dx = rstd · (g − P·g): what do the dx_i add up to?", choices, answer, why)
