@@ -674,3 +674,81 @@ def test_in_float16_the_three_path_factor_overflows_at_pytorchs_eps():
     assert np.isfinite(np.float32(1e-5) ** np.float32(-1.5))
     text = (Path(__file__).parent.parent / "lessons" / "06-one-formula-several-forms.md").read_text(encoding="utf-8")
     assert "float16" in text
+
+
+# ---- the subgraph drawn as text (lessons 3 to 5) ---------------------------------------------------
+
+ALL_FORWARD = ("input", "mean", "center", "var", "sqrt", "divide")
+
+
+def _drawn(text: str) -> dict[str, list[float]]:
+    """node name -> the numbers on its line (value first, gradient last), names and labels left out."""
+    found = {}
+    for line in text.splitlines():
+        m = re.match(r"\s+(\S+)\s+=\s+(\S+)(.*)$", line)
+        if m:
+            rest = re.sub(r"\w+\[[\d.,]+\]|1/n", "", m.group(3))
+            found[m.group(1)] = [float(m.group(2))] + [float(t) for t in re.findall(r"-?\d+\.?\d*(?:e[-+]\d+)?", rest)]
+    return found
+
+
+def _torch_ln_nodes(x, gamma, beta, dy, eps) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Every named node of LayerNorm, (value, dL/dnode), from PyTorch with retain_grad: the oracle."""
+    torch = pytest.importorskip("torch")
+    t = {"x": torch.tensor(x, dtype=torch.float64, requires_grad=True)}
+    t["mean"] = t["x"].mean()
+    t["xshift"] = t["x"] - t["mean"]
+    t["var"] = (t["xshift"] ** 2).mean()
+    t["std"] = torch.sqrt(t["var"] + eps)
+    t["rstd"] = 1.0 / t["std"]
+    t["xhat"] = t["xshift"] * t["rstd"]
+    for v in t.values():
+        v.retain_grad()
+    y = torch.tensor(gamma) * t["xhat"] + torch.tensor(beta)
+    (y * torch.tensor(dy)).sum().backward()
+    return {k: (v.detach().numpy().reshape(-1), v.grad.numpy().reshape(-1)) for k, v in t.items()}
+
+
+@pytest.mark.parametrize("dim", [2, 3, 4])
+@pytest.mark.parametrize("seed", [0, 1, 7])
+@pytest.mark.parametrize("eps", [0.0, 1e-5, 0.1])
+def test_the_drawn_subgraph_has_the_values_and_gradients_of_an_independent_layernorm(dim, seed, eps):
+    p = LessonParams(dim=dim, seed=seed, eps=eps)
+    x, gamma, beta, dy = core.ln_problem(p)
+    oracle = _torch_ln_nodes(x, gamma, beta, dy, eps)
+    drawn = _drawn(_text(run_demo("ln_subgraph", p, {"stages": ALL_FORWARD}).renderable, 60))
+    assert len(drawn) == 3 * dim + 4  # x, xshift, xhat per feature; mean, var, std, rstd once
+    for name, (values, grads) in oracle.items():
+        for k in range(len(values)):
+            label = f"{name}[{k}]" if len(values) > 1 else name
+            value, *_, grad = drawn[label]
+            assert value == pytest.approx(values[k], rel=1e-3, abs=1e-12), label  # 4 significant digits shown
+            assert grad == pytest.approx(grads[k], rel=1e-3, abs=1e-9 * max(1.0, np.abs(grads).max())), label
+
+
+def test_the_forward_drawing_has_no_gradients_and_follows_the_stages_asked_for():
+    text = _text(run_demo("ln_subgraph", LessonParams(), {"stages": ALL_FORWARD, "grads": False}).renderable, 60)
+    x = core.ln_problem(LessonParams())[0]
+    drawn = _drawn(text)
+    assert drawn["mean"] == [pytest.approx(x.mean(), rel=1e-3)]  # the value and nothing after it
+    assert "grad" not in text
+    only = _drawn(_text(run_demo("ln_subgraph", LessonParams(), {"stages": ("divide",)}).renderable, 60))
+    assert set(only) == {"rstd", *(f"xhat[{k}]" for k in range(4))}
+
+
+def test_above_four_features_the_subgraph_step_points_to_the_g_key():
+    out = run_demo("ln_subgraph", LessonParams(dim=6), {"stages": ALL_FORWARD})
+    text = " ".join(_text(out.renderable, 60).split())
+    assert "press g to draw the graph" in text and "←" not in text
+    assert out.graph is not None  # and g has something to draw
+
+
+def test_every_subgraph_a_lesson_draws_fits_60_columns():
+    lessons = [lesson for lesson in load_lessons() if lesson.path.name[:2] in ("03", "04", "05")]
+    steps = [step for lesson in lessons for step in lesson.steps]
+    calls = [call for step in steps for call in step.demos if call.name == "ln_subgraph"]
+    assert len(calls) >= 4
+    for call in calls:
+        for dim in (2, 3, 4):
+            text = _text(run_demo("ln_subgraph", LessonParams(dim=dim), call.args).renderable, 60)
+            assert max(len(line) for line in text.splitlines()) <= 60

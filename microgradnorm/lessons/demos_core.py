@@ -35,6 +35,7 @@ from microgradnorm import tolerances as tol
 from microgradnorm.check import check_norm, random_problem
 from microgradnorm.engine import DomainError, Value, local_grads, topological_order
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.lessons.textgraph import text_graph
 from microgradnorm.norms import NormGraph, layer_norm
 from microgradnorm.present import check_table, err, fmt, nbytes_text, shown_error
 from microgradnorm.registry import get_norm
@@ -821,6 +822,34 @@ def _constant_row_prediction(at_zero: tuple[float, float, float, float] | None) 
     return Prediction("A token whose D features are all equal: what is xhat at eps = 0?", choices, answer, why)
 
 
+# ---- the subgraph a step talks about, drawn as text (lessons 3 to 5) ------------------------------
+
+# Above this many features the drawing would crowd a screen: the step says the g key draws the graph.
+SUBGRAPH_MAX_DIM = 4
+
+
+@demo("ln_subgraph")
+def ln_subgraph(p: LessonParams, stages: tuple[str, ...] = ("mean",), grads: bool = True) -> DemoOutput:
+    """The named nodes of ``stages`` as text: each value, what it is computed from, and (``grads``) its gradient.
+
+    The gradients are those of the whole backward sweep; a step shows the stages whose nodes are
+    complete at that point of the sweep (a node is complete once it passes its gradient on).
+    """
+    built = build_ln(p)
+    if grads:
+        backprop(built)
+    if p.dim > SUBGRAPH_MAX_DIM:
+        note = (
+            f"At D = {p.dim} this drawing would crowd the screen: press g to draw the graph, "
+            f"or run with --dim {SUBGRAPH_MAX_DIM} to see it here."
+        )
+        return DemoOutput(Text(note, style="dim"), graph=built.graph)
+    caption = "node = value ← computed from" + ("; right: its grad, dL/d(node)" if grads else "")
+    return DemoOutput(
+        Group(text_graph(built.graph, stages=stages, grads=grads), Text(caption, style="dim")), graph=built.graph
+    )
+
+
 # ---- lessons 4 and 5: LayerNorm backward-----------------------------------------------------
 
 
@@ -853,7 +882,7 @@ def ln_backward_steps(p: LessonParams, stages: tuple[str, ...] = ("loss", "affin
         return (c.out.stage or "") in stages
 
     table = _trace_table(trace, built.name, keep, built.constants)
-    legend = Text("k/m: the k-th of m contributions; constants (1/n, eps, dy) are not shown.", style="dim")
+    legend = Text("k/m: the k-th of m contributions; constants not shown", style="dim")
     if any(c.tag for c in trace.contributions if keep(c)):
         legend = Text.assemble(
             ("paths into x: ", "dim"), *[(f"{PATH_LABEL[k]}  ", PATH_STYLE[k]) for k in PATHS], "\n", legend
