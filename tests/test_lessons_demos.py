@@ -406,6 +406,37 @@ def test_the_constant_row_question_is_answered_by_the_numbers(seed):
     assert core._constant_row_prediction((0.0, 1.0, 0.0, 0.0)).answer == 0  # a computed row of zeros would say so
 
 
+@pytest.mark.parametrize("dim", range(2, 17))
+def test_the_constant_row_divides_0_by_0_at_every_dim(dim):
+    """The engine's mean sum(x)·(1/n) can miss c by one rounding step (0.61 at n = 10 does): the demo's
+    constant row is one it centers exactly, so the question's answer is the exact arithmetic's."""
+    torch = pytest.importorskip("torch")
+    seeds = (0, 2, 3)
+    for seed in seeds:
+        p = LessonParams(dim=dim, seed=seed)
+        c = core._exact_constant(float(core.ln_problem(p)[0][0]), dim)
+        y = torch.nn.functional.layer_norm(torch.full((dim,), c, dtype=torch.float64), (dim,), eps=0.0)
+        assert torch.isnan(y).all()  # the oracle: 0/0
+        prediction = run_demo("ln_eps", p).prediction
+        assert prediction.choices[prediction.answer] == "no number at all: 0/0"
+    from microgradnorm.norms import layer_norm
+
+    if dim == 10:  # the case that needed the fix: the engine's own mean of [0.61] * 10 is not 0.61
+        mean = layer_norm([0.61] * 10, None, None, 1e-5).graph["mean"][0].data
+        assert mean != 0.61 and core._exact_constant(0.61, 10) != 0.61
+
+
+def test_with_an_eps_as_large_as_the_variance_dgamma_is_said_to_grow_and_why():
+    p = LessonParams(dim=2, seed=0, eps=1.0)
+    x, _, _, dy = core.ln_problem(p)
+    xhat1, xhat2 = (x - x.mean()) / math.sqrt(np.var(x) + 1.0), (2 * x - 2 * x.mean()) / math.sqrt(4 * np.var(x) + 1.0)
+    factor = float((dy * xhat2) @ (dy * xhat1) / ((dy * xhat1) @ (dy * xhat1)))
+    assert abs(math.log(factor / 2)) < abs(math.log(factor))  # the oracle: nearer 2 than 1
+    prediction = run_demo("ln_double_x", p).prediction
+    assert prediction.choices[prediction.answer] == "it is multiplied by 2"
+    assert "eps = 1 is not small next to var(x)" in prediction.why and core.num(float(np.var(x))) in prediction.why
+
+
 def test_the_quiet_broadcast_is_checked_wrong():
     text = " ".join(_text(run_demo("ln_shapes", LessonParams(dim=4)).renderable).split())
     assert "✓ same shape, no error, wrong by up to" in text

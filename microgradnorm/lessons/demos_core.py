@@ -760,10 +760,26 @@ def backprop(built: LNBuilt) -> None:
 PYTORCH_EPS = 1e-5  # torch.nn.LayerNorm's default
 
 
+def _exact_constant(near: float, dim: int) -> float:
+    """A value c near ``near`` whose row [c] * dim the engine centers to exactly 0.
+
+    The engine's mean is sum(x) · (1/n), rounded twice: for some c and n it misses c by one
+    rounding step, and at eps = 0 LayerNorm then blows that rounding error up to xhat = ±1
+    instead of dividing 0 by 0. The question is about the exact arithmetic, so such a c is
+    replaced by a rounder one (0 always works).
+    """
+    for c in (near, round(near, 1), float(round(near)), 1.0, 0.0):
+        try:
+            layer_norm([c] * dim, None, None, 0.0)
+        except DomainError:  # std exactly 0: the mean came out exactly c
+            return c
+    return 0.0
+
+
 def _eps_rows(p: LessonParams, eps: float) -> list[tuple[str, list[float]]]:
     """The three rows of the eps demo: the lesson's x, a constant row, and that row plus tiny noise."""
     x = ln_problem(p)[0]
-    c = float(x[0])
+    c = _exact_constant(float(x[0]), p.dim)
     noise = np.random.default_rng(p.seed + 1).normal(size=p.dim)
     return [("your x", x.tolist()), ("constant", [c] * p.dim), ("nearly const.", (c + 1e-4 * noise).tolist())]
 
