@@ -783,3 +783,27 @@ def test_every_subgraph_a_lesson_draws_fits_60_columns():
         for dim in (2, 3, 4):
             text = _text(run_demo("ln_subgraph", LessonParams(dim=dim), call.args).renderable, 60)
             assert max(len(line) for line in text.splitlines()) <= 60
+
+
+# ---- what lessons 1 to 7 send the learner to is where they say it is ------------------------------
+
+# (lesson file, the words that point on, a demo the lesson pointed to must use)
+POINTERS = [
+    ("02-why-normalize.md", r"running\s+statistics, for every input: lesson (\d+)", "bn_eval_mode"),
+    ("02-why-normalize.md", r"lesson (\d+) measures gradients", "residual_gradients"),
+    ("03-layernorm-forward.md", r"Lesson (\d+)\s+shows why the one-pass shortcut", "variance_cancellation"),
+    ("03-layernorm-forward.md", r"RMSNorm, lesson (\d+)", "rms_gradient"),
+    ("04-layernorm-backward.md", r"\(lesson (\d+) shows it\)", "sum_loss_hides_bugs"),
+    ("05-layernorm-backward-paths.md", r"Lesson (\d+) meets the same slip", "bn_variance_slip"),
+    ("07-jacobian-projection.md", r"RMSNorm \(lesson (\d+)\) removes", "rms_jacobian_heatmap"),
+]
+
+
+@pytest.mark.parametrize(("name", "pointer", "demo_used"), POINTERS, ids=[f"{p[0][:2]}-{p[2]}" for p in POINTERS])
+def test_a_lesson_pointed_to_is_the_one_about_it(name, pointer, demo_used):
+    folder = Path(__file__).parent.parent / "lessons"
+    match = re.search(pointer, (folder / name).read_text(encoding="utf-8"))
+    assert match, f"{name} no longer says {pointer!r}: update this test with the text"
+    target = next(folder.glob(f"{int(match.group(1)):02d}-*.md"))
+    demos = re.findall(r"```demo\n(\w+)", target.read_text(encoding="utf-8"))
+    assert demo_used in demos, f"{name} points to {target.name} for what {demo_used} shows; it does not use it"
