@@ -59,7 +59,7 @@ def assert_close(a, b, rtol: float, atol: float) -> None:
     assert tol.close(a, b, rtol, atol), f"max |a - b| = {tol.normwise_error(a, b)[0]:.3g}"
 
 
-# ---- lesson 05: the Jacobian as a projection -----------------------------------------
+# ---- lesson 07: the Jacobian as a projection -----------------------------------------
 
 
 @given(vectors(min_dim=3, max_dim=8))
@@ -311,7 +311,7 @@ def test_identity_path_is_exact_in_pre_ln_and_bounded_by_1_over_sigma_in_post_ln
     assert np.all(np.diff(post.norms) > 0)  # shrinking layer after layer towards the input
 
 
-# ---- lesson 10: why normalize ----------------------------------------------------------------
+# ---- lesson 02: why normalize ----------------------------------------------------------------
 
 
 def test_weight_gradients_scale_with_their_inputs():

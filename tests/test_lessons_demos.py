@@ -368,6 +368,11 @@ def test_the_largest_path_into_x0_is_the_one_the_closed_forms_give(seed, dim):
     assert out.prediction.answer == int(np.argmax(np.abs(paths)))
     for value in paths:
         assert core.num(value) in out.prediction.why
+    # the factors each path is written out with, from the oracle's own closed forms
+    var = np.var(x)
+    dmean, dvar = -rstd * g.sum(), -0.5 * (var + p.eps) ** -1.5 * float(np.sum(g * (x - x.mean())))
+    for factor in (rstd, g[0], dmean, dvar, x[0] - x.mean()):
+        assert core.num(factor) in out.prediction.why
 
 
 # ---- lesson 3: the eps step follows --eps, and asks about a constant row first -------------------
@@ -399,6 +404,37 @@ def test_the_constant_row_question_is_answered_by_the_numbers(seed):
     prediction = run_demo("ln_eps", p).prediction
     assert prediction.choices[prediction.answer] == "no number at all: 0/0"
     assert core._constant_row_prediction((0.0, 1.0, 0.0, 0.0)).answer == 0  # a computed row of zeros would say so
+
+
+@pytest.mark.parametrize("dim", range(2, 17))
+def test_the_constant_row_divides_0_by_0_at_every_dim(dim):
+    """The engine's mean sum(x)·(1/n) can miss c by one rounding step (0.61 at n = 10 does): the demo's
+    constant row is one it centers exactly, so the question's answer is the exact arithmetic's."""
+    torch = pytest.importorskip("torch")
+    seeds = (0, 2, 3)
+    for seed in seeds:
+        p = LessonParams(dim=dim, seed=seed)
+        c = core._exact_constant(float(core.ln_problem(p)[0][0]), dim)
+        y = torch.nn.functional.layer_norm(torch.full((dim,), c, dtype=torch.float64), (dim,), eps=0.0)
+        assert torch.isnan(y).all()  # the oracle: 0/0
+        prediction = run_demo("ln_eps", p).prediction
+        assert prediction.choices[prediction.answer] == "no number at all: 0/0"
+    from microgradnorm.norms import layer_norm
+
+    if dim == 10:  # the case that needed the fix: the engine's own mean of [0.61] * 10 is not 0.61
+        mean = layer_norm([0.61] * 10, None, None, 1e-5).graph["mean"][0].data
+        assert mean != 0.61 and core._exact_constant(0.61, 10) != 0.61
+
+
+def test_with_an_eps_as_large_as_the_variance_dgamma_is_said_to_grow_and_why():
+    p = LessonParams(dim=2, seed=0, eps=1.0)
+    x, _, _, dy = core.ln_problem(p)
+    xhat1, xhat2 = (x - x.mean()) / math.sqrt(np.var(x) + 1.0), (2 * x - 2 * x.mean()) / math.sqrt(4 * np.var(x) + 1.0)
+    factor = float((dy * xhat2) @ (dy * xhat1) / ((dy * xhat1) @ (dy * xhat1)))
+    assert abs(math.log(factor / 2)) < abs(math.log(factor))  # the oracle: nearer 2 than 1
+    prediction = run_demo("ln_double_x", p).prediction
+    assert prediction.choices[prediction.answer] == "it is multiplied by 2"
+    assert "eps = 1 is not small next to var(x)" in prediction.why and core.num(float(np.var(x))) in prediction.why
 
 
 def test_the_quiet_broadcast_is_checked_wrong():
@@ -438,7 +474,9 @@ def test_first_reached_order_is_checked_wrong_for_a_and_b():
 
 # ---- lesson 2: why normalize -------------------------------------------------------------------
 
-WHY_PARAMS = [LessonParams(dim=6, seed=s, eps=e) for s, e in ((0, 1e-5), (1, 0.0), (5, 1e-3), (42, 1e-5))]
+WHY_PARAMS = [
+    LessonParams(dim=6, seed=s, eps=e) for s, e in ((0, 1e-5), (1, 0.0), (5, 1e-3), (42, 1e-5), (0, 1.0), (2, 0.1))
+]
 
 
 @pytest.mark.parametrize("p", WHY_PARAMS, ids=lambda p: f"s{p.seed}-e{p.eps:g}")
@@ -509,6 +547,46 @@ def test_depth_norms_follow_the_matrix_product(seed, eps):
             assert math.isclose(run.normalized[gain][k + 1], np.linalg.norm(h), rel_tol=1e-9)
     prediction = run_demo("depth_norms", LessonParams(seed=seed, eps=eps)).prediction
     assert prediction.choices[prediction.answer].startswith("about the same size")
+
+
+@pytest.mark.parametrize("seed", (0, 1, 2))
+def test_with_an_eps_as_large_as_the_variance_the_depth_step_says_why_h_shrinks_again(seed):
+    from microgradnorm.lessons import demos_why as why
+    from microgradnorm.lessons.demo_tools import rng_for
+
+    eps, width, depth = 1.0, 64, 32
+    rng = rng_for(seed, 34)  # the demo's draws, multiplied out by the oracle
+    x = rng.normal(size=width)
+    mats = [rng.normal(size=(width, width)) / math.sqrt(width) for _ in range(depth)]
+    h, variances = x, []
+    for w in mats:
+        variances.append(h.var())
+        h = 0.5 * w @ ((h - h.mean()) / math.sqrt(h.var() + eps))
+    assert min(variances) < 1e-6 * eps and np.linalg.norm(h) < 1e-6 * np.linalg.norm(x)  # gain 0.5 vanishes
+    text = " ".join(_text(run_demo("depth_norms", LessonParams(seed=seed, eps=eps)).renderable, 100).split())
+    assert "✗" not in text
+    assert "✓ norm. 0.5: |h| ×" in text and "var(h) fell below eps = 1" in text
+    assert "✓ norm. 2: |h| stays within" in text
+    run = why.depth_run(seed, 1e-5)
+    assert len(why._depth_band_checks(run, 1e-5)) == 1  # with a small eps both gains stay in the band
+
+
+def test_a_descent_run_that_stops_says_where():
+    from microgradnorm.lessons import demos_why as why
+
+    prob = why.linear_problem(0)
+    x, t = prob.normalized, prob.targets
+    lr = 1.0 / np.linalg.eigvalsh(x.T @ x / len(t))[-1]
+    w_star = np.linalg.solve(x.T @ x, x.T @ t)  # the oracle: normal equations and its own descent loop
+    best, w = 0.5 * np.mean((x @ w_star - t) ** 2), np.zeros(3)
+    start = 0.5 * np.mean(t**2)
+    steps = 0
+    while steps < 100 and (0.5 * np.mean((x @ w - t) ** 2) - best) / (start - best) > 1e-6:
+        w = w - lr * x.T @ (x @ w - t) / len(t)
+        steps += 1
+    text = _text(run_demo("descent_race", LessonParams(seed=0)).renderable, 100)
+    assert f"standardized, stopped at step {steps}:" in text and "last gap" in text
+    assert "raw, stopped" not in text
 
 
 def test_the_depth_answer_follows_the_norms_it_is_given():
@@ -588,3 +666,144 @@ def test_no_reference_to_the_source_texts(path):
 
 def test_the_seed_reference_check_can_fail():
     assert re.findall(r"(?i)\bseeds?\s*0\d\d\b|seeds/|seed derivation", "As Seed 003 shows") == ["Seed 003"]
+
+
+# ---- facts the prose of lessons 3 and 6 states in words -------------------------------------------
+
+
+def test_the_mean_stage_is_a_sum_a_constant_and_a_product():
+    """Lesson 3: 'the mean stage has three nodes', the constant 1/n a leaf of its own."""
+    from microgradnorm.norms import layer_norm
+
+    graph = layer_norm([0.5, 1.5, -2.0, 3.0]).graph
+    nodes = [v for v in topological_order(graph.roots()) if v.stage == "mean"]
+    assert len(nodes) == 3
+    assert sorted(v.op or "leaf" for v in nodes) == sorted(["sum", "*", "leaf"])
+    assert any(not v.children and v.data == 0.25 for v in nodes)
+
+
+def test_pytorch_layernorm_saves_its_input_and_one_mean_and_rstd_per_token():
+    """Lesson 3: PyTorch keeps x, and besides it only mean and rstd, one number per token each."""
+    torch = pytest.importorskip("torch")
+    x = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
+    y = torch.nn.functional.layer_norm(x, (4,), torch.ones(4, dtype=torch.float64), None, 1e-5)
+    saved = {name: getattr(y.grad_fn, name) for name in dir(y.grad_fn) if name.startswith("_saved_")}
+    tensors = [t for t in saved.values() if isinstance(t, torch.Tensor)]
+    assert any(t.shape == x.shape and torch.equal(t, x) for t in tensors)  # the input itself
+    per_token = [t for t in tensors if tuple(t.shape) == (2, 3, 1)]
+    mean = x.detach().mean(-1, keepdim=True)
+    rstd = 1.0 / torch.sqrt(x.detach().var(-1, unbiased=False, keepdim=True) + 1e-5)
+    assert len(per_token) == 2  # mean and rstd, nothing else per token
+    assert any(torch.allclose(t, mean) for t in per_token) and any(torch.allclose(t, rstd) for t in per_token)
+    assert not any(t.shape == x.shape and not torch.equal(t, x) for t in tensors)  # no xhat kept
+
+
+def test_in_float16_the_three_path_factor_overflows_at_pytorchs_eps():
+    """Lesson 6: (var + eps)^(−3/2) overflows in float16 at var = 0 and eps = 1e-5."""
+    with np.errstate(over="ignore"):
+        assert np.isinf(np.float16(1e-5) ** np.float16(-1.5))
+    assert np.isfinite(np.float32(1e-5) ** np.float32(-1.5))
+    text = (Path(__file__).parent.parent / "lessons" / "06-one-formula-several-forms.md").read_text(encoding="utf-8")
+    assert "float16" in text
+
+
+# ---- the subgraph drawn as text (lessons 3 to 5) ---------------------------------------------------
+
+ALL_FORWARD = ("input", "mean", "center", "var", "sqrt", "divide")
+
+
+def _drawn(text: str) -> dict[str, list[float]]:
+    """node name -> the numbers on its line (value first, gradient last), names and labels left out."""
+    found = {}
+    for line in text.splitlines():
+        m = re.match(r"\s+(\S+)\s+=\s+(\S+)(.*)$", line)
+        if m:
+            rest = re.sub(r"\w+\[[\d.,]+\]|1/n", "", m.group(3))
+            found[m.group(1)] = [float(m.group(2))] + [float(t) for t in re.findall(r"-?\d+\.?\d*(?:e[-+]\d+)?", rest)]
+    return found
+
+
+def _torch_ln_nodes(x, gamma, beta, dy, eps) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Every named node of LayerNorm, (value, dL/dnode), from PyTorch with retain_grad: the oracle."""
+    torch = pytest.importorskip("torch")
+    t = {"x": torch.tensor(x, dtype=torch.float64, requires_grad=True)}
+    t["mean"] = t["x"].mean()
+    t["xshift"] = t["x"] - t["mean"]
+    t["var"] = (t["xshift"] ** 2).mean()
+    t["std"] = torch.sqrt(t["var"] + eps)
+    t["rstd"] = 1.0 / t["std"]
+    t["xhat"] = t["xshift"] * t["rstd"]
+    for v in t.values():
+        v.retain_grad()
+    y = torch.tensor(gamma) * t["xhat"] + torch.tensor(beta)
+    (y * torch.tensor(dy)).sum().backward()
+    return {k: (v.detach().numpy().reshape(-1), v.grad.numpy().reshape(-1)) for k, v in t.items()}
+
+
+@pytest.mark.parametrize("dim", [2, 3, 4])
+@pytest.mark.parametrize("seed", [0, 1, 7])
+@pytest.mark.parametrize("eps", [0.0, 1e-5, 0.1])
+def test_the_drawn_subgraph_has_the_values_and_gradients_of_an_independent_layernorm(dim, seed, eps):
+    p = LessonParams(dim=dim, seed=seed, eps=eps)
+    x, gamma, beta, dy = core.ln_problem(p)
+    oracle = _torch_ln_nodes(x, gamma, beta, dy, eps)
+    drawn = _drawn(_text(run_demo("ln_subgraph", p, {"stages": ALL_FORWARD}).renderable, 60))
+    assert len(drawn) == 3 * dim + 4  # x, xshift, xhat per feature; mean, var, std, rstd once
+    for name, (values, grads) in oracle.items():
+        for k in range(len(values)):
+            label = f"{name}[{k}]" if len(values) > 1 else name
+            value, *_, grad = drawn[label]
+            assert value == pytest.approx(values[k], rel=1e-3, abs=1e-12), label  # 4 significant digits shown
+            assert grad == pytest.approx(grads[k], rel=1e-3, abs=1e-9 * max(1.0, np.abs(grads).max())), label
+
+
+def test_the_forward_drawing_has_no_gradients_and_follows_the_stages_asked_for():
+    text = _text(run_demo("ln_subgraph", LessonParams(), {"stages": ALL_FORWARD, "grads": False}).renderable, 60)
+    x = core.ln_problem(LessonParams())[0]
+    drawn = _drawn(text)
+    assert drawn["mean"] == [pytest.approx(x.mean(), rel=1e-3)]  # the value and nothing after it
+    assert "grad" not in text
+    only = _drawn(_text(run_demo("ln_subgraph", LessonParams(), {"stages": ("divide",)}).renderable, 60))
+    assert set(only) == {"rstd", *(f"xhat[{k}]" for k in range(4))}
+
+
+def test_above_four_features_the_subgraph_step_points_to_the_g_key():
+    out = run_demo("ln_subgraph", LessonParams(dim=6), {"stages": ALL_FORWARD})
+    text = " ".join(_text(out.renderable, 60).split())
+    assert "press g to draw the graph" in text and "←" not in text
+    assert out.graph is not None  # and g has something to draw
+
+
+def test_every_subgraph_a_lesson_draws_fits_60_columns():
+    lessons = [lesson for lesson in load_lessons() if lesson.path.name[:2] in ("03", "04", "05")]
+    steps = [step for lesson in lessons for step in lesson.steps]
+    calls = [call for step in steps for call in step.demos if call.name == "ln_subgraph"]
+    assert len(calls) >= 4
+    for call in calls:
+        for dim in (2, 3, 4):
+            text = _text(run_demo("ln_subgraph", LessonParams(dim=dim), call.args).renderable, 60)
+            assert max(len(line) for line in text.splitlines()) <= 60
+
+
+# ---- what lessons 1 to 7 send the learner to is where they say it is ------------------------------
+
+# (lesson file, the words that point on, a demo the lesson pointed to must use)
+POINTERS = [
+    ("02-why-normalize.md", r"running\s+statistics, for every input: lesson (\d+)", "bn_eval_mode"),
+    ("02-why-normalize.md", r"lesson (\d+) measures gradients", "residual_gradients"),
+    ("03-layernorm-forward.md", r"Lesson (\d+)\s+shows why the one-pass shortcut", "variance_cancellation"),
+    ("03-layernorm-forward.md", r"RMSNorm, lesson (\d+)", "rms_gradient"),
+    ("04-layernorm-backward.md", r"\(lesson (\d+) shows it\)", "sum_loss_hides_bugs"),
+    ("05-layernorm-backward-paths.md", r"Lesson (\d+) meets the same slip", "bn_variance_slip"),
+    ("07-jacobian-projection.md", r"RMSNorm \(lesson (\d+)\) removes", "rms_jacobian_heatmap"),
+]
+
+
+@pytest.mark.parametrize(("name", "pointer", "demo_used"), POINTERS, ids=[f"{p[0][:2]}-{p[2]}" for p in POINTERS])
+def test_a_lesson_pointed_to_is_the_one_about_it(name, pointer, demo_used):
+    folder = Path(__file__).parent.parent / "lessons"
+    match = re.search(pointer, (folder / name).read_text(encoding="utf-8"))
+    assert match, f"{name} no longer says {pointer!r}: update this test with the text"
+    target = next(folder.glob(f"{int(match.group(1)):02d}-*.md"))
+    demos = re.findall(r"```demo\n(\w+)", target.read_text(encoding="utf-8"))
+    assert demo_used in demos, f"{name} points to {target.name} for what {demo_used} shows; it does not use it"

@@ -109,6 +109,31 @@ def test_the_svg_puts_xhat_on_the_drawn_circle_and_t_at_right_angles_to_it(seed)
     assert abs(t_vec @ radial) / (np.linalg.norm(t_vec) * np.linalg.norm(radial)) < 0.02  # tangent, to pixel rounding
 
 
+def test_a_plane_picture_takes_no_blank_rows_above_or_below_what_it_draws():
+    pic = PlanePicture(4.0, cols=20, rows=10)
+    pic.circle(1.0)  # a quarter of the extent: most rows are blank
+    text = _text(pic)
+    assert all(line.strip() for line in text.splitlines())
+    assert len(text.splitlines()) < 10
+    legend = PlanePicture(4.0, cols=20, rows=10)
+    legend.circle(1.0)
+    for k in range(8):
+        legend.note(str(k), f"legend line {k}")
+    assert all(f"legend line {k}" in _text(legend, 60) for k in range(8))  # a legend longer than the picture
+
+
+def test_the_lesson_7_checks_can_fail():
+    """The rounding tolerances of the d = 2 fix are not so loose that a real part along 1 or xhat passes."""
+    from microgradnorm.lessons import demos_jacobian as jac
+
+    x, g = np.array([0.3, -1.2, 2.0, 0.5]), np.array([1.0, 0.7, 1.3, 0.9])
+    dy = np.array([0.4, -0.3, 1.1, 0.2])
+    col = jac._orthogonal_column(x, g, dy, 0.0)
+    assert abs(col["sum"]) <= col["rounding"] and abs(col["dot"]) <= col["rounding"]
+    grown = np.linalg.norm(_torch_dx(x, g, dy, 0.0)) * 1e-6  # a part along 1 a millionth of |dx|
+    assert grown * 2 > col["rounding"]
+
+
 def test_braille_dots_map_to_their_bits():
     canvas = BrailleCanvas(2, 1)
     canvas.dot(0, 0)
@@ -153,9 +178,27 @@ def test_the_scaling_question_is_answered_by_the_gradients(seed, eps):
     assert prediction.choices[prediction.answer] == "it shrinks 100 times"
 
 
+@pytest.mark.parametrize("seed", (0, 1, 2))
+def test_at_d_2_and_eps_0_the_scaling_question_says_dx_stays_0(seed):
+    from microgradnorm.lessons.demo_tools import random_dy, random_gamma, random_vector
+
+    x, gamma, dy = random_vector(seed, 2), random_gamma(seed, 2), random_dy(seed, 2)
+    scale = np.abs(gamma).max() / x.std() * np.linalg.norm(dy)  # the size of the terms that cancel in dx
+    assert np.linalg.norm(_torch_dx(x, gamma, dy, 0.0)) < 1e-12 * scale  # the oracle: dx is 0 up to rounding
+    out = run_demo("scale_invariance", LessonParams(dim=2, seed=seed, eps=0.0))
+    assert out.prediction.choices[out.prediction.answer] == "it stays the same"
+    text = _text(out.renderable, 100)
+    assert text.count("— (dx = 0)") == 5 and "d = 2" in text
+
+
 JACOBIAN_PARAMS = [
     LessonParams(dim=6),
     LessonParams(dim=2, seed=5, eps=0.0),
+    # d = 2: J is 0 up to rounding at eps = 0 and all radial at eps > 0; every check must still hold
+    LessonParams(dim=2, seed=0, eps=1e-5),
+    LessonParams(dim=2, seed=1, eps=0.0),
+    LessonParams(dim=2, seed=1, eps=0.1),
+    LessonParams(dim=2, seed=2, eps=1e-3),
     LessonParams(dim=3, seed=1, eps=0.0),
     LessonParams(dim=4, seed=3, eps=0.1),
     LessonParams(dim=9, seed=8, eps=1e-3),

@@ -168,7 +168,7 @@ class PlanePicture:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         colour = uses_colour(console)
-        picture = self.canvas().lines(colour)
+        picture = _trimmed(self.canvas().lines(colour))
         legend = self._legend_lines(colour)
         if self.title:
             yield Text(self.title, style="bold")
@@ -180,3 +180,9 @@ class PlanePicture:
         else:
             yield from picture
             yield from legend
+
+
+def _trimmed(rows: list[Text]) -> list[Text]:
+    """The rows without the blank ones above and below everything drawn (they would only take screen lines)."""
+    drawn = [k for k, row in enumerate(rows) if row.plain.strip()]
+    return rows[drawn[0] : drawn[-1] + 1] if drawn else rows[:1]

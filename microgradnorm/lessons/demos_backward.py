@@ -116,19 +116,28 @@ def ln_double_x(p: LessonParams, factor: float = 2.0) -> DemoOutput:
         table,
         check_line(same, f"dgamma moved only as much as eps explains (at {factor:g}x: {change})"),
     ]
-    return DemoOutput(Group(*lines), prediction=_double_prediction(one, scaled, factor))
+    reading = (p.eps, float(np.var(x)))
+    return DemoOutput(Group(*lines), prediction=_double_prediction(one, scaled, factor, reading))
 
 
-def _double_prediction(one: dict[str, np.ndarray], scaled: dict[str, np.ndarray], factor: float) -> Prediction:
+def _double_prediction(
+    one: dict[str, np.ndarray], scaled: dict[str, np.ndarray], factor: float, reading: tuple[float, float] = (0.0, 1.0)
+) -> Prediction:
+    """The answer from the two dgamma columns; ``reading`` is (eps, var(x)), for the why when eps is not small."""
     targets = (factor, 1.0, 1.0 / factor)
     choices = (f"it is multiplied by {factor:g}", "it stays the same", f"it is divided by {factor:g}")
     g_ratio = scale_ratio(scaled["gamma"], one["gamma"])
     answer = 1 if not np.any(one["gamma"]) else nearest_factor(g_ratio, targets)
     x_ratio = scale_ratio(scaled["x"], one["x"])
-    why = (
-        f"dgamma = Σ dy·xhat, and xhat does not see the scale of x (only eps does): the best factor between "
-        f"the two dgamma columns is {num(g_ratio, 6)}. dx, by contrast, was multiplied by {num(x_ratio, 6)}."
-    )
+    eps, var = reading
+    if answer == 1:
+        why = "dgamma = Σ dy·xhat, and xhat does not see the scale of x (only eps does): the best factor "
+    else:
+        why = (
+            f"dgamma = Σ dy·xhat. Without eps, xhat would not see the scale of x; but eps = {eps:g} is not small "
+            f"next to var(x) = {num(var)}, so xhat still grows with x: the best factor "
+        )
+    why += f"between the two dgamma columns is {num(g_ratio, 6)}. dx, by contrast, was multiplied by {num(x_ratio, 6)}."
     return Prediction(f"Multiply every x_i by {factor:g}. What happens to dgamma?", choices, answer, why)
 
 

@@ -35,6 +35,7 @@ from microgradnorm import tolerances as tol
 from microgradnorm.check import check_norm, random_problem
 from microgradnorm.engine import DomainError, Value, local_grads, topological_order
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.lessons.textgraph import text_graph
 from microgradnorm.norms import NormGraph, layer_norm
 from microgradnorm.present import check_table, err, fmt, nbytes_text, shown_error
 from microgradnorm.registry import get_norm
@@ -679,10 +680,26 @@ def backprop(built: LNBuilt) -> None:
 PYTORCH_EPS = 1e-5  # torch.nn.LayerNorm's default
 
 
+def _exact_constant(near: float, dim: int) -> float:
+    """A value c near ``near`` whose row [c] * dim the engine centers to exactly 0.
+
+    The engine's mean is sum(x) · (1/n), rounded twice: for some c and n it misses c by one
+    rounding step, and at eps = 0 LayerNorm then blows that rounding error up to xhat = ±1
+    instead of dividing 0 by 0. The question is about the exact arithmetic, so such a c is
+    replaced by a rounder one (0 always works).
+    """
+    for c in (near, round(near, 1), float(round(near)), 1.0, 0.0):
+        try:
+            layer_norm([c] * dim, None, None, 0.0)
+        except DomainError:  # std exactly 0: the mean came out exactly c
+            return c
+    return 0.0
+
+
 def _eps_rows(p: LessonParams, eps: float) -> list[tuple[str, list[float]]]:
     """The three rows of the eps demo: the lesson's x, a constant row, and that row plus tiny noise."""
     x = ln_problem(p)[0]
-    c = float(x[0])
+    c = _exact_constant(float(x[0]), p.dim)
     noise = np.random.default_rng(p.seed + 1).normal(size=p.dim)
     return [("your x", x.tolist()), ("constant", [c] * p.dim), ("nearly const.", (c + 1e-4 * noise).tolist())]
 
@@ -741,6 +758,34 @@ def _constant_row_prediction(at_zero: tuple[float, float, float, float] | None) 
     return Prediction("A token whose D features are all equal: what is xhat at eps = 0?", choices, answer, why)
 
 
+# ---- the subgraph a step talks about, drawn as text (lessons 3 to 5) ------------------------------
+
+# Above this many features the drawing would crowd a screen: the step says the g key draws the graph.
+SUBGRAPH_MAX_DIM = 4
+
+
+@demo("ln_subgraph")
+def ln_subgraph(p: LessonParams, stages: tuple[str, ...] = ("mean",), grads: bool = True) -> DemoOutput:
+    """The named nodes of ``stages`` as text: each value, what it is computed from, and (``grads``) its gradient.
+
+    The gradients are those of the whole backward sweep; a step shows the stages whose nodes are
+    complete at that point of the sweep (a node is complete once it passes its gradient on).
+    """
+    built = build_ln(p)
+    if grads:
+        backprop(built)
+    if p.dim > SUBGRAPH_MAX_DIM:
+        note = (
+            f"At D = {p.dim} this drawing would crowd the screen: press g to draw the graph, "
+            f"or run with --dim {SUBGRAPH_MAX_DIM} to see it here."
+        )
+        return DemoOutput(Text(note, style="dim"), graph=built.graph)
+    caption = "node = value ← computed from" + ("; right: its grad, dL/d(node)" if grads else "")
+    return DemoOutput(
+        Group(text_graph(built.graph, stages=stages, grads=grads), Text(caption, style="dim")), graph=built.graph
+    )
+
+
 # ---- lessons 4 and 5: LayerNorm backward-----------------------------------------------------
 
 
@@ -773,7 +818,7 @@ def ln_backward_steps(p: LessonParams, stages: tuple[str, ...] = ("loss", "affin
         return (c.out.stage or "") in stages
 
     table = _trace_table(trace, built.name, keep, built.constants)
-    legend = Text("k/m: the k-th of m contributions; constants (1/n, eps, dy) are not shown.", style="dim")
+    legend = Text("k/m: the k-th of m contributions; constants not shown", style="dim")
     if any(c.tag for c in trace.contributions if keep(c)):
         legend = Text.assemble(
             ("paths into x: ", "dim"), *[(f"{PATH_LABEL[k]}  ", PATH_STYLE[k]) for k in PATHS], "\n", legend
@@ -879,18 +924,28 @@ def ln_x_paths(p: LessonParams) -> DemoOutput:
         ),
         graph=built.graph,
         graph_options={"paths": True, "path_input": 0},
-        prediction=path_prediction(trace.parts_of(built.graph["x"][0])),
+        prediction=path_prediction(trace.parts_of(built.graph["x"][0]), built.graph),
     )
 
 
-def path_prediction(parts: dict[str, float]) -> Prediction:
-    """Which of the three paths into x[0] is largest in size, answered from the traced split ``parts``."""
+def path_prediction(parts: dict[str, float], graph: NormGraph | None = None) -> Prediction:
+    """Which of the three paths into x[0] is largest in size, answered from the traced split ``parts``.
+
+    With the ``graph`` (after backward), ``why`` writes each path out as its factors, read off the nodes.
+    """
     answer = max(range(len(PATHS)), key=lambda k: abs(parts.get(PATHS[k], 0.0)))
     shares = ", ".join(f"{PATH_LABEL[k]} {num(parts.get(k, 0.0))}" for k in PATHS)
-    why = (
-        f"For x[0]: {shares}. The mean path is the same for every x_i, the variance path is one shared "
-        "factor times xhat_0, the direct one is rstd·g_0: which one wins depends on the numbers."
-    )
+    why = f"For x[0]: {shares}."
+    if graph is not None:
+        n = len(graph["x"])
+        rstd, dxhat0 = graph["rstd"][0].data, graph["xhat"][0].grad
+        dmean, dvar, xshift0 = graph["mean"][0].grad, graph["var"][0].grad, graph["xshift"][0].data
+        d, m, v = (num(parts.get(k, 0.0)) for k in PATHS)
+        why = (
+            f"direct = rstd·dxhat_0 = {num(rstd)} × {num(dxhat0)} = {d}; via mean = dL/dmean / n = "
+            f"{num(dmean)} / {n} = {m}; via var = dL/dvar · 2·xshift_0 / n = {num(dvar)} × 2 × {num(xshift0)} / {n} "
+            f"= {v}. The mean path is the same for every x_i; the variance path is small when x_0 is near the mean."
+        )
     return Prediction(
         "Which of the three paths carries the most gradient into x[0] (largest in size)?",
         ("direct", "via the mean", "via the variance"),
@@ -1080,8 +1135,8 @@ def _sum_prediction(dx: np.ndarray, g: np.ndarray, rstd: float) -> Prediction:
     candidates = (0.0, rstd * float(np.sum(g)), float(np.sum(g)))
     answer = nearest(total, candidates)
     why = (
-        f"Σ dx_i = {err(total)}. The ones vector lies in the plane P projects onto, so g − P·g has no part "
-        f"along it: its entries sum to 0. (rstd · Σ g_i would have been {num(candidates[1])}.)"
+        f"Σ dx_i = {err(total)}. P·1 = 1 (xhat sums to 0) and P is symmetric, so 1·(P·g) = (P·1)·g = 1·g: "
+        f"g − P·g sums to 0, at any eps. (rstd · Σ g_i would have been {num(candidates[1])}.)"
     )
     choices = ("0, up to rounding", "rstd · Σ g_i", "Σ g_i")
     return Prediction("dx = rstd · (g − P·g): what do the dx_i add up to?", choices, answer, why)

@@ -86,7 +86,7 @@ def terminal_picture(geo: PlaneGeometry) -> PlanePicture:
     pic = PlanePicture(extent, cols=26, rows=13, title="the plane x + y + z = 0, face-on (d = 3, eps = 0)")
     pic.circle(math.sqrt(3.0), style="bright_black")
     pic.note("○", "circle of radius √3", "bright_black")
-    pic.segment((0.0, 0.0), xs if np.linalg.norm(xs) > np.linalg.norm(h) else h, style="bright_black", dotted=True)
+    pic.segment((0.0, 0.0), xs if np.linalg.norm(xs) > np.linalg.norm(h) else h, style="bright_black")
     pic.segment(h, tips["g"], style="yellow")
     pic.segment(h, tips["t"], style="green")
     pic.segment(tips["g"], tips["t"], style="red", dotted=True)
@@ -194,14 +194,15 @@ def _direction_prediction(geo: PlaneGeometry) -> Prediction:
     answer = int(np.argmax(np.abs(parts)))
     why = (
         f"t's parts: {sci(parts[0], 1)} along xhat, {sci(parts[1], 1)} along the circle, {sci(parts[2], 1)} "
-        "out of the plane."
+        "out of the plane: I − P removed the parts along xhat and along 1."
     )
     choices = (
         "along xhat, straight out from the center",
         "along the circle, at right angles to xhat",
         "out of the plane, along 1",
     )
-    return Prediction("After I − P, which way does the gradient t point from xhat?", choices, answer, why)
+    question = "I − P acts on the gradient g = γ·dy. Seen from xhat, which way does t = (I − P)·g point?"
+    return Prediction(question, choices, answer, why)
 
 
 @demo("layernorm_circle")

@@ -56,6 +56,17 @@ def _d2_note(d: int) -> list[Text]:
     ]
 
 
+def _cancelling_scale(x: np.ndarray, gamma: np.ndarray | None, eps: float) -> float:
+    """The size of the terms that cancel in a row of J (and in dx per unit of g): rstd · |gamma| · (1 + xhat²).
+
+    A sum that should be 0 is judged against these terms, not against the result, which can itself
+    be 0 (d = 2 at eps = 0, where J is 0 up to rounding).
+    """
+    m = formulas.moments(x, (0,), eps)
+    top = float(np.max(np.abs(gamma))) if gamma is not None else 1.0
+    return float(m.rstd[0]) * top * (1.0 + float(np.max(m.xhat**2)))
+
+
 def _problem(p: LessonParams, gamma: str) -> tuple[np.ndarray, np.ndarray | None]:
     if gamma not in ("random", "ones"):
         raise ValueError(f"gamma: expected 'random' or 'ones', got {gamma!r}")
@@ -84,7 +95,7 @@ def jacobian_rows(p: LessonParams, gamma: str = "random") -> DemoOutput:
     else:
         parts.append(heat_map(j, title="dy/dx from autograd (too wide for numbers)"))
     worst = float(np.max(np.abs(j.sum(axis=1))))
-    rounding = ROUNDING * p.dim * max(float(np.max(np.abs(j))), np.finfo(float).tiny)
+    rounding = ROUNDING * p.dim * _cancelling_scale(x, g, p.eps)
     parts.append(
         Text.assemble(
             check_mark(worst <= rounding), f" every row sums to 0 up to rounding (largest |sum| {sci(worst)})"
@@ -157,20 +168,31 @@ def projection_facts(p: LessonParams, eps: float = 0.0) -> DemoOutput:
 
 
 def _orthogonal_column(x: np.ndarray, g: np.ndarray, dy: np.ndarray, eps: float) -> dict[str, float]:
-    """dx from autograd at one eps, and its parts along 1 and xhat, with what eps predicts for the radial one."""
+    """dx from autograd at one eps, and its parts along 1 and xhat, with what eps predicts for the radial one.
+
+    ``rounding`` is how far from 0 a dot product of dx may be by rounding alone: a multiple of the terms that
+    cancel in dx (rstd·g and its two subtracted parts), not of |dx|, which is itself 0 at d = 2 and eps = 0.
+    When dx is 0 up to rounding its cosines mean nothing and are NaN (shown as a dash).
+    """
     grads, _ = autograd_dx("layernorm", x, g, None, eps, dy)
     dx = grads["x"]
     m = formulas.moments(x, (0,), eps)
     gx = formulas.dxhat(dy, g)
     shrink = eps / (float(m.var[0]) + eps)
-    n, nh = float(np.linalg.norm(dx)), float(np.linalg.norm(m.xhat))
+    n, nh, d = float(np.linalg.norm(dx)), float(np.linalg.norm(m.xhat)), len(x)
+    rounding = ROUNDING * d * float(m.rstd[0]) * float(np.linalg.norm(gx)) * (1.0 + float(np.max(m.xhat**2)))
+    zero = n <= rounding
     return {
         "|dx|": n,
-        "mean": ratio(float(np.sum(dx)), n * math.sqrt(len(x))),
-        "radial": ratio(float(m.xhat @ dx), n * nh),
-        "predicted": ratio(float(m.rstd[0]) * shrink * float(m.xhat @ gx), n * nh),
+        "zero": float(zero),
+        "sum": float(np.sum(dx)),
+        "dot": float(m.xhat @ dx),
+        "dot predicted": float(m.rstd[0]) * shrink * float(m.xhat @ gx),
+        "rounding": rounding * max(1.0, nh, math.sqrt(d)),
+        "mean": math.nan if zero else ratio(float(np.sum(dx)), n * math.sqrt(d)),
+        "radial": math.nan if zero else ratio(float(m.xhat @ dx), n * nh),
         "removed": float(np.linalg.norm(formulas.projection(m.xhat) @ gx)),
-        "before mean": ratio(float(np.sum(gx)), float(np.linalg.norm(gx)) * math.sqrt(len(x))),
+        "before mean": ratio(float(np.sum(gx)), float(np.linalg.norm(gx)) * math.sqrt(d)),
         "before radial": ratio(float(m.xhat @ gx), float(np.linalg.norm(gx)) * nh),
     }
 
@@ -190,18 +212,18 @@ def gradient_orthogonal(p: LessonParams) -> DemoOutput:
         ("cos(dx, xhat), after", "radial"),
     ]
     rows = [[name, *[sci(c[key]) for c in cols]] for name, key in labels]
-    table = number_table(["autograd dx, random dy", *[f"eps = {e:g}" for e in epsilons]], rows)
-    rounding = ROUNDING * p.dim
-    zero = [c["|dx|"] == 0 for c in cols]  # d = 2 at eps = 0: dx = 0 has no part along anything
+    caption = "— : dx is 0 up to rounding, so it has no direction" if any(c["zero"] for c in cols) else None
+    table = number_table(["autograd dx, random dy", *[f"eps = {e:g}" for e in epsilons]], rows, caption=caption)
     checks = [
-        (all(z or abs(c["mean"]) <= rounding for c, z in zip(cols, zero)), "no part along 1 after, at any eps"),
-        (zero[-1] or abs(cols[-1]["radial"]) <= rounding, "no part along xhat after, at eps = 0"),
+        (all(abs(c["sum"]) <= c["rounding"] for c in cols), "no part along 1 after, at any eps"),
+        (abs(cols[-1]["dot"]) <= cols[-1]["rounding"], "no part along xhat after, at eps = 0"),
     ]
     if p.eps > 0:
+        c = cols[0]
         checks.append(
             (
-                math.isclose(cols[0]["radial"], cols[0]["predicted"], rel_tol=1e-6, abs_tol=rounding),
-                f"at eps = {p.eps:g}, the small radial part is what eps predicts ({sci(cols[0]['predicted'])})",
+                abs(c["dot"] - c["dot predicted"]) <= 1e-6 * abs(c["dot predicted"]) + c["rounding"],
+                f"at eps = {p.eps:g}, the radial part is what eps predicts ({sci(c['radial'])})",
             )
         )
     graph = autograd_dx("layernorm", x, g, None, p.eps, dy)[1]
@@ -226,10 +248,12 @@ def _scale_row(x: np.ndarray, g: np.ndarray, dy: np.ndarray, eps: float, c: floa
     y_pred = math.copysign(1.0, c) * formulas.affine(m.xhat, g, None)
     dx_pred = formulas.dx_projection(dy, g, m.xhat, float(m.rstd[0])) / abs(c)
     base = float(np.linalg.norm(dx0))
+    rounding = ROUNDING * len(x) * _cancelling_scale(x, g, eps) * float(np.linalg.norm(dy))
     return {
         "same": float(np.max(np.abs(yc - y))),
         "flipped": float(np.max(np.abs(yc + y))),
-        "ratio": float(np.linalg.norm(dxc)) * abs(c) / base if base > 0 else math.nan,
+        # a ratio of two gradients that are 0 up to rounding (d = 2 at eps = 0) is noise: none is shown
+        "ratio": float(np.linalg.norm(dxc)) * abs(c) / base if base > rounding else math.nan,
         "ok": bool(
             close(yc, y_pred, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL)
             and close(dxc, dx_pred, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL * max(1.0, abs(1 / c)))
@@ -258,7 +282,7 @@ def scale_invariance(p: LessonParams, scales: tuple[float, ...] = (0.01, 0.5, 2.
     check = Text.assemble(
         check_mark(ok), " every gap from same/flipped and from ratio 1 is eps's: LN of c·x is LN of x with eps/c²"
     )
-    return DemoOutput(Group(table, check), prediction=_scale_prediction(runs))
+    return DemoOutput(Group(*_d2_note(p.dim), table, check), prediction=_scale_prediction(runs))
 
 
 def _scale_prediction(runs: dict[float, dict[str, float]]) -> Prediction:
@@ -267,10 +291,18 @@ def _scale_prediction(runs: dict[float, dict[str, float]]) -> Prediction:
     factor = r["ratio"] / c  # |dx at cx| / |dx at x|
     targets = (c, 1.0, 1.0 / c)
     answer = 1 if not factor > 0 else nearest_factor(factor, targets)
-    why = (
-        f"|dx at {c:g}x| / |dx at x| = {sci(factor)}: the output does not change, so the same upstream gradient "
-        "meets a Jacobian carrying 1/sigma, and sigma grew with c."
-    )
+    if factor != factor:  # NaN: dx is 0 up to rounding at x
+        why = "At d = 2 and eps = 0, dx is 0 whatever the scale of x (see the note above the table): 0 stays 0."
+    elif factor > 0 and abs(math.log(factor * c)) < math.log(2.0):  # within a factor 2 of 1/c
+        why = (
+            f"|dx at {c:g}x| / |dx at x| = {sci(factor)}: the output does not change, so the same upstream "
+            "gradient meets a Jacobian carrying 1/sigma, and sigma grew with c."
+        )
+    else:  # d = 2: the only gradient left is eps's, which does not scale like 1/c
+        why = (
+            f"|dx at {c:g}x| / |dx at x| = {sci(factor)}, not 1/{c:g}: at d = 2 the projection removes every "
+            "direction, and what gradient is left comes from eps alone (see the note above the table)."
+        )
     choices = (f"it grows {c:g} times", "it stays the same", f"it shrinks {c:g} times")
     return Prediction(f"Multiply x by {c:g}. What happens to the size of dx?", choices, answer, why)
 
@@ -285,15 +317,21 @@ def eps_effect(
     """What eps > 0 does to the projection, measured beside the algebra's prediction."""
     x, _ = _problem(p, "ones")
     x = x * float(scale)
-    rows, ok = [], True
+    rows, ok, any_zero = [], True, False
     var = float(formulas.moments(x, (0,), 0.0).var[0])
     dy = random_dy(p.seed, p.dim)
     for e in eps_values:
         r = projection_report(x, None, float(e), dy=dy, c=3.0)
-        scale_dx = r.dx_norm * math.sqrt(r.xhat_norm_sq)
-        radial, predicted = ratio(r.xhat_dot_dx, scale_dx), ratio(r.xhat_dot_dx_predicted, scale_dx)
+        # rounding in xhat · dx is judged against the terms that cancel in dx (rstd · dy and its parts)
+        cancelling = _cancelling_scale(x, None, float(e)) * float(np.linalg.norm(dy)) * math.sqrt(r.d)
         rounding = ROUNDING * r.d
-        ok &= r.dx_norm == 0 or abs(radial - predicted) <= 1e-6 * abs(predicted) + rounding
+        dx_zero = r.dx_norm <= rounding * cancelling
+        any_zero |= dx_zero
+        scale_dx = r.dx_norm * math.sqrt(r.xhat_norm_sq)
+        radial = math.nan if dx_zero else ratio(r.xhat_dot_dx, scale_dx)
+        predicted = 0.0 if dx_zero else ratio(r.xhat_dot_dx_predicted, scale_dx)
+        gap = abs(r.xhat_dot_dx - r.xhat_dot_dx_predicted)
+        ok &= gap <= 1e-6 * abs(r.xhat_dot_dx_predicted) + rounding * cancelling
         ok &= abs(r.idempotent_error - r.idempotent_predicted) <= 1e-6 * r.idempotent_predicted + rounding
         rows.append(
             [
@@ -308,7 +346,7 @@ def eps_effect(
     note = (
         "shrink = eps/(var+eps); P²−P = max|P@P − P|; radial = the cosine between dx (closed form) and xhat, "
         "predicted = shrink·rstd·(xhat·dy) ÷ (|dx| |xhat|) (gamma = 1 here); 3x vs x = max|LN(3x) − LN(x)|"
-    )
+    ) + ("; — : dx is 0 up to rounding" if any_zero else "")
     return Group(
         *_d2_note(p.dim),
         Text(f"x scaled by {float(scale):g}: var(x) = {fmt(var, 4)}, d = {p.dim}", style="bold"),

@@ -172,7 +172,8 @@ def landscape_gradients(p: LessonParams) -> DemoOutput:
             number_table(
                 [f"{len(prob.targets)} examples, w = 0", "|dL/dw1|", "|dL/dw2|", "ratio"],
                 [[*row[:3], fmt(row[3], 3)] for row in rows],
-                caption="L = mean of (y − target)²/2; standardized: each feature over the examples.",
+                caption="L = mean of (y − target)²/2; standardized: each feature over the examples, "
+                "plus a bias b (standardizing removes the features' means).",
             ),
             Text.assemble(
                 check_mark(rows[1][-1] < rows[0][-1]),
@@ -231,9 +232,13 @@ def descent_race(p: LessonParams, steps: int = 300) -> Group:
         raise ValueError(f"steps: expected a positive integer, got {steps!r}")
     prob = linear_problem(p.seed)
     runs = {name: descend(f, prob.targets, steps) for name, f in (("raw", prob.raw), ("standardized", prob.normalized))}
-    curves = {name: r["gaps"] for name, r in runs.items()}
+    # a run stops once its gap is below the tolerance; its name says so, since its curve is padded
+    # with its last value to span the same steps as the other
+    curves = {
+        (name if r["converged"] is None else f"{name}, stopped at step {r['converged']}"): r["gaps"]
+        for name, r in runs.items()
+    }
     longest = max(len(c) for c in curves.values())
-    # pad the converged run with its last value, so both curves span the same steps
     padded = {n: c + [c[-1]] * (longest - len(c)) for n, c in curves.items()}
     floor = 1e-12
     chart = line_chart(
@@ -257,10 +262,10 @@ def descent_race(p: LessonParams, steps: int = 300) -> Group:
     return Group(
         chart,
         number_table(
-            ["", "condition", "steps to 1e-6", "gap at end"],
+            ["", "condition", "steps to 1e-6", "last gap"],
             rows,
-            caption="condition = λmax ÷ λmin, the steepest over the flattest curvature. With the step "
-            "1/λmax, descent needs at most about condition × ln(1/tolerance) steps.",
+            caption="condition = λmax ÷ λmin. With the step 1/λmax, descent needs at most about "
+            "condition × ln(1/tolerance) steps.",
         ),
         Text.assemble(
             check_mark(done["standardized"] < done["raw"]),
@@ -328,8 +333,8 @@ def saturation_before_after(p: LessonParams, mean: float = 12.0, spread: float =
                 ["raw", sci(mean_raw), sci(mean_raw**layers)],
                 ["standardized", fmt(mean_std, 3), sci(mean_std**layers)],
             ],
-            caption=f"(mean σ')^{layers}: roughly how much of a gradient survives {layers} such layers "
-            "(sigmoid' is at most 0.25).",
+            caption=f"(mean σ')^{layers}: roughly how much of a gradient survives {layers} such layers, "
+            "weights aside (sigmoid' is at most 0.25).",
         ),
         Text.assemble(
             check_mark(mean_std > mean_raw),
@@ -521,14 +526,39 @@ def _depth_checks(run: DepthRun, eps: float) -> list[Text]:
             f" norm.: each W gets an input of length √{run.width}" + ("·√(var/(var+eps))" if eps else ""),
         )
     )
-    spread = [v / (gain * math.sqrt(run.width)) for gain, vs in run.normalized.items() for v in vs[1:]]
-    checks.append(
-        Text.assemble(
-            check_mark(1 / 3 < min(spread) and max(spread) < 3),
-            f" norm.: |h| stays within {fmt(min(spread), 3)} to {fmt(max(spread), 3)} × gain·√{run.width}",
-        )
-    )
+    checks += _depth_band_checks(run, eps)
     return checks
+
+
+def _depth_band_checks(run: DepthRun, eps: float) -> list[Text]:
+    """|h| stays near gain·√width with normalization, or, where it does not, the reason: var(h) fell to eps's size.
+
+    With an eps that is not small next to var(h), dividing by √(var + eps) no longer rescales h
+    (the fed length √width·√(var/(var + eps)) falls short of √width), so small activations shrink again.
+    """
+    band = {gain: [v / (gain * math.sqrt(run.width)) for v in vs[1:]] for gain, vs in run.normalized.items()}
+    kept = [gain for gain, spread in band.items() if 1 / 3 < min(spread) and max(spread) < 3]
+    lines = []
+    if kept:
+        spread = [v for gain in kept for v in band[gain]]
+        which = "" if len(kept) == len(band) else " " + ", ".join(f"{g:g}" for g in kept)
+        lines.append(
+            Text.assemble(
+                check_mark(True),
+                f" norm.{which}: |h| stays within {fmt(min(spread), 3)} to {fmt(max(spread), 3)} × gain·√{run.width}",
+            )
+        )
+    for gain in (g for g in band if g not in kept):
+        short = min(run.fed[gain]) / math.sqrt(run.width)  # √(var/(var + eps)) at its smallest
+        factor = run.normalized[gain][-1] / run.normalized[gain][0]
+        lines.append(
+            Text.assemble(
+                check_mark(eps > 0 and short < 0.5),
+                f" norm. {gain:g}: |h| ×{sci(factor, 1)}: var(h) fell below eps = {eps:g}, where dividing by "
+                f"√(var + eps) no longer rescales (W is fed {sci(short, 1)} × √{run.width})",
+            )
+        )
+    return lines
 
 
 @demo("depth_norms")
