@@ -341,6 +341,7 @@ def test_without_torch_the_lab_and_its_lessons_run_in_numpy_and_say_how_to_insta
     assert "error: argument --engine: torch needs PyTorch" in out.stderr
     assert "PyTorch is not installed here, so this is the NumPy network: pip install 'microgradnorm[torch]'" in text
     assert "PyTorch not installed: pip install 'microgradnorm[torch]'" in text
+    assert "how far apart are the loss curves (PyTorch is not installed: the NumPy network's)?" in text
     assert "PyTorch is not installed: its curves need pip install 'microgradnorm[torch]'" in text  # the command
     assert "not shown by this run" not in text  # every claim line is a check mark (the ✗ in tables are data)
 

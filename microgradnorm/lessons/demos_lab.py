@@ -69,8 +69,9 @@ def _curve_prediction(result: E.Outcome) -> Prediction:
         if answer == 0
         else "more than rounding separates them: some layer computes something different"
     )
+    where = "" if "torch.nn.LayerNorm" in result.curves else " (PyTorch is not installed: the NumPy network's)"
     return Prediction(
-        f"After {E.ADAM.steps} steps, how far apart are the loss curves?",
+        f"After {E.ADAM.steps} steps, how far apart are the loss curves{where}?",
         ("the same to rounding (below 1e-9)", "close (differences below 0.01)", "visibly apart"),
         answer,
         f"The largest difference at any step is {gap:.1e}: {reason}.",
