@@ -133,8 +133,9 @@ def lab_wrong_curves(p: LessonParams) -> DemoOutput:
         "Both slips fail the gradient check. Trained with Adam, what do their loss curves do?",
         ("both stall or blow up", "one trains, one does not", "both train: the loss ends below half its start"),
         len(trained),
-        f"{('Neither slip', 'One slip', 'Both slips')[len(trained)]} brought the loss below half its start. "
-        "Losses at the end: " + ", ".join(f"{k} {ends[k]:.2f}" for k in ends) + ".",
+        "Loss at the first step and at the end: "
+        + ", ".join(f"{k} {adam[k].losses[0]:.2f} → {ends[k]:.2f}" for k in ends)
+        + ".",
     )
     names = [f"{k} (Adam)" for k in adam]
     return DemoOutput(Group(show.curves(result, names, height=HEIGHT), _claims(result, "adam")),
