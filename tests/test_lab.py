@@ -284,6 +284,14 @@ def test_lab_wrong_prints_its_claims_and_writes_an_svg(tmp_path, capsys):
     assert text.startswith("<svg") and "no-mean-path (Adam)" in text
 
 
+@pytest.mark.parametrize("where", ["missing/curves.svg", "."], ids=["no folder", "a folder"])
+def test_an_svg_path_that_cannot_be_written_is_one_line_before_any_training(tmp_path, capsys, monkeypatch, where):
+    monkeypatch.setattr(E, "EXPERIMENTS", {})  # nothing may train: the check comes first
+    assert cli.main(["lab", "norms", "--svg", str(tmp_path / where)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("microgradnorm lab: error: argument --svg: expected a file") and "\n" not in err
+
+
 def test_lab_yours_with_a_learner_file_and_its_errors(tmp_path, capsys):
     assert cli.main(["lab", "yours", "--file", str(_copy(tmp_path, SOLUTION)), "--engine", "numpy"]) == 0
     assert "your backward" in capsys.readouterr().out
