@@ -179,6 +179,95 @@ def test_a_wrong_learner_file_gives_a_failing_claim_not_a_passing_one(tmp_path):
     assert any("gradient check" in t for t in failed) and any("loss curve" in t for t in failed)
 
 
+# ---- what lesson 16 says about the two slips, checked on the network itself ------------------------------
+
+# A shift of a LayerNorm's input (the same number added to every feature of a row) changes its output only
+# through rounding: the shifted row is recomputed at about 1e-16 of its size, so relative to logits of order 1
+SHIFT_RTOL = 1e-12
+# LayerNorm's eps (1e-5) breaks its scale invariance slightly: with row variances of order 0.1 to 1, scaling
+# the input by c changes rstd's relative size by about eps / var, well under 1e-3
+SCALE_RTOL = 1e-3
+
+
+def _block1_gradient(net: Net, x: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    logits = net.forward(x)
+    net.backward(cross_entropy(logits, labels)[1])
+    return logits, net.blocks[0][0].grads[0].copy()
+
+
+def test_a_change_of_the_same_size_in_every_row_of_w_before_a_layernorm_changes_nothing_after_it():
+    """The 'shift' that lesson 16 separates from the no-mean-path error: a weight change 1 v^T on the
+    Linear before a LayerNorm moves each example's outputs by one number, which LayerNorm removes."""
+    task, rng = teacher_task(4), np.random.default_rng(7)
+    x = task.x_train[:16]
+    for k in range(E.MLP.depth):
+        net = Net(E.MLP, 4)
+        before = net.forward(x)
+        w, b = net.blocks[k][0].params
+        shift = np.ones((w.shape[0], 1)) * rng.normal(size=(1, w.shape[1]))  # out,in: every row the same
+        w += shift
+        b += rng.normal()
+        assert np.max(np.abs(net.forward(x) - before)) <= SHIFT_RTOL * np.max(np.abs(before))
+        w += rng.normal(size=w.shape) - shift  # a change that is not a shift does show
+        assert np.max(np.abs(net.forward(x) - before)) > 1e-3 * np.max(np.abs(before))
+    other = rng.normal(size=(8, 5))  # the experiment's "not a shift" part is orthogonal to every shift
+    assert np.allclose((other - other.mean(axis=0)).sum(axis=0), 0.0, atol=1e-12)
+
+
+def test_weights_c_times_larger_before_a_layernorm_get_a_gradient_c_times_smaller():
+    task, c = teacher_task(5), 10.0
+    x, labels = task.x_train[:32], task.y_train[:32]
+    net = Net(E.MLP, 5)
+    logits, grad = _block1_gradient(net, x, labels)
+    for p in net.blocks[0][0].params:
+        p *= c
+    logits_c, grad_c = _block1_gradient(net, x, labels)
+    assert np.max(np.abs(logits_c - logits)) <= SCALE_RTOL * np.max(np.abs(logits))
+    assert np.linalg.norm(grad_c * c - grad) <= SCALE_RTOL * np.linalg.norm(grad)
+
+
+def test_adam_takes_the_same_first_step_for_a_gradient_scaled_by_a_constant_and_sgd_does_not():
+    net, rng, c = Net(E.MLP, 0), np.random.default_rng(3), 1000.0
+    grads = [rng.uniform(0.5, 1.5, p.shape) * rng.choice([-1.0, 1.0], p.shape) for p in net.parameters()]
+    scaled = [c * g for g in grads]
+    # Adam's step is m / (sqrt(v) + 1e-8): with |g| >= 0.5 the constant moves it by at most 2e-8, relatively
+    assert E._first_step_difference(net, grads, scaled, "adam") <= 1e-7
+    assert E._first_step_difference(net, grads, scaled, "sgd") == pytest.approx(c - 1.0, rel=1e-12)
+    tiny = [g * 1e-8 for g in grads]  # gradients as small as the constant: there it does matter
+    assert E._first_step_difference(net, tiny, [c * g for g in tiny], "adam") > 0.1
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_wrong_backward_claims_hold_for_ten_seeds(seed):
+    """The cheapest experiment, over the seeds a learner is likely to try (the others: two seeds above)."""
+    result = E.wrong(seed)
+    assert all(c.ok for c in result.claims), [c.text for c in result.claims if not c.ok]
+
+
+def test_the_curve_prediction_explains_only_the_gap_it_found():
+    from microgradnorm.lessons.demos_lab import _curve_prediction
+
+    for gap, answer in ((3e-14, 0), (1e-4, 1), (0.3, 2)):
+        outcome = E.Outcome("t", numbers={"your backward vs torch.nn.LayerNorm": gap})
+        prediction = _curve_prediction(outcome)
+        assert prediction.answer == answer
+        assert ("only rounding" in prediction.why) == (answer == 0)
+
+
+def test_claims_are_picked_by_key_and_a_missing_key_is_an_error():
+    outcome = E.Outcome("t")
+    outcome.claim("a", "first", True)
+    outcome.claim("b", "second", False)
+    assert [c.text for c in outcome.picked("b", "a")] == ["second", "first"]
+    with pytest.raises(KeyError):
+        outcome.picked("c")
+
+
+def test_the_numpy_engine_chosen_with_torch_installed_does_not_say_torch_is_missing():
+    pytest.importorskip("torch")
+    assert not any("not installed" in note for note in E.yours(0, use_torch=False).notes)
+
+
 def test_the_command_catalogue_names_the_experiments():
     assert set(CATALOG) == set(E.EXPERIMENTS) and set(NEEDS_TORCH) <= set(CATALOG)
 
@@ -193,6 +282,14 @@ def test_lab_wrong_prints_its_claims_and_writes_an_svg(tmp_path, capsys):
     assert out.count("✓") == len(E.wrong(0).claims) and "✗" not in out
     text = svg.read_text(encoding="utf-8")
     assert text.startswith("<svg") and "no-mean-path (Adam)" in text
+
+
+@pytest.mark.parametrize("where", ["missing/curves.svg", "."], ids=["no folder", "a folder"])
+def test_an_svg_path_that_cannot_be_written_is_one_line_before_any_training(tmp_path, capsys, monkeypatch, where):
+    monkeypatch.setattr(E, "EXPERIMENTS", {})  # nothing may train: the check comes first
+    assert cli.main(["lab", "norms", "--svg", str(tmp_path / where)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("microgradnorm lab: error: argument --svg: expected a file") and "\n" not in err
 
 
 def test_lab_yours_with_a_learner_file_and_its_errors(tmp_path, capsys):
@@ -252,6 +349,8 @@ def test_without_torch_the_lab_and_its_lessons_run_in_numpy_and_say_how_to_insta
     assert "error: argument --engine: torch needs PyTorch" in out.stderr
     assert "PyTorch is not installed here, so this is the NumPy network: pip install 'microgradnorm[torch]'" in text
     assert "PyTorch not installed: pip install 'microgradnorm[torch]'" in text
+    assert "how far apart are the loss curves (PyTorch is not installed: the NumPy network's)?" in text
+    assert "PyTorch is not installed: its curves need pip install 'microgradnorm[torch]'" in text  # the command
     assert "not shown by this run" not in text  # every claim line is a check mark (the ✗ in tables are data)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from microgradnorm.commands import UsageError, seed_int
 from microgradnorm.lab import CATALOG, NEEDS_TORCH
@@ -42,16 +43,30 @@ def run(args: argparse.Namespace, console) -> int:
     from microgradnorm.lab import experiments as E
     from microgradnorm.lab import show
 
+    _check_svg_target(args.svg)  # before the training, not after it
     if args.experiment == "yours":
         result = E.yours(args.seed, args.file, _use_torch(args.engine, E.have_torch()))
     else:
         result = E.EXPERIMENTS[args.experiment](args.seed)
     console.print(show.outcome(result))
     if args.svg:
-        with open(args.svg, "w", encoding="utf-8") as f:
-            f.write(show.figure(result).svg())
+        try:
+            Path(args.svg).write_text(show.figure(result).svg(), encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"argument --svg: could not write {args.svg!r}: {exc.strerror or exc}") from None
         console.print(f"wrote {args.svg}", markup=False, highlight=False)
     return 0 if all(c.ok for c in result.claims) else 1
+
+
+def _check_svg_target(svg: str | None) -> None:
+    """A one-line usage error for an --svg path that cannot be a new file, before anything is trained."""
+    if svg is None:
+        return
+    target = Path(svg)
+    if target.is_dir():
+        raise UsageError(f"argument --svg: expected a file name, got {svg!r}, which is a folder")
+    if not target.parent.is_dir():
+        raise UsageError(f"argument --svg: expected a file in an existing folder, got {svg!r}")
 
 
 def _use_torch(engine: str, available: bool) -> bool:

@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from microgradnorm.lab import pairs
-from microgradnorm.lab.net import BatchNormLayer, Net, NetSpec, cross_entropy
+from microgradnorm.lab.net import BatchNormLayer, Net, NetSpec, cross_entropy, initial_weights
 from microgradnorm.lab.task import CLASSES, Task, teacher_task
-from microgradnorm.lab.train import Run, TrainConfig, train
+from microgradnorm.lab.train import Adam, Run, TrainConfig, batches, train
 
 __all__ = [
     "CURVE_ATOL",
@@ -71,10 +71,11 @@ def have_torch() -> bool:
 
 @dataclass(frozen=True)
 class Claim:
-    """A sentence about the run, and whether the run's own numbers bear it out."""
+    """A sentence about the run, whether the run's own numbers bear it out, and a key the lessons pick it by."""
 
     text: str
     ok: bool
+    key: str = ""
 
 
 @dataclass
@@ -87,6 +88,15 @@ class Outcome:
     claims: list[Claim] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     extra: dict[str, object] = field(default_factory=dict)
+
+    def claim(self, key: str, text: str, ok: bool) -> None:
+        """Add a claim that the lessons can pick by ``key``."""
+        self.claims.append(Claim(text, bool(ok), key))
+
+    def picked(self, *keys: str) -> list[Claim]:
+        """The claims with these keys, in this order (KeyError for a key the run has no claim for)."""
+        by_key = {c.key: c for c in self.claims}
+        return [by_key[k] for k in keys]
 
 
 def final_loss(run: Run) -> float:
@@ -160,69 +170,171 @@ def _yours(seed: int, pair: pairs.NormPair, file: str | None, use_torch: bool) -
     if file is None:  # the curve is the exercise's answer's, not the learner's
         runs[YOURS_REFERENCE] = runs.pop(YOURS)
     out.curves = {name: run.losses for name, run in runs.items()}
+    out.extra["runs"] = runs
     baseline = "torch.nn.LayerNorm" if use_torch else "microgradnorm (NumPy)"
     check = pairs.gradient_check(pair, seed)
     name = YOURS if file else YOURS_REFERENCE
     gap = _differs(runs[name].losses, runs[baseline].losses)
     out.numbers = {"gradient check": check.worst, f"{name} vs {baseline}": gap}
-    out.claims.append(Claim(f"{name} passes the gradient check (worst error {check.worst:.1e})", check.passed))
-    out.claims.append(Claim(f"{name}: the loss curve is {baseline}'s at every step (largest difference {gap:.1e})",
-                            gap <= CURVE_ATOL))  # fmt: skip
+    out.claim("check", f"{name} passes the gradient check (worst error {check.worst:.1e})", check.passed)
+    out.claim("curve", f"{name}: the loss curve is {baseline}'s at every step (largest difference {gap:.1e})",
+              gap <= CURVE_ATOL)  # fmt: skip
     if use_torch:
         ours = _differs(runs["microgradnorm.torch.LayerNorm"].losses, runs[baseline].losses)
         out.numbers["microgradnorm.torch vs torch.nn"] = ours
-        out.claims.append(Claim(f"microgradnorm.torch.LayerNorm's curve is torch.nn's (largest difference {ours:.1e})",
-                                ours <= CURVE_ATOL))  # fmt: skip
-    else:
+        out.claim("bridge", f"microgradnorm.torch.LayerNorm's curve is torch.nn's (largest difference {ours:.1e})",
+                  ours <= CURVE_ATOL)  # fmt: skip
+    elif not have_torch():  # (with PyTorch installed, --engine numpy chose this)
         out.notes.append("PyTorch is not installed: its curves need pip install 'microgradnorm[torch]'")
     start, end = runs[baseline].losses[0], final_loss(runs[baseline])
-    out.claims.append(
-        Claim(f"the network learns: loss {start:.2f} at the start, {end:.2f} at the end", end < start / 2)
-    )
-    out.extra["runs"] = runs
+    out.claim("learns", f"the network learns: loss {start:.2f} at the start, {end:.2f} at the end", end < start / 2)
     return out
 
 
 # ---- (b) a wrong backward that still trains --------------------------------------------------------------
 
 
+WRONG_SGD = TrainConfig(steps=150, batch=32, lr=0.1, optimizer="sgd")
+# The no-1/D slip scales each LayerNorm's dx by exactly D, so the gradient ratio is a power of D up to
+# rounding (about 1e-15 relative); a real difference between the two backward passes is far above this.
+RATIO_RTOL = 1e-9
+
+
+def _backwards() -> dict[str, pairs.NormPair]:
+    return {"right": pairs.reference_pair(), **{k: pairs.mistake_pair(k) for k in pairs.MISTAKES}}
+
+
 @functools.lru_cache(maxsize=4)
 def wrong(seed: int = 0) -> Outcome:
     """The MLP trained with the right LayerNorm backward and with two wrong ones, under Adam and SGD."""
     out = Outcome("Two wrong LayerNorm backward passes that still train")
-    backwards = {"right": pairs.reference_pair(), **{k: pairs.mistake_pair(k) for k in pairs.MISTAKES}}
-    adam = {k: train(Net(MLP, seed, ln_pair=p), task_for(seed), _with_seed(ADAM, seed)) for k, p in backwards.items()}
-    sgd_cfg = TrainConfig(150, 32, 0.1, "sgd", 0, seed)
-    sgd = {k: train(Net(MLP, seed, ln_pair=backwards[k]), task_for(seed), sgd_cfg) for k in ("right", "no-1/D")}
+    backwards, task = _backwards(), task_for(seed)
+    adam = {k: train(Net(MLP, seed, ln_pair=p), task, _with_seed(ADAM, seed)) for k, p in backwards.items()}
+    sgd_nets = {k: Net(MLP, seed, ln_pair=backwards[k]) for k in ("right", "no-1/D")}
+    sgd = {k: train(net, task, _with_seed(WRONG_SGD, seed)) for k, net in sgd_nets.items()}
     out.curves = {f"{k} (Adam)": r.losses for k, r in adam.items()}
     out.extra.update(adam=adam, sgd=sgd)
     checks = {k: pairs.gradient_check(p, seed) for k, p in backwards.items()}
     out.extra["checks"] = checks
-    for k, c in checks.items():
-        out.numbers[f"gradient check: {k}"] = c.dx
     slips = [k for k in backwards if k != "right"]
-    out.claims.append(Claim(
-        "the gradient check passes for the right backward and fails for both slips "
-        f"(dx off by {checks[slips[0]].dx:.0%} and {checks[slips[1]].dx:.0%})",
-        checks["right"].passed and not any(checks[k].passed for k in slips)))  # fmt: skip
+    out.claim("check", "the gradient check passes for the right backward and fails for both slips "
+              f"(dx off by {checks[slips[0]].dx:.0%} and {checks[slips[1]].dx:.0%})",
+              checks["right"].passed and not any(checks[k].passed for k in slips))  # fmt: skip
     ends = {k: final_loss(r) for k, r in adam.items()}
-    out.claims.append(Claim(
-        "with Adam all three train: each loss ends below half its start (" +
-        ", ".join(f"{k} {v:.2f}" for k, v in ends.items()) + ")",
-        all(ends[k] < adam[k].losses[0] / 2 for k in adam)))  # fmt: skip
+    out.claim("adam", "with Adam all three train: each loss ends below half its start ("
+              + ", ".join(f"{k} {v:.2f}" for k, v in ends.items()) + ")",
+              all(ends[k] < adam[k].losses[0] / 2 for k in adam))  # fmt: skip
+    _mean_path_claims(out, seed)
+    _factor_claims(out, seed)
+    _sgd_claims(out, seed, sgd, sgd_nets)
+    return out
+
+
+def _first_gradients(seed: int, pair: pairs.NormPair) -> tuple[Net, list[np.ndarray]]:
+    """The MLP (with ``pair`` as its LayerNorm) and its gradients on the first minibatch of training."""
+    task, net = task_for(seed), Net(MLP, seed, ln_pair=pair)
+    idx = next(batches(len(task.y_train), _with_seed(ADAM, seed)))
+    _, dlogits = cross_entropy(net.forward(task.x_train[idx]), task.y_train[idx])
+    net.backward(dlogits)
+    return net, [g.copy() for g in net.gradients()]
+
+
+def _block_weight_grads(net: Net) -> list[np.ndarray]:
+    """The gradient of each block's Linear weights (the Linear right before the block's LayerNorm)."""
+    return [block[0].grads[0] for block in net.blocks]
+
+
+def _angle(a: list[np.ndarray], b: list[np.ndarray]) -> float:
+    """The angle in degrees between two gradients, each taken as one long vector."""
+    u, v = np.concatenate([g.ravel() for g in a]), np.concatenate([g.ravel() for g in b])
+    return float(np.degrees(np.arccos(np.clip(u @ v / (np.linalg.norm(u) * np.linalg.norm(v)), -1.0, 1.0))))
+
+
+def _mean_path_claims(out: Outcome, seed: int) -> None:
+    """Where the no-mean-path error goes: a shift at each LayerNorm, but a real error in the blocks before."""
     spread = _mean_path_error_spread(seed)
     out.numbers["no-mean-path error: spread within a row"] = spread
-    out.claims.append(Claim(f"the no-mean-path error is one number per row (spread {spread:.0e}): "
-                            "a shift LayerNorm's output ignores", spread <= 1e-12))  # fmt: skip
-    right, slip = final_loss(sgd["right"]), final_loss(sgd["no-1/D"])
-    out.claims.append(
-        Claim(
-            f"with plain SGD the no-1/D slip does not train: loss {slip:.2f}, above half of ln 3, "
-            f"where the right backward reaches {right:.2f}",
-            slip > GUESSING / 2 > right,
+    out.claim("mean-shift", f"at each LayerNorm the no-mean-path error in dx is one number per row (spread "
+              f"{spread:.0e}): a shift, which LayerNorm's output ignores", spread <= 1e-12)  # fmt: skip
+    right_net, right = _first_gradients(seed, pairs.reference_pair())
+    slip_net, slip = _first_gradients(seed, pairs.mistake_pair("no-mean-path"))
+    rows = []
+    for g, h in zip(_block_weight_grads(right_net), _block_weight_grads(slip_net)):
+        err = h - g  # out,in
+        # a change that is the same in every row of W (every output unit) only shifts the outputs: LayerNorm
+        # removes it; what is left after taking that out changes what the block computes
+        rows.append(
+            (np.linalg.norm(err) / np.linalg.norm(g), np.linalg.norm(err - err.mean(axis=0)) / np.linalg.norm(g))
         )
-    )
-    return out
+    out.extra["mean_path_blocks"] = rows
+    last, earlier = rows[-1][1], [r[1] for r in rows[:-1]]
+    out.claim("mean-last", f"in the last block, the weight gradient's error is all shift (what is left: {last:.0e})",
+              last <= 1e-12)  # fmt: skip
+    out.claim("mean-earlier", f"in blocks 1 to {len(earlier)} it is not: {min(earlier):.0%} to {max(earlier):.0%} "
+              "of the gradient is wrong in a way LayerNorm does not remove", min(earlier) > 0.01)  # fmt: skip
+    angle = _angle(right, slip)
+    out.numbers["no-mean-path: angle to the right gradient"] = angle
+    out.claim("mean-downhill", f"the whole gradient is still {angle:.0f} degrees from the right one: under 90, "
+              "so a small enough step along it still lowers the loss", angle < 90)  # fmt: skip
+
+
+def _factor_claims(out: Outcome, seed: int) -> None:
+    """The no-1/D slip: one factor D per LayerNorm above a weight; Adam's step hardly notices it, SGD's does."""
+    d = MLP.width
+    right_net, right = _first_gradients(seed, pairs.reference_pair())
+    slip_net, slip = _first_gradients(seed, pairs.mistake_pair("no-1/D"))
+    ratios = [np.linalg.norm(h) / np.linalg.norm(g)
+              for g, h in zip(_block_weight_grads(right_net), _block_weight_grads(slip_net))]  # fmt: skip
+    powers = [float(d ** (MLP.depth - k)) for k in range(MLP.depth)]  # LayerNorms from block k+1 to the loss
+    out.extra["factor_blocks"] = list(zip(ratios, powers))
+    worst = max(abs(r / p - 1.0) for r, p in zip(ratios, powers))
+    exact = "exactly" if worst == 0.0 else f"to {worst:.0e}"
+    out.claim("factor-powers", f"each block's weight gradient is D^k times the right one (D = {d}, {exact}), "
+              "k the number of LayerNorms from the block to the loss", worst <= RATIO_RTOL)  # fmt: skip
+    adam_off = _first_step_difference(right_net, right, slip, "adam")
+    sgd_off = _first_step_difference(right_net, right, slip, "sgd")
+    out.numbers.update({"no-1/D: Adam's first step off by": adam_off, "no-1/D: SGD's first step off by": sgd_off})
+    out.claim("factor-adam", f"Adam's first step with the slip's gradient is the right step to within {adam_off:.2%}; "
+              f"SGD's differs from the right step by {sgd_off:,.0f} times that step's size",
+              adam_off < 0.05 and sgd_off > 1.0)  # fmt: skip
+
+
+def _first_step_difference(net: Net, right: list[np.ndarray], slip: list[np.ndarray], optimizer: str) -> float:
+    """|step(slip) - step(right)| / |step(right)| for the first step of ``optimizer`` from the same weights."""
+    steps = []
+    for grads in (right, slip):
+        params = [p.copy() for p in net.parameters()]
+        before = [p.copy() for p in params]
+        Adam(params, sgd=optimizer == "sgd").step(grads, ADAM.lr)
+        steps.append(np.concatenate([(p - b).ravel() for p, b in zip(params, before)]))
+    return float(np.linalg.norm(steps[1] - steps[0]) / np.linalg.norm(steps[0]))
+
+
+def _sgd_claims(out: Outcome, seed: int, sgd: dict[str, Run], nets: dict[str, Net]) -> None:
+    """Under SGD the no-1/D slip stalls: the weights before the LayerNorms grow instead of learning."""
+    right, slip = final_loss(sgd["right"]), final_loss(sgd["no-1/D"])
+    finite = len(sgd["no-1/D"].losses) == WRONG_SGD.steps and math.isfinite(slip)  # it stalled, not diverged
+    out.claim("sgd-stall", f"with plain SGD the no-1/D slip does not train, nor blow up: loss {slip:.2f}, above half "
+              f"of ln 3, where the right backward reaches {right:.2f}",
+              finite and slip > GUESSING / 2 > right)  # fmt: skip
+    start = float(np.linalg.norm(initial_weights(MLP, seed)[0][0]))
+    after = {k: float(np.linalg.norm(net.blocks[0][0].params[0])) for k, net in nets.items()}
+    steps = {k: _relative_step(net, seed) for k, net in nets.items()}
+    out.extra.update(block1_weight_norms=(start, after), block1_relative_steps=steps)
+    out.claim("sgd-growth", f"block 1's weights grow from norm {start:.1f} to {after['no-1/D']:,.0f} with the slip "
+              f"(to {after['right']:.1f} with the right backward); at the end an SGD step moves them by "
+              f"{steps['no-1/D']:.0e} of their size (right backward: {steps['right']:.0e})",
+              after["no-1/D"] > 100 * after["right"] and steps["no-1/D"] < steps["right"] / 10)  # fmt: skip
+
+
+def _relative_step(net: Net, seed: int) -> float:
+    """|lr * gradient| / |weights| of block 1's Linear, on the first minibatch of training (a measurement)."""
+    task = task_for(seed)
+    idx = next(batches(len(task.y_train), _with_seed(WRONG_SGD, seed)))
+    _, dlogits = cross_entropy(net.forward(task.x_train[idx]), task.y_train[idx])
+    net.backward(dlogits)
+    w, g = net.blocks[0][0].params[0], net.blocks[0][0].grads[0]
+    return float(WRONG_SGD.lr * np.linalg.norm(g) / np.linalg.norm(w))
 
 
 def _mean_path_error_spread(seed: int) -> float:
@@ -267,10 +379,14 @@ def depth(seed: int = 0) -> Outcome:
     out.extra["gradients"] = {"post-LN": post, "pre-LN": pre}
     grow, pre_grow, spread = post[-1] / post[0], pre[-1] / pre[0], max(pre) / min(pre)
     out.numbers.update({"post-LN last/first": grow, "pre-LN last/first": pre_grow, "pre-LN max/min": spread})
-    out.claims.append(Claim(f"post-LN: the gradient grows toward the output (last block / first = {grow:.1f})",
-                            grow > 1.2))  # fmt: skip
-    out.claims.append(Claim(f"pre-LN: it does not (last / first = {pre_grow:.1f}); all blocks within a factor "
-                            f"{spread:.1f} of each other", pre_grow < 1.0 and spread < 2.5))  # fmt: skip
+    out.claim("post-grows", f"post-LN: the gradient grows toward the output (last block / first = {grow:.1f})",
+              grow > 1.2)  # fmt: skip
+    out.claim("pre-even", f"pre-LN: it does not (last / first = {pre_grow:.1f}); all blocks within a factor "
+              f"{spread:.1f} of each other", pre_grow < 1.0 and spread < 2.5)  # fmt: skip
+    last = post[-1] / pre[-1]
+    out.numbers["last block: post-LN / pre-LN"] = last
+    out.claim("last-block", f"at the last block post-LN's gradient is {last:.1f} times pre-LN's (Xiong et al.'s "
+              f"bounds differ by √L = {math.sqrt(RESIDUAL_DEPTH):.1f})", last > 1.5)  # fmt: skip
     runs = {}
     for placement in ("post", "pre"):
         for warm in (0, WARMUP.warmup):
@@ -282,11 +398,13 @@ def depth(seed: int = 0) -> Outcome:
     ends = {k: final_loss(r) for k, r in runs.items()}
     post_cold, post_warm = ends["post-LN, no warmup"], ends[f"post-LN, warmup {WARMUP.warmup}"]
     pre_cold = ends["pre-LN, no warmup"]
-    out.claims.append(Claim(f"post-LN without warmup stalls near ln 3: loss {post_cold:.2f}",
-                            post_cold > 0.8 * GUESSING))  # fmt: skip
-    out.claims.append(Claim(f"warmup helps post-LN: {post_warm:.2f} instead of {post_cold:.2f}", post_warm < post_cold))
-    out.claims.append(Claim(f"pre-LN trains without warmup: loss {pre_cold:.2f}, below half of ln 3",
-                            pre_cold < GUESSING / 2))  # fmt: skip
+    out.claim("post-stalls", f"post-LN without warmup stalls near ln 3: loss {post_cold:.2f}",
+              post_cold > 0.8 * GUESSING)  # fmt: skip
+    out.claim("warmup-helps", f"warmup helps post-LN: {post_warm:.2f} instead of {post_cold:.2f}, though in "
+              f"{WARMUP.steps} steps it stays above pre-LN's {pre_cold:.2f}",
+              pre_cold < post_warm < post_cold)  # fmt: skip
+    out.claim("pre-trains", f"pre-LN trains without warmup: loss {pre_cold:.2f}, below half of ln 3",
+              pre_cold < GUESSING / 2)  # fmt: skip
     return out
 
 
@@ -305,28 +423,24 @@ def norms(seed: int = 0) -> Outcome:
     out.curves = {k: r.losses for k, r in runs.items()}
     out.extra.update(runs=runs, adam_none=adam_none)
     ends = {k: final_loss(r) for k, r in runs.items()}
-    out.claims.append(Claim(f"without a norm, SGD leaves the loss near ln 3 = {GUESSING:.2f}: {ends['none']:.2f}",
-                            ends["none"] > 0.8 * GUESSING))  # fmt: skip
+    out.claim("none-stalls", f"without a norm, SGD leaves the loss near ln 3 = {GUESSING:.2f}: {ends['none']:.2f}",
+              ends["none"] > 0.8 * GUESSING)  # fmt: skip
     normed = [k for k in ends if k != "none"]
-    out.claims.append(Claim("each norm takes it below half of that: " + ", ".join(f"{k} {ends[k]:.2f}" for k in normed),
-                            all(ends[k] < GUESSING / 2 for k in normed)))  # fmt: skip
+    out.claim("norms-train", "each norm takes it below half of that: "
+              + ", ".join(f"{k} {ends[k]:.2f}" for k in normed),
+              all(ends[k] < GUESSING / 2 for k in normed))  # fmt: skip
     adam_end = final_loss(adam_none)
-    out.claims.append(Claim(f"with Adam, the network without a norm trains too: {adam_end:.2f}",
-                            adam_end < GUESSING / 2))  # fmt: skip
+    out.claim("adam-none", f"with Adam (lr {ADAM.lr:g}, {ADAM.steps} steps) the network without a norm trains too: "
+              f"{adam_end:.2f}", adam_end < GUESSING / 2)  # fmt: skip
     signal = {norm: signal_at_start(seed, norm) for norm in ("none", "layernorm")}
     out.extra["signal"] = signal
     (plain, plain_grads), (ln, ln_grads) = signal["none"], signal["layernorm"]
-    out.claims.append(
-        Claim(
-            f"without a norm the signal shrinks: block {len(plain)}'s output is "
-            f"{plain[0] / plain[-1]:.1f} times smaller than block 1's",
-            plain[-1] < plain[0] / 2,
-        )
-    )
+    out.claim("signal-shrinks", f"without a norm the signal shrinks: block {len(plain)}'s output is "
+              f"{plain[0] / plain[-1]:.1f} times smaller than block 1's", plain[-1] < plain[0] / 2)  # fmt: skip
     least = min(a / b for a, b in zip(ln_grads, plain_grads))
-    out.claims.append(Claim(f"LayerNorm keeps every block's output the same size (within {max(ln) / min(ln):.2f}x), "
-                            f"and every weight gradient at least {least:.0f} times larger",
-                            max(ln) / min(ln) < 1.2 and least > 10))  # fmt: skip
+    out.claim("ln-keeps", f"LayerNorm keeps every block's output the same size (within {max(ln) / min(ln):.2f}x), "
+              f"and every weight gradient at least {least:.0f} times larger",
+              max(ln) / min(ln) < 1.2 and least > 10)  # fmt: skip
     return out
 
 
@@ -374,17 +488,20 @@ def batch_sizes(seed: int = 0) -> Outcome:
     out.extra.update(rows=rows, layernorm=ln)
     out.curves = {f"BatchNorm, batch {b}": r[2].losses for b, r in rows.items()}
     held = {b: r[0] for b, r in rows.items()}
-    out.claims.append(Claim(f"at batch {small} BatchNorm learns least: held-out loss {held[small]:.2f} against "
-                            + ", ".join(f"{held[b]:.2f}" for b in BATCHES[1:]),
-                            held[small] > max(held[b] for b in BATCHES[1:])))  # fmt: skip
+    out.claim("small-least", f"at batch {small} BatchNorm learns least: held-out loss {held[small]:.2f} against "
+              + ", ".join(f"{held[b]:.2f}" for b in BATCHES[1:]),
+              held[small] > max(held[b] for b in BATCHES[1:]))  # fmt: skip
+    near = min(rows[small][:2])
+    out.claim("small-guess", f"at batch {small} both held-out losses ({held[small]:.2f}, {rows[small][1]:.2f}) are "
+              f"within 10% of a guess (ln 3 = {GUESSING:.2f})", near > 0.9 * GUESSING)  # fmt: skip
     pm = _two_row_xhat(seed)
-    out.claims.append(Claim(f"with eps = 0, a batch of two normalizes every feature to -1 or +1 (off by {pm:.0e}): "
-                            "only which example is larger survives", pm < 1e-12))  # fmt: skip
-    out.claims.append(Claim(f"LayerNorm, which uses no batch statistics, learns at batch {small}: "
-                            f"{ln.test_loss:.2f}", ln.test_loss < held[small]))  # fmt: skip
+    out.claim("two-signs", f"with eps = 0, a batch of two normalizes every feature to -1 or +1 (off by {pm:.0e}): "
+              "only which example is larger survives", pm < 1e-12)  # fmt: skip
+    out.claim("ln-small", f"LayerNorm, which uses no batch statistics, learns at batch {small}: held-out loss "
+              f"{ln.test_loss:.2f}, against BatchNorm's {held[small]:.2f}", ln.test_loss < held[small])  # fmt: skip
     gaps = {b: abs(r[1] - r[0]) for b, r in rows.items()}
-    out.claims.append(Claim(f"the gap between batch and running statistics is larger at batch 8 ({gaps[8]:.2f}) "
-                            f"than at 32 ({gaps[32]:.2f})", gaps[8] > gaps[32]))  # fmt: skip
+    out.claim("gap", f"the gap between batch and running statistics is larger at batch 8 ({gaps[8]:.2f}) "
+              f"than at 32 ({gaps[32]:.2f})", gaps[8] > gaps[32])  # fmt: skip
     return out
 
 

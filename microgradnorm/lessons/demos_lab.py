@@ -36,8 +36,9 @@ def _row(table: Table, *cells: str) -> None:
     table.add_row(*(Text(cell) for cell in cells))
 
 
-def _claims(result: E.Outcome, *which: int) -> Group:
-    return show.claim_lines([result.claims[k] for k in which] if which else result.claims)
+def _claims(result: E.Outcome, *keys: str) -> Group:
+    """The run's claims with these keys (see :meth:`~microgradnorm.lab.experiments.Outcome.claim`)."""
+    return show.claim_lines(result.picked(*keys))
 
 
 # ---- lesson 15: your backward in a real model ----------------------------------------------------------
@@ -63,12 +64,17 @@ def lab_setup(p: LessonParams) -> DemoOutput:
 def _curve_prediction(result: E.Outcome) -> Prediction:
     gap = max(v for k, v in result.numbers.items() if " vs " in k)
     answer = 0 if gap <= E.CURVE_ATOL else 1 if gap < 1e-2 else 2
+    reason = (
+        "each curve computes the same numbers in a different order, so only rounding separates them"
+        if answer == 0
+        else "more than rounding separates them: some layer computes something different"
+    )
+    where = "" if "torch.nn.LayerNorm" in result.curves else " (PyTorch is not installed: the NumPy network's)"
     return Prediction(
-        f"After {E.ADAM.steps} steps, how far apart are the loss curves?",
+        f"After {E.ADAM.steps} steps, how far apart are the loss curves{where}?",
         ("the same to rounding (below 1e-9)", "close (differences below 0.01)", "visibly apart"),
         answer,
-        f"The largest difference at any step is {gap:.1e}: each curve computes the same numbers in "
-        "a different order, so only rounding separates them.",
+        f"The largest difference at any step is {gap:.1e}: {reason}.",
     )
 
 
@@ -76,7 +82,8 @@ def _curve_prediction(result: E.Outcome) -> Prediction:
 def lab_yours_curves(p: LessonParams) -> DemoOutput:
     """torch.nn.LayerNorm, microgradnorm.torch.LayerNorm and the exercise's answer: three curves as one."""
     result = E.yours(p.seed)
-    parts = [show.curves(result, height=HEIGHT), _claims(result, 1, 2) if E.have_torch() else _claims(result, 1)]
+    parts = [show.curves(result, height=HEIGHT), _claims(result, "curve", "bridge") if E.have_torch()
+             else _claims(result, "curve")]  # fmt: skip
     if not E.have_torch():
         parts.insert(0, Text(f"PyTorch is not installed here, so this is the NumPy network: {INSTALL} "
                              "adds PyTorch's own LayerNorm.", style="bold"))  # fmt: skip
@@ -124,28 +131,39 @@ def lab_wrong_curves(p: LessonParams) -> DemoOutput:
     trained = [k for k in ends if ends[k] < adam[k].losses[0] / 2 and k != "right"]
     prediction = Prediction(
         "Both slips fail the gradient check. Trained with Adam, what do their loss curves do?",
-        ("both stall or blow up", "one trains, one does not", "both train about as well as the right one"),
+        ("both stall or blow up", "one trains, one does not", "both train: the loss ends below half its start"),
         len(trained),
-        f"{('Neither', 'One', 'Both')[len(trained)]} of the two slips brought the loss below half its start: "
-        + ", ".join(f"{k} {ends[k]:.2f}" for k in ends)
+        "Loss at the first step and at the end: "
+        + ", ".join(f"{k} {adam[k].losses[0]:.2f} → {ends[k]:.2f}" for k in ends)
         + ".",
     )
     names = [f"{k} (Adam)" for k in adam]
-    return DemoOutput(Group(show.curves(result, names, height=HEIGHT), _claims(result, 1)),
+    return DemoOutput(Group(show.curves(result, names, height=HEIGHT), _claims(result, "adam")),
                       graph=show.figure(result, names), prediction=prediction)  # fmt: skip
 
 
 @demo("lab_wrong_why")
 def lab_wrong_why(p: LessonParams, part: str = "mean") -> DemoOutput:
-    """Why each slip goes unnoticed: the mean path's error is a shift; the 1/D slip is a scale SGD cannot absorb."""
+    """Why each slip goes unnoticed: where the mean path's error goes; the 1/D slip under Adam and under SGD."""
     result = E.wrong(p.seed)
     if part == "mean":
-        return DemoOutput(_claims(result, 2))
+        table = _table("block", "error in dW", "of it, not a shift")
+        for k, (err, kept) in enumerate(result.extra["mean_path_blocks"]):
+            _row(table, str(k + 1), f"{err:.0%}", f"{kept:.0%}" if kept > 1e-3 else f"{kept:.0e}")
+        caption = Text("sizes relative to the block's right gradient, on the first minibatch; a shift: the same "
+                       "change in every row of W", style="dim")  # fmt: skip
+        keys = ("mean-shift", "mean-last", "mean-earlier", "mean-downhill")
+        return DemoOutput(Group(table, caption, _claims(result, *keys)))
+    if part == "adam":
+        table = _table("block", "slip's gradient / right", "D^k")
+        for k, (ratio, power) in enumerate(result.extra["factor_blocks"]):
+            _row(table, str(k + 1), f"{ratio:,.0f}", f"{E.MLP.width}^{E.MLP.depth - k} = {power:,.0f}")
+        return DemoOutput(Group(table, _claims(result, "factor-powers", "factor-adam")))
     sgd = result.extra["sgd"]
-    series = {f"{k} (SGD)": sgd[k].losses for k in sgd}
-    chart = line_chart({k: show.smooth(v) for k, v in series.items()}, height=HEIGHT, x_label="step")
-    figure = line_chart_svg({k: show.smooth(v) for k, v in series.items()}, title="Plain SGD, lr 0.1")
-    return DemoOutput(Group(chart, _claims(result, 3)), graph=figure)
+    series = {f"{k} (SGD)": show.smooth(sgd[k].losses) for k in sgd}
+    chart = line_chart(series, height=HEIGHT, x_label="step")
+    figure = line_chart_svg(series, title=f"Plain SGD, lr {E.WRONG_SGD.lr:g}")
+    return DemoOutput(Group(chart, _claims(result, "sgd-stall", "sgd-growth")), graph=figure)
 
 
 # ---- lesson 17: pre-LN and post-LN in training ----------------------------------------------------------
@@ -168,7 +186,8 @@ def lab_depth_gradients(p: LessonParams) -> DemoOutput:
     chart = line_chart(grads, height=HEIGHT, x_label="block", x_values=list(range(1, E.RESIDUAL_DEPTH + 1)))
     figure = line_chart_svg(grads, title="Weight-gradient norm per block at initialization", xlabel="block",
                                  xs=list(range(1, E.RESIDUAL_DEPTH + 1)))  # fmt: skip
-    return DemoOutput(Group(chart, _claims(result, 0, 1)), graph=figure, prediction=prediction)
+    return DemoOutput(Group(chart, _claims(result, "post-grows", "pre-even", "last-block")), graph=figure,
+                      prediction=prediction)  # fmt: skip
 
 
 @demo("lab_depth_training")
@@ -179,20 +198,22 @@ def lab_depth_training(p: LessonParams, warmup: bool = False) -> DemoOutput:
     w = E.WARMUP.warmup
     if warmup:
         names = ["post-LN, no warmup", f"post-LN, warmup {w}"]
-        return DemoOutput(Group(show.curves(result, names, height=HEIGHT), _claims(result, 3)),
+        return DemoOutput(Group(show.curves(result, names, height=HEIGHT), _claims(result, "warmup-helps")),
                           graph=show.figure(result, names))  # fmt: skip
     names = ["post-LN, no warmup", "pre-LN, no warmup"]
     ends = {k: E.final_loss(runs[k]) for k in names}
     trains = tuple(ends[k] < E.GUESSING / 2 for k in names)  # (post-LN, pre-LN)
     outcomes = {(True, True): 0, (False, True): 1, (True, False): 2, (False, False): 3}
     prediction = Prediction(
-        f"Adam at 0.01 from the first step, no warmup. Which of the two {E.RESIDUAL_DEPTH}-block networks trains?",
+        f"Adam at {E.WARMUP.lr:g} from the first step, no warmup. Which of the two {E.RESIDUAL_DEPTH}-block "
+        "networks trains (loss below half of ln 3)?",
         ("both", "only pre-LN", "only post-LN", "neither"),
         outcomes[trains],
-        "Losses after 200 steps: " + ", ".join(f"{k} {v:.2f}" for k, v in ends.items()) + f" (a guess: ln 3 = "
-        f"{E.GUESSING:.2f}).",
+        f"Losses after {E.WARMUP.steps} steps: "
+        + ", ".join(f"{k} {v:.2f}" for k, v in ends.items())
+        + f" (a guess: ln 3 = {E.GUESSING:.2f}).",
     )
-    return DemoOutput(Group(show.curves(result, names, height=HEIGHT), _claims(result, 2, 4)),
+    return DemoOutput(Group(show.curves(result, names, height=HEIGHT), _claims(result, "post-stalls", "pre-trains")),
                       graph=show.figure(result, names), prediction=prediction)  # fmt: skip
 
 
@@ -201,18 +222,19 @@ def lab_depth_training(p: LessonParams, warmup: bool = False) -> DemoOutput:
 
 @demo("lab_norms_curves")
 def lab_norms_curves(p: LessonParams) -> DemoOutput:
-    """No norm, BatchNorm, LayerNorm and RMSNorm in the same 6-layer MLP, plain SGD at 0.1."""
+    """No norm, BatchNorm, LayerNorm and RMSNorm in the same deep MLP, trained with plain SGD."""
     result = E.norms(p.seed)
     ends = {k: E.final_loss(r) for k, r in result.extra["runs"].items()}
     trained = {k for k, v in ends.items() if v < E.GUESSING / 2}
     answers = {frozenset(ends): 0, frozenset(ends) - {"none"}: 1, frozenset({"none"}): 2}
     prediction = Prediction(
-        "Plain SGD at 0.1 on a 6-layer MLP. Which of the four networks train (loss below half of ln 3)?",
+        f"Plain SGD at {E.SGD.lr:g} on a {E.DEEP_MLP_DEPTH}-block MLP. Which of the four networks train "
+        "(loss below half of ln 3)?",
         ("all four", "the three with a norm", "only the one without a norm", "another mix"),
         answers.get(frozenset(trained), 3),
-        "Losses after 300 steps: " + ", ".join(f"{k} {v:.2f}" for k, v in ends.items()) + ".",
+        f"Losses after {E.SGD.steps} steps: " + ", ".join(f"{k} {v:.2f}" for k, v in ends.items()) + ".",
     )
-    return DemoOutput(Group(show.curves(result, height=HEIGHT), _claims(result, 0, 1)),
+    return DemoOutput(Group(show.curves(result, height=HEIGHT), _claims(result, "none-stalls", "norms-train")),
                       graph=show.figure(result), prediction=prediction)  # fmt: skip
 
 
@@ -225,14 +247,14 @@ def lab_norms_signal(p: LessonParams) -> DemoOutput:
     for k in range(len(plain)):
         _row(table, str(k + 1), f"{plain[k]:.3f}", f"{ln[k]:.3f}", f"{plain_g[k]:.4f}", f"{ln_g[k]:.4f}")
     caption = Text("output: root mean square; gradient: norm of the block's weight gradient", style="dim")
-    return DemoOutput(Group(table, caption, _claims(result, 3, 4)))
+    return DemoOutput(Group(table, caption, _claims(result, "signal-shrinks", "ln-keeps")))
 
 
 @demo("lab_norms_adam")
 def lab_norms_adam(p: LessonParams) -> DemoOutput:
     """The network without a norm, trained with Adam instead of SGD."""
     result = E.norms(p.seed)
-    return DemoOutput(_claims(result, 2))
+    return DemoOutput(_claims(result, "adam-none"))
 
 
 @demo("lab_batch_sizes")
@@ -251,11 +273,14 @@ def lab_batch_sizes(p: LessonParams) -> DemoOutput:
         list(rows).index(worst),
         "Held-out losses (running statistics): " + ", ".join(f"{b}: {r[0]:.2f}" for b, r in rows.items()) + ".",
     )
-    caption = Text("held-out loss; gap: between batch and running statistics", style="dim")
-    return DemoOutput(Group(table, caption, _claims(result, 0, 3)), graph=show.figure(result), prediction=prediction)
+    steps = ", ".join(f"{len(r[2].losses)} at batch {b}" for b, r in rows.items())
+    caption = Text(f"held-out loss; gap: between batch and running statistics. Adam at {E.BATCH_LR:g}, "
+                   f"steps: {steps}", style="dim")  # fmt: skip
+    claims = _claims(result, "small-least", "small-guess", "gap")
+    return DemoOutput(Group(table, caption, claims), graph=show.figure(result), prediction=prediction)
 
 
 @demo("lab_two_examples")
 def lab_two_examples(p: LessonParams) -> DemoOutput:
     """What a batch of two does to BatchNorm, and LayerNorm at the same batch size."""
-    return DemoOutput(_claims(E.batch_sizes(p.seed), 1, 2))
+    return DemoOutput(_claims(E.batch_sizes(p.seed), "two-signs", "ln-small"))
