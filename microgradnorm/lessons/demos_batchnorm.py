@@ -18,10 +18,11 @@ from rich.console import Group
 from rich.text import Text
 
 from microgradnorm import formulas
+from microgradnorm.i18n import _, pgettext
+from microgradnorm.i18n.text import cjk_text
 from microgradnorm.lessons.claims import cancels, claim, claims, maxabs
 from microgradnorm.lessons.demo_tools import (
     autograd_dx,
-    check_mark,
     engine_forward,
     fmt,
     number_table,
@@ -42,7 +43,9 @@ def _batch(p: LessonParams) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
     """X [N, D], gamma [D], beta [D], dy [N, D] from the lesson's seed."""
     n = p.batch or _DEFAULT_BATCH
     if n < 2:
-        raise ValueError(f"batch: BatchNorm over a batch of {n} normalizes every column to 0; use --batch 2 or more")
+        raise ValueError(
+            _("batch: BatchNorm over a batch of {n} normalizes every column to 0; use --batch 2 or more").format(n=n)
+        )
     x = rng_for(p.seed, 0).normal(0.5, 2.0, size=(n, p.dim))
     gamma = random_gamma(p.seed, p.dim)
     beta = rng_for(p.seed, 3).normal(size=p.dim)
@@ -65,7 +68,7 @@ def dx_with_mean_slip(dxhat: np.ndarray, x: np.ndarray, eps: float) -> np.ndarra
     axes = (0,)
     m = x.shape[0]
     mo = formulas.moments(x, axes, eps)
-    direct, via_mean, _ = formulas.dx_paths(dxhat, mo.xshift, mo.std, mo.rstd, axes)
+    direct, via_mean, _via_var = formulas.dx_paths(dxhat, mo.xshift, mo.std, mo.rstd, axes)
     dvar_dx_direct = (2.0 / m) * mo.xshift
     dvar_dmean_slip = -(2.0 / m) * mo.xshift  # should be -(2/m) * sum over the column = 0
     dvar_dx_slip = dvar_dx_direct + dvar_dmean_slip * (1.0 / m)
@@ -75,7 +78,7 @@ def dx_with_mean_slip(dxhat: np.ndarray, x: np.ndarray, eps: float) -> np.ndarra
 @demo("bn_axes")
 def bn_axes(p: LessonParams) -> Group:
     """Which axis BatchNorm reduces for X [N, D], beside LayerNorm: the engine's statistics and NumPy's."""
-    x, *_ = _batch(p)
+    x, *_others = _batch(p)
     n, d = x.shape
     bn, ln = get_norm("batchnorm"), get_norm("layernorm")
     graph = bn.build_graph(x.tolist(), None, None, p.eps)
@@ -83,21 +86,29 @@ def bn_axes(p: LessonParams) -> Group:
     col_mean = np.array([v.data for v in graph["mean"]])
     col_var = np.array([v.data for v in graph["var"]])
     row_mean = np.array([v.data for v in ln_graph["mean"]])
-    headers = ["row"] + [f"x[:,{j}]" for j in range(d)] + ["LN mean"]
+    headers = [pgettext("demo table header", "row")] + [f"x[:,{j}]" for j in range(d)]
+    headers.append(pgettext("demo table header", "LN mean"))
     rows = [[str(i)] + [fmt(v, 3) for v in x[i]] + [fmt(row_mean[i], 3)] for i in range(n)]
-    rows.append([Text("BN mean", style="bold")] + [fmt(v, 3) for v in col_mean] + [""])
-    rows.append([Text("BN var", style="bold")] + [fmt(v, 3) for v in col_var] + [""])
+    rows.append([Text(pgettext("demo table row", "BN mean"), style="bold")] + [fmt(v, 3) for v in col_mean] + [""])
+    rows.append([Text(pgettext("demo table row", "BN var"), style="bold")] + [fmt(v, 3) for v in col_var] + [""])
     close_ = partial(close, rtol=CLOSED_FORM_RTOL, atol=CLOSED_FORM_ATOL)
     return Group(
-        number_table(headers, rows, title=f"X [{n}, {d}]: one BatchNorm statistic per column"),
+        cjk_text(_("X [{n}, {d}]: one BatchNorm statistic per column").format(n=n, d=d), style="italic"),
+        number_table(headers, rows),
         claims(
             [
-                (close_(col_mean, x.mean(axis=0)), "BN mean: NumPy's x.mean(axis=0), down each column"),
-                (close_(col_var, x.var(axis=0)), "BN var: x.var(axis=0), divided by N"),
-                (close_(row_mean, x.mean(axis=1)), "LN mean: x.mean(axis=1), along each row"),
+                (close_(col_mean, x.mean(axis=0)), _("BN mean: NumPy's x.mean(axis=0), down each column")),
+                (close_(col_var, x.var(axis=0)), _("BN var: x.var(axis=0), divided by N")),
+                (close_(row_mean, x.mean(axis=1)), _("LN mean: x.mean(axis=1), along each row")),
             ]
         ),
-        Text(f"registry axes for [N, D]: BatchNorm {bn.axes((n, d))}, LayerNorm {ln.axes((n, d))}", style="dim"),
+        cjk_text(
+            # Translators: {bn} and {ln} are tuples of axes, e.g. (0,) and (1,)
+            _("registry axes for [N, D]: BatchNorm {bn}, LayerNorm {ln}").format(
+                bn=bn.axes((n, d)), ln=ln.axes((n, d))
+            ),
+            style="dim",
+        ),
     )
 
 
@@ -118,8 +129,10 @@ def norm_axes_cube(p: LessonParams, layout: str = "images") -> DemoOutput:
             axes_panels(lay),
             claim(
                 all(checks),
-                f"changing any one of the {x.size} values moves exactly the outputs of its own group "
-                "(the vectorized forward pass, one value at a time)",
+                _(
+                    "changing any one of the {n} values moves exactly the outputs of its own group "
+                    "(the vectorized forward pass, one value at a time)"
+                ).format(n=x.size),
             ),
         ),
         graph=axes_figure(lay),
@@ -132,27 +145,35 @@ def _doubled_dgamma(p: LessonParams, x: np.ndarray, gamma, beta, dy) -> np.ndarr
 
 def _doubling_prediction(dg: np.ndarray, dg2: np.ndarray, eps: float) -> Prediction:
     """Does dgamma change when every X doubles? The answer the two gradients give, and why in their numbers."""
-    choices = ("it doubles", "it halves", "it stays the same", "it changes by no simple factor")
+    choices = (_("it doubles"), _("it halves"), _("it stays the same"), _("it changes by no simple factor"))
     scale = float(np.max(np.abs(dg)))
     change = float(np.max(np.abs(dg2 - dg)))
     answer = 3
     for k, factor in ((0, 2.0), (1, 0.5), (2, 1.0)):
         if np.max(np.abs(dg2 - factor * dg)) <= DISPLAY_RTOL * scale:
             answer = k
-    moved = f"dgamma changed by {sci(change)}, against entries up to {sci(scale)}"
+    numbers = {"eps": f"{eps:g}", "change": sci(change), "scale": sci(scale)}
     if answer == 2 and eps == 0:
-        tail = f": at eps = 0 that is xhat itself, and {moved} (rounding)."
+        reason = _(
+            "at eps = 0 that is xhat itself, and dgamma changed by {change}, against entries up to {scale} (rounding)."
+        )
     elif answer == 2:
-        tail = f": eps = {eps:g} is small beside 4·var, so xhat barely moves and {moved}."
+        reason = _(
+            "eps = {eps} is small beside 4·var, so xhat barely moves and dgamma changed by {change}, "
+            "against entries up to {scale}."
+        )
     elif answer == 0:
-        tail = f": eps = {eps:g} dwarfs 4·var, so xhat is about (X − mean)/sqrt(eps) and doubles with X."
+        reason = _("eps = {eps} dwarfs 4·var, so xhat is about (X − mean)/sqrt(eps) and doubles with X.")
     else:
-        tail = f": eps = {eps:g} is not small beside the variance here, so {moved}."
-    why = (
+        reason = _(
+            "eps = {eps} is not small beside the variance here, so dgamma changed by {change}, "
+            "against entries up to {scale}."
+        )
+    why = _(
         "dgamma = Σ dY · xhat, and doubling X turns xhat = (X − mean)/sqrt(var + eps) into "
-        "2(X − mean)/sqrt(4·var + eps)" + tail
-    )
-    return Prediction("Every value of X doubles (dY stays). What happens to dgamma?", choices, answer, why)
+        "2(X − mean)/sqrt(4·var + eps): {reason}"
+    ).format(reason=reason.format(**numbers))
+    return Prediction(_("Every value of X doubles (dY stays). What happens to dgamma?"), choices, answer, why)
 
 
 @demo("bn_param_grads")
@@ -162,23 +183,26 @@ def bn_param_grads(p: LessonParams) -> DemoOutput:
     grads, graph = autograd_dx("batchnorm", x, gamma, beta, p.eps, dy)
     xhat = np.array([v.data for v in graph["xhat"]]).reshape(x.shape)
     contrib = dy * xhat
-    rows = [[f"row {i}"] + [fmt(v, 3) for v in contrib[i]] for i in range(x.shape[0])]
+    rows = [[_("row {i}").format(i=i)] + [fmt(v, 3) for v in contrib[i]] for i in range(x.shape[0])]
     dg = formulas.dgamma(dy, xhat, (0,))
     db = formulas.dbeta(dy, (0,))
-    rows.append([Text("sum", style="bold")] + [fmt(v, 4) for v in dg])
-    rows.append([Text("autograd", style="bold")] + [fmt(v, 4) for v in grads["gamma"]])
+    rows.append([Text(pgettext("demo table row", "sum"), style="bold")] + [fmt(v, 4) for v in dg])
+    rows.append([Text(pgettext("demo table row", "autograd"), style="bold")] + [fmt(v, 4) for v in grads["gamma"]])
     err_g = float(np.max(np.abs(grads["gamma"] - dg)))
     err_b = float(np.max(np.abs(grads["beta"] - db)))
-    cols = [f"col {j}" for j in range(x.shape[1])]
+    cols = [_("col {j}").format(j=j) for j in range(x.shape[1])]
     return DemoOutput(
         Group(
             number_table(["dY · xhat", *cols], rows, title="dgamma_j = Σ_i dY_ij · xhat_ij"),
             claims(
                 [
-                    (close(grads["gamma"], dg, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL), f"dgamma: max error {sci(err_g)}"),
+                    (
+                        close(grads["gamma"], dg, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL),
+                        _("dgamma: max error {error}").format(error=sci(err_g)),
+                    ),
                     (
                         close(grads["beta"], db, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL),
-                        f"dbeta = Σ_i dY_ij (the column sums of dY): max error {sci(err_b)}",
+                        _("dbeta = Σ_i dY_ij (the column sums of dY): max error {error}").format(error=sci(err_b)),
                     ),
                 ]
             ),
@@ -215,12 +239,20 @@ def bn_three_paths(p: LessonParams, column: int = 0) -> DemoOutput:
     ok = close(total, grads["x"], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL)
     return DemoOutput(
         Group(
+            cjk_text(_("dL/dX[i, {j}] along the three paths (m = {m})").format(j=j, m=x.shape[0]), style="italic"),
+            # the three paths keep the names the lesson's formulas give them (direct, via mean, via var)
             number_table(
-                ["i", "direct", "via mean", "via var", "sum", "autograd"],
+                [
+                    "i",
+                    "direct",
+                    "via mean",
+                    "via var",
+                    pgettext("demo table header", "sum"),
+                    pgettext("demo table header", "autograd"),
+                ],
                 rows,
-                title=f"dL/dX[i, {j}] along the three paths (m = {x.shape[0]})",
             ),
-            Text.assemble(check_mark(ok), f" all columns: max |sum − autograd| = {sci(err)}"),
+            claim(ok, _("all columns: max |sum − autograd| = {error}").format(error=sci(err))),
         ),
         graph=graph,
         graph_options={"paths": True, "path_input": j},  # X[0, j]: its three paths in colour
@@ -230,13 +262,13 @@ def bn_three_paths(p: LessonParams, column: int = 0) -> DemoOutput:
 def slip_paths(p: LessonParams) -> dict[str, np.ndarray]:
     """The variance path of dX, correct and with the slip; both whole dX; and autograd's dX."""
     x, gamma, beta, dy = _batch(p)
-    grads, _ = autograd_dx("batchnorm", x, gamma, beta, p.eps, dy)
+    grads, _graph = autograd_dx("batchnorm", x, gamma, beta, p.eps, dy)
     axes = (0,)
     mo = formulas.moments(x, axes, p.eps)
     gx = formulas.dxhat(dy, gamma)
     correct = formulas.dx_three_path(gx, mo.xshift, mo.std, mo.rstd, axes)
     slipped = dx_with_mean_slip(gx, x, p.eps)
-    _, _, via_var = formulas.dx_paths(gx, mo.xshift, mo.std, mo.rstd, axes)
+    _direct, _via_mean, via_var = formulas.dx_paths(gx, mo.xshift, mo.std, mo.rstd, axes)
     return {
         "via_var": via_var,
         "slip_via_var": slipped - (correct - via_var),
@@ -249,13 +281,13 @@ def slip_paths(p: LessonParams) -> dict[str, np.ndarray]:
 def _slip_prediction(paths: dict[str, np.ndarray], m: int) -> Prediction:
     ratio = float(np.sum(paths["slip_via_var"] * paths["via_var"]) / np.sum(paths["via_var"] ** 2))
     answer = 0 if ratio > 1 + DISPLAY_RTOL else 1 if ratio < 1 - DISPLAY_RTOL else 2
-    why = (
-        f"The bogus term is −1/m times the true variance path, leaving (m − 1)/m = {fmt((m - 1) / m, 4)} for "
-        f"m = {m} of it: the table's ratio, {fmt(ratio, 4)}. The smaller the batch, the more it loses."
-    )
+    why = _(
+        "The bogus term is −1/m times the true variance path, leaving (m − 1)/m = {kept} for "
+        "m = {m} of it: the table's ratio, {ratio}. The smaller the batch, the more it loses."
+    ).format(kept=fmt((m - 1) / m, 4), m=m, ratio=fmt(ratio, 4))
     return Prediction(
-        "With the bogus term, the variance path of dX is:",
-        ("larger than the true one", "smaller than the true one", "unchanged"),
+        _("With the bogus term, the variance path of dX is:"),
+        (_("larger than the true one"), _("smaller than the true one"), _("unchanged")),
         answer,
         why,
     )
@@ -264,7 +296,7 @@ def _slip_prediction(paths: dict[str, np.ndarray], m: int) -> Prediction:
 @demo("bn_variance_slip")
 def bn_variance_slip(p: LessonParams, column: int = 0) -> DemoOutput:
     """The widely copied variance path with a bogus d var/d mean against the correct one, caught by autograd."""
-    x, gamma, beta, _ = _batch(p)
+    x, gamma, beta, _dy = _batch(p)
     m = x.shape[0]
     if not 0 <= column < x.shape[1]:
         raise ValueError(f"column: expected 0 .. {x.shape[1] - 1}, got {column}")
@@ -283,20 +315,26 @@ def bn_variance_slip(p: LessonParams, column: int = 0) -> DemoOutput:
         Group(
             claim(
                 cancels(dvar_dmean, 2.0 / m * np.sum(np.abs(xs))),
-                f"engine: dvar/dmean = {sci(dvar_dmean)} (column {j})",
+                _("engine: dvar/dmean = {value} (column {j})").format(value=sci(dvar_dmean), j=j),
             ),
+            cjk_text(_("the variance path of dL/dX[i, {j}], m = {m}").format(j=j, m=m), style="italic"),
             number_table(
-                ["i", "via var", "with slip", "ratio"],
+                [
+                    "i",
+                    "via var",
+                    pgettext("demo table header", "with slip"),
+                    pgettext("demo table header", "ratio"),
+                ],
                 rows,
-                title=f"the variance path of dL/dX[i, {j}], m = {m}",
             ),
             claims(
                 [
-                    (close_(paths["correct"], paths["autograd"]), "three paths, d var/d mean = 0: equals autograd"),
+                    (close_(paths["correct"], paths["autograd"]), _("three paths, d var/d mean = 0: equals autograd")),
                     (
                         not close_(paths["slipped"], paths["autograd"]),
-                        "with the slip: differs from autograd (max error "
-                        f"{maxabs(paths['slipped'] - paths['autograd'])})",
+                        _("with the slip: differs from autograd (max error {error})").format(
+                            error=maxabs(paths["slipped"] - paths["autograd"])
+                        ),
                     ),
                 ]
             ),
@@ -309,7 +347,7 @@ def bn_variance_slip(p: LessonParams, column: int = 0) -> DemoOutput:
 def bn_simplified(p: LessonParams) -> Group:
     """The simplified dX = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), per column, and what it removes."""
     x, gamma, beta, dy = _batch(p)
-    grads, _ = autograd_dx("batchnorm", x, gamma, beta, p.eps, dy)
+    grads, _graph = autograd_dx("batchnorm", x, gamma, beta, p.eps, dy)
     axes = (0,)
     mo = formulas.moments(x, axes, p.eps)
     gx = formulas.dxhat(dy, gamma)
@@ -323,27 +361,31 @@ def bn_simplified(p: LessonParams) -> Group:
     close_ = partial(close, rtol=CLOSED_FORM_RTOL, atol=CLOSED_FORM_ATOL)
     terms = np.abs(mo.rstd * gx).sum(axis=0) * 3  # the size of what the column sums add up
     return Group(
-        Text(f"dX for X [{x.shape[0]}, {x.shape[1]}], eps = {p.eps:g}", style="italic"),
+        cjk_text(_("dX for X [{n}, {d}], eps = {eps}").format(n=x.shape[0], d=x.shape[1], eps=f"{p.eps:g}"), "italic"),
         claims(
             [
                 (
                     close_(simple, dx),
-                    f"simplified form = autograd: max error {maxabs(simple - dx)}",
+                    _("simplified form = autograd: max error {error}").format(error=maxabs(simple - dx)),
                 ),
-                (close_(paths, dx), f"three paths = autograd: max error {maxabs(paths - dx)}"),
+                (close_(paths, dx), _("three paths = autograd: max error {error}").format(error=maxabs(paths - dx))),
                 (
                     cancels(col_sums, terms),
-                    f"each column of dX sums to zero: largest sum {maxabs(col_sums)}",
+                    _("each column of dX sums to zero: largest sum {value}").format(value=maxabs(col_sums)),
                 ),
                 (
                     cancels(radial - radial_expected, terms * np.max(np.abs(mo.xhat))),
-                    f"Σ_i dX_ij · xhat_ij = rstd·Σ(dxhat·xhat)·eps/(var + eps): up to {maxabs(radial)}",
+                    _("Σ_i dX_ij · xhat_ij = rstd·Σ(dxhat·xhat)·eps/(var + eps): up to {value}").format(
+                        value=maxabs(radial)
+                    ),
                 ),
             ]
         ),
-        Text(
-            "The last line is zero at eps = 0: each column's gradient is orthogonal to its xhat, the LayerNorm "
-            "projection one column at a time. eps leaves the remainder shown.",
+        cjk_text(
+            _(
+                "The last line is zero at eps = 0: each column's gradient is orthogonal to its xhat, the LayerNorm "
+                "projection one column at a time. eps leaves the remainder shown."
+            ),
             style="dim",
         ),
     )
@@ -352,7 +394,7 @@ def bn_simplified(p: LessonParams) -> Group:
 @demo("bn_is_ln_transposed")
 def bn_is_ln_transposed(p: LessonParams) -> Group:
     """BN(X) = LN(X^T)^T, forward and backward, for [N, D]; and per channel for [N, C, H, W]."""
-    x, _, _, dy = _batch(p)
+    x, _gamma, _beta, dy = _batch(p)
     bn = engine_forward("batchnorm", x, None, None, p.eps)
     ln_t = engine_forward("layernorm", x.T, None, None, p.eps).T
     dx_bn = autograd_dx("batchnorm", x, None, None, p.eps, dy)[0]["x"]
@@ -363,29 +405,38 @@ def bn_is_ln_transposed(p: LessonParams) -> Group:
     ln4 = engine_forward("layernorm", rows_c, None, None, p.eps).reshape(3, 2, 2, 2).transpose(1, 0, 2, 3)
     close_ = partial(close, rtol=CLOSED_FORM_RTOL, atol=CLOSED_FORM_ATOL)
     return Group(
-        Text("engine, no gamma or beta:", style="italic"),
+        cjk_text(_("engine, no gamma or beta:"), style="italic"),
         claims(
             [
                 (
                     close_(bn, ln_t),
-                    f"BN(X) = LN(Xᵀ)ᵀ for X [{x.shape[0]}, {x.shape[1]}]: max |diff| {maxabs(bn - ln_t)}",
+                    _("BN(X) = LN(Xᵀ)ᵀ for X [{n}, {d}]: max |diff| {value}").format(
+                        n=x.shape[0], d=x.shape[1], value=maxabs(bn - ln_t)
+                    ),
                 ),
                 (
                     close_(dx_bn, dx_ln_t),
-                    f"dX of BN = (dX of LN on Xᵀ, dYᵀ)ᵀ: max |diff| {maxabs(dx_bn - dx_ln_t)}",
+                    _("dX of BN = (dX of LN on Xᵀ, dYᵀ)ᵀ: max |diff| {value}").format(value=maxabs(dx_bn - dx_ln_t)),
                 ),
                 (
                     close_(bn4, ln4),
-                    f"BN of [2, 3, 2, 2] = LN of its [C, N·H·W] rows: max |diff| {maxabs(bn4 - ln4)}",
+                    _("BN of [2, 3, 2, 2] = LN of its [C, N·H·W] rows: max |diff| {value}").format(
+                        value=maxabs(bn4 - ln4)
+                    ),
                 ),
             ]
         ),
-        Text(
-            "gamma and beta are left out: BatchNorm has one per column (D of them), while LayerNorm on Xᵀ "
-            "would have one per row of X (N of them). The normalization itself is the same.",
+        cjk_text(
+            _(
+                "gamma and beta are left out: BatchNorm has one per column (D of them), while LayerNorm on Xᵀ "
+                "would have one per row of X (N of them). The normalization itself is the same."
+            ),
             style="dim",
         ),
     )
+
+
+_BOUND = "|dX_j|² ≤ (gamma_j/σ_j)²·(|dY_j|² − (1·dY_j)²/m − (xhat_j·dY_j)²/m)"
 
 
 def gradient_bound(
@@ -411,18 +462,16 @@ def bn_gradient_bound(p: LessonParams) -> Group:
     """How large BatchNorm's dX can be: gamma/sigma times what is left of dY without its 1 and xhat parts."""
     x, gamma, beta, dy = _batch(p)
     dx = autograd_dx("batchnorm", x, gamma, beta, p.eps, dy)[0]["x"]
-    _, bound, scale = gradient_bound(x, gamma, dy, p.eps)
+    _dx_sq, bound, scale = gradient_bound(x, gamma, dy, p.eps)
     lhs = np.sum(dx * dx, axis=0)
     slack = CLOSED_FORM_RTOL * scale
     below = bool(np.all(lhs <= bound + slack))
     equal = bool(np.all(np.abs(lhs - bound) <= slack))
-    where = "equal at eps = 0" if p.eps == 0 else f"below it by up to {maxabs(bound - lhs)} at eps = {p.eps:g}"
-    return claims(
-        [
-            (
-                below and (equal or p.eps > 0),
-                "|dX_j|² ≤ (gamma_j/σ_j)²·(|dY_j|² − (1·dY_j)²/m − (xhat_j·dY_j)²/m) in every column "
-                f"(autograd's dX): {where}",
-            )
-        ]
-    )
+    if p.eps == 0:
+        # Translators: {bound} is the inequality |dX_j|² ≤ (gamma_j/σ_j)²·(...)
+        text = _("{bound} in every column (autograd's dX): equal at eps = 0").format(bound=_BOUND)
+    else:
+        text = _("{bound} in every column (autograd's dX): below it by up to {gap} at eps = {eps}").format(
+            bound=_BOUND, gap=maxabs(bound - lhs), eps=f"{p.eps:g}"
+        )
+    return claims([(below and (equal or p.eps > 0), text)])

@@ -25,6 +25,8 @@ from rich.text import Text
 
 from microgradnorm import formulas
 from microgradnorm import vectorized as V
+from microgradnorm.i18n import _, pgettext
+from microgradnorm.i18n.text import cjk_text
 from microgradnorm.lessons.charts import line_chart
 from microgradnorm.lessons.claims import claims, maxabs
 from microgradnorm.lessons.demo_tools import check_mark, engine_forward, fmt, number_table, rng_for, sci
@@ -39,8 +41,8 @@ _EPS_FLOOR = 1e-5
 def _eps(p: LessonParams) -> tuple[float, Text | None]:
     if p.eps > 0:
         return p.eps, None
-    note = Text(f"eps = 0 would divide by zero on constant rows; using eps = {_EPS_FLOOR:g} here", style="dim")
-    return _EPS_FLOOR, note
+    note = _("eps = 0 would divide by zero on constant rows; using eps = {eps} here").format(eps=f"{_EPS_FLOOR:g}")
+    return _EPS_FLOOR, cjk_text(note, style="dim")
 
 
 # ---- padding ----------------------------------------------------------------------
@@ -80,17 +82,6 @@ def padding_pollution(p: LessonParams, lengths: tuple[int, ...] = (5, 2, 3)) -> 
     flat = x.reshape(-1, d)  # N*L,D: what BatchNorm sees when the padding is not masked
     bn_real = get_graph("batchnorm", real, eps)
     bn_pad = get_graph("batchnorm", flat, eps)
-    rows = []
-    for j in range(d):
-        rows.append(
-            [
-                f"feature {j}",
-                fmt(bn_real["mean"][j].data, 3),
-                fmt(bn_pad["mean"][j].data, 3),
-                fmt(bn_real["var"][j].data, 3),
-                fmt(bn_pad["var"][j].data, 3),
-            ]
-        )
     ln_real = engine_forward("layernorm", real, None, None, eps)
     ln_pad = engine_forward("layernorm", flat, None, None, eps)[mask.reshape(-1)]
     y_real = np.array([v.data for v in bn_real["y"]]).reshape(real.shape)
@@ -98,25 +89,49 @@ def padding_pollution(p: LessonParams, lengths: tuple[int, ...] = (5, 2, 3)) -> 
     pads = int((~mask).sum())
     return Group(
         *([note] if note else []),
-        Text(f"{n} sentences of {list(lengths)} tokens, padded to {length}: {pads} of {n * length} rows are zeros"),
-        number_table(
-            ["", "mean real", "mean padded", "var real", "var padded"],
-            rows,
-            title="BatchNorm statistics per feature (engine)",
+        cjk_text(
+            # Translators: {lengths} is a list of sentence lengths, e.g. [5, 2, 3]
+            _("{n} sentences of {lengths} tokens, padded to {length}: {pads} of {rows} rows are zeros").format(
+                n=n, lengths=list(lengths), length=length, pads=pads, rows=n * length
+            )
         ),
+        _statistics_table(bn_real, bn_pad, d),
         claims(
             [
                 (
                     not close(y_pad, y_real, DISPLAY_RTOL, 0.0),
-                    f"BatchNorm: the padding moves the real tokens' output by up to {maxabs(y_pad - y_real)}",
+                    _("BatchNorm: the padding moves the real tokens' output by up to {value}").format(
+                        value=maxabs(y_pad - y_real)
+                    ),
                 ),
                 (
                     bool(np.array_equal(ln_pad, ln_real)),
-                    f"LayerNorm: the real tokens' output does not move ({maxabs(ln_pad - ln_real)})",
+                    _("LayerNorm: the real tokens' output does not move ({value})").format(
+                        value=maxabs(ln_pad - ln_real)
+                    ),
                 ),
             ]
         ),
     )
+
+
+def _statistics_table(bn_real, bn_pad, d: int) -> Group:
+    """BatchNorm's mean and variance per feature, of the real tokens and of the padded batch (engine graphs)."""
+    rows = [
+        [
+            _("feature {j}").format(j=j),
+            *(fmt(graph[stat][j].data, 3) for stat in ("mean", "var") for graph in (bn_real, bn_pad)),
+        ]
+        for j in range(d)
+    ]
+    headers = [
+        "",
+        pgettext("demo table header", "mean real"),
+        pgettext("demo table header", "mean padded"),
+        pgettext("demo table header", "var real"),
+        pgettext("demo table header", "var padded"),
+    ]
+    return Group(cjk_text(_("BatchNorm statistics per feature (engine)"), style="italic"), number_table(headers, rows))
 
 
 def get_graph(norm: str, x: np.ndarray, eps: float):
@@ -138,8 +153,8 @@ def padding_growth(
         flat = x.reshape(-1, p.dim)
         m_pad = formulas.moments(flat, (0,), eps)
         m_real = formulas.moments(x[mask], (0,), eps)
-        ln_pad, _ = V.layer_norm_forward(flat, None, None, eps, backend="numpy")
-        ln_real, _ = V.layer_norm_forward(x[mask], None, None, eps, backend="numpy")
+        ln_pad, _cache = V.layer_norm_forward(flat, None, None, eps, backend="numpy")
+        ln_real, _cache = V.layer_norm_forward(x[mask], None, None, eps, backend="numpy")
         change = np.abs(ln_pad[mask.reshape(-1)] - ln_real)
         # zeros add nothing to the sum, only to the count: the padded mean is the real one times their share
         shares_hold &= close(m_pad.mean, m_real.mean * mask.mean(), CLOSED_FORM_RTOL, CLOSED_FORM_ATOL)
@@ -153,20 +168,35 @@ def padding_growth(
                 sci(float(np.max(change)), 1),
             ]
         )
-    table = number_table(
-        ["pad to", "padding", "BN mean", "BN var", "LN change"],
-        rows,
-        title=f"feature 0, sentences of {list(lengths)} tokens",
-        caption="BN mean and var: padded batch / real tokens only. LN change: max change of the real "
-        "tokens' LayerNorm output caused by the padding.",
-    )
     checks = claims(
         [
-            (shares_hold, "BN's padded mean = the real tokens' mean × the share of real rows"),
-            (ln_still, "LayerNorm: no change at any padded length"),
+            (shares_hold, _("BN's padded mean = the real tokens' mean × the share of real rows")),
+            (ln_still, _("LayerNorm: no change at any padded length")),
         ]
     )
-    return Group(*([note] if note else []), table, checks)
+    return Group(*([note] if note else []), _growth_table(rows, lengths), checks)
+
+
+def _growth_table(rows: list[list[str]], lengths: tuple[int, ...]) -> Group:
+    """The rows of :func:`padding_growth` under their title and headers, with what the columns mean."""
+    headers = [
+        pgettext("demo table header", "pad to"),
+        pgettext("demo table header", "padding"),
+        pgettext("demo table header", "BN mean"),
+        pgettext("demo table header", "BN var"),
+        pgettext("demo table header", "LN change"),
+    ]
+    return Group(
+        cjk_text(_("feature 0, sentences of {lengths} tokens").format(lengths=list(lengths)), style="italic"),
+        number_table(headers, rows),
+        cjk_text(
+            _(
+                "BN mean and var: padded batch / real tokens only. LN change: max change of the real "
+                "tokens' LayerNorm output caused by the padding."
+            ),
+            style="dim",
+        ),
+    )
 
 
 # ---- batch size -------------------------------------------------------------------
@@ -191,7 +221,7 @@ def batch_spread(seed: int, dim: int, sizes: tuple[int, ...], trials: int, eps: 
     out = []
     for b in sizes:
         bn_outs, ln_outs, batches = [], [], []
-        for _ in range(trials):
+        for _trial in range(trials):
             batch = np.vstack([x0, rng.normal(POP_MEAN, POP_STD, size=(b - 1, dim))])  # B,D
             bn_outs.append(V.batch_norm_forward(batch, None, None, eps, backend="numpy")[0][0])
             ln_outs.append(V.layer_norm_forward(batch, None, None, eps, backend="numpy")[0][0])
@@ -229,13 +259,13 @@ def _batch2_prediction(pair: tuple[np.ndarray, np.ndarray], eps: float) -> Predi
         answer = 2
     else:
         answer = 1 if close(got, expected, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL) else 0
-    why = (
+    why = _(
         "Two values a and b have mean (a + b)/2 and spread |a − b|/2: they become +1 and −1 whatever they "
-        f"are (eps pulls them in, by up to {sci(float(np.max(np.abs(np.abs(got) - 1.0))))} here)."
-    )
+        "are (eps pulls them in, by up to {value} here)."
+    ).format(value=sci(float(np.max(np.abs(np.abs(got) - 1.0)))))
     return Prediction(
-        "In a batch of two, what can each BatchNorm output be?",
-        ("anything: it depends on both values", "+1 or −1 (up to eps)", "0"),
+        _("In a batch of two, what can each BatchNorm output be?"),
+        (_("anything: it depends on both values"), _("+1 or −1 (up to eps)"), "0"),
         answer,
         why,
     )
@@ -259,22 +289,35 @@ def batch_size_dependence(p: LessonParams, sizes: tuple[int, ...] = (1, 2, 4, 16
     # in a batch of B, |x - mean| <= sqrt(B - 1) * std (N-divided): no output can reach further
     reach = all(s["bn_max_abs"] <= math.sqrt(s["size"] - 1) * (1 + CLOSED_FORM_RTOL) for s in stats)
     checks = [
-        (close(pair[0], pair[1], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL), "batch 2: every output is ±1/sqrt(1 + eps/var)"),
-        (reach, "batch B: no output is larger than √(B − 1) in size"),
+        (
+            close(pair[0], pair[1], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL),
+            _("batch 2: every output is ±1/sqrt(1 + eps/var)"),
+        ),
+        (reach, _("batch B: no output is larger than √(B − 1) in size")),
         (
             ln_spread <= CLOSED_FORM_RTOL * math.sqrt(p.dim),
-            "LayerNorm: the same output in every batch, to rounding",
+            _("LayerNorm: the same output in every batch, to rounding"),
         ),
-        (falls, "from batch 2 up, each larger batch lands closer to the population value"),
+        (falls, _("from batch 2 up, each larger batch lands closer to the population value")),
     ]
     if ones is not None:
-        checks.insert(0, (ones["bn_max_abs"] == 0.0, "batch 1: every BatchNorm output is 0"))
-    table = number_table(
-        ["batch", "BN spread", "BN vs population", "LN spread"],
-        rows,
-        title=f"one fixed example in {trials} random batches of each size",
-        caption="spread: the largest range (max − min over the batches) of any of its outputs. vs population: "
-        "root-mean-square distance from the data's own (x − μ)/σ.",
+        checks.insert(0, (ones["bn_max_abs"] == 0.0, _("batch 1: every BatchNorm output is 0")))
+    headers = [
+        pgettext("demo table header", "batch"),
+        pgettext("demo table header", "BN spread"),
+        pgettext("demo table header", "BN vs population"),
+        pgettext("demo table header", "LN spread"),
+    ]
+    table = Group(
+        cjk_text(_("one fixed example in {trials} random batches of each size").format(trials=trials), "italic"),
+        number_table(headers, rows),
+        cjk_text(
+            _(
+                "spread: the largest range (max − min over the batches) of any of its outputs. vs population: "
+                "root-mean-square distance from the data's own (x − μ)/σ."
+            ),
+            style="dim",
+        ),
     )
     return DemoOutput(Group(*([note] if note else []), table, claims(checks)), prediction=_batch2_prediction(pair, eps))
 
@@ -304,7 +347,7 @@ def run_eval_mode(seed: int, dim: int, eps: float, steps: int = 200, batch: int 
     rng = rng_for(seed, 13)
     mean, std = rng.normal(2.0, 2.0, size=dim), rng.uniform(0.5, 3.0, size=dim)
     layer = V.BatchNorm(dim, eps=eps, momentum=0.1, dtype=np.float64, backend="numpy")
-    batches = [rng.normal(mean, std, size=(batch, dim)) for _ in range(steps)]
+    batches = [rng.normal(mean, std, size=(batch, dim)) for _step in range(steps)]
     for x in batches:
         layer(x)
     x_small = rng.normal(mean, std, size=(small, dim))
@@ -333,12 +376,12 @@ def _eval_claims(run: EvalRun) -> Group:
             (
                 close(layer.running_var, ema_var, CLOSED_FORM_RTOL, 0.0)
                 and close(layer.running_mean, ema_mean, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL),
-                "running averages of each batch's mean and its ÷(N − 1) variance",
+                _("running averages of each batch's mean and its ÷(N − 1) variance"),
             ),
-            (gap > DISPLAY_RTOL, f"train and eval mode differ: by up to {fmt(gap, 3)}"),
+            (gap > DISPLAY_RTOL, _("train and eval mode differ: by up to {value}").format(value=fmt(gap, 3))),
             (
                 close(run.y_alone[0], run.y_eval[0], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL),
-                "eval mode: example 0 alone gives the same output as in its batch",
+                _("eval mode: example 0 alone gives the same output as in its batch"),
             ),
         ]
     )
@@ -354,19 +397,28 @@ def bn_eval_mode(p: LessonParams, steps: int = 200, batch: int = 32, small: int 
         [str(j), *(fmt(v, 3) for v in (run.mean[j], layer.running_mean[j], run.std[j] ** 2, layer.running_var[j]))]
         for j in range(p.dim)
     ]
-    modes = [["train mode", *(fmt(v, 3) for v in run.y_train[0])], ["eval mode", *(fmt(v, 3) for v in run.y_eval[0])]]
+    modes = [
+        [pgettext("demo table row", "train mode"), *(fmt(v, 3) for v in run.y_train[0])],
+        [pgettext("demo table row", "eval mode"), *(fmt(v, 3) for v in run.y_eval[0])],
+    ]
+    stat_headers = [
+        pgettext("demo table header", "feature"),
+        "μ",
+        pgettext("demo table header", "running μ"),
+        "σ²",
+        pgettext("demo table header", "running σ²"),
+    ]
     return Group(
         *([note] if note else []),
-        number_table(
-            ["feature", "μ", "running μ", "σ²", "running σ²"],
-            stats,
-            title=f"after {steps} training batches of {batch} (momentum {layer.momentum:g})",
+        cjk_text(
+            _("after {steps} training batches of {batch} (momentum {momentum})").format(
+                steps=steps, batch=batch, momentum=f"{layer.momentum:g}"
+            ),
+            style="italic",
         ),
-        number_table(
-            ["example 0, feature", *(str(j) for j in range(p.dim))],
-            modes,
-            title=f"a new batch of {small} from the same data, both modes",
-        ),
+        number_table(stat_headers, stats),
+        cjk_text(_("a new batch of {small} from the same data, both modes").format(small=small), style="italic"),
+        number_table([pgettext("demo table header", "example 0, feature"), *(str(j) for j in range(p.dim))], modes),
         _eval_claims(run),
     )
 
@@ -422,7 +474,7 @@ def train_wrong_axis(
     u -= u.mean()
     u /= np.linalg.norm(u)
     x_eval, t_eval = _tokens(rng, 256, u)
-    batches = [_tokens(rng, batch, u) for _ in range(steps)]
+    batches = [_tokens(rng, batch, u) for _step in range(steps)]
     curves = {}
     for norm in ("layernorm", "batchnorm"):
         w = np.zeros(features)
@@ -441,15 +493,20 @@ def train_wrong_axis(
 
 def _learner_prediction(ln_ok: bool, bn_ok: bool, ln_tail: float, bn_tail: float) -> Prediction:
     answer = {(True, False): 0, (False, True): 1, (True, True): 2, (False, False): 3}[(ln_ok, bn_ok)]
-    why = (
-        f"Over the last steps the loss averaged {fmt(ln_tail, 3)} with LayerNorm and {fmt(bn_tail, 3)} with "
-        "BatchNorm, against log 2 for guessing."
-    )
+    tails = {"ln": fmt(ln_tail, 3), "bn": fmt(bn_tail, 3)}
     if answer == 0:
-        why += " The loud tokens set BatchNorm's spread, so a quiet token reaches its classifier nearly flat."
+        why = _(
+            "Over the last steps the loss averaged {ln} with LayerNorm and {bn} with BatchNorm, against log 2 for "
+            "guessing. The loud tokens set BatchNorm's spread, so a quiet token reaches its classifier nearly flat."
+        ).format(**tails)
+    else:
+        why = _(
+            "Over the last steps the loss averaged {ln} with LayerNorm and {bn} with BatchNorm, against log 2 for "
+            "guessing."
+        ).format(**tails)
     return Prediction(
-        "Which model learns to tell the patterns apart (loss below half of guessing)?",
-        ("the one with LayerNorm", "the one with BatchNorm", "both", "neither"),
+        _("Which model learns to tell the patterns apart (loss below half of guessing)?"),
+        (_("the one with LayerNorm"), _("the one with BatchNorm"), _("both"), _("neither")),
         answer,
         why,
     )
@@ -469,15 +526,27 @@ def wrong_axis_loss(p: LessonParams, steps: int = 200, features: int = 8) -> Dem
     return DemoOutput(
         Group(
             line_chart(
-                {"LayerNorm": ln, "BatchNorm": bn}, height=8, title=f"evaluation loss per step, {features} features"
+                {"LayerNorm": ln, "BatchNorm": bn},
+                height=8,
+                title=_("evaluation loss per step, {features} features").format(features=features),
             ),
             number_table(
-                ["", "start", f"mean of last {tail}", ""],
+                [
+                    "",
+                    pgettext("demo table header", "start"),
+                    pgettext("demo table header", "mean of last {n}").format(n=tail),
+                    "",
+                ],
                 [
                     ["LayerNorm", fmt(ln[0], 3), fmt(ln_tail, 3), check_mark(ln_ok)],
                     ["BatchNorm", fmt(bn[0], 3), fmt(bn_tail, 3), check_mark(bn_ok)],
                 ],
-                caption=f"log 2 = {fmt(chance, 3)} is the loss of guessing; ✓ marks a curve that got below half of it.",
+            ),
+            cjk_text(
+                _("log 2 = {chance} is the loss of guessing; ✓ marks a curve that got below half of it.").format(
+                    chance=fmt(chance, 3)
+                ),
+                style="dim",
             ),
         ),
         prediction=_learner_prediction(ln_ok, bn_ok, ln_tail, bn_tail),

@@ -20,6 +20,8 @@ from rich.console import Group
 from rich.text import Text
 
 from microgradnorm import formulas
+from microgradnorm.i18n import N_, _, pgettext
+from microgradnorm.i18n.text import cjk_text
 from microgradnorm.jacobian import autograd_jacobian
 from microgradnorm.lessons.charts import heat_map
 from microgradnorm.lessons.claims import cancels, claims, maxabs
@@ -35,12 +37,13 @@ from microgradnorm.lessons.demo_tools import (
     sci,
 )
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.lessons.render import separated
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, close
 
 
 def _vector(p: LessonParams) -> np.ndarray:
     if p.dim < 2:
-        raise ValueError(f"dim: this lesson needs at least 2 features, got {p.dim}")
+        raise ValueError(_("dim: this lesson needs at least 2 features, got {dim}").format(dim=p.dim))
     return random_vector(p.seed, p.dim, loc=1.5)
 
 
@@ -52,25 +55,27 @@ def rms_vs_ln_forward(p: LessonParams) -> Group:
     rms = engine_forward("rmsnorm", x, None, None, p.eps)
     rms_c = engine_forward("rmsnorm", x - x.mean(), None, None, p.eps)
     rows = [[str(i), fmt(x[i], 4), fmt(ln[i], 4), fmt(rms[i], 4)] for i in range(p.dim)]
-    rows.append([Text("mean", style="bold"), fmt(x.mean(), 4), sci(ln.mean()), fmt(rms.mean(), 4)])
+    mean, root_ms = pgettext("demo table row", "mean"), pgettext("demo table row", "root mean sq")
+    rows.append([Text(mean, style="bold"), fmt(x.mean(), 4), sci(ln.mean()), fmt(rms.mean(), 4)])
     root = [float(np.sqrt(np.mean(v * v))) for v in (x, ln, rms)]
-    rows.append([Text("root mean sq", style="bold"), fmt(root[0], 4), fmt(root[1], 6), fmt(root[2], 6)])
+    rows.append([Text(root_ms, style="bold"), fmt(root[0], 4), fmt(root[1], 6), fmt(root[2], 6)])
     ms = float(np.mean(x * x))
     return Group(
-        number_table(["i", "x", "LN(x)", "RMS(x)"], rows, title=f"one vector, d = {p.dim}, eps = {p.eps:g}"),
+        cjk_text(_("one vector, d = {d}, eps = {eps}").format(d=p.dim, eps=f"{p.eps:g}"), style="italic"),
+        number_table(["i", "x", "LN(x)", "RMS(x)"], rows),
         claims(
             [
                 (
                     cancels(ln.sum(), np.abs(ln).sum()) and np.sign(rms.mean()) == np.sign(x.mean()),
-                    "LN(x) has mean 0; RMS(x) keeps the sign of x's mean",
+                    _("LN(x) has mean 0; RMS(x) keeps the sign of x's mean"),
                 ),
                 (
                     close(root[2], np.sqrt(ms / (ms + p.eps)), CLOSED_FORM_RTOL, 0.0),
-                    "RMS(x) has root mean square sqrt(mean(x²)/(mean(x²) + eps)), 1 up to eps",
+                    _("RMS(x) has root mean square sqrt(mean(x²)/(mean(x²) + eps)), 1 up to eps"),
                 ),
                 (
                     close(rms_c, ln, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL),
-                    f"RMS(x − mean(x)) = LN(x): max |diff| {maxabs(rms_c - ln)}",
+                    _("RMS(x − mean(x)) = LN(x): max |diff| {value}").format(value=maxabs(rms_c - ln)),
                 ),
             ]
         ),
@@ -80,19 +85,21 @@ def rms_vs_ln_forward(p: LessonParams) -> Group:
 def _sum_prediction(dx_rms: np.ndarray, dx_ln: np.ndarray) -> Prediction:
     """LayerNorm's dx sums to zero; does RMSNorm's? The answer the two gradients give."""
     zero = cancels(dx_rms.sum(), np.abs(dx_rms).sum())
-    why = (
-        f"Here 1 · dx is {sci(float(dx_ln.sum()))} for LayerNorm and {sci(float(dx_rms.sum()))} for RMSNorm. "
-        "LayerNorm subtracts the mean, so a shift of every input changes nothing and the gradient has no "
-        "part along the ones vector. RMSNorm keeps the mean: shifting every input changes its output."
-    )
+    sums = {"ln": sci(float(dx_ln.sum())), "rms": sci(float(dx_rms.sum()))}
     if zero:
-        why = (
-            f"Here 1 · dx is {sci(float(dx_rms.sum()))} for RMSNorm: this x, gamma and dy happen to give no "
+        why = _(
+            "Here 1 · dx is {rms} for RMSNorm: this x, gamma and dy happen to give no "
             "part along the ones vector, but nothing in RMSNorm forces it."
-        )
+        ).format(**sums)
+    else:
+        why = _(
+            "Here 1 · dx is {ln} for LayerNorm and {rms} for RMSNorm. "
+            "LayerNorm subtracts the mean, so a shift of every input changes nothing and the gradient has no "
+            "part along the ones vector. RMSNorm keeps the mean: shifting every input changes its output."
+        ).format(**sums)
     return Prediction(
-        "LayerNorm's dx always sums to zero. RMSNorm's dx, for the same x, gamma and dy:",
-        ("sums to zero too", "does not sum to zero"),
+        _("LayerNorm's dx always sums to zero. RMSNorm's dx, for the same x, gamma and dy:"),
+        (_("sums to zero too"), _("does not sum to zero")),
         0 if zero else 1,
         why,
     )
@@ -106,7 +113,7 @@ def rms_gradient(p: LessonParams, eps: float | None = None) -> DemoOutput:
     g = random_gamma(p.seed, p.dim)
     dy = random_dy(p.seed, p.dim)
     rms_grads, graph = autograd_dx("rmsnorm", x, g, None, e, dy)
-    ln_grads, _ = autograd_dx("layernorm", x, g, None, e, dy)
+    ln_grads, _ln_graph = autograd_dx("layernorm", x, g, None, e, dy)
     m = formulas.rms_moments(x, (0,), e)
     closed = formulas.rms_dx(formulas.dxhat(dy, g), m.xhat, m.rrms, (0,))
     lm = formulas.moments(x, (0,), e)
@@ -114,25 +121,26 @@ def rms_gradient(p: LessonParams, eps: float | None = None) -> DemoOutput:
     rows = [
         ["|dx|", fmt(float(np.linalg.norm(dx_l)), 4), fmt(float(np.linalg.norm(dx_r)), 4)],
         ["1 · dx", sci(float(dx_l.sum())), sci(float(dx_r.sum()))],
-        ["own xhat · dx", sci(float(lm.xhat @ dx_l)), sci(float(m.xhat @ dx_r))],
+        [pgettext("demo table row", "own xhat · dx"), sci(float(lm.xhat @ dx_l)), sci(float(m.xhat @ dx_r))],
     ]
     # along its own xhat, what eps leaves: rrms · (g·xhat) · eps/(ms + eps), zero at eps = 0
     radial = float(m.rrms[0] * (formulas.dxhat(dy, g) @ m.xhat) * e / (float(np.mean(x * x)) + e))
     terms = float(np.abs(dx_r).sum() * np.abs(m.xhat).max())
     return DemoOutput(
         Group(
-            number_table(
-                ["autograd dx", "LayerNorm", "RMSNorm"], rows, title=f"same x, gamma, dy; d = {p.dim}, eps = {e:g}"
-            ),
+            cjk_text(_("same x, gamma, dy; d = {d}, eps = {eps}").format(d=p.dim, eps=f"{e:g}"), style="italic"),
+            number_table([pgettext("demo table header", "autograd dx"), "LayerNorm", "RMSNorm"], rows),
             claims(
                 [
                     (
                         close(dx_r, closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL),
-                        f"RMSNorm dx = rrms·(g − xhat·mean(g·xhat)): max error {maxabs(dx_r - closed)}",
+                        _("RMSNorm dx = rrms·(g − xhat·mean(g·xhat)): max error {error}").format(
+                            error=maxabs(dx_r - closed)
+                        ),
                     ),
                     (
                         cancels(m.xhat @ dx_r - radial, terms),
-                        "xhat · dx is rrms·(g·xhat)·eps/(mean(x²) + eps): zero at eps = 0",
+                        _("xhat · dx is rrms·(g·xhat)·eps/(mean(x²) + eps): zero at eps = 0"),
                     ),
                 ]
             ),
@@ -163,21 +171,26 @@ def rms_jacobian_heatmap(p: LessonParams) -> Group:
     stretch = (np.linalg.norm(j_rms @ x), np.linalg.norm(j_ln @ x))
     size = np.abs(j_rms).sum() * np.abs(x).max()
     return Group(
-        heat_map(j_rms, title="RMSNorm dy/dx (autograd)", scale=scale, legend=False),
-        heat_map(j_ln, title="LayerNorm dy/dx (autograd), same scale", scale=scale),
+        heat_map(j_rms, title=_("RMSNorm dy/dx (autograd)"), scale=scale, legend=False),
+        heat_map(j_ln, title=_("LayerNorm dy/dx (autograd), same scale"), scale=scale),
         claims(
             [
                 (close(j_rms, closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL), "RMSNorm J = (1/rms)(I − xhat xhatᵀ/d)"),
-                (rank_rms == 1 and rank_ln == 2, f"what each removes has rank {rank_rms} (RMS) and {rank_ln} (LN)"),
+                (
+                    rank_rms == 1 and rank_ln == 2,
+                    _("what each removes has rank {rms} (RMS) and {ln} (LN)").format(rms=rank_rms, ln=rank_ln),
+                ),
                 (
                     cancels(j_ln @ ones, np.abs(j_ln).sum()) and not cancels(j_rms @ ones, np.abs(j_rms).sum()),
-                    f"a shift of all inputs: |J·1| = {sci(float(np.linalg.norm(j_rms @ ones)))} (RMS), "
-                    f"{sci(float(np.linalg.norm(j_ln @ ones)))} (LN)",
+                    _("a shift of all inputs: |J·1| = {rms} (RMS), {ln} (LN)").format(
+                        rms=sci(float(np.linalg.norm(j_rms @ ones))), ln=sci(float(np.linalg.norm(j_ln @ ones)))
+                    ),
                 ),
                 (
                     cancels(stretch[0] - stretch_rms, size) and cancels(stretch[1] - stretch_ln, size),
-                    f"a stretch of x: |J·x| = {sci(float(stretch[0]))} (RMS), {sci(float(stretch[1]))} (LN), "
-                    "what eps leaves",
+                    _("a stretch of x: |J·x| = {rms} (RMS), {ln} (LN), what eps leaves").format(
+                        rms=sci(float(stretch[0])), ln=sci(float(stretch[1]))
+                    ),
                 ),
             ]
         ),
@@ -189,7 +202,7 @@ def rms_jacobian_heatmap(p: LessonParams) -> Group:
 # The calls timed for each implementation: forward alone, and forward + backward, of each norm.
 CALLS = ("ln_f", "rms_f", "ln_b", "rms_b")
 PATHS = ("numpy", "fused", "torch")
-PATH_NAMES = {"numpy": "NumPy", "fused": "fused (numba)", "torch": "PyTorch"}
+PATH_NAMES = {"numpy": "NumPy", "fused": N_("fused (numba)"), "torch": "PyTorch"}  # shown through path_name()
 SAME = 0.05  # a ratio within 5% of 1 reads as "about the same" on a shared machine
 
 
@@ -274,7 +287,7 @@ def _fused_compiled() -> str:
     from microgradnorm import fused
 
     if not fused.AVAILABLE:
-        return "numba is not installed (pip install 'microgradnorm[fast]')"
+        return _("numba is not installed (pip install 'microgradnorm[fast]')")
     for name in (
         "layer_norm_forward_rows",
         "layer_norm_backward_rows",
@@ -289,7 +302,7 @@ def _fused_compiled() -> str:
         except Exception:
             index = {}
         if not any("float32" in str(key) for key in index):
-            return "not compiled yet: compiling takes seconds, once; run microgradnorm bench --quick"
+            return _("not compiled yet: compiling takes seconds, once; run microgradnorm bench --quick")
     return ""
 
 
@@ -309,7 +322,7 @@ def speed_calls(prob: SpeedProblem, paths: tuple[str, ...]) -> dict[str, dict[st
         elif path == "fused":
             out[path] = _fused_compiled() or package_calls(prob, "fused")
         elif not torch_installed():
-            out[path] = "PyTorch is not installed"
+            out[path] = _("PyTorch is not installed")
         else:
             out[path] = torch_calls(prob)
     return out
@@ -323,7 +336,7 @@ def time_calls(calls: dict[str, dict[str, Callable[[], object]]], repeats: int) 
         for f in fns.values():
             f()
     samples = {path: {k: [] for k in fns} for path, fns in calls.items()}
-    for _ in range(repeats):
+    for _repeat in range(repeats):
         for path, fns in calls.items():
             for k, f in fns.items():
                 t0 = time.perf_counter()
@@ -333,7 +346,7 @@ def time_calls(calls: dict[str, dict[str, Callable[[], object]]], repeats: int) 
 
 
 def verdict(ratio: float) -> str:
-    """RMSNorm's time as a fraction of LayerNorm's, in words."""
+    """RMSNorm's time as a fraction of LayerNorm's, as a key: "faster", "slower" or "about the same"."""
     if ratio < 1 - SAME:
         return "faster"
     if ratio > 1 + SAME:
@@ -341,13 +354,35 @@ def verdict(ratio: float) -> str:
     return "about the same"
 
 
+def said(key: str) -> str:
+    """A :func:`verdict` in the reader's language."""
+    # Translators: RMSNorm's speed against LayerNorm's; each completes "RMSNorm is ..." and "NumPy: ...: faster."
+    words = {
+        "faster": pgettext("RMSNorm against LayerNorm", "faster"),
+        "slower": pgettext("RMSNorm against LayerNorm", "slower"),
+        "about the same": pgettext("RMSNorm against LayerNorm", "about the same"),
+    }
+    return words[key]
+
+
+def path_name(path: str) -> str:
+    """An implementation's name (a key of :data:`PATH_NAMES`) in the reader's language."""
+    return _(PATH_NAMES[path])
+
+
 def _path_reading(name: str, med: dict[str, float]) -> str:
     """One implementation's line: RMSNorm's time as a share of LayerNorm's, forward and forward + backward."""
     fwd, both = med["rms_f"] / med["ln_f"], med["rms_b"] / med["ln_b"]
-    took = f"{name}: RMSNorm took {fwd:.0%} of LayerNorm's time forward"
+    shares = {"path": name, "forward": f"{fwd:.0%}", "both": f"{both:.0%}"}
     if verdict(fwd) == verdict(both):
-        return f"{took}, {both:.0%} forward + backward: {verdict(both)}."
-    return f"{took} ({verdict(fwd)}), {both:.0%} forward + backward ({verdict(both)})."
+        # Translators: {forward} and {both} are percentages, e.g. 60%; {verdict} is "faster", "slower", ...
+        return _(
+            "{path}: RMSNorm took {forward} of LayerNorm's time forward, {both} forward + backward: {verdict}."
+        ).format(verdict=said(verdict(both)), **shares)
+    return _(
+        "{path}: RMSNorm took {forward} of LayerNorm's time forward ({verdict_forward}), "
+        "{both} forward + backward ({verdict_both})."
+    ).format(verdict_forward=said(verdict(fwd)), verdict_both=said(verdict(both)), **shares)
 
 
 def speed_reading(medians: dict[str, dict[str, float]]) -> list[str]:
@@ -359,23 +394,45 @@ def speed_reading(medians: dict[str, dict[str, float]]) -> list[str]:
     lines, verdicts, noisy = [], {}, []
     for path, med in medians.items():
         verdicts[path] = verdict(med["rms_b"] / med["ln_b"])
-        lines.append(_path_reading(PATH_NAMES[path], med))
+        lines.append(_path_reading(path_name(path), med))
         if med["ln_b"] < med["ln_f"] or med["rms_b"] < med["rms_f"]:
-            noisy.append(PATH_NAMES[path])
+            noisy.append(path_name(path))
     kinds = sorted(set(verdicts.values()))
     if len(kinds) > 1:
-        named = "; ".join(f"{v} on {', '.join(PATH_NAMES[p] for p in verdicts if verdicts[p] == v)}" for v in kinds)
-        lines.append(f"Same formulas, different verdicts ({named}): the implementation decides.")
+        lines.append(
+            _("Same formulas, different verdicts ({named}): the implementation decides.").format(
+                named=_verdicts_by_path(verdicts, kinds)
+            )
+        )
     elif len(verdicts) > 1:
-        lines.append(f"Every implementation timed here agrees: RMSNorm is {kinds[0]} (forward + backward).")
+        lines.append(
+            _("Every implementation timed here agrees: RMSNorm is {verdict} (forward + backward).").format(
+                verdict=said(kinds[0])
+            )
+        )
     elif verdicts:
-        lines.append("Only one implementation was timed here: no comparison between implementations.")
+        lines.append(_("Only one implementation was timed here: no comparison between implementations."))
     if noisy:
         lines.append(
-            f"{', '.join(noisy)}: forward + backward took less time than forward alone, which only noise can do: "
-            "the machine was busy, so read these medians loosely and run the step again."
+            _(
+                "{paths}: forward + backward took less time than forward alone, which only noise can do: "
+                "the machine was busy, so read these medians loosely and run the step again."
+            ).format(paths=separated(noisy))
         )
     return lines
+
+
+def _verdicts_by_path(verdicts: dict[str, str], kinds: list[str]) -> str:
+    """ "faster on NumPy; slower on fused (numba), PyTorch": each verdict with the implementations that gave it."""
+    parts = [
+        # Translators: {verdict} is "faster", "slower" or "about the same"; {paths} e.g. "NumPy, PyTorch"
+        _("{verdict} on {paths}").format(
+            verdict=said(kind), paths=separated([path_name(p) for p in verdicts if verdicts[p] == kind])
+        )
+        for kind in kinds
+    ]
+    # Translators: the separator between two clauses of a list, as in "faster on NumPy; slower on PyTorch"
+    return pgettext("clause separator", "; ").join(parts)
 
 
 @demo("rms_speed")
@@ -386,17 +443,28 @@ def rms_speed(
     prob = speed_problem(p.seed, rows, features, p.eps)
     calls = speed_calls(prob, tuple(paths))
     medians = time_calls({k: v for k, v in calls.items() if not isinstance(v, str)}, repeats)
-    table = [[PATH_NAMES[k], *(fmt(med[c] * 1e3, 3) for c in CALLS)] for k, med in medians.items()]
+    table = [[path_name(k), *(fmt(med[c] * 1e3, 3) for c in CALLS)] for k, med in medians.items()]
     skipped = [
-        Text(f"{PATH_NAMES[k]}: not timed, {why}", style="dim") for k, why in calls.items() if isinstance(why, str)
+        cjk_text(_("{path}: not timed, {why}").format(path=path_name(k), why=why), style="dim")
+        for k, why in calls.items()
+        if isinstance(why, str)
+    ]
+    header = [
+        "ms",
+        pgettext("demo table header", "LN fwd"),
+        pgettext("demo table header", "RMS fwd"),
+        pgettext("demo table header", "LN f+b"),
+        pgettext("demo table header", "RMS f+b"),
     ]
     return Group(
-        number_table(
-            ["ms", "LN fwd", "RMS fwd", "LN f+b", "RMS f+b"],
-            table,
-            title=f"median of {repeats} interleaved runs, x [{rows}, {features}] float32",
+        cjk_text(
+            _("median of {repeats} interleaved runs, x [{rows}, {features}] float32").format(
+                repeats=repeats, rows=rows, features=features
+            ),
+            style="italic",
         ),
+        number_table(header, table),
         *skipped,
-        *(Text(line) for line in speed_reading(medians)),
-        Text("Measured just now on this machine; run the step again and the numbers move.", style="dim"),
+        *(cjk_text(line) for line in speed_reading(medians)),
+        cjk_text(_("Measured just now on this machine; run the step again and the numbers move."), style="dim"),
     )

@@ -25,6 +25,8 @@ from rich.table import Table
 from rich.text import Text
 
 from microgradnorm.figure import PALETTE, Figure
+from microgradnorm.i18n import _, ngettext
+from microgradnorm.i18n.text import CJKText
 from microgradnorm.registry import get_norm
 
 __all__ = [
@@ -118,9 +120,9 @@ def _forward(pooling: Pooling, x: np.ndarray) -> np.ndarray:
     spec = get_norm(pooling.norm)
     xv = x.reshape(pooling.view)
     if spec.has_beta:
-        y, _ = spec.forward(xv, None, None, 1e-5, backend="numpy")
+        y, _cache = spec.forward(xv, None, None, 1e-5, backend="numpy")
     else:
-        y, _ = spec.forward(xv, None, 1e-5, backend="numpy")
+        y, _cache = spec.forward(xv, None, 1e-5, backend="numpy")
     return y.reshape(x.shape)
 
 
@@ -163,20 +165,27 @@ def _grid(ids: np.ndarray, layout: Layout) -> tuple[np.ndarray, bool]:
     return cells[:, :, 0], bool((cells == cells[:, :, :1]).all())
 
 
+def _over(ids: np.ndarray, layout: Layout) -> str:
+    # Translators: {axes} are the axes one statistic is taken over, e.g. "N, H, W"
+    return _("over {axes}").format(axes=pooled_axes(ids, layout.axes))
+
+
 def _panel(label: str, ids: np.ndarray, layout: Layout) -> Text:
     grid, whole = _grid(ids, layout)
     shaded = grid == grid[0, 0]
-    text = Text(label, style="bold")
-    text.append(f"\nover {pooled_axes(ids, layout.axes)}\n", style="dim")
+    text = CJKText(label, style="bold")
+    text.append(f"\n{_over(ids, layout)}\n", style="dim")
     for r in range(grid.shape[0]):
         text.append(_row_label(layout, r), style="dim")
         for on in shaded[r]:
             text.append(" ■" if on else " ·", style="bold" if on else "dim")
         text.append("\n")
     n_groups, size = len(np.unique(ids)), ids.size // len(np.unique(ids))
-    text.append(f"{n_groups} groups of {size}", style="")
+    text.append(
+        ngettext("{groups} group of {size}", "{groups} groups of {size}", n_groups).format(groups=n_groups, size=size)
+    )
     if not whole:
-        text.append("\n(cells mix groups)", style="bold")
+        text.append("\n" + _("(cells mix groups)"), style="bold")
     return text
 
 
@@ -257,16 +266,17 @@ def axes_figure(layout: Layout) -> AxesFigure:
     height = 250
     fig = AxesFigure(width=width, height=height, xlim=(0, width), ylim=(0, height), margin=(0, 0, 0, 0))
     dims = ", ".join(f"{a}={s}" for a, s in zip(layout.axes, layout.shape))
-    fig.text((width / 2, height - 26), f"Which values share one mean and variance: [{dims}]", anchor="middle", size=16)
+    title = _("Which values share one mean and variance: [{dims}]").format(dims=dims)
+    fig.text((width / 2, height - 26), title, anchor="middle", size=16)
     for k, pooling in enumerate(norms):
         ids = group_ids(pooling, layout.shape)
         left = 50 + 220 * k
         _draw_cube(fig, _cube_cells(ids, layout), (left, 90), layout.cube)
         fig.text((left + 60, height - 185), pooling.label, anchor="middle", size=15)
-        fig.text((left + 60, height - 203), f"over {pooled_axes(ids, layout.axes)}", anchor="middle", size=12)
+        fig.text((left + 60, height - 203), _over(ids, layout), anchor="middle", size=12)
     fig.text(
         (width / 2, 14),
-        "shaded: the values normalized with the same statistic as the first one",
+        _("shaded: the values normalized with the same statistic as the first one"),
         anchor="middle",
         size=12,
     )
