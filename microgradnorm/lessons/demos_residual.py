@@ -333,7 +333,7 @@ def ln_jacobian(x: np.ndarray, gamma: np.ndarray, eps: float) -> np.ndarray:
     dy = e_i picks out row i of J): so the D rows of dx for dy = I are J itself.
     """
     d = x.shape[0]
-    _, cache = V.layer_norm_forward(np.tile(x, (d, 1)), gamma, None, eps, backend="numpy")
+    _y, cache = V.layer_norm_forward(np.tile(x, (d, 1)), gamma, None, eps, backend="numpy")
     return V.layer_norm_backward(np.eye(d), cache)[0]
 
 
