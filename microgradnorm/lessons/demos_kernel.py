@@ -42,7 +42,7 @@ from rich.text import Text
 
 from microgradnorm import tolerances as tol
 from microgradnorm.engine import topological_order
-from microgradnorm.i18n import N_, _, ngettext
+from microgradnorm.i18n import N_, _, ngettext, pgettext
 from microgradnorm.i18n.text import cjk_text
 from microgradnorm.lessons.demo_tools import autograd_dx, check_mark, fmt, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
@@ -283,7 +283,12 @@ def kernel_engine_vs_numpy(p: LessonParams, hidden: tuple[int, ...] = (256,), re
     agree = gradient_agreement(p)
     x_shape = timings[0].shape
     checks = number_table(
-        [_("gradient"), "max |Δ|", _("relative"), _("ok")],
+        [
+            _("gradient"),
+            "max |Δ|",
+            pgettext("gradient check column", "relative"),
+            pgettext("gradient check column", "ok"),
+        ],
         [[name, sci(a), sci(r), check_mark(ok)] for name, (a, r, ok) in agree.items()],
         title=_("x {shape}: NumPy path against the scalar graph's gradients").format(shape=_shape(x_shape)),
         caption=_("ok: within VECTORIZED_F64_RTOL = {rtol} (relative, normwise; tolerances.py)").format(
@@ -334,8 +339,12 @@ def kernel_cache_fields(p: LessonParams) -> DemoOutput:
     def cell(recompute: bool, name: str) -> Text:
         need = modes[recompute][1][name]
         if need is None:
-            return Text(_("not kept"), style="dim")
-        return Text(_("needed"), style="bold") if need else Text(_("not needed"))
+            return Text(pgettext("cache field", "not kept"), style="dim")
+        return (
+            Text(pgettext("cache field", "needed"), style="bold")
+            if need
+            else Text(pgettext("cache field", "not needed"))
+        )
 
     rows = []
     for name in CACHE_FIELDS:
@@ -343,7 +352,7 @@ def kernel_cache_fields(p: LessonParams) -> DemoOutput:
         rows.append([name, "—" if arr is None else _shape(arr.shape), cell(False, name), cell(True, name)])
     keep = modes[False][0]
     table = number_table(
-        [_("field"), _("shape"), _("xhat kept"), _("recompute")],
+        [_("field"), _("shape"), pgettext("cache mode", "xhat kept"), pgettext("cache mode", "recompute")],
         rows,
         title=_("y, cache = layer_norm_forward(x, ...): x {x_shape} {dtype}, y {y_shape}; backend {backend}").format(
             x_shape=_shape(x.shape), dtype=x.dtype, y_shape=_shape(y.shape), backend=repr(keep.backend)
@@ -384,11 +393,16 @@ def kernel_cache_bytes(p: LessonParams, shape: tuple[int, ...] = (32, 128, 768))
 
     rows = [[name, cell(caches[False], name), cell(caches[True], name)] for name in CACHE_FIELDS]
     sizes = {k: c.nbytes() for k, c in caches.items()}
-    for label, part in ((_("kept"), "kept"), (_("shared"), "shared"), (_("saved"), "saved")):
+    labels = {
+        "kept": pgettext("cache bytes row", "kept"),
+        "shared": pgettext("cache bytes row", "shared"),
+        "saved": pgettext("cache bytes row", "saved"),
+    }
+    for part, label in labels.items():
         rows.append([Text(label, style="bold"), *(nbytes_text(getattr(sizes[k], part)) for k in (False, True))])
     return DemoOutput(
         number_table(
-            [_("cache field"), _("xhat kept"), _("recompute")],
+            [_("cache field"), pgettext("cache mode", "xhat kept"), pgettext("cache mode", "recompute")],
             rows,
             title=_("x {shape} float32, NumPy backend: cache.nbytes()").format(shape=_shape(shape)),
             caption=_(
@@ -665,7 +679,7 @@ def _pass_totals(direction: str, shape: tuple[int, ...], source: str) -> Any:
     """Passes (and bytes) of each path in each cache mode, for float32 x of ``shape``."""
     array_bytes = math.prod(shape) * 4
     summary = []
-    for mode, label in zip(MODES, (_("xhat kept"), _("recompute"))):
+    for mode, label in zip(MODES, (pgettext("cache mode", "xhat kept"), pgettext("cache mode", "recompute"))):
         cells = [label]
         for path in ("numpy", "kernel"):
             n = sum(pass_totals(direction, path, mode))
@@ -770,7 +784,7 @@ def kernel_backend(p: LessonParams) -> DemoOutput:
             _("{version} installed").format(version=info.numba_version) if fused.AVAILABLE else _("not installed"),
         ],
         [_("backend setting"), info.setting],
-        [_("runs"), f"{info.active}  ({info.reason})"],
+        [pgettext("backend table row", "runs"), f"{info.active}  ({info.reason})"],
     ]
     if fused.AVAILABLE:
         rows.append([_("kernel threads"), str(fused.num_workers())])
@@ -805,7 +819,7 @@ def kernel_course_map(p: LessonParams) -> DemoOutput:
         rows.append([name if path.exists() else f"{path.stem}/", _(what), f"{lines:,}"])
     return DemoOutput(
         number_table(
-            ["microgradnorm/", _("what it holds"), _("lines")],
+            ["microgradnorm/", _("what it holds"), pgettext("course map column", "lines")],
             rows,
             caption=_("lines: non-blank lines of the file (or package), docstrings and comments included"),
         ),

@@ -23,7 +23,7 @@ from microgradnorm import formulas
 from microgradnorm import tolerances as tol
 from microgradnorm import vectorized as V
 from microgradnorm.engine import DomainError, Value
-from microgradnorm.i18n import N_, _
+from microgradnorm.i18n import N_, _, pgettext
 from microgradnorm.i18n.text import cjk_text
 from microgradnorm.lessons.claims import claims
 from microgradnorm.lessons.demo_tools import (
@@ -163,7 +163,10 @@ def eps_placement(p: LessonParams, constant: float = 3.0) -> DemoOutput:
         ("random", _("random"), random_vector(p.seed, d)),
     )
     for name, shown, x in inputs:
-        for where, place in (("inside", _("inside")), ("outside", _("outside"))):
+        for where, place in (
+            ("inside", pgettext("eps placement", "inside")),
+            ("outside", pgettext("eps placement", "outside")),
+        ):
             results[name, where] = got = placement_result(x, dy, eps, where)
             label = shown if where == "inside" else ""
             if isinstance(got, str):
@@ -216,11 +219,15 @@ def sum_loss_hides_bugs(p: LessonParams) -> Group:
             buggy = direct + via_mean  # a backward pass that forgot the variance path
             err = float(np.max(np.abs(buggy - grads["x"])))
             caught[gamma_name, loss_name] = not tol.close(buggy, grads["x"], tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
-            verdict = Text(_("caught"), style="bold") if caught[gamma_name, loss_name] else Text(_("missed"))
+            verdict = (
+                Text(pgettext("bug test verdict", "caught"), style="bold")
+                if caught[gamma_name, loss_name]
+                else Text(pgettext("bug test verdict", "missed"))
+            )
             rows.append([gamma_shown, loss_name, sci(float(np.max(np.abs(grads["x"]))), 1), sci(err, 1), verdict])
     return Group(
         number_table(
-            ["gamma", _("loss"), "max |dx|", _("bug's error"), _("the test")],
+            ["gamma", _("loss"), "max |dx|", _("bug's error"), pgettext("bug test verdict", "the test")],
             rows,
             title=_("autograd dx, and a backward pass missing the variance path"),
             caption=_("caught: the buggy gradient differs from autograd beyond the closed-form tolerance."),
@@ -286,7 +293,7 @@ def float_precision(p: LessonParams, steps: tuple[float, ...] = (1e-1, 1e-2, 1e-
     best = {k: float(np.nanmin(v)) for k, v in fd.items()}
     return Group(
         number_table(
-            [_("float32 vs float64"), _("relative error"), _("within")],
+            [_("float32 vs float64"), _("relative error"), pgettext("float32 check column", "within")],
             [
                 ["y", sci(ey, 1), check_mark(ey <= tol.FLOAT32_RTOL)],
                 ["dx", sci(edx, 1), check_mark(edx <= tol.FLOAT32_RTOL)],
