@@ -42,8 +42,11 @@ from rich.text import Text
 
 from microgradnorm import tolerances as tol
 from microgradnorm.engine import topological_order
+from microgradnorm.i18n import N_, _, ngettext, pgettext
+from microgradnorm.i18n.text import cjk_text
 from microgradnorm.lessons.demo_tools import autograd_dx, check_mark, fmt, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.lessons.render import assemble
 from microgradnorm.norms import NormGraph
 from microgradnorm.present import nbytes_text
 from microgradnorm.registry import get_norm
@@ -131,7 +134,7 @@ def _interleaved_medians(fns: dict[str, Callable[[], object]], repeats: int) -> 
     for f in fns.values():  # warm up: first calls pay for imports and allocation
         f()
     samples: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(repeats):
+    for _repeat in range(repeats):
         for k, f in fns.items():
             t0 = time.perf_counter()
             f()
@@ -221,14 +224,15 @@ NODE_FACTORS = (1, 3, 10, 30)  # the choices: about D, 3·D, 10·D, 30·D nodes 
 def _nodes_prediction(total: int, d: int) -> Prediction:
     sizes = tuple(k * d for k in NODE_FACTORS)
     answer = int(np.argmin([abs(math.log(total / n)) for n in sizes]))
-    why = (
-        f"{total} nodes for {d} numbers: every number of x gets its own centered value, square, xhat, "
+    why = _(
+        "{total} nodes for {d} numbers: every number of x gets its own centered value, square, xhat, "
         "scaled and shifted value, plus a node for each gamma and beta, plus a few shared ones (mean, var, "
         "sqrt, ...). A handful of nodes per number, each a Python object."
-    )
+    ).format(total=total, d=d)
     return Prediction(
-        f"One LayerNorm row of D = {d} numbers, with gamma and beta: about how many scalar nodes?",
-        tuple(f"about {'' if k == 1 else f'{k}·'}D = {k * d}" for k in NODE_FACTORS),
+        _("One LayerNorm row of D = {d} numbers, with gamma and beta: about how many scalar nodes?").format(d=d),
+        # Translators: {factor} is empty or a multiplier such as "3·": "about 3·D = 12"
+        tuple(_("about {factor}D = {n}").format(factor="" if k == 1 else f"{k}·", n=k * d) for k in NODE_FACTORS),
         answer,
         why,
     )
@@ -241,14 +245,11 @@ def kernel_node_count(p: LessonParams) -> DemoOutput:
     counts = node_counts(graph)
     total = sum(counts.values())
     d = p.dim
-    head = Text.assemble(
-        ("one row, D = ", "bold"),
-        (str(d), "bold"),
-        ": ",
-        (str(total), "bold"),
-        " nodes, ",
-        (fmt(total / d, 3), "bold"),
-        " per number of x",
+    head = assemble(
+        _("one row, D = {d}: {total} nodes, {per} per number of x"),
+        d=Text(str(d), "bold"),
+        total=Text(str(total), "bold"),
+        per=Text(fmt(total / d, 3), "bold"),
     )
     stages = Text("  ·  ".join(f"{stage} {n}" for stage, n in counts.items()), style="dim")
     return DemoOutput(Group(head, stages), graph=graph, prediction=_nodes_prediction(total, d))
@@ -264,24 +265,35 @@ def kernel_engine_vs_numpy(p: LessonParams, hidden: tuple[int, ...] = (256,), re
         for t in timings
     ]
     table = number_table(
-        ["x", "nodes", "engine ms", "NumPy ms", "engine ÷ NumPy"],
+        ["x", _("nodes"), _("engine ms"), "NumPy ms", _("engine ÷ NumPy")],
         rows,
-        title=f"forward + backward, float64, median of {repeats} interleaved runs",
-        caption="measured just now on this machine; run it again and the numbers move",
+        title=_("forward + backward, float64, median of {repeats} interleaved runs").format(repeats=repeats),
+        caption=_("measured just now on this machine; run it again and the numbers move"),
     )
     first, last = timings[0], timings[-1]
-    reading = Text(
-        f"{_shape(first.shape)} → {_shape(last.shape)}: {fmt(math.prod(last.shape) / math.prod(first.shape), 3)}× "
-        f"the numbers; the engine took {fmt(last.engine / first.engine, 3)}× the time, NumPy "
-        f"{fmt(last.numpy / first.numpy, 3)}×."
+    reading = cjk_text(
+        _("{first} → {last}: {factor}× the numbers; the engine took {engine}× the time, NumPy {numpy}×.").format(
+            first=_shape(first.shape),
+            last=_shape(last.shape),
+            factor=fmt(math.prod(last.shape) / math.prod(first.shape), 3),
+            engine=fmt(last.engine / first.engine, 3),
+            numpy=fmt(last.numpy / first.numpy, 3),
+        )
     )
     agree = gradient_agreement(p)
     x_shape = timings[0].shape
     checks = number_table(
-        ["gradient", "max |Δ|", "relative", "ok"],
+        [
+            _("gradient"),
+            "max |Δ|",
+            pgettext("gradient check column", "relative"),
+            pgettext("gradient check column", "ok"),
+        ],
         [[name, sci(a), sci(r), check_mark(ok)] for name, (a, r, ok) in agree.items()],
-        title=f"x {_shape(x_shape)}: NumPy path against the scalar graph's gradients",
-        caption=f"ok: within VECTORIZED_F64_RTOL = {tol.VECTORIZED_F64_RTOL:g} (relative, normwise; tolerances.py)",
+        title=_("x {shape}: NumPy path against the scalar graph's gradients").format(shape=_shape(x_shape)),
+        caption=_("ok: within VECTORIZED_F64_RTOL = {rtol} (relative, normwise; tolerances.py)").format(
+            rtol=f"{tol.VECTORIZED_F64_RTOL:g}"
+        ),
     )
     return DemoOutput(Group(table, reading, Text(""), checks), graph=row_graph(p))
 
@@ -327,8 +339,12 @@ def kernel_cache_fields(p: LessonParams) -> DemoOutput:
     def cell(recompute: bool, name: str) -> Text:
         need = modes[recompute][1][name]
         if need is None:
-            return Text("not kept", style="dim")
-        return Text("needed", style="bold") if need else Text("not needed")
+            return Text(pgettext("cache field", "not kept"), style="dim")
+        return (
+            Text(pgettext("cache field", "needed"), style="bold")
+            if need
+            else Text(pgettext("cache field", "not needed"))
+        )
 
     rows = []
     for name in CACHE_FIELDS:
@@ -336,12 +352,15 @@ def kernel_cache_fields(p: LessonParams) -> DemoOutput:
         rows.append([name, "—" if arr is None else _shape(arr.shape), cell(False, name), cell(True, name)])
     keep = modes[False][0]
     table = number_table(
-        ["field", "shape", "xhat kept", "recompute"],
+        [_("field"), _("shape"), pgettext("cache mode", "xhat kept"), pgettext("cache mode", "recompute")],
         rows,
-        title=f"y, cache = layer_norm_forward(x, ...): x {_shape(x.shape)} {x.dtype}, y {_shape(y.shape)}; "
-        f"backend {keep.backend!r}",
-        caption="needed: filling that field with NaN changes dx, dgamma or dbeta (tried just now, one field "
-        "at a time). Default for the NumPy backend: xhat kept.",
+        title=_("y, cache = layer_norm_forward(x, ...): x {x_shape} {dtype}, y {y_shape}; backend {backend}").format(
+            x_shape=_shape(x.shape), dtype=x.dtype, y_shape=_shape(y.shape), backend=repr(keep.backend)
+        ),
+        caption=_(
+            "needed: filling that field with NaN changes dx, dgamma or dbeta (tried just now, one field "
+            "at a time). Default for the NumPy backend: xhat kept."
+        ),
     )
     return DemoOutput(table)
 
@@ -361,27 +380,35 @@ def kernel_cache_bytes(p: LessonParams, shape: tuple[int, ...] = (32, 128, 768))
     beta = rng.normal(size=shape[-1]).astype(np.float32)
     caches = {}
     for recompute in (False, True):
-        _, caches[recompute] = V.layer_norm_forward(x, gamma, beta, p.eps, backend="numpy", recompute=recompute)
+        _y, caches[recompute] = V.layer_norm_forward(x, gamma, beta, p.eps, backend="numpy", recompute=recompute)
 
     def cell(cache: Any, name: str) -> str:
         arr = getattr(cache, name)
         if arr is None:
             return "—"
-        yours = any(np.shares_memory(arr, a) for a in (x, gamma, beta))
-        return nbytes_text(arr.nbytes) + (" (yours)" if yours else "")
+        if any(np.shares_memory(arr, a) for a in (x, gamma, beta)):
+            # Translators: a size in bytes of an array the cache shares with the caller: "12.0 MB (yours)"
+            return _("{size} (yours)").format(size=nbytes_text(arr.nbytes))
+        return nbytes_text(arr.nbytes)
 
     rows = [[name, cell(caches[False], name), cell(caches[True], name)] for name in CACHE_FIELDS]
     sizes = {k: c.nbytes() for k, c in caches.items()}
-    rows.append([Text("kept", style="bold"), nbytes_text(sizes[False].kept), nbytes_text(sizes[True].kept)])
-    rows.append([Text("shared", style="bold"), nbytes_text(sizes[False].shared), nbytes_text(sizes[True].shared)])
-    rows.append([Text("saved", style="bold"), nbytes_text(sizes[False].saved), nbytes_text(sizes[True].saved)])
+    labels = {
+        "kept": pgettext("cache bytes row", "kept"),
+        "shared": pgettext("cache bytes row", "shared"),
+        "saved": pgettext("cache bytes row", "saved"),
+    }
+    for part, label in labels.items():
+        rows.append([Text(label, style="bold"), *(nbytes_text(getattr(sizes[k], part)) for k in (False, True))])
     return DemoOutput(
         number_table(
-            ["cache field", "xhat kept", "recompute"],
+            [_("cache field"), pgettext("cache mode", "xhat kept"), pgettext("cache mode", "recompute")],
             rows,
-            title=f"x {_shape(shape)} float32, NumPy backend: cache.nbytes()",
-            caption=f"kept: allocated by the cache; shared: your own arrays it points to. recompute keeps "
-            f"{fmt(sizes[False].kept / sizes[True].kept, 3)}× fewer bytes.",
+            title=_("x {shape} float32, NumPy backend: cache.nbytes()").format(shape=_shape(shape)),
+            caption=_(
+                "kept: allocated by the cache; shared: your own arrays it points to. recompute keeps "
+                "{factor}× fewer bytes."
+            ).format(factor=fmt(sizes[False].kept / sizes[True].kept, 3)),
         )
     )
 
@@ -470,12 +497,14 @@ def kernel_source(
     parts: list[Any] = []
     if doc is not None and not docstring and a <= doc[0] and doc[1] <= b:  # fold the docstring away
         parts.append(_syntax(lines[a : doc[0]], first + a))
-        parts.append(Text(f"      ⋮  docstring, lines {first + doc[0]}–{first + doc[1]}", style="dim"))
+        folded = _("docstring, lines {first}–{last}").format(first=first + doc[0], last=first + doc[1])
+        parts.append(Text("      ⋮  " + folded, style="dim"))
         if doc[1] < b:
             parts.append(_syntax(lines[doc[1] + 1 : b + 1], first + doc[1] + 1))
     else:
         parts.append(_syntax(lines[a : b + 1], first + a))
-    parts.append(Text(f"microgradnorm/{path.name}, lines {first + a}–{first + b}", style="dim"))
+    where = _("microgradnorm/{file}, lines {first}–{last}").format(file=path.name, first=first + a, last=first + b)
+    parts.append(Text(where, style="dim"))
     return DemoOutput(Group(*parts))
 
 
@@ -541,7 +570,7 @@ class PassGroup:
 PASSES: dict[str, tuple[PassGroup, ...]] = {
     "forward": (
         PassGroup(
-            "NumPy path, vectorized/numpy_path.py",
+            N_("NumPy path, vectorized/numpy_path.py"),
             "numpy",
             (
                 Trip(_FWD, 'mean0 = np.einsum("ij->i", x2)', 1, 0),  # read x
@@ -554,7 +583,7 @@ PASSES: dict[str, tuple[PassGroup, ...]] = {
             ),
         ),
         PassGroup(
-            "fused kernel, fused.py",
+            N_("fused kernel, fused.py"),
             "kernel",
             (
                 Trip(_KFWD, "s += x[i, j]", 1, 0),  # the row comes from memory
@@ -564,7 +593,7 @@ PASSES: dict[str, tuple[PassGroup, ...]] = {
             ),
         ),
         PassGroup(
-            "fused kernel, only when xhat is kept",
+            N_("fused kernel, only when xhat is kept"),
             "kernel",
             (Trip(_KFWD, "xhat[i, j] = xh", 0, 1),),
             only="keep",
@@ -572,7 +601,7 @@ PASSES: dict[str, tuple[PassGroup, ...]] = {
     ),
     "backward": (
         PassGroup(
-            "NumPy path, only in recompute mode",
+            N_("NumPy path, only in recompute mode"),
             "numpy",
             (
                 Trip(_RECOMPUTE, "xhat = np.subtract(x, expand(hi))", 1, 1),
@@ -581,7 +610,7 @@ PASSES: dict[str, tuple[PassGroup, ...]] = {
             only="recompute",
         ),
         PassGroup(
-            "NumPy path, vectorized/numpy_path.py",
+            N_("NumPy path, vectorized/numpy_path.py"),
             "numpy",
             (
                 Trip(_BWD, 'dgamma = _sum_in_blocks("ij,ij->j", dy2, xhat2)', 2, 0),  # dy and xhat
@@ -596,7 +625,7 @@ PASSES: dict[str, tuple[PassGroup, ...]] = {
             ),
         ),
         PassGroup(
-            "fused kernel, fused.py (src: xhat or x)",
+            N_("fused kernel, fused.py (src: xhat or x)"),
             "kernel",
             (
                 # src is xhat when it was kept, x otherwise: the same number of bytes either way
@@ -631,33 +660,40 @@ def _pass_listing(direction: str) -> Group:
     """Every counted line of ``direction``, found in the live source, with its whole-array reads and writes."""
     rows: list[list[Any]] = []
     for group in PASSES[direction]:
-        rows.append([Text(group.title, style="bold"), "", ""])
+        rows.append([Text(_(group.title), style="bold"), "", ""])
         for trip in group.trips:
             line, code = locate(trip)
             rows.append(
                 [Text(f"{line:>4}  {code}", no_wrap=True, overflow="ellipsis"), str(trip.reads), str(trip.writes)]
             )
-    table = number_table(["line  code", "R", "W"], rows)
+    table = number_table([_("line  code"), "R", "W"], rows)
     table.columns[0].no_wrap = False  # on a narrow screen the code is cut (…), never the counts
-    return Group(Text(f"LayerNorm {direction}: whole arrays read (R) and written (W)", style="italic"), table)
+    heading = {
+        "forward": _("LayerNorm forward: whole arrays read (R) and written (W)"),
+        "backward": _("LayerNorm backward: whole arrays read (R) and written (W)"),
+    }[direction]
+    return Group(cjk_text(heading, style="italic"), table)
 
 
 def _pass_totals(direction: str, shape: tuple[int, ...], source: str) -> Any:
     """Passes (and bytes) of each path in each cache mode, for float32 x of ``shape``."""
     array_bytes = math.prod(shape) * 4
     summary = []
-    for mode, label in zip(MODES, ("xhat kept", "recompute")):
+    for mode, label in zip(MODES, (pgettext("cache mode", "xhat kept"), pgettext("cache mode", "recompute"))):
         cells = [label]
         for path in ("numpy", "kernel"):
             n = sum(pass_totals(direction, path, mode))
             cells.append(f"{n}  ({nbytes_text(n * array_bytes)})")
         summary.append(cells)
+    passes = {"forward": _("forward passes"), "backward": _("backward passes")}[direction]
     return number_table(
-        [f"{direction} passes", "NumPy", "fused kernel"],
+        [passes, "NumPy", _("fused kernel")],
         summary,
-        caption=f"counted from {source}, not measured. Bytes moved: passes × {nbytes_text(array_bytes)}, one "
-        f"float32 array of x {_shape(shape)}; one row of it, {nbytes_text(shape[-1] * 4)}, stays in the cache "
-        "between the kernel's loops over that row.",
+        # Translators: {source} is "the code above" or "the code (lesson 14 lists each line)"
+        caption=_(
+            "counted from {source}, not measured. Bytes moved: passes × {array}, one float32 array of x "
+            "{shape}; one row of it, {row}, stays in the cache between the kernel's loops over that row."
+        ).format(source=source, array=nbytes_text(array_bytes), shape=_shape(shape), row=nbytes_text(shape[-1] * 4)),
     )
 
 
@@ -667,19 +703,28 @@ def _trips_prediction(direction: str) -> Prediction:
     numpy = sum(pass_totals(direction, "numpy", "recompute"))
     total = reads + writes
     answer = total - 1 if total in (1, 2, 3) else 3
-    arrays = "x" if direction == "forward" else "dy and x"
-    why = (
-        f"{reads} read{'s' if reads != 1 else ''} ({arrays}, in the first loop over each row) and {writes} "
-        f"write{'s' if writes != 1 else ''} (in the last); the loops between find the row in the cache. "
-        f"NumPy's path makes {numpy}."
+    arrays = "x" if direction == "forward" else _("dy and x")
+    # Translators: {reads} is "1 read" or "2 reads", {writes} "1 write"; {arrays} is "x" or "dy and x"
+    why = _(
+        "{reads} ({arrays}, in the first loop over each row) and {writes} (in the last); the loops between "
+        "find the row in the cache. NumPy's path makes {numpy}."
+    ).format(
+        reads=ngettext("{n} read", "{n} reads", reads).format(n=reads),
+        arrays=arrays,
+        writes=ngettext("{n} write", "{n} writes", writes).format(n=writes),
+        numpy=numpy,
     )
-    return Prediction(
-        f"LayerNorm {direction}, recompute mode: how many times does the fused kernel stream a whole array "
-        "through memory (reads plus writes)?",
-        ("1", "2", "3", "as many as NumPy"),
-        answer,
-        why,
-    )
+    question = {
+        "forward": _(
+            "LayerNorm forward, recompute mode: how many times does the fused kernel stream a whole array "
+            "through memory (reads plus writes)?"
+        ),
+        "backward": _(
+            "LayerNorm backward, recompute mode: how many times does the fused kernel stream a whole array "
+            "through memory (reads plus writes)?"
+        ),
+    }[direction]
+    return Prediction(question, ("1", "2", "3", _("as many as NumPy")), answer, why)
 
 
 @demo("kernel_memory_passes")
@@ -694,27 +739,29 @@ def kernel_memory_passes(
     shape = _check_positive_ints("shape", shape)
     if show == "totals":
         return DemoOutput(
-            _pass_totals(direction, shape, "the code (lesson 14 lists each line)"),
+            _pass_totals(direction, shape, _("the code (lesson 14 lists each line)")),
             prediction=_trips_prediction(direction),
         )
     parts: list[Any] = [_pass_listing(direction)]
     if show == "both":
-        parts += [Text(""), _pass_totals(direction, shape, "the code above")]
+        parts += [Text(""), _pass_totals(direction, shape, _("the code above"))]
     return DemoOutput(Group(*parts), prediction=_row_reads_prediction() if direction == "forward" else None)
 
 
 def _row_reads_prediction() -> Prediction:
     """The forward kernel loops over each row several times; how many of them read x from memory?"""
-    lines, *_ = kernel_source_lines("layer_norm_forward_rows")
+    lines, *_rest = kernel_source_lines("layer_norm_forward_rows")
     loops = sum(1 for line in lines if "for j in range(d)" in line)
     reads = pass_totals("forward", "kernel", "recompute")[0]
     choices = tuple(str(k) for k in range(1, loops + 1))
-    why = (
-        f"The kernel walks each row {loops} times, but only the first walk brings the row in from memory: "
-        f"{reads} whole-array read of x. A row of a few thousand numbers stays in the cache for the others."
-    )
+    why = _(
+        "The kernel walks each row {loops} times, but only the first walk brings the row in from memory: "
+        "{reads} whole-array read of x. A row of a few thousand numbers stays in the cache for the others."
+    ).format(loops=loops, reads=reads)
     return Prediction(
-        f"The forward kernel loops over each row {loops} times. How many of those loops read x from main memory?",
+        _(
+            "The forward kernel loops over each row {loops} times. How many of those loops read x from main memory?"
+        ).format(loops=loops),
         choices,
         min(reads, loops) - 1,
         why,
@@ -732,28 +779,31 @@ def kernel_backend(p: LessonParams) -> DemoOutput:
 
     info = V.backend_info()
     rows = [
-        ["numba", f"{info.numba_version} installed" if fused.AVAILABLE else "not installed"],
-        ["backend setting", info.setting],
-        ["runs", f"{info.active}  ({info.reason})"],
+        [
+            "numba",
+            _("{version} installed").format(version=info.numba_version) if fused.AVAILABLE else _("not installed"),
+        ],
+        [_("backend setting"), info.setting],
+        [pgettext("backend table row", "runs"), f"{info.active}  ({info.reason})"],
     ]
     if fused.AVAILABLE:
-        rows.append(["kernel threads", str(fused.num_workers())])
-        rows.append(["one thread below", f"{fused.SMALL:,} numbers"])
+        rows.append([_("kernel threads"), str(fused.num_workers())])
+        rows.append([_("one thread below"), _("{n} numbers").format(n=f"{fused.SMALL:,}")])
     else:
-        rows.append(["fused kernels", "plain Python here: correct, but far too slow to use"])
+        rows.append([_("fused kernels"), _("plain Python here: correct, but far too slow to use")])
     return DemoOutput(
-        number_table(["", "on this machine"], rows, caption="nothing was compiled or run to find this out")
+        number_table(["", _("on this machine")], rows, caption=_("nothing was compiled or run to find this out"))
     )
 
 
 # The layers of the package, in the order the course met them.
 COURSE_MAP = (
-    ("engine.py", "Value, the chain rule, backward()"),
-    ("norms.py", "LN, BN, RMSNorm from scalar nodes"),
-    ("formulas.py", "every closed form, written once"),
-    ("check.py", "autograd vs closed form vs FD"),
-    ("vectorized.py", "forward with a cache, backward"),
-    ("fused.py", "the kernel loops, one pass a row"),
+    ("engine.py", N_("Value, the chain rule, backward()")),
+    ("norms.py", N_("LN, BN, RMSNorm from scalar nodes")),
+    ("formulas.py", N_("every closed form, written once")),
+    ("check.py", N_("autograd vs closed form vs FD")),
+    ("vectorized.py", N_("forward with a cache, backward")),
+    ("fused.py", N_("the kernel loops, one pass a row")),
 )
 
 
@@ -766,12 +816,12 @@ def kernel_course_map(p: LessonParams) -> DemoOutput:
         path = package / name
         files = sorted(path.with_suffix("").glob("*.py")) if not path.exists() else [path]  # a module or a package
         lines = sum(1 for f in files for line in f.read_text(encoding="utf-8").splitlines() if line.strip())
-        rows.append([name if path.exists() else f"{path.stem}/", what, f"{lines:,}"])
+        rows.append([name if path.exists() else f"{path.stem}/", _(what), f"{lines:,}"])
     return DemoOutput(
         number_table(
-            ["microgradnorm/", "what it holds", "lines"],
+            ["microgradnorm/", _("what it holds"), pgettext("course map column", "lines")],
             rows,
-            caption="lines: non-blank lines of the file (or package), docstrings and comments included",
+            caption=_("lines: non-blank lines of the file (or package), docstrings and comments included"),
         ),
         graph=row_graph(p),
     )

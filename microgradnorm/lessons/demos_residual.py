@@ -24,9 +24,10 @@ from typing import Any
 
 import numpy as np
 from rich.console import Group
-from rich.text import Text
 
 from microgradnorm import vectorized as V
+from microgradnorm.i18n import _
+from microgradnorm.i18n.text import cjk_text
 from microgradnorm.lessons.charts import bar_chart
 from microgradnorm.lessons.claims import claims
 from microgradnorm.lessons.demo_tools import fmt, number_table, rng_for
@@ -173,11 +174,20 @@ def _bars(weights: StackWeights, identity_only: bool, title: str) -> tuple[Group
     runs = {a: stack_gradients(weights, a, identity_only) for a in ARRANGEMENTS}
     shown = _shown_layers(layers)
     series = {f"{a}-LN": [runs[a].norms[i] / runs[a].top for i in shown] for a in ARRANGEMENTS}
-    chart = bar_chart([f"layer {i}" for i in shown], series, log=True, title=title)
-    caption = "bars: |dL/dx_l| ÷ |dL/dx_top|, top: the gradient arriving at the last block."
+    chart = bar_chart([_layer(i) for i in shown], series, log=True, title=title)
     if len(shown) < layers:
-        caption += f" {len(shown)} of the {layers} layers shown."
-    return Group(chart, Text(caption, style="dim")), runs
+        caption = _(
+            "bars: |dL/dx_l| ÷ |dL/dx_top|, top: the gradient arriving at the last block. "
+            "{shown} of the {layers} layers shown."
+        ).format(shown=len(shown), layers=layers)
+    else:
+        caption = _("bars: |dL/dx_l| ÷ |dL/dx_top|, top: the gradient arriving at the last block.")
+    return Group(chart, cjk_text(caption, style="dim")), runs
+
+
+def _layer(i: int) -> str:
+    """A row label: which layer of the stack (0 is the first, nearest the input)."""
+    return _("layer {i}").format(i=i)
 
 
 def bottom_ratio(run: StackGradients) -> float:
@@ -190,15 +200,25 @@ def _depth_reading(runs: dict[str, StackGradients], versus: dict[str, StackGradi
     layers = len(runs["post"].norms)
     pre, post = bottom_ratio(runs["pre"]), bottom_ratio(runs["post"])
     lines = [
-        f"pre-LN: layer 0 gets {fmt(pre, 3)} × the top's gradient.",
-        f"post-LN: layer 0 gets {fmt(post, 3)} × it, a factor {fmt(post ** (1 / layers), 3)} per layer on average.",
+        _("pre-LN: layer 0 gets {ratio} × the top's gradient.").format(ratio=fmt(pre, 3)),
+        _("post-LN: layer 0 gets {ratio} × it, a factor {factor} per layer on average.").format(
+            ratio=fmt(post, 3), factor=fmt(post ** (1 / layers), 3)
+        ),
     ]
     if versus is not None:
         before = len(versus["post"].norms)
         growth = log_growth(post, bottom_ratio(versus["post"]))
         lines.append(
-            f"{before} → {layers} layers: post-LN's log(ratio) × {fmt(growth, 3)} (a product of per-layer factors "
-            f"gives {fmt(layers / before, 3)}); pre-LN's ratio × {fmt(pre / bottom_ratio(versus['pre']), 3)}."
+            _(
+                "{before} → {layers} layers: post-LN's log(ratio) × {growth} (a product of per-layer factors "
+                "gives {expected}); pre-LN's ratio × {pre_change}."
+            ).format(
+                before=before,
+                layers=layers,
+                growth=fmt(growth, 3),
+                expected=fmt(layers / before, 3),
+                pre_change=fmt(pre / bottom_ratio(versus["pre"]), 3),
+            )
         )
     return lines
 
@@ -206,14 +226,15 @@ def _depth_reading(runs: dict[str, StackGradients], versus: dict[str, StackGradi
 def _closer_prediction(runs: dict[str, StackGradients]) -> Prediction:
     dist = {a: abs(math.log(max(bottom_ratio(r), 1e-300))) for a, r in runs.items()}
     answer = 2 if math.isclose(dist["pre"], dist["post"], rel_tol=0.1) else 0 if dist["pre"] < dist["post"] else 1
-    why = (
-        f"At layer 0 the gradient is {fmt(bottom_ratio(runs['pre']), 3)} × the top's in pre-LN and "
-        f"{fmt(bottom_ratio(runs['post']), 3)} × in post-LN. Post-LN passes it through every layer's "
-        "LayerNorm Jacobian; pre-LN also sends it along the skip connections untouched."
-    )
+    why = _(
+        "At layer 0 the gradient is {pre} × the top's in pre-LN and {post} × in post-LN. Post-LN passes it "
+        "through every layer's LayerNorm Jacobian; pre-LN also sends it along the skip connections untouched."
+    ).format(pre=fmt(bottom_ratio(runs["pre"]), 3), post=fmt(bottom_ratio(runs["post"]), 3))
     return Prediction(
-        f"Which arrangement's gradient at layer 0 of {len(runs['pre'].norms)} is closer to the top's?",
-        ("pre-LN", "post-LN", "about equally close"),
+        _("Which arrangement's gradient at layer 0 of {layers} is closer to the top's?").format(
+            layers=len(runs["pre"].norms)
+        ),
+        ("pre-LN", "post-LN", _("about equally close")),
         answer,
         why,
     )
@@ -225,13 +246,15 @@ def residual_gradients(
 ) -> DemoOutput:
     """|dL/dx_l| at every layer of a deep residual stack, pre-LN and post-LN, as a bar chart with its reading."""
     weights = stack_weights(p.seed, layers, width=p.dim, gain=gain, bias=bias)
-    title = f"{layers} layers (gain {gain:g}, bias {bias:g}): |dL/dx_l| ÷ the top's"
+    title = _("{layers} layers (gain {gain}, bias {bias}): |dL/dx_l| ÷ the top's").format(
+        layers=layers, gain=f"{gain:g}", bias=f"{bias:g}"
+    )
     chart, runs = _bars(weights, False, title)
     earlier = None
     if versus is not None:
         small = stack_weights(p.seed, int(versus), width=p.dim, gain=gain, bias=bias)
         earlier = {a: stack_gradients(small, a) for a in ARRANGEMENTS}
-    reading = [Text(line) for line in _depth_reading(runs, earlier)]
+    reading = [cjk_text(line) for line in _depth_reading(runs, earlier)]
     return DemoOutput(Group(chart, *reading), prediction=None if versus else _closer_prediction(runs))
 
 
@@ -262,15 +285,24 @@ def residual_depth(
         number_table(
             ["gain, bias", f"pre {short}", f"pre {deep}", f"post {short}", f"post {deep}", "log ×"],
             rows,
-            title="|dL/dx_0| ÷ |dL/dx_top| at two depths",
-            caption="gain scales W1 (how hard each tanh is driven), bias spreads the tanh's operating points "
-            f"(a large bias saturates it). log ×: log(post {deep}) ÷ log(post {short}), "
-            f"{fmt(deep / short, 3)} for a product of equal per-layer factors.",
+            title=_("|dL/dx_0| ÷ |dL/dx_top| at two depths"),
+            caption=_(
+                "gain scales W1 (how hard each tanh is driven), bias spreads the tanh's operating points "
+                "(a large bias saturates it). log ×: log(post {deep}) ÷ log(post {short}), "
+                "{ratio} for a product of equal per-layer factors."
+            ).format(deep=deep, short=short, ratio=fmt(deep / short, 3)),
         ),
-        Text(
-            f"post-LN: {short} → {deep} layers multiplied log(ratio) by {_span(growth)}. "
-            f"pre-LN: the ratio changed by × {fmt(min(pre_growth), 3)} to "
-            f"× {fmt(max(pre_growth), 3)}."
+        cjk_text(
+            _(
+                "post-LN: {short} → {deep} layers multiplied log(ratio) by {span}. "
+                "pre-LN: the ratio changed by × {low} to × {high}."
+            ).format(
+                short=short,
+                deep=deep,
+                span=_span(growth),
+                low=fmt(min(pre_growth), 3),
+                high=fmt(max(pre_growth), 3),
+            )
         ),
     )
 
@@ -278,7 +310,10 @@ def residual_depth(
 def _span(values: list[float]) -> str:
     """'a to b' over the finite values, or a dash when there are none."""
     finite = [v for v in values if math.isfinite(v)]
-    return f"{fmt(min(finite), 3)} to {fmt(max(finite), 3)}" if finite else "—"
+    if not finite:
+        return "—"
+    # Translators: a range of two numbers inside a sentence, "1.75 to 2.23"
+    return _("{low} to {high}").format(low=fmt(min(finite), 3), high=fmt(max(finite), 3))
 
 
 def log_growth(deep: float, short: float) -> float:
@@ -298,7 +333,7 @@ def ln_jacobian(x: np.ndarray, gamma: np.ndarray, eps: float) -> np.ndarray:
     dy = e_i picks out row i of J): so the D rows of dx for dy = I are J itself.
     """
     d = x.shape[0]
-    _, cache = V.layer_norm_forward(np.tile(x, (d, 1)), gamma, None, eps, backend="numpy")
+    _y, cache = V.layer_norm_forward(np.tile(x, (d, 1)), gamma, None, eps, backend="numpy")
     return V.layer_norm_backward(np.eye(d), cache)[0]
 
 
@@ -306,19 +341,22 @@ def _stretch_prediction(norm_j: float, sigma: float, d: int) -> Prediction:
     factors = (1.0, math.sqrt(d), float(d))
     stretch = norm_j * sigma
     answer = 3 if stretch < 0.5 else int(np.argmin([abs(math.log(stretch / f)) for f in factors]))
-    why = f"Here ‖J‖₂ · σ = {fmt(stretch, 6)}. With gamma = 1 the Jacobian is (1/σ)(I − P): a projection never "
     if d > 2:
-        why += "lengthens a vector, and the directions it keeps (d − 2 of them) it leaves as they are."
+        why = _(
+            "Here ‖J‖₂ · σ = {stretch}. With gamma = 1 the Jacobian is (1/σ)(I − P): a projection never "
+            "lengthens a vector, and the directions it keeps (d − 2 of them) it leaves as they are."
+        )
     else:  # the ones vector and xhat span the whole plane: nothing is kept
-        why += (
+        why = _(
+            "Here ‖J‖₂ · σ = {stretch}. With gamma = 1 the Jacobian is (1/σ)(I − P): a projection never "
             "lengthens a vector, and at d = 2 it keeps no direction at all (the ones vector and xhat span the "
             "plane): a LayerNorm of two numbers outputs ±1 whatever they are, so J is zero up to eps."
         )
     return Prediction(
-        f"gamma = 1, d = {d}: by what factor can one LayerNorm's Jacobian at most stretch a gradient?",
-        ("1/σ", f"√d/σ = {fmt(math.sqrt(d), 3)}/σ", f"d/σ = {d}/σ", "less than 1/σ"),
+        _("gamma = 1, d = {d}: by what factor can one LayerNorm's Jacobian at most stretch a gradient?").format(d=d),
+        ("1/σ", f"√d/σ = {fmt(math.sqrt(d), 3)}/σ", f"d/σ = {d}/σ", _("less than 1/σ")),
         answer,
-        why,
+        why.format(stretch=fmt(stretch, 6)),
     )
 
 
@@ -329,20 +367,23 @@ def ln_stretch(p: LessonParams) -> DemoOutput:
     x = rng.normal(0.5, 2.0, size=p.dim)
     sigma = float(np.sqrt(np.var(x) + 1e-5))
     rows, checks, norms = [], [], {}
-    for name, gamma in (("1", np.ones(p.dim)), ("random", rng.uniform(0.2, 2.0, size=p.dim))):
+    gammas = (("1", "gamma 1", np.ones(p.dim)), ("random", _("gamma random"), rng.uniform(0.2, 2.0, size=p.dim)))
+    for name, label, gamma in gammas:
         norms[name] = float(np.linalg.norm(ln_jacobian(x, gamma, 1e-5), 2))
         tight, loose = float(np.max(np.abs(gamma))) / sigma, float(np.linalg.norm(gamma)) / sigma
-        rows.append([f"gamma {name}", fmt(norms[name], 4), fmt(tight, 4), fmt(loose, 4)])
-        checks.append((norms[name] <= tight * (1 + 1e-12), f"gamma {name}: ‖J‖₂ ≤ max|gamma_i|/σ"))
+        rows.append([label, fmt(norms[name], 4), fmt(tight, 4), fmt(loose, 4)])
+        checks.append((norms[name] <= tight * (1 + 1e-12), _("{gamma}: ‖J‖₂ ≤ max|gamma_i|/σ").format(gamma=label)))
     if p.dim >= 3:  # a direction orthogonal to both 1 and xhat, which I - P keeps whole
-        checks.append((math.isclose(norms["1"], 1 / sigma, rel_tol=1e-9), "gamma 1: ‖J‖₂ = 1/σ exactly"))
+        checks.append((math.isclose(norms["1"], 1 / sigma, rel_tol=1e-9), _("gamma 1: ‖J‖₂ = 1/σ exactly")))
     return DemoOutput(
         Group(
             number_table(
                 ["", "‖J‖₂", "max|γ_i|/σ", "‖γ‖/σ"],
                 rows,
-                title=f"one token, d = {p.dim}, σ = {fmt(sigma, 4)}: the largest stretch of J",
-                caption="‖J‖₂: the spectral norm, the most J can lengthen any vector (numpy.linalg.norm(J, 2)).",
+                title=_("one token, d = {d}, σ = {sigma}: the largest stretch of J").format(
+                    d=p.dim, sigma=fmt(sigma, 4)
+                ),
+                caption=_("‖J‖₂: the spectral norm, the most J can lengthen any vector (numpy.linalg.norm(J, 2))."),
             ),
             claims(checks),
         ),
@@ -357,7 +398,9 @@ def ln_stretch(p: LessonParams) -> DemoOutput:
 def identity_path(p: LessonParams, layers: int = 24, gain: float = 0.5, bias: float = 2.0) -> Group:
     """Only the skip connections: the identity in pre-LN, a chain of (1/sigma)(I - P) in post-LN."""
     weights = stack_weights(p.seed, layers, width=p.dim, gain=gain, bias=bias)
-    chart, runs = _bars(weights, True, f"skip connections only, {layers} layers: |path| ÷ the top's")
+    chart, runs = _bars(
+        weights, True, _("skip connections only, {layers} layers: |path| ÷ the top's").format(layers=layers)
+    )
     pre, post = runs["pre"], runs["post"]
     # |(1/sigma)(I - P) v| <= |v| / sigma for each token: the chain is bounded by the product of 1/sigma
     bound = float(np.sqrt(np.sum(np.prod(1.0 / post.sigma, axis=0) ** 2 * np.sum(weights.g**2, axis=1))))
@@ -367,17 +410,21 @@ def identity_path(p: LessonParams, layers: int = 24, gain: float = 0.5, bias: fl
             [
                 (
                     close(pre.norms, np.full(layers, pre.top), CLOSED_FORM_RTOL, 0.0),
-                    "pre-LN: the top's gradient, unchanged",
+                    _("pre-LN: the top's gradient, unchanged"),
                 ),
                 (
                     post.norms[0] <= bound * (1 + 1e-9),
-                    f"post-LN, layer 0: {fmt(bottom_ratio(post), 3)} ≤ {fmt(bound / post.top, 3)}, "
-                    "the product of 1/σ over the layers",
+                    _("post-LN, layer 0: {ratio} ≤ {bound}, the product of 1/σ over the layers").format(
+                        ratio=fmt(bottom_ratio(post), 3), bound=fmt(bound / post.top, 3)
+                    ),
                 ),
             ]
         ),
-        Text(
-            f"post-LN sums: σ from {fmt(float(post.sigma.min()), 3)} to {fmt(float(post.sigma.max()), 3)}", style="dim"
+        cjk_text(
+            _("post-LN sums: σ from {low} to {high}").format(
+                low=fmt(float(post.sigma.min()), 3), high=fmt(float(post.sigma.max()), 3)
+            ),
+            style="dim",
         ),
     )
 
@@ -387,36 +434,47 @@ def identity_path(p: LessonParams, layers: int = 24, gain: float = 0.5, bias: fl
 
 def _cross_prediction(exp: Expansion, dim: int) -> Prediction:
     answer = 0 if exp.first[0] > exp.cross[0] else 1
-    why = (
-        f"At layer 0 the first-order part has size {fmt(exp.first[0], 3)}, the cross terms "
-        f"{fmt(exp.cross[0], 3)} (÷ the top's gradient)"
-    )
     if answer == 1:
-        why += ": the A's are strong, and their products far outnumber them."
+        why = _(
+            "At layer 0 the first-order part has size {first}, the cross terms {cross} (÷ the top's gradient): "
+            "the A's are strong, and their products far outnumber them."
+        )
     elif dim == 2:
-        why += ": at d = 2 that is luck (the line under the table says why)."
+        why = _(
+            "At layer 0 the first-order part has size {first}, the cross terms {cross} (÷ the top's gradient): "
+            "at d = 2 that is luck (the line under the table says why)."
+        )
     else:
-        why += ": these A's are weak, so their products are weaker still."
+        why = _(
+            "At layer 0 the first-order part has size {first}, the cross terms {cross} (÷ the top's gradient): "
+            "these A's are weak, so their products are weaker still."
+        )
     return Prediction(
-        "Unroll the strong pre-LN stack. At layer 0, which part of the gradient is larger?",
-        ("I + Σ A_k (the first-order part)", "the cross terms (products of two or more A_k)"),
+        _("Unroll the strong pre-LN stack. At layer 0, which part of the gradient is larger?"),
+        (_("I + Σ A_k (the first-order part)"), _("the cross terms (products of two or more A_k)")),
         answer,
-        why,
+        why.format(first=fmt(exp.first[0], 3), cross=fmt(exp.cross[0], 3)),
     )
-
-
-_FLAT_AT_2 = (
-    "a LayerNorm of two numbers outputs ±1 whatever they are, so its Jacobian, and each A_k with it, is near "
-    "zero unless the two nearly coincide (then it is large): which part wins is luck"
-)
 
 
 def _additive_claim(exp: Expansion, dim: int) -> Any:
     """Under the expansion: the checked claim that the cross terms win (d >= 3); at d = 2, why no claim is made."""
     if dim == 2:
-        return Text(f"Not checked at d = 2: {_FLAT_AT_2}. Try --dim 3 or more.", style="dim")
+        return cjk_text(
+            _(
+                "Not checked at d = 2: a LayerNorm of two numbers outputs ±1 whatever they are, so its Jacobian, "
+                "and each A_k with it, is near zero unless the two nearly coincide (then it is large): which part "
+                "wins is luck. Try --dim 3 or more."
+            ),
+            style="dim",
+        )
     return claims(
-        [(bool(exp.cross[0] > exp.first[0]), "at layer 0 the cross terms outweigh the first-order part: not additive")]
+        [
+            (
+                bool(exp.cross[0] > exp.first[0]),
+                _("at layer 0 the cross terms outweigh the first-order part: not additive"),
+            )
+        ]
     )
 
 
@@ -426,21 +484,23 @@ def pre_ln_cross_terms(p: LessonParams, layers: int = 24, gain: float = 4.0, bia
     weights = stack_weights(p.seed, layers, width=p.dim, gain=gain, bias=bias)
     exp = pre_ln_expansion(weights)
     shown = _shown_layers(layers, rows=8)
-    rows = [[f"layer {i}", fmt(exp.full[i], 3), fmt(exp.first[i], 3), fmt(exp.cross[i], 3)] for i in shown]
+    rows = [[_layer(i), fmt(exp.full[i], 3), fmt(exp.first[i], 3), fmt(exp.cross[i], 3)] for i in shown]
     full = stack_gradients(weights, "pre")
     return DemoOutput(
         Group(
             number_table(
-                ["", "|g_l|", "|I + Σ A_k|", "|cross terms|"],
+                ["", "|g_l|", "|I + Σ A_k|", _("|cross terms|")],
                 rows,
-                title=f"pre-LN, {layers} layers, gain {gain:g}, bias {bias:g}; all ÷ |g_top|",
-                caption="|I + Σ A_k|: the identity plus each block above l, each alone.",
+                title=_("pre-LN, {layers} layers, gain {gain}, bias {bias}; all ÷ |g_top|").format(
+                    layers=layers, gain=f"{gain:g}", bias=f"{bias:g}"
+                ),
+                caption=_("|I + Σ A_k|: the identity plus each block above l, each alone."),
             ),
             claims(
                 [
                     (
                         close(exp.full, full.norms / full.top, CLOSED_FORM_RTOL, 0.0),
-                        "|g_l| is the stack's own gradient",
+                        _("|g_l| is the stack's own gradient"),
                     ),
                 ]
             ),

@@ -23,6 +23,8 @@ from microgradnorm import formulas
 from microgradnorm import tolerances as tol
 from microgradnorm import vectorized as V
 from microgradnorm.engine import DomainError, Value
+from microgradnorm.i18n import N_, _, pgettext
+from microgradnorm.i18n.text import cjk_text
 from microgradnorm.lessons.claims import claims
 from microgradnorm.lessons.demo_tools import (
     autograd_dx,
@@ -62,31 +64,35 @@ def variance_cancellation(
     try:
         engine_forward("layernorm", x, None, None, p.eps, variance="naive")
         naive = float(formulas.naive_variance(x, (0,))[0])
-        engine = Text(
-            f"no complaint: the naive var + eps came out as {naive + p.eps:g}, positive but wrong (the true "
-            f"var + eps is {TRUE_VARIANCE + p.eps:g}); a large eps hides the cancellation without curing it"
+        engine = cjk_text(
+            _(
+                "no complaint: the naive var + eps came out as {naive}, positive but wrong (the true "
+                "var + eps is {true}); a large eps hides the cancellation without curing it"
+            ).format(naive=f"{naive + p.eps:g}", true=f"{TRUE_VARIANCE + p.eps:g}")
         )
     except DomainError as exc:
         engine = Text.assemble(("DomainError: ", "bold red"), str(exc))
     return Group(
         number_table(
-            ["offset", "E[x²] − E[x]²", "mean((x − mean)²)"],
+            [_("offset"), "E[x²] − E[x]²", "mean((x − mean)²)"],
             rows,
-            title="variance of [4, 7, 13, 16] + offset, float64",
+            title=_("variance of [4, 7, 13, 16] + offset, float64"),
         ),
         claims(
             [
                 (
                     all(r[2] == fmt(TRUE_VARIANCE, 6) for r in rows),
-                    f"two-pass: {fmt(TRUE_VARIANCE, 6)} at every offset",
+                    _("two-pass: {variance} at every offset").format(variance=fmt(TRUE_VARIANCE, 6)),
                 ),
                 (
                     any(r[1] != fmt(TRUE_VARIANCE, 6) for r in rows),
-                    "one-pass: wrong once the offset is large",
+                    _("one-pass: wrong once the offset is large"),
                 ),
             ]
         ),
-        Text("layer_norm(x, variance='naive') at offset " + f"{float(offset):g}:", style="bold"),
+        cjk_text(
+            _("layer_norm(x, variance='naive') at offset {offset}:").format(offset=f"{float(offset):g}"), style="bold"
+        ),
         engine,
     )
 
@@ -120,22 +126,26 @@ def placement_result(x: np.ndarray, dy: np.ndarray, eps: float, where: str) -> t
             return np.array([v.data for v in graph["y"]]), grads["x"]
         return eps_outside_grad(x, dy, eps)
     except DomainError:
-        return "forward divides by 0"
+        return N_("forward divides by 0")  # a table cell: the caller translates it
 
 
 def _placement_prediction(constant_outside: tuple[np.ndarray, np.ndarray] | str, eps: float) -> Prediction:
-    choices = ("a finite gradient", "NaN", "nothing: the forward pass already divides by zero")
+    choices = (_("a finite gradient"), "NaN", _("nothing: the forward pass already divides by zero"))
     if isinstance(constant_outside, str):
         answer = 2
-        why = f"With eps = {eps:g} both placements are the same formula, and var = 0 makes the divisor 0."
+        why = _("With eps = {eps} both placements are the same formula, and var = 0 makes the divisor 0.").format(
+            eps=f"{eps:g}"
+        )
     else:
         answer = 1 if np.isnan(constant_outside[1]).any() else 0
-        why = (
+        why = _(
             "The derivative of sqrt(var) at var = 0 is infinite, and the gradient arriving at it is 0 (the "
             "centered values are all 0): infinity times zero is NaN."
         )
     return Prediction(
-        f"A constant input, eps = {eps:g} added outside the square root: what does backward give for dx?",
+        _("A constant input, eps = {eps} added outside the square root: what does backward give for dx?").format(
+            eps=f"{eps:g}"
+        ),
         choices,
         answer,
         why,
@@ -148,20 +158,31 @@ def eps_placement(p: LessonParams, constant: float = 3.0) -> DemoOutput:
     d, eps = p.dim, p.eps
     dy = random_dy(p.seed, d)
     rows, results = [], {}
-    for name, x in (("constant", np.full(d, float(constant))), ("random", random_vector(p.seed, d))):
-        for where in ("inside", "outside"):
+    inputs = (
+        ("constant", _("constant"), np.full(d, float(constant))),
+        ("random", _("random"), random_vector(p.seed, d)),
+    )
+    for name, shown, x in inputs:
+        for where, place in (
+            ("inside", pgettext("eps placement", "inside")),
+            ("outside", pgettext("eps placement", "outside")),
+        ):
             results[name, where] = got = placement_result(x, dy, eps, where)
-            label = name if where == "inside" else ""
+            label = shown if where == "inside" else ""
             if isinstance(got, str):
-                rows.append([label, where, Text(got, style="bold"), "—"])
+                rows.append([label, place, Text(_(got), style="bold"), "—"])
             else:
-                rows.append([label, where, fmt(float(np.max(np.abs(got[0]))), 4), _nan_aware(got[1])])
+                rows.append([label, place, fmt(float(np.max(np.abs(got[0]))), 4), _nan_aware(got[1])])
     graph = None
     if not isinstance(results["constant", "inside"], str):
         graph = autograd_dx("layernorm", np.full(d, float(constant)), None, None, eps, dy)[1]
-    caption = "inside: sqrt(var + eps), the package's norm. outside: sqrt(var) + eps, built by hand."
     if eps == 0:
-        caption += " At eps = 0 the two are the same formula."
+        caption = _(
+            "inside: sqrt(var + eps), the package's norm. outside: sqrt(var) + eps, built by hand. "
+            "At eps = 0 the two are the same formula."
+        )
+    else:
+        caption = _("inside: sqrt(var + eps), the package's norm. outside: sqrt(var) + eps, built by hand.")
     return DemoOutput(
         number_table(
             ["x", "eps", "max |y|", "max |dx|"],
@@ -176,7 +197,7 @@ def eps_placement(p: LessonParams, constant: float = 3.0) -> DemoOutput:
 
 def _nan_aware(a: np.ndarray) -> str:
     if np.isnan(a).any():
-        return f"nan ({int(np.isnan(a).sum())} of {a.size})"
+        return _("nan ({k} of {n})").format(k=int(np.isnan(a).sum()), n=a.size)
     return fmt(float(np.max(np.abs(a))), 4)
 
 
@@ -190,26 +211,31 @@ def sum_loss_hides_bugs(p: LessonParams) -> Group:
     m = formulas.moments(x, (0,), p.eps)
     rows, caught = [], {}
     for gamma_name, gamma in (("1", None), ("random", random_gamma(p.seed, p.dim))):
+        gamma_shown = "1" if gamma is None else _("random")
         for loss_name, dy in (("sum(y)", np.ones(p.dim)), ("sum(y · dy)", random_dy(p.seed, p.dim))):
-            grads, _ = autograd_dx("layernorm", x, gamma, None, p.eps, dy)
+            grads, _graph = autograd_dx("layernorm", x, gamma, None, p.eps, dy)
             gx = formulas.dxhat(dy, None if gamma is None else gamma)
-            direct, via_mean, _ = formulas.dx_paths(gx, m.xshift, m.std, m.rstd, (0,))
+            direct, via_mean, _via_var = formulas.dx_paths(gx, m.xshift, m.std, m.rstd, (0,))
             buggy = direct + via_mean  # a backward pass that forgot the variance path
             err = float(np.max(np.abs(buggy - grads["x"])))
             caught[gamma_name, loss_name] = not tol.close(buggy, grads["x"], tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
-            verdict = Text("caught", style="bold") if caught[gamma_name, loss_name] else Text("missed")
-            rows.append([gamma_name, loss_name, sci(float(np.max(np.abs(grads["x"]))), 1), sci(err, 1), verdict])
+            verdict = (
+                Text(pgettext("bug test verdict", "caught"), style="bold")
+                if caught[gamma_name, loss_name]
+                else Text(pgettext("bug test verdict", "missed"))
+            )
+            rows.append([gamma_shown, loss_name, sci(float(np.max(np.abs(grads["x"]))), 1), sci(err, 1), verdict])
     return Group(
         number_table(
-            ["gamma", "loss", "max |dx|", "bug's error", "the test"],
+            ["gamma", _("loss"), "max |dx|", _("bug's error"), pgettext("bug test verdict", "the test")],
             rows,
-            title="autograd dx, and a backward pass missing the variance path",
-            caption="caught: the buggy gradient differs from autograd beyond the closed-form tolerance.",
+            title=_("autograd dx, and a backward pass missing the variance path"),
+            caption=_("caught: the buggy gradient differs from autograd beyond the closed-form tolerance."),
         ),
         claims(
             [
-                (not caught["1", "sum(y)"], "gamma = 1 and sum(y): the bug passes unseen"),
-                (caught["1", "sum(y · dy)"], "a random dy catches it"),
+                (not caught["1", "sum(y)"], _("gamma = 1 and sum(y): the bug passes unseen")),
+                (caught["1", "sum(y · dy)"], _("a random dy catches it")),
             ]
         ),
     )
@@ -219,7 +245,7 @@ def sum_loss_hides_bugs(p: LessonParams) -> Group:
 
 
 def _ln_loss(x: np.ndarray, gamma: np.ndarray, dy: np.ndarray, eps: float) -> float:
-    y, _ = V.layer_norm_forward(x, gamma, None, eps, backend="numpy")
+    y, _cache = V.layer_norm_forward(x, gamma, None, eps, backend="numpy")
     return float(np.sum(y * dy.astype(x.dtype), dtype=x.dtype))
 
 
@@ -267,27 +293,33 @@ def float_precision(p: LessonParams, steps: tuple[float, ...] = (1e-1, 1e-2, 1e-
     best = {k: float(np.nanmin(v)) for k, v in fd.items()}
     return Group(
         number_table(
-            ["float32 vs float64", "relative error", "within"],
+            [_("float32 vs float64"), _("relative error"), pgettext("float32 check column", "within")],
             [
                 ["y", sci(ey, 1), check_mark(ey <= tol.FLOAT32_RTOL)],
                 ["dx", sci(edx, 1), check_mark(edx <= tol.FLOAT32_RTOL)],
             ],
-            title=f"LayerNorm of x [{x.shape[0]}, {x.shape[1]}] on the vectorized path",
-            caption=f"within: at most FLOAT32_RTOL = {tol.FLOAT32_RTOL:g}, the package's tolerance for float32.",
+            title=_("LayerNorm of x [{rows}, {cols}] on the vectorized path").format(rows=x.shape[0], cols=x.shape[1]),
+            caption=_("within: at most FLOAT32_RTOL = {rtol}, the package's tolerance for float32.").format(
+                rtol=f"{tol.FLOAT32_RTOL:g}"
+            ),
         ),
         Text(""),
         number_table(
-            ["step h", "float32", "float64"],
+            [_("step h"), "float32", "float64"],
             [[f"{h:g}", sci(a, 1), sci(b, 1)] for h, a, b in zip(steps, fd["float32"], fd["float64"])],
-            title="central finite difference of dL/dx_0, relative error against the closed form",
-            caption=f"— : x + h rounds back to x, no step is taken. The package checks gradients in float64 "
-            f"with h = {tol.FD_STEP:g} (FD_STEP) and accepts a relative error of {tol.FD_RTOL:g} (FD_RTOL).",
+            title=_("central finite difference of dL/dx_0, relative error against the closed form"),
+            caption=_(
+                "— : x + h rounds back to x, no step is taken. The package checks gradients in float64 "
+                "with h = {h} (FD_STEP) and accepts a relative error of {rtol} (FD_RTOL)."
+            ).format(h=f"{tol.FD_STEP:g}", rtol=f"{tol.FD_RTOL:g}"),
         ),
         claims(
             [
                 (
                     best["float32"] > 100 * best["float64"],
-                    f"float32's best step is {fmt(best['float32'] / best['float64'], 2)}× worse than float64's",
+                    _("float32's best step is {factor}× worse than float64's").format(
+                        factor=fmt(best["float32"] / best["float64"], 2)
+                    ),
                 )
             ]
         ),
@@ -339,18 +371,21 @@ def n_or_n_minus_1(p: LessonParams, sizes: tuple[int, ...] = (2, 4, 16, 256), ro
     rstd = float((np.var(x, ddof=1) + p.eps) ** -0.5)
     err = tol.normwise_error(formulas.dx_simplified(dy, xhat, rstd, (0,)), auto)[1]
     return Group(
-        number_table(["N", "var ÷ N", "var ÷ (N−1)", "ratio"], table, title="one random sample per size"),
+        number_table(["N", "var ÷ N", "var ÷ (N−1)", _("ratio")], table, title=_("one random sample per size")),
         claims(
             [
                 (
                     tol.close(yb, by_n, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL),
-                    f"vectorized.BatchNorm, a batch of {rows}: it normalizes with var ÷ N",
+                    _("vectorized.BatchNorm, a batch of {rows}: it normalizes with var ÷ N").format(rows=rows),
                 ),
                 (
                     tol.close(running, xb.var(axis=0, ddof=1), tol.CLOSED_FORM_RTOL, 0.0),
-                    "and its running_var (momentum 1) is var ÷ (N − 1)",
+                    _("and its running_var (momentum 1) is var ÷ (N − 1)"),
                 ),
-                (err > tol.CLOSED_FORM_RTOL, f"forward ÷(N−1), backward formula for ÷N: dx off by {sci(err, 1)}"),
+                (
+                    err > tol.CLOSED_FORM_RTOL,
+                    _("forward ÷(N−1), backward formula for ÷N: dx off by {error}").format(error=sci(err, 1)),
+                ),
             ]
         ),
     )
