@@ -175,13 +175,14 @@ def _bars(weights: StackWeights, identity_only: bool, title: str) -> tuple[Group
     shown = _shown_layers(layers)
     series = {f"{a}-LN": [runs[a].norms[i] / runs[a].top for i in shown] for a in ARRANGEMENTS}
     chart = bar_chart([_layer(i) for i in shown], series, log=True, title=title)
-    if len(shown) < layers:
+    if identity_only:  # the bars show the skip connections' share of dL/dx_l, not all of it
         caption = _(
-            "bars: |dL/dx_l| ÷ |dL/dx_top|, top: the gradient arriving at the last block. "
-            "{shown} of the {layers} layers shown."
-        ).format(shown=len(shown), layers=layers)
+            "bars: |the identity path's part of dL/dx_l| ÷ |dL/dx_top|, top: the gradient arriving at the last block."
+        )
     else:
         caption = _("bars: |dL/dx_l| ÷ |dL/dx_top|, top: the gradient arriving at the last block.")
+    if len(shown) < layers:
+        caption += " " + _("{shown} of the {layers} layers shown.").format(shown=len(shown), layers=layers)
     return Group(chart, cjk_text(caption, style="dim")), runs
 
 
