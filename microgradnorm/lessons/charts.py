@@ -23,6 +23,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len
 from rich.measure import Measurement
 from rich.style import Style
 from rich.text import Text
@@ -295,7 +296,7 @@ class BarChart:
         finite = [v for vs in self.series.values() for v in vs if math.isfinite(v)]
         hi = max(finite, default=0.0)
         lo = min((v for v in finite if v > 0), default=0.0)
-        label_w = max((len(s) for s in self.labels), default=0)
+        label_w = max((cell_len(s) for s in self.labels), default=0)  # cells: a Chinese label is double-width
         nums = {n: [_fmt(v, self.digits) for v in vs] for n, vs in self.series.items()}
         num_w = max(len(s) for vs in nums.values() for s in vs)
         gap = 2
@@ -313,7 +314,7 @@ class BarChart:
         yield header
         for r, label in enumerate(self.labels):
             line = Text()
-            line.append(label.rjust(label_w) + " ", style="dim")
+            line.append(" " * (label_w - cell_len(label)) + label + " ", style="dim")
             for c, name in enumerate(names):
                 v = self.series[name][r]
                 eighths = round(self._position(v, lo, hi) * bar_w * 8)

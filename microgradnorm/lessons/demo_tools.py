@@ -17,6 +17,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from microgradnorm.i18n.text import cjk_text
 from microgradnorm.present import fmt
 from microgradnorm.registry import get_norm
 
@@ -137,10 +138,11 @@ def number_table(
         return table
     # title and caption as full-width Text lines (as Table title/caption they would be cut or
     # wrapped to the table's own width), and as Text, so that "[i, 0]" is not read as markup
-    parts: list[Any] = [] if title is None else [Text(title, style="italic")]
+    # cjk_text: a translated title or caption wraps between Chinese characters (English wraps as before)
+    parts: list[Any] = [] if title is None else [cjk_text(title, style="italic")]
     parts.append(table)
     if caption:
-        parts.append(Text(caption, style="dim"))
+        parts.append(cjk_text(caption, style="dim"))
     return Group(*parts)
 
 
