@@ -5,6 +5,12 @@ whether the numbers make it: ``✓ column sums of dX are zero`` or ``✗ ...``.
 The test for "zero" scales with the terms that cancel (a sum of numbers of
 size 1 that should vanish is zero to about 1e-16 times their total size, not to
 a fixed 1e-12), using the package's named tolerances.
+
+The words of a claim are the caller's: each demo marks its own sentence for
+translation where it has the numbers, as one whole sentence with named fields,
+``claim(ok, _("dgamma: max error {error}").format(error=sci(err)))``, so that every
+lesson's claims are catalog entries of their own. The line wraps the Chinese way
+(:func:`microgradnorm.i18n.text.cjk_text`); English wraps as before.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import numpy as np
 from rich.console import Group
 from rich.text import Text
 
+from microgradnorm.i18n.text import CJKText, cjk_text
 from microgradnorm.lessons.demo_tools import check_mark, sci
 from microgradnorm.tolerances import CLOSED_FORM_RTOL
 
@@ -32,13 +39,16 @@ def cancels(total: float | np.ndarray, terms: float | np.ndarray, rtol: float = 
     return bool(np.all(total <= rtol * scale + np.finfo(np.float64).tiny))
 
 
-def claim(ok: bool, text: str) -> Text:
-    """One checked claim: ✓ or ✗, then what was checked (the words say it, not a colour)."""
-    return Text.assemble(check_mark(bool(ok)), " ", text)
+def claim(ok: bool, text: str | Text) -> CJKText:
+    """One checked claim: ✓ or ✗, then what was checked (the words say it, not a colour).
+
+    ``text`` is already in the reader's language: the caller's ``_("...").format(...)``.
+    """
+    return cjk_text(Text.assemble(check_mark(bool(ok)), " ", text))
 
 
-def claims(lines: Iterable[tuple[bool, str]]) -> Group:
-    """Several checked claims, one per line."""
+def claims(lines: Iterable[tuple[bool, str | Text]]) -> Group:
+    """Several checked claims, one per line (each text translated by its caller, as for :func:`claim`)."""
     return Group(*(claim(ok, text) for ok, text in lines))
 
 
