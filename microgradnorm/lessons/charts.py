@@ -26,7 +26,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from rich.cells import cell_len, set_cell_size
+from rich.cells import cell_len
 from rich.measure import Measurement
 from rich.style import Style
 from rich.text import Text
@@ -315,8 +315,9 @@ class BarChart:
             yield cjk_text(self.title, style="bold")
         header = Text(" " * (label_w + 1))
         for c, name in enumerate(names):
-            cell = set_cell_size(name, col_w)  # cut or padded to col_w cells (a Chinese name is double-width)
-            header.append(cell, style=Style(color=_SERIES_COLOURS[c % 6], bold=True) if colour else "bold")
+            cell = Text(name)
+            cell.truncate(col_w, pad=True)  # cut or padded to col_w cells (a Chinese name is double-width)
+            header.append(cell.plain, style=Style(color=_SERIES_COLOURS[c % 6], bold=True) if colour else "bold")
             if c < k - 1:
                 header.append(" " * gap)
         yield header
