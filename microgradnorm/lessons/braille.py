@@ -8,6 +8,11 @@ coordinates (both axes on one scale, y up) onto those dots.
 Meaning never rests on colour alone: every point and arrow tip carries a
 letter, and the legend names each letter in words. With colour (and no
 ``NO_COLOR``) each layer also gets its own colour.
+
+The words (title, legend) are the caller's, already in the reader's language;
+widths are measured in terminal cells, so a Chinese legend (two cells a
+character) still sits beside the picture when it fits, and wraps the Chinese
+way below it when it does not.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import TYPE_CHECKING
 from rich.measure import Measurement
 from rich.text import Text
 
+from microgradnorm.i18n.text import cjk_text
 from microgradnorm.lessons.charts import uses_colour
 
 if TYPE_CHECKING:
@@ -171,15 +177,15 @@ class PlanePicture:
         picture = _trimmed(self.canvas().lines(colour))
         legend = self._legend_lines(colour)
         if self.title:
-            yield Text(self.title, style="bold")
-        widest = max((len(line) for line in legend), default=0)
+            yield cjk_text(self.title, style="bold")
+        widest = max((line.cell_len for line in legend), default=0)
         if self.cols + 2 + widest <= options.max_width:  # the legend beside the picture
             for k in range(max(len(picture), len(legend))):
                 row = picture[k] if k < len(picture) else Text(" " * self.cols)
                 yield Text.assemble(row, "  ", legend[k] if k < len(legend) else "")
         else:
             yield from picture
-            yield from legend
+            yield from (cjk_text(line) for line in legend)
 
 
 def _trimmed(rows: list[Text]) -> list[Text]:

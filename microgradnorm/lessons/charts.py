@@ -14,7 +14,10 @@ decided at render time from what rich passes in:
   columns with numbers at the end of each bar.
 
 Nothing here knows about norms; the lessons' demos compute the numbers and pass
-them in.
+them in, titles and series names already in the reader's language. The charts'
+own words (legends, scale notes, the default x-axis label) are translated here
+(:mod:`microgradnorm.i18n`), and every width is measured in terminal cells, so a
+Chinese label (two cells a character) still lines up; titles wrap the Chinese way.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from rich.cells import cell_len
 from rich.measure import Measurement
 from rich.style import Style
 from rich.text import Text
+
+from microgradnorm.i18n import _, ngettext, pgettext
+from microgradnorm.i18n.text import cjk_text
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
@@ -166,7 +172,7 @@ class HeatMap:
         colour = _shades(console)
         w = self._label_width() + 1 + self.shape[1] * self._cell_width(colour, options.max_width)
         legend = 44 if self.legend else 0
-        width = max(w, len(self.title or ""), min(legend, options.max_width))
+        width = max(w, cell_len(self.title or ""), min(legend, options.max_width))
         return Measurement(min(w, options.max_width), min(width, options.max_width))
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
@@ -175,7 +181,7 @@ class HeatMap:
         cw = self._cell_width(colour, options.max_width)
         lw = self._label_width()
         if self.title:
-            yield Text(self.title, style="bold")
+            yield cjk_text(self.title, style="bold")
         yield from self._column_indices(cw, lw)
         for i, row in enumerate(self.rows):
             line = Text()  # the base style of a Text covers everything appended, so style by part
@@ -210,7 +216,9 @@ class HeatMap:
             bar.append(f" +{_fmt(s)}")
             yield bar
         else:
-            yield Text(f"cells: sign, |value| in ninths of {_fmt(s)} (+9 = +{_fmt(s)}); · ≈ 0", style="dim")
+            # Translators: the legend of a heat map drawn without colour; {scale} is a number such as 0.362
+            legend = _("cells: sign, |value| in ninths of {scale} (+9 = +{scale}); · ≈ 0").format(scale=_fmt(s))
+            yield cjk_text(legend, style="dim")
 
 
 class HeatMapLegend:
@@ -304,11 +312,12 @@ class BarChart:
         show_numbers = col_w - num_w - 1 >= 4
         bar_w = col_w - (num_w + 1 if show_numbers else 0)
         if self.title:
-            yield Text(self.title, style="bold")
+            yield cjk_text(self.title, style="bold")
         header = Text(" " * (label_w + 1))
         for c, name in enumerate(names):
-            cell = name[:col_w].ljust(col_w)
-            header.append(cell, style=Style(color=_SERIES_COLOURS[c % 6], bold=True) if colour else "bold")
+            cell = Text(name)
+            cell.truncate(col_w, pad=True)  # cut or padded to col_w cells (a Chinese name is double-width)
+            header.append(cell.plain, style=Style(color=_SERIES_COLOURS[c % 6], bold=True) if colour else "bold")
             if c < k - 1:
                 header.append(" " * gap)
         yield header
@@ -329,9 +338,13 @@ class BarChart:
                 if c < k - 1:
                     line.append(" " * gap)
             yield line
-        scale = "log scale" if self.log else "linear scale"
         if hi > 0:
-            yield Text(f"{scale}, longest bar = {_fmt(hi, self.digits)}", style="dim")
+            longest = _fmt(hi, self.digits)
+            if self.log:
+                note = _("log scale, longest bar = {value}").format(value=longest)
+            else:
+                note = _("linear scale, longest bar = {value}").format(value=longest)
+            yield cjk_text(note, style="dim")
 
 
 def bar_chart(
@@ -395,7 +408,7 @@ class LineChart:
         height: int = 8,
         log: bool = False,
         title: str | None = None,
-        x_label: str = "step",
+        x_label: str | None = None,
         x_values: Sequence[float] | None = None,
     ) -> None:
         if not series:
@@ -406,7 +419,7 @@ class LineChart:
         self.height = height
         self.log = log
         self.title = title
-        self.x_label = x_label
+        self.x_label = x_label  # None: "step", in the reader's language when drawn
         longest = max(len(v) for v in self.series.values())
         self.x_values = list(x_values) if x_values is not None else list(range(longest))
 
@@ -454,11 +467,13 @@ class LineChart:
             line.append(f" {name}: {_fmt(vals[0])} → {_fmt(vals[-1])}")
             bad = sum(1 for v in vals if not math.isfinite(v))
             if bad:
-                line.append(f" ({bad} non-finite values not drawn)")
-            yield line
-        notes = (["log scale"] if self.log else []) + (["# where curves overlap"] if len(self.series) > 1 else [])
+                skipped = ngettext("({n} non-finite value not drawn)", "({n} non-finite values not drawn)", bad)
+                line.append(" " + skipped.format(n=bad))
+            yield cjk_text(line)
+        notes = ([_("log scale")] if self.log else []) + ([_("# where curves overlap")] if len(self.series) > 1 else [])
         if notes:
-            yield Text("  " + "; ".join(notes), style="dim")
+            # Translators: between the notes under a line chart ("log scale; # where curves overlap")
+            yield cjk_text("  " + pgettext("chart notes separator", "; ").join(notes), style="dim")
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         colour = uses_colour(console)
@@ -469,7 +484,7 @@ class LineChart:
         plot_w = max(options.max_width - axis_w - 2, 8)
         grid = self._grid(plot_w, lo, hi)
         if self.title:
-            yield Text(self.title, style="bold")
+            yield cjk_text(self.title, style="bold")
         for r, cells in enumerate(grid):
             label = top if r == 0 else bottom if r == self.height - 1 else ""
             line = Text(label.rjust(axis_w) + " │", style="dim")
@@ -478,8 +493,9 @@ class LineChart:
             yield line
         yield Text(" " * axis_w + " └" + "─" * plot_w, style="dim")
         first, last = _fmt(self.x_values[0]), _fmt(self.x_values[-1])
-        mid = f" {self.x_label} "
-        pad = max(plot_w - len(first) - len(last) - len(mid), 0)
+        x_label = self.x_label if self.x_label is not None else pgettext("chart x axis", "step")
+        mid = f" {x_label} "
+        pad = max(plot_w - len(first) - len(last) - cell_len(mid), 0)
         yield Text(" " * (axis_w + 2) + first + " " * (pad // 2) + mid + " " * (pad - pad // 2) + last, style="dim")
         yield from self._legend(colour)
 
@@ -490,10 +506,10 @@ def line_chart(
     height: int = 8,
     log: bool = False,
     title: str | None = None,
-    x_label: str = "step",
+    x_label: str | None = None,
     x_values: Sequence[float] | None = None,
 ) -> LineChart:
     """A :class:`LineChart`; ``series`` is one list of values or a mapping name -> values."""
     if not isinstance(series, Mapping):
-        series = {"value": series}
+        series = {pgettext("chart series", "value"): series}
     return LineChart(series, height=height, log=log, title=title, x_label=x_label, x_values=x_values)

@@ -23,8 +23,10 @@ from rich.text import Text
 
 from microgradnorm import formulas
 from microgradnorm.figure import PALETTE, Figure
+from microgradnorm.i18n import N_, _
 from microgradnorm.lessons.braille import PlanePicture
-from microgradnorm.lessons.demo_tools import autograd_dx, check_mark, fmt, random_dy, random_gamma, random_vector, sci
+from microgradnorm.lessons.claims import claim
+from microgradnorm.lessons.demo_tools import autograd_dx, fmt, random_dy, random_gamma, random_vector, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 
 # An orthonormal basis of the plane x + y + z = 0 (both rows are orthogonal to 1 and to each other).
@@ -83,30 +85,30 @@ def terminal_picture(geo: PlaneGeometry) -> PlanePicture:
     tips = {"g": h + k * np.array(geo.flat(geo.g_plane)), "t": h + k * np.array(geo.flat(geo.tangent))}
     xs = np.array(geo.flat(geo.xshift))
     extent = 1.1 * max(math.sqrt(3.0), float(np.linalg.norm(xs)), *(float(np.linalg.norm(v)) for v in tips.values()))
-    pic = PlanePicture(extent, cols=26, rows=13, title="the plane x + y + z = 0, face-on (d = 3, eps = 0)")
+    pic = PlanePicture(extent, cols=26, rows=13, title=_("the plane x + y + z = 0, face-on (d = 3, eps = 0)"))
     pic.circle(math.sqrt(3.0), style="bright_black")
-    pic.note("○", "circle of radius √3", "bright_black")
+    pic.note("○", _("circle of radius √3"), "bright_black")
     pic.segment((0.0, 0.0), xs if np.linalg.norm(xs) > np.linalg.norm(h) else h, style="bright_black")
     pic.segment(h, tips["g"], style="yellow")
     pic.segment(h, tips["t"], style="green")
     pic.segment(tips["g"], tips["t"], style="red", dotted=True)
-    pic.point((0.0, 0.0), "o", "origin", "bright_black")
+    pic.point((0.0, 0.0), "o", _("origin"), "bright_black")
     pic.point(xs, "x", "x − mean", "cyan")
-    pic.point(h, "h", "xhat, on the circle", "magenta")
-    pic.point(tips["g"], "g", "γ·dy, its in-plane part", "yellow")
-    pic.point(tips["t"], "t", "(I − P)·g: what is kept", "green")
-    pic.note("⋯", "the part I − P drops", "red")
-    pic.note(" ", "(g and t on one scale)", None)
+    pic.point(h, "h", _("xhat, on the circle"), "magenta")
+    pic.point(tips["g"], "g", _("γ·dy, its in-plane part"), "yellow")
+    pic.point(tips["t"], "t", _("(I − P)·g: what is kept"), "green")
+    pic.note("⋯", _("the part I − P drops"), "red")
+    pic.note(" ", _("(g and t on one scale)"), None)
     return pic
 
 
-# The letters of the picture and what they stand for, in the order of the legend.
+# The letters of the picture and what they stand for, in the order of the legend (translated when drawn).
 LEGEND = (
-    ("o", "origin (the mean of x)"),
-    ("x", "x − mean: x moved into the plane along 1"),
-    ("h", "xhat = (x − mean)/σ, on the circle of radius √3"),
-    ("g", "g = γ·dy, its part in the plane (g − mean(g))"),
-    ("t", "(I − P)·g: what backward keeps, tangent at h"),
+    ("o", N_("origin (the mean of x)")),
+    ("x", N_("x − mean: x moved into the plane along 1")),
+    ("h", N_("xhat = (x − mean)/σ, on the circle of radius √3")),
+    ("g", N_("g = γ·dy, its part in the plane (g − mean(g))")),
+    ("t", N_("(I − P)·g: what backward keeps, tangent at h")),
 )
 
 
@@ -124,7 +126,7 @@ def svg_figure(geo: PlaneGeometry) -> Figure:
     g_tip, t_tip = h + k * np.array(geo.flat(geo.g_plane)), h + k * np.array(geo.flat(geo.tangent))
     r = 1.15 * max(math.sqrt(3.0), *(float(np.linalg.norm(v)) for v in (xs, g_tip, t_tip)))
     fig = Figure(width=520, height=650, xlim=(-r, r), ylim=(-r, r), margin=(50, 30, 140, 30))
-    fig.title = "LayerNorm at eps = 0, d = 3: the plane x + y + z = 0, face-on"
+    fig.title = _("LayerNorm at eps = 0, d = 3: the plane x + y + z = 0, face-on")
     angles = np.linspace(0.0, 2.0 * math.pi, 181)
     fig.polyline(list(math.sqrt(3.0) * np.cos(angles)), list(math.sqrt(3.0) * np.sin(angles)), colour="#888")
     fig.polyline([-r, r], [0.0, 0.0], colour="#ddd", width=1)
@@ -148,10 +150,10 @@ def svg_figure(geo: PlaneGeometry) -> Figure:
         dx, dy = _outward(-away if letter == "h" else away)  # h inward, x outward: apart when they nearly meet
         fig.text(tuple(at), letter, colour=colour, dx=dx - 4, dy=dy + 5, size=16)
     for row, (letter, words) in enumerate(LEGEND):
-        fig.text((-r, -r), f"{letter}   {words}", colour="#222", dx=0, dy=34 + 20 * row, size=13)
+        fig.text((-r, -r), f"{letter}   {_(words)}", colour="#222", dx=0, dy=34 + 20 * row, size=13)
     fig.text(
         (-r, -r),
-        "dotted, g to t: the radial part I − P removes; g and t share one scale",
+        _("dotted, g to t: the radial part I − P removes; g and t share one scale"),
         dy=34 + 20 * len(LEGEND),
         size=12,
         colour="#444",
@@ -169,16 +171,17 @@ def _checks(geo: PlaneGeometry, dx: np.ndarray) -> list[Text]:
     )
     same = np.allclose(dx, geo.rstd * geo.tangent, rtol=1e-10, atol=1e-12 * max(n_t * geo.rstd, 1e-300))
     return [
-        Text.assemble(
-            check_mark(on_circle and in_plane),
-            f" |xhat| = {fmt(float(np.linalg.norm(geo.xhat)), 6)} = √3, Σ xhat = {sci(float(np.sum(geo.xhat)), 1)}",
+        claim(
+            on_circle and in_plane,
+            f"|xhat| = {fmt(float(np.linalg.norm(geo.xhat)), 6)} = √3, Σ xhat = {sci(float(np.sum(geo.xhat)), 1)}",
         ),
-        Text.assemble(
-            check_mark(tangent),
-            f" t is tangent: cos(t, xhat) = {sci(_cosine(geo.tangent, geo.xhat), 1)}, "
-            f"cos(t, 1) = {sci(_cosine(geo.tangent, np.ones(3)), 1)}",
+        claim(
+            tangent,
+            _("t is tangent: cos(t, xhat) = {along_xhat}, cos(t, 1) = {along_ones}").format(
+                along_xhat=sci(_cosine(geo.tangent, geo.xhat), 1), along_ones=sci(_cosine(geo.tangent, np.ones(3)), 1)
+            ),
         ),
-        Text.assemble(check_mark(bool(same)), " autograd's dx is rstd · t"),
+        claim(bool(same), _("autograd's dx is rstd · t")),
     ]
 
 
@@ -192,16 +195,16 @@ def directions(geo: PlaneGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _direction_prediction(geo: PlaneGeometry) -> Prediction:
     parts = [float(geo.tangent @ u) for u in directions(geo)]
     answer = int(np.argmax(np.abs(parts)))
-    why = (
-        f"t's parts: {sci(parts[0], 1)} along xhat, {sci(parts[1], 1)} along the circle, {sci(parts[2], 1)} "
+    why = _(
+        "t's parts: {radial} along xhat, {along_circle} along the circle, {out_of_plane} "
         "out of the plane: I − P removed the parts along xhat and along 1."
-    )
+    ).format(radial=sci(parts[0], 1), along_circle=sci(parts[1], 1), out_of_plane=sci(parts[2], 1))
     choices = (
-        "along xhat, straight out from the center",
-        "along the circle, at right angles to xhat",
-        "out of the plane, along 1",
+        _("along xhat, straight out from the center"),
+        _("along the circle, at right angles to xhat"),
+        _("out of the plane, along 1"),
     )
-    question = "I − P acts on the gradient g = γ·dy. Seen from xhat, which way does t = (I − P)·g point?"
+    question = _("I − P acts on the gradient g = γ·dy. Seen from xhat, which way does t = (I − P)·g point?")
     return Prediction(question, choices, answer, why)
 
 

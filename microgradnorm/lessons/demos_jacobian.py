@@ -17,11 +17,13 @@ from rich.console import Group
 from rich.text import Text
 
 from microgradnorm import formulas
+from microgradnorm.i18n import _, pgettext
+from microgradnorm.i18n.text import cjk_text
 from microgradnorm.jacobian import autograd_jacobian, projection_report
 from microgradnorm.lessons.charts import HeatMapLegend, heat_map
+from microgradnorm.lessons.claims import claim
 from microgradnorm.lessons.demo_tools import (
     autograd_dx,
-    check_mark,
     engine_forward,
     fmt,
     matrix_table,
@@ -48,9 +50,11 @@ def _d2_note(d: int) -> list[Text]:
     if d != 2:
         return []
     return [
-        Text(
-            "d = 2: 1 and xhat span the whole plane, so P = I and (at eps = 0) dy/dx = 0: "
-            "the output is ±1 whatever x is. Try --dim 4 or more.",
+        cjk_text(
+            _(
+                "d = 2: 1 and xhat span the whole plane, so P = I and (at eps = 0) dy/dx = 0: "
+                "the output is ±1 whatever x is. Try --dim 4 or more."
+            ),
             style="yellow",
         )
     ]
@@ -69,9 +73,9 @@ def _cancelling_scale(x: np.ndarray, gamma: np.ndarray | None, eps: float) -> fl
 
 def _problem(p: LessonParams, gamma: str) -> tuple[np.ndarray, np.ndarray | None]:
     if gamma not in ("random", "ones"):
-        raise ValueError(f"gamma: expected 'random' or 'ones', got {gamma!r}")
+        raise ValueError(_("gamma: expected 'random' or 'ones', got {given!r}").format(given=gamma))
     if p.dim < 2:
-        raise ValueError(f"dim: the Jacobian lesson needs at least 2 features, got {p.dim}")
+        raise ValueError(_("dim: the Jacobian lesson needs at least 2 features, got {dim}").format(dim=p.dim))
     x = random_vector(p.seed, p.dim)
     g = random_gamma(p.seed, p.dim) if gamma == "random" else None
     return x, g
@@ -86,19 +90,21 @@ def jacobian_rows(p: LessonParams, gamma: str = "random") -> DemoOutput:
     parts = [
         Text(f"x = [{', '.join(fmt(v, 3) for v in x)}]"),
         Text(
-            "gamma = [" + ", ".join(fmt(v, 3) for v in g) + "]" if g is not None else "gamma = 1 (no affine)",
+            "gamma = [" + ", ".join(fmt(v, 3) for v in g) + "]" if g is not None else _("gamma = 1 (no affine)"),
         ),
-        Text(f"eps = {p.eps:g}, d = {p.dim}: {p.dim} backward passes, one per row", style="dim"),
+        cjk_text(
+            _("eps = {eps}, d = {d}: {d} backward passes, one per row").format(eps=f"{p.eps:g}", d=p.dim), style="dim"
+        ),
     ]
     if p.dim <= _MAX_NUMBER_COLUMNS:
-        parts.append(matrix_table(j, title="dy/dx from autograd (row i = grad of y_i)", row_label="i\\j"))
+        parts.append(matrix_table(j, title=_("dy/dx from autograd (row i = grad of y_i)"), row_label="i\\j"))
     else:
-        parts.append(heat_map(j, title="dy/dx from autograd (too wide for numbers)"))
+        parts.append(heat_map(j, title=_("dy/dx from autograd (too wide for numbers)")))
     worst = float(np.max(np.abs(j.sum(axis=1))))
     rounding = ROUNDING * p.dim * _cancelling_scale(x, g, p.eps)
     parts.append(
-        Text.assemble(
-            check_mark(worst <= rounding), f" every row sums to 0 up to rounding (largest |sum| {sci(worst)})"
+        claim(
+            worst <= rounding, _("every row sums to 0 up to rounding (largest |sum| {worst})").format(worst=sci(worst))
         )
     )
     return DemoOutput(Group(*parts), graph=graph)
@@ -116,7 +122,7 @@ def jacobian_heatmap(p: LessonParams, gamma: str = "random") -> DemoOutput:
     ok = close(j_auto, j_closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL)
     maps = Columns(  # side by side where they fit, one above the other where they do not
         [
-            heat_map(j_auto, title="autograd", scale=scale, legend=False),
+            heat_map(j_auto, title=pgettext("heat map title", "autograd"), scale=scale, legend=False),
             heat_map(j_closed, title="(1/σ) diag(γ) (I − P)", scale=scale, legend=False),
         ],
         padding=(0, 4),
@@ -125,8 +131,11 @@ def jacobian_heatmap(p: LessonParams, gamma: str = "random") -> DemoOutput:
         Group(
             maps,
             HeatMapLegend(scale),
-            Text.assemble(
-                check_mark(ok), f" max |autograd − closed form| = {sci(err)} (1/σ = {fmt(float(m.rstd[0]), 4)})"
+            claim(
+                ok,
+                _("max |autograd − closed form| = {error} (1/σ = {rstd})").format(
+                    error=sci(err), rstd=fmt(float(m.rstd[0]), 4)
+                ),
             ),
         )
     )
@@ -135,36 +144,38 @@ def jacobian_heatmap(p: LessonParams, gamma: str = "random") -> DemoOutput:
 @demo("projection_facts")
 def projection_facts(p: LessonParams, eps: float = 0.0) -> DemoOutput:
     """P = (1/d)(1 1^T + xhat xhat^T) at the given eps: symmetric, P @ P = P, rank 2."""
-    x, _ = _problem(p, "ones")
+    x, _gamma = _problem(p, "ones")
     r = projection_report(x, None, eps, seed=p.seed)
     m = formulas.moments(x, (0,), eps)
     pm = formulas.projection(m.xhat)
     svs = ", ".join(fmt(s, 4) for s in r.singular_values)
     rounding = ROUNDING * r.d
     exact = eps == 0
+    idempotent = sci(r.idempotent_error)
     lines = [
-        (r.symmetric_error <= rounding, f"P is symmetric: max |P − Pᵀ| = {sci(r.symmetric_error)}"),
+        (
+            r.symmetric_error <= rounding,
+            _("P is symmetric: max |P − Pᵀ| = {error}").format(error=sci(r.symmetric_error)),
+        ),
         (
             r.idempotent_error <= rounding
             if exact
             else math.isclose(r.idempotent_error, r.idempotent_predicted, rel_tol=1e-6),
-            f"max |P @ P − P| = {sci(r.idempotent_error)}"
-            + (": rounding" if exact else f", eps predicts {sci(r.idempotent_predicted)}"),
+            _("max |P @ P − P| = {error}: rounding").format(error=idempotent)
+            if exact
+            else _("max |P @ P − P| = {error}, eps predicts {predicted}").format(
+                error=idempotent, predicted=sci(r.idempotent_predicted)
+            ),
         ),
-        (r.rank == 2, f"rank {r.rank}; singular values {svs}"),
+        (r.rank == 2, _("rank {rank}; singular values {values}").format(rank=r.rank, values=svs)),
         (
             math.isclose(r.xhat_norm_sq, r.d * r.var / (r.var + eps), rel_tol=1e-12),
             f"|xhat|² / d = {fmt(r.xhat_norm_sq / r.d, 8)}" + ("" if exact else " = var/(var + eps)"),
         ),
         (abs(float(np.sum(m.xhat))) <= rounding * math.sqrt(r.d), f"1 · xhat = {sci(float(np.sum(m.xhat)))}"),
     ]
-    return DemoOutput(
-        Group(
-            *_d2_note(p.dim),
-            heat_map(pm, title=f"P for d = {r.d}, eps = {eps:g}: the part of a gradient LayerNorm removes"),
-            *[Text.assemble(check_mark(ok), " ", text) for ok, text in lines],
-        )
-    )
+    title = _("P for d = {d}, eps = {eps}: the part of a gradient LayerNorm removes").format(d=r.d, eps=f"{eps:g}")
+    return DemoOutput(Group(*_d2_note(p.dim), heat_map(pm, title=title), *[claim(ok, text) for ok, text in lines]))
 
 
 def _orthogonal_column(x: np.ndarray, g: np.ndarray, dy: np.ndarray, eps: float) -> dict[str, float]:
@@ -174,7 +185,7 @@ def _orthogonal_column(x: np.ndarray, g: np.ndarray, dy: np.ndarray, eps: float)
     cancel in dx (rstd·g and its two subtracted parts), not of |dx|, which is itself 0 at d = 2 and eps = 0.
     When dx is 0 up to rounding its cosines mean nothing and are NaN (shown as a dash).
     """
-    grads, _ = autograd_dx("layernorm", x, g, None, eps, dy)
+    grads, _graph = autograd_dx("layernorm", x, g, None, eps, dy)
     dx = grads["x"]
     m = formulas.moments(x, (0,), eps)
     gx = formulas.dxhat(dy, g)
@@ -205,31 +216,32 @@ def gradient_orthogonal(p: LessonParams) -> DemoOutput:
     epsilons = (p.eps, 0.0) if p.eps > 0 else (0.0,)
     cols = [_orthogonal_column(x, g, dy, e) for e in epsilons]
     labels = [
-        ("cos(γ·dy, 1), before", "before mean"),
-        ("cos(γ·dy, xhat), before", "before radial"),
-        ("|P (γ·dy)|, the part removed", "removed"),
-        ("cos(dx, 1), after", "mean"),
-        ("cos(dx, xhat), after", "radial"),
+        (_("cos(γ·dy, 1), before"), "before mean"),
+        (_("cos(γ·dy, xhat), before"), "before radial"),
+        (_("|P (γ·dy)|, the part removed"), "removed"),
+        (_("cos(dx, 1), after"), "mean"),
+        (_("cos(dx, xhat), after"), "radial"),
     ]
     rows = [[name, *[sci(c[key]) for c in cols]] for name, key in labels]
-    caption = "— : dx is 0 up to rounding, so it has no direction" if any(c["zero"] for c in cols) else None
-    table = number_table(["autograd dx, random dy", *[f"eps = {e:g}" for e in epsilons]], rows, caption=caption)
+    caption = _("— : dx is 0 up to rounding, so it has no direction") if any(c["zero"] for c in cols) else None
+    header = _("autograd dx, random dy")
+    table = number_table([header, *[f"eps = {e:g}" for e in epsilons]], rows, caption=caption)
     checks = [
-        (all(abs(c["sum"]) <= c["rounding"] for c in cols), "no part along 1 after, at any eps"),
-        (abs(cols[-1]["dot"]) <= cols[-1]["rounding"], "no part along xhat after, at eps = 0"),
+        (all(abs(c["sum"]) <= c["rounding"] for c in cols), _("no part along 1 after, at any eps")),
+        (abs(cols[-1]["dot"]) <= cols[-1]["rounding"], _("no part along xhat after, at eps = 0")),
     ]
     if p.eps > 0:
         c = cols[0]
         checks.append(
             (
                 abs(c["dot"] - c["dot predicted"]) <= 1e-6 * abs(c["dot predicted"]) + c["rounding"],
-                f"at eps = {p.eps:g}, the radial part is what eps predicts ({sci(c['radial'])})",
+                _("at eps = {eps}, the radial part is what eps predicts ({radial})").format(
+                    eps=f"{p.eps:g}", radial=sci(c["radial"])
+                ),
             )
         )
     graph = autograd_dx("layernorm", x, g, None, p.eps, dy)[1]
-    return DemoOutput(
-        Group(*_d2_note(p.dim), table, *[Text.assemble(check_mark(ok), " ", t) for ok, t in checks]), graph=graph
-    )
+    return DemoOutput(Group(*_d2_note(p.dim), table, *[claim(ok, t) for ok, t in checks]), graph=graph)
 
 
 def _scale_row(x: np.ndarray, g: np.ndarray, dy: np.ndarray, eps: float, c: float) -> dict[str, float]:
@@ -271,17 +283,19 @@ def scale_invariance(p: LessonParams, scales: tuple[float, ...] = (0.01, 0.5, 2.
         [fmt(c, 4), sci(r["same"]), sci(r["flipped"]), fmt(r["ratio"], 6) if r["ratio"] == r["ratio"] else "— (dx = 0)"]
         for c, r in runs.items()
     ]
+    # Translators: the column names "same", "flipped" and "grad ratio" recur in the caption and the claim below
+    headers = [pgettext("LN(cx) table", "same"), pgettext("LN(cx) table", "flipped"), _("grad ratio")]
     table = number_table(
-        ["c", "same", "flipped", "grad ratio"],
+        ["c", *headers],
         rows,
-        title=f"LayerNorm of c·x (eps = {p.eps:g}, d = {p.dim})",
-        caption="same = max|LN(cx) − LN(x)|, flipped = max|LN(cx) + LN(x)|, "
-        "grad ratio = |c|·|dx at cx| / |dx at x| (1 means dx shrinks like 1/c)",
+        title=_("LayerNorm of c·x (eps = {eps}, d = {d})").format(eps=f"{p.eps:g}", d=p.dim),
+        caption=_(
+            "same = max|LN(cx) − LN(x)|, flipped = max|LN(cx) + LN(x)|, "
+            "grad ratio = |c|·|dx at cx| / |dx at x| (1 means dx shrinks like 1/c)"
+        ),
     )
     ok = all(r["ok"] for r in runs.values())
-    check = Text.assemble(
-        check_mark(ok), " every gap from same/flipped and from ratio 1 is eps's: LN of c·x is LN of x with eps/c²"
-    )
+    check = claim(ok, _("every gap from same/flipped and from ratio 1 is eps's: LN of c·x is LN of x with eps/c²"))
     return DemoOutput(Group(*_d2_note(p.dim), table, check), prediction=_scale_prediction(runs))
 
 
@@ -292,19 +306,55 @@ def _scale_prediction(runs: dict[float, dict[str, float]]) -> Prediction:
     targets = (c, 1.0, 1.0 / c)
     answer = 1 if not factor > 0 else nearest_factor(factor, targets)
     if factor != factor:  # NaN: dx is 0 up to rounding at x
-        why = "At d = 2 and eps = 0, dx is 0 whatever the scale of x (see the note above the table): 0 stays 0."
+        why = _("At d = 2 and eps = 0, dx is 0 whatever the scale of x (see the note above the table): 0 stays 0.")
     elif factor > 0 and abs(math.log(factor * c)) < math.log(2.0):  # within a factor 2 of 1/c
-        why = (
-            f"|dx at {c:g}x| / |dx at x| = {sci(factor)}: the output does not change, so the same upstream "
+        why = _(
+            "|dx at {c}x| / |dx at x| = {ratio}: the output does not change, so the same upstream "
             "gradient meets a Jacobian carrying 1/sigma, and sigma grew with c."
-        )
+        ).format(c=f"{c:g}", ratio=sci(factor))
     else:  # d = 2: the only gradient left is eps's, which does not scale like 1/c
-        why = (
-            f"|dx at {c:g}x| / |dx at x| = {sci(factor)}, not 1/{c:g}: at d = 2 the projection removes every "
+        why = _(
+            "|dx at {c}x| / |dx at x| = {ratio}, not 1/{c}: at d = 2 the projection removes every "
             "direction, and what gradient is left comes from eps alone (see the note above the table)."
-        )
-    choices = (f"it grows {c:g} times", "it stays the same", f"it shrinks {c:g} times")
-    return Prediction(f"Multiply x by {c:g}. What happens to the size of dx?", choices, answer, why)
+        ).format(c=f"{c:g}", ratio=sci(factor))
+    times = f"{c:g}"
+    choices = (
+        _("it grows {c} times").format(c=times),
+        _("it stays the same"),
+        _("it shrinks {c} times").format(c=times),
+    )
+    return Prediction(_("Multiply x by {c}. What happens to the size of dx?").format(c=times), choices, answer, why)
+
+
+def _eps_row(x: np.ndarray, dy: np.ndarray, eps: float, var: float) -> tuple[list[str], bool, bool]:
+    """One row of :func:`eps_effect`: the measurements at ``eps``, whether they match the algebra, whether dx is 0."""
+    r = projection_report(x, None, eps, dy=dy, c=3.0)
+    # rounding in xhat · dx is judged against the terms that cancel in dx (rstd · dy and its parts)
+    cancelling = _cancelling_scale(x, None, eps) * float(np.linalg.norm(dy)) * math.sqrt(r.d)
+    rounding = ROUNDING * r.d
+    dx_zero = r.dx_norm <= rounding * cancelling
+    scale_dx = r.dx_norm * math.sqrt(r.xhat_norm_sq)
+    radial = math.nan if dx_zero else ratio(r.xhat_dot_dx, scale_dx)
+    predicted = 0.0 if dx_zero else ratio(r.xhat_dot_dx_predicted, scale_dx)
+    gap = abs(r.xhat_dot_dx - r.xhat_dot_dx_predicted)
+    ok = gap <= 1e-6 * abs(r.xhat_dot_dx_predicted) + rounding * cancelling
+    ok &= abs(r.idempotent_error - r.idempotent_predicted) <= 1e-6 * r.idempotent_predicted + rounding
+    row = [f"{eps:g}", sci(eps / (var + eps), 1), sci(r.idempotent_error, 1)]
+    row += [sci(radial, 1), sci(predicted, 1), sci(r.scale_error, 1)]
+    return row, bool(ok), bool(dx_zero)
+
+
+def _eps_note(any_zero: bool) -> str:
+    """The caption of :func:`eps_effect`'s table: what each column means."""
+    # Translators: "radial", "predicted" and "3x vs x" are the column names of the table above (translate them
+    # as you did there); "shrink" is a quantity the lesson names in its formulas and stays as it is
+    note = _(
+        "shrink = eps/(var+eps); P²−P = max|P@P − P|; radial = the cosine between dx (closed form) and xhat, "
+        "predicted = shrink·rstd·(xhat·dy) ÷ (|dx| |xhat|) (gamma = 1 here); 3x vs x = max|LN(3x) − LN(x)|"
+    )
+    if any_zero:  # one more entry of the same list of definitions
+        note += pgettext("chart notes separator", "; ") + _("— : dx is 0 up to rounding")
+    return note
 
 
 @demo("eps_effect")
@@ -315,43 +365,27 @@ def eps_effect(
     caption: bool = True,
 ) -> Group:
     """What eps > 0 does to the projection, measured beside the algebra's prediction."""
-    x, _ = _problem(p, "ones")
+    x, _gamma = _problem(p, "ones")
     x = x * float(scale)
-    rows, ok, any_zero = [], True, False
     var = float(formulas.moments(x, (0,), 0.0).var[0])
     dy = random_dy(p.seed, p.dim)
-    for e in eps_values:
-        r = projection_report(x, None, float(e), dy=dy, c=3.0)
-        # rounding in xhat · dx is judged against the terms that cancel in dx (rstd · dy and its parts)
-        cancelling = _cancelling_scale(x, None, float(e)) * float(np.linalg.norm(dy)) * math.sqrt(r.d)
-        rounding = ROUNDING * r.d
-        dx_zero = r.dx_norm <= rounding * cancelling
-        any_zero |= dx_zero
-        scale_dx = r.dx_norm * math.sqrt(r.xhat_norm_sq)
-        radial = math.nan if dx_zero else ratio(r.xhat_dot_dx, scale_dx)
-        predicted = 0.0 if dx_zero else ratio(r.xhat_dot_dx_predicted, scale_dx)
-        gap = abs(r.xhat_dot_dx - r.xhat_dot_dx_predicted)
-        ok &= gap <= 1e-6 * abs(r.xhat_dot_dx_predicted) + rounding * cancelling
-        ok &= abs(r.idempotent_error - r.idempotent_predicted) <= 1e-6 * r.idempotent_predicted + rounding
-        rows.append(
-            [
-                f"{float(e):g}",
-                sci(float(e) / (var + float(e)), 1),
-                sci(r.idempotent_error, 1),
-                sci(radial, 1),
-                sci(predicted, 1),
-                sci(r.scale_error, 1),
-            ]
-        )
-    note = (
-        "shrink = eps/(var+eps); P²−P = max|P@P − P|; radial = the cosine between dx (closed form) and xhat, "
-        "predicted = shrink·rstd·(xhat·dy) ÷ (|dx| |xhat|) (gamma = 1 here); 3x vs x = max|LN(3x) − LN(x)|"
-    ) + ("; — : dx is 0 up to rounding" if any_zero else "")
+    measured = [_eps_row(x, dy, float(e), var) for e in eps_values]
+    ok = all(row_ok for _row, row_ok, _zero in measured)
+    headers = [
+        "eps",
+        "shrink",  # a quantity the lesson names in its formulas: kept as written, like eps
+        "P²−P",
+        pgettext("eps table", "radial"),
+        pgettext("eps table", "predicted"),
+        pgettext("eps table", "3x vs x"),
+    ]
+    title = _("x scaled by {scale}: var(x) = {var}, d = {d}").format(
+        scale=f"{float(scale):g}", var=fmt(var, 4), d=p.dim
+    )
+    note = _eps_note(any(zero for _row, _ok, zero in measured)) if caption else None
     return Group(
         *_d2_note(p.dim),
-        Text(f"x scaled by {float(scale):g}: var(x) = {fmt(var, 4)}, d = {p.dim}", style="bold"),
-        number_table(
-            ["eps", "shrink", "P²−P", "radial", "predicted", "3x vs x"], rows, caption=note if caption else None
-        ),
-        Text.assemble(check_mark(bool(ok)), " radial and P²−P are what the algebra predicts, in every row"),
+        cjk_text(title, style="bold"),
+        number_table(headers, [row for row, _ok, _zero in measured], caption=note),
+        claim(ok, _("radial and P²−P are what the algebra predicts, in every row")),
     )

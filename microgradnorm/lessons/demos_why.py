@@ -24,15 +24,29 @@ from rich.text import Text
 from microgradnorm import formulas
 from microgradnorm.engine import Value
 from microgradnorm.figure import line_chart_svg
-from microgradnorm.lessons.charts import HeatMap, bar_chart, heat_map, line_chart
-from microgradnorm.lessons.demo_tools import check_mark, engine_forward, fmt, matrix_table, number_table, rng_for, sci
+from microgradnorm.i18n import _, pgettext
+from microgradnorm.i18n.text import cjk_text
+from microgradnorm.lessons.charts import HeatMap, LineChart, bar_chart, heat_map, line_chart
+from microgradnorm.lessons.claims import claim
+from microgradnorm.lessons.demo_tools import engine_forward, fmt, matrix_table, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.demos_core import nearest_factor
+from microgradnorm.lessons.render import separated
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_RTOL
 
 # the running example: a distance-like feature and a ratio-like feature
 X1, X2 = 10000.0, 0.1
+
+
+def shown(problem: str) -> str:
+    """The name of a problem, "raw" or "standardized", as the learner reads it in tables, legends and lines."""
+    # Translators: the linear fit on the features as measured, and the same fit on standardized features
+    names = {
+        "raw": pgettext("lesson 2: the fit on the features as measured", "raw"),
+        "standardized": pgettext("lesson 2: the fit on standardized features", "standardized"),
+    }
+    return names[problem]
 
 
 # ---- what normalizing means ----------------------------------------------------------
@@ -59,15 +73,26 @@ def standardize_both_ways(p: LessonParams, examples: int = 3, features: int = 4)
     per_feature, per_example = _standardized(x, 0, p.eps), _standardized(x, 1, p.eps)
     parts: list[RenderableType] = []
     for title, m in (
-        (f"X: {examples} examples (rows), {features} features (columns)", x),
-        ("each feature, down its column (as BatchNorm does)", per_feature),
-        ("each example, along its row (as LayerNorm does)", per_example),
+        (
+            _("X: {examples} examples (rows), {features} features (columns)").format(
+                examples=examples, features=features
+            ),
+            x,
+        ),
+        (_("each feature, down its column (as BatchNorm does)"), per_feature),
+        (_("each example, along its row (as LayerNorm does)"), per_example),
     ):
         parts.append(matrix_table(m, title=title, digits=3))
-    hair = " (a hair less: eps)" if p.eps > 0 else ""
+    if p.eps > 0:
+        columns, rows = (
+            _("each column: mean 0, spread 1 (a hair less: eps)"),
+            _("each row: mean 0, spread 1 (a hair less: eps)"),
+        )
+    else:
+        columns, rows = _("each column: mean 0, spread 1"), _("each row: mean 0, spread 1")
     parts += [
-        Text.assemble(check_mark(_is_standardized(per_feature, x, 0, p.eps)), f" each column: mean 0, spread 1{hair}"),
-        Text.assemble(check_mark(_is_standardized(per_example, x, 1, p.eps)), f" each row: mean 0, spread 1{hair}"),
+        claim(_is_standardized(per_feature, x, 0, p.eps), columns),
+        claim(_is_standardized(per_example, x, 1, p.eps), rows),
     ]
     return DemoOutput(Group(*parts))
 
@@ -134,10 +159,8 @@ def descend(features: np.ndarray, targets: np.ndarray, steps: int, tol: float = 
     return {"gaps": gaps, "converged": converged, "condition": float(eig[-1] / eig[0]), "lr": lr}
 
 
-@demo("landscape_gradients")
-def landscape_gradients(p: LessonParams) -> DemoOutput:
-    """dL/dw1 and dL/dw2 from the engine for x1 = 10000, x2 = 0.1, raw and normalized."""
-    # one example: the gradient of each weight is dL/dy times its input
+def _one_example() -> tuple[list[list[str]], bool, Value]:
+    """One example through the engine: dL/dw1 and dL/dw2 are dL/dy times x1 and x2 (rows, ratio check, loss)."""
     w1, w2 = Value(1e-4, label="w1"), Value(1.0, label="w2")
     x1, x2 = Value(X1, label="x1"), Value(X2, label="x2")
     y = w1 * x1 + w2 * x2
@@ -145,40 +168,57 @@ def landscape_gradients(p: LessonParams) -> DemoOutput:
     loss = 0.5 * (y - 5.0) ** 2
     loss.label = "loss"
     loss.backward()
-    single = [
+    rows = [
         ["dL/dy", fmt(y.grad, 4)],
         ["dL/dw1 = dL/dy · x1", fmt(w1.grad, 4)],
         ["dL/dw2 = dL/dy · x2", fmt(w2.grad, 4)],
-        ["ratio dL/dw1 ÷ dL/dw2", fmt(w1.grad / w2.grad, 4)],
+        [_("ratio dL/dw1 ÷ dL/dw2"), fmt(w1.grad / w2.grad, 4)],
     ]
-    # a small data set, raw and standardized, gradients at w = 0 from the engine
-    prob = linear_problem(p.seed)
-    rows = []
+    return rows, math.isclose(w1.grad / w2.grad, X1 / X2, rel_tol=CLOSED_FORM_RTOL), loss
+
+
+def _dataset_gradients(prob: LinearProblem) -> dict[str, tuple[float, float]]:
+    """|dL/dw1| and |dL/dw2| at w = 0 from the engine, on the raw and on the standardized features."""
+    out = {}
     for name, feats in (("raw", prob.raw), ("standardized", prob.normalized)):
-        ws = [Value(0.0) for _ in range(feats.shape[1])]
+        ws = [Value(0.0) for _k in range(feats.shape[1])]
         terms = [
             (Value.sum([w * float(f) for w, f in zip(ws, row)]) - float(t)) ** 2 for row, t in zip(feats, prob.targets)
         ]
         total = Value.mean(terms) * 0.5
         total.backward()
-        g = [abs(w.grad) for w in ws[:2]]
-        rows.append([name, fmt(g[0], 3), fmt(g[1], 3), g[0] / g[1]])
-    exact = math.isclose(w1.grad / w2.grad, X1 / X2, rel_tol=CLOSED_FORM_RTOL)
+        out[name] = (abs(ws[0].grad), abs(ws[1].grad))
+    return out
+
+
+@demo("landscape_gradients")
+def landscape_gradients(p: LessonParams) -> DemoOutput:
+    """dL/dw1 and dL/dw2 from the engine for x1 = 10000, x2 = 0.1, raw and normalized."""
+    single, exact, loss = _one_example()
+    prob = linear_problem(p.seed)
+    grads = _dataset_gradients(prob)
+    ratios = {name: g1 / g2 for name, (g1, g2) in grads.items()}
+    rows = [[shown(name), fmt(g1, 3), fmt(g2, 3), fmt(ratios[name], 3)] for name, (g1, g2) in grads.items()]
+    differ = _("standardized, the two gradients differ by ×{standardized}, raw by ×{raw}").format(
+        standardized=fmt(ratios["standardized"], 3), raw=sci(ratios["raw"], 1)
+    )
+    header = [_("{n} examples, w = 0").format(n=len(prob.targets)), "|dL/dw1|", "|dL/dw2|"]
     return DemoOutput(
         Group(
-            number_table(["one example: w = (1e-4, 1), L = (y − 5)²/2", "engine"], single),
-            Text.assemble(check_mark(exact), f" the ratio is exactly x1 ÷ x2 = {fmt(X1 / X2, 4)}"),
+            number_table(
+                [_("one example: w = (1e-4, 1), L = (y − 5)²/2"), pgettext("lesson 2 table header", "engine")], single
+            ),
+            claim(exact, _("the ratio is exactly x1 ÷ x2 = {ratio}").format(ratio=fmt(X1 / X2, 4))),
             Text(""),
             number_table(
-                [f"{len(prob.targets)} examples, w = 0", "|dL/dw1|", "|dL/dw2|", "ratio"],
-                [[*row[:3], fmt(row[3], 3)] for row in rows],
-                caption="L = mean of (y − target)²/2; standardized: each feature over the examples, "
-                "plus a bias b (standardizing removes the features' means).",
+                [*header, pgettext("lesson 2 table header", "ratio")],
+                rows,
+                caption=_(
+                    "L = mean of (y − target)²/2; standardized: each feature over the examples, "
+                    "plus a bias b (standardizing removes the features' means)."
+                ),
             ),
-            Text.assemble(
-                check_mark(rows[1][-1] < rows[0][-1]),
-                f" standardized, the two gradients differ by ×{fmt(rows[1][-1], 3)}, raw by ×{sci(rows[0][-1], 1)}",
-            ),
+            claim(ratios["standardized"] < ratios["raw"], differ),
         ),
         graph=loss,
     )
@@ -203,7 +243,7 @@ def landscape_grid(feats: np.ndarray, targets: np.ndarray, span: float, size: in
 def loss_landscape(p: LessonParams, size: int = 7) -> Group:
     """The loss over a grid of (w1, w2) around the optimum, raw and normalized, as heat maps."""
     if not isinstance(size, int) or not 3 <= size <= 21 or size % 2 == 0:
-        raise ValueError(f"size: expected an odd integer from 3 to 21, got {size!r}")
+        raise ValueError(_("size: expected an odd integer from 3 to 21, got {size!r}").format(size=size))
     prob = linear_problem(p.seed)
     parts: list[Text | HeatMap] = []
     lopsided = {}
@@ -211,66 +251,71 @@ def loss_landscape(p: LessonParams, size: int = 7) -> Group:
         grid = landscape_grid(feats, prob.targets, span, size)
         along_w1, along_w2 = grid[size // 2, -1], grid[0, size // 2]
         lopsided[name] = max(along_w1, along_w2) / min(along_w1, along_w2)
-        parts += [
-            heat_map(grid, title=f"{name}: L − L*, w1 across and w2 down, ±{span:g} around the best"),
-            Text(f"  a step of {span:g} costs {sci(along_w1)} along w1, {sci(along_w2)} along w2", style="dim"),
-        ]
-    parts.append(
-        Text.assemble(
-            check_mark(lopsided["standardized"] < lopsided["raw"]),
-            f" raw, one direction costs {sci(lopsided['raw'], 1)} times the other; "
-            f"standardized, {fmt(lopsided['standardized'], 3)} times",
+        title = _("{name}: L − L*, w1 across and w2 down, ±{span} around the best").format(
+            name=shown(name), span=f"{span:g}"
         )
+        cost = _("a step of {span} costs {along_w1} along w1, {along_w2} along w2").format(
+            span=f"{span:g}", along_w1=sci(along_w1), along_w2=sci(along_w2)
+        )
+        parts += [heat_map(grid, title=title), cjk_text("  " + cost, style="dim")]
+    lopsided_line = _("raw, one direction costs {raw} times the other; standardized, {standardized} times").format(
+        raw=sci(lopsided["raw"], 1), standardized=fmt(lopsided["standardized"], 3)
     )
+    parts.append(claim(lopsided["standardized"] < lopsided["raw"], lopsided_line))
     return Group(*parts)
+
+
+def _descent_chart(runs: dict[str, dict[str, object]]) -> LineChart:
+    """The loss gap of each run per step, on a log scale (a run that stopped is padded with its last gap)."""
+    # a run stops once its gap is below the tolerance; its name says so, since its curve is padded
+    # with its last value to span the same steps as the other
+    curves = {
+        (
+            shown(name)
+            if r["converged"] is None
+            else _("{name}, stopped at step {step}").format(name=shown(name), step=r["converged"])
+        ): r["gaps"]
+        for name, r in runs.items()
+    }
+    longest = max(len(c) for c in curves.values())
+    padded = {n: c + [c[-1]] * (longest - len(c)) for n, c in curves.items()}
+    floor = 1e-12
+    return line_chart(
+        {n: [max(v, floor) for v in c] for n, c in padded.items()},
+        log=True,
+        height=6,
+        title=_("loss gap (L − L*) ÷ (L0 − L*) per step"),
+    )
 
 
 @demo("descent_race")
 def descent_race(p: LessonParams, steps: int = 300) -> Group:
     """Gradient descent on the raw and the normalized problem, each with the step 1 / lambda_max."""
     if not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps: expected a positive integer, got {steps!r}")
+        raise ValueError(_("steps: expected a positive integer, got {steps!r}").format(steps=steps))
     prob = linear_problem(p.seed)
     runs = {name: descend(f, prob.targets, steps) for name, f in (("raw", prob.raw), ("standardized", prob.normalized))}
-    # a run stops once its gap is below the tolerance; its name says so, since its curve is padded
-    # with its last value to span the same steps as the other
-    curves = {
-        (name if r["converged"] is None else f"{name}, stopped at step {r['converged']}"): r["gaps"]
+    reached = {
+        name: str(r["converged"]) if r["converged"] is not None else _("not in {steps}").format(steps=steps)
         for name, r in runs.items()
     }
-    longest = max(len(c) for c in curves.values())
-    padded = {n: c + [c[-1]] * (longest - len(c)) for n, c in curves.items()}
-    floor = 1e-12
-    chart = line_chart(
-        {n: [max(v, floor) for v in c] for n, c in padded.items()},
-        log=True,
-        height=6,
-        title="loss gap (L − L*) ÷ (L0 − L*) per step",
-    )
-    rows = []
-    for name, r in runs.items():
-        done = r["converged"]
-        rows.append(
-            [
-                name,
-                sci(r["condition"], 1),
-                str(done) if done is not None else f"not in {steps}",
-                sci(r["gaps"][-1], 1),
-            ]
-        )
+    rows = [[shown(name), sci(r["condition"], 1), reached[name], sci(r["gaps"][-1], 1)] for name, r in runs.items()]
     done = {name: r["converged"] if r["converged"] is not None else steps + 1 for name, r in runs.items()}
+    # Translators: "condition" is the column of condition numbers, named again in the caption below
+    headers = ["", pgettext("descent table", "condition"), _("steps to 1e-6"), _("last gap")]
+    # Translators: {standardized} and {raw} are each a number of steps or "not in {steps}" (as in the table)
+    first = _("standardized reaches 1e-6 first: in {standardized} steps, raw {raw}").format(**reached)
     return Group(
-        chart,
+        _descent_chart(runs),
         number_table(
-            ["", "condition", "steps to 1e-6", "last gap"],
+            headers,
             rows,
-            caption="condition = λmax ÷ λmin. With the step 1/λmax, descent needs at most about "
-            "condition × ln(1/tolerance) steps.",
+            caption=_(
+                "condition = λmax ÷ λmin. With the step 1/λmax, descent needs at most about "
+                "condition × ln(1/tolerance) steps."
+            ),
         ),
-        Text.assemble(
-            check_mark(done["standardized"] < done["raw"]),
-            f" standardized reaches 1e-6 first: in {rows[1][2]} steps, raw {rows[0][2]}",
-        ),
+        claim(done["standardized"] < done["raw"], first),
     )
 
 
@@ -290,14 +335,14 @@ def sigmoid_saturation(p: LessonParams, zs: tuple[float, ...] = (-100.0, -10.0, 
         values.append(s.data)
     top = int(np.argmax(zs))
     return Group(
-        number_table(["z", "sigmoid(z)", "d sigmoid / dz"], rows, title="the engine's sigmoid node"),
-        Text.assemble(
-            check_mark(zs[int(np.argmax(slopes))] == 0.0 and max(slopes) == 0.25),
-            " the slope is largest, 1/4, at z = 0",
+        number_table(["z", "sigmoid(z)", "d sigmoid / dz"], rows, title=_("the engine's sigmoid node")),
+        claim(
+            zs[int(np.argmax(slopes))] == 0.0 and max(slopes) == 0.25,
+            _("the slope is largest, 1/4, at z = 0"),
         ),
-        Text.assemble(
-            check_mark(values[top] == 1.0 and slopes[top] == 0.0),
-            f" at z = {fmt(float(zs[top]), 4)}: sigmoid rounds to exactly 1, its slope to exactly 0",
+        claim(
+            values[top] == 1.0 and slopes[top] == 0.0,
+            _("at z = {z}: sigmoid rounds to exactly 1, its slope to exactly 0").format(z=fmt(float(zs[top]), 4)),
         ),
     )
 
@@ -319,26 +364,30 @@ def saturation_before_after(p: LessonParams, mean: float = 12.0, spread: float =
     zn = engine_forward("layernorm", z, None, None, p.eps)  # standardized over the units (LayerNorm, lesson 3)
     raw, std = sigmoid_slopes(z), sigmoid_slopes(zn)
     chart = bar_chart(
-        [f"unit {i}" for i in range(p.dim)],
-        {"raw σ'": raw, "standardized σ'": std},
-        title=f"sigmoid'(z) per unit, z ~ N({mean:g}, {spread:g}²), then standardized",
+        [_("unit {i}").format(i=i) for i in range(p.dim)],
+        {_("raw σ'"): raw, _("standardized σ'"): std},
+        title=_("sigmoid'(z) per unit, z ~ N({mean}, {spread}²), then standardized").format(
+            mean=f"{mean:g}", spread=f"{spread:g}"
+        ),
         log=False,
     )
     mean_raw, mean_std = float(np.mean(raw)), float(np.mean(std))
     return Group(
         chart,
         number_table(
-            ["", "mean σ'", f"(mean σ')^{layers}"],
+            ["", _("mean σ'"), _("(mean σ')^{layers}").format(layers=layers)],
             [
-                ["raw", sci(mean_raw), sci(mean_raw**layers)],
-                ["standardized", fmt(mean_std, 3), sci(mean_std**layers)],
+                [shown("raw"), sci(mean_raw), sci(mean_raw**layers)],
+                [shown("standardized"), fmt(mean_std, 3), sci(mean_std**layers)],
             ],
-            caption=f"(mean σ')^{layers}: roughly how much of a gradient survives {layers} such layers, "
-            "weights aside (sigmoid' is at most 0.25).",
+            caption=_(
+                "(mean σ')^{layers}: roughly how much of a gradient survives {layers} such layers, "
+                "weights aside (sigmoid' is at most 0.25)."
+            ).format(layers=layers),
         ),
-        Text.assemble(
-            check_mark(mean_std > mean_raw),
-            f" standardized, the mean slope is {fmt(mean_std / mean_raw, 3)} times the raw one",
+        claim(
+            mean_std > mean_raw,
+            _("standardized, the mean slope is {factor} times the raw one").format(factor=fmt(mean_std / mean_raw, 3)),
         ),
     )
 
@@ -367,21 +416,19 @@ def identity_recovery(p: LessonParams) -> Group:
         float(np.max(np.abs(y_ln[1:] - x[1:]))),
     ]
     rows = [
-        ["BatchNorm, each column", "whole batch", sci(gaps[0])],
-        ["LayerNorm, row 0", "row 0", sci(gaps[1])],
-        ["", "other rows", sci(gaps[2])],
+        [_("BatchNorm, each column"), _("whole batch"), sci(gaps[0])],
+        [_("LayerNorm, row 0"), _("row 0"), sci(gaps[1])],
+        ["", _("other rows"), sci(gaps[2])],
     ]
     exact = CLOSED_FORM_RTOL * float(np.max(np.abs(x)))  # rounding, at the size of x
     return Group(
         number_table(
-            ["gamma, beta from", "rows", "max |y − x|"],
+            [_("gamma, beta from"), pgettext("identity table header", "rows"), "max |y − x|"],
             rows,
-            title=f"X [{n}, {p.dim}]; gamma = √(var + eps), beta = mean (the engine's nodes)",
+            title=_("X [{n}, {d}]; gamma = √(var + eps), beta = mean (the engine's nodes)").format(n=n, d=p.dim),
         ),
-        Text.assemble(check_mark(gaps[0] <= exact), " BatchNorm gives back the whole batch, up to rounding"),
-        Text.assemble(
-            check_mark(gaps[1] <= exact < gaps[2]), " LayerNorm gives back row 0 only; the other rows change"
-        ),
+        claim(gaps[0] <= exact, _("BatchNorm gives back the whole batch, up to rounding")),
+        claim(gaps[1] <= exact < gaps[2], _("LayerNorm gives back row 0 only; the other rows change")),
     )
 
 
@@ -426,40 +473,39 @@ def feature_importance(prob: UnitsProblem) -> np.ndarray:
 def units_and_weights(p: LessonParams) -> DemoOutput:
     """Raw weights take on the units of their features; standardized weights say what matters."""
     prob = units_problem(p.seed)
-    raw_w, _ = least_squares(prob.raw, prob.targets)
-    std_w, _ = least_squares((prob.raw - prob.raw.mean(axis=0)) / prob.raw.std(axis=0), prob.targets)
+    raw_w, _raw_loss = least_squares(prob.raw, prob.targets)
+    std_w, _std_loss = least_squares((prob.raw - prob.raw.mean(axis=0)) / prob.raw.std(axis=0), prob.targets)
     rise = feature_importance(prob)
     rows = [
         [f"{name} ≈ {sci(float(np.mean(prob.raw[:, k])), 0)}", sci(raw_w[k]), fmt(std_w[k], 3), sci(rise[k])]
         for k, name in enumerate(("x1", "x2"))
     ]
-    table = number_table(["feature", "raw w", "standardized w", "loss rise"], rows)
+    # Translators: "loss rise" is named again in the caption under the table
+    headers = [pgettext("units table", "feature"), _("raw w"), _("standardized w"), _("loss rise")]
+    table = number_table(headers, rows)
     order = np.argsort(-rise)  # most important first
     checks = Group(
-        Text.assemble(
-            check_mark(bool(np.all(np.argsort(-np.abs(std_w)) == order))),
-            " standardized weights rank the features as leaving them out does",
+        claim(
+            bool(np.all(np.argsort(-np.abs(std_w)) == order)),
+            _("standardized weights rank the features as leaving them out does"),
         ),
-        Text.assemble(
-            check_mark(bool(np.all(np.argsort(-np.abs(raw_w)) == order[::-1]))),
-            " raw weights rank them the other way round",
-        ),
+        claim(bool(np.all(np.argsort(-np.abs(raw_w)) == order[::-1])), _("raw weights rank them the other way round")),
     )
-    caption = Text("loss rise: how much the best fit's loss grows when the feature is left out.", style="dim")
+    caption = cjk_text(_("loss rise: how much the best fit's loss grows when the feature is left out."), style="dim")
     return DemoOutput(Group(table, caption, checks), prediction=_units_prediction(raw_w, std_w))
 
 
 def _units_prediction(raw_w: np.ndarray, std_w: np.ndarray) -> Prediction:
     ratio = abs(raw_w[0]) / abs(raw_w[1])
     answer = 0 if ratio > 2 else 1 if ratio < 0.5 else 2
-    why = (
-        f"raw w1 = {sci(raw_w[0])}, w2 = {sci(raw_w[1])}. A weight must absorb its feature's unit: x2 is "
-        f"small, so its weight must be large for it to count at all. Standardized: {fmt(std_w[0], 3)} and "
-        f"{fmt(std_w[1], 3)}, in the order of importance."
-    )
-    choices = ("x1's weight", "x2's weight", "about the same")
+    why = _(
+        "raw w1 = {raw_w1}, w2 = {raw_w2}. A weight must absorb its feature's unit: x2 is "
+        "small, so its weight must be large for it to count at all. Standardized: {std_w1} and "
+        "{std_w2}, in the order of importance."
+    ).format(raw_w1=sci(raw_w[0]), raw_w2=sci(raw_w[1]), std_w1=fmt(std_w[0], 3), std_w2=fmt(std_w[1], 3))
+    choices = (_("x1's weight"), _("x2's weight"), _("about the same"))
     return Prediction(
-        "x1 matters more to the target. Fit the raw features: whose weight is larger?", choices, answer, why
+        _("x1 matters more to the target. Fit the raw features: whose weight is larger?"), choices, answer, why
     )
 
 
@@ -488,7 +534,7 @@ def depth_run(
     """h_k = gain · W_k h_(k−1) and h_k = gain · W_k standardize(h_(k−1)), with the same random W_k."""
     rng = rng_for(seed, 34)
     x = rng.normal(size=width)
-    mats = [rng.normal(size=(width, width)) / math.sqrt(width) for _ in range(depth)]  # |W u| ≈ |u|
+    mats = [rng.normal(size=(width, width)) / math.sqrt(width) for _k in range(depth)]  # |W u| ≈ |u|
     plain, normalized, fed, expected = {}, {}, {}, {}
     for gain in gains:
         h, hn = x, x
@@ -512,20 +558,18 @@ def _depth_checks(run: DepthRun, eps: float) -> list[Text]:
         factor, expected = norms[-1] / norms[0], gain**depth
         near = abs(math.log(factor / expected)) < depth * abs(math.log(gain)) / 2  # within half the decades
         checks.append(
-            Text.assemble(
-                check_mark(near),
-                f" plain {gain:g}: |h| ×{sci(factor, 1)} in {depth} layers; {gain:g}^{depth} = {sci(expected, 1)}",
+            claim(
+                near,
+                _("plain {gain}: |h| ×{factor} in {depth} layers; {gain}^{depth} = {expected}").format(
+                    gain=f"{gain:g}", factor=sci(factor, 1), depth=depth, expected=sci(expected, 1)
+                ),
             )
         )
     fed = [v for vs in run.fed.values() for v in vs]
     lengths = [v for vs in run.fed_expected.values() for v in vs]
     fixed = all(math.isclose(a, b, rel_tol=CLOSED_FORM_RTOL) for a, b in zip(fed, lengths))
-    checks.append(
-        Text.assemble(
-            check_mark(fixed),
-            f" norm.: each W gets an input of length √{run.width}" + ("·√(var/(var+eps))" if eps else ""),
-        )
-    )
+    length = f"√{run.width}" + ("·√(var/(var+eps))" if eps else "")
+    checks.append(claim(fixed, _("norm.: each W gets an input of length {length}").format(length=length)))
     checks += _depth_band_checks(run, eps)
     return checks
 
@@ -541,21 +585,23 @@ def _depth_band_checks(run: DepthRun, eps: float) -> list[Text]:
     lines = []
     if kept:
         spread = [v for gain in kept for v in band[gain]]
-        which = "" if len(kept) == len(band) else " " + ", ".join(f"{g:g}" for g in kept)
-        lines.append(
-            Text.assemble(
-                check_mark(True),
-                f" norm.{which}: |h| stays within {fmt(min(spread), 3)} to {fmt(max(spread), 3)} × gain·√{run.width}",
-            )
-        )
+        within = {"low": fmt(min(spread), 3), "high": fmt(max(spread), 3), "width": run.width}
+        if len(kept) == len(band):
+            line = _("norm.: |h| stays within {low} to {high} × gain·√{width}").format(**within)
+        else:
+            gains = separated([f"{g:g}" for g in kept])
+            line = _("norm. {gains}: |h| stays within {low} to {high} × gain·√{width}").format(gains=gains, **within)
+        lines.append(claim(True, line))
     for gain in (g for g in band if g not in kept):
         short = min(run.fed[gain]) / math.sqrt(run.width)  # √(var/(var + eps)) at its smallest
         factor = run.normalized[gain][-1] / run.normalized[gain][0]
         lines.append(
-            Text.assemble(
-                check_mark(eps > 0 and short < 0.5),
-                f" norm. {gain:g}: |h| ×{sci(factor, 1)}: var(h) fell below eps = {eps:g}, where dividing by "
-                f"√(var + eps) no longer rescales (W is fed {sci(short, 1)} × √{run.width})",
+            claim(
+                eps > 0 and short < 0.5,
+                _(
+                    "norm. {gain}: |h| ×{factor}: var(h) fell below eps = {eps}, where dividing by "
+                    "√(var + eps) no longer rescales (W is fed {short} × √{width})"
+                ).format(gain=f"{gain:g}", factor=sci(factor, 1), eps=f"{eps:g}", short=sci(short, 1), width=run.width),
             )
         )
     return lines
@@ -569,18 +615,27 @@ def depth_norms(p: LessonParams, width: int = 64, depth: int = 32) -> DemoOutput
     rows = [
         [str(k), *[sci(series[g][k], 1) for g in run.plain for series in (run.plain, run.normalized)]] for k in shown
     ]
-    headers = ["depth", *[f"{name} {g:g}" for g in run.plain for name in ("plain", "norm.")]]
+    column = {
+        "plain": lambda g: _("plain {gain}").format(gain=f"{g:g}"),
+        "norm.": lambda g: _("norm. {gain}").format(gain=f"{g:g}"),
+    }
+    depth_word = pgettext("lesson 2: layers so far", "depth")
+    headers = [depth_word, *[column[name](g) for g in run.plain for name in ("plain", "norm.")]]
     table = number_table(
         headers,
         rows,
-        title=f"|h| by depth ({width} units; norm.: standardized before each W)",
+        title=_("|h| by depth ({width} units; norm.: standardized before each W)").format(width=width),
     )
+    curve = {
+        "plain": lambda g: _("plain, gain {gain}").format(gain=f"{g:g}"),
+        "normalized": lambda g: _("normalized, gain {gain}").format(gain=f"{g:g}"),
+    }
     curves = {
-        f"{name}, gain {g:g}": series[g]
+        curve[name](g): series[g]
         for g in run.plain
         for name, series in (("plain", run.plain), ("normalized", run.normalized))
     }
-    figure = line_chart_svg(curves, title="|h| by depth", xlabel="depth", ylabel="|h| (log10)", log_y=True)
+    figure = line_chart_svg(curves, title=_("|h| by depth"), xlabel=depth_word, ylabel="|h| (log10)", log_y=True)
     return DemoOutput(Group(table, *_depth_checks(run, p.eps)), graph=figure, prediction=_depth_prediction(run))
 
 
@@ -589,18 +644,23 @@ def _depth_prediction(run: DepthRun) -> Prediction:
     factor = run.normalized[2.0][-1] / run.normalized[2.0][0]
     targets = (2.0**depth, 1.0, 2.0**-depth)
     answer = nearest_factor(factor, targets)
-    why = (
-        f"|h| went from {fmt(run.normalized[2.0][0], 3)} to {fmt(run.normalized[2.0][-1], 3)}: each W sees a "
-        f"standardized input, so only the last gain shows. Plain, the gains multiply: "
-        f"×{sci(run.plain[2.0][-1] / run.plain[2.0][0], 1)}."
+    why = _(
+        "|h| went from {start} to {end}: each W sees a standardized input, so only the last gain shows. "
+        "Plain, the gains multiply: ×{plain}."
+    ).format(
+        start=fmt(run.normalized[2.0][0], 3),
+        end=fmt(run.normalized[2.0][-1], 3),
+        plain=sci(run.plain[2.0][-1] / run.plain[2.0][0], 1),
     )
     choices = (
-        f"about 2^{depth} times larger",
-        "about the same size, give or take a small factor",
-        f"about 2^{depth} times smaller",
+        _("about 2^{depth} times larger").format(depth=depth),
+        _("about the same size, give or take a small factor"),
+        _("about 2^{depth} times smaller").format(depth=depth),
     )
     return Prediction(
-        f"{depth} layers of gain 2, standardized between them: how large is |h| at the end, next to |x|?",
+        _("{depth} layers of gain 2, standardized between them: how large is |h| at the end, next to |x|?").format(
+            depth=depth
+        ),
         choices,
         answer,
         why,
@@ -614,7 +674,7 @@ def init_scale_run(seed: int, dim: int, layers: int, c: float) -> tuple[float, f
     """|output| of layers × (c·W) plain and with standardize (eps = 0) before each W, and the lengths W is fed."""
     rng = rng_for(seed, 35)
     x = rng.normal(size=dim)
-    mats = [rng.normal(size=(dim, dim)) / math.sqrt(dim) for _ in range(layers)]
+    mats = [rng.normal(size=(dim, dim)) / math.sqrt(dim) for _k in range(layers)]
     h, hn, fed = x, x, []
     for w in mats:
         h = c * (w @ h)
@@ -628,7 +688,7 @@ def init_scale_run(seed: int, dim: int, layers: int, c: float) -> tuple[float, f
 def init_scale(p: LessonParams, layers: int = 8, scales: tuple[float, ...] = (0.1, 0.5, 2.0, 10.0)) -> DemoOutput:
     """Every weight matrix initialized c times too large: the output grows like c^layers plain, like c normalized."""
     dim = max(p.dim, 2)
-    plain1, norm1, _ = init_scale_run(p.seed, dim, layers, 1.0)
+    plain1, norm1, _fed1 = init_scale_run(p.seed, dim, layers, 1.0)
     rows, exact_plain, exact_norm, fed_ok = [], True, True, True
     for c in scales:
         plain, normalized, fed = init_scale_run(p.seed, dim, layers, float(c))
@@ -637,15 +697,20 @@ def init_scale(p: LessonParams, layers: int = 8, scales: tuple[float, ...] = (0.
         fed_ok &= all(math.isclose(v, math.sqrt(dim), rel_tol=CLOSED_FORM_RTOL) for v in fed)
         rows.append([fmt(c, 3), sci(plain / plain1), sci(c**layers), fmt(normalized / norm1, 6)])
     table = number_table(
-        ["c", "plain ÷ (c = 1)", f"c^{layers}", "normalized ÷ (c = 1)"],
+        ["c", _("plain ÷ (c = 1)"), f"c^{layers}", _("normalized ÷ (c = 1)")],
         rows,
-        title=f"{layers} layers of width {dim}, every W scaled by c; normalization at eps = 0",
+        title=_("{layers} layers of width {dim}, every W scaled by c; normalization at eps = 0").format(
+            layers=layers, dim=dim
+        ),
     )
     checks = [
-        Text.assemble(check_mark(exact_plain), f" plain: the output scales by exactly c^{layers}"),
-        Text.assemble(check_mark(exact_norm), " normalized: by exactly c, whatever the depth"),
-        Text.assemble(
-            check_mark(fed_ok), f" normalized: every W is fed a vector of length √{dim} = {fmt(math.sqrt(dim), 4)}"
+        claim(exact_plain, _("plain: the output scales by exactly c^{layers}").format(layers=layers)),
+        claim(exact_norm, _("normalized: by exactly c, whatever the depth")),
+        claim(
+            fed_ok,
+            _("normalized: every W is fed a vector of length √{dim} = {length}").format(
+                dim=dim, length=fmt(math.sqrt(dim), 4)
+            ),
         ),
     ]
     return DemoOutput(Group(table, *checks))
