@@ -227,7 +227,7 @@ def gradient_orthogonal(p: LessonParams) -> DemoOutput:
     header = _("autograd dx, random dy")
     table = number_table([header, *[f"eps = {e:g}" for e in epsilons]], rows, caption=caption)
     checks = [
-        (all(abs(c["sum"]) <= c["rounding"] for c in cols), _("no part along 1 after, at any eps")),
+        (all(abs(c["sum"]) <= c["rounding"] for c in cols), _("no part along 1 after, at each eps shown")),
         (abs(cols[-1]["dot"]) <= cols[-1]["rounding"], _("no part along xhat after, at eps = 0")),
     ]
     if p.eps > 0:
