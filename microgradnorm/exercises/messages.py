@@ -365,7 +365,8 @@ SAYINGS: dict[str, str] = {
     "bad_return": "{message}.",
     "kernel_refused": (
         "The operating system refused something your code tried{on} ({message}): while it is graded, code may "
-        "not start processes, signal other processes, raise its limits or change files."
+        "not start processes, signal other processes, raise its limits, change files, or read files beyond "
+        "the standard library and NumPy."
     ),
     "raised": "Your code raised {type}{on}: {message}",
     "timeout": "Your code did not finish within {timeout:g} s (wall clock) and was stopped: an endless loop?",
@@ -388,6 +389,10 @@ SAYINGS: dict[str, str] = {
     "not_text": "{path} is not text Python can read: {why}.",
     "unreadable_file": "{path} could not be read: {why}.",
     "posix_only": "The grader runs learner code in a sandbox that needs a POSIX system (Linux or macOS).",
+    "seed_not_recorded": (
+        "Graded on the inputs of --seed {seed}, which are known in advance (and so could their answers be): "
+        "this check is not recorded. `microgradnorm exercise check {number}` without --seed records a pass."
+    ),
     "progress_tampered": (
         "Your progress file changed while your code ran; the change was discarded and nothing was recorded "
         "for this check."

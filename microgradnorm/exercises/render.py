@@ -196,7 +196,8 @@ def grade_report(result: GradeResult, *, next_exercise: Exercise | None = None) 
     if result.printed:
         parts.append(Text("Your code printed (shown for you, not graded):", style="dim"))
         parts.append(Padding(Text(result.printed, style="dim"), (0, 0, 0, 2)))
-    if result.passed:
+    parts += [Text(note, style="yellow") for note in result.notes]
+    if result.passed and result.recorded:
         nxt = f"  Next: {next_exercise.name} (`microgradnorm exercise check` grades it)." if next_exercise else ""
         parts.append(
             Text(
@@ -206,7 +207,7 @@ def grade_report(result: GradeResult, *, next_exercise: Exercise | None = None) 
         )
     elif result.status == "not_written":
         parts.append(Text(f"Open {result.path} and write your code there.", style="dim"))
-    else:
+    elif not result.passed:
         parts.append(Text(f"Stuck? `microgradnorm exercise hint {ex.number}` gives one hint at a time.", style="dim"))
     return Group(*parts)
 
