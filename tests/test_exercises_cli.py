@@ -255,6 +255,7 @@ def test_reset_asks_first_and_keeps_a_backup(folder):
     mine = path.read_text(encoding="utf-8")
     code, out = run("reset", "1", stdin="n\n")
     assert code == 1 and "Not reset" in out
+    assert "[y/N]" in out  # the answers it takes are shown, not eaten as markup
     assert path.read_text(encoding="utf-8") == mine
     code, out = run("reset", "1", stdin="")  # no answer at all is no
     assert code == 1 and path.read_text(encoding="utf-8") == mine

@@ -260,6 +260,7 @@ def _reset(args, console, stdin, progress) -> int:
             f"Reset {path} to the scaffold? Your version is backed up first; your progress is kept. [y/N] ",
             end="",
             highlight=False,
+            markup=False,  # "[y/N]" is the question's answer key, not a style
         )
         answer = stdin.readline()
         if not _is_tty(stdin):
