@@ -144,8 +144,7 @@ def test_files_run_on_their_own(ex, tmp_path):
     done = subprocess.run([sys.executable, str(ex.solution)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "DIFFERS" not in done.stdout
-    if ex.slug != "stable_variance":
-        assert "agrees" in done.stdout
+    assert "agrees" in done.stdout
     todo = subprocess.run([sys.executable, str(ex.scaffold)], capture_output=True, text=True, timeout=120)
     assert todo.returncode != 0
     # one line that says what to do, instead of a NotImplementedError traceback

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -455,7 +456,7 @@ def test_a_hint_is_wrapped_once_at_the_terminal_width(folder):
     for hint in hints(ex):
         for paragraph in hint.split("\n"):
             words = paragraph.split()
-            lines = [ln.strip() for ln in buf.getvalue().splitlines()]
+            lines = [re.sub(r"^\d+\.\s+", "", ln.strip()) for ln in buf.getvalue().splitlines()]  # "2. text"
             start = next(i for i, ln in enumerate(lines) if ln.startswith(" ".join(words[:3])))
             body = []
             for ln in lines[start:]:

@@ -219,11 +219,14 @@ def hint_view(
     if not hints:
         return Text(f"{ex.name} has no hints.", style="dim")
     parts: list[RenderableType] = [Text(f"Hints for {ex.name} ({shown} of {len(hints)})", style="bold")]
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(justify="right", no_wrap=True)
+    grid.add_column()
     for i, hint in enumerate(hints[:shown], 1):
         newest = i == shown
-        parts.append(Text(f"{i}.", style="bold cyan" if newest else "dim"))
         body = Text(hint, style="" if newest else "dim")  # plain text: a**p and x_i are maths, not Markdown
-        parts.append(Padding(body, (0, 0, 0, 3)))
+        grid.add_row(Text(f"{i}.", style="bold cyan" if newest else "dim"), body)
+    parts.append(grid)
     if shown < len(hints):
         parts.append(Text(f"{more} for hint {shown + 1}.", style="dim"))
     else:
