@@ -26,12 +26,21 @@ IDS = [ex.name for ex in EXERCISES]
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
+# what a learner's file may do to its own process before the graded code runs
+STRICT = "import warnings as _w\nimport numpy as _np\n_np.seterr(all='raise')\n_w.simplefilter('error')\n"
+
+
 @pytest.fixture(scope="module")
-def graded():
-    """Every scaffold, every reference solution (on two fresh seeds) and every independent answer, graded."""
+def graded(tmp_path_factory):
+    """Every scaffold, every reference solution (on two fresh seeds) and every independent answer, graded;
+    and every independent answer again, with NumPy raising on any floating-point error and warnings as errors."""
+    strict = tmp_path_factory.mktemp("strict")
     subs = [Submission(f"scaffold-{ex.name}", ex.number, ex.scaffold) for ex in EXERCISES]
     subs += [Submission(f"solution-{ex.name}-{i}", ex.number, ex.solution) for ex in EXERCISES for i in range(2)]
     subs += [Submission(f"answer-{ex.name}", ex.number, ANSWERS / ex.filename) for ex in EXERCISES]
+    for ex in EXERCISES:
+        (strict / ex.filename).write_text(STRICT + (ANSWERS / ex.filename).read_text(encoding="utf-8"), "utf-8")
+        subs.append(Submission(f"strict-{ex.name}", ex.number, strict / ex.filename))
     return grade_all(subs)
 
 
@@ -101,6 +110,12 @@ def test_an_independent_right_answer_passes(ex, graded):
     result = graded[f"answer-{ex.name}"]
     assert result.passed, (result.seed, result.summary, result.rows, result.findings, result.printed)
     assert (ANSWERS / ex.filename).read_text(encoding="utf-8") != ex.solution.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
+def test_a_right_answer_passes_with_floating_point_errors_raised_and_warnings_as_errors(ex, graded):
+    result = graded[f"strict-{ex.name}"]
+    assert result.passed, (result.seed, result.summary, result.rows, result.findings, result.printed)
 
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)

@@ -607,3 +607,19 @@ def test_shape_findings():
     assert shape_findings("dgamma", (3, 8), (8,), x_shape=(2, 3, 8))[0].title == "reduced over the wrong axis"
     assert shape_findings("J", (5, 4), (4, 5))[0].title == "transposed"
     assert shape_findings("dx", (7,), (4, 5))[0].title == "wrong shape"
+
+
+def test_the_grading_process_itself_runs_with_warnings_as_errors_and_numpy_raising(tmp_path):
+    """As under ``python -X dev -W error``: a NaN, an Inf, a wrong scale or path is judged, never a crash."""
+    import warnings
+
+    wrong = [
+        (1, (MUL, "return b * dout / 0.0, a * dout * np.nan")),
+        (5, (LN_DX, "dx = rstd * (dxhat - 2.0 * mean_part - xhat * var_part * 0.0)")),
+        (8, ("dx = rrms * (dxhat - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True))  # N,D", "dx = rrms * 0.0")),
+    ]
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        for number, change in wrong:
+            result = grade(get_exercise(number), planted(tmp_path, number, change))
+            assert not result.passed and result.findings, result.summary
