@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich import box
@@ -14,8 +15,6 @@ from rich.text import Text
 from microgradnorm.exercises.catalog import EXERCISES, Exercise
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from microgradnorm.exercises.grader import GradeResult
     from microgradnorm.exercises.workspace import InitReport, Progress
 
@@ -129,6 +128,14 @@ def exercise_list(
     return Group(*parts)
 
 
+def _runnable(path: Path) -> str:
+    """``path`` as typed from the current directory: relative when it is below it, else as it is."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def init_report(report: InitReport, next_exercise: Exercise | None = EXERCISES[0]) -> RenderableType:
     """What ``init`` copied, what it left alone, and where to go on (the first unpassed exercise)."""
     lines = [Text.assemble(("Exercise workspace: ", "bold"), str(report.workspace))]
@@ -151,8 +158,8 @@ def init_report(report: InitReport, next_exercise: Exercise | None = EXERCISES[0
     lines.append(
         Text(
             f"{start} {next_exercise.filename}: write your code where it says so, run it on its own with "
-            f"`python {next_exercise.filename}`, then grade it with `microgradnorm exercise check` "
-            "(or keep `microgradnorm exercise watch` open in a second terminal).",
+            f"`python {_runnable(report.workspace / next_exercise.filename)}`, then grade it with "
+            "`microgradnorm exercise check` (or keep `microgradnorm exercise watch` open in a second terminal).",
         )
     )
     return Group(*lines)
@@ -165,7 +172,7 @@ def _fmt(v: float) -> str:
 def grade_report(result: GradeResult, *, next_exercise: Exercise | None = None) -> RenderableType:
     """The outcome of one check: the per-check table, the diagnosis and the worst entry."""
     ex = result.exercise
-    head = Text.assemble((f"{ex.name}", "bold"), f"  {ex.title}", (f"   seed {result.seed}", "dim"))
+    head = Text.assemble((f"{ex.name}", "bold"), f"  {ex.title}", (f"   inputs of --seed {result.seed}", "dim"))
     parts: list[RenderableType] = [head]
     if result.rows:
         table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 1))
