@@ -170,13 +170,15 @@ print("site-packages", "listed" if os.listdir(os.path.dirname(os.path.dirname(nu
 @pytest.mark.skipif(landlock.abi_version() == 0, reason="the file filter needs Landlock (Linux 5.13 or later)")
 def test_the_file_filter_alone_keeps_the_package_and_other_processes_out():
     """Without the audit hook: the kernel lets the child read the standard library and NumPy, nothing else."""
-    _, printed = _supervise(FILE_ATTEMPTS, readable=process._readable())
+    _, printed = _supervise(FILE_ATTEMPTS, readable=process._readable(engine=True))
     said = dict(line.split(" ", 1) for line in printed.splitlines())
     for name in ("closed-form", "solution", "answers", "grader-memory", "other-package"):
         assert said[name] == f"refused {errno.EACCES}", (name, printed)
     for name in ("engine", "stdlib", "numpy"):
         assert said[name] == "allowed", (name, printed)
     assert said["site-packages"] == "listed"  # names only: imports look there
+    _, printed = _supervise(FILE_ATTEMPTS, readable=process._readable(engine=False))
+    assert "engine refused 13" in printed  # the engine only for the exercise about it
 
 
 def test_the_filter_program_is_well_formed():
@@ -355,7 +357,7 @@ def test_a_file_filter_under_which_no_child_starts_is_dropped_for_the_audit_hook
     from microgradnorm.exercises.grader import grade
 
     nothing = {"numpy_dir": "/nonexistent", "stdlib": [], "harness": [], "keep_out": "/", "mapped": []}
-    monkeypatch.setattr(process, "_readable", lambda: nothing)
+    monkeypatch.setattr(process, "_readable", lambda engine=False: nothing)
     ex = get_exercise(1)
     result = grade(ex, ex.solution)
     assert result.passed and not result.file_filter, result.summary

@@ -161,6 +161,7 @@ def grade(
         memory_mb=memory_mb,
         cwd=path.resolve().parent,
         probe=_job(exercise, path, "", cases),  # no learner code: does a child start here at all?
+        engine=exercise.uses == "engine",
     )
     out.printed = _printed(run)
     _conclude(out, run, cases, timeout, memory_mb)

@@ -90,16 +90,20 @@ def _numpy_parent() -> str:
 HARNESS = ("runner.py", "wire.py", "drivers.py", "sandbox.py")  # the files of this package the child loads
 
 
-@functools.lru_cache(maxsize=1)
-def _readable() -> dict[str, Any]:
-    """What the kernel file filter (:mod:`.landlock`) lets the child read, as the supervisor's arguments."""
+@functools.lru_cache(maxsize=2)
+def _readable(engine: bool = False) -> dict[str, Any]:
+    """What the kernel file filter (:mod:`.landlock`) lets the child read, as the supervisor's arguments.
+
+    ``engine``: the exercise is about the ``Value`` engine, whose file the child then loads too.
+    """
     from microgradnorm.exercises import landlock
 
     package = HERE.parent
+    harness = [str(HERE / name) for name in HARNESS] + ([str(package / "engine.py")] if engine else [])
     return {
         "numpy_dir": str(Path(_numpy_parent()) / "numpy"),
         "stdlib": sorted({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")}),
-        "harness": [*(str(HERE / name) for name in HARNESS), str(package / "engine.py")],
+        "harness": harness,
         "keep_out": str(package),
         "mapped": landlock.mapped_directories(),
     }
@@ -126,7 +130,7 @@ class _Pipes:
                 os.close(fd)
 
 
-def _start(pipes: _Pipes, timeout: float, memory_mb: int, cwd: Path, files: bool) -> subprocess.Popen:
+def _start(pipes: _Pipes, timeout: float, memory_mb: int, cwd: Path, readable: dict | None) -> subprocess.Popen:
     child = [sys.executable, "-I", "-S", "-B", "-X", "utf8", "-c", BOOT, str(HERE / "runner.py")]
     child += [str(pipes.job[0]), str(pipes.result[1]), _numpy_parent()]
     config = {
@@ -136,7 +140,7 @@ def _start(pipes: _Pipes, timeout: float, memory_mb: int, cwd: Path, files: bool
         "memory": memory_mb * 2**20,
         "cpu": math.ceil(timeout) + 1,  # a backstop: the wall-clock deadline comes first
         "deadline": timeout + 5.0,  # the supervisor's own backstop, should the grader vanish
-        "readable": _readable() if files else None,
+        "readable": readable,
     }
     return subprocess.Popen(
         [sys.executable, "-I", "-S", "-B", str(HERE / "supervisor.py"), json.dumps(config)],
@@ -242,35 +246,39 @@ def _finish(proc: subprocess.Popen, collector: _Collector) -> None:
         collector.status += data[:4096]
 
 
-def run_child(job: bytes, *, timeout: float, memory_mb: int, cwd: Path, probe: bytes = b"") -> ChildRun:
+def run_child(
+    job: bytes, *, timeout: float, memory_mb: int, cwd: Path, probe: bytes = b"", engine: bool = False
+) -> ChildRun:
     """Run the child on ``job`` for at most ``timeout`` seconds; every process is gone when this returns.
 
-    Under the kernel file filter where the kernel has one. Should a child under it
-    send nothing back before any has answered, ``probe`` (a job with no learner
-    code in it) tells why: if the probe answers, the learner's code ended its
-    child; if not, the filter keeps Python or NumPy from starting on this machine,
-    and from then on children run without it (the audit hook still stands).
-    The learner's code cannot steer that choice: it is not in the probe.
+    Under the kernel file filter where the kernel has one (``engine``: the child
+    may read the ``Value`` engine's file too). Should a child under it send
+    nothing back before any has answered, ``probe`` (a job with no learner code
+    in it) tells why: if the probe answers, the learner's code ended its child;
+    if not, the filter keeps Python or NumPy from starting on this machine, and
+    from then on children run without it (the audit hook still stands). The
+    learner's code cannot steer that choice: it is not in the probe.
     """
-    state = _file_filter_works
-    run = _run(job, timeout=timeout, memory_mb=memory_mb, cwd=cwd, files=state["state"] is not False)
+    state, spec = _file_filter_works, _readable(engine)
+    limits = {"timeout": timeout, "memory_mb": memory_mb, "cwd": cwd}
+    run = _run(job, readable=spec if state["state"] is not False else None, **limits)
     if run.result and state["state"] is None:
         state["state"] = True
     elif not run.result and not run.timed_out and state["state"] is None and probe:
-        state["state"] = bool(_run(probe, timeout=timeout, memory_mb=memory_mb, cwd=cwd, files=True).result)
+        state["state"] = bool(_run(probe, readable=spec, **limits).result)
         if not state["state"]:
-            run = _run(job, timeout=timeout, memory_mb=memory_mb, cwd=cwd, files=False)
+            run = _run(job, readable=None, **limits)
     return run
 
 
-def _run(job: bytes, *, timeout: float, memory_mb: int, cwd: Path, files: bool) -> ChildRun:
+def _run(job: bytes, *, timeout: float, memory_mb: int, cwd: Path, readable: dict | None) -> ChildRun:
     run = ChildRun()
     pipes = _Pipes()
     ours = (pipes.job[1], pipes.result[0], pipes.printed[0], pipes.control[1], pipes.status[0])
     proc = None
     collector = _Collector(pipes, job, run)
     try:
-        proc = _start(pipes, timeout, memory_mb, cwd, files)
+        proc = _start(pipes, timeout, memory_mb, cwd, readable)
         pipes.close(pipes.child_ends())
         with _sigterm_as_exit():
             collector.collect(time.monotonic() + timeout)
