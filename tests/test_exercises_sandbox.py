@@ -356,7 +356,7 @@ def test_a_file_filter_under_which_no_child_starts_is_dropped_for_the_audit_hook
     from microgradnorm.exercises.catalog import get_exercise
     from microgradnorm.exercises.grader import grade
 
-    nothing = {"numpy_dir": "/nonexistent", "stdlib": [], "harness": [], "keep_out": "/", "mapped": []}
+    nothing = {"directories": [], "files": [], "programs": [], "listable": [], "library_dirs": []}
     monkeypatch.setattr(process, "_readable", lambda engine=False: nothing)
     ex = get_exercise(1)
     result = grade(ex, ex.solution)

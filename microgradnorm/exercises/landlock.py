@@ -61,6 +61,11 @@ class Allowed:
     files: tuple[str, ...]
     programs: tuple[str, ...]  # executed or mapped as code: the interpreter, its loader and libraries
     listable: tuple[str, ...] = ()  # directories whose names may be listed (imports look there), not read
+    library_dirs: tuple[str, ...] = ()  # system library directories, read and mapped as code, whole
+
+    @classmethod
+    def from_json(cls, data: dict[str, list[str]]) -> Allowed:
+        return cls(**{k: tuple(v) for k, v in data.items()})
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -127,7 +132,7 @@ def restrict(allowed: Allowed) -> bool:
             _add(libc, ruleset, directory, READ_DIR)
         for path in (*allowed.files, f"/proc/{os.getpid()}/status"):  # its own status: is the filter on?
             _add(libc, ruleset, path, READ_FILE)
-        for path in allowed.programs:
+        for path in (*allowed.programs, *allowed.library_dirs):
             _add(libc, ruleset, path, READ_FILE | EXECUTE)
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             return False
@@ -166,14 +171,24 @@ def _entries(directory: str) -> Iterator[os.DirEntry[str]]:
         return
 
 
-def _libraries(directories: Iterable[str], keep_out: tuple[str, ...]) -> list[str]:
-    """The shared libraries directly inside each directory (not its subdirectories), outside ``keep_out``."""
-    found = []
+def _libraries(directories: Iterable[str], keep_out: str, python: Iterable[str]) -> tuple[list[str], list[str]]:
+    """(library directories allowed whole, single libraries) for the directories of mapped files.
+
+    A directory inside or above Python's or the package's (``python``, ``keep_out``:
+    a conda or pyenv ``lib`` holds ``python3.x/site-packages``) gets its shared
+    libraries one by one; a system one (``/usr/lib/x86_64-linux-gnu``) is allowed
+    whole. Nothing inside ``keep_out`` is allowed.
+    """
+    guarded = [keep_out, *python]
+    whole, single = [], []
     for directory in sorted(directories):
-        if _PACKAGES & set(directory.split("/")) or any(_inside(directory, k) for k in keep_out):
+        if _PACKAGES & set(directory.split("/")) or _inside(directory, keep_out):
             continue
-        found += [e.path for e in _entries(directory) if ".so" in e.name and e.is_file()]
-    return found
+        if not any(_inside(directory, g) or _inside(g, directory) for g in guarded):
+            whole.append(directory)
+            continue
+        single += [e.path for e in _entries(directory) if ".so" in e.name and e.is_file()]
+    return whole, single
 
 
 def _stdlib(directory: str) -> tuple[list[str], list[str]]:
@@ -200,8 +215,11 @@ def allowed_paths(
         dirs += more_dirs
         files += more_files
     program = os.path.realpath(sys.executable)
-    programs = [program, *_libraries({*mapped, os.path.dirname(program)}, (keep_out,))]
+    python = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *stdlib, numpy_dir}
+    python |= {os.path.realpath(d) for d in python}
+    whole, single = _libraries({*mapped, os.path.dirname(program)}, keep_out, python)
     for cfg in (os.path.dirname(sys.executable), os.path.dirname(os.path.dirname(sys.executable))):
         files.append(os.path.join(cfg, "pyvenv.cfg"))
     listable = [*stdlib, os.path.dirname(numpy_dir)]  # names only: site-packages' files stay out of reach
-    return Allowed(*(tuple(dict.fromkeys(paths)) for paths in (dirs, files, programs, listable)))
+    lists = (dirs, files, [program, *single], listable, whole)
+    return Allowed(*(tuple(dict.fromkeys(paths)) for paths in lists))

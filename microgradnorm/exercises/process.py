@@ -28,6 +28,7 @@ The child's environment is built from nothing: no variable of the grader's
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import math
@@ -100,13 +101,14 @@ def _readable(engine: bool = False) -> dict[str, Any]:
 
     package = HERE.parent
     harness = [str(HERE / name) for name in HARNESS] + ([str(package / "engine.py")] if engine else [])
-    return {
-        "numpy_dir": str(Path(_numpy_parent()) / "numpy"),
-        "stdlib": sorted({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")}),
-        "harness": harness,
-        "keep_out": str(package),
-        "mapped": landlock.mapped_directories(),
-    }
+    allowed = landlock.allowed_paths(
+        numpy_dir=str(Path(_numpy_parent()) / "numpy"),
+        stdlib=sorted({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")}),
+        harness=harness,
+        keep_out=str(package),
+        mapped=landlock.mapped_directories(),
+    )
+    return dataclasses.asdict(allowed)
 
 
 # None: not yet known; True: a child under the file filter has answered; False: under it, no child starts here

@@ -147,11 +147,11 @@ def _before_exec(
     """What the child does between fork and exec: hard limits, die with the supervisor, the filters, exec.
 
     ``kernel_filter`` False leaves the seccomp filter out (the tests of the cleanup below need processes to
-    clean up); ``readable`` (the arguments of :func:`.landlock.allowed_paths`) turns the file filter on.
+    clean up); ``readable`` (an :class:`.landlock.Allowed`, as JSON) turns the file filter on.
     """
     seccomp = _sibling("seccomp")
     landlock = _sibling("landlock") if readable is not None else None
-    allowed = landlock.allowed_paths(**readable) if landlock is not None else None
+    allowed = landlock.Allowed.from_json(readable) if landlock is not None else None
 
     def apply() -> None:
         import resource
