@@ -376,3 +376,17 @@ def test_a_learner_file_that_ends_its_process_does_not_turn_the_file_filter_off(
     assert fresh_filter_state["state"] is True  # the probe answered under the filter: it stays on
     later = grade(get_exercise(2), get_exercise(2).solution)
     assert later.passed and later.file_filter
+
+
+def test_the_probe_has_limits_of_its_own_and_a_probe_out_of_time_leaves_the_filter_on(fresh_filter_state, monkeypatch):
+    """A tight --timeout or --memory chosen by the learner must not make a working filter look broken."""
+    calls = []
+
+    def fake(job, *, timeout, memory_mb, cwd, readable):
+        calls.append((job, timeout, memory_mb, readable is not None))
+        return process.ChildRun(timed_out=job == b"probe")
+
+    monkeypatch.setattr(process, "_run", fake)
+    process.run_child(b"job", timeout=0.5, memory_mb=256, cwd=Path("."), probe=b"probe")
+    assert calls == [(b"job", 0.5, 256, True), (b"probe", process.PROBE_TIMEOUT, 1024, True)]
+    assert fresh_filter_state["state"] is None  # still unknown: the next check runs under the filter again

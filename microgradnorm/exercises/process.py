@@ -111,6 +111,7 @@ def _readable(engine: bool = False) -> dict[str, Any]:
     return dataclasses.asdict(allowed)
 
 
+PROBE_TIMEOUT = 60.0  # seconds a probe may take to start Python and NumPy on a slow machine
 # None: not yet known; True: a child under the file filter has answered; False: under it, no child starts here
 _file_filter_works: dict[str, bool | None] = {"state": None}
 
@@ -267,8 +268,11 @@ def run_child(
     if run.result and state["state"] is None:
         state["state"] = True
     elif not run.result and not run.timed_out and state["state"] is None and probe:
-        state["state"] = bool(_run(probe, readable=spec, **limits).result)
-        if not state["state"]:
+        # limits of its own, not the check's: a tight --timeout or --memory must not pass for a broken filter
+        sure = _run(probe, readable=spec, timeout=max(timeout, PROBE_TIMEOUT), memory_mb=max(memory_mb, 1024), cwd=cwd)
+        if sure.result or not sure.timed_out:  # a probe that ran out of time says nothing: the filter stays
+            state["state"] = bool(sure.result)
+        if state["state"] is False:
             run = _run(job, readable=None, **limits)
     return run
 
