@@ -26,6 +26,8 @@ IDS = [ex.name for ex in EXERCISES]
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
+# more right answers, each written the way a learner might (exercise number first in the name)
+VARIANTS = sorted((ANSWERS / "variants").glob("*.py"))
 # what a learner's file may do to its own process before the graded code runs
 STRICT = "import warnings as _w\nimport numpy as _np\n_np.seterr(all='raise')\n_w.simplefilter('error')\n"
 
@@ -41,6 +43,7 @@ def graded(tmp_path_factory):
     for ex in EXERCISES:
         (strict / ex.filename).write_text(STRICT + (ANSWERS / ex.filename).read_text(encoding="utf-8"), "utf-8")
         subs.append(Submission(f"strict-{ex.name}", ex.number, strict / ex.filename))
+    subs += [Submission(f"variant-{p.stem}", int(p.stem[:2]), p) for p in VARIANTS]
     return grade_all(subs)
 
 
@@ -110,6 +113,13 @@ def test_an_independent_right_answer_passes(ex, graded):
     result = graded[f"answer-{ex.name}"]
     assert result.passed, (result.seed, result.summary, result.rows, result.findings, result.printed)
     assert (ANSWERS / ex.filename).read_text(encoding="utf-8") != ex.solution.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("path", VARIANTS, ids=[p.stem for p in VARIANTS])
+def test_right_answers_written_other_ways_pass(path, graded):
+    """Orders of operations a reviewer tried: exp/log powers, a computed zero route, one-pass variances, ..."""
+    result = graded[f"variant-{path.stem}"]
+    assert result.passed, (result.seed, result.summary, result.rows, result.findings, result.printed)
 
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)

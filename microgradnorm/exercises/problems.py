@@ -79,7 +79,12 @@ class Problem:
     def make_case(self, rng: np.random.Generator, second: bool) -> Case:
         label, inputs, info = self.draw(rng, second)
         expected = self.solve(inputs)
-        return Case(label, inputs, expected, rounding.tolerance(self.solve, inputs, self.exact), info)
+        allowed = rounding.tolerance(self.solve, inputs, self.exact, self.terms(inputs))
+        return Case(label, inputs, expected, allowed, info)
+
+    def terms(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
+        """Per output, the size of terms that cancel and that no input scales (see :func:`.rounding.tolerance`)."""
+        return {}
 
     def draw(self, rng: np.random.Generator, second: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
         """(label, inputs sent to the learner's code, what the diagnosis needs besides)."""
@@ -409,6 +414,13 @@ class JacobianProblem(Problem):
             "P": formulas.projection(inputs["xhat"]),
             "J": formulas.layer_norm_jacobian(xhat, rstd, inputs["gamma"]),
         }
+
+    def terms(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
+        """J = rstd diag(gamma) (I - 1 1^T / D - xhat xhat^T / D): where one x_i dominates, xhat_i^2 / D nears
+        1 - 1/D and J_ii is a difference of terms of size |gamma_i| rstd that x cannot scale (xhat saturates)."""
+        xhat, rstd = _jacobian_parts(inputs["x"], float(inputs["eps"]))
+        d = xhat.shape[0]
+        return {"J": np.abs(inputs["gamma"])[:, None] * rstd * (np.eye(d) + 1.0 / d + np.abs(np.outer(xhat, xhat)) / d)}
 
     def mistakes(self, case: Case, name: str) -> list[Mistake]:
         x, gamma, eps = case.inputs["x"], case.inputs["gamma"], float(case.inputs["eps"])
