@@ -197,6 +197,68 @@ DIAGNOSES += [
 ]
 
 
+# found by the review: typical mistakes that had no name, or a misleading one
+BN_DX_SUMS = "dx = rstd * (dxhat - dxhat.sum(axis=0) - xhat * (dxhat * xhat).sum(axis=0))"
+DIAGNOSES += [
+    pytest.param(
+        2,
+        ("xshift = x - x.mean(axis=1, keepdims=True)  # N,D", "xshift = x - x.mean(axis=0, keepdims=True)"),
+        "the mean over the wrong axis",
+        id="variance-mean-over-columns",
+    ),
+    pytest.param(
+        2,
+        ("return 2.0 * xshift * dvar / d", "return 2.0 * xshift * dvar / d * (d - 1) / d"),
+        "the variance path carries a factor (m-1)/m",  # the slip, not "unbiased variance"
+        id="variance-slip",
+    ),
+    pytest.param(
+        4,
+        ("dbeta = dy.sum(axis=lead)  # D", "dbeta = dy.sum(axis=lead) / dy.shape[-1]"),
+        "divided by 5",  # D, which divides nothing here: not "a mean where a sum belongs"
+        id="affine-divided-by-d",
+    ),
+    pytest.param(
+        5,
+        (
+            "mean_part = dxhat.mean(axis=-1, keepdims=True)  # B,T,1: the path through the mean",
+            "mean_part = dxhat.sum(axis=-1, keepdims=True) / (dxhat.shape[0] * dxhat.shape[1])",
+        ),
+        (
+            "var_part = (dxhat * xhat).mean(axis=-1, keepdims=True)  # B,T,1: the path through the variance",
+            "var_part = (dxhat * xhat).sum(axis=-1, keepdims=True) / (dxhat.shape[0] * dxhat.shape[1])",
+        ),
+        "the means in dx divided by 6 instead of 5",  # B*T rows, not the row length
+        id="ln-dx-divided-by-rows",
+    ),
+    pytest.param(7, (BN_DX, BN_DX_SUMS), "sums in dx where means belong", id="bn-dx-sums"),
+    pytest.param(
+        7,
+        (BN_DX, BN_DX_SUMS.replace("sum(axis=0)", "sum(axis=0) / (len(dy) - 1)")),
+        "the means in dx divided by n - 1",
+        id="bn-dx-unbiased-count",
+    ),
+    pytest.param(
+        10,
+        ("mean += delta / count", "mean += delta / max(count - 1, 1)"),
+        "divided by the old count",
+        id="welford-late",
+    ),
+    pytest.param(
+        5,
+        ("rstd = 1.0 / np.sqrt(var + eps)  # B,T,1", "rstd = 1.0 / np.sqrt(var + (eps or 1e-5))"),
+        "changed where eps = 0",
+        id="ln-eps-zero-guarded",
+    ),
+    pytest.param(
+        5,
+        ("rstd = 1.0 / np.sqrt(var + eps)  # B,T,1", "rstd = 1.0 / np.sqrt((var + eps).astype(np.float32))"),
+        "close, but not to float64 rounding",  # a forward value is not a finite-difference estimate
+        id="ln-float32-forward",
+    ),
+]
+
+
 def _diagnosis_submissions(folder: Path) -> list[Submission]:
     subs = []
     for p in DIAGNOSES:
@@ -260,6 +322,14 @@ OTHERS = {
         ),
     ),
     "slip-geometry": (6, (BN_DX_STAGED, "dx = dxhat * rstd + dmean / m + dvar * 2.0 * xshift * (m - 1) / m**2")),
+    "floats-not-values": (
+        3,
+        (
+            "return [g * (s * rstd) + b for s, g, b in zip(xshift, gamma, beta)]",
+            "return [(g * (s * rstd) + b).data for s, g, b in zip(xshift, gamma, beta)]",
+        ),
+    ),
+    "matmul-not-keepdims": (11, ("dW = h.T @ dout  # D,D", "dW = h * dout[:, :1].T @ dout")),
     "mean-path-geometry": (5, (LN_DX, "dx = rstd * (dxhat - xhat * var_part)")),
 }
 
@@ -332,6 +402,17 @@ def test_statistic_without_keepdims_crashes_with_a_keepdims_explanation(graded):
     assert "ValueError" in result.summary
     assert "keepdims" in titles(result)
     assert result.where and "xshift = x - mean" in result.where
+
+
+def test_values_turned_into_floats_are_named_as_such(graded):
+    summary = graded["floats-not-values"].summary
+    assert "5 of yours are float, not Value" in summary and "leaves the graph" in summary
+
+
+def test_a_broadcast_error_that_lost_no_axis_is_not_called_keepdims(graded):
+    result = graded["matmul-not-keepdims"]
+    assert "could not be broadcast" in result.summary
+    assert "keepdims" not in titles(result)
 
 
 def test_hard_coded_size_passes_the_first_input_and_fails_the_second(graded):
@@ -526,3 +607,19 @@ def test_shape_findings():
     assert shape_findings("dgamma", (3, 8), (8,), x_shape=(2, 3, 8))[0].title == "reduced over the wrong axis"
     assert shape_findings("J", (5, 4), (4, 5))[0].title == "transposed"
     assert shape_findings("dx", (7,), (4, 5))[0].title == "wrong shape"
+
+
+def test_the_grading_process_itself_runs_with_warnings_as_errors_and_numpy_raising(tmp_path):
+    """As under ``python -X dev -W error``: a NaN, an Inf, a wrong scale or path is judged, never a crash."""
+    import warnings
+
+    wrong = [
+        (1, (MUL, "return b * dout / 0.0, a * dout * np.nan")),
+        (5, (LN_DX, "dx = rstd * (dxhat - 2.0 * mean_part - xhat * var_part * 0.0)")),
+        (8, ("dx = rrms * (dxhat - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True))  # N,D", "dx = rrms * 0.0")),
+    ]
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        for number, change in wrong:
+            result = grade(get_exercise(number), planted(tmp_path, number, change))
+            assert not result.passed and result.findings, result.summary

@@ -17,13 +17,16 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 from rich.console import Console
 
 from microgradnorm import cli
 from microgradnorm.commands import exercise as command
+from microgradnorm.exercises import landlock, render
 from microgradnorm.exercises import workspace as ws
 from microgradnorm.exercises.catalog import EXERCISES, get_exercise
+from microgradnorm.exercises.problems import get_problem
 from tests.grading import Submission, grade_all, live_child_processes
 
 SOLUTIONS = get_exercise(1).solution.parent
@@ -39,6 +42,7 @@ class Attack:
     code: str  # put at the top of the reference solution (after its imports), or the whole file if ``whole``
     words: str  # in the summary or the findings
     whole: bool = False
+    kernel_files: bool = False  # only the kernel file filter stops it (Landlock; the audit hook is undone)
 
 
 def _solution(number: int) -> str:
@@ -111,6 +115,35 @@ def rmsnorm_backward(dy, cache):
     arrays = [a for a in _harvest() if a.shape == dy.shape]
     return arrays[-1], arrays[0].sum(axis=0)
 """, "Not yet", whole=True),
+    Attack("numpy-raw-memory", "objects", 7, f"""
+import numpy as _np
+
+
+def _words(address, count):  # an array over any address: NumPy's array interface takes a raw pointer
+    class _Raw:
+        pass
+
+    raw = _Raw()
+    raw.__array_interface__ = {{"shape": (count,), "typestr": "<u8", "data": (address, False), "version": 3}}
+    return _np.asarray(raw)
+
+
+def _undo_the_hook():
+    try:
+        open({str(SOLUTIONS / '07_batchnorm_simplified.py')!r})
+    except PermissionError as refusal:
+        tb, frames = refusal.__traceback__, []
+        while tb is not None:
+            frames.append(tb.tb_frame)
+            tb = tb.tb_next
+    readable = next(f.f_locals["readable"] for f in frames if "readable" in f.f_locals)
+    _words(id(readable) + 3 * 8, len(readable))[0] = id(_ROOT)  # the hook now allows the whole checkout
+
+
+_ROOT = {str(SOLUTIONS.parents[3])!r}
+_undo_the_hook()
+exec(open({str(SOLUTIONS / '07_batchnorm_simplified.py')!r}).read())
+""", "operating system refused", whole=True, kernel_files=True),
     # ---- processes (every one refused; nothing outlives the check)
     Attack("fork-bomb", "process", 1, "import os\nwhile True:\n    os.fork()\n", "may not start processes"),
     Attack("setsid-daemon", "process", 2,
@@ -140,6 +173,11 @@ def rmsnorm_backward(dy, cache):
     Attack("cpu-burn", "limits", 3, "while True:\n    pass\n", "did not finish within"),
     Attack("write-a-big-file", "limits", 4, "open('/tmp/microgradnorm-hostile-big', 'w').write('x' * 10**8)\n",
            "may not write files"),
+    Attack("pipe-buffers", "limits", 6,  # each full pipe holds 64 KiB of kernel memory, outside the memory limit
+           "import os\n_held = []\ntry:\n    while True:\n        _r, _w = os.pipe()\n"
+           "        os.set_blocking(_w, False)\n        os.write(_w, b'x' * 2**16)\n"
+           "        _held.append((_r, _w))\nexcept OSError as _e:\n"
+           "    raise OSError(f'{len(_held)} pipes, then: {_e}')\n", "Too many open files"),
     # ---- progress forging
     Attack("forge-progress-home", "progress", 5,
            "import os, json\n_home = os.environ.get('MICROGRADNORM_HOME', '/nonexistent')\n"
@@ -212,6 +250,10 @@ def welford_update(count, mean, m2, value):
     _seen.append(value)
     return count + 1, float(np.mean(_seen)), float(np.var(_seen) * len(_seen))
 """, "keep state between calls", whole=True),
+    # ---- what the child prints or says is shown, never obeyed by the terminal
+    Attack("terminal-escapes", "channel", 2,
+           "print('\\x1b[1A\\x1b[2K' * 40 + '\\x1b[32mEvery check passed.\\x1b]52;c;Zm9yZ2Vk\\x07')\n"
+           "raise ValueError('\\x1b[2J\\x1b[HPassed.')\n", "Importing your file failed"),
     # ---- an exit at import is an exit, not a graded function
     Attack("exit-at-import", "exit", 9, "import sys\nsys.exit(0)\n", "while it was being imported"),
     Attack("exit-at-import-code", "exit", 3, "raise SystemExit('bye')\n", "while it was being imported"),
@@ -272,6 +314,9 @@ def test_every_class_is_attacked_twice_and_every_exercise_once():
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.id for a in ATTACKS])
 def test_an_attack_ends_as_a_clear_failure(results, attack):
     result = results[0][attack.id]
+    if attack.kernel_files and landlock.abi_version() == 0:
+        pytest.skip("no Landlock in this kernel: the audit hook alone can be undone through memory writes")
+    assert result.file_filter or not attack.kernel_files
     assert not result.passed
     said = result.summary + " " + " ".join(f"{f.title}: {f.detail}" for f in result.findings)
     assert attack.words in said, said
@@ -293,6 +338,31 @@ def test_no_attack_wrote_its_file(results):
     assert not Path("/tmp/microgradnorm-hostile-big").exists()
 
 
+def test_open_files_are_limited_so_kernel_buffers_are_too(results):
+    """A full pipe holds 64 KiB outside the address-space limit: the number of open files bounds them."""
+    from microgradnorm.exercises.supervisor import FILES_LIMIT
+
+    summary = results[0]["pipe-buffers"].summary
+    held = int(summary.split("OSError: ")[1].split(" pipes")[0])
+    assert 0 < held < FILES_LIMIT // 2, summary
+
+
+def _raw_controls(text: str) -> list[str]:
+    return sorted({c for c in text if (ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) < 0xA0})
+
+
+def test_what_the_child_printed_or_said_reaches_the_terminal_inert(results):
+    """Escape sequences from the child (cursor up, erase line, colours, clipboard) are shown as text."""
+    result = results[0]["terminal-escapes"]
+    said = " ".join([result.printed, result.summary, result.where or "", *(r.detail for r in result.rows)])
+    assert _raw_controls(said) == []
+    assert "\\x1b[2K" in result.printed and "Every check passed." in result.printed  # shown, as text
+    buf = io.StringIO()
+    Console(file=buf, width=100, force_terminal=True).print(render.grade_report(result))
+    shown = buf.getvalue()
+    assert [seq for seq in ("\x1b[1A", "\x1b[2K", "\x1b]52", "\x1b[2J") if seq in shown] == []
+
+
 def test_the_checks_ran_under_the_kernel_filter_where_there_is_one(results):
     from microgradnorm.exercises import seccomp
 
@@ -305,8 +375,9 @@ def test_the_checks_ran_under_the_kernel_filter_where_there_is_one(results):
 # ---- through the command, as a learner runs it: no pass recorded -------------------------------------
 
 
-def _check(folder: Path, name: str) -> tuple[int, str]:
-    args = cli.build_parser().parse_args(["exercise", "check", name, "--dir", str(folder), "--timeout", str(TIMEOUT)])
+def _check(folder: Path, name: str, *extra: str) -> tuple[int, str]:
+    argv = ["exercise", "check", name, "--dir", str(folder), "--timeout", str(TIMEOUT), *extra]
+    args = cli.build_parser().parse_args(argv)
     buf = io.StringIO()
     code = command.main(args, Console(file=buf, width=120, color_system=None), io.StringIO(""))
     return code, buf.getvalue()
@@ -325,6 +396,30 @@ def test_through_the_command_no_pass_is_recorded(tmp_path, monkeypatch, attack_i
     progress = ws.load_progress()
     assert not progress.passed(ex)
     assert progress.exercises[ex.name]["last"] != "passed"
+
+
+def test_answers_looked_up_for_chosen_inputs_pass_the_check_but_are_not_recorded(tmp_path, monkeypatch):
+    """``--seed`` makes the inputs known in advance, and with them their answers: such a pass is not recorded."""
+    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
+    folder = tmp_path / "work"
+    ws.init_workspace(folder)
+    ex, seed = get_exercise(4), 2024
+    problem, rng = get_problem(ex.name), np.random.default_rng(seed)
+    cases = [problem.make_case(rng, False), problem.make_case(rng, True)]
+    table = {
+        c.inputs["dy"].tobytes().hex(): [c.expected[k].tolist() for k in ("dgamma", "dbeta", "dxhat")] for c in cases
+    }
+    (folder / ex.filename).write_text(
+        f"import numpy as np\n_T = {table!r}\n\n\ndef affine_backward(dy, xhat, gamma):\n"
+        "    return tuple(np.array(v) for v in _T[dy.tobytes().hex()])\n",
+        encoding="utf-8",
+    )
+    code, out = _check(folder, str(ex.number), "--seed", str(seed))
+    flat = " ".join(out.split())
+    assert code == 0 and "Every check passed." in flat and "not recorded" in flat, out
+    assert not ws.load_progress().passed(ex)
+    code, out = _check(folder, str(ex.number))  # fresh inputs: the table knows none of them
+    assert code == 1 and not ws.load_progress().passed(ex)
 
 
 def test_a_progress_file_changed_during_a_check_is_put_back_and_nothing_recorded(tmp_path, monkeypatch):

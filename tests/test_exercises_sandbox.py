@@ -10,6 +10,7 @@ daemon, a double fork and multiprocessing.
 from __future__ import annotations
 
 import dis
+import errno
 import json
 import os
 import subprocess
@@ -21,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from microgradnorm.exercises import sandbox, seccomp, supervisor, wire
+from microgradnorm.exercises import landlock, process, sandbox, seccomp, supervisor, wire
 from microgradnorm.exercises.process import child_environment
 
 SUPERVISOR = Path(supervisor.__file__)
@@ -79,8 +80,13 @@ def test_array_keys_are_made_and_split_in_one_place():
 # ---- the kernel filter, with nothing in front of it --------------------------------------------------------
 
 
-def _supervise(code: str, *, kernel_filter: bool = True, deadline: float = 30.0) -> tuple[list[str], str]:
-    """Run ``code`` in a child of the supervisor (no audit hook); (status lines, what the child printed)."""
+def _supervise(
+    code: str, *, kernel_filter: bool = True, deadline: float = 30.0, readable: dict | None = None
+) -> tuple[list[str], str]:
+    """Run ``code`` in a child of the supervisor (no audit hook); (status lines, what the child printed).
+
+    ``readable``: the file filter's arguments (:func:`.landlock.allowed_paths`), or None for no file filter.
+    """
     log_r, log_w = os.pipe()
     config = {
         "argv": [sys.executable, "-I", "-S", "-c", code],
@@ -90,6 +96,7 @@ def _supervise(code: str, *, kernel_filter: bool = True, deadline: float = 30.0)
         "cpu": 60,
         "deadline": deadline,
         "filter": kernel_filter,
+        "readable": readable,
     }
     proc = subprocess.Popen(
         [sys.executable, "-I", "-S", str(SUPERVISOR), json.dumps(config)],
@@ -135,6 +142,43 @@ def test_the_kernel_filter_refuses_processes_signals_limits_and_writes():
         assert said[name].startswith("refused"), (name, printed)
     assert said["read"] == "allowed" and said["kill-self"] == "allowed"  # it is a filter, not a wall
     assert "exit 0" in status and not os.path.exists("/tmp/microgradnorm-sandbox-test")
+
+
+PACKAGE = Path(sandbox.__file__).resolve().parents[1]
+FILE_ATTEMPTS = f"""
+import os, sys
+sys.path.append({str(Path(np.__file__).resolve().parents[1])!r})
+def attempt(name, path):
+    try:
+        os.close(os.open(path, os.O_RDONLY))
+        print(name, "allowed", flush=True)
+    except OSError as exc:
+        print(name, "refused", exc.errno, flush=True)
+attempt("closed-form", {str(PACKAGE / "formulas.py")!r})
+attempt("solution", {str(PACKAGE / "exercises" / "solutions" / "05_layernorm_backward.py")!r})
+attempt("answers", {str(Path(__file__).resolve().parent / "exercise_answers" / "05_layernorm_backward.py")!r})
+attempt("grader-memory", f"/proc/{{os.getppid()}}/mem")
+attempt("other-package", {str(Path(pytest.__file__))!r})
+attempt("engine", {str(PACKAGE / "engine.py")!r})
+attempt("stdlib", os.__file__)
+import numpy, math, fractions, statistics
+attempt("numpy", numpy.__file__)
+print("site-packages", "listed" if os.listdir(os.path.dirname(os.path.dirname(numpy.__file__))) else "empty")
+"""
+
+
+@pytest.mark.skipif(landlock.abi_version() == 0, reason="the file filter needs Landlock (Linux 5.13 or later)")
+def test_the_file_filter_alone_keeps_the_package_and_other_processes_out():
+    """Without the audit hook: the kernel lets the child read the standard library and NumPy, nothing else."""
+    _, printed = _supervise(FILE_ATTEMPTS, readable=process._readable(engine=True))
+    said = dict(line.split(" ", 1) for line in printed.splitlines())
+    for name in ("closed-form", "solution", "answers", "grader-memory", "other-package"):
+        assert said[name] == f"refused {errno.EACCES}", (name, printed)
+    for name in ("engine", "stdlib", "numpy"):
+        assert said[name] == "allowed", (name, printed)
+    assert said["site-packages"] == "listed"  # names only: imports look there
+    _, printed = _supervise(FILE_ATTEMPTS, readable=process._readable(engine=False))
+    assert "engine refused 13" in printed  # the engine only for the exercise about it
 
 
 def test_the_filter_program_is_well_formed():
@@ -295,3 +339,54 @@ def test_a_forged_result_is_a_clear_failure(message):
     _conclude(out, run, cases, timeout=5.0, memory_mb=512)
     assert not out.passed and out.summary
     assert len(out.summary) < 2000 and all(len(r.detail) < 2000 for r in out.rows)
+
+
+# ---- a file filter that keeps Python from starting is found out, never blamed on the learner -----------------
+
+
+@pytest.fixture
+def fresh_filter_state(monkeypatch):
+    monkeypatch.setitem(process._file_filter_works, "state", None)
+    return process._file_filter_works
+
+
+@pytest.mark.skipif(landlock.abi_version() == 0, reason="the file filter needs Landlock (Linux 5.13 or later)")
+def test_a_file_filter_under_which_no_child_starts_is_dropped_for_the_audit_hook(fresh_filter_state, monkeypatch):
+    """On a machine where the filter lets too little through, a probe without learner code finds it out."""
+    from microgradnorm.exercises.catalog import get_exercise
+    from microgradnorm.exercises.grader import grade
+
+    nothing = {"directories": [], "files": [], "programs": [], "listable": [], "library_dirs": []}
+    monkeypatch.setattr(process, "_readable", lambda engine=False: nothing)
+    ex = get_exercise(1)
+    result = grade(ex, ex.solution)
+    assert result.passed and not result.file_filter, result.summary
+    assert fresh_filter_state["state"] is False
+
+
+@pytest.mark.skipif(landlock.abi_version() == 0, reason="the file filter needs Landlock (Linux 5.13 or later)")
+def test_a_learner_file_that_ends_its_process_does_not_turn_the_file_filter_off(fresh_filter_state, tmp_path):
+    from microgradnorm.exercises.catalog import get_exercise
+    from microgradnorm.exercises.grader import grade
+
+    path = tmp_path / "exits.py"
+    path.write_text("import os\nos._exit(3)\n", encoding="utf-8")
+    result = grade(get_exercise(2), path)
+    assert not result.passed and "exit code 3" in result.summary
+    assert fresh_filter_state["state"] is True  # the probe answered under the filter: it stays on
+    later = grade(get_exercise(2), get_exercise(2).solution)
+    assert later.passed and later.file_filter
+
+
+def test_the_probe_has_limits_of_its_own_and_a_probe_out_of_time_leaves_the_filter_on(fresh_filter_state, monkeypatch):
+    """A tight --timeout or --memory chosen by the learner must not make a working filter look broken."""
+    calls = []
+
+    def fake(job, *, timeout, memory_mb, cwd, readable):
+        calls.append((job, timeout, memory_mb, readable is not None))
+        return process.ChildRun(timed_out=job == b"probe")
+
+    monkeypatch.setattr(process, "_run", fake)
+    process.run_child(b"job", timeout=0.5, memory_mb=256, cwd=Path("."), probe=b"probe")
+    assert calls == [(b"job", 0.5, 256, True), (b"probe", process.PROBE_TIMEOUT, 1024, True)]
+    assert fresh_filter_state["state"] is None  # still unknown: the next check runs under the filter again

@@ -190,10 +190,15 @@ def _grade_and_record(ex, folder, args):
     from microgradnorm.exercises.messages import say
 
     path = ws.learner_file(folder, ex)
+    seed = getattr(args, "seed", None)
     with ws.progress_guard() as guard:
-        result = grade(ex, path, seed=getattr(args, "seed", None), timeout=args.timeout, memory_mb=args.memory)
+        result = grade(ex, path, seed=seed, timeout=args.timeout, memory_mb=args.memory)
     if guard.tampered:
         result.passed, result.status, result.summary = False, "error", say("progress_tampered")
+        return result, ws.load_progress()
+    if seed is not None:  # inputs known in advance: their answers could be, too
+        result.recorded = False
+        result.notes.append(say("seed_not_recorded", seed=seed, number=ex.number))
         return result, ws.load_progress()
     return result, ws.record_result(ex, result.status)
 
@@ -255,6 +260,7 @@ def _reset(args, console, stdin, progress) -> int:
             f"Reset {path} to the scaffold? Your version is backed up first; your progress is kept. [y/N] ",
             end="",
             highlight=False,
+            markup=False,  # "[y/N]" is the question's answer key, not a style
         )
         answer = stdin.readline()
         if not _is_tty(stdin):

@@ -12,7 +12,8 @@ The modules, in the order data flows through them:
   what came back (:mod:`.judge`);
 * :mod:`.process` (grading side), :mod:`.supervisor`, :mod:`.runner` and
   :mod:`.drivers` (child side), talking over :mod:`.wire`: the learner's code in
-  a separate process, held in by :mod:`.seccomp` and :mod:`.sandbox`;
+  a separate process, held in by the kernel (:mod:`.landlock` for files,
+  :mod:`.seccomp` for everything else) and by :mod:`.sandbox` (the audit hook);
 * :mod:`.diagnose`: names the mistake in a wrong answer, as data;
   :mod:`.messages`: every sentence of the grader, in one place;
 * :mod:`.render` and :mod:`.watch`: rich renderables, and ``exercise watch``.

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,10 +99,14 @@ def mistake(key: str, answer: np.ndarray, **params: Any) -> Mistake:
 
 @dataclass(frozen=True)
 class Count:
-    """A count a formula divides by, named for messages ("the row length"), e.g. Count(5, "the row length")."""
+    """A count a formula divides by, named for messages ("the row length"), e.g. Count(5, "the row length").
+
+    ``divides`` False: a count the formula does not divide by at all, that a learner might divide by.
+    """
 
     value: int
     what: str
+    divides: bool = True
 
 
 @dataclass(frozen=True)
@@ -187,8 +192,9 @@ def shape_findings(
     expected: tuple[int, ...],
     x_shape: tuple[int, ...] | None = None,
     values_match_squeezed: bool = False,
+    x_name: str = "x",
 ) -> list[Finding]:
-    """Why ``got`` is not ``expected``: keepdims, the wrong axis, a transpose, or just different."""
+    """Why ``got`` is not ``expected``: keepdims, the wrong axis (of ``x_name``), a transpose, or just different."""
     got, expected = tuple(got), tuple(expected)
     if tuple(s for s in got if s != 1) == tuple(s for s in expected if s != 1):
         return [_keepdims_finding(name, got, expected, values_match_squeezed)]
@@ -202,6 +208,7 @@ def shape_findings(
                     got=got,
                     expected=expected,
                     x_shape=tuple(x_shape),
+                    x_name=x_name,
                     got_axes=_axes(have[0]),
                     want_axes=_axes(want[0]),
                 )
@@ -224,7 +231,10 @@ def _named_factors(n: int | None, counts: tuple[Count, ...]) -> list[tuple[float
             (math.sqrt(u), finding("scale_unbiased_std", factor=math.sqrt(u), n=n)),
             (1 / math.sqrt(u), finding("scale_unbiased_std", factor=1 / math.sqrt(u), n=n)),
         ]
-    for right, wrong in itertools.permutations(counts, 2):
+    for extra in counts:
+        if not extra.divides and extra.value > 1:
+            named.append((1.0 / extra.value, finding("scale_extra_count", n=extra.value, what=extra.what)))
+    for right, wrong in itertools.permutations([c for c in counts if c.divides], 2):
         if right.value != wrong.value:
             f = right.value / wrong.value
             named.append(
@@ -346,6 +356,21 @@ def _radial_finding(split: _Split, geom: Geometry, dot_got: float) -> Finding | 
     return finding("geometry_radial_wrong", **common)
 
 
+def _one_count(found: list[Finding], split: _Split, geom: Geometry) -> list[Finding]:
+    """Both paths scaled by the same factor n/k: one finding, the means over the group divided by k, not n."""
+    if [f.key for f in found] != ["geometry_mean_scaled", "geometry_radial_scaled"]:
+        return found
+    a, b = (float(f.params["yours"]) for f in found)
+    if a <= 0 or abs(a - b) > 1e-6 * a:
+        return found
+    k, n = split.n / a, split.n
+    if abs(k - round(k)) > 1e-6 * k or round(k) == n:
+        return found
+    k = round(k)
+    key = "geometry_count_sum" if k == 1 else "geometry_count_unbiased" if k == n - 1 else "geometry_count"
+    return [finding(key, share=split.share, path=geom.radial_name, yours=a, n=n, k=k)]
+
+
 def geometry_findings(
     got: np.ndarray, expected: np.ndarray, geom: Geometry, explain_outside: bool = True
 ) -> list[Finding]:
@@ -361,16 +386,26 @@ def geometry_findings(
         return [finding("direct_path_wrong", share=split.share)] if explain_outside else []
     sum_got = float(np.max(np.abs(got.sum(axis=geom.axes))))
     dot_got = float(np.max(np.abs((got * geom.xhat).sum(axis=geom.axes))))
-    return [f for f in (_mean_finding(split, geom, sum_got), _radial_finding(split, geom, dot_got)) if f is not None]
+    paths = (_mean_finding(split, geom, sum_got), _radial_finding(split, geom, dot_got))
+    return _one_count([f for f in paths if f is not None], split, geom)
 
 
 # ---- exceptions -----------------------------------------------------------------------
 
 
+def _lost_an_axis(message: str) -> bool:
+    """Whether NumPy's broadcast error names two shapes, one of them the other without one of its axes."""
+    shapes = [tuple(int(n) for n in inside.split(",") if n.strip()) for inside in re.findall(r"\(([\d, ]*)\)", message)]
+    for a, b in itertools.permutations(shapes, 2):
+        if len(a) == len(b) + 1 and any(a[:i] + a[i + 1 :] == b for i in range(len(a))):
+            return True
+    return False
+
+
 def exception_findings(error_type: str, message: str) -> list[Finding]:
     """Extra explanation for exceptions whose cause is usually one classic mistake."""
     if "could not be broadcast" in message:
-        return [finding("keepdims_broadcast")]
+        return [finding("keepdims_broadcast")] if _lost_an_axis(message) else []
     if error_type in ("ValueError", "LinAlgError") and "matmul" in message:
         return [finding("matmul_shapes")]
     return []

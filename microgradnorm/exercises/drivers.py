@@ -76,6 +76,19 @@ def _mean_variance(mod: Any, inp: dict[str, Any], engine: Any) -> dict[str, Any]
     }
 
 
+def _values(out: Any, d: int, value: type) -> list[Any]:
+    """The D output Values of ``layer_norm`` for one row, or a DriverError that says what came back instead."""
+    if not isinstance(out, (list, tuple)) or len(out) != d:
+        raise DriverError(f"`layer_norm` must return a list of {d} Values (one per input), got {describe_type(out)}")
+    strays = [type(v).__name__ for v in out if not isinstance(v, value)]
+    if strays:
+        raise DriverError(
+            f"`layer_norm` must return a list of {d} Values; {len(strays)} of yours are {strays[0]}, not Value: "
+            "build every y from Value operations (.data or float() leaves the graph, so backward() cannot reach x)"
+        )
+    return list(out)
+
+
 def _layernorm_values(mod: Any, inp: dict[str, Any], engine: Any) -> dict[str, Any]:
     """Build every row with the learner's ``layer_norm`` from Values, backpropagate sum(y * dy)."""
     value = engine.Value
@@ -85,12 +98,7 @@ def _layernorm_values(mod: Any, inp: dict[str, Any], engine: Any) -> dict[str, A
     gs, bs = [value(float(v)) for v in gamma], [value(float(v)) for v in beta]
     ys = []
     for row in xs:
-        out = fn(row, gs, bs, eps)
-        if not isinstance(out, (list, tuple)) or len(out) != x.shape[1] or not all(isinstance(v, value) for v in out):
-            raise DriverError(
-                f"`layer_norm` must return a list of {x.shape[1]} Values (one per input), got {describe_type(out)}"
-            )
-        ys.append(list(out))
+        ys.append(_values(fn(row, gs, bs, eps), x.shape[1], value))
     value.sum([y * float(g) for row, grow in zip(ys, dy) for y, g in zip(row, grow)]).backward()
     return {
         "y": np.array([[v.data for v in row] for row in ys]),

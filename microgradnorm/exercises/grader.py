@@ -70,6 +70,9 @@ class GradeResult:
     printed: str = ""
     cases: list[str] = field(default_factory=list)
     kernel_filter: bool = False  # the child ran under the seccomp filter
+    file_filter: bool = False  # the child ran under the Landlock file filter
+    recorded: bool = True  # the verdict went into the learner's progress (not for chosen inputs: --seed)
+    notes: list[str] = field(default_factory=list)  # said after the verdict
 
 
 # ---- the learner's file ---------------------------------------------------------------------
@@ -153,18 +156,53 @@ def grade(
     cases = [problem.make_case(rng, False), problem.make_case(rng, True)]
     out.cases = [c.label for c in cases]
     run = run_child(
-        _job(exercise, path, source, cases), timeout=timeout, memory_mb=memory_mb, cwd=path.resolve().parent
+        _job(exercise, path, source, cases),
+        timeout=timeout,
+        memory_mb=memory_mb,
+        cwd=path.resolve().parent,
+        probe=_job(exercise, path, "", cases),  # no learner code: does a child start here at all?
+        engine=exercise.uses == "engine",
     )
     out.printed = _printed(run)
     _conclude(out, run, cases, timeout, memory_mb)
     return out
 
 
+# control characters a terminal acts on (escape sequences move the cursor, erase lines, set colours, write
+# the clipboard) and the ones that reorder text: shown as their escapes, never sent to the terminal as they are
+_INERT = {
+    c: f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+    for c in (
+        *range(0x00, 0x09),
+        *range(0x0B, 0x20),
+        *range(0x7F, 0xA0),
+        *range(0x202A, 0x202F),
+        *range(0x2066, 0x206A),
+    )
+}
+
+
+def inert(text: str) -> str:
+    """``text`` from the learner's process, safe to print: every control character but newline and tab escaped."""
+    return text.translate(_INERT)
+
+
+def _inert_all(value: Any) -> Any:
+    """Every string in a decoded JSON value (keys too) made :func:`inert`."""
+    if isinstance(value, str):
+        return inert(value)
+    if isinstance(value, list):
+        return [_inert_all(v) for v in value]
+    if isinstance(value, dict):
+        return {inert(str(k)): _inert_all(v) for k, v in value.items()}
+    return value
+
+
 def _printed(run: ChildRun) -> str:
     text = run.printed.decode("utf-8", errors="replace")[-PRINTED_LIMIT:]
     if run.printed_total > len(text.encode("utf-8")):
         text = "…" + text
-    return text.rstrip()
+    return inert(text.rstrip())
 
 
 def _conclude(out: GradeResult, run: ChildRun, cases: list[Case], timeout: float, memory_mb: int) -> None:
@@ -190,6 +228,7 @@ def _conclude(out: GradeResult, run: ChildRun, cases: list[Case], timeout: float
         out.rows = [CheckRow("ran", False, say("row_no_result"))]
         return
     out.kernel_filter = message.get("kernel_filter") is True
+    out.file_filter = message.get("file_filter") is True
     if error is not None:
         _explain_error(out, error, memory_mb)
         return
@@ -201,8 +240,12 @@ def _conclude(out: GradeResult, run: ChildRun, cases: list[Case], timeout: float
 
 
 def _checked(message: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """(calls, error) of the child's message, after checking their types (the child is not trusted)."""
-    calls, error = message.get("calls"), message.get("error")
+    """(calls, error) of the child's message, after checking their types and making its text inert (the
+    child is not trusted: its strings may carry terminal escape sequences)."""
+    try:
+        calls, error = _inert_all(message.get("calls")), _inert_all(message.get("error"))
+    except RecursionError:  # nested as deep as the JSON parser allows, deeper than is worth walking
+        raise wire.WireError("the message is nested too deeply") from None
     if not isinstance(calls, dict) or not (error is None or isinstance(error, dict)):
         raise wire.WireError("the message has no calls, or an error that is not an object")
     if error is not None and not isinstance(error.get("kind"), str):

@@ -163,7 +163,9 @@ def _explain_shape(ev: Evidence, call: str, name: str) -> Explanation:
     squeezed = (
         got is not None and got.size == expected.size and tol.close(got.reshape(expected.shape), expected, 1e-8, 1e-10)
     )
-    return shape_findings(f"`{name}`", shape, expected.shape, ev.problem.x_shape(ev.case(call), name), squeezed), None
+    called, problem = f"`{ev.problem.output(name).called}`", ev.problem
+    x_shape = problem.x_shape(ev.case(call), name)
+    return shape_findings(called, shape, expected.shape, x_shape, squeezed, problem.reduced_from), None
 
 
 def check_types(ev: Evidence) -> Verdict:
@@ -171,7 +173,7 @@ def check_types(ev: Evidence) -> Verdict:
     for call in CALLS:
         for o in ev.problem.outputs:
             msg = _type_problem(
-                o.name, ev.description(call, o.name), ev.got(call, o.name), ev.case(call).expected[o.name]
+                o.called, ev.description(call, o.name), ev.got(call, o.name), ev.case(call).expected[o.name]
             )
             if msg:
                 errors.append((call, o.name, msg))
@@ -195,7 +197,7 @@ def check_finite(ev: Evidence) -> Verdict:
                 continue
             checked += 1
             if not np.all(np.isfinite(g)):
-                bad.append((call, o.name, int(np.isnan(g).sum()), int(np.isinf(g).sum())))
+                bad.append((call, o.called, int(np.isnan(g).sum()), int(np.isinf(g).sum())))
     if not checked:
         return Verdict([CheckRow("finite", None, say("row_finite_none"))])
     if not bad:
@@ -203,7 +205,7 @@ def check_finite(ev: Evidence) -> Verdict:
         return Verdict([CheckRow("finite", True, say("row_finite_ok", among=among))])
     call, name, nan, inf = bad[0]
     detail = say("row_nonfinite", name=name, nan=nan, inf=inf, call=say(f"call_{call}"))
-    eps0 = " (eps = 0 there: a division by a std of zero, or by zero itself?)" if call == "b" else ""
+    eps0 = say("finite_eps0") if call == "b" and ev.case(call).info.get("eps") == 0 else ""
     return Verdict(
         [CheckRow("finite", False, detail)], lambda: ([finding("not_finite", detail=detail, eps0=eps0)], None)
     )
@@ -253,7 +255,8 @@ def check_second(ev: Evidence) -> Verdict:
     second = case.label.split(": ", 1)[1]
     if not wrong:
         return Verdict([CheckRow("second input", True, second)])
-    row = CheckRow("second input", False, say("row_second_wrong", second=second, names=", ".join(wrong)))
+    names = ", ".join(ev.problem.output(n).called for n in wrong)
+    row = CheckRow("second input", False, say("row_second_wrong", second=second, names=names))
     first = ((o.name, ev.usable("a", o.name)) for o in ev.problem.outputs)
     first_ok = all(_value_ok(ev.cases[0], n, g) for n, g in first if g is not None)
     name = wrong[0]
@@ -275,13 +278,13 @@ def check_repeatable(ev: Evidence) -> Verdict:
             differs.append(o.name)
     if not differs:
         return Verdict([CheckRow("same answer twice", True, say("row_repeat_ok"))])
-    name = differs[0]
+    name, called = differs[0], [ev.problem.output(n).called for n in differs]
 
     def explain() -> Explanation:
         idx, first, second = worst_entry(ev.usable("a2", name), ev.usable("a", name))  # type: ignore[arg-type]
-        return [finding("second_run_differs", name=name, index=_index(idx), first=first, second=second)], None
+        return [finding("second_run_differs", name=called[0], index=_index(idx), first=first, second=second)], None
 
-    return Verdict([CheckRow("same answer twice", False, say("row_repeat_bad", names=", ".join(differs)))], explain)
+    return Verdict([CheckRow("same answer twice", False, say("row_repeat_bad", names=", ".join(called)))], explain)
 
 
 def check_untouched(ev: Evidence) -> Verdict:
@@ -341,37 +344,46 @@ def _unnamed(problem: Problem, case: Case, name: str, g: np.ndarray) -> list[Fin
     geom = problem.geometry(case, name)
     if geom is not None:
         found += geometry_findings(g, expected, geom)
-    s = scale_finding(g, expected, case.info.get("n"), problem.counts(case, name))
+    s = scale_finding(g, expected, problem.group_size(case, name), problem.counts(case, name))
     if s is not None:
         found.append(s)
     return found + problem.findings(case, name, g)
 
 
-def _estimate(case: Case, name: str, g: np.ndarray) -> Finding | None:
-    """An answer close to the right one but outside the rounding bound: estimated, not derived."""
-    rel = rounding.relative_error(g, case.expected[name])
+def _estimate(problem: Problem, case: Case, name: str, g: np.ndarray, first_ok: bool) -> Finding | None:
+    """An answer close to the right one but outside the rounding bound: estimated (or rounded, or nudged)."""
+    expected, allowed = case.expected[name], case.allowed[name]
+    rel = rounding.relative_error(g, expected)
     if not 0 < rel <= rounding.ESTIMATE_RTOL:
         return None
-    allowed = rounding.allowed_relative(case.expected[name], case.allowed[name])
-    return finding("estimate", name=name, digits=max(int(-math.log10(rel)), 1), rel=rel, allowed=allowed)
+    off = np.abs(g - expected)
+    over = np.where(allowed > 0, off / np.where(allowed > 0, allowed, 1.0), np.where(off > 0, np.inf, 0.0))
+    idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(over)), over.shape)) if over.ndim else ()
+    output = problem.output(name)
+    params = {"name": output.called, "digits": max(int(-math.log10(rel)), 1), "index": _index(idx)}
+    params.update(diff=float(off[idx]), allowed=float(allowed[idx]))
+    if first_ok and case.info.get("eps") == 0:
+        return finding("eps_zero_changed", **params)
+    return finding("estimate" if output.gradient else "estimate_value", **params)
 
 
 def explain_value(problem: Problem, case: Case, name: str, g: np.ndarray, first_ok: bool) -> Explanation:
     """Why ``g`` is not the right ``name`` on ``case``, and where it is furthest off."""
     named = _swapped(problem, case, name, g) or _named_mistakes(problem, case, name, g)
-    estimate = None if named else _estimate(case, name, g)
+    estimate = None if named else _estimate(problem, case, name, g, first_ok)
     found: list[Finding] = []
     if first_ok:
-        guess = "" if (named or estimate) else " A size written into the code, or a formula that breaks at eps = 0?"
+        explained = named or estimate or problem.findings(case, name, g)
+        guess = "" if explained else say("guess_eps0" if case.info.get("eps") == 0 else "guess_size")
         found.append(finding("right_first_wrong_second", second=case.label.split(": ", 1)[1], guess=guess))
     if named:
         found += named
     elif estimate is not None:
-        found.append(estimate)
+        found += [estimate, *problem.findings(case, name, g)]
     else:
-        found += _unnamed(problem, case, name, g) or [finding("no_match", name=name)]
+        found += _unnamed(problem, case, name, g) or [finding("no_match", name=problem.output(name).called)]
     idx, e, v = worst_entry(g, case.expected[name])
-    return found, Worst(name, case.label, idx, e, v)
+    return found, Worst(problem.output(name).called, case.label, idx, e, v)
 
 
 # ---- all checks ------------------------------------------------------------------------------

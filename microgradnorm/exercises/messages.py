@@ -45,6 +45,11 @@ FINDINGS: dict[str, tuple[str, str]] = {
         "d var / d x_i = (2/n) (x_i - mean): the deviation from the mean, not x_i itself. (The route through "
         "the mean adds nothing, since the deviations sum to 0.)",
     ),
+    "var_mean_wrong_axis": (
+        "the mean over the wrong axis",
+        "Your x - mean subtracts the mean of each column (axis 0). The variance of a row is about that row's "
+        "own mean: x.mean(axis=1, keepdims=True), one per row.",
+    ),
     # ---- normalizations: the forward pass
     "unbiased_variance": (
         "unbiased variance",
@@ -102,7 +107,7 @@ FINDINGS: dict[str, tuple[str, str]] = {
     ),
     "extra_gamma_dgamma": (
         "an extra factor gamma",
-        "y = gamma * xhat + beta, so dy/dgamma = xhat: gamma itself does not appear in dgamma.",
+        "y depends on gamma through gamma * xhat, so dy/dgamma = xhat: gamma itself does not appear in dgamma.",
     ),
     "extra_gamma_dbeta": ("an extra factor gamma", "dy/dbeta = 1: dbeta is the plain sum of dy."),
     "param_mean_not_sum": (
@@ -174,6 +179,11 @@ FINDINGS: dict[str, tuple[str, str]] = {
         "m2 grew by (value - new mean)**2. The right increment is (value - old mean) * (value - new mean): one "
         "factor of each.",
     ),
+    "welford_old_count": (
+        "divided by the old count",
+        "Your mean moves by (value - mean) / count with the count before this value. It is the mean of count + 1 "
+        "values now: mean_new = mean + (value - mean) / (count + 1).",
+    ),
     "welford_ignores_state": (
         "the starting state was ignored",
         "Your results are those of the values your function saw, as if the count, mean and m2 it was given were "
@@ -183,9 +193,10 @@ FINDINGS: dict[str, tuple[str, str]] = {
     "cancellation": (
         "cancellation",
         "On this input every value is about {offset:.0e} and the spread only about 1: your variance is off by "
-        "{rel:.2g} relative. Sums of x**2 are then about 1e16 per value, where a double holds only about 2 "
-        "units of precision, and subtracting mean**2 cancels everything that mattered. Update m2 with "
-        "deviations from the running mean instead: m2 += (x - old mean) * (x - new mean).",
+        "{rel:.2g} relative. Each x**2 is then about 1e16, where neighbouring doubles are 2 apart, so a sum of "
+        "squares is rounded by more than the variance itself, and subtracting mean**2 cancels everything that "
+        "mattered. Update m2 with deviations from the running mean instead: m2 += (x - old mean) * (x - new "
+        "mean).",
     ),
     # ---- exercise 11: the pre-LN block
     "residual_missing": ("the residual is missing", "out = x + LN(x) @ W: add x back."),
@@ -251,6 +262,26 @@ FINDINGS: dict[str, tuple[str, str]] = {
         "the path through the {path} is scaled wrongly",
         "Your dx is off along xhat ({share}), by that path times {ratio:.6g}: yours is {yours:.6g} times it.{at_zero}",
     ),
+    "geometry_count": (
+        "the means in dx divided by {k} instead of {n}",
+        "Your dx is off along the ones vector and along xhat ({share}): the path through the mean and the path "
+        "through the {path} are both {yours:.6g} = {n}/{k} times the right ones, as if the two means over each "
+        "group of {n} values, mean(dxhat) and mean(dxhat * xhat), had divided their sums by {k}. A mean over "
+        "{n} values divides by {n}.",
+    ),
+    "geometry_count_sum": (
+        "sums in dx where means belong",
+        "Your dx is off along the ones vector and along xhat ({share}): the path through the mean and the path "
+        "through the {path} are both {n} times the right ones, as if mean(dxhat) and mean(dxhat * xhat) had "
+        "been sums over the group of {n} values. Divide each sum by {n}.",
+    ),
+    "geometry_count_unbiased": (
+        "the means in dx divided by n - 1",
+        "Your dx is off along the ones vector and along xhat ({share}): the path through the mean and the path "
+        "through the {path} are both {yours:.6g} = {n}/{k} times the right ones, as if the two means over each "
+        "group of n = {n} values, mean(dxhat) and mean(dxhat * xhat), had divided their sums by n - 1 = {k}, "
+        "as an unbiased variance does. These are plain means: divide by n.",
+    ),
     "geometry_radial_wrong": (
         "the path through the {path} is wrong",
         "Your dx is off along xhat ({share}), by a multiple of xhat that is not a fixed multiple of that "
@@ -283,6 +314,10 @@ FINDINGS: dict[str, tuple[str, str]] = {
         "your answer is {factor:.6g} = {right}/{wrong} times the right one: you divided by {wrong} ({wrong_what}) "
         "where the formula divides by {right} ({right_what}).",
     ),
+    "scale_extra_count": (
+        "divided by {n}",
+        "your answer is 1/{n} of the right one, and {n} is {what} here: nothing divides this sum.",
+    ),
     "scale_two": ("factor 2", "your answer is twice the right one."),
     "scale_half": ("factor 1/2", "your answer is half the right one: a factor 2 (from a square) or 1/2 is missing."),
     "scale_other": ("off by a constant factor", "your answer is the right one times {factor:.6g} everywhere."),
@@ -293,8 +328,8 @@ FINDINGS: dict[str, tuple[str, str]] = {
     ),
     "wrong_axis_shape": (
         "reduced over the wrong axis",
-        "{name} has shape {got}, which is what reducing x {x_shape} over axis {got_axes} gives; {name} is reduced "
-        "over axis {want_axes}, giving {expected}.",
+        "{name} has shape {got}, which is what reducing {x_name} {x_shape} over axis {got_axes} gives; {name} is "
+        "reduced over axis {want_axes}, giving {expected}.",
     ),
     "transposed_shape": ("transposed", "{name} has shape {got}, expected {expected}: it is transposed."),
     "wrong_shape": ("wrong shape", "{name} has shape {got}, expected {expected}."),
@@ -309,9 +344,23 @@ FINDINGS: dict[str, tuple[str, str]] = {
     "estimate": (
         "this looks like a finite-difference estimate",
         "Your {name} agrees with the exact answer to about {digits} significant digits, where an exact formula "
-        "agrees to about 15 (the largest difference float64 rounding allows here is {allowed:.1e} of its "
-        "size; yours is {rel:.1e}). That is what a numerical estimate (finite differences) gives, or a step "
-        "done in lower precision. Derive the exact expression.",
+        "agrees to about 15: {name}{index} is off by {diff:.1e}, where float64 rounding allows {allowed:.1e}. "
+        "That is what a numerical estimate (finite differences) gives, or a step done in lower precision "
+        "(float32 keeps about 7 digits). Derive the exact expression.",
+    ),
+    "estimate_value": (
+        "close, but not to float64 rounding",
+        "Your {name} agrees with the exact answer to about {digits} significant digits, where an exact formula "
+        "agrees to about 15: {name}{index} is off by {diff:.1e}, where float64 rounding allows {allowed:.1e}. "
+        "A step done in lower precision (float32 keeps about 7 digits), or a constant slightly changed, gives "
+        "that.",
+    ),
+    "eps_zero_changed": (
+        "changed where eps = 0",
+        "On this input eps = 0, and your {name} agrees with the exact answer to only about {digits} significant "
+        "digits ({name}{index} is off by {diff:.1e}, where float64 rounding allows {allowed:.1e}): as if a small "
+        "number had been put where eps is 0. No group of these inputs has a variance of 0, so eps = 0 needs no "
+        "guard here: use eps as it is given.",
     ),
     "right_first_wrong_second": (
         "right on the first input, wrong on the second",
@@ -365,7 +414,8 @@ SAYINGS: dict[str, str] = {
     "bad_return": "{message}.",
     "kernel_refused": (
         "The operating system refused something your code tried{on} ({message}): while it is graded, code may "
-        "not start processes, signal other processes, raise its limits or change files."
+        "not start processes, signal other processes, raise its limits, change files, or read files beyond "
+        "the standard library and NumPy."
     ),
     "raised": "Your code raised {type}{on}: {message}",
     "timeout": "Your code did not finish within {timeout:g} s (wall clock) and was stopped: an endless loop?",
@@ -388,6 +438,10 @@ SAYINGS: dict[str, str] = {
     "not_text": "{path} is not text Python can read: {why}.",
     "unreadable_file": "{path} could not be read: {why}.",
     "posix_only": "The grader runs learner code in a sandbox that needs a POSIX system (Linux or macOS).",
+    "seed_not_recorded": (
+        "Graded on the inputs of --seed {seed}, which are known in advance (and so could their answers be): "
+        "this check is not recorded. `microgradnorm exercise check {number}` without --seed records a pass."
+    ),
     "progress_tampered": (
         "Your progress file changed while your code ran; the change was discarded and nothing was recorded "
         "for this check."
@@ -398,6 +452,9 @@ SAYINGS: dict[str, str] = {
     "row_finite_none": "nothing to check: no output came back as numbers",
     "row_nonfinite": "`{name}` has {nan} NaN and {inf} Inf entries on {call}",
     "row_finite_ok": "no NaN or Inf{among}",
+    "finite_eps0": " (eps = 0 there: a division by a std of zero, or by zero itself?)",
+    "guess_eps0": " A size written into the code, or a formula that breaks at eps = 0?",
+    "guess_size": " A size written into the code?",
     "row_finite_among": " among the {count} outputs that came back as numbers",
     "row_not_compared": "not compared (wrong type or shape)",
     "row_value": "relative error {rel:.1e}",

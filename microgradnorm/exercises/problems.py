@@ -41,10 +41,20 @@ __all__ = ["PROBLEMS", "Case", "Output", "Problem", "get_problem"]
 
 @dataclass(frozen=True)
 class Output:
-    """One graded quantity: the key the child sends back and the row it is shown in."""
+    """One graded quantity: the key the child sends back and the row it is shown in.
+
+    ``shown`` is how messages name it after the learner's own code ("mul_backward: da"; the key by
+    default); ``gradient`` False marks a value of the forward pass (y, a mean, a variance, P).
+    """
 
     name: str
     label: str
+    shown: str = ""
+    gradient: bool = True
+
+    @property
+    def called(self) -> str:
+        return self.shown or self.name
 
 
 @dataclass
@@ -64,11 +74,17 @@ class Problem:
     outputs: tuple[Output, ...] = ()
     swaps: tuple[tuple[str, str], ...] = ()  # pairs of outputs a learner may return in the wrong order
     exact: tuple[str, ...] = ()  # inputs that are counts, not rounded measurements
+    reduced_from = "x"  # the input whose shape a wrong-axis reduction is explained by
 
     def make_case(self, rng: np.random.Generator, second: bool) -> Case:
         label, inputs, info = self.draw(rng, second)
         expected = self.solve(inputs)
-        return Case(label, inputs, expected, rounding.tolerance(self.solve, inputs, self.exact), info)
+        allowed = rounding.tolerance(self.solve, inputs, self.exact, self.terms(inputs))
+        return Case(label, inputs, expected, allowed, info)
+
+    def terms(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
+        """Per output, the size of terms that cancel and that no input scales (see :func:`.rounding.tolerance`)."""
+        return {}
 
     def draw(self, rng: np.random.Generator, second: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
         """(label, inputs sent to the learner's code, what the diagnosis needs besides)."""
@@ -81,6 +97,9 @@ class Problem:
     def mistakes(self, case: Case, name: str) -> list[Mistake]:
         """Known wrong answers for output ``name`` on this case."""
         return []
+
+    def output(self, name: str) -> Output:
+        return next(o for o in self.outputs if o.name == name)
 
     def geometry(self, case: Case, name: str) -> Geometry | None:
         """What the along-1 / along-xhat decomposition of ``name`` needs, if it applies."""
@@ -97,6 +116,10 @@ class Problem:
     def counts(self, case: Case, name: str) -> tuple[Count, ...]:
         """The counts ``name``'s formula divides by, the right one first (for the scale diagnosis)."""
         return ()
+
+    def group_size(self, case: Case, name: str) -> int | None:
+        """The n of the factors n/(n-1) and 1/n the scale diagnosis names (a normalization's group size)."""
+        return case.info.get("n")
 
 
 def _seed(rng: np.random.Generator) -> int:
@@ -123,12 +146,12 @@ def _engine_grads(op: Callable[..., Value], *args: float, dout: float) -> tuple[
 
 class LocalDerivatives(Problem):
     outputs = (
-        Output("mul_da", "mul: da"),
-        Output("mul_db", "mul: db"),
-        Output("pow_da", "pow: da"),
-        Output("sqrt_da", "sqrt: da"),
-        Output("div_da", "divide: da"),
-        Output("div_db", "divide: db"),
+        Output("mul_da", "mul: da", "mul_backward: da"),
+        Output("mul_db", "mul: db", "mul_backward: db"),
+        Output("pow_da", "pow: da", "pow_backward: da"),
+        Output("sqrt_da", "sqrt: da", "sqrt_backward: da"),
+        Output("div_da", "divide: da", "div_backward: da"),
+        Output("div_db", "divide: db", "div_backward: db"),
     )
 
     def draw(self, rng: np.random.Generator, second: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
@@ -171,7 +194,10 @@ class LocalDerivatives(Problem):
 
 
 class MeanVariance(Problem):
-    outputs = (Output("dx_mean", "mean: dx"), Output("dx_var", "variance: dx"))
+    outputs = (
+        Output("dx_mean", "mean: dx", "mean_backward: dx"),
+        Output("dx_var", "variance: dx", "variance_backward: dx"),
+    )
 
     def draw(self, rng: np.random.Generator, second: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
         shape = (4, 6) if second else (3, 5)
@@ -199,7 +225,13 @@ class MeanVariance(Problem):
         if name != "dx_var":
             return []
         x, dvar = case.inputs["x"], case.inputs["dvar"]
-        return [mistake("var_x_not_xshift", dvar * 2.0 * x / x.shape[1])]
+        d = x.shape[1]
+        right = dvar * 2.0 * (x - x.mean(axis=1, keepdims=True)) / d
+        return [
+            mistake("var_x_not_xshift", dvar * 2.0 * x / d),
+            mistake("variance_path_slip", right * (d - 1) / d, factor=(d - 1) / d, m=d),
+            mistake("var_mean_wrong_axis", dvar * 2.0 * (x - x.mean(axis=0, keepdims=True)) / d),
+        ]
 
     def counts(self, case: Case, name: str) -> tuple[Count, ...]:
         rows, d = case.inputs["x"].shape
@@ -259,7 +291,7 @@ class NormProblem(Problem):
         return norm_mistakes.geometry(case.info) if name == "dx" else None
 
 
-_FORWARD = Output("y", "forward")
+_FORWARD = Output("y", "forward", gradient=False)
 _DX, _DGAMMA, _DBETA = Output("dx", "dx"), Output("dgamma", "dgamma"), Output("dbeta", "dbeta")
 
 
@@ -268,6 +300,7 @@ class AffineProblem(Problem):
 
     outputs = (Output("dgamma", "dgamma"), Output("dbeta", "dbeta"), Output("dxhat", "dxhat"))
     swaps = (("dgamma", "dbeta"),)
+    reduced_from = "dy"
 
     def draw(self, rng: np.random.Generator, second: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
         shape = (3, 4, 6) if second else (2, 3, 5)
@@ -284,6 +317,13 @@ class AffineProblem(Problem):
             "dbeta": formulas.dbeta(dy, lead),
             "dxhat": formulas.dxhat(dy, gamma),
         }
+
+    def counts(self, case: Case, name: str) -> tuple[Count, ...]:
+        d = case.inputs["dy"].shape[-1]
+        return (Count(d, "the row length D", divides=False),) if name in ("dgamma", "dbeta") else ()
+
+    def group_size(self, case: Case, name: str) -> int | None:
+        return None  # nothing here is a mean over a group: no n/(n-1), no 1/n
 
     def mistakes(self, case: Case, name: str) -> list[Mistake]:
         dy, xhat = case.inputs["dy"], case.inputs["xhat"]
@@ -359,7 +399,7 @@ def _jacobian_parts(x: np.ndarray, eps: float) -> tuple[np.ndarray, float]:
 
 
 class JacobianProblem(Problem):
-    outputs = (Output("P", "projection P"), Output("J", "Jacobian J"))
+    outputs = (Output("P", "projection P", gradient=False), Output("J", "Jacobian J"))
 
     def draw(self, rng: np.random.Generator, second: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
         d, eps = (6, 0.0) if second else (5, 1e-3)
@@ -374,6 +414,13 @@ class JacobianProblem(Problem):
             "P": formulas.projection(inputs["xhat"]),
             "J": formulas.layer_norm_jacobian(xhat, rstd, inputs["gamma"]),
         }
+
+    def terms(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
+        """J = rstd diag(gamma) (I - 1 1^T / D - xhat xhat^T / D): where one x_i dominates, xhat_i^2 / D nears
+        1 - 1/D and J_ii is a difference of terms of size |gamma_i| rstd that x cannot scale (xhat saturates)."""
+        xhat, rstd = _jacobian_parts(inputs["x"], float(inputs["eps"]))
+        d = xhat.shape[0]
+        return {"J": np.abs(inputs["gamma"])[:, None] * rstd * (np.eye(d) + 1.0 / d + np.abs(np.outer(xhat, xhat)) / d)}
 
     def mistakes(self, case: Case, name: str) -> list[Mistake]:
         x, gamma, eps = case.inputs["x"], case.inputs["gamma"], float(case.inputs["eps"])
@@ -419,14 +466,19 @@ def _merge(count0: np.ndarray, mean0: np.ndarray, m2_0: np.ndarray, x: np.ndarra
     return mean0 + delta * n / total, m2_0 + m2_b + delta * delta * count0 * n / total
 
 
-def _welford_stream(inputs: dict[str, Any], increment: Callable[[float, float, float], float]) -> dict[str, np.ndarray]:
-    """What an update with m2 += increment(value, old mean, new mean) gives, from the given states."""
+def _welford_stream(
+    inputs: dict[str, Any], increment: Callable[[float, float, float], float], late: int = 0
+) -> dict[str, np.ndarray]:
+    """What an update with m2 += increment(value, old mean, new mean) gives, from the given states.
+
+    ``late`` 1: the mean moves by (value - mean) / (the count before this value), one count late.
+    """
     means, variances = [], []
     for row, count, mean, m2 in zip(inputs["x"], inputs["count0"], inputs["mean0"], inputs["m2_0"]):
         count, mean, m2 = int(count), float(mean), float(m2)
         for value in row:
             count += 1
-            old, mean = mean, mean + (value - mean) / count
+            old, mean = mean, mean + (value - mean) / (count - late)
             m2 += increment(value, old, mean)
         means.append(mean)
         variances.append(m2 / count)
@@ -434,7 +486,7 @@ def _welford_stream(inputs: dict[str, Any], increment: Callable[[float, float, f
 
 
 class WelfordProblem(Problem):
-    outputs = (Output("mean", "mean"), Output("var", "variance"))
+    outputs = (Output("mean", "mean", gradient=False), Output("var", "variance", "variance (m2 / count)", False))
     exact = ("count0",)
 
     def draw(self, rng: np.random.Generator, second: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
@@ -460,7 +512,11 @@ class WelfordProblem(Problem):
     def mistakes(self, case: Case, name: str) -> list[Mistake]:
         x = case.inputs["x"]
         fresh = {"mean": x.mean(axis=1), "var": x.var(axis=1)}
-        out = [mistake("welford_ignores_state", fresh[name], count=case.info["seen"])]
+        late = _welford_stream(case.inputs, lambda v, old, new: (v - old) * (v - new), late=1)[name]
+        out = [
+            mistake("welford_ignores_state", fresh[name], count=case.info["seen"]),
+            mistake("welford_old_count", late),
+        ]
         if name == "var":
             squared = _welford_stream(case.inputs, lambda v, old, new: (v - old) ** 2)["var"]
             new_squared = _welford_stream(case.inputs, lambda v, old, new: (v - new) ** 2)["var"]
@@ -479,7 +535,7 @@ class WelfordProblem(Problem):
 
 
 class PreLNProblem(Problem):
-    outputs = (Output("y", "forward"), _DX, _DGAMMA, _DBETA, Output("dW", "dW"))
+    outputs = (_FORWARD, _DX, _DGAMMA, _DBETA, Output("dW", "dW"))
     swaps = (("dgamma", "dbeta"),)
 
     def draw(self, rng: np.random.Generator, second: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:

@@ -28,6 +28,8 @@ The child's environment is built from nothing: no variable of the grader's
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import json
 import math
 import os
@@ -35,6 +37,7 @@ import select
 import signal
 import subprocess
 import sys
+import sysconfig
 import threading
 import time
 from collections.abc import Iterator
@@ -85,6 +88,34 @@ def _numpy_parent() -> str:
     return str(Path(numpy.__file__).resolve().parent.parent)
 
 
+HARNESS = ("runner.py", "wire.py", "drivers.py", "sandbox.py")  # the files of this package the child loads
+
+
+@functools.lru_cache(maxsize=2)
+def _readable(engine: bool = False) -> dict[str, Any]:
+    """What the kernel file filter (:mod:`.landlock`) lets the child read, as the supervisor's arguments.
+
+    ``engine``: the exercise is about the ``Value`` engine, whose file the child then loads too.
+    """
+    from microgradnorm.exercises import landlock
+
+    package = HERE.parent
+    harness = [str(HERE / name) for name in HARNESS] + ([str(package / "engine.py")] if engine else [])
+    allowed = landlock.allowed_paths(
+        numpy_dir=str(Path(_numpy_parent()) / "numpy"),
+        stdlib=sorted({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")}),
+        harness=harness,
+        keep_out=str(package),
+        mapped=landlock.mapped_directories(),
+    )
+    return dataclasses.asdict(allowed)
+
+
+PROBE_TIMEOUT = 60.0  # seconds a probe may take to start Python and NumPy on a slow machine
+# None: not yet known; True: a child under the file filter has answered; False: under it, no child starts here
+_file_filter_works: dict[str, bool | None] = {"state": None}
+
+
 class _Pipes:
     """The five pipes, as (read end, write end); the grader's ends are non-blocking."""
 
@@ -102,7 +133,7 @@ class _Pipes:
                 os.close(fd)
 
 
-def _start(pipes: _Pipes, timeout: float, memory_mb: int, cwd: Path) -> subprocess.Popen:
+def _start(pipes: _Pipes, timeout: float, memory_mb: int, cwd: Path, readable: dict | None) -> subprocess.Popen:
     child = [sys.executable, "-I", "-S", "-B", "-X", "utf8", "-c", BOOT, str(HERE / "runner.py")]
     child += [str(pipes.job[0]), str(pipes.result[1]), _numpy_parent()]
     config = {
@@ -112,6 +143,7 @@ def _start(pipes: _Pipes, timeout: float, memory_mb: int, cwd: Path) -> subproce
         "memory": memory_mb * 2**20,
         "cpu": math.ceil(timeout) + 1,  # a backstop: the wall-clock deadline comes first
         "deadline": timeout + 5.0,  # the supervisor's own backstop, should the grader vanish
+        "readable": readable,
     }
     return subprocess.Popen(
         [sys.executable, "-I", "-S", "-B", str(HERE / "supervisor.py"), json.dumps(config)],
@@ -217,15 +249,42 @@ def _finish(proc: subprocess.Popen, collector: _Collector) -> None:
         collector.status += data[:4096]
 
 
-def run_child(job: bytes, *, timeout: float, memory_mb: int, cwd: Path) -> ChildRun:
-    """Run the child on ``job`` for at most ``timeout`` seconds; every process is gone when this returns."""
+def run_child(
+    job: bytes, *, timeout: float, memory_mb: int, cwd: Path, probe: bytes = b"", engine: bool = False
+) -> ChildRun:
+    """Run the child on ``job`` for at most ``timeout`` seconds; every process is gone when this returns.
+
+    Under the kernel file filter where the kernel has one (``engine``: the child
+    may read the ``Value`` engine's file too). Should a child under it send
+    nothing back before any has answered, ``probe`` (a job with no learner code
+    in it) tells why: if the probe answers, the learner's code ended its child;
+    if not, the filter keeps Python or NumPy from starting on this machine, and
+    from then on children run without it (the audit hook still stands). The
+    learner's code cannot steer that choice: it is not in the probe.
+    """
+    state, spec = _file_filter_works, _readable(engine)
+    limits = {"timeout": timeout, "memory_mb": memory_mb, "cwd": cwd}
+    run = _run(job, readable=spec if state["state"] is not False else None, **limits)
+    if run.result and state["state"] is None:
+        state["state"] = True
+    elif not run.result and not run.timed_out and state["state"] is None and probe:
+        # limits of its own, not the check's: a tight --timeout or --memory must not pass for a broken filter
+        sure = _run(probe, readable=spec, timeout=max(timeout, PROBE_TIMEOUT), memory_mb=max(memory_mb, 1024), cwd=cwd)
+        if sure.result or not sure.timed_out:  # a probe that ran out of time says nothing: the filter stays
+            state["state"] = bool(sure.result)
+        if state["state"] is False:
+            run = _run(job, readable=None, **limits)
+    return run
+
+
+def _run(job: bytes, *, timeout: float, memory_mb: int, cwd: Path, readable: dict | None) -> ChildRun:
     run = ChildRun()
     pipes = _Pipes()
     ours = (pipes.job[1], pipes.result[0], pipes.printed[0], pipes.control[1], pipes.status[0])
     proc = None
     collector = _Collector(pipes, job, run)
     try:
-        proc = _start(pipes, timeout, memory_mb, cwd)
+        proc = _start(pipes, timeout, memory_mb, cwd, readable)
         pipes.close(pipes.child_ends())
         with _sigterm_as_exit():
             collector.collect(time.monotonic() + timeout)

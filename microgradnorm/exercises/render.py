@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich import box
@@ -14,9 +15,7 @@ from rich.text import Text
 from microgradnorm.exercises.catalog import EXERCISES, Exercise
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
-    from microgradnorm.exercises.grader import GradeResult
+    from microgradnorm.exercises.grader import GradeResult, Worst
     from microgradnorm.exercises.workspace import InitReport, Progress
 
 __all__ = [
@@ -129,6 +128,14 @@ def exercise_list(
     return Group(*parts)
 
 
+def _runnable(path: Path) -> str:
+    """``path`` as typed from the current directory: relative when it is below it, else as it is."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def init_report(report: InitReport, next_exercise: Exercise | None = EXERCISES[0]) -> RenderableType:
     """What ``init`` copied, what it left alone, and where to go on (the first unpassed exercise)."""
     lines = [Text.assemble(("Exercise workspace: ", "bold"), str(report.workspace))]
@@ -151,8 +158,8 @@ def init_report(report: InitReport, next_exercise: Exercise | None = EXERCISES[0
     lines.append(
         Text(
             f"{start} {next_exercise.filename}: write your code where it says so, run it on its own with "
-            f"`python {next_exercise.filename}`, then grade it with `microgradnorm exercise check` "
-            "(or keep `microgradnorm exercise watch` open in a second terminal).",
+            f"`python {_runnable(report.workspace / next_exercise.filename)}`, then grade it with "
+            "`microgradnorm exercise check` (or keep `microgradnorm exercise watch` open in a second terminal).",
         )
     )
     return Group(*lines)
@@ -162,19 +169,46 @@ def _fmt(v: float) -> str:
     return f"{v:.6g}"
 
 
+def _checks_table(result: GradeResult) -> RenderableType:
+    table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 1))
+    table.add_column("", no_wrap=True)
+    table.add_column("check", no_wrap=True)
+    table.add_column("detail", style="dim")
+    for row in result.rows:
+        table.add_row(_MARK[row.ok], row.label, row.detail)
+    return Padding(table, (0, 0, 0, 2))
+
+
+def _worst_table(w: Worst) -> RenderableType:
+    idx = "[" + ", ".join(map(str, w.index)) + "]" if w.index else ""
+    worst = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
+    worst.add_column("worst entry")
+    worst.add_column("expected", justify="right")
+    worst.add_column("got", justify="right")
+    worst.add_column("difference", justify="right")
+    worst.add_row(f"{w.output}{idx}", _fmt(w.expected), _fmt(w.got), _fmt(w.got - w.expected))
+    return Padding(Group(worst, Text(f"on the {w.case}", style="dim")), (0, 0, 0, 2))
+
+
+def _what_next(result: GradeResult, next_exercise: Exercise | None) -> list[RenderableType]:
+    """The last line: the reference and the next exercise after a pass, else where to write or a hint."""
+    number = result.exercise.number
+    if result.passed and result.recorded:
+        nxt = f"  Next: {next_exercise.name} (`microgradnorm exercise check` grades it)." if next_exercise else ""
+        text = f"Passed. `microgradnorm exercise solution {number}` shows the reference solution.{nxt}"
+        return [Text(text, style="green")]
+    if result.status == "not_written":
+        return [Text(f"Open {result.path} and write your code there.", style="dim")]
+    if not result.passed:
+        return [Text(f"Stuck? `microgradnorm exercise hint {number}` gives one hint at a time.", style="dim")]
+    return []
+
+
 def grade_report(result: GradeResult, *, next_exercise: Exercise | None = None) -> RenderableType:
     """The outcome of one check: the per-check table, the diagnosis and the worst entry."""
     ex = result.exercise
-    head = Text.assemble((f"{ex.name}", "bold"), f"  {ex.title}", (f"   seed {result.seed}", "dim"))
-    parts: list[RenderableType] = [head]
-    if result.rows:
-        table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 1))
-        table.add_column("", no_wrap=True)
-        table.add_column("check", no_wrap=True)
-        table.add_column("detail", style="dim")
-        for row in result.rows:
-            table.add_row(_MARK[row.ok], row.label, row.detail)
-        parts.append(Padding(table, (0, 0, 0, 2)))
+    head = Text.assemble((f"{ex.name}", "bold"), f"  {ex.title}", (f"   inputs of --seed {result.seed}", "dim"))
+    parts: list[RenderableType] = [head, _checks_table(result)] if result.rows else [head]
     style = "bold green" if result.passed else ("yellow" if result.status == "not_written" else "bold red")
     parts.append(Text(result.summary, style=style))
     if result.where:
@@ -184,31 +218,12 @@ def grade_report(result: GradeResult, *, next_exercise: Exercise | None = None) 
         for f in result.findings:
             parts.append(Padding(Text.assemble(("• ", "red"), (f.title, "bold"), ": ", f.detail), (0, 0, 0, 2)))
     if result.worst is not None:
-        w = result.worst
-        idx = "[" + ", ".join(map(str, w.index)) + "]" if w.index else ""
-        worst = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
-        worst.add_column("worst entry")
-        worst.add_column("expected", justify="right")
-        worst.add_column("got", justify="right")
-        worst.add_column("difference", justify="right")
-        worst.add_row(f"{w.output}{idx}", _fmt(w.expected), _fmt(w.got), _fmt(w.got - w.expected))
-        parts.append(Padding(Group(worst, Text(f"on the {w.case}", style="dim")), (0, 0, 0, 2)))
+        parts.append(_worst_table(result.worst))
     if result.printed:
         parts.append(Text("Your code printed (shown for you, not graded):", style="dim"))
         parts.append(Padding(Text(result.printed, style="dim"), (0, 0, 0, 2)))
-    if result.passed:
-        nxt = f"  Next: {next_exercise.name} (`microgradnorm exercise check` grades it)." if next_exercise else ""
-        parts.append(
-            Text(
-                f"Passed. `microgradnorm exercise solution {ex.number}` shows the reference solution.{nxt}",
-                style="green",
-            )
-        )
-    elif result.status == "not_written":
-        parts.append(Text(f"Open {result.path} and write your code there.", style="dim"))
-    else:
-        parts.append(Text(f"Stuck? `microgradnorm exercise hint {ex.number}` gives one hint at a time.", style="dim"))
-    return Group(*parts)
+    parts += [Text(note, style="yellow") for note in result.notes]
+    return Group(*parts, *_what_next(result, next_exercise))
 
 
 def hint_view(
@@ -218,11 +233,14 @@ def hint_view(
     if not hints:
         return Text(f"{ex.name} has no hints.", style="dim")
     parts: list[RenderableType] = [Text(f"Hints for {ex.name} ({shown} of {len(hints)})", style="bold")]
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(justify="right", no_wrap=True)
+    grid.add_column()
     for i, hint in enumerate(hints[:shown], 1):
         newest = i == shown
-        parts.append(Text(f"{i}.", style="bold cyan" if newest else "dim"))
         body = Text(hint, style="" if newest else "dim")  # plain text: a**p and x_i are maths, not Markdown
-        parts.append(Padding(body, (0, 0, 0, 3)))
+        grid.add_row(Text(f"{i}.", style="bold cyan" if newest else "dim"), body)
+    parts.append(grid)
     if shown < len(hints):
         parts.append(Text(f"{more} for hint {shown + 1}.", style="dim"))
     else:

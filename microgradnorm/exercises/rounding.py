@@ -50,13 +50,21 @@ def _nudged(inputs: dict[str, Any], name: str, index: tuple[int, ...], h: float)
     return {**inputs, name: arr}
 
 
-def tolerance(solve: Solve, inputs: dict[str, Any], exact: Iterable[str] = ()) -> dict[str, np.ndarray]:
+def tolerance(
+    solve: Solve, inputs: dict[str, Any], exact: Iterable[str] = (), terms: dict[str, np.ndarray] | None = None
+) -> dict[str, np.ndarray]:
     """For each output of ``solve``, the largest error a correct float64 computation may have, per entry.
 
     ``exact`` names inputs that are not rounded (counts): they are not nudged.
+    ``terms``: per output, the size of terms that cancel inside its formula but
+    that no input scales (the constant 1 and 1/D of LayerNorm's Jacobian beside
+    xhat_i xhat_j / D, where xhat cannot grow any more): rounding them costs
+    about u times their size, which the sensitivities to the inputs miss.
     """
     base = solve(inputs)
     sensitivity = {k: np.abs(np.asarray(v, dtype=np.float64)) for k, v in base.items()}
+    for k, size in (terms or {}).items():
+        sensitivity[k] = sensitivity[k] + np.abs(size)
     length = max(int(np.size(v)) for v in inputs.values())
     for name, value in inputs.items():
         if name in exact:

@@ -15,10 +15,10 @@ functions is ever in the process. Then:
    inputs of both cases) from JOB_FD;
 2. compile the learner's source; in the exercises about the engine, put a
    ``microgradnorm`` module in place that holds ``Value`` and nothing else;
-3. install the audit hook of :mod:`.sandbox` (the kernel filter of
-   :mod:`.seccomp` is on already: the supervisor installed it before the exec
-   that started this process); from here on the learner's code runs, and
-   nothing can undo either;
+3. install the audit hook of :mod:`.sandbox` (the kernel filters of
+   :mod:`.seccomp` and :mod:`.landlock` are on already: the supervisor
+   installed them before the exec that started this process); from here on the
+   learner's code runs, and nothing can undo the kernel's;
 4. run the learner's file as module ``exercise`` (so its ``__main__`` block
    does not run), and call its functions three times (the first case, the
    second, the first again) on read-only NumPy copies of the inputs;
@@ -135,8 +135,8 @@ def _classify(exc: BaseException, refused: tuple[type[BaseException], ...], driv
             return kind
     if isinstance(exc, ValueError) and "read-only" in str(exc):  # NumPy has no own type for this one
         return "mutates_input"
-    if isinstance(exc, PermissionError) and exc.errno == errno.EPERM:
-        return "kernel_refused"  # the kernel filter: a process, a signal, a limit
+    if isinstance(exc, PermissionError) and exc.errno in (errno.EPERM, errno.EACCES):
+        return "kernel_refused"  # the kernel filters: a process, a signal, a limit, a file
     return "exception"
 
 
@@ -193,7 +193,7 @@ class _Run:
         for k, v in arrays.items():
             case, _, name = wire.split_key(k)
             self.cases.setdefault(case, {})[name] = v
-        self.result: dict[str, Any] = {"calls": {}, "error": None, "kernel_filter": False}
+        self.result: dict[str, Any] = {"calls": {}, "error": None, "kernel_filter": False, "file_filter": False}
         self.arrays: dict[str, Any] = {}
 
     def fail(self, kind: str, exc: BaseException, call: str | None = None, stage: str = "call") -> None:
@@ -238,6 +238,17 @@ def _run_learner(run: _Run, code: Any, engine: Any, parts: dict[str, Any]) -> No
             run.fail(_classify(exc, refused, parts["drivers"].DriverError), exc, call=label)
             return
         run.record(label, outputs, inputs)
+
+
+def _file_filter_on() -> bool:
+    """Whether the kernel keeps the package's other files from this process (:mod:`.landlock`)."""
+    try:
+        os.close(os.open(HERE.parent / "formulas.py", os.O_RDONLY))
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 class _NoCtypes:
@@ -288,6 +299,7 @@ def main(argv: list[str]) -> None:
         readable = parts["sandbox"].default_readable(os.path.dirname(numpy.__file__))
         policy = parts["sandbox"].Policy(job["title"], job["uses"], readable)
         run.result["kernel_filter"] = parts["sandbox"].kernel_filter_on()
+        run.result["file_filter"] = _file_filter_on()
         parts["sandbox"].install(policy)
         _run_learner(run, code, engine, parts)
     for stream in (sys.stdout, sys.stderr):  # os._exit does not flush what the learner printed

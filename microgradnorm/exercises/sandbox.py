@@ -31,7 +31,11 @@ no symbolic link below an allowed directory), never through ``os.path``.
 
 The child holds no right answer at any point (the grading process computes and
 compares them), so what the hook keeps out are the routes to one: the package's
-own modules and files. What it cannot see, the kernel filter stops.
+own modules and files. What it cannot see, the kernel filters stop. And since
+the hook lives in the child's memory, which NumPy's array interface lets code
+write at any address, it is the line that explains, not the line that holds:
+the kernel's file filter (:mod:`.landlock`) is what keeps the package's files
+out of reach of code that rewrites the hook.
 
 Standard library only: the child process loads this module by its path.
 """

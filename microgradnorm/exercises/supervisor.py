@@ -9,9 +9,12 @@ only, loaded by its path). It
    find them;
 2. starts the child that runs the learner's code: between fork and exec it
    sets hard resource limits (address space, CPU time, file size 0, no core
-   file) and ``PR_SET_PDEATHSIG`` (the child dies if the supervisor does), and
-   installs the kernel filter of :mod:`.seccomp`, which the exec keeps; then
-   it tells the grader the child's pid;
+   file, at most FILES_LIMIT open files: a pipe holds kernel memory the
+   address-space limit does not count) and ``PR_SET_PDEATHSIG`` (the child dies
+   if the supervisor does), and installs the kernel's file filter
+   (:mod:`.landlock`, where there is one) and its syscall filter
+   (:mod:`.seccomp`), both kept across the exec; then it tells the grader the
+   child's pid;
 3. waits until the child exits, or the grader closes the control pipe (the
    supervisor's stdin: the check timed out, was interrupted, or the grader
    itself died), or its own backstop deadline passes;
@@ -125,25 +128,36 @@ def kill_tree(root: int, group: int | None = None) -> int:
     return len(seen)
 
 
-def _seccomp() -> Any:
-    """The sibling module :mod:`.seccomp`, loaded by its path (this process never imports the package)."""
-    spec = importlib.util.spec_from_file_location("_microgradnorm_seccomp", Path(__file__).with_name("seccomp.py"))
+def _sibling(name: str) -> Any:
+    """A sibling module (:mod:`.seccomp`, :mod:`.landlock`), loaded by its path (this process never imports
+    the package)."""
+    spec = importlib.util.spec_from_file_location(f"_microgradnorm_{name}", Path(__file__).with_name(f"{name}.py"))
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[spec.name] = module  # type: ignore[union-attr]  # dataclasses look their module up there
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     return module
 
 
-def _before_exec(argv: list[str], memory: int, cpu: int, kernel_filter: bool) -> Callable[[], None]:
-    """What the child does between fork and exec: hard limits, die with the supervisor, the filter, exec.
+FILES_LIMIT = 64  # open files at once: Python and NumPy need a few; each one can hold kernel memory (a pipe)
 
-    ``kernel_filter`` False leaves the filter out (the tests of the cleanup below need processes to clean up).
+
+def _before_exec(
+    argv: list[str], memory: int, cpu: int, kernel_filter: bool, readable: dict[str, Any] | None = None
+) -> Callable[[], None]:
+    """What the child does between fork and exec: hard limits, die with the supervisor, the filters, exec.
+
+    ``kernel_filter`` False leaves the seccomp filter out (the tests of the cleanup below need processes to
+    clean up); ``readable`` (an :class:`.landlock.Allowed`, as JSON) turns the file filter on.
     """
-    seccomp = _seccomp()
+    seccomp = _sibling("seccomp")
+    landlock = _sibling("landlock") if readable is not None else None
+    allowed = landlock.Allowed.from_json(readable) if landlock is not None else None
 
     def apply() -> None:
         import resource
 
-        for name, value in (("RLIMIT_AS", memory), ("RLIMIT_CPU", cpu), ("RLIMIT_FSIZE", 0), ("RLIMIT_CORE", 0)):
+        limits = (("RLIMIT_AS", memory), ("RLIMIT_CPU", cpu), ("RLIMIT_FSIZE", 0), ("RLIMIT_CORE", 0))
+        for name, value in (*limits, ("RLIMIT_NOFILE", FILES_LIMIT)):
             which = getattr(resource, name, None)
             if which is None:
                 continue
@@ -153,6 +167,8 @@ def _before_exec(argv: list[str], memory: int, cpu: int, kernel_filter: bool) ->
             except (ValueError, OSError):  # e.g. RLIMIT_AS on macOS
                 pass
         _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
+        if allowed is not None:
+            landlock.restrict(allowed)  # False where the kernel has no Landlock: the audit hook then stands alone
         if kernel_filter:
             seccomp.exec_filtered(argv, dict(os.environ))  # does not return
 
@@ -186,7 +202,13 @@ def main(argv: list[str] | None = None) -> int:
         stderr=config["log_fd"],
         pass_fds=tuple(config["pass_fds"]),
         start_new_session=True,
-        preexec_fn=_before_exec(config["argv"], int(config["memory"]), int(config["cpu"]), config.get("filter", True)),
+        preexec_fn=_before_exec(
+            config["argv"],
+            int(config["memory"]),
+            int(config["cpu"]),
+            config.get("filter", True),
+            config.get("readable"),
+        ),
     )
     for fd in (*config["pass_fds"], config["log_fd"]):
         os.close(fd)

@@ -2,13 +2,14 @@
 
 The staged backward of exercise 06 computes dvar and dmean on the way. Put
 them into the three paths, replace xshift by xhat * std, and the sum folds
-into one expression that needs only dxhat, xhat and rstd:
+into one expression that needs only dxhat = gamma * dy, xhat and rstd: rstd
+times dxhat, minus two corrections, one the same for every example in the
+batch (the path through the mean) and one proportional to xhat (the path
+through the variance). Work out both; each is a mean over the batch.
 
-    dx = rstd * (dxhat - mean over the batch of dxhat
-                       - xhat * mean over the batch of (dxhat * xhat))
-
-It is the LayerNorm formula with the other axis: BatchNorm's statistics are
-taken over the batch (axis 0), one per feature. The forward pass is given.
+If you did exercise 05, you have seen this formula: BatchNorm's statistics
+are taken over the batch (axis 0), one per feature, where LayerNorm's are
+taken over each row. The forward pass is given.
 
 While it is graded, your code may use NumPy and the Python standard library,
 nothing else.

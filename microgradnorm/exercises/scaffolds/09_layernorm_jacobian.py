@@ -5,10 +5,12 @@ J[i, j] = dy_i / dx_j has a tidy structure:
 
     J = (1/sigma) diag(gamma) (I - P),     P = (1/D) (1 1^T + xhat xhat^T)
 
-where sigma = sqrt(var + eps). At eps = 0, xhat sums to 0 and |xhat|^2 = D, so
-P is the orthogonal projection onto the plane spanned by the ones vector and
-xhat (symmetric, P @ P = P, rank 2). I - P removes exactly the two directions
-LayerNorm cannot respond to: adding a constant to x, and scaling x.
+where sigma = sqrt(var + eps). xhat always sums to 0; at eps = 0 also
+|xhat|^2 = D, and then P is the orthogonal projection onto the plane spanned
+by the ones vector and xhat (symmetric, P @ P = P, rank 2). I - P removes
+exactly the two directions LayerNorm at eps = 0 cannot respond to: adding a
+constant to x, and scaling x. (With eps > 0, scaling x moves y a little, and
+P is a projection only nearly.)
 
 Write P from xhat, then J from x. Row i of J belongs to output y_i.
 
