@@ -62,6 +62,14 @@ EXERCISE_STABLE_VARIANCE_RTOL = 1e-6
 EXERCISE_MISTAKE_RTOL = 1e-6
 EXERCISE_MISTAKE_ATOL = 1e-9
 
+# float64's rounding unit (the gap between 1 and the next float64)
+EPS64 = 2.220446049250313e-16
+
+# A result that should be zero (dx of LayerNorm for a constant dy, sum(dx), x . dx at eps = 0) is
+# what is left of terms that cancelled: rounding noise of a few rounding units of their size for
+# each term summed, whatever fixed number one picks. Its tolerance is this many rounding units.
+CANCELLATION_ULPS = 4.0
+
 # a number as a diagram or a table prints it (4 significant digits) against the exact value
 DISPLAY_RTOL = 5e-4
 DISPLAY_ATOL = 1e-12
@@ -94,3 +102,33 @@ def close(a, b, rtol: float, atol: float) -> bool:
     if np.isnan(diff).any():
         return False
     return bool(diff.max() <= atol + rtol * np.abs(b).max())
+
+
+def cancellation_atol(term_size: float, count: int = 1) -> float:
+    """Absolute tolerance for a result that should be zero, from the size of what cancelled in it.
+
+    ``count`` terms of size ``term_size`` summed to (nearly) zero leave at most a few
+    rounding units of ``term_size`` each: CANCELLATION_ULPS * EPS64 * term_size * count.
+    """
+    return CANCELLATION_ULPS * EPS64 * float(term_size) * count
+
+
+def norm_dx_atol(x, gamma, dy, rstd) -> float:
+    """Absolute tolerance for a normalization layer's float64 dx, from the terms that cancel in it.
+
+    dx = rstd * (g*dy - mean(g*dy) - xhat * mean(g*dy*xhat)) adds D terms (D = the group size)
+    of size |g*dy| * rstd, and is exactly zero for a constant g*dy. Each term carries the
+    rounding of xhat, whose centering x - mean loses about EPS64 * |x| before it is multiplied
+    by rstd, so a term's size is |g*dy| * rstd * (1 + |x| * rstd). ``rstd`` is per group
+    (a cache's rstd, or 1 / rms for RMSNorm); ``gamma`` may be None (a scale of one).
+    """
+    import numpy as np
+
+    x = np.asarray(x, dtype=np.float64)
+    rstd = np.asarray(rstd, dtype=np.float64)
+    if x.size == 0 or rstd.size == 0:
+        return 0.0
+    g = 1.0 if gamma is None else float(np.max(np.abs(gamma)))
+    r = float(np.max(rstd))
+    term = g * float(np.max(np.abs(dy))) * r * (1.0 + float(np.max(np.abs(x))) * r)
+    return cancellation_atol(term, x.size // rstd.size)
