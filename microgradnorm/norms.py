@@ -51,6 +51,7 @@ from microgradnorm.engine import DomainError, Value, cycle_collector_paused, tag
 __all__ = [
     "GROUP_NODES",
     "NODE_NAMES",
+    "SCALE_NODES",
     "STAGES",
     "NormGraph",
     "Normalized",
@@ -74,6 +75,9 @@ NODE_NAMES: dict[str, tuple[str, ...]] = {
     "rmsnorm": ("x", "ms", "rms", "rrms", "xhat", "y", "gamma"),
 }
 GROUP_NODES = frozenset({"mean", "var", "std", "rstd", "ms", "rms", "rrms"})
+# The per-group statistics that measure a spread and are positive (var and ms down to -eps):
+# a finite difference moves them by a fraction of themselves, never across zero.
+SCALE_NODES = frozenset({"var", "std", "rstd", "ms", "rms", "rrms"})
 PARAM_NODES = frozenset({"gamma", "beta"})
 
 VARIANCE_FORMS = ("two_pass", "naive")

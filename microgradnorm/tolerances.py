@@ -22,6 +22,13 @@ CLOSED_FORM_ATOL = 1e-12
 FD_STEP = 1e-6
 FD_RTOL = 1e-6
 FD_ATOL = 1e-8
+# ... plus the rounding error dL of each loss evaluation over the step: the Richardson
+# combination (4 (L(h/2) - L(-h/2)) / h - (L(h) - L(-h)) / 2h) / 3 turns four losses each off
+# by up to dL into an error of at most (8 + 1) / 3 = 3 times dL / h
+FD_ROUNDING_FACTOR = 3.0
+# finite differences per node that microgradnorm.check takes by default (evenly spread entries):
+# each one rebuilds the whole scalar graph four times
+FD_MAX_ENTRIES = 32
 
 # the vectorized NumPy path against the scalar graph, float64
 VECTORIZED_F64_RTOL = 1e-12
