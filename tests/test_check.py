@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import re
 import warnings
 
 import numpy as np
@@ -203,3 +205,44 @@ def test_absolute_gradients_add_the_magnitudes_of_terms_that_cancel():
     loss.backward()
     size = check.absolute_gradients(loss)
     assert a.grad == 0.0 and size[a] == 6.0 and size[b] == 4.0
+
+
+# ---- the report as a table ---------------------------------------------------------------------------
+
+
+def _render(report, width: int, full: bool = False) -> str:
+    from rich.console import Console
+
+    from microgradnorm.present import check_table
+
+    console = Console(file=io.StringIO(), width=width, color_system=None)
+    console.print(check_table(report, full=full))
+    return console.file.getvalue()
+
+
+def test_the_title_names_a_variance_only_for_a_norm_that_has_one():
+    rms = check_norm("rmsnorm", [1.0, -2.0, 0.5, 3.0], seed=1)
+    ln = check_norm("layernorm", [1.0, -2.0, 0.5, 3.0], seed=1)
+    for width in (60, 120):
+        assert "variance" not in _render(rms, width).splitlines()[0]
+        assert "variance two-pass" in _render(ln, width).splitlines()[0]
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_the_title_breaks_between_phrases_and_no_line_ends_in_spaces(width):
+    report = check_norm("layernorm", [1.0, -2.0, 0.5, 3.0], seed=1)
+    text = _render(report, width, full=True)
+    assert f"loss = sum(y · dy) = {report.loss:.6g}" in text.splitlines()[0 if width == 120 else 1]
+    assert [line for line in text.splitlines() if line != line.rstrip()] == []
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_a_full_listing_marks_and_measures_every_entry(monkeypatch, width):
+    real = formulas.dx_simplified
+    monkeypatch.setattr(formulas, "dx_simplified", lambda *args: real(*args) + np.array([0.0, 0.5, 0.0]))
+    report = check_norm("layernorm", [1.0, -2.0, 0.5], seed=2, fd_max_entries=2)
+    rows = {line.split()[0]: line for line in _render(report, width, full=True).splitlines() if "[" in line}
+    assert rows["x[1]"].endswith("✗") and rows["x[0]"].endswith("✓") and rows["x[2]"].endswith("✓")
+    assert rows["xhat[1]"].endswith("✓")
+    assert len(re.findall(r"\d\.\de[-+]\d\d", rows["x[2]"])) == 2  # both error columns, at every entry
+    assert rows["xhat[1]"].count("—") == 2  # no finite difference there (the middle of three): fd and its error
