@@ -12,13 +12,21 @@ Two kinds of comparison, and why their tolerances differ:
 Relative errors are normwise: max|a - b| / max|b| over a whole node or array,
 which stays meaningful when single entries are near zero. A comparison passes
 when max|a - b| <= atol + rtol * max|b|.
+
+A fixed atol is a coin toss where the true result is zero (dx of LayerNorm for a
+constant dy, dx when y cannot depend on x): both sides are then rounding left
+over from terms that cancelled, and that rounding grows with the terms' size.
+Such comparisons take their atol from :func:`cancellation_atol` (or
+:func:`norm_dx_atol`), and the finite difference adds the loss's own rounding
+over the step (FD_ROUNDING_FACTOR; see :mod:`microgradnorm.check`).
 """
 
 # autograd vs closed form, both float64
 CLOSED_FORM_RTOL = 1e-10
 CLOSED_FORM_ATOL = 1e-12
 
-# central finite differences in float64: step h = FD_STEP * max(1, |value|)
+# central finite differences in float64: step h = FD_STEP * max(1, |value|) (for a spread such as
+# var or rstd, FD_STEP * max(|value|, eps): a fraction of itself)
 FD_STEP = 1e-6
 FD_RTOL = 1e-6
 FD_ATOL = 1e-8
