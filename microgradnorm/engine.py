@@ -438,6 +438,8 @@ def _power_op(p: float) -> str:
     _LOCAL_GRADS like any other op's (a node has no slot to keep the exponent in).
     Two exponents that print alike to 6 digits get names from their full repr.
     """
+    if p != p:  # a NaN is not equal to itself: use the one math.nan, which a dict finds by identity
+        p = math.nan
     name = _POWER_OPS.get(p)
     if name is None:
         name = f"**{p:g}"

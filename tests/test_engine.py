@@ -355,3 +355,14 @@ def test_every_exponent_is_an_op_with_its_own_registered_derivative():
     for node, p in ((one, 1.0), (almost_one, 1.0000001), (a**-0.5, -0.5)):
         assert node.op in engine._LOCAL_GRADS
         assert local_grads(node) == pytest.approx((p * 1.7 ** (p - 1),), rel=1e-15)
+
+
+def test_a_nan_exponent_registers_one_op_however_often_it_is_used():
+    from microgradnorm import engine
+
+    a = Value(2.0)
+    first = a ** float("nan")
+    before = len(engine._POWER_OPS)
+    again = [a ** float("nan") for _ in range(3)]
+    assert len(engine._POWER_OPS) == before and {v.op for v in again} == {first.op}
+    assert math.isnan(local_grads(first)[0])
