@@ -22,7 +22,7 @@ RMSNorm has no mean and no shift: ``meansq`` (ms = sum(x ** 2) * 1/n), ``sqrt``
 ``scale`` (y = gamma * xhat).
 
 The variance is centered ("two-pass") by default. ``variance="naive"`` builds the
-E[x^2] - E[x]^2 form that seed derivations often use; it cancels catastrophically
+E[x^2] - E[x]^2 form that many textbook derivations use; it cancels catastrophically
 when the mean is large compared with the spread (a lesson shows it).
 
 Simplified compared with PyTorch: training-mode statistics only (no running
