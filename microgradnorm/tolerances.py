@@ -147,3 +147,28 @@ def norm_dx_atol(x, gamma, dy, rstd) -> float:
     r = float(np.max(rstd))
     term = g * float(np.max(np.abs(dy))) * r * (1.0 + float(np.max(np.abs(x))) * r)
     return cancellation_atol(term, x.size // rstd.size)
+
+
+def norm_dgamma_atol(x, dy, rstd, params: int) -> float:
+    """Absolute tolerance for a normalization layer's float64 dgamma, from the terms that cancel in it.
+
+    dgamma sums dy * xhat over the x.size / params entries of each parameter, and is
+    exactly zero for BatchNorm with a constant dy (xhat sums to zero over a channel).
+    In a group of g values |xhat| <= sqrt(g) (its squares add up to at most g), and
+    xhat's rounding is about EPS64 * a, a = max|x| * max(rstd), from centering, plus
+    the mean's own rounding (a sum of g values: up to log2(g) rounding units, shared
+    by the whole group, so it does not average out). A term's size is taken as
+    |dy| * (sqrt(g) + a) * (1 + log2(g)).
+    """
+    import math
+
+    import numpy as np
+
+    x = np.asarray(x, dtype=np.float64)
+    rstd = np.asarray(rstd, dtype=np.float64)
+    if x.size == 0 or rstd.size == 0 or params < 1:
+        return 0.0
+    g = x.size // rstd.size
+    a = float(np.max(np.abs(x))) * float(np.max(rstd))
+    term = float(np.max(np.abs(dy))) * (math.sqrt(g) + a) * (1.0 + math.log2(g))
+    return cancellation_atol(term, x.size // params)

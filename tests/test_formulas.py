@@ -199,3 +199,16 @@ def test_the_dx_tolerance_for_a_zero_result_covers_its_rounding_but_not_a_missin
     assert np.abs(dx).max() <= atol
     forgot_the_mean = m.rstd * (g - m.xhat * (g * m.xhat).mean(axis=-1, keepdims=True))
     assert np.abs(forgot_the_mean).max() > 1e6 * atol
+
+
+def test_the_dgamma_tolerance_for_a_zero_result_covers_its_rounding_but_not_a_wrong_formula():
+    # BatchNorm with a constant dy: xhat sums to zero over each column, so dgamma is 0, and what comes
+    # out for values near 9.56 with a spread of 0.002 is rounding about 1e-11, far above a fixed 1e-13
+    x = 9.56 + 0.0018 * np.random.default_rng(0).normal(size=(36, 2))
+    dy = np.full(x.shape, 2.0)
+    m = f.moments(x, (0,), 1e-5)
+    dgamma = (dy * m.xhat).sum(axis=0)
+    atol = tol.norm_dgamma_atol(x, dy, m.rstd, 2)
+    assert tol.VECTORIZED_F64_ATOL < np.abs(dgamma).max() <= atol
+    without_centering = (dy * x * m.rstd).sum(axis=0)  # xhat taken as x * rstd
+    assert np.abs(without_centering).max() > 1e6 * atol
