@@ -73,6 +73,7 @@ def tags(stage: str | None, label: str | None = None) -> Iterator[None]:
 
 
 # op name -> function(node) returning d node / d child for each child, in order.
+# Every op's is registered by @_derivative beside its forward; ``**``'s, once per exponent, by _power_op.
 _LOCAL_GRADS: dict[str, Callable[[Value], tuple[float, ...]]] = {}
 
 
@@ -97,8 +98,6 @@ def _derivative(op: str, *, all_ones: bool = False):
 
 
 def _check_number(x: object, what: str) -> float:
-    if type(x) is float:  # the common case, without the slower ABC check below
-        return x
     # bool is an int in Python, but True as an activation is almost always a bug.
     if isinstance(x, Real) and not isinstance(x, bool):
         return float(x)
@@ -123,7 +122,7 @@ class Value:
     """
 
     # Seven slots and no per-node closure keep a node under 200 bytes. ``_op`` is
-    # the op's name, except for ``**`` where it is the exponent itself (a float).
+    # the op's name, the key of its local derivative in _LOCAL_GRADS.
     __slots__ = ("_children", "_id", "_op", "data", "grad", "label", "stage")
 
     def __init__(
@@ -133,10 +132,10 @@ class Value:
         label: str | None = None,
         stage: str | None = None,
     ) -> None:
-        self.data = data if type(data) is float else _check_number(data, "Value(data)")
+        self.data = data if type(data) is float else _check_number(data, "Value(data)")  # floats: no call
         self.grad = 0.0
         self._children: tuple[Value, ...] = ()
-        self._op: str | float = ""
+        self._op = ""
         self.label = label
         self.stage = stage if stage is not None else _tags[0]
         self._id = _next_id()
@@ -150,9 +149,8 @@ class Value:
 
     @property
     def op(self) -> str:
-        """The op that made this node (``""`` for a leaf)."""
-        op = self._op
-        return op if isinstance(op, str) else f"**{op:g}"
+        """The op that made this node (``""`` for a leaf; ``"**2"`` for a square)."""
+        return self._op
 
     @property
     def id(self) -> int:
@@ -210,14 +208,19 @@ class Value:
             raise DomainError(
                 f"'**': a negative number to the power {p:g} is not real; {_describe(self)} has value {a!r}"
             )
-        return _node(_power(a, p), (self,), _exponent(p))
+        return _node(_power(a, p), (self,), _power_op(p))
 
     @staticmethod
-    def _pow_grads(out: Value) -> tuple[float, ...]:
-        (a,), p = out._children, out._op
-        if a.data == 0.0 and p < 1.0:  # 0 ** (p - 1) would divide by zero
-            return (0.0 if p == 0.0 else math.inf,)
-        return (p * _power(a.data, p - 1.0),)
+    def _pow_grads(p: float) -> Callable[[Value], tuple[float, ...]]:
+        """The local derivative of ``** p``, p * a ** (p - 1) (registered per exponent by _power_op)."""
+
+        def grads(out: Value) -> tuple[float, ...]:
+            (a,) = out._children
+            if a.data == 0.0 and p < 1.0:  # 0 ** (p - 1) would divide by zero
+                return (0.0 if p == 0.0 else math.inf,)
+            return (p * _power(a.data, p - 1.0),)
+
+        return grads
 
     def exp(self) -> Value:
         try:
@@ -338,7 +341,7 @@ class Value:
     def mean(values: Iterable[Operand]) -> Value:
         """The mean as two nodes: one n-ary sum, then a multiply by 1/n."""
         children = tuple(values)
-        return Value.sum(children) * (1.0 / max(len(children), 1))
+        return Value.sum(children) * (1.0 / len(children))  # Value.sum refuses an empty sequence
 
     # ---- backpropagation ------------------------------------------------------
 
@@ -352,37 +355,10 @@ class Value:
         consistent too (micrograd's second call would corrupt them).
         """
         seed = _check_number(grad, "backward(grad)")
-        order = topological_order(self)
-        earlier = [node.grad for node in order] if any(map(_grad_of, order)) else None
-        if earlier is not None:
-            for node in order:
-                node.grad = 0.0
-        self.grad = seed
-        local, power, unit = _LOCAL_GRADS.get, Value._pow_grads, _UNIT_OPS
-        with cycle_collector_paused():
-            for node in reversed(order):
-                children = node._children
-                if children:
-                    g = node.grad
-                    op = node._op
-                    if op in unit:
-                        for child in children:
-                            child.grad += g
-                    elif len(children) == 2:  # unpacking beats zip for the common arities
-                        a, b = children
-                        da, db = local(op, power)(node)
-                        a.grad += da * g
-                        b.grad += db * g
-                    elif len(children) == 1:
-                        (a,) = children
-                        (da,) = local(op, power)(node)
-                        a.grad += da * g
-                    else:
-                        for child, d in zip(children, local(op, power)(node)):
-                            child.grad += d * g
-        if earlier is not None:
-            for node, before in zip(order, earlier):
-                node.grad += before
+        order = topological_order(self)  # every node after the nodes it was computed from
+        with _earlier_gradients_set_aside(order):
+            self.grad = seed
+            _apply_chain_rule(order)
 
     def zero_grad(self) -> None:
         """Set ``grad`` to 0 on this node and every node it depends on."""
@@ -390,7 +366,88 @@ class Value:
             node.grad = 0.0
 
 
-_EXPONENTS: dict[float, float] = {}
+def _apply_chain_rule(order: list[Value]) -> None:
+    """``child.grad += local * node.grad`` at every node, from the last one computed back to the leaves.
+
+    This is micrograd's ``for v in reversed(topo): v._backward()``, which in this
+    engine's terms reads::
+
+        for node in reversed(order):
+            for child, d in zip(node.children, local_grads(node)):
+                child.grad += d * node.grad
+
+    The loop below does exactly that arithmetic, in the same order, written for
+    speed (backward is most of the time of a large graph's check): the table of
+    local derivatives and the set of unit ops are read through local names, not
+    looked up as globals per node; ops whose local derivatives are all 1 (``+``,
+    ``sum``) add the gradient to each child without calling anything; nodes with
+    one or two children (almost all of them) unpack them instead of zipping; and
+    Python's cycle collector is paused, since these graphs have no cycles for it
+    to find (see :func:`cycle_collector_paused`).
+    """
+    local, unit = _LOCAL_GRADS, _UNIT_OPS
+    with cycle_collector_paused():
+        for node in reversed(order):
+            children = node._children
+            if children:
+                g = node.grad
+                op = node._op
+                if op in unit:
+                    for child in children:
+                        child.grad += g
+                elif len(children) == 2:
+                    a, b = children
+                    da, db = local[op](node)
+                    a.grad += da * g
+                    b.grad += db * g
+                elif len(children) == 1:
+                    (a,) = children
+                    (da,) = local[op](node)
+                    a.grad += da * g
+                else:
+                    for child, d in zip(children, local[op](node)):
+                        child.grad += d * g
+
+
+@contextmanager
+def _earlier_gradients_set_aside(order: list[Value]) -> Iterator[None]:
+    """Run the block on zeroed gradients, then add back what the nodes held before it.
+
+    A backward pass must propagate only its own contribution: a node's gradient is
+    complete (and may be passed on to its children) only once every node computed
+    from it has added to it, so gradients left by an earlier pass would be passed on
+    a second time. Setting them aside keeps accumulation exact, as in PyTorch.
+    """
+    earlier = [node.grad for node in order] if any(map(_grad_of, order)) else None
+    if earlier is not None:
+        for node in order:
+            node.grad = 0.0
+    yield
+    if earlier is not None:
+        for node, before in zip(order, earlier):
+            node.grad += before
+
+
+_POWER_OPS: dict[float, str] = {}
+
+
+def _power_op(p: float) -> str:
+    """The op name of ``** p`` ("**2", "**-1", "**0.5"), its local derivative registered on first use.
+
+    Each exponent is an op of its own, whose name is the key of its derivative in
+    _LOCAL_GRADS like any other op's (a node has no slot to keep the exponent in).
+    Two exponents that print alike to 6 digits get names from their full repr.
+    """
+    if p != p:  # a NaN is not equal to itself: use the one math.nan, which a dict finds by identity
+        p = math.nan
+    name = _POWER_OPS.get(p)
+    if name is None:
+        name = f"**{p:g}"
+        if name in _LOCAL_GRADS:
+            name = f"**{p!r}"
+        _LOCAL_GRADS[name] = Value._pow_grads(p)
+        _POWER_OPS[p] = name
+    return name
 
 
 def _power(a: float, p: float) -> float:
@@ -404,13 +461,6 @@ def _power(a: float, p: float) -> float:
     except OverflowError:
         negative = a < 0.0 and p.is_integer() and int(p) % 2 == 1
         return -math.inf if negative else math.inf
-
-
-def _exponent(p: float) -> float:
-    """One shared float object per exponent, so ``x ** 2`` nodes share theirs."""
-    if len(_EXPONENTS) > 1024:
-        _EXPONENTS.clear()
-    return _EXPONENTS.setdefault(p, p)
 
 
 _new = object.__new__
@@ -436,7 +486,7 @@ def local_grads(node: Value) -> tuple[float, ...]:
     """d node / d child for each child of ``node``, in order (``()`` for a leaf)."""
     if not node._children:
         return ()
-    return _LOCAL_GRADS.get(node._op, Value._pow_grads)(node)
+    return _LOCAL_GRADS[node._op](node)
 
 
 def topological_order(roots: Value | Iterable[Value]) -> list[Value]:

@@ -16,8 +16,8 @@ runs the ``for j`` loop with SIMD instructions.
 
 Conventions shared by every kernel:
 
-* Two precisions. The first sum over each group (the mean; RMSNorm's mean
-  square; BatchNorm's statistics) is accumulated in float64, whatever the input
+* Two precisions, LayerNorm and RMSNorm. The first sum over each row (the
+  mean; RMSNorm's mean square) is accumulated in float64, whatever the input
   dtype, so a float32 row with a mean offset of 1e7 still centers right. The
   rest runs in the input's dtype ``T``: centering, the centered squares, scale,
   shift, the backward pass's row sums and dx. In float32 one SIMD instruction
@@ -30,6 +30,12 @@ Conventions shared by every kernel:
   ROW_BLOCK, not with the number of rows. Groups near the ends of float32's
   range (entries near 1e20 square to infinity) are redone in float64 by
   :mod:`microgradnorm.vectorized`.
+* BatchNorm takes every sum in float64: the mean, the centered squares (the
+  centered values themselves are float64 there, x minus a float64 mean), and
+  the backward pass's sums of dy and dy * xhat. Its group is a whole channel or
+  column, tens of thousands of values (25,088 per channel of [32, 64, 28, 28])
+  rather than a row of hundreds, and a float32 sum's rounding error grows with
+  the number of terms. Only the normalized values, y and dx run in ``T``.
 * ``fastmath`` allows reordering sums (so the compiler may split a sum into
   SIMD lanes) and fusing multiply-adds; it does NOT assume away NaN or Inf,
   so a NaN in one row still shows up in that row.
@@ -301,7 +307,8 @@ def batch_norm_forward_channels(x, gamma, beta, eps, y, mean, var, rstd, xhat, k
 
     One worker per channel (on a GPU, one block per channel). A channel of
     [32, 64, 28, 28] is 25,088 numbers, 100 KB in float32: it stays in the
-    worker's L2 cache between the three loops.
+    worker's L2 cache between the three loops. Every sum is float64 (see the
+    module docstring); y is computed in x's dtype.
     """
     n, c, q = x.shape
     m = n * q
@@ -383,29 +390,32 @@ def batch_norm_forward_columns(x, gamma, beta, eps, y, mean, var, rstd, xhat, ke
     A column is strided in memory, so one worker per column would read one
     number out of every row. Instead the workers split the rows, as in
     LayerNorm's dgamma: worker w adds its rows, contiguous runs that fill the
-    SIMD lanes, into its own row of ``part`` [2, workers, D], and the few partial
-    rows are added up at the end. Three sweeps: the column sums, the centered
-    squares (a two-pass variance) with the sum of the centered values, then
-    the normalization.
+    SIMD lanes, into its own row of two float64 scratch arrays [workers, D]
+    (the two slots of ``part``), and the few partial rows are added up at the
+    end. Three sweeps: the column sums, the centered squares (a two-pass
+    variance) with the sum of the centered values, then the normalization.
     """
     n, d = x.shape
     workers = part.shape[1]
     per_worker = (n + workers - 1) // workers
+    # the slots of part: sweep 1 sums x into the first; sweep 2 sums (x - mean)^2 into the first
+    # and x - mean into the second (0 in exact arithmetic: n times the mean's rounding error)
+    x_sum, squares_sum, shifts_sum = part[0], part[0], part[1]
     part[:] = 0.0
     for w in prange(workers):
         for i in range(w * per_worker, min(n, (w + 1) * per_worker)):
             for j in range(d):
-                part[0, w, j] += x[i, j]
-    mean[:] = part[0].sum(axis=0) / n
+                x_sum[w, j] += x[i, j]
+    mean[:] = x_sum.sum(axis=0) / n
     part[:] = 0.0
     for w in prange(workers):
         for i in range(w * per_worker, min(n, (w + 1) * per_worker)):
             for j in range(d):
                 xs = x[i, j] - mean[j]
-                part[0, w, j] += xs * xs
-                part[1, w, j] += xs  # the mean's rounding error, times n (see layer_norm_forward_rows)
-    corr = part[1].sum(axis=0) / n
-    var[:] = np.maximum(part[0].sum(axis=0) / n - corr * corr, 0.0)
+                squares_sum[w, j] += xs * xs
+                shifts_sum[w, j] += xs  # see layer_norm_forward_rows
+    corr = shifts_sum.sum(axis=0) / n
+    var[:] = np.maximum(squares_sum.sum(axis=0) / n - corr * corr, 0.0)
     rstd[:] = 1.0 / np.sqrt(var + eps)
     mu_hi = mean.astype(x.dtype)
     mu_lo = ((mean - mu_hi) + corr).astype(x.dtype)
@@ -423,12 +433,13 @@ def batch_norm_forward_columns(x, gamma, beta, eps, y, mean, var, rstd, xhat, ke
 def batch_norm_backward_columns(dy, src, mean, rstd, gamma, dx, dgamma, dbeta, have_xhat, part):  # pragma: no cover
     """The [N, D] version of :func:`batch_norm_backward_channels`, rows split as in the forward pass.
 
-    ``part`` [2, workers, D] holds each worker's partial sums of dy (dbeta) and
-    of dy * xhat (dgamma).
+    The two float64 slots of ``part`` [2, workers, D] hold each worker's partial
+    sums of dy (for dbeta) and of dy * xhat (for dgamma).
     """
     n, d = dy.shape
     workers = part.shape[1]
     per_worker = (n + workers - 1) // workers
+    dy_sum, dyxhat_sum = part[0], part[1]
     mu_hi = mean.astype(dy.dtype)
     mu_lo = (mean - mu_hi).astype(dy.dtype)
     rs = rstd.astype(dy.dtype)
@@ -437,10 +448,10 @@ def batch_norm_backward_columns(dy, src, mean, rstd, gamma, dx, dgamma, dbeta, h
         for i in range(w * per_worker, min(n, (w + 1) * per_worker)):
             for j in range(d):
                 xh = src[i, j] if have_xhat else _center(src[i, j], mu_hi[j], mu_lo[j]) * rs[j]
-                part[0, w, j] += dy[i, j]
-                part[1, w, j] += dy[i, j] * xh
-    dbeta[:] = part[0].sum(axis=0)
-    dgamma[:] = part[1].sum(axis=0)
+                dy_sum[w, j] += dy[i, j]
+                dyxhat_sum[w, j] += dy[i, j] * xh
+    dbeta[:] = dy_sum.sum(axis=0)
+    dgamma[:] = dyxhat_sum.sum(axis=0)
     scale = (rstd * gamma).astype(dy.dtype)
     mean_dy = (dbeta / n).astype(dy.dtype)
     mean_dyxhat = (dgamma / n).astype(dy.dtype)
@@ -521,7 +532,7 @@ def batch_norm_forward(x: np.ndarray, gamma, beta, eps: float, keep_xhat: bool):
     xhat = _xhat_buffer(x, keep_xhat, x.ndim)
     g, b = _vector(gamma, c, 1.0, x.dtype), _vector(beta, c, 0.0, x.dtype)
     if x.ndim == 2:
-        part = np.empty((2, _workers(x.size), c))  # worker w's partial column sums: squares, values
+        part = np.empty((2, _workers(x.size), c))  # two slots of per-worker column sums (see the kernel)
         _launch(batch_norm_forward_columns, x.size, x, g, b, eps, y, mean, var, rstd, xhat, keep_xhat, part)
     else:
         _launch(batch_norm_forward_channels, x.size, x, g, b, eps, y, mean, var, rstd, xhat, keep_xhat)
@@ -535,7 +546,7 @@ def batch_norm_backward(dy: np.ndarray, src: np.ndarray, mean: np.ndarray, rstd:
     dgamma, dbeta = np.empty(c), np.empty(c)
     g = _vector(gamma, c, 1.0, dy.dtype)
     if dy.ndim == 2:
-        part = np.empty((2, _workers(dy.size), c))  # worker w's partial sums of dy and dy * xhat
+        part = np.empty((2, _workers(dy.size), c))  # per-worker sums of dy and of dy * xhat
         _launch(batch_norm_backward_columns, dy.size, dy, src, mean, rstd, g, dx, dgamma, dbeta, have_xhat, part)
     else:
         _launch(batch_norm_backward_channels, dy.size, dy, src, mean, rstd, g, dx, dgamma, dbeta, have_xhat)

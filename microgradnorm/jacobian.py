@@ -1,6 +1,6 @@
 """The LayerNorm Jacobian: from autograd, in closed form, and what its structure implies.
 
-Seed 001's observation: for one vector x of length d,
+For one vector x of length d,
 
     dy/dx = (1/sigma) diag(gamma) (I - P),   P = (1/d) (1 1^T + xhat xhat^T).
 

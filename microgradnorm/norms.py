@@ -22,7 +22,7 @@ RMSNorm has no mean and no shift: ``meansq`` (ms = sum(x ** 2) * 1/n), ``sqrt``
 ``scale`` (y = gamma * xhat).
 
 The variance is centered ("two-pass") by default. ``variance="naive"`` builds the
-E[x^2] - E[x]^2 form that seed derivations often use; it cancels catastrophically
+E[x^2] - E[x]^2 form that many textbook derivations use; it cancels catastrophically
 when the mean is large compared with the spread (a lesson shows it).
 
 Simplified compared with PyTorch: training-mode statistics only (no running
@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from microgradnorm.engine import DomainError, Value, cycle_collector_paused, tags
@@ -51,10 +52,12 @@ from microgradnorm.engine import DomainError, Value, cycle_collector_paused, tag
 __all__ = [
     "GROUP_NODES",
     "NODE_NAMES",
+    "SCALE_NODES",
     "STAGES",
     "NormGraph",
     "Normalized",
     "batch_norm",
+    "build_graph",
     "layer_norm",
     "rms_norm",
 ]
@@ -74,6 +77,9 @@ NODE_NAMES: dict[str, tuple[str, ...]] = {
     "rmsnorm": ("x", "ms", "rms", "rrms", "xhat", "y", "gamma"),
 }
 GROUP_NODES = frozenset({"mean", "var", "std", "rstd", "ms", "rms", "rrms"})
+# The per-group statistics that measure a spread and are positive (var and ms down to -eps):
+# a finite difference moves them by a fraction of themselves, never across zero.
+SCALE_NODES = frozenset({"var", "std", "rstd", "ms", "rms", "rrms"})
 PARAM_NODES = frozenset({"gamma", "beta"})
 
 VARIANCE_FORMS = ("two_pass", "naive")
@@ -191,7 +197,7 @@ def layer_norm(
     every intermediate node (see :class:`NormGraph`).
     """
     with cycle_collector_paused():
-        return _output(_build("layernorm", x, gamma, beta, eps, variance))
+        return _output(build_graph("layernorm", x, gamma, beta, eps, variance))
 
 
 def batch_norm(
@@ -209,13 +215,13 @@ def batch_norm(
     or channel.
     """
     with cycle_collector_paused():
-        return _output(_build("batchnorm", x, gamma, beta, eps, variance))
+        return _output(build_graph("batchnorm", x, gamma, beta, eps, variance))
 
 
 def rms_norm(x: Any, gamma: Sequence[Any] | None = None, eps: float = 1e-5) -> Normalized:
     """RMSNorm of a vector [D] or of each row of [N][D]: ``y = gamma * x / sqrt(mean(x^2) + eps)``."""
     with cycle_collector_paused():
-        return _output(_build("rmsnorm", x, gamma, None, eps, "two_pass"))
+        return _output(build_graph("rmsnorm", x, gamma, None, eps, "two_pass"))
 
 
 # ---- building -----------------------------------------------------------------
@@ -269,16 +275,55 @@ def _check_eps(eps: object) -> float:
     return eps
 
 
-def _build(
+def build_graph(
     kind: str,
     x: Any,
-    gamma: Sequence[Any] | None,
-    beta: Sequence[Any] | None,
-    eps: float,
-    variance: str,
+    gamma: Sequence[Any] | None = None,
+    beta: Sequence[Any] | None = None,
+    eps: float = 1e-5,
+    variance: str = "two_pass",
     nudge: Nudge | None = None,
 ) -> NormGraph:
-    """Build the graph of ``kind``; ``nudge`` perturbs one named node (for finite differences)."""
+    """Build the scalar graph of ``kind`` ("layernorm", "batchnorm" or "rmsnorm") on ``x``, stage by stage.
+
+    Reads like the stage table of the module docstring: check the inputs, then the
+    mean and variance stages (or RMSNorm's mean square), the sqrt and the divide,
+    then the affine stage. ``nudge`` perturbs one named node right after it is
+    computed (see :data:`Nudge`), so that the check can take finite differences.
+    """
+    inputs = _check_inputs(kind, x, gamma, beta, eps, variance)
+    graph = _Builder(inputs, nudge)
+    with tags("input"):  # leaves made here, so nudging x never touches a caller's Value
+        xs = graph.named("x", [v if isinstance(v, Value) else Value(v, label="x") for v in inputs.flat])
+    gammas, betas = graph.nudged_params(inputs.gammas, inputs.betas)
+    if kind == "rmsnorm":
+        centered, inverse = _rms_stages(graph, xs, inputs.eps)
+    else:
+        centered, inverse = _mean_var_stages(graph, xs, inputs.eps, variance)
+    with tags("divide", "xhat"):
+        xhat = graph.named("xhat", graph.per_group(centered, inverse, Value.__mul__))
+    _affine_stage(graph, xhat, gammas, betas)
+    return NormGraph(kind, inputs.shape, inputs.eps, variance, inputs.groups, graph.nodes)
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """The checked inputs of a build: x flattened, its groups, and gamma and beta as leaves."""
+
+    kind: str
+    flat: list[Any]
+    shape: tuple[int, ...]
+    groups: list[Sequence[int]]  # the flat indices of x in each normalization group
+    param_of: list[int]  # the index into gamma and beta of each element of x
+    gammas: list[Value] | None
+    betas: list[Value] | None
+    eps: float
+
+
+def _check_inputs(
+    kind: str, x: Any, gamma: Sequence[Any] | None, beta: Sequence[Any] | None, eps: float, variance: str
+) -> _Inputs:
+    """eps, the variance form, x's rank and gamma's and beta's sizes, each refused with a clear error."""
     eps = _check_eps(eps)
     if variance not in VARIANCE_FORMS:
         raise ValueError(f"variance: expected one of {VARIANCE_FORMS}, got {variance!r}")
@@ -294,119 +339,121 @@ def _build(
     affine_stage = STAGES[kind][-1]
     gammas = _params(gamma, "gamma", n_params, what, affine_stage)
     betas = _params(beta, "beta", n_params, what, affine_stage)
+    return _Inputs(kind, flat, shape, groups, param_of, gammas, betas, eps)
 
-    nodes: dict[str, list[Value]] = {}
 
-    def named(name: str, values: list[Value]) -> list[Value]:
-        if nudge is not None and nudge[0] == name:
-            values[nudge[1]].data += nudge[2]
-        nodes[name] = values
+class _Builder:
+    """A graph being built: its named nodes so far, its groups, and the nudge to apply."""
+
+    def __init__(self, inputs: _Inputs, nudge: Nudge | None) -> None:
+        self.inputs = inputs
+        self.nudge = nudge
+        self.nodes: dict[str, list[Value]] = {}
+        self.n = len(inputs.groups[0])  # values per group
+
+    def named(self, name: str, values: list[Value]) -> list[Value]:
+        """Record ``values`` as the nodes called ``name``, nudging one of them if asked to."""
+        if self.nudge is not None and self.nudge[0] == name:
+            values[self.nudge[1]].data += self.nudge[2]
+        self.nodes[name] = values
         return values
 
-    with tags("input"):  # leaves made here, so nudging x never touches a caller's Value
-        xs = named("x", [v if isinstance(v, Value) else Value(v, label="x") for v in flat])
-    if nudge is not None and nudge[0] in ("gamma", "beta"):
-        target = gammas if nudge[0] == "gamma" else betas
+    def nudged_params(
+        self, gammas: list[Value] | None, betas: list[Value] | None
+    ) -> tuple[list[Value] | None, list[Value] | None]:
+        """gamma and beta, one of them with a nudged copy of one leaf (the caller's Value stays as it is)."""
+        if self.nudge is None or self.nudge[0] not in ("gamma", "beta"):
+            return gammas, betas
+        name, k, amount = self.nudge
+        target = gammas if name == "gamma" else betas
         if target is not None:
-            target[nudge[1]] = Value(target[nudge[1]].data + nudge[2], label=nudge[0], stage=affine_stage)
-    n = len(groups[0])
-    size = len(xs)
+            target[k] = Value(target[k].data + amount, label=name, stage=STAGES[self.inputs.kind][-1])
+        return gammas, betas
 
-    def per_group(values: list[Value], stats: list[Value], op: Any) -> list[Value]:
+    def per_group(self, values: list[Value], stats: list[Value], op: Any) -> list[Value]:
         """op(values[k], stats[group of k]) for every element k, in flat (C) order."""
-        out: list[Value] = [None] * size  # type: ignore[list-item]
-        for g, stat in zip(groups, stats):
-            for k in g:
+        out: list[Value] = [None] * len(values)  # type: ignore[list-item]
+        for group, stat in zip(self.inputs.groups, stats):
+            for k in group:
                 out[k] = op(values[k], stat)
         return out
 
-    def group_sums(terms: Any, label: str) -> list[Value]:
-        with tags(tags_stage[0], label):
-            sums = [Value.sum([terms[k] for k in g]) for g in groups]
-        return sums
+    def group_means(self, terms: list[Value], inv_n: Value, stage: str, label: str) -> list[Value]:
+        """One sum node per group (tagged ``stage``, "sum"), each times 1/n (tagged ``stage``, ``label``)."""
+        with tags(stage, "sum"):
+            sums = [Value.sum([terms[k] for k in group]) for group in self.inputs.groups]
+        with tags(stage, label):
+            return [t * inv_n for t in sums]
 
-    if kind == "rmsnorm":
-        tags_stage = ["meansq"]
-        with tags("meansq", "x²"):
-            inv_n = Value(1.0 / n, label="1/n")
-            sq = [v**2 for v in xs]
-        sums = group_sums(sq, "sum")
-        with tags("meansq", "ms"):
-            stat = named("ms", [t * inv_n for t in sums])
-        with tags("sqrt", "ms+eps"):
-            eps_leaf = Value(eps, label="eps")
-            stat_eps = [m + eps_leaf for m in stat]
-        zero = [all(xs[k].data == 0.0 for k in g) for g in groups]
-        spread = named(
-            "rms", [_sqrt(v, "rms", kind, _group_name(kind, shape, r), zero[r]) for r, v in enumerate(stat_eps)]
-        )
-        with tags("divide", "rrms"):
-            inverse = named("rrms", [s**-1 for s in spread])
-        centered = xs
-    else:
-        tags_stage = ["mean"]
-        with tags("mean", "1/n"):
-            inv_n = Value(1.0 / n, label="1/n")
-        sums = group_sums(xs, "sum")
-        with tags("mean", "mean"):
-            means = named("mean", [t * inv_n for t in sums])
-        with tags("center", "xshift"):
-            centered = named("xshift", per_group(xs, means, Value.__sub__))
-        tags_stage = ["var"]
-        with tags("var", "1/n"):
-            inv_n = Value(1.0 / n, label="1/n")
-        if variance == "two_pass":
-            with tags("var", "xshift²"):
-                sq = [v**2 for v in centered]
-            sums = group_sums(sq, "sum")
-            with tags("var", "var"):
-                variances = named("var", [t * inv_n for t in sums])
-        else:
-            with tags("var", "x²"):
-                sq = [v**2 for v in xs]
-            sums = group_sums(sq, "sum")
-            with tags("var", "mean(x²)"):
-                mean_sq = [t * inv_n for t in sums]
-            with tags("var", "mean²"):
-                sq_mean = [m**2 for m in means]
-            with tags("var", "var"):
-                variances = named("var", [a - b for a, b in zip(mean_sq, sq_mean)])
-        with tags("sqrt", "var+eps"):
-            eps_leaf = Value(eps, label="eps")
-            var_eps = [v + eps_leaf for v in variances]
-        constant = [_constant(xs, g) for g in groups]
-        spread = named(
-            "std",
-            [_sqrt(v, "std", kind, _group_name(kind, shape, r), constant[r], variance) for r, v in enumerate(var_eps)],
-        )
-        with tags("divide", "rstd"):
-            inverse = named("rstd", [s**-1 for s in spread])
-    with tags("divide", "xhat"):
-        xhat = named("xhat", per_group(centered, inverse, Value.__mul__))
-
-    ys = xhat
-    if gammas is not None:
-        with tags(affine_stage, "gamma*xhat" if betas is not None else "y"):
-            ys = [gammas[p] * v for p, v in zip(param_of, xhat)]
-    if betas is not None:
-        with tags(affine_stage, "y"):
-            ys = [v + betas[p] for p, v in zip(param_of, ys)]
-    named("y", list(ys) if ys is xhat else ys)
-    if gammas is not None:
-        nodes["gamma"] = gammas
-    if betas is not None:
-        nodes["beta"] = betas
-    return NormGraph(kind, shape, eps, variance, groups, nodes)
+    def all_equal(self, r: int) -> bool:
+        """Whether every value of x in group r is the same (x as built, nudge included)."""
+        xs = self.nodes["x"]
+        group = self.inputs.groups[r]
+        first = xs[group[0]].data
+        return all(xs[k].data == first for k in group)
 
 
-def _sqrt(v: Value, name: str, kind: str, group: str, constant: bool, variance: str = "two_pass") -> Value:
-    """sqrt(var + eps) with the two ways it can fail explained in the error."""
-    if variance == "naive" and v.data <= 0.0 and not constant:
-        raise DomainError(
-            f"{_PUBLIC_NAME[kind]}: the naive variance E[x^2] - E[x]^2 of {group} came out "
-            f"as {v.data:.6g} (after adding eps) through cancellation; use variance='two_pass'"
-        )
+def _mean_var_stages(graph: _Builder, xs: list[Value], eps: float, variance: str) -> tuple[list[Value], list[Value]]:
+    """LayerNorm's and BatchNorm's mean, center, var and sqrt stages, and rstd: (xshift, rstd)."""
+    with tags("mean", "1/n"):
+        inv_n = Value(1.0 / graph.n, label="1/n")
+    means = graph.named("mean", graph.group_means(xs, inv_n, "mean", "mean"))
+    with tags("center", "xshift"):
+        xshift = graph.named("xshift", graph.per_group(xs, means, Value.__sub__))
+    variances = _var_stage(graph, xs, xshift, means, variance)
+    std = _sqrt_stage(graph, variances, eps, "std", variance)
+    with tags("divide", "rstd"):
+        rstd = graph.named("rstd", [s**-1 for s in std])
+    return xshift, rstd
+
+
+def _var_stage(graph: _Builder, xs: list[Value], xshift: list[Value], means: list[Value], variance: str) -> list[Value]:
+    """var = mean(xshift²) (two-pass), or E[x²] - E[x]² (naive)."""
+    with tags("var", "1/n"):
+        inv_n = Value(1.0 / graph.n, label="1/n")
+    if variance == "two_pass":
+        with tags("var", "xshift²"):
+            sq = [v**2 for v in xshift]
+        return graph.named("var", graph.group_means(sq, inv_n, "var", "var"))
+    with tags("var", "x²"):
+        sq = [v**2 for v in xs]
+    mean_sq = graph.group_means(sq, inv_n, "var", "mean(x²)")
+    with tags("var", "mean²"):
+        sq_mean = [m**2 for m in means]
+    with tags("var", "var"):
+        return graph.named("var", [a - b for a, b in zip(mean_sq, sq_mean)])
+
+
+def _rms_stages(graph: _Builder, xs: list[Value], eps: float) -> tuple[list[Value], list[Value]]:
+    """RMSNorm's meansq and sqrt stages, and rrms: (x itself, which is not centered, rrms)."""
+    with tags("meansq", "x²"):
+        inv_n = Value(1.0 / graph.n, label="1/n")
+        sq = [v**2 for v in xs]
+    ms = graph.named("ms", graph.group_means(sq, inv_n, "meansq", "ms"))
+    rms = _sqrt_stage(graph, ms, eps, "rms")
+    with tags("divide", "rrms"):
+        rrms = graph.named("rrms", [s**-1 for s in rms])
+    return xs, rrms
+
+
+def _sqrt_stage(graph: _Builder, stat: list[Value], eps: float, name: str, variance: str = "two_pass") -> list[Value]:
+    """sqrt(stat + eps) per group, named ``name`` ("std" or "rms")."""
+    with tags("sqrt", "var+eps" if name == "std" else "ms+eps"):
+        eps_leaf = Value(eps, label="eps")
+        shifted = [v + eps_leaf for v in stat]
+    return graph.named(name, [_sqrt(graph, r, v, name, variance) for r, v in enumerate(shifted)])
+
+
+def _sqrt(graph: _Builder, r: int, v: Value, name: str, variance: str) -> Value:
+    """sqrt(var + eps) of group r, with the two ways it can fail explained in the error."""
     if v.data <= 0.0:
+        kind = graph.inputs.kind
+        group = _group_name(kind, graph.inputs.shape, r)
+        if variance == "naive" and not graph.all_equal(r):
+            raise DomainError(
+                f"{_PUBLIC_NAME[kind]}: the naive variance E[x^2] - E[x]^2 of {group} came out "
+                f"as {v.data:.6g} (after adding eps) through cancellation; use variance='two_pass'"
+            )
         what = "std" if name == "std" else "root mean square"
         raise DomainError(
             f"{_PUBLIC_NAME[kind]}: the {what} of {group} is 0 (all its values are "
@@ -417,9 +464,21 @@ def _sqrt(v: Value, name: str, kind: str, group: str, constant: bool, variance: 
         return v.sqrt()
 
 
-def _constant(xs: list[Value], group: list[int]) -> bool:
-    first = xs[group[0]].data
-    return all(xs[k].data == first for k in group)
+def _affine_stage(graph: _Builder, xhat: list[Value], gammas: list[Value] | None, betas: list[Value] | None) -> None:
+    """y = gamma * xhat + beta (either may be absent), tagged with the norm's last stage."""
+    stage, param_of = STAGES[graph.inputs.kind][-1], graph.inputs.param_of
+    ys = xhat
+    if gammas is not None:
+        with tags(stage, "gamma*xhat" if betas is not None else "y"):
+            ys = [gammas[p] * v for p, v in zip(param_of, xhat)]
+    if betas is not None:
+        with tags(stage, "y"):
+            ys = [v + betas[p] for p, v in zip(param_of, ys)]
+    graph.named("y", list(ys) if ys is xhat else ys)
+    if gammas is not None:
+        graph.nodes["gamma"] = gammas
+    if betas is not None:
+        graph.nodes["beta"] = betas
 
 
 def _leaf(v: Any, label: str, stage: str) -> Value:

@@ -6,8 +6,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType
 from rich.measure import Measurement
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -58,12 +60,29 @@ def _err_cell(error: tuple[float, bool]) -> str:
 
 def _cf_error(node, t: dict[str, float]) -> tuple[float, bool]:
     return shown_error(
-        node.closed_form_abs, node.closed_form_rel, node.closed_form_scale, t["closed_form_rtol"], t["closed_form_atol"]
+        node.closed_form_abs, node.closed_form_rel, node.closed_form_scale, t["closed_form_rtol"], node.closed_form_atol
     )
 
 
 def _fd_error(node, t: dict[str, float]) -> tuple[float, bool]:
-    return shown_error(node.fd_abs, node.fd_rel, node.fd_scale, t["fd_rtol"], t["fd_atol"])
+    return shown_error(node.fd_abs, node.fd_rel, node.fd_scale, t["fd_rtol"], node.fd_atol)
+
+
+def _entry_errors(node, k: int, shown: tuple[tuple[float, bool], tuple[float, bool]]) -> tuple[str, str]:
+    """The two error cells of entry k, absolute or relative as the node's are (``shown``)."""
+    cells = []
+    for other, scale, (_, absolute) in (
+        (node.closed_form[k], node.closed_form_scale, shown[0]),
+        (node.finite_diff[k], node.fd_scale, shown[1]),
+    ):
+        diff = abs(node.autograd[k] - other)
+        if diff != diff:  # no finite difference at this entry
+            cells.append("—")
+        elif absolute or scale == 0.0:
+            cells.append(_err_cell((diff, True)))
+        else:
+            cells.append(_err_cell((diff / scale, False)))
+    return cells[0], cells[1]
 
 
 def _largest(errors: list[tuple[float, bool]]) -> str:
@@ -98,17 +117,85 @@ class ByWidth:
 CHECK_TABLE_WIDTH = 68  # below this many columns the wide check table would cut its numbers short
 
 
-def check_table(report: CheckReport, full: bool = False) -> ByWidth:
+def check_table(report: CheckReport, full: bool = False) -> RenderableType:
     """The per-node table of a :class:`~microgradnorm.check.CheckReport`, with a verdict line.
 
     Each row is one named node, shown at the entry where autograd and the closed
-    form differ most; ``full`` lists every entry instead. Below
-    :data:`CHECK_TABLE_WIDTH` columns, or the width the wide table's numbers take
-    if more, the three gradients are kept and the stage and error columns give way
-    to one summary line.
+    form differ most; ``full`` lists every entry instead, each with its own errors
+    and mark. Where the console is narrower than the table's numbers need, the
+    stage column goes first; below :data:`CHECK_TABLE_WIDTH` columns, the three
+    gradients are kept and the error columns give way to one summary line. No line
+    ends in spaces, so piped output stays clean.
     """
-    wide, table = _wide_check_table(report, full)
-    return ByWidth(wide, _narrow_check_table(report, full), CHECK_TABLE_WIDTH, measure=table)
+    wide, table = _wide_check_table(report, full, stage=True)
+    middle, middle_table = _wide_check_table(report, full, stage=False)
+    fallback = ByWidth(middle, _narrow_check_table(report, full), CHECK_TABLE_WIDTH, measure=middle_table)
+    return NoTrailingSpaces(ByWidth(wide, fallback, CHECK_TABLE_WIDTH, measure=table))
+
+
+class NoTrailingSpaces:
+    """Render ``renderable`` with the spaces that rich pads lines with removed from the end of each line."""
+
+    def __init__(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterable[Segment]:
+        for line in console.render_lines(self.renderable, options, pad=False, new_lines=False):
+            while line and not line[-1].control and not line[-1].text.rstrip(" "):
+                line.pop()
+            if line and not line[-1].control:
+                last = line[-1]
+                line[-1] = Segment(last.text.rstrip(" "), last.style)
+            yield from line
+            yield Segment.line()
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self.renderable)
+
+
+class Phrases:
+    """Phrases joined by ``sep``, wrapped only between phrases (never inside a formula)."""
+
+    def __init__(self, phrases: list[str], sep: str = ", ", style: str = "") -> None:
+        self.phrases, self.sep, self.style = phrases, sep, style
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterable[RenderableType]:
+        lines = [self.phrases[0]]
+        for phrase in self.phrases[1:]:
+            joined = lines[-1] + self.sep + phrase
+            if cell_len(joined) <= options.max_width:
+                lines[-1] = joined
+            else:
+                lines[-1] += self.sep.rstrip()
+                lines.append(phrase)
+        for line in lines:
+            yield Text(line, style=self.style, overflow="fold")
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        whole = cell_len(self.sep.join(self.phrases))
+        return Measurement(max(cell_len(p) for p in self.phrases), whole)
+
+
+def _title(report: CheckReport) -> Phrases:
+    """What was checked: the norm, x's shape, eps, the variance form (if the norm has one), the loss."""
+    shape = "×".join(map(str, report.shape))
+    phrases = [f"{report.title} of x [{shape}]", f"eps = {report.eps:g}"]
+    if any(node.name == "var" for node in report.nodes):
+        phrases.append(f"variance {report.variance.replace('_', '-')}")
+    phrases.append(f"loss = sum(y · dy) = {report.loss:.6g}")
+    return Phrases(phrases, style="bold")
+
+
+def _mark(ok: bool) -> Text:
+    return Text("✓", style="green") if ok else Text("✗", style="bold red")
+
+
+def _entries(node, full: bool) -> list[tuple[int, bool]]:
+    """The entries a table shows for ``node``, each with its mark: every one (``full``) or the worst."""
+    if not full:
+        return [(node.worst, node.passed)]
+    ok = node.entry_ok if node.entry_ok is not None else [node.passed] * len(node.autograd)
+    return [(k, bool(ok[k])) for k in range(len(node.autograd))]
 
 
 def _narrow_check_table(report: CheckReport, full: bool) -> Group:
@@ -118,14 +205,10 @@ def _narrow_check_table(report: CheckReport, full: bool) -> Group:
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("", no_wrap=True)
     for node in report.nodes:
-        entries = range(len(node.autograd)) if full else [node.worst]
-        for i, k in enumerate(entries):
-            mark = (Text("✓", style="green") if node.passed else Text("✗", style="bold red")) if i == 0 else ""
+        for k, ok in _entries(node, full):
             table.add_row(
-                node.labels[k], fmt(node.autograd[k]), fmt(node.closed_form[k]), fmt(node.finite_diff[k]), mark
+                node.labels[k], fmt(node.autograd[k]), fmt(node.closed_form[k]), fmt(node.finite_diff[k]), _mark(ok)
             )
-    shape = "×".join(map(str, report.shape))
-    head = Text(f"{report.title} of x [{shape}], eps = {report.eps:g}, loss = {report.loss:.6g}", style="bold")
     t = report.tolerances
     worst_cf = _largest([_cf_error(n, t) for n in report.nodes])
     worst_fd = _largest([_fd_error(n, t) for n in report.nodes])
@@ -136,57 +219,44 @@ def _narrow_check_table(report: CheckReport, full: bool) -> Group:
             f"against the finite difference {worst_fd}.",
         )
     else:
-        verdict = Text.assemble(("Disagreement ", "bold red"), f"at {', '.join(n.name for n in report.failures)}.")
+        verdict = _disagreement(report)
     if full:
-        return Group(head, table, verdict)
+        return Group(_title(report), table, verdict)
     note = Text("Each row: the entry where autograd and the closed form differ most.", style="dim")
-    return Group(head, table, note, verdict)
+    return Group(_title(report), table, note, verdict)
 
 
-def _wide_check_table(report: CheckReport, full: bool) -> tuple[Group, Table]:
-    shape = "×".join(map(str, report.shape))
-    title = (
-        f"{report.title} of x [{shape}], eps = {report.eps:g}, variance {report.variance.replace('_', '-')}"
-        f" · loss = sum(y · dy) = {report.loss:.6g}"
-    )
-    table = Table(
-        title=title,
-        title_justify="left",
-        header_style="bold",
-        box=box.SIMPLE_HEAD,
-        show_edge=False,
-        pad_edge=False,
-        padding=(0, 0),
-    )
+def _disagreement(report: CheckReport) -> Text:
+    return Text.assemble(("Disagreement ", "bold red"), f"at {', '.join(n.name for n in report.failures)}.")
+
+
+def _wide_check_table(report: CheckReport, full: bool, stage: bool) -> tuple[Group, Table]:
+    table = Table(header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0))
     table.add_column("node", no_wrap=True)
-    table.add_column("stage", style="dim", no_wrap=True, overflow="ellipsis")
-    for name in ("autograd", "closed form", "finite diff"):
+    if stage:
+        table.add_column("stage", style="dim", no_wrap=True, overflow="ellipsis")
+    for name in ("autograd", "closed form", "finite diff", "err cf", "err fd"):
         table.add_column(name, justify="right", no_wrap=True)
-    table.add_column("err cf", justify="right", no_wrap=True)
-    table.add_column("err fd", justify="right", no_wrap=True)
     table.add_column("", justify="center", no_wrap=True)
     t = report.tolerances
     any_absolute = False
     for node in report.nodes:
-        entries = range(len(node.autograd)) if full else [node.worst]
-        cf_error, fd_error = _cf_error(node, t), _fd_error(node, t)
-        any_absolute |= cf_error[1] or fd_error[1]
-        for i, k in enumerate(entries):
-            ok = Text("✓", style="green") if node.passed else Text("✗", style="bold red")
-            first = i == 0
-            table.add_row(
-                node.labels[k],
-                node.stage if first else "",
-                fmt(node.autograd[k]),
-                fmt(node.closed_form[k]),
-                fmt(node.finite_diff[k]),
-                _err_cell(cf_error) if first else "",
-                _err_cell(fd_error) if first else "",
-                ok if first else "",
-            )
+        shown = (_cf_error(node, t), _fd_error(node, t))
+        any_absolute |= shown[0][1] or shown[1][1]
+        for i, (k, ok) in enumerate(_entries(node, full)):
+            errors = _entry_errors(node, k, shown) if full else (_err_cell(shown[0]), _err_cell(shown[1]))
+            numbers = (fmt(node.autograd[k]), fmt(node.closed_form[k]), fmt(node.finite_diff[k]))
+            where = (node.labels[k], node.stage if i == 0 else "") if stage else (node.labels[k],)
+            table.add_row(*where, *numbers, *errors, _mark(ok))
+    verdict = _wide_verdict(report) if report.passed else _disagreement(report)
+    return Group(_title(report), table, _wide_notes(report, any_absolute, full), verdict), table
+
+
+def _wide_notes(report: CheckReport, any_absolute: bool, full: bool) -> Text:
     sampled = [n for n in report.nodes if n.fd_count < len(n.autograd)]
-    notes = Text(
-        "err: normwise relative error of autograd against the closed form (cf) and the finite difference (fd)."
+    return Text(
+        "err: normwise relative error of autograd against the closed form (cf) and the finite difference (fd)"
+        + (", entry by entry (— where no finite difference was taken)." if full else ".")
         + (
             " abs: the absolute error instead, where the reference is about 0 and a relative error would divide by it."
             if any_absolute
@@ -195,14 +265,15 @@ def _wide_check_table(report: CheckReport, full: bool) -> tuple[Group, Table]:
         + (f" Finite differences at up to {max(n.fd_count for n in sampled)} entries per node." if sampled else ""),
         style="dim",
     )
-    if report.passed:
-        verdict = Text.assemble(
-            ("All agree. ", "bold green"),
-            f"{len(report.nodes)} nodes: autograd = closed form within {t['closed_form_rtol']:.0e} relative "
-            f"+ {t['closed_form_atol']:.0e} absolute, = finite difference within {t['fd_rtol']:.0e} relative "
-            f"+ {t['fd_atol']:.0e} absolute (step {t['fd_step']:.0e}, float64).",
-        )
-    else:
-        names = ", ".join(n.name for n in report.failures)
-        verdict = Text.assemble(("Disagreement ", "bold red"), f"at {names}.")
-    return Group(table, notes, verdict), table
+
+
+def _wide_verdict(report: CheckReport) -> Text:
+    t = report.tolerances
+    return Text.assemble(
+        ("All agree. ", "bold green"),
+        f"{len(report.nodes)} nodes: autograd = closed form within {t['closed_form_rtol']:.0e} relative "
+        f"+ {t['closed_form_atol']:.0e} absolute (more where a gradient is what is left of terms that "
+        f"cancelled), = finite difference within {t['fd_rtol']:.0e} relative + {t['fd_atol']:.0e} absolute "
+        f"+ 3 × the loss's rounding ({report.loss_rounding:.1e}) / step (step {t['fd_step']:.0e} of the "
+        "value's size, float64).",
+    )

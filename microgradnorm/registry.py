@@ -66,7 +66,7 @@ class NormSpec:
         self, x: Any, gamma: Any, beta: Any, eps: float, variance: str = "two_pass", nudge: Any = None
     ) -> norms.NormGraph:
         """Build the scalar graph (``nudge`` perturbs one named node, for finite differences)."""
-        return norms._build(self.name, x, gamma, beta if self.has_beta else None, eps, variance, nudge)
+        return norms.build_graph(self.name, x, gamma, beta if self.has_beta else None, eps, variance, nudge)
 
     def node_grads(
         self, x: Any, gamma: Any, beta: Any, eps: float, dy: Any, variance: str = "two_pass"

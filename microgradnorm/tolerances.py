@@ -12,16 +12,31 @@ Two kinds of comparison, and why their tolerances differ:
 Relative errors are normwise: max|a - b| / max|b| over a whole node or array,
 which stays meaningful when single entries are near zero. A comparison passes
 when max|a - b| <= atol + rtol * max|b|.
+
+A fixed atol is a coin toss where the true result is zero (dx of LayerNorm for a
+constant dy, dx when y cannot depend on x): both sides are then rounding left
+over from terms that cancelled, and that rounding grows with the terms' size.
+Such comparisons take their atol from :func:`cancellation_atol` (or
+:func:`norm_dx_atol`), and the finite difference adds the loss's own rounding
+over the step (FD_ROUNDING_FACTOR; see :mod:`microgradnorm.check`).
 """
 
 # autograd vs closed form, both float64
 CLOSED_FORM_RTOL = 1e-10
 CLOSED_FORM_ATOL = 1e-12
 
-# central finite differences in float64: step h = FD_STEP * max(1, |value|)
+# central finite differences in float64: step h = FD_STEP * max(1, |value|) (for a spread such as
+# var or rstd, FD_STEP * max(|value|, eps): a fraction of itself)
 FD_STEP = 1e-6
 FD_RTOL = 1e-6
 FD_ATOL = 1e-8
+# ... plus the rounding error dL of each loss evaluation over the step: the Richardson
+# combination (4 (L(h/2) - L(-h/2)) / h - (L(h) - L(-h)) / 2h) / 3 turns four losses each off
+# by up to dL into an error of at most (8 + 1) / 3 = 3 times dL / h
+FD_ROUNDING_FACTOR = 3.0
+# finite differences per node that microgradnorm.check takes by default (evenly spread entries):
+# each one rebuilds the whole scalar graph four times
+FD_MAX_ENTRIES = 32
 
 # the vectorized NumPy path against the scalar graph, float64
 VECTORIZED_F64_RTOL = 1e-12
@@ -62,6 +77,14 @@ EXERCISE_STABLE_VARIANCE_RTOL = 1e-6
 EXERCISE_MISTAKE_RTOL = 1e-6
 EXERCISE_MISTAKE_ATOL = 1e-9
 
+# float64's rounding unit (the gap between 1 and the next float64)
+EPS64 = 2.220446049250313e-16
+
+# A result that should be zero (dx of LayerNorm for a constant dy, sum(dx), x . dx at eps = 0) is
+# what is left of terms that cancelled: rounding noise of a few rounding units of their size for
+# each term summed, whatever fixed number one picks. Its tolerance is this many rounding units.
+CANCELLATION_ULPS = 4.0
+
 # a number as a diagram or a table prints it (4 significant digits) against the exact value
 DISPLAY_RTOL = 5e-4
 DISPLAY_ATOL = 1e-12
@@ -94,3 +117,58 @@ def close(a, b, rtol: float, atol: float) -> bool:
     if np.isnan(diff).any():
         return False
     return bool(diff.max() <= atol + rtol * np.abs(b).max())
+
+
+def cancellation_atol(term_size: float, count: int = 1) -> float:
+    """Absolute tolerance for a result that should be zero, from the size of what cancelled in it.
+
+    ``count`` terms of size ``term_size`` summed to (nearly) zero leave at most a few
+    rounding units of ``term_size`` each: CANCELLATION_ULPS * EPS64 * term_size * count.
+    """
+    return CANCELLATION_ULPS * EPS64 * float(term_size) * count
+
+
+def norm_dx_atol(x, gamma, dy, rstd) -> float:
+    """Absolute tolerance for a normalization layer's float64 dx, from the terms that cancel in it.
+
+    dx = rstd * (g*dy - mean(g*dy) - xhat * mean(g*dy*xhat)) adds D terms (D = the group size)
+    of size |g*dy| * rstd, and is exactly zero for a constant g*dy. Each term carries the
+    rounding of xhat, whose centering x - mean loses about EPS64 * |x| before it is multiplied
+    by rstd, so a term's size is |g*dy| * rstd * (1 + |x| * rstd). ``rstd`` is per group
+    (a cache's rstd, or 1 / rms for RMSNorm); ``gamma`` may be None (a scale of one).
+    """
+    import numpy as np
+
+    x = np.asarray(x, dtype=np.float64)
+    rstd = np.asarray(rstd, dtype=np.float64)
+    if x.size == 0 or rstd.size == 0:
+        return 0.0
+    g = 1.0 if gamma is None else float(np.max(np.abs(gamma)))
+    r = float(np.max(rstd))
+    term = g * float(np.max(np.abs(dy))) * r * (1.0 + float(np.max(np.abs(x))) * r)
+    return cancellation_atol(term, x.size // rstd.size)
+
+
+def norm_dgamma_atol(x, dy, rstd, params: int) -> float:
+    """Absolute tolerance for a normalization layer's float64 dgamma, from the terms that cancel in it.
+
+    dgamma sums dy * xhat over the x.size / params entries of each parameter, and is
+    exactly zero for BatchNorm with a constant dy (xhat sums to zero over a channel).
+    In a group of g values |xhat| <= sqrt(g) (its squares add up to at most g), and
+    xhat's rounding is about EPS64 * a, a = max|x| * max(rstd), from centering, plus
+    the mean's own rounding (a sum of g values: up to log2(g) rounding units, shared
+    by the whole group, so it does not average out). A term's size is taken as
+    |dy| * (sqrt(g) + a) * (1 + log2(g)).
+    """
+    import math
+
+    import numpy as np
+
+    x = np.asarray(x, dtype=np.float64)
+    rstd = np.asarray(rstd, dtype=np.float64)
+    if x.size == 0 or rstd.size == 0 or params < 1:
+        return 0.0
+    g = x.size // rstd.size
+    a = float(np.max(np.abs(x))) * float(np.max(rstd))
+    term = float(np.max(np.abs(dy))) * (math.sqrt(g) + a) * (1.0 + math.log2(g))
+    return cancellation_atol(term, x.size // params)

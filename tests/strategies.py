@@ -14,7 +14,10 @@ shifts = st.floats(min_value=-10.0, max_value=10.0, allow_nan=False, allow_infin
 eps_values = st.sampled_from([0.0, 1e-5, 1e-3, 0.1])
 
 
-def spread(x: np.ndarray, axis: int | tuple[int, ...] = -1, min_std: float = 0.1) -> bool:
+MIN_STD = 0.1  # the spread a group needs for eps = 0 to be well defined in these tests
+
+
+def spread(x: np.ndarray, axis: int | tuple[int, ...] = -1, min_std: float = MIN_STD) -> bool:
     """True when every group has a std of at least ``min_std`` (so eps = 0 is well defined)."""
     return bool(np.all(np.std(x, axis=axis) >= min_std))
 
@@ -35,9 +38,13 @@ def matrices(draw, min_rows: int = 1, max_rows: int = 4, min_dim: int = 2, max_d
     n = draw(st.integers(min_rows, max_rows))
     d = draw(st.integers(min_dim, max_dim))
     x = draw(hnp.arrays(np.float64, (n, d), elements=finite_floats))
-    if x.shape[axis] > 1 and not spread(x, axis=axis):
-        ramp = np.linspace(-1.0, 1.0, x.shape[axis])
-        x = x + (ramp if axis in (-1, 1) else ramp[:, None])
+    if x.shape[axis] > 1:
+        # a ramp on the groups without spread only: added to every group, it could cancel the
+        # spread of one that had some (a row [0, -2] plus the ramp [-1, 1] is constant)
+        flat = np.moveaxis(x, axis, -1).copy()
+        narrow = np.std(flat, axis=-1) < MIN_STD
+        flat[narrow] += np.linspace(-1.0, 1.0, flat.shape[-1])  # the ramp's std is at least 0.57
+        x = np.moveaxis(flat, -1, axis)
     return x
 
 

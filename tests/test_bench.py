@@ -65,9 +65,8 @@ def test_every_case_and_contender_is_measured_side_by_side(report):
 
 @pytest.mark.parametrize("cache", ["warm", "cold"])
 def test_every_timed_call_is_prepared_the_same_way(monkeypatch, cache):
-    """warm: each timed call follows an untimed run of itself; cold: it follows a cache eviction."""
+    """warm: each timed call follows an untimed run of itself; cold: that run, then a cache eviction."""
     calls: list[str] = []
-    evictions = []
 
     def counting(case, include):
         def fn(tag):
@@ -77,14 +76,16 @@ def test_every_timed_call_is_prepared_the_same_way(monkeypatch, cache):
 
     monkeypatch.setattr(bench, "_contenders", counting)
     monkeypatch.setattr(bench._ColdCache, "__init__", lambda self: None)
-    monkeypatch.setattr(bench._ColdCache, "__call__", lambda self, fn: evictions.append(fn))
+    monkeypatch.setattr(bench._ColdCache, "evict", lambda self: calls.append("evict"))
     report = bench.run_benchmark(TINY[:1], repeats=3, warmup=0, contenders=("numpy", "fused"), cache=cache)
     assert report.cache == cache and report.to_dict()["cache"] == cache
-    runs_per_timing = 2 if cache == "warm" else 1
     for tag in ("numpy fwd", "numpy f+b", "fused fwd", "fused f+b"):
-        assert calls.count(tag) == 3 * runs_per_timing, tag
-    # cold: one eviction before each timed call, the copy yardstick's included
-    assert len(evictions) == (0 if cache == "warm" else 3 * (1 + 4))
+        assert calls.count(tag) == 3 * 2, tag
+    # cold: one eviction between the untimed run and the timed call, the copy yardstick's included
+    assert calls.count("evict") == (0 if cache == "warm" else 3 * (1 + 4))
+    if cache == "cold":
+        timed = [i for i, tag in enumerate(calls) if tag == "numpy fwd"][1::2]
+        assert all(calls[i - 2 : i + 1] == ["numpy fwd", "evict", "numpy fwd"] for i in timed)
 
 
 def test_the_command_offers_the_cache_modes_the_benchmark_knows():
@@ -163,7 +164,7 @@ def test_json_is_complete_and_targets_without_their_cases_are_not_run(report):
     }
     assert data["environment"]["numpy"] == np.__version__
     targets = bench.evaluate_targets(report)
-    assert len(targets) == len(data["targets"]) == 6
+    assert len(targets) == len(data["targets"]) == 8
     assert all(t.measured is None and t.met is None for t in targets)  # the tiny run has none of the target shapes
 
 
@@ -305,3 +306,68 @@ def test_no_mark_when_the_reference_took_no_page_faults():
     console.print(bench_command.targets_table(_synthetic_report(torch_faults=3, torch1_faults=0)))
     text = console.export_text()
     assert "*" not in text and "page faults" not in text
+
+
+def _timing(name, seconds, faults):
+    """A Timing whose fwd+bwd calls took ``seconds`` with ``faults`` page faults each."""
+    return bench._timing(name, list(zip(seconds, faults)), list(zip(seconds, faults)))
+
+
+def _ln_case(dtype, copy_ms, **timings):
+    return bench.CaseResult(bench.BenchCase("layernorm", (32, 128, 768), dtype), copy_ms, timings)
+
+
+ENV = {"numpy": "x", "cpus": 2, "backend": "fused"}
+
+
+def test_the_float64_target_compares_only_repeats_in_which_neither_side_took_page_faults():
+    fused = _timing("fused", [1e-3, 1e-3, 5e-3, 1e-3], [0, 0, 0, 300])
+    torch = _timing("torch", [2e-3, 9e-3, 2e-3, 2e-3], [0, 500, 0, 0])
+    case = _ln_case("float64", 1.0, fused=fused, torch=torch)
+    assert case.fault_free_ms(["fused", "torch"], "fwdbwd") == pytest.approx({"fused": 3.0, "torch": 2.0})
+    targets = {t.name: t for t in bench.evaluate_targets(bench.BenchReport([case], 4, ENV))}
+    target = targets["fused LayerNorm fwd+bwd float64 / torch, calls without faults"]
+    assert target.measured == pytest.approx(1.5) and target.limit == 0.95 and target.met is False
+    # every repeat faulted on one side or the other: nothing to compare, not a made-up number
+    torch_always = _timing("torch", [2e-3] * 4, [0, 0, 1, 0])
+    fused_faulting = _timing("fused", [1e-3] * 4, [9, 9, 0, 9])
+    case = _ln_case("float64", 1.0, fused=fused_faulting, torch=torch_always)
+    targets = {t.name: t for t in bench.evaluate_targets(bench.BenchReport([case], 4, ENV))}
+    assert targets["fused LayerNorm fwd+bwd float64 / torch, calls without faults"].measured is None
+
+
+def test_a_system_without_fault_counts_compares_every_repeat():
+    case = _ln_case("float64", 1.0, fused=_timing("fused", [1e-3, 3e-3], [None, None]),
+                    torch=_timing("torch", [4e-3, 4e-3], [None, None]))  # fmt: skip
+    assert case.fault_free_ms(["fused", "torch"], "fwdbwd") == pytest.approx({"fused": 2.0, "torch": 4.0})
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_traffic_target_counts_write_allocate_against_the_copy(dtype):
+    # copy: 3 transfers in 1 ms; fwd+bwd: 7 transfers in 2 ms (the faulting 9 ms call left out)
+    fused = _timing("fused", [2e-3, 9e-3, 2e-3], [0, 800, 0])
+    case = _ln_case(dtype, 1.0, fused=fused)
+    assert case.traffic_share("fused") == pytest.approx((7 / 2.0) / (3 / 1.0))
+    targets = {t.name: t for t in bench.evaluate_targets(bench.BenchReport([case], 3, ENV))}
+    target = targets[f"fused LayerNorm fwd+bwd {dtype} traffic / copy's, write-allocate"]
+    assert target.measured == pytest.approx(7 / 6) and target.kind == "at_least" and target.met is True
+    slow = _ln_case(dtype, 1.0, fused=_timing("fused", [5e-3, 5e-3], [0, 0]))  # 7/5 over 3/1 = 0.47
+    targets = {t.name: t for t in bench.evaluate_targets(bench.BenchReport([slow], 2, ENV))}
+    assert targets[target.name].met is False
+
+
+def test_without_pytorch_the_ratios_are_to_numpy_naive():
+    timings = {
+        "naive": _timing("naive", [4e-3], [0]),
+        "numpy": _timing("numpy", [2e-3], [0]),
+        "fused": _timing("fused", [1e-3], [0]),
+    }
+    env = {**ENV, "torch": None, "numba": "0.1"}
+    report = bench.BenchReport([_ln_case("float32", 0.5, **timings)], 1, env)
+    console = Console(file=StringIO(), width=120, record=True)
+    for renderable in bench_command.bench_tables(report):
+        console.print(renderable)
+    text = console.export_text()
+    assert "ratio = time / NumPy naive's (PyTorch did not run: not installed)" in " ".join(text.split())
+    rows = {line.split("│")[1].strip(): line for line in text.splitlines() if line.count("│") > 3}
+    assert "0.50x" in rows["NumPy tuned"] and "0.25x" in rows["fused (numba)"] and "1.00x" in rows["NumPy naive"]

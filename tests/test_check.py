@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import io
+import re
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from microgradnorm import engine, formulas
+from microgradnorm import check, engine, formulas
+from microgradnorm import tolerances as tol
 from microgradnorm.check import check_norm, random_problem
-from microgradnorm.registry import NORMS, get_norm
+from microgradnorm.registry import NORMS, NormSpec, get_norm
 
 CASES = [
     ("layernorm", (5,)),
@@ -124,3 +129,120 @@ def test_a_zero_gradient_is_reported_by_its_absolute_error():
     assert report.passed and node.closed_form_scale < 1e-12
     assert node.closed_form_scale == float(np.max(np.abs(node.closed_form)))
     assert node.fd_scale == float(np.max(np.abs(node.finite_diff)))
+
+
+# ---- the library's defaults: tolerances that scale with the problem, a cap, a size limit ----------------
+
+
+def test_a_thousand_entries_far_from_zero_pass_with_the_default_cap():
+    # x = 0, 1, ..., 999: the loss's rounding (about 1e-16 of the centered terms) over a step of 1e-6
+    # is far above a fixed 1e-8, although autograd and the closed form agree to 1e-16
+    report = check_norm("layernorm", [float(i) for i in range(1000)], seed=0)
+    assert report.passed, [(n.name, n.fd_abs, n.fd_atol) for n in report.failures]
+    assert report.node("x").fd_count == tol.FD_MAX_ENTRIES == check.FD_MAX_ENTRIES
+
+
+def test_the_scaled_tolerance_still_catches_a_wrong_derivative_on_a_thousand_entries(monkeypatch):
+    monkeypatch.setitem(engine._LOCAL_GRADS, "sqrt", lambda out: (1.0 / out.data,))  # drop the 0.5
+    report = check_norm("layernorm", [float(i) for i in range(1000)], seed=0, fd_max_entries=4)
+    assert not report.node("var").fd_ok and not report.node("x").fd_ok
+
+
+def test_finite_differences_default_to_a_cap_and_none_takes_every_entry():
+    x = np.linspace(-1.0, 2.0, 40) ** 2
+    assert check_norm("rmsnorm", x, seed=1).node("x").fd_count == tol.FD_MAX_ENTRIES
+    assert check_norm("rmsnorm", x, seed=1, fd_max_entries=None).node("x").fd_count == 40
+
+
+@pytest.mark.parametrize("bad", [0, -3, True])
+def test_a_cap_below_one_is_refused(bad):
+    with pytest.raises(ValueError, match=rf"fd_max_entries: expected a whole number >= 1 .*got {bad!r}"):
+        check_norm("layernorm", [1.0, 2.0, 4.0], fd_max_entries=bad)
+
+
+def test_an_input_too_large_to_check_is_refused_before_anything_is_built(monkeypatch):
+    def no_building(*args, **kwargs):
+        raise AssertionError("the graph was built")
+
+    monkeypatch.setattr(NormSpec, "build_graph", no_building)
+    rows = check.MAX_ENTRIES // 4 + 1
+    with pytest.raises(
+        ValueError, match=rf"x: .* at most {check.MAX_ENTRIES} entries, got {rows * 4} \(shape \[{rows}, 4\]"
+    ):
+        check_norm("layernorm", np.zeros((rows, 4)))
+
+
+def test_checking_every_entry_warns_when_it_will_be_slow(monkeypatch):
+    monkeypatch.setattr(check, "SLOW_FD_WORK", 100)
+    x = np.arange(12.0)
+    with pytest.warns(check.SlowCheckWarning, match="fd_max_entries=32"):
+        check_norm("layernorm", x, seed=0, fd_max_entries=None)
+    monkeypatch.setattr(check, "SLOW_FD_WORK", 10_000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_norm("layernorm", x, seed=0, fd_max_entries=None)
+
+
+def test_a_spread_below_the_step_is_nudged_by_a_fraction_of_itself():
+    # column 0 has a variance of 2.25e-8: a step of 1e-6 would push var + eps below zero; and with
+    # a batch of two and eps = 0, xhat is +-1 whatever x is, so dL/dx is rounding left over from
+    # terms of size |dxhat| * rstd (about 7e3), not 0 to 1e-12
+    x = [[0.0, 1.0], [3e-4, -1.0]]
+    report = check_norm("batchnorm", x, [1.5, -0.5], [0.1, 0.2], 0.0, [[0.3, -1.2], [0.7, 0.4]])
+    assert report.passed, [(n.name, n.closed_form_abs, n.closed_form_atol, n.fd_abs) for n in report.failures]
+
+
+def test_the_loss_rounding_estimate_adds_each_op_s_rounding_times_its_gradient():
+    a, b = engine.Value(3.0), engine.Value(-1.0)
+    loss = (a + b) * 4.0  # the sum rounds by at most eps * (3 + 1) and reaches the loss times 4
+    loss.backward()
+    assert check.loss_rounding(loss) == tol.EPS64 * (1.0 * 8.0 + 4.0 * (3.0 + 1.0))
+
+
+def test_absolute_gradients_add_the_magnitudes_of_terms_that_cancel():
+    a, b = engine.Value(2.0), engine.Value(3.0)
+    loss = a * b - b * a  # dL/da = b - b = 0, made of two terms of size |b|
+    loss.backward()
+    size = check.absolute_gradients(loss)
+    assert a.grad == 0.0 and size[a] == 6.0 and size[b] == 4.0
+
+
+# ---- the report as a table ---------------------------------------------------------------------------
+
+
+def _render(report, width: int, full: bool = False) -> str:
+    from rich.console import Console
+
+    from microgradnorm.present import check_table
+
+    console = Console(file=io.StringIO(), width=width, color_system=None)
+    console.print(check_table(report, full=full))
+    return console.file.getvalue()
+
+
+def test_the_title_names_a_variance_only_for_a_norm_that_has_one():
+    rms = check_norm("rmsnorm", [1.0, -2.0, 0.5, 3.0], seed=1)
+    ln = check_norm("layernorm", [1.0, -2.0, 0.5, 3.0], seed=1)
+    for width in (60, 120):
+        assert "variance" not in _render(rms, width).splitlines()[0]
+        assert "variance two-pass" in _render(ln, width).splitlines()[0]
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_the_title_breaks_between_phrases_and_no_line_ends_in_spaces(width):
+    report = check_norm("layernorm", [1.0, -2.0, 0.5, 3.0], seed=1)
+    text = _render(report, width, full=True)
+    assert f"loss = sum(y · dy) = {report.loss:.6g}" in text.splitlines()[0 if width == 120 else 1]
+    assert [line for line in text.splitlines() if line != line.rstrip()] == []
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_a_full_listing_marks_and_measures_every_entry(monkeypatch, width):
+    real = formulas.dx_simplified
+    monkeypatch.setattr(formulas, "dx_simplified", lambda *args: real(*args) + np.array([0.0, 0.5, 0.0]))
+    report = check_norm("layernorm", [1.0, -2.0, 0.5], seed=2, fd_max_entries=2)
+    rows = {line.split()[0]: line for line in _render(report, width, full=True).splitlines() if "[" in line}
+    assert rows["x[1]"].endswith("✗") and rows["x[0]"].endswith("✓") and rows["x[2]"].endswith("✓")
+    assert rows["xhat[1]"].endswith("✓")
+    assert len(re.findall(r"\d\.\de[-+]\d\d", rows["x[2]"])) == 2  # both error columns, at every entry
+    assert rows["xhat[1]"].count("—") == 2  # no finite difference there (the middle of three): fd and its error

@@ -324,3 +324,45 @@ def test_a_power_too_large_for_a_float_is_an_infinity_not_an_error():
     assert a.grad == -math.inf  # -2 * a ** -3
     assert (Value(-1e-200) ** -3).data == -math.inf  # an odd power keeps the sign
     assert (Value(-1e-200) ** -2).data == math.inf
+
+
+def test_backward_is_the_plain_chain_rule_loop_to_the_last_bit():
+    # the loop engine.backward runs is tuned for speed; it must do exactly what the plain loop does
+    def graph():
+        xs = [Value(v) for v in (0.3, -1.7, 2.2, 0.9)]
+        m = Value.mean(xs)
+        c = [x - m for x in xs]
+        r = (Value.mean([v**2 for v in c]) + 1e-3) ** -0.5
+        return Value.dot([(v * r).tanh() * x for v, x in zip(c, xs)], [0.5, -1.0, 2.0, 0.25]).exp() / 3.0
+
+    tuned = graph()
+    tuned.backward()
+    plain = graph()
+    order = topological_order(plain)
+    plain.grad = 1.0
+    for node in reversed(order):
+        for child, d in zip(node.children, local_grads(node)):
+            child.grad += d * node.grad
+    assert [v.grad for v in topological_order(tuned)] == [v.grad for v in order]
+
+
+def test_every_exponent_is_an_op_with_its_own_registered_derivative():
+    from microgradnorm import engine
+
+    a = Value(1.7)
+    one, almost_one = a**1.0, a**1.0000001  # both print as "**1" to six digits
+    assert one.op == "**1" and almost_one.op != one.op
+    for node, p in ((one, 1.0), (almost_one, 1.0000001), (a**-0.5, -0.5)):
+        assert node.op in engine._LOCAL_GRADS
+        assert local_grads(node) == pytest.approx((p * 1.7 ** (p - 1),), rel=1e-15)
+
+
+def test_a_nan_exponent_registers_one_op_however_often_it_is_used():
+    from microgradnorm import engine
+
+    a = Value(2.0)
+    first = a ** float("nan")
+    before = len(engine._POWER_OPS)
+    again = [a ** float("nan") for _ in range(3)]
+    assert len(engine._POWER_OPS) == before and {v.op for v in again} == {first.op}
+    assert math.isnan(local_grads(first)[0])

@@ -185,3 +185,30 @@ def test_projection_report_with_eps_measures_each_broken_property_as_predicted(e
     assert abs(r.sum_dx) < 1e-12  # still exact
     assert r.xhat_norm_sq < r.d
     assert r.scale_error > 0
+
+
+def test_the_dx_tolerance_for_a_zero_result_covers_its_rounding_but_not_a_missing_term():
+    # a constant gamma * dy: the true dx is 0, and what comes out is rounding from terms of size
+    # |gamma * dy| * rstd (a fixed 1e-13 was below it for rows as narrow as these)
+    x = np.linspace(2.0, 4.0, 12).reshape(2, 2, 3)
+    gamma, dy = np.full(3, -2.0), np.full(x.shape, 2.0)
+    m = f.moments(x, (-1,), 0.0)
+    g = f.dxhat(dy, gamma)
+    dx = f.dx_simplified(g, m.xhat, m.rstd, (-1,))
+    atol = tol.norm_dx_atol(x, gamma, dy, m.rstd)
+    assert np.abs(dx).max() <= atol
+    forgot_the_mean = m.rstd * (g - m.xhat * (g * m.xhat).mean(axis=-1, keepdims=True))
+    assert np.abs(forgot_the_mean).max() > 1e6 * atol
+
+
+def test_the_dgamma_tolerance_for_a_zero_result_covers_its_rounding_but_not_a_wrong_formula():
+    # BatchNorm with a constant dy: xhat sums to zero over each column, so dgamma is 0, and what comes
+    # out for values near 9.56 with a spread of 0.002 is rounding about 1e-11, far above a fixed 1e-13
+    x = 9.56 + 0.0018 * np.random.default_rng(0).normal(size=(36, 2))
+    dy = np.full(x.shape, 2.0)
+    m = f.moments(x, (0,), 1e-5)
+    dgamma = (dy * m.xhat).sum(axis=0)
+    atol = tol.norm_dgamma_atol(x, dy, m.rstd, 2)
+    assert tol.VECTORIZED_F64_ATOL < np.abs(dgamma).max() <= atol
+    without_centering = (dy * x * m.rstd).sum(axis=0)  # xhat taken as x * rstd
+    assert np.abs(without_centering).max() > 1e6 * atol

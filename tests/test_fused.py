@@ -115,3 +115,21 @@ def test_fused_equals_numpy_when_every_thread_works(norm):
             for a, w in zip(got, want):
                 if w is not None:
                     assert tol.close(a, w, rt, at), f"{norm} {shape} {dtype}: {tol.normwise_error(a, w)}"
+
+
+@pytest.mark.parametrize("shape", [(16, 3, 40, 40), (3000, 2)])
+def test_batchnorm_sums_in_float64_as_the_module_says(shape):
+    # a float32 group of thousands of values near 1000: summed in float32, its mean, variance and dbeta
+    # would be off by about 1e-7 relative or more; the kernels sum in float64 (the products dy * xhat
+    # behind dgamma are float32, so dgamma is not a test of the sums)
+    rng = np.random.default_rng(5)
+    x = (1000.0 + rng.normal(size=shape)).astype(np.float32)
+    dy = (1.0 + rng.normal(size=shape)).astype(np.float32)
+    axes = (0,) if len(shape) == 2 else (0, 2, 3)
+    grouped = (x.reshape(shape[0], shape[1], -1), dy.reshape(shape[0], shape[1], -1)) if len(shape) == 4 else (x, dy)
+    _, mean, var, rstd, _ = fused.batch_norm_forward(grouped[0], None, None, 1e-5, keep_xhat=False)
+    _, _, dbeta = fused.batch_norm_backward(grouped[1], grouped[0], mean, rstd, None, have_xhat=False)
+    rt = tol.VECTORIZED_F64_RTOL
+    assert tol.close(mean, x.astype(np.float64).mean(axis=axes), rt, 0.0)
+    assert tol.close(var, x.astype(np.float64).var(axis=axes), rt, 0.0)
+    assert tol.close(dbeta, dy.astype(np.float64).sum(axis=axes), rt, 0.0)

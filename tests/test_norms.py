@@ -10,7 +10,7 @@ from hypothesis import given
 
 from microgradnorm import DomainError, Value, batch_norm, formulas, layer_norm, rms_norm, topological_order
 from microgradnorm import tolerances as tol
-from microgradnorm.norms import NODE_NAMES, STAGES
+from microgradnorm.norms import NODE_NAMES, STAGES, build_graph
 from microgradnorm.registry import NORMS
 from tests.strategies import matrices, vectors
 
@@ -160,6 +160,23 @@ def test_a_constant_input_with_eps_zero_explains_the_division_by_zero():
         layer_norm([2.0, 2.0, 2.0], eps=0.0)
     with pytest.raises(DomainError, match="root mean square"):
         rms_norm([0.0, 0.0], eps=0.0)
+
+
+def test_the_naive_variance_tells_a_constant_group_from_cancellation():
+    # both come out as var + eps <= 0; only a group whose values are all equal has a true std of 0
+    with pytest.raises(DomainError, match=r"std of column 1 is 0 \(all its values are equal\)"):
+        batch_norm([[1.0, 2.0], [3.0, 2.0]], eps=0.0, variance="naive")
+    with pytest.raises(DomainError, match=r"column 0 came out as .* through cancellation"):
+        batch_norm([[1e9 + 4.0, 1.0], [1e9 + 7.0, 2.0]], eps=0.0, variance="naive")
+
+
+def test_build_graph_is_the_builder_behind_the_three_norms():
+    x, gamma, beta = [[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], [1.0, 2.0, -0.5], [0.1, 0.0, -0.2]
+    for kind, make in (("layernorm", layer_norm), ("batchnorm", batch_norm)):
+        graph = build_graph(kind, x, gamma, beta, 1e-3)
+        assert list(graph.nodes) == list(NODE_NAMES[kind])
+        assert np.array_equal(values(graph.out), values(make(x, gamma, beta, 1e-3)))
+    assert np.array_equal(values(build_graph("rmsnorm", x, gamma).out), values(rms_norm(x, gamma)))
 
 
 def test_d_equal_one_gives_beta_and_a_zero_input_gradient():

@@ -23,7 +23,7 @@ MICROGRAD_HINT = "pip install micrograd==0.1.0"
 
 _CACHE_NOTE = {
     "warm": "each timed call follows an untimed run of itself",
-    "cold": "the CPU caches are evicted before each timed call",
+    "cold": "each timed call follows an untimed run of itself and an eviction of the CPU caches",
 }
 
 
@@ -185,55 +185,71 @@ def bench_tables(report) -> list:
     """The vectorized benchmark: a heading, one rich Table per problem, the notes, the targets.
 
     One table per problem rather than one long table, so that the problem's name
-    can head it and the columns fit an 80-column terminal.
+    can head it and the columns fit an 80-column terminal. Ratios are to PyTorch's
+    time, or, where PyTorch did not run, to NumPy naive's (the closed forms one
+    after another: the baseline every other contender improves on).
     """
-    from rich.table import Table
     from rich.text import Text
+
+    reference = _ratio_reference(report)
+    heading = (
+        f"Forward (fwd) and forward+backward (f+b), median of {report.repeats}, {report.cache} caches; "
+        f"ratio = time / {_REFERENCE_TITLES[reference]}"
+    )
+    out: list = [Text(heading, style="bold")]
+    out += [_case_table(result, reference) for result in report.cases]
+    out.append(Text(_notes(report), style="dim"))
+    out.append(targets_table(report))
+    return out
+
+
+_REFERENCE_TITLES = {
+    "torch": "PyTorch's",
+    "naive": "NumPy naive's (PyTorch did not run: not installed)",
+    None: "nothing (neither PyTorch nor NumPy naive ran)",
+}
+
+
+def _ratio_reference(report) -> str | None:
+    """What the ratio columns divide by: "torch" when every case timed it, else "naive" if all did."""
+    for name in ("torch", "naive"):
+        if report.cases and all(name in result.timings for result in report.cases):
+            return name
+    return None
+
+
+def _case_table(result, reference: str | None):
+    from rich.table import Table
 
     from microgradnorm.bench import CONTENDER_TITLES
 
+    table = Table(
+        title=f"{result.case.label}   [dim]copy: {result.copy_ms:.3g} ms, {result.copy_gbps:.1f} GB/s[/]",
+        title_justify="left",
+    )
+    table.add_column("contender", min_width=17)
+    for col in ("fwd ms", "ratio", "GB/s", "f+b ms", "ratio", "GB/s", "faults"):
+        table.add_column(col, justify="right", min_width=7 if col.endswith("ms") else None)
+    for name in result.timings:
+        cells = []
+        for phase in ("forward", "fwdbwd"):
+            ratio = None if reference is None else result.ratio(name, phase, to=reference)
+            cells += [_fmt_ms(result.ms(name, phase)), _fmt_ratio(ratio), f"{result.gbps(name, phase):.1f}"]
+        faults = _fmt_faults(result.timings[name].faults("fwdbwd"))
+        table.add_row(CONTENDER_TITLES[name], *cells, faults, style="bold" if name == "fused" else None)
+    return table
+
+
+def _notes(report) -> str:
     env = report.environment
     torch_note = f"torch {env['torch']} ({env['torch_threads']} threads)" if env.get("torch") else "torch not installed"
-    out: list = [
-        Text(
-            f"Forward (fwd) and forward+backward (f+b), median of {report.repeats}, {report.cache} caches; "
-            "ratio = time / PyTorch's",
-            style="bold",
-        )
-    ]
-    for result in report.cases:
-        table = Table(
-            title=f"{result.case.label}   [dim]copy: {result.copy_ms:.3g} ms, {result.copy_gbps:.1f} GB/s[/]",
-            title_justify="left",
-        )
-        table.add_column("contender", min_width=17)
-        for col in ("fwd ms", "ratio", "GB/s", "f+b ms", "ratio", "GB/s", "faults"):
-            table.add_column(col, justify="right", min_width=7 if col.endswith("ms") else None)
-        for name in result.timings:
-            table.add_row(
-                CONTENDER_TITLES[name],
-                _fmt_ms(result.ms(name, "forward")),
-                _fmt_ratio(result.ratio(name, "forward")),
-                f"{result.gbps(name, 'forward'):.1f}",
-                _fmt_ms(result.ms(name, "fwdbwd")),
-                _fmt_ratio(result.ratio(name, "fwdbwd")),
-                f"{result.gbps(name, 'fwdbwd'):.1f}",
-                _fmt_faults(result.timings[name].faults("fwdbwd")),
-                style="bold" if name == "fused" else None,
-            )
-        out.append(table)
-    out.append(
-        Text(
-            "GB/s: bytes that must move (fwd: x, y; fwd+bwd: x, y, dy, x, dx) / time. "
-            "faults: page faults per f+b call (mean), each a page of fresh memory the system zeroes on first "
-            "touch; thousands of them cost milliseconds. "
-            f"Caches: {_CACHE_NOTE[report.cache]}. "
-            f"numpy {env['numpy']}, {torch_note}, {env['cpus']} CPUs; auto backend: {env['backend']}",
-            style="dim",
-        )
+    return (
+        "GB/s: bytes that must move (fwd: x, y; fwd+bwd: x, y, dy, x, dx) / time. "
+        "faults: page faults per f+b call (mean), each a page of fresh memory the system zeroes on first "
+        "touch; thousands of them cost milliseconds. "
+        f"Caches: {_CACHE_NOTE[report.cache]}. "
+        f"numpy {env['numpy']}, {torch_note}, {env['cpus']} CPUs; auto backend: {env['backend']}"
     )
-    out.append(targets_table(report))
-    return out
 
 
 _MANY_FAULTS = 100  # 100 fresh 4 KiB pages, about 0.1 ms: enough to move a ratio
@@ -254,7 +270,7 @@ def targets_table(report):
             if not env.get(name)
         ]
         why = (
-            f"they time the fused kernels against PyTorch; not installed here: {', '.join(missing)}"
+            f"they time the fused kernels, against PyTorch or a copy; not installed here: {', '.join(missing)}"
             if missing
             else "these problems measure none (run without --norm for all)"
         )

@@ -14,14 +14,11 @@ from microgradnorm.commands import (
     problem_shape,
     problem_variance,
 )
+from microgradnorm.tolerances import FD_MAX_ENTRIES
 
-FD_LIMIT = 32  # finite differences per node by default; each costs four rebuilds of the graph
-# The scalar graph is for small problems: every finite difference rebuilds the whole graph, so the
-# check's time grows with the size of x (512 entries: about 1 to 5 s, by norm and shape). Far larger,
-# the finite difference itself degrades: nudging one x_i moves every y through the mean and the
-# variance, each y carries its own rounding error, and (L+ - L-) / 2h divides their sum by a small
-# step. Measured on LayerNorm: about 1e-8 relative at 256 entries, 1e-7 at 2048, and 1.5e-6 at
-# 10000, over FD_RTOL (a false failure, after a minute).
+# The scalar graph is for small problems, and the command for a quick look: every finite difference
+# rebuilds the whole graph four times, so the check's time grows with the size of x (512 entries:
+# about 1 to 5 s, by norm and shape). The library's check_norm takes up to MAX_ENTRIES.
 SIZE_LIMIT = 512
 
 HELP = "check every node's gradient three ways: autograd, closed form, finite difference"
@@ -40,9 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fd-entries",
         type=positive_int,
-        default=FD_LIMIT,
+        default=FD_MAX_ENTRIES,
         metavar="K",
-        help=f"finite differences at no more than K entries per node (default {FD_LIMIT})",
+        help=f"finite differences at no more than K entries per node (default {FD_MAX_ENTRIES})",
     )
     parser.add_argument("--full", action="store_true", help="list every entry of every node, not only the worst")
 
