@@ -52,24 +52,23 @@ PATH_STYLE = {"direct": "green", "mean": "cyan", "var": "magenta"}
 # tag path_tag(k) (direct, mean, var): both in the reader's language.
 
 
-def path_label(path: str) -> str:
-    """A path's name in a table header or a legend, in the reader's language."""
-    labels = {
-        "direct": pgettext("path into x", "direct"),
-        "mean": pgettext("path into x", "via mean"),
-        "var": pgettext("path into x", "via var"),
+def _path_names() -> dict[str, tuple[str, str]]:
+    """Each path's name (a table header, the legend) and short tag (the k/m column), in the reader's language."""
+    return {
+        "direct": (pgettext("path into x", "direct"), pgettext("short path tag", "direct")),
+        "mean": (pgettext("path into x", "via mean"), pgettext("short path tag", "mean")),
+        "var": (pgettext("path into x", "via var"), pgettext("short path tag", "var")),
     }
-    return labels[path]
+
+
+def path_label(path: str) -> str:
+    """A path's name in a table header or a legend: direct, via mean, via var."""
+    return _path_names()[path][0]
 
 
 def path_tag(path: str) -> str:
-    """A path's short tag in the k/m column of the backward tables, in the reader's language."""
-    tags = {
-        "direct": pgettext("short path tag", "direct"),
-        "mean": pgettext("short path tag", "mean"),
-        "var": pgettext("short path tag", "var"),
-    }
-    return tags[path]
+    """A path's short tag in the k/m column of the backward tables: direct, mean, var."""
+    return _path_names()[path][1]
 
 
 # ---- formatting ---------------------------------------------------------------------
