@@ -18,6 +18,7 @@ from rich.text import Text
 from microgradnorm import formulas
 from microgradnorm import tolerances as tol
 from microgradnorm.engine import Value
+from microgradnorm.i18n import _
 from microgradnorm.lessons.demo_tools import autograd_dx, rng_for
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.demos_core import (
@@ -30,6 +31,7 @@ from microgradnorm.lessons.demos_core import (
     plain_table,
     vec,
 )
+from microgradnorm.lessons.render import assemble
 from microgradnorm.norms import layer_norm
 
 # ---- the gradient for the parameters and the gradient handed back ----------------------
@@ -47,7 +49,7 @@ def linear_then_ln(p: LessonParams, inputs: int = 2) -> dict[str, object]:
     Returns W, u, the W leaves' gradients, the gradient that reached the x nodes
     (what LayerNorm hands back) and the graph.
     """
-    _, gamma, beta, dy = ln_problem(p)
+    _x, gamma, beta, dy = ln_problem(p)
     w, u = previous_layer(p, inputs)
     w_leaves = [[Value(float(v), label="W") for v in row] for row in w]
     x = [Value.dot(row, u.tolist()) for row in w_leaves]  # x_i = Σ_j W[i,j] u_j
@@ -69,27 +71,24 @@ def ln_param_vs_input(p: LessonParams, inputs: int = 2) -> DemoOutput:
     """A linear layer x = W·u below LayerNorm: its weight gradient is LayerNorm's dx times uᵀ."""
     r = linear_then_ln(p, inputs)
     u, dx, w_grad = r["u"], r["dx"], r["w_grad"]
-    head = Text.assemble(("the layer below: ", "bold"), f"x = W·u with u = {vec(u)}")
-    cols = ["i", "dx_i (handed back)", *[f"W.grad[i,{j}]" for j in range(len(u))]]
+    layer = Text(_("x = W·u with u = {u}").format(u=vec(u)))
+    head = assemble(_("the layer below: {layer}"), "bold", layer=layer)
+    cols = ["i", _("dx_i (handed back)"), *[f"W.grad[i,{j}]" for j in range(len(u))]]
     table = plain_table(*cols, right=cols)
     for i in range(len(dx)):
         table.add_row(str(i), num(dx[i]), *[num(w_grad[i, j]) for j in range(len(u))])
     ok = agree(w_grad, np.outer(dx, u))
-    return DemoOutput(
-        Group(
-            head,
-            table,
-            check_line(ok, f"W.grad[i,j] = dx_i · u_j for every entry ({difference(w_grad, np.outer(dx, u))})"),
-        ),
-        graph=r["graph"],
+    claim = _("W.grad[i,j] = dx_i · u_j for every entry ({difference})").format(
+        difference=difference(w_grad, np.outer(dx, u))
     )
+    return DemoOutput(Group(head, table, check_line(ok, claim)), graph=r["graph"])
 
 
 # ---- does dgamma care about the scale of x? -----------------------------------------------
 
 
 def _grads_at(p: LessonParams, x: np.ndarray, eps: float) -> dict[str, np.ndarray]:
-    _, gamma, beta, dy = ln_problem(p)
+    _x, gamma, beta, dy = ln_problem(p)
     return autograd_dx("layernorm", x, gamma, beta, eps, dy)[0]
 
 
@@ -106,16 +105,16 @@ def ln_double_x(p: LessonParams, factor: float = 2.0) -> DemoOutput:
     one, scaled = _grads_at(p, x, p.eps), _grads_at(p, factor * x, p.eps)
     # LN_eps(c·x) = LN_{eps/c²}(x): whatever changes in dgamma is eps's doing, and this predicts it exactly
     predicted = _grads_at(p, x, p.eps / factor**2)
-    cols = ("j", "dgamma at x", f"at {factor:g}x", "dx at x", f"at {factor:g}x")
+    # Translators: {factor}x is the input scaled, e.g. "at 2x"
+    at_scaled = _("at {factor}x").format(factor=f"{factor:g}")
+    cols = ("j", _("dgamma at x"), at_scaled, _("dx at x"), at_scaled)
     table = plain_table(*cols, right=cols)
     for j in range(p.dim):
         table.add_row(str(j), num(one["gamma"][j]), num(scaled["gamma"][j]), num(one["x"][j]), num(scaled["x"][j]))
     same = agree(scaled["gamma"], predicted["gamma"])
     change = difference(scaled["gamma"], one["gamma"])
-    lines = [
-        table,
-        check_line(same, f"dgamma moved only as much as eps explains (at {factor:g}x: {change})"),
-    ]
+    moved = _("dgamma moved only as much as eps explains (at {factor}x: {change})")
+    lines = [table, check_line(same, moved.format(factor=f"{factor:g}", change=change))]
     reading = (p.eps, float(np.var(x)))
     return DemoOutput(Group(*lines), prediction=_double_prediction(one, scaled, factor, reading))
 
@@ -125,20 +124,30 @@ def _double_prediction(
 ) -> Prediction:
     """The answer from the two dgamma columns; ``reading`` is (eps, var(x)), for the why when eps is not small."""
     targets = (factor, 1.0, 1.0 / factor)
-    choices = (f"it is multiplied by {factor:g}", "it stays the same", f"it is divided by {factor:g}")
+    f = f"{factor:g}"
+    choices = (
+        _("it is multiplied by {factor}").format(factor=f),
+        _("it stays the same"),
+        _("it is divided by {factor}").format(factor=f),
+    )
     g_ratio = scale_ratio(scaled["gamma"], one["gamma"])
     answer = 1 if not np.any(one["gamma"]) else nearest_factor(g_ratio, targets)
     x_ratio = scale_ratio(scaled["x"], one["x"])
     eps, var = reading
     if answer == 1:
-        why = "dgamma = Σ dy·xhat, and xhat does not see the scale of x (only eps does): the best factor "
-    else:
-        why = (
-            f"dgamma = Σ dy·xhat. Without eps, xhat would not see the scale of x; but eps = {eps:g} is not small "
-            f"next to var(x) = {num(var)}, so xhat still grows with x: the best factor "
+        why = _(
+            "dgamma = Σ dy·xhat, and xhat does not see the scale of x (only eps does): the best factor "
+            "between the two dgamma columns is {g_ratio}. dx, by contrast, was multiplied by {x_ratio}."
         )
-    why += f"between the two dgamma columns is {num(g_ratio, 6)}. dx, by contrast, was multiplied by {num(x_ratio, 6)}."
-    return Prediction(f"Multiply every x_i by {factor:g}. What happens to dgamma?", choices, answer, why)
+    else:
+        why = _(
+            "dgamma = Σ dy·xhat. Without eps, xhat would not see the scale of x; but eps = {eps} is not small "
+            "next to var(x) = {var}, so xhat still grows with x: the best factor "
+            "between the two dgamma columns is {g_ratio}. dx, by contrast, was multiplied by {x_ratio}."
+        )
+    why = why.format(eps=f"{eps:g}", var=num(var), g_ratio=num(g_ratio, 6), x_ratio=num(x_ratio, 6))
+    question = _("Multiply every x_i by {factor}. What happens to dgamma?").format(factor=f)
+    return Prediction(question, choices, answer, why)
 
 
 # ---- the slip: a non-zero dvar/dmean -------------------------------------------------------
@@ -183,7 +192,7 @@ def ln_dvar_dmean_slip(p: LessonParams) -> DemoOutput:
     g = formulas.dxhat(dy, gamma)
     direct, via_mean, via_var = formulas.dx_paths(g, m.xshift, m.std, m.rstd, (-1,))
     slipped = slipped_variance_path(formulas.dvar(g, m.xshift, m.std, (-1,)), m.xshift, n)
-    cols = ("i", "via var (true)", "via var (slip)", "slip ÷ true")
+    cols = ("i", _("via var (true)"), _("via var (slip)"), _("slip ÷ true"))
     table = plain_table(*cols, right=cols)
     for i in range(n):
         ratio = slipped[i] / via_var[i] if via_var[i] != 0 else float("nan")
@@ -192,13 +201,22 @@ def ln_dvar_dmean_slip(p: LessonParams) -> DemoOutput:
     right, wrong = direct + via_mean + via_var, direct + via_mean + slipped
     shrunk = agree(slipped, (n - 1) / n * via_var)
     misses = not agree(wrong, fd, tol.FD_RTOL, tol.FD_ATOL)
+    true_ok = agree(right, fd, tol.FD_RTOL, tol.FD_ATOL)
     return DemoOutput(
         Group(
             table,
-            check_line(shrunk, f"the slip multiplies the variance path by (n − 1)/n = {num((n - 1) / n, 6)}"),
             check_line(
-                agree(right, fd, tol.FD_RTOL, tol.FD_ATOL), f"true dx vs finite difference: {difference(right, fd)}"
+                shrunk,
+                _("the slip multiplies the variance path by (n − 1)/n = {factor}").format(factor=num((n - 1) / n, 6)),
             ),
-            check_line(misses, f"slipped dx vs finite difference: {difference(wrong, fd)}, a real error"),
+            check_line(
+                true_ok, _("true dx vs finite difference: {difference}").format(difference=difference(right, fd))
+            ),
+            check_line(
+                misses,
+                _("slipped dx vs finite difference: {difference}, a real error").format(
+                    difference=difference(wrong, fd)
+                ),
+            ),
         )
     )

@@ -34,7 +34,10 @@ from microgradnorm import formulas
 from microgradnorm import tolerances as tol
 from microgradnorm.check import check_norm, random_problem
 from microgradnorm.engine import DomainError, Value, local_grads, topological_order
+from microgradnorm.i18n import _, pgettext
+from microgradnorm.i18n.text import CJKText, cjk_text
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.lessons.render import assemble, separated
 from microgradnorm.lessons.textgraph import text_graph
 from microgradnorm.norms import NormGraph, layer_norm
 from microgradnorm.present import check_table, err, fmt, nbytes_text, shown_error
@@ -45,8 +48,28 @@ from microgradnorm.trace import Contribution, EdgeTagger, Trace, trace_backward
 # names are printed too, so that NO_COLOR loses nothing).
 PATHS = ("direct", "mean", "var")
 PATH_STYLE = {"direct": "green", "mean": "cyan", "var": "magenta"}
-PATH_LABEL = {"direct": "direct", "mean": "via mean", "var": "via var"}
-# (in the narrow trace table a path is named by its short tag: direct, mean, var)
+# A path's name is path_label(k) (direct, via mean, via var); in the narrow trace table, its short
+# tag path_tag(k) (direct, mean, var): both in the reader's language.
+
+
+def _path_names() -> dict[str, tuple[str, str]]:
+    """Each path's name (a table header, the legend) and short tag (the k/m column), in the reader's language."""
+    return {
+        "direct": (pgettext("path into x", "direct"), pgettext("short path tag", "direct")),
+        "mean": (pgettext("path into x", "via mean"), pgettext("short path tag", "mean")),
+        "var": (pgettext("path into x", "via var"), pgettext("short path tag", "var")),
+    }
+
+
+def path_label(path: str) -> str:
+    """A path's name in a table header or a legend: direct, via mean, via var."""
+    return _path_names()[path][0]
+
+
+def path_tag(path: str) -> str:
+    """A path's short tag in the k/m column of the backward tables: direct, mean, var."""
+    return _path_names()[path][1]
+
 
 # ---- formatting ---------------------------------------------------------------------
 
@@ -77,8 +100,14 @@ def plain_table(*columns: str, title: str | None = None, right: Sequence[str] = 
     return table
 
 
-def check_line(ok: bool, text: str) -> Text:
-    return Text.assemble(("✓ " if ok else "✗ ", "bold green" if ok else "bold red"), text)
+def check_line(ok: bool, text: str | Text) -> CJKText:
+    """✓ or ✗, then the claim (already in the reader's language); wraps the Chinese way."""
+    return cjk_text(Text.assemble(("✓ " if ok else "✗ ", "bold green" if ok else "bold red"), text))
+
+
+def dim_note(text: str) -> CJKText:
+    """A dim line under a table, in the reader's language; wraps the Chinese way."""
+    return cjk_text(text, style="dim")
 
 
 def _max_rel(a: Any, b: Any) -> float:
@@ -86,11 +115,21 @@ def _max_rel(a: Any, b: Any) -> float:
     return tol.normwise_error(np.ravel(a), np.ravel(b))[1]
 
 
-def difference(a: Any, b: Any, rtol: float = tol.CLOSED_FORM_RTOL, atol: float = tol.CLOSED_FORM_ATOL) -> str:
-    """'relative difference 1.2e-16', or the absolute difference where b is about 0 (see present.shown_error)."""
+def shown_difference(
+    a: Any, b: Any, rtol: float = tol.CLOSED_FORM_RTOL, atol: float = tol.CLOSED_FORM_ATOL
+) -> tuple[bool, str]:
+    """(is it absolute, the difference as text): the relative difference, or the absolute one where b is about 0."""
     abs_err, rel_err = tol.normwise_error(np.ravel(a), np.ravel(b))
     value, absolute = shown_error(abs_err, rel_err, float(np.max(np.abs(b), initial=0.0)), rtol, atol)
-    return f"{'absolute' if absolute else 'relative'} difference {err(value)}"
+    return absolute, err(value)
+
+
+def difference(a: Any, b: Any, rtol: float = tol.CLOSED_FORM_RTOL, atol: float = tol.CLOSED_FORM_ATOL) -> str:
+    """'relative difference 1.2e-16', or the absolute difference where b is about 0 (see present.shown_error)."""
+    absolute, value = shown_difference(a, b, rtol, atol)
+    if absolute:
+        return _("absolute difference {value}").format(value=value)
+    return _("relative difference {value}").format(value=value)
 
 
 def agree(a: Any, b: Any, rtol: float = tol.CLOSED_FORM_RTOL, atol: float = tol.CLOSED_FORM_ATOL) -> bool:
@@ -171,12 +210,13 @@ def _created(root: Value) -> list[Value]:
 def value_graph(p: LessonParams, example: str = "chain") -> DemoOutput:
     """A small expression as Value nodes: each node's op, inputs and value."""
     v = _lesson1_numbers(p.seed)
-    root, _ = _example(example, v)
-    table = plain_table("node", "op", "inputs", "data", "grad", right=("data", "grad"))
+    root, _leaves = _example(example, v)
+    # Translators: "op", "data" and "grad" are the Value's attributes: keep them
+    table = plain_table(_("node"), "op", _("inputs"), "data", "grad", right=("data", "grad"))
     for node in _created(root):
         table.add_row(
             _label(node),
-            node.op or "leaf",
+            node.op or pgettext("op of a leaf node", "leaf"),
             ", ".join(_label(c) for c in node.children) or "—",
             num(node.data),
             num(node.grad),
@@ -207,23 +247,22 @@ def chain_rule(p: LessonParams, example: str = "chain") -> DemoOutput:
     v = _lesson1_numbers(p.seed)
     root, leaves = _example(example, v)
     root.backward()
-    table = plain_table("leaf", "path", "local derivatives", "product", right=("product",))
-    summary = plain_table(
-        "leaf", "sum of paths", "backward()", "finite diff", right=("sum of paths", "backward()", "finite diff")
-    )
+    leaf_h, sum_h, fd_h = _("leaf"), _("sum of paths"), _("finite diff")
+    table = plain_table(leaf_h, _("path"), _("local derivatives"), _("product"), right=(_("product"),))
+    summary = plain_table(leaf_h, sum_h, "backward()", fd_h, right=(sum_h, "backward()", fd_h))
     all_ok = True
     for name, leaf in leaves.items():
         total = 0.0
         for trail in _paths(root, leaf):
-            product = math.prod(d for _, _, d in trail)
+            product = math.prod(d for _out, _child, d in trail)
             total += product
-            path = "←".join([_label(root)] + [_label(c) for _, c, _ in trail])
-            table.add_row(name, path, " × ".join(num(d) for _, _, d in trail), num(product))
+            path = "←".join([_label(root)] + [_label(c) for _out, c, _d in trail])
+            table.add_row(name, path, " × ".join(num(d) for _out, _child, d in trail), num(product))
         fd = _finite_difference(example, v, name)
         all_ok &= math.isclose(total, leaf.grad, rel_tol=tol.CLOSED_FORM_RTOL, abs_tol=tol.CLOSED_FORM_ATOL)
         all_ok &= math.isclose(fd, leaf.grad, rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
         summary.add_row(name, num(total), num(leaf.grad), num(fd))
-    verdict = check_line(all_ok, "sum over paths = backward() = finite difference for every leaf")
+    verdict = check_line(all_ok, _("sum over paths = backward() = finite difference for every leaf"))
     return DemoOutput(Group(table, Text(""), summary, verdict), graph=root)
 
 
@@ -263,7 +302,10 @@ def _trace_table(
     hidden: frozenset[int] = frozenset(),
 ) -> Table:
     """One row per contribution: into.grad += local × out.grad, the running total, k/m and the path."""
-    table = plain_table("into", "+= local × grad", "from", "total", "k/m", right=("total",))
+    # Translators: the headers of the backward tables; the lessons' formula names the first and third
+    # "into" and "from" (into.grad += local derivative × from.grad)
+    total = _("total")
+    table = plain_table(_("into"), _("+= local × grad"), _("from"), total, "k/m", right=(total,))
     for column in table.columns[:4]:
         column.no_wrap = True
     for c in trace.contributions:
@@ -273,7 +315,7 @@ def _trace_table(
         style = PATH_STYLE.get(c.tag or "", "")
         count = Text(f"{c.count}/{m}", style="" if c.count < m else "bold")
         if c.tag:
-            count.append(f" {c.tag}", style=style)
+            count.append(f" {path_tag(c.tag)}", style=style)
         table.add_row(
             Text(names(c.child), style=style),
             Text(f"{num(c.local)} × {num(c.out_grad)}", style=style),
@@ -290,19 +332,23 @@ def backward_trace(p: LessonParams, example: str = "shared") -> DemoOutput:
     v = _lesson1_numbers(p.seed)
     root, leaves = _example(example, v)
     trace = trace_backward(root)
-    start = Text.assemble(("start: ", "bold"), f"{_label(root)}.grad = 1 (dL/dL)")
+    start = _start_line(f"{_label(root)}.grad = 1 (dL/dL)")
     table = _trace_table(trace, _label)
-    summary = plain_table("leaf", "backward()", "finite diff", right=("backward()", "finite diff"))
+    fd_h = _("finite diff")
+    summary = plain_table(_("leaf"), "backward()", fd_h, right=("backward()", fd_h))
     ok = True
     for name, leaf in leaves.items():
         fd = _finite_difference(example, v, name)
         ok &= math.isclose(fd, leaf.grad, rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
         summary.add_row(name, num(leaf.grad), num(fd))
-    note = Text("k/m: the k-th of the m contributions the node receives.", style="dim")
-    return DemoOutput(
-        Group(start, table, note, Text(""), summary, check_line(ok, "every leaf matches its finite difference")),
-        graph=root,
-    )
+    note = dim_note(_("k/m: the k-th of the m contributions the node receives."))
+    verdict = check_line(ok, _("every leaf matches its finite difference"))
+    return DemoOutput(Group(start, table, note, Text(""), summary, verdict), graph=root)
+
+
+def _start_line(formula: str) -> CJKText:
+    """'start: L.grad = 1': where backward() begins, the word bold, the formula plain."""
+    return assemble(_("start: {formula}"), "bold", formula=Text(formula))
 
 
 def _close_to_fd(value: float, fd: float) -> bool:
@@ -313,7 +359,8 @@ def _close_to_fd(value: float, fd: float) -> bool:
 def accumulate(p: LessonParams) -> DemoOutput:
     """A node used twice: += gives the right gradient, = keeps only the last contribution."""
     v = _lesson1_numbers(p.seed)
-    cols = ("graph", "grad of", "with +=", "with =", "finite diff")
+    # Translators: "grad of" heads the column of leaf names (a, b) whose gradient the row shows
+    cols = (_("graph"), _("grad of"), _("with +="), _("with ="), _("finite diff"))
     table = plain_table(*cols, right=cols[2:])
     right_ok, wrong_seen, square_wrong = True, False, math.nan
     for kind, desc, leaf_names in (("square", "L = a·a", ("a",)), ("shared", "L = e·d", ("a", "b"))):
@@ -329,11 +376,13 @@ def accumulate(p: LessonParams) -> DemoOutput:
             right_ok &= _close_to_fd(right[k], fd)
             wrong_seen |= not _close_to_fd(wrong[k], fd)
             table.add_row(desc if i == 0 else "", k, num(right[k]), Text(num(wrong[k]), style="red"), num(fd))
-    square, _ = _example("square", v)  # the graph g draws: L = a·a, its two edges to a, and the grads of +=
+    square, _square_leaves = _example(
+        "square", v
+    )  # the graph g draws: L = a·a, its two edges to a, and the grads of +=
     square.backward()
     checks = Group(
-        check_line(right_ok, "with += every gradient matches its finite difference"),
-        check_line(wrong_seen, "with = at least one gradient misses its finite difference"),
+        check_line(right_ok, _("with += every gradient matches its finite difference")),
+        check_line(wrong_seen, _("with = at least one gradient misses its finite difference")),
     )
     return DemoOutput(Group(table, checks), graph=square, prediction=_assign_prediction(v["a"], square_wrong))
 
@@ -341,12 +390,12 @@ def accumulate(p: LessonParams) -> DemoOutput:
 def _assign_prediction(a: float, with_assign: float) -> Prediction:
     """What a.grad is for L = a·a when backward assigns instead of adding, read off the run."""
     answer = nearest(with_assign, (2 * a, a, 0.0))
-    why = (
-        f"a = {num(a)}, and with = backward left a.grad = {num(with_assign)}: each edge of a·a sets a.grad to "
-        f"a × L.grad = {num(a)}, and the second setting replaces the first instead of adding to it."
-    )
-    choices = ("2a, the right answer", "a: one edge's share", "0: the shares cancel")
-    return Prediction("For L = a·a, with = in place of +=, what does a.grad end up as?", choices, answer, why)
+    why = _(
+        "a = {a}, and with = backward left a.grad = {grad}: each edge of a·a sets a.grad to "
+        "a × L.grad = {a}, and the second setting replaces the first instead of adding to it."
+    ).format(a=num(a), grad=num(with_assign))
+    choices = (_("2a, the right answer"), _("a: one edge's share"), _("0: the shares cancel"))
+    return Prediction(_("For L = a·a, with = in place of +=, what does a.grad end up as?"), choices, answer, why)
 
 
 @demo("topo_order")
@@ -359,15 +408,14 @@ def topo_order(p: LessonParams) -> DemoOutput:
     lines = Table.grid(padding=(0, 1))
     lines.add_column(style="bold", no_wrap=True)
     lines.add_column()
-    lines.add_row("reverse topological:", " → ".join(_label(n) for n in good))
-    lines.add_row("first reached:", " → ".join(_label(n) for n in naive))
+    lines.add_row(_("reverse topological:"), " → ".join(_label(n) for n in good))
+    lines.add_row(_("first reached:"), " → ".join(_label(n) for n in naive))
     _backward_in_order(root, good)
     right = {k: leaf.grad for k, leaf in leaves.items()}
     _backward_in_order(root, naive)
     wrong = {k: leaf.grad for k, leaf in leaves.items()}
-    table = plain_table(
-        "leaf", "reverse topo", "first reached", "finite diff", right=("reverse topo", "first reached", "finite diff")
-    )
+    numbers = (_("reverse topo"), pgettext("table header", "first reached"), _("finite diff"))
+    table = plain_table(_("leaf"), *numbers, right=numbers)
     ok, missed = True, []
     for k in leaves:
         fd = _finite_difference("shared", v, k)
@@ -375,16 +423,27 @@ def topo_order(p: LessonParams) -> DemoOutput:
         bad = not _close_to_fd(wrong[k], fd)
         missed += [k] if bad else []
         table.add_row(k, num(right[k]), Text(num(wrong[k]), style="red" if bad else ""), num(fd))
+    if missed:
+        # Translators: {leaves} is a list of leaf names, "a and b"
+        misses = _("first reached misses it for {leaves}").format(leaves=_names_and(missed))
+    else:
+        misses = _("first reached misses it for no leaf")
     return DemoOutput(
         Group(
             lines,
             Text(""),
             table,
-            check_line(ok, "the reverse topological order matches every finite difference"),
-            check_line(set(missed) == {"a", "b"}, f"first reached misses it for {' and '.join(missed) or 'no leaf'}"),
+            check_line(ok, _("the reverse topological order matches every finite difference")),
+            check_line(set(missed) == {"a", "b"}, misses),
         ),
         graph=root,
     )
+
+
+def _names_and(names: Sequence[str]) -> str:
+    """'a and b' (Chinese: 'a 和 b'): a few names joined as one list."""
+    # Translators: joins the names of a short list, "a and b"; keep the spaces where Chinese wants them
+    return pgettext("joining names", " and ").join(names)
 
 
 # ---- LayerNorm problems, names and paths ------------------------------------------------
@@ -436,7 +495,7 @@ def build_ln(p: LessonParams, rows: int | None = None) -> LNBuilt:
 
 def _split_name(name: str) -> tuple[str, tuple[str, ...]]:
     if name.endswith("]") and "[" in name:
-        base, _, idx = name[:-1].partition("[")
+        base, _bracket, idx = name[:-1].partition("[")
         return base, tuple(idx.split(","))
     return name, ()
 
@@ -454,7 +513,7 @@ def ln_names(graph: NormGraph, root: Value) -> dict[int, str]:
     for node in order:  # dy leaves take the index of the y they multiply
         if node.stage == "loss" and node.op == "*" and len(node.children) == 2:
             y, d = node.children
-            _, idx = _split_name(names[id(y)])
+            _base, idx = _split_name(names[id(y)])
             suffix = f"[{','.join(idx)}]" if idx else ""
             names[id(d)] = f"dy{suffix}"
             names[id(node)] = f"y{suffix}·dy"
@@ -548,19 +607,23 @@ def forward_rows(graph_root: Value | Sequence[Value], names: Callable[[Value], s
     Each stage starts with a bold row naming it.
     """
     nodes = sorted(topological_order(graph_root), key=lambda n: n.id)
-    table = plain_table("#", "node", "op", "inputs", "value", right=("#", "value"))
-    kind = {"input": "input", "affine": "param"}
+    value = pgettext("table header", "value")
+    table = plain_table("#", _("node"), "op", _("inputs"), value, right=("#", value))
+    # what the op column says for a leaf: an input, a parameter (gamma, beta) or a constant (1/n, eps)
+    kind = {"input": pgettext("op of a leaf node", "input"), "affine": pgettext("op of a leaf node", "param")}
     current = None
     for k, node in enumerate(nodes, 1):
         stage = node.stage or ""
         if stage not in stages:
             continue
         if stage != current:
-            table.add_row("", Text(f"{stage} stage", style="bold"), "", "", "")
+            # Translators: {stage} is the stage's name in the code (mean, center, var, sqrt, divide, affine)
+            table.add_row("", Text(_("{stage} stage").format(stage=stage), style="bold"), "", "", "")
             current = stage
         kids = [names(c) for c in node.children]
         inputs = ", ".join(kids) if len(kids) <= 2 else f"{kids[0]} … {kids[-1]}"
-        op = node.op or (kind.get(stage, "const") if not node.children else "")
+        const = pgettext("op of a leaf node", "const")
+        op = node.op or (kind.get(stage, const) if not node.children else "")
         table.add_row(str(k), names(node), op, inputs or "—", num(node.data))
     return table
 
@@ -572,8 +635,11 @@ def ln_forward_steps(p: LessonParams, stages: tuple[str, ...] = ("input", "mean"
     roots = built.graph.roots()
     table = forward_rows(roots, built.name, stages)
     total = len(topological_order(roots))
-    note = Text(f"Stages {', '.join(stages)} of the {total} nodes of LayerNorm at D = {p.dim}.", style="dim")
-    return DemoOutput(Group(table, note), graph=built.graph)
+    # Translators: {stages} is a list of stage names, "input, mean, center"
+    note = _("Stages {stages} of the {total} nodes of LayerNorm at D = {dim}.")
+    return DemoOutput(
+        Group(table, dim_note(note.format(stages=separated(stages), total=total, dim=p.dim))), graph=built.graph
+    )
 
 
 @demo("ln_stage_summary")
@@ -592,14 +658,14 @@ def ln_stage_summary(p: LessonParams) -> DemoOutput:
         ("divide", "xhat = xshift · rstd", node_values(built, "xhat"), m.xhat),
         ("affine", "y = gamma·xhat + beta", node_values(built, "y"), y_np),
     ]
-    table = plain_table("stage", "computes", "value (scalar graph)")
+    table = plain_table(_("stage"), _("computes"), _("value (scalar graph)"))
     worst = 0.0
     for stage, what, got, ref in rows:
         worst = max(worst, _max_rel(got, ref))
         table.add_row(stage, what, num(got[0]) if got.size == 1 else vec(got, 3))
-    ok = all(agree(got, ref, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL) for _, _, got, ref in rows)
-    verdict = check_line(ok, f"formulas.moments (NumPy) gives the same, largest relative difference {err(worst)}")
-    return DemoOutput(Group(table, verdict), graph=g)
+    ok = all(agree(got, ref, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL) for _stage, _what, got, ref in rows)
+    same = _("formulas.moments (NumPy) gives the same, largest relative difference {error}").format(error=err(worst))
+    return DemoOutput(Group(table, check_line(ok, same)), graph=g)
 
 
 @demo("ln_shapes")
@@ -609,36 +675,44 @@ def ln_shapes(p: LessonParams, batch: int = 2, seq: int = 3) -> DemoOutput:
     d = p.dim
     x = rng.normal(0.5, 2.0, size=(batch, seq, d))
     m = formulas.moments(x, (-1,), p.eps)
-    gamma = np.ones(d)
-    table = plain_table("quantity", "shape", "note")
-    table.add_row("x", str(list(x.shape)), "[batch, seq, hidden]")
-    table.add_row("mean", str(list(m.mean.shape)), "one per token, axis kept")
-    table.add_row("xshift", str(list(m.xshift.shape)), "x − mean broadcasts")
-    table.add_row("var", str(list(m.var.shape)), "one per token")
-    table.add_row("rstd", str(list(m.rstd.shape)), "")
-    table.add_row("xhat", str(list(m.xhat.shape)), "")
-    table.add_row("gamma, beta", str(list(gamma.shape)), "one per feature")
-    table.add_row("y", str(list((gamma * m.xhat).shape)), "")
+    table = _shapes_table(x.shape, m, (d,))
     flat_mean = x.mean(axis=-1)
     try:
         x - flat_mean
-        outcome = Text("x − mean without keepdims: no error (shapes happened to line up).")
+        outcome = cjk_text(_("x − mean without keepdims: no error (shapes happened to line up)."))
     except ValueError as exc:
-        outcome = Text.assemble(("x − mean without keepdims: ", "bold"), ("NumPy refuses: ", "red"), str(exc))
+        refusal = assemble(_("NumPy refuses: {message}"), "red", message=Text(str(exc)))
+        outcome = assemble(_("x − mean without keepdims: {outcome}"), "bold", outcome=refusal)
     # The quiet failure: one sentence [seq, hidden] with seq == hidden. The flat
     # mean [seq] lines up with the hidden axis and is subtracted along the wrong one.
     sq = rng.normal(0.5, 2.0, size=(d, d))
     flat = sq.mean(axis=-1)
     wrong = sq - flat
     right = sq - sq.mean(axis=-1, keepdims=True)
-    quiet = Text.assemble(
-        ("The quiet version: ", "bold"),
-        f"one sentence of shape {list(sq.shape)} (seq = hidden = {d}) minus a mean of shape "
-        f"{list(flat.shape)} raises nothing, but subtracts token j's mean from feature j of every token.",
-    )
+    what = _(
+        "one sentence of shape {shape} (seq = hidden = {d}) minus a mean of shape {mean_shape} raises nothing, "
+        "but subtracts token j's mean from feature j of every token."
+    ).format(shape=list(sq.shape), d=d, mean_shape=list(flat.shape))
+    quiet = assemble(_("The quiet version: {what}"), "bold", what=Text(what))
     worst = float(np.abs(wrong - right).max())
-    verdict = check_line(wrong.shape == right.shape and worst > 0, f"same shape, no error, wrong by up to {num(worst)}")
+    wrong_by = _("same shape, no error, wrong by up to {error}").format(error=num(worst))
+    verdict = check_line(wrong.shape == right.shape and worst > 0, wrong_by)
     return DemoOutput(Group(table, Text(""), outcome, Text(""), quiet, verdict))
+
+
+def _shapes_table(shape_x: tuple[int, ...], m: formulas.Moments, shape_gamma: tuple[int, ...]) -> Table:
+    """Each quantity of LayerNorm forward with its shape, for x of ``shape_x``."""
+    per_token = _("one per token")
+    table = plain_table(_("quantity"), _("shape"), _("note"))
+    table.add_row("x", str(list(shape_x)), "[batch, seq, hidden]")
+    table.add_row("mean", str(list(m.mean.shape)), _("one per token, axis kept"))
+    table.add_row("xshift", str(list(m.xshift.shape)), _("x − mean broadcasts"))
+    table.add_row("var", str(list(m.var.shape)), per_token)
+    table.add_row("rstd", str(list(m.rstd.shape)), "")
+    table.add_row("xhat", str(list(m.xhat.shape)), "")
+    table.add_row("gamma, beta", str(list(shape_gamma)), _("one per feature"))
+    table.add_row("y", str(list(np.broadcast_shapes(shape_gamma, m.xhat.shape))), "")  # gamma · xhat
+    return table
 
 
 @demo("ln_cache")
@@ -647,12 +721,12 @@ def ln_cache(p: LessonParams, batch: int = 8, seq: int = 1024, hidden: int = 768
     shape_x = (batch, seq, hidden)
     shape_s = (batch, seq, 1)
     n_x, n_s = math.prod(shape_x), math.prod(shape_s)
-    table = plain_table("cached", "shape", "float32", "backward uses it for", right=("float32",))
+    table = plain_table(_("cached"), _("shape"), "float32", _("backward uses it for"), right=("float32",))
     for name, shape, count, use in (
         ("xhat", shape_x, n_x, "dgamma, dx"),
-        ("rstd", shape_s, n_s, "dx (the 1/std factor)"),
-        ("mean", shape_s, n_s, "recomputing xhat from x"),
-        ("xshift", shape_x, n_x, "three-path form only"),
+        ("rstd", shape_s, n_s, _("dx (the 1/std factor)")),
+        ("mean", shape_s, n_s, _("recomputing xhat from x")),
+        ("xshift", shape_x, n_x, _("three-path form only")),
     ):
         table.add_row(name, str(list(shape)), nbytes_text(4 * count), use)
     built = build_ln(p)
@@ -663,12 +737,11 @@ def ln_cache(p: LessonParams, batch: int = 8, seq: int = 1024, hidden: int = 768
     backprop(built)
     autograd = node_values(built, "x", "grad")
     ok = agree(from_cache, autograd) and agree(three, autograd)
-    check = check_line(
-        ok,
-        f"on your numbers, dx from (xhat, rstd) alone matches autograd ({difference(from_cache, autograd)}), "
-        "and so does the three-path form that needs xshift and std",
-    )
-    return DemoOutput(Group(table, Text(""), check))
+    claim = _(
+        "on your numbers, dx from (xhat, rstd) alone matches autograd ({difference}), "
+        "and so does the three-path form that needs xshift and std"
+    ).format(difference=difference(from_cache, autograd))
+    return DemoOutput(Group(table, Text(""), check_line(ok, claim)))
 
 
 def backprop(built: LNBuilt) -> None:
@@ -697,11 +770,21 @@ def _exact_constant(near: float, dim: int) -> float:
 
 
 def _eps_rows(p: LessonParams, eps: float) -> list[tuple[str, list[float]]]:
-    """The three rows of the eps demo: the lesson's x, a constant row, and that row plus tiny noise."""
+    """The three rows of the eps demo, by key: the lesson's x, a constant row, and that row plus tiny noise."""
     x = ln_problem(p)[0]
     c = _exact_constant(float(x[0]), p.dim)
     noise = np.random.default_rng(p.seed + 1).normal(size=p.dim)
     return [("your x", x.tolist()), ("constant", [c] * p.dim), ("nearly const.", (c + 1e-4 * noise).tolist())]
+
+
+def _eps_row_name(key: str) -> str:
+    """How the eps table names a row of :func:`_eps_rows`, in the reader's language."""
+    names = {
+        "your x": _("your x"),
+        "constant": pgettext("row of the eps table", "constant"),
+        "nearly const.": pgettext("row of the eps table", "nearly const."),
+    }
+    return names[key]
 
 
 def _ln_stats(row: list[float], eps: float) -> tuple[float, float, float, float] | None:
@@ -718,44 +801,55 @@ def _ln_stats(row: list[float], eps: float) -> tuple[float, float, float, float]
 def ln_eps(p: LessonParams) -> DemoOutput:
     """What eps does: a constant row, a nearly constant row, and a normal row, with and without it."""
     eps = p.eps if p.eps > 0 else PYTORCH_EPS
-    table = plain_table("row", "eps", "std", "rstd", "std of xhat", right=("eps", "std", "rstd", "std of xhat"))
+    spread = _("std of xhat")
+    table = plain_table(_("row"), "eps", "std", "rstd", spread, right=("eps", "std", "rstd", spread))
     stats: dict[tuple[str, float], tuple[float, float, float, float] | None] = {}
-    for desc, row in _eps_rows(p, eps):
+    for key, row in _eps_rows(p, eps):
         for e in (0.0, eps):
-            stats[desc, e] = got = _ln_stats(row, e)
-            cells = ["0", Text("1/0", style="red"), Text("error", style="red")] if got is None else None
-            cells = cells or [num(got[0]), num(got[1]), num(got[2], 6)]
-            table.add_row(desc if e == 0.0 else "", num(e), *cells)
+            stats[key, e] = got = _ln_stats(row, e)
+            refused = ["0", Text("1/0", style="red"), Text(pgettext("table cell", "error"), style="red")]
+            cells = refused if got is None else [num(got[0]), num(got[1]), num(got[2], 6)]
+            table.add_row(_eps_row_name(key) if e == 0.0 else "", num(e), *cells)
     parts: list[RenderableType] = [table]
     if p.eps == 0:
-        parts.append(Text(f"You ran with --eps 0: the rows with eps use PyTorch's default {eps:g}.", style="dim"))
-    capped = all(v[1] <= 1 / math.sqrt(eps) for (_, e), v in stats.items() if e > 0 and v is not None)
-    var = float(np.var(ln_problem(p)[0]))
-    parts += [
-        check_line(capped, f"with eps, rstd never exceeds 1/√eps = {num(1.0 / math.sqrt(eps))}"),
+        parts.append(
+            dim_note(_("You ran with --eps 0: the rows with eps use PyTorch's default {eps}.").format(eps=f"{eps:g}"))
+        )
+    parts += _eps_claims(stats, eps, float(np.var(ln_problem(p)[0])))
+    return DemoOutput(Group(*parts), prediction=_constant_row_prediction(stats["constant", 0.0]))
+
+
+def _eps_claims(stats: dict[tuple[str, float], Any], eps: float, var: float) -> list[CJKText]:
+    """The eps demo's three checked claims, from its rows' ``stats`` (keyed by row and eps)."""
+    capped = all(v[1] <= 1 / math.sqrt(eps) for (_row, e), v in stats.items() if e > 0 and v is not None)
+    near_with, near_without = stats["nearly const.", eps][2], stats["nearly const.", 0.0][2]
+    yours = stats["your x", eps][2]
+    return [
+        check_line(capped, _("with eps, rstd never exceeds 1/√eps = {cap}").format(cap=num(1.0 / math.sqrt(eps)))),
         check_line(
-            stats["nearly const.", eps][2] < stats["nearly const.", 0.0][2],
-            f"nearly const.: xhat's spread {num(stats['nearly const.', eps][2], 3)} with eps, "
-            f"{num(stats['nearly const.', 0.0][2], 3)} without",
+            near_with < near_without,
+            _("nearly const.: xhat's spread {with_eps} with eps, {without} without").format(
+                with_eps=num(near_with, 3), without=num(near_without, 3)
+            ),
         ),
         check_line(
-            math.isclose(stats["your x", eps][2], math.sqrt(var / (var + eps)), rel_tol=tol.CLOSED_FORM_RTOL),
-            f"your x: xhat's spread is √(var/(var + eps)) = {num(stats['your x', eps][2], 6)}",
+            math.isclose(yours, math.sqrt(var / (var + eps)), rel_tol=tol.CLOSED_FORM_RTOL),
+            _("your x: xhat's spread is √(var/(var + eps)) = {spread}").format(spread=num(yours, 6)),
         ),
     ]
-    return DemoOutput(Group(*parts), prediction=_constant_row_prediction(stats["constant", 0.0]))
 
 
 def _constant_row_prediction(at_zero: tuple[float, float, float, float] | None) -> Prediction:
     """The answer from what the engine did with a constant row at eps = 0 (its ``_ln_stats``)."""
-    choices = ("every xhat_i is 0", "every xhat_i is 1", "no number at all: 0/0")
+    choices = (_("every xhat_i is 0"), _("every xhat_i is 1"), _("no number at all: 0/0"))
     answer = 2 if at_zero is None else (0 if at_zero[3] == 0 else 1)
     why = (
-        "xshift = 0 and std = 0, so xhat = 0/0: the engine refuses to divide (1/0 below)."
+        _("xshift = 0 and std = 0, so xhat = 0/0: the engine refuses to divide (1/0 below).")
         if answer == 2
-        else "The engine computed a number for it (see the table)."
+        else _("The engine computed a number for it (see the table).")
     )
-    return Prediction("A token whose D features are all equal: what is xhat at eps = 0?", choices, answer, why)
+    question = _("A token whose D features are all equal: what is xhat at eps = 0?")
+    return Prediction(question, choices, answer, why)
 
 
 # ---- the subgraph a step talks about, drawn as text (lessons 3 to 5) ------------------------------
@@ -775,15 +869,14 @@ def ln_subgraph(p: LessonParams, stages: tuple[str, ...] = ("mean",), grads: boo
     if grads:
         backprop(built)
     if p.dim > SUBGRAPH_MAX_DIM:
-        note = (
-            f"At D = {p.dim} this drawing would crowd the screen: press g to draw the graph, "
-            f"or run with --dim {SUBGRAPH_MAX_DIM} to see it here."
-        )
-        return DemoOutput(Text(note, style="dim"), graph=built.graph)
-    caption = "node = value ← computed from" + ("; right: its grad, dL/d(node)" if grads else "")
-    return DemoOutput(
-        Group(text_graph(built.graph, stages=stages, grads=grads), Text(caption, style="dim")), graph=built.graph
-    )
+        note = _(
+            "At D = {dim} this drawing would crowd the screen: press g to draw the graph, "
+            "or run with --dim {max_dim} to see it here."
+        ).format(dim=p.dim, max_dim=SUBGRAPH_MAX_DIM)
+        return DemoOutput(dim_note(note), graph=built.graph)
+    # Translators: the key under the text drawing of a graph; "node", "value" and "grad" are its column heads
+    key = _("node = value ← computed from; right: its grad, dL/d(node)") if grads else _("node = value ← computed from")
+    return DemoOutput(Group(text_graph(built.graph, stages=stages, grads=grads), dim_note(key)), graph=built.graph)
 
 
 # ---- lessons 4 and 5: LayerNorm backward-----------------------------------------------------
@@ -806,7 +899,9 @@ def ln_loss_setup(p: LessonParams) -> DemoOutput:
         table.add_row(str(i), num(y[i]), num(built.dy[i]), num(ygrad[i]))
     ok = bool(np.array_equal(ygrad, built.dy))
     loss = Text.assemble(("loss = Σ y·dy = ", "bold"), num(built.loss.data))
-    return DemoOutput(Group(table, loss, check_line(ok, "after backward(), y.grad is exactly dy")), graph=built.graph)
+    return DemoOutput(
+        Group(table, loss, check_line(ok, _("after backward(), y.grad is exactly dy"))), graph=built.graph
+    )
 
 
 @demo("ln_backward_steps")
@@ -818,16 +913,20 @@ def ln_backward_steps(p: LessonParams, stages: tuple[str, ...] = ("loss", "affin
         return (c.out.stage or "") in stages
 
     table = _trace_table(trace, built.name, keep, built.constants)
-    legend = Text("k/m: the k-th of m contributions; constants not shown", style="dim")
+    parts: list[RenderableType] = [_start_line("loss.grad = 1")] if "loss" in stages else []
+    parts.append(table)
     if any(c.tag for c in trace.contributions if keep(c)):
-        legend = Text.assemble(
-            ("paths into x: ", "dim"), *[(f"{PATH_LABEL[k]}  ", PATH_STYLE[k]) for k in PATHS], "\n", legend
-        )
-    parts: list[RenderableType] = []
-    if "loss" in stages:
-        parts.append(Text.assemble(("start: ", "bold"), "loss.grad = 1"))
-    parts += [table, legend]
+        parts.append(path_legend())
+    parts.append(dim_note(_("k/m: the k-th of m contributions; constants not shown")))
     return DemoOutput(Group(*parts), graph=built.graph)
+
+
+def path_legend() -> CJKText:
+    """'paths into x: direct  via mean  via var', each name in its path's colour (the words carry it without)."""
+    names = Text()
+    for k in PATHS:
+        names.append(f"{path_label(k)}  ", style=PATH_STYLE[k])
+    return assemble(_("paths into x: {paths}"), "dim", paths=names)
 
 
 @demo("ln_param_grads")
@@ -846,9 +945,9 @@ def ln_param_grads(p: LessonParams, rows: int = 2) -> DemoOutput:
     for j in range(p.dim):
         table.add_row(str(j), num(dgamma[j]), num(auto_g[j]), num(dbeta[j]), num(auto_b[j]))
     ok = agree(auto_g, dgamma) and agree(auto_b, dbeta)
-    note = Text(f"x has {rows} rows here, so each sum runs over {rows} rows.", style="dim")
+    note = dim_note(_("x has {rows} rows here, so each sum runs over {rows} rows.").format(rows=rows))
     return DemoOutput(
-        Group(table, note, check_line(ok, "autograd = closed form for gamma and beta")), graph=built.graph
+        Group(table, note, check_line(ok, _("autograd = closed form for gamma and beta"))), graph=built.graph
     )
 
 
@@ -858,7 +957,8 @@ def ln_node_grads(p: LessonParams, nodes: tuple[str, ...] = ("xhat",)) -> DemoOu
     built = build_ln(p)
     backprop(built)
     closed = _closed(built, p.eps)
-    table = plain_table("node", "autograd", "closed form", right=("autograd", "closed form"))
+    autograd_h, closed_h = _("autograd"), _("closed form")
+    table = plain_table(_("node"), autograd_h, closed_h, right=(autograd_h, closed_h))
     ok = True
     for name in nodes:
         auto = node_values(built, name, "grad")
@@ -866,7 +966,7 @@ def ln_node_grads(p: LessonParams, nodes: tuple[str, ...] = ("xhat",)) -> DemoOu
         ok &= tol.close(auto, cf, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
         for k in range(len(auto)):
             table.add_row(built.graph.index_label(name, k), num(auto[k]), num(cf[k]))
-    return DemoOutput(Group(table, check_line(ok, "autograd = closed form")), graph=built.graph)
+    return DemoOutput(Group(table, check_line(ok, _("autograd = closed form"))), graph=built.graph)
 
 
 @demo("ln_dvar_dmean")
@@ -878,19 +978,19 @@ def ln_dvar_dmean(p: LessonParams) -> DemoOutput:
     dvar_dmean = -2.0 / n * float(np.sum(xshift))
     mean = built.graph["mean"][0]
     parts = trace.parts_of(mean)
-    table = plain_table("quantity", "value", right=("value",))
-    table.add_row("Σ xshift (should be 0)", num(float(np.sum(xshift))))
+    value = pgettext("table header", "value")
+    table = plain_table(_("quantity"), value, right=(value,))
+    table.add_row(_("Σ xshift (should be 0)"), num(float(np.sum(xshift))))
     table.add_row("dvar/dmean = −(2/n) Σ xshift", num(dvar_dmean))
-    table.add_row(Text("mean.grad, part from xhat (direct)", style=PATH_STYLE["direct"]), num(parts.get("direct", 0.0)))
-    table.add_row(Text("mean.grad, part via the variance", style=PATH_STYLE["var"]), num(parts.get("var", 0.0)))
-    table.add_row("mean.grad (autograd, total)", num(mean.grad))
-    table.add_row("−rstd · Σ dxhat (closed form)", num(float(np.ravel(_closed(built, p.eps)["mean"])[0])))
+    direct, via_var = _("mean.grad, part from xhat (direct)"), _("mean.grad, part via the variance")
+    table.add_row(Text(direct, style=PATH_STYLE["direct"]), num(parts.get("direct", 0.0)))
+    table.add_row(Text(via_var, style=PATH_STYLE["var"]), num(parts.get("var", 0.0)))
+    table.add_row(_("mean.grad (autograd, total)"), num(mean.grad))
+    table.add_row(_("−rstd · Σ dxhat (closed form)"), num(float(np.ravel(_closed(built, p.eps)["mean"])[0])))
     scale = max(abs(mean.grad), 1.0)
     ok = abs(parts.get("var", 0.0)) <= 1e3 * np.finfo(float).eps * scale * n
-    return DemoOutput(
-        Group(table, check_line(ok, "the variance's share of mean.grad is rounding error: 0 in exact arithmetic")),
-        graph=built.graph,
-    )
+    rounding = _("the variance's share of mean.grad is rounding error: 0 in exact arithmetic")
+    return DemoOutput(Group(table, check_line(ok, rounding)), graph=built.graph)
 
 
 @demo("ln_x_paths")
@@ -903,7 +1003,7 @@ def ln_x_paths(p: LessonParams) -> DemoOutput:
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold", padding=(0, 1, 0, 0))
     table.add_column("i", justify="right")
     for k in PATHS:
-        table.add_column(Text(PATH_LABEL[k], style=PATH_STYLE[k]), justify="right", no_wrap=True)
+        table.add_column(Text(path_label(k), style=PATH_STYLE[k]), justify="right", no_wrap=True)
     table.add_column("x.grad", justify="right", no_wrap=True)
     auto = {k: np.zeros(p.dim) for k in PATHS}
     for i, node in enumerate(built.graph["x"]):
@@ -919,8 +1019,8 @@ def ln_x_paths(p: LessonParams) -> DemoOutput:
     return DemoOutput(
         Group(
             table,
-            check_line(ok, "each path matches its closed form in formulas.dx_paths"),
-            check_line(total_ok, "the three paths add up to x.grad"),
+            check_line(ok, _("each path matches its closed form in formulas.dx_paths")),
+            check_line(total_ok, _("the three paths add up to x.grad")),
         ),
         graph=built.graph,
         graph_options={"paths": True, "path_input": 0},
@@ -934,21 +1034,32 @@ def path_prediction(parts: dict[str, float], graph: NormGraph | None = None) -> 
     With the ``graph`` (after backward), ``why`` writes each path out as its factors, read off the nodes.
     """
     answer = max(range(len(PATHS)), key=lambda k: abs(parts.get(PATHS[k], 0.0)))
-    shares = ", ".join(f"{PATH_LABEL[k]} {num(parts.get(k, 0.0))}" for k in PATHS)
-    why = f"For x[0]: {shares}."
+    # Translators: one path's share, e.g. "via mean 1.627"
+    shares = separated([_("{path} {share}").format(path=path_label(k), share=num(parts.get(k, 0.0))) for k in PATHS])
+    why = _("For x[0]: {shares}.").format(shares=shares)
     if graph is not None:
         n = len(graph["x"])
         rstd, dxhat0 = graph["rstd"][0].data, graph["xhat"][0].grad
         dmean, dvar, xshift0 = graph["mean"][0].grad, graph["var"][0].grad, graph["xshift"][0].data
         d, m, v = (num(parts.get(k, 0.0)) for k in PATHS)
-        why = (
-            f"direct = rstd·dxhat_0 = {num(rstd)} × {num(dxhat0)} = {d}; via mean = dL/dmean / n = "
-            f"{num(dmean)} / {n} = {m}; via var = dL/dvar · 2·xshift_0 / n = {num(dvar)} × 2 × {num(xshift0)} / {n} "
-            f"= {v}. The mean path is the same for every x_i; the variance path is small when x_0 is near the mean."
+        why = _(
+            "direct = rstd·dxhat_0 = {rstd} × {dxhat0} = {direct}; via mean = dL/dmean / n = "
+            "{dmean} / {n} = {via_mean}; via var = dL/dvar · 2·xshift_0 / n = {dvar} × 2 × {xshift0} / {n} = "
+            "{via_var}. The mean path is the same for every x_i; the variance path is small when x_0 is near the mean."
+        ).format(
+            rstd=num(rstd),
+            dxhat0=num(dxhat0),
+            direct=d,
+            dmean=num(dmean),
+            n=n,
+            via_mean=m,
+            dvar=num(dvar),
+            xshift0=num(xshift0),
+            via_var=v,
         )
     return Prediction(
-        "Which of the three paths carries the most gradient into x[0] (largest in size)?",
-        ("direct", "via the mean", "via the variance"),
+        _("Which of the three paths carries the most gradient into x[0] (largest in size)?"),
+        (pgettext("choice", "direct"), _("via the mean"), _("via the variance")),
         answer,
         why,
     )
@@ -973,13 +1084,12 @@ def ln_simplified(p: LessonParams) -> DemoOutput:
         ("   rstd = ", "bold"),
         num(float(m.rstd.ravel()[0])),
     )
-    table = plain_table("i", "g", "xhat", "formula", "autograd", right=("i", "g", "xhat", "formula", "autograd"))
+    cols = ("i", "g", "xhat", _("formula"), _("autograd"))
+    table = plain_table(*cols, right=cols)
     for i in range(p.dim):
         table.add_row(str(i), num(g[i]), num(m.xhat[i]), num(dx[i]), num(auto[i]))
-    return DemoOutput(
-        Group(head, table, check_line(agree(auto, dx), f"formula = autograd ({difference(auto, dx)})")),
-        graph=built.graph,
-    )
+    same = _("formula = autograd ({difference})").format(difference=difference(auto, dx))
+    return DemoOutput(Group(head, table, check_line(agree(auto, dx), same)), graph=built.graph)
 
 
 @demo("ln_check_table")
@@ -1006,6 +1116,16 @@ def _forms(x: np.ndarray, gamma: np.ndarray, dy: np.ndarray, eps: float) -> dict
     }
 
 
+def form_name(form: str) -> str:
+    """The name of a form of dx (a key of :func:`_forms`) in the reader's language."""
+    names = {
+        "three-path": pgettext("form of dx", "three-path"),
+        "simplified": pgettext("form of dx", "simplified"),
+        "projection": pgettext("form of dx", "projection"),
+    }
+    return names[form]
+
+
 @demo("forms_agree")
 def forms_agree(p: LessonParams) -> DemoOutput:
     """dx by autograd and by the three-path, simplified and projection forms, side by side."""
@@ -1013,7 +1133,7 @@ def forms_agree(p: LessonParams) -> DemoOutput:
     backprop(built)
     auto = node_values(built, "x", "grad")
     forms = _forms(built.x, built.gamma, built.dy, p.eps)
-    cols = ["i", "autograd", *forms]
+    cols = ["i", _("autograd"), *map(form_name, forms)]
     table = plain_table(*cols, right=cols)
     for i in range(p.dim):
         table.add_row(str(i), num(auto[i], 5), *[num(f[i], 5) for f in forms.values()])
@@ -1023,17 +1143,25 @@ def forms_agree(p: LessonParams) -> DemoOutput:
     ok = True
     for name, f in forms.items():
         ok &= agree(f, auto)
-        kind, _, value = difference(f, auto).rpartition(" ")
-        diffs.add_row(f"{name} vs autograd, largest {kind}:", value)
+        absolute, value = shown_difference(f, auto)
+        # Translators: {form} is the name of a form of dx (three-path, simplified, projection)
+        largest = (
+            _("{form} vs autograd, largest absolute difference:")
+            if absolute
+            else _("{form} vs autograd, largest relative difference:")
+        )
+        diffs.add_row(cjk_text(largest.format(form=form_name(name))), value)
     if tol.CLOSED_FORM_RTOL * float(np.max(np.abs(auto))) < tol.CLOSED_FORM_ATOL:
         # dx is 0 up to rounding (d = 2 with eps = 0 makes y independent of x): a relative difference
         # would divide by about 0, so the verdict and the differences are absolute
-        text = (
-            f"all agree within {tol.CLOSED_FORM_ATOL:.0e} absolute (tolerances.CLOSED_FORM_ATOL): "
+        text = _(
+            "all agree within {atol} absolute (tolerances.CLOSED_FORM_ATOL): "
             "autograd's dx is 0 up to rounding here, so a relative difference would divide by about 0"
-        )
+        ).format(atol=f"{tol.CLOSED_FORM_ATOL:.0e}")
     else:
-        text = f"all agree within {tol.CLOSED_FORM_RTOL:.0e} relative (tolerances.CLOSED_FORM_RTOL)"
+        text = _("all agree within {rtol} relative (tolerances.CLOSED_FORM_RTOL)").format(
+            rtol=f"{tol.CLOSED_FORM_RTOL:.0e}"
+        )
     verdict = check_line(ok, text)
     return DemoOutput(Group(table, Text(""), diffs, verdict), graph=built.graph)
 
@@ -1041,7 +1169,7 @@ def forms_agree(p: LessonParams) -> DemoOutput:
 @demo("three_path_terms")
 def three_path_terms(p: LessonParams) -> DemoOutput:
     """The three paths rewritten with xhat: each term of formulas.dx_paths against its simplified shape."""
-    x, gamma, _, dy = ln_problem(p)
+    x, gamma, _beta, dy = ln_problem(p)
     m = formulas.moments(x, (-1,), p.eps)
     g = formulas.dxhat(dy, gamma)
     direct, via_mean, via_var = formulas.dx_paths(g, m.xshift, m.std, m.rstd, (-1,))
@@ -1053,9 +1181,9 @@ def three_path_terms(p: LessonParams) -> DemoOutput:
     head = Text.assemble(("m1 = mean(g) = ", "bold"), num(m1), ("   m2 = mean(g·xhat) = ", "bold"), num(m2))
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold", padding=(0, 1, 0, 0))
     table.add_column("i", justify="right")
-    table.add_column(Text("via mean", style=PATH_STYLE["mean"]), justify="right")
+    table.add_column(Text(path_label("mean"), style=PATH_STYLE["mean"]), justify="right")
     table.add_column("−rstd·m1", justify="right")
-    table.add_column(Text("via var", style=PATH_STYLE["var"]), justify="right")
+    table.add_column(Text(path_label("var"), style=PATH_STYLE["var"]), justify="right")
     table.add_column("−rstd·xhat·m2", justify="right")
     for i in range(n):
         table.add_row(str(i), num(via_mean[i]), num(mean_term[i]), num(via_var[i]), num(var_term[i]))
@@ -1065,8 +1193,8 @@ def three_path_terms(p: LessonParams) -> DemoOutput:
         Group(
             head,
             table,
-            check_line(direct_ok, "and the direct path is rstd · g"),
-            check_line(ok, "each path equals its rewritten shape, so their sum is the simplified form"),
+            check_line(direct_ok, _("and the direct path is rstd · g")),
+            check_line(ok, _("each path equals its rewritten shape, so their sum is the simplified form")),
         )
     )
 
@@ -1076,7 +1204,7 @@ def projection_form(p: LessonParams, part: int = 1) -> DemoOutput:
     """P = (1/d)(1 1ᵀ + xhat xhatᵀ) on your numbers: part 1 its entries and facts, part 2 dx = rstd · (g − P g)."""
     if part not in (1, 2):
         raise ValueError(f"part: expected 1 (the matrix) or 2 (applied to g), got {part!r}")
-    x, gamma, _, dy = ln_problem(p)
+    x, gamma, _beta, dy = ln_problem(p)
     m = formulas.moments(x, (-1,), p.eps)
     P = formulas.projection(m.xhat)
     if part == 1:
@@ -1091,7 +1219,12 @@ def projection_form(p: LessonParams, part: int = 1) -> DemoOutput:
         steps.add_row(str(i), num(g[i]), num(pg[i]), num(g[i] - pg[i]), num(dx[i]))
     ref = formulas.dx_simplified(g, m.xhat, m.rstd, (-1,))
     return DemoOutput(
-        Group(steps, check_line(agree(dx, ref), f"equals the simplified form ({difference(dx, ref)})")),
+        Group(
+            steps,
+            check_line(
+                agree(dx, ref), _("equals the simplified form ({difference})").format(difference=difference(dx, ref))
+            ),
+        ),
         prediction=_sum_prediction(dx, g, rstd),
     )
 
@@ -1109,24 +1242,23 @@ def _projection_facts(x: np.ndarray, P: np.ndarray, m: formulas.Moments, p: Less
     n = p.dim
     rounding = 64 * np.finfo(float).eps * n  # the entries of P are at most 1 in size
     P0 = formulas.projection(formulas.moments(x, (-1,), 0.0).xhat)
+    rank = int(np.linalg.matrix_rank(P))
+    idempotent = float(np.abs(P0 @ P0 - P0).max())
     lines = [
-        check_line(float(np.abs(P - P.T).max()) <= rounding, "P is symmetric"),
-        check_line(int(np.linalg.matrix_rank(P)) == 2, f"rank of P: {int(np.linalg.matrix_rank(P))}"),
+        check_line(float(np.abs(P - P.T).max()) <= rounding, _("P is symmetric")),
+        check_line(rank == 2, _("rank of P: {rank}").format(rank=rank)),
         check_line(
-            float(np.abs(P0 @ P0 - P0).max()) <= rounding,
-            f"at eps = 0, largest |P·P − P| = {err(float(np.abs(P0 @ P0 - P0).max()))}: rounding",
+            idempotent <= rounding,
+            _("at eps = 0, largest |P·P − P| = {error}: rounding").format(error=err(idempotent)),
         ),
     ]
     if p.eps > 0:
         shrink = p.eps / (float(m.var.ravel()[0]) + p.eps)
         predicted = -(shrink / n) * np.outer(m.xhat, m.xhat)
-        lines.append(
-            check_line(
-                tol.close(P @ P - P, predicted, tol.CLOSED_FORM_RTOL, rounding),
-                f"at eps = {p.eps:g}, largest |P·P − P| = {err(float(np.abs(P @ P - P).max()))}, "
-                "exactly −(shrink/n)·xhat xhatᵀ with shrink = eps/(var + eps)",
-            )
-        )
+        off = _(
+            "at eps = {eps}, largest |P·P − P| = {error}, exactly −(shrink/n)·xhat xhatᵀ with shrink = eps/(var + eps)"
+        ).format(eps=f"{p.eps:g}", error=err(float(np.abs(P @ P - P).max())))
+        lines.append(check_line(tol.close(P @ P - P, predicted, tol.CLOSED_FORM_RTOL, rounding), off))
     return lines
 
 
@@ -1134,9 +1266,9 @@ def _sum_prediction(dx: np.ndarray, g: np.ndarray, rstd: float) -> Prediction:
     total = float(np.sum(dx))
     candidates = (0.0, rstd * float(np.sum(g)), float(np.sum(g)))
     answer = nearest(total, candidates)
-    why = (
-        f"Σ dx_i = {err(total)}. P·1 = 1 (xhat sums to 0) and P is symmetric, so 1·(P·g) = (P·1)·g = 1·g: "
-        f"g − P·g sums to 0, at any eps. (rstd · Σ g_i would have been {num(candidates[1])}.)"
-    )
-    choices = ("0, up to rounding", "rstd · Σ g_i", "Σ g_i")
-    return Prediction("dx = rstd · (g − P·g): what do the dx_i add up to?", choices, answer, why)
+    why = _(
+        "Σ dx_i = {total}. P·1 = 1 (xhat sums to 0) and P is symmetric, so 1·(P·g) = (P·1)·g = 1·g: "
+        "g − P·g sums to 0, at any eps. (rstd · Σ g_i would have been {other}.)"
+    ).format(total=err(total), other=num(candidates[1]))
+    choices = (_("0, up to rounding"), "rstd · Σ g_i", "Σ g_i")
+    return Prediction(_("dx = rstd · (g − P·g): what do the dx_i add up to?"), choices, answer, why)

@@ -25,9 +25,11 @@ import re
 import textwrap
 from collections.abc import Iterable, Sequence
 
+from rich.cells import cell_len
 from rich.text import Text
 
 from microgradnorm.engine import Value, topological_order
+from microgradnorm.i18n import pgettext
 from microgradnorm.norms import NormGraph
 
 __all__ = ["MAX_LINES", "WIDTH", "text_graph"]
@@ -54,7 +56,7 @@ def text_graph(
     names, order = _nodes(graph)
     chosen = _choose(order, stages)
     rows = [(stage, names[id(v)], v) for stage, v in chosen]
-    stage_count = len({stage for stage, _, _ in rows})
+    stage_count = len({stage for stage, _name, _node in rows})
     if not rows:
         raise ValueError("text_graph: nothing to draw in the stages chosen")
     if len(rows) + stage_count + 1 > MAX_LINES:
@@ -110,7 +112,7 @@ def _choose(order: list[tuple[str, Value]], stages: Iterable[str] | None) -> lis
     if stages is None:
         return order
     wanted = [stages] if isinstance(stages, str) else list(stages)
-    known = list(dict.fromkeys(stage for stage, _ in order))
+    known = list(dict.fromkeys(stage for stage, _node in order))
     unknown = [s for s in wanted if s not in known]
     if unknown:
         raise ValueError(f"stages: {', '.join(map(repr, unknown))} not in this graph; its stages: {', '.join(known)}")
@@ -189,28 +191,40 @@ def _as_range(args: list[str]) -> str | None:
 
 def _layout(rows: list[tuple[str, str, Value]], formula, grads: bool, width: int) -> Text:
     """Stage headings, then one line per node: ``name = value ← formula``, the gradient at the right."""
-    values = [f"{v.data:.4g}" for _, _, v in rows]
-    gradients = [f"{v.grad:.4g}" for _, _, v in rows]
-    formulas = [formula(v) for _, _, v in rows]
-    w_name = max(len("node"), *(len(name) for _, name, _ in rows))  # at least as wide as the column's heading
-    w_value = max(len("value"), *map(len, values))
-    w_grad = max(4, *map(len, gradients)) if grads else 0
+    values = [f"{v.data:.4g}" for _stage, _name, v in rows]
+    gradients = [f"{v.grad:.4g}" for _stage, _name, v in rows]
+    formulas = [formula(v) for _stage, _name, v in rows]
+    # Translators: the column heads of a graph drawn as text (node = value ← what it is computed from, grad)
+    h_node, h_value = pgettext("text graph column", "node"), pgettext("text graph column", "value")
+    h_from, h_grad = pgettext("text graph column", "from"), pgettext("text graph column", "grad")
+    w_name = max(cell_len(h_node), *(len(name) for _stage, name, _node in rows))  # at least as wide as its heading
+    w_value = max(cell_len(h_value), *map(len, values))
+    w_grad = max(4, cell_len(h_grad), *map(len, gradients)) if grads else 0
     lead = 2 + w_name + 3 + w_value + 3  # "  name = value ← "
     room = width - lead - (2 + w_grad if grads else 0)
     if room < 12:
         raise ValueError(f"text_graph: the names and numbers leave no room for formulas in {width} columns")
-    w_from = min(room, max(4, *map(len, formulas)))
-    grad_of = (lambda g: f"  {g:>{w_grad}}") if grads else (lambda g: "")
+    w_from = min(room, max(4, cell_len(h_from), *map(len, formulas)))
+    grad_of = (lambda g: "  " + _pad(g, w_grad, right=True)) if grads else (lambda g: "")
     out = Text(no_wrap=True)
-    out.append(f"  {'node':<{w_name}}   {'value':>{w_value}}   {'from':<{w_from}}{grad_of('grad')}".rstrip(), "dim")
+    heading = (
+        f"  {_pad(h_node, w_name)}   {_pad(h_value, w_value, right=True)}   {_pad(h_from, w_from)}{grad_of(h_grad)}"
+    )
+    out.append(heading.rstrip(), "dim")
     stage = None
-    for (row_stage, name, _), value, grad, text in zip(rows, values, gradients, formulas):
+    for (row_stage, name, _node), value, grad, text in zip(rows, values, gradients, formulas):
         if row_stage != stage:
             stage = row_stage
-            out.append("\n" + (stage or "nodes"), style="bold")
+            out.append("\n" + (stage or pgettext("text graph heading", "nodes")), style="bold")
         lines = textwrap.wrap(text, w_from) or [""]
         arrow = "←" if text else " "
         out.append(f"\n  {name:<{w_name}} = {value:>{w_value}} {arrow} {lines[0]:<{w_from}}{grad_of(grad)}".rstrip())
         for more in lines[1:]:
             out.append("\n" + " " * lead + more)
     return out
+
+
+def _pad(text: str, width: int, right: bool = False) -> str:
+    """``text`` padded with spaces to ``width`` terminal cells (a Chinese character takes two)."""
+    fill = " " * max(0, width - cell_len(text))
+    return fill + text if right else text + fill
