@@ -34,7 +34,7 @@ from microgradnorm import formulas
 from microgradnorm import tolerances as tol
 from microgradnorm.check import check_norm, random_problem
 from microgradnorm.engine import DomainError, Value, local_grads, topological_order
-from microgradnorm.i18n import _, pgettext
+from microgradnorm.i18n import _, ngettext, pgettext
 from microgradnorm.i18n.text import CJKText, cjk_text
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.render import assemble, separated
@@ -636,7 +636,11 @@ def ln_forward_steps(p: LessonParams, stages: tuple[str, ...] = ("input", "mean"
     table = forward_rows(roots, built.name, stages)
     total = len(topological_order(roots))
     # Translators: {stages} is a list of stage names, "input, mean, center"
-    note = _("Stages {stages} of the {total} nodes of LayerNorm at D = {dim}.")
+    note = ngettext(
+        "The nodes of stage {stages}, of the {total} nodes of LayerNorm at D = {dim}.",
+        "The nodes of stages {stages}, of the {total} nodes of LayerNorm at D = {dim}.",
+        len(stages),
+    )
     return DemoOutput(
         Group(table, dim_note(note.format(stages=separated(stages), total=total, dim=p.dim))), graph=built.graph
     )
