@@ -68,8 +68,7 @@ def _load(path: Path, what: str) -> NormPair:
         ) from None
     missing = [n for n in (FORWARD_NAME, BACKWARD_NAME) if not callable(getattr(module, n, None))]
     if missing:
-        # Translators: between the two function names "layernorm_forward or layernorm_backward"
-        functions = pgettext("function names", " or ").join(missing)
+        functions = pgettext("alternatives", " or ").join(missing)  # "layernorm_forward or layernorm_backward"
         raise ValueError(
             _("{what}: {name} defines no function {functions} (see exercise 5)").format(
                 what=what, name=path.name, functions=functions

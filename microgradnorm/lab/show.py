@@ -36,7 +36,8 @@ def smooth(values: Sequence[float], window: int = SMOOTH) -> list[float]:
 
 
 def step_axis() -> str:
-    """The x axis of a loss curve, in the reader's language (the charts' own entry)."""
+    """The x axis of a loss curve in an SVG figure, in the reader's language (the terminal charts' own entry:
+    a terminal chart is given no x label, and says "step" in the reader's language itself)."""
     return pgettext("chart x axis", "step")
 
 
@@ -48,7 +49,7 @@ def _select(result: Outcome, names: Iterable[str] | None) -> dict[str, list[floa
 
 def curves(result: Outcome, names: Iterable[str] | None = None, *, height: int = 10, title: str | None = None):
     """The loss curves of ``result`` (or of the named ones) on one terminal chart."""
-    return line_chart(_select(result, names), height=height, title=title, x_label=step_axis())
+    return line_chart(_select(result, names), height=height, title=title)
 
 
 def figure(result: Outcome, names: Iterable[str] | None = None, *, title: str | None = None) -> Figure:

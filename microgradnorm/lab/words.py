@@ -53,8 +53,7 @@ class Listing:
         self.items = tuple(items)
 
     def __str__(self) -> str:
-        # Translators: the separator between the items of a short list (the same entry as the lessons')
-        return pgettext("list separator", ", ").join(str(item) for item in self.items)
+        return pgettext("list separator", ", ").join(str(item) for item in self.items)  # the lessons' entry
 
     def __format__(self, spec: str) -> str:
         return format(str(self), spec)

@@ -65,8 +65,9 @@ def lab_setup(p: LessonParams) -> DemoOutput:
     _row(table, _("features per example, classes"), f"{task.x_train.shape[1]}, {int(task.y_train.max()) + 1}")
     _row(table, _("blocks Linear → LayerNorm → ReLU"), _("{depth} of width {width}").format(depth=spec.depth,
                                                                                          width=spec.width))  # fmt: skip
-    _row(table, _("parameters"), f"{sum(a.size for a in net.parameters()):,}")
-    _row(table, _("steps of Adam, examples per step"), f"{E.ADAM.steps}, {E.ADAM.batch} (lr {E.ADAM.lr:g})")
+    _row(table, pgettext("lab table row", "parameters"), f"{sum(a.size for a in net.parameters()):,}")
+    adam = _("{steps}, {batch} (lr {lr:g})").format(steps=E.ADAM.steps, batch=E.ADAM.batch, lr=E.ADAM.lr)
+    _row(table, _("steps of Adam, examples per step"), adam)
     _row(table, _("loss of a guess (ln 3)"), f"{E.GUESSING:.3f}")
     return DemoOutput(table)
 
@@ -189,7 +190,7 @@ def lab_wrong_why(p: LessonParams, part: str = "mean") -> DemoOutput:
         return DemoOutput(Group(table, _claims(result, "factor-powers", "factor-adam")))
     sgd = result.extra["sgd"]
     series = {f"{run_name(k)} (SGD)": show.smooth(sgd[k].losses) for k in sgd}
-    chart = line_chart(series, height=HEIGHT, x_label=show.step_axis())
+    chart = line_chart(series, height=HEIGHT)
     figure = line_chart_svg(series, title=_("Plain SGD, lr {lr:g}").format(lr=E.WRONG_SGD.lr), xlabel=show.step_axis())
     return DemoOutput(Group(chart, _claims(result, "sgd-stall", "sgd-growth")), graph=figure)
 
@@ -247,7 +248,7 @@ def lab_depth_training(p: LessonParams, warmup: bool = False) -> DemoOutput:
             "Adam at {lr:g} from the first step, no warmup. Which of the two {depth}-block networks trains (loss "
             "below half of ln 3)?"
         ).format(lr=E.WARMUP.lr, depth=E.RESIDUAL_DEPTH),
-        (_("both"), _("only pre-LN"), _("only post-LN"), _("neither")),
+        (pgettext("lab answer", "both"), _("only pre-LN"), _("only post-LN"), pgettext("lab answer", "neither")),
         outcomes[trains],
         # Translators: {losses} is a list such as "post-LN, no warmup 1.05, pre-LN, no warmup 0.23"
         _("Losses after {steps} steps: {losses} (a guess: ln 3 = {guess:.2f}).").format(
