@@ -6,10 +6,11 @@ import argparse
 from pathlib import Path
 
 from microgradnorm.commands import UsageError, seed_int
+from microgradnorm.i18n import _, lazy_gettext
 from microgradnorm.lab import CATALOG, NEEDS_TORCH
 
-HELP = "train small networks with each norm and check what the lessons claim"
-DESCRIPTION = (
+HELP = lazy_gettext("train small networks with each norm and check what the lessons claim")
+DESCRIPTION = lazy_gettext(
     "Each experiment trains a few small networks on a task the package generates (fixed seeds, "
     "a few seconds on a CPU), draws the loss curves and checks its claims on the run: a line with "
     "a check mark when the run bears the claim out, a cross when it does not (exit status 1). "
@@ -17,25 +18,34 @@ DESCRIPTION = (
 )
 
 
+def _summary(name: str) -> str:
+    """One experiment's line for --help: what it shows, and whether it needs PyTorch."""
+    if name in NEEDS_TORCH:
+        # Translators: {what} is what the experiment shows; {needs} what in it needs PyTorch
+        return _("{what} ({needs})").format(what=_(CATALOG[name]), needs=_(NEEDS_TORCH[name]))
+    return _("{what} (NumPy only)").format(what=_(CATALOG[name]))
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="experiment", metavar="EXPERIMENT", parser_class=type(parser))
     sub.required = True  # without one: a one-line usage error that lists them
-    for name, line in CATALOG.items():
-        needs = f" ({NEEDS_TORCH[name]})" if name in NEEDS_TORCH else " (NumPy only)"
-        cmd = sub.add_parser(name, help=line + needs, description=line + needs + ".")
-        cmd.add_argument("--seed", type=seed_int, default=0, metavar="S", help="seed of the task and the networks")
-        cmd.add_argument("--svg", metavar="FILE", help="also write the loss curves as an SVG figure to FILE")
+    for name in CATALOG:
+        summary = _summary(name)
+        # Translators: the description of one experiment's --help: its summary line as a sentence
+        cmd = sub.add_parser(name, help=summary, description=_("{summary}.").format(summary=summary))
+        cmd.add_argument("--seed", type=seed_int, default=0, metavar="S", help=_("seed of the task and the networks"))
+        cmd.add_argument("--svg", metavar="FILE", help=_("also write the loss curves as an SVG figure to FILE"))
         if name == "yours":
             cmd.add_argument(
                 "--file",
                 metavar="PATH",
-                help="your exercise file (05_layernorm_backward.py); default: the exercise's reference answer",
+                help=_("your exercise file (05_layernorm_backward.py); default: the exercise's reference answer"),
             )
             cmd.add_argument(
                 "--engine",
                 choices=("auto", "torch", "numpy"),
                 default="auto",
-                help="torch: PyTorch's own LayerNorm alongside; numpy: the NumPy network; auto: torch if installed",
+                help=_("torch: PyTorch's own LayerNorm alongside; numpy: the NumPy network; auto: torch if installed"),
             )
 
 
@@ -53,8 +63,13 @@ def run(args: argparse.Namespace, console) -> int:
         try:
             Path(args.svg).write_text(show.figure(result).svg(), encoding="utf-8")
         except OSError as exc:
-            raise UsageError(f"argument --svg: could not write {args.svg!r}: {exc.strerror or exc}") from None
-        console.print(f"wrote {args.svg}", markup=False, highlight=False)
+            raise UsageError(
+                # Translators: {reason} is the system's, e.g. "Permission denied"
+                _("argument --svg: could not write {path!r}: {reason}").format(
+                    path=args.svg, reason=exc.strerror or exc
+                )
+            ) from None
+        console.print(_("wrote {path}").format(path=args.svg), markup=False, highlight=False)
     return 0 if all(c.ok for c in result.claims) else 1
 
 
@@ -64,13 +79,14 @@ def _check_svg_target(svg: str | None) -> None:
         return
     target = Path(svg)
     if target.is_dir():
-        raise UsageError(f"argument --svg: expected a file name, got {svg!r}, which is a folder")
+        raise UsageError(_("argument --svg: expected a file name, got {path!r}, which is a folder").format(path=svg))
     if not target.parent.is_dir():
-        raise UsageError(f"argument --svg: expected a file in an existing folder, got {svg!r}")
+        raise UsageError(_("argument --svg: expected a file in an existing folder, got {path!r}").format(path=svg))
 
 
 def _use_torch(engine: str, available: bool) -> bool:
     if engine == "torch" and not available:
-        raise UsageError("argument --engine: torch needs PyTorch, which is not installed: "
-                         "pip install 'microgradnorm[torch]'")  # fmt: skip
+        # Translators: {install} is the command pip install 'microgradnorm[torch]'
+        raise UsageError(_("argument --engine: torch needs PyTorch, which is not installed: {install}").format(
+            install="pip install 'microgradnorm[torch]'"))  # fmt: skip
     return available if engine == "auto" else engine == "torch"

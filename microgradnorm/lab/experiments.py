@@ -21,10 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
+from microgradnorm.i18n import N_
 from microgradnorm.lab import pairs
 from microgradnorm.lab.net import BatchNormLayer, Net, NetSpec, cross_entropy, initial_weights
 from microgradnorm.lab.task import CLASSES, Task, teacher_task
 from microgradnorm.lab.train import Adam, Run, TrainConfig, batches, train
+from microgradnorm.lab.words import YOURS, YOURS_REFERENCE, Listing, Message, RunName, named_numbers
 
 __all__ = [
     "CURVE_ATOL",
@@ -46,7 +48,6 @@ __all__ = [
 # difference in a backward pass shows at the first step, many orders of magnitude above this.
 CURVE_ATOL = 1e-9
 GUESSING = math.log(CLASSES)  # the loss of a network that has learned nothing: ln 3
-YOURS, YOURS_REFERENCE = "your backward", "exercise 5's answer"  # curve names in yours()
 SMOOTH = 10  # a run's loss "at step t" is the mean over its minibatches t - 9 .. t (the curves and the claims)
 
 # What each experiment trains (the lessons say so in words; tests check the claims on these).
@@ -59,6 +60,7 @@ WARMUP = TrainConfig(steps=200, batch=32, lr=1e-2, optimizer="adam", warmup=50)
 BATCHES = (2, 8, 32)
 BATCH_EPOCHS = 3
 BATCH_LR = 3e-3
+INSTALL = "pip install 'microgradnorm[torch]'"  # the one command that adds PyTorch (and with it the bridge)
 
 
 def have_torch() -> bool:
@@ -71,27 +73,45 @@ def have_torch() -> bool:
 
 @dataclass(frozen=True)
 class Claim:
-    """A sentence about the run, whether the run's own numbers bear it out, and a key the lessons pick it by."""
+    """A sentence about the run, whether the run's own numbers bear it out, and a key the lessons pick it by.
 
-    text: str
+    The sentence is kept untranslated (a cached run may be shown in either language): :attr:`text`
+    is it in the current language.
+    """
+
+    message: Message | str
     ok: bool
     key: str = ""
+
+    @property
+    def text(self) -> str:
+        return str(self.message)
 
 
 @dataclass
 class Outcome:
-    """What an experiment returns: curves (name -> values per step), named numbers, claims, notes."""
+    """What an experiment returns: curves (name -> values per step), named numbers, claims, notes.
 
-    title: str
+    ``labels`` gives a curve a name to show other than its key (translated when shown, as the
+    title, the claims and the notes are: :mod:`microgradnorm.lab.words`).
+    """
+
+    title: Message | str
     curves: dict[str, list[float]] = field(default_factory=dict)
     numbers: dict[str, float] = field(default_factory=dict)
     claims: list[Claim] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    notes: list[Message | str] = field(default_factory=list)
     extra: dict[str, object] = field(default_factory=dict)
+    labels: dict[str, Message] = field(default_factory=dict)
 
-    def claim(self, key: str, text: str, ok: bool) -> None:
-        """Add a claim that the lessons can pick by ``key``."""
-        self.claims.append(Claim(text, bool(ok), key))
+    def claim(self, key: str, text: str, ok: bool, **fields: object) -> None:
+        """Add a claim that the lessons can pick by ``key``: ``text`` is an English template (marked with
+        ``N_``) for ``str.format`` with ``fields``, translated when the claim is read."""
+        self.claims.append(Claim(Message(text, **fields), bool(ok), key))
+
+    def label(self, key: str) -> str:
+        """The name a curve is shown by, in the current language."""
+        return str(self.labels.get(key, RunName(key)))
 
     def picked(self, *keys: str) -> list[Claim]:
         """The claims with these keys, in this order (KeyError for a key the run has no claim for)."""
@@ -164,8 +184,8 @@ def _reference_yours(seed: int, use_torch: bool) -> Outcome:
 
 
 def _yours(seed: int, pair: pairs.NormPair, file: str | None, use_torch: bool) -> Outcome:
-    who = Path(file).name if file else "the exercise's answer"
-    out = Outcome(f"LayerNorm's backward in a {MLP.depth}-block MLP: {who}")
+    who = Path(file).name if file else Message(N_("the exercise's answer"))
+    out = Outcome(Message(N_("LayerNorm's backward in a {depth}-block MLP: {who}"), depth=MLP.depth, who=who))
     runs = _torch_runs(pair, seed) if use_torch else _numpy_runs(pair, seed)
     if file is None:  # the curve is the exercise's answer's, not the learner's
         runs[YOURS_REFERENCE] = runs.pop(YOURS)
@@ -176,18 +196,22 @@ def _yours(seed: int, pair: pairs.NormPair, file: str | None, use_torch: bool) -
     name = YOURS if file else YOURS_REFERENCE
     gap = _differs(runs[name].losses, runs[baseline].losses)
     out.numbers = {"gradient check": check.worst, f"{name} vs {baseline}": gap}
-    out.claim("check", f"{name} passes the gradient check (worst error {check.worst:.1e})", check.passed)
-    out.claim("curve", f"{name}: the loss curve is {baseline}'s at every step (largest difference {gap:.1e})",
-              gap <= CURVE_ATOL)  # fmt: skip
+    # Translators: {name} is "your backward" or "exercise 5's answer"
+    out.claim("check", N_("{name} passes the gradient check (worst error {worst:.1e})"), check.passed,
+              name=RunName(name), worst=check.worst)  # fmt: skip
+    # Translators: {name} as above; {baseline} is torch.nn.LayerNorm or "microgradnorm (NumPy)"
+    out.claim("curve", N_("{name}: the loss curve is {baseline}'s at every step (largest difference {gap:.1e})"),
+              gap <= CURVE_ATOL, name=RunName(name), baseline=baseline, gap=gap)  # fmt: skip
     if use_torch:
         ours = _differs(runs["microgradnorm.torch.LayerNorm"].losses, runs[baseline].losses)
         out.numbers["microgradnorm.torch vs torch.nn"] = ours
-        out.claim("bridge", f"microgradnorm.torch.LayerNorm's curve is torch.nn's (largest difference {ours:.1e})",
-                  ours <= CURVE_ATOL)  # fmt: skip
+        out.claim("bridge", N_("microgradnorm.torch.LayerNorm's curve is torch.nn's (largest difference {gap:.1e})"),
+                  ours <= CURVE_ATOL, gap=ours)  # fmt: skip
     elif not have_torch():  # (with PyTorch installed, --engine numpy chose this)
-        out.notes.append("PyTorch is not installed: its curves need pip install 'microgradnorm[torch]'")
+        out.notes.append(Message(N_("PyTorch is not installed: its curves need {install}"), install=INSTALL))
     start, end = runs[baseline].losses[0], final_loss(runs[baseline])
-    out.claim("learns", f"the network learns: loss {start:.2f} at the start, {end:.2f} at the end", end < start / 2)
+    out.claim("learns", N_("the network learns: loss {start:.2f} at the start, {end:.2f} at the end"),
+              end < start / 2, start=start, end=end)  # fmt: skip
     return out
 
 
@@ -207,23 +231,25 @@ def _backwards() -> dict[str, pairs.NormPair]:
 @functools.lru_cache(maxsize=4)
 def wrong(seed: int = 0) -> Outcome:
     """The MLP trained with the right LayerNorm backward and with two wrong ones, under Adam and SGD."""
-    out = Outcome("Two wrong LayerNorm backward passes that still train")
+    out = Outcome(Message(N_("Two wrong LayerNorm backward passes that still train")))
     backwards, task = _backwards(), task_for(seed)
     adam = {k: train(Net(MLP, seed, ln_pair=p), task, _with_seed(ADAM, seed)) for k, p in backwards.items()}
     sgd_nets = {k: Net(MLP, seed, ln_pair=backwards[k]) for k in ("right", "no-1/D")}
     sgd = {k: train(net, task, _with_seed(WRONG_SGD, seed)) for k, net in sgd_nets.items()}
     out.curves = {f"{k} (Adam)": r.losses for k, r in adam.items()}
+    out.labels = {f"{k} (Adam)": Message("{name} (Adam)", name=RunName(k)) for k in adam}
     out.extra.update(adam=adam, sgd=sgd)
     checks = {k: pairs.gradient_check(p, seed) for k, p in backwards.items()}
     out.extra["checks"] = checks
     slips = [k for k in backwards if k != "right"]
-    out.claim("check", "the gradient check passes for the right backward and fails for both slips "
-              f"(dx off by {checks[slips[0]].dx:.0%} and {checks[slips[1]].dx:.0%})",
-              checks["right"].passed and not any(checks[k].passed for k in slips))  # fmt: skip
+    out.claim("check", N_("the gradient check passes for the right backward and fails for both slips "
+                          "(dx off by {first:.0%} and {second:.0%})"),
+              checks["right"].passed and not any(checks[k].passed for k in slips),
+              first=checks[slips[0]].dx, second=checks[slips[1]].dx)  # fmt: skip
     ends = {k: final_loss(r) for k, r in adam.items()}
-    out.claim("adam", "with Adam all three train: each loss ends below half its start ("
-              + ", ".join(f"{k} {v:.2f}" for k, v in ends.items()) + ")",
-              all(ends[k] < adam[k].losses[0] / 2 for k in adam))  # fmt: skip
+    # Translators: {losses} is a list such as "right 0.21, no-mean-path 0.20, no-1/D 0.21"
+    out.claim("adam", N_("with Adam all three train: each loss ends below half its start ({losses})"),
+              all(ends[k] < adam[k].losses[0] / 2 for k in adam), losses=named_numbers(ends))  # fmt: skip
     _mean_path_claims(out, seed)
     _factor_claims(out, seed)
     _sgd_claims(out, seed, sgd, sgd_nets)
@@ -254,8 +280,9 @@ def _mean_path_claims(out: Outcome, seed: int) -> None:
     """Where the no-mean-path error goes: a shift at each LayerNorm, but a real error in the blocks before."""
     spread = _mean_path_error_spread(seed)
     out.numbers["no-mean-path error: spread within a row"] = spread
-    out.claim("mean-shift", f"at each LayerNorm the no-mean-path error in dx is one number per row (spread "
-              f"{spread:.0e}): a shift, which LayerNorm's output ignores", spread <= 1e-12)  # fmt: skip
+    out.claim("mean-shift", N_("at each LayerNorm the no-mean-path error in dx is one number per row (spread "
+                               "{spread:.0e}): a shift, which LayerNorm's output ignores"),
+              spread <= 1e-12, spread=spread)  # fmt: skip
     right_net, right = _first_gradients(seed, pairs.reference_pair())
     slip_net, slip = _first_gradients(seed, pairs.mistake_pair("no-mean-path"))
     rows = []
@@ -268,14 +295,16 @@ def _mean_path_claims(out: Outcome, seed: int) -> None:
         )
     out.extra["mean_path_blocks"] = rows
     last, earlier = rows[-1][1], [r[1] for r in rows[:-1]]
-    out.claim("mean-last", f"in the last block, the weight gradient's error is all shift (what is left: {last:.0e})",
-              last <= 1e-12)  # fmt: skip
-    out.claim("mean-earlier", f"in blocks 1 to {len(earlier)} it is not: {min(earlier):.0%} to {max(earlier):.0%} "
-              "of the gradient is wrong in a way LayerNorm does not remove", min(earlier) > 0.01)  # fmt: skip
+    out.claim("mean-last", N_("in the last block, the weight gradient's error is all shift (what is left: {left:.0e})"),
+              last <= 1e-12, left=last)  # fmt: skip
+    out.claim("mean-earlier", N_("in blocks 1 to {blocks} it is not: {low:.0%} to {high:.0%} of the gradient is "
+                                 "wrong in a way LayerNorm does not remove"),
+              min(earlier) > 0.01, blocks=len(earlier), low=min(earlier), high=max(earlier))  # fmt: skip
     angle = _angle(right, slip)
     out.numbers["no-mean-path: angle to the right gradient"] = angle
-    out.claim("mean-downhill", f"the whole gradient is still {angle:.0f} degrees from the right one: under 90, "
-              "so a small enough step along it still lowers the loss", angle < 90)  # fmt: skip
+    out.claim("mean-downhill", N_("the whole gradient is still {angle:.0f} degrees from the right one: under 90, "
+                                  "so a small enough step along it still lowers the loss"),
+              angle < 90, angle=angle)  # fmt: skip
 
 
 def _factor_claims(out: Outcome, seed: int) -> None:
@@ -288,15 +317,17 @@ def _factor_claims(out: Outcome, seed: int) -> None:
     powers = [float(d ** (MLP.depth - k)) for k in range(MLP.depth)]  # LayerNorms from block k+1 to the loss
     out.extra["factor_blocks"] = list(zip(ratios, powers))
     worst = max(abs(r / p - 1.0) for r, p in zip(ratios, powers))
-    exact = "exactly" if worst == 0.0 else f"to {worst:.0e}"
-    out.claim("factor-powers", f"each block's weight gradient is D^k times the right one (D = {d}, {exact}), "
-              "k the number of LayerNorms from the block to the loss", worst <= RATIO_RTOL)  # fmt: skip
+    # Translators: how exactly the ratios are powers of D, inside "(D = 32, exactly)"
+    exact = Message(N_("exactly")) if worst == 0.0 else Message(N_("to {error:.0e}"), error=worst)
+    out.claim("factor-powers", N_("each block's weight gradient is D^k times the right one (D = {d}, {exact}), "
+                                  "k the number of LayerNorms from the block to the loss"),
+              worst <= RATIO_RTOL, d=d, exact=exact)  # fmt: skip
     adam_off = _first_step_difference(right_net, right, slip, "adam")
     sgd_off = _first_step_difference(right_net, right, slip, "sgd")
     out.numbers.update({"no-1/D: Adam's first step off by": adam_off, "no-1/D: SGD's first step off by": sgd_off})
-    out.claim("factor-adam", f"Adam's first step with the slip's gradient is the right step to within {adam_off:.2%}; "
-              f"SGD's differs from the right step by {sgd_off:,.0f} times that step's size",
-              adam_off < 0.05 and sgd_off > 1.0)  # fmt: skip
+    out.claim("factor-adam", N_("Adam's first step with the slip's gradient is the right step to within {adam:.2%}; "
+                                "SGD's differs from the right step by {sgd:,.0f} times that step's size"),
+              adam_off < 0.05 and sgd_off > 1.0, adam=adam_off, sgd=sgd_off)  # fmt: skip
 
 
 def _first_step_difference(net: Net, right: list[np.ndarray], slip: list[np.ndarray], optimizer: str) -> float:
@@ -314,17 +345,19 @@ def _sgd_claims(out: Outcome, seed: int, sgd: dict[str, Run], nets: dict[str, Ne
     """Under SGD the no-1/D slip stalls: the weights before the LayerNorms grow instead of learning."""
     right, slip = final_loss(sgd["right"]), final_loss(sgd["no-1/D"])
     finite = len(sgd["no-1/D"].losses) == WRONG_SGD.steps and math.isfinite(slip)  # it stalled, not diverged
-    out.claim("sgd-stall", f"with plain SGD the no-1/D slip does not train, nor blow up: loss {slip:.2f}, above half "
-              f"of ln 3, where the right backward reaches {right:.2f}",
-              finite and slip > GUESSING / 2 > right)  # fmt: skip
+    out.claim("sgd-stall", N_("with plain SGD the no-1/D slip does not train, nor blow up: loss {slip:.2f}, above "
+                              "half of ln 3, where the right backward reaches {right:.2f}"),
+              finite and slip > GUESSING / 2 > right, slip=slip, right=right)  # fmt: skip
     start = float(np.linalg.norm(initial_weights(MLP, seed)[0][0]))
     after = {k: float(np.linalg.norm(net.blocks[0][0].params[0])) for k, net in nets.items()}
     steps = {k: _relative_step(net, seed) for k, net in nets.items()}
     out.extra.update(block1_weight_norms=(start, after), block1_relative_steps=steps)
-    out.claim("sgd-growth", f"block 1's weights grow from norm {start:.1f} to {after['no-1/D']:,.0f} with the slip "
-              f"(to {after['right']:.1f} with the right backward); at the end an SGD step moves them by "
-              f"{steps['no-1/D']:.0e} of their size (right backward: {steps['right']:.0e})",
-              after["no-1/D"] > 100 * after["right"] and steps["no-1/D"] < steps["right"] / 10)  # fmt: skip
+    out.claim("sgd-growth", N_("block 1's weights grow from norm {start:.1f} to {slip:,.0f} with the slip (to "
+                               "{right:.1f} with the right backward); at the end an SGD step moves them by "
+                               "{slip_step:.0e} of their size (right backward: {right_step:.0e})"),
+              after["no-1/D"] > 100 * after["right"] and steps["no-1/D"] < steps["right"] / 10,
+              start=start, slip=after["no-1/D"], right=after["right"], slip_step=steps["no-1/D"],
+              right_step=steps["right"])  # fmt: skip
 
 
 def _relative_step(net: Net, seed: int) -> float:
@@ -374,38 +407,49 @@ def gradient_norms(seed: int, placement: str) -> list[float]:
 @functools.lru_cache(maxsize=4)
 def depth(seed: int = 0) -> Outcome:
     """A residual network, post-LN and pre-LN: gradients at initialization, training with and without warmup."""
-    out = Outcome(f"Post-LN and pre-LN in a {RESIDUAL_DEPTH}-block residual network")
+    out = Outcome(Message(N_("Post-LN and pre-LN in a {depth}-block residual network"), depth=RESIDUAL_DEPTH))
     post, pre = gradient_norms(seed, "post"), gradient_norms(seed, "pre")
     out.extra["gradients"] = {"post-LN": post, "pre-LN": pre}
     grow, pre_grow, spread = post[-1] / post[0], pre[-1] / pre[0], max(pre) / min(pre)
     out.numbers.update({"post-LN last/first": grow, "pre-LN last/first": pre_grow, "pre-LN max/min": spread})
-    out.claim("post-grows", f"post-LN: the gradient grows toward the output (last block / first = {grow:.1f})",
-              grow > 1.2)  # fmt: skip
-    out.claim("pre-even", f"pre-LN: it does not (last / first = {pre_grow:.1f}); all blocks within a factor "
-              f"{spread:.1f} of each other", pre_grow < 1.0 and spread < 2.5)  # fmt: skip
+    out.claim("post-grows", N_("post-LN: the gradient grows toward the output (last block / first = {ratio:.1f})"),
+              grow > 1.2, ratio=grow)  # fmt: skip
+    out.claim("pre-even", N_("pre-LN: it does not (last / first = {ratio:.1f}); all blocks within a factor "
+                             "{spread:.1f} of each other"),
+              pre_grow < 1.0 and spread < 2.5, ratio=pre_grow, spread=spread)  # fmt: skip
     last = post[-1] / pre[-1]
     out.numbers["last block: post-LN / pre-LN"] = last
-    out.claim("last-block", f"at the last block post-LN's gradient is {last:.1f} times pre-LN's (Xiong et al.'s "
-              f"bounds differ by √L = {math.sqrt(RESIDUAL_DEPTH):.1f})", last > 1.5)  # fmt: skip
+    out.claim("last-block", N_("at the last block post-LN's gradient is {ratio:.1f} times pre-LN's (Xiong et al.'s "
+                               "bounds differ by √L = {root:.1f})"),
+              last > 1.5, ratio=last, root=math.sqrt(RESIDUAL_DEPTH))  # fmt: skip
     runs = {}
     for placement in ("post", "pre"):
         for warm in (0, WARMUP.warmup):
             cfg = TrainConfig(WARMUP.steps, WARMUP.batch, WARMUP.lr, "adam", warm, seed)
             name = f"{placement}-LN, " + (f"warmup {warm}" if warm else "no warmup")
             runs[name] = train(Net(_residual(placement), seed), task_for(seed), cfg)
+            out.labels[name] = _warmup_label(f"{placement}-LN", warm)
     out.curves = {k: r.losses for k, r in runs.items()}
     out.extra["runs"] = runs
     ends = {k: final_loss(r) for k, r in runs.items()}
     post_cold, post_warm = ends["post-LN, no warmup"], ends[f"post-LN, warmup {WARMUP.warmup}"]
     pre_cold = ends["pre-LN, no warmup"]
-    out.claim("post-stalls", f"post-LN without warmup stalls near ln 3: loss {post_cold:.2f}",
-              post_cold > 0.8 * GUESSING)  # fmt: skip
-    out.claim("warmup-helps", f"warmup helps post-LN: {post_warm:.2f} instead of {post_cold:.2f}, though in "
-              f"{WARMUP.steps} steps it stays above pre-LN's {pre_cold:.2f}",
-              pre_cold < post_warm < post_cold)  # fmt: skip
-    out.claim("pre-trains", f"pre-LN trains without warmup: loss {pre_cold:.2f}, below half of ln 3",
-              pre_cold < GUESSING / 2)  # fmt: skip
+    out.claim("post-stalls", N_("post-LN without warmup stalls near ln 3: loss {loss:.2f}"),
+              post_cold > 0.8 * GUESSING, loss=post_cold)  # fmt: skip
+    out.claim("warmup-helps", N_("warmup helps post-LN: {warm:.2f} instead of {cold:.2f}, though in {steps} steps "
+                                 "it stays above pre-LN's {pre:.2f}"),
+              pre_cold < post_warm < post_cold, warm=post_warm, cold=post_cold, steps=WARMUP.steps,
+              pre=pre_cold)  # fmt: skip
+    out.claim("pre-trains", N_("pre-LN trains without warmup: loss {loss:.2f}, below half of ln 3"),
+              pre_cold < GUESSING / 2, loss=pre_cold)  # fmt: skip
     return out
+
+
+def _warmup_label(placement: str, warmup: int) -> Message:
+    """The shown name of a run: "post-LN, warmup 50" or "post-LN, no warmup"."""
+    if warmup:
+        return Message(N_("{placement}, warmup {steps}"), placement=placement, steps=warmup)
+    return Message(N_("{placement}, no warmup"), placement=placement)
 
 
 # ---- (d) which norm, and how big a batch ----------------------------------------------------------------
@@ -414,7 +458,8 @@ def depth(seed: int = 0) -> Outcome:
 @functools.lru_cache(maxsize=4)
 def norms(seed: int = 0) -> Outcome:
     """The same 6-layer MLP with no norm, BatchNorm, LayerNorm and RMSNorm, trained with plain SGD."""
-    out = Outcome(f"No norm, BatchNorm, LayerNorm, RMSNorm: a {DEEP_MLP_DEPTH}-layer MLP with plain SGD")
+    out = Outcome(Message(N_("No norm, BatchNorm, LayerNorm, RMSNorm: a {depth}-layer MLP with plain SGD"),
+                          depth=DEEP_MLP_DEPTH))  # fmt: skip
     runs = {}
     for norm in ("none", "batchnorm", "layernorm", "rmsnorm"):
         spec = NetSpec("mlp", depth=DEEP_MLP_DEPTH, width=32, norm=norm)
@@ -423,24 +468,27 @@ def norms(seed: int = 0) -> Outcome:
     out.curves = {k: r.losses for k, r in runs.items()}
     out.extra.update(runs=runs, adam_none=adam_none)
     ends = {k: final_loss(r) for k, r in runs.items()}
-    out.claim("none-stalls", f"without a norm, SGD leaves the loss near ln 3 = {GUESSING:.2f}: {ends['none']:.2f}",
-              ends["none"] > 0.8 * GUESSING)  # fmt: skip
+    out.claim("none-stalls", N_("without a norm, SGD leaves the loss near ln 3 = {guess:.2f}: {loss:.2f}"),
+              ends["none"] > 0.8 * GUESSING, guess=GUESSING, loss=ends["none"])  # fmt: skip
     normed = [k for k in ends if k != "none"]
-    out.claim("norms-train", "each norm takes it below half of that: "
-              + ", ".join(f"{k} {ends[k]:.2f}" for k in normed),
-              all(ends[k] < GUESSING / 2 for k in normed))  # fmt: skip
+    # Translators: {losses} is a list such as "batchnorm 0.16, layernorm 0.23, rmsnorm 0.23"
+    out.claim("norms-train", N_("each norm takes it below half of that: {losses}"),
+              all(ends[k] < GUESSING / 2 for k in normed),
+              losses=named_numbers({k: ends[k] for k in normed}))  # fmt: skip
     adam_end = final_loss(adam_none)
-    out.claim("adam-none", f"with Adam (lr {ADAM.lr:g}, {ADAM.steps} steps) the network without a norm trains too: "
-              f"{adam_end:.2f}", adam_end < GUESSING / 2)  # fmt: skip
+    out.claim("adam-none", N_("with Adam (lr {lr:g}, {steps} steps) the network without a norm trains too: "
+                              "{loss:.2f}"),
+              adam_end < GUESSING / 2, lr=ADAM.lr, steps=ADAM.steps, loss=adam_end)  # fmt: skip
     signal = {norm: signal_at_start(seed, norm) for norm in ("none", "layernorm")}
     out.extra["signal"] = signal
     (plain, plain_grads), (ln, ln_grads) = signal["none"], signal["layernorm"]
-    out.claim("signal-shrinks", f"without a norm the signal shrinks: block {len(plain)}'s output is "
-              f"{plain[0] / plain[-1]:.1f} times smaller than block 1's", plain[-1] < plain[0] / 2)  # fmt: skip
+    out.claim("signal-shrinks", N_("without a norm the signal shrinks: block {last}'s output is {ratio:.1f} times "
+                                   "smaller than block 1's"),
+              plain[-1] < plain[0] / 2, last=len(plain), ratio=plain[0] / plain[-1])  # fmt: skip
     least = min(a / b for a, b in zip(ln_grads, plain_grads))
-    out.claim("ln-keeps", f"LayerNorm keeps every block's output the same size (within {max(ln) / min(ln):.2f}x), "
-              f"and every weight gradient at least {least:.0f} times larger",
-              max(ln) / min(ln) < 1.2 and least > 10)  # fmt: skip
+    out.claim("ln-keeps", N_("LayerNorm keeps every block's output the same size (within {spread:.2f}x), and "
+                             "every weight gradient at least {least:.0f} times larger"),
+              max(ln) / min(ln) < 1.2 and least > 10, spread=max(ln) / min(ln), least=least)  # fmt: skip
     return out
 
 
@@ -474,7 +522,8 @@ def _batch_statistics_loss(net: Net, x: np.ndarray, labels: np.ndarray, batch: i
 @functools.lru_cache(maxsize=4)
 def batch_sizes(seed: int = 0) -> Outcome:
     """BatchNorm trained with batches of 2, 8 and 32 for the same epochs; LayerNorm at 2 for comparison."""
-    out = Outcome(f"BatchNorm at batch sizes {', '.join(map(str, BATCHES))} ({BATCH_EPOCHS} epochs each)")
+    out = Outcome(Message(N_("BatchNorm at batch sizes {sizes} ({epochs} epochs each)"), sizes=Listing(BATCHES),
+                          epochs=BATCH_EPOCHS))  # fmt: skip
     task = task_for(seed)
     rows = {}
     for batch in BATCHES:
@@ -487,21 +536,27 @@ def batch_sizes(seed: int = 0) -> Outcome:
     ln = train(Net(NetSpec("mlp", 4, 32, "layernorm"), seed), task, cfg)
     out.extra.update(rows=rows, layernorm=ln)
     out.curves = {f"BatchNorm, batch {b}": r[2].losses for b, r in rows.items()}
+    out.labels = {f"BatchNorm, batch {b}": Message(N_("BatchNorm, batch {size}"), size=b) for b in rows}
     held = {b: r[0] for b, r in rows.items()}
-    out.claim("small-least", f"at batch {small} BatchNorm learns least: held-out loss {held[small]:.2f} against "
-              + ", ".join(f"{held[b]:.2f}" for b in BATCHES[1:]),
-              held[small] > max(held[b] for b in BATCHES[1:]))  # fmt: skip
+    # Translators: {others} is a list of losses such as "0.57, 0.61"
+    out.claim("small-least", N_("at batch {small} BatchNorm learns least: held-out loss {loss:.2f} against {others}"),
+              held[small] > max(held[b] for b in BATCHES[1:]), small=small, loss=held[small],
+              others=Listing(f"{held[b]:.2f}" for b in BATCHES[1:]))  # fmt: skip
     near = min(rows[small][:2])
-    out.claim("small-guess", f"at batch {small} both held-out losses ({held[small]:.2f}, {rows[small][1]:.2f}) are "
-              f"within 10% of a guess (ln 3 = {GUESSING:.2f})", near > 0.9 * GUESSING)  # fmt: skip
+    margin = 0.1  # "near a guess": within 10% of ln 3
+    out.claim("small-guess", N_("at batch {small} both held-out losses ({running:.2f}, {batch:.2f}) are within "
+                                "{margin:.0%} of a guess (ln 3 = {guess:.2f})"),
+              near > (1 - margin) * GUESSING, small=small, running=held[small], batch=rows[small][1], margin=margin,
+              guess=GUESSING)  # fmt: skip
     pm = _two_row_xhat(seed)
-    out.claim("two-signs", f"with eps = 0, a batch of two normalizes every feature to -1 or +1 (off by {pm:.0e}): "
-              "only which example is larger survives", pm < 1e-12)  # fmt: skip
-    out.claim("ln-small", f"LayerNorm, which uses no batch statistics, learns at batch {small}: held-out loss "
-              f"{ln.test_loss:.2f}, against BatchNorm's {held[small]:.2f}", ln.test_loss < held[small])  # fmt: skip
+    out.claim("two-signs", N_("with eps = 0, a batch of two normalizes every feature to -1 or +1 (off by {off:.0e}): "
+                              "only which example is larger survives"), pm < 1e-12, off=pm)  # fmt: skip
+    out.claim("ln-small", N_("LayerNorm, which uses no batch statistics, learns at batch {small}: held-out loss "
+                             "{loss:.2f}, against BatchNorm's {batchnorm:.2f}"),
+              ln.test_loss < held[small], small=small, loss=ln.test_loss, batchnorm=held[small])  # fmt: skip
     gaps = {b: abs(r[1] - r[0]) for b, r in rows.items()}
-    out.claim("gap", f"the gap between batch and running statistics is larger at batch 8 ({gaps[8]:.2f}) "
-              f"than at 32 ({gaps[32]:.2f})", gaps[8] > gaps[32])  # fmt: skip
+    out.claim("gap", N_("the gap between batch and running statistics is larger at batch 8 ({eight:.2f}) than at "
+                        "32 ({thirty_two:.2f})"), gaps[8] > gaps[32], eight=gaps[8], thirty_two=gaps[32])  # fmt: skip
     return out
 
 

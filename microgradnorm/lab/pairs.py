@@ -23,6 +23,7 @@ import numpy as np
 from microgradnorm import formulas as F
 from microgradnorm import tolerances as tol
 from microgradnorm import vectorized as V
+from microgradnorm.i18n import _, pgettext
 
 __all__ = [
     "MISTAKES",
@@ -49,17 +50,30 @@ def _load(path: Path, what: str) -> NormPair:
     """The two functions of an exercise-05 file, or a one-line error saying what is wrong with it."""
     if not path.is_file():
         raise ValueError(
-            f"{what}: expected your exercise file ({EXERCISE_FILE}), got {str(path)!r}, which is not a file"
+            # Translators: {what} is --file (the option) or "reference"; {file} is 05_layernorm_backward.py
+            _("{what}: expected your exercise file ({file}), got {path!r}, which is not a file").format(
+                what=what, file=EXERCISE_FILE, path=str(path)
+            )
         )
     spec = importlib.util.spec_from_file_location(f"_microgradnorm_lab_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
     except Exception as exc:  # the learner's file: any error in it is reported, not raised
-        raise ValueError(f"{what}: {path.name} could not be run: {type(exc).__name__}: {exc}") from None
+        raise ValueError(
+            # Translators: {error} is Python's, e.g. "SyntaxError: invalid syntax"
+            _("{what}: {name} could not be run: {error}").format(
+                what=what, name=path.name, error=f"{type(exc).__name__}: {exc}"
+            )
+        ) from None
     missing = [n for n in (FORWARD_NAME, BACKWARD_NAME) if not callable(getattr(module, n, None))]
     if missing:
-        raise ValueError(f"{what}: {path.name} defines no function {' or '.join(missing)} (see exercise 5)")
+        functions = pgettext("alternatives", " or ").join(missing)  # "layernorm_forward or layernorm_backward"
+        raise ValueError(
+            _("{what}: {name} defines no function {functions} (see exercise 5)").format(
+                what=what, name=path.name, functions=functions
+            )
+        )
     return getattr(module, FORWARD_NAME), getattr(module, BACKWARD_NAME)
 
 
@@ -79,11 +93,18 @@ def learner_pair(path: str | Path) -> NormPair:
         gradient_check(pair, points=1)
     except NotImplementedError:
         raise ValueError(
-            f"--file: {Path(path).name} is not written yet (NotImplementedError); solve exercise 5 first "
-            "(microgradnorm exercise check 5), or leave out --file to use the reference answer"
+            _(
+                "--file: {name} is not written yet (NotImplementedError); solve exercise 5 first "
+                "(microgradnorm exercise check 5), or leave out --file to use the reference answer"
+            ).format(name=Path(path).name)
         ) from None
     except Exception as exc:  # the learner's code: report it in one line
-        raise ValueError(f"--file: {Path(path).name} fails on a small input: {type(exc).__name__}: {exc}") from None
+        raise ValueError(
+            # Translators: {error} is Python's, e.g. "ValueError: operands could not be broadcast together"
+            _("--file: {name} fails on a small input: {error}").format(
+                name=Path(path).name, error=f"{type(exc).__name__}: {exc}"
+            )
+        ) from None
     return pair
 
 

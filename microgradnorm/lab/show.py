@@ -4,22 +4,26 @@ Pure functions of an :class:`~microgradnorm.lab.experiments.Outcome`; the
 ``microgradnorm lab`` command and the lessons' demos both use them. Curves are
 the loss of each step's minibatch, averaged over the last ``SMOOTH`` (10) steps
 so that the trend shows through the noise of 32-example batches, as the claims
-read them.
+read them. Every word is in the reader's language: the outcome's title, claims,
+notes and curve names are translated here, when drawn (:mod:`.words`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from rich.console import Group
 from rich.text import Text
 
 from microgradnorm.figure import Figure, line_chart_svg
+from microgradnorm.i18n import _, pgettext
+from microgradnorm.i18n.text import cjk_text
 from microgradnorm.lab.experiments import SMOOTH, Claim, Outcome
 from microgradnorm.lessons.charts import line_chart
+from microgradnorm.lessons.render import assemble
 
-__all__ = ["claim_lines", "curves", "figure", "outcome", "smooth"]
+__all__ = ["claim_lines", "curves", "figure", "outcome", "smooth", "step_axis"]
 
 
 def smooth(values: Sequence[float], window: int = SMOOTH) -> list[float]:
@@ -31,33 +35,43 @@ def smooth(values: Sequence[float], window: int = SMOOTH) -> list[float]:
     return list((sums[idx] - sums[lo]) / (idx - lo))
 
 
-def _select(series: Mapping[str, Sequence[float]], names: Iterable[str] | None) -> dict[str, list[float]]:
-    chosen = list(series) if names is None else list(names)
-    return {name: smooth(series[name]) for name in chosen}
+def step_axis() -> str:
+    """The x axis of a loss curve in an SVG figure, in the reader's language (the terminal charts' own entry:
+    a terminal chart is given no x label, and says "step" in the reader's language itself)."""
+    return pgettext("chart x axis", "step")
+
+
+def _select(result: Outcome, names: Iterable[str] | None) -> dict[str, list[float]]:
+    """The chosen curves, smoothed, under the names the reader sees."""
+    chosen = list(result.curves) if names is None else list(names)
+    return {result.label(name): smooth(result.curves[name]) for name in chosen}
 
 
 def curves(result: Outcome, names: Iterable[str] | None = None, *, height: int = 10, title: str | None = None):
     """The loss curves of ``result`` (or of the named ones) on one terminal chart."""
-    return line_chart(_select(result.curves, names), height=height, title=title, x_label="step")
+    return line_chart(_select(result, names), height=height, title=title)
 
 
 def figure(result: Outcome, names: Iterable[str] | None = None, *, title: str | None = None) -> Figure:
     """The same curves as an SVG figure (what the lessons' ``g`` key writes)."""
-    label = f"loss (mean of the last {SMOOTH} minibatches)"
-    return line_chart_svg(_select(result.curves, names), title=title or result.title, ylabel=label)
+    label = _("loss (mean of the last {n} minibatches)").format(n=SMOOTH)
+    return line_chart_svg(_select(result, names), title=title or str(result.title), xlabel=step_axis(), ylabel=label)
 
 
 def claim_lines(claims: Iterable[Claim]) -> Group:
     """One line per claim: ✓ when this run bears it out, ✗ when it does not (in words too, without colour)."""
     lines = []
     for claim in claims:
-        mark = Text("✓ ", style="green") if claim.ok else Text("✗ not shown by this run: ", style="bold red")
-        lines.append(mark + Text(claim.text))
+        if claim.ok:
+            lines.append(cjk_text(Text.assemble(("✓ ", "green"), claim.text)))
+        else:
+            # Translators: a claim of the lesson that this run's numbers do not bear out
+            lines.append(assemble(_("✗ not shown by this run: {claim}"), "bold red", claim=Text(claim.text)))
     return Group(*lines)
 
 
 def outcome(result: Outcome, *, height: int = 10) -> Group:
     """Everything the command prints for one experiment: title, curves, claims, notes."""
-    parts = [Text(result.title, style="bold"), curves(result, height=height), claim_lines(result.claims)]
-    parts += [Text(note, style="dim") for note in result.notes]
+    parts = [cjk_text(str(result.title), style="bold"), curves(result, height=height), claim_lines(result.claims)]
+    parts += [cjk_text(str(note), style="dim") for note in result.notes]
     return Group(*parts)

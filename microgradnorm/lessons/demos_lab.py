@@ -15,13 +15,17 @@ from rich.text import Text
 
 from microgradnorm import tolerances as tol
 from microgradnorm.figure import line_chart_svg
+from microgradnorm.i18n import _, pgettext
+from microgradnorm.i18n.text import cjk_text
 from microgradnorm.lab import experiments as E
 from microgradnorm.lab import pairs, show
+from microgradnorm.lab.words import run_name
 from microgradnorm.lessons.charts import line_chart
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.lessons.render import separated
 
 HEIGHT = 8  # chart rows: a chart, its legend and the claims fit one screen at 60 columns
-INSTALL = "pip install 'microgradnorm[torch]'"
+INSTALL = E.INSTALL
 
 
 def _table(*columns: str) -> Table:
@@ -32,8 +36,13 @@ def _table(*columns: str) -> Table:
 
 
 def _row(table: Table, *cells: str) -> None:
-    """A row of plain text (no rich markup: "[torch]" is text here)."""
-    table.add_row(*(Text(cell) for cell in cells))
+    """A row of plain text (no rich markup: "[torch]" is text here) that wraps the Chinese way."""
+    table.add_row(*(cjk_text(cell) for cell in cells))
+
+
+def _caption(text: str) -> Text:
+    """The dim line under a table."""
+    return cjk_text(text, style="dim")
 
 
 def _claims(result: E.Outcome, *keys: str) -> Group:
@@ -52,29 +61,41 @@ def lab_setup(p: LessonParams) -> DemoOutput:
     task, spec = E.task_for(p.seed), E.MLP
     net = Net(spec, p.seed)
     table = _table("", "")
-    _row(table, "examples (training / held out)", f"{len(task.y_train)} / {len(task.y_test)}")
-    _row(table, "features per example, classes", f"{task.x_train.shape[1]}, {int(task.y_train.max()) + 1}")
-    _row(table, "blocks Linear → LayerNorm → ReLU", f"{spec.depth} of width {spec.width}")
-    _row(table, "parameters", f"{sum(a.size for a in net.parameters()):,}")
-    _row(table, "steps of Adam, examples per step", f"{E.ADAM.steps}, {E.ADAM.batch} (lr {E.ADAM.lr:g})")
-    _row(table, "loss of a guess (ln 3)", f"{E.GUESSING:.3f}")
+    _row(table, _("examples (training / held out)"), f"{len(task.y_train)} / {len(task.y_test)}")
+    _row(table, _("features per example, classes"), f"{task.x_train.shape[1]}, {int(task.y_train.max()) + 1}")
+    _row(table, _("blocks Linear → LayerNorm → ReLU"), _("{depth} of width {width}").format(depth=spec.depth,
+                                                                                         width=spec.width))  # fmt: skip
+    _row(table, pgettext("lab table row", "parameters"), f"{sum(a.size for a in net.parameters()):,}")
+    adam = _("{steps}, {batch} (lr {lr:g})").format(steps=E.ADAM.steps, batch=E.ADAM.batch, lr=E.ADAM.lr)
+    _row(table, _("steps of Adam, examples per step"), adam)
+    _row(table, _("loss of a guess (ln 3)"), f"{E.GUESSING:.3f}")
     return DemoOutput(table)
 
 
 def _curve_prediction(result: E.Outcome) -> Prediction:
     gap = max(v for k, v in result.numbers.items() if " vs " in k)
     answer = 0 if gap <= E.CURVE_ATOL else 1 if gap < 1e-2 else 2
-    reason = (
-        "each curve computes the same numbers in a different order, so only rounding separates them"
-        if answer == 0
-        else "more than rounding separates them: some layer computes something different"
-    )
-    where = "" if "torch.nn.LayerNorm" in result.curves else " (PyTorch is not installed: the NumPy network's)"
+    if answer == 0:
+        why = _(
+            "The largest difference at any step is {gap:.1e}: each curve computes the same numbers in a "
+            "different order, so only rounding separates them."
+        )
+    else:
+        why = _(
+            "The largest difference at any step is {gap:.1e}: more than rounding separates them: some layer "
+            "computes something different."
+        )
+    if "torch.nn.LayerNorm" in result.curves:
+        question = _("After {steps} steps, how far apart are the loss curves?")
+    else:
+        question = _(
+            "After {steps} steps, how far apart are the loss curves (PyTorch is not installed: the NumPy network's)?"
+        )
     return Prediction(
-        f"After {E.ADAM.steps} steps, how far apart are the loss curves{where}?",
-        ("the same to rounding (below 1e-9)", "close (differences below 0.01)", "visibly apart"),
+        question.format(steps=E.ADAM.steps),
+        (_("the same to rounding (below 1e-9)"), _("close (differences below 0.01)"), _("visibly apart")),
         answer,
-        f"The largest difference at any step is {gap:.1e}: {reason}.",
+        why.format(gap=gap),
     )
 
 
@@ -85,21 +106,25 @@ def lab_yours_curves(p: LessonParams) -> DemoOutput:
     parts = [show.curves(result, height=HEIGHT), _claims(result, "curve", "bridge") if E.have_torch()
              else _claims(result, "curve")]  # fmt: skip
     if not E.have_torch():
-        parts.insert(0, Text(f"PyTorch is not installed here, so this is the NumPy network: {INSTALL} "
-                             "adds PyTorch's own LayerNorm.", style="bold"))  # fmt: skip
+        # Translators: {install} is the command pip install 'microgradnorm[torch]'
+        note = _("PyTorch is not installed here, so this is the NumPy network: {install} adds PyTorch's own LayerNorm.")
+        parts.insert(0, cjk_text(note.format(install=INSTALL), style="bold"))
     return DemoOutput(Group(*parts), graph=show.figure(result), prediction=_curve_prediction(result))
 
 
 @demo("lab_gradient_check")
 def lab_gradient_check(p: LessonParams, which: tuple[str, ...] = ("right",)) -> DemoOutput:
     """A LayerNorm pair's gradients against central finite differences (float64), as the grader checks them."""
-    table = _table("backward", "dx", "dgamma", "dbeta", "passes")
+    # Translators: table headers; "backward" heads the names of the backward passes, "passes" the verdicts
+    table = _table(pgettext("lab table header", "backward"), "dx", "dgamma", "dbeta",
+                   pgettext("lab table header", "passes"))  # fmt: skip
     for name in which:
         pair = pairs.reference_pair() if name == "right" else pairs.mistake_pair(name)
         c = pairs.gradient_check(pair, p.seed)
-        _row(table, name, f"{c.dx:.1e}", f"{c.dgamma:.1e}", f"{c.dbeta:.1e}", "✓ yes" if c.passed else "✗ no")
-    caption = f"relative error against finite differences; a pass is at most {tol.FD_RTOL:.0e}"
-    return DemoOutput(Group(table, Text(caption, style="dim")))
+        verdict = _("✓ yes") if c.passed else _("✗ no")
+        _row(table, run_name(name), f"{c.dx:.1e}", f"{c.dgamma:.1e}", f"{c.dbeta:.1e}", verdict)
+    caption = _("relative error against finite differences; a pass is at most {rtol:.0e}").format(rtol=tol.FD_RTOL)
+    return DemoOutput(Group(table, _caption(caption)))
 
 
 @demo("lab_torch_status")
@@ -112,10 +137,10 @@ def lab_torch_status(p: LessonParams) -> DemoOutput:
         import torch
 
         _row(table, "PyTorch", torch.__version__)
-        _row(table, "microgradnorm.torch layers", "LayerNorm, RMSNorm, BatchNorm1d, BatchNorm2d")
+        _row(table, _("microgradnorm.torch layers"), "LayerNorm, RMSNorm, BatchNorm1d, BatchNorm2d")
     else:
-        _row(table, "PyTorch", f"not installed: {INSTALL}")
-    _row(table, "their kernels (vectorized backend)", str(V.backend_info()))
+        _row(table, "PyTorch", _("not installed: {install}").format(install=INSTALL))
+    _row(table, _("their kernels (vectorized backend)"), str(V.backend_info()))
     return DemoOutput(table)
 
 
@@ -129,13 +154,17 @@ def lab_wrong_curves(p: LessonParams) -> DemoOutput:
     adam = result.extra["adam"]
     ends = {k: E.final_loss(r) for k, r in adam.items()}
     trained = [k for k in ends if ends[k] < adam[k].losses[0] / 2 and k != "right"]
+    starts_ends = separated([f"{run_name(k)} {adam[k].losses[0]:.2f} → {ends[k]:.2f}" for k in ends])
     prediction = Prediction(
-        "Both slips fail the gradient check. Trained with Adam, what do their loss curves do?",
-        ("both stall or blow up", "one trains, one does not", "both train: the loss ends below half its start"),
+        _("Both slips fail the gradient check. Trained with Adam, what do their loss curves do?"),
+        (
+            _("both stall or blow up"),
+            _("one trains, one does not"),
+            _("both train: the loss ends below half its start"),
+        ),
         len(trained),
-        "Loss at the first step and at the end: "
-        + ", ".join(f"{k} {adam[k].losses[0]:.2f} → {ends[k]:.2f}" for k in ends)
-        + ".",
+        # Translators: {runs} is a list such as "right 1.03 → 0.21, no-mean-path 1.03 → 0.20"
+        _("Loss at the first step and at the end: {runs}.").format(runs=starts_ends),
     )
     names = [f"{k} (Adam)" for k in adam]
     return DemoOutput(Group(show.curves(result, names, height=HEIGHT), _claims(result, "adam")),
@@ -147,23 +176,29 @@ def lab_wrong_why(p: LessonParams, part: str = "mean") -> DemoOutput:
     """Why each slip goes unnoticed: where the mean path's error goes; the 1/D slip under Adam and under SGD."""
     result = E.wrong(p.seed)
     if part == "mean":
-        table = _table("block", "error in dW", "of it, not a shift")
+        table = _table(_block(), _("error in dW"), _("of it, not a shift"))
         for k, (err, kept) in enumerate(result.extra["mean_path_blocks"]):
             _row(table, str(k + 1), f"{err:.0%}", f"{kept:.0%}" if kept > 1e-3 else f"{kept:.0e}")
-        caption = Text("sizes relative to the block's right gradient, on the first minibatch; a shift: the same "
-                       "change in every row of W", style="dim")  # fmt: skip
+        caption = _caption(_("sizes relative to the block's right gradient, on the first minibatch; a shift: the "
+                             "same change in every row of W"))  # fmt: skip
         keys = ("mean-shift", "mean-last", "mean-earlier", "mean-downhill")
         return DemoOutput(Group(table, caption, _claims(result, *keys)))
     if part == "adam":
-        table = _table("block", "slip's gradient / right", "D^k")
+        table = _table(_block(), _("slip's gradient / right"), "D^k")
         for k, (ratio, power) in enumerate(result.extra["factor_blocks"]):
             _row(table, str(k + 1), f"{ratio:,.0f}", f"{E.MLP.width}^{E.MLP.depth - k} = {power:,.0f}")
         return DemoOutput(Group(table, _claims(result, "factor-powers", "factor-adam")))
     sgd = result.extra["sgd"]
-    series = {f"{k} (SGD)": show.smooth(sgd[k].losses) for k in sgd}
-    chart = line_chart(series, height=HEIGHT, x_label="step")
-    figure = line_chart_svg(series, title=f"Plain SGD, lr {E.WRONG_SGD.lr:g}")
+    series = {f"{run_name(k)} (SGD)": show.smooth(sgd[k].losses) for k in sgd}
+    chart = line_chart(series, height=HEIGHT)
+    figure = line_chart_svg(series, title=_("Plain SGD, lr {lr:g}").format(lr=E.WRONG_SGD.lr), xlabel=show.step_axis())
     return DemoOutput(Group(chart, _claims(result, "sgd-stall", "sgd-growth")), graph=figure)
+
+
+def _block() -> str:
+    """The header of a column of block numbers (and the x axis of a chart over blocks)."""
+    # Translators: one block of the network (Linear → norm → ReLU), numbered from the input
+    return pgettext("lab table header", "block")
 
 
 # ---- lesson 17: pre-LN and post-LN in training ----------------------------------------------------------
@@ -177,15 +212,19 @@ def lab_depth_gradients(p: LessonParams) -> DemoOutput:
     ratios = {k: v[-1] / v[0] for k, v in grads.items()}
     answer = 0 if ratios["post-LN"] > ratios["pre-LN"] else 1
     prediction = Prediction(
-        "Before any training, which placement has the larger gradients near the output, "
-        "compared with those near the input?",
+        _(
+            "Before any training, which placement has the larger gradients near the output, compared with those "
+            "near the input?"
+        ),
         ("post-LN", "pre-LN"),
         answer,
-        "Last block / first block: " + ", ".join(f"{k} {v:.2f}" for k, v in ratios.items()) + ".",
+        # Translators: {ratios} is a list such as "post-LN 1.94, pre-LN 0.58"
+        _("Last block / first block: {ratios}.").format(ratios=separated([f"{k} {v:.2f}" for k, v in ratios.items()])),
     )
-    chart = line_chart(grads, height=HEIGHT, x_label="block", x_values=list(range(1, E.RESIDUAL_DEPTH + 1)))
-    figure = line_chart_svg(grads, title="Weight-gradient norm per block at initialization", xlabel="block",
-                                 xs=list(range(1, E.RESIDUAL_DEPTH + 1)))  # fmt: skip
+    blocks = list(range(1, E.RESIDUAL_DEPTH + 1))
+    chart = line_chart(grads, height=HEIGHT, x_label=_block(), x_values=blocks)
+    figure = line_chart_svg(grads, title=_("Weight-gradient norm per block at initialization"), xlabel=_block(),
+                            xs=blocks)  # fmt: skip
     return DemoOutput(Group(chart, _claims(result, "post-grows", "pre-even", "last-block")), graph=figure,
                       prediction=prediction)  # fmt: skip
 
@@ -205,13 +244,18 @@ def lab_depth_training(p: LessonParams, warmup: bool = False) -> DemoOutput:
     trains = tuple(ends[k] < E.GUESSING / 2 for k in names)  # (post-LN, pre-LN)
     outcomes = {(True, True): 0, (False, True): 1, (True, False): 2, (False, False): 3}
     prediction = Prediction(
-        f"Adam at {E.WARMUP.lr:g} from the first step, no warmup. Which of the two {E.RESIDUAL_DEPTH}-block "
-        "networks trains (loss below half of ln 3)?",
-        ("both", "only pre-LN", "only post-LN", "neither"),
+        _(
+            "Adam at {lr:g} from the first step, no warmup. Which of the two {depth}-block networks trains (loss "
+            "below half of ln 3)?"
+        ).format(lr=E.WARMUP.lr, depth=E.RESIDUAL_DEPTH),
+        (pgettext("lab answer", "both"), _("only pre-LN"), _("only post-LN"), pgettext("lab answer", "neither")),
         outcomes[trains],
-        f"Losses after {E.WARMUP.steps} steps: "
-        + ", ".join(f"{k} {v:.2f}" for k, v in ends.items())
-        + f" (a guess: ln 3 = {E.GUESSING:.2f}).",
+        # Translators: {losses} is a list such as "post-LN, no warmup 1.05, pre-LN, no warmup 0.23"
+        _("Losses after {steps} steps: {losses} (a guess: ln 3 = {guess:.2f}).").format(
+            steps=E.WARMUP.steps,
+            losses=separated([f"{result.label(k)} {v:.2f}" for k, v in ends.items()]),
+            guess=E.GUESSING,
+        ),
     )
     return DemoOutput(Group(show.curves(result, names, height=HEIGHT), _claims(result, "post-stalls", "pre-trains")),
                       graph=show.figure(result, names), prediction=prediction)  # fmt: skip
@@ -228,11 +272,15 @@ def lab_norms_curves(p: LessonParams) -> DemoOutput:
     trained = {k for k, v in ends.items() if v < E.GUESSING / 2}
     answers = {frozenset(ends): 0, frozenset(ends) - {"none"}: 1, frozenset({"none"}): 2}
     prediction = Prediction(
-        f"Plain SGD at {E.SGD.lr:g} on a {E.DEEP_MLP_DEPTH}-block MLP. Which of the four networks train "
-        "(loss below half of ln 3)?",
-        ("all four", "the three with a norm", "only the one without a norm", "another mix"),
+        _(
+            "Plain SGD at {lr:g} on a {depth}-block MLP. Which of the four networks train (loss below half of ln 3)?"
+        ).format(lr=E.SGD.lr, depth=E.DEEP_MLP_DEPTH),
+        (_("all four"), _("the three with a norm"), _("only the one without a norm"), _("another mix")),
         answers.get(frozenset(trained), 3),
-        f"Losses after {E.SGD.steps} steps: " + ", ".join(f"{k} {v:.2f}" for k, v in ends.items()) + ".",
+        # Translators: {losses} is a list such as "none 1.08, batchnorm 0.16, layernorm 0.23, rmsnorm 0.23"
+        _("Losses after {steps} steps: {losses}.").format(
+            steps=E.SGD.steps, losses=separated([f"{run_name(k)} {v:.2f}" for k, v in ends.items()])
+        ),
     )
     return DemoOutput(Group(show.curves(result, height=HEIGHT), _claims(result, "none-stalls", "norms-train")),
                       graph=show.figure(result), prediction=prediction)  # fmt: skip
@@ -243,10 +291,11 @@ def lab_norms_signal(p: LessonParams) -> DemoOutput:
     """The deep MLP at initialization, without a norm and with LayerNorm: each block's output and gradient."""
     result = E.norms(p.seed)
     (plain, plain_g), (ln, ln_g) = result.extra["signal"]["none"], result.extra["signal"]["layernorm"]
-    table = _table("block", "output: none", "LayerNorm", "gradient: none", "LayerNorm")
+    # Translators: "output: none" and "gradient: none" head the columns of the network without a norm
+    table = _table(_block(), _("output: none"), "LayerNorm", _("gradient: none"), "LayerNorm")
     for k in range(len(plain)):
         _row(table, str(k + 1), f"{plain[k]:.3f}", f"{ln[k]:.3f}", f"{plain_g[k]:.4f}", f"{ln_g[k]:.4f}")
-    caption = Text("output: root mean square; gradient: norm of the block's weight gradient", style="dim")
+    caption = _caption(_("output: root mean square; gradient: norm of the block's weight gradient"))
     return DemoOutput(Group(table, caption, _claims(result, "signal-shrinks", "ln-keeps")))
 
 
@@ -262,20 +311,27 @@ def lab_batch_sizes(p: LessonParams) -> DemoOutput:
     """BatchNorm trained at batch sizes 2, 8 and 32: held-out loss with running and with batch statistics."""
     result = E.batch_sizes(p.seed)
     rows = result.extra["rows"]
-    table = _table("batch", "running stats", "batch stats", "gap")
-    for batch, (held, batch_loss, _) in rows.items():
+    # Translators: table headers: the batch size, the held-out loss with running and with batch statistics
+    table = _table(pgettext("lab table header", "batch"), _("running stats"), _("batch stats"),
+                   pgettext("lab table header", "gap"))  # fmt: skip
+    for batch, (held, batch_loss, _run) in rows.items():
         _row(table, str(batch), f"{held:.3f}", f"{batch_loss:.3f}", f"{abs(batch_loss - held):.3f}")
     worst = max(rows, key=lambda b: rows[b][0])
     prediction = Prediction(
-        f"Same network, {E.BATCH_EPOCHS} passes over the data each. At which batch size does BatchNorm "
-        "end with the worst held-out loss?",
+        _(
+            "Same network, {epochs} passes over the data each. At which batch size does BatchNorm end with the "
+            "worst held-out loss?"
+        ).format(epochs=E.BATCH_EPOCHS),
         tuple(str(b) for b in rows),
         list(rows).index(worst),
-        "Held-out losses (running statistics): " + ", ".join(f"{b}: {r[0]:.2f}" for b, r in rows.items()) + ".",
+        # Translators: {losses} is a list such as "2: 1.03, 8: 0.57, 32: 0.61" (batch size: loss)
+        _("Held-out losses (running statistics): {losses}.").format(
+            losses=separated([f"{b}: {r[0]:.2f}" for b, r in rows.items()])
+        ),
     )
-    steps = ", ".join(f"{len(r[2].losses)} at batch {b}" for b, r in rows.items())
-    caption = Text(f"held-out loss; gap: between batch and running statistics. Adam at {E.BATCH_LR:g}, "
-                   f"steps: {steps}", style="dim")  # fmt: skip
+    steps = separated([_("{steps} at batch {size}").format(steps=len(r[2].losses), size=b) for b, r in rows.items()])
+    caption = _caption(_("held-out loss; gap: between batch and running statistics. Adam at {lr:g}, steps: "
+                         "{steps}").format(lr=E.BATCH_LR, steps=steps))  # fmt: skip
     claims = _claims(result, "small-least", "small-guess", "gap")
     return DemoOutput(Group(table, caption, claims), graph=show.figure(result), prediction=prediction)
 

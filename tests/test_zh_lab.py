@@ -1,0 +1,325 @@
+"""Lessons 15-18 and the ``microgradnorm lab`` command in Simplified Chinese.
+
+Oracles, none of them the Chinese text itself:
+
+- the catalog's own list of the strings marked in the lab's modules (Babel's
+  extraction): each must have a Chinese translation;
+- the English rendering of the same demo, claim or command: the Chinese shows the
+  same numbers, no more and no fewer (a translation that drops, duplicates or
+  invents a value fails), and it is not the English;
+- runs of English words: Chinese output may name things in English (LayerNorm,
+  post-LN, no-1/D, torch.nn.LayerNorm, code), but three or more English words in a
+  row is a sentence someone forgot, unless it is one of the few strings other
+  modules print, listed below with their owner.
+
+The runs are cached per process and may be shown in either language: the claims
+are translated when shown, which the tests check by showing one run in both.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from microgradnorm import cli, i18n
+from microgradnorm.i18n import N_, catalog
+from microgradnorm.lab import experiments as E
+from microgradnorm.lab import pairs, show
+from microgradnorm.lessons.demos import DemoOutput, run_demo
+from microgradnorm.lessons.format import Prose, lessons_dir, parse_lesson
+from microgradnorm.lessons.translation import TRANSLATED, localized
+
+ZH = i18n.SIMPLIFIED_CHINESE
+LESSONS = (
+    "15-your-backward-in-a-real-model",
+    "16-a-wrong-backward-that-trains",
+    "17-pre-ln-and-post-ln-in-training",
+    "18-which-norm-and-how-big-a-batch",
+)
+# The modules whose strings the lab prints (lessons 15-18's demos, the experiments, the command).
+MODULES = (
+    "microgradnorm/lessons/demos_lab.py",
+    "microgradnorm/commands/lab.py",
+    "microgradnorm/lab/__init__.py",
+    "microgradnorm/lab/experiments.py",
+    "microgradnorm/lab/pairs.py",
+    "microgradnorm/lab/show.py",
+    "microgradnorm/lab/words.py",
+)
+WIDTH = 100
+INSTALL = "pip install 'microgradnorm[torch]'"
+
+# English that other modules print into the lab's output, each owned and marked (or not) by its owner:
+# the line chart's legend note (lessons/charts.py), the vectorized backend's reason
+# (vectorized/backend.py). Removed before looking for untranslated English, with the charts' plot rows
+# (their marker characters, "ooo ooo", are not words).
+FOREIGN = (
+    re.compile(r"# where curves overlap"),
+    re.compile(r"(?m)^.*│.*$"),
+    re.compile(r"\((?:auto|set to)[^)]*\)"),
+)
+CJK = re.compile(r"[\u4e00-\u9fff]")
+CHINESE = re.compile(r"[\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]")  # characters or full-width punctuation
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*(?:e[+-]\d+)?")
+# Three or more English words in a row, one space apart (after a comma or not); table cells are two or
+# more spaces apart. Authors cited by name are allowed.
+ENGLISH_RUN = re.compile(r"\b[A-Za-z]{2,}(?:,? [A-Za-z]{2,}){2,}\b")
+ALLOWED_RUNS = {"Xiong et al", "Shleifer et al", "He et al", "Ba et al"}
+
+
+def _path(stem: str):
+    return lessons_dir() / f"{stem}.md"
+
+
+def _text(renderable, width: int = WIDTH) -> str:
+    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
+    console.print(renderable)
+    return console.export_text()
+
+
+def _english_runs(text: str) -> list[str]:
+    for pattern in FOREIGN:
+        text = pattern.sub(" ", text)
+    text = text.replace("\n", " ")  # a wrapped sentence joins again; table columns stay apart
+    return [m for m in ENGLISH_RUN.findall(text) if m not in ALLOWED_RUNS]
+
+
+def _squeezed(text: str) -> str:
+    """``text`` without whitespace: Chinese wraps between any two characters, so compare it this way."""
+    return "".join(text.split())
+
+
+def _numbers(text: str) -> list[str]:
+    return sorted(set(NUMBER.findall(text)))
+
+
+def _demo_text(out: DemoOutput) -> str:
+    parts = [_text(out.renderable)]
+    if out.prediction is not None:
+        p = out.prediction
+        parts += [p.question, *p.choices, p.why]
+    return "\n".join(parts)
+
+
+# ---- the catalog -------------------------------------------------------------------------------------
+
+
+def test_every_string_the_lab_marks_has_a_chinese_translation():
+    pytest.importorskip("babel", reason="extracting the marked strings needs Babel (the test extra)")
+    from microgradnorm.i18n import catalogs
+
+    zh = catalog(ZH)
+    marked = [m for m in catalogs.extract() if any(loc.endswith(MODULES) for loc, _line in m.locations)]
+    assert len(marked) > 120, "the lab's modules mark their strings"
+    missing = []
+    for message in marked:
+        english = message.id[0] if isinstance(message.id, tuple) else message.id
+        shown = zh.pgettext(message.context, english) if message.context else zh.gettext(english)
+        if shown == english or not CHINESE.search(shown):
+            missing.append(english)
+    assert not missing, f"shown in English under {ZH}: {missing}"
+
+
+# ---- the lesson files --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stem", LESSONS)
+def test_the_lesson_is_translated_and_in_step_with_its_english(stem):
+    shown = localized(parse_lesson(_path(stem)), ZH)
+    assert shown.status == TRANSLATED, shown.problems
+    assert not shown.english_steps, f"steps still in English: {sorted(k + 1 for k in shown.english_steps)}"
+    lesson = shown.lesson
+    for text in (lesson.title, lesson.summary, *(step.title for step in lesson.steps)):
+        assert CJK.search(text), f"{stem}: {text!r} has no Chinese"
+
+
+@pytest.mark.parametrize("stem", LESSONS)
+def test_no_english_sentence_is_left_in_the_prose(stem):
+    lesson = localized(parse_lesson(_path(stem)), ZH).lesson
+    for number, step in enumerate(lesson.steps, start=1):
+        for block in step.blocks:
+            if not isinstance(block, Prose):
+                continue
+            prose = re.sub(r"```.*?```|`[^`\n]*`", " ", block.text, flags=re.DOTALL)  # code stays as it is
+            assert CJK.search(prose), f"{stem} step {number}: a block without Chinese: {block.text[:60]!r}"
+            assert not _english_runs(prose), f"{stem} step {number}: {_english_runs(prose)}"
+
+
+# ---- what the demos print ----------------------------------------------------------------------------
+
+
+def _calls():
+    for stem in LESSONS:
+        lesson = parse_lesson(_path(stem))
+        seen = set()
+        for step in lesson.steps:
+            for call in step.demos:
+                key = (call.name, repr(sorted(call.args.items())))
+                if key not in seen:
+                    seen.add(key)
+                    yield pytest.param(lesson.params(), call, id=f"{stem[:2]}-{call.name}-{len(seen)}")
+
+
+@pytest.mark.parametrize(("params", "call"), list(_calls()))
+def test_a_demo_prints_chinese_with_the_same_numbers_as_its_english(params, call):
+    english = _demo_text(run_demo(call.name, params, call.args))
+    with i18n.use_language(ZH):
+        out = run_demo(call.name, params, call.args)
+        chinese = _demo_text(out)
+    assert CJK.search(chinese) and chinese != english
+    assert _numbers(chinese) == _numbers(english)
+    assert not _english_runs(chinese), _english_runs(chinese)
+    if out.prediction is not None:
+        assert CJK.search(out.prediction.question) and CJK.search(out.prediction.why)
+
+
+@pytest.mark.parametrize(("gap", "answer"), [(3e-14, 0), (1e-4, 1), (0.3, 2)])
+def test_the_curve_prediction_explains_each_gap_in_chinese(gap, answer):
+    """Every branch of lesson 15's question, including the two a correct backward never reaches."""
+    from microgradnorm.lessons.demos_lab import _curve_prediction
+
+    outcome = E.Outcome("t", numbers={"your backward vs torch.nn.LayerNorm": gap})
+    english = _curve_prediction(outcome)
+    with i18n.use_language(ZH):
+        chinese = _curve_prediction(outcome)
+    assert chinese.answer == english.answer == answer
+    assert CJK.search(chinese.why) and f"{gap:.1e}" in chinese.why and chinese.why != english.why
+    assert ("只有舍入" in chinese.why) == (answer == 0)  # the same reading as the English's "only rounding"
+    assert "（没有安装 PyTorch" in chinese.question  # this outcome has no torch.nn curve
+
+
+# ---- a cached run, shown in either language ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["wrong", "depth", "norms", "batch"])
+def test_a_cached_run_is_shown_in_the_language_current_when_it_is_shown(name):
+    result = E.EXPERIMENTS[name](0)
+    english = [str(result.title), *(c.text for c in result.claims), *map(result.label, result.curves)]
+    with i18n.use_language(ZH):
+        chinese = [str(result.title), *(c.text for c in result.claims), *map(result.label, result.curves)]
+    again = [str(result.title), *(c.text for c in result.claims), *map(result.label, result.curves)]
+    assert again == english and E.EXPERIMENTS[name](0) is result  # the same cached run, English again
+    for en, zh in zip(english[: 1 + len(result.claims)], chinese, strict=False):
+        assert CJK.search(zh) and _numbers(zh) == _numbers(en), (en, zh)
+        assert not _english_runs(zh), (zh, _english_runs(zh))
+
+
+def test_a_claim_the_run_does_not_bear_out_says_so_in_chinese():
+    outcome = E.Outcome("t")
+    outcome.claim("k", N_("pre-LN trains without warmup: loss {loss:.2f}, below half of ln 3"), False, loss=0.9)
+    english = _text(show.claim_lines(outcome.claims))
+    with i18n.use_language(ZH):
+        chinese = _text(show.claim_lines(outcome.claims))
+    assert english.startswith("✗ not shown by this run: pre-LN trains")
+    assert chinese.startswith("✗ 这次运行没有证实：pre-LN 不预热也能训练") and "0.90" in chinese
+
+
+# ---- the command -------------------------------------------------------------------------------------
+
+
+def test_lab_prints_its_title_curves_and_claims_in_chinese(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")
+    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path))
+    assert cli.main(["lab", "depth"]) == 0
+    english = capsys.readouterr().out
+    assert cli.main(["--lang", "zh-CN", "lab", "depth", "--svg", str(tmp_path / "depth.svg")]) == 0
+    chinese = capsys.readouterr().out
+    result = E.depth(0)
+    assert chinese.startswith("12 个块的残差网络中的 post-LN 与 pre-LN")
+    assert chinese.count("✓") == english.count("✓") == len(result.claims)
+    flat = _squeezed(chinese)
+    assert "post-LN，预热50步" in flat and f"已写入{tmp_path / 'depth.svg'}" in flat
+    shown = chinese.split("已写入")[0]
+    assert _numbers(shown) == _numbers(english)
+    assert not _english_runs(shown), _english_runs(shown)
+    svg = (tmp_path / "depth.svg").read_text(encoding="utf-8")
+    assert "post-LN，不预热" in svg and "小批量" in svg and "步" in svg  # legend and axes of the figure
+
+
+def test_lab_help_is_chinese_for_the_command_and_each_experiment(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["--lang", "zh-CN", "lab", "--help"])
+    out = capsys.readouterr().out
+    flat = "".join(out.split())  # help wraps Chinese between any two characters
+    assert "每个实验都在本包生成的任务上训练几个小网络" in flat and flat.count("（只用NumPy）") == 4
+    assert "需要[torch]" in flat and not _english_runs(" ".join(out.split()).replace(INSTALL, " "))
+    with pytest.raises(SystemExit):
+        cli.main(["--lang", "zh-CN", "lab", "yours", "--help"])
+    out = capsys.readouterr().out
+    flat = "".join(out.split())
+    for words in ("任务和网络的随机种子", "SVG图", "你的练习文件", "装了PyTorch就用torch"):
+        assert words in flat, words
+    usage = out.split("\n\n")[1:]  # after the usage lines (the command's own name is English)
+    assert not _english_runs(" ".join("\n\n".join(usage).split())), _english_runs(out)
+    with pytest.raises(SystemExit):
+        cli.main(["--lang", "zh-CN", "--help"])
+    assert "用各种归一化训练小网络，检验课程里的结论" in "".join(capsys.readouterr().out.split())
+
+
+def test_lab_errors_are_one_chinese_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(E, "EXPERIMENTS", {})  # nothing may train: each error comes first
+    assert cli.main(["--lang", "zh-CN", "lab", "norms", "--svg", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("microgradnorm lab：错误：参数 --svg：应为文件名") and "\n" not in err
+    assert cli.main(["--lang", "zh-CN", "lab", "yours", "--file", str(tmp_path / "missing.py")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("microgradnorm lab：错误：--file：应为你的练习文件（05_layernorm_backward.py）")
+    assert "missing.py" in err and "\n" not in err
+    scaffold = Path(pairs.__file__).parents[1] / "exercises" / "scaffolds" / pairs.EXERCISE_FILE
+    assert cli.main(["--lang", "zh-CN", "lab", "yours", "--file", str(scaffold)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--file：05_layernorm_backward.py 还没有写完（NotImplementedError）；请先完成练习 5" in err
+
+
+# ---- without PyTorch ---------------------------------------------------------------------------------
+
+WITHOUT_TORCH = """
+import io, sys
+sys.modules["torch"] = None  # import torch now raises ImportError
+from rich.console import Console
+from microgradnorm import cli
+from microgradnorm.lab import experiments as E
+from microgradnorm.lessons import render
+from microgradnorm.lessons.format import lessons_dir, parse_lesson
+from microgradnorm.lessons.runner import step_outputs
+from microgradnorm.lessons.translation import localize
+assert not E.have_torch()
+print("exit", cli.main(["lab", "yours"]))
+print("engine", cli.main(["lab", "yours", "--engine", "torch"]))
+english = parse_lesson(next(lessons_dir().glob("15-*.md")))
+lesson, notes = localize(english, "zh-CN")
+assert not notes, notes
+for i in (1, 2):
+    outs = step_outputs(lesson, i, lesson.params())
+    assert all(not isinstance(o, render.DemoFailure) for o in outs), (i, outs)
+    console = Console(file=io.StringIO(), width=60, no_color=True, record=True)
+    console.print(render.render_step(lesson, i, outs, lesson.params()))
+    print(console.export_text())
+"""
+
+
+def test_without_torch_the_install_hint_is_in_chinese(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-c", WITHOUT_TORCH],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MICROGRADNORM_HOME": str(tmp_path), "NO_COLOR": "1", "MICROGRADNORM_LANG": "zh-CN"},
+    )
+    assert out.returncode == 0, out.stderr
+    text = _squeezed(out.stdout)
+    install = _squeezed(INSTALL)
+    assert "exit0" in text and "engine2" in text
+    assert f"microgradnorm lab：错误：参数 --engine：torch 需要 PyTorch，但这里没有安装：{INSTALL}" in out.stderr
+    assert f"没有安装PyTorch：要画它的曲线，需要{install}" in text  # the command's note
+    assert f"这里没有安装PyTorch，所以下面是NumPy网络；运行{install}就能加上" in text  # lesson 15 step 2
+    assert "损失曲线（没有安装PyTorch，所以是NumPy网络的）相差多远？" in text  # its question
+    assert f"未安装：{install}" in text  # lesson 15 step 3's table
+    assert "这次运行没有证实" not in text and "notshownbythisrun" not in text
+    assert "PyTorchisnotinstalled" not in text
