@@ -457,7 +457,7 @@ def _warmup_label(placement: str, warmup: int) -> Message:
 
 @functools.lru_cache(maxsize=4)
 def norms(seed: int = 0) -> Outcome:
-    """The same 6-layer MLP with no norm, BatchNorm, LayerNorm and RMSNorm, trained with plain SGD."""
+    """The same 6-block MLP with no norm, BatchNorm, LayerNorm and RMSNorm, trained with plain SGD."""
     out = Outcome(Message(N_("No norm, BatchNorm, LayerNorm, RMSNorm: a {depth}-layer MLP with plain SGD"),
                           depth=DEEP_MLP_DEPTH))  # fmt: skip
     runs = {}
