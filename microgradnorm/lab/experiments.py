@@ -458,7 +458,7 @@ def _warmup_label(placement: str, warmup: int) -> Message:
 @functools.lru_cache(maxsize=4)
 def norms(seed: int = 0) -> Outcome:
     """The same 6-block MLP with no norm, BatchNorm, LayerNorm and RMSNorm, trained with plain SGD."""
-    out = Outcome(Message(N_("No norm, BatchNorm, LayerNorm, RMSNorm: a {depth}-layer MLP with plain SGD"),
+    out = Outcome(Message(N_("No norm, BatchNorm, LayerNorm, RMSNorm: a {depth}-block MLP with plain SGD"),
                           depth=DEEP_MLP_DEPTH))  # fmt: skip
     runs = {}
     for norm in ("none", "batchnorm", "layernorm", "rmsnorm"):
