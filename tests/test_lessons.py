@@ -135,6 +135,8 @@ def test_every_translated_step_fits_one_screen_at_60_and_100_columns(path, monke
     with i18n.use_language(ZH):
         for index in range(len(lesson.steps)):
             outputs = step_outputs(lesson, index, params)
+            failures = [o for o in outputs if isinstance(o, render.DemoFailure)]
+            assert not failures, f"{path} step {index + 1}: " + "; ".join(f.message for f in failures)
             for width in WIDTHS:
                 lines = _rendered(lesson, index, outputs, params, width).splitlines()
                 where = f"{path.name} step {index + 1} at {width} columns"
@@ -143,6 +145,12 @@ def test_every_translated_step_fits_one_screen_at_60_and_100_columns(path, monke
                 if len(lines) > MAX_STEP_LINES:
                     too_long.append(f"step {index + 1} ({len(lines)} lines at {width} columns)")
     assert not too_long, f"{path}: steps longer than {MAX_STEP_LINES} lines: " + "; ".join(too_long)
+
+
+def test_every_lesson_has_a_chinese_translation():
+    """The whole course is offered in Chinese: a new English lesson needs its lessons/zh-CN/ file too."""
+    missing = [p.name for p in LESSON_FILES if not (p.parent / ZH / p.name).is_file()]
+    assert not missing, f"lessons without a Chinese translation in lessons/{ZH}/: {missing}"
 
 
 def _wide(line: str) -> bool:
