@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from microgradnorm.engine import Value, local_grads, topological_order
-from microgradnorm.i18n import _, lazy_gettext, pgettext
+from microgradnorm.i18n import N_, _, lazy_gettext, pgettext
 from microgradnorm.norms import GROUP_NODES, PARAM_NODES, NormGraph
 
 __all__ = [
@@ -463,16 +463,16 @@ class _Stops:
 def _rms_paths(s: _Stops, xi: str) -> tuple[list[GradientPath], str]:
     x_i, xhat_all = s.at("x", [s.i]), s.at("xhat", s.group)
     paths = [
-        GradientPath("direct", "direct", f"{xi} → xhat", "dxhat_i · rrms", s.route(x_i, s.at("xhat", [s.i]))),
+        GradientPath("direct", N_("direct"), f"{xi} → xhat", "dxhat_i · rrms", s.route(x_i, s.at("xhat", [s.i]))),
         GradientPath(
             "var",
-            "via the mean square",
+            N_("via the mean square"),
             f"{xi} → x² → ms → rms → rrms → every xhat_j",
             "dL/dms · 2 x_i / n",
             s.route(x_i, s.at("ms"), s.at("rms"), s.at("rrms"), xhat_all),
         ),
     ]
-    return paths, "RMSNorm subtracts no mean, so there are two paths, not three."
+    return paths, N_("RMSNorm subtracts no mean, so there are two paths, not three.")
 
 
 def _mean_var_paths(s: _Stops, xi: str) -> tuple[list[GradientPath], str]:
@@ -482,26 +482,30 @@ def _mean_var_paths(s: _Stops, xi: str) -> tuple[list[GradientPath], str]:
     squares = "xshift → xshift²" if two_pass else "x²"
     paths = [
         GradientPath(
-            "direct", "direct", f"{xi} → xshift → xhat", "dxhat_i · rstd", s.route(x_i, xshift_i, s.at("xhat", [s.i]))
+            "direct",
+            N_("direct"),
+            f"{xi} → xshift → xhat",
+            "dxhat_i · rstd",
+            s.route(x_i, xshift_i, s.at("xhat", [s.i])),
         ),
         GradientPath(
             "mean",
-            "via the mean",
+            N_("via the mean"),
             f"{xi} → Σ → mean → every xshift_j → xhat_j",
             "−rstd · Σ_j dxhat_j / n",
             s.route(x_i, s.at("mean"), s.at("xshift", s.group), xhat_all),
         ),
         GradientPath(
             "var",
-            "via the variance",
+            N_("via the variance"),
             f"{xi} → {squares} → var → std → rstd → every xhat_j",
             "dL/dvar · 2 xshift_i / n",
             s.route(*var_first, s.at("var"), s.at("std"), s.at("rstd"), xhat_all),
         ),
     ]
     if two_pass:
-        return paths, "The mean also feeds the variance, but that route adds 0: Σ_j xshift_j = 0."
-    return paths, "Naive variance: mean² feeds var too, so the numbers are left out."
+        return paths, N_("The mean also feeds the variance, but that route adds 0: Σ_j xshift_j = 0.")
+    return paths, N_("Naive variance: mean² feeds var too, so the numbers are left out.")
 
 
 def gradient_paths(d: Drawing, which: int | str) -> GradientPaths:
@@ -517,7 +521,7 @@ def gradient_paths(d: Drawing, which: int | str) -> GradientPaths:
     paths, note = (_rms_paths if graph.kind == "rmsnorm" else _mean_var_paths)(stops, xi)
     _path_amounts(graph, i, group, stops.r, paths)
     if len(group) == 1:
-        note = "A group of one value: xhat is 0 whatever x is, so every path carries 0."
+        note = N_("A group of one value: xhat is 0 whatever x is, so every path carries 0.")
     return GradientPaths(i, paths, note)
 
 
