@@ -349,3 +349,25 @@ def test_the_g_key_says_where_the_graph_went_in_chinese(needs_dot, tmp_path):
         message = draw_graph(graph, tmp_path / "03-step02.svg")
     assert message.startswith("计算图已写入 ") and "要逐步播放，请在浏览器中打开" in message
     assert '<html lang="zh-CN"' in (tmp_path / "03-step02.html").read_text(encoding="utf-8")
+
+
+# ---- one-line errors of the vectorized path and the PyTorch bridge that reach a learner -----------------------
+
+
+def test_a_bad_backend_setting_is_named_in_chinese(monkeypatch):
+    from microgradnorm.vectorized import backend
+
+    monkeypatch.setattr(backend, "_setting", None)
+    monkeypatch.setenv(backend.ENV_VAR, "gpu")
+    with i18n.use_language(ZH), pytest.raises(ValueError) as info:
+        backend.get_backend()
+    assert str(info.value) == f"环境变量 {backend.ENV_VAR}：应为 auto, numpy, fused, reference 之一，实际为 'gpu'"
+
+
+def test_the_learners_torch_function_complains_in_chinese():
+    pytest.importorskip("torch", reason="PyTorch is optional: the bridge's errors need it")
+    from microgradnorm.torch import layer_norm_function
+
+    with i18n.use_language(ZH), pytest.raises(TypeError) as info:
+        layer_norm_function(42, lambda dy, cache: None)
+    assert str(info.value) == "forward：应为函数，实际为 int"
