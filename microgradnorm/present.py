@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import string
 import unicodedata
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -17,6 +16,7 @@ from rich.text import Text
 
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import cjk_text
+from microgradnorm.lessons.render import assemble  # a translated sentence whose fields keep their own styles
 
 if TYPE_CHECKING:
     from microgradnorm.check import CheckReport
@@ -101,21 +101,6 @@ def _largest(errors: list[tuple[float, bool]]) -> str:
             error=err(max(rel)), absolute=err(max(abs_))
         )
     return _("{error} relative").format(error=err(max(rel)))
-
-
-def _filled(template: str, style: str = "", **fields: str | Text) -> Text:
-    """A translated sentence whose ``{name}`` fields keep their own styles (a ``Text``) while the words
-    get ``style``; wrapped the Chinese way. Translators move the fields where their language puts them."""
-    out = Text()
-    for literal, name, _spec, _conversion in string.Formatter().parse(template):
-        out.append(literal, style=style)
-        if name is not None:
-            value = fields[name]
-            if isinstance(value, Text):
-                out.append(value)
-            else:
-                out.append(value, style=style)
-    return cjk_text(out)
 
 
 def _headers() -> dict[str, str]:
@@ -252,7 +237,7 @@ def _narrow_check_table(report: CheckReport, full: bool) -> Group:
     worst_cf = _largest([_cf_error(n, t) for n in report.nodes])
     worst_fd = _largest([_fd_error(n, t) for n in report.nodes])
     if report.passed:
-        verdict = _filled(
+        verdict = assemble(
             _("{all_agree} {n} nodes; largest error against the closed form {cf}, against the finite difference {fd}."),
             all_agree=_all_agree(),
             n=str(len(report.nodes)),
@@ -274,7 +259,7 @@ def _all_agree() -> Text:
 
 def _disagreement(report: CheckReport) -> Text:
     # Translators: {disagreement} is "Disagreement" in bold red; {nodes} lists the node names
-    return _filled(
+    return assemble(
         _("{disagreement} at {nodes}."),
         disagreement=Text(_("Disagreement"), style="bold red"),
         nodes=pgettext("list separator", ", ").join(n.name for n in report.failures),
@@ -339,7 +324,7 @@ def _sentences(sentences: list[str]) -> str:
 
 def _wide_verdict(report: CheckReport) -> Text:
     t = report.tolerances
-    return _filled(
+    return assemble(
         _(
             "{all_agree} {n} nodes: autograd = closed form within {cf_rtol} relative + {cf_atol} absolute (more "
             "where a gradient is what is left of terms that cancelled), = finite difference within {fd_rtol} "
