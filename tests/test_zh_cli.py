@@ -304,7 +304,8 @@ def test_graph_without_dot_says_in_chinese_how_to_install_it(capsys, tmp_path, e
     lines = err.strip().splitlines()
     assert len(lines) == 1
     assert lines[0].startswith("microgradnorm graph：找不到 Graphviz 的 dot 程序，所以只写出了 DOT 源文件 ")
-    assert str(tmp_path / "ln.dot") in lines[0] and "请安装 Graphviz（Debian/Ubuntu：sudo apt-get install graphviz" in lines[0]
+    assert str(tmp_path / "ln.dot") in lines[0]
+    assert "请安装 Graphviz（Debian/Ubuntu：sudo apt-get install graphviz" in lines[0]
 
 
 def embedded_data(page: str) -> dict:
