@@ -45,6 +45,7 @@ import numpy as np
 
 from microgradnorm import tolerances as tol
 from microgradnorm.engine import Value, local_grads, topological_order
+from microgradnorm.i18n import _
 from microgradnorm.norms import SCALE_NODES
 from microgradnorm.registry import NormSpec, get_norm
 
@@ -194,7 +195,11 @@ def check_norm(
     spec = norm if isinstance(norm, NormSpec) else get_norm(norm)
     _check_size(x)
     if fd_max_entries is not None and (isinstance(fd_max_entries, bool) or fd_max_entries < 1):
-        raise ValueError(f"fd_max_entries: expected a whole number >= 1 or None (every entry), got {fd_max_entries!r}")
+        raise ValueError(
+            _("fd_max_entries: expected a whole number >= 1 or None (every entry), got {given!r}").format(
+                given=fd_max_entries
+            )
+        )
     graph = spec.build_graph(x, gamma, beta, eps, variance)
     dy = _upstream(dy, graph.shape, seed)
     loss = graph.loss(dy.tolist())
@@ -350,7 +355,11 @@ def _upstream(dy: Any, shape: tuple[int, ...], seed: int | None) -> np.ndarray:
         return np.random.default_rng(seed).normal(0.0, 1.0, size=shape)
     dy = np.asarray(dy, dtype=np.float64)
     if dy.shape != shape:
-        raise ValueError(f"dy: expected shape {list(shape)} (the shape of x), got {list(dy.shape)}")
+        raise ValueError(
+            _("dy: expected shape {expected} (the shape of x), got {given}").format(
+                expected=list(shape), given=list(dy.shape)
+            )
+        )
     return dy
 
 
@@ -363,9 +372,11 @@ def _check_size(x: Any) -> None:
     size = math.prod(shape)
     if size > MAX_ENTRIES:
         raise ValueError(
-            f"x: the scalar graph is for small inputs (each finite difference rebuilds it), so expected at most "
-            f"{MAX_ENTRIES} entries, got {size} (shape {list(shape)}); check a smaller slice, or compare the "
-            "vectorized path with its closed forms"
+            _(
+                "x: the scalar graph is for small inputs (each finite difference rebuilds it), so expected at most "
+                "{limit} entries, got {size} (shape {shape}); check a smaller slice, or compare the "
+                "vectorized path with its closed forms"
+            ).format(limit=MAX_ENTRIES, size=size, shape=list(shape))
         )
 
 

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from microgradnorm.engine import DomainError, Value, cycle_collector_paused, tags
+from microgradnorm.i18n import _
 
 __all__ = [
     "GROUP_NODES",
@@ -262,8 +263,9 @@ def _layout(kind: str, shape: tuple[int, ...]) -> tuple[list[Sequence[int]], lis
 def _group_name(kind: str, shape: tuple[int, ...], r: int) -> str:
     """How an error message names group r: 'the input', 'row 2', 'column 1', 'channel 0'."""
     if kind != "batchnorm":
-        return "the input" if len(shape) == 1 else f"row {r}"
-    return f"column {r}" if len(shape) == 2 else f"channel {r}"
+        # Translators: the group a statistic is taken over, shown as {group} in the errors of the sqrt stage
+        return _("the input") if len(shape) == 1 else _("row {r}").format(r=r)
+    return _("column {r}").format(r=r) if len(shape) == 2 else _("channel {r}").format(r=r)
 
 
 def _check_eps(eps: object) -> float:
@@ -451,15 +453,22 @@ def _sqrt(graph: _Builder, r: int, v: Value, name: str, variance: str) -> Value:
         group = _group_name(kind, graph.inputs.shape, r)
         if variance == "naive" and not graph.all_equal(r):
             raise DomainError(
-                f"{_PUBLIC_NAME[kind]}: the naive variance E[x^2] - E[x]^2 of {group} came out "
-                f"as {v.data:.6g} (after adding eps) through cancellation; use variance='two_pass'"
+                _(
+                    "{norm}: the naive variance E[x^2] - E[x]^2 of {group} came out as {value} (after adding "
+                    "eps) through cancellation; use variance='two_pass'"
+                ).format(norm=_PUBLIC_NAME[kind], group=group, value=f"{v.data:.6g}")
             )
-        what = "std" if name == "std" else "root mean square"
-        raise DomainError(
-            f"{_PUBLIC_NAME[kind]}: the {what} of {group} is 0 (all its values are "
-            f"{'equal' if name == 'std' else 'zero'}) and eps = 0, so the divide stage would "
-            "divide by zero; use eps > 0"
-        )
+        if name == "std":
+            message = _(
+                "{norm}: the std of {group} is 0 (all its values are equal) and eps = 0, so the divide stage "
+                "would divide by zero; use eps > 0"
+            )
+        else:
+            message = _(
+                "{norm}: the root mean square of {group} is 0 (all its values are zero) and eps = 0, so the "
+                "divide stage would divide by zero; use eps > 0"
+            )
+        raise DomainError(message.format(norm=_PUBLIC_NAME[kind], group=group))
     with tags("sqrt", name):
         return v.sqrt()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -12,6 +13,10 @@ from rich.measure import Measurement
 from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
+
+from microgradnorm.i18n import _, pgettext
+from microgradnorm.i18n.text import cjk_text
+from microgradnorm.lessons.render import assemble  # a translated sentence whose fields keep their own styles
 
 if TYPE_CHECKING:
     from microgradnorm.check import CheckReport
@@ -71,7 +76,7 @@ def _fd_error(node, t: dict[str, float]) -> tuple[float, bool]:
 def _entry_errors(node, k: int, shown: tuple[tuple[float, bool], tuple[float, bool]]) -> tuple[str, str]:
     """The two error cells of entry k, absolute or relative as the node's are (``shown``)."""
     cells = []
-    for other, scale, (_, absolute) in (
+    for other, scale, (_value, absolute) in (
         (node.closed_form[k], node.closed_form_scale, shown[0]),
         (node.finite_diff[k], node.fd_scale, shown[1]),
     ):
@@ -90,9 +95,26 @@ def _largest(errors: list[tuple[float, bool]]) -> str:
     rel = [v for v, absolute in errors if not absolute]
     abs_ = [v for v, absolute in errors if absolute]
     if not rel:
-        return f"{err(max(abs_))} absolute (the gradient is about 0)"
-    text = f"{err(max(rel))} relative"
-    return text + (f" ({err(max(abs_))} absolute where the gradient is about 0)" if abs_ else "")
+        return _("{error} absolute (the gradient is about 0)").format(error=err(max(abs_)))
+    if abs_:
+        return _("{error} relative ({absolute} absolute where the gradient is about 0)").format(
+            error=err(max(rel)), absolute=err(max(abs_))
+        )
+    return _("{error} relative").format(error=err(max(rel)))
+
+
+def _headers() -> dict[str, str]:
+    """The check table's column headers, in the current language."""
+    # Translators: column headers of microgradnorm check's table; keep them short (the table must fit 60 columns)
+    return {
+        "node": pgettext("check table header", "node"),
+        "stage": pgettext("check table header", "stage"),
+        "autograd": pgettext("check table header", "autograd"),
+        "closed form": pgettext("check table header", "closed form"),
+        "finite diff": pgettext("check table header", "finite diff"),
+        "err cf": pgettext("check table header", "err cf"),
+        "err fd": pgettext("check table header", "err fd"),
+    }
 
 
 class ByWidth:
@@ -179,11 +201,12 @@ class Phrases:
 def _title(report: CheckReport) -> Phrases:
     """What was checked: the norm, x's shape, eps, the variance form (if the norm has one), the loss."""
     shape = "×".join(map(str, report.shape))
-    phrases = [f"{report.title} of x [{shape}]", f"eps = {report.eps:g}"]
+    phrases = [_("{norm} of x [{shape}]").format(norm=report.title, shape=shape), f"eps = {report.eps:g}"]
     if any(node.name == "var" for node in report.nodes):
-        phrases.append(f"variance {report.variance.replace('_', '-')}")
+        phrases.append(_("variance {form}").format(form=report.variance.replace("_", "-")))
     phrases.append(f"loss = sum(y · dy) = {report.loss:.6g}")
-    return Phrases(phrases, style="bold")
+    # Translators: between the phrases of the check report's title ("LayerNorm of x [4], eps = 1e-05, ...")
+    return Phrases(phrases, sep=pgettext("title phrases", ", "), style="bold")
 
 
 def _mark(ok: bool) -> Text:
@@ -200,9 +223,10 @@ def _entries(node, full: bool) -> list[tuple[int, bool]]:
 
 def _narrow_check_table(report: CheckReport, full: bool) -> Group:
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold", padding=(0, 1, 0, 0))
-    table.add_column("node", no_wrap=True)
+    headers = _headers()
+    table.add_column(headers["node"], no_wrap=True)
     for name in ("autograd", "closed form", "finite diff"):
-        table.add_column(name, justify="right", no_wrap=True)
+        table.add_column(headers[name], justify="right", no_wrap=True)
     table.add_column("", no_wrap=True)
     for node in report.nodes:
         for k, ok in _entries(node, full):
@@ -213,30 +237,43 @@ def _narrow_check_table(report: CheckReport, full: bool) -> Group:
     worst_cf = _largest([_cf_error(n, t) for n in report.nodes])
     worst_fd = _largest([_fd_error(n, t) for n in report.nodes])
     if report.passed:
-        verdict = Text.assemble(
-            ("All agree. ", "bold green"),
-            f"{len(report.nodes)} nodes; largest error against the closed form {worst_cf}, "
-            f"against the finite difference {worst_fd}.",
+        verdict = assemble(
+            _("{all_agree} {n} nodes; largest error against the closed form {cf}, against the finite difference {fd}."),
+            all_agree=_all_agree(),
+            n=str(len(report.nodes)),
+            cf=worst_cf,
+            fd=worst_fd,
         )
     else:
         verdict = _disagreement(report)
     if full:
         return Group(_title(report), table, verdict)
-    note = Text("Each row: the entry where autograd and the closed form differ most.", style="dim")
+    note = cjk_text(_("Each row: the entry where autograd and the closed form differ most."), style="dim")
     return Group(_title(report), table, note, verdict)
 
 
+def _all_agree() -> Text:
+    # Translators: the start of the check report's verdict line, in bold green, followed by the details
+    return Text(_("All agree."), style="bold green")
+
+
 def _disagreement(report: CheckReport) -> Text:
-    return Text.assemble(("Disagreement ", "bold red"), f"at {', '.join(n.name for n in report.failures)}.")
+    # Translators: {disagreement} is "Disagreement" in bold red; {nodes} lists the node names
+    return assemble(
+        _("{disagreement} at {nodes}."),
+        disagreement=Text(_("Disagreement"), style="bold red"),
+        nodes=pgettext("list separator", ", ").join(n.name for n in report.failures),
+    )
 
 
 def _wide_check_table(report: CheckReport, full: bool, stage: bool) -> tuple[Group, Table]:
     table = Table(header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0))
-    table.add_column("node", no_wrap=True)
+    headers = _headers()
+    table.add_column(headers["node"], no_wrap=True)
     if stage:
-        table.add_column("stage", style="dim", no_wrap=True, overflow="ellipsis")
+        table.add_column(headers["stage"], style="dim", no_wrap=True, overflow="ellipsis")
     for name in ("autograd", "closed form", "finite diff", "err cf", "err fd"):
-        table.add_column(name, justify="right", no_wrap=True)
+        table.add_column(headers[name], justify="right", no_wrap=True)
     table.add_column("", justify="center", no_wrap=True)
     t = report.tolerances
     any_absolute = False
@@ -254,26 +291,52 @@ def _wide_check_table(report: CheckReport, full: bool, stage: bool) -> tuple[Gro
 
 def _wide_notes(report: CheckReport, any_absolute: bool, full: bool) -> Text:
     sampled = [n for n in report.nodes if n.fd_count < len(n.autograd)]
-    return Text(
-        "err: normwise relative error of autograd against the closed form (cf) and the finite difference (fd)"
-        + (", entry by entry (— where no finite difference was taken)." if full else ".")
-        + (
-            " abs: the absolute error instead, where the reference is about 0 and a relative error would divide by it."
-            if any_absolute
-            else ""
+    if full:
+        notes = [
+            _(
+                "err: normwise relative error of autograd against the closed form (cf) and the finite difference "
+                "(fd), entry by entry (— where no finite difference was taken)."
+            )
+        ]
+    else:
+        notes = [
+            _("err: normwise relative error of autograd against the closed form (cf) and the finite difference (fd).")
+        ]
+    if any_absolute:
+        notes.append(
+            _(
+                "abs: the absolute error instead, where the reference is about 0 and a relative error would "
+                "divide by it."
+            )
         )
-        + (f" Finite differences at up to {max(n.fd_count for n in sampled)} entries per node." if sampled else ""),
-        style="dim",
-    )
+    if sampled:
+        notes.append(_("Finite differences at up to {n} entries per node.").format(n=max(n.fd_count for n in sampled)))
+    return cjk_text(_sentences(notes), style="dim")
+
+
+def _sentences(sentences: list[str]) -> str:
+    """Sentences one after another: a space after "." (English), none after a full-width "。" (Chinese)."""
+    text = sentences[0]
+    for sentence in sentences[1:]:
+        text += ("" if unicodedata.east_asian_width(text[-1]) in "WF" else " ") + sentence
+    return text
 
 
 def _wide_verdict(report: CheckReport) -> Text:
     t = report.tolerances
-    return Text.assemble(
-        ("All agree. ", "bold green"),
-        f"{len(report.nodes)} nodes: autograd = closed form within {t['closed_form_rtol']:.0e} relative "
-        f"+ {t['closed_form_atol']:.0e} absolute (more where a gradient is what is left of terms that "
-        f"cancelled), = finite difference within {t['fd_rtol']:.0e} relative + {t['fd_atol']:.0e} absolute "
-        f"+ 3 × the loss's rounding ({report.loss_rounding:.1e}) / step (step {t['fd_step']:.0e} of the "
-        "value's size, float64).",
+    return assemble(
+        _(
+            "{all_agree} {n} nodes: autograd = closed form within {cf_rtol} relative + {cf_atol} absolute (more "
+            "where a gradient is what is left of terms that cancelled), = finite difference within {fd_rtol} "
+            "relative + {fd_atol} absolute + 3 × the loss's rounding ({rounding}) / step (step {step} of the "
+            "value's size, float64)."
+        ),
+        all_agree=_all_agree(),
+        n=str(len(report.nodes)),
+        cf_rtol=f"{t['closed_form_rtol']:.0e}",
+        cf_atol=f"{t['closed_form_atol']:.0e}",
+        fd_rtol=f"{t['fd_rtol']:.0e}",
+        fd_atol=f"{t['fd_atol']:.0e}",
+        rounding=f"{report.loss_rounding:.1e}",
+        step=f"{t['fd_step']:.0e}",
     )

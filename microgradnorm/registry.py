@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from microgradnorm import norms
+from microgradnorm.i18n import _
 
 __all__ = ["NORMS", "NormSpec", "get_norm", "norm_names"]
 
@@ -146,4 +147,4 @@ def get_norm(name: str) -> NormSpec:
     for spec in NORMS.values():
         if key == spec.name or key in spec.aliases:
             return spec
-    raise ValueError(f"norm: expected one of {', '.join(NORMS)}, got {name!r}")
+    raise ValueError(_("norm: expected one of {names}, got {name!r}").format(names=", ".join(NORMS), name=name))

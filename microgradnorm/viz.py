@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from microgradnorm.engine import Value, local_grads, topological_order
+from microgradnorm.i18n import N_, _, lazy_gettext, pgettext
 from microgradnorm.norms import GROUP_NODES, PARAM_NODES, NormGraph
 
 __all__ = [
@@ -104,7 +105,7 @@ LARGE_GRAPH = 1500
 # (6,673 nodes) takes dot about 26 s and the time grows faster than the size.
 LAYOUT_LIMIT = 15000
 
-INSTALL_HINT = (
+INSTALL_HINT = lazy_gettext(
     "install Graphviz (Debian/Ubuntu: sudo apt-get install graphviz; macOS: brew install graphviz; "
     "conda: conda install -c conda-forge graphviz)"
 )
@@ -383,7 +384,7 @@ def _group_of(graph: NormGraph, i: int) -> list[int]:
     for g in graph.groups:
         if i in g:
             return g
-    raise OptionError("path_input", f"x has {len(graph['x'])} entries, got index {i}")
+    raise OptionError("path_input", _("x has {size} entries, got index {i}").format(size=len(graph["x"]), i=i))
 
 
 def _resolve_input(graph: NormGraph, which: int | str) -> int:
@@ -395,10 +396,13 @@ def _resolve_input(graph: NormGraph, which: int | str) -> int:
         cleaned = which.replace(" ", "")
         if cleaned not in names:
             shown = f"{', '.join(names[:6])}{', …' if size > 6 else ''}"
-            raise OptionError("path_input", f"expected one of {shown}, got {which!r}")
+            message = _("expected one of {shown}, got {which!r}")
+            raise OptionError("path_input", message.format(shown=shown, which=which))
         return names.index(cleaned)
     if not 0 <= which < size:
-        raise OptionError("path_input", f"expected a flat index of x in [0, {size - 1}], got {which}")
+        raise OptionError(
+            "path_input", _("expected a flat index of x in [0, {last}], got {which}").format(last=size - 1, which=which)
+        )
     return which
 
 
@@ -459,16 +463,16 @@ class _Stops:
 def _rms_paths(s: _Stops, xi: str) -> tuple[list[GradientPath], str]:
     x_i, xhat_all = s.at("x", [s.i]), s.at("xhat", s.group)
     paths = [
-        GradientPath("direct", "direct", f"{xi} → xhat", "dxhat_i · rrms", s.route(x_i, s.at("xhat", [s.i]))),
+        GradientPath("direct", N_("direct"), f"{xi} → xhat", "dxhat_i · rrms", s.route(x_i, s.at("xhat", [s.i]))),
         GradientPath(
             "var",
-            "via the mean square",
+            N_("via the mean square"),
             f"{xi} → x² → ms → rms → rrms → every xhat_j",
             "dL/dms · 2 x_i / n",
             s.route(x_i, s.at("ms"), s.at("rms"), s.at("rrms"), xhat_all),
         ),
     ]
-    return paths, "RMSNorm subtracts no mean, so there are two paths, not three."
+    return paths, N_("RMSNorm subtracts no mean, so there are two paths, not three.")
 
 
 def _mean_var_paths(s: _Stops, xi: str) -> tuple[list[GradientPath], str]:
@@ -478,26 +482,30 @@ def _mean_var_paths(s: _Stops, xi: str) -> tuple[list[GradientPath], str]:
     squares = "xshift → xshift²" if two_pass else "x²"
     paths = [
         GradientPath(
-            "direct", "direct", f"{xi} → xshift → xhat", "dxhat_i · rstd", s.route(x_i, xshift_i, s.at("xhat", [s.i]))
+            "direct",
+            N_("direct"),
+            f"{xi} → xshift → xhat",
+            "dxhat_i · rstd",
+            s.route(x_i, xshift_i, s.at("xhat", [s.i])),
         ),
         GradientPath(
             "mean",
-            "via the mean",
+            N_("via the mean"),
             f"{xi} → Σ → mean → every xshift_j → xhat_j",
             "−rstd · Σ_j dxhat_j / n",
             s.route(x_i, s.at("mean"), s.at("xshift", s.group), xhat_all),
         ),
         GradientPath(
             "var",
-            "via the variance",
+            N_("via the variance"),
             f"{xi} → {squares} → var → std → rstd → every xhat_j",
             "dL/dvar · 2 xshift_i / n",
             s.route(*var_first, s.at("var"), s.at("std"), s.at("rstd"), xhat_all),
         ),
     ]
     if two_pass:
-        return paths, "The mean also feeds the variance, but that route adds 0: Σ_j xshift_j = 0."
-    return paths, "Naive variance: mean² feeds var too, so the numbers are left out."
+        return paths, N_("The mean also feeds the variance, but that route adds 0: Σ_j xshift_j = 0.")
+    return paths, N_("Naive variance: mean² feeds var too, so the numbers are left out.")
 
 
 def gradient_paths(d: Drawing, which: int | str) -> GradientPaths:
@@ -513,7 +521,7 @@ def gradient_paths(d: Drawing, which: int | str) -> GradientPaths:
     paths, note = (_rms_paths if graph.kind == "rmsnorm" else _mean_var_paths)(stops, xi)
     _path_amounts(graph, i, group, stops.r, paths)
     if len(group) == 1:
-        note = "A group of one value: xhat is 0 whatever x is, so every path carries 0."
+        note = N_("A group of one value: xhat is 0 whatever x is, so every path carries 0.")
     return GradientPaths(i, paths, note)
 
 
@@ -574,7 +582,7 @@ def _legend(d: Drawing, info: GradientPaths) -> str:
 def _find_node(d: Drawing, which: Value | str) -> int:
     if isinstance(which, Value):
         if id(which) not in d.index:
-            raise OptionError("highlight", f"{which!r} is not part of this graph")
+            raise OptionError("highlight", _("{which!r} is not part of this graph").format(which=which))
         return d.pos(which)
     if not isinstance(which, str):
         raise TypeError(f"highlight: expected a Value or a node name like 'xhat[1]', got {type(which).__name__}")
@@ -586,18 +594,23 @@ def _find_node(d: Drawing, which: Value | str) -> int:
                 if (wanted == label or (wanted == name and len(values) == 1)) and id(v) in d.index:
                     return d.pos(v)
         choices = ", ".join(d.graph.index_label(name, 0) for name in d.graph.nodes)
-        raise OptionError("highlight", f"expected a node name such as {choices}, got {which!r}")
+        raise OptionError(
+            "highlight", _("expected a node name such as {choices}, got {which!r}").format(choices=choices, which=which)
+        )
     matches = [k for k, node in enumerate(d.order) if node.label == wanted]
     if len(matches) != 1:
-        found = "no node" if not matches else f"{len(matches)} nodes"
-        raise OptionError("highlight", f"expected the label of exactly one node, got {which!r} ({found} carry it)")
+        if matches:
+            message = _("expected the label of exactly one node, got {which!r} ({n} nodes carry it)")
+        else:
+            message = _("expected the label of exactly one node, got {which!r} (no node carries it)")
+        raise OptionError("highlight", message.format(which=which, n=len(matches)))
     return matches[0]
 
 
 def _related(d: Drawing, start: int, mode: str) -> set[int]:
     """``start`` and its ancestors (what it is computed from) or descendants (what uses it)."""
     if mode not in ("ancestors", "descendants"):
-        raise OptionError("highlight_mode", f"expected 'ancestors' or 'descendants', got {mode!r}")
+        raise OptionError("highlight_mode", _("expected 'ancestors' or 'descendants', got {mode!r}").format(mode=mode))
     seen = {start}
     stack = [start]
     while stack:
@@ -1035,15 +1048,19 @@ def output_format(path: str | os.PathLike[str]) -> str:
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:
         allowed = ", ".join(FORMATS)
-        got = f"'{suffix}'" if suffix else "no extension"
-        raise OptionError("output", f"expected a file name ending in {allowed}, got {str(path)!r} ({got})")
+        if suffix:
+            message = _("expected a file name ending in {allowed}, got {path!r} ({suffix!r})")
+        else:
+            message = _("expected a file name ending in {allowed}, got {path!r} (no extension)")
+        raise OptionError("output", message.format(allowed=allowed, path=str(path), suffix=suffix))
     return FORMATS[suffix]
 
 
 def output_extensions() -> str:
     """The output extensions as prose: ".svg, .png, .pdf or .dot"."""
     *most, last = FORMATS
-    return f"{', '.join(most)} or {last}"
+    # the same joiner as the CLI's lists of alternatives ("2-D or 4-D")
+    return ", ".join(most) + pgettext("alternatives", " or ") + last
 
 
 def check_output_path(path: str | os.PathLike[str]) -> Path:
@@ -1051,16 +1068,21 @@ def check_output_path(path: str | os.PathLike[str]) -> Path:
     path = Path(path)
     if path.is_dir():
         raise OptionError(
-            "output", f"{str(path)!r} is a directory; expected a file name ending in {output_extensions()}"
+            "output",
+            _("{path!r} is a directory; expected a file name ending in {endings}").format(
+                path=str(path), endings=output_extensions()
+            ),
         )
     output_format(path)
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
-        raise OptionError("output", f"cannot write {str(path)!r}: the directory {str(parent)!r} does not exist")
+        message = _("cannot write {path!r}: the directory {parent!r} does not exist")
+        raise OptionError("output", message.format(path=str(path), parent=str(parent)))
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise OptionError("output", f"cannot write {str(path)!r}: the directory {str(parent)!r} is not writable")
+        message = _("cannot write {path!r}: the directory {parent!r} is not writable")
+        raise OptionError("output", message.format(path=str(path), parent=str(parent)))
     if path.exists() and not os.access(path, os.W_OK):
-        raise OptionError("output", f"cannot write {str(path)!r}: the file is read-only")
+        raise OptionError("output", _("cannot write {path!r}: the file is read-only").format(path=str(path)))
     return path
 
 
@@ -1071,11 +1093,13 @@ def pipe(dot: str, fmt: str) -> bytes:
     try:
         return graphviz.pipe("dot", fmt, dot.encode("utf-8"), quiet=True)
     except graphviz.ExecutableNotFound:
-        raise GraphvizNotFoundError(f"the Graphviz 'dot' program was not found on PATH; {INSTALL_HINT}") from None
+        raise GraphvizNotFoundError(
+            _("the Graphviz 'dot' program was not found on PATH; {hint}").format(hint=INSTALL_HINT)
+        ) from None
     except graphviz.CalledProcessError as exc:
         stderr = exc.stderr.decode("utf-8", "replace") if isinstance(exc.stderr, bytes) else str(exc.stderr or "")
-        first = stderr.strip().splitlines()[0] if stderr.strip() else f"exit code {exc.returncode}"
-        raise RenderError(f"dot -T{fmt} failed: {first}") from None
+        first = stderr.strip().splitlines()[0] if stderr.strip() else _("exit code {code}").format(code=exc.returncode)
+        raise RenderError(_("dot -T{fmt} failed: {first}").format(fmt=fmt, first=first)) from None
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
@@ -1103,7 +1127,12 @@ def dot_fallback_path(path: str | os.PathLike[str]) -> Path:
                     return candidate
         except OSError:
             continue
-    raise OptionError("output", f"no free .dot file name next to {str(path)!r} (tried {path.stem}.dot to .99.dot)")
+    raise OptionError(
+        "output",
+        _("no free .dot file name next to {path!r} (tried {stem}.dot to .99.dot)").format(
+            path=str(path), stem=path.stem
+        ),
+    )
 
 
 def render(obj: Any, path: str | os.PathLike[str], **options: Any) -> Path:
@@ -1164,7 +1193,7 @@ def mimebundle(obj: Any, include: Any = None, exclude: Any = None) -> dict[str, 
     if not wants_svg or (isinstance(obj, Value) and not obj.children):
         return {"text/plain": text}
     if not has_dot():
-        return {"text/plain": f"{text}\n(to see the graph drawn, {INSTALL_HINT})"}
+        return {"text/plain": text + "\n" + _("(to see the graph drawn, {hint})").format(hint=INSTALL_HINT)}
     size = graph_size(obj)
     collapse = size > FULL_VIEW_LIMIT
     try:

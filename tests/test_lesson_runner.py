@@ -444,7 +444,7 @@ def test_once_seen_to_its_end_a_step_moves_on_from_anywhere_and_the_other_keys_s
     assert step_of(2, 2) in "\n".join(frames[seen_end + 2])  # Enter: seen already, so the next step
     assert step_of(1, 2) in "\n".join(frames[seen_end + 3])  # b: back, shown from its top
     assert rows_shown(frames[seen_end + 3])[0] == 1
-    assert "This step has no graph to draw." in "\n".join(frames[seen_end + 4])
+    assert said("This step has no graph to draw.") in "\n".join(frames[seen_end + 4])
     assert squash(said("Keys: {keys}", keys=runner_mod.render.KEY_HELP)) in squash("\n".join(frames[-1]))
     stopped = said(
         "Stopped at step {step} of {total}. Resume with: microgradnorm lesson {number}", step=1, total=2, number=2

@@ -11,6 +11,7 @@ skip, unless MICROGRADNORM_REQUIRE_BROWSER=1 (set by .ci/run), which fails them.
 from __future__ import annotations
 
 import os
+import re
 import struct
 from contextlib import contextmanager
 from pathlib import Path
@@ -270,3 +271,65 @@ def test_the_readme_screenshot_is_made_by_its_command(needs_dot, chromium, tmp_p
     head = png.read_bytes()[:24]
     assert head[:8] == b"\x89PNG\r\n\x1a\n"
     assert struct.unpack(">II", head[16:24]) == (WINDOW["width"], WINDOW["height"])
+
+
+# ---- the page in Chinese ----------------------------------------------------------------------------------------
+
+ZH = "zh-CN"
+# three or more lowercase English words in a row: prose left untranslated (formulas and names are not prose)
+ENGLISH_RUN = re.compile(r"(?<![\w.])[a-z]{2,}(?: [a-z]{2,}){2,}(?![\w(])")
+
+
+@pytest.fixture(scope="module")
+def ln4_zh(tmp_path_factory):
+    """The d = 4 LayerNorm page of ``ln4``, made in Chinese."""
+    graph, dy = problem(shape=(4,), backward=False)
+    loss = graph.loss(dy.tolist())
+    path = to_html(loss, tmp_path_factory.mktemp("page") / "ln4-zh.html", graph=graph, lang=ZH)
+    return path, loss, graph
+
+
+def test_the_chinese_page_steps_through_the_engines_gradients(needs_dot, chromium, ln4_zh):
+    path, loss, graph = ln4_zh
+    order = viz.drawing(loss, graph).order
+    with opened(chromium, path) as tab:
+        n, m = counts(tab)
+        assert tab.evaluate("document.documentElement.lang") == ZH
+        assert tab.inner_text("#step-heading") == "步骤" and tab.inner_text("#play") == "▶ 播放"
+        assert tab.inner_text("#counter") == f"第 0 步，共 {n + 1 + m} 步"
+        assert tab.inner_text("#status") == f"按 → 开始前向传播：共 {n} 个节点，按创建顺序出现。"
+        press(tab, "ArrowRight", n + 2)
+        dy0 = loss.children[len(loss.children) // 2].data
+        assert tab.inner_text("#status") == f"反向 1/{m}：y[0].grad += {viz.num(dy0)} × 1 = {viz.num(dy0)} (1/1)"
+        for k, keys in ((40, [("ArrowRight", 39)]), (12, [("ArrowLeft", 28)]), (m, [("End", 1)])):
+            for key, times in keys:
+                press(tab, key, times)
+            want, final = expected_after(loss, order, k)
+            for p, (g, f) in shown_grads(tab).items():
+                assert g is not None and shown_equal(g, want[p]), (k, order[p].label, g, want[p])
+                assert (f == "true") == final[p], (k, order[p].label)
+        assert "所有梯度都已是最终值" in tab.inner_text("#status")
+
+
+def test_the_chinese_page_labels_its_panel_and_controls_in_chinese(needs_dot, chromium, ln4_zh):
+    path, loss, graph = ln4_zh
+    d = viz.drawing(loss, graph)
+    k = d.pos(graph["xhat"][1])
+    with opened(chromium, path) as tab:
+        press(tab, "End")
+        tab.hover(f"#v{k}")
+        panel = tab.inner_text("#node-info")
+        assert "xhat[1] = xshift[1] × rstd" in panel  # the formula as it is
+        for word in ("值", "梯度", "计算式", "局部导数", "检查", "闭式", "有限差分", "已是最终值 ✓"):
+            assert word in panel, word
+        tab.select_option("#path-select", str(d.pos(graph["x"][1])))
+        legend = tab.inner_text("#path-info")
+        assert "直接路径" in legend and "经过均值" in legend and "合计" in legend
+        tab.click("#fold-cluster_var")
+        assert "折叠了" in tab.text_content(".fold") and tab.inner_text("#fold-cluster_var") == "展开 var"
+        tab.click("#view-toggle")
+        assert tab.inner_text("#view-toggle") == "全部节点"
+        shown = tab.inner_text("#panel") + "\n" + tab.inner_text("#controls") + "\n" + tab.inner_text("header")
+        assert ENGLISH_RUN.findall(shown) == []
+        titles = tab.eval_on_selector_all("button", "els => els.map(b => b.title || b.getAttribute('aria-label'))")
+        assert all(re.search(r"[\u4e00-\u9fff]", t) for t in titles if t and re.search("[A-Za-z]{3}", t)), titles

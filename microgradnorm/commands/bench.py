@@ -9,9 +9,10 @@ from __future__ import annotations
 import argparse
 
 from microgradnorm.commands import UsageError, positive_int
+from microgradnorm.i18n import _, lazy_gettext
 
-HELP = "time the vectorized path (NumPy, fused, PyTorch) or, with --engine, the scalar engine"
-DESCRIPTION = (
+HELP = lazy_gettext("time the vectorized path (NumPy, fused, PyTorch) or, with --engine, the scalar engine")
+DESCRIPTION = lazy_gettext(
     "Time LayerNorm, BatchNorm and RMSNorm forward and forward+backward with every contender side by "
     "side in one run (the scalar engine on a small problem, NumPy naive, NumPy tuned, the fused numba "
     "kernels, PyTorch CPU with its default threads and with one thread), medians over repeats, as time, "
@@ -32,54 +33,60 @@ def _dims(text: str) -> tuple[int, ...]:
     try:
         dims = tuple(int(p) for p in parts)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected sizes like 768,2048, got {text!r}") from None
+        raise argparse.ArgumentTypeError(_("expected sizes like 768,2048, got {text!r}").format(text=text)) from None
     if not dims or any(d < 2 for d in dims):
-        raise argparse.ArgumentTypeError(f"expected sizes of at least 2 like 768,2048, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            _("expected sizes of at least 2 like 768,2048, got {text!r}").format(text=text)
+        )
     return dims
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--quick", action="store_true", help="fewer problems and repeats (a few seconds)")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON instead of tables")
+    parser.add_argument("--quick", action="store_true", help=_("fewer problems and repeats (a few seconds)"))
+    parser.add_argument("--json", action="store_true", help=_("print the results as JSON instead of tables"))
     parser.add_argument(
-        "--repeats", type=positive_int, default=None, metavar="K", help="timed repeats per problem (median of K)"
+        "--repeats", type=positive_int, default=None, metavar="K", help=_("timed repeats per problem (median of K)")
     )
     parser.add_argument(
         "--norm",
         default=None,
         metavar="NORM",
-        help="only this norm (layernorm, batchnorm, rmsnorm); default all",
+        help=_("only this norm (layernorm, batchnorm, rmsnorm); default all"),
     )
     parser.add_argument(
         "--cache",
         choices=("warm", "cold"),  # bench.CACHE_MODES, spelled out so that building the parser imports no numpy
         default="warm",
-        help="before each timed call: run it once untimed (warm, default) or evict the CPU caches (cold)",
+        help=_("before each timed call: run it once untimed (warm, default) or evict the CPU caches (cold)"),
     )
     parser.add_argument(
         "--engine",
         action="store_true",
-        help="benchmark the scalar engine against micrograd 0.1.0 (LayerNorm + loss, build and backward)",
+        help=_("benchmark the scalar engine against micrograd 0.1.0 (LayerNorm + loss, build and backward)"),
     )
     parser.add_argument(
         "--dims",
         type=_dims,
         default=None,
         metavar="D,D",
-        help="with --engine: the LayerNorm sizes (default 768,2048; --quick: 768)",
+        help=_("with --engine: the LayerNorm sizes (default 768,2048; --quick: 768)"),
     )
-    parser.add_argument("--no-micrograd", action="store_true", help="with --engine: time only microgradnorm")
+    parser.add_argument("--no-micrograd", action="store_true", help=_("with --engine: time only microgradnorm"))
 
 
 def run(args: argparse.Namespace, console) -> int:
     if not args.engine:
         for flag, given in (("--dims", args.dims is not None), ("--no-micrograd", args.no_micrograd)):
             if given:
-                raise UsageError(f"argument {flag}: only used with --engine")
+                raise UsageError(_("argument {flag}: only used with --engine").format(flag=flag))
     else:
         for flag, given in (("--norm", args.norm is not None), ("--cache", args.cache != "warm")):
             if given:
-                raise UsageError(f"argument {flag}: not used with --engine (the engine benchmark runs one LayerNorm)")
+                raise UsageError(
+                    _("argument {flag}: not used with --engine (the engine benchmark runs one LayerNorm)").format(
+                        flag=flag
+                    )
+                )
     if args.engine:
         return _run_engine(args, console)
     return _run_vectorized(args, console)

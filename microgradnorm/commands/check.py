@@ -14,6 +14,7 @@ from microgradnorm.commands import (
     problem_shape,
     problem_variance,
 )
+from microgradnorm.i18n import N_, _, lazy_gettext
 from microgradnorm.tolerances import FD_MAX_ENTRIES
 
 # The scalar graph is for small problems, and the command for a quick look: every finite difference
@@ -21,13 +22,21 @@ from microgradnorm.tolerances import FD_MAX_ENTRIES
 # about 1 to 5 s, by norm and shape). The library's check_norm takes up to MAX_ENTRIES.
 SIZE_LIMIT = 512
 
-HELP = "check every node's gradient three ways: autograd, closed form, finite difference"
-DESCRIPTION = (
+HELP = lazy_gettext("check every node's gradient three ways: autograd, closed form, finite difference")
+_DESCRIPTION = N_(
     "Build the norm from scalar nodes on a random input, backpropagate loss = sum(y * dy) with a "
     "random dy, and compare at every named node the gradient autograd accumulated, the closed-form "
     "formula, and a central finite difference (float64). Exits 0 when all agree, 1 otherwise. "
-    f"The scalar graph is for small problems: x has at most {SIZE_LIMIT} entries."
+    "The scalar graph is for small problems: x has at most {limit} entries."
 )
+
+
+def __getattr__(name: str) -> str:
+    """``DESCRIPTION``, translated and with the size limit filled in, each time the CLI asks for it
+    (a module constant could not hold a number and still be looked up in the catalog)."""
+    if name == "DESCRIPTION":
+        return _(_DESCRIPTION).format(limit=SIZE_LIMIT)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,9 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=FD_MAX_ENTRIES,
         metavar="K",
-        help=f"finite differences at no more than K entries per node (default {FD_MAX_ENTRIES})",
+        help=_("finite differences at no more than K entries per node (default {n})").format(n=FD_MAX_ENTRIES),
     )
-    parser.add_argument("--full", action="store_true", help="list every entry of every node, not only the worst")
+    parser.add_argument("--full", action="store_true", help=_("list every entry of every node, not only the worst"))
 
 
 def run(args: argparse.Namespace, console) -> int:
@@ -71,7 +80,14 @@ def _check_size(shape: tuple[int, ...], args: argparse.Namespace) -> None:
     else:
         given = [flag for flag, value in (("--dim", args.dim), ("--batch", args.batch)) if value is not None]
         flags = "/".join(given) or "--dim"
-    raise UsageError(
-        f"argument {flags}: the scalar graph is for small problems, so expected x to have at most "
-        f"{SIZE_LIMIT} entries, got {size}" + (f" ({'x'.join(map(str, shape))})" if len(shape) > 1 else "")
-    )
+    if len(shape) > 1:
+        message = _(
+            "argument {flags}: the scalar graph is for small problems, so expected x to have at most "
+            "{limit} entries, got {size} ({shape})"
+        )
+    else:
+        message = _(
+            "argument {flags}: the scalar graph is for small problems, so expected x to have at most "
+            "{limit} entries, got {size}"
+        )
+    raise UsageError(message.format(flags=flags, limit=SIZE_LIMIT, size=size, shape="x".join(map(str, shape))))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from microgradnorm.commands import (
     problem_shape,
     problem_variance,
 )
+from microgradnorm.i18n import N_, _, lazy_gettext
 
 # The scalar graph is built one Python object per node, about 13 per entry of x for LayerNorm:
 # 16,384 entries take a second or two to build and draw collapsed, while --dim 1000000 took
@@ -23,20 +25,30 @@ from microgradnorm.commands import (
 SIZE_LIMIT = 16384
 
 
-HELP = "draw the computation graph of a norm, stage by stage (SVG, PNG, PDF, DOT, or a page to step through)"
-DESCRIPTION = (
+HELP = lazy_gettext(
+    "draw the computation graph of a norm, stage by stage (SVG, PNG, PDF, DOT, or a page to step through)"
+)
+_DESCRIPTION = N_(
     "Build the norm from scalar nodes on a random input and draw its graph with Graphviz: every "
     "stage (mean, center, var, sqrt, divide, affine) a titled box, every node with its value and, "
     "with --grad, its gradient for loss = sum(y * dy) with a random dy. --paths colours the routes "
     "along which dL/dx_i is accumulated. The format comes from the extension of -o; a .dot file needs "
     "no Graphviz. --html (or an -o ending in .html) writes one self-contained page that steps through "
     "the forward pass and, with --grad, backward one contribution at a time. Graphs too large to read in "
-    f"full are drawn collapsed (one box per stage) unless --full is given; x has at most {SIZE_LIMIT} entries."
+    "full are drawn collapsed (one box per stage) unless --full is given; x has at most {limit} entries."
 )
 
 
+def __getattr__(name: str) -> str:
+    """``DESCRIPTION``, translated and with the size limit filled in, each time the CLI asks for it
+    (a module constant could not hold a number and still be looked up in the catalog)."""
+    if name == "DESCRIPTION":
+        return _(_DESCRIPTION).format(limit=SIZE_LIMIT)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _index(text: str) -> int:
-    return nonneg_int(text, "a flat index of x (an integer >= 0)")
+    return nonneg_int(text, _("a flat index of x (an integer >= 0)"))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,27 +59,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--output",
         required=True,
         metavar="FILE",
-        help="where to write the drawing; .svg, .png, .pdf, .dot or .html (the format follows the extension)",
+        help=_("where to write the drawing; .svg, .png, .pdf, .dot or .html (the format follows the extension)"),
     )
     parser.add_argument(
         "--html",
         action="store_true",
-        help="write the step-through page (one HTML file, opens from disk; the same as an -o ending in .html)",
+        help=_("write the step-through page (one HTML file, opens from disk; the same as an -o ending in .html)"),
     )
     parser.add_argument(
-        "--grad", action="store_true", help="backpropagate loss = sum(y * dy) (random dy) and show every grad"
+        "--grad", action="store_true", help=_("backpropagate loss = sum(y * dy) (random dy) and show every grad")
     )
     parser.add_argument(
         "--paths",
         action="store_true",
-        help="colour the gradient paths into one input x_i (direct, via the mean, via the variance) with a legend",
+        help=_("colour the gradient paths into one input x_i (direct, via the mean, via the variance) with a legend"),
     )
     parser.add_argument(
         "--index",
         type=_index,
         default=None,
         metavar="K",
-        help="with --paths: which x_i the paths start at, as a flat index into x (default 0)",
+        help=_("with --paths: which x_i the paths start at, as a flat index into x (default 0)"),
     )
     _add_view_arguments(parser)
     add_variance_argument(parser)
@@ -76,15 +88,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_view_arguments(parser: argparse.ArgumentParser) -> None:
     """What the drawing shows: full or collapsed, edge labels, a highlighted node, the direction."""
     view = parser.add_mutually_exclusive_group()
-    view.add_argument("--collapse", action="store_true", help="one box per stage instead of one per scalar")
-    view.add_argument("--full", action="store_true", help="draw every scalar even above the full-view limit")
+    view.add_argument("--collapse", action="store_true", help=_("one box per stage instead of one per scalar"))
+    view.add_argument("--full", action="store_true", help=_("draw every scalar even above the full-view limit"))
     parser.add_argument(
-        "--edge-labels", action="store_true", help="label every edge with its local derivative d node / d child"
+        "--edge-labels", action="store_true", help=_("label every edge with its local derivative d node / d child")
     )
     parser.add_argument(
         "--highlight",
         metavar="NODE",
-        help=(
+        help=_(
             "keep NODE and what it is computed from dark; fade the rest. Names follow the shape: e.g. rstd "
             "or xhat[1] for one LayerNorm vector, rstd[0] or xhat[1,0] for BatchNorm or with --batch"
         ),
@@ -92,13 +104,13 @@ def _add_view_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--descendants",
         action="store_true",
-        help="with --highlight: keep what is computed from NODE dark instead",
+        help=_("with --highlight: keep what is computed from NODE dark instead"),
     )
     parser.add_argument(
         "--rankdir",
         choices=("LR", "TB"),
         default="LR",
-        help="LR: inputs on the left (default); TB: inputs on top, each node's numbers stacked (fits a page)",
+        help=_("LR: inputs on the left (default); TB: inputs on top, each node's numbers stacked (fits a page)"),
     )
 
 
@@ -122,15 +134,38 @@ def run(args: argparse.Namespace, console) -> int:
     try:
         drawn = viz.draw(graph, out, **options)
     except viz.OptionError as exc:  # a --highlight name the graph does not have: nothing was written
-        raise UsageError(f"argument {_FLAGS.get(exc.option, exc.option)}: {exc.message}") from None
+        raise UsageError(_argument_error(_FLAGS.get(exc.option, exc.option), exc.message)) from None
     except OSError as exc:
         where = exc.filename or str(out)
-        raise UsageError(f"argument -o/--output: cannot write {where!r}: {exc.strerror or exc}") from None
+        raise UsageError(
+            _("argument -o/--output: cannot write {path!r}: {reason}").format(path=where, reason=exc.strerror or exc)
+        ) from None
     if drawn.error is not None:
         return _failed(drawn, out)
-    view = ("step-through page, " if page else "") + ("collapsed" if collapse else "full")
-    console.print(f"wrote {out} ({view} view, {size} nodes in the full graph)", highlight=False, soft_wrap=True)
+    console.print(_wrote(out, size, page=page, collapse=collapse), highlight=False, soft_wrap=True)
     return 0
+
+
+def _argument_error(flag: str, message: str) -> str:
+    # Translators: an error about one argument, e.g. "argument --highlight: expected a node name ..."
+    return _("argument {flag}: {message}").format(flag=flag, message=message)
+
+
+def _wrote(out: Path, size: int, *, page: bool, collapse: bool) -> str:
+    """The line that says what was written."""
+    if page:
+        message = (
+            _("wrote {path} (step-through page, collapsed view, {size} nodes in the full graph)")
+            if collapse
+            else _("wrote {path} (step-through page, full view, {size} nodes in the full graph)")
+        )
+    else:
+        message = (
+            _("wrote {path} (collapsed view, {size} nodes in the full graph)")
+            if collapse
+            else _("wrote {path} (full view, {size} nodes in the full graph)")
+        )
+    return message.format(path=out, size=size)
 
 
 def _failed(drawn, out: Path) -> int:
@@ -138,13 +173,15 @@ def _failed(drawn, out: Path) -> int:
     from microgradnorm import viz
 
     if isinstance(drawn.error, viz.GraphvizNotFoundError):
-        print(
-            f"microgradnorm graph: Graphviz's dot program was not found, so only the DOT source was written, "
-            f"to {drawn.path}; to draw {out.name}, {viz.INSTALL_HINT}.",
-            file=sys.stderr,
-        )
+        message = _(
+            "microgradnorm graph: Graphviz's dot program was not found, so only the DOT source was written, "
+            "to {path}; to draw {name}, {hint}."
+        ).format(path=drawn.path, name=out.name, hint=viz.INSTALL_HINT)
     else:
-        print(f"microgradnorm graph: error: {drawn.error} (the DOT source is in {drawn.path})", file=sys.stderr)
+        message = _("microgradnorm graph: error: {error} (the DOT source is in {path})").format(
+            error=drawn.error, path=drawn.path
+        )
+    print(message, file=sys.stderr)
     return 1
 
 
@@ -152,11 +189,13 @@ def _check_combinations(args: argparse.Namespace, out: Path) -> bool:
     """Flags that only make sense with another flag; whether the output is the step-through page."""
     page = out.suffix.lower() == ".html"
     if args.html and not page:
-        raise UsageError(f"argument --html: expected -o to name a file ending in .html, got {str(out)!r}")
+        raise UsageError(
+            _("argument --html: expected -o to name a file ending in .html, got {path!r}").format(path=str(out))
+        )
     if args.descendants and args.highlight is None:
-        raise UsageError("argument --descendants: needs --highlight NODE, got no --highlight")
+        raise UsageError(_("argument --descendants: needs --highlight NODE, got no --highlight"))
     if args.index is not None and not args.paths:
-        raise UsageError("argument --index: needs --paths (it picks the x_i the paths start at), got no --paths")
+        raise UsageError(_("argument --index: needs --paths (it picks the x_i the paths start at), got no --paths"))
     return page
 
 
@@ -173,7 +212,11 @@ def _build(args: argparse.Namespace, *, page: bool):
     graph = spec.build_graph(x, gamma, beta, args.eps, variance)
     size = len(graph["x"])
     if args.paths and args.index is not None and args.index >= size:
-        raise UsageError(f"argument --index: x has {size} entries (0 to {size - 1}), got {args.index}")
+        raise UsageError(
+            _("argument --index: x has {size} entries (0 to {last}), got {index}").format(
+                size=size, last=size - 1, index=args.index
+            )
+        )
     if args.grad or args.paths:  # the path legend shows each path's share of dL/dx_i
         graph.loss(dy.tolist()).backward()
     return spec, shape, variance, graph
@@ -184,19 +227,26 @@ def _check_size(shape: tuple[int, ...], args: argparse.Namespace, *, page: bool)
     from microgradnorm.page.data import CHECK_LIMIT
 
     size = math.prod(shape)
-    limit, why = (
-        (CHECK_LIMIT, "the page carries every node's numbers and the three-way check")
-        if page
-        else (SIZE_LIMIT, "the scalar graph is built one node at a time")
-    )
+    limit = CHECK_LIMIT if page else SIZE_LIMIT
     if size <= limit:
         return
     given = [flag for flag, value in (("--dim", args.dim), ("--batch", args.batch)) if value is not None]
     flags = "--shape" if args.shape is not None else "/".join(given) or "--dim"
-    raise UsageError(
-        f"argument {flags}: {why}, so expected x to have at most {limit} entries, got {size}"
-        + (f" ({'x'.join(map(str, shape))})" if len(shape) > 1 else "")
-    )
+    if page:
+        message = _(
+            "argument {flags}: the page carries every node's numbers and the three-way check, so expected x "
+            "to have at most {limit} entries, got {size}"
+        )
+    else:
+        message = _(
+            "argument {flags}: the scalar graph is built one node at a time, so expected x to have at most "
+            "{limit} entries, got {size}"
+        )
+    message = message.format(flags=flags, limit=limit, size=size)
+    if len(shape) > 1:
+        # Translators: an error message followed by the shape that was given, e.g. "... got 600 (20x30)"
+        message = _("{message} ({shape})").format(message=message, shape="x".join(map(str, shape)))
+    raise UsageError(message)
 
 
 def _warn_if_slow(size: int, console) -> None:
@@ -205,13 +255,17 @@ def _warn_if_slow(size: int, console) -> None:
 
     if size > viz.LAYOUT_LIMIT:
         raise UsageError(
-            f"argument --full: expected a full graph of at most {viz.LAYOUT_LIMIT} nodes, which Graphviz lays "
-            f"out in a few minutes, got {size}; leave out --full for the collapsed view, or write a .dot file"
+            _(
+                "argument --full: expected a full graph of at most {limit} nodes, which Graphviz lays out in a "
+                "few minutes, got {size}; leave out --full for the collapsed view, or write a .dot file"
+            ).format(limit=viz.LAYOUT_LIMIT, size=size)
         )
     if size > viz.LARGE_GRAPH:
         console.print(
-            f"Drawing all {size} nodes: Graphviz can take a minute or more for a graph this size "
-            "(Ctrl+C stops it; without --full the collapsed view takes a second).",
+            _(
+                "Drawing all {size} nodes: Graphviz can take a minute or more for a graph this size "
+                "(Ctrl+C stops it; without --full the collapsed view takes a second)."
+            ).format(size=size),
             highlight=False,
             soft_wrap=True,
         )
@@ -224,10 +278,18 @@ def _collapse(args: argparse.Namespace, size: int, console, *, page: bool) -> bo
 
     if args.collapse or args.full or size <= viz.FULL_VIEW_LIMIT:
         return args.collapse
-    what = "the page opens with one box per stage" if page else "drawing the collapsed stage view"
+    if page:
+        message = _(
+            "The full graph has {size} nodes, more than {limit}, too many to read: the page opens with one box "
+            "per stage (--full draws every node anyway)."
+        )
+    else:
+        message = _(
+            "The full graph has {size} nodes, more than {limit}, too many to read: drawing the collapsed stage "
+            "view (--full draws every node anyway)."
+        )
     console.print(
-        f"The full graph has {size} nodes, more than {viz.FULL_VIEW_LIMIT}, too many to read: {what} "
-        "(--full draws every node anyway).",
+        message.format(size=size, limit=viz.FULL_VIEW_LIMIT),
         highlight=False,
         soft_wrap=True,
     )
@@ -236,13 +298,8 @@ def _collapse(args: argparse.Namespace, size: int, console, *, page: bool) -> bo
 
 def _options(args: argparse.Namespace, spec, shape: tuple[int, ...], variance: str, collapse: bool) -> dict:
     """The keywords of viz.to_dot for these arguments."""
-    title = f"{spec.title} of x [{'×'.join(map(str, shape))}], eps = {args.eps:g}, seed {args.seed}"
-    if variance != "two_pass":
-        title += ", naive variance"
-    if args.grad:
-        title += " · grad = dL/d(node) for L = Σ y·dy with a random dy"
     return {
-        "title": title,
+        "title": _title(args, spec, shape, variance),
         "grad": args.grad,
         "paths": args.paths,
         "path_input": args.index if args.index is not None else 0,
@@ -254,20 +311,44 @@ def _options(args: argparse.Namespace, spec, shape: tuple[int, ...], variance: s
     }
 
 
+def _title(args: argparse.Namespace, spec, shape: tuple[int, ...], variance: str) -> str:
+    """The drawing's title: what was drawn. The page shows it in the current language; a picture keeps it
+    in English, since Graphviz draws it with the fonts it finds, and a machine without a Chinese font
+    (CI's) would draw boxes."""
+    from microgradnorm.i18n import ENGLISH, use_language
+
+    page = args.html or args.output.lower().endswith(".html")
+    with contextlib.nullcontext() if page else use_language(ENGLISH):
+        title = _("{norm} of x [{shape}], eps = {eps}, seed {seed}").format(
+            norm=spec.title, shape="×".join(map(str, shape)), eps=f"{args.eps:g}", seed=args.seed
+        )
+        if variance != "two_pass":
+            title = _("{title}, naive variance").format(title=title)
+        if args.grad:
+            title = _("{title} · grad = dL/d(node) for L = Σ y·dy with a random dy").format(title=title)
+    return title
+
+
 def _output_path(text: str) -> Path:
     """The -o path, checked before any work is done; a UsageError naming -o/--output if it cannot be written."""
     from microgradnorm import viz
 
     if not text.strip():
         raise UsageError(
-            f"argument -o/--output: expected a file name ending in {viz.output_extensions()}, got an empty path"
+            _("argument -o/--output: expected a file name ending in {endings}, got an empty path").format(
+                endings=viz.output_extensions()
+            )
         )
     out = Path(text)
     existing = next((p for p in out.parents if p.exists()), None)
     if existing is not None and not existing.is_dir():
-        raise UsageError(f"argument -o/--output: cannot write {text!r}: {str(existing)!r} is not a directory")
+        raise UsageError(
+            _("argument -o/--output: cannot write {path!r}: {parent!r} is not a directory").format(
+                path=text, parent=str(existing)
+            )
+        )
     try:
         viz.check_output_path(out)
     except viz.OptionError as exc:
-        raise UsageError(f"argument -o/--output: {exc.message}") from None
+        raise UsageError(_argument_error("-o/--output", exc.message)) from None
     return out

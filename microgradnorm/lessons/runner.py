@@ -383,15 +383,15 @@ class LessonRunner:
         """Draw the current step's graph (the last demo of the step that has one) and say where."""
         drawable = self._drawable()
         if not drawable:
-            return Text("This step has no graph to draw.", style="dim")
+            return cjk_text(_("This step has no graph to draw."), style="dim")
         try:  # the default folder is in the state directory, which can itself be unusable
             folder = self.graph_dir if self.graph_dir is not None else _default_graph_dir()
             path = folder / f"{self.lesson.name}-step{self.index + 1:02d}.svg"
-            return Text(self.draw(drawable[-1].graph, path, **drawable[-1].graph_options))
+            return cjk_text(self.draw(drawable[-1].graph, path, **drawable[-1].graph_options))
         except Exception as exc:  # drawing is a side show: report it, never end the lesson
             if os.environ.get("MICROGRADNORM_DEBUG"):
                 raise
-            return Text(f"Could not draw the graph: {_one_line(exc)}", style="red")
+            return cjk_text(_("Could not draw the graph: {error}").format(error=_one_line(exc)), style="red")
 
     def _drawable(self) -> list[DemoOutput]:
         """The current step's demo outputs that have a graph to draw."""
@@ -444,22 +444,26 @@ def draw_graph(graph: Any, path: Path, **options: Any) -> str:
     try:
         from microgradnorm import viz
     except ImportError:
-        return "Drawing graphs needs microgradnorm.viz, which this installation does not have."
+        return _("Drawing graphs needs microgradnorm.viz, which this installation does not have.")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if callable(getattr(graph, "svg", None)):  # a microgradnorm.figure.Figure: already SVG, no Graphviz needed
         from microgradnorm.store import atomic_write_text
 
         atomic_write_text(path.with_suffix(".svg"), graph.svg())
-        return f"Figure written to {path.with_suffix('.svg')}"
+        return _("Figure written to {path}").format(path=path.with_suffix(".svg"))
     drawn = viz.draw(graph, path, **options)
     if drawn.error is not None:
-        return f"Wrote the graph's DOT source to {drawn.path} but could not render it: {_one_line(drawn.error)}"
+        return _("Wrote the graph's DOT source to {path} but could not render it: {error}").format(
+            path=drawn.path, error=_one_line(drawn.error)
+        )
     try:
         page = viz.render(graph, path.with_suffix(".html"), **options)
     except (viz.DrawingError, ValueError) as exc:  # the picture is there; the page is a bonus
-        return f"Graph written to {drawn.path} (no step-through page: {_one_line(exc)})"
-    return f"Graph written to {drawn.path}; to step through it, open {page} in a browser"
+        return _("Graph written to {path} (no step-through page: {error})").format(
+            path=drawn.path, error=_one_line(exc)
+        )
+    return _("Graph written to {path}; to step through it, open {page} in a browser").format(path=drawn.path, page=page)
 
 
 def _from_iterable(keys: Iterable[str]) -> KeyReader:

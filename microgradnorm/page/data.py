@@ -29,6 +29,7 @@ from typing import Any
 
 from microgradnorm import viz
 from microgradnorm.engine import Value
+from microgradnorm.i18n import _
 from microgradnorm.norms import NormGraph
 from microgradnorm.page.partials import derivative_lines, forward_line
 from microgradnorm.trace import Trace, trace_backward
@@ -168,7 +169,7 @@ def _seed(d: viz.Drawing, trace: Trace | None) -> dict[str, Any] | None:
         return None
     k = d.pos(trace.root)
     name = d.display_name(k) or f"#{k}"
-    return {"node": k, "text": f"{name}.grad = 1: dL/dL, where backward() starts"}
+    return {"node": k, "text": _("{name}.grad = 1: dL/dL, where backward() starts").format(name=name)}
 
 
 def _backward(d: viz.Drawing, trace: Trace) -> list[dict[str, Any]]:
@@ -224,7 +225,9 @@ def _paths(d: viz.Drawing, *, amounts: bool) -> dict[str, Any]:
     if graph is None or not any(id(v) in d.index for v in graph["x"]):
         return {"inputs": [], "note": "", "byNode": {}}
     xs = [i for i, v in enumerate(graph["x"]) if id(v) in d.index]
-    note = f"Paths are listed for the first {PATH_INPUTS} of the {len(xs)} inputs." if len(xs) > PATH_INPUTS else ""
+    note = ""
+    if len(xs) > PATH_INPUTS:
+        note = _("Paths are listed for the first {n} of the {total} inputs.").format(n=PATH_INPUTS, total=len(xs))
     by_node = {}
     for i in xs[:PATH_INPUTS]:
         info = viz.gradient_paths(d, i)
@@ -235,7 +238,7 @@ def _paths(d: viz.Drawing, *, amounts: bool) -> dict[str, Any]:
         paths = [
             {
                 "key": p.key,
-                "title": p.title,
+                "title": _(p.title),  # marked in viz, where the drawing's legend shows it in English
                 "route": p.route,
                 "formula": p.formula,
                 "amount": None if p.amount is None else _exact(p.amount),
@@ -248,7 +251,7 @@ def _paths(d: viz.Drawing, *, amounts: bool) -> dict[str, Any]:
         total = sum(amounts) if None not in amounts else None  # type: ignore[arg-type]
         by_node[k] = {
             "paths": paths,
-            "note": info.note,
+            "note": _(info.note),
             "sumText": None if total is None else viz.num(total),
             "gradText": viz.num(d.order[k].grad) if amounts else None,
         }
@@ -272,7 +275,8 @@ def _checks(subject: Subject, d: viz.Drawing) -> tuple[dict[int, dict], dict[str
         return {}, None
     assert graph is not None
     if len(graph["x"]) > CHECK_LIMIT:
-        return {}, {"text": f"x has more than {CHECK_LIMIT} entries: the three-way check was left out.", "ok": None}
+        text = _("x has more than {limit} entries: the three-way check was left out.").format(limit=CHECK_LIMIT)
+        return {}, {"text": text, "ok": None}
     from microgradnorm.check import check_norm
 
     def values(name: str) -> list[float] | None:
@@ -292,7 +296,7 @@ def _checks(subject: Subject, d: viz.Drawing) -> tuple[dict[int, dict], dict[str
             fd_max_entries=FD_ENTRIES,
         )
     except (ValueError, ArithmeticError) as exc:
-        return {}, {"text": f"The three-way check could not run: {exc}", "ok": None}
+        return {}, {"text": _("The three-way check could not run: {error}").format(error=exc), "ok": None}
     return _check_rows(graph, d, report)
 
 
@@ -311,9 +315,15 @@ def _check_rows(graph: NormGraph, d: viz.Drawing, report: Any) -> tuple[dict[int
                 "closedOk": bool(node.closed_form_ok),
                 "fdOk": bool(node.fd_ok),
             }
-    verdict = "agree" if report.passed else "do not all agree"
-    text = (
-        f"Autograd, the closed forms and finite differences {verdict} at the {len(report.nodes)} named nodes "
-        f"(finite differences at up to {FD_ENTRIES} entries each), as microgradnorm check reports them."
-    )
+    if report.passed:
+        message = _(
+            "Autograd, the closed forms and finite differences agree at the {n} named nodes (finite differences "
+            "at up to {fd} entries each), as microgradnorm check reports them."
+        )
+    else:
+        message = _(
+            "Autograd, the closed forms and finite differences do not all agree at the {n} named nodes (finite "
+            "differences at up to {fd} entries each), as microgradnorm check reports them."
+        )
+    text = message.format(n=len(report.nodes), fd=FD_ENTRIES)
     return rows, {"text": text, "ok": report.passed}

@@ -26,6 +26,15 @@
   const html = (text) =>
     String(text).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 
+  // The page's words, in the language it was made in (microgradnorm/page/text.py): say("counter", {t: 3, total: 9})
+  // fills the {name} fields of one message; sayHtml escapes the message and its fields for innerHTML.
+  const say = (key, fields) => data.ui[key].replace(/\{(\w+)\}/g, (m, name) => String((fields || {})[name]));
+  const sayHtml = (key, fields) => {
+    const escaped = {};
+    Object.keys(fields || {}).forEach((name) => (escaped[name] = html(fields[name])));
+    return html(data.ui[key]).replace(/\{(\w+)\}/g, (m, name) => escaped[name]);
+  };
+
   // ---- the drawn elements of each node (absent in the drawing of stages only) -------------
 
   const el = nodes.map((node, k) => {
@@ -143,20 +152,21 @@
   // ---- what the current step is about ------------------------------------------------------
 
   function currentStep() {
-    if (t === 0) return { node: null, text: "Press → to run the forward pass: " + N + " nodes, made in order.", why: "" };
+    if (t === 0) return { node: null, text: say("pressToStart", { n: N }), why: "" };
     if (t <= N) {
       const node = nodes[t - 1];
-      const leaf = node.inputs.length ? "" : " (a leaf)";
+      const fields = { t: t, n: N, forward: node.forward, value: node.valueText };
       return {
         node: t - 1,
-        text: "Forward " + t + "/" + N + ": " + node.forward + " = " + node.valueText + leaf,
-        why: node.stage ? "stage " + node.stage : "",
+        text: say(node.inputs.length ? "forwardStep" : "forwardLeaf", fields),
+        why: node.stage ? say("stageOf", { stage: node.stage }) : "",
       };
     }
-    if (t === N + 1) return { node: data.seed.node, text: "Backward starts: " + data.seed.text, why: "" };
+    if (t === N + 1) return { node: data.seed.node, text: say("backwardStarts", { text: data.seed.text }), why: "" };
     const j = t - N - 2;
     const c = contributions[j];
-    return { node: c.into, from: c.from, edge: c.edge, text: "Backward " + (j + 1) + "/" + contributions.length + ": " + c.text, why: c.why };
+    const text = say("backwardStep", { j: j + 1, m: contributions.length, text: c.text });
+    return { node: c.into, from: c.from, edge: c.edge, text: text, why: c.why };
   }
 
   let marked = [];
@@ -179,12 +189,12 @@
     }
     if (step.edge) mark(byId(step.edge), "active");
     let text = step.text;
-    if (t === T && T > 0) text += hasBackward ? " · every gradient is final" : " · the forward pass is done";
+    if (t === T && T > 0) text = say(hasBackward ? "allFinal" : "forwardDone", { text: text });
     byId("status").textContent = text;
     byId("status-why").textContent = step.why;
     byId("scrubber").value = String(t);
     byId("scrubber").setAttribute("aria-valuetext", text);
-    byId("counter").textContent = "step " + t + " of " + T;
+    byId("counter").textContent = say("counter", { t: t, total: T });
     document.body.dataset.step = String(t);
     document.body.dataset.done = t === T ? "true" : "false"; // the stage boxes show final gradients only
     byId("back").disabled = byId("first").disabled = byId("back-stage").disabled = t === 0;
@@ -196,25 +206,26 @@
   // ---- the node panel --------------------------------------------------------------------------
 
   function gradNow(k) {
-    if (!hasBackward) return "not computed: this page shows the forward pass only";
-    if (t <= N) return "not yet: backward starts after the forward pass";
-    const count = nodes[k].m ? " (" + received[k] + "/" + nodes[k].m + " contributions)" : "";
-    return html(shown[k]) + count + (isFinal(k) ? ", final ✓; backward() gives " + html(nodes[k].gradText) : "");
+    if (!hasBackward) return sayHtml("gradForwardOnly");
+    if (t <= N) return sayHtml("gradNotYet");
+    const fields = { grad: shown[k], k: received[k], m: nodes[k].m, exact: nodes[k].gradText };
+    if (nodes[k].m) return sayHtml(isFinal(k) ? "gradCountFinal" : "gradCount", fields);
+    return isFinal(k) ? sayHtml("gradFinal", fields) : html(shown[k]);
   }
 
   function checkLine(node) {
     const c = node.check;
     if (!c) return "";
     const mark = (ok) => (ok ? " ✓" : " ✗");
-    let line = "after backward: autograd " + html(node.gradText) + " · closed form " + html(c.closedText) + mark(c.closedOk);
-    line += c.fd === null ? " · finite difference not taken here" : " · finite difference " + html(c.fdText) + mark(c.fdOk);
-    return "<dt>check</dt><dd>" + line + "</dd>";
+    const fields = { grad: node.gradText, closed: c.closedText, cf: mark(c.closedOk), fdValue: c.fdText, fd: mark(c.fdOk) };
+    const line = sayHtml(c.fd === null ? "checkLineNoFd" : "checkLine", fields);
+    return "<dt>" + sayHtml("factCheck") + "</dt><dd>" + line + "</dd>";
   }
 
   function showNode(k) {
     const box = byId("node-info");
     if (k === null || k === undefined) {
-      box.innerHTML = '<p class="why">Hover or click a node, or choose one above.</p>';
+      box.innerHTML = '<p class="why">' + sayHtml("hoverHint") + "</p>";
       return;
     }
     const node = nodes[k];
@@ -223,13 +234,14 @@
     box.innerHTML =
       "<h3>" + html(node.name) + "</h3>" +
       '<dl class="facts">' +
-      "<dt>value</dt><dd class=\"num\">" + (exists ? html(node.valueText) + ' <span class="why">(' + html(node.value) + ")</span>" : "not computed yet") + "</dd>" +
-      "<dt>grad</dt><dd class=\"num\">" + gradNow(k) + "</dd>" +
-      "<dt>made by</dt><dd>" + (node.inputs.length ? html(node.forward) : "nothing: a leaf (an input, a parameter or a constant)") + "</dd>" +
-      (node.op ? "<dt>op</dt><dd>" + html(node.op) + "</dd>" : "") +
-      "<dt>stage</dt><dd>" + html(node.stage || "none") + "</dd>" +
-      "<dt>label</dt><dd>" + html(node.label || "none") + "</dd>" +
-      (partials ? '<dt>local</dt><dd><ul class="partials">' + partials + "</ul></dd>" : "") +
+      "<dt>" + sayHtml("factValue") + '</dt><dd class="num">' +
+      (exists ? html(node.valueText) + ' <span class="why">(' + html(node.value) + ")</span>" : sayHtml("notComputedYet")) + "</dd>" +
+      "<dt>" + sayHtml("factGrad") + '</dt><dd class="num">' + gradNow(k) + "</dd>" +
+      "<dt>" + sayHtml("factMadeBy") + "</dt><dd>" + (node.inputs.length ? html(node.forward) : sayHtml("leaf")) + "</dd>" +
+      (node.op ? "<dt>" + sayHtml("factOp") + "</dt><dd>" + html(node.op) + "</dd>" : "") +
+      "<dt>" + sayHtml("factStage") + "</dt><dd>" + (node.stage ? html(node.stage) : sayHtml("none")) + "</dd>" +
+      "<dt>" + sayHtml("factLabel") + "</dt><dd>" + (node.label ? html(node.label) : sayHtml("none")) + "</dd>" +
+      (partials ? "<dt>" + sayHtml("factLocal") + '</dt><dd><ul class="partials">' + partials + "</ul></dd>" : "") +
       checkLine(node) +
       "</dl>";
     box.dataset.node = String(k);
@@ -260,7 +272,7 @@
     byId("path-select").value = k === null ? "" : String(k);
     const box = byId("path-info");
     if (k === null) {
-      box.innerHTML = data.paths.inputs.length ? "" : '<p class="why">Paths are drawn for a built norm only.</p>';
+      box.innerHTML = data.paths.inputs.length ? "" : '<p class="why">' + sayHtml("pathsNormOnly") + "</p>";
       return;
     }
     const info = data.paths.byNode[k];
@@ -288,7 +300,7 @@
       )
       .join("");
     if (info.sumText !== null) {
-      rows += "<tr><td></td><td><b>sum</b> · autograd's " + html(nodes[k].name) + ".grad = " + html(info.gradText) +
+      rows += "<tr><td></td><td><b>" + sayHtml("pathSum") + "</b> · " + sayHtml("autogradGrad", { name: nodes[k].name, grad: info.gradText }) +
         '</td><td class="amount"><b>' + html(info.sumText) + "</b></td></tr>";
     }
     box.innerHTML = '<table class="paths">' + rows + '</table><p class="why">' + html(info.note) + "</p>" +
@@ -324,12 +336,13 @@
       text.setAttribute("x", b.x + 8);
       text.setAttribute("y", b.y + b.height / 2 + size / 3);
       text.style.fontSize = size + "px";
-      text.textContent = stage.name + (stage.formula ? ": " + stage.formula : "") + " · " + stage.nodes.length + " nodes folded";
+      const fields = { stage: stage.name, formula: stage.formula, n: stage.nodes.length };
+      text.textContent = say(stage.formula ? "folded" : "foldedNoFormula", fields);
       g.appendChild(text);
       const width = text.getComputedTextLength();
       if (width > b.width - 16) text.style.fontSize = (size * (b.width - 16)) / width + "px";
       const tip = document.createElementNS(SVG_NS, "title");
-      tip.textContent = "Click to open " + stage.name;
+      tip.textContent = say("clickToOpen", { stage: stage.name });
       g.appendChild(tip);
       g.addEventListener("click", () => setFold(stage.name, false));
       cluster.parentNode.appendChild(g); // last, so it covers the edges that enter the stage
@@ -345,7 +358,7 @@
     const button = byId("fold-" + stageOf.get(name).cluster);
     if (button) {
       button.setAttribute("aria-pressed", on ? "true" : "false");
-      button.textContent = (on ? "Open " : "Fold ") + name;
+      button.textContent = say(on ? "openStage" : "foldStage", { stage: name });
     }
   }
 
@@ -360,7 +373,7 @@
     byId("view-stages").hidden = name !== "stages";
     const toggle = byId("view-toggle");
     toggle.setAttribute("aria-pressed", name === "stages" ? "true" : "false");
-    toggle.textContent = name === "stages" ? "Every node" : "One box per stage";
+    toggle.textContent = say(name === "stages" ? "everyNode" : "oneBox");
     toggle.disabled = !data.view.full;
     byId("stage-list").querySelectorAll("button").forEach((b) => (b.disabled = name !== "full"));
     applyZoom();
@@ -404,7 +417,7 @@
     document.documentElement.dataset.theme = name;
     const button = byId("theme");
     button.setAttribute("aria-pressed", name === "dark" ? "true" : "false");
-    button.textContent = name === "dark" ? "Light" : "Dark";
+    button.textContent = say(name === "dark" ? "light" : "dark");
   }
 
   // ---- playing ----------------------------------------------------------------------------------
@@ -413,7 +426,7 @@
     if (timer !== null) clearInterval(timer);
     timer = null;
     byId("play").setAttribute("aria-pressed", "false");
-    byId("play").textContent = "▶ Play";
+    byId("play").textContent = say("play");
   }
 
   function togglePlay() {
@@ -421,7 +434,7 @@
     if (t === T) goTo(0);
     timer = setInterval(() => goTo(t + 1), PLAY_EVERY_MS);
     byId("play").setAttribute("aria-pressed", "true");
-    byId("play").textContent = "⏸ Pause";
+    byId("play").textContent = say("pause");
   }
 
   // ---- controls -----------------------------------------------------------------------------------
@@ -435,12 +448,12 @@
 
   function buildControls() {
     const nodeSelect = byId("node-select");
-    nodeSelect.appendChild(option("", "(follow the steps)"));
+    nodeSelect.appendChild(option("", say("followSteps")));
     nodes.forEach((node, k) => nodeSelect.appendChild(option(String(k), node.name + (node.stage ? " · " + node.stage : ""))));
     nodeSelect.addEventListener("change", () => pin(nodeSelect.value === "" ? null : Number(nodeSelect.value)));
 
     const pathSelect = byId("path-select");
-    pathSelect.appendChild(option("", "(none)"));
+    pathSelect.appendChild(option("", say("noInput")));
     data.paths.inputs.forEach((k) => pathSelect.appendChild(option(String(k), nodes[k].name)));
     pathSelect.addEventListener("change", () => showPaths(pathSelect.value === "" ? null : Number(pathSelect.value)));
     if (!data.paths.inputs.length) byId("paths-section").hidden = true;
@@ -450,7 +463,7 @@
       const button = document.createElement("button");
       button.type = "button";
       button.id = "fold-" + stage.cluster;
-      button.textContent = "Fold " + stage.name;
+      button.textContent = say("foldStage", { stage: stage.name });
       button.setAttribute("aria-pressed", "false");
       button.addEventListener("click", () => setFold(stage.name, !folds.has(stage.name)));
       list.appendChild(button);

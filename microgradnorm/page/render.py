@@ -24,8 +24,10 @@ from typing import Any
 
 from microgradnorm import viz
 from microgradnorm.engine import Value
+from microgradnorm.i18n import _, current_language, use_language
 from microgradnorm.norms import NormGraph
 from microgradnorm.page.data import Subject, page_data, subject_of
+from microgradnorm.page.text import html_lang, html_text, script_text
 
 __all__ = ["NOTEBOOK_LIMIT", "page_html", "repr_html", "to_html"]
 
@@ -50,22 +52,25 @@ def _view(size: int, collapse: bool | None) -> _View:
     ``collapse=True`` opens with one box per stage, ``False`` with every node whatever the size."""
     if size > viz.LAYOUT_LIMIT:
         raise viz.OptionError(
-            "obj", f"the page carries every node's numbers; expected at most {viz.LAYOUT_LIMIT} nodes, got {size}"
+            "obj",
+            _("the page carries every node's numbers; expected at most {limit} nodes, got {size}").format(
+                limit=viz.LAYOUT_LIMIT, size=size
+            ),
         )
     if collapse:
         return _View(size <= viz.LARGE_GRAPH, "stages", "")
     if collapse is False or size <= viz.FULL_VIEW_LIMIT:
         return _View(True, "full", "")
     if size <= viz.LARGE_GRAPH:
-        note = (
-            f"The full graph has {size} nodes, more than {viz.FULL_VIEW_LIMIT}, too many to read at once: "
-            "the page opens with one box per stage. “Every node” shows them all."
-        )
+        note = _(
+            "The full graph has {size} nodes, more than {limit}, too many to read at once: the page opens with "
+            "one box per stage. “Every node” shows them all."
+        ).format(size=size, limit=viz.FULL_VIEW_LIMIT)
         return _View(True, "stages", note)
-    note = (
-        f"The full graph has {size} nodes, more than {viz.LARGE_GRAPH}: this page shows one box per stage "
-        "(made with --full, or collapse=False, it would carry every node as well)."
-    )
+    note = _(
+        "The full graph has {size} nodes, more than {limit}: this page shows one box per stage (made with "
+        "--full, or collapse=False, it would carry every node as well)."
+    ).format(size=size, limit=viz.LARGE_GRAPH)
     return _View(False, "stages", note)
 
 
@@ -78,6 +83,7 @@ def page_html(
     collapse: bool | None = None,
     paths: bool = False,
     path_input: int | str = 0,
+    lang: str | None = None,
     **dot_options: Any,
 ) -> str:
     """The page for ``obj`` (a Value, a list of Values, a built norm or its NormGraph) as one HTML string.
@@ -89,8 +95,24 @@ def page_html(
     graph command does (and says so on the page). ``paths`` selects the
     gradient paths into ``path_input`` when the page opens. ``dot_options``
     (``rankdir``, ``edge_labels``, ``highlight``, ``highlight_mode``) go to
-    :func:`microgradnorm.viz.to_dot`. Raises as ``to_dot`` and ``viz.pipe`` do.
+    :func:`microgradnorm.viz.to_dot`. ``lang`` (``en`` or ``zh-CN``) is the language of the page's
+    words, by default the current one; its numbers and formulas are the same in both. Raises as
+    ``to_dot`` and ``viz.pipe`` do.
     """
+    with use_language(lang or current_language()):
+        return _page_html(obj, graph, title, grad, collapse, paths, path_input, dot_options)
+
+
+def _page_html(
+    obj: Any,
+    graph: NormGraph | None,
+    title: str | None,
+    grad: bool | None,
+    collapse: bool | None,
+    paths: bool,
+    path_input: int | str,
+    dot_options: dict[str, Any],
+) -> str:
     subject = subject_of(obj, graph)
     if grad is False:
         subject = Subject(obj, subject.graph, None)
@@ -101,23 +123,47 @@ def page_html(
     svg_full = _svg(viz.to_dot(subject.obj, **dot), "full", d) if view.full else ""
     svg_stages = _svg(viz.to_dot(subject.obj, **{**dot, "collapse": True}), "stages", d)
     data = page_data(subject, d)
-    data["title"] = title or viz.default_title(d, None, backward) or _plain_title(subject)
+    data["title"] = title or _norm_title(d, backward) or _plain_title(subject)
     note = view.note
     if not backward:
-        note += (" " if note else "") + (
+        forward_only = _(
             "No gradients yet: this page steps through the forward pass only (microgradnorm graph --grad, "
             "or backward() before to_html, adds the backward pass)."
         )
+        note = _sentences(note, forward_only) if note else forward_only
     data["view"] = {"start": view.start, "full": view.full, "note": note}
     data["pathStart"] = _path_start(d, path_input) if paths else None
     return _fill(data, svg_full, svg_stages)
 
 
+def _sentences(first: str, second: str) -> str:
+    """Two sentences: a space after "." (English), none after a full-width "。" (Chinese)."""
+    return first + ("" if first.endswith("。") else " ") + second
+
+
+def _norm_title(d: viz.Drawing, backward: bool) -> str | None:
+    """What a built norm's page shows: :func:`microgradnorm.viz.default_title`, in the page's language."""
+    graph = d.graph
+    if graph is None:
+        return None
+    from microgradnorm.registry import get_norm
+
+    title = _("{norm} of x [{shape}], eps = {eps}").format(
+        norm=get_norm(graph.kind).title, shape="×".join(map(str, graph.shape)), eps=f"{graph.eps:g}"
+    )
+    if graph.variance != "two_pass":
+        title = _("{title}, {variance} variance").format(title=title, variance=graph.variance)
+    if backward:
+        title = _("{title} · grad = dL/d(node) after backward()").format(title=title)
+    return title
+
+
 def _plain_title(subject: Subject) -> str:
     if isinstance(subject.root, Value):
-        name = subject.root.label or "the root"
-        return f"The graph of {name}: forward, then backward from {name}"
-    return "A computation graph, forward"
+        if subject.root.label:
+            return _("The graph of {name}: forward, then backward from {name}").format(name=subject.root.label)
+        return _("The graph of the root: forward, then backward from the root")
+    return _("A computation graph, forward")
 
 
 def _path_start(d: viz.Drawing, which: int | str) -> int | None:
@@ -136,7 +182,8 @@ def _svg(dot: str, view: str, d: viz.Drawing) -> str:
         root.attrib.pop(attr, None)
     root.set("id", f"svg-{view}")
     root.set("role", "img")
-    root.set("aria-label", "the computation graph, every node" if view == "full" else "the graph, one box per stage")
+    label = _("the computation graph, every node") if view == "full" else _("the graph, one box per stage")
+    root.set("aria-label", label)
     names = _names(d)
     for g in root.iter(f"{{{SVG_NS}}}g"):
         _dress(g, view, names)
@@ -181,8 +228,11 @@ def _asset(name: str) -> str:
 
 def _fill(data: dict[str, Any], svg_full: str, svg_stages: str) -> str:
     """The template with the style, the script, the drawings and the data (safe inside <script>) filled in."""
+    data["ui"] = script_text()
     blob = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
     return Template(_asset("page.html")).substitute(
+        html_text(),
+        lang=html_lang(),
         title=html.escape(data["title"]),
         note=html.escape(data["view"]["note"]),
         css=_asset("page.css"),
@@ -200,7 +250,7 @@ def to_html(obj: Any, path: str | os.PathLike[str], **options: Any) -> Path:
     :class:`microgradnorm.viz.GraphvizNotFoundError` without Graphviz.
     """
     if Path(path).suffix.lower() != ".html":
-        raise viz.OptionError("output", f"expected a file name ending in .html, got {str(path)!r}")
+        raise viz.OptionError("output", _("expected a file name ending in .html, got {path!r}").format(path=str(path)))
     return viz.render(obj, path, **options)
 
 
@@ -219,6 +269,6 @@ def repr_html(obj: Any) -> str | None:
     except viz.DrawingError:
         return None
     return (
-        f'<iframe srcdoc="{html.escape(page, quote=True)}" title="the graph, step by step" '
+        f'<iframe srcdoc="{html.escape(page, quote=True)}" title="{html.escape(_("the graph, step by step"))}" '
         'style="width: 100%; height: 720px; border: 1px solid #ccc"></iframe>'
     )

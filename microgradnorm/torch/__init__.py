@@ -18,16 +18,22 @@ a learner's pair of NumPy functions (see :mod:`.learner`).
 
 from __future__ import annotations
 
+from microgradnorm.i18n import _
+
 try:
     import torch
 except ImportError:  # pragma: no cover - exercised in a subprocess without torch
     raise ImportError(
-        "microgradnorm.torch needs PyTorch, which is not installed: pip install 'microgradnorm[torch]'"
+        _("microgradnorm.torch needs PyTorch, which is not installed: pip install 'microgradnorm[torch]'")
     ) from None
 
 _MINIMUM = (2, 4)  # torch.library.custom_op, register_fake and torch.nn.RMSNorm arrived in 2.4
 if tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < _MINIMUM:  # pragma: no cover
-    raise ImportError(f"microgradnorm.torch needs PyTorch >= 2.4, found {torch.__version__}: pip install -U torch")
+    raise ImportError(
+        _("microgradnorm.torch needs PyTorch >= 2.4, found {version}: pip install -U torch").format(
+            version=torch.__version__
+        )
+    )
 
 from microgradnorm.torch.layers import BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm  # noqa: E402
 from microgradnorm.torch.learner import LayerNormFunction, layer_norm_function  # noqa: E402

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from microgradnorm.i18n import _
 from microgradnorm.torch.layers import check_tensor
 from microgradnorm.torch.ops import SECOND_DERIVATIVE, to_numpy, to_torch
 
@@ -31,9 +32,15 @@ def _as_result(value: Any, what: str, shape: tuple[int, ...]) -> np.ndarray:
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
-        raise TypeError(f"{what}: expected a NumPy array of shape {shape}, got {type(value).__name__}") from None
+        raise TypeError(
+            _("{what}: expected a NumPy array of shape {shape}, got {given}").format(
+                what=what, shape=shape, given=type(value).__name__
+            )
+        ) from None
     if arr.shape != shape:
-        raise ValueError(f"{what}: expected shape {shape}, got shape {arr.shape}")
+        raise ValueError(
+            _("{what}: expected shape {shape}, got shape {given}").format(what=what, shape=shape, given=arr.shape)
+        )
     return arr
 
 
@@ -48,7 +55,11 @@ class _YourLayerNorm(torch.autograd.Function):
         beta = np.zeros(d, x3.dtype) if bias is None else np.array(to_numpy(bias), copy=True)
         out = fn.forward(x3, gamma, beta, eps)
         if not (isinstance(out, tuple) and len(out) == 2):
-            raise TypeError(f"{fn.forward_name}: expected to return (y, cache), got {type(out).__name__}")
+            raise TypeError(
+                _("{name}: expected to return (y, cache), got {given}").format(
+                    name=fn.forward_name, given=type(out).__name__
+                )
+            )
         y = _as_result(out[0], f"{fn.forward_name}'s y", x3.shape)
         ctx.cache, ctx.fn, ctx.shape = out[1], fn, x3.shape
         ctx.dtypes = (x.dtype, None if weight is None else weight.dtype, None if bias is None else bias.dtype)
@@ -61,7 +72,11 @@ class _YourLayerNorm(torch.autograd.Function):
         fn, shape = ctx.fn, ctx.shape
         out = fn.backward(np.array(to_numpy(dy), copy=True).reshape(shape), ctx.cache)
         if not (isinstance(out, tuple) and len(out) == 3):
-            raise TypeError(f"{fn.backward_name}: expected to return (dx, dgamma, dbeta), got {type(out).__name__}")
+            raise TypeError(
+                _("{name}: expected to return (dx, dgamma, dbeta), got {given}").format(
+                    name=fn.backward_name, given=type(out).__name__
+                )
+            )
         dx = _as_result(out[0], f"{fn.backward_name}'s dx", shape).reshape(dy.shape)
         x_dtype, w_dtype, b_dtype = ctx.dtypes
         dw = (
@@ -83,7 +98,7 @@ class LayerNormFunction:
     def __init__(self, forward: Callable, backward: Callable) -> None:
         for name, f in (("forward", forward), ("backward", backward)):
             if not callable(f):
-                raise TypeError(f"{name}: expected a function, got {type(f).__name__}")
+                raise TypeError(_("{name}: expected a function, got {given}").format(name=name, given=type(f).__name__))
         self.forward, self.backward = forward, backward
         self.forward_name = getattr(forward, "__name__", "forward")
         self.backward_name = getattr(backward, "__name__", "backward")
@@ -95,7 +110,11 @@ class LayerNormFunction:
             if p is not None:
                 check_tensor(p, name, like=x)
                 if tuple(p.shape) != (x.shape[-1],):
-                    raise ValueError(f"{name}: expected shape ({x.shape[-1]},) (x's last axis), got {tuple(p.shape)}")
+                    raise ValueError(
+                        _("{name}: expected shape ({d},) (x's last axis), got {given}").format(
+                            name=name, d=x.shape[-1], given=tuple(p.shape)
+                        )
+                    )
         return _YourLayerNorm.apply(x, weight, bias, float(eps), self)
 
     def __repr__(self) -> str:

@@ -13,6 +13,8 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from microgradnorm.i18n import _
+
 BACKENDS = ("auto", "numpy", "fused", "reference")
 ENV_VAR = "MICROGRADNORM_BACKEND"
 
@@ -26,7 +28,9 @@ _setting: str | None = None  # None: not set by set_backend, read the environmen
 
 def _check_backend_name(name: object, what: str) -> str:
     if not isinstance(name, str) or name.strip().lower() not in BACKENDS:
-        raise ValueError(f"{what}: expected one of {', '.join(BACKENDS)}, got {name!r}")
+        raise ValueError(
+            _("{what}: expected one of {names}, got {name!r}").format(what=what, names=", ".join(BACKENDS), name=name)
+        )
     return name.strip().lower()
 
 
@@ -49,7 +53,7 @@ def get_backend() -> str:
     """The backend setting as chosen ("auto" unless set), before "auto" is resolved."""
     if _setting is not None:
         return _setting
-    return _check_backend_name(os.environ.get(ENV_VAR, "auto"), f"environment variable {ENV_VAR}")
+    return _check_backend_name(os.environ.get(ENV_VAR, "auto"), _("environment variable {name}").format(name=ENV_VAR))
 
 
 @contextlib.contextmanager
