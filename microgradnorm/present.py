@@ -15,8 +15,10 @@ from rich.table import Table
 from rich.text import Text
 
 from microgradnorm.i18n import _, pgettext
-from microgradnorm.i18n.text import cjk_text
-from microgradnorm.lessons.render import assemble  # a translated sentence whose fields keep their own styles
+from microgradnorm.i18n.text import (
+    assemble,  # a translated sentence whose fields keep their own styles
+    cjk_text,
+)
 
 if TYPE_CHECKING:
     from microgradnorm.check import CheckReport

@@ -26,8 +26,9 @@ the lesson renderer can use :func:`cjk_markdown` for every language.
 
 from __future__ import annotations
 
+import string
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 from rich.cells import cell_len, chop_cells
@@ -42,10 +43,12 @@ __all__ = [
     "NO_END",
     "NO_START",
     "CJKText",
+    "assemble",
     "break_opportunities",
     "cjk_markdown",
     "cjk_text",
     "divide_line",
+    "separated",
 ]
 
 # Closing and trailing punctuation: never at the start of a line (full-width, then their ASCII forms,
@@ -288,3 +291,29 @@ def cjk_markdown(markup: str, **options: Any) -> Markdown:
     The lesson renderer's call: ``Markdown(block.text)`` becomes ``cjk_markdown(block.text)``.
     """
     return CJKMarkdown(markup, **options)
+
+
+def assemble(template: str, style: str = "", **fields: str | Text) -> CJKText:
+    """A translated sentence with ``{name}`` fields as a :class:`~rich.text.Text` that wraps the Chinese way.
+
+    The template's own words get ``style``; a field given as ``str`` gets ``style`` too, one given as
+    a ``Text`` keeps its own. Translators move the fields where their language puts them.
+    """
+    out = CJKText()
+    for literal, name, _spec, _conversion in string.Formatter().parse(template):
+        out.append(literal, style=style)
+        if name is not None:
+            value = fields[name]
+            if isinstance(value, Text):
+                out.append(value)
+            else:
+                out.append(value, style=style)
+    return out
+
+
+def separated(items: Sequence[str]) -> str:
+    """``items`` as a list in the reader's language: "a, b, c" (Chinese: "a、b、c")."""
+    # Translators: the separator between the items of a short list
+    from microgradnorm.i18n import pgettext  # the package imports this module
+
+    return pgettext("list separator", ", ").join(items)

@@ -18,10 +18,9 @@ from rich.text import Text
 
 from microgradnorm.figure import Figure, line_chart_svg
 from microgradnorm.i18n import _, pgettext
-from microgradnorm.i18n.text import cjk_text
+from microgradnorm.i18n.text import assemble, cjk_text
 from microgradnorm.lab.experiments import SMOOTH, Claim, Outcome
 from microgradnorm.lessons.charts import line_chart
-from microgradnorm.lessons.render import assemble
 
 __all__ = ["claim_lines", "curves", "figure", "outcome", "smooth", "step_axis"]
 

@@ -19,6 +19,7 @@ from microgradnorm import formulas
 from microgradnorm import tolerances as tol
 from microgradnorm.engine import Value
 from microgradnorm.i18n import _
+from microgradnorm.i18n.text import assemble
 from microgradnorm.lessons.demo_tools import autograd_dx, rng_for
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.demos_core import (
@@ -31,7 +32,6 @@ from microgradnorm.lessons.demos_core import (
     plain_table,
     vec,
 )
-from microgradnorm.lessons.render import assemble
 from microgradnorm.norms import layer_norm
 
 # ---- the gradient for the parameters and the gradient handed back ----------------------

@@ -35,9 +35,8 @@ from microgradnorm import tolerances as tol
 from microgradnorm.check import check_norm, random_problem
 from microgradnorm.engine import DomainError, Value, local_grads, topological_order
 from microgradnorm.i18n import _, ngettext, pgettext
-from microgradnorm.i18n.text import CJKText, cjk_text
+from microgradnorm.i18n.text import CJKText, assemble, cjk_text, separated
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.lessons.render import assemble, separated
 from microgradnorm.lessons.textgraph import text_graph
 from microgradnorm.norms import NormGraph, layer_norm
 from microgradnorm.present import check_table, err, fmt, nbytes_text, shown_error

@@ -43,10 +43,9 @@ from rich.text import Text
 from microgradnorm import tolerances as tol
 from microgradnorm.engine import topological_order
 from microgradnorm.i18n import N_, _, ngettext, pgettext
-from microgradnorm.i18n.text import cjk_text
+from microgradnorm.i18n.text import assemble, cjk_text
 from microgradnorm.lessons.demo_tools import autograd_dx, check_mark, fmt, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.lessons.render import assemble
 from microgradnorm.norms import NormGraph
 from microgradnorm.present import nbytes_text
 from microgradnorm.registry import get_norm

@@ -21,7 +21,7 @@ from rich.text import Text
 
 from microgradnorm import formulas
 from microgradnorm.i18n import N_, _, pgettext
-from microgradnorm.i18n.text import cjk_text
+from microgradnorm.i18n.text import cjk_text, separated
 from microgradnorm.jacobian import autograd_jacobian
 from microgradnorm.lessons.charts import heat_map
 from microgradnorm.lessons.claims import cancels, claims, maxabs
@@ -37,7 +37,6 @@ from microgradnorm.lessons.demo_tools import (
     sci,
 )
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.lessons.render import separated
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, close
 
 

@@ -25,13 +25,12 @@ from microgradnorm import formulas
 from microgradnorm.engine import Value
 from microgradnorm.figure import line_chart_svg
 from microgradnorm.i18n import _, pgettext
-from microgradnorm.i18n.text import cjk_text
+from microgradnorm.i18n.text import cjk_text, separated
 from microgradnorm.lessons.charts import HeatMap, LineChart, bar_chart, heat_map, line_chart
 from microgradnorm.lessons.claims import claim
 from microgradnorm.lessons.demo_tools import engine_forward, fmt, matrix_table, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.demos_core import nearest_factor
-from microgradnorm.lessons.render import separated
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_RTOL
 

@@ -11,7 +11,6 @@ made, and prose and longer lines wrap the Chinese way (:func:`~microgradnorm.i18
 
 from __future__ import annotations
 
-import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -26,7 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from microgradnorm.i18n import _, lazy_gettext, ngettext, pgettext
-from microgradnorm.i18n.text import CJKText, cjk_markdown, cjk_text
+from microgradnorm.i18n.text import CJKText, assemble, cjk_markdown, cjk_text, separated
 
 if TYPE_CHECKING:
     from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction
@@ -57,33 +56,9 @@ KEY_HELP = lazy_gettext(
 )
 
 
-def assemble(template: str, style: str = "", **fields: str | Text) -> CJKText:
-    """A translated sentence with ``{name}`` fields as a :class:`~rich.text.Text` that wraps the Chinese way.
-
-    The template's own words get ``style``; a field given as ``str`` gets ``style`` too, one given as
-    a ``Text`` keeps its own. Translators move the fields where their language puts them.
-    """
-    out = CJKText()
-    for literal, name, _spec, _conversion in string.Formatter().parse(template):
-        out.append(literal, style=style)
-        if name is not None:
-            value = fields[name]
-            if isinstance(value, Text):
-                out.append(value)
-            else:
-                out.append(value, style=style)
-    return out
-
-
 def note(text: str) -> CJKText:
     """A line above a step: where the lesson resumes, what is shown in English."""
     return cjk_text(text, style="yellow")
-
-
-def separated(items: Sequence[str]) -> str:
-    """``items`` as a list in the reader's language: "a, b, c" (Chinese: "a、b、c")."""
-    # Translators: the separator between the items of a short list
-    return pgettext("list separator", ", ").join(items)
 
 
 @dataclass
