@@ -34,12 +34,12 @@ def fmt(v: float, digits: int = 6) -> str:
 
 
 def nbytes_text(n: float) -> str:
-    """A byte count for people: 512 B, 3.0 KB, 12.0 MB (powers of 1024)."""
-    for unit in ("B", "KB", "MB"):
+    """A byte count for people: 512 B, 3.0 KiB, 12.0 MiB (powers of 1024, so the binary prefixes)."""
+    for unit in ("B", "KiB", "MiB"):
         if n < 1024:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
-    return f"{n:.1f} GB"
+    return f"{n:.1f} GiB"
 
 
 def err(v: float) -> str:

@@ -180,9 +180,9 @@ def test_recompute_keeps_the_statistics_and_points_at_x():
 def test_the_bytes_demo_at_the_lesson_size_shows_12_mb_and_the_ratio():
     text = render(run_demo("kernel_cache_bytes", LessonParams()).renderable)
     # 32 * 128 * 768 float32 = 12 MiB; statistics 3 * 32 * 128 float64 = 96 KiB
-    assert re.search(r"xhat\s+12\.0 MB\s+—", text)
-    assert re.search(r"x\s+—\s+12\.0 MB \(yours\)", text)
-    assert re.search(r"kept\s+12\.1 MB\s+96\.0 KB", text)
+    assert re.search(r"xhat\s+12\.0 MiB\s+—", text)
+    assert re.search(r"x\s+—\s+12\.0 MiB \(yours\)", text)
+    assert re.search(r"kept\s+12\.1 MiB\s+96\.0 KiB", text)
     ratio = (32 * 128 * 768 * 4 + 3 * 32 * 128 * 8) / (3 * 32 * 128 * 8)
     assert f"{fmt(ratio, 3)}× fewer bytes" in " ".join(text.split())
 
@@ -354,8 +354,8 @@ def test_the_pass_demo_shows_the_totals_and_the_bytes():
         render(run_demo("kernel_memory_passes", LessonParams(), {"direction": "forward"}).renderable).split()
     )
     # 11 passes of a 12 MiB array = 132 MiB; the kernel: 2 passes = 24 MiB (recompute), 3 = 36 MiB (xhat kept)
-    assert "xhat kept 11 (132.0 MB) 3 (36.0 MB)" in text
-    assert "recompute 11 (132.0 MB) 2 (24.0 MB)" in text
+    assert "xhat kept 11 (132.0 MiB) 3 (36.0 MiB)" in text
+    assert "recompute 11 (132.0 MiB) 2 (24.0 MiB)" in text
     with pytest.raises(ValueError, match="direction: expected one of forward, backward, got 'sideways'"):
         run_demo("kernel_memory_passes", LessonParams(), {"direction": "sideways"})
 

@@ -393,7 +393,7 @@ def _assign_prediction(a: float, with_assign: float) -> Prediction:
         "a = {a}, and with = backward left a.grad = {grad}: each edge of a·a sets a.grad to "
         "a × L.grad = {a}, and the second setting replaces the first instead of adding to it."
     ).format(a=num(a), grad=num(with_assign))
-    choices = (_("2a, the right answer"), _("a: one edge's share"), _("0: the shares cancel"))
+    choices = (_("2a (the true derivative)"), _("a: one edge's share"), _("0: the shares cancel"))
     return Prediction(_("For L = a·a, with = in place of +=, what does a.grad end up as?"), choices, answer, why)
 
 

@@ -386,7 +386,7 @@ def kernel_cache_bytes(p: LessonParams, shape: tuple[int, ...] = (32, 128, 768))
         if arr is None:
             return "—"
         if any(np.shares_memory(arr, a) for a in (x, gamma, beta)):
-            # Translators: a size in bytes of an array the cache shares with the caller: "12.0 MB (yours)"
+            # Translators: a size in bytes of an array the cache shares with the caller: "12.0 MiB (yours)"
             return _("{size} (yours)").format(size=nbytes_text(arr.nbytes))
         return nbytes_text(arr.nbytes)
 
