@@ -193,3 +193,39 @@ def test_a_jacobian_entry_that_cancels_where_xhat_saturates_gets_the_size_of_its
     for module in MODULES[name]:
         got = _call(name, module, inputs)
         assert rounding.within(got["J"], expected["J"], allowed["J"]), module.__file__
+
+
+GUARDED = ["03_layernorm_from_values", "05_layernorm_backward", "07_batchnorm_simplified", "08_rmsnorm_backward"]
+
+
+@pytest.mark.parametrize("name", GUARDED)
+@settings(max_examples=EXAMPLES)
+@given(seed=SEEDS, guard=st.floats(min_value=1e-8, max_value=1e-3))
+def test_a_guard_on_eps_zero_is_named_whatever_the_inputs(name, seed, guard):
+    """``eps or guard``: right on the first input; on the second (eps = 0) every wrong output is named as that."""
+    problem = get_problem(name)
+    rng = np.random.default_rng(seed)
+    problem.make_case(rng, False)
+    case = problem.make_case(rng, True)
+    assert case.info["eps"] == 0
+    got = _call(name, MODULES[name][1], {**case.inputs, "eps": np.float64(guard)})  # the independent answer
+    wrong = [
+        o.name for o in problem.outputs if not rounding.within(got[o.name], case.expected[o.name], case.allowed[o.name])
+    ]
+    assert wrong, "a guard on eps changed no output"
+    for output in wrong:
+        findings, _ = explain_value(problem, case, output, got[output], first_ok=True)
+        assert "eps_zero_changed" in [f.key for f in findings], (output, [f.title for f in findings])
+
+
+@pytest.mark.parametrize("name", GUARDED)
+@settings(max_examples=EXAMPLES)
+@given(seed=SEEDS, factor=st.sampled_from([0.9, 0.99, 1.001, 1.05]))
+def test_an_answer_off_by_a_factor_is_not_called_a_guard_on_eps(name, seed, factor):
+    problem = get_problem(name)
+    rng = np.random.default_rng(seed)
+    problem.make_case(rng, False)
+    case = problem.make_case(rng, True)
+    for o in problem.outputs:
+        findings, _ = explain_value(problem, case, o.name, case.expected[o.name] * factor, first_ok=True)
+        assert "eps_zero_changed" not in [f.key for f in findings], o.name

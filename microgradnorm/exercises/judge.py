@@ -45,6 +45,12 @@ __all__ = ["CALLS", "CheckRow", "Evidence", "Judgement", "Verdict", "Worst", "ex
 
 CALLS = ("a", "b", "a2")  # the first input, the second, the first again
 _TEXT_LIMIT = 40  # characters of a type name from the child shown back
+# an answer wrong only where eps = 0 and within EPS_FIT_RTOL (relative) of the right one is tested
+# for a guard (``eps or 1e-5``): some eps > 0 must explain all but EPS_FIT_SHARE of its error
+EPS_FIT_RTOL = 0.1
+EPS_FIT_SHARE = 1e-3
+EPS_FIT_START = 1e-9  # the first step in eps that measures how the output moves
+EPS_FIT_STEPS = 4  # secant steps: a guard's eps is found to rounding in two or three
 
 
 @dataclass(frozen=True)
@@ -350,27 +356,65 @@ def _unnamed(problem: Problem, case: Case, name: str, g: np.ndarray) -> list[Fin
     return found + problem.findings(case, name, g)
 
 
-def _estimate(problem: Problem, case: Case, name: str, g: np.ndarray, first_ok: bool) -> Finding | None:
-    """An answer close to the right one but outside the rounding bound: estimated (or rounded, or nudged)."""
+def _off_by(problem: Problem, case: Case, name: str, g: np.ndarray, rel: float) -> dict[str, Any]:
+    """How far ``g`` is off: its significant digits and the entry furthest outside the rounding bound."""
     expected, allowed = case.expected[name], case.allowed[name]
-    rel = rounding.relative_error(g, expected)
-    if not 0 < rel <= rounding.ESTIMATE_RTOL:
-        return None
     off = np.abs(g - expected)
     over = np.where(allowed > 0, off / np.where(allowed > 0, allowed, 1.0), np.where(off > 0, np.inf, 0.0))
     idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(over)), over.shape)) if over.ndim else ()
-    output = problem.output(name)
-    params = {"name": output.called, "digits": max(int(-math.log10(rel)), 1), "index": _index(idx)}
-    params.update(diff=float(off[idx]), allowed=float(allowed[idx]))
-    if first_ok and case.info.get("eps") == 0:
-        return finding("eps_zero_changed", **params)
-    return finding("estimate" if output.gradient else "estimate_value", **params)
+    params = {"name": problem.output(name).called, "digits": max(int(-math.log10(rel)), 1), "index": _index(idx)}
+    return {**params, "diff": float(off[idx]), "allowed": float(allowed[idx])}
+
+
+def _estimate(problem: Problem, case: Case, name: str, g: np.ndarray) -> Finding | None:
+    """An answer close to the right one but outside the rounding bound: estimated (or rounded, or nudged)."""
+    rel = rounding.relative_error(g, case.expected[name])
+    if not 0 < rel <= rounding.ESTIMATE_RTOL:
+        return None
+    key = "estimate" if problem.output(name).gradient else "estimate_value"
+    return finding(key, **_off_by(problem, case, name, g, rel))
+
+
+def _eps_guarded(problem: Problem, case: Case, name: str, g: np.ndarray, first_ok: bool) -> Finding | None:
+    """Right on the first input, and on this one (eps = 0) what a small eps put in its place gives."""
+    rel = rounding.relative_error(g, case.expected[name])
+    if not (first_ok and case.info.get("eps") == 0 and 0 < rel <= EPS_FIT_RTOL):
+        return None
+    if _fitted_eps(problem, case, name, g) is None:
+        return None
+    return finding("eps_zero_changed", **_off_by(problem, case, name, g, rel))
+
+
+def _fitted_eps(problem: Problem, case: Case, name: str, g: np.ndarray) -> float | None:
+    """The eps > 0 that, put where ``case`` has eps = 0, gives ``g`` (a guard like ``eps or 1e-5``); else None.
+
+    Near eps = 0 an output moves along one direction as eps grows, so a few secant
+    steps on ``g``'s projection onto that direction find the eps; it counts only if
+    the answer at that eps leaves at most ``EPS_FIT_SHARE`` of the error unexplained.
+    """
+    expected = case.expected[name]
+    miss = float(np.linalg.norm(g - expected))
+
+    def at(eps: float) -> np.ndarray:
+        return problem.solve({**case.inputs, "eps": np.float64(eps)})[name]
+
+    eps, step = 0.0, EPS_FIT_START
+    for _ in range(EPS_FIT_STEPS):
+        here = at(eps)
+        slope = (at(eps + step) - here) / step
+        if not np.any(slope):
+            return None
+        eps += float(np.vdot(g - here, slope) / np.vdot(slope, slope))
+        if not 0 < eps < 1:
+            return None
+        step = eps * 1e-3
+    return eps if float(np.linalg.norm(g - at(eps))) <= EPS_FIT_SHARE * miss else None
 
 
 def explain_value(problem: Problem, case: Case, name: str, g: np.ndarray, first_ok: bool) -> Explanation:
     """Why ``g`` is not the right ``name`` on ``case``, and where it is furthest off."""
     named = _swapped(problem, case, name, g) or _named_mistakes(problem, case, name, g)
-    estimate = None if named else _estimate(problem, case, name, g, first_ok)
+    estimate = None if named else _eps_guarded(problem, case, name, g, first_ok) or _estimate(problem, case, name, g)
     found: list[Finding] = []
     if first_ok:
         explained = named or estimate or problem.findings(case, name, g)

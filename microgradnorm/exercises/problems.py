@@ -406,7 +406,7 @@ class JacobianProblem(Problem):
         x, gamma, _, _ = random_problem(get_norm("layernorm"), (d,), _seed(rng))
         xhat, _ = _jacobian_parts(x, eps)
         inputs = {"x": x, "gamma": gamma, "eps": np.float64(eps), "xhat": xhat}
-        return f"{_which(second)} input: x [{d}], eps = {eps:g}", inputs, {"n": d}
+        return f"{_which(second)} input: x [{d}], eps = {eps:g}", inputs, {"n": d, "eps": eps}
 
     def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
         xhat, rstd = _jacobian_parts(inputs["x"], float(inputs["eps"]))
