@@ -183,7 +183,8 @@ def init_report(report: InitReport, next_exercise: Exercise | None = EXERCISES[0
         lines.append(cjk_text(unchanged, style="dim"))
     if report.kept:
         kept = _(
-            "kept your edited file(s), not overwritten: {names} (`microgradnorm exercise reset NAME` starts one over)"
+            "kept your edited file(s), not overwritten: {names} (they stay as they are, in their language; "
+            "`microgradnorm exercise reset NAME` starts one over in this language, backing yours up first)"
         )
         lines.append(cjk_text(kept.format(names=separated(report.kept)), style="yellow"))
     lines += [cjk_text(note, style="yellow") for note in dict.fromkeys(report.notes)]

@@ -30,12 +30,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from microgradnorm.exercises.catalog import EXERCISES, PACKAGE_DIR, Exercise, parse_hints
+from microgradnorm.exercises.catalog import EXERCISES, PACKAGE_DIR, Exercise, derive_scaffold, parse_hints
 from microgradnorm.i18n import ENGLISH, LANGUAGES, N_, SIMPLIFIED_CHINESE, _, current_language
 
 __all__ = [
     "KINDS",
     "Localized",
+    "derive_scaffolds",
     "english_hash",
     "file_mark",
     "hint_mark",
@@ -245,9 +246,37 @@ def translation_problems(language: str = SIMPLIFIED_CHINESE) -> list[str]:
     return found
 
 
+def derive_scaffolds(language: str) -> list[Path]:
+    """Write each translated scaffold from its translated solution (:func:`.catalog.derive_scaffold`), with
+    the first line recording the English scaffold as it is now; returns the files written."""
+    written = []
+    for ex in EXERCISES:
+        state, body, _problems = _file_state(ex.solution, language)
+        if state != TRANSLATED:
+            continue
+        text = file_mark(ex.scaffold) + derive_scaffold(body)
+        path = translated_path(ex.scaffold, language)
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+    return written
+
+
+USAGE = """python -m microgradnorm.exercises.translation [FILE ...]     the first line each translated file carries
+python -m microgradnorm.exercises.translation scaffolds LANG  write LANG's scaffolds from its solutions"""
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m microgradnorm.exercises.translation [scaffolds/NN_name.py ...]``: the marks to copy."""
+    """The marks a translation carries (all, or of the files named), or ``scaffolds LANG``: derive them."""
     wanted = sys.argv[1:] if argv is None else argv
+    if wanted[:1] == ["scaffolds"] and len(wanted) == 2:
+        for path in derive_scaffolds(wanted[1]):
+            print(f"wrote {path}")
+        return 0
+    if any(arg.startswith("-") for arg in wanted):
+        print(USAGE)
+        return 0
     for ex in EXERCISES:
         for english in (ex.scaffold, ex.solution):
             name = f"{english.parent.name}/{english.name}"
