@@ -838,5 +838,10 @@ def child_message(text: str, **known: Any) -> str:
     got = recognise(params["got"], CHILD_TYPES) if "got" in params else None
     if got is not None:
         params["got"] = _(CHILD_TYPES[got[0]]).format(**got[1])
+    for name in _CHILD_LISTS.intersection(params):
+        params[name] = listed(params[name].split(", "))
     params.update((k, v) for k, v in known.items() if k in params)
     return _(CHILD[key]).format(**params)
+
+
+_CHILD_LISTS = frozenset({"names", "keys", "missing"})  # parameters the child writes as "a, b, c"

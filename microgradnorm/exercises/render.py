@@ -98,7 +98,8 @@ class _ExerciseTable:
         ]
 
     def _table(self, wide: bool, header: bool = True) -> Table:
-        table = Table(box=box.SIMPLE_HEAD if header else None, show_header=header, show_edge=False, pad_edge=False)
+        # the same box with or without the header, so that the columns of the header and of the rows line up
+        table = Table(box=box.SIMPLE_HEAD, show_header=header, show_edge=False, pad_edge=False)
         table.header_style = "bold"
         status = max(cell_len(t.plain) for t in _statuses().values())
         hints = pgettext("exercise table header", "hints")
