@@ -31,6 +31,8 @@ from microgradnorm.exercises import catalog, drivers, messages, render, sandbox,
 from microgradnorm.exercises import workspace as ws
 from microgradnorm.exercises.catalog import EXERCISES, MARKERS, derive_scaffold, get_exercise
 from microgradnorm.exercises.diagnose import Geometry, geometry_findings, scale_finding, shape_findings
+from microgradnorm.i18n.catalogs import po_path
+from microgradnorm.i18n.glossary import _CODE, load_glossary
 from microgradnorm.i18n.text import NO_START
 from tests.grading import Submission, grade_all, planted
 
@@ -168,6 +170,28 @@ def test_the_chinese_hints_speak_chinese(ex):
         assert "\n" not in hint or all(p.strip() for p in hint.split("\n"))
 
 
+def _prose(text: str) -> str:
+    """The docstrings and comments of a Python file, without inline code."""
+    tree = ast.parse(text)
+    docstrings = [
+        d for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.FunctionDef)) and (d := ast.get_docstring(n))
+    ]
+    comments = [t.string for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.COMMENT]
+    return _CODE.sub("", "\n".join(docstrings + comments))
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
+def test_the_chinese_files_and_hints_use_the_glossary(ex):
+    """A checked term the English uses has its Chinese term in the translation; no rendering the glossary avoids."""
+    pairs = [(_prose(ex.solution.read_text(encoding="utf-8")), _prose(chinese_body(ex.solution)))]
+    pairs.append((_CODE.sub("", "\n".join(catalog.hints(ex))), "\n".join(translation.hints(ex, ZH)[0])))
+    for english, chinese in pairs:
+        for term in load_glossary():
+            assert not [a for a in term.avoid if a in chinese], (term.english, term.avoid)
+            if term.checked and term.pattern().search(english):
+                assert term.chinese in chinese, (term.english[0], term.chinese)
+
+
 def test_a_learner_gets_the_file_without_its_mark():
     ex = get_exercise(5)
     given = translation.scaffold(ex, ZH)
@@ -270,6 +294,24 @@ def test_every_template_of_the_exercises_has_a_chinese_translation(template):
         return
     assert said != template and (CJK.search(said) or said.strip(" ,.") != template.strip(" ,."))
     assert not said.startswith(" "), "Chinese joins sentences without a space"
+
+
+def test_the_catalog_entries_of_the_exercises_use_the_glossary():
+    babel = pytest.importorskip("babel.messages.pofile", reason="reading the .po needs Babel (the test extra)")
+    with open(po_path(ZH), "rb") as f:
+        po = babel.read_po(f)
+    entries = [m for m in po if m.id and any("exercise" in place for place, _ in m.locations)]
+    assert len(entries) > 400
+    for message in entries:
+        english, chinese = _CODE.sub("", str(message.id)), message.string
+        for term in load_glossary():
+            assert not [a for a in term.avoid if a in chinese], (message.id, term.avoid)
+            if term.checked and term.pattern().search(english) and message.id not in OTHER_SENSE:
+                assert term.chinese in chinese, (message.id, term.chinese)
+
+
+# entries where a glossary word means something else: here "kernel" is the operating system's, not a GPU's
+OTHER_SENSE = {"kernel refused"}
 
 
 def test_a_finding_is_data_said_in_the_language_of_the_reader():
@@ -430,7 +472,7 @@ def test_a_typical_mistake_is_diagnosed_in_chinese(graded_zh):
     assert not result.passed and result.summary == "还没通过：dx、第二组输入。"
     with i18n.use_language(ZH):
         assert result.findings[0].title == "缺了经过均值的路径"
-        assert "误差的 0% 在 xhat 方向，100% 在全一向量方向" in result.findings[0].detail
+        assert "误差的 0% 在 xhat 方向，100% 在全 1 向量方向" in result.findings[0].detail
     assert result.worst is not None and result.worst.case.startswith("第一组输入：x [2, 3, 5]，eps = 0.001")
     assert english_runs(_said(result)) == []
 

@@ -30,7 +30,10 @@ def batchnorm_forward(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: f
 
 
 def batchnorm_backward(dy: np.ndarray, cache) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """dy = dL/dy：[M, D]；cache = (xhat [M, D], rstd [1, D], gamma [D])。返回 (dx [M, D], dgamma [D], dbeta [D])。"""
+    """dy = dL/dy：[M, D]；缓存 cache = (xhat [M, D], rstd [1, D], gamma [D])。
+
+    返回 (dx [M, D], dgamma [D], dbeta [D])。
+    """
     # ---- 在这里写你的代码 ----
     raise NotImplementedError("write your code here")
     # ---- 你的代码到此为止 ----

@@ -23,7 +23,7 @@ import numpy as np
 
 
 def rmsnorm_forward(x: np.ndarray, gamma: np.ndarray, eps: float):
-    """x：[N, D]；gamma：[D]；eps >= 0。返回 (y [N, D], cache)。"""
+    """x：[N, D]；gamma：[D]；eps >= 0。返回 (y [N, D], cache)，即输出和缓存。"""
     # ---- 在这里写你的代码 ----
     raise NotImplementedError("write your code here")
     # ---- 你的代码到此为止 ----

@@ -3,8 +3,8 @@
 
 用标量 Value 节点搭出一行 LayerNorm 的前向传播。你一个导数都不用写：你用到的每个
 运算都已经知道自己的局部导数（练习 01），所以 backward() 能把梯度沿着你搭出的计算图
-传回去。评分程序逐行调用你的函数，用随机的 dy 对 loss = sum(y * dy) 做反向传播，
-再把落到 x、gamma 和 beta 上的梯度与闭式公式比较。
+传回去。评分程序逐行调用你的函数，用随机的 dy 对损失 loss = sum(y * dy) 做反向
+传播，再把落到 x、gamma 和 beta 上的梯度与闭式公式比较。
 
     mean = (1/D) sum_j x_j
     var  = (1/D) sum_j (x_j - mean)^2          有偏：除以 D

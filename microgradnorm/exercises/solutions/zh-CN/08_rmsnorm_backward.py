@@ -23,7 +23,7 @@ import numpy as np
 
 
 def rmsnorm_forward(x: np.ndarray, gamma: np.ndarray, eps: float):
-    """x：[N, D]；gamma：[D]；eps >= 0。返回 (y [N, D], cache)。"""
+    """x：[N, D]；gamma：[D]；eps >= 0。返回 (y [N, D], cache)，即输出和缓存。"""
     # ---- 在这里写你的代码 ----
     ms = (x * x).mean(axis=-1, keepdims=True)  # N,1
     rrms = 1.0 / np.sqrt(ms + eps)  # N,1
