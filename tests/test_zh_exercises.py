@@ -272,6 +272,18 @@ def test_a_translation_without_its_mark_or_with_other_code_is_not_given(package_
     assert translation.hints(ex, ZH)[0] == catalog.hints(ex)
 
 
+def test_the_translators_tool_prints_the_first_lines_and_derives_the_scaffolds(package_copy, capsys):
+    ex = get_exercise(7)
+    assert translation.main([f"solutions/{ex.filename}"]) == 0
+    first = translation.translated_path(ex.solution, ZH).read_text(encoding="utf-8").splitlines()[0]
+    assert capsys.readouterr().out == first + "\n"
+    assert translation.derive_scaffolds(ZH) == []  # every scaffold is its solution emptied already
+    chinese = translation.translated_path(ex.scaffold, ZH)
+    chinese.write_text("# english: stale 000000000000\n", encoding="utf-8")
+    assert translation.derive_scaffolds(ZH) == [chinese]
+    assert translation.scaffold(ex, ZH).text == derive_scaffold(chinese_body(ex.solution))
+
+
 # ---- the grader's words ---------------------------------------------------------------------------------
 
 # templates that are only a formula, a list of names or code, the same in every language

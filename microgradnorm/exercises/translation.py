@@ -263,27 +263,41 @@ def derive_scaffolds(language: str) -> list[Path]:
     return written
 
 
-USAGE = """python -m microgradnorm.exercises.translation [FILE ...]     the first line each translated file carries
-python -m microgradnorm.exercises.translation scaffolds LANG  write LANG's scaffolds from its solutions"""
+USAGE = """python -m microgradnorm.exercises.translation              every mark a translation carries
+python -m microgradnorm.exercises.translation FILE ...     the first line of each (solutions/05_layernorm_backward.py)
+python -m microgradnorm.exercises.translation hints        the heading and mark of each section of the hints
+python -m microgradnorm.exercises.translation scaffolds LANG   write LANG's scaffolds from its solutions"""
+
+
+def _marks(wanted: list[str]) -> list[str]:
+    """The lines to copy: every mark (nothing wanted), or the first line of each file named, or the hints'."""
+    lines = []
+    for ex in EXERCISES:
+        for english in (ex.scaffold, ex.solution):
+            name = f"{english.parent.name}/{english.name}"
+            if not wanted:
+                lines.append(f"{name}: {file_mark(english).rstrip()}")
+            elif name in wanted:
+                lines.append(file_mark(english).rstrip())
+        if not wanted:
+            lines.append(f"hints.md {ex.name}: {hint_mark(ex)}")
+        elif "hints" in wanted:
+            lines += [f"## {ex.name}", hint_mark(ex)]
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The marks a translation carries (all, or of the files named), or ``scaffolds LANG``: derive them."""
-    wanted = sys.argv[1:] if argv is None else argv
+    """Print the marks a translation carries, or (``scaffolds LANG``) derive the translated scaffolds."""
+    wanted = sys.argv[1:] if argv is None else list(argv)
     if wanted[:1] == ["scaffolds"] and len(wanted) == 2:
         for path in derive_scaffolds(wanted[1]):
             print(f"wrote {path}")
         return 0
-    if any(arg.startswith("-") for arg in wanted):
+    lines = _marks(wanted)
+    if not lines or any(arg.startswith("-") for arg in wanted):
         print(USAGE)
-        return 0
-    for ex in EXERCISES:
-        for english in (ex.scaffold, ex.solution):
-            name = f"{english.parent.name}/{english.name}"
-            if not wanted or name in wanted or english.name in wanted:
-                print(f"{name}: {file_mark(english)}", end="")
-        if not wanted or "hints" in wanted:
-            print(f"hints {ex.name}: {hint_mark(ex)}")
+        return 0 if not wanted or "--help" in wanted or "-h" in wanted else 2
+    print("\n".join(lines))
     return 0
 
 
