@@ -177,7 +177,8 @@ def _prose(text: str) -> str:
         d for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.FunctionDef)) and (d := ast.get_docstring(n))
     ]
     comments = [t.string for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.COMMENT]
-    return _CODE.sub("", "\n".join(docstrings + comments))
+    # a line break between two Chinese characters is no break in the text (a term may be split by one)
+    return re.sub(r"(?<=[\u4e00-\u9fff])\n(?=[\u4e00-\u9fff])", "", _CODE.sub("", "\n".join(docstrings + comments)))
 
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)

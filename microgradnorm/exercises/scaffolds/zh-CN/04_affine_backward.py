@@ -5,12 +5,12 @@
 
     y = gamma * xhat + beta        xhat、y：[B, T, D]；gamma、beta：[D]
 
-同一个 gamma_d 和 beta_d 在每个位置 (b, t) 上都被用到。所以它们的梯度要把每个位置
-的贡献都收集起来：对除最后一个轴以外的所有轴求和。xhat 的梯度不用求和，xhat 的每个
-元素只用到一次。
+同一个 gamma_d 和 beta_d 在每个位置 (b, t) 上都被用到。所以它们的梯度要把每个
+位置的贡献都收集起来：对除最后一个轴以外的所有轴求和。xhat 的梯度不用求和，
+xhat 的每个元素只用到一次。
 
-已知上游梯度 dy = dL/dy，返回 (dgamma [D], dbeta [D], dxhat [B, T, D])。注意形状：
-是 [D]，不是 [1, 1, D]，也不是 [T, D]。
+已知上游梯度 dy = dL/dy，返回 (dgamma [D], dbeta [D], dxhat [B, T, D])。注意形
+状：是 [D]，不是 [1, 1, D]，也不是 [T, D]。
 
 评分时，你的代码只能使用 NumPy 和 Python 标准库，别的都不行。
 

@@ -1,18 +1,19 @@
 # english: 05_layernorm_backward.py 671d5a132c8d
 """练习 05：LayerNorm 的前向与反向传播，闭式、向量化。
 
-像一个库那样写 LayerNorm：前向传播返回输出，以及一份缓存，存下反向传播需要的一切；
-反向传播把 dL/dy 变成 dL/dx、dL/dgamma 和 dL/dbeta，只用几行 NumPy，不写循环。
-每一行 x[b, t, :] 的 D 个特征各自归一化：
+像一个库那样写 LayerNorm：前向传播返回输出，以及一份缓存，存下反向传播需要的一
+切；反向传播把 dL/dy 变成 dL/dx、dL/dgamma 和 dL/dbeta，只用几行 NumPy，不写循
+环。每一行 x[b, t, :] 的 D 个特征各自归一化：
 
     mean = 这一行的均值
     var  = (x - mean)^2 的均值（有偏）
     rstd = 1 / sqrt(var + eps)      xhat = (x - mean) * rstd
     y    = gamma * xhat + beta
 
-反向来看，x_i 经三条路径影响损失：直接经过 xhat_i，经过均值（每个 xhat_j 都用到它），
-以及经过方差（同样如此）。闭式公式把三条路径合成一行；你可以直接推导它，也可以从
-分阶段的写法出发再化简。沿最后一个轴求统计量时，需要 keepdims=True 才能广播。
+反向来看，x_i 经三条路径影响损失：直接经过 xhat_i，经过均值（每个 xhat_j 都用
+到它），以及经过方差（同样如此）。闭式公式把三条路径合成一行；你可以直接推导
+它，也可以从分阶段的写法出发再化简。沿最后一个轴求统计量时，需要 keepdims=True
+才能广播。
 
 评分时，你的代码只能使用 NumPy 和 Python 标准库，别的都不行。
 

@@ -1,13 +1,14 @@
 # english: 07_batchnorm_simplified.py dac775a633d6
 """练习 07：BatchNorm 的反向传播，化简成一行。
 
-练习 06 的分阶段反向传播顺路算出了 dvar 和 dmean。把它们代入三条路径，再把 xshift
-换成 xhat * std，整个和就合成一个式子，只用到 dxhat = gamma * dy、xhat 和 rstd：
-rstd 乘以 dxhat，再减去两个修正项，一个对批量中的每个样本都一样（经过均值的路径），
-另一个与 xhat 成正比（经过方差的路径）。把两项都推出来；每一项都是对批量取的均值。
+练习 06 的分阶段反向传播顺路算出了 dvar 和 dmean。把它们代入三条路径，再把
+xshift 换成 xhat * std，整个和就合成一个式子，只用到 dxhat = gamma * dy、xhat
+和 rstd：rstd 乘以 dxhat，再减去两个修正项，一个对批量中的每个样本都一样（经过
+均值的路径），另一个与 xhat 成正比（经过方差的路径）。把两项都推出来；每一项都
+是对批量取的均值。
 
-如果你做过练习 05，你见过这个公式：BatchNorm 的统计量在批量上取（axis 0），每个特征
-一个，而 LayerNorm 的统计量在每一行上取。前向传播已经写好。
+如果你做过练习 05，你见过这个公式：BatchNorm 的统计量在批量上取（axis 0），每
+个特征一个，而 LayerNorm 的统计量在每一行上取。前向传播已经写好。
 
 评分时，你的代码只能使用 NumPy 和 Python 标准库，别的都不行。
 

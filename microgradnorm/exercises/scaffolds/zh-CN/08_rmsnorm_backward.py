@@ -1,15 +1,15 @@
 # english: 08_rmsnorm_backward.py 0b35469019fa
 """练习 08：RMSNorm 的前向与反向传播。
 
-RMSNorm（Zhang 和 Sennrich，2019；LLaMA 和许多其他近来的语言模型都在用）不减均值：
-它把每一行除以这一行的均方根，再乘上 gamma。没有 beta，也不做中心化。
+RMSNorm（Zhang 和 Sennrich，2019；LLaMA 和许多其他近来的语言模型都在用）不减均
+值：它把每一行除以这一行的均方根，再乘上 gamma。没有 beta，也不做中心化。
 
     ms   = 这一行 x^2 的均值
     rrms = 1 / sqrt(ms + eps)
     xhat = x * rrms                       y    = gamma * xhat
 
-反向来看，x_i 有两条路径：直接经过 xhat_i，以及经过 rms（这一行的每个 x_j 都要除以
-它）。与 LayerNorm 相比少了一条路径；少的是哪一条，公式又会变成什么样？
+反向来看，x_i 有两条路径：直接经过 xhat_i，以及经过 rms（这一行的每个 x_j 都要
+除以它）。与 LayerNorm 相比少了一条路径；少的是哪一条，公式又会变成什么样？
 
 x：[N, D]，逐行归一化；gamma：[D]。
 

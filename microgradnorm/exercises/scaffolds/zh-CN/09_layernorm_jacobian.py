@@ -6,10 +6,10 @@ J[i, j] = dy_i / dx_j 有一个整齐的结构：
 
     J = (1/sigma) diag(gamma) (I - P),     P = (1/D) (1 1^T + xhat xhat^T)
 
-其中 sigma = sqrt(var + eps)。xhat 之和总是 0；在 eps = 0 时还有 |xhat|^2 = D，
-这时 P 就是到全 1 向量与 xhat 张成的平面上的正交投影（对称，P @ P = P，秩为 2）。
-I - P 恰好去掉 eps = 0 的 LayerNorm 不会响应的两个方向：给 x 加一个常数，以及把 x
-缩放。（eps > 0 时，缩放 x 会让 y 稍微动一点，P 也只是近似的投影。）
+其中 sigma = sqrt(var + eps)。xhat 之和总是 0；在 eps = 0 时还有 |xhat|^2 =
+D，这时 P 就是到全 1 向量与 xhat 张成的平面上的正交投影（对称，P @ P = P，秩为
+2）。I - P 恰好去掉 eps = 0 的 LayerNorm 不会响应的两个方向：给 x 加一个常数，
+以及把 x 缩放。（eps > 0 时，缩放 x 会让 y 稍微动一点，P 也只是近似的投影。）
 
 先用 xhat 写出 P，再用 x 写出 J。J 的第 i 行属于输出 y_i。
 

@@ -1,18 +1,18 @@
 # english: 03_layernorm_from_values.py bd5ba48ca9fb
 """练习 03：用 Value 引擎，从基本运算搭出 LayerNorm。
 
-用标量 Value 节点搭出一行 LayerNorm 的前向传播。你一个导数都不用写：你用到的每个
-运算都已经知道自己的局部导数（练习 01），所以 backward() 能把梯度沿着你搭出的计算图
-传回去。评分程序逐行调用你的函数，用随机的 dy 对损失 loss = sum(y * dy) 做反向
-传播，再把落到 x、gamma 和 beta 上的梯度与闭式公式比较。
+用标量 Value 节点搭出一行 LayerNorm 的前向传播。你一个导数都不用写：你用到的每
+个运算都已经知道自己的局部导数（练习 01），所以 backward() 能把梯度沿着你搭出
+的计算图传回去。评分程序逐行调用你的函数，用随机的 dy 对损失 loss = sum(y *
+dy) 做反向传播，再把落到 x、gamma 和 beta 上的梯度与闭式公式比较。
 
     mean = (1/D) sum_j x_j
     var  = (1/D) sum_j (x_j - mean)^2          有偏：除以 D
     y_i  = gamma_i * (x_i - mean) / sqrt(var + eps) + beta_i
 
-只用 Value 的运算：+、-、*、/、**、.sqrt() 和 Value.sum(list)。
-评分时，你的代码只能使用 microgradnorm.Value（标量引擎）、NumPy 和 Python 标准库，
-别的都不行：本包自己搭归一化的函数（microgradnorm.layer_norm 会替你做完）是拿不到的。
+只用 Value 的运算：+、-、*、/、**、.sqrt() 和 Value.sum(list)。评分时，你的代
+码只能使用 microgradnorm.Value（标量引擎）、NumPy 和 Python 标准库，别的都不
+行：本包自己搭归一化的函数（microgradnorm.layer_norm 会替你做完）是拿不到的。
 
 运行：python 03_layernorm_from_values.py
 评分：microgradnorm exercise check 3
