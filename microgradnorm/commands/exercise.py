@@ -91,6 +91,23 @@ class _ActionParser(argparse.ArgumentParser):
         return parsed, extras
 
 
+def _grading_options(p: argparse.ArgumentParser, name: str) -> None:
+    """NAME, and how a check is made: ``check`` and ``watch``."""
+    p.add_argument("name", nargs="?", metavar="NAME", default=None, help=_("exercise number or name"))
+    if name == "check":
+        p.add_argument("--seed", type=seed_int, default=None, help=_("grade on the inputs of this seed"))
+    else:
+        p.add_argument(
+            "--interval", type=positive_float, default=0.5, metavar="S", help=_("seconds between looks (0.5)")
+        )
+    p.add_argument(
+        "--timeout", type=_timeout, default=10.0, metavar="S", help=_("wall-clock limit per check (10 s, at most 3600)")
+    )
+    p.add_argument(
+        "--memory", type=_memory, default=1024, metavar="MB", help=_("memory limit (1024 MiB; 256 to 1048576)")
+    )
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=_ActionParser)
 
@@ -111,28 +128,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ),
     )
     p.add_argument("directory", nargs="?", metavar="DIR", default=None, help=_("default: ./microgradnorm-exercises"))
-    for name, text in (
-        ("check", _("grade one exercise (default: the next unsolved)")),
-        ("watch", _("re-check an exercise whenever its file is saved (default: start with the next unsolved)")),
-    ):
-        p = add(name, text)
-        p.add_argument("name", nargs="?", metavar="NAME", default=None, help=_("exercise number or name"))
-        if name == "check":
-            p.add_argument("--seed", type=seed_int, default=None, help=_("grade on the inputs of this seed"))
-        else:
-            p.add_argument(
-                "--interval", type=positive_float, default=0.5, metavar="S", help=_("seconds between looks (0.5)")
-            )
-        p.add_argument(
-            "--timeout",
-            type=_timeout,
-            default=10.0,
-            metavar="S",
-            help=_("wall-clock limit per check (10 s, at most 3600)"),
-        )
-        p.add_argument(
-            "--memory", type=_memory, default=1024, metavar="MB", help=_("memory limit (1024 MiB; 256 to 1048576)")
-        )
+    _grading_options(add("check", _("grade one exercise (default: the next unsolved)")), "check")
+    watch = _("re-check an exercise whenever its file is saved (default: start with the next unsolved)")
+    _grading_options(add("watch", watch), "watch")
     p = add("hint", _("show the next hint for NAME"))
     p.add_argument("name", metavar="NAME", help=_("exercise number or name"))
     p = add("solution", _("show the reference solution of NAME (after you pass it)"))
