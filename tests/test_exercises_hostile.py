@@ -23,7 +23,7 @@ from rich.console import Console
 
 from microgradnorm import cli
 from microgradnorm.commands import exercise as command
-from microgradnorm.exercises import landlock, render
+from microgradnorm.exercises import landlock, messages, render
 from microgradnorm.exercises import workspace as ws
 from microgradnorm.exercises.catalog import EXERCISES, get_exercise
 from microgradnorm.exercises.problems import get_problem
@@ -321,6 +321,18 @@ def test_an_attack_ends_as_a_clear_failure(results, attack):
     said = result.summary + " " + " ".join(f"{f.title}: {f.detail}" for f in result.findings)
     assert attack.words in said, said
     assert "Traceback" not in result.summary
+
+
+def test_every_refusal_the_child_wrote_can_be_said_in_another_language(results):
+    """The child speaks English only; each of its refusals here is a template of messages.CHILD, which the
+    grading process says again in the learner's language (tests/test_zh_exercises.py says them in Chinese)."""
+    said = 0
+    for attack_id, result in results[0].items():
+        if result.rows and result.rows[0].detail in ("forbidden", "bad return"):
+            text = result.summary.removesuffix(".")
+            assert messages.recognise(text[:1].lower() + text[1:]) or messages.recognise(text), (attack_id, text)
+            said += 1
+    assert said >= 10
 
 
 def test_each_attack_ends_within_its_time_limit(results):

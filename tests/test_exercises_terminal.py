@@ -26,13 +26,19 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 
 
 class Terminal:
-    def __init__(self, home: Path, cwd: Path) -> None:
+    """A shell in a private tmux server, ``width`` x ``height`` cells; ``env`` is set for the shell."""
+
+    def __init__(
+        self, home: Path, cwd: Path, width: int = 120, height: int = 50, env: dict[str, str] | None = None
+    ) -> None:
         self.socket = f"microgradnorm-test-{uuid.uuid4().hex[:12]}"
-        shell = f"env MICROGRADNORM_HOME={shlex.quote(str(home))} PS1='$ ' bash --norc --noprofile"
-        self.tmux("new-session", "-d", "-s", "t", "-x", "120", "-y", "50", "-c", str(cwd), shell)
+        extra = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
+        shell = f"env MICROGRADNORM_HOME={shlex.quote(str(home))} {extra} PS1='$ ' bash --norc --noprofile"
+        size = ("-x", str(width), "-y", str(height))
+        self.tmux("new-session", "-d", "-s", "t", *size, "-c", str(cwd), shell)
 
     def tmux(self, *args: str) -> str:
-        done = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=30)
+        done = subprocess.run(["tmux", "-u", "-L", self.socket, *args], capture_output=True, text=True, timeout=30)
         assert done.returncode == 0, done.stderr
         return done.stdout
 

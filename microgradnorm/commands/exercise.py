@@ -18,13 +18,15 @@ from collections.abc import Callable
 from typing import IO, Any, NoReturn
 
 from microgradnorm.commands import UsageError, positive_int, seed_int
+from microgradnorm.i18n import _, lazy_gettext
 
-HELP = "exercises: write the backward pass yourself; a grader says what is wrong"
-DESCRIPTION = (
+HELP = lazy_gettext("exercises: write the backward pass yourself; a grader says what is wrong")
+DESCRIPTION = lazy_gettext(
     "Exercises in order of difficulty, from the local derivatives of the primitives to the gradient through a "
     "pre-LN residual block. `init [DIR]` copies the scaffolds into a workspace (remembered, so the other "
     "commands work from anywhere); edit a file where it says so; `check` grades it in a separate process on "
-    "random inputs and names the mistake; `watch` re-checks on every save. Progress is kept."
+    "random inputs and names the mistake; `watch` re-checks on every save. Progress is kept, and is the same "
+    "in every language; `init` in another language gives the files you have not started in that language."
 )
 
 ACTIONS = ("list", "init", "check", "watch", "hint", "solution", "reset")
@@ -34,9 +36,11 @@ def positive_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            _("expected a positive number of seconds, got {text!r}").format(text=text)
+        ) from None
     if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text}")
+        raise argparse.ArgumentTypeError(_("expected a positive number of seconds, got {text}").format(text=text))
     return value
 
 
@@ -47,7 +51,9 @@ MEMORY_RANGE = (256, 1 << 20)  # MiB: Python with NumPy needs about 128 to start
 def _timeout(text: str) -> float:
     value = positive_float(text)
     if value > MAX_TIMEOUT:
-        raise argparse.ArgumentTypeError(f"expected at most {MAX_TIMEOUT:g} seconds, got {text}")
+        raise argparse.ArgumentTypeError(
+            _("expected at most {limit:g} seconds, got {text}").format(limit=MAX_TIMEOUT, text=text)
+        )
     return value
 
 
@@ -55,7 +61,9 @@ def _memory(text: str) -> int:
     value = positive_int(text)
     low, high = MEMORY_RANGE
     if not low <= value <= high:
-        raise argparse.ArgumentTypeError(f"expected MiB from {low} to {high}, got {value}")
+        raise argparse.ArgumentTypeError(
+            _("expected MiB from {low} to {high}, got {value}").format(low=low, high=high, value=value)
+        )
     return value
 
 
@@ -66,14 +74,38 @@ class _ActionParser(argparse.ArgumentParser):
     top-level parser, whose message points to the top-level help).
     """
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        from microgradnorm.i18n.argparse_text import HelpFormatter
+
+        kwargs.setdefault("formatter_class", HelpFormatter)  # Chinese help wraps between characters
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        # the same line as the CLI's own parser prints (argparse's words are translated by the CLI)
+        self.exit(2, _("{prog}: error: {message} (see {prog} --help)").format(prog=self.prog, message=message) + "\n")
 
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> tuple[argparse.Namespace, list[str]]:
         parsed, extras = super().parse_known_args(args, namespace)
         if extras:
-            self.error(f"unrecognized arguments: {' '.join(extras)}")
+            self.error(_("unrecognized arguments: %s") % " ".join(extras))
         return parsed, extras
+
+
+def _grading_options(p: argparse.ArgumentParser, name: str) -> None:
+    """NAME, and how a check is made: ``check`` and ``watch``."""
+    p.add_argument("name", nargs="?", metavar="NAME", default=None, help=_("exercise number or name"))
+    if name == "check":
+        p.add_argument("--seed", type=seed_int, default=None, help=_("grade on the inputs of this seed"))
+    else:
+        p.add_argument(
+            "--interval", type=positive_float, default=0.5, metavar="S", help=_("seconds between looks (0.5)")
+        )
+    p.add_argument(
+        "--timeout", type=_timeout, default=10.0, metavar="S", help=_("wall-clock limit per check (10 s, at most 3600)")
+    )
+    p.add_argument(
+        "--memory", type=_memory, default=1024, metavar="MB", help=_("memory limit (1024 MiB; 256 to 1048576)")
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,43 +115,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         p = sub.add_parser(name, help=help_text, description=help_text)
         if name != "init":
             p.add_argument(
-                "--dir", metavar="DIR", default=None, help="the exercise workspace (default: the one init made)"
+                "--dir", metavar="DIR", default=None, help=_("the exercise workspace (default: the one init made)")
             )
         return p
 
-    add("list", "every exercise with your progress")
-    p = add("init", "copy the exercise scaffolds into DIR (never overwrites a file you edited)")
-    p.add_argument("directory", nargs="?", metavar="DIR", default=None, help="default: ./microgradnorm-exercises")
-    for name, text in (
-        ("check", "grade one exercise (default: the next unsolved)"),
-        ("watch", "re-check an exercise whenever its file is saved (default: start with the next unsolved)"),
-    ):
-        p = add(name, text)
-        p.add_argument("name", nargs="?", metavar="NAME", default=None, help="exercise number or name")
-        if name == "check":
-            p.add_argument("--seed", type=seed_int, default=None, help="grade on the inputs of this seed")
-        else:
-            p.add_argument(
-                "--interval", type=positive_float, default=0.5, metavar="S", help="seconds between looks (0.5)"
-            )
-        p.add_argument(
-            "--timeout",
-            type=_timeout,
-            default=10.0,
-            metavar="S",
-            help="wall-clock limit per check (10 s, at most 3600)",
-        )
-        p.add_argument(
-            "--memory", type=_memory, default=1024, metavar="MB", help="memory limit (1024 MiB; 256 to 1048576)"
-        )
-    p = add("hint", "show the next hint for NAME")
-    p.add_argument("name", metavar="NAME", help="exercise number or name")
-    p = add("solution", "show the reference solution of NAME (after you pass it)")
-    p.add_argument("name", metavar="NAME", help="exercise number or name")
-    p.add_argument("--force", action="store_true", help="show it even though you have not passed yet")
-    p = add("reset", "put the scaffold of NAME back (your file is backed up first)")
-    p.add_argument("name", metavar="NAME", help="exercise number or name")
-    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    add("list", _("every exercise with your progress"))
+    p = add(
+        "init",
+        _(
+            "copy the exercise scaffolds into DIR, in your language (never overwrites a file you edited; a file you "
+            "have not started is given in your language)"
+        ),
+    )
+    p.add_argument("directory", nargs="?", metavar="DIR", default=None, help=_("default: ./microgradnorm-exercises"))
+    _grading_options(add("check", _("grade one exercise (default: the next unsolved)")), "check")
+    watch = _("re-check an exercise whenever its file is saved (default: start with the next unsolved)")
+    _grading_options(add("watch", watch), "watch")
+    p = add("hint", _("show the next hint for NAME"))
+    p.add_argument("name", metavar="NAME", help=_("exercise number or name"))
+    p = add("solution", _("show the reference solution of NAME (after you pass it)"))
+    p.add_argument("name", metavar="NAME", help=_("exercise number or name"))
+    p.add_argument("--force", action="store_true", help=_("show it even though you have not passed yet"))
+    p = add("reset", _("put the scaffold of NAME back, in your language (your file is backed up first)"))
+    p.add_argument("name", metavar="NAME", help=_("exercise number or name"))
+    p.add_argument("--yes", action="store_true", help=_("do not ask for confirmation"))
 
 
 def run(args: argparse.Namespace, console: Any) -> int:
@@ -128,12 +147,15 @@ def run(args: argparse.Namespace, console: Any) -> int:
 
 def main(args: argparse.Namespace, console: Any, stdin: IO[str]) -> int:
     """Dispatch one exercise action. ``stdin`` answers reset's question and carries watch's commands."""
+    from rich.text import Text
+
     from microgradnorm.exercises import workspace as ws
+    from microgradnorm.lessons.render import assemble
 
     action = getattr(args, "action", None) or "list"
     progress = ws.load_progress()
     if progress.warning:
-        console.print(f"[yellow]warning:[/yellow] {progress.warning}", highlight=False)
+        console.print(assemble(_("warning: {problem}"), "yellow", problem=Text(progress.warning)), highlight=False)
     handler = {
         "list": _list,
         "init": _init,
@@ -210,7 +232,7 @@ def _check(args, console, stdin, progress) -> int:
     folder = ws.resolve_workspace(args.dir, progress)
     ex = _exercise(args.name) if args.name is not None else ws.next_unsolved(progress)  # "" is a bad name, not none
     if ex is None:
-        console.print("[bold green]Every exercise is done.[/bold green] `microgradnorm exercise list` shows them.")
+        console.print(_done(_("Every exercise is done. `microgradnorm exercise list` shows them.")))
         return 0
     result, progress = _grade_and_record(ex, folder, args)
     nxt = ws.next_unsolved(progress) if result.passed else None
@@ -219,37 +241,42 @@ def _check(args, console, stdin, progress) -> int:
 
 
 def _hint(args, console, stdin, progress) -> int:
+    from microgradnorm.exercises import translation
     from microgradnorm.exercises import workspace as ws
-    from microgradnorm.exercises.catalog import hints
     from microgradnorm.exercises.render import hint_view
 
     ex = _exercise(args.name)
-    all_hints = hints(ex)
+    all_hints, note = translation.hints(ex)
     shown = ws.record_hint(ex, len(all_hints)) if all_hints else 0
-    console.print(hint_view(ex, all_hints, shown))
+    console.print(hint_view(ex, all_hints, shown, note=note))
     return 0
 
 
 def _solution(args, console, stdin, progress) -> int:
+    from microgradnorm.exercises import translation
     from microgradnorm.exercises.render import solution_view
+    from microgradnorm.i18n.text import cjk_text
 
     ex = _exercise(args.name)
     if not (progress.passed(ex) or args.force):
-        console.print(
-            f"[yellow]{ex.name} is not passed yet.[/yellow] Pass it first (`microgradnorm exercise check "
-            f"{ex.number}`), or look anyway with `microgradnorm exercise solution {ex.number} --force`.",
-            highlight=False,
+        text = _(
+            "{name} is not passed yet. Pass it first (`microgradnorm exercise check {number}`), or look anyway with "
+            "`microgradnorm exercise solution {number} --force`."
         )
+        console.print(cjk_text(text.format(name=ex.name, number=ex.number), style="yellow"), highlight=False)
         return 1
-    source = ex.solution.read_text(encoding="utf-8")
+    source = translation.solution(ex)
     if not console.is_terminal:  # into a file or a pipe: the file itself, runnable, not its framed view
-        console.file.write(source)
+        console.file.write(source.text)
+        if source.note:
+            print(source.note, file=sys.stderr)
         return 0
-    console.print(solution_view(ex, source))
+    console.print(solution_view(ex, source.text, note=source.note))
     return 0
 
 
 def _reset(args, console, stdin, progress) -> int:
+    from microgradnorm.exercises import translation
     from microgradnorm.exercises import workspace as ws
 
     ex = _exercise(args.name)
@@ -257,7 +284,10 @@ def _reset(args, console, stdin, progress) -> int:
     path = ws.learner_file(folder, ex)
     if not args.yes:
         console.print(
-            f"Reset {path} to the scaffold? Your version is backed up first; your progress is kept. [y/N] ",
+            # Translators: y and N are what the learner types, whatever the language: keep [y/N]
+            _("Reset {path} to the scaffold? Your version is backed up first; your progress is kept. [y/N] ").format(
+                path=path
+            ),
             end="",
             highlight=False,
             markup=False,  # "[y/N]" is the question's answer key, not a style
@@ -266,12 +296,24 @@ def _reset(args, console, stdin, progress) -> int:
         if not _is_tty(stdin):
             console.print()  # the answer was not echoed: end the prompt's line
         if answer.strip().lower() not in ("y", "yes"):
-            console.print("Not reset.", highlight=False)
+            console.print(_("Not reset."), highlight=False)
             return 1
     backup = ws.reset_file(folder, ex)
-    kept = f" Your previous version is in {backup}." if backup else ""
-    console.print(f"{ex.filename} is the scaffold again.{kept}", highlight=False)
+    if backup:
+        done = _("{file} is the scaffold again. Your previous version is in {backup}.")
+    else:
+        done = _("{file} is the scaffold again.")
+    console.print(done.format(file=ex.filename, backup=backup), highlight=False)
+    note = translation.scaffold(ex).note
+    if note:
+        console.print(note, style="yellow", highlight=False)
     return 0
+
+
+def _done(text: str) -> Any:
+    from microgradnorm.i18n.text import cjk_text
+
+    return cjk_text(text, style="bold green")
 
 
 def _is_tty(stream: IO[str]) -> bool:
@@ -291,7 +333,7 @@ def _watch(args, console, stdin, progress, *, sleep: Callable[[float], None] = t
     folder = ws.resolve_workspace(args.dir, progress)
     first = _exercise(args.name) if args.name is not None else ws.next_unsolved(progress)
     if first is None:
-        console.print("[bold green]Every exercise is done.[/bold green] Nothing to watch.")
+        console.print(_done(_("Every exercise is done. Nothing to watch.")))
         return 0
     watcher = watch.Watcher(folder, console, watch.WatchState(first), lambda ex: _grade_and_record(ex, folder, args))
     return watch.run(watcher, watch.Keys(stdin), watch.Files(folder), args.interval, sleep)

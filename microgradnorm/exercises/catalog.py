@@ -9,24 +9,37 @@ Package data next to this file:
 
 * ``scaffolds/NN_name.py``: what ``init`` copies into the learner's workspace;
 * ``solutions/NN_name.py``: the reference solution, shown by ``solution``;
-* ``hints.md``: the hints, one section per exercise, given out one at a time.
+* ``hints.md``: the hints, one section per exercise, given out one at a time;
+* ``scaffolds/zh-CN/``, ``solutions/zh-CN/``, ``hints.zh-CN.md``: their translations (:mod:`.translation`).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-__all__ = ["EXERCISES", "Exercise", "UnknownExerciseError", "derive_scaffold", "get_exercise", "hints"]
+from microgradnorm.i18n import N_, _
+
+__all__ = [
+    "EXERCISES",
+    "MARKERS",
+    "Exercise",
+    "UnknownExerciseError",
+    "derive_scaffold",
+    "get_exercise",
+    "hints",
+    "parse_hints",
+]
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 # What an exercise's code may import while it is graded (the sandbox enforces it; each file says it)
 USES = {
-    "numpy": "NumPy and the Python standard library",
-    "engine": "microgradnorm.Value (the scalar engine), NumPy and the Python standard library",
+    "numpy": N_("NumPy and the Python standard library"),
+    "engine": N_("microgradnorm.Value (the scalar engine), NumPy and the Python standard library"),
 }
 
 
@@ -72,79 +85,79 @@ EXERCISES: tuple[Exercise, ...] = (
     Exercise(
         1,
         "local_derivatives",
-        "Local derivatives of the primitives",
-        "mul, pow, sqrt, divide",
+        N_("Local derivatives of the primitives"),
+        N_("mul, pow, sqrt, divide"),
         ("mul_backward", "pow_backward", "sqrt_backward", "div_backward"),
     ),
     Exercise(
         2,
         "mean_variance_backward",
-        "Mean and variance backward",
-        "how one statistic spreads its gradient over a row",
+        N_("Mean and variance backward"),
+        N_("how one statistic spreads its gradient over a row"),
         ("mean_backward", "variance_backward"),
     ),
     Exercise(
         3,
         "layernorm_from_values",
-        "LayerNorm from primitives",
-        "build it from Value nodes; backward() does the rest",
+        N_("LayerNorm from primitives"),
+        N_("build it from Value nodes; backward() does the rest"),
         ("layer_norm",),
         uses="engine",
     ),
     Exercise(
         4,
         "affine_backward",
-        "dgamma and dbeta",
-        "the affine step y = gamma * xhat + beta, backwards",
+        N_("dgamma and dbeta"),
+        N_("the affine step y = gamma * xhat + beta, backwards"),
         ("affine_backward",),
     ),
     Exercise(
         5,
         "layernorm_backward",
-        "LayerNorm backward in closed form",
-        "vectorized NumPy forward with a cache, and its backward",
+        N_("LayerNorm backward in closed form"),
+        N_("vectorized NumPy forward with a cache, and its backward"),
         ("layernorm_forward", "layernorm_backward"),
     ),
     Exercise(
         6,
         "batchnorm_staged",
-        "BatchNorm backward, staged",
-        "dxhat, dvar, dmean, then the three paths into dx",
+        N_("BatchNorm backward, staged"),
+        N_("dxhat, dvar, dmean, then the three paths into dx"),
         ("batchnorm_backward_staged",),
     ),
     Exercise(
         7,
         "batchnorm_simplified",
-        "BatchNorm backward, simplified",
-        "the three paths folded into one line",
+        N_("BatchNorm backward, simplified"),
+        N_("the three paths folded into one line"),
         ("batchnorm_backward",),
     ),
     Exercise(
         8,
         "rmsnorm_backward",
-        "RMSNorm backward",
-        "no mean, no shift: only the radial part is removed",
+        N_("RMSNorm backward"),
+        N_("no mean, no shift: only the radial part is removed"),
         ("rmsnorm_forward", "rmsnorm_backward"),
     ),
     Exercise(
         9,
         "layernorm_jacobian",
-        "The LayerNorm Jacobian and its projection",
-        "dy/dx = (1/sigma) diag(gamma) (I - P)",
+        N_("The LayerNorm Jacobian and its projection"),
+        N_("dy/dx = (1/sigma) diag(gamma) (I - P)"),
         ("projection", "layernorm_jacobian"),
     ),
     Exercise(
         10,
         "stable_variance",
-        "A numerically stable variance",
-        "Welford's one-pass update, safe when the mean is huge",
+        N_("A numerically stable variance"),
+        N_("Welford's one-pass update, safe when the mean is huge"),
         ("welford_update",),
     ),
     Exercise(
         11,
         "preln_residual",
-        "Gradient through a pre-LN residual block",
-        "out = x + LN(x) @ W: the identity path and the LN path",
+        N_("Gradient through a pre-LN residual block"),
+        N_("out = x + LN(x) @ W: the identity path and the LN path"),
         ("preln_forward", "preln_backward"),
     ),
 )
@@ -168,68 +181,104 @@ def get_exercise(name: str | int) -> Exercise:
         if key in (ex.name, ex.slug):
             return ex
     raise UnknownExerciseError(
-        f"NAME: expected an exercise number (1-{len(EXERCISES)}) or name, got {str(name)!r}; "
-        "`microgradnorm exercise list` shows them"
+        _(
+            "NAME: expected an exercise number (1-{last}) or name, got {given!r}; "
+            "`microgradnorm exercise list` shows them"
+        ).format(last=len(EXERCISES), given=str(name))
     )
 
 
 _HINT_START = re.compile(r"^(\d+)\.\s+(.*)$")
+_HINT_MARK = re.compile(r"^<!--\s*english:\s*([0-9a-f]+)\s*-->\s*$")
+
+
+def parse_hints(text: str) -> tuple[dict[str, tuple[str, ...]], dict[str, str]]:
+    """Parse a hints file: ``## NN_name`` sections of numbered hints (``1. ...``).
+
+    A hint runs on over indented lines until the next number. Its lines are
+    joined (with a space, except between Chinese characters), so that the
+    terminal wraps it once, at its own width; a blank line inside a hint starts
+    a new paragraph. Returns the hints by exercise name, and the
+    ``<!-- english: HASH -->`` mark of each section of a translation (see
+    :mod:`.translation`).
+    """
+    sections: dict[str, list[list[str]]] = {}
+    marks: dict[str, str] = {}
+    current: list[list[str]] | None = None
+    name = ""
+    for line in text.splitlines():
+        if line.startswith("## "):
+            name = line[3:].strip()
+            current = sections.setdefault(name, [])
+            continue
+        if current is None:
+            continue
+        match, mark = _HINT_START.match(line), _HINT_MARK.match(line)
+        if mark and not current:
+            marks[name] = mark.group(1)
+        elif match:
+            current.append([match.group(2)])
+        elif current and (line.startswith("   ") or not line.strip()):
+            current[-1].append(line.strip())
+    return {name: tuple(_paragraphs(lines) for lines in hs) for name, hs in sections.items()}, marks
 
 
 @cache
 def _all_hints() -> dict[str, tuple[str, ...]]:
-    """Parse ``hints.md``: ``## NN_name`` sections of numbered hints (``1. ...``).
+    return parse_hints((PACKAGE_DIR / "hints.md").read_text(encoding="utf-8"))[0]
 
-    A hint runs on over indented lines until the next number. Its lines are
-    joined with spaces, so that the terminal wraps it once, at its own width;
-    a blank line inside a hint starts a new paragraph.
-    """
-    sections: dict[str, list[list[str]]] = {}
-    current: list[list[str]] | None = None
-    text = (PACKAGE_DIR / "hints.md").read_text(encoding="utf-8")
-    for line in text.splitlines():
-        if line.startswith("## "):
-            current = sections.setdefault(line[3:].strip(), [])
-            continue
-        if current is None:
-            continue
-        match = _HINT_START.match(line)
-        if match:
-            current.append([match.group(2)])
-        elif current and (line.startswith("   ") or not line.strip()):
-            current[-1].append(line.strip())
-    return {name: tuple(_paragraphs(lines) for lines in hs) for name, hs in sections.items()}
+
+def _wide(char: str) -> bool:
+    return unicodedata.east_asian_width(char) in ("W", "F")
+
+
+def _joined(before: str, after: str) -> str:
+    """Two source lines of one paragraph: a space between them, none between Chinese characters or next to
+    full-width punctuation (which carries its own space), as the lessons' Markdown joins them."""
+    if not (before and after):
+        return before + after
+    b, a = before[-1], after[0]
+    if (_wide(b) and _wide(a)) or any(_wide(c) and unicodedata.category(c).startswith("P") for c in (b, a)):
+        return before + after
+    return f"{before} {after}"
 
 
 def _paragraphs(lines: list[str]) -> str:
-    """One hint's lines as text: a space between lines, a newline between paragraphs."""
-    text = " ".join(line if line else "\n" for line in lines)
-    return "\n".join(part.strip() for part in text.split("\n") if part.strip())
+    """One hint's lines as text: lines joined, a newline between paragraphs."""
+    paragraphs: list[str] = [""]
+    for line in lines:
+        if not line:
+            paragraphs.append("")
+        else:
+            paragraphs[-1] = _joined(paragraphs[-1], line)
+    return "\n".join(p.strip() for p in paragraphs if p.strip())
 
 
 def hints(exercise: Exercise) -> tuple[str, ...]:
-    """The hints of ``exercise``, easiest first."""
+    """The hints of ``exercise``, easiest first, in English (:func:`.translation.hints`: in the learner's)."""
     return _all_hints().get(exercise.name, ())
 
 
-# The learner writes between these two lines. A scaffold is its solution with
-# everything between them replaced by one ``raise NotImplementedError``, so the
-# two files cannot drift apart (an authoring test checks it).
+# The learner writes between these two lines (a translated file has them in its language). A scaffold is its
+# solution with everything between them replaced by one ``raise NotImplementedError``, so the two files cannot
+# drift apart (an authoring test checks it).
 CODE_START = "# ---- write your code here ----"
 CODE_END = "# ---- end of your code ----"
+MARKERS = {"en": (CODE_START, CODE_END), "zh-CN": ("# ---- 在这里写你的代码 ----", "# ---- 你的代码到此为止 ----")}
 
 
 def derive_scaffold(solution: str) -> str:
     """The scaffold text of a reference solution: each marked region emptied."""
+    starts, ends = {m[0] for m in MARKERS.values()}, {m[1] for m in MARKERS.values()}
     out: list[str] = []
     inside = False
     for line in solution.splitlines(keepends=True):
         mark = line.strip()
-        if mark == CODE_START:
+        if mark in starts:
             indent = line[: len(line) - len(line.lstrip())]
             out += [line, f'{indent}raise NotImplementedError("write your code here")\n']
             inside = True
-        elif mark == CODE_END:
+        elif mark in ends:
             out.append(line)
             inside = False
         elif not inside:

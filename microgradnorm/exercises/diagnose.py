@@ -41,6 +41,7 @@ import numpy as np
 
 from microgradnorm import tolerances as tol
 from microgradnorm.exercises import messages
+from microgradnorm.exercises.messages import Phrase, phrase
 
 __all__ = [
     "Count",
@@ -74,7 +75,7 @@ class Finding:
 
     @property
     def detail(self) -> str:
-        return " ".join([messages.detail(self.key, self.params), *(f.detail for f in self.also)])
+        return messages.sentences([messages.detail(self.key, self.params), *(f.detail for f in self.also)])
 
 
 def finding(key: str, **params: Any) -> Finding:
@@ -99,13 +100,13 @@ def mistake(key: str, answer: np.ndarray, **params: Any) -> Mistake:
 
 @dataclass(frozen=True)
 class Count:
-    """A count a formula divides by, named for messages ("the row length"), e.g. Count(5, "the row length").
+    """A count a formula divides by, named for messages, e.g. Count(5, phrase("count_row_length")).
 
     ``divides`` False: a count the formula does not divide by at all, that a learner might divide by.
     """
 
     value: int
-    what: str
+    what: Phrase
     divides: bool = True
 
 
@@ -124,7 +125,7 @@ class Geometry:
     mean_path: np.ndarray | None
     radial_coef: np.ndarray
     eps: float
-    radial_name: str = "variance"
+    radial_name: str = "variance"  # "variance" or "rms": the path it is (a key of messages.SAYINGS after "path_")
 
 
 def _idx(index: tuple[int, ...]) -> str:
@@ -174,15 +175,8 @@ def _axes(axes: tuple[int, ...]) -> str:
 
 
 def _keepdims_finding(name: str, got: tuple[int, ...], expected: tuple[int, ...], values_ok: bool) -> Finding:
-    extra = (
-        " The values themselves are right: only the shape is off."
-        if values_ok
-        else " (The values differ too, see below once the shape is fixed.)"
-    )
-    if len(got) > len(expected):
-        how = "a reduction kept its axis (keepdims=True) where the result should drop it"
-    else:
-        how = "a reduction dropped an axis (keepdims=False) that the result should keep with size 1"
+    extra = phrase("keepdims_values_ok" if values_ok else "keepdims_values_differ")
+    how = phrase("keepdims_kept" if len(got) > len(expected) else "keepdims_dropped")
     return finding("keepdims", name=name, got=got, expected=expected, how=how, extra=extra)
 
 
@@ -291,9 +285,9 @@ class _Split:
     rest: float
 
     @property
-    def share(self) -> str:
+    def share(self) -> Phrase:
         xhat, ones, rest = f"{self.along_xhat:.0%}", f"{self.along_1:.0%}", f"{self.rest:.0%}"
-        return f"{xhat} of it along xhat, {ones} along the ones vector, {rest} elsewhere"
+        return phrase("share", xhat=xhat, ones=ones, rest=rest)
 
 
 def _split(e: np.ndarray, xhat: np.ndarray, axes: tuple[int, ...]) -> _Split | None:
@@ -340,12 +334,8 @@ def _mean_finding(split: _Split, geom: Geometry, sum_got: float) -> Finding | No
 def _radial_finding(split: _Split, geom: Geometry, dot_got: float) -> Finding | None:
     if split.along_xhat <= SMALL_SHARE:
         return None
-    at_zero = (
-        f" At eps = 0 the true dx is orthogonal to xhat; yours has dx . xhat up to {dot_got:.6g}."
-        if geom.eps == 0.0
-        else ""
-    )
-    common = {"share": split.share, "path": geom.radial_name, "at_zero": at_zero}
+    at_zero = phrase("at_zero", dot_got=dot_got) if geom.eps == 0.0 else ""
+    common = {"share": split.share, "path": phrase(f"path_{geom.radial_name}"), "at_zero": at_zero}
     ratio = _consistent_ratio(split.b, geom.radial_coef)
     if ratio is not None and abs(ratio + 1) < 1e-6:
         return finding("geometry_radial_missing", **common)
@@ -368,7 +358,7 @@ def _one_count(found: list[Finding], split: _Split, geom: Geometry) -> list[Find
         return found
     k = round(k)
     key = "geometry_count_sum" if k == 1 else "geometry_count_unbiased" if k == n - 1 else "geometry_count"
-    return [finding(key, share=split.share, path=geom.radial_name, yours=a, n=n, k=k)]
+    return [finding(key, share=split.share, path=phrase(f"path_{geom.radial_name}"), yours=a, n=n, k=k)]
 
 
 def geometry_findings(

@@ -41,9 +41,10 @@ from microgradnorm.exercises import wire
 from microgradnorm.exercises.catalog import Exercise
 from microgradnorm.exercises.diagnose import Finding, exception_findings
 from microgradnorm.exercises.judge import CheckRow, Worst, judge
-from microgradnorm.exercises.messages import say
+from microgradnorm.exercises.messages import child_message, listed, say
 from microgradnorm.exercises.problems import Case, get_problem
 from microgradnorm.exercises.process import RESULT_LIMIT, ChildRun, run_child
+from microgradnorm.i18n import _
 
 __all__ = ["DEFAULT_MEMORY_MB", "DEFAULT_TIMEOUT", "SOURCE_LIMIT", "CheckRow", "GradeResult", "Worst", "grade"]
 
@@ -97,7 +98,7 @@ def read_source(path: Path, number: int) -> str:
         if stat.S_ISDIR(info.st_mode):
             raise _SourceError(say("directory", path=path, number=number))
         if not stat.S_ISREG(info.st_mode):
-            kind = "a FIFO" if stat.S_ISFIFO(info.st_mode) else "a device or socket"
+            kind = say("fifo" if stat.S_ISFIFO(info.st_mode) else "device")
             raise _SourceError(say("not_regular", path=path, kind=kind))
         data = os.read(fd, SOURCE_LIMIT + 1)
     finally:
@@ -210,22 +211,22 @@ def _conclude(out: GradeResult, run: ChildRun, cases: list[Case], timeout: float
     out.status = "failed"
     if run.timed_out:
         out.status, out.summary = "timeout", say("timeout", timeout=timeout)
-        out.rows = [CheckRow("ran", False, say("row_stopped", timeout=timeout))]
+        out.rows = [CheckRow(say("check_ran"), False, say("row_stopped", timeout=timeout))]
         return
     if run.too_large:
         out.status, out.summary = "crashed", say("too_large", limit=RESULT_LIMIT // 2**20)
-        out.rows = [CheckRow("ran", False, say("row_no_result"))]
+        out.rows = [CheckRow(say("check_ran"), False, say("row_no_result"))]
         return
     if not run.result:
         out.status, out.summary = "crashed", _no_result(run.returncode, memory_mb)
-        out.rows = [CheckRow("ran", False, say("row_no_result"))]
+        out.rows = [CheckRow(say("check_ran"), False, say("row_no_result"))]
         return
     try:
         message, arrays = wire.decode(bytes(run.result))
         calls, error = _checked(message)
     except wire.WireError as exc:
         out.status, out.summary = "crashed", say("unreadable_result", why=str(exc))
-        out.rows = [CheckRow("ran", False, say("row_no_result"))]
+        out.rows = [CheckRow(say("check_ran"), False, say("row_no_result"))]
         return
     out.kernel_filter = message.get("kernel_filter") is True
     out.file_filter = message.get("file_filter") is True
@@ -236,7 +237,7 @@ def _conclude(out: GradeResult, run: ChildRun, cases: list[Case], timeout: float
     out.rows, out.findings, out.worst, out.passed = verdict.rows, verdict.findings, verdict.worst, verdict.passed
     out.status = "passed" if out.passed else "failed"
     failed = [r.label for r in out.rows if r.ok is False]
-    out.summary = say("passed") if out.passed else say("not_yet", failed=", ".join(failed))
+    out.summary = say("passed") if out.passed else say("not_yet", failed=listed(failed))
 
 
 def _checked(message: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -258,7 +259,7 @@ def _no_result(code: int | None, memory_mb: int) -> str:
         try:
             name = signal.Signals(-code).name
         except ValueError:
-            name = f"signal {-code}"
+            name = say("signal_number", number=-code)
         extra = {"SIGKILL": say("killed_memory", memory_mb=memory_mb), "SIGXCPU": say("killed_cpu")}.get(name, "")
         return say("killed", signal=name, extra=extra)
     return say("ended", code=code)
@@ -268,10 +269,32 @@ def _where(error: dict[str, Any]) -> str | None:
     frames = error.get("frames")
     if isinstance(frames, list) and frames and isinstance(frames[-1], dict):
         f = frames[-1]
-        return f"line {f.get('line')} in {str(f.get('function'))[:60]}: {str(f.get('code'))[:200]}"
+        function, code = str(f.get("function"))[:60], str(f.get("code"))[:200]
+        return say("where_frame", line=f.get("line"), function=function, code=code)
     if error.get("line"):
-        return f"line {error['line']}: {str(error.get('code', ''))[:200]}"
+        return say("where_line", line=error["line"], code=str(error.get("code", ""))[:200])
     return None
+
+
+# what stopped the learner's code, as the child names it: the row "ran" says it in a word or two
+_KINDS = (
+    "not_written",
+    "sys_exit",
+    "syntax",
+    "memory",
+    "mutates_input",
+    "forbidden",
+    "bad_return",
+    "kernel_refused",
+    "import",
+    "exception",
+)
+
+
+def _kind_word(kind: str) -> str:
+    if kind in _KINDS:
+        return say(f"kind_{kind}")
+    return kind.replace("_", " ") if len(kind) < 20 else say("kind_error")
 
 
 def _explain_error(out: GradeResult, error: dict[str, Any], memory_mb: int) -> None:
@@ -280,19 +303,25 @@ def _explain_error(out: GradeResult, error: dict[str, Any], memory_mb: int) -> N
     frames = error.get("frames") if isinstance(error.get("frames"), list) else []
     func = frames[-1].get("function") if frames and isinstance(frames[-1], dict) else None
     call = error.get("call")
-    on = f" on {say(f'call_{call}')}" if call in ("a", "b", "a2") else ""
+    on = say(f"on_{call}") if call in ("a", "b", "a2") else ""
     if kind == "not_written":
         out.status = "not_written"
-        out.summary = say("not_written", name=f"`{func}`" if func and func != "<module>" else "your file")
+        out.summary = say("not_written", name=f"`{func}`" if func and func != "<module>" else say("your_file"))
     elif kind == "sys_exit":
         code = error.get("code")
         out.summary = say("exit_at_import" if error.get("stage") == "import" else "exit_in_call", code=code, on=on)
     elif kind in ("syntax", "memory", "mutates_input", "forbidden", "bad_return", "kernel_refused"):
-        text = message[:1].upper() + message[1:] if kind in ("forbidden", "bad_return") else message
+        text = _said_by_child(message, out.exercise) if kind in ("forbidden", "bad_return") else message
         out.summary = say(kind, message=text, on=on, memory_mb=memory_mb)
     elif kind == "import":
         out.summary = say("import_failed", type=etype, message=message)
     else:
         out.summary = say("raised", type=etype, on=on, message=message)
         out.findings = exception_findings(etype, message)
-    out.rows = [CheckRow("ran", False, kind.replace("_", " ") if len(kind) < 20 else "error")]
+    out.rows = [CheckRow(say("check_ran"), False, _kind_word(kind))]
+
+
+def _said_by_child(message: str, exercise: Exercise) -> str:
+    """A refusal or a driver's complaint, in the learner's language, starting as a sentence does."""
+    text = child_message(message, exercise=say("exercise_number", number=exercise.number), uses=_(exercise.uses_text))
+    return text[:1].upper() + text[1:]

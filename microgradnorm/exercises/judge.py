@@ -38,7 +38,7 @@ from microgradnorm.exercises.diagnose import (
     shape_findings,
     worst_entry,
 )
-from microgradnorm.exercises.messages import say
+from microgradnorm.exercises.messages import listed, say
 from microgradnorm.exercises.problems import Case, Problem
 
 __all__ = ["CALLS", "CheckRow", "Evidence", "Judgement", "Verdict", "Worst", "explain_value", "judge"]
@@ -185,9 +185,9 @@ def check_types(ev: Evidence) -> Verdict:
                 errors.append((call, o.name, msg))
                 ev.bad.add((call, o.name))
     if not errors:
-        return Verdict([CheckRow("types and shapes", True, say("row_types_ok"))])
+        return Verdict([CheckRow(say("check_types"), True, say("row_types_ok"))])
     call, name, msg = errors[0]
-    return Verdict([CheckRow("types and shapes", False, msg)], lambda: _explain_shape(ev, call, name))
+    return Verdict([CheckRow(say("check_types"), False, msg)], lambda: _explain_shape(ev, call, name))
 
 
 # ---- finite ---------------------------------------------------------------------------------
@@ -205,16 +205,15 @@ def check_finite(ev: Evidence) -> Verdict:
             if not np.all(np.isfinite(g)):
                 bad.append((call, o.called, int(np.isnan(g).sum()), int(np.isinf(g).sum())))
     if not checked:
-        return Verdict([CheckRow("finite", None, say("row_finite_none"))])
+        return Verdict([CheckRow(say("check_finite"), None, say("row_finite_none"))])
     if not bad:
         among = say("row_finite_among", count=checked) if skipped else ""
-        return Verdict([CheckRow("finite", True, say("row_finite_ok", among=among))])
+        return Verdict([CheckRow(say("check_finite"), True, say("row_finite_ok", among=among))])
     call, name, nan, inf = bad[0]
     detail = say("row_nonfinite", name=name, nan=nan, inf=inf, call=say(f"call_{call}"))
     eps0 = say("finite_eps0") if call == "b" and ev.case(call).info.get("eps") == 0 else ""
-    return Verdict(
-        [CheckRow("finite", False, detail)], lambda: ([finding("not_finite", detail=detail, eps0=eps0)], None)
-    )
+    row = CheckRow(say("check_finite"), False, detail)
+    return Verdict([row], lambda: ([finding("not_finite", detail=detail, eps0=eps0)], None))
 
 
 # ---- values ---------------------------------------------------------------------------------
@@ -230,7 +229,7 @@ def check_values(ev: Evidence) -> Verdict:
     for o in ev.problem.outputs:
         g = ev.usable("a", o.name)
         if g is None:
-            rows.append(CheckRow(o.label, None, say("row_not_compared")))
+            rows.append(CheckRow(o.row, None, say("row_not_compared")))
             continue
         ok = _value_ok(case, o.name, g)
         rel = rounding.relative_error(g, case.expected[o.name])
@@ -242,7 +241,7 @@ def check_values(ev: Evidence) -> Verdict:
             detail = say(
                 "row_value_bad", rel=rel, allowed=rounding.allowed_relative(case.expected[o.name], case.allowed[o.name])
             )
-        rows.append(CheckRow(o.label, ok, detail))
+        rows.append(CheckRow(o.row, ok, detail))
         if not ok and failing is None:
             failing = o.name
     if failing is None:
@@ -256,13 +255,13 @@ def check_second(ev: Evidence) -> Verdict:
     present = [(o.name, ev.usable("b", o.name)) for o in ev.problem.outputs]
     present = [(n, g) for n, g in present if g is not None]
     if not present:
-        return Verdict([CheckRow("second input", None, say("row_not_compared"))])
+        return Verdict([CheckRow(say("check_second"), None, say("row_not_compared"))])
     wrong = [n for n, g in present if not _value_ok(case, n, g)]
-    second = case.label.split(": ", 1)[1]
+    second = str(case.about)
     if not wrong:
-        return Verdict([CheckRow("second input", True, second)])
-    names = ", ".join(ev.problem.output(n).called for n in wrong)
-    row = CheckRow("second input", False, say("row_second_wrong", second=second, names=names))
+        return Verdict([CheckRow(say("check_second"), True, second)])
+    names = listed([ev.problem.output(n).called for n in wrong])
+    row = CheckRow(say("check_second"), False, say("row_second_wrong", second=second, names=names))
     first = ((o.name, ev.usable("a", o.name)) for o in ev.problem.outputs)
     first_ok = all(_value_ok(ev.cases[0], n, g) for n, g in first if g is not None)
     name = wrong[0]
@@ -283,14 +282,14 @@ def check_repeatable(ev: Evidence) -> Verdict:
         if a is not None and a2 is not None and not _same(a, a2):
             differs.append(o.name)
     if not differs:
-        return Verdict([CheckRow("same answer twice", True, say("row_repeat_ok"))])
+        return Verdict([CheckRow(say("check_repeat"), True, say("row_repeat_ok"))])
     name, called = differs[0], [ev.problem.output(n).called for n in differs]
 
     def explain() -> Explanation:
         idx, first, second = worst_entry(ev.usable("a2", name), ev.usable("a", name))  # type: ignore[arg-type]
         return [finding("second_run_differs", name=called[0], index=_index(idx), first=first, second=second)], None
 
-    return Verdict([CheckRow("same answer twice", False, say("row_repeat_bad", names=", ".join(called)))], explain)
+    return Verdict([CheckRow(say("check_repeat"), False, say("row_repeat_bad", names=listed(called)))], explain)
 
 
 def check_untouched(ev: Evidence) -> Verdict:
@@ -304,7 +303,7 @@ def check_untouched(ev: Evidence) -> Verdict:
             if after is None or not _same(after, before):
                 changed.append((name, after, before))
     if not changed:
-        return Verdict([CheckRow("inputs untouched", True, say("row_inputs_ok"))])
+        return Verdict([CheckRow(say("check_inputs"), True, say("row_inputs_ok"))])
     name, after, before = changed[0]
 
     def explain() -> Explanation:
@@ -313,7 +312,7 @@ def check_untouched(ev: Evidence) -> Verdict:
         idx, was, now = worst_entry(after, before)
         return [finding("input_modified", name=name, index=_index(idx), now=now, was=was)], None
 
-    return Verdict([CheckRow("inputs untouched", False, say("row_inputs_bad", name=name))], explain)
+    return Verdict([CheckRow(say("check_inputs"), False, say("row_inputs_bad", name=name))], explain)
 
 
 # ---- explaining a wrong value --------------------------------------------------------------
@@ -419,7 +418,7 @@ def explain_value(problem: Problem, case: Case, name: str, g: np.ndarray, first_
     if first_ok:
         explained = named or estimate or problem.findings(case, name, g)
         guess = "" if explained else say("guess_eps0" if case.info.get("eps") == 0 else "guess_size")
-        found.append(finding("right_first_wrong_second", second=case.label.split(": ", 1)[1], guess=guess))
+        found.append(finding("right_first_wrong_second", second=case.about, guess=guess))
     if named:
         found += named
     elif estimate is not None:
@@ -442,7 +441,7 @@ def judge(problem: Problem, cases: list[Case], calls: dict[str, Any], arrays: di
         check(ev)
         for check in (check_types, check_finite, check_values, check_second, check_repeatable, check_untouched)
     ]
-    rows = [CheckRow("ran", True, say("row_ran")), *(r for v in verdicts for r in v.rows)]
+    rows = [CheckRow(say("check_ran"), True, say("row_ran")), *(r for v in verdicts for r in v.rows)]
     out = Judgement(rows)
     for i in _EXPLAIN_ORDER:
         explain = verdicts[i].explain

@@ -17,6 +17,7 @@ import numpy as np
 
 from microgradnorm import formulas
 from microgradnorm.exercises.diagnose import Geometry, Mistake, mistake
+from microgradnorm.exercises.messages import Phrase, phrase
 
 __all__ = ["geometry", "mistakes"]
 
@@ -37,11 +38,11 @@ def wrong_count(info: dict[str, Any]) -> int | None:
     return wrong if wrong != info["n"] else None
 
 
-def count_words(info: dict[str, Any]) -> tuple[str, str]:
+def count_words(info: dict[str, Any]) -> tuple[Phrase, Phrase]:
     """(what n is, what the wrong count is), for messages."""
     if 0 in info["axes"]:
-        return "the batch size", "the number of features"
-    return "the row length", "the number of rows"
+        return phrase("count_batch"), phrase("count_features")
+    return phrase("count_row_length"), phrase("count_rows")
 
 
 def _unbiased(m: formulas.Moments, n: int, eps: float) -> tuple[np.ndarray, np.ndarray, float]:
@@ -156,7 +157,7 @@ def param_mistakes(name: str, dy: np.ndarray, xhat: np.ndarray, info: dict[str, 
     shared = formulas.param_axes(dy.ndim, pa)
     positions = int(np.prod([dy.shape[a] for a in shared]))
     right = formulas.dgamma(dy, xhat, shared) if name == "dgamma" else formulas.dbeta(dy, shared)
-    where = "every row" if len(shared) == 1 and shared[0] == 0 else f"axes {shared}"
+    where = phrase("shared_every_row") if len(shared) == 1 and shared[0] == 0 else phrase("shared_axes", axes=shared)
     return [
         mistake("extra_gamma_dgamma" if name == "dgamma" else "extra_gamma_dbeta", right * gamma),
         mistake("param_mean_not_sum", right / positions, param=name[1:], count=positions, where=where),

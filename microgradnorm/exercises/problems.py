@@ -34,6 +34,8 @@ from microgradnorm.check import random_problem
 from microgradnorm.engine import Value
 from microgradnorm.exercises import norm_mistakes, rounding
 from microgradnorm.exercises.diagnose import Count, Finding, Geometry, Mistake, finding, mistake
+from microgradnorm.exercises.messages import Phrase, phrase, say
+from microgradnorm.i18n import N_, _
 from microgradnorm.registry import get_norm
 
 __all__ = ["PROBLEMS", "Case", "Output", "Problem", "get_problem"]
@@ -44,7 +46,9 @@ class Output:
     """One graded quantity: the key the child sends back and the row it is shown in.
 
     ``shown`` is how messages name it after the learner's own code ("mul_backward: da"; the key by
-    default); ``gradient`` False marks a value of the forward pass (y, a mean, a variance, P).
+    default); ``gradient`` False marks a value of the forward pass (y, a mean, a variance, P). ``label``
+    and ``shown`` are English, marked for translation where they are words, and said in the learner's
+    language by :attr:`row` and :attr:`called`.
     """
 
     name: str
@@ -54,18 +58,29 @@ class Output:
 
     @property
     def called(self) -> str:
-        return self.shown or self.name
+        return _(self.shown) if self.shown else self.name
+
+    @property
+    def row(self) -> str:
+        """The label of its row in the report."""
+        return _(self.label)
 
 
 @dataclass
 class Case:
     """One input to call the learner's code on, with the right answers and how close they must be."""
 
-    label: str
+    about: str | Phrase  # what the input is ("x [3, 5], eps = 0.001")
+    second: bool  # the second input (another shape; eps = 0 for the normalizations), or the first
     inputs: dict[str, Any]
     expected: dict[str, np.ndarray]
     allowed: dict[str, np.ndarray]  # per entry: the largest error float64 rounding explains
     info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """ "first input: x [3, 5], eps = 0.001", in the learner's language."""
+        return say("case_second" if self.second else "case_first", about=self.about)
 
 
 class Problem:
@@ -77,17 +92,17 @@ class Problem:
     reduced_from = "x"  # the input whose shape a wrong-axis reduction is explained by
 
     def make_case(self, rng: np.random.Generator, second: bool) -> Case:
-        label, inputs, info = self.draw(rng, second)
+        about, inputs, info = self.draw(rng, second)
         expected = self.solve(inputs)
         allowed = rounding.tolerance(self.solve, inputs, self.exact, self.terms(inputs))
-        return Case(label, inputs, expected, allowed, info)
+        return Case(about, second, inputs, expected, allowed, info)
 
     def terms(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
         """Per output, the size of terms that cancel and that no input scales (see :func:`.rounding.tolerance`)."""
         return {}
 
-    def draw(self, rng: np.random.Generator, second: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
-        """(label, inputs sent to the learner's code, what the diagnosis needs besides)."""
+    def draw(self, rng: np.random.Generator, second: bool) -> tuple[str | Phrase, dict[str, Any], dict[str, Any]]:
+        """(what the input is, inputs sent to the learner's code, what the diagnosis needs besides)."""
         raise NotImplementedError
 
     def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -130,10 +145,6 @@ def _shape(shape: tuple[int, ...]) -> str:
     return "[" + ", ".join(map(str, shape)) + "]"
 
 
-def _which(second: bool) -> str:
-    return "second" if second else "first"
-
-
 # ---- 01: local derivatives, from the engine ------------------------------------------
 
 
@@ -154,13 +165,13 @@ class LocalDerivatives(Problem):
         Output("div_db", "divide: db", "div_backward: db"),
     )
 
-    def draw(self, rng: np.random.Generator, second: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    def draw(self, rng: np.random.Generator, second: bool) -> tuple[Phrase, dict[str, Any], dict[str, Any]]:
         size = 7 if second else 5
         a = rng.uniform(0.5, 3.0, size)
         b = rng.uniform(0.5, 2.0, size) * rng.choice([-1.0, 1.0], size)
         p = float(rng.choice([-1.5, 2.5, 3.0])) if second else float(rng.choice([0.5, 1.5, -2.0]))
         inputs = {"a": a, "b": b, "p": np.float64(p), "dout": rng.normal(0.0, 1.0, size)}
-        return f"{_which(second)} input: {size} values, p = {p:g}", inputs, {}
+        return phrase("about_values", size=size, p=p), inputs, {}
 
     def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
         p = float(inputs["p"])
@@ -206,7 +217,7 @@ class MeanVariance(Problem):
             "dmean": rng.normal(0.0, 1.0, (shape[0], 1)),
             "dvar": rng.normal(0.0, 1.0, (shape[0], 1)),
         }
-        return f"{_which(second)} input: x {_shape(shape)}", inputs, {"n": shape[1], "x_shape": shape}
+        return f"x {_shape(shape)}", inputs, {"n": shape[1], "x_shape": shape}
 
     def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
         x = inputs["x"]
@@ -235,15 +246,15 @@ class MeanVariance(Problem):
 
     def counts(self, case: Case, name: str) -> tuple[Count, ...]:
         rows, d = case.inputs["x"].shape
-        return (Count(d, "the row length"), Count(rows, "the number of rows"))
+        return (Count(d, phrase("count_row_length")), Count(rows, phrase("count_rows")))
 
 
 # ---- normalizations: LayerNorm, BatchNorm ----------------------------------------------------
 
 
 def _norm_draw(
-    norm: str, shape: tuple[int, ...], rng: np.random.Generator, eps: float, second: bool
-) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    norm: str, shape: tuple[int, ...], rng: np.random.Generator, eps: float
+) -> tuple[Phrase, dict[str, Any], dict[str, Any]]:
     spec = get_norm(norm)
     x, gamma, beta, dy = random_problem(spec, shape, _seed(rng))
     axes, pa = spec.axes(shape), spec.param_axis(shape)
@@ -253,7 +264,7 @@ def _norm_draw(
     info = {"x": x, "gamma": gamma, "beta": beta, "dy": dy, "eps": eps, "axes": axes, "param_axis": pa}
     info.update(x_shape=shape, n=formulas.group_size(shape, axes), norm=norm)
     info.update(g=formulas.param_view(gamma, x.ndim, pa), b=formulas.param_view(beta, x.ndim, pa))
-    return f"{_which(second)} input: x {_shape(shape)}, eps = {eps:g}", inputs, info
+    return phrase("about_x_eps", shape=_shape(shape), eps=eps), inputs, info
 
 
 def _norm_solve(norm: str, inputs: dict[str, Any], names: tuple[str, ...]) -> dict[str, np.ndarray]:
@@ -278,8 +289,8 @@ class NormProblem(Problem):
     def __init__(self, norm: str, shapes: tuple[tuple[int, ...], tuple[int, ...]], outputs: tuple[Output, ...]):
         self.norm, self.shapes, self.outputs = norm, shapes, outputs
 
-    def draw(self, rng: np.random.Generator, second: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
-        return _norm_draw(self.norm, self.shapes[second], rng, 0.0 if second else 1e-3, second)
+    def draw(self, rng: np.random.Generator, second: bool) -> tuple[Phrase, dict[str, Any], dict[str, Any]]:
+        return _norm_draw(self.norm, self.shapes[second], rng, 0.0 if second else 1e-3)
 
     def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
         return _norm_solve(self.norm, inputs, tuple(o.name for o in self.outputs))
@@ -291,7 +302,7 @@ class NormProblem(Problem):
         return norm_mistakes.geometry(case.info) if name == "dx" else None
 
 
-_FORWARD = Output("y", "forward", gradient=False)
+_FORWARD = Output("y", N_("forward"), gradient=False)
 _DX, _DGAMMA, _DBETA = Output("dx", "dx"), Output("dgamma", "dgamma"), Output("dbeta", "dbeta")
 
 
@@ -302,12 +313,12 @@ class AffineProblem(Problem):
     swaps = (("dgamma", "dbeta"),)
     reduced_from = "dy"
 
-    def draw(self, rng: np.random.Generator, second: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    def draw(self, rng: np.random.Generator, second: bool) -> tuple[Phrase, dict[str, Any], dict[str, Any]]:
         shape = (3, 4, 6) if second else (2, 3, 5)
-        _, norm_inputs, info = _norm_draw("layernorm", shape, rng, 1e-5, second)
+        _about, norm_inputs, info = _norm_draw("layernorm", shape, rng, 1e-5)
         xhat = formulas.moments(info["x"], info["axes"], info["eps"]).xhat
         inputs = {"dy": norm_inputs["dy"], "xhat": xhat, "gamma": norm_inputs["gamma"]}
-        return f"{_which(second)} input: dy and xhat {_shape(shape)}", inputs, {**info, "xhat": xhat}
+        return phrase("about_dy_xhat", shape=_shape(shape)), inputs, {**info, "xhat": xhat}
 
     def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
         dy, xhat, gamma = inputs["dy"], inputs["xhat"], inputs["gamma"]
@@ -320,7 +331,7 @@ class AffineProblem(Problem):
 
     def counts(self, case: Case, name: str) -> tuple[Count, ...]:
         d = case.inputs["dy"].shape[-1]
-        return (Count(d, "the row length D", divides=False),) if name in ("dgamma", "dbeta") else ()
+        return (Count(d, phrase("count_row_length_d"), divides=False),) if name in ("dgamma", "dbeta") else ()
 
     def group_size(self, case: Case, name: str) -> int | None:
         return None  # nothing here is a mean over a group: no n/(n-1), no 1/n
@@ -338,8 +349,8 @@ class AffineProblem(Problem):
 class RMSProblem(Problem):
     outputs = (_FORWARD, _DX, _DGAMMA)
 
-    def draw(self, rng: np.random.Generator, second: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
-        return _norm_draw("rmsnorm", (4, 5) if second else (3, 6), rng, 0.0 if second else 1e-3, second)
+    def draw(self, rng: np.random.Generator, second: bool) -> tuple[Phrase, dict[str, Any], dict[str, Any]]:
+        return _norm_draw("rmsnorm", (4, 5) if second else (3, 6), rng, 0.0 if second else 1e-3)
 
     def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
         return _norm_solve("rmsnorm", inputs, ("y", "dx", "dgamma"))
@@ -399,14 +410,14 @@ def _jacobian_parts(x: np.ndarray, eps: float) -> tuple[np.ndarray, float]:
 
 
 class JacobianProblem(Problem):
-    outputs = (Output("P", "projection P", gradient=False), Output("J", "Jacobian J"))
+    outputs = (Output("P", N_("projection P"), gradient=False), Output("J", N_("Jacobian J")))
 
-    def draw(self, rng: np.random.Generator, second: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    def draw(self, rng: np.random.Generator, second: bool) -> tuple[Phrase, dict[str, Any], dict[str, Any]]:
         d, eps = (6, 0.0) if second else (5, 1e-3)
         x, gamma, _, _ = random_problem(get_norm("layernorm"), (d,), _seed(rng))
         xhat, _ = _jacobian_parts(x, eps)
         inputs = {"x": x, "gamma": gamma, "eps": np.float64(eps), "xhat": xhat}
-        return f"{_which(second)} input: x [{d}], eps = {eps:g}", inputs, {"n": d, "eps": eps}
+        return phrase("about_x_eps", shape=f"[{d}]", eps=eps), inputs, {"n": d, "eps": eps}
 
     def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
         xhat, rstd = _jacobian_parts(inputs["x"], float(inputs["eps"]))
@@ -486,10 +497,13 @@ def _welford_stream(
 
 
 class WelfordProblem(Problem):
-    outputs = (Output("mean", "mean", gradient=False), Output("var", "variance", "variance (m2 / count)", False))
+    outputs = (
+        Output("mean", N_("mean"), gradient=False),
+        Output("var", N_("variance"), N_("variance (m2 / count)"), False),
+    )
     exact = ("count0",)
 
-    def draw(self, rng: np.random.Generator, second: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    def draw(self, rng: np.random.Generator, second: bool) -> tuple[Phrase, dict[str, Any], dict[str, Any]]:
         rows, seen, streamed = 3, int(rng.integers(16, 48)), 64
         offset = 1e8 if second else float(rng.uniform(1.0, 4.0))
         values = offset + rng.normal(0.0, 1.0, (rows, seen + streamed)) * (1.0 if second else 2.0)
@@ -501,9 +515,9 @@ class WelfordProblem(Problem):
             "mean0": mean0,
             "m2_0": ((before - mean0[:, None]) ** 2).sum(axis=1),
         }
-        near = f"values near {offset:.0e} (spread about 1)" if second else "ordinary values"
-        label = f"{_which(second)} input: 3 rows of {streamed} {near}, each started after {seen} values you do not see"
-        return label, inputs, {"offset": offset, "n": seen + streamed, "seen": seen}
+        counts = {"rows": rows, "streamed": streamed, "seen": seen}
+        about = phrase("about_welford_large", offset=offset, **counts) if second else phrase("about_welford", **counts)
+        return about, inputs, {"offset": offset, "n": seen + streamed, "seen": seen}
 
     def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
         mean, m2 = _merge(inputs["count0"], inputs["mean0"], inputs["m2_0"], inputs["x"])
@@ -538,12 +552,12 @@ class PreLNProblem(Problem):
     outputs = (_FORWARD, _DX, _DGAMMA, _DBETA, Output("dW", "dW"))
     swaps = (("dgamma", "dbeta"),)
 
-    def draw(self, rng: np.random.Generator, second: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    def draw(self, rng: np.random.Generator, second: bool) -> tuple[Phrase, dict[str, Any], dict[str, Any]]:
         shape = (4, 6) if second else (3, 5)
-        label, inputs, info = _norm_draw("layernorm", shape, rng, 0.0 if second else 1e-3, second)
+        about, inputs, info = _norm_draw("layernorm", shape, rng, 0.0 if second else 1e-3)
         d = shape[-1]
         inputs["W"] = rng.normal(0.0, 1.0 / math.sqrt(d), (d, d))
-        return label, inputs, info
+        return about, inputs, info
 
     def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
         x, gamma, beta, W, dy, eps = (inputs[k] for k in ("x", "gamma", "beta", "W", "dy", "eps"))

@@ -4,6 +4,9 @@ They compare your gradient with a central finite difference, which needs no
 calculus at all: nudge one input by +h and -h, see how the loss moves. It is
 the honest referee of every backward pass (and what the grader's closed forms
 were themselves checked against).
+
+They speak the language the exercise file is written in (a file ``init`` gave in
+Chinese prints Chinese when run), so that one run never mixes two languages.
 """
 
 from __future__ import annotations
@@ -15,7 +18,15 @@ from types import TracebackType
 
 import numpy as np
 
+from microgradnorm.i18n import ENGLISH, SIMPLIFIED_CHINESE, _, use_language
+
 __all__ = ["numerical_gradient", "report"]
+
+
+def _file_language() -> str:
+    """The language of the exercise file being run: Chinese if its docstring has Chinese characters in it."""
+    doc = getattr(sys.modules.get("__main__"), "__doc__", None) or ""
+    return SIMPLIFIED_CHINESE if any("\u4e00" <= c <= "\u9fff" for c in doc) else ENGLISH
 
 
 def _not_written_yet(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
@@ -24,8 +35,15 @@ def _not_written_yet(kind: type[BaseException], exc: BaseException, tb: Tracebac
         _previous_hook(kind, exc, tb)
         return
     frames = traceback.extract_tb(tb)
-    where = f"`{frames[-1].name}` (line {frames[-1].lineno})" if frames else "a function"
-    print(f"{where} is not written yet: write your code where it says so, then run this file again.", file=sys.stderr)
+    with use_language(_file_language()):
+        if frames:
+            line = _(
+                "`{function}` (line {line}) is not written yet: write your code where it says so, then run "
+                "this file again."
+            ).format(function=frames[-1].name, line=frames[-1].lineno)
+        else:
+            line = _("A function is not written yet: write your code where it says so, then run this file again.")
+    print(line, file=sys.stderr)
 
 
 # Running an exercise file on its own imports this module first: a function still to be
@@ -51,18 +69,24 @@ def numerical_gradient(loss: Callable[[np.ndarray], float], x: np.ndarray, h: fl
 
 def report(name: str, yours: object, numerical: np.ndarray, rtol: float = 1e-5) -> bool:
     """Print how far ``yours`` is from the finite difference; True when they agree."""
-    numerical = np.asarray(numerical, dtype=np.float64)
+    with use_language(_file_language()):
+        line, ok = _compare(name, yours, np.asarray(numerical, dtype=np.float64), rtol)
+    print(line)
+    return ok
+
+
+def _compare(name: str, yours: object, numerical: np.ndarray, rtol: float) -> tuple[str, bool]:
     try:
         mine = np.asarray(yours, dtype=np.float64)
     except (TypeError, ValueError):
-        print(f"  {name}: could not be read as numbers: {yours!r}")
-        return False
+        return "  " + _("{name}: could not be read as numbers: {yours!r}").format(name=name, yours=yours), False
     if mine.shape != numerical.shape:
-        print(f"  {name}: shape {mine.shape}, but the finite difference has shape {numerical.shape}")
-        return False
+        line = _("{name}: shape {got}, but the finite difference has shape {expected}")
+        return "  " + line.format(name=name, got=mine.shape, expected=numerical.shape), False
     err = float(np.max(np.abs(mine - numerical))) if mine.size else 0.0
     scale = max(float(np.max(np.abs(numerical))) if mine.size else 0.0, 1e-12)
     ok = err <= rtol * scale + 1e-9
-    verdict = "agrees" if ok else "DIFFERS"
-    print(f"  {name:<14} max |yours - finite difference| = {err:.2e}  -> {verdict}")
-    return ok
+    verdict = _("agrees") if ok else _("DIFFERS")
+    # Translators: one line per gradient; keep the columns: {name:<14} pads the name to 14 characters
+    line = _("{name:<14} max |yours - finite difference| = {err:.2e}  -> {verdict}")
+    return "  " + line.format(name=name, err=err, verdict=verdict), ok

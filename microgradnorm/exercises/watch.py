@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from microgradnorm.exercises import render
+from microgradnorm.exercises import render, translation
 from microgradnorm.exercises import workspace as ws
-from microgradnorm.exercises.catalog import EXERCISES, Exercise, hints
+from microgradnorm.exercises.catalog import EXERCISES, Exercise
+from microgradnorm.i18n import _
 
 if TYPE_CHECKING:
     from microgradnorm.exercises.grader import GradeResult
@@ -146,9 +147,10 @@ class Watcher:
 
     def on_hint(self) -> None:
         ex = self.state.current
-        all_hints = hints(ex)
+        all_hints, note = translation.hints(ex)
         shown = ws.record_hint(ex, len(all_hints)) if all_hints else 0
-        self.console.print(render.hint_view(ex, all_hints, shown, more="Press h and Enter again"))
+        more = _("Press h and Enter again for hint {k}.")
+        self.console.print(render.hint_view(ex, all_hints, shown, more=more, note=note))
 
     def on_check(self) -> None:
         self.check(self.state.current)

@@ -10,6 +10,12 @@ one terminal and a ``check`` in another do not undo each other's records.
 Nothing the learner wrote is overwritten without being asked: ``init`` copies
 only the files that are missing, and ``reset`` keeps a copy of the file it
 replaces in ``<state dir>/exercise-backups/``.
+
+The files come in the learner's language (:mod:`.translation`). A file that is
+still exactly a scaffold, in any language, is untouched: ``init`` in another
+language gives it in that language (an English workspace becomes a Chinese one
+file by file, where the learner has not started), and never touches a file the
+learner edited. Progress is kept by exercise, so it is the same in every language.
 """
 
 from __future__ import annotations
@@ -22,7 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from microgradnorm.exercises import translation
 from microgradnorm.exercises.catalog import EXERCISES, Exercise
+from microgradnorm.i18n import _
 from microgradnorm.store import (
     CorruptStateError,
     atomic_write_bytes,
@@ -82,10 +90,10 @@ def _path() -> Path:
 
 def _from_json(data: Any) -> Progress:
     if not isinstance(data, dict):
-        raise ValueError("expected a JSON object")
+        raise ValueError(_("expected a JSON object"))
     exercises = data.get("exercises", {})
     if not isinstance(exercises, dict) or not all(isinstance(v, dict) for v in exercises.values()):
-        raise ValueError("'exercises' is not an object of records")
+        raise ValueError(_("'exercises' is not an object of records"))
     workspace = data.get("workspace")
     return Progress(workspace if isinstance(workspace, str) else None, exercises)
 
@@ -96,13 +104,14 @@ def load_progress() -> Progress:
     try:
         data = load_json(path, {})
     except CorruptStateError as exc:
-        return Progress(warning=f"{exc}; starting with empty progress")
+        return Progress(warning=_("{problem}; starting with empty progress").format(problem=exc))
     try:
         return _from_json(data)
     except ValueError as exc:
         moved = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
         path.replace(moved)
-        return Progress(warning=f"{path} had an unexpected layout ({exc}); set aside as {moved.name}")
+        warning = _("{path} had an unexpected layout ({why}); set aside as {name}")
+        return Progress(warning=warning.format(path=path, why=exc, name=moved.name))
 
 
 def update_progress(change: Callable[[Progress], Any]) -> Progress:
@@ -157,15 +166,23 @@ def resolve_workspace(directory: str | None, progress: Progress) -> Path:
     if directory is not None:
         path = Path(directory).expanduser().resolve()
         if not path.is_dir():
-            why = "a file, not a directory" if path.exists() else "no such directory"
-            raise ValueError(f"--dir: expected an exercise workspace directory, got {directory!r} ({why})")
+            if path.exists():
+                message = _("--dir: expected an exercise workspace directory, got {given!r} (a file, not a directory)")
+            else:
+                message = _("--dir: expected an exercise workspace directory, got {given!r} (no such directory)")
+            raise ValueError(message.format(given=directory))
         return path
     if progress.workspace is None:
-        raise ValueError("no exercise workspace yet: run `microgradnorm exercise init [DIR]` first, or pass --dir DIR")
+        raise ValueError(
+            _("no exercise workspace yet: run `microgradnorm exercise init [DIR]` first, or pass --dir DIR")
+        )
     path = Path(progress.workspace)
     if not path.is_dir():
         raise ValueError(
-            f"the exercise workspace {path} is gone: run `microgradnorm exercise init [DIR]` again, or pass --dir DIR"
+            _(
+                "the exercise workspace {path} is gone: run `microgradnorm exercise init [DIR]` again, or pass "
+                "--dir DIR"
+            ).format(path=path)
         )
     return path
 
@@ -174,10 +191,20 @@ def learner_file(workspace: Path, exercise: Exercise) -> Path:
     return workspace / exercise.filename
 
 
+def _scaffolds(exercise: Exercise) -> dict[str, bytes]:
+    """The scaffold of ``exercise`` in every language, as a file holds it."""
+    return {lang: text.encode("utf-8") for lang, text in translation.scaffold_texts(exercise).items()}
+
+
+def _untouched(path: Path, exercise: Exercise) -> bool:
+    """Whether the file at ``path`` is exactly a scaffold of ``exercise`` (in some language)."""
+    return path.read_bytes() in _scaffolds(exercise).values()
+
+
 def is_edited(workspace: Path, exercise: Exercise) -> bool:
-    """True when the learner's file exists and differs from the scaffold."""
+    """True when the learner's file exists and is none of the scaffolds (in any language)."""
     path = learner_file(workspace, exercise)
-    return path.is_file() and path.read_bytes() != exercise.scaffold.read_bytes()
+    return path.is_file() and not _untouched(path, exercise)
 
 
 @dataclass
@@ -186,40 +213,60 @@ class InitReport:
     copied: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)  # the learner had edited these: left alone
+    switched: list[str] = field(default_factory=list)  # untouched scaffolds of another language, now in this one
+    notes: list[str] = field(default_factory=list)  # files given in English where a translation was asked for
 
 
 def init_workspace(target: Path) -> InitReport:
-    """Copy every scaffold that is missing from ``target``; never touch a file that is there."""
+    """Copy every scaffold that is missing from ``target``, in the current language; never touch a file
+    the learner edited (a file still exactly a scaffold of another language is given in this one)."""
     target = Path(target).expanduser()
     if target.exists() and not target.is_dir():
-        raise ValueError(f"DIR: expected a directory for the exercises, got {str(target)!r}, which is a file")
+        raise ValueError(
+            _("DIR: expected a directory for the exercises, got {given!r}, which is a file").format(given=str(target))
+        )
     try:
         target.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ValueError(f"DIR: cannot create the exercise directory {str(target)!r}: {exc.strerror}") from None
+        raise ValueError(
+            _("DIR: cannot create the exercise directory {given!r}: {why}").format(given=str(target), why=exc.strerror)
+        ) from None
     report = InitReport(target.resolve())
     for ex in EXERCISES:
-        dest = target / ex.filename
-        if not dest.exists():
-            atomic_write_text(dest, ex.scaffold.read_text(encoding="utf-8"))
-            report.copied.append(ex.filename)
-        elif dest.read_bytes() == ex.scaffold.read_bytes():
-            report.unchanged.append(ex.filename)
-        else:
-            report.kept.append(ex.filename)
+        _init_one(target / ex.filename, ex, report)
     update_progress(lambda p: setattr(p, "workspace", str(report.workspace)))
     return report
 
 
+def _init_one(dest: Path, ex: Exercise, report: InitReport) -> None:
+    given = translation.scaffold(ex)
+    wanted = given.text.encode("utf-8")
+    if not dest.exists():
+        atomic_write_bytes(dest, wanted)
+        report.copied.append(ex.filename)
+    elif dest.read_bytes() == wanted:
+        report.unchanged.append(ex.filename)
+        return
+    elif _untouched(dest, ex):
+        atomic_write_bytes(dest, wanted)
+        report.switched.append(ex.filename)
+    else:
+        report.kept.append(ex.filename)
+        return
+    if given.note:
+        report.notes.append(given.note)
+
+
 def reset_file(workspace: Path, exercise: Exercise) -> Path | None:
-    """Put the scaffold back; returns where the replaced file was saved (None if there was nothing to keep).
+    """Put the scaffold back, in the current language; returns where the replaced file was saved (None if
+    there was nothing to keep: no file, or one that was still a scaffold, in any language).
 
     The progress record stays: a pass is the learner's for good (as in
     :func:`record_result`), so resetting to practise again locks nothing.
     """
     dest = learner_file(workspace, exercise)
     backup = None
-    if dest.is_file() and dest.read_bytes() != exercise.scaffold.read_bytes():
+    if dest.is_file() and not _untouched(dest, exercise):
         folder = state_dir() / "exercise-backups"
         folder.mkdir(parents=True, exist_ok=True)
         backup = folder / f"{exercise.name}.{time.strftime('%Y%m%d-%H%M%S')}.py"
@@ -228,7 +275,7 @@ def reset_file(workspace: Path, exercise: Exercise) -> Path | None:
             n += 1
             backup = folder / f"{exercise.name}.{time.strftime('%Y%m%d-%H%M%S')}-{n}.py"
         shutil.copy2(dest, backup)
-    atomic_write_text(dest, exercise.scaffold.read_text(encoding="utf-8"))
+    atomic_write_text(dest, translation.scaffold(exercise).text)
     update_progress(lambda p: p.record(exercise).update(last=None))  # the file no longer is what was last checked
     return backup
 

@@ -1,7 +1,7 @@
 """``python -m microgradnorm.i18n COMMAND``: the translators' and developers' tools (see docs/translating.md).
 
     refresh            extract the marked strings (.pot), update each .po, compile each .mo
-    check              every drift: catalogs vs code, .mo vs .po, lesson translations vs English, glossary
+    check              every drift: catalogs vs code, .mo vs .po, lesson and exercise translations vs English, glossary
     untranslated       the catalog strings still shown in English
     hashes NN          the 'english:' front-matter block a translation of lesson NN must carry
     hashes PAGE        the first line a translation of REFERENCES.md or GLOSSARY.md must carry
@@ -29,14 +29,15 @@ def _refresh(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from microgradnorm.exercises.translation import translation_problems as exercise_problems
     from microgradnorm.i18n.catalogs import problems
     from microgradnorm.i18n.glossary import glossary_problems
     from microgradnorm.lessons.translation import translation_problems
 
-    found = problems() + glossary_problems() + translation_problems(args.lang)
+    found = problems() + glossary_problems() + translation_problems(args.lang) + exercise_problems(args.lang)
     for line in found:
         print(line)
-    print(f"{len(found)} problem(s)" if found else "catalogs, lesson translations and glossary in step")
+    print(f"{len(found)} problem(s)" if found else "catalogs, lesson and exercise translations and glossary in step")
     return 1 if found else 0
 
 

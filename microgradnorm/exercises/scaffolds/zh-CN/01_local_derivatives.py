@@ -1,0 +1,68 @@
+# english: 01_local_derivatives.py a7c8bdd963c8
+"""练习 01：各个基本运算的局部导数。
+
+Value 引擎里的每个运算都知道自己的一件事：某个输入动一点点，输出会跟着动多少，
+这就是它的*局部导数*。在 backward() 中，每个节点把这个局部导数乘上从上面传下来
+的梯度 ``dout``，再把乘积累加到输入的梯度上。这一次乘法就是链式法则的全部。
+
+请写出四个基本运算的反向传播规则。参数都是形状相同的 NumPy 数组，一切都是逐元
+素的：结果的第 k 个元素只取决于各输入的第 k 个元素。每个函数返回“局部导数乘以
+dout”：
+
+    mul:     out = a * b       ->  (da, db)
+    pow:     out = a ** p      ->  da          p 是普通的 float
+    sqrt:    out = sqrt(a)     ->  da          a > 0
+    divide:  out = a / b       ->  (da, db)    b != 0
+
+评分时，你的代码只能使用 NumPy 和 Python 标准库，别的都不行。
+
+运行：python 01_local_derivatives.py（与有限差分比较）
+评分：microgradnorm exercise check 1
+"""
+
+import numpy as np
+
+
+def mul_backward(a: np.ndarray, b: np.ndarray, dout: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """out = a * b。a、b、dout：[K]。返回 (da, db)，形状都是 [K]。"""
+    # ---- 在这里写你的代码 ----
+    raise NotImplementedError("write your code here")
+    # ---- 你的代码到此为止 ----
+
+
+def pow_backward(a: np.ndarray, p: float, dout: np.ndarray) -> np.ndarray:
+    """out = a ** p，指数 p 是一个 float。a、dout：[K]，a > 0。返回 da [K]。"""
+    # ---- 在这里写你的代码 ----
+    raise NotImplementedError("write your code here")
+    # ---- 你的代码到此为止 ----
+
+
+def sqrt_backward(a: np.ndarray, dout: np.ndarray) -> np.ndarray:
+    """out = sqrt(a)。a、dout：[K]，a > 0。返回 da [K]。"""
+    # ---- 在这里写你的代码 ----
+    raise NotImplementedError("write your code here")
+    # ---- 你的代码到此为止 ----
+
+
+def div_backward(a: np.ndarray, b: np.ndarray, dout: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """out = a / b。a、b、dout：[K]，b != 0。返回 (da, db)，形状都是 [K]。"""
+    # ---- 在这里写你的代码 ----
+    raise NotImplementedError("write your code here")
+    # ---- 你的代码到此为止 ----
+
+
+if __name__ == "__main__":
+    from microgradnorm.exercises.selfcheck import numerical_gradient, report
+
+    rng = np.random.default_rng(0)
+    a, b = rng.uniform(0.5, 2.0, 4), rng.uniform(0.5, 2.0, 4)
+    dout, p = rng.normal(size=4), 1.5
+    print("你的梯度与中心差分的比较：")
+    da, db = mul_backward(a, b, dout)
+    report("mul da", da, numerical_gradient(lambda a: np.sum(a * b * dout), a))
+    report("mul db", db, numerical_gradient(lambda b: np.sum(a * b * dout), b))
+    report("pow da", pow_backward(a, p, dout), numerical_gradient(lambda a: np.sum(a**p * dout), a))
+    report("sqrt da", sqrt_backward(a, dout), numerical_gradient(lambda a: np.sum(np.sqrt(a) * dout), a))
+    da, db = div_backward(a, b, dout)
+    report("divide da", da, numerical_gradient(lambda a: np.sum(a / b * dout), a))
+    report("divide db", db, numerical_gradient(lambda b: np.sum(a / b * dout), b))
