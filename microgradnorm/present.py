@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -18,6 +17,7 @@ from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import (
     assemble,  # a translated sentence whose fields keep their own styles
     cjk_text,
+    sentences,
 )
 
 if TYPE_CHECKING:
@@ -313,15 +313,7 @@ def _wide_notes(report: CheckReport, any_absolute: bool, full: bool) -> Text:
         )
     if sampled:
         notes.append(_("Finite differences at up to {n} entries per node.").format(n=max(n.fd_count for n in sampled)))
-    return cjk_text(_sentences(notes), style="dim")
-
-
-def _sentences(sentences: list[str]) -> str:
-    """Sentences one after another: a space after "." (English), none after a full-width "。" (Chinese)."""
-    text = sentences[0]
-    for sentence in sentences[1:]:
-        text += ("" if unicodedata.east_asian_width(text[-1]) in "WF" else " ") + sentence
-    return text
+    return cjk_text(sentences(notes), style="dim")
 
 
 def _wide_verdict(report: CheckReport) -> Text:

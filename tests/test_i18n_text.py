@@ -239,3 +239,13 @@ def test_a_piece_wider_than_its_cell_without_a_trailing_space_keeps_its_text():
     markdown = "| a | b |\n|---|---|\n| `dx` | `grad_input`、`∂L/∂x`、`x.grad`、`dw`、`db` |\n"
     lines = render(cjk_markdown(markdown), 16)
     assert "grad_inpu" in "".join(lines) and all(cell_len(line) <= 16 for line in lines)
+
+
+def test_sentences_are_joined_by_a_space_in_english_and_by_nothing_after_a_chinese_full_stop():
+    from microgradnorm.i18n.text import sentences
+
+    assert sentences(["One.", "Two."]) == "One. Two."
+    assert sentences(["一。", "二。"]) == "一。二。"
+    assert sentences(["一。", "Two."]) == "一。Two."
+    assert sentences(["", "Two."]) == "Two."
+    assert sentences(["One.", "二。", "Three."]) == "One. 二。Three."

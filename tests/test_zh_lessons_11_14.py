@@ -196,3 +196,14 @@ def test_a_shown_cache_size_keeps_its_number_and_says_yours_in_chinese():
         text = _text(run_demo("kernel_cache_bytes", LessonParams()).renderable)
     english = _text(run_demo("kernel_cache_bytes", LessonParams()).renderable)
     assert english.count("(yours)") == text.count("（你的）") > 0
+
+
+def test_a_caption_of_two_sentences_has_no_space_after_the_chinese_full_stop():
+    """24 layers show 12 of them: the caption adds a second sentence, joined as each language joins them."""
+    params = LessonParams(dim=8, seed=0)
+    english = _text(run_demo("residual_gradients", params, {"layers": 24}).renderable)
+    with i18n.use_language(ZH):
+        chinese = _text(run_demo("residual_gradients", params, {"layers": 24}).renderable)
+    assert "block. 13 of the 24 layers shown." in " ".join(english.split())
+    assert not re.search(r"。 +\S", chinese), chinese  # a space after 。 before more text on the same line
+    assert "梯度。24 层中显示了 13 层。" in chinese

@@ -42,6 +42,7 @@ import numpy as np
 from microgradnorm import tolerances as tol
 from microgradnorm.exercises import messages
 from microgradnorm.exercises.messages import Phrase, phrase
+from microgradnorm.i18n.text import sentences
 
 __all__ = [
     "Count",
@@ -75,7 +76,7 @@ class Finding:
 
     @property
     def detail(self) -> str:
-        return messages.sentences([messages.detail(self.key, self.params), *(f.detail for f in self.also)])
+        return sentences([messages.detail(self.key, self.params), *(f.detail for f in self.also)])
 
 
 def finding(key: str, **params: Any) -> Finding:

@@ -36,7 +36,6 @@ __all__ = [
     "phrase",
     "recognise",
     "say",
-    "sentences",
     "title",
 ]
 
@@ -794,15 +793,6 @@ def listed(items: Iterable[str]) -> str:
     """A short list in the reader's language: "dx, dgamma" (Chinese: "dx、dgamma")."""
     # Translators: the separator between the items of a short list
     return pgettext("list separator", ", ").join(items)
-
-
-def sentences(parts: Iterable[str]) -> str:
-    """Sentences one after the other: a space between them in English, none in Chinese."""
-    out = ""
-    for part in parts:
-        # Translators: two sentences in a row; Chinese writes them without a space
-        out = pgettext("two sentences", "{first} {second}").format(first=out, second=part) if out else part
-    return out
 
 
 @cache

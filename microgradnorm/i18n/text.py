@@ -48,6 +48,7 @@ __all__ = [
     "cjk_markdown",
     "cjk_text",
     "divide_line",
+    "sentences",
     "separated",
 ]
 
@@ -309,6 +310,16 @@ def assemble(template: str, style: str = "", **fields: str | Text) -> CJKText:
             else:
                 out.append(value, style=style)
     return out
+
+
+def sentences(parts: Iterable[str]) -> str:
+    """Sentences one after another: a space after an English full stop, none after a full-width "。"."""
+    text = ""
+    for part in parts:
+        if text and part:
+            text += "" if unicodedata.east_asian_width(text[-1]) in "WF" else " "
+        text += part
+    return text
 
 
 def separated(items: Sequence[str]) -> str:

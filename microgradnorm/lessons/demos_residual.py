@@ -27,7 +27,7 @@ from rich.console import Group
 
 from microgradnorm import vectorized as V
 from microgradnorm.i18n import _
-from microgradnorm.i18n.text import cjk_text
+from microgradnorm.i18n.text import cjk_text, sentences
 from microgradnorm.lessons.charts import bar_chart
 from microgradnorm.lessons.claims import claims
 from microgradnorm.lessons.demo_tools import fmt, number_table, rng_for
@@ -182,7 +182,8 @@ def _bars(weights: StackWeights, identity_only: bool, title: str) -> tuple[Group
     else:
         caption = _("bars: |dL/dx_l| ÷ |dL/dx_top|, top: the gradient arriving at the last block.")
     if len(shown) < layers:
-        caption += " " + _("{shown} of the {layers} layers shown.").format(shown=len(shown), layers=layers)
+        shown_of = _("{shown} of the {layers} layers shown.").format(shown=len(shown), layers=layers)
+        caption = sentences([caption, shown_of])
     return Group(chart, cjk_text(caption, style="dim")), runs
 
 

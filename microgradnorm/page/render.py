@@ -25,6 +25,7 @@ from typing import Any
 from microgradnorm import viz
 from microgradnorm.engine import Value
 from microgradnorm.i18n import _, current_language, use_language
+from microgradnorm.i18n.text import sentences
 from microgradnorm.norms import NormGraph
 from microgradnorm.page.data import Subject, page_data, subject_of
 from microgradnorm.page.text import html_lang, html_text, script_text
@@ -130,15 +131,10 @@ def _page_html(
             "No gradients yet: this page steps through the forward pass only (microgradnorm graph --grad, "
             "or backward() before to_html, adds the backward pass)."
         )
-        note = _sentences(note, forward_only) if note else forward_only
+        note = sentences([note or "", forward_only])
     data["view"] = {"start": view.start, "full": view.full, "note": note}
     data["pathStart"] = _path_start(d, path_input) if paths else None
     return _fill(data, svg_full, svg_stages)
-
-
-def _sentences(first: str, second: str) -> str:
-    """Two sentences: a space after "." (English), none after a full-width "。" (Chinese)."""
-    return first + ("" if first.endswith("。") else " ") + second
 
 
 def _norm_title(d: viz.Drawing, backward: bool) -> str | None:
