@@ -56,15 +56,9 @@ MODULES = (
 WIDTH = 100
 INSTALL = "pip install 'microgradnorm[torch]'"
 
-# English that other modules print into the lab's output, each owned and marked (or not) by its owner:
-# the line chart's legend note (lessons/charts.py), the vectorized backend's reason
-# (vectorized/backend.py). Removed before looking for untranslated English, with the charts' plot rows
-# (their marker characters, "ooo ooo", are not words).
-FOREIGN = (
-    re.compile(r"# where curves overlap"),
-    re.compile(r"(?m)^.*│.*$"),
-    re.compile(r"\((?:auto|set to)[^)]*\)"),
-)
+# The charts' plot rows (their marker characters, "ooo ooo", are not words) are removed before looking
+# for untranslated English.
+FOREIGN = (re.compile(r"(?m)^.*│.*$"),)
 CJK = re.compile(r"[\u4e00-\u9fff]")
 CHINESE = re.compile(r"[\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]")  # characters or full-width punctuation
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*(?:e[+-]\d+)?")

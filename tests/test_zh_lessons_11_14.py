@@ -45,13 +45,10 @@ TIMED = {"kernel_engine_vs_numpy"}
 # Code shown as code (its comments are English in both languages): only checked for numbers.
 CODE = {"kernel_source"}
 
-# English that other modules print into these lessons' demos, each owned and marked (or not) by its owner:
-# the bar chart's scale line (charts.py), the engine's DomainError (engine.py), the backend's reason
-# (vectorized/backend.py, fused.py). Removed before looking for untranslated English.
+# English that other modules print into these lessons' demos: the engine's DomainError (engine.py, which
+# imports nothing from the package, so it has no catalog). Removed before looking for untranslated English.
 FOREIGN = (
-    re.compile(r"log scale, longest bar = \S+"),
     re.compile(r"DomainError: .*?variance='two_pass'", re.DOTALL),
-    re.compile(r"\((?:auto|set to)[^)]*\)"),
     re.compile(r"(?m)^ *\d+  \S.*$"),  # a numbered line of code in the trips-to-memory listing
 )
 CJK = re.compile(r"[\u4e00-\u9fff]")

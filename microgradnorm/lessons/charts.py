@@ -464,7 +464,9 @@ class LineChart:
         for s, (name, vals) in enumerate(self.series.items()):
             line = Text("  ")
             line.append(*self._marker(s, colour))
-            line.append(f" {name}: {_fmt(vals[0])} → {_fmt(vals[-1])}")
+            # Translators: a chart's legend: a series' name, its first and last value
+            ends = pgettext("chart legend", "{name}: {first} → {last}")
+            line.append(" " + ends.format(name=name, first=_fmt(vals[0]), last=_fmt(vals[-1])))
             bad = sum(1 for v in vals if not math.isfinite(v))
             if bad:
                 skipped = ngettext("({n} non-finite value not drawn)", "({n} non-finite values not drawn)", bad)

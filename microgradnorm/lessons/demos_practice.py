@@ -506,7 +506,12 @@ def _learner_prediction(ln_ok: bool, bn_ok: bool, ln_tail: float, bn_tail: float
         ).format(**tails)
     return Prediction(
         _("Which model learns to tell the patterns apart (loss below half of guessing)?"),
-        (_("the one with LayerNorm"), _("the one with BatchNorm"), _("both"), _("neither")),
+        (
+            _("the one with LayerNorm"),
+            _("the one with BatchNorm"),
+            pgettext("which model learns", "both"),
+            pgettext("which model learns", "neither"),
+        ),
         answer,
         why,
     )

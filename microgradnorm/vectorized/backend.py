@@ -112,8 +112,10 @@ def backend_info() -> BackendInfo:
     fused = fused_module()
     version = getattr(fused.numba, "__version__", None) if fused.AVAILABLE else None
     active = resolve_backend() if (setting != "fused" or fused.AVAILABLE) else "unavailable"
-    if setting == "auto":
-        reason = f"auto: numba {version} is installed" if fused.AVAILABLE else f"auto: {fused.UNAVAILABLE_REASON}"
+    if setting == "auto" and fused.AVAILABLE:
+        reason = _("auto: numba {version} is installed").format(version=version)
+    elif setting == "auto":
+        reason = _("auto: {why}").format(why=fused.UNAVAILABLE_REASON)
     else:
-        reason = f"set to {setting!r}"
+        reason = _("set to {setting}").format(setting=repr(setting))
     return BackendInfo(setting, active, version, reason)
