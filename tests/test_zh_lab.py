@@ -229,12 +229,12 @@ def test_lab_prints_its_title_curves_and_claims_in_chinese(tmp_path, capsys, mon
     assert chinese.startswith("12 个块的残差网络中的 post-LN 与 pre-LN")
     assert chinese.count("✓") == english.count("✓") == len(result.claims)
     flat = _squeezed(chinese)
-    assert "post-LN，预热50步" in flat and f"已写入{tmp_path / 'depth.svg'}" in flat
+    assert "post-LN（预热50步）" in flat and f"已写入{tmp_path / 'depth.svg'}" in flat
     shown = chinese.split("已写入")[0]
     assert _numbers(shown) == _numbers(english)
     assert not _english_runs(shown), _english_runs(shown)
     svg = (tmp_path / "depth.svg").read_text(encoding="utf-8")
-    assert "post-LN，不预热" in svg and "小批量" in svg and "步" in svg  # legend and axes of the figure
+    assert "post-LN（不预热）" in svg and "小批量" in svg and "步" in svg  # legend and axes of the figure
 
 
 def test_lab_help_is_chinese_for_the_command_and_each_experiment(capsys):

@@ -446,10 +446,10 @@ def depth(seed: int = 0) -> Outcome:
 
 
 def _warmup_label(placement: str, warmup: int) -> Message:
-    """The shown name of a run: "post-LN, warmup 50" or "post-LN, no warmup"."""
+    """The shown name of a run: "post-LN (warmup 50)" or "post-LN (no warmup)" (no comma: names go in lists)."""
     if warmup:
-        return Message(N_("{placement}, warmup {steps}"), placement=placement, steps=warmup)
-    return Message(N_("{placement}, no warmup"), placement=placement)
+        return Message(N_("{placement} (warmup {steps})"), placement=placement, steps=warmup)
+    return Message(N_("{placement} (no warmup)"), placement=placement)
 
 
 # ---- (d) which norm, and how big a batch ----------------------------------------------------------------

@@ -249,7 +249,7 @@ def lab_depth_training(p: LessonParams, warmup: bool = False) -> DemoOutput:
         ).format(lr=E.WARMUP.lr, depth=E.RESIDUAL_DEPTH),
         (pgettext("lab answer", "both"), _("only pre-LN"), _("only post-LN"), pgettext("lab answer", "neither")),
         outcomes[trains],
-        # Translators: {losses} is a list such as "post-LN, no warmup 1.05, pre-LN, no warmup 0.23"
+        # Translators: {losses} is a list such as "post-LN (no warmup) 1.05, pre-LN (no warmup) 0.23"
         _("Losses after {steps} steps: {losses} (a guess: ln 3 = {guess:.2f}).").format(
             steps=E.WARMUP.steps,
             losses=separated([f"{result.label(k)} {v:.2f}" for k, v in ends.items()]),
