@@ -335,3 +335,14 @@ def test_a_real_process_with_a_chinese_locale_speaks_chinese(unusable_home):
     )
     assert proc.returncode == 2
     assert "MICROGRADNORM_HOME：" in proc.stderr and "不是目录" in proc.stderr
+
+
+def test_a_lazy_constant_with_fields_is_translated_first_then_filled_in():
+    from microgradnorm.commands import check, graph
+
+    for module in (check, graph):
+        english = str(module.DESCRIPTION)
+        assert f"at most {module.SIZE_LIMIT} entries" in english and "{limit}" not in english
+        with use_language(i18n.SIMPLIFIED_CHINESE):
+            chinese = _(module.DESCRIPTION)
+        assert str(module.SIZE_LIMIT) in chinese and "{limit}" not in chinese and chinese != english

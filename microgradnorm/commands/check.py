@@ -14,7 +14,7 @@ from microgradnorm.commands import (
     problem_shape,
     problem_variance,
 )
-from microgradnorm.i18n import N_, _, lazy_gettext
+from microgradnorm.i18n import _, lazy_gettext
 from microgradnorm.tolerances import FD_MAX_ENTRIES
 
 # The scalar graph is for small problems, and the command for a quick look: every finite difference
@@ -23,20 +23,13 @@ from microgradnorm.tolerances import FD_MAX_ENTRIES
 SIZE_LIMIT = 512
 
 HELP = lazy_gettext("check every node's gradient three ways: autograd, closed form, finite difference")
-_DESCRIPTION = N_(
+DESCRIPTION = lazy_gettext(
     "Build the norm from scalar nodes on a random input, backpropagate loss = sum(y * dy) with a "
     "random dy, and compare at every named node the gradient autograd accumulated, the closed-form "
     "formula, and a central finite difference (float64). Exits 0 when all agree, 1 otherwise. "
-    "The scalar graph is for small problems: x has at most {limit} entries."
+    "The scalar graph is for small problems: x has at most {limit} entries.",
+    limit=SIZE_LIMIT,
 )
-
-
-def __getattr__(name: str) -> str:
-    """``DESCRIPTION``, translated and with the size limit filled in, each time the CLI asks for it
-    (a module constant could not hold a number and still be looked up in the catalog)."""
-    if name == "DESCRIPTION":
-        return _(_DESCRIPTION).format(limit=SIZE_LIMIT)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

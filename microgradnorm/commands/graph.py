@@ -17,7 +17,7 @@ from microgradnorm.commands import (
     problem_shape,
     problem_variance,
 )
-from microgradnorm.i18n import N_, _, lazy_gettext
+from microgradnorm.i18n import _, lazy_gettext
 
 # The scalar graph is built one Python object per node, about 13 per entry of x for LayerNorm:
 # 16,384 entries take a second or two to build and draw collapsed, while --dim 1000000 took
@@ -28,23 +28,16 @@ SIZE_LIMIT = 16384
 HELP = lazy_gettext(
     "draw the computation graph of a norm, stage by stage (SVG, PNG, PDF, DOT, or a page to step through)"
 )
-_DESCRIPTION = N_(
+DESCRIPTION = lazy_gettext(
     "Build the norm from scalar nodes on a random input and draw its graph with Graphviz: every "
     "stage (mean, center, var, sqrt, divide, affine) a titled box, every node with its value and, "
     "with --grad, its gradient for loss = sum(y * dy) with a random dy. --paths colours the routes "
     "along which dL/dx_i is accumulated. The format comes from the extension of -o; a .dot file needs "
     "no Graphviz. --html (or an -o ending in .html) writes one self-contained page that steps through "
     "the forward pass and, with --grad, backward one contribution at a time. Graphs too large to read in "
-    "full are drawn collapsed (one box per stage) unless --full is given; x has at most {limit} entries."
+    "full are drawn collapsed (one box per stage) unless --full is given; x has at most {limit} entries.",
+    limit=SIZE_LIMIT,
 )
-
-
-def __getattr__(name: str) -> str:
-    """``DESCRIPTION``, translated and with the size limit filled in, each time the CLI asks for it
-    (a module constant could not hold a number and still be looked up in the catalog)."""
-    if name == "DESCRIPTION":
-        return _(_DESCRIPTION).format(limit=SIZE_LIMIT)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _index(text: str) -> int:

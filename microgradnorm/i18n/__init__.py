@@ -269,7 +269,7 @@ def _(message: str | LazyText) -> str:
     The standard gettext marker: ``_("text")``. A :class:`LazyText` is translated too.
     """
     if isinstance(message, LazyText):
-        message = message.message
+        return str(message)
     return catalog(current_language()).gettext(message)
 
 
@@ -295,16 +295,18 @@ class LazyText:
     f-strings), concatenation, comparison and rich rendering; any ``str`` method is
     looked up on the translation. Where a real ``str`` is required (``re``,
     ``json``, ``isinstance`` checks, argparse's ``description=``), pass ``str(text)``
-    or ``_(text)``.
+    or ``_(text)``. ``fields`` fill the translation's ``{name}`` placeholders.
     """
 
-    __slots__ = ("message",)
+    __slots__ = ("fields", "message")
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, fields: dict[str, object] | None = None) -> None:
         self.message = message
+        self.fields = fields or {}
 
     def __str__(self) -> str:
-        return _(self.message)
+        text = catalog(current_language()).gettext(self.message)
+        return text.format(**self.fields) if self.fields else text
 
     def __repr__(self) -> str:
         return f"lazy_gettext({self.message!r})"
@@ -343,6 +345,7 @@ class LazyText:
         return getattr(str(self), name)
 
 
-def lazy_gettext(message: str) -> LazyText:
-    """Mark a module-level constant: it is translated into the language current when it is used."""
-    return LazyText(message)
+def lazy_gettext(message: str, **fields: object) -> LazyText:
+    """Mark a module-level constant: it is translated into the language current when it is used,
+    with ``fields`` put into its ``{name}`` placeholders."""
+    return LazyText(message, fields)
