@@ -24,6 +24,7 @@ from microgradnorm import cli, formulas, i18n
 from microgradnorm.check import check_norm, random_problem
 from microgradnorm.present import check_table
 from microgradnorm.registry import get_norm
+from tests.zh import CJK
 
 ZH = i18n.SIMPLIFIED_CHINESE
 PO = Path(i18n.LOCALE_DIR) / "zh_CN" / "LC_MESSAGES" / "microgradnorm.po"
@@ -46,7 +47,6 @@ MODULES = (
     "torch/learner.py",
 )
 WHERE = {f"microgradnorm/{module}" for module in MODULES}  # as the catalog writes its locations
-CJK = re.compile(r"[\u4e00-\u9fff]")
 # words every English error of these commands uses, and no Chinese one may still contain
 ENGLISH_ERROR_WORDS = re.compile(r"\b(expected|got|error|argument|cannot)\b")
 

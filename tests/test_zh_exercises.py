@@ -35,9 +35,9 @@ from microgradnorm.i18n.catalogs import po_path
 from microgradnorm.i18n.glossary import _CODE, load_glossary
 from microgradnorm.i18n.text import NO_START
 from tests.grading import Submission, grade_all, planted
+from tests.zh import CJK
 
 ZH = i18n.SIMPLIFIED_CHINESE
-CJK = re.compile(r"[\u4e00-\u9fff]")
 # three or more lowercase English words in a row, one space apart: prose, not a formula, a name or code
 WORD = r"(?<![\w.`'])[a-z]{2,}(?![\w(`'])"
 ENGLISH_RUN = re.compile(rf"{WORD}(?: {WORD}){{2,}}")

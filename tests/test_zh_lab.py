@@ -18,7 +18,6 @@ are translated when shown, which the tests check by showing one run in both.
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import subprocess
@@ -26,17 +25,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from microgradnorm import cli, i18n
-from microgradnorm.i18n import N_, catalog
+from microgradnorm.i18n import N_
 from microgradnorm.lab import experiments as E
 from microgradnorm.lab import pairs, show
-from microgradnorm.lessons.demos import DemoOutput, run_demo
+from microgradnorm.lessons.demos import run_demo
 from microgradnorm.lessons.format import Prose, lessons_dir, parse_lesson
 from microgradnorm.lessons.translation import TRANSLATED, localized
+from tests.zh import CJK, NUMBER, ZH, demo_calls, demo_text, english_runs, rendered, untranslated
 
-ZH = i18n.SIMPLIFIED_CHINESE
 LESSONS = (
     "15-your-backward-in-a-real-model",
     "16-a-wrong-backward-that-trains",
@@ -53,18 +51,12 @@ MODULES = (
     "microgradnorm/lab/show.py",
     "microgradnorm/lab/words.py",
 )
-WIDTH = 100
 INSTALL = "pip install 'microgradnorm[torch]'"
 
 # The charts' plot rows (their marker characters, "ooo ooo", are not words) are removed before looking
 # for untranslated English.
 FOREIGN = (re.compile(r"(?m)^.*│.*$"),)
-CJK = re.compile(r"[\u4e00-\u9fff]")
-CHINESE = re.compile(r"[\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]")  # characters or full-width punctuation
-NUMBER = re.compile(r"\d+(?:[.,]\d+)*(?:e[+-]\d+)?")
-# Three or more English words in a row, one space apart (after a comma or not); table cells are two or
-# more spaces apart. Authors cited by name are allowed.
-ENGLISH_RUN = re.compile(r"\b[A-Za-z]{2,}(?:,? [A-Za-z]{2,}){2,}\b")
+# Authors cited by name are allowed.
 ALLOWED_RUNS = {"Xiong et al", "Shleifer et al", "He et al", "Ba et al"}
 
 
@@ -72,17 +64,8 @@ def _path(stem: str):
     return lessons_dir() / f"{stem}.md"
 
 
-def _text(renderable, width: int = WIDTH) -> str:
-    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
-    console.print(renderable)
-    return console.export_text()
-
-
 def _english_runs(text: str) -> list[str]:
-    for pattern in FOREIGN:
-        text = pattern.sub(" ", text)
-    text = text.replace("\n", " ")  # a wrapped sentence joins again; table columns stay apart
-    return [m for m in ENGLISH_RUN.findall(text) if m not in ALLOWED_RUNS]
+    return english_runs(text, FOREIGN, ALLOWED_RUNS)
 
 
 def _squeezed(text: str) -> str:
@@ -94,30 +77,12 @@ def _numbers(text: str) -> list[str]:
     return sorted(set(NUMBER.findall(text)))
 
 
-def _demo_text(out: DemoOutput) -> str:
-    parts = [_text(out.renderable)]
-    if out.prediction is not None:
-        p = out.prediction
-        parts += [p.question, *p.choices, p.why]
-    return "\n".join(parts)
-
-
 # ---- the catalog -------------------------------------------------------------------------------------
 
 
 def test_every_string_the_lab_marks_has_a_chinese_translation():
-    pytest.importorskip("babel", reason="extracting the marked strings needs Babel (the test extra)")
-    from microgradnorm.i18n import catalogs
-
-    zh = catalog(ZH)
-    marked = [m for m in catalogs.extract() if any(loc.endswith(MODULES) for loc, _line in m.locations)]
-    assert len(marked) > 120, "the lab's modules mark their strings"
-    missing = []
-    for message in marked:
-        english = message.id[0] if isinstance(message.id, tuple) else message.id
-        shown = zh.pgettext(message.context, english) if message.context else zh.gettext(english)
-        if shown == english or not CHINESE.search(shown):
-            missing.append(english)
+    marked, missing = untranslated(MODULES)
+    assert marked > 120, "the lab's modules mark their strings"
     assert not missing, f"shown in English under {ZH}: {missing}"
 
 
@@ -151,22 +116,17 @@ def test_no_english_sentence_is_left_in_the_prose(stem):
 
 def _calls():
     for stem in LESSONS:
-        lesson = parse_lesson(_path(stem))
-        seen = set()
-        for step in lesson.steps:
-            for call in step.demos:
-                key = (call.name, repr(sorted(call.args.items())))
-                if key not in seen:
-                    seen.add(key)
-                    yield pytest.param(lesson.params(), call, id=f"{stem[:2]}-{call.name}-{len(seen)}")
+        params = parse_lesson(_path(stem)).params()
+        for k, call in enumerate(demo_calls(_path(stem)), start=1):
+            yield pytest.param(params, call, id=f"{stem[:2]}-{call.name}-{k}")
 
 
 @pytest.mark.parametrize(("params", "call"), list(_calls()))
 def test_a_demo_prints_chinese_with_the_same_numbers_as_its_english(params, call):
-    english = _demo_text(run_demo(call.name, params, call.args))
+    english = demo_text(run_demo(call.name, params, call.args))
     with i18n.use_language(ZH):
         out = run_demo(call.name, params, call.args)
-        chinese = _demo_text(out)
+        chinese = demo_text(out)
     assert CJK.search(chinese) and chinese != english
     assert _numbers(chinese) == _numbers(english)
     assert not _english_runs(chinese), _english_runs(chinese)
@@ -208,9 +168,9 @@ def test_a_cached_run_is_shown_in_the_language_current_when_it_is_shown(name):
 def test_a_claim_the_run_does_not_bear_out_says_so_in_chinese():
     outcome = E.Outcome("t")
     outcome.claim("k", N_("pre-LN trains without warmup: loss {loss:.2f}, below half of ln 3"), False, loss=0.9)
-    english = _text(show.claim_lines(outcome.claims))
+    english = rendered(show.claim_lines(outcome.claims))
     with i18n.use_language(ZH):
-        chinese = _text(show.claim_lines(outcome.claims))
+        chinese = rendered(show.claim_lines(outcome.claims))
     assert english.startswith("✗ not shown by this run: pre-LN trains")
     assert chinese.startswith("✗ 这次运行没有证实：pre-LN 不预热也能训练") and "0.90" in chinese
 

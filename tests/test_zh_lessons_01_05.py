@@ -14,15 +14,12 @@ business: they run in English (conftest).
 
 from __future__ import annotations
 
-import io
 import re
 import unicodedata
-from pathlib import Path
 
 import numpy as np
 import pytest
 from rich.cells import cell_len
-from rich.console import Console
 
 from microgradnorm import i18n
 from microgradnorm.i18n.text import NO_START, cjk_markdown
@@ -32,6 +29,7 @@ from microgradnorm.lessons.format import Prose, lessons_dir, parse_lesson
 from microgradnorm.lessons.runner import step_outputs
 from microgradnorm.lessons.textgraph import WIDTH, text_graph
 from microgradnorm.lessons.translation import TRANSLATED, localized
+from tests.zh import CJK, po_entries, rendered
 
 ZH = i18n.SIMPLIFIED_CHINESE
 LESSONS = (
@@ -43,7 +41,6 @@ LESSONS = (
 MODULES = ("demos_core.py", "demos_backward.py", "textgraph.py")  # whose marked strings these lessons print
 WIDTHS = (60, 100)
 
-HAN = re.compile(r"[\u4e00-\u9fff]")
 _WORD = re.compile(r"([a-z]{2,})(?:'s)?[,.;:]?")
 # The names of the code, printed as they are in either language (table heads, stage names, nodes).
 CODE_NAMES = frozenset(
@@ -78,12 +75,6 @@ def english_prose(text: str) -> list[str]:
     return found
 
 
-def shown(renderable, width: int) -> str:
-    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
-    console.print(renderable)
-    return console.export_text()
-
-
 def chinese(name: str):
     english = parse_lesson(lessons_dir() / name)
     return english, localized(english, ZH)
@@ -114,14 +105,14 @@ def test_the_translation_is_in_step_with_the_english_and_chinese_throughout(name
     english, local = chinese(name)
     assert local.status == TRANSLATED and not local.english_steps and not local.problems, local.problems
     lesson = local.lesson
-    assert HAN.search(lesson.title) and HAN.search(lesson.summary)
+    assert CJK.search(lesson.title) and CJK.search(lesson.summary)
     assert lesson.title != english.title and lesson.summary != english.summary
     assert len(lesson.steps) == len(english.steps)
     for k, (step, en) in enumerate(zip(lesson.steps, english.steps), start=1):
-        assert HAN.search(step.title), f"{name} step {k}: {step.title!r}"
+        assert CJK.search(step.title), f"{name} step {k}: {step.title!r}"
         assert [c.name for c in step.demos] == [c.name for c in en.demos]
         prose = prose_of(step)
-        assert HAN.search(prose), f"{name} step {k}: no Chinese prose"
+        assert CJK.search(prose), f"{name} step {k}: no Chinese prose"
         assert not english_prose(prose), f"{name} step {k}: English prose {english_prose(prose)}"
 
 
@@ -140,7 +131,7 @@ def test_no_line_break_of_the_source_shows_as_a_space_between_chinese_characters
         for block in step.blocks:
             if not isinstance(block, Prose):
                 continue
-            text = shown(cjk_markdown(block.text), 2000)  # wide enough that no paragraph wraps
+            text = rendered(cjk_markdown(block.text), 2000)  # wide enough that no paragraph wraps
             assert not STRAY_SPACE.findall(text), f"{name} step {k}: {STRAY_SPACE.findall(text)}"
 
 
@@ -173,7 +164,7 @@ def _numpy_refusal(dim: int) -> re.Pattern[str]:
 def _printed_elsewhere(name: str, params: LessonParams, width: int) -> str:
     """The lines that lesson 5's per-node check prints through present.check_table (the `check` command's
     table, outside these lessons' modules), in English at ``width``, to be left out of the scan."""
-    return shown(run_demo("ln_check_table", params).renderable, width) if name.startswith("05") else ""
+    return rendered(run_demo("ln_check_table", params).renderable, width) if name.startswith("05") else ""
 
 
 def _scanned(text: str, elsewhere: str, dim: int) -> str:
@@ -201,7 +192,7 @@ def test_every_step_and_what_its_demos_print_is_chinese(name, changes):
                         render.prediction_answer(out.prediction, wrong),
                     ]
             for width in WIDTHS:
-                text = "\n".join(shown(part, width) for part in parts)
+                text = "\n".join(rendered(part, width) for part in parts)
                 where = f"{name} step {index + 1} at {width} columns, {changes}"
                 left = english_prose(_scanned(text, _printed_elsewhere(name, params, width), params.dim))
                 assert not left, f"{where}: English left: {left}"
@@ -214,7 +205,7 @@ def test_the_scan_would_see_an_untranslated_demo():
     """The same scan on the English demos finds English: the test above can fail."""
     params = LessonParams(dim=4, seed=0, eps=1e-5)
     for name in ("chain_rule", "ln_eps", "ln_dvar_dmean", "ln_double_x"):
-        assert english_prose(shown(run_demo(name, params).renderable, 100)), name
+        assert english_prose(rendered(run_demo(name, params).renderable, 100)), name
 
 
 # ---- what the prose calls the tables' columns -----------------------------------------------------------
@@ -234,7 +225,7 @@ def test_the_prose_names_columns_and_paths_as_the_tables_print_them(name, step, 
     prose = "\n".join(b.text for b in lesson.steps[step - 1].blocks if isinstance(b, Prose))
     with i18n.use_language(ZH):
         outputs = step_outputs(lesson, step - 1, lesson.params())
-        printed = "\n".join(shown(o.renderable, 100) for o in outputs)
+        printed = "\n".join(rendered(o.renderable, 100) for o in outputs)
     for word in words:
         assert word in prose, (name, step, word)
         assert word in printed, (name, step, word)
@@ -244,17 +235,13 @@ def test_the_prose_names_columns_and_paths_as_the_tables_print_them(name, step, 
 
 
 def test_every_string_these_demos_mark_has_a_chinese_translation():
-    pofile = pytest.importorskip("babel.messages.pofile", reason="reading the .po needs Babel (the test extra)")
-    po = Path(i18n.LOCALE_DIR, "zh_CN", "LC_MESSAGES", "microgradnorm.po")
-    with po.open("rb") as f:
-        catalog = pofile.read_po(f)
-    ours = [m for m in catalog if m.id and any(Path(path).name in MODULES for path, _line in m.locations)]
+    ours = po_entries(MODULES)
     assert len(ours) > 150  # a marking that went missing shows here
     assert not [m.id for m in ours if m.fuzzy or not m.string]
     for m in ours:
         for form in m.string if isinstance(m.string, tuple) else (m.string,):  # a plural has one per form
             words = re.sub(r"\{\w+\}", "", form)  # placeholders are names, not words
-            assert HAN.search(words) or not re.search(r"[a-z]{3}", words), (m.id, form)
+            assert CJK.search(words) or not re.search(r"[a-z]{3}", words), (m.id, form)
 
 
 PREDICTIONS = [
@@ -275,8 +262,8 @@ def test_every_question_is_asked_and_answered_in_chinese_from_the_same_numbers(d
         prediction = run_demo(demo, params, args).prediction
     assert prediction.answer == english.answer
     assert len(prediction.choices) == len(english.choices)
-    assert HAN.search(prediction.question) and HAN.search(prediction.why)
-    assert all(HAN.search(c) or c == e for c, e in zip(prediction.choices, english.choices))
+    assert CJK.search(prediction.question) and CJK.search(prediction.why)
+    assert all(CJK.search(c) or c == e for c, e in zip(prediction.choices, english.choices))
     numbers = re.findall(r"-?\d+(?:\.\d+)?(?:e[-+]\d+)?", english.why)
     assert numbers and all(n in prediction.why for n in numbers), (numbers, prediction.why)
     assert not english_prose(prediction.why)
@@ -294,14 +281,14 @@ def test_the_two_dgamma_whys_are_the_ones_their_numbers_call_for():
 def test_lesson_6_demos_print_chinese_in_both_of_their_verdicts():
     """forms_agree's relative verdict, and its absolute one where dx is 0 up to rounding (d = 2, eps = 0)."""
     with i18n.use_language(ZH):
-        relative = shown(run_demo("forms_agree", LessonParams()).renderable, 60)
-        absolute = shown(run_demo("forms_agree", LessonParams(dim=2, eps=0.0)).renderable, 60)
-        terms = shown(run_demo("three_path_terms", LessonParams()).renderable, 60)
-        matrix = shown(run_demo("projection_form", LessonParams(), {"part": 1}).renderable, 60)
+        relative = rendered(run_demo("forms_agree", LessonParams()).renderable, 60)
+        absolute = rendered(run_demo("forms_agree", LessonParams(dim=2, eps=0.0)).renderable, 60)
+        terms = rendered(run_demo("three_path_terms", LessonParams()).renderable, 60)
+        matrix = rendered(run_demo("projection_form", LessonParams(), {"part": 1}).renderable, 60)
     assert "最大相对差" in relative and "相对误差" in relative and "绝对" not in relative
     assert "最大绝对差" in absolute and "绝对误差" in absolute
     for text in (relative, absolute, terms, matrix):
-        assert HAN.search(text) and not english_prose(text), english_prose(text)
+        assert CJK.search(text) and not english_prose(text), english_prose(text)
 
 
 # ---- the text graph in Chinese ------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from microgradnorm.lessons.charts import bar_chart, heat_map, line_chart
 from microgradnorm.lessons.format import DemoCall, lessons_dir, parse_lesson
 from microgradnorm.lessons.runner import step_outputs
 from microgradnorm.lessons.translation import TRANSLATED, localized
+from tests.zh import CJK
 
 ZH = i18n.SIMPLIFIED_CHINESE
 LESSONS = ("02-why-normalize.md", "06-one-formula-several-forms.md", "07-jacobian-projection.md")
@@ -49,7 +50,6 @@ KEPT = NAMES | SYMBOLS
 
 _CODE = re.compile(r"```.*?```|`[^`\n]*`", re.DOTALL)
 _WORD = re.compile(r"[A-Za-z][A-Za-z']*")
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 @pytest.fixture(autouse=True)
@@ -82,11 +82,11 @@ def test_the_whole_lesson_is_shown_in_chinese(name):
     english, shown = _chinese(name)
     assert shown.status == TRANSLATED and not shown.english_steps, shown.notes
     lesson = shown.lesson
-    assert _CJK.search(lesson.title) and _CJK.search(lesson.summary)
+    assert CJK.search(lesson.title) and CJK.search(lesson.summary)
     assert (lesson.title, lesson.summary) != (english.title, english.summary)
     for k, step in enumerate(lesson.steps, start=1):
-        assert _CJK.search(step.title), f"{name} step {k}: title {step.title!r}"
-        assert _CJK.search(_prose(step.blocks)), f"{name} step {k} has no Chinese prose"
+        assert CJK.search(step.title), f"{name} step {k}: title {step.title!r}"
+        assert CJK.search(_prose(step.blocks)), f"{name} step {k} has no Chinese prose"
 
 
 @pytest.mark.parametrize("name", LESSONS)
@@ -120,7 +120,7 @@ def test_what_the_demos_print_is_chinese(name, change):
     chinese = _demo_text(name, change, ZH)
     left = english_words(chinese)
     assert not left, f"{name} {change}: English left in the demos' output: {sorted(left)}"
-    assert _CJK.search(chinese)
+    assert CJK.search(chinese)
     assert english_words(_demo_text(name, change, i18n.ENGLISH)), "the check would not see English"
 
 

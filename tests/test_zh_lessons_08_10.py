@@ -10,13 +10,10 @@ tests, which run in English (conftest).
 
 from __future__ import annotations
 
-import io
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
-from rich.console import Console
 from rich.text import Text
 
 from microgradnorm import i18n
@@ -30,13 +27,13 @@ from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
 from microgradnorm.lessons.format import Prose, lessons_dir, parse_lesson
 from microgradnorm.lessons.runner import step_outputs
 from microgradnorm.lessons.translation import TRANSLATED, localized
+from tests.zh import CJK, po_entries, rendered
 
 ZH = i18n.SIMPLIFIED_CHINESE
 LESSONS = ("08-batchnorm.md", "09-rmsnorm.md", "10-ln-vs-bn.md")
 # the modules whose marked strings these lessons print
 MODULES = ("demos_batchnorm.py", "demos_rmsnorm.py", "demos_practice.py", "norm_axes.py", "claims.py")
 
-CJK = re.compile(r"[\u4e00-\u9fff]")
 # three or more lowercase English words in a row, one space apart: prose, not a formula, a name or a table
 WORD = r"(?<![\w.])[a-z]{2,}(?![\w(])"
 ENGLISH_RUN = re.compile(rf"{WORD}(?: {WORD}){{2,}}")
@@ -56,12 +53,6 @@ def english_runs(text: str) -> list[str]:
     """The English prose in ``text``: runs of three lowercase words, minus the charts' legends and ASCII art."""
     runs = [m.group(0) for line in text.splitlines() for m in ENGLISH_RUN.finditer(line)]
     return [r for r in runs if r not in CHART_LEGENDS and not all(len(set(w)) == 1 for w in r.split())]
-
-
-def shown(renderable, width: int = 100) -> str:
-    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
-    console.print(renderable)
-    return console.export_text()
 
 
 def chinese(name: str):
@@ -114,7 +105,7 @@ def test_every_step_and_what_its_demos_print_is_chinese(name, changes):
                 if isinstance(out, DemoOutput) and out.prediction is not None:
                     parts += [render.prediction_question(out.prediction), render.prediction_answer(out.prediction, 0)]
             for width in (60, 100):
-                text = "\n".join(shown(part, width) for part in parts)
+                text = "\n".join(rendered(part, width) for part in parts)
                 where = f"{name} step {index + 1} at {width} columns, {changes}"
                 assert not english_runs(text), f"{where}: English left: {english_runs(text)}"
                 assert "{" not in text.replace("{0}", ""), f"{where}: an unfilled placeholder"
@@ -125,10 +116,7 @@ def test_every_step_and_what_its_demos_print_is_chinese(name, changes):
 
 
 def test_every_string_these_lessons_demos_mark_has_a_chinese_translation():
-    babel = pytest.importorskip("babel.messages.pofile", reason="reading the .po needs Babel (the test extra)")
-    po = Path(i18n.LOCALE_DIR, "zh_CN", "LC_MESSAGES", "microgradnorm.po")
-    catalog = babel.read_po(po.open("rb"))
-    ours = [m for m in catalog if m.id and any(Path(f).name in MODULES for f, _line in m.locations)]
+    ours = po_entries(MODULES)
     assert len(ours) > 100  # the demos of three lessons: a marking that went missing shows here
     missing = [m.id for m in ours if m.fuzzy or not all(m.string if isinstance(m.string, tuple) else [m.string])]
     assert not missing, missing
@@ -215,7 +203,7 @@ def test_the_cube_picture_is_labelled_in_chinese(layout):
     lay = norm_axes.LAYOUTS[layout]
     with i18n.use_language(ZH):
         svg = norm_axes.axes_figure(lay).svg()
-        panels = shown(norm_axes.axes_panels(lay))
+        panels = rendered(norm_axes.axes_panels(lay))
     assert "哪些值共用一个均值和方差" in svg and "着色的格子" in svg and svg.count(">在 ") == len(lay.norms)
     assert panels.count("在 ") == len(lay.norms) and "组，每组" in panels
     assert not english_runs(svg) and not english_runs(panels)
@@ -228,9 +216,9 @@ def test_a_claim_wraps_chinese_between_characters_and_english_as_before():
     """claim() takes its caller's translated sentence; Chinese never starts a line with closing punctuation."""
     sentence = "在 72 个值中任改一个，变动的恰好是它所在组的那些输出（用向量化的前向传播逐个值试过）"
     for width in range(12, 50):
-        lines = shown(claim(True, sentence), width).splitlines()
+        lines = rendered(claim(True, sentence), width).splitlines()
         assert all(line.lstrip()[:1] not in NO_START for line in lines), (width, lines)
         assert " ".join(line.strip() for line in lines).replace(" ", "") == "✓" + sentence.replace(" ", "")
     english = "changing any one of the 72 values moves exactly the outputs of its own group"
     for width in (20, 33, 60):
-        assert shown(claim(False, english), width) == shown(Text.assemble(check_mark(False), " ", english), width)
+        assert rendered(claim(False, english), width) == rendered(Text.assemble(check_mark(False), " ", english), width)

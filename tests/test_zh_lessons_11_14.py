@@ -15,22 +15,18 @@ Oracles, none of them the Chinese text itself:
 
 from __future__ import annotations
 
-import io
 import re
 
 import pytest
-from rich.console import Console
 
 from microgradnorm import i18n
-from microgradnorm.i18n import catalog
-from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
+from microgradnorm.lessons.demos import LessonParams, run_demo
 from microgradnorm.lessons.format import Prose, lessons_dir, parse_lesson
 from microgradnorm.lessons.translation import TRANSLATED, localized
+from tests.zh import CJK, NUMBER, ZH, demo_calls, demo_text, english_runs, rendered, untranslated
 
-ZH = i18n.SIMPLIFIED_CHINESE
 LESSONS = ("11-pre-ln-vs-post-ln", "12-numerical-traps", "13-graph-to-kernel", "14-fused-kernel-line-by-line")
 MODULES = ("demos_residual.py", "demos_traps.py", "demos_kernel.py")
-WIDTH = 100
 
 # Demo parameters beyond each lesson's defaults that reach the other branches of what the demos say:
 # d = 2 (no direction kept, the cross terms by luck), eps = 0 (both placements one formula), another batch.
@@ -51,13 +47,6 @@ FOREIGN = (
     re.compile(r"DomainError: .*?variance='two_pass'", re.DOTALL),
     re.compile(r"(?m)^ *\d+  \S.*$"),  # a numbered line of code in the trips-to-memory listing
 )
-CJK = re.compile(r"[\u4e00-\u9fff]")
-CHINESE = re.compile(r"[\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]")  # characters or full-width punctuation
-NUMBER = re.compile(r"\d+(?:[.,]\d+)*(?:e[+-]\d+)?")
-# Three or more English words in a row, separated by one space (after a comma or not); names and code
-# are one or two words ("pre-LN", "NumPy ms"), table cells are two or more spaces apart, and
-# "Xiong et al." is allowed below.
-ENGLISH_RUN = re.compile(r"\b[A-Za-z]{2,}(?:,? [A-Za-z]{2,}){2,}\b")
 ALLOWED_RUNS = {"Xiong et al"}
 
 
@@ -65,48 +54,16 @@ def _path(stem: str):
     return lessons_dir() / f"{stem}.md"
 
 
-def _text(renderable, width: int = WIDTH) -> str:
-    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
-    console.print(renderable)
-    return console.export_text()
-
-
 def _english_runs(text: str) -> list[str]:
-    for pattern in FOREIGN:
-        text = pattern.sub(" ", text)
-    text = text.replace("\n", " ")  # a wrapped sentence joins again; table columns stay apart
-    return [m for m in ENGLISH_RUN.findall(text) if m not in ALLOWED_RUNS]
-
-
-def _demo_text(out: DemoOutput) -> str:
-    parts = [_text(out.renderable)]
-    if out.prediction is not None:
-        p = out.prediction
-        parts += [p.question, *p.choices, p.why]
-    return "\n".join(parts)
+    return english_runs(text, FOREIGN, ALLOWED_RUNS)
 
 
 # ---- the catalog -------------------------------------------------------------------------------------
 
 
 def test_every_string_marked_in_the_demo_modules_has_a_chinese_translation():
-    pytest.importorskip("babel", reason="extracting the marked strings needs Babel (the test extra)")
-    from microgradnorm.i18n import catalogs
-
-    zh = catalog(ZH)
-    marked = [m for m in catalogs.extract() if any(loc.endswith(MODULES) for loc, _line in m.locations)]
-    assert len(marked) > 100, "the demo modules of lessons 11-14 mark their strings"
-    missing = []
-    for message in marked:
-        if isinstance(message.id, tuple):  # ngettext: singular and plural
-            shown = zh.ngettext(message.id[0], message.id[1], 1)
-            english = message.id[0]
-        elif message.context:
-            shown, english = zh.pgettext(message.context, message.id), message.id
-        else:
-            shown, english = zh.gettext(message.id), message.id
-        if shown == english or not CHINESE.search(shown):  # "{gamma}：‖J‖₂ ≤ …" is a formula with a Chinese colon
-            missing.append(english)
+    marked, missing = untranslated(MODULES)
+    assert marked > 100, "the demo modules of lessons 11-14 mark their strings"
     assert not missing, f"shown in English under {ZH}: {missing}"
 
 
@@ -141,14 +98,7 @@ def test_no_english_sentence_is_left_in_the_prose(stem):
 
 def _calls(stem: str) -> list:
     """Every demo block of the lesson, once per distinct set of arguments."""
-    seen, calls = set(), []
-    for step in parse_lesson(_path(stem)).steps:
-        for call in step.demos:
-            key = (call.name, repr(sorted(call.args.items())))
-            if key not in seen:
-                seen.add(key)
-                calls.append(call)
-    return calls
+    return demo_calls(_path(stem))
 
 
 def _cases():
@@ -162,10 +112,10 @@ def _cases():
 
 @pytest.mark.parametrize(("params", "call"), list(_cases()))
 def test_a_demo_prints_chinese_with_the_same_numbers_as_its_english(params: LessonParams, call):
-    english = _demo_text(run_demo(call.name, params, call.args))
+    english = demo_text(run_demo(call.name, params, call.args))
     with i18n.use_language(ZH):
         out = run_demo(call.name, params, call.args)
-        chinese = _demo_text(out)
+        chinese = demo_text(out)
     assert CJK.search(chinese) and chinese != english
     if call.name not in TIMED:
         assert sorted(set(NUMBER.findall(chinese))) == sorted(set(NUMBER.findall(english)))
@@ -179,9 +129,9 @@ def test_without_numba_the_backend_table_says_so_in_chinese(monkeypatch):
     from microgradnorm import fused
 
     monkeypatch.setattr(fused, "AVAILABLE", False)
-    english = _text(run_demo("kernel_backend", LessonParams()).renderable)
+    english = rendered(run_demo("kernel_backend", LessonParams()).renderable)
     with i18n.use_language(ZH):
-        chinese = _text(run_demo("kernel_backend", LessonParams()).renderable)
+        chinese = rendered(run_demo("kernel_backend", LessonParams()).renderable)
     assert "plain Python here" in english and "plain Python here" not in chinese
     reason = fused.UNAVAILABLE_REASON
     assert not _english_runs(chinese.replace(reason, " ")), _english_runs(chinese)
@@ -190,17 +140,17 @@ def test_without_numba_the_backend_table_says_so_in_chinese(monkeypatch):
 def test_a_shown_cache_size_keeps_its_number_and_says_yours_in_chinese():
     """The '(yours)' suffix is one message with the size inside it, so the number cannot be lost."""
     with i18n.use_language(ZH):
-        text = _text(run_demo("kernel_cache_bytes", LessonParams()).renderable)
-    english = _text(run_demo("kernel_cache_bytes", LessonParams()).renderable)
+        text = rendered(run_demo("kernel_cache_bytes", LessonParams()).renderable)
+    english = rendered(run_demo("kernel_cache_bytes", LessonParams()).renderable)
     assert english.count("(yours)") == text.count("（你的）") > 0
 
 
 def test_a_caption_of_two_sentences_has_no_space_after_the_chinese_full_stop():
     """24 layers show 12 of them: the caption adds a second sentence, joined as each language joins them."""
     params = LessonParams(dim=8, seed=0)
-    english = _text(run_demo("residual_gradients", params, {"layers": 24}).renderable)
+    english = rendered(run_demo("residual_gradients", params, {"layers": 24}).renderable)
     with i18n.use_language(ZH):
-        chinese = _text(run_demo("residual_gradients", params, {"layers": 24}).renderable)
+        chinese = rendered(run_demo("residual_gradients", params, {"layers": 24}).renderable)
     assert "block. 13 of the 24 layers shown." in " ".join(english.split())
     assert not re.search(r"。 +\S", chinese), chinese  # a space after 。 before more text on the same line
     assert "梯度。24 层中显示了 13 层。" in chinese

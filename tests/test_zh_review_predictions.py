@@ -21,11 +21,11 @@ from microgradnorm.lessons.demos import DemoOutput
 from microgradnorm.lessons.format import lessons_dir, parse_lesson
 from microgradnorm.lessons.runner import step_outputs
 from microgradnorm.lessons.translation import localized
+from tests.zh import CJK
 
 ZH = i18n.SIMPLIFIED_CHINESE
 LESSONS = tuple(sorted(path.name for path in lessons_dir().glob("0[1-9]-*.md")))
 CLAUSE_PUNCTUATION = "，：；。"
-HAN = re.compile(r"[\u4e00-\u9fff]")
 ENGLISH_WORDS = re.compile(r"\b[a-z]{3,} [a-z]{2,}\b")
 
 
@@ -59,14 +59,14 @@ def test_every_question_and_choice_reads_in_chinese(name):
     assert asked, f"{name}: no question found (every lesson asks before telling)"
     for step, prediction in asked:
         where = f"{name} step {step}"
-        assert HAN.search(prediction.question), f"{where}: question not in Chinese: {prediction.question!r}"
+        assert CJK.search(prediction.question), f"{where}: question not in Chinese: {prediction.question!r}"
         assert prediction.question.rstrip()[-1] in "？：", f"{where}: {prediction.question!r}"
         for choice in prediction.choices:
             assert choice.strip(), f"{where}: an empty choice"
-            assert HAN.search(choice) or not ENGLISH_WORDS.search(choice), f"{where}: choice in English: {choice!r}"
+            assert CJK.search(choice) or not ENGLISH_WORDS.search(choice), f"{where}: choice in English: {choice!r}"
             inside = [c for c in choice if c in CLAUSE_PUNCTUATION]
             assert not inside, f"{where}: choice {choice!r} carries {inside}, which runs into the verdict sentence"
-        assert HAN.search(prediction.why), f"{where}: the answer's reason is not in Chinese"
+        assert CJK.search(prediction.why), f"{where}: the answer's reason is not in Chinese"
 
 
 def test_the_check_would_see_a_choice_that_runs_into_the_verdict():
