@@ -62,16 +62,6 @@ FLOAT16_ATOL = 2e-2
 TORCH_F64_RTOL = 1e-10
 TORCH_F64_ATOL = 1e-12
 
-# a learner's exercise answer (float64, any algebraically equivalent order of
-# operations) against the closed form: loose enough for a different but sound
-# summation order, tight enough that forgetting eps = 1e-3 or a factor (n-1)/n fails
-EXERCISE_RTOL = 1e-8
-EXERCISE_ATOL = 1e-10
-
-# the stable-variance exercise: a one-pass update on data whose mean is 1e8 times
-# its spread loses about 8 digits to the offset itself, so less is asked of it
-EXERCISE_STABLE_VARIANCE_RTOL = 1e-6
-
 # a wrong answer "is" a known mistake (unbiased variance, a missing path, ...) when
 # it matches that mistake's own closed form this closely
 EXERCISE_MISTAKE_RTOL = 1e-6

@@ -129,10 +129,6 @@ class Geometry:
     radial_name: str = "variance"  # "variance" or "rms": the path it is (a key of messages.SAYINGS after "path_")
 
 
-def _idx(index: tuple[int, ...]) -> str:
-    return "[" + ", ".join(map(str, index)) + "]" if index else ""
-
-
 def worst_entry(got: np.ndarray, expected: np.ndarray) -> tuple[tuple[int, ...], float, float]:
     """(index, expected, got) where the two differ most (NaN counts as the worst)."""
     diff = np.abs(np.asarray(got, dtype=np.float64) - expected)

@@ -66,12 +66,6 @@ class NetSpec:
             return [(w, FEATURES)] + [(w, w)] * (self.depth - 1) + [(CLASSES, w)]
         return [(w, FEATURES)] + [(2 * w, w), (w, 2 * w)] * self.depth + [(CLASSES, w)]
 
-    def norm_count(self) -> int:
-        """How many norm layers the network has (none without a norm)."""
-        if self.norm == "none":
-            return 0
-        return self.depth + (1 if self.kind == "residual" and self.placement == "pre" else 0)
-
 
 def initial_weights(spec: NetSpec, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """(weight [out, in], bias [out]) of every Linear layer.
