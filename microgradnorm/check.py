@@ -139,6 +139,7 @@ class CheckReport:
         }
     )
     loss_rounding: float = 0.0  # the estimated rounding error of one evaluation of the loss
+    pooled: int | None = None  # how many entries of x each mean is taken over (None: no mean)
 
     @property
     def passed(self) -> bool:
@@ -215,8 +216,18 @@ def check_norm(
         _check_node(graph, name, closed[name], loss_with, _sample(len(graph[name]), fd_max_entries), rounding)
         for name in names
     ]
+    pooled = len(graph["x"]) // len(graph["mean"]) if "mean" in graph else None
     return CheckReport(
-        spec.name, spec.title, graph.shape, graph.eps, variance, seed, loss.data, nodes, loss_rounding=rounding.loss
+        spec.name,
+        spec.title,
+        graph.shape,
+        graph.eps,
+        variance,
+        seed,
+        loss.data,
+        nodes,
+        loss_rounding=rounding.loss,
+        pooled=pooled,
     )
 
 

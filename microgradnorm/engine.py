@@ -1,9 +1,8 @@
 """A scalar reverse-mode autograd engine, small enough to read in one sitting.
 
-Every number of a computation is a :class:`Value`. An op (one small class
-below) makes a new Value from its inputs, and the new Value remembers the op
-and its inputs, its ``children``. ``backward()`` visits the nodes from the
-output back to the inputs and applies the chain rule at each one:
+Every number is a :class:`Value`. An op (one small class below) makes a new
+Value that remembers the op and its inputs, its ``children``. ``backward()``
+visits the nodes from the output back to the inputs, applying the chain rule:
 
     child.grad += (d node / d child) * node.grad
 
@@ -71,18 +70,15 @@ class Add(Op):
     def forward(self, a, b): return a + b
     def derivatives(self, out, a, b): return 1.0, 1.0
 
-
 class Sub(Op):
     symbol = "-"
     def forward(self, a, b): return a - b
     def derivatives(self, out, a, b): return 1.0, -1.0
 
-
 class Mul(Op):
     symbol = "*"
     def forward(self, a, b): return a * b
     def derivatives(self, out, a, b): return b, a
-
 
 class Pow(Op):
     """a ** p, for a number p that the op carries."""
@@ -95,12 +91,10 @@ class Pow(Op):
         return (self.p * _power(a, self.p - 1.0),)
     symbol = property(lambda self: "**" + _shortest(self.p))
 
-
 class Sqrt(Op):
     symbol = "sqrt"
-    def forward(self, a): return math.sqrt(_at_least(0.0, a, "sqrt"))
+    def forward(self, a): return math.sqrt(_checked(a, a >= 0.0 or a != a, "sqrt", ">= 0"))
     def derivatives(self, out, a): return (0.5 / out if out else math.inf,)
-
 
 class Exp(Op):
     symbol = "exp"
@@ -111,24 +105,20 @@ class Exp(Op):
             return math.inf
     def derivatives(self, out, a): return (out,)
 
-
 class Log(Op):
     symbol = "log"
-    def forward(self, a): return math.log(_above(0.0, a, "log"))
+    def forward(self, a): return math.log(_checked(a, a > 0.0, "log", "> 0"))
     def derivatives(self, out, a): return (1.0 / a,)
-
 
 class Tanh(Op):
     symbol = "tanh"
     def forward(self, a): return math.tanh(a)
     def derivatives(self, out, a): return (1.0 - out * out,)
 
-
 class Relu(Op):
     symbol = "relu"
     def forward(self, a): return a if a > 0.0 else 0.0
     def derivatives(self, out, a): return (1.0 if a > 0.0 else 0.0,)
-
 
 class Sigmoid(Op):
     symbol = "sigmoid"
@@ -136,7 +126,6 @@ class Sigmoid(Op):
         e = math.exp(-abs(a))
         return 1.0 / (1.0 + e) if a >= 0.0 else e / (1.0 + e)
     def derivatives(self, out, a): return (out * (1.0 - out),)
-
 
 class Sum(Op):
     symbol = "sum"
@@ -146,7 +135,6 @@ class Sum(Op):
             total += x
         return total
     def derivatives(self, out, *xs): return (1.0,) * len(xs)
-
 
 class Dot(Op):
     """sum_i a_i * b_i; the inputs are a_1 .. a_n, then b_1 .. b_n."""
@@ -401,15 +389,9 @@ def _power(a: float, p: float) -> float:
         return -math.inf if a < 0.0 and p % 2 == 1 else math.inf
 
 
-def _at_least(low: float, a: float, op: str) -> float:
-    if a < low:
-        raise DomainError(f"'{op}': the input must be >= {low:g}", op=op, value=a)
-    return a
-
-
-def _above(low: float, a: float, op: str) -> float:
-    if not a > low:
-        raise DomainError(f"'{op}': the input must be > {low:g}", op=op, value=a)
+def _checked(a: float, ok: bool, op: str, rule: str) -> float:
+    if not ok:
+        raise DomainError(f"'{op}': the input must be {rule}", op=op, value=a)
     return a
 
 

@@ -246,3 +246,30 @@ def test_a_full_listing_marks_and_measures_every_entry(monkeypatch, width):
     assert rows["xhat[1]"].endswith("✓")
     assert len(re.findall(r"\d\.\de[-+]\d\d", rows["x[2]"])) == 2  # both error columns, at every entry
     assert rows["xhat[1]"].count("—") == 2  # no finite difference there (the middle of three): fd and its error
+
+
+# ---- a statistic over one value: refused by the command, not "checked" ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [(["layernorm", "--dim", "1"], "--dim"), (["batchnorm", "--batch", "1"], "--batch")],
+)
+def test_the_command_refuses_a_mean_over_a_single_value(capsys, argv, flag):
+    from microgradnorm import cli
+
+    try:
+        code = cli.main(["check", *argv])
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    assert code == 2 and "All agree" not in out
+    assert f"argument {flag}:" in err and "single value" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_report_says_how_many_values_each_mean_pools():
+    # the library still checks the degenerate case; the report carries the fact the CLI refuses on
+    report = check_norm("layernorm", [[1.0], [2.0]], seed=0)
+    assert report.pooled == 1 and all(np.all(n.autograd == 0.0) for n in report.nodes if n.name == "x")
+    assert check_norm("layernorm", [1.0, 2.0, 4.0], seed=0).pooled == 3
+    assert check_norm("rmsnorm", [1.0, 2.0, 4.0], seed=0).pooled is None

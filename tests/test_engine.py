@@ -358,3 +358,11 @@ def test_a_nan_exponent_gives_a_nan_value_and_derivative():
     a = Value(2.0)
     power = a ** float("nan")
     assert power.op == "**nan" and math.isnan(power.data) and math.isnan(local_grads(power)[0])
+
+
+@pytest.mark.parametrize("divisor", [0, 0.0, Value(0.0, label="std")])
+def test_a_division_by_zero_names_the_division_not_the_power_it_is_made_of(divisor):
+    with pytest.raises(DomainError) as info:
+        Value(1.0, label="num") / divisor
+    assert str(info.value).startswith("'/': division by zero") and "'num'" in str(info.value)
+    assert info.value.op == "/" and "**" not in str(info.value)
