@@ -401,7 +401,7 @@ def _check_size(x: Any) -> None:
     if size > MAX_ENTRIES:
         raise ValueError(
             _(
-                "x: the scalar graph is for small inputs (each finite difference rebuilds it), so expected at most "
+                "x: the scalar graph is for small inputs (each finite difference recomputes it), so expected at most "
                 "{limit} entries, got {size} (shape {shape}); check a smaller slice, or compare the "
                 "vectorized path with its closed forms"
             ).format(limit=MAX_ENTRIES, size=size, shape=list(shape))
