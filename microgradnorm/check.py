@@ -36,16 +36,18 @@ turns it into a table.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from microgradnorm import tolerances as tol
 from microgradnorm.engine import Value, local_grads, topological_order
+from microgradnorm.finite_diff import richardson_difference, step_for
 from microgradnorm.i18n import _
 from microgradnorm.norms import SCALE_NODES
 from microgradnorm.registry import NormSpec, get_norm
@@ -328,7 +330,7 @@ def _check_node(
     fd_atol = np.full(len(values), np.nan)
     for k in entries:
         h = _step(name, values[k].data, graph.eps)
-        fd[k] = _finite_difference(loss_with, name, k, h)
+        fd[k] = richardson_difference(functools.partial(loss_with, name, k), h)
         fd_atol[k] = tol.FD_ATOL + tol.FD_ROUNDING_FACTOR * rounding.loss / h
     taken = ~np.isnan(fd)
     cf_abs, cf_rel = tol.normwise_error(auto, cf)
@@ -366,15 +368,7 @@ def _step(name: str, value: float, eps: float) -> float:
     """
     if name in SCALE_NODES:
         return tol.FD_STEP * max(abs(value), eps)
-    return tol.FD_STEP * max(1.0, abs(value))
-
-
-def _finite_difference(loss_with: Any, name: str, k: int, h: float) -> float:
-    """dL/d(node ``name``[k]): central differences at h and h/2, combined (Richardson) so that
-    the h^2 error term cancels."""
-    wide = (loss_with(name, k, h) - loss_with(name, k, -h)) / (2.0 * h)
-    narrow = (loss_with(name, k, h / 2) - loss_with(name, k, -h / 2)) / h
-    return (4.0 * narrow - wide) / 3.0
+    return step_for(value)
 
 
 def _upstream(dy: Any, shape: tuple[int, ...], seed: int | None) -> np.ndarray:
