@@ -1,4 +1,5 @@
-"""Shared test setup: Hypothesis profiles (a quick default, a thorough 'ci' profile)."""
+"""Shared test setup: Hypothesis profiles (a quick default, a thorough 'ci' profile), a private state folder
+and English for every test, the Graphviz fixtures. Helpers that tests call live in ``tests/helpers.py``."""
 
 from __future__ import annotations
 
@@ -35,3 +36,14 @@ def empty_path(tmp_path, monkeypatch):
 def _english_by_default(monkeypatch):
     """Tests expect English messages unless they choose a language, whatever the machine's locale."""
     monkeypatch.setenv("MICROGRADNORM_LANG", "en")
+
+
+@pytest.fixture(autouse=True)
+def state_home(tmp_path, monkeypatch):
+    """Every test gets its own state folder (progress, workspace pointer), never the learner's real one;
+    no debug tracebacks and no lesson folder override from the machine. Request it to get its path."""
+    home = tmp_path / "state"
+    monkeypatch.setenv("MICROGRADNORM_HOME", str(home))
+    monkeypatch.delenv("MICROGRADNORM_DEBUG", raising=False)
+    monkeypatch.delenv("MICROGRADNORM_LESSONS", raising=False)
+    return home

@@ -9,15 +9,7 @@ import sys
 import pytest
 
 from microgradnorm import cli, formulas
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as exc:  # argparse exits for --help, --version and usage errors
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.helpers import run_cli as run
 
 
 @pytest.mark.parametrize("norm", ["layernorm", "batchnorm", "rmsnorm", "ln", "BN", "rms"])

@@ -9,16 +9,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from microgradnorm import cli, viz
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as exc:  # argparse usage errors
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
+from microgradnorm import viz
+from tests.helpers import run_cli as run
 
 
 @pytest.mark.parametrize("norm", ["layernorm", "batchnorm", "rmsnorm"])

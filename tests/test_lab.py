@@ -36,11 +36,6 @@ NET_FD_RTOL = 1e-5
 NET_FD_ATOL = 1e-9
 
 
-@pytest.fixture(autouse=True)
-def _state_home(tmp_path, monkeypatch):
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
-
-
 # ---- the task and the training loop --------------------------------------------------------------------
 
 

@@ -27,15 +27,6 @@ from microgradnorm.lessons.progress import FILE_NAME, ProgressStore
 from microgradnorm.lessons.runner import LessonRunner, action_of, run_auto
 
 
-@pytest.fixture(autouse=True)
-def state_home(tmp_path, monkeypatch):
-    home = tmp_path / "state"
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(home))
-    monkeypatch.delenv("MICROGRADNORM_DEBUG", raising=False)
-    monkeypatch.delenv("MICROGRADNORM_LESSONS", raising=False)
-    return home
-
-
 @demo("t_run_boom")
 def _boom(p: LessonParams) -> DemoOutput:
     """A test demo that fails."""

@@ -52,10 +52,8 @@ ENGLISH_ERROR_WORDS = re.compile(r"\b(expected|got|error|argument|cannot)\b")
 
 
 @pytest.fixture(autouse=True)
-def _quiet(tmp_path, monkeypatch):
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
+def _no_color(monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
-    monkeypatch.delenv("MICROGRADNORM_DEBUG", raising=False)
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

@@ -47,8 +47,7 @@ IDS = [ex.name for ex in EXERCISES]
 
 
 @pytest.fixture(autouse=True)
-def _private_state(tmp_path, monkeypatch):
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
+def _no_color(monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
 
 
