@@ -7,8 +7,9 @@ Lesson and exercise progress are small JSON files in one state directory:
 Writes go to a temporary file in the same directory, are flushed to disk, and
 then replace the old file in one ``os.replace``: a process killed mid-write
 leaves either the old file or the new one, never half of each. A file that does
-not parse is not silently dropped: it is renamed aside (``progress.json.corrupt-
-<time>``) and reported, so nothing the learner had is lost.
+not parse (or is not UTF-8) is not silently dropped: it is renamed aside
+(``progress.json.corrupt-<time>``, with ``-2``, ``-3`` ... when that name is
+taken) and reported, so nothing the learner had is lost.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "load_json",
+    "probe_writable",
     "save_json",
+    "set_aside",
     "state_dir",
 ]
 
@@ -81,6 +84,21 @@ def state_dir() -> Path:
             )
         ) from None
     return root
+
+
+def probe_writable(directory: Path) -> None:
+    """Raise :class:`StateDirError` if no file can be created in ``directory`` (read-only, immutable or
+    not ours): the callers then run without saving and say so once, instead of failing at the first save."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".probe-", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise StateDirError(
+            _("cannot write in the state directory {path!r}: {reason}").format(
+                path=str(directory), reason=exc.strerror or exc
+            )
+        ) from None
+    os.close(fd)
+    os.unlink(tmp)
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
@@ -147,12 +165,32 @@ def load_json(path: Path, default: Any) -> Any:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         return default
     try:
-        return json.loads(text)
+        return json.loads(data.decode("utf-8"))  # a UTF-16 or Latin-1 file is as unreadable as broken JSON
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        moved = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
-        os.replace(path, moved)
+        moved = set_aside(path)
         raise CorruptStateError(path, moved, str(exc).splitlines()[0]) from None
+
+
+def set_aside(path: Path) -> Path:
+    """Rename ``path`` to ``<name>.corrupt-<time>`` (``-2``, ``-3``, ... if that name is taken: two set-asides
+    in one second keep both files) and return the new path. The new name is claimed with a hard link, which
+    fails rather than replace a file another process set aside meanwhile."""
+    stamp = f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}"
+    for k in range(1, 1000):
+        moved = path.with_name(stamp if k == 1 else f"{stamp}-{k}")
+        try:
+            os.link(path, moved)
+        except FileExistsError:
+            continue
+        except OSError:  # a file system without hard links: take a free name and rename
+            if moved.exists():
+                continue
+            os.replace(path, moved)
+            return moved
+        os.unlink(path)
+        return moved
+    raise FileExistsError(f"{path}: every set-aside name of this second is taken")

@@ -3,8 +3,10 @@ and English for every test, the Graphviz fixtures. Helpers that tests call live 
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+import tempfile
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -47,3 +49,22 @@ def state_home(tmp_path, monkeypatch):
     monkeypatch.delenv("MICROGRADNORM_DEBUG", raising=False)
     monkeypatch.delenv("MICROGRADNORM_LESSONS", raising=False)
     return home
+
+
+@pytest.fixture
+def read_only_state(state_home, monkeypatch):
+    """The state folder exists, holds what was saved, and refuses new files, as a folder made immutable
+    (``chattr +i``, EPERM) or not the learner's (EACCES) does. Not by chmod, which root ignores: every file
+    the package writes there is created by ``tempfile.mkstemp`` (atomic writes and the writability probe),
+    so that is where the folder says no."""
+    state_home.mkdir(parents=True, exist_ok=True)
+    real = tempfile.mkstemp
+
+    def refuse(*args, **kwargs):
+        folder = kwargs.get("dir", args[2] if len(args) > 2 else None)
+        if folder is not None and os.path.realpath(folder) == os.path.realpath(state_home):
+            raise PermissionError(errno.EPERM, "Operation not permitted", os.path.join(str(folder), "x"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    return state_home

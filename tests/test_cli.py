@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -164,3 +165,27 @@ def test_a_zero_gradient_shows_its_absolute_error_not_a_relative_one_that_contra
         assert "within 1e-10 relative + 1e-12 absolute" in flat
     else:
         assert "absolute (the gradient is about 0)" in flat or "absolute where the gradient is about 0" in flat
+
+
+@pytest.mark.parametrize("action", ["check", "hint"])
+def test_exercise_check_and_hint_still_work_in_a_read_only_state_folder(capsys, tmp_path, read_only_state, action):
+    """Issue 27, item 2: graded and hinted, not recorded, and said so once; no refusal."""
+    code, _, err = run(capsys, "exercise", "init", str(tmp_path / "ws"))
+    assert code == 0 and err == ""
+    argv = ["exercise", "check", "1", "--dir", str(tmp_path / "ws")] if action == "check" else ["exercise", "hint", "1"]
+    code, out, err = run(capsys, *argv)
+    flat = " ".join(out.split())
+    assert err == "" and code == (1 if action == "check" else 0)
+    assert flat.count("Progress is not saved: cannot write in the state directory") == 1
+    assert ("NotImplementedError" in flat) if action == "check" else ("Hints for 01_local_derivatives" in flat)
+    assert list(read_only_state.iterdir()) == []
+
+
+def test_exercise_check_still_grades_when_the_state_folder_cannot_be_created(capsys, tmp_path, state_home):
+    code, _, _ = run(capsys, "exercise", "init", str(tmp_path / "ws"))
+    state_home.parent.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(state_home)
+    state_home.write_text("a file where the folder should be")
+    code, out, err = run(capsys, "exercise", "check", "1", "--dir", str(tmp_path / "ws"))
+    assert err == "" and code == 1
+    assert "Progress is not saved: MICROGRADNORM_HOME: expected a directory" in " ".join(out.split())

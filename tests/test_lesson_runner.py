@@ -884,6 +884,30 @@ def test_a_state_home_that_is_a_file_is_named_and_the_lessons_still_run(capsys, 
     assert state_home.read_text() == "not a directory"
 
 
+def test_a_read_only_state_folder_is_named_once_and_the_lesson_runs_to_the_end(capsys, read_only_state):
+    """Issue 27, item 2: as when the folder cannot be created: run, say once that progress is not saved."""
+    saved = read_only_state / "lessons.json"
+    saved.write_text('{"version": 2, "lessons": {}}', encoding="utf-8")
+    code, out, err = run_cli(capsys, "1", "--auto")
+    flat = " ".join(out.split())
+    assert code == 0 and err == ""
+    assert flat.count("Progress is not saved: cannot write in the state directory") == 1
+    assert str(read_only_state) in flat and "Operation not permitted" in flat
+    assert "Step 6 of 6" in flat
+    assert saved.read_text(encoding="utf-8") == '{"version": 2, "lessons": {}}'
+
+
+def test_a_save_that_fails_mid_lesson_stops_saving_and_says_why_once(read_only_state):
+    lesson = next(x for x in load_lessons() if x.number == 1)
+    console = Console(file=io.StringIO(), width=80, height=60, no_color=True)
+    keys = [k for step in range(1, len(lesson.steps) + 1) for k in ("1", "\r", "\r")] + ["q"]
+    runner = LessonRunner(lesson, lesson.params(), console, keys, progress=ProgressStore())
+    assert runner.run() == 0
+    out = " ".join(console.file.getvalue().split())
+    assert out.count("Progress is not saved:") == 1 and "Operation not permitted" in out
+    assert runner.progress is None and "Lesson complete" in out
+
+
 def test_lesson_6_with_a_zero_gradient_shows_absolute_differences(capsys):
     # d = 2 with eps = 0: dx is 0 up to rounding; a relative difference would be inf next to "all agree"
     code, out, _ = run_cli(capsys, "6", "--dim", "2", "--eps", "0", "--step", "2")

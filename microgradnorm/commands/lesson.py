@@ -177,10 +177,11 @@ def _progress_store(lessons: list, console):
     from rich.text import Text
 
     from microgradnorm.lessons.progress import ProgressStore
-    from microgradnorm.store import StateDirError
+    from microgradnorm.store import StateDirError, probe_writable
 
     try:
         progress = ProgressStore(steps={x.slug: len(x.steps) for x in lessons})
+        probe_writable(progress.path.parent)  # a read-only folder: say so now, not at the first save
     except StateDirError as exc:
         console.print(Text(_("Progress is not saved: {reason}").format(reason=exc), style="yellow"), soft_wrap=True)
         return None

@@ -231,8 +231,8 @@ class LessonRunner:
         self.index = index
         self.window = Window(0, 1)
         self.seen = 0
-        self.show()
         self._save()
+        self.show()
 
     # ---- drawing a frame -------------------------------------------------------------------------
 
@@ -397,14 +397,22 @@ class LessonRunner:
         """The current step's demo outputs that have a graph to draw."""
         return [o for o in self.outputs(self.index) if isinstance(o, DemoOutput) and o.graph is not None]
 
-    def _save(self) -> None:
-        if self.progress is not None:
-            self.progress.save(self.lesson.slug, self.index + 1, self.total)
+    def _save(self, step: int | None = None, completed: bool | None = None) -> None:
+        """Save the place (``step``, 1-based; default the current one). A save that fails (the folder became
+        read-only meanwhile) stops saving and says why once, under the next frame; the lesson goes on."""
+        if self.progress is None:
+            return
+        try:
+            self.progress.save(self.lesson.slug, step or self.index + 1, self.total, completed=completed)
+        except OSError as exc:
+            self.progress = None
+            reason = exc.strerror or str(exc) or type(exc).__name__
+            where = f"{exc.filename}: {reason}" if exc.filename else reason
+            self.message = cjk_text(_("Progress is not saved: {reason}").format(reason=where), style="yellow")
 
     def _save_finished(self) -> None:
         """Mark the lesson finished; the next ``lesson N`` starts it over at step 1."""
-        if self.progress is not None:
-            self.progress.save(self.lesson.slug, 1, self.total, completed=True)
+        self._save(1, completed=True)
 
 
 _HANDLERS: dict[str, Callable[[LessonRunner, str], int | None]] = {
