@@ -358,7 +358,8 @@ def run_in_terminal(lesson, keys, height=24, width=80):
     frames = []
     for frame in buf.getvalue().split(CLEAR)[1:]:
         lines = frame.split("\n")
-        keys_line = max(k for k, line in enumerate(lines) if re.match(r"\d+/\d+ · ", line))
+        # the closing frame has no keys line: the completion stands in its place
+        keys_line = max((k for k, line in enumerate(lines) if re.match(r"\d+/\d+ · ", line)), default=len(lines) - 1)
         frames.append(lines[: keys_line + 1])  # what follows the keys line (the quit message) is not the frame
     return frames, buf.getvalue()
 
@@ -565,6 +566,45 @@ def test_enter_at_a_question_shows_the_answer_without_a_guess_then_moves_on(ask,
     assert answered(None) in shown[1] and squash("the numbers: 42") in shown[1]
     assert "✓" not in shown[1] and "✗" not in shown[1]
     assert squash(step_of(2, 2)) in shown[2]
+
+
+@pytest.mark.parametrize("key", [" ", "PAGEDOWN"])
+def test_space_at_a_waiting_question_only_scrolls_and_never_shows_the_answer(ask, lang, key):
+    """Issue 27, item 5: Enter shows the answer without a guess; Space and PgDn do not."""
+    frames, out = run_in_terminal(ask, [key, key, "q"])
+    assert squash("the numbers: 42") not in squash(out) and "bravo scored" not in out
+    assert squash(said("Space only scrolls: answer with 1 to {n}, or press Enter to see the answer.", n=3)) in squash(
+        "\n".join(frames[1])
+    )
+
+
+def test_the_closing_frame_keeps_the_last_steps_title_and_fits_the_screen(tmp_path, lang):
+    """Issue 27, item 24: the completion replaces the keys line of the last frame, below the step's title."""
+    rows = "\n".join(f"- row {k:02d}" for k in range(1, 41))
+    tall_end = write_lesson(tmp_path, "05-tall-end.md", ASK_TEXT.replace("The next step.", rows))
+    frames, _out = run_in_terminal(tall_end, ["1", "\r", *[" "] * 30], height=24)
+    last = frames[-1]
+    assert squash(step_of(2, 2)) in squash("\n".join(last[:3]))
+    assert squash(said("Lesson complete: {title}.", title="Ask")) in squash("\n".join(last))
+    assert "row 40" in "\n".join(last)  # the end of the step is what stays in view
+    assert len(last) <= 24 - 1  # the cursor's line included, nothing scrolls
+
+
+def test_a_resize_redraws_the_frame_at_the_new_width(lesson):
+    console = Console(file=io.StringIO(), width=80, height=24, force_terminal=True, color_system=None)
+    keys = iter(["RESIZE", "q"])
+
+    def read_key():
+        key = next(keys)
+        if key == "RESIZE":
+            console.width = 50  # what rich reads from the terminal after SIGWINCH
+        return key
+
+    LessonRunner(lesson, LessonParams(), console, read_key).run()
+    frames = console.file.getvalue().split(CLEAR)[1:]
+    assert len(frames) == 2
+    widest = [max(len(line) for line in frame.split("\n")) for frame in frames]
+    assert widest[0] > 50 >= widest[1]
 
 
 def test_going_back_to_an_answered_step_shows_it_answered(ask, lang):

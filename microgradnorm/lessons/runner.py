@@ -33,14 +33,17 @@ the move in flight.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rich.console import Console, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from microgradnorm.i18n import _, ngettext
@@ -84,6 +87,7 @@ ACTIONS: dict[str, str] = {
     "\x03": "quit",  # Ctrl-C in raw mode
     "\x04": "quit",  # Ctrl-D
     "": "quit",  # end of input
+    "RESIZE": "resize",  # the terminal changed size (TerminalKeys): draw the frame again at the new size
     **{str(digit): "answer" for digit in range(1, 10)},
 }
 
@@ -189,7 +193,7 @@ class LessonRunner:
         self.seen = 0  # lines of the current step that have been on screen (from the top)
         self.note: str | None = note  # shown above the next frame only
         self.step_notes = dict(step_notes or {})  # shown above every frame of their step
-        self.message: Text | None = None  # shown under the next frame only
+        self.message: RenderableType | None = None  # shown under the next frame only
         self._body: tuple[Any, list[str]] = (None, [])
 
     @property
@@ -246,8 +250,11 @@ class LessonRunner:
             self._body = (key, lines)
         return self._body[1]
 
-    def show(self) -> None:
-        """Clear the screen (on a terminal) and draw the frame: note, header, the window onto the step, keys."""
+    def show(self, *, last: bool = False) -> None:
+        """Clear the screen (on a terminal) and draw the frame: note, header, the window onto the step, keys.
+
+        ``last``: the lesson's closing frame: the end of the step under its title, the message (the lesson
+        is complete) in place of the keys, so nothing scrolls the title off a small terminal."""
         notes = "\n".join(filter(None, (self.note, self.step_notes.get(self.index))))
         note = to_lines(self.console, render.note(notes)) if notes else []
         header = to_lines(self.console, render.step_header(self.lesson, self.index))
@@ -255,8 +262,10 @@ class LessonRunner:
         body = self.body()
         rows = self.console.height - len(note) - len(header) - len(message) - FRAME_LINES
         self.window = self.window.resized(len(body), max(MIN_ROWS, rows))
+        if last:
+            self.window = Window(len(body), self.window.rows, len(body))  # the end of the step stays in view
         self.seen = max(self.seen, self.window.bottom)
-        footer = to_lines(self.console, self.footer())
+        footer = [] if last else to_lines(self.console, self.footer())
         lines = [*note, *header, *self.window.visible(body), "", *message, *footer]
         self.note = self.message = None
         if self.console.is_terminal:
@@ -300,17 +309,26 @@ class LessonRunner:
             self._scroll(self.window.paged())
         elif self.index == self.total - 1:
             self._save_finished()
-            self.console.print()
-            self.console.print(render.finished(self.lesson, self.following))
+            finished = render.finished(self.lesson, self.following)
+            self.message = Group(self.message, finished) if self.message is not None else finished
+            self.show(last=True)
             return 0
         else:
             self.go_to(self.index + 1)
         return None
 
     def _on_page(self, key: str) -> int | None:
-        """Space, PgDn: a page down, and at the end of the step what Enter does."""
+        """Space, PgDn: a page down, and at the end of the step what Enter does, except reveal a waiting
+        question's answer: a learner paging with Space must not skip the guess (only Enter shows it)."""
         if not self.window.at_end:
             self._scroll(self.window.paged())
+            return None
+        pending = self.pending()
+        if pending is not None:
+            choices = len(self._prediction(pending).choices)
+            self._say(
+                _("Space only scrolls: answer with 1 to {n}, or press Enter to see the answer.").format(n=choices)
+            )
             return None
         return self._on_next(key)
 
@@ -376,6 +394,9 @@ class LessonRunner:
         self.console.print(cjk_text(text, style="dim"))
         return 0
 
+    def _on_resize(self, key: str) -> None:
+        self.show()  # the body is rendered again at the new width, the window fitted to the new height
+
     def _on_other(self, key: str) -> None:
         self._say(_("Keys: {keys}").format(keys=render.KEY_HELP))
 
@@ -426,6 +447,7 @@ _HANDLERS: dict[str, Callable[[LessonRunner, str], int | None]] = {
     "answer": LessonRunner._on_answer,
     "graph": LessonRunner._on_graph,
     "quit": LessonRunner._on_quit,
+    "resize": LessonRunner._on_resize,
 }
 
 
@@ -479,6 +501,35 @@ def _from_iterable(keys: Iterable[str]) -> KeyReader:
     return lambda: next(it, "")
 
 
+class _Resized(Exception):
+    """Raised by the SIGWINCH handler while :class:`TerminalKeys` waits for a key."""
+
+
+def _on_sigwinch(signum: int, frame: Any) -> None:
+    raise _Resized
+
+
+@contextlib.contextmanager
+def _resize_interrupts() -> Iterator[None]:
+    """While waiting for a key, a change of the terminal's size interrupts the wait (raises :class:`_Resized`).
+    Only in the main thread, where Python runs signal handlers, and where SIGWINCH exists."""
+    if not hasattr(signal, "SIGWINCH") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGWINCH, _on_sigwinch)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGWINCH, previous)
+
+
+def _terminal_size(fd: int) -> tuple[int, int] | None:
+    try:
+        return tuple(os.get_terminal_size(fd))  # type: ignore[return-value]
+    except OSError:
+        return None
+
+
 class TerminalKeys:
     """Read one key at a time from a terminal file descriptor, in raw mode only while reading.
 
@@ -486,7 +537,9 @@ class TerminalKeys:
     printed, so output keeps its normal line endings and a crash never leaves
     the terminal raw. The switch does not flush pending input, so keys typed
     while a step was being drawn are not lost. Arrow and page keys arrive as escape sequences and are
-    returned as ``"UP"``, ``"DOWN"``, ``"LEFT"``, ``"RIGHT"``, ``"PAGEUP"``, ``"PAGEDOWN"``.
+    returned as ``"UP"``, ``"DOWN"``, ``"LEFT"``, ``"RIGHT"``, ``"PAGEUP"``, ``"PAGEDOWN"``. A change of the
+    terminal's size, while waiting or since the last key, is returned as ``"RESIZE"`` (the runner redraws
+    without waiting for a key).
     """
 
     _SEQUENCES: ClassVar[dict[bytes, str]] = {
@@ -504,15 +557,24 @@ class TerminalKeys:
 
     def __init__(self, fd: int | None = None) -> None:
         self.fd = sys.stdin.fileno() if fd is None else fd
+        self.size = _terminal_size(self.fd)  # as of the last key: a resize while drawing is caught too
 
     def __call__(self) -> str:
         import termios
         import tty
 
+        size, self.size = self.size, _terminal_size(self.fd)
+        if size != self.size:
+            return "RESIZE"
         saved = termios.tcgetattr(self.fd)
         try:
             tty.setraw(self.fd, termios.TCSANOW)  # not TCSAFLUSH: keep keys typed ahead
-            first = os.read(self.fd, 1)
+            try:
+                with _resize_interrupts():
+                    first = os.read(self.fd, 1)
+            except _Resized:
+                self.size = _terminal_size(self.fd)
+                return "RESIZE"
             if first != b"\x1b":
                 return first.decode("latin-1")
             rest = b""
