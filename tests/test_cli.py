@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -189,3 +190,66 @@ def test_exercise_check_still_grades_when_the_state_folder_cannot_be_created(cap
     code, out, err = run(capsys, "exercise", "check", "1", "--dir", str(tmp_path / "ws"))
     assert err == "" and code == 1
     assert "Progress is not saved: MICROGRADNORM_HOME: expected a directory" in " ".join(out.split())
+
+
+@pytest.mark.parametrize("value", ["-1e-5", "-inf", "-.5", "-1"])
+def test_a_negative_number_reaches_the_options_own_check(capsys, value):
+    """Issue 27, item 9: argparse read -1e-5 as an option ("expected one argument"); now every negative
+    number gets the option's own message."""
+    code, out, err = run(capsys, "check", "layernorm", "--eps", value)
+    assert code == 2 and out == ""
+    assert err.startswith(f"microgradnorm check: error: argument --eps: expected a finite number >= 0, got {value}")
+    assert len(err.splitlines()) == 1
+
+
+def test_a_negative_seed_and_dim_are_refused_by_their_own_checks(capsys):
+    code, _, err = run(capsys, "lesson", "3", "--seed", "-1e3")
+    assert code == 2 and "argument --seed: expected an integer seed >= 0, got '-1e3'" in err
+
+
+def _python_m(*argv: str, **env: str) -> list[str]:
+    return [sys.executable, "-m", "microgradnorm", *argv]
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("MICROGRADNORM_LANG", "LANGUAGE", "LC_ALL", "LANG")}
+    env.update(PYTHONPATH=str(Path(__file__).resolve().parent.parent), **extra)
+    return env
+
+
+@pytest.mark.parametrize("argv", [("lesson", "3", "--auto"), ("lesson", "11", "--auto"), ("check", "layernorm")])
+def test_a_reader_that_goes_away_ends_the_command_quietly(argv):
+    """Issue 27, item 10: `lesson 3 --auto | head -1` printed 'error: [Errno 32] Broken pipe' (exit 2)."""
+    proc = subprocess.Popen(_python_m(*argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    proc.stdout.close()  # before the first line is written: every write meets a closed pipe
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 1
+    assert err == b""
+
+
+@pytest.mark.parametrize(("lang", "words"), [("en", "the output encoding is ascii"), ("zh-CN", "输出编码是 ascii")])
+def test_an_output_encoding_that_cannot_show_the_text_gets_one_line_of_advice(lang, words):
+    """Issue 27, item 11: a codec error (escaped, in Chinese) became one readable line saying what to set."""
+    proc = subprocess.run(
+        _python_m("--lang", lang, "check", "layernorm"),
+        capture_output=True,
+        env=_env(LC_ALL="C", PYTHONIOENCODING="ascii"),
+        timeout=120,
+    )
+    err = proc.stderr.decode("utf-8")  # written as UTF-8, whatever the declared encoding
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert len(err.splitlines()) == 1 and words in err and "PYTHONIOENCODING=utf-8" in err
+    assert "codec" not in err and "\\u" not in err
+
+
+@pytest.mark.parametrize("name", ["x.png", "curves", "loss.svg.txt"])
+def test_lab_svg_refuses_a_file_name_that_is_not_svg_before_training(capsys, tmp_path, monkeypatch, name):
+    """Issue 27, item 12: `lab depth --svg x.png` wrote SVG into x.png with exit 0; graph refuses such names."""
+    from microgradnorm.lab import experiments
+
+    monkeypatch.setattr(experiments, "EXPERIMENTS", {})  # nothing may train: the check comes first
+    code, out, err = run(capsys, "lab", "depth", "--svg", str(tmp_path / name))
+    assert code == 2 and out == ""
+    expected = f"argument --svg: expected a file name ending in .svg, got {str(tmp_path / name)!r}"
+    assert err == f"microgradnorm lab: error: {expected}\n"
+    assert not (tmp_path / name).exists()
