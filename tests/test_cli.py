@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -253,3 +254,14 @@ def test_lab_svg_refuses_a_file_name_that_is_not_svg_before_training(capsys, tmp
     expected = f"argument --svg: expected a file name ending in .svg, got {str(tmp_path / name)!r}"
     assert err == f"microgradnorm lab: error: {expected}\n"
     assert not (tmp_path / name).exists()
+
+
+def test_a_long_message_wraps_between_words_at_60_columns(capsys, monkeypatch, tmp_path):
+    """Issue 27, item 15: printed unwrapped, the terminal cut it mid-word ("too many to rea|d")."""
+    monkeypatch.setenv("COLUMNS", "60")
+    code, out, err = run(capsys, "graph", "layernorm", "--dim", "64", "-o", str(tmp_path / "big.dot"))
+    assert code == 0 and err == ""
+    note = [line for line in out.splitlines() if not line.startswith("wrote ")]  # "wrote PATH" keeps a path whole
+    assert len(note) >= 2 and all(len(line) <= 60 for line in note), note
+    said = r"The full graph has \d+ nodes, more than \d+, too many to read: drawing the collapsed stage view"
+    assert re.search(said, " ".join(out.split()))

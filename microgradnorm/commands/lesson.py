@@ -174,8 +174,7 @@ def _load_lessons(console) -> list:
 
 def _progress_store(lessons: list, console):
     """The learner's progress, or None when the state folder is unusable (the lessons still run)."""
-    from rich.text import Text
-
+    from microgradnorm.i18n.text import cjk_text
     from microgradnorm.lessons.progress import ProgressStore
     from microgradnorm.store import StateDirError, probe_writable
 
@@ -183,11 +182,11 @@ def _progress_store(lessons: list, console):
         progress = ProgressStore(steps={x.slug: len(x.steps) for x in lessons})
         probe_writable(progress.path.parent)  # a read-only folder: say so now, not at the first save
     except StateDirError as exc:
-        console.print(Text(_("Progress is not saved: {reason}").format(reason=exc), style="yellow"), soft_wrap=True)
+        console.print(cjk_text(_("Progress is not saved: {reason}").format(reason=exc), style="yellow"))
         return None
     progress.load()  # problems with the file are reported once, here
     for warning in progress.warnings:
-        console.print(Text(warning, style="yellow"))
+        console.print(cjk_text(warning, style="yellow"))
     return progress
 
 
