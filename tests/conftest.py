@@ -68,3 +68,35 @@ def read_only_state(state_home, monkeypatch):
 
     monkeypatch.setattr(tempfile, "mkstemp", refuse)
     return state_home
+
+
+# ---- the slow set ---------------------------------------------------------------------------------------
+# `pytest -m "not slow"` is the quick set a contributor runs while working; CI runs everything. A test is
+# slow by what it uses, so new tests of these kinds are marked without anyone remembering to: a fixture
+# (by the module that defines it) or a whole module whose every test does the slow thing.
+SLOW_FIXTURES = {
+    ("tests.test_page_browser", "chromium"): "drives a real browser (Playwright)",
+    ("tests.test_lesson_terminal", "term"): "runs the CLI in a tmux terminal",
+    ("tests.test_exercises_hostile", "results"): "grades the corpus of attacks in the sandbox",
+}
+SLOW_MODULES = {
+    "tests.test_lessons_wheel": "builds the wheel and installs it into a fresh virtual environment",
+    "tests.test_exercises_terminal": "types into a shell in a tmux terminal",
+    "tests.test_exercises_sandbox": "starts sandboxed processes (bubblewrap) for each case",
+    "tests.test_lab": "trains networks",
+    "tests.test_zh_lab": "trains networks",
+    "tests.test_torch_lab": "trains networks with PyTorch",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = getattr(item.module, "__name__", "")
+        why = SLOW_MODULES.get(module)
+        if why is None:
+            defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+            for name in item.fixturenames:
+                for fixturedef in defs.get(name, ()):
+                    why = why or SLOW_FIXTURES.get((getattr(fixturedef.func, "__module__", ""), name))
+        if why is not None:
+            item.add_marker(pytest.mark.slow(reason=why))
