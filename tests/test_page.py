@@ -316,7 +316,7 @@ def test_a_contribution_line_reads_as_the_lesson_tables_do():
 
 
 def test_the_lesson_g_key_writes_the_page_beside_the_svg(needs_dot, tmp_path):
-    from microgradnorm.lessons.runner import draw_graph
+    from microgradnorm.lessons.graph_file import draw_graph
 
     graph, _ = problem(shape=(3,))
     message = draw_graph(graph, tmp_path / "03-step02.svg")
@@ -327,7 +327,7 @@ def test_the_lesson_g_key_writes_the_page_beside_the_svg(needs_dot, tmp_path):
 
 
 def test_the_lesson_g_key_without_dot_writes_the_dot_source_only(tmp_path, empty_path):
-    from microgradnorm.lessons.runner import draw_graph
+    from microgradnorm.lessons.graph_file import draw_graph
 
     graph, _ = problem(shape=(3,))
     message = draw_graph(graph, tmp_path / "03-step02.svg")

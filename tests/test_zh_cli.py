@@ -351,7 +351,7 @@ def test_to_html_takes_the_language_as_an_argument(needs_dot, tmp_path):
 
 
 def test_the_g_key_says_where_the_graph_went_in_chinese(needs_dot, tmp_path):
-    from microgradnorm.lessons.runner import draw_graph
+    from microgradnorm.lessons.graph_file import draw_graph
 
     graph = get_norm("layernorm").build_graph([1.0, 2.0, 4.0], None, None, 1e-5)
     with i18n.use_language(ZH):

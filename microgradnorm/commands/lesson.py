@@ -133,7 +133,8 @@ def run(args: argparse.Namespace, console) -> int:
 def _run_lesson(args: argparse.Namespace, console, lessons: list, progress) -> int:
     """Step through the lesson ``args.lesson`` names, in the reader's language, interactively or all at once."""
     from microgradnorm.i18n import current_language
-    from microgradnorm.lessons.runner import LessonRunner, key_source, run_auto
+    from microgradnorm.lessons.keys import key_source
+    from microgradnorm.lessons.runner import LessonRunner, run_auto
     from microgradnorm.lessons.translation import localized
 
     english = find_lesson(lessons, args.lesson)  # found and checked by its English name, numbers and options

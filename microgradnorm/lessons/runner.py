@@ -25,7 +25,8 @@ verdict, the reason and the numbers appear, and the rest of the step. Answers
 are kept while the lesson runs, so going back shows a step answered.
 
 The console and the key source are passed in: the command gives it the real
-terminal (:class:`TerminalKeys`, one key at a time in raw mode), tests give it
+terminal (:class:`~microgradnorm.lessons.keys.TerminalKeys`, one key at a time in raw mode; a
+resize is a key too), the ``g`` key writes files through :mod:`~microgradnorm.lessons.graph_file`; tests give it
 an iterator of keys. Progress is saved after every move, atomically
 (:mod:`~microgradnorm.lessons.progress`), so killing the process loses at most
 the move in flight.
@@ -33,15 +34,10 @@ the move in flight.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import select
-import signal
-import sys
-import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
@@ -51,15 +47,14 @@ from microgradnorm.i18n.text import cjk_text
 from microgradnorm.lessons import render
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, run_demo
 from microgradnorm.lessons.format import Lesson
+from microgradnorm.lessons.graph_file import default_graph_dir, draw_graph, one_line
+from microgradnorm.lessons.keys import KeyReader, from_iterable
 from microgradnorm.lessons.pager import MIN_ROWS, Window, to_lines
 from microgradnorm.lessons.progress import ProgressStore
 
 __all__ = [
     "ACTIONS",
     "LessonRunner",
-    "TerminalKeys",
-    "draw_graph",
-    "key_source",
     "print_unpadded",
     "run_auto",
     "step_outputs",
@@ -95,7 +90,6 @@ ACTIONS: dict[str, str] = {
 # keys, the keys line, and the line the cursor rests on (so the frame never scrolls the screen).
 FRAME_LINES = 3
 
-KeyReader = Callable[[], str]
 GraphDrawer = Callable[..., str]  # (graph, path, **viz options) -> message
 
 
@@ -180,7 +174,7 @@ class LessonRunner:
         self.lesson = lesson
         self.params = params
         self.console = console
-        self.read_key = read_key if callable(read_key) else _from_iterable(read_key)
+        self.read_key = read_key if callable(read_key) else from_iterable(read_key)
         self.progress = progress
         self.graph_dir = graph_dir
         self.draw = draw or draw_graph
@@ -406,13 +400,13 @@ class LessonRunner:
         if not drawable:
             return cjk_text(_("This step has no graph to draw."), style="dim")
         try:  # the default folder is in the state directory, which can itself be unusable
-            folder = self.graph_dir if self.graph_dir is not None else _default_graph_dir()
+            folder = self.graph_dir if self.graph_dir is not None else default_graph_dir()
             path = folder / f"{self.lesson.name}-step{self.index + 1:02d}.svg"
             return cjk_text(self.draw(drawable[-1].graph, path, **drawable[-1].graph_options))
         except Exception as exc:  # drawing is a side show: report it, never end the lesson
             if os.environ.get("MICROGRADNORM_DEBUG"):
                 raise
-            return cjk_text(_("Could not draw the graph: {error}").format(error=_one_line(exc)), style="red")
+            return cjk_text(_("Could not draw the graph: {error}").format(error=one_line(exc)), style="red")
 
     def _drawable(self) -> list[DemoOutput]:
         """The current step's demo outputs that have a graph to draw."""
@@ -449,151 +443,3 @@ _HANDLERS: dict[str, Callable[[LessonRunner, str], int | None]] = {
     "quit": LessonRunner._on_quit,
     "resize": LessonRunner._on_resize,
 }
-
-
-def _default_graph_dir() -> Path:
-    from microgradnorm.store import state_dir
-
-    return state_dir() / "graphs"
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-def draw_graph(graph: Any, path: Path, **options: Any) -> str:
-    """Draw ``graph`` to ``path`` with :func:`microgradnorm.viz.draw`, and its step-through page beside it
-    (``.html``); return what to tell the learner.
-
-    ``options`` go to ``viz.to_dot``. Without the Graphviz ``dot`` program the
-    DOT source is written instead (next to ``path``, ending in .dot) together
-    with viz's one-line advice. A :class:`microgradnorm.figure.Figure` is
-    already SVG and is written as it is.
-    """
-    try:
-        from microgradnorm import viz
-    except ImportError:
-        return _("Drawing graphs needs microgradnorm.viz, which this installation does not have.")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if callable(getattr(graph, "svg", None)):  # a microgradnorm.figure.Figure: already SVG, no Graphviz needed
-        from microgradnorm.store import atomic_write_text
-
-        atomic_write_text(path.with_suffix(".svg"), graph.svg())
-        return _("Figure written to {path}").format(path=path.with_suffix(".svg"))
-    drawn = viz.draw(graph, path, **options)
-    if drawn.error is not None:
-        return _("Wrote the graph's DOT source to {path} but could not render it: {error}").format(
-            path=drawn.path, error=_one_line(drawn.error)
-        )
-    try:
-        page = viz.render(graph, path.with_suffix(".html"), **options)
-    except (viz.DrawingError, ValueError) as exc:  # the picture is there; the page is a bonus
-        return _("Graph written to {path} (no step-through page: {error})").format(
-            path=drawn.path, error=_one_line(exc)
-        )
-    return _("Graph written to {path}; to step through it, open {page} in a browser").format(path=drawn.path, page=page)
-
-
-def _from_iterable(keys: Iterable[str]) -> KeyReader:
-    it: Iterator[str] = iter(keys)
-    return lambda: next(it, "")
-
-
-class _Resized(Exception):
-    """Raised by the SIGWINCH handler while :class:`TerminalKeys` waits for a key."""
-
-
-def _on_sigwinch(signum: int, frame: Any) -> None:
-    raise _Resized
-
-
-@contextlib.contextmanager
-def _resize_interrupts() -> Iterator[None]:
-    """While waiting for a key, a change of the terminal's size interrupts the wait (raises :class:`_Resized`).
-    Only in the main thread, where Python runs signal handlers, and where SIGWINCH exists."""
-    if not hasattr(signal, "SIGWINCH") or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGWINCH, _on_sigwinch)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGWINCH, previous)
-
-
-def _terminal_size(fd: int) -> tuple[int, int] | None:
-    try:
-        return tuple(os.get_terminal_size(fd))  # type: ignore[return-value]
-    except OSError:
-        return None
-
-
-class TerminalKeys:
-    """Read one key at a time from a terminal file descriptor, in raw mode only while reading.
-
-    Raw mode is switched on for each read and off again before anything is
-    printed, so output keeps its normal line endings and a crash never leaves
-    the terminal raw. The switch does not flush pending input, so keys typed
-    while a step was being drawn are not lost. Arrow and page keys arrive as escape sequences and are
-    returned as ``"UP"``, ``"DOWN"``, ``"LEFT"``, ``"RIGHT"``, ``"PAGEUP"``, ``"PAGEDOWN"``. A change of the
-    terminal's size, while waiting or since the last key, is returned as ``"RESIZE"`` (the runner redraws
-    without waiting for a key).
-    """
-
-    _SEQUENCES: ClassVar[dict[bytes, str]] = {
-        b"[A": "UP",
-        b"[B": "DOWN",
-        b"[C": "RIGHT",
-        b"[D": "LEFT",
-        b"[5~": "PAGEUP",
-        b"[6~": "PAGEDOWN",
-        b"OA": "UP",
-        b"OB": "DOWN",
-        b"OC": "RIGHT",
-        b"OD": "LEFT",
-    }
-
-    def __init__(self, fd: int | None = None) -> None:
-        self.fd = sys.stdin.fileno() if fd is None else fd
-        self.size = _terminal_size(self.fd)  # as of the last key: a resize while drawing is caught too
-
-    def __call__(self) -> str:
-        import termios
-        import tty
-
-        size, self.size = self.size, _terminal_size(self.fd)
-        if size != self.size:
-            return "RESIZE"
-        saved = termios.tcgetattr(self.fd)
-        try:
-            tty.setraw(self.fd, termios.TCSANOW)  # not TCSAFLUSH: keep keys typed ahead
-            try:
-                with _resize_interrupts():
-                    first = os.read(self.fd, 1)
-            except _Resized:
-                self.size = _terminal_size(self.fd)
-                return "RESIZE"
-            if first != b"\x1b":
-                return first.decode("latin-1")
-            rest = b""
-            while len(rest) < 3 and select.select([self.fd], [], [], 0.05)[0]:
-                rest += os.read(self.fd, 1)
-                if rest[-1:].isalpha() or rest[-1:] == b"~":
-                    break
-            return self._SEQUENCES.get(rest, "ESC")
-        finally:
-            termios.tcsetattr(self.fd, termios.TCSADRAIN, saved)
-
-
-def key_source(stream: Any = None) -> KeyReader:
-    """Keys from ``stream`` (default stdin): raw single keys from a terminal, else characters."""
-    stream = sys.stdin if stream is None else stream
-    try:
-        fd = stream.fileno()
-    except (AttributeError, OSError, ValueError):
-        fd = None
-    if fd is not None and os.isatty(fd):
-        return TerminalKeys(fd)
-    return lambda: stream.read(1)
