@@ -18,7 +18,7 @@ babel = pytest.importorskip("babel", reason="the catalog tests need Babel (the t
 from babel.messages.catalog import Catalog  # noqa: E402
 from babel.messages.mofile import write_mo  # noqa: E402
 
-from microgradnorm.i18n import catalogs  # noqa: E402
+from microgradnorm.i18n_tools import catalogs  # noqa: E402
 
 STATE_DIR_MESSAGE = "the state directory"
 

@@ -17,7 +17,7 @@ from microgradnorm.i18n.text import NO_START
 babel = pytest.importorskip("babel", reason="reading argparse's messages needs Babel (the test extra installs it)")
 from babel.messages.extract import extract_python  # noqa: E402
 
-from microgradnorm.i18n import catalogs  # noqa: E402
+from microgradnorm.i18n_tools import catalogs  # noqa: E402
 from tests.helpers import run_cli as run  # noqa: E402
 
 ZH = i18n.SIMPLIFIED_CHINESE

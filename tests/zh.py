@@ -63,7 +63,7 @@ def untranslated(modules: tuple[str, ...]) -> tuple[int, list[str]]:
     """(how many strings ``modules`` mark, the marked strings still shown in English under Chinese),
     from Babel's extraction of the code, not from the catalog."""
     pytest.importorskip("babel", reason="extracting the marked strings needs Babel (the test extra)")
-    from microgradnorm.i18n import catalogs
+    from microgradnorm.i18n_tools import catalogs
 
     zh = i18n.catalog(ZH)
     marked = [m for m in catalogs.extract() if any(loc.endswith(modules) for loc, _line in m.locations)]
