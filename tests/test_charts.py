@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from microgradnorm.lessons.charts import bar_chart, heat_map, line_chart, sparkline, uses_colour
+from microgradnorm.drawing.charts import bar_chart, heat_map, line_chart, sparkline, uses_colour
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -258,7 +258,7 @@ def test_sparkline_orders_blocks_by_value():
 
 
 def test_heat_map_legend_on_its_own_names_the_shared_scale():
-    from microgradnorm.lessons.charts import HeatMapLegend
+    from microgradnorm.drawing.charts import HeatMapLegend
 
     assert plain(render(HeatMapLegend(0.5))) == ["cells: sign, |value| in ninths of 0.5 (+9 = +0.5); · ≈ 0"]
     assert "██" in plain(render(HeatMapLegend(0.5), colour=True))[0]

@@ -353,7 +353,7 @@ def test_without_torch_the_lab_and_its_lessons_run_in_numpy_and_say_how_to_insta
 
 
 def test_each_lab_lesson_asks_a_prediction_and_its_charts_are_also_svg_figures():
-    from microgradnorm.figure import Figure
+    from microgradnorm.drawing.figure import Figure
     from microgradnorm.lessons.demos import DemoOutput
     from microgradnorm.lessons.format import lessons_dir, parse_lesson
     from microgradnorm.lessons.runner import step_outputs

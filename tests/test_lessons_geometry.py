@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
+from microgradnorm.drawing.braille import BrailleCanvas, PlanePicture
 from microgradnorm.lessons import demos_geometry as geo_mod
-from microgradnorm.lessons.braille import BrailleCanvas, PlanePicture
 from microgradnorm.lessons.demos import DEMOS, LessonParams, load_demos, run_demo
 from tests.helpers import rendered
 

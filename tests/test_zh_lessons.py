@@ -26,12 +26,12 @@ from rich.cells import cell_len
 from rich.text import Text
 
 from microgradnorm import i18n
+from microgradnorm.drawing.braille import PlanePicture
+from microgradnorm.drawing.charts import bar_chart, heat_map, line_chart
 from microgradnorm.i18n.text import NO_START, cjk_markdown
 from microgradnorm.lessons import demos_core, norm_axes, render
 from microgradnorm.lessons import demos_practice as practice
 from microgradnorm.lessons import demos_rmsnorm as rms
-from microgradnorm.lessons.braille import PlanePicture
-from microgradnorm.lessons.charts import bar_chart, heat_map, line_chart
 from microgradnorm.lessons.claims import claim
 from microgradnorm.lessons.demo_tools import check_mark
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo

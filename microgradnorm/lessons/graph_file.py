@@ -33,7 +33,7 @@ def draw_graph(graph: Any, path: Path, **options: Any) -> str:
 
     ``options`` go to ``viz.to_dot``. Without the Graphviz ``dot`` program the
     DOT source is written instead (next to ``path``, ending in .dot) together
-    with viz's one-line advice. A :class:`microgradnorm.figure.Figure` is
+    with viz's one-line advice. A :class:`microgradnorm.drawing.figure.Figure` is
     already SVG and is written as it is.
     """
     try:
@@ -42,7 +42,7 @@ def draw_graph(graph: Any, path: Path, **options: Any) -> str:
         return _("Drawing graphs needs microgradnorm.viz, which this installation does not have.")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    if callable(getattr(graph, "svg", None)):  # a microgradnorm.figure.Figure: already SVG, no Graphviz needed
+    if callable(getattr(graph, "svg", None)):  # a microgradnorm.drawing.figure.Figure: already SVG, no Graphviz needed
         from microgradnorm.store import atomic_write_text
 
         atomic_write_text(path.with_suffix(".svg"), graph.svg())
