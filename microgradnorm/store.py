@@ -1,8 +1,10 @@
 """Where the learner's state lives, and how it is written without ever being corrupted.
 
 Lesson and exercise progress are small JSON files in one state directory:
-``$MICROGRADNORM_HOME`` if set, else ``$XDG_STATE_HOME/microgradnorm``, else
-``~/.local/state/microgradnorm``.
+``$MICROGRADNORM_HOME`` if set, else the system's own place for an application's
+state, as platformdirs knows it (``$XDG_STATE_HOME/microgradnorm``, else
+``~/.local/state/microgradnorm`` on Linux; ``~/Library/Application Support/microgradnorm``
+on macOS; ``%LOCALAPPDATA%`` on Windows).
 
 Writes go to a temporary file in the same directory, are flushed to disk, and
 then replace the old file in one ``os.replace``: a process killed mid-write
@@ -61,13 +63,14 @@ def state_dir() -> Path:
     path, if the path is not a directory and cannot be made one.
     """
     home = os.environ.get("MICROGRADNORM_HOME")
-    xdg = os.environ.get("XDG_STATE_HOME")
     if home:
         root, source = Path(home).expanduser(), "MICROGRADNORM_HOME"
-    elif xdg:
-        root, source = Path(xdg).expanduser() / "microgradnorm", "XDG_STATE_HOME"
     else:
-        root, source = Path.home() / ".local" / "state" / "microgradnorm", _("the state directory")
+        import platformdirs
+
+        root = Path(platformdirs.user_state_dir("microgradnorm", appauthor=False))
+        # an error names the variable that chose the path, when one did
+        source = "XDG_STATE_HOME" if os.environ.get("XDG_STATE_HOME") else _("the state directory")
     try:
         root.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):  # a file where the directory (or one of its parents) should be

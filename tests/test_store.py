@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -149,3 +150,14 @@ def test_an_os_error_names_the_file_being_written_not_the_temporary(tmp_path, mo
     assert info.value.filename == str(path) and ".tmp" not in str(info.value)
     assert info.value.strerror in ("No such file or directory", "Permission denied")
     assert list(tmp_path.iterdir()) == []  # no temporary file left behind
+
+
+def test_without_any_variable_the_state_dir_is_where_platformdirs_puts_an_applications_state(monkeypatch, tmp_path):
+    import platformdirs
+
+    monkeypatch.delenv("MICROGRADNORM_HOME", raising=False)
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    expected = Path(platformdirs.user_state_dir("microgradnorm", appauthor=False))
+    assert store.state_dir() == expected and expected.is_dir()
+    assert str(expected).startswith(str(tmp_path))  # under the user's home, wherever the system keeps state
