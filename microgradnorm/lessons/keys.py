@@ -3,6 +3,14 @@
 Arrow and page keys arrive as escape sequences and are returned by name (``"UP"``, ``"PAGEDOWN"``); a
 change of the terminal's size is returned as ``"RESIZE"``, so the runner redraws without waiting for a key.
 Tests give the runner an iterator of keys instead (:func:`from_iterable`).
+
+Why not readchar or click.getchar: both switch the terminal to raw mode with ``tty.setraw``'s default
+``TCSAFLUSH``, which throws away the keys typed while a step was being drawn (a learner pressing Enter
+twice loses the second; ``tests/test_lesson_terminal.py`` checks that none is lost); both read from
+``sys.stdin`` only; readchar waits for a second byte after a lone Esc, and click reads up to 32 bytes at
+once, which merges keys typed ahead into one. Neither reports a terminal resize. The reader here is
+``os.read`` of one byte in raw mode switched on with ``TCSANOW``, plus a 50 ms look for the rest of an
+escape sequence.
 """
 
 from __future__ import annotations
