@@ -25,6 +25,7 @@ from microgradnorm.lessons.format import load_lessons, parse_lesson
 from microgradnorm.lessons.pager import MIN_ROWS, OVERLAP, Window
 from microgradnorm.lessons.progress import FILE_NAME, ProgressStore
 from microgradnorm.lessons.runner import LessonRunner, action_of, run_auto
+from tests import helpers
 
 
 @demo("t_run_boom")
@@ -775,9 +776,7 @@ def test_a_progress_file_of_an_unknown_version_is_set_aside(state_home, version)
 
 
 def run_cli(capsys, *argv):
-    code = cli.main(["lesson", *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
+    return helpers.run_cli(capsys, "lesson", *argv)
 
 
 def test_lesson_without_arguments_lists_the_lessons_with_progress(capsys):
