@@ -8,8 +8,10 @@ set MICROGRADNORM_DEBUG=1 to see the traceback instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import re
 import sys
 from typing import NoReturn
 
@@ -31,12 +33,19 @@ def error_line(prog: str, message: object) -> str:
     return _("{prog}: error: {message}").format(prog=prog, message=message)
 
 
+# What argparse must read as a (negative) value, not as an option: its own pattern knows -1 and -.5 but not
+# -1e-5 or -inf, which then got "expected one argument" instead of the option's own clear message.
+_NEGATIVE_NUMBER = re.compile(r"^-(?:\d+\.?\d*(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?|inf(?:inity)?|nan)$", re.IGNORECASE)
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse, but an error is one line (with a pointer to --help), exit code 2, and help wraps Chinese."""
+    """argparse, but an error is one line (with a pointer to --help), exit code 2, help wraps Chinese, and
+    every negative number (``--eps -1e-5``) is a value that the option's own check can refuse clearly."""
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
+        self._negative_number_matcher = _NEGATIVE_NUMBER
 
     def error(self, message: str) -> NoReturn:
         # Translators: {prog} is the command, e.g. "microgradnorm lesson"; {message} is argparse's
@@ -73,9 +82,61 @@ def main(argv: list[str] | None = None) -> int:
     except LanguageError as exc:
         print(error_line("microgradnorm", exc), file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+# Characters every command prints (marks, arrows, the middle dot of titles) and Chinese text.
+_SYMBOLS = "✓✗·→‖√Σ中文"
+
+
+def _narrow_encoding() -> str | None:
+    """The encoding of stdout or stderr when it cannot show :data:`_SYMBOLS` (``PYTHONIOENCODING=ascii``,
+    a Latin-1 terminal), else None: a command would otherwise fail halfway with a codec error."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = getattr(stream, "encoding", None)
+        if not isinstance(encoding, str):
+            continue
+        try:
+            _SYMBOLS.encode(encoding)
+        except (UnicodeEncodeError, LookupError):
+            return encoding
+    return None
+
+
+def _advise_utf8(encoding: str) -> int:
+    """One line of advice, written as UTF-8 bytes whatever the declared encoding (most terminals show UTF-8
+    anyway), so that a Chinese message is readable, not escaped."""
+    line = error_line(
+        "microgradnorm",
+        _(
+            "the output encoding is {encoding}, which cannot show this program's symbols or Chinese text; "
+            "use a UTF-8 locale (LANG=C.UTF-8) or set PYTHONIOENCODING=utf-8"
+        ).format(encoding=encoding),
+    )
+    buffer = getattr(sys.stderr, "buffer", None)
+    if buffer is not None:
+        buffer.write((line + "\n").encode("utf-8"))
+        buffer.flush()
+    else:
+        sys.stderr.write(line.encode("ascii", "backslashreplace").decode("ascii") + "\n")
+    return 2
+
+
+def _reader_gone() -> int:
+    """The exit of a command whose reader closed the pipe (``lesson 3 --auto | head -1``): no message, and
+    stdout pointed at /dev/null so that Python's last flush does not complain either. Exit status 1, as rich
+    gives when the pipe breaks inside its own printing (``Console.on_broken_pipe``), so every command agrees."""
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return 1
 
 
 def _main(argv: list[str]) -> int:
+    encoding = _narrow_encoding()
+    if encoding is not None:
+        return _advise_utf8(encoding)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -87,6 +148,8 @@ def _main(argv: list[str]) -> int:
         from rich.console import Console
 
         return int(args._run(args, Console()) or 0)
+    except BrokenPipeError:
+        raise  # the reader went away (| head): main stops quietly
     except (UsageError, ValueError, TypeError, DomainError, OSError) as exc:
         if os.environ.get("MICROGRADNORM_DEBUG"):
             raise

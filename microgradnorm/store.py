@@ -1,14 +1,17 @@
 """Where the learner's state lives, and how it is written without ever being corrupted.
 
 Lesson and exercise progress are small JSON files in one state directory:
-``$MICROGRADNORM_HOME`` if set, else ``$XDG_STATE_HOME/microgradnorm``, else
-``~/.local/state/microgradnorm``.
+``$MICROGRADNORM_HOME`` if set, else the system's own place for an application's
+state, as platformdirs knows it (``$XDG_STATE_HOME/microgradnorm``, else
+``~/.local/state/microgradnorm`` on Linux; ``~/Library/Application Support/microgradnorm``
+on macOS; ``%LOCALAPPDATA%`` on Windows).
 
 Writes go to a temporary file in the same directory, are flushed to disk, and
 then replace the old file in one ``os.replace``: a process killed mid-write
 leaves either the old file or the new one, never half of each. A file that does
-not parse is not silently dropped: it is renamed aside (``progress.json.corrupt-
-<time>``) and reported, so nothing the learner had is lost.
+not parse (or is not UTF-8) is not silently dropped: it is renamed aside
+(``progress.json.corrupt-<time>``, with ``-2``, ``-3`` ... when that name is
+taken) and reported, so nothing the learner had is lost.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "load_json",
+    "probe_writable",
     "save_json",
+    "set_aside",
     "state_dir",
 ]
 
@@ -58,13 +63,14 @@ def state_dir() -> Path:
     path, if the path is not a directory and cannot be made one.
     """
     home = os.environ.get("MICROGRADNORM_HOME")
-    xdg = os.environ.get("XDG_STATE_HOME")
     if home:
         root, source = Path(home).expanduser(), "MICROGRADNORM_HOME"
-    elif xdg:
-        root, source = Path(xdg).expanduser() / "microgradnorm", "XDG_STATE_HOME"
     else:
-        root, source = Path.home() / ".local" / "state" / "microgradnorm", _("the state directory")
+        import platformdirs
+
+        root = Path(platformdirs.user_state_dir("microgradnorm", appauthor=False))
+        # an error names the variable that chose the path, when one did
+        source = "XDG_STATE_HOME" if os.environ.get("XDG_STATE_HOME") else _("the state directory")
     try:
         root.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):  # a file where the directory (or one of its parents) should be
@@ -81,6 +87,21 @@ def state_dir() -> Path:
             )
         ) from None
     return root
+
+
+def probe_writable(directory: Path) -> None:
+    """Raise :class:`StateDirError` if no file can be created in ``directory`` (read-only, immutable or
+    not ours): the callers then run without saving and say so once, instead of failing at the first save."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".probe-", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise StateDirError(
+            _("cannot write in the state directory {path!r}: {reason}").format(
+                path=str(directory), reason=exc.strerror or exc
+            )
+        ) from None
+    os.close(fd)
+    os.unlink(tmp)
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
@@ -147,12 +168,32 @@ def load_json(path: Path, default: Any) -> Any:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         return default
     try:
-        return json.loads(text)
+        return json.loads(data.decode("utf-8"))  # a UTF-16 or Latin-1 file is as unreadable as broken JSON
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        moved = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
-        os.replace(path, moved)
+        moved = set_aside(path)
         raise CorruptStateError(path, moved, str(exc).splitlines()[0]) from None
+
+
+def set_aside(path: Path) -> Path:
+    """Rename ``path`` to ``<name>.corrupt-<time>`` (``-2``, ``-3``, ... if that name is taken: two set-asides
+    in one second keep both files) and return the new path. The new name is claimed with a hard link, which
+    fails rather than replace a file another process set aside meanwhile."""
+    stamp = f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}"
+    for k in range(1, 1000):
+        moved = path.with_name(stamp if k == 1 else f"{stamp}-{k}")
+        try:
+            os.link(path, moved)
+        except FileExistsError:
+            continue
+        except OSError:  # a file system without hard links: take a free name and rename
+            if moved.exists():
+                continue
+            os.replace(path, moved)
+            return moved
+        os.unlink(path)
+        return moved
+    raise FileExistsError(f"{path}: every set-aside name of this second is taken")

@@ -1,9 +1,12 @@
-"""Shared test setup: Hypothesis profiles (a quick default, a thorough 'ci' profile)."""
+"""Shared test setup: Hypothesis profiles (a quick default, a thorough 'ci' profile), a private state folder
+and English for every test, the Graphviz fixtures. Helpers that tests call live in ``tests/helpers.py``."""
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+import tempfile
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -35,3 +38,65 @@ def empty_path(tmp_path, monkeypatch):
 def _english_by_default(monkeypatch):
     """Tests expect English messages unless they choose a language, whatever the machine's locale."""
     monkeypatch.setenv("MICROGRADNORM_LANG", "en")
+
+
+@pytest.fixture(autouse=True)
+def state_home(tmp_path, monkeypatch):
+    """Every test gets its own state folder (progress, workspace pointer), never the learner's real one;
+    no debug tracebacks and no lesson folder override from the machine. Request it to get its path."""
+    home = tmp_path / "state"
+    monkeypatch.setenv("MICROGRADNORM_HOME", str(home))
+    monkeypatch.delenv("MICROGRADNORM_DEBUG", raising=False)
+    monkeypatch.delenv("MICROGRADNORM_LESSONS", raising=False)
+    return home
+
+
+@pytest.fixture
+def read_only_state(state_home, monkeypatch):
+    """The state folder exists, holds what was saved, and refuses new files, as a folder made immutable
+    (``chattr +i``, EPERM) or not the learner's (EACCES) does. Not by chmod, which root ignores: every file
+    the package writes there is created by ``tempfile.mkstemp`` (atomic writes and the writability probe),
+    so that is where the folder says no."""
+    state_home.mkdir(parents=True, exist_ok=True)
+    real = tempfile.mkstemp
+
+    def refuse(*args, **kwargs):
+        folder = kwargs.get("dir", args[2] if len(args) > 2 else None)
+        if folder is not None and os.path.realpath(folder) == os.path.realpath(state_home):
+            raise PermissionError(errno.EPERM, "Operation not permitted", os.path.join(str(folder), "x"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    return state_home
+
+
+# ---- the slow set ---------------------------------------------------------------------------------------
+# `pytest -m "not slow"` is the quick set a contributor runs while working; CI runs everything. A test is
+# slow by what it uses, so new tests of these kinds are marked without anyone remembering to: a fixture
+# (by the module that defines it) or a whole module whose every test does the slow thing.
+SLOW_FIXTURES = {
+    ("tests.test_page_browser", "chromium"): "drives a real browser (Playwright)",
+    ("tests.test_lesson_terminal", "term"): "runs the CLI in a tmux terminal",
+    ("tests.test_exercises_hostile", "results"): "grades the corpus of attacks in the sandbox",
+}
+SLOW_MODULES = {
+    "tests.test_lessons_wheel": "builds the wheel and installs it into a fresh virtual environment",
+    "tests.test_exercises_terminal": "types into a shell in a tmux terminal",
+    "tests.test_exercises_sandbox": "starts sandboxed processes (bubblewrap) for each case",
+    "tests.test_lab": "trains networks",
+    "tests.test_zh_lab": "trains networks",
+    "tests.test_torch_lab": "trains networks with PyTorch",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = getattr(item.module, "__name__", "")
+        why = SLOW_MODULES.get(module)
+        if why is None:
+            defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+            for name in item.fixturenames:
+                for fixturedef in defs.get(name, ()):
+                    why = why or SLOW_FIXTURES.get((getattr(fixturedef.func, "__module__", ""), name))
+        if why is not None:
+            item.add_marker(pytest.mark.slow(reason=why))

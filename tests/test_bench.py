@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from microgradnorm import bench, cli, topological_order
+from microgradnorm import bench, topological_order
 from microgradnorm.commands import bench as bench_command
+from tests.helpers import run_cli
 
 TINY = (
     bench.BenchCase("layernorm", (4, 8), "float64"),
@@ -222,15 +223,6 @@ def test_micrograd_needs_a_raised_recursion_limit_for_large_d_and_the_report_say
     assert sys.getrecursionlimit() == limit  # restored
     assert 400 in report.recursion_limit_raised_to
     assert any("setrecursionlimit" in note for note in report.notes)
-
-
-def run_cli(capsys, *argv):
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as exc:  # argparse exits on usage errors
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_bench_command_json(capsys, monkeypatch):

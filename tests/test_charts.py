@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from microgradnorm.lessons.charts import bar_chart, heat_map, line_chart, sparkline, uses_colour
+from microgradnorm.drawing.charts import bar_chart, heat_map, line_chart, sparkline, uses_colour
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -201,6 +201,38 @@ def test_line_chart_series_have_their_own_markers_and_legend():
     assert "#" in text  # both start at 3: the overlap is marked
 
 
+def _columns(lines: list[str], marker: str, height: int) -> list[int]:
+    """The plot columns (0-based, right of the axis) where ``marker`` is drawn."""
+    rows = [line.split("│", 1)[1] for line in lines[:height]]
+    return sorted({k for row in rows for k, char in enumerate(row) if char == marker})
+
+
+def test_line_chart_places_points_by_their_x_so_a_shorter_run_ends_early():
+    """Issue 27, item 6: batch 32 trains 48 steps, batch 2 trains 768; the short curve must end near
+    step 47 of the shared axis, not stretch over all 768 steps."""
+    long, short = list(np.linspace(2.0, 1.0, 768)), list(np.linspace(2.0, 0.5, 48))
+    lines = plain(render(line_chart({"batch 2": long, "batch 32": short}, height=8), width=60))
+    plot_w = len(lines[0].split("│", 1)[1])
+    shown = _columns(lines, "o", 8) + [k for k in _columns(lines, "#", 8)]
+    assert max(shown) <= round(47 / 767 * (plot_w - 1)) + 1, (max(shown), plot_w)
+    assert max(_columns(lines, "*", 8)) == plot_w - 1  # the long run reaches the end of the axis
+    axis = lines[9].split()
+    assert axis[0] == "0" and axis[-1] == "767"
+
+
+def test_line_chart_x_values_space_points_by_their_value():
+    """Points at x = 0, 1 and 32: the third sits at the right end, the second next to the first."""
+    lines = plain(render(line_chart({"v": [3.0, 2.0, 1.0]}, x_values=[0, 1, 32], height=3), width=40))
+    plot_w = len(lines[0].split("│", 1)[1])
+    assert _columns(lines, "*", 3) == [0, round(1 / 32 * (plot_w - 1)), plot_w - 1]
+
+
+@pytest.mark.parametrize("x_values", [[0, 1], [0, 2, 1]])
+def test_line_chart_refuses_x_values_that_do_not_fit_the_values(x_values):
+    with pytest.raises(ValueError, match=r"^x_values: expected"):
+        line_chart({"v": [3.0, 2.0, 1.0]}, x_values=x_values)
+
+
 def test_line_chart_reports_nonfinite_values():
     text = "\n".join(plain(render(line_chart({"loss": [1.0, math.nan, math.inf, 0.5]}), width=60)))
     assert "2 non-finite values not drawn" in text
@@ -226,7 +258,7 @@ def test_sparkline_orders_blocks_by_value():
 
 
 def test_heat_map_legend_on_its_own_names_the_shared_scale():
-    from microgradnorm.lessons.charts import HeatMapLegend
+    from microgradnorm.drawing.charts import HeatMapLegend
 
     assert plain(render(HeatMapLegend(0.5))) == ["cells: sign, |value| in ninths of 0.5 (+9 = +0.5); · ≈ 0"]
     assert "██" in plain(render(HeatMapLegend(0.5), colour=True))[0]

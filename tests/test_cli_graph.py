@@ -9,16 +9,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from microgradnorm import cli, viz
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as exc:  # argparse usage errors
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
+from microgradnorm import viz
+from tests.helpers import run_cli as run
 
 
 @pytest.mark.parametrize("norm", ["layernorm", "batchnorm", "rmsnorm"])
@@ -58,8 +50,9 @@ def test_graph_switches_to_the_collapsed_view_above_the_limit_and_says_so(capsys
     out = tmp_path / "big.dot"
     code, stdout, _ = run(capsys, "graph", "layernorm", "--dim", "300", "-o", str(out))
     assert code == 0
-    notes = [line for line in stdout.splitlines() if "collapsed" in line]
-    assert len(notes) == 2 and str(viz.FULL_VIEW_LIMIT) in notes[0]  # the switch, then "wrote ... (collapsed view"
+    said = " ".join(stdout.split())  # the note wraps between words at the terminal's width
+    switch = said.index(f"more than {viz.FULL_VIEW_LIMIT}")
+    assert said.count("collapsed") == 2 and switch < said.index("(collapsed view")  # the switch, then "wrote ..."
     dot = out.read_text(encoding="utf-8")
     assert "s_center" in dot and "v0 [" not in dot
     code, stdout, _ = run(capsys, "graph", "layernorm", "--dim", "300", "--full", "-o", str(out))

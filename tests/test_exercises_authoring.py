@@ -47,11 +47,6 @@ def graded(tmp_path_factory):
     return grade_all(subs)
 
 
-@pytest.fixture(autouse=True)
-def _private_state(tmp_path, monkeypatch):
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
-
-
 def test_at_least_ten_exercises_numbered_in_order():
     assert len(EXERCISES) >= 10
     assert [ex.number for ex in EXERCISES] == list(range(1, len(EXERCISES) + 1))

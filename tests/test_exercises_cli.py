@@ -25,11 +25,6 @@ from microgradnorm.exercises.catalog import EXERCISES, get_exercise
 from microgradnorm.store import state_dir
 
 
-@pytest.fixture(autouse=True)
-def _private_state(tmp_path, monkeypatch):
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
-
-
 def run(*argv: str, stdin: str = "", terminal: bool = False) -> tuple[int, str]:
     args = cli.build_parser().parse_args(["exercise", *argv])
     buf = io.StringIO()

@@ -26,12 +26,6 @@ from microgradnorm.exercises.grader import grade
 from microgradnorm.exercises.problems import get_problem
 from tests.grading import Submission, failed_rows, grade_all, live_child_processes, planted, titles
 
-
-@pytest.fixture(autouse=True)
-def _private_state(tmp_path, monkeypatch):
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
-
-
 LN_DX = "dx = rstd * (dxhat - mean_part - xhat * var_part)  # B,T,D"
 BN_DX_STAGED = "dx = dxhat * rstd + dmean / m + dvar * 2.0 * xshift / m  # M,D"
 BN_DX = "dx = rstd * (dxhat - dxhat.mean(axis=0) - xhat * (dxhat * xhat).mean(axis=0))  # M,D"

@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from microgradnorm.figure import Figure, line_chart_svg
-from microgradnorm.lessons.runner import draw_graph
+from microgradnorm.drawing.figure import Figure, line_chart_svg
+from microgradnorm.lessons.graph_file import draw_graph
 
 SVG = "{http://www.w3.org/2000/svg}"
 

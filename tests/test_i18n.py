@@ -18,7 +18,7 @@ babel = pytest.importorskip("babel", reason="the catalog tests need Babel (the t
 from babel.messages.catalog import Catalog  # noqa: E402
 from babel.messages.mofile import write_mo  # noqa: E402
 
-from microgradnorm.i18n import catalogs  # noqa: E402
+from microgradnorm.i18n_tools import catalogs  # noqa: E402
 
 STATE_DIR_MESSAGE = "the state directory"
 
@@ -54,13 +54,28 @@ def make_catalog(tmp_path, entries):
 
 
 @pytest.mark.parametrize(
-    ("given", "expected"), [("en", "en"), ("EN", "en"), ("zh-CN", "zh-CN"), ("zh_CN", "zh-CN"), (" zh-cn ", "zh-CN")]
+    ("given", "expected"),
+    [
+        ("en", "en"),
+        ("EN", "en"),
+        ("en-US", "en"),
+        ("en_GB.UTF-8", "en"),
+        ("zh-CN", "zh-CN"),
+        ("zh_CN", "zh-CN"),
+        (" zh-cn ", "zh-CN"),
+        # issue 27, item 14: the usual spellings of Simplified Chinese
+        ("zh", "zh-CN"),
+        ("zh-Hans", "zh-CN"),
+        ("zh-Hans-CN", "zh-CN"),
+        ("zh_CN.UTF-8", "zh-CN"),
+        ("zh-SG", "zh-CN"),
+    ],
 )
 def test_language_values_are_read_forgivingly(given, expected):
     assert i18n.parse_language(given) == expected
 
 
-@pytest.mark.parametrize("given", ["fr", "zh", "zh-TW", "", "english"])
+@pytest.mark.parametrize("given", ["fr", "zh-TW", "zh-Hant", "zh_HK.UTF-8", "", "english", "C", "enx"])
 def test_an_unknown_language_names_the_argument_the_expected_and_the_given(given):
     with pytest.raises(LanguageError) as info:
         i18n.parse_language(given, source="--lang")
@@ -291,8 +306,10 @@ def test_a_cli_error_is_in_the_chosen_language(unusable_home, capsys, monkeypatc
     translated = shipped_translation(
         "{source}: expected a directory for progress files, got {path!r}, which is not a directory"
     ).format(source="MICROGRADNORM_HOME", path=str(unusable_home))
-    assert code == 2 and out == "" and len(err.splitlines()) == 1
-    assert (translated in err) if chinese else (english in err and translated not in err)
+    # an unusable state folder is a warning (issue 27, item 2): the exercises still run, unsaved
+    flat = " ".join(out.split())
+    assert code == 0 and err == ""
+    assert (" ".join(translated.split()) in flat) if chinese else (english in flat and translated not in flat)
 
 
 @pytest.mark.parametrize(
@@ -333,8 +350,8 @@ def test_a_real_process_with_a_chinese_locale_speaks_chinese(unusable_home):
     proc = subprocess.run(
         [sys.executable, "-m", "microgradnorm", "exercise", "list"], env=env, capture_output=True, text=True, timeout=60
     )
-    assert proc.returncode == 2
-    assert "MICROGRADNORM_HOME：" in proc.stderr and "不是目录" in proc.stderr
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert "MICROGRADNORM_HOME：" in proc.stdout and "不是目录" in "".join(proc.stdout.split())
 
 
 def test_a_lazy_constant_with_fields_is_translated_first_then_filled_in():

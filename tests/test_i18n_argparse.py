@@ -17,7 +17,8 @@ from microgradnorm.i18n.text import NO_START
 babel = pytest.importorskip("babel", reason="reading argparse's messages needs Babel (the test extra installs it)")
 from babel.messages.extract import extract_python  # noqa: E402
 
-from microgradnorm.i18n import catalogs  # noqa: E402
+from microgradnorm.i18n_tools import catalogs  # noqa: E402
+from tests.helpers import run_cli as run  # noqa: E402
 
 ZH = i18n.SIMPLIFIED_CHINESE
 
@@ -34,15 +35,6 @@ def argparse_messages() -> set[str]:
         elif message:
             found.add(message)
     return found
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_every_message_of_this_pythons_argparse_is_translated_or_never_shown():

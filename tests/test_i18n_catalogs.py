@@ -17,7 +17,8 @@ import pytest
 
 pytest.importorskip("babel", reason="the catalog tools need Babel (the test extra installs it)")
 
-from microgradnorm.i18n import DOMAIN, catalogs
+from microgradnorm.i18n import DOMAIN
+from microgradnorm.i18n_tools import catalogs
 
 REPO = Path(__file__).resolve().parents[1]
 ZH = "zh-CN"
@@ -135,7 +136,7 @@ def test_placeholders_may_move_but_not_change():
 
 
 def test_the_check_command_passes_on_the_repository(capsys):
-    from microgradnorm.i18n.__main__ import main
+    from microgradnorm.i18n_tools.__main__ import main
 
     assert main(["check"]) == 0
     assert capsys.readouterr().out.strip().endswith("in step")

@@ -36,11 +36,6 @@ NET_FD_RTOL = 1e-5
 NET_FD_ATOL = 1e-9
 
 
-@pytest.fixture(autouse=True)
-def _state_home(tmp_path, monkeypatch):
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
-
-
 # ---- the task and the training loop --------------------------------------------------------------------
 
 
@@ -358,7 +353,7 @@ def test_without_torch_the_lab_and_its_lessons_run_in_numpy_and_say_how_to_insta
 
 
 def test_each_lab_lesson_asks_a_prediction_and_its_charts_are_also_svg_figures():
-    from microgradnorm.figure import Figure
+    from microgradnorm.drawing.figure import Figure
     from microgradnorm.lessons.demos import DemoOutput
     from microgradnorm.lessons.format import lessons_dir, parse_lesson
     from microgradnorm.lessons.runner import step_outputs

@@ -25,15 +25,7 @@ from microgradnorm.lessons.format import load_lessons, parse_lesson
 from microgradnorm.lessons.pager import MIN_ROWS, OVERLAP, Window
 from microgradnorm.lessons.progress import FILE_NAME, ProgressStore
 from microgradnorm.lessons.runner import LessonRunner, action_of, run_auto
-
-
-@pytest.fixture(autouse=True)
-def state_home(tmp_path, monkeypatch):
-    home = tmp_path / "state"
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(home))
-    monkeypatch.delenv("MICROGRADNORM_DEBUG", raising=False)
-    monkeypatch.delenv("MICROGRADNORM_LESSONS", raising=False)
-    return home
+from tests import helpers
 
 
 @demo("t_run_boom")
@@ -367,7 +359,8 @@ def run_in_terminal(lesson, keys, height=24, width=80):
     frames = []
     for frame in buf.getvalue().split(CLEAR)[1:]:
         lines = frame.split("\n")
-        keys_line = max(k for k, line in enumerate(lines) if re.match(r"\d+/\d+ · ", line))
+        # the closing frame has no keys line: the completion stands in its place
+        keys_line = max((k for k, line in enumerate(lines) if re.match(r"\d+/\d+ · ", line)), default=len(lines) - 1)
         frames.append(lines[: keys_line + 1])  # what follows the keys line (the quit message) is not the frame
     return frames, buf.getvalue()
 
@@ -576,6 +569,45 @@ def test_enter_at_a_question_shows_the_answer_without_a_guess_then_moves_on(ask,
     assert squash(step_of(2, 2)) in shown[2]
 
 
+@pytest.mark.parametrize("key", [" ", "PAGEDOWN"])
+def test_space_at_a_waiting_question_only_scrolls_and_never_shows_the_answer(ask, lang, key):
+    """Issue 27, item 5: Enter shows the answer without a guess; Space and PgDn do not."""
+    frames, out = run_in_terminal(ask, [key, key, "q"])
+    assert squash("the numbers: 42") not in squash(out) and "bravo scored" not in out
+    assert squash(said("Space only scrolls: answer with 1 to {n}, or press Enter to see the answer.", n=3)) in squash(
+        "\n".join(frames[1])
+    )
+
+
+def test_the_closing_frame_keeps_the_last_steps_title_and_fits_the_screen(tmp_path, lang):
+    """Issue 27, item 24: the completion replaces the keys line of the last frame, below the step's title."""
+    rows = "\n".join(f"- row {k:02d}" for k in range(1, 41))
+    tall_end = write_lesson(tmp_path, "05-tall-end.md", ASK_TEXT.replace("The next step.", rows))
+    frames, _out = run_in_terminal(tall_end, ["1", "\r", *[" "] * 30], height=24)
+    last = frames[-1]
+    assert squash(step_of(2, 2)) in squash("\n".join(last[:3]))
+    assert squash(said("Lesson complete: {title}.", title="Ask")) in squash("\n".join(last))
+    assert "row 40" in "\n".join(last)  # the end of the step is what stays in view
+    assert len(last) <= 24 - 1  # the cursor's line included, nothing scrolls
+
+
+def test_a_resize_redraws_the_frame_at_the_new_width(lesson):
+    console = Console(file=io.StringIO(), width=80, height=24, force_terminal=True, color_system=None)
+    keys = iter(["RESIZE", "q"])
+
+    def read_key():
+        key = next(keys)
+        if key == "RESIZE":
+            console.width = 50  # what rich reads from the terminal after SIGWINCH
+        return key
+
+    LessonRunner(lesson, LessonParams(), console, read_key).run()
+    frames = console.file.getvalue().split(CLEAR)[1:]
+    assert len(frames) == 2
+    widest = [max(len(line) for line in frame.split("\n")) for frame in frames]
+    assert widest[0] > 50 >= widest[1]
+
+
 def test_going_back_to_an_answered_step_shows_it_answered(ask, lang):
     frames, _ = run_in_terminal(ask, ["1", "\r", "b", "q"])
     back = squash("\n".join(frames[-1]))
@@ -744,9 +776,7 @@ def test_a_progress_file_of_an_unknown_version_is_set_aside(state_home, version)
 
 
 def run_cli(capsys, *argv):
-    code = cli.main(["lesson", *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
+    return helpers.run_cli(capsys, "lesson", *argv)
 
 
 def test_lesson_without_arguments_lists_the_lessons_with_progress(capsys):
@@ -891,6 +921,30 @@ def test_a_state_home_that_is_a_file_is_named_and_the_lessons_still_run(capsys, 
     code, out, _ = run_cli(capsys, "1", "--step", "1")
     assert code == 0 and "Step 1 of" in out
     assert state_home.read_text() == "not a directory"
+
+
+def test_a_read_only_state_folder_is_named_once_and_the_lesson_runs_to_the_end(capsys, read_only_state):
+    """Issue 27, item 2: as when the folder cannot be created: run, say once that progress is not saved."""
+    saved = read_only_state / "lessons.json"
+    saved.write_text('{"version": 2, "lessons": {}}', encoding="utf-8")
+    code, out, err = run_cli(capsys, "1", "--auto")
+    flat = " ".join(out.split())
+    assert code == 0 and err == ""
+    assert flat.count("Progress is not saved: cannot write in the state directory") == 1
+    assert str(read_only_state) in flat and "Operation not permitted" in flat
+    assert "Step 6 of 6" in flat
+    assert saved.read_text(encoding="utf-8") == '{"version": 2, "lessons": {}}'
+
+
+def test_a_save_that_fails_mid_lesson_stops_saving_and_says_why_once(read_only_state):
+    lesson = next(x for x in load_lessons() if x.number == 1)
+    console = Console(file=io.StringIO(), width=80, height=60, no_color=True)
+    keys = [k for step in range(1, len(lesson.steps) + 1) for k in ("1", "\r", "\r")] + ["q"]
+    runner = LessonRunner(lesson, lesson.params(), console, keys, progress=ProgressStore())
+    assert runner.run() == 0
+    out = " ".join(console.file.getvalue().split())
+    assert out.count("Progress is not saved:") == 1 and "Operation not permitted" in out
+    assert runner.progress is None and "Lesson complete" in out
 
 
 def test_lesson_6_with_a_zero_gradient_shows_absolute_differences(capsys):

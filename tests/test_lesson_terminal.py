@@ -296,6 +296,75 @@ def test_a_question_waits_for_a_key_then_shows_the_verdict_and_the_numbers(term,
     term.wait_for("Stopped at step 1 of 2")
 
 
+def test_space_at_a_waiting_question_does_not_show_the_answer(term, tmp_path):
+    """Issue 27, item 5: a learner paging with Space must not skip the guess; only Enter shows the answer."""
+    folder = tmp_path / "lessons"
+    folder.mkdir()
+    (folder / "01-ask-first.md").write_text(PREDICT_LESSON)
+    script = tmp_path / "predict.py"
+    script.write_text(PREDICT_SCRIPT)
+    term.env["MICROGRADNORM_LESSONS"] = str(folder)
+    term.size = SMALL
+    term.start("lesson", "1", program=(str(script),))
+    screen = term.wait_for("answer with 1 to 3")
+    term.keys("Space")
+    screen = term.wait_for("Space only scrolls")
+    term.keys("Space")
+    time.sleep(0.5)
+    screen = term.screen()
+    assert "the numbers: 42" not in screen and "Answer:" not in screen and "Step 1 of 2" in screen
+    term.keys("Enter")
+    screen = term.wait_for("the numbers: 42")
+    assert "Answer: bravo" in " ".join(screen.split())
+    term.keys("q")
+
+
+def test_the_lesson_redraws_when_the_terminal_is_resized_without_a_key(term):
+    """Issue 27, item 21: the frame follows the new size at once (the rule above the step spans the width)."""
+    term.size = (60, 24)
+    term.start("lesson", "1")
+    screen = term.wait_for("Step 1 of")
+    assert max(cell_len(line) for line in screen.splitlines()) <= 60
+    term.tmux("resize-window", "-t", term.session, "-x", "100", "-y", "30")
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        screen = term.screen()
+        rules = [line for line in screen.splitlines() if line.startswith("─") and "01 · " in line]
+        if rules and cell_len(rules[0].rstrip()) > 90:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"the frame was not redrawn at 100 columns:\n{screen}")
+    assert screen.count("Step 1 of") == 1  # drawn again, not added below the old frame
+    term.keys("q")
+    term.wait_for("Stopped at step 1")
+
+
+def test_the_end_of_a_lesson_in_80x24_keeps_the_last_steps_title_on_screen(term):
+    """Issue 27, item 24: the completion lines replace the keys line instead of scrolling the title away."""
+    from microgradnorm.lessons.format import load_lessons
+
+    number = 12
+    total = len(next(x for x in load_lessons() if x.number == number).steps)
+    term.size = SMALL
+    term.start("lesson", str(number), "--step", str(total))
+    screen = term.wait_for(f"Step {total} of {total}")
+    title = next(line for line in screen.splitlines() if f"Step {total} of {total}" in line).strip()
+    term.keys(*_answers(number, total))
+    presses = 0
+    while "Lesson complete" not in screen:
+        before = screen
+        term.keys("Space")
+        presses += 1
+        screen = _wait_change(term, before)
+        assert presses < 30
+    time.sleep(0.3)
+    screen = term.screen()
+    assert title in screen, f"the last step's title left the screen:\n{screen}"
+    assert f"Next: microgradnorm lesson {number + 1}" in screen
+    assert "Enter next" not in screen  # no keys line for a lesson that has ended
+
+
 # ---- in Chinese: LANG=zh_CN.UTF-8 at 60 columns ------------------------------------------------------------
 
 FIXTURES = Path(__file__).resolve().parent / "i18n_fixtures" / "lessons"  # a sample lesson and its translation

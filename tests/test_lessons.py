@@ -23,13 +23,6 @@ from microgradnorm.lessons.format import LESSON_FILE, lessons_dir, parse_lesson
 from microgradnorm.lessons.runner import step_outputs
 from microgradnorm.lessons.translation import TRANSLATED, localized, localized_page
 
-
-@pytest.fixture(autouse=True)
-def _state_home(tmp_path, monkeypatch):
-    """Never touch the learner's real state folder."""
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
-
-
 LESSON_FILES = sorted(p for p in lessons_dir().iterdir() if LESSON_FILE.match(p.name))
 WIDTHS = (60, 100)
 # One screen per step (lessons/FORMAT.md): a step rendered at each of WIDTHS has at most this many lines.

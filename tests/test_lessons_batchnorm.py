@@ -9,25 +9,18 @@ here; the predictions' answers recomputed from those oracles for several seeds.
 
 from __future__ import annotations
 
-import io
 import re
 
 import numpy as np
 import pytest
-from rich.console import Console
 
 from microgradnorm import tolerances as tol
 from microgradnorm.lessons import demos_batchnorm as bn
 from microgradnorm.lessons import norm_axes as A
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
+from tests.helpers import rendered as render
 
 SEEDS = (0, 1, 2, 5, 11)
-
-
-def render(renderable, width: int = 100) -> str:
-    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
-    console.print(renderable)
-    return console.export_text()
 
 
 def standardize(x: np.ndarray, axis, eps: float) -> np.ndarray:

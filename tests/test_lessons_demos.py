@@ -23,18 +23,7 @@ from microgradnorm.lessons import demos_core as core
 from microgradnorm.lessons.demos import DEMOS, LessonParams, load_demos, run_demo
 from microgradnorm.lessons.format import load_lessons
 from microgradnorm.norms import batch_norm, rms_norm
-
-
-@pytest.fixture(autouse=True)
-def _state_home(tmp_path, monkeypatch):
-    """Never touch the learner's real state folder."""
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
-
-
-def _text(renderable, width: int = 100) -> str:
-    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
-    console.print(renderable)
-    return console.export_text()
+from tests.helpers import rendered as _text
 
 
 def _lesson(number: int):

@@ -18,12 +18,6 @@ from microgradnorm.lessons.format import (
 )
 
 
-@pytest.fixture(autouse=True)
-def _state_home(tmp_path, monkeypatch):
-    """Never touch the learner's real state folder."""
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
-
-
 @demo("t_fmt_needs_k")
 def _needs_k(p: LessonParams, k: int, label: str = "x") -> DemoOutput:
     """A test demo with a required parameter."""

@@ -2,31 +2,23 @@
 
 from __future__ import annotations
 
-import io
 import math
 import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
-from rich.console import Console
 
+from microgradnorm.drawing.braille import BrailleCanvas, PlanePicture
 from microgradnorm.lessons import demos_geometry as geo_mod
-from microgradnorm.lessons.braille import BrailleCanvas, PlanePicture
 from microgradnorm.lessons.demos import DEMOS, LessonParams, load_demos, run_demo
+from tests.helpers import rendered
 
 SEEDS = (0, 1, 2, 3, 4, 7, 12, 99)
 ZERO = 1e-12  # a dot product of unit-sized vectors that should vanish: rounding only
 
 
-@pytest.fixture(autouse=True)
-def _state_home(tmp_path, monkeypatch):
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
-
-
 def _text(renderable, width: int = 60) -> str:
-    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
-    console.print(renderable)
-    return console.export_text()
+    return rendered(renderable, width)
 
 
 def _torch_dx(x, gamma, dy, eps):

@@ -11,7 +11,6 @@ that no whole-array line of the NumPy path is left out of the lesson's list.
 
 from __future__ import annotations
 
-import io
 import math
 import os
 import re
@@ -21,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from rich.console import Console
 
 from microgradnorm import cli, formulas
 from microgradnorm import tolerances as tol
@@ -31,22 +29,15 @@ from microgradnorm.lessons.demo_tools import autograd_dx
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, load_demos, run_demo
 from microgradnorm.lessons.format import LESSON_FILE, lessons_dir, load_lessons, parse_lesson
 from microgradnorm.present import fmt
+from tests.helpers import rendered
 
 LESSON = lessons_dir() / "13-graph-to-kernel.md"
 APPENDIX = lessons_dir() / "14-fused-kernel-line-by-line.md"
 MY_DEMOS = sorted(name for name, spec in load_demos().items() if spec.module == K.__name__)
 
 
-@pytest.fixture(autouse=True)
-def _state_home(tmp_path, monkeypatch):
-    """Never touch the learner's real state folder."""
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
-
-
 def render(renderable, width: int = 200) -> str:
-    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
-    console.print(renderable)
-    return console.export_text()
+    return rendered(renderable, width)
 
 
 def assert_close(a, b, rtol: float, atol: float) -> None:

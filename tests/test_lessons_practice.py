@@ -8,25 +8,18 @@ installed.
 
 from __future__ import annotations
 
-import io
 import itertools
 import math
 
 import numpy as np
 import pytest
-from rich.console import Console
 
 from microgradnorm import tolerances as tol
 from microgradnorm.lessons import demos_practice as P
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
+from tests.helpers import flat as render
 
 SEEDS = (0, 1, 4, 9)
-
-
-def render(renderable, width: int = 100) -> str:
-    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
-    console.print(renderable)
-    return " ".join(console.export_text().split())
 
 
 def standardize(x: np.ndarray, axis: int, eps: float) -> np.ndarray:

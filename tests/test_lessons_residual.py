@@ -9,26 +9,18 @@ gradients behind the predictions (skipped when PyTorch is absent).
 
 from __future__ import annotations
 
-import io
 import math
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from rich.console import Console
 
 from microgradnorm import tolerances as tol
 from microgradnorm.jacobian import autograd_jacobian
 from microgradnorm.lessons import demos_residual as R
 from microgradnorm.lessons.demos import LessonParams, run_demo
-
-
-def render(renderable, width: int = 100) -> str:
-    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
-    console.print(renderable)
-    return " ".join(console.export_text().split())
-
+from tests.helpers import flat as render
 
 # ---- one LayerNorm ------------------------------------------------------------------------------
 

@@ -8,25 +8,18 @@ pass (so the step times the norms it names). Wall-clock time is never asserted.
 
 from __future__ import annotations
 
-import io
 import subprocess
 import sys
 
 import numpy as np
 import pytest
-from rich.console import Console
 
 from microgradnorm import tolerances as tol
 from microgradnorm import vectorized as V
 from microgradnorm.lessons import demos_rmsnorm as R
 from microgradnorm.lessons.demo_tools import random_dy, random_gamma, random_vector
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
-
-
-def render(renderable, width: int = 100) -> str:
-    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
-    console.print(renderable)
-    return " ".join(console.export_text().split())
+from tests.helpers import flat as render
 
 
 def rms_loss_grad(x, gamma, dy, eps, h=tol.FD_STEP):

@@ -236,7 +236,7 @@ def test_an_unreadable_translation_never_stops_the_lesson(copies):
 
 
 def test_the_hashes_command_prints_the_block_the_translation_carries(capsys):
-    from microgradnorm.i18n.__main__ import main
+    from microgradnorm.i18n_tools.__main__ import main
 
     assert main(["hashes", str(FIXTURES / NAME)]) == 0
     block = capsys.readouterr().out
@@ -319,7 +319,7 @@ def test_a_page_without_its_mark_is_reported_and_shown_in_english(pages, first_l
 
 @pytest.mark.parametrize("page", ["REFERENCES.md", "GLOSSARY.md"])
 def test_the_hashes_command_prints_the_mark_a_translated_page_carries(capsys, page):
-    from microgradnorm.i18n.__main__ import main
+    from microgradnorm.i18n_tools.__main__ import main
     from microgradnorm.lessons.format import lessons_dir
 
     assert main(["hashes", page]) == 0

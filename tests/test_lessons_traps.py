@@ -7,22 +7,15 @@ running variance (both skipped when PyTorch is absent); NumPy written out here.
 
 from __future__ import annotations
 
-import io
 from fractions import Fraction
 
 import numpy as np
 import pytest
-from rich.console import Console
 
 from microgradnorm.lessons import demos_traps as T
 from microgradnorm.lessons.demo_tools import random_dy
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
-
-
-def render(renderable, width: int = 100) -> str:
-    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
-    console.print(renderable)
-    return " ".join(console.export_text().split())
+from tests.helpers import flat as render
 
 
 def test_the_true_variance_the_demo_checks_against_is_exact():

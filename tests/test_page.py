@@ -18,13 +18,14 @@ import numpy as np
 import pytest
 
 import microgradnorm as mgn
-from microgradnorm import cli, viz
 from microgradnorm import tolerances as tol
+from microgradnorm import viz
 from microgradnorm.check import random_problem
 from microgradnorm.engine import local_grads, topological_order
 from microgradnorm.page import data as page_data
 from microgradnorm.page import page_html, repr_html, to_html
 from microgradnorm.registry import get_norm
+from tests.helpers import run_cli as run
 
 # The page carries repr(float): a number it shows is the engine's, bit for bit. Compared
 # relatively (an exact 0 must stay exactly 0), at the precision the issue asks for.
@@ -249,15 +250,6 @@ def test_jupyter_falls_back_without_dot(empty_path):
 # ---- the command ------------------------------------------------------------------------------------
 
 
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_graph_html_writes_the_page_with_every_option(needs_dot, capsys, tmp_path):
     out = tmp_path / "ln.html"
     argv = ["graph", "layernorm", "--dim", "4", "--grad", "--html", "--paths", "--index", "2", "--rankdir", "TB"]
@@ -324,7 +316,7 @@ def test_a_contribution_line_reads_as_the_lesson_tables_do():
 
 
 def test_the_lesson_g_key_writes_the_page_beside_the_svg(needs_dot, tmp_path):
-    from microgradnorm.lessons.runner import draw_graph
+    from microgradnorm.lessons.graph_file import draw_graph
 
     graph, _ = problem(shape=(3,))
     message = draw_graph(graph, tmp_path / "03-step02.svg")
@@ -335,7 +327,7 @@ def test_the_lesson_g_key_writes_the_page_beside_the_svg(needs_dot, tmp_path):
 
 
 def test_the_lesson_g_key_without_dot_writes_the_dot_source_only(tmp_path, empty_path):
-    from microgradnorm.lessons.runner import draw_graph
+    from microgradnorm.lessons.graph_file import draw_graph
 
     graph, _ = problem(shape=(3,))
     message = draw_graph(graph, tmp_path / "03-step02.svg")

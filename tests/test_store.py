@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -50,6 +51,52 @@ def test_a_corrupt_file_is_set_aside_and_reported(tmp_path):
     assert not path.exists() and moved.exists()
     assert moved.read_text(encoding="utf-8") == '{"lesson": 3,'
     assert "set aside" in str(info.value) and moved.name in str(info.value)
+
+
+@pytest.mark.parametrize("raw", [b'\xff\xfe{"lessons": {}}', '{"lessons": {}}'.encode("utf-16")])
+def test_a_file_that_is_not_utf8_is_named_and_set_aside_like_broken_json(tmp_path, raw):
+    """Issue 27, item 3: an editor that saves UTF-16 must not block every command with a codec error."""
+    path = tmp_path / "lessons.json"
+    path.write_bytes(raw)
+    with pytest.raises(store.CorruptStateError) as info:
+        store.load_json(path, {})
+    moved = info.value.moved_to
+    assert not path.exists() and moved.read_bytes() == raw
+    assert str(path) in str(info.value) and moved.name in str(info.value)
+
+
+def test_two_set_asides_in_one_second_keep_both_files(tmp_path, monkeypatch):
+    """Issue 27, item 13: the second corrupt file gets its own name instead of replacing the first."""
+    monkeypatch.setattr(store.time, "strftime", lambda fmt, *a: "20261201-235959")
+    path = tmp_path / "lessons.json"
+    moved = []
+    for text in ("{broken one", "{broken two", "{broken three"):
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(store.CorruptStateError) as info:
+            store.load_json(path, {})
+        moved.append(info.value.moved_to)
+    assert len(set(moved)) == 3
+    assert [m.read_text(encoding="utf-8") for m in moved] == ["{broken one", "{broken two", "{broken three"]
+    assert moved[0].name == "lessons.json.corrupt-20261201-235959" and moved[1].name.endswith("-235959-2")
+
+
+def test_a_progress_file_of_the_wrong_shape_is_set_aside_without_replacing_an_earlier_one(tmp_path, monkeypatch):
+    from microgradnorm.lessons.progress import ProgressStore
+
+    monkeypatch.setattr(store.time, "strftime", lambda fmt, *a: "20261201-235959")
+    path = tmp_path / "lessons.json"
+    for text in ("[1]", "[2]"):
+        path.write_text(text, encoding="utf-8")
+        progress = ProgressStore(path)
+        assert progress.load() == {} and progress.warnings
+    assert sorted(p.read_text() for p in tmp_path.glob("lessons.json.corrupt-*")) == ["[1]", "[2]"]
+
+
+def test_the_probe_names_a_folder_that_refuses_new_files(read_only_state):
+    with pytest.raises(store.StateDirError, match="cannot write in the state directory") as info:
+        store.probe_writable(read_only_state)
+    assert str(read_only_state) in str(info.value) and "Operation not permitted" in str(info.value)
+    assert list(read_only_state.iterdir()) == []
 
 
 def test_new_files_get_ordinary_permissions_and_replaced_files_keep_theirs(tmp_path):
@@ -103,3 +150,14 @@ def test_an_os_error_names_the_file_being_written_not_the_temporary(tmp_path, mo
     assert info.value.filename == str(path) and ".tmp" not in str(info.value)
     assert info.value.strerror in ("No such file or directory", "Permission denied")
     assert list(tmp_path.iterdir()) == []  # no temporary file left behind
+
+
+def test_without_any_variable_the_state_dir_is_where_platformdirs_puts_an_applications_state(monkeypatch, tmp_path):
+    import platformdirs
+
+    monkeypatch.delenv("MICROGRADNORM_HOME", raising=False)
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    expected = Path(platformdirs.user_state_dir("microgradnorm", appauthor=False))
+    assert store.state_dir() == expected and expected.is_dir()
+    assert str(expected).startswith(str(tmp_path))  # under the user's home, wherever the system keeps state

@@ -13,18 +13,13 @@ from rich.console import Console
 from microgradnorm.engine import Value
 from microgradnorm.lessons.textgraph import MAX_LINES, WIDTH, text_graph
 from microgradnorm.norms import STAGES, batch_norm, layer_norm, rms_norm
+from tests.helpers import rendered as shown
 
 X = [1.0, 2.0, 3.0, 4.5]
 GAMMA = [1.0, 0.5, 2.0, -1.0]
 BETA = [0.1, 0.2, 0.3, 0.4]
 DY = [0.3, -0.2, 0.5, 1.0]
 EPS = 1e-5
-
-
-def shown(renderable, width: int = 100) -> str:
-    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
-    console.print(renderable)
-    return console.export_text()
 
 
 def line_of(text: str, name: str) -> str:

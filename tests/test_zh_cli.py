@@ -18,12 +18,13 @@ from pathlib import Path
 import pytest
 from babel.messages import pofile
 from rich.cells import cell_len
-from rich.console import Console
 
 from microgradnorm import cli, formulas, i18n
 from microgradnorm.check import check_norm, random_problem
 from microgradnorm.present import check_table
 from microgradnorm.registry import get_norm
+from tests import helpers
+from tests.helpers import run_cli as run
 from tests.zh import CJK
 
 ZH = i18n.SIMPLIFIED_CHINESE
@@ -52,19 +53,8 @@ ENGLISH_ERROR_WORDS = re.compile(r"\b(expected|got|error|argument|cannot)\b")
 
 
 @pytest.fixture(autouse=True)
-def _quiet(tmp_path, monkeypatch):
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
+def _no_color(monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
-    monkeypatch.delenv("MICROGRADNORM_DEBUG", raising=False)
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as exc:  # argparse exits for --help and usage errors
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def zh(*argv: str) -> list[str]:
@@ -176,10 +166,7 @@ def report(norm: str = "layernorm", shape: tuple[int, ...] = (4,), seed: int = 0
 
 
 def rendered(renderable, width: int) -> list[str]:
-    console = Console(width=width, record=True, color_system=None, legacy_windows=False)
-    with console.capture() as capture:
-        console.print(renderable)
-    return capture.get().splitlines()
+    return helpers.rendered(renderable, width).splitlines()
 
 
 def cells(line: str) -> list[str]:
@@ -353,7 +340,7 @@ def test_to_html_takes_the_language_as_an_argument(needs_dot, tmp_path):
 
 
 def test_the_g_key_says_where_the_graph_went_in_chinese(needs_dot, tmp_path):
-    from microgradnorm.lessons.runner import draw_graph
+    from microgradnorm.lessons.graph_file import draw_graph
 
     graph = get_norm("layernorm").build_graph([1.0, 2.0, 4.0], None, None, 1e-5)
     with i18n.use_language(ZH):

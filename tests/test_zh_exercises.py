@@ -31,9 +31,9 @@ from microgradnorm.exercises import catalog, drivers, messages, render, sandbox,
 from microgradnorm.exercises import workspace as ws
 from microgradnorm.exercises.catalog import EXERCISES, MARKERS, derive_scaffold, get_exercise
 from microgradnorm.exercises.diagnose import Geometry, geometry_findings, scale_finding, shape_findings
-from microgradnorm.i18n.catalogs import po_path
-from microgradnorm.i18n.glossary import _CODE, load_glossary
 from microgradnorm.i18n.text import NO_START
+from microgradnorm.i18n_tools.catalogs import po_path
+from microgradnorm.i18n_tools.glossary import _CODE, load_glossary
 from tests.grading import Submission, grade_all, planted
 from tests.zh import CJK
 
@@ -47,8 +47,7 @@ IDS = [ex.name for ex in EXERCISES]
 
 
 @pytest.fixture(autouse=True)
-def _private_state(tmp_path, monkeypatch):
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
+def _no_color(monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
 
 

@@ -7,18 +7,17 @@ and its own assertions; the plumbing is written once here.
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from rich.console import Console
 
 from microgradnorm import i18n
 from microgradnorm.lessons.demos import DemoOutput
 from microgradnorm.lessons.format import DemoCall, parse_lesson
+from tests.helpers import rendered
 
 ZH = i18n.SIMPLIFIED_CHINESE
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -27,13 +26,6 @@ NUMBER = re.compile(r"\d+(?:[.,]\d+)*(?:e[+-]\d+)?")
 # Three or more English words in a row, one space apart (after a comma or not); names and code are one
 # or two words ("pre-LN", "NumPy ms"), and table cells are two or more spaces apart.
 ENGLISH_RUN = re.compile(r"\b[A-Za-z]{2,}(?:,? [A-Za-z]{2,}){2,}\b")
-
-
-def rendered(renderable: Any, width: int = 100) -> str:
-    """``renderable`` as rich prints it to a plain terminal ``width`` cells wide, without colour."""
-    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
-    console.print(renderable)
-    return console.export_text()
 
 
 def demo_text(out: DemoOutput, width: int = 100) -> str:
@@ -71,7 +63,7 @@ def untranslated(modules: tuple[str, ...]) -> tuple[int, list[str]]:
     """(how many strings ``modules`` mark, the marked strings still shown in English under Chinese),
     from Babel's extraction of the code, not from the catalog."""
     pytest.importorskip("babel", reason="extracting the marked strings needs Babel (the test extra)")
-    from microgradnorm.i18n import catalogs
+    from microgradnorm.i18n_tools import catalogs
 
     zh = i18n.catalog(ZH)
     marked = [m for m in catalogs.extract() if any(loc.endswith(modules) for loc, _line in m.locations)]

@@ -150,7 +150,7 @@ def main(args: argparse.Namespace, console: Any, stdin: IO[str]) -> int:
     from rich.text import Text
 
     from microgradnorm.exercises import workspace as ws
-    from microgradnorm.lessons.render import assemble
+    from microgradnorm.i18n.text import assemble
 
     action = getattr(args, "action", None) or "list"
     progress = ws.load_progress()

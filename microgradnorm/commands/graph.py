@@ -135,6 +135,7 @@ def run(args: argparse.Namespace, console) -> int:
         ) from None
     if drawn.error is not None:
         return _failed(drawn, out)
+    # one soft-wrapped line: a path folded at the width would no longer copy and paste whole
     console.print(_wrote(out, size, page=page, collapse=collapse), highlight=False, soft_wrap=True)
     return 0
 
@@ -254,13 +255,16 @@ def _warn_if_slow(size: int, console) -> None:
             ).format(limit=viz.LAYOUT_LIMIT, size=size)
         )
     if size > viz.LARGE_GRAPH:
+        from microgradnorm.i18n.text import cjk_text
+
         console.print(
-            _(
-                "Drawing all {size} nodes: Graphviz can take a minute or more for a graph this size "
-                "(Ctrl+C stops it; without --full the collapsed view takes a second)."
-            ).format(size=size),
+            cjk_text(
+                _(
+                    "Drawing all {size} nodes: Graphviz can take a minute or more for a graph this size "
+                    "(Ctrl+C stops it; without --full the collapsed view takes a second)."
+                ).format(size=size)
+            ),
             highlight=False,
-            soft_wrap=True,
         )
 
 
@@ -281,11 +285,10 @@ def _collapse(args: argparse.Namespace, size: int, console, *, page: bool) -> bo
             "The full graph has {size} nodes, more than {limit}, too many to read: drawing the collapsed stage "
             "view (--full draws every node anyway)."
         )
-    console.print(
-        message.format(size=size, limit=viz.FULL_VIEW_LIMIT),
-        highlight=False,
-        soft_wrap=True,
-    )
+    from microgradnorm.i18n.text import cjk_text
+
+    # wrapped between words at the terminal's width: the terminal's own wrap cuts "too many to rea|d"
+    console.print(cjk_text(message.format(size=size, limit=viz.FULL_VIEW_LIMIT)), highlight=False)
     return True
 
 

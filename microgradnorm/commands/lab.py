@@ -80,6 +80,8 @@ def _check_svg_target(svg: str | None) -> None:
     target = Path(svg)
     if target.is_dir():
         raise UsageError(_("argument --svg: expected a file name, got {path!r}, which is a folder").format(path=svg))
+    if target.suffix.lower() != ".svg":  # as graph's -o: an SVG written into x.png would not open as a PNG
+        raise UsageError(_("argument --svg: expected a file name ending in .svg, got {path!r}").format(path=svg))
     if not target.parent.is_dir():
         raise UsageError(_("argument --svg: expected a file in an existing folder, got {path!r}").format(path=svg))
 

@@ -133,7 +133,8 @@ def run(args: argparse.Namespace, console) -> int:
 def _run_lesson(args: argparse.Namespace, console, lessons: list, progress) -> int:
     """Step through the lesson ``args.lesson`` names, in the reader's language, interactively or all at once."""
     from microgradnorm.i18n import current_language
-    from microgradnorm.lessons.runner import LessonRunner, key_source, run_auto
+    from microgradnorm.lessons.keys import key_source
+    from microgradnorm.lessons.runner import LessonRunner, run_auto
     from microgradnorm.lessons.translation import localized
 
     english = find_lesson(lessons, args.lesson)  # found and checked by its English name, numbers and options
@@ -174,19 +175,19 @@ def _load_lessons(console) -> list:
 
 def _progress_store(lessons: list, console):
     """The learner's progress, or None when the state folder is unusable (the lessons still run)."""
-    from rich.text import Text
-
+    from microgradnorm.i18n.text import cjk_text
     from microgradnorm.lessons.progress import ProgressStore
-    from microgradnorm.store import StateDirError
+    from microgradnorm.store import StateDirError, probe_writable
 
     try:
         progress = ProgressStore(steps={x.slug: len(x.steps) for x in lessons})
+        probe_writable(progress.path.parent)  # a read-only folder: say so now, not at the first save
     except StateDirError as exc:
-        console.print(Text(_("Progress is not saved: {reason}").format(reason=exc), style="yellow"), soft_wrap=True)
+        console.print(cjk_text(_("Progress is not saved: {reason}").format(reason=exc), style="yellow"))
         return None
     progress.load()  # problems with the file are reported once, here
     for warning in progress.warnings:
-        console.print(Text(warning, style="yellow"))
+        console.print(cjk_text(warning, style="yellow"))
     return progress
 
 

@@ -21,8 +21,7 @@ from rich.text import Text
 
 from microgradnorm.exercises.catalog import EXERCISES, Exercise
 from microgradnorm.i18n import _, lazy_gettext, pgettext
-from microgradnorm.i18n.text import cjk_text
-from microgradnorm.lessons.render import assemble, separated
+from microgradnorm.i18n.text import assemble, cjk_text, separated
 
 if TYPE_CHECKING:
     from microgradnorm.exercises.grader import GradeResult, Worst

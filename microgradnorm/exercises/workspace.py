@@ -33,10 +33,13 @@ from microgradnorm.exercises.catalog import EXERCISES, Exercise
 from microgradnorm.i18n import _
 from microgradnorm.store import (
     CorruptStateError,
+    StateDirError,
     atomic_write_bytes,
     atomic_write_text,
     load_json,
+    probe_writable,
     save_json,
+    set_aside,
     state_dir,
 )
 
@@ -99,8 +102,21 @@ def _from_json(data: Any) -> Progress:
 
 
 def load_progress() -> Progress:
-    """The saved progress; empty (with ``warning`` set) if the file was unreadable and set aside."""
-    path = _path()
+    """The saved progress; empty (with ``warning`` set) if the file was unreadable and set aside. A state
+    folder that cannot be created or written in is a ``warning`` too: exercises are graded, not recorded."""
+    try:
+        path = _path()
+    except StateDirError as exc:
+        return Progress(warning=_("Progress is not saved: {reason}").format(reason=exc))
+    try:
+        probe_writable(path.parent)
+    except StateDirError as exc:  # read-only: what was saved still says where the workspace is
+        progress = _load(path)
+        return Progress(progress.workspace, progress.exercises, _("Progress is not saved: {reason}").format(reason=exc))
+    return _load(path)
+
+
+def _load(path: Path) -> Progress:
     try:
         data = load_json(path, {})
     except CorruptStateError as exc:
@@ -108,8 +124,7 @@ def load_progress() -> Progress:
     try:
         return _from_json(data)
     except ValueError as exc:
-        moved = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
-        path.replace(moved)
+        moved = set_aside(path)
         warning = _("{path} had an unexpected layout ({why}); set aside as {name}")
         return Progress(warning=warning.format(path=path, why=exc, name=moved.name))
 
@@ -118,7 +133,8 @@ def update_progress(change: Callable[[Progress], Any]) -> Progress:
     """Load, apply ``change``, save atomically; returns the saved progress."""
     progress = load_progress()
     change(progress)
-    save_json(_path(), progress.to_json())
+    with contextlib.suppress(OSError):  # an unusable state folder: load_progress's warning has said so
+        save_json(_path(), progress.to_json())
     return progress
 
 
@@ -144,9 +160,13 @@ def progress_guard() -> Iterator[ProgressGuard]:
     directory; this is the second line. Only the grading process records a
     result, after the guard is released, from its own verdict.
     """
-    path = _path()
-    before = _snapshot(path)
     guard = ProgressGuard()
+    try:
+        path = _path()
+    except StateDirError:  # no state folder: no progress file to hold still
+        yield guard
+        return
+    before = _snapshot(path)
     try:
         yield guard
     finally:

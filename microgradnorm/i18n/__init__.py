@@ -16,7 +16,7 @@ Marking strings (``docs/translating.md`` has the whole workflow)::
 
 Which language (the first that applies):
 
-1. ``--lang en|zh-CN`` on the command line (:func:`cli_language`);
+1. ``--lang en|zh-CN`` on the command line (:func:`cli_language`; ``zh``, ``zh-Hans``, ``zh_CN.UTF-8`` ... too);
 2. ``MICROGRADNORM_LANG`` (the same values);
 3. the locale, read as Python's gettext reads it: the first non-empty of ``LANGUAGE``,
    ``LC_ALL``, ``LC_MESSAGES``, ``LANG``; ``LANGUAGE`` may list several
@@ -104,11 +104,15 @@ def _expected_language(text: str) -> str:
 
 
 def parse_language(text: str, source: str = "--lang") -> str:
-    """``'zh-CN'``, ``'zh_cn'``, ``'EN'`` -> the canonical tag; anything else is a :class:`LanguageError`."""
-    key = text.strip().replace("_", "-").lower()
-    for tag in LANGUAGES:
-        if key == tag.lower():
-            return tag
+    """The canonical tag of a language as people spell it: ``en``, ``EN``, ``en-US``; ``zh-CN``, ``zh_cn``,
+    ``zh``, ``zh-Hans``, ``zh-Hans-CN``, ``zh_CN.UTF-8`` (a locale name) -> ``zh-CN``. Traditional Chinese
+    (``zh-TW``, ``zh-Hant``) and anything else is a :class:`LanguageError`, as for the locale (module docstring)."""
+    base = text.strip().split(".", 1)[0].split("@", 1)[0].replace("-", "_").lower()
+    parts = base.split("_")
+    if parts[0] == "en":
+        return ENGLISH
+    if parts[0] == "zh" and all(part in _SIMPLIFIED_REGIONS for part in parts[1:]):
+        return SIMPLIFIED_CHINESE
     raise LanguageError(source, text)
 
 

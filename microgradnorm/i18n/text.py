@@ -10,7 +10,10 @@ two characters except where the line-breaking rules of Chinese typesetting forbi
 - no line starts with closing or trailing punctuation (，。、；：！？）」』】》…);
 - no line ends with opening punctuation (（「『【《“‘);
 - a dash —— or an ellipsis …… is not split in two;
-- Latin words, numbers and formulas written without spaces stay whole, as in English.
+- Latin words, numbers and formulas written without spaces stay whole, as in English;
+- a bracketed shape (``[N, C, H, W]``, ``[B, T, D]``) stays whole although it has spaces: a line
+  that ends in "[N," reads as a broken sentence, not as a shape (the one place English text
+  wraps differently from rich).
 
 Where the standard library's Unicode data gives what these rules need (a
 character's East Asian width), it is used; the two punctuation lists are the
@@ -26,6 +29,7 @@ the lesson renderer can use :func:`cjk_markdown` for every language.
 
 from __future__ import annotations
 
+import re
 import string
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -42,6 +46,7 @@ from rich.text import Text
 __all__ = [
     "NO_END",
     "NO_START",
+    "SHAPE",
     "CJKText",
     "assemble",
     "break_opportunities",
@@ -85,13 +90,18 @@ def _may_break(before: str, after: str) -> bool:
     return _wide(before) or _wide(after)
 
 
+# A tensor's shape as the lessons write it: two or more short names or sizes, comma-separated, in brackets.
+SHAPE = re.compile(r"\[\s*[\w.+*×-]{1,8}(?:\s*,\s*[\w.+*×-]{1,8})+\s*\]")
+
+
 def break_opportunities(text: str) -> list[int]:
     """The indices ``i`` at which a new line may start (``0 < i < len(text)``).
 
-    Leading spaces stay with the first word, as in rich.
+    Leading spaces stay with the first word, as in rich; a bracketed :data:`SHAPE` is one piece.
     """
     first = len(text) - len(text.lstrip())
-    return [i for i in range(first + 1, len(text)) if _may_break(text[i - 1], text[i])]
+    inside = {i for m in SHAPE.finditer(text) for i in range(m.start() + 1, m.end())}
+    return [i for i in range(first + 1, len(text)) if i not in inside and _may_break(text[i - 1], text[i])]
 
 
 def _units(text: str) -> Iterable[tuple[int, str]]:

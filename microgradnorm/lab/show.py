@@ -16,11 +16,11 @@ import numpy as np
 from rich.console import Group
 from rich.text import Text
 
-from microgradnorm.figure import Figure, line_chart_svg
+from microgradnorm.drawing.charts import line_chart
+from microgradnorm.drawing.figure import Figure, line_chart_svg
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import assemble, cjk_text
 from microgradnorm.lab.experiments import SMOOTH, Claim, Outcome
-from microgradnorm.lessons.charts import line_chart
 
 __all__ = ["claim_lines", "curves", "figure", "outcome", "smooth", "step_axis"]
 

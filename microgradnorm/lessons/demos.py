@@ -133,7 +133,7 @@ class DemoOutput:
 
     ``graph`` is anything :func:`microgradnorm.viz.render` accepts (a
     ``NormGraph``, a ``Value`` or a list of Values), a
-    :class:`microgradnorm.figure.Figure` (written as it is), or None when the
+    :class:`microgradnorm.drawing.figure.Figure` (written as it is), or None when the
     step has no graph. ``graph_options`` are passed on to ``viz.render`` (for example
     ``{"paths": True}`` to colour the three paths into x). ``prediction``, when
     set, is asked before ``renderable`` is shown (see :class:`Prediction`).

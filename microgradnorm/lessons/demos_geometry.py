@@ -22,9 +22,9 @@ from rich.console import Group
 from rich.text import Text
 
 from microgradnorm import formulas
-from microgradnorm.figure import PALETTE, Figure
+from microgradnorm.drawing.braille import PlanePicture
+from microgradnorm.drawing.figure import PALETTE, Figure
 from microgradnorm.i18n import N_, _
-from microgradnorm.lessons.braille import PlanePicture
 from microgradnorm.lessons.claims import claim
 from microgradnorm.lessons.demo_tools import autograd_dx, fmt, random_dy, random_gamma, random_vector, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo

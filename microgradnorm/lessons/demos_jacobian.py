@@ -17,10 +17,10 @@ from rich.console import Group
 from rich.text import Text
 
 from microgradnorm import formulas
+from microgradnorm.drawing.charts import HeatMapLegend, heat_map
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import cjk_text
 from microgradnorm.jacobian import autograd_jacobian, projection_report
-from microgradnorm.lessons.charts import HeatMapLegend, heat_map
 from microgradnorm.lessons.claims import claim
 from microgradnorm.lessons.demo_tools import (
     autograd_dx,

@@ -14,13 +14,13 @@ from rich.table import Table
 from rich.text import Text
 
 from microgradnorm import tolerances as tol
-from microgradnorm.figure import line_chart_svg
+from microgradnorm.drawing.charts import line_chart
+from microgradnorm.drawing.figure import line_chart_svg
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import cjk_text, separated
 from microgradnorm.lab import experiments as E
 from microgradnorm.lab import pairs, show
 from microgradnorm.lab.words import run_name
-from microgradnorm.lessons.charts import line_chart
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 
 HEIGHT = 8  # chart rows: a chart, its legend and the claims fit one screen at 60 columns

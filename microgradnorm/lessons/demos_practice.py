@@ -25,9 +25,9 @@ from rich.text import Text
 
 from microgradnorm import formulas
 from microgradnorm import vectorized as V
+from microgradnorm.drawing.charts import line_chart
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import cjk_text
-from microgradnorm.lessons.charts import line_chart
 from microgradnorm.lessons.claims import claims, maxabs
 from microgradnorm.lessons.demo_tools import check_mark, engine_forward, fmt, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo

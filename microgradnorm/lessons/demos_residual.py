@@ -26,9 +26,9 @@ import numpy as np
 from rich.console import Group
 
 from microgradnorm import vectorized as V
+from microgradnorm.drawing.charts import bar_chart
 from microgradnorm.i18n import _
 from microgradnorm.i18n.text import cjk_text, sentences
-from microgradnorm.lessons.charts import bar_chart
 from microgradnorm.lessons.claims import claims
 from microgradnorm.lessons.demo_tools import fmt, number_table, rng_for
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo

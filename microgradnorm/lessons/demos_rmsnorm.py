@@ -20,10 +20,10 @@ from rich.console import Group
 from rich.text import Text
 
 from microgradnorm import formulas
+from microgradnorm.drawing.charts import heat_map
 from microgradnorm.i18n import N_, _, pgettext
 from microgradnorm.i18n.text import cjk_text, separated
 from microgradnorm.jacobian import autograd_jacobian
-from microgradnorm.lessons.charts import heat_map
 from microgradnorm.lessons.claims import cancels, claims, maxabs
 from microgradnorm.lessons.demo_tools import (
     autograd_dx,

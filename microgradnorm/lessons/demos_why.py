@@ -22,11 +22,11 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from microgradnorm import formulas
+from microgradnorm.drawing.charts import HeatMap, LineChart, bar_chart, heat_map, line_chart
+from microgradnorm.drawing.figure import line_chart_svg
 from microgradnorm.engine import Value
-from microgradnorm.figure import line_chart_svg
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import cjk_text, separated
-from microgradnorm.lessons.charts import HeatMap, LineChart, bar_chart, heat_map, line_chart
 from microgradnorm.lessons.claims import claim
 from microgradnorm.lessons.demo_tools import engine_forward, fmt, matrix_table, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo

@@ -63,7 +63,6 @@ DEFAULT_KEYS = ("dim", "seed", "eps", "batch")
 
 # NN-slug.md: two digits, a dash, lowercase words joined by dashes.
 LESSON_FILE = re.compile(r"^(\d{2})-([a-z0-9]+(?:-[a-z0-9]+)*)\.md$")
-_FENCE = re.compile(r"^(\s{0,3})(`{3,}|~{3,})\s*([^`\s]*)\s*$")
 _KEY_VALUE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*:\s?(.*)$")
 
 
@@ -371,19 +370,40 @@ class _StepBuilder:
         self.prose = []
 
 
+def _structure(lines: list[str], start: int) -> dict[int, tuple[str, int, str, str]]:
+    """The blocks of the body ``lines[start:]`` that shape a lesson, by the index of their first line:
+    ``("heading", end, level, title)`` for an ATX heading and ``("fence", end, marker, info)`` for a fenced
+    block, ``end`` one past its last line. markdown-it-py (CommonMark) finds them, so a heading inside a
+    list, a quote or a fence is none, and fences follow the standard; setext headings stay prose."""
+    from markdown_it import MarkdownIt
+
+    found: dict[int, tuple[str, int, str, str]] = {}
+    tokens = MarkdownIt("commonmark").parse("\n".join(lines[start:]))
+    for k, token in enumerate(tokens):
+        if token.level != 0 or token.map is None:
+            continue
+        begin, end = token.map[0] + start, token.map[1] + start
+        if token.type == "fence":
+            found[begin] = ("fence", end, token.markup, token.info.strip())
+        elif token.type == "heading_open" and token.markup.startswith("#"):
+            found[begin] = ("heading", end, token.markup, tokens[k + 1].content.strip())
+    return found
+
+
 def _steps(path: Path, lines: list[str], start: int) -> list[Step]:
     """The steps of the lesson body ``lines[start:]``: '## ' headings, prose and demo blocks."""
     built = _StepBuilder(path)
+    blocks = _structure(lines, start)
     i = start
     while i < len(lines):
         line, number = lines[i], i + 1
-        fence = _FENCE.match(line)
-        if fence:
-            i = _fenced_block(built, lines, i, fence.group(2), fence.group(3))
+        kind, end, marker, text = blocks.get(i, ("", i + 1, "", ""))
+        if kind == "fence":
+            i = _fenced_block(built, lines, i, end, marker, text)
             continue
-        if line.startswith("## ") or line.rstrip() == "##":
-            built.start_step(line[2:].strip(), number)
-        elif re.match(r"^#\s", line) or line.rstrip() == "#":
+        if kind == "heading" and marker == "##":
+            built.start_step(text, number)
+        elif kind == "heading" and marker == "#":
             raise LessonFormatError(
                 path, number, "a '# ' heading is not allowed: the title is in the front matter, steps start with '## '"
             )
@@ -393,32 +413,24 @@ def _steps(path: Path, lines: list[str], start: int) -> list[Step]:
     return built.finish()
 
 
-def _fenced_block(built: _StepBuilder, lines: list[str], i: int, marker: str, info: str) -> int:
-    """Add the fenced block opening at ``lines[i]`` (a demo call, or prose); return the index after it."""
+def _fenced_block(built: _StepBuilder, lines: list[str], i: int, end: int, marker: str, info: str) -> int:
+    """Add the fenced block ``lines[i:end]`` (a demo call, or prose); return ``end``."""
     number = i + 1
     if not built.steps:
         raise LessonFormatError(built.path, number, _BEFORE_FIRST_STEP)
-    end = _closing_fence(lines, i + 1, marker)
-    if end is None:
+    closing = lines[end - 1].strip() if end - 1 > i else ""
+    if not (closing and set(closing) == {marker[0]} and len(closing) >= len(marker)):  # ran to the end of the file
         raise LessonFormatError(built.path, number, f"this {marker} block is never closed; close it with {marker}")
     if info == "demo":
-        built.add_demo(_demo_block(built.path, lines, i + 1, end), number)
+        built.add_demo(_demo_block(built.path, lines, i + 1, end - 1), number)
     else:
-        built.add_prose(lines[i : end + 1], number)
-    return end + 1
+        built.add_prose(lines[i:end], number)
+    return end
 
 
 def _check_not_empty(path: Path, step: Step) -> None:
     if not step.blocks:
         raise LessonFormatError(path, step.line, f"step {step.title!r} is empty; give it prose, a demo block, or both")
-
-
-def _closing_fence(lines: list[str], start: int, marker: str) -> int | None:
-    for j in range(start, len(lines)):
-        stripped = lines[j].strip()
-        if stripped and set(stripped) == {marker[0]} and len(stripped) >= len(marker):
-            return j
-    return None
 
 
 def _demo_block(path: Path, lines: list[str], start: int, end: int) -> DemoCall:

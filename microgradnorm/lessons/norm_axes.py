@@ -24,7 +24,7 @@ import numpy as np
 from rich.table import Table
 from rich.text import Text
 
-from microgradnorm.figure import PALETTE, Figure
+from microgradnorm.drawing.figure import PALETTE, Figure
 from microgradnorm.i18n import _, ngettext
 from microgradnorm.i18n.text import CJKText
 from microgradnorm.registry import get_norm
@@ -211,7 +211,7 @@ def axes_panels(layout: Layout) -> Table:
 
 
 class AxesFigure(Figure):
-    """A :class:`~microgradnorm.figure.Figure` that can also fill polygons (the cube's cells)."""
+    """A :class:`~microgradnorm.drawing.figure.Figure` that can also fill polygons (the cube's cells)."""
 
     def polygon(self, points: Sequence[tuple[float, float]], fill: str, stroke: str = "#555") -> None:
         """A filled polygon through data points."""

@@ -32,7 +32,6 @@ the learner starts fresh and loses nothing.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Mapping
@@ -41,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from microgradnorm.i18n import _
-from microgradnorm.store import CorruptStateError, load_json, save_json, state_dir
+from microgradnorm.store import CorruptStateError, load_json, save_json, set_aside, state_dir
 
 __all__ = ["FILE_NAME", "LessonProgress", "ProgressStore", "slug_of"]
 
@@ -166,9 +165,7 @@ class ProgressStore:
         save_json(self.path, {"version": VERSION, "lessons": {k: v.to_json() for k, v in sorted(entries.items())}})
 
     def _set_aside(self) -> Path:
-        moved = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
-        os.replace(self.path, moved)
-        return moved
+        return set_aside(self.path)
 
 
 def _version(data: Any) -> int:

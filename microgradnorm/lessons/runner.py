@@ -25,7 +25,8 @@ verdict, the reason and the numbers appear, and the rest of the step. Answers
 are kept while the lesson runs, so going back shows a step answered.
 
 The console and the key source are passed in: the command gives it the real
-terminal (:class:`TerminalKeys`, one key at a time in raw mode), tests give it
+terminal (:class:`~microgradnorm.lessons.keys.TerminalKeys`, one key at a time in raw mode; a
+resize is a key too), the ``g`` key writes files through :mod:`~microgradnorm.lessons.graph_file`; tests give it
 an iterator of keys. Progress is saved after every move, atomically
 (:mod:`~microgradnorm.lessons.progress`), so killing the process loses at most
 the move in flight.
@@ -34,13 +35,11 @@ the move in flight.
 from __future__ import annotations
 
 import os
-import select
-import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-from rich.console import Console, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from microgradnorm.i18n import _, ngettext
@@ -48,15 +47,14 @@ from microgradnorm.i18n.text import cjk_text
 from microgradnorm.lessons import render
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, run_demo
 from microgradnorm.lessons.format import Lesson
+from microgradnorm.lessons.graph_file import default_graph_dir, draw_graph, one_line
+from microgradnorm.lessons.keys import KeyReader, from_iterable
 from microgradnorm.lessons.pager import MIN_ROWS, Window, to_lines
 from microgradnorm.lessons.progress import ProgressStore
 
 __all__ = [
     "ACTIONS",
     "LessonRunner",
-    "TerminalKeys",
-    "draw_graph",
-    "key_source",
     "print_unpadded",
     "run_auto",
     "step_outputs",
@@ -84,6 +82,7 @@ ACTIONS: dict[str, str] = {
     "\x03": "quit",  # Ctrl-C in raw mode
     "\x04": "quit",  # Ctrl-D
     "": "quit",  # end of input
+    "RESIZE": "resize",  # the terminal changed size (TerminalKeys): draw the frame again at the new size
     **{str(digit): "answer" for digit in range(1, 10)},
 }
 
@@ -91,7 +90,6 @@ ACTIONS: dict[str, str] = {
 # keys, the keys line, and the line the cursor rests on (so the frame never scrolls the screen).
 FRAME_LINES = 3
 
-KeyReader = Callable[[], str]
 GraphDrawer = Callable[..., str]  # (graph, path, **viz options) -> message
 
 
@@ -176,7 +174,7 @@ class LessonRunner:
         self.lesson = lesson
         self.params = params
         self.console = console
-        self.read_key = read_key if callable(read_key) else _from_iterable(read_key)
+        self.read_key = read_key if callable(read_key) else from_iterable(read_key)
         self.progress = progress
         self.graph_dir = graph_dir
         self.draw = draw or draw_graph
@@ -189,7 +187,7 @@ class LessonRunner:
         self.seen = 0  # lines of the current step that have been on screen (from the top)
         self.note: str | None = note  # shown above the next frame only
         self.step_notes = dict(step_notes or {})  # shown above every frame of their step
-        self.message: Text | None = None  # shown under the next frame only
+        self.message: RenderableType | None = None  # shown under the next frame only
         self._body: tuple[Any, list[str]] = (None, [])
 
     @property
@@ -231,8 +229,8 @@ class LessonRunner:
         self.index = index
         self.window = Window(0, 1)
         self.seen = 0
-        self.show()
         self._save()
+        self.show()
 
     # ---- drawing a frame -------------------------------------------------------------------------
 
@@ -246,8 +244,11 @@ class LessonRunner:
             self._body = (key, lines)
         return self._body[1]
 
-    def show(self) -> None:
-        """Clear the screen (on a terminal) and draw the frame: note, header, the window onto the step, keys."""
+    def show(self, *, last: bool = False) -> None:
+        """Clear the screen (on a terminal) and draw the frame: note, header, the window onto the step, keys.
+
+        ``last``: the lesson's closing frame: the end of the step under its title, the message (the lesson
+        is complete) in place of the keys, so nothing scrolls the title off a small terminal."""
         notes = "\n".join(filter(None, (self.note, self.step_notes.get(self.index))))
         note = to_lines(self.console, render.note(notes)) if notes else []
         header = to_lines(self.console, render.step_header(self.lesson, self.index))
@@ -255,8 +256,10 @@ class LessonRunner:
         body = self.body()
         rows = self.console.height - len(note) - len(header) - len(message) - FRAME_LINES
         self.window = self.window.resized(len(body), max(MIN_ROWS, rows))
+        if last:
+            self.window = Window(len(body), self.window.rows, len(body))  # the end of the step stays in view
         self.seen = max(self.seen, self.window.bottom)
-        footer = to_lines(self.console, self.footer())
+        footer = [] if last else to_lines(self.console, self.footer())
         lines = [*note, *header, *self.window.visible(body), "", *message, *footer]
         self.note = self.message = None
         if self.console.is_terminal:
@@ -300,17 +303,26 @@ class LessonRunner:
             self._scroll(self.window.paged())
         elif self.index == self.total - 1:
             self._save_finished()
-            self.console.print()
-            self.console.print(render.finished(self.lesson, self.following))
+            finished = render.finished(self.lesson, self.following)
+            self.message = Group(self.message, finished) if self.message is not None else finished
+            self.show(last=True)
             return 0
         else:
             self.go_to(self.index + 1)
         return None
 
     def _on_page(self, key: str) -> int | None:
-        """Space, PgDn: a page down, and at the end of the step what Enter does."""
+        """Space, PgDn: a page down, and at the end of the step what Enter does, except reveal a waiting
+        question's answer: a learner paging with Space must not skip the guess (only Enter shows it)."""
         if not self.window.at_end:
             self._scroll(self.window.paged())
+            return None
+        pending = self.pending()
+        if pending is not None:
+            choices = len(self._prediction(pending).choices)
+            self._say(
+                _("Space only scrolls: answer with 1 to {n}, or press Enter to see the answer.").format(n=choices)
+            )
             return None
         return self._on_next(key)
 
@@ -376,6 +388,9 @@ class LessonRunner:
         self.console.print(cjk_text(text, style="dim"))
         return 0
 
+    def _on_resize(self, key: str) -> None:
+        self.show()  # the body is rendered again at the new width, the window fitted to the new height
+
     def _on_other(self, key: str) -> None:
         self._say(_("Keys: {keys}").format(keys=render.KEY_HELP))
 
@@ -385,26 +400,34 @@ class LessonRunner:
         if not drawable:
             return cjk_text(_("This step has no graph to draw."), style="dim")
         try:  # the default folder is in the state directory, which can itself be unusable
-            folder = self.graph_dir if self.graph_dir is not None else _default_graph_dir()
+            folder = self.graph_dir if self.graph_dir is not None else default_graph_dir()
             path = folder / f"{self.lesson.name}-step{self.index + 1:02d}.svg"
             return cjk_text(self.draw(drawable[-1].graph, path, **drawable[-1].graph_options))
         except Exception as exc:  # drawing is a side show: report it, never end the lesson
             if os.environ.get("MICROGRADNORM_DEBUG"):
                 raise
-            return cjk_text(_("Could not draw the graph: {error}").format(error=_one_line(exc)), style="red")
+            return cjk_text(_("Could not draw the graph: {error}").format(error=one_line(exc)), style="red")
 
     def _drawable(self) -> list[DemoOutput]:
         """The current step's demo outputs that have a graph to draw."""
         return [o for o in self.outputs(self.index) if isinstance(o, DemoOutput) and o.graph is not None]
 
-    def _save(self) -> None:
-        if self.progress is not None:
-            self.progress.save(self.lesson.slug, self.index + 1, self.total)
+    def _save(self, step: int | None = None, completed: bool | None = None) -> None:
+        """Save the place (``step``, 1-based; default the current one). A save that fails (the folder became
+        read-only meanwhile) stops saving and says why once, under the next frame; the lesson goes on."""
+        if self.progress is None:
+            return
+        try:
+            self.progress.save(self.lesson.slug, step or self.index + 1, self.total, completed=completed)
+        except OSError as exc:
+            self.progress = None
+            reason = exc.strerror or str(exc) or type(exc).__name__
+            where = f"{exc.filename}: {reason}" if exc.filename else reason
+            self.message = cjk_text(_("Progress is not saved: {reason}").format(reason=where), style="yellow")
 
     def _save_finished(self) -> None:
         """Mark the lesson finished; the next ``lesson N`` starts it over at step 1."""
-        if self.progress is not None:
-            self.progress.save(self.lesson.slug, 1, self.total, completed=True)
+        self._save(1, completed=True)
 
 
 _HANDLERS: dict[str, Callable[[LessonRunner, str], int | None]] = {
@@ -418,112 +441,5 @@ _HANDLERS: dict[str, Callable[[LessonRunner, str], int | None]] = {
     "answer": LessonRunner._on_answer,
     "graph": LessonRunner._on_graph,
     "quit": LessonRunner._on_quit,
+    "resize": LessonRunner._on_resize,
 }
-
-
-def _default_graph_dir() -> Path:
-    from microgradnorm.store import state_dir
-
-    return state_dir() / "graphs"
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-def draw_graph(graph: Any, path: Path, **options: Any) -> str:
-    """Draw ``graph`` to ``path`` with :func:`microgradnorm.viz.draw`, and its step-through page beside it
-    (``.html``); return what to tell the learner.
-
-    ``options`` go to ``viz.to_dot``. Without the Graphviz ``dot`` program the
-    DOT source is written instead (next to ``path``, ending in .dot) together
-    with viz's one-line advice. A :class:`microgradnorm.figure.Figure` is
-    already SVG and is written as it is.
-    """
-    try:
-        from microgradnorm import viz
-    except ImportError:
-        return _("Drawing graphs needs microgradnorm.viz, which this installation does not have.")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if callable(getattr(graph, "svg", None)):  # a microgradnorm.figure.Figure: already SVG, no Graphviz needed
-        from microgradnorm.store import atomic_write_text
-
-        atomic_write_text(path.with_suffix(".svg"), graph.svg())
-        return _("Figure written to {path}").format(path=path.with_suffix(".svg"))
-    drawn = viz.draw(graph, path, **options)
-    if drawn.error is not None:
-        return _("Wrote the graph's DOT source to {path} but could not render it: {error}").format(
-            path=drawn.path, error=_one_line(drawn.error)
-        )
-    try:
-        page = viz.render(graph, path.with_suffix(".html"), **options)
-    except (viz.DrawingError, ValueError) as exc:  # the picture is there; the page is a bonus
-        return _("Graph written to {path} (no step-through page: {error})").format(
-            path=drawn.path, error=_one_line(exc)
-        )
-    return _("Graph written to {path}; to step through it, open {page} in a browser").format(path=drawn.path, page=page)
-
-
-def _from_iterable(keys: Iterable[str]) -> KeyReader:
-    it: Iterator[str] = iter(keys)
-    return lambda: next(it, "")
-
-
-class TerminalKeys:
-    """Read one key at a time from a terminal file descriptor, in raw mode only while reading.
-
-    Raw mode is switched on for each read and off again before anything is
-    printed, so output keeps its normal line endings and a crash never leaves
-    the terminal raw. The switch does not flush pending input, so keys typed
-    while a step was being drawn are not lost. Arrow and page keys arrive as escape sequences and are
-    returned as ``"UP"``, ``"DOWN"``, ``"LEFT"``, ``"RIGHT"``, ``"PAGEUP"``, ``"PAGEDOWN"``.
-    """
-
-    _SEQUENCES: ClassVar[dict[bytes, str]] = {
-        b"[A": "UP",
-        b"[B": "DOWN",
-        b"[C": "RIGHT",
-        b"[D": "LEFT",
-        b"[5~": "PAGEUP",
-        b"[6~": "PAGEDOWN",
-        b"OA": "UP",
-        b"OB": "DOWN",
-        b"OC": "RIGHT",
-        b"OD": "LEFT",
-    }
-
-    def __init__(self, fd: int | None = None) -> None:
-        self.fd = sys.stdin.fileno() if fd is None else fd
-
-    def __call__(self) -> str:
-        import termios
-        import tty
-
-        saved = termios.tcgetattr(self.fd)
-        try:
-            tty.setraw(self.fd, termios.TCSANOW)  # not TCSAFLUSH: keep keys typed ahead
-            first = os.read(self.fd, 1)
-            if first != b"\x1b":
-                return first.decode("latin-1")
-            rest = b""
-            while len(rest) < 3 and select.select([self.fd], [], [], 0.05)[0]:
-                rest += os.read(self.fd, 1)
-                if rest[-1:].isalpha() or rest[-1:] == b"~":
-                    break
-            return self._SEQUENCES.get(rest, "ESC")
-        finally:
-            termios.tcsetattr(self.fd, termios.TCSADRAIN, saved)
-
-
-def key_source(stream: Any = None) -> KeyReader:
-    """Keys from ``stream`` (default stdin): raw single keys from a terminal, else characters."""
-    stream = sys.stdin if stream is None else stream
-    try:
-        fd = stream.fileno()
-    except (AttributeError, OSError, ValueError):
-        fd = None
-    if fd is not None and os.isatty(fd):
-        return TerminalKeys(fd)
-    return lambda: stream.read(1)

@@ -246,14 +246,12 @@ def check(english: Lesson, translation: Translation) -> list[str]:
 
 
 def translation_problems(language: str = SIMPLIFIED_CHINESE, english_dir: str | Path | None = None) -> list[str]:
-    """Check every translation into ``language`` (structure, drift, glossary terms); empty when in step."""
-    from microgradnorm.i18n.glossary import load_glossary, term_problems
-
+    """Check every translation into ``language`` (structure, drift); empty when in step. The glossary's
+    terms are the translators' tools' check (:func:`microgradnorm.i18n_tools.glossary.lesson_term_problems`)."""
     folder = translations_dir(language, english_dir)
     if not folder.is_dir():
         return []
     english = {lesson.path.name: lesson for lesson in load_lessons(english_dir, check_demos=False)}
-    terms = load_glossary()
     found: list[str] = []
     english_folder = Path(english_dir) if english_dir is not None else lessons_dir()
     for name in PAGES:
@@ -271,7 +269,6 @@ def translation_problems(language: str = SIMPLIFIED_CHINESE, english_dir: str | 
             found.append(str(exc))
             continue
         found += check(english[path.name], translation)
-        found += term_problems(english[path.name], translation.lesson, terms, str(path))
     return found
 
 

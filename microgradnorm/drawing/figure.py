@@ -2,7 +2,7 @@
 
 A lesson demo (or the lab) returns a :class:`Figure` as its ``DemoOutput.graph``;
 the lesson runner's ``g`` key then writes ``figure.svg()`` to a file, as it writes a
-graph's SVG. The terminal picture is drawn separately (``lessons/charts.py``), from
+graph's SVG. The terminal picture is drawn separately (``drawing/charts.py``), from
 the same numbers.
 
 The figure keeps data coordinates: :meth:`Figure.to_px` maps them into the plot

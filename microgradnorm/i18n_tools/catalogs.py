@@ -1,7 +1,7 @@
 """The gettext catalogs: extract the marked strings, update each language's ``.po``, compile the ``.mo``.
 
 A developer tool (it needs Babel: ``pip install babel``, or the ``test`` extra),
-run from a source checkout as ``python -m microgradnorm.i18n refresh``; the package
+run from a source checkout as ``python -m microgradnorm.i18n_tools refresh``; the package
 itself reads only the compiled ``.mo`` files, with the standard library's gettext.
 
 Files, all under ``microgradnorm/locale/``::
@@ -260,20 +260,20 @@ def _mo_problems(po: Catalog, mo: Path) -> Iterator[str]:
     import gettext
 
     if not mo.exists():
-        yield f"{mo}: missing; run python -m microgradnorm.i18n refresh"
+        yield f"{mo}: missing; run python -m microgradnorm.i18n_tools refresh"
         return
     try:
         with mo.open("rb") as f:
             have = dict(gettext.GNUTranslations(f)._catalog)
     except Exception as exc:  # any unreadable .mo is a finding, not a crash of the check
-        yield f"{mo}: not a readable .mo file ({exc}); run python -m microgradnorm.i18n refresh"
+        yield f"{mo}: not a readable .mo file ({exc}); run python -m microgradnorm.i18n_tools refresh"
         return
     want = _expected_mo(po)
     stale = sorted(repr(k) for k in want.keys() | have.keys() if k != "" and want.get(k) != have.get(k))
     if stale:
         yield (
             f"{mo}: out of date with its .po ({len(stale)} entries differ, e.g. {stale[0]}); "
-            "run python -m microgradnorm.i18n refresh"
+            "run python -m microgradnorm.i18n_tools refresh"
         )
 
 
@@ -282,12 +282,12 @@ def problems(package_dir: Path = PACKAGE_DIR, locale_dir: Path = LOCALE_DIR) -> 
     template = extract(package_dir)
     pot = pot_path(locale_dir)
     if not pot.exists():
-        return [f"{pot}: missing; run python -m microgradnorm.i18n refresh"]
+        return [f"{pot}: missing; run python -m microgradnorm.i18n_tools refresh"]
     found = list(_drift(template, read_po(pot), "template", str(pot)))
     for language in translated_languages():
         path = po_path(language, locale_dir)
         if not path.exists():
-            found.append(f"{path}: missing; run python -m microgradnorm.i18n refresh")
+            found.append(f"{path}: missing; run python -m microgradnorm.i18n_tools refresh")
             continue
         po = read_po(path, language)
         found += _drift(template, po, "catalog", str(path))

@@ -30,7 +30,7 @@ from microgradnorm.i18n import LOCALE_DIR
 if TYPE_CHECKING:
     from microgradnorm.lessons.format import Lesson
 
-__all__ = ["GLOSSARY", "Term", "glossary_problems", "load_glossary", "term_problems"]
+__all__ = ["GLOSSARY", "Term", "glossary_problems", "lesson_term_problems", "load_glossary", "term_problems"]
 
 GLOSSARY = LOCALE_DIR / "glossary.tsv"
 COLUMNS = 5
@@ -127,4 +127,27 @@ def term_problems(english: Lesson, translated: Lesson, terms: list[Term], where:
                 found.append(
                     f"{where}: step {k}: the English says {term.english[0]!r}; the translation lacks {term.chinese}"
                 )
+    return found
+
+
+def lesson_term_problems(language: str, english_dir: str | Path | None = None) -> list[str]:
+    """:func:`term_problems` for every translated lesson into ``language`` whose structure matches its English
+    (the structure itself is :func:`microgradnorm.lessons.translation.translation_problems`' to report)."""
+    from microgradnorm.lessons.format import LESSON_FILE, LessonFormatError, load_lessons
+    from microgradnorm.lessons.translation import read_translation, translations_dir
+
+    folder = translations_dir(language, english_dir)
+    if not folder.is_dir():
+        return []
+    english = {lesson.path.name: lesson for lesson in load_lessons(english_dir, check_demos=False)}
+    terms = load_glossary()
+    found: list[str] = []
+    for path in sorted(folder.glob("*.md")):
+        if not LESSON_FILE.match(path.name) or path.name not in english:
+            continue
+        try:
+            translation = read_translation(path)
+        except LessonFormatError:
+            continue
+        found += term_problems(english[path.name], translation.lesson, terms, str(path))
     return found

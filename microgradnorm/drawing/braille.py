@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 from rich.measure import Measurement
 from rich.text import Text
 
+from microgradnorm.drawing.charts import uses_colour
 from microgradnorm.i18n.text import cjk_text
-from microgradnorm.lessons.charts import uses_colour
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult

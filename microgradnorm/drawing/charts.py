@@ -421,7 +421,11 @@ class LineChart:
         self.title = title
         self.x_label = x_label  # None: "step", in the reader's language when drawn
         longest = max(len(v) for v in self.series.values())
-        self.x_values = list(x_values) if x_values is not None else list(range(longest))
+        self.x_values = _floats(x_values, "x_values") if x_values is not None else [float(i) for i in range(longest)]
+        if len(self.x_values) < longest:
+            raise ValueError(f"x_values: expected one x per value ({longest}), got {len(self.x_values)}")
+        if any(b < a for a, b in zip(self.x_values, self.x_values[1:])):
+            raise ValueError("x_values: expected values that never decrease, got a decrease")
 
     def _y(self, v: float) -> float:
         if self.log:
@@ -438,18 +442,26 @@ class LineChart:
         return (lo - 0.5, hi + 0.5) if hi == lo else (lo, hi)
 
     def _grid(self, plot_w: int, lo: float, hi: float) -> list[list[int]]:
-        """Which series marks each cell: its index, -1 for an empty cell, -2 where series overlap."""
+        """Which series marks each cell: its index, -1 for an empty cell, -2 where series overlap.
+
+        A value's column comes from its x (``x_values[i]`` for the i-th value of every series), so a
+        series with fewer values ends where its x ends instead of stretching across the plot. Where
+        several values fall in one column, the one whose x is nearest the column's own x is drawn.
+        """
         grid: list[list[int]] = [[-1] * plot_w for _ in range(self.height)]
+        x0, x1 = self.x_values[0], self.x_values[-1]
+        span = (x1 - x0) or 1.0
         for s, values in enumerate(self.series.values()):
-            ys = [self._y(v) for v in values]
-            n = len(ys)
-            cols = min(n, plot_w)
-            for c in range(cols):
-                v = ys[round(c * (n - 1) / (cols - 1)) if cols > 1 else n - 1]
-                if not math.isfinite(v):
+            shown: dict[int, tuple[float, float]] = {}  # column -> (distance of its x from the column's, y)
+            for x, v in zip(self.x_values, values):
+                col = round((x - x0) / span * (plot_w - 1))
+                distance = abs(x - (x0 + col * span / (plot_w - 1)))
+                if col not in shown or distance < shown[col][0]:
+                    shown[col] = (distance, self._y(v))
+            for col, (_distance, y) in shown.items():
+                if not math.isfinite(y):
                     continue
-                row = round((hi - v) / (hi - lo) * (self.height - 1))
-                col = round(c * (plot_w - 1) / (cols - 1)) if cols > 1 else 0
+                row = round((hi - y) / (hi - lo) * (self.height - 1))
                 grid[row][col] = s if grid[row][col] in (-1, s) else -2
         return grid
 

@@ -1,0 +1,238 @@
+"""The floors of the house run one way (docs: /work/shared/DESIGN.md, "The house"): core -> workshop -> cli.
+
+Read from the source with :mod:`ast`, every ``import`` and ``from ... import`` of the package, at the top of
+a module and inside its functions alike (a function-level import is still an arrow between two rooms):
+
+- the textbook core imports only the standard library, NumPy and the core;
+- the workshop never imports the CLI's floor (``cli``, ``commands``, the ``__main__`` scripts, the
+  translators' tools in ``i18n_tools``);
+- the shared drawing package and the runtime translation import no feature (no lesson, lab, exercise,
+  page or graph module);
+- only ``microgradnorm.torch`` imports torch when it is imported (elsewhere torch is imported where it is used);
+- the core imports nothing by a string (``importlib.import_module``): an arrow no reader or tool sees;
+- no import circle, whichever floor (a circle is named by all its modules).
+
+Known exceptions are listed once, in ``KNOWN``, each with who removes it; an exception that no longer occurs
+fails too, so the list only shrinks.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import pytest
+
+import microgradnorm
+
+PACKAGE = Path(microgradnorm.__file__).resolve().parent
+CORE = {
+    "microgradnorm.engine",
+    "microgradnorm.norms",
+    "microgradnorm.formulas",
+    "microgradnorm.registry",
+    "microgradnorm.vectorized.textbook",  # the textbook NumPy file, when it exists
+}
+DRAWING_AND_TRANSLATION = ("microgradnorm.drawing", "microgradnorm.i18n")
+FEATURES = ("lessons", "lab", "exercises", "page", "viz", "bench", "check", "present", "torch", "commands", "cli")
+
+_PAGE_CIRCLE = "microgradnorm.page.data microgradnorm.page.partials microgradnorm.page.render microgradnorm.viz"
+# (rule, importer, imported) -> who removes it. The lead clears this list at the merge.
+KNOWN: dict[tuple[str, str, str], str] = {
+    ("core", "microgradnorm.norms", "microgradnorm.i18n"): "core-norms (the core raises typed errors; no i18n)",
+    ("core", "microgradnorm.registry", "microgradnorm.i18n"): "core-norms (the registry's facts, untranslated)",
+    ("circle", "microgradnorm.page", _PAGE_CIRCLE): "page (viz's file output moves above both viz and page)",
+    ("hidden", "microgradnorm.registry", "importlib.import_module"): "core-norms (ordinary, visible imports)",
+    ("torch", "microgradnorm.lab.torch_net", "torch"): "torch (import torch where a torch feature is used)",
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _resolve(importer: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = importer.split(".") if is_package else importer.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
+def imports_of(path: Path, modules: set[str]) -> list[tuple[str, bool]]:
+    """(imported module, at the top of the module?) for every import in ``path``. ``from a import b`` names
+    ``a.b`` when that is a module of the package, else ``a``; imports under ``if TYPE_CHECKING:`` are no arrow."""
+    name = module_name(path)
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for n in ast.walk(node)
+    }
+    top = {id(n) for n in tree.body}
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Call) and ast.unparse(node.func) in ("importlib.import_module", "__import__"):
+            found.append(("importlib.import_module", id(node) in top))  # by a string: seen by no reader
+        elif isinstance(node, ast.Import):
+            found += [(alias.name, id(node) in top) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(name, path.name == "__init__.py", node)
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                found.append((full if full in modules else base, id(node) in top))
+    return found
+
+
+def package_graph() -> tuple[dict[str, list[tuple[str, bool]]], set[str]]:
+    files = sorted(PACKAGE.rglob("*.py"))
+    modules = {module_name(p) for p in files}
+    return {module_name(p): imports_of(p, modules) for p in files}, modules
+
+
+def _inside(module: str, prefixes: Iterable[str]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def _floor(module: str) -> str:
+    if module in CORE:
+        return "core"
+    if module.endswith("__main__") or _inside(module, ("microgradnorm.cli", "microgradnorm.commands")):
+        return "cli"
+    if _inside(module, ("microgradnorm.i18n_tools",)):
+        return "cli"  # the translators' tools read lessons and exercises: above the workshop, beside the CLI
+    return "workshop"
+
+
+def _owner(module: str, modules: set[str]) -> str:
+    """The package module ``module`` names (itself, or the package it is inside), else "" (outside)."""
+    while module and module not in modules:
+        module = module.rpartition(".")[0]
+    return module
+
+
+def violations(graph: Mapping[str, list[tuple[str, bool]]], modules: set[str]) -> set[tuple[str, str, str]]:
+    """(rule, importer, imported) for every arrow against the floors."""
+    stdlib = set(sys.stdlib_module_names) | {"__future__"}
+    found = set()
+    for importer, imports in graph.items():
+        for imported, at_top in imports:
+            root = imported.split(".")[0]
+            target = _owner(imported, modules)
+            if _floor(importer) == "core" and imported == "importlib.import_module":
+                found.add(("hidden", importer, imported))
+            elif _floor(importer) == "core" and not (root in stdlib or root == "numpy" or target in CORE):
+                found.add(("core", importer, target or root))
+            if _floor(importer) == "workshop" and target and _floor(target) == "cli":
+                found.add(("floor", importer, target))
+            if (
+                _inside(importer, DRAWING_AND_TRANSLATION)
+                and not importer.endswith("__main__")
+                and target
+                and not _inside(target, DRAWING_AND_TRANSLATION)
+            ):
+                found.add(("shared", importer, target))
+            if root == "torch" and at_top and not _inside(importer, ("microgradnorm.torch",)):
+                found.add(("torch", importer, "torch"))
+    return found
+
+
+def circles(graph: Mapping[str, list[tuple[str, bool]]], modules: set[str]) -> set[tuple[str, str, str]]:
+    """("circle", first module, the others) for each set of modules that reach each other (a strongly
+    connected component of the import graph, named by its members in order)."""
+    edges = {m: {_owner(i, modules) for i, _top in imports} - {"", m} for m, imports in graph.items()}
+    index, low, stack, on_stack, found = {}, {}, [], set(), set()
+
+    def strongconnect(v: str) -> None:  # Tarjan's algorithm, iterative enough for a package's depth
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                strongconnect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                first, *rest = sorted(component)
+                found.add(("circle", first, " ".join(rest)))
+
+    for v in sorted(edges):
+        if v not in index:
+            strongconnect(v)
+    return found
+
+
+def test_the_checker_sees_an_upward_import_a_circle_and_a_core_import_of_rich():
+    """The rules themselves, on a made-up package: each kind of arrow against the floors is found."""
+    modules = {"microgradnorm.engine", "microgradnorm.lessons.runner", "microgradnorm.cli", "microgradnorm.a"}
+    modules |= {"microgradnorm.b", "microgradnorm.drawing.charts"}
+    graph = {
+        "microgradnorm.engine": [("rich.text", True), ("math", True), ("importlib.import_module", False)],
+        "microgradnorm.lessons.runner": [("microgradnorm.cli", False)],
+        "microgradnorm.a": [("microgradnorm.b", False)],
+        "microgradnorm.b": [("microgradnorm.a", True), ("torch", True)],
+        "microgradnorm.drawing.charts": [("microgradnorm.lessons.runner", False)],
+        "microgradnorm.cli": [],
+    }
+    assert violations(graph, modules) == {
+        ("core", "microgradnorm.engine", "rich"),
+        ("hidden", "microgradnorm.engine", "importlib.import_module"),
+        ("floor", "microgradnorm.lessons.runner", "microgradnorm.cli"),
+        ("shared", "microgradnorm.drawing.charts", "microgradnorm.lessons.runner"),
+        ("torch", "microgradnorm.b", "torch"),
+    }
+    assert circles(graph, modules) == {("circle", "microgradnorm.a", "microgradnorm.b")}
+
+
+def test_the_reader_sees_function_level_relative_and_typing_only_imports(tmp_path, monkeypatch):
+    pkg = tmp_path / "microgradnorm" / "sub"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "m.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "from . import n\n"
+        "if TYPE_CHECKING:\n    from microgradnorm.cli import main\n"
+        "def f():\n    import microgradnorm.viz\n"
+    )
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path / "microgradnorm")
+    found = imports_of(pkg / "m.py", {"microgradnorm.sub.n", "microgradnorm.viz"})
+    assert ("microgradnorm.sub.n", True) in found and ("microgradnorm.viz", False) in found
+    assert not [name for name, _top in found if name.startswith("microgradnorm.cli")]
+
+
+@pytest.fixture(scope="module")
+def found() -> set[tuple[str, str, str]]:
+    graph, modules = package_graph()
+    return violations(graph, modules) | circles(graph, modules)
+
+
+def test_no_import_runs_against_the_floors_and_there_is_no_circle(found):
+    unexpected = sorted(found - set(KNOWN))
+    assert not unexpected, "\n".join(f"{rule}: {a} imports {b}" for rule, a, b in unexpected)
+
+
+def test_every_known_exception_still_occurs(found):
+    """A removed exception leaves the list, so that it cannot come back unnoticed."""
+    gone = sorted(set(KNOWN) - found)
+    assert not gone, f"fixed, take them off KNOWN: {gone}"
+
+
+def test_nothing_imports_the_cli():
+    graph, modules = package_graph()
+    importers = {m for m, imports in graph.items() for i, _top in imports if _owner(i, modules) == "microgradnorm.cli"}
+    assert importers <= {"microgradnorm.__main__"}, importers
