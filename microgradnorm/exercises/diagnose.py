@@ -52,7 +52,9 @@ __all__ = [
     "exception_findings",
     "finding",
     "geometry_findings",
+    "factor_findings",
     "match_mistake",
+    "match_pair",
     "mistake",
     "scale_finding",
     "shape_findings",
@@ -69,10 +71,12 @@ class Finding:
     key: str
     params: dict[str, Any] = field(default_factory=dict)
     also: tuple[Finding, ...] = ()
+    output: str = ""  # the output it is about, when several are wrong ("div_backward: db")
 
     @property
     def title(self) -> str:
-        return messages.title(self.key, self.params)
+        said = messages.title(self.key, self.params)
+        return messages.say("about_output", name=self.output, title=said) if self.output else said
 
     @property
     def detail(self) -> str:
@@ -140,11 +144,24 @@ def worst_entry(got: np.ndarray, expected: np.ndarray) -> tuple[tuple[int, ...],
 
 def match_mistake(got: np.ndarray, mistakes: list[Mistake]) -> Mistake | None:
     """The first known mistake whose answer ``got`` equals (within EXERCISE_MISTAKE_RTOL)."""
-    for m in mistakes:
-        if m.answer.shape == got.shape and tol.close(
-            got, m.answer, tol.EXERCISE_MISTAKE_RTOL, tol.EXERCISE_MISTAKE_ATOL
-        ):
-            return m
+    return next((m for m in mistakes if _matches(got, m.answer)), None)
+
+
+def _matches(got: np.ndarray, answer: np.ndarray) -> bool:
+    return answer.shape == got.shape and tol.close(got, answer, tol.EXERCISE_MISTAKE_RTOL, tol.EXERCISE_MISTAKE_ATOL)
+
+
+def match_pair(got: np.ndarray, expected: np.ndarray, mistakes: list[Mistake]) -> tuple[Mistake, Mistake] | None:
+    """Two known mistakes made at once: ``got`` is the right answer plus both of their errors.
+
+    Mistakes in separate terms of a sum (a path left out, a wrong W in another) add their
+    errors exactly; an answer that is that sum, to the tolerance of a named mistake, has both.
+    """
+    errors = [(m, m.answer - expected) for m in mistakes if m.answer.shape == got.shape]
+    errors = [(m, e) for m, e in errors if np.all(np.isfinite(e)) and np.any(e)]
+    for (m1, e1), (m2, e2) in itertools.combinations(errors, 2):
+        if m1.title != m2.title and _matches(got, expected + e1 + e2):
+            return m1, m2
     return None
 
 
@@ -267,6 +284,49 @@ def scale_finding(
     return finding("scale_other", factor=s)
 
 
+def _ratio_along(got: np.ndarray, expected: np.ndarray, axis: int) -> np.ndarray | None:
+    """The one factor per index of ``axis`` (constant along the other axes) with got = factor * expected, or None."""
+    others = tuple(a for a in range(expected.ndim) if a != axis)
+    denom = (expected * expected).sum(axis=others, keepdims=True)
+    if np.any(denom == 0):
+        return None
+    r = (got * expected).sum(axis=others, keepdims=True) / denom
+    return r if tol.close(got, r * expected, tol.EXERCISE_MISTAKE_RTOL, tol.EXERCISE_MISTAKE_ATOL) else None
+
+
+def factor_findings(
+    name: str, got: np.ndarray, expected: np.ndarray, quantities: list[tuple[str, np.ndarray]]
+) -> list[Finding]:
+    """``got`` is ``expected`` times a factor that differs from row to row (or column to column).
+
+    A named quantity (rstd, gamma, b, ...) that is that factor, or its inverse, is an extra
+    factor or a missing one; otherwise the factor is described by the axis it varies along.
+    """
+    if not np.all(np.isfinite(got)) or not np.any(expected):
+        return []
+    for label, q in quantities:
+        q = np.asarray(q, dtype=np.float64)
+        try:
+            extra, missing = np.broadcast_to(expected * q, got.shape), np.broadcast_to(expected / q, got.shape)
+        except ValueError:
+            continue
+        if np.ptp(q) == 0 and q.size > 1:
+            continue  # a constant: the scale finding names it
+        if _matches(got, extra):
+            return [finding("factor_extra", name=name, q=label)]
+        if _matches(got, missing):
+            return [finding("factor_missing", name=name, q=label)]
+    if expected.ndim < 2:
+        return []
+    for axis in range(expected.ndim):
+        r = _ratio_along(got, expected, axis)
+        if r is not None and float(np.ptp(r)) > 1e-6 * float(np.max(np.abs(r))):
+            where = phrase("per_row" if axis == 0 else "per_column" if axis == expected.ndim - 1 else "per_axis", axis=axis)
+            low, high = float(np.min(r)), float(np.max(r))
+            return [finding("factor_per_axis", name=name, where=where, low=low, high=high)]
+    return []
+
+
 # ---- geometry of a normalization dx ---------------------------------------------------
 
 
@@ -369,8 +429,8 @@ def geometry_findings(
     split = _split(got - expected, geom.xhat, geom.axes)
     if split is None:
         return []
-    if split.rest > SMALL_SHARE:
-        return [finding("direct_path_wrong", share=split.share)] if explain_outside else []
+    if split.rest > SMALL_SHARE:  # not a path's fault alone: say so, and blame no term
+        return [finding("not_paths_alone", share=split.share)] if explain_outside else []
     sum_got = float(np.max(np.abs(got.sum(axis=geom.axes))))
     dot_got = float(np.max(np.abs((got * geom.xhat).sum(axis=geom.axes))))
     paths = (_mean_finding(split, geom, sum_got), _radial_finding(split, geom, dot_got))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -31,9 +31,11 @@ from microgradnorm import tolerances as tol
 from microgradnorm.exercises import rounding, wire
 from microgradnorm.exercises.diagnose import (
     Finding,
+    factor_findings,
     finding,
     geometry_findings,
     match_mistake,
+    match_pair,
     scale_finding,
     shape_findings,
     worst_entry,
@@ -41,7 +43,17 @@ from microgradnorm.exercises.diagnose import (
 from microgradnorm.exercises.messages import listed, say
 from microgradnorm.exercises.problems import Case, Problem
 
-__all__ = ["CALLS", "CheckRow", "Evidence", "Judgement", "Verdict", "Worst", "explain_value", "judge"]
+__all__ = [
+    "CALLS",
+    "CheckRow",
+    "Evidence",
+    "Judgement",
+    "Verdict",
+    "Worst",
+    "explain_value",
+    "explain_values",
+    "judge",
+]
 
 CALLS = ("a", "b", "a2")  # the first input, the second, the first again
 _TEXT_LIMIT = 40  # characters of a type name from the child shown back
@@ -224,7 +236,8 @@ def _value_ok(case: Case, name: str, got: np.ndarray) -> bool:
 
 
 def check_values(ev: Evidence) -> Verdict:
-    rows, failing = [], None
+    rows: list[CheckRow] = []
+    failing: list[str] = []
     case = ev.cases[0]
     for o in ev.problem.outputs:
         g = ev.usable("a", o.name)
@@ -242,12 +255,12 @@ def check_values(ev: Evidence) -> Verdict:
                 "row_value_bad", rel=rel, allowed=rounding.allowed_relative(case.expected[o.name], case.allowed[o.name])
             )
         rows.append(CheckRow(o.row, ok, detail))
-        if not ok and failing is None:
-            failing = o.name
-    if failing is None:
+        if not ok:
+            failing.append(o.name)
+    if not failing:
         return Verdict(rows)
-    name = failing
-    return Verdict(rows, lambda: explain_value(ev.problem, case, name, ev.usable("a", name), first_ok=False))  # type: ignore[arg-type]
+    got = {n: ev.usable("a", n) for n in failing}
+    return Verdict(rows, lambda: explain_values(ev.problem, case, got, failing, first_ok=False))  # type: ignore[arg-type]
 
 
 def check_second(ev: Evidence) -> Verdict:
@@ -264,8 +277,8 @@ def check_second(ev: Evidence) -> Verdict:
     row = CheckRow(say("check_second"), False, say("row_second_wrong", second=second, names=names))
     first = ((o.name, ev.usable("a", o.name)) for o in ev.problem.outputs)
     first_ok = all(_value_ok(ev.cases[0], n, g) for n, g in first if g is not None)
-    name = wrong[0]
-    return Verdict([row], lambda: explain_value(ev.problem, case, name, ev.usable("b", name), first_ok=first_ok))  # type: ignore[arg-type]
+    got = {n: ev.usable("b", n) for n in wrong}
+    return Verdict([row], lambda: explain_values(ev.problem, case, got, wrong, first_ok=first_ok))  # type: ignore[arg-type]
 
 
 # ---- the same answer twice, inputs untouched ------------------------------------------------------
@@ -331,28 +344,20 @@ def _swapped(problem: Problem, case: Case, name: str, g: np.ndarray) -> list[Fin
 
 
 def _named_mistakes(problem: Problem, case: Case, name: str, g: np.ndarray) -> list[Finding]:
-    """A known mistake the answer matches, with the geometry of its error as further explanation."""
-    m = match_mistake(g, problem.mistakes(case, name))
+    """A known mistake the answer matches (or two at once), with the geometry of its error as further explanation."""
+    mistakes = problem.mistakes(case, name)
+    m = match_mistake(g, mistakes)
     if m is None:
-        return []
+        pair = match_pair(g, case.expected[name], mistakes)
+        if pair is None:
+            return []
+        both = finding("two_mistakes", name=problem.output(name).called, first=pair[0].title, second=pair[1].title)
+        return [both, pair[0].finding, pair[1].finding]
     geom = problem.geometry(case, name)
     seen = geometry_findings(g, case.expected[name], geom, explain_outside=False) if geom is not None else []
     same = [f for f in seen if f.title == m.title]
     named = Finding(m.finding.key, m.finding.params, also=tuple(same))
     return [named, *(f for f in seen if f.title != m.title), *problem.findings(case, name, g)]
-
-
-def _unnamed(problem: Problem, case: Case, name: str, g: np.ndarray) -> list[Finding]:
-    """No known mistake: the geometry of the error, a constant factor, the exercise's own remarks."""
-    expected = case.expected[name]
-    found: list[Finding] = []
-    geom = problem.geometry(case, name)
-    if geom is not None:
-        found += geometry_findings(g, expected, geom)
-    s = scale_finding(g, expected, problem.group_size(case, name), problem.counts(case, name))
-    if s is not None:
-        found.append(s)
-    return found + problem.findings(case, name, g)
 
 
 def _off_by(problem: Problem, case: Case, name: str, g: np.ndarray, rel: float) -> dict[str, Any]:
@@ -410,23 +415,83 @@ def _fitted_eps(problem: Problem, case: Case, name: str, g: np.ndarray) -> float
     return eps if float(np.linalg.norm(g - at(eps))) <= EPS_FIT_SHARE * miss else None
 
 
-def explain_value(problem: Problem, case: Case, name: str, g: np.ndarray, first_ok: bool) -> Explanation:
-    """Why ``g`` is not the right ``name`` on ``case``, and where it is furthest off."""
+def _sure(problem: Problem, case: Case, name: str, g: np.ndarray, first_ok: bool) -> list[Finding]:
+    """What the evidence of ``name`` alone singles out: a swap, a named mistake (or two), a guard, an
+    estimate, a constant factor, a factor that is a named quantity; [] when nothing does."""
     named = _swapped(problem, case, name, g) or _named_mistakes(problem, case, name, g)
-    estimate = None if named else _eps_guarded(problem, case, name, g, first_ok) or _estimate(problem, case, name, g)
+    if named:
+        return named
+    if not np.any(g) and np.any(case.expected[name]):
+        return [finding("all_zero", name=problem.output(name).called)]
+    estimate = _eps_guarded(problem, case, name, g, first_ok) or _estimate(problem, case, name, g)
+    if estimate is not None:
+        return [estimate, *problem.findings(case, name, g)]
+    expected = case.expected[name]
+    s = scale_finding(g, expected, problem.group_size(case, name), problem.counts(case, name))
+    if s is not None and s.key != "scale_other":
+        return [s, *problem.findings(case, name, g)]
+    factor = factor_findings(problem.output(name).called, g, expected, problem.quantities(case, name))
+    if factor:
+        return [*factor, *problem.findings(case, name, g)]
+    return [*([s] if s is not None else []), *problem.findings(case, name, g)]
+
+
+def _unnamed(problem: Problem, case: Case, name: str, g: np.ndarray) -> list[Finding]:
+    """Nothing singled out: the geometry of the error where it applies, else what to check and how."""
+    found: list[Finding] = []
+    geom = problem.geometry(case, name)
+    if geom is not None:
+        found += geometry_findings(g, case.expected[name], geom)
+    advice = problem.advice(name)
+    return found + [finding("no_match", name=problem.output(name).called, advice=advice)]
+
+
+def _how_far(problem: Problem, case: Case, got: dict[str, np.ndarray], wrong: list[str]) -> str:
+    """ "dx (relative error 3.1e-01), dgamma (1.0e+00)": which outputs are wrong and by how much."""
+    return listed(
+        say("output_off", name=problem.output(n).called, rel=rounding.relative_error(got[n], case.expected[n]))
+        for n in wrong
+    )
+
+
+def explain_values(
+    problem: Problem, case: Case, got: dict[str, np.ndarray], wrong: list[str], first_ok: bool
+) -> Explanation:
+    """Why the outputs ``wrong`` are not right on ``case``: a mistake named only where the evidence singles
+    it out (every output it touches agrees), else which outputs are off and by how much."""
+    sure = {n: _sure(problem, case, n, got[n], first_ok) for n in wrong}
     found: list[Finding] = []
     if first_ok:
-        explained = named or estimate or problem.findings(case, name, g)
-        guess = "" if explained else say("guess_eps0" if case.info.get("eps") == 0 else "guess_size")
+        guess = "" if any(sure.values()) else say("guess_eps0" if case.info.get("eps") == 0 else "guess_size")
         found.append(finding("right_first_wrong_second", second=case.about, guess=guess))
-    if named:
-        found += named
-    elif estimate is not None:
-        found += [estimate, *problem.findings(case, name, g)]
-    else:
-        found += _unnamed(problem, case, name, g) or [finding("no_match", name=problem.output(name).called)]
-    idx, e, v = worst_entry(g, case.expected[name])
+    unexplained = [n for n in wrong if not sure[n]]
+    upstream = problem.upstream(case, got, unexplained)
+    if len(wrong) > 1 and (unexplained or upstream):
+        found.append(finding("several_wrong", outputs=_how_far(problem, case, got, wrong)))
+    titles: set[str] = set()
+    several = len([n for n in wrong if sure[n]]) > 1
+    for n in wrong:
+        for f in sure[n]:
+            if f.title not in titles:
+                titles.add(f.title)
+                found.append(replace(f, output=problem.output(n).called) if several else f)
+    found += [f for f in upstream if f.title not in titles]
+    if unexplained and not upstream:
+        if len(unexplained) == 1:
+            found += _unnamed(problem, case, unexplained[0], got[unexplained[0]])
+        else:
+            names = listed(problem.output(n).called for n in unexplained)
+            advice = listed(str(problem.advice(n)) for n in unexplained[:1])
+            found.append(finding("no_match_several", names=names, advice=advice))
+    found = [problem.renamed(f) for f in found]
+    name = wrong[0]
+    idx, e, v = worst_entry(got[name], case.expected[name])
     return found, Worst(problem.output(name).called, case.label, idx, e, v)
+
+
+def explain_value(problem: Problem, case: Case, name: str, g: np.ndarray, first_ok: bool) -> Explanation:
+    """Why ``g`` is not the right ``name`` on ``case``, and where it is furthest off."""
+    return explain_values(problem, case, {name: g}, [name], first_ok)
 
 
 # ---- all checks ------------------------------------------------------------------------------

@@ -284,11 +284,126 @@ FINDINGS: dict[str, tuple[str, str]] = {
         N_("gamma and beta sit inside the block: the gradient reaching them is dh = dy @ W.T, not dy."),
     ),
     # ---- the geometry of a normalization's dx
-    "direct_path_wrong": (
-        N_("the direct path is wrong"),
+    "not_paths_alone": (
+        N_("not one path alone"),
         N_(
-            "The error is not only along 1 and xhat ({share}), so it is not just a missing mean or variance path: "
-            "check the per-element term dxhat * rstd (gamma included, the right axis)."
+            "The error of your dx is not only along 1 and xhat ({share}), so no single path through the mean or "
+            "through the variance, left out or scaled, explains it. Check each term of your dx: dxhat (gamma and "
+            "dy), the axis of each sum or mean, and which factor multiplies which term."
+        ),
+    ),
+    "not_paths_alone_values": (
+        N_("not one value left out of the graph"),
+        N_(
+            "Your dx is not what leaving the mean or the variance out of the graph gives, so the formula itself "
+            "differs: compare your mean, var and y with the formulas above, and check that every y is built from "
+            "Values all the way from x."
+        ),
+    ),
+    "graph_cut_mean": (
+        N_("the mean is not in the graph"),
+        N_(
+            "Your dx is what backward() gives when x reaches the loss through x - mean but not through the mean "
+            "itself: your mean was made from plain numbers (.data, float(), or a new Value(...)), which backward() "
+            "cannot go through. The mean depends on every x_j: build it from the Values x."
+        ),
+    ),
+    "graph_cut_variance": (
+        N_("the variance is not in the graph"),
+        N_(
+            "Your dx is what backward() gives when the variance (or the std) is a plain number: it was made with "
+            ".data, float() or a new Value(...), which backward() cannot go through. The variance depends on every "
+            "x_j: build it from Values."
+        ),
+    ),
+    "graph_cut_statistics": (
+        N_("the mean and the variance are not in the graph"),
+        N_(
+            "Your dx is what backward() gives when both the mean and the variance are plain numbers (.data, float() "
+            "or a new Value(...)): x then reaches y only directly. Both depend on every x_j: build them from Values."
+        ),
+    ),
+    "all_zero": (
+        N_("{name} is 0 everywhere"),
+        N_(
+            "Your {name} is 0 in every entry, where the right one is not: a result that was never filled in "
+            "(np.zeros_like), or, with Values, an input that left the graph (.data, float()) before it was used."
+        ),
+    ),
+    "axis_mean_term": (
+        N_("the mean of dxhat over the wrong axis"),
+        N_(
+            "In your dx one term, the mean of dxhat, is taken over axis {wrong}; the rest of dx is right. Every "
+            "mean in dx is over the group each x_i was normalized with: axis {right}."
+        ),
+    ),
+    "axis_variance_term": (
+        N_("the mean of dxhat * xhat over the wrong axis"),
+        N_(
+            "In your dx one term, the mean of dxhat * xhat, is taken over axis {wrong}; the rest of dx is right. "
+            "Every mean in dx is over the group each x_i was normalized with: axis {right}."
+        ),
+    ),
+    "product_of_sums": (
+        N_("a product of sums"),
+        N_(
+            "Your dgamma is (the sum of dy) times (the sum of xhat): each summed on its own, then multiplied. Each "
+            "position where gamma is used contributes its own dy times its own xhat."
+        ),
+    ),
+    "p_inner_product": (
+        N_("an inner product where an outer one belongs"),
+        N_(
+            "In your P, {what} is a single number added to every entry: u @ v of two vectors (or u.T @ v: "
+            "transposing a 1-D array changes nothing) is their inner product, a number. A D x D matrix made from "
+            "two vectors is their outer product."
+        ),
+    ),
+    "p_elementwise": (
+        N_("an elementwise product where an outer one belongs"),
+        N_(
+            "Your xhat xhat^T term holds xhat_i^2 on the diagonal and nothing else: xhat * xhat is D numbers, one "
+            "per entry. The term needs every pair (i, j): a D x D matrix."
+        ),
+    ),
+    "factor_extra": (
+        N_("an extra factor {q}"),
+        N_("Your {name} is the right one times {q}, entry by entry: {q} multiplies it where it does not belong."),
+    ),
+    "factor_missing": (
+        N_("a factor {q} is missing"),
+        N_("Your {name} is the right one divided by {q}, entry by entry: a factor {q} is missing."),
+    ),
+    "factor_per_axis": (
+        N_("off by a factor that changes {where}"),
+        N_(
+            "Your {name} is the right one times a factor that is the same within each slice and changes {where} "
+            "(from {low:.3g} to {high:.3g}): a quantity of that row or column (a statistic such as its std, or a "
+            "parameter) multiplies it where it should not, or is missing."
+        ),
+    ),
+    "two_mistakes": (
+        N_("two mistakes at once"),
+        N_("Your {name} is exactly what these two mistakes together give: {first}; {second}."),
+    ),
+    "j_follows_p": (
+        N_("J follows from your P"),
+        N_("Your J is right for the P your projection returns: fix P, and J comes out right with it."),
+    ),
+    "several_wrong": (N_("several outputs are wrong"), N_("Wrong: {outputs}.")),
+    "forward_first": (
+        N_("the forward pass is wrong too"),
+        N_(
+            "y is wrong as well as the gradients. The gradients are compared with those of the right forward pass, "
+            "so a wrong y carries its error into every one of them: fix y first."
+        ),
+    ),
+    "dh_wrong": (
+        N_("the gradient arriving at the LayerNorm is wrong"),
+        N_(
+            "{names} wrong as well as dx, while the forward pass is right. gamma and beta see only the gradient "
+            "arriving at the LayerNorm's output h (dh) and xhat, so dh itself is wrong: the mistake is upstream of "
+            "the LayerNorm, in how dy comes back through h @ W, not in the LayerNorm's own dx."
         ),
     ),
     "geometry_mean_missing": (
@@ -480,13 +595,8 @@ FINDINGS: dict[str, tuple[str, str]] = {
         N_("right on the first input, wrong on the second"),
         N_("The second input is {second}.{guess}"),
     ),
-    "no_match": (
-        N_("{name} is wrong"),
-        N_(
-            "No common mistake matches this one. Compare the worst entry below with a finite difference: run your "
-            "file on its own (python FILE) to see one."
-        ),
-    ),
+    "no_match": (N_("{name} is wrong"), N_("No common mistake matches it exactly. {advice}")),
+    "no_match_several": (N_("{names} are wrong"), N_("No common mistake matches them exactly. {advice}")),
     "not_finite": (N_("not finite"), N_("{detail}{eps0}.")),
     "second_run_differs": (
         N_("a different answer on a second run"),
@@ -684,6 +794,44 @@ SAYINGS: dict[str, str] = {
     # Translators: where gamma or beta is shared: "used at each of the 6 positions it is shared by ({where})"
     "shared_every_row": N_("every row"),
     "shared_axes": N_("axes {axes}"),
+    # Translators: the title of a finding about one of several wrong outputs: "div_backward: db: sign flipped"
+    "about_output": N_("{name}: {title}"),
+    # Translators: "{name} (relative error 3.1e-01)": one wrong output and how far off it is
+    "output_off": N_("{name} (relative error {rel:.1e})"),
+    # Translators: the {where} of "off by a factor that changes {where}"
+    "per_row": N_("from row to row"),
+    "per_column": N_("from column to column"),
+    "per_axis": N_("along axis {axis}"),
+    # what to check when no common mistake matches (the {advice} of "{name} is wrong")
+    "advice_selfcheck": N_(
+        "Run your file on its own (python FILE): its self-check compares each gradient of your backward pass with "
+        "finite differences of your own forward pass, so it shows which one is off (it cannot see a mistake your "
+        "forward pass makes too)."
+    ),
+    "advice_values": N_(
+        "Run your file on its own (python FILE): its self-check compares the gradients backward() leaves on your "
+        "Values with finite differences of your own forward pass. Then check each y against the formulas above."
+    ),
+    "advice_forward": N_(
+        "Check y group by group: (y - beta) / gamma should have mean 0 and a variance of var / (var + eps), just "
+        "under 1, over each group the norm normalizes."
+    ),
+    "advice_forward_rms": N_(
+        "Check y row by row: y / gamma should have a mean square of mean(x**2) / (mean(x**2) + eps), just under 1."
+    ),
+    "advice_projection": N_(
+        "P is not a gradient, so no finite difference checks it. Check what P must be instead, with xhat at eps = 0 "
+        "(its squares sum to D): is P symmetric, is P @ P equal to P, is its rank 2 (np.linalg.matrix_rank), and "
+        "does P send the ones vector and xhat to themselves? Running your file prints these."
+    ),
+    "advice_jacobian": N_(
+        "Run your file on its own (python FILE): its self-check compares your J, row by row, with finite "
+        "differences of LayerNorm (row i is the gradient of y_i), at the grader's eps."
+    ),
+    "advice_welford": N_(
+        "Run your file on its own (python FILE): its self-check feeds values to your update, from the start and "
+        "from a given state, and compares the mean and m2 / count with np.mean and np.var of every value seen."
+    ),
     # Translators: the {path} of "the path through the {path} is missing"
     "path_variance": N_("variance"),
     "path_rms": N_("rms"),
