@@ -50,9 +50,9 @@ __all__ = [
     "Geometry",
     "Mistake",
     "exception_findings",
+    "factor_findings",
     "finding",
     "geometry_findings",
-    "factor_findings",
     "match_mistake",
     "match_pair",
     "mistake",
@@ -321,7 +321,9 @@ def factor_findings(
     for axis in range(expected.ndim):
         r = _ratio_along(got, expected, axis)
         if r is not None and float(np.ptp(r)) > 1e-6 * float(np.max(np.abs(r))):
-            where = phrase("per_row" if axis == 0 else "per_column" if axis == expected.ndim - 1 else "per_axis", axis=axis)
+            where = phrase(
+                "per_row" if axis == 0 else "per_column" if axis == expected.ndim - 1 else "per_axis", axis=axis
+            )
             low, high = float(np.min(r)), float(np.max(r))
             return [finding("factor_per_axis", name=name, where=where, low=low, high=high)]
     return []

@@ -259,7 +259,7 @@ def check_values(ev: Evidence) -> Verdict:
             failing.append(o.name)
     if not failing:
         return Verdict(rows)
-    got = {n: ev.usable("a", n) for n in failing}
+    got = {o.name: g for o in ev.problem.outputs if (g := ev.usable("a", o.name)) is not None}
     return Verdict(rows, lambda: explain_values(ev.problem, case, got, failing, first_ok=False))  # type: ignore[arg-type]
 
 
@@ -277,7 +277,7 @@ def check_second(ev: Evidence) -> Verdict:
     row = CheckRow(say("check_second"), False, say("row_second_wrong", second=second, names=names))
     first = ((o.name, ev.usable("a", o.name)) for o in ev.problem.outputs)
     first_ok = all(_value_ok(ev.cases[0], n, g) for n, g in first if g is not None)
-    got = {n: ev.usable("b", n) for n in wrong}
+    got = {o.name: g for o in ev.problem.outputs if (g := ev.usable("b", o.name)) is not None}
     return Verdict([row], lambda: explain_values(ev.problem, case, got, wrong, first_ok=first_ok))  # type: ignore[arg-type]
 
 
@@ -443,7 +443,7 @@ def _unnamed(problem: Problem, case: Case, name: str, g: np.ndarray) -> list[Fin
     if geom is not None:
         found += geometry_findings(g, case.expected[name], geom)
     advice = problem.advice(name)
-    return found + [finding("no_match", name=problem.output(name).called, advice=advice)]
+    return [*found, finding("no_match", name=problem.output(name).called, advice=advice)]
 
 
 def _how_far(problem: Problem, case: Case, got: dict[str, np.ndarray], wrong: list[str]) -> str:
@@ -459,26 +459,32 @@ def explain_values(
 ) -> Explanation:
     """Why the outputs ``wrong`` are not right on ``case``: a mistake named only where the evidence singles
     it out (every output it touches agrees), else which outputs are off and by how much."""
-    sure = {n: _sure(problem, case, n, got[n], first_ok) for n in wrong}
+    sure = {}
+    for n in wrong:
+        follows = problem.follows(case, n, got)
+        sure[n] = [follows] if follows is not None else _sure(problem, case, n, got[n], first_ok)
     found: list[Finding] = []
     if first_ok:
         guess = "" if any(sure.values()) else say("guess_eps0" if case.info.get("eps") == 0 else "guess_size")
         found.append(finding("right_first_wrong_second", second=case.about, guess=guess))
     unexplained = [n for n in wrong if not sure[n]]
-    upstream = problem.upstream(case, got, unexplained)
+    upstream = problem.upstream(case, {n: got[n] for n in wrong}, unexplained)
     if len(wrong) > 1 and (unexplained or upstream):
         found.append(finding("several_wrong", outputs=_how_far(problem, case, got, wrong)))
     titles: set[str] = set()
     several = len([n for n in wrong if sure[n]]) > 1
     for n in wrong:
         for f in sure[n]:
-            if f.title not in titles:
-                titles.add(f.title)
+            if f.key not in titles:
+                titles.add(f.key)
                 found.append(replace(f, output=problem.output(n).called) if several else f)
-    found += [f for f in upstream if f.title not in titles]
+    found += [f for f in upstream if f.key not in titles]
     if unexplained and not upstream:
-        if len(unexplained) == 1:
+        if len(wrong) == 1:  # the geometry of an error only where nothing else is wrong that could cause it
             found += _unnamed(problem, case, unexplained[0], got[unexplained[0]])
+        elif len(unexplained) == 1:
+            n = unexplained[0]
+            found.append(finding("no_match", name=problem.output(n).called, advice=problem.advice(n)))
         else:
             names = listed(problem.output(n).called for n in unexplained)
             advice = listed(str(problem.advice(n)) for n in unexplained[:1])

@@ -386,9 +386,12 @@ FINDINGS: dict[str, tuple[str, str]] = {
         N_("two mistakes at once"),
         N_("Your {name} is exactly what these two mistakes together give: {first}; {second}."),
     ),
-    "j_follows_p": (
-        N_("J follows from your P"),
-        N_("Your J is right for the P your projection returns: fix P, and J comes out right with it."),
+    "follows": (
+        N_("{name} follows from your {inputs}"),
+        N_(
+            "Your {name} is right for the {inputs} your own code computes: the mistake is in {inputs}. Fix that, "
+            "and {name} comes out right with it."
+        ),
     ),
     "several_wrong": (N_("several outputs are wrong"), N_("Wrong: {outputs}.")),
     "forward_first": (

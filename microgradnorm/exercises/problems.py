@@ -155,6 +155,11 @@ class Problem:
         """``f`` in the words this exercise has taught (exercise 3 writes no derivative)."""
         return f
 
+    def follows(self, case: Case, name: str, got: dict[str, np.ndarray]) -> Finding | None:
+        """A finding when ``name`` is right for the learner's own wrong outputs it is built from (J from P,
+        dx from the stages): the mistake is in those, not here."""
+        return None
+
 
 def _seed(rng: np.random.Generator) -> int:
     return int(rng.integers(2**32))
@@ -340,8 +345,40 @@ class NormProblem(Problem):
         return phrase("advice_values" if self.values else "advice_selfcheck")
 
     def renamed(self, f: Finding) -> Finding:
-        key = _GRAPH_CUT.get(f.key) if self.values else None
-        return Finding(key, f.params, f.also) if key else f
+        if not self.values:
+            return f
+        also = tuple(self.renamed(g) for g in f.also)
+        return Finding(_GRAPH_CUT.get(f.key, f.key), f.params, also, f.output)
+
+    def follows(self, case: Case, name: str, got: dict[str, np.ndarray]) -> Finding | None:
+        """In the staged exercise, a stage right for the learner's own earlier stages (each from the ones it uses)."""
+        uses = _STAGE_INPUTS.get(name, ())
+        if not uses or name not in got or not all(u in got for u in uses):
+            return None
+        if all(rounding.within(got[u], case.expected[u], case.allowed[u]) for u in uses):
+            return None  # its inputs are right: its own mistake
+        info = case.info
+        m = formulas.moments(info["x"], info["axes"], info["eps"])
+        axes, n = info["axes"], info["n"]
+        dxhat = got["dxhat"]
+        if name == "dx":
+            want = dxhat * m.rstd + got["dmean"] / n + got["dvar"] * 2.0 * m.xshift / n
+        elif name == "dvar":
+            want = formulas.dvar(dxhat, m.xshift, m.std, axes)
+        else:
+            want = formulas.dmean(dxhat, m.rstd, axes)
+        if not _agrees(got[name], want):
+            return None
+        wrong = [u for u in uses if not rounding.within(got[u], case.expected[u], case.allowed[u])]
+        return finding("follows", name=name, inputs=listed(wrong))
+
+
+# which earlier stages each stage of the staged BatchNorm is computed from
+_STAGE_INPUTS = {"dvar": ("dxhat",), "dmean": ("dxhat",), "dx": ("dxhat", "dvar", "dmean")}
+
+
+def _agrees(got: np.ndarray, want: np.ndarray) -> bool:
+    return got.shape == np.shape(want) and tol.close(got, want, tol.EXERCISE_MISTAKE_RTOL, tol.EXERCISE_MISTAKE_ATOL)
 
 
 # exercise 3 writes no derivative: a missing path there is a node the graph does not reach
@@ -530,13 +567,13 @@ class JacobianProblem(Problem):
     def quantities(self, case: Case, name: str) -> list[tuple[str, np.ndarray]]:
         return [("gamma_i", case.inputs["gamma"][:, None]), ("gamma_j", case.inputs["gamma"][None, :])]
 
-    def upstream(self, case: Case, got: dict[str, np.ndarray], unexplained: list[str]) -> list[Finding]:
+    def follows(self, case: Case, name: str, got: dict[str, np.ndarray]) -> Finding | None:
         """J built on a wrong P: J is right for the learner's own P, so P is the one mistake."""
-        if "J" not in unexplained or "P" not in got:
-            return []
+        if name != "J" or "P" not in got or "J" not in got:
+            return None
         xhat, rstd = _jacobian_parts(case.inputs["x"], float(case.inputs["eps"]))
         on_yours = rstd * case.inputs["gamma"][:, None] * (np.eye(xhat.shape[0]) - got["P"])
-        return [finding("j_follows_p")] if tol.close(got["J"], on_yours, 1e-6, 1e-9) else []
+        return finding("follows", name="J", inputs="P") if _agrees(got["J"], on_yours) else None
 
     def advice(self, name: str) -> Phrase:
         return phrase("advice_projection" if name == "P" else "advice_jacobian")
