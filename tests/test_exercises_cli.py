@@ -465,3 +465,21 @@ def test_a_hint_is_wrapped_once_at_the_terminal_width(folder):
                     break
             assert " ".join(body).split() == words
             assert all(len(ln) > 40 for ln in body[:-1]), body
+
+
+# ---- the fix revealed in stages (issue 28 item 2) ----------------------------------------------------------
+
+
+def test_a_first_failure_names_the_slip_and_holds_back_the_formula_until_it_comes_back(folder):
+    path = solve(folder, 1)
+    source = path.read_text(encoding="utf-8")
+    path.write_text(source.replace("return p * a ** (p - 1.0) * dout", "return p * a**p * dout"), encoding="utf-8")
+    formula = "p * a**(p-1)"
+    code, first = run("check", "1")
+    flat = " ".join(first.split())
+    assert code == 1
+    assert "the exponent was not lowered" in flat  # the slip is named at once
+    assert formula not in flat and "held back" in flat and "exercise hint 1" in flat
+    code, again = run("check", "1")
+    assert code == 1 and formula in " ".join(again.split())  # the same mistake again: now the fix
+    assert "pow_not_lowered" in ws.load_progress().exercises["01_local_derivatives"]["seen"]

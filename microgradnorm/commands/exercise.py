@@ -208,6 +208,7 @@ def _init(args, console, stdin, progress) -> int:
 def _grade_and_record(ex, folder, args):
     """Grade ``ex``, then record the grader's own verdict; a progress file changed meanwhile is put back."""
     from microgradnorm.exercises import workspace as ws
+    from microgradnorm.exercises.diagnose import staged
     from microgradnorm.exercises.grader import grade
     from microgradnorm.exercises.messages import say
 
@@ -218,11 +219,14 @@ def _grade_and_record(ex, folder, args):
     if guard.tampered:
         result.passed, result.status, result.summary = False, "error", say("progress_tampered")
         return result, ws.load_progress()
+    # a mistake found for the first time is named, and its fix held back until it is found again
+    found = {k for f in result.findings for k in f.keys}
+    result.findings = staged(result.findings, ws.seen_findings(ws.load_progress(), ex), ex.number)
     if seed is not None:  # inputs known in advance: their answers could be, too
         result.recorded = False
         result.notes.append(say("seed_not_recorded", seed=seed, number=ex.number))
-        return result, ws.load_progress()
-    return result, ws.record_result(ex, result.status)
+        return result, ws.record_seen(ex, found)
+    return result, ws.record_result(ex, result.status, found)
 
 
 def _check(args, console, stdin, progress) -> int:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -58,6 +58,7 @@ __all__ = [
     "mistake",
     "scale_finding",
     "shape_findings",
+    "staged",
     "worst_entry",
 ]
 
@@ -72,6 +73,7 @@ class Finding:
     params: dict[str, Any] = field(default_factory=dict)
     also: tuple[Finding, ...] = ()
     output: str = ""  # the output it is about, when several are wrong ("div_backward: db")
+    held: int = 0  # the exercise's number when the explanation (the fix) is held back: a first failure
 
     @property
     def title(self) -> str:
@@ -80,11 +82,23 @@ class Finding:
 
     @property
     def detail(self) -> str:
+        if self.held:
+            return messages.say("held_back", number=self.held)
         return sentences([messages.detail(self.key, self.params), *(f.detail for f in self.also)])
+
+    @property
+    def keys(self) -> set[str]:
+        """Its key and the keys of the findings that explain it further."""
+        return {self.key}.union(*(f.keys for f in self.also))
 
 
 def finding(key: str, **params: Any) -> Finding:
     return Finding(key, params)
+
+
+def staged(findings: list[Finding], seen: set[str], number: int) -> list[Finding]:
+    """The findings of one check with the fix held back where it is the first time this mistake was found."""
+    return [replace(f, held=number) if f.key in messages.REVEALS and not f.keys & seen else f for f in findings]
 
 
 @dataclass(frozen=True)

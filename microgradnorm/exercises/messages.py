@@ -28,6 +28,7 @@ from microgradnorm.i18n import N_, _, pgettext
 __all__ = [
     "CHILD",
     "FINDINGS",
+    "REVEALS",
     "SAYINGS",
     "Phrase",
     "child_message",
@@ -625,6 +626,86 @@ FINDINGS: dict[str, tuple[str, str]] = {
     ),
 }
 
+# The findings whose explanation states the fix (the corrected formula): the first time one is found in an
+# exercise its title names the slip and the explanation is held back; it is shown when the same mistake is
+# found again (or the hints give it). Every other finding describes what is off and is shown at once.
+REVEALS = frozenset(
+    {
+        "mul_swapped_a",
+        "mul_swapped_b",
+        "pow_not_lowered",
+        "pow_no_p",
+        "sqrt_no_half",
+        "div_da_is_db",
+        "div_b_not_squared",
+        "div_no_a",
+        "var_x_not_xshift",
+        "var_mean_wrong_axis",
+        "unbiased_variance",
+        "eps_left_out",
+        "eps_outside_sqrt",
+        "gamma_beta_swapped",
+        "beta_left_out",
+        "gamma_left_out",
+        "mean_path_missing",
+        "variance_path_missing",
+        "direct_path_only",
+        "variance_path_slip",
+        "gamma_left_out_dx",
+        "x_not_xhat",
+        "xshift_not_xhat",
+        "extra_gamma_dgamma",
+        "extra_gamma_dbeta",
+        "gamma_left_out_dxhat",
+        "xhat_not_gamma",
+        "dvar_power",
+        "dvar_xhat",
+        "rms_centered",
+        "rms_gamma_left_out",
+        "rms_sum_not_mean",
+        "rms_eps_left_out",
+        "rms_layernorm_formula",
+        "rms_path_missing",
+        "rms_gamma_left_out_dx",
+        "rms_x_not_xhat",
+        "p_no_1_over_d",
+        "p_no_radial",
+        "p_no_ones",
+        "j_transposed",
+        "j_gamma_left_out",
+        "j_no_sigma",
+        "j_variance_path_missing",
+        "j_mean_path_missing",
+        "j_eps_left_out",
+        "welford_delta_squared",
+        "welford_new_delta_squared",
+        "welford_old_count",
+        "welford_ignores_state",
+        "cancellation",
+        "residual_missing",
+        "w_transposed_forward",
+        "identity_path_missing",
+        "identity_path_only",
+        "w_not_transposed",
+        "dw_transposed",
+        "dw_x_not_h",
+        "dy_not_dh",
+        "geometry_mean_missing",
+        "geometry_mean_wrong",
+        "geometry_rms_mean_term",
+        "geometry_radial_slip",
+        "graph_cut_mean",
+        "graph_cut_variance",
+        "graph_cut_statistics",
+        "product_of_sums",
+        "p_inner_product",
+        "p_elementwise",
+        "scale_unbiased",
+        "scale_unbiased_inverse",
+        "scale_unbiased_std",
+    }
+)
+
 # key: one line (summaries of a check, rows of its table, the reasons a check could not run)
 SAYINGS: dict[str, str] = {
     "passed": N_("Every check passed."),
@@ -797,6 +878,11 @@ SAYINGS: dict[str, str] = {
     # Translators: where gamma or beta is shared: "used at each of the 6 positions it is shared by ({where})"
     "shared_every_row": N_("every row"),
     "shared_axes": N_("axes {axes}"),
+    "held_back": N_(
+        "The explanation is held back, so that you can find the fix yourself: change your code and check again. "
+        "If this same mistake comes back, the check explains it; `microgradnorm exercise hint {number}` gives a "
+        "hint now."
+    ),
     # Translators: the title of a finding about one of several wrong outputs: "div_backward: db: sign flipped"
     "about_output": N_("{name}: {title}"),
     # Translators: "{name} (relative error 3.1e-01)": one wrong output and how far off it is
