@@ -58,7 +58,7 @@ def solve(folder: Path, number: int) -> Path:
 
 def test_init_copies_every_scaffold_and_remembers_the_workspace(folder):
     for ex in EXERCISES:
-        assert (folder / ex.filename).read_bytes() == ex.scaffold.read_bytes()
+        assert (folder / ex.filename).read_bytes() == ex.scaffold_text.encode("utf-8")
     assert ws.load_progress().workspace == str(folder.resolve())
 
 
@@ -71,7 +71,7 @@ def test_init_never_overwrites_an_edited_file(folder):
     assert mine.read_text(encoding="utf-8") == "# my own attempt, half done\n"
     assert "kept your edited file(s), not overwritten: 05_layernorm_backward.py" in out
     assert "copied 1 scaffold(s): 01_local_derivatives.py" in out
-    assert (folder / EXERCISES[0].filename).read_bytes() == EXERCISES[0].scaffold.read_bytes()
+    assert (folder / EXERCISES[0].filename).read_bytes() == EXERCISES[0].scaffold_text.encode("utf-8")
 
 
 def test_init_again_points_to_the_next_unpassed_exercise(folder):
@@ -144,7 +144,7 @@ def test_check_grades_the_next_unsolved_and_records_it(folder):
 def test_check_by_name_and_a_pass_is_kept(folder):
     path = solve(folder, 7)
     assert run("check", "batchnorm_simplified")[0] == 0
-    path.write_text(get_exercise(7).scaffold.read_text(encoding="utf-8"))
+    path.write_text(get_exercise(7).scaffold_text)
     assert run("check", "7")[0] == 1
     assert ws.load_progress().passed(get_exercise(7))
 
@@ -262,7 +262,7 @@ def test_reset_asks_first_and_keeps_a_backup(folder):
     assert code == 1 and path.read_text(encoding="utf-8") == mine
     code, out = run("reset", "1", stdin="y\n")
     assert code == 0
-    assert path.read_bytes() == get_exercise(1).scaffold.read_bytes()
+    assert path.read_bytes() == get_exercise(1).scaffold_text.encode("utf-8")
     backups = list((state_dir() / "exercise-backups").glob("01_local_derivatives.*.py"))
     assert len(backups) == 1 and backups[0].read_text(encoding="utf-8") == mine
     assert str(backups[0]) in out.replace("\n", "")
@@ -275,7 +275,7 @@ def test_reset_yes_skips_the_question(folder):
     path = solve(folder, 2)
     code, _ = run("reset", "2", "--yes")
     assert code == 0
-    assert path.read_bytes() == get_exercise(2).scaffold.read_bytes()
+    assert path.read_bytes() == get_exercise(2).scaffold_text.encode("utf-8")
 
 
 # ---- progress safety -------------------------------------------------------------------------

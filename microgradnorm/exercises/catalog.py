@@ -1,16 +1,16 @@
 """The exercises, in order of difficulty, and where their files live.
 
 This module imports only the standard library, so ``microgradnorm exercise list``
-stays fast. What each exercise asks is said in its scaffold's docstring (the
-file the learner edits); how it is graded lives in :mod:`.problems` (the
+stays fast. What each exercise asks is said in its solution's docstring, which
+the scaffold the learner edits keeps; how it is graded lives in :mod:`.problems` (the
 grading side) and :mod:`.runner` (the side that runs learner code).
 
 Package data next to this file:
 
-* ``scaffolds/NN_name.py``: what ``init`` copies into the learner's workspace;
-* ``solutions/NN_name.py``: the reference solution, shown by ``solution``;
+* ``solutions/NN_name.py``: the reference solution, shown by ``solution``; what ``init`` and
+  ``reset`` give the learner is derived from it (:func:`derive_scaffold`), never stored;
 * ``hints.md``: the hints, one section per exercise, given out one at a time;
-* ``scaffolds/zh-CN/``, ``solutions/zh-CN/``, ``hints.zh-CN.md``: their translations (:mod:`.translation`).
+* ``solutions/zh-CN/``, ``hints.zh-CN.md``: their translations (:mod:`.translation`).
 """
 
 from __future__ import annotations
@@ -73,8 +73,9 @@ class Exercise:
         return f"{self.name}.py"
 
     @property
-    def scaffold(self) -> Path:
-        return PACKAGE_DIR / "scaffolds" / self.filename
+    def scaffold_text(self) -> str:
+        """What ``init`` and ``reset`` give the learner in English: the solution with its marked regions emptied."""
+        return derive_scaffold(self.solution.read_text(encoding="utf-8"))
 
     @property
     def solution(self) -> Path:
@@ -260,8 +261,8 @@ def hints(exercise: Exercise) -> tuple[str, ...]:
 
 
 # The learner writes between these two lines (a translated file has them in its language). A scaffold is its
-# solution with everything between them replaced by one ``raise NotImplementedError``, so the two files cannot
-# drift apart (an authoring test checks it).
+# solution with everything between them replaced by one ``raise NotImplementedError``, derived when it is
+# given out, so there is no second file to drift apart from the solution.
 CODE_START = "# ---- write your code here ----"
 CODE_END = "# ---- end of your code ----"
 MARKERS = {"en": (CODE_START, CODE_END), "zh-CN": ("# ---- 在这里写你的代码 ----", "# ---- 你的代码到此为止 ----")}
