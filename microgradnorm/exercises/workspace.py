@@ -288,6 +288,13 @@ def next_unsolved(progress: Progress) -> Exercise | None:
     return None
 
 
+def next_after(current: Exercise, progress: Progress) -> Exercise | None:
+    """What "next" means after ``current``, in check and in watch alike: the next unpassed exercise after it,
+    else the first unpassed one."""
+    later = [ex for ex in EXERCISES if ex.number > current.number and not progress.passed(ex)]
+    return later[0] if later else next_unsolved(progress)
+
+
 def seen_findings(progress: Progress, exercise: Exercise) -> set[str]:
     """The mistakes (finding keys) the grader has found in this exercise before."""
     seen = progress.exercises.get(exercise.name, {}).get("seen", [])
