@@ -174,7 +174,9 @@ def test_files_run_on_their_own(ex, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "DIFFERS" not in done.stdout
     assert "agrees" in done.stdout
-    todo = subprocess.run([sys.executable, str(ex.scaffold)], capture_output=True, text=True, timeout=120)
+    scaffold = tmp_path / ex.filename
+    scaffold.write_text(ex.scaffold_text, encoding="utf-8")
+    todo = subprocess.run([sys.executable, str(scaffold)], capture_output=True, text=True, timeout=120)
     assert todo.returncode != 0
     # one line that says what to do, instead of a NotImplementedError traceback
     assert "is not written yet: write your code where it says so" in todo.stderr

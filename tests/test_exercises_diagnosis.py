@@ -337,3 +337,19 @@ def test_no_diagnosis_blames_code_that_is_right(sid, number, changes, must, may,
     said = [(f.key, f.title) for f in result.findings]
     assert blamed <= must | may, f"misdiagnosis: {blamed - must - may} in {said}"
     assert must <= blamed | {f.key for f in result.findings}, f"not named: {must - blamed} in {said}"
+
+
+def test_two_mistakes_whose_errors_cancel_explain_nothing():
+    """A path left out and the same path doubled add up to the right answer: no pair of them may be named
+    for an answer that is merely close to it (an eps guard at eps = 0 was once called both)."""
+    import numpy as np
+
+    from microgradnorm.exercises.diagnose import match_pair, mistake
+
+    rng = np.random.default_rng(0)
+    right, path = rng.normal(size=(3, 5)), rng.normal(size=(3, 5))
+    nearly = right * (1 + 1e-7)
+    pair = [mistake("direct_path_only", right - path), mistake("sign_flipped", right + path)]
+    assert match_pair(nearly, right, pair) is None
+    both = [mistake("direct_path_only", right - path), mistake("sign_flipped", right + 2 * path)]
+    assert match_pair(right + path, right, both) is not None  # errors -path and 2 path: together +path

@@ -62,6 +62,7 @@ __all__ = [
     "worst_entry",
 ]
 
+PAIR_SHARE = 1e-3  # two mistakes explain an error only if they leave at most this share of it unexplained
 SMALL_SHARE = 1e-6  # a share of the squared error below this is rounding, not a component of the mistake
 
 
@@ -171,10 +172,14 @@ def match_pair(got: np.ndarray, expected: np.ndarray, mistakes: list[Mistake]) -
     Mistakes in separate terms of a sum (a path left out, a wrong W in another) add their
     errors exactly; an answer that is that sum, to the tolerance of a named mistake, has both.
     """
+    error = float(np.linalg.norm(got - expected))
     errors = [(m, m.answer - expected) for m in mistakes if m.answer.shape == got.shape]
     errors = [(m, e) for m, e in errors if np.all(np.isfinite(e)) and np.any(e)]
     for (m1, e1), (m2, e2) in itertools.combinations(errors, 2):
-        if m1.title != m2.title and _matches(got, expected + e1 + e2):
+        both = e1 + e2  # two mistakes whose errors cancel (a path left out, the same path doubled) explain nothing
+        if m1.title == m2.title or float(np.linalg.norm(got - expected - both)) > PAIR_SHARE * error:
+            continue
+        if _matches(got, expected + both):
             return m1, m2
     return None
 
