@@ -216,3 +216,47 @@ def test_unknown_exercise_is_one_line_pointing_at_list(key):
     assert "\n" not in message
     assert "microgradnorm exercise list" in message
     assert repr(key) in message
+
+
+# ---- issue 28: an order that climbs evenly, traps left to the learner, no dead ends --------------------------------
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
+def test_each_exercise_names_its_lesson_and_the_lesson_exists(ex):
+    lesson = Path(catalog.PACKAGE_DIR).parents[1] / "lessons"
+    assert list(lesson.glob(f"{ex.lesson:02d}-*.md")), ex.lesson
+    assert f"microgradnorm lesson {ex.lesson}" in ex.solution.read_text(encoding="utf-8")
+
+
+def test_the_famous_traps_are_left_to_the_learner():
+    """The (m-1)/m slip is in a hint, not in exercise 6's statement; exercise 9 asks for J and lets P be found."""
+    six = ast.get_docstring(ast.parse(get_exercise(6).scaffold_text)) or ""
+    assert "(m-1)/m" not in six and any("(m - 1)/m" in h for h in hints(get_exercise(6)))
+    nine = get_exercise(9).scaffold_text
+    assert "xhat xhat^T" not in nine and "1 1^T" not in nine  # P's formula is for the learner to find in J
+    assert any("1 1^T + xhat xhat^T" in h for h in hints(get_exercise(9)))
+
+
+# what a self-check cannot compare with a finite difference, and says how it checks instead
+NOT_GRADIENTS = {"y": "the forward pass", "P": "P is not a gradient", "mean": "two passes", "var": "two passes"}
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
+def test_every_returned_quantity_is_in_the_file_s_own_self_check(ex):
+    from microgradnorm.exercises.problems import get_problem
+
+    done = subprocess.run([sys.executable, str(ex.solution)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    checked = {line.split()[0] for line in done.stdout.splitlines() if "finite difference|" in line}
+    for o in get_problem(ex.name).outputs:
+        if o.name in NOT_GRADIENTS or ex.number == 10:
+            continue
+        if ex.number in (1, 2):  # "mul da", "variance dx": the primitive, then the gradient
+            words = o.row.split(": ")
+            assert f"{words[0]} {words[1]}" in done.stdout, (o.row, done.stdout)
+        else:
+            assert o.name in checked, (o.name, checked)
+    if ex.number == 9:
+        assert "P @ P = P: True" in done.stdout and "rank 2: True" in done.stdout
+    if ex.number == 10:
+        assert "mid-stream" in done.stdout and "agrees" in done.stdout

@@ -61,9 +61,9 @@ P9 = "return (np.outer(ones, ones) + np.outer(xhat, xhat)) / d"
 J9 = "return rstd * gamma[:, None] * (np.eye(d) - projection(xhat))"
 M10 = "mean += delta / count"
 M2_10 = "m2 += delta * (value - mean)"
-DH11 = "dh = dout @ W.T  # N,D"
-RET11 = "return dout + dx_ln, dgamma, dbeta, dW"
-DW11 = "dW = h.T @ dout  # D,D"
+DH11 = "dh = dy @ W.T  # N,D"
+RET11 = "return dy + dx_ln, dgamma, dbeta, dW"
+DW11 = "dW = h.T @ dy  # D,D"
 DXLN11 = (
     "dx_ln = rstd * (dxhat - dxhat.mean(axis=-1, keepdims=True) - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True))"
 )
@@ -291,16 +291,16 @@ CORPUS = [
     (
         "11-w-and-identity",
         11,
-        [(DH11, "dh = dout @ W"), (RET11, "return dx_ln, dgamma, dbeta, dW")],
+        [(DH11, "dh = dy @ W"), (RET11, "return dx_ln, dgamma, dbeta, dW")],
         {"identity_path_missing", "w_not_transposed"},
         set(),
     ),
-    ("11-w-not-transposed", 11, [(DH11, "dh = dout @ W")], {"w_not_transposed"}, set()),
-    ("11-dh-scaled", 11, [(DH11, "dh = 2.0 * dout @ W.T")], set(), {"scale_two", "dh_wrong"}),
+    ("11-w-not-transposed", 11, [(DH11, "dh = dy @ W")], {"w_not_transposed"}, set()),
+    ("11-dh-scaled", 11, [(DH11, "dh = 2.0 * dy @ W.T")], set(), {"scale_two", "dh_wrong"}),
     (
         "11-dw-transposed-and-identity",
         11,
-        [(DW11, "dW = dout.T @ h"), (RET11, "return dx_ln, dgamma, dbeta, dW")],
+        [(DW11, "dW = dy.T @ h"), (RET11, "return dx_ln, dgamma, dbeta, dW")],
         {"dw_transposed", "identity_path_missing"},
         set(),
     ),

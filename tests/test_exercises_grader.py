@@ -121,13 +121,13 @@ DIAGNOSES = [
     ),
     pytest.param(
         11,
-        "return dout + dx_ln, dgamma, dbeta, dW",
+        "return dy + dx_ln, dgamma, dbeta, dW",
         "return dx_ln, dgamma, dbeta, dW",
         "identity path is missing",
         id="preln-no-identity",
     ),
-    pytest.param(11, "dh = dout @ W.T  # N,D", "dh = dout @ W", "W instead of W.T", id="preln-w-not-transposed"),
-    pytest.param(11, "dW = h.T @ dout  # D,D", "dW = dout.T @ h", "transposed", id="preln-dw-transposed"),
+    pytest.param(11, "dh = dy @ W.T  # N,D", "dh = dy @ W", "W instead of W.T", id="preln-w-not-transposed"),
+    pytest.param(11, "dW = h.T @ dy  # D,D", "dW = dy.T @ h", "transposed", id="preln-dw-transposed"),
     pytest.param(
         1, "return p * a ** (p - 1.0) * dout", "return p * a**p * dout", "the exponent was not lowered", id="pow-power"
     ),
@@ -329,7 +329,7 @@ OTHERS = {
             "return [(g * (s * rstd) + b).data for s, g, b in zip(xshift, gamma, beta)]",
         ),
     ),
-    "matmul-not-keepdims": (11, ("dW = h.T @ dout  # D,D", "dW = h * dout[:, :1].T @ dout")),
+    "matmul-not-keepdims": (11, ("dW = h.T @ dy  # D,D", "dW = h * dy[:, :1].T @ dy")),
     "mean-path-geometry": (5, (LN_DX, "dx = rstd * (dxhat - xhat * var_part)")),
 }
 

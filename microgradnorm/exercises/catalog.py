@@ -81,6 +81,16 @@ class Exercise:
     def solution(self) -> Path:
         return PACKAGE_DIR / "solutions" / self.filename
 
+    @property
+    def lesson(self) -> int:
+        """The lesson that teaches what this exercise needs (its file and its failures name it)."""
+        return LESSONS[self.number]
+
+
+# exercise -> its lesson: 1 the chain rule; 2 and 5 the paths into x; 3 the forward graph; 4 the affine step;
+# 6 and 7 BatchNorm; 8 RMSNorm; 9 the Jacobian and P; 10 numerical traps; 11 pre-LN
+LESSONS = {1: 1, 2: 5, 3: 3, 4: 4, 5: 5, 6: 8, 7: 8, 8: 9, 9: 7, 10: 12, 11: 11}
+
 
 EXERCISES: tuple[Exercise, ...] = (
     Exercise(

@@ -259,7 +259,10 @@ def _what_next(result: GradeResult, next_exercise: Exercise | None) -> list[Rend
     if result.status == "not_written":
         return [cjk_text(_("Open {path} and write your code there.").format(path=result.path), style="dim")]
     if not result.passed:
-        stuck = _("Stuck? `microgradnorm exercise hint {number}` gives one hint at a time.").format(number=number)
+        stuck = _(
+            "Stuck? `microgradnorm lesson {lesson}` teaches what this exercise needs; "
+            "`microgradnorm exercise hint {number}` gives one hint at a time."
+        ).format(number=number, lesson=result.exercise.lesson)
         return [cjk_text(stuck, style="dim")]
     return []
 

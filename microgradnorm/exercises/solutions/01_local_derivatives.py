@@ -20,6 +20,7 @@ nothing else.
 
 Try it:  python 01_local_derivatives.py   (compares with finite differences)
 Grade:   microgradnorm exercise check 1
+Stuck?   microgradnorm lesson 1 teaches what this exercise needs
 """
 
 import numpy as np

@@ -1,4 +1,4 @@
-# english: 01_local_derivatives.py aa1386eedec1
+# english: 01_local_derivatives.py 1a4e018155d5
 """练习 01：各个基本运算的局部导数。
 
 Value 引擎里的每个运算都知道自己的一件事：某个输入动一点点，输出会跟着动多少，
@@ -18,6 +18,7 @@ dout”：
 
 运行：python 01_local_derivatives.py（与有限差分比较）
 评分：microgradnorm exercise check 1
+卡住了？microgradnorm lesson 1 讲的正是这道练习要用的内容
 """
 
 import numpy as np
