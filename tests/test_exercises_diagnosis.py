@@ -353,3 +353,22 @@ def test_two_mistakes_whose_errors_cancel_explain_nothing():
     assert match_pair(nearly, right, pair) is None
     both = [mistake("direct_path_only", right - path), mistake("sign_flipped", right + 2 * path)]
     assert match_pair(right + path, right, both) is not None  # errors -path and 2 path: together +path
+
+
+def test_status_lines_say_what_they_mean_and_the_second_input_is_not_ticked_when_not_compared():
+    """Issue 28 item 4: "ran" says three calls of what; the tolerance says what it is; a wrong shape on the
+    second input leaves that row unticked."""
+    wrong = changed(5, ("return dx, dgamma, dbeta", "return dx, dgamma[:5], dbeta"))  # D = 5 first, 6 second
+    result = judge_source(5, wrong, 0)
+    rows = {r.label: r for r in result.rows}
+    assert "the first input, the second, the first again" in rows["ran"].detail
+    assert rows["second input"].ok is None and "not compared" in rows["second input"].detail
+    off = judge_source(5, changed(5, ("dbeta = dy.sum(axis=lead)  # D", "dbeta = 1.001 * dy.sum(axis=lead)")), 0)
+    detail = next(r.detail for r in off.rows if r.label == "dbeta")
+    assert "tolerance" in detail and "times float64 rounding" in detail
+
+
+def test_one_mistake_seen_in_several_outputs_is_one_bullet():
+    result = judge_source(5, changed(5, (VAR5, "var = xshift.var(axis=-1, ddof=1, keepdims=True)")), 0)
+    titles = [f.title for f in result.findings]
+    assert len(titles) == len(set(titles)) and sum("unbiased variance" in t for t in titles) == 1, titles

@@ -251,9 +251,8 @@ def check_values(ev: Evidence) -> Verdict:
         elif ok:
             detail = say("row_value", rel=rel)
         else:
-            detail = say(
-                "row_value_bad", rel=rel, allowed=rounding.allowed_relative(case.expected[o.name], case.allowed[o.name])
-            )
+            allowed = rounding.allowed_relative(case.expected[o.name], case.allowed[o.name])
+            detail = say("row_value_bad", rel=rel, allowed=allowed, times=allowed / rounding.UNIT_ROUNDOFF / 2)
         rows.append(CheckRow(o.row, ok, detail))
         if not ok:
             failing.append(o.name)
@@ -271,6 +270,11 @@ def check_second(ev: Evidence) -> Verdict:
         return Verdict([CheckRow(say("check_second"), None, say("row_not_compared"))])
     wrong = [n for n, g in present if not _value_ok(case, n, g)]
     second = str(case.about)
+    unseen = [ev.problem.output(o.name).called for o in ev.problem.outputs if ("b", o.name) in ev.bad]
+    if not wrong and unseen:  # what could be compared is right; the rest was not compared, so no ✓
+        return Verdict(
+            [CheckRow(say("check_second"), None, say("row_second_partly", second=second, names=listed(unseen)))]
+        )
     if not wrong:
         return Verdict([CheckRow(say("check_second"), True, second)])
     names = listed([ev.problem.output(n).called for n in wrong])
@@ -446,6 +450,11 @@ def _unnamed(problem: Problem, case: Case, name: str, g: np.ndarray) -> list[Fin
     return [*found, finding("no_match", name=problem.output(name).called, advice=advice)]
 
 
+def _bare_title(f: Finding) -> str:
+    """A finding's title without the output it is about."""
+    return Finding(f.key, f.params).title
+
+
 def _how_far(problem: Problem, case: Case, got: dict[str, np.ndarray], wrong: list[str]) -> str:
     """ "dx (relative error 3.1e-01), dgamma (1.0e+00)": which outputs are wrong and by how much."""
     return listed(
@@ -475,8 +484,9 @@ def explain_values(
     several = len([n for n in wrong if sure[n]]) > 1
     for n in wrong:
         for f in sure[n]:
-            if f.key not in titles:
-                titles.add(f.key)
+            said = _bare_title(f)
+            if f.key not in titles and said not in titles:  # one bullet per mistake, however many outputs show it
+                titles.update((f.key, said))
                 found.append(replace(f, output=problem.output(n).called) if several else f)
     found += [f for f in upstream if f.key not in titles]
     if unexplained and not upstream:

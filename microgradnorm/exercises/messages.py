@@ -779,7 +779,7 @@ SAYINGS: dict[str, str] = {
         )
     ),
     # rows of the table
-    "row_ran": N_("no errors, three calls"),
+    "row_ran": N_("no errors in three calls (the first input, the second, the first again)"),
     "row_types_ok": N_("float64 arrays of the right shapes"),
     "row_finite_none": N_("nothing to check: no output came back as numbers"),
     "row_nonfinite": N_("`{name}` has {nan} NaN and {inf} Inf entries on {call}"),
@@ -790,9 +790,13 @@ SAYINGS: dict[str, str] = {
     "row_finite_among": N_(" among the {count} outputs that came back as numbers"),
     "row_not_compared": N_("not compared (wrong type or shape)"),
     "row_value": N_("relative error {rel:.1e}"),
-    "row_value_bad": N_("relative error {rel:.1e}; rounding allows {allowed:.1e}"),
+    # Translators: {times} is how many float64 rounding units (2.2e-16) the tolerance is, e.g. 120
+    "row_value_bad": N_(
+        "relative error {rel:.1e}; tolerance {allowed:.1e}, about {times:.0f} times float64 rounding for this size"
+    ),
     "row_not_finite": N_("not finite"),
     "row_second_wrong": N_("{second}; wrong: {names}"),
+    "row_second_partly": N_("{second}; not compared (wrong type or shape): {names}"),
     "row_repeat_ok": N_("deterministic"),
     "row_repeat_bad": N_("{names} changed between two calls on the same input"),
     "row_inputs_ok": N_("every input as it was given"),
@@ -925,7 +929,7 @@ SAYINGS: dict[str, str] = {
     "path_variance": N_("variance"),
     "path_rms": N_("rms"),
     # Translators: the {share} of the geometry messages: how the error splits; {xhat} and the others are "37%"
-    "share": N_("{xhat} of it along xhat, {ones} along the ones vector, {rest} elsewhere"),
+    "share": N_("{xhat} of it along xhat, {ones} along the ones vector (1, ..., 1), {rest} elsewhere"),
     # Translators: the {at_zero} of the geometry messages, with its leading space
     "at_zero": N_(" At eps = 0 the true dx is orthogonal to xhat; yours has dx . xhat up to {dot_got:.6g}."),
     # Translators: the {how} of the keepdims message
