@@ -481,7 +481,7 @@ def test_a_typical_mistake_is_diagnosed_in_chinese(graded_zh):
     assert not result.passed and result.summary == "还没通过：dx、第二组输入。"
     with i18n.use_language(ZH):
         assert result.findings[0].title == "缺了经过均值的路径"
-        assert "误差的 0% 在 xhat 方向，100% 在全 1 向量方向" in result.findings[0].detail
+        assert "误差的 0% 在 xhat 方向，100% 在全 1 向量 (1, ..., 1) 方向" in result.findings[0].detail
     assert result.worst is not None and result.worst.case.startswith("第一组输入：x [2, 3, 5]，eps = 0.001")
     assert english_runs(_said(result)) == []
 
