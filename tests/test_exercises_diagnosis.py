@@ -82,8 +82,8 @@ CORPUS = [
         "1-sqrt-and-mul",
         1,
         [(SQRT, "return 1.0 / np.sqrt(a) * dout"), (MUL, "return a * dout, b * dout")],
-        {"sqrt_no_half", "mul_swapped_a", "mul_swapped_b"},
-        set(),
+        {"sqrt_no_half", "mul_swapped_a"},
+        {"mul_swapped_b"},  # one mistake (a and b swapped in mul) shown once for both outputs
     ),
     ("1-div-no-dout", 1, [(DIV, "return 1.0 / b, -a / b**2")], {"no_dout"}, set()),
     ("1-div-da-times-b", 1, [(DIV, "return dout, -a / b**2 * dout")], {"factor_extra"}, {"factor_missing"}),
@@ -316,6 +316,86 @@ CORPUS = [
         ],
         {"axis_mean_term"},
         set(),
+    ),
+]
+
+
+# the same slips written the other ways a learner writes them (the held-out set is written from the trial)
+CORPUS += [
+    (
+        "5-mean-term-sum-axis-over-d",
+        5,
+        [(MP5, "mean_part = dxhat.sum(axis=1, keepdims=True) / dxhat.shape[-1]")],
+        {"axis_mean_term"},
+        set(),
+    ),
+    (
+        "5-eps-outside-forward",
+        5,
+        [("rstd = 1.0 / np.sqrt(var + eps)  # B,T,1", "rstd = 1.0 / (np.sqrt(var) + eps)")],
+        {"eps_outside_sqrt", "forward_first"},
+        set(),
+    ),
+    (
+        "3-xshift-data",
+        3,
+        [("xshift = [xi - mean for xi in x]", "xshift = [Value(xi.data - mean.data) for xi in x]")],
+        {"all_zero"},
+        set(),
+    ),
+    (
+        "3-var-float",
+        3,
+        [(V3, "var = sum(s.data**2 for s in xshift) / d"), (R3, "rstd = (var + eps) ** -0.5")],
+        {"graph_cut_variance"},
+        set(),
+    ),
+    (
+        "7-no-rstd",
+        7,
+        [(DX7, "dx = dxhat - dxhat.mean(axis=0) - xhat * (dxhat * xhat).mean(axis=0)")],
+        {"factor_missing"},
+        set(),
+    ),
+    (
+        "8-sum-not-mean",
+        8,
+        [(DX8, "dx = rrms * (dxhat - xhat * (dxhat * xhat).sum(axis=-1, keepdims=True))")],
+        {"geometry_radial_scaled"},
+        set(),
+    ),
+    ("2-two-multiplied", 2, [(VAR2, "return 2.0 * x * dvar / (d - 1)")], set(), set()),
+    (
+        "4-dgamma-np-sum-product",
+        4,
+        [(DG4, "dgamma = np.sum(dy, axis=(0, 1)) * np.sum(xhat, axis=(0, 1))")],
+        {"product_of_sums"},
+        set(),
+    ),
+    (
+        "6-dmean-no-rstd-dx-own",
+        6,
+        [
+            (DMEAN6, "dmean = -dxhat.sum(axis=0, keepdims=True)"),
+            (DX6, "dx = dxhat * rstd + dmean * rstd / m + dvar * 2.0 * xshift / m"),
+        ],
+        {"factor_missing"},
+        set(),
+    ),
+    ("9-inner-np-dot", 9, [(P9, "return (np.outer(ones, ones) + np.dot(xhat, xhat)) / d")], {"p_inner_product"}, set()),
+    (
+        "11-w-and-identity-einsum",
+        11,
+        [(DH11, "dh = np.einsum('nd,ed->ne', dy, W.T)"), (RET11, "return dx_ln, dgamma, dbeta, dW")],
+        {"identity_path_missing", "w_not_transposed"},
+        set(),
+    ),
+    (
+        "1-pow-not-lowered-div-da-db",
+        1,
+        [(POW, "return p * a**p * dout"), (DIV, "return -a / b**2 * dout, dout / b")],
+        {"pow_not_lowered"},
+        {"div_da_is_db", "swapped_outputs"},
     ),
 ]
 

@@ -182,6 +182,8 @@ def _explain_shape(ev: Evidence, call: str, name: str) -> Explanation:
         got is not None and got.size == expected.size and tol.close(got.reshape(expected.shape), expected, 1e-8, 1e-10)
     )
     called, problem = f"`{ev.problem.output(name).called}`", ev.problem
+    if shape == () and expected.ndim == 2:  # a number where a matrix belongs: an inner product, most often
+        return [finding("number_for_matrix", name=called, expected=expected.shape)], None
     x_shape = problem.x_shape(ev.case(call), name)
     return shape_findings(called, shape, expected.shape, x_shape, squeezed, problem.reduced_from), None
 
@@ -446,6 +448,8 @@ def _unnamed(problem: Problem, case: Case, name: str, g: np.ndarray) -> list[Fin
     geom = problem.geometry(case, name)
     if geom is not None:
         found += geometry_findings(g, case.expected[name], geom)
+    if any(f.key != "not_paths_alone" for f in found):  # a path singled out: that is the explanation
+        return found
     advice = problem.advice(name)
     return [*found, finding("no_match", name=problem.output(name).called, advice=advice)]
 

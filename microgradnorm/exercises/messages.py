@@ -360,6 +360,14 @@ FINDINGS: dict[str, tuple[str, str]] = {
             "two vectors is their outer product."
         ),
     ),
+    "number_for_matrix": (
+        N_("a number where a matrix belongs"),
+        N_(
+            "{name} is a single number, where a matrix of shape {expected} is expected. u @ v of two vectors "
+            "(or u.T @ v: transposing a 1-D array changes nothing) is their inner product, a number; the matrix "
+            "made from two vectors is their outer product."
+        ),
+    ),
     "p_elementwise": (
         N_("an elementwise product where an outer one belongs"),
         N_(

@@ -165,12 +165,16 @@ def _one_term_axis(gx: np.ndarray, m: formulas.Moments, axes: tuple[int, ...], n
     mean_term = gx.mean(axis=axes, keepdims=True)
     var_term = (gx * m.xhat).mean(axis=axes, keepdims=True)
     out = []
+    n = formulas.group_size(gx.shape, axes)
     for ax in _other_axis_sets(ndim, axes):
         words = {"wrong": _axis(ax), "right": _axis(axes)}
-        wrong_mean = gx.mean(axis=ax, keepdims=True)
-        wrong_var = (gx * m.xhat).mean(axis=ax, keepdims=True)
-        out.append(mistake("axis_mean_term", m.rstd * (gx - wrong_mean - m.xhat * var_term), **words))
-        out.append(mistake("axis_variance_term", m.rstd * (gx - mean_term - m.xhat * wrong_var), **words))
+        # the mean over the wrong axes, or their sum divided by the right count (.sum(axis=k) / D)
+        for wrong_mean, wrong_var in (
+            (gx.mean(axis=ax, keepdims=True), (gx * m.xhat).mean(axis=ax, keepdims=True)),
+            (gx.sum(axis=ax, keepdims=True) / n, (gx * m.xhat).sum(axis=ax, keepdims=True) / n),
+        ):
+            out.append(mistake("axis_mean_term", m.rstd * (gx - wrong_mean - m.xhat * var_term), **words))
+            out.append(mistake("axis_variance_term", m.rstd * (gx - mean_term - m.xhat * wrong_var), **words))
     return out
 
 

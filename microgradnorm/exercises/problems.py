@@ -146,8 +146,9 @@ class Problem:
         return phrase("advice_selfcheck")
 
     def upstream(self, case: Case, got: dict[str, np.ndarray], unexplained: list[str]) -> list[Finding]:
-        """One finding for several wrong outputs that share a wrong input (the forward pass, exercise 11's dh)."""
-        if "y" in unexplained and len(unexplained) > 1:
+        """One finding for several wrong outputs that share a wrong input (the forward pass, exercise 11's dh):
+        with y wrong, a gradient no mistake explains is computed from a wrong forward pass's cache."""
+        if "y" in got and any(n != "y" for n in unexplained):
             return [finding("forward_first")]
         return []
 
