@@ -479,7 +479,7 @@ def test_a_first_failure_names_the_slip_and_holds_back_the_formula_until_it_come
     flat = " ".join(first.split())
     assert code == 1
     assert "the exponent was not lowered" in flat  # the slip is named at once
-    assert formula not in flat and "held back" in flat and "exercise hint 1" in flat
+    assert formula not in flat and "held back on purpose" in flat and "exercise hint 1" in flat
     code, again = run("check", "1")
     assert code == 1 and formula in " ".join(again.split())  # the same mistake again: now the fix
     assert "pow_not_lowered" in ws.load_progress().exercises["01_local_derivatives"]["seen"]

@@ -226,6 +226,8 @@ def _grade_and_record(ex, folder, args):
     # a mistake found for the first time is named, and its fix held back until it is found again
     found = {k for f in result.findings for k in f.keys}
     result.findings = staged(result.findings, ws.seen_findings(ws.load_progress(), ex), ex.number)
+    if any(f.held for f in result.findings):
+        result.notes.append(say("held_back", number=ex.number))
     if seed is not None:  # inputs known in advance: their answers could be, too
         result.recorded = False
         result.notes.append(say("seed_not_recorded", seed=seed, number=ex.number))

@@ -83,8 +83,8 @@ class Finding:
 
     @property
     def detail(self) -> str:
-        if self.held:
-            return messages.say("held_back", number=self.held)
+        if self.held:  # the title names the slip; the fix comes when it is found again (a note says so once)
+            return ""
         return sentences([messages.detail(self.key, self.params), *(f.detail for f in self.also)])
 
     @property

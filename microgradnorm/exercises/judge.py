@@ -485,13 +485,15 @@ def explain_values(
     if len(wrong) > 1 and (unexplained or upstream):
         found.append(finding("several_wrong", outputs=_how_far(problem, case, got, wrong)))
     titles: set[str] = set()
-    several = len([n for n in wrong if sure[n]]) > 1
+    kept: list[tuple[str, Finding]] = []
     for n in wrong:
         for f in sure[n]:
             said = _bare_title(f)
             if f.key not in titles and said not in titles:  # one bullet per mistake, however many outputs show it
                 titles.update((f.key, said))
-                found.append(replace(f, output=problem.output(n).called) if several else f)
+                kept.append((n, f))
+    several = len({n for n, _f in kept}) > 1  # name the output only where the bullets are about several
+    found += [replace(f, output=problem.output(n).called) if several else f for n, f in kept]
     found += [f for f in upstream if f.key not in titles]
     if unexplained and not upstream:
         if len(wrong) == 1:  # the geometry of an error only where nothing else is wrong that could cause it

@@ -890,10 +890,10 @@ SAYINGS: dict[str, str] = {
     # Translators: where gamma or beta is shared: "used at each of the 6 positions it is shared by ({where})"
     "shared_every_row": N_("every row"),
     "shared_axes": N_("axes {axes}"),
+    # {number} is the exercise's; the note under a report whose mistakes are named without their explanation
     "held_back": N_(
-        "The explanation is held back, so that you can find the fix yourself: change your code and check again. "
-        "If this same mistake comes back, the check explains it; `microgradnorm exercise hint {number}` gives a "
-        "hint now."
+        "A mistake named without its explanation is held back on purpose (exercise {number}): find the fix, "
+        "change your code and check again; if the same mistake comes back, the check explains it."
     ),
     # Translators: the title of a finding about one of several wrong outputs: "div_backward: db: sign flipped"
     "about_output": N_("{name}: {title}"),

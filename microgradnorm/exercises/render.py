@@ -259,11 +259,11 @@ def _what_next(result: GradeResult, next_exercise: Exercise | None) -> list[Rend
     if result.status == "not_written":
         return [cjk_text(_("Open {path} and write your code there.").format(path=result.path), style="dim")]
     if not result.passed:
-        stuck = _(
-            "Stuck? `microgradnorm lesson {lesson}` teaches what this exercise needs; "
-            "`microgradnorm exercise hint {number}` gives one hint at a time."
-        ).format(number=number, lesson=result.exercise.lesson)
-        return [cjk_text(stuck, style="dim")]
+        stuck = _("Stuck? `microgradnorm exercise hint {number}` gives one hint at a time.").format(number=number)
+        lesson = _("`microgradnorm lesson {lesson}` teaches what this exercise needs.").format(
+            lesson=result.exercise.lesson
+        )
+        return [cjk_text(stuck, style="dim"), cjk_text(lesson, style="dim")]  # a line each: no command split
     return []
 
 
@@ -285,8 +285,11 @@ def _sentence_case(detail: str) -> str:
 
 def _finding(title: str, detail: str) -> RenderableType:
     """One diagnosis as a bullet whose wrapped lines hang under its text, not under the bullet."""
-    # Translators: one diagnosis: its short title, then the explanation
-    line = assemble(_("{title}: {detail}"), title=Text(title, style="bold"), detail=_sentence_case(detail))
+    if detail:
+        # Translators: one diagnosis: its short title, then the explanation
+        line = assemble(_("{title}: {detail}"), title=Text(title, style="bold"), detail=_sentence_case(detail))
+    else:  # its explanation held back until the mistake is found again
+        line = Text(title, style="bold")
     grid = Table.grid(padding=(0, 1, 0, 0))
     grid.add_column(no_wrap=True)
     grid.add_column(ratio=1)
