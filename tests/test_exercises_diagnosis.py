@@ -391,6 +391,19 @@ CORPUS += [
         set(),
     ),
     (
+        "11-ln-part-no-rstd",
+        11,
+        [
+            (
+                DXLN11,
+                "dx_ln = dxhat - dxhat.mean(axis=-1, keepdims=True) - xhat * "
+                "(dxhat * xhat).mean(axis=-1, keepdims=True)",
+            )
+        ],
+        {"factor_missing"},
+        set(),
+    ),
+    (
         "1-pow-not-lowered-div-da-db",
         1,
         [(POW, "return p * a**p * dout"), (DIV, "return -a / b**2 * dout, dout / b")],

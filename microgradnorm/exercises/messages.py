@@ -899,6 +899,8 @@ SAYINGS: dict[str, str] = {
     "about_output": N_("{name}: {title}"),
     # Translators: "{name} (relative error 3.1e-01)": one wrong output and how far off it is
     "output_off": N_("{name} (relative error {rel:.1e})"),
+    # Translators: the {name} of "Your {name} is the right one divided by rstd": exercise 11's dx minus dy
+    "ln_part": N_("dx - dy (the LayerNorm part of dx)"),
     # Translators: the {where} of "off by a factor that changes {where}"
     "per_row": N_("from row to row"),
     "per_column": N_("from column to column"),

@@ -34,7 +34,7 @@ from microgradnorm import tolerances as tol
 from microgradnorm.check import random_problem
 from microgradnorm.engine import Value
 from microgradnorm.exercises import norm_mistakes, rounding
-from microgradnorm.exercises.diagnose import Count, Finding, Geometry, Mistake, finding, mistake
+from microgradnorm.exercises.diagnose import Count, Finding, Geometry, Mistake, factor_findings, finding, mistake
 from microgradnorm.exercises.messages import Phrase, listed, phrase, say
 from microgradnorm.i18n import N_, _
 from microgradnorm.registry import get_norm
@@ -723,6 +723,14 @@ class PreLNProblem(Problem):
 
     def quantities(self, case: Case, name: str) -> list[tuple[str, np.ndarray]]:
         return norm_mistakes.quantities(case.info) if name in ("dgamma", "dbeta") else []
+
+    def findings(self, case: Case, name: str, got: np.ndarray) -> list[Finding]:
+        """dx = dy + (the LayerNorm part): a factor on the LayerNorm part alone (rstd left out of it)."""
+        if name != "dx":
+            return []
+        dy = case.inputs["dy"]
+        part = say("ln_part")
+        return factor_findings(part, got - dy, case.expected["dx"] - dy, norm_mistakes.quantities(case.info))
 
     def upstream(self, case: Case, got: dict[str, np.ndarray], unexplained: list[str]) -> list[Finding]:
         """dgamma and dbeta see only dh and xhat: wrong with a right forward pass, dh is wrong, upstream of LN."""
