@@ -465,3 +465,22 @@ def test_one_mistake_seen_in_several_outputs_is_one_bullet():
     result = judge_source(5, changed(5, (VAR5, "var = xshift.var(axis=-1, ddof=1, keepdims=True)")), 0)
     titles = [f.title for f in result.findings]
     assert len(titles) == len(set(titles)) and sum("unbiased variance" in t for t in titles) == 1, titles
+
+
+def test_every_fix_is_held_back_the_first_time_and_shown_the_second():
+    """Issue 28 item 2 over the corpus: a first failure names its slips but shows no explanation that states
+    the fix; once the same mistakes were seen, every explanation is shown."""
+    from microgradnorm.exercises import messages
+    from microgradnorm.exercises.diagnose import staged
+
+    assert messages.REVEALS <= set(messages.FINDINGS)
+    for sid, number, changes, _must, _may in CORPUS:
+        findings = judge_source(number, changed(number, *changes), 0).findings
+        first = staged(findings, set(), number)
+        for f in first:
+            if f.key in messages.REVEALS:
+                assert f.held == number and f.detail == "" and f.title, (sid, f.key)
+            else:
+                assert f.detail, (sid, f.key)  # what is off (an output, a ratio, a factor) is said at once
+        seen = {k for f in findings for k in f.keys}
+        assert [f.detail for f in staged(findings, seen, number)] == [f.detail for f in findings], sid

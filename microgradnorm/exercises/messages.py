@@ -711,6 +711,7 @@ REVEALS = frozenset(
         "scale_unbiased",
         "scale_unbiased_inverse",
         "scale_unbiased_std",
+        "swapped_outputs",
     }
 )
 
