@@ -364,7 +364,21 @@ CORPUS += [
         {"geometry_radial_scaled"},
         set(),
     ),
-    ("2-two-multiplied", 2, [(VAR2, "return 2.0 * x * dvar / (d - 1)")], set(), set()),
+    ("2-two-multiplied", 2, [(VAR2, "return 2.0 * x * dvar / (d - 1)")], {"var_x_not_xshift", "scale_unbiased"}, set()),
+    (
+        "1-pow-not-lowered-and-negated",
+        1,
+        [(POW, "return -p * a**p * dout")],
+        {"pow_not_lowered", "sign_flipped"},
+        set(),
+    ),
+    (
+        "5-no-mean-path-doubled",
+        5,
+        [(DX5, "dx = 2.0 * rstd * (dxhat - xhat * var_part)")],
+        {"mean_path_missing", "scale_two"},
+        set(),
+    ),
     (
         "4-dgamma-np-sum-product",
         4,

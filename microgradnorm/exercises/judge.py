@@ -31,6 +31,7 @@ from microgradnorm import tolerances as tol
 from microgradnorm.exercises import rounding, wire
 from microgradnorm.exercises.diagnose import (
     Finding,
+    Mistake,
     factor_findings,
     finding,
     geometry_findings,
@@ -354,11 +355,12 @@ def _named_mistakes(problem: Problem, case: Case, name: str, g: np.ndarray) -> l
     mistakes = problem.mistakes(case, name)
     m = match_mistake(g, mistakes)
     if m is None:
-        pair = match_pair(g, case.expected[name], mistakes)
+        pair = match_pair(g, case.expected[name], mistakes) or _scaled_mistake(problem, case, name, g, mistakes)
         if pair is None:
             return []
-        both = finding("two_mistakes", name=problem.output(name).called, first=pair[0].title, second=pair[1].title)
-        return [both, pair[0].finding, pair[1].finding]
+        first, second = (p.finding if isinstance(p, Mistake) else p for p in pair)
+        both = finding("two_mistakes", name=problem.output(name).called, first=first.title, second=second.title)
+        return [both, first, second]
     geom = problem.geometry(case, name)
     seen = geometry_findings(g, case.expected[name], geom, explain_outside=False) if geom is not None else []
     same = [f for f in seen if f.title == m.title]
@@ -419,6 +421,20 @@ def _fitted_eps(problem: Problem, case: Case, name: str, g: np.ndarray) -> float
             return None
         step = eps * 1e-3
     return eps if float(np.linalg.norm(g - at(eps))) <= EPS_FIT_SHARE * miss else None
+
+
+def _scaled_mistake(
+    problem: Problem, case: Case, name: str, g: np.ndarray, mistakes: list[Mistake]
+) -> tuple[Mistake, Finding] | None:
+    """A known mistake and a named constant factor on top of it (a sign, n/(n-1), a missing 1/n): two at once."""
+    n, counts = problem.group_size(case, name), problem.counts(case, name)
+    for m in mistakes:
+        if m.answer.shape != g.shape or scale_finding(m.answer, case.expected[name], n, counts) is not None:
+            continue  # a mistake that is itself a constant factor: a factor on top of it is one factor
+        s = scale_finding(g, m.answer, n, counts)
+        if s is not None and s.key != "scale_other" and s.title != m.title:
+            return m, s
+    return None
 
 
 def _sure(problem: Problem, case: Case, name: str, g: np.ndarray, first_ok: bool) -> list[Finding]:
