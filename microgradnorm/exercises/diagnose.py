@@ -19,13 +19,21 @@ grader in this order on the first output that fails:
    a * 1 + b * xhat + r. An error along 1 alone means the mean path is wrong,
    along xhat alone the variance path, and b compared with the true variance
    path's coefficient says how: -1 times it is a missing path, -1/m times it is
-   the (m-1)/m slip. A residual r outside the plane means the direct path itself
-   (or gamma, or the axis) is wrong.
+   the (m-1)/m slip. A residual r outside the plane blames no term: it only
+   says that no single path explains the error (the trial that asked for this
+   saw "the direct path is wrong" said of code whose mistake was elsewhere).
 4. **Scale.** An answer that is a constant multiple s of the right one: s =
    n/(n-1) or its square root is the unbiased variance, s = -1 a sign, s = a
    ratio of two counts a division by the wrong one, ...
 
-A diagnosis is data: a :class:`Finding` holds a key and the numbers computed
+5. **Two at once.** Mistakes in separate terms add their errors: an answer that
+   is the right one plus the errors of two known mistakes has both
+   (:func:`match_pair`); a factor that is a named quantity (rstd, gamma, b) or
+   varies row by row is said as such (:func:`factor_findings`).
+
+A mistake is named only when the numbers single it out; the grader
+(:mod:`.judge`) says which outputs are wrong and by how much otherwise. A
+diagnosis is data: a :class:`Finding` holds a key and the numbers computed
 from the learner's own answer; :mod:`.messages` turns it into words.
 """
 

@@ -14,8 +14,13 @@ in the order of the table:
 
 :func:`judge` runs them all and explains the first failure worth explaining
 (a wrong type before a changed input before a wrong value), with
-:func:`explain_value` for a wrong value: a swapped pair, a known mistake, the
-geometry of the error, a constant factor, an estimate instead of a formula.
+:func:`explain_values` for wrong values: every wrong output at once, each named
+mistake only where the numbers single it out (a swapped pair, a known mistake or
+two, an estimate, a constant or named factor), an output that is right for the
+learner's own wrong inputs said to follow from them, a shared upstream cause
+(the forward pass, exercise 11's dh) said once, and the geometry of an error
+only where nothing else is wrong that could cause it; else which outputs are
+off, by how much, and what to check.
 """
 
 from __future__ import annotations
