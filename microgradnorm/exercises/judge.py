@@ -514,7 +514,7 @@ def explain_values(
                 titles.update((f.key, said))
                 kept.append((n, f))
     several = len({n for n, _f in kept}) > 1  # name the output only where the bullets are about several
-    found += [replace(f, output=problem.output(n).called) if several else f for n, f in kept]
+    found += [replace(f, output=problem.output(n).called) if several and f.key != "follows" else f for n, f in kept]
     found += [f for f in upstream if f.key not in titles]
     if unexplained and not upstream:
         if len(wrong) == 1:  # the geometry of an error only where nothing else is wrong that could cause it

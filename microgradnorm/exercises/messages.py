@@ -381,7 +381,7 @@ FINDINGS: dict[str, tuple[str, str]] = {
     ),
     "factor_missing": (
         N_("a factor {q} is missing"),
-        N_("Your {name} is the right one divided by {q}, entry by entry: a factor {q} is missing."),
+        N_("Your {name} is the right one divided by {q}, entry by entry: where {q} belongs, it is not there."),
     ),
     "factor_per_axis": (
         N_("off by a factor that changes {where}"),
