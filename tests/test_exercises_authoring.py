@@ -37,7 +37,10 @@ def graded(tmp_path_factory):
     """Every scaffold, every reference solution (on two fresh seeds) and every independent answer, graded;
     and every independent answer again, with NumPy raising on any floating-point error and warnings as errors."""
     strict = tmp_path_factory.mktemp("strict")
-    subs = [Submission(f"scaffold-{ex.name}", ex.number, ex.scaffold) for ex in EXERCISES]
+    scaffolds = tmp_path_factory.mktemp("scaffolds")
+    for ex in EXERCISES:
+        (scaffolds / ex.filename).write_text(ex.scaffold_text, encoding="utf-8")
+    subs = [Submission(f"scaffold-{ex.name}", ex.number, scaffolds / ex.filename) for ex in EXERCISES]
     subs += [Submission(f"solution-{ex.name}-{i}", ex.number, ex.solution) for ex in EXERCISES for i in range(2)]
     subs += [Submission(f"answer-{ex.name}", ex.number, ANSWERS / ex.filename) for ex in EXERCISES]
     for ex in EXERCISES:
@@ -57,21 +60,22 @@ def test_catalog_data_and_grading_cover_the_same_exercises():
     names = {ex.name for ex in EXERCISES}
     assert set(PROBLEMS) == names
     assert set(DRIVERS) == names
-    assert {p.stem for p in (catalog.PACKAGE_DIR / "scaffolds").glob("*.py")} == names
+    assert not (catalog.PACKAGE_DIR / "scaffolds").exists()  # derived from the solutions, never stored
     assert {p.stem for p in (catalog.PACKAGE_DIR / "solutions").glob("*.py")} == names
 
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
 def test_scaffold_is_the_solution_with_the_marked_regions_emptied(ex):
-    scaffold = ex.scaffold.read_text(encoding="utf-8")
-    assert scaffold == derive_scaffold(ex.solution.read_text(encoding="utf-8"))
+    scaffold = ex.scaffold_text
+    solution = ex.solution.read_text(encoding="utf-8")
+    assert scaffold == derive_scaffold(solution) != solution
     assert scaffold.count('raise NotImplementedError("write your code here")') >= 1
     assert catalog.CODE_START in scaffold
 
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
 def test_scaffold_declares_its_functions_with_shapes_and_runs_on_its_own(ex):
-    tree = ast.parse(ex.scaffold.read_text(encoding="utf-8"))
+    tree = ast.parse(ex.scaffold_text)
     functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
     for name in ex.functions:
         assert name in functions, f"{ex.filename} lacks {name}"
@@ -126,13 +130,13 @@ def test_a_right_answer_passes_with_floating_point_errors_raised_and_warnings_as
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
 def test_each_file_says_what_its_code_may_use(ex):
     """The sandbox refuses everything else, so the file states it (the catalog and the file agree)."""
-    doc = " ".join((ast.get_docstring(ast.parse(ex.scaffold.read_text(encoding="utf-8"))) or "").split())
+    doc = " ".join((ast.get_docstring(ast.parse(ex.scaffold_text)) or "").split())
     assert f"may use {ex.uses_text}" in doc, doc
 
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
 def test_every_function_to_write_has_one_marked_place(ex):
-    scaffold = ex.scaffold.read_text(encoding="utf-8")
+    scaffold = ex.scaffold_text
     assert scaffold.count(catalog.CODE_START) == len(ex.functions)
     assert scaffold.count(catalog.CODE_END) == len(ex.functions)
 
@@ -165,7 +169,9 @@ def test_files_run_on_their_own(ex, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "DIFFERS" not in done.stdout
     assert "agrees" in done.stdout
-    todo = subprocess.run([sys.executable, str(ex.scaffold)], capture_output=True, text=True, timeout=120)
+    scaffold = tmp_path / ex.filename
+    scaffold.write_text(ex.scaffold_text, encoding="utf-8")
+    todo = subprocess.run([sys.executable, str(scaffold)], capture_output=True, text=True, timeout=120)
     assert todo.returncode != 0
     # one line that says what to do, instead of a NotImplementedError traceback
     assert "is not written yet: write your code where it says so" in todo.stderr
@@ -175,7 +181,7 @@ def test_files_run_on_their_own(ex, tmp_path):
 def test_a_learner_error_in_a_file_run_on_its_own_keeps_its_traceback(tmp_path):
     ex = EXERCISES[0]
     path = tmp_path / ex.filename
-    path.write_text(ex.scaffold.read_text(encoding="utf-8").replace(
+    path.write_text(ex.scaffold_text.replace(
         'raise NotImplementedError("write your code here")', "return undefined_name", 1
     ), encoding="utf-8")  # fmt: skip
     done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120)
@@ -205,3 +211,49 @@ def test_unknown_exercise_is_one_line_pointing_at_list(key):
     assert "\n" not in message
     assert "microgradnorm exercise list" in message
     assert repr(key) in message
+
+
+# ---- issue 28: an order that climbs evenly, traps left to the learner, no dead ends --------------------------------
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
+def test_each_exercise_names_its_lesson_and_the_lesson_exists(ex):
+    lesson = Path(catalog.PACKAGE_DIR).parents[1] / "lessons"
+    assert list(lesson.glob(f"{ex.lesson:02d}-*.md")), ex.lesson
+    assert f"microgradnorm lesson {ex.lesson}" in ex.solution.read_text(encoding="utf-8")
+
+
+def test_the_famous_traps_are_left_to_the_learner():
+    """The (m-1)/m slip is in a hint, not in exercise 6's statement; exercise 9 asks for J and lets P be found."""
+    six = ast.get_docstring(ast.parse(get_exercise(6).scaffold_text)) or ""
+    assert "(m-1)/m" not in six and any("(m - 1)/m" in h for h in hints(get_exercise(6)))
+    nine = get_exercise(9).scaffold_text
+    assert "xhat xhat^T" not in nine and "1 1^T" not in nine  # P's formula is for the learner to find in J
+    assert any("1 1^T + xhat xhat^T" in h for h in hints(get_exercise(9)))
+
+
+# what a self-check cannot compare with a finite difference, and says how it checks instead
+NOT_GRADIENTS = {"y": "the forward pass", "P": "P is not a gradient", "mean": "two passes", "var": "two passes"}
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
+def test_every_returned_quantity_is_in_the_file_s_own_self_check(ex):
+    from microgradnorm.exercises.problems import get_problem
+
+    done = subprocess.run([sys.executable, str(ex.solution)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    checked = {line.split()[0] for line in done.stdout.splitlines() if "finite difference|" in line}
+    for o in get_problem(ex.name).outputs:
+        if o.name in NOT_GRADIENTS or ex.number == 10:
+            continue
+        if ex.number in (1, 2):  # "mul da", "variance dx": the primitive, then the gradient
+            words = o.row.split(": ")
+            assert f"{words[0]} {words[1]}" in done.stdout, (o.row, done.stdout)
+        else:
+            assert o.name in checked, (o.name, checked)
+    if ex.number == 1:  # the optional _backward closures of Tiny, through a small graph
+        assert "Tiny" in checked
+    if ex.number == 9:
+        assert "P @ P = P: True" in done.stdout and "rank 2: True" in done.stdout
+    if ex.number == 10:
+        assert "mid-stream" in done.stdout and "agrees" in done.stdout

@@ -53,7 +53,7 @@ def solve(folder: Path, number: int) -> Path:
 
 def test_init_copies_every_scaffold_and_remembers_the_workspace(folder):
     for ex in EXERCISES:
-        assert (folder / ex.filename).read_bytes() == ex.scaffold.read_bytes()
+        assert (folder / ex.filename).read_bytes() == ex.scaffold_text.encode("utf-8")
     assert ws.load_progress().workspace == str(folder.resolve())
 
 
@@ -66,7 +66,7 @@ def test_init_never_overwrites_an_edited_file(folder):
     assert mine.read_text(encoding="utf-8") == "# my own attempt, half done\n"
     assert "kept your edited file(s), not overwritten: 05_layernorm_backward.py" in out
     assert "copied 1 scaffold(s): 01_local_derivatives.py" in out
-    assert (folder / EXERCISES[0].filename).read_bytes() == EXERCISES[0].scaffold.read_bytes()
+    assert (folder / EXERCISES[0].filename).read_bytes() == EXERCISES[0].scaffold_text.encode("utf-8")
 
 
 def test_init_again_points_to_the_next_unpassed_exercise(folder):
@@ -139,7 +139,7 @@ def test_check_grades_the_next_unsolved_and_records_it(folder):
 def test_check_by_name_and_a_pass_is_kept(folder):
     path = solve(folder, 7)
     assert run("check", "batchnorm_simplified")[0] == 0
-    path.write_text(get_exercise(7).scaffold.read_text(encoding="utf-8"))
+    path.write_text(get_exercise(7).scaffold_text)
     assert run("check", "7")[0] == 1
     assert ws.load_progress().passed(get_exercise(7))
 
@@ -257,7 +257,7 @@ def test_reset_asks_first_and_keeps_a_backup(folder):
     assert code == 1 and path.read_text(encoding="utf-8") == mine
     code, out = run("reset", "1", stdin="y\n")
     assert code == 0
-    assert path.read_bytes() == get_exercise(1).scaffold.read_bytes()
+    assert path.read_bytes() == get_exercise(1).scaffold_text.encode("utf-8")
     backups = list((state_dir() / "exercise-backups").glob("01_local_derivatives.*.py"))
     assert len(backups) == 1 and backups[0].read_text(encoding="utf-8") == mine
     assert str(backups[0]) in out.replace("\n", "")
@@ -270,7 +270,7 @@ def test_reset_yes_skips_the_question(folder):
     path = solve(folder, 2)
     code, _ = run("reset", "2", "--yes")
     assert code == 0
-    assert path.read_bytes() == get_exercise(2).scaffold.read_bytes()
+    assert path.read_bytes() == get_exercise(2).scaffold_text.encode("utf-8")
 
 
 # ---- progress safety -------------------------------------------------------------------------
@@ -460,3 +460,88 @@ def test_a_hint_is_wrapped_once_at_the_terminal_width(folder):
                     break
             assert " ".join(body).split() == words
             assert all(len(ln) > 40 for ln in body[:-1]), body
+
+
+# ---- the fix revealed in stages (issue 28 item 2) ----------------------------------------------------------
+
+
+def test_a_first_failure_names_the_slip_and_holds_back_the_formula_until_it_comes_back(folder):
+    path = solve(folder, 1)
+    source = path.read_text(encoding="utf-8")
+    path.write_text(source.replace("return p * a ** (p - 1.0) * dout", "return p * a**p * dout"), encoding="utf-8")
+    formula = "p * a**(p-1)"
+    code, first = run("check", "1")
+    flat = " ".join(first.split())
+    assert code == 1
+    assert "the exponent was not lowered" in flat  # the slip is named at once
+    assert formula not in flat and "held back on purpose" in flat and "exercise hint 1" in flat
+    code, again = run("check", "1")
+    assert code == 1 and formula in " ".join(again.split())  # the same mistake again: now the fix
+    assert "pow_not_lowered" in ws.load_progress().exercises["01_local_derivatives"]["seen"]
+
+
+# ---- small ones: reset of an untouched file, the diff after a pass, one "next", a moved workspace --------------
+
+
+def test_reset_of_an_untouched_file_asks_nothing_and_says_no_backup_was_needed(folder):
+    code, out = run("reset", "3", stdin="")  # no answer given: none is needed, nothing of the learner's is lost
+    assert code == 0 and "[y/N]" not in out
+    assert "no backup was needed" in " ".join(out.split())
+    assert not (state_dir() / "exercise-backups").exists()
+
+
+def test_solution_diff_after_a_pass_shows_only_what_differs(folder):
+    path = solve(folder, 4)
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("dbeta = dy.sum(axis=lead)  # D", "dbeta = np.sum(dy, axis=lead)"),
+        encoding="utf-8",
+    )
+    assert run("check", "4")[0] == 0
+    code, out = run("solution", "4", "--diff")
+    assert code == 0
+    assert "-    dbeta = np.sum(dy, axis=lead)" in out and "+    dbeta = dy.sum(axis=lead)  # D" in out
+    assert "def affine_backward" not in out  # only the lines around the change, not the whole file
+    solve(folder, 4)
+    assert "line for line" in run("solution", "4", "--diff", terminal=True)[1]
+
+
+def test_check_and_watch_mean_the_same_next(folder):
+    """Issue 27 item 20: passing 5 with 1 and 2 unpassed, check's "Next" is 06, as watch's n."""
+    solve(folder, 5)
+    code, out = run("check", "5")
+    flat = " ".join(out.split())
+    assert code == 0 and "Next: 06_batchnorm_staged (`microgradnorm exercise check 6` grades it)" in flat
+    assert "  Next" not in out
+
+
+def test_a_moved_workspace_is_reported_by_list_as_check_reports_it(folder, tmp_path):
+    folder.rename(tmp_path / "moved")
+    with pytest.raises(ValueError) as gone:
+        run("check", "1")
+    _, out = run("list")
+    flat = " ".join(out.split())
+    assert "No workspace yet" not in flat and str(folder) in flat and "is gone" in flat
+    assert "is gone" in str(gone.value)
+
+
+def test_a_report_at_80_columns_keeps_the_seed_whole_and_hangs_its_bullets(folder):
+    path = solve(folder, 5)
+    source = path.read_text(encoding="utf-8")
+    path.write_text(
+        source.replace(
+            "var = (xshift * xshift).mean(axis=-1, keepdims=True)  # B,T,1",
+            "var = xshift.var(axis=-1, ddof=1, keepdims=True)",
+        ),
+        encoding="utf-8",
+    )
+    run("check", "5")  # the first time the explanation is held back; the second shows it
+    args = cli.build_parser().parse_args(["exercise", "check", "5", "--seed", "1234567"])
+    buf = io.StringIO()
+    command.main(args, Console(file=buf, width=80, color_system=None), io.StringIO(""))
+    lines = buf.getvalue().splitlines()
+    assert any(line.strip() == "inputs of --seed 1234567" for line in lines)
+    bullets = [i for i, line in enumerate(lines) if line.startswith("  • ")]
+    assert bullets
+    following = lines[bullets[0] + 1]
+    assert following.startswith("    ") and not following.startswith("     ")  # under the text, not the bullet
+    assert "unbiased variance: the variance was divided" in " ".join(buf.getvalue().split())

@@ -18,6 +18,7 @@ import pytest
 
 from microgradnorm import cli
 from microgradnorm import tolerances as tol
+from microgradnorm.exercises.catalog import derive_scaffold
 from microgradnorm.lab import CATALOG, NEEDS_TORCH, pairs
 from microgradnorm.lab import experiments as E
 from microgradnorm.lab.net import Net, NetSpec, cross_entropy
@@ -26,7 +27,7 @@ from microgradnorm.lab.train import TrainConfig, batches, learning_rate, train
 
 EXERCISES = Path(__file__).parents[1] / "microgradnorm" / "exercises"
 SOLUTION = EXERCISES / "solutions" / "05_layernorm_backward.py"
-SCAFFOLD = EXERCISES / "scaffolds" / "05_layernorm_backward.py"
+SCAFFOLD = EXERCISES / "solutions" / "05_layernorm_backward.py"  # its scaffold is derived from it
 LESSON_SEEDS = (0, 3)  # the lessons' default seed and the one tests/test_lessons.py changes it to
 # a central difference of the whole network's loss (float64, step FD_STEP): truncation and
 # rounding are both near 1e-10 relative to gradients of order 1e-2 to 1; the check samples entries
@@ -133,7 +134,8 @@ def _copy(tmp_path, source: Path, text: str | None = None) -> Path:
     ids=["scaffold", "missing", "syntax", "shapes"],
 )
 def test_a_learner_file_that_cannot_be_used_is_one_line(tmp_path, content, words):
-    path = _copy(tmp_path, SCAFFOLD, content)
+    scaffold = derive_scaffold(SCAFFOLD.read_text(encoding="utf-8"))  # what init gives the learner
+    path = _copy(tmp_path, SCAFFOLD, scaffold if content is None else content)
     with pytest.raises(ValueError) as info:
         pairs.learner_pair(path)
     assert words in str(info.value) and "\n" not in str(info.value)

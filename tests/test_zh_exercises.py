@@ -42,7 +42,7 @@ ZH = i18n.SIMPLIFIED_CHINESE
 WORD = r"(?<![\w.`'])[a-z]{2,}(?![\w(`'])"
 ENGLISH_RUN = re.compile(rf"{WORD}(?: {WORD}){{2,}}")
 COMMAND = re.compile(r"microgradnorm exercise [a-z]+")  # a command to type stays as it is
-KINDS = ("scaffolds", "solutions")
+KINDS = ("solutions",)  # the scaffolds are derived from these, in each language
 IDS = [ex.name for ex in EXERCISES]
 
 
@@ -63,7 +63,7 @@ def chinese_body(english: Path) -> str:
 
 
 def english_path(ex, kind: str) -> Path:
-    return ex.scaffold if kind == "scaffolds" else ex.solution
+    return ex.solution  # the only kind of translated file: each scaffold is derived from its solution
 
 
 # ---- the translated files -------------------------------------------------------------------------------
@@ -136,8 +136,8 @@ def test_the_code_comparison_tells_a_comment_from_code():
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
 def test_a_chinese_scaffold_is_its_chinese_solution_emptied(ex):
-    scaffold, solution = chinese_body(ex.scaffold), chinese_body(ex.solution)
-    assert scaffold == derive_scaffold(solution)
+    scaffold, solution = translation.scaffold(ex, ZH).text, chinese_body(ex.solution)
+    assert scaffold == derive_scaffold(solution) != solution
     start, end = MARKERS[ZH]
     assert scaffold.count(start) == scaffold.count(end) == len(ex.functions)
     assert catalog.CODE_START not in scaffold  # the markers are in the file's language
@@ -197,7 +197,7 @@ def test_a_learner_gets_the_file_without_its_mark():
     given = translation.scaffold(ex, ZH)
     assert given.language == ZH and given.note is None
     assert given.text.startswith('"""练习 05') and "# english:" not in given.text
-    assert translation.scaffold(ex, i18n.ENGLISH).text == ex.scaffold.read_text(encoding="utf-8")
+    assert translation.scaffold(ex, i18n.ENGLISH).text == ex.scaffold_text
 
 
 # ---- drift: the English changes, the learner sees the English until the translation catches up -----------
@@ -208,8 +208,7 @@ def package_copy(tmp_path, monkeypatch):
     """The exercises' files copied to a folder of their own, which catalog and translation read instead."""
     folder = tmp_path / "exercises"
     folder.mkdir()
-    for name in ("scaffolds", "solutions"):
-        shutil.copytree(catalog.PACKAGE_DIR / name, folder / name)
+    shutil.copytree(catalog.PACKAGE_DIR / "solutions", folder / "solutions")
     for name in ("hints.md", f"hints.{ZH}.md"):
         shutil.copy2(catalog.PACKAGE_DIR / name, folder / name)
     monkeypatch.setattr(catalog, "PACKAGE_DIR", folder)
@@ -217,22 +216,23 @@ def package_copy(tmp_path, monkeypatch):
     return folder
 
 
-def test_an_english_scaffold_edited_shows_the_english_until_its_translation_is_updated(package_copy):
+def test_an_english_solution_edited_gives_the_english_scaffold_until_its_translation_is_updated(package_copy):
     ex = get_exercise(5)
-    assert ex.scaffold.parent.parent == package_copy
-    english = ex.scaffold.read_text(encoding="utf-8")
-    ex.scaffold.write_text(english.replace("Try it:", "Run it:"), encoding="utf-8")
+    assert ex.solution.parent.parent == package_copy
+    english = ex.solution.read_text(encoding="utf-8")
+    ex.solution.write_text(english.replace("Try it:", "Run it:"), encoding="utf-8")
     problems = translation.translation_problems(ZH)
-    assert len(problems) == 1 and "scaffolds/05_layernorm_backward.py changed in the English" in problems[0]
+    assert len(problems) == 1 and "solutions/05_layernorm_backward.py changed in the English" in problems[0]
     with i18n.use_language(ZH):
         given = translation.scaffold(ex)
-    assert given.language == i18n.ENGLISH and given.text == ex.scaffold.read_text(encoding="utf-8")
+    assert given.language == i18n.ENGLISH and given.text == ex.scaffold_text and "Run it:" in given.text
     assert given.note == "练习 5 的英文原文在翻译之后改过，译文更新之前先给你英文版的文件。"
-    assert translation.solution(ex, ZH).language == ZH  # only the file that changed
+    assert translation.solution(ex, ZH).language == i18n.ENGLISH
+    assert translation.scaffold(get_exercise(4), ZH).language == ZH  # only the exercise that changed
     # the translator updates the translation, then its first line
-    chinese = translation.translated_path(ex.scaffold, ZH)
+    chinese = translation.translated_path(ex.solution, ZH)
     lines = chinese.read_text(encoding="utf-8").splitlines(keepends=True)
-    chinese.write_text(translation.file_mark(ex.scaffold) + "".join(lines[1:]), encoding="utf-8")
+    chinese.write_text(translation.file_mark(ex.solution) + "".join(lines[1:]), encoding="utf-8")
     assert translation.translation_problems(ZH) == []
     assert translation.scaffold(ex, ZH).language == ZH
 
@@ -272,15 +272,11 @@ def test_a_translation_without_its_mark_or_with_other_code_is_not_given(package_
     assert translation.hints(ex, ZH)[0] == catalog.hints(ex)
 
 
-def test_the_translators_tool_prints_the_first_lines_and_derives_the_scaffolds(package_copy, capsys):
+def test_the_translators_tool_prints_the_first_lines(package_copy, capsys):
     ex = get_exercise(7)
     assert translation.main([f"solutions/{ex.filename}"]) == 0
     first = translation.translated_path(ex.solution, ZH).read_text(encoding="utf-8").splitlines()[0]
     assert capsys.readouterr().out == first + "\n"
-    assert translation.derive_scaffolds(ZH) == []  # every scaffold is its solution emptied already
-    chinese = translation.translated_path(ex.scaffold, ZH)
-    chinese.write_text("# english: stale 000000000000\n", encoding="utf-8")
-    assert translation.derive_scaffolds(ZH) == [chinese]
     assert translation.scaffold(ex, ZH).text == derive_scaffold(chinese_body(ex.solution))
 
 
@@ -422,7 +418,7 @@ def graded_zh(tmp_path_factory):
     zh5 = folder / "zh5.py"
     zh5.write_text(chinese_body(get_exercise(5).solution), encoding="utf-8")
     scaffold = folder / "scaffold6.py"
-    scaffold.write_text(chinese_body(get_exercise(6).scaffold), encoding="utf-8")
+    scaffold.write_text(translation.scaffold(get_exercise(6), ZH).text, encoding="utf-8")
     mean_path = ("dx = rstd * (dxhat - mean_part - xhat * var_part)", "dx = rstd * (dxhat - xhat * var_part)")
     subs = [
         Submission("right", 5, zh5),
@@ -484,7 +480,7 @@ def test_a_typical_mistake_is_diagnosed_in_chinese(graded_zh):
     assert not result.passed and result.summary == "还没通过：dx、第二组输入。"
     with i18n.use_language(ZH):
         assert result.findings[0].title == "缺了经过均值的路径"
-        assert "误差的 0% 在 xhat 方向，100% 在全 1 向量方向" in result.findings[0].detail
+        assert "误差的 0% 在 xhat 方向，100% 在全 1 向量 (1, ..., 1) 方向" in result.findings[0].detail
     assert result.worst is not None and result.worst.case.startswith("第一组输入：x [2, 3, 5]，eps = 0.001")
     assert english_runs(_said(result)) == []
 
@@ -533,7 +529,9 @@ def test_init_check_hint_and_solution_with_the_lang_option(tmp_path, capsys, mon
     folder = tmp_path / "练习"
     code, out, _ = run_cli(capsys, "--lang", "zh-CN", "exercise", "init", str(folder))
     assert code == 0 and "复制了 11 个练习模板" in out and "从 01_local_derivatives.py 开始" in out
-    assert (folder / "05_layernorm_backward.py").read_text(encoding="utf-8") == chinese_body(get_exercise(5).scaffold)
+    assert (folder / "05_layernorm_backward.py").read_text(encoding="utf-8") == translation.scaffold(
+        get_exercise(5), ZH
+    ).text
     code, out, _ = run_cli(capsys, "exercise", "check", "1", "--lang", "zh-CN")
     assert code == 1 and "还没写：`mul_backward` 仍然抛出 NotImplementedError" in out
     solve_in_chinese(folder, 1)
@@ -602,7 +600,7 @@ def test_an_english_workspace_becomes_chinese_where_the_learner_has_not_started(
     assert "✓ 完成" in out and "已完成 1/11" in out  # progress is the same in every language
     code, out, _ = run_cli(capsys, "--lang", "zh-CN", "exercise", "reset", "2", "--yes")
     assert "已恢复成练习模板。你之前的版本在" in "".join(out.split())
-    assert mine.read_text(encoding="utf-8") == chinese_body(get_exercise(2).scaffold)
+    assert mine.read_text(encoding="utf-8") == translation.scaffold(get_exercise(2), ZH).text
     code, out, _ = run_cli(capsys, "exercise", "init", str(folder))  # and back to English
     assert code == 0
     assert "10 file(s) you had not started are now the English version" in " ".join(out.split())
@@ -648,7 +646,7 @@ def test_the_watch_keys_line_wraps_the_chinese_way_at_60_columns():
 def test_a_chinese_file_run_on_its_own_speaks_chinese(tmp_path):
     env = {**os.environ, "MICROGRADNORM_LANG": "en"}  # the file's own language wins: one run, one language
     scaffold = tmp_path / "05.py"
-    scaffold.write_text(chinese_body(get_exercise(5).scaffold), encoding="utf-8")
+    scaffold.write_text(translation.scaffold(get_exercise(5), ZH).text, encoding="utf-8")
     done = subprocess.run([sys.executable, str(scaffold)], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 1 and "`layernorm_forward`（第 " in done.stderr and "还没写" in done.stderr
     assert "Traceback" not in done.stderr

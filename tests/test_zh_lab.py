@@ -22,7 +22,6 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -226,7 +225,11 @@ def test_lab_errors_are_one_chinese_line(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err.strip()
     assert err.startswith("microgradnorm lab：错误：--file：应为你的练习文件（05_layernorm_backward.py）")
     assert "missing.py" in err and "\n" not in err
-    scaffold = Path(pairs.__file__).parents[1] / "exercises" / "scaffolds" / pairs.EXERCISE_FILE
+    from microgradnorm.exercises import translation
+    from microgradnorm.exercises.catalog import get_exercise
+
+    scaffold = tmp_path / pairs.EXERCISE_FILE  # what init gives a Chinese learner, derived from the solution
+    scaffold.write_text(translation.scaffold(get_exercise(5), "zh-CN").text, encoding="utf-8")
     assert cli.main(["--lang", "zh-CN", "lab", "yours", "--file", str(scaffold)]) == 2
     err = capsys.readouterr().err.strip()
     assert "--file：05_layernorm_backward.py 还没有写完（NotImplementedError）；请先完成练习 5" in err

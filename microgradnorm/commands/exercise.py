@@ -136,6 +136,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p = add("solution", _("show the reference solution of NAME (after you pass it)"))
     p.add_argument("name", metavar="NAME", help=_("exercise number or name"))
     p.add_argument("--force", action="store_true", help=_("show it even though you have not passed yet"))
+    p.add_argument(
+        "--diff", action="store_true", help=_("show how your file differs from it, instead of the whole solution")
+    )
     p = add("reset", _("put the scaffold of NAME back, in your language (your file is backed up first)"))
     p.add_argument("name", metavar="NAME", help=_("exercise number or name"))
     p.add_argument("--yes", action="store_true", help=_("do not ask for confirmation"))
@@ -182,15 +185,16 @@ def _list(args, console, stdin, progress) -> int:
     from microgradnorm.exercises.catalog import EXERCISES
     from microgradnorm.exercises.render import exercise_list
 
-    folder = None
+    folder, problem = None, None
     try:
         folder = ws.resolve_workspace(getattr(args, "dir", None), progress)
-    except ValueError:
+    except ValueError as exc:
         if getattr(args, "dir", None) is not None:
             raise
+        problem = str(exc) if progress.workspace is not None else None  # check says the same: the folder is gone
     edited = {ex.name: folder is not None and ws.is_edited(folder, ex) for ex in EXERCISES}
     exists = {ex.name: folder is None or ws.learner_file(folder, ex).is_file() for ex in EXERCISES}
-    console.print(exercise_list(progress, folder, edited, exists))
+    console.print(exercise_list(progress, folder, edited, exists, problem))
     return 0
 
 
@@ -208,6 +212,7 @@ def _init(args, console, stdin, progress) -> int:
 def _grade_and_record(ex, folder, args):
     """Grade ``ex``, then record the grader's own verdict; a progress file changed meanwhile is put back."""
     from microgradnorm.exercises import workspace as ws
+    from microgradnorm.exercises.diagnose import staged
     from microgradnorm.exercises.grader import grade
     from microgradnorm.exercises.messages import say
 
@@ -218,11 +223,16 @@ def _grade_and_record(ex, folder, args):
     if guard.tampered:
         result.passed, result.status, result.summary = False, "error", say("progress_tampered")
         return result, ws.load_progress()
+    # a mistake found for the first time is named, and its fix held back until it is found again
+    found = {k for f in result.findings for k in f.keys}
+    result.findings = staged(result.findings, ws.seen_findings(ws.load_progress(), ex), ex.number)
+    if any(f.held for f in result.findings):
+        result.notes.append(say("held_back", number=ex.number))
     if seed is not None:  # inputs known in advance: their answers could be, too
         result.recorded = False
         result.notes.append(say("seed_not_recorded", seed=seed, number=ex.number))
-        return result, ws.load_progress()
-    return result, ws.record_result(ex, result.status)
+        return result, ws.record_seen(ex, found)
+    return result, ws.record_result(ex, result.status, found)
 
 
 def _check(args, console, stdin, progress) -> int:
@@ -235,7 +245,7 @@ def _check(args, console, stdin, progress) -> int:
         console.print(_done(_("Every exercise is done. `microgradnorm exercise list` shows them.")))
         return 0
     result, progress = _grade_and_record(ex, folder, args)
-    nxt = ws.next_unsolved(progress) if result.passed else None
+    nxt = ws.next_after(ex, progress) if result.passed else None  # the "next" of watch's n too
     console.print(grade_report(result, next_exercise=nxt))
     return 0 if result.passed else 1
 
@@ -266,12 +276,31 @@ def _solution(args, console, stdin, progress) -> int:
         console.print(cjk_text(text.format(name=ex.name, number=ex.number), style="yellow"), highlight=False)
         return 1
     source = translation.solution(ex)
+    if getattr(args, "diff", False):
+        return _solution_diff(args, console, progress, ex, source.text)
     if not console.is_terminal:  # into a file or a pipe: the file itself, runnable, not its framed view
         console.file.write(source.text)
         if source.note:
             print(source.note, file=sys.stderr)
         return 0
     console.print(solution_view(ex, source.text, note=source.note))
+    return 0
+
+
+def _solution_diff(args, console, progress, ex, reference: str) -> int:
+    """The learner's file against the reference solution, as a unified diff (plain text into a pipe)."""
+    from microgradnorm.exercises import workspace as ws
+    from microgradnorm.exercises.render import solution_diff
+
+    path = ws.learner_file(ws.resolve_workspace(args.dir, progress), ex)
+    try:
+        mine = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(_("--diff: your file {path} could not be read: {why}").format(path=path, why=exc)) from None
+    if not console.is_terminal:
+        console.file.write(solution_diff(ex, mine, reference, path, plain=True))
+        return 0
+    console.print(solution_diff(ex, mine, reference, path))
     return 0
 
 
@@ -282,7 +311,8 @@ def _reset(args, console, stdin, progress) -> int:
     ex = _exercise(args.name)
     folder = ws.resolve_workspace(args.dir, progress)
     path = ws.learner_file(folder, ex)
-    if not args.yes:
+    untouched = path.is_file() and not ws.is_edited(folder, ex)  # nothing of the learner's to lose: no question
+    if not args.yes and not untouched:
         console.print(
             # Translators: y and N are what the learner types, whatever the language: keep [y/N]
             _("Reset {path} to the scaffold? Your version is backed up first; your progress is kept. [y/N] ").format(
@@ -301,6 +331,8 @@ def _reset(args, console, stdin, progress) -> int:
     backup = ws.reset_file(folder, ex)
     if backup:
         done = _("{file} is the scaffold again. Your previous version is in {backup}.")
+    elif untouched:
+        done = _("{file} is the scaffold again. You had not edited it, so no backup was needed.")
     else:
         done = _("{file} is the scaffold again.")
     console.print(done.format(file=ex.filename, backup=backup), highlight=False)

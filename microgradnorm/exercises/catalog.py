@@ -1,16 +1,16 @@
 """The exercises, in order of difficulty, and where their files live.
 
 This module imports only the standard library, so ``microgradnorm exercise list``
-stays fast. What each exercise asks is said in its scaffold's docstring (the
-file the learner edits); how it is graded lives in :mod:`.problems` (the
+stays fast. What each exercise asks is said in its solution's docstring, which
+the scaffold the learner edits keeps; how it is graded lives in :mod:`.problems` (the
 grading side) and :mod:`.runner` (the side that runs learner code).
 
 Package data next to this file:
 
-* ``scaffolds/NN_name.py``: what ``init`` copies into the learner's workspace;
-* ``solutions/NN_name.py``: the reference solution, shown by ``solution``;
+* ``solutions/NN_name.py``: the reference solution, shown by ``solution``; what ``init`` and
+  ``reset`` give the learner is derived from it (:func:`derive_scaffold`), never stored;
 * ``hints.md``: the hints, one section per exercise, given out one at a time;
-* ``scaffolds/zh-CN/``, ``solutions/zh-CN/``, ``hints.zh-CN.md``: their translations (:mod:`.translation`).
+* ``solutions/zh-CN/``, ``hints.zh-CN.md``: their translations (:mod:`.translation`).
 """
 
 from __future__ import annotations
@@ -73,12 +73,23 @@ class Exercise:
         return f"{self.name}.py"
 
     @property
-    def scaffold(self) -> Path:
-        return PACKAGE_DIR / "scaffolds" / self.filename
+    def scaffold_text(self) -> str:
+        """What ``init`` and ``reset`` give the learner in English: the solution with its marked regions emptied."""
+        return derive_scaffold(self.solution.read_text(encoding="utf-8"))
 
     @property
     def solution(self) -> Path:
         return PACKAGE_DIR / "solutions" / self.filename
+
+    @property
+    def lesson(self) -> int:
+        """The lesson that teaches what this exercise needs (its file and its failures name it)."""
+        return LESSONS[self.number]
+
+
+# exercise -> its lesson: 1 the chain rule; 2 and 5 the paths into x; 3 the forward graph; 4 the affine step;
+# 6 and 7 BatchNorm; 8 RMSNorm; 9 the Jacobian and P; 10 numerical traps; 11 pre-LN
+LESSONS = {1: 1, 2: 5, 3: 3, 4: 4, 5: 5, 6: 8, 7: 8, 8: 9, 9: 7, 10: 12, 11: 11}
 
 
 EXERCISES: tuple[Exercise, ...] = (
@@ -260,8 +271,8 @@ def hints(exercise: Exercise) -> tuple[str, ...]:
 
 
 # The learner writes between these two lines (a translated file has them in its language). A scaffold is its
-# solution with everything between them replaced by one ``raise NotImplementedError``, so the two files cannot
-# drift apart (an authoring test checks it).
+# solution with everything between them replaced by one ``raise NotImplementedError``, derived when it is
+# given out, so there is no second file to drift apart from the solution.
 CODE_START = "# ---- write your code here ----"
 CODE_END = "# ---- end of your code ----"
 MARKERS = {"en": (CODE_START, CODE_END), "zh-CN": ("# ---- 在这里写你的代码 ----", "# ---- 你的代码到此为止 ----")}

@@ -19,13 +19,21 @@ grader in this order on the first output that fails:
    a * 1 + b * xhat + r. An error along 1 alone means the mean path is wrong,
    along xhat alone the variance path, and b compared with the true variance
    path's coefficient says how: -1 times it is a missing path, -1/m times it is
-   the (m-1)/m slip. A residual r outside the plane means the direct path itself
-   (or gamma, or the axis) is wrong.
+   the (m-1)/m slip. A residual r outside the plane blames no term: it only
+   says that no single path explains the error (the trial that asked for this
+   saw "the direct path is wrong" said of code whose mistake was elsewhere).
 4. **Scale.** An answer that is a constant multiple s of the right one: s =
    n/(n-1) or its square root is the unbiased variance, s = -1 a sign, s = a
    ratio of two counts a division by the wrong one, ...
 
-A diagnosis is data: a :class:`Finding` holds a key and the numbers computed
+5. **Two at once.** Mistakes in separate terms add their errors: an answer that
+   is the right one plus the errors of two known mistakes has both
+   (:func:`match_pair`); a factor that is a named quantity (rstd, gamma, b) or
+   varies row by row is said as such (:func:`factor_findings`).
+
+A mistake is named only when the numbers single it out; the grader
+(:mod:`.judge`) says which outputs are wrong and by how much otherwise. A
+diagnosis is data: a :class:`Finding` holds a key and the numbers computed
 from the learner's own answer; :mod:`.messages` turns it into words.
 """
 
@@ -34,7 +42,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -50,15 +58,19 @@ __all__ = [
     "Geometry",
     "Mistake",
     "exception_findings",
+    "factor_findings",
     "finding",
     "geometry_findings",
     "match_mistake",
+    "match_pair",
     "mistake",
     "scale_finding",
     "shape_findings",
+    "staged",
     "worst_entry",
 ]
 
+PAIR_SHARE = 1e-3  # two mistakes explain an error only if they leave at most this share of it unexplained
 SMALL_SHARE = 1e-6  # a share of the squared error below this is rounding, not a component of the mistake
 
 
@@ -69,18 +81,33 @@ class Finding:
     key: str
     params: dict[str, Any] = field(default_factory=dict)
     also: tuple[Finding, ...] = ()
+    output: str = ""  # the output it is about, when several are wrong ("div_backward: db")
+    held: int = 0  # the exercise's number when the explanation (the fix) is held back: a first failure
 
     @property
     def title(self) -> str:
-        return messages.title(self.key, self.params)
+        said = messages.title(self.key, self.params)
+        return messages.say("about_output", name=self.output, title=said) if self.output else said
 
     @property
     def detail(self) -> str:
+        if self.held:  # the title names the slip; the fix comes when it is found again (a note says so once)
+            return ""
         return sentences([messages.detail(self.key, self.params), *(f.detail for f in self.also)])
+
+    @property
+    def keys(self) -> set[str]:
+        """Its key and the keys of the findings that explain it further."""
+        return {self.key}.union(*(f.keys for f in self.also))
 
 
 def finding(key: str, **params: Any) -> Finding:
     return Finding(key, params)
+
+
+def staged(findings: list[Finding], seen: set[str], number: int) -> list[Finding]:
+    """The findings of one check with the fix held back where it is the first time this mistake was found."""
+    return [replace(f, held=number) if f.key in messages.REVEALS and not f.keys & seen else f for f in findings]
 
 
 @dataclass(frozen=True)
@@ -140,11 +167,28 @@ def worst_entry(got: np.ndarray, expected: np.ndarray) -> tuple[tuple[int, ...],
 
 def match_mistake(got: np.ndarray, mistakes: list[Mistake]) -> Mistake | None:
     """The first known mistake whose answer ``got`` equals (within EXERCISE_MISTAKE_RTOL)."""
-    for m in mistakes:
-        if m.answer.shape == got.shape and tol.close(
-            got, m.answer, tol.EXERCISE_MISTAKE_RTOL, tol.EXERCISE_MISTAKE_ATOL
-        ):
-            return m
+    return next((m for m in mistakes if _matches(got, m.answer)), None)
+
+
+def _matches(got: np.ndarray, answer: np.ndarray) -> bool:
+    return answer.shape == got.shape and tol.close(got, answer, tol.EXERCISE_MISTAKE_RTOL, tol.EXERCISE_MISTAKE_ATOL)
+
+
+def match_pair(got: np.ndarray, expected: np.ndarray, mistakes: list[Mistake]) -> tuple[Mistake, Mistake] | None:
+    """Two known mistakes made at once: ``got`` is the right answer plus both of their errors.
+
+    Mistakes in separate terms of a sum (a path left out, a wrong W in another) add their
+    errors exactly; an answer that is that sum, to the tolerance of a named mistake, has both.
+    """
+    error = float(np.linalg.norm(got - expected))
+    errors = [(m, m.answer - expected) for m in mistakes if m.answer.shape == got.shape]
+    errors = [(m, e) for m, e in errors if np.all(np.isfinite(e)) and np.any(e)]
+    for (m1, e1), (m2, e2) in itertools.combinations(errors, 2):
+        both = e1 + e2  # two mistakes whose errors cancel (a path left out, the same path doubled) explain nothing
+        if m1.title == m2.title or float(np.linalg.norm(got - expected - both)) > PAIR_SHARE * error:
+            continue
+        if _matches(got, expected + both):
+            return m1, m2
     return None
 
 
@@ -267,6 +311,51 @@ def scale_finding(
     return finding("scale_other", factor=s)
 
 
+def _ratio_along(got: np.ndarray, expected: np.ndarray, axis: int) -> np.ndarray | None:
+    """The one factor per index of ``axis`` (constant along the other axes) with got = factor * expected, or None."""
+    others = tuple(a for a in range(expected.ndim) if a != axis)
+    denom = (expected * expected).sum(axis=others, keepdims=True)
+    if np.any(denom == 0):
+        return None
+    r = (got * expected).sum(axis=others, keepdims=True) / denom
+    return r if tol.close(got, r * expected, tol.EXERCISE_MISTAKE_RTOL, tol.EXERCISE_MISTAKE_ATOL) else None
+
+
+def factor_findings(
+    name: str, got: np.ndarray, expected: np.ndarray, quantities: list[tuple[str, np.ndarray]]
+) -> list[Finding]:
+    """``got`` is ``expected`` times a factor that differs from row to row (or column to column).
+
+    A named quantity (rstd, gamma, b, ...) that is that factor, or its inverse, is an extra
+    factor or a missing one; otherwise the factor is described by the axis it varies along.
+    """
+    if not np.all(np.isfinite(got)) or not np.any(expected):
+        return []
+    for label, q in quantities:
+        q = np.asarray(q, dtype=np.float64)
+        try:
+            extra, missing = np.broadcast_to(expected * q, got.shape), np.broadcast_to(expected / q, got.shape)
+        except ValueError:
+            continue
+        if np.ptp(q) == 0 and q.size > 1:
+            continue  # a constant: the scale finding names it
+        if _matches(got, extra):
+            return [finding("factor_extra", name=name, q=label)]
+        if _matches(got, missing):
+            return [finding("factor_missing", name=name, q=label)]
+    if expected.ndim < 2:
+        return []
+    for axis in range(expected.ndim):
+        r = _ratio_along(got, expected, axis)
+        if r is not None and float(np.ptp(r)) > 1e-6 * float(np.max(np.abs(r))):
+            where = phrase(
+                "per_row" if axis == 0 else "per_column" if axis == expected.ndim - 1 else "per_axis", axis=axis
+            )
+            low, high = float(np.min(r)), float(np.max(r))
+            return [finding("factor_per_axis", name=name, where=where, low=low, high=high)]
+    return []
+
+
 # ---- geometry of a normalization dx ---------------------------------------------------
 
 
@@ -369,8 +458,8 @@ def geometry_findings(
     split = _split(got - expected, geom.xhat, geom.axes)
     if split is None:
         return []
-    if split.rest > SMALL_SHARE:
-        return [finding("direct_path_wrong", share=split.share)] if explain_outside else []
+    if split.rest > SMALL_SHARE:  # not a path's fault alone: say so, and blame no term
+        return [finding("not_paths_alone", share=split.share)] if explain_outside else []
     sum_got = float(np.max(np.abs(got.sum(axis=geom.axes))))
     dot_got = float(np.max(np.abs((got * geom.xhat).sum(axis=geom.axes))))
     paths = (_mean_finding(split, geom, sum_got), _radial_finding(split, geom, dot_got))

@@ -14,15 +14,20 @@ in the order of the table:
 
 :func:`judge` runs them all and explains the first failure worth explaining
 (a wrong type before a changed input before a wrong value), with
-:func:`explain_value` for a wrong value: a swapped pair, a known mistake, the
-geometry of the error, a constant factor, an estimate instead of a formula.
+:func:`explain_values` for wrong values: every wrong output at once, each named
+mistake only where the numbers single it out (a swapped pair, a known mistake or
+two, an estimate, a constant or named factor), an output that is right for the
+learner's own wrong inputs said to follow from them, a shared upstream cause
+(the forward pass, exercise 11's dh) said once, and the geometry of an error
+only where nothing else is wrong that could cause it; else which outputs are
+off, by how much, and what to check.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -31,9 +36,12 @@ from microgradnorm import tolerances as tol
 from microgradnorm.exercises import rounding, wire
 from microgradnorm.exercises.diagnose import (
     Finding,
+    Mistake,
+    factor_findings,
     finding,
     geometry_findings,
     match_mistake,
+    match_pair,
     scale_finding,
     shape_findings,
     worst_entry,
@@ -41,7 +49,17 @@ from microgradnorm.exercises.diagnose import (
 from microgradnorm.exercises.messages import listed, say
 from microgradnorm.exercises.problems import Case, Problem
 
-__all__ = ["CALLS", "CheckRow", "Evidence", "Judgement", "Verdict", "Worst", "explain_value", "judge"]
+__all__ = [
+    "CALLS",
+    "CheckRow",
+    "Evidence",
+    "Judgement",
+    "Verdict",
+    "Worst",
+    "explain_value",
+    "explain_values",
+    "judge",
+]
 
 CALLS = ("a", "b", "a2")  # the first input, the second, the first again
 _TEXT_LIMIT = 40  # characters of a type name from the child shown back
@@ -170,6 +188,8 @@ def _explain_shape(ev: Evidence, call: str, name: str) -> Explanation:
         got is not None and got.size == expected.size and tol.close(got.reshape(expected.shape), expected, 1e-8, 1e-10)
     )
     called, problem = f"`{ev.problem.output(name).called}`", ev.problem
+    if shape == () and expected.ndim == 2:  # a number where a matrix belongs: an inner product, most often
+        return [finding("number_for_matrix", name=called, expected=expected.shape)], None
     x_shape = problem.x_shape(ev.case(call), name)
     return shape_findings(called, shape, expected.shape, x_shape, squeezed, problem.reduced_from), None
 
@@ -224,7 +244,8 @@ def _value_ok(case: Case, name: str, got: np.ndarray) -> bool:
 
 
 def check_values(ev: Evidence) -> Verdict:
-    rows, failing = [], None
+    rows: list[CheckRow] = []
+    failing: list[str] = []
     case = ev.cases[0]
     for o in ev.problem.outputs:
         g = ev.usable("a", o.name)
@@ -238,16 +259,15 @@ def check_values(ev: Evidence) -> Verdict:
         elif ok:
             detail = say("row_value", rel=rel)
         else:
-            detail = say(
-                "row_value_bad", rel=rel, allowed=rounding.allowed_relative(case.expected[o.name], case.allowed[o.name])
-            )
+            allowed = rounding.allowed_relative(case.expected[o.name], case.allowed[o.name])
+            detail = say("row_value_bad", rel=rel, allowed=allowed, times=allowed / rounding.UNIT_ROUNDOFF / 2)
         rows.append(CheckRow(o.row, ok, detail))
-        if not ok and failing is None:
-            failing = o.name
-    if failing is None:
+        if not ok:
+            failing.append(o.name)
+    if not failing:
         return Verdict(rows)
-    name = failing
-    return Verdict(rows, lambda: explain_value(ev.problem, case, name, ev.usable("a", name), first_ok=False))  # type: ignore[arg-type]
+    got = {o.name: g for o in ev.problem.outputs if (g := ev.usable("a", o.name)) is not None}
+    return Verdict(rows, lambda: explain_values(ev.problem, case, got, failing, first_ok=False))  # type: ignore[arg-type]
 
 
 def check_second(ev: Evidence) -> Verdict:
@@ -258,14 +278,19 @@ def check_second(ev: Evidence) -> Verdict:
         return Verdict([CheckRow(say("check_second"), None, say("row_not_compared"))])
     wrong = [n for n, g in present if not _value_ok(case, n, g)]
     second = str(case.about)
+    unseen = [ev.problem.output(o.name).called for o in ev.problem.outputs if ("b", o.name) in ev.bad]
+    if not wrong and unseen:  # what could be compared is right; the rest was not compared, so no ✓
+        return Verdict(
+            [CheckRow(say("check_second"), None, say("row_second_partly", second=second, names=listed(unseen)))]
+        )
     if not wrong:
         return Verdict([CheckRow(say("check_second"), True, second)])
     names = listed([ev.problem.output(n).called for n in wrong])
     row = CheckRow(say("check_second"), False, say("row_second_wrong", second=second, names=names))
     first = ((o.name, ev.usable("a", o.name)) for o in ev.problem.outputs)
     first_ok = all(_value_ok(ev.cases[0], n, g) for n, g in first if g is not None)
-    name = wrong[0]
-    return Verdict([row], lambda: explain_value(ev.problem, case, name, ev.usable("b", name), first_ok=first_ok))  # type: ignore[arg-type]
+    got = {o.name: g for o in ev.problem.outputs if (g := ev.usable("b", o.name)) is not None}
+    return Verdict([row], lambda: explain_values(ev.problem, case, got, wrong, first_ok=first_ok))  # type: ignore[arg-type]
 
 
 # ---- the same answer twice, inputs untouched ------------------------------------------------------
@@ -331,28 +356,21 @@ def _swapped(problem: Problem, case: Case, name: str, g: np.ndarray) -> list[Fin
 
 
 def _named_mistakes(problem: Problem, case: Case, name: str, g: np.ndarray) -> list[Finding]:
-    """A known mistake the answer matches, with the geometry of its error as further explanation."""
-    m = match_mistake(g, problem.mistakes(case, name))
+    """A known mistake the answer matches (or two at once), with the geometry of its error as further explanation."""
+    mistakes = problem.mistakes(case, name)
+    m = match_mistake(g, mistakes)
     if m is None:
-        return []
+        pair = match_pair(g, case.expected[name], mistakes) or _scaled_mistake(problem, case, name, g, mistakes)
+        if pair is None:
+            return []
+        first, second = (p.finding if isinstance(p, Mistake) else p for p in pair)
+        both = finding("two_mistakes", name=problem.output(name).called, first=first.title, second=second.title)
+        return [both, first, second]
     geom = problem.geometry(case, name)
     seen = geometry_findings(g, case.expected[name], geom, explain_outside=False) if geom is not None else []
     same = [f for f in seen if f.title == m.title]
     named = Finding(m.finding.key, m.finding.params, also=tuple(same))
     return [named, *(f for f in seen if f.title != m.title), *problem.findings(case, name, g)]
-
-
-def _unnamed(problem: Problem, case: Case, name: str, g: np.ndarray) -> list[Finding]:
-    """No known mistake: the geometry of the error, a constant factor, the exercise's own remarks."""
-    expected = case.expected[name]
-    found: list[Finding] = []
-    geom = problem.geometry(case, name)
-    if geom is not None:
-        found += geometry_findings(g, expected, geom)
-    s = scale_finding(g, expected, problem.group_size(case, name), problem.counts(case, name))
-    if s is not None:
-        found.append(s)
-    return found + problem.findings(case, name, g)
 
 
 def _off_by(problem: Problem, case: Case, name: str, g: np.ndarray, rel: float) -> dict[str, Any]:
@@ -410,23 +428,113 @@ def _fitted_eps(problem: Problem, case: Case, name: str, g: np.ndarray) -> float
     return eps if float(np.linalg.norm(g - at(eps))) <= EPS_FIT_SHARE * miss else None
 
 
-def explain_value(problem: Problem, case: Case, name: str, g: np.ndarray, first_ok: bool) -> Explanation:
-    """Why ``g`` is not the right ``name`` on ``case``, and where it is furthest off."""
+def _scaled_mistake(
+    problem: Problem, case: Case, name: str, g: np.ndarray, mistakes: list[Mistake]
+) -> tuple[Mistake, Finding] | None:
+    """A known mistake and a named constant factor on top of it (a sign, n/(n-1), a missing 1/n): two at once."""
+    n, counts = problem.group_size(case, name), problem.counts(case, name)
+    for m in mistakes:
+        if m.answer.shape != g.shape or scale_finding(m.answer, case.expected[name], n, counts) is not None:
+            continue  # a mistake that is itself a constant factor: a factor on top of it is one factor
+        s = scale_finding(g, m.answer, n, counts)
+        if s is not None and s.key != "scale_other" and s.title != m.title:
+            return m, s
+    return None
+
+
+def _sure(problem: Problem, case: Case, name: str, g: np.ndarray, first_ok: bool) -> list[Finding]:
+    """What the evidence of ``name`` alone singles out: a swap, a named mistake (or two), a guard, an
+    estimate, a constant factor, a factor that is a named quantity; [] when nothing does."""
     named = _swapped(problem, case, name, g) or _named_mistakes(problem, case, name, g)
-    estimate = None if named else _eps_guarded(problem, case, name, g, first_ok) or _estimate(problem, case, name, g)
+    if named:
+        return named
+    if not np.any(g) and np.any(case.expected[name]):
+        return [finding("all_zero", name=problem.output(name).called)]
+    estimate = _eps_guarded(problem, case, name, g, first_ok) or _estimate(problem, case, name, g)
+    if estimate is not None:
+        return [estimate, *problem.findings(case, name, g)]
+    expected = case.expected[name]
+    s = scale_finding(g, expected, problem.group_size(case, name), problem.counts(case, name))
+    if s is not None and s.key != "scale_other":
+        return [s, *problem.findings(case, name, g)]
+    factor = factor_findings(problem.output(name).called, g, expected, problem.quantities(case, name))
+    if factor:
+        return [*factor, *problem.findings(case, name, g)]
+    return [*([s] if s is not None else []), *problem.findings(case, name, g)]
+
+
+def _unnamed(problem: Problem, case: Case, name: str, g: np.ndarray) -> list[Finding]:
+    """Nothing singled out: the geometry of the error where it applies, else what to check and how."""
+    found: list[Finding] = []
+    geom = problem.geometry(case, name)
+    if geom is not None:
+        found += geometry_findings(g, case.expected[name], geom)
+    if any(f.key != "not_paths_alone" for f in found):  # a path singled out: that is the explanation
+        return found
+    advice = problem.advice(name)
+    return [*found, finding("no_match", name=problem.output(name).called, advice=advice)]
+
+
+def _bare_title(f: Finding) -> str:
+    """A finding's title without the output it is about."""
+    return Finding(f.key, f.params).title
+
+
+def _how_far(problem: Problem, case: Case, got: dict[str, np.ndarray], wrong: list[str]) -> str:
+    """ "dx (relative error 3.1e-01), dgamma (1.0e+00)": which outputs are wrong and by how much."""
+    return listed(
+        say("output_off", name=problem.output(n).called, rel=rounding.relative_error(got[n], case.expected[n]))
+        for n in wrong
+    )
+
+
+def explain_values(
+    problem: Problem, case: Case, got: dict[str, np.ndarray], wrong: list[str], first_ok: bool
+) -> Explanation:
+    """Why the outputs ``wrong`` are not right on ``case``: a mistake named only where the evidence singles
+    it out (every output it touches agrees), else which outputs are off and by how much."""
+    sure = {}
+    for n in wrong:
+        follows = problem.follows(case, n, got)
+        sure[n] = [follows] if follows is not None else _sure(problem, case, n, got[n], first_ok)
     found: list[Finding] = []
     if first_ok:
-        explained = named or estimate or problem.findings(case, name, g)
-        guess = "" if explained else say("guess_eps0" if case.info.get("eps") == 0 else "guess_size")
+        guess = "" if any(sure.values()) else say("guess_eps0" if case.info.get("eps") == 0 else "guess_size")
         found.append(finding("right_first_wrong_second", second=case.about, guess=guess))
-    if named:
-        found += named
-    elif estimate is not None:
-        found += [estimate, *problem.findings(case, name, g)]
-    else:
-        found += _unnamed(problem, case, name, g) or [finding("no_match", name=problem.output(name).called)]
-    idx, e, v = worst_entry(g, case.expected[name])
+    unexplained = [n for n in wrong if not sure[n]]
+    upstream = problem.upstream(case, {n: got[n] for n in wrong}, unexplained)
+    if len(wrong) > 1 and (unexplained or upstream):
+        found.append(finding("several_wrong", outputs=_how_far(problem, case, got, wrong)))
+    titles: set[str] = set()
+    kept: list[tuple[str, Finding]] = []
+    for n in wrong:
+        for f in sure[n]:
+            said = _bare_title(f)
+            if f.key not in titles and said not in titles:  # one bullet per mistake, however many outputs show it
+                titles.update((f.key, said))
+                kept.append((n, f))
+    several = len({n for n, _f in kept}) > 1  # name the output only where the bullets are about several
+    found += [replace(f, output=problem.output(n).called) if several and f.key != "follows" else f for n, f in kept]
+    found += [f for f in upstream if f.key not in titles]
+    if unexplained and not upstream:
+        if len(wrong) == 1:  # the geometry of an error only where nothing else is wrong that could cause it
+            found += _unnamed(problem, case, unexplained[0], got[unexplained[0]])
+        elif len(unexplained) == 1:
+            n = unexplained[0]
+            found.append(finding("no_match", name=problem.output(n).called, advice=problem.advice(n)))
+        else:
+            names = listed(problem.output(n).called for n in unexplained)
+            advice = listed(str(problem.advice(n)) for n in unexplained[:1])
+            found.append(finding("no_match_several", names=names, advice=advice))
+    found = [problem.renamed(f) for f in found]
+    name = wrong[0]
+    idx, e, v = worst_entry(got[name], case.expected[name])
     return found, Worst(problem.output(name).called, case.label, idx, e, v)
+
+
+def explain_value(problem: Problem, case: Case, name: str, g: np.ndarray, first_ok: bool) -> Explanation:
+    """Why ``g`` is not the right ``name`` on ``case``, and where it is furthest off."""
+    return explain_values(problem, case, {name: g}, [name], first_ok)
 
 
 # ---- all checks ------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from microgradnorm.i18n import N_, _, pgettext
 __all__ = [
     "CHILD",
     "FINDINGS",
+    "REVEALS",
     "SAYINGS",
     "Phrase",
     "child_message",
@@ -284,11 +285,137 @@ FINDINGS: dict[str, tuple[str, str]] = {
         N_("gamma and beta sit inside the block: the gradient reaching them is dh = dy @ W.T, not dy."),
     ),
     # ---- the geometry of a normalization's dx
-    "direct_path_wrong": (
-        N_("the direct path is wrong"),
+    "not_paths_alone": (
+        N_("not one path alone"),
         N_(
-            "The error is not only along 1 and xhat ({share}), so it is not just a missing mean or variance path: "
-            "check the per-element term dxhat * rstd (gamma included, the right axis)."
+            "The error of your dx is not only along 1 and xhat ({share}), so no single path through the mean or "
+            "through the variance, left out or scaled, explains it. Check each term of your dx: dxhat (gamma and "
+            "dy), the axis of each sum or mean, and which factor multiplies which term."
+        ),
+    ),
+    "not_paths_alone_values": (
+        N_("not one value left out of the graph"),
+        N_(
+            "Your dx is not what leaving the mean or the variance out of the graph gives, so the formula itself "
+            "differs: compare your mean, var and y with the formulas above, and check that every y is built from "
+            "Values all the way from x."
+        ),
+    ),
+    "graph_cut_mean": (
+        N_("the mean is not in the graph"),
+        N_(
+            "Your dx is what backward() gives when x reaches the loss through x - mean but not through the mean "
+            "itself: your mean was made from plain numbers (.data, float(), or a new Value(...)), which backward() "
+            "cannot go through. The mean depends on every x_j: build it from the Values x."
+        ),
+    ),
+    "graph_cut_variance": (
+        N_("the variance is not in the graph"),
+        N_(
+            "Your dx is what backward() gives when the variance (or the std) is a plain number: it was made with "
+            ".data, float() or a new Value(...), which backward() cannot go through. The variance depends on every "
+            "x_j: build it from Values."
+        ),
+    ),
+    "graph_cut_statistics": (
+        N_("the mean and the variance are not in the graph"),
+        N_(
+            "Your dx is what backward() gives when both the mean and the variance are plain numbers (.data, float() "
+            "or a new Value(...)): x then reaches y only directly. Both depend on every x_j: build them from Values."
+        ),
+    ),
+    "all_zero": (
+        N_("{name} is 0 everywhere"),
+        N_(
+            "Your {name} is 0 in every entry, where the right one is not: a result that was never filled in "
+            "(np.zeros_like), or, with Values, an input that left the graph (.data, float()) before it was used."
+        ),
+    ),
+    "axis_mean_term": (
+        N_("the mean of dxhat over the wrong axis"),
+        N_(
+            "In your dx one term, the mean of dxhat, is taken over axis {wrong}; the rest of dx is right. Every "
+            "mean in dx is over the group each x_i was normalized with: axis {right}."
+        ),
+    ),
+    "axis_variance_term": (
+        N_("the mean of dxhat * xhat over the wrong axis"),
+        N_(
+            "In your dx one term, the mean of dxhat * xhat, is taken over axis {wrong}; the rest of dx is right. "
+            "Every mean in dx is over the group each x_i was normalized with: axis {right}."
+        ),
+    ),
+    "product_of_sums": (
+        N_("a product of sums"),
+        N_(
+            "Your dgamma is (the sum of dy) times (the sum of xhat): each summed on its own, then multiplied. Each "
+            "position where gamma is used contributes its own dy times its own xhat."
+        ),
+    ),
+    "p_inner_product": (
+        N_("an inner product where an outer one belongs"),
+        N_(
+            "In your P, {what} is a single number added to every entry: u @ v of two vectors (or u.T @ v: "
+            "transposing a 1-D array changes nothing) is their inner product, a number. A D x D matrix made from "
+            "two vectors is their outer product."
+        ),
+    ),
+    "number_for_matrix": (
+        N_("a number where a matrix belongs"),
+        N_(
+            "{name} is a single number, where a matrix of shape {expected} is expected. u @ v of two vectors "
+            "(or u.T @ v: transposing a 1-D array changes nothing) is their inner product, a number; the matrix "
+            "made from two vectors is their outer product."
+        ),
+    ),
+    "p_elementwise": (
+        N_("an elementwise product where an outer one belongs"),
+        N_(
+            "Your xhat xhat^T term holds xhat_i^2 on the diagonal and nothing else: xhat * xhat is D numbers, one "
+            "per entry. The term needs every pair (i, j): a D x D matrix."
+        ),
+    ),
+    "factor_extra": (
+        N_("an extra factor {q}"),
+        N_("Your {name} is the right one times {q}, entry by entry: {q} multiplies it where it does not belong."),
+    ),
+    "factor_missing": (
+        N_("a factor {q} is missing"),
+        N_("Your {name} is the right one divided by {q}, entry by entry: where {q} belongs, it is not there."),
+    ),
+    "factor_per_axis": (
+        N_("off by a factor that changes {where}"),
+        N_(
+            "Your {name} is the right one times a factor that is the same within each slice and changes {where} "
+            "(from {low:.3g} to {high:.3g}): a quantity of that row or column (a statistic such as its std, or a "
+            "parameter) multiplies it where it should not, or is missing."
+        ),
+    ),
+    "two_mistakes": (
+        N_("two mistakes at once"),
+        N_("Your {name} is exactly what these two mistakes together give: {first}; {second}."),
+    ),
+    "follows": (
+        N_("{name} follows from your {inputs}"),
+        N_(
+            "Your {name} is right for the {inputs} your own code computes: the mistake is in {inputs}. Fix that, "
+            "and {name} comes out right with it."
+        ),
+    ),
+    "several_wrong": (N_("several outputs are wrong"), N_("Wrong: {outputs}.")),
+    "forward_first": (
+        N_("the forward pass is wrong too"),
+        N_(
+            "y is wrong as well as the gradients. The gradients are compared with those of the right forward pass, "
+            "so a wrong y carries its error into every one of them: fix y first."
+        ),
+    ),
+    "dh_wrong": (
+        N_("the gradient arriving at the LayerNorm is wrong"),
+        N_(
+            "{names} wrong as well as dx, while the forward pass is right. gamma and beta see only the gradient "
+            "arriving at the LayerNorm's output h (dh) and xhat, so dh itself is wrong: the mistake is upstream of "
+            "the LayerNorm, in how dy comes back through h @ W, not in the LayerNorm's own dx."
         ),
     ),
     "geometry_mean_missing": (
@@ -480,13 +607,8 @@ FINDINGS: dict[str, tuple[str, str]] = {
         N_("right on the first input, wrong on the second"),
         N_("The second input is {second}.{guess}"),
     ),
-    "no_match": (
-        N_("{name} is wrong"),
-        N_(
-            "No common mistake matches this one. Compare the worst entry below with a finite difference: run your "
-            "file on its own (python FILE) to see one."
-        ),
-    ),
+    "no_match": (N_("{name} is wrong"), N_("No common mistake matches it exactly. {advice}")),
+    "no_match_several": (N_("{names} are wrong"), N_("No common mistake matches them exactly. {advice}")),
     "not_finite": (N_("not finite"), N_("{detail}{eps0}.")),
     "second_run_differs": (
         N_("a different answer on a second run"),
@@ -511,6 +633,87 @@ FINDINGS: dict[str, tuple[str, str]] = {
         ),
     ),
 }
+
+# The findings whose explanation states the fix (the corrected formula): the first time one is found in an
+# exercise its title names the slip and the explanation is held back; it is shown when the same mistake is
+# found again (or the hints give it). Every other finding describes what is off and is shown at once.
+REVEALS = frozenset(
+    {
+        "mul_swapped_a",
+        "mul_swapped_b",
+        "pow_not_lowered",
+        "pow_no_p",
+        "sqrt_no_half",
+        "div_da_is_db",
+        "div_b_not_squared",
+        "div_no_a",
+        "var_x_not_xshift",
+        "var_mean_wrong_axis",
+        "unbiased_variance",
+        "eps_left_out",
+        "eps_outside_sqrt",
+        "gamma_beta_swapped",
+        "beta_left_out",
+        "gamma_left_out",
+        "mean_path_missing",
+        "variance_path_missing",
+        "direct_path_only",
+        "variance_path_slip",
+        "gamma_left_out_dx",
+        "x_not_xhat",
+        "xshift_not_xhat",
+        "extra_gamma_dgamma",
+        "extra_gamma_dbeta",
+        "gamma_left_out_dxhat",
+        "xhat_not_gamma",
+        "dvar_power",
+        "dvar_xhat",
+        "rms_centered",
+        "rms_gamma_left_out",
+        "rms_sum_not_mean",
+        "rms_eps_left_out",
+        "rms_layernorm_formula",
+        "rms_path_missing",
+        "rms_gamma_left_out_dx",
+        "rms_x_not_xhat",
+        "p_no_1_over_d",
+        "p_no_radial",
+        "p_no_ones",
+        "j_transposed",
+        "j_gamma_left_out",
+        "j_no_sigma",
+        "j_variance_path_missing",
+        "j_mean_path_missing",
+        "j_eps_left_out",
+        "welford_delta_squared",
+        "welford_new_delta_squared",
+        "welford_old_count",
+        "welford_ignores_state",
+        "cancellation",
+        "residual_missing",
+        "w_transposed_forward",
+        "identity_path_missing",
+        "identity_path_only",
+        "w_not_transposed",
+        "dw_transposed",
+        "dw_x_not_h",
+        "dy_not_dh",
+        "geometry_mean_missing",
+        "geometry_mean_wrong",
+        "geometry_rms_mean_term",
+        "geometry_radial_slip",
+        "graph_cut_mean",
+        "graph_cut_variance",
+        "graph_cut_statistics",
+        "product_of_sums",
+        "p_inner_product",
+        "p_elementwise",
+        "scale_unbiased",
+        "scale_unbiased_inverse",
+        "scale_unbiased_std",
+        "swapped_outputs",
+    }
+)
 
 # key: one line (summaries of a check, rows of its table, the reasons a check could not run)
 SAYINGS: dict[str, str] = {
@@ -585,7 +788,7 @@ SAYINGS: dict[str, str] = {
         )
     ),
     # rows of the table
-    "row_ran": N_("no errors, three calls"),
+    "row_ran": N_("no errors in three calls (the first input, the second, the first again)"),
     "row_types_ok": N_("float64 arrays of the right shapes"),
     "row_finite_none": N_("nothing to check: no output came back as numbers"),
     "row_nonfinite": N_("`{name}` has {nan} NaN and {inf} Inf entries on {call}"),
@@ -596,9 +799,13 @@ SAYINGS: dict[str, str] = {
     "row_finite_among": N_(" among the {count} outputs that came back as numbers"),
     "row_not_compared": N_("not compared (wrong type or shape)"),
     "row_value": N_("relative error {rel:.1e}"),
-    "row_value_bad": N_("relative error {rel:.1e}; rounding allows {allowed:.1e}"),
+    # Translators: {times} is how many float64 rounding units (2.2e-16) the tolerance is, e.g. 120
+    "row_value_bad": N_(
+        "relative error {rel:.1e}; tolerance {allowed:.1e}, about {times:.0f} times float64 rounding for this size"
+    ),
     "row_not_finite": N_("not finite"),
     "row_second_wrong": N_("{second}; wrong: {names}"),
+    "row_second_partly": N_("{second}; not compared (wrong type or shape): {names}"),
     "row_repeat_ok": N_("deterministic"),
     "row_repeat_bad": N_("{names} changed between two calls on the same input"),
     "row_inputs_ok": N_("every input as it was given"),
@@ -684,11 +891,56 @@ SAYINGS: dict[str, str] = {
     # Translators: where gamma or beta is shared: "used at each of the 6 positions it is shared by ({where})"
     "shared_every_row": N_("every row"),
     "shared_axes": N_("axes {axes}"),
+    # {number} is the exercise's; the note under a report whose mistakes are named without their explanation
+    "held_back": N_(
+        "A mistake named without its explanation is held back on purpose (exercise {number}): find the fix, "
+        "change your code and check again; if the same mistake comes back, the check explains it."
+    ),
+    # Translators: the title of a finding about one of several wrong outputs: "div_backward: db: sign flipped"
+    "about_output": N_("{name}: {title}"),
+    # Translators: "{name} (relative error 3.1e-01)": one wrong output and how far off it is
+    "output_off": N_("{name} (relative error {rel:.1e})"),
+    # Translators: the {name} of "Your {name} is the right one divided by rstd": exercise 11's dx minus dy
+    "ln_part": N_("dx - dy (the LayerNorm part of dx)"),
+    # Translators: the {where} of "off by a factor that changes {where}"
+    "per_row": N_("from row to row"),
+    "per_column": N_("from column to column"),
+    "per_axis": N_("along axis {axis}"),
+    # what to check when no common mistake matches (the {advice} of "{name} is wrong")
+    "advice_selfcheck": N_(
+        "Run your file on its own (python FILE): its self-check compares each gradient of your backward pass with "
+        "finite differences of your own forward pass, so it shows which one is off (it cannot see a mistake your "
+        "forward pass makes too)."
+    ),
+    "advice_values": N_(
+        "Run your file on its own (python FILE): its self-check compares the gradients backward() leaves on your "
+        "Values with finite differences of your own forward pass. Then check each y against the formulas above."
+    ),
+    "advice_forward": N_(
+        "Check y group by group: (y - beta) / gamma should have mean 0 and a variance of var / (var + eps), just "
+        "under 1, over each group the norm normalizes."
+    ),
+    "advice_forward_rms": N_(
+        "Check y row by row: y / gamma should have a mean square of mean(x**2) / (mean(x**2) + eps), just under 1."
+    ),
+    "advice_projection": N_(
+        "P is not a gradient, so no finite difference checks it. Check what P must be instead, with xhat at eps = 0 "
+        "(its squares sum to D): is P symmetric, is P @ P equal to P, is its rank 2 (np.linalg.matrix_rank), and "
+        "does P send the ones vector and xhat to themselves? Running your file prints these."
+    ),
+    "advice_jacobian": N_(
+        "Run your file on its own (python FILE): its self-check compares your J, row by row, with finite "
+        "differences of LayerNorm (row i is the gradient of y_i), at the grader's eps."
+    ),
+    "advice_welford": N_(
+        "Run your file on its own (python FILE): its self-check feeds values to your update, from the start and "
+        "from a given state, and compares the mean and m2 / count with np.mean and np.var of every value seen."
+    ),
     # Translators: the {path} of "the path through the {path} is missing"
     "path_variance": N_("variance"),
     "path_rms": N_("rms"),
     # Translators: the {share} of the geometry messages: how the error splits; {xhat} and the others are "37%"
-    "share": N_("{xhat} of it along xhat, {ones} along the ones vector, {rest} elsewhere"),
+    "share": N_("{xhat} of it along xhat, {ones} along the ones vector (1, ..., 1), {rest} elsewhere"),
     # Translators: the {at_zero} of the geometry messages, with its leading space
     "at_zero": N_(" At eps = 0 the true dx is orthogonal to xhat; yours has dx . xhat up to {dot_got:.6g}."),
     # Translators: the {how} of the keepdims message

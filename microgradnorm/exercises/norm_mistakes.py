@@ -19,7 +19,7 @@ from microgradnorm import formulas
 from microgradnorm.exercises.diagnose import Geometry, Mistake, mistake
 from microgradnorm.exercises.messages import Phrase, phrase
 
-__all__ = ["geometry", "mistakes"]
+__all__ = ["geometry", "mistakes", "quantities"]
 
 
 def _axis(axes: tuple[int, ...]) -> str:
@@ -135,6 +135,7 @@ def _dx_mistakes(info: dict[str, Any], dy: np.ndarray) -> list[Mistake]:
         )
         words = {"right": n, "wrong": wrong, "right_what": right_what, "wrong_what": wrong_what}
         out.append(mistake("wrong_count", backward, **words))
+    out += _one_term_axis(gx, m, axes, x.ndim)
     for ax in _other_axes(x.ndim, axes):
         mw = formulas.moments(x, ax, eps)
         out.append(
@@ -151,6 +152,38 @@ def _dx_mistakes(info: dict[str, Any], dy: np.ndarray) -> list[Mistake]:
     return out
 
 
+def _other_axis_sets(ndim: int, axes: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """Every set of axes a learner might reduce over instead of ``axes`` (one axis, or all but the right one)."""
+    sets = [(a,) for a in range(ndim)] + [tuple(a for a in range(ndim) if a not in axes)]
+    if ndim > 2:
+        sets += [tuple(range(ndim))]
+    return [s for s in dict.fromkeys(sets) if s and s != tuple(axes)]
+
+
+def _one_term_axis(gx: np.ndarray, m: formulas.Moments, axes: tuple[int, ...], ndim: int) -> list[Mistake]:
+    """dx = rstd * (gx - mean(gx) - xhat * mean(gx * xhat)) with ONE of its two means over the wrong axes."""
+    mean_term = gx.mean(axis=axes, keepdims=True)
+    var_term = (gx * m.xhat).mean(axis=axes, keepdims=True)
+    out = []
+    n = formulas.group_size(gx.shape, axes)
+    for ax in _other_axis_sets(ndim, axes):
+        words = {"wrong": _axis(ax), "right": _axis(axes)}
+        # the mean over the wrong axes, or their sum divided by the right count (.sum(axis=k) / D)
+        for wrong_mean, wrong_var in (
+            (gx.mean(axis=ax, keepdims=True), (gx * m.xhat).mean(axis=ax, keepdims=True)),
+            (gx.sum(axis=ax, keepdims=True) / n, (gx * m.xhat).sum(axis=ax, keepdims=True) / n),
+        ):
+            out.append(mistake("axis_mean_term", m.rstd * (gx - wrong_mean - m.xhat * var_term), **words))
+            out.append(mistake("axis_variance_term", m.rstd * (gx - mean_term - m.xhat * wrong_var), **words))
+    return out
+
+
+def quantities(info: dict[str, Any]) -> list[tuple[str, np.ndarray]]:
+    """rstd and gamma, as they broadcast against x: the factors a dx, dmean or dvar may carry or lack."""
+    m = formulas.moments(info["x"], info["axes"], info["eps"])
+    return [("rstd", m.rstd), ("gamma", info["g"])]
+
+
 def param_mistakes(name: str, dy: np.ndarray, xhat: np.ndarray, info: dict[str, Any]) -> list[Mistake]:
     """dgamma and dbeta: an extra gamma, a mean over the positions instead of their sum."""
     gamma, pa = info["gamma"], info["param_axis"]
@@ -158,10 +191,13 @@ def param_mistakes(name: str, dy: np.ndarray, xhat: np.ndarray, info: dict[str, 
     positions = int(np.prod([dy.shape[a] for a in shared]))
     right = formulas.dgamma(dy, xhat, shared) if name == "dgamma" else formulas.dbeta(dy, shared)
     where = phrase("shared_every_row") if len(shared) == 1 and shared[0] == 0 else phrase("shared_axes", axes=shared)
-    return [
+    out = [
         mistake("extra_gamma_dgamma" if name == "dgamma" else "extra_gamma_dbeta", right * gamma),
         mistake("param_mean_not_sum", right / positions, param=name[1:], count=positions, where=where),
     ]
+    if name == "dgamma":  # sum(dy) * sum(xhat): the product of the sums, not the sum of the products
+        out.append(mistake("product_of_sums", formulas.dbeta(dy, shared) * xhat.sum(axis=shared)))
+    return out
 
 
 def _stage_mistakes(name: str, info: dict[str, Any], dy: np.ndarray) -> list[Mistake]:

@@ -30,11 +30,12 @@ from typing import Any
 import numpy as np
 
 from microgradnorm import formulas
+from microgradnorm import tolerances as tol
 from microgradnorm.check import random_problem
 from microgradnorm.engine import Value
 from microgradnorm.exercises import norm_mistakes, rounding
-from microgradnorm.exercises.diagnose import Count, Finding, Geometry, Mistake, finding, mistake
-from microgradnorm.exercises.messages import Phrase, phrase, say
+from microgradnorm.exercises.diagnose import Count, Finding, Geometry, Mistake, factor_findings, finding, mistake
+from microgradnorm.exercises.messages import Phrase, listed, phrase, say
 from microgradnorm.i18n import N_, _
 from microgradnorm.registry import get_norm
 
@@ -136,6 +137,30 @@ class Problem:
         """The n of the factors n/(n-1) and 1/n the scale diagnosis names (a normalization's group size)."""
         return case.info.get("n")
 
+    def quantities(self, case: Case, name: str) -> list[tuple[str, np.ndarray]]:
+        """Named arrays a wrong ``name`` may carry as an extra factor, or lack (rstd, gamma, b)."""
+        return []
+
+    def advice(self, name: str) -> Phrase:
+        """What to check when no mistake is singled out: the file's own self-check, or what instead."""
+        return phrase("advice_selfcheck")
+
+    def upstream(self, case: Case, got: dict[str, np.ndarray], unexplained: list[str]) -> list[Finding]:
+        """One finding for several wrong outputs that share a wrong input (the forward pass, exercise 11's dh):
+        with y wrong, a gradient no mistake explains is computed from a wrong forward pass's cache."""
+        if "y" in got and any(n != "y" for n in unexplained):
+            return [finding("forward_first")]
+        return []
+
+    def renamed(self, f: Finding) -> Finding:
+        """``f`` in the words this exercise has taught (exercise 3 writes no derivative)."""
+        return f
+
+    def follows(self, case: Case, name: str, got: dict[str, np.ndarray]) -> Finding | None:
+        """A finding when ``name`` is right for the learner's own wrong outputs it is built from (J from P,
+        dx from the stages): the mistake is in those, not here."""
+        return None
+
 
 def _seed(rng: np.random.Generator) -> int:
     return int(rng.integers(2**32))
@@ -199,6 +224,10 @@ class LocalDerivatives(Problem):
             "div_db": [mistake("div_b_not_squared", -a / b * g), mistake("div_no_a", -g / b**2)],
         }
         return [*table.get(name, []), mistake("no_dout", case.expected[name] / g)]
+
+    def quantities(self, case: Case, name: str) -> list[tuple[str, np.ndarray]]:
+        a, b = case.inputs["a"], case.inputs["b"]
+        return [("dout", case.inputs["dout"]), ("a", a), ("b", b), ("sqrt(a)", np.sqrt(a))]
 
 
 # ---- 02: mean and variance backward, from the engine ---------------------------------
@@ -286,8 +315,15 @@ class NormProblem(Problem):
 
     swaps = (("dgamma", "dbeta"),)
 
-    def __init__(self, norm: str, shapes: tuple[tuple[int, ...], tuple[int, ...]], outputs: tuple[Output, ...]):
+    def __init__(
+        self,
+        norm: str,
+        shapes: tuple[tuple[int, ...], tuple[int, ...]],
+        outputs: tuple[Output, ...],
+        values: bool = False,
+    ):
         self.norm, self.shapes, self.outputs = norm, shapes, outputs
+        self.values = values  # built from Values (exercise 3): a path is missing only where the graph was cut
 
     def draw(self, rng: np.random.Generator, second: bool) -> tuple[Phrase, dict[str, Any], dict[str, Any]]:
         return _norm_draw(self.norm, self.shapes[second], rng, 0.0 if second else 1e-3)
@@ -300,6 +336,61 @@ class NormProblem(Problem):
 
     def geometry(self, case: Case, name: str) -> Geometry | None:
         return norm_mistakes.geometry(case.info) if name == "dx" else None
+
+    def quantities(self, case: Case, name: str) -> list[tuple[str, np.ndarray]]:
+        return norm_mistakes.quantities(case.info)
+
+    def advice(self, name: str) -> Phrase:
+        if name == "y":
+            return phrase("advice_forward")
+        return phrase("advice_values" if self.values else "advice_selfcheck")
+
+    def renamed(self, f: Finding) -> Finding:
+        if not self.values:
+            return f
+        also = tuple(self.renamed(g) for g in f.also)
+        return Finding(_GRAPH_CUT.get(f.key, f.key), f.params, also, f.output)
+
+    def follows(self, case: Case, name: str, got: dict[str, np.ndarray]) -> Finding | None:
+        """In the staged exercise, a stage right for the learner's own earlier stages (each from the ones it uses)."""
+        uses = _STAGE_INPUTS.get(name, ())
+        if not uses or name not in got or not all(u in got for u in uses):
+            return None
+        if all(rounding.within(got[u], case.expected[u], case.allowed[u]) for u in uses):
+            return None  # its inputs are right: its own mistake
+        info = case.info
+        m = formulas.moments(info["x"], info["axes"], info["eps"])
+        axes, n = info["axes"], info["n"]
+        dxhat = got["dxhat"]
+        if name == "dx":
+            want = dxhat * m.rstd + got["dmean"] / n + got["dvar"] * 2.0 * m.xshift / n
+        elif name == "dvar":
+            want = formulas.dvar(dxhat, m.xshift, m.std, axes)
+        else:
+            want = formulas.dmean(dxhat, m.rstd, axes)
+        if not _agrees(got[name], want):
+            return None
+        wrong = [u for u in uses if not rounding.within(got[u], case.expected[u], case.allowed[u])]
+        return finding("follows", name=name, inputs=listed(wrong))
+
+
+# which earlier stages each stage of the staged BatchNorm is computed from
+_STAGE_INPUTS = {"dvar": ("dxhat",), "dmean": ("dxhat",), "dx": ("dxhat", "dvar", "dmean")}
+
+
+def _agrees(got: np.ndarray, want: np.ndarray) -> bool:
+    return got.shape == np.shape(want) and tol.close(got, want, tol.EXERCISE_MISTAKE_RTOL, tol.EXERCISE_MISTAKE_ATOL)
+
+
+# exercise 3 writes no derivative: a missing path there is a node the graph does not reach
+_GRAPH_CUT = {
+    "mean_path_missing": "graph_cut_mean",
+    "geometry_mean_missing": "graph_cut_mean",
+    "variance_path_missing": "graph_cut_variance",
+    "geometry_radial_missing": "graph_cut_variance",
+    "direct_path_only": "graph_cut_statistics",
+    "not_paths_alone": "not_paths_alone_values",
+}
 
 
 _FORWARD = Output("y", N_("forward"), gradient=False)
@@ -335,6 +426,9 @@ class AffineProblem(Problem):
 
     def group_size(self, case: Case, name: str) -> int | None:
         return None  # nothing here is a mean over a group: no n/(n-1), no 1/n
+
+    def quantities(self, case: Case, name: str) -> list[tuple[str, np.ndarray]]:
+        return [("gamma", case.inputs["gamma"])]
 
     def mistakes(self, case: Case, name: str) -> list[Mistake]:
         dy, xhat = case.inputs["dy"], case.inputs["xhat"]
@@ -391,6 +485,13 @@ class RMSProblem(Problem):
         x_not_xhat = mistake("rms_x_not_xhat", formulas.dgamma(info["dy"], info["x"], shared))
         return [x_not_xhat, *norm_mistakes.param_mistakes("dgamma", info["dy"], xhat, info)]
 
+    def quantities(self, case: Case, name: str) -> list[tuple[str, np.ndarray]]:
+        info = case.info
+        return [("rrms", formulas.rms_moments(info["x"], info["axes"], info["eps"]).rrms), ("gamma", info["g"])]
+
+    def advice(self, name: str) -> Phrase:
+        return phrase("advice_forward_rms") if name == "y" else phrase("advice_selfcheck")
+
     def geometry(self, case: Case, name: str) -> Geometry | None:
         if name != "dx":
             return None
@@ -441,10 +542,15 @@ class JacobianProblem(Problem):
         if name == "P":
             P = formulas.projection(case.inputs["xhat"])
             given = case.inputs["xhat"]
+            inner = float(given @ given) / d  # xhat @ xhat, or xhat.T @ xhat of a 1-D array: a number
             return [
                 mistake("p_no_1_over_d", P * d),
                 mistake("p_no_radial", ones),
                 mistake("p_no_ones", np.outer(given, given) / d),
+                mistake("p_inner_product", ones + inner, what="xhat xhat^T"),
+                mistake("p_inner_product", 1.0 + np.outer(given, given) / d, what="1 1^T"),
+                mistake("p_inner_product", 1.0 + inner + 0 * ones, what="1 1^T, xhat xhat^T"),
+                mistake("p_elementwise", ones + np.diag(given * given) / d),
             ]
         J, P = formulas.layer_norm_jacobian(xhat, rstd, gamma), formulas.projection(xhat)
         out = [
@@ -458,6 +564,20 @@ class JacobianProblem(Problem):
             xhat0, rstd0 = _jacobian_parts(x, 0.0)
             out.append(mistake("j_eps_left_out", formulas.layer_norm_jacobian(xhat0, rstd0, gamma), eps=eps))
         return out
+
+    def quantities(self, case: Case, name: str) -> list[tuple[str, np.ndarray]]:
+        return [("gamma_i", case.inputs["gamma"][:, None]), ("gamma_j", case.inputs["gamma"][None, :])]
+
+    def follows(self, case: Case, name: str, got: dict[str, np.ndarray]) -> Finding | None:
+        """J built on a wrong P: J is right for the learner's own P, so P is the one mistake."""
+        if name != "J" or "P" not in got or "J" not in got:
+            return None
+        xhat, rstd = _jacobian_parts(case.inputs["x"], float(case.inputs["eps"]))
+        on_yours = rstd * case.inputs["gamma"][:, None] * (np.eye(xhat.shape[0]) - got["P"])
+        return finding("follows", name="J", inputs="P") if _agrees(got["J"], on_yours) else None
+
+    def advice(self, name: str) -> Phrase:
+        return phrase("advice_projection" if name == "P" else "advice_jacobian")
 
 
 # ---- 10: Welford ---------------------------------------------------------------------
@@ -537,6 +657,9 @@ class WelfordProblem(Problem):
             out += [mistake("welford_delta_squared", squared), mistake("welford_new_delta_squared", new_squared)]
         return out
 
+    def advice(self, name: str) -> Phrase:
+        return phrase("advice_welford")
+
     def findings(self, case: Case, name: str, got: np.ndarray) -> list[Finding]:
         if name != "var" or case.info["offset"] < 1e6:
             return []
@@ -591,7 +714,30 @@ class PreLNProblem(Problem):
             return [mistake("dw_transposed", dy.T @ h), mistake("dw_x_not_h", x.T @ dy)]
         xhat = formulas.moments(x, (1,), case.info["eps"]).xhat
         direct = formulas.dgamma(dy, xhat, (0,)) if name == "dgamma" else formulas.dbeta(dy, (0,))
-        return [mistake("dy_not_dh", direct), *norm_mistakes.mistakes(case.info, name, dh)]
+        wrong_w = formulas.dgamma(dy @ W, xhat, (0,)) if name == "dgamma" else formulas.dbeta(dy @ W, (0,))
+        return [
+            mistake("dy_not_dh", direct),
+            mistake("w_not_transposed", wrong_w),
+            *norm_mistakes.mistakes(case.info, name, dh),
+        ]
+
+    def quantities(self, case: Case, name: str) -> list[tuple[str, np.ndarray]]:
+        return norm_mistakes.quantities(case.info) if name in ("dgamma", "dbeta") else []
+
+    def findings(self, case: Case, name: str, got: np.ndarray) -> list[Finding]:
+        """dx = dy + (the LayerNorm part): a factor on the LayerNorm part alone (rstd left out of it)."""
+        if name != "dx":
+            return []
+        dy = case.inputs["dy"]
+        part = say("ln_part")
+        return factor_findings(part, got - dy, case.expected["dx"] - dy, norm_mistakes.quantities(case.info))
+
+    def upstream(self, case: Case, got: dict[str, np.ndarray], unexplained: list[str]) -> list[Finding]:
+        """dgamma and dbeta see only dh and xhat: wrong with a right forward pass, dh is wrong, upstream of LN."""
+        params = [n for n in ("dgamma", "dbeta") if n in unexplained]
+        if "y" in got or not params or "dx" not in got:
+            return super().upstream(case, got, unexplained)
+        return [finding("dh_wrong", names=listed(params))]
 
     def geometry(self, case: Case, name: str) -> Geometry | None:
         return norm_mistakes.geometry(case.info, self._block(case)[3]) if name == "dx" else None
@@ -610,7 +756,9 @@ _BN_STAGES = (
 PROBLEMS: dict[str, Problem] = {
     "01_local_derivatives": LocalDerivatives(),
     "02_mean_variance_backward": MeanVariance(),
-    "03_layernorm_from_values": NormProblem("layernorm", ((3, 5), (4, 6)), (_FORWARD, _DX, _DGAMMA, _DBETA)),
+    "03_layernorm_from_values": NormProblem(
+        "layernorm", ((3, 5), (4, 6)), (_FORWARD, _DX, _DGAMMA, _DBETA), values=True
+    ),
     "04_affine_backward": AffineProblem(),
     "05_layernorm_backward": NormProblem("layernorm", ((2, 3, 5), (3, 4, 6)), (_FORWARD, _DX, _DGAMMA, _DBETA)),
     "06_batchnorm_staged": NormProblem("batchnorm", ((6, 4), (5, 3)), _BN_STAGES),

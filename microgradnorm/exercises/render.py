@@ -32,6 +32,7 @@ __all__ = [
     "grade_report",
     "hint_view",
     "init_report",
+    "solution_diff",
     "solution_view",
     "watch_all_done",
     "watch_checking",
@@ -128,7 +129,11 @@ class _ExerciseTable:
 
 
 def exercise_list(
-    progress: Progress, workspace: Path | None, edited: dict[str, bool], exists: dict[str, bool]
+    progress: Progress,
+    workspace: Path | None,
+    edited: dict[str, bool],
+    exists: dict[str, bool],
+    problem: str | None = None,
 ) -> RenderableType:
     """Every exercise in order with its status, the hints seen, and what to do next.
 
@@ -143,7 +148,9 @@ def exercise_list(
         cjk_text(str(_LEGEND), style="dim"),
         Text(_("{done}/{total} done").format(done=done, total=len(EXERCISES)), style="bold"),
     ]
-    if workspace is None:
+    if workspace is None and problem:  # the remembered workspace is gone: said as check says it
+        parts.append(cjk_text(problem[:1].upper() + problem[1:], style="yellow"))
+    elif workspace is None:
         parts.append(cjk_text(_("No workspace yet: `microgradnorm exercise init [DIR]` makes one."), style="yellow"))
     else:
         parts.append(assemble(_("workspace: {path}"), "dim", path=Text(str(workspace))))
@@ -241,9 +248,9 @@ def _what_next(result: GradeResult, next_exercise: Exercise | None) -> list[Rend
     if result.passed and result.recorded:
         if next_exercise is not None:
             text = _(
-                "Passed. `microgradnorm exercise solution {number}` shows the reference solution.  Next: {name} "
-                "(`microgradnorm exercise check` grades it)."
-            ).format(number=number, name=next_exercise.name)
+                "Passed. `microgradnorm exercise solution {number}` shows the reference solution. Next: {name} "
+                "(`microgradnorm exercise check {next}` grades it)."
+            ).format(number=number, name=next_exercise.name, next=next_exercise.number)
         else:
             text = _("Passed. `microgradnorm exercise solution {number}` shows the reference solution.")
             text = text.format(number=number)
@@ -252,20 +259,41 @@ def _what_next(result: GradeResult, next_exercise: Exercise | None) -> list[Rend
         return [cjk_text(_("Open {path} and write your code there.").format(path=result.path), style="dim")]
     if not result.passed:
         stuck = _("Stuck? `microgradnorm exercise hint {number}` gives one hint at a time.").format(number=number)
-        return [cjk_text(stuck, style="dim")]
+        lesson = _("`microgradnorm lesson {lesson}` teaches what this exercise needs.").format(
+            lesson=result.exercise.lesson
+        )
+        return [cjk_text(stuck, style="dim"), cjk_text(lesson, style="dim")]  # a line each: no command split
     return []
 
 
-def _head(result: GradeResult) -> Text:
+def _head(result: GradeResult) -> RenderableType:
+    """The exercise and its title, then the seed on a line of its own (never split from its number)."""
     ex = result.exercise
-    seed = Text(_("inputs of --seed {seed}").format(seed=result.seed), style="dim")
-    return cjk_text(Text.assemble((ex.name, "bold"), f"  {_(ex.title)}   ", seed))
+    seed = Text(_("inputs of --seed {seed}").format(seed=result.seed), style="dim", no_wrap=True, overflow="fold")
+    return Group(cjk_text(Text.assemble((ex.name, "bold"), f"  {_(ex.title)}")), seed)
+
+
+def _sentence_case(detail: str) -> str:
+    """The explanation as it continues a title after a colon: its first word in lower case when it is an
+    ordinary word ("The variance" -> "the variance"; "NumPy", "P", "RMSNorm" and code stay as they are)."""
+    word = detail.split(" ", 1)[0]
+    if len(word) > 1 and word.isalpha() and word[0].isupper() and word[1:].islower():
+        return detail[:1].lower() + detail[1:]
+    return detail
 
 
 def _finding(title: str, detail: str) -> RenderableType:
-    # Translators: one diagnosis: its short title, then the explanation
-    line = assemble(_("{title}: {detail}"), title=Text(title, style="bold"), detail=detail)
-    return Padding(cjk_text(Text.assemble(("• ", "red"), line)), (0, 0, 0, 2))
+    """One diagnosis as a bullet whose wrapped lines hang under its text, not under the bullet."""
+    if detail:
+        # Translators: one diagnosis: its short title, then the explanation
+        line = assemble(_("{title}: {detail}"), title=Text(title, style="bold"), detail=_sentence_case(detail))
+    else:  # its explanation held back until the mistake is found again
+        line = Text(title, style="bold")
+    grid = Table.grid(padding=(0, 1, 0, 0))
+    grid.add_column(no_wrap=True)
+    grid.add_column(ratio=1)
+    grid.add_row(Text("•", style="red"), cjk_text(line))
+    return Padding(grid, (0, 0, 0, 2))
 
 
 def grade_report(result: GradeResult, *, next_exercise: Exercise | None = None) -> RenderableType:
@@ -330,6 +358,25 @@ def solution_view(ex: Exercise, code: str, note: str | None = None) -> Renderabl
         cjk_text(_("Reference solution for {name}").format(name=ex.name), style="bold"),
         Syntax(code, "python", line_numbers=True, word_wrap=True),
     )
+
+
+def solution_diff(ex: Exercise, mine: str, reference: str, path: Path, plain: bool = False) -> Any:
+    """How the learner's file differs from the reference solution: a unified diff (``plain``: its text)."""
+    import difflib
+
+    lines = difflib.unified_diff(
+        mine.splitlines(keepends=True),
+        reference.splitlines(keepends=True),
+        fromfile=str(path),
+        tofile=_("reference solution of {name}").format(name=ex.name),
+    )
+    diff = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    if plain:
+        return diff
+    if not diff:
+        return cjk_text(_("Your file is the reference solution, line for line."), style="green")
+    head = cjk_text(_("Your file against the reference solution of {name}:").format(name=ex.name), style="bold")
+    return Group(head, Syntax(diff, "diff", word_wrap=True))
 
 
 # ---- watch mode ---------------------------------------------------------------------------

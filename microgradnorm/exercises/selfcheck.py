@@ -67,9 +67,27 @@ def numerical_gradient(loss: Callable[[np.ndarray], float], x: np.ndarray, h: fl
     return grad
 
 
+_said = False  # whether what the comparison is against has been said in this run
+
+
 def report(name: str, yours: object, numerical: np.ndarray, rtol: float = 1e-5) -> bool:
-    """Print how far ``yours`` is from the finite difference; True when they agree."""
+    """Print how far ``yours`` is from the finite difference; True when they agree.
+
+    The first report of a run first says what is compared with what: the finite
+    differences are of the learner's own forward pass, so a mistake the forward
+    pass makes is one this check cannot see (the grader compares with the right answers).
+    """
+    global _said
     with use_language(_file_language()):
+        if not _said:
+            print(
+                "  "
+                + _(
+                    "(each line: your backward pass against finite differences of your own forward pass; a mistake "
+                    "in the forward pass shows in neither, the grader compares with the right answers)"
+                )
+            )
+            _said = True
         line, ok = _compare(name, yours, np.asarray(numerical, dtype=np.float64), rtol)
     print(line)
     return ok

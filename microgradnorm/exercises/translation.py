@@ -1,8 +1,9 @@
 """The exercise files and hints in the learner's language, each translation kept in step with its English.
 
 A translated exercise file lives beside the English one, in a folder named after
-its language (``scaffolds/zh-CN/05_layernorm_backward.py``, the same for
-``solutions/``); the translated hints are one file, ``hints.zh-CN.md``. A
+its language (``solutions/zh-CN/05_layernorm_backward.py``; the scaffold a learner
+gets is derived from it, as the English one is from its solution); the
+translated hints are one file, ``hints.zh-CN.md``. A
 translation changes the words only (docstrings, comments, the text the file
 prints when run on its own): its code is the English file's code, token for
 token, so the grader grades it the same way (``tests/test_zh_exercises.py``
@@ -36,7 +37,6 @@ from microgradnorm.i18n import ENGLISH, LANGUAGES, N_, SIMPLIFIED_CHINESE, _, cu
 __all__ = [
     "KINDS",
     "Localized",
-    "derive_scaffolds",
     "english_hash",
     "file_mark",
     "hint_mark",
@@ -51,7 +51,7 @@ __all__ = [
 
 KEY = "english"
 HASH_LENGTH = 12
-KINDS = ("scaffolds", "solutions")
+KINDS = ("solutions",)  # the scaffolds are derived from the solutions, in each language
 _FILE_MARK = re.compile(rf"\A# {KEY}: (\S+) ([0-9a-f]{{{HASH_LENGTH}}})[ \t]*\n")
 TRANSLATED, MISSING, STALE, MISMATCHED = "translated", "missing", "stale", "mismatched"
 
@@ -152,8 +152,10 @@ def _localized_file(english: Path, kind: str, ex: Exercise, language: str | None
 
 
 def scaffold(ex: Exercise, language: str | None = None) -> Localized:
-    """The file ``init`` and ``reset`` give the learner, in ``language`` (default: the current one)."""
-    return _localized_file(ex.scaffold, "scaffolds", ex, language)
+    """The file ``init`` and ``reset`` give the learner, in ``language`` (default: the current one): the
+    reference solution in that language with its marked regions emptied (:func:`.catalog.derive_scaffold`)."""
+    given = _localized_file(ex.solution, "scaffolds", ex, language)
+    return Localized(derive_scaffold(given.text), given.language, given.note)
 
 
 def solution(ex: Exercise, language: str | None = None) -> Localized:
@@ -164,12 +166,12 @@ def solution(ex: Exercise, language: str | None = None) -> Localized:
 def scaffold_texts(ex: Exercise) -> dict[str, str]:
     """The scaffold of ``ex`` as it is in every language that has one in step: a learner's file equal to one
     of them is untouched (``init`` may give it in another language; ``reset`` keeps no backup of it)."""
-    out = {ENGLISH: ex.scaffold.read_text(encoding="utf-8")}
+    out = {ENGLISH: ex.scaffold_text}
     for language in LANGUAGES:
         if language != ENGLISH:
-            state, text, _problems = _file_state(ex.scaffold, language)
+            state, text, _problems = _file_state(ex.solution, language)
             if state == TRANSLATED:
-                out[language] = text
+                out[language] = derive_scaffold(text)
     return out
 
 
@@ -240,45 +242,26 @@ def translation_problems(language: str = SIMPLIFIED_CHINESE) -> list[str]:
     """Every exercise translation out of step with its English (a missing translation is not a problem)."""
     found: list[str] = []
     for ex in EXERCISES:
-        for english in (ex.scaffold, ex.solution):
-            found += _file_state(english, language)[2]
+        found += _file_state(ex.solution, language)[2]
         found += _hints_state(ex, language)[2]
     return found
 
 
-def derive_scaffolds(language: str) -> list[Path]:
-    """Write each translated scaffold from its translated solution (:func:`.catalog.derive_scaffold`), with
-    the first line recording the English scaffold as it is now; returns the files written."""
-    written = []
-    for ex in EXERCISES:
-        state, body, _problems = _file_state(ex.solution, language)
-        if state != TRANSLATED:
-            continue
-        text = file_mark(ex.scaffold) + derive_scaffold(body)
-        path = translated_path(ex.scaffold, language)
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            written.append(path)
-    return written
-
-
 USAGE = """python -m microgradnorm.exercises.translation              every mark a translation carries
 python -m microgradnorm.exercises.translation FILE ...     the first line of each (solutions/05_layernorm_backward.py)
-python -m microgradnorm.exercises.translation hints        the heading and mark of each section of the hints
-python -m microgradnorm.exercises.translation scaffolds LANG   write LANG's scaffolds from its solutions"""
+python -m microgradnorm.exercises.translation hints        the heading and mark of each section of the hints"""
 
 
 def _marks(wanted: list[str]) -> list[str]:
     """The lines to copy: every mark (nothing wanted), or the first line of each file named, or the hints'."""
     lines = []
     for ex in EXERCISES:
-        for english in (ex.scaffold, ex.solution):
-            name = f"{english.parent.name}/{english.name}"
-            if not wanted:
-                lines.append(f"{name}: {file_mark(english).rstrip()}")
-            elif name in wanted:
-                lines.append(file_mark(english).rstrip())
+        english = ex.solution
+        name = f"{english.parent.name}/{english.name}"
+        if not wanted:
+            lines.append(f"{name}: {file_mark(english).rstrip()}")
+        elif name in wanted:
+            lines.append(file_mark(english).rstrip())
         if not wanted:
             lines.append(f"hints.md {ex.name}: {hint_mark(ex)}")
         elif "hints" in wanted:
@@ -287,12 +270,8 @@ def _marks(wanted: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print the marks a translation carries, or (``scaffolds LANG``) derive the translated scaffolds."""
+    """Print the marks a translation carries."""
     wanted = sys.argv[1:] if argv is None else list(argv)
-    if wanted[:1] == ["scaffolds"] and len(wanted) == 2:
-        for path in derive_scaffolds(wanted[1]):
-            print(f"wrote {path}")
-        return 0
     lines = _marks(wanted)
     if not lines or any(arg.startswith("-") for arg in wanted):
         print(USAGE)

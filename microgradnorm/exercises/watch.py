@@ -101,10 +101,7 @@ class WatchState:
     stop: bool = False
 
 
-def next_after(current: Exercise, progress: ws.Progress) -> Exercise | None:
-    """The exercise ``n`` moves on to: the next unpassed one after ``current``, else the first unpassed one."""
-    later = [ex for ex in EXERCISES if ex.number > current.number and not progress.passed(ex)]
-    return later[0] if later else ws.next_unsolved(progress)
+next_after = ws.next_after  # what ``n`` moves on to: the same "next" as check's
 
 
 class Watcher:

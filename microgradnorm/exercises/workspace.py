@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -308,16 +308,40 @@ def next_unsolved(progress: Progress) -> Exercise | None:
     return None
 
 
-def record_result(exercise: Exercise, status: str) -> Progress:
-    """Count an attempt; a pass is kept for good (a later failure does not undo it)."""
+def next_after(current: Exercise, progress: Progress) -> Exercise | None:
+    """What "next" means after ``current``, in check and in watch alike: the next unpassed exercise after it,
+    else the first unpassed one."""
+    later = [ex for ex in EXERCISES if ex.number > current.number and not progress.passed(ex)]
+    return later[0] if later else next_unsolved(progress)
+
+
+def seen_findings(progress: Progress, exercise: Exercise) -> set[str]:
+    """The mistakes (finding keys) the grader has found in this exercise before."""
+    seen = progress.exercises.get(exercise.name, {}).get("seen", [])
+    return {k for k in seen if isinstance(k, str)} if isinstance(seen, list) else set()
+
+
+def record_result(exercise: Exercise, status: str, found: Iterable[str] = ()) -> Progress:
+    """Count an attempt, and remember the mistakes found; a pass is kept for good (a later failure does not
+    undo it)."""
 
     def change(p: Progress) -> None:
         rec = p.record(exercise)
+        rec["seen"] = sorted(seen_findings(p, exercise).union(found))
         rec["attempts"] = int(rec.get("attempts", 0)) + 1
         rec["last"] = status
         if status == "passed":
             rec["passed"] = True
             rec.setdefault("passed_at", time.strftime("%Y-%m-%dT%H:%M:%S"))
+
+    return update_progress(change)
+
+
+def record_seen(exercise: Exercise, found: Iterable[str]) -> Progress:
+    """Remember the mistakes found by a check that is not recorded as an attempt (one on --seed inputs)."""
+
+    def change(p: Progress) -> None:
+        p.record(exercise)["seen"] = sorted(seen_findings(p, exercise).union(found))
 
     return update_progress(change)
 

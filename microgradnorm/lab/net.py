@@ -180,10 +180,26 @@ def _rms_pair() -> NormPair:
     return V.rms_norm_forward, backward
 
 
+def _as_sequence(pair: NormPair) -> NormPair:
+    """``pair`` called as exercise 5 promises, with x [B, T, D]: the batch of rows [N, D] as one sequence
+    [1, N, D] (so a dgamma summed over axes (0, 1) is right), and y, dx given back as [N, D]."""
+    forward, backward = pair
+
+    def forward3(x, gamma, beta, eps):
+        y, cache = forward(x[None], gamma, beta, eps)  # 1,N,D
+        return np.asarray(y)[0], cache  # N,D
+
+    def backward3(dy, cache):
+        dx, *grads = backward(dy[None], cache)  # 1,N,D
+        return (np.asarray(dx)[0], *grads)  # N,D; dgamma, dbeta: D
+
+    return forward3, backward3
+
+
 def make_norm(norm: str, width: int, pair: NormPair | None = None):
-    """A norm layer; ``pair`` replaces LayerNorm's (forward, backward)."""
+    """A norm layer; ``pair`` (an exercise-5 pair, called with [B, T, D]) replaces LayerNorm's (forward, backward)."""
     if norm == "layernorm":
-        return RowNorm(width, pair or _layer_norm_pair(), has_beta=True)
+        return RowNorm(width, _as_sequence(pair) if pair else _layer_norm_pair(), has_beta=True)
     if norm == "rmsnorm":
         return RowNorm(width, _rms_pair(), has_beta=False)
     if norm == "batchnorm":

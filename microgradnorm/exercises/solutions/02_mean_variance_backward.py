@@ -19,6 +19,7 @@ nothing else.
 
 Try it:  python 02_mean_variance_backward.py
 Grade:   microgradnorm exercise check 2
+Stuck?   microgradnorm lesson 5 teaches what this exercise needs
 """
 
 import numpy as np

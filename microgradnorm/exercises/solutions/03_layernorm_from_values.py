@@ -18,6 +18,7 @@ builders (microgradnorm.layer_norm would do it for you) are out of reach.
 
 Try it:  python 03_layernorm_from_values.py
 Grade:   microgradnorm exercise check 3
+Stuck?   microgradnorm lesson 3 teaches what this exercise needs
 """
 
 from microgradnorm import Value
@@ -44,15 +45,17 @@ if __name__ == "__main__":
     x, gamma, beta, dy = rng.normal(1.0, 2.0, 5), rng.uniform(0.5, 1.5, 5), rng.normal(size=5), rng.normal(size=5)
     eps = 1e-5
 
-    def loss(xv: np.ndarray) -> float:
+    def loss(xv: np.ndarray, gv: np.ndarray = gamma, bv: np.ndarray = beta) -> float:
         ys = layer_norm(
-            [Value(float(v)) for v in xv], [Value(float(g)) for g in gamma], [Value(float(b)) for b in beta], eps
+            [Value(float(v)) for v in xv], [Value(float(g)) for g in gv], [Value(float(b)) for b in bv], eps
         )
         return sum(y.data * g for y, g in zip(ys, dy))
 
-    xs = [Value(float(v)) for v in x]
-    ys = layer_norm(xs, [Value(float(g)) for g in gamma], [Value(float(b)) for b in beta], eps)
+    xs, gs, bs = [Value(float(v)) for v in x], [Value(float(g)) for g in gamma], [Value(float(b)) for b in beta]
+    ys = layer_norm(xs, gs, bs, eps)
     print("y =", np.round([y.data for y in ys], 4))
     Value.sum([y * float(g) for y, g in zip(ys, dy)]).backward()
     print("Your gradient (from backward through your graph) against central finite differences:")
     report("dx", [v.grad for v in xs], numerical_gradient(loss, x))
+    report("dgamma", [g.grad for g in gs], numerical_gradient(lambda g: loss(x, g, beta), gamma))
+    report("dbeta", [b.grad for b in bs], numerical_gradient(lambda b: loss(x, gamma, b), beta))

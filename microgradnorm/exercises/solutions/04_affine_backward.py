@@ -16,6 +16,7 @@ nothing else.
 
 Try it:  python 04_affine_backward.py
 Grade:   microgradnorm exercise check 4
+Stuck?   microgradnorm lesson 4 teaches what this exercise needs
 """
 
 import numpy as np

@@ -11,14 +11,17 @@ loops. Each row x[b, t, :] of D features is normalized on its own:
 
 Backwards, x_i reaches the loss by three paths: directly through xhat_i, through
 the mean (which every xhat_j uses), and through the variance (likewise). The
-closed form folds all three into one line; derive it, or start from the staged
-form and simplify. Statistics over the last axis need keepdims=True to broadcast.
+closed form folds all three into one line. One way there, in stages: dxhat,
+then dvar, then dmean, then dx as the sum of the three paths (lesson 5 walks
+these stages); then simplify. Statistics over the last axis need keepdims=True
+to broadcast; dgamma and dbeta sum over every axis but the last, (0, 1) here.
 
 While it is graded, your code may use NumPy and the Python standard library,
 nothing else.
 
 Try it:  python 05_layernorm_backward.py
 Grade:   microgradnorm exercise check 5
+Stuck?   microgradnorm lesson 5 teaches what this exercise needs
 """
 
 import numpy as np

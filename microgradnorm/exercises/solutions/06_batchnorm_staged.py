@@ -12,17 +12,15 @@ stage, the way you would on paper:
     dmean  [1, D]   xshift = x - mean (the mean also feeds var: what does that route add?)
     dx     [M, D]   three paths: directly, through the mean, through the variance
 
-Careful with the variance path. A derivation that circulates widely lets the
-variance reach x a second time, through the mean, and ends up with a factor
-(m-1)/m on that path. That second route contributes nothing: dvar/dmean is
--(2/m) times the sum of the deviations x_j - mean, which is 0. Check your dx
-against a finite difference before you trust it.
+Check every stage against a finite difference before you trust it: running
+this file does that for each of the six.
 
 While it is graded, your code may use NumPy and the Python standard library,
 nothing else.
 
 Try it:  python 06_batchnorm_staged.py
 Grade:   microgradnorm exercise check 6
+Stuck?   microgradnorm lesson 8 teaches what this exercise needs
 """
 
 import numpy as np
@@ -77,3 +75,21 @@ if __name__ == "__main__":
         stages["dgamma"],
         numerical_gradient(lambda g: np.sum(batchnorm_forward(x, g, beta, eps)[0] * dy), gamma),
     )
+    report(
+        "dbeta",
+        stages["dbeta"],
+        numerical_gradient(lambda b: np.sum(batchnorm_forward(x, gamma, b, eps)[0] * dy), beta),
+    )
+    xshift = cache["xshift"]
+    report("dxhat", stages["dxhat"], numerical_gradient(lambda xh: np.sum((gamma * xh + beta) * dy), cache["xhat"]))
+    report(
+        "dvar",
+        stages["dvar"],
+        numerical_gradient(lambda v: np.sum((gamma * xshift / np.sqrt(v + eps) + beta) * dy), cache["var"]),
+    )
+
+    def loss_of_mean(mu: np.ndarray) -> float:
+        xs = x - mu
+        return float(np.sum((gamma * xs / np.sqrt((xs * xs).mean(axis=0, keepdims=True) + eps) + beta) * dy))
+
+    report("dmean", stages["dmean"], numerical_gradient(loss_of_mean, x.mean(axis=0, keepdims=True)))

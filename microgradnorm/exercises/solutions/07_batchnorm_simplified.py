@@ -16,6 +16,7 @@ nothing else.
 
 Try it:  python 07_batchnorm_simplified.py
 Grade:   microgradnorm exercise check 7
+Stuck?   microgradnorm lesson 8 teaches what this exercise needs
 """
 
 import numpy as np

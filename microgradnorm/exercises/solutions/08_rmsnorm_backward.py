@@ -18,6 +18,7 @@ nothing else.
 
 Try it:  python 08_rmsnorm_backward.py
 Grade:   microgradnorm exercise check 8
+Stuck?   microgradnorm lesson 9 teaches what this exercise needs
 """
 
 import numpy as np

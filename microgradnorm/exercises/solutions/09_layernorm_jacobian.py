@@ -1,31 +1,28 @@
 """Exercise 09: the LayerNorm Jacobian, and the projection inside it.
 
 For one vector x of D features, y = LN(x) = gamma * xhat + beta. Its Jacobian
-J[i, j] = dy_i / dx_j has a tidy structure:
+J[i, j] = dy_i / dx_j collects every dy_i / dx_j; row i belongs to output y_i.
 
-    J = (1/sigma) diag(gamma) (I - P),     P = (1/D) (1 1^T + xhat xhat^T)
-
-where sigma = sqrt(var + eps). xhat always sums to 0; at eps = 0 also
-|xhat|^2 = D, and then P is the orthogonal projection onto the plane spanned
-by the ones vector and xhat (symmetric, P @ P = P, rank 2). I - P removes
-exactly the two directions LayerNorm at eps = 0 cannot respond to: adding a
-constant to x, and scaling x. (With eps > 0, scaling x moves y a little, and
-P is a projection only nearly.)
-
-Write P from xhat, then J from x. Row i of J belongs to output y_i.
+Derive J first: row i is the gradient of y_i alone, so it is LayerNorm's
+backward pass (lesson 5) with dy = 1 at position i and 0 elsewhere. Then look
+at what you found: J = (1/sigma) diag(gamma) (I - P), sigma = sqrt(var + eps),
+for a D x D matrix P built from the ones vector and xhat alone. Find P in your
+J and write it as its own function of xhat. What does P do to the ones vector,
+and to xhat, at eps = 0 (where xhat sums to 0 and its squares sum to D)?
 
 While it is graded, your code may use NumPy and the Python standard library,
 nothing else.
 
 Try it:  python 09_layernorm_jacobian.py
 Grade:   microgradnorm exercise check 9
+Stuck?   microgradnorm lesson 7 teaches what this exercise needs
 """
 
 import numpy as np
 
 
 def projection(xhat: np.ndarray) -> np.ndarray:
-    """xhat: [D], a normalized vector. Returns P: [D, D] = (1/D) (1 1^T + xhat xhat^T)."""
+    """xhat: [D], a normalized vector. Returns P: [D, D], the matrix with J = (1/sigma) diag(gamma) (I - P)."""
     # ---- write your code here ----
     d = xhat.shape[0]
     ones = np.ones(d)
@@ -54,12 +51,14 @@ if __name__ == "__main__":
         xshift = x - x.mean()
         return gamma * xshift / np.sqrt((xshift * xshift).mean() + eps)
 
-    J = layernorm_jacobian(x, gamma, 0.0)
-    numeric = np.array([numerical_gradient(lambda v, i=i: ln(v, 0.0)[i], x) for i in range(5)])
+    eps = 1e-3  # as the grader's first input: eps > 0
+    J = layernorm_jacobian(x, gamma, eps)
+    numeric = np.array([numerical_gradient(lambda v, i=i: ln(v, eps)[i], x) for i in range(5)])
     print("Your Jacobian against central finite differences (row i = gradient of y_i):")
     report("J", J, numeric)
     xhat = (x - x.mean()) / x.std()
     P = projection(xhat)
-    print(
-        f"  P symmetric: {np.allclose(P, P.T)};  P @ P = P: {np.allclose(P @ P, P)};  rank: {np.linalg.matrix_rank(P)}"
-    )
+    print("P is not a gradient, so no finite difference checks it; what it must be, with xhat at eps = 0:")
+    print(f"  symmetric: {np.allclose(P, P.T)};  P @ P = P: {np.allclose(P @ P, P)}", end="")
+    print(f";  rank 2: {np.linalg.matrix_rank(P) == 2}")
+    print(f"  P @ ones = ones: {np.allclose(P @ np.ones(5), 1.0)};  P @ xhat = xhat: {np.allclose(P @ xhat, xhat)}")

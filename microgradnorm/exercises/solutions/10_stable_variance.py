@@ -25,6 +25,7 @@ nothing else.
 
 Try it:  python 10_stable_variance.py
 Grade:   microgradnorm exercise check 10
+Stuck?   microgradnorm lesson 12 teaches what this exercise needs
 """
 
 import numpy as np
@@ -64,4 +65,10 @@ if __name__ == "__main__":
     print(f"  mean(x^2) - mean(x)^2:    {shortcut:.12f}   {abs(shortcut - reference) / reference:.1e}")
     # near 1e8 a double is rounded to about 1e-8, and so is the running mean at each step
     close = abs(yours - reference) <= 1e-6 * reference
+    half = values[:500]
+    state = (500, float(half.mean()), float(((half - half.mean()) ** 2).sum()))
+    for v in values[500:]:
+        state = welford_update(*state, float(v))
+    mid = abs(state[2] / state[0] - reference) <= 1e-6 * reference
+    print("Started mid-stream from the state of the first 500 values:", "agrees." if mid else "DIFFERS.")
     print("Yours", "agrees with two passes to rounding." if close else "DIFFERS from two passes: check the update.")

@@ -1,4 +1,4 @@
-# english: 01_local_derivatives.py aa1386eedec1
+# english: 01_local_derivatives.py ae1eb0de6f22
 """练习 01：各个基本运算的局部导数。
 
 Value 引擎里的每个运算都知道自己的一件事：某个输入动一点点，输出会跟着动多少，
@@ -14,10 +14,14 @@ dout”：
     sqrt:    out = sqrt(a)     ->  da          a > 0
     divide:  out = a / b       ->  (da, db)    b != 0
 
+可选：文件末尾的 Tiny 类像 micrograd 视频里那样，把这四条规则写成 _backward 闭包
+（不评分）。
+
 评分时，你的代码只能使用 NumPy 和 Python 标准库，别的都不行。
 
 运行：python 01_local_derivatives.py（与有限差分比较）
 评分：microgradnorm exercise check 1
+卡住了？microgradnorm lesson 1 讲的正是这道练习要用的内容
 """
 
 import numpy as np
@@ -51,6 +55,67 @@ def div_backward(a: np.ndarray, b: np.ndarray, dout: np.ndarray) -> tuple[np.nda
     # ---- 你的代码到此为止 ----
 
 
+class Tiny:
+    """可选，和 micrograd 视频里一样：把你的四条规则写成 _backward 闭包。
+
+    不评分。这个小小的 Value 的每个运算都在它的 _backward 闭包里调用你写的函数；
+    你也可以把调用换成直接写出的规则（对 a * b：self.grad += other.data * dout）。
+    运行这个文件时，也会经过一个小的计算图检查 Tiny 的梯度。
+    """
+
+    def __init__(self, data: float, children: tuple = ()) -> None:
+        self.data, self.grad, self._prev, self._backward = float(data), 0.0, children, lambda: None
+
+    def _op(self, data: float, children: tuple, backward) -> "Tiny":
+        out = Tiny(data, children)
+        out._backward = lambda: backward(out.grad)
+        return out
+
+    def __mul__(self, other: "Tiny") -> "Tiny":
+        def _backward(dout: float) -> None:  # 你的规则，也可以在这里直接写出
+            da, db = mul_backward(np.float64(self.data), np.float64(other.data), np.float64(dout))
+            self.grad += float(da)
+            other.grad += float(db)
+
+        return self._op(self.data * other.data, (self, other), _backward)
+
+    def __pow__(self, p: float) -> "Tiny":
+        def _backward(dout: float) -> None:  # 你的规则，也可以在这里直接写出
+            self.grad += float(pow_backward(np.float64(self.data), p, np.float64(dout)))
+
+        return self._op(self.data**p, (self,), _backward)
+
+    def sqrt(self) -> "Tiny":
+        def _backward(dout: float) -> None:  # 你的规则，也可以在这里直接写出
+            self.grad += float(sqrt_backward(np.float64(self.data), np.float64(dout)))
+
+        return self._op(self.data**0.5, (self,), _backward)
+
+    def __truediv__(self, other: "Tiny") -> "Tiny":
+        def _backward(dout: float) -> None:  # 你的规则，也可以在这里直接写出
+            da, db = div_backward(np.float64(self.data), np.float64(other.data), np.float64(dout))
+            self.grad += float(da)
+            other.grad += float(db)
+
+        return self._op(self.data / other.data, (self, other), _backward)
+
+    def backward(self) -> None:
+        """按拓扑顺序（和 micrograd 一样），从这个节点一直到叶子节点，调用每个节点的 _backward。"""
+        order, seen = [], set()
+
+        def visit(v: "Tiny") -> None:
+            if id(v) not in seen:
+                seen.add(id(v))
+                for child in v._prev:
+                    visit(child)
+                order.append(v)
+
+        visit(self)
+        self.grad = 1.0
+        for v in reversed(order):
+            v._backward()
+
+
 if __name__ == "__main__":
     from microgradnorm.exercises.selfcheck import numerical_gradient, report
 
@@ -66,3 +131,11 @@ if __name__ == "__main__":
     da, db = div_backward(a, b, dout)
     report("divide da", da, numerical_gradient(lambda a: np.sum(a / b * dout), a))
     report("divide db", db, numerical_gradient(lambda b: np.sum(a / b * dout), b))
+
+    # 可选：同样的规则，经过由 Tiny 值构成的计算图，f = (x * y) ** p / sqrt(y)
+    def f(v: np.ndarray) -> float:
+        return float((v[0] * v[1]) ** p / np.sqrt(v[1]))
+
+    x, y = Tiny(a[0]), Tiny(b[0])
+    ((x * y) ** p / y.sqrt()).backward()
+    report("Tiny", [x.grad, y.grad], numerical_gradient(f, np.array([a[0], b[0]])))

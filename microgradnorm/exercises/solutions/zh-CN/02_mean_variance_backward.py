@@ -1,4 +1,4 @@
-# english: 02_mean_variance_backward.py 4bb1ebfca429
+# english: 02_mean_variance_backward.py 369b287413dc
 """练习 02：均值与方差的反向传播。
 
 归一化层对每一行算两个统计量：均值和方差。在写整个层之前，先弄清楚每个统计量怎
@@ -18,6 +18,7 @@
 
 运行：python 02_mean_variance_backward.py
 评分：microgradnorm exercise check 2
+卡住了？microgradnorm lesson 5 讲的正是这道练习要用的内容
 """
 
 import numpy as np

@@ -1,4 +1,4 @@
-# english: 03_layernorm_from_values.py bd5ba48ca9fb
+# english: 03_layernorm_from_values.py 53c726622d82
 """练习 03：用 Value 引擎，从基本运算搭出 LayerNorm。
 
 用标量 Value 节点搭出一行 LayerNorm 的前向传播。你一个导数都不用写：你用到的每
@@ -16,6 +16,7 @@ dy) 做反向传播，再把落到 x、gamma 和 beta 上的梯度与闭式公�
 
 运行：python 03_layernorm_from_values.py
 评分：microgradnorm exercise check 3
+卡住了？microgradnorm lesson 3 讲的正是这道练习要用的内容
 """
 
 from microgradnorm import Value
@@ -42,15 +43,17 @@ if __name__ == "__main__":
     x, gamma, beta, dy = rng.normal(1.0, 2.0, 5), rng.uniform(0.5, 1.5, 5), rng.normal(size=5), rng.normal(size=5)
     eps = 1e-5
 
-    def loss(xv: np.ndarray) -> float:
+    def loss(xv: np.ndarray, gv: np.ndarray = gamma, bv: np.ndarray = beta) -> float:
         ys = layer_norm(
-            [Value(float(v)) for v in xv], [Value(float(g)) for g in gamma], [Value(float(b)) for b in beta], eps
+            [Value(float(v)) for v in xv], [Value(float(g)) for g in gv], [Value(float(b)) for b in bv], eps
         )
         return sum(y.data * g for y, g in zip(ys, dy))
 
-    xs = [Value(float(v)) for v in x]
-    ys = layer_norm(xs, [Value(float(g)) for g in gamma], [Value(float(b)) for b in beta], eps)
+    xs, gs, bs = [Value(float(v)) for v in x], [Value(float(g)) for g in gamma], [Value(float(b)) for b in beta]
+    ys = layer_norm(xs, gs, bs, eps)
     print("y =", np.round([y.data for y in ys], 4))
     Value.sum([y * float(g) for y, g in zip(ys, dy)]).backward()
     print("你的梯度（沿你的计算图 backward 得到）与中心差分的比较：")
     report("dx", [v.grad for v in xs], numerical_gradient(loss, x))
+    report("dgamma", [g.grad for g in gs], numerical_gradient(lambda g: loss(x, g, beta), gamma))
+    report("dbeta", [b.grad for b in bs], numerical_gradient(lambda b: loss(x, gamma, b), beta))

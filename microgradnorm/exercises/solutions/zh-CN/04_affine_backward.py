@@ -1,4 +1,4 @@
-# english: 04_affine_backward.py 88b49737cc47
+# english: 04_affine_backward.py 29b2c890659d
 """练习 04：dgamma 和 dbeta，反向走一遍仿射变换。
 
 每种归一化的最后一步都是逐特征的仿射变换：
@@ -16,6 +16,7 @@ xhat 的每个元素只用到一次。
 
 运行：python 04_affine_backward.py
 评分：microgradnorm exercise check 4
+卡住了？microgradnorm lesson 4 讲的正是这道练习要用的内容
 """
 
 import numpy as np

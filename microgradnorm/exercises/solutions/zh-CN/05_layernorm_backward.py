@@ -1,4 +1,4 @@
-# english: 05_layernorm_backward.py ed8a4c204477
+# english: 05_layernorm_backward.py 3bb67b7ad56c
 """练习 05：LayerNorm 的前向与反向传播，闭式、向量化。
 
 像一个库那样写 LayerNorm：前向传播返回输出，以及一份缓存，存下反向传播需要的一
@@ -11,14 +11,16 @@
     y    = gamma * xhat + beta
 
 反向来看，x_i 经三条路径影响损失：直接经过 xhat_i，经过均值（每个 xhat_j 都用
-到它），以及经过方差（同样如此）。闭式公式把三条路径合成一行；你可以直接推导
-它，也可以从分阶段的写法出发再化简。沿最后一个轴求统计量时，需要 keepdims=True
-才能广播。
+到它），以及经过方差（同样如此）。闭式公式把三条路径合成一行。一条分阶段的路：
+先求 dxhat，再求 dvar，再求 dmean，最后把三条路径加起来得到 dx（第 5 课一步步走
+过这些阶段）；然后再化简。沿最后一个轴求统计量时，需要 keepdims=True 才能广播；
+dgamma 和 dbeta 要对除最后一个轴以外的所有轴求和，这里是 (0, 1)。
 
 评分时，你的代码只能使用 NumPy 和 Python 标准库，别的都不行。
 
 运行：python 05_layernorm_backward.py
 评分：microgradnorm exercise check 5
+卡住了？microgradnorm lesson 5 讲的正是这道练习要用的内容
 """
 
 import numpy as np

@@ -1,4 +1,4 @@
-# english: 06_batchnorm_staged.py eb69a97cfc2f
+# english: 06_batchnorm_staged.py bd528f323bbc
 """练习 06：BatchNorm 的反向传播，一个阶段一个阶段地来。
 
 BatchNorm 对 x [M, D] 的每个特征（每一列）在批量的 M 个样本上做归一化。前向传
@@ -12,15 +12,13 @@ BatchNorm 对 x [M, D] 的每个特征（每一列）在批量的 M 个样本上
     dmean  [1, D]   xshift = x - mean（均值也流进了 var：这条路线贡献多少？）
     dx     [M, D]   三条路径：直接的、经过均值的、经过方差的
 
-方差这条路径要小心。一个流传很广的推导让方差经过均值第二次到达 x，结果在这条路
-径上多出一个因子 (m-1)/m。其实第二条路线的贡献是零：dvar/dmean 等于 -(2/m) 乘
-以偏差 x_j - mean 之和，而这个和是 0。在相信你的 dx 之前，先拿有限差分核对一
-下。
+在相信每个阶段之前，先拿有限差分核对一下：运行这个文件，六个阶段都会核对。
 
 评分时，你的代码只能使用 NumPy 和 Python 标准库，别的都不行。
 
 运行：python 06_batchnorm_staged.py
 评分：microgradnorm exercise check 6
+卡住了？microgradnorm lesson 8 讲的正是这道练习要用的内容
 """
 
 import numpy as np
@@ -75,3 +73,21 @@ if __name__ == "__main__":
         stages["dgamma"],
         numerical_gradient(lambda g: np.sum(batchnorm_forward(x, g, beta, eps)[0] * dy), gamma),
     )
+    report(
+        "dbeta",
+        stages["dbeta"],
+        numerical_gradient(lambda b: np.sum(batchnorm_forward(x, gamma, b, eps)[0] * dy), beta),
+    )
+    xshift = cache["xshift"]
+    report("dxhat", stages["dxhat"], numerical_gradient(lambda xh: np.sum((gamma * xh + beta) * dy), cache["xhat"]))
+    report(
+        "dvar",
+        stages["dvar"],
+        numerical_gradient(lambda v: np.sum((gamma * xshift / np.sqrt(v + eps) + beta) * dy), cache["var"]),
+    )
+
+    def loss_of_mean(mu: np.ndarray) -> float:
+        xs = x - mu
+        return float(np.sum((gamma * xs / np.sqrt((xs * xs).mean(axis=0, keepdims=True) + eps) + beta) * dy))
+
+    report("dmean", stages["dmean"], numerical_gradient(loss_of_mean, x.mean(axis=0, keepdims=True)))

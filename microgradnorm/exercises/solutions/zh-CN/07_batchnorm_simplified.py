@@ -1,4 +1,4 @@
-# english: 07_batchnorm_simplified.py c66c7d36ca70
+# english: 07_batchnorm_simplified.py 4cc454104e01
 """练习 07：BatchNorm 的反向传播，化简成一行。
 
 练习 06 的分阶段反向传播顺路算出了 dvar 和 dmean。把它们代入三条路径，再把
@@ -14,6 +14,7 @@ xshift 换成 xhat * std，整个和就合成一个式子，只用到 dxhat = ga
 
 运行：python 07_batchnorm_simplified.py
 评分：microgradnorm exercise check 7
+卡住了？microgradnorm lesson 8 讲的正是这道练习要用的内容
 """
 
 import numpy as np

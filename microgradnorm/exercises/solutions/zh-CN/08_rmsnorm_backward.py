@@ -1,4 +1,4 @@
-# english: 08_rmsnorm_backward.py 5d33e8395791
+# english: 08_rmsnorm_backward.py cc7c64c73897
 """练习 08：RMSNorm 的前向与反向传播。
 
 RMSNorm（Zhang 和 Sennrich，2019；LLaMA 和许多其他近来的语言模型都在用）不减均
@@ -17,6 +17,7 @@ x：[N, D]，逐行归一化；gamma：[D]。
 
 运行：python 08_rmsnorm_backward.py
 评分：microgradnorm exercise check 8
+卡住了？microgradnorm lesson 9 讲的正是这道练习要用的内容
 """
 
 import numpy as np

@@ -1,4 +1,4 @@
-# english: 10_stable_variance.py 25f3a32a345d
+# english: 10_stable_variance.py 5614a4414f7f
 """练习 10：数值稳定的方差，只遍历一遍（Welford）。
 
 教科书上的捷径 var = mean(x^2) - mean(x)^2 只需遍历数据一遍，却是一个数值陷
@@ -22,6 +22,7 @@ m2 / count（有偏，和各种归一化一样）。请写出这个更新。评�
 
 运行：python 10_stable_variance.py
 评分：microgradnorm exercise check 10
+卡住了？microgradnorm lesson 12 讲的正是这道练习要用的内容
 """
 
 import numpy as np
@@ -61,4 +62,10 @@ if __name__ == "__main__":
     print(f"  mean(x^2) - mean(x)^2：   {shortcut:.12f}   {abs(shortcut - reference) / reference:.1e}")
     # 在 1e8 附近，一个 double 的舍入大约是 1e-8，每一步的滑动均值也是如此
     close = abs(yours - reference) <= 1e-6 * reference
+    half = values[:500]
+    state = (500, float(half.mean()), float(((half - half.mean()) ** 2).sum()))
+    for v in values[500:]:
+        state = welford_update(*state, float(v))
+    mid = abs(state[2] / state[0] - reference) <= 1e-6 * reference
+    print("从前 500 个值的状态中途开始：", "一致。" if mid else "不一致。")
     print("你的结果：", "与两遍公式一致，只差舍入误差。" if close else "与两遍公式不一致：检查一下更新公式。")
