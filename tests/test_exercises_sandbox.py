@@ -24,6 +24,7 @@ import pytest
 
 from microgradnorm.exercises import landlock, process, sandbox, seccomp, supervisor, wire
 from microgradnorm.exercises.process import child_environment
+from tests.sandboxing import without_bubblewrap  # noqa: F401  (a fixture)
 
 SUPERVISOR = Path(supervisor.__file__)
 linux_only = pytest.mark.skipif(not os.path.isdir("/proc"), reason="the subreaper and /proc are Linux's")
@@ -345,7 +346,7 @@ def test_a_forged_result_is_a_clear_failure(message):
 
 
 @pytest.fixture
-def fresh_filter_state(monkeypatch):
+def fresh_filter_state(monkeypatch, without_bubblewrap):
     monkeypatch.setitem(process._file_filter_works, "state", None)
     return process._file_filter_works
 
@@ -382,7 +383,7 @@ def test_the_probe_has_limits_of_its_own_and_a_probe_out_of_time_leaves_the_filt
     """A tight --timeout or --memory chosen by the learner must not make a working filter look broken."""
     calls = []
 
-    def fake(job, *, timeout, memory_mb, cwd, readable):
+    def fake(job, *, timeout, memory_mb, cwd, readable, isolated=None):
         calls.append((job, timeout, memory_mb, readable is not None))
         return process.ChildRun(timed_out=job == b"probe")
 

@@ -72,6 +72,7 @@ class GradeResult:
     cases: list[str] = field(default_factory=list)
     kernel_filter: bool = False  # the child ran under the seccomp filter
     file_filter: bool = False  # the child ran under the Landlock file filter
+    isolated: bool = False  # the child ran inside bubblewrap's namespaces (the grader's own knowledge, not the child's)
     recorded: bool = True  # the verdict went into the learner's progress (not for chosen inputs: --seed)
     notes: list[str] = field(default_factory=list)  # said after the verdict
 
@@ -165,6 +166,7 @@ def grade(
         engine=exercise.uses == "engine",
     )
     out.printed = _printed(run)
+    out.isolated = run.isolated
     _conclude(out, run, cases, timeout, memory_mb)
     return out
 

@@ -68,6 +68,7 @@ class ChildRun:
     pid: int | None = None  # the child's
     cleaned: int = 0  # processes the supervisor had to kill
     status: list[str] = field(default_factory=list)
+    isolated: bool = False  # the child ran inside bubblewrap's namespaces
 
 
 def child_environment() -> dict[str, str]:
@@ -111,6 +112,37 @@ def _readable(engine: bool = False) -> dict[str, Any]:
     return dataclasses.asdict(allowed)
 
 
+@functools.lru_cache(maxsize=2)
+def _isolated(engine: bool = False) -> dict[str, Any] | None:
+    """What bubblewrap (:mod:`.bubblewrap`) shows the child, as the supervisor's arguments; None without it.
+
+    The same list the kernel file filter allows (one list of what the child needs), as read-only binds;
+    the standard library's site-packages hidden under an empty folder.
+    """
+    from microgradnorm.exercises import bubblewrap
+
+    found = bubblewrap.available()
+    if not found:
+        return None
+    spec = _readable(engine)
+    stdlib = sorted({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")})
+    hide = [os.path.join(d, p) for d in {*stdlib, *map(os.path.realpath, stdlib)} for p in ("site-packages", "dist-packages")]
+    return {
+        "bwrap": found.program,
+        "read_dirs": [*spec["directories"], *spec["library_dirs"]],
+        "read_files": [p for p in (*spec["files"], *spec["programs"], *bubblewrap.loaders()) if not p.startswith("/dev/")],
+        "hide": sorted(hide),
+    }
+
+
+def isolation() -> str:
+    """How the child is held here, in a word for messages: "bubblewrap", or why not (said once by the grader)."""
+    from microgradnorm.exercises import bubblewrap
+
+    found = bubblewrap.available()
+    return "bubblewrap" if found else found.why
+
+
 PROBE_TIMEOUT = 60.0  # seconds a probe may take to start Python and NumPy on a slow machine
 # None: not yet known; True: a child under the file filter has answered; False: under it, no child starts here
 _file_filter_works: dict[str, bool | None] = {"state": None}
@@ -133,8 +165,11 @@ class _Pipes:
                 os.close(fd)
 
 
-def _start(pipes: _Pipes, timeout: float, memory_mb: int, cwd: Path, readable: dict | None) -> subprocess.Popen:
-    child = [sys.executable, "-I", "-S", "-B", "-X", "utf8", "-c", BOOT, str(HERE / "runner.py")]
+def _start(
+    pipes: _Pipes, timeout: float, memory_mb: int, cwd: Path, readable: dict | None, isolated: dict | None
+) -> subprocess.Popen:
+    python = os.path.realpath(sys.executable) if isolated else sys.executable  # a venv's link is not inside
+    child = [python, "-I", "-S", "-B", "-X", "utf8", "-c", BOOT, str(HERE / "runner.py")]
     child += [str(pipes.job[0]), str(pipes.result[1]), _numpy_parent()]
     config = {
         "argv": child,
@@ -143,7 +178,8 @@ def _start(pipes: _Pipes, timeout: float, memory_mb: int, cwd: Path, readable: d
         "memory": memory_mb * 2**20,
         "cpu": math.ceil(timeout) + 1,  # a backstop: the wall-clock deadline comes first
         "deadline": timeout + 5.0,  # the supervisor's own backstop, should the grader vanish
-        "readable": readable,
+        "readable": None if isolated else readable,  # no Landlock under bwrap: it would forbid its mounts
+        "isolated": isolated,
     }
     return subprocess.Popen(
         [sys.executable, "-I", "-S", "-B", str(HERE / "supervisor.py"), json.dumps(config)],
@@ -262,8 +298,11 @@ def run_child(
     from then on children run without it (the audit hook still stands). The
     learner's code cannot steer that choice: it is not in the probe.
     """
-    state, spec = _file_filter_works, _readable(engine)
     limits = {"timeout": timeout, "memory_mb": memory_mb, "cwd": cwd}
+    isolated = _isolated(engine)
+    if isolated is not None:  # the namespaces hold; bwrap's own probe showed that a Python starts in them
+        return _run(job, readable=None, isolated=isolated, **limits)
+    state, spec = _file_filter_works, _readable(engine)
     run = _run(job, readable=spec if state["state"] is not False else None, **limits)
     if run.result and state["state"] is None:
         state["state"] = True
@@ -277,14 +316,16 @@ def run_child(
     return run
 
 
-def _run(job: bytes, *, timeout: float, memory_mb: int, cwd: Path, readable: dict | None) -> ChildRun:
-    run = ChildRun()
+def _run(
+    job: bytes, *, timeout: float, memory_mb: int, cwd: Path, readable: dict | None, isolated: dict | None = None
+) -> ChildRun:
+    run = ChildRun(isolated=isolated is not None)
     pipes = _Pipes()
     ours = (pipes.job[1], pipes.result[0], pipes.printed[0], pipes.control[1], pipes.status[0])
     proc = None
     collector = _Collector(pipes, job, run)
     try:
-        proc = _start(pipes, timeout, memory_mb, cwd, readable)
+        proc = _start(pipes, timeout, memory_mb, cwd, readable, isolated)
         pipes.close(pipes.child_ends())
         with _sigterm_as_exit():
             collector.collect(time.monotonic() + timeout)
