@@ -103,6 +103,7 @@ def command(
     hidden = [h for h in hide if os.path.isdir(h)]
     paths = [p for p in dict.fromkeys([*read_dirs, *read_files]) if os.path.exists(p)]
     outside = [p for p in paths if not any(_inside(p, h) for h in hidden)]
+
     def bind(group: list[str], bound: list[str]) -> None:
         for path in group:
             if not any(_inside(path, b) for b in bound):

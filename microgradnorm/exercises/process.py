@@ -126,11 +126,17 @@ def _isolated(engine: bool = False) -> dict[str, Any] | None:
         return None
     spec = _readable(engine)
     stdlib = sorted({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")})
-    hide = [os.path.join(d, p) for d in {*stdlib, *map(os.path.realpath, stdlib)} for p in ("site-packages", "dist-packages")]
+    hide = [
+        os.path.join(d, p)
+        for d in {*stdlib, *map(os.path.realpath, stdlib)}
+        for p in ("site-packages", "dist-packages")
+    ]
     return {
         "bwrap": found.program,
         "read_dirs": [*spec["directories"], *spec["library_dirs"]],
-        "read_files": [p for p in (*spec["files"], *spec["programs"], *bubblewrap.loaders()) if not p.startswith("/dev/")],
+        "read_files": [
+            p for p in (*spec["files"], *spec["programs"], *bubblewrap.loaders()) if not p.startswith("/dev/")
+        ],
         "hide": sorted(hide),
     }
 
