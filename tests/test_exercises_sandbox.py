@@ -24,7 +24,7 @@ import pytest
 
 from microgradnorm.exercises import landlock, process, sandbox, seccomp, supervisor, wire
 from microgradnorm.exercises.process import child_environment
-from tests.sandboxing import without_bubblewrap  # noqa: F401  (a fixture)
+from tests.sandboxing import without_bubblewrap
 
 SUPERVISOR = Path(supervisor.__file__)
 linux_only = pytest.mark.skipif(not os.path.isdir("/proc"), reason="the subreaper and /proc are Linux's")
@@ -346,7 +346,8 @@ def test_a_forged_result_is_a_clear_failure(message):
 
 
 @pytest.fixture
-def fresh_filter_state(monkeypatch, without_bubblewrap):
+def fresh_filter_state(monkeypatch):
+    without_bubblewrap(monkeypatch)
     monkeypatch.setitem(process._file_filter_works, "state", None)
     return process._file_filter_works
 
