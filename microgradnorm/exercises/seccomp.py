@@ -62,7 +62,7 @@ _X86_64 = {
     "fchownat": 260, "mknod": 133, "mknodat": 259, "utime": 132, "utimes": 235, "utimensat": 280,
     "futimesat": 261, "unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "chroot": 161,
     "pivot_root": 155, "reboot": 169, "bpf": 321,
-    "socket": 41, "fchmod": 91, "fchown": 93, "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190,
+    "socket": 41, "socketpair": 53, "fchmod": 91, "fchown": 93, "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190,
     "removexattr": 197, "lremovexattr": 198, "fremovexattr": 199, "setpriority": 141, "sched_setparam": 142,
     "sched_setscheduler": 144, "sched_setaffinity": 203, "sched_setattr": 314, "ioprio_set": 251,
     "settimeofday": 164, "clock_settime": 227, "adjtimex": 159, "clock_adjtime": 305,
@@ -77,7 +77,7 @@ _AARCH64 = {
     "mkdirat": 34, "symlinkat": 36, "linkat": 37, "truncate": 45, "fchmodat": 53, "fchmodat2": 452,
     "fchownat": 54, "mknodat": 33, "utimensat": 88, "unshare": 97, "setns": 268, "mount": 40,
     "umount2": 39, "chroot": 51, "pivot_root": 41, "reboot": 142, "bpf": 280,
-    "socket": 198, "fchmod": 52, "fchown": 55, "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7,
+    "socket": 198, "socketpair": 199, "fchmod": 52, "fchown": 55, "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7,
     "removexattr": 14, "lremovexattr": 15, "fremovexattr": 16, "setpriority": 140, "sched_setparam": 118,
     "sched_setscheduler": 119, "sched_setaffinity": 122, "sched_setattr": 274, "ioprio_set": 30,
     "settimeofday": 170, "clock_settime": 112, "adjtimex": 171, "clock_adjtime": 266,
@@ -94,7 +94,7 @@ _ALWAYS_REFUSED = (
     "mount", "umount2", "chroot", "pivot_root", "reboot", "bpf",
     # sockets (a tmux server's UNIX socket runs commands outside; netlink, raw packets, UDP), a file's mode,
     # owner or attributes (what a write filter on open misses), the scheduling of anyone, and the clock
-    "socket", "fchmod", "fchown", "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr",
+    "socket", "socketpair", "fchmod", "fchown", "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr",
     "fremovexattr", "setpriority", "sched_setparam", "sched_setscheduler", "sched_setaffinity", "sched_setattr",
     "ioprio_set", "settimeofday", "clock_settime", "adjtimex", "clock_adjtime",
 )  # fmt: skip
