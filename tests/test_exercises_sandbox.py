@@ -392,3 +392,82 @@ def test_the_probe_has_limits_of_its_own_and_a_probe_out_of_time_leaves_the_filt
     process.run_child(b"job", timeout=0.5, memory_mb=256, cwd=Path("."), probe=b"probe")
     assert calls == [(b"job", 0.5, 256, True), (b"probe", process.PROBE_TIMEOUT, 1024, True)]
     assert fresh_filter_state["state"] is None  # still unknown: the next check runs under the filter again
+
+
+# ---- bubblewrap, with nothing else in front of it (no audit hook, no seccomp filter) -------------------------
+
+NAMESPACE_ATTEMPTS = f"""
+import os, sys
+sys.path.append({str(Path(np.__file__).resolve().parents[1])!r})
+def attempt(name, path):
+    try:
+        os.close(os.open(path, os.O_RDONLY))
+        print(name, "allowed", flush=True)
+    except OSError as exc:
+        print(name, "refused", exc.errno, flush=True)
+attempt("closed-form", {str(PACKAGE / "formulas.py")!r})
+attempt("solution", {str(PACKAGE / "exercises" / "solutions" / "05_layernorm_backward.py")!r})
+attempt("answers", {str(Path(__file__).resolve().parent / "exercise_answers" / "05_layernorm_backward.py")!r})
+attempt("other-package", {str(Path(pytest.__file__))!r})
+attempt("engine", {str(PACKAGE / "engine.py")!r})
+attempt("stdlib", os.__file__)
+import numpy
+attempt("numpy", numpy.__file__)
+print("site-packages", ",".join(sorted(os.listdir(os.path.dirname(os.path.dirname(numpy.__file__))))))
+print("processes", ",".join(sorted(e for e in os.listdir("/proc") if e.isdigit())))
+print("uid", os.getuid(), os.getgid())
+status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines())
+print("capabilities", status["CapEff"].strip(), status["CapBnd"].strip())
+try:
+    open("/tmp/x", "w").write("x")
+    print("tmp", "written")
+except OSError as exc:
+    print("tmp", "refused", exc.errno)
+try:
+    os.chmod(numpy.__file__, 0o777)
+    print("chmod", "allowed")
+except OSError as exc:
+    print("chmod", "refused", exc.errno)
+"""
+
+
+def test_bubblewrap_alone_shows_the_child_only_what_it_needs():
+    """No hook, no seccomp: the namespaces hold the package's files, other processes and capabilities."""
+    from tests.sandboxing import need_bubblewrap
+
+    need_bubblewrap()
+    python = os.path.realpath(sys.executable)
+    log_r, log_w = os.pipe()
+    config = {
+        "argv": [python, "-I", "-S", "-c", NAMESPACE_ATTEMPTS],
+        "pass_fds": [],
+        "log_fd": log_w,
+        "memory": 2**30,
+        "cpu": 60,
+        "deadline": 30.0,
+        "filter": False,
+        "isolated": process._isolated(engine=True),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-I", "-S", str(SUPERVISOR), json.dumps(config)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        pass_fds=(log_w,),
+        env=child_environment(),
+    )
+    os.close(log_w)
+    with os.fdopen(log_r, "rb") as log:
+        printed = log.read().decode()
+    proc.stdin.close()
+    proc.wait(timeout=60)
+    proc.stdout.close()
+    said = dict(line.split(" ", 1) for line in printed.splitlines())
+    for name in ("closed-form", "solution", "answers", "other-package"):
+        assert said[name] == f"refused {errno.ENOENT}", (name, printed)  # not refused: not there at all
+    for name in ("engine", "stdlib", "numpy"):
+        assert said[name] == "allowed", (name, printed)
+    assert set(said["site-packages"].split(",")) <= {"numpy", "numpy.libs"}, printed
+    assert all(int(pid) < 10 for pid in said["processes"].split(",")), printed  # its own PID namespace
+    assert said["uid"] == "65534 65534"
+    assert said["capabilities"] == "0000000000000000 0000000000000000"
+    assert said["tmp"].startswith("refused") and said["chmod"].startswith("refused"), printed

@@ -126,18 +126,20 @@ def _isolated(engine: bool = False) -> dict[str, Any] | None:
         return None
     spec = _readable(engine)
     stdlib = sorted({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")})
-    hide = [
-        os.path.join(d, p)
-        for d in {*stdlib, *map(os.path.realpath, stdlib)}
-        for p in ("site-packages", "dist-packages")
+    stdlib = sorted({*stdlib, *map(os.path.realpath, stdlib)})
+    hide = [os.path.join(d, p) for d in stdlib for p in ("site-packages", "dist-packages")]
+    # whole folders where the file filter lists their files one by one: a bind mount each costs startup time
+    inside = [
+        d
+        for d in spec["directories"]
+        if any(d.startswith(h + "/") for h in hide) or not any(d.startswith(s + "/") for s in stdlib)
     ]
+    files = (*spec["files"], *spec["programs"], *bubblewrap.loaders())
     return {
         "bwrap": found.program,
-        "read_dirs": [*spec["directories"], *spec["library_dirs"]],
-        "read_files": [
-            p for p in (*spec["files"], *spec["programs"], *bubblewrap.loaders()) if not p.startswith("/dev/")
-        ],
-        "hide": sorted(hide),
+        "read_dirs": [*stdlib, *inside, *spec["library_dirs"]],
+        "read_files": [p for p in files if not p.startswith(("/dev/", *(s + "/" for s in stdlib)))],
+        "hide": hide,
     }
 
 
