@@ -100,6 +100,8 @@ def command(
         path = "/" + name
         if os.path.islink(path):
             cmd += ["--symlink", os.readlink(path), path]
+    # first the empty /tmp, /proc and /dev: a file bound later (the package may live under /tmp) stays visible
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "0555", "--tmpfs", "/tmp", "--chdir", "/tmp"]
     hidden = [h for h in hide if os.path.isdir(h)]
     paths = [p for p in dict.fromkeys([*read_dirs, *read_files]) if os.path.exists(p)]
     outside = [p for p in paths if not any(_inside(p, h) for h in hidden)]
@@ -119,7 +121,6 @@ def command(
     bind([p for p in paths if p not in outside], [])  # NumPy in a hidden site-packages: bound into the empty folder
     for path in covered:
         cmd.extend(["--remount-ro", path])
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "0555", "--tmpfs", "/tmp", "--chdir", "/tmp"]
     if seccomp_fd is not None:
         cmd += ["--seccomp", str(seccomp_fd)]
     return [*cmd, "--", *argv]
