@@ -183,3 +183,16 @@ def test_inside_bubblewrap_the_solution_files_cannot_even_be_looked_at(tmp_path)
     result = grade(get_exercise(4), path)
     assert not result.passed and "FileNotFoundError" in result.summary, result.summary
     assert os.stat(solution).st_size > 0  # it is there, outside the sandbox
+
+
+def test_without_bubblewrap_a_check_says_so_once(monkeypatch):
+    from microgradnorm.exercises import grader
+    from tests.sandboxing import without_bubblewrap
+
+    without_bubblewrap(monkeypatch)
+    monkeypatch.setattr(grader, "_said_unisolated", [])
+    ex = get_exercise(4)
+    first, second = grade(ex, ex.solution), grade(ex, ex.solution)
+    assert first.passed and second.passed
+    assert any("without bubblewrap" in note for note in first.notes) and second.notes == []
+    assert "without bubblewrap" in " ".join(_shown(first).split())

@@ -43,7 +43,7 @@ from microgradnorm.exercises.diagnose import Finding, exception_findings
 from microgradnorm.exercises.judge import CheckRow, Worst, judge
 from microgradnorm.exercises.messages import child_message, listed, say
 from microgradnorm.exercises.problems import Case, get_problem
-from microgradnorm.exercises.process import RESULT_LIMIT, ChildRun, run_child
+from microgradnorm.exercises.process import RESULT_LIMIT, ChildRun, isolation, run_child
 from microgradnorm.i18n import _
 
 __all__ = ["DEFAULT_MEMORY_MB", "DEFAULT_TIMEOUT", "SOURCE_LIMIT", "CheckRow", "GradeResult", "Worst", "grade"]
@@ -159,6 +159,9 @@ def _job(exercise: Exercise, path: Path, source: str, cases: list[Case]) -> byte
     return wire.encode(message, arrays)
 
 
+_said_unisolated: list[bool] = []  # the note about a missing sandbox has been given in this process
+
+
 def grade(
     exercise: Exercise,
     path: Path,
@@ -193,6 +196,14 @@ def grade(
     )
     out.printed = _printed(run)
     out.isolated = run.isolated
+    if not run.isolated and not _said_unisolated:
+        _said_unisolated.append(True)  # once per process: a class's gradebook need not repeat it 30 times
+        out.notes.append(
+            _(
+                "This check ran without bubblewrap ({why}): only filters inside the process held the code, "
+                "enough for your own code, not for someone else's (see docs/grader.md)."
+            ).format(why=isolation())
+        )
     _conclude(out, run, cases, timeout, memory_mb)
     return out
 
