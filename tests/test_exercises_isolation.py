@@ -87,6 +87,17 @@ _undo_the_hook()
 """
 
 
+RAW = """import ctypes, os, platform
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+
+def _raw(*args):
+    if _libc.syscall(*args) < 0:
+        raise PermissionError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+"""
+
+
 @dataclass(frozen=True)
 class Attack:
     id: str
@@ -115,6 +126,10 @@ ATTACKS = [
     Attack("set-clock",
            "import time\ntime.clock_settime(time.CLOCK_REALTIME, time.clock_gettime(time.CLOCK_REALTIME))\n",
            undo=False),
+    # raw system calls through ctypes (importable once the hook is undone): io_uring would open files and
+    # sockets past the seccomp filter; the keyring is the user's, shared with every process of theirs
+    Attack("io-uring", RAW + "_raw(425, 8, ctypes.create_string_buffer(120))\n"),
+    Attack("keyring", RAW + "_raw(250 if platform.machine() == 'x86_64' else 219, 0, -4, 0)\n"),
     Attack("sched-fifo-hog", "import os\nos.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))\n"
            f"print({WORKED!r}, flush=True)\nwhile True:\n    pass\n", undo=False),
 ]  # fmt: skip

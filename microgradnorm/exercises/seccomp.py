@@ -17,7 +17,18 @@ holds for root as well:
   memory, CPU-time and file-size limits the supervisor set are hard limits,
   even for root (whose hard limits are otherwise its own to raise);
 * no file changed: ``open``/``openat`` for writing, creating, truncating,
-  renaming, linking, removing, and mounting or entering namespaces all fail.
+  renaming, linking, removing, changing a file's mode, owner or extended
+  attributes, and mounting or entering namespaces all fail;
+* no socket (a tmux server's UNIX socket would run commands outside; UDP,
+  netlink, raw packets), no io_uring (its operations open files and sockets
+  past this filter), no keyring, no performance counter;
+* no scheduling of anyone (``setpriority``, ``sched_setscheduler``,
+  ``sched_setaffinity``: another process's, or a real-time priority that
+  starves the machine) and no clock set (root keeps ``CAP_SYS_TIME``).
+
+Inside bubblewrap (:mod:`.bubblewrap`) bwrap installs it (``--seccomp``) just
+before it starts the child: then ``execve`` stays allowed and signals are not
+filtered by pid (the PID namespace holds no one else).
 
 Refused calls return EPERM (``clone3`` and ``openat2``, whose flags a filter
 cannot read, return ENOSYS, so that the C library falls back to ``clone`` and
@@ -66,6 +77,8 @@ _X86_64 = {
     "removexattr": 197, "lremovexattr": 198, "fremovexattr": 199, "setpriority": 141, "sched_setparam": 142,
     "sched_setscheduler": 144, "sched_setaffinity": 203, "sched_setattr": 314, "ioprio_set": 251,
     "settimeofday": 164, "clock_settime": 227, "adjtimex": 159, "clock_adjtime": 305,
+    "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "keyctl": 250, "add_key": 248,
+    "request_key": 249, "perf_event_open": 298, "userfaultfd": 323,
 }  # fmt: skip
 _AARCH64 = {
     "execveat": 281, "clone": 220, "clone3": 435,
@@ -81,6 +94,8 @@ _AARCH64 = {
     "removexattr": 14, "lremovexattr": 15, "fremovexattr": 16, "setpriority": 140, "sched_setparam": 118,
     "sched_setscheduler": 119, "sched_setaffinity": 122, "sched_setattr": 274, "ioprio_set": 30,
     "settimeofday": 170, "clock_settime": 112, "adjtimex": 171, "clock_adjtime": 266,
+    "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "keyctl": 219, "add_key": 217,
+    "request_key": 218, "perf_event_open": 241, "userfaultfd": 282,
 }  # fmt: skip
 # machine: (audit arch, execve's number, the other syscalls)
 _MACHINES = {"x86_64": (0xC000003E, 59, _X86_64), "aarch64": (0xC00000B7, 221, _AARCH64)}
@@ -97,6 +112,10 @@ _ALWAYS_REFUSED = (
     "socket", "socketpair", "fchmod", "fchown", "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr",
     "fremovexattr", "setpriority", "sched_setparam", "sched_setscheduler", "sched_setaffinity", "sched_setattr",
     "ioprio_set", "settimeofday", "clock_settime", "adjtimex", "clock_adjtime",
+    # io_uring opens files and sockets without the syscalls above (this filter never sees its operations);
+    # the user's keyrings, performance counters and userfaultfd reach beyond the process
+    "io_uring_setup", "io_uring_enter", "io_uring_register", "keyctl", "add_key", "request_key",
+    "perf_event_open", "userfaultfd",
 )  # fmt: skip
 _ONLY_TO_SELF = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")  # first argument: a pid
 
