@@ -22,7 +22,10 @@ is closed and the supervisor waited for: it kills and reaps every process the
 child started before it exits.
 
 The child's environment is built from nothing: no variable of the grader's
-(``MICROGRADNORM_HOME`` included) is passed on.
+(``MICROGRADNORM_HOME`` included) is passed on. Where bubblewrap works
+(:mod:`.bubblewrap`) the child runs in its namespaces, seeing read-only binds of
+only what the kernel file filter would allow (:func:`_isolated`); elsewhere
+under that file filter (:func:`_readable`, Landlock).
 """
 
 from __future__ import annotations

@@ -10,11 +10,14 @@ only, loaded by its path). It
 2. starts the child that runs the learner's code: between fork and exec it
    sets hard resource limits (address space, CPU time, file size 0, no core
    file, at most FILES_LIMIT open files: a pipe holds kernel memory the
-   address-space limit does not count) and ``PR_SET_PDEATHSIG`` (the child dies
-   if the supervisor does), and installs the kernel's file filter
-   (:mod:`.landlock`, where there is one) and its syscall filter
-   (:mod:`.seccomp`), both kept across the exec; then it tells the grader the
-   child's pid;
+   address-space limit does not count; no real-time priority, no nice below 0)
+   and ``PR_SET_PDEATHSIG`` (the child dies if the supervisor does). Where
+   bubblewrap works (``config["isolated"]``, :mod:`.bubblewrap`) it execs
+   ``bwrap``, which starts the child in its namespaces and installs the syscall
+   filter (:mod:`.seccomp`, handed over in a pipe) just before; elsewhere it
+   installs the kernel's file filter (:mod:`.landlock`, where there is one) and
+   the syscall filter itself, both kept across the exec. Then it tells the
+   grader the child's pid (bwrap's, when it is used);
 3. waits until the child exits, or the grader closes the control pipe (the
    supervisor's stdin: the check timed out, was interrupted, or the grader
    itself died), or its own backstop deadline passes;
