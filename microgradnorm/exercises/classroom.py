@@ -261,18 +261,22 @@ def write_gradebook(grades: list[Grade], out: Path) -> list[Path]:
 COMMON_MISTAKES = 8  # named mistakes listed in the summary
 
 
-def common_mistakes(grades: list[Grade]) -> list[tuple[str, int, int, Grade]]:
-    """(key, students who made it, students who handed in that exercise, an example) by how many made it."""
+def common_mistakes(grades: list[Grade]) -> list[tuple[str, int, int, Exercise]]:
+    """(the mistake as a learner reads it, students who made it, students who handed in that exercise, the
+    exercise), the most made first. Two findings with the same words (a mistake named by its value and by its
+    geometry) count once per student: the summary is read by a person."""
     handed_in: Counter[str] = Counter()
-    made: dict[tuple[str, str], set[str]] = {}
-    example: dict[tuple[str, str], Grade] = {}
+    made: dict[tuple[int, str], set[str]] = {}
     for g in grades:
         handed_in[g.exercise.name] += 1
-        for key in g.mistakes:
-            made.setdefault((g.exercise.name, key), set()).add(g.student)
-            example.setdefault((g.exercise.name, key), g)
+        for f in g.result.findings:
+            made.setdefault((g.exercise.number, f.title), set()).add(g.student)
+    by_number = {ex.number: ex for ex in EXERCISES}
     ranked = sorted(made.items(), key=lambda kv: (-len(kv[1]), kv[0]))
-    return [(key, len(students), handed_in[name], example[(name, key)]) for (name, key), students in ranked]
+    return [
+        (title, len(students), handed_in[by_number[number].name], by_number[number])
+        for (number, title), students in ranked
+    ]
 
 
 def class_summary(grades: list[Grade], students: int, seconds: float) -> RenderableType:
@@ -291,10 +295,9 @@ def class_summary(grades: list[Grade], students: int, seconds: float) -> Rendera
     mistakes = common_mistakes(grades)[:COMMON_MISTAKES]
     if mistakes:
         parts.append(Text(_("The most common named mistakes:"), style="bold"))
-        for _key, made, handed_in, g in mistakes:
-            title = next(f.title for f in g.result.findings if f.key == _key)
+        for title, made, handed_in, ex in mistakes:
             line = _("{made} of {handed_in} ({exercise}): {mistake}").format(
-                made=made, handed_in=handed_in, exercise=g.exercise.filename, mistake=title
+                made=made, handed_in=handed_in, exercise=ex.filename, mistake=title
             )
             parts.append(Text("  " + line))
     parts.append(Text(_("Graded in {seconds:.1f} s.").format(seconds=seconds), style="dim"))
