@@ -471,3 +471,34 @@ def test_bubblewrap_alone_shows_the_child_only_what_it_needs():
     assert said["uid"] == "65534 65534"
     assert said["capabilities"] == "0000000000000000 0000000000000000"
     assert said["tmp"].startswith("refused") and said["chmod"].startswith("refused"), printed
+
+
+def test_a_hidden_site_packages_shows_only_the_files_bound_into_it(tmp_path):
+    """A package installed in site-packages (pip install .): its harness files are bound into the empty folder
+    that covers site-packages; its other files (and every other package) stay out of view."""
+    from microgradnorm.exercises import bubblewrap
+    from tests.sandboxing import need_bubblewrap
+
+    need_bubblewrap()
+    lib = tmp_path / "lib"
+    (lib / "site-packages" / "pkg").mkdir(parents=True)
+    (lib / "site-packages" / "pkg" / "runner.py").write_text("harness\n")
+    (lib / "site-packages" / "pkg" / "solution.py").write_text("answer key\n")
+    (lib / "stdlib.py").write_text("stdlib\n")
+    spec = process._isolated(engine=False)
+    python = os.path.realpath(sys.executable)
+    code = (
+        f"import os; print(sorted(os.listdir({str(lib)!r})), sorted(os.listdir({str(lib / 'site-packages')!r})),"
+        f" sorted(os.listdir({str(lib / 'site-packages' / 'pkg')!r})),"
+        f" open({str(lib / 'site-packages' / 'pkg' / 'runner.py')!r}).read().strip())"
+    )
+    argv = bubblewrap.command(
+        spec["bwrap"],
+        read_dirs=[*spec["read_dirs"], str(lib)],
+        read_files=[*spec["read_files"], str(lib / "site-packages" / "pkg" / "runner.py")],
+        hide=[*spec["hide"], str(lib / "site-packages")],
+        argv=[python, "-I", "-S", "-c", code],
+    )
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=child_environment())
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['site-packages', 'stdlib.py'] ['pkg'] ['runner.py'] harness", done.stdout
