@@ -67,6 +67,12 @@ HOSTILE = {
         "class Bad:\n    def __float__(self):\n        raise GeneratorExit\n\n\n"
         "def affine_backward(dy, xhat, gamma):\n    return [Bad()], [Bad()], [Bad()]\n",
     ),
+    # the runner's own encoder replaced: before, its traceback was shown as a crash of the learner's code
+    "patched-json": (
+        4,
+        "import json\njson.dumps = lambda *a, **k: 1 / 0\n\n\ndef affine_backward(dy, xhat, gamma):\n"
+        "    lead = tuple(range(dy.ndim - 1))\n    return (dy * xhat).sum(axis=lead), dy.sum(axis=lead), dy * gamma\n",
+    ),
     # a huge message, once per line
     "long-message": (4, "def affine_backward(dy, xhat, gamma):\n    raise ValueError('x' * 10**6)\n"),
 }

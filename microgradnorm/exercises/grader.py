@@ -230,6 +230,7 @@ def inert(text: str) -> str:
 _LINE = {**_INERT, ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"}
 STRING_LIMIT = 500  # characters of any one string from the child (an exception's message is cut there)
 NODES_LIMIT = 10_000  # values in the child's message: the real one has a few dozen
+LIST_LIMIT = 64  # items of any list in it
 
 
 def one_line(text: str, limit: int = STRING_LIMIT) -> str:
@@ -251,8 +252,8 @@ def _inert_all(value: Any, budget: list[int] | None = None) -> Any:
         raise wire.WireError(f"the message holds more than {NODES_LIMIT} values")
     if isinstance(value, str):
         return one_line(value)
-    if isinstance(value, list):
-        return [_inert_all(v, budget) for v in value]
+    if isinstance(value, list):  # a shape, the frames: never more than a few dozen in a real message
+        return [_inert_all(v, budget) for v in value[:LIST_LIMIT]]
     if isinstance(value, dict):
         return {one_line(str(k), 100): _inert_all(v, budget) for k, v in value.items()}
     return value

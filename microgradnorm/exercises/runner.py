@@ -225,6 +225,16 @@ def read_only(inputs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+_UNSENT = {
+    "kind": "exception",
+    "type": "RuntimeError",
+    "message": "your code changed a module the grader needs to send the result back (json, struct or numpy)",
+    "frames": [],
+    "call": None,
+    "stage": "call",
+}
+
+
 class _Unreadable(Exception):
     """A returned value could not be read; the failure is already in the result."""
 
@@ -372,6 +382,10 @@ def main(argv: list[str]) -> None:
     except (SyntaxError, ValueError) as exc:  # ValueError: a NUL byte in the source
         run.fail("syntax", exc, stage="import")
         code = None
+    # what the end needs, taken before the learner's code can replace it (json, struct, numpy, os are theirs
+    # to patch): the functions themselves, and a frame that says the result could not be sent
+    write, exit_ = os.write, os._exit
+    unsent = parts["wire"].encode({"calls": {}, "error": _UNSENT}, {})
     if code is not None:
         linecache.cache[run.filename] = (len(job["source"]), None, job["source"].splitlines(True), run.filename)
         readable = parts["sandbox"].default_readable(os.path.dirname(numpy.__file__))
@@ -385,5 +399,14 @@ def main(argv: list[str]) -> None:
             stream.flush()
         except BaseException:  # the learner's code may have replaced them with anything
             pass
-    _write_all(result_fd, parts["wire"].encode(run.result, run.arrays))
-    os._exit(0)
+    try:
+        data = parts["wire"].encode(run.result, run.arrays)
+    except BaseException:  # a module the encoder uses was changed by the learner's code
+        data = unsent
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[write(result_fd, view) :]
+    except BaseException:  # the learner's code closed or replaced the result's pipe: no result, said as such
+        pass
+    exit_(0)
