@@ -22,6 +22,7 @@ import pytest
 from rich.console import Console
 
 from microgradnorm import cli
+from microgradnorm.commands import UsageError
 from microgradnorm.commands import exercise as command
 from microgradnorm.commands.exercise_classroom import TRUST_FLAG
 from microgradnorm.exercises import classroom
@@ -226,3 +227,14 @@ def test_a_zip_gives_only_its_scaffold_named_regular_files(tmp_path):
     found = classroom.collect(tmp_path, unpack)
     assert [(w.student, w.exercise.number) for w in found.work] == [("bo", 1)]
     assert all(not p.is_symlink() for p in unpack.rglob("*"))
+
+
+def test_a_report_folder_with_anything_in_it_is_refused_and_kept(tmp_path):
+    """A previous gradebook (or any file of the teacher's) in --out is never overwritten."""
+    (tmp_path / "s" / "ana").mkdir(parents=True)
+    report = tmp_path / "r"
+    report.mkdir()
+    (report / "grades.csv").write_text("my own notes\n")
+    with pytest.raises(UsageError, match="--out: expected a new or empty folder"):
+        _run(["exercise", "grade", str(tmp_path / "s"), "--out", str(report)])
+    assert (report / "grades.csv").read_text() == "my own notes\n"

@@ -75,6 +75,11 @@ def _grade(args: argparse.Namespace, console: Any, stdin: IO[str], progress: Any
     folder = Path(args.submissions)
     if not folder.is_dir():
         raise UsageError(_("SUBMISSIONS: expected a folder, got {path}").format(path=folder))
+    out = Path(args.out) if args.out is not None else None
+    if out is not None and (out.is_file() or (out.is_dir() and any(out.iterdir()))):
+        raise UsageError(
+            _("--out: expected a new or empty folder (nothing in it is overwritten), got {path}").format(path=out)
+        )
     found = bubblewrap.available()
     if not found and not args.trust:
         console.print(
@@ -116,11 +121,11 @@ def _grade(args: argparse.Namespace, console: Any, stdin: IO[str], progress: Any
                 on_done=lambda g: bar.advance(task),
             )
         seconds = time.monotonic() - start
-        if args.out is not None:
-            written = classroom.write_gradebook(grades, Path(args.out))
+        if out is not None:
+            written = classroom.write_gradebook(grades, out)
             console.print(
                 _("Gradebook: {csv}, {json}; feedback for each student in {folder}").format(
-                    csv=written[0], json=written[1], folder=Path(args.out) / "feedback"
+                    csv=written[0], json=written[1], folder=out / "feedback"
                 ),
                 highlight=False,
                 markup=False,
