@@ -87,6 +87,26 @@ _undo_the_hook()
 """
 
 
+TMUX = """import os, socket, struct
+
+
+def _message(kind, data=b""):  # an imsg: type, length, flags, peer id (tmux's protocol version 8), pid
+    return struct.pack("<IHHII", kind, 16 + len(data), 0, 8, 0xFFFFFFFF) + data
+
+
+def _tmux(path, *argv):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    words = b"".join(a.encode() + b"\\0" for a in argv)
+    s.sendall(b"".join([
+        _message(100, struct.pack("<i", 0x10000)), _message(111, struct.pack("<Q", 0x10000)),
+        _message(101, b"xterm\\0"), _message(109, struct.pack("<i", 0)), _message(102, b"\\0"),
+        _message(108, b"/\\0"), _message(107, struct.pack("<i", os.getpid())), _message(106),
+        _message(200, struct.pack("<i", len(argv)) + words),
+    ]))
+    s.recv(100)  # the server answers once the command ran
+"""
+
 RAW = """import ctypes, os, platform
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -107,8 +127,10 @@ class Attack:
 
 
 ATTACKS = [
-    Attack("tmux-socket", "import socket\n_s = socket.socket(socket.AF_UNIX)\n_s.connect({tmux!r})\n"
-           "_s.sendall(b'run-shell \"cat solutions/04_affine_backward.py\"')\n"),
+    # tmux's own client protocol (as its client speaks it, recorded from tmux 3.3a): the server runs a command
+    # for anyone who reaches its socket; now, and in the background after the grader has exited
+    Attack("tmux-run-now", TMUX + "_tmux({tmux!r}, 'run-shell', 'cp {solution} {marker}')\n"),
+    Attack("tmux-run-later", TMUX + "_tmux({tmux!r}, 'run-shell', '-b', 'sleep 1; touch {marker}')\n"),
     Attack("unix-socket",
            "import socket\n_s = socket.socket(socket.AF_UNIX)\n_s.connect({unix!r})\n_s.sendall(b'hi')\n"),
     Attack("unix-socketpair", "import socket\n_a, _b = socket.socketpair()\n_a.sendall(b'hi')\n_b.recv(2)\n"),
@@ -159,7 +181,8 @@ def targets(tmp_path_factory):
     if tmux:
         subprocess.run([tmux, "-S", tmux_sock, "-f", "/dev/null", "new-session", "-d", "sleep 600"], check=True)
     found = {"tmux": tmux_sock, "unix": str(folder / "unix.sock"), "udp": udp.getsockname()[1],
-             "numpy": str(NUMPY_FILE), "other": other.pid}  # fmt: skip
+             "numpy": str(NUMPY_FILE), "other": other.pid, "marker": str(folder / "ran-outside"),
+             "solution": str(get_exercise(4).solution)}  # fmt: skip
     before = _outside(found, tmux)
     mode, owner = NUMPY_FILE.stat().st_mode, (NUMPY_FILE.stat().st_uid, NUMPY_FILE.stat().st_gid)
     yield found, unix, udp, tmux, before
@@ -190,6 +213,7 @@ def _outside(found: dict[str, object], tmux: str | None) -> dict[str, object]:
         "numpy owner": (info.st_uid, info.st_gid),
         "numpy attributes": os.listxattr(NUMPY_FILE),
         "tmux windows": windows,
+        "a command ran outside": os.path.exists(str(found["marker"])),
     }
 
 
@@ -227,7 +251,7 @@ def sandbox(request, monkeypatch):
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.id for a in ATTACKS])
 def test_an_attack_fails_closed_through_the_command(attack, sandbox, targets, tmp_path, monkeypatch):
     found, unix, udp, tmux, before = targets
-    if attack.id == "tmux-socket" and not tmux:
+    if attack.id.startswith("tmux") and not tmux:
         pytest.skip("tmux is not installed")
     monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
     folder = tmp_path / "work"
@@ -236,7 +260,7 @@ def test_an_attack_fails_closed_through_the_command(attack, sandbox, targets, tm
     (folder / ex.filename).write_text(source(attack, found), encoding="utf-8")
     code, out = _check_through_the_command(folder, ex.number)
     assert code == 1 and WORKED not in out, out
-    time.sleep(0.5)  # a job left behind would mark the exercise passed after the check
+    time.sleep(1.5)  # a job left behind (tmux-run-later: a second) would act after the check
     progress = ws.load_progress()
     assert not progress.passed(ex) and progress.exercises[ex.name]["last"] != "passed"
     assert live_child_processes() == []

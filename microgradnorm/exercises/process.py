@@ -14,8 +14,11 @@ control    the grader                  the supervisor: closed means "stop now"
 status     the supervisor              the grader: the child's pid, exit, clean
 =========  ==========================  =========================================
 
-Every read and write goes through one ``select`` loop with one deadline (the
-check's time limit), non-blocking, size-capped: whatever the child does, this
+Every read and write goes through one ``select`` loop with one deadline: the
+check's time limit, counted from the moment the child says it is about to run
+the learner's code (the byte :data:`.runner.READY` on the result pipe), so that
+starting Python and NumPy on a loaded machine (longer inside bubblewrap) costs no
+learner their time; before that, a start-up limit of its own, non-blocking, size-capped: whatever the child does, this
 process neither hangs nor reads without bound. Nothing is written to disk, so
 no temporary folder can be left behind. Whatever the outcome, the control pipe
 is closed and the supervisor waited for: it kills and reaps every process the
@@ -48,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from microgradnorm.exercises.runner import BOOT
+from microgradnorm.exercises.runner import BOOT, READY
 
 __all__ = ["RESULT_LIMIT", "ChildRun", "child_environment", "run_child"]
 
@@ -56,6 +59,7 @@ HERE = Path(__file__).resolve().parent
 RESULT_LIMIT = 32 * 2**20  # bytes: every answer of every exercise fits in well under 1 MiB
 PRINTED_KEEP = 8000  # bytes of the child's own output kept (the last ones)
 SUPERVISOR_GRACE = 15.0  # seconds the supervisor gets to clean up after being told to stop
+STARTUP_LIMIT = 60.0  # seconds Python and NumPy may take to start (no learner code runs before READY)
 
 
 @dataclass
@@ -188,7 +192,7 @@ def _start(
         "log_fd": pipes.printed[1],
         "memory": memory_mb * 2**20,
         "cpu": math.ceil(timeout) + 1,  # a backstop: the wall-clock deadline comes first
-        "deadline": timeout + 5.0,  # the supervisor's own backstop, should the grader vanish
+        "deadline": STARTUP_LIMIT + timeout + 5.0,  # the supervisor's own backstop, should the grader vanish
         "readable": None if isolated else readable,  # no Landlock under bwrap: it would forbid its mounts
         "isolated": isolated,
     }
@@ -213,9 +217,14 @@ class _Collector:
         self.writer: int | None = pipes.job[1]
         self.readers = {pipes.result[0]: "result", pipes.printed[0]: "printed", pipes.status[0]: "status"}
         self.status = b""
+        self.ready: float | None = None  # when the child said it starts the learner's code
 
-    def collect(self, deadline: float) -> None:
+    def collect(self, timeout: float) -> None:
+        """Until every pipe ends, the result is too large, or ``timeout`` has passed since READY (or the
+        start-up limit since now, before it)."""
+        startup = time.monotonic() + STARTUP_LIMIT
         while self.readers and not self.run.too_large:
+            deadline = self.ready + timeout if self.ready is not None else startup
             left = deadline - time.monotonic()
             if left <= 0:
                 self.run.timed_out = True
@@ -249,6 +258,9 @@ class _Collector:
             del self.readers[fd]
             return
         if which == "result":
+            if self.ready is None:  # the first byte is READY (sent before any learner code ran): not the result's
+                self.ready = time.monotonic()
+                data = data[len(READY) :] if data.startswith(READY) else data
             self.run.result.extend(data)
             self.run.too_large = len(self.run.result) > RESULT_LIMIT
         elif which == "printed":
@@ -339,7 +351,7 @@ def _run(
         proc = _start(pipes, timeout, memory_mb, cwd, readable, isolated)
         pipes.close(pipes.child_ends())
         with _sigterm_as_exit():
-            collector.collect(time.monotonic() + timeout)
+            collector.collect(timeout)
     finally:
         collector.close_writer()
         pipes.close((pipes.control[1],))  # "stop now": the supervisor kills whatever is left

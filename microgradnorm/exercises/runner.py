@@ -46,6 +46,7 @@ HERE = Path(__file__).resolve().parent
 JOB_LIMIT = 16 * 2**20  # bytes: the job holds the learner's source (at most 1 MiB) and small inputs
 SAVED_ENTRIES = 2**20  # a returned array larger than this is described, not sent
 CALLS = (("a", "a"), ("b", "b"), ("a2", "a"))  # (label of the call, case it runs on)
+READY = b"R"  # first on the result pipe, just before the learner's code runs: the check's clock starts there
 BOOT = (
     "import sys, importlib.util as u; s = u.spec_from_file_location('_microgradnorm_child_runner', sys.argv[1]); "
     "m = u.module_from_spec(s); sys.modules[s.name] = m; s.loader.exec_module(m); m.main(sys.argv[2:])"
@@ -386,6 +387,7 @@ def main(argv: list[str]) -> None:
     # to patch): the functions themselves, and a frame that says the result could not be sent
     write, exit_ = os.write, os._exit
     unsent = parts["wire"].encode({"calls": {}, "error": _UNSENT}, {})
+    ready = False
     if code is not None:
         linecache.cache[run.filename] = (len(job["source"]), None, job["source"].splitlines(True), run.filename)
         readable = parts["sandbox"].default_readable(os.path.dirname(numpy.__file__))
@@ -393,6 +395,8 @@ def main(argv: list[str]) -> None:
         run.result["kernel_filter"] = parts["sandbox"].kernel_filter_on()
         run.result["file_filter"] = _file_filter_on()
         parts["sandbox"].install(policy)
+        ready = True
+        _write_all(result_fd, READY)  # from here the learner's time runs
         _run_learner(run, code, engine, parts)
     for stream in (sys.stdout, sys.stderr):  # os._exit does not flush what the learner printed
         try:
@@ -404,7 +408,7 @@ def main(argv: list[str]) -> None:
     except BaseException:  # a module the encoder uses was changed by the learner's code
         data = unsent
     try:
-        view = memoryview(data)
+        view = memoryview(data if ready else READY + data)
         while view:
             view = view[write(result_fd, view) :]
     except BaseException:  # the learner's code closed or replaced the result's pipe: no result, said as such
