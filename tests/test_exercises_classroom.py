@@ -185,12 +185,6 @@ def test_hostile_files_fail_closed_and_leave_nothing_behind(graded):
     assert "outside its folder" in " ".join(link.split()) and "root-only" not in link.replace("root-only.txt", "")
 
 
-def test_the_class_takes_at_most_its_time_budget(graded):
-    """1.5 s per file per core, plus the slowest student's limit (the endless loop's): the issue's bound."""
-    files = len(graded["students"]) + 4
-    assert graded["seconds"] < 1.5 * files / 2 + TIMEOUT + 60  # + slack for a machine shared by eight
-
-
 def test_feedback_is_written_in_the_language_asked_for(tmp_path):
     need_bubblewrap()
     submissions = tmp_path / "s"
