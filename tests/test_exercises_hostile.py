@@ -42,7 +42,9 @@ class Attack:
     code: str  # put at the top of the reference solution (after its imports), or the whole file if ``whole``
     words: str  # in the summary or the findings
     whole: bool = False
-    kernel_files: bool = False  # only the kernel file filter stops it (Landlock; the audit hook is undone)
+    kernel_files: bool = (
+        False  # only the kernel stops it (bubblewrap's mount namespace or Landlock; the hook is undone)
+    )
 
 
 def _solution(number: int) -> str:
@@ -316,10 +318,12 @@ def test_an_attack_ends_as_a_clear_failure(results, attack):
     result = results[0][attack.id]
     if attack.kernel_files and landlock.abi_version() == 0:
         pytest.skip("no Landlock in this kernel: the audit hook alone can be undone through memory writes")
-    assert result.file_filter or not attack.kernel_files
+    assert result.isolated or result.file_filter or not attack.kernel_files
     assert not result.passed
     said = result.summary + " " + " ".join(f"{f.title}: {f.detail}" for f in result.findings)
-    assert attack.words in said, said
+    # inside bubblewrap the answer keys are not refused but absent: the mount namespace holds none of them
+    words = "No such file or directory" if attack.kernel_files and result.isolated else attack.words
+    assert words in said, said
     assert "Traceback" not in result.summary
 
 
@@ -478,7 +482,9 @@ def test_a_learner_file_that_is_not_a_plain_file_is_refused_without_hanging(tmp_
     folder.mkdir()
     big.write_bytes(b"# " + b"x" * (2**20 + 10))
     binary.write_bytes(b"\xff\xfe\x00 not text")
-    expected = {fifo: "a FIFO", zero: "a device", folder: "is a directory", big: "larger than", binary: "not text"}
+    # a link out of the file's folder is refused before it is opened (the grader may run as someone else)
+    expected = {fifo: "a FIFO", zero: "outside its folder", folder: "is a directory", big: "larger than",
+                binary: "not text"}  # fmt: skip
     results = grade_all([Submission(str(p), 1, p) for p in expected])
     for path, words in expected.items():
         result = results[str(path)]

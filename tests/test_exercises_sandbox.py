@@ -24,6 +24,7 @@ import pytest
 
 from microgradnorm.exercises import landlock, process, sandbox, seccomp, supervisor, wire
 from microgradnorm.exercises.process import child_environment
+from tests.sandboxing import without_bubblewrap
 
 SUPERVISOR = Path(supervisor.__file__)
 linux_only = pytest.mark.skipif(not os.path.isdir("/proc"), reason="the subreaper and /proc are Linux's")
@@ -346,6 +347,7 @@ def test_a_forged_result_is_a_clear_failure(message):
 
 @pytest.fixture
 def fresh_filter_state(monkeypatch):
+    without_bubblewrap(monkeypatch)
     monkeypatch.setitem(process._file_filter_works, "state", None)
     return process._file_filter_works
 
@@ -382,7 +384,7 @@ def test_the_probe_has_limits_of_its_own_and_a_probe_out_of_time_leaves_the_filt
     """A tight --timeout or --memory chosen by the learner must not make a working filter look broken."""
     calls = []
 
-    def fake(job, *, timeout, memory_mb, cwd, readable):
+    def fake(job, *, timeout, memory_mb, cwd, readable, isolated=None):
         calls.append((job, timeout, memory_mb, readable is not None))
         return process.ChildRun(timed_out=job == b"probe")
 
@@ -390,3 +392,113 @@ def test_the_probe_has_limits_of_its_own_and_a_probe_out_of_time_leaves_the_filt
     process.run_child(b"job", timeout=0.5, memory_mb=256, cwd=Path("."), probe=b"probe")
     assert calls == [(b"job", 0.5, 256, True), (b"probe", process.PROBE_TIMEOUT, 1024, True)]
     assert fresh_filter_state["state"] is None  # still unknown: the next check runs under the filter again
+
+
+# ---- bubblewrap, with nothing else in front of it (no audit hook, no seccomp filter) -------------------------
+
+NAMESPACE_ATTEMPTS = f"""
+import os, sys
+sys.path.append({str(Path(np.__file__).resolve().parents[1])!r})
+def attempt(name, path):
+    try:
+        os.close(os.open(path, os.O_RDONLY))
+        print(name, "allowed", flush=True)
+    except OSError as exc:
+        print(name, "refused", exc.errno, flush=True)
+attempt("closed-form", {str(PACKAGE / "formulas.py")!r})
+attempt("solution", {str(PACKAGE / "exercises" / "solutions" / "05_layernorm_backward.py")!r})
+attempt("answers", {str(Path(__file__).resolve().parent / "exercise_answers" / "05_layernorm_backward.py")!r})
+attempt("other-package", {str(Path(pytest.__file__))!r})
+attempt("engine", {str(PACKAGE / "engine.py")!r})
+attempt("stdlib", os.__file__)
+import numpy
+attempt("numpy", numpy.__file__)
+print("site-packages", ",".join(sorted(os.listdir(os.path.dirname(os.path.dirname(numpy.__file__))))))
+print("processes", ",".join(sorted(e for e in os.listdir("/proc") if e.isdigit())))
+print("uid", os.getuid(), os.getgid())
+status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines())
+print("capabilities", status["CapEff"].strip(), status["CapBnd"].strip())
+try:
+    open("/tmp/x", "w").write("x")
+    print("tmp", "written")
+except OSError as exc:
+    print("tmp", "refused", exc.errno)
+try:
+    os.chmod(numpy.__file__, 0o777)
+    print("chmod", "allowed")
+except OSError as exc:
+    print("chmod", "refused", exc.errno)
+"""
+
+
+def test_bubblewrap_alone_shows_the_child_only_what_it_needs():
+    """No hook, no seccomp: the namespaces hold the package's files, other processes and capabilities."""
+    from tests.sandboxing import need_bubblewrap
+
+    need_bubblewrap()
+    python = os.path.realpath(sys.executable)
+    log_r, log_w = os.pipe()
+    config = {
+        "argv": [python, "-I", "-S", "-c", NAMESPACE_ATTEMPTS],
+        "pass_fds": [],
+        "log_fd": log_w,
+        "memory": 2**30,
+        "cpu": 60,
+        "deadline": 30.0,
+        "filter": False,
+        "isolated": process._isolated(engine=True),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-I", "-S", str(SUPERVISOR), json.dumps(config)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        pass_fds=(log_w,),
+        env=child_environment(),
+    )
+    os.close(log_w)
+    with os.fdopen(log_r, "rb") as log:
+        printed = log.read().decode()
+    proc.stdin.close()
+    proc.wait(timeout=60)
+    proc.stdout.close()
+    said = dict(line.split(" ", 1) for line in printed.splitlines())
+    for name in ("closed-form", "solution", "answers", "other-package"):
+        assert said[name] == f"refused {errno.ENOENT}", (name, printed)  # not refused: not there at all
+    for name in ("engine", "stdlib", "numpy"):
+        assert said[name] == "allowed", (name, printed)
+    assert set(said["site-packages"].split(",")) <= {"numpy", "numpy.libs"}, printed
+    assert all(int(pid) < 10 for pid in said["processes"].split(",")), printed  # its own PID namespace
+    assert said["uid"] == "65534 65534"
+    assert said["capabilities"] == "0000000000000000 0000000000000000"
+    assert said["tmp"].startswith("refused") and said["chmod"].startswith("refused"), printed
+
+
+def test_a_hidden_site_packages_shows_only_the_files_bound_into_it(tmp_path):
+    """A package installed in site-packages (pip install .): its harness files are bound into the empty folder
+    that covers site-packages; its other files (and every other package) stay out of view."""
+    from microgradnorm.exercises import bubblewrap
+    from tests.sandboxing import need_bubblewrap
+
+    need_bubblewrap()
+    lib = tmp_path / "lib"
+    (lib / "site-packages" / "pkg").mkdir(parents=True)
+    (lib / "site-packages" / "pkg" / "runner.py").write_text("harness\n")
+    (lib / "site-packages" / "pkg" / "solution.py").write_text("answer key\n")
+    (lib / "stdlib.py").write_text("stdlib\n")
+    spec = process._isolated(engine=False)
+    python = os.path.realpath(sys.executable)
+    code = (
+        f"import os; print(sorted(os.listdir({str(lib)!r})), sorted(os.listdir({str(lib / 'site-packages')!r})),"
+        f" sorted(os.listdir({str(lib / 'site-packages' / 'pkg')!r})),"
+        f" open({str(lib / 'site-packages' / 'pkg' / 'runner.py')!r}).read().strip())"
+    )
+    argv = bubblewrap.command(
+        spec["bwrap"],
+        read_dirs=[*spec["read_dirs"], str(lib)],
+        read_files=[*spec["read_files"], str(lib / "site-packages" / "pkg" / "runner.py")],
+        hide=[*spec["hide"], str(lib / "site-packages")],
+        argv=[python, "-I", "-S", "-c", code],
+    )
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=child_environment())
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['site-packages', 'stdlib.py'] ['pkg'] ['runner.py'] harness", done.stdout

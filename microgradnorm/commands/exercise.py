@@ -29,7 +29,7 @@ DESCRIPTION = lazy_gettext(
     "in every language; `init` in another language gives the files you have not started in that language."
 )
 
-ACTIONS = ("list", "init", "check", "watch", "hint", "solution", "reset")
+ACTIONS = ("list", "init", "check", "watch", "hint", "solution", "reset", "grade", "gradescope")
 
 
 def positive_float(text: str) -> float:
@@ -142,6 +142,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p = add("reset", _("put the scaffold of NAME back, in your language (your file is backed up first)"))
     p.add_argument("name", metavar="NAME", help=_("exercise number or name"))
     p.add_argument("--yes", action="store_true", help=_("do not ask for confirmation"))
+    from microgradnorm.commands import exercise_classroom  # the teacher's actions: grade, gradescope
+
+    exercise_classroom.add_arguments(sub)
 
 
 def run(args: argparse.Namespace, console: Any) -> int:
@@ -152,10 +155,13 @@ def main(args: argparse.Namespace, console: Any, stdin: IO[str]) -> int:
     """Dispatch one exercise action. ``stdin`` answers reset's question and carries watch's commands."""
     from rich.text import Text
 
+    from microgradnorm.commands import exercise_classroom
     from microgradnorm.exercises import workspace as ws
     from microgradnorm.i18n.text import assemble
 
     action = getattr(args, "action", None) or "list"
+    if action in exercise_classroom.HANDLERS:  # a teacher's: no learner's progress involved
+        return exercise_classroom.HANDLERS[action](args, console, stdin, None)
     progress = ws.load_progress()
     if progress.warning:
         console.print(assemble(_("warning: {problem}"), "yellow", problem=Text(progress.warning)), highlight=False)

@@ -11,6 +11,8 @@ Standard library and NumPy only: the child process loads this module by its path
 
 from __future__ import annotations
 
+import decimal
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -43,10 +45,13 @@ def _unpack(result: Any, names: tuple[str, ...], fn: str) -> tuple[Any, ...]:
 
 
 def _number(v: Any, what: str) -> float:
-    if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)):
+    cls = type(v)
+    if issubclass(cls, (int, float, np.integer, np.floating)) and not issubclass(cls, (bool, np.bool_)):
         return float(v)
-    if isinstance(v, np.ndarray) and v.size == 1 and v.dtype.kind in "iuf":
+    if issubclass(cls, np.ndarray) and v.size == 1 and v.dtype.kind in "iuf":
         return float(v.reshape(()))
+    if issubclass(cls, (numbers.Real, decimal.Decimal)):  # a right value of another type (Fraction, Decimal)
+        raise DriverError(f"{what} must be a float or an int, got {describe_type(v)}: convert it with float()")
     raise DriverError(f"{what} must be a number, got {describe_type(v)}")
 
 

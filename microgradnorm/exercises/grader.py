@@ -43,7 +43,7 @@ from microgradnorm.exercises.diagnose import Finding, exception_findings
 from microgradnorm.exercises.judge import CheckRow, Worst, judge
 from microgradnorm.exercises.messages import child_message, listed, say
 from microgradnorm.exercises.problems import Case, get_problem
-from microgradnorm.exercises.process import RESULT_LIMIT, ChildRun, run_child
+from microgradnorm.exercises.process import RESULT_LIMIT, ChildRun, isolation, run_child
 from microgradnorm.i18n import _
 
 __all__ = ["DEFAULT_MEMORY_MB", "DEFAULT_TIMEOUT", "SOURCE_LIMIT", "CheckRow", "GradeResult", "Worst", "grade"]
@@ -72,6 +72,7 @@ class GradeResult:
     cases: list[str] = field(default_factory=list)
     kernel_filter: bool = False  # the child ran under the seccomp filter
     file_filter: bool = False  # the child ran under the Landlock file filter
+    isolated: bool = False  # the child ran inside bubblewrap's namespaces (the grader's own knowledge, not the child's)
     recorded: bool = True  # the verdict went into the learner's progress (not for chosen inputs: --seed)
     notes: list[str] = field(default_factory=list)  # said after the verdict
 
@@ -83,10 +84,36 @@ class _SourceError(Exception):
     """The learner's file cannot be graded; the message says why and what to do."""
 
 
-def read_source(path: Path, number: int) -> str:
-    """The text of the learner's file, read without blocking and without bound; _SourceError otherwise."""
+def _outside_its_folder(path: Path) -> str | None:
+    """Where ``path`` really leads, if a symbolic link takes it out of the folder it is in; else None.
+
+    The grading process may run as another user than the file's author (a teacher, root): a link to a
+    file the author cannot read (``/etc/shadow``) would otherwise be read by the grader and shown back
+    in a syntax error.
+    """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+        real, folder = os.path.realpath(path), os.path.realpath(path.parent)
+    except (OSError, ValueError):
+        return None
+    return None if os.path.dirname(real) == folder or real.startswith(folder + os.sep) else real
+
+
+def read_source(path: Path, number: int) -> str:
+    """The text of the learner's file, read without blocking and without bound; _SourceError otherwise.
+
+    A symbolic link is followed only while it stays in the file's own folder.
+    """
+    real = _outside_its_folder(path)
+    if real is not None:
+        raise _SourceError(
+            _("{path} is a link to {real}, outside its folder: only a file in the folder is graded").format(
+                path=one_line(str(path), 300), real=one_line(real, 300)
+            )
+        )
+    try:
+        # the real path, opened without following a link made since the look above (O_NOFOLLOW: ELOOP)
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_NOCTTY", 0)
+        fd = os.open(os.path.realpath(path), flags)
     except FileNotFoundError:
         raise _SourceError(say("missing_file", path=path, number=number)) from None
     except IsADirectoryError:
@@ -106,7 +133,7 @@ def read_source(path: Path, number: int) -> str:
     if len(data) > SOURCE_LIMIT:
         raise _SourceError(say("file_too_large", path=path, limit=SOURCE_LIMIT // 1024))
     try:
-        encoding, _ = tokenize.detect_encoding(BytesIO(data).readline)
+        encoding, _lines = tokenize.detect_encoding(BytesIO(data).readline)
         return data.decode(encoding)
     except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
         raise _SourceError(say("not_text", path=path, why=str(exc).splitlines()[0])) from None
@@ -130,6 +157,9 @@ def _job(exercise: Exercise, path: Path, source: str, cases: list[Case]) -> byte
         "filename": str(path),
     }
     return wire.encode(message, arrays)
+
+
+_said_unisolated: list[bool] = []  # the note about a missing sandbox has been given in this process
 
 
 def grade(
@@ -165,6 +195,15 @@ def grade(
         engine=exercise.uses == "engine",
     )
     out.printed = _printed(run)
+    out.isolated = run.isolated
+    if not run.isolated and not _said_unisolated:
+        _said_unisolated.append(True)  # once per process: a class's gradebook need not repeat it 30 times
+        out.notes.append(
+            _(
+                "This check ran without bubblewrap ({why}): only filters inside the process held the code, "
+                "enough for your own code, not for someone else's (see docs/grader.md)."
+            ).format(why=isolation())
+        )
     _conclude(out, run, cases, timeout, memory_mb)
     return out
 
@@ -188,14 +227,35 @@ def inert(text: str) -> str:
     return text.translate(_INERT)
 
 
-def _inert_all(value: Any) -> Any:
-    """Every string in a decoded JSON value (keys too) made :func:`inert`."""
+_LINE = {**_INERT, ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"}
+STRING_LIMIT = 500  # characters of any one string from the child (an exception's message is cut there)
+NODES_LIMIT = 10_000  # values in the child's message: the real one has a few dozen
+LIST_LIMIT = 64  # items of any list in it
+
+
+def one_line(text: str, limit: int = STRING_LIMIT) -> str:
+    """A string from the child, safe to print inside a line: capped, control characters and newlines escaped.
+
+    A newline in an exception's class name would otherwise start a line of its own inside the verdict
+    ("Every check passed." under a failing check).
+    """
+    text = str(text)
+    cut = len(text) > limit
+    return text[:limit].translate(_LINE) + ("…" if cut else "")
+
+
+def _inert_all(value: Any, budget: list[int] | None = None) -> Any:
+    """Every string in a decoded JSON value (keys too) made :func:`one_line`; WireError past NODES_LIMIT values."""
+    budget = [NODES_LIMIT] if budget is None else budget
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise wire.WireError(f"the message holds more than {NODES_LIMIT} values")
     if isinstance(value, str):
-        return inert(value)
-    if isinstance(value, list):
-        return [_inert_all(v) for v in value]
+        return one_line(value)
+    if isinstance(value, list):  # a shape, the frames: never more than a few dozen in a real message
+        return [_inert_all(v, budget) for v in value[:LIST_LIMIT]]
     if isinstance(value, dict):
-        return {inert(str(k)): _inert_all(v) for k, v in value.items()}
+        return {one_line(str(k), 100): _inert_all(v, budget) for k, v in value.items()}
     return value
 
 
@@ -249,8 +309,20 @@ def _checked(message: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | 
         raise wire.WireError("the message is nested too deeply") from None
     if not isinstance(calls, dict) or not (error is None or isinstance(error, dict)):
         raise wire.WireError("the message has no calls, or an error that is not an object")
+    if set(calls) - {"a", "b", "a2"} or not all(isinstance(c, dict) for c in calls.values()):
+        raise wire.WireError("the message has calls other than a, b and a2")
     if error is not None and not isinstance(error.get("kind"), str):
         raise wire.WireError("the error has no kind")
+    if error is not None:  # numbers where numbers are due; any other value said as a short line
+        for name in ("line", "code"):
+            value = error.get(name)
+            if not (value is None or type(value) is int or (name == "code" and isinstance(value, str))):
+                error[name] = one_line(str(value)[:200], 200)
+        frames = error.get("frames")
+        error["frames"] = [f for f in frames[-5:] if isinstance(f, dict)] if isinstance(frames, list) else []
+        for frame in error["frames"]:
+            if type(frame.get("line")) is not int:
+                frame["line"] = None
     return calls, error
 
 

@@ -21,7 +21,11 @@ Everything else, the package's other files and the rest of the disk, ``/proc``
 (another process's memory) and any write, is refused with EACCES; TCP and, from
 Landlock ABI 6, signals to other processes and abstract sockets as well.
 
-Where Landlock is missing (older kernels, other systems) :func:`restrict`
+Where bubblewrap works (:mod:`.bubblewrap`) this filter is not used: the
+child's mount namespace holds nothing but these files already, and a Landlock
+domain would forbid bwrap's mounts; its list of what the child needs
+(:func:`allowed_paths`) is what bubblewrap binds. Where Landlock is missing
+(older kernels, other systems) :func:`restrict`
 returns False and the audit hook is the only line for reading files (the
 seccomp filter still refuses writes, processes and signals). Standard library
 only (ctypes included: the supervisor may use it, the child never loads it):

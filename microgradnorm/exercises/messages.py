@@ -987,6 +987,12 @@ CHILD: dict[str, str] = {
     "number_count": N_("the count `welford_update` returns must be a number, got {got}"),
     "number_mean": N_("the mean `welford_update` returns must be a number, got {got}"),
     "number_m2": N_("the m2 `welford_update` returns must be a number, got {got}"),
+    # Translators: {got} is a number type other than float and int, e.g. "a Fraction"
+    "real_count": N_(
+        "the count `welford_update` returns must be a float or an int, got {got}: convert it with float()"
+    ),
+    "real_mean": N_("the mean `welford_update` returns must be a float or an int, got {got}: convert it with float()"),
+    "real_m2": N_("the m2 `welford_update` returns must be a float or an int, got {got}: convert it with float()"),
     "values_strays": N_(
         "`layer_norm` must return a list of {d} Values; {k} of yours are {stray}, not Value: build every y from "
         "Value operations (.data or float() leaves the graph, so backward() cannot reach x)"

@@ -14,15 +14,21 @@ control    the grader                  the supervisor: closed means "stop now"
 status     the supervisor              the grader: the child's pid, exit, clean
 =========  ==========================  =========================================
 
-Every read and write goes through one ``select`` loop with one deadline (the
-check's time limit), non-blocking, size-capped: whatever the child does, this
+Every read and write goes through one ``select`` loop with one deadline: the
+check's time limit, counted from the moment the child says it is about to run
+the learner's code (the byte :data:`.runner.READY` on the result pipe), so that
+starting Python and NumPy on a loaded machine (longer inside bubblewrap) costs no
+learner their time; before that, a start-up limit of its own, non-blocking, size-capped: whatever the child does, this
 process neither hangs nor reads without bound. Nothing is written to disk, so
 no temporary folder can be left behind. Whatever the outcome, the control pipe
 is closed and the supervisor waited for: it kills and reaps every process the
 child started before it exits.
 
 The child's environment is built from nothing: no variable of the grader's
-(``MICROGRADNORM_HOME`` included) is passed on.
+(``MICROGRADNORM_HOME`` included) is passed on. Where bubblewrap works
+(:mod:`.bubblewrap`) the child runs in its namespaces, seeing read-only binds of
+only what the kernel file filter would allow (:func:`_isolated`); elsewhere
+under that file filter (:func:`_readable`, Landlock).
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from microgradnorm.exercises.runner import BOOT
+from microgradnorm.exercises.runner import BOOT, READY
 
 __all__ = ["RESULT_LIMIT", "ChildRun", "child_environment", "run_child"]
 
@@ -53,6 +59,7 @@ HERE = Path(__file__).resolve().parent
 RESULT_LIMIT = 32 * 2**20  # bytes: every answer of every exercise fits in well under 1 MiB
 PRINTED_KEEP = 8000  # bytes of the child's own output kept (the last ones)
 SUPERVISOR_GRACE = 15.0  # seconds the supervisor gets to clean up after being told to stop
+STARTUP_LIMIT = 60.0  # seconds Python and NumPy may take to start (no learner code runs before READY)
 
 
 @dataclass
@@ -68,6 +75,7 @@ class ChildRun:
     pid: int | None = None  # the child's
     cleaned: int = 0  # processes the supervisor had to kill
     status: list[str] = field(default_factory=list)
+    isolated: bool = False  # the child ran inside bubblewrap's namespaces
 
 
 def child_environment() -> dict[str, str]:
@@ -111,6 +119,45 @@ def _readable(engine: bool = False) -> dict[str, Any]:
     return dataclasses.asdict(allowed)
 
 
+@functools.lru_cache(maxsize=2)
+def _isolated(engine: bool = False) -> dict[str, Any] | None:
+    """What bubblewrap (:mod:`.bubblewrap`) shows the child, as the supervisor's arguments; None without it.
+
+    The same list the kernel file filter allows (one list of what the child needs), as read-only binds;
+    the standard library's site-packages hidden under an empty folder.
+    """
+    from microgradnorm.exercises import bubblewrap
+
+    found = bubblewrap.available()
+    if not found:
+        return None
+    spec = _readable(engine)
+    stdlib = sorted({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")})
+    stdlib = sorted({*stdlib, *map(os.path.realpath, stdlib)})
+    hide = [os.path.join(d, p) for d in stdlib for p in ("site-packages", "dist-packages")]
+    # whole folders where the file filter lists their files one by one: a bind mount each costs startup time
+    inside = [
+        d
+        for d in spec["directories"]
+        if any(d.startswith(h + "/") for h in hide) or not any(d.startswith(s + "/") for s in stdlib)
+    ]
+    files = (*spec["files"], *spec["programs"], *bubblewrap.loaders())
+    return {
+        "bwrap": found.program,
+        "read_dirs": [*stdlib, *inside, *spec["library_dirs"]],
+        "read_files": [p for p in files if not p.startswith(("/dev/", *(s + "/" for s in stdlib)))],
+        "hide": hide,
+    }
+
+
+def isolation() -> str:
+    """How the child is held here, in a word for messages: "bubblewrap", or why not (said once by the grader)."""
+    from microgradnorm.exercises import bubblewrap
+
+    found = bubblewrap.available()
+    return "bubblewrap" if found else found.why
+
+
 PROBE_TIMEOUT = 60.0  # seconds a probe may take to start Python and NumPy on a slow machine
 # None: not yet known; True: a child under the file filter has answered; False: under it, no child starts here
 _file_filter_works: dict[str, bool | None] = {"state": None}
@@ -133,8 +180,11 @@ class _Pipes:
                 os.close(fd)
 
 
-def _start(pipes: _Pipes, timeout: float, memory_mb: int, cwd: Path, readable: dict | None) -> subprocess.Popen:
-    child = [sys.executable, "-I", "-S", "-B", "-X", "utf8", "-c", BOOT, str(HERE / "runner.py")]
+def _start(
+    pipes: _Pipes, timeout: float, memory_mb: int, cwd: Path, readable: dict | None, isolated: dict | None
+) -> subprocess.Popen:
+    python = os.path.realpath(sys.executable) if isolated else sys.executable  # a venv's link is not inside
+    child = [python, "-I", "-S", "-B", "-X", "utf8", "-c", BOOT, str(HERE / "runner.py")]
     child += [str(pipes.job[0]), str(pipes.result[1]), _numpy_parent()]
     config = {
         "argv": child,
@@ -142,8 +192,9 @@ def _start(pipes: _Pipes, timeout: float, memory_mb: int, cwd: Path, readable: d
         "log_fd": pipes.printed[1],
         "memory": memory_mb * 2**20,
         "cpu": math.ceil(timeout) + 1,  # a backstop: the wall-clock deadline comes first
-        "deadline": timeout + 5.0,  # the supervisor's own backstop, should the grader vanish
-        "readable": readable,
+        "deadline": STARTUP_LIMIT + timeout + 5.0,  # the supervisor's own backstop, should the grader vanish
+        "readable": None if isolated else readable,  # no Landlock under bwrap: it would forbid its mounts
+        "isolated": isolated,
     }
     return subprocess.Popen(
         [sys.executable, "-I", "-S", "-B", str(HERE / "supervisor.py"), json.dumps(config)],
@@ -166,9 +217,14 @@ class _Collector:
         self.writer: int | None = pipes.job[1]
         self.readers = {pipes.result[0]: "result", pipes.printed[0]: "printed", pipes.status[0]: "status"}
         self.status = b""
+        self.ready: float | None = None  # when the child said it starts the learner's code
 
-    def collect(self, deadline: float) -> None:
+    def collect(self, timeout: float) -> None:
+        """Until every pipe ends, the result is too large, or ``timeout`` has passed since READY (or the
+        start-up limit since now, before it)."""
+        startup = time.monotonic() + STARTUP_LIMIT
         while self.readers and not self.run.too_large:
+            deadline = self.ready + timeout if self.ready is not None else startup
             left = deadline - time.monotonic()
             if left <= 0:
                 self.run.timed_out = True
@@ -202,6 +258,9 @@ class _Collector:
             del self.readers[fd]
             return
         if which == "result":
+            if self.ready is None:  # the first byte is READY (sent before any learner code ran): not the result's
+                self.ready = time.monotonic()
+                data = data[len(READY) :] if data.startswith(READY) else data
             self.run.result.extend(data)
             self.run.too_large = len(self.run.result) > RESULT_LIMIT
         elif which == "printed":
@@ -262,8 +321,11 @@ def run_child(
     from then on children run without it (the audit hook still stands). The
     learner's code cannot steer that choice: it is not in the probe.
     """
-    state, spec = _file_filter_works, _readable(engine)
     limits = {"timeout": timeout, "memory_mb": memory_mb, "cwd": cwd}
+    isolated = _isolated(engine)
+    if isolated is not None:  # the namespaces hold; bwrap's own probe showed that a Python starts in them
+        return _run(job, readable=None, isolated=isolated, **limits)
+    state, spec = _file_filter_works, _readable(engine)
     run = _run(job, readable=spec if state["state"] is not False else None, **limits)
     if run.result and state["state"] is None:
         state["state"] = True
@@ -277,17 +339,19 @@ def run_child(
     return run
 
 
-def _run(job: bytes, *, timeout: float, memory_mb: int, cwd: Path, readable: dict | None) -> ChildRun:
-    run = ChildRun()
+def _run(
+    job: bytes, *, timeout: float, memory_mb: int, cwd: Path, readable: dict | None, isolated: dict | None = None
+) -> ChildRun:
+    run = ChildRun(isolated=isolated is not None)
     pipes = _Pipes()
     ours = (pipes.job[1], pipes.result[0], pipes.printed[0], pipes.control[1], pipes.status[0])
     proc = None
     collector = _Collector(pipes, job, run)
     try:
-        proc = _start(pipes, timeout, memory_mb, cwd, readable)
+        proc = _start(pipes, timeout, memory_mb, cwd, readable, isolated)
         pipes.close(pipes.child_ends())
         with _sigterm_as_exit():
-            collector.collect(time.monotonic() + timeout)
+            collector.collect(timeout)
     finally:
         collector.close_writer()
         pipes.close((pipes.control[1],))  # "stop now": the supervisor kills whatever is left

@@ -34,8 +34,10 @@ compares them), so what the hook keeps out are the routes to one: the package's
 own modules and files. What it cannot see, the kernel filters stop. And since
 the hook lives in the child's memory, which NumPy's array interface lets code
 write at any address, it is the line that explains, not the line that holds:
-the kernel's file filter (:mod:`.landlock`) is what keeps the package's files
-out of reach of code that rewrites the hook.
+bubblewrap's namespaces (:mod:`.bubblewrap`; the package's files are not in the
+child's view at all), or where it is missing the kernel's file filter
+(:mod:`.landlock`), are what keep the package's files out of reach of code that
+rewrites the hook.
 
 Standard library only: the child process loads this module by its path.
 """

@@ -10,11 +10,14 @@ only, loaded by its path). It
 2. starts the child that runs the learner's code: between fork and exec it
    sets hard resource limits (address space, CPU time, file size 0, no core
    file, at most FILES_LIMIT open files: a pipe holds kernel memory the
-   address-space limit does not count) and ``PR_SET_PDEATHSIG`` (the child dies
-   if the supervisor does), and installs the kernel's file filter
-   (:mod:`.landlock`, where there is one) and its syscall filter
-   (:mod:`.seccomp`), both kept across the exec; then it tells the grader the
-   child's pid;
+   address-space limit does not count; no real-time priority, no nice below 0)
+   and ``PR_SET_PDEATHSIG`` (the child dies if the supervisor does). Where
+   bubblewrap works (``config["isolated"]``, :mod:`.bubblewrap`) it execs
+   ``bwrap``, which starts the child in its namespaces and installs the syscall
+   filter (:mod:`.seccomp`, handed over in a pipe) just before; elsewhere it
+   installs the kernel's file filter (:mod:`.landlock`, where there is one) and
+   the syscall filter itself, both kept across the exec. Then it tells the
+   grader the child's pid (bwrap's, when it is used);
 3. waits until the child exits, or the grader closes the control pipe (the
    supervisor's stdin: the check timed out, was interrupted, or the grader
    itself died), or its own backstop deadline passes;
@@ -142,7 +145,12 @@ FILES_LIMIT = 64  # open files at once: Python and NumPy need a few; each one ca
 
 
 def _before_exec(
-    argv: list[str], memory: int, cpu: int, kernel_filter: bool, readable: dict[str, Any] | None = None
+    argv: list[str],
+    memory: int,
+    cpu: int,
+    kernel_filter: bool,
+    readable: dict[str, Any] | None = None,
+    namespaced: bool = False,
 ) -> Callable[[], None]:
     """What the child does between fork and exec: hard limits, die with the supervisor, the filters, exec.
 
@@ -157,7 +165,9 @@ def _before_exec(
         import resource
 
         limits = (("RLIMIT_AS", memory), ("RLIMIT_CPU", cpu), ("RLIMIT_FSIZE", 0), ("RLIMIT_CORE", 0))
-        for name, value in (*limits, ("RLIMIT_NOFILE", FILES_LIMIT)):
+        # no real-time priority, no nice below 0: a SCHED_FIFO hog would starve the machine's other processes
+        more = (("RLIMIT_NOFILE", FILES_LIMIT), ("RLIMIT_RTPRIO", 0), ("RLIMIT_RTTIME", 0), ("RLIMIT_NICE", 0))
+        for name, value in (*limits, *more):
             which = getattr(resource, name, None)
             if which is None:
                 continue
@@ -169,7 +179,7 @@ def _before_exec(
         _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
         if allowed is not None:
             landlock.restrict(allowed)  # False where the kernel has no Landlock: the audit hook then stands alone
-        if kernel_filter:
+        if kernel_filter and not namespaced:  # inside bubblewrap, bwrap installs it (--seccomp) before its exec
             seccomp.exec_filtered(argv, dict(os.environ))  # does not return
 
     return apply
@@ -192,15 +202,41 @@ def _say(line: str) -> None:
     os.write(1, (line + "\n").encode())
 
 
+def _namespaced(config: dict[str, Any]) -> tuple[list[str], list[int]]:
+    """(the command that starts the child inside bubblewrap, fds to pass on) from ``config["isolated"]``.
+
+    The seccomp filter goes to bwrap through a pipe it reads before its exec of the child.
+    """
+    bubblewrap, seccomp = _sibling("bubblewrap"), _sibling("seccomp")
+    spec, fds = config["isolated"], []
+    program = seccomp.namespaced() if config.get("filter", True) else None
+    if program is not None:
+        read, write = os.pipe()  # a filter is a few kB: the pipe holds it all
+        os.write(write, program)
+        os.close(write)
+        fds.append(read)
+    argv = bubblewrap.command(
+        spec["bwrap"],
+        read_dirs=spec["read_dirs"],
+        read_files=spec["read_files"],
+        hide=spec["hide"],
+        seccomp_fd=fds[0] if fds else None,
+        argv=config["argv"],
+    )
+    return argv, fds
+
+
 def main(argv: list[str] | None = None) -> int:
     config = json.loads((sys.argv if argv is None else argv)[1])
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    namespaced = config.get("isolated") is not None
+    command, extra_fds = _namespaced(config) if namespaced else (config["argv"], [])
     child = subprocess.Popen(
-        config["argv"],
+        command,
         stdin=subprocess.DEVNULL,
         stdout=config["log_fd"],
         stderr=config["log_fd"],
-        pass_fds=tuple(config["pass_fds"]),
+        pass_fds=(*config["pass_fds"], *extra_fds),
         start_new_session=True,
         preexec_fn=_before_exec(
             config["argv"],
@@ -208,13 +244,16 @@ def main(argv: list[str] | None = None) -> int:
             int(config["cpu"]),
             config.get("filter", True),
             config.get("readable"),
+            namespaced,
         ),
     )
-    for fd in (*config["pass_fds"], config["log_fd"]):
+    for fd in (*config["pass_fds"], config["log_fd"], *extra_fds):
         os.close(fd)
     _say(f"started {child.pid}")
     code = _wait(child.pid, 0, time.monotonic() + float(config["deadline"]))
     child.returncode = 0  # reaped by _wait or kill_tree below, not by Popen
+    if namespaced and code is not None:
+        code = _sibling("bubblewrap").exit_code(code)
     killed = kill_tree(os.getpid(), group=None if os.path.isdir("/proc") else child.pid)
     _say("stopped" if code is None else f"exit {code}")
     _say(f"clean {killed}")
