@@ -19,7 +19,7 @@ from typing import Any
 # DomainError stays the engine's class, so callers that catch it keep working.
 from microgradnorm.engine import DomainError
 
-__all__ = ["FieldError", "InputError", "InputTypeError", "N_", "NormDomainError", "Phrase"]
+__all__ = ["N_", "FieldError", "InputError", "InputTypeError", "NormDomainError", "Phrase"]
 
 
 def N_(template: str) -> str:

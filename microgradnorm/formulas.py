@@ -5,8 +5,9 @@ compares the scalar graph against these, the vectorized path calls them for its
 reference implementation, and the lessons print their numbers.
 
 The same functions serve LayerNorm, BatchNorm and GroupNorm: they differ only
-in which axes are reduced (GroupNorm's of the view [N, G, C/G * H * W] of x). ``axes`` is a tuple of axes of ``x`` to reduce over (LayerNorm:
-``(-1,)``; BatchNorm [N, D]: ``(0,)``; BatchNorm [N, C, H, W]: ``(0, 2, 3)``), and
+in which axes are reduced. ``axes`` is a tuple of axes of ``x`` to reduce over
+(LayerNorm: ``(-1,)``; BatchNorm [N, D]: ``(0,)``; BatchNorm [N, C, H, W]:
+``(0, 2, 3)``; GroupNorm: ``(2,)`` of x seen as [N, G, C/G * H * W]), and
 every per-group statistic keeps those axes with size 1 (``keepdims``) so it
 broadcasts against ``x``. ``n`` is the number of values in one group. The shape
 comments say ``x`` for an array shaped like x, ``stat`` for a per-group

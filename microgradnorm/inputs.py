@@ -200,7 +200,9 @@ def check_eps(eps: object) -> float:
         )
     value = float(eps)
     if not (value >= 0.0 and math.isfinite(value)):
-        raise InputError(N_("{argument}: expected a finite number >= 0, got {given}"), argument="eps", given=repr(value))
+        raise InputError(
+            N_("{argument}: expected a finite number >= 0, got {given}"), argument="eps", given=repr(value)
+        )
     return value
 
 

@@ -49,11 +49,11 @@ from microgradnorm.inputs import CHANNEL_GROUPS, CHANNELS, ROWS, Inputs, flatten
 __all__ = [
     "GROUP_NODES",
     "NODES",
+    "PARAM_NODES",
     "RMS_NODES",
     "RMS_STAGES",
-    "STAGES",
-    "PARAM_NODES",
     "SCALE_NODES",
+    "STAGES",
     "NormGraph",
     "Normalized",
     "batch_norm",

@@ -58,7 +58,9 @@ class NormSpec:
     node_names: tuple[str, ...]
     has_beta: bool
     centered: bool  # subtracts a mean (LayerNorm, BatchNorm, GroupNorm) or not (RMSNorm)
+    batch_statistics: bool  # its statistics mix the examples of a batch (so eval needs running averages)
     torch_layer: str  # the class in microgradnorm.torch and torch.nn
+    torch_call: Callable[..., Any]  # (torch.nn.functional, x, gamma, beta, eps, num_groups) -> y
     load_numpy: Callable[[], NumpyParts]
     array_ranks: tuple[int, ...] | None  # the ranks the vectorized path takes (None: any)
     array_form: str  # how its errors describe them
@@ -125,6 +127,10 @@ class NormSpec:
         shape = x.shape
         f = self.numpy().node_grads
         return f(x, gamma, beta, eps, dy, self.axes(shape), self.param_axis(shape), variance, self.view(shape))
+
+    def torch_functional(self, fn: Any, x: Any, gamma: Any, beta: Any, eps: float) -> Any:
+        """The same norm by ``torch.nn.functional`` (passed in as ``fn``; the registry imports no torch)."""
+        return self.torch_call(fn, x, gamma, beta if self.has_beta else None, eps, self.num_groups or 1)
 
     @property
     def forward(self) -> Callable[..., Any]:
@@ -203,6 +209,25 @@ def _rms_norm_numpy() -> NumpyParts:
     )
 
 
+# ---- the same norms in torch.nn.functional (its module passed in, so no torch import here) -------
+
+
+def _layer_norm_torch(fn: Any, x: Any, gamma: Any, beta: Any, eps: float, groups: int) -> Any:
+    return fn.layer_norm(x, (x.shape[-1],), gamma, beta, eps)
+
+
+def _batch_norm_torch(fn: Any, x: Any, gamma: Any, beta: Any, eps: float, groups: int) -> Any:
+    return fn.batch_norm(x, None, None, gamma, beta, True, 0.1, eps)  # training-mode statistics
+
+
+def _rms_norm_torch(fn: Any, x: Any, gamma: Any, beta: Any, eps: float, groups: int) -> Any:
+    return fn.rms_norm(x, (x.shape[-1],), gamma, eps)
+
+
+def _group_norm_torch(fn: Any, x: Any, gamma: Any, beta: Any, eps: float, groups: int) -> Any:
+    return fn.group_norm(x, groups, gamma, beta, eps)
+
+
 NORMS: dict[str, NormSpec] = {
     spec.name: spec
     for spec in (
@@ -219,6 +244,8 @@ NORMS: dict[str, NormSpec] = {
             has_beta=True,
             centered=True,
             torch_layer="LayerNorm",
+            torch_call=_layer_norm_torch,
+            batch_statistics=False,
             load_numpy=_layer_norm_numpy,
             array_ranks=None,
             array_form="an array [..., D] with D >= 1",
@@ -236,6 +263,8 @@ NORMS: dict[str, NormSpec] = {
             has_beta=True,
             centered=True,
             torch_layer="BatchNorm",
+            torch_call=_batch_norm_torch,
+            batch_statistics=True,
             load_numpy=_batch_norm_numpy,
             array_ranks=(2, 4),
             array_form="a non-empty 2-D [N, D] or 4-D [N, C, H, W] array",
@@ -253,6 +282,8 @@ NORMS: dict[str, NormSpec] = {
             has_beta=False,
             centered=False,
             torch_layer="RMSNorm",
+            torch_call=_rms_norm_torch,
+            batch_statistics=False,
             load_numpy=_rms_norm_numpy,
             array_ranks=None,
             array_form="an array [..., D] with D >= 1",
@@ -270,6 +301,8 @@ NORMS: dict[str, NormSpec] = {
             has_beta=True,
             centered=True,
             torch_layer="GroupNorm",
+            torch_call=_group_norm_torch,
+            batch_statistics=False,
             load_numpy=_group_norm_numpy,
             array_ranks=(2, 3, 4, 5),
             array_form="a non-empty array [N, C, *spatial] with at most 3 spatial axes",
@@ -284,7 +317,10 @@ def norm_names() -> list[str]:
 
 
 def get_norm(name: str, num_groups: int | None = None) -> NormSpec:
-    """The entry for ``name`` or one of its aliases (GroupNorm's with ``num_groups``); an error listing the choices otherwise."""
+    """The entry for ``name`` or one of its aliases (GroupNorm's with ``num_groups``).
+
+    An unknown name is an error that lists the choices.
+    """
     key = name.strip().lower().replace("-", "_") if isinstance(name, str) else ""
     for spec in NORMS.values():
         if key == spec.name or key in spec.aliases:

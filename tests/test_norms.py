@@ -11,10 +11,10 @@ from hypothesis import given
 from microgradnorm import DomainError, Value, batch_norm, formulas, layer_norm, rms_norm, topological_order
 from microgradnorm import tolerances as tol
 from microgradnorm.registry import NORMS
+from tests.strategies import matrices, vectors
 
 STAGES = {name: spec.stages for name, spec in NORMS.items()}
 NODE_NAMES = {name: spec.node_names for name, spec in NORMS.items()}
-from tests.strategies import matrices, vectors
 
 
 def values(nested) -> np.ndarray:

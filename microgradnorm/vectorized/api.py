@@ -199,7 +199,9 @@ def group_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarr
     dbeta = P._sum_in_blocks("ncq->c", dy3)  # C
     g2 = (dy3 if cache.gamma is None else dy3 * cache.gamma[:, None]).reshape(rows, -1)  # N*G,M
     if cache.backend == "fused":
-        dx2, _, _ = require_fused().layer_norm_backward(_contiguous(g2, cdt), _contiguous(xhat2, cdt), mean, rstd, None, True)
+        dx2, _, _ = require_fused().layer_norm_backward(
+            _contiguous(g2, cdt), _contiguous(xhat2, cdt), mean, rstd, None, True
+        )
     else:
         dx2, _, _ = P._ln_backward_numpy(g2, xhat2, rstd.astype(cdt), None)
     return _finish_backward(dx2, dgamma, dbeta, cache)
@@ -212,7 +214,12 @@ def _groups_forward(args: ForwardArgs) -> tuple[np.ndarray, NormCache]:
     x = args.x
     n, c = x.shape[:2]
     rows = dataclasses.replace(
-        args, spec=get_norm("layernorm"), x=x.reshape(n * args.spec.num_groups, -1), gamma=None, beta=None, keep_xhat=True
+        args,
+        spec=get_norm("layernorm"),
+        x=x.reshape(n * args.spec.num_groups, -1),
+        gamma=None,
+        beta=None,
+        keep_xhat=True,
     )
     _, rc = _rows_forward(rows)
     xhat3 = rc.xhat.reshape(n, c, -1)  # N,C,Q

@@ -22,7 +22,6 @@ these functions.
 
 from __future__ import annotations
 
-
 __all__ = [
     "batch_norm_backward",
     "batch_norm_forward",
