@@ -34,7 +34,8 @@ class Layout:
 
     ``ranks`` maps each accepted rank of x to how it is written ("[N][D]");
     ``view(shape, groups)`` is (the C-order view of x the statistics are taken on,
-    the axes of that view they reduce); ``param_axis(ndim)`` is the axis of x
+    the axes of that view they reduce); ``param_word(ndim)`` says what one
+    entry of gamma scales; ``param_axis(ndim)`` is the axis of x
     that gamma and beta run along; ``group_name(shape, r)`` names group r.
     """
 
@@ -42,6 +43,7 @@ class Layout:
     view: Callable[[tuple[int, ...], int | None], tuple[tuple[int, ...], tuple[int, ...]]]
     param_axis: Callable[[int], int]
     group_name: Callable[[tuple[int, ...], int], Phrase]
+    param_word: Callable[[int], Phrase]  # what one gamma scales, for errors: "feature", "channel"
 
     def groups(self, shape: tuple[int, ...], num_groups: int | None = None) -> list[list[int]]:
         """The flat (C-order) indices of x in each group, groups in C order of the kept axes."""
@@ -85,13 +87,25 @@ def _channel_group_name(shape: tuple[int, ...], r: int) -> Phrase:
     return Phrase(N_("group {r}"), r=r)
 
 
+def _feature(ndim: int) -> Phrase:
+    return Phrase(N_("feature"))
+
+
+def _channel(ndim: int) -> Phrase:
+    return Phrase(N_("channel")) if ndim > 2 else _feature(ndim)
+
+
 # LayerNorm, RMSNorm: each row over its own features.
-ROWS = Layout({1: "[D]", 2: "[N][D]"}, _rows_view, lambda ndim: ndim - 1, _row_name)
+ROWS = Layout({1: "[D]", 2: "[N][D]"}, _rows_view, lambda ndim: ndim - 1, _row_name, _feature)
 # BatchNorm: each column (or channel) over the batch (and H, W).
-CHANNELS = Layout({2: "[N][D]", 4: "[N][C][H][W]"}, _channels_view, lambda ndim: 1, _channel_name)
+CHANNELS = Layout({2: "[N][D]", 4: "[N][C][H][W]"}, _channels_view, lambda ndim: 1, _channel_name, _channel)
 # GroupNorm: each example's group of C/G channels (and their positions).
 CHANNEL_GROUPS = Layout(
-    {2: "[N][C]", 3: "[N][C][L]", 4: "[N][C][H][W]"}, _channel_groups_view, lambda ndim: 1, _channel_group_name
+    {2: "[N][C]", 3: "[N][C][L]", 4: "[N][C][H][W]"},
+    _channel_groups_view,
+    lambda ndim: 1,
+    _channel_group_name,
+    lambda ndim: Phrase(N_("channel")),
 )
 
 
@@ -159,7 +173,7 @@ def read(
         )
     if num_groups is not None:
         _check_num_groups(num_groups, shape[1])
-    what = Phrase(N_("channel")) if layout.param_axis(len(shape)) == 1 and len(shape) > 2 else Phrase(N_("feature"))
+    what = layout.param_word(len(shape))
     size = shape[layout.param_axis(len(shape))]
     with tags("input"):  # leaves made here, so a caller's own Values stay as they are
         xs = [v if isinstance(v, Value) else Value(v, label="x") for v in flat]
