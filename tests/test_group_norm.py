@@ -153,7 +153,12 @@ def test_vectorized_group_norm_in_float32_matches_torch_in_float32(backend):
     yt = torch.nn.functional.group_norm(xt, 4, gt, bt, 1e-5)
     yt.backward(torch.tensor(dy))
     assert y.dtype == dx.dtype == dgamma.dtype == np.float32
-    for name, a, t in (("y", y, yt.detach()), ("dx", dx, xt.grad), ("dgamma", dgamma, gt.grad), ("dbeta", dbeta, bt.grad)):
+    for name, a, t in (
+        ("y", y, yt.detach()),
+        ("dx", dx, xt.grad),
+        ("dgamma", dgamma, gt.grad),
+        ("dbeta", dbeta, bt.grad),
+    ):
         assert_close(a, t.numpy(), tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, name)
 
 

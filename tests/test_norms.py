@@ -262,3 +262,18 @@ def test_every_registry_entry_builds_its_named_nodes():
         for name in spec.node_names:
             assert name in graph, (spec.name, name)
         assert set(spec.stages) <= {v.stage for v in topological_order(graph.roots())}
+
+
+def test_a_norm_error_carries_its_fields_and_is_said_in_the_learners_language():
+    from microgradnorm.errors import FieldError
+    from microgradnorm.i18n import use_language
+    from microgradnorm.i18n.errors import localize
+
+    with pytest.raises(FieldError) as info:
+        batch_norm([[1.0, 2.0], [3.0, 2.0]], eps=0.0)
+    error = info.value
+    assert isinstance(error, DomainError) and error.argument == "batch_norm"
+    assert localize(error) == str(error)  # English by default
+    with use_language("zh-CN"):
+        chinese = localize(error)
+    assert "第 1 列" in chinese and "标准差" in chinese and "column" not in chinese
