@@ -22,7 +22,6 @@ from microgradnorm.check import check_norm, random_problem
 from microgradnorm.errors import InputError, InputTypeError
 from microgradnorm.norms import group_norm, layer_norm
 from microgradnorm.registry import NORMS, get_norm
-from microgradnorm.vectorized import textbook as T
 
 torch = pytest.importorskip("torch")
 
@@ -83,7 +82,7 @@ def test_every_node_passes_the_three_way_check(shape, groups):
 
 
 def test_one_group_is_layer_norm_over_channels_and_positions():
-    x, gamma, beta, dy = random_problem(get_norm("groupnorm", 1), (3, 2, 2), seed=4)
+    x, _gamma, _beta, dy = random_problem(get_norm("groupnorm", 1), (3, 2, 2), seed=4)
     gn = group_norm(x.tolist(), 1, eps=1e-5)
     ln = layer_norm(x.reshape(3, 4).tolist(), eps=1e-5)
     gn.graph.loss(dy.tolist()).backward()
@@ -165,7 +164,7 @@ def test_vectorized_group_norm_in_float32_matches_torch_in_float32(backend):
 def test_without_gamma_and_beta_the_parameter_gradients_are_none():
     x = np.random.default_rng(0).normal(size=(2, 4, 3))
     y, cache = V.group_norm_forward(x, 2)
-    dx, dgamma, dbeta = V.group_norm_backward(np.ones_like(x), cache)
+    _dx, dgamma, dbeta = V.group_norm_backward(np.ones_like(x), cache)
     assert dgamma is None and dbeta is None
     assert_close(y.reshape(2, 2, 6).mean(-1), np.zeros((2, 2)), 0.0, tol.cancellation_atol(np.abs(y).max(), 6), "mean")
 
