@@ -239,3 +239,20 @@ def test_group_norm_matches_torch_for_any_shape_and_grouping(n, per_group, group
     assert_close(dx, tdx, tol.TORCH_F64_RTOL, max(tol.TORCH_F64_ATOL, tol.norm_dx_atol(x, gamma, dy, cache.rstd)), "dx")
     assert_close(dgamma, tdgamma, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL, "dgamma")
     assert_close(dbeta, tdbeta, *F64, "dbeta")
+
+
+# ---- the commands ----------------------------------------------------------------------------------
+
+
+def test_check_and_graph_take_groupnorm_with_groups(capsys, tmp_path):
+    from microgradnorm.cli import main
+
+    assert main(["check", "groupnorm", "--groups", "2", "--shape", "2x4x2"]) == 0
+    assert "All agree" in capsys.readouterr().out
+    assert main(["graph", "groupnorm", "--groups", "4", "--shape", "1x4x2", "-o", str(tmp_path / "g.dot")]) == 0
+    assert "mean[3]" in (tmp_path / "g.dot").read_text()  # one mean per example and group
+    assert main(["check", "groupnorm", "--groups", "3", "--shape", "2x4"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--groups" in err[0] and "4" in err[0] and "3" in err[0]
+    assert main(["check", "layernorm", "--groups", "2"]) == 2
+    assert "--groups" in capsys.readouterr().err
