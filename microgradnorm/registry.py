@@ -225,6 +225,8 @@ def _rms_norm_torch(fn: Any, x: Any, gamma: Any, beta: Any, eps: float, groups: 
 
 
 def _group_norm_torch(fn: Any, x: Any, gamma: Any, beta: Any, eps: float, groups: int) -> Any:
+    if gamma is None and beta is not None:  # torch 2.13: a bias without a weight fails in backward
+        gamma = x.new_ones(x.shape[1])  # ("tensor does not have a device"); a weight of ones is the same
     return fn.group_norm(x, groups, gamma, beta, eps)
 
 

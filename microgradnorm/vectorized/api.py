@@ -244,7 +244,7 @@ def saved_cache(
     eps: float = 1e-5,
     *,
     backend: str | None = None,
-    num_groups: int | None = None,
+    num_groups: int = 1,
 ) -> NormCache:
     """The cache of a recompute-mode forward pass, rebuilt from x and the statistics it returned.
 
@@ -254,7 +254,7 @@ def saved_cache(
     nothing more. ``mean`` and ``rstd`` hold one float64 value per group in any
     shape of that size; RMSNorm ignores ``mean``; ``beta`` only tells the
     backward pass to return dbeta (in beta's dtype). ``var``, which no backward
-    pass reads, is rebuilt as ``1 / rstd^2 - eps``. GroupNorm needs ``num_groups``.
+    pass reads, is rebuilt as ``1 / rstd^2 - eps``. GroupNorm takes ``num_groups`` (default 1).
     """
     args = check_forward(get_norm(norm, num_groups), x, gamma, beta, eps, True, backend)
     cdt = args.compute_dtype
