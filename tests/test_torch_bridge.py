@@ -21,7 +21,7 @@ from .strategies import norm_problems
 
 torch = pytest.importorskip("torch")
 mt = pytest.importorskip("microgradnorm.torch")
-from microgradnorm.registry import get_norm
+from microgradnorm.registry import get_norm  # noqa: E402
 from microgradnorm.torch import ops  # noqa: E402
 
 # float32 outputs and gradients of this package against torch.nn's float32: both round each
