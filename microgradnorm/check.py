@@ -11,9 +11,9 @@ y, gamma, beta) three numbers are compared:
 1. the gradient ``backward()`` accumulated on the node;
 2. the closed form of :mod:`microgradnorm.formulas`, computed in NumPy from the
    inputs alone, never from the graph;
-3. a central finite difference: the graph is rebuilt with that one node's value
-   moved by +h and -h right after it is computed, everything downstream is
-   recomputed, and (L+ - L-) / 2h is taken, all in float64. Taken at h and h/2
+3. a central finite difference: the node's value is moved by +h and -h, every
+   node computed from it is recomputed by its op's forward (the graph itself is
+   left as it is), and (L+ - L-) / 2h is taken, all in float64. Taken at h and h/2
    and combined (Richardson extrapolation), its error shrinks from order h^2 to
    order h^4, which matters where the loss curves sharply (tiny var + eps).
 
@@ -27,7 +27,7 @@ in exact arithmetic (LayerNorm's dx when y cannot depend on x) comes out of
 autograd and of the closed form as rounding left over from terms that
 cancelled, so the closed-form comparison allows a few rounding units of those
 terms' size (:func:`absolute_gradients`) beside its fixed tolerance. By default only FD_MAX_ENTRIES
-evenly spread entries per node get a finite difference (each one rebuilds the
+evenly spread entries per node get a finite difference (each one recomputes the
 graph four times); the scalar graph is for small inputs, at most MAX_ENTRIES.
 
 The result is a :class:`CheckReport` (data, not prints); :mod:`microgradnorm.present`
@@ -36,8 +36,10 @@ turns it into a table.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +47,7 @@ import numpy as np
 
 from microgradnorm import tolerances as tol
 from microgradnorm.engine import Value, local_grads, topological_order
+from microgradnorm.finite_diff import richardson_difference, step_for
 from microgradnorm.i18n import _
 from microgradnorm.norms import SCALE_NODES
 from microgradnorm.registry import NormSpec, get_norm
@@ -66,7 +69,7 @@ FD_MAX_ENTRIES = tol.FD_MAX_ENTRIES  # finite differences per node by default
 # check of this size already takes tens of seconds, and memory grows with it.
 MAX_ENTRIES = 10_000
 # Finite differences times the entries of x above which check_norm warns that it will be slow
-# (about a minute of graph rebuilding on a laptop).
+# (about a minute of recomputing the graph on a laptop).
 SLOW_FD_WORK = 20_000_000
 
 
@@ -138,6 +141,7 @@ class CheckReport:
         }
     )
     loss_rounding: float = 0.0  # the estimated rounding error of one evaluation of the loss
+    pooled: int | None = None  # how many entries of x each mean is taken over (None: no mean)
 
     @property
     def passed(self) -> bool:
@@ -188,7 +192,7 @@ def check_norm(
 
     ``dy`` defaults to a random upstream gradient drawn with ``seed``.
     ``fd_max_entries`` limits the finite differences to that many evenly spread
-    entries per node (each rebuilds the graph four times); None checks every entry
+    entries per node (each recomputes the graph four times); None checks every entry
     (warning with :class:`SlowCheckWarning` when that will be slow). ``x`` may have
     at most :data:`MAX_ENTRIES` entries.
     """
@@ -209,19 +213,45 @@ def check_norm(
     names = [name for name in spec.node_names if name in graph]
     _warn_if_slow(sum(len(_sample(len(graph[n]), fd_max_entries)) for n in names), len(graph["x"]))
     rounding = _Rounding(loss_rounding(loss), absolute_gradients(loss), _centering_amplification(graph))
-    dy_flat = dy.ravel().tolist()
-
-    def loss_with(name: str, k: int, h: float) -> float:
-        nudged = spec.build_graph(x, gamma, beta, eps, variance, nudge=(name, k, h))
-        return math.fsum(y.data * g for y, g in zip(nudged["y"], dy_flat))
-
+    loss_with = _loss_with(graph, dy.ravel().tolist())
     nodes = [
         _check_node(graph, name, closed[name], loss_with, _sample(len(graph[name]), fd_max_entries), rounding)
         for name in names
     ]
+    pooled = len(graph["x"]) // len(graph["mean"]) if "mean" in graph else None
     return CheckReport(
-        spec.name, spec.title, graph.shape, graph.eps, variance, seed, loss.data, nodes, loss_rounding=rounding.loss
+        spec.name,
+        spec.title,
+        graph.shape,
+        graph.eps,
+        variance,
+        seed,
+        loss.data,
+        nodes,
+        loss_rounding=rounding.loss,
+        pooled=pooled,
     )
+
+
+def _loss_with(graph: Any, dy: list[float]) -> Callable[[str, int, float], float]:
+    """``loss_with(name, k, h)``: sum(y * dy) with node ``name``[k] moved by h.
+
+    Only the nodes computed from the moved one change; each is recomputed by its op's
+    forward from its children's values, in the order the forward pass made them.
+    """
+    ys = graph["y"]
+    order = topological_order(ys)
+    position = {node: i for i, node in enumerate(order)}
+
+    def loss_with(name: str, k: int, h: float) -> float:
+        start = graph[name][k]
+        moved = {start: start.data + h}
+        for node in order[position[start] + 1 :]:
+            if any(child in moved for child in node.children):
+                moved[node] = node.operation.forward(*[moved.get(c, c.data) for c in node.children])
+        return math.fsum(moved.get(y, y.data) * g for y, g in zip(ys, dy))
+
+    return loss_with
 
 
 @dataclass(frozen=True)
@@ -300,7 +330,7 @@ def _check_node(
     fd_atol = np.full(len(values), np.nan)
     for k in entries:
         h = _step(name, values[k].data, graph.eps)
-        fd[k] = _finite_difference(loss_with, name, k, h)
+        fd[k] = richardson_difference(functools.partial(loss_with, name, k), h)
         fd_atol[k] = tol.FD_ATOL + tol.FD_ROUNDING_FACTOR * rounding.loss / h
     taken = ~np.isnan(fd)
     cf_abs, cf_rel = tol.normwise_error(auto, cf)
@@ -338,15 +368,7 @@ def _step(name: str, value: float, eps: float) -> float:
     """
     if name in SCALE_NODES:
         return tol.FD_STEP * max(abs(value), eps)
-    return tol.FD_STEP * max(1.0, abs(value))
-
-
-def _finite_difference(loss_with: Any, name: str, k: int, h: float) -> float:
-    """dL/d(node ``name``[k]): central differences at h and h/2, combined (Richardson) so that
-    the h^2 error term cancels."""
-    wide = (loss_with(name, k, h) - loss_with(name, k, -h)) / (2.0 * h)
-    narrow = (loss_with(name, k, h / 2) - loss_with(name, k, -h / 2)) / h
-    return (4.0 * narrow - wide) / 3.0
+    return step_for(value)
 
 
 def _upstream(dy: Any, shape: tuple[int, ...], seed: int | None) -> np.ndarray:
@@ -373,7 +395,7 @@ def _check_size(x: Any) -> None:
     if size > MAX_ENTRIES:
         raise ValueError(
             _(
-                "x: the scalar graph is for small inputs (each finite difference rebuilds it), so expected at most "
+                "x: the scalar graph is for small inputs (each finite difference recomputes it), so expected at most "
                 "{limit} entries, got {size} (shape {shape}); check a smaller slice, or compare the "
                 "vectorized path with its closed forms"
             ).format(limit=MAX_ENTRIES, size=size, shape=list(shape))
@@ -383,7 +405,7 @@ def _check_size(x: Any) -> None:
 def _warn_if_slow(fd_count: int, size: int) -> None:
     if fd_count * size > SLOW_FD_WORK:
         warnings.warn(
-            f"check_norm: {fd_count} finite differences on a graph of {size} inputs rebuild it "
+            f"check_norm: {fd_count} finite differences on a graph of {size} inputs recompute it "
             f"{4 * fd_count} times, which takes minutes; fd_max_entries={FD_MAX_ENTRIES} checks "
             f"{FD_MAX_ENTRIES} entries per node",
             SlowCheckWarning,

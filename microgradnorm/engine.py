@@ -1,27 +1,21 @@
 """A scalar reverse-mode autograd engine, small enough to read in one sitting.
 
-Every number in a computation is a :class:`Value`. An op makes a new Value that
-remembers its inputs (``children``, an ordered tuple) and the op's name. Calling
-``backward()`` on the final Value walks the graph from the output back to the
-inputs and applies the chain rule at every node:
+Every number is a :class:`Value`. An op (one small class below) makes a new
+Value that remembers the op and its inputs, its ``children``. ``backward()``
+visits the nodes from the output back to the inputs, applying the chain rule:
 
     child.grad += (d node / d child) * node.grad
 
-The local derivative ``d node / d child`` of each op is written right under the
-op's forward, so the two can be read together. Derived ops (``a - b`` aside,
-which is kept primitive so that centering is one node per element) are one-line
-combinations of primitives: ``a / b`` is ``a * b ** -1``.
+Each op class holds its ``forward`` and its local derivatives side by side.
+Ops made of other ops are one line over them: ``a / b`` is ``a * b ** -1``.
+What differs from micrograd, and why:
 
-Compared with micrograd, which this follows in spirit:
-
-* children are an ordered tuple, not a set, so ``x * x`` keeps both edges and
-  both contributions to ``x.grad``;
-* ``backward`` uses an explicit stack, so graphs millions of nodes deep work;
+* children are an ordered tuple, not a set, so ``x * x`` keeps both edges;
+* the topological order is built with a stack, not recursion, so a graph a
+  million nodes deep works;
 * every node has an id in creation order, so drawings and tests are stable;
-* ``Value.sum`` is one n-ary node, so a mean over 768 numbers is one node,
-  not a chain of 767 additions;
-* a node stores no closure, only its op name: nodes are small (``__slots__``)
-  and hold no reference cycles, so the garbage collector never frees them late.
+* ``Value.sum`` is one node with n children, so a mean over 768 numbers is one
+  node, not a chain of 767 additions.
 
 This module imports nothing from the rest of the package.
 """
@@ -31,334 +25,286 @@ from __future__ import annotations
 import gc
 import itertools
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from numbers import Real
 from operator import attrgetter
 from typing import Union
 
-__all__ = ["DomainError", "Value", "local_grads", "tags", "topological_order"]
+__all__ = ["DomainError", "Op", "Value", "cycle_collector_paused", "local_grads", "tags", "topological_order"]
 
 
 class DomainError(ValueError):
-    """An op was asked for a value outside its domain: log(0), sqrt(-1), 1/0."""
+    """An op was given a value outside its domain: log(0), sqrt(-1), 1/0. Besides the
+    (English) message it carries ``op`` (the op's symbol), ``value`` (the bad input)
+    and ``node`` (the Value that held it, when known)."""
+
+    def __init__(self, message: str, *, op: str = "", value: float = math.nan, node: Value | None = None) -> None:
+        super().__init__(message)
+        self.op, self.value, self.node = op, value, node
 
 
-Operand = Union["Value", int, float]
+# ---- the ops: each forward, and beside it the local derivatives d out / d input ------------
 
-_next_id = itertools.count().__next__
 
-# (stage, label) given to every node created while a `tags` block is open.
+class Op:
+    """``forward(*inputs)`` is the output's value; ``derivatives(out, *inputs)`` is
+    d out / d input for each input, given the output's and the inputs' values."""
+
+    __slots__ = ()
+    symbol = "?"
+
+    def forward(self, *xs: float) -> float:
+        raise NotImplementedError
+
+    def derivatives(self, out: float, *xs: float) -> tuple[float, ...]:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return self.symbol
+
+
+# fmt: off
+class Add(Op):
+    symbol = "+"
+    def forward(self, a, b): return a + b
+    def derivatives(self, out, a, b): return 1.0, 1.0
+
+class Sub(Op):
+    symbol = "-"
+    def forward(self, a, b): return a - b
+    def derivatives(self, out, a, b): return 1.0, -1.0
+
+class Mul(Op):
+    symbol = "*"
+    def forward(self, a, b): return a * b
+    def derivatives(self, out, a, b): return b, a
+
+class Pow(Op):
+    """a ** p, for a number p that the op carries."""
+    __slots__ = ("p",)
+    def __init__(self, p: float): self.p = p
+    def forward(self, a): return _power(a, self.p)
+    def derivatives(self, out, a):
+        if a == 0.0 and self.p < 1.0:  # 0 ** (p - 1) would divide by 0
+            return (0.0 if self.p == 0.0 else math.inf,)
+        return (self.p * _power(a, self.p - 1.0),)
+    symbol = property(lambda self: "**" + _shortest(self.p))
+
+class Sqrt(Op):
+    symbol = "sqrt"
+    def forward(self, a): return math.sqrt(_checked(a, a >= 0.0 or a != a, "sqrt", ">= 0"))
+    def derivatives(self, out, a): return (0.5 / out if out else math.inf,)
+
+class Exp(Op):
+    symbol = "exp"
+    def forward(self, a):
+        try:
+            return math.exp(a)
+        except OverflowError:  # NumPy's answer, not an error
+            return math.inf
+    def derivatives(self, out, a): return (out,)
+
+class Log(Op):
+    symbol = "log"
+    def forward(self, a): return math.log(_checked(a, a > 0.0, "log", "> 0"))
+    def derivatives(self, out, a): return (1.0 / a,)
+
+class Tanh(Op):
+    symbol = "tanh"
+    def forward(self, a): return math.tanh(a)
+    def derivatives(self, out, a): return (1.0 - out * out,)
+
+class Relu(Op):
+    symbol = "relu"
+    def forward(self, a): return a if a > 0.0 else 0.0
+    def derivatives(self, out, a): return (1.0 if a > 0.0 else 0.0,)
+
+class Sigmoid(Op):
+    symbol = "sigmoid"
+    def forward(self, a):  # exp(-|a|) never overflows
+        e = math.exp(-abs(a))
+        return 1.0 / (1.0 + e) if a >= 0.0 else e / (1.0 + e)
+    def derivatives(self, out, a): return (out * (1.0 - out),)
+
+class Sum(Op):
+    symbol = "sum"
+    def forward(self, *xs):
+        total = 0.0
+        for x in xs:  # left to right, as NumPy adds a short row
+            total += x
+        return total
+    def derivatives(self, out, *xs): return (1.0,) * len(xs)
+
+class Dot(Op):
+    """sum_i a_i * b_i; the inputs are a_1 .. a_n, then b_1 .. b_n."""
+    symbol = "dot"
+    def forward(self, *xs):
+        n = len(xs) // 2
+        return SUM.forward(*[a * b for a, b in zip(xs[:n], xs[n:])])
+    def derivatives(self, out, *xs):
+        n = len(xs) // 2
+        return xs[n:] + xs[:n]  # d/da_i = b_i and d/db_i = a_i
+# fmt: on
+
+
+ADD, SUB, MUL, SQRT, EXP, LOG = Add(), Sub(), Mul(), Sqrt(), Exp(), Log()
+TANH, RELU, SIGMOID, SUM, DOT = Tanh(), Relu(), Sigmoid(), Sum(), Dot()
+
+
+# ---- tags: names for people, given to every node made inside a block -----------------------
+
 _tags: tuple[str | None, str | None] = (None, None)
 
 
 @contextmanager
 def tags(stage: str | None, label: str | None = None) -> Iterator[None]:
-    """Tag every node created inside the block: op results get ``stage`` and ``label``,
-    new leaves (constants included) get ``stage``.
+    """Op results made inside the block get ``stage`` and ``label``, new leaves ``stage``.
+    Tags change no number. Not meant for threads.
 
         with tags("center", "xshift"):
             xshift = [xi - mean for xi in x]
-
-    Tags are names for people (diagrams, lessons, error messages); they change no
-    number. A module-level setting, so not meant for threads building graphs at once.
     """
     global _tags
-    saved = _tags
-    _tags = (stage, label)
+    saved, _tags = _tags, (stage, label)
     try:
         yield
     finally:
         _tags = saved
 
 
-# op name -> function(node) returning d node / d child for each child, in order.
-# Every op's is registered by @_derivative beside its forward; ``**``'s, once per exponent, by _power_op.
-_LOCAL_GRADS: dict[str, Callable[[Value], tuple[float, ...]]] = {}
+# ---- the Value ------------------------------------------------------------------------------
 
-
-# ops whose every local derivative is 1: backward adds out.grad to each child directly
-_UNIT_OPS: set[str] = set()
-
-
-def _derivative(op: str, *, all_ones: bool = False):
-    """Register the function below it as the local derivative of ``op``.
-
-    ``all_ones=True`` declares that every local derivative is 1 (sum, +), which
-    lets ``backward`` skip calling the function.
-    """
-
-    def register(fn: Callable[[Value], tuple[float, ...]]):
-        _LOCAL_GRADS[op] = fn
-        if all_ones:
-            _UNIT_OPS.add(op)
-        return staticmethod(fn)
-
-    return register
-
-
-def _check_number(x: object, what: str) -> float:
-    # bool is an int in Python, but True as an activation is almost always a bug.
-    if isinstance(x, Real) and not isinstance(x, bool):
-        return float(x)
-    raise TypeError(f"{what} must be a real number (int or float), got {type(x).__name__} ({x!r})")
-
-
-def _describe(node: Value) -> str:
-    name = f"node #{node._id}"
-    if node.label:
-        name += f" '{node.label}'"
-    if node.stage:
-        name += f" (stage {node.stage})"
-    return name
+Operand = Union["Value", int, float]
+_next_id = itertools.count().__next__
+_data = attrgetter("data")
 
 
 class Value:
-    """One scalar in a computation graph: its value, its gradient, how it was made.
+    """One scalar of a computation graph: ``data`` (its value), ``grad`` (d root / d this
+    node, filled in by ``backward()``), the op that made it and its ``children``."""
 
-    ``data`` is the forward value, ``grad`` is d(root)/d(this node) accumulated by
-    ``backward()``. ``label`` and ``stage`` are free-form tags used by the norms,
-    the check, the diagrams and the lessons; they do not affect any computation.
-    """
-
-    # Seven slots and no per-node closure keep a node under 200 bytes. ``_op`` is
-    # the op's name, the key of its local derivative in _LOCAL_GRADS.
     __slots__ = ("_children", "_id", "_op", "data", "grad", "label", "stage")
 
     def __init__(
         self,
         data: float,
+        children: tuple[Value, ...] = (),
+        op: Op | None = None,
         *,
         label: str | None = None,
         stage: str | None = None,
     ) -> None:
-        self.data = data if type(data) is float else _check_number(data, "Value(data)")  # floats: no call
+        self.data = data if type(data) is float else _number(data, "Value(data)")
         self.grad = 0.0
-        self._children: tuple[Value, ...] = ()
-        self._op = ""
-        self.label = label
+        self._children = children
+        self._op = op
         self.stage = stage if stage is not None else _tags[0]
+        self.label = label if label is not None or op is None else _tags[1]  # a leaf gets no label
         self._id = _next_id()
 
-    # ---- read access for renderers, checks and lessons -----------------------
-
-    @property
-    def children(self) -> tuple[Value, ...]:
-        """The inputs of the op that made this node, in argument order."""
-        return self._children
-
-    @property
-    def op(self) -> str:
-        """The op that made this node (``""`` for a leaf; ``"**2"`` for a square)."""
-        return self._op
-
-    @property
-    def id(self) -> int:
-        """A number unique to this node, increasing in creation order."""
-        return self._id
+    children = property(lambda self: self._children, doc="The op's inputs, in argument order.")
+    operation = property(lambda self: self._op, doc="The Op that made this node; None for a leaf.")
+    op = property(lambda self: self._op.symbol if self._op else "", doc='"*", "**2", ...; "" for a leaf.')
+    id = property(lambda self: self._id, doc="Unique, increasing in creation order.")
 
     def __repr__(self) -> str:
-        parts = [f"data={self.data:.6g}", f"grad={self.grad:.6g}"]
-        if self._op:
-            parts.append(f"op={self.op!r}")
-        if self.label:
-            parts.append(f"label={self.label!r}")
-        return f"Value({', '.join(parts)})"
-
-    # ---- primitive ops, each followed by its local derivative ----------------
+        shown = [f"data={self.data:.6g}", f"grad={self.grad:.6g}"]
+        shown += [f"op={self.op!r}"] if self._op else []
+        shown += [f"label={self.label!r}"] if self.label else []
+        return f"Value({', '.join(shown)})"
 
     def __add__(self, other: Operand) -> Value:
-        if not isinstance(other, Value):
-            other = Value(other)
-        return _node(self.data + other.data, (self, other), "+")
-
-    @_derivative("+", all_ones=True)
-    def _add_grads(out: Value) -> tuple[float, ...]:
-        return (1.0, 1.0)
+        other = other if isinstance(other, Value) else Value(other)
+        return Value(ADD.forward(self.data, other.data), (self, other), ADD)
 
     def __sub__(self, other: Operand) -> Value:
-        if not isinstance(other, Value):
-            other = Value(other)
-        return _node(self.data - other.data, (self, other), "-")
-
-    @_derivative("-")
-    def _sub_grads(out: Value) -> tuple[float, ...]:
-        return (1.0, -1.0)
+        other = other if isinstance(other, Value) else Value(other)
+        return Value(SUB.forward(self.data, other.data), (self, other), SUB)
 
     def __mul__(self, other: Operand) -> Value:
-        if not isinstance(other, Value):
-            other = Value(other)
-        return _node(self.data * other.data, (self, other), "*")
+        other = other if isinstance(other, Value) else Value(other)
+        return Value(MUL.forward(self.data, other.data), (self, other), MUL)
 
-    @_derivative("*")
-    def _mul_grads(out: Value) -> tuple[float, ...]:
-        a, b = out._children
-        return (b.data, a.data)
+    def __pow__(self, p: int | float) -> Value:
+        if isinstance(p, Value):
+            raise TypeError(f"Value ** Value is not supported: the exponent must be a number, got a Value ({p!r})")
+        return _apply(Pow(_number(p, "the exponent of **")), self)
 
-    def __pow__(self, exponent: int | float) -> Value:
-        if isinstance(exponent, Value):
-            raise TypeError(
-                f"Value ** Value is not supported: the exponent must be a number, got a Value ({exponent!r})"
-            )
-        p = _check_number(exponent, "the exponent of **")
-        a = self.data
-        if a == 0.0 and p < 0:
-            raise DomainError(f"'**': 0 ** {p:g} is a division by zero; {_describe(self)} has value {a!r}")
-        if a < 0.0 and not p.is_integer():
-            raise DomainError(
-                f"'**': a negative number to the power {p:g} is not real; {_describe(self)} has value {a!r}"
-            )
-        return _node(_power(a, p), (self,), _power_op(p))
+    # fmt: off
+    def sqrt(self) -> Value: return _apply(SQRT, self)
+    def exp(self) -> Value: return _apply(EXP, self)
+    def log(self) -> Value: return _apply(LOG, self)
+    def tanh(self) -> Value: return _apply(TANH, self)
+    def relu(self) -> Value: return _apply(RELU, self)
+    def sigmoid(self) -> Value: return _apply(SIGMOID, self)
 
-    @staticmethod
-    def _pow_grads(p: float) -> Callable[[Value], tuple[float, ...]]:
-        """The local derivative of ``** p``, p * a ** (p - 1) (registered per exponent by _power_op)."""
+    # ops made of other ops
+    def __neg__(self) -> Value: return self * -1.0
+    def __radd__(self, other: Operand) -> Value: return _value(other) + self
+    def __rsub__(self, other: Operand) -> Value: return _value(other) - self
+    def __rmul__(self, other: Operand) -> Value: return _value(other) * self
+    def __rtruediv__(self, other: Operand) -> Value: return _value(other) / self
+    # fmt: on
 
-        def grads(out: Value) -> tuple[float, ...]:
-            (a,) = out._children
-            if a.data == 0.0 and p < 1.0:  # 0 ** (p - 1) would divide by zero
-                return (0.0 if p == 0.0 else math.inf,)
-            return (p * _power(a.data, p - 1.0),)
-
-        return grads
-
-    def exp(self) -> Value:
-        try:
-            e = math.exp(self.data)
-        except OverflowError:
-            e = math.inf
-        return _node(e, (self,), "exp")
-
-    @_derivative("exp")
-    def _exp_grads(out: Value) -> tuple[float, ...]:
-        return (out.data,)
-
-    def log(self) -> Value:
-        if not self.data > 0.0:
-            raise DomainError(f"'log': the input must be > 0; {_describe(self)} has value {self.data!r}")
-        return _node(math.log(self.data), (self,), "log")
-
-    @_derivative("log")
-    def _log_grads(out: Value) -> tuple[float, ...]:
-        return (1.0 / out._children[0].data,)
-
-    def sqrt(self) -> Value:
-        if self.data < 0.0:
-            raise DomainError(f"'sqrt': the input must be >= 0; {_describe(self)} has value {self.data!r}")
-        return _node(math.sqrt(self.data), (self,), "sqrt")
-
-    @_derivative("sqrt")
-    def _sqrt_grads(out: Value) -> tuple[float, ...]:
-        return (0.5 / out.data if out.data != 0.0 else math.inf,)
-
-    def tanh(self) -> Value:
-        return _node(math.tanh(self.data), (self,), "tanh")
-
-    @_derivative("tanh")
-    def _tanh_grads(out: Value) -> tuple[float, ...]:
-        return (1.0 - out.data * out.data,)
-
-    def relu(self) -> Value:
-        return _node(self.data if self.data > 0.0 else 0.0, (self,), "relu")
-
-    @_derivative("relu")
-    def _relu_grads(out: Value) -> tuple[float, ...]:
-        return (1.0 if out._children[0].data > 0.0 else 0.0,)
-
-    def sigmoid(self) -> Value:
-        a = self.data  # written so that exp never overflows
-        s = 1.0 / (1.0 + math.exp(-a)) if a >= 0.0 else math.exp(a) / (1.0 + math.exp(a))
-        return _node(s, (self,), "sigmoid")
-
-    @_derivative("sigmoid")
-    def _sigmoid_grads(out: Value) -> tuple[float, ...]:
-        return (out.data * (1.0 - out.data),)
+    def __truediv__(self, other: Operand) -> Value:
+        divisor = _value(other)
+        if divisor.data == 0.0:  # say "/", not the "**" of the line below
+            shown = _describe(other) if isinstance(other, Value) else repr(other)
+            raise DomainError(f"'/': division by zero in {_describe(self)} / {shown}", op="/", value=0.0, node=divisor)
+        return self * divisor**-1
 
     @staticmethod
     def sum(values: Iterable[Operand]) -> Value:
-        """One n-ary node holding the sum of ``values`` (every local derivative is 1)."""
-        children = tuple(_as_value(v) for v in values)
+        """One node with n children: their sum."""
+        children = [_value(v) for v in values]
         if not children:
             raise ValueError("Value.sum needs at least one value, got an empty sequence")
-        total = 0.0
-        for c in children:  # left to right, as a plain loop (and NumPy on short rows) adds
-            total += c.data
-        return _node(total, children, "sum")
-
-    @_derivative("sum", all_ones=True)
-    def _sum_grads(out: Value) -> tuple[float, ...]:
-        return (1.0,) * len(out._children)
+        return _apply(SUM, *children)
 
     @staticmethod
     def dot(values: Iterable[Operand], weights: Iterable[Operand]) -> Value:
-        """One n-ary node holding sum_i values[i] * weights[i].
-
-        Its children are the values followed by the weights; the local derivative
-        for values[i] is weights[i] and for weights[i] is values[i]. A loss
-        ``sum(y * dy)`` is one such node instead of n products and a sum.
-        """
-        a = tuple(_as_value(v) for v in values)
-        b = tuple(_as_value(w) for w in weights)
+        """One node: sum_i values[i] * weights[i] (a loss ``sum(y * dy)`` in one node)."""
+        a, b = [_value(v) for v in values], [_value(w) for w in weights]
         if len(a) != len(b) or not a:
             raise ValueError(f"Value.dot needs two non-empty sequences of the same length, got {len(a)} and {len(b)}")
-        total = 0.0
-        for u, w in zip(a, b):
-            total += u.data * w.data
-        return _node(total, a + b, "dot")
-
-    @_derivative("dot")
-    def _dot_grads(out: Value) -> tuple[float, ...]:
-        children = out._children
-        n = len(children) // 2
-        return tuple(c.data for c in children[n:]) + tuple(c.data for c in children[:n])
-
-    # ---- derived ops: one line each over the primitives ----------------------
-
-    def __neg__(self) -> Value:
-        return self * -1.0
-
-    def __truediv__(self, other: Operand) -> Value:
-        if not isinstance(other, Value):
-            d = _check_number(other, "the divisor")
-            if d == 0.0:
-                raise DomainError(f"'/': division by zero ({_describe(self)} / 0)")
-            return self * (1.0 / d)
-        return self * other**-1
-
-    def __radd__(self, other: Operand) -> Value:
-        return _as_value(other) + self
-
-    def __rsub__(self, other: Operand) -> Value:
-        return _as_value(other) - self
-
-    def __rmul__(self, other: Operand) -> Value:
-        return _as_value(other) * self
-
-    def __rtruediv__(self, other: Operand) -> Value:
-        return _as_value(other) * self**-1
+        return _apply(DOT, *a, *b)
 
     @staticmethod
     def mean(values: Iterable[Operand]) -> Value:
-        """The mean as two nodes: one n-ary sum, then a multiply by 1/n."""
-        children = tuple(values)
-        return Value.sum(children) * (1.0 / len(children))  # Value.sum refuses an empty sequence
-
-    # ---- backpropagation ------------------------------------------------------
+        """Two nodes: a sum, then a multiply by 1/n."""
+        children = list(values)
+        return Value.sum(children) * (1.0 / len(children))
 
     def backward(self, grad: float = 1.0) -> None:
         """Add d(self)/d(node) * ``grad`` to ``node.grad`` for every node of the graph.
-
-        Gradients accumulate, as in PyTorch: a second call adds the same amounts
-        again (so every grad doubles), and several losses that share nodes can be
-        backpropagated one after the other. Call :meth:`zero_grad` to start over.
-        Each pass propagates only its own contribution, so intermediate nodes stay
-        consistent too (micrograd's second call would corrupt them).
-        """
-        seed = _check_number(grad, "backward(grad)")
-        order = topological_order(self)  # every node after the nodes it was computed from
-        with _earlier_gradients_set_aside(order):
-            self.grad = seed
-            _apply_chain_rule(order)
+        Gradients accumulate, as in PyTorch: a second call adds the same amounts again."""
+        seed = _number(grad, "backward(grad)")
+        order = topological_order(self)
+        # A node may pass its gradient on only once it is complete, so gradients left by an
+        # earlier backward() are set aside and added back at the end: a second call then adds
+        # exactly its own amounts (micrograd's would pass the old ones on again).
+        earlier = [node.grad for node in order]
+        if any(earlier):
+            for node in order:
+                node.grad = 0.0
+        self.grad = seed
+        with cycle_collector_paused():
+            for node in reversed(order):
+                op, children, g = node._op, node._children, node.grad
+                if op is None:
+                    continue
+                if len(children) == 2:  # most nodes: unpacked, backward takes a quarter less time
+                    a, b = children
+                    da, db = op.derivatives(node.data, a.data, b.data)
+                    a.grad += da * g
+                    b.grad += db * g
+                else:
+                    for child, d in zip(children, local_grads(node)):
+                        child.grad += d * g
+        if any(earlier):
+            for node, before in zip(order, earlier):
+                node.grad += before
 
     def zero_grad(self) -> None:
         """Set ``grad`` to 0 on this node and every node it depends on."""
@@ -366,171 +312,43 @@ class Value:
             node.grad = 0.0
 
 
-def _apply_chain_rule(order: list[Value]) -> None:
-    """``child.grad += local * node.grad`` at every node, from the last one computed back to the leaves.
-
-    This is micrograd's ``for v in reversed(topo): v._backward()``, which in this
-    engine's terms reads::
-
-        for node in reversed(order):
-            for child, d in zip(node.children, local_grads(node)):
-                child.grad += d * node.grad
-
-    The loop below does exactly that arithmetic, in the same order, written for
-    speed (backward is most of the time of a large graph's check): the table of
-    local derivatives and the set of unit ops are read through local names, not
-    looked up as globals per node; ops whose local derivatives are all 1 (``+``,
-    ``sum``) add the gradient to each child without calling anything; nodes with
-    one or two children (almost all of them) unpack them instead of zipping; and
-    Python's cycle collector is paused, since these graphs have no cycles for it
-    to find (see :func:`cycle_collector_paused`).
-    """
-    local, unit = _LOCAL_GRADS, _UNIT_OPS
-    with cycle_collector_paused():
-        for node in reversed(order):
-            children = node._children
-            if children:
-                g = node.grad
-                op = node._op
-                if op in unit:
-                    for child in children:
-                        child.grad += g
-                elif len(children) == 2:
-                    a, b = children
-                    da, db = local[op](node)
-                    a.grad += da * g
-                    b.grad += db * g
-                elif len(children) == 1:
-                    (a,) = children
-                    (da,) = local[op](node)
-                    a.grad += da * g
-                else:
-                    for child, d in zip(children, local[op](node)):
-                        child.grad += d * g
-
-
-@contextmanager
-def _earlier_gradients_set_aside(order: list[Value]) -> Iterator[None]:
-    """Run the block on zeroed gradients, then add back what the nodes held before it.
-
-    A backward pass must propagate only its own contribution: a node's gradient is
-    complete (and may be passed on to its children) only once every node computed
-    from it has added to it, so gradients left by an earlier pass would be passed on
-    a second time. Setting them aside keeps accumulation exact, as in PyTorch.
-    """
-    earlier = [node.grad for node in order] if any(map(_grad_of, order)) else None
-    if earlier is not None:
-        for node in order:
-            node.grad = 0.0
-    yield
-    if earlier is not None:
-        for node, before in zip(order, earlier):
-            node.grad += before
-
-
-_POWER_OPS: dict[float, str] = {}
-
-
-def _power_op(p: float) -> str:
-    """The op name of ``** p`` ("**2", "**-1", "**0.5"), its local derivative registered on first use.
-
-    Each exponent is an op of its own, whose name is the key of its derivative in
-    _LOCAL_GRADS like any other op's (a node has no slot to keep the exponent in).
-    Two exponents that print alike to 6 digits get names from their full repr.
-    """
-    if p != p:  # a NaN is not equal to itself: use the one math.nan, which a dict finds by identity
-        p = math.nan
-    name = _POWER_OPS.get(p)
-    if name is None:
-        name = f"**{p:g}"
-        if name in _LOCAL_GRADS:
-            name = f"**{p!r}"
-        _LOCAL_GRADS[name] = Value._pow_grads(p)
-        _POWER_OPS[p] = name
-    return name
-
-
-def _power(a: float, p: float) -> float:
-    """``a ** p``, or an infinity of the right sign where the result is too large for a float.
-
-    Python's float power raises OverflowError there (1e-200 ** -2), where every
-    other op of the engine, like NumPy, gives inf.
-    """
+def _apply(op: Op, *children: Value) -> Value:
+    """The node ``op(*children)``; a DomainError names the node that held the bad value."""
     try:
-        return a**p
-    except OverflowError:
-        negative = a < 0.0 and p.is_integer() and int(p) % 2 == 1
-        return -math.inf if negative else math.inf
-
-
-_new = object.__new__
-
-
-def _node(data: float, children: tuple[Value, ...], op: str | float) -> Value:
-    """Create an op's output node. No input checking: ops pass floats they computed."""
-    out = _new(Value)
-    out.data = data
-    out.grad = 0.0
-    out._children = children
-    out._op = op
-    out.stage, out.label = _tags
-    out._id = _next_id()
-    return out
-
-
-def _as_value(x: Operand) -> Value:
-    return x if isinstance(x, Value) else Value(x)
+        return Value(op.forward(*map(_data, children)), children, op)
+    except DomainError as e:
+        where = f"{e}; {_describe(children[0])} has value {e.value!r}"
+        raise DomainError(where, op=e.op, value=e.value, node=children[0]) from None
 
 
 def local_grads(node: Value) -> tuple[float, ...]:
     """d node / d child for each child of ``node``, in order (``()`` for a leaf)."""
-    if not node._children:
+    if node._op is None:
         return ()
-    return _LOCAL_GRADS[node._op](node)
+    return node._op.derivatives(node.data, *map(_data, node._children))
 
 
 def topological_order(roots: Value | Iterable[Value]) -> list[Value]:
-    """Every node the roots depend on, each after all of its children.
-
-    A node is always created after its children (they are its inputs), so the
-    creation-order ids are already a topological order: collect every node
-    reachable from the roots with an explicit stack (no recursion, so depth is
-    limited only by memory), then sort by id. The result is deterministic and
-    reads in the order the forward pass computed the nodes.
-    """
-    if isinstance(roots, Value):
-        roots = (roots,)
-    seen: set[Value] = set()
-    stack: list[Value] = []
-    for root in roots:
+    """Every node the roots depend on, each after its children. A node is made after
+    its inputs, so sorting the reachable nodes by id is a topological order."""
+    stack = [roots] if isinstance(roots, Value) else list(roots)
+    for root in stack:
         if not isinstance(root, Value):
             raise TypeError(f"topological_order expects Values, got {type(root).__name__}")
-        if root not in seen:
-            seen.add(root)
-            stack.append(root)
-    add, push, pop = seen.add, stack.append, stack.pop
-    while stack:
-        for child in pop()._children:
+    seen = set(stack)
+    while stack:  # a stack, not recursion: no depth limit
+        for child in stack.pop()._children:
             if child not in seen:
-                add(child)
-                push(child)
-    return sorted(seen, key=_by_id)
-
-
-_by_id = attrgetter("_id")
-_grad_of = attrgetter("grad")
+                seen.add(child)
+                stack.append(child)
+    return sorted(seen, key=lambda node: node._id)
 
 
 @contextmanager
 def cycle_collector_paused() -> Iterator[None]:
-    """Pause Python's cycle collector for the block, then restore it as it was.
-
-    Value graphs hold no reference cycles (children point back, never forward,
-    and nodes keep no closures), so the collector can never free any of them,
-    but while a large graph is being built it rescans every node each time the
-    number of objects grows by a quarter. Pausing it makes building and
-    backpropagating large graphs about 15% faster and changes nothing else.
-    """
+    """Pause Python's cycle collector for the block. A Value graph has no reference
+    cycles, yet the collector rescans every node as a large one grows: pausing it is most
+    of this engine's speed over micrograd (``microgradnorm bench --engine``)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -538,3 +356,45 @@ def cycle_collector_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+# ---- small helpers ---------------------------------------------------------------------------
+
+
+def _number(x: object, what: str) -> float:
+    if isinstance(x, Real) and not isinstance(x, bool):  # True as an activation is a bug
+        return float(x)
+    raise TypeError(f"{what} must be a real number (int or float), got {type(x).__name__} ({x!r})")
+
+
+def _value(x: Operand) -> Value:
+    return x if isinstance(x, Value) else Value(x)
+
+
+def _describe(node: Value) -> str:
+    label = f" '{node.label}'" if node.label else ""
+    stage = f" (stage {node.stage})" if node.stage else ""
+    return f"node #{node.id}{label}{stage}"
+
+
+def _power(a: float, p: float) -> float:
+    """``a ** p`` for floats: a DomainError where it is not a real number, inf where it overflows."""
+    if a == 0.0 and p < 0:
+        raise DomainError(f"'**': 0 ** {p:g} is a division by zero", op="**", value=a)
+    if a < 0.0 and not p.is_integer():
+        raise DomainError(f"'**': a negative number to the power {p:g} is not real", op="**", value=a)
+    try:
+        return a**p
+    except OverflowError:  # Python raises where NumPy, and every other op here, gives inf
+        return -math.inf if a < 0.0 and p % 2 == 1 else math.inf
+
+
+def _checked(a: float, ok: bool, op: str, rule: str) -> float:
+    if not ok:
+        raise DomainError(f"'{op}': the input must be {rule}", op=op, value=a)
+    return a
+
+
+def _shortest(p: float) -> str:
+    """The fewest digits that name p exactly: "2", "-0.5", "1.0000001"."""
+    return f"{p:g}" if float(f"{p:g}") == p else repr(p)

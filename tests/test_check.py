@@ -90,7 +90,7 @@ def test_a_wrong_closed_form_is_caught(monkeypatch):
 
 def test_a_wrong_local_derivative_in_the_engine_is_caught(monkeypatch):
     # d sqrt(v)/dv = 0.5 / sqrt(v); drop the 0.5
-    monkeypatch.setitem(engine._LOCAL_GRADS, "sqrt", lambda out: (1.0 / out.data,))
+    monkeypatch.setattr(engine.Sqrt, "derivatives", lambda self, out, a: (1.0 / out,))
     spec = get_norm("layernorm")
     x, gamma, beta, dy = random_problem(spec, (5,), seed=7)
     report = check_norm(spec, x, gamma, beta, 1e-5, dy)
@@ -143,7 +143,7 @@ def test_a_thousand_entries_far_from_zero_pass_with_the_default_cap():
 
 
 def test_the_scaled_tolerance_still_catches_a_wrong_derivative_on_a_thousand_entries(monkeypatch):
-    monkeypatch.setitem(engine._LOCAL_GRADS, "sqrt", lambda out: (1.0 / out.data,))  # drop the 0.5
+    monkeypatch.setattr(engine.Sqrt, "derivatives", lambda self, out, a: (1.0 / out,))  # drop the 0.5
     report = check_norm("layernorm", [float(i) for i in range(1000)], seed=0, fd_max_entries=4)
     assert not report.node("var").fd_ok and not report.node("x").fd_ok
 
@@ -246,3 +246,30 @@ def test_a_full_listing_marks_and_measures_every_entry(monkeypatch, width):
     assert rows["xhat[1]"].endswith("✓")
     assert len(re.findall(r"\d\.\de[-+]\d\d", rows["x[2]"])) == 2  # both error columns, at every entry
     assert rows["xhat[1]"].count("—") == 2  # no finite difference there (the middle of three): fd and its error
+
+
+# ---- a statistic over one value: refused by the command, not "checked" ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [(["layernorm", "--dim", "1"], "--dim"), (["batchnorm", "--batch", "1"], "--batch")],
+)
+def test_the_command_refuses_a_mean_over_a_single_value(capsys, argv, flag):
+    from microgradnorm import cli
+
+    try:
+        code = cli.main(["check", *argv])
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    assert code == 2 and "All agree" not in out
+    assert f"argument {flag}:" in err and "single value" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_report_says_how_many_values_each_mean_pools():
+    # the library still checks the degenerate case; the report carries the fact the CLI refuses on
+    report = check_norm("layernorm", [[1.0], [2.0]], seed=0)
+    assert report.pooled == 1 and all(np.all(n.autograd == 0.0) for n in report.nodes if n.name == "x")
+    assert check_norm("layernorm", [1.0, 2.0, 4.0], seed=0).pooled == 3
+    assert check_norm("rmsnorm", [1.0, 2.0, 4.0], seed=0).pooled is None

@@ -18,7 +18,7 @@ from microgradnorm.i18n import _, lazy_gettext
 from microgradnorm.tolerances import FD_MAX_ENTRIES
 
 # The scalar graph is for small problems, and the command for a quick look: every finite difference
-# rebuilds the whole graph four times, so the check's time grows with the size of x (512 entries:
+# recomputes the whole graph four times, so the check's time grows with the size of x (512 entries:
 # about 1 to 5 s, by norm and shape). The library's check_norm takes up to MAX_ENTRIES.
 SIZE_LIMIT = 512
 
@@ -57,8 +57,24 @@ def run(args: argparse.Namespace, console) -> int:
     report = check_norm(
         spec, x, gamma, beta, args.eps, dy, variance=variance, fd_max_entries=args.fd_entries, seed=args.seed
     )
+    if report.pooled == 1:
+        # x - mean is exactly 0, so y = beta and every gradient is exactly 0: an "All agree" that checks nothing
+        raise UsageError(
+            _(
+                "argument {flags}: each mean would be taken over a single value, so x - mean is 0 and every "
+                "gradient is exactly 0, with nothing to check; expected at least 2 values per mean"
+            ).format(flags=_shape_flags(args))
+        )
     console.print(check_table(report, full=args.full))
     return 0 if report.passed else 1
+
+
+def _shape_flags(args: argparse.Namespace) -> str:
+    """The arguments that set the shape, as the user gave them ("--shape", "--dim/--batch")."""
+    if args.shape is not None:
+        return "--shape"
+    given = [flag for flag, value in (("--dim", args.dim), ("--batch", args.batch)) if value is not None]
+    return "/".join(given) or "--dim"
 
 
 def _check_size(shape: tuple[int, ...], args: argparse.Namespace) -> None:
@@ -66,11 +82,7 @@ def _check_size(shape: tuple[int, ...], args: argparse.Namespace) -> None:
     size = math.prod(shape)
     if size <= SIZE_LIMIT:
         return
-    if args.shape is not None:
-        flags = "--shape"
-    else:
-        given = [flag for flag, value in (("--dim", args.dim), ("--batch", args.batch)) if value is not None]
-        flags = "/".join(given) or "--dim"
+    flags = _shape_flags(args)
     if len(shape) > 1:
         message = _(
             "argument {flags}: the scalar graph is for small problems, so expected x to have at most "
