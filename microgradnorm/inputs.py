@@ -122,6 +122,12 @@ class Inputs:
     eps: float
     function: str  # the public name, for errors: "layer_norm"
     layout: Layout
+    num_groups: int | None = None
+
+    @property
+    def kind(self) -> str:
+        """The registry's name of the norm: its function's name without the underscore ("layernorm")."""
+        return self.function.replace("_", "")
 
     def group_name(self, r: int) -> Phrase:
         """How an error names group r: 'the input', 'row 2', 'column 1', 'channel 0'."""
@@ -149,10 +155,15 @@ def read(
     eps: object,
     variance: str = "two_pass",
     num_groups: int | None = None,
-    affine_stage: str = "affine",
     shift: bool = True,
 ) -> Inputs:
-    """Check and flatten a norm's arguments (eps, variance, x, num_groups, gamma, beta, in that order)."""
+    """Check and flatten a norm's arguments (eps, variance, x, num_groups, gamma, beta, in that order).
+
+    Inputs already read pass through as they are (BatchNorm and GroupNorm read
+    theirs, then run LayerNorm's lines on them).
+    """
+    if isinstance(x, Inputs):
+        return x
     eps = check_eps(eps)
     if variance not in VARIANCE_FORMS:
         raise InputError(
@@ -184,10 +195,11 @@ def read(
             function=function,
             given=type(beta).__name__,
         )
-    gammas = _params(gamma, "gamma", size, what, affine_stage)
-    betas = _params(beta, "beta", size, what, affine_stage)
+    stage = "affine" if shift else "scale"  # the stage gamma and beta are leaves of
+    gammas = _params(gamma, "gamma", size, what, stage)
+    betas = _params(beta, "beta", size, what, stage)
     groups = layout.groups(shape, num_groups)
-    return Inputs(xs, shape, groups, layout.param_of(shape), gammas, betas, eps, function, layout)
+    return Inputs(xs, shape, groups, layout.param_of(shape), gammas, betas, eps, function, layout, num_groups)
 
 
 def _check_num_groups(num_groups: object, channels: int) -> None:

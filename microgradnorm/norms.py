@@ -39,7 +39,8 @@ says so. A group of one value with ``eps > 0`` gives ``xhat = 0`` and ``y = beta
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from microgradnorm.engine import Value, cycle_collector_paused, tags
@@ -70,11 +71,6 @@ GROUP_NODES = frozenset({"mean", "var", "std", "rstd", "ms", "rms", "rrms"})
 SCALE_NODES = frozenset({"var", "std", "rstd", "ms", "rms", "rrms"})
 PARAM_NODES = frozenset({"gamma", "beta"})
 
-# (name, flat index, amount): add ``amount`` to that node's value right after it
-# is computed, so that everything downstream sees the change (the check's finite
-# differences at an intermediate node).
-Nudge = tuple[str, int, float]
-
 
 class Normalized(list):
     """The output Values of a norm, nested like its input, with ``.graph`` attached."""
@@ -82,6 +78,20 @@ class Normalized(list):
     graph: NormGraph
 
 
+def _collector_paused(build: Callable[..., Normalized]) -> Callable[..., Normalized]:
+    """Build with Python's cycle collector paused: a graph of many small
+    objects otherwise sets it off again and again (the engine's
+    ``cycle_collector_paused`` says why; that is where the speed is)."""
+
+    @functools.wraps(build)
+    def paused(*args: Any, **kwargs: Any) -> Normalized:
+        with cycle_collector_paused():
+            return build(*args, **kwargs)
+
+    return paused
+
+
+@_collector_paused
 def layer_norm(
     x: Any,
     gamma: Sequence[Any] | None = None,
@@ -89,16 +99,60 @@ def layer_norm(
     eps: float = 1e-5,
     *,
     variance: str = "two_pass",
-    nudge: Nudge | None = None,
 ) -> Normalized:
     """LayerNorm of a vector [D] or of each row of [N][D]:
     ``y = gamma * (x - mean) / sqrt(var + eps) + beta``.
 
     Returns the y Values nested like ``x``; ``result.graph`` names every
-    intermediate node (see :class:`NormGraph`).
+    intermediate node (see :class:`NormGraph`). ``x`` may also be the
+    :class:`~microgradnorm.inputs.Inputs` of another grouping: that is how
+    BatchNorm and GroupNorm run these same lines on their own groups.
     """
     p = read(ROWS, "layer_norm", x, gamma, beta, eps, variance)
-    return standardize("layernorm", p, variance, nudge)
+    xs, n, c = p.grouped(p.x), len(p.groups[0]), p.param_of
+    with tags("mean", "1/n"):
+        inv_n = Value(1.0 / n, label="1/n")
+    with tags("mean", "sum"):
+        sums = [Value.sum(g) for g in xs]
+    with tags("mean", "mean"):
+        mean = [s * inv_n for s in sums]
+    with tags("center", "xshift"):
+        xshift = [[xi - m for xi in g] for g, m in zip(xs, mean)]
+    if variance == "naive":
+        var = _naive_variance(xs, mean)
+    else:
+        with tags("var", "1/n"):
+            inv_n = Value(1.0 / n, label="1/n")
+        with tags("var", "xshift²"):
+            sq = [[s**2 for s in g] for g in xshift]
+        with tags("var", "sum"):
+            sums = [Value.sum(g) for g in sq]
+        with tags("var", "var"):
+            var = [s * inv_n for s in sums]
+    with tags("sqrt", "var+eps"):
+        eps_ = Value(p.eps, label="eps")
+        var_eps = [v + eps_ for v in var]
+    _check_positive(p, var_eps, "std", variance)
+    with tags("sqrt", "std"):
+        std = [v.sqrt() for v in var_eps]
+    with tags("divide", "rstd"):
+        rstd = [s**-1 for s in std]
+    with tags("divide", "xhat"):
+        xhat = [[s * r for s in g] for g, r in zip(xshift, rstd)]
+    xhat = p.ungrouped(xhat)
+    y, gamma, beta = xhat, p.gamma, p.beta
+    if gamma is not None:
+        with tags("affine", "gamma*xhat" if beta else "y"):
+            y = [gamma[ci] * h for ci, h in zip(c, y)]
+    if beta is not None:
+        with tags("affine", "y"):
+            y = [v + beta[ci] for ci, v in zip(c, y)]
+    return _graph(
+        p, STAGES, variance,
+        x=p.x, mean=mean, xshift=p.ungrouped(xshift),
+        var=var, std=std, rstd=rstd, xhat=xhat,
+        y=list(y), gamma=gamma, beta=beta,
+    )  # fmt: skip
 
 
 def batch_norm(
@@ -108,13 +162,15 @@ def batch_norm(
     eps: float = 1e-5,
     *,
     variance: str = "two_pass",
-    nudge: Nudge | None = None,
 ) -> Normalized:
-    """BatchNorm (training-mode statistics): x [N][D] per column,
-    or [N][C][H][W] per channel over N, H and W.
+    """BatchNorm (training-mode statistics; Ioffe & Szegedy, 2015): x [N][D]
+    per column, or [N][C][H][W] per channel over N, H and W.
+
+    The lines of :func:`layer_norm`, on the columns (or channels) instead
+    of the rows.
     """
     p = read(CHANNELS, "batch_norm", x, gamma, beta, eps, variance)
-    return standardize("batchnorm", p, variance, nudge)
+    return layer_norm(p, variance=variance)
 
 
 def group_norm(
@@ -125,58 +181,25 @@ def group_norm(
     eps: float = 1e-5,
     *,
     variance: str = "two_pass",
-    nudge: Nudge | None = None,
 ) -> Normalized:
-    """GroupNorm of x [N][C], [N][C][L] or [N][C][H][W]: each example's
-    channels in ``num_groups`` groups of C/G, each group normalized over
-    its channels and positions (Wu & He, 2018).
+    """GroupNorm (Wu & He, 2018) of x [N][C], [N][C][L] or [N][C][H][W]:
+    each example's channels in ``num_groups`` groups of C/G, each group
+    normalized over its channels and positions.
 
     ``num_groups = 1`` is LayerNorm over (C, H, W); ``num_groups = C`` is
-    InstanceNorm. gamma and beta have one value per channel.
+    InstanceNorm. gamma and beta have one value per channel. The lines of
+    :func:`layer_norm`, on the groups instead of the rows.
     """
     p = read(CHANNEL_GROUPS, "group_norm", x, gamma, beta, eps, variance, num_groups)
-    return standardize("groupnorm", p, variance, nudge, num_groups)
+    return layer_norm(p, variance=variance)
 
 
-def standardize(
-    kind: str,
-    p: Inputs,
-    variance: str = "two_pass",
-    nudge: Nudge | None = None,
-    num_groups: int | None = None,
-) -> Normalized:
-    """The lines of LayerNorm, BatchNorm and GroupNorm, on each group of ``p``."""
-    named = _Names(nudge)
-    xs = p.grouped(named("x", p.x))
-    gamma, beta = named("gamma", p.gamma), named("beta", p.beta)
-    with cycle_collector_paused():
-        mean = named("mean", _mean(xs, "mean", "mean"))
-        with tags("center", "xshift"):
-            xshift = [[xi - m for xi in g] for g, m in zip(xs, mean)]
-        named("xshift", p.ungrouped(xshift))
-        if variance == "naive":
-            var = named("var", _naive_variance(xs, mean))
-        else:
-            with tags("var", "xshift²"):
-                sq = [[s**2 for s in g] for g in xshift]
-            var = named("var", _mean(sq, "var", "var"))
-        std = named("std", _sqrt(p, var, "std", variance))
-        with tags("divide", "rstd"):
-            rstd = named("rstd", [s**-1 for s in std])
-        with tags("divide", "xhat"):
-            xhat = [[s * r for s in g] for g, r in zip(xshift, rstd)]
-        xhat = named("xhat", p.ungrouped(xhat))
-        named("y", _affine(p, xhat, gamma, beta, "affine"))
-    return _finish(kind, p, variance, named, num_groups, NODES)
-
-
+@_collector_paused
 def rms_norm(
     x: Any,
     gamma: Sequence[Any] | None = None,
     beta: None = None,
     eps: float = 1e-5,
-    *,
-    nudge: Nudge | None = None,
 ) -> Normalized:
     """RMSNorm (Zhang & Sennrich, 2019) of a vector [D] or of each row of
     [N][D]: ``y = gamma * x / sqrt(mean(x^2) + eps)``.
@@ -184,22 +207,36 @@ def rms_norm(
     No mean and no shift. ``beta`` is there so that every norm takes the
     same arguments; it must be None.
     """
-    p = read(ROWS, "rms_norm", x, gamma, beta, eps, affine_stage="scale", shift=False)
-    named = _Names(nudge)
-    xs = p.grouped(named("x", p.x))
-    gamma = named("gamma", p.gamma)
-    with cycle_collector_paused():
-        with tags("meansq", "x²"):
-            sq = [[xi**2 for xi in g] for g in xs]
-        ms = named("ms", _mean(sq, "meansq", "ms"))
-        rms = named("rms", _sqrt(p, ms, "rms"))
-        with tags("divide", "rrms"):
-            rrms = named("rrms", [s**-1 for s in rms])
-        with tags("divide", "xhat"):
-            xhat = [[xi * r for xi in g] for g, r in zip(xs, rrms)]
-        xhat = named("xhat", p.ungrouped(xhat))
-        named("y", _affine(p, xhat, gamma, None, "scale"))
-    return _finish("rmsnorm", p, "two_pass", named, None, RMS_NODES)
+    p = read(ROWS, "rms_norm", x, gamma, beta, eps, shift=False)
+    xs, n, c = p.grouped(p.x), len(p.groups[0]), p.param_of
+    with tags("meansq", "1/n"):
+        inv_n = Value(1.0 / n, label="1/n")
+    with tags("meansq", "x²"):
+        sq = [[xi**2 for xi in g] for g in xs]
+    with tags("meansq", "sum"):
+        sums = [Value.sum(g) for g in sq]
+    with tags("meansq", "ms"):
+        ms = [s * inv_n for s in sums]
+    with tags("sqrt", "ms+eps"):
+        eps_ = Value(p.eps, label="eps")
+        ms_eps = [m + eps_ for m in ms]
+    _check_positive(p, ms_eps, "rms")
+    with tags("sqrt", "rms"):
+        rms = [v.sqrt() for v in ms_eps]
+    with tags("divide", "rrms"):
+        rrms = [s**-1 for s in rms]
+    with tags("divide", "xhat"):
+        xhat = [[xi * r for xi in g] for g, r in zip(xs, rrms)]
+    xhat = p.ungrouped(xhat)
+    y, gamma = xhat, p.gamma
+    if gamma is not None:
+        with tags("scale", "y"):
+            y = [gamma[ci] * h for ci, h in zip(c, y)]
+    return _graph(
+        p, RMS_STAGES, "two_pass",
+        x=p.x, ms=ms, rms=rms, rrms=rrms,
+        xhat=xhat, y=list(y), gamma=gamma,
+    )  # fmt: skip
 
 
 # The stages and the named nodes, in forward order, of the two kinds of graph.
@@ -209,40 +246,39 @@ RMS_STAGES = ("meansq", "sqrt", "divide", "scale")
 RMS_NODES = ("x", "ms", "rms", "rrms", "xhat", "y", "gamma")
 
 
-# ---- the lines above that take more than one line -------------------------------------
+# ---- the naive variance, the refusals of the sqrt stage, the named nodes ----------------
 
 
-def _mean(groups: list[list[Value]], stage: str, label: str) -> list[Value]:
-    """sum(group) * 1/n for each group: one sum node with n children, times a 1/n leaf."""
-    with tags(stage, "1/n"):
-        inv_n = Value(1.0 / len(groups[0]), label="1/n")
-    with tags(stage, "sum"):
-        sums = [Value.sum(g) for g in groups]
-    with tags(stage, label):
-        return [s * inv_n for s in sums]
+def _graph(p: Inputs, stages: tuple[str, ...], variance: str, **nodes: list[Value] | None) -> Normalized:
+    """The output nested like x, with ``.graph`` naming ``nodes`` (those that are not None)."""
+    named = {name: values for name, values in nodes.items() if values is not None}
+    graph = NormGraph(p.kind, p.shape, p.eps, variance, p.groups, named, stages, p.num_groups)
+    result = Normalized(graph.out)
+    result.graph = graph
+    return result
 
 
-def _naive_variance(xs: list[list[Value]], mean: list[Value]) -> list[Value]:
+def _naive_variance(rows: list[list[Value]], mean: list[Value]) -> list[Value]:
     """E[x^2] - E[x]^2 per group: one pass in exact arithmetic, cancellation in floating point."""
+    with tags("var", "1/n"):
+        inv_n = Value(1.0 / len(rows[0]), label="1/n")
     with tags("var", "x²"):
-        sq = [[xi**2 for xi in g] for g in xs]
-    mean_sq = _mean(sq, "var", "mean(x²)")
+        sq = [[xi**2 for xi in row] for row in rows]
+    with tags("var", "sum"):
+        sums = [Value.sum(row) for row in sq]
+    with tags("var", "mean(x²)"):
+        mean_sq = [s * inv_n for s in sums]
     with tags("var", "mean²"):
         sq_mean = [m**2 for m in mean]
     with tags("var", "var"):
         return [a - b for a, b in zip(mean_sq, sq_mean)]
 
 
-def _sqrt(p: Inputs, stat: list[Value], name: str, variance: str = "two_pass") -> list[Value]:
-    """sqrt(stat + eps) per group, refusing (with the reason) a group where it is not positive."""
-    with tags("sqrt", "var+eps" if name == "std" else "ms+eps"):
-        eps = Value(p.eps, label="eps")
-        shifted = [v + eps for v in stat]
+def _check_positive(p: Inputs, shifted: list[Value], name: str, variance: str = "two_pass") -> None:
+    """Refuse (and say why) a group whose var + eps (or ms + eps) is not positive: no square root."""
     for r, v in enumerate(shifted):
         if v.data <= 0.0:
             raise _zero_spread(p, r, name, variance, v.data)
-    with tags("sqrt", name):
-        return [v.sqrt() for v in shifted]
 
 
 def _zero_spread(p: Inputs, r: int, name: str, variance: str, value: float) -> NormDomainError:
@@ -266,53 +302,6 @@ def _zero_spread(p: Inputs, r: int, name: str, variance: str, value: float) -> N
             "divide stage would divide by zero; use eps > 0"
         )
     return NormDomainError(template, argument=p.function, group=group, expected="eps > 0", given=0.0)
-
-
-def _affine(
-    p: Inputs, xhat: list[Value], gamma: list[Value] | None, beta: list[Value] | None, stage: str
-) -> list[Value]:
-    """y = gamma * xhat + beta (either may be absent), gamma and beta indexed by feature or channel."""
-    y = list(xhat)
-    if gamma is not None:
-        with tags(stage, "gamma*xhat" if beta is not None else "y"):
-            y = [gamma[c] * h for c, h in zip(p.param_of, y)]
-    if beta is not None:
-        with tags(stage, "y"):
-            y = [h + beta[c] for c, h in zip(p.param_of, y)]
-    return y
-
-
-class _Names(dict):
-    """The named nodes of a graph as it is built (and the one a finite difference nudges)."""
-
-    def __init__(self, nudge: Nudge | None) -> None:
-        super().__init__()
-        self.nudge = nudge
-
-    def __call__(self, name: str, values: list[Value] | None) -> Any:
-        if values is None:
-            return None
-        if self.nudge is not None and self.nudge[0] == name:
-            values = list(values)
-            k, amount = self.nudge[1], self.nudge[2]
-            v = values[k]
-            if v.children:  # an op's result: everything downstream is built after this
-                v.data += amount
-            else:  # a leaf may be the caller's own Value: nudge a copy
-                values[k] = Value(v.data + amount, label=v.label, stage=v.stage)
-        self[name] = values
-        return values
-
-
-def _finish(
-    kind: str, p: Inputs, variance: str, named: _Names, num_groups: int | None, order: tuple[str, ...]
-) -> Normalized:
-    nodes = {name: named[name] for name in order if name in named}
-    stages = RMS_STAGES if order is RMS_NODES else STAGES
-    graph = NormGraph(kind, p.shape, p.eps, variance, p.groups, nodes, stages, num_groups)
-    result = Normalized(graph.out)
-    result.graph = graph
-    return result
 
 
 class NormGraph:

@@ -103,10 +103,10 @@ class NormSpec:
         return (batch or 4, dim, *([2] * (rank - 2)))
 
     def build_graph(
-        self, x: Any, gamma: Any = None, beta: Any = None, eps: float = 1e-5, variance: str = "two_pass", nudge=None
+        self, x: Any, gamma: Any = None, beta: Any = None, eps: float = 1e-5, variance: str = "two_pass"
     ) -> norms.NormGraph:
-        """Build the scalar graph (``nudge`` perturbs one named node, for finite differences)."""
-        kw: dict[str, Any] = {"nudge": nudge, **self.options()}
+        """Build the scalar graph of this norm on x."""
+        kw: dict[str, Any] = self.options()
         if self.centered:
             kw["variance"] = variance
         return self.builder(x, gamma=gamma, beta=beta if self.has_beta else None, eps=eps, **kw).graph
