@@ -428,7 +428,9 @@ def _default_graph_dir() -> Path:
 
 
 def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
+    from microgradnorm.i18n.errors import localize
+
+    text = localize(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 
 
