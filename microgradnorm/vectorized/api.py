@@ -1,9 +1,14 @@
 """The public forward and backward functions: check the arguments, run the backend, keep the cache.
 
-Each forward function checks its arguments into a :class:`ForwardArgs`, hands
-the tuned backends x reshaped as [R, D] (rows) or [N, C, Q] (channels), repairs
-the groups that left the safe range, and makes the cache; each backward
-function checks dy against the cache and reverses the same steps.
+Each forward function checks its arguments into a :class:`ForwardArgs` (with
+the registry's entry for the norm) and calls one of ``_rows_forward`` (x as
+[R, D]), ``_channels_forward`` ([N, C, Q]) or ``_groups_forward`` (GroupNorm:
+the rows of [N * G, M], then the per-channel affine), which runs the backend
+through ``_tuned_forward`` (the float32 range check), repairs the groups that
+left the safe range and makes the cache: the backend is three calls from the
+public function (GroupNorm's four). Each backward function checks dy against
+the cache and reverses the same steps. The "reference" backend is
+:mod:`microgradnorm.vectorized.reference`.
 """
 
 from __future__ import annotations
