@@ -48,6 +48,9 @@ class Layout:
     def groups(self, shape: tuple[int, ...], num_groups: int | None = None) -> list[list[int]]:
         """The flat (C-order) indices of x in each group, groups in C order of the kept axes."""
         vshape, axes = self.view(shape, num_groups)
+        if axes == tuple(range(len(vshape) - len(axes), len(vshape))):  # trailing axes: contiguous runs
+            n = math.prod(vshape[len(vshape) - len(axes) :])
+            return [list(range(k, k + n)) for k in range(0, math.prod(vshape), n)]
         kept = [a for a in range(len(vshape)) if a not in axes]
         index: dict[tuple[int, ...], list[int]] = {}
         for k, idx in enumerate(itertools.product(*map(range, vshape))):
