@@ -7,9 +7,10 @@ standard deviation, the normalized values -- is a node you can point at, and
 numbers the closed forms in :mod:`microgradnorm.formulas` predict and the check
 in :mod:`microgradnorm.check` compares.
 
-LayerNorm, BatchNorm and GroupNorm are the same six lines; they differ only in
-which values share a statistic (a row; a column or channel over the batch; a
-group of channels of one example, Wu & He 2018). Each line's nodes carry the
+LayerNorm (Ba, Kiros & Hinton 2016), BatchNorm (Ioffe & Szegedy 2015) and
+GroupNorm (Wu & He 2018) are the same six lines; they differ only in which
+values share a statistic (a row; a column or channel over the batch; a group
+of channels of one example). Each line's nodes carry the
 stage they belong to::
 
     mean    mean   = sum(x) * 1/n
@@ -44,7 +45,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from microgradnorm.engine import Value, cycle_collector_paused, tags
-from microgradnorm.errors import N_, NormDomainError
+from microgradnorm.errors import N_, InputError, NormDomainError
 from microgradnorm.inputs import CHANNEL_GROUPS, CHANNELS, ROWS, Inputs, flatten, nest, read, unravel
 
 __all__ = [
@@ -378,7 +379,12 @@ class NormGraph:
         """
         flat, shape = flatten(dy, "dy")
         if shape != self.shape:
-            raise ValueError(f"dy: expected shape {list(self.shape)} (the shape of x), got {list(shape)}")
+            raise InputError(
+                N_("{argument}: expected shape {expected} (the shape of x), got {given}"),
+                argument="dy",
+                expected=list(self.shape),
+                given=list(shape),
+            )
         with tags("loss", "loss"):
             weights = [g if isinstance(g, Value) else Value(g, label="dy") for g in flat]
             return Value.dot(self.nodes["y"], weights)
