@@ -93,7 +93,7 @@ def _collector_paused(build: Callable[..., Normalized]) -> Callable[..., Normali
 
 
 @_collector_paused
-def layer_norm(
+def layer_norm(  # readable-core: whole -- the formulas in order, one line each: split, they stop reading as the maths
     x: Any,
     gamma: Sequence[Any] | None = None,
     beta: Sequence[Any] | None = None,
