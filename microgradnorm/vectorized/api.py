@@ -2,11 +2,11 @@
 
 Each forward function checks its arguments into a :class:`ForwardArgs` (with
 the registry's entry for the norm) and calls one of ``_rows_forward`` (x as
-[R, D]), ``_channels_forward`` ([N, C, Q]) or ``_groups_forward`` (GroupNorm:
-the rows of [N * G, M], then the per-channel affine), which runs the backend
-through ``_tuned_forward`` (the float32 range check), repairs the groups that
-left the safe range and makes the cache: the backend is three calls from the
-public function (GroupNorm's four). Each backward function checks dy against
+[R, D]; GroupNorm's rows are its groups, [N * G, M], before its per-channel
+affine) or ``_channels_forward`` ([N, C, Q]), which runs the backend through
+``_tuned_forward`` (the float32 range check), repairs the groups that left
+the safe range and makes the cache: the backend is three calls from the
+public function. Each backward function checks dy against
 the cache and reverses the same steps. The "reference" backend is
 :mod:`microgradnorm.vectorized.reference`.
 """
@@ -182,8 +182,15 @@ def group_norm_forward(
     The statistics are LayerNorm's of the rows of x seen as [N * G, C/G * H * W],
     so GroupNorm runs on the same tuned row kernels, then the per-channel affine.
     """
-    spec = get_norm("groupnorm", num_groups)
-    return _groups_forward(check_forward(spec, x, gamma, beta, eps, recompute, backend))
+    args = check_forward(get_norm("groupnorm", num_groups), x, gamma, beta, eps, recompute, backend)
+    if args.backend == "reference":
+        return _finish_forward(*reference_forward(args), args)
+    n = args.x.shape[0]
+    rows = dataclasses.replace(
+        args, spec=get_norm("layernorm"), x=args.x.reshape(n * num_groups, -1), gamma=None, beta=None, keep_xhat=True
+    )
+    _, row_cache = _rows_forward(rows)  # each group's statistics and xhat, no affine yet
+    return _group_affine(args, row_cache)
 
 
 def group_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
@@ -212,21 +219,10 @@ def group_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarr
     return _finish_backward(dx2, dgamma, dbeta, cache)
 
 
-def _groups_forward(args: ForwardArgs) -> tuple[np.ndarray, NormCache]:
-    """GroupNorm: LayerNorm without affine on the rows [N * G, M], then y = gamma * xhat + beta per channel."""
-    if args.backend == "reference":
-        return _finish_forward(*reference_forward(args), args)
+def _group_affine(args: ForwardArgs, rc: NormCache) -> tuple[np.ndarray, NormCache]:
+    """GroupNorm's y = gamma * xhat + beta per channel, from the rows' xhat, and its own cache."""
     x = args.x
     n, c = x.shape[:2]
-    rows = dataclasses.replace(
-        args,
-        spec=get_norm("layernorm"),
-        x=x.reshape(n * args.spec.num_groups, -1),
-        gamma=None,
-        beta=None,
-        keep_xhat=True,
-    )
-    _, rc = _rows_forward(rows)
     xhat3 = rc.xhat.reshape(n, c, -1)  # N,C,Q
     y3 = xhat3 if args.gamma is None else xhat3 * args.gamma[:, None]  # N,C,Q
     y3 = y3 if args.beta is None else y3 + args.beta[:, None]  # N,C,Q
