@@ -251,7 +251,8 @@ def test_bench_engine_without_micrograd_says_how_to_install_it(capsys, monkeypat
     ("argv", "words"),
     [
         (["bench", "--dims", "768"], "--dims: only used with --engine"),
-        (["bench", "--norm", "groupnorm"], "norm: expected one of"),
+        (["bench", "--norm", "instancenorm"], "norm: expected one of"),
+        (["bench", "--norm", "groupnorm"], "argument --norm: no benchmark cases for groupnorm"),
         (["bench", "--engine", "--dims", "1"], "expected sizes of at least 2"),
         (["bench", "--repeats", "0"], "positive integer"),
         (["bench", "--cache", "hot"], "argument --cache: invalid choice: 'hot'"),

@@ -54,7 +54,7 @@ def test_check_exits_one_when_a_formula_disagrees(capsys, monkeypatch):
 @pytest.mark.parametrize(
     ("argv", "words"),
     [
-        (["check", "groupnorm"], ["norm", "layernorm, batchnorm, rmsnorm", "groupnorm"]),
+        (["check", "instancenorm"], ["norm", "layernorm, batchnorm, rmsnorm, groupnorm", "instancenorm"]),
         (["check", "layernorm", "--dim", "0"], ["--dim", "positive integer", "0"]),
         (["check", "layernorm", "--dim", "abc"], ["--dim", "positive integer", "abc"]),
         (["check", "layernorm", "--eps", "-1"], ["--eps", ">= 0", "-1"]),

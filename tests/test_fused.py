@@ -22,14 +22,12 @@ SHAPES = {
     "layernorm": [(1, 1), (3, 1), (5, 37), (2, 3, 130)],
     "batchnorm": [(1, 3), (7, 5), (9, 150), (3, 4, 5, 6)],  # 150 columns: three column blocks, the last partial
     "rmsnorm": [(2, 1), (6, 33), (2, 2, 70)],
+    "groupnorm": [(2, 1), (3, 4, 35), (2, 6, 5, 7)],
 }
 
 
 def both(norm, backend, x, gamma, beta, dy, recompute):
     spec = get_norm(norm)
-    if norm == "rmsnorm":
-        y, cache = spec.forward(x, gamma, 1e-5, backend=backend, recompute=recompute)
-        return (y, *spec.backward(dy, cache)), cache
     y, cache = spec.forward(x, gamma, beta, 1e-5, backend=backend, recompute=recompute)
     return (y, *spec.backward(dy, cache)), cache
 
@@ -102,7 +100,12 @@ def test_the_per_worker_partial_sums_add_up_to_dgamma():
 def test_fused_equals_numpy_when_every_thread_works(norm):
     """Problems above fused.SMALL run on all threads, with one partial dgamma per worker."""
     spec = get_norm(norm)
-    shapes = {"layernorm": [(300, 256)], "rmsnorm": [(2, 150, 256)], "batchnorm": [(300, 256), (64, 32, 6, 6)]}[norm]
+    shapes = {
+        "layernorm": [(300, 256)],
+        "rmsnorm": [(2, 150, 256)],
+        "batchnorm": [(300, 256), (64, 32, 6, 6)],
+        "groupnorm": [(64, 32, 6, 6)],
+    }[norm]
     for shape in shapes:
         assert np.prod(shape) >= fused.SMALL
         for dtype, rt, at in (

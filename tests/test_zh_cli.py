@@ -114,7 +114,7 @@ def test_the_description_gives_the_size_limit_in_both_languages(capsys):
 ERRORS = [
     (["check", "layernorm", "--dim", "600"], ["参数 --dim", "512", "600"]),
     (["check", "layernorm", "--shape", "30x30"], ["参数 --shape", "900", "30x30"]),
-    (["check", "groupnorm"], ["norm", "layernorm, batchnorm, rmsnorm", "'groupnorm'"]),
+    (["check", "instancenorm"], ["norm", "layernorm, batchnorm, rmsnorm, groupnorm", "'instancenorm'"]),
     (["check", "layernorm", "--dim", "1", "--eps", "0"], ["layer_norm", "输入的标准差为 0", "eps > 0"]),
     (["check", "batchnorm", "--shape", "1x3", "--eps", "0"], ["batch_norm", "第 0 列", "eps > 0"]),
     (["graph", "layernorm", "--html", "-o", "{tmp}/ln.svg"], ["参数 --html", ".html", "ln.svg"]),

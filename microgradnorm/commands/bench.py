@@ -125,6 +125,8 @@ def _run_vectorized(args, console) -> int:
 
         name = get_norm(args.norm).name
         cases = tuple(c for c in cases if c.norm == name)
+        if not cases:
+            raise UsageError(_("argument --norm: no benchmark cases for {norm}").format(norm=name))
     repeats = args.repeats or (5 if args.quick else 15)
     bar, step = _progress(console, len(cases) * repeats, args.json)
     with bar:

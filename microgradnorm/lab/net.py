@@ -30,6 +30,7 @@ import numpy as np
 
 from microgradnorm import vectorized as V
 from microgradnorm.lab.task import CLASSES, FEATURES
+from microgradnorm.registry import get_norm
 
 __all__ = ["NORMS", "Net", "NetSpec", "NormPair", "cross_entropy", "initial_weights"]
 
@@ -130,8 +131,7 @@ class RowNorm:
 
     def forward(self, x: np.ndarray) -> np.ndarray:
         beta = self.params[1] if len(self.params) > 1 else None
-        args = (x, self.params[0], beta, EPS) if beta is not None else (x, self.params[0], EPS)
-        y, self.cache = self.forward_fn(*args)
+        y, self.cache = self.forward_fn(x, self.params[0], beta, EPS)
         return y
 
     def backward(self, dy: np.ndarray) -> np.ndarray:
@@ -168,18 +168,6 @@ class Identity:
         return dy
 
 
-def _layer_norm_pair() -> NormPair:
-    return V.layer_norm_forward, V.layer_norm_backward
-
-
-def _rms_pair() -> NormPair:
-    def backward(dy, cache):
-        dx, dgamma = V.rms_norm_backward(dy, cache)
-        return dx, dgamma, None
-
-    return V.rms_norm_forward, backward
-
-
 def _as_sequence(pair: NormPair) -> NormPair:
     """``pair`` called as exercise 5 promises, with x [B, T, D]: the batch of rows [N, D] as one sequence
     [1, N, D] (so a dgamma summed over axes (0, 1) is right), and y, dx given back as [N, D]."""
@@ -197,14 +185,14 @@ def _as_sequence(pair: NormPair) -> NormPair:
 
 
 def make_norm(norm: str, width: int, pair: NormPair | None = None):
-    """A norm layer; ``pair`` (an exercise-5 pair, called with [B, T, D]) replaces LayerNorm's (forward, backward)."""
-    if norm == "layernorm":
-        return RowNorm(width, _as_sequence(pair) if pair else _layer_norm_pair(), has_beta=True)
-    if norm == "rmsnorm":
-        return RowNorm(width, _rms_pair(), has_beta=False)
-    if norm == "batchnorm":
+    """A norm layer from the registry's entry; ``pair`` (an exercise-5 pair, called with [B, T, D])
+    replaces its (forward, backward)."""
+    if norm == "none":
+        return Identity()
+    spec = get_norm(norm)
+    if spec.batch_statistics:  # running averages for eval: the vectorized BatchNorm layer
         return BatchNormLayer(width)
-    return Identity()
+    return RowNorm(width, _as_sequence(pair) if pair else (spec.forward, spec.backward), has_beta=spec.has_beta)
 
 
 class Residual:

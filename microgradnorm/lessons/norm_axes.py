@@ -119,10 +119,7 @@ def group_ids(pooling: Pooling, shape: tuple[int, ...]) -> np.ndarray:
 def _forward(pooling: Pooling, x: np.ndarray) -> np.ndarray:
     spec = get_norm(pooling.norm)
     xv = x.reshape(pooling.view)
-    if spec.has_beta:
-        y, _cache = spec.forward(xv, None, None, 1e-5, backend="numpy")
-    else:
-        y, _cache = spec.forward(xv, None, 1e-5, backend="numpy")
+    y, _cache = spec.forward(xv, None, None, 1e-5, backend="numpy")  # every norm: (x, gamma, beta, eps)
     return y.reshape(x.shape)
 
 

@@ -24,13 +24,9 @@ import numpy as np
 import torch
 
 from microgradnorm import vectorized as V
+from microgradnorm.registry import NORMS, get_norm
 
 __all__ = ["NORMS", "norm_backward", "norm_forward", "to_numpy", "to_torch"]
-
-NORMS = ("layernorm", "rmsnorm", "batchnorm")
-
-_FORWARD = {"layernorm": V.layer_norm_forward, "rmsnorm": V.rms_norm_forward, "batchnorm": V.batch_norm_forward}
-_BACKWARD = {"layernorm": V.layer_norm_backward, "rmsnorm": V.rms_norm_backward, "batchnorm": V.batch_norm_backward}
 
 
 def to_numpy(t: torch.Tensor | None) -> np.ndarray | None:
@@ -47,7 +43,10 @@ def to_torch(a: np.ndarray | None, dtype: torch.dtype) -> torch.Tensor | None:
 
 
 def _stat_shape(norm: str, x: torch.Tensor) -> tuple[int, ...]:
-    return (x.shape[1],) if norm == "batchnorm" else tuple(x.shape[:-1])
+    """One statistic per group: the axes of the registry's view that are not reduced."""
+    spec = get_norm(norm)
+    axes = spec.axes(tuple(x.shape))
+    return tuple(s for a, s in enumerate(spec.view(tuple(x.shape))) if a not in axes)
 
 
 @torch.library.custom_op("microgradnorm::norm_forward", mutates_args=())
@@ -55,8 +54,7 @@ def norm_forward(
     norm: str, x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(y, mean, var, rstd) of ``norm`` on x, computed by microgradnorm.vectorized in recompute mode."""
-    args = (to_numpy(x), to_numpy(weight)) + (() if norm == "rmsnorm" else (to_numpy(bias),))
-    y, cache = _FORWARD[norm](*args, eps, recompute=True)
+    y, cache = get_norm(norm).forward(to_numpy(x), to_numpy(weight), to_numpy(bias), eps, recompute=True)
     shape = _stat_shape(norm, x)
     mean = np.zeros(shape) if cache.mean is None else cache.mean.reshape(shape)
     stats = [torch.from_numpy(np.array(s, dtype=np.float64).reshape(shape)) for s in (mean, cache.var, cache.rstd)]
@@ -87,10 +85,10 @@ def norm_backward(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(dx, dweight, dbias); dweight and dbias are empty tensors where there is no weight or bias."""
     xn = to_numpy(x)
-    beta = np.zeros(x.shape[1] if norm == "batchnorm" else x.shape[-1], xn.dtype) if has_bias else None
+    spec = get_norm(norm)
+    beta = np.zeros(spec.param_size(xn.shape), xn.dtype) if has_bias else None
     saved = V.saved_cache(norm, xn, to_numpy(weight), beta, mean.numpy(), rstd.numpy(), eps)
-    grads = _BACKWARD[norm](to_numpy(dy), saved)
-    dx, dweight, dbias = (*grads, None) if norm == "rmsnorm" else grads
+    dx, dweight, dbias = spec.backward(to_numpy(dy), saved)
     dweight = x.new_empty(0) if weight is None else to_torch(dweight, weight.dtype)  # empty: no weight
     dbias = x.new_empty(0) if dbias is None else to_torch(dbias, weight_or(x, weight).dtype)
     return to_torch(dx, x.dtype), dweight, dbias
@@ -98,9 +96,10 @@ def norm_backward(
 
 @norm_backward.register_fake
 def _(norm, dy, x, weight, has_bias, mean, rstd, eps):
-    size = x.shape[1] if norm == "batchnorm" else x.shape[-1]
+    spec = get_norm(norm)
+    size = spec.param_size(tuple(x.shape))
     dweight = x.new_empty(0) if weight is None else weight.new_empty(weight.shape)
-    dbias = weight_or(x, weight).new_empty((size,)) if has_bias and norm != "rmsnorm" else x.new_empty(0)
+    dbias = weight_or(x, weight).new_empty((size,)) if has_bias and spec.has_beta else x.new_empty(0)
     return torch.empty_like(x), dweight, dbias
 
 
