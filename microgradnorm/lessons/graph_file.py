@@ -22,8 +22,10 @@ def default_graph_dir() -> Path:
 
 
 def one_line(exc: BaseException) -> str:
-    """The first line of an exception's message (its type's name if it has none)."""
-    text = str(exc).strip()
+    """The first line of an exception's message in the learner's language (its type's name if it has none)."""
+    from microgradnorm.i18n.errors import localize
+
+    text = localize(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 
 
