@@ -347,14 +347,16 @@ def _problem(case: BenchCase, seed: int = 0):
 
 def _vectorized_pair(case: BenchCase, backend: str, x, gamma, beta, dy):
     """(forward, forward+backward) closures calling microgradnorm.vectorized with ``backend``."""
-    spec = get_norm(case.norm)
+    from microgradnorm.vectorized import public_pass
+
+    forward_pass, backward_pass = public_pass(get_norm(case.norm))
 
     def forward():
-        return spec.forward(x, gamma, beta, backend=backend)
+        return forward_pass(x, gamma, beta, backend=backend)
 
     def fwdbwd():
-        _, cache = spec.forward(x, gamma, beta, backend=backend)
-        return spec.backward(dy, cache)
+        _, cache = forward_pass(x, gamma, beta, backend=backend)
+        return backward_pass(dy, cache)
 
     return forward, fwdbwd
 

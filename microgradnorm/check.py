@@ -198,12 +198,7 @@ def check_norm(
     """
     spec = norm if isinstance(norm, NormSpec) else get_norm(norm)
     _check_size(x)
-    if fd_max_entries is not None and (isinstance(fd_max_entries, bool) or fd_max_entries < 1):
-        raise ValueError(
-            _("fd_max_entries: expected a whole number >= 1 or None (every entry), got {given!r}").format(
-                given=fd_max_entries
-            )
-        )
+    _check_cap(fd_max_entries)
     graph = spec.build_graph(x, gamma, beta, eps, variance)
     dy = _upstream(dy, graph.shape, seed)
     loss = graph.loss(dy.tolist())
@@ -218,19 +213,19 @@ def check_norm(
         _check_node(graph, name, closed[name], loss_with, _sample(len(graph[name]), fd_max_entries), rounding)
         for name in names
     ]
-    pooled = len(graph["x"]) // len(graph["mean"]) if "mean" in graph else None
-    return CheckReport(
-        spec.name,
-        spec.title,
-        graph.shape,
-        graph.eps,
-        variance,
-        seed,
-        loss.data,
-        nodes,
-        loss_rounding=rounding.loss,
-        pooled=pooled,
-    )
+    pooled = len(graph["x"]) // len(graph["mean"]) if "mean" in graph else None  # values per mean
+    report = CheckReport(spec.name, spec.title, graph.shape, graph.eps, variance, seed, loss.data, nodes)
+    report.loss_rounding, report.pooled = rounding.loss, pooled
+    return report
+
+
+def _check_cap(fd_max_entries: int | None) -> None:
+    if fd_max_entries is not None and (isinstance(fd_max_entries, bool) or fd_max_entries < 1):
+        raise ValueError(
+            _("fd_max_entries: expected a whole number >= 1 or None (every entry), got {given!r}").format(
+                given=fd_max_entries
+            )
+        )
 
 
 def _loss_with(graph: Any, dy: list[float]) -> Callable[[str, int, float], float]:

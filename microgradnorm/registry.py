@@ -3,18 +3,20 @@
 Each :class:`NormSpec` holds every fact about one norm that the rest of the
 package needs: which values share a statistic (its :class:`~microgradnorm.inputs.Layout`),
 its stages and named nodes, its titles, its scalar builder, its closed forms,
-its NumPy forward and backward (the textbook and the tuned ones) and the name of
-its PyTorch layer. Adding a norm means adding one entry here, its builder in
-:mod:`microgradnorm.norms` and its closed forms.
+its textbook NumPy forward and backward, and the names of its public functions
+and of its PyTorch layer (:func:`microgradnorm.vectorized.public_pass` finds the
+tuned NumPy pass by that name). Adding a norm means adding one entry here, its
+builder in :mod:`microgradnorm.norms` and its closed forms.
 
 Every norm takes the same arguments, ``(x, gamma, beta, eps)`` with ``beta``
 None for RMSNorm, and every backward pass returns ``(dx, dgamma, dbeta)``.
 GroupNorm also takes ``num_groups``: :meth:`NormSpec.with_groups` gives the
 entry with it filled in.
 
-The NumPy parts are imported when first asked for (:meth:`NormSpec.numpy`), by
-the ordinary imports in the ``_*_numpy`` functions below, so that
-``import microgradnorm`` and ``microgradnorm --help`` load no NumPy.
+The NumPy parts (closed forms and the textbook file, both in the core) are
+imported when first asked for (:meth:`NormSpec.numpy`), by the ordinary imports
+in the ``_*_numpy`` functions below, so that ``import microgradnorm`` and
+``microgradnorm --help`` load no NumPy.
 """
 
 from __future__ import annotations
@@ -34,13 +36,11 @@ __all__ = ["NORMS", "NormSpec", "NumpyParts", "get_norm", "norm_names", "spec_fo
 
 @dataclass(frozen=True)
 class NumpyParts:
-    """A norm's NumPy side: closed forms for every node, the textbook pass, the public (tuned) pass."""
+    """A norm's NumPy side in the core: closed forms for every node, and the textbook pass."""
 
     node_grads: Callable[..., dict[str, Any]]  # (x, gamma, beta, eps, dy, axes, param_axis, variance, view)
     textbook_forward: Callable[..., Any]  # (x, gamma, beta, eps) -> (y, cache)
     textbook_backward: Callable[..., Any]  # (dy, cache) -> (dx, dgamma, dbeta)
-    forward: Callable[..., Any]  # microgradnorm.vectorized's: (x, gamma, beta, eps, *, backend, recompute)
-    backward: Callable[..., Any]  # (dy, cache) -> (dx, dgamma, dbeta)
 
 
 @dataclass(frozen=True)
@@ -132,69 +132,49 @@ class NormSpec:
         """The same norm by ``torch.nn.functional`` (passed in as ``fn``; the registry imports no torch)."""
         return self.torch_call(fn, x, gamma, beta if self.has_beta else None, eps, self.num_groups or 1)
 
-    @property
-    def forward(self) -> Callable[..., Any]:
-        """The public vectorized forward pass, ``(x, gamma, beta, eps, *, backend, recompute) -> (y, cache)``."""
-        forward = self.numpy().forward
-        if not self.grouped:
-            return forward
-        groups = self.num_groups or 1
-        return lambda x, gamma=None, beta=None, eps=1e-5, **kw: forward(x, groups, gamma, beta, eps, **kw)
-
-    @property
-    def backward(self) -> Callable[..., Any]:
-        """The public vectorized backward pass, ``(dy, cache) -> (dx, dgamma, dbeta)``."""
-        return self.numpy().backward
-
 
 # ---- the NumPy parts, imported on first use -----------------------------------------------
 
 
 @functools.cache
 def _layer_norm_numpy() -> NumpyParts:
-    from microgradnorm import formulas, vectorized
+    from microgradnorm import formulas
     from microgradnorm.vectorized import textbook
 
     return NumpyParts(
         formulas.normalization_node_grads,
         textbook.layer_norm_forward,
         textbook.layer_norm_backward,
-        vectorized.layer_norm_forward,
-        vectorized.layer_norm_backward,
     )
 
 
 @functools.cache
 def _batch_norm_numpy() -> NumpyParts:
-    from microgradnorm import formulas, vectorized
+    from microgradnorm import formulas
     from microgradnorm.vectorized import textbook
 
     return NumpyParts(
         formulas.normalization_node_grads,
         textbook.batch_norm_forward,
         textbook.batch_norm_backward,
-        vectorized.batch_norm_forward,
-        vectorized.batch_norm_backward,
     )
 
 
 @functools.cache
 def _group_norm_numpy() -> NumpyParts:
-    from microgradnorm import formulas, vectorized
+    from microgradnorm import formulas
     from microgradnorm.vectorized import textbook
 
     return NumpyParts(
         formulas.normalization_node_grads,
         textbook.group_norm_forward,
         textbook.group_norm_backward,
-        vectorized.group_norm_forward,
-        vectorized.group_norm_backward,
     )
 
 
 @functools.cache
 def _rms_norm_numpy() -> NumpyParts:
-    from microgradnorm import formulas, vectorized
+    from microgradnorm import formulas
     from microgradnorm.vectorized import textbook
 
     def node_grads(x, gamma, beta, eps, dy, axes, param_axis, variance, view):  # no beta, no variance form
@@ -204,8 +184,6 @@ def _rms_norm_numpy() -> NumpyParts:
         node_grads,
         textbook.rms_norm_forward,
         textbook.rms_norm_backward,
-        vectorized.rms_norm_forward,
-        vectorized.rms_norm_backward,
     )
 
 

@@ -11,13 +11,15 @@ first; keeps a backup). NAME is an exercise number or name.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from collections.abc import Callable
 from typing import IO, Any, NoReturn
 
-from microgradnorm.commands import UsageError, positive_int, seed_int
+from microgradnorm.commands import UsageError, seed_int
+from microgradnorm.commands.limits import memory_mib as _memory
+from microgradnorm.commands.limits import positive_float
+from microgradnorm.commands.limits import timeout_seconds as _timeout
 from microgradnorm.i18n import _, lazy_gettext
 
 HELP = lazy_gettext("exercises: write the backward pass yourself; a grader says what is wrong")
@@ -30,41 +32,6 @@ DESCRIPTION = lazy_gettext(
 )
 
 ACTIONS = ("list", "init", "check", "watch", "hint", "solution", "reset", "grade", "gradescope")
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            _("expected a positive number of seconds, got {text!r}").format(text=text)
-        ) from None
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(_("expected a positive number of seconds, got {text}").format(text=text))
-    return value
-
-
-MAX_TIMEOUT = 3600.0  # seconds: a check that needs more is stuck
-MEMORY_RANGE = (256, 1 << 20)  # MiB: Python with NumPy needs about 128 to start; 1 TiB is more than any machine here
-
-
-def _timeout(text: str) -> float:
-    value = positive_float(text)
-    if value > MAX_TIMEOUT:
-        raise argparse.ArgumentTypeError(
-            _("expected at most {limit:g} seconds, got {text}").format(limit=MAX_TIMEOUT, text=text)
-        )
-    return value
-
-
-def _memory(text: str) -> int:
-    value = positive_int(text)
-    low, high = MEMORY_RANGE
-    if not low <= value <= high:
-        raise argparse.ArgumentTypeError(
-            _("expected MiB from {low} to {high}, got {value}").format(low=low, high=high, value=value)
-        )
-    return value
 
 
 class _ActionParser(argparse.ArgumentParser):

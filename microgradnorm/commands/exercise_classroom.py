@@ -29,7 +29,8 @@ TRUST_FLAG = "--no-sandbox-i-trust-this"
 
 def _limits(p: argparse.ArgumentParser) -> None:
     """--timeout and --memory, per file, as ``exercise check`` takes them."""
-    from microgradnorm.commands.exercise import _memory, _timeout
+    from microgradnorm.commands.limits import memory_mib as _memory
+    from microgradnorm.commands.limits import timeout_seconds as _timeout
 
     p.add_argument(
         "--timeout", type=_timeout, default=10.0, metavar="S", help=_("wall-clock limit per file (10 s, at most 3600)")

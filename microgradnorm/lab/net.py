@@ -192,7 +192,7 @@ def make_norm(norm: str, width: int, pair: NormPair | None = None):
     spec = get_norm(norm)
     if spec.batch_statistics:  # running averages for eval: the vectorized BatchNorm layer
         return BatchNormLayer(width)
-    return RowNorm(width, _as_sequence(pair) if pair else (spec.forward, spec.backward), has_beta=spec.has_beta)
+    return RowNorm(width, _as_sequence(pair) if pair else V.public_pass(spec), has_beta=spec.has_beta)
 
 
 class Residual:

@@ -443,7 +443,8 @@ def _tokens(rng: np.random.Generator, n: int, u: np.ndarray) -> tuple[np.ndarray
 
 def _normalize(norm: str, x: np.ndarray, eps: float) -> np.ndarray:
     """LayerNorm: each token over its own features; BatchNorm: each feature over the tokens of the batch."""
-    return get_norm(norm).forward(x, None, None, eps, backend="numpy")[0]
+    forward, _ = V.public_pass(get_norm(norm))
+    return forward(x, None, None, eps, backend="numpy")[0]
 
 
 def _logistic_loss(logits: np.ndarray, labels: np.ndarray) -> float:

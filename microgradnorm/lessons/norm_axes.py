@@ -28,6 +28,7 @@ from microgradnorm.drawing.figure import PALETTE, Figure
 from microgradnorm.i18n import _, ngettext
 from microgradnorm.i18n.text import CJKText
 from microgradnorm.registry import get_norm
+from microgradnorm.vectorized import public_pass
 
 __all__ = [
     "LAYOUTS",
@@ -119,7 +120,7 @@ def group_ids(pooling: Pooling, shape: tuple[int, ...]) -> np.ndarray:
 def _forward(pooling: Pooling, x: np.ndarray) -> np.ndarray:
     spec = get_norm(pooling.norm)
     xv = x.reshape(pooling.view)
-    y, _cache = spec.forward(xv, None, None, 1e-5, backend="numpy")  # every norm: (x, gamma, beta, eps)
+    y, _cache = public_pass(spec)[0](xv, None, None, 1e-5, backend="numpy")  # every norm: (x, gamma, beta, eps)
     return y.reshape(x.shape)
 
 

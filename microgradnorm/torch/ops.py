@@ -54,7 +54,8 @@ def norm_forward(
     norm: str, x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(y, mean, var, rstd) of ``norm`` on x, computed by microgradnorm.vectorized in recompute mode."""
-    y, cache = get_norm(norm).forward(to_numpy(x), to_numpy(weight), to_numpy(bias), eps, recompute=True)
+    forward, _ = V.public_pass(get_norm(norm))
+    y, cache = forward(to_numpy(x), to_numpy(weight), to_numpy(bias), eps, recompute=True)
     shape = _stat_shape(norm, x)
     mean = np.zeros(shape) if cache.mean is None else cache.mean.reshape(shape)
     stats = [torch.from_numpy(np.array(s, dtype=np.float64).reshape(shape)) for s in (mean, cache.var, cache.rstd)]
@@ -88,7 +89,7 @@ def norm_backward(
     spec = get_norm(norm)
     beta = np.zeros(spec.param_size(xn.shape), xn.dtype) if has_bias else None
     saved = V.saved_cache(norm, xn, to_numpy(weight), beta, mean.numpy(), rstd.numpy(), eps)
-    dx, dweight, dbias = spec.backward(to_numpy(dy), saved)
+    dx, dweight, dbias = V.public_pass(spec)[1](to_numpy(dy), saved)
     dweight = x.new_empty(0) if weight is None else to_torch(dweight, weight.dtype)  # empty: no weight
     dbias = x.new_empty(0) if dbias is None else to_torch(dbias, weight_or(x, weight).dtype)
     return to_torch(dx, x.dtype), dweight, dbias

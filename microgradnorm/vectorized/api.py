@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from microgradnorm.registry import get_norm
+from microgradnorm.registry import NormSpec, get_norm
 from microgradnorm.vectorized import numpy_path as P
 from microgradnorm.vectorized.backend import require_fused
 from microgradnorm.vectorized.cache import ForwardArgs, NormCache, check_dy, check_forward
@@ -217,6 +218,21 @@ def group_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarr
     else:
         dx2, _, _ = P._ln_backward_numpy(g2, xhat2, rstd.astype(cdt), None)
     return _finish_backward(dx2, dgamma, dbeta, cache)
+
+
+def public_pass(spec: NormSpec) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The public (tuned) forward and backward of the registry's entry ``spec``, found by its public
+    name (``spec.function``): ``(x, gamma, beta, eps, **options) -> (y, cache)`` and ``(dy, cache) ->
+    (dx, dgamma, dbeta)``, GroupNorm's forward with the entry's num_groups filled in."""
+    forward, backward = globals()[f"{spec.function}_forward"], globals()[f"{spec.function}_backward"]
+    if not spec.grouped:
+        return forward, backward
+    groups = spec.num_groups or 1
+
+    def grouped(x: Any, gamma: Any = None, beta: Any = None, eps: float = 1e-5, **options: Any) -> Any:
+        return forward(x, groups, gamma, beta, eps, **options)
+
+    return grouped, backward
 
 
 def _group_affine(args: ForwardArgs, rc: NormCache) -> tuple[np.ndarray, NormCache]:
