@@ -26,9 +26,9 @@ Three views, all produced by :func:`to_dot` as plain DOT text:
 ``to_dot`` is pure and deterministic: nodes are numbered by their position in
 the topological order, not by the engine's global ids, so the same graph gives
 byte-identical DOT in any process (which is what makes golden tests possible).
-:func:`render` turns the DOT into SVG, PNG or PDF with the system ``dot``
-program (through the ``graphviz`` Python package) and writes the file
-atomically.
+:func:`pipe` runs the system ``dot`` program on it (through the ``graphviz``
+Python package); writing files and notebook output is :mod:`microgradnorm.output`'s
+job, the module above both this one and the HTML page.
 
 Sizes: every n-ary ``sum`` is one node, so a full LayerNorm graph has about
 13 drawn nodes per feature and ``dot`` lays out d = 64 in well under a second.
@@ -39,57 +39,42 @@ from __future__ import annotations
 
 import html
 import itertools
-import os
 import re
 import shutil
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from microgradnorm.engine import Value, local_grads, topological_order
-from microgradnorm.i18n import N_, _, lazy_gettext, pgettext
+from microgradnorm.i18n import N_, _, lazy_gettext
 from microgradnorm.norms import GROUP_NODES, PARAM_NODES, NormGraph
 
 __all__ = [
-    "FORMATS",
     "FULL_VIEW_LIMIT",
     "INSTALL_HINT",
     "LARGE_GRAPH",
     "LAYOUT_LIMIT",
     "Drawing",
     "DrawingError",
-    "Drawn",
     "GradientPath",
     "GradientPaths",
     "GraphvizNotFoundError",
     "OptionError",
     "RenderError",
-    "check_output_path",
     "default_title",
-    "dot_fallback_path",
     "dot_id",
-    "draw",
     "drawing",
     "gradient_paths",
     "graph_size",
     "has_dot",
-    "mimebundle",
     "num",
     "op_symbol",
-    "output_extensions",
-    "output_format",
     "pipe",
-    "render",
     "stage_formula",
     "stage_order",
     "to_dot",
-    "write_atomic",
 ]
-
-# file extension -> Graphviz output format
-FORMATS: dict[str, str] = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": "dot", ".html": "html"}
 
 # Above this many drawn nodes (values + ops) the CLI, the notebook and the HTML page start
 # with the collapsed view: a full LayerNorm of d = 16 is 225 nodes and fits a screen; at
@@ -1043,49 +1028,6 @@ def has_dot() -> bool:
     return shutil.which("dot") is not None
 
 
-def output_format(path: str | os.PathLike[str]) -> str:
-    """The Graphviz format for ``path``'s extension, or a ValueError naming the allowed ones."""
-    suffix = Path(path).suffix.lower()
-    if suffix not in FORMATS:
-        allowed = ", ".join(FORMATS)
-        if suffix:
-            message = _("expected a file name ending in {allowed}, got {path!r} ({suffix!r})")
-        else:
-            message = _("expected a file name ending in {allowed}, got {path!r} (no extension)")
-        raise OptionError("output", message.format(allowed=allowed, path=str(path), suffix=suffix))
-    return FORMATS[suffix]
-
-
-def output_extensions() -> str:
-    """The output extensions as prose: ".svg, .png, .pdf or .dot"."""
-    *most, last = FORMATS
-    # the same joiner as the CLI's lists of alternatives ("2-D or 4-D")
-    return ", ".join(most) + pgettext("alternatives", " or ") + last
-
-
-def check_output_path(path: str | os.PathLike[str]) -> Path:
-    """Fail early, with the path in the message, if ``path`` cannot be written."""
-    path = Path(path)
-    if path.is_dir():
-        raise OptionError(
-            "output",
-            _("{path!r} is a directory; expected a file name ending in {endings}").format(
-                path=str(path), endings=output_extensions()
-            ),
-        )
-    output_format(path)
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        message = _("cannot write {path!r}: the directory {parent!r} does not exist")
-        raise OptionError("output", message.format(path=str(path), parent=str(parent)))
-    if not os.access(parent, os.W_OK | os.X_OK):
-        message = _("cannot write {path!r}: the directory {parent!r} is not writable")
-        raise OptionError("output", message.format(path=str(path), parent=str(parent)))
-    if path.exists() and not os.access(path, os.W_OK):
-        raise OptionError("output", _("cannot write {path!r}: the file is read-only").format(path=str(path)))
-    return path
-
-
 def pipe(dot: str, fmt: str) -> bytes:
     """Run ``dot -T<fmt>`` on ``dot`` and return the output bytes."""
     import graphviz
@@ -1100,104 +1042,3 @@ def pipe(dot: str, fmt: str) -> bytes:
         stderr = exc.stderr.decode("utf-8", "replace") if isinstance(exc.stderr, bytes) else str(exc.stderr or "")
         first = stderr.strip().splitlines()[0] if stderr.strip() else _("exit code {code}").format(code=exc.returncode)
         raise RenderError(_("dot -T{fmt} failed: {first}").format(fmt=fmt, first=first)) from None
-
-
-def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (see :func:`microgradnorm.store.atomic_write_bytes`)."""
-    from microgradnorm.store import atomic_write_bytes
-
-    return atomic_write_bytes(path, data)
-
-
-def dot_fallback_path(path: str | os.PathLike[str]) -> Path:
-    """Where to put the DOT source when ``path`` cannot be drawn: ``path`` with a .dot extension.
-
-    A .dot file of that name that this package did not write is never overwritten;
-    the next free ``name.1.dot``, ``name.2.dot``, ... is used instead.
-    """
-    path = Path(path)
-    header = DOT_HEADER.encode("utf-8")
-    for k in range(100):
-        candidate = path.with_suffix(".dot" if k == 0 else f".{k}.dot")
-        if not candidate.exists():
-            return candidate
-        try:
-            with candidate.open("rb") as f:
-                if f.read(len(header)) == header:
-                    return candidate
-        except OSError:
-            continue
-    raise OptionError(
-        "output",
-        _("no free .dot file name next to {path!r} (tried {stem}.dot to .99.dot)").format(
-            path=str(path), stem=path.stem
-        ),
-    )
-
-
-def render(obj: Any, path: str | os.PathLike[str], **options: Any) -> Path:
-    """Draw ``obj`` into ``path``; the format comes from the extension (.svg .png .pdf .dot .html).
-
-    ``options`` are those of :func:`to_dot` (for .html, of :func:`microgradnorm.page.page_html`,
-    the step-through page, where ``collapse=None`` decides by size). Raises ValueError for an unknown
-    extension or an unwritable path, :class:`OptionError` for an option the graph
-    cannot honour, :class:`GraphvizNotFoundError` when ``dot`` is missing (a .dot
-    file needs no Graphviz), :class:`RenderError` when it fails.
-    """
-    target = check_output_path(path)
-    fmt = output_format(target)
-    if fmt == "html":  # the step-through page: the drawing, the engine's numbers and a script to step them
-        from microgradnorm.page import page_html
-
-        return write_atomic(target, page_html(obj, **options).encode("utf-8"))
-    source = to_dot(obj, **options)
-    data = source.encode("utf-8") if fmt == "dot" else pipe(source, fmt)
-    return write_atomic(target, data)
-
-
-@dataclass(frozen=True)
-class Drawn:
-    """What :func:`draw` wrote: the picture, or (``error`` set) the DOT source in its place."""
-
-    path: Path
-    error: DrawingError | None = None
-
-
-def draw(obj: Any, path: str | os.PathLike[str], **options: Any) -> Drawn:
-    """:func:`render`, and when the picture cannot be made, the DOT source next to ``path`` instead.
-
-    The command line and the lessons' ``g`` key both draw this way: without
-    Graphviz (or when ``dot`` fails) the learner still gets the graph as text,
-    in a .dot file that :func:`dot_fallback_path` picks so that no file of
-    theirs is overwritten. Every other error (a bad path or option) is raised.
-    """
-    try:
-        return Drawn(render(obj, path, **options))
-    except DrawingError as exc:
-        fallback = dot_fallback_path(path)
-        write_atomic(fallback, to_dot(obj, **options).encode("utf-8"))
-        return Drawn(fallback, exc)
-
-
-# ---- notebooks ------------------------------------------------------------------------
-
-
-def mimebundle(obj: Any, include: Any = None, exclude: Any = None) -> dict[str, str]:
-    """What Jupyter shows for a Value or a built norm: an SVG of its graph, and text.
-
-    Graphs above :data:`FULL_VIEW_LIMIT` drawn nodes are shown collapsed (one box
-    per stage). Without ``dot``, or for a single leaf, only the text is returned.
-    """
-    text = repr(obj)
-    wants_svg = (include is None or "image/svg+xml" in include) and not (exclude and "image/svg+xml" in exclude)
-    if not wants_svg or (isinstance(obj, Value) and not obj.children):
-        return {"text/plain": text}
-    if not has_dot():
-        return {"text/plain": text + "\n" + _("(to see the graph drawn, {hint})").format(hint=INSTALL_HINT)}
-    size = graph_size(obj)
-    collapse = size > FULL_VIEW_LIMIT
-    try:
-        svg = pipe(to_dot(obj, collapse=collapse), "svg").decode("utf-8")
-    except DrawingError as exc:
-        return {"text/plain": f"{text}\n({exc})"}
-    return {"image/svg+xml": svg, "text/plain": text}

@@ -18,12 +18,13 @@ import numpy as np
 import pytest
 
 import microgradnorm as mgn
-from microgradnorm import cli, viz
+from microgradnorm import cli, output, viz
 from microgradnorm import tolerances as tol
 from microgradnorm.check import random_problem
 from microgradnorm.engine import local_grads, topological_order
+from microgradnorm.output import to_html
 from microgradnorm.page import data as page_data
-from microgradnorm.page import page_html, repr_html, to_html
+from microgradnorm.page import page_html, repr_html
 from microgradnorm.registry import get_norm
 
 # The page carries repr(float): a number it shows is the engine's, bit for bit. Compared
@@ -215,7 +216,7 @@ def test_to_html_wants_an_html_name_and_render_writes_one_for_that_extension(nee
     graph, _ = problem()
     with pytest.raises(viz.OptionError, match=r"output: expected a file name ending in \.html, got .*ln\.svg"):
         to_html(graph, tmp_path / "ln.svg")
-    assert viz.render(graph, tmp_path / "ln.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert output.render(graph, tmp_path / "ln.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
 
 
 def test_a_graph_too_large_to_read_opens_collapsed_and_says_so(needs_dot):

@@ -20,8 +20,8 @@ import pytest
 
 from microgradnorm import viz
 from microgradnorm.engine import topological_order
+from microgradnorm.output import to_html
 from microgradnorm.page import data as page_data
-from microgradnorm.page import to_html
 from tests import browser
 from tests.page_screenshot import WINDOW, make_page, screenshot
 from tests.test_page import SHOWN_RTOL, problem, replay, shown_equal

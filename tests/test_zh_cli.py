@@ -340,7 +340,7 @@ def test_the_chinese_page_has_chinese_words_and_the_same_numbers(needs_dot, caps
 
 
 def test_to_html_takes_the_language_as_an_argument(needs_dot, tmp_path):
-    from microgradnorm.page import to_html
+    from microgradnorm.output import to_html
 
     graph = get_norm("rmsnorm").build_graph([1.0, -2.0, 0.5], [1.0, 1.0, 1.0], None, 1e-5)
     page = to_html(graph, tmp_path / "rms.html", lang=ZH).read_text(encoding="utf-8")

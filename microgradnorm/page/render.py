@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
 from string import Template
 from typing import Any
 
@@ -30,7 +28,7 @@ from microgradnorm.norms import NormGraph
 from microgradnorm.page.data import Subject, page_data, subject_of
 from microgradnorm.page.text import html_lang, html_text, script_text
 
-__all__ = ["NOTEBOOK_LIMIT", "page_html", "repr_html", "to_html"]
+__all__ = ["NOTEBOOK_LIMIT", "page_html", "repr_html"]
 
 SVG_NS = "http://www.w3.org/2000/svg"
 ET.register_namespace("", SVG_NS)
@@ -237,17 +235,6 @@ def _fill(data: dict[str, Any], svg_full: str, svg_stages: str) -> str:
         svg_full=svg_full,
         svg_stages=svg_stages,
     )
-
-
-def to_html(obj: Any, path: str | os.PathLike[str], **options: Any) -> Path:
-    """Write the step-through page of ``obj`` to ``path`` (ending in .html); options as :func:`page_html`.
-
-    Raises ValueError for another extension or an unwritable path, and
-    :class:`microgradnorm.viz.GraphvizNotFoundError` without Graphviz.
-    """
-    if Path(path).suffix.lower() != ".html":
-        raise viz.OptionError("output", _("expected a file name ending in .html, got {path!r}").format(path=str(path)))
-    return viz.render(obj, path, **options)
 
 
 def repr_html(obj: Any) -> str | None:
