@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from microgradnorm.engine import Value, local_grads, topological_order
-from microgradnorm.i18n import N_, _, lazy_gettext
+from microgradnorm.i18n import N_, _, lazy_gettext, pgettext
 from microgradnorm.norms import GROUP_NODES, PARAM_NODES, NormGraph
 
 __all__ = [
@@ -62,9 +62,11 @@ __all__ = [
     "GraphvizNotFoundError",
     "OptionError",
     "RenderError",
+    "data_word",
     "default_title",
     "dot_id",
     "drawing",
+    "grad_word",
     "gradient_paths",
     "graph_size",
     "has_dot",
@@ -73,6 +75,7 @@ __all__ = [
     "pipe",
     "stage_formula",
     "stage_order",
+    "stage_title",
     "to_dot",
 ]
 
@@ -280,7 +283,7 @@ def _display_names(order: list[Value], graph: NormGraph | None) -> list[str]:
     several). Without a built norm, nodes are named by their labels.
     """
     if graph is None:
-        return [node.label or "" for node in order]
+        return _plain_names(order)
     names: list[str | None] = [graph.name_of(node) for node in order]
     position = {id(node): k for k, node in enumerate(order)}
     _name_elementwise(order, names, position)
@@ -293,6 +296,25 @@ def _display_names(order: list[Value], graph: NormGraph | None) -> list[str]:
             names[k] = _summed(node, names, position) + (f"[{seen[key]}]" if numbered else "")
             seen[key] += 1
     return names  # type: ignore[return-value]
+
+
+# An unnamed node of a plain Value graph is called after its op and numbered: mul_1, add_2, leaf_1.
+_OP_WORDS = {"+": "add", "-": "sub", "*": "mul", "**2": "sq", "**-1": "inv", "": "leaf"}
+
+
+def _plain_names(order: list[Value]) -> list[str]:
+    """A name for every node of a graph without a built norm: its label, else its op and a count (``mul_2``)."""
+    seen: Counter[str] = Counter()
+    names = []
+    for node in order:
+        if node.label:
+            names.append(node.label)
+            continue
+        op = node.op if node.children else ""
+        word = _OP_WORDS.get(op) or ("pow" if op.startswith("**") else re.sub(r"\W", "", op) or "op")
+        seen[word] += 1
+        names.append(f"{word}_{seen[word]}")
+    return names
 
 
 def _name_elementwise(order: list[Value], names: list[str | None], position: dict[int, int]) -> None:
@@ -452,7 +474,8 @@ def _rms_paths(s: _Stops, xi: str) -> tuple[list[GradientPath], str]:
         GradientPath(
             "var",
             N_("via the mean square"),
-            f"{xi} → x² → ms → rms → rrms → every xhat_j",
+            # Translators: a route through the graph; keep the node names and arrows
+            _("{xi} → x² → ms → rms → rrms → every xhat_j").format(xi=xi),
             "dL/dms · 2 x_i / n",
             s.route(x_i, s.at("ms"), s.at("rms"), s.at("rrms"), xhat_all),
         ),
@@ -476,14 +499,16 @@ def _mean_var_paths(s: _Stops, xi: str) -> tuple[list[GradientPath], str]:
         GradientPath(
             "mean",
             N_("via the mean"),
-            f"{xi} → Σ → mean → every xshift_j → xhat_j",
+            # Translators: a route through the graph; keep the node names and arrows
+            _("{xi} → Σ → mean → every xshift_j → xhat_j").format(xi=xi),
             "−rstd · Σ_j dxhat_j / n",
             s.route(x_i, s.at("mean"), s.at("xshift", s.group), xhat_all),
         ),
         GradientPath(
             "var",
             N_("via the variance"),
-            f"{xi} → {squares} → var → std → rstd → every xhat_j",
+            # Translators: a route through the graph; {squares} is "xshift → xshift²" or "x²"
+            _("{xi} → {squares} → var → std → rstd → every xhat_j").format(xi=xi, squares=squares),
             "dL/dvar · 2 xshift_i / n",
             s.route(*var_first, s.at("var"), s.at("std"), s.at("rstd"), xhat_all),
         ),
@@ -535,24 +560,28 @@ def _legend(d: Drawing, info: GradientPaths) -> str:
     graph = d.graph
     assert graph is not None
     xi = graph.index_label("x", info.index)
-    rows = [f'<tr><td colspan="4" align="left"><b>gradient paths into {_esc(xi)}</b></td></tr>']
+    head = _("gradient paths into {name}").format(name=xi)
+    rows = [f'<tr><td colspan="4" align="left"><b>{_esc(head)}</b></td></tr>']
     for p in info.paths:
         amount = f"{num(p.amount)}" if p.amount is not None else ""
         rows.append(
             f'<tr><td bgcolor="{PATH_COLOURS[p.key]}" width="22"> </td>'
-            f'<td align="left"><font color="{PATH_COLOURS[p.key]}"><b>{_esc(p.title)}</b></font></td>'
+            f'<td align="left"><font color="{PATH_COLOURS[p.key]}"><b>{_esc(_(p.title))}</b></font></td>'
             f'<td align="left" balign="left">{_esc(p.route)}<br/><font point-size="9">{_esc(p.formula)}</font></td>'
             f'<td align="right">{amount}</td></tr>'
         )
     if all(p.amount is not None for p in info.paths):
         total = sum(p.amount for p in info.paths)  # type: ignore[misc]
         auto = graph["x"][info.index].grad
+        # Translators: the last row of the gradient paths legend, whose amounts it adds up
+        sum_word = pgettext("graph page", "sum")
+        accumulated = _("autograd accumulated {name}.grad = {grad}").format(name=xi, grad=num(auto))
         rows.append(
-            f'<tr><td></td><td align="left"><b>sum</b></td>'
-            f'<td align="left">autograd accumulated {_esc(xi)}.grad = {num(auto)}</td>'
+            f'<tr><td></td><td align="left"><b>{_esc(sum_word)}</b></td>'
+            f'<td align="left">{_esc(accumulated)}</td>'
             f'<td align="right"><b>{num(total)}</b></td></tr>'
         )
-    rows.append(f'<tr><td colspan="4" align="left"><font point-size="9">{_esc(info.note)}</font></td></tr>')
+    rows.append(f'<tr><td colspan="4" align="left"><font point-size="9">{_esc(_(info.note))}</font></td></tr>')
     table = (
         '<table border="1" cellborder="0" cellspacing="2" cellpadding="3" bgcolor="white" color="#999999">'
         + "".join(rows)
@@ -640,10 +669,28 @@ def stage_formula(d: Drawing, stage: str) -> str:
     return _FORMULAS.get((graph.kind, stage)) or _FORMULAS.get(stage, "")  # type: ignore[return-value]
 
 
+def stage_title(stage: str) -> str:
+    """A stage's name as the drawing and the page show it, in the current language (``var`` stays ``var`` in
+    English)."""
+    titles = {
+        "input": pgettext("norm stage", "input"),
+        "mean": pgettext("norm stage", "mean"),
+        "center": pgettext("norm stage", "center"),
+        "var": pgettext("norm stage", "var"),
+        "meansq": pgettext("norm stage", "meansq"),
+        "sqrt": pgettext("norm stage", "sqrt"),
+        "divide": pgettext("norm stage", "divide"),
+        "affine": pgettext("norm stage", "affine"),
+        "scale": pgettext("norm stage", "scale"),
+        "loss": pgettext("norm stage", "loss"),
+    }
+    return titles.get(stage, stage)
+
+
 def _cluster_label(d: Drawing, stage: str) -> str:
     formula = stage_formula(d, stage)
     sub = f'<font point-size="10">{_esc(formula)}</font><br align="left"/>' if formula else ""
-    return f'<<b>{_esc(stage)}</b><br align="left"/>{sub}>'
+    return f'<<b>{_esc(stage_title(stage))}</b><br align="left"/>{sub}>'
 
 
 def default_title(d: Drawing, title: str | None, grad: bool) -> str | None:
@@ -654,11 +701,12 @@ def default_title(d: Drawing, title: str | None, grad: bool) -> str | None:
         return None
     what = _KIND_TITLES.get(graph.kind, graph.kind)
     shape = "×".join(map(str, graph.shape))
-    text = f"{what} of x [{shape}], eps = {graph.eps:g}"
+    # Translators: the title of a drawing, e.g. "LayerNorm of x (2×4), eps = 1e-05"; (2×4) is x's shape
+    text = _("{norm} of x ({shape}), eps = {eps}").format(norm=what, shape=shape, eps=f"{graph.eps:g}")
     if graph.variance != "two_pass":
-        text += f", {graph.variance} variance"
+        text = _("{title}, {variance} variance").format(title=text, variance=graph.variance)
     if grad:
-        text += " · grad = dL/d(node) after backward()"
+        text = _("{title} · grad = dL/d(node) after backward()").format(title=text)
     return text
 
 
@@ -670,15 +718,27 @@ def _value_label(name: str, data: float, grad: float | None, *, faded: bool, str
         return f'<td><font color="{colour}">{text}</font></td>' if colour else f"<td>{text}</td>"
 
     cells = [cell(f"<b>{_esc(name)}</b>")] if name else []
-    cells.append(cell(f"data {num(data)}"))
+    cells.append(cell(f"{_esc(data_word())} {num(data)}"))
     if grad is not None:
-        cells.append(cell(f"grad {num(grad)}", GRAD_TEXT))
+        cells.append(cell(f"{_esc(grad_word())} {num(grad)}", GRAD_TEXT))
     line = HIGHLIGHT if strong else (FADED_LINE if faded else "#777777")
     rows = "".join(f"<tr>{c}</tr>" for c in cells) if stacked else f"<tr>{''.join(cells)}</tr>"
     return (
         f'<<table border="{2 if strong else 0}" cellborder="1" cellspacing="0" cellpadding="2" '
         f'bgcolor="white" color="{line}">{rows}</table>>'
     )
+
+
+def data_word() -> str:
+    """The word before a node's value in the drawing."""
+    # Translators: the word before a node's value in the drawing, e.g. "data 0.5"; keep it short
+    return pgettext("graph drawing", "data")
+
+
+def grad_word() -> str:
+    """The word before a node's gradient in the drawing."""
+    # Translators: the word before a node's gradient in the drawing, e.g. "grad -0.25"; keep it short
+    return pgettext("graph drawing", "grad")
 
 
 def op_symbol(op: str) -> str:
@@ -928,10 +988,12 @@ def _few(values: Sequence[float]) -> str:
 
 
 def _shape_of(graph: NormGraph, name: str) -> str:
+    """How many values a named node has, in parentheses: ``x (2×4)``, ``mean (2)``; never ``[1]``, which
+    ``microgradnorm check`` and the full view use for one entry (``mean[1]``)."""
     count = len(graph[name])
     if name in GROUP_NODES or name in PARAM_NODES:
-        return f"[{count}]"
-    return "[" + "×".join(map(str, graph.shape)) + "]"
+        return f"({count})"
+    return "(" + "×".join(map(str, graph.shape)) + ")"
 
 
 def _stage_rows(d: Drawing, stage: str, ks: list[int], *, grad: bool, faded: bool) -> list[str]:
@@ -946,7 +1008,7 @@ def _stage_rows(d: Drawing, stage: str, ks: list[int], *, grad: bool, faded: boo
     def row(head: str, members: list[Value]) -> str:
         cells = cell(head) + cell(_esc(_few([v.data for v in members])))
         if grad:
-            cells += cell("grad " + _esc(_few([v.grad for v in members])), grad_cell=True)
+            cells += cell(_esc(grad_word()) + " " + _esc(_few([v.grad for v in members])), grad_cell=True)
         return f"<tr>{cells}</tr>"
 
     rows = []
@@ -967,7 +1029,7 @@ def _stage_rows(d: Drawing, stage: str, ks: list[int], *, grad: bool, faded: boo
             rows.append(f"<tr>{cell(_esc(node.label) + ' = ' + num(node.data))}</tr>")
         elif graph is None:
             counts.setdefault(d.display_name(k) or op_symbol(node.op) or "value", []).append(node)
-    rows += [row(f"<b>{_esc(label)}</b> ×{len(members)}", members) for label, members in counts.items()]
+    rows += [row(f"<b>{_esc(label)}</b> ({len(members)})", members) for label, members in counts.items()]
     return rows
 
 
@@ -1007,7 +1069,8 @@ def _stage_box(d: Drawing, stage: str, position: int, ks: list[int], *, grad: bo
     """The collapsed view's box for one stage (an HTML-like table): its title and formula over its rows."""
     fill, line = _stage_colours(stage, position)
     formula = stage_formula(d, stage)
-    head = f"<b>{_esc(stage)}</b>" + (f'   <font point-size="10">{_esc(formula)}</font>' if formula else "")
+    sub = f'   <font point-size="10">{_esc(formula)}</font>' if formula else ""
+    head = f"<b>{_esc(stage_title(stage))}</b>" + sub
     if faded:
         head = f'<font color="{FADED_TEXT}">{head}</font>'
     rows = [f'<tr><td colspan="{3 if grad else 2}" align="left">{head}</td></tr>']

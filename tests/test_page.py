@@ -163,6 +163,34 @@ def test_the_paths_into_each_input_add_up_to_its_gradient():
         assert all(re.fullmatch(r"e\d+_\d+|o\d+", e) for p in info["paths"] for e in p["edges"])
 
 
+def test_the_forward_pass_starts_at_x_and_each_parameter_appears_when_first_used():
+    graph, _ = problem(shape=(4,))
+    data = data_of(graph)
+    order, nodes = data["forward"], data["nodes"]
+    assert sorted(order) == list(range(len(nodes)))  # every node made once
+    step = {k: s for s, k in enumerate(order)}
+    assert all(step[c] < step[k] for k, n in enumerate(nodes) for c in n["inputs"])  # inputs before use
+    assert [nodes[k]["name"] for k in order[:4]] == ["x[0]", "x[1]", "x[2]", "x[3]"]
+    for k in order:  # a leaf is made right before the first op that uses it
+        if not nodes[k]["inputs"]:
+            users = [j for j, n in enumerate(nodes) if k in n["inputs"]]
+            first = min(step[j] for j in users)
+            between = order[step[k] + 1 : first]
+            assert all(not nodes[j]["inputs"] for j in between), nodes[k]["name"]
+
+
+def test_paths_of_a_forward_only_page_carry_no_amounts_for_any_input():
+    graph, _ = problem(shape=(4,))  # backward has run, but the page is made forward only
+    subject = page_data.subject_of(graph)
+    data = page_data.page_data(
+        page_data.Subject(subject.obj, subject.graph, None), viz.drawing(subject.obj, subject.graph)
+    )
+    assert len(data["paths"]["byNode"]) == 4
+    for info in data["paths"]["byNode"].values():
+        assert info["sumText"] is None and info["gradText"] is None
+        assert all(p["amount"] is None and p["amountText"] is None for p in info["paths"])
+
+
 def test_making_a_page_leaves_the_learners_gradients_as_they_were():
     graph, dy = problem(backward=False)
     loss = graph.loss(dy.tolist())
@@ -209,7 +237,7 @@ def test_the_page_is_one_file_that_fetches_nothing(needs_dot, tmp_path):
     assert not re.search(r"<(script|link|img|iframe)[^>]*\s(src|href)=", page)
     assert len(re.findall(r'<svg [^>]*id="svg-(full|stages)"', page)) == 2 and 'id="v0"' in page
     data = embedded_data(page)
-    assert data["view"]["start"] == "full" and data["title"].startswith("LayerNorm of x [4]")
+    assert data["view"]["start"] == "full" and data["title"].startswith("LayerNorm of x (4)")
 
 
 def test_to_html_wants_an_html_name_and_render_writes_one_for_that_extension(needs_dot, tmp_path):
@@ -319,7 +347,14 @@ def test_a_contribution_line_reads_as_the_lesson_tables_do():
     data = data_of(graph)
     first = data["backward"][0]  # L = Σ y·dy sends dy[0] into y[0] first: local derivative dy[0], L.grad = 1
     assert data["nodes"][first["into"]]["name"] == "y[0]"
-    assert first["text"] == f"y[0].grad += {viz.num(dy[0])} × 1 = {viz.num(dy[0])} (1/1)"
+    assert first["text"] == f"y[0].grad += {viz.num(dy[0])} × 1 (= {viz.num(dy[0])}); total {viz.num(dy[0])} (1/1)"
+    # a second contribution: the product and the running total differ, and the line says which is which
+    second = next(c for c in data["backward"] if c["k"] == 2)
+    name, m = data["nodes"][second["into"]]["name"], second["m"]
+    added = float(second["total"]) - float(second["before"])  # what this step added, from the running totals
+    local, grad = re.fullmatch(rf"{re.escape(name)}\.grad \+= (\S+) × (\S+) \(= .*", second["text"]).groups()
+    assert float(local) * float(grad) == pytest.approx(added, rel=1e-3)  # 4 significant digits shown
+    assert second["text"].endswith(f"(= {viz.num(added)}); total {second['totalText']} (2/{m})")
     assert float(first["total"]) == dy[0]
     assert first["why"] == f"∂loss/∂y[0] = dy[0] = {viz.num(dy[0])}; loss.grad = 1"
 

@@ -417,9 +417,10 @@ def test_collapsed_view_is_one_box_per_stage_whatever_d():
             ("divide", "affine"),
         }
     d = parse(viz.to_dot(big, collapse=True))
-    assert "xshift</b> [2×200]" in d.nodes["s_center"]
-    assert "mean</b> [2]" in d.nodes["s_mean"]
-    assert "gamma</b> [200]" in d.nodes["s_affine"]
+    assert "xshift</b> (2×200)" in d.nodes["s_center"]
+    assert "mean</b> (2)" in d.nodes["s_mean"]  # a count, never "mean [2]", which reads as check's mean[2]
+    assert "gamma</b> (200)" in d.nodes["s_affine"]
+    assert not re.search(r"</b> \[", viz.to_dot(big, collapse=True))
 
 
 def test_collapsed_rmsnorm_stages():
@@ -739,3 +740,28 @@ def test_the_drawing_the_page_and_file_output_import_one_way():
     for path in below["page"]:
         assert not {m for m in _imported_modules(path) if m.startswith("microgradnorm.output")}, path.name
     assert "microgradnorm.page" in _imported_modules(package / "output.py")
+
+
+def test_unnamed_nodes_of_a_plain_graph_are_named_after_their_op_with_a_count():
+    a, b = mgn.Value(2.0, label="a"), mgn.Value(-3.0)
+    c = (a * b + a) * (a * b)
+    d = viz.drawing(c)
+    names = [d.display_name(k) for k in range(len(d.order))]
+    assert names.count("a") == 1 and "leaf_1" in names  # the labelled leaf keeps its label; b had none
+    assert sorted(n for n in names if n.startswith("mul_")) == ["mul_1", "mul_2", "mul_3"]
+    assert sum(n.startswith("add_") for n in names) == 1
+    assert len(set(names)) == len(names)  # every node told apart
+
+
+def test_a_chinese_drawing_has_chinese_titles_legend_routes_and_words():
+    from microgradnorm.i18n import use_language
+
+    graph, _ = problem()
+    with use_language("zh-CN"):
+        dot = viz.to_dot(graph, grad=True, paths=True)
+        collapsed = viz.to_dot(graph, grad=True, collapse=True)
+    english = viz.to_dot(graph, grad=True, paths=True)
+    for text in ("gradient paths into", "via the mean", "every xshift_j", "autograd accumulated", " of x ("):
+        assert text in english and text not in dot, text
+    assert "data " in english and "data " not in dot and "grad " not in collapsed
+    assert "均值" in dot and "方差" in collapsed  # the stage titles

@@ -34,7 +34,7 @@ from microgradnorm.norms import NormGraph
 from microgradnorm.page.partials import derivative_lines, forward_line
 from microgradnorm.trace import Trace, trace_backward
 
-__all__ = ["CHECK_LIMIT", "FD_ENTRIES", "PATH_INPUTS", "Subject", "page_data", "subject_of"]
+__all__ = ["CHECK_LIMIT", "FD_ENTRIES", "PATH_INPUTS", "Subject", "forward_order", "page_data", "subject_of"]
 
 PATH_INPUTS = 64  # inputs x_i whose gradient paths the page carries (each costs O(n) edge ids)
 CHECK_LIMIT = 512  # entries of x up to which the page runs the three-way check (as microgradnorm check)
@@ -105,6 +105,7 @@ def page_data(subject: Subject, d: viz.Drawing) -> dict[str, Any]:
         checks, check_summary = _checks(subject, d) if trace is not None else ({}, None)
         return {
             "nodes": _nodes(d, trace, checks),
+            "forward": forward_order(d),
             "stages": _stages(d),
             "backward": _backward(d, trace) if trace is not None else [],
             "seed": _seed(d, trace),
@@ -113,12 +114,36 @@ def page_data(subject: Subject, d: viz.Drawing) -> dict[str, Any]:
         }
 
 
+def forward_order(d: viz.Drawing) -> list[int]:
+    """The order the page makes the nodes in: each op right after the leaves it is the first to use.
+
+    The drawing's topological order puts every leaf first (gamma and beta before any
+    x is used); a learner follows the forward pass better when x comes first and each
+    parameter or constant appears at the step that uses it. Every node still comes
+    after its inputs.
+    """
+    order: list[int] = []
+    made: set[int] = set()
+    for k, node in enumerate(d.order):
+        if not node.children:
+            continue
+        for child in node.children:
+            c = d.pos(child)
+            if c not in made and not child.children:
+                made.add(c)
+                order.append(c)
+        made.add(k)
+        order.append(k)
+    order += [k for k in range(len(d.order)) if k not in made]  # leaves no op uses (a lone root)
+    return order
+
+
 def _incoming(d: viz.Drawing, trace: Trace | None) -> list[int]:
     return [trace.incoming.get(id(node), 0) if trace else 0 for node in d.order]
 
 
 def _nodes(d: viz.Drawing, trace: Trace | None, checks: dict[int, dict]) -> list[dict[str, Any]]:
-    names = [d.display_name(k) or f"#{k}" for k in range(len(d.order))]
+    names = [d.display_name(k) for k in range(len(d.order))]
     incoming = _incoming(d, trace)
     out = []
     for k, node in enumerate(d.order):
@@ -129,6 +154,7 @@ def _nodes(d: viz.Drawing, trace: Trace | None, checks: dict[int, dict]) -> list
                 "name": names[k],
                 "op": viz.op_symbol(node.op) if node.children else "",
                 "stage": node.stage or "",
+                "stageTitle": viz.stage_title(node.stage) if node.stage else "",
                 "label": node.label or "",
                 "value": _exact(node.data),
                 "valueText": viz.num(node.data),
@@ -154,6 +180,7 @@ def _stages(d: viz.Drawing) -> list[dict[str, Any]]:
     return [
         {
             "name": s,
+            "shown": viz.stage_title(s),
             "formula": viz.stage_formula(d, s),
             "nodes": members[s],
             "cluster": viz.dot_id("cluster_" + s),  # the SVG ids of its cluster, title and collapsed box
@@ -168,13 +195,13 @@ def _seed(d: viz.Drawing, trace: Trace | None) -> dict[str, Any] | None:
     if trace is None:
         return None
     k = d.pos(trace.root)
-    name = d.display_name(k) or f"#{k}"
+    name = d.display_name(k)
     return {"node": k, "text": _("{name}.grad = 1: dL/dL, where backward() starts").format(name=name)}
 
 
 def _backward(d: viz.Drawing, trace: Trace) -> list[dict[str, Any]]:
     """Every contribution child.grad += local × out.grad, in the order backward() makes them."""
-    names = [d.display_name(k) or f"#{k}" for k in range(len(d.order))]
+    names = [d.display_name(k) for k in range(len(d.order))]
     total: dict[int, float] = {}  # position -> grad so far
     slots: dict[int, int] = {}  # op position -> inputs handled so far (x * x has two edges into x)
     out = []
@@ -199,8 +226,16 @@ def _backward(d: viz.Drawing, trace: Trace) -> list[dict[str, Any]]:
                 "totalText": viz.num(c.total),
                 "k": c.count,
                 "m": m,
-                "text": f"{names[into]}.grad += {viz.num(c.local)} × {viz.num(c.out_grad)} = "
-                f"{viz.num(c.total)} ({c.count}/{m})",
+                # Translators: one backward step, e.g. "rstd.grad += -0.6337 × -1.035 (= 0.6556); total 0.1687 (2/4)"
+                "text": _("{name}.grad += {local} × {grad} (= {product}); total {total} ({k}/{m})").format(
+                    name=names[into],
+                    local=viz.num(c.local),
+                    grad=viz.num(c.out_grad),
+                    product=viz.num(c.amount),
+                    total=viz.num(c.total),
+                    k=c.count,
+                    m=m,
+                ),
                 "why": f"{why}; {names[k]}.grad = {viz.num(c.out_grad)}",
             }
         )
@@ -247,8 +282,8 @@ def _paths(d: viz.Drawing, *, amounts: bool) -> dict[str, Any]:
             }
             for p in info.paths
         ]
-        amounts = [p.amount for p in info.paths]
-        total = sum(amounts) if None not in amounts else None  # type: ignore[arg-type]
+        shares = [p.amount for p in info.paths]
+        total = sum(shares) if None not in shares else None  # type: ignore[arg-type]
         by_node[k] = {
             "paths": paths,
             "note": _(info.note),

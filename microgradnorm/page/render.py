@@ -122,7 +122,7 @@ def _page_html(
     svg_full = _svg(viz.to_dot(subject.obj, **dot), "full", d) if view.full else ""
     svg_stages = _svg(viz.to_dot(subject.obj, **{**dot, "collapse": True}), "stages", d)
     data = page_data(subject, d)
-    data["title"] = title or _norm_title(d, backward) or _plain_title(subject)
+    data["title"] = title or viz.default_title(d, None, backward) or _plain_title(subject)
     note = view.note
     if not backward:
         forward_only = _(
@@ -133,23 +133,6 @@ def _page_html(
     data["view"] = {"start": view.start, "full": view.full, "note": note}
     data["pathStart"] = _path_start(d, path_input) if paths else None
     return _fill(data, svg_full, svg_stages)
-
-
-def _norm_title(d: viz.Drawing, backward: bool) -> str | None:
-    """What a built norm's page shows: :func:`microgradnorm.viz.default_title`, in the page's language."""
-    graph = d.graph
-    if graph is None:
-        return None
-    from microgradnorm.registry import get_norm
-
-    title = _("{norm} of x [{shape}], eps = {eps}").format(
-        norm=get_norm(graph.kind).title, shape="×".join(map(str, graph.shape)), eps=f"{graph.eps:g}"
-    )
-    if graph.variance != "two_pass":
-        title = _("{title}, {variance} variance").format(title=title, variance=graph.variance)
-    if backward:
-        title = _("{title} · grad = dL/d(node) after backward()").format(title=title)
-    return title
 
 
 def _plain_title(subject: Subject) -> str:
@@ -186,12 +169,11 @@ def _svg(dot: str, view: str, d: viz.Drawing) -> str:
 
 def _names(d: viz.Drawing) -> dict[str, str]:
     """SVG node id -> the name the page shows in tooltips (``v12`` -> ``xhat[2]``)."""
-    names = {f"v{k}": d.display_name(k) or f"#{k}" for k in range(len(d.order))}
+    names = {f"v{k}": d.display_name(k) for k in range(len(d.order))}
     names.update({f"op{k}": f"{viz.op_symbol(n.op)} → {names[f'v{k}']}" for k, n in enumerate(d.order) if n.children})
     return names
 
 
-_TEXT_KINDS = (("grad ", "grad"), ("data ", "data"))
 _ROLES = {"t_": "title", "s_": "stage"}  # SVG id prefix -> class: a stage's title, a stage's collapsed box
 
 
@@ -205,7 +187,7 @@ def _dress(g: ET.Element, view: str, names: dict[str, str]) -> None:
         role = "value" if re.fullmatch(r"v\d+", gid) else "op" if gid.startswith("op") else _ROLES.get(gid[:2], "")
         g.set("class", f"node {role}")
         for text in g.iter(f"{{{SVG_NS}}}text"):
-            for prefix, cls in _TEXT_KINDS:
+            for prefix, cls in ((viz.grad_word() + " ", "grad"), (viz.data_word() + " ", "data")):
                 if (text.text or "").startswith(prefix):
                     text.set("class", cls)
     elif kind == "edge" and title is not None:
