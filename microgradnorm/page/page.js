@@ -5,8 +5,8 @@
  * (see microgradnorm/page/data.py). They arrive as JSON; this script only decides
  * which of them to show at the current step. It computes no number of its own.
  *
- * The timeline has T steps. Steps 1..N create the N nodes in the order the forward
- * pass made them; step N + 1 starts backward (the root's grad is 1); each later step
+ * The timeline has T steps. Steps 1..N create the N nodes in data.forward's order
+ * (x first, each parameter or constant just before its first use); step N + 1 starts backward (the root's grad is 1); each later step
  * is one contribution into.grad += local × grad, in the order backward() makes them.
  * Step t shows the state after t steps, so step 0 is an empty graph and step T the
  * graph with every gradient final.
@@ -20,7 +20,10 @@
   const N = nodes.length;
   const hasBackward = data.seed !== null;
   const T = N + (hasBackward ? 1 + contributions.length : 0);
-  const PLAY_EVERY_MS = 700;
+  const forwardOrder = data.forward; // step s (1..N) makes node forwardOrder[s - 1]
+  const madeAt = new Array(N);
+  forwardOrder.forEach((k, s) => (madeAt[k] = s + 1));
+  const MIN_READABLE = 11 / ((10 * 4) / 3); // zoom at which Graphviz's 10 pt node text is 11 px
 
   const byId = (id) => document.getElementById(id);
   const html = (text) =>
@@ -55,6 +58,8 @@
   let pinned = null; // a node the learner chose to look at; null: the panel follows the steps
   let pathNode = null; // the input x_i whose gradient paths are coloured
   let timer = null;
+  let started = false; // set once the page has read its state from the URL
+  let revealed = false; // the learner asked to see the final numbers before backward reaches them
   const received = new Array(N).fill(0); // contributions each node has received so far
 
   function setClass(element, name, on) {
@@ -108,7 +113,7 @@
   // Apply step s (going from s - 1 to s), or undo it (going from s back to s - 1).
   function apply(s, forward) {
     if (s <= N) {
-      created(s - 1, forward);
+      created(forwardOrder[s - 1], forward);
     } else if (s === N + 1) {
       nodes.forEach((node, k) => {
         if (forward) showGrad(k, "0.0", "0", false);
@@ -134,7 +139,7 @@
   // contributions move on from the nodes of one stage to those of the next.
   const stops = [0];
   for (let s = 1; s <= N; s++) {
-    if (s === N || nodes[s].stage !== nodes[s - 1].stage) stops.push(s);
+    if (s === N || nodes[forwardOrder[s]].stage !== nodes[forwardOrder[s - 1]].stage) stops.push(s);
   }
   if (hasBackward) {
     stops.push(N + 1);
@@ -154,12 +159,13 @@
   function currentStep() {
     if (t === 0) return { node: null, text: say("pressToStart", { n: N }), why: "" };
     if (t <= N) {
-      const node = nodes[t - 1];
+      const k = forwardOrder[t - 1];
+      const node = nodes[k];
       const fields = { t: t, n: N, forward: node.forward, value: node.valueText };
       return {
-        node: t - 1,
+        node: k,
         text: say(node.inputs.length ? "forwardStep" : "forwardLeaf", fields),
-        why: node.stage ? say("stageOf", { stage: node.stage }) : "",
+        why: node.stage ? say("stageOf", { stage: node.stageTitle }) : "",
       };
     }
     if (t === N + 1) return { node: data.seed.node, text: say("backwardStarts", { text: data.seed.text }), why: "" };
@@ -180,14 +186,28 @@
       }
     };
     const step = currentStep();
+    const focused = document.activeElement;
+    const shownOn = (k) => {
+      // where node k is drawn in the view shown: its own box, its stage's folded box, or its stage's box
+      const stage = stageOf.get(nodes[k].stage);
+      if (view === "stages") return stage ? [byId(stage.box)] : [];
+      if (stage && folds.has(stage.name)) return [folds.get(stage.name)];
+      return [el[k].value, el[k].op];
+    };
+    const cues = [];
     if (step.node !== null) {
-      follow(step.node);
-      mark(el[step.node].value, "current");
-      mark(el[step.node].op, "current");
+      [el[step.node].value, el[step.node].op].forEach((x) => mark(x, "current"));
       const stage = stageOf.get(nodes[step.node].stage);
       if (stage) mark(byId(stage.box), "current");
+      if (stage && folds.has(stage.name)) mark(folds.get(stage.name), "current");
+      cues.push(["current", shownOn(step.node)]);
+    }
+    if (step.from !== undefined) {
+      [el[step.from].value, el[step.from].op].forEach((x) => mark(x, "source"));
+      cues.push(["source", shownOn(step.from)]);
     }
     if (step.edge) mark(byId(step.edge), "active");
+    drawCues(cues);
     let text = step.text;
     if (t === T && T > 0) text = say(hasBackward ? "allFinal" : "forwardDone", { text: text });
     byId("status").textContent = text;
@@ -199,23 +219,53 @@
     document.body.dataset.done = t === T ? "true" : "false"; // the stage boxes show final gradients only
     byId("back").disabled = byId("first").disabled = byId("back-stage").disabled = t === 0;
     byId("forward").disabled = byId("last").disabled = byId("forward-stage").disabled = t === T;
+    if (focused && focused.disabled) {
+      // the button in use ran out of steps: keep the keyboard on the stepping controls, not the page body
+      const backward = ["back", "first", "back-stage"].includes(focused.id);
+      byId(backward ? "forward" : "back").focus();
+    }
     showNode(pinned !== null ? pinned : step.node);
+    if (pathNode !== null) showPaths(pathNode);
     if (t === T) pause();
+    keepInView(cues.flatMap(([, elements]) => elements));
+    saveState();
+  }
+
+  // A frame drawn around the node of the step ("current", solid) and the node its contribution comes
+  // from ("source", dashed): a cue that does not rely on colour, with at least 3:1 contrast in both themes.
+  let cueFrames = [];
+  function drawCues(cues) {
+    cueFrames.forEach((f) => f.remove());
+    cueFrames = [];
+    cues.forEach(([name, elements]) => {
+      elements.filter(Boolean).forEach((element) => {
+        if (element.closest(".folded")) return;
+        const b = element.getBBox();
+        const rect = document.createElementNS(SVG_NS, "rect");
+        const pad = 4;
+        [["x", b.x - pad], ["y", b.y - pad], ["width", b.width + 2 * pad], ["height", b.height + 2 * pad], ["rx", 4]]
+          .forEach(([a, v]) => rect.setAttribute(a, v));
+        rect.setAttribute("class", "cue " + name);
+        element.parentNode.appendChild(rect);
+        cueFrames.push(rect);
+      });
+    });
   }
 
   // ---- the node panel --------------------------------------------------------------------------
 
   function gradNow(k) {
     if (!hasBackward) return sayHtml("gradForwardOnly");
-    if (t <= N) return sayHtml("gradNotYet");
+    if (t <= N && !revealed) return sayHtml("gradNotYet");
+    if (t <= N) return sayHtml("gradRevealed", { exact: nodes[k].gradText });
     const fields = { grad: shown[k], k: received[k], m: nodes[k].m, exact: nodes[k].gradText };
     if (nodes[k].m) return sayHtml(isFinal(k) ? "gradCountFinal" : "gradCount", fields);
     return isFinal(k) ? sayHtml("gradFinal", fields) : html(shown[k]);
   }
 
-  function checkLine(node) {
+  function checkLine(node, k) {
     const c = node.check;
-    if (!c) return "";
+    if (!c || !(revealed || (t > N && isFinal(k)))) return ""; // no final numbers before backward gets there
     const mark = (ok) => (ok ? " ✓" : " ✗");
     const fields = { grad: node.gradText, closed: c.closedText, cf: mark(c.closedOk), fdValue: c.fdText, fd: mark(c.fdOk) };
     const line = sayHtml(c.fd === null ? "checkLineNoFd" : "checkLine", fields);
@@ -229,7 +279,7 @@
       return;
     }
     const node = nodes[k];
-    const exists = t >= k + 1;
+    const exists = t >= madeAt[k];
     const partials = node.partials.map((p) => "<li>" + html(p.text) + "</li>").join("");
     box.innerHTML =
       "<h3>" + html(node.name) + "</h3>" +
@@ -239,10 +289,10 @@
       "<dt>" + sayHtml("factGrad") + '</dt><dd class="num">' + gradNow(k) + "</dd>" +
       "<dt>" + sayHtml("factMadeBy") + "</dt><dd>" + (node.inputs.length ? html(node.forward) : sayHtml("leaf")) + "</dd>" +
       (node.op ? "<dt>" + sayHtml("factOp") + "</dt><dd>" + html(node.op) + "</dd>" : "") +
-      "<dt>" + sayHtml("factStage") + "</dt><dd>" + (node.stage ? html(node.stage) : sayHtml("none")) + "</dd>" +
+      "<dt>" + sayHtml("factStage") + "</dt><dd>" + (node.stage ? html(node.stageTitle) : sayHtml("none")) + "</dd>" +
       "<dt>" + sayHtml("factLabel") + "</dt><dd>" + (node.label ? html(node.label) : sayHtml("none")) + "</dd>" +
       (partials ? "<dt>" + sayHtml("factLocal") + '</dt><dd><ul class="partials">' + partials + "</ul></dd>" : "") +
-      checkLine(node) +
+      checkLine(node, k) +
       "</dl>";
     box.dataset.node = String(k);
   }
@@ -291,15 +341,17 @@
         edge.appendChild(copy);
       });
     });
+    // each path's share of dL/dx_i is final numbers: shown once backward has finished x_i (or on request)
+    const known = revealed || (hasBackward && t > N && isFinal(k));
     let rows = info.paths
       .map(
         (p) =>
           '<tr><td><span class="swatch ' + p.key + '"></span></td><td><b>' + html(p.title) + "</b><br>" +
           html(p.route) + '<br><span class="why">' + html(p.formula) + '</span></td><td class="amount">' +
-          html(p.amountText === null ? "" : p.amountText) + "</td></tr>"
+          html(p.amountText === null || !known ? "" : p.amountText) + "</td></tr>"
       )
       .join("");
-    if (info.sumText !== null) {
+    if (info.sumText !== null && known) {
       rows += "<tr><td></td><td><b>" + sayHtml("pathSum") + "</b> · " + sayHtml("autogradGrad", { name: nodes[k].name, grad: info.gradText }) +
         '</td><td class="amount"><b>' + html(info.sumText) + "</b></td></tr>";
     }
@@ -336,13 +388,13 @@
       text.setAttribute("x", b.x + 8);
       text.setAttribute("y", b.y + b.height / 2 + size / 3);
       text.style.fontSize = size + "px";
-      const fields = { stage: stage.name, formula: stage.formula, n: stage.nodes.length };
+      const fields = { stage: stage.shown, formula: stage.formula, n: stage.nodes.length };
       text.textContent = say(stage.formula ? "folded" : "foldedNoFormula", fields);
       g.appendChild(text);
       const width = text.getComputedTextLength();
       if (width > b.width - 16) text.style.fontSize = (size * (b.width - 16)) / width + "px";
       const tip = document.createElementNS(SVG_NS, "title");
-      tip.textContent = say("clickToOpen", { stage: stage.name });
+      tip.textContent = say("clickToOpen", { stage: stage.shown });
       g.appendChild(tip);
       g.addEventListener("click", () => setFold(stage.name, false));
       cluster.parentNode.appendChild(g); // last, so it covers the edges that enter the stage
@@ -358,8 +410,9 @@
     const button = byId("fold-" + stageOf.get(name).cluster);
     if (button) {
       button.setAttribute("aria-pressed", on ? "true" : "false");
-      button.textContent = say(on ? "openStage" : "foldStage", { stage: name });
+      button.textContent = say(on ? "openStage" : "foldStage", { stage: stageOf.get(name).shown });
     }
+    if (t > 0) decorate(); // the step's node may now be on the folded box, or back in view
   }
 
   // ---- views, zoom and theme -------------------------------------------------------------------
@@ -371,12 +424,13 @@
     view = name;
     byId("view-full").hidden = name !== "full";
     byId("view-stages").hidden = name !== "stages";
-    const toggle = byId("view-toggle");
+    const toggle = byId("view-toggle"); // its label stays "One box per stage"; aria-pressed says whether it is on
     toggle.setAttribute("aria-pressed", name === "stages" ? "true" : "false");
-    toggle.textContent = say(name === "stages" ? "everyNode" : "oneBox");
     toggle.disabled = !data.view.full;
     byId("stage-list").querySelectorAll("button").forEach((b) => (b.disabled = name !== "full"));
+    zoom = null;
     applyZoom();
+    if (started) decorate();
   }
 
   function applyZoom() {
@@ -387,12 +441,49 @@
     svg.style.width = zoom === null ? "max(100%, " + Math.round(natural) + "px)" : Math.round(natural * zoom) + "px";
   }
 
-  // Keep the node of the current step in sight when the drawing is larger than the window.
-  function follow(k) {
-    const target = el[k] && (el[k].value || el[k].op);
-    if (target && view === "full" && typeof target.scrollIntoView === "function") {
-      target.scrollIntoView({ block: "nearest", inline: "nearest" });
+  // Keep the step's node, and the node its contribution comes from, inside the graph pane: scroll so that
+  // both are in view, zooming out (never below readable text) when they are too far apart to fit.
+  function keepInView(elements) {
+    const area = byId("graph-area");
+    const shown = elements.filter((x) => x && !x.closest(".folded") && x.getClientRects().length);
+    if (!shown.length) return;
+    const pane = area.getBoundingClientRect();
+    const margin = 16;
+    const union = () => {
+      const rects = shown.map((x) => x.getBoundingClientRect());
+      return {
+        left: Math.min(...rects.map((r) => r.left)),
+        right: Math.max(...rects.map((r) => r.right)),
+        top: Math.min(...rects.map((r) => r.top)),
+        bottom: Math.max(...rects.map((r) => r.bottom)),
+      };
+    };
+    let u = union();
+    const width = u.right - u.left, height = u.bottom - u.top;
+    const room = [area.clientWidth - 2 * margin, area.clientHeight - 2 * margin];
+    if (width > room[0] || height > room[1]) {
+      const svg = currentSvg();
+      const now = svg.getBoundingClientRect().width / naturalWidth(svg);
+      const wanted = Math.max(MIN_READABLE, now * Math.min(room[0] / width, room[1] / height));
+      if (wanted < now) {
+        zoom = wanted;
+        applyZoom();
+        u = union();
+      }
     }
+    const dx = u.left < pane.left + margin || u.right > pane.right - margin
+      ? (u.left + u.right) / 2 - (pane.left + pane.right) / 2 : 0;
+    const dy = u.top < pane.top + margin || u.bottom > pane.bottom - margin
+      ? (u.top + u.bottom) / 2 - (pane.top + pane.bottom) / 2 : 0;
+    if (dx || dy) area.scrollBy({ left: dx, top: dy, behavior: "instant" });
+  }
+
+  function currentSvg() {
+    return byId(view === "full" ? "svg-full" : "svg-stages");
+  }
+
+  function naturalWidth(svg) {
+    return (svg.viewBox.baseVal.width * 4) / 3; // Graphviz measures in points; a CSS pixel is 3/4 of a point
   }
 
   function zoomBy(factor) {
@@ -411,13 +502,12 @@
     const natural = [(box.width * 4) / 3, (box.height * 4) / 3];
     zoom = Math.min((area.clientWidth - 20) / natural[0], (area.clientHeight - 20) / natural[1]);
     applyZoom();
+    decorate();
   }
 
   function setTheme(name) {
     document.documentElement.dataset.theme = name;
-    const button = byId("theme");
-    button.setAttribute("aria-pressed", name === "dark" ? "true" : "false");
-    button.textContent = say(name === "dark" ? "light" : "dark");
+    byId("theme").setAttribute("aria-pressed", name === "dark" ? "true" : "false"); // its label stays "Dark"
   }
 
   // ---- playing ----------------------------------------------------------------------------------
@@ -426,15 +516,13 @@
     if (timer !== null) clearInterval(timer);
     timer = null;
     byId("play").setAttribute("aria-pressed", "false");
-    byId("play").textContent = say("play");
   }
 
   function togglePlay() {
     if (timer !== null) return pause();
     if (t === T) goTo(0);
-    timer = setInterval(() => goTo(t + 1), PLAY_EVERY_MS);
+    timer = setInterval(() => goTo(t + 1), 1000 / Number(byId("speed").value));
     byId("play").setAttribute("aria-pressed", "true");
-    byId("play").textContent = say("pause");
   }
 
   // ---- controls -----------------------------------------------------------------------------------
@@ -449,7 +537,9 @@
   function buildControls() {
     const nodeSelect = byId("node-select");
     nodeSelect.appendChild(option("", say("followSteps")));
-    nodes.forEach((node, k) => nodeSelect.appendChild(option(String(k), node.name + (node.stage ? " · " + node.stage : ""))));
+    forwardOrder.forEach((k) =>
+      nodeSelect.appendChild(option(String(k), nodes[k].name + (nodes[k].stage ? " · " + nodes[k].stageTitle : "")))
+    );
     nodeSelect.addEventListener("change", () => pin(nodeSelect.value === "" ? null : Number(nodeSelect.value)));
 
     const pathSelect = byId("path-select");
@@ -463,7 +553,7 @@
       const button = document.createElement("button");
       button.type = "button";
       button.id = "fold-" + stage.cluster;
-      button.textContent = say("foldStage", { stage: stage.name });
+      button.textContent = say("foldStage", { stage: stage.shown });
       button.setAttribute("aria-pressed", "false");
       button.addEventListener("click", () => setFold(stage.name, !folds.has(stage.name)));
       list.appendChild(button);
@@ -472,6 +562,20 @@
 
     if (data.check) byId("check-info").textContent = data.check.text;
     else byId("check-section").hidden = true;
+
+    const speed = byId("speed");
+    [1, 2, 5, 10, 25, 60].forEach((n) => speed.appendChild(option(String(n), say("perSecond", { n: n }))));
+    speed.value = "2";
+    speed.addEventListener("change", () => {
+      if (timer !== null) {
+        pause();
+        togglePlay();
+      }
+    });
+    byId("reveal").addEventListener("change", (e) => {
+      revealed = e.target.checked;
+      decorate();
+    });
 
     const scrubber = byId("scrubber");
     scrubber.max = String(T);
@@ -497,10 +601,10 @@
     const area = byId("graph-area");
     area.addEventListener("mouseover", (e) => {
       const k = nodeOfElement(e.target);
-      if (k !== null) showNode(k);
+      if (k !== null && pinned === null) showNode(k); // a pinned node stays until the learner lets it go
     });
     area.addEventListener("mouseout", (e) => {
-      if (nodeOfElement(e.target) !== null) showNode(pinned !== null ? pinned : currentStep().node);
+      if (nodeOfElement(e.target) !== null && pinned === null) showNode(currentStep().node);
     });
     area.addEventListener("click", (e) => {
       const k = nodeOfElement(e.target);
@@ -525,6 +629,32 @@
     },
     Escape: () => pin(null),
   };
+
+  // ---- the state in the URL: #step=78&node=xhat[2]&paths=x[0]&view=stages ------------------------------
+
+  const byName = new Map(nodes.map((node, k) => [node.name, k]));
+  function saveState() {
+    if (!started) return;
+    const parts = ["step=" + t];
+    if (pinned !== null) parts.push("node=" + encodeURIComponent(nodes[pinned].name));
+    if (pathNode !== null) parts.push("paths=" + encodeURIComponent(nodes[pathNode].name));
+    if (view !== data.view.start) parts.push("view=" + view);
+    const hash = "#" + parts.join("&");
+    if (location.hash !== hash) history.replaceState(null, "", hash);
+  }
+
+  function loadState() {
+    const state = {};
+    location.hash.replace(/^#/, "").split("&").forEach((part) => {
+      const at = part.indexOf("=");
+      if (at > 0) state[part.slice(0, at)] = decodeURIComponent(part.slice(at + 1));
+    });
+    if ((state.view === "full" && data.view.full) || state.view === "stages") setView(state.view);
+    if (state.paths !== undefined && data.paths.byNode[byName.get(state.paths)]) showPaths(byName.get(state.paths));
+    if (state.node !== undefined && byName.has(state.node)) pin(byName.get(state.node));
+    const step = Number(state.step);
+    return Number.isInteger(step) ? step : 0;
+  }
 
   document.addEventListener("keydown", (e) => {
     const tag = (e.target.tagName || "").toLowerCase();
@@ -551,5 +681,9 @@
   setTheme(dark ? "dark" : "light");
   setView(data.view.full ? data.view.start : "stages");
   showPaths(data.pathStart);
-  goTo(0);
+  const startAt = loadState();
+  started = true;
+  goTo(startAt);
+  decorate();
+  window.addEventListener("hashchange", () => goTo(loadState()));
 })();
