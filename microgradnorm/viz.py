@@ -1021,14 +1021,20 @@ def _stage_rows(d: Drawing, stage: str, ks: list[int], *, grad: bool, faded: boo
                 named.update(d.pos(v) for v in values)
                 rows.append(row(f"<b>{_esc(name)}</b> {_shape_of(graph, name)}", values))
     counts: dict[str, list[Value]] = {}
+    leaves: dict[str, list[Value]] = {}  # constants such as 1/n and eps, and the loss's dy: by label
     for k in ks:
         node = d.order[k]
         if k in named:
             continue
-        if not node.children and node.label:  # constants such as 1/n and eps
-            rows.append(f"<tr>{cell(_esc(node.label) + ' = ' + num(node.data))}</tr>")
+        if not node.children and node.label:
+            leaves.setdefault(node.label, []).append(node)
         elif graph is None:
             counts.setdefault(d.display_name(k) or op_symbol(node.op) or "value", []).append(node)
+    for label, members in leaves.items():  # one constant: "eps = 1e-05"; many (dy): one row like a named node
+        if len(members) == 1:
+            rows.append(f"<tr>{cell(_esc(label) + ' = ' + num(members[0].data))}</tr>")
+        else:
+            rows.append(row(f"<b>{_esc(label)}</b> ({len(members)})", members))
     rows += [row(f"<b>{_esc(label)}</b> ({len(members)})", members) for label, members in counts.items()]
     return rows
 

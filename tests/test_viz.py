@@ -766,3 +766,11 @@ def test_a_chinese_drawing_has_chinese_titles_legend_routes_and_words():
     assert "data " in english and "data " not in dot
     assert '">grad ' in viz.to_dot(graph, grad=True, collapse=True) and '">grad ' not in collapsed
     assert "均值" in dot and "方差" in collapsed  # the stage titles
+
+
+def test_the_collapsed_loss_box_sums_dy_up_in_one_row_whatever_d():
+    graph, (_, _, _, dy) = problem(shape=(16,), backward=False)
+    loss = graph.loss(dy.tolist())
+    box = parse(viz.to_dot(loss, graph=graph, collapse=True)).nodes["s_loss"]
+    assert box.count("<tr>") == 2  # the title and one row for dy, not 16
+    assert "dy</b> (16)" in box and f"{viz.num(dy[0])}, {viz.num(dy[1])}, {viz.num(dy[2])}, …" in box

@@ -227,7 +227,8 @@
     showNode(pinned !== null ? pinned : step.node);
     if (pathNode !== null) showPaths(pathNode);
     if (t === T) pause();
-    keepInView(cues.flatMap(([, elements]) => elements));
+    const first = step.node === null && N ? shownOn(forwardOrder[0]) : []; // step 0: where the forward pass starts
+    keepInView(step.node !== null ? shownOn(step.node) : first, step.from !== undefined ? shownOn(step.from) : []);
     saveState();
   }
 
@@ -441,16 +442,18 @@
     svg.style.width = zoom === null ? "max(100%, " + Math.round(natural) + "px)" : Math.round(natural * zoom) + "px";
   }
 
-  // Keep the step's node, and the node its contribution comes from, inside the graph pane: scroll so that
-  // both are in view, zooming out (never below readable text) when they are too far apart to fit.
-  function keepInView(elements) {
+  // Keep the step's node, and the node its contribution comes from, inside the graph pane. Both are shown when
+  // they fit, zooming out as far as text stays readable (11 px); when they are further apart than that, the
+  // step's node is shown at the side of the pane nearest the source, with as much of the way to it as fits.
+  function keepInView(current, source) {
     const area = byId("graph-area");
-    const shown = elements.filter((x) => x && !x.closest(".folded") && x.getClientRects().length);
-    if (!shown.length) return;
-    const pane = area.getBoundingClientRect();
-    const margin = 16;
-    const union = () => {
-      const rects = shown.map((x) => x.getBoundingClientRect());
+    const visible = (elements) => elements.filter((x) => x && !x.closest(".folded") && x.getClientRects().length);
+    const mine = visible(current);
+    const theirs = visible(source);
+    if (!mine.length) return;
+    const margin = 12;
+    const box = (elements) => {
+      const rects = elements.map((x) => x.getBoundingClientRect());
       return {
         left: Math.min(...rects.map((r) => r.left)),
         right: Math.max(...rects.map((r) => r.right)),
@@ -458,23 +461,33 @@
         bottom: Math.max(...rects.map((r) => r.bottom)),
       };
     };
-    let u = union();
-    const width = u.right - u.left, height = u.bottom - u.top;
     const room = [area.clientWidth - 2 * margin, area.clientHeight - 2 * margin];
-    if (width > room[0] || height > room[1]) {
+    let u = box(mine.concat(theirs));
+    if (u.right - u.left > room[0] || u.bottom - u.top > room[1]) {
       const svg = currentSvg();
       const now = svg.getBoundingClientRect().width / naturalWidth(svg);
-      const wanted = Math.max(MIN_READABLE, now * Math.min(room[0] / width, room[1] / height));
-      if (wanted < now) {
+      const fit = now * Math.min(room[0] / (u.right - u.left), room[1] / (u.bottom - u.top));
+      const wanted = Math.max(MIN_READABLE, fit);
+      if (wanted < now - 1e-3) {
         zoom = wanted;
         applyZoom();
-        u = union();
+        u = box(mine.concat(theirs));
       }
     }
-    const dx = u.left < pane.left + margin || u.right > pane.right - margin
-      ? (u.left + u.right) / 2 - (pane.left + pane.right) / 2 : 0;
-    const dy = u.top < pane.top + margin || u.bottom > pane.bottom - margin
-      ? (u.top + u.bottom) / 2 - (pane.top + pane.bottom) / 2 : 0;
+    const c = box(mine);
+    if (u.right - u.left > room[0]) {
+      if (u.right > c.right) [u.left, u.right] = [c.left, c.left + room[0]];
+      else [u.left, u.right] = [c.right - room[0], c.right];
+    }
+    if (u.bottom - u.top > room[1]) {
+      if (u.bottom > c.bottom) [u.top, u.bottom] = [c.top, c.top + room[1]];
+      else [u.top, u.bottom] = [c.bottom - room[1], c.bottom];
+    }
+    const pane = area.getBoundingClientRect();
+    const inside = [pane.left + area.clientLeft + margin, pane.top + area.clientTop + margin];
+    const shift = (lo, hi, start, size) => (lo < start ? lo - start : hi > start + size ? hi - start - size : 0);
+    const dx = shift(u.left, u.right, inside[0], room[0]);
+    const dy = shift(u.top, u.bottom, inside[1], room[1]);
     if (dx || dy) area.scrollBy({ left: dx, top: dy, behavior: "instant" });
   }
 
