@@ -23,7 +23,7 @@
   const forwardOrder = data.forward; // step s (1..N) makes node forwardOrder[s - 1]
   const madeAt = new Array(N);
   forwardOrder.forEach((k, s) => (madeAt[k] = s + 1));
-  const MIN_READABLE = 11 / ((10 * 4) / 3); // zoom at which Graphviz's 10 pt node text is 11 px
+  const MIN_READABLE = 11 / ((9 * 4) / 3); // zoom at which the drawing's smallest text (9 pt, the legend) is 11 px
 
   const byId = (id) => document.getElementById(id);
   const html = (text) =>
@@ -671,8 +671,9 @@
 
   document.addEventListener("keydown", (e) => {
     const tag = (e.target.tagName || "").toLowerCase();
-    if (["select", "input", "textarea"].includes(tag) && e.key !== "Escape") return; // the control's own keys
-    if (tag === "button" && (e.key === " " || e.key === "Enter")) return; // pressing the focused button
+    const box = tag === "input" && e.target.type === "checkbox";
+    if ((["select", "input", "textarea"].includes(tag) && !box) && e.key !== "Escape") return; // the control's own keys
+    if ((tag === "button" || box) && (e.key === " " || e.key === "Enter")) return; // pressing the focused control
     if (e.altKey || e.ctrlKey || e.metaKey) return;
     const action = KEYS[e.key];
     if (!action) return;

@@ -1,0 +1,280 @@
+"""What a learner sees of the step-through page: the step in view, readable text, a phone, axe, the URL.
+
+Headless Chromium (see tests/browser.py), at 1280×800, 1920×1080 and a 390×844 phone. The
+stepping runs inside the page (one ``evaluate`` presses → and measures, for every step of
+a d = 4 page and sampled steps of d = 16 and 64), so the test costs seconds, not minutes.
+Screenshots of a d = 4 page mid-backward and of a d = 64 page's opening view are written to
+``$MICROGRADNORM_SCREENS`` when it names a folder (otherwise to pytest's temporary folder).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from microgradnorm.output import to_html
+from tests.test_page import problem
+from tests.test_page_browser import chromium, opened  # noqa: F401  (the session's browser, a checked tab)
+
+DESKTOP = {"width": 1280, "height": 800}
+WIDE = {"width": 1920, "height": 1080}
+PHONE = {"width": 390, "height": 844}
+READABLE_PX = 11  # the smallest text the page may open with or zoom to by itself
+CONTRAST = 3.0  # WCAG 2.1 non-text contrast, for the frame of the current step
+
+# Runs inside the page: press → until step `upto` (with `every` > 1, jump with the scrubber to every `every`-th
+# step) and return the steps where the step's node ("current") does not intersect the graph pane, or where the
+# contribution's source does not although both would fit in the pane side by side at the zoom shown.
+WALK = """([upto, every]) => {
+  const area = document.getElementById('graph-area');
+  const pane = area.getBoundingClientRect();
+  const meets = (r) => r.right > pane.left && r.left < pane.right && r.bottom > pane.top && r.top < pane.bottom;
+  const view = () => document.querySelector('.view:not([hidden])');
+  const rects = (name) => [...view().querySelectorAll('rect.cue.' + name)].map((e) => e.getBoundingClientRect());
+  const lost = [];
+  let measured = 0;
+  const scrubber = document.getElementById('scrubber');
+  for (let s = 1; s <= upto; s++) {
+    if (every === 1) {
+      document.dispatchEvent(new KeyboardEvent('keydown', {key: 'ArrowRight', bubbles: true}));
+    } else if (s % every === 0 || s === upto) {  // a sampled step: jump there as the scrubber does
+      scrubber.value = String(s);
+      scrubber.dispatchEvent(new Event('input', {bubbles: true}));
+    }
+    if (s % every) continue;
+    measured += 1;
+    const current = rects('current');
+    if (!current.length || !current.some(meets)) lost.push(['current', s]);
+    const source = rects('source');
+    if (current.length && source.length && !source.some(meets)) {
+      const a = current[0], b = source[0];
+      const apart = Math.max(a.right, b.right) - Math.min(a.left, b.left);
+      const tall = Math.max(a.bottom, b.bottom) - Math.min(a.top, b.top);
+      if (apart < area.clientWidth - 24 && tall < area.clientHeight - 24) lost.push(['source', s]);
+    }
+  }
+  return {lost: lost, measured: measured, step: Number(document.body.dataset.step)};
+}"""
+
+# The rendered size in CSS px of the smallest text drawn in the view shown (Graphviz's font-size is in user units).
+SMALLEST_TEXT = """() => {
+  const svg = document.querySelector('.view:not([hidden]) svg');
+  const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+  const sizes = [...svg.querySelectorAll('text')]
+    .filter((t) => getComputedStyle(t).visibility !== 'hidden' && !t.closest('.folded, .future'))
+    .map((t) => parseFloat(getComputedStyle(t).fontSize) * scale);
+  return Math.min(...sizes);
+}"""
+
+STEPS = "JSON.parse(document.getElementById('graph-data').textContent)"
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    """LayerNorm pages with their loss (forward and backward) at d = 4, 16 and 64."""
+    folder = tmp_path_factory.mktemp("view")
+    made = {}
+    for d in (4, 16, 64):
+        graph, dy = problem(shape=(d,), backward=False)
+        loss = graph.loss(dy.tolist())
+        made[d] = to_html(loss, folder / f"ln{d}.html", graph=graph, paths=True)
+    return made
+
+
+@pytest.fixture(scope="module")
+def screens(tmp_path_factory) -> Path:
+    named = os.environ.get("MICROGRADNORM_SCREENS")
+    folder = Path(named) if named else tmp_path_factory.mktemp("screens")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def total_steps(tab) -> int:
+    return tab.evaluate(f"(() => {{ const d = {STEPS}; return d.nodes.length + 1 + d.backward.length; }})()")
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280x800", "390x844"])
+def test_every_step_of_a_small_page_is_in_view_with_readable_text(needs_dot, chromium, pages, viewport):  # noqa: F811
+    with opened(chromium, pages[4], viewport=viewport) as tab:
+        assert tab.evaluate(SMALLEST_TEXT) >= READABLE_PX  # as it opens
+        steps = total_steps(tab)
+        walked = tab.evaluate(WALK, [steps, 1])
+        assert walked["measured"] == steps and walked["step"] == steps
+        assert walked["lost"] == []
+        assert tab.evaluate(SMALLEST_TEXT) >= READABLE_PX  # after following the steps (it may have zoomed out)
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, WIDE, PHONE], ids=["1280x800", "1920x1080", "390x844"])
+@pytest.mark.parametrize("d", [16, 64])
+def test_sampled_steps_of_larger_pages_are_in_view_in_both_views(needs_dot, chromium, pages, viewport, d):  # noqa: F811
+    with opened(chromium, pages[d], viewport=viewport) as tab:
+        assert tab.evaluate(SMALLEST_TEXT) >= READABLE_PX
+        steps = total_steps(tab)
+        every = max(1, steps // 25)
+        assert tab.evaluate(WALK, [steps, every])["lost"] == []
+        if d == 16:  # the full view too, from the start, with a stage folded
+            tab.keyboard.press("Home")
+            tab.click("#view-toggle")
+            if tab.get_attribute("#view-toggle", "aria-pressed") == "true":
+                tab.click("#view-toggle")
+            tab.click("#fold-cluster_var")
+            assert tab.evaluate(WALK, [steps, every])["lost"] == []
+
+
+@pytest.mark.parametrize("viewport", [PHONE, {"width": 320, "height": 640}], ids=["390x844", "320x640"])
+def test_a_phone_page_does_not_scroll_sideways_and_keeps_room_for_the_details(needs_dot, chromium, pages, viewport):  # noqa: F811
+    with opened(chromium, pages[4], viewport=viewport) as tab:
+        tab.keyboard.press("End")
+        assert tab.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+        heights = tab.evaluate(
+            "['graph-area', 'panel', 'controls'].map(id => document.getElementById(id).getBoundingClientRect().height)"
+        )
+        graph, panel, _ = heights
+        assert graph >= 0.25 * viewport["height"] and panel >= 0.15 * viewport["height"]
+        rows = tab.evaluate(  # no button's label breaks over two lines
+            "[...document.querySelectorAll('#controls button')].map(b => b.getBoundingClientRect().height)"
+        )
+        assert max(rows) < 2 * min(rows)
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_axe_finds_nothing_serious_in_either_theme(needs_dot, chromium, pages, theme):  # noqa: F811
+    from axe_playwright_python.sync_playwright import Axe
+
+    with opened(chromium, pages[4], viewport=DESKTOP, color_scheme=theme) as tab:
+        assert tab.evaluate("document.documentElement.dataset.theme") == theme
+        tab.evaluate(WALK, [total_steps(tab) // 2 + 30, 1000])  # mid-backward
+        for view in ("full", "stages"):
+            violations = Axe().run(tab).response["violations"]
+            serious = [v for v in violations if v["impact"] in ("serious", "critical")]
+            bad = [(v["id"], v["impact"], len(v["nodes"])) for v in serious]
+            assert bad == [], (view, bad)
+            tab.click("#view-toggle")
+
+
+def _luminance(rgb: tuple[float, float, float]) -> float:
+    def channel(c: float) -> float:
+        c /= 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (channel(c) for c in rgb)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def _rgb(css: str) -> tuple[float, float, float]:
+    parts = css[css.index("(") + 1 : css.index(")")].replace(",", " ").split()
+    return tuple(float(p) for p in parts[:3])  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_the_current_step_frame_stands_out_3_to_1_and_the_source_is_framed_too(needs_dot, chromium, pages, theme):  # noqa: F811
+    with opened(chromium, pages[4], viewport=DESKTOP, color_scheme=theme) as tab:
+        n = tab.evaluate(f"{STEPS}.nodes.length")
+        tab.evaluate(WALK, [n + 5, 1000])  # a contribution: it has a source
+        stroke = tab.evaluate("getComputedStyle(document.querySelector('rect.cue.current')).stroke")
+        background = tab.evaluate("getComputedStyle(document.body).backgroundColor")
+        a, b = sorted((_luminance(_rgb(stroke)), _luminance(_rgb(background))), reverse=True)
+        assert (a + 0.05) / (b + 0.05) >= CONTRAST, (stroke, background)
+        assert tab.locator("#svg-full g.node.current").count() >= 1
+        assert tab.locator("#svg-full g.node.source").count() >= 1
+        assert tab.locator("rect.cue.source").count() >= 1
+
+
+def test_a_pinned_node_stays_while_hovering_and_stepping(needs_dot, chromium, pages):  # noqa: F811
+    with opened(chromium, pages[4], viewport=WIDE) as tab:
+        tab.keyboard.press("End")
+        first, other = tab.evaluate(
+            f"(() => {{ const d = {STEPS}; return [d.forward[0], d.forward[1]].map(k => [k, d.nodes[k].name]); }})()"
+        )
+        tab.click(f"#v{first[0]}")
+        tab.hover(f"#v{other[0]}")
+        assert tab.inner_text("#node-info h3") == first[1]
+        tab.keyboard.press("ArrowLeft")
+        assert tab.inner_text("#node-info h3") == first[1]
+
+
+def test_focus_stays_on_the_stepping_controls_and_they_come_first(needs_dot, chromium, pages):  # noqa: F811
+    with opened(chromium, pages[4], viewport=DESKTOP) as tab:
+        tab.keyboard.press("Tab")  # the stepping controls are first (|◀ and ◀ are disabled at step 0)
+        assert tab.evaluate("document.activeElement.id") == "play"
+        tab.focus("#last")
+        tab.keyboard.press("Enter")  # to the last step: "last" is disabled now
+        assert tab.evaluate("document.activeElement.id") == "back"
+        tab.focus("#first")
+        tab.keyboard.press("Enter")
+        assert tab.evaluate("document.activeElement.id") == "forward"
+        label = tab.inner_text("#view-toggle")
+        tab.click("#view-toggle")
+        assert tab.inner_text("#view-toggle") == label  # the label says what it does; aria-pressed says if it is on
+        assert tab.get_attribute("#view-toggle", "aria-pressed") == "true"
+
+
+def test_no_final_number_shows_before_backward_reaches_it_unless_asked(needs_dot, chromium, pages):  # noqa: F811
+    with opened(chromium, pages[4], viewport=DESKTOP) as tab:
+        data = tab.evaluate(f"(() => {{ const d = {STEPS}; return [d.paths.inputs[0], d.nodes.length]; }})()")
+        x0, n = data
+        info = tab.evaluate(f"{STEPS}.paths.byNode[{x0}]")
+        amounts = [p["amountText"] for p in info["paths"]]
+        tab.evaluate(WALK, [n + 3, 1000])  # backward has started; x[0] is far from final
+        tab.select_option("#node-select", str(x0))
+        legend, panel = tab.inner_text("#path-info"), tab.inner_text("#node-info")
+        assert not any(a in legend for a in amounts) and info["sumText"] not in legend
+        assert "closed form" not in panel  # the check line waits for the final gradient
+        tab.check("#reveal")
+        assert all(a in tab.inner_text("#path-info") for a in amounts)
+        tab.uncheck("#reveal")
+        tab.keyboard.press("End")
+        assert all(a in tab.inner_text("#path-info") for a in amounts)
+        future = tab.evaluate(  # at step 0, no drawn number of a node not yet made is visible
+            "(() => { document.dispatchEvent(new KeyboardEvent('keydown', {key: 'Home', bubbles: true}));"
+            " return [...document.querySelectorAll('.future text')].filter(t => getComputedStyle(t).visibility"
+            " !== 'hidden').length; })()"
+        )
+        assert future == 0
+
+
+def test_the_url_keeps_the_step_the_node_the_paths_and_the_view(needs_dot, chromium, pages):  # noqa: F811
+    with opened(chromium, pages[4], viewport=DESKTOP) as tab:
+        d = tab.evaluate(STEPS)
+        xhat = next(k for k, node in enumerate(d["nodes"]) if node["name"] == "xhat[2]")
+        x1 = next(k for k, node in enumerate(d["nodes"]) if node["name"] == "x[1]")
+        tab.evaluate(WALK, [78, 1000])
+        tab.select_option("#node-select", str(xhat))
+        tab.select_option("#path-select", str(x1))
+        tab.click("#view-toggle")
+        url = tab.url
+        assert url.endswith("#step=78&node=xhat%5B2%5D&paths=x%5B1%5D&view=stages")
+        tab.goto("about:blank")
+        tab.goto(url)  # from file://, as a learner would open a shared link
+        assert tab.evaluate("document.body.dataset.step") == "78"
+        assert tab.inner_text("#node-info h3") == "xhat[2]"
+        assert tab.evaluate("document.getElementById('path-select').value") == str(x1)
+        assert tab.is_visible("#svg-stages") and not tab.is_visible("#svg-full")
+
+
+def _midway(tab) -> None:
+    """Step to the mean receiving the second of its contributions (backward, mid-way)."""
+    target = tab.evaluate(
+        f"(() => {{ const d = {STEPS}; const j = d.backward.findIndex(c => d.nodes[c.into].name === 'mean' &&"
+        " c.k === 2); return d.nodes.length + 2 + j; })()"
+    )
+    tab.evaluate(WALK, [target, 1000])
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280x800", "390x844"])
+def test_screenshots_of_a_small_page_mid_backward_and_a_large_page_opening(
+    needs_dot, chromium, pages, screens, viewport
+):  # noqa: F811,E501
+    tag = f"{viewport['width']}x{viewport['height']}"
+    with opened(chromium, pages[4], viewport=viewport) as tab:
+        _midway(tab)
+        shot = screens / f"d4-mid-backward-{tag}.png"
+        tab.screenshot(path=str(shot))
+        assert shot.stat().st_size > 10_000
+    with opened(chromium, pages[64], viewport=viewport) as tab:
+        shot = screens / f"d64-opening-{tag}.png"
+        tab.screenshot(path=str(shot))
+        assert tab.is_visible("#svg-stages")
+        assert tab.evaluate(SMALLEST_TEXT) >= READABLE_PX
