@@ -15,6 +15,8 @@ import os
 import shutil
 from typing import Any
 
+import pytest
+
 # No sandbox (containers run as root), no GPU, and nothing that would reach the network.
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -50,3 +52,19 @@ def missing() -> str | None:
 def launch(playwright: Any) -> Any:
     """A headless Chromium from Playwright's ``sync_playwright()`` object, the system's binary."""
     return playwright.chromium.launch(executable_path=browser_path(), args=CHROMIUM_ARGS)
+
+
+@pytest.fixture(scope="session", name="chromium")
+def chromium_fixture():
+    """One browser for the whole session: each test opens its own tab (import this into a test module)."""
+    reason = missing()
+    if reason:
+        if os.environ.get("MICROGRADNORM_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"MICROGRADNORM_REQUIRE_BROWSER=1 but {reason}")
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = launch(playwright)
+        yield instance
+        instance.close()

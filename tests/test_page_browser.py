@@ -10,7 +10,6 @@ skip, unless MICROGRADNORM_REQUIRE_BROWSER=1 (set by .ci/run), which fails them.
 
 from __future__ import annotations
 
-import os
 import re
 import struct
 from contextlib import contextmanager
@@ -22,25 +21,9 @@ from microgradnorm import viz
 from microgradnorm.engine import topological_order
 from microgradnorm.output import to_html
 from microgradnorm.page import data as page_data
-from tests import browser
+from tests.browser import chromium_fixture  # noqa: F401  (the session's browser)
 from tests.page_screenshot import WINDOW, make_page, screenshot
 from tests.test_page import SHOWN_RTOL, problem, replay, shown_equal
-
-
-@pytest.fixture(scope="session")
-def chromium():
-    """One browser for the whole session: each test opens its own tab."""
-    reason = browser.missing()
-    if reason:
-        if os.environ.get("MICROGRADNORM_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"MICROGRADNORM_REQUIRE_BROWSER=1 but {reason}")
-        pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        instance = browser.launch(playwright)
-        yield instance
-        instance.close()
 
 
 @pytest.fixture(scope="module")

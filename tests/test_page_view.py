@@ -9,14 +9,16 @@ Screenshots of a d = 4 page mid-backward and of a d = 64 page's opening view are
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
 import pytest
 
 from microgradnorm.output import to_html
+from tests.browser import chromium_fixture  # noqa: F401  (the session's browser)
 from tests.test_page import problem
-from tests.test_page_browser import chromium, opened  # noqa: F401  (the session's browser, a checked tab)
+from tests.test_page_browser import opened
 
 DESKTOP = {"width": 1280, "height": 800}
 WIDE = {"width": 1920, "height": 1080}
@@ -96,7 +98,7 @@ def total_steps(tab) -> int:
 
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280x800", "390x844"])
-def test_every_step_of_a_small_page_is_in_view_with_readable_text(needs_dot, chromium, pages, viewport):  # noqa: F811
+def test_every_step_of_a_small_page_is_in_view_with_readable_text(needs_dot, chromium, pages, viewport):
     with opened(chromium, pages[4], viewport=viewport) as tab:
         assert tab.evaluate(SMALLEST_TEXT) >= READABLE_PX  # as it opens
         steps = total_steps(tab)
@@ -108,7 +110,7 @@ def test_every_step_of_a_small_page_is_in_view_with_readable_text(needs_dot, chr
 
 @pytest.mark.parametrize("viewport", [DESKTOP, WIDE, PHONE], ids=["1280x800", "1920x1080", "390x844"])
 @pytest.mark.parametrize("d", [16, 64])
-def test_sampled_steps_of_larger_pages_are_in_view_in_both_views(needs_dot, chromium, pages, viewport, d):  # noqa: F811
+def test_sampled_steps_of_larger_pages_are_in_view_in_both_views(needs_dot, chromium, pages, viewport, d):
     with opened(chromium, pages[d], viewport=viewport) as tab:
         assert tab.evaluate(SMALLEST_TEXT) >= READABLE_PX
         steps = total_steps(tab)
@@ -124,7 +126,7 @@ def test_sampled_steps_of_larger_pages_are_in_view_in_both_views(needs_dot, chro
 
 
 @pytest.mark.parametrize("viewport", [PHONE, {"width": 320, "height": 640}], ids=["390x844", "320x640"])
-def test_a_phone_page_does_not_scroll_sideways_and_keeps_room_for_the_details(needs_dot, chromium, pages, viewport):  # noqa: F811
+def test_a_phone_page_does_not_scroll_sideways_and_keeps_room_for_the_details(needs_dot, chromium, pages, viewport):
     with opened(chromium, pages[4], viewport=viewport) as tab:
         tab.keyboard.press("End")
         assert tab.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
@@ -140,7 +142,7 @@ def test_a_phone_page_does_not_scroll_sideways_and_keeps_room_for_the_details(ne
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
-def test_axe_finds_nothing_serious_in_either_theme(needs_dot, chromium, pages, theme):  # noqa: F811
+def test_axe_finds_nothing_serious_in_either_theme(needs_dot, chromium, pages, theme):
     from axe_playwright_python.sync_playwright import Axe
 
     with opened(chromium, pages[4], viewport=DESKTOP, color_scheme=theme) as tab:
@@ -169,7 +171,7 @@ def _rgb(css: str) -> tuple[float, float, float]:
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
-def test_the_current_step_frame_stands_out_3_to_1_and_the_source_is_framed_too(needs_dot, chromium, pages, theme):  # noqa: F811
+def test_the_current_step_frame_stands_out_3_to_1_and_the_source_is_framed_too(needs_dot, chromium, pages, theme):
     with opened(chromium, pages[4], viewport=DESKTOP, color_scheme=theme) as tab:
         n = tab.evaluate(f"{STEPS}.nodes.length")
         tab.evaluate(WALK, [n + 5, 1000])  # a contribution: it has a source
@@ -182,7 +184,7 @@ def test_the_current_step_frame_stands_out_3_to_1_and_the_source_is_framed_too(n
         assert tab.locator("rect.cue.source").count() >= 1
 
 
-def test_a_pinned_node_stays_while_hovering_and_stepping(needs_dot, chromium, pages):  # noqa: F811
+def test_a_pinned_node_stays_while_hovering_and_stepping(needs_dot, chromium, pages):
     with opened(chromium, pages[4], viewport=WIDE) as tab:
         tab.keyboard.press("End")
         first, other = tab.evaluate(
@@ -195,7 +197,7 @@ def test_a_pinned_node_stays_while_hovering_and_stepping(needs_dot, chromium, pa
         assert tab.inner_text("#node-info h3") == first[1]
 
 
-def test_focus_stays_on_the_stepping_controls_and_they_come_first(needs_dot, chromium, pages):  # noqa: F811
+def test_focus_stays_on_the_stepping_controls_and_they_come_first(needs_dot, chromium, pages):
     with opened(chromium, pages[4], viewport=DESKTOP) as tab:
         tab.keyboard.press("Tab")  # the stepping controls are first (|◀ and ◀ are disabled at step 0)
         assert tab.evaluate("document.activeElement.id") == "play"
@@ -211,7 +213,7 @@ def test_focus_stays_on_the_stepping_controls_and_they_come_first(needs_dot, chr
         assert tab.get_attribute("#view-toggle", "aria-pressed") == "true"
 
 
-def test_no_final_number_shows_before_backward_reaches_it_unless_asked(needs_dot, chromium, pages):  # noqa: F811
+def test_no_final_number_shows_before_backward_reaches_it_unless_asked(needs_dot, chromium, pages):
     with opened(chromium, pages[4], viewport=DESKTOP) as tab:
         data = tab.evaluate(f"(() => {{ const d = {STEPS}; return [d.paths.inputs[0], d.nodes.length]; }})()")
         x0, n = data
@@ -235,7 +237,7 @@ def test_no_final_number_shows_before_backward_reaches_it_unless_asked(needs_dot
         assert future == 0
 
 
-def test_the_url_keeps_the_step_the_node_the_paths_and_the_view(needs_dot, chromium, pages):  # noqa: F811
+def test_the_url_keeps_the_step_the_node_the_paths_and_the_view(needs_dot, chromium, pages):
     with opened(chromium, pages[4], viewport=DESKTOP) as tab:
         d = tab.evaluate(STEPS)
         xhat = next(k for k, node in enumerate(d["nodes"]) if node["name"] == "xhat[2]")
@@ -266,7 +268,7 @@ def _midway(tab) -> None:
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280x800", "390x844"])
 def test_screenshots_of_a_small_page_mid_backward_and_a_large_page_opening(
     needs_dot, chromium, pages, screens, viewport
-):  # noqa: F811,E501
+):
     tag = f"{viewport['width']}x{viewport['height']}"
     with opened(chromium, pages[4], viewport=viewport) as tab:
         _midway(tab)
@@ -278,3 +280,23 @@ def test_screenshots_of_a_small_page_mid_backward_and_a_large_page_opening(
         tab.screenshot(path=str(shot))
         assert tab.is_visible("#svg-stages")
         assert tab.evaluate(SMALLEST_TEXT) >= READABLE_PX
+
+
+def test_gradient_bars_show_size_and_sign_without_relying_on_colour(needs_dot, chromium, pages):
+    with opened(chromium, pages[4], viewport=DESKTOP) as tab:
+        tab.keyboard.press("End")
+        bars = tab.evaluate(
+            "[...document.querySelectorAll('#svg-full g.node.value')].map(g => {"
+            " const b = g.querySelector('.grad-bar');"
+            " return [Number(g.dataset.grad), b && b.style.display !== 'none' ? b.getAttribute('class') : null,"
+            " b ? Number(b.getAttribute('data-fraction')) : 0, b ? b.textContent : '']; })"
+        )
+        drawn = [(g, cls, w, sign) for g, cls, w, sign in bars if g != 0]
+        assert drawn and all(cls is not None for _, cls, _, _ in drawn)
+        for g, cls, _, sign in drawn:  # the sign as a class (colour), a glyph and, for negatives, dashes
+            assert (cls.endswith("positive"), sign) == ((True, "+") if g > 0 else (False, "−"))
+        largest = max(abs(g) for g, _, _, _ in drawn)  # at the last step every gradient is final
+        for g, _, fraction, _ in drawn:  # the bar's share of the box: sqrt(|grad| / largest)
+            assert fraction == pytest.approx(math.sqrt(abs(g) / largest), rel=1e-12)
+        assert all(cls is None for g, cls, _, _ in bars if g == 0)
+        assert "positive gradient" in tab.inner_text("#bars-legend")

@@ -23,7 +23,7 @@
   const forwardOrder = data.forward; // step s (1..N) makes node forwardOrder[s - 1]
   const madeAt = new Array(N);
   forwardOrder.forEach((k, s) => (madeAt[k] = s + 1));
-  const MIN_READABLE = 11 / ((9 * 4) / 3); // zoom at which the drawing's smallest text (9 pt, the legend) is 11 px
+  const MIN_READABLE = 11.1 / ((9 * 4) / 3); // zoom at which the smallest text (9 pt, the legend) is 11 px, just over
 
   const byId = (id) => document.getElementById(id);
   const html = (text) =>
@@ -85,8 +85,41 @@
     }
     e.value.setAttribute("data-final", final ? "true" : "false");
     setClass(e.value, "final", final);
-    if (e.gradText) e.gradText.textContent = exact === null ? "grad –" : "grad " + text;
+    if (e.gradText) e.gradText.textContent = data.gradWord + " " + (exact === null ? "–" : text);
     finalMark(k, final);
+    gradBar(k, exact);
+  }
+
+  // The size and sign of a node's gradient so far, as a bar under its box: its length grows with the square root
+  // of |grad| relative to the largest final gradient (data.gradScale, from Python), solid blue with a "+" when
+  // positive, dashed vermillion with a "−" when negative (Okabe-Ito colours; the dashes and signs say it without
+  // colour). The bars show the backward pass flowing before any number is read.
+  function gradBar(k, exact) {
+    const e = el[k];
+    const g = exact === null ? 0 : Number(exact);
+    if (!e.value || !(data.gradScale > 0) || g === 0 || !Number.isFinite(g)) {
+      if (e.bar) e.bar.style.display = "none";
+      return;
+    }
+    const box = e.box || (e.box = e.value.getBBox());
+    if (!e.bar) {
+      e.bar = document.createElementNS(SVG_NS, "g");
+      e.bar.appendChild(document.createElementNS(SVG_NS, "rect"));
+      e.bar.appendChild(document.createElementNS(SVG_NS, "text"));
+      e.value.appendChild(e.bar);
+    }
+    const [rect, sign] = e.bar.childNodes;
+    const fraction = Math.sqrt(Math.min(1, Math.abs(g) / data.gradScale));
+    const width = Math.max(3, (box.width - 10) * fraction);
+    e.bar.setAttribute("data-fraction", String(fraction));
+    e.bar.style.display = "";
+    e.bar.setAttribute("class", "grad-bar " + (g > 0 ? "positive" : "negative"));
+    [["x", box.x + 10], ["y", box.y + box.height + 1.5], ["width", width], ["height", 3.5]].forEach(([a, v]) =>
+      rect.setAttribute(a, v)
+    );
+    sign.setAttribute("x", String(box.x + 1));
+    sign.setAttribute("y", String(box.y + box.height + 6.5));
+    sign.textContent = g > 0 ? "+" : "−";
   }
 
   const SVG_NS = "http://www.w3.org/2000/svg";
@@ -572,6 +605,8 @@
       list.appendChild(button);
     });
     if (!data.stages.length) byId("stages-section").hidden = true;
+    if (!hasBackward) byId("bars-legend").hidden = true;
+    if (!hasBackward) byId("reveal").closest("label").hidden = true;
 
     if (data.check) byId("check-info").textContent = data.check.text;
     else byId("check-section").hidden = true;

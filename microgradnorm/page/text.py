@@ -75,6 +75,14 @@ def html_text() -> dict[str, str]:
         # Translators: a label before the list of playing speeds (steps per second)
         "speed": pgettext("graph page", "Speed"),
         "reveal": pgettext("graph page", "Show final gradients now (before backward reaches them)"),
+        # Translators: the legend of the bars under the nodes: a solid bar and "+" ...
+        "bar_positive": pgettext("graph page", "positive gradient"),
+        # Translators: ... a dashed bar and "−"
+        "bar_negative": pgettext("graph page", "negative gradient"),
+        "bar_size": pgettext(
+            "graph page",
+            "A bar's length grows with the square root of the gradient's size, the largest final one full.",
+        ),
     }
     return {f"ui_{key}": html.escape(text, quote=True) for key, text in words.items()}
 
