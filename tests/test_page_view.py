@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from microgradnorm.output import to_html
+from microgradnorm.viz import num as viz_num
 from tests.browser import chromium_fixture  # noqa: F401  (the session's browser)
 from tests.test_page import problem
 from tests.test_page_browser import opened
@@ -300,3 +301,76 @@ def test_gradient_bars_show_size_and_sign_without_relying_on_colour(needs_dot, c
             assert fraction == pytest.approx(math.sqrt(abs(g) / largest), rel=1e-12)
         assert all(cls is None for g, cls, _, _ in bars if g == 0)
         assert "positive gradient" in tab.inner_text("#bars-legend")
+
+
+WHAT_IF_RTOL = 1e-12  # the page replays the engine's own ops in the engine's order: only pow/exp may differ (1 ulp)
+
+
+def _engine(x, gamma, beta, eps, dy):
+    """The engine's graph for these inputs, backpropagated from L = Σ y·dy, in the drawing's node order."""
+    from microgradnorm import viz
+    from microgradnorm.registry import get_norm
+
+    graph = get_norm("layernorm").build_graph(x, gamma, beta, eps)
+    loss = graph.loss(list(dy))
+    loss.backward()
+    return viz.drawing(loss, graph).order
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280x800", "390x844"])
+def test_what_if_edits_replay_the_recorded_graph_as_the_engine_computes_it(needs_dot, chromium, pages, viewport):
+    edits = [
+        {"x": [1.0, 2.0, 3.0, 5.0]},
+        {"x": [0.1, -0.2, 0.30000000000000004, 7e-3], "gamma": [2.0, -1.0, 0.5, 1e-3], "eps": [0.25]},
+        {"beta": [0.0, 0.0, 0.0, 1.0], "dy": [1.0, -1.0, 2.5, 1e-8], "eps": [0.0]},
+    ]
+    with opened(chromium, pages[4], viewport=viewport) as tab:
+        inputs = {
+            name: [float(v) for v in tab.input_value(f"#whatif-{name}").split(",")]
+            for name in ("x", "gamma", "beta", "eps", "dy")
+        }
+        for edit in edits:
+            inputs.update(edit)
+            for name, values in edit.items():
+                tab.fill(f"#whatif-{name}", ", ".join(repr(v) for v in values))
+            tab.click("#whatif-apply")
+            assert tab.inner_text("#whatif-error") == ""
+            tab.keyboard.press("End")
+            order = _engine(inputs["x"], inputs["gamma"], inputs["beta"], inputs["eps"][0], inputs["dy"])
+            shown = tab.eval_on_selector_all(
+                "g.node.value", "els => els.map(e => [e.id, e.dataset.value, e.dataset.grad])"
+            )
+            assert len(shown) == len(order)
+            for node_id, value, grad in shown:
+                node = order[int(node_id[1:])]
+                assert float(value) == pytest.approx(node.data, rel=WHAT_IF_RTOL, abs=0), node_id
+                assert float(grad) == pytest.approx(node.grad, rel=WHAT_IF_RTOL, abs=0), node_id
+            # the step line speaks of the new numbers too
+            tab.keyboard.press("Home")
+            n = tab.evaluate(f"{STEPS}.nodes.length")
+            tab.evaluate(WALK, [n + 2, 1000])
+            y0 = next(v for v in order if v.label == "y")
+            dy0 = inputs["dy"][0]
+            assert tab.inner_text("#status").startswith("Backward 1/")
+            assert f"{y0.label}[0].grad += {viz_num(dy0)} × 1 (= {viz_num(dy0)})" in tab.inner_text("#status")
+
+
+def test_what_if_refuses_bad_input_in_one_line_and_keeps_the_numbers(needs_dot, chromium, pages):
+    with opened(chromium, pages[4], viewport=DESKTOP) as tab:
+        tab.keyboard.press("End")
+        before = tab.eval_on_selector_all("g.node.value", "els => els.map(e => e.dataset.grad)")
+        for name, text, expected in (
+            ("x", "1, 2, 3", "x: expected 4 numbers separated by commas, got “1, 2, 3”"),
+            ("x", "1, 2, three, 4", "x: expected 4 numbers separated by commas, got “1, 2, three, 4”"),
+            ("eps", "-1", "eps: expected a number >= 0, got “-1”"),
+        ):
+            original = tab.input_value(f"#whatif-{name}")
+            tab.fill(f"#whatif-{name}", text)
+            tab.click("#whatif-apply")
+            assert tab.inner_text("#whatif-error") == expected
+            tab.fill(f"#whatif-{name}", original)
+        tab.fill("#whatif-x", "1, 1, 1, 1")
+        tab.fill("#whatif-eps", "0")  # var + eps = 0: std = 0 and rstd infinite
+        tab.click("#whatif-apply")
+        assert "infinite" in tab.inner_text("#whatif-error")
+        assert tab.eval_on_selector_all("g.node.value", "els => els.map(e => e.dataset.grad)") == before

@@ -34,7 +34,7 @@ from microgradnorm.norms import NormGraph
 from microgradnorm.page.partials import derivative_lines, forward_line
 from microgradnorm.trace import Trace, trace_backward
 
-__all__ = ["CHECK_LIMIT", "FD_ENTRIES", "PATH_INPUTS", "Subject", "forward_order", "page_data", "subject_of"]
+__all__ = ["CHECK_LIMIT", "FD_ENTRIES", "PATH_INPUTS", "WHAT_IF", "Subject", "forward_order", "page_data", "subject_of"]
 
 PATH_INPUTS = 64  # inputs x_i whose gradient paths the page carries (each costs O(n) edge ids)
 CHECK_LIMIT = 512  # entries of x up to which the page runs the three-way check (as microgradnorm check)
@@ -161,13 +161,38 @@ def _nodes(d: viz.Drawing, trace: Trace | None, checks: dict[int, dict]) -> list
                 "grad": _exact(node.grad) if trace else None,
                 "gradText": viz.num(node.grad) if trace else None,
                 "inputs": [d.pos(c) for c in node.children],
+                "raw": node.op if node.children else "",  # the engine's op, replayed by the page's what-if
+                "edit": _editable(d, k),
                 "forward": forward_line(node, names[k], kids),
-                "partials": [{"text": text, "value": _exact(v)} for text, v in partials],
+                "partials": [_partial(text, v) for text, v in partials],
                 "m": incoming[k],
                 "check": checks.get(k),
             }
         )
     return out
+
+
+WHAT_IF = ("x", "gamma", "beta", "eps", "dy")  # the leaves of a norm's page the learner may change
+
+
+def _editable(d: viz.Drawing, k: int) -> str:
+    """The what-if group of leaf ``k`` (``x`` for x[2]): one of WHAT_IF for a norm, any labelled leaf of a plain
+    graph; "" for an op's output and for a constant such as 1/n."""
+    node = d.order[k]
+    if node.children:
+        return ""
+    base = d.display_name(k).partition("[")[0]
+    if d.graph is None:
+        return base if node.label else ""
+    return base if base in WHAT_IF else ""
+
+
+def _partial(text: str, value: float) -> dict[str, Any]:
+    """A line ``∂out/∂kid = symbol = number``: its text, its exact number, and the text before the number
+    (``head``, None when the line has no number: a derivative of 1 or −1), for the what-if to redo."""
+    head, _sep, tail = text.rpartition(" = ")
+    fixed = tail in ("1", "−1")
+    return {"text": text, "value": _exact(value), "head": None if fixed else head}
 
 
 def _stages(d: viz.Drawing) -> list[dict[str, Any]]:
@@ -219,6 +244,7 @@ def _backward(d: viz.Drawing, trace: Trace) -> list[dict[str, Any]]:
                 "into": into,
                 "from": k,
                 "edge": f"e{k}_{slot}",
+                "slot": slot,
                 "stage": c.out.stage or "",
                 "before": _exact(before),
                 "beforeText": viz.num(before),

@@ -2,8 +2,9 @@
  *
  * Every number on this page was computed in Python by microgradnorm: node values,
  * gradients, local derivatives, each backward contribution and its running total
- * (see microgradnorm/page/data.py). They arrive as JSON; this script only decides
- * which of them to show at the current step. It computes no number of its own.
+ * (see microgradnorm/page/data.py). They arrive as JSON; this script decides which
+ * of them to show at the current step. Only when the learner changes the inputs
+ * ("what if") does it compute: it replays the graph Python recorded, op by op.
  *
  * The timeline has T steps. Steps 1..N create the N nodes in data.forward's order
  * (x first, each parameter or constant just before its first use); step N + 1 starts backward (the root's grad is 1); each later step
@@ -678,6 +679,191 @@
     Escape: () => pin(null),
   };
 
+  // ---- what if: the learner changes the inputs ------------------------------------------------------
+  //
+  // Python recorded each node's op (data.nodes[k].raw) and inputs; replaying that record forward (in the order the
+  // engine made the nodes) and backward (data.backward's contributions, in backward()'s order) gives every value
+  // and gradient for new inputs. Each op's forward and local derivative is the engine's formula
+  // (microgradnorm/engine.py), evaluated in the same order, so the numbers agree with the engine's to the last
+  // bit or two (the tests compare at a relative 1e-12). This is an interpreter of the recorded ops, not a second
+  // implementation of any norm: it knows ops, not LayerNorm.
+
+  const power = (a, p) => (p === 2 ? a * a : p === -1 ? 1 / a : p === 0.5 ? Math.sqrt(a) : Math.pow(a, p));
+  const OPS = {
+    "+": [(v) => v[0] + v[1], () => [1, 1]],
+    "-": [(v) => v[0] - v[1], () => [1, -1]],
+    "*": [(v) => v[0] * v[1], (v) => [v[1], v[0]]],
+    sum: [(v) => v.reduce((total, x) => total + x, 0), (v) => v.map(() => 1)],
+    dot: [
+      (v) => {
+        const n = v.length / 2;
+        let total = 0;
+        for (let i = 0; i < n; i++) total += v[i] * v[n + i];
+        return total;
+      },
+      (v) => v.slice(v.length / 2).concat(v.slice(0, v.length / 2)),
+    ],
+    exp: [(v) => Math.exp(v[0]), (v, out) => [out]],
+    log: [(v) => Math.log(v[0]), (v) => [1 / v[0]]],
+    sqrt: [(v) => Math.sqrt(v[0]), (v, out) => [out !== 0 ? 0.5 / out : Infinity]],
+    tanh: [(v) => Math.tanh(v[0]), (v, out) => [1 - out * out]],
+    relu: [(v) => (v[0] > 0 ? v[0] : 0), (v) => [v[0] > 0 ? 1 : 0]],
+    sigmoid: [
+      (v) => (v[0] >= 0 ? 1 / (1 + Math.exp(-v[0])) : Math.exp(v[0]) / (1 + Math.exp(v[0]))),
+      (v, out) => [out * (1 - out)],
+    ],
+  };
+  function op(raw) {
+    if (OPS[raw]) return OPS[raw];
+    const p = Number(raw.slice(2)); // "**2", "**-1", "**0.5": one op per exponent, as in the engine
+    return [
+      (v) => power(v[0], p),
+      (v) => [v[0] === 0 && p < 1 ? (p === 0 ? 0 : Infinity) : p * power(v[0], p - 1)],
+    ];
+  }
+
+  // A number as the drawing writes it: Python's f"{v:.4g}" (microgradnorm.viz.num).
+  function num(v) {
+    if (Number.isNaN(v)) return "nan";
+    if (!Number.isFinite(v)) return v > 0 ? "inf" : "-inf";
+    if (v === 0) return "0";
+    const [mantissa, power10] = v.toExponential(3).split("e");
+    const e = Number(power10);
+    const strip = (text) => (text.includes(".") ? text.replace(/0+$/, "").replace(/\.$/, "") : text);
+    if (e < -4 || e >= 4) return strip(mantissa) + "e" + (e < 0 ? "-" : "+") + String(Math.abs(e)).padStart(2, "0");
+    return strip(v.toFixed(Math.max(0, 3 - e)));
+  }
+  const exact = (v) => (Number.isInteger(v) && Math.abs(v) < 1e16 ? v.toFixed(1) : String(v));
+
+  const groups = new Map(); // what-if group -> the positions of its leaves, in forward order
+  forwardOrder.forEach((k) => {
+    if (nodes[k].edit) groups.set(nodes[k].edit, [...(groups.get(nodes[k].edit) || []), k]);
+  });
+  const original = nodes.map((node) => Number(node.value));
+  let edited = false;
+
+  // Every value and gradient for the leaf values `leaf` (position -> number), or null if one is not finite.
+  function replay(leaf) {
+    const value = nodes.map((node, k) => (k in leaf ? leaf[k] : original[k]));
+    for (const k of forwardOrder) {
+      const node = nodes[k];
+      if (node.inputs.length) value[k] = op(node.raw)[0](node.inputs.map((c) => value[c]));
+    }
+    if (value.some((v) => !Number.isFinite(v))) return null;
+    const grad = nodes.map(() => 0);
+    const locals = new Map();
+    const steps = [];
+    if (hasBackward) grad[data.seed.node] = 1;
+    for (const c of contributions) {
+      if (!locals.has(c.from)) {
+        const inputs = nodes[c.from].inputs.map((i) => value[i]);
+        locals.set(c.from, op(nodes[c.from].raw)[1](inputs, value[c.from]));
+      }
+      const local = locals.get(c.from)[c.slot];
+      const before = grad[c.into];
+      const amount = local * grad[c.from];
+      grad[c.into] = nodes[c.from].raw === "+" || nodes[c.from].raw === "sum" ? before + grad[c.from] : before + amount;
+      steps.push({ local: local, outGrad: grad[c.from], amount: amount, before: before, total: grad[c.into] });
+    }
+    return { value: value, grad: grad, locals: locals, steps: steps };
+  }
+
+  // Put the numbers of `r` (from replay) everywhere the page shows them.
+  function showReplay(r) {
+    const keep = t;
+    goTo(0);
+    nodes.forEach((node, k) => {
+      node.value = exact(r.value[k]);
+      node.valueText = num(r.value[k]);
+      if (hasBackward) {
+        node.grad = exact(r.grad[k]);
+        node.gradText = num(r.grad[k]);
+      }
+      const local = r.locals.get(k);
+      node.partials.forEach((p, slot) => {
+        if (local) p.value = exact(local[slot]);
+        if (local && p.head !== null) p.text = p.head + " = " + num(local[slot]);
+      });
+      node.check = null; // the three-way check was run on the inputs the page was made with
+      if (el[k].value) el[k].value.setAttribute("data-value", node.value);
+      const text = el[k].value && el[k].value.querySelector("text.data");
+      if (text) text.textContent = data.dataWord + " " + node.valueText;
+    });
+    contributions.forEach((c, j) => {
+      const s = r.steps[j];
+      c.before = exact(s.before);
+      c.beforeText = num(s.before);
+      c.total = exact(s.total);
+      c.totalText = num(s.total);
+      const fields = { name: nodes[c.into].name, local: num(s.local), grad: num(s.outGrad), product: num(s.amount) };
+      Object.assign(fields, { total: num(s.total), k: c.k, m: c.m });
+      c.text = say("contribution", fields);
+      c.why = nodes[c.from].partials[c.slot].text + "; " + nodes[c.from].name + ".grad = " + num(s.outGrad);
+    });
+    data.gradScale = Math.max(0, ...r.grad.filter(Number.isFinite).map(Math.abs));
+    Object.values(data.paths.byNode).forEach((info) => {
+      info.paths.forEach((p) => (p.amountText = null)); // from the closed forms on the original inputs
+      info.sumText = null;
+    });
+    byId("check-section").hidden = true;
+    document.body.dataset.edited = "true"; // the stage view's numbers are Graphviz's, of the original inputs
+    edited = true;
+    goTo(keep);
+  }
+
+  function buildWhatIf() {
+    const box = byId("whatif-fields");
+    if (!groups.size) {
+      byId("whatif-section").hidden = true;
+      return;
+    }
+    groups.forEach((ks, name) => {
+      const label = document.createElement("label");
+      label.className = "field";
+      label.textContent = name + " ";
+      const input = document.createElement("input");
+      input.type = "text";
+      input.id = "whatif-" + name;
+      input.dataset.group = name;
+      input.setAttribute("spellcheck", "false");
+      input.value = ks.map((k) => nodes[k].value).join(", ");
+      label.appendChild(input);
+      box.appendChild(label);
+    });
+    byId("whatif-apply").addEventListener("click", applyWhatIf);
+    byId("whatif-reset").addEventListener("click", () => {
+      groups.forEach((ks, name) => (byId("whatif-" + name).value = ks.map((k) => exact(original[k])).join(", ")));
+      applyWhatIf();
+    });
+  }
+
+  function applyWhatIf() {
+    const error = byId("whatif-error");
+    const leaf = {};
+    for (const [name, ks] of groups) {
+      const text = byId("whatif-" + name).value.trim();
+      const parts = text === "" ? [] : text.split(/[\s,]+/).filter(Boolean);
+      const numbers = parts.map(Number);
+      if (parts.length !== ks.length || numbers.some((v) => !Number.isFinite(v))) {
+        error.textContent = say("whatIfCount", { name: name, n: ks.length, got: text || "—" });
+        return;
+      }
+      if (name === "eps" && numbers.some((v) => v < 0)) {
+        error.textContent = say("whatIfEps", { got: text });
+        return;
+      }
+      ks.forEach((k, i) => (leaf[k] = numbers[i]));
+    }
+    const r = replay(leaf);
+    if (r === null) {
+      error.textContent = say("whatIfNotFinite");
+      return;
+    }
+    error.textContent = "";
+    showReplay(r);
+    saveState();
+  }
+
   // ---- the state in the URL: #step=78&node=xhat[2]&paths=x[0]&view=stages ------------------------------
 
   const byName = new Map(nodes.map((node, k) => [node.name, k]));
@@ -687,6 +873,9 @@
     if (pinned !== null) parts.push("node=" + encodeURIComponent(nodes[pinned].name));
     if (pathNode !== null) parts.push("paths=" + encodeURIComponent(nodes[pathNode].name));
     if (view !== data.view.start) parts.push("view=" + view);
+    if (edited) {
+      groups.forEach((ks, name) => parts.push(name + "=" + encodeURIComponent(ks.map((k) => nodes[k].value).join(","))));
+    }
     const hash = "#" + parts.join("&");
     if (location.hash !== hash) history.replaceState(null, "", hash);
   }
@@ -697,6 +886,12 @@
       const at = part.indexOf("=");
       if (at > 0) state[part.slice(0, at)] = decodeURIComponent(part.slice(at + 1));
     });
+    if ([...groups.keys()].some((name) => state[name] !== undefined)) {
+      groups.forEach((ks, name) => {
+        if (state[name] !== undefined) byId("whatif-" + name).value = state[name];
+      });
+      applyWhatIf();
+    }
     if ((state.view === "full" && data.view.full) || state.view === "stages") setView(state.view);
     if (state.paths !== undefined && data.paths.byNode[byName.get(state.paths)]) showPaths(byName.get(state.paths));
     if (state.node !== undefined && byName.has(state.node)) pin(byName.get(state.node));
@@ -719,10 +914,12 @@
   // ---- start --------------------------------------------------------------------------------------
 
   buildControls();
+  buildWhatIf();
   el.forEach((e) => {
     if (e.value) e.box = e.value.getBBox();
   });
-  nodes.forEach((_, k) => {
+  nodes.forEach((node, k) => {
+    if (el[k].value) el[k].value.setAttribute("data-value", node.value);
     created(k, false);
     showGrad(k, null, "", false);
   });

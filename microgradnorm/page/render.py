@@ -133,6 +133,7 @@ def _page_html(
     data["view"] = {"start": view.start, "full": view.full, "note": note}
     data["pathStart"] = _path_start(d, path_input) if paths else None
     data["gradWord"] = viz.grad_word()
+    data["dataWord"] = viz.data_word()
     grads = [abs(float(node["grad"])) for node in data["nodes"] if node["grad"] is not None]
     data["gradScale"] = max([g for g in grads if g == g and g != float("inf")], default=0.0)
     return _fill(data, svg_full, svg_stages)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 
-from microgradnorm.i18n import SIMPLIFIED_CHINESE, current_language, pgettext
+from microgradnorm.i18n import SIMPLIFIED_CHINESE, _, current_language, pgettext
 
 __all__ = ["html_lang", "html_text", "script_text"]
 
@@ -75,6 +75,13 @@ def html_text() -> dict[str, str]:
         # Translators: a label before the list of playing speeds (steps per second)
         "speed": pgettext("graph page", "Speed"),
         "reveal": pgettext("graph page", "Show final gradients now (before backward reaches them)"),
+        "whatif_heading": pgettext("graph page", "What if"),
+        "whatif_why": pgettext(
+            "graph page",
+            "Change the inputs and apply: the page replays the recorded graph, forward then backward, op by op.",
+        ),
+        "whatif_apply": pgettext("graph page", "Apply"),
+        "whatif_reset": pgettext("graph page", "Original inputs"),
         # Translators: the legend of the bars under the nodes: a solid bar and "+" ...
         "bar_positive": pgettext("graph page", "positive gradient"),
         # Translators: ... a dashed bar and "−"
@@ -105,6 +112,13 @@ def script_text() -> dict[str, str]:
         "gradForwardOnly": pgettext("graph page", "not computed: this page shows the forward pass only"),
         "gradNotYet": pgettext("graph page", "not yet: backward starts after the forward pass"),
         "gradRevealed": pgettext("graph page", "not yet; backward() will give {exact}"),
+        # Translators: one backward step, e.g. "rstd.grad += -0.6337 × -1.035 (= 0.6556); total 0.1687 (2/4)"
+        "contribution": _("{name}.grad += {local} × {grad} (= {product}); total {total} ({k}/{m})"),
+        "whatIfCount": pgettext("graph page", "{name}: expected {n} numbers separated by commas, got “{got}”"),
+        "whatIfEps": pgettext("graph page", "eps: expected a number >= 0, got “{got}”"),
+        "whatIfNotFinite": pgettext(
+            "graph page", "These inputs make a value infinite or not a number; the page keeps the previous ones."
+        ),
         # Translators: a playing speed, {n} steps per second
         "perSecond": pgettext("graph page", "{n} steps/s"),
         "gradCount": pgettext("graph page", "{grad} ({k}/{m} contributions)"),
