@@ -18,7 +18,7 @@ from typing import Any
 from microgradnorm import viz
 from microgradnorm.engine import Value
 from microgradnorm.i18n import _, pgettext
-from microgradnorm.page import page_html
+from microgradnorm.page import page_html, repr_html
 from microgradnorm.viz import DOT_HEADER, FULL_VIEW_LIMIT, INSTALL_HINT, DrawingError, OptionError, graph_size, to_dot
 
 __all__ = [
@@ -158,19 +158,26 @@ def draw(obj: Any, path: str | os.PathLike[str], **options: Any) -> Drawn:
 
 
 def mimebundle(obj: Any, include: Any = None, exclude: Any = None) -> dict[str, str]:
-    """What Jupyter shows for a Value or a built norm: an SVG of its graph, and text.
+    """What Jupyter shows for a Value or a built norm: the step-through page with a still picture that stays
+    where scripts do not run (:func:`microgradnorm.page.repr_html`), and text.
 
-    Graphs above :data:`FULL_VIEW_LIMIT` drawn nodes are shown collapsed (one box
-    per stage). Without ``dot``, or for a single leaf, only the text is returned.
+    One drawing per output: the page's HTML carries its own picture, so no separate SVG is stored. Where the page
+    cannot be made (above :data:`microgradnorm.page.NOTEBOOK_LIMIT` drawn nodes, or HTML not wanted), an SVG of
+    the graph (collapsed above :data:`FULL_VIEW_LIMIT` nodes). Without ``dot``, or for a single leaf, only text.
     """
     text = repr(obj)
-    wants_svg = (include is None or "image/svg+xml" in include) and not (exclude and "image/svg+xml" in exclude)
-    if not wants_svg or (isinstance(obj, Value) and not obj.children):
+    wanted = lambda kind: (include is None or kind in include) and not (exclude and kind in exclude)  # noqa: E731
+    if isinstance(obj, Value) and not obj.children:
         return {"text/plain": text}
     if not viz.has_dot():
         return {"text/plain": text + "\n" + _("(to see the graph drawn, {hint})").format(hint=INSTALL_HINT)}
-    size = graph_size(obj)
-    collapse = size > FULL_VIEW_LIMIT
+    if wanted("text/html"):
+        page = repr_html(obj)
+        if page is not None:
+            return {"text/html": page, "text/plain": text}
+    if not wanted("image/svg+xml"):
+        return {"text/plain": text}
+    collapse = graph_size(obj) > FULL_VIEW_LIMIT
     try:
         svg = viz.pipe(to_dot(obj, collapse=collapse), "svg").decode("utf-8")
     except DrawingError as exc:

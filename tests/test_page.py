@@ -9,10 +9,12 @@ formulas, the finite differences against autograd.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
@@ -264,11 +266,30 @@ def test_a_graph_too_large_to_lay_out_quickly_carries_the_stage_view_only(needs_
     assert "forward pass only" in data["view"]["note"]
 
 
-def test_jupyter_shows_the_page_in_an_iframe(needs_dot):
+def test_jupyter_shows_a_still_picture_that_a_script_swaps_for_the_page(needs_dot):
+    import base64
+    import html as html_module
+
     y = mgn.layer_norm([1.0, 2.0, 4.0])
     shown = y._repr_html_()
-    assert shown.startswith("<iframe srcdoc=") and "&lt;!DOCTYPE html&gt;" in shown
+    picture = re.search(r'<img src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"', shown)
+    assert picture is not None
+    ET.fromstring(base64.b64decode(picture.group(1)))  # a whole SVG drawing
+    assert "A still picture" in shown  # the one-line note, beside it
+    frame = re.search(r'<iframe hidden srcdoc="([^"]*)"', shown)
+    assert frame is not None and html_module.unescape(frame.group(1)).startswith("<!DOCTYPE html>")
+    assert shown.count("<script>") == 1 and "hidden = false" in shown
     assert mgn.Value(1.5)._repr_html_() is None  # a single number is shown as text
+
+
+def test_a_notebook_output_holds_one_drawing_and_stays_small_for_a_large_graph(needs_dot):
+    y = mgn.layer_norm([1.0, 2.0, 4.0])
+    bundle = y._repr_mimebundle_()
+    assert set(bundle) == {"text/html", "text/plain"}  # no second copy of the drawing as image/svg+xml
+    big = mgn.layer_norm([float(i % 7) for i in range(64)])  # above FULL_VIEW_LIMIT: the stage view only
+    assert viz.graph_size(big) > viz.FULL_VIEW_LIMIT
+    page = html.unescape(re.search(r'srcdoc="([^"]*)"', big._repr_html_()).group(1))
+    assert 'id="svg-full"' not in page and 'id="svg-stages"' in page
 
 
 def test_jupyter_falls_back_without_dot(empty_path):

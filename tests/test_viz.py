@@ -560,10 +560,11 @@ def test_large_graphs_bound_the_layout_effort():
 # ---- notebooks -----------------------------------------------------------------------------
 
 
-def test_notebook_display_is_an_svg(needs_dot):
+def test_notebook_display_is_the_page_or_an_svg_when_html_is_not_wanted(needs_dot):
     y = mgn.layer_norm([1.0, 2.0, 4.0])
     for obj in (y, y.graph, y[0]):
-        bundle = obj._repr_mimebundle_()
+        assert set(obj._repr_mimebundle_()) == {"text/html", "text/plain"}
+        bundle = obj._repr_mimebundle_(exclude=["text/html"])
         assert set(bundle) == {"image/svg+xml", "text/plain"}
         ET.fromstring(bundle["image/svg+xml"].encode("utf-8"))
     assert set(y._repr_mimebundle_(include=["text/plain"])) == {"text/plain"}

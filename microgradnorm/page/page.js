@@ -256,7 +256,7 @@
     if (focused && focused.disabled) {
       // the button in use ran out of steps: keep the keyboard on the stepping controls, not the page body
       const backward = ["back", "first", "back-stage"].includes(focused.id);
-      byId(backward ? "forward" : "back").focus();
+      byId(backward ? "forward" : "back").focus({ preventScroll: true }); // a notebook around the page stays still
     }
     showNode(pinned !== null ? pinned : step.node);
     if (pathNode !== null) showPaths(pathNode);
@@ -923,7 +923,14 @@
     created(k, false);
     showGrad(k, null, "", false);
   });
-  const dark = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches;
+  let dark = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches;
+  try {
+    // inside a JupyterLab notebook (an iframe of the same origin): follow the notebook's theme
+    const notebook = window.parent !== window ? window.parent.document.body.dataset.jpThemeLight : undefined;
+    if (notebook !== undefined) dark = notebook === "false";
+  } catch (e) {
+    // another origin: keep the system's preference
+  }
   setTheme(dark ? "dark" : "light");
   setView(data.view.full ? data.view.start : "stages");
   showPaths(data.pathStart);

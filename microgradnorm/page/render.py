@@ -11,6 +11,7 @@ and its Content-Security-Policy forbids any request.
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import re
@@ -83,6 +84,7 @@ def page_html(
     paths: bool = False,
     path_input: int | str = 0,
     lang: str | None = None,
+    carry_full: bool = True,
     **dot_options: Any,
 ) -> str:
     """The page for ``obj`` (a Value, a list of Values, a built norm or its NormGraph) as one HTML string.
@@ -94,12 +96,13 @@ def page_html(
     graph command does (and says so on the page). ``paths`` selects the
     gradient paths into ``path_input`` when the page opens. ``dot_options``
     (``rankdir``, ``edge_labels``, ``highlight``, ``highlight_mode``) go to
-    :func:`microgradnorm.viz.to_dot`. ``lang`` (``en`` or ``zh-CN``) is the language of the page's
-    words, by default the current one; its numbers and formulas are the same in both. Raises as
+    :func:`microgradnorm.viz.to_dot`. ``carry_full=False`` leaves the drawing of every node out of a page
+    that opens with one box per stage (a smaller file, for notebooks). ``lang`` (``en`` or ``zh-CN``) is the
+    language of the page's words, by default the current one; its numbers and formulas are the same in both. Raises as
     ``to_dot`` and ``viz.pipe`` do.
     """
     with use_language(lang or current_language()):
-        return _page_html(obj, graph, title, grad, collapse, paths, path_input, dot_options)
+        return _page_html(obj, graph, title, grad, collapse, paths, path_input, carry_full, dot_options)
 
 
 def _page_html(
@@ -110,6 +113,7 @@ def _page_html(
     collapse: bool | None,
     paths: bool,
     path_input: int | str,
+    carry_full: bool,
     dot_options: dict[str, Any],
 ) -> str:
     subject = subject_of(obj, graph)
@@ -117,6 +121,8 @@ def _page_html(
         subject = Subject(obj, subject.graph, None)
     d = viz.drawing(subject.obj, subject.graph)
     view = _view(viz.graph_size(subject.obj, graph=subject.graph), collapse)
+    if not carry_full and view.start == "stages" and view.full:
+        view = _View(False, "stages", "")
     backward = subject.root is not None
     dot = {"graph": subject.graph, "title": "", "grad": backward, "ids": True, **dot_options}
     svg_full = _svg(viz.to_dot(subject.obj, **dot), "full", d) if view.full else ""
@@ -224,20 +230,37 @@ def _fill(data: dict[str, Any], svg_full: str, svg_stages: str) -> str:
 
 
 def repr_html(obj: Any) -> str | None:
-    """What Jupyter shows for a Value or a built norm: the page, in an iframe of its own.
+    """What Jupyter shows for a Value or a built norm: a still picture (one box per stage) with a one-line note,
+    which a script replaces with the page (in an iframe of its own) where scripts run.
 
-    None (so Jupyter shows the SVG or the text instead) for a single leaf,
-    without Graphviz, or above :data:`NOTEBOOK_LIMIT` drawn nodes.
+    A notebook that was sent to you, downloaded, or executed by nbclient or CI is
+    untrusted: JupyterLab drops the script and the iframe, and the picture and the note
+    stay. Above :data:`viz.FULL_VIEW_LIMIT` drawn nodes the page carries one box per
+    stage only, to keep the notebook small. None (so Jupyter shows the text instead)
+    for a single leaf, without Graphviz, or above :data:`NOTEBOOK_LIMIT` drawn nodes.
     """
     if (isinstance(obj, Value) and not obj.children) or not viz.has_dot():
         return None
-    if viz.graph_size(obj) > NOTEBOOK_LIMIT:
+    size = viz.graph_size(obj)
+    if size > NOTEBOOK_LIMIT:
         return None
+    collapse = size > viz.FULL_VIEW_LIMIT
     try:
-        page = page_html(obj)
+        page = page_html(obj, collapse=True if collapse else None, carry_full=not collapse)
+        still = viz.pipe(viz.to_dot(obj, collapse=True), "svg")  # one box per stage: small, and readable at any d
     except viz.DrawingError:
         return None
+    picture = base64.b64encode(still).decode("ascii")
+    note = _("A still picture: run this cell, or trust the notebook, to step through the graph.")
+    name = html.escape(_("the graph, step by step"), quote=True)
     return (
-        f'<iframe srcdoc="{html.escape(page, quote=True)}" title="{html.escape(_("the graph, step by step"))}" '
-        'style="width: 100%; height: 720px; border: 1px solid #ccc"></iframe>'
+        '<div class="microgradnorm-graph">'
+        f'<div class="microgradnorm-still"><img src="data:image/svg+xml;base64,{picture}" alt="{name}" '
+        'style="max-width: 100%; height: auto">'
+        f'<p style="margin: 0.3em 0">{html.escape(note)}</p></div>'
+        f'<iframe hidden srcdoc="{html.escape(page, quote=True)}" title="{name}" '
+        'style="width: 100%; height: 600px; border: 1px solid #ccc"></iframe>'
+        "<script>(function (s) { var box = s.parentNode; box.querySelector('iframe').hidden = false;"
+        " box.removeChild(box.querySelector('.microgradnorm-still')); })(document.currentScript);</script>"
+        "</div>"
     )
