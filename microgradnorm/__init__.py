@@ -35,7 +35,7 @@ _LAZY = {
     "NORMS": "microgradnorm.registry",
     "get_norm": "microgradnorm.registry",
     "to_dot": "microgradnorm.viz",
-    "render": "microgradnorm.viz",
+    "render": "microgradnorm.output",
     "to_html": "microgradnorm.output",
 }
 

@@ -398,3 +398,13 @@ def test_the_lesson_g_key_without_dot_writes_the_dot_source_only(tmp_path, empty
     message = draw_graph(graph, tmp_path / "03-step02.svg")
     assert "DOT source" in message and (tmp_path / "03-step02.dot").is_file()
     assert not (tmp_path / "03-step02.html").exists()
+
+
+def test_a_check_report_shows_in_a_notebook_as_the_check_table():
+    report = mgn.check_norm("layernorm", [[0.5, -1.0, 2.0, 0.25]])
+    shown = report._repr_html_()
+    assert shown.startswith("<pre") and len(shown) < 4_000  # the table, not the dataclass dump
+    text = html.unescape(re.sub(r"<[^>]+>", "", shown))
+    for node in report.nodes:  # one row per named node (at its worst entry), each with its mark
+        assert re.search(rf"^{re.escape(node.name)}(\[[\d,]+\])?\s.*✓$", text, re.M), node.name
+    assert "All agree" in text
