@@ -54,9 +54,11 @@ def launch(playwright: Any) -> Any:
     return playwright.chromium.launch(executable_path=browser_path(), args=CHROMIUM_ARGS)
 
 
-@pytest.fixture(scope="session", name="chromium")
+@pytest.fixture(scope="module", name="chromium")
 def chromium_fixture():
-    """One browser for the whole session: each test opens its own tab (import this into a test module)."""
+    """One browser per test module that imports this fixture (each test opens its own tab). Per module, not per
+    session: a fixture imported into several modules is defined once in each, and two Playwright sessions
+    cannot run at once."""
     reason = missing()
     if reason:
         if os.environ.get("MICROGRADNORM_REQUIRE_BROWSER") == "1":

@@ -21,7 +21,7 @@ from microgradnorm import viz
 from microgradnorm.engine import topological_order
 from microgradnorm.output import to_html
 from microgradnorm.page import data as page_data
-from tests.browser import chromium_fixture  # noqa: F401  (the session's browser)
+from tests.browser import chromium_fixture  # noqa: F401  (a browser for this module)
 from tests.page_screenshot import WINDOW, make_page, screenshot
 from tests.test_page import SHOWN_RTOL, problem, replay, shown_equal
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import chromium_fixture  # noqa: F401  (the session's browser)
+from tests.browser import chromium_fixture  # noqa: F401  (a browser for this module)
 
 NEEDED = ("nbclient", "nbformat", "nbconvert", "ipykernel")
 REPO = Path(__file__).resolve().parent.parent

@@ -17,7 +17,7 @@ import pytest
 
 from microgradnorm.output import to_html
 from microgradnorm.viz import num as viz_num
-from tests.browser import chromium_fixture  # noqa: F401  (the session's browser)
+from tests.browser import chromium_fixture  # noqa: F401  (a browser for this module)
 from tests.test_page import problem
 from tests.test_page_browser import opened
 
