@@ -10,14 +10,17 @@ three never import each other in a circle.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from microgradnorm import viz
 from microgradnorm.engine import Value
-from microgradnorm.i18n import _, pgettext
+from microgradnorm.i18n import ENGLISH, _, current_language, pgettext, use_language
 from microgradnorm.page import page_html, repr_html
 from microgradnorm.viz import DOT_HEADER, FULL_VIEW_LIMIT, INSTALL_HINT, DrawingError, OptionError, graph_size, to_dot
 
@@ -27,6 +30,7 @@ __all__ = [
     "check_output_path",
     "dot_fallback_path",
     "draw",
+    "drawing_language",
     "mimebundle",
     "output_extensions",
     "output_format",
@@ -128,9 +132,28 @@ def render(obj: Any, path: str | os.PathLike[str], **options: Any) -> Path:
     fmt = output_format(target)
     if fmt == "html":  # the step-through page: the drawing, the engine's numbers and a script to step them
         return write_atomic(target, page_html(obj, **options).encode("utf-8"))
-    source = to_dot(obj, **options)
+    with drawing_language(fmt):
+        source = to_dot(obj, **options)
     data = source.encode("utf-8") if fmt == "dot" else viz.pipe(source, fmt)
     return write_atomic(target, data)
+
+
+def drawing_language(fmt: str) -> contextlib.AbstractContextManager[Any]:
+    """The language of a drawing's words: the current one, except in a PNG or PDF on a machine without a
+    Simplified Chinese font, where Graphviz itself draws the letters and would draw empty boxes. An SVG's
+    letters are drawn by whatever shows it (a browser falls back to a font it has)."""
+    if fmt in ("png", "pdf") and current_language() != ENGLISH and not _has_chinese_font():
+        return use_language(ENGLISH)
+    return contextlib.nullcontext()
+
+
+@functools.cache
+def _has_chinese_font() -> bool:
+    try:
+        found = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return found.returncode == 0 and bool(found.stdout.strip())
 
 
 @dataclass(frozen=True)

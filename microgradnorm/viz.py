@@ -128,7 +128,8 @@ class OptionError(ValueError):
 
 # ---- appearance -------------------------------------------------------------------
 
-FONT = "Helvetica,Arial,sans-serif"  # a CSS-style list: SVGs in browsers fall back in order
+# a CSS-style list: SVGs in browsers fall back in order, to a Simplified Chinese face for a Chinese drawing
+FONT = "Helvetica,Arial,Noto Sans CJK SC,Source Han Sans SC,PingFang SC,Microsoft YaHei,sans-serif"
 
 # pale fills for the stage clusters, a darker outline of the same hue
 _STAGE_COLOURS: dict[str, tuple[str, str]] = {

@@ -775,3 +775,17 @@ def test_the_collapsed_loss_box_sums_dy_up_in_one_row_whatever_d():
     box = parse(viz.to_dot(loss, graph=graph, collapse=True)).nodes["s_loss"]
     assert box.count("<tr>") == 2  # the title and one row for dy, not 16
     assert "dy</b> (16)" in box and f"{viz.num(dy[0])}, {viz.num(dy[1])}, {viz.num(dy[2])}, …" in box
+
+
+def test_a_png_or_pdf_stays_english_where_graphviz_has_no_chinese_font(monkeypatch):
+    from microgradnorm.i18n import current_language, use_language
+
+    for has_font, want in ((False, "en"), (True, "zh-CN")):
+        monkeypatch.setattr(output, "_has_chinese_font", lambda has_font=has_font: has_font)
+        with use_language("zh-CN"):
+            for fmt in ("png", "pdf"):
+                with output.drawing_language(fmt):
+                    assert current_language() == want
+            for fmt in ("svg", "dot", "html"):  # a browser or the reader draws these letters
+                with output.drawing_language(fmt):
+                    assert current_language() == "zh-CN"

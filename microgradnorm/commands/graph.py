@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 import sys
 from pathlib import Path
@@ -305,13 +304,13 @@ def _options(args: argparse.Namespace, spec, shape: tuple[int, ...], variance: s
 
 
 def _title(args: argparse.Namespace, spec, shape: tuple[int, ...], variance: str) -> str:
-    """The drawing's title: what was drawn. The page shows it in the current language; a picture keeps it
-    in English, since Graphviz draws it with the fonts it finds, and a machine without a Chinese font
-    (CI's) would draw boxes."""
-    from microgradnorm.i18n import ENGLISH, use_language
+    """The drawing's title: what was drawn, in the current language. A PNG or PDF keeps it in English, as
+    :func:`microgradnorm.output.render` keeps the rest of such a drawing: Graphviz draws their letters with
+    the fonts it finds, and a machine without a Chinese font (CI's) would draw boxes."""
+    from microgradnorm import output
 
-    page = args.html or args.output.lower().endswith(".html")
-    with contextlib.nullcontext() if page else use_language(ENGLISH):
+    fmt = "html" if args.html else output.FORMATS.get(Path(args.output).suffix.lower(), "")
+    with output.drawing_language(fmt):
         title = _("{norm} of x [{shape}], eps = {eps}, seed {seed}").format(
             norm=spec.title, shape="×".join(map(str, shape)), eps=f"{args.eps:g}", seed=args.seed
         )
