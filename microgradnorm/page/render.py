@@ -120,7 +120,9 @@ def _page_html(
     if grad is False:
         subject = Subject(obj, subject.graph, None)
     d = viz.drawing(subject.obj, subject.graph)
-    view = _view(viz.graph_size(subject.obj, graph=subject.graph), collapse)
+    # the norm's own size, as microgradnorm graph counts it (the loss the page steps back from is not counted)
+    size = viz.graph_size(subject.graph) if subject.graph is not None else viz.graph_size(subject.obj)
+    view = _view(size, collapse)
     if not carry_full and view.start == "stages" and view.full:
         view = _View(False, "stages", "")
     backward = subject.root is not None
