@@ -374,3 +374,21 @@ def test_what_if_refuses_bad_input_in_one_line_and_keeps_the_numbers(needs_dot, 
         tab.click("#whatif-apply")
         assert "infinite" in tab.inner_text("#whatif-error")
         assert tab.eval_on_selector_all("g.node.value", "els => els.map(e => e.dataset.grad)") == before
+
+
+def test_a_stage_box_of_the_overview_opens_that_stage_with_the_others_folded(needs_dot, chromium, pages):
+    with opened(chromium, pages[16], viewport=DESKTOP) as tab:
+        tab.click("#view-toggle")  # the d = 16 page opens with every node; the stage view is the overview
+        assert tab.is_visible("#svg-stages")
+        tab.focus("#s_var")
+        tab.keyboard.press("Enter")
+        assert tab.is_visible("#svg-full") and not tab.is_visible("#svg-stages")
+        pressed = tab.eval_on_selector_all(
+            "#stage-list button", "els => els.map(b => [b.id, b.getAttribute('aria-pressed')])"
+        )
+        assert dict(pressed)["fold-cluster_var"] == "false"
+        assert all(p == "true" for name, p in pressed if name != "fold-cluster_var")
+        box = tab.evaluate("document.getElementById('cluster_var').getBoundingClientRect().toJSON()")
+        pane = tab.evaluate("document.getElementById('graph-area').getBoundingClientRect().toJSON()")
+        assert box["right"] > pane["left"] and box["left"] < pane["right"]  # the opened stage is in view
+        assert box["bottom"] > pane["top"] and box["top"] < pane["bottom"]

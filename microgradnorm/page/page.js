@@ -658,7 +658,35 @@
     area.addEventListener("click", (e) => {
       const k = nodeOfElement(e.target);
       if (k !== null) pin(pinned === k ? null : k);
+      const box = e.target.closest ? e.target.closest("#svg-stages g.node.stage") : null;
+      if (box) openStage(box.id);
     });
+    // the stage view is the overview: a stage's box opens that stage in the drawing of every node, the others folded
+    if (data.view.full) {
+      data.stages.forEach((stage) => {
+        const box = byId(stage.box);
+        if (!box) return;
+        box.setAttribute("tabindex", "0");
+        box.setAttribute("role", "button");
+        box.setAttribute("aria-label", say("openInPlace", { stage: stage.shown }));
+        box.addEventListener("keydown", (e) => {
+          if (e.key === "Enter" || e.key === " ") {
+            e.preventDefault();
+            e.stopPropagation();
+            openStage(box.id);
+          }
+        });
+      });
+    }
+  }
+
+  function openStage(boxId) {
+    const stage = data.stages.find((s) => s.box === boxId);
+    if (!stage || !data.view.full) return;
+    setView("full");
+    data.stages.forEach((s) => setFold(s.name, s.name !== stage.name));
+    const cluster = byId(stage.cluster);
+    if (cluster) keepInView([cluster], []);
   }
 
   const KEYS = {

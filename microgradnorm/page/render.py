@@ -170,7 +170,7 @@ def _svg(dot: str, view: str, d: viz.Drawing) -> str:
     for attr in ("width", "height"):
         root.attrib.pop(attr, None)
     root.set("id", f"svg-{view}")
-    root.set("role", "img")
+    root.set("role", "img" if view == "full" else "group")  # the stage view's boxes are buttons (open a stage)
     label = _("the computation graph, every node") if view == "full" else _("the graph, one box per stage")
     root.set("aria-label", label)
     names = _names(d)

@@ -152,6 +152,7 @@ def script_text() -> dict[str, str]:
         "folded": pgettext("graph page", "{stage}: {formula} · {n} values folded"),
         "foldedNoFormula": pgettext("graph page", "{stage} · {n} values folded"),
         "clickToOpen": pgettext("graph page", "Click to open {stage}"),
+        "openInPlace": pgettext("graph page", "Open {stage} with every node, the other stages folded"),
         "openStage": pgettext("graph page", "Open {stage}"),
         "foldStage": pgettext("graph page", "Fold {stage}"),
         "followSteps": pgettext("graph page", "(follow the steps)"),
