@@ -392,3 +392,27 @@ def test_a_stage_box_of_the_overview_opens_that_stage_with_the_others_folded(nee
         pane = tab.evaluate("document.getElementById('graph-area').getBoundingClientRect().toJSON()")
         assert box["right"] > pane["left"] and box["left"] < pane["right"]  # the opened stage is in view
         assert box["bottom"] > pane["top"] and box["top"] < pane["bottom"]
+
+
+def test_the_minimap_frames_the_part_in_the_pane_and_takes_you_elsewhere(needs_dot, chromium, pages):
+    frame_of = "['x', 'y', 'width', 'height'].map(a => Number(document.getElementById('minimap-view').getAttribute(a)))"
+    with opened(chromium, pages[4], viewport=DESKTOP) as tab:
+        assert tab.is_visible("#minimap")  # the d = 4 drawing is wider than the pane
+        box = tab.evaluate("document.getElementById('svg-full').viewBox.baseVal.width")
+        before = tab.evaluate(frame_of)
+        scroll = tab.evaluate("document.getElementById('graph-area').scrollLeft")
+        scale = tab.evaluate(  # CSS px per drawing unit
+            "document.getElementById('svg-full').getBoundingClientRect().width / "
+            "document.getElementById('svg-full').viewBox.baseVal.width"
+        )
+        pane = tab.evaluate("document.getElementById('graph-area').clientWidth")
+        assert before[2] == pytest.approx(pane / scale, rel=1e-6)  # the frame is as wide as the pane shows
+        target = tab.evaluate(  # click the minimap at 80 % of the drawing's width
+            "(() => { const m = document.getElementById('minimap'); const r = m.getBoundingClientRect();"
+            " const p = m.createSVGPoint(); const ctm = m.getScreenCTM();"
+            f" p.x = 0.8 * {box}; p.y = 0; const s = p.matrixTransform(ctm); return [s.x, r.top + r.height / 2]; }})()"
+        )
+        tab.mouse.click(*target)
+        after = tab.evaluate(frame_of)
+        assert tab.evaluate("document.getElementById('graph-area').scrollLeft") > scroll
+        assert after[0] + after[2] / 2 == pytest.approx(0.8 * box, abs=after[2] / 2 + 1)  # centred there, or at the end

@@ -474,6 +474,44 @@
     const box = svg.viewBox.baseVal;
     const natural = (box.width * 4) / 3; // Graphviz measures in points; CSS pixels are 3/4 of a point
     svg.style.width = zoom === null ? "max(100%, " + Math.round(natural) + "px)" : Math.round(natural * zoom) + "px";
+    updateMinimap();
+  }
+
+  // The minimap: the drawing shown (an SVG <use> of it, no second copy) with the pane's part framed. It is
+  // hidden when the whole drawing fits in the pane.
+  function updateMinimap() {
+    const map = byId("minimap");
+    const svg = currentSvg();
+    const area = byId("graph-area");
+    if (!svg || !map) return;
+    const box = svg.viewBox.baseVal;
+    map.setAttribute("viewBox", [box.x, box.y, box.width, box.height].join(" "));
+    byId("minimap-use").setAttribute("href", "#" + (view === "full" ? "full" : "stages") + "-graph");
+    map.hidden = area.scrollWidth <= area.clientWidth + 1 && area.scrollHeight <= area.clientHeight + 1;
+    const shown = svg.getBoundingClientRect();
+    const pane = area.getBoundingClientRect();
+    const scale = shown.width / box.width; // CSS px per drawing unit
+    const frame = byId("minimap-view");
+    frame.setAttribute("x", String(box.x + (pane.left - shown.left) / scale));
+    frame.setAttribute("y", String(box.y + (pane.top - shown.top) / scale));
+    frame.setAttribute("width", String(area.clientWidth / scale));
+    frame.setAttribute("height", String(area.clientHeight / scale));
+  }
+
+  function minimapClick(e) {
+    const map = byId("minimap");
+    const svg = currentSvg();
+    const area = byId("graph-area");
+    const point = map.createSVGPoint();
+    [point.x, point.y] = [e.clientX, e.clientY];
+    const at = point.matrixTransform(map.getScreenCTM().inverse()); // drawing units
+    const box = svg.viewBox.baseVal;
+    const shown = svg.getBoundingClientRect();
+    const pane = area.getBoundingClientRect();
+    const scale = shown.width / box.width;
+    const x = shown.left + (at.x - box.x) * scale; // where that point is now, on screen
+    const y = shown.top + (at.y - box.y) * scale;
+    area.scrollBy({ left: x - (pane.left + pane.right) / 2, top: y - (pane.top + pane.bottom) / 2, behavior: "instant" });
   }
 
   // Keep the step's node, and the node its contribution comes from, inside the graph pane. Both are shown when
@@ -646,6 +684,9 @@
     });
     click("zoom-fit", fitWindow);
     click("theme", () => setTheme(document.documentElement.dataset.theme === "dark" ? "light" : "dark"));
+    byId("minimap").addEventListener("click", minimapClick);
+    byId("graph-area").addEventListener("scroll", updateMinimap);
+    window.addEventListener("resize", updateMinimap);
 
     const area = byId("graph-area");
     area.addEventListener("mouseover", (e) => {
