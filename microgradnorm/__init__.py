@@ -36,8 +36,8 @@ _LAZY = {
     "NORMS": "microgradnorm.registry",
     "get_norm": "microgradnorm.registry",
     "to_dot": "microgradnorm.viz",
-    "render": "microgradnorm.viz",
-    "to_html": "microgradnorm.page",
+    "render": "microgradnorm.output",
+    "to_html": "microgradnorm.output",
 }
 
 
@@ -62,7 +62,7 @@ def _repr_mimebundle_(self: Any, include: Any = None, exclude: Any = None) -> di
     Attached here rather than in engine.py, which imports nothing from the package;
     the drawing code is imported only when a notebook asks for it.
     """
-    from microgradnorm.viz import mimebundle
+    from microgradnorm.output import mimebundle
 
     return mimebundle(self, include, exclude)
 

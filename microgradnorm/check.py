@@ -151,6 +151,12 @@ class CheckReport:
     def failures(self) -> list[NodeCheck]:
         return [node for node in self.nodes if not node.passed]
 
+    def _repr_html_(self) -> str:
+        """Jupyter shows the report as ``microgradnorm check``'s table (:func:`microgradnorm.present.check_html`)."""
+        from microgradnorm.present import check_html
+
+        return check_html(self)
+
     def node(self, name: str) -> NodeCheck:
         for node in self.nodes:
             if node.name == name:

@@ -23,7 +23,7 @@ from microgradnorm.i18n.text import (
 if TYPE_CHECKING:
     from microgradnorm.check import CheckReport
 
-__all__ = ["check_table", "err", "fmt", "nbytes_text", "shown_error"]
+__all__ = ["check_html", "check_table", "err", "fmt", "nbytes_text", "shown_error"]
 
 
 def fmt(v: float, digits: int = 6) -> str:
@@ -198,6 +198,22 @@ class Phrases:
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         whole = cell_len(self.sep.join(self.phrases))
         return Measurement(max(cell_len(p) for p in self.phrases), whole)
+
+
+NOTEBOOK_WIDTH = 110  # columns of the check table in a notebook: the wide layout, with the stage column
+
+
+def check_html(report: CheckReport) -> str:
+    """The table of :func:`check_table` as HTML, for Jupyter (``CheckReport._repr_html_``): the same rows, marks
+    and verdict as the terminal shows, coloured by rich's own HTML export."""
+    import io
+
+    console = Console(record=True, width=NOTEBOOK_WIDTH, file=io.StringIO(), color_system="truecolor")
+    console.print(check_table(report))
+    return console.export_html(
+        inline_styles=True,
+        code_format='<pre style="font-family: ui-monospace, monospace; line-height: 1.3">{code}</pre>',
+    )
 
 
 def _title(report: CheckReport) -> Phrases:

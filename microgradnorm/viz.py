@@ -26,9 +26,9 @@ Three views, all produced by :func:`to_dot` as plain DOT text:
 ``to_dot`` is pure and deterministic: nodes are numbered by their position in
 the topological order, not by the engine's global ids, so the same graph gives
 byte-identical DOT in any process (which is what makes golden tests possible).
-:func:`render` turns the DOT into SVG, PNG or PDF with the system ``dot``
-program (through the ``graphviz`` Python package) and writes the file
-atomically.
+:func:`pipe` runs the system ``dot`` program on it (through the ``graphviz``
+Python package); writing files and notebook output is :mod:`microgradnorm.output`'s
+job, the module above both this one and the HTML page.
 
 Sizes: every n-ary ``sum`` is one node, so a full LayerNorm graph has about
 13 drawn nodes per feature and ``dot`` lays out d = 64 in well under a second.
@@ -39,13 +39,11 @@ from __future__ import annotations
 
 import html
 import itertools
-import os
 import re
 import shutil
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from microgradnorm.engine import Value, local_grads, topological_order
@@ -54,43 +52,33 @@ from microgradnorm.norms import GROUP_NODES, PARAM_NODES, NormGraph
 from microgradnorm.registry import spec_for
 
 __all__ = [
-    "FORMATS",
     "FULL_VIEW_LIMIT",
     "INSTALL_HINT",
     "LARGE_GRAPH",
     "LAYOUT_LIMIT",
     "Drawing",
     "DrawingError",
-    "Drawn",
     "GradientPath",
     "GradientPaths",
     "GraphvizNotFoundError",
     "OptionError",
     "RenderError",
-    "check_output_path",
+    "data_word",
     "default_title",
-    "dot_fallback_path",
     "dot_id",
-    "draw",
     "drawing",
+    "grad_word",
     "gradient_paths",
     "graph_size",
     "has_dot",
-    "mimebundle",
     "num",
     "op_symbol",
-    "output_extensions",
-    "output_format",
     "pipe",
-    "render",
     "stage_formula",
     "stage_order",
+    "stage_title",
     "to_dot",
-    "write_atomic",
 ]
-
-# file extension -> Graphviz output format
-FORMATS: dict[str, str] = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": "dot", ".html": "html"}
 
 # Above this many drawn nodes (values + ops) the CLI, the notebook and the HTML page start
 # with the collapsed view: a full LayerNorm of d = 16 is 225 nodes and fits a screen; at
@@ -141,7 +129,8 @@ class OptionError(ValueError):
 
 # ---- appearance -------------------------------------------------------------------
 
-FONT = "Helvetica,Arial,sans-serif"  # a CSS-style list: SVGs in browsers fall back in order
+# a CSS-style list: SVGs in browsers fall back in order, to a Simplified Chinese face for a Chinese drawing
+FONT = "Helvetica,Arial,Noto Sans CJK SC,Source Han Sans SC,PingFang SC,Microsoft YaHei,sans-serif"
 
 # pale fills for the stage clusters, a darker outline of the same hue
 _STAGE_COLOURS: dict[str, tuple[str, str]] = {
@@ -295,7 +284,7 @@ def _display_names(order: list[Value], graph: NormGraph | None) -> list[str]:
     several). Without a built norm, nodes are named by their labels.
     """
     if graph is None:
-        return [node.label or "" for node in order]
+        return _plain_names(order)
     names: list[str | None] = [graph.name_of(node) for node in order]
     position = {id(node): k for k, node in enumerate(order)}
     _name_elementwise(order, names, position)
@@ -308,6 +297,25 @@ def _display_names(order: list[Value], graph: NormGraph | None) -> list[str]:
             names[k] = _summed(node, names, position) + (f"[{seen[key]}]" if numbered else "")
             seen[key] += 1
     return names  # type: ignore[return-value]
+
+
+# An unnamed node of a plain Value graph is called after its op and numbered: mul_1, add_2, leaf_1.
+_OP_WORDS = {"+": "add", "-": "sub", "*": "mul", "**2": "sq", "**-1": "inv", "": "leaf"}
+
+
+def _plain_names(order: list[Value]) -> list[str]:
+    """A name for every node of a graph without a built norm: its label, else its op and a count (``mul_2``)."""
+    seen: Counter[str] = Counter()
+    names = []
+    for node in order:
+        if node.label:
+            names.append(node.label)
+            continue
+        op = node.op if node.children else ""
+        word = _OP_WORDS.get(op) or ("pow" if op.startswith("**") else re.sub(r"\W", "", op) or "op")
+        seen[word] += 1
+        names.append(f"{word}_{seen[word]}")
+    return names
 
 
 def _name_elementwise(order: list[Value], names: list[str | None], position: dict[int, int]) -> None:
@@ -467,7 +475,8 @@ def _rms_paths(s: _Stops, xi: str) -> tuple[list[GradientPath], str]:
         GradientPath(
             "var",
             N_("via the mean square"),
-            f"{xi} → x² → ms → rms → rrms → every xhat_j",
+            # Translators: a route through the graph; keep the node names and arrows
+            _("{xi} → x² → ms → rms → rrms → every xhat_j").format(xi=xi),
             "dL/dms · 2 x_i / n",
             s.route(x_i, s.at("ms"), s.at("rms"), s.at("rrms"), xhat_all),
         ),
@@ -491,14 +500,16 @@ def _mean_var_paths(s: _Stops, xi: str) -> tuple[list[GradientPath], str]:
         GradientPath(
             "mean",
             N_("via the mean"),
-            f"{xi} → Σ → mean → every xshift_j → xhat_j",
+            # Translators: a route through the graph; keep the node names and arrows
+            _("{xi} → Σ → mean → every xshift_j → xhat_j").format(xi=xi),
             "−rstd · Σ_j dxhat_j / n",
             s.route(x_i, s.at("mean"), s.at("xshift", s.group), xhat_all),
         ),
         GradientPath(
             "var",
             N_("via the variance"),
-            f"{xi} → {squares} → var → std → rstd → every xhat_j",
+            # Translators: a route through the graph; {squares} is "xshift → xshift²" or "x²"
+            _("{xi} → {squares} → var → std → rstd → every xhat_j").format(xi=xi, squares=squares),
             "dL/dvar · 2 xshift_i / n",
             s.route(*var_first, s.at("var"), s.at("std"), s.at("rstd"), xhat_all),
         ),
@@ -550,24 +561,28 @@ def _legend(d: Drawing, info: GradientPaths) -> str:
     graph = d.graph
     assert graph is not None
     xi = graph.index_label("x", info.index)
-    rows = [f'<tr><td colspan="4" align="left"><b>gradient paths into {_esc(xi)}</b></td></tr>']
+    head = _("gradient paths into {name}").format(name=xi)
+    rows = [f'<tr><td colspan="4" align="left"><b>{_esc(head)}</b></td></tr>']
     for p in info.paths:
         amount = f"{num(p.amount)}" if p.amount is not None else ""
         rows.append(
             f'<tr><td bgcolor="{PATH_COLOURS[p.key]}" width="22"> </td>'
-            f'<td align="left"><font color="{PATH_COLOURS[p.key]}"><b>{_esc(p.title)}</b></font></td>'
+            f'<td align="left"><font color="{PATH_COLOURS[p.key]}"><b>{_esc(_(p.title))}</b></font></td>'
             f'<td align="left" balign="left">{_esc(p.route)}<br/><font point-size="9">{_esc(p.formula)}</font></td>'
             f'<td align="right">{amount}</td></tr>'
         )
     if all(p.amount is not None for p in info.paths):
         total = sum(p.amount for p in info.paths)  # type: ignore[misc]
         auto = graph["x"][info.index].grad
+        # Translators: the last row of the gradient paths legend, whose amounts it adds up
+        sum_word = pgettext("graph page", "sum")
+        accumulated = _("autograd accumulated {name}.grad = {grad}").format(name=xi, grad=num(auto))
         rows.append(
-            f'<tr><td></td><td align="left"><b>sum</b></td>'
-            f'<td align="left">autograd accumulated {_esc(xi)}.grad = {num(auto)}</td>'
+            f'<tr><td></td><td align="left"><b>{_esc(sum_word)}</b></td>'
+            f'<td align="left">{_esc(accumulated)}</td>'
             f'<td align="right"><b>{num(total)}</b></td></tr>'
         )
-    rows.append(f'<tr><td colspan="4" align="left"><font point-size="9">{_esc(info.note)}</font></td></tr>')
+    rows.append(f'<tr><td colspan="4" align="left"><font point-size="9">{_esc(_(info.note))}</font></td></tr>')
     table = (
         '<table border="1" cellborder="0" cellspacing="2" cellpadding="3" bgcolor="white" color="#999999">'
         + "".join(rows)
@@ -656,10 +671,28 @@ def stage_formula(d: Drawing, stage: str) -> str:
     return own or _FORMULAS.get(stage, "")  # type: ignore[return-value]
 
 
+def stage_title(stage: str) -> str:
+    """A stage's name as the drawing and the page show it, in the current language (``var`` stays ``var`` in
+    English)."""
+    titles = {
+        "input": pgettext("norm stage", "input"),
+        "mean": pgettext("norm stage", "mean"),
+        "center": pgettext("norm stage", "center"),
+        "var": pgettext("norm stage", "var"),
+        "meansq": pgettext("norm stage", "meansq"),
+        "sqrt": pgettext("norm stage", "sqrt"),
+        "divide": pgettext("norm stage", "divide"),
+        "affine": pgettext("norm stage", "affine"),
+        "scale": pgettext("norm stage", "scale"),
+        "loss": pgettext("norm stage", "loss"),
+    }
+    return titles.get(stage, stage)
+
+
 def _cluster_label(d: Drawing, stage: str) -> str:
     formula = stage_formula(d, stage)
     sub = f'<font point-size="10">{_esc(formula)}</font><br align="left"/>' if formula else ""
-    return f'<<b>{_esc(stage)}</b><br align="left"/>{sub}>'
+    return f'<<b>{_esc(stage_title(stage))}</b><br align="left"/>{sub}>'
 
 
 def default_title(d: Drawing, title: str | None, grad: bool) -> str | None:
@@ -670,11 +703,12 @@ def default_title(d: Drawing, title: str | None, grad: bool) -> str | None:
         return None
     what = spec_for(graph).title
     shape = "×".join(map(str, graph.shape))
-    text = f"{what} of x [{shape}], eps = {graph.eps:g}"
+    # Translators: the title of a drawing, e.g. "LayerNorm of x (2×4), eps = 1e-05"; (2×4) is x's shape
+    text = _("{norm} of x ({shape}), eps = {eps}").format(norm=what, shape=shape, eps=f"{graph.eps:g}")
     if graph.variance != "two_pass":
-        text += f", {graph.variance} variance"
+        text = _("{title}, {variance} variance").format(title=text, variance=graph.variance)
     if grad:
-        text += " · grad = dL/d(node) after backward()"
+        text = _("{title} · grad = dL/d(node) after backward()").format(title=text)
     return text
 
 
@@ -686,15 +720,27 @@ def _value_label(name: str, data: float, grad: float | None, *, faded: bool, str
         return f'<td><font color="{colour}">{text}</font></td>' if colour else f"<td>{text}</td>"
 
     cells = [cell(f"<b>{_esc(name)}</b>")] if name else []
-    cells.append(cell(f"data {num(data)}"))
+    cells.append(cell(f"{_esc(data_word())} {num(data)}"))
     if grad is not None:
-        cells.append(cell(f"grad {num(grad)}", GRAD_TEXT))
+        cells.append(cell(f"{_esc(grad_word())} {num(grad)}", GRAD_TEXT))
     line = HIGHLIGHT if strong else (FADED_LINE if faded else "#777777")
     rows = "".join(f"<tr>{c}</tr>" for c in cells) if stacked else f"<tr>{''.join(cells)}</tr>"
     return (
         f'<<table border="{2 if strong else 0}" cellborder="1" cellspacing="0" cellpadding="2" '
         f'bgcolor="white" color="{line}">{rows}</table>>'
     )
+
+
+def data_word() -> str:
+    """The word before a node's value in the drawing."""
+    # Translators: the word before a node's value in the drawing, e.g. "data 0.5"; keep it short
+    return pgettext("graph drawing", "data")
+
+
+def grad_word() -> str:
+    """The word before a node's gradient in the drawing."""
+    # Translators: the word before a node's gradient in the drawing, e.g. "grad -0.25"; keep it short
+    return pgettext("graph drawing", "grad")
 
 
 def op_symbol(op: str) -> str:
@@ -944,10 +990,12 @@ def _few(values: Sequence[float]) -> str:
 
 
 def _shape_of(graph: NormGraph, name: str) -> str:
+    """How many values a named node has, in parentheses: ``x (2×4)``, ``mean (2)``; never ``[1]``, which
+    ``microgradnorm check`` and the full view use for one entry (``mean[1]``)."""
     count = len(graph[name])
     if name in GROUP_NODES or name in PARAM_NODES:
-        return f"[{count}]"
-    return "[" + "×".join(map(str, graph.shape)) + "]"
+        return f"({count})"
+    return "(" + "×".join(map(str, graph.shape)) + ")"
 
 
 def _stage_rows(d: Drawing, stage: str, ks: list[int], *, grad: bool, faded: bool) -> list[str]:
@@ -962,7 +1010,7 @@ def _stage_rows(d: Drawing, stage: str, ks: list[int], *, grad: bool, faded: boo
     def row(head: str, members: list[Value]) -> str:
         cells = cell(head) + cell(_esc(_few([v.data for v in members])))
         if grad:
-            cells += cell("grad " + _esc(_few([v.grad for v in members])), grad_cell=True)
+            cells += cell(_esc(grad_word()) + " " + _esc(_few([v.grad for v in members])), grad_cell=True)
         return f"<tr>{cells}</tr>"
 
     rows = []
@@ -975,15 +1023,21 @@ def _stage_rows(d: Drawing, stage: str, ks: list[int], *, grad: bool, faded: boo
                 named.update(d.pos(v) for v in values)
                 rows.append(row(f"<b>{_esc(name)}</b> {_shape_of(graph, name)}", values))
     counts: dict[str, list[Value]] = {}
+    leaves: dict[str, list[Value]] = {}  # constants such as 1/n and eps, and the loss's dy: by label
     for k in ks:
         node = d.order[k]
         if k in named:
             continue
-        if not node.children and node.label:  # constants such as 1/n and eps
-            rows.append(f"<tr>{cell(_esc(node.label) + ' = ' + num(node.data))}</tr>")
+        if not node.children and node.label:
+            leaves.setdefault(node.label, []).append(node)
         elif graph is None:
             counts.setdefault(d.display_name(k) or op_symbol(node.op) or "value", []).append(node)
-    rows += [row(f"<b>{_esc(label)}</b> ×{len(members)}", members) for label, members in counts.items()]
+    for label, members in leaves.items():  # one constant: "eps = 1e-05"; many (dy): one row like a named node
+        if len(members) == 1:
+            rows.append(f"<tr>{cell(_esc(label) + ' = ' + num(members[0].data))}</tr>")
+        else:
+            rows.append(row(f"<b>{_esc(label)}</b> ({len(members)})", members))
+    rows += [row(f"<b>{_esc(label)}</b> ({len(members)})", members) for label, members in counts.items()]
     return rows
 
 
@@ -1023,7 +1077,8 @@ def _stage_box(d: Drawing, stage: str, position: int, ks: list[int], *, grad: bo
     """The collapsed view's box for one stage (an HTML-like table): its title and formula over its rows."""
     fill, line = _stage_colours(stage, position)
     formula = stage_formula(d, stage)
-    head = f"<b>{_esc(stage)}</b>" + (f'   <font point-size="10">{_esc(formula)}</font>' if formula else "")
+    sub = f'   <font point-size="10">{_esc(formula)}</font>' if formula else ""
+    head = f"<b>{_esc(stage_title(stage))}</b>" + sub
     if faded:
         head = f'<font color="{FADED_TEXT}">{head}</font>'
     rows = [f'<tr><td colspan="{3 if grad else 2}" align="left">{head}</td></tr>']
@@ -1044,49 +1099,6 @@ def has_dot() -> bool:
     return shutil.which("dot") is not None
 
 
-def output_format(path: str | os.PathLike[str]) -> str:
-    """The Graphviz format for ``path``'s extension, or a ValueError naming the allowed ones."""
-    suffix = Path(path).suffix.lower()
-    if suffix not in FORMATS:
-        allowed = ", ".join(FORMATS)
-        if suffix:
-            message = _("expected a file name ending in {allowed}, got {path!r} ({suffix!r})")
-        else:
-            message = _("expected a file name ending in {allowed}, got {path!r} (no extension)")
-        raise OptionError("output", message.format(allowed=allowed, path=str(path), suffix=suffix))
-    return FORMATS[suffix]
-
-
-def output_extensions() -> str:
-    """The output extensions as prose: ".svg, .png, .pdf or .dot"."""
-    *most, last = FORMATS
-    # the same joiner as the CLI's lists of alternatives ("2-D or 4-D")
-    return ", ".join(most) + pgettext("alternatives", " or ") + last
-
-
-def check_output_path(path: str | os.PathLike[str]) -> Path:
-    """Fail early, with the path in the message, if ``path`` cannot be written."""
-    path = Path(path)
-    if path.is_dir():
-        raise OptionError(
-            "output",
-            _("{path!r} is a directory; expected a file name ending in {endings}").format(
-                path=str(path), endings=output_extensions()
-            ),
-        )
-    output_format(path)
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        message = _("cannot write {path!r}: the directory {parent!r} does not exist")
-        raise OptionError("output", message.format(path=str(path), parent=str(parent)))
-    if not os.access(parent, os.W_OK | os.X_OK):
-        message = _("cannot write {path!r}: the directory {parent!r} is not writable")
-        raise OptionError("output", message.format(path=str(path), parent=str(parent)))
-    if path.exists() and not os.access(path, os.W_OK):
-        raise OptionError("output", _("cannot write {path!r}: the file is read-only").format(path=str(path)))
-    return path
-
-
 def pipe(dot: str, fmt: str) -> bytes:
     """Run ``dot -T<fmt>`` on ``dot`` and return the output bytes."""
     import graphviz
@@ -1101,104 +1113,3 @@ def pipe(dot: str, fmt: str) -> bytes:
         stderr = exc.stderr.decode("utf-8", "replace") if isinstance(exc.stderr, bytes) else str(exc.stderr or "")
         first = stderr.strip().splitlines()[0] if stderr.strip() else _("exit code {code}").format(code=exc.returncode)
         raise RenderError(_("dot -T{fmt} failed: {first}").format(fmt=fmt, first=first)) from None
-
-
-def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (see :func:`microgradnorm.store.atomic_write_bytes`)."""
-    from microgradnorm.store import atomic_write_bytes
-
-    return atomic_write_bytes(path, data)
-
-
-def dot_fallback_path(path: str | os.PathLike[str]) -> Path:
-    """Where to put the DOT source when ``path`` cannot be drawn: ``path`` with a .dot extension.
-
-    A .dot file of that name that this package did not write is never overwritten;
-    the next free ``name.1.dot``, ``name.2.dot``, ... is used instead.
-    """
-    path = Path(path)
-    header = DOT_HEADER.encode("utf-8")
-    for k in range(100):
-        candidate = path.with_suffix(".dot" if k == 0 else f".{k}.dot")
-        if not candidate.exists():
-            return candidate
-        try:
-            with candidate.open("rb") as f:
-                if f.read(len(header)) == header:
-                    return candidate
-        except OSError:
-            continue
-    raise OptionError(
-        "output",
-        _("no free .dot file name next to {path!r} (tried {stem}.dot to .99.dot)").format(
-            path=str(path), stem=path.stem
-        ),
-    )
-
-
-def render(obj: Any, path: str | os.PathLike[str], **options: Any) -> Path:
-    """Draw ``obj`` into ``path``; the format comes from the extension (.svg .png .pdf .dot .html).
-
-    ``options`` are those of :func:`to_dot` (for .html, of :func:`microgradnorm.page.page_html`,
-    the step-through page, where ``collapse=None`` decides by size). Raises ValueError for an unknown
-    extension or an unwritable path, :class:`OptionError` for an option the graph
-    cannot honour, :class:`GraphvizNotFoundError` when ``dot`` is missing (a .dot
-    file needs no Graphviz), :class:`RenderError` when it fails.
-    """
-    target = check_output_path(path)
-    fmt = output_format(target)
-    if fmt == "html":  # the step-through page: the drawing, the engine's numbers and a script to step them
-        from microgradnorm.page import page_html
-
-        return write_atomic(target, page_html(obj, **options).encode("utf-8"))
-    source = to_dot(obj, **options)
-    data = source.encode("utf-8") if fmt == "dot" else pipe(source, fmt)
-    return write_atomic(target, data)
-
-
-@dataclass(frozen=True)
-class Drawn:
-    """What :func:`draw` wrote: the picture, or (``error`` set) the DOT source in its place."""
-
-    path: Path
-    error: DrawingError | None = None
-
-
-def draw(obj: Any, path: str | os.PathLike[str], **options: Any) -> Drawn:
-    """:func:`render`, and when the picture cannot be made, the DOT source next to ``path`` instead.
-
-    The command line and the lessons' ``g`` key both draw this way: without
-    Graphviz (or when ``dot`` fails) the learner still gets the graph as text,
-    in a .dot file that :func:`dot_fallback_path` picks so that no file of
-    theirs is overwritten. Every other error (a bad path or option) is raised.
-    """
-    try:
-        return Drawn(render(obj, path, **options))
-    except DrawingError as exc:
-        fallback = dot_fallback_path(path)
-        write_atomic(fallback, to_dot(obj, **options).encode("utf-8"))
-        return Drawn(fallback, exc)
-
-
-# ---- notebooks ------------------------------------------------------------------------
-
-
-def mimebundle(obj: Any, include: Any = None, exclude: Any = None) -> dict[str, str]:
-    """What Jupyter shows for a Value or a built norm: an SVG of its graph, and text.
-
-    Graphs above :data:`FULL_VIEW_LIMIT` drawn nodes are shown collapsed (one box
-    per stage). Without ``dot``, or for a single leaf, only the text is returned.
-    """
-    text = repr(obj)
-    wants_svg = (include is None or "image/svg+xml" in include) and not (exclude and "image/svg+xml" in exclude)
-    if not wants_svg or (isinstance(obj, Value) and not obj.children):
-        return {"text/plain": text}
-    if not has_dot():
-        return {"text/plain": text + "\n" + _("(to see the graph drawn, {hint})").format(hint=INSTALL_HINT)}
-    size = graph_size(obj)
-    collapse = size > FULL_VIEW_LIMIT
-    try:
-        svg = pipe(to_dot(obj, collapse=collapse), "svg").decode("utf-8")
-    except DrawingError as exc:
-        return {"text/plain": f"{text}\n({exc})"}
-    return {"image/svg+xml": svg, "text/plain": text}

@@ -15,6 +15,8 @@ import os
 import shutil
 from typing import Any
 
+import pytest
+
 # No sandbox (containers run as root), no GPU, and nothing that would reach the network.
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -50,3 +52,21 @@ def missing() -> str | None:
 def launch(playwright: Any) -> Any:
     """A headless Chromium from Playwright's ``sync_playwright()`` object, the system's binary."""
     return playwright.chromium.launch(executable_path=browser_path(), args=CHROMIUM_ARGS)
+
+
+@pytest.fixture(scope="module", name="chromium")
+def chromium_fixture():
+    """One browser per test module that imports this fixture (each test opens its own tab). Per module, not per
+    session: a fixture imported into several modules is defined once in each, and two Playwright sessions
+    cannot run at once."""
+    reason = missing()
+    if reason:
+        if os.environ.get("MICROGRADNORM_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"MICROGRADNORM_REQUIRE_BROWSER=1 but {reason}")
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = launch(playwright)
+        yield instance
+        instance.close()

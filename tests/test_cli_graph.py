@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -249,3 +250,11 @@ def test_graph_refuses_a_full_layout_graphviz_would_take_ages_on(capsys, tmp_pat
     assert list(tmp_path.iterdir()) == []
     code, _, _ = run(capsys, "graph", "layernorm", "--dim", "1200", "--full", "-o", str(tmp_path / "g.dot"))
     assert code == 0  # DOT source needs no layout
+
+
+def test_the_page_and_the_command_count_the_graph_alike(needs_dot, capsys, tmp_path):
+    out = tmp_path / "ln.html"
+    assert cli.main(["graph", "layernorm", "--dim", "24", "--grad", "--html", "-o", str(out)]) == 0
+    said = re.search(r"(\d[\d,]*) nodes in the full graph", capsys.readouterr().out.replace("\n", " "))
+    note = re.search(r"The full graph has (\d[\d,]*) nodes", out.read_text(encoding="utf-8"))
+    assert said and note and said.group(1) == note.group(1)

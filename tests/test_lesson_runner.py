@@ -276,12 +276,12 @@ def test_g_renders_a_real_svg_with_viz(lesson, tmp_path):
 
 
 def test_g_without_graphviz_writes_the_dot_source_and_says_how_to_install(lesson, tmp_path, monkeypatch):
-    from microgradnorm import viz
+    from microgradnorm import output, viz
 
     def no_dot(*args, **kwargs):
         raise viz.GraphvizNotFoundError("the Graphviz 'dot' program was not found; install Graphviz")
 
-    monkeypatch.setattr(viz, "render", no_dot)
+    monkeypatch.setattr(output, "render", no_dot)
     r, buf, _ = make(lesson, ["g", "q"], graph_dir=tmp_path / "graphs")
     r.run()
     dot = tmp_path / "graphs" / "01-three-steps-step01.dot"

@@ -9,21 +9,24 @@ formulas, the finite differences against autograd.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
 
 import microgradnorm as mgn
+from microgradnorm import output, viz
 from microgradnorm import tolerances as tol
-from microgradnorm import viz
 from microgradnorm.check import random_problem
 from microgradnorm.engine import local_grads, topological_order
+from microgradnorm.output import to_html
 from microgradnorm.page import data as page_data
-from microgradnorm.page import page_html, repr_html, to_html
+from microgradnorm.page import page_html, repr_html
 from microgradnorm.registry import get_norm
 from tests.helpers import run_cli as run
 
@@ -163,6 +166,34 @@ def test_the_paths_into_each_input_add_up_to_its_gradient():
         assert all(re.fullmatch(r"e\d+_\d+|o\d+", e) for p in info["paths"] for e in p["edges"])
 
 
+def test_the_forward_pass_starts_at_x_and_each_parameter_appears_when_first_used():
+    graph, _ = problem(shape=(4,))
+    data = data_of(graph)
+    order, nodes = data["forward"], data["nodes"]
+    assert sorted(order) == list(range(len(nodes)))  # every node made once
+    step = {k: s for s, k in enumerate(order)}
+    assert all(step[c] < step[k] for k, n in enumerate(nodes) for c in n["inputs"])  # inputs before use
+    assert [nodes[k]["name"] for k in order[:4]] == ["x[0]", "x[1]", "x[2]", "x[3]"]
+    for k in order:  # a leaf is made right before the first op that uses it
+        if not nodes[k]["inputs"]:
+            users = [j for j, n in enumerate(nodes) if k in n["inputs"]]
+            first = min(step[j] for j in users)
+            between = order[step[k] + 1 : first]
+            assert all(not nodes[j]["inputs"] for j in between), nodes[k]["name"]
+
+
+def test_paths_of_a_forward_only_page_carry_no_amounts_for_any_input():
+    graph, _ = problem(shape=(4,))  # backward has run, but the page is made forward only
+    subject = page_data.subject_of(graph)
+    data = page_data.page_data(
+        page_data.Subject(subject.obj, subject.graph, None), viz.drawing(subject.obj, subject.graph)
+    )
+    assert len(data["paths"]["byNode"]) == 4
+    for info in data["paths"]["byNode"].values():
+        assert info["sumText"] is None and info["gradText"] is None
+        assert all(p["amount"] is None and p["amountText"] is None for p in info["paths"])
+
+
 def test_making_a_page_leaves_the_learners_gradients_as_they_were():
     graph, dy = problem(backward=False)
     loss = graph.loss(dy.tolist())
@@ -209,14 +240,14 @@ def test_the_page_is_one_file_that_fetches_nothing(needs_dot, tmp_path):
     assert not re.search(r"<(script|link|img|iframe)[^>]*\s(src|href)=", page)
     assert len(re.findall(r'<svg [^>]*id="svg-(full|stages)"', page)) == 2 and 'id="v0"' in page
     data = embedded_data(page)
-    assert data["view"]["start"] == "full" and data["title"].startswith("LayerNorm of x [4]")
+    assert data["view"]["start"] == "full" and data["title"].startswith("LayerNorm of x (4)")
 
 
 def test_to_html_wants_an_html_name_and_render_writes_one_for_that_extension(needs_dot, tmp_path):
     graph, _ = problem()
     with pytest.raises(viz.OptionError, match=r"output: expected a file name ending in \.html, got .*ln\.svg"):
         to_html(graph, tmp_path / "ln.svg")
-    assert viz.render(graph, tmp_path / "ln.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert output.render(graph, tmp_path / "ln.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
 
 
 def test_a_graph_too_large_to_read_opens_collapsed_and_says_so(needs_dot):
@@ -236,11 +267,30 @@ def test_a_graph_too_large_to_lay_out_quickly_carries_the_stage_view_only(needs_
     assert "forward pass only" in data["view"]["note"]
 
 
-def test_jupyter_shows_the_page_in_an_iframe(needs_dot):
+def test_jupyter_shows_a_still_picture_that_a_script_swaps_for_the_page(needs_dot):
+    import base64
+    import html as html_module
+
     y = mgn.layer_norm([1.0, 2.0, 4.0])
     shown = y._repr_html_()
-    assert shown.startswith("<iframe srcdoc=") and "&lt;!DOCTYPE html&gt;" in shown
+    picture = re.search(r'<img src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"', shown)
+    assert picture is not None
+    ET.fromstring(base64.b64decode(picture.group(1)))  # a whole SVG drawing
+    assert "A still picture" in shown  # the one-line note, beside it
+    frame = re.search(r'<iframe hidden srcdoc="([^"]*)"', shown)
+    assert frame is not None and html_module.unescape(frame.group(1)).startswith("<!DOCTYPE html>")
+    assert shown.count("<script>") == 1 and "hidden = false" in shown
     assert mgn.Value(1.5)._repr_html_() is None  # a single number is shown as text
+
+
+def test_a_notebook_output_holds_one_drawing_and_stays_small_for_a_large_graph(needs_dot):
+    y = mgn.layer_norm([1.0, 2.0, 4.0])
+    bundle = y._repr_mimebundle_()
+    assert set(bundle) == {"text/html", "text/plain"}  # no second copy of the drawing as image/svg+xml
+    big = mgn.layer_norm([float(i % 7) for i in range(64)])  # above FULL_VIEW_LIMIT: the stage view only
+    assert viz.graph_size(big) > viz.FULL_VIEW_LIMIT
+    page = html.unescape(re.search(r'srcdoc="([^"]*)"', big._repr_html_()).group(1))
+    assert 'id="svg-full"' not in page and 'id="svg-stages"' in page
 
 
 def test_jupyter_falls_back_without_dot(empty_path):
@@ -310,7 +360,14 @@ def test_a_contribution_line_reads_as_the_lesson_tables_do():
     data = data_of(graph)
     first = data["backward"][0]  # L = Σ y·dy sends dy[0] into y[0] first: local derivative dy[0], L.grad = 1
     assert data["nodes"][first["into"]]["name"] == "y[0]"
-    assert first["text"] == f"y[0].grad += {viz.num(dy[0])} × 1 = {viz.num(dy[0])} (1/1)"
+    assert first["text"] == f"y[0].grad += {viz.num(dy[0])} × 1 (= {viz.num(dy[0])}); total {viz.num(dy[0])} (1/1)"
+    # a second contribution: the product and the running total differ, and the line says which is which
+    second = next(c for c in data["backward"] if c["k"] == 2)
+    name, m = data["nodes"][second["into"]]["name"], second["m"]
+    added = float(second["total"]) - float(second["before"])  # what this step added, from the running totals
+    local, grad = re.fullmatch(rf"{re.escape(name)}\.grad \+= (\S+) × (\S+) \(= .*", second["text"]).groups()
+    assert float(local) * float(grad) == pytest.approx(added, rel=1e-3)  # 4 significant digits shown
+    assert second["text"].endswith(f"(= {viz.num(added)}); total {second['totalText']} (2/{m})")
     assert float(first["total"]) == dy[0]
     assert first["why"] == f"∂loss/∂y[0] = dy[0] = {viz.num(dy[0])}; loss.grad = 1"
 
@@ -333,3 +390,13 @@ def test_the_lesson_g_key_without_dot_writes_the_dot_source_only(tmp_path, empty
     message = draw_graph(graph, tmp_path / "03-step02.svg")
     assert "DOT source" in message and (tmp_path / "03-step02.dot").is_file()
     assert not (tmp_path / "03-step02.html").exists()
+
+
+def test_a_check_report_shows_in_a_notebook_as_the_check_table():
+    report = mgn.check_norm("layernorm", [[0.5, -1.0, 2.0, 0.25]])
+    shown = report._repr_html_()
+    assert shown.startswith("<pre") and len(shown) < 4_000  # the table, not the dataclass dump
+    text = html.unescape(re.sub(r"<[^>]+>", "", shown))
+    for node in report.nodes:  # one row per named node (at its worst entry), each with its mark
+        assert re.search(rf"^{re.escape(node.name)}(\[[\d,]+\])?\s.*✓$", text, re.M), node.name
+    assert "All agree" in text

@@ -17,12 +17,13 @@ import sys
 import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import microgradnorm as mgn
-from microgradnorm import formulas, viz
+from microgradnorm import formulas, output, viz
 from microgradnorm import tolerances as tol
 from microgradnorm.check import random_problem
 from microgradnorm.registry import get_norm
@@ -416,9 +417,10 @@ def test_collapsed_view_is_one_box_per_stage_whatever_d():
             ("divide", "affine"),
         }
     d = parse(viz.to_dot(big, collapse=True))
-    assert "xshift</b> [2×200]" in d.nodes["s_center"]
-    assert "mean</b> [2]" in d.nodes["s_mean"]
-    assert "gamma</b> [200]" in d.nodes["s_affine"]
+    assert "xshift</b> (2×200)" in d.nodes["s_center"]
+    assert "mean</b> (2)" in d.nodes["s_mean"]  # a count, never "mean [2]", which reads as check's mean[2]
+    assert "gamma</b> (200)" in d.nodes["s_affine"]
+    assert not re.search(r"</b> \[", viz.to_dot(big, collapse=True))
 
 
 def test_collapsed_rmsnorm_stages():
@@ -474,7 +476,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 def test_render_svg_has_the_stage_clusters_and_the_path_legend(tmp_path, needs_dot):
     graph, _ = problem()
-    path = viz.render(graph, tmp_path / "ln.svg", paths=True)
+    path = output.render(graph, tmp_path / "ln.svg", paths=True)
     assert path == tmp_path / "ln.svg"
     root = ET.parse(path).getroot()  # parses as XML
     assert root.tag == f"{SVG}svg"
@@ -487,16 +489,16 @@ def test_render_svg_has_the_stage_clusters_and_the_path_legend(tmp_path, needs_d
 
 def test_render_png_and_pdf(tmp_path, needs_dot):
     graph, _ = problem("batchnorm", (2, 2))
-    png = viz.render(graph, tmp_path / "bn.png").read_bytes()
+    png = output.render(graph, tmp_path / "bn.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = struct.unpack(">II", png[16:24])  # the IHDR chunk
     assert width > 100 and height > 50
-    assert viz.render(graph, tmp_path / "bn.pdf", collapse=True).read_bytes()[:5] == b"%PDF-"
+    assert output.render(graph, tmp_path / "bn.pdf", collapse=True).read_bytes()[:5] == b"%PDF-"
 
 
 def test_render_dot_needs_no_graphviz(tmp_path, empty_path):
     graph, _ = problem()
-    path = viz.render(graph, tmp_path / "ln.dot", grad=True)
+    path = output.render(graph, tmp_path / "ln.dot", grad=True)
     assert path.read_text(encoding="utf-8") == viz.to_dot(graph, grad=True)
 
 
@@ -505,7 +507,7 @@ def test_render_without_dot_raises_with_install_hint_and_keeps_the_old_file(tmp_
     target = tmp_path / "ln.svg"
     target.write_text("the previous drawing")
     with pytest.raises(viz.GraphvizNotFoundError, match=r"apt-get install graphviz.*brew.*conda"):
-        viz.render(graph, target)
+        output.render(graph, target)
     assert target.read_text() == "the previous drawing"
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
@@ -514,11 +516,11 @@ def test_written_files_get_ordinary_permissions(tmp_path):
     graph, _ = problem(backward=False)
     umask = os.umask(0o022)
     try:
-        fresh = viz.render(graph, tmp_path / "fresh.dot")
+        fresh = output.render(graph, tmp_path / "fresh.dot")
         kept = tmp_path / "kept.dot"
         kept.write_text("old")
         kept.chmod(0o640)
-        viz.render(graph, kept)
+        output.render(graph, kept)
     finally:
         os.umask(umask)
     assert fresh.stat().st_mode & 0o777 == 0o644  # as open() would make it, not mkstemp's 0600
@@ -530,21 +532,21 @@ def test_written_files_get_ordinary_permissions(tmp_path):
 def test_render_rejects_unknown_extensions(tmp_path, name):
     graph, _ = problem(backward=False)
     with pytest.raises(ValueError, match=r"output: expected a file name ending in \.svg, \.png, \.pdf, \.dot"):
-        viz.render(graph, tmp_path / name)
+        output.render(graph, tmp_path / name)
     assert not (tmp_path / name).exists()
 
 
 def test_render_rejects_a_missing_directory(tmp_path):
     graph, _ = problem(backward=False)
     with pytest.raises(ValueError, match="does not exist"):
-        viz.render(graph, tmp_path / "missing" / "ln.dot")
+        output.render(graph, tmp_path / "missing" / "ln.dot")
 
 
 def test_dot_fallback_never_overwrites_a_foreign_file(tmp_path):
     (tmp_path / "ln.dot").write_text("my own notes")
-    assert viz.dot_fallback_path(tmp_path / "ln.svg") == tmp_path / "ln.1.dot"
+    assert output.dot_fallback_path(tmp_path / "ln.svg") == tmp_path / "ln.1.dot"
     (tmp_path / "ln.1.dot").write_text(viz.DOT_HEADER + "\ndigraph {}\n")  # one we wrote: reused
-    assert viz.dot_fallback_path(tmp_path / "ln.svg") == tmp_path / "ln.1.dot"
+    assert output.dot_fallback_path(tmp_path / "ln.svg") == tmp_path / "ln.1.dot"
 
 
 def test_large_graphs_bound_the_layout_effort():
@@ -558,10 +560,11 @@ def test_large_graphs_bound_the_layout_effort():
 # ---- notebooks -----------------------------------------------------------------------------
 
 
-def test_notebook_display_is_an_svg(needs_dot):
+def test_notebook_display_is_the_page_or_an_svg_when_html_is_not_wanted(needs_dot):
     y = mgn.layer_norm([1.0, 2.0, 4.0])
     for obj in (y, y.graph, y[0]):
-        bundle = obj._repr_mimebundle_()
+        assert set(obj._repr_mimebundle_()) == {"text/html", "text/plain"}
+        bundle = obj._repr_mimebundle_(exclude=["text/html"])
         assert set(bundle) == {"image/svg+xml", "text/plain"}
         ET.fromstring(bundle["image/svg+xml"].encode("utf-8"))
     assert set(y._repr_mimebundle_(include=["text/plain"])) == {"text/plain"}
@@ -590,7 +593,7 @@ def test_importing_the_package_does_not_import_the_drawing_code():
 
 def test_draw_without_dot_writes_the_dot_source_and_returns_the_typed_error(tmp_path, empty_path):
     graph, _ = problem()
-    drawn = viz.draw(graph, tmp_path / "ln.svg", grad=True)
+    drawn = output.draw(graph, tmp_path / "ln.svg", grad=True)
     assert drawn.path == tmp_path / "ln.dot" and not (tmp_path / "ln.svg").exists()
     assert isinstance(drawn.error, viz.GraphvizNotFoundError) and isinstance(drawn.error, viz.DrawingError)
     assert drawn.path.read_text(encoding="utf-8") == viz.to_dot(graph, grad=True)
@@ -602,7 +605,7 @@ def test_draw_when_dot_fails_keeps_the_dot_source(tmp_path, monkeypatch):
 
     monkeypatch.setattr(viz, "pipe", failing)
     graph, _ = problem(backward=False)
-    drawn = viz.draw(graph, tmp_path / "ln.png")
+    drawn = output.draw(graph, tmp_path / "ln.png")
     assert isinstance(drawn.error, viz.RenderError) and "syntax error" in str(drawn.error)
     assert drawn.path == tmp_path / "ln.dot" and drawn.path.read_text(encoding="utf-8") == viz.to_dot(graph)
 
@@ -616,7 +619,7 @@ def test_option_errors_name_the_option_apart_from_the_message():
         viz.to_dot(graph, paths=True, path_input=7)
     assert caught.value.option == "path_input" and caught.value.message.endswith("got 7")
     with pytest.raises(viz.OptionError) as caught:
-        viz.check_output_path("ln.jpg")
+        output.check_output_path("ln.jpg")
     assert caught.value.option == "output"
 
 
@@ -712,3 +715,77 @@ def test_a_drawn_graph_has_indices_in_order_and_edges_clear_of_the_stage_titles(
         for x, y in bezier(spline):
             for name, (cx, cy, w, h) in titles.items():
                 assert not (abs(x - cx) < w / 2 and abs(y - cy) < h / 2), f"an edge crosses the title {name}"
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, at the top or inside a function (``from microgradnorm import output`` counts
+    as ``microgradnorm.output``)."""
+    import ast
+
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_the_drawing_the_page_and_file_output_import_one_way():
+    """viz (DOT) <- page (the HTML page) <- output (files, notebooks): no import runs back up."""
+    package = Path(viz.__file__).parent
+    below = {"viz": {package / "viz.py"}, "page": set((package / "page").glob("*.py"))}
+    for path in below["viz"]:
+        assert not {m for m in _imported_modules(path) if m.startswith(("microgradnorm.page", "microgradnorm.output"))}
+    for path in below["page"]:
+        assert not {m for m in _imported_modules(path) if m.startswith("microgradnorm.output")}, path.name
+    assert "microgradnorm.page" in _imported_modules(package / "output.py")
+
+
+def test_unnamed_nodes_of_a_plain_graph_are_named_after_their_op_with_a_count():
+    a, b = mgn.Value(2.0, label="a"), mgn.Value(-3.0)
+    c = (a * b + a) * (a * b)
+    d = viz.drawing(c)
+    names = [d.display_name(k) for k in range(len(d.order))]
+    assert names.count("a") == 1 and "leaf_1" in names  # the labelled leaf keeps its label; b had none
+    assert sorted(n for n in names if n.startswith("mul_")) == ["mul_1", "mul_2", "mul_3"]
+    assert sum(n.startswith("add_") for n in names) == 1
+    assert len(set(names)) == len(names)  # every node told apart
+
+
+def test_a_chinese_drawing_has_chinese_titles_legend_routes_and_words():
+    from microgradnorm.i18n import use_language
+
+    graph, _ = problem()
+    with use_language("zh-CN"):
+        dot = viz.to_dot(graph, grad=True, paths=True)
+        collapsed = viz.to_dot(graph, grad=True, collapse=True)
+    english = viz.to_dot(graph, grad=True, paths=True)
+    for text in ("gradient paths into", "via the mean", "every xshift_j", "autograd accumulated", " of x ("):
+        assert text in english and text not in dot, text
+    assert "data " in english and "data " not in dot
+    assert '">grad ' in viz.to_dot(graph, grad=True, collapse=True) and '">grad ' not in collapsed
+    assert "均值" in dot and "方差" in collapsed  # the stage titles
+
+
+def test_the_collapsed_loss_box_sums_dy_up_in_one_row_whatever_d():
+    graph, (_, _, _, dy) = problem(shape=(16,), backward=False)
+    loss = graph.loss(dy.tolist())
+    box = parse(viz.to_dot(loss, graph=graph, collapse=True)).nodes["s_loss"]
+    assert box.count("<tr>") == 2  # the title and one row for dy, not 16
+    assert "dy</b> (16)" in box and f"{viz.num(dy[0])}, {viz.num(dy[1])}, {viz.num(dy[2])}, …" in box
+
+
+def test_a_png_or_pdf_stays_english_where_graphviz_has_no_chinese_font(monkeypatch):
+    from microgradnorm.i18n import current_language, use_language
+
+    for has_font, want in ((False, "en"), (True, "zh-CN")):
+        monkeypatch.setattr(output, "_has_chinese_font", lambda has_font=has_font: has_font)
+        with use_language("zh-CN"):
+            for fmt in ("png", "pdf"):
+                with output.drawing_language(fmt):
+                    assert current_language() == want
+            for fmt in ("svg", "dot", "html"):  # a browser or the reader draws these letters
+                with output.drawing_language(fmt):
+                    assert current_language() == "zh-CN"

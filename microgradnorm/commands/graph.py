@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 import sys
 from pathlib import Path
@@ -112,20 +111,20 @@ _FLAGS = {"highlight": "--highlight", "highlight_mode": "--descendants", "path_i
 
 
 def run(args: argparse.Namespace, console) -> int:
-    from microgradnorm import viz
+    from microgradnorm import output, viz
 
     out = _output_path(args.output)  # fail before any work: unknown extension, missing or read-only directory
     page = _check_combinations(args, out)
     spec, shape, variance, graph = _build(args, page=page)
     size = viz.graph_size(graph)
     collapse = _collapse(args, size, console, page=page)
-    if not collapse and viz.output_format(out) != "dot" and (not page or args.full):
+    if not collapse and output.output_format(out) != "dot" and (not page or args.full):
         _warn_if_slow(size, console)
     options = _options(args, spec, shape, variance, collapse)
     if page:  # the page opens collapsed or not by itself, and says why on the page
         options["collapse"] = True if args.collapse else False if args.full else None
     try:
-        drawn = viz.draw(graph, out, **options)
+        drawn = output.draw(graph, out, **options)
     except viz.OptionError as exc:  # a --highlight name the graph does not have: nothing was written
         raise UsageError(_argument_error(_FLAGS.get(exc.option, exc.option), exc.message)) from None
     except OSError as exc:
@@ -306,13 +305,13 @@ def _options(args: argparse.Namespace, spec, shape: tuple[int, ...], variance: s
 
 
 def _title(args: argparse.Namespace, spec, shape: tuple[int, ...], variance: str) -> str:
-    """The drawing's title: what was drawn. The page shows it in the current language; a picture keeps it
-    in English, since Graphviz draws it with the fonts it finds, and a machine without a Chinese font
-    (CI's) would draw boxes."""
-    from microgradnorm.i18n import ENGLISH, use_language
+    """The drawing's title: what was drawn, in the current language. A PNG or PDF keeps it in English, as
+    :func:`microgradnorm.output.render` keeps the rest of such a drawing: Graphviz draws their letters with
+    the fonts it finds, and a machine without a Chinese font (CI's) would draw boxes."""
+    from microgradnorm import output
 
-    page = args.html or args.output.lower().endswith(".html")
-    with contextlib.nullcontext() if page else use_language(ENGLISH):
+    fmt = "html" if args.html else output.FORMATS.get(Path(args.output).suffix.lower(), "")
+    with output.drawing_language(fmt):
         title = _("{norm} of x [{shape}], eps = {eps}, seed {seed}").format(
             norm=spec.title, shape="×".join(map(str, shape)), eps=f"{args.eps:g}", seed=args.seed
         )
@@ -325,12 +324,12 @@ def _title(args: argparse.Namespace, spec, shape: tuple[int, ...], variance: str
 
 def _output_path(text: str) -> Path:
     """The -o path, checked before any work is done; a UsageError naming -o/--output if it cannot be written."""
-    from microgradnorm import viz
+    from microgradnorm import output, viz
 
     if not text.strip():
         raise UsageError(
             _("argument -o/--output: expected a file name ending in {endings}, got an empty path").format(
-                endings=viz.output_extensions()
+                endings=output.output_extensions()
             )
         )
     out = Path(text)
@@ -342,7 +341,7 @@ def _output_path(text: str) -> Path:
             )
         )
     try:
-        viz.check_output_path(out)
+        output.check_output_path(out)
     except viz.OptionError as exc:
         raise UsageError(_argument_error("-o/--output", exc.message)) from None
     return out

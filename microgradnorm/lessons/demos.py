@@ -131,10 +131,10 @@ class Prediction:
 class DemoOutput:
     """What a demo returns: the renderable shown in the step, and the graph ``g`` draws.
 
-    ``graph`` is anything :func:`microgradnorm.viz.render` accepts (a
+    ``graph`` is anything :func:`microgradnorm.output.render` accepts (a
     ``NormGraph``, a ``Value`` or a list of Values), a
     :class:`microgradnorm.drawing.figure.Figure` (written as it is), or None when the
-    step has no graph. ``graph_options`` are passed on to ``viz.render`` (for example
+    step has no graph. ``graph_options`` are passed on to ``output.render`` (for example
     ``{"paths": True}`` to colour the three paths into x). ``prediction``, when
     set, is asked before ``renderable`` is shown (see :class:`Prediction`).
     """

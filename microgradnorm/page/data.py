@@ -36,7 +36,7 @@ from microgradnorm.page.partials import derivative_lines, forward_line
 from microgradnorm.registry import spec_for
 from microgradnorm.trace import Trace, trace_backward
 
-__all__ = ["CHECK_LIMIT", "FD_ENTRIES", "PATH_INPUTS", "Subject", "page_data", "subject_of"]
+__all__ = ["CHECK_LIMIT", "FD_ENTRIES", "PATH_INPUTS", "WHAT_IF", "Subject", "forward_order", "page_data", "subject_of"]
 
 PATH_INPUTS = 64  # inputs x_i whose gradient paths the page carries (each costs O(n) edge ids)
 CHECK_LIMIT = 512  # entries of x up to which the page runs the three-way check (as microgradnorm check)
@@ -107,6 +107,7 @@ def page_data(subject: Subject, d: viz.Drawing) -> dict[str, Any]:
         checks, check_summary = _checks(subject, d) if trace is not None else ({}, None)
         return {
             "nodes": _nodes(d, trace, checks),
+            "forward": forward_order(d),
             "stages": _stages(d),
             "backward": _backward(d, trace) if trace is not None else [],
             "seed": _seed(d, trace),
@@ -115,12 +116,36 @@ def page_data(subject: Subject, d: viz.Drawing) -> dict[str, Any]:
         }
 
 
+def forward_order(d: viz.Drawing) -> list[int]:
+    """The order the page makes the nodes in: each op right after the leaves it is the first to use.
+
+    The drawing's topological order puts every leaf first (gamma and beta before any
+    x is used); a learner follows the forward pass better when x comes first and each
+    parameter or constant appears at the step that uses it. Every node still comes
+    after its inputs.
+    """
+    order: list[int] = []
+    made: set[int] = set()
+    for k, node in enumerate(d.order):
+        if not node.children:
+            continue
+        for child in node.children:
+            c = d.pos(child)
+            if c not in made and not child.children:
+                made.add(c)
+                order.append(c)
+        made.add(k)
+        order.append(k)
+    order += [k for k in range(len(d.order)) if k not in made]  # leaves no op uses (a lone root)
+    return order
+
+
 def _incoming(d: viz.Drawing, trace: Trace | None) -> list[int]:
     return [trace.incoming.get(id(node), 0) if trace else 0 for node in d.order]
 
 
 def _nodes(d: viz.Drawing, trace: Trace | None, checks: dict[int, dict]) -> list[dict[str, Any]]:
-    names = [d.display_name(k) or f"#{k}" for k in range(len(d.order))]
+    names = [d.display_name(k) for k in range(len(d.order))]
     incoming = _incoming(d, trace)
     out = []
     for k, node in enumerate(d.order):
@@ -131,19 +156,45 @@ def _nodes(d: viz.Drawing, trace: Trace | None, checks: dict[int, dict]) -> list
                 "name": names[k],
                 "op": viz.op_symbol(node.op) if node.children else "",
                 "stage": node.stage or "",
+                "stageTitle": viz.stage_title(node.stage) if node.stage else "",
                 "label": node.label or "",
                 "value": _exact(node.data),
                 "valueText": viz.num(node.data),
                 "grad": _exact(node.grad) if trace else None,
                 "gradText": viz.num(node.grad) if trace else None,
                 "inputs": [d.pos(c) for c in node.children],
+                "raw": node.op if node.children else "",  # the engine's op, replayed by the page's what-if
+                "edit": _editable(d, k),
                 "forward": forward_line(node, names[k], kids),
-                "partials": [{"text": text, "value": _exact(v)} for text, v in partials],
+                "partials": [_partial(text, v) for text, v in partials],
                 "m": incoming[k],
                 "check": checks.get(k),
             }
         )
     return out
+
+
+WHAT_IF = ("x", "gamma", "beta", "eps", "dy")  # the leaves of a norm's page the learner may change
+
+
+def _editable(d: viz.Drawing, k: int) -> str:
+    """The what-if group of leaf ``k`` (``x`` for x[2]): one of WHAT_IF for a norm, any labelled leaf of a plain
+    graph; "" for an op's output and for a constant such as 1/n."""
+    node = d.order[k]
+    if node.children:
+        return ""
+    base = d.display_name(k).partition("[")[0]
+    if d.graph is None:
+        return base if node.label else ""
+    return base if base in WHAT_IF else ""
+
+
+def _partial(text: str, value: float) -> dict[str, Any]:
+    """A line ``∂out/∂kid = symbol = number``: its text, its exact number, and the text before the number
+    (``head``, None when the line has no number: a derivative of 1 or −1), for the what-if to redo."""
+    head, _sep, tail = text.rpartition(" = ")
+    fixed = tail in ("1", "−1")
+    return {"text": text, "value": _exact(value), "head": None if fixed else head}
 
 
 def _stages(d: viz.Drawing) -> list[dict[str, Any]]:
@@ -156,6 +207,7 @@ def _stages(d: viz.Drawing) -> list[dict[str, Any]]:
     return [
         {
             "name": s,
+            "shown": viz.stage_title(s),
             "formula": viz.stage_formula(d, s),
             "nodes": members[s],
             "cluster": viz.dot_id("cluster_" + s),  # the SVG ids of its cluster, title and collapsed box
@@ -170,13 +222,13 @@ def _seed(d: viz.Drawing, trace: Trace | None) -> dict[str, Any] | None:
     if trace is None:
         return None
     k = d.pos(trace.root)
-    name = d.display_name(k) or f"#{k}"
+    name = d.display_name(k)
     return {"node": k, "text": _("{name}.grad = 1: dL/dL, where backward() starts").format(name=name)}
 
 
 def _backward(d: viz.Drawing, trace: Trace) -> list[dict[str, Any]]:
     """Every contribution child.grad += local × out.grad, in the order backward() makes them."""
-    names = [d.display_name(k) or f"#{k}" for k in range(len(d.order))]
+    names = [d.display_name(k) for k in range(len(d.order))]
     total: dict[int, float] = {}  # position -> grad so far
     slots: dict[int, int] = {}  # op position -> inputs handled so far (x * x has two edges into x)
     out = []
@@ -194,6 +246,7 @@ def _backward(d: viz.Drawing, trace: Trace) -> list[dict[str, Any]]:
                 "into": into,
                 "from": k,
                 "edge": f"e{k}_{slot}",
+                "slot": slot,
                 "stage": c.out.stage or "",
                 "before": _exact(before),
                 "beforeText": viz.num(before),
@@ -201,8 +254,16 @@ def _backward(d: viz.Drawing, trace: Trace) -> list[dict[str, Any]]:
                 "totalText": viz.num(c.total),
                 "k": c.count,
                 "m": m,
-                "text": f"{names[into]}.grad += {viz.num(c.local)} × {viz.num(c.out_grad)} = "
-                f"{viz.num(c.total)} ({c.count}/{m})",
+                # Translators: one backward step, e.g. "rstd.grad += -0.6337 × -1.035 (= 0.6556); total 0.1687 (2/4)"
+                "text": _("{name}.grad += {local} × {grad} (= {product}); total {total} ({k}/{m})").format(
+                    name=names[into],
+                    local=viz.num(c.local),
+                    grad=viz.num(c.out_grad),
+                    product=viz.num(c.amount),
+                    total=viz.num(c.total),
+                    k=c.count,
+                    m=m,
+                ),
                 "why": f"{why}; {names[k]}.grad = {viz.num(c.out_grad)}",
             }
         )
@@ -249,8 +310,8 @@ def _paths(d: viz.Drawing, *, amounts: bool) -> dict[str, Any]:
             }
             for p in info.paths
         ]
-        amounts = [p.amount for p in info.paths]
-        total = sum(amounts) if None not in amounts else None  # type: ignore[arg-type]
+        shares = [p.amount for p in info.paths]
+        total = sum(shares) if None not in shares else None  # type: ignore[arg-type]
         by_node[k] = {
             "paths": paths,
             "note": _(info.note),

@@ -2,11 +2,12 @@
  *
  * Every number on this page was computed in Python by microgradnorm: node values,
  * gradients, local derivatives, each backward contribution and its running total
- * (see microgradnorm/page/data.py). They arrive as JSON; this script only decides
- * which of them to show at the current step. It computes no number of its own.
+ * (see microgradnorm/page/data.py). They arrive as JSON; this script decides which
+ * of them to show at the current step. Only when the learner changes the inputs
+ * ("what if") does it compute: it replays the graph Python recorded, op by op.
  *
- * The timeline has T steps. Steps 1..N create the N nodes in the order the forward
- * pass made them; step N + 1 starts backward (the root's grad is 1); each later step
+ * The timeline has T steps. Steps 1..N create the N nodes in data.forward's order
+ * (x first, each parameter or constant just before its first use); step N + 1 starts backward (the root's grad is 1); each later step
  * is one contribution into.grad += local × grad, in the order backward() makes them.
  * Step t shows the state after t steps, so step 0 is an empty graph and step T the
  * graph with every gradient final.
@@ -20,7 +21,10 @@
   const N = nodes.length;
   const hasBackward = data.seed !== null;
   const T = N + (hasBackward ? 1 + contributions.length : 0);
-  const PLAY_EVERY_MS = 700;
+  const forwardOrder = data.forward; // step s (1..N) makes node forwardOrder[s - 1]
+  const madeAt = new Array(N);
+  forwardOrder.forEach((k, s) => (madeAt[k] = s + 1));
+  const MIN_READABLE = 11.1 / ((9 * 4) / 3); // zoom at which the smallest text (9 pt, the legend) is 11 px, just over
 
   const byId = (id) => document.getElementById(id);
   const html = (text) =>
@@ -55,6 +59,8 @@
   let pinned = null; // a node the learner chose to look at; null: the panel follows the steps
   let pathNode = null; // the input x_i whose gradient paths are coloured
   let timer = null;
+  let started = false; // set once the page has read its state from the URL
+  let revealed = false; // the learner asked to see the final numbers before backward reaches them
   const received = new Array(N).fill(0); // contributions each node has received so far
 
   function setClass(element, name, on) {
@@ -80,8 +86,41 @@
     }
     e.value.setAttribute("data-final", final ? "true" : "false");
     setClass(e.value, "final", final);
-    if (e.gradText) e.gradText.textContent = exact === null ? "grad –" : "grad " + text;
+    if (e.gradText) e.gradText.textContent = data.gradWord + " " + (exact === null ? "–" : text);
     finalMark(k, final);
+    gradBar(k, exact);
+  }
+
+  // The size and sign of a node's gradient so far, as a bar under its box: its length grows with the square root
+  // of |grad| relative to the largest final gradient (data.gradScale, from Python), solid blue with a "+" when
+  // positive, dashed vermillion with a "−" when negative (Okabe-Ito colours; the dashes and signs say it without
+  // colour). The bars show the backward pass flowing before any number is read.
+  function gradBar(k, exact) {
+    const e = el[k];
+    const g = exact === null ? 0 : Number(exact);
+    if (!e.value || !(data.gradScale > 0) || g === 0 || !Number.isFinite(g)) {
+      if (e.bar) e.bar.style.display = "none";
+      return;
+    }
+    const box = e.box || (e.box = e.value.getBBox());
+    if (!e.bar) {
+      e.bar = document.createElementNS(SVG_NS, "g");
+      e.bar.appendChild(document.createElementNS(SVG_NS, "rect"));
+      e.bar.appendChild(document.createElementNS(SVG_NS, "text"));
+      e.value.appendChild(e.bar);
+    }
+    const [rect, sign] = e.bar.childNodes;
+    const fraction = Math.sqrt(Math.min(1, Math.abs(g) / data.gradScale));
+    const width = Math.max(3, (box.width - 10) * fraction);
+    e.bar.setAttribute("data-fraction", String(fraction));
+    e.bar.style.display = "";
+    e.bar.setAttribute("class", "grad-bar " + (g > 0 ? "positive" : "negative"));
+    [["x", box.x + 10], ["y", box.y + box.height + 1.5], ["width", width], ["height", 3.5]].forEach(([a, v]) =>
+      rect.setAttribute(a, v)
+    );
+    sign.setAttribute("x", String(box.x + 1));
+    sign.setAttribute("y", String(box.y + box.height + 6.5));
+    sign.textContent = g > 0 ? "+" : "−";
   }
 
   const SVG_NS = "http://www.w3.org/2000/svg";
@@ -108,7 +147,7 @@
   // Apply step s (going from s - 1 to s), or undo it (going from s back to s - 1).
   function apply(s, forward) {
     if (s <= N) {
-      created(s - 1, forward);
+      created(forwardOrder[s - 1], forward);
     } else if (s === N + 1) {
       nodes.forEach((node, k) => {
         if (forward) showGrad(k, "0.0", "0", false);
@@ -134,7 +173,7 @@
   // contributions move on from the nodes of one stage to those of the next.
   const stops = [0];
   for (let s = 1; s <= N; s++) {
-    if (s === N || nodes[s].stage !== nodes[s - 1].stage) stops.push(s);
+    if (s === N || nodes[forwardOrder[s]].stage !== nodes[forwardOrder[s - 1]].stage) stops.push(s);
   }
   if (hasBackward) {
     stops.push(N + 1);
@@ -154,12 +193,13 @@
   function currentStep() {
     if (t === 0) return { node: null, text: say("pressToStart", { n: N }), why: "" };
     if (t <= N) {
-      const node = nodes[t - 1];
+      const k = forwardOrder[t - 1];
+      const node = nodes[k];
       const fields = { t: t, n: N, forward: node.forward, value: node.valueText };
       return {
-        node: t - 1,
+        node: k,
         text: say(node.inputs.length ? "forwardStep" : "forwardLeaf", fields),
-        why: node.stage ? say("stageOf", { stage: node.stage }) : "",
+        why: node.stage ? say("stageOf", { stage: node.stageTitle }) : "",
       };
     }
     if (t === N + 1) return { node: data.seed.node, text: say("backwardStarts", { text: data.seed.text }), why: "" };
@@ -180,14 +220,28 @@
       }
     };
     const step = currentStep();
+    const focused = document.activeElement;
+    const shownOn = (k) => {
+      // where node k is drawn in the view shown: its own box, its stage's folded box, or its stage's box
+      const stage = stageOf.get(nodes[k].stage);
+      if (view === "stages") return stage ? [byId(stage.box)] : [];
+      if (stage && folds.has(stage.name)) return [folds.get(stage.name)];
+      return [el[k].value, el[k].op];
+    };
+    const cues = [];
     if (step.node !== null) {
-      follow(step.node);
-      mark(el[step.node].value, "current");
-      mark(el[step.node].op, "current");
+      [el[step.node].value, el[step.node].op].forEach((x) => mark(x, "current"));
       const stage = stageOf.get(nodes[step.node].stage);
       if (stage) mark(byId(stage.box), "current");
+      if (stage && folds.has(stage.name)) mark(folds.get(stage.name), "current");
+      cues.push(["current", shownOn(step.node)]);
+    }
+    if (step.from !== undefined) {
+      [el[step.from].value, el[step.from].op].forEach((x) => mark(x, "source"));
+      cues.push(["source", shownOn(step.from)]);
     }
     if (step.edge) mark(byId(step.edge), "active");
+    drawCues(cues);
     let text = step.text;
     if (t === T && T > 0) text = say(hasBackward ? "allFinal" : "forwardDone", { text: text });
     byId("status").textContent = text;
@@ -199,23 +253,54 @@
     document.body.dataset.done = t === T ? "true" : "false"; // the stage boxes show final gradients only
     byId("back").disabled = byId("first").disabled = byId("back-stage").disabled = t === 0;
     byId("forward").disabled = byId("last").disabled = byId("forward-stage").disabled = t === T;
+    if (focused && focused.disabled) {
+      // the button in use ran out of steps: keep the keyboard on the stepping controls, not the page body
+      const backward = ["back", "first", "back-stage"].includes(focused.id);
+      byId(backward ? "forward" : "back").focus({ preventScroll: true }); // a notebook around the page stays still
+    }
     showNode(pinned !== null ? pinned : step.node);
+    if (pathNode !== null) showPaths(pathNode);
     if (t === T) pause();
+    const first = step.node === null && N ? shownOn(forwardOrder[0]) : []; // step 0: where the forward pass starts
+    keepInView(step.node !== null ? shownOn(step.node) : first, step.from !== undefined ? shownOn(step.from) : []);
+    saveState();
+  }
+
+  // A frame drawn around the node of the step ("current", solid) and the node its contribution comes
+  // from ("source", dashed): a cue that does not rely on colour, with at least 3:1 contrast in both themes.
+  let cueFrames = [];
+  function drawCues(cues) {
+    cueFrames.forEach((f) => f.remove());
+    cueFrames = [];
+    cues.forEach(([name, elements]) => {
+      elements.filter(Boolean).forEach((element) => {
+        if (element.closest(".folded")) return;
+        const b = element.getBBox();
+        const rect = document.createElementNS(SVG_NS, "rect");
+        const pad = 4;
+        [["x", b.x - pad], ["y", b.y - pad], ["width", b.width + 2 * pad], ["height", b.height + 2 * pad], ["rx", 4]]
+          .forEach(([a, v]) => rect.setAttribute(a, v));
+        rect.setAttribute("class", "cue " + name);
+        element.parentNode.appendChild(rect);
+        cueFrames.push(rect);
+      });
+    });
   }
 
   // ---- the node panel --------------------------------------------------------------------------
 
   function gradNow(k) {
     if (!hasBackward) return sayHtml("gradForwardOnly");
-    if (t <= N) return sayHtml("gradNotYet");
+    if (t <= N && !revealed) return sayHtml("gradNotYet");
+    if (t <= N) return sayHtml("gradRevealed", { exact: nodes[k].gradText });
     const fields = { grad: shown[k], k: received[k], m: nodes[k].m, exact: nodes[k].gradText };
     if (nodes[k].m) return sayHtml(isFinal(k) ? "gradCountFinal" : "gradCount", fields);
     return isFinal(k) ? sayHtml("gradFinal", fields) : html(shown[k]);
   }
 
-  function checkLine(node) {
+  function checkLine(node, k) {
     const c = node.check;
-    if (!c) return "";
+    if (!c || !(revealed || (t > N && isFinal(k)))) return ""; // no final numbers before backward gets there
     const mark = (ok) => (ok ? " ✓" : " ✗");
     const fields = { grad: node.gradText, closed: c.closedText, cf: mark(c.closedOk), fdValue: c.fdText, fd: mark(c.fdOk) };
     const line = sayHtml(c.fd === null ? "checkLineNoFd" : "checkLine", fields);
@@ -229,7 +314,7 @@
       return;
     }
     const node = nodes[k];
-    const exists = t >= k + 1;
+    const exists = t >= madeAt[k];
     const partials = node.partials.map((p) => "<li>" + html(p.text) + "</li>").join("");
     box.innerHTML =
       "<h3>" + html(node.name) + "</h3>" +
@@ -239,10 +324,10 @@
       "<dt>" + sayHtml("factGrad") + '</dt><dd class="num">' + gradNow(k) + "</dd>" +
       "<dt>" + sayHtml("factMadeBy") + "</dt><dd>" + (node.inputs.length ? html(node.forward) : sayHtml("leaf")) + "</dd>" +
       (node.op ? "<dt>" + sayHtml("factOp") + "</dt><dd>" + html(node.op) + "</dd>" : "") +
-      "<dt>" + sayHtml("factStage") + "</dt><dd>" + (node.stage ? html(node.stage) : sayHtml("none")) + "</dd>" +
+      "<dt>" + sayHtml("factStage") + "</dt><dd>" + (node.stage ? html(node.stageTitle) : sayHtml("none")) + "</dd>" +
       "<dt>" + sayHtml("factLabel") + "</dt><dd>" + (node.label ? html(node.label) : sayHtml("none")) + "</dd>" +
       (partials ? "<dt>" + sayHtml("factLocal") + '</dt><dd><ul class="partials">' + partials + "</ul></dd>" : "") +
-      checkLine(node) +
+      checkLine(node, k) +
       "</dl>";
     box.dataset.node = String(k);
   }
@@ -291,15 +376,17 @@
         edge.appendChild(copy);
       });
     });
+    // each path's share of dL/dx_i is final numbers: shown once backward has finished x_i (or on request)
+    const known = revealed || (hasBackward && t > N && isFinal(k));
     let rows = info.paths
       .map(
         (p) =>
           '<tr><td><span class="swatch ' + p.key + '"></span></td><td><b>' + html(p.title) + "</b><br>" +
           html(p.route) + '<br><span class="why">' + html(p.formula) + '</span></td><td class="amount">' +
-          html(p.amountText === null ? "" : p.amountText) + "</td></tr>"
+          html(p.amountText === null || !known ? "" : p.amountText) + "</td></tr>"
       )
       .join("");
-    if (info.sumText !== null) {
+    if (info.sumText !== null && known) {
       rows += "<tr><td></td><td><b>" + sayHtml("pathSum") + "</b> · " + sayHtml("autogradGrad", { name: nodes[k].name, grad: info.gradText }) +
         '</td><td class="amount"><b>' + html(info.sumText) + "</b></td></tr>";
     }
@@ -336,13 +423,13 @@
       text.setAttribute("x", b.x + 8);
       text.setAttribute("y", b.y + b.height / 2 + size / 3);
       text.style.fontSize = size + "px";
-      const fields = { stage: stage.name, formula: stage.formula, n: stage.nodes.length };
+      const fields = { stage: stage.shown, formula: stage.formula, n: stage.nodes.length };
       text.textContent = say(stage.formula ? "folded" : "foldedNoFormula", fields);
       g.appendChild(text);
       const width = text.getComputedTextLength();
       if (width > b.width - 16) text.style.fontSize = (size * (b.width - 16)) / width + "px";
       const tip = document.createElementNS(SVG_NS, "title");
-      tip.textContent = say("clickToOpen", { stage: stage.name });
+      tip.textContent = say("clickToOpen", { stage: stage.shown });
       g.appendChild(tip);
       g.addEventListener("click", () => setFold(stage.name, false));
       cluster.parentNode.appendChild(g); // last, so it covers the edges that enter the stage
@@ -358,8 +445,9 @@
     const button = byId("fold-" + stageOf.get(name).cluster);
     if (button) {
       button.setAttribute("aria-pressed", on ? "true" : "false");
-      button.textContent = say(on ? "openStage" : "foldStage", { stage: name });
+      button.textContent = say(on ? "openStage" : "foldStage", { stage: stageOf.get(name).shown });
     }
+    if (t > 0) decorate(); // the step's node may now be on the folded box, or back in view
   }
 
   // ---- views, zoom and theme -------------------------------------------------------------------
@@ -371,12 +459,13 @@
     view = name;
     byId("view-full").hidden = name !== "full";
     byId("view-stages").hidden = name !== "stages";
-    const toggle = byId("view-toggle");
+    const toggle = byId("view-toggle"); // its label stays "One box per stage"; aria-pressed says whether it is on
     toggle.setAttribute("aria-pressed", name === "stages" ? "true" : "false");
-    toggle.textContent = say(name === "stages" ? "everyNode" : "oneBox");
     toggle.disabled = !data.view.full;
     byId("stage-list").querySelectorAll("button").forEach((b) => (b.disabled = name !== "full"));
+    zoom = null;
     applyZoom();
+    if (started) decorate();
   }
 
   function applyZoom() {
@@ -385,14 +474,101 @@
     const box = svg.viewBox.baseVal;
     const natural = (box.width * 4) / 3; // Graphviz measures in points; CSS pixels are 3/4 of a point
     svg.style.width = zoom === null ? "max(100%, " + Math.round(natural) + "px)" : Math.round(natural * zoom) + "px";
+    updateMinimap();
   }
 
-  // Keep the node of the current step in sight when the drawing is larger than the window.
-  function follow(k) {
-    const target = el[k] && (el[k].value || el[k].op);
-    if (target && view === "full" && typeof target.scrollIntoView === "function") {
-      target.scrollIntoView({ block: "nearest", inline: "nearest" });
+  // The minimap: the drawing shown (an SVG <use> of it, no second copy) with the pane's part framed. It is
+  // hidden when the whole drawing fits in the pane.
+  function updateMinimap() {
+    const map = byId("minimap");
+    const svg = currentSvg();
+    const area = byId("graph-area");
+    if (!svg || !map) return;
+    const box = svg.viewBox.baseVal;
+    map.setAttribute("viewBox", [box.x, box.y, box.width, box.height].join(" "));
+    byId("minimap-use").setAttribute("href", "#" + (view === "full" ? "full" : "stages") + "-graph");
+    map.hidden = area.scrollWidth <= area.clientWidth + 1 && area.scrollHeight <= area.clientHeight + 1;
+    const shown = svg.getBoundingClientRect();
+    const pane = area.getBoundingClientRect();
+    const scale = shown.width / box.width; // CSS px per drawing unit
+    const frame = byId("minimap-view");
+    frame.setAttribute("x", String(box.x + (pane.left - shown.left) / scale));
+    frame.setAttribute("y", String(box.y + (pane.top - shown.top) / scale));
+    frame.setAttribute("width", String(area.clientWidth / scale));
+    frame.setAttribute("height", String(area.clientHeight / scale));
+  }
+
+  function minimapClick(e) {
+    const map = byId("minimap");
+    const svg = currentSvg();
+    const area = byId("graph-area");
+    const point = map.createSVGPoint();
+    [point.x, point.y] = [e.clientX, e.clientY];
+    const at = point.matrixTransform(map.getScreenCTM().inverse()); // drawing units
+    const box = svg.viewBox.baseVal;
+    const shown = svg.getBoundingClientRect();
+    const pane = area.getBoundingClientRect();
+    const scale = shown.width / box.width;
+    const x = shown.left + (at.x - box.x) * scale; // where that point is now, on screen
+    const y = shown.top + (at.y - box.y) * scale;
+    area.scrollBy({ left: x - (pane.left + pane.right) / 2, top: y - (pane.top + pane.bottom) / 2, behavior: "instant" });
+  }
+
+  // Keep the step's node, and the node its contribution comes from, inside the graph pane. Both are shown when
+  // they fit, zooming out as far as text stays readable (11 px); when they are further apart than that, the
+  // step's node is shown at the side of the pane nearest the source, with as much of the way to it as fits.
+  function keepInView(current, source) {
+    const area = byId("graph-area");
+    const visible = (elements) => elements.filter((x) => x && !x.closest(".folded") && x.getClientRects().length);
+    const mine = visible(current);
+    const theirs = visible(source);
+    if (!mine.length) return;
+    const margin = 12;
+    const box = (elements) => {
+      const rects = elements.map((x) => x.getBoundingClientRect());
+      return {
+        left: Math.min(...rects.map((r) => r.left)),
+        right: Math.max(...rects.map((r) => r.right)),
+        top: Math.min(...rects.map((r) => r.top)),
+        bottom: Math.max(...rects.map((r) => r.bottom)),
+      };
+    };
+    const room = [area.clientWidth - 2 * margin, area.clientHeight - 2 * margin];
+    let u = box(mine.concat(theirs));
+    if (u.right - u.left > room[0] || u.bottom - u.top > room[1]) {
+      const svg = currentSvg();
+      const now = svg.getBoundingClientRect().width / naturalWidth(svg);
+      const fit = now * Math.min(room[0] / (u.right - u.left), room[1] / (u.bottom - u.top));
+      const wanted = Math.max(MIN_READABLE, fit);
+      if (wanted < now - 1e-3) {
+        zoom = wanted;
+        applyZoom();
+        u = box(mine.concat(theirs));
+      }
     }
+    const c = box(mine);
+    if (u.right - u.left > room[0]) {
+      if (u.right > c.right) [u.left, u.right] = [c.left, c.left + room[0]];
+      else [u.left, u.right] = [c.right - room[0], c.right];
+    }
+    if (u.bottom - u.top > room[1]) {
+      if (u.bottom > c.bottom) [u.top, u.bottom] = [c.top, c.top + room[1]];
+      else [u.top, u.bottom] = [c.bottom - room[1], c.bottom];
+    }
+    const pane = area.getBoundingClientRect();
+    const inside = [pane.left + area.clientLeft + margin, pane.top + area.clientTop + margin];
+    const shift = (lo, hi, start, size) => (lo < start ? lo - start : hi > start + size ? hi - start - size : 0);
+    const dx = shift(u.left, u.right, inside[0], room[0]);
+    const dy = shift(u.top, u.bottom, inside[1], room[1]);
+    if (dx || dy) area.scrollBy({ left: dx, top: dy, behavior: "instant" });
+  }
+
+  function currentSvg() {
+    return byId(view === "full" ? "svg-full" : "svg-stages");
+  }
+
+  function naturalWidth(svg) {
+    return (svg.viewBox.baseVal.width * 4) / 3; // Graphviz measures in points; a CSS pixel is 3/4 of a point
   }
 
   function zoomBy(factor) {
@@ -411,13 +587,12 @@
     const natural = [(box.width * 4) / 3, (box.height * 4) / 3];
     zoom = Math.min((area.clientWidth - 20) / natural[0], (area.clientHeight - 20) / natural[1]);
     applyZoom();
+    decorate();
   }
 
   function setTheme(name) {
     document.documentElement.dataset.theme = name;
-    const button = byId("theme");
-    button.setAttribute("aria-pressed", name === "dark" ? "true" : "false");
-    button.textContent = say(name === "dark" ? "light" : "dark");
+    byId("theme").setAttribute("aria-pressed", name === "dark" ? "true" : "false"); // its label stays "Dark"
   }
 
   // ---- playing ----------------------------------------------------------------------------------
@@ -426,15 +601,13 @@
     if (timer !== null) clearInterval(timer);
     timer = null;
     byId("play").setAttribute("aria-pressed", "false");
-    byId("play").textContent = say("play");
   }
 
   function togglePlay() {
     if (timer !== null) return pause();
     if (t === T) goTo(0);
-    timer = setInterval(() => goTo(t + 1), PLAY_EVERY_MS);
+    timer = setInterval(() => goTo(t + 1), 1000 / Number(byId("speed").value));
     byId("play").setAttribute("aria-pressed", "true");
-    byId("play").textContent = say("pause");
   }
 
   // ---- controls -----------------------------------------------------------------------------------
@@ -449,7 +622,9 @@
   function buildControls() {
     const nodeSelect = byId("node-select");
     nodeSelect.appendChild(option("", say("followSteps")));
-    nodes.forEach((node, k) => nodeSelect.appendChild(option(String(k), node.name + (node.stage ? " · " + node.stage : ""))));
+    forwardOrder.forEach((k) =>
+      nodeSelect.appendChild(option(String(k), nodes[k].name + (nodes[k].stage ? " · " + nodes[k].stageTitle : "")))
+    );
     nodeSelect.addEventListener("change", () => pin(nodeSelect.value === "" ? null : Number(nodeSelect.value)));
 
     const pathSelect = byId("path-select");
@@ -463,15 +638,31 @@
       const button = document.createElement("button");
       button.type = "button";
       button.id = "fold-" + stage.cluster;
-      button.textContent = say("foldStage", { stage: stage.name });
+      button.textContent = say("foldStage", { stage: stage.shown });
       button.setAttribute("aria-pressed", "false");
       button.addEventListener("click", () => setFold(stage.name, !folds.has(stage.name)));
       list.appendChild(button);
     });
     if (!data.stages.length) byId("stages-section").hidden = true;
+    if (!hasBackward) byId("bars-legend").hidden = true;
+    if (!hasBackward) byId("reveal").closest("label").hidden = true;
 
     if (data.check) byId("check-info").textContent = data.check.text;
     else byId("check-section").hidden = true;
+
+    const speed = byId("speed");
+    [1, 2, 5, 10, 25, 60].forEach((n) => speed.appendChild(option(String(n), say("perSecond", { n: n }))));
+    speed.value = "2";
+    speed.addEventListener("change", () => {
+      if (timer !== null) {
+        pause();
+        togglePlay();
+      }
+    });
+    byId("reveal").addEventListener("change", (e) => {
+      revealed = e.target.checked;
+      decorate();
+    });
 
     const scrubber = byId("scrubber");
     scrubber.max = String(T);
@@ -493,19 +684,50 @@
     });
     click("zoom-fit", fitWindow);
     click("theme", () => setTheme(document.documentElement.dataset.theme === "dark" ? "light" : "dark"));
+    byId("minimap").addEventListener("click", minimapClick);
+    byId("graph-area").addEventListener("scroll", updateMinimap);
+    window.addEventListener("resize", updateMinimap);
 
     const area = byId("graph-area");
     area.addEventListener("mouseover", (e) => {
       const k = nodeOfElement(e.target);
-      if (k !== null) showNode(k);
+      if (k !== null && pinned === null) showNode(k); // a pinned node stays until the learner lets it go
     });
     area.addEventListener("mouseout", (e) => {
-      if (nodeOfElement(e.target) !== null) showNode(pinned !== null ? pinned : currentStep().node);
+      if (nodeOfElement(e.target) !== null && pinned === null) showNode(currentStep().node);
     });
     area.addEventListener("click", (e) => {
       const k = nodeOfElement(e.target);
       if (k !== null) pin(pinned === k ? null : k);
+      const box = e.target.closest ? e.target.closest("#svg-stages g.node.stage") : null;
+      if (box) openStage(box.id);
     });
+    // the stage view is the overview: a stage's box opens that stage in the drawing of every node, the others folded
+    if (data.view.full) {
+      data.stages.forEach((stage) => {
+        const box = byId(stage.box);
+        if (!box) return;
+        box.setAttribute("tabindex", "0");
+        box.setAttribute("role", "button");
+        box.setAttribute("aria-label", say("openInPlace", { stage: stage.shown }));
+        box.addEventListener("keydown", (e) => {
+          if (e.key === "Enter" || e.key === " ") {
+            e.preventDefault();
+            e.stopPropagation();
+            openStage(box.id);
+          }
+        });
+      });
+    }
+  }
+
+  function openStage(boxId) {
+    const stage = data.stages.find((s) => s.box === boxId);
+    if (!stage || !data.view.full) return;
+    setView("full");
+    data.stages.forEach((s) => setFold(s.name, s.name !== stage.name));
+    const cluster = byId(stage.cluster);
+    if (cluster) keepInView([cluster], []);
   }
 
   const KEYS = {
@@ -526,10 +748,231 @@
     Escape: () => pin(null),
   };
 
+  // ---- what if: the learner changes the inputs ------------------------------------------------------
+  //
+  // Python recorded each node's op (data.nodes[k].raw) and inputs; replaying that record forward (in the order the
+  // engine made the nodes) and backward (data.backward's contributions, in backward()'s order) gives every value
+  // and gradient for new inputs. Each op's forward and local derivative is the engine's formula
+  // (microgradnorm/engine.py), evaluated in the same order, so the numbers agree with the engine's to the last
+  // bit or two (the tests compare at a relative 1e-12). This is an interpreter of the recorded ops, not a second
+  // implementation of any norm: it knows ops, not LayerNorm.
+
+  const power = (a, p) => (p === 2 ? a * a : p === -1 ? 1 / a : p === 0.5 ? Math.sqrt(a) : Math.pow(a, p));
+  const OPS = {
+    "+": [(v) => v[0] + v[1], () => [1, 1]],
+    "-": [(v) => v[0] - v[1], () => [1, -1]],
+    "*": [(v) => v[0] * v[1], (v) => [v[1], v[0]]],
+    sum: [(v) => v.reduce((total, x) => total + x, 0), (v) => v.map(() => 1)],
+    dot: [
+      (v) => {
+        const n = v.length / 2;
+        let total = 0;
+        for (let i = 0; i < n; i++) total += v[i] * v[n + i];
+        return total;
+      },
+      (v) => v.slice(v.length / 2).concat(v.slice(0, v.length / 2)),
+    ],
+    exp: [(v) => Math.exp(v[0]), (v, out) => [out]],
+    log: [(v) => Math.log(v[0]), (v) => [1 / v[0]]],
+    sqrt: [(v) => Math.sqrt(v[0]), (v, out) => [out !== 0 ? 0.5 / out : Infinity]],
+    tanh: [(v) => Math.tanh(v[0]), (v, out) => [1 - out * out]],
+    relu: [(v) => (v[0] > 0 ? v[0] : 0), (v) => [v[0] > 0 ? 1 : 0]],
+    sigmoid: [
+      (v) => (v[0] >= 0 ? 1 / (1 + Math.exp(-v[0])) : Math.exp(v[0]) / (1 + Math.exp(v[0]))),
+      (v, out) => [out * (1 - out)],
+    ],
+  };
+  function op(raw) {
+    if (OPS[raw]) return OPS[raw];
+    const p = Number(raw.slice(2)); // "**2", "**-1", "**0.5": one op per exponent, as in the engine
+    return [
+      (v) => power(v[0], p),
+      (v) => [v[0] === 0 && p < 1 ? (p === 0 ? 0 : Infinity) : p * power(v[0], p - 1)],
+    ];
+  }
+
+  // A number as the drawing writes it: Python's f"{v:.4g}" (microgradnorm.viz.num).
+  function num(v) {
+    if (Number.isNaN(v)) return "nan";
+    if (!Number.isFinite(v)) return v > 0 ? "inf" : "-inf";
+    if (v === 0) return "0";
+    const [mantissa, power10] = v.toExponential(3).split("e");
+    const e = Number(power10);
+    const strip = (text) => (text.includes(".") ? text.replace(/0+$/, "").replace(/\.$/, "") : text);
+    if (e < -4 || e >= 4) return strip(mantissa) + "e" + (e < 0 ? "-" : "+") + String(Math.abs(e)).padStart(2, "0");
+    return strip(v.toFixed(Math.max(0, 3 - e)));
+  }
+  const exact = (v) => (Number.isInteger(v) && Math.abs(v) < 1e16 ? v.toFixed(1) : String(v));
+
+  const groups = new Map(); // what-if group -> the positions of its leaves, in forward order
+  forwardOrder.forEach((k) => {
+    if (nodes[k].edit) groups.set(nodes[k].edit, [...(groups.get(nodes[k].edit) || []), k]);
+  });
+  const original = nodes.map((node) => Number(node.value));
+  let edited = false;
+
+  // Every value and gradient for the leaf values `leaf` (position -> number), or null if one is not finite.
+  function replay(leaf) {
+    const value = nodes.map((node, k) => (k in leaf ? leaf[k] : original[k]));
+    for (const k of forwardOrder) {
+      const node = nodes[k];
+      if (node.inputs.length) value[k] = op(node.raw)[0](node.inputs.map((c) => value[c]));
+    }
+    if (value.some((v) => !Number.isFinite(v))) return null;
+    const grad = nodes.map(() => 0);
+    const locals = new Map();
+    const steps = [];
+    if (hasBackward) grad[data.seed.node] = 1;
+    for (const c of contributions) {
+      if (!locals.has(c.from)) {
+        const inputs = nodes[c.from].inputs.map((i) => value[i]);
+        locals.set(c.from, op(nodes[c.from].raw)[1](inputs, value[c.from]));
+      }
+      const local = locals.get(c.from)[c.slot];
+      const before = grad[c.into];
+      const amount = local * grad[c.from];
+      grad[c.into] = nodes[c.from].raw === "+" || nodes[c.from].raw === "sum" ? before + grad[c.from] : before + amount;
+      steps.push({ local: local, outGrad: grad[c.from], amount: amount, before: before, total: grad[c.into] });
+    }
+    return { value: value, grad: grad, locals: locals, steps: steps };
+  }
+
+  // Put the numbers of `r` (from replay) everywhere the page shows them.
+  function showReplay(r) {
+    const keep = t;
+    goTo(0);
+    nodes.forEach((node, k) => {
+      node.value = exact(r.value[k]);
+      node.valueText = num(r.value[k]);
+      if (hasBackward) {
+        node.grad = exact(r.grad[k]);
+        node.gradText = num(r.grad[k]);
+      }
+      const local = r.locals.get(k);
+      node.partials.forEach((p, slot) => {
+        if (local) p.value = exact(local[slot]);
+        if (local && p.head !== null) p.text = p.head + " = " + num(local[slot]);
+      });
+      node.check = null; // the three-way check was run on the inputs the page was made with
+      if (el[k].value) el[k].value.setAttribute("data-value", node.value);
+      const text = el[k].value && el[k].value.querySelector("text.data");
+      if (text) text.textContent = data.dataWord + " " + node.valueText;
+    });
+    contributions.forEach((c, j) => {
+      const s = r.steps[j];
+      c.before = exact(s.before);
+      c.beforeText = num(s.before);
+      c.total = exact(s.total);
+      c.totalText = num(s.total);
+      const fields = { name: nodes[c.into].name, local: num(s.local), grad: num(s.outGrad), product: num(s.amount) };
+      Object.assign(fields, { total: num(s.total), k: c.k, m: c.m });
+      c.text = say("contribution", fields);
+      c.why = nodes[c.from].partials[c.slot].text + "; " + nodes[c.from].name + ".grad = " + num(s.outGrad);
+    });
+    data.gradScale = Math.max(0, ...r.grad.filter(Number.isFinite).map(Math.abs));
+    Object.values(data.paths.byNode).forEach((info) => {
+      info.paths.forEach((p) => (p.amountText = null)); // from the closed forms on the original inputs
+      info.sumText = null;
+    });
+    byId("check-section").hidden = true;
+    document.body.dataset.edited = "true"; // the stage view's numbers are Graphviz's, of the original inputs
+    edited = true;
+    goTo(keep);
+  }
+
+  function buildWhatIf() {
+    const box = byId("whatif-fields");
+    if (!groups.size) {
+      byId("whatif-section").hidden = true;
+      return;
+    }
+    groups.forEach((ks, name) => {
+      const label = document.createElement("label");
+      label.className = "field";
+      label.textContent = name + " ";
+      const input = document.createElement("input");
+      input.type = "text";
+      input.id = "whatif-" + name;
+      input.dataset.group = name;
+      input.setAttribute("spellcheck", "false");
+      input.value = ks.map((k) => nodes[k].value).join(", ");
+      label.appendChild(input);
+      box.appendChild(label);
+    });
+    byId("whatif-apply").addEventListener("click", applyWhatIf);
+    byId("whatif-reset").addEventListener("click", () => {
+      groups.forEach((ks, name) => (byId("whatif-" + name).value = ks.map((k) => exact(original[k])).join(", ")));
+      applyWhatIf();
+    });
+  }
+
+  function applyWhatIf() {
+    const error = byId("whatif-error");
+    const leaf = {};
+    for (const [name, ks] of groups) {
+      const text = byId("whatif-" + name).value.trim();
+      const parts = text === "" ? [] : text.split(/[\s,]+/).filter(Boolean);
+      const numbers = parts.map(Number);
+      if (parts.length !== ks.length || numbers.some((v) => !Number.isFinite(v))) {
+        error.textContent = say("whatIfCount", { name: name, n: ks.length, got: text || "—" });
+        return;
+      }
+      if (name === "eps" && numbers.some((v) => v < 0)) {
+        error.textContent = say("whatIfEps", { got: text });
+        return;
+      }
+      ks.forEach((k, i) => (leaf[k] = numbers[i]));
+    }
+    const r = replay(leaf);
+    if (r === null) {
+      error.textContent = say("whatIfNotFinite");
+      return;
+    }
+    error.textContent = "";
+    showReplay(r);
+    saveState();
+  }
+
+  // ---- the state in the URL: #step=78&node=xhat[2]&paths=x[0]&view=stages ------------------------------
+
+  const byName = new Map(nodes.map((node, k) => [node.name, k]));
+  function saveState() {
+    if (!started) return;
+    const parts = ["step=" + t];
+    if (pinned !== null) parts.push("node=" + encodeURIComponent(nodes[pinned].name));
+    if (pathNode !== null) parts.push("paths=" + encodeURIComponent(nodes[pathNode].name));
+    if (view !== data.view.start) parts.push("view=" + view);
+    if (edited) {
+      groups.forEach((ks, name) => parts.push(name + "=" + encodeURIComponent(ks.map((k) => nodes[k].value).join(","))));
+    }
+    const hash = "#" + parts.join("&");
+    if (location.hash !== hash) history.replaceState(null, "", hash);
+  }
+
+  function loadState() {
+    const state = {};
+    location.hash.replace(/^#/, "").split("&").forEach((part) => {
+      const at = part.indexOf("=");
+      if (at > 0) state[part.slice(0, at)] = decodeURIComponent(part.slice(at + 1));
+    });
+    if ([...groups.keys()].some((name) => state[name] !== undefined)) {
+      groups.forEach((ks, name) => {
+        if (state[name] !== undefined) byId("whatif-" + name).value = state[name];
+      });
+      applyWhatIf();
+    }
+    if ((state.view === "full" && data.view.full) || state.view === "stages") setView(state.view);
+    if (state.paths !== undefined && data.paths.byNode[byName.get(state.paths)]) showPaths(byName.get(state.paths));
+    if (state.node !== undefined && byName.has(state.node)) pin(byName.get(state.node));
+    const step = Number(state.step);
+    return Number.isInteger(step) ? step : 0;
+  }
+
   document.addEventListener("keydown", (e) => {
     const tag = (e.target.tagName || "").toLowerCase();
-    if (["select", "input", "textarea"].includes(tag) && e.key !== "Escape") return; // the control's own keys
-    if (tag === "button" && (e.key === " " || e.key === "Enter")) return; // pressing the focused button
+    const box = tag === "input" && e.target.type === "checkbox";
+    if ((["select", "input", "textarea"].includes(tag) && !box) && e.key !== "Escape") return; // the control's own keys
+    if ((tag === "button" || box) && (e.key === " " || e.key === "Enter")) return; // pressing the focused control
     if (e.altKey || e.ctrlKey || e.metaKey) return;
     const action = KEYS[e.key];
     if (!action) return;
@@ -540,16 +983,29 @@
   // ---- start --------------------------------------------------------------------------------------
 
   buildControls();
+  buildWhatIf();
   el.forEach((e) => {
     if (e.value) e.box = e.value.getBBox();
   });
-  nodes.forEach((_, k) => {
+  nodes.forEach((node, k) => {
+    if (el[k].value) el[k].value.setAttribute("data-value", node.value);
     created(k, false);
     showGrad(k, null, "", false);
   });
-  const dark = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches;
+  let dark = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches;
+  try {
+    // inside a JupyterLab notebook (an iframe of the same origin): follow the notebook's theme
+    const notebook = window.parent !== window ? window.parent.document.body.dataset.jpThemeLight : undefined;
+    if (notebook !== undefined) dark = notebook === "false";
+  } catch (e) {
+    // another origin: keep the system's preference
+  }
   setTheme(dark ? "dark" : "light");
   setView(data.view.full ? data.view.start : "stages");
   showPaths(data.pathStart);
-  goTo(0);
+  const startAt = loadState();
+  started = true;
+  goTo(startAt);
+  decorate();
+  window.addEventListener("hashchange", () => goTo(loadState()));
 })();

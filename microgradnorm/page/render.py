@@ -11,14 +11,13 @@ and its Content-Security-Policy forbids any request.
 
 from __future__ import annotations
 
+import base64
 import html
 import json
-import os
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
 from string import Template
 from typing import Any
 
@@ -30,7 +29,7 @@ from microgradnorm.norms import NormGraph
 from microgradnorm.page.data import Subject, page_data, subject_of
 from microgradnorm.page.text import html_lang, html_text, script_text
 
-__all__ = ["NOTEBOOK_LIMIT", "page_html", "repr_html", "to_html"]
+__all__ = ["NOTEBOOK_LIMIT", "page_html", "repr_html"]
 
 SVG_NS = "http://www.w3.org/2000/svg"
 ET.register_namespace("", SVG_NS)
@@ -85,6 +84,7 @@ def page_html(
     paths: bool = False,
     path_input: int | str = 0,
     lang: str | None = None,
+    carry_full: bool = True,
     **dot_options: Any,
 ) -> str:
     """The page for ``obj`` (a Value, a list of Values, a built norm or its NormGraph) as one HTML string.
@@ -96,12 +96,13 @@ def page_html(
     graph command does (and says so on the page). ``paths`` selects the
     gradient paths into ``path_input`` when the page opens. ``dot_options``
     (``rankdir``, ``edge_labels``, ``highlight``, ``highlight_mode``) go to
-    :func:`microgradnorm.viz.to_dot`. ``lang`` (``en`` or ``zh-CN``) is the language of the page's
-    words, by default the current one; its numbers and formulas are the same in both. Raises as
+    :func:`microgradnorm.viz.to_dot`. ``carry_full=False`` leaves the drawing of every node out of a page
+    that opens with one box per stage (a smaller file, for notebooks). ``lang`` (``en`` or ``zh-CN``) is the
+    language of the page's words, by default the current one; its numbers and formulas are the same in both. Raises as
     ``to_dot`` and ``viz.pipe`` do.
     """
     with use_language(lang or current_language()):
-        return _page_html(obj, graph, title, grad, collapse, paths, path_input, dot_options)
+        return _page_html(obj, graph, title, grad, collapse, paths, path_input, carry_full, dot_options)
 
 
 def _page_html(
@@ -112,19 +113,24 @@ def _page_html(
     collapse: bool | None,
     paths: bool,
     path_input: int | str,
+    carry_full: bool,
     dot_options: dict[str, Any],
 ) -> str:
     subject = subject_of(obj, graph)
     if grad is False:
         subject = Subject(obj, subject.graph, None)
     d = viz.drawing(subject.obj, subject.graph)
-    view = _view(viz.graph_size(subject.obj, graph=subject.graph), collapse)
+    # the norm's own size, as microgradnorm graph counts it (the loss the page steps back from is not counted)
+    size = viz.graph_size(subject.graph) if subject.graph is not None else viz.graph_size(subject.obj)
+    view = _view(size, collapse)
+    if not carry_full and view.start == "stages" and view.full:
+        view = _View(False, "stages", "")
     backward = subject.root is not None
     dot = {"graph": subject.graph, "title": "", "grad": backward, "ids": True, **dot_options}
     svg_full = _svg(viz.to_dot(subject.obj, **dot), "full", d) if view.full else ""
     svg_stages = _svg(viz.to_dot(subject.obj, **{**dot, "collapse": True}), "stages", d)
     data = page_data(subject, d)
-    data["title"] = title or _norm_title(d, backward) or _plain_title(subject)
+    data["title"] = title or viz.default_title(d, None, backward) or _plain_title(subject)
     note = view.note
     if not backward:
         forward_only = _(
@@ -134,24 +140,11 @@ def _page_html(
         note = sentences([note or "", forward_only])
     data["view"] = {"start": view.start, "full": view.full, "note": note}
     data["pathStart"] = _path_start(d, path_input) if paths else None
+    data["gradWord"] = viz.grad_word()
+    data["dataWord"] = viz.data_word()
+    grads = [abs(float(node["grad"])) for node in data["nodes"] if node["grad"] is not None]
+    data["gradScale"] = max([g for g in grads if g == g and g != float("inf")], default=0.0)
     return _fill(data, svg_full, svg_stages)
-
-
-def _norm_title(d: viz.Drawing, backward: bool) -> str | None:
-    """What a built norm's page shows: :func:`microgradnorm.viz.default_title`, in the page's language."""
-    graph = d.graph
-    if graph is None:
-        return None
-    from microgradnorm.registry import get_norm
-
-    title = _("{norm} of x [{shape}], eps = {eps}").format(
-        norm=get_norm(graph.kind).title, shape="×".join(map(str, graph.shape)), eps=f"{graph.eps:g}"
-    )
-    if graph.variance != "two_pass":
-        title = _("{title}, {variance} variance").format(title=title, variance=graph.variance)
-    if backward:
-        title = _("{title} · grad = dL/d(node) after backward()").format(title=title)
-    return title
 
 
 def _plain_title(subject: Subject) -> str:
@@ -177,7 +170,7 @@ def _svg(dot: str, view: str, d: viz.Drawing) -> str:
     for attr in ("width", "height"):
         root.attrib.pop(attr, None)
     root.set("id", f"svg-{view}")
-    root.set("role", "img")
+    root.set("role", "img" if view == "full" else "group")  # the stage view's boxes are buttons (open a stage)
     label = _("the computation graph, every node") if view == "full" else _("the graph, one box per stage")
     root.set("aria-label", label)
     names = _names(d)
@@ -188,12 +181,11 @@ def _svg(dot: str, view: str, d: viz.Drawing) -> str:
 
 def _names(d: viz.Drawing) -> dict[str, str]:
     """SVG node id -> the name the page shows in tooltips (``v12`` -> ``xhat[2]``)."""
-    names = {f"v{k}": d.display_name(k) or f"#{k}" for k in range(len(d.order))}
+    names = {f"v{k}": d.display_name(k) for k in range(len(d.order))}
     names.update({f"op{k}": f"{viz.op_symbol(n.op)} → {names[f'v{k}']}" for k, n in enumerate(d.order) if n.children})
     return names
 
 
-_TEXT_KINDS = (("grad ", "grad"), ("data ", "data"))
 _ROLES = {"t_": "title", "s_": "stage"}  # SVG id prefix -> class: a stage's title, a stage's collapsed box
 
 
@@ -207,7 +199,7 @@ def _dress(g: ET.Element, view: str, names: dict[str, str]) -> None:
         role = "value" if re.fullmatch(r"v\d+", gid) else "op" if gid.startswith("op") else _ROLES.get(gid[:2], "")
         g.set("class", f"node {role}")
         for text in g.iter(f"{{{SVG_NS}}}text"):
-            for prefix, cls in _TEXT_KINDS:
+            for prefix, cls in ((viz.grad_word() + " ", "grad"), (viz.data_word() + " ", "data")):
                 if (text.text or "").startswith(prefix):
                     text.set("class", cls)
     elif kind == "edge" and title is not None:
@@ -239,32 +231,38 @@ def _fill(data: dict[str, Any], svg_full: str, svg_stages: str) -> str:
     )
 
 
-def to_html(obj: Any, path: str | os.PathLike[str], **options: Any) -> Path:
-    """Write the step-through page of ``obj`` to ``path`` (ending in .html); options as :func:`page_html`.
-
-    Raises ValueError for another extension or an unwritable path, and
-    :class:`microgradnorm.viz.GraphvizNotFoundError` without Graphviz.
-    """
-    if Path(path).suffix.lower() != ".html":
-        raise viz.OptionError("output", _("expected a file name ending in .html, got {path!r}").format(path=str(path)))
-    return viz.render(obj, path, **options)
-
-
 def repr_html(obj: Any) -> str | None:
-    """What Jupyter shows for a Value or a built norm: the page, in an iframe of its own.
+    """What Jupyter shows for a Value or a built norm: a still picture (one box per stage) with a one-line note,
+    which a script replaces with the page (in an iframe of its own) where scripts run.
 
-    None (so Jupyter shows the SVG or the text instead) for a single leaf,
-    without Graphviz, or above :data:`NOTEBOOK_LIMIT` drawn nodes.
+    A notebook that was sent to you, downloaded, or executed by nbclient or CI is
+    untrusted: JupyterLab drops the script and the iframe, and the picture and the note
+    stay. Above :data:`viz.FULL_VIEW_LIMIT` drawn nodes the page carries one box per
+    stage only, to keep the notebook small. None (so Jupyter shows the text instead)
+    for a single leaf, without Graphviz, or above :data:`NOTEBOOK_LIMIT` drawn nodes.
     """
     if (isinstance(obj, Value) and not obj.children) or not viz.has_dot():
         return None
-    if viz.graph_size(obj) > NOTEBOOK_LIMIT:
+    size = viz.graph_size(obj)
+    if size > NOTEBOOK_LIMIT:
         return None
+    collapse = size > viz.FULL_VIEW_LIMIT
     try:
-        page = page_html(obj)
+        page = page_html(obj, collapse=True if collapse else None, carry_full=not collapse)
+        still = viz.pipe(viz.to_dot(obj, collapse=True), "svg")  # one box per stage: small, and readable at any d
     except viz.DrawingError:
         return None
+    picture = base64.b64encode(still).decode("ascii")
+    note = _("A still picture: run this cell, or trust the notebook, to step through the graph.")
+    name = html.escape(_("the graph, step by step"), quote=True)
     return (
-        f'<iframe srcdoc="{html.escape(page, quote=True)}" title="{html.escape(_("the graph, step by step"))}" '
-        'style="width: 100%; height: 720px; border: 1px solid #ccc"></iframe>'
+        '<div class="microgradnorm-graph">'
+        f'<div class="microgradnorm-still"><img src="data:image/svg+xml;base64,{picture}" alt="{name}" '
+        'style="max-width: 100%; height: auto">'
+        f'<p style="margin: 0.3em 0">{html.escape(note)}</p></div>'
+        f'<iframe hidden srcdoc="{html.escape(page, quote=True)}" title="{name}" '
+        'style="width: 100%; height: 600px; border: 1px solid #ccc"></iframe>'
+        "<script>(function (s) { var box = s.parentNode; box.querySelector('iframe').hidden = false;"
+        " box.removeChild(box.querySelector('.microgradnorm-still')); })(document.currentScript);</script>"
+        "</div>"
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 
-from microgradnorm.i18n import SIMPLIFIED_CHINESE, current_language, pgettext
+from microgradnorm.i18n import SIMPLIFIED_CHINESE, _, current_language, pgettext
 
 __all__ = ["html_lang", "html_text", "script_text"]
 
@@ -72,6 +72,24 @@ def html_text() -> dict[str, str]:
         "zoom_in": pgettext("graph page", "Zoom in (+)"),
         # Translators: a button that switches to the dark colour theme
         "dark": pgettext("graph page", "Dark"),
+        # Translators: a label before the list of playing speeds (steps per second)
+        "speed": pgettext("graph page", "Speed"),
+        "reveal": pgettext("graph page", "Show final gradients now (before backward reaches them)"),
+        "whatif_heading": pgettext("graph page", "What if"),
+        "whatif_why": pgettext(
+            "graph page",
+            "Change the inputs and apply: the page replays the recorded graph, forward then backward, op by op.",
+        ),
+        "whatif_apply": pgettext("graph page", "Apply"),
+        "whatif_reset": pgettext("graph page", "Original inputs"),
+        # Translators: the legend of the bars under the nodes: a solid bar and "+" ...
+        "bar_positive": pgettext("graph page", "positive gradient"),
+        # Translators: ... a dashed bar and "−"
+        "bar_negative": pgettext("graph page", "negative gradient"),
+        "bar_size": pgettext(
+            "graph page",
+            "A bar's length grows with the square root of the gradient's size, the largest final one full.",
+        ),
     }
     return {f"ui_{key}": html.escape(text, quote=True) for key, text in words.items()}
 
@@ -79,7 +97,7 @@ def html_text() -> dict[str, str]:
 def script_text() -> dict[str, str]:
     """The messages of ``page.js``, by name; ``{name}`` fields are filled in by the script."""
     return {
-        "pressToStart": pgettext("graph page", "Press → to run the forward pass: {n} nodes, made in order."),
+        "pressToStart": pgettext("graph page", "Press → to run the forward pass: {n} values, made in order."),
         # Translators: {forward} is how the node was computed, e.g. "xhat[2] = xshift[2] × rstd"
         "forwardStep": pgettext("graph page", "Forward {t}/{n}: {forward} = {value}"),
         "forwardLeaf": pgettext("graph page", "Forward {t}/{n}: {forward} = {value} (a leaf)"),
@@ -93,6 +111,16 @@ def script_text() -> dict[str, str]:
         "counter": pgettext("graph page", "step {t} of {total}"),
         "gradForwardOnly": pgettext("graph page", "not computed: this page shows the forward pass only"),
         "gradNotYet": pgettext("graph page", "not yet: backward starts after the forward pass"),
+        "gradRevealed": pgettext("graph page", "not yet; backward() will give {exact}"),
+        # Translators: one backward step, e.g. "rstd.grad += -0.6337 × -1.035 (= 0.6556); total 0.1687 (2/4)"
+        "contribution": _("{name}.grad += {local} × {grad} (= {product}); total {total} ({k}/{m})"),
+        "whatIfCount": pgettext("graph page", "{name}: expected {n} numbers separated by commas, got “{got}”"),
+        "whatIfEps": pgettext("graph page", "eps: expected a number >= 0, got “{got}”"),
+        "whatIfNotFinite": pgettext(
+            "graph page", "These inputs make a value infinite or not a number; the page keeps the previous ones."
+        ),
+        # Translators: a playing speed, {n} steps per second
+        "perSecond": pgettext("graph page", "{n} steps/s"),
         "gradCount": pgettext("graph page", "{grad} ({k}/{m} contributions)"),
         "gradCountFinal": pgettext("graph page", "{grad} ({k}/{m} contributions), final ✓; backward() gives {exact}"),
         "gradFinal": pgettext("graph page", "{grad}, final ✓; backward() gives {exact}"),
@@ -121,18 +149,12 @@ def script_text() -> dict[str, str]:
         # Translators: the last row of the gradient paths table, whose amounts it adds up
         "pathSum": pgettext("graph page", "sum"),
         "autogradGrad": pgettext("graph page", "autograd's {name}.grad = {grad}"),
-        "folded": pgettext("graph page", "{stage}: {formula} · {n} nodes folded"),
-        "foldedNoFormula": pgettext("graph page", "{stage} · {n} nodes folded"),
+        "folded": pgettext("graph page", "{stage}: {formula} · {n} values folded"),
+        "foldedNoFormula": pgettext("graph page", "{stage} · {n} values folded"),
         "clickToOpen": pgettext("graph page", "Click to open {stage}"),
+        "openInPlace": pgettext("graph page", "Open {stage} with every node, the other stages folded"),
         "openStage": pgettext("graph page", "Open {stage}"),
         "foldStage": pgettext("graph page", "Fold {stage}"),
-        "everyNode": pgettext("graph page", "Every node"),
-        "oneBox": pgettext("graph page", "One box per stage"),
-        # Translators: buttons that switch to the light or the dark colour theme
-        "light": pgettext("graph page", "Light"),
-        "dark": pgettext("graph page", "Dark"),
-        "play": pgettext("graph page", "▶ Play"),
-        "pause": pgettext("graph page", "⏸ Pause"),
         "followSteps": pgettext("graph page", "(follow the steps)"),
         # Translators: the choice of no input in the list of gradient paths
         "noInput": pgettext("graph page", "(none)"),
