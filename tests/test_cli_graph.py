@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from microgradnorm import viz
+from microgradnorm import cli, viz
 from tests.helpers import run_cli as run
 
 
