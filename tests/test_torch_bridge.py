@@ -23,6 +23,8 @@ torch = pytest.importorskip("torch")
 mt = pytest.importorskip("microgradnorm.torch")
 from microgradnorm.torch import ops  # noqa: E402
 
+from .torch_pairs import CASES, PAIRS, close, pair, run  # noqa: E402
+
 # float32 outputs and gradients of this package against torch.nn's float32: both round each
 # row's statistics differently, a few float32 units (6e-8) of the values' magnitude
 FLOAT32_VS_TORCH_RTOL = 1e-5
@@ -32,58 +34,6 @@ FLOAT32_VS_TORCH_RTOL = 1e-5
 TRAINED_F32_RTOL = 1e-4
 # the same in float64: rounding differences of 1e-16 grow no larger than this in 50 steps
 TRAINED_F64_RTOL = 1e-10
-
-PAIRS = {
-    "LayerNorm": (mt.LayerNorm, torch.nn.LayerNorm),
-    "RMSNorm": (mt.RMSNorm, torch.nn.RMSNorm),
-    "BatchNorm1d": (mt.BatchNorm1d, torch.nn.BatchNorm1d),
-    "BatchNorm2d": (mt.BatchNorm2d, torch.nn.BatchNorm2d),
-}
-# constructor arguments to try, and an input shape for each layer
-CASES = [
-    ("LayerNorm", (6,), {}, (4, 6)),
-    ("LayerNorm", ((3, 4),), {}, (2, 5, 3, 4)),
-    ("LayerNorm", (6,), {"bias": False}, (3, 2, 6)),
-    ("LayerNorm", (6,), {"elementwise_affine": False, "eps": 1e-3}, (5, 6)),
-    ("RMSNorm", (6,), {}, (4, 6)),
-    ("RMSNorm", (6,), {"eps": 1e-4}, (2, 3, 6)),
-    ("RMSNorm", ((2, 3),), {"elementwise_affine": False}, (4, 2, 3)),
-    ("BatchNorm1d", (5,), {}, (8, 5)),
-    ("BatchNorm1d", (5,), {"momentum": None}, (6, 5, 3)),
-    ("BatchNorm1d", (5,), {"affine": False, "track_running_stats": False}, (8, 5)),
-    ("BatchNorm2d", (3,), {"eps": 1e-3, "momentum": 0.3}, (4, 3, 2, 5)),
-    ("BatchNorm2d", (3,), {"bias": False}, (2, 3, 4, 4)),
-]
-
-
-def _pair(name, args, kwargs, dtype=torch.float64, seed=0):
-    """(ours, torch.nn's) with the same random parameters (not the default 1 and 0, which hide mistakes)."""
-    ours_cls, theirs_cls = PAIRS[name]
-    ours, theirs = ours_cls(*args, **kwargs, dtype=dtype), theirs_cls(*args, **kwargs, dtype=dtype)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in ours.parameters():
-            p.copy_(torch.rand(p.shape, generator=gen, dtype=dtype) + 0.5)
-    theirs.load_state_dict(ours.state_dict())
-    return ours, theirs
-
-
-def _run(layer, x, dy):
-    """(y, dx, {parameter name: grad}) of one forward and backward pass."""
-    x = x.clone().requires_grad_(True)
-    y = layer(x)
-    (y * dy).sum().backward()
-    grads = {n: p.grad.clone() for n, p in layer.named_parameters()}
-    layer.zero_grad()
-    return y.detach(), x.grad, grads
-
-
-def _close(a, b, rtol, atol=0.0):
-    """max|a - b| <= atol + rtol * max|b|, normwise over the whole tensor."""
-    a, b = a.detach().double(), b.detach().double()
-    scale = float(b.abs().max()) if b.numel() else 0.0
-    return float((a - b).abs().max()) <= atol + rtol * scale if b.numel() else True
-
 
 # ---- the layers are torch.nn's -----------------------------------------------------------------------
 
@@ -105,7 +55,7 @@ def test_same_parameters_buffers_and_state_dict_keys(name, args, kwargs, shape):
     assert list(ours.state_dict()) == list(theirs.state_dict())
     for (n1, a), (n2, b) in zip(ours.state_dict().items(), theirs.state_dict().items()):
         assert n1 == n2 and a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b)
-    assert repr(ours) == repr(theirs)
+    assert repr(ours) == repr(theirs).replace(name, f"microgradnorm.torch.{name}", 1)  # says it was swapped
 
 
 # ---- the numbers ---------------------------------------------------------------------------------------
@@ -113,66 +63,66 @@ def test_same_parameters_buffers_and_state_dict_keys(name, args, kwargs, shape):
 
 @pytest.mark.parametrize(("name", "args", "kwargs", "shape"), CASES)
 def test_float64_forward_and_backward_equal_torch_nn_over_train_and_eval(name, args, kwargs, shape):
-    ours, theirs = _pair(name, args, kwargs)
+    ours, theirs = pair(name, args, kwargs)
     gen = torch.Generator().manual_seed(1)
     for step in range(3):  # three training steps move the running statistics, then one in eval mode
         x = torch.randn(shape, generator=gen, dtype=torch.float64) * 3 + 1
         dy = torch.randn(shape, generator=gen, dtype=torch.float64)
         if step == 2:
             ours.eval(), theirs.eval()
-        (y1, dx1, g1), (y2, dx2, g2) = _run(ours, x, dy), _run(theirs, x, dy)
-        assert _close(y1, y2, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), (name, step)
-        assert _close(dx1, dx2, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), (name, step)
+        (y1, dx1, g1), (y2, dx2, g2) = run(ours, x, dy), run(theirs, x, dy)
+        assert close(y1, y2, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), (name, step)
+        assert close(dx1, dx2, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), (name, step)
         for n in g2:
-            assert _close(g1[n], g2[n], tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), (name, step, n)
+            assert close(g1[n], g2[n], tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), (name, step, n)
         for key, value in theirs.state_dict().items():
-            assert _close(ours.state_dict()[key], value, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), (name, step, key)
+            assert close(ours.state_dict()[key], value, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), (name, step, key)
 
 
 @pytest.mark.parametrize(("name", "args", "kwargs", "shape"), CASES)
 def test_float32_results_equal_torch_nn_within_float32_rounding(name, args, kwargs, shape):
-    ours, theirs = _pair(name, args, kwargs, dtype=torch.float32)
+    ours, theirs = pair(name, args, kwargs, dtype=torch.float32)
     gen = torch.Generator().manual_seed(2)
     x = torch.randn(shape, generator=gen) * 3 + 1
     dy = torch.randn(shape, generator=gen)
-    (y1, dx1, g1), (y2, dx2, g2) = _run(ours, x, dy), _run(theirs, x, dy)
+    (y1, dx1, g1), (y2, dx2, g2) = run(ours, x, dy), run(theirs, x, dy)
     assert y1.dtype == dx1.dtype == torch.float32
-    assert _close(y1, y2, FLOAT32_VS_TORCH_RTOL) and _close(dx1, dx2, FLOAT32_VS_TORCH_RTOL)
+    assert close(y1, y2, FLOAT32_VS_TORCH_RTOL) and close(dx1, dx2, FLOAT32_VS_TORCH_RTOL)
     for n in g2:
-        assert g1[n].dtype == torch.float32 and _close(g1[n], g2[n], FLOAT32_VS_TORCH_RTOL), n
+        assert g1[n].dtype == torch.float32 and close(g1[n], g2[n], FLOAT32_VS_TORCH_RTOL), n
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_rmsnorm_eps_none_is_the_machine_epsilon_of_the_computation(dtype):
-    ours, theirs = _pair("RMSNorm", (4,), {}, dtype=dtype)
+    ours, theirs = pair("RMSNorm", (4,), {}, dtype=dtype)
     x = torch.tensor([[1e-5, -2e-5, 3e-5, 0.0]], dtype=dtype)  # mean square near eps: eps shows in y
     rtol = tol.TORCH_F64_RTOL if dtype == torch.float64 else FLOAT32_VS_TORCH_RTOL
-    assert ours.eps is None and _close(ours(x), theirs(x), rtol)
-    assert not _close(ours(x), torch.nn.functional.rms_norm(x, (4,), ours.weight, 1e-3), rtol)
+    assert ours.eps is None and close(ours(x), theirs(x), rtol)
+    assert not close(ours(x), torch.nn.functional.rms_norm(x, (4,), ours.weight, 1e-3), rtol)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_half_precision_inputs_compute_in_float32_and_come_back_in_their_dtype(dtype):
-    ours, theirs = _pair("LayerNorm", (8,), {}, dtype=dtype)
+    ours, theirs = pair("LayerNorm", (8,), {}, dtype=dtype)
     x = torch.randn(4, 8).to(dtype)
     y = ours(x)
     assert y.dtype == dtype
     want = torch.nn.functional.layer_norm(x.float(), (8,), theirs.weight.float(), theirs.bias.float())
-    assert _close(y, want, tol.FLOAT16_RTOL, tol.FLOAT16_ATOL)
+    assert close(y, want, tol.FLOAT16_RTOL, tol.FLOAT16_ATOL)
 
 
 @pytest.mark.parametrize("name", ["LayerNorm", "RMSNorm", "BatchNorm1d"])
 def test_non_contiguous_inputs_give_the_contiguous_result(name):
-    ours, _ = _pair(name, (6,), {})
+    ours, _ = pair(name, (6,), {})
     base = torch.randn(6, 10, dtype=torch.float64)
     x = base.t()[:, :]  # [10, 6], a transposed view
     assert not x.is_contiguous()
     dy = torch.randn(10, 6, dtype=torch.float64)
-    (y1, dx1, _), (y2, dx2, _) = _run(ours, x, dy), _run(ours, x.contiguous(), dy)
+    (y1, dx1, _), (y2, dx2, _) = run(ours, x, dy), run(ours, x.contiguous(), dy)
     assert torch.equal(y1, y2) and torch.equal(dx1, dx2)
     strided_dy = torch.randn(6, 10, dtype=torch.float64).t()
-    _, dx3, _ = _run(ours, x, strided_dy)
-    _, dx4, _ = _run(ours, x, strided_dy.contiguous())
+    _, dx3, _ = run(ours, x, strided_dy)
+    _, dx4, _ = run(ours, x, strided_dy.contiguous())
     assert torch.equal(dx3, dx4)
 
 
@@ -200,7 +150,7 @@ def test_gradcheck_in_float64(norm, shape):
 
 def test_gradcheck_through_the_modules_in_float64():
     for name, args, kwargs, shape in CASES:
-        layer, _ = _pair(name, args, kwargs)
+        layer, _ = pair(name, args, kwargs)
         x = (torch.randn(shape, dtype=torch.float64) * 2).requires_grad_(True)
         params = tuple(layer.parameters())
 
@@ -236,6 +186,7 @@ def _small_model(norm_layer, seed=0, dtype=torch.float32):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layer", ["LayerNorm", "RMSNorm", "BatchNorm1d"])
 def test_torch_compile_fullgraph_gives_the_eager_results(layer):
     model = _small_model(PAIRS[layer][0](16))
@@ -293,14 +244,15 @@ def _train(model, steps=50, seed=1):
     return [p.detach().clone() for p in model.parameters()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("dtype", "rtol"), [(torch.float32, TRAINED_F32_RTOL), (torch.float64, TRAINED_F64_RTOL)])
 def test_swapping_torch_nn_layernorm_changes_no_weight_after_50_steps(dtype, rtol):
     theirs = _train(_small_model(torch.nn.LayerNorm(16, dtype=dtype), dtype=dtype))
     ours = _train(_small_model(mt.LayerNorm(16, dtype=dtype), dtype=dtype))
     start = [p.detach() for p in _small_model(torch.nn.LayerNorm(16, dtype=dtype), dtype=dtype).parameters()]
     for a, b, s in zip(ours, theirs, start):
-        assert _close(a, b, rtol)
-        assert not _close(b, s, 1e-3)  # the weights did move: the comparison is not of two starting points
+        assert close(a, b, rtol)
+        assert not close(b, s, 1e-3)  # the weights did move: the comparison is not of two starting points
 
 
 # ---- a learner's own forward and backward ---------------------------------------------------------------
@@ -343,14 +295,14 @@ def test_layer_norm_function_in_a_layer_equals_torch_nn_and_its_inputs_are_copie
         x[...] = 0.0  # a learner's in-place slip must not reach the model
         return y, cache
 
-    ours, theirs = _pair("LayerNorm", (6,), {})
+    ours, theirs = pair("LayerNorm", (6,), {})
     ours.function = mt.layer_norm_function(writes_to_x, backward)
     x, dy = torch.randn(2, 3, 6, dtype=torch.float64), torch.randn(2, 3, 6, dtype=torch.float64)
     x0 = x.clone()
-    (y1, dx1, g1), (y2, dx2, g2) = _run(ours, x, dy), _run(theirs, x, dy)
+    (y1, dx1, g1), (y2, dx2, g2) = run(ours, x, dy), run(theirs, x, dy)
     assert seen == [(1, 6, 6)] and torch.equal(x, x0)
-    assert _close(y1, y2, tol.TORCH_F64_RTOL) and _close(dx1, dx2, tol.TORCH_F64_RTOL)
-    assert all(_close(g1[n], g2[n], tol.TORCH_F64_RTOL) for n in g2)
+    assert close(y1, y2, tol.TORCH_F64_RTOL) and close(dx1, dx2, tol.TORCH_F64_RTOL)
+    assert all(close(g1[n], g2[n], tol.TORCH_F64_RTOL) for n in g2)
 
 
 def test_layer_norm_function_names_what_a_learner_returned_wrong():
@@ -366,6 +318,7 @@ def test_layer_norm_function_names_what_a_learner_returned_wrong():
         mt.layer_norm_function(forward, None)
 
 
+@pytest.mark.slow
 def test_layer_norm_function_under_torch_compile_runs_outside_the_graph():
     model = _small_model(mt.LayerNorm(16, function=mt.layer_norm_function(*_reference_pair())))
     x = torch.randn(4, 6)
@@ -448,9 +401,9 @@ def test_the_ops_equal_torch_functional_for_any_shape_layout_and_eps(norm, data)
     twins = [None if t is None else t.detach().contiguous().clone().requires_grad_(True) for t in leaves]
     y = ops.norm_forward(norm, *leaves, eps)[0]
     want = _functional(norm, *twins, eps)
-    assert _close(y, want, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)
+    assert close(y, want, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)
     (y * torch.from_numpy(dy)).sum().backward()
     (want * torch.from_numpy(dy)).sum().backward()
     for mine, theirs in zip(leaves, twins):
         if mine is not None:
-            assert _close(mine.grad, theirs.grad, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)
+            assert close(mine.grad, theirs.grad, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)

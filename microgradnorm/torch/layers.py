@@ -20,7 +20,7 @@ import math
 
 import torch
 
-from microgradnorm.torch.ops import norm_forward
+from microgradnorm.torch.ops import norm
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "LayerNorm", "RMSNorm", "check_tensor"]
 
@@ -47,12 +47,24 @@ def check_tensor(t: torch.Tensor, name: str, like: torch.Tensor | None = None) -
         )
 
 
+_HALF = (torch.float16, torch.bfloat16)
+
+
 def _check_parameters(module: torch.nn.Module, x: torch.Tensor) -> None:
+    """x and the parameters as torch.nn accepts them: one dtype, or half-precision x with float32 parameters.
+
+    The second is what CPU autocast gives a norm (a bfloat16 activation, float32
+    parameters): the norm computes in float32, returns x's dtype, and the
+    parameters and their gradients stay float32.
+    """
+    if isinstance(x, torch.fx.Proxy):
+        raise TypeError(_traced_message(module, "torch.fx.symbolic_trace"))
     check_tensor(x, "x")
     for name in ("weight", "bias"):
         p = getattr(module, name, None)
         if p is not None:
-            check_tensor(p, name, like=x)
+            mixed = x.dtype in _HALF and p.dtype == torch.float32
+            check_tensor(p, name, like=None if mixed else x)
 
 
 def _rows(x: torch.Tensor, normalized_shape: tuple[int, ...], layer: str) -> torch.Tensor:
@@ -68,7 +80,25 @@ def _flat(p: torch.Tensor | None) -> torch.Tensor | None:
     return None if p is None else p.reshape(-1)
 
 
-class LayerNorm(torch.nn.LayerNorm):
+def _traced_message(module: torch.nn.Module, tool: str) -> str:
+    name = type(module).__name__
+    return (
+        f"{tool}: microgradnorm.torch.{name} computes in NumPy, which {tool} cannot record; "
+        f"use torch.compile (it keeps the layer as one op), or torch.nn.{name} for TorchScript and FX graphs"
+    )
+
+
+class _Microgradnorm:
+    """What every layer adds to its torch.nn class: a name that says it was swapped in, and clear refusals."""
+
+    def _get_name(self) -> str:  # the name repr prints: print(model) shows which layers are this package's
+        return f"microgradnorm.torch.{type(self).__name__}"
+
+    def __prepare_scriptable__(self):  # torch.jit.script calls this first: refuse in one line
+        raise TypeError(_traced_message(self, "torch.jit.script"))
+
+
+class LayerNorm(_Microgradnorm, torch.nn.LayerNorm):
     """torch.nn.LayerNorm whose forward and backward run on microgradnorm's vectorized LayerNorm.
 
     ``function``: optionally a :class:`~microgradnorm.torch.LayerNormFunction`
@@ -97,11 +127,11 @@ class LayerNorm(torch.nn.LayerNorm):
         if self.function is not None:
             y = self.function(x2, weight, bias, self.eps)
         else:
-            y = norm_forward("layernorm", x2, weight, bias, self.eps)[0]
+            y = norm("layernorm", x2, weight, bias, self.eps)[0]
         return y.reshape(x.shape)
 
 
-class RMSNorm(torch.nn.RMSNorm):
+class RMSNorm(_Microgradnorm, torch.nn.RMSNorm):
     """torch.nn.RMSNorm on microgradnorm's vectorized RMSNorm; ``eps=None`` means the dtype's machine epsilon.
 
     As in PyTorch, ``eps=None`` uses ``torch.finfo`` of the computation type:
@@ -114,24 +144,27 @@ class RMSNorm(torch.nn.RMSNorm):
         eps = self.eps
         if eps is None:
             eps = torch.finfo(torch.float64 if x.dtype == torch.float64 else torch.float32).eps
-        return norm_forward("rmsnorm", x2, _flat(self.weight), None, eps)[0].reshape(x.shape)
+        return norm("rmsnorm", x2, _flat(self.weight), None, eps)[0].reshape(x.shape)
 
 
 class _BatchNormMixin:
     """The forward pass shared by BatchNorm1d and BatchNorm2d, with torch.nn's running-statistics rules."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self._check_input_dim(x)
         _check_parameters(self, x)
+        self._check_input_dim(x)
         if x.shape[1] != self.num_features:
             raise ValueError(
                 f"x: {type(self).__name__}({self.num_features}) expects {self.num_features} channels on axis 1, "
                 f"got shape {tuple(x.shape)}"
             )
-        if self.training and x.numel() // self.num_features < 2:  # checked before any state changes
-            raise ValueError(f"x: expected more than 1 value per channel when training, got shape {tuple(x.shape)}")
+        batch = self.training or self.running_mean is None
+        if batch:  # checked before any state changes, with torch.nn's rules
+            _check_batch(self, x)
         factor = self._average_factor()
-        if self.training or self.running_mean is None:
+        if x.numel() == 0:  # torch.nn: an empty result, the batch counted, the running averages left alone
+            return self._affine(x, x)
+        if batch:
             return self._batch_statistics(x, factor)
         return self._running_statistics(x)
 
@@ -146,30 +179,68 @@ class _BatchNormMixin:
 
     def _batch_statistics(self, x: torch.Tensor, factor: float) -> torch.Tensor:
         m = x.numel() // self.num_features
-        x4 = x if x.dim() in (2, 4) else x.unsqueeze(-1)  # [N, C, L] as [N, C, L, 1]
-        y, mean, var, _ = norm_forward("batchnorm", x4, self.weight, self.bias, self.eps)
+        if _is_channels_last(x):  # [N, C, H, W] stored as [N, H, W, C]: the same channels as [N*H*W, C], no copy
+            n, c, h, w = x.shape
+            rows = x.permute(0, 2, 3, 1).reshape(n * h * w, c)  # NHW,C
+            y2, mean, var, _ = norm("batchnorm", rows, self.weight, self.bias, self.eps)
+            y = y2.reshape(n, h, w, c).permute(0, 3, 1, 2)  # N,C,H,W in channels_last memory, as x
+        else:
+            x4 = x if x.dim() in (2, 4) else x.unsqueeze(-1)  # [N, C, L] as [N, C, L, 1]
+            y, mean, var, _ = norm("batchnorm", x4, self.weight, self.bias, self.eps)
+            y = y.reshape(x.shape)
         if self.training and self.track_running_stats:
+            _refuse_batched(self, mean)
             with torch.no_grad():  # the unbiased batch variance, as torch.nn keeps
                 self.running_mean.mul_(1.0 - factor).add_(mean.to(self.running_mean.dtype), alpha=factor)
                 unbiased = (var * (m / (m - 1))).to(self.running_var.dtype)
                 self.running_var.mul_(1.0 - factor).add_(unbiased, alpha=factor)
-        return y.reshape(x.shape)
-
-    def _running_statistics(self, x: torch.Tensor) -> torch.Tensor:
-        """Eval mode: the statistics are constants, so y = (x - running_mean) * rstd * weight + bias, in torch ops."""
-        shape = (1, -1) + (1,) * (x.dim() - 2)  # broadcast per channel
-        rstd = torch.rsqrt(self.running_var.to(x.dtype) + self.eps).reshape(shape)
-        y = (x - self.running_mean.to(x.dtype).reshape(shape)) * rstd
-        if self.weight is not None:
-            y = y * self.weight.reshape(shape)
-        if self.bias is not None:
-            y = y + self.bias.reshape(shape)
         return y
 
+    def _running_statistics(self, x: torch.Tensor) -> torch.Tensor:
+        """Eval mode: the statistics are constants, so y = (x - running_mean) * rstd * weight + bias, in torch ops.
 
-class BatchNorm1d(_BatchNormMixin, torch.nn.BatchNorm1d):
+        Computed in float32 for half-precision x (as the kernels do), returned in x's dtype.
+        """
+        cdt = torch.float32 if x.dtype in _HALF else x.dtype
+        shape = (1, -1) + (1,) * (x.dim() - 2)  # broadcast per channel
+        rstd = torch.rsqrt(self.running_var.to(cdt) + self.eps).reshape(shape)
+        return self._affine(x, (x.to(cdt) - self.running_mean.to(cdt).reshape(shape)) * rstd)
+
+    def _affine(self, x: torch.Tensor, xhat: torch.Tensor) -> torch.Tensor:
+        """weight * xhat + bias per channel, in x's dtype."""
+        shape = (1, -1) + (1,) * (x.dim() - 2)
+        y = xhat
+        if self.weight is not None:
+            y = y * self.weight.to(y.dtype).reshape(shape)
+        if self.bias is not None:
+            y = y + self.bias.to(y.dtype).reshape(shape)
+        return y.to(x.dtype)
+
+
+def _check_batch(layer: torch.nn.Module, x: torch.Tensor) -> None:
+    """torch.nn's two refusals in training: one value per channel, and eps <= 0."""
+    if x.numel() // layer.num_features == 1:
+        raise ValueError(f"x: expected more than 1 value per channel when training, got shape {tuple(x.shape)}")
+    if not layer.eps > 0:
+        raise ValueError(f"eps: {type(layer).__name__} expects eps > 0 when training (as torch.nn), got {layer.eps}")
+
+
+def _is_channels_last(x: torch.Tensor) -> bool:
+    return x.dim() == 4 and not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last)
+
+
+def _refuse_batched(layer: torch.nn.Module, mean: torch.Tensor) -> None:
+    """Under torch.func.vmap the statistics differ per entry, and one running average cannot hold them all."""
+    if torch._C._functorch.is_batchedtensor(mean):
+        raise RuntimeError(
+            f"torch.func.vmap: {type(layer).__name__} updates its running statistics in place, one set for the "
+            "whole batch; use track_running_stats=False, .eval(), or torch.func.replace_all_batch_norm_modules_"
+        )
+
+
+class BatchNorm1d(_Microgradnorm, _BatchNormMixin, torch.nn.BatchNorm1d):
     """torch.nn.BatchNorm1d (x [N, C] or [N, C, L]) on microgradnorm's vectorized BatchNorm in training mode."""
 
 
-class BatchNorm2d(_BatchNormMixin, torch.nn.BatchNorm2d):
+class BatchNorm2d(_Microgradnorm, _BatchNormMixin, torch.nn.BatchNorm2d):
     """torch.nn.BatchNorm2d (x [N, C, H, W]) on microgradnorm's vectorized BatchNorm in training mode."""

@@ -1,16 +1,34 @@
-"""Two PyTorch custom ops that run this package's vectorized norms: ``norm_forward`` and ``norm_backward``.
+"""The norms as PyTorch operations: NumPy kernels, custom ops for torch.compile, an autograd.Function for torch.func.
 
-Why ``torch.library.custom_op`` and not a bare ``torch.autograd.Function``: an
-op registered with a fake (shape-only) implementation and a backward formula is
-opaque to ``torch.compile``, so a compiled model keeps it as one node and runs
-the NumPy kernels eagerly inside the compiled graph (``fullgraph=True`` works);
-``torch.library.opcheck`` can test the registration; and the backward is itself
-an op, so a second derivative reaches a clear error instead of a silent zero.
-The price is that an op can only pass tensors between the passes, not a Python
-cache: the forward pass runs in recompute mode and returns its statistics (mean,
-rstd), and the backward pass rebuilds the cache from x and those statistics
-(:func:`microgradnorm.vectorized.saved_cache`). That is also what PyTorch's own
-LayerNorm keeps.
+Three layers, each for one reason:
+
+* **Kernels** (:func:`forward_kernel`, :func:`backward_kernel`): plain Python that
+  hands the tensors' memory to :mod:`microgradnorm.vectorized` and wraps the
+  results as tensors, without copies where the dtypes agree. The forward pass
+  runs in recompute mode and returns its statistics (mean, var, rstd); the
+  backward pass rebuilds the cache from x and those (:func:`~microgradnorm.vectorized.saved_cache`),
+  which is also what PyTorch's own LayerNorm keeps.
+* **Custom ops** ``microgradnorm::norm_forward`` and ``norm_backward``
+  (``torch.library.custom_op``, with a fake implementation and a registered
+  backward): opaque to ``torch.compile``, which keeps each as one node and runs
+  the NumPy kernel eagerly inside the compiled graph (``fullgraph=True``
+  works), and testable with ``torch.library.opcheck``.
+* **Autograd functions** (:class:`NormFunction`, :class:`NormBackward`) in the
+  ``setup_context`` form, with a ``jvp`` rule and a ``vmap`` rule: what
+  ``torch.func`` (grad, vjp, jacrev, jacfwd, jvp, vmap) and forward-mode AD need,
+  and what a custom op's generated autograd does not give (torch 2.13 runs it
+  as an autograd.Function without ``setup_context`` or ``jvp``, so
+  ``torch.func.jvp`` would see a zero tangent). TorchDynamo refuses a custom
+  ``jvp`` (a graph break), so :func:`norm` takes the custom op while compiling
+  and the autograd function otherwise; both run the same kernels.
+
+Forward mode is the course's maths. For one row, LayerNorm's Jacobian is
+dxhat/dx = rstd * (I - P) with P = (1 1^T + xhat xhat^T) / D (lesson 7's
+projection; exact for any eps). It is symmetric, so the Jacobian applied to a
+tangent (forward mode) is the same formula as the gradient (reverse mode):
+:func:`microgradnorm.formulas.dx_simplified`, called here on tensors. RMSNorm
+drops the ``1 1^T`` term (:func:`~microgradnorm.formulas.rms_dx`); BatchNorm is
+LayerNorm's formula over the batch axes of each channel.
 
 One pair of ops serves the three norms (``norm`` is "layernorm", "rmsnorm" or
 "batchnorm"): x is [..., D] for the first two and [N, C] or [N, C, H, W] for
@@ -23,14 +41,32 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from microgradnorm import formulas as F
 from microgradnorm import vectorized as V
 
-__all__ = ["NORMS", "norm_backward", "norm_forward", "to_numpy", "to_torch"]
+__all__ = [
+    "NORMS",
+    "SECOND_DERIVATIVE",
+    "NormBackward",
+    "NormFunction",
+    "backward_kernel",
+    "forward_kernel",
+    "norm",
+    "norm_backward",
+    "norm_forward",
+    "to_numpy",
+    "to_torch",
+]
 
 NORMS = ("layernorm", "rmsnorm", "batchnorm")
 
 _FORWARD = {"layernorm": V.layer_norm_forward, "rmsnorm": V.rms_norm_forward, "batchnorm": V.batch_norm_forward}
 _BACKWARD = {"layernorm": V.layer_norm_backward, "rmsnorm": V.rms_norm_backward, "batchnorm": V.batch_norm_backward}
+
+SECOND_DERIVATIVE = (
+    "microgradnorm.torch: second derivatives (double backward) of the norms are not implemented; "
+    "use torch.nn's layer for gradient penalties or Hessian-vector products"
+)
 
 
 def to_numpy(t: torch.Tensor | None) -> np.ndarray | None:
@@ -50,28 +86,63 @@ def _stat_shape(norm: str, x: torch.Tensor) -> tuple[int, ...]:
     return (x.shape[1],) if norm == "batchnorm" else tuple(x.shape[:-1])
 
 
-@torch.library.custom_op("microgradnorm::norm_forward", mutates_args=())
-def norm_forward(
+# ---- the kernels: NumPy on the tensors' memory ----------------------------------------------------------
+
+
+def forward_kernel(
     norm: str, x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(y, mean, var, rstd) of ``norm`` on x, computed by microgradnorm.vectorized in recompute mode."""
     args = (to_numpy(x), to_numpy(weight)) + (() if norm == "rmsnorm" else (to_numpy(bias),))
     y, cache = _FORWARD[norm](*args, eps, recompute=True)
     shape = _stat_shape(norm, x)
-    mean = np.zeros(shape) if cache.mean is None else cache.mean.reshape(shape)
-    stats = [torch.from_numpy(np.array(s, dtype=np.float64).reshape(shape)) for s in (mean, cache.var, cache.rstd)]
+    mean = np.zeros(shape) if cache.mean is None else cache.mean
+    stats = [torch.from_numpy(np.asarray(s, dtype=np.float64).reshape(shape)) for s in (mean, cache.var, cache.rstd)]
     return (to_torch(y, x.dtype), *stats)
+
+
+def _weight_or(x: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
+    """The tensor whose dtype a parameter gradient takes: the weight's, or x's without one."""
+    return x if weight is None else weight
+
+
+def backward_kernel(
+    norm: str,
+    dy: torch.Tensor,
+    x: torch.Tensor,
+    weight: torch.Tensor | None,
+    has_bias: bool,
+    mean: torch.Tensor,
+    rstd: torch.Tensor,
+    eps: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(dx, dweight, dbias); dweight and dbias are empty tensors where there is no weight or bias."""
+    xn, wn = to_numpy(x), to_numpy(weight)
+    size = x.shape[1] if norm == "batchnorm" else x.shape[-1]
+    beta = np.zeros(size, xn.dtype if wn is None else wn.dtype) if has_bias else None
+    saved = V.saved_cache(norm, xn, wn, beta, to_numpy(mean), to_numpy(rstd), eps)
+    grads = _BACKWARD[norm](to_numpy(dy), saved)
+    dx, dweight, dbias = (*grads, None) if norm == "rmsnorm" else grads
+    dweight = x.new_empty(0) if weight is None else to_torch(dweight, weight.dtype)  # empty: no weight
+    dbias = x.new_empty(0) if dbias is None else to_torch(dbias, _weight_or(x, weight).dtype)
+    return to_torch(dx, x.dtype), dweight, dbias
+
+
+# ---- the custom ops (what torch.compile sees) ------------------------------------------------------------
+
+
+@torch.library.custom_op("microgradnorm::norm_forward", mutates_args=())
+def norm_forward(
+    norm: str, x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(y, mean, var, rstd) of ``norm`` on x: :func:`forward_kernel` as a custom op."""
+    return forward_kernel(norm, x, weight, bias, eps)
 
 
 @norm_forward.register_fake
 def _(norm, x, weight, bias, eps):
     shape = _stat_shape(norm, x)
     return (torch.empty_like(x), *(x.new_empty(shape, dtype=torch.float64) for _ in range(3)))
-
-
-def weight_or(x: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
-    """The tensor whose dtype a parameter gradient takes: the weight's, or x's without one."""
-    return x if weight is None else weight
 
 
 @torch.library.custom_op("microgradnorm::norm_backward", mutates_args=())
@@ -85,22 +156,15 @@ def norm_backward(
     rstd: torch.Tensor,
     eps: float,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(dx, dweight, dbias); dweight and dbias are empty tensors where there is no weight or bias."""
-    xn = to_numpy(x)
-    beta = np.zeros(x.shape[1] if norm == "batchnorm" else x.shape[-1], xn.dtype) if has_bias else None
-    saved = V.saved_cache(norm, xn, to_numpy(weight), beta, mean.numpy(), rstd.numpy(), eps)
-    grads = _BACKWARD[norm](to_numpy(dy), saved)
-    dx, dweight, dbias = (*grads, None) if norm == "rmsnorm" else grads
-    dweight = x.new_empty(0) if weight is None else to_torch(dweight, weight.dtype)  # empty: no weight
-    dbias = x.new_empty(0) if dbias is None else to_torch(dbias, weight_or(x, weight).dtype)
-    return to_torch(dx, x.dtype), dweight, dbias
+    """(dx, dweight, dbias): :func:`backward_kernel` as a custom op."""
+    return backward_kernel(norm, dy, x, weight, has_bias, mean, rstd, eps)
 
 
 @norm_backward.register_fake
 def _(norm, dy, x, weight, has_bias, mean, rstd, eps):
     size = x.shape[1] if norm == "batchnorm" else x.shape[-1]
     dweight = x.new_empty(0) if weight is None else weight.new_empty(weight.shape)
-    dbias = weight_or(x, weight).new_empty((size,)) if has_bias and norm != "rmsnorm" else x.new_empty(0)
+    dbias = _weight_or(x, weight).new_empty((size,)) if has_bias and norm != "rmsnorm" else x.new_empty(0)
     return torch.empty_like(x), dweight, dbias
 
 
@@ -111,18 +175,13 @@ def _setup_forward(ctx, inputs, output) -> None:
     ctx.save_for_backward(x, weight, mean, rstd)
 
 
-def _backward(ctx, dy, _dmean, _dvar, _drstd):
+def _op_backward(ctx, dy, _dmean, _dvar, _drstd):
     x, weight, mean, rstd = ctx.saved_tensors
     dx, dweight, dbias = norm_backward(ctx.norm, dy.contiguous(), x, weight, ctx.has_bias, mean, rstd, ctx.eps)
     return None, dx, None if weight is None else dweight, dbias if ctx.has_bias else None, None
 
 
-torch.library.register_autograd("microgradnorm::norm_forward", _backward, setup_context=_setup_forward)
-
-SECOND_DERIVATIVE = (
-    "microgradnorm.torch: second derivatives (double backward) of the norms are not implemented; "
-    "use torch.nn's layer for gradient penalties or Hessian-vector products"
-)
+torch.library.register_autograd("microgradnorm::norm_forward", _op_backward, setup_context=_setup_forward)
 
 
 def _no_double_backward(ctx, *grads):
@@ -134,3 +193,116 @@ def _setup_nothing(ctx, inputs, output) -> None:
 
 
 torch.library.register_autograd("microgradnorm::norm_backward", _no_double_backward, setup_context=_setup_nothing)
+
+
+# ---- the autograd functions (what eager code and torch.func see) -----------------------------------------
+
+
+def _loop_vmap(function, info, in_dims, *args):
+    """A vmap rule: ``function`` once per entry of the batch, the results stacked on axis 0.
+
+    Simple, and right under any nesting of transforms; each call is one kernel
+    run on one entry (the norms' groups never span entries, so nothing is lost
+    but speed).
+    """
+    outputs = []
+    for i in range(info.batch_size):
+        picked = [a if d is None else a.select(d, i) for a, d in zip(args, in_dims)]
+        outputs.append(function.apply(*picked))
+    stacked = tuple(torch.stack(column) for column in zip(*outputs))
+    return stacked, (0,) * len(stacked)
+
+
+def _tangent_xhat(norm: str, x, mean, rstd, x_t):
+    """(xhat, the tangent of xhat) in x's compute precision: the closed-form Jacobian applied to x_t."""
+    cdt = torch.float64 if x.dtype == torch.float64 else torch.float32
+    if norm == "batchnorm":
+        view = (1, -1) + (1,) * (x.dim() - 2)  # per channel
+        axes = tuple(a for a in range(x.dim()) if a != 1)  # the batch axes of each channel
+    else:
+        view, axes = (*x.shape[:-1], 1), (-1,)  # per row
+    rstd = rstd.to(cdt).reshape(view)
+    xhat = (x.to(cdt) - mean.to(cdt).reshape(view)) * rstd if norm != "rmsnorm" else x.to(cdt) * rstd
+    if x_t is None:
+        return xhat, None
+    if norm == "rmsnorm":
+        return xhat, F.rms_dx(x_t.to(cdt), xhat, rstd, axes)  # rrms (I - xhat xhat^T / D) x_t
+    return xhat, F.dx_simplified(x_t.to(cdt), xhat, rstd, axes)  # rstd (I - P) x_t
+
+
+def _param_view(norm: str, x: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    return p.reshape((1, -1) + (1,) * (x.dim() - 2)) if norm == "batchnorm" else p
+
+
+class NormFunction(torch.autograd.Function):
+    """``apply(norm, x, weight, bias, eps) -> (y, mean, var, rstd)`` with backward, jvp and vmap rules."""
+
+    @staticmethod
+    def forward(norm, x, weight, bias, eps):
+        return forward_kernel(norm, x, weight, bias, eps)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        norm, x, weight, bias, eps = inputs
+        _, mean, var, rstd = output
+        ctx.mark_non_differentiable(mean, var, rstd)  # statistics, read by BatchNorm's running averages only
+        ctx.norm, ctx.eps, ctx.has_bias = norm, eps, bias is not None
+        ctx.save_for_backward(x, weight, mean, rstd)
+        ctx.save_for_forward(x, weight, mean, rstd)
+
+    @staticmethod
+    def backward(ctx, dy, _dmean, _dvar, _drstd):
+        x, weight, mean, rstd = ctx.saved_tensors
+        dx, dweight, dbias = NormBackward.apply(ctx.norm, dy, x, weight, ctx.has_bias, mean, rstd, ctx.eps)
+        return None, dx, None if weight is None else dweight, dbias if ctx.has_bias else None, None
+
+    @staticmethod
+    def jvp(ctx, _norm_t, x_t, weight_t, bias_t, _eps_t):
+        """y_t = gamma * J x_t + xhat * gamma_t + beta_t, with J x_t the projection form (module docstring)."""
+        x, weight, mean, rstd = ctx.saved_tensors
+        xhat, xhat_t = _tangent_xhat(ctx.norm, x, mean, rstd, x_t)
+        y_t = torch.zeros_like(xhat) if xhat_t is None else xhat_t
+        if weight is not None:
+            y_t = y_t * _param_view(ctx.norm, x, weight.to(y_t.dtype))
+            if weight_t is not None:
+                y_t = y_t + xhat * _param_view(ctx.norm, x, weight_t.to(y_t.dtype))
+        if bias_t is not None:
+            y_t = y_t + _param_view(ctx.norm, x, bias_t.to(y_t.dtype))
+        return y_t.to(x.dtype), None, None, None
+
+    @staticmethod
+    def vmap(info, in_dims, norm, x, weight, bias, eps):
+        return _loop_vmap(NormFunction, info, in_dims, norm, x, weight, bias, eps)
+
+
+class NormBackward(torch.autograd.Function):
+    """``apply(norm, dy, x, weight, has_bias, mean, rstd, eps) -> (dx, dweight, dbias)``; no derivative of its own."""
+
+    @staticmethod
+    def forward(norm, dy, x, weight, has_bias, mean, rstd, eps):
+        return backward_kernel(norm, dy, x, weight, has_bias, mean, rstd, eps)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        return None
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(SECOND_DERIVATIVE)
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        raise RuntimeError(SECOND_DERIVATIVE)
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        return _loop_vmap(NormBackward, info, in_dims, *args)
+
+
+def norm(
+    norm: str, x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(y, mean, var, rstd): the custom op while torch.compile traces, the autograd function otherwise."""
+    if torch.compiler.is_compiling():
+        return norm_forward(norm, x, weight, bias, eps)
+    return NormFunction.apply(norm, x, weight, bias, eps)
