@@ -8,6 +8,7 @@ torch.library.opcheck (the custom ops' registration).
 from __future__ import annotations
 
 import inspect
+import math
 import subprocess
 import sys
 
@@ -280,9 +281,72 @@ def test_layer_norm_function_fails_gradcheck_with_a_backward_missing_the_mean_pa
         g = dy * cache.gamma
         return dx + cache.rstd * g.mean(axis=-1, keepdims=True), dgamma, dbeta  # adds back what the mean path took
 
-    f = mt.layer_norm_function(forward, no_mean_path)
+    f = mt.layer_norm_function(forward, no_mean_path, check=False)  # the bridge hands PyTorch the wrong backward
     x, w, b = _op_inputs("layernorm", (3, 5), requires_grad=True)
     assert not torch.autograd.gradcheck(f, (x, w, b), raise_exception=False)
+    checked = mt.layer_norm_function(forward, no_mean_path)  # check=True, the default: refused at the first call
+    with pytest.raises(mt.GradientCheckError, match=r"^no_mean_path: fails torch.autograd.gradcheck"):
+        checked(x, w, b)
+
+
+def _scaled(backward, which, factor):
+    """backward with one of its results (0 dx, 1 dgamma, 2 dbeta) multiplied by ``factor``."""
+
+    def slipped(dy, cache):
+        grads = list(backward(dy, cache))
+        grads[which] = grads[which] * factor
+        return tuple(grads)
+
+    return slipped
+
+
+@pytest.mark.parametrize(("which", "name"), [(0, "dx"), (1, "dgamma"), (2, "dbeta")])
+def test_check_true_names_the_wrong_gradient_and_its_entries_before_any_training(which, name):
+    forward, backward = _reference_pair()
+    f = mt.layer_norm_function(forward, _scaled(backward, which, 1.5))
+    layer = mt.LayerNorm(5, function=f)
+    with pytest.raises(mt.GradientCheckError) as info:
+        layer(torch.randn(4, 5))
+    message = str(info.value)
+    d = mt.learner.CHECK_SHAPE[-1]
+    total = math.prod(mt.learner.CHECK_SHAPE) if name == "dx" else d
+    assert f"{name} wrong at {total} of {total} entries" in message and "\n" not in message
+    assert [other for other in ("dx", "dgamma", "dbeta") if f"{other} wrong" in message] == [name]
+    assert not f.checked
+
+
+def test_check_true_lets_a_right_pair_through_and_checks_it_once():
+    forward, backward = _reference_pair()
+    calls = []
+
+    def counted(dy, cache):
+        calls.append(dy.shape)
+        return backward(dy, cache)
+
+    f = mt.layer_norm_function(forward, counted)
+    x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    f(x).sum().backward()
+    checking = len(calls)
+    assert f.checked and checking > 1  # gradcheck's calls, then one for this backward
+    f(x).sum().backward()
+    assert len(calls) == checking + 1
+
+
+@pytest.mark.parametrize(
+    ("transform", "named"),
+    [
+        (lambda f, x: torch.func.jvp(f, (x,), (x,)), "torch.func.jvp/jacfwd"),
+        (lambda f, x: torch.func.grad(lambda x: f(x).sum())(x), "torch.func.grad/vjp/jacrev"),
+        (lambda f, x: torch.func.vmap(f)(x), "torch.func.vmap"),
+    ],
+)
+def test_a_learner_function_under_torch_func_is_refused_naming_the_transform(transform, named):
+    f = mt.layer_norm_function(*_reference_pair())
+    with pytest.raises(RuntimeError) as info:
+        transform(f, torch.randn(2, 3, 4))
+    assert str(info.value).startswith(f"{named}: layer_norm_function(") and "microgradnorm.torch.LayerNorm" in str(
+        info.value
+    )
 
 
 def test_layer_norm_function_in_a_layer_equals_torch_nn_and_its_inputs_are_copies():
@@ -296,7 +360,7 @@ def test_layer_norm_function_in_a_layer_equals_torch_nn_and_its_inputs_are_copie
         return y, cache
 
     ours, theirs = pair("LayerNorm", (6,), {})
-    ours.function = mt.layer_norm_function(writes_to_x, backward)
+    ours.function = mt.layer_norm_function(writes_to_x, backward, check=False)  # the shapes of one call only
     x, dy = torch.randn(2, 3, 6, dtype=torch.float64), torch.randn(2, 3, 6, dtype=torch.float64)
     x0 = x.clone()
     (y1, dx1, g1), (y2, dx2, g2) = run(ours, x, dy), run(theirs, x, dy)
@@ -311,7 +375,7 @@ def test_layer_norm_function_names_what_a_learner_returned_wrong():
     x = torch.randn(2, 4, requires_grad=True)
     with pytest.raises(TypeError, match=r"<lambda>: expected to return \(dx, dgamma, dbeta\)"):
         f(x, torch.ones(4), torch.zeros(4)).sum().backward()
-    g = mt.layer_norm_function(lambda x, gamma, beta, eps: (x[..., :2], None), backward)
+    g = mt.layer_norm_function(lambda x, gamma, beta, eps: (x[..., :2], None), backward, check=False)
     with pytest.raises(ValueError, match=r"<lambda>'s y: expected shape \(1, 2, 4\), got shape \(1, 2, 2\)"):
         g(x)
     with pytest.raises(TypeError, match="backward: expected a function"):

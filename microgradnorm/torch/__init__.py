@@ -36,13 +36,14 @@ if tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < _MINI
     )
 
 from microgradnorm.torch.layers import BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm  # noqa: E402
-from microgradnorm.torch.learner import LayerNormFunction, layer_norm_function  # noqa: E402
+from microgradnorm.torch.learner import GradientCheckError, LayerNormFunction, layer_norm_function  # noqa: E402
 from microgradnorm.torch.ops import SECOND_DERIVATIVE  # noqa: E402
 
 __all__ = [
     "SECOND_DERIVATIVE",
     "BatchNorm1d",
     "BatchNorm2d",
+    "GradientCheckError",
     "LayerNorm",
     "LayerNormFunction",
     "RMSNorm",
