@@ -130,12 +130,12 @@ def test_non_contiguous_inputs_give_the_contiguous_result(name):
 # ---- the standard checks -------------------------------------------------------------------------------
 
 
-def _op_inputs(norm, shape, requires_grad=False):
+def _op_inputs(norm, shape, requires_grad=False, dtype=torch.float64, param_dtype=None):
     gen = torch.Generator().manual_seed(3)
-    x = torch.randn(shape, generator=gen, dtype=torch.float64) * 2 + 0.5
+    x = (torch.randn(shape, generator=gen, dtype=torch.float64) * 2 + 0.5).to(dtype)
     c = shape[1] if norm == "batchnorm" else shape[-1]
-    w = torch.rand(c, generator=gen, dtype=torch.float64) + 0.5
-    b = None if norm == "rmsnorm" else torch.randn(c, generator=gen, dtype=torch.float64)
+    w = (torch.rand(c, generator=gen, dtype=torch.float64) + 0.5).to(param_dtype or dtype)
+    b = None if norm == "rmsnorm" else torch.randn(c, generator=gen, dtype=torch.float64).to(param_dtype or dtype)
     return [t if t is None else t.requires_grad_(requires_grad) for t in (x, w, b)]
 
 
@@ -169,12 +169,18 @@ def test_second_derivatives_are_refused_with_a_clear_error(norm, shape):
     assert str(info.value) == mt.SECOND_DERIVATIVE
 
 
+# (x's dtype, the parameters'): each dtype on its own, and CPU autocast's bfloat16 x with float32 parameters
+OP_DTYPES = [(torch.float64, None), (torch.float32, None), (torch.float16, None), (torch.bfloat16, None),
+             (torch.bfloat16, torch.float32)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("dtype", "param_dtype"), OP_DTYPES, ids=lambda d: str(d).replace("torch.", ""))
 @pytest.mark.parametrize(("norm", "shape"), OP_SHAPES)
-def test_opcheck_passes_for_the_custom_ops(norm, shape):
-    x, w, b = _op_inputs(norm, shape)
+def test_opcheck_passes_for_the_custom_ops(norm, shape, dtype, param_dtype):
+    x, w, b = _op_inputs(norm, shape, dtype=dtype, param_dtype=param_dtype)
     result = torch.library.opcheck(ops.norm_forward, (norm, x, w, b, 1e-5))
     assert set(result.values()) == {"SUCCESS"}, result
-    dy = torch.randn(shape, dtype=torch.float64)
+    dy = torch.randn(shape, dtype=torch.float64).to(dtype)
     _, mean, _, rstd = ops.norm_forward(norm, x, w, b, 1e-5)
     result = torch.library.opcheck(ops.norm_backward, (norm, dy, x, w, b is not None, mean, rstd, 1e-5))
     assert set(result.values()) == {"SUCCESS"}, result
