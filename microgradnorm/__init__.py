@@ -1,4 +1,4 @@
-"""microgradnorm: watch the gradients flow through LayerNorm, BatchNorm and RMSNorm.
+"""microgradnorm: watch the gradients flow through LayerNorm, BatchNorm, GroupNorm and RMSNorm.
 
 The scalar engine and the scalar norms are imported eagerly (they are pure
 Python); everything that needs NumPy is imported on first use.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from microgradnorm.engine import DomainError, Value, local_grads, tags, topological_order
-from microgradnorm.norms import Normalized, NormGraph, batch_norm, layer_norm, rms_norm
+from microgradnorm.norms import Normalized, NormGraph, batch_norm, group_norm, layer_norm, rms_norm
 
 __version__ = "0.1.0"
 
@@ -20,6 +20,7 @@ __all__ = [
     "Value",
     "batch_norm",
     "check_norm",
+    "group_norm",
     "layer_norm",
     "local_grads",
     "rms_norm",

@@ -67,6 +67,8 @@ from typing import Any
 
 import numpy as np
 
+from microgradnorm.registry import get_norm
+
 try:
     import resource
 except ImportError:  # Windows: no getrusage, so no page-fault counts
@@ -334,45 +336,31 @@ def _torch():
 def _problem(case: BenchCase, seed: int = 0):
     rng = np.random.default_rng(seed)
     dtype = np.dtype(case.dtype)
-    p = case.shape[1] if case.norm == "batchnorm" else case.shape[-1]
+    spec = get_norm(case.norm)
+    p = spec.param_size(case.shape)
     x = rng.normal(0.5, 2.0, size=case.shape).astype(dtype)
     gamma = rng.uniform(0.5, 1.5, size=p).astype(dtype)
-    beta = None if case.norm == "rmsnorm" else rng.normal(size=p).astype(dtype)
+    beta = rng.normal(size=p).astype(dtype) if spec.has_beta else None
     dy = rng.normal(size=case.shape).astype(dtype)
     return x, gamma, beta, dy
 
 
 def _vectorized_pair(case: BenchCase, backend: str, x, gamma, beta, dy):
     """(forward, forward+backward) closures calling microgradnorm.vectorized with ``backend``."""
-    from microgradnorm import vectorized as V
-
-    if case.norm == "rmsnorm":
-
-        def forward():
-            return V.rms_norm_forward(x, gamma, backend=backend)
-
-        def fwdbwd():
-            _, cache = V.rms_norm_forward(x, gamma, backend=backend)
-            return V.rms_norm_backward(dy, cache)
-
-        return forward, fwdbwd
-    fwd_fn = V.layer_norm_forward if case.norm == "layernorm" else V.batch_norm_forward
-    bwd_fn = V.layer_norm_backward if case.norm == "layernorm" else V.batch_norm_backward
+    spec = get_norm(case.norm)
 
     def forward():
-        return fwd_fn(x, gamma, beta, backend=backend)
+        return spec.forward(x, gamma, beta, backend=backend)
 
     def fwdbwd():
-        _, cache = fwd_fn(x, gamma, beta, backend=backend)
-        return bwd_fn(dy, cache)
+        _, cache = spec.forward(x, gamma, beta, backend=backend)
+        return spec.backward(dy, cache)
 
     return forward, fwdbwd
 
 
 def _scalar_pair(case: BenchCase, x, gamma, beta, dy):
     """The scalar engine: build the graph (forward), and build + loss + backward."""
-    from microgradnorm.registry import get_norm
-
     spec = get_norm(case.norm)
     xl, gl = x.tolist(), gamma.tolist()
     bl = None if beta is None else beta.tolist()
@@ -398,14 +386,11 @@ def _torch_pair(case: BenchCase, x, gamma, beta, dy, threads: int | None):
     gt = torch.from_numpy(gamma).requires_grad_()
     bt = None if beta is None else torch.from_numpy(beta).requires_grad_()
     dyt = torch.from_numpy(dy)
-    d = case.shape[-1]
+
+    spec = get_norm(case.norm)
 
     def run_forward():
-        if case.norm == "layernorm":
-            return fn.layer_norm(xt, (d,), gt, bt, 1e-5)
-        if case.norm == "rmsnorm":
-            return fn.rms_norm(xt, (d,), gt, 1e-5)
-        return fn.batch_norm(xt, None, None, gt, bt, True, 0.1, 1e-5)
+        return spec.torch_functional(fn, xt, gt, bt, 1e-5)
 
     def with_threads(body):
         if threads is None:

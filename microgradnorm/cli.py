@@ -90,7 +90,10 @@ def _main(argv: list[str]) -> int:
     except (UsageError, ValueError, TypeError, DomainError, OSError) as exc:
         if os.environ.get("MICROGRADNORM_DEBUG"):
             raise
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        from microgradnorm.i18n.errors import localize
+
+        text = localize(exc)
+        message = text.splitlines()[0] if text else type(exc).__name__
         print(error_line(f"microgradnorm {args.command}", message), file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -1,22 +1,46 @@
-"""The one list of norms. The CLI, the check, the tests, the lessons and the exercises
-all read it, so adding a norm means adding one entry here.
+"""The one list of norms, and the only module that knows a norm by its name.
 
-Entries name their NumPy parts as ``"module:function"`` strings that are imported
-on first use, which keeps ``import microgradnorm`` and ``microgradnorm --help``
-free of NumPy.
+Each :class:`NormSpec` holds every fact about one norm that the rest of the
+package needs: which values share a statistic (its :class:`~microgradnorm.inputs.Layout`),
+its stages and named nodes, its titles, its scalar builder, its closed forms,
+its NumPy forward and backward (the textbook and the tuned ones) and the name of
+its PyTorch layer. Adding a norm means adding one entry here, its builder in
+:mod:`microgradnorm.norms` and its closed forms.
+
+Every norm takes the same arguments, ``(x, gamma, beta, eps)`` with ``beta``
+None for RMSNorm, and every backward pass returns ``(dx, dgamma, dbeta)``.
+GroupNorm also takes ``num_groups``: :meth:`NormSpec.with_groups` gives the
+entry with it filled in.
+
+The NumPy parts are imported when first asked for (:meth:`NormSpec.numpy`), by
+the ordinary imports in the ``_*_numpy`` functions below, so that
+``import microgradnorm`` and ``microgradnorm --help`` load no NumPy.
 """
 
 from __future__ import annotations
 
-import importlib
+import dataclasses
+import functools
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from microgradnorm import norms
-from microgradnorm.i18n import _
+from microgradnorm.errors import N_, InputError
+from microgradnorm.inputs import CHANNEL_GROUPS, CHANNELS, ROWS, Layout
 
-__all__ = ["NORMS", "NormSpec", "get_norm", "norm_names"]
+__all__ = ["NORMS", "NormSpec", "NumpyParts", "get_norm", "norm_names", "spec_for"]
+
+
+@dataclass(frozen=True)
+class NumpyParts:
+    """A norm's NumPy side: closed forms for every node, the textbook pass, the public (tuned) pass."""
+
+    node_grads: Callable[..., dict[str, Any]]  # (x, gamma, beta, eps, dy, axes, param_axis, variance, view)
+    textbook_forward: Callable[..., Any]  # (x, gamma, beta, eps) -> (y, cache)
+    textbook_backward: Callable[..., Any]  # (dy, cache) -> (dx, dgamma, dbeta)
+    forward: Callable[..., Any]  # microgradnorm.vectorized's: (x, gamma, beta, eps, *, backend, recompute)
+    backward: Callable[..., Any]  # (dy, cache) -> (dx, dgamma, dbeta)
 
 
 @dataclass(frozen=True)
@@ -26,72 +50,182 @@ class NormSpec:
     name: str
     title: str
     aliases: tuple[str, ...]
-    build: Callable[..., norms.Normalized]
-    ranks: tuple[int, ...]
-    has_beta: bool
+    function: str  # the public name: microgradnorm.layer_norm, vectorized.layer_norm_forward
     summary: str
-    # NumPy parts, as "module:function", imported when first used.
-    closed_form_ref: str
-    forward_ref: str
-    backward_ref: str
-    extra: dict[str, Any] = field(default_factory=dict)
+    layout: Layout
+    builder: Callable[..., norms.Normalized]
+    stages: tuple[str, ...]
+    node_names: tuple[str, ...]
+    has_beta: bool
+    centered: bool  # subtracts a mean (LayerNorm, BatchNorm, GroupNorm) or not (RMSNorm)
+    batch_statistics: bool  # its statistics mix the examples of a batch (so eval needs running averages)
+    torch_layer: str  # the class in microgradnorm.torch and torch.nn
+    torch_call: Callable[..., Any]  # (torch.nn.functional, x, gamma, beta, eps, num_groups) -> y
+    load_numpy: Callable[[], NumpyParts]
+    array_ranks: tuple[int, ...] | None  # the ranks the vectorized path takes (None: any)
+    array_form: str  # how its errors describe them
+    num_groups: int | None = None  # GroupNorm's G; None: not a grouped norm, or not chosen yet
+    grouped: bool = False
 
     @property
-    def stages(self) -> tuple[str, ...]:
-        return norms.STAGES[self.name]
+    def ranks(self) -> tuple[int, ...]:
+        """The ranks of x the scalar builder accepts."""
+        return tuple(self.layout.ranks)
 
-    @property
-    def node_names(self) -> tuple[str, ...]:
-        return norms.NODE_NAMES[self.name]
+    def with_groups(self, num_groups: int | None) -> NormSpec:
+        """This entry with GroupNorm's ``num_groups`` filled in (other norms: the entry itself)."""
+        return dataclasses.replace(self, num_groups=num_groups) if self.grouped else self
+
+    def options(self) -> dict[str, Any]:
+        """The norm's own keyword arguments beyond (x, gamma, beta, eps): GroupNorm's num_groups."""
+        return {"num_groups": self.num_groups or 1} if self.grouped else {}
+
+    def view(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """The C-order view of x that the statistics are taken on (x's own shape except for GroupNorm)."""
+        return self.layout.view(tuple(shape), self.num_groups)[0]
 
     def axes(self, shape: tuple[int, ...]) -> tuple[int, ...]:
-        """The axes of x that one statistic is taken over."""
-        if self.name == "batchnorm":
-            return (0,) if len(shape) == 2 else (0, 2, 3)
-        return (len(shape) - 1,)
+        """The axes of :meth:`view` that one statistic is taken over."""
+        return self.layout.view(tuple(shape), self.num_groups)[1]
 
     def param_axis(self, shape: tuple[int, ...]) -> int:
         """The axis of x that gamma and beta run along."""
-        return 1 if self.name == "batchnorm" and len(shape) == 4 else len(shape) - 1
+        return self.layout.param_axis(len(shape))
 
     def param_size(self, shape: tuple[int, ...]) -> int:
         return shape[self.param_axis(shape)]
 
     def default_shape(self, dim: int, batch: int | None) -> tuple[int, ...]:
-        """The input shape the CLI uses for --dim and --batch."""
-        if self.name == "batchnorm":
-            return (batch or 4, dim)
-        return (dim,) if batch is None else (batch, dim)
+        """The input shape the CLI uses for --dim and --batch: the smallest rank the builder takes."""
+        rank = min(self.layout.ranks)
+        if rank == 1:
+            return (dim,) if batch is None else (batch, dim)
+        return (batch or 4, dim, *([2] * (rank - 2)))
 
     def build_graph(
-        self, x: Any, gamma: Any, beta: Any, eps: float, variance: str = "two_pass", nudge: Any = None
+        self, x: Any, gamma: Any = None, beta: Any = None, eps: float = 1e-5, variance: str = "two_pass", nudge=None
     ) -> norms.NormGraph:
         """Build the scalar graph (``nudge`` perturbs one named node, for finite differences)."""
-        return norms.build_graph(self.name, x, gamma, beta if self.has_beta else None, eps, variance, nudge)
+        kw: dict[str, Any] = {"nudge": nudge, **self.options()}
+        if self.centered:
+            kw["variance"] = variance
+        return self.builder(x, gamma=gamma, beta=beta if self.has_beta else None, eps=eps, **kw).graph
+
+    def numpy(self) -> NumpyParts:
+        """The NumPy parts (imports NumPy on first use)."""
+        return self.load_numpy()
 
     def node_grads(
         self, x: Any, gamma: Any, beta: Any, eps: float, dy: Any, variance: str = "two_pass"
     ) -> dict[str, Any]:
         """The closed-form dL/d(node) of every named node for loss = sum(y * dy), in NumPy.
 
-        ``x`` and ``dy`` are float64 arrays of the input's shape; gamma and beta are
-        1-D arrays or None.
+        ``x`` and ``dy`` are float64 arrays of the input's shape; gamma and beta
+        are 1-D arrays or None. Per-group entries keep the reduced axes of
+        :meth:`view` with size 1.
         """
-        f = _load(self.closed_form_ref)
-        return f(x, gamma, beta, eps, dy, self.axes(x.shape), self.param_axis(x.shape), variance)
+        shape = x.shape
+        f = self.numpy().node_grads
+        return f(x, gamma, beta, eps, dy, self.axes(shape), self.param_axis(shape), variance, self.view(shape))
+
+    def torch_functional(self, fn: Any, x: Any, gamma: Any, beta: Any, eps: float) -> Any:
+        """The same norm by ``torch.nn.functional`` (passed in as ``fn``; the registry imports no torch)."""
+        return self.torch_call(fn, x, gamma, beta if self.has_beta else None, eps, self.num_groups or 1)
 
     @property
     def forward(self) -> Callable[..., Any]:
-        return _load(self.forward_ref)
+        """The public vectorized forward pass, ``(x, gamma, beta, eps, *, backend, recompute) -> (y, cache)``."""
+        forward = self.numpy().forward
+        if not self.grouped:
+            return forward
+        groups = self.num_groups or 1
+        return lambda x, gamma=None, beta=None, eps=1e-5, **kw: forward(x, groups, gamma, beta, eps, **kw)
 
     @property
     def backward(self) -> Callable[..., Any]:
-        return _load(self.backward_ref)
+        """The public vectorized backward pass, ``(dy, cache) -> (dx, dgamma, dbeta)``."""
+        return self.numpy().backward
 
 
-def _load(ref: str) -> Any:
-    module, _, attr = ref.partition(":")
-    return getattr(importlib.import_module(module), attr)
+# ---- the NumPy parts, imported on first use -----------------------------------------------
+
+
+@functools.cache
+def _layer_norm_numpy() -> NumpyParts:
+    from microgradnorm import formulas, vectorized
+    from microgradnorm.vectorized import textbook
+
+    return NumpyParts(
+        formulas.normalization_node_grads,
+        textbook.layer_norm_forward,
+        textbook.layer_norm_backward,
+        vectorized.layer_norm_forward,
+        vectorized.layer_norm_backward,
+    )
+
+
+@functools.cache
+def _batch_norm_numpy() -> NumpyParts:
+    from microgradnorm import formulas, vectorized
+    from microgradnorm.vectorized import textbook
+
+    return NumpyParts(
+        formulas.normalization_node_grads,
+        textbook.batch_norm_forward,
+        textbook.batch_norm_backward,
+        vectorized.batch_norm_forward,
+        vectorized.batch_norm_backward,
+    )
+
+
+@functools.cache
+def _group_norm_numpy() -> NumpyParts:
+    from microgradnorm import formulas, vectorized
+    from microgradnorm.vectorized import textbook
+
+    return NumpyParts(
+        formulas.normalization_node_grads,
+        textbook.group_norm_forward,
+        textbook.group_norm_backward,
+        vectorized.group_norm_forward,
+        vectorized.group_norm_backward,
+    )
+
+
+@functools.cache
+def _rms_norm_numpy() -> NumpyParts:
+    from microgradnorm import formulas, vectorized
+    from microgradnorm.vectorized import textbook
+
+    def node_grads(x, gamma, beta, eps, dy, axes, param_axis, variance, view):  # no beta, no variance form
+        return formulas.rms_node_grads(x, gamma, eps, dy, axes, param_axis)
+
+    return NumpyParts(
+        node_grads,
+        textbook.rms_norm_forward,
+        textbook.rms_norm_backward,
+        vectorized.rms_norm_forward,
+        vectorized.rms_norm_backward,
+    )
+
+
+# ---- the same norms in torch.nn.functional (its module passed in, so no torch import here) -------
+
+
+def _layer_norm_torch(fn: Any, x: Any, gamma: Any, beta: Any, eps: float, groups: int) -> Any:
+    return fn.layer_norm(x, (x.shape[-1],), gamma, beta, eps)
+
+
+def _batch_norm_torch(fn: Any, x: Any, gamma: Any, beta: Any, eps: float, groups: int) -> Any:
+    return fn.batch_norm(x, None, None, gamma, beta, True, 0.1, eps)  # training-mode statistics
+
+
+def _rms_norm_torch(fn: Any, x: Any, gamma: Any, beta: Any, eps: float, groups: int) -> Any:
+    return fn.rms_norm(x, (x.shape[-1],), gamma, eps)
+
+
+def _group_norm_torch(fn: Any, x: Any, gamma: Any, beta: Any, eps: float, groups: int) -> Any:
+    return fn.group_norm(x, groups, gamma, beta, eps)
 
 
 NORMS: dict[str, NormSpec] = {
@@ -101,37 +235,78 @@ NORMS: dict[str, NormSpec] = {
             name="layernorm",
             title="LayerNorm",
             aliases=("ln", "layer_norm"),
-            build=norms.layer_norm,
-            ranks=(1, 2),
-            has_beta=True,
+            function="layer_norm",
             summary="each row (one token's features) over its own D values",
-            closed_form_ref="microgradnorm.formulas:normalization_node_grads",
-            forward_ref="microgradnorm.vectorized:layer_norm_forward",
-            backward_ref="microgradnorm.vectorized:layer_norm_backward",
+            layout=ROWS,
+            builder=norms.layer_norm,
+            stages=norms.STAGES,
+            node_names=norms.NODES,
+            has_beta=True,
+            centered=True,
+            torch_layer="LayerNorm",
+            torch_call=_layer_norm_torch,
+            batch_statistics=False,
+            load_numpy=_layer_norm_numpy,
+            array_ranks=None,
+            array_form="an array [..., D] with D >= 1",
         ),
         NormSpec(
             name="batchnorm",
             title="BatchNorm",
             aliases=("bn", "batch_norm"),
-            build=norms.batch_norm,
-            ranks=(2, 4),
-            has_beta=True,
+            function="batch_norm",
             summary="each feature (or channel) over the batch (and H, W)",
-            closed_form_ref="microgradnorm.formulas:normalization_node_grads",
-            forward_ref="microgradnorm.vectorized:batch_norm_forward",
-            backward_ref="microgradnorm.vectorized:batch_norm_backward",
+            layout=CHANNELS,
+            builder=norms.batch_norm,
+            stages=norms.STAGES,
+            node_names=norms.NODES,
+            has_beta=True,
+            centered=True,
+            torch_layer="BatchNorm",
+            torch_call=_batch_norm_torch,
+            batch_statistics=True,
+            load_numpy=_batch_norm_numpy,
+            array_ranks=(2, 4),
+            array_form="a non-empty 2-D [N, D] or 4-D [N, C, H, W] array",
         ),
         NormSpec(
             name="rmsnorm",
             title="RMSNorm",
             aliases=("rms", "rms_norm"),
-            build=norms.rms_norm,
-            ranks=(1, 2),
-            has_beta=False,
+            function="rms_norm",
             summary="each row by its root mean square, no mean and no shift",
-            closed_form_ref="microgradnorm.formulas:rms_node_grads",
-            forward_ref="microgradnorm.vectorized:rms_norm_forward",
-            backward_ref="microgradnorm.vectorized:rms_norm_backward",
+            layout=ROWS,
+            builder=norms.rms_norm,
+            stages=norms.RMS_STAGES,
+            node_names=norms.RMS_NODES,
+            has_beta=False,
+            centered=False,
+            torch_layer="RMSNorm",
+            torch_call=_rms_norm_torch,
+            batch_statistics=False,
+            load_numpy=_rms_norm_numpy,
+            array_ranks=None,
+            array_form="an array [..., D] with D >= 1",
+        ),
+        NormSpec(
+            name="groupnorm",
+            title="GroupNorm",
+            aliases=("gn", "group_norm"),
+            function="group_norm",
+            summary="each example's groups of channels, over the group's channels and positions",
+            layout=CHANNEL_GROUPS,
+            builder=norms.group_norm,
+            stages=norms.STAGES,
+            node_names=norms.NODES,
+            has_beta=True,
+            centered=True,
+            torch_layer="GroupNorm",
+            torch_call=_group_norm_torch,
+            batch_statistics=False,
+            load_numpy=_group_norm_numpy,
+            array_ranks=(2, 3, 4, 5),
+            array_form="a non-empty array [N, C, *spatial] with at most 3 spatial axes",
+            grouped=True,
         ),
     )
 }
@@ -141,10 +316,23 @@ def norm_names() -> list[str]:
     return list(NORMS)
 
 
-def get_norm(name: str) -> NormSpec:
-    """The entry for ``name`` or one of its aliases; a ValueError listing the choices otherwise."""
-    key = name.strip().lower().replace("-", "_")
+def get_norm(name: str, num_groups: int | None = None) -> NormSpec:
+    """The entry for ``name`` or one of its aliases (GroupNorm's with ``num_groups``).
+
+    An unknown name is an error that lists the choices.
+    """
+    key = name.strip().lower().replace("-", "_") if isinstance(name, str) else ""
     for spec in NORMS.values():
         if key == spec.name or key in spec.aliases:
-            return spec
-    raise ValueError(_("norm: expected one of {names}, got {name!r}").format(names=", ".join(NORMS), name=name))
+            return spec.with_groups(num_groups)
+    raise InputError(
+        N_("{argument}: expected one of {expected}, got {given}"),
+        argument="norm",
+        expected=", ".join(NORMS),
+        given=repr(name),
+    )
+
+
+def spec_for(graph: norms.NormGraph) -> NormSpec:
+    """The entry that built ``graph``, with its options (GroupNorm's num_groups)."""
+    return get_norm(graph.kind, graph.num_groups)

@@ -51,6 +51,7 @@ from typing import Any
 from microgradnorm.engine import Value, local_grads, topological_order
 from microgradnorm.i18n import N_, _, lazy_gettext, pgettext
 from microgradnorm.norms import GROUP_NODES, PARAM_NODES, NormGraph
+from microgradnorm.registry import spec_for
 
 __all__ = [
     "FORMATS",
@@ -167,7 +168,8 @@ GRAD_TEXT = "#b2182b"
 
 _OP_SYMBOLS = {"+": "+", "-": "−", "*": "×", "sum": "Σ", "sqrt": "√", "**2": "x²", "**-1": "1/x"}
 
-# What each stage computes, shown under the cluster's title; (kind, stage) first, then stage.
+# What each stage computes, shown under the cluster's title; ("rms", stage) first for a norm
+# that subtracts no mean, then stage.
 _FORMULAS: dict[tuple[str, str] | str, str] = {
     "input": "x",
     "mean": "mean = Σ x / n",
@@ -175,16 +177,14 @@ _FORMULAS: dict[tuple[str, str] | str, str] = {
     "var": "var = Σ xshift² / n",
     ("naive", "var"): "var = Σ x² / n − mean²",
     "sqrt": "std = √(var + eps)",
-    ("rmsnorm", "sqrt"): "rms = √(ms + eps)",
+    ("rms", "sqrt"): "rms = √(ms + eps)",
     "divide": "rstd = 1 / std,   xhat = xshift · rstd",
-    ("rmsnorm", "divide"): "rrms = 1 / rms,   xhat = x · rrms",
+    ("rms", "divide"): "rrms = 1 / rms,   xhat = x · rrms",
     "affine": "y = gamma · xhat + beta",
     "meansq": "ms = Σ x² / n",
     "scale": "y = gamma · xhat",
     "loss": "L = Σ y · dy",
 }
-
-_KIND_TITLES = {"layernorm": "LayerNorm", "batchnorm": "BatchNorm", "rmsnorm": "RMSNorm"}
 
 
 def num(v: float) -> str:
@@ -518,7 +518,7 @@ def gradient_paths(d: Drawing, which: int | str) -> GradientPaths:
     group = _group_of(graph, i)
     stops = _Stops(d, graph, i, group, graph.groups.index(group))
     xi = graph.index_label("x", i)
-    paths, note = (_rms_paths if graph.kind == "rmsnorm" else _mean_var_paths)(stops, xi)
+    paths, note = (_mean_var_paths if spec_for(graph).centered else _rms_paths)(stops, xi)
     _path_amounts(graph, i, group, stops.r, paths)
     if len(group) == 1:
         note = N_("A group of one value: xhat is 0 whatever x is, so every path carries 0.")
@@ -536,12 +536,12 @@ def _path_amounts(graph: NormGraph, i: int, group: list[int], r: int, paths: lis
 
     dxhat = np.array([xhat[k].grad for k in group])  # n
     local = group.index(i)
-    if graph.kind == "rmsnorm":
-        x = np.array([graph["x"][k].data for k in group])  # n
-        parts = formulas.rms_dx_paths(dxhat, x, graph["rms"][r].data, graph["rrms"][r].data, (0,))
-    else:
+    if spec_for(graph).centered:
         xshift = np.array([graph["xshift"][k].data for k in group])  # n
         parts = formulas.dx_paths(dxhat, xshift, graph["std"][r].data, graph["rstd"][r].data, (0,))
+    else:
+        x = np.array([graph["x"][k].data for k in group])  # n
+        parts = formulas.rms_dx_paths(dxhat, x, graph["rms"][r].data, graph["rrms"][r].data, (0,))
     for path, part in zip(paths, parts):
         path.amount = float(part[local])
 
@@ -652,7 +652,8 @@ def stage_formula(d: Drawing, stage: str) -> str:
             return ""
         scaled = "gamma · xhat" if "gamma" in graph else "xhat"
         return f"y = {scaled} + beta" if "beta" in graph else f"y = {scaled}"
-    return _FORMULAS.get((graph.kind, stage)) or _FORMULAS.get(stage, "")  # type: ignore[return-value]
+    own = None if spec_for(graph).centered else _FORMULAS.get(("rms", stage))
+    return own or _FORMULAS.get(stage, "")  # type: ignore[return-value]
 
 
 def _cluster_label(d: Drawing, stage: str) -> str:
@@ -667,7 +668,7 @@ def default_title(d: Drawing, title: str | None, grad: bool) -> str | None:
     graph = d.graph
     if graph is None:
         return None
-    what = _KIND_TITLES.get(graph.kind, graph.kind)
+    what = spec_for(graph).title
     shape = "×".join(map(str, graph.shape))
     text = f"{what} of x [{shape}], eps = {graph.eps:g}"
     if graph.variance != "two_pass":

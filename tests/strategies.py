@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -86,10 +88,10 @@ def norm_problems(draw, norm: str):
         groups_of_one = shape[0] * (shape[2] * shape[3] if four_d else 1) == 1
         p = shape[1]
     else:
-        lead = draw(st.lists(st.integers(1, 3), min_size=0, max_size=2))
+        lead = draw(st.lists(st.integers(1, 3), min_size=norm == "groupnorm", max_size=2))
         shape = (*lead, draw(st.integers(1, 7)))
-        groups_of_one = shape[-1] == 1
-        p = shape[-1]
+        groups_of_one = (math.prod(shape[1:]) if norm == "groupnorm" else shape[-1]) == 1
+        p = shape[1] if norm == "groupnorm" else shape[-1]
     layout = draw(st.sampled_from(["contiguous", "strided", "transposed"]))
     if layout == "strided":
         base = draw(hnp.arrays(np.float64, (*shape[:-1], 2 * shape[-1]), elements=finite_floats))
@@ -106,6 +108,8 @@ def norm_problems(draw, norm: str):
         beta = None
     dy = draw(upstream(x.shape))
     axes = ((0,) if x.ndim == 2 else (0, 2, 3)) if norm == "batchnorm" else (-1,)
+    if norm == "groupnorm":  # one group (the registry's default): each example over all its values
+        axes = tuple(range(1, x.ndim))
     well_spread = not groups_of_one and spread(x if norm != "rmsnorm" else np.abs(x) + 1.0, axis=axes)
     eps = draw(eps_values if well_spread else st.sampled_from([1e-5, 1e-3, 0.1]))
     return x, gamma, beta, dy, eps

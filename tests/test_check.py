@@ -105,8 +105,8 @@ def test_dy_of_the_wrong_shape_is_rejected():
 
 
 def test_an_unknown_norm_lists_the_choices():
-    with pytest.raises(ValueError, match="layernorm, batchnorm, rmsnorm"):
-        check_norm("groupnorm", [1.0, 2.0])
+    with pytest.raises(ValueError, match="layernorm, batchnorm, rmsnorm, groupnorm"):
+        check_norm("instancenorm", [1.0, 2.0])
 
 
 def test_the_error_shown_is_relative_unless_the_reference_is_about_zero():

@@ -114,7 +114,7 @@ def test_the_reading_says_when_the_medians_cannot_be_right():
 def test_the_timed_calls_compute_the_norms_they_are_named_after():
     prob = R.speed_problem(3, 8, 16, 1e-5)
     y_ln, _ = V.layer_norm_forward(prob.x, prob.gamma, prob.beta, prob.eps, backend="numpy")
-    y_rms, _ = V.rms_norm_forward(prob.x, prob.gamma, prob.eps, backend="numpy")
+    y_rms, _ = V.rms_norm_forward(prob.x, prob.gamma, eps=prob.eps, backend="numpy")
     calls = R.speed_calls(prob, ("numpy", "torch"))
     assert np.array_equal(calls["numpy"]["ln_f"]()[0], y_ln)
     if isinstance(calls["torch"], str):

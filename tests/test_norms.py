@@ -10,9 +10,11 @@ from hypothesis import given
 
 from microgradnorm import DomainError, Value, batch_norm, formulas, layer_norm, rms_norm, topological_order
 from microgradnorm import tolerances as tol
-from microgradnorm.norms import NODE_NAMES, STAGES, build_graph
 from microgradnorm.registry import NORMS
 from tests.strategies import matrices, vectors
+
+STAGES = {name: spec.stages for name, spec in NORMS.items()}
+NODE_NAMES = {name: spec.node_names for name, spec in NORMS.items()}
 
 
 def values(nested) -> np.ndarray:
@@ -170,13 +172,15 @@ def test_the_naive_variance_tells_a_constant_group_from_cancellation():
         batch_norm([[1e9 + 4.0, 1.0], [1e9 + 7.0, 2.0]], eps=0.0, variance="naive")
 
 
-def test_build_graph_is_the_builder_behind_the_three_norms():
+def test_the_registry_builds_the_graph_of_each_norm_with_its_named_nodes_in_order():
     x, gamma, beta = [[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], [1.0, 2.0, -0.5], [0.1, 0.0, -0.2]
     for kind, make in (("layernorm", layer_norm), ("batchnorm", batch_norm)):
-        graph = build_graph(kind, x, gamma, beta, 1e-3)
+        graph = NORMS[kind].build_graph(x, gamma, beta, 1e-3)
         assert list(graph.nodes) == list(NODE_NAMES[kind])
         assert np.array_equal(values(graph.out), values(make(x, gamma, beta, 1e-3)))
-    assert np.array_equal(values(build_graph("rmsnorm", x, gamma).out), values(rms_norm(x, gamma)))
+    graph = NORMS["rmsnorm"].build_graph(x, gamma)
+    assert list(graph.nodes) == list(NODE_NAMES["rmsnorm"])
+    assert np.array_equal(values(graph.out), values(rms_norm(x, gamma)))
 
 
 def test_d_equal_one_gives_beta_and_a_zero_input_gradient():
@@ -258,3 +262,18 @@ def test_every_registry_entry_builds_its_named_nodes():
         for name in spec.node_names:
             assert name in graph, (spec.name, name)
         assert set(spec.stages) <= {v.stage for v in topological_order(graph.roots())}
+
+
+def test_a_norm_error_carries_its_fields_and_is_said_in_the_learners_language():
+    from microgradnorm.errors import FieldError
+    from microgradnorm.i18n import use_language
+    from microgradnorm.i18n.errors import localize
+
+    with pytest.raises(FieldError) as info:
+        batch_norm([[1.0, 2.0], [3.0, 2.0]], eps=0.0)
+    error = info.value
+    assert isinstance(error, DomainError) and error.argument == "batch_norm"
+    assert localize(error) == str(error)  # English by default
+    with use_language("zh-CN"):
+        chinese = localize(error)
+    assert "第 1 列" in chinese and "标准差" in chinese and "column" not in chinese

@@ -17,6 +17,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from microgradnorm import tolerances as tol
+from microgradnorm.registry import get_norm
 
 from .strategies import norm_problems
 
@@ -133,20 +134,23 @@ def test_non_contiguous_inputs_give_the_contiguous_result(name):
 def _op_inputs(norm, shape, requires_grad=False, dtype=torch.float64, param_dtype=None):
     gen = torch.Generator().manual_seed(3)
     x = (torch.randn(shape, generator=gen, dtype=torch.float64) * 2 + 0.5).to(dtype)
-    c = shape[1] if norm == "batchnorm" else shape[-1]
+    spec = get_norm(norm)
+    c = spec.param_size(shape)
     w = (torch.rand(c, generator=gen, dtype=torch.float64) + 0.5).to(param_dtype or dtype)
-    b = None if norm == "rmsnorm" else torch.randn(c, generator=gen, dtype=torch.float64).to(param_dtype or dtype)
+    b = torch.randn(c, generator=gen, dtype=torch.float64).to(param_dtype or dtype) if spec.has_beta else None
     return [t if t is None else t.requires_grad_(requires_grad) for t in (x, w, b)]
 
 
 OP_SHAPES = [("layernorm", (3, 5)), ("layernorm", (2, 2, 4)), ("rmsnorm", (3, 5)), ("batchnorm", (6, 3)),
-             ("batchnorm", (3, 2, 2, 2))]  # fmt: skip
+             ("batchnorm", (3, 2, 2, 2)), ("groupnorm", (2, 4, 3))]  # fmt: skip
+GROUPS = {"groupnorm": 2}  # the ops' num_groups (0: not a grouped norm)
 
 
 @pytest.mark.parametrize(("norm", "shape"), OP_SHAPES)
 def test_gradcheck_in_float64(norm, shape):
     x, w, b = _op_inputs(norm, shape, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda x, w, b: ops.norm_forward(norm, x, w, b, 1e-5)[0], (x, w, b))
+    g = GROUPS.get(norm, 0)
+    assert torch.autograd.gradcheck(lambda x, w, b: ops.norm_forward(norm, x, w, b, 1e-5, g)[0], (x, w, b))
 
 
 def test_gradcheck_through_the_modules_in_float64():
@@ -178,11 +182,12 @@ OP_DTYPES = [(torch.float64, None), (torch.float32, None), (torch.float16, None)
 @pytest.mark.parametrize(("norm", "shape"), OP_SHAPES)
 def test_opcheck_passes_for_the_custom_ops(norm, shape, dtype, param_dtype):
     x, w, b = _op_inputs(norm, shape, dtype=dtype, param_dtype=param_dtype)
-    result = torch.library.opcheck(ops.norm_forward, (norm, x, w, b, 1e-5))
+    g = GROUPS.get(norm, 0)
+    result = torch.library.opcheck(ops.norm_forward, (norm, x, w, b, 1e-5, g))
     assert set(result.values()) == {"SUCCESS"}, result
     dy = torch.randn(shape, dtype=torch.float64).to(dtype)
-    _, mean, _, rstd = ops.norm_forward(norm, x, w, b, 1e-5)
-    result = torch.library.opcheck(ops.norm_backward, (norm, dy, x, w, b is not None, mean, rstd, 1e-5))
+    _, mean, _, rstd = ops.norm_forward(norm, x, w, b, 1e-5, g)
+    result = torch.library.opcheck(ops.norm_backward, (norm, dy, x, w, b is not None, mean, rstd, 1e-5, g))
     assert set(result.values()) == {"SUCCESS"}, result
 
 
@@ -449,28 +454,24 @@ def test_the_readme_snippet_runs_a_backward_through_the_wrapped_pair():
 # ---- any shape, layout and eps (Hypothesis) ------------------------------------------------------------
 
 
-def _functional(norm, x, w, b, eps):
-    F = torch.nn.functional
-    if norm == "layernorm":
-        return F.layer_norm(x, (x.shape[-1],), w, b, eps)
-    if norm == "rmsnorm":
-        return F.rms_norm(x, (x.shape[-1],), w, eps)
-    return F.batch_norm(x, None, None, w, b, training=True, eps=eps)
-
-
 @pytest.mark.parametrize("norm", ops.NORMS)
 @given(data=st.data())
 def test_the_ops_equal_torch_functional_for_any_shape_layout_and_eps(norm, data):
     x, gamma, beta, dy, eps = data.draw(norm_problems(norm))
     if norm == "batchnorm":
         assume(x.size // x.shape[1] > 1 and eps > 0)  # torch refuses both in training mode (this package does not)
+    if norm == "groupnorm":
+        assume(x.size > 1)  # torch refuses a group of one value (one group here) in training mode
     leaves = [None if a is None else torch.from_numpy(a).requires_grad_(True) for a in (x, gamma, beta)]
     # torch on contiguous copies: PyTorch 2.13's batch_norm backward gets some strided layouts with
     # size-1 axes wrong (x of shape [1, 2, 1, 2] and strides (1, 1, 2, 2): the channels' gradients
     # swapped, against finite differences), which this test found; the ops take x as it is
     twins = [None if t is None else t.detach().contiguous().clone().requires_grad_(True) for t in leaves]
     y = ops.norm_forward(norm, *leaves, eps)[0]
-    want = _functional(norm, *twins, eps)
+    given = list(twins)
+    if norm == "groupnorm" and given[1] is None:  # PyTorch 2.13's group_norm backward fails without a weight
+        given[1] = torch.ones(x.shape[1], dtype=torch.float64)  # ("tensor does not have a device"): ones, the same map
+    want = get_norm(norm).torch_functional(torch.nn.functional, *given, eps)
     assert close(y, want, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)
     (y * torch.from_numpy(dy)).sum().backward()
     (want * torch.from_numpy(dy)).sum().backward()

@@ -15,7 +15,7 @@ from microgradnorm import tolerances as tol
 torch = pytest.importorskip("torch")
 mt = pytest.importorskip("microgradnorm.torch")
 
-from .torch_pairs import CASES, PAIRS, close, pair  # noqa: E402
+from .torch_pairs import CASES, FOUR, PAIRS, close, pair  # noqa: E402
 
 func = torch.func
 
@@ -202,7 +202,7 @@ def test_training_batchnorm_under_torch_func_fails_as_torch_nn_does(transform, n
 @pytest.mark.parametrize("autocast", [True, False])
 def test_bfloat16_input_with_float32_parameters_as_torch_nn(name, autocast):
     shape = (6, 4, 3, 2) if name == "BatchNorm2d" else (6, 4)
-    ours, theirs = pair(name, (4,), {}, dtype=torch.float32)
+    ours, theirs = pair(name, FOUR[name], {}, dtype=torch.float32)
     x = torch.randn(shape, generator=torch.Generator().manual_seed(6)).to(torch.bfloat16)
     results = []
     for layer in (ours, theirs):
@@ -289,7 +289,7 @@ def test_batchnorm_refuses_eps_at_most_zero_in_training_as_torch_nn(name, eps):
 
 @pytest.mark.parametrize("name", list(PAIRS))
 def test_print_model_names_the_swapped_layers(name):
-    model = torch.nn.Sequential(torch.nn.Linear(4, 4), PAIRS[name][0](4), PAIRS[name][1](4))
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), PAIRS[name][0](*FOUR[name]), PAIRS[name][1](*FOUR[name]))
     lines = repr(model).splitlines()
     assert lines[2].strip().startswith(f"(1): microgradnorm.torch.{name}(")
     assert lines[3].strip().startswith(f"(2): {name}(")
@@ -299,7 +299,7 @@ def test_print_model_names_the_swapped_layers(name):
 @pytest.mark.parametrize("name", list(PAIRS))
 @pytest.mark.parametrize("tool", ["torch.jit.script", "torch.fx.symbolic_trace"])
 def test_jit_script_and_fx_are_refused_in_one_line_naming_what_to_use(name, tool):
-    model = torch.nn.Sequential(PAIRS[name][0](4))
+    model = torch.nn.Sequential(PAIRS[name][0](*FOUR[name]))
     trace = torch.jit.script if tool == "torch.jit.script" else torch.fx.symbolic_trace
     with pytest.raises(TypeError) as info:
         trace(model)

@@ -11,7 +11,10 @@ PAIRS = {
     "RMSNorm": (mt.RMSNorm, torch.nn.RMSNorm),
     "BatchNorm1d": (mt.BatchNorm1d, torch.nn.BatchNorm1d),
     "BatchNorm2d": (mt.BatchNorm2d, torch.nn.BatchNorm2d),
+    "GroupNorm": (mt.GroupNorm, torch.nn.GroupNorm),
 }
+# each layer's constructor arguments for 4 channels or features
+FOUR = {name: (2, 4) if name == "GroupNorm" else (4,) for name in PAIRS}
 # constructor arguments to try, and an input shape for each layer
 CASES = [
     ("LayerNorm", (6,), {}, (4, 6)),
@@ -26,6 +29,10 @@ CASES = [
     ("BatchNorm1d", (5,), {"affine": False, "track_running_stats": False}, (8, 5)),
     ("BatchNorm2d", (3,), {"eps": 1e-3, "momentum": 0.3}, (4, 3, 2, 5)),
     ("BatchNorm2d", (3,), {"bias": False}, (2, 3, 4, 4)),
+    ("GroupNorm", (2, 6), {}, (3, 6, 4)),
+    ("GroupNorm", (3, 6), {"affine": False, "eps": 1e-3}, (2, 6, 2, 3)),
+    ("GroupNorm", (1, 4), {}, (2, 4)),  # one group: LayerNorm over each example
+    ("GroupNorm", (4, 4), {}, (2, 4, 5)),  # a group per channel: InstanceNorm
 ]
 
 

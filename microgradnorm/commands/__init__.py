@@ -103,6 +103,40 @@ def add_norm_argument(parser: argparse.ArgumentParser) -> None:
 
     names = ", ".join(NORMS)
     parser.add_argument("norm", metavar="NORM", help=_("which norm: {names}").format(names=names))
+    parser.add_argument(
+        "--groups",
+        type=positive_int,
+        default=None,
+        metavar="G",
+        help=_("GroupNorm: split the C channels into G groups (default 2 when C is even, else 1)"),
+    )
+
+
+def problem_spec(args: argparse.Namespace):
+    """(the registry's entry for the norm, with GroupNorm's --groups, and the input shape)."""
+    from microgradnorm.registry import get_norm
+
+    spec = get_norm(args.norm)
+    shape = problem_shape(spec, args)
+    groups = getattr(args, "groups", None)
+    if groups is not None and not spec.grouped:
+        raise UsageError(
+            _("argument --groups: {norm} does not split its channels into groups, got --groups {given}").format(
+                norm=spec.name, given=groups
+            )
+        )
+    if not spec.grouped:
+        return spec, shape
+    channels = shape[1]
+    if groups is None:
+        groups = 2 if channels % 2 == 0 else 1
+    if channels % groups:
+        raise UsageError(
+            _("argument --groups: expected a divisor of the {channels} channels, got {given}").format(
+                channels=channels, given=groups
+            )
+        )
+    return spec.with_groups(groups), shape
 
 
 def add_problem_arguments(parser: argparse.ArgumentParser, dim: int = 4, batch: int | None = None) -> None:

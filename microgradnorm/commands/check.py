@@ -11,7 +11,7 @@ from microgradnorm.commands import (
     add_problem_arguments,
     add_variance_argument,
     positive_int,
-    problem_shape,
+    problem_spec,
     problem_variance,
 )
 from microgradnorm.i18n import _, lazy_gettext
@@ -49,10 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, console) -> int:
     from microgradnorm.check import check_norm, random_problem
     from microgradnorm.present import check_table
-    from microgradnorm.registry import get_norm
 
-    spec = get_norm(args.norm)
-    shape = problem_shape(spec, args)
+    spec, shape = problem_spec(args)
     variance = problem_variance(spec, args)
     _check_size(shape, args)
     x, gamma, beta, dy = random_problem(spec, shape, args.seed)

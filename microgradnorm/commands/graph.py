@@ -14,7 +14,7 @@ from microgradnorm.commands import (
     add_problem_arguments,
     add_variance_argument,
     nonneg_int,
-    problem_shape,
+    problem_spec,
     problem_variance,
 )
 from microgradnorm.i18n import _, lazy_gettext
@@ -195,10 +195,8 @@ def _check_combinations(args: argparse.Namespace, out: Path) -> bool:
 def _build(args: argparse.Namespace, *, page: bool):
     """The norm built on a random problem; backpropagated when the drawing shows gradients."""
     from microgradnorm.check import random_problem
-    from microgradnorm.registry import get_norm
 
-    spec = get_norm(args.norm)
-    shape = problem_shape(spec, args)
+    spec, shape = problem_spec(args)
     _check_size(shape, args, page=page)
     variance = problem_variance(spec, args)
     x, gamma, beta, dy = random_problem(spec, shape, args.seed)

@@ -30,6 +30,7 @@ import numpy as np
 
 from microgradnorm import vectorized as V
 from microgradnorm.lab.task import CLASSES, FEATURES
+from microgradnorm.registry import get_norm
 
 __all__ = ["NORMS", "Net", "NetSpec", "NormPair", "cross_entropy", "initial_weights"]
 
@@ -130,8 +131,7 @@ class RowNorm:
 
     def forward(self, x: np.ndarray) -> np.ndarray:
         beta = self.params[1] if len(self.params) > 1 else None
-        args = (x, self.params[0], beta, EPS) if beta is not None else (x, self.params[0], EPS)
-        y, self.cache = self.forward_fn(*args)
+        y, self.cache = self.forward_fn(x, self.params[0], beta, EPS)
         return y
 
     def backward(self, dy: np.ndarray) -> np.ndarray:
@@ -168,27 +168,14 @@ class Identity:
         return dy
 
 
-def _layer_norm_pair() -> NormPair:
-    return V.layer_norm_forward, V.layer_norm_backward
-
-
-def _rms_pair() -> NormPair:
-    def backward(dy, cache):
-        dx, dgamma = V.rms_norm_backward(dy, cache)
-        return dx, dgamma, None
-
-    return V.rms_norm_forward, backward
-
-
 def make_norm(norm: str, width: int, pair: NormPair | None = None):
-    """A norm layer; ``pair`` replaces LayerNorm's (forward, backward)."""
-    if norm == "layernorm":
-        return RowNorm(width, pair or _layer_norm_pair(), has_beta=True)
-    if norm == "rmsnorm":
-        return RowNorm(width, _rms_pair(), has_beta=False)
-    if norm == "batchnorm":
+    """A norm layer from the registry's entry; ``pair`` replaces its (forward, backward)."""
+    if norm == "none":
+        return Identity()
+    spec = get_norm(norm)
+    if spec.batch_statistics:  # running averages for eval: the vectorized BatchNorm layer
         return BatchNormLayer(width)
-    return Identity()
+    return RowNorm(width, pair or (spec.forward, spec.backward), has_beta=spec.has_beta)
 
 
 class Residual:

@@ -31,6 +31,7 @@ from microgradnorm.lessons.charts import line_chart
 from microgradnorm.lessons.claims import claims, maxabs
 from microgradnorm.lessons.demo_tools import check_mark, engine_forward, fmt, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, DISPLAY_RTOL, close
 
 # Padding rows and a batch of one are constant groups: with eps = 0 they divide by zero.
@@ -136,8 +137,6 @@ def _statistics_table(bn_real, bn_pad, d: int) -> Group:
 
 def get_graph(norm: str, x: np.ndarray, eps: float):
     """The scalar graph of ``norm`` on x (no affine)."""
-    from microgradnorm.registry import get_norm
-
     return get_norm(norm).build_graph(x.tolist(), None, None, eps)
 
 
@@ -443,11 +442,8 @@ def _tokens(rng: np.random.Generator, n: int, u: np.ndarray) -> tuple[np.ndarray
 
 
 def _normalize(norm: str, x: np.ndarray, eps: float) -> np.ndarray:
-    if norm == "layernorm":  # each token over its own features
-        return V.layer_norm_forward(x, None, None, eps, backend="numpy")[0]
-    if norm == "batchnorm":  # each feature over the tokens of the batch
-        return V.batch_norm_forward(x, None, None, eps, backend="numpy")[0]
-    raise ValueError(f"norm: expected 'layernorm' or 'batchnorm', got {norm!r}")
+    """LayerNorm: each token over its own features; BatchNorm: each feature over the tokens of the batch."""
+    return get_norm(norm).forward(x, None, None, eps, backend="numpy")[0]
 
 
 def _logistic_loss(logits: np.ndarray, labels: np.ndarray) -> float:

@@ -237,11 +237,11 @@ def package_calls(prob: SpeedProblem, backend: str) -> dict[str, Callable[[], ob
         return V.layer_norm_backward(dy, V.layer_norm_forward(x, g, b, eps, backend=backend)[1])
 
     def rms_b() -> object:
-        return V.rms_norm_backward(dy, V.rms_norm_forward(x, g, eps, backend=backend)[1])
+        return V.rms_norm_backward(dy, V.rms_norm_forward(x, g, eps=eps, backend=backend)[1])
 
     return {
         "ln_f": lambda: V.layer_norm_forward(x, g, b, eps, backend=backend),
-        "rms_f": lambda: V.rms_norm_forward(x, g, eps, backend=backend),
+        "rms_f": lambda: V.rms_norm_forward(x, g, eps=eps, backend=backend),
         "ln_b": ln_b,
         "rms_b": rms_b,
     }

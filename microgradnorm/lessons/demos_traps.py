@@ -24,6 +24,7 @@ from microgradnorm import tolerances as tol
 from microgradnorm import vectorized as V
 from microgradnorm.engine import DomainError, Value
 from microgradnorm.i18n import N_, _, pgettext
+from microgradnorm.i18n.errors import localize
 from microgradnorm.i18n.text import cjk_text
 from microgradnorm.lessons.claims import claims
 from microgradnorm.lessons.demo_tools import (
@@ -71,7 +72,7 @@ def variance_cancellation(
             ).format(naive=f"{naive + p.eps:g}", true=f"{TRUE_VARIANCE + p.eps:g}")
         )
     except DomainError as exc:
-        engine = Text.assemble(("DomainError: ", "bold red"), str(exc))
+        engine = Text.assemble(("DomainError: ", "bold red"), localize(exc))
     return Group(
         number_table(
             [_("offset"), "E[x²] − E[x]²", "mean((x − mean)²)"],

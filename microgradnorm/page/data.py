@@ -30,8 +30,10 @@ from typing import Any
 from microgradnorm import viz
 from microgradnorm.engine import Value
 from microgradnorm.i18n import _
+from microgradnorm.i18n.errors import localize
 from microgradnorm.norms import NormGraph
 from microgradnorm.page.partials import derivative_lines, forward_line
+from microgradnorm.registry import spec_for
 from microgradnorm.trace import Trace, trace_backward
 
 __all__ = ["CHECK_LIMIT", "FD_ENTRIES", "PATH_INPUTS", "Subject", "page_data", "subject_of"]
@@ -286,7 +288,7 @@ def _checks(subject: Subject, d: viz.Drawing) -> tuple[dict[int, dict], dict[str
     x = _nested(values("x"), graph.shape)  # type: ignore[arg-type]
     try:
         report = check_norm(
-            graph.kind,
+            spec_for(graph),
             x,
             values("gamma"),
             values("beta"),
@@ -296,7 +298,7 @@ def _checks(subject: Subject, d: viz.Drawing) -> tuple[dict[int, dict], dict[str
             fd_max_entries=FD_ENTRIES,
         )
     except (ValueError, ArithmeticError) as exc:
-        return {}, {"text": _("The three-way check could not run: {error}").format(error=exc), "ok": None}
+        return {}, {"text": _("The three-way check could not run: {error}").format(error=localize(exc)), "ok": None}
     return _check_rows(graph, d, report)
 
 

@@ -34,6 +34,7 @@ import torch
 
 from microgradnorm import bench as B
 from microgradnorm import vectorized as V
+from microgradnorm.registry import get_norm
 
 __all__ = [
     "BRIDGE_CONTENDERS",
@@ -55,7 +56,6 @@ def bridge_cases(cases: tuple[B.BenchCase, ...]) -> tuple[B.BenchCase, ...]:
 
 
 BRIDGE_CONTENDERS = ("torch.nn", "torch.nn, 1 thread", "microgradnorm.torch", "kernels")
-_CLASSES = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm", "batchnorm": "BatchNorm"}  # BatchNorm: 1d or 2d
 
 
 @dataclass
@@ -110,8 +110,9 @@ def _layers(case: B.BenchCase, gamma, beta) -> tuple[torch.nn.Module, torch.nn.M
     """(torch.nn's layer, this package's), with the same parameters."""
     import microgradnorm.torch as mt
 
-    name = _CLASSES[case.norm] + ({2: "1d", 4: "2d"}[len(case.shape)] if case.norm == "batchnorm" else "")
-    size = case.shape[1] if case.norm == "batchnorm" else case.shape[-1]
+    spec = get_norm(case.norm)
+    name = spec.torch_layer + ({2: "1d", 4: "2d"}[len(case.shape)] if spec.torch_layer == "BatchNorm" else "")
+    size = spec.param_size(case.shape)
     dtype = getattr(torch, case.dtype)
     theirs, ours = getattr(torch.nn, name)(size, dtype=dtype), getattr(mt, name)(size, dtype=dtype)
     for layer in (theirs, ours):
@@ -119,8 +120,7 @@ def _layers(case: B.BenchCase, gamma, beta) -> tuple[torch.nn.Module, torch.nn.M
             layer.weight.copy_(torch.from_numpy(gamma))
             if beta is not None:
                 layer.bias.copy_(torch.from_numpy(beta))
-    if case.norm == "rmsnorm":
-        theirs.eps = ours.eps = 1e-5
+    theirs.eps = ours.eps = 1e-5  # RMSNorm's default is None (the dtype's epsilon); the kernels are given 1e-5
     return theirs, ours
 
 
@@ -150,19 +150,11 @@ def _step(layer: torch.nn.Module, x: torch.Tensor, dy: torch.Tensor, threads: in
 
 def _kernels(case: B.BenchCase, x, gamma, beta, dy) -> Callable[[], None]:
     """The bridge's kernels called directly: the recompute-mode forward and the backward, on the same arrays."""
-    if case.norm == "rmsnorm":
-
-        def step() -> None:
-            _, cache = V.rms_norm_forward(x, gamma, 1e-5, recompute=True)
-            V.rms_norm_backward(dy, cache)
-
-        return step
-    forward = V.layer_norm_forward if case.norm == "layernorm" else V.batch_norm_forward
-    backward = V.layer_norm_backward if case.norm == "layernorm" else V.batch_norm_backward
+    spec = get_norm(case.norm)
 
     def step() -> None:
-        _, cache = forward(x, gamma, beta, 1e-5, recompute=True)
-        backward(dy, cache)
+        _, cache = spec.forward(x, gamma, beta, 1e-5, recompute=True)
+        spec.backward(dy, cache)
 
     return step
 

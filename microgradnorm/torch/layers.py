@@ -22,7 +22,7 @@ import torch
 
 from microgradnorm.torch.ops import norm
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "LayerNorm", "RMSNorm", "check_tensor"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "LayerNorm", "RMSNorm", "check_tensor"]
 
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
@@ -88,6 +88,17 @@ def _traced_message(module: torch.nn.Module, tool: str) -> str:
     )
 
 
+def _scale_shift(xhat: torch.Tensor, weight, bias, shape) -> torch.Tensor:
+    """weight * xhat + bias with the parameters shaped as ``shape``, in xhat's dtype.
+
+    Also how an empty batch is answered as torch.nn answers it (the kernels refuse
+    empty arrays): on no values it gives no values, and reaches the parameters
+    with zero gradients (empty sums).
+    """
+    y = xhat if weight is None else xhat * weight.to(xhat.dtype).reshape(shape)
+    return y if bias is None else y + bias.to(xhat.dtype).reshape(shape)
+
+
 class _Microgradnorm:
     """What every layer adds to its torch.nn class: a name that says it was swapped in, and clear refusals."""
 
@@ -123,6 +134,8 @@ class LayerNorm(_Microgradnorm, torch.nn.LayerNorm):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_parameters(self, x)
         x2 = _rows(x, self.normalized_shape, "LayerNorm")
+        if x.numel() == 0:
+            return _scale_shift(x, self.weight, self.bias, self.normalized_shape)
         weight, bias = _flat(self.weight), _flat(self.bias)
         if self.function is not None:
             y = self.function(x2, weight, bias, self.eps)
@@ -141,6 +154,8 @@ class RMSNorm(_Microgradnorm, torch.nn.RMSNorm):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_parameters(self, x)
         x2 = _rows(x, self.normalized_shape, "RMSNorm")
+        if x.numel() == 0:
+            return _scale_shift(x, self.weight, None, self.normalized_shape)
         eps = self.eps
         if eps is None:
             eps = torch.finfo(torch.float64 if x.dtype == torch.float64 else torch.float32).eps
@@ -162,8 +177,8 @@ class _BatchNormMixin:
         if batch:  # checked before any state changes, with torch.nn's rules
             _check_batch(self, x)
         factor = self._average_factor()
-        if x.numel() == 0:  # torch.nn: an empty result, the batch counted, the running averages left alone
-            return self._affine(x, x)
+        if x.numel() == 0:  # torch.nn: the batch counted, the running averages left alone
+            return _scale_shift(x, self.weight, self.bias, (1, -1) + (1,) * (x.dim() - 2))
         if batch:
             return self._batch_statistics(x, factor)
         return self._running_statistics(x)
@@ -204,17 +219,8 @@ class _BatchNormMixin:
         cdt = torch.float32 if x.dtype in _HALF else x.dtype
         shape = (1, -1) + (1,) * (x.dim() - 2)  # broadcast per channel
         rstd = torch.rsqrt(self.running_var.to(cdt) + self.eps).reshape(shape)
-        return self._affine(x, (x.to(cdt) - self.running_mean.to(cdt).reshape(shape)) * rstd)
-
-    def _affine(self, x: torch.Tensor, xhat: torch.Tensor) -> torch.Tensor:
-        """weight * xhat + bias per channel, in x's dtype."""
-        shape = (1, -1) + (1,) * (x.dim() - 2)
-        y = xhat
-        if self.weight is not None:
-            y = y * self.weight.to(y.dtype).reshape(shape)
-        if self.bias is not None:
-            y = y + self.bias.to(y.dtype).reshape(shape)
-        return y.to(x.dtype)
+        xhat = (x.to(cdt) - self.running_mean.to(cdt).reshape(shape)) * rstd
+        return _scale_shift(xhat, self.weight, self.bias, shape).to(x.dtype)
 
 
 def _check_batch(layer: torch.nn.Module, x: torch.Tensor) -> None:
@@ -244,3 +250,23 @@ class BatchNorm1d(_Microgradnorm, _BatchNormMixin, torch.nn.BatchNorm1d):
 
 class BatchNorm2d(_Microgradnorm, _BatchNormMixin, torch.nn.BatchNorm2d):
     """torch.nn.BatchNorm2d (x [N, C, H, W]) on microgradnorm's vectorized BatchNorm in training mode."""
+
+
+class GroupNorm(_Microgradnorm, torch.nn.GroupNorm):
+    """torch.nn.GroupNorm (x [N, C, *]) on microgradnorm's vectorized GroupNorm.
+
+    Each example's C channels fall in ``num_groups`` groups of C / G; each group
+    is normalized over its channels and positions, then gamma and beta act per
+    channel. No running statistics: training and eval compute the same.
+    """
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_parameters(self, x)
+        if x.dim() < 2 or x.shape[1] != self.num_channels:
+            raise ValueError(
+                f"x: GroupNorm({self.num_groups}, {self.num_channels}) expects shape [N, {self.num_channels}, ...], "
+                f"got {tuple(x.shape)}"
+            )
+        if x.numel() == 0:
+            return _scale_shift(x, self.weight, self.bias, (1, -1) + (1,) * (x.dim() - 2))
+        return norm("groupnorm", x, self.weight, self.bias, self.eps, self.num_groups)[0]

@@ -26,14 +26,18 @@ Forward mode is the course's maths. For one row, LayerNorm's Jacobian is
 dxhat/dx = rstd * (I - P) with P = (1 1^T + xhat xhat^T) / D (lesson 7's
 projection; exact for any eps). It is symmetric, so the Jacobian applied to a
 tangent (forward mode) is the same formula as the gradient (reverse mode):
-:func:`microgradnorm.formulas.dx_simplified`, called here on tensors. RMSNorm
-drops the ``1 1^T`` term (:func:`~microgradnorm.formulas.rms_dx`); BatchNorm is
-LayerNorm's formula over the batch axes of each channel.
+:func:`microgradnorm.formulas.dx_simplified`, called here on tensors. A norm
+without a mean (RMSNorm) drops the ``1 1^T`` term (:func:`~microgradnorm.formulas.rms_dx`);
+BatchNorm and GroupNorm are the same formula over their own groups.
 
-One pair of ops serves the three norms (``norm`` is "layernorm", "rmsnorm" or
-"batchnorm"): x is [..., D] for the first two and [N, C] or [N, C, H, W] for
-BatchNorm; the statistics come back in float64 with one value per group
-(shape ``x.shape[:-1]``, or [C]); RMSNorm's "mean" is zeros.
+One pair of ops serves every norm of the registry (``norm`` is its name:
+"layernorm", "rmsnorm", "batchnorm", "groupnorm"; ``num_groups`` is GroupNorm's
+G and 0 for the others): x is [..., D] for the row norms, [N, C] or
+[N, C, H, W] for BatchNorm, [N, C, *spatial] for GroupNorm; what is reduced and
+where gamma runs are the registry's facts (``view``, ``axes``, ``param_axis``),
+so nothing here knows a norm by name. The statistics come back in float64 with
+one value per group (the axes of the view that are not reduced); RMSNorm's
+"mean" is zeros.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ import torch
 
 from microgradnorm import formulas as F
 from microgradnorm import vectorized as V
+from microgradnorm.registry import NORMS, NormSpec, get_norm
 
 __all__ = [
     "NORMS",
@@ -57,11 +62,6 @@ __all__ = [
     "to_numpy",
     "to_torch",
 ]
-
-NORMS = ("layernorm", "rmsnorm", "batchnorm")
-
-_FORWARD = {"layernorm": V.layer_norm_forward, "rmsnorm": V.rms_norm_forward, "batchnorm": V.batch_norm_forward}
-_BACKWARD = {"layernorm": V.layer_norm_backward, "rmsnorm": V.rms_norm_backward, "batchnorm": V.batch_norm_backward}
 
 SECOND_DERIVATIVE = (
     "microgradnorm.torch: second derivatives (double backward) of the norms are not implemented; "
@@ -82,20 +82,34 @@ def to_torch(a: np.ndarray | None, dtype: torch.dtype) -> torch.Tensor | None:
     return None if a is None else torch.from_numpy(np.ascontiguousarray(a)).to(dtype)
 
 
-def _stat_shape(norm: str, x: torch.Tensor) -> tuple[int, ...]:
-    return (x.shape[1],) if norm == "batchnorm" else tuple(x.shape[:-1])
+def _spec(norm: str, num_groups: int) -> NormSpec:
+    """The registry's entry; num_groups 0 means the registry's default (one group for GroupNorm)."""
+    spec = get_norm(norm, num_groups or None)
+    return spec.with_groups(spec.options()["num_groups"]) if spec.grouped and not num_groups else spec
+
+
+def _kept_shape(spec: NormSpec, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The view of x with every reduced axis kept as 1: what a statistic broadcasts as."""
+    axes = spec.axes(shape)
+    return tuple(1 if a in axes else s for a, s in enumerate(spec.view(shape)))
+
+
+def _stat_shape(spec: NormSpec, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """One statistic per group: the axes of the registry's view that are not reduced."""
+    axes = spec.axes(shape)
+    return tuple(s for a, s in enumerate(spec.view(shape)) if a not in axes)
 
 
 # ---- the kernels: NumPy on the tensors' memory ----------------------------------------------------------
 
 
 def forward_kernel(
-    norm: str, x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float
+    norm: str, x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float, num_groups: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(y, mean, var, rstd) of ``norm`` on x, computed by microgradnorm.vectorized in recompute mode."""
-    args = (to_numpy(x), to_numpy(weight)) + (() if norm == "rmsnorm" else (to_numpy(bias),))
-    y, cache = _FORWARD[norm](*args, eps, recompute=True)
-    shape = _stat_shape(norm, x)
+    spec = _spec(norm, num_groups)
+    y, cache = spec.forward(to_numpy(x), to_numpy(weight), to_numpy(bias), eps, recompute=True)
+    shape = _stat_shape(spec, tuple(x.shape))
     mean = np.zeros(shape) if cache.mean is None else cache.mean
     stats = [torch.from_numpy(np.asarray(s, dtype=np.float64).reshape(shape)) for s in (mean, cache.var, cache.rstd)]
     return (to_torch(y, x.dtype), *stats)
@@ -115,14 +129,14 @@ def backward_kernel(
     mean: torch.Tensor,
     rstd: torch.Tensor,
     eps: float,
+    num_groups: int,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(dx, dweight, dbias); dweight and dbias are empty tensors where there is no weight or bias."""
+    spec = _spec(norm, num_groups)
     xn, wn = to_numpy(x), to_numpy(weight)
-    size = x.shape[1] if norm == "batchnorm" else x.shape[-1]
-    beta = np.zeros(size, xn.dtype if wn is None else wn.dtype) if has_bias else None
-    saved = V.saved_cache(norm, xn, wn, beta, to_numpy(mean), to_numpy(rstd), eps)
-    grads = _BACKWARD[norm](to_numpy(dy), saved)
-    dx, dweight, dbias = (*grads, None) if norm == "rmsnorm" else grads
+    beta = np.zeros(spec.param_size(xn.shape), xn.dtype if wn is None else wn.dtype) if has_bias else None
+    saved = V.saved_cache(norm, xn, wn, beta, to_numpy(mean), to_numpy(rstd), eps, num_groups=spec.num_groups)
+    dx, dweight, dbias = spec.backward(to_numpy(dy), saved)
     dweight = x.new_empty(0) if weight is None else to_torch(dweight, weight.dtype)  # empty: no weight
     dbias = x.new_empty(0) if dbias is None else to_torch(dbias, _weight_or(x, weight).dtype)
     return to_torch(dx, x.dtype), dweight, dbias
@@ -133,15 +147,20 @@ def backward_kernel(
 
 @torch.library.custom_op("microgradnorm::norm_forward", mutates_args=())
 def norm_forward(
-    norm: str, x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float
+    norm: str,
+    x: torch.Tensor,
+    weight: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    eps: float,
+    num_groups: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(y, mean, var, rstd) of ``norm`` on x: :func:`forward_kernel` as a custom op."""
-    return forward_kernel(norm, x, weight, bias, eps)
+    return forward_kernel(norm, x, weight, bias, eps, num_groups)
 
 
 @norm_forward.register_fake
-def _(norm, x, weight, bias, eps):
-    shape = _stat_shape(norm, x)
+def _(norm, x, weight, bias, eps, num_groups=0):
+    shape = _stat_shape(_spec(norm, num_groups), tuple(x.shape))
     return (torch.empty_like(x), *(x.new_empty(shape, dtype=torch.float64) for _ in range(3)))
 
 
@@ -155,30 +174,33 @@ def norm_backward(
     mean: torch.Tensor,
     rstd: torch.Tensor,
     eps: float,
+    num_groups: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(dx, dweight, dbias): :func:`backward_kernel` as a custom op."""
-    return backward_kernel(norm, dy, x, weight, has_bias, mean, rstd, eps)
+    return backward_kernel(norm, dy, x, weight, has_bias, mean, rstd, eps, num_groups)
 
 
 @norm_backward.register_fake
-def _(norm, dy, x, weight, has_bias, mean, rstd, eps):
-    size = x.shape[1] if norm == "batchnorm" else x.shape[-1]
+def _(norm, dy, x, weight, has_bias, mean, rstd, eps, num_groups=0):
+    spec = _spec(norm, num_groups)
+    size = spec.param_size(tuple(x.shape))
     dweight = x.new_empty(0) if weight is None else weight.new_empty(weight.shape)
-    dbias = _weight_or(x, weight).new_empty((size,)) if has_bias and norm != "rmsnorm" else x.new_empty(0)
+    dbias = _weight_or(x, weight).new_empty((size,)) if has_bias and spec.has_beta else x.new_empty(0)
     return torch.empty_like(x), dweight, dbias
 
 
 def _setup_forward(ctx, inputs, output) -> None:
-    norm, x, weight, bias, eps = inputs
+    norm, x, weight, bias, eps, num_groups = inputs
     _, mean, _, rstd = output
-    ctx.norm, ctx.eps, ctx.has_bias = norm, eps, bias is not None
+    ctx.norm, ctx.eps, ctx.has_bias, ctx.num_groups = norm, eps, bias is not None, num_groups
     ctx.save_for_backward(x, weight, mean, rstd)
 
 
 def _op_backward(ctx, dy, _dmean, _dvar, _drstd):
     x, weight, mean, rstd = ctx.saved_tensors
-    dx, dweight, dbias = norm_backward(ctx.norm, dy.contiguous(), x, weight, ctx.has_bias, mean, rstd, ctx.eps)
-    return None, dx, None if weight is None else dweight, dbias if ctx.has_bias else None, None
+    grads = norm_backward(ctx.norm, dy.contiguous(), x, weight, ctx.has_bias, mean, rstd, ctx.eps, ctx.num_groups)
+    dx, dweight, dbias = grads
+    return None, dx, None if weight is None else dweight, dbias if ctx.has_bias else None, None, None
 
 
 torch.library.register_autograd("microgradnorm::norm_forward", _op_backward, setup_context=_setup_forward)
@@ -201,9 +223,9 @@ torch.library.register_autograd("microgradnorm::norm_backward", _no_double_backw
 def _loop_vmap(function, info, in_dims, *args):
     """A vmap rule: ``function`` once per entry of the batch, the results stacked on axis 0.
 
-    Simple, and right under any nesting of transforms; each call is one kernel
-    run on one entry (the norms' groups never span entries, so nothing is lost
-    but speed).
+    Simple, and right under any nesting of transforms (each entry is its own
+    batch, as torch.func gives torch.nn's norms); the price is one kernel call
+    per entry.
     """
     outputs = []
     for i in range(info.batch_size):
@@ -213,74 +235,77 @@ def _loop_vmap(function, info, in_dims, *args):
     return stacked, (0,) * len(stacked)
 
 
-def _tangent_xhat(norm: str, x, mean, rstd, x_t):
-    """(xhat, the tangent of xhat) in x's compute precision: the closed-form Jacobian applied to x_t."""
+def _tangent_xhat(spec: NormSpec, x, mean, rstd, x_t):
+    """(xhat, the tangent of xhat), both in x's shape and compute precision: the closed-form Jacobian applied to x_t."""
     cdt = torch.float64 if x.dtype == torch.float64 else torch.float32
-    if norm == "batchnorm":
-        view = (1, -1) + (1,) * (x.dim() - 2)  # per channel
-        axes = tuple(a for a in range(x.dim()) if a != 1)  # the batch axes of each channel
-    else:
-        view, axes = (*x.shape[:-1], 1), (-1,)  # per row
-    rstd = rstd.to(cdt).reshape(view)
-    xhat = (x.to(cdt) - mean.to(cdt).reshape(view)) * rstd if norm != "rmsnorm" else x.to(cdt) * rstd
+    shape = tuple(x.shape)
+    view, kept, axes = spec.view(shape), _kept_shape(spec, shape), spec.axes(shape)
+    rstd = rstd.to(cdt).reshape(kept)
+    xv = x.to(cdt).reshape(view)
+    xhat = (xv - mean.to(cdt).reshape(kept)) * rstd if spec.centered else xv * rstd
     if x_t is None:
-        return xhat, None
-    if norm == "rmsnorm":
-        return xhat, F.rms_dx(x_t.to(cdt), xhat, rstd, axes)  # rrms (I - xhat xhat^T / D) x_t
-    return xhat, F.dx_simplified(x_t.to(cdt), xhat, rstd, axes)  # rstd (I - P) x_t
+        return xhat.reshape(shape), None
+    t = x_t.to(cdt).reshape(view)
+    # rstd (I - P) t, the projection of lesson 7; without a mean, rrms (I - xhat xhat^T / D) t
+    xhat_t = F.dx_simplified(t, xhat, rstd, axes) if spec.centered else F.rms_dx(t, xhat, rstd, axes)
+    return xhat.reshape(shape), xhat_t.reshape(shape)
 
 
-def _param_view(norm: str, x: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
-    return p.reshape((1, -1) + (1,) * (x.dim() - 2)) if norm == "batchnorm" else p
+def _param_view(spec: NormSpec, x: torch.Tensor, p: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """gamma (or beta) shaped to broadcast along x's parameter axis."""
+    axis = spec.param_axis(tuple(x.shape)) % x.dim()
+    return p.to(dtype).reshape([-1 if a == axis else 1 for a in range(x.dim())])
 
 
 class NormFunction(torch.autograd.Function):
-    """``apply(norm, x, weight, bias, eps) -> (y, mean, var, rstd)`` with backward, jvp and vmap rules."""
+    """``apply(norm, x, weight, bias, eps, num_groups) -> (y, mean, var, rstd)`` with backward, jvp and vmap rules."""
 
     @staticmethod
-    def forward(norm, x, weight, bias, eps):
-        return forward_kernel(norm, x, weight, bias, eps)
+    def forward(norm, x, weight, bias, eps, num_groups):
+        return forward_kernel(norm, x, weight, bias, eps, num_groups)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        norm, x, weight, bias, eps = inputs
+        norm, x, weight, bias, eps, num_groups = inputs
         _, mean, var, rstd = output
         ctx.mark_non_differentiable(mean, var, rstd)  # statistics, read by BatchNorm's running averages only
-        ctx.norm, ctx.eps, ctx.has_bias = norm, eps, bias is not None
+        ctx.norm, ctx.eps, ctx.has_bias, ctx.num_groups = norm, eps, bias is not None, num_groups
         ctx.save_for_backward(x, weight, mean, rstd)
         ctx.save_for_forward(x, weight, mean, rstd)
 
     @staticmethod
     def backward(ctx, dy, _dmean, _dvar, _drstd):
         x, weight, mean, rstd = ctx.saved_tensors
-        dx, dweight, dbias = NormBackward.apply(ctx.norm, dy, x, weight, ctx.has_bias, mean, rstd, ctx.eps)
-        return None, dx, None if weight is None else dweight, dbias if ctx.has_bias else None, None
+        args = (ctx.norm, dy, x, weight, ctx.has_bias, mean, rstd, ctx.eps, ctx.num_groups)
+        dx, dweight, dbias = NormBackward.apply(*args)
+        return None, dx, None if weight is None else dweight, dbias if ctx.has_bias else None, None, None
 
     @staticmethod
-    def jvp(ctx, _norm_t, x_t, weight_t, bias_t, _eps_t):
+    def jvp(ctx, _norm_t, x_t, weight_t, bias_t, _eps_t, _groups_t):
         """y_t = gamma * J x_t + xhat * gamma_t + beta_t, with J x_t the projection form (module docstring)."""
         x, weight, mean, rstd = ctx.saved_tensors
-        xhat, xhat_t = _tangent_xhat(ctx.norm, x, mean, rstd, x_t)
+        spec = _spec(ctx.norm, ctx.num_groups)
+        xhat, xhat_t = _tangent_xhat(spec, x, mean, rstd, x_t)
         y_t = torch.zeros_like(xhat) if xhat_t is None else xhat_t
         if weight is not None:
-            y_t = y_t * _param_view(ctx.norm, x, weight.to(y_t.dtype))
+            y_t = y_t * _param_view(spec, x, weight, y_t.dtype)
             if weight_t is not None:
-                y_t = y_t + xhat * _param_view(ctx.norm, x, weight_t.to(y_t.dtype))
+                y_t = y_t + xhat * _param_view(spec, x, weight_t, y_t.dtype)
         if bias_t is not None:
-            y_t = y_t + _param_view(ctx.norm, x, bias_t.to(y_t.dtype))
+            y_t = y_t + _param_view(spec, x, bias_t, y_t.dtype)
         return y_t.to(x.dtype), None, None, None
 
     @staticmethod
-    def vmap(info, in_dims, norm, x, weight, bias, eps):
-        return _loop_vmap(NormFunction, info, in_dims, norm, x, weight, bias, eps)
+    def vmap(info, in_dims, norm, x, weight, bias, eps, num_groups):
+        return _loop_vmap(NormFunction, info, in_dims, norm, x, weight, bias, eps, num_groups)
 
 
 class NormBackward(torch.autograd.Function):
-    """``apply(norm, dy, x, weight, has_bias, mean, rstd, eps) -> (dx, dweight, dbias)``; no derivative of its own."""
+    """``apply(norm, dy, x, weight, has_bias, mean, rstd, eps, num_groups) -> (dx, dweight, dbias)``; no derivative."""
 
     @staticmethod
-    def forward(norm, dy, x, weight, has_bias, mean, rstd, eps):
-        return backward_kernel(norm, dy, x, weight, has_bias, mean, rstd, eps)
+    def forward(norm, dy, x, weight, has_bias, mean, rstd, eps, num_groups):
+        return backward_kernel(norm, dy, x, weight, has_bias, mean, rstd, eps, num_groups)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -300,9 +325,14 @@ class NormBackward(torch.autograd.Function):
 
 
 def norm(
-    norm: str, x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float
+    norm: str,
+    x: torch.Tensor,
+    weight: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    eps: float,
+    num_groups: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(y, mean, var, rstd): the custom op while torch.compile traces, the autograd function otherwise."""
     if torch.compiler.is_compiling():
-        return norm_forward(norm, x, weight, bias, eps)
-    return NormFunction.apply(norm, x, weight, bias, eps)
+        return norm_forward(norm, x, weight, bias, eps, num_groups)
+    return NormFunction.apply(norm, x, weight, bias, eps, num_groups)

@@ -1,4 +1,4 @@
-"""The vectorized path: LayerNorm, BatchNorm and RMSNorm on whole NumPy arrays.
+"""The vectorized path: LayerNorm, BatchNorm, GroupNorm and RMSNorm on whole NumPy arrays.
 
 The scalar graph (:mod:`microgradnorm.norms`) is for seeing every node; this
 package is for speed. It follows llm.c's ``doc/layernorm/layernorm.py``: a forward
@@ -8,7 +8,9 @@ holds what the backward pass needs::
     y, cache = layer_norm_forward(x, gamma, beta)        # x [B, T, C]
     dx, dgamma, dbeta = layer_norm_backward(dy, cache)   # dy = dL/dy, same shape as y
 
-Read :mod:`microgradnorm.formulas` first: it is the same maths written plainly,
+Read :mod:`microgradnorm.vectorized.textbook` first: the four norms as a
+textbook writes them, about ten lines a pass. :mod:`microgradnorm.formulas` is
+the same maths split into its closed forms,
 the way llm.c writes it, one closed form per function (mean, xshift, var, rstd,
 xhat; dxhat, dx, dgamma, dbeta). This package computes the same numbers and is
 longer for three reasons, each in its own module: it is tuned for memory
@@ -22,7 +24,10 @@ Where things are:
 
 ``api``
     ``layer_norm_forward/backward``, ``rms_norm_forward/backward``,
-    ``batch_norm_forward/backward``: check, dispatch to a backend, keep the cache.
+    ``batch_norm_forward/backward``, ``group_norm_forward/backward``: check,
+    dispatch to a backend, keep the cache. Every forward takes ``(x, gamma,
+    beta, eps)`` (GroupNorm: ``(x, num_groups, gamma, beta, eps)``; RMSNorm's
+    beta is None) and every backward returns ``(dx, dgamma, dbeta)``.
 ``backend``
     which backend runs: :func:`set_backend`, :func:`use_backend`,
     :func:`backend_info`, the environment variable ``MICROGRADNORM_BACKEND``.
@@ -73,6 +78,8 @@ from __future__ import annotations
 from microgradnorm.vectorized.api import (
     batch_norm_backward,
     batch_norm_forward,
+    group_norm_backward,
+    group_norm_forward,
     layer_norm_backward,
     layer_norm_forward,
     rms_norm_backward,
@@ -105,6 +112,8 @@ __all__ = [
     "batch_norm_backward",
     "batch_norm_forward",
     "get_backend",
+    "group_norm_backward",
+    "group_norm_forward",
     "layer_norm_backward",
     "layer_norm_forward",
     "resolve_backend",

@@ -8,11 +8,13 @@ function checks dy against the cache and reverses the same steps.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
 import numpy as np
 
+from microgradnorm.registry import get_norm
 from microgradnorm.vectorized import numpy_path as P
 from microgradnorm.vectorized.backend import require_fused
 from microgradnorm.vectorized.cache import ForwardArgs, NormCache, check_dy, check_forward
@@ -39,7 +41,7 @@ def layer_norm_forward(
     backend choose (numpy keeps xhat; fused recomputes, which costs it nothing
     because it reads a row either way, the same choice PyTorch makes).
     """
-    return _forward(check_forward("layernorm", x, gamma, beta, eps, recompute, backend), _rows_forward)
+    return _rows_forward(check_forward(get_norm("layernorm"), x, gamma, beta, eps, recompute, backend))
 
 
 def layer_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
@@ -73,6 +75,7 @@ def layer_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarr
 def rms_norm_forward(
     x: Any,
     gamma: Any = None,
+    beta: None = None,
     eps: float = 1e-5,
     *,
     recompute: bool | None = None,
@@ -80,18 +83,18 @@ def rms_norm_forward(
 ) -> tuple[np.ndarray, NormCache]:
     """RMSNorm over the last axis: ``y = gamma * x * rrms``, ``rrms = 1 / sqrt(mean(x^2) + eps)``.
 
-    No mean and no shift. In the cache, ``var`` holds the mean square ``ms`` and
-    ``rstd`` holds ``rrms``; ``mean`` is None.
+    No mean and no shift: ``beta`` is there so that every norm takes the same
+    arguments, and must be None. In the cache, ``var`` holds the mean square
+    ``ms`` and ``rstd`` holds ``rrms``; ``mean`` is None.
     """
-    return _forward(check_forward("rmsnorm", x, gamma, None, eps, recompute, backend), _rows_forward)
+    return _rows_forward(check_forward(get_norm("rmsnorm"), x, gamma, beta, eps, recompute, backend))
 
 
-def rms_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarray | None]:
-    """(dx, dgamma): dx = rrms * (g - xhat * mean(g * xhat)), g = gamma * dy (``formulas.rms_dx``)."""
+def rms_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarray | None, None]:
+    """(dx, dgamma, None): dx = rrms * (g - xhat * mean(g * xhat)), g = gamma * dy (``formulas.rms_dx``)."""
     dyc = check_dy(dy, cache, "rmsnorm", "rms_norm_backward")
     if cache.backend == "reference":
-        dx, dgamma, _ = _finish_backward(*reference_backward(dyc, cache), cache)
-        return dx, dgamma
+        return _finish_backward(*reference_backward(dyc, cache), cache)
     d = cache.shape[-1]
     rrms = cache.rstd.reshape(-1)  # R
     cdt = _backward_dtype(rrms, d, cache.compute_dtype)
@@ -104,8 +107,7 @@ def rms_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarray
         with np.errstate(over="ignore", invalid="ignore"):  # as quiet as the forward pass (eps = 0: 0 * inf)
             xhat2 = src if have_xhat else np.multiply(src, rrms.astype(cdt)[:, None])  # R,D
         dx2, dgamma = P._rms_backward_numpy(dy2, xhat2, rrms.astype(cdt), cache.gamma)
-    dx, dgamma, _ = _finish_backward(dx2, dgamma, None, cache)
-    return dx, dgamma
+    return _finish_backward(dx2, dgamma, None, cache)
 
 
 # ---- BatchNorm -------------------------------------------------------------------------------
@@ -125,7 +127,7 @@ def batch_norm_forward(
     ``gamma`` and ``beta`` have one value per column or channel. For running
     averages and an eval mode, use the :class:`BatchNorm` layer.
     """
-    return _forward(check_forward("batchnorm", x, gamma, beta, eps, recompute, backend), _channels_forward)
+    return _channels_forward(check_forward(get_norm("batchnorm"), x, gamma, beta, eps, recompute, backend))
 
 
 def batch_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
@@ -156,6 +158,79 @@ def batch_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarr
     return _finish_backward(dx, dgamma, dbeta, cache)
 
 
+# ---- GroupNorm -------------------------------------------------------------------------------
+
+
+def group_norm_forward(
+    x: Any,
+    num_groups: int,
+    gamma: Any = None,
+    beta: Any = None,
+    eps: float = 1e-5,
+    *,
+    recompute: bool | None = None,
+    backend: str | None = None,
+) -> tuple[np.ndarray, NormCache]:
+    """GroupNorm of x [N, C, *spatial]: each example's C channels in ``num_groups`` groups of C/G,
+    each group normalized over its channels and positions; gamma and beta have one value per channel.
+
+    The statistics are LayerNorm's of the rows of x seen as [N * G, C/G * H * W],
+    so GroupNorm runs on the same tuned row kernels, then the per-channel affine.
+    """
+    spec = get_norm("groupnorm", num_groups)
+    return _groups_forward(check_forward(spec, x, gamma, beta, eps, recompute, backend))
+
+
+def group_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """(dx, dgamma, dbeta): LayerNorm's row backward on [N * G, M] of g = gamma * dy;
+    dgamma and dbeta summed per channel."""
+    dyc = check_dy(dy, cache, "groupnorm", "group_norm_backward")
+    if cache.backend == "reference":
+        return _finish_backward(*reference_backward(dyc, cache), cache)
+    n, c = cache.shape[:2]
+    rows = n * cache.num_groups
+    mean, rstd = cache.mean.reshape(-1), cache.rstd.reshape(-1)  # N*G
+    cdt = _backward_dtype(rstd, math.prod(cache.shape) // rows, cache.compute_dtype)
+    src, have_xhat = _backward_source(cache, (rows, -1), cdt)  # N*G,M  xhat or x
+    xhat2 = src if have_xhat else P._recompute_xhat(src, mean, rstd)  # N*G,M
+    dy3 = dyc.reshape(n, c, -1).astype(cdt, copy=False)  # N,C,Q
+    xhat3 = xhat2.reshape(n, c, -1)  # N,C,Q
+    dgamma = P._sum_in_blocks("ncq,ncq->c", dy3, xhat3)  # C
+    dbeta = P._sum_in_blocks("ncq->c", dy3)  # C
+    g2 = (dy3 if cache.gamma is None else dy3 * cache.gamma[:, None]).reshape(rows, -1)  # N*G,M
+    if cache.backend == "fused":
+        dx2, _, _ = require_fused().layer_norm_backward(
+            _contiguous(g2, cdt), _contiguous(xhat2, cdt), mean, rstd, None, True
+        )
+    else:
+        dx2, _, _ = P._ln_backward_numpy(g2, xhat2, rstd.astype(cdt), None)
+    return _finish_backward(dx2, dgamma, dbeta, cache)
+
+
+def _groups_forward(args: ForwardArgs) -> tuple[np.ndarray, NormCache]:
+    """GroupNorm: LayerNorm without affine on the rows [N * G, M], then y = gamma * xhat + beta per channel."""
+    if args.backend == "reference":
+        return _finish_forward(*reference_forward(args), args)
+    x = args.x
+    n, c = x.shape[:2]
+    rows = dataclasses.replace(
+        args,
+        spec=get_norm("layernorm"),
+        x=x.reshape(n * args.spec.num_groups, -1),
+        gamma=None,
+        beta=None,
+        keep_xhat=True,
+    )
+    _, rc = _rows_forward(rows)
+    xhat3 = rc.xhat.reshape(n, c, -1)  # N,C,Q
+    y3 = xhat3 if args.gamma is None else xhat3 * args.gamma[:, None]  # N,C,Q
+    y3 = y3 if args.beta is None else y3 + args.beta[:, None]  # N,C,Q
+    kept_x = None if args.keep_xhat else x.astype(args.compute_dtype, copy=False)
+    xhat = xhat3 if args.keep_xhat else None
+    cache = NormCache.from_forward(args, xhat=xhat, x=kept_x, mean=rc.mean, var=rc.var, rstd=rc.rstd)
+    return _finish_forward(y3, cache, args)
+
+
 # ---- a cache rebuilt from saved arrays -----------------------------------------------------------
 
 
@@ -169,6 +244,7 @@ def saved_cache(
     eps: float = 1e-5,
     *,
     backend: str | None = None,
+    num_groups: int | None = None,
 ) -> NormCache:
     """The cache of a recompute-mode forward pass, rebuilt from x and the statistics it returned.
 
@@ -178,13 +254,13 @@ def saved_cache(
     nothing more. ``mean`` and ``rstd`` hold one float64 value per group in any
     shape of that size; RMSNorm ignores ``mean``; ``beta`` only tells the
     backward pass to return dbeta (in beta's dtype). ``var``, which no backward
-    pass reads, is rebuilt as ``1 / rstd^2 - eps``.
+    pass reads, is rebuilt as ``1 / rstd^2 - eps``. GroupNorm needs ``num_groups``.
     """
-    args = check_forward(norm, x, gamma, beta, eps, True, backend)
+    args = check_forward(get_norm(norm, num_groups), x, gamma, beta, eps, True, backend)
     cdt = args.compute_dtype
     kept = _contiguous(args.x, cdt) if args.backend == "fused" else args.x.astype(cdt, copy=False)
     rstd = np.asarray(rstd, dtype=np.float64)
-    mean = None if norm == "rmsnorm" else np.asarray(mean, dtype=np.float64)
+    mean = np.asarray(mean, dtype=np.float64) if args.spec.centered else None
     with np.errstate(divide="ignore"):
         var = 1.0 / np.square(rstd) - args.eps
     return NormCache.from_forward(args, xhat=None, x=kept, mean=mean, var=var, rstd=rstd)
@@ -193,9 +269,8 @@ def saved_cache(
 # ---- the tuned forward passes: rows and channels -----------------------------------------------
 
 
-def _forward(args: ForwardArgs, tuned) -> tuple[np.ndarray, NormCache]:
-    """Run the reference backend or ``tuned(args)``; y in x's dtype and shape."""
-    y, cache = reference_forward(args) if args.backend == "reference" else tuned(args)
+def _finish_forward(y: np.ndarray, cache: NormCache, args: ForwardArgs) -> tuple[np.ndarray, NormCache]:
+    """y in x's dtype and shape."""
     return y.reshape(args.x.shape).astype(args.x.dtype, copy=False), cache
 
 
@@ -205,26 +280,30 @@ def _rows_forward(args: ForwardArgs) -> tuple[np.ndarray, NormCache]:
     The backends return the statistics per row, with RMSNorm's ``ms, rrms`` in
     the places of ``var, rstd``.
     """
+    if args.backend == "reference":
+        return _finish_forward(*reference_forward(args), args)
     d = args.x.shape[-1]
     x2 = args.x.reshape(-1, d)  # R,D  (R = all leading axes; a view when x is contiguous)
-    cdt, fused = args.compute_dtype, args.backend == "fused"
+    cdt, fused, centered = args.compute_dtype, args.backend == "fused", args.spec.centered
     xc = _contiguous(x2, cdt) if fused else x2.astype(cdt, copy=False)  # R,D
-    if args.norm == "rmsnorm":
-        forward = require_fused().rms_norm_forward if fused else P._rms_forward_numpy
-        params: tuple = (args.gamma,)
-    else:
+    if centered:
         forward = require_fused().layer_norm_forward if fused else P._ln_forward_numpy
-        params = (args.gamma, args.beta)
+        params: tuple = (args.gamma, args.beta)
+    else:
+        forward = require_fused().rms_norm_forward if fused else P._rms_forward_numpy
+        params = (args.gamma,)
     y2, *stats, xhat2 = _tuned_forward(forward, xc, params, args.eps, args.keep_xhat, d)
-    mean = stats[0] if args.norm == "layernorm" else None
+    mean = stats[0] if centered else None
     var, rstd = stats[-2:]  # RMSNorm: ms, rrms
     _repair_rows(xc, y2, xhat2, mean, var, rstd, args.gamma, args.beta, args.eps)
     kept_x = None if args.keep_xhat else xc
-    return y2, NormCache.from_forward(args, xhat=xhat2, x=kept_x, mean=mean, var=var, rstd=rstd)
+    return _finish_forward(y2, NormCache.from_forward(args, xhat=xhat2, x=kept_x, mean=mean, var=var, rstd=rstd), args)
 
 
 def _channels_forward(args: ForwardArgs) -> tuple[np.ndarray, NormCache]:
     """BatchNorm on the tuned backends: every channel of x as [N, C, Q] (Q = H * W, or 1 for [N, D]) is a group."""
+    if args.backend == "reference":
+        return _finish_forward(*reference_forward(args), args)
     x = args.x
     n, c = x.shape[:2]
     x3 = x.reshape(n, c, -1)  # N,C,Q
@@ -240,7 +319,7 @@ def _channels_forward(args: ForwardArgs) -> tuple[np.ndarray, NormCache]:
     xhat3 = None if xhat3 is None else xhat3.reshape(n, c, -1)
     _repair_channels(xc, y3, xhat3, mean, var, rstd, args.gamma, args.beta, args.eps)
     kept_x = None if args.keep_xhat else xc
-    return y3, NormCache.from_forward(args, xhat=xhat3, x=kept_x, mean=mean, var=var, rstd=rstd)
+    return _finish_forward(y3, NormCache.from_forward(args, xhat=xhat3, x=kept_x, mean=mean, var=var, rstd=rstd), args)
 
 
 # ---- shared pieces of the backward passes ----------------------------------------------------

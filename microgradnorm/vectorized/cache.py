@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from microgradnorm.registry import NormSpec
 from microgradnorm.vectorized.backend import resolve_backend
 
 # ---- input checks and dtypes ---------------------------------------------------------------
@@ -62,18 +63,23 @@ def _param(p: Any, name: str, size: int, what: str, x_shape: tuple[int, ...], cd
     return arr.astype(cdt, copy=False), arr.dtype
 
 
-def _features(norm: str, x: np.ndarray) -> tuple[int, str]:
+def _features(spec: NormSpec, x: np.ndarray) -> tuple[int, str]:
     """(how many values gamma and beta hold, what one of them scales), or an error for x's shape."""
-    if norm == "batchnorm":
-        if x.ndim not in (2, 4) or x.size == 0:
-            raise ValueError(
-                f"x: batch_norm expects a non-empty 2-D [N, D] or 4-D [N, C, H, W] array, got shape {x.shape}"
-            )
-        return x.shape[1], "column (axis 1)" if x.ndim == 2 else "channel (axis 1)"
-    if x.ndim < 1 or x.shape[-1] < 1:
-        function = {"layernorm": "layer_norm", "rmsnorm": "rms_norm"}[norm]
-        raise ValueError(f"x: {function} expects an array [..., D] with D >= 1, got shape {x.shape}")
-    return x.shape[-1], "feature (last axis)"
+    ranks = spec.array_ranks
+    axis = spec.param_axis(x.shape) if x.ndim else 0
+    if (ranks is not None and x.ndim not in ranks) or x.ndim < 1 or x.size == 0:
+        raise ValueError(f"x: {spec.function} expects {spec.array_form}, got shape {x.shape}")
+    groups = spec.num_groups
+    if spec.grouped and (isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1):
+        raise TypeError(f"num_groups: expected a whole number >= 1, got {groups!r}")
+    if spec.grouped and x.shape[1] % groups:
+        raise ValueError(
+            f"num_groups: expected a divisor of the {x.shape[1]} channels of x with shape {x.shape}, "
+            f"got {spec.num_groups}"
+        )
+    if spec.axes(x.shape) == (x.ndim - 1,) and spec.view(x.shape) == x.shape:
+        return x.shape[axis], "feature (last axis)"
+    return x.shape[axis], "column (axis 1)" if x.ndim == 2 else "channel (axis 1)"
 
 
 @dataclass
@@ -85,7 +91,7 @@ class ForwardArgs:
     which arrays it shares with the caller.
     """
 
-    norm: str
+    spec: NormSpec
     x: np.ndarray
     gamma: np.ndarray | None
     beta: np.ndarray | None
@@ -97,11 +103,17 @@ class ForwardArgs:
     keep_xhat: bool
     given: tuple[Any, ...]
 
+    @property
+    def norm(self) -> str:
+        return self.spec.name
 
-def check_forward(norm: str, x: Any, gamma: Any, beta: Any, eps: object, recompute, backend) -> ForwardArgs:
+
+def check_forward(spec: NormSpec, x: Any, gamma: Any, beta: Any, eps: object, recompute, backend) -> ForwardArgs:
     """Check a forward call's arguments (in this order: x, eps, gamma, beta, backend) and resolve the backend."""
     x = as_array(x, "x")
-    size, what = _features(norm, x)
+    size, what = _features(spec, x)
+    if beta is not None and not spec.has_beta:
+        raise ValueError(f"beta: {spec.function} has no shift, so expected None, got {type(beta).__name__}")
     eps = check_eps(eps)
     cdt = compute_dtype(x.dtype, "x")
     gamma_c, gamma_dtype = _param(gamma, "gamma", size, what, x.shape, cdt)
@@ -109,14 +121,17 @@ def check_forward(norm: str, x: Any, gamma: Any, beta: Any, eps: object, recompu
     name = resolve_backend(backend)
     # None: numpy keeps xhat; fused recomputes it, which costs a kernel that reads the row anyway nothing
     keep_xhat = not recompute if recompute is not None else name != "fused"
-    return ForwardArgs(norm, x, gamma_c, beta_c, eps, cdt, gamma_dtype, beta_dtype, name, keep_xhat, (x, gamma, beta))
+    return ForwardArgs(spec, x, gamma_c, beta_c, eps, cdt, gamma_dtype, beta_dtype, name, keep_xhat, (x, gamma, beta))
 
 
-def stat_shape(norm: str, shape: tuple[int, ...]) -> tuple[int, ...]:
-    """The shape of a per-group statistic that broadcasts against x: [..., 1] per row, [1, C(, 1, 1)] per channel."""
-    if norm == "batchnorm":
-        return (1, shape[1]) if len(shape) == 2 else (1, shape[1], 1, 1)
-    return (*shape[:-1], 1)
+def stat_shape(spec: NormSpec, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape of a per-group statistic: the view's shape with the reduced axes as 1.
+
+    It broadcasts against x ([..., 1] per row, [1, C(, 1, 1)] per channel) except
+    for GroupNorm, whose [N, G, 1] broadcasts against its view [N, G, M].
+    """
+    axes = spec.axes(shape)
+    return tuple(1 if a in axes else s for a, s in enumerate(spec.view(shape)))
 
 
 # ---- the cache -----------------------------------------------------------------------------
@@ -147,7 +162,8 @@ class NormCache:
     [1, C, 1, 1]). Made by :meth:`from_forward`.
 
     Attributes:
-        norm: "layernorm", "batchnorm" or "rmsnorm".
+        norm: the registry name of the norm ("layernorm", ...).
+        num_groups: GroupNorm's number of groups (None for the other norms).
         backend: the backend that ran the forward pass (the backward pass uses it too).
         shape: the shape of x (and of y, dy and dx).
         dtype: x's dtype; y and dx are returned in it.
@@ -188,6 +204,7 @@ class NormCache:
     gamma_dtype: np.dtype | None
     beta_dtype: np.dtype | None
     xshift: np.ndarray | None = None
+    num_groups: int | None = None
     _caller_arrays: tuple[int, ...] = ()
 
     @classmethod
@@ -198,7 +215,7 @@ class NormCache:
         arrays are the caller's own, for :meth:`nbytes`.
         """
         shape = args.x.shape
-        stat = stat_shape(args.norm, shape)
+        stat = stat_shape(args.spec, shape)
         cache = cls(
             norm=args.norm,
             backend=args.backend,
@@ -215,6 +232,7 @@ class NormCache:
             gamma_dtype=args.gamma_dtype,
             beta_dtype=args.beta_dtype,
             xshift=xshift,
+            num_groups=args.spec.num_groups,
         )
         cache._caller_arrays = tuple(id(a) for a in args.given if a is not None)
         if cache.x is not None and np.shares_memory(cache.x, args.x):

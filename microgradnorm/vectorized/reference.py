@@ -2,7 +2,9 @@
 
 Slow, and kept that way on purpose: it is the textbook written as code, what
 the benchmark calls "NumPy naive", and the baseline the tuned backends are
-measured against. Its cache keeps ``xshift`` as the textbook's does.
+measured against. Its cache keeps ``xshift`` as the textbook's does. It works
+for every norm from the registry's facts: the statistics are taken over
+``spec.axes`` of ``spec.view`` (x itself, or GroupNorm's [N, G, M]).
 """
 
 from __future__ import annotations
@@ -10,33 +12,27 @@ from __future__ import annotations
 import numpy as np
 
 from microgradnorm import formulas as F
+from microgradnorm.registry import get_norm
 from microgradnorm.vectorized.cache import ForwardArgs, NormCache
 from microgradnorm.vectorized.repairs import _any_to_repair, _repair_channels, _repair_rows
 
 
-def _norm_axes(norm: str, ndim: int) -> tuple[tuple[int, ...], int]:
-    """(the axes one statistic is taken over, the axis gamma and beta run along)."""
-    if norm == "batchnorm":
-        return ((0,), 1) if ndim == 2 else ((0, 2, 3), 1)
-    return (ndim - 1,), ndim - 1
-
-
 def reference_forward(args: ForwardArgs) -> tuple[np.ndarray, NormCache]:
     """The textbook forward pass: moments (mean, xshift, var, rstd, xhat), then the affine map."""
-    norm, eps = args.norm, args.eps
+    spec, eps = args.spec, args.eps
     xc = args.x.astype(args.compute_dtype, copy=False)
-    axes, param_axis = _norm_axes(norm, xc.ndim)
-    g = F.param_view(args.gamma, xc.ndim, param_axis)  # 1,..,D  broadcastable
-    b = F.param_view(args.beta, xc.ndim, param_axis)
+    view, axes, pa = spec.view(xc.shape), spec.axes(xc.shape), spec.param_axis(xc.shape)
+    xv = xc.reshape(view)  # the view the statistics are taken on
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        if norm == "rmsnorm":
-            r = F.rms_moments(xc, axes, eps)  # ms, rms, rrms: [..., 1]; xhat: [..., D]
-            mean, var, rstd, xhat, xshift = None, r.ms, r.rrms, r.xhat, None
+        if spec.centered:
+            m = F.moments(xv, axes, eps)  # mean, var, std, rstd: stat; xshift, xhat: view
+            mean, var, rstd, xhat, xshift = m.mean, m.var, m.rstd, m.xhat, m.xshift.reshape(xc.shape)
         else:
-            m = F.moments(xc, axes, eps)  # mean, var, std, rstd: [..., 1]; xshift, xhat: [..., D]
-            mean, var, rstd, xhat, xshift = m.mean, m.var, m.rstd, m.xhat, m.xshift
-        y = F.affine(xhat, g, b)  # [..., D]
-    _repair_reference(norm, xc, y, xhat, mean, var, rstd, args.gamma, args.beta, eps)
+            r = F.rms_moments(xv, axes, eps)  # ms, rms, rrms: stat; xhat: view
+            mean, var, rstd, xhat, xshift = None, r.ms, r.rrms, r.xhat, None
+        _repair(xv, xhat, mean, var, rstd, axes, eps)
+        xhat = xhat.reshape(xc.shape)  # x
+        y = F.affine(xhat, F.param_view(args.gamma, xc.ndim, pa), F.param_view(args.beta, xc.ndim, pa))  # x
     keep = args.keep_xhat
     cache = NormCache.from_forward(
         args,
@@ -50,39 +46,37 @@ def reference_forward(args: ForwardArgs) -> tuple[np.ndarray, NormCache]:
     return y, cache
 
 
-def _repair_reference(norm, xc, y, xhat, mean, var, rstd, gamma, beta, eps) -> None:
-    """The textbook formulas, then the same repair as the tuned paths for groups out of range."""
+def _repair(xv, xhat, mean, var, rstd, axes, eps) -> None:
+    """The same repair as the tuned paths, on xhat and the statistics, for groups out of range."""
     if not _any_to_repair(var, eps):
         return
     with np.errstate(over="ignore", under="ignore"):  # a float32 var of such a group stays inf, as it should
-        if norm == "batchnorm":
-            n, c = xc.shape[:2]
-            views = [a.reshape(n, c, -1) for a in (xc, y, xhat)]  # N,C,Q views of the arrays themselves
-            _repair_channels(*views, mean.reshape(-1), var.reshape(-1), rstd.reshape(-1), gamma, beta, eps)
-        else:
-            d = xc.shape[-1]
-            views = [a.reshape(-1, d) for a in (xc, y, xhat)]  # R,D
-            flat_mean = None if mean is None else mean.reshape(-1)
-            _repair_rows(*views, flat_mean, var.reshape(-1), rstd.reshape(-1), gamma, beta, eps)
+        flat_mean = None if mean is None else mean.reshape(-1)
+        stats = (flat_mean, var.reshape(-1), rstd.reshape(-1), None, None, eps)
+        if axes == (xv.ndim - 1,):  # rows of the view
+            d = xv.shape[-1]
+            _repair_rows(xv.reshape(-1, d), xhat.reshape(-1, d), xhat.reshape(-1, d), *stats)
+        else:  # channels [N, C, ...] reduced over every axis but 1
+            n, c = xv.shape[:2]
+            _repair_channels(xv.reshape(n, c, -1), xhat.reshape(n, c, -1), xhat.reshape(n, c, -1), *stats)
 
 
 def reference_backward(dyc: np.ndarray, cache: NormCache):
     """The textbook backward pass: dxhat, then dx_simplified (or rms_dx), dgamma, dbeta (not yet in output dtypes)."""
-    ndim = len(cache.shape)
-    axes, param_axis = _norm_axes(cache.norm, ndim)
-    shared = F.param_axes(ndim, param_axis)
+    spec = get_norm(cache.norm, cache.num_groups)
+    shape = cache.shape
+    view, axes, pa = spec.view(shape), spec.axes(shape), spec.param_axis(shape)
     cdt = cache.compute_dtype
-    rstd = cache.rstd.astype(cdt)
+    rstd = cache.rstd.astype(cdt)  # stat
     with np.errstate(over="ignore", invalid="ignore"):  # as quiet as the forward pass (eps = 0: 0 * inf)
         if cache.xhat is not None:
-            xhat = cache.xhat
-        elif cache.norm == "rmsnorm":
-            xhat = cache.x * rstd
+            xhat = cache.xhat.reshape(view)
+        elif spec.centered:
+            xhat = (cache.x.reshape(view) - cache.mean.astype(cdt)) * rstd  # view
         else:
-            xhat = (cache.x - cache.mean.astype(cdt)) * rstd
-    g = F.dxhat(dyc, F.param_view(cache.gamma, ndim, param_axis))  # dL/dxhat = gamma * dy
-    if cache.norm == "rmsnorm":
-        dx = F.rms_dx(g, xhat, rstd, axes)
-    else:
-        dx = F.dx_simplified(g, xhat, rstd, axes)
+            xhat = cache.x.reshape(view) * rstd  # view
+    g = F.dxhat(dyc, F.param_view(cache.gamma, len(shape), pa)).reshape(view)  # dL/dxhat = gamma * dy
+    dx = F.dx_simplified(g, xhat, rstd, axes) if spec.centered else F.rms_dx(g, xhat, rstd, axes)  # view
+    shared = F.param_axes(len(shape), pa)
+    xhat = xhat.reshape(shape)
     return dx, F.dgamma(dyc, xhat, shared), F.dbeta(dyc, shared)
