@@ -257,7 +257,28 @@ def _param_view(spec: NormSpec, x: torch.Tensor, p: torch.Tensor, dtype: torch.d
     return p.to(dtype).reshape([-1 if a == axis else 1 for a in range(x.dim())])
 
 
-class NormFunction(torch.autograd.Function):
+class _Positional(torch.autograd.Function):
+    """Function.apply without the ``inspect.signature`` binding it does for the setup_context form.
+
+    That binding fills in defaults, and these functions are always called with
+    every argument given positionally, so it has nothing to do; it was about a
+    seventh of a step on a small problem. Under a torch.func transform the full
+    path runs (it unwraps the transform's tensors).
+    """
+
+    @classmethod
+    def apply(cls, *args):
+        if _transforms_active():
+            return super().apply(*args)
+        args = _unwrap_dead_wrappers(args)  # what Function.apply does before handing over (torch.func's leftovers)
+        return super(torch.autograd.Function, cls).apply(*args)  # the C++ apply that Function.apply ends in
+
+
+_transforms_active = torch._C._are_functorch_transforms_active
+_unwrap_dead_wrappers = torch._functorch.utils.unwrap_dead_wrappers
+
+
+class NormFunction(_Positional):
     """``apply(norm, x, weight, bias, eps, num_groups) -> (y, mean, var, rstd)`` with backward, jvp and vmap rules."""
 
     @staticmethod
@@ -300,7 +321,7 @@ class NormFunction(torch.autograd.Function):
         return _loop_vmap(NormFunction, info, in_dims, norm, x, weight, bias, eps, num_groups)
 
 
-class NormBackward(torch.autograd.Function):
+class NormBackward(_Positional):
     """``apply(norm, dy, x, weight, has_bias, mean, rstd, eps, num_groups) -> (dx, dweight, dbias)``; no derivative."""
 
     @staticmethod
