@@ -199,9 +199,9 @@ def _small_model(norm_layer, seed=0, dtype=torch.float32):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("layer", ["LayerNorm", "RMSNorm", "BatchNorm1d"])
+@pytest.mark.parametrize("layer", ["LayerNorm", "RMSNorm", "BatchNorm1d", "GroupNorm"])
 def test_torch_compile_fullgraph_gives_the_eager_results(layer):
-    model = _small_model(PAIRS[layer][0](16))
+    model = _small_model(PAIRS[layer][0](*((4, 16) if layer == "GroupNorm" else (16,))))
     compiled = torch.compile(model, fullgraph=True, backend="aot_eager")  # Dynamo and AOTAutograd, no C++
     x = torch.randn(8, 6)
     y1 = model(x)

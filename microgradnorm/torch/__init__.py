@@ -12,8 +12,11 @@ This is the only part of the package that imports torch::
 
 :class:`LayerNorm`, :class:`RMSNorm`, :class:`BatchNorm1d`, :class:`BatchNorm2d` and
 :class:`GroupNorm` are torch.nn's classes with their forward replaced (see :mod:`.layers`); the
-kernels are two custom ops (see :mod:`.ops`); :func:`layer_norm_function` wraps
-a learner's pair of NumPy functions (see :mod:`.learner`).
+kernels run as two custom ops under ``torch.compile`` and as autograd functions with
+forward-mode and vmap rules elsewhere, so ``torch.func`` works too (see :mod:`.ops`);
+:func:`layer_norm_function` wraps a learner's pair of NumPy functions, checked by
+``torch.autograd.gradcheck`` at its first call (see :mod:`.learner`); :mod:`.bench` times
+the bridge beside torch.nn for ``microgradnorm bench``.
 """
 
 from __future__ import annotations
