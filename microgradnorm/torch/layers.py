@@ -1,17 +1,25 @@
-"""``LayerNorm``, ``RMSNorm``, ``BatchNorm1d`` and ``BatchNorm2d`` that compute on microgradnorm's vectorized path.
+"""``LayerNorm``, ``RMSNorm``, ``BatchNorm1d``, ``BatchNorm2d`` and ``GroupNorm`` on microgradnorm's vectorized path.
 
 Each class subclasses its ``torch.nn`` namesake and replaces only ``forward``:
 the constructor, the parameters and buffers (``weight``, ``bias``,
 ``running_mean``, ``running_var``, ``num_batches_tracked``), the ``state_dict``
 keys, ``reset_parameters``, ``extra_repr`` and ``isinstance(m, torch.nn.LayerNorm)``
-are PyTorch's own, so the layer drops into any model and loads its checkpoints.
-The normalization itself (forward and backward) runs in the custom ops of
-:mod:`microgradnorm.torch.ops`, on the CPU, in NumPy (numba's fused kernels when
-numba is installed).
+are PyTorch's own, so the layer drops into any model and loads its checkpoints;
+only the repr's name differs (``microgradnorm.torch.LayerNorm``), so that
+``print(model)`` shows which layers were swapped. The normalization itself
+(forward and backward, and forward mode) runs in :mod:`microgradnorm.torch.ops`,
+on the CPU, in NumPy (numba's fused kernels when numba is installed).
+
+torch.nn's rules kept at the edges: half-precision input with float32
+parameters (what CPU autocast hands a norm) computes in float32 and returns the
+input's dtype; an empty batch gives an empty result; BatchNorm refuses eps <= 0
+and a single value per channel in training; BatchNorm2d keeps channels_last.
 
 What is simplified: BatchNorm in eval mode (running statistics, which are
 constants there) is an affine map per channel done with torch ops; second
-derivatives are not implemented (a clear error); tensors must be on the CPU.
+derivatives are not implemented (a clear error); tensors must be on the CPU;
+``torch.jit.script`` and ``torch.fx.symbolic_trace`` are refused in one line
+(they cannot record NumPy code; ``torch.compile`` can keep it as one op).
 """
 
 from __future__ import annotations
