@@ -51,7 +51,7 @@ OVERHEAD_CASE = B.BenchCase("layernorm", (4, 16), "float32")  # kernels of micro
 
 def bridge_cases(cases: tuple[B.BenchCase, ...]) -> tuple[B.BenchCase, ...]:
     """The main run's float32 problems (what models train in), after the tiny LayerNorm when LayerNorm is among them."""
-    tiny = (OVERHEAD_CASE,) if any(c.norm == "layernorm" for c in cases) else ()
+    tiny = (OVERHEAD_CASE,) if any(c.norm == OVERHEAD_CASE.norm for c in cases) else ()
     return tiny + tuple(c for c in cases if c.dtype == "float32" and c not in tiny)
 
 
