@@ -306,3 +306,13 @@ def test_jit_script_and_fx_are_refused_in_one_line_naming_what_to_use(name, tool
     message = str(info.value)
     assert message.startswith(f"{tool}: microgradnorm.torch.{name} computes in NumPy")
     assert "torch.compile" in message and f"torch.nn.{name}" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("name", ["LayerNorm", "RMSNorm", "GroupNorm"])
+def test_a_negative_eps_is_one_clear_line_where_torch_nn_computes_a_non_finite_y(name):
+    x = torch.tensor([[1.0, 1.0, 1.0, 1.0], [0.0, 1.0, 2.0, 3.0]])
+    assert not torch.isfinite(PAIRS[name][1](*FOUR[name], eps=-1.0)(x)).all()  # torch.nn: no error, a NaN or inf
+    with pytest.raises(ValueError) as info:
+        PAIRS[name][0](*FOUR[name], eps=-1.0)(x)
+    assert str(info.value) == "eps: expected a finite number >= 0, got -1.0"
+    assert PAIRS[name][0](*FOUR[name], eps=0.0)(x[1:]).shape == (1, 4)  # eps = 0 is allowed, as in torch.nn
