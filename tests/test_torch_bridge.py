@@ -478,3 +478,25 @@ def test_the_ops_equal_torch_functional_for_any_shape_layout_and_eps(norm, data)
     for mine, theirs in zip(leaves, twins):
         if mine is not None:
             assert close(mine.grad, theirs.grad, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)
+
+
+@pytest.mark.parametrize("norm", ops.NORMS)
+@given(data=st.data())
+def test_the_tangent_equals_torch_functionals_for_any_shape_layout_and_eps(norm, data):
+    """Forward mode through the ops (the projection form) against torch.nn.functional's own forward mode."""
+    x, gamma, beta, t, eps = data.draw(norm_problems(norm))
+    if norm == "batchnorm":
+        assume(x.size // x.shape[1] > 1 and eps > 0)  # torch refuses both in training mode
+    if norm == "groupnorm":
+        assume(x.size > 1)  # torch refuses a group of one value in training mode
+    w = None if gamma is None else torch.from_numpy(gamma)
+    b = None if beta is None else torch.from_numpy(beta)
+    theirs_w = torch.ones(x.shape[1], dtype=torch.float64) if norm == "groupnorm" and w is None else w
+    spec = get_norm(norm)
+    _, mine = torch.func.jvp(lambda x: ops.norm(norm, x, w, b, eps)[0], (torch.from_numpy(x),), (torch.from_numpy(t),))
+    _, want = torch.func.jvp(
+        lambda x: spec.torch_functional(torch.nn.functional, x, theirs_w, b, eps),
+        (torch.from_numpy(x).contiguous(),),
+        (torch.from_numpy(t).contiguous(),),
+    )
+    assert close(mine, want, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)
