@@ -26,7 +26,7 @@ On a machine with few cores, read the numbers with the thread pools in mind:
 torch and numba (its "omp" threading layer) each keep OpenMP threads that spin
 for a while after their work, and a step that uses both pays for the other's
 spinning. On the 2-core machine this was written on, LayerNorm [32,128,768]'s
-kernels took about 3 ms with ``OMP_WAIT_POLICY=PASSIVE`` and about 30 ms
+kernels took 3 to 8 ms with ``OMP_WAIT_POLICY=PASSIVE`` and 32 to 36 ms
 without it; compare runs made with the same setting.
 """
 
