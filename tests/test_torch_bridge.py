@@ -8,6 +8,7 @@ torch.library.opcheck (the custom ops' registration).
 from __future__ import annotations
 
 import inspect
+import math
 import subprocess
 import sys
 
@@ -16,13 +17,15 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from microgradnorm import tolerances as tol
+from microgradnorm.registry import get_norm
 
 from .strategies import norm_problems
 
 torch = pytest.importorskip("torch")
 mt = pytest.importorskip("microgradnorm.torch")
-from microgradnorm.registry import get_norm  # noqa: E402
 from microgradnorm.torch import ops  # noqa: E402
+
+from .torch_pairs import CASES, PAIRS, close, pair, run  # noqa: E402
 
 # float32 outputs and gradients of this package against torch.nn's float32: both round each
 # row's statistics differently, a few float32 units (6e-8) of the values' magnitude
@@ -33,58 +36,6 @@ FLOAT32_VS_TORCH_RTOL = 1e-5
 TRAINED_F32_RTOL = 1e-4
 # the same in float64: rounding differences of 1e-16 grow no larger than this in 50 steps
 TRAINED_F64_RTOL = 1e-10
-
-PAIRS = {
-    "LayerNorm": (mt.LayerNorm, torch.nn.LayerNorm),
-    "RMSNorm": (mt.RMSNorm, torch.nn.RMSNorm),
-    "BatchNorm1d": (mt.BatchNorm1d, torch.nn.BatchNorm1d),
-    "BatchNorm2d": (mt.BatchNorm2d, torch.nn.BatchNorm2d),
-}
-# constructor arguments to try, and an input shape for each layer
-CASES = [
-    ("LayerNorm", (6,), {}, (4, 6)),
-    ("LayerNorm", ((3, 4),), {}, (2, 5, 3, 4)),
-    ("LayerNorm", (6,), {"bias": False}, (3, 2, 6)),
-    ("LayerNorm", (6,), {"elementwise_affine": False, "eps": 1e-3}, (5, 6)),
-    ("RMSNorm", (6,), {}, (4, 6)),
-    ("RMSNorm", (6,), {"eps": 1e-4}, (2, 3, 6)),
-    ("RMSNorm", ((2, 3),), {"elementwise_affine": False}, (4, 2, 3)),
-    ("BatchNorm1d", (5,), {}, (8, 5)),
-    ("BatchNorm1d", (5,), {"momentum": None}, (6, 5, 3)),
-    ("BatchNorm1d", (5,), {"affine": False, "track_running_stats": False}, (8, 5)),
-    ("BatchNorm2d", (3,), {"eps": 1e-3, "momentum": 0.3}, (4, 3, 2, 5)),
-    ("BatchNorm2d", (3,), {"bias": False}, (2, 3, 4, 4)),
-]
-
-
-def _pair(name, args, kwargs, dtype=torch.float64, seed=0):
-    """(ours, torch.nn's) with the same random parameters (not the default 1 and 0, which hide mistakes)."""
-    ours_cls, theirs_cls = PAIRS[name]
-    ours, theirs = ours_cls(*args, **kwargs, dtype=dtype), theirs_cls(*args, **kwargs, dtype=dtype)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in ours.parameters():
-            p.copy_(torch.rand(p.shape, generator=gen, dtype=dtype) + 0.5)
-    theirs.load_state_dict(ours.state_dict())
-    return ours, theirs
-
-
-def _run(layer, x, dy):
-    """(y, dx, {parameter name: grad}) of one forward and backward pass."""
-    x = x.clone().requires_grad_(True)
-    y = layer(x)
-    (y * dy).sum().backward()
-    grads = {n: p.grad.clone() for n, p in layer.named_parameters()}
-    layer.zero_grad()
-    return y.detach(), x.grad, grads
-
-
-def _close(a, b, rtol, atol=0.0):
-    """max|a - b| <= atol + rtol * max|b|, normwise over the whole tensor."""
-    a, b = a.detach().double(), b.detach().double()
-    scale = float(b.abs().max()) if b.numel() else 0.0
-    return float((a - b).abs().max()) <= atol + rtol * scale if b.numel() else True
-
 
 # ---- the layers are torch.nn's -----------------------------------------------------------------------
 
@@ -106,7 +57,7 @@ def test_same_parameters_buffers_and_state_dict_keys(name, args, kwargs, shape):
     assert list(ours.state_dict()) == list(theirs.state_dict())
     for (n1, a), (n2, b) in zip(ours.state_dict().items(), theirs.state_dict().items()):
         assert n1 == n2 and a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b)
-    assert repr(ours) == repr(theirs)
+    assert repr(ours) == repr(theirs).replace(name, f"microgradnorm.torch.{name}", 1)  # says it was swapped
 
 
 # ---- the numbers ---------------------------------------------------------------------------------------
@@ -114,94 +65,97 @@ def test_same_parameters_buffers_and_state_dict_keys(name, args, kwargs, shape):
 
 @pytest.mark.parametrize(("name", "args", "kwargs", "shape"), CASES)
 def test_float64_forward_and_backward_equal_torch_nn_over_train_and_eval(name, args, kwargs, shape):
-    ours, theirs = _pair(name, args, kwargs)
+    ours, theirs = pair(name, args, kwargs)
     gen = torch.Generator().manual_seed(1)
     for step in range(3):  # three training steps move the running statistics, then one in eval mode
         x = torch.randn(shape, generator=gen, dtype=torch.float64) * 3 + 1
         dy = torch.randn(shape, generator=gen, dtype=torch.float64)
         if step == 2:
             ours.eval(), theirs.eval()
-        (y1, dx1, g1), (y2, dx2, g2) = _run(ours, x, dy), _run(theirs, x, dy)
-        assert _close(y1, y2, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), (name, step)
-        assert _close(dx1, dx2, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), (name, step)
+        (y1, dx1, g1), (y2, dx2, g2) = run(ours, x, dy), run(theirs, x, dy)
+        assert close(y1, y2, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), (name, step)
+        assert close(dx1, dx2, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), (name, step)
         for n in g2:
-            assert _close(g1[n], g2[n], tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), (name, step, n)
+            assert close(g1[n], g2[n], tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), (name, step, n)
         for key, value in theirs.state_dict().items():
-            assert _close(ours.state_dict()[key], value, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), (name, step, key)
+            assert close(ours.state_dict()[key], value, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), (name, step, key)
 
 
 @pytest.mark.parametrize(("name", "args", "kwargs", "shape"), CASES)
 def test_float32_results_equal_torch_nn_within_float32_rounding(name, args, kwargs, shape):
-    ours, theirs = _pair(name, args, kwargs, dtype=torch.float32)
+    ours, theirs = pair(name, args, kwargs, dtype=torch.float32)
     gen = torch.Generator().manual_seed(2)
     x = torch.randn(shape, generator=gen) * 3 + 1
     dy = torch.randn(shape, generator=gen)
-    (y1, dx1, g1), (y2, dx2, g2) = _run(ours, x, dy), _run(theirs, x, dy)
+    (y1, dx1, g1), (y2, dx2, g2) = run(ours, x, dy), run(theirs, x, dy)
     assert y1.dtype == dx1.dtype == torch.float32
-    assert _close(y1, y2, FLOAT32_VS_TORCH_RTOL) and _close(dx1, dx2, FLOAT32_VS_TORCH_RTOL)
+    assert close(y1, y2, FLOAT32_VS_TORCH_RTOL) and close(dx1, dx2, FLOAT32_VS_TORCH_RTOL)
     for n in g2:
-        assert g1[n].dtype == torch.float32 and _close(g1[n], g2[n], FLOAT32_VS_TORCH_RTOL), n
+        assert g1[n].dtype == torch.float32 and close(g1[n], g2[n], FLOAT32_VS_TORCH_RTOL), n
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_rmsnorm_eps_none_is_the_machine_epsilon_of_the_computation(dtype):
-    ours, theirs = _pair("RMSNorm", (4,), {}, dtype=dtype)
+    ours, theirs = pair("RMSNorm", (4,), {}, dtype=dtype)
     x = torch.tensor([[1e-5, -2e-5, 3e-5, 0.0]], dtype=dtype)  # mean square near eps: eps shows in y
     rtol = tol.TORCH_F64_RTOL if dtype == torch.float64 else FLOAT32_VS_TORCH_RTOL
-    assert ours.eps is None and _close(ours(x), theirs(x), rtol)
-    assert not _close(ours(x), torch.nn.functional.rms_norm(x, (4,), ours.weight, 1e-3), rtol)
+    assert ours.eps is None and close(ours(x), theirs(x), rtol)
+    assert not close(ours(x), torch.nn.functional.rms_norm(x, (4,), ours.weight, 1e-3), rtol)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_half_precision_inputs_compute_in_float32_and_come_back_in_their_dtype(dtype):
-    ours, theirs = _pair("LayerNorm", (8,), {}, dtype=dtype)
+    ours, theirs = pair("LayerNorm", (8,), {}, dtype=dtype)
     x = torch.randn(4, 8).to(dtype)
     y = ours(x)
     assert y.dtype == dtype
     want = torch.nn.functional.layer_norm(x.float(), (8,), theirs.weight.float(), theirs.bias.float())
-    assert _close(y, want, tol.FLOAT16_RTOL, tol.FLOAT16_ATOL)
+    assert close(y, want, tol.FLOAT16_RTOL, tol.FLOAT16_ATOL)
 
 
 @pytest.mark.parametrize("name", ["LayerNorm", "RMSNorm", "BatchNorm1d"])
 def test_non_contiguous_inputs_give_the_contiguous_result(name):
-    ours, _ = _pair(name, (6,), {})
+    ours, _ = pair(name, (6,), {})
     base = torch.randn(6, 10, dtype=torch.float64)
     x = base.t()[:, :]  # [10, 6], a transposed view
     assert not x.is_contiguous()
     dy = torch.randn(10, 6, dtype=torch.float64)
-    (y1, dx1, _), (y2, dx2, _) = _run(ours, x, dy), _run(ours, x.contiguous(), dy)
+    (y1, dx1, _), (y2, dx2, _) = run(ours, x, dy), run(ours, x.contiguous(), dy)
     assert torch.equal(y1, y2) and torch.equal(dx1, dx2)
     strided_dy = torch.randn(6, 10, dtype=torch.float64).t()
-    _, dx3, _ = _run(ours, x, strided_dy)
-    _, dx4, _ = _run(ours, x, strided_dy.contiguous())
+    _, dx3, _ = run(ours, x, strided_dy)
+    _, dx4, _ = run(ours, x, strided_dy.contiguous())
     assert torch.equal(dx3, dx4)
 
 
 # ---- the standard checks -------------------------------------------------------------------------------
 
 
-def _op_inputs(norm, shape, requires_grad=False):
+def _op_inputs(norm, shape, requires_grad=False, dtype=torch.float64, param_dtype=None):
     gen = torch.Generator().manual_seed(3)
-    x = torch.randn(shape, generator=gen, dtype=torch.float64) * 2 + 0.5
-    c = shape[1] if norm == "batchnorm" else shape[-1]
-    w = torch.rand(c, generator=gen, dtype=torch.float64) + 0.5
-    b = None if norm == "rmsnorm" else torch.randn(c, generator=gen, dtype=torch.float64)
+    x = (torch.randn(shape, generator=gen, dtype=torch.float64) * 2 + 0.5).to(dtype)
+    spec = get_norm(norm)
+    c = spec.param_size(shape)
+    w = (torch.rand(c, generator=gen, dtype=torch.float64) + 0.5).to(param_dtype or dtype)
+    b = torch.randn(c, generator=gen, dtype=torch.float64).to(param_dtype or dtype) if spec.has_beta else None
     return [t if t is None else t.requires_grad_(requires_grad) for t in (x, w, b)]
 
 
 OP_SHAPES = [("layernorm", (3, 5)), ("layernorm", (2, 2, 4)), ("rmsnorm", (3, 5)), ("batchnorm", (6, 3)),
-             ("batchnorm", (3, 2, 2, 2))]  # fmt: skip
+             ("batchnorm", (3, 2, 2, 2)), ("groupnorm", (2, 4, 3))]  # fmt: skip
+GROUPS = {"groupnorm": 2}  # the ops' num_groups (0: not a grouped norm)
 
 
 @pytest.mark.parametrize(("norm", "shape"), OP_SHAPES)
 def test_gradcheck_in_float64(norm, shape):
     x, w, b = _op_inputs(norm, shape, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda x, w, b: ops.norm_forward(norm, x, w, b, 1e-5)[0], (x, w, b))
+    g = GROUPS.get(norm, 0)
+    assert torch.autograd.gradcheck(lambda x, w, b: ops.norm_forward(norm, x, w, b, 1e-5, g)[0], (x, w, b))
 
 
 def test_gradcheck_through_the_modules_in_float64():
     for name, args, kwargs, shape in CASES:
-        layer, _ = _pair(name, args, kwargs)
+        layer, _ = pair(name, args, kwargs)
         x = (torch.randn(shape, dtype=torch.float64) * 2).requires_grad_(True)
         params = tuple(layer.parameters())
 
@@ -219,14 +173,21 @@ def test_second_derivatives_are_refused_with_a_clear_error(norm, shape):
     assert str(info.value) == mt.SECOND_DERIVATIVE
 
 
+# (x's dtype, the parameters'): each dtype on its own, and CPU autocast's bfloat16 x with float32 parameters
+OP_DTYPES = [(torch.float64, None), (torch.float32, None), (torch.float16, None), (torch.bfloat16, None),
+             (torch.bfloat16, torch.float32)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("dtype", "param_dtype"), OP_DTYPES, ids=lambda d: str(d).replace("torch.", ""))
 @pytest.mark.parametrize(("norm", "shape"), OP_SHAPES)
-def test_opcheck_passes_for_the_custom_ops(norm, shape):
-    x, w, b = _op_inputs(norm, shape)
-    result = torch.library.opcheck(ops.norm_forward, (norm, x, w, b, 1e-5))
+def test_opcheck_passes_for_the_custom_ops(norm, shape, dtype, param_dtype):
+    x, w, b = _op_inputs(norm, shape, dtype=dtype, param_dtype=param_dtype)
+    g = GROUPS.get(norm, 0)
+    result = torch.library.opcheck(ops.norm_forward, (norm, x, w, b, 1e-5, g))
     assert set(result.values()) == {"SUCCESS"}, result
-    dy = torch.randn(shape, dtype=torch.float64)
-    _, mean, _, rstd = ops.norm_forward(norm, x, w, b, 1e-5)
-    result = torch.library.opcheck(ops.norm_backward, (norm, dy, x, w, b is not None, mean, rstd, 1e-5))
+    dy = torch.randn(shape, dtype=torch.float64).to(dtype)
+    _, mean, _, rstd = ops.norm_forward(norm, x, w, b, 1e-5, g)
+    result = torch.library.opcheck(ops.norm_backward, (norm, dy, x, w, b is not None, mean, rstd, 1e-5, g))
     assert set(result.values()) == {"SUCCESS"}, result
 
 
@@ -237,9 +198,10 @@ def _small_model(norm_layer, seed=0, dtype=torch.float32):
     )
 
 
-@pytest.mark.parametrize("layer", ["LayerNorm", "RMSNorm", "BatchNorm1d"])
+@pytest.mark.slow
+@pytest.mark.parametrize("layer", ["LayerNorm", "RMSNorm", "BatchNorm1d", "GroupNorm"])
 def test_torch_compile_fullgraph_gives_the_eager_results(layer):
-    model = _small_model(PAIRS[layer][0](16))
+    model = _small_model(PAIRS[layer][0](*((4, 16) if layer == "GroupNorm" else (16,))))
     compiled = torch.compile(model, fullgraph=True, backend="aot_eager")  # Dynamo and AOTAutograd, no C++
     x = torch.randn(8, 6)
     y1 = model(x)
@@ -294,14 +256,15 @@ def _train(model, steps=50, seed=1):
     return [p.detach().clone() for p in model.parameters()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("dtype", "rtol"), [(torch.float32, TRAINED_F32_RTOL), (torch.float64, TRAINED_F64_RTOL)])
 def test_swapping_torch_nn_layernorm_changes_no_weight_after_50_steps(dtype, rtol):
     theirs = _train(_small_model(torch.nn.LayerNorm(16, dtype=dtype), dtype=dtype))
     ours = _train(_small_model(mt.LayerNorm(16, dtype=dtype), dtype=dtype))
     start = [p.detach() for p in _small_model(torch.nn.LayerNorm(16, dtype=dtype), dtype=dtype).parameters()]
     for a, b, s in zip(ours, theirs, start):
-        assert _close(a, b, rtol)
-        assert not _close(b, s, 1e-3)  # the weights did move: the comparison is not of two starting points
+        assert close(a, b, rtol)
+        assert not close(b, s, 1e-3)  # the weights did move: the comparison is not of two starting points
 
 
 # ---- a learner's own forward and backward ---------------------------------------------------------------
@@ -329,9 +292,72 @@ def test_layer_norm_function_fails_gradcheck_with_a_backward_missing_the_mean_pa
         g = dy * cache.gamma
         return dx + cache.rstd * g.mean(axis=-1, keepdims=True), dgamma, dbeta  # adds back what the mean path took
 
-    f = mt.layer_norm_function(forward, no_mean_path)
+    f = mt.layer_norm_function(forward, no_mean_path, check=False)  # the bridge hands PyTorch the wrong backward
     x, w, b = _op_inputs("layernorm", (3, 5), requires_grad=True)
     assert not torch.autograd.gradcheck(f, (x, w, b), raise_exception=False)
+    checked = mt.layer_norm_function(forward, no_mean_path)  # check=True, the default: refused at the first call
+    with pytest.raises(mt.GradientCheckError, match=r"^no_mean_path: fails torch.autograd.gradcheck"):
+        checked(x, w, b)
+
+
+def _scaled(backward, which, factor):
+    """backward with one of its results (0 dx, 1 dgamma, 2 dbeta) multiplied by ``factor``."""
+
+    def slipped(dy, cache):
+        grads = list(backward(dy, cache))
+        grads[which] = grads[which] * factor
+        return tuple(grads)
+
+    return slipped
+
+
+@pytest.mark.parametrize(("which", "name"), [(0, "dx"), (1, "dgamma"), (2, "dbeta")])
+def test_check_true_names_the_wrong_gradient_and_its_entries_before_any_training(which, name):
+    forward, backward = _reference_pair()
+    f = mt.layer_norm_function(forward, _scaled(backward, which, 1.5))
+    layer = mt.LayerNorm(5, function=f)
+    with pytest.raises(mt.GradientCheckError) as info:
+        layer(torch.randn(4, 5))
+    message = str(info.value)
+    d = mt.learner.CHECK_SHAPE[-1]
+    total = math.prod(mt.learner.CHECK_SHAPE) if name == "dx" else d
+    assert f"{name} wrong at {total} of {total} entries" in message and "\n" not in message
+    assert [other for other in ("dx", "dgamma", "dbeta") if f"{other} wrong" in message] == [name]
+    assert not f.checked
+
+
+def test_check_true_lets_a_right_pair_through_and_checks_it_once():
+    forward, backward = _reference_pair()
+    calls = []
+
+    def counted(dy, cache):
+        calls.append(dy.shape)
+        return backward(dy, cache)
+
+    f = mt.layer_norm_function(forward, counted)
+    x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    f(x).sum().backward()
+    checking = len(calls)
+    assert f.checked and checking > 1  # gradcheck's calls, then one for this backward
+    f(x).sum().backward()
+    assert len(calls) == checking + 1
+
+
+@pytest.mark.parametrize(
+    ("transform", "named"),
+    [
+        (lambda f, x: torch.func.jvp(f, (x,), (x,)), "torch.func.jvp/jacfwd"),
+        (lambda f, x: torch.func.grad(lambda x: f(x).sum())(x), "torch.func.grad/vjp/jacrev"),
+        (lambda f, x: torch.func.vmap(f)(x), "torch.func.vmap"),
+    ],
+)
+def test_a_learner_function_under_torch_func_is_refused_naming_the_transform(transform, named):
+    f = mt.layer_norm_function(*_reference_pair())
+    with pytest.raises(RuntimeError) as info:
+        transform(f, torch.randn(2, 3, 4))
+    assert str(info.value).startswith(f"{named}: layer_norm_function(") and "microgradnorm.torch.LayerNorm" in str(
+        info.value
+    )
 
 
 def test_layer_norm_function_in_a_layer_equals_torch_nn_and_its_inputs_are_copies():
@@ -344,14 +370,14 @@ def test_layer_norm_function_in_a_layer_equals_torch_nn_and_its_inputs_are_copie
         x[...] = 0.0  # a learner's in-place slip must not reach the model
         return y, cache
 
-    ours, theirs = _pair("LayerNorm", (6,), {})
-    ours.function = mt.layer_norm_function(writes_to_x, backward)
+    ours, theirs = pair("LayerNorm", (6,), {})
+    ours.function = mt.layer_norm_function(writes_to_x, backward, check=False)  # the shapes of one call only
     x, dy = torch.randn(2, 3, 6, dtype=torch.float64), torch.randn(2, 3, 6, dtype=torch.float64)
     x0 = x.clone()
-    (y1, dx1, g1), (y2, dx2, g2) = _run(ours, x, dy), _run(theirs, x, dy)
+    (y1, dx1, g1), (y2, dx2, g2) = run(ours, x, dy), run(theirs, x, dy)
     assert seen == [(1, 6, 6)] and torch.equal(x, x0)
-    assert _close(y1, y2, tol.TORCH_F64_RTOL) and _close(dx1, dx2, tol.TORCH_F64_RTOL)
-    assert all(_close(g1[n], g2[n], tol.TORCH_F64_RTOL) for n in g2)
+    assert close(y1, y2, tol.TORCH_F64_RTOL) and close(dx1, dx2, tol.TORCH_F64_RTOL)
+    assert all(close(g1[n], g2[n], tol.TORCH_F64_RTOL) for n in g2)
 
 
 def test_layer_norm_function_names_what_a_learner_returned_wrong():
@@ -360,13 +386,14 @@ def test_layer_norm_function_names_what_a_learner_returned_wrong():
     x = torch.randn(2, 4, requires_grad=True)
     with pytest.raises(TypeError, match=r"<lambda>: expected to return \(dx, dgamma, dbeta\)"):
         f(x, torch.ones(4), torch.zeros(4)).sum().backward()
-    g = mt.layer_norm_function(lambda x, gamma, beta, eps: (x[..., :2], None), backward)
+    g = mt.layer_norm_function(lambda x, gamma, beta, eps: (x[..., :2], None), backward, check=False)
     with pytest.raises(ValueError, match=r"<lambda>'s y: expected shape \(1, 2, 4\), got shape \(1, 2, 2\)"):
         g(x)
     with pytest.raises(TypeError, match="backward: expected a function"):
         mt.layer_norm_function(forward, None)
 
 
+@pytest.mark.slow
 def test_layer_norm_function_under_torch_compile_runs_outside_the_graph():
     model = _small_model(mt.LayerNorm(16, function=mt.layer_norm_function(*_reference_pair())))
     x = torch.randn(4, 6)
@@ -427,10 +454,6 @@ def test_the_readme_snippet_runs_a_backward_through_the_wrapped_pair():
 # ---- any shape, layout and eps (Hypothesis) ------------------------------------------------------------
 
 
-def _functional(norm, x, w, b, eps):
-    return get_norm(norm).torch_functional(torch.nn.functional, x, w, b, eps)
-
-
 @pytest.mark.parametrize("norm", ops.NORMS)
 @given(data=st.data())
 def test_the_ops_equal_torch_functional_for_any_shape_layout_and_eps(norm, data):
@@ -438,17 +461,42 @@ def test_the_ops_equal_torch_functional_for_any_shape_layout_and_eps(norm, data)
     if norm == "batchnorm":
         assume(x.size // x.shape[1] > 1 and eps > 0)  # torch refuses both in training mode (this package does not)
     if norm == "groupnorm":
-        assume(x.size // x.shape[0] > 1)  # torch refuses a group of one value (the registry's default: one group)
+        assume(x.size > 1)  # torch refuses a group of one value (one group here) in training mode
     leaves = [None if a is None else torch.from_numpy(a).requires_grad_(True) for a in (x, gamma, beta)]
     # torch on contiguous copies: PyTorch 2.13's batch_norm backward gets some strided layouts with
     # size-1 axes wrong (x of shape [1, 2, 1, 2] and strides (1, 1, 2, 2): the channels' gradients
     # swapped, against finite differences), which this test found; the ops take x as it is
     twins = [None if t is None else t.detach().contiguous().clone().requires_grad_(True) for t in leaves]
     y = ops.norm_forward(norm, *leaves, eps)[0]
-    want = _functional(norm, *twins, eps)
-    assert _close(y, want, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)
+    given = list(twins)
+    if norm == "groupnorm" and given[1] is None:  # PyTorch 2.13's group_norm backward fails without a weight
+        given[1] = torch.ones(x.shape[1], dtype=torch.float64)  # ("tensor does not have a device"): ones, the same map
+    want = get_norm(norm).torch_functional(torch.nn.functional, *given, eps)
+    assert close(y, want, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)
     (y * torch.from_numpy(dy)).sum().backward()
     (want * torch.from_numpy(dy)).sum().backward()
     for mine, theirs in zip(leaves, twins):
         if mine is not None:
-            assert _close(mine.grad, theirs.grad, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)
+            assert close(mine.grad, theirs.grad, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)
+
+
+@pytest.mark.parametrize("norm", ops.NORMS)
+@given(data=st.data())
+def test_the_tangent_equals_torch_functionals_for_any_shape_layout_and_eps(norm, data):
+    """Forward mode through the ops (the projection form) against torch.nn.functional's own forward mode."""
+    x, gamma, beta, t, eps = data.draw(norm_problems(norm))
+    if norm == "batchnorm":
+        assume(x.size // x.shape[1] > 1 and eps > 0)  # torch refuses both in training mode
+    if norm == "groupnorm":
+        assume(x.size > 1)  # torch refuses a group of one value in training mode
+    w = None if gamma is None else torch.from_numpy(gamma)
+    b = None if beta is None else torch.from_numpy(beta)
+    theirs_w = torch.ones(x.shape[1], dtype=torch.float64) if norm == "groupnorm" and w is None else w
+    spec = get_norm(norm)
+    _, mine = torch.func.jvp(lambda x: ops.norm(norm, x, w, b, eps)[0], (torch.from_numpy(x),), (torch.from_numpy(t),))
+    _, want = torch.func.jvp(
+        lambda x: spec.torch_functional(torch.nn.functional, x, theirs_w, b, eps),
+        (torch.from_numpy(x).contiguous(),),
+        (torch.from_numpy(t).contiguous(),),
+    )
+    assert close(mine, want, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)

@@ -12,8 +12,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from microgradnorm.lab import experiments as E  # noqa: E402
+from microgradnorm.lab import pairs  # noqa: E402
 from microgradnorm.lab.net import EPS, Net, NetSpec  # noqa: E402
-from microgradnorm.lab.torch_net import mlp, train_torch  # noqa: E402
+from microgradnorm.lab.torch_net import learner_layer, mlp, train_torch  # noqa: E402
 from microgradnorm.lab.train import TrainConfig, train  # noqa: E402
 
 TORCH_LAYERS = {
@@ -41,3 +42,37 @@ def test_the_numpy_network_trains_exactly_as_pytorch_does(norm, optimizer):
 def test_the_torch_version_builds_only_the_mlp():
     with pytest.raises(ValueError, match="builds the MLP only"):
         mlp(NetSpec("residual", 2, 8), 0, TORCH_LAYERS["layernorm"])
+
+
+@pytest.mark.parametrize("mistake", list(pairs.MISTAKES))
+def test_a_wrong_learner_backward_is_named_by_the_check_and_still_trains(mistake):
+    right, refusal_right = learner_layer(pairs.reference_pair())
+    wrong, refusal = learner_layer(pairs.mistake_pair(mistake))
+    assert refusal_right is None
+    assert "fails torch.autograd.gradcheck" in refusal and "dx wrong at" in refusal
+    spec = NetSpec("mlp", depth=2, width=8, norm="layernorm")
+    cfg = TrainConfig(steps=30, batch=16, lr=1e-2, optimizer="adam", seed=1)
+    task = E.task_for(1)
+    right_run, wrong_run = (train_torch(mlp(spec, 1, layer), task, cfg) for layer in (right, wrong))
+    assert wrong_run.losses[-1] < wrong_run.losses[0]  # it trains: only the check says it is wrong
+    assert right_run.losses != wrong_run.losses
+
+
+def test_the_yours_experiment_shows_the_checks_message_for_a_wrong_backward(monkeypatch):
+    monkeypatch.setattr(E.pairs, "reference_pair", lambda: pairs.mistake_pair(next(iter(pairs.MISTAKES))))
+    E._reference_yours.cache_clear()
+    try:
+        result = E.yours(5, use_torch=True)
+    finally:
+        E._reference_yours.cache_clear()
+    assert any("fails torch.autograd.gradcheck" in str(note) for note in result.notes)
+    assert len(result.curves) == 3  # the curves are still drawn
+
+
+def test_importing_the_lab_torch_module_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, microgradnorm.lab.torch_net, microgradnorm.lab.experiments; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

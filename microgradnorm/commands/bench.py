@@ -133,7 +133,21 @@ def _run_vectorized(args, console) -> int:
         report = bench.run_benchmark(
             cases, repeats=repeats, warmup=1 if args.quick else 2, progress=step, cache=args.cache
         )
-    return _print(console, report, bench_tables, args.json)
+    return _print(console, report, bench_tables, args.json, bridge=_run_bridge(args, console, cases, repeats))
+
+
+def _run_bridge(args, console, cases, repeats: int):
+    """The bridge section (microgradnorm.torch beside torch.nn on ``cases``), when PyTorch is installed; else None."""
+    from microgradnorm import bench
+
+    if bench._torch() is None:
+        return None
+    from microgradnorm.torch import bench as bridge
+
+    cases = bridge.bridge_cases(cases)
+    bar, step = _progress(console, len(cases) * repeats, args.json)
+    with bar:
+        return bridge.run_bridge_benchmark(cases, repeats=repeats, warmup=1 if args.quick else 2, progress=step)
 
 
 def _run_engine(args, console) -> int:
@@ -150,15 +164,21 @@ def _run_engine(args, console) -> int:
     return _print(console, report, engine_tables, args.json)
 
 
-def _print(console, report, tables, json_mode: bool) -> int:
-    """The report as JSON (--json, nothing else on stdout) or as rich tables."""
+def _print(console, report, tables, json_mode: bool, bridge=None) -> int:
+    """The report as JSON (--json, nothing else on stdout) or as rich tables; then the bridge's, if it ran."""
     if json_mode:
         import json
 
-        console.print_json(json.dumps(_plain(report.to_dict()), allow_nan=False))
+        data = report.to_dict() | ({} if bridge is None else {"bridge": bridge.to_dict()})
+        console.print_json(json.dumps(_plain(data), allow_nan=False))
     else:
         for renderable in tables(report):
             console.print(renderable)
+        if bridge is not None:
+            from microgradnorm.torch.bench import bridge_tables
+
+            for renderable in bridge_tables(bridge):
+                console.print(renderable)
     return 0
 
 

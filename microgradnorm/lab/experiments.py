@@ -144,18 +144,19 @@ def task_for(seed: int) -> Task:
 # ---- (a) your backward in a real model ------------------------------------------------------------------
 
 
-def _torch_runs(pair: pairs.NormPair, seed: int) -> dict[str, Run]:
+def _torch_runs(pair: pairs.NormPair, seed: int, notes: list) -> dict[str, Run]:
     """The MLP trained three times in PyTorch: torch.nn's LayerNorm, this package's, and ``pair``."""
     import torch
 
     import microgradnorm.torch as mt
-    from microgradnorm.lab.torch_net import mlp, train_torch
+    from microgradnorm.lab.torch_net import learner_layer, mlp, train_torch
 
-    yours_fn = mt.layer_norm_function(*pair)
+    yours_layer, refusal = learner_layer(pair)  # the bridge's gradcheck; a refused pair still trains
+    notes += [refusal] if refusal else []
     layers = {
         "torch.nn.LayerNorm": lambda w: torch.nn.LayerNorm(w, dtype=torch.float64),
         "microgradnorm.torch.LayerNorm": lambda w: mt.LayerNorm(w, dtype=torch.float64),
-        YOURS: lambda w: mt.LayerNorm(w, dtype=torch.float64, function=yours_fn),
+        YOURS: yours_layer,
     }
     cfg = _with_seed(ADAM, seed)
     return {name: train_torch(mlp(MLP, seed, layer), task_for(seed), cfg) for name, layer in layers.items()}
@@ -186,7 +187,7 @@ def _reference_yours(seed: int, use_torch: bool) -> Outcome:
 def _yours(seed: int, pair: pairs.NormPair, file: str | None, use_torch: bool) -> Outcome:
     who = Path(file).name if file else Message(N_("the exercise's answer"))
     out = Outcome(Message(N_("LayerNorm's backward in a {depth}-block MLP: {who}"), depth=MLP.depth, who=who))
-    runs = _torch_runs(pair, seed) if use_torch else _numpy_runs(pair, seed)
+    runs = _torch_runs(pair, seed, out.notes) if use_torch else _numpy_runs(pair, seed)
     if file is None:  # the curve is the exercise's answer's, not the learner's
         runs[YOURS_REFERENCE] = runs.pop(YOURS)
     out.curves = {name: run.losses for name, run in runs.items()}

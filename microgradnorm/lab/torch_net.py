@@ -6,23 +6,53 @@ training run can use ``torch.nn.LayerNorm``, ``microgradnorm.torch.LayerNorm``
 or a learner's pair through ``microgradnorm.torch.layer_norm_function``.
 Everything is float64, so that two runs that compute the same maths agree to
 rounding and a real difference cannot hide in float32 noise.
+
+torch is imported inside the functions that use it, not with this module, so
+that importing the lab never loads PyTorch (``microgradnorm.torch`` is the one
+module that imports it at import time).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-
-import torch
+from typing import TYPE_CHECKING
 
 from microgradnorm.lab.net import NetSpec, initial_weights
+from microgradnorm.lab.pairs import NormPair
 from microgradnorm.lab.task import Task
 from microgradnorm.lab.train import Run, TrainConfig, batches, learning_rate
 
-__all__ = ["mlp", "train_torch"]
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["learner_layer", "mlp", "train_torch"]
+
+
+def learner_layer(pair: NormPair) -> tuple[Callable[[int], torch.nn.Module], str | None]:
+    """A LayerNorm factory that runs ``pair`` in PyTorch, and the gradient check's refusal (None when it passes).
+
+    The pair goes through ``layer_norm_function(check=True)``: torch.autograd.gradcheck
+    in float64, with a message naming the wrong entries. A refused pair still
+    trains (``check=False``), so the lab can show what the wrong backward does
+    to the curve beside the message saying what is wrong.
+    """
+    import torch
+
+    import microgradnorm.torch as mt
+
+    fn = mt.layer_norm_function(*pair, check=True)
+    refusal = None
+    try:
+        fn.check()
+    except mt.GradientCheckError as exc:
+        fn, refusal = mt.layer_norm_function(*pair, check=False), str(exc)
+    return (lambda width: mt.LayerNorm(width, dtype=torch.float64, function=fn)), refusal
 
 
 def mlp(spec: NetSpec, seed: int, norm: Callable[[int], torch.nn.Module]) -> torch.nn.Sequential:
     """The MLP of ``spec`` (blocks Linear -> norm -> ReLU, then the head) with :func:`initial_weights`."""
+    import torch
+
     if spec.kind != "mlp":
         raise ValueError(f"spec: the PyTorch version builds the MLP only, got kind {spec.kind!r}")
     layers: list[torch.nn.Module] = []
@@ -40,6 +70,8 @@ def mlp(spec: NetSpec, seed: int, norm: Callable[[int], torch.nn.Module]) -> tor
 
 def train_torch(model: torch.nn.Module, task: Task, cfg: TrainConfig) -> Run:
     """The NumPy :func:`~microgradnorm.lab.train.train`, step for step, with torch.optim.Adam (or SGD)."""
+    import torch
+
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # matrices this small run fastest on one thread (and the machine may be shared)
     try:
@@ -49,6 +81,8 @@ def train_torch(model: torch.nn.Module, task: Task, cfg: TrainConfig) -> Run:
 
 
 def _train(model: torch.nn.Module, task: Task, cfg: TrainConfig) -> Run:
+    import torch
+
     params = list(model.parameters())
     opt = torch.optim.Adam(params, lr=cfg.lr) if cfg.optimizer == "adam" else torch.optim.SGD(params, lr=cfg.lr)
     x_train, y_train = torch.from_numpy(task.x_train), torch.from_numpy(task.y_train)

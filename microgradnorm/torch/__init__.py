@@ -10,10 +10,13 @@ This is the only part of the package that imports torch::
     f = mt.layer_norm_function(layernorm_forward, layernorm_backward)   # your exercise answer
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), mt.LayerNorm(16, function=f))
 
-:class:`LayerNorm`, :class:`RMSNorm`, :class:`BatchNorm1d` and :class:`BatchNorm2d`
-are torch.nn's classes with their forward replaced (see :mod:`.layers`); the
-kernels are two custom ops (see :mod:`.ops`); :func:`layer_norm_function` wraps
-a learner's pair of NumPy functions (see :mod:`.learner`).
+:class:`LayerNorm`, :class:`RMSNorm`, :class:`BatchNorm1d`, :class:`BatchNorm2d` and
+:class:`GroupNorm` are torch.nn's classes with their forward replaced (see :mod:`.layers`); the
+kernels run as two custom ops under ``torch.compile`` and as autograd functions with
+forward-mode and vmap rules elsewhere, so ``torch.func`` works too (see :mod:`.ops`);
+:func:`layer_norm_function` wraps a learner's pair of NumPy functions, checked by
+``torch.autograd.gradcheck`` at its first call (see :mod:`.learner`); :mod:`.bench` times
+the bridge beside torch.nn for ``microgradnorm bench``.
 """
 
 from __future__ import annotations
@@ -35,14 +38,16 @@ if tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < _MINI
         )
     )
 
-from microgradnorm.torch.layers import BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm  # noqa: E402
-from microgradnorm.torch.learner import LayerNormFunction, layer_norm_function  # noqa: E402
+from microgradnorm.torch.layers import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm  # noqa: E402
+from microgradnorm.torch.learner import GradientCheckError, LayerNormFunction, layer_norm_function  # noqa: E402
 from microgradnorm.torch.ops import SECOND_DERIVATIVE  # noqa: E402
 
 __all__ = [
     "SECOND_DERIVATIVE",
     "BatchNorm1d",
     "BatchNorm2d",
+    "GradientCheckError",
+    "GroupNorm",
     "LayerNorm",
     "LayerNormFunction",
     "RMSNorm",
