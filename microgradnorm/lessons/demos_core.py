@@ -37,6 +37,7 @@ from microgradnorm.engine import DomainError, Value, local_grads, topological_or
 from microgradnorm.i18n import _, ngettext, pgettext
 from microgradnorm.i18n.text import CJKText, assemble, cjk_text, separated
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.lessons.source import backward_code, code_of, op_code
 from microgradnorm.lessons.textgraph import text_graph
 from microgradnorm.norms import NormGraph, layer_norm
 from microgradnorm.present import check_table, err, fmt, nbytes_text, shown_error
@@ -342,7 +343,24 @@ def backward_trace(p: LessonParams, example: str = "shared") -> DemoOutput:
         summary.add_row(name, num(leaf.grad), num(fd))
     note = dim_note(_("k/m: the k-th of the m contributions the node receives."))
     verdict = check_line(ok, _("every leaf matches its finite difference"))
-    return DemoOutput(Group(start, table, note, Text(""), summary, verdict), graph=root)
+    shared = next(n for n in trace.order if n.label == "e")
+    return DemoOutput(
+        Group(start, table, note, Text(""), summary, verdict),
+        graph=root,
+        prediction=_contributions_prediction(trace.incoming.get(id(shared), 0)),
+    )
+
+
+def _contributions_prediction(count: int) -> Prediction:
+    """How many contributions e collects before its gradient is final, counted in the trace."""
+    choices = ("1", "2", "3")
+    why = _(
+        "The trace counts {count} for e: one from every node that uses e. backward() may pass e's "
+        "gradient on to a and b only after the last of them."
+    ).format(count=count)
+    return Prediction(
+        _("How many contributions will e.grad collect before it is final?"), choices, nearest(count, (1, 2, 3)), why
+    )
 
 
 def _start_line(formula: str) -> CJKText:
@@ -437,6 +455,42 @@ def topo_order(p: LessonParams) -> DemoOutput:
         ),
         graph=root,
     )
+
+
+@demo("ops_code")
+def ops_code(p: LessonParams, example: str = "chain") -> DemoOutput:
+    """The engine's code for each op the example used: its forward and its local derivatives."""
+    v = _lesson1_numbers(p.seed)
+    root, leaves = _example(example, v)
+    ops: dict[str, Value] = {}
+    for node in _created(root):
+        if node.op:
+            ops.setdefault(node.op, node)
+    shown = [obj for node in ops.values() for obj in op_code(node)]
+    e = next(n for n in _created(root) if n.label == "e")  # e = a·b
+    a, b = leaves["a"], leaves["b"]
+    d_a = local_grads(e)[0]
+    return DemoOutput(code_of(*shown), graph=root, prediction=_mul_prediction(a.data, b.data, d_a))
+
+
+def _mul_prediction(a: float, b: float, d_a: float) -> Prediction:
+    """What the multiply op's local derivative hands to a, read off the engine's own answer."""
+    answer = nearest(d_a, (b, a, 1.0, a * b))
+    why = _(
+        "The multiply's local derivative for a is b: the engine returned {d} for e = a·b with "
+        "a = {a}, b = {b}. Nudging a by h moves e by b·h."
+    ).format(d=num(d_a), a=num(a), b=num(b))
+    choices = (_("b, the other input"), _("a itself"), "1", "a·b")
+    return Prediction(
+        _("For e = a·b, what is de/da, the local derivative the code returns for a?"), choices, answer, why
+    )
+
+
+@demo("backward_code")
+def backward_code_demo(p: LessonParams) -> DemoOutput:
+    """The engine's backward sweep, as the code that ran in this lesson's backward() calls."""
+    root, _leaves = _example("shared", _lesson1_numbers(p.seed))
+    return DemoOutput(code_of(*backward_code()), graph=root)
 
 
 def _names_and(names: Sequence[str]) -> str:
