@@ -1085,6 +1085,49 @@ def ln_x_paths(p: LessonParams) -> DemoOutput:
     )
 
 
+@demo("ln_paths_code")
+def ln_paths_code(p: LessonParams) -> DemoOutput:
+    """formulas.dx_paths, the closed form of the three paths in NumPy, beside the traced contributions into x[0]."""
+    built, trace = traced(p)
+    m = formulas.moments(built.x, (-1,), p.eps)
+    g = formulas.dxhat(built.dy, built.gamma)
+    closed = formulas.dx_paths(g, m.xshift, m.std, m.rstd, (-1,))
+    parts = trace.parts_of(built.graph["x"][0])
+    # Translators: the headers of a table comparing, per path into x[0], the NumPy closed form with the sum of
+    # the traced contributions
+    numpy_h, traced_h = _("these lines"), _("traced")
+    table = plain_table(_("path into x[0]"), numpy_h, traced_h, right=(numpy_h, traced_h))
+    ok = True
+    for k, ref in zip(PATHS, closed):
+        got = parts.get(k, 0.0)
+        ok &= tol.close(np.array(got), ref[0], tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+        table.add_row(Text(path_label(k), style=PATH_STYLE[k]), num(float(ref[0])), num(got))
+    return DemoOutput(
+        Group(code_of(formulas.dx_paths), table, check_line(ok, _("each path: these lines = the traced sum"))),
+        graph=built.graph,
+        graph_options={"paths": True, "path_input": 0},
+    )
+
+
+@demo("norm_code")
+def norm_code(p: LessonParams, norm: str = "layernorm") -> DemoOutput:
+    """The package function that builds a norm's graph, as its live source, and the call this demo made."""
+    spec = get_norm(norm)
+    shape = spec.default_shape(p.dim, p.batch)
+    x, gamma, beta, _dy = (None if a is None else np.round(a, 2) for a in random_problem(spec, shape, p.seed))
+    args = [x.tolist(), gamma.tolist()] + ([beta.tolist()] if spec.has_beta else [])
+    y = spec.build(*args, eps=p.eps)
+    call = "{name}(x, gamma{beta}, eps={eps})".format(
+        name=spec.build.__name__, beta=", beta" if spec.has_beta else "", eps=f"{p.eps:g}"
+    )
+    shape_text = "[" + ", ".join(map(str, shape)) + "]"
+    # Translators: {call} is a Python call such as layer_norm(x, gamma, beta, eps=1e-05); {shape} is like [4]
+    ran = _("called here as {call}, x of shape {shape}, {count} output Values").format(
+        call=call, shape=shape_text, count=math.prod(shape)
+    )
+    return DemoOutput(Group(code_of(spec.build), dim_note(ran)), graph=y.graph)
+
+
 def path_prediction(parts: dict[str, float], graph: NormGraph | None = None) -> Prediction:
     """Which of the three paths into x[0] is largest in size, answered from the traced split ``parts``.
 
