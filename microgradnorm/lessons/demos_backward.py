@@ -27,7 +27,6 @@ from microgradnorm.lessons.demos_core import (
     check_line,
     difference,
     ln_problem,
-    nearest_factor,
     num,
     plain_table,
     vec,
@@ -122,16 +121,28 @@ def ln_double_x(p: LessonParams, factor: float = 2.0) -> DemoOutput:
 def _double_prediction(
     one: dict[str, np.ndarray], scaled: dict[str, np.ndarray], factor: float, reading: tuple[float, float] = (0.0, 1.0)
 ) -> Prediction:
-    """The answer from the two dgamma columns; ``reading`` is (eps, var(x)), for the why when eps is not small."""
-    targets = (factor, 1.0, 1.0 / factor)
+    """The answer from the two dgamma columns; ``reading`` is (eps, var(x)), for the why when eps is not small.
+
+    A factor is the answer only when it explains the scaled column to the precision the table shows
+    (``DISPLAY_RTOL`` of its largest entry); otherwise the answer is "no simple factor", with the
+    least-squares factor in the why.
+    """
     f = f"{factor:g}"
     choices = (
         _("it is multiplied by {factor}").format(factor=f),
         _("it stays the same"),
         _("it is divided by {factor}").format(factor=f),
+        _("it changes by no simple factor"),
     )
-    g_ratio = scale_ratio(scaled["gamma"], one["gamma"])
-    answer = 1 if not np.any(one["gamma"]) else nearest_factor(g_ratio, targets)
+    g_one, g_scaled = one["gamma"], scaled["gamma"]
+    size = float(np.max(np.abs(g_one)))
+    answer = 3
+    for k, target in enumerate((factor, 1.0, 1.0 / factor)):
+        if float(np.max(np.abs(g_scaled - target * g_one))) <= tol.DISPLAY_RTOL * size:
+            answer = k
+    if not np.any(g_one):
+        answer = 1
+    g_ratio = scale_ratio(g_scaled, g_one)
     x_ratio = scale_ratio(scaled["x"], one["x"])
     eps, var = reading
     if answer == 1:

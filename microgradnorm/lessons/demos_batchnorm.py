@@ -139,41 +139,31 @@ def norm_axes_cube(p: LessonParams, layout: str = "images") -> DemoOutput:
     )
 
 
-def _doubled_dgamma(p: LessonParams, x: np.ndarray, gamma, beta, dy) -> np.ndarray:
-    return autograd_dx("batchnorm", 2.0 * x, gamma, beta, p.eps, dy)[0]["gamma"]
+SHIFT = 5.0  # added to every value of X in the question of bn_param_grads
 
 
-def _doubling_prediction(dg: np.ndarray, dg2: np.ndarray, eps: float) -> Prediction:
-    """Does dgamma change when every X doubles? The answer the two gradients give, and why in their numbers."""
-    choices = (_("it doubles"), _("it halves"), _("it stays the same"), _("it changes by no simple factor"))
+def _shifted_dgamma(p: LessonParams, x: np.ndarray, gamma, beta, dy) -> np.ndarray:
+    return autograd_dx("batchnorm", x + SHIFT, gamma, beta, p.eps, dy)[0]["gamma"]
+
+
+def _shift_prediction(dg: np.ndarray, dg_shifted: np.ndarray) -> Prediction:
+    """Does dgamma change when the same number is added to every X? Read off the two gradients."""
+    shift = f"{SHIFT:g}"
+    choices = (_("it stays the same"), _("it grows with the shift"), _("it changes by no simple rule"))
     scale = float(np.max(np.abs(dg)))
-    change = float(np.max(np.abs(dg2 - dg)))
-    answer = 3
-    for k, factor in ((0, 2.0), (1, 0.5), (2, 1.0)):
-        if np.max(np.abs(dg2 - factor * dg)) <= DISPLAY_RTOL * scale:
-            answer = k
-    numbers = {"eps": f"{eps:g}", "change": sci(change), "scale": sci(scale)}
-    if answer == 2 and eps == 0:
-        reason = _(
-            "at eps = 0 that is xhat itself, and dgamma changed by {change}, against entries up to {scale} (rounding)."
-        )
-    elif answer == 2:
-        reason = _(
-            "eps = {eps} is small beside 4·var, so xhat barely moves and dgamma changed by {change}, "
-            "against entries up to {scale}."
-        )
-    elif answer == 0:
-        reason = _("eps = {eps} dwarfs 4·var, so xhat is about (X − mean)/sqrt(eps) and doubles with X.")
+    change = float(np.max(np.abs(dg_shifted - dg)))
+    if change <= DISPLAY_RTOL * scale:
+        answer = 0
+    elif np.all(np.abs(dg_shifted) >= np.abs(dg)):
+        answer = 1
     else:
-        reason = _(
-            "eps = {eps} is not small beside the variance here, so dgamma changed by {change}, "
-            "against entries up to {scale}."
-        )
+        answer = 2
     why = _(
-        "dgamma = Σ dY · xhat, and doubling X turns xhat = (X − mean)/sqrt(var + eps) into "
-        "2(X − mean)/sqrt(4·var + eps): {reason}"
-    ).format(reason=reason.format(**numbers))
-    return Prediction(_("Every value of X doubles (dY stays). What happens to dgamma?"), choices, answer, why)
+        "dgamma_j = Σ_i dY_ij · xhat_ij, and each column's mean takes the shift with it, so xhat does not move: "
+        "after adding {shift} to every X, dgamma changed by at most {change}, against entries up to {scale}."
+    ).format(shift=shift, change=sci(change), scale=sci(scale))
+    question = _("Add {shift} to every value of X (dY stays). What happens to dgamma?").format(shift=shift)
+    return Prediction(question, choices, answer, why)
 
 
 @demo("bn_param_grads")
@@ -207,7 +197,7 @@ def bn_param_grads(p: LessonParams) -> DemoOutput:
                 ]
             ),
         ),
-        prediction=_doubling_prediction(dg, _doubled_dgamma(p, x, gamma, beta, dy), p.eps),
+        prediction=_shift_prediction(dg, _shifted_dgamma(p, x, gamma, beta, dy)),
     )
 
 

@@ -32,7 +32,7 @@ from microgradnorm.lessons.demo_tools import engine_forward, fmt, matrix_table, 
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.demos_core import nearest_factor
 from microgradnorm.registry import get_norm
-from microgradnorm.tolerances import CLOSED_FORM_RTOL
+from microgradnorm.tolerances import CLOSED_FORM_RTOL, cancellation_atol
 
 # the running example: a distance-like feature and a ratio-like feature
 X1, X2 = 10000.0, 0.1
@@ -63,6 +63,20 @@ def _is_standardized(m: np.ndarray, raw: np.ndarray, axis: int, eps: float) -> b
     return bool(centered and np.allclose(np.std(m, axis=axis), np.sqrt(var / (var + eps)), rtol=1e-12, atol=0))
 
 
+def _spread_line(m: np.ndarray, axis: int, eps: float, which: str) -> str:
+    """'each column: mean 0, spread 0.77 to 0.9': the spreads measured in ``m``, never assumed to be 1."""
+    spreads = np.std(m, axis=axis)
+    lo, hi = fmt(float(spreads.min()), 3), fmt(float(spreads.max()), 3)
+    spread = lo if lo == hi else _("{low} to {high}").format(low=lo, high=hi)
+    if eps == 0:
+        # Translators: {which} is "each column" or "each row"; {spread} is a number or "0.77 to 0.9"
+        return _("{which}: mean 0, spread {spread}").format(which=which, spread=spread)
+    # Translators: {which} is "each column" or "each row"; {spread} is a number or "0.77 to 0.9"
+    return _("{which}: mean 0, spread {spread} (with eps > 0 it is √(var/(var + eps)))").format(
+        which=which, spread=spread
+    )
+
+
 @demo("standardize_both_ways")
 def standardize_both_ways(p: LessonParams, examples: int = 3, features: int = 4) -> DemoOutput:
     """A small batch standardized per feature (down each column) and per example (along each row)."""
@@ -82,13 +96,8 @@ def standardize_both_ways(p: LessonParams, examples: int = 3, features: int = 4)
         (_("each example, along its row (as LayerNorm does)"), per_example),
     ):
         parts.append(matrix_table(m, title=title, digits=3))
-    if p.eps > 0:
-        columns, rows = (
-            _("each column: mean 0, spread 1 (a hair less: eps)"),
-            _("each row: mean 0, spread 1 (a hair less: eps)"),
-        )
-    else:
-        columns, rows = _("each column: mean 0, spread 1"), _("each row: mean 0, spread 1")
+    columns = _spread_line(per_feature, 0, p.eps, _("each column"))
+    rows = _spread_line(per_example, 1, p.eps, _("each row"))
     parts += [
         claim(_is_standardized(per_feature, x, 0, p.eps), columns),
         claim(_is_standardized(per_example, x, 1, p.eps), rows),
@@ -394,6 +403,11 @@ def saturation_before_after(p: LessonParams, mean: float = 12.0, spread: float =
 # ---- gamma = sigma, beta = mu ------------------------------------------------------
 
 
+def _centering_size(row: np.ndarray) -> float:
+    """The size of what cancels in a standardized row: its largest |value| over its spread."""
+    return float(np.max(np.abs(row)) / np.std(row))
+
+
 @demo("identity_recovery")
 def identity_recovery(p: LessonParams) -> Group:
     """gamma = sqrt(var + eps) and beta = mean turn a norm back into the identity; where that works."""
@@ -420,6 +434,9 @@ def identity_recovery(p: LessonParams) -> Group:
         ["", _("other rows"), sci(gaps[2])],
     ]
     exact = CLOSED_FORM_RTOL * float(np.max(np.abs(x)))  # rounding, at the size of x
+    # many inputs, one output: at eps = 0 an affine change of a row leaves its LayerNorm exactly as it was
+    moved = 3.0 * x[0] + 7.0
+    same = float(np.max(np.abs(_standardized(moved, 0, 0.0) - _standardized(x[0], 0, 0.0))))
     return Group(
         number_table(
             [_("gamma, beta from"), pgettext("identity table header", "rows"), "max |y − x|"],
@@ -428,6 +445,13 @@ def identity_recovery(p: LessonParams) -> Group:
         ),
         claim(gaps[0] <= exact, _("BatchNorm gives back the whole batch, up to rounding")),
         claim(gaps[1] <= exact < gaps[2], _("LayerNorm gives back row 0 only; the other rows change")),
+        claim(
+            same <= cancellation_atol(_centering_size(moved) + _centering_size(x[0]), p.dim),
+            _(
+                "at eps = 0, row 0 and 3·(row 0) + 7 have the same LayerNorm output (max difference {gap}): "
+                "many inputs, one output, so no gamma and beta can tell which came in"
+            ).format(gap=sci(same)),
+        ),
     )
 
 

@@ -1,0 +1,67 @@
+"""Lessons 1-9: every ✓ line, answer and title states what the run measured, under the options that used to
+contradict it (issue 22, item 4). Each oracle is computed here in NumPy, independently of the demo."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from microgradnorm.lessons.demo_tools import rng_for
+from microgradnorm.lessons.demos import LessonParams, load_demos, run_demo
+
+
+@pytest.fixture(autouse=True)
+def _state_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
+    load_demos()
+
+
+def _text(renderable, width: int = 200) -> str:
+    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
+    console.print(renderable)
+    return console.export_text()
+
+
+def _spread_claims(text: str) -> dict[str, tuple[float, float]]:
+    """'each column: mean 0, spread 0.77 to 0.9' -> {'column': (0.77, 0.9)}, read off the ✓/✗ lines."""
+    found = {}
+    for which, low, high in re.findall(r"each (column|row): mean 0, spread ([0-9.]+)(?: to ([0-9.]+))?", text):
+        found[which] = (float(low), float(high or low))
+    return found
+
+
+@pytest.mark.parametrize("eps", [0.0, 1e-5, 0.1, 1.0])
+@pytest.mark.parametrize("seed", [0, 4])
+def test_lesson_2_states_the_spread_it_measured_at_every_eps(seed, eps):
+    """At --eps 0.1 and 1 a column's spread is well below 1; the line says the measured numbers, not 'spread 1'."""
+    p = LessonParams(dim=6, seed=seed, eps=eps)
+    text = _text(run_demo("standardize_both_ways", p, {}).renderable)
+    x = np.round(rng_for(seed, 36).normal(5.0, 3.0, size=(3, 4)), 1)
+    claims = _spread_claims(text)
+    assert set(claims) == {"column", "row"}, text
+    for which, axis in (("column", 0), ("row", 1)):
+        var = np.var(x, axis=axis)
+        spreads = np.sqrt(var / (var + eps))  # the oracle: the spread of (x − mean)/sqrt(var + eps)
+        low, high = claims[which]
+        assert low == pytest.approx(spreads.min(), rel=5e-3)
+        assert high == pytest.approx(spreads.max(), rel=5e-3)
+    assert "✗" not in text
+    if eps >= 0.1:
+        assert claims["column"][0] < 0.99  # the old line said "spread 1" here
+
+
+@pytest.mark.parametrize("dim", [3, 6])
+@pytest.mark.parametrize("seed", [0, 2])
+def test_lesson_2_shows_layernorm_sends_many_rows_to_one_output(seed, dim):
+    text = _text(run_demo("identity_recovery", LessonParams(dim=dim, seed=seed), {}).renderable)
+    line = next(line for line in text.splitlines() if "3·(row 0) + 7" in line)
+    assert line.startswith("✓")
+    # the oracle: at eps = 0, LN(a·x + b) = LN(x) for a > 0
+    x = rng_for(seed, 32).normal(3.0, 2.0, size=dim)
+    moved = 3.0 * x + 7.0
+    a, b = (x - x.mean()) / x.std(), (moved - moved.mean()) / moved.std()
+    assert np.max(np.abs(a - b)) < 1e-12 * (1 + np.max(np.abs(moved)) / moved.std())
