@@ -65,3 +65,27 @@ def test_lesson_2_shows_layernorm_sends_many_rows_to_one_output(seed, dim):
     moved = 3.0 * x + 7.0
     a, b = (x - x.mean()) / x.std(), (moved - moved.mean()) / moved.std()
     assert np.max(np.abs(a - b)) < 1e-12 * (1 + np.max(np.abs(moved)) / moved.std())
+
+
+@pytest.mark.parametrize(("dim", "eps", "rank"), [(6, 0.0, 4), (6, 1e-5, 5), (6, 1.0, 5), (4, 0.0, 2), (2, 0.0, 0)])
+def test_lesson_7_measures_the_rank_of_j_and_that_j_is_not_symmetric(dim, eps, rank):
+    """Issue 22 item 7: J = (1/std) diag(gamma)(I − P) has rank d − 2 at eps = 0, d − 1 at eps > 0 (its xhat
+    direction keeps a singular value of eps/(var + eps)), and is not symmetric when gamma varies. Oracle: torch."""
+    torch = pytest.importorskip("torch")
+    from microgradnorm.lessons.demos_jacobian import _problem
+
+    p = LessonParams(dim=dim, seed=0, eps=eps)
+    x, gamma = _problem(p, "random")
+    xt = torch.tensor(x, dtype=torch.float64)
+    gt = torch.tensor(gamma, dtype=torch.float64)
+    j = torch.autograd.functional.jacobian(lambda v: torch.nn.functional.layer_norm(v, (dim,), gt, None, eps), xt)
+    s = torch.linalg.svdvals(j).numpy()
+    assert int(np.sum(s > 1e-9 * max(s.max(), 1e-300))) == rank or dim == 2
+    text = _text(run_demo("jacobian_heatmap", p, {}).renderable)
+    assert f"rank of J: {rank} of {dim}" in text
+    asym = float((j - j.T).abs().max())
+    if dim > 2:
+        assert asym > 1e-3 and "J ≠ Jᵀ" in text
+    else:  # d = 2 at eps = 0: J is 0 up to rounding
+        assert asym < 1e-12 and "J = Jᵀ here" in text
+    assert "✗" not in text

@@ -45,7 +45,7 @@ WIDTHS = (60, 100)
 NAMES = {"Ba", "BatchNorm", "GPU", "Ioffe", "LayerNorm", "NumPy", "PyTorch", "RMSNorm", "SVG", "Santurkar", "Szegedy"}
 NAMES |= {"float", "llm", "sigmoid"}  # float16, float64, llm.c, the sigmoid function
 SYMBOLS = {"LN", "beta", "cos", "cx", "dL", "diag", "dim", "dw", "dx", "dy", "dz", "eps", "gain", "gamma", "ln"}
-SYMBOLS |= {"max", "mean", "min", "rstd", "shrink", "sigma", "sigmoid'", "target", "var", "xhat"}
+SYMBOLS |= {"max", "mean", "min", "rstd", "shrink", "sigma", "sigmoid'", "std", "target", "var", "xhat"}
 KEPT = NAMES | SYMBOLS
 
 _CODE = re.compile(r"```.*?```|`[^`\n]*`", re.DOTALL)
