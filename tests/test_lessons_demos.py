@@ -798,7 +798,7 @@ POINTERS = [
     ("02-why-normalize.md", r"lesson (\d+) measures gradients", "residual_gradients"),
     ("03-layernorm-forward.md", r"Lesson (\d+)\s+shows why the one-pass shortcut", "variance_cancellation"),
     ("03-layernorm-forward.md", r"RMSNorm, lesson (\d+)", "rms_gradient"),
-    ("04-layernorm-backward.md", r"\(lesson (\d+) shows it\)", "sum_loss_hides_bugs"),
+    ("04-layernorm-backward.md", r"\(lesson (\d+) shows it[;)]", "sum_loss_hides_bugs"),
     ("05-layernorm-backward-paths.md", r"Lesson (\d+) meets the same slip", "bn_variance_slip"),
     ("07-jacobian-projection.md", r"RMSNorm \(lesson (\d+)\) removes", "rms_jacobian_heatmap"),
 ]

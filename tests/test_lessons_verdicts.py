@@ -89,3 +89,21 @@ def test_lesson_7_measures_the_rank_of_j_and_that_j_is_not_symmetric(dim, eps, r
     else:  # d = 2 at eps = 0: J is 0 up to rounding
         assert asym < 1e-12 and "J = Jᵀ here" in text
     assert "✗" not in text
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("dim", [3, 6])
+def test_lesson_4_the_sum_loss_hides_a_missing_variance_term_but_not_a_missing_mean_term(seed, dim):
+    """Lesson 4 step 1: with gamma = 1 and L = Σ y (dy = 1), a backward without the variance term still gives the
+    true dx = 0, and one without the mean term does not (issue 22: 'forgets a whole term' was too broad)."""
+    x = rng_for(seed, 5).normal(0.5, 2.0, size=dim)
+    rstd = 1.0 / np.sqrt(x.var() + 1e-5)
+    xhat = (x - x.mean()) * rstd
+    g = np.ones(dim)  # gamma · dy
+    true = rstd * (g - g.mean() - xhat * np.mean(g * xhat))
+    no_variance = rstd * (g - g.mean())
+    no_mean = rstd * (g - xhat * np.mean(g * xhat))
+    size = rstd * (1 + np.max(np.abs(xhat)))  # what cancels in each entry
+    assert np.max(np.abs(true)) <= 16 * np.finfo(float).eps * size * dim
+    assert np.max(np.abs(no_variance - true)) <= 16 * np.finfo(float).eps * size * dim
+    assert np.max(np.abs(no_mean - true)) > 0.5 * rstd

@@ -104,7 +104,7 @@ def bn_axes(p: LessonParams) -> Group:
         ),
         cjk_text(
             # Translators: {bn} and {ln} are tuples of axes, e.g. (0,) and (1,)
-            _("registry axes for [N, D]: BatchNorm {bn}, LayerNorm {ln}").format(
+            _("registry axes for [N, d]: BatchNorm {bn}, LayerNorm {ln}").format(
                 bn=bn.axes((n, d)), ln=ln.axes((n, d))
             ),
             style="dim",
@@ -418,7 +418,7 @@ def bn_is_ln_transposed(p: LessonParams) -> Group:
         ),
         cjk_text(
             _(
-                "gamma and beta are left out: BatchNorm has one per column (D of them), while LayerNorm on Xᵀ "
+                "gamma and beta are left out: BatchNorm has one per column (d of them), while LayerNorm on Xᵀ "
                 "would have one per row of X (N of them). The normalization itself is the same."
             ),
             style="dim",

@@ -690,8 +690,8 @@ def ln_forward_steps(p: LessonParams, stages: tuple[str, ...] = ("input", "mean"
     total = len(topological_order(roots))
     # Translators: {stages} is a list of stage names, "input, mean, center"
     note = ngettext(
-        "The nodes of stage {stages}, of the {total} nodes of LayerNorm at D = {dim}.",
-        "The nodes of stages {stages}, of the {total} nodes of LayerNorm at D = {dim}.",
+        "The nodes of stage {stages}, of the {total} nodes of LayerNorm at d = {dim}.",
+        "The nodes of stages {stages}, of the {total} nodes of LayerNorm at d = {dim}.",
         len(stages),
     )
     return DemoOutput(
@@ -905,7 +905,7 @@ def _constant_row_prediction(at_zero: tuple[float, float, float, float] | None) 
         if answer == 2
         else _("The engine computed a number for it (see the table).")
     )
-    question = _("A token whose D features are all equal: what is xhat at eps = 0?")
+    question = _("A token whose d features are all equal: what is xhat at eps = 0?")
     return Prediction(question, choices, answer, why)
 
 
@@ -927,7 +927,7 @@ def ln_subgraph(p: LessonParams, stages: tuple[str, ...] = ("mean",), grads: boo
         backprop(built)
     if p.dim > SUBGRAPH_MAX_DIM:
         note = _(
-            "At D = {dim} this drawing would crowd the screen: press g to draw the graph, "
+            "At d = {dim} this drawing would crowd the screen: press g to draw the graph, "
             "or run with --dim {max_dim} to see it here."
         ).format(dim=p.dim, max_dim=SUBGRAPH_MAX_DIM)
         return DemoOutput(dim_note(note), graph=built.graph)
