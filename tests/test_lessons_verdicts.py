@@ -107,3 +107,24 @@ def test_lesson_4_the_sum_loss_hides_a_missing_variance_term_but_not_a_missing_m
     assert np.max(np.abs(true)) <= 16 * np.finfo(float).eps * size * dim
     assert np.max(np.abs(no_variance - true)) <= 16 * np.finfo(float).eps * size * dim
     assert np.max(np.abs(no_mean - true)) > 0.5 * rstd
+
+
+@pytest.mark.parametrize("dim", [2, 4, 7])
+@pytest.mark.parametrize("seed", [0, 5])
+def test_lessons_4_and_5_ask_the_strong_questions_and_the_numbers_answer_them(seed, dim):
+    """rstd collects one contribution per xhat_i; dL/dvar has the sign of −Σ dxhat·xshift; the variance adds
+    nothing to dL/dmean. Oracles in NumPy from the lesson's own inputs."""
+    from microgradnorm.lessons import demos_core as core
+
+    p = LessonParams(dim=dim, seed=seed)
+    x, gamma, _beta, dy = core.ln_problem(p)
+    count = run_demo("ln_backward_steps", p, {"stages": ("divide",), "ask": "rstd_count"}).prediction
+    assert count.choices[count.answer].startswith(f"d = {dim}")
+    xshift = x - x.mean()
+    total = float(np.sum(gamma * dy * xshift))
+    sign = run_demo("ln_backward_steps", p, {"stages": ("sqrt",), "ask": "dvar_sign"}).prediction
+    assert sign.choices[sign.answer] == ("positive" if -total > 0 else "negative")
+    mean = run_demo("ln_dvar_dmean", p, {}).prediction
+    assert mean.choices[mean.answer] == "nothing: it is 0"
+    with pytest.raises(ValueError, match="ask"):
+        run_demo("ln_backward_steps", p, {"stages": ("sqrt",), "ask": "nonsense"})

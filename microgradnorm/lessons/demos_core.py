@@ -962,8 +962,12 @@ def ln_loss_setup(p: LessonParams) -> DemoOutput:
 
 
 @demo("ln_backward_steps")
-def ln_backward_steps(p: LessonParams, stages: tuple[str, ...] = ("loss", "affine")) -> DemoOutput:
-    """Backward through the given stages of LayerNorm, one contribution at a time."""
+def ln_backward_steps(p: LessonParams, stages: tuple[str, ...] = ("loss", "affine"), ask: str = "") -> DemoOutput:
+    """Backward through the given stages of LayerNorm, one contribution at a time.
+
+    ``ask`` puts a question first: "rstd_count" (how many contributions rstd collects) or "dvar_sign"
+    (the sign of dL/dvar), each answered from the traced run.
+    """
     built, trace = traced(p)
 
     def keep(c: Contribution) -> bool:
@@ -975,7 +979,40 @@ def ln_backward_steps(p: LessonParams, stages: tuple[str, ...] = ("loss", "affin
     if any(c.tag for c in trace.contributions if keep(c)):
         parts.append(path_legend())
     parts.append(dim_note(_("k/m: the k-th of m contributions; constants not shown")))
-    return DemoOutput(Group(*parts), graph=built.graph)
+    questions = {"": None, "rstd_count": _rstd_count_prediction, "dvar_sign": _dvar_sign_prediction}
+    if ask not in questions:
+        raise ValueError(f"ask: expected one of {sorted(questions)}, got {ask!r}")
+    prediction = questions[ask](built, trace) if ask else None
+    return DemoOutput(Group(*parts), graph=built.graph, prediction=prediction)
+
+
+def _rstd_count_prediction(built: LNBuilt, trace: Trace) -> Prediction:
+    """How many contributions rstd collects, counted in the trace."""
+    rstd = built.graph["rstd"][0]
+    count = trace.incoming.get(id(rstd), 0)
+    d = len(built.graph["x"])
+    choices = (_("1: it is one node"), _("d = {d}: one from every xhat_i").format(d=d), f"2·d = {2 * d}")
+    why = _(
+        "The trace counts {count}: every xhat_i = xshift_i · rstd uses rstd once, and the row has {d} of them."
+    ).format(count=count, d=d)
+    return Prediction(_("How many contributions will rstd collect?"), choices, nearest(count, (1, d, 2 * d)), why)
+
+
+def _dvar_sign_prediction(built: LNBuilt, trace: Trace) -> Prediction:
+    """The sign of dL/dvar, read off the var node after backward."""
+    var = built.graph["var"][0]
+    xshift = node_values(built, "xshift")
+    dxhat = node_values(built, "xhat", "grad")
+    total = float(np.sum(dxhat * xshift))
+    # Σ dxhat·xshift is 0 up to the rounding of its terms: then so is dL/dvar, whatever its printed sign
+    cancels = abs(total) <= tol.cancellation_atol(float(np.sum(np.abs(dxhat * xshift))), len(xshift))
+    answer = 2 if cancels else (0 if var.grad > 0 else 1)
+    choices = (_("positive"), _("negative"), _("zero"))
+    why = _(
+        "dL/dvar = {dvar}: −½ (var + eps)^(−3/2) is negative, so dL/dvar has the opposite sign of "
+        "Σ dxhat·xshift = {total}."
+    ).format(dvar=num(var.grad), total=num(total))
+    return Prediction(_("What sign will dL/dvar have on this run?"), choices, answer, why)
 
 
 def path_legend() -> CJKText:
@@ -1047,7 +1084,19 @@ def ln_dvar_dmean(p: LessonParams) -> DemoOutput:
     scale = max(abs(mean.grad), 1.0)
     ok = abs(parts.get("var", 0.0)) <= 1e3 * np.finfo(float).eps * scale * n
     rounding = _("the variance's share of mean.grad is rounding error: 0 in exact arithmetic")
-    return DemoOutput(Group(table, check_line(ok, rounding)), graph=built.graph)
+    share = parts.get("var", 0.0)
+    answer = 0 if ok else (1 if share > 0 else 2)
+    why = _(
+        "The engine's share of mean.grad via the variance is {share}, rounding error next to mean.grad = "
+        "{grad}: dvar/dmean = −(2/n) Σ xshift, and values centered on their mean sum to zero."
+    ).format(share=num(share), grad=num(mean.grad))
+    prediction = Prediction(
+        _("What does the variance path add to dL/dmean?"),
+        (_("nothing: it is 0"), _("a positive amount"), _("a negative amount")),
+        answer,
+        why,
+    )
+    return DemoOutput(Group(table, check_line(ok, rounding)), graph=built.graph, prediction=prediction)
 
 
 @demo("ln_x_paths")
