@@ -128,3 +128,40 @@ def test_lessons_4_and_5_ask_the_strong_questions_and_the_numbers_answer_them(se
     assert mean.choices[mean.answer] == "nothing: it is 0"
     with pytest.raises(ValueError, match="ask"):
         run_demo("ln_backward_steps", p, {"stages": ("sqrt",), "ask": "nonsense"})
+
+
+@pytest.mark.parametrize(("dim", "eps"), [(4, 0.0), (4, 1e-5), (3, 1.0), (6, 1e-5)])
+def test_lesson_3_asks_the_mean_square_of_xhat_and_what_x_minus_a_flat_mean_does(dim, eps):
+    from microgradnorm.lessons import demos_core as core
+
+    p = LessonParams(dim=dim, seed=0, eps=eps)
+    x = core.ln_problem(p)[0]
+    ms = np.mean(((x - x.mean()) / np.sqrt(x.var() + eps)) ** 2)  # the oracle: var / (var + eps)
+    q = run_demo("ln_forward_steps", p, {"stages": ("affine",), "ask": True}).prediction
+    expected = "1, up to rounding" if eps == 0 else "below 1"
+    assert q.choices[q.answer] == expected and (eps == 0) == (abs(ms - 1) < 1e-12)
+    shapes = run_demo("ln_shapes", p, {}).prediction
+    try:
+        np.zeros((2, 3, dim)) - np.zeros((2, 3))
+        refused = False
+    except ValueError:
+        refused = True
+    assert shapes.choices[shapes.answer] == ("NumPy raises an error" if refused else "it runs and is wrong")
+
+
+@pytest.mark.parametrize(("dim", "eps"), [(4, 1e-5), (2, 0.0), (6, 1.0)])
+def test_lessons_6_and_9_questions_are_answered_by_their_numbers(dim, eps):
+    """Lesson 6: the forms agree with autograd to rounding; lesson 9: a shift of every input moves RMSNorm's
+    output (|J·1| > 0) though not LayerNorm's. Oracle: torch's Jacobians."""
+    torch = pytest.importorskip("torch")
+    from microgradnorm.lessons import demos_rmsnorm as rms
+
+    p = LessonParams(dim=dim, seed=1, eps=eps)
+    forms = run_demo("forms_agree", p, {}).prediction
+    assert forms.choices[forms.answer] == "within rounding error"
+    x = torch.tensor(rms._vector(p), dtype=torch.float64)
+    j_rms = torch.autograd.functional.jacobian(lambda v: v / torch.sqrt(torch.mean(v * v) + eps), x)
+    moved = float(torch.linalg.norm(j_rms @ torch.ones(dim, dtype=torch.float64)))
+    shift = run_demo("rms_jacobian_heatmap", p, {}).prediction
+    assert moved > 1e-6
+    assert shift.choices[shift.answer] == "yes, it moves"

@@ -682,8 +682,13 @@ def forward_rows(graph_root: Value | Sequence[Value], names: Callable[[Value], s
 
 
 @demo("ln_forward_steps")
-def ln_forward_steps(p: LessonParams, stages: tuple[str, ...] = ("input", "mean", "center")) -> DemoOutput:
-    """LayerNorm's nodes in the order they are built, with op, inputs, stage and value."""
+def ln_forward_steps(
+    p: LessonParams, stages: tuple[str, ...] = ("input", "mean", "center"), ask: bool = False
+) -> DemoOutput:
+    """LayerNorm's nodes in the order they are built, with op, inputs, stage and value.
+
+    ``ask`` first asks what the mean square of xhat comes out as (1 only at eps = 0), read off the nodes.
+    """
     built = build_ln(p)
     roots = built.graph.roots()
     table = forward_rows(roots, built.name, stages)
@@ -695,8 +700,24 @@ def ln_forward_steps(p: LessonParams, stages: tuple[str, ...] = ("input", "mean"
         len(stages),
     )
     return DemoOutput(
-        Group(table, dim_note(note.format(stages=separated(stages), total=total, dim=p.dim))), graph=built.graph
+        Group(table, dim_note(note.format(stages=separated(stages), total=total, dim=p.dim))),
+        graph=built.graph,
+        prediction=_mean_square_prediction(built, p.eps) if ask else None,
     )
+
+
+def _mean_square_prediction(built: LNBuilt, eps: float) -> Prediction:
+    """mean(xhat²) from the xhat nodes: var / (var + eps), so 1 only at eps = 0 (up to rounding)."""
+    xhat = node_values(built, "xhat")
+    ms = float(np.mean(xhat**2))
+    var = float(built.graph["var"][0].data)
+    one = abs(ms - 1.0) <= tol.cancellation_atol(1.0, len(xhat))
+    answer = 0 if one else (1 if ms < 1.0 else 2)
+    why = _("mean(xhat²) = var/(var + eps) = {ms} (var = {var}, eps = {eps}): 1 only at eps = 0.").format(
+        ms=num(ms, 8), var=num(var), eps=f"{eps:g}"
+    )
+    choices = (_("1, up to rounding"), _("below 1"), _("above 1"))
+    return Prediction(_("What will the mean of xhat² be?"), choices, answer, why)
 
 
 @demo("ln_stage_summary")
@@ -754,7 +775,34 @@ def ln_shapes(p: LessonParams, batch: int = 2, seq: int = 3) -> DemoOutput:
     worst = float(np.abs(wrong - right).max())
     wrong_by = _("same shape, no error, wrong by up to {error}").format(error=num(worst))
     verdict = check_line(wrong.shape == right.shape and worst > 0, wrong_by)
-    return DemoOutput(Group(table, Text(""), outcome, Text(""), quiet, verdict))
+    return DemoOutput(
+        Group(table, Text(""), outcome, Text(""), quiet, verdict),
+        prediction=_keepdims_prediction(batch, seq, d, refused=_refuses(x, flat_mean)),
+    )
+
+
+def _refuses(x: np.ndarray, mean: np.ndarray) -> bool:
+    try:
+        x - mean
+    except ValueError:
+        return True
+    return False
+
+
+def _keepdims_prediction(batch: int, seq: int, d: int, refused: bool) -> Prediction:
+    """What x − mean does without keepdims, as NumPy answered it just now."""
+    shape, mean_shape = [batch, seq, d], [batch, seq]
+    if refused:
+        why = _("Matched from the last axis, {shape} and {mean_shape} do not fit: NumPy refuses.")
+    else:
+        why = _("Matched from the last axis, {shape} and {mean_shape} fit: each mean goes along the wrong axis.")
+    question = _("Here x is {shape} and a mean without keepdims is {mean_shape}: which happens?")
+    return Prediction(
+        question.format(shape=shape, mean_shape=mean_shape),
+        (_("NumPy raises an error"), _("it runs and is right"), _("it runs and is wrong")),
+        0 if refused else 2,
+        why.format(shape=shape, mean_shape=mean_shape),
+    )
 
 
 def _shapes_table(shape_x: tuple[int, ...], m: formulas.Moments, shape_gamma: tuple[int, ...]) -> Table:
@@ -1312,7 +1360,20 @@ def forms_agree(p: LessonParams) -> DemoOutput:
             rtol=f"{tol.CLOSED_FORM_RTOL:.0e}"
         )
     verdict = check_line(ok, text)
-    return DemoOutput(Group(table, Text(""), diffs, verdict), graph=built.graph)
+    if ok:
+        why = _(
+            "Each form agrees with autograd to float64 rounding (the lines under the table give the largest "
+            "differences): the three are one formula written three ways, and autograd computes that function."
+        )
+    else:
+        why = _("A form differs from autograd by more than rounding: see the lines under the table.")
+    prediction = Prediction(
+        _("Three formulas for dx, and autograd. How far apart will they be?"),
+        (_("within rounding error"), _("visibly apart")),
+        0 if ok else 1,
+        why,
+    )
+    return DemoOutput(Group(table, Text(""), diffs, verdict), graph=built.graph, prediction=prediction)
 
 
 @demo("three_path_terms")

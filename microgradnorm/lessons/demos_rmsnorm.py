@@ -150,7 +150,7 @@ def rms_gradient(p: LessonParams, eps: float | None = None) -> DemoOutput:
 
 
 @demo("rms_jacobian_heatmap")
-def rms_jacobian_heatmap(p: LessonParams) -> Group:
+def rms_jacobian_heatmap(p: LessonParams) -> DemoOutput:
     """The RMSNorm Jacobian from autograd beside LayerNorm's, and the rank of what each removes."""
     x = _vector(p)
     j_rms = autograd_jacobian("rmsnorm", x.tolist(), None, None, p.eps)
@@ -169,30 +169,44 @@ def rms_jacobian_heatmap(p: LessonParams) -> Group:
     stretch_ln = np.linalg.norm(lm.xshift) * p.eps / (var + p.eps) ** 1.5
     stretch = (np.linalg.norm(j_rms @ x), np.linalg.norm(j_ln @ x))
     size = np.abs(j_rms).sum() * np.abs(x).max()
-    return Group(
-        heat_map(j_rms, title=_("RMSNorm dy/dx (autograd)"), scale=scale, legend=False),
-        heat_map(j_ln, title=_("LayerNorm dy/dx (autograd), same scale"), scale=scale),
-        claims(
-            [
-                (close(j_rms, closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL), "RMSNorm J = (1/rms)(I − xhat xhatᵀ/d)"),
-                (
-                    rank_rms == 1 and rank_ln == 2,
-                    _("what each removes has rank {rms} (RMS) and {ln} (LN)").format(rms=rank_rms, ln=rank_ln),
-                ),
-                (
-                    cancels(j_ln @ ones, np.abs(j_ln).sum()) and not cancels(j_rms @ ones, np.abs(j_rms).sum()),
-                    _("a shift of all inputs: |J·1| = {rms} (RMS), {ln} (LN)").format(
-                        rms=sci(float(np.linalg.norm(j_rms @ ones))), ln=sci(float(np.linalg.norm(j_ln @ ones)))
+    shift = (float(np.linalg.norm(j_rms @ ones)), float(np.linalg.norm(j_ln @ ones)))
+    moved = not cancels(j_rms @ ones, np.abs(j_rms).sum())
+    why = _("|J·1| = {rms} (RMS), {ln} (LN): with no mean subtracted, nothing cancels the shift.").format(
+        rms=sci(shift[0]), ln=sci(shift[1])
+    )
+    prediction = Prediction(
+        _("Shift every input of RMSNorm by the same small amount. Does its output move?"),
+        (_("no, just as LayerNorm's does not"), _("yes, it moves")),
+        1 if moved else 0,
+        why,
+    )
+    return DemoOutput(
+        Group(
+            heat_map(j_rms, title=_("RMSNorm dy/dx (autograd)"), scale=scale, legend=False),
+            heat_map(j_ln, title=_("LayerNorm dy/dx (autograd), same scale"), scale=scale),
+            claims(
+                [
+                    (close(j_rms, closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL), "RMSNorm J = (1/rms)(I − xhat xhatᵀ/d)"),
+                    (
+                        rank_rms == 1 and rank_ln == 2,
+                        _("what each removes has rank {rms} (RMS) and {ln} (LN)").format(rms=rank_rms, ln=rank_ln),
                     ),
-                ),
-                (
-                    cancels(stretch[0] - stretch_rms, size) and cancels(stretch[1] - stretch_ln, size),
-                    _("a stretch of x: |J·x| = {rms} (RMS), {ln} (LN), what eps leaves").format(
-                        rms=sci(float(stretch[0])), ln=sci(float(stretch[1]))
+                    (
+                        cancels(j_ln @ ones, np.abs(j_ln).sum()) and not cancels(j_rms @ ones, np.abs(j_rms).sum()),
+                        _("a shift of all inputs: |J·1| = {rms} (RMS), {ln} (LN)").format(
+                            rms=sci(float(np.linalg.norm(j_rms @ ones))), ln=sci(float(np.linalg.norm(j_ln @ ones)))
+                        ),
                     ),
-                ),
-            ]
+                    (
+                        cancels(stretch[0] - stretch_rms, size) and cancels(stretch[1] - stretch_ln, size),
+                        _("a stretch of x: |J·x| = {rms} (RMS), {ln} (LN), what eps leaves").format(
+                            rms=sci(float(stretch[0])), ln=sci(float(stretch[1]))
+                        ),
+                    ),
+                ]
+            ),
         ),
+        prediction=prediction,
     )
 
 
