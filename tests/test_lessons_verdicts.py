@@ -165,3 +165,23 @@ def test_lessons_6_and_9_questions_are_answered_by_their_numbers(dim, eps):
     shift = run_demo("rms_jacobian_heatmap", p, {}).prediction
     assert moved > 1e-6
     assert shift.choices[shift.answer] == "yes, it moves"
+
+
+@pytest.mark.parametrize(("dim", "eps"), [(4, 1e-5), (6, 0.0), (3, 1.0)])
+def test_lessons_5_and_7_count_x0s_contributions_and_sum_js_rows(dim, eps):
+    """x_0 gets 2 contributions (from xshift_0 and from the mean's sum) though 3 paths reach it; every row of
+    LayerNorm's J sums to 0 (a shift of all inputs changes nothing). Oracle for J: torch."""
+    torch = pytest.importorskip("torch")
+    from microgradnorm.lessons.demos_jacobian import _problem
+
+    p = LessonParams(dim=dim, seed=2, eps=eps)
+    count = run_demo("ln_backward_steps", p, {"stages": ("center", "mean"), "ask": "x_count"}).prediction
+    assert count.choices[count.answer] == "2"
+    x, gamma = _problem(p, "random")
+    gt = torch.tensor(gamma, dtype=torch.float64)
+    j = torch.autograd.functional.jacobian(
+        lambda v: torch.nn.functional.layer_norm(v, (dim,), gt, None, eps), torch.tensor(x, dtype=torch.float64)
+    )
+    assert float(j.sum(dim=1).abs().max()) < 1e-12 * float(j.abs().sum())
+    rows = run_demo("jacobian_rows", p, {}).prediction
+    assert rows.choices[rows.answer] == "0"

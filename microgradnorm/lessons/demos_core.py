@@ -1027,7 +1027,12 @@ def ln_backward_steps(p: LessonParams, stages: tuple[str, ...] = ("loss", "affin
     if any(c.tag for c in trace.contributions if keep(c)):
         parts.append(path_legend())
     parts.append(dim_note(_("k/m: the k-th of m contributions; constants not shown")))
-    questions = {"": None, "rstd_count": _rstd_count_prediction, "dvar_sign": _dvar_sign_prediction}
+    questions = {
+        "": None,
+        "rstd_count": _rstd_count_prediction,
+        "dvar_sign": _dvar_sign_prediction,
+        "x_count": _x_count_prediction,
+    }
     if ask not in questions:
         raise ValueError(f"ask: expected one of {sorted(questions)}, got {ask!r}")
     prediction = questions[ask](built, trace) if ask else None
@@ -1044,6 +1049,17 @@ def _rstd_count_prediction(built: LNBuilt, trace: Trace) -> Prediction:
         "The trace counts {count}: every xhat_i = xshift_i · rstd uses rstd once, and the row has {d} of them."
     ).format(count=count, d=d)
     return Prediction(_("How many contributions will rstd collect?"), choices, nearest(count, (1, d, 2 * d)), why)
+
+
+def _x_count_prediction(built: LNBuilt, trace: Trace) -> Prediction:
+    """How many contributions x_0 receives in all, counted in the trace (2, though three paths reach it)."""
+    count = trace.incoming.get(id(built.graph["x"][0]), 0)
+    choices = ("1", "2", _("3: one per path"))
+    why = _(
+        "The trace counts {count} for x_0: one from xshift_0, which already carries the direct and the "
+        "variance paths added together, and one from the mean's sum. Three paths, {count} edges."
+    ).format(count=count)
+    return Prediction(_("How many contributions will x_0 receive in all?"), choices, nearest(count, (1, 2, 3)), why)
 
 
 def _dvar_sign_prediction(built: LNBuilt, trace: Trace) -> Prediction:

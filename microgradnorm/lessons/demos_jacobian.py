@@ -35,6 +35,7 @@ from microgradnorm.lessons.demo_tools import (
     sci,
 )
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.lessons.demos_core import nearest
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, close
 
@@ -107,7 +108,14 @@ def jacobian_rows(p: LessonParams, gamma: str = "random") -> DemoOutput:
             worst <= rounding, _("every row sums to 0 up to rounding (largest |sum| {worst})").format(worst=sci(worst))
         )
     )
-    return DemoOutput(Group(*parts), graph=graph)
+    why = _("The largest |row sum| is {worst}, rounding: the rows of this J add up to 0.").format(worst=sci(worst))
+    prediction = Prediction(
+        _("Each row of J is how y_i reacts to every x_j. What will a row add up to?"),
+        ("0", "1", _("gamma_i, the row's scale")),
+        0 if worst <= rounding else nearest(float(j.sum(axis=1)[0]), (0.0, 1.0, float(g[0]) if g is not None else 1.0)),
+        why,
+    )
+    return DemoOutput(Group(*parts), graph=graph, prediction=prediction)
 
 
 @demo("jacobian_heatmap")
