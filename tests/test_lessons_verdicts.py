@@ -185,3 +185,20 @@ def test_lessons_5_and_7_count_x0s_contributions_and_sum_js_rows(dim, eps):
     assert float(j.sum(dim=1).abs().max()) < 1e-12 * float(j.abs().sum())
     rows = run_demo("jacobian_rows", p, {}).prediction
     assert rows.choices[rows.answer] == "0"
+
+
+@pytest.mark.parametrize(("batch", "eps"), [(4, 1e-5), (6, 1e-12), (3, 1.0)])
+def test_lesson_8_asks_what_a_column_of_dx_adds_up_to(batch, eps):
+    """BatchNorm's dX column sums are 0 (the column mean is removed). Oracle: torch's batch_norm backward
+    (which refuses eps = 0 in training, hence 1e-12)."""
+    torch = pytest.importorskip("torch")
+    from microgradnorm.lessons import demos_batchnorm as bn
+
+    p = LessonParams(dim=3, seed=1, eps=eps, batch=batch)
+    x, gamma, beta, dy = bn._batch(p)
+    xt = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    y = torch.nn.functional.batch_norm(xt, None, None, torch.tensor(gamma), torch.tensor(beta), training=True, eps=eps)
+    (y * torch.tensor(dy)).sum().backward()
+    assert float(xt.grad.sum(dim=0).abs().max()) < 1e-10 * float(xt.grad.abs().sum())
+    q = run_demo("bn_simplified", p, {}).prediction
+    assert q.choices[q.answer] == "0"

@@ -334,7 +334,7 @@ def bn_variance_slip(p: LessonParams, column: int = 0) -> DemoOutput:
 
 
 @demo("bn_simplified")
-def bn_simplified(p: LessonParams) -> Group:
+def bn_simplified(p: LessonParams) -> DemoOutput:
     """The simplified dX = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), per column, and what it removes."""
     x, gamma, beta, dy = _batch(p)
     grads, _graph = autograd_dx("batchnorm", x, gamma, beta, p.eps, dy)
@@ -350,34 +350,52 @@ def bn_simplified(p: LessonParams) -> Group:
     radial_expected = (mo.rstd * (gx * mo.xhat).sum(axis=0) * p.eps / (mo.var + p.eps)).reshape(-1)
     close_ = partial(close, rtol=CLOSED_FORM_RTOL, atol=CLOSED_FORM_ATOL)
     terms = np.abs(mo.rstd * gx).sum(axis=0) * 3  # the size of what the column sums add up
-    return Group(
-        cjk_text(_("dX for X [{n}, {d}], eps = {eps}").format(n=x.shape[0], d=x.shape[1], eps=f"{p.eps:g}"), "italic"),
-        claims(
-            [
-                (
-                    close_(simple, dx),
-                    _("simplified form = autograd: max error {error}").format(error=maxabs(simple - dx)),
-                ),
-                (close_(paths, dx), _("three paths = autograd: max error {error}").format(error=maxabs(paths - dx))),
-                (
-                    cancels(col_sums, terms),
-                    _("each column of dX sums to zero: largest sum {value}").format(value=maxabs(col_sums)),
-                ),
-                (
-                    cancels(radial - radial_expected, terms * np.max(np.abs(mo.xhat))),
-                    _("Σ_i dX_ij · xhat_ij = rstd·Σ(dxhat·xhat)·eps/(var + eps): up to {value}").format(
-                        value=maxabs(radial)
-                    ),
-                ),
-            ]
-        ),
-        cjk_text(
-            _(
-                "The last line is zero at eps = 0: each column's gradient is orthogonal to its xhat, the LayerNorm "
-                "projection one column at a time. eps leaves the remainder shown."
+    zero = bool(cancels(col_sums, terms))
+    why = _("The largest column sum of dX is {value}: rounding. A column's mean is removed from its gradient.").format(
+        value=maxabs(col_sums)
+    )
+    prediction = Prediction(
+        _("What will each column of dX add up to?"),
+        ("0", _("the column's sum of dY"), _("the column's sum of dY, times rstd")),
+        0 if zero else 1,
+        why,
+    )
+    return DemoOutput(
+        Group(
+            cjk_text(
+                _("dX for X [{n}, {d}], eps = {eps}").format(n=x.shape[0], d=x.shape[1], eps=f"{p.eps:g}"), "italic"
             ),
-            style="dim",
+            claims(
+                [
+                    (
+                        close_(simple, dx),
+                        _("simplified form = autograd: max error {error}").format(error=maxabs(simple - dx)),
+                    ),
+                    (
+                        close_(paths, dx),
+                        _("three paths = autograd: max error {error}").format(error=maxabs(paths - dx)),
+                    ),
+                    (
+                        cancels(col_sums, terms),
+                        _("each column of dX sums to zero: largest sum {value}").format(value=maxabs(col_sums)),
+                    ),
+                    (
+                        cancels(radial - radial_expected, terms * np.max(np.abs(mo.xhat))),
+                        _("Σ_i dX_ij · xhat_ij = rstd·Σ(dxhat·xhat)·eps/(var + eps): up to {value}").format(
+                            value=maxabs(radial)
+                        ),
+                    ),
+                ]
+            ),
+            cjk_text(
+                _(
+                    "The last line is zero at eps = 0: each column's gradient is orthogonal to its xhat, the LayerNorm "
+                    "projection one column at a time. eps leaves the remainder shown."
+                ),
+                style="dim",
+            ),
         ),
+        prediction=prediction,
     )
 
 
