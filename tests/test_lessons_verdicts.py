@@ -202,3 +202,13 @@ def test_lesson_8_asks_what_a_column_of_dx_adds_up_to(batch, eps):
     assert float(xt.grad.sum(dim=0).abs().max()) < 1e-10 * float(xt.grad.abs().sum())
     q = run_demo("bn_simplified", p, {}).prediction
     assert q.choices[q.answer] == "0"
+
+
+@pytest.mark.parametrize("seed", [0, 3, 9])
+def test_lesson_2_asks_whether_standardizing_columns_centers_the_rows(seed):
+    p = LessonParams(dim=6, seed=seed)
+    x = np.round(rng_for(seed, 36).normal(5.0, 3.0, size=(3, 4)), 1)
+    cols = (x - x.mean(axis=0)) / np.sqrt(x.var(axis=0) + p.eps)  # the oracle
+    q = run_demo("standardize_both_ways", p, {}).prediction
+    expected = "yes, every row too" if np.abs(cols.mean(axis=1)).max() < 1e-12 else "no, not in general"
+    assert q.choices[q.answer] == expected

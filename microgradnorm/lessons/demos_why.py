@@ -72,9 +72,7 @@ def _spread_line(m: np.ndarray, axis: int, eps: float, which: str) -> str:
         # Translators: {which} is "each column" or "each row"; {spread} is a number or "0.77 to 0.9"
         return _("{which}: mean 0, spread {spread}").format(which=which, spread=spread)
     # Translators: {which} is "each column" or "each row"; {spread} is a number or "0.77 to 0.9"
-    return _("{which}: mean 0, spread {spread} (with eps > 0 it is √(var/(var + eps)))").format(
-        which=which, spread=spread
-    )
+    return _("{which}: mean 0, spread {spread}, that is √(var/(var+eps))").format(which=which, spread=spread)
 
 
 @demo("standardize_both_ways")
@@ -102,7 +100,18 @@ def standardize_both_ways(p: LessonParams, examples: int = 3, features: int = 4)
         claim(_is_standardized(per_feature, x, 0, p.eps), columns),
         claim(_is_standardized(per_example, x, 1, p.eps), rows),
     ]
-    return DemoOutput(Group(*parts))
+    row_means = np.abs(per_feature.mean(axis=1))
+    centered = bool(np.all(row_means <= cancellation_atol(float(np.max(np.abs(per_feature))), features)))
+    why = _("Row means reach {largest} here: centering columns says nothing about rows.").format(
+        largest=fmt(float(row_means.max()), 3)
+    )
+    prediction = Prediction(
+        _("Standardize each column. Does each row get mean 0 too?"),
+        (_("yes, every row too"), _("no, not in general")),
+        0 if centered else 1,
+        why,
+    )
+    return DemoOutput(Group(*parts), prediction=prediction)
 
 
 # ---- the loss landscape of y = w1 x1 + w2 x2 ----------------------------------------
