@@ -167,9 +167,10 @@ def test_lesson_4_stops_at_the_variance_and_lesson_5_starts_there():
     assert _lesson(4).defaults == _lesson(5).defaults  # lesson 5 continues on the same numbers
 
 
-def test_lesson_5_ends_with_the_check_table():
-    last = _lesson(5).steps[-1]
-    assert [c.name for c in last.demos] == ["ln_check_table"]
+def test_lesson_5_ends_with_the_check_table_then_the_exercise():
+    *_, check, last = _lesson(5).steps
+    assert [c.name for c in check.demos] == ["ln_check_table"]
+    assert not last.demos  # the closing step points to exercise 5 (tests/test_lessons_source.py)
 
 
 # ---- every core demo at other sizes: runs, fits, and its own checks pass ---------------------------
@@ -436,9 +437,11 @@ def test_with_an_eps_as_large_as_the_variance_dgamma_is_said_to_grow_and_why():
     x, _, _, dy = core.ln_problem(p)
     xhat1, xhat2 = (x - x.mean()) / math.sqrt(np.var(x) + 1.0), (2 * x - 2 * x.mean()) / math.sqrt(4 * np.var(x) + 1.0)
     factor = float((dy * xhat2) @ (dy * xhat1) / ((dy * xhat1) @ (dy * xhat1)))
-    assert abs(math.log(factor / 2)) < abs(math.log(factor))  # the oracle: nearer 2 than 1
+    assert abs(math.log(factor / 2)) < abs(math.log(factor))  # the oracle: nearer 2 than 1, yet not 2
     prediction = run_demo("ln_double_x", p).prediction
-    assert prediction.choices[prediction.answer] == "it is multiplied by 2"
+    # issue 22: a factor that is not 2 to the digits shown is not "multiplied by 2"
+    assert abs(factor - 2) > tol.DISPLAY_RTOL * 2
+    assert prediction.choices[prediction.answer] == "it changes by no simple factor"
     assert "eps = 1 is not small next to var(x)" in prediction.why and core.num(float(np.var(x))) in prediction.why
 
 
@@ -783,7 +786,7 @@ def test_every_subgraph_a_lesson_draws_fits_60_columns():
     lessons = [lesson for lesson in load_lessons() if lesson.path.name[:2] in ("03", "04", "05")]
     steps = [step for lesson in lessons for step in lesson.steps]
     calls = [call for step in steps for call in step.demos if call.name == "ln_subgraph"]
-    assert len(calls) >= 4
+    assert len(calls) >= 3
     for call in calls:
         for dim in (2, 3, 4):
             text = _text(run_demo("ln_subgraph", LessonParams(dim=dim), call.args).renderable, 60)
