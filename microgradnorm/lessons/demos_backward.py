@@ -3,7 +3,7 @@
 * what the parameters' gradients (dgamma, dbeta) are for, and what the input's
   gradient dx is for: the layer below turns dx into its own weight gradient;
 * whether dgamma cares about the scale of x (a question asked before the numbers);
-* a slip in a widely copied derivation: a non-zero dvar/dmean, which shrinks
+* a slip that is easy to make: a non-zero dvar/dmean, which shrinks
   the variance path by (n - 1)/n;
 The step-by-step backward tables themselves, and the three paths into x, are
 in :mod:`demos_core`.

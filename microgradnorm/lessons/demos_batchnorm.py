@@ -54,7 +54,7 @@ def _batch(p: LessonParams) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
 
 
 def dx_with_mean_slip(dxhat: np.ndarray, x: np.ndarray, eps: float) -> np.ndarray:
-    """dL/dX of BatchNorm [N, D] by a derivation that circulates widely, slip included.
+    """dL/dX of BatchNorm [N, d] with a slip that is easy to make included.
 
     It takes two routes from X_ij to the variance: the direct one,
     d var / d X_ij = (2/m)(X_ij - mean), and a second one through the mean, where
@@ -285,7 +285,7 @@ def _slip_prediction(paths: dict[str, np.ndarray], m: int) -> Prediction:
 
 @demo("bn_variance_slip")
 def bn_variance_slip(p: LessonParams, column: int = 0) -> DemoOutput:
-    """The widely copied variance path with a bogus d var/d mean against the correct one, caught by autograd."""
+    """The slipped variance path with a bogus d var/d mean against the correct one, caught by autograd."""
     x, gamma, beta, _dy = _batch(p)
     m = x.shape[0]
     if not 0 <= column < x.shape[1]:
