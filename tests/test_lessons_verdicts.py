@@ -212,3 +212,18 @@ def test_lesson_2_asks_whether_standardizing_columns_centers_the_rows(seed):
     q = run_demo("standardize_both_ways", p, {}).prediction
     expected = "yes, every row too" if np.abs(cols.mean(axis=1)).max() < 1e-12 else "no, not in general"
     assert q.choices[q.answer] == expected
+
+
+@pytest.mark.parametrize("dim", [3, 6])
+def test_lesson_7_asks_what_shrinking_x_does_to_shrink(dim):
+    """shrink = eps/(var + eps) at eps = 1e-3 grows when x shrinks a hundredfold (var falls 1e4 times)."""
+    from microgradnorm.lessons.demos_jacobian import _problem
+
+    p = LessonParams(dim=dim, seed=0)
+    x, _gamma = _problem(p, "ones")
+    var = float(np.var(x))
+    before, after = 1e-3 / (var + 1e-3), 1e-3 / (var * 1e-4 + 1e-3)
+    assert after > before
+    q = run_demo("eps_effect", p, {"scale": 0.01, "caption": False, "ask": True}).prediction
+    assert q.choices[q.answer] == "it grows"
+    assert run_demo("eps_effect", p, {}).prediction is None

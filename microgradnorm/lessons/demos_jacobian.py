@@ -416,8 +416,12 @@ def eps_effect(
     eps_values: tuple[float, ...] = (0.0, 1e-5, 1e-3, 0.1, 1.0),
     scale: float = 1.0,
     caption: bool = True,
-) -> Group:
-    """What eps > 0 does to the projection, measured beside the algebra's prediction."""
+    ask: bool = False,
+) -> DemoOutput:
+    """What eps > 0 does to the projection, measured beside the algebra's prediction.
+
+    ``ask`` first asks what becomes of shrink at eps = 1e-3 when x is scaled by ``scale``.
+    """
     x, _gamma = _problem(p, "ones")
     x = x * float(scale)
     var = float(formulas.moments(x, (0,), 0.0).var[0])
@@ -436,9 +440,26 @@ def eps_effect(
         scale=f"{float(scale):g}", var=fmt(var, 4), d=p.dim
     )
     note = _eps_note(any(zero for _row, _ok, zero in measured)) if caption else None
-    return Group(
-        *_d2_note(p.dim),
-        cjk_text(title, style="bold"),
-        number_table(headers, [row for row, _ok, _zero in measured], caption=note),
-        claim(ok, _("radial and P²−P are what the algebra predicts, in every row")),
+    return DemoOutput(
+        Group(
+            *_d2_note(p.dim),
+            cjk_text(title, style="bold"),
+            number_table(headers, [row for row, _ok, _zero in measured], caption=note),
+            claim(ok, _("radial and P²−P are what the algebra predicts, in every row")),
+        ),
+        prediction=_shrink_prediction(var, float(scale)) if ask else None,
     )
+
+
+def _shrink_prediction(var: float, scale: float, eps: float = 1e-3) -> Prediction:
+    """shrink = eps / (var + eps) for x scaled by ``scale`` (var is already the scaled one) against unscaled."""
+    before = eps / (var / scale**2 + eps)
+    after = eps / (var + eps)
+    answer = 0 if after > before * (1 + 1e-9) else (2 if after < before * (1 - 1e-9) else 1)
+    why = _("At eps = {eps}: shrink = eps / (var + eps) went from {before} to {after}; eps stayed, var moved.").format(
+        eps=f"{eps:g}", before=fmt(before, 3), after=fmt(after, 3)
+    )
+    question = _("Scale x by {scale} and keep eps = {eps}. What does shrink do?").format(
+        scale=f"{scale:g}", eps=f"{eps:g}"
+    )
+    return Prediction(question, (_("it grows"), _("it stays the same"), _("it falls")), answer, why)
