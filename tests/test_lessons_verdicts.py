@@ -227,3 +227,14 @@ def test_lesson_7_asks_what_shrinking_x_does_to_shrink(dim):
     q = run_demo("eps_effect", p, {"scale": 0.01, "caption": False, "ask": True}).prediction
     assert q.choices[q.answer] == "it grows"
     assert run_demo("eps_effect", p, {}).prediction is None
+
+
+@pytest.mark.parametrize(("dim", "seed"), [(4, 0), (6, 7), (2, 3)])
+def test_lesson_3_asks_what_xshift_adds_up_to(dim, seed):
+    from microgradnorm.lessons import demos_core as core
+
+    p = LessonParams(dim=dim, seed=seed)
+    x = core.ln_problem(p)[0]
+    assert abs(np.sum(x - x.mean())) <= 8 * np.finfo(float).eps * np.sum(np.abs(x)) * dim  # the oracle
+    q = run_demo("ln_stage_summary", p, {}).prediction
+    assert q.choices[q.answer] == "0, up to rounding"

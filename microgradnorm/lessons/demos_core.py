@@ -743,7 +743,19 @@ def ln_stage_summary(p: LessonParams) -> DemoOutput:
         table.add_row(stage, what, num(got[0]) if got.size == 1 else vec(got, 3))
     ok = all(agree(got, ref, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL) for _stage, _what, got, ref in rows)
     same = _("formulas.moments (NumPy) gives the same, largest relative difference {error}").format(error=err(worst))
-    return DemoOutput(Group(table, check_line(ok, same)), graph=g)
+    xshift = node_values(built, "xshift")
+    total = float(np.sum(xshift))
+    zero = abs(total) <= tol.cancellation_atol(float(np.sum(np.abs(built.x))), p.dim)
+    why = _("Σ xshift = {total} on the graph's numbers: subtracting the mean leaves values that sum to 0.").format(
+        total=num(total)
+    )
+    prediction = Prediction(
+        _("What will the centered values xshift add up to?"),
+        (_("0, up to rounding"), _("the sum of x"), _("n times the mean")),
+        0 if zero else nearest(total, (0.0, float(np.sum(built.x)), float(np.sum(built.x)))),
+        why,
+    )
+    return DemoOutput(Group(table, check_line(ok, same)), graph=g, prediction=prediction)
 
 
 @demo("ln_shapes")
