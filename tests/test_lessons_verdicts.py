@@ -238,3 +238,17 @@ def test_lesson_3_asks_what_xshift_adds_up_to(dim, seed):
     assert abs(np.sum(x - x.mean())) <= 8 * np.finfo(float).eps * np.sum(np.abs(x)) * dim  # the oracle
     q = run_demo("ln_stage_summary", p, {}).prediction
     assert q.choices[q.answer] == "0, up to rounding"
+
+
+@pytest.mark.parametrize(("dim", "eps"), [(4, 1e-5), (6, 0.0)])
+def test_lesson_5_asks_whether_the_mean_path_is_the_same_for_every_x(dim, eps):
+    """dL/dmean / n is one number broadcast to every x_i; the oracle computes it from the inputs in NumPy."""
+    from microgradnorm.lessons import demos_core as core
+
+    p = LessonParams(dim=dim, seed=0, eps=eps)
+    x, gamma, _beta, dy = core.ln_problem(p)
+    rstd = 1 / np.sqrt(x.var() + eps)
+    via_mean = -rstd * np.sum(gamma * dy) / dim
+    out = run_demo("ln_paths_code", p, {})
+    assert out.prediction.choices[out.prediction.answer] == "yes, the same for every i"
+    assert core.num(float(via_mean)) in out.prediction.why

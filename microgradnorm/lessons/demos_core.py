@@ -1227,10 +1227,22 @@ def ln_paths_code(p: LessonParams) -> DemoOutput:
         got = parts.get(k, 0.0)
         ok &= tol.close(np.array(got), ref[0], tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
         table.add_row(Text(path_label(k), style=PATH_STYLE[k]), num(float(ref[0])), num(got))
+    via_mean = np.ravel(closed[1])
+    same = bool(np.all(via_mean == via_mean[0]))
+    why = _("via_mean is {value} for every x_i: the mean reaches each x_i through the same 1/n.").format(
+        value=num(float(via_mean[0]))
+    )
+    prediction = Prediction(
+        _("The via-mean path into x_i: is it the same number for every i?"),
+        (_("yes, the same for every i"), _("no, it differs with i")),
+        0 if same else 1,
+        why,
+    )
     return DemoOutput(
         Group(code_of(formulas.dx_paths), table, check_line(ok, _("each path: these lines = the traced sum"))),
         graph=built.graph,
         graph_options={"paths": True, "path_input": 0},
+        prediction=prediction,
     )
 
 
