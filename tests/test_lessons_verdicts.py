@@ -252,3 +252,14 @@ def test_lesson_5_asks_whether_the_mean_path_is_the_same_for_every_x(dim, eps):
     out = run_demo("ln_paths_code", p, {})
     assert out.prediction.choices[out.prediction.answer] == "yes, the same for every i"
     assert core.num(float(via_mean)) in out.prediction.why
+
+
+def test_lesson_2_asks_how_steep_the_sigmoid_is_at_10():
+    """sigmoid'(10) / sigmoid'(0) = 4·e^−10/(1 + e^−10)² ≈ 1.8e-4: less than a thousandth (closed form)."""
+    import math
+
+    ratio = 4 * math.exp(-10) / (1 + math.exp(-10)) ** 2
+    assert 1e-4 < ratio < 1e-3
+    q = run_demo("sigmoid_saturation", LessonParams(), {}).prediction
+    assert q.choices[q.answer] == "less than a thousandth as steep"
+    assert run_demo("sigmoid_saturation", LessonParams(), {"zs": (1.0, 2.0)}).prediction is None

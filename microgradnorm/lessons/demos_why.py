@@ -340,7 +340,9 @@ def descent_race(p: LessonParams, steps: int = 300) -> Group:
 
 
 @demo("sigmoid_saturation")
-def sigmoid_saturation(p: LessonParams, zs: tuple[float, ...] = (-100.0, -10.0, -3.0, 0.0, 3.0, 10.0, 100.0)) -> Group:
+def sigmoid_saturation(
+    p: LessonParams, zs: tuple[float, ...] = (-100.0, -10.0, -3.0, 0.0, 3.0, 10.0, 100.0)
+) -> DemoOutput:
     """sigmoid(z) and its derivative from the engine, for small and large z."""
     rows, slopes, values = [], [], []
     for z in zs:
@@ -351,16 +353,31 @@ def sigmoid_saturation(p: LessonParams, zs: tuple[float, ...] = (-100.0, -10.0, 
         slopes.append(v.grad)
         values.append(s.data)
     top = int(np.argmax(zs))
-    return Group(
-        number_table(["z", "sigmoid(z)", "d sigmoid / dz"], rows, title=_("the engine's sigmoid node")),
-        claim(
-            zs[int(np.argmax(slopes))] == 0.0 and max(slopes) == 0.25,
-            _("the slope is largest, 1/4, at z = 0"),
+    slope_at = dict(zip(zs, slopes))
+    prediction = None
+    if 0.0 in slope_at and 10.0 in slope_at:
+        ratio = slope_at[10.0] / slope_at[0.0]
+        prediction = Prediction(
+            _("Compared with its slope at z = 0, how steep is the sigmoid at z = 10?"),
+            (_("about as steep"), _("about a tenth as steep"), _("less than a thousandth as steep")),
+            nearest_factor(ratio, (1.0, 0.1, 1e-4)),
+            _("The engine's slopes: {at10} at z = 10 against {at0} at z = 0, a ratio of {ratio}.").format(
+                at10=sci(slope_at[10.0]), at0=sci(slope_at[0.0]), ratio=sci(ratio)
+            ),
+        )
+    return DemoOutput(
+        Group(
+            number_table(["z", "sigmoid(z)", "d sigmoid / dz"], rows, title=_("the engine's sigmoid node")),
+            claim(
+                zs[int(np.argmax(slopes))] == 0.0 and max(slopes) == 0.25,
+                _("the slope is largest, 1/4, at z = 0"),
+            ),
+            claim(
+                values[top] == 1.0 and slopes[top] == 0.0,
+                _("at z = {z}: sigmoid rounds to exactly 1, its slope to exactly 0").format(z=fmt(float(zs[top]), 4)),
+            ),
         ),
-        claim(
-            values[top] == 1.0 and slopes[top] == 0.0,
-            _("at z = {z}: sigmoid rounds to exactly 1, its slope to exactly 0").format(z=fmt(float(zs[top]), 4)),
-        ),
+        prediction=prediction,
     )
 
 
