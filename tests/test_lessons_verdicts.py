@@ -263,3 +263,23 @@ def test_lesson_2_asks_how_steep_the_sigmoid_is_at_10():
     q = run_demo("sigmoid_saturation", LessonParams(), {}).prediction
     assert q.choices[q.answer] == "less than a thousandth as steep"
     assert run_demo("sigmoid_saturation", LessonParams(), {"zs": (1.0, 2.0)}).prediction is None
+
+
+@pytest.mark.parametrize("number", range(1, 10))
+def test_lessons_1_to_9_ask_at_least_one_prediction_per_three_steps(number):
+    """Issue 22 item 3: every core lesson asks before it tells, at least once per three steps."""
+    import math
+
+    from microgradnorm.lessons.demos import DemoOutput
+    from microgradnorm.lessons.format import lessons_dir, parse_lesson
+    from microgradnorm.lessons.runner import step_outputs
+
+    path = next(lessons_dir().glob(f"{number:02d}-*.md"))
+    lesson = parse_lesson(path)
+    params = lesson.params()
+    asking = [
+        i
+        for i in range(len(lesson.steps))
+        if any(isinstance(o, DemoOutput) and o.prediction is not None for o in step_outputs(lesson, i, params))
+    ]
+    assert len(asking) >= math.ceil(len(lesson.steps) / 3), f"{path.name}: asks in steps {asking}"
