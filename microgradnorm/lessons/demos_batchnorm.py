@@ -32,6 +32,7 @@ from microgradnorm.lessons.demo_tools import (
     sci,
 )
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.lessons.demos_core import path_label
 from microgradnorm.lessons.norm_axes import LAYOUTS, axes_figure, axes_panels, group_ids, moved_by_one, poolings
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, DISPLAY_RTOL, close
@@ -230,13 +231,13 @@ def bn_three_paths(p: LessonParams, column: int = 0) -> DemoOutput:
     return DemoOutput(
         Group(
             cjk_text(_("dL/dX[i, {j}] along the three paths (m = {m})").format(j=j, m=x.shape[0]), style="italic"),
-            # the three paths keep the names the lesson's formulas give them (direct, via mean, via var)
+            # the three paths under the names lesson 5's tables give them, translated (issue 22 item 9)
             number_table(
                 [
                     "i",
-                    "direct",
-                    "via mean",
-                    "via var",
+                    path_label("direct"),
+                    path_label("mean"),
+                    path_label("var"),
                     pgettext("demo table header", "sum"),
                     pgettext("demo table header", "autograd"),
                 ],
@@ -311,7 +312,7 @@ def bn_variance_slip(p: LessonParams, column: int = 0) -> DemoOutput:
             number_table(
                 [
                     "i",
-                    "via var",
+                    path_label("var"),
                     pgettext("demo table header", "with slip"),
                     pgettext("demo table header", "ratio"),
                 ],
