@@ -283,3 +283,24 @@ def test_lessons_1_to_9_ask_at_least_one_prediction_per_three_steps(number):
         if any(isinstance(o, DemoOutput) and o.prediction is not None for o in step_outputs(lesson, i, params))
     ]
     assert len(asking) >= math.ceil(len(lesson.steps) / 3), f"{path.name}: asks in steps {asking}"
+
+
+@pytest.mark.parametrize("eps", [0.0, 1e-5, 1.0])
+def test_lesson_4_a_drift_in_the_mean_below_leaves_dx_unchanged(eps):
+    """Item 10: the stability argument, live. Oracle: torch's layer_norm gradient at x and at x + DRIFT."""
+    torch = pytest.importorskip("torch")
+    from microgradnorm.lessons import demos_backward as back
+    from microgradnorm.lessons import demos_core as core
+
+    p = LessonParams(eps=eps)
+    _x, gamma, beta, dy = core.ln_problem(p)
+    w, u = back.previous_layer(p)
+    grads = []
+    for shift in (0.0, back.DRIFT):
+        xt = torch.tensor(w @ u + shift, dtype=torch.float64, requires_grad=True)
+        y = torch.nn.functional.layer_norm(xt, (len(gamma),), torch.tensor(gamma), torch.tensor(beta), eps)
+        (y * torch.tensor(dy)).sum().backward()
+        grads.append(xt.grad.numpy())
+    assert np.max(np.abs(grads[1] - grads[0])) < 1e-12 * (1 + np.max(np.abs(grads[0])))
+    text = _text(run_demo("ln_param_vs_input", p, {}).renderable)
+    assert "✓ every x moved by 3 (a drift below)" in " ".join(text.split())

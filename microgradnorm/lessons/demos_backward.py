@@ -80,7 +80,20 @@ def ln_param_vs_input(p: LessonParams, inputs: int = 2) -> DemoOutput:
     claim = _("W.grad[i,j] = dx_i · u_j for every entry ({difference})").format(
         difference=difference(w_grad, np.outer(dx, u))
     )
-    return DemoOutput(Group(head, table, check_line(ok, claim)), graph=r["graph"])
+    # a drift below: the layer below's outputs all move by DRIFT (a bias that wandered)
+    _x, gamma, beta, dy = ln_problem(p)
+    x = r["w"] @ r["u"]
+    drifted = autograd_dx("layernorm", x + DRIFT, gamma, beta, p.eps, dy)[0]["x"]
+    change = float(np.max(np.abs(drifted - dx)))
+    rstd = 1.0 / np.sqrt(np.var(x) + p.eps)
+    steady = change <= 2 * tol.norm_dx_atol(x + DRIFT, gamma, dy, rstd)
+    drift = _("every x moved by {drift} (a drift below): dx handed back changed by {change}").format(
+        drift=f"{DRIFT:g}", change=f"{change:.1e}"
+    )
+    return DemoOutput(Group(head, table, check_line(ok, claim), check_line(steady, drift)), graph=r["graph"])
+
+
+DRIFT = 3.0  # how far ln_param_vs_input moves every x to show that LayerNorm's dx ignores a drift in the mean
 
 
 # ---- does dgamma care about the scale of x? -----------------------------------------------
