@@ -304,3 +304,18 @@ def test_lesson_4_a_drift_in_the_mean_below_leaves_dx_unchanged(eps):
     assert np.max(np.abs(grads[1] - grads[0])) < 1e-12 * (1 + np.max(np.abs(grads[0])))
     text = _text(run_demo("ln_param_vs_input", p, {}).renderable)
     assert "✓ every x moved by 3 (a drift below)" in " ".join(text.split())
+
+
+@pytest.mark.parametrize("seed", [0, 4])
+def test_lesson_2_measures_how_close_a_standardized_sigmoid_is_to_its_line(seed):
+    """Item 10: standardized pre-activations sit where σ is nearly its tangent 1/2 + z/4; raw ones do not."""
+    p = LessonParams(dim=6, seed=seed)
+    z = rng_for(seed, 31).normal(12.0, 4.0, size=6)
+    zn = (z - z.mean()) / np.sqrt(z.var() + p.eps)
+
+    def gap(v):
+        return np.max(np.abs(1 / (1 + np.exp(-v)) - (0.5 + v / 4)))
+
+    assert gap(zn) < 0.25 < gap(z)
+    text = " ".join(_text(run_demo("saturation_before_after", p, {}).renderable).split())
+    assert f"1/2 + z/4: {float(gap(zn)):.2g} standardized" in text and "✗" not in text

@@ -423,7 +423,18 @@ def saturation_before_after(p: LessonParams, mean: float = 12.0, spread: float =
             mean_std > mean_raw,
             _("standardized, the mean slope is {factor} times the raw one").format(factor=fmt(mean_std / mean_raw, 3)),
         ),
+        claim(
+            _off_line(zn) < _off_line(z),
+            _("largest gap between σ(z) and its tangent at 0, 1/2 + z/4: {std} standardized, {raw} raw").format(
+                std=fmt(_off_line(zn), 2), raw=fmt(_off_line(z), 3)
+            ),
+        ),
     )
+
+
+def _off_line(z: np.ndarray) -> float:
+    """How far the sigmoid strays from its straight line at 0 over ``z``: max |σ(z) − (1/2 + z/4)|."""
+    return float(np.max(np.abs(1.0 / (1.0 + np.exp(-z)) - (0.5 + z / 4.0))))
 
 
 # ---- gamma = sigma, beta = mu ------------------------------------------------------
