@@ -149,3 +149,24 @@ def test_lesson_9_takes_no_batch(tmp_path):
     )
     assert done.returncode != 0
     assert "does not use it" in done.stderr and "BatchNorm" not in done.stderr
+
+
+def test_no_verdict_is_stronger_than_the_noise_of_its_repeats():
+    """Issue 22: the speed verdict flipped between runs. With the ratio of each interleaved repeat, a direction
+    is named only when every repeat says it; repeats on both sides of 1 give no verdict and no comparison."""
+    med = _medians({"numpy": 0.6, "torch": 0.7})
+    split = {"numpy": {"f": [0.5, 0.6, 1.3], "b": [0.5, 0.6, 1.3]}, "torch": {"f": [0.6, 0.7, 0.8], "b": [0.6, 0.7]}}
+    lines = R.speed_reading(med, split)
+    assert lines[0].endswith("no verdict, the repeats disagree.")
+    assert lines[1].endswith("forward + backward: faster.")
+    assert lines[2].startswith("Only one implementation gave a verdict this run")
+    steady = {"numpy": {"f": [0.5, 0.6, 0.7], "b": [0.5, 0.6, 0.7]}, "torch": {"f": [0.6, 0.7], "b": [0.6, 0.7]}}
+    assert R.speed_reading(med, steady)[-1] == (
+        "Every implementation timed here agrees: RMSNorm is faster (forward + backward)."
+    )
+    assert R.verdict(0.6, [0.97, 1.02]) == "about the same" and R.verdict(0.6, [0.9, 1.02]) == "unclear"
+
+
+def test_the_paired_ratios_pair_each_repeat_with_itself():
+    samples = {"numpy": {"ln_f": [1.0, 2.0], "rms_f": [0.5, 3.0], "ln_b": [4.0, 4.0], "rms_b": [2.0, 8.0]}}
+    assert R.paired_ratios(samples) == {"numpy": {"f": [0.5, 1.5], "b": [0.5, 2.0]}}

@@ -3,7 +3,7 @@
 * what the parameters' gradients (dgamma, dbeta) are for, and what the input's
   gradient dx is for: the layer below turns dx into its own weight gradient;
 * whether dgamma cares about the scale of x (a question asked before the numbers);
-* a slip in a widely copied derivation: a non-zero dvar/dmean, which shrinks
+* a slip that is easy to make: a non-zero dvar/dmean, which shrinks
   the variance path by (n - 1)/n;
 The step-by-step backward tables themselves, and the three paths into x, are
 in :mod:`demos_core`.
@@ -27,7 +27,6 @@ from microgradnorm.lessons.demos_core import (
     check_line,
     difference,
     ln_problem,
-    nearest_factor,
     num,
     plain_table,
     vec,
@@ -81,7 +80,20 @@ def ln_param_vs_input(p: LessonParams, inputs: int = 2) -> DemoOutput:
     claim = _("W.grad[i,j] = dx_i · u_j for every entry ({difference})").format(
         difference=difference(w_grad, np.outer(dx, u))
     )
-    return DemoOutput(Group(head, table, check_line(ok, claim)), graph=r["graph"])
+    # a drift below: the layer below's outputs all move by DRIFT (a bias that wandered)
+    _x, gamma, beta, dy = ln_problem(p)
+    x = r["w"] @ r["u"]
+    drifted = autograd_dx("layernorm", x + DRIFT, gamma, beta, p.eps, dy)[0]["x"]
+    change = float(np.max(np.abs(drifted - dx)))
+    rstd = 1.0 / np.sqrt(np.var(x) + p.eps)
+    steady = change <= 2 * tol.norm_dx_atol(x + DRIFT, gamma, dy, rstd)
+    drift = _("every x moved by {drift} (a drift below): dx handed back changed by {change}").format(
+        drift=f"{DRIFT:g}", change=f"{change:.1e}"
+    )
+    return DemoOutput(Group(head, table, check_line(ok, claim), check_line(steady, drift)), graph=r["graph"])
+
+
+DRIFT = 3.0  # how far ln_param_vs_input moves every x to show that LayerNorm's dx ignores a drift in the mean
 
 
 # ---- does dgamma care about the scale of x? -----------------------------------------------
@@ -122,16 +134,28 @@ def ln_double_x(p: LessonParams, factor: float = 2.0) -> DemoOutput:
 def _double_prediction(
     one: dict[str, np.ndarray], scaled: dict[str, np.ndarray], factor: float, reading: tuple[float, float] = (0.0, 1.0)
 ) -> Prediction:
-    """The answer from the two dgamma columns; ``reading`` is (eps, var(x)), for the why when eps is not small."""
-    targets = (factor, 1.0, 1.0 / factor)
+    """The answer from the two dgamma columns; ``reading`` is (eps, var(x)), for the why when eps is not small.
+
+    A factor is the answer only when it explains the scaled column to the precision the table shows
+    (``DISPLAY_RTOL`` of its largest entry); otherwise the answer is "no simple factor", with the
+    least-squares factor in the why.
+    """
     f = f"{factor:g}"
     choices = (
         _("it is multiplied by {factor}").format(factor=f),
         _("it stays the same"),
         _("it is divided by {factor}").format(factor=f),
+        _("it changes by no simple factor"),
     )
-    g_ratio = scale_ratio(scaled["gamma"], one["gamma"])
-    answer = 1 if not np.any(one["gamma"]) else nearest_factor(g_ratio, targets)
+    g_one, g_scaled = one["gamma"], scaled["gamma"]
+    size = float(np.max(np.abs(g_one)))
+    answer = 3
+    for k, target in enumerate((factor, 1.0, 1.0 / factor)):
+        if float(np.max(np.abs(g_scaled - target * g_one))) <= tol.DISPLAY_RTOL * size:
+            answer = k
+    if not np.any(g_one):
+        answer = 1
+    g_ratio = scale_ratio(g_scaled, g_one)
     x_ratio = scale_ratio(scaled["x"], one["x"])
     eps, var = reading
     if answer == 1:

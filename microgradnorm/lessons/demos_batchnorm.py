@@ -32,6 +32,7 @@ from microgradnorm.lessons.demo_tools import (
     sci,
 )
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.lessons.demos_core import path_label
 from microgradnorm.lessons.norm_axes import LAYOUTS, axes_figure, axes_panels, group_ids, moved_by_one, poolings
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, DISPLAY_RTOL, close
@@ -54,7 +55,7 @@ def _batch(p: LessonParams) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
 
 
 def dx_with_mean_slip(dxhat: np.ndarray, x: np.ndarray, eps: float) -> np.ndarray:
-    """dL/dX of BatchNorm [N, D] by a derivation that circulates widely, slip included.
+    """dL/dX of BatchNorm [N, d] with a slip that is easy to make included.
 
     It takes two routes from X_ij to the variance: the direct one,
     d var / d X_ij = (2/m)(X_ij - mean), and a second one through the mean, where
@@ -104,7 +105,7 @@ def bn_axes(p: LessonParams) -> Group:
         ),
         cjk_text(
             # Translators: {bn} and {ln} are tuples of axes, e.g. (0,) and (1,)
-            _("registry axes for [N, D]: BatchNorm {bn}, LayerNorm {ln}").format(
+            _("registry axes for [N, d]: BatchNorm {bn}, LayerNorm {ln}").format(
                 bn=bn.axes((n, d)), ln=ln.axes((n, d))
             ),
             style="dim",
@@ -139,41 +140,31 @@ def norm_axes_cube(p: LessonParams, layout: str = "images") -> DemoOutput:
     )
 
 
-def _doubled_dgamma(p: LessonParams, x: np.ndarray, gamma, beta, dy) -> np.ndarray:
-    return autograd_dx("batchnorm", 2.0 * x, gamma, beta, p.eps, dy)[0]["gamma"]
+SHIFT = 5.0  # added to every value of X in the question of bn_param_grads
 
 
-def _doubling_prediction(dg: np.ndarray, dg2: np.ndarray, eps: float) -> Prediction:
-    """Does dgamma change when every X doubles? The answer the two gradients give, and why in their numbers."""
-    choices = (_("it doubles"), _("it halves"), _("it stays the same"), _("it changes by no simple factor"))
+def _shifted_dgamma(p: LessonParams, x: np.ndarray, gamma, beta, dy) -> np.ndarray:
+    return autograd_dx("batchnorm", x + SHIFT, gamma, beta, p.eps, dy)[0]["gamma"]
+
+
+def _shift_prediction(dg: np.ndarray, dg_shifted: np.ndarray) -> Prediction:
+    """Does dgamma change when the same number is added to every X? Read off the two gradients."""
+    shift = f"{SHIFT:g}"
+    choices = (_("it stays the same"), _("it grows with the shift"), _("it changes by no simple rule"))
     scale = float(np.max(np.abs(dg)))
-    change = float(np.max(np.abs(dg2 - dg)))
-    answer = 3
-    for k, factor in ((0, 2.0), (1, 0.5), (2, 1.0)):
-        if np.max(np.abs(dg2 - factor * dg)) <= DISPLAY_RTOL * scale:
-            answer = k
-    numbers = {"eps": f"{eps:g}", "change": sci(change), "scale": sci(scale)}
-    if answer == 2 and eps == 0:
-        reason = _(
-            "at eps = 0 that is xhat itself, and dgamma changed by {change}, against entries up to {scale} (rounding)."
-        )
-    elif answer == 2:
-        reason = _(
-            "eps = {eps} is small beside 4·var, so xhat barely moves and dgamma changed by {change}, "
-            "against entries up to {scale}."
-        )
-    elif answer == 0:
-        reason = _("eps = {eps} dwarfs 4·var, so xhat is about (X − mean)/sqrt(eps) and doubles with X.")
+    change = float(np.max(np.abs(dg_shifted - dg)))
+    if change <= DISPLAY_RTOL * scale:
+        answer = 0
+    elif np.all(np.abs(dg_shifted) >= np.abs(dg)):
+        answer = 1
     else:
-        reason = _(
-            "eps = {eps} is not small beside the variance here, so dgamma changed by {change}, "
-            "against entries up to {scale}."
-        )
+        answer = 2
     why = _(
-        "dgamma = Σ dY · xhat, and doubling X turns xhat = (X − mean)/sqrt(var + eps) into "
-        "2(X − mean)/sqrt(4·var + eps): {reason}"
-    ).format(reason=reason.format(**numbers))
-    return Prediction(_("Every value of X doubles (dY stays). What happens to dgamma?"), choices, answer, why)
+        "dgamma_j = Σ_i dY_ij · xhat_ij, and each column's mean takes the shift with it, so xhat does not move: "
+        "after adding {shift} to every X, dgamma changed by at most {change}, against entries up to {scale}."
+    ).format(shift=shift, change=sci(change), scale=sci(scale))
+    question = _("Add {shift} to every value of X (dY stays). What happens to dgamma?").format(shift=shift)
+    return Prediction(question, choices, answer, why)
 
 
 @demo("bn_param_grads")
@@ -207,7 +198,7 @@ def bn_param_grads(p: LessonParams) -> DemoOutput:
                 ]
             ),
         ),
-        prediction=_doubling_prediction(dg, _doubled_dgamma(p, x, gamma, beta, dy), p.eps),
+        prediction=_shift_prediction(dg, _shifted_dgamma(p, x, gamma, beta, dy)),
     )
 
 
@@ -240,13 +231,13 @@ def bn_three_paths(p: LessonParams, column: int = 0) -> DemoOutput:
     return DemoOutput(
         Group(
             cjk_text(_("dL/dX[i, {j}] along the three paths (m = {m})").format(j=j, m=x.shape[0]), style="italic"),
-            # the three paths keep the names the lesson's formulas give them (direct, via mean, via var)
+            # the three paths under the names lesson 5's tables give them, translated (issue 22 item 9)
             number_table(
                 [
                     "i",
-                    "direct",
-                    "via mean",
-                    "via var",
+                    path_label("direct"),
+                    path_label("mean"),
+                    path_label("var"),
                     pgettext("demo table header", "sum"),
                     pgettext("demo table header", "autograd"),
                 ],
@@ -295,7 +286,7 @@ def _slip_prediction(paths: dict[str, np.ndarray], m: int) -> Prediction:
 
 @demo("bn_variance_slip")
 def bn_variance_slip(p: LessonParams, column: int = 0) -> DemoOutput:
-    """The widely copied variance path with a bogus d var/d mean against the correct one, caught by autograd."""
+    """The slipped variance path with a bogus d var/d mean against the correct one, caught by autograd."""
     x, gamma, beta, _dy = _batch(p)
     m = x.shape[0]
     if not 0 <= column < x.shape[1]:
@@ -321,7 +312,7 @@ def bn_variance_slip(p: LessonParams, column: int = 0) -> DemoOutput:
             number_table(
                 [
                     "i",
-                    "via var",
+                    path_label("var"),
                     pgettext("demo table header", "with slip"),
                     pgettext("demo table header", "ratio"),
                 ],
@@ -344,7 +335,7 @@ def bn_variance_slip(p: LessonParams, column: int = 0) -> DemoOutput:
 
 
 @demo("bn_simplified")
-def bn_simplified(p: LessonParams) -> Group:
+def bn_simplified(p: LessonParams) -> DemoOutput:
     """The simplified dX = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), per column, and what it removes."""
     x, gamma, beta, dy = _batch(p)
     grads, _graph = autograd_dx("batchnorm", x, gamma, beta, p.eps, dy)
@@ -360,34 +351,52 @@ def bn_simplified(p: LessonParams) -> Group:
     radial_expected = (mo.rstd * (gx * mo.xhat).sum(axis=0) * p.eps / (mo.var + p.eps)).reshape(-1)
     close_ = partial(close, rtol=CLOSED_FORM_RTOL, atol=CLOSED_FORM_ATOL)
     terms = np.abs(mo.rstd * gx).sum(axis=0) * 3  # the size of what the column sums add up
-    return Group(
-        cjk_text(_("dX for X [{n}, {d}], eps = {eps}").format(n=x.shape[0], d=x.shape[1], eps=f"{p.eps:g}"), "italic"),
-        claims(
-            [
-                (
-                    close_(simple, dx),
-                    _("simplified form = autograd: max error {error}").format(error=maxabs(simple - dx)),
-                ),
-                (close_(paths, dx), _("three paths = autograd: max error {error}").format(error=maxabs(paths - dx))),
-                (
-                    cancels(col_sums, terms),
-                    _("each column of dX sums to zero: largest sum {value}").format(value=maxabs(col_sums)),
-                ),
-                (
-                    cancels(radial - radial_expected, terms * np.max(np.abs(mo.xhat))),
-                    _("Σ_i dX_ij · xhat_ij = rstd·Σ(dxhat·xhat)·eps/(var + eps): up to {value}").format(
-                        value=maxabs(radial)
-                    ),
-                ),
-            ]
-        ),
-        cjk_text(
-            _(
-                "The last line is zero at eps = 0: each column's gradient is orthogonal to its xhat, the LayerNorm "
-                "projection one column at a time. eps leaves the remainder shown."
+    zero = bool(cancels(col_sums, terms))
+    why = _("The largest column sum of dX is {value}: rounding. A column's mean is removed from its gradient.").format(
+        value=maxabs(col_sums)
+    )
+    prediction = Prediction(
+        _("What will each column of dX add up to?"),
+        ("0", _("the column's sum of dY"), _("the column's sum of dY, times rstd")),
+        0 if zero else 1,
+        why,
+    )
+    return DemoOutput(
+        Group(
+            cjk_text(
+                _("dX for X [{n}, {d}], eps = {eps}").format(n=x.shape[0], d=x.shape[1], eps=f"{p.eps:g}"), "italic"
             ),
-            style="dim",
+            claims(
+                [
+                    (
+                        close_(simple, dx),
+                        _("simplified form = autograd: max error {error}").format(error=maxabs(simple - dx)),
+                    ),
+                    (
+                        close_(paths, dx),
+                        _("three paths = autograd: max error {error}").format(error=maxabs(paths - dx)),
+                    ),
+                    (
+                        cancels(col_sums, terms),
+                        _("each column of dX sums to zero: largest sum {value}").format(value=maxabs(col_sums)),
+                    ),
+                    (
+                        cancels(radial - radial_expected, terms * np.max(np.abs(mo.xhat))),
+                        _("Σ_i dX_ij · xhat_ij = rstd·Σ(dxhat·xhat)·eps/(var + eps): up to {value}").format(
+                            value=maxabs(radial)
+                        ),
+                    ),
+                ]
+            ),
+            cjk_text(
+                _(
+                    "The last line is zero at eps = 0: each column's gradient is orthogonal to its xhat, the LayerNorm "
+                    "projection one column at a time. eps leaves the remainder shown."
+                ),
+                style="dim",
+            ),
         ),
+        prediction=prediction,
     )
 
 
@@ -428,7 +437,7 @@ def bn_is_ln_transposed(p: LessonParams) -> Group:
         ),
         cjk_text(
             _(
-                "gamma and beta are left out: BatchNorm has one per column (D of them), while LayerNorm on Xᵀ "
+                "gamma and beta are left out: BatchNorm has one per column (d of them), while LayerNorm on Xᵀ "
                 "would have one per row of X (N of them). The normalization itself is the same."
             ),
             style="dim",

@@ -37,6 +37,7 @@ from microgradnorm.engine import DomainError, Value, local_grads, topological_or
 from microgradnorm.i18n import _, ngettext, pgettext
 from microgradnorm.i18n.text import CJKText, assemble, cjk_text, separated
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.lessons.source import backward_code, code_of, op_code
 from microgradnorm.lessons.textgraph import text_graph
 from microgradnorm.norms import NormGraph, layer_norm
 from microgradnorm.present import check_table, err, fmt, nbytes_text, shown_error
@@ -342,7 +343,24 @@ def backward_trace(p: LessonParams, example: str = "shared") -> DemoOutput:
         summary.add_row(name, num(leaf.grad), num(fd))
     note = dim_note(_("k/m: the k-th of the m contributions the node receives."))
     verdict = check_line(ok, _("every leaf matches its finite difference"))
-    return DemoOutput(Group(start, table, note, Text(""), summary, verdict), graph=root)
+    shared = next(n for n in trace.order if n.label == "e")
+    return DemoOutput(
+        Group(start, table, note, Text(""), summary, verdict),
+        graph=root,
+        prediction=_contributions_prediction(trace.incoming.get(id(shared), 0)),
+    )
+
+
+def _contributions_prediction(count: int) -> Prediction:
+    """How many contributions e collects before its gradient is final, counted in the trace."""
+    choices = ("1", "2", "3")
+    why = _(
+        "The trace counts {count} for e: one from every node that uses e. backward() may pass e's "
+        "gradient on to a and b only after the last of them."
+    ).format(count=count)
+    return Prediction(
+        _("How many contributions will e.grad collect before it is final?"), choices, nearest(count, (1, 2, 3)), why
+    )
 
 
 def _start_line(formula: str) -> CJKText:
@@ -437,6 +455,42 @@ def topo_order(p: LessonParams) -> DemoOutput:
         ),
         graph=root,
     )
+
+
+@demo("ops_code")
+def ops_code(p: LessonParams, example: str = "chain") -> DemoOutput:
+    """The engine's code for each op the example used: its forward and its local derivatives."""
+    v = _lesson1_numbers(p.seed)
+    root, leaves = _example(example, v)
+    ops: dict[str, Value] = {}
+    for node in _created(root):
+        if node.op:
+            ops.setdefault(node.op, node)
+    shown = [obj for node in ops.values() for obj in op_code(node)]
+    e = next(n for n in _created(root) if n.label == "e")  # e = a·b
+    a, b = leaves["a"], leaves["b"]
+    d_a = local_grads(e)[0]
+    return DemoOutput(code_of(*shown), graph=root, prediction=_mul_prediction(a.data, b.data, d_a))
+
+
+def _mul_prediction(a: float, b: float, d_a: float) -> Prediction:
+    """What the multiply op's local derivative hands to a, read off the engine's own answer."""
+    answer = nearest(d_a, (b, a, 1.0, a * b))
+    why = _(
+        "The multiply's local derivative for a is b: the engine returned {d} for e = a·b with "
+        "a = {a}, b = {b}. Nudging a by h moves e by b·h."
+    ).format(d=num(d_a), a=num(a), b=num(b))
+    choices = (_("b, the other input"), _("a itself"), "1", "a·b")
+    return Prediction(
+        _("For e = a·b, what is de/da, the local derivative the code returns for a?"), choices, answer, why
+    )
+
+
+@demo("backward_code")
+def backward_code_demo(p: LessonParams) -> DemoOutput:
+    """The engine's backward sweep, as the code that ran in this lesson's backward() calls."""
+    root, _leaves = _example("shared", _lesson1_numbers(p.seed))
+    return DemoOutput(code_of(*backward_code()), graph=root)
 
 
 def _names_and(names: Sequence[str]) -> str:
@@ -628,21 +682,42 @@ def forward_rows(graph_root: Value | Sequence[Value], names: Callable[[Value], s
 
 
 @demo("ln_forward_steps")
-def ln_forward_steps(p: LessonParams, stages: tuple[str, ...] = ("input", "mean", "center")) -> DemoOutput:
-    """LayerNorm's nodes in the order they are built, with op, inputs, stage and value."""
+def ln_forward_steps(
+    p: LessonParams, stages: tuple[str, ...] = ("input", "mean", "center"), ask: bool = False
+) -> DemoOutput:
+    """LayerNorm's nodes in the order they are built, with op, inputs, stage and value.
+
+    ``ask`` first asks what the mean square of xhat comes out as (1 only at eps = 0), read off the nodes.
+    """
     built = build_ln(p)
     roots = built.graph.roots()
     table = forward_rows(roots, built.name, stages)
     total = len(topological_order(roots))
     # Translators: {stages} is a list of stage names, "input, mean, center"
     note = ngettext(
-        "The nodes of stage {stages}, of the {total} nodes of LayerNorm at D = {dim}.",
-        "The nodes of stages {stages}, of the {total} nodes of LayerNorm at D = {dim}.",
+        "The nodes of stage {stages}, of the {total} nodes of LayerNorm at d = {dim}.",
+        "The nodes of stages {stages}, of the {total} nodes of LayerNorm at d = {dim}.",
         len(stages),
     )
     return DemoOutput(
-        Group(table, dim_note(note.format(stages=separated(stages), total=total, dim=p.dim))), graph=built.graph
+        Group(table, dim_note(note.format(stages=separated(stages), total=total, dim=p.dim))),
+        graph=built.graph,
+        prediction=_mean_square_prediction(built, p.eps) if ask else None,
     )
+
+
+def _mean_square_prediction(built: LNBuilt, eps: float) -> Prediction:
+    """mean(xhat²) from the xhat nodes: var / (var + eps), so 1 only at eps = 0 (up to rounding)."""
+    xhat = node_values(built, "xhat")
+    ms = float(np.mean(xhat**2))
+    var = float(built.graph["var"][0].data)
+    one = abs(ms - 1.0) <= tol.cancellation_atol(1.0, len(xhat))
+    answer = 0 if one else (1 if ms < 1.0 else 2)
+    why = _("mean(xhat²) = var/(var + eps) = {ms} (var = {var}, eps = {eps}): 1 only at eps = 0.").format(
+        ms=num(ms, 8), var=num(var), eps=f"{eps:g}"
+    )
+    choices = (_("1, up to rounding"), _("below 1"), _("above 1"))
+    return Prediction(_("What will the mean of xhat² be?"), choices, answer, why)
 
 
 @demo("ln_stage_summary")
@@ -668,7 +743,19 @@ def ln_stage_summary(p: LessonParams) -> DemoOutput:
         table.add_row(stage, what, num(got[0]) if got.size == 1 else vec(got, 3))
     ok = all(agree(got, ref, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL) for _stage, _what, got, ref in rows)
     same = _("formulas.moments (NumPy) gives the same, largest relative difference {error}").format(error=err(worst))
-    return DemoOutput(Group(table, check_line(ok, same)), graph=g)
+    xshift = node_values(built, "xshift")
+    total = float(np.sum(xshift))
+    zero = abs(total) <= tol.cancellation_atol(float(np.sum(np.abs(built.x))), p.dim)
+    why = _("Σ xshift = {total} on the graph's numbers: subtracting the mean leaves values that sum to 0.").format(
+        total=num(total)
+    )
+    prediction = Prediction(
+        _("What will the centered values xshift add up to?"),
+        (_("0, up to rounding"), _("the sum of x"), _("n times the mean")),
+        0 if zero else nearest(total, (0.0, float(np.sum(built.x)), float(np.sum(built.x)))),
+        why,
+    )
+    return DemoOutput(Group(table, check_line(ok, same)), graph=g, prediction=prediction)
 
 
 @demo("ln_shapes")
@@ -700,7 +787,34 @@ def ln_shapes(p: LessonParams, batch: int = 2, seq: int = 3) -> DemoOutput:
     worst = float(np.abs(wrong - right).max())
     wrong_by = _("same shape, no error, wrong by up to {error}").format(error=num(worst))
     verdict = check_line(wrong.shape == right.shape and worst > 0, wrong_by)
-    return DemoOutput(Group(table, Text(""), outcome, Text(""), quiet, verdict))
+    return DemoOutput(
+        Group(table, Text(""), outcome, Text(""), quiet, verdict),
+        prediction=_keepdims_prediction(batch, seq, d, refused=_refuses(x, flat_mean)),
+    )
+
+
+def _refuses(x: np.ndarray, mean: np.ndarray) -> bool:
+    try:
+        x - mean
+    except ValueError:
+        return True
+    return False
+
+
+def _keepdims_prediction(batch: int, seq: int, d: int, refused: bool) -> Prediction:
+    """What x − mean does without keepdims, as NumPy answered it just now."""
+    shape, mean_shape = [batch, seq, d], [batch, seq]
+    if refused:
+        why = _("Matched from the last axis, {shape} and {mean_shape} do not fit: NumPy refuses.")
+    else:
+        why = _("Matched from the last axis, {shape} and {mean_shape} fit: each mean goes along the wrong axis.")
+    question = _("Here x is {shape} and a mean without keepdims is {mean_shape}: which happens?")
+    return Prediction(
+        question.format(shape=shape, mean_shape=mean_shape),
+        (_("NumPy raises an error"), _("it runs and is right"), _("it runs and is wrong")),
+        0 if refused else 2,
+        why.format(shape=shape, mean_shape=mean_shape),
+    )
 
 
 def _shapes_table(shape_x: tuple[int, ...], m: formulas.Moments, shape_gamma: tuple[int, ...]) -> Table:
@@ -851,7 +965,7 @@ def _constant_row_prediction(at_zero: tuple[float, float, float, float] | None) 
         if answer == 2
         else _("The engine computed a number for it (see the table).")
     )
-    question = _("A token whose D features are all equal: what is xhat at eps = 0?")
+    question = _("A token whose d features are all equal: what is xhat at eps = 0?")
     return Prediction(question, choices, answer, why)
 
 
@@ -873,7 +987,7 @@ def ln_subgraph(p: LessonParams, stages: tuple[str, ...] = ("mean",), grads: boo
         backprop(built)
     if p.dim > SUBGRAPH_MAX_DIM:
         note = _(
-            "At D = {dim} this drawing would crowd the screen: press g to draw the graph, "
+            "At d = {dim} this drawing would crowd the screen: press g to draw the graph, "
             "or run with --dim {max_dim} to see it here."
         ).format(dim=p.dim, max_dim=SUBGRAPH_MAX_DIM)
         return DemoOutput(dim_note(note), graph=built.graph)
@@ -908,8 +1022,12 @@ def ln_loss_setup(p: LessonParams) -> DemoOutput:
 
 
 @demo("ln_backward_steps")
-def ln_backward_steps(p: LessonParams, stages: tuple[str, ...] = ("loss", "affine")) -> DemoOutput:
-    """Backward through the given stages of LayerNorm, one contribution at a time."""
+def ln_backward_steps(p: LessonParams, stages: tuple[str, ...] = ("loss", "affine"), ask: str = "") -> DemoOutput:
+    """Backward through the given stages of LayerNorm, one contribution at a time.
+
+    ``ask`` puts a question first: "rstd_count" (how many contributions rstd collects) or "dvar_sign"
+    (the sign of dL/dvar), each answered from the traced run.
+    """
     built, trace = traced(p)
 
     def keep(c: Contribution) -> bool:
@@ -921,7 +1039,56 @@ def ln_backward_steps(p: LessonParams, stages: tuple[str, ...] = ("loss", "affin
     if any(c.tag for c in trace.contributions if keep(c)):
         parts.append(path_legend())
     parts.append(dim_note(_("k/m: the k-th of m contributions; constants not shown")))
-    return DemoOutput(Group(*parts), graph=built.graph)
+    questions = {
+        "": None,
+        "rstd_count": _rstd_count_prediction,
+        "dvar_sign": _dvar_sign_prediction,
+        "x_count": _x_count_prediction,
+    }
+    if ask not in questions:
+        raise ValueError(f"ask: expected one of {sorted(questions)}, got {ask!r}")
+    prediction = questions[ask](built, trace) if ask else None
+    return DemoOutput(Group(*parts), graph=built.graph, prediction=prediction)
+
+
+def _rstd_count_prediction(built: LNBuilt, trace: Trace) -> Prediction:
+    """How many contributions rstd collects, counted in the trace."""
+    rstd = built.graph["rstd"][0]
+    count = trace.incoming.get(id(rstd), 0)
+    d = len(built.graph["x"])
+    choices = (_("1: it is one node"), _("d = {d}: one from every xhat_i").format(d=d), f"2·d = {2 * d}")
+    why = _(
+        "The trace counts {count}: every xhat_i = xshift_i · rstd uses rstd once, and the row has {d} of them."
+    ).format(count=count, d=d)
+    return Prediction(_("How many contributions will rstd collect?"), choices, nearest(count, (1, d, 2 * d)), why)
+
+
+def _x_count_prediction(built: LNBuilt, trace: Trace) -> Prediction:
+    """How many contributions x_0 receives in all, counted in the trace (2, though three paths reach it)."""
+    count = trace.incoming.get(id(built.graph["x"][0]), 0)
+    choices = ("1", "2", _("3: one per path"))
+    why = _(
+        "The trace counts {count} for x_0: one from xshift_0, which already carries the direct and the "
+        "variance paths added together, and one from the mean's sum. Three paths, {count} edges."
+    ).format(count=count)
+    return Prediction(_("How many contributions will x_0 receive in all?"), choices, nearest(count, (1, 2, 3)), why)
+
+
+def _dvar_sign_prediction(built: LNBuilt, trace: Trace) -> Prediction:
+    """The sign of dL/dvar, read off the var node after backward."""
+    var = built.graph["var"][0]
+    xshift = node_values(built, "xshift")
+    dxhat = node_values(built, "xhat", "grad")
+    total = float(np.sum(dxhat * xshift))
+    # Σ dxhat·xshift is 0 up to the rounding of its terms: then so is dL/dvar, whatever its printed sign
+    cancels = abs(total) <= tol.cancellation_atol(float(np.sum(np.abs(dxhat * xshift))), len(xshift))
+    answer = 2 if cancels else (0 if var.grad > 0 else 1)
+    choices = (_("positive"), _("negative"), _("zero"))
+    why = _(
+        "dL/dvar = {dvar}: −½ (var + eps)^(−3/2) is negative, so dL/dvar has the opposite sign of "
+        "Σ dxhat·xshift = {total}."
+    ).format(dvar=num(var.grad), total=num(total))
+    return Prediction(_("What sign will dL/dvar have on this run?"), choices, answer, why)
 
 
 def path_legend() -> CJKText:
@@ -993,7 +1160,19 @@ def ln_dvar_dmean(p: LessonParams) -> DemoOutput:
     scale = max(abs(mean.grad), 1.0)
     ok = abs(parts.get("var", 0.0)) <= 1e3 * np.finfo(float).eps * scale * n
     rounding = _("the variance's share of mean.grad is rounding error: 0 in exact arithmetic")
-    return DemoOutput(Group(table, check_line(ok, rounding)), graph=built.graph)
+    share = parts.get("var", 0.0)
+    answer = 0 if ok else (1 if share > 0 else 2)
+    why = _(
+        "The engine's share of mean.grad via the variance is {share}, rounding error next to mean.grad = "
+        "{grad}: dvar/dmean = −(2/n) Σ xshift, and values centered on their mean sum to zero."
+    ).format(share=num(share), grad=num(mean.grad))
+    prediction = Prediction(
+        _("What does the variance path add to dL/dmean?"),
+        (_("nothing: it is 0"), _("a positive amount"), _("a negative amount")),
+        answer,
+        why,
+    )
+    return DemoOutput(Group(table, check_line(ok, rounding)), graph=built.graph, prediction=prediction)
 
 
 @demo("ln_x_paths")
@@ -1029,6 +1208,61 @@ def ln_x_paths(p: LessonParams) -> DemoOutput:
         graph_options={"paths": True, "path_input": 0},
         prediction=path_prediction(trace.parts_of(built.graph["x"][0]), built.graph),
     )
+
+
+@demo("ln_paths_code")
+def ln_paths_code(p: LessonParams) -> DemoOutput:
+    """formulas.dx_paths, the closed form of the three paths in NumPy, beside the traced contributions into x[0]."""
+    built, trace = traced(p)
+    m = formulas.moments(built.x, (-1,), p.eps)
+    g = formulas.dxhat(built.dy, built.gamma)
+    closed = formulas.dx_paths(g, m.xshift, m.std, m.rstd, (-1,))
+    parts = trace.parts_of(built.graph["x"][0])
+    # Translators: the headers of a table comparing, per path into x[0], the NumPy closed form with the sum of
+    # the traced contributions
+    numpy_h, traced_h = _("these lines"), _("traced")
+    table = plain_table(_("path into x[0]"), numpy_h, traced_h, right=(numpy_h, traced_h))
+    ok = True
+    for k, ref in zip(PATHS, closed):
+        got = parts.get(k, 0.0)
+        ok &= tol.close(np.array(got), ref[0], tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+        table.add_row(Text(path_label(k), style=PATH_STYLE[k]), num(float(ref[0])), num(got))
+    via_mean = np.ravel(closed[1])
+    same = bool(np.all(via_mean == via_mean[0]))
+    why = _("via_mean is {value} for every x_i: the mean reaches each x_i through the same 1/n.").format(
+        value=num(float(via_mean[0]))
+    )
+    prediction = Prediction(
+        _("The via-mean path into x_i: is it the same number for every i?"),
+        (_("yes, the same for every i"), _("no, it differs with i")),
+        0 if same else 1,
+        why,
+    )
+    return DemoOutput(
+        Group(code_of(formulas.dx_paths), table, check_line(ok, _("each path: these lines = the traced sum"))),
+        graph=built.graph,
+        graph_options={"paths": True, "path_input": 0},
+        prediction=prediction,
+    )
+
+
+@demo("norm_code")
+def norm_code(p: LessonParams, norm: str = "layernorm") -> DemoOutput:
+    """The package function that builds a norm's graph, as its live source, and the call this demo made."""
+    spec = get_norm(norm)
+    shape = spec.default_shape(p.dim, p.batch)
+    x, gamma, beta, _dy = (None if a is None else np.round(a, 2) for a in random_problem(spec, shape, p.seed))
+    args = [x.tolist(), gamma.tolist()] + ([beta.tolist()] if spec.has_beta else [])
+    y = spec.build(*args, eps=p.eps)
+    call = "{name}(x, gamma{beta}, eps={eps})".format(
+        name=spec.build.__name__, beta=", beta" if spec.has_beta else "", eps=f"{p.eps:g}"
+    )
+    shape_text = "[" + ", ".join(map(str, shape)) + "]"
+    # Translators: {call} is a Python call such as layer_norm(x, gamma, beta, eps=1e-05); {shape} is like [4]
+    ran = _("called here as {call}, x of shape {shape}, {count} output Values").format(
+        call=call, shape=shape_text, count=math.prod(shape)
+    )
+    return DemoOutput(Group(code_of(spec.build), dim_note(ran)), graph=y.graph)
 
 
 def path_prediction(parts: dict[str, float], graph: NormGraph | None = None) -> Prediction:
@@ -1166,7 +1400,20 @@ def forms_agree(p: LessonParams) -> DemoOutput:
             rtol=f"{tol.CLOSED_FORM_RTOL:.0e}"
         )
     verdict = check_line(ok, text)
-    return DemoOutput(Group(table, Text(""), diffs, verdict), graph=built.graph)
+    if ok:
+        why = _(
+            "Each form agrees with autograd to float64 rounding (the lines under the table give the largest "
+            "differences): the three are one formula written three ways, and autograd computes that function."
+        )
+    else:
+        why = _("A form differs from autograd by more than rounding: see the lines under the table.")
+    prediction = Prediction(
+        _("Three formulas for dx, and autograd. How far apart will they be?"),
+        (_("within rounding error"), _("visibly apart")),
+        0 if ok else 1,
+        why,
+    )
+    return DemoOutput(Group(table, Text(""), diffs, verdict), graph=built.graph, prediction=prediction)
 
 
 @demo("three_path_terms")

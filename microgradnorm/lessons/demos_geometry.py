@@ -1,6 +1,6 @@
 """Lesson 07's picture: LayerNorm at eps = 0 for d = 3, seen face-on.
 
-At eps = 0, xhat = (x − mean)/sigma has mean 0 and squared length d: it lies on
+At eps = 0, xhat = (x − mean)/std has mean 0 and squared length d: it lies on
 the sphere of radius √d inside the hyperplane orthogonal to the ones vector.
 For d = 3 that hyperplane is the plane x + y + z = 0 and the sphere is a circle.
 The backward pass dx = rstd · (I − P) g removes from g = gamma·dy its part along
@@ -41,7 +41,7 @@ class PlaneGeometry:
 
     x: np.ndarray  # the input
     xshift: np.ndarray  # x − mean: x moved into the plane (along 1)
-    xhat: np.ndarray  # xshift / sigma: on the circle of radius √3
+    xhat: np.ndarray  # xshift / std: on the circle of radius √3
     g: np.ndarray  # gamma · dy, the gradient arriving at xhat
     g_plane: np.ndarray  # g − mean(g): its part in the plane
     tangent: np.ndarray  # (I − P) g: what the backward pass keeps
@@ -106,7 +106,7 @@ def terminal_picture(geo: PlaneGeometry) -> PlanePicture:
 LEGEND = (
     ("o", N_("origin (the mean of x)")),
     ("x", N_("x − mean: x moved into the plane along 1")),
-    ("h", N_("xhat = (x − mean)/σ, on the circle of radius √3")),
+    ("h", N_("xhat = (x − mean)/std, on the circle of radius √3")),
     ("g", N_("g = γ·dy, its part in the plane (g − mean(g))")),
     ("t", N_("(I − P)·g: what backward keeps, tangent at h")),
 )
@@ -125,14 +125,13 @@ def svg_figure(geo: PlaneGeometry) -> Figure:
     xs = np.array(geo.flat(geo.xshift))
     g_tip, t_tip = h + k * np.array(geo.flat(geo.g_plane)), h + k * np.array(geo.flat(geo.tangent))
     r = 1.15 * max(math.sqrt(3.0), *(float(np.linalg.norm(v)) for v in (xs, g_tip, t_tip)))
-    fig = Figure(width=520, height=650, xlim=(-r, r), ylim=(-r, r), margin=(50, 30, 140, 30))
+    fig = Figure(width=520, height=670, xlim=(-r, r), ylim=(-r, r), margin=(50, 30, 160, 30))
     fig.title = _("LayerNorm at eps = 0, d = 3: the plane x + y + z = 0, face-on")
     angles = np.linspace(0.0, 2.0 * math.pi, 181)
     fig.polyline(list(math.sqrt(3.0) * np.cos(angles)), list(math.sqrt(3.0) * np.sin(angles)), colour="#888")
     fig.polyline([-r, r], [0.0, 0.0], colour="#ddd", width=1)
     fig.polyline([0.0, 0.0], [-r, r], colour="#ddd", width=1)
-    fig.text((r, 0.0), "e1 = (1, −1, 0)/√2", colour="#666", dx=-4, dy=16, anchor="end", size=12)
-    fig.text((0.0, r), "e2 = (1, 1, −2)/√6", colour="#666", dx=6, dy=12, size=12)
+    # the axes are named below the plot, not at their ends, where a point's letter can land (issue 27, item 18)
     far = xs if np.linalg.norm(xs) > np.linalg.norm(h) else h
     fig.polyline([0.0, far[0]], [0.0, far[1]], colour="#888", dash="4 4", width=1)
     fig.polyline([g_tip[0], t_tip[0]], [g_tip[1], t_tip[1]], colour=PALETTE[1], dash="2 3", width=1.5)
@@ -158,7 +157,12 @@ def svg_figure(geo: PlaneGeometry) -> Figure:
         size=12,
         colour="#444",
     )
+    fig.text((-r, -r), AXES_NOTE, dy=54 + 20 * len(LEGEND), size=12, colour="#444")
     return fig
+
+
+# The plane's two axes, named once in the legend (formulas: not translated).
+AXES_NOTE = "→ e1 = (1, −1, 0)/√2,  ↑ e2 = (1, 1, −2)/√6"
 
 
 def _checks(geo: PlaneGeometry, dx: np.ndarray) -> list[Text]:

@@ -1,6 +1,6 @@
 """Demos of lesson 07: the LayerNorm Jacobian as a rank-2 projection.
 
-For one vector x of length d, dy/dx = (1/sigma) diag(gamma) (I - P) with
+For one vector x of length d, dy/dx = (1/std) diag(gamma) (I - P) with
 P = (1/d) (1 1^T + xhat xhat^T) (:func:`microgradnorm.formulas.layer_norm_jacobian`).
 Every demo takes the Jacobian from autograd (one backward pass per output, see
 :func:`microgradnorm.jacobian.autograd_jacobian`) and sets it beside the closed
@@ -35,7 +35,7 @@ from microgradnorm.lessons.demo_tools import (
     sci,
 )
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.lessons.demos_core import nearest_factor
+from microgradnorm.lessons.demos_core import nearest
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, close
 
@@ -43,6 +43,7 @@ from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, close
 _MAX_NUMBER_COLUMNS = 6
 # Rounding in a sum of d terms of size s is at most about d · s · this (float64, with room to spare).
 ROUNDING = 64 * np.finfo(float).eps
+RANK_RTOL = 1e3 * np.finfo(float).eps  # a singular value below this share of the largest is rounding
 
 
 def _d2_note(d: int) -> list[Text]:
@@ -107,12 +108,19 @@ def jacobian_rows(p: LessonParams, gamma: str = "random") -> DemoOutput:
             worst <= rounding, _("every row sums to 0 up to rounding (largest |sum| {worst})").format(worst=sci(worst))
         )
     )
-    return DemoOutput(Group(*parts), graph=graph)
+    why = _("The largest |row sum| is {worst}, rounding: the rows of this J add up to 0.").format(worst=sci(worst))
+    prediction = Prediction(
+        _("Each row of J is how y_i reacts to every x_j. What will a row add up to?"),
+        ("0", "1", _("gamma_i, the row's scale")),
+        0 if worst <= rounding else nearest(float(j.sum(axis=1)[0]), (0.0, 1.0, float(g[0]) if g is not None else 1.0)),
+        why,
+    )
+    return DemoOutput(Group(*parts), graph=graph, prediction=prediction)
 
 
 @demo("jacobian_heatmap")
 def jacobian_heatmap(p: LessonParams, gamma: str = "random") -> DemoOutput:
-    """Heat maps of the autograd Jacobian and of (1/sigma) diag(gamma) (I - P), on one scale."""
+    """Heat maps of the autograd Jacobian and of (1/std) diag(gamma) (I - P), on one scale."""
     x, g = _problem(p, gamma)
     j_auto = autograd_jacobian("layernorm", x.tolist(), None if g is None else g.tolist(), None, p.eps)
     m = formulas.moments(x, (0,), p.eps)
@@ -123,7 +131,7 @@ def jacobian_heatmap(p: LessonParams, gamma: str = "random") -> DemoOutput:
     maps = Columns(  # side by side where they fit, one above the other where they do not
         [
             heat_map(j_auto, title=pgettext("heat map title", "autograd"), scale=scale, legend=False),
-            heat_map(j_closed, title="(1/σ) diag(γ) (I − P)", scale=scale, legend=False),
+            heat_map(j_closed, title="diag(γ)(I − P)/std", scale=scale, legend=False),
         ],
         padding=(0, 4),
     )
@@ -133,12 +141,43 @@ def jacobian_heatmap(p: LessonParams, gamma: str = "random") -> DemoOutput:
             HeatMapLegend(scale),
             claim(
                 ok,
-                _("max |autograd − closed form| = {error} (1/σ = {rstd})").format(
+                _("max |autograd − closed form| = {error} (1/std = {rstd})").format(
                     error=sci(err), rstd=fmt(float(m.rstd[0]), 4)
                 ),
             ),
+            *_shape_claims(j_auto, m.xhat, g, float(m.rstd[0])),
         )
     )
+
+
+def _shape_claims(j: np.ndarray, xhat: np.ndarray, gamma: np.ndarray | None, rstd: float) -> list[Text]:
+    """Whether J is symmetric, and its rank, measured on the autograd J against the same facts of I − P.
+
+    A singular value counts when it is above the rounding of J's entries, whose terms are of size
+    rstd·|gamma| (``RANK_RTOL`` of that, times d);
+    ``I − P`` is rank d − 2 at eps = 0 and d − 1 at eps > 0, where its xhat direction keeps a singular
+    value of shrink = eps / (var + eps), which a very small eps can push under that line.
+    """
+    d = len(xhat)
+    size = rstd * (1.0 if gamma is None else float(np.max(np.abs(gamma))))
+    tolerance = RANK_RTOL * d * size
+    rank = int(np.linalg.matrix_rank(j, tol=tolerance))
+    i_minus_p = np.eye(d) - formulas.projection(xhat)
+    svals = np.linalg.svd(i_minus_p, compute_uv=False)
+    expected = int(np.sum(svals > RANK_RTOL * d)) if gamma is None or np.all(gamma != 0) else rank
+    asym = float(np.max(np.abs(j - j.T)))
+    lines = [
+        claim(
+            rank == expected,
+            _("rank of J: {rank} of {d}, as I − P (cut at {tol})").format(rank=rank, d=d, tol=sci(tolerance)),
+        )
+    ]
+    if asym > tolerance:
+        text = _("J ≠ Jᵀ: max |J − Jᵀ| = {asym} (gamma scales rows, not columns)")
+    else:
+        text = _("J = Jᵀ here, up to rounding: max |J − Jᵀ| = {asym}")
+    lines.append(claim(True, text.format(asym=sci(asym))))
+    return lines
 
 
 @demo("projection_facts")
@@ -296,32 +335,46 @@ def scale_invariance(p: LessonParams, scales: tuple[float, ...] = (0.01, 0.5, 2.
     )
     ok = all(r["ok"] for r in runs.values())
     check = claim(ok, _("every gap from same/flipped and from ratio 1 is eps's: LN of c·x is LN of x with eps/c²"))
-    return DemoOutput(Group(*_d2_note(p.dim), table, check), prediction=_scale_prediction(runs))
+    return DemoOutput(Group(*_d2_note(p.dim), table, check), prediction=_scale_prediction(runs, p.dim))
 
 
-def _scale_prediction(runs: dict[float, dict[str, float]]) -> Prediction:
+# a factor the question names is the answer only within the precision the why prints it to (3 digits)
+SCALE_ANSWER_RTOL = 5e-3
+
+
+def _scale_prediction(runs: dict[float, dict[str, float]], dim: int) -> Prediction:
     c = max(runs)
     r = runs[c]
     factor = r["ratio"] / c  # |dx at cx| / |dx at x|
     targets = (c, 1.0, 1.0 / c)
-    answer = 1 if not factor > 0 else nearest_factor(factor, targets)
-    if factor != factor:  # NaN: dx is 0 up to rounding at x
+    if factor != factor:  # NaN: dx is 0 up to rounding at x, at every scale
+        answer = 1
+    else:
+        fits = [k for k, t in enumerate(targets) if abs(factor / t - 1.0) <= SCALE_ANSWER_RTOL]
+        answer = fits[0] if fits else 3
+    if factor != factor:
         why = _("At d = 2 and eps = 0, dx is 0 whatever the scale of x (see the note above the table): 0 stays 0.")
-    elif factor > 0 and abs(math.log(factor * c)) < math.log(2.0):  # within a factor 2 of 1/c
+    elif answer == 2:
         why = _(
             "|dx at {c}x| / |dx at x| = {ratio}: the output does not change, so the same upstream "
-            "gradient meets a Jacobian carrying 1/sigma, and sigma grew with c."
+            "gradient meets a Jacobian carrying 1/std, and std grew with c."
         ).format(c=f"{c:g}", ratio=sci(factor))
-    else:  # d = 2: the only gradient left is eps's, which does not scale like 1/c
+    elif dim == 2:
         why = _(
             "|dx at {c}x| / |dx at x| = {ratio}, not 1/{c}: at d = 2 the projection removes every "
             "direction, and what gradient is left comes from eps alone (see the note above the table)."
+        ).format(c=f"{c:g}", ratio=sci(factor))
+    else:
+        why = _(
+            "|dx at {c}x| / |dx at x| = {ratio}, not 1/{c}: eps is not small beside the variance of x, so "
+            "std = sqrt(var + eps) does not grow in proportion to c."
         ).format(c=f"{c:g}", ratio=sci(factor))
     times = f"{c:g}"
     choices = (
         _("it grows {c} times").format(c=times),
         _("it stays the same"),
-        _("it shrinks {c} times").format(c=times),
+        _("it shrinks to 1/{c} of its size").format(c=times),
+        _("it changes by some other factor"),
     )
     return Prediction(_("Multiply x by {c}. What happens to the size of dx?").format(c=times), choices, answer, why)
 
@@ -363,8 +416,12 @@ def eps_effect(
     eps_values: tuple[float, ...] = (0.0, 1e-5, 1e-3, 0.1, 1.0),
     scale: float = 1.0,
     caption: bool = True,
-) -> Group:
-    """What eps > 0 does to the projection, measured beside the algebra's prediction."""
+    ask: bool = False,
+) -> DemoOutput:
+    """What eps > 0 does to the projection, measured beside the algebra's prediction.
+
+    ``ask`` first asks what becomes of shrink at eps = 1e-3 when x is scaled by ``scale``.
+    """
     x, _gamma = _problem(p, "ones")
     x = x * float(scale)
     var = float(formulas.moments(x, (0,), 0.0).var[0])
@@ -383,9 +440,26 @@ def eps_effect(
         scale=f"{float(scale):g}", var=fmt(var, 4), d=p.dim
     )
     note = _eps_note(any(zero for _row, _ok, zero in measured)) if caption else None
-    return Group(
-        *_d2_note(p.dim),
-        cjk_text(title, style="bold"),
-        number_table(headers, [row for row, _ok, _zero in measured], caption=note),
-        claim(ok, _("radial and P²−P are what the algebra predicts, in every row")),
+    return DemoOutput(
+        Group(
+            *_d2_note(p.dim),
+            cjk_text(title, style="bold"),
+            number_table(headers, [row for row, _ok, _zero in measured], caption=note),
+            claim(ok, _("radial and P²−P are what the algebra predicts, in every row")),
+        ),
+        prediction=_shrink_prediction(var, float(scale)) if ask else None,
     )
+
+
+def _shrink_prediction(var: float, scale: float, eps: float = 1e-3) -> Prediction:
+    """shrink = eps / (var + eps) for x scaled by ``scale`` (var is already the scaled one) against unscaled."""
+    before = eps / (var / scale**2 + eps)
+    after = eps / (var + eps)
+    answer = 0 if after > before * (1 + 1e-9) else (2 if after < before * (1 - 1e-9) else 1)
+    why = _("At eps = {eps}: shrink = eps / (var + eps) went from {before} to {after}; eps stayed, var moved.").format(
+        eps=f"{eps:g}", before=fmt(before, 3), after=fmt(after, 3)
+    )
+    question = _("Scale x by {scale} and keep eps = {eps}. What does shrink do?").format(
+        scale=f"{scale:g}", eps=f"{eps:g}"
+    )
+    return Prediction(question, (_("it grows"), _("it stays the same"), _("it falls")), answer, why)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -150,7 +150,7 @@ def rms_gradient(p: LessonParams, eps: float | None = None) -> DemoOutput:
 
 
 @demo("rms_jacobian_heatmap")
-def rms_jacobian_heatmap(p: LessonParams) -> Group:
+def rms_jacobian_heatmap(p: LessonParams) -> DemoOutput:
     """The RMSNorm Jacobian from autograd beside LayerNorm's, and the rank of what each removes."""
     x = _vector(p)
     j_rms = autograd_jacobian("rmsnorm", x.tolist(), None, None, p.eps)
@@ -169,30 +169,44 @@ def rms_jacobian_heatmap(p: LessonParams) -> Group:
     stretch_ln = np.linalg.norm(lm.xshift) * p.eps / (var + p.eps) ** 1.5
     stretch = (np.linalg.norm(j_rms @ x), np.linalg.norm(j_ln @ x))
     size = np.abs(j_rms).sum() * np.abs(x).max()
-    return Group(
-        heat_map(j_rms, title=_("RMSNorm dy/dx (autograd)"), scale=scale, legend=False),
-        heat_map(j_ln, title=_("LayerNorm dy/dx (autograd), same scale"), scale=scale),
-        claims(
-            [
-                (close(j_rms, closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL), "RMSNorm J = (1/rms)(I − xhat xhatᵀ/d)"),
-                (
-                    rank_rms == 1 and rank_ln == 2,
-                    _("what each removes has rank {rms} (RMS) and {ln} (LN)").format(rms=rank_rms, ln=rank_ln),
-                ),
-                (
-                    cancels(j_ln @ ones, np.abs(j_ln).sum()) and not cancels(j_rms @ ones, np.abs(j_rms).sum()),
-                    _("a shift of all inputs: |J·1| = {rms} (RMS), {ln} (LN)").format(
-                        rms=sci(float(np.linalg.norm(j_rms @ ones))), ln=sci(float(np.linalg.norm(j_ln @ ones)))
+    shift = (float(np.linalg.norm(j_rms @ ones)), float(np.linalg.norm(j_ln @ ones)))
+    moved = not cancels(j_rms @ ones, np.abs(j_rms).sum())
+    why = _("|J·1| = {rms} (RMS), {ln} (LN): with no mean subtracted, nothing cancels the shift.").format(
+        rms=sci(shift[0]), ln=sci(shift[1])
+    )
+    prediction = Prediction(
+        _("Shift every input of RMSNorm by the same small amount. Does its output move?"),
+        (_("no, just as LayerNorm's does not"), _("yes, it moves")),
+        1 if moved else 0,
+        why,
+    )
+    return DemoOutput(
+        Group(
+            heat_map(j_rms, title=_("RMSNorm dy/dx (autograd)"), scale=scale, legend=False),
+            heat_map(j_ln, title=_("LayerNorm dy/dx (autograd), same scale"), scale=scale),
+            claims(
+                [
+                    (close(j_rms, closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL), "RMSNorm J = (1/rms)(I − xhat xhatᵀ/d)"),
+                    (
+                        rank_rms == 1 and rank_ln == 2,
+                        _("what each removes has rank {rms} (RMS) and {ln} (LN)").format(rms=rank_rms, ln=rank_ln),
                     ),
-                ),
-                (
-                    cancels(stretch[0] - stretch_rms, size) and cancels(stretch[1] - stretch_ln, size),
-                    _("a stretch of x: |J·x| = {rms} (RMS), {ln} (LN), what eps leaves").format(
-                        rms=sci(float(stretch[0])), ln=sci(float(stretch[1]))
+                    (
+                        cancels(j_ln @ ones, np.abs(j_ln).sum()) and not cancels(j_rms @ ones, np.abs(j_rms).sum()),
+                        _("a shift of all inputs: |J·1| = {rms} (RMS), {ln} (LN)").format(
+                            rms=sci(float(np.linalg.norm(j_rms @ ones))), ln=sci(float(np.linalg.norm(j_ln @ ones)))
+                        ),
                     ),
-                ),
-            ]
+                    (
+                        cancels(stretch[0] - stretch_rms, size) and cancels(stretch[1] - stretch_ln, size),
+                        _("a stretch of x: |J·x| = {rms} (RMS), {ln} (LN), what eps leaves").format(
+                            rms=sci(float(stretch[0])), ln=sci(float(stretch[1]))
+                        ),
+                    ),
+                ]
+            ),
         ),
+        prediction=prediction,
     )
 
 
@@ -327,25 +341,51 @@ def speed_calls(prob: SpeedProblem, paths: tuple[str, ...]) -> dict[str, dict[st
     return out
 
 
-def time_calls(calls: dict[str, dict[str, Callable[[], object]]], repeats: int) -> dict[str, dict[str, float]]:
-    """Median seconds of every call, interleaved (each repeat runs every call once, in turn)."""
+def time_samples(calls: dict[str, dict[str, Callable[[], object]]], repeats: int) -> dict[str, dict[str, list[float]]]:
+    """Seconds of every call in every repeat, interleaved (each repeat runs every call once, in turn)."""
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise ValueError(f"repeats: expected a positive integer, got {repeats!r}")
     for fns in calls.values():  # warm up: first calls load kernels and allocate
         for f in fns.values():
             f()
-    samples = {path: {k: [] for k in fns} for path, fns in calls.items()}
+    samples: dict[str, dict[str, list[float]]] = {path: {k: [] for k in fns} for path, fns in calls.items()}
     for _repeat in range(repeats):
         for path, fns in calls.items():
             for k, f in fns.items():
                 t0 = time.perf_counter()
                 f()
                 samples[path][k].append(time.perf_counter() - t0)
-    return {path: {k: float(np.median(v)) for k, v in ks.items()} for path, ks in samples.items()}
+    return samples
 
 
-def verdict(ratio: float) -> str:
-    """RMSNorm's time as a fraction of LayerNorm's, as a key: "faster", "slower" or "about the same"."""
+def time_calls(calls: dict[str, dict[str, Callable[[], object]]], repeats: int) -> dict[str, dict[str, float]]:
+    """Median seconds of every call, interleaved (each repeat runs every call once, in turn)."""
+    return {path: {k: float(np.median(v)) for k, v in ks.items()} for path, ks in time_samples(calls, repeats).items()}
+
+
+def paired_ratios(samples: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, list[float]]]:
+    """RMSNorm's time over LayerNorm's in each repeat ("f" forward, "b" forward + backward): the noise to judge by.
+
+    The two calls of a pair ran one right after the other, so a neighbour that slowed one slowed the other too.
+    """
+    return {
+        path: {
+            "f": [rms / ln for rms, ln in zip(ks["rms_f"], ks["ln_f"])],
+            "b": [rms / ln for rms, ln in zip(ks["rms_b"], ks["ln_b"])],
+        }
+        for path, ks in samples.items()
+    }
+
+
+def verdict(ratio: float, repeats: Sequence[float] = ()) -> str:
+    """RMSNorm's time as a fraction of LayerNorm's, as a key: "faster", "slower", "about the same" or "unclear".
+
+    With the ratio of every repeat (``repeats``), a verdict is given only when every repeat says it: a
+    direction that some repeats contradict is no stronger than the noise, and is "unclear".
+    """
+    if repeats:
+        keys = {verdict(r) for r in repeats}
+        return keys.pop() if len(keys) == 1 else "unclear"
     if ratio < 1 - SAME:
         return "faster"
     if ratio > 1 + SAME:
@@ -360,6 +400,7 @@ def said(key: str) -> str:
         "faster": pgettext("RMSNorm against LayerNorm", "faster"),
         "slower": pgettext("RMSNorm against LayerNorm", "slower"),
         "about the same": pgettext("RMSNorm against LayerNorm", "about the same"),
+        "unclear": pgettext("RMSNorm against LayerNorm", "no verdict, the repeats disagree"),
     }
     return words[key]
 
@@ -369,33 +410,41 @@ def path_name(path: str) -> str:
     return _(PATH_NAMES[path])
 
 
-def _path_reading(name: str, med: dict[str, float]) -> str:
+def _path_reading(name: str, med: dict[str, float], ratios: dict[str, list[float]] | None = None) -> str:
     """One implementation's line: RMSNorm's time as a share of LayerNorm's, forward and forward + backward."""
     fwd, both = med["rms_f"] / med["ln_f"], med["rms_b"] / med["ln_b"]
     shares = {"path": name, "forward": f"{fwd:.0%}", "both": f"{both:.0%}"}
-    if verdict(fwd) == verdict(both):
+    v_fwd = verdict(fwd, ratios["f"] if ratios else ())
+    v_both = verdict(both, ratios["b"] if ratios else ())
+    if v_fwd == v_both:
         # Translators: {forward} and {both} are percentages, e.g. 60%; {verdict} is "faster", "slower", ...
         return _(
             "{path}: RMSNorm took {forward} of LayerNorm's time forward, {both} forward + backward: {verdict}."
-        ).format(verdict=said(verdict(both)), **shares)
+        ).format(verdict=said(v_both), **shares)
     return _(
         "{path}: RMSNorm took {forward} of LayerNorm's time forward ({verdict_forward}), "
         "{both} forward + backward ({verdict_both})."
-    ).format(verdict_forward=said(verdict(fwd)), verdict_both=said(verdict(both)), **shares)
+    ).format(verdict_forward=said(v_fwd), verdict_both=said(v_both), **shares)
 
 
-def speed_reading(medians: dict[str, dict[str, float]]) -> list[str]:
+def speed_reading(
+    medians: dict[str, dict[str, float]], ratios: dict[str, dict[str, list[float]]] | None = None
+) -> list[str]:
     """What the measured medians say, one line per implementation and one across them.
 
-    The verdict across implementations is the forward + backward one. A median of forward + backward
-    below the same norm's forward alone can only be noise (a busy machine), and is said to be.
+    The verdict across implementations is the forward + backward one. With the ratios of every repeat
+    (:func:`paired_ratios`), a verdict the repeats contradict is not given ("unclear"), and only the
+    implementations with a verdict are compared. A median of forward + backward below the same norm's
+    forward alone can only be noise (a busy machine), and is said to be.
     """
     lines, verdicts, noisy = [], {}, []
     for path, med in medians.items():
-        verdicts[path] = verdict(med["rms_b"] / med["ln_b"])
-        lines.append(_path_reading(path_name(path), med))
+        mine = ratios.get(path) if ratios else None
+        verdicts[path] = verdict(med["rms_b"] / med["ln_b"], mine["b"] if mine else ())
+        lines.append(_path_reading(path_name(path), med, mine))
         if med["ln_b"] < med["ln_f"] or med["rms_b"] < med["rms_f"]:
             noisy.append(path_name(path))
+    verdicts = {path: v for path, v in verdicts.items() if v != "unclear"}
     kinds = sorted(set(verdicts.values()))
     if len(kinds) > 1:
         lines.append(
@@ -409,8 +458,10 @@ def speed_reading(medians: dict[str, dict[str, float]]) -> list[str]:
                 verdict=said(kinds[0])
             )
         )
-    elif verdicts:
+    elif verdicts and len(medians) == 1:
         lines.append(_("Only one implementation was timed here: no comparison between implementations."))
+    elif verdicts:
+        lines.append(_("Only one implementation gave a verdict this run: no comparison between implementations."))
     if noisy:
         lines.append(
             _(
@@ -441,7 +492,8 @@ def rms_speed(
     """LayerNorm vs RMSNorm forward and backward, on NumPy, the fused kernels and PyTorch: medians, one run."""
     prob = speed_problem(p.seed, rows, features, p.eps)
     calls = speed_calls(prob, tuple(paths))
-    medians = time_calls({k: v for k, v in calls.items() if not isinstance(v, str)}, repeats)
+    samples = time_samples({k: v for k, v in calls.items() if not isinstance(v, str)}, repeats)
+    medians = {path: {k: float(np.median(v)) for k, v in ks.items()} for path, ks in samples.items()}
     table = [[path_name(k), *(fmt(med[c] * 1e3, 3) for c in CALLS)] for k, med in medians.items()]
     skipped = [
         cjk_text(_("{path}: not timed, {why}").format(path=path_name(k), why=why), style="dim")
@@ -464,6 +516,6 @@ def rms_speed(
         ),
         number_table(header, table),
         *skipped,
-        *(cjk_text(line) for line in speed_reading(medians)),
+        *(cjk_text(line) for line in speed_reading(medians, paired_ratios(samples))),
         cjk_text(_("Measured just now on this machine; run the step again and the numbers move."), style="dim"),
     )

@@ -32,7 +32,7 @@ from microgradnorm.lessons.demo_tools import engine_forward, fmt, matrix_table, 
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.demos_core import nearest_factor
 from microgradnorm.registry import get_norm
-from microgradnorm.tolerances import CLOSED_FORM_RTOL
+from microgradnorm.tolerances import CLOSED_FORM_RTOL, cancellation_atol
 
 # the running example: a distance-like feature and a ratio-like feature
 X1, X2 = 10000.0, 0.1
@@ -63,6 +63,18 @@ def _is_standardized(m: np.ndarray, raw: np.ndarray, axis: int, eps: float) -> b
     return bool(centered and np.allclose(np.std(m, axis=axis), np.sqrt(var / (var + eps)), rtol=1e-12, atol=0))
 
 
+def _spread_line(m: np.ndarray, axis: int, eps: float, which: str) -> str:
+    """'each column: mean 0, spread 0.77 to 0.9': the spreads measured in ``m``, never assumed to be 1."""
+    spreads = np.std(m, axis=axis)
+    lo, hi = fmt(float(spreads.min()), 3), fmt(float(spreads.max()), 3)
+    spread = lo if lo == hi else _("{low} to {high}").format(low=lo, high=hi)
+    if eps == 0:
+        # Translators: {which} is "each column" or "each row"; {spread} is a number or "0.77 to 0.9"
+        return _("{which}: mean 0, spread {spread}").format(which=which, spread=spread)
+    # Translators: {which} is "each column" or "each row"; {spread} is a number or "0.77 to 0.9"
+    return _("{which}: mean 0, spread {spread}, that is √(var/(var+eps))").format(which=which, spread=spread)
+
+
 @demo("standardize_both_ways")
 def standardize_both_ways(p: LessonParams, examples: int = 3, features: int = 4) -> DemoOutput:
     """A small batch standardized per feature (down each column) and per example (along each row)."""
@@ -82,18 +94,24 @@ def standardize_both_ways(p: LessonParams, examples: int = 3, features: int = 4)
         (_("each example, along its row (as LayerNorm does)"), per_example),
     ):
         parts.append(matrix_table(m, title=title, digits=3))
-    if p.eps > 0:
-        columns, rows = (
-            _("each column: mean 0, spread 1 (a hair less: eps)"),
-            _("each row: mean 0, spread 1 (a hair less: eps)"),
-        )
-    else:
-        columns, rows = _("each column: mean 0, spread 1"), _("each row: mean 0, spread 1")
+    columns = _spread_line(per_feature, 0, p.eps, _("each column"))
+    rows = _spread_line(per_example, 1, p.eps, _("each row"))
     parts += [
         claim(_is_standardized(per_feature, x, 0, p.eps), columns),
         claim(_is_standardized(per_example, x, 1, p.eps), rows),
     ]
-    return DemoOutput(Group(*parts))
+    row_means = np.abs(per_feature.mean(axis=1))
+    centered = bool(np.all(row_means <= cancellation_atol(float(np.max(np.abs(per_feature))), features)))
+    why = _("Row means reach {largest} here: centering columns says nothing about rows.").format(
+        largest=fmt(float(row_means.max()), 3)
+    )
+    prediction = Prediction(
+        _("Standardize each column. Does each row get mean 0 too?"),
+        (_("yes, every row too"), _("no, not in general")),
+        0 if centered else 1,
+        why,
+    )
+    return DemoOutput(Group(*parts), prediction=prediction)
 
 
 # ---- the loss landscape of y = w1 x1 + w2 x2 ----------------------------------------
@@ -322,7 +340,9 @@ def descent_race(p: LessonParams, steps: int = 300) -> Group:
 
 
 @demo("sigmoid_saturation")
-def sigmoid_saturation(p: LessonParams, zs: tuple[float, ...] = (-100.0, -10.0, -3.0, 0.0, 3.0, 10.0, 100.0)) -> Group:
+def sigmoid_saturation(
+    p: LessonParams, zs: tuple[float, ...] = (-100.0, -10.0, -3.0, 0.0, 3.0, 10.0, 100.0)
+) -> DemoOutput:
     """sigmoid(z) and its derivative from the engine, for small and large z."""
     rows, slopes, values = [], [], []
     for z in zs:
@@ -333,16 +353,31 @@ def sigmoid_saturation(p: LessonParams, zs: tuple[float, ...] = (-100.0, -10.0, 
         slopes.append(v.grad)
         values.append(s.data)
     top = int(np.argmax(zs))
-    return Group(
-        number_table(["z", "sigmoid(z)", "d sigmoid / dz"], rows, title=_("the engine's sigmoid node")),
-        claim(
-            zs[int(np.argmax(slopes))] == 0.0 and max(slopes) == 0.25,
-            _("the slope is largest, 1/4, at z = 0"),
+    slope_at = dict(zip(zs, slopes))
+    prediction = None
+    if 0.0 in slope_at and 10.0 in slope_at:
+        ratio = slope_at[10.0] / slope_at[0.0]
+        prediction = Prediction(
+            _("Compared with its slope at z = 0, how steep is the sigmoid at z = 10?"),
+            (_("about as steep"), _("about a tenth as steep"), _("less than a thousandth as steep")),
+            nearest_factor(ratio, (1.0, 0.1, 1e-4)),
+            _("The engine's slopes: {at10} at z = 10 against {at0} at z = 0, a ratio of {ratio}.").format(
+                at10=sci(slope_at[10.0]), at0=sci(slope_at[0.0]), ratio=sci(ratio)
+            ),
+        )
+    return DemoOutput(
+        Group(
+            number_table(["z", "sigmoid(z)", "d sigmoid / dz"], rows, title=_("the engine's sigmoid node")),
+            claim(
+                zs[int(np.argmax(slopes))] == 0.0 and max(slopes) == 0.25,
+                _("the slope is largest, 1/4, at z = 0"),
+            ),
+            claim(
+                values[top] == 1.0 and slopes[top] == 0.0,
+                _("at z = {z}: sigmoid rounds to exactly 1, its slope to exactly 0").format(z=fmt(float(zs[top]), 4)),
+            ),
         ),
-        claim(
-            values[top] == 1.0 and slopes[top] == 0.0,
-            _("at z = {z}: sigmoid rounds to exactly 1, its slope to exactly 0").format(z=fmt(float(zs[top]), 4)),
-        ),
+        prediction=prediction,
     )
 
 
@@ -388,10 +423,26 @@ def saturation_before_after(p: LessonParams, mean: float = 12.0, spread: float =
             mean_std > mean_raw,
             _("standardized, the mean slope is {factor} times the raw one").format(factor=fmt(mean_std / mean_raw, 3)),
         ),
+        claim(
+            _off_line(zn) < _off_line(z),
+            _("largest gap between σ(z) and its tangent at 0, 1/2 + z/4: {std} standardized, {raw} raw").format(
+                std=fmt(_off_line(zn), 2), raw=fmt(_off_line(z), 3)
+            ),
+        ),
     )
 
 
+def _off_line(z: np.ndarray) -> float:
+    """How far the sigmoid strays from its straight line at 0 over ``z``: max |σ(z) − (1/2 + z/4)|."""
+    return float(np.max(np.abs(1.0 / (1.0 + np.exp(-z)) - (0.5 + z / 4.0))))
+
+
 # ---- gamma = sigma, beta = mu ------------------------------------------------------
+
+
+def _centering_size(row: np.ndarray) -> float:
+    """The size of what cancels in a standardized row: its largest |value| over its spread."""
+    return float(np.max(np.abs(row)) / np.std(row))
 
 
 @demo("identity_recovery")
@@ -420,6 +471,9 @@ def identity_recovery(p: LessonParams) -> Group:
         ["", _("other rows"), sci(gaps[2])],
     ]
     exact = CLOSED_FORM_RTOL * float(np.max(np.abs(x)))  # rounding, at the size of x
+    # many inputs, one output: at eps = 0 an affine change of a row leaves its LayerNorm exactly as it was
+    moved = 3.0 * x[0] + 7.0
+    same = float(np.max(np.abs(_standardized(moved, 0, 0.0) - _standardized(x[0], 0, 0.0))))
     return Group(
         number_table(
             [_("gamma, beta from"), pgettext("identity table header", "rows"), "max |y − x|"],
@@ -428,6 +482,13 @@ def identity_recovery(p: LessonParams) -> Group:
         ),
         claim(gaps[0] <= exact, _("BatchNorm gives back the whole batch, up to rounding")),
         claim(gaps[1] <= exact < gaps[2], _("LayerNorm gives back row 0 only; the other rows change")),
+        claim(
+            same <= cancellation_atol(_centering_size(moved) + _centering_size(x[0]), p.dim),
+            _(
+                "at eps = 0, row 0 and 3·(row 0) + 7 have the same LayerNorm output (max difference {gap}): "
+                "many inputs, one output, so no gamma and beta can tell which came in"
+            ).format(gap=sci(same)),
+        ),
     )
 
 

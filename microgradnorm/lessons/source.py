@@ -1,0 +1,166 @@
+"""Show the package code that ran: a function's or class's live source, highlighted.
+
+A lesson that builds or differentiates something shows the code that did it.
+The code is never copied into a lesson: :func:`code_of` reads it from the very
+object the demo called, at run time, with :func:`inspect.getsource`, so what the
+learner reads is what ran, whatever the module holds today::
+
+    from microgradnorm.lessons.source import code_of, source_of
+
+    y = layer_norm(x, gamma, beta, eps)
+    return Group(code_of(layer_norm), table)   # a demo shows the function it called
+
+Objects are found by reference (``engine.Value.backward``, the class of a node's
+op), never by file and line numbers. :func:`source_of` returns the text that
+:func:`code_of` shows, so a test can compare the two.
+
+Pure: no printing; the renderable soft-wraps long lines at the console's width
+(60 columns is the narrowest a lesson supports), and without colour it is plain
+text, readable with ``NO_COLOR``.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.syntax import Syntax
+from rich.text import Text
+
+from microgradnorm import engine
+
+__all__ = ["backward_code", "code_of", "location_of", "op_code", "source_of"]
+
+
+def source_of(obj: Any, *, docstrings: bool = False) -> str:
+    """The source of a function, method or class, dedented, without trailing blank lines.
+
+    Decorators are part of a function's source, as they are in the file. Docstrings
+    are left out unless ``docstrings`` is true: the lesson's prose is the
+    explanation, and the code is shown for its lines. Properties and
+    staticmethods/classmethods taken from a class ``__dict__`` are unwrapped to the
+    function they hold.
+    """
+    text = textwrap.dedent(inspect.getsource(_unwrap(obj)))
+    if not docstrings:
+        text = _without_docstrings(text)
+    return text.rstrip() + "\n"
+
+
+def location_of(obj: Any) -> str:
+    """Where the object lives, for the caption: ``microgradnorm/norms.py · layer_norm``."""
+    target = _unwrap(obj)
+    module = inspect.getmodule(target)
+    path = (module.__name__ if module else "?").replace(".", "/") + ".py"
+    name = getattr(target, "__qualname__", getattr(target, "__name__", ""))
+    return f"{path} · {name}" if name and not inspect.ismodule(target) else path
+
+
+def code_of(*objects: Any, caption: bool = True, docstrings: bool = False) -> RenderableType:
+    """The live source of each object, highlighted as Python, each under a one-line caption.
+
+    Long lines soft-wrap at the console's width instead of being cut. With
+    ``caption`` each block is headed by :func:`location_of` (a file path and a name,
+    not translated: it is the package's own code). The text is :func:`source_of`'s.
+    """
+    if not objects:
+        raise ValueError("code_of needs at least one object to show")
+    parts: list[RenderableType] = []
+    for obj in objects:
+        if caption:
+            parts.append(Text(location_of(obj), style="dim"))
+        parts.append(
+            Syntax(
+                source_of(obj, docstrings=docstrings).rstrip("\n"),
+                "python",
+                theme="ansi_dark",
+                word_wrap=True,
+                background_color="default",
+            )
+        )
+    return Group(*parts)
+
+
+# ---- the engine's code for a node, in one place --------------------------------
+#
+# A node records its op. An engine with one class per op (``class Mul(Op)`` with
+# ``forward`` and ``backward`` side by side) is shown by that class, found from the
+# node itself; an engine that records the op's name (``"*"``) and keeps the forward
+# and the local derivative as methods of ``Value`` is shown by those two methods,
+# looked up in the table below. Adjust only this block if the engine changes.
+
+# op name -> (forward method of Value, local-derivative function of Value)
+_METHODS_BY_OP: dict[str, tuple[str, str]] = {
+    "+": ("__add__", "_add_grads"),
+    "-": ("__sub__", "_sub_grads"),
+    "*": ("__mul__", "_mul_grads"),
+    "exp": ("exp", "_exp_grads"),
+    "log": ("log", "_log_grads"),
+    "sqrt": ("sqrt", "_sqrt_grads"),
+    "tanh": ("tanh", "_tanh_grads"),
+    "relu": ("relu", "_relu_grads"),
+    "sigmoid": ("sigmoid", "_sigmoid_grads"),
+    "sum": ("sum", "_sum_grads"),
+    "dot": ("dot", "_dot_grads"),
+}
+
+# attributes under which an op class may keep the name a node records
+_OP_NAME_ATTRIBUTES = ("op", "name", "symbol")
+
+
+def op_code(node: engine.Value) -> tuple[Any, ...]:
+    """The engine objects that compute ``node``'s op: its forward and its local derivatives.
+
+    Taken from the node (its op's class, or the methods its op name stands for), so a
+    demo shows the code of the op that built the node it shows.
+    """
+    op = node._op
+    if inspect.isclass(op):
+        return (op,)
+    if not isinstance(op, str):
+        return (type(op),)
+    if not op:
+        raise ValueError(f"a leaf has no op, so no code computes it: {node!r}")
+    for value in vars(engine).values():
+        if inspect.isclass(value) and any(getattr(value, a, None) == op for a in _OP_NAME_ATTRIBUTES):
+            return (value,)
+    if op.startswith("**"):
+        return (engine.Value.__pow__, engine.Value._pow_grads)
+    forward, local = _METHODS_BY_OP[op]
+    return (vars(engine.Value)[forward], vars(engine.Value)[local])
+
+
+def backward_code() -> tuple[Any, ...]:
+    """The engine's backward sweep: ``Value.backward`` (the loop it runs, where that is a helper)."""
+    objects: list[Any] = [engine.Value.backward]
+    helper = getattr(engine, "_apply_chain_rule", None)
+    if helper is not None and "_apply_chain_rule(" in inspect.getsource(engine.Value.backward):
+        objects.append(helper)
+    return tuple(objects)
+
+
+def _unwrap(obj: Any) -> Any:
+    if isinstance(obj, (staticmethod, classmethod)):
+        return obj.__func__
+    if isinstance(obj, property):
+        return obj.fget
+    return obj
+
+
+def _without_docstrings(text: str) -> str:
+    """``text`` without the lines of any def's or class's docstring (found with ast, not by pattern)."""
+    drop: set[int] = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+                and len(node.body) > 1  # a body that is only a docstring keeps it, or it would not parse
+            ):
+                drop.update(range(first.lineno, first.end_lineno + 1))
+    return "".join(line for i, line in enumerate(text.splitlines(keepends=True), start=1) if i not in drop)

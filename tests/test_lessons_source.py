@@ -1,0 +1,159 @@
+"""The lessons show the code that ran (microgradnorm/lessons/source.py) and point to the exercise that fits.
+
+The shown code is compared with the live source of the object the demo used, read
+independently here with :mod:`inspect` and :mod:`ast`, so a demo that showed a copy, a
+stale extract or the wrong op would fail.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import io
+import re
+import textwrap
+
+import pytest
+from rich.console import Console
+
+from microgradnorm import engine, formulas, norms
+from microgradnorm.exercises.problems import PROBLEMS
+from microgradnorm.lessons import demos_core
+from microgradnorm.lessons.demos import DemoOutput, LessonParams, load_demos, run_demo
+from microgradnorm.lessons.format import lessons_dir
+from microgradnorm.lessons.source import backward_code, code_of, op_code, source_of
+
+
+@pytest.fixture(autouse=True)
+def _state_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
+
+
+def _text(renderable, width: int = 300) -> str:
+    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
+    console.print(renderable)
+    return console.export_text()
+
+
+def _code_lines(obj) -> list[str]:
+    """The object's source lines without its docstrings, found here by ast (not by source_of)."""
+    raw = textwrap.dedent(inspect.getsource(inspect.unwrap(obj)))
+    tree = ast.parse(raw)
+    docs: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)) and ast.get_docstring(node):
+            first = node.body[0]
+            docs.update(range(first.lineno, first.end_lineno + 1))
+    return [line.rstrip() for i, line in enumerate(raw.splitlines(), 1) if i not in docs and line.strip()]
+
+
+def _shows(text: str, obj) -> bool:
+    """Whether the rendered ``text`` holds every code line of ``obj``, in order, contiguously."""
+    shown = [line.rstrip() for line in text.splitlines() if line.strip()]
+    want = _code_lines(obj)
+    return any(shown[i : i + len(want)] == want for i in range(len(shown) - len(want) + 1))
+
+
+def _sample(x: int) -> int:
+    """A docstring that must not be shown."""
+    y = x + 1  # a comment that must be shown
+    return y
+
+
+def test_source_of_drops_the_docstring_and_keeps_every_line_of_code():
+    text = source_of(_sample)
+    assert "A docstring" not in text
+    assert "y = x + 1  # a comment that must be shown" in text
+    assert text.splitlines()[0] == "def _sample(x: int) -> int:"
+    assert "A docstring" in source_of(_sample, docstrings=True)
+
+
+@pytest.mark.parametrize("obj", [norms.layer_norm, norms.batch_norm, norms.rms_norm, formulas.dx_paths, engine.Value])
+def test_code_of_shows_exactly_the_live_source(obj):
+    assert _shows(_text(code_of(obj)), obj)
+
+
+def test_code_of_soft_wraps_at_60_columns_and_loses_no_character():
+    text = _text(code_of(formulas.dx_paths), width=60)
+    assert max(len(line) for line in text.splitlines()) <= 60
+    assert "".join(text.split()).count("".join(source_of(formulas.dx_paths).split())) == 1
+
+
+def test_op_code_is_the_code_of_the_op_that_built_the_node():
+    a, b = engine.Value(2.0), engine.Value(3.0)
+    for node, result in ((a * b, 6.0), (a + b, 5.0), (a.sqrt(), 2.0**0.5), (a**2, 4.0)):
+        shown = "".join(source_of(o) for o in op_code(node))
+        assert node.data == pytest.approx(result)
+        assert "def " in shown or "class " in shown
+        # the op's own symbol or name appears in the code that computes it
+        assert node.op.lstrip("*") in shown or "__pow__" in shown
+    with pytest.raises(ValueError, match="leaf"):
+        op_code(a)
+
+
+def _lesson1_nodes(seed: int):
+    v = demos_core._lesson1_numbers(seed)
+    root, leaves = demos_core._example("chain", v)
+    return root, leaves
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_lesson_1_shows_the_code_of_every_op_its_expression_used(seed):
+    load_demos()
+    out = run_demo("ops_code", LessonParams(seed=seed), {"example": "chain"})
+    assert isinstance(out, DemoOutput)
+    text = _text(out.renderable)
+    root, leaves = _lesson1_nodes(seed)
+    ops = {n.op: n for n in engine.topological_order(root) if n.op}
+    assert set(ops) == {"*", "+"}
+    for node in ops.values():
+        for obj in op_code(node):
+            assert _shows(text, obj), f"the code of {node.op!r} is not shown as it is in the package"
+    # the answer is the engine's local derivative of e = a·b for a, which is b
+    e = next(n for n in engine.topological_order(root) if n.label == "e")
+    assert engine.local_grads(e)[0] == leaves["b"].data
+    assert out.prediction.answer == 0
+
+
+def test_lesson_1_shows_the_backward_sweep_that_ran():
+    load_demos()
+    text = _text(run_demo("backward_code", LessonParams(), {}).renderable)
+    assert _shows(text, engine.Value.backward)
+    for obj in backward_code():
+        assert _shows(text, obj)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_lesson_1_asks_how_many_contributions_e_collects_and_the_trace_counts_them(seed):
+    load_demos()
+    out = run_demo("backward_trace", LessonParams(seed=seed), {"example": "shared"})
+    text = _text(out.renderable)
+    e_rows = [line for line in text.splitlines() if line.startswith("e ")]
+    assert len(e_rows) == 2  # e is used by d and by L
+    assert out.prediction.choices[out.prediction.answer] == "2"
+
+
+# ---- the exercise pointers ----------------------------------------------------------------------------------
+
+# lesson -> the exercises that fit it (exercise list: 1 local derivatives, 3 LayerNorm from Values, 5 LayerNorm
+# backward, 6/7 BatchNorm backward, 8 RMSNorm backward, 9 the LayerNorm Jacobian)
+FITTING = {1: {1}, 3: {2, 3}, 5: {4, 5}, 7: {9}, 8: {6, 7}, 9: {8}}
+_CHECK = re.compile(r"microgradnorm exercise check (\d+)")
+
+
+def _lesson_text(number: int, chinese: bool) -> str:
+    folder = lessons_dir() / "zh-CN" if chinese else lessons_dir()
+    (path,) = folder.glob(f"{number:02d}-*.md")
+    return path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("chinese", [False, True], ids=["en", "zh-CN"])
+@pytest.mark.parametrize("number", sorted(FITTING))
+def test_the_lesson_closes_by_pointing_to_an_exercise_that_exists_and_fits(number, chinese):
+    text = _lesson_text(number, chinese)
+    last_step = text.rsplit("\n## ", 1)[1]
+    named = {int(n) for n in _CHECK.findall(last_step)}
+    assert named, f"lesson {number}: its last step names no `microgradnorm exercise check N`"
+    assert named <= FITTING[number], f"lesson {number} points to exercise {named}, which does not fit it"
+    existing = {int(name[:2]) for name in PROBLEMS}
+    assert named <= existing

@@ -1,0 +1,321 @@
+"""Lessons 1-9: every ✓ line, answer and title states what the run measured, under the options that used to
+contradict it (issue 22, item 4). Each oracle is computed here in NumPy, independently of the demo."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from microgradnorm.lessons.demo_tools import rng_for
+from microgradnorm.lessons.demos import LessonParams, load_demos, run_demo
+
+
+@pytest.fixture(autouse=True)
+def _state_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
+    load_demos()
+
+
+def _text(renderable, width: int = 200) -> str:
+    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
+    console.print(renderable)
+    return console.export_text()
+
+
+def _spread_claims(text: str) -> dict[str, tuple[float, float]]:
+    """'each column: mean 0, spread 0.77 to 0.9' -> {'column': (0.77, 0.9)}, read off the ✓/✗ lines."""
+    found = {}
+    for which, low, high in re.findall(r"each (column|row): mean 0, spread ([0-9.]+)(?: to ([0-9.]+))?", text):
+        found[which] = (float(low), float(high or low))
+    return found
+
+
+@pytest.mark.parametrize("eps", [0.0, 1e-5, 0.1, 1.0])
+@pytest.mark.parametrize("seed", [0, 4])
+def test_lesson_2_states_the_spread_it_measured_at_every_eps(seed, eps):
+    """At --eps 0.1 and 1 a column's spread is well below 1; the line says the measured numbers, not 'spread 1'."""
+    p = LessonParams(dim=6, seed=seed, eps=eps)
+    text = _text(run_demo("standardize_both_ways", p, {}).renderable)
+    x = np.round(rng_for(seed, 36).normal(5.0, 3.0, size=(3, 4)), 1)
+    claims = _spread_claims(text)
+    assert set(claims) == {"column", "row"}, text
+    for which, axis in (("column", 0), ("row", 1)):
+        var = np.var(x, axis=axis)
+        spreads = np.sqrt(var / (var + eps))  # the oracle: the spread of (x − mean)/sqrt(var + eps)
+        low, high = claims[which]
+        assert low == pytest.approx(spreads.min(), rel=5e-3)
+        assert high == pytest.approx(spreads.max(), rel=5e-3)
+    assert "✗" not in text
+    if eps >= 0.1:
+        assert claims["column"][0] < 0.99  # the old line said "spread 1" here
+
+
+@pytest.mark.parametrize("dim", [3, 6])
+@pytest.mark.parametrize("seed", [0, 2])
+def test_lesson_2_shows_layernorm_sends_many_rows_to_one_output(seed, dim):
+    text = _text(run_demo("identity_recovery", LessonParams(dim=dim, seed=seed), {}).renderable)
+    line = next(line for line in text.splitlines() if "3·(row 0) + 7" in line)
+    assert line.startswith("✓")
+    # the oracle: at eps = 0, LN(a·x + b) = LN(x) for a > 0
+    x = rng_for(seed, 32).normal(3.0, 2.0, size=dim)
+    moved = 3.0 * x + 7.0
+    a, b = (x - x.mean()) / x.std(), (moved - moved.mean()) / moved.std()
+    assert np.max(np.abs(a - b)) < 1e-12 * (1 + np.max(np.abs(moved)) / moved.std())
+
+
+@pytest.mark.parametrize(("dim", "eps", "rank"), [(6, 0.0, 4), (6, 1e-5, 5), (6, 1.0, 5), (4, 0.0, 2), (2, 0.0, 0)])
+def test_lesson_7_measures_the_rank_of_j_and_that_j_is_not_symmetric(dim, eps, rank):
+    """Issue 22 item 7: J = (1/std) diag(gamma)(I − P) has rank d − 2 at eps = 0, d − 1 at eps > 0 (its xhat
+    direction keeps a singular value of eps/(var + eps)), and is not symmetric when gamma varies. Oracle: torch."""
+    torch = pytest.importorskip("torch")
+    from microgradnorm.lessons.demos_jacobian import _problem
+
+    p = LessonParams(dim=dim, seed=0, eps=eps)
+    x, gamma = _problem(p, "random")
+    xt = torch.tensor(x, dtype=torch.float64)
+    gt = torch.tensor(gamma, dtype=torch.float64)
+    j = torch.autograd.functional.jacobian(lambda v: torch.nn.functional.layer_norm(v, (dim,), gt, None, eps), xt)
+    s = torch.linalg.svdvals(j).numpy()
+    assert int(np.sum(s > 1e-9 * max(s.max(), 1e-300))) == rank or dim == 2
+    text = _text(run_demo("jacobian_heatmap", p, {}).renderable)
+    assert f"rank of J: {rank} of {dim}" in text
+    asym = float((j - j.T).abs().max())
+    if dim > 2:
+        assert asym > 1e-3 and "J ≠ Jᵀ" in text
+    else:  # d = 2 at eps = 0: J is 0 up to rounding
+        assert asym < 1e-12 and "J = Jᵀ here" in text
+    assert "✗" not in text
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("dim", [3, 6])
+def test_lesson_4_the_sum_loss_hides_a_missing_variance_term_but_not_a_missing_mean_term(seed, dim):
+    """Lesson 4 step 1: with gamma = 1 and L = Σ y (dy = 1), a backward without the variance term still gives the
+    true dx = 0, and one without the mean term does not (issue 22: 'forgets a whole term' was too broad)."""
+    x = rng_for(seed, 5).normal(0.5, 2.0, size=dim)
+    rstd = 1.0 / np.sqrt(x.var() + 1e-5)
+    xhat = (x - x.mean()) * rstd
+    g = np.ones(dim)  # gamma · dy
+    true = rstd * (g - g.mean() - xhat * np.mean(g * xhat))
+    no_variance = rstd * (g - g.mean())
+    no_mean = rstd * (g - xhat * np.mean(g * xhat))
+    size = rstd * (1 + np.max(np.abs(xhat)))  # what cancels in each entry
+    assert np.max(np.abs(true)) <= 16 * np.finfo(float).eps * size * dim
+    assert np.max(np.abs(no_variance - true)) <= 16 * np.finfo(float).eps * size * dim
+    assert np.max(np.abs(no_mean - true)) > 0.5 * rstd
+
+
+@pytest.mark.parametrize("dim", [2, 4, 7])
+@pytest.mark.parametrize("seed", [0, 5])
+def test_lessons_4_and_5_ask_the_strong_questions_and_the_numbers_answer_them(seed, dim):
+    """rstd collects one contribution per xhat_i; dL/dvar has the sign of −Σ dxhat·xshift; the variance adds
+    nothing to dL/dmean. Oracles in NumPy from the lesson's own inputs."""
+    from microgradnorm.lessons import demos_core as core
+
+    p = LessonParams(dim=dim, seed=seed)
+    x, gamma, _beta, dy = core.ln_problem(p)
+    count = run_demo("ln_backward_steps", p, {"stages": ("divide",), "ask": "rstd_count"}).prediction
+    assert count.choices[count.answer].startswith(f"d = {dim}")
+    xshift = x - x.mean()
+    total = float(np.sum(gamma * dy * xshift))
+    sign = run_demo("ln_backward_steps", p, {"stages": ("sqrt",), "ask": "dvar_sign"}).prediction
+    assert sign.choices[sign.answer] == ("positive" if -total > 0 else "negative")
+    mean = run_demo("ln_dvar_dmean", p, {}).prediction
+    assert mean.choices[mean.answer] == "nothing: it is 0"
+    with pytest.raises(ValueError, match="ask"):
+        run_demo("ln_backward_steps", p, {"stages": ("sqrt",), "ask": "nonsense"})
+
+
+@pytest.mark.parametrize(("dim", "eps"), [(4, 0.0), (4, 1e-5), (3, 1.0), (6, 1e-5)])
+def test_lesson_3_asks_the_mean_square_of_xhat_and_what_x_minus_a_flat_mean_does(dim, eps):
+    from microgradnorm.lessons import demos_core as core
+
+    p = LessonParams(dim=dim, seed=0, eps=eps)
+    x = core.ln_problem(p)[0]
+    ms = np.mean(((x - x.mean()) / np.sqrt(x.var() + eps)) ** 2)  # the oracle: var / (var + eps)
+    q = run_demo("ln_forward_steps", p, {"stages": ("affine",), "ask": True}).prediction
+    expected = "1, up to rounding" if eps == 0 else "below 1"
+    assert q.choices[q.answer] == expected and (eps == 0) == (abs(ms - 1) < 1e-12)
+    shapes = run_demo("ln_shapes", p, {}).prediction
+    try:
+        np.zeros((2, 3, dim)) - np.zeros((2, 3))
+        refused = False
+    except ValueError:
+        refused = True
+    assert shapes.choices[shapes.answer] == ("NumPy raises an error" if refused else "it runs and is wrong")
+
+
+@pytest.mark.parametrize(("dim", "eps"), [(4, 1e-5), (2, 0.0), (6, 1.0)])
+def test_lessons_6_and_9_questions_are_answered_by_their_numbers(dim, eps):
+    """Lesson 6: the forms agree with autograd to rounding; lesson 9: a shift of every input moves RMSNorm's
+    output (|J·1| > 0) though not LayerNorm's. Oracle: torch's Jacobians."""
+    torch = pytest.importorskip("torch")
+    from microgradnorm.lessons import demos_rmsnorm as rms
+
+    p = LessonParams(dim=dim, seed=1, eps=eps)
+    forms = run_demo("forms_agree", p, {}).prediction
+    assert forms.choices[forms.answer] == "within rounding error"
+    x = torch.tensor(rms._vector(p), dtype=torch.float64)
+    j_rms = torch.autograd.functional.jacobian(lambda v: v / torch.sqrt(torch.mean(v * v) + eps), x)
+    moved = float(torch.linalg.norm(j_rms @ torch.ones(dim, dtype=torch.float64)))
+    shift = run_demo("rms_jacobian_heatmap", p, {}).prediction
+    assert moved > 1e-6
+    assert shift.choices[shift.answer] == "yes, it moves"
+
+
+@pytest.mark.parametrize(("dim", "eps"), [(4, 1e-5), (6, 0.0), (3, 1.0)])
+def test_lessons_5_and_7_count_x0s_contributions_and_sum_js_rows(dim, eps):
+    """x_0 gets 2 contributions (from xshift_0 and from the mean's sum) though 3 paths reach it; every row of
+    LayerNorm's J sums to 0 (a shift of all inputs changes nothing). Oracle for J: torch."""
+    torch = pytest.importorskip("torch")
+    from microgradnorm.lessons.demos_jacobian import _problem
+
+    p = LessonParams(dim=dim, seed=2, eps=eps)
+    count = run_demo("ln_backward_steps", p, {"stages": ("center", "mean"), "ask": "x_count"}).prediction
+    assert count.choices[count.answer] == "2"
+    x, gamma = _problem(p, "random")
+    gt = torch.tensor(gamma, dtype=torch.float64)
+    j = torch.autograd.functional.jacobian(
+        lambda v: torch.nn.functional.layer_norm(v, (dim,), gt, None, eps), torch.tensor(x, dtype=torch.float64)
+    )
+    assert float(j.sum(dim=1).abs().max()) < 1e-12 * float(j.abs().sum())
+    rows = run_demo("jacobian_rows", p, {}).prediction
+    assert rows.choices[rows.answer] == "0"
+
+
+@pytest.mark.parametrize(("batch", "eps"), [(4, 1e-5), (6, 1e-12), (3, 1.0)])
+def test_lesson_8_asks_what_a_column_of_dx_adds_up_to(batch, eps):
+    """BatchNorm's dX column sums are 0 (the column mean is removed). Oracle: torch's batch_norm backward
+    (which refuses eps = 0 in training, hence 1e-12)."""
+    torch = pytest.importorskip("torch")
+    from microgradnorm.lessons import demos_batchnorm as bn
+
+    p = LessonParams(dim=3, seed=1, eps=eps, batch=batch)
+    x, gamma, beta, dy = bn._batch(p)
+    xt = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    y = torch.nn.functional.batch_norm(xt, None, None, torch.tensor(gamma), torch.tensor(beta), training=True, eps=eps)
+    (y * torch.tensor(dy)).sum().backward()
+    assert float(xt.grad.sum(dim=0).abs().max()) < 1e-10 * float(xt.grad.abs().sum())
+    q = run_demo("bn_simplified", p, {}).prediction
+    assert q.choices[q.answer] == "0"
+
+
+@pytest.mark.parametrize("seed", [0, 3, 9])
+def test_lesson_2_asks_whether_standardizing_columns_centers_the_rows(seed):
+    p = LessonParams(dim=6, seed=seed)
+    x = np.round(rng_for(seed, 36).normal(5.0, 3.0, size=(3, 4)), 1)
+    cols = (x - x.mean(axis=0)) / np.sqrt(x.var(axis=0) + p.eps)  # the oracle
+    q = run_demo("standardize_both_ways", p, {}).prediction
+    expected = "yes, every row too" if np.abs(cols.mean(axis=1)).max() < 1e-12 else "no, not in general"
+    assert q.choices[q.answer] == expected
+
+
+@pytest.mark.parametrize("dim", [3, 6])
+def test_lesson_7_asks_what_shrinking_x_does_to_shrink(dim):
+    """shrink = eps/(var + eps) at eps = 1e-3 grows when x shrinks a hundredfold (var falls 1e4 times)."""
+    from microgradnorm.lessons.demos_jacobian import _problem
+
+    p = LessonParams(dim=dim, seed=0)
+    x, _gamma = _problem(p, "ones")
+    var = float(np.var(x))
+    before, after = 1e-3 / (var + 1e-3), 1e-3 / (var * 1e-4 + 1e-3)
+    assert after > before
+    q = run_demo("eps_effect", p, {"scale": 0.01, "caption": False, "ask": True}).prediction
+    assert q.choices[q.answer] == "it grows"
+    assert run_demo("eps_effect", p, {}).prediction is None
+
+
+@pytest.mark.parametrize(("dim", "seed"), [(4, 0), (6, 7), (2, 3)])
+def test_lesson_3_asks_what_xshift_adds_up_to(dim, seed):
+    from microgradnorm.lessons import demos_core as core
+
+    p = LessonParams(dim=dim, seed=seed)
+    x = core.ln_problem(p)[0]
+    assert abs(np.sum(x - x.mean())) <= 8 * np.finfo(float).eps * np.sum(np.abs(x)) * dim  # the oracle
+    q = run_demo("ln_stage_summary", p, {}).prediction
+    assert q.choices[q.answer] == "0, up to rounding"
+
+
+@pytest.mark.parametrize(("dim", "eps"), [(4, 1e-5), (6, 0.0)])
+def test_lesson_5_asks_whether_the_mean_path_is_the_same_for_every_x(dim, eps):
+    """dL/dmean / n is one number broadcast to every x_i; the oracle computes it from the inputs in NumPy."""
+    from microgradnorm.lessons import demos_core as core
+
+    p = LessonParams(dim=dim, seed=0, eps=eps)
+    x, gamma, _beta, dy = core.ln_problem(p)
+    rstd = 1 / np.sqrt(x.var() + eps)
+    via_mean = -rstd * np.sum(gamma * dy) / dim
+    out = run_demo("ln_paths_code", p, {})
+    assert out.prediction.choices[out.prediction.answer] == "yes, the same for every i"
+    assert core.num(float(via_mean)) in out.prediction.why
+
+
+def test_lesson_2_asks_how_steep_the_sigmoid_is_at_10():
+    """sigmoid'(10) / sigmoid'(0) = 4·e^−10/(1 + e^−10)² ≈ 1.8e-4: less than a thousandth (closed form)."""
+    import math
+
+    ratio = 4 * math.exp(-10) / (1 + math.exp(-10)) ** 2
+    assert 1e-4 < ratio < 1e-3
+    q = run_demo("sigmoid_saturation", LessonParams(), {}).prediction
+    assert q.choices[q.answer] == "less than a thousandth as steep"
+    assert run_demo("sigmoid_saturation", LessonParams(), {"zs": (1.0, 2.0)}).prediction is None
+
+
+@pytest.mark.parametrize("number", range(1, 10))
+def test_lessons_1_to_9_ask_at_least_one_prediction_per_three_steps(number):
+    """Issue 22 item 3: every core lesson asks before it tells, at least once per three steps."""
+    import math
+
+    from microgradnorm.lessons.demos import DemoOutput
+    from microgradnorm.lessons.format import lessons_dir, parse_lesson
+    from microgradnorm.lessons.runner import step_outputs
+
+    path = next(lessons_dir().glob(f"{number:02d}-*.md"))
+    lesson = parse_lesson(path)
+    params = lesson.params()
+    asking = [
+        i
+        for i in range(len(lesson.steps))
+        if any(isinstance(o, DemoOutput) and o.prediction is not None for o in step_outputs(lesson, i, params))
+    ]
+    assert len(asking) >= math.ceil(len(lesson.steps) / 3), f"{path.name}: asks in steps {asking}"
+
+
+@pytest.mark.parametrize("eps", [0.0, 1e-5, 1.0])
+def test_lesson_4_a_drift_in_the_mean_below_leaves_dx_unchanged(eps):
+    """Item 10: the stability argument, live. Oracle: torch's layer_norm gradient at x and at x + DRIFT."""
+    torch = pytest.importorskip("torch")
+    from microgradnorm.lessons import demos_backward as back
+    from microgradnorm.lessons import demos_core as core
+
+    p = LessonParams(eps=eps)
+    _x, gamma, beta, dy = core.ln_problem(p)
+    w, u = back.previous_layer(p)
+    grads = []
+    for shift in (0.0, back.DRIFT):
+        xt = torch.tensor(w @ u + shift, dtype=torch.float64, requires_grad=True)
+        y = torch.nn.functional.layer_norm(xt, (len(gamma),), torch.tensor(gamma), torch.tensor(beta), eps)
+        (y * torch.tensor(dy)).sum().backward()
+        grads.append(xt.grad.numpy())
+    assert np.max(np.abs(grads[1] - grads[0])) < 1e-12 * (1 + np.max(np.abs(grads[0])))
+    text = _text(run_demo("ln_param_vs_input", p, {}).renderable)
+    assert "✓ every x moved by 3 (a drift below)" in " ".join(text.split())
+
+
+@pytest.mark.parametrize("seed", [0, 4])
+def test_lesson_2_measures_how_close_a_standardized_sigmoid_is_to_its_line(seed):
+    """Item 10: standardized pre-activations sit where σ is nearly its tangent 1/2 + z/4; raw ones do not."""
+    p = LessonParams(dim=6, seed=seed)
+    z = rng_for(seed, 31).normal(12.0, 4.0, size=6)
+    zn = (z - z.mean()) / np.sqrt(z.var() + p.eps)
+
+    def gap(v):
+        return np.max(np.abs(1 / (1 + np.exp(-v)) - (0.5 + v / 4)))
+
+    assert gap(zn) < 0.25 < gap(z)
+    text = " ".join(_text(run_demo("saturation_before_after", p, {}).renderable).split())
+    assert f"1/2 + z/4: {float(gap(zn)):.2g} standardized" in text and "✗" not in text
