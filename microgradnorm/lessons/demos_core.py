@@ -1253,16 +1253,16 @@ def norm_code(p: LessonParams, norm: str = "layernorm") -> DemoOutput:
     shape = spec.default_shape(p.dim, p.batch)
     x, gamma, beta, _dy = (None if a is None else np.round(a, 2) for a in random_problem(spec, shape, p.seed))
     args = [x.tolist(), gamma.tolist()] + ([beta.tolist()] if spec.has_beta else [])
-    y = spec.build(*args, eps=p.eps)
+    y = spec.builder(*args, eps=p.eps)
     call = "{name}(x, gamma{beta}, eps={eps})".format(
-        name=spec.build.__name__, beta=", beta" if spec.has_beta else "", eps=f"{p.eps:g}"
+        name=spec.builder.__name__, beta=", beta" if spec.has_beta else "", eps=f"{p.eps:g}"
     )
     shape_text = "[" + ", ".join(map(str, shape)) + "]"
     # Translators: {call} is a Python call such as layer_norm(x, gamma, beta, eps=1e-05); {shape} is like [4]
     ran = _("called here as {call}, x of shape {shape}, {count} output Values").format(
         call=call, shape=shape_text, count=math.prod(shape)
     )
-    return DemoOutput(Group(code_of(spec.build), dim_note(ran)), graph=y.graph)
+    return DemoOutput(Group(code_of(spec.builder), dim_note(ran)), graph=y.graph)
 
 
 def path_prediction(parts: dict[str, float], graph: NormGraph | None = None) -> Prediction:

@@ -84,62 +84,22 @@ def code_of(*objects: Any, caption: bool = True, docstrings: bool = False) -> Re
     return Group(*parts)
 
 
-# ---- the engine's code for a node, in one place --------------------------------
-#
-# A node records its op. An engine with one class per op (``class Mul(Op)`` with
-# ``forward`` and ``backward`` side by side) is shown by that class, found from the
-# node itself; an engine that records the op's name (``"*"``) and keeps the forward
-# and the local derivative as methods of ``Value`` is shown by those two methods,
-# looked up in the table below. Adjust only this block if the engine changes.
-
-# op name -> (forward method of Value, local-derivative function of Value)
-_METHODS_BY_OP: dict[str, tuple[str, str]] = {
-    "+": ("__add__", "_add_grads"),
-    "-": ("__sub__", "_sub_grads"),
-    "*": ("__mul__", "_mul_grads"),
-    "exp": ("exp", "_exp_grads"),
-    "log": ("log", "_log_grads"),
-    "sqrt": ("sqrt", "_sqrt_grads"),
-    "tanh": ("tanh", "_tanh_grads"),
-    "relu": ("relu", "_relu_grads"),
-    "sigmoid": ("sigmoid", "_sigmoid_grads"),
-    "sum": ("sum", "_sum_grads"),
-    "dot": ("dot", "_dot_grads"),
-}
-
-# attributes under which an op class may keep the name a node records
-_OP_NAME_ATTRIBUTES = ("op", "name", "symbol")
+# ---- the engine's code for a node ------------------------------------------------
 
 
 def op_code(node: engine.Value) -> tuple[Any, ...]:
-    """The engine objects that compute ``node``'s op: its forward and its local derivatives.
+    """The class of the op that made ``node``: its forward and its local derivatives, side by side.
 
-    Taken from the node (its op's class, or the methods its op name stands for), so a
-    demo shows the code of the op that built the node it shows.
+    Taken from the node itself, so a demo shows the code of the op that built the node it shows.
     """
-    op = node._op
-    if inspect.isclass(op):
-        return (op,)
-    if not isinstance(op, str):
-        return (type(op),)
-    if not op:
+    if node.operation is None:
         raise ValueError(f"a leaf has no op, so no code computes it: {node!r}")
-    for value in vars(engine).values():
-        if inspect.isclass(value) and any(getattr(value, a, None) == op for a in _OP_NAME_ATTRIBUTES):
-            return (value,)
-    if op.startswith("**"):
-        return (engine.Value.__pow__, engine.Value._pow_grads)
-    forward, local = _METHODS_BY_OP[op]
-    return (vars(engine.Value)[forward], vars(engine.Value)[local])
+    return (type(node.operation),)
 
 
 def backward_code() -> tuple[Any, ...]:
-    """The engine's backward sweep: ``Value.backward`` (the loop it runs, where that is a helper)."""
-    objects: list[Any] = [engine.Value.backward]
-    helper = getattr(engine, "_apply_chain_rule", None)
-    if helper is not None and "_apply_chain_rule(" in inspect.getsource(engine.Value.backward):
-        objects.append(helper)
-    return tuple(objects)
+    """The engine's backward sweep: ``Value.backward``."""
+    return (engine.Value.backward,)
 
 
 def _unwrap(obj: Any) -> Any:
