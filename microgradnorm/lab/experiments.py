@@ -27,6 +27,7 @@ from microgradnorm.lab.net import BatchNormLayer, Net, NetSpec, cross_entropy, i
 from microgradnorm.lab.task import CLASSES, Task, teacher_task
 from microgradnorm.lab.train import Adam, Run, TrainConfig, batches, train
 from microgradnorm.lab.words import YOURS, YOURS_REFERENCE, Listing, Message, RunName, named_numbers
+from microgradnorm.lessons.verdicts import Check, Checks
 
 __all__ = [
     "CURVE_ATOL",
@@ -82,6 +83,7 @@ class Claim:
     message: Message | str
     ok: bool
     key: str = ""
+    check: object = None  # the Check (microgradnorm.lessons.verdicts) ok was decided by, if any
 
     @property
     def text(self) -> str:
@@ -107,7 +109,8 @@ class Outcome:
     def claim(self, key: str, text: str, ok: bool, **fields: object) -> None:
         """Add a claim that the lessons can pick by ``key``: ``text`` is an English template (marked with
         ``N_``) for ``str.format`` with ``fields``, translated when the claim is read."""
-        self.claims.append(Claim(Message(text, **fields), bool(ok), key))
+        check = ok if isinstance(ok, (Check, Checks)) else None
+        self.claims.append(Claim(Message(text, **fields), bool(ok), key, check))
 
     def label(self, key: str) -> str:
         """The name a curve is shown by, in the current language."""

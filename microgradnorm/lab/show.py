@@ -21,6 +21,7 @@ from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import assemble, cjk_text
 from microgradnorm.lab.experiments import SMOOTH, Claim, Outcome
 from microgradnorm.lessons.charts import line_chart
+from microgradnorm.lessons.verdicts import mark
 
 __all__ = ["claim_lines", "curves", "figure", "outcome", "smooth", "step_axis"]
 
@@ -61,7 +62,7 @@ def claim_lines(claims: Iterable[Claim]) -> Group:
     """One line per claim: ✓ when this run bears it out, ✗ when it does not (in words too, without colour)."""
     lines = []
     for claim in claims:
-        if claim.ok:
+        if mark(claim.check if claim.check is not None else claim.ok):
             lines.append(cjk_text(Text.assemble(("✓ ", "green"), claim.text)))
         else:
             # Translators: a claim of the lesson that this run's numbers do not bear out
