@@ -46,6 +46,7 @@ from microgradnorm.i18n import N_, _, ngettext, pgettext
 from microgradnorm.i18n.text import assemble, cjk_text
 from microgradnorm.lessons.demo_tools import autograd_dx, check_mark, fmt, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.lessons.verdicts import Check, close_to, exactly, nearest
 from microgradnorm.norms import NormGraph
 from microgradnorm.present import nbytes_text
 from microgradnorm.registry import get_norm
@@ -185,7 +186,7 @@ def engine_vs_numpy(p: LessonParams, hidden: Sequence[int] = (256,), repeats: in
     return results
 
 
-def gradient_agreement(p: LessonParams) -> dict[str, tuple[float, float, bool]]:
+def gradient_agreement(p: LessonParams) -> dict[str, tuple[float, float, Check]]:
     """dx, dgamma, dbeta: NumPy path against the scalar graph -> (max abs error, relative error, within tolerance)."""
     from microgradnorm import vectorized as V
 
@@ -200,7 +201,8 @@ def gradient_agreement(p: LessonParams) -> dict[str, tuple[float, float, bool]]:
         ("dbeta", dbeta, grads["beta"]),
     ):
         abs_err, rel_err = tol.normwise_error(ours, ref)
-        out[name] = (abs_err, rel_err, tol.close(ours, ref, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL))
+        within = close_to(ours, ref, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL, f"{name}: NumPy vs the graph")
+        out[name] = (abs_err, rel_err, within)
     return out
 
 
@@ -222,7 +224,8 @@ NODE_FACTORS = (1, 3, 10, 30)  # the choices: about D, 3·D, 10·D, 30·D nodes 
 
 def _nodes_prediction(total: int, d: int) -> Prediction:
     sizes = tuple(k * d for k in NODE_FACTORS)
-    answer = int(np.argmin([abs(math.log(total / n)) for n in sizes]))
+    evidence = nearest(total, sizes, "nodes of one row")
+    answer = next(i for i, e in enumerate(evidence) if e)
     why = _(
         "{total} nodes for {d} numbers: every number of x gets its own centered value, square, xhat, "
         "scaled and shifted value, plus a node for each gamma and beta, plus a few shared ones (mean, var, "
@@ -234,6 +237,7 @@ def _nodes_prediction(total: int, d: int) -> Prediction:
         tuple(_("about {factor}D = {n}").format(factor="" if k == 1 else f"{k}·", n=k * d) for k in NODE_FACTORS),
         answer,
         why,
+        evidence,
     )
 
 
@@ -701,7 +705,9 @@ def _trips_prediction(direction: str) -> Prediction:
     reads, writes = pass_totals(direction, "kernel", "recompute")
     numpy = sum(pass_totals(direction, "numpy", "recompute"))
     total = reads + writes
-    answer = total - 1 if total in (1, 2, 3) else 3
+    evidence = (*(exactly(total, k, "whole-array trips of the kernel") for k in (1, 2, 3)),
+                exactly(total, numpy, "whole-array trips, kernel vs NumPy"))  # fmt: skip
+    answer = next((i for i, e in enumerate(evidence) if e), 3)
     arrays = "x" if direction == "forward" else _("dy and x")
     # Translators: {reads} is "1 read" or "2 reads", {writes} "1 write"; {arrays} is "x" or "dy and x"
     why = _(
@@ -723,7 +729,7 @@ def _trips_prediction(direction: str) -> Prediction:
             "through memory (reads plus writes)?"
         ),
     }[direction]
-    return Prediction(question, ("1", "2", "3", _("as many as NumPy")), answer, why)
+    return Prediction(question, ("1", "2", "3", _("as many as NumPy")), answer, why, evidence)
 
 
 @demo("kernel_memory_passes")
@@ -764,6 +770,7 @@ def _row_reads_prediction() -> Prediction:
         choices,
         min(reads, loops) - 1,
         why,
+        tuple(exactly(reads, k, "loops that read x from memory") for k in range(1, loops + 1)),
     )
 
 

@@ -36,7 +36,12 @@ __all__ = [
     "at_least",
     "at_most",
     "below",
+    "close_to",
+    "differs",
+    "equal",
+    "exactly",
     "mark",
+    "nearest",
     "recording",
     "within",
 ]
@@ -111,6 +116,54 @@ def within(measured: float, target: float, rtol: float, what: str) -> Check:
     """|measured - target| <= rtol·|target|, as a Check on the relative difference."""
     gap = abs(measured - target) / abs(target) if target else abs(measured)
     return Check(what + " (relative difference)", gap if math.isfinite(gap) else math.inf, "<=", rtol)
+
+
+def _gap(a: object, b: object, rtol: float, atol: float) -> float:
+    """max|a - b| ÷ (atol + rtol·max|b|), the normwise test of :func:`microgradnorm.tolerances.close` as a number."""
+    import numpy as np
+
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        return math.inf
+    if a.size == 0:
+        return 0.0
+    diff = float(np.max(np.abs(a - b)))
+    allowed = atol + rtol * float(np.max(np.abs(b)))
+    return diff / allowed if allowed > 0 else (0.0 if diff == 0 else math.inf)
+
+
+def close_to(a: object, b: object, rtol: float, atol: float, what: str) -> Check:
+    """a equals b normwise (max|a - b| <= atol + rtol·max|b|): the measured gap in units of the tolerance, <= 1."""
+    return Check(what + " (difference ÷ tolerance)", _gap(a, b, rtol, atol), "<=", 1.0)
+
+
+def differs(a: object, b: object, rtol: float, atol: float, what: str) -> Check:
+    """a is not b normwise: the measured gap in units of the tolerance, > 1."""
+    return Check(what + " (difference ÷ tolerance)", _gap(a, b, rtol, atol), ">", 1.0)
+
+
+def equal(a: object, b: object, what: str) -> Check:
+    """a equals b exactly: the largest difference, <= 0."""
+    import numpy as np
+
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    gap = float(np.max(np.abs(a - b))) if a.shape == b.shape and a.size else (0.0 if a.shape == b.shape else math.inf)
+    return Check(what + " (largest difference)", gap if gap == gap else math.inf, "<=", 0.0)
+
+
+def exactly(measured: float, value: float, what: str) -> Checks:
+    """measured == value (for counts): at least and at most ``value``."""
+    return all_of(at_least(measured, value, what), at_most(measured, value, what))
+
+
+def nearest(measured: float, targets: tuple[float, ...], what: str) -> tuple[Checks, ...]:
+    """One check per target: that ``measured`` is nearer to it than to every other, on a log scale."""
+    off = [abs(math.log(measured / t)) if measured > 0 and t > 0 else math.inf for t in targets]
+    return tuple(
+        all_of(*(below(off[i], off[j], f"{what}: log-distance to {targets[i]:g} vs {targets[j]:g}")
+                 for j in range(len(targets)) if j != i))
+        for i in range(len(targets))
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
