@@ -34,7 +34,7 @@ LESSONS = {int(p.name[:2]): parse_lesson(p) for p in sorted(lessons_dir().iterdi
 LAB = {15, 16, 17, 18}
 # Lessons whose every mark and answer carries its measurement. Lessons 1-9 (another engineer's demos)
 # still decide some marks with bare bools: their consistency is checked, their coverage is expected to fail.
-MEASURED = {10, 11, 12, 13, 14}
+MEASURED = {10, 11, 12, 13, 14, 15, 16, 17, 18}
 # Demos of lessons 1-9 that a later lesson shows again: their marks are lessons 1-9's to measure.
 BORROWED = {"norm_axes_cube"}
 
