@@ -39,7 +39,7 @@ VARIANTS = {
 # Timings: measured anew on every call, so the English and Chinese runs show different numbers.
 TIMED = {"kernel_engine_vs_numpy"}
 # Code shown as code (its comments are English in both languages): only checked for numbers.
-CODE = {"kernel_source"}
+CODE = {"kernel_source", "kernel_llmc_code"}
 
 # English that other modules print into these lessons' demos: the engine's DomainError (engine.py, which
 # imports nothing from the package, so it has no catalog). Removed before looking for untranslated English.
