@@ -295,7 +295,7 @@ def residual_depth(
         )
     return Group(
         number_table(
-            ["gain, bias", f"pre {short}", f"pre {deep}", f"post {short}", f"post {deep}", "log ×"],
+            [_("gain, bias"), f"pre {short}", f"pre {deep}", f"post {short}", f"post {deep}", "log ×"],
             rows,
             title=_("|dL/dx_0| ÷ |dL/dx_top| at two depths"),
             caption=_(
