@@ -16,6 +16,9 @@ from __future__ import annotations
 import functools
 import importlib.util
 import math
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -122,6 +125,42 @@ class Outcome:
         """The claims with these keys, in this order (KeyError for a key the run has no claim for)."""
         by_key = {c.key: c for c in self.claims}
         return [by_key[k] for k in keys]
+
+
+# ---- starting an experiment in the background ----------------------------------------------------------
+#
+# A lesson's first step of a lab experiment shows the plan and starts the runs (seconds of training) on one
+# background thread, so its text is on screen at once; the steps that show the runs wait for them there.
+# The thread is a daemon: quitting a lesson never waits for a run nobody will see.
+
+_STARTED: dict[tuple[str, int], Future] = {}
+_STARTED_LOCK = threading.Lock()
+
+
+def start(seed: int, *experiments: Callable[[int], Outcome]) -> None:
+    """Run each experiment (a cached function of the seed) for ``seed``, one after another, in the background."""
+    with _STARTED_LOCK:
+        todo = [(fn, Future()) for fn in experiments if (fn.__name__, seed) not in _STARTED]
+        for fn, future in todo:
+            _STARTED[fn.__name__, seed] = future
+    if not todo:
+        return
+
+    def work() -> None:
+        for fn, future in todo:
+            try:
+                future.set_result(fn(seed))
+            except BaseException as exc:  # the step that shows it raises it there
+                future.set_exception(exc)
+
+    threading.Thread(target=work, name="microgradnorm-lab", daemon=True).start()
+
+
+def outcome_of(experiment: Callable[[int], Outcome], seed: int) -> Outcome:
+    """``experiment(seed)``, waiting for it if :func:`start` began it in the background."""
+    with _STARTED_LOCK:
+        future = _STARTED.get((experiment.__name__, seed))
+    return future.result() if future is not None else experiment(seed)
 
 
 def final_loss(run: Run) -> float:

@@ -208,13 +208,42 @@ def _block() -> str:
     return pgettext("lab table header", "block")
 
 
+# ---- lessons 17 and 18: the plan first, the runs in the background ----------------------------------------
+
+PLANS = ("depth", "norms")
+
+
+@demo("lab_plan")
+def lab_plan(p: LessonParams, experiment: str = "depth") -> DemoOutput:
+    """The networks and the training of a lab experiment, read off its settings; starts its runs in the background."""
+    if experiment not in PLANS:
+        raise ValueError(f"experiment: expected one of {', '.join(PLANS)}, got {experiment!r}")
+    task = E.task_for(p.seed)
+    table = _table("", "")
+    _row(table, _("examples (training / held out)"), f"{len(task.y_train)} / {len(task.y_test)}")
+    if experiment == "depth":
+        E.start(p.seed, E.depth)
+        _row(table, _("residual blocks, width"), f"{E.RESIDUAL_DEPTH}, 32")
+        cfg = E.WARMUP
+        _row(table, _("steps of Adam, examples per step"), _("{steps}, {batch} (lr {lr:g})").format(
+            steps=cfg.steps, batch=cfg.batch, lr=cfg.lr))  # fmt: skip
+        _row(table, _("warmup steps (the warmup run)"), str(cfg.warmup))
+    else:
+        E.start(p.seed, E.norms, E.batch_sizes)
+        _row(table, _("blocks Linear → norm → ReLU, width"), f"{E.DEEP_MLP_DEPTH}, 32")
+        _row(table, _("steps of SGD, examples per step"), _("{steps}, {batch} (lr {lr:g})").format(
+            steps=E.SGD.steps, batch=E.SGD.batch, lr=E.SGD.lr))  # fmt: skip
+    _row(table, _("loss of a guess (ln 3)"), f"{E.GUESSING:.3f}")
+    return DemoOutput(table)
+
+
 # ---- lesson 17: pre-LN and post-LN in training ----------------------------------------------------------
 
 
 @demo("lab_depth_gradients")
 def lab_depth_gradients(p: LessonParams) -> DemoOutput:
     """Each block's weight-gradient norm at initialization, post-LN and pre-LN, first block to last."""
-    result = E.depth(p.seed)
+    result = E.outcome_of(E.depth, p.seed)
     grads = result.extra["gradients"]
     ratios = {k: v[-1] / v[0] for k, v in grads.items()}
     what = "last / first block gradient, post-LN vs pre-LN"
@@ -242,7 +271,7 @@ def lab_depth_gradients(p: LessonParams) -> DemoOutput:
 @demo("lab_depth_training")
 def lab_depth_training(p: LessonParams, warmup: bool = False) -> DemoOutput:
     """Post-LN and pre-LN trained with Adam at 0.01: without warmup, or post-LN with and without it."""
-    result = E.depth(p.seed)
+    result = E.outcome_of(E.depth, p.seed)
     runs = result.extra["runs"]
     w = E.WARMUP.warmup
     if warmup:
@@ -283,7 +312,7 @@ def lab_depth_training(p: LessonParams, warmup: bool = False) -> DemoOutput:
 @demo("lab_norms_curves")
 def lab_norms_curves(p: LessonParams) -> DemoOutput:
     """No norm, BatchNorm, LayerNorm and RMSNorm in the same deep MLP, trained with plain SGD."""
-    result = E.norms(p.seed)
+    result = E.outcome_of(E.norms, p.seed)
     ends = {k: E.final_loss(r) for k, r in result.extra["runs"].items()}
     trained = {k for k, v in ends.items() if v < E.GUESSING / 2}
     answers = {frozenset(ends): 0, frozenset(ends) - {"none"}: 1, frozenset({"none"}): 2}
@@ -313,7 +342,7 @@ def lab_norms_curves(p: LessonParams) -> DemoOutput:
 @demo("lab_norms_signal")
 def lab_norms_signal(p: LessonParams) -> DemoOutput:
     """The deep MLP at initialization, without a norm and with LayerNorm: each block's output and gradient."""
-    result = E.norms(p.seed)
+    result = E.outcome_of(E.norms, p.seed)
     (plain, plain_g), (ln, ln_g) = result.extra["signal"]["none"], result.extra["signal"]["layernorm"]
     # Translators: "output: none" and "gradient: none" head the columns of the network without a norm
     table = _table(_block(), _("output: none"), "LayerNorm", _("gradient: none"), "LayerNorm")
@@ -326,14 +355,14 @@ def lab_norms_signal(p: LessonParams) -> DemoOutput:
 @demo("lab_norms_adam")
 def lab_norms_adam(p: LessonParams) -> DemoOutput:
     """The network without a norm, trained with Adam instead of SGD."""
-    result = E.norms(p.seed)
+    result = E.outcome_of(E.norms, p.seed)
     return DemoOutput(_claims(result, "adam-none"))
 
 
 @demo("lab_batch_sizes")
 def lab_batch_sizes(p: LessonParams) -> DemoOutput:
     """BatchNorm trained at batch sizes 2, 8 and 32: held-out loss with running and with batch statistics."""
-    result = E.batch_sizes(p.seed)
+    result = E.outcome_of(E.batch_sizes, p.seed)
     rows = result.extra["rows"]
     # Translators: table headers: the batch size, the held-out loss with running and with batch statistics
     table = _table(pgettext("lab table header", "batch"), _("running stats"), _("batch stats"),
@@ -368,4 +397,4 @@ def lab_batch_sizes(p: LessonParams) -> DemoOutput:
 @demo("lab_two_examples")
 def lab_two_examples(p: LessonParams) -> DemoOutput:
     """What a batch of two does to BatchNorm, and LayerNorm at the same batch size."""
-    return DemoOutput(_claims(E.batch_sizes(p.seed), "two-signs", "ln-small"))
+    return DemoOutput(_claims(E.outcome_of(E.batch_sizes, p.seed), "two-signs", "ln-small"))
