@@ -74,7 +74,7 @@ def padded_batch(
 
 
 @demo("padding_pollution")
-def padding_pollution(p: LessonParams, lengths: tuple[int, ...] = (5, 2, 3)) -> Group:
+def padding_pollution(p: LessonParams, lengths: tuple[int, ...] = (5, 2, 3)) -> DemoOutput:
     """BatchNorm statistics with and without zero padding; LayerNorm of the real tokens, both ways."""
     eps, note = _eps(p)
     x, mask = padded_batch(p.seed, p.dim, tuple(lengths))
@@ -88,7 +88,9 @@ def padding_pollution(p: LessonParams, lengths: tuple[int, ...] = (5, 2, 3)) -> 
     y_real = np.array([v.data for v in bn_real["y"]]).reshape(real.shape)
     y_pad = np.array([v.data for v in bn_pad["y"]]).reshape(flat.shape)[mask.reshape(-1)]
     pads = int((~mask).sum())
-    return Group(
+    bn_moved = differs(y_pad, y_real, DISPLAY_RTOL, 0.0, "BatchNorm's real-token output, padded vs not")
+    ln_moved = differs(ln_pad, ln_real, DISPLAY_RTOL, 0.0, "LayerNorm's real-token output, padded vs not")
+    out = Group(
         *([note] if note else []),
         cjk_text(
             # Translators: {lengths} is a list of sentence lengths, e.g. [5, 2, 3]
@@ -100,7 +102,7 @@ def padding_pollution(p: LessonParams, lengths: tuple[int, ...] = (5, 2, 3)) -> 
         claims(
             [
                 (
-                    differs(y_pad, y_real, DISPLAY_RTOL, 0.0, "BatchNorm's real-token output, padded vs not"),
+                    bn_moved,
                     _("BatchNorm: the padding moves the real tokens' output by up to {value}").format(
                         value=maxabs(y_pad - y_real)
                     ),
@@ -113,6 +115,28 @@ def padding_pollution(p: LessonParams, lengths: tuple[int, ...] = (5, 2, 3)) -> 
                 ),
             ]
         ),
+    )
+    return DemoOutput(out, prediction=_padding_prediction(bn_moved, ln_moved))
+
+
+def _padding_prediction(bn_moved: Check, ln_moved: Check) -> Prediction:
+    """Which norm's output of the real tokens the padding moves: the answer the two outputs give."""
+    bn_still, ln_still = (Check(c.what, c.measured, "<=", c.bound) for c in (bn_moved, ln_moved))
+    evidence = (bn_moved & ln_still, bn_still & ln_moved, bn_moved & ln_moved, bn_still & ln_still)
+    return Prediction(
+        _("Zero rows are added to the batch as padding. Whose output for the real tokens moves?"),
+        (
+            _("BatchNorm's only"),
+            _("LayerNorm's only"),
+            pgettext("which norm moves", "both"),
+            pgettext("which norm moves", "neither"),
+        ),
+        next((k for k, e in enumerate(evidence) if e), 3),
+        _(
+            "BatchNorm's statistics for a feature pool every row of the batch, zeros included; LayerNorm's pool "
+            "one token's own features, which the padding never touches."
+        ),
+        evidence,
     )
 
 
