@@ -363,7 +363,23 @@ def kernel_llmc_code(p: LessonParams) -> DemoOutput:
     note = _(
         "x {shape}: y, dx, dgamma and dbeta equal the package's vectorized path (worst relative difference {error})"
     )
-    return DemoOutput(Group(code, claims([(agree, note.format(shape=_shape(x.shape), error=sci(worst, 1)))])))
+    out = Group(code, claims([(agree, note.format(shape=_shape(x.shape), error=sci(worst, 1)))]))
+    return DemoOutput(out, prediction=_cache_size_prediction(cache, x))
+
+
+def _cache_size_prediction(cache: tuple, x: np.ndarray) -> Prediction:
+    """How many numbers per row the llm.c cache keeps, counted from the arrays that ran (shared gamma aside)."""
+    d, rows = x.shape[-1], x.size // x.shape[-1]
+    per_row = sum(a.size for a in cache if np.ndim(a) == x.ndim) / rows  # the arrays with a row axis
+    sizes = (d, d + 1, 2 * d + 2, 3 * d)
+    evidence = tuple(exactly(per_row, n, "numbers per row in the cache") for n in sizes)
+    return Prediction(
+        _("Per row of D = {d} numbers, how many does this cache keep (gamma, shared by all rows, aside)?").format(d=d),
+        (f"D = {d}", f"D + 1 = {d + 1}", f"2·D + 2 = {2 * d + 2}", f"3·D = {3 * d}"),
+        next((k for k, e in enumerate(evidence) if e), 0),
+        _("{n:g}: xhat's D numbers and one rstd; backward rebuilds the rest from them.").format(n=per_row),
+        evidence,
+    )
 
 
 # ---- step 2: the llm.c shape ---------------------------------------------------------------------
