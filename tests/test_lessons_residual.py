@@ -171,7 +171,7 @@ def test_log_growth_refuses_a_ratio_of_one():
 
 
 def test_at_d_2_one_layernorm_passes_almost_nothing_and_the_why_says_so():
-    """At d = 2, I − P = 0: PyTorch's Jacobian of LayerNorm is zero up to eps, so 'less than 1/σ' is right."""
+    """At d = 2, I − P = 0: PyTorch's Jacobian of LayerNorm is zero up to eps, so 'less than 1/std' is right."""
     torch = pytest.importorskip("torch")
     out = run_demo("ln_stretch", LessonParams(dim=2, seed=0))
     x = R.rng_for(0, 21).normal(0.5, 2.0, size=2)
@@ -179,9 +179,9 @@ def test_at_d_2_one_layernorm_passes_almost_nothing_and_the_why_says_so():
         lambda t: torch.nn.functional.layer_norm(t, (2,), eps=1e-5), torch.tensor(x)
     ).numpy()
     sigma = math.sqrt(x.var() + 1e-5)
-    # d(±(a − b)/2 / sqrt(var + eps))/da = (eps / 2) (var + eps)^(-3/2): of order eps, not 1/σ
+    # d(±(a − b)/2 / sqrt(var + eps))/da = (eps / 2) (var + eps)^(-3/2): of order eps, not 1/std
     assert np.linalg.norm(j, 2) * sigma < 1e-3
-    assert out.prediction.choices[out.prediction.answer] == "less than 1/σ"
+    assert out.prediction.choices[out.prediction.answer] == "less than 1/std"
     assert "at d = 2 it keeps no direction at all" in out.prediction.why
     assert "d − 2 of them" not in out.prediction.why
 

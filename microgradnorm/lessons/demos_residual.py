@@ -352,7 +352,7 @@ def ln_jacobian(x: np.ndarray, gamma: np.ndarray, eps: float) -> np.ndarray:
 def _stretch_prediction(norm_j: float, sigma: float, d: int) -> Prediction:
     factors = (1.0, math.sqrt(d), float(d))
     stretch = norm_j * sigma
-    what = "‖J‖₂ · σ"
+    what = "‖J‖₂ · std"
     evidence = (
         *(at_least(stretch, 0.5, what) & near for near in nearest(stretch, factors, what)),
         below(stretch, 0.5, what),
@@ -360,18 +360,18 @@ def _stretch_prediction(norm_j: float, sigma: float, d: int) -> Prediction:
     answer = next(i for i, e in enumerate(evidence) if e)
     if d > 2:
         why = _(
-            "Here ‖J‖₂ · σ = {stretch}. With gamma = 1 the Jacobian is (1/σ)(I − P): a projection never "
+            "Here ‖J‖₂ · std = {stretch}. With gamma = 1 the Jacobian is (1/std)(I − P): a projection never "
             "lengthens a vector, and the directions it keeps (d − 2 of them) it leaves as they are."
         )
     else:  # the ones vector and xhat span the whole plane: nothing is kept
         why = _(
-            "Here ‖J‖₂ · σ = {stretch}. With gamma = 1 the Jacobian is (1/σ)(I − P): a projection never "
+            "Here ‖J‖₂ · std = {stretch}. With gamma = 1 the Jacobian is (1/std)(I − P): a projection never "
             "lengthens a vector, and at d = 2 it keeps no direction at all (the ones vector and xhat span the "
             "plane): a LayerNorm of two numbers outputs ±1 whatever they are, so J is zero up to eps."
         )
     return Prediction(
         _("gamma = 1, d = {d}: by what factor can one LayerNorm's Jacobian at most stretch a gradient?").format(d=d),
-        ("1/σ", f"√d/σ = {fmt(math.sqrt(d), 3)}/σ", f"d/σ = {d}/σ", _("less than 1/σ")),
+        ("1/std", f"√d/std = {fmt(math.sqrt(d), 3)}/std", f"d/std = {d}/std", _("less than 1/std")),
         answer,
         why.format(stretch=fmt(stretch, 6)),
         evidence,
@@ -392,18 +392,20 @@ def ln_stretch(p: LessonParams) -> DemoOutput:
         rows.append([label, fmt(norms[name], 4), fmt(tight, 4), fmt(loose, 4)])
         checks.append(
             (
-                at_most(norms[name], tight * (1 + 1e-12), f"{name}: ‖J‖₂ vs max|gamma_i|/σ"),
-                _("{gamma}: ‖J‖₂ ≤ max|gamma_i|/σ").format(gamma=label),
+                at_most(norms[name], tight * (1 + 1e-12), f"{name}: ‖J‖₂ vs max|gamma_i|/std"),
+                _("{gamma}: ‖J‖₂ ≤ max|gamma_i|/std").format(gamma=label),
             )
         )
     if p.dim >= 3:  # a direction orthogonal to both 1 and xhat, which I - P keeps whole
-        checks.append((within(norms["1"], 1 / sigma, 1e-9, "gamma 1: ‖J‖₂ vs 1/σ"), _("gamma 1: ‖J‖₂ = 1/σ exactly")))
+        checks.append(
+            (within(norms["1"], 1 / sigma, 1e-9, "gamma 1: ‖J‖₂ vs 1/std"), _("gamma 1: ‖J‖₂ = 1/std exactly"))
+        )
     return DemoOutput(
         Group(
             number_table(
-                ["", "‖J‖₂", "max|γ_i|/σ", "‖γ‖/σ"],
+                ["", "‖J‖₂", "max|γ_i|/std", "‖γ‖/std"],
                 rows,
-                title=_("one token, d = {d}, σ = {sigma}: the largest stretch of J").format(
+                title=_("one token, d = {d}, std = {sigma}: the largest stretch of J").format(
                     d=p.dim, sigma=fmt(sigma, 4)
                 ),
                 caption=_("‖J‖₂: the spectral norm, the most J can lengthen any vector (numpy.linalg.norm(J, 2))."),
@@ -436,15 +438,15 @@ def identity_path(p: LessonParams, layers: int = 24, gain: float = 0.5, bias: fl
                     _("pre-LN: the top's gradient, unchanged"),
                 ),
                 (
-                    at_most(post.norms[0], bound * (1 + 1e-9), "post-LN layer 0: |path| vs the product of 1/σ"),
-                    _("post-LN, layer 0: {ratio} ≤ {bound}, the product of 1/σ over the layers").format(
+                    at_most(post.norms[0], bound * (1 + 1e-9), "post-LN layer 0: |path| vs the product of 1/std"),
+                    _("post-LN, layer 0: {ratio} ≤ {bound}, the product of 1/std over the layers").format(
                         ratio=fmt(bottom_ratio(post), 3), bound=fmt(bound / post.top, 3)
                     ),
                 ),
             ]
         ),
         cjk_text(
-            _("post-LN sums: σ from {low} to {high}").format(
+            _("post-LN sums: std from {low} to {high}").format(
                 low=fmt(float(post.sigma.min()), 3), high=fmt(float(post.sigma.max()), 3)
             ),
             style="dim",
