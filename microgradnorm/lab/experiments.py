@@ -438,20 +438,20 @@ def _mean_path_error_spread(seed: int) -> float:
 # ---- (c) pre-LN and post-LN at depth ---------------------------------------------------------------------
 
 
-def _residual(placement: str) -> NetSpec:
-    return NetSpec("residual", depth=RESIDUAL_DEPTH, width=32, norm="layernorm", placement=placement)
+def _residual(placement: str, depth: int = RESIDUAL_DEPTH) -> NetSpec:
+    return NetSpec("residual", depth=depth, width=32, norm="layernorm", placement=placement)
 
 
 GRADIENT_DRAWS = 5  # initializations averaged over: the theory is about the expected gradient
 
 
-def gradient_norms(seed: int, placement: str) -> list[float]:
+def gradient_norms(seed: int, placement: str, depth: int = RESIDUAL_DEPTH) -> list[float]:
     """Each block's weight-gradient norm at initialization on 256 training examples, averaged over
     GRADIENT_DRAWS draws of the weights."""
     task = task_for(seed)
     norms_ = []
     for draw in range(GRADIENT_DRAWS):
-        net = Net(_residual(placement), seed * 1000 + draw)
+        net = Net(_residual(placement, depth), seed * 1000 + draw)
         _, dlogits = cross_entropy(net.forward(task.x_train[:256]), task.y_train[:256])
         net.backward(dlogits)
         norms_.append(net.block_weight_grads())
@@ -477,6 +477,7 @@ def depth(seed: int = 0) -> Outcome:
     out.claim("last-block", N_("at the last block post-LN's gradient is {ratio:.1f} times pre-LN's (Xiong et al.'s "
                                "bounds differ by √L = {root:.1f})"),
               above(last, 1.5, "last block, post-LN / pre-LN"), ratio=last, root=math.sqrt(RESIDUAL_DEPTH))  # fmt: skip
+    _depth_claims(out, seed, {"post": post[-1], "pre": pre[-1]})
     runs = {}
     for placement in ("post", "pre"):
         for warm in (0, WARMUP.warmup):
@@ -501,6 +502,29 @@ def depth(seed: int = 0) -> Outcome:
     out.claim("pre-trains", N_("pre-LN trains without warmup: loss {loss:.2f}, below half of ln 3"),
               below(pre_cold, GUESSING / 2, "pre-LN without warmup: final loss"), loss=pre_cold)  # fmt: skip
     return out
+
+
+# Xiong et al.'s bounds on the last block's weight gradient at initialization: post-LN's does not depend on the
+# depth L, pre-LN's shrinks like 1/√L, so post-LN's over pre-LN's grows like √L. Measured at these depths.
+DEPTHS = (3, RESIDUAL_DEPTH, 2 * RESIDUAL_DEPTH)
+
+
+def _depth_claims(out: Outcome, seed: int, at_default: dict[str, float]) -> None:
+    """The last block's gradient, post-LN and pre-LN, at each depth of DEPTHS; whether their ratio grows with L."""
+    last = {}
+    for depth in DEPTHS:
+        for placement in ("post", "pre"):
+            known = depth == RESIDUAL_DEPTH
+            last[placement, depth] = at_default[placement] if known else gradient_norms(seed, placement, depth)[-1]
+    out.extra["last_block_by_depth"] = last
+    low, high = DEPTHS[0], DEPTHS[-1]
+    growth = (last["post", high] / last["pre", high]) / (last["post", low] / last["pre", low])
+    out.numbers["post/pre at the last block, growth from L = 3 to 24"] = growth
+    out.claim("depth-ratio", N_("post-LN's last-block gradient over pre-LN's grows from L = {low} to {high}: × "
+                                "{growth:.2f} "
+                                "(Xiong et al.'s bounds: × √({high}/{low}) = {bound:.2f})"),
+              above(growth, 1.0, "growth of post / pre at the last block"), low=low, high=high, growth=growth,
+              bound=math.sqrt(high / low))  # fmt: skip
 
 
 def _warmup_label(placement: str, warmup: int) -> Message:

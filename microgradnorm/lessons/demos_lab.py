@@ -8,6 +8,8 @@ Predictions are answered from the run's own numbers.
 
 from __future__ import annotations
 
+import math
+
 from rich import box
 from rich.console import Group
 from rich.table import Table
@@ -304,6 +306,36 @@ def lab_depth_training(p: LessonParams, warmup: bool = False) -> DemoOutput:
     return DemoOutput(Group(show.curves(result, names, height=HEIGHT), show.held_out(result, names),
                             _claims(result, "post-stalls", "pre-trains")),
                       graph=show.figure(result, names), prediction=prediction)  # fmt: skip
+
+
+@demo("lab_depth_scaling")
+def lab_depth_scaling(p: LessonParams) -> DemoOutput:
+    """The last block's weight gradient at initialization at three depths, post-LN and pre-LN, and their ratio."""
+    result = E.outcome_of(E.depth, p.seed)
+    last = result.extra["last_block_by_depth"]
+    table = _table("L", "post-LN", "pre-LN", "post ÷ pre")
+    for depth in E.DEPTHS:
+        post, pre = last["post", depth], last["pre", depth]
+        _row(table, str(depth), f"{post:.3f}", f"{pre:.3f}", f"{post / pre:.2f}")
+    caption = _caption(_("the last block's weight-gradient norm at initialization, mean of {draws} draws").format(
+        draws=E.GRADIENT_DRAWS))  # fmt: skip
+    low, high = E.DEPTHS[0], E.DEPTHS[-1]
+    growth = result.numbers["post/pre at the last block, growth from L = 3 to 24"]
+    what = "growth of post / pre at the last block"
+    evidence = (above(growth, 1.2, what), above(growth, 1 / 1.2, what) & at_most(growth, 1.2, what),
+                at_most(growth, 1 / 1.2, what))  # fmt: skip
+    prediction = Prediction(
+        _("From L = {low} to {high} blocks, what does post-LN's last-block gradient divided by pre-LN's do?").format(
+            low=low, high=high
+        ),
+        (_("it grows"), _("it stays within 20%"), _("it shrinks")),
+        next(k for k, e in enumerate(evidence) if e),
+        _("It changes × {growth:.2f}; bounds that differ by √L would give × {bound:.2f}.").format(
+            growth=growth, bound=math.sqrt(high / low)
+        ),
+        evidence,
+    )
+    return DemoOutput(Group(table, caption, _claims(result, "depth-ratio")), prediction=prediction)
 
 
 # ---- lesson 18: which norm, and how big a batch ----------------------------------------------------------
