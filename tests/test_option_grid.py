@@ -18,6 +18,7 @@ fast set; the big grid (each option over its values, several seeds) is marked ``
 
 from __future__ import annotations
 
+import functools
 import io
 import operator
 from collections.abc import Iterator
@@ -139,15 +140,22 @@ def _small(number: int) -> list[dict]:
     return [{}, _far_end(LESSONS[number])]
 
 
+@functools.cache
+def _small_grid(number: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The small grid's findings for one lesson, run once for both tests that read them."""
+    found, unmeasured = _grid_problems(LESSONS[number], _small(number))
+    return tuple(found), tuple(unmeasured)
+
+
 @pytest.mark.parametrize("number", _params(set(LESSONS) - LAB))
 def test_small_grid_no_mark_contradicts_its_numbers(number):
-    found, _ = _grid_problems(LESSONS[number], _small(number))
+    found, _ = _small_grid(number)
     assert not found, "\n".join(found)
 
 
 @pytest.mark.parametrize("number", _params(set(LESSONS) - LAB, lambda n: () if n in MEASURED else _NOT_YET))
 def test_small_grid_every_mark_and_answer_is_measured(number):
-    _, unmeasured = _grid_problems(LESSONS[number], _small(number))
+    _, unmeasured = _small_grid(number)
     assert not unmeasured, "\n".join(unmeasured)
 
 
