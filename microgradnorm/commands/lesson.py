@@ -45,7 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="D",
         help=_(
-            "features per row, {low} to {high} unless the lesson's header says otherwise (default: the lesson's)"
+            "features per row (default: the lesson's); most lessons take {low} to {high}, a refusal names the "
+            "lesson's range"
         ).format(low=DIM_RANGE[0], high=DIM_RANGE[1]),
     )
     parser.add_argument(
