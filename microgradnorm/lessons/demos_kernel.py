@@ -47,10 +47,12 @@ from microgradnorm.i18n.text import assemble, cjk_text
 from microgradnorm.lessons.claims import claims
 from microgradnorm.lessons.demo_tools import autograd_dx, check_mark, fmt, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.lessons.source import code_of
 from microgradnorm.lessons.verdicts import Check, all_of, close_to, exactly, nearest
 from microgradnorm.norms import NormGraph
 from microgradnorm.present import nbytes_text
 from microgradnorm.registry import get_norm
+from microgradnorm.vectorized import textbook
 
 __all__ = [
     "CACHE_FIELDS",
@@ -302,40 +304,11 @@ def kernel_engine_vs_numpy(p: LessonParams, hidden: tuple[int, ...] = (256,), re
     return DemoOutput(Group(table, reading, Text(""), checks), graph=row_graph(p))
 
 
-# ---- step 2: the llm.c shape, the code itself ------------------------------------------------------
+# ---- the llm.c shape, the code itself ------------------------------------------------------------
 #
-# The pair below is the llm.c contract written as a textbook writes it, with a shape comment on every
-# line that makes an array. The demo runs it on the lesson's input and shows its live source (read
-# with inspect from the functions that ran), so what the learner reads is what computed the numbers.
-# (microgradnorm.vectorized.textbook holds the same pair for every norm on the core-norms branch, and
-# microgradnorm.lessons.source.code_of shows code on the lessons-a branch: unify at merge.)
-
-
-def layer_norm_forward(x, gamma, beta, eps=1e-5):
-    mean = x.mean(-1, keepdims=True)  # B,T,1
-    xshift = x - mean  # B,T,D
-    var = (xshift**2).mean(-1, keepdims=True)  # B,T,1
-    rstd = (var + eps) ** -0.5  # B,T,1
-    xhat = xshift * rstd  # B,T,D
-    out = xhat * gamma + beta  # B,T,D
-    cache = (xhat, gamma, rstd)
-    return out, cache
-
-
-def layer_norm_backward(dout, cache):
-    xhat, gamma, rstd = cache
-    dbeta = dout.sum((0, 1))  # D
-    dgamma = (dout * xhat).sum((0, 1))  # D
-    g = dout * gamma  # B,T,D  the gradient arriving at xhat
-    dx = g - g.mean(-1, keepdims=True)  # B,T,D
-    dx -= xhat * (g * xhat).mean(-1, keepdims=True)  # B,T,D
-    dx *= rstd  # B,T,D
-    return dx, dgamma, dbeta
-
-
-def source_of(fn: Callable[..., Any]) -> str:
-    """The live source of ``fn``, dedented (what :func:`kernel_llmc_code` shows)."""
-    return textwrap.dedent(inspect.getsource(fn)).rstrip() + "\n"
+# microgradnorm.vectorized.textbook is the llm.c contract written as a textbook writes it, a shape
+# comment on every line that makes an array. The demo runs it on the lesson's input and shows its live
+# source (microgradnorm.lessons.source reads it from the functions that ran).
 
 
 @demo("kernel_llmc_code")
@@ -344,7 +317,7 @@ def kernel_llmc_code(p: LessonParams) -> DemoOutput:
     from microgradnorm import vectorized as V
 
     x, gamma, beta, dy = lesson_problem(p)
-    forward, backward = layer_norm_forward, layer_norm_backward
+    forward, backward = textbook.layer_norm_forward, textbook.layer_norm_backward
     y, cache = forward(x, gamma, beta, p.eps)
     dx, dgamma, dbeta = backward(dy, cache)
     y_ref, c_ref = V.layer_norm_forward(x, gamma, beta, p.eps, backend="numpy")
@@ -353,13 +326,7 @@ def kernel_llmc_code(p: LessonParams) -> DemoOutput:
     agree = all_of(*(close_to(a, b, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL, what.format(name))
                      for name, a, b in zip(("y", "dx", "dgamma", "dbeta"), (y, dx, dgamma, dbeta), refs)))  # fmt: skip
     worst = max(tol.normwise_error(a, b)[1] for a, b in zip((y, dx, dgamma, dbeta), refs))
-    code = Syntax(
-        source_of(forward) + "\n" + source_of(backward),
-        "python",
-        word_wrap=True,
-        background_color="default",
-        theme="ansi_dark",
-    )
+    code = code_of(forward, backward)
     note = _(
         "x {shape}: y, dx, dgamma and dbeta equal the package's vectorized path (worst relative difference {error})"
     )
