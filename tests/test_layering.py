@@ -42,9 +42,7 @@ FEATURES = ("lessons", "lab", "exercises", "page", "viz", "bench", "check", "pre
 
 _PAGE_CIRCLE = "microgradnorm.page.data microgradnorm.page.partials microgradnorm.page.render microgradnorm.viz"
 # (rule, importer, imported) -> who removes it. The lead clears this list at the merge.
-KNOWN: dict[tuple[str, str, str], str] = {
-    ("torch", "microgradnorm.lab.torch_net", "torch"): "torch (import torch where a torch feature is used)",
-}
+KNOWN: dict[tuple[str, str, str], str] = {}
 
 
 def module_name(path: Path) -> str:

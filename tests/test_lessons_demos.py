@@ -647,10 +647,11 @@ def test_projection_form_refuses_an_unknown_part():
 
 # ---- self-contained: no reference to texts the learner does not have ---------------------------------
 
-MY_MODULES = ("demos_core", "demos_why", "demos_jacobian", "demos_backward", "demos_geometry", "charts", "braille")
+MY_MODULES = ("demos_core", "demos_why", "demos_jacobian", "demos_backward", "demos_geometry")
 MY_FILES = [
     *sorted((Path(__file__).parent.parent / "lessons").glob("0[1-7]-*.md")),
     *(Path(core.__file__).parent / f"{name}.py" for name in MY_MODULES),
+    *(Path(core.__file__).parent.parent / "drawing" / f"{name}.py" for name in ("charts", "braille")),
 ]
 
 

@@ -604,10 +604,14 @@ def test_without_numba_auto_is_numpy_and_fused_says_why(monkeypatch):
     assert cache.backend == "numpy" and np.isfinite(y).all()
 
 
-def test_registry_points_at_these_functions():
-    assert get_norm("layernorm").forward is V.layer_norm_forward
-    assert get_norm("batchnorm").backward is V.batch_norm_backward
-    assert get_norm("rmsnorm").forward is V.rms_norm_forward
+def test_public_pass_finds_these_functions_by_the_registrys_public_name():
+    assert public_pass(get_norm("layernorm")) == (V.layer_norm_forward, V.layer_norm_backward)
+    assert public_pass(get_norm("batchnorm"))[1] is V.batch_norm_backward
+    assert public_pass(get_norm("rmsnorm"))[0] is V.rms_norm_forward
+    grouped, backward = public_pass(get_norm("groupnorm", 2))  # the entry's num_groups filled in
+    x = np.arange(24.0).reshape(2, 4, 3)
+    assert backward is V.group_norm_backward
+    assert np.array_equal(grouped(x)[0], V.group_norm_forward(x, 2)[0])
 
 
 # ---- the BatchNorm layer --------------------------------------------------------------------------------
@@ -763,7 +767,7 @@ def test_a_cache_rebuilt_from_x_mean_and_rstd_gives_the_same_backward(norm, shap
     mean = None if cache.mean is None else cache.mean.ravel()  # one value per group, flattened
     saved = V.saved_cache(norm, x, gamma, beta, mean, cache.rstd.ravel(), 1e-5, backend=backend)
     assert saved.recompute and saved.shape == cache.shape and saved.backend == cache.backend
-    backward = get_norm(norm).backward
+    backward = public_pass(get_norm(norm))[1]
     grads = backward(dy, saved)
     for got, want in zip(grads, (dx, dgamma, dbeta)):
         assert (got is None) == (want is None)  # RMSNorm: no dbeta

@@ -30,7 +30,7 @@ def one_line(exc: BaseException) -> str:
 
 
 def draw_graph(graph: Any, path: Path, **options: Any) -> str:
-    """Draw ``graph`` to ``path`` with :func:`microgradnorm.viz.draw`, and its step-through page beside it
+    """Draw ``graph`` to ``path`` with :func:`microgradnorm.output.draw`, and its step-through page beside it
     (``.html``); return what to tell the learner.
 
     ``options`` go to ``viz.to_dot``. Without the Graphviz ``dot`` program the
@@ -39,7 +39,7 @@ def draw_graph(graph: Any, path: Path, **options: Any) -> str:
     already SVG and is written as it is.
     """
     try:
-        from microgradnorm import viz
+        from microgradnorm import output, viz
     except ImportError:
         return _("Drawing graphs needs microgradnorm.viz, which this installation does not have.")
     path = Path(path)
@@ -49,13 +49,13 @@ def draw_graph(graph: Any, path: Path, **options: Any) -> str:
 
         atomic_write_text(path.with_suffix(".svg"), graph.svg())
         return _("Figure written to {path}").format(path=path.with_suffix(".svg"))
-    drawn = viz.draw(graph, path, **options)
+    drawn = output.draw(graph, path, **options)
     if drawn.error is not None:
         return _("Wrote the graph's DOT source to {path} but could not render it: {error}").format(
             path=drawn.path, error=one_line(drawn.error)
         )
     try:
-        page = viz.render(graph, path.with_suffix(".html"), **options)
+        page = output.render(graph, path.with_suffix(".html"), **options)
     except (viz.DrawingError, ValueError) as exc:  # the picture is there; the page is a bonus
         return _("Graph written to {path} (no step-through page: {error})").format(path=drawn.path, error=one_line(exc))
     return _("Graph written to {path}; to step through it, open {page} in a browser").format(path=drawn.path, page=page)
