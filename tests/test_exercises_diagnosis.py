@@ -27,6 +27,7 @@ NEUTRAL = {
     "scale_other",
     "follows",
     "all_zero",
+    "not_paths_alone_rms",
 }
 
 POW = "return p * a ** (p - 1.0) * dout"
@@ -427,6 +428,56 @@ CORPUS += [
 ]
 
 
+# the wrong attempts of an independent learner's pass (tutor-review), each one the grader got wrong or vague before
+DX8_RMS_AXIS0 = "dx = rrms * (dxhat - xhat * (dxhat * xhat).mean(axis=0))"
+CORPUS += [
+    (
+        "3-xshift-minus-data",
+        3,
+        [("xshift = [xi - mean for xi in x]", "xshift = [xi - mean.data for xi in x]")],
+        {"graph_cut_mean"},
+        set(),
+    ),
+    (
+        "3-xshift-reversed",
+        3,
+        [("xshift = [xi - mean for xi in x]", "xshift = [mean - xi for xi in x]")],
+        {"xshift_reversed"},
+        {"sign_flipped"},  # dx and dgamma are the right ones times -1
+    ),
+    (
+        "5-xshift-reversed",
+        5,
+        [("xshift = x - mean  # B,T,D", "xshift = mean - x  # B,T,D")],
+        {"xshift_reversed"},
+        {"sign_flipped"},
+    ),
+    (
+        "5-staged-dmean-axis-0",
+        5,
+        [(DX5, "dx = rstd * (dxhat - xhat * var_part) - (dxhat * rstd).sum(axis=0, keepdims=True) / dxhat.shape[-1]")],
+        {"axis_mean_term"},
+        set(),
+    ),
+    (
+        "8-eps-outside",
+        8,
+        [("rrms = 1.0 / np.sqrt(ms + eps)  # N,1", "rrms = 1.0 / (np.sqrt(ms) + eps)  # N,1")],
+        {"rms_eps_outside_sqrt", "forward_first"},
+        set(),
+    ),
+    ("8-rms-term-axis-0", 8, [(DX8, DX8_RMS_AXIS0)], {"axis_variance_term"}, set()),
+    (
+        "8-rms-term-axis-0-sum",
+        8,
+        [(DX8, "dx = rrms * (dxhat - xhat * (dxhat * xhat).sum(axis=0) / dxhat.shape[-1])")],
+        {"axis_variance_term"},
+        set(),
+    ),
+    ("8-rms-term-axis-and-sign", 8, [(DX8, DX8_RMS_AXIS0.replace("dxhat - xhat", "dxhat + xhat"))], set(), set()),
+]
+
+
 def _blamed(judgement) -> set[str]:
     keys = set()
     for f in judgement.findings:
@@ -498,3 +549,20 @@ def test_every_fix_is_held_back_the_first_time_and_shown_the_second():
                 assert f.detail, (sid, f.key)  # what is off (an output, a ratio, a factor) is said at once
         seen = {k for f in findings for k in f.keys}
         assert [f.detail for f in staged(findings, seen, number)] == [f.detail for f in findings], sid
+
+
+def test_no_explanation_says_a_sentence_twice_and_rmsnorm_hears_of_no_mean_path():
+    """The learner's pass (tutor-review): exercise 3's missing-mean explanation came twice on a second check
+    (the path and its geometry, both renamed to the same cut node); exercise 8's fallback spoke of the paths
+    through the mean and the variance, which RMSNorm does not have, then sent the learner to a self-check that
+    only repeats that dx differs."""
+    from microgradnorm.exercises.diagnose import staged
+
+    for sid, number, changes, _must, _may in CORPUS:
+        findings = judge_source(number, changed(number, *changes), 0).findings
+        for f in staged(findings, {k for g in findings for k in g.keys}, number):
+            said = [s.strip() for s in f.detail.replace(". ", ".\n").splitlines() if s.strip()]
+            assert len(said) == len(set(said)), (sid, f.key, f.detail)
+    rms = judge_source(8, changed(8, (DX8, DX8_RMS_AXIS0.replace("dxhat - xhat", "dxhat + xhat"))), 0).findings
+    assert [f.key for f in rms] == ["not_paths_alone_rms"], [f.key for f in rms]
+    assert "mean" not in rms[0].title and "variance" not in rms[0].detail

@@ -459,7 +459,8 @@ def geometry_findings(
     if split is None:
         return []
     if split.rest > SMALL_SHARE:  # not a path's fault alone: say so, and blame no term
-        return [finding("not_paths_alone", share=split.share)] if explain_outside else []
+        key = "not_paths_alone" if geom.mean_path is not None else "not_paths_alone_rms"  # RMSNorm has no mean path
+        return [finding(key, share=split.share)] if explain_outside else []
     sum_got = float(np.max(np.abs(got.sum(axis=geom.axes))))
     dot_got = float(np.max(np.abs((got * geom.xhat).sum(axis=geom.axes))))
     paths = (_mean_finding(split, geom, sum_got), _radial_finding(split, geom, dot_got))

@@ -98,6 +98,10 @@ FINDINGS: dict[str, tuple[str, str]] = {
         N_("eps outside the square root"),
         N_("eps goes inside: sqrt(var + eps), not sqrt(var) + eps."),
     ),
+    "xshift_reversed": (
+        N_("mean - x where x - mean belongs"),
+        N_("Your y is gamma * (-xhat) + beta: every normalized value has the wrong sign. xhat = (x - mean) * rstd."),
+    ),
     "gamma_beta_swapped": (N_("gamma and beta swapped"), N_("y = gamma * xhat + beta.")),
     "beta_left_out": (N_("beta left out"), N_("y = gamma * xhat + beta: add beta.")),
     "gamma_left_out": (N_("gamma left out"), N_("y = gamma * xhat + beta: scale by gamma.")),
@@ -184,6 +188,10 @@ FINDINGS: dict[str, tuple[str, str]] = {
         N_("rms = sqrt(mean(x**2) + eps): the mean of the squares, not their sum."),
     ),
     "rms_eps_left_out": (N_("eps left out"), N_("rms = sqrt(mean(x**2) + eps), eps = {eps:g}.")),
+    "rms_eps_outside_sqrt": (
+        N_("eps outside the square root"),
+        N_("eps goes inside: sqrt(mean(x**2) + eps), not sqrt(mean(x**2)) + eps."),
+    ),
     "rms_layernorm_formula": (
         N_("the LayerNorm formula"),
         N_(
@@ -291,6 +299,14 @@ FINDINGS: dict[str, tuple[str, str]] = {
             "The error of your dx is not only along 1 and xhat ({share}), so no single path through the mean or "
             "through the variance, left out or scaled, explains it. Check each term of your dx: dxhat (gamma and "
             "dy), the axis of each sum or mean, and which factor multiplies which term."
+        ),
+    ),
+    "not_paths_alone_rms": (
+        N_("not the path through the rms alone"),
+        N_(
+            "The error of your dx is not only along 1 and xhat ({share}), so neither the path through the rms, left "
+            "out or scaled, nor a term along 1 explains it. Check each term of your dx: dxhat (gamma and dy), the "
+            "axis of each sum or mean, its sign, and which factor multiplies which term."
         ),
     ),
     "not_paths_alone_values": (
@@ -652,6 +668,8 @@ REVEALS = frozenset(
         "unbiased_variance",
         "eps_left_out",
         "eps_outside_sqrt",
+        "rms_eps_outside_sqrt",
+        "xshift_reversed",
         "gamma_beta_swapped",
         "beta_left_out",
         "gamma_left_out",

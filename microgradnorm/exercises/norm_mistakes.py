@@ -19,7 +19,7 @@ from microgradnorm import formulas
 from microgradnorm.exercises.diagnose import Geometry, Mistake, mistake
 from microgradnorm.exercises.messages import Phrase, phrase
 
-__all__ = ["geometry", "mistakes", "quantities"]
+__all__ = ["geometry", "mistakes", "quantities", "rms_one_term_axis"]
 
 
 def _axis(axes: tuple[int, ...]) -> str:
@@ -75,6 +75,7 @@ def _y_mistakes(info: dict[str, Any]) -> list[Mistake]:
         out.append(mistake("eps_left_out", formulas.affine(formulas.moments(x, axes, 0.0).xhat, g, b), eps=eps))
         out.append(mistake("eps_outside_sqrt", formulas.affine(m.xshift / (np.sqrt(m.var) + eps), g, b)))
     out += [
+        mistake("xshift_reversed", formulas.affine(-m.xhat, g, b)),
         mistake("gamma_beta_swapped", formulas.affine(m.xhat, b, g)),
         mistake("beta_left_out", formulas.affine(m.xhat, g, None)),
         mistake("gamma_left_out", formulas.affine(m.xhat, None, b)),
@@ -175,6 +176,20 @@ def _one_term_axis(gx: np.ndarray, m: formulas.Moments, axes: tuple[int, ...], n
         ):
             out.append(mistake("axis_mean_term", m.rstd * (gx - wrong_mean - m.xhat * var_term), **words))
             out.append(mistake("axis_variance_term", m.rstd * (gx - mean_term - m.xhat * wrong_var), **words))
+        # the staged form, dx = rstd * dxhat + dmean / n + ...: dmean's sum over the wrong axes, rstd inside it
+        staged_mean = (m.rstd * gx).sum(axis=ax, keepdims=True) / n
+        out.append(mistake("axis_mean_term", m.rstd * (gx - m.xhat * var_term) - staged_mean, **words))
+    return out
+
+
+def rms_one_term_axis(gx: np.ndarray, xhat: np.ndarray, rrms: np.ndarray, axes: tuple[int, ...]) -> list[Mistake]:
+    """RMSNorm's dx = rrms * (gx - xhat * mean(gx * xhat)) with its one mean over the wrong axes (or sum / D)."""
+    n = formulas.group_size(gx.shape, axes)
+    out = []
+    for ax in _other_axis_sets(gx.ndim, axes):
+        words = {"wrong": _axis(ax), "right": _axis(axes)}
+        for wrong in ((gx * xhat).mean(axis=ax, keepdims=True), (gx * xhat).sum(axis=ax, keepdims=True) / n):
+            out.append(mistake("axis_variance_term", rrms * (gx - xhat * wrong), **words))
     return out
 
 

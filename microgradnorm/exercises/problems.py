@@ -348,8 +348,10 @@ class NormProblem(Problem):
     def renamed(self, f: Finding) -> Finding:
         if not self.values:
             return f
-        also = tuple(self.renamed(g) for g in f.also)
-        return Finding(_GRAPH_CUT.get(f.key, f.key), f.params, also, f.output)
+        key = _GRAPH_CUT.get(f.key, f.key)
+        # a path missing and its geometry both become the same cut node: said once, not twice
+        also = tuple(g for g in (self.renamed(g) for g in f.also) if g.key != key)
+        return Finding(key, f.params, also, f.output)
 
     def follows(self, case: Case, name: str, got: dict[str, np.ndarray]) -> Finding | None:
         """In the staged exercise, a stage right for the learner's own earlier stages (each from the ones it uses)."""
@@ -458,6 +460,8 @@ class RMSProblem(Problem):
         ]
         if eps > 0:
             out.append(mistake("rms_eps_left_out", g * formulas.rms_moments(x, axes, 0.0).xhat, eps=eps))
+            ms = (x * x).mean(axis=axes, keepdims=True)
+            out.append(mistake("rms_eps_outside_sqrt", g * x / (np.sqrt(ms) + eps)))
         return out
 
     def _dx_mistakes(self, info: dict[str, Any]) -> list[Mistake]:
@@ -468,6 +472,7 @@ class RMSProblem(Problem):
             mistake("rms_layernorm_formula", formulas.dx_simplified(gx, r.xhat, r.rrms, axes)),
             mistake("rms_path_missing", gx * r.rrms),
             mistake("rms_gamma_left_out_dx", formulas.rms_dx(dy, r.xhat, r.rrms, axes)),
+            *norm_mistakes.rms_one_term_axis(gx, r.xhat, r.rrms, axes),
         ]
         if eps > 0:
             r0 = formulas.rms_moments(x, axes, 0.0)
