@@ -566,3 +566,21 @@ def test_no_explanation_says_a_sentence_twice_and_rmsnorm_hears_of_no_mean_path(
     rms = judge_source(8, changed(8, (DX8, DX8_RMS_AXIS0.replace("dxhat - xhat", "dxhat + xhat"))), 0).findings
     assert [f.key for f in rms] == ["not_paths_alone_rms"], [f.key for f in rms]
     assert "mean" not in rms[0].title and "variance" not in rms[0].detail
+
+
+def test_status_words_are_not_repeated_and_a_factor_near_one_keeps_the_digits_that_tell_its_ends_apart():
+    """The learner's pass: "several outputs are wrong: Wrong: y ..." said it twice, and a factor from 0.9996 to
+    0.9999 (eps outside the square root, before that was named) read "from 1 to 1"."""
+    import numpy as np
+
+    from microgradnorm.exercises.diagnose import factor_findings
+
+    right = np.random.default_rng(3).normal(size=(3, 6))
+    found = factor_findings("y", right * np.array([[0.9996], [0.9998], [0.9999]]), right, [])
+    assert [f.key for f in found] == ["factor_per_axis"]
+    assert "from 0.9996 to 0.9999" in found[0].detail, found[0].detail
+    wide = factor_findings("y", right * np.array([[0.5], [2.0], [3.0]]), right, [])
+    assert "from 0.5 to 3" in wide[0].detail, wide[0].detail
+    several = judge_source(8, changed(8, ("rrms = 1.0 / np.sqrt(ms + eps)  # N,1", "rrms = 1.0 / np.sqrt(ms)")), 0)
+    detail = next(f.detail for f in several.findings if f.key == "several_wrong")
+    assert detail.startswith("y (relative error"), detail

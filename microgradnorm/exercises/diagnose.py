@@ -351,9 +351,18 @@ def factor_findings(
             where = phrase(
                 "per_row" if axis == 0 else "per_column" if axis == expected.ndim - 1 else "per_axis", axis=axis
             )
-            low, high = float(np.min(r)), float(np.max(r))
+            low, high = _distinct(float(np.min(r)), float(np.max(r)))
             return [finding("factor_per_axis", name=name, where=where, low=low, high=high)]
     return []
+
+
+def _distinct(low: float, high: float) -> tuple[str, str]:
+    """Two numbers with as few digits (3 at least) as tell them apart: not "from 1 to 1" for 0.9996 and 0.9999."""
+    for digits in range(3, 16):
+        said = f"{low:.{digits}g}", f"{high:.{digits}g}"
+        if said[0] != said[1]:
+            break
+    return said
 
 
 # ---- geometry of a normalization dx ---------------------------------------------------

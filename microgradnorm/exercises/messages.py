@@ -403,7 +403,7 @@ FINDINGS: dict[str, tuple[str, str]] = {
         N_("off by a factor that changes {where}"),
         N_(
             "Your {name} is the right one times a factor that is the same within each slice and changes {where} "
-            "(from {low:.3g} to {high:.3g}): a quantity of that row or column (a statistic such as its std, or a "
+            "(from {low} to {high}): a quantity of that row or column (a statistic such as its std, or a "
             "parameter) multiplies it where it should not, or is missing."
         ),
     ),
@@ -418,7 +418,7 @@ FINDINGS: dict[str, tuple[str, str]] = {
             "and {name} comes out right with it."
         ),
     ),
-    "several_wrong": (N_("several outputs are wrong"), N_("Wrong: {outputs}.")),
+    "several_wrong": (N_("several outputs are wrong"), N_("{outputs}.")),
     "forward_first": (
         N_("the forward pass is wrong too"),
         N_(
