@@ -474,6 +474,20 @@ CORPUS += [
         {"axis_variance_term"},
         set(),
     ),
+    (
+        "4-dgamma-axis-0-and-dbeta-keepdims",
+        4,
+        [(DG4, "dgamma = (dy * xhat).sum(axis=0)"), (DB4, "dbeta = dy.sum(axis=lead, keepdims=True)")],
+        {"wrong_axis_shape", "keepdims"},
+        set(),
+    ),
+    (
+        "9-p-complement",
+        9,
+        [(P9, "return np.eye(d) - (np.outer(ones, ones) + np.outer(xhat, xhat)) / d")],
+        {"p_complement"},
+        set(),
+    ),
     ("8-rms-term-axis-and-sign", 8, [(DX8, DX8_RMS_AXIS0.replace("dxhat - xhat", "dxhat + xhat"))], set(), set()),
 ]
 

@@ -206,8 +206,13 @@ def check_types(ev: Evidence) -> Verdict:
                 ev.bad.add((call, o.name))
     if not errors:
         return Verdict([CheckRow(say("check_types"), True, say("row_types_ok"))])
-    call, name, msg = errors[0]
-    return Verdict([CheckRow(say("check_types"), False, msg)], lambda: _explain_shape(ev, call, name))
+    call, _name, msg = errors[0]
+    names = list(dict.fromkeys(n for c, n, _m in errors if c == call))  # two shapes wrong: both explained
+
+    def explain() -> Explanation:
+        return [f for n in names for f in _explain_shape(ev, call, n)[0]], None
+
+    return Verdict([CheckRow(say("check_types"), False, msg)], explain)
 
 
 # ---- finite ---------------------------------------------------------------------------------

@@ -209,6 +209,13 @@ FINDINGS: dict[str, tuple[str, str]] = {
     "p_no_1_over_d": (N_("the 1/d is missing"), N_("P = (1/d) (1 1^T + xhat xhat^T).")),
     "p_no_radial": (N_("the xhat xhat^T term is missing"), N_("P projects on both 1 and xhat: add xhat xhat^T / d.")),
     "p_no_ones": (N_("the 1 1^T term is missing"), N_("P projects on both 1 and xhat: add 1 1^T / d.")),
+    "p_complement": (
+        N_("I - P where P belongs"),
+        N_(
+            "Your P is the identity minus the right one: the part of a vector that J keeps. P is the part J "
+            "removes: it sends the ones vector and xhat to themselves."
+        ),
+    ),
     "j_transposed": (
         N_("transposed"),
         N_("J[i, j] = dy_i / dx_j: row i belongs to output y_i, so gamma_i scales row i (diag(gamma) on the left)."),
@@ -573,8 +580,8 @@ FINDINGS: dict[str, tuple[str, str]] = {
     "wrong_axis_shape": (
         N_("reduced over the wrong axis"),
         N_(
-            "{name} has shape {got}, which is what reducing {x_name} {x_shape} over axis {got_axes} gives; {name} is "
-            "reduced over axis {want_axes}, giving {expected}."
+            "{name} has shape {got}, which is what reducing {x_name} {x_shape} over axis {got_axes} gives; {name} "
+            "should be reduced over axis {want_axes}, giving {expected}."
         ),
     ),
     "transposed_shape": (N_("transposed"), N_("{name} has shape {got}, expected {expected}: it is transposed.")),

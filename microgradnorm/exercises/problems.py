@@ -556,6 +556,7 @@ class JacobianProblem(Problem):
                 mistake("p_inner_product", 1.0 + np.outer(given, given) / d, what="1 1^T"),
                 mistake("p_inner_product", 1.0 + inner + 0 * ones, what="1 1^T, xhat xhat^T"),
                 mistake("p_elementwise", ones + np.diag(given * given) / d),
+                mistake("p_complement", eye - P),
             ]
         J, P = formulas.layer_norm_jacobian(xhat, rstd, gamma), formulas.projection(xhat)
         out = [
