@@ -488,6 +488,27 @@ CORPUS += [
         {"p_complement"},
         set(),
     ),
+    (
+        "11-w-and-mean-term-axis",
+        11,
+        [
+            (DH11, "dh = dy @ W"),
+            (
+                DXLN11,
+                "dx_ln = rstd * (dxhat - dxhat.mean(axis=0, keepdims=True) - xhat * (dxhat * xhat).mean(axis=-1, "
+                "keepdims=True))",
+            ),
+        ],
+        {"w_not_transposed", "axis_mean_term"},
+        set(),
+    ),
+    (
+        "11-w-and-no-variance-path",
+        11,
+        [(DH11, "dh = dy @ W"), (DXLN11, "dx_ln = rstd * (dxhat - dxhat.mean(axis=-1, keepdims=True))")],
+        {"w_not_transposed", "variance_path_missing"},
+        set(),
+    ),
     ("8-rms-term-axis-and-sign", 8, [(DX8, DX8_RMS_AXIS0.replace("dxhat - xhat", "dxhat + xhat"))], set(), set()),
 ]
 
@@ -598,3 +619,20 @@ def test_status_words_are_not_repeated_and_a_factor_near_one_keeps_the_digits_th
     several = judge_source(8, changed(8, ("rrms = 1.0 / np.sqrt(ms + eps)  # N,1", "rrms = 1.0 / np.sqrt(ms)")), 0)
     detail = next(f.detail for f in several.findings if f.key == "several_wrong")
     assert detail.startswith("y (relative error"), detail
+
+
+def test_a_slip_in_dx_made_with_w_for_w_t_is_named_and_the_rest_of_dx_is_not_called_right():
+    from microgradnorm.exercises.diagnose import staged
+
+    """The learner's pass: W for W.T and the mean term over axis 0 got 'W instead of W.T' and, for dx, only
+    'no common mistake, run your file'; naming the axis slip must not claim the rest of dx is right."""
+    source = changed(
+        11,
+        (DH11, "dh = dy @ W"),
+        (DXLN11, DXLN11.replace("dxhat - dxhat.mean(axis=-1", "dxhat - dxhat.mean(axis=0")),
+    )
+    findings = judge_source(11, source, 0).findings
+    seen = {k for f in findings for k in f.keys}
+    assert {"w_not_transposed", "axis_mean_term"} <= seen and "no_match" not in seen, seen
+    said = " ".join(f.detail for f in staged(findings, seen, 11))
+    assert "axis 0" in said and "rest of dx is right" not in said, said

@@ -357,15 +357,15 @@ FINDINGS: dict[str, tuple[str, str]] = {
     "axis_mean_term": (
         N_("the mean of dxhat over the wrong axis"),
         N_(
-            "In your dx one term, the mean of dxhat, is taken over axis {wrong}; the rest of dx is right. Every "
-            "mean in dx is over the group each x_i was normalized with: axis {right}."
+            "In your dx one term, the mean of dxhat, is taken over axis {wrong}. Every mean in dx is over the "
+            "group each x_i was normalized with: axis {right}."
         ),
     ),
     "axis_variance_term": (
         N_("the mean of dxhat * xhat over the wrong axis"),
         N_(
-            "In your dx one term, the mean of dxhat * xhat, is taken over axis {wrong}; the rest of dx is right. "
-            "Every mean in dx is over the group each x_i was normalized with: axis {right}."
+            "In your dx one term, the mean of dxhat * xhat, is taken over axis {wrong}. Every mean in dx is over "
+            "the group each x_i was normalized with: axis {right}."
         ),
     ),
     "product_of_sums": (

@@ -708,7 +708,9 @@ class PreLNProblem(Problem):
             mistake("identity_path_only", dy + 0.0),
             mistake("w_not_transposed", dy + ln_wrong_w),
         ]
-        return out + [Mistake(m.finding, dy + m.answer) for m in norm_mistakes.mistakes(info, "dx", dh)]
+        out += [Mistake(m.finding, dy + m.answer) for m in norm_mistakes.mistakes(info, "dx", dh)]
+        # a LayerNorm slip on top of W for W.T: dgamma and dbeta name the W, dx names the slip
+        return out + [Mistake(m.finding, dy + m.answer) for m in norm_mistakes.mistakes(info, "dx", dy @ W)]
 
     def mistakes(self, case: Case, name: str) -> list[Mistake]:
         x, W, h, dh, dy = self._block(case)
