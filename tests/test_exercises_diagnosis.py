@@ -509,6 +509,20 @@ CORPUS += [
         {"w_not_transposed", "variance_path_missing"},
         set(),
     ),
+    (
+        "10-mean-not-updated",
+        10,
+        [(M10, "new_mean = mean + delta / count"), (M2_10, "m2 += delta * (value - new_mean)")],
+        {"welford_mean_not_updated"},
+        set(),
+    ),
+    (
+        "10-m2-divided",
+        10,
+        [("return count, mean, m2", "return count, mean, m2 / count")],
+        {"welford_m2_divided"},
+        set(),
+    ),
     ("8-rms-term-axis-and-sign", 8, [(DX8, DX8_RMS_AXIS0.replace("dxhat - xhat", "dxhat + xhat"))], set(), set()),
 ]
 

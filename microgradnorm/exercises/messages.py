@@ -260,6 +260,20 @@ FINDINGS: dict[str, tuple[str, str]] = {
             "values now: mean_new = mean + (value - mean) / (count + 1)."
         ),
     ),
+    "welford_mean_not_updated": (
+        N_("the mean is not updated"),
+        N_(
+            "Your mean stays where the state started: the new mean is computed but the old one is returned. "
+            "Return the updated mean, so that the next value's deviation is measured from it."
+        ),
+    ),
+    "welford_m2_divided": (
+        N_("m2 divided by the count at every step"),
+        N_(
+            "m2 is the running sum of squared deviations: it is divided by the count once, at the end, to give "
+            "the variance. Returning m2 / count as the new m2 shrinks the sum at every value."
+        ),
+    ),
     "welford_ignores_state": (
         N_("the starting state was ignored"),
         N_(

@@ -604,22 +604,34 @@ def _merge(count0: np.ndarray, mean0: np.ndarray, m2_0: np.ndarray, x: np.ndarra
 
 
 def _welford_stream(
-    inputs: dict[str, Any], increment: Callable[[float, float, float], float], late: int = 0
+    inputs: dict[str, Any],
+    increment: Callable[[float, float, float], float],
+    late: int = 0,
+    keep_mean: bool = False,
+    divide_m2: bool = False,
 ) -> dict[str, np.ndarray]:
     """What an update with m2 += increment(value, old mean, new mean) gives, from the given states.
 
     ``late`` 1: the mean moves by (value - mean) / (the count before this value), one count late.
+    ``keep_mean``: the new mean is computed but the old one returned. ``divide_m2``: m2 / count returned as m2.
     """
     means, variances = [], []
     for row, count, mean, m2 in zip(inputs["x"], inputs["count0"], inputs["mean0"], inputs["m2_0"]):
         count, mean, m2 = int(count), float(mean), float(m2)
         for value in row:
             count += 1
-            old, mean = mean, mean + (value - mean) / (count - late)
-            m2 += increment(value, old, mean)
+            old, new = mean, mean + (value - mean) / (count - late)
+            m2 += increment(value, old, new)
+            mean = old if keep_mean else new
+            m2 = m2 / count if divide_m2 else m2
         means.append(mean)
         variances.append(m2 / count)
     return {"mean": np.array(means), "var": np.array(variances)}
+
+
+def _welford_increment(value: float, old: float, new: float) -> float:
+    """The right growth of m2: (value - old mean) * (value - new mean)."""
+    return (value - old) * (value - new)
 
 
 class WelfordProblem(Problem):
@@ -652,11 +664,15 @@ class WelfordProblem(Problem):
     def mistakes(self, case: Case, name: str) -> list[Mistake]:
         x = case.inputs["x"]
         fresh = {"mean": x.mean(axis=1), "var": x.var(axis=1)}
-        late = _welford_stream(case.inputs, lambda v, old, new: (v - old) * (v - new), late=1)[name]
+        right = _welford_increment
+        late = _welford_stream(case.inputs, right, late=1)[name]
         out = [
             mistake("welford_ignores_state", fresh[name], count=case.info["seen"]),
             mistake("welford_old_count", late),
+            mistake("welford_mean_not_updated", _welford_stream(case.inputs, right, keep_mean=True)[name]),
         ]
+        if name == "var":
+            out.append(mistake("welford_m2_divided", _welford_stream(case.inputs, right, divide_m2=True)["var"]))
         if name == "var":
             squared = _welford_stream(case.inputs, lambda v, old, new: (v - old) ** 2)["var"]
             new_squared = _welford_stream(case.inputs, lambda v, old, new: (v - new) ** 2)["var"]
