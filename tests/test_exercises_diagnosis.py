@@ -523,6 +523,7 @@ CORPUS += [
         {"welford_m2_divided"},
         set(),
     ),
+    ("2-mean-not-broadcast", 2, [(MEAN2, "return dmean / d")], {"not_broadcast"}, set()),
     ("8-rms-term-axis-and-sign", 8, [(DX8, DX8_RMS_AXIS0.replace("dxhat - xhat", "dxhat + xhat"))], set(), set()),
 ]
 

@@ -233,6 +233,8 @@ def shape_findings(
     got, expected = tuple(got), tuple(expected)
     if tuple(s for s in got if s != 1) == tuple(s for s in expected if s != 1):
         return [_keepdims_finding(name, got, expected, values_match_squeezed)]
+    if len(got) == len(expected) and all(g in (1, e) for g, e in zip(got, expected)):
+        return [finding("not_broadcast", name=name, got=got, expected=expected)]  # a statistic's shape, kept
     if x_shape is not None:
         want, have = _reductions_giving(tuple(x_shape), expected), _reductions_giving(tuple(x_shape), got)
         if want and have:

@@ -591,6 +591,14 @@ FINDINGS: dict[str, tuple[str, str]] = {
         N_("keepdims shape mistake"),
         N_("{name} has shape {got}, expected {expected}: {how}; use keepdims= to match, or reshape.{extra}"),
     ),
+    "not_broadcast": (
+        N_("one number per group where one per entry belongs"),
+        N_(
+            "{name} has shape {got}, expected {expected}: a gradient has the shape of what it is the gradient of, "
+            "and every entry of x gets its own share. Broadcast it to {expected} (np.broadcast_to, or multiply by "
+            "np.ones_like(x))."
+        ),
+    ),
     "wrong_axis_shape": (
         N_("reduced over the wrong axis"),
         N_(
