@@ -651,3 +651,12 @@ def test_a_slip_in_dx_made_with_w_for_w_t_is_named_and_the_rest_of_dx_is_not_cal
     assert {"w_not_transposed", "axis_mean_term"} <= seen and "no_match" not in seen, seen
     said = " ".join(f.detail for f in staged(findings, seen, 11))
     assert "axis 0" in said and "rest of dx is right" not in said, said
+
+
+def test_the_slip_is_one_bullet_not_two():
+    """The learner's pass: exercise 6's (m-1)/m slip got two bullets, 'the variance path carries a factor
+    (m-1)/m' and 'the path through the variance carries a factor (m-1)/m'."""
+    slip = "dx = dxhat * rstd + dmean / m + dvar * 2.0 * xshift * (m - 1) / m**2"
+    findings = judge_source(6, changed(6, (DX6, slip)), 0).findings
+    assert [f.key for f in findings] == ["variance_path_slip"], [(f.key, f.title) for f in findings]
+    assert "geometry_radial_slip" in findings[0].keys

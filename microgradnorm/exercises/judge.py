@@ -373,9 +373,13 @@ def _named_mistakes(problem: Problem, case: Case, name: str, g: np.ndarray) -> l
         return [both, first, second]
     geom = problem.geometry(case, name)
     seen = geometry_findings(g, case.expected[name], geom, explain_outside=False) if geom is not None else []
-    same = [f for f in seen if f.title == m.title]
+    same = [f for f in seen if f.title == m.title or _SAYS_THE_SAME.get(m.finding.key) == f.key]
     named = Finding(m.finding.key, m.finding.params, also=tuple(same))
-    return [named, *(f for f in seen if f.title != m.title), *problem.findings(case, name, g)]
+    return [named, *(f for f in seen if f not in same), *problem.findings(case, name, g)]
+
+
+# a known mistake and the geometry finding that names the same slip in other words: one bullet, not two
+_SAYS_THE_SAME = {"variance_path_slip": "geometry_radial_slip"}
 
 
 def _off_by(problem: Problem, case: Case, name: str, g: np.ndarray, rel: float) -> dict[str, Any]:
