@@ -524,6 +524,18 @@ CORPUS += [
         set(),
     ),
     ("2-mean-not-broadcast", 2, [(MEAN2, "return dmean / d")], {"not_broadcast"}, set()),
+    (
+        "9-j-unbiased",
+        9,
+        [
+            (
+                "rstd = 1.0 / np.sqrt((xshift * xshift).mean() + eps)",
+                "rstd = 1.0 / np.sqrt((xshift * xshift).sum() / (d - 1) + eps)",
+            )
+        ],
+        {"unbiased_variance"},
+        set(),
+    ),
     ("8-rms-term-axis-and-sign", 8, [(DX8, DX8_RMS_AXIS0.replace("dxhat - xhat", "dxhat + xhat"))], set(), set()),
 ]
 
