@@ -672,3 +672,14 @@ def test_the_slip_is_one_bullet_not_two():
     findings = judge_source(6, changed(6, (DX6, slip)), 0).findings
     assert [f.key for f in findings] == ["variance_path_slip"], [(f.key, f.title) for f in findings]
     assert "geometry_radial_slip" in findings[0].keys
+
+
+def test_a_first_failure_title_does_not_state_the_right_power():
+    """The learner's pass: exercise 6's 'the power -1/2 instead of -3/2' handed over the corrected exponent in
+    the title, which is never held back."""
+    from microgradnorm.exercises.diagnose import staged
+
+    wrong = (DVAR6, "dvar = -0.5 * rstd * (dxhat * xshift).sum(axis=0, keepdims=True)")
+    first = staged(judge_source(6, changed(6, wrong), 0).findings, set(), 6)
+    assert any(f.key == "dvar_power" for f in first)
+    assert all("3/2" not in f.title and "3/2" not in f.detail for f in first), [(f.title, f.detail) for f in first]

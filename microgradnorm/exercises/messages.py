@@ -173,7 +173,7 @@ FINDINGS: dict[str, tuple[str, str]] = {
     "gamma_left_out_dxhat": (N_("gamma left out"), N_("dxhat = gamma * dy.")),
     "xhat_not_gamma": (N_("xhat instead of gamma"), N_("dxhat = dy * dy/dxhat = dy * gamma.")),
     "dvar_power": (
-        N_("the power -1/2 instead of -3/2"),
+        N_("the power of (var + eps) was not lowered"),
         N_("xhat = xshift * (var + eps)^(-1/2), so dxhat/dvar = -1/2 xshift (var + eps)^(-3/2)."),
     ),
     "dvar_xhat": (
