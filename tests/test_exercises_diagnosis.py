@@ -683,3 +683,10 @@ def test_a_first_failure_title_does_not_state_the_right_power():
     first = staged(judge_source(6, changed(6, wrong), 0).findings, set(), 6)
     assert any(f.key == "dvar_power" for f in first)
     assert all("3/2" not in f.title and "3/2" not in f.detail for f in first), [(f.title, f.detail) for f in first]
+
+
+def test_a_keepdims_shape_with_wrong_values_says_what_to_do_not_see_below():
+    """The learner's pass: 'the values differ too, see below once the shape is fixed' pointed below at nothing."""
+    result = judge_source(4, changed(4, (DB4, "dbeta = dy.mean(axis=lead, keepdims=True)")), 0)
+    detail = next(f.detail for f in result.findings if f.key == "keepdims")
+    assert "check again" in detail and "below" not in detail, detail

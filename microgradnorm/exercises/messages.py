@@ -995,7 +995,7 @@ SAYINGS: dict[str, str] = {
     "keepdims_dropped": N_("a reduction dropped an axis (keepdims=False) that the result should keep with size 1"),
     # Translators: the {extra} of the keepdims message, with its leading space
     "keepdims_values_ok": N_(" The values themselves are right: only the shape is off."),
-    "keepdims_values_differ": N_(" (The values differ too, see below once the shape is fixed.)"),
+    "keepdims_values_differ": N_(" (The values differ too: check again once the shape is fixed to see how.)"),
 }
 
 
