@@ -690,3 +690,14 @@ def test_a_keepdims_shape_with_wrong_values_says_what_to_do_not_see_below():
     result = judge_source(4, changed(4, (DB4, "dbeta = dy.mean(axis=lead, keepdims=True)")), 0)
     detail = next(f.detail for f in result.findings if f.key == "keepdims")
     assert "check again" in detail and "below" not in detail, detail
+
+
+def test_fix_y_first_comes_with_how_to_check_y():
+    """The learner's pass: y returned in reverse order got only 'fix y first', with nothing on how to check y;
+    exercise 11's y was sent to a self-check that cannot see a forward mistake."""
+    reversed_y = changed(3, (Y3, Y3 + "[::-1]"))
+    said = {f.key: f.detail for f in judge_source(3, reversed_y, 0).findings}
+    assert "forward_first" in said and "(y - beta) / gamma" in said.get("no_match", ""), said
+    no_residual = changed(11, ("return x + h @ W,", "return (x + h @ W)[::-1],"))
+    findings = judge_source(11, no_residual, 0).findings
+    assert any(f.key == "no_match" and "h = LN(x)" in f.detail for f in findings), [f.detail for f in findings]

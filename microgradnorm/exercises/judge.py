@@ -525,6 +525,8 @@ def explain_values(
     several = len({n for n, _f in kept}) > 1  # name the output only where the bullets are about several
     found += [replace(f, output=problem.output(n).called) if several and f.key != "follows" else f for n, f in kept]
     found += [f for f in upstream if f.key not in titles]
+    if "y" in unexplained and any(f.key == "forward_first" for f in upstream):  # fix y first: and how to check it
+        found.append(finding("no_match", name=problem.output("y").called, advice=problem.advice("y")))
     if unexplained and not upstream:
         if len(wrong) == 1:  # the geometry of an error only where nothing else is wrong that could cause it
             found += _unnamed(problem, case, unexplained[0], got[unexplained[0]])

@@ -967,6 +967,10 @@ SAYINGS: dict[str, str] = {
         "Check y group by group: (y - beta) / gamma should have mean 0 and a variance of var / (var + eps), just "
         "under 1, over each group the norm normalizes."
     ),
+    "advice_forward_preln": N_(
+        "Check the forward pass in two steps: h = LN(x) should have, row by row, (h - beta) / gamma of mean 0 and "
+        "a variance just under 1; then out = x + h @ W."
+    ),
     "advice_forward_rms": N_(
         "Check y row by row: y / gamma should have a mean square of mean(x**2) / (mean(x**2) + eps), just under 1."
     ),

@@ -752,6 +752,9 @@ class PreLNProblem(Problem):
     def quantities(self, case: Case, name: str) -> list[tuple[str, np.ndarray]]:
         return norm_mistakes.quantities(case.info) if name in ("dgamma", "dbeta") else []
 
+    def advice(self, name: str) -> Phrase:
+        return phrase("advice_forward_preln") if name == "y" else phrase("advice_selfcheck")
+
     def findings(self, case: Case, name: str, got: np.ndarray) -> list[Finding]:
         """dx = dy + (the LayerNorm part): a factor on the LayerNorm part alone (rstd left out of it)."""
         if name != "dx":
