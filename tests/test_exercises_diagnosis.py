@@ -536,6 +536,8 @@ CORPUS += [
         {"unbiased_variance"},
         set(),
     ),
+    ("9-j-p-of-x", 9, [(J9, J9.replace("projection(xhat)", "projection(x)"))], {"j_p_not_of_xhat"}, set()),
+    ("9-j-p-of-xshift", 9, [(J9, J9.replace("projection(xhat)", "projection(xshift)"))], {"j_p_not_of_xhat"}, set()),
     ("8-rms-term-axis-and-sign", 8, [(DX8, DX8_RMS_AXIS0.replace("dxhat - xhat", "dxhat + xhat"))], set(), set()),
 ]
 

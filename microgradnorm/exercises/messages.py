@@ -209,6 +209,10 @@ FINDINGS: dict[str, tuple[str, str]] = {
     "p_no_1_over_d": (N_("the 1/d is missing"), N_("P = (1/d) (1 1^T + xhat xhat^T).")),
     "p_no_radial": (N_("the xhat xhat^T term is missing"), N_("P projects on both 1 and xhat: add xhat xhat^T / d.")),
     "p_no_ones": (N_("the 1 1^T term is missing"), N_("P projects on both 1 and xhat: add 1 1^T / d.")),
+    "j_p_not_of_xhat": (
+        N_("P built from {what} instead of xhat"),
+        N_("The P inside J is built from the normalized vector xhat = (x - mean) * rstd, not from {what}."),
+    ),
     "p_complement": (
         N_("I - P where P belongs"),
         N_(

@@ -569,7 +569,10 @@ class JacobianProblem(Problem):
         if eps > 0:
             xhat0, rstd0 = _jacobian_parts(x, 0.0)
             out.append(mistake("j_eps_left_out", formulas.layer_norm_jacobian(xhat0, rstd0, gamma), eps=eps))
-        m = formulas.moments(x, (0,), eps)  # the variance divided by d - 1, in sigma and in xhat alike
+        m = formulas.moments(x, (0,), eps)
+        for what, v in (("x", x), ("x - mean", m.xshift)):  # P built from an unnormalized vector
+            out.append(mistake("j_p_not_of_xhat", rstd * gamma[:, None] * (eye - formulas.projection(v)), what=what))
+        # the variance divided by d - 1, in sigma and in xhat alike
         rstd_u = 1.0 / math.sqrt(float(m.var[0]) * d / (d - 1) + eps)
         unbiased = formulas.layer_norm_jacobian(m.xshift * rstd_u, rstd_u, gamma)
         out.append(mistake("unbiased_variance", unbiased, n=d, n_minus_1=d - 1, factor=math.sqrt(d / (d - 1))))
