@@ -49,6 +49,7 @@ VP5 = "var_part = (dxhat * xhat).mean(axis=-1, keepdims=True)  # B,T,1: the path
 DX5 = "dx = rstd * (dxhat - mean_part - xhat * var_part)  # B,T,D"
 DG5 = "dgamma = (dy * xhat).sum(axis=lead)  # D"
 DB5 = "dbeta = dy.sum(axis=lead)  # D"
+RSTD5 = "rstd = 1.0 / np.sqrt(var + eps)  # B,T,1"
 VAR5 = "var = (xshift * xshift).mean(axis=-1, keepdims=True)  # B,T,1"
 DVAR6 = "dvar = -0.5 * std**-3 * (dxhat * xshift).sum(axis=0, keepdims=True)  # 1,D"
 DMEAN6 = "dmean = -rstd * dxhat.sum(axis=0, keepdims=True)  # 1,D"
@@ -538,6 +539,20 @@ CORPUS += [
     ),
     ("9-j-p-of-x", 9, [(J9, J9.replace("projection(xhat)", "projection(x)"))], {"j_p_not_of_xhat"}, set()),
     ("9-j-p-of-xshift", 9, [(J9, J9.replace("projection(xhat)", "projection(xshift)"))], {"j_p_not_of_xhat"}, set()),
+    (
+        "5-forward-unbiased-and-eps-outside",
+        5,
+        [(VAR5, "var = xshift.var(axis=-1, ddof=1, keepdims=True)"), (RSTD5, "rstd = 1.0 / (np.sqrt(var) + eps)")],
+        {"unbiased_variance", "eps_outside_sqrt"},
+        {"forward_first", "scale_unbiased_std"},
+    ),
+    (
+        "5-forward-unbiased-and-no-eps",
+        5,
+        [(VAR5, "var = xshift.var(axis=-1, ddof=1, keepdims=True)"), (RSTD5, "rstd = 1.0 / np.sqrt(var)")],
+        {"unbiased_variance", "eps_left_out"},
+        {"forward_first", "scale_unbiased_std"},
+    ),
     ("8-rms-term-axis-and-sign", 8, [(DX8, DX8_RMS_AXIS0.replace("dxhat - xhat", "dxhat + xhat"))], set(), set()),
 ]
 

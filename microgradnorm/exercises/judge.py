@@ -371,6 +371,8 @@ def _named_mistakes(problem: Problem, case: Case, name: str, g: np.ndarray) -> l
         first, second = (p.finding if isinstance(p, Mistake) else p for p in pair)
         both = finding("two_mistakes", name=problem.output(name).called, first=first.title, second=second.title)
         return [both, first, second]
+    if m.finding.key == "two_mistakes":  # a known pair computed as one answer: each slip its own bullet
+        return [Finding(m.finding.key, m.finding.params), *m.finding.also]
     geom = problem.geometry(case, name)
     seen = geometry_findings(g, case.expected[name], geom, explain_outside=False) if geom is not None else []
     same = [f for f in seen if f.title == m.title or _SAYS_THE_SAME.get(m.finding.key) == f.key]

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from microgradnorm import formulas
-from microgradnorm.exercises.diagnose import Geometry, Mistake, mistake
+from microgradnorm.exercises.diagnose import Finding, Geometry, Mistake, finding, mistake
 from microgradnorm.exercises.messages import Phrase, phrase
 
 __all__ = ["geometry", "mistakes", "quantities", "rms_one_term_axis"]
@@ -64,6 +64,12 @@ def _unbiased_text(n: int) -> dict[str, Any]:
     return {"n": n, "n_minus_1": n - 1, "factor": math.sqrt(n / (n - 1))}
 
 
+def _pair(name: str, answer: np.ndarray, first: Finding, second: Finding) -> Mistake:
+    """Two slips of the forward pass at once, as one answer (their errors do not add, so no sum finds them)."""
+    both = finding("two_mistakes", name=name, first=first.title, second=second.title)
+    return Mistake(Finding(both.key, both.params, also=(first, second)), np.asarray(answer, dtype=np.float64))
+
+
 def _y_mistakes(info: dict[str, Any]) -> list[Mistake]:
     x, eps, axes, n = info["x"], info["eps"], info["axes"], info["n"]
     g, b = info["g"], info["b"]
@@ -74,6 +80,12 @@ def _y_mistakes(info: dict[str, Any]) -> list[Mistake]:
     if eps > 0:
         out.append(mistake("eps_left_out", formulas.affine(formulas.moments(x, axes, 0.0).xhat, g, b), eps=eps))
         out.append(mistake("eps_outside_sqrt", formulas.affine(m.xshift / (np.sqrt(m.var) + eps), g, b)))
+        if n > 1:  # ddof=1 with eps outside the square root, or without eps
+            unbiased, c = finding("unbiased_variance", **_unbiased_text(n)), n / (n - 1)
+            outside = m.xshift / (np.sqrt(m.var * c) + eps)
+            out.append(_pair("y", formulas.affine(outside, g, b), unbiased, finding("eps_outside_sqrt")))
+            left_out = m.xshift / np.sqrt(m.var * c)
+            out.append(_pair("y", formulas.affine(left_out, g, b), unbiased, finding("eps_left_out", eps=eps)))
     out += [
         mistake("xshift_reversed", formulas.affine(-m.xhat, g, b)),
         mistake("gamma_beta_swapped", formulas.affine(m.xhat, b, g)),
