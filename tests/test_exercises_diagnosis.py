@@ -27,6 +27,7 @@ NEUTRAL = {
     "scale_other",
     "follows",
     "all_zero",
+    "not_paths_alone_rms",
 }
 
 POW = "return p * a ** (p - 1.0) * dout"
@@ -48,6 +49,7 @@ VP5 = "var_part = (dxhat * xhat).mean(axis=-1, keepdims=True)  # B,T,1: the path
 DX5 = "dx = rstd * (dxhat - mean_part - xhat * var_part)  # B,T,D"
 DG5 = "dgamma = (dy * xhat).sum(axis=lead)  # D"
 DB5 = "dbeta = dy.sum(axis=lead)  # D"
+RSTD5 = "rstd = 1.0 / np.sqrt(var + eps)  # B,T,1"
 VAR5 = "var = (xshift * xshift).mean(axis=-1, keepdims=True)  # B,T,1"
 DVAR6 = "dvar = -0.5 * std**-3 * (dxhat * xshift).sum(axis=0, keepdims=True)  # 1,D"
 DMEAN6 = "dmean = -rstd * dxhat.sum(axis=0, keepdims=True)  # 1,D"
@@ -427,6 +429,134 @@ CORPUS += [
 ]
 
 
+# the wrong attempts of an independent learner's pass (tutor-review), each one the grader got wrong or vague before
+DX8_RMS_AXIS0 = "dx = rrms * (dxhat - xhat * (dxhat * xhat).mean(axis=0))"
+CORPUS += [
+    (
+        "3-xshift-minus-data",
+        3,
+        [("xshift = [xi - mean for xi in x]", "xshift = [xi - mean.data for xi in x]")],
+        {"graph_cut_mean"},
+        set(),
+    ),
+    (
+        "3-xshift-reversed",
+        3,
+        [("xshift = [xi - mean for xi in x]", "xshift = [mean - xi for xi in x]")],
+        {"xshift_reversed"},
+        {"sign_flipped"},  # dx and dgamma are the right ones times -1
+    ),
+    (
+        "5-xshift-reversed",
+        5,
+        [("xshift = x - mean  # B,T,D", "xshift = mean - x  # B,T,D")],
+        {"xshift_reversed"},
+        {"sign_flipped"},
+    ),
+    (
+        "5-staged-dmean-axis-0",
+        5,
+        [(DX5, "dx = rstd * (dxhat - xhat * var_part) - (dxhat * rstd).sum(axis=0, keepdims=True) / dxhat.shape[-1]")],
+        {"axis_mean_term"},
+        set(),
+    ),
+    (
+        "8-eps-outside",
+        8,
+        [("rrms = 1.0 / np.sqrt(ms + eps)  # N,1", "rrms = 1.0 / (np.sqrt(ms) + eps)  # N,1")],
+        {"rms_eps_outside_sqrt", "forward_first"},
+        set(),
+    ),
+    ("8-rms-term-axis-0", 8, [(DX8, DX8_RMS_AXIS0)], {"axis_variance_term"}, set()),
+    (
+        "8-rms-term-axis-0-sum",
+        8,
+        [(DX8, "dx = rrms * (dxhat - xhat * (dxhat * xhat).sum(axis=0) / dxhat.shape[-1])")],
+        {"axis_variance_term"},
+        set(),
+    ),
+    (
+        "4-dgamma-axis-0-and-dbeta-keepdims",
+        4,
+        [(DG4, "dgamma = (dy * xhat).sum(axis=0)"), (DB4, "dbeta = dy.sum(axis=lead, keepdims=True)")],
+        {"wrong_axis_shape", "keepdims"},
+        set(),
+    ),
+    (
+        "9-p-complement",
+        9,
+        [(P9, "return np.eye(d) - (np.outer(ones, ones) + np.outer(xhat, xhat)) / d")],
+        {"p_complement"},
+        set(),
+    ),
+    (
+        "11-w-and-mean-term-axis",
+        11,
+        [
+            (DH11, "dh = dy @ W"),
+            (
+                DXLN11,
+                "dx_ln = rstd * (dxhat - dxhat.mean(axis=0, keepdims=True) - xhat * (dxhat * xhat).mean(axis=-1, "
+                "keepdims=True))",
+            ),
+        ],
+        {"w_not_transposed", "axis_mean_term"},
+        set(),
+    ),
+    (
+        "11-w-and-no-variance-path",
+        11,
+        [(DH11, "dh = dy @ W"), (DXLN11, "dx_ln = rstd * (dxhat - dxhat.mean(axis=-1, keepdims=True))")],
+        {"w_not_transposed", "variance_path_missing"},
+        set(),
+    ),
+    (
+        "10-mean-not-updated",
+        10,
+        [(M10, "new_mean = mean + delta / count"), (M2_10, "m2 += delta * (value - new_mean)")],
+        {"welford_mean_not_updated"},
+        set(),
+    ),
+    (
+        "10-m2-divided",
+        10,
+        [("return count, mean, m2", "return count, mean, m2 / count")],
+        {"welford_m2_divided"},
+        set(),
+    ),
+    ("2-mean-not-broadcast", 2, [(MEAN2, "return dmean / d")], {"not_broadcast"}, set()),
+    (
+        "9-j-unbiased",
+        9,
+        [
+            (
+                "rstd = 1.0 / np.sqrt((xshift * xshift).mean() + eps)",
+                "rstd = 1.0 / np.sqrt((xshift * xshift).sum() / (d - 1) + eps)",
+            )
+        ],
+        {"unbiased_variance"},
+        set(),
+    ),
+    ("9-j-p-of-x", 9, [(J9, J9.replace("projection(xhat)", "projection(x)"))], {"j_p_not_of_xhat"}, set()),
+    ("9-j-p-of-xshift", 9, [(J9, J9.replace("projection(xhat)", "projection(xshift)"))], {"j_p_not_of_xhat"}, set()),
+    (
+        "5-forward-unbiased-and-eps-outside",
+        5,
+        [(VAR5, "var = xshift.var(axis=-1, ddof=1, keepdims=True)"), (RSTD5, "rstd = 1.0 / (np.sqrt(var) + eps)")],
+        {"unbiased_variance", "eps_outside_sqrt"},
+        {"forward_first", "scale_unbiased_std"},
+    ),
+    (
+        "5-forward-unbiased-and-no-eps",
+        5,
+        [(VAR5, "var = xshift.var(axis=-1, ddof=1, keepdims=True)"), (RSTD5, "rstd = 1.0 / np.sqrt(var)")],
+        {"unbiased_variance", "eps_left_out"},
+        {"forward_first", "scale_unbiased_std"},
+    ),
+    ("8-rms-term-axis-and-sign", 8, [(DX8, DX8_RMS_AXIS0.replace("dxhat - xhat", "dxhat + xhat"))], set(), set()),
+]
+
+
 def _blamed(judgement) -> set[str]:
     keys = set()
     for f in judgement.findings:
@@ -498,3 +628,93 @@ def test_every_fix_is_held_back_the_first_time_and_shown_the_second():
                 assert f.detail, (sid, f.key)  # what is off (an output, a ratio, a factor) is said at once
         seen = {k for f in findings for k in f.keys}
         assert [f.detail for f in staged(findings, seen, number)] == [f.detail for f in findings], sid
+
+
+def test_no_explanation_says_a_sentence_twice_and_rmsnorm_hears_of_no_mean_path():
+    """The learner's pass (tutor-review): exercise 3's missing-mean explanation came twice on a second check
+    (the path and its geometry, both renamed to the same cut node); exercise 8's fallback spoke of the paths
+    through the mean and the variance, which RMSNorm does not have, then sent the learner to a self-check that
+    only repeats that dx differs."""
+    from microgradnorm.exercises.diagnose import staged
+
+    for sid, number, changes, _must, _may in CORPUS:
+        findings = judge_source(number, changed(number, *changes), 0).findings
+        for f in staged(findings, {k for g in findings for k in g.keys}, number):
+            said = [s.strip() for s in f.detail.replace(". ", ".\n").splitlines() if s.strip()]
+            assert len(said) == len(set(said)), (sid, f.key, f.detail)
+    rms = judge_source(8, changed(8, (DX8, DX8_RMS_AXIS0.replace("dxhat - xhat", "dxhat + xhat"))), 0).findings
+    assert [f.key for f in rms] == ["not_paths_alone_rms"], [f.key for f in rms]
+    assert "mean" not in rms[0].title and "variance" not in rms[0].detail
+
+
+def test_status_words_are_not_repeated_and_a_factor_near_one_keeps_the_digits_that_tell_its_ends_apart():
+    """The learner's pass: "several outputs are wrong: Wrong: y ..." said it twice, and a factor from 0.9996 to
+    0.9999 (eps outside the square root, before that was named) read "from 1 to 1"."""
+    import numpy as np
+
+    from microgradnorm.exercises.diagnose import factor_findings
+
+    right = np.random.default_rng(3).normal(size=(3, 6))
+    found = factor_findings("y", right * np.array([[0.9996], [0.9998], [0.9999]]), right, [])
+    assert [f.key for f in found] == ["factor_per_axis"]
+    assert "from 0.9996 to 0.9999" in found[0].detail, found[0].detail
+    wide = factor_findings("y", right * np.array([[0.5], [2.0], [3.0]]), right, [])
+    assert "from 0.5 to 3" in wide[0].detail, wide[0].detail
+    several = judge_source(8, changed(8, ("rrms = 1.0 / np.sqrt(ms + eps)  # N,1", "rrms = 1.0 / np.sqrt(ms)")), 0)
+    detail = next(f.detail for f in several.findings if f.key == "several_wrong")
+    assert detail.startswith("y (relative error"), detail
+
+
+def test_a_slip_in_dx_made_with_w_for_w_t_is_named_and_the_rest_of_dx_is_not_called_right():
+    from microgradnorm.exercises.diagnose import staged
+
+    """The learner's pass: W for W.T and the mean term over axis 0 got 'W instead of W.T' and, for dx, only
+    'no common mistake, run your file'; naming the axis slip must not claim the rest of dx is right."""
+    source = changed(
+        11,
+        (DH11, "dh = dy @ W"),
+        (DXLN11, DXLN11.replace("dxhat - dxhat.mean(axis=-1", "dxhat - dxhat.mean(axis=0")),
+    )
+    findings = judge_source(11, source, 0).findings
+    seen = {k for f in findings for k in f.keys}
+    assert {"w_not_transposed", "axis_mean_term"} <= seen and "no_match" not in seen, seen
+    said = " ".join(f.detail for f in staged(findings, seen, 11))
+    assert "axis 0" in said and "rest of dx is right" not in said, said
+
+
+def test_the_slip_is_one_bullet_not_two():
+    """The learner's pass: exercise 6's (m-1)/m slip got two bullets, 'the variance path carries a factor
+    (m-1)/m' and 'the path through the variance carries a factor (m-1)/m'."""
+    slip = "dx = dxhat * rstd + dmean / m + dvar * 2.0 * xshift * (m - 1) / m**2"
+    findings = judge_source(6, changed(6, (DX6, slip)), 0).findings
+    assert [f.key for f in findings] == ["variance_path_slip"], [(f.key, f.title) for f in findings]
+    assert "geometry_radial_slip" in findings[0].keys
+
+
+def test_a_first_failure_title_does_not_state_the_right_power():
+    """The learner's pass: exercise 6's 'the power -1/2 instead of -3/2' handed over the corrected exponent in
+    the title, which is never held back."""
+    from microgradnorm.exercises.diagnose import staged
+
+    wrong = (DVAR6, "dvar = -0.5 * rstd * (dxhat * xshift).sum(axis=0, keepdims=True)")
+    first = staged(judge_source(6, changed(6, wrong), 0).findings, set(), 6)
+    assert any(f.key == "dvar_power" for f in first)
+    assert all("3/2" not in f.title and "3/2" not in f.detail for f in first), [(f.title, f.detail) for f in first]
+
+
+def test_a_keepdims_shape_with_wrong_values_says_what_to_do_not_see_below():
+    """The learner's pass: 'the values differ too, see below once the shape is fixed' pointed below at nothing."""
+    result = judge_source(4, changed(4, (DB4, "dbeta = dy.mean(axis=lead, keepdims=True)")), 0)
+    detail = next(f.detail for f in result.findings if f.key == "keepdims")
+    assert "check again" in detail and "below" not in detail, detail
+
+
+def test_fix_y_first_comes_with_how_to_check_y():
+    """The learner's pass: y returned in reverse order got only 'fix y first', with nothing on how to check y;
+    exercise 11's y was sent to a self-check that cannot see a forward mistake."""
+    reversed_y = changed(3, (Y3, Y3 + "[::-1]"))
+    said = {f.key: f.detail for f in judge_source(3, reversed_y, 0).findings}
+    assert "forward_first" in said and "(y - beta) / gamma" in said.get("no_match", ""), said
+    no_residual = changed(11, ("return x + h @ W,", "return (x + h @ W)[::-1],"))
+    findings = judge_source(11, no_residual, 0).findings
+    assert any(f.key == "no_match" and "h = LN(x)" in f.detail for f in findings), [f.detail for f in findings]

@@ -67,7 +67,7 @@ DIAGNOSES = [
         6,
         "dvar = -0.5 * std**-3 * (dxhat * xshift).sum(axis=0, keepdims=True)  # 1,D",
         "dvar = -0.5 * rstd * (dxhat * xshift).sum(axis=0, keepdims=True)",
-        "the power -1/2 instead of -3/2",
+        "the power of (var + eps) was not lowered",
         id="bn-dvar-power",
     ),
     pytest.param(

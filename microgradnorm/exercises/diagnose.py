@@ -233,6 +233,8 @@ def shape_findings(
     got, expected = tuple(got), tuple(expected)
     if tuple(s for s in got if s != 1) == tuple(s for s in expected if s != 1):
         return [_keepdims_finding(name, got, expected, values_match_squeezed)]
+    if len(got) == len(expected) and all(g in (1, e) for g, e in zip(got, expected)):
+        return [finding("not_broadcast", name=name, got=got, expected=expected)]  # a statistic's shape, kept
     if x_shape is not None:
         want, have = _reductions_giving(tuple(x_shape), expected), _reductions_giving(tuple(x_shape), got)
         if want and have:
@@ -351,9 +353,18 @@ def factor_findings(
             where = phrase(
                 "per_row" if axis == 0 else "per_column" if axis == expected.ndim - 1 else "per_axis", axis=axis
             )
-            low, high = float(np.min(r)), float(np.max(r))
+            low, high = _distinct(float(np.min(r)), float(np.max(r)))
             return [finding("factor_per_axis", name=name, where=where, low=low, high=high)]
     return []
+
+
+def _distinct(low: float, high: float) -> tuple[str, str]:
+    """Two numbers with as few digits (3 at least) as tell them apart: not "from 1 to 1" for 0.9996 and 0.9999."""
+    for digits in range(3, 16):
+        said = f"{low:.{digits}g}", f"{high:.{digits}g}"
+        if said[0] != said[1]:
+            break
+    return said
 
 
 # ---- geometry of a normalization dx ---------------------------------------------------
@@ -459,7 +470,8 @@ def geometry_findings(
     if split is None:
         return []
     if split.rest > SMALL_SHARE:  # not a path's fault alone: say so, and blame no term
-        return [finding("not_paths_alone", share=split.share)] if explain_outside else []
+        key = "not_paths_alone" if geom.mean_path is not None else "not_paths_alone_rms"  # RMSNorm has no mean path
+        return [finding(key, share=split.share)] if explain_outside else []
     sum_got = float(np.max(np.abs(got.sum(axis=geom.axes))))
     dot_got = float(np.max(np.abs((got * geom.xhat).sum(axis=geom.axes))))
     paths = (_mean_finding(split, geom, sum_got), _radial_finding(split, geom, dot_got))

@@ -206,8 +206,13 @@ def check_types(ev: Evidence) -> Verdict:
                 ev.bad.add((call, o.name))
     if not errors:
         return Verdict([CheckRow(say("check_types"), True, say("row_types_ok"))])
-    call, name, msg = errors[0]
-    return Verdict([CheckRow(say("check_types"), False, msg)], lambda: _explain_shape(ev, call, name))
+    call, _name, msg = errors[0]
+    names = list(dict.fromkeys(n for c, n, _m in errors if c == call))  # two shapes wrong: both explained
+
+    def explain() -> Explanation:
+        return [f for n in names for f in _explain_shape(ev, call, n)[0]], None
+
+    return Verdict([CheckRow(say("check_types"), False, msg)], explain)
 
 
 # ---- finite ---------------------------------------------------------------------------------
@@ -366,11 +371,17 @@ def _named_mistakes(problem: Problem, case: Case, name: str, g: np.ndarray) -> l
         first, second = (p.finding if isinstance(p, Mistake) else p for p in pair)
         both = finding("two_mistakes", name=problem.output(name).called, first=first.title, second=second.title)
         return [both, first, second]
+    if m.finding.key == "two_mistakes":  # a known pair computed as one answer: each slip its own bullet
+        return [Finding(m.finding.key, m.finding.params), *m.finding.also]
     geom = problem.geometry(case, name)
     seen = geometry_findings(g, case.expected[name], geom, explain_outside=False) if geom is not None else []
-    same = [f for f in seen if f.title == m.title]
+    same = [f for f in seen if f.title == m.title or _SAYS_THE_SAME.get(m.finding.key) == f.key]
     named = Finding(m.finding.key, m.finding.params, also=tuple(same))
-    return [named, *(f for f in seen if f.title != m.title), *problem.findings(case, name, g)]
+    return [named, *(f for f in seen if f not in same), *problem.findings(case, name, g)]
+
+
+# a known mistake and the geometry finding that names the same slip in other words: one bullet, not two
+_SAYS_THE_SAME = {"variance_path_slip": "geometry_radial_slip"}
 
 
 def _off_by(problem: Problem, case: Case, name: str, g: np.ndarray, rel: float) -> dict[str, Any]:
@@ -469,7 +480,7 @@ def _unnamed(problem: Problem, case: Case, name: str, g: np.ndarray) -> list[Fin
     geom = problem.geometry(case, name)
     if geom is not None:
         found += geometry_findings(g, case.expected[name], geom)
-    if any(f.key != "not_paths_alone" for f in found):  # a path singled out: that is the explanation
+    if found:  # a path singled out, or which terms to check when none is: the self-check would only repeat it
         return found
     advice = problem.advice(name)
     return [*found, finding("no_match", name=problem.output(name).called, advice=advice)]
@@ -516,6 +527,8 @@ def explain_values(
     several = len({n for n, _f in kept}) > 1  # name the output only where the bullets are about several
     found += [replace(f, output=problem.output(n).called) if several and f.key != "follows" else f for n, f in kept]
     found += [f for f in upstream if f.key not in titles]
+    if "y" in unexplained and any(f.key == "forward_first" for f in upstream):  # fix y first: and how to check it
+        found.append(finding("no_match", name=problem.output("y").called, advice=problem.advice("y")))
     if unexplained and not upstream:
         if len(wrong) == 1:  # the geometry of an error only where nothing else is wrong that could cause it
             found += _unnamed(problem, case, unexplained[0], got[unexplained[0]])

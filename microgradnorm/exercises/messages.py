@@ -98,6 +98,10 @@ FINDINGS: dict[str, tuple[str, str]] = {
         N_("eps outside the square root"),
         N_("eps goes inside: sqrt(var + eps), not sqrt(var) + eps."),
     ),
+    "xshift_reversed": (
+        N_("mean - x where x - mean belongs"),
+        N_("Your y is gamma * (-xhat) + beta: every normalized value has the wrong sign. xhat = (x - mean) * rstd."),
+    ),
     "gamma_beta_swapped": (N_("gamma and beta swapped"), N_("y = gamma * xhat + beta.")),
     "beta_left_out": (N_("beta left out"), N_("y = gamma * xhat + beta: add beta.")),
     "gamma_left_out": (N_("gamma left out"), N_("y = gamma * xhat + beta: scale by gamma.")),
@@ -169,7 +173,7 @@ FINDINGS: dict[str, tuple[str, str]] = {
     "gamma_left_out_dxhat": (N_("gamma left out"), N_("dxhat = gamma * dy.")),
     "xhat_not_gamma": (N_("xhat instead of gamma"), N_("dxhat = dy * dy/dxhat = dy * gamma.")),
     "dvar_power": (
-        N_("the power -1/2 instead of -3/2"),
+        N_("the power of (var + eps) was not lowered"),
         N_("xhat = xshift * (var + eps)^(-1/2), so dxhat/dvar = -1/2 xshift (var + eps)^(-3/2)."),
     ),
     "dvar_xhat": (
@@ -184,6 +188,10 @@ FINDINGS: dict[str, tuple[str, str]] = {
         N_("rms = sqrt(mean(x**2) + eps): the mean of the squares, not their sum."),
     ),
     "rms_eps_left_out": (N_("eps left out"), N_("rms = sqrt(mean(x**2) + eps), eps = {eps:g}.")),
+    "rms_eps_outside_sqrt": (
+        N_("eps outside the square root"),
+        N_("eps goes inside: sqrt(mean(x**2) + eps), not sqrt(mean(x**2)) + eps."),
+    ),
     "rms_layernorm_formula": (
         N_("the LayerNorm formula"),
         N_(
@@ -201,6 +209,17 @@ FINDINGS: dict[str, tuple[str, str]] = {
     "p_no_1_over_d": (N_("the 1/d is missing"), N_("P = (1/d) (1 1^T + xhat xhat^T).")),
     "p_no_radial": (N_("the xhat xhat^T term is missing"), N_("P projects on both 1 and xhat: add xhat xhat^T / d.")),
     "p_no_ones": (N_("the 1 1^T term is missing"), N_("P projects on both 1 and xhat: add 1 1^T / d.")),
+    "j_p_not_of_xhat": (
+        N_("P built from {what} instead of xhat"),
+        N_("The P inside J is built from the normalized vector xhat = (x - mean) * rstd, not from {what}."),
+    ),
+    "p_complement": (
+        N_("I - P where P belongs"),
+        N_(
+            "Your P is the identity minus the right one: the part of a vector that J keeps. P is the part J "
+            "removes: it sends the ones vector and xhat to themselves."
+        ),
+    ),
     "j_transposed": (
         N_("transposed"),
         N_("J[i, j] = dy_i / dx_j: row i belongs to output y_i, so gamma_i scales row i (diag(gamma) on the left)."),
@@ -243,6 +262,20 @@ FINDINGS: dict[str, tuple[str, str]] = {
         N_(
             "Your mean moves by (value - mean) / count with the count before this value. It is the mean of count + 1 "
             "values now: mean_new = mean + (value - mean) / (count + 1)."
+        ),
+    ),
+    "welford_mean_not_updated": (
+        N_("the mean is not updated"),
+        N_(
+            "Your mean stays where the state started: the new mean is computed but the old one is returned. "
+            "Return the updated mean, so that the next value's deviation is measured from it."
+        ),
+    ),
+    "welford_m2_divided": (
+        N_("m2 divided by the count at every step"),
+        N_(
+            "m2 is the running sum of squared deviations: it is divided by the count once, at the end, to give "
+            "the variance. Returning m2 / count as the new m2 shrinks the sum at every value."
         ),
     ),
     "welford_ignores_state": (
@@ -293,6 +326,14 @@ FINDINGS: dict[str, tuple[str, str]] = {
             "dy), the axis of each sum or mean, and which factor multiplies which term."
         ),
     ),
+    "not_paths_alone_rms": (
+        N_("not the path through the rms alone"),
+        N_(
+            "The error of your dx is not only along 1 and xhat ({share}), so neither the path through the rms, left "
+            "out or scaled, nor a term along 1 explains it. Check each term of your dx: dxhat (gamma and dy), the "
+            "axis of each sum or mean, its sign, and which factor multiplies which term."
+        ),
+    ),
     "not_paths_alone_values": (
         N_("not one value left out of the graph"),
         N_(
@@ -334,15 +375,15 @@ FINDINGS: dict[str, tuple[str, str]] = {
     "axis_mean_term": (
         N_("the mean of dxhat over the wrong axis"),
         N_(
-            "In your dx one term, the mean of dxhat, is taken over axis {wrong}; the rest of dx is right. Every "
-            "mean in dx is over the group each x_i was normalized with: axis {right}."
+            "In your dx one term, the mean of dxhat, is taken over axis {wrong}. Every mean in dx is over the "
+            "group each x_i was normalized with: axis {right}."
         ),
     ),
     "axis_variance_term": (
         N_("the mean of dxhat * xhat over the wrong axis"),
         N_(
-            "In your dx one term, the mean of dxhat * xhat, is taken over axis {wrong}; the rest of dx is right. "
-            "Every mean in dx is over the group each x_i was normalized with: axis {right}."
+            "In your dx one term, the mean of dxhat * xhat, is taken over axis {wrong}. Every mean in dx is over "
+            "the group each x_i was normalized with: axis {right}."
         ),
     ),
     "product_of_sums": (
@@ -387,7 +428,7 @@ FINDINGS: dict[str, tuple[str, str]] = {
         N_("off by a factor that changes {where}"),
         N_(
             "Your {name} is the right one times a factor that is the same within each slice and changes {where} "
-            "(from {low:.3g} to {high:.3g}): a quantity of that row or column (a statistic such as its std, or a "
+            "(from {low} to {high}): a quantity of that row or column (a statistic such as its std, or a "
             "parameter) multiplies it where it should not, or is missing."
         ),
     ),
@@ -402,7 +443,7 @@ FINDINGS: dict[str, tuple[str, str]] = {
             "and {name} comes out right with it."
         ),
     ),
-    "several_wrong": (N_("several outputs are wrong"), N_("Wrong: {outputs}.")),
+    "several_wrong": (N_("several outputs are wrong"), N_("{outputs}.")),
     "forward_first": (
         N_("the forward pass is wrong too"),
         N_(
@@ -554,11 +595,19 @@ FINDINGS: dict[str, tuple[str, str]] = {
         N_("keepdims shape mistake"),
         N_("{name} has shape {got}, expected {expected}: {how}; use keepdims= to match, or reshape.{extra}"),
     ),
+    "not_broadcast": (
+        N_("one number per group where one per entry belongs"),
+        N_(
+            "{name} has shape {got}, expected {expected}: a gradient has the shape of what it is the gradient of, "
+            "and every entry of x gets its own share. Broadcast it to {expected} (np.broadcast_to, or multiply by "
+            "np.ones_like(x))."
+        ),
+    ),
     "wrong_axis_shape": (
         N_("reduced over the wrong axis"),
         N_(
-            "{name} has shape {got}, which is what reducing {x_name} {x_shape} over axis {got_axes} gives; {name} is "
-            "reduced over axis {want_axes}, giving {expected}."
+            "{name} has shape {got}, which is what reducing {x_name} {x_shape} over axis {got_axes} gives; {name} "
+            "should be reduced over axis {want_axes}, giving {expected}."
         ),
     ),
     "transposed_shape": (N_("transposed"), N_("{name} has shape {got}, expected {expected}: it is transposed.")),
@@ -652,6 +701,8 @@ REVEALS = frozenset(
         "unbiased_variance",
         "eps_left_out",
         "eps_outside_sqrt",
+        "rms_eps_outside_sqrt",
+        "xshift_reversed",
         "gamma_beta_swapped",
         "beta_left_out",
         "gamma_left_out",
@@ -920,6 +971,10 @@ SAYINGS: dict[str, str] = {
         "Check y group by group: (y - beta) / gamma should have mean 0 and a variance of var / (var + eps), just "
         "under 1, over each group the norm normalizes."
     ),
+    "advice_forward_preln": N_(
+        "Check the forward pass in two steps: h = LN(x) should have, row by row, (h - beta) / gamma of mean 0 and "
+        "a variance just under 1; then out = x + h @ W."
+    ),
     "advice_forward_rms": N_(
         "Check y row by row: y / gamma should have a mean square of mean(x**2) / (mean(x**2) + eps), just under 1."
     ),
@@ -948,7 +1003,7 @@ SAYINGS: dict[str, str] = {
     "keepdims_dropped": N_("a reduction dropped an axis (keepdims=False) that the result should keep with size 1"),
     # Translators: the {extra} of the keepdims message, with its leading space
     "keepdims_values_ok": N_(" The values themselves are right: only the shape is off."),
-    "keepdims_values_differ": N_(" (The values differ too, see below once the shape is fixed.)"),
+    "keepdims_values_differ": N_(" (The values differ too: check again once the shape is fixed to see how.)"),
 }
 
 

@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from microgradnorm import formulas
-from microgradnorm.exercises.diagnose import Geometry, Mistake, mistake
+from microgradnorm.exercises.diagnose import Finding, Geometry, Mistake, finding, mistake
 from microgradnorm.exercises.messages import Phrase, phrase
 
-__all__ = ["geometry", "mistakes", "quantities"]
+__all__ = ["geometry", "mistakes", "quantities", "rms_one_term_axis"]
 
 
 def _axis(axes: tuple[int, ...]) -> str:
@@ -64,6 +64,12 @@ def _unbiased_text(n: int) -> dict[str, Any]:
     return {"n": n, "n_minus_1": n - 1, "factor": math.sqrt(n / (n - 1))}
 
 
+def _pair(name: str, answer: np.ndarray, first: Finding, second: Finding) -> Mistake:
+    """Two slips of the forward pass at once, as one answer (their errors do not add, so no sum finds them)."""
+    both = finding("two_mistakes", name=name, first=first.title, second=second.title)
+    return Mistake(Finding(both.key, both.params, also=(first, second)), np.asarray(answer, dtype=np.float64))
+
+
 def _y_mistakes(info: dict[str, Any]) -> list[Mistake]:
     x, eps, axes, n = info["x"], info["eps"], info["axes"], info["n"]
     g, b = info["g"], info["b"]
@@ -74,7 +80,14 @@ def _y_mistakes(info: dict[str, Any]) -> list[Mistake]:
     if eps > 0:
         out.append(mistake("eps_left_out", formulas.affine(formulas.moments(x, axes, 0.0).xhat, g, b), eps=eps))
         out.append(mistake("eps_outside_sqrt", formulas.affine(m.xshift / (np.sqrt(m.var) + eps), g, b)))
+        if n > 1:  # ddof=1 with eps outside the square root, or without eps
+            unbiased, c = finding("unbiased_variance", **_unbiased_text(n)), n / (n - 1)
+            outside = m.xshift / (np.sqrt(m.var * c) + eps)
+            out.append(_pair("y", formulas.affine(outside, g, b), unbiased, finding("eps_outside_sqrt")))
+            left_out = m.xshift / np.sqrt(m.var * c)
+            out.append(_pair("y", formulas.affine(left_out, g, b), unbiased, finding("eps_left_out", eps=eps)))
     out += [
+        mistake("xshift_reversed", formulas.affine(-m.xhat, g, b)),
         mistake("gamma_beta_swapped", formulas.affine(m.xhat, b, g)),
         mistake("beta_left_out", formulas.affine(m.xhat, g, None)),
         mistake("gamma_left_out", formulas.affine(m.xhat, None, b)),
@@ -175,6 +188,20 @@ def _one_term_axis(gx: np.ndarray, m: formulas.Moments, axes: tuple[int, ...], n
         ):
             out.append(mistake("axis_mean_term", m.rstd * (gx - wrong_mean - m.xhat * var_term), **words))
             out.append(mistake("axis_variance_term", m.rstd * (gx - mean_term - m.xhat * wrong_var), **words))
+        # the staged form, dx = rstd * dxhat + dmean / n + ...: dmean's sum over the wrong axes, rstd inside it
+        staged_mean = (m.rstd * gx).sum(axis=ax, keepdims=True) / n
+        out.append(mistake("axis_mean_term", m.rstd * (gx - m.xhat * var_term) - staged_mean, **words))
+    return out
+
+
+def rms_one_term_axis(gx: np.ndarray, xhat: np.ndarray, rrms: np.ndarray, axes: tuple[int, ...]) -> list[Mistake]:
+    """RMSNorm's dx = rrms * (gx - xhat * mean(gx * xhat)) with its one mean over the wrong axes (or sum / D)."""
+    n = formulas.group_size(gx.shape, axes)
+    out = []
+    for ax in _other_axis_sets(gx.ndim, axes):
+        words = {"wrong": _axis(ax), "right": _axis(axes)}
+        for wrong in ((gx * xhat).mean(axis=ax, keepdims=True), (gx * xhat).sum(axis=ax, keepdims=True) / n):
+            out.append(mistake("axis_variance_term", rrms * (gx - xhat * wrong), **words))
     return out
 
 

@@ -344,8 +344,10 @@ class NormProblem(Problem):
     def renamed(self, f: Finding) -> Finding:
         if not self.values:
             return f
-        also = tuple(self.renamed(g) for g in f.also)
-        return Finding(_GRAPH_CUT.get(f.key, f.key), f.params, also, f.output)
+        key = _GRAPH_CUT.get(f.key, f.key)
+        # a path missing and its geometry both become the same cut node: said once, not twice
+        also = tuple(g for g in (self.renamed(g) for g in f.also) if g.key != key)
+        return Finding(key, f.params, also, f.output)
 
     def follows(self, case: Case, name: str, got: dict[str, np.ndarray]) -> Finding | None:
         """In the staged exercise, a stage right for the learner's own earlier stages (each from the ones it uses)."""
@@ -454,6 +456,8 @@ class RMSProblem(Problem):
         ]
         if eps > 0:
             out.append(mistake("rms_eps_left_out", g * formulas.rms_moments(x, axes, 0.0).xhat, eps=eps))
+            ms = (x * x).mean(axis=axes, keepdims=True)
+            out.append(mistake("rms_eps_outside_sqrt", g * x / (np.sqrt(ms) + eps)))
         return out
 
     def _dx_mistakes(self, info: dict[str, Any]) -> list[Mistake]:
@@ -464,6 +468,7 @@ class RMSProblem(Problem):
             mistake("rms_layernorm_formula", formulas.dx_simplified(gx, r.xhat, r.rrms, axes)),
             mistake("rms_path_missing", gx * r.rrms),
             mistake("rms_gamma_left_out_dx", formulas.rms_dx(dy, r.xhat, r.rrms, axes)),
+            *norm_mistakes.rms_one_term_axis(gx, r.xhat, r.rrms, axes),
         ]
         if eps > 0:
             r0 = formulas.rms_moments(x, axes, 0.0)
@@ -547,6 +552,7 @@ class JacobianProblem(Problem):
                 mistake("p_inner_product", 1.0 + np.outer(given, given) / d, what="1 1^T"),
                 mistake("p_inner_product", 1.0 + inner + 0 * ones, what="1 1^T, xhat xhat^T"),
                 mistake("p_elementwise", ones + np.diag(given * given) / d),
+                mistake("p_complement", eye - P),
             ]
         J, P = formulas.layer_norm_jacobian(xhat, rstd, gamma), formulas.projection(xhat)
         out = [
@@ -559,6 +565,13 @@ class JacobianProblem(Problem):
         if eps > 0:
             xhat0, rstd0 = _jacobian_parts(x, 0.0)
             out.append(mistake("j_eps_left_out", formulas.layer_norm_jacobian(xhat0, rstd0, gamma), eps=eps))
+        m = formulas.moments(x, (0,), eps)
+        for what, v in (("x", x), ("x - mean", m.xshift)):  # P built from an unnormalized vector
+            out.append(mistake("j_p_not_of_xhat", rstd * gamma[:, None] * (eye - formulas.projection(v)), what=what))
+        # the variance divided by d - 1, in sigma and in xhat alike
+        rstd_u = 1.0 / math.sqrt(float(m.var[0]) * d / (d - 1) + eps)
+        unbiased = formulas.layer_norm_jacobian(m.xshift * rstd_u, rstd_u, gamma)
+        out.append(mistake("unbiased_variance", unbiased, n=d, n_minus_1=d - 1, factor=math.sqrt(d / (d - 1))))
         return out
 
     def quantities(self, case: Case, name: str) -> list[tuple[str, np.ndarray]]:
@@ -594,22 +607,34 @@ def _merge(count0: np.ndarray, mean0: np.ndarray, m2_0: np.ndarray, x: np.ndarra
 
 
 def _welford_stream(
-    inputs: dict[str, Any], increment: Callable[[float, float, float], float], late: int = 0
+    inputs: dict[str, Any],
+    increment: Callable[[float, float, float], float],
+    late: int = 0,
+    keep_mean: bool = False,
+    divide_m2: bool = False,
 ) -> dict[str, np.ndarray]:
     """What an update with m2 += increment(value, old mean, new mean) gives, from the given states.
 
     ``late`` 1: the mean moves by (value - mean) / (the count before this value), one count late.
+    ``keep_mean``: the new mean is computed but the old one returned. ``divide_m2``: m2 / count returned as m2.
     """
     means, variances = [], []
     for row, count, mean, m2 in zip(inputs["x"], inputs["count0"], inputs["mean0"], inputs["m2_0"]):
         count, mean, m2 = int(count), float(mean), float(m2)
         for value in row:
             count += 1
-            old, mean = mean, mean + (value - mean) / (count - late)
-            m2 += increment(value, old, mean)
+            old, new = mean, mean + (value - mean) / (count - late)
+            m2 += increment(value, old, new)
+            mean = old if keep_mean else new
+            m2 = m2 / count if divide_m2 else m2
         means.append(mean)
         variances.append(m2 / count)
     return {"mean": np.array(means), "var": np.array(variances)}
+
+
+def _welford_increment(value: float, old: float, new: float) -> float:
+    """The right growth of m2: (value - old mean) * (value - new mean)."""
+    return (value - old) * (value - new)
 
 
 class WelfordProblem(Problem):
@@ -642,11 +667,15 @@ class WelfordProblem(Problem):
     def mistakes(self, case: Case, name: str) -> list[Mistake]:
         x = case.inputs["x"]
         fresh = {"mean": x.mean(axis=1), "var": x.var(axis=1)}
-        late = _welford_stream(case.inputs, lambda v, old, new: (v - old) * (v - new), late=1)[name]
+        right = _welford_increment
+        late = _welford_stream(case.inputs, right, late=1)[name]
         out = [
             mistake("welford_ignores_state", fresh[name], count=case.info["seen"]),
             mistake("welford_old_count", late),
+            mistake("welford_mean_not_updated", _welford_stream(case.inputs, right, keep_mean=True)[name]),
         ]
+        if name == "var":
+            out.append(mistake("welford_m2_divided", _welford_stream(case.inputs, right, divide_m2=True)["var"]))
         if name == "var":
             squared = _welford_stream(case.inputs, lambda v, old, new: (v - old) ** 2)["var"]
             new_squared = _welford_stream(case.inputs, lambda v, old, new: (v - new) ** 2)["var"]
@@ -698,7 +727,9 @@ class PreLNProblem(Problem):
             mistake("identity_path_only", dy + 0.0),
             mistake("w_not_transposed", dy + ln_wrong_w),
         ]
-        return out + [Mistake(m.finding, dy + m.answer) for m in norm_mistakes.mistakes(info, "dx", dh)]
+        out += [Mistake(m.finding, dy + m.answer) for m in norm_mistakes.mistakes(info, "dx", dh)]
+        # a LayerNorm slip on top of W for W.T: dgamma and dbeta name the W, dx names the slip
+        return out + [Mistake(m.finding, dy + m.answer) for m in norm_mistakes.mistakes(info, "dx", dy @ W)]
 
     def mistakes(self, case: Case, name: str) -> list[Mistake]:
         x, W, h, dh, dy = self._block(case)
@@ -719,6 +750,9 @@ class PreLNProblem(Problem):
 
     def quantities(self, case: Case, name: str) -> list[tuple[str, np.ndarray]]:
         return norm_mistakes.quantities(case.info) if name in ("dgamma", "dbeta") else []
+
+    def advice(self, name: str) -> Phrase:
+        return phrase("advice_forward_preln") if name == "y" else phrase("advice_selfcheck")
 
     def findings(self, case: Case, name: str, got: np.ndarray) -> list[Finding]:
         """dx = dy + (the LayerNorm part): a factor on the LayerNorm part alone (rstd left out of it)."""
