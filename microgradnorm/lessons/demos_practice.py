@@ -31,7 +31,18 @@ from microgradnorm.i18n.text import cjk_text
 from microgradnorm.lessons.claims import claims, maxabs
 from microgradnorm.lessons.demo_tools import check_mark, engine_forward, fmt, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.lessons.verdicts import Check, above, all_of, at_least, at_most, below, close_to, differs, equal
+from microgradnorm.lessons.verdicts import (
+    Check,
+    above,
+    all_of,
+    at_least,
+    at_most,
+    below,
+    close_to,
+    differs,
+    equal,
+    exactly,
+)
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, DISPLAY_RTOL
 
@@ -616,3 +627,97 @@ def wrong_axis_loss(p: LessonParams, steps: int = 200, features: int = 8) -> Dem
         ),
         prediction=_learner_prediction(ln_tail, bn_tail, 0.5 * chance),
     )
+
+
+# ---- between the two: GroupNorm ---------------------------------------------------------------
+
+IMAGES = (3, 6, 2, 2)  # N, C, H, W: C = 6 splits into 1, 2, 3 or 6 groups
+
+
+def _group_norm(x: np.ndarray, groups: int, eps: float) -> np.ndarray:
+    forward, _backward = V.public_pass(get_norm("groupnorm", groups))
+    return forward(x, None, None, eps, backend="numpy")[0]
+
+
+def _rows(norm: str, x: np.ndarray, row: tuple[int, ...], eps: float) -> np.ndarray:
+    """``norm`` on x seen as rows of shape ``row`` (the rest of x's axes stacked), given back in x's shape."""
+    forward, _backward = V.public_pass(get_norm(norm))
+    return forward(x.reshape(-1, *row), None, None, eps, backend="numpy")[0].reshape(x.shape)
+
+
+def _moved_by(forward, x: np.ndarray, at: tuple[int, ...]) -> np.ndarray:
+    """Which outputs move when x[at] moves by 1 (a boolean array shaped like x)."""
+    nudged = x.copy()
+    nudged[at] += 1.0
+    return np.abs(forward(nudged) - forward(x)) > 1e-9 * (1.0 + np.abs(forward(x)))
+
+
+@demo("groupnorm_between")
+def groupnorm_between(p: LessonParams) -> DemoOutput:
+    """GroupNorm (Wu & He, 2018) on images [N, C, H, W], from the registry's entry: G = 1 is LayerNorm
+    over (C, H, W), G = C is InstanceNorm, and an image's output never depends on its batch."""
+    eps, note = _eps(p)
+    _n, c, h, w = IMAGES
+    x = rng_for(p.seed, 10).normal(0.5, 2.0, IMAGES)
+    rtol, atol = CLOSED_FORM_RTOL, CLOSED_FORM_ATOL
+    same_as = {
+        1: ("LayerNorm (C, H, W)", _rows("layernorm", x, (c * h * w,), eps)),
+        c: ("InstanceNorm", _rows("layernorm", x, (h * w,), eps)),
+    }
+    rows = []
+    for groups in (1, 2, 3, c):
+        y = _group_norm(x, groups, eps)
+        name, ref = same_as.get(groups, ("", None))
+        ok = None if ref is None else close_to(y, ref, rtol, atol, f"GroupNorm G = {groups} vs {name}")
+        equals = "—" if ok is None else Text.assemble(check_mark(ok), " ", name)
+        rows.append([str(groups), str(c // groups * h * w), equals])
+    table = number_table(
+        ["G", _("values per statistic"), _("equals")],
+        rows,
+        title=_("GroupNorm on images [{shape}]").format(shape=", ".join(map(str, IMAGES))),
+    )
+    gn_alone = close_to(
+        _group_norm(x[:1], 2, eps), _group_norm(x, 2, eps)[:1], rtol, atol, "GroupNorm: image 0 alone vs in the batch"
+    )
+    bn = V.public_pass(get_norm("batchnorm"))[0]
+    bn_alone = differs(
+        bn(x[:1], None, None, eps, backend="numpy")[0], bn(x, None, None, eps, backend="numpy")[0][:1],
+        rtol, atol, "BatchNorm: image 0 alone vs in the batch",
+    )  # fmt: skip
+    lines = claims([
+        (gn_alone, _("GroupNorm (G = 2): image 0 alone gives the same output as image 0 in its batch")),
+        (bn_alone, _("BatchNorm: image 0 alone gives another output than image 0 in its batch")),
+    ])  # fmt: skip
+    parts = [table, lines] + ([note] if note is not None else [])
+    return DemoOutput(Group(*parts), prediction=_group_prediction(x, eps))
+
+
+def _group_prediction(x: np.ndarray, eps: float) -> Prediction:
+    """Which outputs move when one value of image 0, channel 0 moves, under GroupNorm with G = 2: measured."""
+    n, c, h, w = x.shape
+    moved = _moved_by(lambda v: _group_norm(v, 2, eps), x, (0, 0, 0, 0))
+    choices_masks = []
+    for image, channels in ((slice(0, 1), slice(0, c)), (slice(0, 1), slice(0, c // 2)), (slice(0, n), slice(0, 1))):
+        mask = np.zeros(x.shape, dtype=bool)
+        mask[image, channels] = True
+        choices_masks.append(mask)
+    only = np.zeros(x.shape, dtype=bool)
+    only[0, 0, 0, 0] = True
+    choices_masks.append(only)
+    evidence = tuple(exactly(float(np.array_equal(moved, m)), 1.0, "the outputs that moved") for m in choices_masks)
+    answer = next((k for k, e in enumerate(evidence) if e), 0)
+    return Prediction(
+        _("GroupNorm with G = 2 groups on images [{n}, {c}, {h}, {w}]: one value of image 0, channel 0 changes. "
+          "Which outputs move?").format(n=n, c=c, h=h, w=w),
+        (
+            _("every value of image 0"),
+            _("image 0, channels 0 to {last}: its group").format(last=c // 2 - 1),
+            _("channel 0 of every image"),
+            _("only the value that changed"),
+        ),
+        answer,
+        _("{count} outputs moved: the {count} values of image 0 that share its group's mean and variance.").format(
+            count=int(moved.sum())
+        ),
+        evidence,
+    )  # fmt: skip
