@@ -204,10 +204,10 @@ IMAGE = "![another figure](lessons/assets/other.svg)"
 @pytest.mark.parametrize(
     ("old", "new", "expected"),
     [
-        ("## Development\n", "## Development\n\n### Linting\n", "headings: README.md has 15"),
+        ("## Development\n", "## Development\n\n### Linting\n", "headings: README.md has 16"),
         ("## License", "### License", "headings:"),
         ("microgradnorm lesson 1          #", "microgradnorm lesson 2          #", "block 3 (bash)"),
-        ("pytest                      #", "pytest -x                   #", "block 15 (bash)"),
+        ("pytest                      #", "pytest -x                   #", "block 16 (bash)"),
         ('print(g["mean"][0].data, g["var"][0].data)    # 2.5 1.25', "print(g)", "block 2 (python)"),
         ("```bash\nmicrogradnorm check layernorm", "```sh\nmicrogradnorm check layernorm", "fenced blocks:"),
         ("## License\n", f"## License\n\n{IMAGE}\n", "images:"),
@@ -232,6 +232,6 @@ def test_a_broken_link_and_an_untranslated_heading_are_reported():
     chinese = edited(read(CHINESE), "[docs/grader.md](docs/grader.md)", "[docs/grader.md](docs/grader-zh.md)")
     chinese = edited(chinese, "## 许可证", "## License")
     assert structure_problems(read(ENGLISH), chinese) == [
-        "heading 14 ('License') is not translated: 'License'",
+        "heading 15 ('License') is not translated: 'License'",
         "README.zh-CN.md links to docs/grader-zh.md, which is not in the repository",
     ]
