@@ -1282,7 +1282,7 @@ def path_prediction(parts: dict[str, float], graph: NormGraph | None = None) -> 
         why = _(
             "direct = rstd·dxhat_0 = {rstd} × {dxhat0} = {direct}; via mean = dL/dmean / n = "
             "{dmean} / {n} = {via_mean}; via var = dL/dvar · 2·xshift_0 / n = {dvar} × 2 × {xshift0} / {n} = "
-            "{via_var}. The mean path is the same for every x_i; the variance path is small when x_0 is near the mean."
+            "{via_var}."
         ).format(
             rstd=num(rstd),
             dxhat0=num(dxhat0),

@@ -94,7 +94,7 @@ def _sum_prediction(dx_rms: np.ndarray, dx_ln: np.ndarray) -> Prediction:
         why = _(
             "Here 1 · dx is {ln} for LayerNorm and {rms} for RMSNorm. "
             "LayerNorm subtracts the mean, so a shift of every input changes nothing and the gradient has no "
-            "part along the ones vector. RMSNorm keeps the mean: shifting every input changes its output."
+            "part along the ones vector."
         ).format(**sums)
     return Prediction(
         _("LayerNorm's dx always sums to zero. RMSNorm's dx, for the same x, gamma and dy:"),
