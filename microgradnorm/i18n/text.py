@@ -29,6 +29,7 @@ the lesson renderer can use :func:`cjk_markdown` for every language.
 
 from __future__ import annotations
 
+import contextvars
 import re
 import string
 import unicodedata
@@ -41,6 +42,7 @@ from rich.containers import Lines
 from rich.markdown import Heading, Markdown, MarkdownContext, MarkdownElement, Paragraph, TableDataElement
 from rich.measure import Measurement
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 
 __all__ = [
@@ -94,24 +96,25 @@ def _may_break(before: str, after: str) -> bool:
 SHAPE = re.compile(r"\[\s*[\w.+*×-]{1,8}(?:\s*,\s*[\w.+*×-]{1,8})+\s*\]")
 
 
-def break_opportunities(text: str) -> list[int]:
+def break_opportunities(text: str, keep: frozenset[int] = frozenset()) -> list[int]:
     """The indices ``i`` at which a new line may start (``0 < i < len(text)``).
 
-    Leading spaces stay with the first word, as in rich; a bracketed :data:`SHAPE` is one piece.
+    Leading spaces stay with the first word, as in rich; a bracketed :data:`SHAPE` is one piece, and so
+    is each index range in ``keep`` (the inside of an inline formula or command).
     """
     first = len(text) - len(text.lstrip())
-    inside = {i for m in SHAPE.finditer(text) for i in range(m.start() + 1, m.end())}
+    inside = {i for m in SHAPE.finditer(text) for i in range(m.start() + 1, m.end())} | keep
     return [i for i in range(first + 1, len(text)) if i not in inside and _may_break(text[i - 1], text[i])]
 
 
-def _units(text: str) -> Iterable[tuple[int, str]]:
+def _units(text: str, keep: frozenset[int] = frozenset()) -> Iterable[tuple[int, str]]:
     """The unbreakable pieces of ``text`` with their start indices; trailing spaces stay with their piece."""
-    starts = [0, *break_opportunities(text)]
+    starts = [0, *break_opportunities(text, keep)]
     for start, end in zip(starts, [*starts[1:], len(text)]):
         yield start, text[start:end]
 
 
-def divide_line(text: str, width: int, fold: bool = True) -> list[int]:
+def divide_line(text: str, width: int, fold: bool = True, keep: frozenset[int] = frozenset()) -> list[int]:
     """The offsets at which to break ``text`` (one line, no newline) to fit ``width`` cells.
 
     The same greedy fill as rich's ``divide_line`` (a piece that does not fit
@@ -121,7 +124,7 @@ def divide_line(text: str, width: int, fold: bool = True) -> list[int]:
     """
     offsets: list[int] = []
     column = 0
-    for start, unit in _units(text):
+    for start, unit in _units(text, keep):
         need = cell_len(unit.rstrip())
         if width - column >= need:
             column += cell_len(unit)
@@ -162,7 +165,8 @@ class CJKText(Text):
             if no_wrap:
                 pieces = Lines([line])
             else:
-                pieces = line.divide(divide_line(line.plain, width, fold=overflow == "fold"))
+                keep = _inside_code(line, width)
+                pieces = line.divide(divide_line(line.plain, width, fold=overflow == "fold", keep=keep))
                 for piece in pieces:
                     _rstrip_cells(piece, width)
             if justify:
@@ -189,6 +193,21 @@ class CJKText(Text):
 
     def blank_copy(self, plain: str = "") -> CJKText:
         return _as_cjk(super().blank_copy(plain))
+
+
+def _inside_code(line: Text, width: int) -> frozenset[int]:
+    """The indices strictly inside the line's inline code (Markdown's backticks) that fits on a line: a
+    formula such as ``y = beta`` or a command is not broken at its own spaces. Code wider than a line
+    breaks at its spaces as prose does (folding it would cut a word, or start a line with a comma)."""
+    text = line.plain
+    return frozenset(
+        i
+        for span in line.spans
+        if isinstance(span.style, Style)
+        and span.style.meta.get("inline_code")
+        and cell_len(text[span.start : span.end]) + 2 < width  # room for a closing mark after it
+        for i in range(span.start + 1, span.end)
+    )
 
 
 class _Renderable:
@@ -237,10 +256,22 @@ def cjk_text(text: str | Text, style: str = "") -> CJKText:
 # ---- Markdown ----------------------------------------------------------------------------------------------
 
 
+# The inline code (`...`) of the Markdown being rendered: its text is marked, so that a formula or a
+# command in backticks is never broken at its own spaces (:func:`_inside_code`).
+_INLINE_CODE: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("inline_code", default=frozenset())
+_CODE_MARK = Style(meta={"inline_code": True})
+
+
 class _Paragraph(Paragraph):
     def on_enter(self, context: MarkdownContext) -> None:
         super().on_enter(context)
         self.text = CJKText(justify="left")
+
+    def on_text(self, context: MarkdownContext, text: Any) -> None:
+        if isinstance(text, str) and text in _INLINE_CODE.get():
+            self.text.append(text, context.current_style + _CODE_MARK)
+        else:
+            super().on_text(context, text)
 
 
 class _Heading(Heading):
@@ -277,6 +308,16 @@ class CJKMarkdown(Markdown):
         for token in self.parsed:
             if token.type == "inline" and token.children:
                 _drop_cjk_softbreaks(token.children)
+        self._code = frozenset(
+            child.content for token in self.parsed for child in token.children or () if child.type == "code_inline"
+        )
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterable[Any]:
+        mark = _INLINE_CODE.set(self._code)
+        try:
+            yield from super().__rich_console__(console, options)
+        finally:
+            _INLINE_CODE.reset(mark)
 
 
 def _drop_cjk_softbreaks(children: list[Any]) -> None:
