@@ -502,3 +502,15 @@ def test_a_hidden_site_packages_shows_only_the_files_bound_into_it(tmp_path):
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=child_environment())
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "['site-packages', 'stdlib.py'] ['pkg'] ['runner.py'] harness", done.stdout
+
+
+def test_an_installed_harness_in_a_venvs_hidden_site_packages_is_bound():
+    """CI's failure: in a venv, platstdlib holds site-packages, so an installed microgradnorm's runner.py lay
+    "inside the stdlib" and was not bound, while the site-packages it is in was hidden: no check could run."""
+    from microgradnorm.exercises.process import files_to_bind
+
+    stdlib = ["/opt/python/lib/python3.11", "/venv/lib/python3.11"]
+    hide = ["/opt/python/lib/python3.11/site-packages", "/venv/lib/python3.11/site-packages"]
+    runner = "/venv/lib/python3.11/site-packages/microgradnorm/exercises/runner.py"
+    files = [runner, "/opt/python/lib/python3.11/os.py", "/dev/null", "/work/microgradnorm/exercises/wire.py"]
+    assert files_to_bind(files, stdlib, hide) == [runner, "/work/microgradnorm/exercises/wire.py"]

@@ -46,7 +46,7 @@ import sys
 import sysconfig
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -145,9 +145,19 @@ def _isolated(engine: bool = False) -> dict[str, Any] | None:
     return {
         "bwrap": found.program,
         "read_dirs": [*stdlib, *inside, *spec["library_dirs"]],
-        "read_files": [p for p in files if not p.startswith(("/dev/", *(s + "/" for s in stdlib)))],
+        "read_files": files_to_bind(files, stdlib, hide),
         "hide": hide,
     }
+
+
+def files_to_bind(files: Iterable[str], stdlib: Sequence[str], hide: Sequence[str]) -> list[str]:
+    """The files bubblewrap binds one by one: all but /dev's and those a bound stdlib folder already shows.
+
+    A file in a hidden site-packages is bound although it lies inside the stdlib: a venv's platstdlib holds
+    its site-packages, and so an installed microgradnorm's harness (runner.py and its modules).
+    """
+    in_stdlib, hidden = tuple(s + "/" for s in stdlib), tuple(h + "/" for h in hide)
+    return [p for p in files if not p.startswith("/dev/") and (not p.startswith(in_stdlib) or p.startswith(hidden))]
 
 
 def isolation() -> str:
