@@ -221,7 +221,10 @@ def _title(report: CheckReport) -> Phrases:
     shape = "×".join(map(str, report.shape))
     phrases = [_("{norm} of x [{shape}]").format(norm=report.title, shape=shape), f"eps = {report.eps:g}"]
     if any(node.name == "var" for node in report.nodes):
-        phrases.append(_("variance {form}").format(form=report.variance.replace("_", "-")))
+        # Translators: the variance forms of the check's title: centred first ("two-pass") or E[x²] − E[x]² ("naive")
+        forms = {"two_pass": pgettext("variance form", "two-pass"), "naive": pgettext("variance form", "naive")}
+        form = forms.get(report.variance, report.variance.replace("_", "-"))
+        phrases.append(_("variance {form}").format(form=form))
     phrases.append(f"loss = sum(y · dy) = {report.loss:.6g}")
     # Translators: between the phrases of the check report's title ("LayerNorm of x [4], eps = 1e-05, ...")
     return Phrases(phrases, sep=pgettext("title phrases", ", "), style="bold")

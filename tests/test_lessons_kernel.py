@@ -528,3 +528,40 @@ def test_the_appendix_claim_a_float32_row_near_1e7_centers_to_full_precision():
     # what a plain float32 centering gives: off by a sizeable fraction of the spread (3.0)
     naive = x - x.mean(axis=1, keepdims=True, dtype=np.float32)
     assert np.max(np.abs(naive - (x64 - x64.mean(axis=1, keepdims=True)))) > 1000 * FLOAT32_FEW_ULPS
+
+
+# ---- the llm.c pair the lesson shows -------------------------------------------------------------
+
+
+def test_the_shown_llmc_code_is_the_live_source_of_the_functions_that_ran():
+    import inspect
+    import textwrap
+
+    from microgradnorm.lessons import demos_kernel as K
+
+    out = run_demo("kernel_llmc_code", LessonParams())
+    console = Console(file=io.StringIO(), width=200, no_color=True, record=True)
+    console.print(out.renderable)
+    shown = console.export_text()
+    for fn in (K.layer_norm_forward, K.layer_norm_backward):
+        live = textwrap.dedent(inspect.getsource(fn)).rstrip()
+        assert live in shown, fn.__name__
+        assert K.source_of(fn).rstrip() == live
+    assert "✓" in shown and "✗" not in shown
+
+
+@pytest.mark.parametrize(("seed", "eps"), [(0, 1e-5), (3, 0.5)])
+def test_the_llmc_pair_matches_the_scalar_engine(seed, eps):
+    """Oracle: the engine's autograd on the same LayerNorm, row by row."""
+    from microgradnorm.lessons import demos_kernel as K
+    from microgradnorm.lessons.demo_tools import autograd_dx
+
+    rng = np.random.default_rng(seed)
+    x, dy = rng.normal(0.5, 2.0, (2, 3, 5)), rng.normal(size=(2, 3, 5))
+    gamma, beta = rng.uniform(0.5, 1.5, 5), rng.normal(size=5)
+    y, cache = K.layer_norm_forward(x, gamma, beta, eps)
+    dx, dgamma, dbeta = K.layer_norm_backward(dy, cache)
+    grads, graph = autograd_dx("layernorm", x.reshape(-1, 5), gamma, beta, eps, dy.reshape(-1, 5))
+    assert np.allclose(y.reshape(-1), [v.data for v in graph["y"]], rtol=1e-12, atol=1e-12)
+    for ours, ref in ((dx, grads["x"].reshape(x.shape)), (dgamma, grads["gamma"]), (dbeta, grads["beta"])):
+        assert np.allclose(ours, ref, rtol=1e-10, atol=1e-12)

@@ -163,7 +163,7 @@ def test_log_growth_refuses_a_ratio_of_one():
 
 
 def test_at_d_2_one_layernorm_passes_almost_nothing_and_the_why_says_so():
-    """At d = 2, I − P = 0: PyTorch's Jacobian of LayerNorm is zero up to eps, so 'less than 1/σ' is right."""
+    """At d = 2, I − P = 0: PyTorch's Jacobian of LayerNorm is zero up to eps, so 'less than 1/std' is right."""
     torch = pytest.importorskip("torch")
     out = run_demo("ln_stretch", LessonParams(dim=2, seed=0))
     x = R.rng_for(0, 21).normal(0.5, 2.0, size=2)
@@ -171,9 +171,9 @@ def test_at_d_2_one_layernorm_passes_almost_nothing_and_the_why_says_so():
         lambda t: torch.nn.functional.layer_norm(t, (2,), eps=1e-5), torch.tensor(x)
     ).numpy()
     sigma = math.sqrt(x.var() + 1e-5)
-    # d(±(a − b)/2 / sqrt(var + eps))/da = (eps / 2) (var + eps)^(-3/2): of order eps, not 1/σ
+    # d(±(a − b)/2 / sqrt(var + eps))/da = (eps / 2) (var + eps)^(-3/2): of order eps, not 1/std
     assert np.linalg.norm(j, 2) * sigma < 1e-3
-    assert out.prediction.choices[out.prediction.answer] == "less than 1/σ"
+    assert out.prediction.choices[out.prediction.answer] == "less than 1/std"
     assert "at d = 2 it keeps no direction at all" in out.prediction.why
     assert "d − 2 of them" not in out.prediction.why
 
@@ -194,3 +194,33 @@ def test_from_d_3_up_the_cross_terms_win_and_are_checked(dim):
     text = render(out.renderable)
     assert "✓ at layer 0 the cross terms outweigh the first-order part: not additive" in text
     assert out.prediction.answer == 1 and "their products far outnumber them" in out.prediction.why
+
+
+# ---- the widths lesson 11 takes --------------------------------------------------------------------
+
+
+def _lesson_cli(capsys, monkeypatch, tmp_path, *argv: str) -> tuple[int, str, str]:
+    from microgradnorm import cli
+
+    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path))
+    try:
+        code = cli.main(["lesson", *argv])
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("dim", [16, 32, 64])
+def test_lesson_11_takes_the_widths_its_header_invites(capsys, monkeypatch, tmp_path, dim):
+    code, out, err = _lesson_cli(capsys, monkeypatch, tmp_path, "11", "--auto", "--dim", str(dim))
+    assert code == 0, err
+    assert f"dim {dim}, seed 0" in out
+
+
+@pytest.mark.parametrize(("lesson", "dim", "low", "high"), [("11", 8, 16, 64), ("11", 65, 16, 64), ("3", 32, 2, 16)])
+def test_a_width_outside_the_lessons_range_is_one_line_naming_it(capsys, monkeypatch, tmp_path, lesson, dim, low, high):
+    code, out, err = _lesson_cli(capsys, monkeypatch, tmp_path, lesson, "--auto", "--dim", str(dim))
+    assert code == 2 and not out
+    line = err.strip().splitlines()[-1]
+    assert "--dim" in line and f"{low} to {high}" in line and str(dim) in line and "Traceback" not in err

@@ -12,6 +12,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from microgradnorm import tolerances as tol
 from microgradnorm.lessons import demos_traps as T
 from microgradnorm.lessons.demo_tools import random_dy
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
@@ -82,7 +83,7 @@ def test_at_eps_0_the_step_follows_the_option():
 
 @pytest.mark.parametrize("p", [LessonParams(), LessonParams(dim=6, seed=2, eps=0.0), LessonParams(dim=3, seed=5)])
 def test_every_claim_of_lesson_12_holds(p):
-    for name in ("variance_cancellation", "sum_loss_hides_bugs", "float_precision", "n_or_n_minus_1"):
+    for name in ("variance_cancellation", "float32_offset", "float_precision", "n_or_n_minus_1"):
         out = run_demo(name, p)
         text = render(out.renderable if isinstance(out, DemoOutput) else out)
         assert "✓" in text and "✗" not in text, name
@@ -97,3 +98,41 @@ def test_batchnorm_running_variance_is_unbiased_like_torch():
     y_t = bn(torch.from_numpy(x))
     assert np.allclose(bn.running_var.numpy(), running, rtol=1e-12)
     assert np.allclose(y_t.detach().numpy(), y, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("p", [LessonParams(), LessonParams(dim=6, seed=2, eps=0.0), LessonParams(dim=3, seed=5)])
+def test_sum_y_misses_the_missing_variance_path_and_catches_the_missing_mean_path(p):
+    """Oracle: with gamma = 1 and dy = 1 the right dx is 0 (finite differences of a constant loss), the
+    variance path's share is 0 (mean(xhat) = 0) and the mean path's is -rstd, so a backward without the
+    mean path returns rstd in every entry."""
+    from microgradnorm.lessons.demo_tools import random_vector
+
+    x = random_vector(p.seed, p.dim)
+    rstd = 1.0 / np.sqrt(np.var(x) + p.eps)
+    out = run_demo("sum_loss_hides_bugs", p)
+    q = out.prediction
+    assert q.choices[q.answer] == "only the one without the mean path"
+    row = render(out.renderable).split("sum(y) ")[1]  # the first row: gamma 1, sum(y)
+    assert row.split()[1] == "missed" and row.split()[3] == "caught"
+    shown_error = float(row.split()[4])  # the missing mean path's largest difference, one significant digit
+    assert shown_error == pytest.approx(rstd, rel=0.5)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_textbook_float32_layernorm_loses_the_mean_s_rounding_and_the_package_s_does_not(seed):
+    """Oracle: a float32 LayerNorm written here (mean, x - mean, centred variance, all float32) against
+    float64 on the same float32 input: at mean/spread 1e6 its error is of the order of the mean's rounding."""
+    rng = np.random.default_rng(seed)
+    x = (rng.normal(0.0, 1.0, size=(64, 8)) + 1e6).astype(np.float32)
+    y64 = (x - x.astype(np.float64).mean(1, keepdims=True)) / np.sqrt(x.astype(np.float64).var(1, keepdims=True) + 1e-5)
+    mean = x.mean(1, keepdims=True, dtype=np.float32)
+    xshift = x - mean
+    y32 = xshift / np.sqrt((xshift * xshift).mean(1, keepdims=True, dtype=np.float32) + np.float32(1e-5))
+    unit = np.finfo(np.float32).eps / 2
+    assert tol.normwise_error(y32, y64)[1] > 1e-3  # about 1e6 * unit = 0.06 of a spread
+    from microgradnorm import vectorized as V
+
+    ours = V.layer_norm_forward(x, None, None, 1e-5, backend="numpy")[0]
+    assert tol.normwise_error(ours, y64)[1] <= 16 * unit
+    out = run_demo("float32_offset", LessonParams(seed=seed))
+    assert "✓" in render(out.renderable)

@@ -171,7 +171,8 @@ def test_a_claim_the_run_does_not_bear_out_says_so_in_chinese():
     with i18n.use_language(ZH):
         chinese = rendered(show.claim_lines(outcome.claims))
     assert english.startswith("✗ not shown by this run: pre-LN trains")
-    assert chinese.startswith("✗ 这次运行没有证实：pre-LN 不预热也能训练") and "0.90" in chinese
+    # the claim is quoted, so it never reads as if it held
+    assert chinese.startswith("✗ 这次运行的数字不支持这句话：“pre-LN 不预热也能训练") and "0.90" in chinese
 
 
 # ---- the command -------------------------------------------------------------------------------------
@@ -278,5 +279,5 @@ def test_without_torch_the_install_hint_is_in_chinese(tmp_path):
     assert f"这里没有安装PyTorch，所以下面是NumPy网络；运行{install}就能加上" in text  # lesson 15 step 2
     assert "损失曲线（没有安装PyTorch，所以是NumPy网络的）相差多远？" in text  # its question
     assert f"未安装：{install}" in text  # lesson 15 step 3's table
-    assert "这次运行没有证实" not in text and "notshownbythisrun" not in text
+    assert "这次运行的数字不支持" not in text and "notshownbythisrun" not in text
     assert "PyTorchisnotinstalled" not in text

@@ -81,7 +81,7 @@ VARIANTS = {
 }
 # Timings are measured anew on every call; code is shown as code (its comments are English in both languages).
 TIMED = {"kernel_engine_vs_numpy", "rms_speed"}
-CODE = {"kernel_source"}
+CODE = {"kernel_source", "kernel_llmc_code"}
 
 # ---- what counts as English prose -----------------------------------------------------------------------
 
@@ -497,9 +497,11 @@ def test_the_rmsnorm_sum_question_explains_both_outcomes_in_chinese():
 
 @pytest.mark.parametrize(("ln_ok", "bn_ok"), [(True, False), (False, True), (True, True), (False, False)])
 def test_the_wrong_axis_question_explains_every_outcome_in_chinese(ln_ok, bn_ok):
+    ln_tail, bn_tail = (0.125 if ln_ok else 0.625), (0.25 if bn_ok else 0.5)  # learned: below the bar 0.3
     with i18n.use_language(ZH):
-        p = practice._learner_prediction(ln_ok, bn_ok, 0.125, 0.5)
-    assert CJK.search(p.why) and "0.125" in p.why and "0.5" in p.why and "{" not in p.why
+        p = practice._learner_prediction(ln_tail, bn_tail, 0.3)
+    assert p.answer == {(True, False): 0, (False, True): 1, (True, True): 2, (False, False): 3}[ln_ok, bn_ok]
+    assert CJK.search(p.why) and f"{ln_tail:g}" in p.why and f"{bn_tail:g}" in p.why and "{" not in p.why
     assert ("音量" in p.why) == (ln_ok and not bn_ok)  # the reason is given only when LayerNorm alone learns
 
 

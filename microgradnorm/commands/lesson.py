@@ -8,6 +8,7 @@ from pathlib import Path
 
 from microgradnorm.commands import UsageError, nonneg_float, positive_int, seed_int
 from microgradnorm.i18n import _, lazy_gettext
+from microgradnorm.lessons.format import DEFAULT_RANGES
 
 HELP = lazy_gettext("step through a lesson in the terminal (start here: microgradnorm lesson)")
 DESCRIPTION = lazy_gettext(
@@ -24,10 +25,10 @@ DESCRIPTION = lazy_gettext(
 # --references and --glossary: the file in the lessons folder each one shows
 DOCUMENTS = {"references": "REFERENCES.md", "glossary": "GLOSSARY.md"}
 
-DIM_RANGE = (2, 16)  # lessons show every node: keep the graph on a screen
+DIM_RANGE = DEFAULT_RANGES["dim"]  # lessons show every node: keep the graph on a screen
 # rows of a lesson's batch: as many as --dim allows, and at least 2, since BatchNorm's statistics over a
 # batch of one value per column normalize everything to 0
-BATCH_RANGE = (2, 16)
+BATCH_RANGE = DEFAULT_RANGES["batch"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,9 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=None,
         metavar="D",
-        help=_("features per row, {low} to {high} (default: the lesson's, 3 to 6)").format(
-            low=DIM_RANGE[0], high=DIM_RANGE[1]
-        ),
+        help=_(
+            "features per row (default: the lesson's); most lessons take {low} to {high}, a refusal names the "
+            "lesson's range"
+        ).format(low=DIM_RANGE[0], high=DIM_RANGE[1]),
     )
     parser.add_argument(
         "--seed", type=seed_int, default=None, metavar="S", help=_("random seed of the lesson's numbers")
@@ -202,28 +204,33 @@ def _lesson_params(args: argparse.Namespace, lesson):
                     option=key, lesson=lesson.name, takes=takes, value=value
                 )
             )
-    _check_ranges(args)  # only for options the lesson takes, so a message never talks about another lesson's norm
+    _check_ranges(
+        args, lesson
+    )  # only for options the lesson takes, so a message never talks about another lesson's norm
     return lesson.params(**given)
 
 
-def _check_ranges(args: argparse.Namespace) -> None:
-    for value, (low, high), message in (
+def _check_ranges(args: argparse.Namespace, lesson) -> None:
+    for option, value, message in (
         (
+            "dim",
             args.dim,
-            DIM_RANGE,
             _("argument --dim: lessons show every node, so expected an integer from {low} to {high}, got {value}"),
         ),
         (
+            "batch",
             args.batch,
-            BATCH_RANGE,
             _(
                 "argument --batch: lessons show every node and BatchNorm needs two or more rows, "
                 "so expected an integer from {low} to {high}, got {value}"
             ),
         ),
     ):
+        low, high = lesson.range_of(option)
+        if option in lesson.own_ranges:  # the lesson's own range, for its own reason: no reason given here
+            message = _("argument --{option}: lesson {lesson} takes an integer from {low} to {high}, got {value}")
         if value is not None and not low <= value <= high:
-            raise UsageError(message.format(low=low, high=high, value=value))
+            raise UsageError(message.format(option=option, lesson=lesson.number, low=low, high=high, value=value))
 
 
 def _start(args: argparse.Namespace, lesson) -> int | None:

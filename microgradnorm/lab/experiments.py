@@ -16,17 +16,22 @@ from __future__ import annotations
 import functools
 import importlib.util
 import math
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from microgradnorm import tolerances as tol
 from microgradnorm.i18n import N_
 from microgradnorm.lab import pairs
 from microgradnorm.lab.net import BatchNormLayer, Net, NetSpec, cross_entropy, initial_weights
 from microgradnorm.lab.task import CLASSES, Task, teacher_task
 from microgradnorm.lab.train import Adam, Run, TrainConfig, batches, train
 from microgradnorm.lab.words import YOURS, YOURS_REFERENCE, Listing, Message, RunName, named_numbers
+from microgradnorm.lessons.verdicts import Check, Checks, above, all_of, at_least, at_most, below
 
 __all__ = [
     "CURVE_ATOL",
@@ -82,6 +87,7 @@ class Claim:
     message: Message | str
     ok: bool
     key: str = ""
+    check: object = None  # the Check (microgradnorm.lessons.verdicts) ok was decided by, if any
 
     @property
     def text(self) -> str:
@@ -103,11 +109,13 @@ class Outcome:
     notes: list[Message | str] = field(default_factory=list)
     extra: dict[str, object] = field(default_factory=dict)
     labels: dict[str, Message] = field(default_factory=dict)
+    runs: dict[str, Run] = field(default_factory=dict)  # the run behind each curve: its held-out loss
 
     def claim(self, key: str, text: str, ok: bool, **fields: object) -> None:
         """Add a claim that the lessons can pick by ``key``: ``text`` is an English template (marked with
         ``N_``) for ``str.format`` with ``fields``, translated when the claim is read."""
-        self.claims.append(Claim(Message(text, **fields), bool(ok), key))
+        check = ok if isinstance(ok, (Check, Checks)) else None
+        self.claims.append(Claim(Message(text, **fields), bool(ok), key, check))
 
     def label(self, key: str) -> str:
         """The name a curve is shown by, in the current language."""
@@ -117,6 +125,42 @@ class Outcome:
         """The claims with these keys, in this order (KeyError for a key the run has no claim for)."""
         by_key = {c.key: c for c in self.claims}
         return [by_key[k] for k in keys]
+
+
+# ---- starting an experiment in the background ----------------------------------------------------------
+#
+# A lesson's first step of a lab experiment shows the plan and starts the runs (seconds of training) on one
+# background thread, so its text is on screen at once; the steps that show the runs wait for them there.
+# The thread is a daemon: quitting a lesson never waits for a run nobody will see.
+
+_STARTED: dict[tuple[str, int], Future] = {}
+_STARTED_LOCK = threading.Lock()
+
+
+def start(seed: int, *experiments: Callable[[int], Outcome]) -> None:
+    """Run each experiment (a cached function of the seed) for ``seed``, one after another, in the background."""
+    with _STARTED_LOCK:
+        todo = [(fn, Future()) for fn in experiments if (fn.__name__, seed) not in _STARTED]
+        for fn, future in todo:
+            _STARTED[fn.__name__, seed] = future
+    if not todo:
+        return
+
+    def work() -> None:
+        for fn, future in todo:
+            try:
+                future.set_result(fn(seed))
+            except BaseException as exc:  # the step that shows it raises it there
+                future.set_exception(exc)
+
+    threading.Thread(target=work, name="microgradnorm-lab", daemon=True).start()
+
+
+def outcome_of(experiment: Callable[[int], Outcome], seed: int) -> Outcome:
+    """``experiment(seed)``, waiting for it if :func:`start` began it in the background."""
+    with _STARTED_LOCK:
+        future = _STARTED.get((experiment.__name__, seed))
+    return future.result() if future is not None else experiment(seed)
 
 
 def final_loss(run: Run) -> float:
@@ -191,28 +235,29 @@ def _yours(seed: int, pair: pairs.NormPair, file: str | None, use_torch: bool) -
     if file is None:  # the curve is the exercise's answer's, not the learner's
         runs[YOURS_REFERENCE] = runs.pop(YOURS)
     out.curves = {name: run.losses for name, run in runs.items()}
-    out.extra["runs"] = runs
+    out.extra["runs"] = out.runs = runs
     baseline = "torch.nn.LayerNorm" if use_torch else "microgradnorm (NumPy)"
     check = pairs.gradient_check(pair, seed)
     name = YOURS if file else YOURS_REFERENCE
     gap = _differs(runs[name].losses, runs[baseline].losses)
     out.numbers = {"gradient check": check.worst, f"{name} vs {baseline}": gap}
     # Translators: {name} is "your backward" or "exercise 5's answer"
-    out.claim("check", N_("{name} passes the gradient check (worst error {worst:.1e})"), check.passed,
+    out.claim("check", N_("{name} passes the gradient check (worst error {worst:.1e})"), check.verdict,
               name=RunName(name), worst=check.worst)  # fmt: skip
     # Translators: {name} as above; {baseline} is torch.nn.LayerNorm or "microgradnorm (NumPy)"
     out.claim("curve", N_("{name}: the loss curve is {baseline}'s at every step (largest difference {gap:.1e})"),
-              gap <= CURVE_ATOL, name=RunName(name), baseline=baseline, gap=gap)  # fmt: skip
+              at_most(gap, CURVE_ATOL, "largest difference between the curves"), name=RunName(name),
+              baseline=baseline, gap=gap)  # fmt: skip
     if use_torch:
         ours = _differs(runs["microgradnorm.torch.LayerNorm"].losses, runs[baseline].losses)
         out.numbers["microgradnorm.torch vs torch.nn"] = ours
         out.claim("bridge", N_("microgradnorm.torch.LayerNorm's curve is torch.nn's (largest difference {gap:.1e})"),
-                  ours <= CURVE_ATOL, gap=ours)  # fmt: skip
+                  at_most(ours, CURVE_ATOL, "largest difference, bridge vs torch.nn"), gap=ours)  # fmt: skip
     elif not have_torch():  # (with PyTorch installed, --engine numpy chose this)
         out.notes.append(Message(N_("PyTorch is not installed: its curves need {install}"), install=INSTALL))
     start, end = runs[baseline].losses[0], final_loss(runs[baseline])
     out.claim("learns", N_("the network learns: loss {start:.2f} at the start, {end:.2f} at the end"),
-              end < start / 2, start=start, end=end)  # fmt: skip
+              below(end, start / 2, "final loss vs half the first"), start=start, end=end)  # fmt: skip
     return out
 
 
@@ -238,6 +283,7 @@ def wrong(seed: int = 0) -> Outcome:
     sgd_nets = {k: Net(MLP, seed, ln_pair=backwards[k]) for k in ("right", "no-1/D")}
     sgd = {k: train(net, task, _with_seed(WRONG_SGD, seed)) for k, net in sgd_nets.items()}
     out.curves = {f"{k} (Adam)": r.losses for k, r in adam.items()}
+    out.runs = {f"{k} (Adam)": r for k, r in adam.items()}
     out.labels = {f"{k} (Adam)": Message("{name} (Adam)", name=RunName(k)) for k in adam}
     out.extra.update(adam=adam, sgd=sgd)
     checks = {k: pairs.gradient_check(p, seed) for k, p in backwards.items()}
@@ -245,12 +291,14 @@ def wrong(seed: int = 0) -> Outcome:
     slips = [k for k in backwards if k != "right"]
     out.claim("check", N_("the gradient check passes for the right backward and fails for both slips "
                           "(dx off by {first:.0%} and {second:.0%})"),
-              checks["right"].passed and not any(checks[k].passed for k in slips),
+              all_of(checks["right"].verdict, *(above(checks[k].worst, tol.FD_RTOL, f"{k}: worst relative error")
+                                                for k in slips)),
               first=checks[slips[0]].dx, second=checks[slips[1]].dx)  # fmt: skip
     ends = {k: final_loss(r) for k, r in adam.items()}
     # Translators: {losses} is a list such as "right 0.21, no-mean-path 0.20, no-1/D 0.21"
     out.claim("adam", N_("with Adam all three train: each loss ends below half its start ({losses})"),
-              all(ends[k] < adam[k].losses[0] / 2 for k in adam), losses=named_numbers(ends))  # fmt: skip
+              all_of(*(below(ends[k], adam[k].losses[0] / 2, f"{k}: final loss vs half the first") for k in adam)),
+              losses=named_numbers(ends))  # fmt: skip
     _mean_path_claims(out, seed)
     _factor_claims(out, seed)
     _sgd_claims(out, seed, sgd, sgd_nets)
@@ -283,7 +331,7 @@ def _mean_path_claims(out: Outcome, seed: int) -> None:
     out.numbers["no-mean-path error: spread within a row"] = spread
     out.claim("mean-shift", N_("at each LayerNorm the no-mean-path error in dx is one number per row (spread "
                                "{spread:.0e}): a shift, which LayerNorm's output ignores"),
-              spread <= 1e-12, spread=spread)  # fmt: skip
+              at_most(spread, 1e-12, "spread of the error within a row, relative"), spread=spread)  # fmt: skip
     right_net, right = _first_gradients(seed, pairs.reference_pair())
     slip_net, slip = _first_gradients(seed, pairs.mistake_pair("no-mean-path"))
     rows = []
@@ -297,15 +345,16 @@ def _mean_path_claims(out: Outcome, seed: int) -> None:
     out.extra["mean_path_blocks"] = rows
     last, earlier = rows[-1][1], [r[1] for r in rows[:-1]]
     out.claim("mean-last", N_("in the last block, the weight gradient's error is all shift (what is left: {left:.0e})"),
-              last <= 1e-12, left=last)  # fmt: skip
+              at_most(last, 1e-12, "last block: error left after the shift"), left=last)  # fmt: skip
     out.claim("mean-earlier", N_("in blocks 1 to {blocks} it is not: {low:.0%} to {high:.0%} of the gradient is "
                                  "wrong in a way LayerNorm does not remove"),
-              min(earlier) > 0.01, blocks=len(earlier), low=min(earlier), high=max(earlier))  # fmt: skip
+              above(min(earlier), 0.01, "earlier blocks: smallest error left after the shift"),
+              blocks=len(earlier), low=min(earlier), high=max(earlier))  # fmt: skip
     angle = _angle(right, slip)
     out.numbers["no-mean-path: angle to the right gradient"] = angle
     out.claim("mean-downhill", N_("the whole gradient is still {angle:.0f} degrees from the right one: under 90, "
                                   "so a small enough step along it still lowers the loss"),
-              angle < 90, angle=angle)  # fmt: skip
+              below(angle, 90, "angle to the right gradient, degrees"), angle=angle)  # fmt: skip
 
 
 def _factor_claims(out: Outcome, seed: int) -> None:
@@ -322,13 +371,14 @@ def _factor_claims(out: Outcome, seed: int) -> None:
     exact = Message(N_("exactly")) if worst == 0.0 else Message(N_("to {error:.0e}"), error=worst)
     out.claim("factor-powers", N_("each block's weight gradient is D^k times the right one (D = {d}, {exact}), "
                                   "k the number of LayerNorms from the block to the loss"),
-              worst <= RATIO_RTOL, d=d, exact=exact)  # fmt: skip
+              at_most(worst, RATIO_RTOL, "largest |ratio / D^k - 1|"), d=d, exact=exact)  # fmt: skip
     adam_off = _first_step_difference(right_net, right, slip, "adam")
     sgd_off = _first_step_difference(right_net, right, slip, "sgd")
     out.numbers.update({"no-1/D: Adam's first step off by": adam_off, "no-1/D: SGD's first step off by": sgd_off})
     out.claim("factor-adam", N_("Adam's first step with the slip's gradient is the right step to within {adam:.2%}; "
                                 "SGD's differs from the right step by {sgd:,.0f} times that step's size"),
-              adam_off < 0.05 and sgd_off > 1.0, adam=adam_off, sgd=sgd_off)  # fmt: skip
+              below(adam_off, 0.05, "Adam's first step, off by") & above(sgd_off, 1.0, "SGD's first step, off by"),
+              adam=adam_off, sgd=sgd_off)  # fmt: skip
 
 
 def _first_step_difference(net: Net, right: list[np.ndarray], slip: list[np.ndarray], optimizer: str) -> float:
@@ -345,10 +395,13 @@ def _first_step_difference(net: Net, right: list[np.ndarray], slip: list[np.ndar
 def _sgd_claims(out: Outcome, seed: int, sgd: dict[str, Run], nets: dict[str, Net]) -> None:
     """Under SGD the no-1/D slip stalls: the weights before the LayerNorms grow instead of learning."""
     right, slip = final_loss(sgd["right"]), final_loss(sgd["no-1/D"])
-    finite = len(sgd["no-1/D"].losses) == WRONG_SGD.steps and math.isfinite(slip)  # it stalled, not diverged
+    # it stalled, not diverged: every step ran and the loss stayed finite
     out.claim("sgd-stall", N_("with plain SGD the no-1/D slip does not train, nor blow up: loss {slip:.2f}, above "
                               "half of ln 3, where the right backward reaches {right:.2f}"),
-              finite and slip > GUESSING / 2 > right, slip=slip, right=right)  # fmt: skip
+              all_of(at_least(len(sgd["no-1/D"].losses), WRONG_SGD.steps, "steps the slip ran"),
+                     below(slip, math.inf, "the slip's final loss"), above(slip, GUESSING / 2, "the slip's final loss"),
+                     below(right, GUESSING / 2, "the right backward's final loss")),
+              slip=slip, right=right)  # fmt: skip
     start = float(np.linalg.norm(initial_weights(MLP, seed)[0][0]))
     after = {k: float(np.linalg.norm(net.blocks[0][0].params[0])) for k, net in nets.items()}
     steps = {k: _relative_step(net, seed) for k, net in nets.items()}
@@ -356,7 +409,8 @@ def _sgd_claims(out: Outcome, seed: int, sgd: dict[str, Run], nets: dict[str, Ne
     out.claim("sgd-growth", N_("block 1's weights grow from norm {start:.1f} to {slip:,.0f} with the slip (to "
                                "{right:.1f} with the right backward); at the end an SGD step moves them by "
                                "{slip_step:.0e} of their size (right backward: {right_step:.0e})"),
-              after["no-1/D"] > 100 * after["right"] and steps["no-1/D"] < steps["right"] / 10,
+              above(after["no-1/D"], 100 * after["right"], "block 1's weight norm, slip vs 100 × right")
+              & below(steps["no-1/D"], steps["right"] / 10, "relative step, slip vs right / 10"),
               start=start, slip=after["no-1/D"], right=after["right"], slip_step=steps["no-1/D"],
               right_step=steps["right"])  # fmt: skip
 
@@ -385,20 +439,20 @@ def _mean_path_error_spread(seed: int) -> float:
 # ---- (c) pre-LN and post-LN at depth ---------------------------------------------------------------------
 
 
-def _residual(placement: str) -> NetSpec:
-    return NetSpec("residual", depth=RESIDUAL_DEPTH, width=32, norm="layernorm", placement=placement)
+def _residual(placement: str, depth: int = RESIDUAL_DEPTH) -> NetSpec:
+    return NetSpec("residual", depth=depth, width=32, norm="layernorm", placement=placement)
 
 
 GRADIENT_DRAWS = 5  # initializations averaged over: the theory is about the expected gradient
 
 
-def gradient_norms(seed: int, placement: str) -> list[float]:
+def gradient_norms(seed: int, placement: str, depth: int = RESIDUAL_DEPTH) -> list[float]:
     """Each block's weight-gradient norm at initialization on 256 training examples, averaged over
     GRADIENT_DRAWS draws of the weights."""
     task = task_for(seed)
     norms_ = []
     for draw in range(GRADIENT_DRAWS):
-        net = Net(_residual(placement), seed * 1000 + draw)
+        net = Net(_residual(placement, depth), seed * 1000 + draw)
         _, dlogits = cross_entropy(net.forward(task.x_train[:256]), task.y_train[:256])
         net.backward(dlogits)
         norms_.append(net.block_weight_grads())
@@ -414,15 +468,17 @@ def depth(seed: int = 0) -> Outcome:
     grow, pre_grow, spread = post[-1] / post[0], pre[-1] / pre[0], max(pre) / min(pre)
     out.numbers.update({"post-LN last/first": grow, "pre-LN last/first": pre_grow, "pre-LN max/min": spread})
     out.claim("post-grows", N_("post-LN: the gradient grows toward the output (last block / first = {ratio:.1f})"),
-              grow > 1.2, ratio=grow)  # fmt: skip
+              above(grow, 1.2, "post-LN last / first block gradient"), ratio=grow)  # fmt: skip
     out.claim("pre-even", N_("pre-LN: it does not (last / first = {ratio:.1f}); all blocks within a factor "
                              "{spread:.1f} of each other"),
-              pre_grow < 1.0 and spread < 2.5, ratio=pre_grow, spread=spread)  # fmt: skip
+              below(pre_grow, 1.0, "pre-LN last / first") & below(spread, 2.5, "pre-LN max / min"),
+              ratio=pre_grow, spread=spread)  # fmt: skip
     last = post[-1] / pre[-1]
     out.numbers["last block: post-LN / pre-LN"] = last
     out.claim("last-block", N_("at the last block post-LN's gradient is {ratio:.1f} times pre-LN's (Xiong et al.'s "
                                "bounds differ by √L = {root:.1f})"),
-              last > 1.5, ratio=last, root=math.sqrt(RESIDUAL_DEPTH))  # fmt: skip
+              above(last, 1.5, "last block, post-LN / pre-LN"), ratio=last, root=math.sqrt(RESIDUAL_DEPTH))  # fmt: skip
+    _depth_claims(out, seed, {"post": post[-1], "pre": pre[-1]})
     runs = {}
     for placement in ("post", "pre"):
         for warm in (0, WARMUP.warmup):
@@ -431,19 +487,45 @@ def depth(seed: int = 0) -> Outcome:
             runs[name] = train(Net(_residual(placement), seed), task_for(seed), cfg)
             out.labels[name] = _warmup_label(f"{placement}-LN", warm)
     out.curves = {k: r.losses for k, r in runs.items()}
-    out.extra["runs"] = runs
+    out.extra["runs"] = out.runs = runs
     ends = {k: final_loss(r) for k, r in runs.items()}
     post_cold, post_warm = ends["post-LN, no warmup"], ends[f"post-LN, warmup {WARMUP.warmup}"]
     pre_cold = ends["pre-LN, no warmup"]
     out.claim("post-stalls", N_("post-LN without warmup stalls near ln 3: loss {loss:.2f}"),
-              post_cold > 0.8 * GUESSING, loss=post_cold)  # fmt: skip
-    out.claim("warmup-helps", N_("warmup helps post-LN: {warm:.2f} instead of {cold:.2f}, though in {steps} steps "
+              above(post_cold, 0.8 * GUESSING, "post-LN without warmup: final loss"), loss=post_cold)  # fmt: skip
+    out.claim("warmup-helps", N_("on the training minibatches warmup helps post-LN: {warm:.2f} instead of {cold:.2f}, "
+                                 "though in {steps} steps "
                                  "it stays above pre-LN's {pre:.2f}"),
-              pre_cold < post_warm < post_cold, warm=post_warm, cold=post_cold, steps=WARMUP.steps,
+              below(pre_cold, post_warm, "pre-LN vs post-LN with warmup") & below(post_warm, post_cold, "post-LN: "
+                                                                                  "warmup vs none"),
+              warm=post_warm, cold=post_cold, steps=WARMUP.steps,
               pre=pre_cold)  # fmt: skip
     out.claim("pre-trains", N_("pre-LN trains without warmup: loss {loss:.2f}, below half of ln 3"),
-              pre_cold < GUESSING / 2, loss=pre_cold)  # fmt: skip
+              below(pre_cold, GUESSING / 2, "pre-LN without warmup: final loss"), loss=pre_cold)  # fmt: skip
     return out
+
+
+# Xiong et al.'s bounds on the last block's weight gradient at initialization: post-LN's does not depend on the
+# depth L, pre-LN's shrinks like 1/√L, so post-LN's over pre-LN's grows like √L. Measured at these depths.
+DEPTHS = (3, RESIDUAL_DEPTH, 2 * RESIDUAL_DEPTH)
+
+
+def _depth_claims(out: Outcome, seed: int, at_default: dict[str, float]) -> None:
+    """The last block's gradient, post-LN and pre-LN, at each depth of DEPTHS; whether their ratio grows with L."""
+    last = {}
+    for depth in DEPTHS:
+        for placement in ("post", "pre"):
+            known = depth == RESIDUAL_DEPTH
+            last[placement, depth] = at_default[placement] if known else gradient_norms(seed, placement, depth)[-1]
+    out.extra["last_block_by_depth"] = last
+    low, high = DEPTHS[0], DEPTHS[-1]
+    growth = (last["post", high] / last["pre", high]) / (last["post", low] / last["pre", low])
+    out.numbers["post/pre at the last block, growth from L = 3 to 24"] = growth
+    out.claim("depth-ratio", N_("post-LN's last-block gradient over pre-LN's grows from L = {low} to {high}: × "
+                                "{growth:.2f} "
+                                "(Xiong et al.'s bounds: × √({high}/{low}) = {bound:.2f})"),
+              above(growth, 1.0, "growth of post / pre at the last block"), low=low, high=high, growth=growth,
+              bound=math.sqrt(high / low))  # fmt: skip
 
 
 def _warmup_label(placement: str, warmup: int) -> Message:
@@ -467,29 +549,34 @@ def norms(seed: int = 0) -> Outcome:
         runs[norm] = train(Net(spec, seed), task_for(seed), _with_seed(SGD, seed))
     adam_none = train(Net(NetSpec("mlp", DEEP_MLP_DEPTH, 32, "none"), seed), task_for(seed), _with_seed(ADAM, seed))
     out.curves = {k: r.losses for k, r in runs.items()}
+    out.runs = runs
     out.extra.update(runs=runs, adam_none=adam_none)
     ends = {k: final_loss(r) for k, r in runs.items()}
     out.claim("none-stalls", N_("without a norm, SGD leaves the loss near ln 3 = {guess:.2f}: {loss:.2f}"),
-              ends["none"] > 0.8 * GUESSING, guess=GUESSING, loss=ends["none"])  # fmt: skip
+              above(ends["none"], 0.8 * GUESSING, "no norm: final loss"), guess=GUESSING,
+              loss=ends["none"])  # fmt: skip
     normed = [k for k in ends if k != "none"]
     # Translators: {losses} is a list such as "batchnorm 0.16, layernorm 0.23, rmsnorm 0.23"
     out.claim("norms-train", N_("each norm takes it below half of that: {losses}"),
-              all(ends[k] < GUESSING / 2 for k in normed),
+              all_of(*(below(ends[k], GUESSING / 2, f"{k}: final loss") for k in normed)),
               losses=named_numbers({k: ends[k] for k in normed}))  # fmt: skip
     adam_end = final_loss(adam_none)
     out.claim("adam-none", N_("with Adam (lr {lr:g}, {steps} steps) the network without a norm trains too: "
                               "{loss:.2f}"),
-              adam_end < GUESSING / 2, lr=ADAM.lr, steps=ADAM.steps, loss=adam_end)  # fmt: skip
+              below(adam_end, GUESSING / 2, "no norm with Adam: final loss"), lr=ADAM.lr, steps=ADAM.steps,
+              loss=adam_end)  # fmt: skip
     signal = {norm: signal_at_start(seed, norm) for norm in ("none", "layernorm")}
     out.extra["signal"] = signal
     (plain, plain_grads), (ln, ln_grads) = signal["none"], signal["layernorm"]
     out.claim("signal-shrinks", N_("without a norm the signal shrinks: block {last}'s output is {ratio:.1f} times "
                                    "smaller than block 1's"),
-              plain[-1] < plain[0] / 2, last=len(plain), ratio=plain[0] / plain[-1])  # fmt: skip
+              below(plain[-1], plain[0] / 2, "no norm: last block's output vs half the first's"),
+              last=len(plain), ratio=plain[0] / plain[-1])  # fmt: skip
     least = min(a / b for a, b in zip(ln_grads, plain_grads))
     out.claim("ln-keeps", N_("LayerNorm keeps every block's output the same size (within {spread:.2f}x), and "
                              "every weight gradient at least {least:.0f} times larger"),
-              max(ln) / min(ln) < 1.2 and least > 10, spread=max(ln) / min(ln), least=least)  # fmt: skip
+              below(max(ln) / min(ln), 1.2, "LayerNorm: output max / min") & above(least, 10, "gradient ratio, least"),
+              spread=max(ln) / min(ln), least=least)  # fmt: skip
     return out
 
 
@@ -537,27 +624,34 @@ def batch_sizes(seed: int = 0) -> Outcome:
     ln = train(Net(NetSpec("mlp", 4, 32, "layernorm"), seed), task, cfg)
     out.extra.update(rows=rows, layernorm=ln)
     out.curves = {f"BatchNorm, batch {b}": r[2].losses for b, r in rows.items()}
+    out.runs = {f"BatchNorm, batch {b}": r[2] for b, r in rows.items()}
     out.labels = {f"BatchNorm, batch {b}": Message(N_("BatchNorm, batch {size}"), size=b) for b in rows}
     held = {b: r[0] for b, r in rows.items()}
     # Translators: {others} is a list of losses such as "0.57, 0.61"
     out.claim("small-least", N_("at batch {small} BatchNorm learns least: held-out loss {loss:.2f} against {others}"),
-              held[small] > max(held[b] for b in BATCHES[1:]), small=small, loss=held[small],
+              above(held[small], max(held[b] for b in BATCHES[1:]), f"held-out loss at batch {small} vs the others"),
+              small=small, loss=held[small],
               others=Listing(f"{held[b]:.2f}" for b in BATCHES[1:]))  # fmt: skip
     near = min(rows[small][:2])
     margin = 0.1  # "near a guess": within 10% of ln 3
     out.claim("small-guess", N_("at batch {small} both held-out losses ({running:.2f}, {batch:.2f}) are within "
                                 "{margin:.0%} of a guess (ln 3 = {guess:.2f})"),
-              near > (1 - margin) * GUESSING, small=small, running=held[small], batch=rows[small][1], margin=margin,
+              above(near, (1 - margin) * GUESSING, f"batch {small}: the smaller held-out loss")
+              & at_most(max(rows[small][:2]), (1 + margin) * GUESSING, f"batch {small}: the larger held-out loss"),
+              small=small, running=held[small], batch=rows[small][1], margin=margin,
               guess=GUESSING)  # fmt: skip
     pm = _two_row_xhat(seed)
     out.claim("two-signs", N_("with eps = 0, a batch of two normalizes every feature to -1 or +1 (off by {off:.0e}): "
-                              "only which example is larger survives"), pm < 1e-12, off=pm)  # fmt: skip
+                              "only which example is larger survives"), below(pm, 1e-12,
+                              "largest | |xhat| - 1 |"), off=pm)  # fmt: skip
     out.claim("ln-small", N_("LayerNorm, which uses no batch statistics, learns at batch {small}: held-out loss "
                              "{loss:.2f}, against BatchNorm's {batchnorm:.2f}"),
-              ln.test_loss < held[small], small=small, loss=ln.test_loss, batchnorm=held[small])  # fmt: skip
+              below(ln.test_loss, held[small], f"held-out loss at batch {small}, LayerNorm vs BatchNorm"),
+              small=small, loss=ln.test_loss, batchnorm=held[small])  # fmt: skip
     gaps = {b: abs(r[1] - r[0]) for b, r in rows.items()}
     out.claim("gap", N_("the gap between batch and running statistics is larger at batch 8 ({eight:.2f}) than at "
-                        "32 ({thirty_two:.2f})"), gaps[8] > gaps[32], eight=gaps[8], thirty_two=gaps[32])  # fmt: skip
+                        "32 ({thirty_two:.2f})"), above(gaps[8], gaps[32], "gap at batch 8 vs 32"),
+                        eight=gaps[8], thirty_two=gaps[32])  # fmt: skip
     return out
 
 

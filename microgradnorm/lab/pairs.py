@@ -24,6 +24,7 @@ from microgradnorm import formulas as F
 from microgradnorm import tolerances as tol
 from microgradnorm import vectorized as V
 from microgradnorm.i18n import _, pgettext
+from microgradnorm.lessons.verdicts import Check, at_most
 
 __all__ = [
     "MISTAKES",
@@ -169,6 +170,11 @@ class GradientCheck:
     @property
     def passed(self) -> bool:
         return self.worst <= tol.FD_RTOL
+
+    @property
+    def verdict(self) -> Check:
+        """:attr:`passed` with its measurement, for a ✓/✗ line (microgradnorm.lessons.verdicts)."""
+        return at_most(self.worst, tol.FD_RTOL, "worst relative error against finite differences")
 
 
 def _numerical(loss: Callable[[np.ndarray], float], v: np.ndarray) -> np.ndarray:

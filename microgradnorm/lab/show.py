@@ -20,9 +20,10 @@ from microgradnorm.drawing.charts import line_chart
 from microgradnorm.drawing.figure import Figure, line_chart_svg
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import assemble, cjk_text
-from microgradnorm.lab.experiments import SMOOTH, Claim, Outcome
+from microgradnorm.lab.experiments import SMOOTH, Claim, Outcome, final_loss
+from microgradnorm.lessons.verdicts import mark
 
-__all__ = ["claim_lines", "curves", "figure", "outcome", "smooth", "step_axis"]
+__all__ = ["claim_lines", "curves", "figure", "held_out", "outcome", "smooth", "step_axis"]
 
 
 def smooth(values: Sequence[float], window: int = SMOOTH) -> list[float]:
@@ -57,11 +58,22 @@ def figure(result: Outcome, names: Iterable[str] | None = None, *, title: str | 
     return line_chart_svg(_select(result, names), title=title or str(result.title), xlabel=step_axis(), ylabel=label)
 
 
+def held_out(result: Outcome, names: Iterable[str] | None = None) -> Text:
+    """One line under a chart: each run's loss at the end on its last minibatches, and on held-out examples."""
+    chosen = [n for n in (list(result.curves) if names is None else list(names)) if n in result.runs]
+    runs = [f"{result.label(n)} {final_loss(result.runs[n]):.2f}/{result.runs[n].test_loss:.2f}" for n in chosen]
+    # Translators: {n} is 10; {runs} is a list of runs, each "name training-loss / held-out-loss"
+    line = _("loss at the end, last {n} minibatches / held-out examples: {runs}").format(
+        n=SMOOTH, runs=pgettext("list separator", ", ").join(runs)
+    )
+    return cjk_text(line, style="dim")
+
+
 def claim_lines(claims: Iterable[Claim]) -> Group:
     """One line per claim: ✓ when this run bears it out, ✗ when it does not (in words too, without colour)."""
     lines = []
     for claim in claims:
-        if claim.ok:
+        if mark(claim.check if claim.check is not None else claim.ok):
             lines.append(cjk_text(Text.assemble(("✓ ", "green"), claim.text)))
         else:
             # Translators: a claim of the lesson that this run's numbers do not bear out
@@ -71,6 +83,7 @@ def claim_lines(claims: Iterable[Claim]) -> Group:
 
 def outcome(result: Outcome, *, height: int = 10) -> Group:
     """Everything the command prints for one experiment: title, curves, claims, notes."""
-    parts = [cjk_text(str(result.title), style="bold"), curves(result, height=height), claim_lines(result.claims)]
+    parts = [cjk_text(str(result.title), style="bold"), curves(result, height=height), held_out(result),
+             claim_lines(result.claims)]  # fmt: skip
     parts += [cjk_text(str(note), style="dim") for note in result.notes]
     return Group(*parts)

@@ -39,15 +39,15 @@ def cancels(total: float | np.ndarray, terms: float | np.ndarray, rtol: float = 
     return bool(np.all(total <= rtol * scale + np.finfo(np.float64).tiny))
 
 
-def claim(ok: bool, text: str | Text) -> CJKText:
+def claim(ok: object, text: str | Text) -> CJKText:
     """One checked claim: ✓ or ✗, then what was checked (the words say it, not a colour).
 
     ``text`` is already in the reader's language: the caller's ``_("...").format(...)``.
     """
-    return cjk_text(Text.assemble(check_mark(bool(ok)), " ", text))
+    return cjk_text(Text.assemble(check_mark(ok), " ", text))
 
 
-def claims(lines: Iterable[tuple[bool, str | Text]]) -> Group:
+def claims(lines: Iterable[tuple[object, str | Text]]) -> Group:
     """Several checked claims, one per line (each text translated by its caller, as for :func:`claim`)."""
     return Group(*(claim(ok, text) for ok, text in lines))
 

@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from microgradnorm.i18n.text import cjk_text
+from microgradnorm.lessons.verdicts import mark
 from microgradnorm.present import fmt
 from microgradnorm.registry import get_norm
 
@@ -74,8 +75,9 @@ def ratio(a: float, b: float) -> float:
     return a / b if b != 0 else math.nan
 
 
-def check_mark(ok: bool) -> Text:
-    return Text("✓", style="green") if ok else Text("✗", style="bold red")
+def check_mark(ok: object) -> Text:
+    """✓ or ✗; ``ok`` may be a :class:`~microgradnorm.lessons.verdicts.Check`, recorded with the mark."""
+    return Text("✓", style="green") if mark(ok) else Text("✗", style="bold red")
 
 
 def engine_forward(norm: str, x: Any, gamma: Any = None, beta: Any = None, eps: float = 1e-5, **kw: Any) -> np.ndarray:

@@ -119,10 +119,15 @@ class Prediction:
     choices: tuple[str, ...]
     answer: int
     why: str
+    # One measured condition per choice (a :class:`~microgradnorm.lessons.verdicts.Check`, or None for a
+    # choice with none): the option-grid test asserts that the answer's holds under every option.
+    evidence: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
         if not 2 <= len(self.choices) <= 9:
             raise ValueError(f"choices: expected 2 to 9 choices, got {len(self.choices)}")
+        if self.evidence and len(self.evidence) != len(self.choices):
+            raise ValueError(f"evidence: expected one per choice ({len(self.choices)}), got {len(self.evidence)}")
         if not 0 <= self.answer < len(self.choices):
             raise ValueError(f"answer: expected an index into the {len(self.choices)} choices, got {self.answer}")
 
@@ -143,6 +148,8 @@ class DemoOutput:
     graph: Any = None
     graph_options: dict[str, Any] = field(default_factory=dict)
     prediction: Prediction | None = None
+    # every ✓/✗ the demo printed, with what it was measured against (filled in by run_demo)
+    verdicts: list[Any] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -234,5 +241,10 @@ def run_demo(name: str, params: LessonParams, args: Mapping[str, Any] | None = N
         spec = DEMOS[name]
     except KeyError:
         raise KeyError(f"unknown demo {name!r}; known demos: {', '.join(sorted(DEMOS))}") from None
-    result = spec.function(params, **dict(args or {}))
-    return result if isinstance(result, DemoOutput) else DemoOutput(result)
+    from microgradnorm.lessons.verdicts import recording
+
+    with recording() as marks:
+        result = spec.function(params, **dict(args or {}))
+    out = result if isinstance(result, DemoOutput) else DemoOutput(result)
+    out.verdicts = list(marks)
+    return out

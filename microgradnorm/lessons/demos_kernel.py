@@ -44,8 +44,10 @@ from microgradnorm import tolerances as tol
 from microgradnorm.engine import topological_order
 from microgradnorm.i18n import N_, _, ngettext, pgettext
 from microgradnorm.i18n.text import assemble, cjk_text
+from microgradnorm.lessons.claims import claims
 from microgradnorm.lessons.demo_tools import autograd_dx, check_mark, fmt, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.lessons.verdicts import Check, all_of, close_to, exactly, nearest
 from microgradnorm.norms import NormGraph
 from microgradnorm.present import nbytes_text
 from microgradnorm.registry import get_norm
@@ -185,7 +187,7 @@ def engine_vs_numpy(p: LessonParams, hidden: Sequence[int] = (256,), repeats: in
     return results
 
 
-def gradient_agreement(p: LessonParams) -> dict[str, tuple[float, float, bool]]:
+def gradient_agreement(p: LessonParams) -> dict[str, tuple[float, float, Check]]:
     """dx, dgamma, dbeta: NumPy path against the scalar graph -> (max abs error, relative error, within tolerance)."""
     from microgradnorm import vectorized as V
 
@@ -200,7 +202,8 @@ def gradient_agreement(p: LessonParams) -> dict[str, tuple[float, float, bool]]:
         ("dbeta", dbeta, grads["beta"]),
     ):
         abs_err, rel_err = tol.normwise_error(ours, ref)
-        out[name] = (abs_err, rel_err, tol.close(ours, ref, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL))
+        within = close_to(ours, ref, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL, f"{name}: NumPy vs the graph")
+        out[name] = (abs_err, rel_err, within)
     return out
 
 
@@ -222,7 +225,8 @@ NODE_FACTORS = (1, 3, 10, 30)  # the choices: about D, 3·D, 10·D, 30·D nodes 
 
 def _nodes_prediction(total: int, d: int) -> Prediction:
     sizes = tuple(k * d for k in NODE_FACTORS)
-    answer = int(np.argmin([abs(math.log(total / n)) for n in sizes]))
+    evidence = nearest(total, sizes, "nodes of one row")
+    answer = next(i for i, e in enumerate(evidence) if e)
     why = _(
         "{total} nodes for {d} numbers: every number of x gets its own centered value, square, xhat, "
         "scaled and shifted value, plus a node for each gamma and beta, plus a few shared ones (mean, var, "
@@ -234,6 +238,7 @@ def _nodes_prediction(total: int, d: int) -> Prediction:
         tuple(_("about {factor}D = {n}").format(factor="" if k == 1 else f"{k}·", n=k * d) for k in NODE_FACTORS),
         answer,
         why,
+        evidence,
     )
 
 
@@ -295,6 +300,86 @@ def kernel_engine_vs_numpy(p: LessonParams, hidden: tuple[int, ...] = (256,), re
         ),
     )
     return DemoOutput(Group(table, reading, Text(""), checks), graph=row_graph(p))
+
+
+# ---- step 2: the llm.c shape, the code itself ------------------------------------------------------
+#
+# The pair below is the llm.c contract written as a textbook writes it, with a shape comment on every
+# line that makes an array. The demo runs it on the lesson's input and shows its live source (read
+# with inspect from the functions that ran), so what the learner reads is what computed the numbers.
+# (microgradnorm.vectorized.textbook holds the same pair for every norm on the core-norms branch, and
+# microgradnorm.lessons.source.code_of shows code on the lessons-a branch: unify at merge.)
+
+
+def layer_norm_forward(x, gamma, beta, eps=1e-5):
+    mean = x.mean(-1, keepdims=True)  # B,T,1
+    xshift = x - mean  # B,T,D
+    var = (xshift**2).mean(-1, keepdims=True)  # B,T,1
+    rstd = (var + eps) ** -0.5  # B,T,1
+    xhat = xshift * rstd  # B,T,D
+    out = xhat * gamma + beta  # B,T,D
+    cache = (xhat, gamma, rstd)
+    return out, cache
+
+
+def layer_norm_backward(dout, cache):
+    xhat, gamma, rstd = cache
+    dbeta = dout.sum((0, 1))  # D
+    dgamma = (dout * xhat).sum((0, 1))  # D
+    g = dout * gamma  # B,T,D  the gradient arriving at xhat
+    dx = g - g.mean(-1, keepdims=True)  # B,T,D
+    dx -= xhat * (g * xhat).mean(-1, keepdims=True)  # B,T,D
+    dx *= rstd  # B,T,D
+    return dx, dgamma, dbeta
+
+
+def source_of(fn: Callable[..., Any]) -> str:
+    """The live source of ``fn``, dedented (what :func:`kernel_llmc_code` shows)."""
+    return textwrap.dedent(inspect.getsource(fn)).rstrip() + "\n"
+
+
+@demo("kernel_llmc_code")
+def kernel_llmc_code(p: LessonParams) -> DemoOutput:
+    """The llm.c-shaped LayerNorm forward and backward that ran on the lesson's input, and their agreement."""
+    from microgradnorm import vectorized as V
+
+    x, gamma, beta, dy = lesson_problem(p)
+    forward, backward = layer_norm_forward, layer_norm_backward
+    y, cache = forward(x, gamma, beta, p.eps)
+    dx, dgamma, dbeta = backward(dy, cache)
+    y_ref, c_ref = V.layer_norm_forward(x, gamma, beta, p.eps, backend="numpy")
+    refs = (y_ref, *V.layer_norm_backward(dy, c_ref))
+    what = "{}: this code vs the package's vectorized path"
+    agree = all_of(*(close_to(a, b, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL, what.format(name))
+                     for name, a, b in zip(("y", "dx", "dgamma", "dbeta"), (y, dx, dgamma, dbeta), refs)))  # fmt: skip
+    worst = max(tol.normwise_error(a, b)[1] for a, b in zip((y, dx, dgamma, dbeta), refs))
+    code = Syntax(
+        source_of(forward) + "\n" + source_of(backward),
+        "python",
+        word_wrap=True,
+        background_color="default",
+        theme="ansi_dark",
+    )
+    note = _(
+        "x {shape}: y, dx, dgamma and dbeta equal the package's vectorized path (worst relative difference {error})"
+    )
+    out = Group(code, claims([(agree, note.format(shape=_shape(x.shape), error=sci(worst, 1)))]))
+    return DemoOutput(out, prediction=_cache_size_prediction(cache, x))
+
+
+def _cache_size_prediction(cache: tuple, x: np.ndarray) -> Prediction:
+    """How many numbers per row the llm.c cache keeps, counted from the arrays that ran (shared gamma aside)."""
+    d, rows = x.shape[-1], x.size // x.shape[-1]
+    per_row = sum(a.size for a in cache if np.ndim(a) == x.ndim) / rows  # the arrays with a row axis
+    sizes = (d, d + 1, 2 * d + 2, 3 * d)
+    evidence = tuple(exactly(per_row, n, "numbers per row in the cache") for n in sizes)
+    return Prediction(
+        _("Per row of D = {d} numbers, how many does this cache keep (gamma, shared by all rows, aside)?").format(d=d),
+        (f"D = {d}", f"D + 1 = {d + 1}", f"2·D + 2 = {2 * d + 2}", f"3·D = {3 * d}"),
+        next((k for k, e in enumerate(evidence) if e), 0),
+        _("{n:g}: xhat's D numbers and one rstd; backward rebuilds the rest from them.").format(n=per_row),
+        evidence,
+    )
 
 
 # ---- step 2: the llm.c shape ---------------------------------------------------------------------
@@ -701,7 +786,9 @@ def _trips_prediction(direction: str) -> Prediction:
     reads, writes = pass_totals(direction, "kernel", "recompute")
     numpy = sum(pass_totals(direction, "numpy", "recompute"))
     total = reads + writes
-    answer = total - 1 if total in (1, 2, 3) else 3
+    evidence = (*(exactly(total, k, "whole-array trips of the kernel") for k in (1, 2, 3)),
+                exactly(total, numpy, "whole-array trips, kernel vs NumPy"))  # fmt: skip
+    answer = next((i for i, e in enumerate(evidence) if e), 3)
     arrays = "x" if direction == "forward" else _("dy and x")
     # Translators: {reads} is "1 read" or "2 reads", {writes} "1 write"; {arrays} is "x" or "dy and x"
     why = _(
@@ -723,7 +810,7 @@ def _trips_prediction(direction: str) -> Prediction:
             "through memory (reads plus writes)?"
         ),
     }[direction]
-    return Prediction(question, ("1", "2", "3", _("as many as NumPy")), answer, why)
+    return Prediction(question, ("1", "2", "3", _("as many as NumPy")), answer, why, evidence)
 
 
 @demo("kernel_memory_passes")
@@ -764,6 +851,7 @@ def _row_reads_prediction() -> Prediction:
         choices,
         min(reads, loops) - 1,
         why,
+        tuple(exactly(reads, k, "loops that read x from memory") for k in range(1, loops + 1)),
     )
 
 

@@ -8,6 +8,8 @@ Predictions are answered from the run's own numbers.
 
 from __future__ import annotations
 
+import math
+
 from rich import box
 from rich.console import Group
 from rich.table import Table
@@ -22,6 +24,7 @@ from microgradnorm.lab import experiments as E
 from microgradnorm.lab import pairs, show
 from microgradnorm.lab.words import run_name
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.lessons.verdicts import above, all_of, at_least, at_most, below, exactly, mark
 
 HEIGHT = 8  # chart rows: a chart, its legend and the claims fit one screen at 60 columns
 INSTALL = E.INSTALL
@@ -73,7 +76,10 @@ def lab_setup(p: LessonParams) -> DemoOutput:
 
 def _curve_prediction(result: E.Outcome) -> Prediction:
     gap = max(v for k, v in result.numbers.items() if " vs " in k)
-    answer = 0 if gap <= E.CURVE_ATOL else 1 if gap < 1e-2 else 2
+    what = "largest difference between the curves"
+    evidence = (at_most(gap, E.CURVE_ATOL, what), above(gap, E.CURVE_ATOL, what) & below(gap, 1e-2, what),
+                at_least(gap, 1e-2, what))  # fmt: skip
+    answer = 0 if evidence[0] else 1 if evidence[1] else 2
     if answer == 0:
         why = _(
             "The largest difference at any step is {gap:.1e}: each curve computes the same numbers in a "
@@ -95,6 +101,7 @@ def _curve_prediction(result: E.Outcome) -> Prediction:
         (_("the same to rounding (below 1e-9)"), _("close (differences below 0.01)"), _("visibly apart")),
         answer,
         why.format(gap=gap),
+        evidence,
     )
 
 
@@ -102,8 +109,8 @@ def _curve_prediction(result: E.Outcome) -> Prediction:
 def lab_yours_curves(p: LessonParams) -> DemoOutput:
     """torch.nn.LayerNorm, microgradnorm.torch.LayerNorm and the exercise's answer: three curves as one."""
     result = E.yours(p.seed)
-    parts = [show.curves(result, height=HEIGHT), _claims(result, "curve", "bridge") if E.have_torch()
-             else _claims(result, "curve")]  # fmt: skip
+    keys = ("curve", "bridge") if E.have_torch() else ("curve",)
+    parts = [show.curves(result, height=HEIGHT), show.held_out(result), _claims(result, *keys)]
     if not E.have_torch():
         # Translators: {install} is the command pip install 'microgradnorm[torch]'
         note = _("PyTorch is not installed here, so this is the NumPy network: {install} adds PyTorch's own LayerNorm.")
@@ -120,7 +127,7 @@ def lab_gradient_check(p: LessonParams, which: tuple[str, ...] = ("right",)) -> 
     for name in which:
         pair = pairs.reference_pair() if name == "right" else pairs.mistake_pair(name)
         c = pairs.gradient_check(pair, p.seed)
-        verdict = _("✓ yes") if c.passed else _("✗ no")
+        verdict = _("✓ yes") if mark(c.verdict) else _("✗ no")
         _row(table, run_name(name), f"{c.dx:.1e}", f"{c.dgamma:.1e}", f"{c.dbeta:.1e}", verdict)
     caption = _("relative error against finite differences; a pass is at most {rtol:.0e}").format(rtol=tol.FD_RTOL)
     return DemoOutput(Group(table, _caption(caption)))
@@ -153,6 +160,8 @@ def lab_wrong_curves(p: LessonParams) -> DemoOutput:
     adam = result.extra["adam"]
     ends = {k: E.final_loss(r) for k, r in adam.items()}
     trained = [k for k in ends if ends[k] < adam[k].losses[0] / 2 and k != "right"]
+    what = "slips whose loss ends below half its start"
+    evidence = tuple(exactly(len(trained), n, what) for n in range(3))
     starts_ends = separated([f"{run_name(k)} {adam[k].losses[0]:.2f} → {ends[k]:.2f}" for k in ends])
     prediction = Prediction(
         _("Both slips fail the gradient check. Trained with Adam, what do their loss curves do?"),
@@ -164,10 +173,11 @@ def lab_wrong_curves(p: LessonParams) -> DemoOutput:
         len(trained),
         # Translators: {runs} is a list such as "right 1.03 → 0.21, no-mean-path 1.03 → 0.20"
         _("Loss at the first step and at the end: {runs}.").format(runs=starts_ends),
+        evidence,
     )
     names = [f"{k} (Adam)" for k in adam]
-    return DemoOutput(Group(show.curves(result, names, height=HEIGHT), _claims(result, "adam")),
-                      graph=show.figure(result, names), prediction=prediction)  # fmt: skip
+    chart = Group(show.curves(result, names, height=HEIGHT), show.held_out(result, names), _claims(result, "adam"))
+    return DemoOutput(chart, graph=show.figure(result, names), prediction=prediction)
 
 
 @demo("lab_wrong_why")
@@ -200,16 +210,47 @@ def _block() -> str:
     return pgettext("lab table header", "block")
 
 
+# ---- lessons 17 and 18: the plan first, the runs in the background ----------------------------------------
+
+PLANS = ("depth", "norms")
+
+
+@demo("lab_plan")
+def lab_plan(p: LessonParams, experiment: str = "depth") -> DemoOutput:
+    """The networks and the training of a lab experiment, read off its settings; starts its runs in the background."""
+    if experiment not in PLANS:
+        raise ValueError(f"experiment: expected one of {', '.join(PLANS)}, got {experiment!r}")
+    task = E.task_for(p.seed)
+    table = _table("", "")
+    _row(table, _("examples (training / held out)"), f"{len(task.y_train)} / {len(task.y_test)}")
+    if experiment == "depth":
+        E.start(p.seed, E.depth)
+        _row(table, _("residual blocks, width"), f"{E.RESIDUAL_DEPTH}, 32")
+        cfg = E.WARMUP
+        _row(table, _("steps of Adam, examples per step"), _("{steps}, {batch} (lr {lr:g})").format(
+            steps=cfg.steps, batch=cfg.batch, lr=cfg.lr))  # fmt: skip
+        _row(table, _("warmup steps (the warmup run)"), str(cfg.warmup))
+    else:
+        E.start(p.seed, E.norms, E.batch_sizes)
+        _row(table, _("blocks Linear → norm → ReLU, width"), f"{E.DEEP_MLP_DEPTH}, 32")
+        _row(table, _("steps of SGD, examples per step"), _("{steps}, {batch} (lr {lr:g})").format(
+            steps=E.SGD.steps, batch=E.SGD.batch, lr=E.SGD.lr))  # fmt: skip
+    _row(table, _("loss of a guess (ln 3)"), f"{E.GUESSING:.3f}")
+    return DemoOutput(table)
+
+
 # ---- lesson 17: pre-LN and post-LN in training ----------------------------------------------------------
 
 
 @demo("lab_depth_gradients")
 def lab_depth_gradients(p: LessonParams) -> DemoOutput:
     """Each block's weight-gradient norm at initialization, post-LN and pre-LN, first block to last."""
-    result = E.depth(p.seed)
+    result = E.outcome_of(E.depth, p.seed)
     grads = result.extra["gradients"]
     ratios = {k: v[-1] / v[0] for k, v in grads.items()}
-    answer = 0 if ratios["post-LN"] > ratios["pre-LN"] else 1
+    what = "last / first block gradient, post-LN vs pre-LN"
+    evidence = (above(ratios["post-LN"], ratios["pre-LN"], what), at_most(ratios["post-LN"], ratios["pre-LN"], what))
+    answer = 0 if evidence[0] else 1
     prediction = Prediction(
         _(
             "Before any training, which placement has the larger gradients near the output, compared with those "
@@ -219,6 +260,7 @@ def lab_depth_gradients(p: LessonParams) -> DemoOutput:
         answer,
         # Translators: {ratios} is a list such as "post-LN 1.94, pre-LN 0.58"
         _("Last block / first block: {ratios}.").format(ratios=separated([f"{k} {v:.2f}" for k, v in ratios.items()])),
+        evidence,
     )
     blocks = list(range(1, E.RESIDUAL_DEPTH + 1))
     chart = line_chart(grads, height=HEIGHT, x_label=_block(), x_values=blocks)
@@ -231,17 +273,21 @@ def lab_depth_gradients(p: LessonParams) -> DemoOutput:
 @demo("lab_depth_training")
 def lab_depth_training(p: LessonParams, warmup: bool = False) -> DemoOutput:
     """Post-LN and pre-LN trained with Adam at 0.01: without warmup, or post-LN with and without it."""
-    result = E.depth(p.seed)
+    result = E.outcome_of(E.depth, p.seed)
     runs = result.extra["runs"]
     w = E.WARMUP.warmup
     if warmup:
         names = ["post-LN, no warmup", f"post-LN, warmup {w}"]
-        return DemoOutput(Group(show.curves(result, names, height=HEIGHT), _claims(result, "warmup-helps")),
+        return DemoOutput(Group(show.curves(result, names, height=HEIGHT), show.held_out(result, names),
+                                _claims(result, "warmup-helps")),
                           graph=show.figure(result, names))  # fmt: skip
     names = ["post-LN, no warmup", "pre-LN, no warmup"]
     ends = {k: E.final_loss(runs[k]) for k in names}
     trains = tuple(ends[k] < E.GUESSING / 2 for k in names)  # (post-LN, pre-LN)
     outcomes = {(True, True): 0, (False, True): 1, (True, False): 2, (False, False): 3}
+    yes = [below(ends[k], E.GUESSING / 2, f"{k}: final loss vs half of ln 3") for k in names]
+    no = [at_least(ends[k], E.GUESSING / 2, f"{k}: final loss vs half of ln 3") for k in names]
+    evidence = (yes[0] & yes[1], no[0] & yes[1], yes[0] & no[1], no[0] & no[1])
     prediction = Prediction(
         _(
             "Adam at {lr:g} from the first step, no warmup. Which of the two {depth}-block networks trains (loss "
@@ -255,9 +301,41 @@ def lab_depth_training(p: LessonParams, warmup: bool = False) -> DemoOutput:
             losses=separated([f"{result.label(k)} {v:.2f}" for k, v in ends.items()]),
             guess=E.GUESSING,
         ),
+        evidence,
     )
-    return DemoOutput(Group(show.curves(result, names, height=HEIGHT), _claims(result, "post-stalls", "pre-trains")),
+    return DemoOutput(Group(show.curves(result, names, height=HEIGHT), show.held_out(result, names),
+                            _claims(result, "post-stalls", "pre-trains")),
                       graph=show.figure(result, names), prediction=prediction)  # fmt: skip
+
+
+@demo("lab_depth_scaling")
+def lab_depth_scaling(p: LessonParams) -> DemoOutput:
+    """The last block's weight gradient at initialization at three depths, post-LN and pre-LN, and their ratio."""
+    result = E.outcome_of(E.depth, p.seed)
+    last = result.extra["last_block_by_depth"]
+    table = _table("L", "post-LN", "pre-LN", "post ÷ pre")
+    for depth in E.DEPTHS:
+        post, pre = last["post", depth], last["pre", depth]
+        _row(table, str(depth), f"{post:.3f}", f"{pre:.3f}", f"{post / pre:.2f}")
+    caption = _caption(_("the last block's weight-gradient norm at initialization, mean of {draws} draws").format(
+        draws=E.GRADIENT_DRAWS))  # fmt: skip
+    low, high = E.DEPTHS[0], E.DEPTHS[-1]
+    growth = result.numbers["post/pre at the last block, growth from L = 3 to 24"]
+    what = "growth of post / pre at the last block"
+    evidence = (above(growth, 1.2, what), above(growth, 1 / 1.2, what) & at_most(growth, 1.2, what),
+                at_most(growth, 1 / 1.2, what))  # fmt: skip
+    prediction = Prediction(
+        _("From L = {low} to {high} blocks, what does post-LN's last-block gradient divided by pre-LN's do?").format(
+            low=low, high=high
+        ),
+        (_("it grows"), _("it stays within 20%"), _("it shrinks")),
+        next(k for k, e in enumerate(evidence) if e),
+        _("It changes × {growth:.2f}; bounds that differ by √L would give × {bound:.2f}.").format(
+            growth=growth, bound=math.sqrt(high / low)
+        ),
+        evidence,
+    )
+    return DemoOutput(Group(table, caption, _claims(result, "depth-ratio")), prediction=prediction)
 
 
 # ---- lesson 18: which norm, and how big a batch ----------------------------------------------------------
@@ -266,10 +344,16 @@ def lab_depth_training(p: LessonParams, warmup: bool = False) -> DemoOutput:
 @demo("lab_norms_curves")
 def lab_norms_curves(p: LessonParams) -> DemoOutput:
     """No norm, BatchNorm, LayerNorm and RMSNorm in the same deep MLP, trained with plain SGD."""
-    result = E.norms(p.seed)
+    result = E.outcome_of(E.norms, p.seed)
     ends = {k: E.final_loss(r) for k, r in result.extra["runs"].items()}
     trained = {k for k, v in ends.items() if v < E.GUESSING / 2}
     answers = {frozenset(ends): 0, frozenset(ends) - {"none"}: 1, frozenset({"none"}): 2}
+    yes = {k: below(v, E.GUESSING / 2, f"{k}: final loss vs half of ln 3") for k, v in ends.items()}
+    no = {k: at_least(v, E.GUESSING / 2, f"{k}: final loss vs half of ln 3") for k, v in ends.items()}
+    normed = [k for k in ends if k != "none"]
+    named = (all_of(*yes.values()), all_of(no["none"], *(yes[k] for k in normed)),
+             all_of(yes["none"], *(no[k] for k in normed)))  # fmt: skip
+    evidence = (*named, exactly(sum(bool(e) for e in named), 0, "outcomes among the first three choices"))
     prediction = Prediction(
         _(
             "Plain SGD at {lr:g} on a {depth}-block MLP. Which of the four networks train (loss below half of ln 3)?"
@@ -280,15 +364,17 @@ def lab_norms_curves(p: LessonParams) -> DemoOutput:
         _("Losses after {steps} steps: {losses}.").format(
             steps=E.SGD.steps, losses=separated([f"{run_name(k)} {v:.2f}" for k, v in ends.items()])
         ),
+        evidence,
     )
-    return DemoOutput(Group(show.curves(result, height=HEIGHT), _claims(result, "none-stalls", "norms-train")),
+    return DemoOutput(Group(show.curves(result, height=HEIGHT), show.held_out(result),
+                            _claims(result, "none-stalls", "norms-train")),
                       graph=show.figure(result), prediction=prediction)  # fmt: skip
 
 
 @demo("lab_norms_signal")
 def lab_norms_signal(p: LessonParams) -> DemoOutput:
     """The deep MLP at initialization, without a norm and with LayerNorm: each block's output and gradient."""
-    result = E.norms(p.seed)
+    result = E.outcome_of(E.norms, p.seed)
     (plain, plain_g), (ln, ln_g) = result.extra["signal"]["none"], result.extra["signal"]["layernorm"]
     # Translators: "output: none" and "gradient: none" head the columns of the network without a norm
     table = _table(_block(), _("output: none"), "LayerNorm", _("gradient: none"), "LayerNorm")
@@ -301,14 +387,14 @@ def lab_norms_signal(p: LessonParams) -> DemoOutput:
 @demo("lab_norms_adam")
 def lab_norms_adam(p: LessonParams) -> DemoOutput:
     """The network without a norm, trained with Adam instead of SGD."""
-    result = E.norms(p.seed)
+    result = E.outcome_of(E.norms, p.seed)
     return DemoOutput(_claims(result, "adam-none"))
 
 
 @demo("lab_batch_sizes")
 def lab_batch_sizes(p: LessonParams) -> DemoOutput:
     """BatchNorm trained at batch sizes 2, 8 and 32: held-out loss with running and with batch statistics."""
-    result = E.batch_sizes(p.seed)
+    result = E.outcome_of(E.batch_sizes, p.seed)
     rows = result.extra["rows"]
     # Translators: table headers: the batch size, the held-out loss with running and with batch statistics
     table = _table(pgettext("lab table header", "batch"), _("running stats"), _("batch stats"),
@@ -316,6 +402,10 @@ def lab_batch_sizes(p: LessonParams) -> DemoOutput:
     for batch, (held, batch_loss, _run) in rows.items():
         _row(table, str(batch), f"{held:.3f}", f"{batch_loss:.3f}", f"{abs(batch_loss - held):.3f}")
     worst = max(rows, key=lambda b: rows[b][0])
+    evidence = tuple(
+        all_of(*(above(rows[b][0], rows[o][0], f"held-out loss, batch {b} vs {o}") for o in rows if o != b))
+        for b in rows
+    )
     prediction = Prediction(
         _(
             "Same network, {epochs} passes over the data each. At which batch size does BatchNorm end with the "
@@ -327,6 +417,7 @@ def lab_batch_sizes(p: LessonParams) -> DemoOutput:
         _("Held-out losses (running statistics): {losses}.").format(
             losses=separated([f"{b}: {r[0]:.2f}" for b, r in rows.items()])
         ),
+        evidence,
     )
     steps = separated([_("{steps} at batch {size}").format(steps=len(r[2].losses), size=b) for b, r in rows.items()])
     caption = _caption(_("held-out loss; gap: between batch and running statistics. Adam at {lr:g}, steps: "
@@ -338,4 +429,4 @@ def lab_batch_sizes(p: LessonParams) -> DemoOutput:
 @demo("lab_two_examples")
 def lab_two_examples(p: LessonParams) -> DemoOutput:
     """What a batch of two does to BatchNorm, and LayerNorm at the same batch size."""
-    return DemoOutput(_claims(E.batch_sizes(p.seed), "two-signs", "ln-small"))
+    return DemoOutput(_claims(E.outcome_of(E.batch_sizes, p.seed), "two-signs", "ln-small"))

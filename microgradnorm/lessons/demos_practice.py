@@ -31,8 +31,9 @@ from microgradnorm.i18n.text import cjk_text
 from microgradnorm.lessons.claims import claims, maxabs
 from microgradnorm.lessons.demo_tools import check_mark, engine_forward, fmt, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.lessons.verdicts import Check, above, all_of, at_least, at_most, below, close_to, differs, equal
 from microgradnorm.registry import get_norm
-from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, DISPLAY_RTOL, close
+from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, DISPLAY_RTOL
 
 # Padding rows and a batch of one are constant groups: with eps = 0 they divide by zero.
 # The demos then run at this eps instead, and say so.
@@ -74,7 +75,7 @@ def padded_batch(
 
 
 @demo("padding_pollution")
-def padding_pollution(p: LessonParams, lengths: tuple[int, ...] = (5, 2, 3)) -> Group:
+def padding_pollution(p: LessonParams, lengths: tuple[int, ...] = (5, 2, 3)) -> DemoOutput:
     """BatchNorm statistics with and without zero padding; LayerNorm of the real tokens, both ways."""
     eps, note = _eps(p)
     x, mask = padded_batch(p.seed, p.dim, tuple(lengths))
@@ -88,7 +89,9 @@ def padding_pollution(p: LessonParams, lengths: tuple[int, ...] = (5, 2, 3)) -> 
     y_real = np.array([v.data for v in bn_real["y"]]).reshape(real.shape)
     y_pad = np.array([v.data for v in bn_pad["y"]]).reshape(flat.shape)[mask.reshape(-1)]
     pads = int((~mask).sum())
-    return Group(
+    bn_moved = differs(y_pad, y_real, DISPLAY_RTOL, 0.0, "BatchNorm's real-token output, padded vs not")
+    ln_moved = differs(ln_pad, ln_real, DISPLAY_RTOL, 0.0, "LayerNorm's real-token output, padded vs not")
+    out = Group(
         *([note] if note else []),
         cjk_text(
             # Translators: {lengths} is a list of sentence lengths, e.g. [5, 2, 3]
@@ -100,19 +103,41 @@ def padding_pollution(p: LessonParams, lengths: tuple[int, ...] = (5, 2, 3)) -> 
         claims(
             [
                 (
-                    not close(y_pad, y_real, DISPLAY_RTOL, 0.0),
+                    bn_moved,
                     _("BatchNorm: the padding moves the real tokens' output by up to {value}").format(
                         value=maxabs(y_pad - y_real)
                     ),
                 ),
                 (
-                    bool(np.array_equal(ln_pad, ln_real)),
+                    equal(ln_pad, ln_real, "LayerNorm's real-token output, padded vs not"),
                     _("LayerNorm: the real tokens' output does not move ({value})").format(
                         value=maxabs(ln_pad - ln_real)
                     ),
                 ),
             ]
         ),
+    )
+    return DemoOutput(out, prediction=_padding_prediction(bn_moved, ln_moved))
+
+
+def _padding_prediction(bn_moved: Check, ln_moved: Check) -> Prediction:
+    """Which norm's output of the real tokens the padding moves: the answer the two outputs give."""
+    bn_still, ln_still = (Check(c.what, c.measured, "<=", c.bound) for c in (bn_moved, ln_moved))
+    evidence = (bn_moved & ln_still, bn_still & ln_moved, bn_moved & ln_moved, bn_still & ln_still)
+    return Prediction(
+        _("Zero rows are added to the batch as padding. Whose output for the real tokens moves?"),
+        (
+            _("BatchNorm's only"),
+            _("LayerNorm's only"),
+            pgettext("which norm moves", "both"),
+            pgettext("which norm moves", "neither"),
+        ),
+        next((k for k, e in enumerate(evidence) if e), 3),
+        _(
+            "BatchNorm's statistics for a feature pool every row of the batch, zeros included; LayerNorm's pool "
+            "one token's own features, which the padding never touches."
+        ),
+        evidence,
     )
 
 
@@ -146,7 +171,7 @@ def padding_growth(
 ) -> Group:
     """The more padding, the further BatchNorm's mean and variance drift from the real tokens'."""
     eps, note = _eps(p)
-    rows, shares_hold, ln_still = [], True, True
+    rows, shares, still = [], [], []
     for length in pad_to:
         x, mask = padded_batch(p.seed, p.dim, tuple(lengths), int(length))
         flat = x.reshape(-1, p.dim)
@@ -156,8 +181,11 @@ def padding_growth(
         ln_real, _cache = V.layer_norm_forward(x[mask], None, None, eps, backend="numpy")
         change = np.abs(ln_pad[mask.reshape(-1)] - ln_real)
         # zeros add nothing to the sum, only to the count: the padded mean is the real one times their share
-        shares_hold &= close(m_pad.mean, m_real.mean * mask.mean(), CLOSED_FORM_RTOL, CLOSED_FORM_ATOL)
-        ln_still &= bool(np.max(change) == 0.0)
+        what = f"padded to {length}: "
+        shares.append(
+            close_to(m_pad.mean, m_real.mean * mask.mean(), CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, what + "BN mean")
+        )
+        still.append(at_most(float(np.max(change)), 0.0, what + "LN change"))
         rows.append(
             [
                 str(length),
@@ -169,8 +197,8 @@ def padding_growth(
         )
     checks = claims(
         [
-            (shares_hold, _("BN's padded mean = the real tokens' mean × the share of real rows")),
-            (ln_still, _("LayerNorm: no change at any padded length")),
+            (all_of(*shares), _("BN's padded mean = the real tokens' mean × the share of real rows")),
+            (all_of(*still), _("LayerNorm: no change at any padded length")),
         ]
     )
     return Group(*([note] if note else []), _growth_table(rows, lengths), checks)
@@ -254,10 +282,15 @@ def two_row_outputs(stats: list[dict], eps: float) -> tuple[np.ndarray, np.ndarr
 def _batch2_prediction(pair: tuple[np.ndarray, np.ndarray], eps: float) -> Prediction:
     """What a batch of two does to each output: the answer the outputs themselves give."""
     got, expected = pair
-    if np.all(got == 0.0):
-        answer = 2
-    else:
-        answer = 1 if close(got, expected, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL) else 0
+    zero = at_most(float(np.max(np.abs(got))), 0.0, "batch 2: the largest |output|")
+    pm_one = close_to(got, expected, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "batch 2: outputs vs ±1/sqrt(1 + eps/var)")
+    anything = differs(got, expected, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "batch 2: outputs vs ±1/sqrt(1 + eps/var)")
+    evidence = (
+        anything & above(float(np.max(np.abs(got))), 0.0, "batch 2: the largest |output|"),
+        pm_one & above(float(np.max(np.abs(got))), 0.0, "batch 2: the largest |output|"),
+        zero,
+    )
+    answer = 2 if zero else 1 if pm_one else 0
     why = _(
         "Two values a and b have mean (a + b)/2 and spread |a − b|/2: they become +1 and −1 whatever they "
         "are (eps pulls them in, by up to {value} here)."
@@ -267,6 +300,7 @@ def _batch2_prediction(pair: tuple[np.ndarray, np.ndarray], eps: float) -> Predi
         (_("anything: it depends on both values"), _("+1 or −1 (up to eps)"), "0"),
         answer,
         why,
+        evidence,
     )
 
 
@@ -280,27 +314,45 @@ def batch_size_dependence(p: LessonParams, sizes: tuple[int, ...] = (1, 2, 4, 16
     rows = [[str(s["size"]), fmt(s["bn_spread"], 3), fmt(s["bn_from_pop"], 3), fmt(s["ln_spread"], 3)] for s in stats]
     pair = two_row_outputs(stats, eps)
     from_pop = [s["bn_from_pop"] for s in stats if s["size"] > 1]
-    falls = all(a > b for a, b in itertools.pairwise(from_pop))
+    falls = all_of(
+        *(
+            below(
+                b,
+                a,
+                f"batch {sizes[i + 1 + (sizes[0] == 1)]} vs the batch before it: distance from the population value",
+            )
+            for i, (a, b) in enumerate(itertools.pairwise(from_pop))
+        )
+    )
     ones = next((s for s in stats if s["size"] == 1), None)
     # LayerNorm normalizes the example by itself: its output (at most sqrt(D - 1) in size) can differ
     # between batches only by rounding
     ln_spread = max(s["ln_spread"] for s in stats)
     # in a batch of B, |x - mean| <= sqrt(B - 1) * std (N-divided): no output can reach further
-    reach = all(s["bn_max_abs"] <= math.sqrt(s["size"] - 1) * (1 + CLOSED_FORM_RTOL) for s in stats)
+    reach = all_of(
+        *(
+            at_most(
+                s["bn_max_abs"], math.sqrt(s["size"] - 1) * (1 + CLOSED_FORM_RTOL), f"batch {s['size']}: largest |y|"
+            )
+            for s in stats
+        )
+    )
     checks = [
         (
-            close(pair[0], pair[1], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL),
+            close_to(pair[0], pair[1], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "batch 2: outputs vs ±1/sqrt(1 + eps/var)"),
             _("batch 2: every output is ±1/sqrt(1 + eps/var)"),
         ),
         (reach, _("batch B: no output is larger than √(B − 1) in size")),
         (
-            ln_spread <= CLOSED_FORM_RTOL * math.sqrt(p.dim),
+            at_most(ln_spread, CLOSED_FORM_RTOL * math.sqrt(p.dim), "LayerNorm: largest spread over the batches"),
             _("LayerNorm: the same output in every batch, to rounding"),
         ),
         (falls, _("from batch 2 up, each larger batch lands closer to the population value")),
     ]
     if ones is not None:
-        checks.insert(0, (ones["bn_max_abs"] == 0.0, _("batch 1: every BatchNorm output is 0")))
+        checks.insert(
+            0, (at_most(ones["bn_max_abs"], 0.0, "batch 1: largest |y|"), _("batch 1: every BatchNorm output is 0"))
+        )
     headers = [
         pgettext("demo table header", "batch"),
         pgettext("demo table header", "BN spread"),
@@ -373,13 +425,16 @@ def _eval_claims(run: EvalRun) -> Group:
     return claims(
         [
             (
-                close(layer.running_var, ema_var, CLOSED_FORM_RTOL, 0.0)
-                and close(layer.running_mean, ema_mean, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL),
+                close_to(layer.running_var, ema_var, CLOSED_FORM_RTOL, 0.0, "running var vs the average written out")
+                & close_to(layer.running_mean, ema_mean, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "running mean vs it"),
                 _("running averages of each batch's mean and its ÷(N − 1) variance"),
             ),
-            (gap > DISPLAY_RTOL, _("train and eval mode differ: by up to {value}").format(value=fmt(gap, 3))),
             (
-                close(run.y_alone[0], run.y_eval[0], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL),
+                above(gap, DISPLAY_RTOL, "train vs eval mode: largest difference"),
+                _("train and eval mode differ: by up to {value}").format(value=fmt(gap, 3)),
+            ),
+            (
+                close_to(run.y_alone[0], run.y_eval[0], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "eval: alone vs in batch"),
                 _("eval mode: example 0 alone gives the same output as in its batch"),
             ),
         ]
@@ -488,8 +543,11 @@ def train_wrong_axis(
     return curves
 
 
-def _learner_prediction(ln_ok: bool, bn_ok: bool, ln_tail: float, bn_tail: float) -> Prediction:
-    answer = {(True, False): 0, (False, True): 1, (True, True): 2, (False, False): 3}[(ln_ok, bn_ok)]
+def _learner_prediction(ln_tail: float, bn_tail: float, bar: float) -> Prediction:
+    ln_ok, bn_ok = _learns(ln_tail, bar, "LayerNorm"), _learns(bn_tail, bar, "BatchNorm")
+    ln_no, bn_no = at_least(ln_tail, bar, ln_ok.what), at_least(bn_tail, bar, bn_ok.what)
+    evidence = (ln_ok & bn_no, ln_no & bn_ok, ln_ok & bn_ok, ln_no & bn_no)
+    answer = {(True, False): 0, (False, True): 1, (True, True): 2, (False, False): 3}[(bool(ln_ok), bool(bn_ok))]
     tails = {"ln": fmt(ln_tail, 3), "bn": fmt(bn_tail, 3)}
     if answer == 0:
         why = _(
@@ -511,7 +569,12 @@ def _learner_prediction(ln_ok: bool, bn_ok: bool, ln_tail: float, bn_tail: float
         ),
         answer,
         why,
+        evidence,
     )
+
+
+def _learns(tail: float, bar: float, name: str) -> Check:
+    return below(tail, bar, f"{name}: mean of the last losses vs half of log 2")
 
 
 @demo("wrong_axis_loss")
@@ -524,7 +587,7 @@ def wrong_axis_loss(p: LessonParams, steps: int = 200, features: int = 8) -> Dem
     ln, bn = curves["layernorm"], curves["batchnorm"]
     tail = max(steps // 10, 1)
     ln_tail, bn_tail = float(np.mean(ln[-tail:])), float(np.mean(bn[-tail:]))
-    ln_ok, bn_ok = ln_tail < 0.5 * chance, bn_tail < 0.5 * chance
+    ln_ok, bn_ok = _learns(ln_tail, 0.5 * chance, "LayerNorm"), _learns(bn_tail, 0.5 * chance, "BatchNorm")
     return DemoOutput(
         Group(
             line_chart(
@@ -545,11 +608,11 @@ def wrong_axis_loss(p: LessonParams, steps: int = 200, features: int = 8) -> Dem
                 ],
             ),
             cjk_text(
-                _("log 2 = {chance} is the loss of guessing; ✓ marks a curve that got below half of it.").format(
-                    chance=fmt(chance, 3)
-                ),
+                _(
+                    "log 2 = {chance} is the loss of guessing; the last column: did the curve get below half of it?"
+                ).format(chance=fmt(chance, 3)),
                 style="dim",
             ),
         ),
-        prediction=_learner_prediction(ln_ok, bn_ok, ln_tail, bn_tail),
+        prediction=_learner_prediction(ln_tail, bn_tail, 0.5 * chance),
     )

@@ -32,7 +32,8 @@ from microgradnorm.i18n.text import cjk_text, sentences
 from microgradnorm.lessons.claims import claims
 from microgradnorm.lessons.demo_tools import fmt, number_table, rng_for
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.tolerances import CLOSED_FORM_RTOL, close
+from microgradnorm.lessons.verdicts import above, at_least, at_most, below, close_to, nearest, within
+from microgradnorm.tolerances import CLOSED_FORM_RTOL
 
 ARRANGEMENTS = ("pre", "post")
 
@@ -227,7 +228,15 @@ def _depth_reading(runs: dict[str, StackGradients], versus: dict[str, StackGradi
 
 def _closer_prediction(runs: dict[str, StackGradients]) -> Prediction:
     dist = {a: abs(math.log(max(bottom_ratio(r), 1e-300))) for a, r in runs.items()}
-    answer = 2 if math.isclose(dist["pre"], dist["post"], rel_tol=0.1) else 0 if dist["pre"] < dist["post"] else 1
+    apart = abs(dist["pre"] - dist["post"]) / max(dist["pre"], dist["post"], 1e-300)
+    what = "|log(layer 0 ÷ top)|, relative difference pre vs post"
+    distinct = above(apart, 0.1, what)
+    evidence = (
+        distinct & below(dist["pre"], dist["post"], "|log(layer 0 ÷ top)|, pre vs post"),
+        distinct & above(dist["pre"], dist["post"], "|log(layer 0 ÷ top)|, pre vs post"),
+        at_most(apart, 0.1, what),
+    )
+    answer = next(i for i, e in enumerate(evidence) if e)
     why = _(
         "At layer 0 the gradient is {pre} × the top's in pre-LN and {post} × in post-LN. Post-LN passes it "
         "through every layer's LayerNorm Jacobian; pre-LN also sends it along the skip connections untouched."
@@ -239,6 +248,7 @@ def _closer_prediction(runs: dict[str, StackGradients]) -> Prediction:
         ("pre-LN", "post-LN", _("about equally close")),
         answer,
         why,
+        evidence,
     )
 
 
@@ -285,7 +295,7 @@ def residual_depth(
         )
     return Group(
         number_table(
-            ["gain, bias", f"pre {short}", f"pre {deep}", f"post {short}", f"post {deep}", "log ×"],
+            [_("gain, bias"), f"pre {short}", f"pre {deep}", f"post {short}", f"post {deep}", "log ×"],
             rows,
             title=_("|dL/dx_0| ÷ |dL/dx_top| at two depths"),
             caption=_(
@@ -342,23 +352,29 @@ def ln_jacobian(x: np.ndarray, gamma: np.ndarray, eps: float) -> np.ndarray:
 def _stretch_prediction(norm_j: float, sigma: float, d: int) -> Prediction:
     factors = (1.0, math.sqrt(d), float(d))
     stretch = norm_j * sigma
-    answer = 3 if stretch < 0.5 else int(np.argmin([abs(math.log(stretch / f)) for f in factors]))
+    what = "‖J‖₂ · std"
+    evidence = (
+        *(at_least(stretch, 0.5, what) & near for near in nearest(stretch, factors, what)),
+        below(stretch, 0.5, what),
+    )
+    answer = next(i for i, e in enumerate(evidence) if e)
     if d > 2:
         why = _(
-            "Here ‖J‖₂ · σ = {stretch}. With gamma = 1 the Jacobian is (1/σ)(I − P): a projection never "
+            "Here ‖J‖₂ · std = {stretch}. With gamma = 1 the Jacobian is (1/std)(I − P): a projection never "
             "lengthens a vector, and the directions it keeps (d − 2 of them) it leaves as they are."
         )
     else:  # the ones vector and xhat span the whole plane: nothing is kept
         why = _(
-            "Here ‖J‖₂ · σ = {stretch}. With gamma = 1 the Jacobian is (1/σ)(I − P): a projection never "
+            "Here ‖J‖₂ · std = {stretch}. With gamma = 1 the Jacobian is (1/std)(I − P): a projection never "
             "lengthens a vector, and at d = 2 it keeps no direction at all (the ones vector and xhat span the "
             "plane): a LayerNorm of two numbers outputs ±1 whatever they are, so J is zero up to eps."
         )
     return Prediction(
         _("gamma = 1, d = {d}: by what factor can one LayerNorm's Jacobian at most stretch a gradient?").format(d=d),
-        ("1/σ", f"√d/σ = {fmt(math.sqrt(d), 3)}/σ", f"d/σ = {d}/σ", _("less than 1/σ")),
+        ("1/std", f"√d/std = {fmt(math.sqrt(d), 3)}/std", f"d/std = {d}/std", _("less than 1/std")),
         answer,
         why.format(stretch=fmt(stretch, 6)),
+        evidence,
     )
 
 
@@ -374,15 +390,22 @@ def ln_stretch(p: LessonParams) -> DemoOutput:
         norms[name] = float(np.linalg.norm(ln_jacobian(x, gamma, 1e-5), 2))
         tight, loose = float(np.max(np.abs(gamma))) / sigma, float(np.linalg.norm(gamma)) / sigma
         rows.append([label, fmt(norms[name], 4), fmt(tight, 4), fmt(loose, 4)])
-        checks.append((norms[name] <= tight * (1 + 1e-12), _("{gamma}: ‖J‖₂ ≤ max|gamma_i|/σ").format(gamma=label)))
+        checks.append(
+            (
+                at_most(norms[name], tight * (1 + 1e-12), f"{name}: ‖J‖₂ vs max|gamma_i|/std"),
+                _("{gamma}: ‖J‖₂ ≤ max|gamma_i|/std").format(gamma=label),
+            )
+        )
     if p.dim >= 3:  # a direction orthogonal to both 1 and xhat, which I - P keeps whole
-        checks.append((math.isclose(norms["1"], 1 / sigma, rel_tol=1e-9), _("gamma 1: ‖J‖₂ = 1/σ exactly")))
+        checks.append(
+            (within(norms["1"], 1 / sigma, 1e-9, "gamma 1: ‖J‖₂ vs 1/std"), _("gamma 1: ‖J‖₂ = 1/std exactly"))
+        )
     return DemoOutput(
         Group(
             number_table(
-                ["", "‖J‖₂", "max|γ_i|/σ", "‖γ‖/σ"],
+                ["", "‖J‖₂", "max|γ_i|/std", "‖γ‖/std"],
                 rows,
-                title=_("one token, d = {d}, σ = {sigma}: the largest stretch of J").format(
+                title=_("one token, d = {d}, std = {sigma}: the largest stretch of J").format(
                     d=p.dim, sigma=fmt(sigma, 4)
                 ),
                 caption=_("‖J‖₂: the spectral norm, the most J can lengthen any vector (numpy.linalg.norm(J, 2))."),
@@ -411,19 +434,19 @@ def identity_path(p: LessonParams, layers: int = 24, gain: float = 0.5, bias: fl
         claims(
             [
                 (
-                    close(pre.norms, np.full(layers, pre.top), CLOSED_FORM_RTOL, 0.0),
+                    close_to(pre.norms, np.full(layers, pre.top), CLOSED_FORM_RTOL, 0.0, "pre-LN: |path| vs |top|"),
                     _("pre-LN: the top's gradient, unchanged"),
                 ),
                 (
-                    post.norms[0] <= bound * (1 + 1e-9),
-                    _("post-LN, layer 0: {ratio} ≤ {bound}, the product of 1/σ over the layers").format(
+                    at_most(post.norms[0], bound * (1 + 1e-9), "post-LN layer 0: |path| vs the product of 1/std"),
+                    _("post-LN, layer 0: {ratio} ≤ {bound}, the product of 1/std over the layers").format(
                         ratio=fmt(bottom_ratio(post), 3), bound=fmt(bound / post.top, 3)
                     ),
                 ),
             ]
         ),
         cjk_text(
-            _("post-LN sums: σ from {low} to {high}").format(
+            _("post-LN sums: std from {low} to {high}").format(
                 low=fmt(float(post.sigma.min()), 3), high=fmt(float(post.sigma.max()), 3)
             ),
             style="dim",
@@ -435,7 +458,11 @@ def identity_path(p: LessonParams, layers: int = 24, gain: float = 0.5, bias: fl
 
 
 def _cross_prediction(exp: Expansion, dim: int) -> Prediction:
-    answer = 0 if exp.first[0] > exp.cross[0] else 1
+    evidence = (
+        above(exp.first[0], exp.cross[0], "layer 0: first-order part vs cross terms"),
+        at_least(exp.cross[0], exp.first[0], "layer 0: cross terms vs first-order part"),
+    )
+    answer = 0 if evidence[0] else 1
     if answer == 1:
         why = _(
             "At layer 0 the first-order part has size {first}, the cross terms {cross} (÷ the top's gradient): "
@@ -456,6 +483,7 @@ def _cross_prediction(exp: Expansion, dim: int) -> Prediction:
         (_("I + Σ A_k (the first-order part)"), _("the cross terms (products of two or more A_k)")),
         answer,
         why.format(first=fmt(exp.first[0], 3), cross=fmt(exp.cross[0], 3)),
+        evidence,
     )
 
 
@@ -473,7 +501,7 @@ def _additive_claim(exp: Expansion, dim: int) -> Any:
     return claims(
         [
             (
-                bool(exp.cross[0] > exp.first[0]),
+                above(exp.cross[0], exp.first[0], "layer 0: cross terms vs first-order part"),
                 _("at layer 0 the cross terms outweigh the first-order part: not additive"),
             )
         ]
@@ -501,7 +529,7 @@ def pre_ln_cross_terms(p: LessonParams, layers: int = 24, gain: float = 4.0, bia
             claims(
                 [
                     (
-                        close(exp.full, full.norms / full.top, CLOSED_FORM_RTOL, 0.0),
+                        close_to(exp.full, full.norms / full.top, CLOSED_FORM_RTOL, 0.0, "|g_l|: expansion vs stack"),
                         _("|g_l| is the stack's own gradient"),
                     ),
                 ]

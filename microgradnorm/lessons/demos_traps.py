@@ -40,6 +40,7 @@ from microgradnorm.lessons.demo_tools import (
     sci,
 )
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.lessons.verdicts import Check, above, all_of, at_least, at_most, below, close_to, differs
 
 # Four numbers whose variance is far from zero: mean 10, squared deviations 36, 9, 9, 36.
 CANCELLATION_X = (4.0, 7.0, 13.0, 16.0)
@@ -55,12 +56,16 @@ def variance_cancellation(
 ) -> Group:
     """The naive and the two-pass variance of [4, 7, 13, 16] + offset in float64, and the engine's reaction."""
     base = np.array(CANCELLATION_X)
-    rows = []
+    rows, naive_err, two_pass_err = [], [], []
     for c in offsets:
         x = base + float(c)
         naive = float(formulas.naive_variance(x, (0,))[0])
         two_pass = float(formulas.variance(x - formulas.mean(x, (0,)), (0,))[0])
+        naive_err.append(abs(naive - TRUE_VARIANCE) / TRUE_VARIANCE)
+        two_pass_err.append(abs(two_pass - TRUE_VARIANCE) / TRUE_VARIANCE)
         rows.append([f"{float(c):g}", fmt(naive, 6), fmt(two_pass, 6)])
+    # the table shows 6 significant digits: a relative error below SHOWN reads as the true variance
+    shown = 5e-7
     x = base + float(offset)
     try:
         engine_forward("layernorm", x, None, None, p.eps, variance="naive")
@@ -82,11 +87,11 @@ def variance_cancellation(
         claims(
             [
                 (
-                    all(r[2] == fmt(TRUE_VARIANCE, 6) for r in rows),
+                    at_most(max(two_pass_err), shown, "two-pass: largest relative error"),
                     _("two-pass: {variance} at every offset").format(variance=fmt(TRUE_VARIANCE, 6)),
                 ),
                 (
-                    any(r[1] != fmt(TRUE_VARIANCE, 6) for r in rows),
+                    above(max(naive_err), shown, "one-pass: largest relative error"),
                     _("one-pass: wrong once the offset is large"),
                 ),
             ]
@@ -132,13 +137,21 @@ def placement_result(x: np.ndarray, dy: np.ndarray, eps: float, where: str) -> t
 
 def _placement_prediction(constant_outside: tuple[np.ndarray, np.ndarray] | str, eps: float) -> Prediction:
     choices = (_("a finite gradient"), "NaN", _("nothing: the forward pass already divides by zero"))
-    if isinstance(constant_outside, str):
+    refused = isinstance(constant_outside, str)
+    nans = 0 if refused else int(np.isnan(constant_outside[1]).sum())
+    what = "NaN entries in dx"
+    evidence = (
+        None if refused else at_most(nans, 0, what),
+        None if refused else above(nans, 0, what),
+        Check("the forward pass refused (1) or ran (0)", float(refused), ">=", 1.0),
+    )
+    if refused:
         answer = 2
         why = _("With eps = {eps} both placements are the same formula, and var = 0 makes the divisor 0.").format(
             eps=f"{eps:g}"
         )
     else:
-        answer = 1 if np.isnan(constant_outside[1]).any() else 0
+        answer = 1 if nans else 0
         why = _(
             "The derivative of sqrt(var) at var = 0 is infinite, and the gradient arriving at it is 0 (the "
             "centered values are all 0): infinity times zero is NaN."
@@ -150,6 +163,7 @@ def _placement_prediction(constant_outside: tuple[np.ndarray, np.ndarray] | str,
         choices,
         answer,
         why,
+        evidence,
     )
 
 
@@ -205,41 +219,176 @@ def _nan_aware(a: np.ndarray) -> str:
 # ---- loss = sum(y) --------------------------------------------------------------------
 
 
+# Two broken backward passes: each forgets one of the paths into x (lesson 5).
+BUGS = (("var", N_("no var path")), ("mean", N_("no mean path")))
+
+
 @demo("sum_loss_hides_bugs")
-def sum_loss_hides_bugs(p: LessonParams) -> Group:
-    """With gamma = 1, loss = sum(y) gives dx = 0, so a backward that forgets a path still 'passes'."""
+def sum_loss_hides_bugs(p: LessonParams) -> DemoOutput:
+    """loss = sum(y) at gamma = 1 gives dx = 0: it misses a backward that forgets the variance path, not the mean's."""
     x = random_vector(p.seed, p.dim)
     m = formulas.moments(x, (0,), p.eps)
     rows, caught = [], {}
     for gamma_name, gamma in (("1", None), ("random", random_gamma(p.seed, p.dim))):
         gamma_shown = "1" if gamma is None else _("random")
-        for loss_name, dy in (("sum(y)", np.ones(p.dim)), ("sum(y · dy)", random_dy(p.seed, p.dim))):
+        for loss_name, dy in (("sum(y)", np.ones(p.dim)), ("sum(y·dy)", random_dy(p.seed, p.dim))):
             grads, _graph = autograd_dx("layernorm", x, gamma, None, p.eps, dy)
             gx = formulas.dxhat(dy, None if gamma is None else gamma)
-            direct, via_mean, _via_var = formulas.dx_paths(gx, m.xshift, m.std, m.rstd, (0,))
-            buggy = direct + via_mean  # a backward pass that forgot the variance path
-            err = float(np.max(np.abs(buggy - grads["x"])))
-            caught[gamma_name, loss_name] = not tol.close(buggy, grads["x"], tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
-            verdict = (
-                Text(pgettext("bug test verdict", "caught"), style="bold")
-                if caught[gamma_name, loss_name]
-                else Text(pgettext("bug test verdict", "missed"))
-            )
-            rows.append([gamma_shown, loss_name, sci(float(np.max(np.abs(grads["x"]))), 1), sci(err, 1), verdict])
-    return Group(
+            direct, via_mean, via_var = formulas.dx_paths(gx, m.xshift, m.std, m.rstd, (0,))
+            cells = []
+            for bug, buggy in (("var", direct + via_mean), ("mean", direct + via_var)):
+                what = f"gamma {gamma_name}, {loss_name}, {bug}: the broken dx vs autograd"
+                found = differs(buggy, grads["x"], tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL, what)
+                caught[gamma_name, loss_name, bug] = found
+                word = pgettext("bug test verdict", "caught") if found else pgettext("bug test verdict", "missed")
+                cells.append(Text(f"{word} {sci(float(np.max(np.abs(buggy - grads['x']))), 0)}",
+                                  style="bold" if found else ""))  # fmt: skip
+            rows.append([gamma_shown, loss_name, sci(float(np.max(np.abs(grads["x"]))), 1), *cells])
+    return DemoOutput(
         number_table(
-            ["gamma", _("loss"), "max |dx|", _("bug's error"), pgettext("bug test verdict", "the test")],
+            ["gamma", _("loss"), "max |dx|", *(_(name) for _bug, name in BUGS)],
             rows,
-            title=_("autograd dx, and a backward pass missing the variance path"),
-            caption=_("caught: the buggy gradient differs from autograd beyond the closed-form tolerance."),
+            title=_("autograd dx, and two backward passes that each forget one path"),
+            caption=_(
+                "caught: the broken gradient differs from autograd beyond the closed-form tolerance (its largest "
+                "difference beside it)."
+            ),
         ),
-        claims(
-            [
-                (not caught["1", "sum(y)"], _("gamma = 1 and sum(y): the bug passes unseen")),
-                (caught["1", "sum(y · dy)"], _("a random dy catches it")),
-            ]
+        prediction=_sum_loss_prediction(caught),
+    )
+
+
+def _sum_loss_prediction(caught: dict) -> Prediction:
+    var, mean = caught["1", "sum(y)", "var"], caught["1", "sum(y)", "mean"]
+    missed = {k: Check(c.what, c.measured, "<=", c.bound) for k, c in (("var", var), ("mean", mean))}
+    evidence = (
+        all_of(missed["var"], missed["mean"]),
+        all_of(missed["var"], mean),
+        all_of(var, missed["mean"]),
+        all_of(var, mean),
+    )
+    return Prediction(
+        _(
+            "gamma = 1, loss = sum(y). One broken backward forgets the variance path, another the mean path. "
+            "Which does the test catch?"
+        ),
+        (
+            pgettext("which bug is caught", "neither"),
+            _("only the one without the mean path"),
+            _("only the one without the variance path"),
+            pgettext("which bug is caught", "both"),
+        ),
+        next(i for i, e in enumerate(evidence) if e),
+        _(
+            "With gamma = 1, sum(y) = sum(beta) whatever x is, so the right dx is 0. The variance path's share is "
+            "−rstd · xhat · mean(xhat) = 0 here, so leaving it out changes nothing; the mean path's share, "
+            "−rstd · mean(dy) = −rstd, cancels the direct path's rstd, and leaving it out leaves rstd behind."
+        ),
+        evidence,
+    )
+
+
+# ---- float32 and a large mean ------------------------------------------------------------
+
+# float32's unit roundoff: a float32 number is within this fraction of itself of the real number it stores
+FLOAT32_UNIT = float(np.finfo(np.float32).eps) / 2
+
+
+def _torch_layer_norm(x: np.ndarray, eps: float) -> np.ndarray | None:
+    """PyTorch's float32 layer_norm of x, or None when PyTorch is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return None
+    import torch
+
+    return torch.nn.functional.layer_norm(torch.from_numpy(x), (x.shape[-1],), eps=eps).numpy()
+
+
+def offset_width(dim: int) -> int:
+    return max(dim, 4)
+
+
+def float32_offset_errors(seed: int, dim: int, eps: float, ratios: tuple[float, ...]) -> dict[str, list[float]]:
+    """Relative error of float32 LayerNorms against float64 on the same float32 input, per mean/spread ratio.
+
+    Rows of spread about 1 around a mean of ``ratio``; the input is stored in float32 first, so that
+    every error below is the computation's, not the input's. Keys: the package's default NumPy kernel,
+    the textbook closed forms (the ``reference`` backend), and PyTorch (absent when it is not installed).
+    """
+    rng = rng_for(seed, 43)
+    out: dict[str, list[float]] = {"package": [], "textbook": [], "torch": []}
+    for ratio in ratios:
+        # at least 4 values a row: 2 values a spread of 1 apart can round to one float32 number at 1e6
+        x = (rng.normal(0.0, 1.0, size=(64, offset_width(dim))) + float(ratio)).astype(np.float32)
+        y64 = V.layer_norm_forward(x.astype(np.float64), None, None, eps, backend="numpy")[0]
+        for key, backend in (("package", "numpy"), ("textbook", "reference")):
+            out[key].append(tol.normwise_error(V.layer_norm_forward(x, None, None, eps, backend=backend)[0], y64)[1])
+        yt = _torch_layer_norm(x, eps)
+        if yt is not None:
+            out["torch"].append(tol.normwise_error(yt, y64)[1])
+    if not out["torch"]:
+        del out["torch"]
+    return out
+
+
+@demo("float32_offset")
+def float32_offset(p: LessonParams, ratios: tuple[float, ...] = (1.0, 1e2, 1e4, 1e6), asked: float = 1e4) -> DemoOutput:
+    """float32 LayerNorm of rows whose mean is many times their spread: the mean's rounding, and who repairs it."""
+    if asked not in ratios:
+        raise ValueError(f"asked: expected one of the ratios {ratios!r}, got {asked!r}")
+    errors = float32_offset_errors(p.seed, p.dim, p.eps, tuple(ratios))
+    names = {"package": _("this package"), "textbook": _("textbook"), "torch": "PyTorch"}
+    rows = [[f"{r:g}", *(sci(errors[k][i], 1) for k in errors)] for i, r in enumerate(ratios)]
+    table = number_table(
+        [_("mean ÷ spread"), *(names[k] for k in errors)],
+        rows,
+        title=_("float32 LayerNorm of 64 rows of d = {d}: relative error against float64 on the same input").format(
+            d=offset_width(p.dim)
+        ),
+        caption=_(
+            "this package: its NumPy kernel. textbook: mean, x − mean, centred variance, all in float32 (the "
+            "reference backend)."
         ),
     )
+    parts = [table]
+    if "torch" not in errors:
+        parts.append(cjk_text(_("PyTorch is not installed here, so its float32 layer_norm is not measured."), "dim"))
+    ours = max(errors["package"])
+    parts.append(
+        claims([(at_most(ours, 16 * FLOAT32_UNIT, "this package: largest float32 error at any ratio"),
+                 _("this package: rounding only at every ratio (at most {error})").format(error=sci(ours, 1)))])
+    )  # fmt: skip
+    i = list(ratios).index(asked)
+    err = errors["textbook"][i]
+    bands = (1e-6, 1e-3)
+    what = f"textbook float32 error at mean ÷ spread = {asked:g}"
+    evidence = (
+        below(err, bands[0], what),
+        all_of(at_least(err, bands[0], what), below(err, bands[1], what)),
+        at_least(err, bands[1], what),
+    )
+    prediction = Prediction(
+        _(
+            "Rows whose mean is {ratio} times their spread, stored in float32. The textbook LayerNorm (mean, "
+            "then x − mean, then the centred variance) runs in float32. How far is its y from float64's?"
+        ).format(ratio=f"{asked:g}"),
+        (_("rounding: below 1e-6"), _("between 1e-6 and 1e-3"), _("1e-3 or more")),
+        next(k for k, e in enumerate(evidence) if e),
+        _(
+            "Measured: {error}. The mean itself is rounded to float32, off by up to {unit} of its size, which is "
+            "{ratio} spreads: every x − mean carries that shift, and xhat divides it by the spread. Two passes do "
+            "not save the textbook here; the package's kernel takes the mean of x − mean once more and folds it "
+            "back (lesson 14): {ours}."
+        ).format(
+            error=sci(err, 1),
+            unit=sci(FLOAT32_UNIT, 0),
+            ratio=f"{asked:g}",
+            ours=sci(errors["package"][i], 1),
+        ),
+        evidence,
+    )
+    return DemoOutput(Group(*parts), prediction=prediction)
 
 
 # ---- float32 vs float64 -----------------------------------------------------------------
@@ -296,8 +445,8 @@ def float_precision(p: LessonParams, steps: tuple[float, ...] = (1e-1, 1e-2, 1e-
         number_table(
             [_("float32 vs float64"), _("relative error"), pgettext("float32 check column", "within")],
             [
-                ["y", sci(ey, 1), check_mark(ey <= tol.FLOAT32_RTOL)],
-                ["dx", sci(edx, 1), check_mark(edx <= tol.FLOAT32_RTOL)],
+                ["y", sci(ey, 1), check_mark(at_most(ey, tol.FLOAT32_RTOL, "y: float32 vs float64"))],
+                ["dx", sci(edx, 1), check_mark(at_most(edx, tol.FLOAT32_RTOL, "dx: float32 vs float64"))],
             ],
             title=_("LayerNorm of x [{rows}, {cols}] on the vectorized path").format(rows=x.shape[0], cols=x.shape[1]),
             caption=_("within: at most FLOAT32_RTOL = {rtol}, the package's tolerance for float32.").format(
@@ -317,7 +466,9 @@ def float_precision(p: LessonParams, steps: tuple[float, ...] = (1e-1, 1e-2, 1e-
         claims(
             [
                 (
-                    best["float32"] > 100 * best["float64"],
+                    above(
+                        best["float32"], 100 * best["float64"], "best finite-difference error, float32 vs 100 × float64"
+                    ),
                     _("float32's best step is {factor}× worse than float64's").format(
                         factor=fmt(best["float32"] / best["float64"], 2)
                     ),
@@ -376,15 +527,17 @@ def n_or_n_minus_1(p: LessonParams, sizes: tuple[int, ...] = (2, 4, 16, 256), ro
         claims(
             [
                 (
-                    tol.close(yb, by_n, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL),
+                    close_to(yb, by_n, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL, "BatchNorm y vs the ÷N formula"),
                     _("vectorized.BatchNorm, a batch of {rows}: it normalizes with var ÷ N").format(rows=rows),
                 ),
                 (
-                    tol.close(running, xb.var(axis=0, ddof=1), tol.CLOSED_FORM_RTOL, 0.0),
+                    close_to(
+                        running, xb.var(axis=0, ddof=1), tol.CLOSED_FORM_RTOL, 0.0, "running_var vs var ÷ (N − 1)"
+                    ),
                     _("and its running_var (momentum 1) is var ÷ (N − 1)"),
                 ),
                 (
-                    err > tol.CLOSED_FORM_RTOL,
+                    above(err, tol.CLOSED_FORM_RTOL, "dx: ÷N formula vs the ÷(N−1) forward's autograd"),
                     _("forward ÷(N−1), backward formula for ÷N: dx off by {error}").format(error=sci(err, 1)),
                 ),
             ]

@@ -46,6 +46,7 @@ from microgradnorm.lessons.demos import DemoSpec, LessonParams, load_demos
 
 __all__ = [
     "DEFAULT_KEYS",
+    "DEFAULT_RANGES",
     "FRONT_MATTER_KEYS",
     "DemoCall",
     "Lesson",
@@ -57,9 +58,13 @@ __all__ = [
     "parse_lesson",
 ]
 
-FRONT_MATTER_KEYS = ("title", "summary", "defaults")
+FRONT_MATTER_KEYS = ("title", "summary", "defaults", "ranges")
 REQUIRED_KEYS = ("title", "summary")
 DEFAULT_KEYS = ("dim", "seed", "eps", "batch")
+# The values --dim and --batch may take: lessons show every node, so keep the graph on a screen; a batch
+# needs two rows (BatchNorm over one value per column normalizes everything to 0). A lesson whose numbers
+# mean something else at other sizes gives its own range in ``ranges`` (lesson 11: widths of a deep stack).
+DEFAULT_RANGES: dict[str, tuple[int, int]] = {"dim": (2, 16), "batch": (2, 16)}
 
 # NN-slug.md: two digits, a dash, lowercase words joined by dashes.
 LESSON_FILE = re.compile(r"^(\d{2})-([a-z0-9]+(?:-[a-z0-9]+)*)\.md$")
@@ -121,6 +126,7 @@ class Lesson:
     summary: str
     defaults: dict[str, Any]
     steps: list[Step]
+    own_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -131,6 +137,10 @@ class Lesson:
     def options(self) -> tuple[str, ...]:
         """The numbers this lesson responds to: the keys of its ``defaults`` (the CLI refuses the others)."""
         return tuple(key for key in DEFAULT_KEYS if key in self.defaults)
+
+    def range_of(self, option: str) -> tuple[int, int] | None:
+        """(low, high) that ``--dim`` or ``--batch`` may take in this lesson (None: any value the type allows)."""
+        return self.own_ranges.get(option, DEFAULT_RANGES.get(option))
 
     def params(self, **overrides: Any) -> LessonParams:
         """The lesson's defaults with the non-None ``overrides`` (from the CLI) applied."""
@@ -240,6 +250,7 @@ def parse_lesson(path: str | Path, text: str | None = None, *, check_demos: bool
         summary=meta["summary"],
         defaults=meta.get("defaults", {}),
         steps=steps,
+        own_ranges=meta.get("ranges", {}),
     )
 
 
@@ -270,6 +281,8 @@ def _front_matter(path: Path, lines: list[str]) -> tuple[dict[str, Any], int]:
             raise LessonFormatError(path, number, f"front matter key {key!r} is given twice")
         if key == "defaults":
             meta[key] = _defaults(path, number, raw)
+        elif key == "ranges":
+            meta[key] = _ranges(path, number, raw)
         else:
             value = _string(raw)
             if not value:
@@ -320,6 +333,29 @@ def _defaults(path: Path, number: int, raw: str) -> dict[str, Any]:
             }[key]
             raise LessonFormatError(path, number, f"defaults: {key} must be {wanted}, got {v!r}")
     return value
+
+
+def _ranges(path: Path, number: int, raw: str) -> dict[str, tuple[int, int]]:
+    allowed = ", ".join(DEFAULT_RANGES)
+    wanted = f'ranges: expected a dict like {{"dim": (16, 64)}} with keys among {allowed}, got {raw!r}'
+    try:
+        value = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        raise LessonFormatError(path, number, wanted) from None
+    if not isinstance(value, dict) or any(k not in DEFAULT_RANGES for k in value):
+        raise LessonFormatError(path, number, wanted)
+    for key, pair in value.items():
+        ok = (
+            isinstance(pair, (tuple, list))
+            and len(pair) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in pair)
+            and pair[0] <= pair[1]
+        )
+        if not ok:
+            raise LessonFormatError(
+                path, number, f"ranges: {key} must be (low, high), integers 1 <= low <= high, got {pair!r}"
+            )
+    return {k: (int(v[0]), int(v[1])) for k, v in value.items()}
 
 
 _BEFORE_FIRST_STEP = "text before the first step: start each step with a '## ' heading"
