@@ -540,9 +540,7 @@ def test_the_shown_llmc_code_is_the_live_source_of_the_functions_that_ran():
     from microgradnorm.lessons import demos_kernel as K
 
     out = run_demo("kernel_llmc_code", LessonParams())
-    console = Console(file=io.StringIO(), width=200, no_color=True, record=True)
-    console.print(out.renderable)
-    shown = console.export_text()
+    shown = render(out.renderable, 200)
     for fn in (K.layer_norm_forward, K.layer_norm_backward):
         live = textwrap.dedent(inspect.getsource(fn)).rstrip()
         assert live in shown, fn.__name__
