@@ -137,38 +137,16 @@ class NormSpec:
 
 
 @functools.cache
-def _layer_norm_numpy() -> NumpyParts:
+def _centered_numpy(function: str) -> NumpyParts:
+    """A centered norm's parts: the closed forms LayerNorm, BatchNorm and GroupNorm share, and its
+    textbook pass, found in the textbook file by the norm's public name (``layer_norm_forward``, ...)."""
     from microgradnorm import formulas
     from microgradnorm.vectorized import textbook
 
     return NumpyParts(
         formulas.normalization_node_grads,
-        textbook.layer_norm_forward,
-        textbook.layer_norm_backward,
-    )
-
-
-@functools.cache
-def _batch_norm_numpy() -> NumpyParts:
-    from microgradnorm import formulas
-    from microgradnorm.vectorized import textbook
-
-    return NumpyParts(
-        formulas.normalization_node_grads,
-        textbook.batch_norm_forward,
-        textbook.batch_norm_backward,
-    )
-
-
-@functools.cache
-def _group_norm_numpy() -> NumpyParts:
-    from microgradnorm import formulas
-    from microgradnorm.vectorized import textbook
-
-    return NumpyParts(
-        formulas.normalization_node_grads,
-        textbook.group_norm_forward,
-        textbook.group_norm_backward,
+        getattr(textbook, f"{function}_forward"),
+        getattr(textbook, f"{function}_backward"),
     )
 
 
@@ -226,7 +204,7 @@ NORMS: dict[str, NormSpec] = {
             torch_layer="LayerNorm",
             torch_call=_layer_norm_torch,
             batch_statistics=False,
-            load_numpy=_layer_norm_numpy,
+            load_numpy=functools.partial(_centered_numpy, "layer_norm"),
             array_ranks=None,
             array_form="an array [..., D] with D >= 1",
         ),
@@ -245,7 +223,7 @@ NORMS: dict[str, NormSpec] = {
             torch_layer="BatchNorm",
             torch_call=_batch_norm_torch,
             batch_statistics=True,
-            load_numpy=_batch_norm_numpy,
+            load_numpy=functools.partial(_centered_numpy, "batch_norm"),
             array_ranks=(2, 4),
             array_form="a non-empty 2-D [N, D] or 4-D [N, C, H, W] array",
         ),
@@ -283,7 +261,7 @@ NORMS: dict[str, NormSpec] = {
             torch_layer="GroupNorm",
             torch_call=_group_norm_torch,
             batch_statistics=False,
-            load_numpy=_group_norm_numpy,
+            load_numpy=functools.partial(_centered_numpy, "group_norm"),
             array_ranks=(2, 3, 4, 5),
             array_form="a non-empty array [N, C, *spatial] with at most 3 spatial axes",
             grouped=True,
