@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from rich import box
 from rich.cells import cell_len
@@ -20,8 +20,22 @@ from microgradnorm.i18n.text import (
     sentences,
 )
 
-if TYPE_CHECKING:
-    from microgradnorm.check import CheckReport
+
+class CheckReport(Protocol):
+    """What the table reads of a :class:`microgradnorm.check.CheckReport`. This module stands below
+    ``check`` (a report shows itself in a notebook through :func:`check_html`), so it names the fields only."""
+
+    title: str
+    shape: tuple[int, ...]
+    eps: float
+    variance: str
+    loss: float
+    loss_rounding: float
+    nodes: list[Any]  # microgradnorm.check.NodeCheck
+    tolerances: dict[str, float]
+    passed: bool
+    failures: list[Any]
+
 
 __all__ = ["check_html", "check_table", "err", "fmt", "nbytes_text", "shown_error"]
 

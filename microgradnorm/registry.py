@@ -140,8 +140,7 @@ class NormSpec:
 def _centered_numpy(function: str) -> NumpyParts:
     """A centered norm's parts: the closed forms LayerNorm, BatchNorm and GroupNorm share, and its
     textbook pass, found in the textbook file by the norm's public name (``layer_norm_forward``, ...)."""
-    from microgradnorm import formulas
-    from microgradnorm.vectorized import textbook
+    from microgradnorm import formulas, textbook
 
     return NumpyParts(
         formulas.normalization_node_grads,
@@ -152,8 +151,7 @@ def _centered_numpy(function: str) -> NumpyParts:
 
 @functools.cache
 def _rms_norm_numpy() -> NumpyParts:
-    from microgradnorm import formulas
-    from microgradnorm.vectorized import textbook
+    from microgradnorm import formulas, textbook
 
     def node_grads(x, gamma, beta, eps, dy, axes, param_axis, variance, view):  # no beta, no variance form
         return formulas.rms_node_grads(x, gamma, eps, dy, axes, param_axis)

@@ -144,11 +144,11 @@ def test_the_check_command_passes_on_the_repository(capsys):
 
 def test_the_tool_command_checks_and_lists():
     out = subprocess.run(
-        [sys.executable, "-m", "microgradnorm.i18n", "untranslated"], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "microgradnorm.i18n_tools", "untranslated"], capture_output=True, text=True, timeout=120
     )
     assert out.returncode == 0 and out.stdout.strip().splitlines()[-1].endswith("shown in English for zh-CN")
     bad = subprocess.run(
-        [sys.executable, "-m", "microgradnorm.i18n", "untranslated", "--lang", "fr"],
+        [sys.executable, "-m", "microgradnorm.i18n_tools", "untranslated", "--lang", "fr"],
         capture_output=True,
         text=True,
         timeout=120,

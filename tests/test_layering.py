@@ -10,7 +10,10 @@ a module and inside its functions alike (a function-level import is still an arr
   page or graph module);
 - only ``microgradnorm.torch`` imports torch when it is imported (elsewhere torch is imported where it is used);
 - the core imports nothing by a string (``importlib.import_module``): an arrow no reader or tool sees;
-- no import circle, whichever floor (a circle is named by all its modules).
+- no import circle, whichever floor (a circle is named by all its modules), counting the imports made only
+  for type hints (a module that names another's class knows it), and none between rooms either: a
+  sub-package (``lessons``, ``lab``, ``vectorized``, ...) is one room, so ``lab`` may import ``lessons`` or
+  the other way round, never both.
 
 Known exceptions are listed once, in ``KNOWN``, each with who removes it; an exception that no longer occurs
 fails too, so the list only shrinks.
@@ -35,7 +38,7 @@ CORE = {
     "microgradnorm.registry",
     "microgradnorm.errors",  # the core's typed errors
     "microgradnorm.inputs",  # reading nested lists into the builders
-    "microgradnorm.vectorized.textbook",  # the textbook NumPy file
+    "microgradnorm.textbook",  # the textbook NumPy file
 }
 DRAWING_AND_TRANSLATION = ("microgradnorm.drawing", "microgradnorm.i18n")
 FEATURES = ("lessons", "lab", "exercises", "page", "viz", "bench", "check", "present", "torch", "commands", "cli")
@@ -58,17 +61,22 @@ def _resolve(importer: str, is_package: bool, node: ast.ImportFrom) -> str:
     return ".".join([*base, *([node.module] if node.module else [])])
 
 
-def imports_of(path: Path, modules: set[str]) -> list[tuple[str, bool]]:
+def imports_of(path: Path, modules: set[str], typing: bool = False) -> list[tuple[str, bool]]:
     """(imported module, at the top of the module?) for every import in ``path``. ``from a import b`` names
-    ``a.b`` when that is a module of the package, else ``a``; imports under ``if TYPE_CHECKING:`` are no arrow."""
+    ``a.b`` when that is a module of the package, else ``a``; imports under ``if TYPE_CHECKING:`` are no arrow
+    at run time, and counted only with ``typing``."""
     name = module_name(path)
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    typing_only = {
-        id(n)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-        for n in ast.walk(node)
-    }
+    typing_only = (
+        set()
+        if typing
+        else {
+            id(n)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for n in ast.walk(node)
+        }
+    )
     top = {id(n) for n in tree.body}
     found = []
     for node in ast.walk(tree):
@@ -86,10 +94,23 @@ def imports_of(path: Path, modules: set[str]) -> list[tuple[str, bool]]:
     return found
 
 
-def package_graph() -> tuple[dict[str, list[tuple[str, bool]]], set[str]]:
+def package_graph(typing: bool = False) -> tuple[dict[str, list[tuple[str, bool]]], set[str]]:
     files = sorted(PACKAGE.rglob("*.py"))
     modules = {module_name(p) for p in files}
-    return {module_name(p): imports_of(p, modules) for p in files}, modules
+    return {module_name(p): imports_of(p, modules, typing) for p in files}, modules
+
+
+def rooms_graph(graph: Mapping[str, list[tuple[str, bool]]], modules: set[str]) -> dict[str, list[tuple[str, bool]]]:
+    """The same arrows between rooms: a module of the package's top level, or a whole sub-package."""
+    rooms: dict[str, list[tuple[str, bool]]] = {}
+    for importer, imports in graph.items():
+        arrows = rooms.setdefault(_room(importer), [])
+        arrows += [(_room(_owner(i, modules)), top) for i, top in imports if _owner(i, modules)]
+    return rooms
+
+
+def _room(module: str) -> str:
+    return ".".join(module.split(".")[:2])
 
 
 def _inside(module: str, prefixes: Iterable[str]) -> bool:
@@ -129,7 +150,6 @@ def violations(graph: Mapping[str, list[tuple[str, bool]]], modules: set[str]) -
                 found.add(("floor", importer, target))
             if (
                 _inside(importer, DRAWING_AND_TRANSLATION)
-                and not importer.endswith("__main__")
                 and target
                 and not _inside(target, DRAWING_AND_TRANSLATION)
                 and target not in CORE  # the core's typed errors are said in the learner's language
@@ -140,8 +160,10 @@ def violations(graph: Mapping[str, list[tuple[str, bool]]], modules: set[str]) -
     return found
 
 
-def circles(graph: Mapping[str, list[tuple[str, bool]]], modules: set[str]) -> set[tuple[str, str, str]]:
-    """("circle", first module, the others) for each set of modules that reach each other (a strongly
+def circles(
+    graph: Mapping[str, list[tuple[str, bool]]], modules: set[str], kind: str = "circle"
+) -> set[tuple[str, str, str]]:
+    """(kind, first module, the others) for each set of modules that reach each other (a strongly
     connected component of the import graph, named by its members in order)."""
     edges = {m: {_owner(i, modules) for i, _top in imports} - {"", m} for m, imports in graph.items()}
     index, low, stack, on_stack, found = {}, {}, [], set(), set()
@@ -166,7 +188,7 @@ def circles(graph: Mapping[str, list[tuple[str, bool]]], modules: set[str]) -> s
                     break
             if len(component) > 1:
                 first, *rest = sorted(component)
-                found.add(("circle", first, " ".join(rest)))
+                found.add((kind, first, " ".join(rest)))
 
     for v in sorted(edges):
         if v not in index:
@@ -210,12 +232,37 @@ def test_the_reader_sees_function_level_relative_and_typing_only_imports(tmp_pat
     found = imports_of(pkg / "m.py", {"microgradnorm.sub.n", "microgradnorm.viz"})
     assert ("microgradnorm.sub.n", True) in found and ("microgradnorm.viz", False) in found
     assert not [name for name, _top in found if name.startswith("microgradnorm.cli")]
+    typed = imports_of(pkg / "m.py", {"microgradnorm.sub.n", "microgradnorm.viz"}, typing=True)
+    assert [name for name, _top in typed if name.startswith("microgradnorm.cli")] == ["microgradnorm.cli"]
+
+
+def test_a_circle_through_a_type_hint_or_between_two_rooms_is_found():
+    """Two sub-packages that import each other through different modules, and a circle that closes only under
+    ``if TYPE_CHECKING:``: neither is a module circle at run time, both are circles of the house."""
+    modules = {"microgradnorm.lab", "microgradnorm.lab.show", "microgradnorm.lessons", "microgradnorm.lessons.demos"}
+    modules |= {"microgradnorm.lessons.verdicts", "microgradnorm.check", "microgradnorm.present"}
+    graph = {
+        "microgradnorm.lab.show": [("microgradnorm.lessons.verdicts", True)],
+        "microgradnorm.lessons.demos": [("microgradnorm.lab.show", False)],
+        "microgradnorm.check": [("microgradnorm.present", False)],
+        "microgradnorm.present": [("microgradnorm.check", True)],  # as imports_of(typing=True) reads it
+    }
+    assert circles(rooms_graph(graph, modules), {_room(m) for m in modules}, "rooms") == {
+        ("rooms", "microgradnorm.check", "microgradnorm.present"),
+        ("rooms", "microgradnorm.lab", "microgradnorm.lessons"),
+    }
+    del graph["microgradnorm.lessons.demos"]
+    assert circles(rooms_graph(graph, modules), {_room(m) for m in modules}) == {
+        ("circle", "microgradnorm.check", "microgradnorm.present")
+    }
 
 
 @pytest.fixture(scope="module")
 def found() -> set[tuple[str, str, str]]:
     graph, modules = package_graph()
-    return violations(graph, modules) | circles(graph, modules)
+    typed, _modules = package_graph(typing=True)
+    rooms = circles(rooms_graph(typed, modules), {_room(m) for m in modules}, "rooms")
+    return violations(graph, modules) | circles(typed, modules) | rooms
 
 
 def test_no_import_runs_against_the_floors_and_there_is_no_circle(found):

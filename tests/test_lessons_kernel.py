@@ -537,8 +537,8 @@ def test_the_shown_llmc_code_is_the_live_source_of_the_functions_that_ran():
     import inspect
     import textwrap
 
+    from microgradnorm import textbook
     from microgradnorm.lessons.source import source_of
-    from microgradnorm.vectorized import textbook
 
     out = run_demo("kernel_llmc_code", LessonParams())
     shown = rendered(out.renderable, 200)
@@ -553,8 +553,8 @@ def test_the_shown_llmc_code_is_the_live_source_of_the_functions_that_ran():
 @pytest.mark.parametrize(("seed", "eps"), [(0, 1e-5), (3, 0.5)])
 def test_the_llmc_pair_matches_the_scalar_engine(seed, eps):
     """Oracle: the engine's autograd on the same LayerNorm, row by row."""
+    from microgradnorm import textbook as K
     from microgradnorm.lessons.demo_tools import autograd_dx
-    from microgradnorm.vectorized import textbook as K
 
     rng = np.random.default_rng(seed)
     x, dy = rng.normal(0.5, 2.0, (2, 3, 5)), rng.normal(size=(2, 3, 5))

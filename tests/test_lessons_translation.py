@@ -98,7 +98,7 @@ def test_editing_one_english_step_fails_the_check_until_its_translation_is_updat
     found = problems(english)
     assert len(found) == 1
     assert found[0].startswith(f"{translation}: step 2 ('The chain rule') changed in the English")
-    assert "python -m microgradnorm.i18n hashes 01" in found[0]
+    assert "python -m microgradnorm.i18n_tools hashes 01" in found[0]
     lesson, notes = localize(parse_lesson(english, check_demos=False), ZH)
     assert notes == found
     assert _has_chinese(lesson.steps[0].title) and lesson.steps[1].title == "The chain rule"  # that step in English
@@ -288,7 +288,7 @@ def test_a_page_whose_english_changed_is_reported_until_its_mark_is_updated(page
     edit(english, "grouped by subject.", "grouped by subject, oldest first.")
     (found,) = translation_problems(ZH, english.parent)
     assert found.startswith(f"{translation}: REFERENCES.md changed in the English since it was translated")
-    assert "python -m microgradnorm.i18n hashes REFERENCES.md" in found
+    assert "python -m microgradnorm.i18n_tools hashes REFERENCES.md" in found
     text, note = localized_page(english, ZH)
     assert text == english.read_text(encoding="utf-8") and note is not None
 

@@ -2,7 +2,7 @@
 
 Each lesson is run, demo by demo, over a grid of the options its header lists
 (``--dim`` over the lesson's own range, ``--seed``, ``--eps``, ``--batch``). A demo
-decides each ✓/✗ it prints with a :class:`~microgradnorm.lessons.verdicts.Check`
+decides each ✓/✗ it prints with a :class:`~microgradnorm.verdicts.Check`
 (the measured number, a relation and the bound), and each question's answer with
 one Check per choice (``Prediction.evidence``); :func:`~microgradnorm.lessons.demos.run_demo`
 records them. This test compares them again, independently of the demo:
@@ -28,7 +28,7 @@ from rich.console import Console
 
 from microgradnorm.lessons.demos import LessonParams, run_demo
 from microgradnorm.lessons.format import LESSON_FILE, Lesson, lessons_dir, parse_lesson
-from microgradnorm.lessons.verdicts import Check, Checks
+from microgradnorm.verdicts import Check, Checks
 
 LESSONS = {int(p.name[:2]): parse_lesson(p) for p in sorted(lessons_dir().iterdir()) if LESSON_FILE.match(p.name)}
 # The lab lessons train networks (seconds each): only the big grid runs them.
@@ -173,7 +173,7 @@ def test_a_contradicted_mark_fails_the_grid(monkeypatch):
     """The test can fail: a demo that prints ✓ for a check that does not hold is reported."""
     from microgradnorm.lessons import demos
     from microgradnorm.lessons.claims import claim
-    from microgradnorm.lessons.verdicts import Verdict, at_most
+    from microgradnorm.verdicts import Verdict, at_most
 
     def lying(p):
         out = demos.DemoOutput(claim(True, "all is well"))  # a bare True

@@ -18,7 +18,7 @@ from microgradnorm.registry import NORMS
 
 PACKAGE = Path(__file__).resolve().parent.parent / "microgradnorm"
 NAMES = frozenset(NORMS)  # the registry's names (titles such as "LayerNorm" label charts, which is fine)
-CORE = ("engine.py", "errors.py", "inputs.py", "norms.py", "formulas.py", "registry.py", "vectorized/textbook.py")
+CORE = ("engine.py", "errors.py", "inputs.py", "norms.py", "formulas.py", "registry.py", "textbook.py")
 
 
 def _strings(node: ast.AST) -> list[str]:

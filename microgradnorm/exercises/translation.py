@@ -18,7 +18,7 @@ hints. When the English changes and the translation does not, the learner gets
 the English file (or hints), with a note that says why, never code that drifted
 from the English. ``python -m microgradnorm.exercises.translation`` prints the
 lines a translation must carry; :func:`translation_problems` lists every drift
-(``python -m microgradnorm.i18n check`` includes it).
+(``python -m microgradnorm.i18n_tools check`` includes it).
 
 Standard library and :mod:`microgradnorm.i18n` only.
 """

@@ -3,5 +3,5 @@ glossary of terms and its checks, and ``python -m microgradnorm.i18n_tools`` (do
 
 They stand apart from :mod:`microgradnorm.i18n`, the runtime translation every command uses: these read
 the lessons and the exercises to check their translations, and need Babel; nothing in the package
-imports them at run time (``python -m microgradnorm.i18n`` is kept as another name of the command).
+imports them at run time.
 """

@@ -64,8 +64,11 @@ def _hashes(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser(prog: str = "python -m microgradnorm.i18n_tools") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+PROG = "python -m microgradnorm.i18n_tools"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     sub.add_parser("refresh", help="extract, update and compile the catalogs").set_defaults(run=_refresh)
     for name, run, text in (
@@ -85,12 +88,12 @@ def build_parser(prog: str = "python -m microgradnorm.i18n_tools") -> argparse.A
     return parser
 
 
-def main(argv: list[str] | None = None, prog: str = "python -m microgradnorm.i18n_tools") -> int:
-    args = build_parser(prog).parse_args(argv)
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         return args.run(args)
     except (ValueError, OSError) as exc:
-        print(f"{prog} {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{PROG} {args.command}: error: {exc}", file=sys.stderr)
         return 2
 
 

@@ -31,7 +31,7 @@ from microgradnorm.lab.net import BatchNormLayer, Net, NetSpec, cross_entropy, i
 from microgradnorm.lab.task import CLASSES, Task, teacher_task
 from microgradnorm.lab.train import Adam, Run, TrainConfig, batches, train
 from microgradnorm.lab.words import YOURS, YOURS_REFERENCE, Listing, Message, RunName, named_numbers
-from microgradnorm.lessons.verdicts import Check, Checks, above, all_of, at_least, at_most, below
+from microgradnorm.verdicts import Check, Checks, above, all_of, at_least, at_most, below
 
 __all__ = [
     "CURVE_ATOL",
@@ -87,7 +87,7 @@ class Claim:
     message: Message | str
     ok: bool
     key: str = ""
-    check: object = None  # the Check (microgradnorm.lessons.verdicts) ok was decided by, if any
+    check: object = None  # the Check (microgradnorm.verdicts) ok was decided by, if any
 
     @property
     def text(self) -> str:

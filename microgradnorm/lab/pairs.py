@@ -24,7 +24,7 @@ from microgradnorm import formulas as F
 from microgradnorm import tolerances as tol
 from microgradnorm import vectorized as V
 from microgradnorm.i18n import _, pgettext
-from microgradnorm.lessons.verdicts import Check, at_most
+from microgradnorm.verdicts import Check, at_most
 
 __all__ = [
     "MISTAKES",
@@ -173,7 +173,7 @@ class GradientCheck:
 
     @property
     def verdict(self) -> Check:
-        """:attr:`passed` with its measurement, for a ✓/✗ line (microgradnorm.lessons.verdicts)."""
+        """:attr:`passed` with its measurement, for a ✓/✗ line (microgradnorm.verdicts)."""
         return at_most(self.worst, tol.FD_RTOL, "worst relative error against finite differences")
 
 

@@ -21,7 +21,7 @@ from microgradnorm.drawing.figure import Figure, line_chart_svg
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import assemble, cjk_text
 from microgradnorm.lab.experiments import SMOOTH, Claim, Outcome, final_loss
-from microgradnorm.lessons.verdicts import mark
+from microgradnorm.verdicts import mark
 
 __all__ = ["claim_lines", "curves", "figure", "held_out", "outcome", "smooth", "step_axis"]
 

@@ -18,9 +18,9 @@ from rich.table import Table
 from rich.text import Text
 
 from microgradnorm.i18n.text import cjk_text
-from microgradnorm.lessons.verdicts import mark
 from microgradnorm.present import fmt
 from microgradnorm.registry import get_norm
+from microgradnorm.verdicts import mark
 
 __all__ = [
     "autograd_dx",
@@ -76,7 +76,7 @@ def ratio(a: float, b: float) -> float:
 
 
 def check_mark(ok: object) -> Text:
-    """✓ or ✗; ``ok`` may be a :class:`~microgradnorm.lessons.verdicts.Check`, recorded with the mark."""
+    """✓ or ✗; ``ok`` may be a :class:`~microgradnorm.verdicts.Check`, recorded with the mark."""
     return Text("✓", style="green") if mark(ok) else Text("✗", style="bold red")
 
 

@@ -119,7 +119,7 @@ class Prediction:
     choices: tuple[str, ...]
     answer: int
     why: str
-    # One measured condition per choice (a :class:`~microgradnorm.lessons.verdicts.Check`, or None for a
+    # One measured condition per choice (a :class:`~microgradnorm.verdicts.Check`, or None for a
     # choice with none): the option-grid test asserts that the answer's holds under every option.
     evidence: tuple[Any, ...] = ()
 
@@ -241,7 +241,7 @@ def run_demo(name: str, params: LessonParams, args: Mapping[str, Any] | None = N
         spec = DEMOS[name]
     except KeyError:
         raise KeyError(f"unknown demo {name!r}; known demos: {', '.join(sorted(DEMOS))}") from None
-    from microgradnorm.lessons.verdicts import recording
+    from microgradnorm.verdicts import recording
 
     with recording() as marks:
         result = spec.function(params, **dict(args or {}))

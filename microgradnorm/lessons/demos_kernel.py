@@ -40,6 +40,7 @@ from rich.console import Group
 from rich.syntax import Syntax
 from rich.text import Text
 
+from microgradnorm import textbook
 from microgradnorm import tolerances as tol
 from microgradnorm.engine import topological_order
 from microgradnorm.i18n import N_, _, ngettext, pgettext
@@ -48,11 +49,10 @@ from microgradnorm.lessons.claims import claims
 from microgradnorm.lessons.demo_tools import autograd_dx, check_mark, fmt, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.source import code_of
-from microgradnorm.lessons.verdicts import Check, all_of, close_to, exactly, nearest
 from microgradnorm.norms import NormGraph
 from microgradnorm.present import nbytes_text
 from microgradnorm.registry import get_norm
-from microgradnorm.vectorized import textbook
+from microgradnorm.verdicts import Check, all_of, close_to, exactly, nearest
 
 __all__ = [
     "CACHE_FIELDS",
@@ -306,7 +306,7 @@ def kernel_engine_vs_numpy(p: LessonParams, hidden: tuple[int, ...] = (256,), re
 
 # ---- the llm.c shape, the code itself ------------------------------------------------------------
 #
-# microgradnorm.vectorized.textbook is the llm.c contract written as a textbook writes it, a shape
+# microgradnorm.textbook is the llm.c contract written as a textbook writes it, a shape
 # comment on every line that makes an array. The demo runs it on the lesson's input and shows its live
 # source (microgradnorm.lessons.source reads it from the functions that ran).
 

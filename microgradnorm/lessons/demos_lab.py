@@ -24,7 +24,7 @@ from microgradnorm.lab import experiments as E
 from microgradnorm.lab import pairs, show
 from microgradnorm.lab.words import run_name
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.lessons.verdicts import above, all_of, at_least, at_most, below, exactly, mark
+from microgradnorm.verdicts import above, all_of, at_least, at_most, below, exactly, mark
 
 HEIGHT = 8  # chart rows: a chart, its legend and the claims fit one screen at 60 columns
 INSTALL = E.INSTALL

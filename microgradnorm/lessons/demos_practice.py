@@ -31,7 +31,9 @@ from microgradnorm.i18n.text import cjk_text
 from microgradnorm.lessons.claims import claims, maxabs
 from microgradnorm.lessons.demo_tools import check_mark, engine_forward, fmt, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.lessons.verdicts import (
+from microgradnorm.registry import get_norm
+from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, DISPLAY_RTOL
+from microgradnorm.verdicts import (
     Check,
     above,
     all_of,
@@ -43,8 +45,6 @@ from microgradnorm.lessons.verdicts import (
     equal,
     exactly,
 )
-from microgradnorm.registry import get_norm
-from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, DISPLAY_RTOL
 
 # Padding rows and a batch of one are constant groups: with eps = 0 they divide by zero.
 # The demos then run at this eps instead, and say so.

@@ -32,8 +32,8 @@ from microgradnorm.i18n.text import cjk_text, sentences
 from microgradnorm.lessons.claims import claims
 from microgradnorm.lessons.demo_tools import fmt, number_table, rng_for
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.lessons.verdicts import above, at_least, at_most, below, close_to, nearest, within
 from microgradnorm.tolerances import CLOSED_FORM_RTOL
+from microgradnorm.verdicts import above, at_least, at_most, below, close_to, nearest, within
 
 ARRANGEMENTS = ("pre", "post")
 

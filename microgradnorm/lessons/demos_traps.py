@@ -40,7 +40,7 @@ from microgradnorm.lessons.demo_tools import (
     sci,
 )
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.lessons.verdicts import Check, above, all_of, at_least, at_most, below, close_to, differs
+from microgradnorm.verdicts import Check, above, all_of, at_least, at_most, below, close_to, differs
 
 # Four numbers whose variance is far from zero: mean 10, squared deviations 36, 9, 9, 36.
 CANCELLATION_X = (4.0, 7.0, 13.0, 16.0)

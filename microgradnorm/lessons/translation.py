@@ -18,7 +18,7 @@ title and summary::
       step 2: 0b1c2d3e4f5a  # The mean
     ---
 
-``python -m microgradnorm.i18n hashes 03`` prints that block for the current
+``python -m microgradnorm.i18n_tools hashes 03`` prints that block for the current
 English. When an English step changes, its hash changes, and :func:`check` (run by
 the tests) names the translated step that is now out of date, until the
 translator updates its words and then its hash.
@@ -235,7 +235,7 @@ def drift_problems(english: Lesson, translation: Translation) -> list[str]:
         change = f"recorded {recorded}, now {current[key]}" if recorded else f"no hash recorded, now {current[key]}"
         found.append(
             f"{translation.path}: {what} changed in the English since it was translated ({change}); update the "
-            f"translation, then its hash (python -m microgradnorm.i18n hashes {english.number:02d})"
+            f"translation, then its hash (python -m microgradnorm.i18n_tools hashes {english.number:02d})"
         )
     return found
 
@@ -287,7 +287,7 @@ class Localized:
     lesson: Lesson
     status: str  # one of ORIGINAL, TRANSLATED, UNTRANSLATED, MISMATCHED
     english_steps: frozenset[int] = frozenset()  # 0-based steps shown in English: their English changed since
-    problems: tuple[str, ...] = ()  # for translators: what ``python -m microgradnorm.i18n check`` says too
+    problems: tuple[str, ...] = ()  # for translators: what ``python -m microgradnorm.i18n_tools check`` says too
 
     def note(self) -> str | None:
         """One line for the learner when the whole lesson is shown in English although they chose another language."""
@@ -369,7 +369,7 @@ def _page_state(english_path: Path, path: Path) -> tuple[str, str, list[str]]:
     except (OSError, UnicodeDecodeError) as exc:
         return MISMATCHED, "", [f"{path}: could not be read ({exc})"]
     mark = _PAGE_MARK.match(text)
-    remedy = f"python -m microgradnorm.i18n hashes {english_path.name}"
+    remedy = f"python -m microgradnorm.i18n_tools hashes {english_path.name}"
     if mark is None:
         return (
             MISMATCHED,

@@ -8,7 +8,7 @@ holds what the backward pass needs::
     y, cache = layer_norm_forward(x, gamma, beta)        # x [B, T, C]
     dx, dgamma, dbeta = layer_norm_backward(dy, cache)   # dy = dL/dy, same shape as y
 
-Read :mod:`microgradnorm.vectorized.textbook` first: the four norms as a
+Read :mod:`microgradnorm.textbook` first: the four norms as a
 textbook writes them, about ten lines a pass. :mod:`microgradnorm.formulas` is
 the same maths split into its closed forms,
 the way llm.c writes it, one closed form per function (mean, xshift, var, rstd,
