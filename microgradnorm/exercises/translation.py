@@ -25,7 +25,6 @@ Standard library and :mod:`microgradnorm.i18n` only.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import sys
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from pathlib import Path
 
 from microgradnorm.exercises.catalog import EXERCISES, PACKAGE_DIR, Exercise, derive_scaffold, parse_hints
 from microgradnorm.i18n import ENGLISH, LANGUAGES, N_, SIMPLIFIED_CHINESE, _, current_language
+from microgradnorm.i18n.drift import HASH_LENGTH, KEY, MARKED_FILE_STATES, digest, marked_file, normalized
 
 __all__ = [
     "KINDS",
@@ -49,11 +49,9 @@ __all__ = [
     "translation_problems",
 ]
 
-KEY = "english"
-HASH_LENGTH = 12
 KINDS = ("solutions",)  # the scaffolds are derived from the solutions, in each language
 _FILE_MARK = re.compile(rf"\A# {KEY}: (\S+) ([0-9a-f]{{{HASH_LENGTH}}})[ \t]*\n")
-TRANSLATED, MISSING, STALE, MISMATCHED = "translated", "missing", "stale", "mismatched"
+TRANSLATED, MISSING, STALE, MISMATCHED = MARKED_FILE_STATES
 
 
 @dataclass(frozen=True)
@@ -65,14 +63,9 @@ class Localized:
     note: str | None = None  # for the learner, when English is given in place of a translation
 
 
-def _digest(text: str) -> str:
-    lines = "\n".join(line.rstrip() for line in text.strip().splitlines())
-    return hashlib.sha256(lines.encode("utf-8")).hexdigest()[:HASH_LENGTH]
-
-
 def english_hash(path: Path) -> str:
     """A short hash of an English exercise file's text (trailing spaces and blank lines at the ends aside)."""
-    return _digest(path.read_text(encoding="utf-8"))
+    return digest(normalized(path.read_text(encoding="utf-8")))
 
 
 def file_mark(english: Path) -> str:
@@ -86,25 +79,10 @@ def translated_path(english: Path, language: str) -> Path:
 
 def _file_state(english: Path, language: str) -> tuple[str, str, list[str]]:
     """(state, the translation's text without its first line, problems) of one translated exercise file."""
-    path = translated_path(english, language)
-    if not path.is_file():
-        return MISSING, "", []
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return MISMATCHED, "", [f"{path}: could not be read ({exc})"]
-    mark = _FILE_MARK.match(text)
-    remedy = f"python -m microgradnorm.exercises.translation {english.parent.name}/{english.name}"
-    if mark is None or mark.group(1) != english.name:
-        return MISMATCHED, text, [f"{path}:1: expected a first line '# {KEY}: {english.name} <hash>' ({remedy})"]
-    now = english_hash(english)
-    if mark.group(2) != now:
-        problem = (
-            f"{path}: {english.parent.name}/{english.name} changed in the English since it was translated "
-            f"(recorded {mark.group(2)}, now {now}); update the translation, then its first line ({remedy})"
-        )
-        return STALE, text[mark.end() :], [problem]
-    return TRANSLATED, text[mark.end() :], []
+    name = f"{english.parent.name}/{english.name}"
+    expected, remedy = f"# {KEY}: {english.name} <hash>", f"python -m microgradnorm.exercises.translation {name}"
+    path, now = translated_path(english, language), english_hash(english)
+    return marked_file(path, _FILE_MARK, english.name, now, expected, remedy, label=name)
 
 
 # what the learner is told when a file is given in English in place of its translation
@@ -180,7 +158,7 @@ def scaffold_texts(ex: Exercise) -> dict[str, str]:
 
 def hints_hash(hints: tuple[str, ...]) -> str:
     """A short hash of one exercise's English hints, as parsed (so rewrapping a hint changes nothing)."""
-    return _digest("\n\n".join(hints))
+    return digest("\n\n".join(hints))
 
 
 def hint_mark(ex: Exercise) -> str:

@@ -31,13 +31,12 @@ when the two disagree in structure (or the translation does not exist).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from microgradnorm.i18n import ENGLISH, SIMPLIFIED_CHINESE, _
+from microgradnorm.i18n.drift import HASH_LENGTH, KEY, MISSING, digest, marked_file, normalized
 from microgradnorm.lessons.format import (
     LESSON_FILE,
     DemoCall,
@@ -70,8 +69,6 @@ __all__ = [
     "translations_dir",
 ]
 
-KEY = "english"
-HASH_LENGTH = 12
 _KEY_LINE = re.compile(rf"^{KEY}\s*:\s*(.*?)\s*$")
 _HASH_LINE = re.compile(rf"^\s+(lesson|step (\d+))\s*:\s*([0-9a-f]{{{HASH_LENGTH}}})\s*(?:#.*)?$")
 
@@ -92,25 +89,20 @@ class Translation:
 # ---- what a translation records -------------------------------------------------------------------------
 
 
-def _digest(payload: object) -> str:
-    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(data.encode("utf-8")).hexdigest()[:HASH_LENGTH]
-
-
 def _block_payload(block: Prose | DemoCall) -> list[str]:
     if isinstance(block, DemoCall):
         return ["demo", block.name, repr(sorted(block.args.items()))]
-    return ["prose", "\n".join(line.rstrip() for line in block.text.strip().splitlines())]
+    return ["prose", normalized(block.text)]
 
 
 def step_hash(step: Step) -> str:
     """A short hash of what a step says: its title, prose and demo blocks (trailing spaces aside)."""
-    return _digest([step.title.strip(), [_block_payload(b) for b in step.blocks]])
+    return digest([step.title.strip(), [_block_payload(b) for b in step.blocks]])
 
 
 def english_hashes(lesson: Lesson) -> dict[str, str]:
     """``{"lesson": hash of title and summary, "step 1": ..., ...}`` for an English lesson."""
-    hashes = {"lesson": _digest([lesson.title, lesson.summary])}
+    hashes = {"lesson": digest([lesson.title, lesson.summary])}
     hashes.update({f"step {k}": step_hash(step) for k, step in enumerate(lesson.steps, start=1)})
     return hashes
 
@@ -353,7 +345,7 @@ _PAGE_MARK = re.compile(rf"\A\ufeff?<!--\s*{KEY}:\s*(\S+)\s+([0-9a-f]{{{HASH_LEN
 
 def page_hash(text: str) -> str:
     """A short hash of a page's English text (trailing spaces and blank lines at the ends aside)."""
-    return _digest(["page", "\n".join(line.rstrip() for line in text.strip().splitlines())])
+    return digest(["page", normalized(text)])
 
 
 def page_mark(english_path: Path) -> str:
@@ -362,34 +354,11 @@ def page_mark(english_path: Path) -> str:
 
 
 def _page_state(english_path: Path, path: Path) -> tuple[str, str, list[str]]:
-    """(state, the translation's text without its mark, problems): state is TRANSLATED when the page is in step,
-    MISMATCHED when its mark is missing or names another page or it does not read, "stale" when its English changed."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return MISMATCHED, "", [f"{path}: could not be read ({exc})"]
-    mark = _PAGE_MARK.match(text)
-    remedy = f"python -m microgradnorm.i18n_tools hashes {english_path.name}"
-    if mark is None:
-        return (
-            MISMATCHED,
-            text,
-            [f"{path}:1: expected a first line '<!-- {KEY}: {english_path.name} <hash> -->' ({remedy})"],
-        )
-    if mark.group(1) != english_path.name:
-        return (
-            MISMATCHED,
-            text,
-            [f"{path}:1: its '{KEY}:' mark names {mark.group(1)!r}, expected {english_path.name!r}"],
-        )
+    """(state, the translation's text without its mark, problems), as :func:`.drift.marked_file` tells them."""
     now = page_hash(english_path.read_text(encoding="utf-8"))
-    if mark.group(2) != now:
-        problem = (
-            f"{path}: {english_path.name} changed in the English since it was translated (recorded "
-            f"{mark.group(2)}, now {now}); update the translation, then its mark ({remedy})"
-        )
-        return "stale", text, [problem]
-    return TRANSLATED, text[mark.end() :], []
+    expected = f"<!-- {KEY}: {english_path.name} <hash> -->"
+    remedy = f"python -m microgradnorm.i18n_tools hashes {english_path.name}"
+    return marked_file(path, _PAGE_MARK, english_path.name, now, expected, remedy)
 
 
 def page_problems(english_path: Path, path: Path) -> list[str]:
@@ -405,10 +374,11 @@ def localized_page(english_path: Path, language: str) -> tuple[str, str | None]:
     english = english_path.read_text(encoding="utf-8")
     if language == ENGLISH:
         return english, None
-    path = translations_dir(language, english_path.parent) / english_path.name
-    if not path.is_file():
+    state, text, _problems = _page_state(
+        english_path, translations_dir(language, english_path.parent) / english_path.name
+    )
+    if state == MISSING:
         return english, _("This page is not translated yet, so it is shown in English.")
-    state, text, _problems = _page_state(english_path, path)
     if state == MISMATCHED:
         return english, _("This page's translation does not match the English page, so it is shown in English.")
     if state != TRANSLATED:
