@@ -293,7 +293,7 @@ def loss_rounding(loss: Value) -> float:
         else:
             size = abs(node.data)
         total += abs(node.grad) * size
-    return tol.EPS64 * total
+    return tol.cancellation_atol(total, units=1.0)
 
 
 def absolute_gradients(loss: Value) -> dict[Value, float]:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from microgradnorm import formulas as f
 from microgradnorm import tolerances as tol
 from microgradnorm.jacobian import autograd_jacobian, projection_report
+from tests import tolerances as test_tol
 from tests.strategies import eps_values, matrices, upstream, vectors
 
 
@@ -232,7 +233,7 @@ def test_the_dgamma_tolerance_for_a_zero_result_covers_its_rounding_but_not_a_wr
     dy = np.full(x.shape, 2.0)
     m = f.moments(x, (0,), 1e-5)
     dgamma = (dy * m.xhat).sum(axis=0)
-    atol = tol.norm_dgamma_atol(x, dy, m.rstd, 2)
+    atol = test_tol.norm_dgamma_atol(x, dy, m.rstd, 2)
     assert tol.VECTORIZED_F64_ATOL < np.abs(dgamma).max() <= atol
     without_centering = (dy * x * m.rstd).sum(axis=0)  # xhat taken as x * rstd
     assert np.abs(without_centering).max() > 1e6 * atol

@@ -14,6 +14,7 @@ from microgradnorm import vectorized as V
 from microgradnorm.check import random_problem
 from microgradnorm.registry import NORMS, get_norm
 from microgradnorm.vectorized import public_pass
+from tests import tolerances as test_tol
 
 pytest.importorskip("numba")
 
@@ -48,7 +49,7 @@ def test_fused_equals_numpy(norm, dtype):
     rt, at = (
         (tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL)
         if dtype == "float64"
-        else (tol.FLOAT32_RTOL, tol.FLOAT32_ATOL)
+        else (tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL)
     )
     for k, shape in enumerate(SHAPES[norm]):
         x, gamma, beta, dy = (None if a is None else a.astype(dtype) for a in random_problem(spec, shape, seed=k))
@@ -111,7 +112,7 @@ def test_fused_equals_numpy_when_every_thread_works(norm):
         assert np.prod(shape) >= fused.SMALL
         for dtype, rt, at in (
             ("float64", tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL),
-            ("float32", tol.FLOAT32_RTOL, tol.FLOAT32_ATOL),
+            ("float32", tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL),
         ):
             x, gamma, beta, dy = (None if a is None else a.astype(dtype) for a in random_problem(spec, shape, seed=9))
             got, _ = both(norm, "fused", x, gamma, beta, dy, None)

@@ -23,12 +23,13 @@ from microgradnorm.errors import InputError, InputTypeError
 from microgradnorm.norms import group_norm, layer_norm
 from microgradnorm.registry import NORMS, get_norm
 from microgradnorm.vectorized import public_pass
+from tests import tolerances as test_tol
 
 torch = pytest.importorskip("torch")
 
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 BACKENDS = ("numpy", "fused", "reference") if HAVE_NUMBA else ("numpy", "reference")
-F64 = (tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)
+F64 = (test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL)
 
 
 def values(nested) -> np.ndarray:
@@ -159,7 +160,7 @@ def test_vectorized_group_norm_in_float32_matches_torch_in_float32(backend):
         ("dgamma", dgamma, gt.grad),
         ("dbeta", dbeta, bt.grad),
     ):
-        assert_close(a, t.numpy(), tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, name)
+        assert_close(a, t.numpy(), tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, name)
 
 
 def test_without_gamma_and_beta_the_parameter_gradients_are_none():
@@ -237,8 +238,10 @@ def test_group_norm_matches_torch_for_any_shape_and_grouping(n, per_group, group
     dx, dgamma, dbeta = V.group_norm_backward(dy, cache)
     ty, tdx, tdgamma, tdbeta = torch_group_norm(x, groups, gamma, beta, eps, dy)
     assert_close(y, ty, *F64, "y")
-    assert_close(dx, tdx, tol.TORCH_F64_RTOL, max(tol.TORCH_F64_ATOL, tol.norm_dx_atol(x, gamma, dy, cache.rstd)), "dx")
-    assert_close(dgamma, tdgamma, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL, "dgamma")
+    assert_close(
+        dx, tdx, test_tol.TORCH_F64_RTOL, max(test_tol.TORCH_F64_ATOL, tol.norm_dx_atol(x, gamma, dy, cache.rstd)), "dx"
+    )
+    assert_close(dgamma, tdgamma, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL, "dgamma")
     assert_close(dbeta, tdbeta, *F64, "dbeta")
 
 

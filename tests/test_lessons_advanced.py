@@ -27,6 +27,7 @@ from microgradnorm.lessons import demos_traps as traps
 from microgradnorm.lessons import demos_why as why
 from microgradnorm.lessons.demo_tools import autograd_dx, engine_forward
 from microgradnorm.lessons.demos import DEMOS, DemoOutput, LessonParams, load_demos
+from tests import tolerances as test_tol
 from tests.strategies import matrices, vectors
 
 MY_MODULES = ("demos_jacobian", "demos_batchnorm", "demos_rmsnorm", "demos_practice", "demos_residual")
@@ -274,7 +275,7 @@ def test_stack_gradients_match_torch():
             out = torch.nn.functional.layer_norm(out, (out.shape[-1],), eps=1e-5)
         (out * torch.tensor(weights.g)).sum().backward()
         norms = np.array([float(t.grad.norm()) for t in inputs])
-        assert_close(ours.norms, norms, tol.TORCH_F64_RTOL * 100, tol.TORCH_F64_ATOL)
+        assert_close(ours.norms, norms, test_tol.TORCH_F64_RTOL * 100, test_tol.TORCH_F64_ATOL)
         assert ours.top == pytest.approx(float(top.grad.norm()), rel=1e-10)
 
 

@@ -23,6 +23,7 @@ from microgradnorm.lessons import demos_core as core
 from microgradnorm.lessons.demos import DEMOS, LessonParams, load_demos, run_demo
 from microgradnorm.lessons.format import load_lessons
 from microgradnorm.norms import batch_norm, rms_norm
+from tests import tolerances as test_tol
 from tests.helpers import rendered as _text
 
 
@@ -113,7 +114,7 @@ def test_x_gradient_of_the_lesson_matches_pytorch():
     (y * torch.tensor(built.dy, dtype=torch.float64)).sum().backward()
     for name, t in (("x", x), ("gamma", w), ("beta", b)):
         ours = np.array([v.grad for v in built.graph[name]])
-        assert tol.close(ours, t.grad.numpy(), tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), name
+        assert tol.close(ours, t.grad.numpy(), test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL), name
 
 
 # ---- names and coverage of the step-throughs ------------------------------------------------------

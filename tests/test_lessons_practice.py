@@ -17,6 +17,7 @@ import pytest
 from microgradnorm import tolerances as tol
 from microgradnorm.lessons import demos_practice as P
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
+from tests import tolerances as test_tol
 from tests.helpers import flat as render
 
 SEEDS = (0, 1, 4, 9)
@@ -124,12 +125,12 @@ def test_eval_mode_matches_pytorch():
     bn = torch.nn.BatchNorm1d(3, eps=1e-5, momentum=0.1, dtype=torch.float64)
     for x in run.batches:
         bn(torch.from_numpy(x))
-    assert np.allclose(bn.running_mean.numpy(), run.layer.running_mean, rtol=tol.TORCH_F64_RTOL)
-    assert np.allclose(bn.running_var.numpy(), run.layer.running_var, rtol=tol.TORCH_F64_RTOL)
+    assert np.allclose(bn.running_mean.numpy(), run.layer.running_mean, rtol=test_tol.TORCH_F64_RTOL)
+    assert np.allclose(bn.running_var.numpy(), run.layer.running_var, rtol=test_tol.TORCH_F64_RTOL)
     bn.eval()
     with torch.no_grad():
         y = bn(torch.from_numpy(run.small)).numpy()
-    assert np.allclose(y, run.y_eval, rtol=tol.TORCH_F64_RTOL, atol=tol.TORCH_F64_ATOL)
+    assert np.allclose(y, run.y_eval, rtol=test_tol.TORCH_F64_RTOL, atol=test_tol.TORCH_F64_ATOL)
 
 
 @pytest.mark.parametrize("p", [LessonParams(dim=4), LessonParams(dim=2, seed=3, eps=0.0), LessonParams(dim=6, seed=5)])

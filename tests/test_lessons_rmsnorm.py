@@ -19,6 +19,7 @@ from microgradnorm import vectorized as V
 from microgradnorm.lessons import demos_rmsnorm as R
 from microgradnorm.lessons.demo_tools import random_dy, random_gamma, random_vector
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
+from tests import tolerances as test_tol
 from tests.helpers import flat as render
 
 
@@ -114,7 +115,7 @@ def test_the_timed_calls_compute_the_norms_they_are_named_after():
         pytest.skip(f"PyTorch: {calls['torch']}")
     for name, want in (("ln_f", y_ln), ("rms_f", y_rms)):
         got = calls["torch"][name]().numpy()
-        assert tol.close(got, want, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL), name
+        assert tol.close(got, want, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL), name
 
 
 def test_the_speed_step_renders_reads_its_numbers_and_names_what_it_skips(monkeypatch):

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from microgradnorm import tolerances as tol
 from microgradnorm.registry import get_norm
+from tests import tolerances as test_tol
 
 from .strategies import norm_problems
 
@@ -73,12 +74,16 @@ def test_float64_forward_and_backward_equal_torch_nn_over_train_and_eval(name, a
         if step == 2:
             ours.eval(), theirs.eval()
         (y1, dx1, g1), (y2, dx2, g2) = run(ours, x, dy), run(theirs, x, dy)
-        assert close(y1, y2, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), (name, step)
-        assert close(dx1, dx2, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), (name, step)
+        assert close(y1, y2, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL), (name, step)
+        assert close(dx1, dx2, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL), (name, step)
         for n in g2:
-            assert close(g1[n], g2[n], tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), (name, step, n)
+            assert close(g1[n], g2[n], test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL), (name, step, n)
         for key, value in theirs.state_dict().items():
-            assert close(ours.state_dict()[key], value, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), (name, step, key)
+            assert close(ours.state_dict()[key], value, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL), (
+                name,
+                step,
+                key,
+            )
 
 
 @pytest.mark.parametrize(("name", "args", "kwargs", "shape"), CASES)
@@ -98,7 +103,7 @@ def test_float32_results_equal_torch_nn_within_float32_rounding(name, args, kwar
 def test_rmsnorm_eps_none_is_the_machine_epsilon_of_the_computation(dtype):
     ours, theirs = pair("RMSNorm", (4,), {}, dtype=dtype)
     x = torch.tensor([[1e-5, -2e-5, 3e-5, 0.0]], dtype=dtype)  # mean square near eps: eps shows in y
-    rtol = tol.TORCH_F64_RTOL if dtype == torch.float64 else FLOAT32_VS_TORCH_RTOL
+    rtol = test_tol.TORCH_F64_RTOL if dtype == torch.float64 else FLOAT32_VS_TORCH_RTOL
     assert ours.eps is None and close(ours(x), theirs(x), rtol)
     assert not close(ours(x), torch.nn.functional.rms_norm(x, (4,), ours.weight, 1e-3), rtol)
 
@@ -110,7 +115,7 @@ def test_half_precision_inputs_compute_in_float32_and_come_back_in_their_dtype(d
     y = ours(x)
     assert y.dtype == dtype
     want = torch.nn.functional.layer_norm(x.float(), (8,), theirs.weight.float(), theirs.bias.float())
-    assert close(y, want, tol.FLOAT16_RTOL, tol.FLOAT16_ATOL)
+    assert close(y, want, test_tol.FLOAT16_RTOL, test_tol.FLOAT16_ATOL)
 
 
 @pytest.mark.parametrize("name", ["LayerNorm", "RMSNorm", "BatchNorm1d"])
@@ -376,8 +381,8 @@ def test_layer_norm_function_in_a_layer_equals_torch_nn_and_its_inputs_are_copie
     x0 = x.clone()
     (y1, dx1, g1), (y2, dx2, g2) = run(ours, x, dy), run(theirs, x, dy)
     assert seen == [(1, 6, 6)] and torch.equal(x, x0)
-    assert close(y1, y2, tol.TORCH_F64_RTOL) and close(dx1, dx2, tol.TORCH_F64_RTOL)
-    assert all(close(g1[n], g2[n], tol.TORCH_F64_RTOL) for n in g2)
+    assert close(y1, y2, test_tol.TORCH_F64_RTOL) and close(dx1, dx2, test_tol.TORCH_F64_RTOL)
+    assert all(close(g1[n], g2[n], test_tol.TORCH_F64_RTOL) for n in g2)
 
 
 def test_layer_norm_function_names_what_a_learner_returned_wrong():
@@ -472,12 +477,12 @@ def test_the_ops_equal_torch_functional_for_any_shape_layout_and_eps(norm, data)
     if norm == "groupnorm" and given[1] is None:  # PyTorch 2.13's group_norm backward fails without a weight
         given[1] = torch.ones(x.shape[1], dtype=torch.float64)  # ("tensor does not have a device"): ones, the same map
     want = get_norm(norm).torch_functional(torch.nn.functional, *given, eps)
-    assert close(y, want, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)
+    assert close(y, want, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL)
     (y * torch.from_numpy(dy)).sum().backward()
     (want * torch.from_numpy(dy)).sum().backward()
     for mine, theirs in zip(leaves, twins):
         if mine is not None:
-            assert close(mine.grad, theirs.grad, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)
+            assert close(mine.grad, theirs.grad, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL)
 
 
 @pytest.mark.parametrize("norm", ops.NORMS)
@@ -503,5 +508,5 @@ def test_the_tangent_equals_torch_functionals_for_any_shape_layout_and_eps(norm,
     # is rounding of the group's terms, which the tolerance scales with (rstd is large when var ~ eps)
     xv, axes = x.reshape(spec.view(x.shape)), spec.axes(x.shape)
     spread = xv.var(axis=axes) if spec.centered else (xv**2).mean(axis=axes)
-    atol = tol.TORCH_F64_ATOL + tol.norm_dx_atol(x, gamma, t, (spread + eps) ** -0.5)
-    assert close(mine, want, tol.TORCH_F64_RTOL, atol)
+    atol = test_tol.TORCH_F64_ATOL + tol.norm_dx_atol(x, gamma, t, (spread + eps) ** -0.5)
+    assert close(mine, want, test_tol.TORCH_F64_RTOL, atol)

@@ -8,6 +8,7 @@ import pytest
 from microgradnorm import tolerances as tol
 from microgradnorm.check import random_problem
 from microgradnorm.registry import get_norm
+from tests import tolerances as test_tol
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -62,4 +63,4 @@ def test_scalar_graph_matches_pytorch(norm, shape, eps):
     theirs = torch_run(norm, x, gamma, beta, eps, dy)
     assert ours.keys() == theirs.keys()
     for key in ours:
-        assert tol.close(ours[key], theirs[key], tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), key
+        assert tol.close(ours[key], theirs[key], test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL), key

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from microgradnorm import formulas as F
-from microgradnorm import tolerances as tol
+from tests import tolerances as test_tol
 
 torch = pytest.importorskip("torch")
 mt = pytest.importorskip("microgradnorm.torch")
@@ -70,8 +70,8 @@ def test_jvp_in_x_and_in_the_parameters_equals_torch_nn(name, args, kwargs, shap
     params_t = [torch.randn(p.shape, generator=gen, dtype=torch.float64) for p in params]
     y1, t1 = func.jvp(f_ours, (x, *params), (x_t, *params_t))
     y2, t2 = func.jvp(f_theirs, (x, *params), (x_t, *params_t))
-    assert close(y1, y2, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)
-    assert t2.abs().max() > 0 and close(t1, t2, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)
+    assert close(y1, y2, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL)
+    assert t2.abs().max() > 0 and close(t1, t2, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL)
 
 
 @pytest.mark.parametrize(("name", "args", "kwargs", "shape"), TRANSFORMABLE, ids=ID)
@@ -80,8 +80,8 @@ def test_jacfwd_equals_torch_nn_and_jacrev(name, args, kwargs, shape):
     x, _ = _inputs(shape)
     j_ours, j_theirs = func.jacfwd(ours)(x), func.jacfwd(theirs)(x)
     assert j_ours.shape == (*shape, *shape)
-    assert close(j_ours, j_theirs, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)
-    assert close(func.jacrev(ours)(x), j_theirs, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)
+    assert close(j_ours, j_theirs, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL)
+    assert close(func.jacrev(ours)(x), j_theirs, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL)
 
 
 @pytest.mark.parametrize(("name", "matrix"), [("LayerNorm", F.layer_norm_jacobian), ("RMSNorm", F.rms_jacobian)])
@@ -99,7 +99,7 @@ def test_the_tangent_is_lesson_7s_jacobian_times_the_tangent(name, matrix, eps):
         rstd = 1.0 / ((xs * xs).mean() + eps) ** 0.5
         xhat = xs * rstd
     want = torch.from_numpy(matrix(xhat, rstd, layer.weight.detach().numpy()) @ t.numpy())
-    assert close(tangent, want, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)
+    assert close(tangent, want, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL)
 
 
 def test_forward_mode_ad_outside_torch_func_gives_the_tangent_too():
@@ -111,7 +111,7 @@ def test_forward_mode_ad_outside_torch_func_gives_the_tangent_too():
     for layer in (ours, theirs):
         with fwAD.dual_level():
             tangents.append(fwAD.unpack_dual(layer(fwAD.make_dual(x, t))).tangent)
-    assert tangents[1].abs().max() > 0 and close(*tangents, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)
+    assert tangents[1].abs().max() > 0 and close(*tangents, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL)
 
 
 # ---- reverse mode and vmap under torch.func --------------------------------------------------------------
@@ -127,22 +127,22 @@ def test_grad_and_vjp_in_every_input_equal_torch_nn(name, args, kwargs, shape):
     argnums = tuple(range(1 + len(params)))
     g1 = func.grad(lambda *a: (f_ours(*a) * dy).sum(), argnums=argnums)(x, *params)
     g2 = func.grad(lambda *a: (f_theirs(*a) * dy).sum(), argnums=argnums)(x, *params)
-    assert all(close(a, b, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL) for a, b in zip(g1, g2))
+    assert all(close(a, b, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL) for a, b in zip(g1, g2))
     v1 = func.vjp(f_ours, x, *params)[1](dy)
-    assert all(close(a, b, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL) for a, b in zip(v1, g2))
+    assert all(close(a, b, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL) for a, b in zip(v1, g2))
 
 
 @pytest.mark.parametrize(("name", "args", "kwargs", "shape"), TRANSFORMABLE, ids=ID)
 def test_vmap_equals_torch_nn_and_per_sample_gradients_too(name, args, kwargs, shape):
     ours, theirs = _layers(name, args, kwargs)
     xs = torch.randn((3, *shape), dtype=torch.float64, generator=torch.Generator().manual_seed(5))
-    assert close(func.vmap(ours)(xs), func.vmap(theirs)(xs), tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)
+    assert close(func.vmap(ours)(xs), func.vmap(theirs)(xs), test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL)
     dy = torch.randn(shape, dtype=torch.float64)
 
     def per_sample(layer):  # vmap over grad: the gradient of each entry's loss on its own
         return func.vmap(func.grad(lambda x: (layer(x) * dy).sum()))(xs)
 
-    assert close(per_sample(ours), per_sample(theirs), tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)
+    assert close(per_sample(ours), per_sample(theirs), test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL)
 
 
 def test_vmap_over_the_parameters_an_ensemble_equals_torch_nn():
@@ -154,7 +154,7 @@ def test_vmap_over_the_parameters_an_ensemble_equals_torch_nn():
     def ensemble(layer):
         return func.vmap(lambda w, b: func.functional_call(layer, {"weight": w, "bias": b}, (x,)))(weights, biases)
 
-    assert close(ensemble(ours), ensemble(theirs), tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL)
+    assert close(ensemble(ours), ensemble(theirs), test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL)
 
 
 @pytest.mark.parametrize("transform", ["hessian", "jacfwd(jacrev)", "jvp(grad)"])
@@ -216,8 +216,8 @@ def test_bfloat16_input_with_float32_parameters_as_torch_nn(name, autocast):
     assert y1.dtype == y2.dtype == torch.bfloat16 and dx1.dtype == dx2.dtype == torch.bfloat16
     assert [p[:2] for p in p1] == [p[:2] for p in p2] == [(torch.float32, torch.float32)] * len(p1)
     # both compute in float32 and round y to bfloat16 (8 bits of mantissa): a few of its units apart
-    assert close(y1, y2, tol.FLOAT16_RTOL, tol.FLOAT16_ATOL)
-    assert all(close(a[2], b[2], tol.FLOAT16_RTOL, tol.FLOAT16_ATOL) for a, b in zip(p1, p2))
+    assert close(y1, y2, test_tol.FLOAT16_RTOL, test_tol.FLOAT16_ATOL)
+    assert all(close(a[2], b[2], test_tol.FLOAT16_RTOL, test_tol.FLOAT16_ATOL) for a, b in zip(p1, p2))
     ours.eval(), theirs.eval()
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
         assert ours(x).dtype == theirs(x).dtype == torch.bfloat16
@@ -249,9 +249,9 @@ def test_batchnorm2d_keeps_channels_last_in_training_and_eval():
         (y1, dx1), (y2, dx2) = outs
         assert y1.is_contiguous(memory_format=cl) and y2.is_contiguous(memory_format=cl), mode
         assert dx1.is_contiguous(memory_format=cl) == dx2.is_contiguous(memory_format=cl), mode
-        assert close(y1, y2, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), mode
-        assert close(dx1, dx2, tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL), mode
-        assert close(ours.running_var, theirs.running_var, tol.TORCH_F64_RTOL), mode
+        assert close(y1, y2, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL), mode
+        assert close(dx1, dx2, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL), mode
+        assert close(ours.running_var, theirs.running_var, test_tol.TORCH_F64_RTOL), mode
 
 
 @pytest.mark.parametrize(("name", "args", "kwargs", "shape"), CASES)

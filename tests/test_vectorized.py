@@ -20,6 +20,7 @@ from microgradnorm import vectorized as V
 from microgradnorm.check import random_problem
 from microgradnorm.registry import NORMS, get_norm
 from microgradnorm.vectorized import public_pass
+from tests import tolerances as test_tol
 
 from .strategies import norm_problems
 
@@ -119,7 +120,7 @@ def test_matches_the_closed_forms_for_any_shape(norm, data, backend, recompute):
     assert_close(dx, rdx, rt, max(at, tol.norm_dx_atol(x, gamma, dy, cache.rstd)), "dx")
     assert (dgamma is None) == (gamma is None) and (dbeta is None) == (beta is None)
     if gamma is not None:
-        assert_close(dgamma, rdgamma, rt, max(at, tol.norm_dgamma_atol(x, dy, cache.rstd, rdgamma.size)), "dgamma")
+        assert_close(dgamma, rdgamma, rt, max(at, test_tol.norm_dgamma_atol(x, dy, cache.rstd, rdgamma.size)), "dgamma")
     if beta is not None:
         assert_close(dbeta, rdbeta, rt, at, "dbeta")
     assert y.shape == dx.shape == x.shape
@@ -173,7 +174,11 @@ def torch_reference(torch, norm, x, gamma, beta, dy, eps):
 def test_matches_pytorch(norm, dtype):
     torch = pytest.importorskip("torch")
     spec = get_norm(norm)
-    rt, at = (tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL) if dtype == "float64" else (tol.FLOAT32_RTOL, tol.FLOAT32_ATOL)
+    rt, at = (
+        (test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL)
+        if dtype == "float64"
+        else (tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL)
+    )
     for k, shape in enumerate(TORCH_SHAPES[norm]):
         for eps in (1e-5, 1e-2):
             x, gamma, beta, dy = (None if a is None else a.astype(dtype) for a in random_problem(spec, shape, seed=k))
@@ -201,7 +206,7 @@ def test_float32_matches_the_float64_analytic_result(norm, backend):
         ry, rdx, rdgamma, rdbeta = closed_form(norm, x, gamma, beta, 1e-5, dy)
         for name, a, b in (("y", y, ry), ("dx", dx, rdx), ("dgamma", dgamma, rdgamma), ("dbeta", dbeta, rdbeta)):
             if b is not None:
-                assert_close(a, b, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, f"{name} recompute={recompute}")
+                assert_close(a, b, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, f"{name} recompute={recompute}")
 
 
 # ---- dtypes ------------------------------------------------------------------------------------------
@@ -215,9 +220,9 @@ def test_float16_is_computed_in_float32_and_returned_as_float16(backend):
     assert y.dtype == dx.dtype == dgamma.dtype == dbeta.dtype == np.float16
     assert cache.compute_dtype == np.float32
     ry, rdx, rdgamma, _ = closed_form("layernorm", x, gamma, beta, 1e-5, dy)
-    assert_close(y, ry, tol.FLOAT16_RTOL, tol.FLOAT16_ATOL, "y")
-    assert_close(dx, rdx, tol.FLOAT16_RTOL, tol.FLOAT16_ATOL, "dx")
-    assert_close(dgamma, rdgamma, tol.FLOAT16_RTOL, tol.FLOAT16_ATOL, "dgamma")
+    assert_close(y, ry, test_tol.FLOAT16_RTOL, test_tol.FLOAT16_ATOL, "y")
+    assert_close(dx, rdx, test_tol.FLOAT16_RTOL, test_tol.FLOAT16_ATOL, "dx")
+    assert_close(dgamma, rdgamma, test_tol.FLOAT16_RTOL, test_tol.FLOAT16_ATOL, "dgamma")
 
 
 def test_bfloat16_like_input_is_computed_in_float32():
@@ -329,9 +334,9 @@ def test_float32_with_a_mean_offset_of_1e7_stays_accurate(backend):
     ry, rdx, rdgamma, _ = closed_form("layernorm", x, gamma, beta, 1e-5, dy)
     for recompute in (False, True):
         y, dx, dgamma, _, _ = run("layernorm", x, gamma, beta, dy, backend=backend, recompute=recompute)
-        assert_close(y, ry, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, f"y recompute={recompute}")
-        assert_close(dx, rdx, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, f"dx recompute={recompute}")
-        assert_close(dgamma, rdgamma, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, "dgamma")
+        assert_close(y, ry, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, f"y recompute={recompute}")
+        assert_close(dx, rdx, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, f"dx recompute={recompute}")
+        assert_close(dgamma, rdgamma, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, "dgamma")
     # the test can fail: the uncentered variance E[x^2] - E[x]^2 in float32 is far off
     with np.errstate(invalid="ignore"):
         naive = F.moments(x, (-1,), 1e-5, variance_form="naive")
@@ -356,10 +361,10 @@ def test_float32_large_groups_with_a_mean_offset_stay_accurate(norm, backend):
     ry, rdx, rdgamma, rdbeta = closed_form(norm, x, gamma, beta, 1e-5, dy)
     for recompute in (False, True):
         y, dx, dgamma, dbeta, _ = run(norm, x, gamma, beta, dy, backend=backend, recompute=recompute)
-        assert_close(y, ry, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, f"y recompute={recompute}")
-        assert_close(dx, rdx, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, f"dx recompute={recompute}")
-        assert_close(dgamma, rdgamma, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, "dgamma")
-        assert_close(dbeta, rdbeta, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, "dbeta")
+        assert_close(y, ry, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, f"y recompute={recompute}")
+        assert_close(dx, rdx, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, f"dx recompute={recompute}")
+        assert_close(dgamma, rdgamma, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, "dgamma")
+        assert_close(dbeta, rdbeta, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, "dbeta")
 
 
 @pytest.mark.parametrize("backend", TUNED)
@@ -413,7 +418,7 @@ def test_rows_whose_squares_overflow_are_rescaled(norm, backend):
         ry, rdx, rdgamma, _ = closed_form(norm, x64, gamma, None, 1e-5, dy)
         if dtype == np.float64:
             rdx[huge] /= scale
-        rt, at = tol.FLOAT32_RTOL, tol.FLOAT32_ATOL
+        rt, at = tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL
         assert_close(y, ry, rt, at, f"y {dtype.__name__}")
         assert_close(dgamma, rdgamma, rt, at, "dgamma")
         assert_close(dx[huge], rdx[huge], rt, 0.0, "dx of the huge group")
@@ -440,8 +445,8 @@ def test_a_float64_group_beyond_2_to_the_1023_is_rescaled_too(norm, backend):
     assert np.isfinite(x).all() and np.abs(x).max() > 2.0**1023
     y, _, dgamma, _, _ = run(norm, x, gamma, None, dy, backend=backend)
     ry, _, rdgamma, _ = closed_form(norm, base, gamma, None, 1e-5, dy)  # the same group, 2^1023 times smaller
-    assert_close(y, ry, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, "y")
-    assert_close(dgamma, rdgamma, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, "dgamma")
+    assert_close(y, ry, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, "y")
+    assert_close(dgamma, rdgamma, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, "dgamma")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -454,8 +459,8 @@ def test_a_float64_group_with_a_spread_near_1e_300_is_rescaled_at_eps_0(norm, ba
     y, dx, dgamma, _, _ = run(norm, x, gamma, None, dy, eps=0.0, backend=backend)
     ry, rdx, rdgamma, _ = closed_form(norm, base, gamma, None, 0.0, dy)  # the same group at scale 1
     rdx[tiny] *= 1e300  # dx scales by 1 / scale
-    assert_close(y, ry, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, "y")
-    assert_close(dgamma, rdgamma, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, "dgamma")
+    assert_close(y, ry, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, "y")
+    assert_close(dgamma, rdgamma, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, "dgamma")
     assert_close(dx[tiny], rdx[tiny], tol.FLOAT32_RTOL, 0.0, "dx of the tiny group")
 
 
@@ -489,7 +494,7 @@ def test_float32_groups_at_the_ends_of_the_float32_range(norm, backend):
     gamma = rng.uniform(0.5, 1.5, shape[-1]).astype(np.float32)
     y, dx, dgamma, _, _ = run(norm, x, gamma, None, dy, eps=0.0, backend=backend)
     ry, rdx, rdgamma, _ = closed_form(norm, x, gamma, None, 0.0, dy)
-    rt, at = tol.FLOAT32_RTOL, tol.FLOAT32_ATOL
+    rt, at = tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL
     assert_close(y, ry, rt, at, "y")
     assert (dx[group(1)] == 0).all() and (dx[group(2)] == 0).all(), "dx of the extreme groups"
     assert_close(dx, rdx, rt, at, "dx")
@@ -550,7 +555,7 @@ def test_recompute_keeps_x_mean_rstd_and_reports_the_bytes_saved():
     dy = np.random.default_rng(1).normal(size=x.shape).astype(np.float32)
     for a, b in zip(V.layer_norm_backward(dy, full), V.layer_norm_backward(dy, lean)):
         if a is not None:
-            assert_close(a, b, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL)
+            assert_close(a, b, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL)
 
 
 def test_the_reference_cache_holds_what_seed_002_names():
@@ -636,14 +641,18 @@ def test_batchnorm_layer_matches_pytorch_running_stats_and_eval(shape):
         xt = torch.tensor(x, requires_grad=True)
         yt = ref(xt)
         yt.backward(torch.tensor(dy))
-        rt, at = tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL
+        rt, at = test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL
         assert_close(y, yt.detach().numpy(), rt, at, "train y")
         assert_close(dx, xt.grad.numpy(), rt, at, "train dx")
         assert_close(layer.dgamma, ref.weight.grad.numpy(), rt, at, "dgamma")
         ref.weight.grad = ref.bias.grad = None
     assert layer.num_batches_tracked == 3
-    assert_close(layer.running_mean, ref.running_mean.numpy(), tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL, "running mean")
-    assert_close(layer.running_var, ref.running_var.numpy(), tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL, "running var")
+    assert_close(
+        layer.running_mean, ref.running_mean.numpy(), test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL, "running mean"
+    )
+    assert_close(
+        layer.running_var, ref.running_var.numpy(), test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL, "running var"
+    )
     layer.eval()
     ref.eval()
     x = rng.normal(size=shape)
@@ -653,9 +662,9 @@ def test_batchnorm_layer_matches_pytorch_running_stats_and_eval(shape):
     yt.backward(torch.tensor(dy))
     y = layer(x)
     dx = layer.backward(dy)
-    assert_close(y, yt.detach().numpy(), tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL, "eval y")
-    assert_close(dx, xt.grad.numpy(), tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL, "eval dx")
-    assert_close(layer.dgamma, ref.weight.grad.numpy(), tol.TORCH_F64_RTOL, tol.TORCH_F64_ATOL, "eval dgamma")
+    assert_close(y, yt.detach().numpy(), test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL, "eval y")
+    assert_close(dx, xt.grad.numpy(), test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL, "eval dx")
+    assert_close(layer.dgamma, ref.weight.grad.numpy(), test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL, "eval dgamma")
     # in eval mode one example gives the same output alone as in the batch
     np.testing.assert_allclose(layer(x[:1]), y[:1], rtol=0, atol=1e-12)
 
@@ -729,9 +738,9 @@ def test_float32_parameter_gradients_over_many_rows_keep_float32_precision(norm,
     beta = None if norm == "rmsnorm" else np.zeros(4, np.float32)
     y, _, dgamma, dbeta, _ = run(norm, x, gamma, beta, dy, backend=backend, recompute=False)
     dy64 = dy.astype(np.float64)
-    assert_close(dgamma, np.sum(dy64 * y, axis=0), tol.FLOAT32_PARAM_SUM_RTOL, 0.0, "dgamma")
+    assert_close(dgamma, np.sum(dy64 * y, axis=0), test_tol.FLOAT32_PARAM_SUM_RTOL, 0.0, "dgamma")
     if dbeta is not None:
-        assert_close(dbeta, np.sum(dy64, axis=0), tol.FLOAT32_PARAM_SUM_RTOL, 0.0, "dbeta")
+        assert_close(dbeta, np.sum(dy64, axis=0), test_tol.FLOAT32_PARAM_SUM_RTOL, 0.0, "dbeta")
 
 
 @pytest.mark.parametrize("backend", TUNED)
@@ -742,10 +751,10 @@ def test_float32_batchnorm_statistics_over_many_rows_do_not_drift(backend):
     y, cache = V.batch_norm_forward(x, None, None, backend=backend)
     x64 = x.astype(np.float64)
     ry = (x64 - x64.mean(axis=0)) / np.sqrt(x64.var(axis=0) + 1e-5)
-    assert_close(y, ry, tol.FLOAT32_BN_ROWS_RTOL, 0.0, "y")
+    assert_close(y, ry, test_tol.FLOAT32_BN_ROWS_RTOL, 0.0, "y")
     # the cached mean (recompute mode rebuilds xhat from it) is as good, measured in standard deviations
     mean_error = np.abs(cache.mean.reshape(-1) - x64.mean(axis=0)) / x64.std(axis=0)
-    assert mean_error.max() <= tol.FLOAT32_BN_ROWS_RTOL, mean_error
+    assert mean_error.max() <= test_tol.FLOAT32_BN_ROWS_RTOL, mean_error
 
 
 # ---- a cache rebuilt from saved arrays (what microgradnorm.torch's custom ops keep) -------------------
@@ -772,4 +781,4 @@ def test_a_cache_rebuilt_from_x_mean_and_rstd_gives_the_same_backward(norm, shap
     for got, want in zip(grads, (dx, dgamma, dbeta)):
         assert (got is None) == (want is None)  # RMSNorm: no dbeta
         assert got is None or (got.dtype == want.dtype and np.array_equal(got, want))
-    assert_close(saved.var, cache.var, tol.FLOAT32_RTOL, tol.FLOAT32_ATOL, "var from rstd and eps")
+    assert_close(saved.var, cache.var, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, "var from rstd and eps")

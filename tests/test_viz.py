@@ -27,6 +27,7 @@ from microgradnorm import formulas, output, viz
 from microgradnorm import tolerances as tol
 from microgradnorm.check import random_problem
 from microgradnorm.registry import get_norm
+from tests import tolerances as test_tol
 
 # ---- a small DOT reader for the format viz writes ------------------------------------
 
@@ -345,9 +346,9 @@ def test_layernorm_legend_numbers_match_the_closed_form_paths(shape, i):
     via_var = -0.5 * std**-3 * (dxhat * xshift).sum() * 2 * xshift[j] / n
     want = {"direct": direct, "via the mean": via_mean, "via the variance": via_var}
     for title, value in want.items():
-        assert amounts[title] == pytest.approx(value, rel=tol.DISPLAY_RTOL, abs=tol.DISPLAY_ATOL), title
-    assert amounts["sum"] == pytest.approx(direct + via_mean + via_var, rel=tol.DISPLAY_RTOL, abs=tol.DISPLAY_ATOL)
-    assert amounts["autograd"] == pytest.approx(graph["x"][i].grad, rel=tol.DISPLAY_RTOL, abs=tol.DISPLAY_ATOL)
+        assert amounts[title] == pytest.approx(value, rel=tol.DISPLAY_RTOL, abs=test_tol.DISPLAY_ATOL), title
+    assert amounts["sum"] == pytest.approx(direct + via_mean + via_var, rel=tol.DISPLAY_RTOL, abs=test_tol.DISPLAY_ATOL)
+    assert amounts["autograd"] == pytest.approx(graph["x"][i].grad, rel=tol.DISPLAY_RTOL, abs=test_tol.DISPLAY_ATOL)
 
 
 def test_rmsnorm_has_two_paths_and_says_so():
@@ -357,7 +358,7 @@ def test_rmsnorm_has_two_paths_and_says_so():
     assert "two paths" in dot
     amounts = legend_amounts(dot)
     assert set(amounts) == {"direct", "via the mean square", "sum", "autograd"}
-    assert amounts["sum"] == pytest.approx(graph["x"][1].grad, rel=tol.DISPLAY_RTOL, abs=tol.DISPLAY_ATOL)
+    assert amounts["sum"] == pytest.approx(graph["x"][1].grad, rel=tol.DISPLAY_RTOL, abs=test_tol.DISPLAY_ATOL)
     d = parse(dot)
     assert colours(d.edge_attrs(d.names["x[1]"], d.op_of("xhat[1]"))) == {DIRECT}
     assert colours(d.edge_attrs(d.names["rrms"], d.op_of("xhat[3]"))) == {VAR}

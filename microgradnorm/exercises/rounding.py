@@ -30,10 +30,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ESTIMATE_RTOL", "SAFETY", "UNIT_ROUNDOFF", "relative_error", "tolerance", "within"]
+from microgradnorm.tolerances import EPS64, cancellation_atol
 
-UNIT_ROUNDOFF = 2.0**-53  # float64: the largest relative change one rounding makes
-SAFETY = 8.0  # different sound orders of operations round differently: room for that
+__all__ = ["ESTIMATE_RTOL", "UNIT_ROUNDOFF", "relative_error", "tolerance", "within"]
+
+UNIT_ROUNDOFF = EPS64 / 2  # float64: the largest relative change one rounding makes
 STEP = 2.0**-20  # relative step of the differences that estimate the sensitivities
 # an answer this close (normwise, relative) to the right one, but outside the rounding bound, is an
 # estimate (finite differences: 1e-10 to 1e-5) or a step in float32 (about 1e-7), not a wrong formula;
@@ -77,7 +78,9 @@ def tolerance(
             moved = solve(_nudged(inputs, name, index, h))
             for k in sensitivity:
                 sensitivity[k] += np.abs(moved[k] - base[k]) / STEP  # |d out/d in| * |in|, to a digit or so
-    return {k: SAFETY * length * UNIT_ROUNDOFF * s for k, s in sensitivity.items()}
+    # L = the longest sum; the package's rounding bound gives each of its roundings 4 EPS64 = 8 u (different
+    # sound orders of operations round differently: room for that)
+    return {k: cancellation_atol(s, length) for k, s in sensitivity.items()}
 
 
 def within(got: np.ndarray, expected: np.ndarray, allowed: np.ndarray) -> bool:

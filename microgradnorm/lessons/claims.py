@@ -23,20 +23,21 @@ from rich.text import Text
 
 from microgradnorm.i18n.text import CJKText, cjk_text
 from microgradnorm.lessons.demo_tools import check_mark, sci
-from microgradnorm.tolerances import CLOSED_FORM_RTOL
+from microgradnorm.tolerances import cancellation_atol
 
 __all__ = ["cancels", "claim", "claims"]
 
 
-def cancels(total: float | np.ndarray, terms: float | np.ndarray, rtol: float = CLOSED_FORM_RTOL) -> bool:
+def cancels(total: float | np.ndarray, terms: float | np.ndarray, count: int = 64) -> bool:
     """True when ``total`` (a sum that should be zero) is zero up to rounding of ``terms``.
 
     ``terms`` is the total magnitude of what was added up (e.g. sum |a_i| for
-    sum a_i); the test is |total| <= rtol * terms, elementwise, at least one ulp-sized floor.
+    sum a_i); the test is :func:`~microgradnorm.tolerances.cancellation_atol` of ``terms``, elementwise (the
+    terms' own roundings included: up to ``count`` of them), at least one ulp-sized floor.
     """
     total = np.abs(np.asarray(total, dtype=np.float64))
     scale = np.asarray(terms, dtype=np.float64)
-    return bool(np.all(total <= rtol * scale + np.finfo(np.float64).tiny))
+    return bool(np.all(total <= cancellation_atol(scale, count) + np.finfo(np.float64).tiny))
 
 
 def claim(ok: object, text: str | Text) -> CJKText:
