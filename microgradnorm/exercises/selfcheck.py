@@ -1,7 +1,8 @@
 """Small helpers the exercise files use when you run them on their own (``python FILE``).
 
-They compare your gradient with a central finite difference, which needs no
-calculus at all: nudge one input by +h and -h, see how the loss moves. It is
+They compare your gradient with a central finite difference
+(:func:`microgradnorm.finite_diff.numerical_gradient`), which needs no calculus at all:
+nudge one input by +h and -h, see how the loss moves. It is
 the honest referee of every backward pass (and what the grader's closed forms
 were themselves checked against).
 
@@ -13,11 +14,11 @@ from __future__ import annotations
 
 import sys
 import traceback
-from collections.abc import Callable
 from types import TracebackType
 
 import numpy as np
 
+from microgradnorm.finite_diff import numerical_gradient  # the package's own, for the exercise files
 from microgradnorm.i18n import ENGLISH, SIMPLIFIED_CHINESE, _, use_language
 
 __all__ = ["numerical_gradient", "report"]
@@ -50,21 +51,6 @@ def _not_written_yet(kind: type[BaseException], exc: BaseException, tb: Tracebac
 # written then gets one line instead of a traceback (the learner's own errors keep theirs).
 _previous_hook = sys.excepthook
 sys.excepthook = _not_written_yet
-
-
-def numerical_gradient(loss: Callable[[np.ndarray], float], x: np.ndarray, h: float = 1e-6) -> np.ndarray:
-    """dloss/dx by central differences, (loss(x + h e_k) - loss(x - h e_k)) / 2h for every entry k."""
-    x = np.array(x, dtype=np.float64)
-    grad = np.zeros_like(x)
-    for k in np.ndindex(x.shape):
-        old = x[k]
-        x[k] = old + h
-        up = float(loss(x.copy()))
-        x[k] = old - h
-        down = float(loss(x.copy()))
-        x[k] = old
-        grad[k] = (up - down) / (2.0 * h)
-    return grad
 
 
 _said = False  # whether what the comparison is against has been said in this run

@@ -23,6 +23,7 @@ import numpy as np
 from microgradnorm import formulas as F
 from microgradnorm import tolerances as tol
 from microgradnorm import vectorized as V
+from microgradnorm.finite_diff import numerical_gradient
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.verdicts import Check, at_most
 
@@ -177,21 +178,6 @@ class GradientCheck:
         return at_most(self.worst, tol.FD_RTOL, "worst relative error against finite differences")
 
 
-def _numerical(loss: Callable[[np.ndarray], float], v: np.ndarray) -> np.ndarray:
-    """d loss / d v by central differences, step FD_STEP * max(1, |v_k|)."""
-    grad = np.zeros_like(v)
-    for k in np.ndindex(v.shape):
-        old = v[k]
-        h = tol.FD_STEP * max(1.0, abs(old))
-        v[k] = old + h
-        up = loss(v)
-        v[k] = old - h
-        down = loss(v)
-        v[k] = old
-        grad[k] = (up - down) / (2.0 * h)
-    return grad
-
-
 def gradient_check(pair: NormPair, seed: int = 0, points: int = 5, eps: float = 1e-5) -> GradientCheck:
     """Run ``pair`` on a random [2, points, 6] problem and check every gradient by finite differences.
 
@@ -209,9 +195,9 @@ def gradient_check(pair: NormPair, seed: int = 0, points: int = 5, eps: float = 
     _, cache = forward(x.copy(), gamma.copy(), beta.copy(), eps)
     dx, dgamma, dbeta = backward(dy.copy(), cache)
     numerical = (
-        _numerical(lambda v: loss(v, gamma, beta), x.copy()),
-        _numerical(lambda v: loss(x, v, beta), gamma.copy()),
-        _numerical(lambda v: loss(x, gamma, v), beta.copy()),
+        numerical_gradient(lambda v: loss(v, gamma, beta), x.copy()),
+        numerical_gradient(lambda v: loss(x, v, beta), gamma.copy()),
+        numerical_gradient(lambda v: loss(x, gamma, v), beta.copy()),
     )
     errors = [tol.normwise_error(np.reshape(a, n.shape), n)[1] for a, n in zip((dx, dgamma, dbeta), numerical)]
     return GradientCheck(*errors)
