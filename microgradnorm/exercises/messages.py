@@ -19,11 +19,10 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from microgradnorm.i18n import N_, _, pgettext
+from microgradnorm.i18n import N_, LazyText, _, pgettext
 
 __all__ = [
     "CHILD",
@@ -1066,25 +1065,12 @@ CHILD_TYPES: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Phrase:
-    """Words inside a message (a count's name, a clause): a key of :data:`SAYINGS` and its parameters,
-    said in the language current when the message around it is shown."""
-
-    key: str
-    params: dict[str, Any] = field(default_factory=dict)
-
-    def __str__(self) -> str:
-        return say(self.key, **self.params)
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self), spec)
+Phrase = LazyText  # words inside a message (a count's name, a clause), said when the message around them is
 
 
 def phrase(key: str, **params: Any) -> Phrase:
-    if key not in SAYINGS:
-        raise KeyError(key)
-    return Phrase(key, params)
+    """A key of :data:`SAYINGS` and its parameters, said in the language current when it is shown."""
+    return LazyText(SAYINGS[key], **params)  # an unknown key is a KeyError here, not when shown
 
 
 def title(key: str, params: Mapping[str, Any]) -> str:

@@ -293,20 +293,23 @@ def N_(message: str) -> str:
 
 
 class LazyText:
-    """A module-level constant translated each time it is used (:func:`lazy_gettext`).
+    """Words translated each time they are used: a module-level constant (:func:`lazy_gettext`), a sentence
+    of the lab kept across languages (``LazyText(N_("... {loss:.2f}"), loss=end)``), a phrase of the grader.
 
     It behaves as the translated ``str`` for printing, formatting (``%``, ``format``,
     f-strings), concatenation, comparison and rich rendering; any ``str`` method is
     looked up on the translation. Where a real ``str`` is required (``re``,
     ``json``, ``isinstance`` checks, argparse's ``description=``), pass ``str(text)``
-    or ``_(text)``. ``fields`` fill the translation's ``{name}`` placeholders.
+    or ``_(text)``. ``fields`` fill the translation's ``{name}`` placeholders; a field may itself be
+    deferred (a LazyText, ...): it is translated when the words around it are. A message that is not in
+    the catalog (a label such as ``"{name} (Adam)"``) is shown as it is.
     """
 
     __slots__ = ("fields", "message")
 
-    def __init__(self, message: str, fields: dict[str, object] | None = None) -> None:
+    def __init__(self, message: str, /, **fields: object) -> None:
         self.message = message
-        self.fields = fields or {}
+        self.fields = fields
 
     def __str__(self) -> str:
         text = catalog(current_language()).gettext(self.message)
@@ -352,4 +355,4 @@ class LazyText:
 def lazy_gettext(message: str, **fields: object) -> LazyText:
     """Mark a module-level constant: it is translated into the language current when it is used,
     with ``fields`` put into its ``{name}`` placeholders."""
-    return LazyText(message, fields)
+    return LazyText(message, **fields)

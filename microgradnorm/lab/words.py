@@ -8,40 +8,21 @@ the language current at that moment::
 
     out.claim("pre-trains", N_("pre-LN trains without warmup: loss {loss:.2f}"), ok, loss=end)
 
-A field may itself be a :class:`Message`, a :class:`Listing` or a
-:class:`RunName`: each is translated when the sentence around it is.
+A :class:`Message` is :class:`microgradnorm.i18n.LazyText`, the package's one deferred translation. A
+field may itself be a Message, a :class:`Listing` or a :class:`RunName`: each is translated when the
+sentence around it is.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from microgradnorm.i18n import LazyText as Message
 from microgradnorm.i18n import _, pgettext
 
 __all__ = ["YOURS", "YOURS_REFERENCE", "Listing", "Message", "RunName", "named_numbers", "run_name"]
 
 YOURS, YOURS_REFERENCE = "your backward", "exercise 5's answer"  # the names of the learner's curve
-
-
-class Message:
-    """An English ``str.format`` template and its fields; ``str(message)`` is it in the current language.
-
-    A template that is not in the catalog (a label such as ``"{name} (Adam)"``) is shown as it is.
-    """
-
-    __slots__ = ("fields", "template")
-
-    def __init__(self, template: str, /, **fields: object) -> None:
-        self.template, self.fields = template, fields
-
-    def __str__(self) -> str:
-        return _(self.template).format(**self.fields)
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self), spec)
-
-    def __repr__(self) -> str:
-        return f"Message({self.template!r}, **{self.fields!r})"
 
 
 class Listing:
