@@ -19,6 +19,7 @@ from microgradnorm.i18n.text import (
     cjk_text,
     sentences,
 )
+from microgradnorm.numfmt import err, fmt
 
 
 class CheckReport(Protocol):
@@ -37,28 +38,7 @@ class CheckReport(Protocol):
     failures: list[Any]
 
 
-__all__ = ["check_html", "check_table", "err", "fmt", "nbytes_text", "shown_error"]
-
-
-def fmt(v: float, digits: int = 6) -> str:
-    """A compact number: ``digits`` significant digits, NaN shown as a dash."""
-    if v != v:
-        return "—"
-    return f"{v:.{digits}g}"
-
-
-def nbytes_text(n: float) -> str:
-    """A byte count for people: 512 B, 3.0 KiB, 12.0 MiB (powers of 1024, so the binary prefixes)."""
-    for unit in ("B", "KiB", "MiB"):
-        if n < 1024:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"
-
-
-def err(v: float) -> str:
-    """An error or a difference: two significant digits, in scientific notation."""
-    return f"{v:.1e}"
+__all__ = ["check_html", "check_table", "shown_error"]
 
 
 def shown_error(abs_err: float, rel_err: float, scale: float, rtol: float, atol: float) -> tuple[float, bool]:

@@ -28,7 +28,7 @@ from microgradnorm.lessons import demos_kernel as K
 from microgradnorm.lessons.demo_tools import autograd_dx
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, load_demos, run_demo
 from microgradnorm.lessons.format import LESSON_FILE, lessons_dir, load_lessons, parse_lesson
-from microgradnorm.present import fmt
+from microgradnorm.numfmt import fmt
 from tests.helpers import rendered
 
 LESSON = lessons_dir() / "13-graph-to-kernel.md"

@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from microgradnorm.i18n.text import cjk_text
-from microgradnorm.present import fmt
+from microgradnorm.numfmt import fmt
 from microgradnorm.registry import get_norm
 from microgradnorm.verdicts import mark
 

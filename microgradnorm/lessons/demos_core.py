@@ -40,7 +40,8 @@ from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, de
 from microgradnorm.lessons.source import backward_code, code_of, op_code
 from microgradnorm.lessons.textgraph import text_graph
 from microgradnorm.norms import NormGraph, layer_norm
-from microgradnorm.present import check_table, err, fmt, nbytes_text, shown_error
+from microgradnorm.numfmt import err, fmt, nbytes_text
+from microgradnorm.present import check_table, shown_error
 from microgradnorm.registry import get_norm
 from microgradnorm.trace import Contribution, EdgeTagger, Trace, trace_backward
 

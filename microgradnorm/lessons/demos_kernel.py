@@ -50,7 +50,7 @@ from microgradnorm.lessons.demo_tools import autograd_dx, check_mark, fmt, numbe
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.source import code_of
 from microgradnorm.norms import NormGraph
-from microgradnorm.present import nbytes_text
+from microgradnorm.numfmt import nbytes_text
 from microgradnorm.registry import get_norm
 from microgradnorm.verdicts import Check, all_of, close_to, exactly, nearest
 

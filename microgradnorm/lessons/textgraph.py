@@ -31,6 +31,7 @@ from rich.text import Text
 from microgradnorm.engine import Value, topological_order
 from microgradnorm.i18n import pgettext
 from microgradnorm.norms import NormGraph
+from microgradnorm.numfmt import fmt
 
 __all__ = ["MAX_LINES", "WIDTH", "text_graph"]
 
@@ -133,7 +134,7 @@ def _expression(node: Value, names: dict[int, str], top: bool = False) -> str:
     if not top and id(node) in names:
         return names[id(node)]
     if not node.children:
-        return node.label or f"{node.data:.4g}"
+        return node.label or fmt(node.data, 4)
     args = [_expression(c, names) for c in node.children]
     op = node.op
     if op in ("+", "-"):
@@ -191,8 +192,8 @@ def _as_range(args: list[str]) -> str | None:
 
 def _layout(rows: list[tuple[str, str, Value]], formula, grads: bool, width: int) -> Text:
     """Stage headings, then one line per node: ``name = value ← formula``, the gradient at the right."""
-    values = [f"{v.data:.4g}" for _stage, _name, v in rows]
-    gradients = [f"{v.grad:.4g}" for _stage, _name, v in rows]
+    values = [fmt(v.data, 4) for _stage, _name, v in rows]
+    gradients = [fmt(v.grad, 4) for _stage, _name, v in rows]
     formulas = [formula(v) for _stage, _name, v in rows]
     # Translators: the column heads of a graph drawn as text (node = value ← what it is computed from, grad)
     h_node, h_value = pgettext("text graph column", "node"), pgettext("text graph column", "value")
