@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -220,8 +221,9 @@ def _check_num_groups(num_groups: object, channels: int) -> None:
 
 
 def check_eps(eps: object) -> float:
-    """eps as a float, or an error unless it is a finite number >= 0."""
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
+    """eps as a float, or an error unless it is a finite number >= 0 (a NumPy scalar too): the one check of
+    eps, for the scalar builders, the vectorized path and the lessons' parameters alike."""
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
         raise InputTypeError(
             N_("{argument}: expected a number >= 0, got {given}"),
             argument="eps",

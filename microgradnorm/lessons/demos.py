@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from microgradnorm.inputs import check_eps
 
 __all__ = [
     "DEMOS",
@@ -81,10 +82,7 @@ class LessonParams:
         _check_int("seed", self.seed, 0)
         if self.batch is not None:
             _check_int("batch", self.batch, 1)
-        if isinstance(self.eps, bool) or not isinstance(self.eps, (int, float)):
-            raise TypeError(f"eps: expected a number >= 0, got {type(self.eps).__name__} ({self.eps!r})")
-        if not (self.eps >= 0 and math.isfinite(self.eps)):
-            raise ValueError(f"eps: expected a finite number >= 0, got {self.eps!r}")
+        check_eps(self.eps)
 
     def replace(self, **changes: Any) -> LessonParams:
         """A copy with some fields changed (None values are ignored, so CLI defaults pass through)."""

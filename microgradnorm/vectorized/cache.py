@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from microgradnorm.inputs import check_eps
 from microgradnorm.registry import NormSpec
 from microgradnorm.vectorized.backend import resolve_backend
 
@@ -39,16 +40,6 @@ def as_array(a: Any, name: str) -> np.ndarray:
     arr = np.asarray(a)
     compute_dtype(arr.dtype, name)
     return arr
-
-
-def check_eps(eps: object) -> float:
-    """eps as a float, or an error unless it is a finite number >= 0."""
-    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating, np.integer)):
-        raise TypeError(f"eps: expected a number >= 0, got {type(eps).__name__} ({eps!r})")
-    value = float(eps)
-    if not (value >= 0.0 and math.isfinite(value)):
-        raise ValueError(f"eps: expected a finite number >= 0, got {value!r}")
-    return value
 
 
 def _param(p: Any, name: str, size: int, what: str, x_shape: tuple[int, ...], cdt: np.dtype):

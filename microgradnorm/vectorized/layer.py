@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 
 from microgradnorm import formulas as F
+from microgradnorm.inputs import check_eps
 from microgradnorm.vectorized.api import batch_norm_backward, batch_norm_forward
-from microgradnorm.vectorized.cache import NormCache, as_array, check_eps, compute_dtype
+from microgradnorm.vectorized.cache import NormCache, as_array, compute_dtype
 
 _CHANNEL_AXIS = 1  # gamma, beta and the statistics run along axis 1 of [N, C] and [N, C, H, W]
 
