@@ -18,6 +18,7 @@ from microgradnorm.i18n.text import (
     assemble,  # a translated sentence whose fields keep their own styles
     cjk_text,
     sentences,
+    separated,
 )
 from microgradnorm.numfmt import err, fmt
 
@@ -277,7 +278,7 @@ def _disagreement(report: CheckReport) -> Text:
     return assemble(
         _("{disagreement} at {nodes}."),
         disagreement=Text(_("Disagreement"), style="bold red"),
-        nodes=pgettext("list separator", ", ").join(n.name for n in report.failures),
+        nodes=separated([n.name for n in report.failures]),
     )
 
 

@@ -1,4 +1,4 @@
-"""Every tolerance the package and its tests compare numbers with, named once.
+"""Every tolerance the package compares numbers with, named once (those only the tests use: tests/tolerances.py).
 
 Two kinds of comparison, and why their tolerances differ:
 

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
-from microgradnorm.i18n import N_, LazyText, _, pgettext
+from microgradnorm.i18n import N_, LazyText, _
+from microgradnorm.i18n.text import separated as listed  # "dx, dgamma" (Chinese: "dx、dgamma")
 
 __all__ = [
     "CHILD",
@@ -1086,12 +1087,6 @@ def detail(key: str, params: Mapping[str, Any]) -> str:
 def say(key: str, **params: Any) -> str:
     """One line of a check's report."""
     return _(SAYINGS[key]).format(**params)
-
-
-def listed(items: Iterable[str]) -> str:
-    """A short list in the reader's language: "dx, dgamma" (Chinese: "dx、dgamma")."""
-    # Translators: the separator between the items of a short list
-    return pgettext("list separator", ", ").join(items)
 
 
 @cache

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from microgradnorm.tolerances import EPS64, cancellation_atol
+from microgradnorm.tolerances import EPS64, cancellation_atol, normwise_error
 
 __all__ = ["ESTIMATE_RTOL", "UNIT_ROUNDOFF", "relative_error", "tolerance", "within"]
 
@@ -92,12 +92,10 @@ def within(got: np.ndarray, expected: np.ndarray, allowed: np.ndarray) -> bool:
 
 
 def relative_error(got: np.ndarray, expected: np.ndarray) -> float:
-    """max|got - expected| / max|expected| (inf when expected is all zero and got is not)."""
-    diff = float(np.max(np.abs(got - expected))) if got.size else 0.0
-    scale = float(np.max(np.abs(expected))) if expected.size else 0.0
-    if np.isnan(diff):
-        return float("inf")
-    return diff / scale if scale > 0 else (0.0 if diff == 0 else float("inf"))
+    """max|got - expected| / max|expected| (:func:`.tolerances.normwise_error`; inf when expected is all zero
+    and got is not, or when got has a NaN)."""
+    rel = normwise_error(got, expected)[1]
+    return float("inf") if np.isnan(rel) else rel
 
 
 def allowed_relative(expected: np.ndarray, allowed: np.ndarray) -> float:

@@ -19,7 +19,7 @@ from rich.text import Text
 from microgradnorm.drawing.charts import line_chart
 from microgradnorm.drawing.figure import Figure, line_chart_svg
 from microgradnorm.i18n import _, pgettext
-from microgradnorm.i18n.text import assemble, cjk_text
+from microgradnorm.i18n.text import assemble, cjk_text, separated
 from microgradnorm.lab.experiments import SMOOTH, Claim, Outcome, final_loss
 from microgradnorm.verdicts import mark
 
@@ -63,9 +63,7 @@ def held_out(result: Outcome, names: Iterable[str] | None = None) -> Text:
     chosen = [n for n in (list(result.curves) if names is None else list(names)) if n in result.runs]
     runs = [f"{result.label(n)} {final_loss(result.runs[n]):.2f}/{result.runs[n].test_loss:.2f}" for n in chosen]
     # Translators: {n} is 10; {runs} is a list of runs, each "name training-loss / held-out-loss"
-    line = _("loss at the end, last {n} minibatches / held-out examples: {runs}").format(
-        n=SMOOTH, runs=pgettext("list separator", ", ").join(runs)
-    )
+    line = _("loss at the end, last {n} minibatches / held-out examples: {runs}").format(n=SMOOTH, runs=separated(runs))
     return cjk_text(line, style="dim")
 
 

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 
 from microgradnorm.i18n import LazyText as Message
 from microgradnorm.i18n import _, pgettext
+from microgradnorm.i18n.text import separated
 
 __all__ = ["YOURS", "YOURS_REFERENCE", "Listing", "Message", "RunName", "named_numbers", "run_name"]
 
@@ -34,7 +35,7 @@ class Listing:
         self.items = tuple(items)
 
     def __str__(self) -> str:
-        return pgettext("list separator", ", ").join(str(item) for item in self.items)  # the lessons' entry
+        return separated([str(item) for item in self.items])
 
     def __format__(self, spec: str) -> str:
         return format(str(self), spec)
