@@ -24,7 +24,7 @@ from typing import Any
 from microgradnorm.engine import Value, tags
 from microgradnorm.errors import N_, InputError, InputTypeError, Phrase
 
-__all__ = ["CHANNELS", "CHANNEL_GROUPS", "ROWS", "Inputs", "Layout", "check_eps", "flatten", "read"]
+__all__ = ["CHANNELS", "CHANNEL_GROUPS", "ROWS", "Inputs", "Layout", "check_eps", "check_num_groups", "flatten", "read"]
 
 VARIANCE_FORMS = ("two_pass", "naive")
 
@@ -187,7 +187,7 @@ def read(
             given=f"{len(shape)}-D with shape {list(shape)}",
         )
     if num_groups is not None:
-        _check_num_groups(num_groups, shape[1])
+        check_num_groups(num_groups, shape[1])
     what = layout.param_word(len(shape))
     size = shape[layout.param_axis(len(shape))]
     with tags("input"):  # leaves made here, so a caller's own Values stay as they are
@@ -206,8 +206,9 @@ def read(
     return Inputs(xs, shape, groups, layout.param_of(shape), gammas, betas, eps, function, layout, num_groups)
 
 
-def _check_num_groups(num_groups: object, channels: int) -> None:
-    if isinstance(num_groups, bool) or not isinstance(num_groups, int) or num_groups < 1:
+def check_num_groups(num_groups: object, channels: int) -> None:
+    """An error unless num_groups is a whole number >= 1 (a NumPy integer too) that divides ``channels``."""
+    if isinstance(num_groups, bool) or not isinstance(num_groups, numbers.Integral) or num_groups < 1:
         raise InputTypeError(
             N_("{argument}: expected a whole number >= 1, got {given}"), argument="num_groups", given=repr(num_groups)
         )

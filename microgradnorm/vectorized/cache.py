@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from microgradnorm.inputs import check_eps
+from microgradnorm.inputs import check_eps, check_num_groups
 from microgradnorm.registry import NormSpec
 from microgradnorm.vectorized.backend import resolve_backend
 
@@ -60,14 +60,8 @@ def _features(spec: NormSpec, x: np.ndarray) -> tuple[int, str]:
     axis = spec.param_axis(x.shape) if x.ndim else 0
     if (ranks is not None and x.ndim not in ranks) or x.ndim < 1 or x.size == 0:
         raise ValueError(f"x: {spec.function} expects {spec.array_form}, got shape {x.shape}")
-    groups = spec.num_groups
-    if spec.grouped and (isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1):
-        raise TypeError(f"num_groups: expected a whole number >= 1, got {groups!r}")
-    if spec.grouped and x.shape[1] % groups:
-        raise ValueError(
-            f"num_groups: expected a divisor of the {x.shape[1]} channels of x with shape {x.shape}, "
-            f"got {spec.num_groups}"
-        )
+    if spec.grouped:
+        check_num_groups(spec.num_groups, x.shape[1])
     if spec.axes(x.shape) == (x.ndim - 1,) and spec.view(x.shape) == x.shape:
         return x.shape[axis], "feature (last axis)"
     return x.shape[axis], "column (axis 1)" if x.ndim == 2 else "channel (axis 1)"
