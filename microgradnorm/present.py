@@ -39,7 +39,7 @@ class CheckReport(Protocol):
     failures: list[Any]
 
 
-__all__ = ["check_html", "check_table", "shown_error"]
+__all__ = ["check_html", "check_table", "mark_text", "shown_error"]
 
 
 def shown_error(abs_err: float, rel_err: float, scale: float, rtol: float, atol: float) -> tuple[float, bool]:
@@ -225,7 +225,8 @@ def _title(report: CheckReport) -> Phrases:
     return Phrases(phrases, sep=pgettext("title phrases", ", "), style="bold")
 
 
-def _mark(ok: bool) -> Text:
+def mark_text(ok: bool) -> Text:
+    """✓ in green or ✗ in bold red: the mark of every checked line (the check's table, the lab's claims)."""
     return Text("✓", style="green") if ok else Text("✗", style="bold red")
 
 
@@ -247,7 +248,7 @@ def _narrow_check_table(report: CheckReport, full: bool) -> Group:
     for node in report.nodes:
         for k, ok in _entries(node, full):
             table.add_row(
-                node.labels[k], fmt(node.autograd[k]), fmt(node.closed_form[k]), fmt(node.finite_diff[k]), _mark(ok)
+                node.labels[k], fmt(node.autograd[k]), fmt(node.closed_form[k]), fmt(node.finite_diff[k]), mark_text(ok)
             )
     t = report.tolerances
     worst_cf = _largest([_cf_error(n, t) for n in report.nodes])
@@ -300,7 +301,7 @@ def _wide_check_table(report: CheckReport, full: bool, stage: bool) -> tuple[Gro
             errors = _entry_errors(node, k, shown) if full else (_err_cell(shown[0]), _err_cell(shown[1]))
             numbers = (fmt(node.autograd[k]), fmt(node.closed_form[k]), fmt(node.finite_diff[k]))
             where = (node.labels[k], node.stage if i == 0 else "") if stage else (node.labels[k],)
-            table.add_row(*where, *numbers, *errors, _mark(ok))
+            table.add_row(*where, *numbers, *errors, mark_text(ok))
     verdict = _wide_verdict(report) if report.passed else _disagreement(report)
     return Group(_title(report), table, _wide_notes(report, any_absolute, full), verdict), table
 

@@ -21,6 +21,7 @@ from microgradnorm.drawing.figure import Figure, line_chart_svg
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import assemble, cjk_text, separated
 from microgradnorm.lab.experiments import SMOOTH, Claim, Outcome, final_loss
+from microgradnorm.present import mark_text
 from microgradnorm.verdicts import mark
 
 __all__ = ["claim_lines", "curves", "figure", "held_out", "outcome", "smooth", "step_axis"]
@@ -72,7 +73,7 @@ def claim_lines(claims: Iterable[Claim]) -> Group:
     lines = []
     for claim in claims:
         if mark(claim.check if claim.check is not None else claim.ok):
-            lines.append(cjk_text(Text.assemble(("✓ ", "green"), claim.text)))
+            lines.append(cjk_text(Text.assemble(mark_text(True), " ", claim.text)))
         else:
             # Translators: a claim of the lesson that this run's numbers do not bear out
             lines.append(assemble(_("✗ not shown by this run: {claim}"), "bold red", claim=Text(claim.text)))
