@@ -24,7 +24,18 @@ from typing import Any
 from microgradnorm.engine import Value, tags
 from microgradnorm.errors import N_, InputError, InputTypeError, Phrase
 
-__all__ = ["CHANNELS", "CHANNEL_GROUPS", "ROWS", "Inputs", "Layout", "check_eps", "check_num_groups", "flatten", "read"]
+__all__ = [
+    "CHANNELS",
+    "CHANNEL_GROUPS",
+    "ROWS",
+    "Inputs",
+    "Layout",
+    "check_eps",
+    "check_int",
+    "check_num_groups",
+    "flatten",
+    "read",
+]
 
 VARIANCE_FORMS = ("two_pass", "naive")
 
@@ -219,6 +230,26 @@ def check_num_groups(num_groups: object, channels: int) -> None:
             expected=channels,
             given=num_groups,
         )
+
+
+def check_int(argument: str, value: object, low: int = 1) -> int:
+    """``value`` as an int, or an error unless it is a whole number >= ``low`` (a NumPy integer too): the one
+    check of a count (repeats, a size, a seed) given from Python."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InputTypeError(
+            N_("{argument}: expected a whole number >= {expected}, got {given}"),
+            argument=argument,
+            expected=low,
+            given=f"{type(value).__name__} ({value!r})",
+        )
+    if value < low:
+        raise InputError(
+            N_("{argument}: expected a whole number >= {expected}, got {given}"),
+            argument=argument,
+            expected=low,
+            given=repr(value),
+        )
+    return int(value)
 
 
 def check_eps(eps: object) -> float:

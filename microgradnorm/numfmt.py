@@ -6,7 +6,7 @@ NaN is shown as a dash and -0 as 0 (a sign the value does not have is noise to a
 
 from __future__ import annotations
 
-__all__ = ["err", "fmt", "nbytes_text", "sci"]
+__all__ = ["count", "err", "fmt", "ms", "nbytes_text", "ratio", "sci"]
 
 
 def fmt(v: float, digits: int = 6) -> str:
@@ -35,3 +35,22 @@ def nbytes_text(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} GiB"
+
+
+def ms(v: float | None) -> str:
+    """Milliseconds in a table: three significant digits, whole with thousands separators from 100 on; None: -."""
+    if v is None:
+        return "-"
+    return f"{v:.3g}" if abs(v) < 100 else f"{v:,.0f}"
+
+
+def ratio(v: float | None) -> str:
+    """A ratio of two times, at most 5 characters (``0.93x``, ``12.3x``); None: -."""
+    if v is None:
+        return "-"
+    return f"{v:.2f}x" if v < 10 else f"{v:.3g}x"
+
+
+def count(v: float | None) -> str:
+    """A count, or a mean of counts, whole with thousands separators (``1,234``); None: -."""
+    return "-" if v is None else f"{v:,.0f}"

@@ -75,9 +75,9 @@ def test_every_timed_call_is_prepared_the_same_way(monkeypatch, cache):
 
         return {name: (fn(f"{name} fwd"), fn(f"{name} f+b")) for name in include}
 
-    monkeypatch.setattr(bench, "_contenders", counting)
-    monkeypatch.setattr(bench._ColdCache, "__init__", lambda self: None)
-    monkeypatch.setattr(bench._ColdCache, "evict", lambda self: calls.append("evict"))
+    monkeypatch.setattr(bench.vectorized, "_contenders", counting)
+    monkeypatch.setattr(bench.timing.ColdCache, "__init__", lambda self: None)
+    monkeypatch.setattr(bench.timing.ColdCache, "evict", lambda self: calls.append("evict"))
     report = bench.run_benchmark(TINY[:1], repeats=3, warmup=0, contenders=("numpy", "fused"), cache=cache)
     assert report.cache == cache and report.to_dict()["cache"] == cache
     for tag in ("numpy fwd", "numpy f+b", "fused fwd", "fused f+b"):
@@ -101,7 +101,7 @@ def test_an_unknown_cache_mode_is_refused():
         bench.run_benchmark(TINY[:1], repeats=1, cache="hot")
 
 
-@pytest.mark.skipif(bench.resource is None, reason="this system does not count page faults (no getrusage)")
+@pytest.mark.skipif(bench.timing.resource is None, reason="this system does not count page faults (no getrusage)")
 def test_a_timed_call_counts_the_pages_it_touches_for_the_first_time():
     import mmap
 
@@ -118,14 +118,16 @@ def test_a_timed_call_counts_the_pages_it_touches_for_the_first_time():
         for offset in range(0, len(reused), mmap.PAGESIZE):
             reused[offset] = 1
 
-    seconds, faults = bench._time(touch_fresh_pages)
+    seconds, faults = bench.timing.time_call(touch_fresh_pages)
     assert seconds > 0 and faults >= pages
-    _, faults = bench._time(touch_old_pages)
+    _, faults = bench.timing.time_call(touch_old_pages)
     assert faults < pages
 
 
 def test_page_faults_are_averaged_so_that_a_minority_of_faulting_calls_shows():
-    timing = bench._timing("numpy", [(1e-3, 0), (2e-3, 0), (3e-3, 60)], [(4e-3, None), (5e-3, None), (6e-3, None)])
+    timing = bench.vectorized._timing(
+        "numpy", [(1e-3, 0), (2e-3, 0), (3e-3, 60)], [(4e-3, None), (5e-3, None), (6e-3, None)]
+    )
     assert timing.forward_ms == pytest.approx(2.0) and timing.fwdbwd_ms == pytest.approx(5.0)
     assert timing.faults("forward") == pytest.approx(20.0)  # the median, 0, would hide the third call
     assert timing.forward_fault_samples == [0, 0, 60]
@@ -133,7 +135,7 @@ def test_page_faults_are_averaged_so_that_a_minority_of_faulting_calls_shows():
 
 
 def test_the_last_level_cache_size_is_read_or_assumed():
-    size = bench.last_level_cache_bytes()
+    size = bench.timing.last_level_cache_bytes()
     assert isinstance(size, int) and size >= 1 << 20
 
 
@@ -165,7 +167,7 @@ def test_json_is_complete_and_targets_without_their_cases_are_not_run(report):
     }
     assert data["environment"]["numpy"] == np.__version__
     targets = bench.evaluate_targets(report)
-    assert len(targets) == len(data["targets"]) == 8
+    assert len(targets) == len(bench.target_dicts(report)) == 8
     assert all(t.measured is None and t.met is None for t in targets)  # the tiny run has none of the target shapes
 
 
@@ -196,8 +198,8 @@ def test_the_engine_benchmark_counts_nodes_and_bytes():
     report = bench.run_engine_benchmark(dims=(6,), repeats=2, warmup=0)
     ours = report.get("microgradnorm", 6)
     assert len(ours.samples) == 2 and ours.ms > 0 and ours.bytes_held > 0
-    x, gamma, beta, dy = bench._engine_problem(6)
-    assert ours.nodes == len(topological_order(bench._ours(x, gamma, beta, dy)))
+    x, gamma, beta, dy = bench.engine._engine_problem(6)
+    assert ours.nodes == len(topological_order(bench.engine._ours(x, gamma, beta, dy)))
     assert ours.bytes_per_node == ours.bytes_held / ours.nodes
     if report.micrograd_version is not None:
         theirs = report.get("micrograd", 6)
@@ -231,6 +233,7 @@ def test_bench_command_json(capsys, monkeypatch):
     assert code == 0
     data = json.loads(out)
     assert data["repeats"] == 1 and data["cases"][0]["shape"] == [2, 16]
+    assert [t["name"] for t in data["targets"]] == [t.name for t in bench.evaluate_targets(bench.run_benchmark(()))]
 
 
 def test_bench_command_tables_and_engine(capsys, monkeypatch):
@@ -242,7 +245,7 @@ def test_bench_command_tables_and_engine(capsys, monkeypatch):
 
 
 def test_bench_engine_without_micrograd_says_how_to_install_it(capsys, monkeypatch):
-    monkeypatch.setattr(bench, "micrograd_available", lambda: None)
+    monkeypatch.setattr(bench.engine, "micrograd_available", lambda: None)
     code, out, _ = run_cli(capsys, "bench", "--engine", "--dims", "4", "--repeats", "1")
     assert code == 0 and "pip install micrograd==0.1.0" in out
 
@@ -303,7 +306,7 @@ def test_no_mark_when_the_reference_took_no_page_faults():
 
 def _timing(name, seconds, faults):
     """A Timing whose fwd+bwd calls took ``seconds`` with ``faults`` page faults each."""
-    return bench._timing(name, list(zip(seconds, faults)), list(zip(seconds, faults)))
+    return bench.vectorized._timing(name, list(zip(seconds, faults)), list(zip(seconds, faults)))
 
 
 def _ln_case(dtype, copy_ms, **timings):

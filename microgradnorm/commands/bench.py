@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 
+from microgradnorm import numfmt
 from microgradnorm.commands import UsageError, positive_int
 from microgradnorm.i18n import _, lazy_gettext
 
@@ -133,14 +134,15 @@ def _run_vectorized(args, console) -> int:
         report = bench.run_benchmark(
             cases, repeats=repeats, warmup=1 if args.quick else 2, progress=step, cache=args.cache
         )
-    return _print(console, report, bench_tables, args.json, bridge=_run_bridge(args, console, cases, repeats))
+    bridge = _run_bridge(args, console, cases, repeats)
+    return _print(console, report, bench_tables, args.json, {"targets": bench.target_dicts(report)}, bridge)
 
 
 def _run_bridge(args, console, cases, repeats: int):
     """The bridge section (microgradnorm.torch beside torch.nn on ``cases``), when PyTorch is installed; else None."""
     from microgradnorm import bench
 
-    if bench._torch() is None:
+    if bench.torch_or_none() is None:
         return None
     from microgradnorm.torch import bench as bridge
 
@@ -164,12 +166,13 @@ def _run_engine(args, console) -> int:
     return _print(console, report, engine_tables, args.json)
 
 
-def _print(console, report, tables, json_mode: bool, bridge=None) -> int:
-    """The report as JSON (--json, nothing else on stdout) or as rich tables; then the bridge's, if it ran."""
+def _print(console, report, tables, json_mode: bool, more: dict | None = None, bridge=None) -> int:
+    """The report as JSON (--json, nothing else on stdout: its data, ``more``, the bridge's) or as rich tables;
+    then the bridge's, if it ran."""
     if json_mode:
         import json
 
-        data = report.to_dict() | ({} if bridge is None else {"bridge": bridge.to_dict()})
+        data = report.to_dict() | (more or {}) | ({} if bridge is None else {"bridge": bridge.to_dict()})
         console.print_json(json.dumps(_plain(data), allow_nan=False))
     else:
         for renderable in tables(report):
@@ -196,22 +199,6 @@ def _plain(value):
 
 
 # ---- renderers: pure functions from a report to rich renderables ------------------------------
-
-
-def _fmt_ms(ms: float | None) -> str:
-    if ms is None:
-        return "-"
-    return f"{ms:.3g}" if ms < 100 else f"{ms:,.0f}"
-
-
-def _fmt_ratio(r: float | None) -> str:
-    if r is None:
-        return "-"
-    return f"{r:.2f}x" if r < 10 else f"{r:.3g}x"  # at most 5 characters
-
-
-def _fmt_faults(faults: float | None) -> str:
-    return "-" if faults is None else f"{faults:,.0f}"
 
 
 def bench_tables(report) -> list:
@@ -267,8 +254,8 @@ def _case_table(result, reference: str | None):
         cells = []
         for phase in ("forward", "fwdbwd"):
             ratio = None if reference is None else result.ratio(name, phase, to=reference)
-            cells += [_fmt_ms(result.ms(name, phase)), _fmt_ratio(ratio), f"{result.gbps(name, phase):.1f}"]
-        faults = _fmt_faults(result.timings[name].faults("fwdbwd"))
+            cells += [numfmt.ms(result.ms(name, phase)), numfmt.ratio(ratio), f"{result.gbps(name, phase):.1f}"]
+        faults = numfmt.count(result.timings[name].faults("fwdbwd"))
         table.add_row(CONTENDER_TITLES[name], *cells, faults, style="bold" if name == "fused" else None)
     return table
 
@@ -351,7 +338,7 @@ def engine_tables(report) -> list:
                 str(d),
                 name if name == "microgradnorm" else f"micrograd {report.micrograd_version}",
                 f"{r.ms:.1f}",
-                f"{r.nodes:,}",
+                numfmt.count(r.nodes),
                 f"{r.bytes_per_node:.0f}",
                 "-" if speed is None else f"{speed:.1f}x",
             )

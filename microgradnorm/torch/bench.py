@@ -32,15 +32,17 @@ without it; compare runs made with the same setting.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from microgradnorm import bench as B
+from microgradnorm import numfmt
 from microgradnorm import vectorized as V
+from microgradnorm.bench.timing import mean_faults, median_ms, side_by_side
+from microgradnorm.bench.vectorized import BenchCase, problem
+from microgradnorm.inputs import check_int
 from microgradnorm.registry import get_norm
 
 __all__ = [
@@ -53,10 +55,10 @@ __all__ = [
     "run_bridge_benchmark",
 ]
 
-OVERHEAD_CASE = B.BenchCase("layernorm", (4, 16), "float32")  # kernels of microseconds: the per-call cost alone
+OVERHEAD_CASE = BenchCase("layernorm", (4, 16), "float32")  # kernels of microseconds: the per-call cost alone
 
 
-def bridge_cases(cases: tuple[B.BenchCase, ...]) -> tuple[B.BenchCase, ...]:
+def bridge_cases(cases: tuple[BenchCase, ...]) -> tuple[BenchCase, ...]:
     """The main run's float32 problems (what models train in), after the tiny LayerNorm when LayerNorm is among them."""
     tiny = (OVERHEAD_CASE,) if any(c.norm == OVERHEAD_CASE.norm for c in cases) else ()
     return tiny + tuple(c for c in cases if c.dtype == "float32" and c not in tiny)
@@ -69,7 +71,7 @@ BRIDGE_CONTENDERS = ("torch.nn", "torch.nn, 1 thread", "microgradnorm.torch", "k
 class BridgeResult:
     """One problem: the median milliseconds and mean page faults of a step, per contender."""
 
-    case: B.BenchCase
+    case: BenchCase
     ms: dict[str, float]
     faults: dict[str, float | None]
 
@@ -113,7 +115,7 @@ class BridgeReport:
         }
 
 
-def _layers(case: B.BenchCase, gamma, beta) -> tuple[torch.nn.Module, torch.nn.Module]:
+def _layers(case: BenchCase, gamma, beta) -> tuple[torch.nn.Module, torch.nn.Module]:
     """(torch.nn's layer, this package's), with the same parameters."""
     import microgradnorm.torch as mt
 
@@ -155,7 +157,7 @@ def _step(layer: torch.nn.Module, x: torch.Tensor, dy: torch.Tensor, threads: in
     return on_threads
 
 
-def _kernels(case: B.BenchCase, x, gamma, beta, dy) -> Callable[[], None]:
+def _kernels(case: BenchCase, x, gamma, beta, dy) -> Callable[[], None]:
     """The bridge's kernels called directly: the recompute-mode forward and the backward, on the same arrays."""
     from microgradnorm.vectorized import public_pass
 
@@ -168,8 +170,8 @@ def _kernels(case: B.BenchCase, x, gamma, beta, dy) -> Callable[[], None]:
     return step
 
 
-def _contenders(case: B.BenchCase) -> dict[str, Callable[[], None]]:
-    x, gamma, beta, dy = B._problem(case)
+def _contenders(case: BenchCase) -> dict[str, Callable[[], None]]:
+    x, gamma, beta, dy = problem(case)
     theirs, ours = _layers(case, gamma, beta)
     xt, dyt = torch.from_numpy(x).requires_grad_(), torch.from_numpy(dy)
     return {
@@ -181,7 +183,7 @@ def _contenders(case: B.BenchCase) -> dict[str, Callable[[], None]]:
 
 
 def run_bridge_benchmark(
-    cases: tuple[B.BenchCase, ...],
+    cases: tuple[BenchCase, ...],
     repeats: int = 15,
     warmup: int = 2,
     progress: Callable[[str], None] | None = None,
@@ -191,30 +193,15 @@ def run_bridge_benchmark(
     Each timed call follows an untimed one of the same contender (the main
     benchmark's warm mode), so it finds the memory its own previous call left.
     """
-    if repeats < 1:
-        raise ValueError(f"repeats: expected a positive integer, got {repeats}")
+    check_int("repeats", repeats)
     results = []
     for case in cases:
-        steps = _contenders(case)
-        for _ in range(warmup):
-            for step in steps.values():
-                step()
-        samples: dict[str, list[tuple[float, int | None]]] = {name: [] for name in steps}
-        for rep in range(repeats):
-            for name, step in steps.items():
-                samples[name].append(B._prepared_time(step, B._run_first))
-            gc.collect()
-            if progress is not None:
-                progress(f"bridge {case.label}: repeat {rep + 1}/{repeats}")
-        ms = {name: B._median_ms([s for s, _ in timed]) for name, timed in samples.items()}
-        faults = {name: B._mean_faults([f for _, f in timed]) for name, timed in samples.items()}
+        timed = side_by_side(_contenders(case), repeats, warmup, progress=progress, what=f"bridge {case.label}")
+        ms = {name: median_ms([s for s, _ in samples]) for name, samples in timed.items()}
+        faults = {name: mean_faults([f for _, f in samples]) for name, samples in timed.items()}
         results.append(BridgeResult(case, ms, faults))
     env = {"torch": torch.__version__, "torch_threads": torch.get_num_threads(), "backend": str(V.backend_info())}
     return BridgeReport(results, repeats, env)
-
-
-def _fmt_ms(ms: float) -> str:
-    return f"{ms:.3g}" if abs(ms) < 100 else f"{ms:,.0f}"
 
 
 _TITLES = {
@@ -229,20 +216,19 @@ def _case_table(r: BridgeResult):
     from rich.table import Table
 
     table = Table(
-        title=f"{r.case.label}   [dim]bridge overhead (bridge - kernels): {_fmt_ms(r.overhead_ms)} ms[/]",
+        title=f"{r.case.label}   [dim]bridge overhead (bridge - kernels): {numfmt.ms(r.overhead_ms)} ms[/]",
         title_justify="left",
     )
     table.add_column("contender", min_width=19)
     for col in ("f+b ms", "/ torch.nn", "/ 1 thread", "faults"):
         table.add_column(col, justify="right")
     for name, title in _TITLES.items():
-        faults = r.faults[name]
         table.add_row(
             title,
-            _fmt_ms(r.ms[name]),
-            f"{r.ms[name] / r.ms['torch.nn']:.2f}x",
-            f"{r.ms[name] / r.ms['torch.nn, 1 thread']:.2f}x",
-            "-" if faults is None else f"{faults:,.0f}",
+            numfmt.ms(r.ms[name]),
+            numfmt.ratio(r.ms[name] / r.ms["torch.nn"]),
+            numfmt.ratio(r.ms[name] / r.ms["torch.nn, 1 thread"]),
+            numfmt.count(r.faults[name]),
             style="bold" if name == "microgradnorm.torch" else None,
         )
     return table
