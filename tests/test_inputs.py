@@ -1,4 +1,4 @@
-"""eps and num_groups are checked once (microgradnorm.inputs), so the scalar builders, the vectorized path and
+"""eps, num_groups and counts are checked once (microgradnorm.inputs), so the scalar builders, the vectorized path and
 the lessons' parameters refuse the same values with the same words."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import pytest
 import microgradnorm as mgn
 from microgradnorm import vectorized as V
 from microgradnorm.errors import InputError, InputTypeError
-from microgradnorm.inputs import check_eps, check_num_groups
+from microgradnorm.bench import run_benchmark
+from microgradnorm.inputs import check_eps, check_int, check_num_groups
 from microgradnorm.lessons.demos import LessonParams
 
 X = [[1.0, 2.0, 4.0, 7.0]]
@@ -55,3 +56,31 @@ def test_num_groups_is_a_whole_divisor_of_the_channels_from_python_or_numpy():
             check_num_groups(bad, 4)
     with pytest.raises(InputError, match="divisor of the 4 channels"):
         V.group_norm_forward(np.ones((2, 4, 3)), np.int64(3))
+
+
+def test_a_count_is_a_whole_number_from_python_or_numpy():
+    assert check_int("repeats", np.int64(3)) == 3 and type(check_int("repeats", np.int64(3))) is int
+    assert check_int("seed", 0, 0) == 0
+
+
+@pytest.mark.parametrize(
+    ("value", "kind", "said"),
+    [
+        (0, InputError, "{name}: expected a whole number >= 1, got 0"),
+        (-2, InputError, "{name}: expected a whole number >= 1, got -2"),
+        (2.0, InputTypeError, "{name}: expected a whole number >= 1, got float (2.0)"),
+        (True, InputTypeError, "{name}: expected a whole number >= 1, got bool (True)"),
+        ("3", InputTypeError, "{name}: expected a whole number >= 1, got str ('3')"),
+    ],
+)
+def test_a_bad_count_is_refused_with_the_same_words_everywhere(value, kind, said):
+    calls = {
+        "dim": lambda: LessonParams(dim=value),
+        "batch": lambda: LessonParams(batch=value),
+        "num_features": lambda: V.BatchNorm(value),
+        "repeats": lambda: run_benchmark((), repeats=value),
+    }
+    for name, call in calls.items():
+        with pytest.raises(kind) as info:
+            call()
+        assert str(info.value) == said.format(name=name)

@@ -49,7 +49,8 @@ import numpy as np
 
 from microgradnorm import tolerances as tol
 from microgradnorm.exercises import messages
-from microgradnorm.exercises.messages import Phrase, phrase
+from microgradnorm.exercises.messages import phrase
+from microgradnorm.i18n import LazyText
 from microgradnorm.i18n.text import sentences
 
 __all__ = [
@@ -134,7 +135,7 @@ class Count:
     """
 
     value: int
-    what: Phrase
+    what: LazyText
     divides: bool = True
 
 
@@ -382,7 +383,7 @@ class _Split:
     rest: float
 
     @property
-    def share(self) -> Phrase:
+    def share(self) -> LazyText:
         xhat, ones, rest = f"{self.along_xhat:.0%}", f"{self.along_1:.0%}", f"{self.rest:.0%}"
         return phrase("share", xhat=xhat, ones=ones, rest=rest)
 

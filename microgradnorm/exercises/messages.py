@@ -10,7 +10,7 @@ strings marked for gettext: English here, every other language in its catalog
 (``microgradnorm/locale``), so a new language is a new catalog, not new grader
 code. Numbers come in raw and are formatted by the template (``{n}``,
 ``{factor:.6g}``). A parameter that is itself words (which count, which path)
-is a :class:`Phrase`: a key of :data:`SAYINGS`, said in the language current
+is a :class:`~microgradnorm.i18n.LazyText` (:func:`phrase`): a key of :data:`SAYINGS`, said in the language current
 when the message is shown.
 """
 
@@ -30,7 +30,6 @@ __all__ = [
     "FINDINGS",
     "REVEALS",
     "SAYINGS",
-    "Phrase",
     "child_message",
     "detail",
     "listed",
@@ -1066,10 +1065,7 @@ CHILD_TYPES: dict[str, str] = {
 }
 
 
-Phrase = LazyText  # words inside a message (a count's name, a clause), said when the message around them is
-
-
-def phrase(key: str, **params: Any) -> Phrase:
+def phrase(key: str, **params: Any) -> LazyText:
     """A key of :data:`SAYINGS` and its parameters, said in the language current when it is shown."""
     return LazyText(SAYINGS[key], **params)  # an unknown key is a KeyError here, not when shown
 

@@ -17,7 +17,8 @@ import numpy as np
 
 from microgradnorm import formulas
 from microgradnorm.exercises.diagnose import Finding, Geometry, Mistake, finding, mistake
-from microgradnorm.exercises.messages import Phrase, phrase
+from microgradnorm.exercises.messages import phrase
+from microgradnorm.i18n import LazyText
 
 __all__ = ["geometry", "mistakes", "quantities", "rms_one_term_axis"]
 
@@ -38,7 +39,7 @@ def wrong_count(info: dict[str, Any]) -> int | None:
     return wrong if wrong != info["n"] else None
 
 
-def count_words(info: dict[str, Any]) -> tuple[Phrase, Phrase]:
+def count_words(info: dict[str, Any]) -> tuple[LazyText, LazyText]:
     """(what n is, what the wrong count is), for messages."""
     if 0 in info["axes"]:
         return phrase("count_batch"), phrase("count_features")

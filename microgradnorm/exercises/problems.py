@@ -35,8 +35,8 @@ from microgradnorm.check import random_problem
 from microgradnorm.engine import Value
 from microgradnorm.exercises import norm_mistakes, rounding
 from microgradnorm.exercises.diagnose import Count, Finding, Geometry, Mistake, factor_findings, finding, mistake
-from microgradnorm.exercises.messages import Phrase, listed, phrase, say
-from microgradnorm.i18n import N_, _
+from microgradnorm.exercises.messages import listed, phrase, say
+from microgradnorm.i18n import N_, LazyText, _
 from microgradnorm.registry import get_norm
 from microgradnorm.vectorized import public_pass
 
@@ -72,7 +72,7 @@ class Output:
 class Case:
     """One input to call the learner's code on, with the right answers and how close they must be."""
 
-    about: str | Phrase  # what the input is ("x [3, 5], eps = 0.001")
+    about: str | LazyText  # what the input is ("x [3, 5], eps = 0.001")
     second: bool  # the second input (another shape; eps = 0 for the normalizations), or the first
     inputs: dict[str, Any]
     expected: dict[str, np.ndarray]
@@ -103,7 +103,7 @@ class Problem:
         """Per output, the size of terms that cancel and that no input scales (see :func:`.rounding.tolerance`)."""
         return {}
 
-    def draw(self, rng: np.random.Generator, second: bool) -> tuple[str | Phrase, dict[str, Any], dict[str, Any]]:
+    def draw(self, rng: np.random.Generator, second: bool) -> tuple[str | LazyText, dict[str, Any], dict[str, Any]]:
         """(what the input is, inputs sent to the learner's code, what the diagnosis needs besides)."""
         raise NotImplementedError
 
@@ -142,7 +142,7 @@ class Problem:
         """Named arrays a wrong ``name`` may carry as an extra factor, or lack (rstd, gamma, b)."""
         return []
 
-    def advice(self, name: str) -> Phrase:
+    def advice(self, name: str) -> LazyText:
         """What to check when no mistake is singled out: the file's own self-check, or what instead."""
         return phrase("advice_selfcheck")
 
@@ -191,7 +191,7 @@ class LocalDerivatives(Problem):
         Output("div_db", "divide: db", "div_backward: db"),
     )
 
-    def draw(self, rng: np.random.Generator, second: bool) -> tuple[Phrase, dict[str, Any], dict[str, Any]]:
+    def draw(self, rng: np.random.Generator, second: bool) -> tuple[LazyText, dict[str, Any], dict[str, Any]]:
         size = 7 if second else 5
         a = rng.uniform(0.5, 3.0, size)
         b = rng.uniform(0.5, 2.0, size) * rng.choice([-1.0, 1.0], size)
@@ -284,7 +284,7 @@ class MeanVariance(Problem):
 
 def _norm_draw(
     norm: str, shape: tuple[int, ...], rng: np.random.Generator, eps: float
-) -> tuple[Phrase, dict[str, Any], dict[str, Any]]:
+) -> tuple[LazyText, dict[str, Any], dict[str, Any]]:
     spec = get_norm(norm)
     x, gamma, beta, dy = random_problem(spec, shape, _seed(rng))
     axes, pa = spec.axes(shape), spec.param_axis(shape)
@@ -321,7 +321,7 @@ class NormProblem(Problem):
         self.norm, self.shapes, self.outputs = norm, shapes, outputs
         self.values = values  # built from Values (exercise 3): a path is missing only where the graph was cut
 
-    def draw(self, rng: np.random.Generator, second: bool) -> tuple[Phrase, dict[str, Any], dict[str, Any]]:
+    def draw(self, rng: np.random.Generator, second: bool) -> tuple[LazyText, dict[str, Any], dict[str, Any]]:
         return _norm_draw(self.norm, self.shapes[second], rng, 0.0 if second else 1e-3)
 
     def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -336,7 +336,7 @@ class NormProblem(Problem):
     def quantities(self, case: Case, name: str) -> list[tuple[str, np.ndarray]]:
         return norm_mistakes.quantities(case.info)
 
-    def advice(self, name: str) -> Phrase:
+    def advice(self, name: str) -> LazyText:
         if name == "y":
             return phrase("advice_forward")
         return phrase("advice_values" if self.values else "advice_selfcheck")
@@ -402,7 +402,7 @@ class AffineProblem(Problem):
     swaps = (("dgamma", "dbeta"),)
     reduced_from = "dy"
 
-    def draw(self, rng: np.random.Generator, second: bool) -> tuple[Phrase, dict[str, Any], dict[str, Any]]:
+    def draw(self, rng: np.random.Generator, second: bool) -> tuple[LazyText, dict[str, Any], dict[str, Any]]:
         shape = (3, 4, 6) if second else (2, 3, 5)
         _about, norm_inputs, info = _norm_draw("layernorm", shape, rng, 1e-5)
         xhat = formulas.moments(info["x"], info["axes"], info["eps"]).xhat
@@ -441,7 +441,7 @@ class AffineProblem(Problem):
 class RMSProblem(Problem):
     outputs = (_FORWARD, _DX, _DGAMMA)
 
-    def draw(self, rng: np.random.Generator, second: bool) -> tuple[Phrase, dict[str, Any], dict[str, Any]]:
+    def draw(self, rng: np.random.Generator, second: bool) -> tuple[LazyText, dict[str, Any], dict[str, Any]]:
         return _norm_draw("rmsnorm", (4, 5) if second else (3, 6), rng, 0.0 if second else 1e-3)
 
     def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -490,7 +490,7 @@ class RMSProblem(Problem):
         info = case.info
         return [("rrms", formulas.rms_moments(info["x"], info["axes"], info["eps"]).rrms), ("gamma", info["g"])]
 
-    def advice(self, name: str) -> Phrase:
+    def advice(self, name: str) -> LazyText:
         return phrase("advice_forward_rms") if name == "y" else phrase("advice_selfcheck")
 
     def geometry(self, case: Case, name: str) -> Geometry | None:
@@ -514,7 +514,7 @@ def _jacobian_parts(x: np.ndarray, eps: float) -> tuple[np.ndarray, float]:
 class JacobianProblem(Problem):
     outputs = (Output("P", N_("projection P"), gradient=False), Output("J", N_("Jacobian J")))
 
-    def draw(self, rng: np.random.Generator, second: bool) -> tuple[Phrase, dict[str, Any], dict[str, Any]]:
+    def draw(self, rng: np.random.Generator, second: bool) -> tuple[LazyText, dict[str, Any], dict[str, Any]]:
         d, eps = (6, 0.0) if second else (5, 1e-3)
         x, gamma, _, _ = random_problem(get_norm("layernorm"), (d,), _seed(rng))
         xhat, _ = _jacobian_parts(x, eps)
@@ -585,7 +585,7 @@ class JacobianProblem(Problem):
         on_yours = rstd * case.inputs["gamma"][:, None] * (np.eye(xhat.shape[0]) - got["P"])
         return finding("follows", name="J", inputs="P") if _agrees(got["J"], on_yours) else None
 
-    def advice(self, name: str) -> Phrase:
+    def advice(self, name: str) -> LazyText:
         return phrase("advice_projection" if name == "P" else "advice_jacobian")
 
 
@@ -644,7 +644,7 @@ class WelfordProblem(Problem):
     )
     exact = ("count0",)
 
-    def draw(self, rng: np.random.Generator, second: bool) -> tuple[Phrase, dict[str, Any], dict[str, Any]]:
+    def draw(self, rng: np.random.Generator, second: bool) -> tuple[LazyText, dict[str, Any], dict[str, Any]]:
         rows, seen, streamed = 3, int(rng.integers(16, 48)), 64
         offset = 1e8 if second else float(rng.uniform(1.0, 4.0))
         values = offset + rng.normal(0.0, 1.0, (rows, seen + streamed)) * (1.0 if second else 2.0)
@@ -682,7 +682,7 @@ class WelfordProblem(Problem):
             out += [mistake("welford_delta_squared", squared), mistake("welford_new_delta_squared", new_squared)]
         return out
 
-    def advice(self, name: str) -> Phrase:
+    def advice(self, name: str) -> LazyText:
         return phrase("advice_welford")
 
     def findings(self, case: Case, name: str, got: np.ndarray) -> list[Finding]:
@@ -700,7 +700,7 @@ class PreLNProblem(Problem):
     outputs = (_FORWARD, _DX, _DGAMMA, _DBETA, Output("dW", "dW"))
     swaps = (("dgamma", "dbeta"),)
 
-    def draw(self, rng: np.random.Generator, second: bool) -> tuple[Phrase, dict[str, Any], dict[str, Any]]:
+    def draw(self, rng: np.random.Generator, second: bool) -> tuple[LazyText, dict[str, Any], dict[str, Any]]:
         shape = (4, 6) if second else (3, 5)
         about, inputs, info = _norm_draw("layernorm", shape, rng, 0.0 if second else 1e-3)
         d = shape[-1]
@@ -751,7 +751,7 @@ class PreLNProblem(Problem):
     def quantities(self, case: Case, name: str) -> list[tuple[str, np.ndarray]]:
         return norm_mistakes.quantities(case.info) if name in ("dgamma", "dbeta") else []
 
-    def advice(self, name: str) -> Phrase:
+    def advice(self, name: str) -> LazyText:
         return phrase("advice_forward_preln") if name == "y" else phrase("advice_selfcheck")
 
     def findings(self, case: Case, name: str, got: np.ndarray) -> list[Finding]:

@@ -8,8 +8,8 @@ the language current at that moment::
 
     out.claim("pre-trains", N_("pre-LN trains without warmup: loss {loss:.2f}"), ok, loss=end)
 
-A :class:`Message` is :class:`microgradnorm.i18n.LazyText`, the package's one deferred translation. A
-field may itself be a Message, a :class:`Listing` or a :class:`RunName`: each is translated when the
+A sentence is a :class:`microgradnorm.i18n.LazyText`, the package's one deferred translation. A
+field may itself be a LazyText, a :class:`Listing` or a :class:`RunName`: each is translated when the
 sentence around it is.
 """
 
@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from microgradnorm.i18n import LazyText as Message
-from microgradnorm.i18n import _, pgettext
+from microgradnorm.i18n import LazyText, _, pgettext
 from microgradnorm.i18n.text import separated
 
-__all__ = ["YOURS", "YOURS_REFERENCE", "Listing", "Message", "RunName", "named_numbers", "run_name"]
+__all__ = ["YOURS", "YOURS_REFERENCE", "Listing", "RunName", "named_numbers", "run_name"]
+
+Message = LazyText  # only lab/experiments.py's name for it (its owner moves it to LazyText, then this line goes)
 
 YOURS, YOURS_REFERENCE = "your backward", "exercise 5's answer"  # the names of the learner's curve
 
@@ -72,4 +73,4 @@ def run_name(name: str) -> str:
 
 def named_numbers(values: Mapping[str, float], spec: str = ".2f") -> Listing:
     """Each run's name and its number, as a list: "right 0.21, no-mean-path 0.20" (names translated when shown)."""
-    return Listing(Message("{name} {value:" + spec + "}", name=RunName(k), value=v) for k, v in values.items())
+    return Listing(LazyText("{name} {value:" + spec + "}", name=RunName(k), value=v) for k, v in values.items())

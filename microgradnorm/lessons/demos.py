@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from microgradnorm.inputs import check_eps
+from microgradnorm.inputs import check_eps, check_int
 
 __all__ = [
     "DEMOS",
@@ -78,10 +78,10 @@ class LessonParams:
     batch: int | None = None
 
     def __post_init__(self) -> None:
-        _check_int("dim", self.dim, 1)
-        _check_int("seed", self.seed, 0)
+        check_int("dim", self.dim)
+        check_int("seed", self.seed, 0)
         if self.batch is not None:
-            _check_int("batch", self.batch, 1)
+            check_int("batch", self.batch)
         check_eps(self.eps)
 
     def replace(self, **changes: Any) -> LessonParams:
@@ -93,13 +93,6 @@ class LessonParams:
             if value is not None:
                 fields[key] = value
         return LessonParams(**fields)
-
-
-def _check_int(name: str, value: object, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name}: expected an integer >= {low}, got {type(value).__name__} ({value!r})")
-    if value < low:
-        raise ValueError(f"{name}: expected an integer >= {low}, got {value}")
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from microgradnorm import formulas as F
-from microgradnorm.inputs import check_eps
+from microgradnorm.inputs import check_eps, check_int
 from microgradnorm.vectorized.api import batch_norm_backward, batch_norm_forward
 from microgradnorm.vectorized.cache import NormCache, as_array, compute_dtype
 
@@ -42,11 +42,9 @@ class BatchNorm:
         dtype: Any = np.float32,
         backend: str | None = None,
     ) -> None:
-        if isinstance(num_features, bool) or not isinstance(num_features, (int, np.integer)) or num_features < 1:
-            raise ValueError(f"num_features: expected a positive integer, got {num_features!r}")
         if isinstance(momentum, bool) or not isinstance(momentum, (int, float)) or not 0.0 <= momentum <= 1.0:
             raise ValueError(f"momentum: expected a number in [0, 1], got {momentum!r}")
-        self.num_features = int(num_features)
+        self.num_features = check_int("num_features", num_features)
         self.eps = check_eps(eps)
         self.momentum = float(momentum)
         self.dtype = np.dtype(dtype)
