@@ -6,13 +6,16 @@ NaN is shown as a dash and -0 as 0 (a sign the value does not have is noise to a
 
 from __future__ import annotations
 
-__all__ = ["count", "err", "fmt", "ms", "nbytes_text", "ratio", "sci"]
+__all__ = ["count", "err", "fmt", "ms", "nbytes_text", "plain", "ratio", "sci"]
 
 
 def fmt(v: float, digits: int = 6) -> str:
-    """A compact number: ``digits`` significant digits (``1.23457``, ``1e-07``)."""
-    if v != v:
-        return "—"
+    """A compact number: ``digits`` significant digits (``1.23457``, ``1e-07``); NaN, a value not computed: —."""
+    return "—" if v != v else plain(v, digits)
+
+
+def plain(v: float, digits: int = 6) -> str:
+    """A value as it is, ``digits`` significant digits, nan and inf spelled out (a loss gone to nan is news)."""
     return f"{v + 0.0:.{digits}g}"  # + 0.0 turns -0.0 into 0.0
 
 
@@ -48,7 +51,7 @@ def ratio(v: float | None) -> str:
     """A ratio of two times, at most 5 characters (``0.93x``, ``12.3x``); None: -."""
     if v is None:
         return "-"
-    return f"{v:.2f}x" if v < 10 else f"{v:.3g}x"
+    return f"{v:.2f}x" if round(v, 2) < 10 else f"{v:.3g}x"  # (9.996 would be 10.00x)
 
 
 def count(v: float | None) -> str:

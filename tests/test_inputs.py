@@ -10,8 +10,8 @@ import pytest
 
 import microgradnorm as mgn
 from microgradnorm import vectorized as V
-from microgradnorm.errors import InputError, InputTypeError
 from microgradnorm.bench import run_benchmark
+from microgradnorm.errors import InputError, InputTypeError
 from microgradnorm.inputs import check_eps, check_int, check_num_groups
 from microgradnorm.lessons.demos import LessonParams
 

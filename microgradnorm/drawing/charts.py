@@ -33,6 +33,7 @@ from rich.text import Text
 
 from microgradnorm.i18n import _, ngettext, pgettext
 from microgradnorm.i18n.text import cjk_text
+from microgradnorm.numfmt import plain
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
@@ -72,14 +73,6 @@ def _shades(console: Console) -> bool:
     heat map prints its signed digits instead (coloured by sign).
     """
     return uses_colour(console) and console.color_system in ("256", "truecolor")
-
-
-def _fmt(v: float, digits: int = 3) -> str:
-    if math.isnan(v):
-        return "nan"
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    return f"{v:.{digits}g}"
 
 
 def _matrix(values: Sequence[Sequence[float]] | object, name: str) -> list[list[float]]:
@@ -210,14 +203,14 @@ class HeatMap:
     def _legend(self, colour: bool) -> RenderResult:
         s = self.scale
         if colour:
-            bar = Text(f"-{_fmt(s)} ")
+            bar = Text(f"-{plain(s, 3)} ")
             for k in range(-5, 6):
                 bar.append("██", style=Style(color=_blend(k / 5)))
-            bar.append(f" +{_fmt(s)}")
+            bar.append(f" +{plain(s, 3)}")
             yield bar
         else:
             # Translators: the legend of a heat map drawn without colour; {scale} is a number such as 0.362
-            legend = _("cells: sign, |value| in ninths of {scale} (+9 = +{scale}); · ≈ 0").format(scale=_fmt(s))
+            legend = _("cells: sign, |value| in ninths of {scale} (+9 = +{scale}); · ≈ 0").format(scale=plain(s, 3))
             yield cjk_text(legend, style="dim")
 
 
@@ -305,7 +298,7 @@ class BarChart:
         hi = max(finite, default=0.0)
         lo = min((v for v in finite if v > 0), default=0.0)
         label_w = max((cell_len(s) for s in self.labels), default=0)  # cells: a Chinese label is double-width
-        nums = {n: [_fmt(v, self.digits) for v in vs] for n, vs in self.series.items()}
+        nums = {n: [plain(v, self.digits) for v in vs] for n, vs in self.series.items()}
         num_w = max(len(s) for vs in nums.values() for s in vs)
         gap = 2
         col_w = max((options.max_width - label_w - 1 - gap * (k - 1)) // k, 1)
@@ -339,7 +332,7 @@ class BarChart:
                     line.append(" " * gap)
             yield line
         if hi > 0:
-            longest = _fmt(hi, self.digits)
+            longest = plain(hi, self.digits)
             if self.log:
                 note = _("log scale, longest bar = {value}").format(value=longest)
             else:
@@ -478,7 +471,7 @@ class LineChart:
             line.append(*self._marker(s, colour))
             # Translators: a chart's legend: a series' name, its first and last value
             ends = pgettext("chart legend", "{name}: {first} → {last}")
-            line.append(" " + ends.format(name=name, first=_fmt(vals[0]), last=_fmt(vals[-1])))
+            line.append(" " + ends.format(name=name, first=plain(vals[0], 3), last=plain(vals[-1], 3)))
             bad = sum(1 for v in vals if not math.isfinite(v))
             if bad:
                 skipped = ngettext("({n} non-finite value not drawn)", "({n} non-finite values not drawn)", bad)
@@ -493,7 +486,7 @@ class LineChart:
         colour = uses_colour(console)
         lo, hi = self._range()
         unlog = (lambda t: 10.0**t) if self.log else (lambda t: t)
-        top, bottom = _fmt(unlog(hi)), _fmt(unlog(lo))
+        top, bottom = plain(unlog(hi), 3), plain(unlog(lo), 3)
         axis_w = max(len(top), len(bottom))
         plot_w = max(options.max_width - axis_w - 2, 8)
         grid = self._grid(plot_w, lo, hi)
@@ -506,7 +499,7 @@ class LineChart:
                 line.append(*self._marker(cell, colour))
             yield line
         yield Text(" " * axis_w + " └" + "─" * plot_w, style="dim")
-        first, last = _fmt(self.x_values[0]), _fmt(self.x_values[-1])
+        first, last = plain(self.x_values[0], 3), plain(self.x_values[-1], 3)
         x_label = self.x_label if self.x_label is not None else pgettext("chart x axis", "step")
         mid = f" {x_label} "
         pad = max(plot_w - len(first) - len(last) - cell_len(mid), 0)

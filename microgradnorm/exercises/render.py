@@ -22,6 +22,7 @@ from rich.text import Text
 from microgradnorm.exercises.catalog import EXERCISES, Exercise
 from microgradnorm.i18n import _, lazy_gettext, pgettext
 from microgradnorm.i18n.text import assemble, cjk_text, separated
+from microgradnorm.numfmt import plain
 
 if TYPE_CHECKING:
     from microgradnorm.exercises.grader import GradeResult, Worst
@@ -215,10 +216,6 @@ def init_report(report: InitReport, next_exercise: Exercise | None = EXERCISES[0
     return Group(*lines)
 
 
-def _fmt(v: float) -> str:
-    return f"{v:.6g}"
-
-
 def _checks_table(result: GradeResult) -> RenderableType:
     table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 1))
     table.add_column("", no_wrap=True)
@@ -236,7 +233,7 @@ def _worst_table(w: Worst) -> RenderableType:
     worst.add_column(pgettext("worst entry table", "expected"), justify="right")
     worst.add_column(pgettext("worst entry table", "got"), justify="right")
     worst.add_column(pgettext("worst entry table", "difference"), justify="right")
-    worst.add_row(f"{w.output}{idx}", _fmt(w.expected), _fmt(w.got), _fmt(w.got - w.expected))
+    worst.add_row(f"{w.output}{idx}", plain(w.expected), plain(w.got), plain(w.got - w.expected))
     # Translators: under the worst entry: where it was found, "on the first input: x [3, 5], eps = 0.001"
     where = cjk_text(_("on the {case}").format(case=w.case), style="dim")
     return Padding(Group(worst, where), (0, 0, 0, 2))
