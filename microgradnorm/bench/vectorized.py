@@ -37,6 +37,7 @@ __all__ = [
     "BenchReport",
     "CaseResult",
     "Timing",
+    "on_torch_threads",
     "problem",
     "run_benchmark",
     "torch_or_none",
@@ -334,35 +335,35 @@ def _torch_pair(case: BenchCase, x, gamma, beta, dy, threads: int | None):
 
     spec = get_norm(case.norm)
 
-    def run_forward():
+    def forward():
         return spec.torch_functional(fn, xt, gt, bt, 1e-5)
 
-    def with_threads(body):
-        if threads is None:
-            return body
-        default = torch.get_num_threads()
-
-        def wrapped():
-            torch.set_num_threads(threads)
-            try:
-                return body()
-            finally:
-                torch.set_num_threads(default)
-
-        return wrapped
-
-    def forward():
-        return run_forward()
-
     def fwdbwd():
-        y = run_forward()
+        y = forward()
         y.backward(dyt)
         xt.grad = gt.grad = None
         if bt is not None:
             bt.grad = None
         return y
 
-    return with_threads(forward), with_threads(fwdbwd)
+    return on_torch_threads(forward, threads), on_torch_threads(fwdbwd, threads)
+
+
+def on_torch_threads(body: Callable[[], Any], threads: int | None) -> Callable[[], Any]:
+    """``body`` run with PyTorch on ``threads`` threads (None: ``body`` as it is), its default restored after."""
+    if threads is None:
+        return body
+    torch = torch_or_none()
+
+    def wrapped() -> Any:
+        default = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            return body()
+        finally:
+            torch.set_num_threads(default)
+
+    return wrapped
 
 
 def _contenders(case: BenchCase, include: Sequence[str]) -> dict[str, tuple[Callable, Callable]]:

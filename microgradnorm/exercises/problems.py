@@ -708,18 +708,19 @@ class PreLNProblem(Problem):
         return about, inputs, info
 
     def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
-        x, gamma, beta, W, dy, eps = (inputs[k] for k in ("x", "gamma", "beta", "W", "dy", "eps"))
-        h = formulas.affine(formulas.moments(x, (1,), float(eps)).xhat, gamma, beta)
-        ln = get_norm("layernorm").node_grads(x, gamma, beta, float(eps), dy @ W.T)
+        x, W, h, dh, dy = self._block(inputs)
+        ln = get_norm("layernorm").node_grads(x, inputs["gamma"], inputs["beta"], float(inputs["eps"]), dh)
         return {"y": x + h @ W, "dx": dy + ln["x"], "dgamma": ln["gamma"], "dbeta": ln["beta"], "dW": h.T @ dy}
 
-    def _block(self, case: Case) -> tuple[np.ndarray, ...]:
-        x, gamma, beta, W, dy, eps = (case.inputs[k] for k in ("x", "gamma", "beta", "W", "dy", "eps"))
+    @staticmethod
+    def _block(inputs: dict[str, Any]) -> tuple[np.ndarray, ...]:
+        """(x, W, h = LayerNorm(x), dh = dy W^T, dy): the block's forward and the gradient reaching its LayerNorm."""
+        x, gamma, beta, W, dy, eps = (inputs[k] for k in ("x", "gamma", "beta", "W", "dy", "eps"))
         h = formulas.affine(formulas.moments(x, (1,), float(eps)).xhat, gamma, beta)
         return x, W, h, dy @ W.T, dy
 
     def _dx_mistakes(self, case: Case) -> list[Mistake]:
-        x, W, _, dh, dy = self._block(case)
+        x, W, _, dh, dy = self._block(case.inputs)
         info = case.info
         ln_wrong_w = get_norm("layernorm").node_grads(x, info["gamma"], info["beta"], info["eps"], dy @ W)["x"]
         out = [
@@ -732,7 +733,7 @@ class PreLNProblem(Problem):
         return out + [Mistake(m.finding, dy + m.answer) for m in norm_mistakes.mistakes(info, "dx", dy @ W)]
 
     def mistakes(self, case: Case, name: str) -> list[Mistake]:
-        x, W, h, dh, dy = self._block(case)
+        x, W, h, dh, dy = self._block(case.inputs)
         if name == "y":
             return [mistake("residual_missing", h @ W), mistake("w_transposed_forward", x + h @ W.T)]
         if name == "dx":
@@ -770,7 +771,7 @@ class PreLNProblem(Problem):
         return [finding("dh_wrong", names=listed(params))]
 
     def geometry(self, case: Case, name: str) -> Geometry | None:
-        return norm_mistakes.geometry(case.info, self._block(case)[3]) if name == "dx" else None
+        return norm_mistakes.geometry(case.info, self._block(case.inputs)[3]) if name == "dx" else None
 
 
 _BN_STAGES = (

@@ -41,7 +41,7 @@ import torch
 from microgradnorm import numfmt
 from microgradnorm import vectorized as V
 from microgradnorm.bench.timing import mean_faults, median_ms, side_by_side
-from microgradnorm.bench.vectorized import BenchCase, problem
+from microgradnorm.bench.vectorized import BenchCase, on_torch_threads, problem
 from microgradnorm.inputs import check_int
 from microgradnorm.registry import get_norm
 
@@ -143,18 +143,7 @@ def _step(layer: torch.nn.Module, x: torch.Tensor, dy: torch.Tensor, threads: in
         for p in params:
             p.grad = None
 
-    if threads is None:
-        return step
-
-    def on_threads() -> None:
-        default = torch.get_num_threads()
-        torch.set_num_threads(threads)
-        try:
-            step()
-        finally:
-            torch.set_num_threads(default)
-
-    return on_threads
+    return on_torch_threads(step, threads)
 
 
 def _kernels(case: BenchCase, x, gamma, beta, dy) -> Callable[[], None]:
