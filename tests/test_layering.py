@@ -39,6 +39,7 @@ CORE = {
     "microgradnorm.errors",  # the core's typed errors
     "microgradnorm.inputs",  # reading nested lists into the builders
     "microgradnorm.textbook",  # the textbook NumPy file
+    "microgradnorm.numfmt",  # numbers as the package shows them (standard library only: every floor may use it)
 }
 DRAWING_AND_TRANSLATION = ("microgradnorm.drawing", "microgradnorm.i18n")
 FEATURES = ("lessons", "lab", "exercises", "page", "viz", "bench", "check", "present", "torch", "commands", "cli")

@@ -49,18 +49,6 @@ try:
 except ImportError:  # Windows: no getrusage, so no page-fault counts
     resource = None
 
-__all__ = [
-    "ColdCache",
-    "Progress",
-    "Sample",
-    "last_level_cache_bytes",
-    "mean_faults",
-    "median_ms",
-    "run_first",
-    "side_by_side",
-    "time_call",
-]
-
 Progress = Callable[[str], None]  # called once per finished step with a short description
 Sample = tuple[float, int | None]  # one timed call: its seconds and page faults (None where not counted)
 Prepare = Callable[[Callable[[], Any]], None]

@@ -244,7 +244,7 @@ def _case_table(result, reference: str | None):
     from microgradnorm.bench import CONTENDER_TITLES
 
     table = Table(
-        title=f"{result.case.label}   [dim]copy: {result.copy_ms:.3g} ms, {result.copy_gbps:.1f} GB/s[/]",
+        title=f"{result.case.label}   [dim]copy: {numfmt.ms(result.copy_ms)} ms, {result.copy_gbps:.1f} GB/s[/]",
         title_justify="left",
     )
     table.add_column("contender", min_width=17)
