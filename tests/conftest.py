@@ -4,6 +4,7 @@ and English for every test, the Graphviz fixtures. Helpers that tests call live 
 from __future__ import annotations
 
 import errno
+import gc
 import os
 import shutil
 import tempfile
@@ -73,11 +74,14 @@ def read_only_state(state_home, monkeypatch):
 # ---- the slow set ---------------------------------------------------------------------------------------
 # `pytest -m "not slow"` is the quick set a contributor runs while working; CI runs everything. A test is
 # slow by what it uses, so new tests of these kinds are marked without anyone remembering to: a fixture
-# (by the module that defines it) or a whole module whose every test does the slow thing.
+# (by the module that defines it), a whole module whose every test does the slow thing, or, where one test
+# of a module is of a slow kind, that test by name. tests/test_conftest.py checks that every name here exists.
 SLOW_FIXTURES = {
-    ("tests.test_page_browser", "chromium"): "drives a real browser (Playwright)",
+    ("tests.browser", "chromium"): "drives a real browser (Playwright)",
     ("tests.test_lesson_terminal", "term"): "runs the CLI in a tmux terminal",
     ("tests.test_exercises_hostile", "results"): "grades the corpus of attacks in the sandbox",
+    ("tests.test_exercises_grader", "graded"): "grades the corpus of planted mistakes in the sandbox",
+    ("tests.test_exercises_authoring", "graded"): "grades every scaffold, solution and answer in the sandbox",
 }
 SLOW_MODULES = {
     "tests.test_lessons_wheel": "builds the wheel and installs it into a fresh virtual environment",
@@ -86,17 +90,36 @@ SLOW_MODULES = {
     "tests.test_lab": "trains networks",
     "tests.test_zh_lab": "trains networks",
     "tests.test_torch_lab": "trains networks with PyTorch",
+    "tests.test_page_notebook": "runs notebooks in a Jupyter kernel",
 }
+SLOW_TESTS = {
+    ("tests.test_i18n_catalogs", "test_a_clean_clone_builds_a_wheel_that_ships_the_compiled_catalogs"): "a wheel",
+    ("tests.test_engine", "test_a_chain_of_a_million_nodes_backpropagates_without_recursion"): "a million nodes",
+    ("tests.test_lessons", "test_every_option_a_lesson_takes_changes_what_it_shows"): "every lesson once per option",
+}
+
+
+def slow_reason(item: pytest.Item) -> str | None:
+    """Why ``item`` is in the slow set (the first rule that applies), or None."""
+    module = getattr(item.module, "__name__", "")
+    why = SLOW_MODULES.get(module) or SLOW_TESTS.get((module, getattr(item, "originalname", item.name)))
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    for name in item.fixturenames:
+        for fixturedef in defs.get(name, ()):
+            why = why or SLOW_FIXTURES.get((getattr(fixturedef.func, "__module__", ""), name))
+    return why
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        module = getattr(item.module, "__name__", "")
-        why = SLOW_MODULES.get(module)
-        if why is None:
-            defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-            for name in item.fixturenames:
-                for fixturedef in defs.get(name, ()):
-                    why = why or SLOW_FIXTURES.get((getattr(fixturedef.func, "__module__", ""), name))
+        why = slow_reason(item)
         if why is not None:
             item.add_marker(pytest.mark.slow(reason=why))
+
+
+def pytest_collection_finish(session):
+    """Move everything alive after collection (NumPy, PyTorch, the package, every test module) out of the garbage
+    collector's sight: a full collection, which the benchmarks run between repeats, then walks only what the
+    tests make. It took most of a tiny benchmark's time (0.3 to 0.9 s each on a heap holding PyTorch)."""
+    gc.collect()
+    gc.freeze()
