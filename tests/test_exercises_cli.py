@@ -23,14 +23,7 @@ from microgradnorm.commands import exercise as command
 from microgradnorm.exercises import workspace as ws
 from microgradnorm.exercises.catalog import EXERCISES, get_exercise
 from microgradnorm.store import state_dir
-
-
-def run(*argv: str, stdin: str = "", terminal: bool = False) -> tuple[int, str]:
-    args = cli.build_parser().parse_args(["exercise", *argv])
-    buf = io.StringIO()
-    console = Console(file=buf, width=120, color_system=None, force_terminal=terminal or None)
-    code = command.main(args, console, io.StringIO(stdin))
-    return code, buf.getvalue()
+from tests.helpers import run_exercise as run
 
 
 @pytest.fixture
@@ -430,14 +423,12 @@ def test_an_action_usage_error_points_to_that_action_help(folder, capsys, argv):
 
 @pytest.mark.parametrize("width", [60, 80, 120])
 def test_list_keeps_what_each_exercise_is_about_readable(folder, width):
-    args = cli.build_parser().parse_args(["exercise", "list"])
-    buf = io.StringIO()
-    command.main(args, Console(file=buf, width=width, color_system=None), io.StringIO(""))
-    flat = " ".join(buf.getvalue().split())
+    _, out = run("list", width=width)
+    flat = " ".join(out.split())
     for ex in EXERCISES:
         assert f"{ex.title}: {ex.topic}" in flat, (width, ex.name)
     assert "hints: how many hints you have seen" in flat
-    assert max(len(line) for line in buf.getvalue().splitlines()) <= width
+    assert max(len(line) for line in out.splitlines()) <= width
 
 
 def test_a_hint_is_wrapped_once_at_the_terminal_width(folder):
@@ -535,13 +526,11 @@ def test_a_report_at_80_columns_keeps_the_seed_whole_and_hangs_its_bullets(folde
         encoding="utf-8",
     )
     run("check", "5")  # the first time the explanation is held back; the second shows it
-    args = cli.build_parser().parse_args(["exercise", "check", "5", "--seed", "1234567"])
-    buf = io.StringIO()
-    command.main(args, Console(file=buf, width=80, color_system=None), io.StringIO(""))
-    lines = buf.getvalue().splitlines()
+    _, out = run("check", "5", "--seed", "1234567", width=80)
+    lines = out.splitlines()
     assert any(line.strip() == "inputs of --seed 1234567" for line in lines)
     bullets = [i for i, line in enumerate(lines) if line.startswith("  • ")]
     assert bullets
     following = lines[bullets[0] + 1]
     assert following.startswith("    ") and not following.startswith("     ")  # under the text, not the bullet
-    assert "unbiased variance: the variance was divided" in " ".join(buf.getvalue().split())
+    assert "unbiased variance: the variance was divided" in " ".join(out.split())

@@ -867,11 +867,8 @@ def test_lesson_references_and_glossary_together_print_both(capsys):
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, words):
-    with pytest.raises(SystemExit) as info:
-        code = cli.main(["lesson", *argv])
-        raise SystemExit(code)
-    assert info.value.code == 2
-    err = capsys.readouterr().err
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 2
     assert len(err.strip().splitlines()) == 1, err
     for word in words:
         assert word in err, (word, err)

@@ -26,7 +26,7 @@ import pytest
 from rich.cells import cell_len
 from rich.console import Console
 
-from microgradnorm import cli, i18n
+from microgradnorm import i18n
 from microgradnorm.exercises import catalog, drivers, messages, render, sandbox, translation
 from microgradnorm.exercises import workspace as ws
 from microgradnorm.exercises.catalog import EXERCISES, MARKERS, derive_scaffold, get_exercise
@@ -35,6 +35,7 @@ from microgradnorm.i18n.text import NO_START
 from microgradnorm.i18n_tools.catalogs import po_path
 from microgradnorm.i18n_tools.glossary import _CODE, load_glossary
 from tests.grading import Submission, grade_all, planted
+from tests.helpers import run_cli
 from tests.zh import CJK
 
 ZH = i18n.SIMPLIFIED_CHINESE
@@ -508,15 +509,6 @@ def test_the_comma_of_a_returned_names_list_is_chinese_too():
 
 
 # ---- the command, end to end ----------------------------------------------------------------------------
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as exit_:  # argparse's own exits (--help, a usage error)
-        code = int(exit_.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def solve_in_chinese(folder: Path, number: int) -> None:
