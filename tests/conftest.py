@@ -97,6 +97,8 @@ SLOW_TESTS = {
     ("tests.test_engine", "test_a_chain_of_a_million_nodes_backpropagates_without_recursion"): "a million nodes",
     ("tests.test_lessons", "test_every_option_a_lesson_takes_changes_what_it_shows"): "every lesson once per option",
     ("tests.test_torch_bridge", "test_opcheck_passes_for_the_custom_ops"): "traces the ops through AOTAutograd",
+    ("tests.test_zh_exercises", "test_watch_in_chinese_in_a_real_terminal_at_60_columns"): "a tmux terminal",
+    ("tests.test_exercises_authoring", "test_files_run_on_their_own"): "runs every exercise file as a process",
 }
 
 
