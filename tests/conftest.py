@@ -75,7 +75,7 @@ def read_only_state(state_home, monkeypatch):
 # `pytest -m "not slow"` is the quick set a contributor runs while working; CI runs everything. A test is
 # slow by what it uses, so new tests of these kinds are marked without anyone remembering to: a fixture
 # (by the module that defines it), a whole module whose every test does the slow thing, or, where one test
-# of a module is of a slow kind, that test by name. tests/test_conftest.py checks that every name here exists.
+# of a module is of a slow kind, that test by name; or a lesson. tests/test_conftest.py checks every name exists.
 SLOW_FIXTURES = {
     ("tests.browser", "chromium"): "drives a real browser (Playwright)",
     ("tests.test_lesson_terminal", "term"): "runs the CLI in a tmux terminal",
@@ -99,13 +99,19 @@ SLOW_TESTS = {
     ("tests.test_torch_bridge", "test_opcheck_passes_for_the_custom_ops"): "traces the ops through AOTAutograd",
     ("tests.test_zh_exercises", "test_watch_in_chinese_in_a_real_terminal_at_60_columns"): "a tmux terminal",
     ("tests.test_exercises_authoring", "test_files_run_on_their_own"): "runs every exercise file as a process",
+    ("tests.test_exercises_diagnosis", "test_no_diagnosis_blames_code_that_is_right"): "the corpus, on three seeds",
 }
+# a lesson whose demos are of a slow kind: every test parametrized by the lesson (its id ends in the lesson's name;
+# a test of the lesson's file, parametrized by "NN-name.md", reads text only and stays quick)
+SLOW_LESSONS = {"pre-ln-and-post-ln-in-training": "its demos train networks"}
 
 
 def slow_reason(item: pytest.Item) -> str | None:
     """Why ``item`` is in the slow set (the first rule that applies), or None."""
     module = getattr(item.module, "__name__", "")
     why = SLOW_MODULES.get(module) or SLOW_TESTS.get((module, getattr(item, "originalname", item.name)))
+    params = item.name[len(getattr(item, "originalname", item.name)) :]
+    why = why or next((f"lesson {slug}: {said}" for slug, said in SLOW_LESSONS.items() if f"{slug}]" in params), None)
     defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
     for name in item.fixturenames:
         for fixturedef in defs.get(name, ()):

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import SLOW_FIXTURES, SLOW_MODULES, SLOW_TESTS
+from tests.conftest import SLOW_FIXTURES, SLOW_LESSONS, SLOW_MODULES, SLOW_TESTS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,3 +49,5 @@ def test_every_slow_rule_names_a_module_fixture_or_test_that_exists():
         assert re.search(rf"^def {name}\(|name=\"{name}\"", _source(module), re.M), (module, name)
     for module, name in SLOW_TESTS:
         assert re.search(rf"^def {name}\(", _source(module), re.M), (module, name)
+    for slug in SLOW_LESSONS:
+        assert list((ROOT / "lessons").glob(f"[0-9][0-9]-{slug}.md")), slug
