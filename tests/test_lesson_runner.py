@@ -780,11 +780,12 @@ def run_cli(capsys, *argv):
 
 
 def test_lesson_without_arguments_lists_the_lessons_with_progress(capsys):
-    steps = next(len(lesson.steps) for lesson in load_lessons() if lesson.slug == "layernorm-forward")
+    lessons = load_lessons()
+    steps = next(len(lesson.steps) for lesson in lessons if lesson.slug == "layernorm-forward")
     ProgressStore().save("layernorm-forward", 3, steps)
     code, out, _ = run_cli(capsys)
     assert code == 0
-    assert "A Value, the chain rule" in out and "LayerNorm forward as a computation graph" in out
+    assert all(" ".join(lesson.title.split()) in " ".join(out.split()) for lesson in lessons)
     assert f"step 3/{steps}" in out and "microgradnorm lesson 1" in out
     assert "Continue where you left off: microgradnorm lesson 3 (step 3 of" in " ".join(out.split())
 
