@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from rich.cells import cell_len
-from rich.console import Console
+from rich.console import Group
 
 from microgradnorm import i18n
 from microgradnorm.exercises import catalog, drivers, messages, render, sandbox, translation
@@ -35,7 +35,7 @@ from microgradnorm.i18n.text import NO_START
 from microgradnorm.i18n_tools.catalogs import po_path
 from microgradnorm.i18n_tools.glossary import _CODE, load_glossary
 from tests.grading import Submission, grade_all, planted
-from tests.helpers import run_cli
+from tests.helpers import rendered, run_cli
 from tests.zh import CJK
 
 ZH = i18n.SIMPLIFIED_CHINESE
@@ -600,10 +600,9 @@ def test_an_english_workspace_becomes_chinese_where_the_learner_has_not_started(
 
 def _list_lines(width: int) -> list[str]:
     progress = ws.Progress(workspace=None, exercises={"01_local_derivatives": {"passed": True, "hints": 2}})
-    console = Console(file=io.StringIO(), width=width, color_system=None, record=True)
     with i18n.use_language(ZH):
-        console.print(render.exercise_list(progress, Path("/tmp/w"), {}, {ex.name: True for ex in EXERCISES}))
-    return console.export_text().splitlines()
+        shown = render.exercise_list(progress, Path("/tmp/w"), {}, {ex.name: True for ex in EXERCISES})
+        return rendered(shown, width).splitlines()
 
 
 @pytest.mark.parametrize("width", [60, 80, 100])
@@ -625,11 +624,10 @@ def test_the_list_in_chinese_fits_and_aligns(width):
 
 
 def test_the_watch_keys_line_wraps_the_chinese_way_at_60_columns():
-    console = Console(file=io.StringIO(), width=60, color_system=None, record=True)
     with i18n.use_language(ZH):
-        console.print(render.watch_help())
-        console.print(render.watch_unknown("x"))
-    lines = [line.rstrip() for line in console.export_text().splitlines()]
+        lines = [
+            line.rstrip() for line in rendered(Group(render.watch_help(), render.watch_unknown("x")), 60).splitlines()
+        ]
     assert lines[0].startswith("保存文件即检查 · 输入字母后回车：n 下一道")
     assert all(cell_len(line) <= 60 and line[:1] not in NO_START for line in lines)
     assert "q 退出" in "".join(lines)
