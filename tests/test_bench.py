@@ -179,7 +179,7 @@ def test_the_tables_render_every_case_and_the_targets(report):
     text = rendered(Group(*bench_command.bench_tables(report)), 120)
     for case in TINY:
         assert case.label in text
-    assert "NumPy tuned" in text and "No performance target in this run" in text
+    assert "NumPy tuned" in text and {t.measured for t in bench.evaluate_targets(report)} == {None}  # and why:
     from microgradnorm import fused
 
     missing = not (has_torch() and fused.AVAILABLE)
