@@ -92,13 +92,15 @@ SLOW_MODULES = {
     "tests.test_torch_lab": "trains networks with PyTorch",
     "tests.test_page_notebook": "runs notebooks in a Jupyter kernel",
 }
+EVERY_FILE = "runs every exercise file as a Python process"
 SLOW_TESTS = {
     ("tests.test_i18n_catalogs", "test_a_clean_clone_builds_a_wheel_that_ships_the_compiled_catalogs"): "a wheel",
     ("tests.test_engine", "test_a_chain_of_a_million_nodes_backpropagates_without_recursion"): "a million nodes",
     ("tests.test_lessons", "test_every_option_a_lesson_takes_changes_what_it_shows"): "every lesson once per option",
     ("tests.test_torch_bridge", "test_opcheck_passes_for_the_custom_ops"): "traces the ops through AOTAutograd",
     ("tests.test_zh_exercises", "test_watch_in_chinese_in_a_real_terminal_at_60_columns"): "a tmux terminal",
-    ("tests.test_exercises_authoring", "test_files_run_on_their_own"): "runs every exercise file as a process",
+    ("tests.test_exercises_authoring", "test_files_run_on_their_own"): EVERY_FILE,
+    ("tests.test_exercises_authoring", "test_every_returned_quantity_is_in_the_file_s_own_self_check"): EVERY_FILE,
     ("tests.test_exercises_diagnosis", "test_no_diagnosis_blames_code_that_is_right"): "the corpus, on three seeds",
 }
 # a lesson whose demos are of a slow kind: every test parametrized by the lesson (its id ends in the lesson's name;
