@@ -4,6 +4,7 @@ and English for every test, the Graphviz fixtures. Helpers that tests call live 
 from __future__ import annotations
 
 import errno
+import gc
 import os
 import shutil
 import tempfile
@@ -11,7 +12,7 @@ import tempfile
 import pytest
 from hypothesis import HealthCheck, settings
 
-settings.register_profile("default", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("default", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
@@ -73,11 +74,14 @@ def read_only_state(state_home, monkeypatch):
 # ---- the slow set ---------------------------------------------------------------------------------------
 # `pytest -m "not slow"` is the quick set a contributor runs while working; CI runs everything. A test is
 # slow by what it uses, so new tests of these kinds are marked without anyone remembering to: a fixture
-# (by the module that defines it) or a whole module whose every test does the slow thing.
+# (by the module that defines it), a whole module whose every test does the slow thing, or, where one test
+# of a module is of a slow kind, that test by name; or a lesson. tests/test_conftest.py checks every name exists.
 SLOW_FIXTURES = {
-    ("tests.test_page_browser", "chromium"): "drives a real browser (Playwright)",
+    ("tests.browser", "chromium"): "drives a real browser (Playwright)",
     ("tests.test_lesson_terminal", "term"): "runs the CLI in a tmux terminal",
     ("tests.test_exercises_hostile", "results"): "grades the corpus of attacks in the sandbox",
+    ("tests.test_exercises_grader", "graded"): "grades the corpus of planted mistakes in the sandbox",
+    ("tests.test_exercises_authoring", "graded"): "grades every scaffold, solution and answer in the sandbox",
 }
 SLOW_MODULES = {
     "tests.test_lessons_wheel": "builds the wheel and installs it into a fresh virtual environment",
@@ -86,17 +90,47 @@ SLOW_MODULES = {
     "tests.test_lab": "trains networks",
     "tests.test_zh_lab": "trains networks",
     "tests.test_torch_lab": "trains networks with PyTorch",
+    "tests.test_page_notebook": "runs notebooks in a Jupyter kernel",
 }
+EVERY_FILE = "runs every exercise file as a Python process"
+SLOW_TESTS = {
+    ("tests.test_i18n_catalogs", "test_a_clean_clone_builds_a_wheel_that_ships_the_compiled_catalogs"): "a wheel",
+    ("tests.test_engine", "test_a_chain_of_a_million_nodes_backpropagates_without_recursion"): "a million nodes",
+    ("tests.test_lessons", "test_every_option_a_lesson_takes_changes_what_it_shows"): "every lesson once per option",
+    ("tests.test_torch_bridge", "test_opcheck_passes_for_the_custom_ops"): "traces the ops through AOTAutograd",
+    ("tests.test_zh_exercises", "test_watch_in_chinese_in_a_real_terminal_at_60_columns"): "a tmux terminal",
+    ("tests.test_exercises_authoring", "test_files_run_on_their_own"): EVERY_FILE,
+    ("tests.test_exercises_authoring", "test_every_returned_quantity_is_in_the_file_s_own_self_check"): EVERY_FILE,
+    ("tests.test_exercises_diagnosis", "test_no_diagnosis_blames_code_that_is_right"): "the corpus, on three seeds",
+}
+# a lesson whose demos are of a slow kind: every test parametrized by the lesson (its id ends in the lesson's name;
+# a test of the lesson's file, parametrized by "NN-name.md", reads text only and stays quick)
+SLOW_LESSONS = {"pre-ln-and-post-ln-in-training": "its demos train networks"}
+
+
+def slow_reason(item: pytest.Item) -> str | None:
+    """Why ``item`` is in the slow set (the first rule that applies), or None."""
+    module = getattr(item.module, "__name__", "")
+    why = SLOW_MODULES.get(module) or SLOW_TESTS.get((module, getattr(item, "originalname", item.name)))
+    params = item.name[len(getattr(item, "originalname", item.name)) :]
+    why = why or next((f"lesson {slug}: {said}" for slug, said in SLOW_LESSONS.items() if f"{slug}]" in params), None)
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    for name in item.fixturenames:
+        for fixturedef in defs.get(name, ()):
+            why = why or SLOW_FIXTURES.get((getattr(fixturedef.func, "__module__", ""), name))
+    return why
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        module = getattr(item.module, "__name__", "")
-        why = SLOW_MODULES.get(module)
-        if why is None:
-            defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-            for name in item.fixturenames:
-                for fixturedef in defs.get(name, ()):
-                    why = why or SLOW_FIXTURES.get((getattr(fixturedef.func, "__module__", ""), name))
+        why = slow_reason(item)
         if why is not None:
             item.add_marker(pytest.mark.slow(reason=why))
+
+
+def pytest_collection_finish(session):
+    """Move everything alive after collection (NumPy, PyTorch, the package, every test module) out of the garbage
+    collector's sight: a full collection, which the benchmarks run between repeats, then walks only what the
+    tests make. It took most of a tiny benchmark's time (0.3 to 0.9 s each on a heap holding PyTorch)."""
+    gc.collect()
+    gc.freeze()

@@ -72,6 +72,11 @@ def titles(result: GradeResult) -> str:
     return " | ".join(f"{f.title}: {f.detail}" for f in result.findings)
 
 
+def keys(result: GradeResult) -> set[str]:
+    """The message keys of every finding (and of the findings that explain it): what was diagnosed, in no language."""
+    return set().union(*(f.keys for f in result.findings))
+
+
 def failed_rows(result: GradeResult) -> set[str]:
     return {row.label for row in result.rows if row.ok is False}
 

@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 
 from microgradnorm import cli
+from microgradnorm.commands import exercise
 
 
 def rendered(renderable: Any, width: int = 100) -> str:
@@ -30,3 +31,12 @@ def run_cli(capsys: Any, *argv: str) -> tuple[int, str, str]:
         code = exc.code
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def run_exercise(*argv: str, stdin: str = "", width: int = 120, terminal: bool = False) -> tuple[int, str]:
+    """(exit code, what it printed) of ``microgradnorm exercise *argv`` through the real parser, printing into a
+    string ``width`` columns wide without colour and reading ``stdin``; usage errors raise as the command does."""
+    args = cli.build_parser().parse_args(["exercise", *argv])
+    console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=terminal or None)
+    code = exercise.main(args, console, io.StringIO(stdin))
+    return code, console.file.getvalue()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from microgradnorm import cli, formulas
+from tests.helpers import rendered
 from tests.helpers import run_cli as run
 
 
@@ -120,7 +121,6 @@ def test_importing_the_package_and_help_load_neither_numpy_nor_rich():
 
 
 def test_the_check_table_keeps_every_number_whole_at_60_columns():
-    from rich.console import Console
 
     from microgradnorm.check import check_norm, random_problem
     from microgradnorm.present import check_table
@@ -130,9 +130,7 @@ def test_the_check_table_keeps_every_number_whole_at_60_columns():
     x, gamma, beta, dy = random_problem(spec, (2, 3, 2, 2), seed=1)
     report = check_norm(spec, x, gamma, beta, 1e-5, dy)
     for width in (60, 100):
-        console = Console(width=width, record=True, color_system=None)
-        console.print(check_table(report))
-        text = console.export_text()
+        text = rendered(check_table(report), width)
         assert "…" not in text
         assert max(len(line) for line in text.splitlines()) <= width
         assert f"{report.node('xhat').autograd[report.node('xhat').worst]:.6g}" in text

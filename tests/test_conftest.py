@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.conftest import SLOW_FIXTURES, SLOW_LESSONS, SLOW_MODULES, SLOW_TESTS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,3 +36,18 @@ def test_the_slow_set_is_marked_by_fixture_and_by_module():
     slow, quick = _collected("-m", "slow", *files), _collected("-m", "not slow", *files)
     assert slow == {"tests/test_lessons_wheel.py", "tests/test_lesson_terminal.py"}  # a module; a fixture (tmux)
     assert quick == {"tests/test_store.py"}
+
+
+def _source(module: str) -> str:
+    return (ROOT / (module.replace(".", "/") + ".py")).read_text(encoding="utf-8")
+
+
+def test_every_slow_rule_names_a_module_fixture_or_test_that_exists():
+    """A renamed or moved fixture or test would silently drop out of the slow set and slow the quick one."""
+    assert all(_source(module) for module in SLOW_MODULES)
+    for module, name in SLOW_FIXTURES:
+        assert re.search(rf"^def {name}\(|name=\"{name}\"", _source(module), re.M), (module, name)
+    for module, name in SLOW_TESTS:
+        assert re.search(rf"^def {name}\(", _source(module), re.M), (module, name)
+    for slug in SLOW_LESSONS:
+        assert list((ROOT / "lessons").glob(f"[0-9][0-9]-{slug}.md")), slug

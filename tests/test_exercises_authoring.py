@@ -9,6 +9,7 @@ emptied, each file says what it may use, and every file runs on its own.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -162,10 +163,16 @@ def test_no_exercise_text_refers_to_the_source_texts():
     assert offending == []
 
 
+@functools.cache
+def run_solution(ex) -> subprocess.CompletedProcess:
+    """The reference solution run on its own (``python file.py``), once for the tests that read what it prints."""
+    return subprocess.run([sys.executable, str(ex.solution)], capture_output=True, text=True, timeout=120)
+
+
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
 def test_files_run_on_their_own(ex, tmp_path):
     """A solution's self-check agrees with finite differences; a scaffold stops at the marked place."""
-    done = subprocess.run([sys.executable, str(ex.solution)], capture_output=True, text=True, timeout=120)
+    done = run_solution(ex)
     assert done.returncode == 0, done.stderr
     assert "DIFFERS" not in done.stdout
     assert "agrees" in done.stdout
@@ -240,7 +247,7 @@ NOT_GRADIENTS = {"y": "the forward pass", "P": "P is not a gradient", "mean": "t
 def test_every_returned_quantity_is_in_the_file_s_own_self_check(ex):
     from microgradnorm.exercises.problems import get_problem
 
-    done = subprocess.run([sys.executable, str(ex.solution)], capture_output=True, text=True, timeout=120)
+    done = run_solution(ex)
     assert done.returncode == 0, done.stderr
     checked = {line.split()[0] for line in done.stdout.splitlines() if "finite difference|" in line}
     for o in get_problem(ex.name).outputs:

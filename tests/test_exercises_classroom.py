@@ -8,7 +8,6 @@ hostile ones must fail closed, leaving no process and no unpacked file behind.
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 import re
@@ -19,16 +18,14 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
-from microgradnorm import cli
 from microgradnorm.commands import UsageError
-from microgradnorm.commands import exercise as command
 from microgradnorm.commands.exercise_classroom import TRUST_FLAG
 from microgradnorm.exercises import classroom
 from microgradnorm.exercises.catalog import get_exercise
 from microgradnorm.i18n import cli_language
 from tests.grading import ANSWERS, live_child_processes
+from tests.helpers import run_exercise
 from tests.sandboxing import need_bubblewrap, without_bubblewrap
 from tests.test_exercises_grader import DIAGNOSES
 from tests.test_exercises_hostile import ATTACKS, _source
@@ -104,10 +101,7 @@ def graded(tmp_path_factory):
 def _run(argv: list[str]) -> tuple[int, str]:
     """The command as ``microgradnorm`` runs it (its --lang chosen first), printing into a string."""
     with cli_language(argv):
-        args = cli.build_parser().parse_args(argv)
-        buf = io.StringIO()
-        code = command.main(args, Console(file=buf, width=120, color_system=None), io.StringIO(""))
-    return code, buf.getvalue()
+        return run_exercise(*argv[1:])
 
 
 def _gradebook(out: Path) -> list[dict[str, str]]:

@@ -21,13 +21,12 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from microgradnorm import cli
-from microgradnorm.commands import exercise as command
 from microgradnorm.exercises import landlock, messages, render
 from microgradnorm.exercises import workspace as ws
 from microgradnorm.exercises.catalog import EXERCISES, get_exercise
 from microgradnorm.exercises.problems import get_problem
 from tests.grading import Submission, grade_all, live_child_processes
+from tests.helpers import run_exercise
 
 SOLUTIONS = get_exercise(1).solution.parent
 TIMEOUT = 5.0  # seconds per check here; the endless loops are stopped by it
@@ -392,11 +391,7 @@ def test_the_checks_ran_under_the_kernel_filter_where_there_is_one(results):
 
 
 def _check(folder: Path, name: str, *extra: str) -> tuple[int, str]:
-    argv = ["exercise", "check", name, "--dir", str(folder), "--timeout", str(TIMEOUT), *extra]
-    args = cli.build_parser().parse_args(argv)
-    buf = io.StringIO()
-    code = command.main(args, Console(file=buf, width=120, color_system=None), io.StringIO(""))
-    return code, buf.getvalue()
+    return run_exercise("check", name, "--dir", str(folder), "--timeout", str(TIMEOUT), *extra)
 
 
 @pytest.mark.parametrize("attack_id", ["forge-progress-home", "forged-result-frame", "finite-differences"])

@@ -16,7 +16,6 @@ nothing received by a socket of this test; the tmux server's windows).
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import socket
@@ -27,13 +26,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from rich.console import Console
 
-from microgradnorm import cli
-from microgradnorm.commands import exercise as command
 from microgradnorm.exercises import workspace as ws
 from microgradnorm.exercises.catalog import get_exercise
 from tests.grading import live_child_processes
+from tests.helpers import run_exercise
 from tests.sandboxing import need_bubblewrap, without_bubblewrap
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not os.path.isdir("/proc"), reason="these attacks are Linux's")]
@@ -232,11 +229,7 @@ def _received(unix: socket.socket, udp: socket.socket) -> list[str]:
 
 
 def _check_through_the_command(folder: Path, number: int) -> tuple[int, str]:
-    argv = ["exercise", "check", str(number), "--dir", str(folder), "--timeout", str(TIMEOUT)]
-    args = cli.build_parser().parse_args(argv)
-    buf = io.StringIO()
-    code = command.main(args, Console(file=buf, width=120, color_system=None), io.StringIO(""))
-    return code, buf.getvalue()
+    return run_exercise("check", str(number), "--dir", str(folder), "--timeout", str(TIMEOUT))
 
 
 @pytest.fixture(params=["bubblewrap", "fallback"])

@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from microgradnorm.i18n.text import SHAPE, CJKText, break_opportunities, cjk_markdown, cjk_text, divide_line
+from tests.helpers import rendered
 
 WIDTHS = (40, 60, 80, 100)
 
@@ -39,9 +40,7 @@ PARAGRAPH = (
 
 
 def render(renderable, width: int) -> list[str]:
-    console = Console(file=io.StringIO(), width=width, color_system=None, legacy_windows=False)
-    console.print(renderable)
-    return console.file.getvalue().splitlines()
+    return rendered(renderable, width).splitlines()
 
 
 def is_ideograph(char: str) -> bool:

@@ -128,15 +128,7 @@ def test_keys_map_to_actions():
     assert [action_of(k) for k in ("DOWN", "j", "UP", "k", "PAGEUP")] == ["down", "down", "up", "up", "pageup"]
     assert [action_of(k) for k in ("b", "p", "P", "LEFT")] == ["back"] * 4
     assert [action_of(str(d)) for d in range(1, 10)] == ["answer"] * 9
-    assert [action_of(k) for k in ("r", "g", "q", "Q", "\x03", "\x04", "")] == [
-        "restart",
-        "graph",
-        "quit",
-        "quit",
-        "quit",
-        "quit",
-        "quit",
-    ]
+    assert [action_of(k) for k in ("r", "g", "q", "Q", "\x03", "\x04", "")] == ["restart", "graph", *["quit"] * 5]
     assert action_of("x") is None and action_of("ESC") is None and action_of("0") is None
 
 
@@ -780,11 +772,12 @@ def run_cli(capsys, *argv):
 
 
 def test_lesson_without_arguments_lists_the_lessons_with_progress(capsys):
-    steps = next(len(lesson.steps) for lesson in load_lessons() if lesson.slug == "layernorm-forward")
+    lessons = load_lessons()
+    steps = next(len(lesson.steps) for lesson in lessons if lesson.slug == "layernorm-forward")
     ProgressStore().save("layernorm-forward", 3, steps)
     code, out, _ = run_cli(capsys)
     assert code == 0
-    assert "A Value, the chain rule" in out and "LayerNorm forward as a computation graph" in out
+    assert all(" ".join(lesson.title.split()) in " ".join(out.split()) for lesson in lessons)
     assert f"step 3/{steps}" in out and "microgradnorm lesson 1" in out
     assert "Continue where you left off: microgradnorm lesson 3 (step 3 of" in " ".join(out.split())
 
@@ -867,11 +860,8 @@ def test_lesson_references_and_glossary_together_print_both(capsys):
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, words):
-    with pytest.raises(SystemExit) as info:
-        code = cli.main(["lesson", *argv])
-        raise SystemExit(code)
-    assert info.value.code == 2
-    err = capsys.readouterr().err
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 2
     assert len(err.strip().splitlines()) == 1, err
     for word in words:
         assert word in err, (word, err)

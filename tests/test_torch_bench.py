@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from io import StringIO
 
 import pytest
-from rich.console import Console
+from rich.console import Group
 
 from microgradnorm import bench, cli
+from tests.helpers import rendered
 
 torch = pytest.importorskip("torch")
 from microgradnorm.torch import bench as bridge  # noqa: E402
@@ -48,10 +48,7 @@ def test_every_contender_is_timed_on_every_problem_side_by_side(report):
 
 
 def test_the_tables_name_every_problem_and_contender(report):
-    console = Console(file=StringIO(), width=80, color_system=None)
-    for renderable in bridge.bridge_tables(report):
-        console.print(renderable)
-    text = console.file.getvalue()
+    text = rendered(Group(*bridge.bridge_tables(report)), 80)
     assert all(r.case.label in text for r in report.results)
     assert text.count("microgradnorm.torch ") >= len(report.results) and "kernels, no torch" in text
     assert max(len(line) for line in text.splitlines()) <= 80

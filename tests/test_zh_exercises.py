@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from rich.cells import cell_len
-from rich.console import Console
+from rich.console import Group
 
-from microgradnorm import cli, i18n
+from microgradnorm import i18n
 from microgradnorm.exercises import catalog, drivers, messages, render, sandbox, translation
 from microgradnorm.exercises import workspace as ws
 from microgradnorm.exercises.catalog import EXERCISES, MARKERS, derive_scaffold, get_exercise
@@ -35,6 +35,7 @@ from microgradnorm.i18n.text import NO_START
 from microgradnorm.i18n_tools.catalogs import po_path
 from microgradnorm.i18n_tools.glossary import _CODE, load_glossary
 from tests.grading import Submission, grade_all, planted
+from tests.helpers import rendered, run_cli
 from tests.zh import CJK
 
 ZH = i18n.SIMPLIFIED_CHINESE
@@ -510,15 +511,6 @@ def test_the_comma_of_a_returned_names_list_is_chinese_too():
 # ---- the command, end to end ----------------------------------------------------------------------------
 
 
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as exit_:  # argparse's own exits (--help, a usage error)
-        code = int(exit_.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def solve_in_chinese(folder: Path, number: int) -> None:
     ex = get_exercise(number)
     (folder / ex.filename).write_text(chinese_body(ex.solution), encoding="utf-8")
@@ -608,10 +600,9 @@ def test_an_english_workspace_becomes_chinese_where_the_learner_has_not_started(
 
 def _list_lines(width: int) -> list[str]:
     progress = ws.Progress(workspace=None, exercises={"01_local_derivatives": {"passed": True, "hints": 2}})
-    console = Console(file=io.StringIO(), width=width, color_system=None, record=True)
     with i18n.use_language(ZH):
-        console.print(render.exercise_list(progress, Path("/tmp/w"), {}, {ex.name: True for ex in EXERCISES}))
-    return console.export_text().splitlines()
+        shown = render.exercise_list(progress, Path("/tmp/w"), {}, {ex.name: True for ex in EXERCISES})
+        return rendered(shown, width).splitlines()
 
 
 @pytest.mark.parametrize("width", [60, 80, 100])
@@ -633,11 +624,10 @@ def test_the_list_in_chinese_fits_and_aligns(width):
 
 
 def test_the_watch_keys_line_wraps_the_chinese_way_at_60_columns():
-    console = Console(file=io.StringIO(), width=60, color_system=None, record=True)
     with i18n.use_language(ZH):
-        console.print(render.watch_help())
-        console.print(render.watch_unknown("x"))
-    lines = [line.rstrip() for line in console.export_text().splitlines()]
+        lines = [
+            line.rstrip() for line in rendered(Group(render.watch_help(), render.watch_unknown("x")), 60).splitlines()
+        ]
     assert lines[0].startswith("保存文件即检查 · 输入字母后回车：n 下一道")
     assert all(cell_len(line) <= 60 and line[:1] not in NO_START for line in lines)
     assert "q 退出" in "".join(lines)
