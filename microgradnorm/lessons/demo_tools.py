@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from microgradnorm.i18n.text import cjk_text
-from microgradnorm.lessons.verdicts import mark
+from microgradnorm.lessons.verdicts import check_mark
 from microgradnorm.present import fmt
 from microgradnorm.registry import get_norm
 
@@ -73,11 +73,6 @@ def sci(v: float, digits: int = 2) -> str:
 def ratio(a: float, b: float) -> float:
     """a / b, or NaN when b is 0 (shown as a dash by :func:`sci` and :func:`fmt`)."""
     return a / b if b != 0 else math.nan
-
-
-def check_mark(ok: object) -> Text:
-    """✓ or ✗; ``ok`` may be a :class:`~microgradnorm.lessons.verdicts.Check`, recorded with the mark."""
-    return Text("✓", style="green") if mark(ok) else Text("✗", style="bold red")
 
 
 def engine_forward(norm: str, x: Any, gamma: Any = None, beta: Any = None, eps: float = 1e-5, **kw: Any) -> np.ndarray:
@@ -148,9 +143,13 @@ def number_table(
     return Group(*parts)
 
 
-def matrix_table(m: np.ndarray, *, title: str | None = None, digits: int = 3, row_label: str = "") -> Table | Group:
-    """A small matrix as numbers, one column per matrix column (index headers)."""
+def matrix_table(
+    m: np.ndarray, *, title: str | None = None, digits: int = 3, row_label: str = "", max_columns: int | None = None
+) -> Table | Group:
+    """A small matrix as numbers, one column per matrix column (index headers); at most ``max_columns`` of them."""
     m = np.atleast_2d(np.asarray(m, dtype=np.float64))
+    if max_columns is not None:
+        m = m[:, :max_columns]
     headers = [row_label] + [str(j) for j in range(m.shape[1])]
     rows = [[str(i)] + [fmt(v, digits) for v in row] for i, row in enumerate(m)]
     return number_table(headers, rows, title=title, padding=(0, 0, 0, 1))
