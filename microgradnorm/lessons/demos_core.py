@@ -216,7 +216,7 @@ def _example(kind: str, v: dict[str, float]) -> tuple[Value, dict[str, Value]]:
 
 
 def _finite_difference(kind: str, v: dict[str, float], leaf: str) -> float:
-    """dL/d(leaf) by a central difference (:mod:`microgradnorm.finite_diff`), rebuilding the graph with the leaf moved."""
+    """dL/d(leaf) by a central difference (microgradnorm.finite_diff), rebuilding the graph with the leaf moved."""
     return central_difference(lambda delta: _example(kind, {**v, leaf: v[leaf] + delta})[0].data, step_for(v[leaf]))
 
 

@@ -58,6 +58,7 @@ __all__ = [
 ]
 
 RELATIONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+_OPPOSITE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,10 @@ class Check:
 
     def __and__(self, other: Check | Checks) -> Checks:
         return all_of(self, other)
+
+    def __invert__(self) -> Check:
+        """The opposite verdict on the same measurement (``<=`` becomes ``>``)."""
+        return Check(self.what, self.measured, _OPPOSITE[self.relation], self.bound)
 
     def __str__(self) -> str:
         return f"{self.what}: {self.measured!r} {self.relation} {self.bound!r}"
