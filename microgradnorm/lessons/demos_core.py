@@ -461,11 +461,11 @@ def topo_order(p: LessonParams) -> DemoOutput:
     wrong = {k: leaf.grad for k, leaf in leaves.items()}
     numbers = (_("reverse topo"), pgettext("table header", "first reached"), _("finite diff"))
     table = plain_table(_("leaf"), *numbers, right=numbers)
-    checks, missed, expected = [], [], []
+    checks, missed, expected, gaps = [], [], [], {}
     for k in leaves:
         fd = _finite_difference("shared", v, k)
         checks.append(fd_agree(right[k], fd, f"{k}.grad in reverse topological order"))
-        gap = fd_agree(wrong[k], fd, f"{k}.grad in first-reached order")
+        gap = gaps[k] = fd_agree(wrong[k], fd, f"{k}.grad in first-reached order")
         bad = not gap
         missed += [k] if bad else []
         # first reached processes e before L has sent it its share: a and b (below e) miss, c does not
@@ -485,7 +485,25 @@ def topo_order(p: LessonParams) -> DemoOutput:
             check_line(all_of(*expected), misses),
         ),
         graph=root,
+        prediction=_missed_prediction(gaps),
     )
+
+
+def _missed_prediction(gaps: dict[str, Check]) -> Prediction:
+    """Which leaves the first-reached order leaves with a wrong gradient, from each leaf's gap to its fd."""
+
+    def wrong(*names: str) -> Checks:  # exactly these leaves miss their finite difference
+        return all_of(*(gap if k not in names else ~gap for k, gap in gaps.items()))
+
+    evidence = (wrong("a", "b"), wrong("c"), wrong("a", "b", "c"), wrong())
+    missed = [k for k, gap in gaps.items() if not gap]
+    why = _(
+        "Missed here: {leaves}. First reached, e passes its gradient on to a and b as soon as L has sent its "
+        "share; d's share arrives at e later and goes no further. c hangs below d alone and gets d's full gradient."
+    ).format(leaves=_names_and(missed) if missed else _("none"))
+    choices = (_("a and b"), _("c only"), _("all three"), _("none"))
+    question = _("Backward in the first-reached order: which leaves end with a wrong gradient?")
+    return Prediction(question, choices, first_holding(evidence, 3), why, evidence)
 
 
 @demo("ops_code")
@@ -498,23 +516,22 @@ def ops_code(p: LessonParams, example: str = "chain") -> DemoOutput:
         if node.op:
             ops.setdefault(node.op, node)
     shown = [obj for node in ops.values() for obj in op_code(node)]
-    e = next(n for n in _created(root) if n.label == "e")  # e = a·b
-    a, b = leaves["a"], leaves["b"]
-    d_a = local_grads(e)[0]
-    return DemoOutput(code_of(*shown), graph=root, prediction=_mul_prediction(a.data, b.data, d_a))
+    d, f = root.children  # L = d·f: its second input, f, is the one step 2 did not name
+    d_f = local_grads(root)[1]
+    return DemoOutput(code_of(*shown), graph=root, prediction=_mul_prediction(d.data, f.data, d_f))
 
 
-def _mul_prediction(a: float, b: float, d_a: float) -> Prediction:
-    """What the multiply op's local derivative hands to a, read off the engine's own answer."""
-    evidence = closest(d_a, (b, a, 1.0, a * b), "de/da")
+def _mul_prediction(d: float, f: float, d_f: float) -> Prediction:
+    """What the multiply op's local derivative hands to its second input f in L = d·f, read off the engine."""
+    evidence = closest(d_f, (d, f, 1.0, d * f), "dL/df")
     answer = first_holding(evidence)
     why = _(
-        "The multiply's local derivative for a is b: the engine returned {d} for e = a·b with "
-        "a = {a}, b = {b}. Nudging a by h moves e by b·h."
-    ).format(d=num(d_a), a=num(a), b=num(b))
-    choices = (_("b, the other input"), _("a itself"), "1", "a·b")
+        "The multiply's local derivative for f is d, the other input: the engine returned {grad} for "
+        "L = d·f with d = {d}, f = {f}. The code is symmetric: each input gets the other's data."
+    ).format(grad=num(d_f), d=num(d), f=num(f))
+    choices = (_("d, the other input"), _("f itself"), "1", "d·f")
     return Prediction(
-        _("For e = a·b, what is de/da, the local derivative the code returns for a?"), choices, answer, why, evidence
+        _("For L = d·f, what is dL/df, the local derivative the code returns for f?"), choices, answer, why, evidence
     )
 
 
@@ -1099,8 +1116,10 @@ def ln_loss_setup(p: LessonParams) -> DemoOutput:
 def ln_backward_steps(p: LessonParams, stages: tuple[str, ...] = ("loss", "affine"), ask: str = "") -> DemoOutput:
     """Backward through the given stages of LayerNorm, one contribution at a time.
 
-    ``ask`` puts a question first: "rstd_count" (how many contributions rstd collects) or "dvar_sign"
-    (the sign of dL/dvar), each answered from the traced run.
+    ``ask`` puts a question first: "rstd_count" (how many contributions rstd collects), "dvar_sign"
+    (the sign of dL/dvar), "x_count" (how many x_0 receives) or "via_params" (whether xhat's gradient
+    passes through gamma's and beta's; it also adds the checked line that answers it), each answered
+    from the traced run.
     """
     built, trace = traced(p)
 
@@ -1118,11 +1137,63 @@ def ln_backward_steps(p: LessonParams, stages: tuple[str, ...] = ("loss", "affin
         "rstd_count": _rstd_count_prediction,
         "dvar_sign": _dvar_sign_prediction,
         "x_count": _x_count_prediction,
+        "via_params": _via_params_prediction,
     }
     if ask not in questions:
         raise ValueError(f"ask: expected one of {sorted(questions)}, got {ask!r}")
     prediction = questions[ask](built, trace) if ask else None
+    if ask == "via_params":
+        parts.append(_siblings_line(built, trace))
     return DemoOutput(Group(*parts), graph=built.graph, prediction=prediction)
+
+
+def _from_params(built: LNBuilt, trace: Trace) -> tuple[int, int]:
+    """How many contributions of the sweep leave a gamma node and a beta node (leaves: they have no inputs)."""
+    gammas = {id(v) for v in built.graph["gamma"]}
+    betas = {id(v) for v in built.graph["beta"]}
+    return (
+        sum(id(c.out) in gammas for c in trace.contributions),
+        sum(id(c.out) in betas for c in trace.contributions),
+    )
+
+
+def _siblings_line(built: LNBuilt, trace: Trace) -> CJKText:
+    """The checked line: dxhat = gamma · dy, and no contribution leaves gamma or beta (their gradients go nowhere)."""
+    from_gamma, from_beta = _from_params(built, trace)
+    dxhat, expected = node_values(built, "xhat", "grad"), built.gamma * built.dy
+    ok = (
+        equal(dxhat, expected, "xhat.grad vs gamma · dy")
+        & exactly(from_gamma, 0, "contributions leaving gamma")
+        & exactly(from_beta, 0, "contributions leaving beta")
+    )
+    return check_line(
+        ok,
+        _(
+            "dxhat = gamma · dy exactly, and {count} contributions leave gamma or beta: their gradients "
+            "are siblings of xhat's, not steps on its path"
+        ).format(count=from_gamma + from_beta),
+    )
+
+
+def _via_params_prediction(built: LNBuilt, trace: Trace) -> Prediction:
+    """Does the gradient reach xhat through dgamma and dbeta? Counted in the trace."""
+    from_gamma, from_beta = _from_params(built, trace)
+    evidence = (
+        exactly(from_beta, 0, "contributions leaving beta") & at_least(from_gamma, 1, "contributions leaving gamma"),
+        at_least(from_gamma, 1, "contributions leaving gamma") & at_least(from_beta, 1, "contributions leaving beta"),
+        exactly(from_gamma + from_beta, 0, "contributions leaving gamma or beta"),
+    )
+    why = _(
+        "The trace has {count} contributions leaving gamma or beta: they are leaves, so their gradients stop "
+        "there. xhat gets its share from the product node γ·xhat, as gamma_i × the product's gradient dy_i."
+    ).format(count=from_gamma + from_beta)
+    return Prediction(
+        _("Does the gradient reach xhat_i by way of dgamma_i and dbeta_i?"),
+        (_("yes, through dgamma_i"), _("yes, through both"), _("no: it comes from the product node, beside them")),
+        first_holding(evidence),
+        why,
+        evidence,
+    )
 
 
 def _rstd_count_prediction(built: LNBuilt, trace: Trace) -> Prediction:
@@ -1438,7 +1509,40 @@ def ln_simplified(p: LessonParams) -> DemoOutput:
         table.add_row(str(i), num(g[i]), num(m.xhat[i]), num(dx[i]), num(auto[i]))
     same = _("formula = autograd ({difference})").format(difference=difference(auto, dx))
     return DemoOutput(
-        Group(head, table, check_line(agree(auto, dx, what="autograd vs formula"), same)), graph=built.graph
+        Group(head, table, check_line(agree(auto, dx, what="autograd vs formula"), same)),
+        graph=built.graph,
+        prediction=_shift_g_prediction(g, m),
+    )
+
+
+SHIFT_G = 3.0  # added to every g_i in lesson 5's question on the simplified formula
+
+
+def _shift_g_prediction(g: np.ndarray, m: formulas.Moments) -> Prediction:
+    """Add the same number to every g_i: what happens to dx? Measured with the formula itself."""
+    rstd = float(m.rstd.ravel()[0])
+    moved = formulas.dx_simplified(g + SHIFT_G, m.xhat, m.rstd, (-1,)) - formulas.dx_simplified(
+        g, m.xhat, m.rstd, (-1,)
+    )
+    gap = float(np.max(np.abs(moved)))
+    size = rstd * (float(np.max(np.abs(g))) + SHIFT_G) * (1.0 + float(np.max(m.xhat**2)))
+    bound = tol.cancellation_atol(size, len(g))  # what rounding leaves of terms that cancel
+    evidence = (
+        at_most(gap, bound, "max |dx(g + c) − dx(g)|"),
+        close_to(moved, np.full_like(moved, rstd * SHIFT_G), 1e-6, 0.0, "dx(g + c) − dx(g) vs rstd·c"),
+        close_to(moved, np.full_like(moved, SHIFT_G), 1e-6, 0.0, "dx(g + c) − dx(g) vs c"),
+    )
+    why = _(
+        "dx moved by at most {gap}: rounding. The mean path subtracts mean(g), which took the {c} with it, "
+        "and mean(g·xhat) gains c·mean(xhat) = 0."
+    ).format(gap=err(gap), c=f"{SHIFT_G:g}")
+    c = f"{SHIFT_G:g}"
+    return Prediction(
+        _("Add {c} to every g_i. What happens to dx?").format(c=c),
+        (_("nothing"), _("every dx_i grows by rstd·{c}").format(c=c), _("every dx_i grows by {c}").format(c=c)),
+        first_holding(evidence),
+        why,
+        evidence,
     )
 
 

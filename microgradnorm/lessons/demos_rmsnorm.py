@@ -21,6 +21,7 @@ from rich.text import Text
 
 from microgradnorm import formulas
 from microgradnorm.drawing.charts import heat_map
+from microgradnorm.engine import topological_order
 from microgradnorm.i18n import N_, _, pgettext
 from microgradnorm.i18n.text import cjk_text, separated
 from microgradnorm.jacobian import autograd_jacobian
@@ -38,6 +39,7 @@ from microgradnorm.lessons.demo_tools import (
 )
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.verdicts import above, cancels, claims, close_to, exactly, first_holding, within
+from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL
 
 
@@ -217,6 +219,42 @@ def rms_jacobian_heatmap(p: LessonParams) -> DemoOutput:
         ),
         prediction=prediction,
     )
+
+
+# ---- the work per row: reductions, counted in the graphs ------------------------------------------
+
+
+def row_reductions(norm: str, x: np.ndarray, eps: float) -> int:
+    """How many nodes of ``norm``'s forward graph on one row add up the whole row (a sum over its d values)."""
+    graph = get_norm(norm).build_graph(x.tolist(), None, None, eps)
+    return sum(1 for v in topological_order(graph.roots()) if v.op == "sum" and len(v.children) == len(x))
+
+
+@demo("row_reductions")
+def row_reductions_demo(p: LessonParams) -> DemoOutput:
+    """The sums over a whole row in LayerNorm's and RMSNorm's forward graphs, counted node by node."""
+    x = _vector(p)
+    counts = {norm: row_reductions(norm, x, p.eps) for norm in ("layernorm", "rmsnorm")}
+    table = number_table(
+        [pgettext("demo table header", "norm"), _("sums over the row")],
+        [["LayerNorm", str(counts["layernorm"])], ["RMSNorm", str(counts["rmsnorm"])]],
+        caption=_("counted in each forward graph at d = {d}: the nodes that add up all d values").format(d=p.dim),
+    )
+    evidence = tuple(exactly(counts["rmsnorm"], k, "row sums in RMSNorm's forward graph") for k in (0, 1, 2))
+    why = _(
+        "RMSNorm's graph has {rms}, LayerNorm's {ln}: LayerNorm sums x for the mean and then the squares of the "
+        "centered values; RMSNorm sums the squares of x alone."
+    ).format(rms=counts["rmsnorm"], ln=counts["layernorm"])
+    prediction = Prediction(
+        _("LayerNorm's forward graph adds up the whole row {ln} times. How many times does RMSNorm's?").format(
+            ln=counts["layernorm"]
+        ),
+        ("0", "1", "2"),
+        first_holding(evidence),
+        why,
+        evidence,
+    )
+    return DemoOutput(table, prediction=prediction)
 
 
 # ---- timing: the same two norms on several implementations -------------------------------------

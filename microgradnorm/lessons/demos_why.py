@@ -296,16 +296,17 @@ def landscape_grid(feats: np.ndarray, targets: np.ndarray, span: float, size: in
 
 
 @demo("loss_landscape")
-def loss_landscape(p: LessonParams, size: int = 7) -> Group:
+def loss_landscape(p: LessonParams, size: int = 7) -> DemoOutput:
     """The loss over a grid of (w1, w2) around the optimum, raw and normalized, as heat maps."""
     if not isinstance(size, int) or not 3 <= size <= 21 or size % 2 == 0:
         raise ValueError(_("size: expected an odd integer from 3 to 21, got {size!r}").format(size=size))
     prob = linear_problem(p.seed)
     parts: list[Text | HeatMap] = []
-    lopsided = {}
+    lopsided, costs = {}, {}
     for name, feats, span in (("raw", prob.raw, 1e-3), ("standardized", prob.normalized, 1.0)):
         grid = landscape_grid(feats, prob.targets, span, size)
         along_w1, along_w2 = grid[size // 2, -1], grid[0, size // 2]
+        costs[name] = (float(along_w1), float(along_w2))
         lopsided[name] = max(along_w1, along_w2) / min(along_w1, along_w2)
         title = _("{name}: L − L*, w1 across and w2 down, ±{span} around the best").format(
             name=shown(name), span=f"{span:g}"
@@ -320,7 +321,34 @@ def loss_landscape(p: LessonParams, size: int = 7) -> Group:
     parts.append(
         claim(below(lopsided["standardized"], lopsided["raw"], "lopsidedness, standardized vs raw"), lopsided_line)
     )
-    return Group(*parts)
+    return DemoOutput(Group(*parts), prediction=_steeper_prediction(*costs["raw"]))
+
+
+# "about the same": the two costs within a factor of 2 of each other
+SAME_COST = 2.0
+
+
+def _steeper_prediction(along_w1: float, along_w2: float) -> Prediction:
+    """Raw features, the same step along w1 and along w2: which costs more loss, read off the grid."""
+    ratio = along_w1 / along_w2 if along_w2 > 0 else math.inf
+    what = "raw: loss of a step along w1 ÷ along w2"
+    evidence = (
+        above(ratio, SAME_COST, what),
+        below(ratio, 1 / SAME_COST, what),
+        at_least(ratio, 1 / SAME_COST, what) & at_most(ratio, SAME_COST, what),
+    )
+    why = _(
+        "The same step costs {w1} along w1 and {w2} along w2: w1 multiplies x1 ≈ {x1}, w2 multiplies x2 ≈ {x2}, "
+        "so the same step moves the predictions about x1 ÷ x2 times more along w1, and the loss grows with the "
+        "square of that."
+    ).format(w1=sci(along_w1), w2=sci(along_w2), x1=fmt(X1, 6), x2=fmt(X2, 4))
+    return Prediction(
+        _("Raw features: one small step of the same size along w1 or along w2. Which raises the loss more?"),
+        (_("the step along w1"), _("the step along w2"), _("about the same")),
+        first_holding(evidence),
+        why,
+        evidence,
+    )
 
 
 def _descent_chart(runs: dict[str, dict[str, object]]) -> LineChart:
