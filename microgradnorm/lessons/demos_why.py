@@ -806,11 +806,19 @@ def depth_norms(p: LessonParams, width: int = 64, depth: int = 32) -> DemoOutput
     return DemoOutput(Group(table, *_depth_checks(run, p.eps)), graph=figure, prediction=_depth_prediction(run))
 
 
+# "about the same size": |h| at the end within this factor of |x| either way
+SAME_SIZE = 10.0
+
+
 def _depth_prediction(run: DepthRun) -> Prediction:
     depth = len(run.normalized[2.0]) - 1
     factor = run.normalized[2.0][-1] / run.normalized[2.0][0]
-    targets = (2.0**depth, 1.0, 2.0**-depth)
-    evidence = nearest(factor, targets, "norm. 2: |h| at the end ÷ |x|")
+    what = "norm. 2: |h| at the end ÷ |x|"
+    evidence = (
+        above(factor, SAME_SIZE, what),
+        at_least(factor, 1 / SAME_SIZE, what) & at_most(factor, SAME_SIZE, what),
+        below(factor, 1 / SAME_SIZE, what),
+    )
     answer = first_holding(evidence)
     if answer == 1:
         why = _(
@@ -819,18 +827,20 @@ def _depth_prediction(run: DepthRun) -> Prediction:
         )
     else:  # eps not small next to var(h): dividing by √(var + eps) no longer rescales h
         why = _(
-            "|h| went from {start} to {end}: var(h) fell to the size of eps, and dividing by √(var + eps) "
-            "then no longer rescales h, so the gains compound after all (plain: ×{plain}); the lines below show it."
+            "|h| went from {start} to {end}: var(h) fell below eps, and dividing by √(var + eps) then no longer "
+            "rescales h, so |h| keeps changing layer after layer (plain, the gains multiply: ×{plain}); the lines "
+            "below show it."
         )
     why = why.format(
         start=fmt(run.normalized[2.0][0], 3),
         end=fmt(run.normalized[2.0][-1], 3),
         plain=sci(run.plain[2.0][-1] / run.plain[2.0][0], 1),
     )
+    ten = f"{SAME_SIZE:g}"
     choices = (
-        _("about 2^{depth} times larger").format(depth=depth),
-        _("about the same size, give or take a small factor"),
-        _("about 2^{depth} times smaller").format(depth=depth),
+        _("much larger: more than {factor} times").format(factor=ten),
+        _("about the same size, within a factor of {factor}").format(factor=ten),
+        _("much smaller: less than 1/{factor} of it").format(factor=ten),
     )
     return Prediction(
         _("{depth} layers of gain 2, standardized between them: how large is |h| at the end, next to |x|?").format(
