@@ -27,7 +27,6 @@ from microgradnorm.lessons.demo_tools import autograd_dx, rng_for
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.demos_core import (
     agree,
-    check_line,
     difference,
     fd_agree,
     ln_problem,
@@ -35,7 +34,7 @@ from microgradnorm.lessons.demos_core import (
     plain_table,
     vec,
 )
-from microgradnorm.lessons.verdicts import above, at_most, differs, first_holding
+from microgradnorm.lessons.verdicts import above, at_most, claim, differs, first_holding
 from microgradnorm.norms import layer_norm
 
 # ---- the gradient for the parameters and the gradient handed back ----------------------
@@ -82,7 +81,7 @@ def ln_param_vs_input(p: LessonParams, inputs: int = 2) -> DemoOutput:
     for i in range(len(dx)):
         table.add_row(str(i), num(dx[i]), *[num(w_grad[i, j]) for j in range(len(u))])
     ok = agree(w_grad, np.outer(dx, u), what="W.grad vs dx·uᵀ")
-    claim = _("W.grad[i,j] = dx_i · u_j for every entry ({difference})").format(
+    grad_line = _("W.grad[i,j] = dx_i · u_j for every entry ({difference})").format(
         difference=difference(w_grad, np.outer(dx, u))
     )
     # a drift below: the layer below's outputs all move by DRIFT (a bias that wandered)
@@ -95,7 +94,7 @@ def ln_param_vs_input(p: LessonParams, inputs: int = 2) -> DemoOutput:
     drift = _("every x moved by {drift} (a drift below): dx handed back changed by {change}").format(
         drift=f"{DRIFT:g}", change=f"{change:.1e}"
     )
-    return DemoOutput(Group(head, table, check_line(ok, claim), check_line(steady, drift)), graph=r["graph"])
+    return DemoOutput(Group(head, table, claim(ok, grad_line), claim(steady, drift)), graph=r["graph"])
 
 
 # "about c": the best factor within 5% of c, and every entry within 5% of the column's size of c times
@@ -134,7 +133,7 @@ def ln_double_x(p: LessonParams, factor: float = 2.0) -> DemoOutput:
     same = agree(scaled["gamma"], predicted["gamma"], what="dgamma at c·x vs dgamma at x with eps/c²")
     change = difference(scaled["gamma"], one["gamma"])
     moved = _("dgamma moved only as much as eps explains (at {factor}x: {change})")
-    lines = [table, check_line(same, moved.format(factor=f"{factor:g}", change=change))]
+    lines = [table, claim(same, moved.format(factor=f"{factor:g}", change=change))]
     reading = (p.eps, float(np.var(x)))
     return DemoOutput(Group(*lines), prediction=_double_prediction(one, scaled, factor, reading))
 
@@ -232,14 +231,12 @@ def ln_dvar_dmean_slip(p: LessonParams) -> DemoOutput:
     return DemoOutput(
         Group(
             table,
-            check_line(
+            claim(
                 shrunk,
                 _("the slip multiplies the variance path by (n − 1)/n = {factor}").format(factor=num((n - 1) / n, 6)),
             ),
-            check_line(
-                true_ok, _("true dx vs finite difference: {difference}").format(difference=difference(right, fd))
-            ),
-            check_line(
+            claim(true_ok, _("true dx vs finite difference: {difference}").format(difference=difference(right, fd))),
+            claim(
                 misses,
                 _("slipped dx vs finite difference: {difference}, a real error").format(
                     difference=difference(wrong, fd)

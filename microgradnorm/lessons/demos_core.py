@@ -118,11 +118,6 @@ def plain_table(*columns: str, title: str | None = None, right: Sequence[str] = 
     return table
 
 
-def check_line(ok: Check | Checks, text: str | Text) -> CJKText:
-    """✓ or ✗ for a measured verdict, then the claim: :func:`microgradnorm.lessons.verdicts.claim`."""
-    return claim(ok, text)
-
-
 def dim_note(text: str) -> CJKText:
     """A dim line under a table, in the reader's language; wraps the Chinese way."""
     return cjk_text(text, style="dim")
@@ -283,7 +278,7 @@ def chain_rule(p: LessonParams, example: str = "chain") -> DemoOutput:
         fd = _finite_difference(example, v, name)
         checks += [agree(total, leaf.grad, what=f"{name}: sum over paths vs backward()"), fd_agree(leaf.grad, fd, name)]
         summary.add_row(name, num(total), num(leaf.grad), num(fd))
-    verdict = check_line(all_of(*checks), _("sum over paths = backward() = finite difference for every leaf"))
+    verdict = claim(all_of(*checks), _("sum over paths = backward() = finite difference for every leaf"))
     return DemoOutput(Group(table, Text(""), summary, verdict), graph=root)
 
 
@@ -363,7 +358,7 @@ def backward_trace(p: LessonParams, example: str = "shared") -> DemoOutput:
         checks.append(fd_agree(leaf.grad, fd, name))
         summary.add_row(name, num(leaf.grad), num(fd))
     note = dim_note(_("k/m: the k-th of the m contributions the node receives."))
-    verdict = check_line(all_of(*checks), _("every leaf matches its finite difference"))
+    verdict = claim(all_of(*checks), _("every leaf matches its finite difference"))
     shared = next(n for n in trace.order if n.label == "e")
     return DemoOutput(
         Group(start, table, note, Text(""), summary, verdict),
@@ -420,8 +415,8 @@ def accumulate(p: LessonParams) -> DemoOutput:
     )  # the graph g draws: L = a·a, its two edges to a, and the grads of +=
     square.backward()
     checks = Group(
-        check_line(all_of(*right_checks), _("with += every gradient matches its finite difference")),
-        check_line(
+        claim(all_of(*right_checks), _("with += every gradient matches its finite difference")),
+        claim(
             above(max(wrong_gaps), 1.0, "with =, the largest gap to the finite difference ÷ tolerance"),
             _("with = at least one gradient misses its finite difference"),
         ),
@@ -481,8 +476,8 @@ def topo_order(p: LessonParams) -> DemoOutput:
             lines,
             Text(""),
             table,
-            check_line(all_of(*checks), _("the reverse topological order matches every finite difference")),
-            check_line(all_of(*expected), misses),
+            claim(all_of(*checks), _("the reverse topological order matches every finite difference")),
+            claim(all_of(*expected), misses),
         ),
         graph=root,
         prediction=_missed_prediction(gaps),
@@ -510,7 +505,7 @@ def _missed_prediction(gaps: dict[str, Check]) -> Prediction:
 def ops_code(p: LessonParams, example: str = "chain") -> DemoOutput:
     """The engine's code for each op the example used: its forward and its local derivatives."""
     v = _lesson1_numbers(p.seed)
-    root, leaves = _example(example, v)
+    root, _leaves = _example(example, v)
     ops: dict[str, Value] = {}
     for node in _created(root):
         if node.op:
@@ -822,7 +817,7 @@ def ln_stage_summary(p: LessonParams) -> DemoOutput:
         why,
         evidence,
     )
-    return DemoOutput(Group(table, check_line(ok, same)), graph=g, prediction=prediction)
+    return DemoOutput(Group(table, claim(ok, same)), graph=g, prediction=prediction)
 
 
 @demo("ln_shapes")
@@ -853,7 +848,7 @@ def ln_shapes(p: LessonParams, batch: int = 2, seq: int = 3) -> DemoOutput:
     quiet = assemble(_("The quiet version: {what}"), "bold", what=Text(what))
     worst = float(np.abs(wrong - right).max())
     wrong_by = _("same shape, no error, wrong by up to {error}").format(error=num(worst))
-    verdict = check_line(
+    verdict = claim(
         exactly(wrong.size, right.size, "entries of x − mean, with and without keepdims")
         & above(worst, 0.0, "largest |wrong − right|"),
         wrong_by,
@@ -937,7 +932,7 @@ def ln_cache(p: LessonParams, batch: int = 8, seq: int = 1024, hidden: int = 768
         "on your numbers, dx from (xhat, rstd) alone matches autograd ({difference}), "
         "and so does the three-path form that needs xshift and std"
     ).format(difference=difference(from_cache, autograd))
-    return DemoOutput(Group(table, Text(""), check_line(ok, line)))
+    return DemoOutput(Group(table, Text(""), claim(ok, line)))
 
 
 def backprop(built: LNBuilt) -> None:
@@ -1027,14 +1022,14 @@ def _eps_claims(stats: dict[tuple[str, float], Any], eps: float, var: float) -> 
     near_with, near_without = stats["nearly const.", eps][2], stats["nearly const.", 0.0][2]
     yours = stats["your x", eps][2]
     return [
-        check_line(capped, _("with eps, rstd never exceeds 1/√eps = {cap}").format(cap=num(1.0 / math.sqrt(eps)))),
-        check_line(
+        claim(capped, _("with eps, rstd never exceeds 1/√eps = {cap}").format(cap=num(1.0 / math.sqrt(eps)))),
+        claim(
             below(near_with, near_without, "nearly const.: xhat's spread with vs without eps"),
             _("nearly const.: xhat's spread {with_eps} with eps, {without} without").format(
                 with_eps=num(near_with, 3), without=num(near_without, 3)
             ),
         ),
-        check_line(
+        claim(
             within(yours, math.sqrt(var / (var + eps)), tol.CLOSED_FORM_RTOL, "your x: xhat's spread"),
             _("your x: xhat's spread is √(var/(var + eps)) = {spread}").format(spread=num(yours, 6)),
         ),
@@ -1107,9 +1102,7 @@ def ln_loss_setup(p: LessonParams) -> DemoOutput:
         table.add_row(str(i), num(y[i]), num(built.dy[i]), num(ygrad[i]))
     ok = equal(ygrad, built.dy, "y.grad vs dy")
     loss = Text.assemble(("loss = Σ y·dy = ", "bold"), num(built.loss.data))
-    return DemoOutput(
-        Group(table, loss, check_line(ok, _("after backward(), y.grad is exactly dy"))), graph=built.graph
-    )
+    return DemoOutput(Group(table, loss, claim(ok, _("after backward(), y.grad is exactly dy"))), graph=built.graph)
 
 
 @demo("ln_backward_steps")
@@ -1166,7 +1159,7 @@ def _siblings_line(built: LNBuilt, trace: Trace) -> CJKText:
         & exactly(from_gamma, 0, "contributions leaving gamma")
         & exactly(from_beta, 0, "contributions leaving beta")
     )
-    return check_line(
+    return claim(
         ok,
         _(
             "dxhat = gamma · dy exactly, and {count} contributions leave gamma or beta: their gradients "
@@ -1271,9 +1264,7 @@ def ln_param_grads(p: LessonParams, rows: int = 2) -> DemoOutput:
         table.add_row(str(j), num(dgamma[j]), num(auto_g[j]), num(dbeta[j]), num(auto_b[j]))
     ok = agree(auto_g, dgamma, what="gamma.grad vs Σ dy·xhat") & agree(auto_b, dbeta, what="beta.grad vs Σ dy")
     note = dim_note(_("x has {rows} rows here, so each sum runs over {rows} rows.").format(rows=rows))
-    return DemoOutput(
-        Group(table, note, check_line(ok, _("autograd = closed form for gamma and beta"))), graph=built.graph
-    )
+    return DemoOutput(Group(table, note, claim(ok, _("autograd = closed form for gamma and beta"))), graph=built.graph)
 
 
 @demo("ln_node_grads")
@@ -1291,7 +1282,7 @@ def ln_node_grads(p: LessonParams, nodes: tuple[str, ...] = ("xhat",)) -> DemoOu
         checks.append(agree(auto, cf, what=f"{name}: autograd vs closed form"))
         for k in range(len(auto)):
             table.add_row(built.graph.index_label(name, k), num(auto[k]), num(cf[k]))
-    return DemoOutput(Group(table, check_line(all_of(*checks), _("autograd = closed form"))), graph=built.graph)
+    return DemoOutput(Group(table, claim(all_of(*checks), _("autograd = closed form"))), graph=built.graph)
 
 
 @demo("ln_dvar_dmean")
@@ -1331,7 +1322,7 @@ def ln_dvar_dmean(p: LessonParams) -> DemoOutput:
         why,
         evidence,
     )
-    return DemoOutput(Group(table, check_line(ok, rounding)), graph=built.graph, prediction=prediction)
+    return DemoOutput(Group(table, claim(ok, rounding)), graph=built.graph, prediction=prediction)
 
 
 @demo("ln_x_paths")
@@ -1365,8 +1356,8 @@ def ln_x_paths(p: LessonParams) -> DemoOutput:
     return DemoOutput(
         Group(
             table,
-            check_line(ok, _("each path matches its closed form in formulas.dx_paths")),
-            check_line(total_ok, _("the three paths add up to x.grad")),
+            claim(ok, _("each path matches its closed form in formulas.dx_paths")),
+            claim(total_ok, _("the three paths add up to x.grad")),
         ),
         graph=built.graph,
         graph_options={"paths": True, "path_input": 0},
@@ -1406,9 +1397,7 @@ def ln_paths_code(p: LessonParams) -> DemoOutput:
         evidence,
     )
     return DemoOutput(
-        Group(
-            code_of(formulas.dx_paths), table, check_line(all_of(*checks), _("each path: these lines = the traced sum"))
-        ),
+        Group(code_of(formulas.dx_paths), table, claim(all_of(*checks), _("each path: these lines = the traced sum"))),
         graph=built.graph,
         graph_options={"paths": True, "path_input": 0},
         prediction=prediction,
@@ -1509,7 +1498,7 @@ def ln_simplified(p: LessonParams) -> DemoOutput:
         table.add_row(str(i), num(g[i]), num(m.xhat[i]), num(dx[i]), num(auto[i]))
     same = _("formula = autograd ({difference})").format(difference=difference(auto, dx))
     return DemoOutput(
-        Group(head, table, check_line(agree(auto, dx, what="autograd vs formula"), same)),
+        Group(head, table, claim(agree(auto, dx, what="autograd vs formula"), same)),
         graph=built.graph,
         prediction=_shift_g_prediction(g, m),
     )
@@ -1628,7 +1617,7 @@ def forms_agree(p: LessonParams) -> DemoOutput:
         )
     ok = all_of(*checks)
     worst, what = max(c.measured for c in checks), "the largest form vs autograd difference ÷ tolerance"
-    verdict = check_line(ok, text)
+    verdict = claim(ok, text)
     if ok:
         why = _(
             "Each form agrees with autograd to float64 rounding (the lines under the table give the largest "
@@ -1675,8 +1664,8 @@ def three_path_terms(p: LessonParams) -> DemoOutput:
         Group(
             head,
             table,
-            check_line(direct_ok, _("and the direct path is rstd · g")),
-            check_line(ok, _("each path equals its rewritten shape, so their sum is the simplified form")),
+            claim(direct_ok, _("and the direct path is rstd · g")),
+            claim(ok, _("each path equals its rewritten shape, so their sum is the simplified form")),
         )
     )
 
@@ -1703,7 +1692,7 @@ def projection_form(p: LessonParams, part: int = 1) -> DemoOutput:
     return DemoOutput(
         Group(
             steps,
-            check_line(
+            claim(
                 agree(dx, ref, what="rstd·(g − P·g) vs simplified form"),
                 _("equals the simplified form ({difference})").format(difference=difference(dx, ref)),
             ),
@@ -1728,9 +1717,9 @@ def _projection_facts(x: np.ndarray, P: np.ndarray, m: formulas.Moments, p: Less
     rank = int(np.linalg.matrix_rank(P))
     idempotent = float(np.abs(P0 @ P0 - P0).max())
     lines = [
-        check_line(at_most(float(np.abs(P - P.T).max()), rounding, "largest |P − Pᵀ|"), _("P is symmetric")),
-        check_line(exactly(rank, 2, "rank of P"), _("rank of P: {rank}").format(rank=rank)),
-        check_line(
+        claim(at_most(float(np.abs(P - P.T).max()), rounding, "largest |P − Pᵀ|"), _("P is symmetric")),
+        claim(exactly(rank, 2, "rank of P"), _("rank of P: {rank}").format(rank=rank)),
+        claim(
             at_most(idempotent, rounding, "at eps = 0, largest |P·P − P|"),
             _("at eps = 0, largest |P·P − P| = {error}: rounding").format(error=err(idempotent)),
         ),
@@ -1742,9 +1731,7 @@ def _projection_facts(x: np.ndarray, P: np.ndarray, m: formulas.Moments, p: Less
             "at eps = {eps}, largest |P·P − P| = {error}, exactly −(shrink/n)·xhat xhatᵀ with shrink = eps/(var + eps)"
         ).format(eps=f"{p.eps:g}", error=err(float(np.abs(P @ P - P).max())))
         lines.append(
-            check_line(
-                agree(P @ P - P, predicted, tol.CLOSED_FORM_RTOL, rounding, "P·P − P vs −(shrink/n)·xhat xhatᵀ"), off
-            )
+            claim(agree(P @ P - P, predicted, tol.CLOSED_FORM_RTOL, rounding, "P·P − P vs −(shrink/n)·xhat xhatᵀ"), off)
         )
     return lines
 
