@@ -1109,10 +1109,9 @@ def ln_loss_setup(p: LessonParams) -> DemoOutput:
 def ln_backward_steps(p: LessonParams, stages: tuple[str, ...] = ("loss", "affine"), ask: str = "") -> DemoOutput:
     """Backward through the given stages of LayerNorm, one contribution at a time.
 
-    ``ask`` puts a question first: "rstd_count" (how many contributions rstd collects), "dvar_sign"
-    (the sign of dL/dvar), "x_count" (how many x_0 receives) or "via_params" (whether xhat's gradient
-    passes through gamma's and beta's; it also adds the checked line that answers it), each answered
-    from the traced run.
+    ``ask`` puts a question first: "y_count" (how many contributions y_0 receives), "rstd_count"
+    (how many rstd collects), "dvar_sign" (the sign of dL/dvar) or "x_count" (how many x_0 receives),
+    each answered from the traced run.
     """
     built, trace = traced(p)
 
@@ -1130,14 +1129,43 @@ def ln_backward_steps(p: LessonParams, stages: tuple[str, ...] = ("loss", "affin
         "rstd_count": _rstd_count_prediction,
         "dvar_sign": _dvar_sign_prediction,
         "x_count": _x_count_prediction,
-        "via_params": _via_params_prediction,
+        "y_count": _y_count_prediction,
     }
     if ask not in questions:
         raise ValueError(f"ask: expected one of {sorted(questions)}, got {ask!r}")
     prediction = questions[ask](built, trace) if ask else None
-    if ask == "via_params":
-        parts.append(_siblings_line(built, trace))
     return DemoOutput(Group(*parts), graph=built.graph, prediction=prediction)
+
+
+def _y_count_prediction(built: LNBuilt, trace: Trace) -> Prediction:
+    """How many contributions y_0 receives, counted in the trace."""
+    count = trace.incoming.get(id(built.graph["y"][0]), 0)
+    d = len(built.graph["x"])
+    evidence = tuple(exactly(count, k, "contributions y_0 receives") for k in (1, 2, d))
+    why = _("The trace counts {count}: y_0 is used once, by its own term y_0·dy_0 of the loss.").format(count=count)
+    return Prediction(
+        _("How many contributions will y_0 receive?"),
+        ("1", "2", f"d = {d}"),
+        first_holding(evidence),
+        why,
+        evidence,
+    )
+
+
+@demo("ln_siblings")
+def ln_siblings(p: LessonParams) -> DemoOutput:
+    """Where xhat's gradient comes from: the product node γ·xhat, beside gamma's and beta's, not through them."""
+    built, trace = traced(p)
+    dxhat, dgamma = node_values(built, "xhat", "grad"), node_values(built, "gamma", "grad")
+    cols = ("i", "dy_i", "gamma_i", "xhat.grad", "gamma.grad")
+    table = plain_table(*cols, right=cols)
+    for i in range(p.dim):
+        table.add_row(str(i), num(built.dy[i]), num(built.gamma[i]), num(dxhat[i]), num(dgamma[i]))
+    return DemoOutput(
+        Group(table, _siblings_line(built, trace)),
+        graph=built.graph,
+        prediction=_via_params_prediction(built, trace),
+    )
 
 
 def _from_params(built: LNBuilt, trace: Trace) -> tuple[int, int]:

@@ -238,12 +238,10 @@ def row_reductions_demo(p: LessonParams) -> DemoOutput:
     table = number_table(
         [pgettext("demo table header", "norm"), _("sums over the row")],
         [["LayerNorm", str(counts["layernorm"])], ["RMSNorm", str(counts["rmsnorm"])]],
-        caption=_("counted in each forward graph at d = {d}: the nodes that add up all d values").format(d=p.dim),
     )
     evidence = tuple(exactly(counts["rmsnorm"], k, "row sums in RMSNorm's forward graph") for k in (0, 1, 2))
     why = _(
-        "RMSNorm's graph has {rms}, LayerNorm's {ln}: LayerNorm sums x for the mean and then the squares of the "
-        "centered values; RMSNorm sums the squares of x alone."
+        "Counted in the forward graphs: RMSNorm {rms}, LayerNorm {ln} (the mean, then the centered squares)."
     ).format(rms=counts["rmsnorm"], ln=counts["layernorm"])
     prediction = Prediction(
         _("LayerNorm's forward graph adds up the whole row {ln} times. How many times does RMSNorm's?").format(

@@ -337,13 +337,11 @@ def _steeper_prediction(along_w1: float, along_w2: float) -> Prediction:
         below(ratio, 1 / SAME_COST, what),
         at_least(ratio, 1 / SAME_COST, what) & at_most(ratio, SAME_COST, what),
     )
-    why = _(
-        "The same step costs {w1} along w1 and {w2} along w2: w1 multiplies x1 ≈ {x1}, w2 multiplies x2 ≈ {x2}, "
-        "so the same step moves the predictions about x1 ÷ x2 times more along w1, and the loss grows with the "
-        "square of that."
-    ).format(w1=sci(along_w1), w2=sci(along_w2), x1=fmt(X1, 6), x2=fmt(X2, 4))
+    why = _("The same step costs {w1} along w1, {w2} along w2: w1 multiplies x1 ≈ {x1}, w2 only x2 ≈ {x2}.").format(
+        w1=sci(along_w1), w2=sci(along_w2), x1=fmt(X1, 6), x2=fmt(X2, 4)
+    )
     return Prediction(
-        _("Raw features: one small step of the same size along w1 or along w2. Which raises the loss more?"),
+        _("Raw features: the same small step along w1 or along w2. Which raises the loss more?"),
         (_("the step along w1"), _("the step along w2"), _("about the same")),
         first_holding(evidence),
         why,
