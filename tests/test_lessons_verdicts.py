@@ -289,6 +289,9 @@ def test_lessons_1_to_9_ask_at_least_one_prediction_per_three_steps(number):
         if any(isinstance(o, DemoOutput) and o.prediction is not None for o in step_outputs(lesson, i, params))
     ]
     assert len(asking) >= math.ceil(len(lesson.steps) / 3), f"{path.name}: asks in steps {asking}"
+    # and no three steps in a row go without a question
+    silent = [b - a - 1 for a, b in zip([-1, *asking], [*asking, len(lesson.steps)])]
+    assert max(silent) < 3, f"{path.name}: asks in steps {[i + 1 for i in asking]} of {len(lesson.steps)}"
 
 
 @pytest.mark.parametrize("eps", [0.0, 1e-5, 1.0])
@@ -325,3 +328,32 @@ def test_lesson_2_measures_how_close_a_standardized_sigmoid_is_to_its_line(seed)
     assert gap(zn) < 0.25 < gap(z)
     text = " ".join(_text(run_demo("saturation_before_after", p, {}).renderable).split())
     assert f"1/2 + z/4: {float(gap(zn)):.2g} standardized" in text and "✗" not in text
+
+
+@pytest.mark.parametrize(("dim", "eps", "seed"), [(2, 100.0, 1), (4, 1.0, 0), (6, 0.0, 0), (2, 0.0, 3)])
+def test_lesson_6_calls_dx_zero_only_where_it_is(dim, eps, seed):
+    """At d = 2, eps = 100 dx is about 7e-3: small, not 0 up to rounding (a reader found it called 0)."""
+    from microgradnorm.lessons import demos_core as core
+
+    p = LessonParams(dim=dim, eps=eps, seed=seed)
+    x, gamma, _beta, dy = core.ln_problem(p)
+    xhat = (x - x.mean()) / np.sqrt(x.var() + eps)
+    g = gamma * dy
+    dx = (g - g.mean() - xhat * np.mean(g * xhat)) / np.sqrt(x.var() + eps)  # the oracle, in NumPy
+    text = " ".join(_text(run_demo("forms_agree", p).renderable).split())
+    assert ("is 0 up to rounding" in text) == (np.max(np.abs(dx)) <= 1e-12), text
+
+
+@pytest.mark.parametrize(("eps", "seed"), [(100.0, 1), (1e-5, 0), (0.0, 2)])
+def test_lesson_2_depth_answer_and_why_follow_the_measured_size(eps, seed):
+    """|h| through 32 standardized layers of gain 2: kept near gain·√64 at a small eps, shrinking at eps = 100."""
+    rng = rng_for(seed, 34)
+    h = x = rng.normal(size=64)
+    mats = [rng.normal(size=(64, 64)) / 8.0 for _k in range(32)]
+    for w in mats:  # the oracle: standardize, then 2·W, in NumPy
+        h = 2.0 * (w @ ((h - h.mean()) / np.sqrt(h.var() + eps)))
+    factor = np.linalg.norm(h) / np.linalg.norm(x)
+    q = run_demo("depth_norms", LessonParams(dim=6, eps=eps, seed=seed)).prediction
+    expected = 0 if factor > 10 else (2 if factor < 0.1 else 1)
+    assert q.answer == expected
+    assert ("only the last gain shows" in q.why) == (expected == 1), q.why
