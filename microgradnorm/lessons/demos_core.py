@@ -54,6 +54,7 @@ from microgradnorm.lessons.verdicts import (
     equal,
     exactly,
     first_holding,
+    largest,
     mark,
     within,
 )
@@ -1456,18 +1457,8 @@ def path_prediction(parts: dict[str, float], graph: NormGraph | None = None) -> 
 
     With the ``graph`` (after backward), ``why`` writes each path out as its factors, read off the nodes.
     """
-    sizes = [abs(parts.get(k, 0.0)) for k in PATHS]
-    # the largest: above every earlier path's size and at least every later one's (a tie goes to the first)
-    evidence = tuple(
-        all_of(
-            *(
-                (above if j < i else at_least)(sizes[i], sizes[j], f"|{PATHS[i]}| vs |{PATHS[j]}| into x[0]")
-                for j in range(len(PATHS))
-                if j != i
-            )
-        )
-        for i in range(len(PATHS))
-    )
+    sizes = tuple(abs(parts.get(k, 0.0)) for k in PATHS)
+    evidence = largest(sizes, PATHS, "size of the path into x[0]")
     answer = first_holding(evidence)
     # Translators: one path's share, e.g. "via mean 1.627"
     shares = separated([_("{path} {share}").format(path=path_label(k), share=num(parts.get(k, 0.0))) for k in PATHS])

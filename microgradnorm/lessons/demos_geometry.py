@@ -27,7 +27,14 @@ from microgradnorm.drawing.figure import PALETTE, Figure
 from microgradnorm.i18n import N_, _
 from microgradnorm.lessons.demo_tools import autograd_dx, fmt, random_dy, random_gamma, random_vector, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.lessons.verdicts import above, all_of, at_least, at_most, claim, close_to, first_holding, within
+from microgradnorm.lessons.verdicts import (
+    at_most,
+    claim,
+    close_to,
+    first_holding,
+    largest,
+    within,
+)
 
 # An orthonormal basis of the plane x + y + z = 0 (both rows are orthogonal to 1 and to each other).
 PLANE_BASIS = np.array([[1.0, -1.0, 0.0] / np.sqrt(2.0), [1.0, 1.0, -2.0] / np.sqrt(6.0)])
@@ -197,18 +204,7 @@ def directions(geo: PlaneGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _direction_prediction(geo: PlaneGeometry) -> Prediction:
     parts = [float(geo.tangent @ u) for u in directions(geo)]
-    sizes = [abs(v) for v in parts]
-    names = ("along xhat", "along the circle", "along 1")
-    evidence = tuple(
-        all_of(
-            *(
-                (above if j < i else at_least)(sizes[i], sizes[j], f"|t {names[i]}| vs |t {names[j]}|")
-                for j in range(3)
-                if j != i
-            )
-        )
-        for i in range(3)
-    )
+    evidence = largest(tuple(abs(v) for v in parts), ("along xhat", "along the circle", "along 1"), "|part of t|")
     answer = first_holding(evidence)
     why = _(
         "t's parts: {radial} along xhat, {along_circle} along the circle, {out_of_plane} "

@@ -51,6 +51,7 @@ __all__ = [
     "equal",
     "exactly",
     "first_holding",
+    "largest",
     "mark",
     "nearest",
     "recording",
@@ -193,6 +194,16 @@ def closest(measured: float, targets: tuple[float, ...], what: str) -> tuple[Che
     off = [abs(float(measured) - float(t)) for t in targets]
     off = [d if math.isfinite(d) else math.inf for d in off]
     return _one_nearest(off, what, tuple(float(t) for t in targets))
+
+
+def largest(sizes: tuple[float, ...], names: tuple[str, ...], what: str) -> tuple[Checks, ...]:
+    """One check per entry: that it is the largest of ``sizes`` (above every earlier one, at least every later
+    one, so a tie goes to the first and exactly one check holds)."""
+    return tuple(
+        all_of(*((above if j < i else at_least)(sizes[i], sizes[j], f"{what}: {names[i]} vs {names[j]}")
+                 for j in range(len(sizes)) if j != i))
+        for i in range(len(sizes))
+    )  # fmt: skip
 
 
 def first_holding(evidence: tuple[object, ...], default: int = 0) -> int:
