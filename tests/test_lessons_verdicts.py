@@ -357,3 +357,21 @@ def test_lesson_2_depth_answer_and_why_follow_the_measured_size(eps, seed):
     expected = 0 if factor > 10 else (2 if factor < 0.1 else 1)
     assert q.answer == expected
     assert ("only the last gain shows" in q.why) == (expected == 1), q.why
+
+
+@pytest.mark.parametrize(("dim", "eps", "seed"), [(6, 1e-5, 0), (2, 100.0, 1), (16, 0.0, 7)])
+def test_lesson_7_shows_what_the_projection_costs_the_learning_signal(dim, eps, seed):
+    """The size of γ·dy and of the part P removes from it, against NumPy: |P g| of |g| (issue 22 item 10)."""
+    from microgradnorm.lessons.demo_tools import random_dy, random_gamma, random_vector
+
+    x, gamma, dy = random_vector(seed, dim), random_gamma(seed, dim), random_dy(seed, dim)
+    xhat = (x - x.mean()) / np.sqrt(x.var() + eps)
+    g = gamma * dy
+    removed = (np.sum(g) + xhat * (xhat @ g)) / dim  # P g = (1/d)(1 1ᵀ + xhat xhatᵀ) g, without forming P
+    text = _text(run_demo("gradient_orthogonal", LessonParams(dim=dim, eps=eps, seed=seed)).renderable)
+    shown = {
+        key: [float(v) for v in re.search(rf"{re.escape(label)}\s+(\S+)", text).group(1).split()]
+        for key, label in (("signal", "|γ·dy|, the whole signal"), ("removed", "|P (γ·dy)|, the part removed"))
+    }
+    assert shown["signal"][0] == pytest.approx(np.linalg.norm(g), rel=1e-2)
+    assert shown["removed"][0] == pytest.approx(np.linalg.norm(removed), rel=1e-2)

@@ -265,6 +265,7 @@ def _orthogonal_column(x: np.ndarray, g: np.ndarray, dy: np.ndarray, eps: float)
         "mean": math.nan if zero else ratio(float(np.sum(dx)), n * math.sqrt(d)),
         "radial": math.nan if zero else ratio(float(m.xhat @ dx), n * nh),
         "removed": float(np.linalg.norm(formulas.projection(m.xhat) @ gx)),
+        "signal": float(np.linalg.norm(gx)),
         "before mean": ratio(float(np.sum(gx)), float(np.linalg.norm(gx)) * math.sqrt(d)),
         "before radial": ratio(float(m.xhat @ gx), float(np.linalg.norm(gx)) * nh),
     }
@@ -280,6 +281,7 @@ def gradient_orthogonal(p: LessonParams) -> DemoOutput:
     labels = [
         (_("cos(γ·dy, 1), before"), "before mean"),
         (_("cos(γ·dy, xhat), before"), "before radial"),
+        (_("|γ·dy|, the whole signal"), "signal"),
         (_("|P (γ·dy)|, the part removed"), "removed"),
         (_("cos(dx, 1), after"), "mean"),
         (_("cos(dx, xhat), after"), "radial"),
