@@ -143,13 +143,9 @@ def number_table(
     return Group(*parts)
 
 
-def matrix_table(
-    m: np.ndarray, *, title: str | None = None, digits: int = 3, row_label: str = "", max_columns: int | None = None
-) -> Table | Group:
-    """A small matrix as numbers, one column per matrix column (index headers); at most ``max_columns`` of them."""
+def matrix_table(m: np.ndarray, *, title: str | None = None, digits: int = 3, row_label: str = "") -> Table | Group:
+    """A small matrix as numbers, one column per matrix column (index headers)."""
     m = np.atleast_2d(np.asarray(m, dtype=np.float64))
-    if max_columns is not None:
-        m = m[:, :max_columns]
     headers = [row_label] + [str(j) for j in range(m.shape[1])]
     rows = [[str(i)] + [fmt(v, digits) for v in row] for i, row in enumerate(m)]
     return number_table(headers, rows, title=title, padding=(0, 0, 0, 1))

@@ -49,8 +49,7 @@ from microgradnorm.tolerances import CLOSED_FORM_RTOL, cancellation_atol
 
 # the running example: a distance-like feature and a ratio-like feature
 X1, X2 = 10000.0, 0.1
-# the most columns step 1 shows of a batch (8 columns of 3-digit numbers fit 60 columns)
-SHOWN_COLUMNS = 8
+SHOWN = 6  # the most rows and columns step 1 prints of a batch (6 signed 3-digit columns fit 60 columns)
 
 
 def shown(problem: str) -> str:
@@ -118,12 +117,15 @@ def standardize_both_ways(p: LessonParams, examples: int | None = None, features
         (_("each feature, down its column (as BatchNorm does)"), per_feature),
         (_("each example, along its row (as LayerNorm does)"), per_example),
     ):
-        parts.append(matrix_table(m, title=title, digits=3, max_columns=SHOWN_COLUMNS))
-    if features > SHOWN_COLUMNS:
+        parts.append(matrix_table(m[:SHOWN, :SHOWN], title=title, digits=3))
+    if examples > SHOWN or features > SHOWN:
+        shown = _(
+            "(the first {rows} of {examples} rows and {columns} of {features} columns shown; the lines below cover all)"
+        )
         parts.append(
             cjk_text(
-                _("(columns 0 to {last} of {features} shown; the lines below cover all of them)").format(
-                    last=SHOWN_COLUMNS - 1, features=features
+                shown.format(
+                    rows=min(examples, SHOWN), examples=examples, columns=min(features, SHOWN), features=features
                 ),
                 style="dim",
             )
