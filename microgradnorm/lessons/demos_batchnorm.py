@@ -19,7 +19,7 @@ from rich.text import Text
 
 from microgradnorm import formulas
 from microgradnorm.i18n import _, pgettext
-from microgradnorm.i18n.text import cjk_text
+from microgradnorm.i18n.text import CJKText, cjk_text
 from microgradnorm.lessons.claims import maxabs
 from microgradnorm.lessons.demo_tools import (
     autograd_dx,
@@ -89,6 +89,18 @@ def dx_with_mean_slip(dxhat: np.ndarray, x: np.ndarray, eps: float) -> np.ndarra
     return direct + via_mean + formulas.dvar(dxhat, mo.xshift, mo.std, axes) * dvar_dx_slip
 
 
+AXES_ROWS, AXES_COLUMNS = 6, 4  # the most rows and columns of a batch a table prints (fits 60 columns)
+
+
+def _corner_note(n: int, d: int) -> list[CJKText]:
+    """The dim line under a table that shows only the corner of an [n, d] batch (none when it shows all)."""
+    shown_n, shown_d = min(n, AXES_ROWS), min(d, AXES_COLUMNS)
+    if (shown_n, shown_d) == (n, d):
+        return []
+    note = _("(the first {rows} of {n} rows and {columns} of {d} columns shown; sums, statistics and checks cover all)")
+    return [cjk_text(note.format(rows=shown_n, n=n, columns=shown_d, d=d), style="dim")]
+
+
 @demo("bn_axes")
 def bn_axes(p: LessonParams) -> Group:
     """Which axis BatchNorm reduces for X [N, D], beside LayerNorm: the engine's statistics and NumPy's."""
@@ -100,15 +112,20 @@ def bn_axes(p: LessonParams) -> Group:
     col_mean = np.array([v.data for v in graph["mean"]])
     col_var = np.array([v.data for v in graph["var"]])
     row_mean = np.array([v.data for v in ln_graph["mean"]])
-    headers = [pgettext("demo table header", "row")] + [f"x[:,{j}]" for j in range(d)]
+    shown_n, shown_d = min(n, AXES_ROWS), min(d, AXES_COLUMNS)  # the corner that fits 60 columns
+    headers = [pgettext("demo table header", "row")] + [f"x[:,{j}]" for j in range(shown_d)]
     headers.append(pgettext("demo table header", "LN mean"))
-    rows = [[str(i)] + [fmt(v, 3) for v in x[i]] + [fmt(row_mean[i], 3)] for i in range(n)]
-    rows.append([Text(pgettext("demo table row", "BN mean"), style="bold")] + [fmt(v, 3) for v in col_mean] + [""])
-    rows.append([Text(pgettext("demo table row", "BN var"), style="bold")] + [fmt(v, 3) for v in col_var] + [""])
+    rows = [[str(i)] + [fmt(v, 3) for v in x[i, :shown_d]] + [fmt(row_mean[i], 3)] for i in range(shown_n)]
+    for name, stat in (
+        (pgettext("demo table row", "BN mean"), col_mean),
+        (pgettext("demo table row", "BN var"), col_var),
+    ):
+        rows.append([Text(name, style="bold")] + [fmt(v, 3) for v in stat[:shown_d]] + [""])
     close_ = partial(close_to, rtol=CLOSED_FORM_RTOL, atol=CLOSED_FORM_ATOL)
     return Group(
         cjk_text(_("X [{n}, {d}]: one BatchNorm statistic per column").format(n=n, d=d), style="italic"),
         number_table(headers, rows),
+        *_corner_note(n, d),
         claims(
             [
                 (
@@ -198,17 +215,22 @@ def bn_param_grads(p: LessonParams) -> DemoOutput:
     grads, graph = autograd_dx("batchnorm", x, gamma, beta, p.eps, dy)
     xhat = np.array([v.data for v in graph["xhat"]]).reshape(x.shape)
     contrib = dy * xhat
-    rows = [[_("row {i}").format(i=i)] + [fmt(v, 3) for v in contrib[i]] for i in range(x.shape[0])]
+    n, d = x.shape
+    shown_n, shown_d = min(n, AXES_ROWS), min(d, AXES_COLUMNS)
+    rows = [[_("row {i}").format(i=i)] + [fmt(v, 3) for v in contrib[i, :shown_d]] for i in range(shown_n)]
     dg = formulas.dgamma(dy, xhat, (0,))
     db = formulas.dbeta(dy, (0,))
-    rows.append([Text(pgettext("demo table row", "sum"), style="bold")] + [fmt(v, 4) for v in dg])
-    rows.append([Text(pgettext("demo table row", "autograd"), style="bold")] + [fmt(v, 4) for v in grads["gamma"]])
+    rows.append([Text(pgettext("demo table row", "sum"), style="bold")] + [fmt(v, 4) for v in dg[:shown_d]])
+    rows.append(
+        [Text(pgettext("demo table row", "autograd"), style="bold")] + [fmt(v, 4) for v in grads["gamma"][:shown_d]]
+    )
     err_g = float(np.max(np.abs(grads["gamma"] - dg)))
     err_b = float(np.max(np.abs(grads["beta"] - db)))
-    cols = [_("col {j}").format(j=j) for j in range(x.shape[1])]
+    cols = [_("col {j}").format(j=j) for j in range(shown_d)]
     return DemoOutput(
         Group(
             number_table(["dY · xhat", *cols], rows, title="dgamma_j = Σ_i dY_ij · xhat_ij"),
+            *_corner_note(n, d),
             claims(
                 [
                     (

@@ -33,6 +33,7 @@ from rich.text import Text
 from microgradnorm import formulas
 from microgradnorm import tolerances as tol
 from microgradnorm.check import check_norm, random_problem
+from microgradnorm.drawing.charts import heat_map
 from microgradnorm.engine import DomainError, Value, local_grads, topological_order
 from microgradnorm.finite_diff import central_difference, step_for
 from microgradnorm.i18n import _, ngettext, pgettext
@@ -1698,7 +1699,9 @@ def projection_form(p: LessonParams, part: int = 1) -> DemoOutput:
     m = formulas.moments(x, (-1,), p.eps)
     P = formulas.projection(m.xhat)
     if part == 1:
-        return DemoOutput(Group(_matrix_of(P), Text(""), *_projection_facts(x, P, m, p)))
+        # above 6 columns the numbers no longer fit 60 columns: the matrix is drawn as a heat map instead
+        shown = _matrix_of(P) if p.dim <= 6 else heat_map(P, title=_("P for d = {d}").format(d=p.dim))
+        return DemoOutput(Group(shown, Text(""), *_projection_facts(x, P, m, p)))
     g = formulas.dxhat(dy, gamma)
     rstd = float(m.rstd.ravel()[0])
     pg = P @ g
