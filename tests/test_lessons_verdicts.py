@@ -376,3 +376,50 @@ def test_lesson_7_shows_what_the_projection_costs_the_learning_signal(dim, eps, 
     }
     assert shown["signal"][0] == pytest.approx(np.linalg.norm(g), rel=1e-2)
     assert shown["removed"][0] == pytest.approx(np.linalg.norm(removed), rel=1e-2)
+
+
+# ---- the verdict helpers the answers are read off ------------------------------------------------------------
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from microgradnorm.lessons import verdicts as V  # noqa: E402
+
+_finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
+
+
+@given(_finite, st.lists(_finite, min_size=2, max_size=5))
+def test_closest_holds_for_exactly_one_target_the_nearest(measured, targets):
+    evidence = V.closest(measured, tuple(targets), "x")
+    holding = [i for i, e in enumerate(evidence) if e]
+    distances = [abs(measured - t) for t in targets]
+    assert holding == [distances.index(min(distances))]  # the nearest, the first of equals
+    assert V.first_holding(evidence) == holding[0]
+
+
+@given(st.lists(st.floats(min_value=0, max_value=1e6, allow_nan=False), min_size=2, max_size=5))
+def test_largest_holds_for_exactly_one_entry_the_largest(sizes):
+    evidence = V.largest(tuple(sizes), tuple(str(i) for i in range(len(sizes))), "size")
+    assert [i for i, e in enumerate(evidence) if e] == [sizes.index(max(sizes))]
+
+
+@given(_finite, _finite, st.sampled_from(["<", "<=", ">", ">="]))
+def test_a_negated_check_holds_exactly_when_the_check_does_not(measured, bound, relation):
+    check = V.Check("x", measured, relation, bound)
+    assert bool(~check) is not bool(check)
+    assert (~check).measured == measured and (~check).bound == bound
+
+
+@given(st.lists(st.floats(min_value=-1e3, max_value=1e3, allow_nan=False), min_size=1, max_size=20))
+def test_cancels_passes_a_sum_that_cancels_to_rounding_and_fails_one_that_does_not(values):
+    terms = np.abs(values).sum()
+    centered = np.array(values) - np.mean(values)
+    assert V.cancels(centered.sum(), np.abs(centered).sum() + terms, "centered sum", rtol=1e-12)
+    if terms > 1e-290:  # above the floor of the smallest normal float, which always passes
+        assert not V.cancels(terms, terms, "a sum of magnitudes", rtol=1e-12)
+
+
+def test_a_mark_is_recorded_with_the_check_it_was_decided_by():
+    with V.recording() as marks:
+        line = V.claim(V.at_most(2.0, 1.0, "two vs one"), "two is at most one")
+    assert "✗" in line.plain and len(marks) == 1 and marks[0].ok is False and marks[0].check.measured == 2.0
