@@ -423,3 +423,17 @@ def test_a_mark_is_recorded_with_the_check_it_was_decided_by():
     with V.recording() as marks:
         line = V.claim(V.at_most(2.0, 1.0, "two vs one"), "two is at most one")
     assert "✗" in line.plain and len(marks) == 1 and marks[0].ok is False and marks[0].check.measured == 2.0
+
+
+@pytest.mark.parametrize(
+    ("demo", "args"),
+    [("standardize_both_ways", {}), ("bn_axes", {}), ("bn_param_grads", {}), ("projection_form", {"part": 1})],
+)
+@pytest.mark.parametrize(("dim", "batch"), [(16, 16), (2, 2), (3, 4)])
+def test_batch_tables_fit_60_columns_at_every_size_the_lessons_take(demo, args, dim, batch):
+    """At --dim 16 --batch 16 these tables had every cell cut to an ellipsis; they show a corner and say so."""
+    text = _text(run_demo(demo, LessonParams(dim=dim, batch=batch, seed=7), args).renderable, width=60)
+    assert "…" not in text, text
+    corner = "columns shown" in " ".join(text.split())
+    # the batch tables print at most 6 rows and 4 to 6 columns: only the 16 x 16 batch is cut (P is a heat map)
+    assert corner == (demo != "projection_form" and (dim, batch) == (16, 16)), text
