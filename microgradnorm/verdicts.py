@@ -24,8 +24,13 @@ import contextlib
 import contextvars
 import math
 import operator
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+
+from rich.console import Group
+from rich.text import Text
+
+from microgradnorm.i18n.text import CJKText, cjk_text
 
 __all__ = [
     "Check",
@@ -36,10 +41,17 @@ __all__ = [
     "at_least",
     "at_most",
     "below",
+    "cancels",
+    "check_mark",
+    "claim",
+    "claims",
     "close_to",
+    "closest",
     "differs",
     "equal",
     "exactly",
+    "first_holding",
+    "largest",
     "mark",
     "nearest",
     "recording",
@@ -47,6 +59,7 @@ __all__ = [
 ]
 
 RELATIONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+_OPPOSITE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 
 
 @dataclass(frozen=True)
@@ -67,6 +80,10 @@ class Check:
 
     def __and__(self, other: Check | Checks) -> Checks:
         return all_of(self, other)
+
+    def __invert__(self) -> Check:
+        """The opposite verdict on the same measurement (``<=`` becomes ``>``)."""
+        return Check(self.what, self.measured, _OPPOSITE[self.relation], self.bound)
 
     def __str__(self) -> str:
         return f"{self.what}: {self.measured!r} {self.relation} {self.bound!r}"
@@ -156,14 +173,59 @@ def exactly(measured: float, value: float, what: str) -> Checks:
     return all_of(at_least(measured, value, what), at_most(measured, value, what))
 
 
-def nearest(measured: float, targets: tuple[float, ...], what: str) -> tuple[Checks, ...]:
-    """One check per target: that ``measured`` is nearer to it than to every other, on a log scale."""
-    off = [abs(math.log(measured / t)) if measured > 0 and t > 0 else math.inf for t in targets]
+def _one_nearest(off: list[float], what: str, targets: tuple[float, ...]) -> tuple[Checks, ...]:
+    """Per target i: off[i] < off[j] for every earlier j and off[i] <= off[j] for every later j (a tie goes to
+    the first), so that exactly one target's check holds whenever the distances are finite."""
     return tuple(
-        all_of(*(below(off[i], off[j], f"{what}: log-distance to {targets[i]:g} vs {targets[j]:g}")
+        all_of(*((below if j < i else at_most)(off[i], off[j], f"{what}: distance to {targets[i]:g} vs {targets[j]:g}")
                  for j in range(len(targets)) if j != i))
         for i in range(len(targets))
     )  # fmt: skip
+
+
+def nearest(measured: float, targets: tuple[float, ...], what: str) -> tuple[Checks, ...]:
+    """One check per target: that ``measured`` is nearer to it than to every other, on a log scale."""
+    off = [abs(math.log(measured / t)) if measured > 0 and t > 0 else math.inf for t in targets]
+    return _one_nearest(off, what + " (log scale)", tuple(targets))
+
+
+def closest(measured: float, targets: tuple[float, ...], what: str) -> tuple[Checks, ...]:
+    """One check per target: that ``measured`` is nearer to it than to every other (plain distance)."""
+    off = [abs(float(measured) - float(t)) for t in targets]
+    off = [d if math.isfinite(d) else math.inf for d in off]
+    return _one_nearest(off, what, tuple(float(t) for t in targets))
+
+
+def largest(sizes: tuple[float, ...], names: tuple[str, ...], what: str) -> tuple[Checks, ...]:
+    """One check per entry: that it is the largest of ``sizes`` (above every earlier one, at least every later
+    one, so a tie goes to the first and exactly one check holds)."""
+    return tuple(
+        all_of(*((above if j < i else at_least)(sizes[i], sizes[j], f"{what}: {names[i]} vs {names[j]}")
+                 for j in range(len(sizes)) if j != i))
+        for i in range(len(sizes))
+    )  # fmt: skip
+
+
+def first_holding(evidence: tuple[object, ...], default: int = 0) -> int:
+    """The index of the first choice whose evidence holds (``default`` when none does)."""
+    return next((i for i, e in enumerate(evidence) if e is not None and bool(e)), default)
+
+
+def cancels(total: object, terms: object, what: str = "a sum that should be 0", rtol: float | None = None) -> Check:
+    """A sum that should be zero is zero up to the rounding of its terms: max |total| ÷ (rtol·terms) <= 1.
+
+    ``terms`` is the total magnitude of what was added up (sum |a_i| for sum a_i), elementwise
+    like ``total``; the bound has a floor of the smallest normal float, so exact zeros always pass.
+    """
+    import numpy as np
+
+    from microgradnorm.tolerances import CLOSED_FORM_RTOL
+
+    rtol = CLOSED_FORM_RTOL if rtol is None else rtol
+    total = np.abs(np.asarray(total, dtype=np.float64))
+    allowed = rtol * np.asarray(terms, dtype=np.float64) + np.finfo(np.float64).tiny
+    worst = float(np.max(total / allowed)) if total.size else 0.0
+    return Check(what + " (sum ÷ its rounding bound)", worst if worst == worst else math.inf, "<=", 1.0)
 
 
 @dataclass(frozen=True)
@@ -195,3 +257,22 @@ def recording() -> Iterator[list[Verdict]]:
         yield record
     finally:
         _RECORD.reset(token)
+
+
+def check_mark(ok: Check | Checks) -> Text:
+    """✓ or ✗ for a measured verdict, recorded with its check: the one ✓/✗ of the lessons."""
+    return Text("✓", style="green") if mark(ok) else Text("✗", style="bold red")
+
+
+def claim(ok: Check | Checks, text: str | Text) -> CJKText:
+    """One checked claim: ✓ or ✗, then what was checked (the words say it, not a colour).
+
+    ``text`` is already in the reader's language (the caller's ``_("...").format(...)``); the
+    line wraps the Chinese way (:func:`microgradnorm.i18n.text.cjk_text`).
+    """
+    return cjk_text(Text.assemble(check_mark(ok), " ", text))
+
+
+def claims(lines: Iterable[tuple[Check | Checks, str | Text]]) -> Group:
+    """Several checked claims, one per line."""
+    return Group(*(claim(ok, text) for ok, text in lines))

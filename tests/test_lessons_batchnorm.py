@@ -195,7 +195,7 @@ def test_the_gradient_bound_is_met_and_tight_at_eps_0(m, eps):
     assert np.all(np.abs(ours[0] - lhs) <= slack) and np.all(np.abs(ours[1] - bound) <= slack)
     p = LessonParams(dim=3, seed=m, eps=eps, batch=m)
     text = " ".join(render(run_demo("bn_gradient_bound", p).renderable, 60).split())
-    assert text.startswith("✓ |dX_j|² ≤ (gamma_j/σ_j)²")
+    assert text.startswith("✓ |dX_j|² ≤ (gamma_j/std_j)²")
     assert ("equal at eps = 0" in text) == (eps == 0)
 
 

@@ -302,15 +302,19 @@ def test_the_doubling_question_is_answered_by_the_numbers(seed, eps):
     xhat1 = (x - x.mean()) / math.sqrt(np.var(x) + eps)
     xhat2 = (2 * x - 2 * x.mean()) / math.sqrt(np.var(2 * x) + eps)
     dgamma1, dgamma2 = dy * xhat1, dy * xhat2
-    # the oracle: a factor is the answer only if it explains the doubled column to the precision shown
-    size = np.max(np.abs(dgamma1))
-    fits = [np.max(np.abs(dgamma2 - f * dgamma1)) <= tol.DISPLAY_RTOL * size for f in (2.0, 1.0, 0.5)]
+    # the oracle: "about f" when the least-squares factor is within the stated 5% of f and explains every
+    # entry to 5% of the column's size; otherwise "no simple factor"
+    factor = float(dgamma2 @ dgamma1 / (dgamma1 @ dgamma1))
+    residual = np.max(np.abs(dgamma2 - factor * dgamma1)) / np.max(np.abs(dgamma2))
+    fits = [abs(factor / f - 1) <= 0.05 and residual <= 0.05 for f in (2.0, 1.0, 0.5)]
     expected = fits.index(True) if any(fits) else 3
     assert out.prediction.answer == expected
     if eps <= 1e-5:  # eps far below var(x): xhat does not see the scale
-        assert out.prediction.choices[expected] == "it stays the same"
-    if eps == 1.0:  # issue 22: measured 1.5, never "multiplied by 2"
-        assert out.prediction.choices[expected] == "it changes by no simple factor"
+        assert out.prediction.choices[expected] == "it stays about the same"
+    if eps == 1.0:  # issue 22: measured 1.5 was answered "multiplied by 2"
+        assert out.prediction.choices[expected] != "it is multiplied by about 2"
+    if eps == 1e3:  # eps far above var(x): xhat ≈ xshift/√eps doubles with x (1.993 was once "no simple factor")
+        assert out.prediction.choices[expected] == "it is multiplied by about 2"
     dx1, dx2 = _ln_dx_oracle(x, gamma, dy, eps), _ln_dx_oracle(2 * x, gamma, dy, eps)
     assert f"multiplied by {core.num(float(dx2 @ dx1 / (dx1 @ dx1)), 6)}" in out.prediction.why
     assert "✗" not in _text(out.renderable)
@@ -320,7 +324,7 @@ def test_the_doubling_answer_follows_the_ratio_it_is_given():
     from microgradnorm.lessons import demos_backward as back
 
     one = {"gamma": np.array([1.0, -2.0]), "x": np.array([1.0, 1.0])}
-    for factor_seen, expected in ((2.0, 0), (1.0, 1), (0.5, 2)):
+    for factor_seen, expected in ((2.0, 0), (1.993, 0), (1.0, 1), (0.5, 2), (1.5, 3), (2.2, 3)):
         scaled = {"gamma": factor_seen * one["gamma"], "x": one["x"]}
         assert back._double_prediction(one, scaled, 2.0).answer == expected
 

@@ -35,12 +35,19 @@ def _spread_claims(text: str) -> dict[str, tuple[float, float]]:
 
 
 @pytest.mark.parametrize("eps", [0.0, 1e-5, 0.1, 1.0])
-@pytest.mark.parametrize("seed", [0, 4])
-def test_lesson_2_states_the_spread_it_measured_at_every_eps(seed, eps):
-    """At --eps 0.1 and 1 a column's spread is well below 1; the line says the measured numbers, not 'spread 1'."""
-    p = LessonParams(dim=6, seed=seed, eps=eps)
+@pytest.mark.parametrize(("seed", "dim", "batch"), [(0, 6, None), (4, 6, None), (1, 16, 16), (2, 2, 2)])
+def test_lesson_2_states_the_spread_it_measured_at_every_eps(seed, dim, batch, eps):
+    """At --eps 0.1 and 1 a column's spread is well below 1; the line says the measured numbers, not 'spread 1'.
+
+    The batch is [--batch, --dim] (3 rows without --batch): the step follows the options it is run with.
+    """
+    p = LessonParams(dim=dim, seed=seed, eps=eps, batch=batch)
     text = _text(run_demo("standardize_both_ways", p, {}).renderable)
-    x = np.round(rng_for(seed, 36).normal(5.0, 3.0, size=(3, 4)), 1)
+    x = np.round(rng_for(seed, 36).normal(5.0, 3.0, size=(batch or 3, dim)), 1)
+    if np.ptp(x, axis=0).min() == 0 or np.ptp(x, axis=1).min() == 0:  # the demo's own fix for a constant line
+        x += 0.1 * np.arange(x.size).reshape(x.shape) ** 2
+    # a batch larger than the screen shows its corner and says what it leaves out
+    assert (f"of {dim} columns shown" in " ".join(text.split())) == (dim > 6 or (batch or 3) > 6), text
     claims = _spread_claims(text)
     assert set(claims) == {"column", "row"}, text
     for which, axis in (("column", 0), ("row", 1)):
@@ -283,6 +290,9 @@ def test_lessons_1_to_9_ask_at_least_one_prediction_per_three_steps(number):
         if any(isinstance(o, DemoOutput) and o.prediction is not None for o in step_outputs(lesson, i, params))
     ]
     assert len(asking) >= math.ceil(len(lesson.steps) / 3), f"{path.name}: asks in steps {asking}"
+    # and no three steps in a row go without a question
+    silent = [b - a - 1 for a, b in zip([-1, *asking], [*asking, len(lesson.steps)])]
+    assert max(silent) < 3, f"{path.name}: asks in steps {[i + 1 for i in asking]} of {len(lesson.steps)}"
 
 
 @pytest.mark.parametrize("eps", [0.0, 1e-5, 1.0])
@@ -319,3 +329,111 @@ def test_lesson_2_measures_how_close_a_standardized_sigmoid_is_to_its_line(seed)
     assert gap(zn) < 0.25 < gap(z)
     text = " ".join(_text(run_demo("saturation_before_after", p, {}).renderable).split())
     assert f"1/2 + z/4: {float(gap(zn)):.2g} standardized" in text and "✗" not in text
+
+
+@pytest.mark.parametrize(("dim", "eps", "seed"), [(2, 100.0, 1), (4, 1.0, 0), (6, 0.0, 0), (2, 0.0, 3)])
+def test_lesson_6_calls_dx_zero_only_where_it_is(dim, eps, seed):
+    """At d = 2, eps = 100 dx is about 7e-3: small, not 0 up to rounding (a reader found it called 0)."""
+    from microgradnorm.lessons import demos_core as core
+
+    p = LessonParams(dim=dim, eps=eps, seed=seed)
+    x, gamma, _beta, dy = core.ln_problem(p)
+    xhat = (x - x.mean()) / np.sqrt(x.var() + eps)
+    g = gamma * dy
+    dx = (g - g.mean() - xhat * np.mean(g * xhat)) / np.sqrt(x.var() + eps)  # the oracle, in NumPy
+    text = " ".join(_text(run_demo("forms_agree", p).renderable).split())
+    assert ("is 0 up to rounding" in text) == (np.max(np.abs(dx)) <= 1e-12), text
+
+
+@pytest.mark.parametrize(("eps", "seed"), [(100.0, 1), (1e-5, 0), (0.0, 2)])
+def test_lesson_2_depth_answer_and_why_follow_the_measured_size(eps, seed):
+    """|h| through 32 standardized layers of gain 2: kept near gain·√64 at a small eps, shrinking at eps = 100."""
+    rng = rng_for(seed, 34)
+    h = x = rng.normal(size=64)
+    mats = [rng.normal(size=(64, 64)) / 8.0 for _k in range(32)]
+    for w in mats:  # the oracle: standardize, then 2·W, in NumPy
+        h = 2.0 * (w @ ((h - h.mean()) / np.sqrt(h.var() + eps)))
+    factor = np.linalg.norm(h) / np.linalg.norm(x)
+    q = run_demo("depth_norms", LessonParams(dim=6, eps=eps, seed=seed)).prediction
+    expected = 0 if factor > 10 else (2 if factor < 0.1 else 1)
+    assert q.answer == expected
+    assert ("only the last gain shows" in q.why) == (expected == 1), q.why
+
+
+@pytest.mark.parametrize(("dim", "eps", "seed"), [(6, 1e-5, 0), (2, 100.0, 1), (16, 0.0, 7)])
+def test_lesson_7_shows_what_the_projection_costs_the_learning_signal(dim, eps, seed):
+    """The size of γ·dy and of the part P removes from it, against NumPy: |P g| of |g| (issue 22 item 10)."""
+    from microgradnorm.lessons.demo_tools import random_dy, random_gamma, random_vector
+
+    x, gamma, dy = random_vector(seed, dim), random_gamma(seed, dim), random_dy(seed, dim)
+    xhat = (x - x.mean()) / np.sqrt(x.var() + eps)
+    g = gamma * dy
+    removed = (np.sum(g) + xhat * (xhat @ g)) / dim  # P g = (1/d)(1 1ᵀ + xhat xhatᵀ) g, without forming P
+    text = _text(run_demo("gradient_orthogonal", LessonParams(dim=dim, eps=eps, seed=seed)).renderable)
+    shown = {
+        key: [float(v) for v in re.search(rf"{re.escape(label)}\s+(\S+)", text).group(1).split()]
+        for key, label in (("signal", "|γ·dy|, the whole signal"), ("removed", "|P (γ·dy)|, the part removed"))
+    }
+    assert shown["signal"][0] == pytest.approx(np.linalg.norm(g), rel=1e-2)
+    assert shown["removed"][0] == pytest.approx(np.linalg.norm(removed), rel=1e-2)
+
+
+# ---- the verdict helpers the answers are read off ------------------------------------------------------------
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from microgradnorm.lessons import verdicts as V  # noqa: E402
+
+_finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
+
+
+@given(_finite, st.lists(_finite, min_size=2, max_size=5))
+def test_closest_holds_for_exactly_one_target_the_nearest(measured, targets):
+    evidence = V.closest(measured, tuple(targets), "x")
+    holding = [i for i, e in enumerate(evidence) if e]
+    distances = [abs(measured - t) for t in targets]
+    assert holding == [distances.index(min(distances))]  # the nearest, the first of equals
+    assert V.first_holding(evidence) == holding[0]
+
+
+@given(st.lists(st.floats(min_value=0, max_value=1e6, allow_nan=False), min_size=2, max_size=5))
+def test_largest_holds_for_exactly_one_entry_the_largest(sizes):
+    evidence = V.largest(tuple(sizes), tuple(str(i) for i in range(len(sizes))), "size")
+    assert [i for i, e in enumerate(evidence) if e] == [sizes.index(max(sizes))]
+
+
+@given(_finite, _finite, st.sampled_from(["<", "<=", ">", ">="]))
+def test_a_negated_check_holds_exactly_when_the_check_does_not(measured, bound, relation):
+    check = V.Check("x", measured, relation, bound)
+    assert bool(~check) is not bool(check)
+    assert (~check).measured == measured and (~check).bound == bound
+
+
+@given(st.lists(st.floats(min_value=-1e3, max_value=1e3, allow_nan=False), min_size=1, max_size=20))
+def test_cancels_passes_a_sum_that_cancels_to_rounding_and_fails_one_that_does_not(values):
+    terms = np.abs(values).sum()
+    centered = np.array(values) - np.mean(values)
+    assert V.cancels(centered.sum(), np.abs(centered).sum() + terms, "centered sum", rtol=1e-12)
+    if terms > 1e-290:  # above the floor of the smallest normal float, which always passes
+        assert not V.cancels(terms, terms, "a sum of magnitudes", rtol=1e-12)
+
+
+def test_a_mark_is_recorded_with_the_check_it_was_decided_by():
+    with V.recording() as marks:
+        line = V.claim(V.at_most(2.0, 1.0, "two vs one"), "two is at most one")
+    assert "✗" in line.plain and len(marks) == 1 and marks[0].ok is False and marks[0].check.measured == 2.0
+
+
+@pytest.mark.parametrize(
+    ("demo", "args"),
+    [("standardize_both_ways", {}), ("bn_axes", {}), ("bn_param_grads", {}), ("projection_form", {"part": 1})],
+)
+@pytest.mark.parametrize(("dim", "batch"), [(16, 16), (2, 2), (3, 4)])
+def test_batch_tables_fit_60_columns_at_every_size_the_lessons_take(demo, args, dim, batch):
+    """At --dim 16 --batch 16 these tables had every cell cut to an ellipsis; they show a corner and say so."""
+    text = _text(run_demo(demo, LessonParams(dim=dim, batch=batch, seed=7), args).renderable, width=60)
+    assert "…" not in text, text
+    corner = "columns shown" in " ".join(text.split())
+    # the batch tables print at most 6 rows and 4 to 6 columns: only the 16 x 16 batch is cut (P is a heat map)
+    assert corner == (demo != "projection_form" and (dim, batch) == (16, 16)), text

@@ -524,7 +524,7 @@ def test_lesson_6_demos_print_chinese_in_both_of_their_verdicts():
 # A Chinese step that names a column, a tag or a path must use the words the demo prints.
 NAMED_IN_PROSE = [
     ("04-layernorm-backward.md", 2, ("接收方", "发出方", "累计")),
-    ("04-layernorm-backward.md", 7, ("直接",)),
+    ("04-layernorm-backward.md", 8, ("直接",)),
     ("05-layernorm-backward-paths.md", 6, ("直接", "经均值", "经方差")),
 ]
 

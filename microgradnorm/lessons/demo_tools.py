@@ -20,7 +20,7 @@ from rich.text import Text
 from microgradnorm.i18n.text import cjk_text
 from microgradnorm.numfmt import fmt
 from microgradnorm.registry import get_norm
-from microgradnorm.verdicts import mark
+from microgradnorm.verdicts import check_mark
 
 __all__ = [
     "autograd_dx",
@@ -73,11 +73,6 @@ def sci(v: float, digits: int = 2) -> str:
 def ratio(a: float, b: float) -> float:
     """a / b, or NaN when b is 0 (shown as a dash by :func:`sci` and :func:`fmt`)."""
     return a / b if b != 0 else math.nan
-
-
-def check_mark(ok: object) -> Text:
-    """✓ or ✗; ``ok`` may be a :class:`~microgradnorm.verdicts.Check`, recorded with the mark."""
-    return Text("✓", style="green") if mark(ok) else Text("✗", style="bold red")
 
 
 def engine_forward(norm: str, x: Any, gamma: Any = None, beta: Any = None, eps: float = 1e-5, **kw: Any) -> np.ndarray:

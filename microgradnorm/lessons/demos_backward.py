@@ -11,6 +11,8 @@ in :mod:`demos_core`.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from rich.console import Group
 from rich.text import Text
@@ -18,19 +20,21 @@ from rich.text import Text
 from microgradnorm import formulas
 from microgradnorm import tolerances as tol
 from microgradnorm.engine import Value
+from microgradnorm.finite_diff import numerical_gradient
 from microgradnorm.i18n import _
 from microgradnorm.i18n.text import assemble
 from microgradnorm.lessons.demo_tools import autograd_dx, rng_for
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.demos_core import (
     agree,
-    check_line,
     difference,
+    fd_agree,
     ln_problem,
     num,
     plain_table,
     vec,
 )
+from microgradnorm.lessons.verdicts import above, at_most, claim, differs, first_holding
 from microgradnorm.norms import layer_norm
 
 # ---- the gradient for the parameters and the gradient handed back ----------------------
@@ -76,8 +80,8 @@ def ln_param_vs_input(p: LessonParams, inputs: int = 2) -> DemoOutput:
     table = plain_table(*cols, right=cols)
     for i in range(len(dx)):
         table.add_row(str(i), num(dx[i]), *[num(w_grad[i, j]) for j in range(len(u))])
-    ok = agree(w_grad, np.outer(dx, u))
-    claim = _("W.grad[i,j] = dx_i · u_j for every entry ({difference})").format(
+    ok = agree(w_grad, np.outer(dx, u), what="W.grad vs dx·uᵀ")
+    grad_line = _("W.grad[i,j] = dx_i · u_j for every entry ({difference})").format(
         difference=difference(w_grad, np.outer(dx, u))
     )
     # a drift below: the layer below's outputs all move by DRIFT (a bias that wandered)
@@ -86,13 +90,16 @@ def ln_param_vs_input(p: LessonParams, inputs: int = 2) -> DemoOutput:
     drifted = autograd_dx("layernorm", x + DRIFT, gamma, beta, p.eps, dy)[0]["x"]
     change = float(np.max(np.abs(drifted - dx)))
     rstd = 1.0 / np.sqrt(np.var(x) + p.eps)
-    steady = change <= 2 * tol.norm_dx_atol(x + DRIFT, gamma, dy, rstd)
+    steady = at_most(change, 2 * tol.norm_dx_atol(x + DRIFT, gamma, dy, rstd), "max |dx after the drift − dx|")
     drift = _("every x moved by {drift} (a drift below): dx handed back changed by {change}").format(
         drift=f"{DRIFT:g}", change=f"{change:.1e}"
     )
-    return DemoOutput(Group(head, table, check_line(ok, claim), check_line(steady, drift)), graph=r["graph"])
+    return DemoOutput(Group(head, table, claim(ok, grad_line), claim(steady, drift)), graph=r["graph"])
 
 
+# "about c": the best factor within 5% of c, and every entry within 5% of the column's size of c times
+# the old one (a tolerance for the reading, far above rounding; the why prints the factor itself)
+FACTOR_RTOL = 0.05
 DRIFT = 3.0  # how far ln_param_vs_input moves every x to show that LayerNorm's dx ignores a drift in the mean
 
 
@@ -123,10 +130,10 @@ def ln_double_x(p: LessonParams, factor: float = 2.0) -> DemoOutput:
     table = plain_table(*cols, right=cols)
     for j in range(p.dim):
         table.add_row(str(j), num(one["gamma"][j]), num(scaled["gamma"][j]), num(one["x"][j]), num(scaled["x"][j]))
-    same = agree(scaled["gamma"], predicted["gamma"])
+    same = agree(scaled["gamma"], predicted["gamma"], what="dgamma at c·x vs dgamma at x with eps/c²")
     change = difference(scaled["gamma"], one["gamma"])
     moved = _("dgamma moved only as much as eps explains (at {factor}x: {change})")
-    lines = [table, check_line(same, moved.format(factor=f"{factor:g}", change=change))]
+    lines = [table, claim(same, moved.format(factor=f"{factor:g}", change=change))]
     reading = (p.eps, float(np.var(x)))
     return DemoOutput(Group(*lines), prediction=_double_prediction(one, scaled, factor, reading))
 
@@ -136,26 +143,33 @@ def _double_prediction(
 ) -> Prediction:
     """The answer from the two dgamma columns; ``reading`` is (eps, var(x)), for the why when eps is not small.
 
-    A factor is the answer only when it explains the scaled column to the precision the table shows
-    (``DISPLAY_RTOL`` of its largest entry); otherwise the answer is "no simple factor", with the
-    least-squares factor in the why.
+    The least-squares factor between the two columns is the answer's measure: a choice "about c" holds when
+    that factor is within :data:`FACTOR_RTOL` of c and explains every entry to that tolerance too; otherwise
+    the answer is "no simple factor", with the factor in the why.
     """
     f = f"{factor:g}"
     choices = (
-        _("it is multiplied by {factor}").format(factor=f),
-        _("it stays the same"),
-        _("it is divided by {factor}").format(factor=f),
+        _("it is multiplied by about {factor}").format(factor=f),
+        _("it stays about the same"),
+        _("it is divided by about {factor}").format(factor=f),
         _("it changes by no simple factor"),
     )
     g_one, g_scaled = one["gamma"], scaled["gamma"]
-    size = float(np.max(np.abs(g_one)))
-    answer = 3
-    for k, target in enumerate((factor, 1.0, 1.0 / factor)):
-        if float(np.max(np.abs(g_scaled - target * g_one))) <= tol.DISPLAY_RTOL * size:
-            answer = k
-    if not np.any(g_one):
-        answer = 1
     g_ratio = scale_ratio(g_scaled, g_one)
+    # how far one factor is from explaining the scaled column: the fit's residual, relative to the column
+    size = float(np.max(np.abs(g_scaled)))
+    residual = float(np.max(np.abs(g_scaled - g_ratio * g_one))) / size if size > 0 else 0.0
+    residual = residual if residual == residual else math.inf
+    off = [abs(g_ratio / t - 1.0) if g_ratio == g_ratio else math.inf for t in (factor, 1.0, 1.0 / factor)]
+    what = "dgamma at {f}x ÷ dgamma at x: |best factor ÷ {t} − 1| and the fit's relative residual"
+    evidence = (
+        *(
+            at_most(max(o, residual), FACTOR_RTOL, what.format(f=f"{factor:g}", t=f"{t:g}"))
+            for o, t in zip(off, (factor, 1.0, 1.0 / factor))
+        ),
+        above(min(max(o, residual) for o in off), FACTOR_RTOL, "the nearest simple factor's miss"),
+    )
+    answer = first_holding(evidence)
     x_ratio = scale_ratio(scaled["x"], one["x"])
     eps, var = reading
     if answer == 1:
@@ -171,7 +185,7 @@ def _double_prediction(
         )
     why = why.format(eps=f"{eps:g}", var=num(var), g_ratio=num(g_ratio, 6), x_ratio=num(x_ratio, 6))
     question = _("Multiply every x_i by {factor}. What happens to dgamma?").format(factor=f)
-    return Prediction(question, choices, answer, why)
+    return Prediction(question, choices, answer, why, evidence)
 
 
 # ---- the slip: a non-zero dvar/dmean -------------------------------------------------------
@@ -181,18 +195,6 @@ def ln_loss_numpy(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, dy: np.nda
     """loss = Σ dy · (gamma · (x − mean)/sqrt(var + eps) + beta), written out in NumPy."""
     xshift = x - x.mean()
     return float(np.sum(dy * (gamma * xshift / np.sqrt(np.mean(xshift**2) + eps) + beta)))
-
-
-def central_difference(x: np.ndarray, loss, step: float = tol.FD_STEP) -> np.ndarray:
-    """dloss/dx by central differences, one coordinate at a time."""
-    out = np.zeros_like(x)
-    for i in range(len(x)):
-        h = step * max(1.0, abs(float(x[i])))
-        up, down = x.copy(), x.copy()
-        up[i] += h
-        down[i] -= h
-        out[i] = (loss(up) - loss(down)) / (2.0 * h)
-    return out
 
 
 def slipped_variance_path(dvar: np.ndarray, xshift: np.ndarray, n: int) -> np.ndarray:
@@ -221,22 +223,20 @@ def ln_dvar_dmean_slip(p: LessonParams) -> DemoOutput:
     for i in range(n):
         ratio = slipped[i] / via_var[i] if via_var[i] != 0 else float("nan")
         table.add_row(str(i), num(via_var[i]), num(slipped[i]), num(ratio, 6))
-    fd = central_difference(x, lambda v: ln_loss_numpy(v, gamma, beta, dy, p.eps))
+    fd = numerical_gradient(lambda v: ln_loss_numpy(v, gamma, beta, dy, p.eps), x)
     right, wrong = direct + via_mean + via_var, direct + via_mean + slipped
-    shrunk = agree(slipped, (n - 1) / n * via_var)
-    misses = not agree(wrong, fd, tol.FD_RTOL, tol.FD_ATOL)
-    true_ok = agree(right, fd, tol.FD_RTOL, tol.FD_ATOL)
+    shrunk = agree(slipped, (n - 1) / n * via_var, what="slipped var path vs (n − 1)/n × true")
+    misses = differs(wrong, fd, tol.FD_RTOL, tol.FD_ATOL, "slipped dx vs finite difference")
+    true_ok = fd_agree(right, fd, "true dx")
     return DemoOutput(
         Group(
             table,
-            check_line(
+            claim(
                 shrunk,
                 _("the slip multiplies the variance path by (n − 1)/n = {factor}").format(factor=num((n - 1) / n, 6)),
             ),
-            check_line(
-                true_ok, _("true dx vs finite difference: {difference}").format(difference=difference(right, fd))
-            ),
-            check_line(
+            claim(true_ok, _("true dx vs finite difference: {difference}").format(difference=difference(right, fd))),
+            claim(
                 misses,
                 _("slipped dx vs finite difference: {difference}, a real error").format(
                     difference=difference(wrong, fd)

@@ -33,12 +33,32 @@ from rich.text import Text
 from microgradnorm import formulas
 from microgradnorm import tolerances as tol
 from microgradnorm.check import check_norm, random_problem
+from microgradnorm.drawing.charts import heat_map
 from microgradnorm.engine import DomainError, Value, local_grads, topological_order
+from microgradnorm.finite_diff import central_difference, step_for
 from microgradnorm.i18n import _, ngettext, pgettext
 from microgradnorm.i18n.text import CJKText, assemble, cjk_text, separated
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.source import backward_code, code_of, op_code
 from microgradnorm.lessons.textgraph import text_graph
+from microgradnorm.lessons.verdicts import (
+    Check,
+    Checks,
+    above,
+    all_of,
+    at_least,
+    at_most,
+    below,
+    claim,
+    close_to,
+    closest,
+    equal,
+    exactly,
+    first_holding,
+    largest,
+    mark,
+    within,
+)
 from microgradnorm.norms import NormGraph, layer_norm
 from microgradnorm.numfmt import err, fmt, nbytes_text
 from microgradnorm.present import check_table, shown_error
@@ -101,11 +121,6 @@ def plain_table(*columns: str, title: str | None = None, right: Sequence[str] = 
     return table
 
 
-def check_line(ok: bool, text: str | Text) -> CJKText:
-    """✓ or ✗, then the claim (already in the reader's language); wraps the Chinese way."""
-    return cjk_text(Text.assemble(("✓ " if ok else "✗ ", "bold green" if ok else "bold red"), text))
-
-
 def dim_note(text: str) -> CJKText:
     """A dim line under a table, in the reader's language; wraps the Chinese way."""
     return cjk_text(text, style="dim")
@@ -133,9 +148,16 @@ def difference(a: Any, b: Any, rtol: float = tol.CLOSED_FORM_RTOL, atol: float =
     return _("relative difference {value}").format(value=value)
 
 
-def agree(a: Any, b: Any, rtol: float = tol.CLOSED_FORM_RTOL, atol: float = tol.CLOSED_FORM_ATOL) -> bool:
-    """Normwise agreement max|a - b| <= atol + rtol * max|b| (also right when b is exactly 0)."""
-    return tol.close(np.ravel(a), np.ravel(b), rtol, atol)
+def agree(
+    a: Any, b: Any, rtol: float = tol.CLOSED_FORM_RTOL, atol: float = tol.CLOSED_FORM_ATOL, what: str = "a vs b"
+) -> Check:
+    """Normwise agreement max|a - b| <= atol + rtol * max|b| (also right when b is exactly 0), as a Check."""
+    return close_to(np.ravel(a), np.ravel(b), rtol, atol, what)
+
+
+def fd_agree(value: Any, fd: Any, what: str) -> Check:
+    """``value`` agrees with its finite difference ``fd`` within the finite-difference tolerances."""
+    return close_to(np.ravel(value), np.ravel(fd), tol.FD_RTOL, tol.FD_ATOL, what + " vs finite difference")
 
 
 def nearest(value: float, candidates: Sequence[float]) -> int:
@@ -192,11 +214,8 @@ def _example(kind: str, v: dict[str, float]) -> tuple[Value, dict[str, Value]]:
 
 
 def _finite_difference(kind: str, v: dict[str, float], leaf: str) -> float:
-    """dL/d(leaf) by a central difference, rebuilding the graph with the leaf moved by ±h."""
-    h = tol.FD_STEP * max(1.0, abs(v[leaf]))
-    up = _example(kind, {**v, leaf: v[leaf] + h})[0].data
-    down = _example(kind, {**v, leaf: v[leaf] - h})[0].data
-    return (up - down) / (2.0 * h)
+    """dL/d(leaf) by a central difference (microgradnorm.finite_diff), rebuilding the graph with the leaf moved."""
+    return central_difference(lambda delta: _example(kind, {**v, leaf: v[leaf] + delta})[0].data, step_for(v[leaf]))
 
 
 def _label(node: Value) -> str:
@@ -251,7 +270,7 @@ def chain_rule(p: LessonParams, example: str = "chain") -> DemoOutput:
     leaf_h, sum_h, fd_h = _("leaf"), _("sum of paths"), _("finite diff")
     table = plain_table(leaf_h, _("path"), _("local derivatives"), _("product"), right=(_("product"),))
     summary = plain_table(leaf_h, sum_h, "backward()", fd_h, right=(sum_h, "backward()", fd_h))
-    all_ok = True
+    checks: list[Check | Checks] = []
     for name, leaf in leaves.items():
         total = 0.0
         for trail in _paths(root, leaf):
@@ -260,10 +279,9 @@ def chain_rule(p: LessonParams, example: str = "chain") -> DemoOutput:
             path = "←".join([_label(root)] + [_label(c) for _out, c, _d in trail])
             table.add_row(name, path, " × ".join(num(d) for _out, _child, d in trail), num(product))
         fd = _finite_difference(example, v, name)
-        all_ok &= math.isclose(total, leaf.grad, rel_tol=tol.CLOSED_FORM_RTOL, abs_tol=tol.CLOSED_FORM_ATOL)
-        all_ok &= math.isclose(fd, leaf.grad, rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
+        checks += [agree(total, leaf.grad, what=f"{name}: sum over paths vs backward()"), fd_agree(leaf.grad, fd, name)]
         summary.add_row(name, num(total), num(leaf.grad), num(fd))
-    verdict = check_line(all_ok, _("sum over paths = backward() = finite difference for every leaf"))
+    verdict = claim(all_of(*checks), _("sum over paths = backward() = finite difference for every leaf"))
     return DemoOutput(Group(table, Text(""), summary, verdict), graph=root)
 
 
@@ -337,13 +355,13 @@ def backward_trace(p: LessonParams, example: str = "shared") -> DemoOutput:
     table = _trace_table(trace, _label)
     fd_h = _("finite diff")
     summary = plain_table(_("leaf"), "backward()", fd_h, right=("backward()", fd_h))
-    ok = True
+    checks = []
     for name, leaf in leaves.items():
         fd = _finite_difference(example, v, name)
-        ok &= math.isclose(fd, leaf.grad, rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
+        checks.append(fd_agree(leaf.grad, fd, name))
         summary.add_row(name, num(leaf.grad), num(fd))
     note = dim_note(_("k/m: the k-th of the m contributions the node receives."))
-    verdict = check_line(ok, _("every leaf matches its finite difference"))
+    verdict = claim(all_of(*checks), _("every leaf matches its finite difference"))
     shared = next(n for n in trace.order if n.label == "e")
     return DemoOutput(
         Group(start, table, note, Text(""), summary, verdict),
@@ -359,18 +377,19 @@ def _contributions_prediction(count: int) -> Prediction:
         "The trace counts {count} for e: one from every node that uses e. backward() may pass e's "
         "gradient on to a and b only after the last of them."
     ).format(count=count)
+    evidence = tuple(exactly(count, k, "contributions e collects") for k in (1, 2, 3))
     return Prediction(
-        _("How many contributions will e.grad collect before it is final?"), choices, nearest(count, (1, 2, 3)), why
+        _("How many contributions will e.grad collect before it is final?"),
+        choices,
+        first_holding(evidence),
+        why,
+        evidence,
     )
 
 
 def _start_line(formula: str) -> CJKText:
     """'start: L.grad = 1': where backward() begins, the word bold, the formula plain."""
     return assemble(_("start: {formula}"), "bold", formula=Text(formula))
-
-
-def _close_to_fd(value: float, fd: float) -> bool:
-    return math.isclose(fd, value, rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
 
 
 @demo("accumulate")
@@ -380,7 +399,7 @@ def accumulate(p: LessonParams) -> DemoOutput:
     # Translators: "grad of" heads the column of leaf names (a, b) whose gradient the row shows
     cols = (_("graph"), _("grad of"), _("with +="), _("with ="), _("finite diff"))
     table = plain_table(*cols, right=cols[2:])
-    right_ok, wrong_seen, square_wrong = True, False, math.nan
+    right_checks, wrong_gaps, square_wrong = [], [], math.nan
     for kind, desc, leaf_names in (("square", "L = a·a", ("a",)), ("shared", "L = e·d", ("a", "b"))):
         root, leaves = _example(kind, v)
         order = list(reversed(topological_order(root)))
@@ -391,29 +410,35 @@ def accumulate(p: LessonParams) -> DemoOutput:
         square_wrong = wrong["a"] if kind == "square" else square_wrong
         for i, k in enumerate(leaf_names):
             fd = _finite_difference(kind, v, k)
-            right_ok &= _close_to_fd(right[k], fd)
-            wrong_seen |= not _close_to_fd(wrong[k], fd)
+            right_checks.append(fd_agree(right[k], fd, f"{desc}, {k}.grad with +="))
+            wrong_gaps.append(fd_agree(wrong[k], fd, f"{desc}, {k}.grad with =").measured)
             table.add_row(desc if i == 0 else "", k, num(right[k]), Text(num(wrong[k]), style="red"), num(fd))
     square, _square_leaves = _example(
         "square", v
     )  # the graph g draws: L = a·a, its two edges to a, and the grads of +=
     square.backward()
     checks = Group(
-        check_line(right_ok, _("with += every gradient matches its finite difference")),
-        check_line(wrong_seen, _("with = at least one gradient misses its finite difference")),
+        claim(all_of(*right_checks), _("with += every gradient matches its finite difference")),
+        claim(
+            above(max(wrong_gaps), 1.0, "with =, the largest gap to the finite difference ÷ tolerance"),
+            _("with = at least one gradient misses its finite difference"),
+        ),
     )
     return DemoOutput(Group(table, checks), graph=square, prediction=_assign_prediction(v["a"], square_wrong))
 
 
 def _assign_prediction(a: float, with_assign: float) -> Prediction:
     """What a.grad is for L = a·a when backward assigns instead of adding, read off the run."""
-    answer = nearest(with_assign, (2 * a, a, 0.0))
+    evidence = closest(with_assign, (2 * a, a, 0.0), "a.grad with =")
+    answer = first_holding(evidence)
     why = _(
         "a = {a}, and with = backward left a.grad = {grad}: each edge of a·a sets a.grad to "
         "a × L.grad = {a}, and the second setting replaces the first instead of adding to it."
     ).format(a=num(a), grad=num(with_assign))
     choices = (_("2a (the true derivative)"), _("a: one edge's share"), _("0: the shares cancel"))
-    return Prediction(_("For L = a·a, with = in place of +=, what does a.grad end up as?"), choices, answer, why)
+    return Prediction(
+        _("For L = a·a, with = in place of +=, what does a.grad end up as?"), choices, answer, why, evidence
+    )
 
 
 @demo("topo_order")
@@ -434,12 +459,15 @@ def topo_order(p: LessonParams) -> DemoOutput:
     wrong = {k: leaf.grad for k, leaf in leaves.items()}
     numbers = (_("reverse topo"), pgettext("table header", "first reached"), _("finite diff"))
     table = plain_table(_("leaf"), *numbers, right=numbers)
-    ok, missed = True, []
+    checks, missed, expected, gaps = [], [], [], {}
     for k in leaves:
         fd = _finite_difference("shared", v, k)
-        ok &= _close_to_fd(right[k], fd)
-        bad = not _close_to_fd(wrong[k], fd)
+        checks.append(fd_agree(right[k], fd, f"{k}.grad in reverse topological order"))
+        gap = gaps[k] = fd_agree(wrong[k], fd, f"{k}.grad in first-reached order")
+        bad = not gap
         missed += [k] if bad else []
+        # first reached processes e before L has sent it its share: a and b (below e) miss, c does not
+        expected.append((above if k in ("a", "b") else at_most)(gap.measured, gap.bound, gap.what))
         table.add_row(k, num(right[k]), Text(num(wrong[k]), style="red" if bad else ""), num(fd))
     if missed:
         # Translators: {leaves} is a list of leaf names, "a and b"
@@ -451,39 +479,57 @@ def topo_order(p: LessonParams) -> DemoOutput:
             lines,
             Text(""),
             table,
-            check_line(ok, _("the reverse topological order matches every finite difference")),
-            check_line(set(missed) == {"a", "b"}, misses),
+            claim(all_of(*checks), _("the reverse topological order matches every finite difference")),
+            claim(all_of(*expected), misses),
         ),
         graph=root,
+        prediction=_missed_prediction(gaps),
     )
+
+
+def _missed_prediction(gaps: dict[str, Check]) -> Prediction:
+    """Which leaves the first-reached order leaves with a wrong gradient, from each leaf's gap to its fd."""
+
+    def wrong(*names: str) -> Checks:  # exactly these leaves miss their finite difference
+        return all_of(*(gap if k not in names else ~gap for k, gap in gaps.items()))
+
+    evidence = (wrong("a", "b"), wrong("c"), wrong("a", "b", "c"), wrong())
+    missed = [k for k, gap in gaps.items() if not gap]
+    why = _(
+        "Missed here: {leaves}. First reached, e passes its gradient on to a and b as soon as L has sent its "
+        "share; d's share arrives at e later and goes no further. c hangs below d alone and gets d's full gradient."
+    ).format(leaves=_names_and(missed) if missed else _("none"))
+    choices = (_("a and b"), _("c only"), _("all three"), _("none"))
+    question = _("Backward in the first-reached order: which leaves end with a wrong gradient?")
+    return Prediction(question, choices, first_holding(evidence, 3), why, evidence)
 
 
 @demo("ops_code")
 def ops_code(p: LessonParams, example: str = "chain") -> DemoOutput:
     """The engine's code for each op the example used: its forward and its local derivatives."""
     v = _lesson1_numbers(p.seed)
-    root, leaves = _example(example, v)
+    root, _leaves = _example(example, v)
     ops: dict[str, Value] = {}
     for node in _created(root):
         if node.op:
             ops.setdefault(node.op, node)
     shown = [obj for node in ops.values() for obj in op_code(node)]
-    e = next(n for n in _created(root) if n.label == "e")  # e = a·b
-    a, b = leaves["a"], leaves["b"]
-    d_a = local_grads(e)[0]
-    return DemoOutput(code_of(*shown), graph=root, prediction=_mul_prediction(a.data, b.data, d_a))
+    d, f = root.children  # L = d·f: its second input, f, is the one step 2 did not name
+    d_f = local_grads(root)[1]
+    return DemoOutput(code_of(*shown), graph=root, prediction=_mul_prediction(d.data, f.data, d_f))
 
 
-def _mul_prediction(a: float, b: float, d_a: float) -> Prediction:
-    """What the multiply op's local derivative hands to a, read off the engine's own answer."""
-    answer = nearest(d_a, (b, a, 1.0, a * b))
+def _mul_prediction(d: float, f: float, d_f: float) -> Prediction:
+    """What the multiply op's local derivative hands to its second input f in L = d·f, read off the engine."""
+    evidence = closest(d_f, (d, f, 1.0, d * f), "dL/df")
+    answer = first_holding(evidence)
     why = _(
-        "The multiply's local derivative for a is b: the engine returned {d} for e = a·b with "
-        "a = {a}, b = {b}. Nudging a by h moves e by b·h."
-    ).format(d=num(d_a), a=num(a), b=num(b))
-    choices = (_("b, the other input"), _("a itself"), "1", "a·b")
+        "The multiply's local derivative for f is d, the other input: the engine returned {grad} for "
+        "L = d·f with d = {d}, f = {f}. The code is symmetric: each input gets the other's data."
+    ).format(grad=num(d_f), d=num(d), f=num(f))
+    choices = (_("d, the other input"), _("f itself"), "1", "d·f")
     return Prediction(
-        _("For e = a·b, what is de/da, the local derivative the code returns for a?"), choices, answer, why
+        _("For L = d·f, what is dL/df, the local derivative the code returns for f?"), choices, answer, why, evidence
     )
 
 
@@ -712,13 +758,19 @@ def _mean_square_prediction(built: LNBuilt, eps: float) -> Prediction:
     xhat = node_values(built, "xhat")
     ms = float(np.mean(xhat**2))
     var = float(built.graph["var"][0].data)
-    one = abs(ms - 1.0) <= tol.cancellation_atol(1.0, len(xhat))
-    answer = 0 if one else (1 if ms < 1.0 else 2)
+    rounding = tol.cancellation_atol(1.0, len(xhat))
+    what = "mean(xhat²) − 1"
+    evidence = (
+        at_most(abs(ms - 1.0), rounding, "|mean(xhat²) − 1|"),
+        below(ms - 1.0, -rounding, what),
+        above(ms - 1.0, rounding, what),
+    )
+    answer = first_holding(evidence)
     why = _("mean(xhat²) = var/(var + eps) = {ms} (var = {var}, eps = {eps}): 1 only at eps = 0.").format(
         ms=num(ms, 8), var=num(var), eps=f"{eps:g}"
     )
     choices = (_("1, up to rounding"), _("below 1"), _("above 1"))
-    return Prediction(_("What will the mean of xhat² be?"), choices, answer, why)
+    return Prediction(_("What will the mean of xhat² be?"), choices, answer, why, evidence)
 
 
 @demo("ln_stage_summary")
@@ -742,21 +794,33 @@ def ln_stage_summary(p: LessonParams) -> DemoOutput:
     for stage, what, got, ref in rows:
         worst = max(worst, _max_rel(got, ref))
         table.add_row(stage, what, num(got[0]) if got.size == 1 else vec(got, 3))
-    ok = all(agree(got, ref, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL) for _stage, _what, got, ref in rows)
+    ok = all_of(
+        *(agree(got, ref, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL, what) for _stage, what, got, ref in rows)
+    )
     same = _("formulas.moments (NumPy) gives the same, largest relative difference {error}").format(error=err(worst))
     xshift = node_values(built, "xshift")
     total = float(np.sum(xshift))
-    zero = abs(total) <= tol.cancellation_atol(float(np.sum(np.abs(built.x))), p.dim)
+    zero = tol.cancellation_atol(float(np.sum(np.abs(built.x))), p.dim)
+    sum_x = float(np.sum(built.x))
+    what = "|Σ xshift|"
+    # the other two choices are the same number (n · mean = Σx): each holds when Σ xshift is not 0 and is nearer to Σx
+    off_sum = abs(total - sum_x)
+    evidence = (
+        at_most(abs(total), zero, what),
+        above(abs(total), zero, what) & below(off_sum, abs(total), "|Σ xshift − Σx| vs |Σ xshift|"),
+        above(abs(total), zero, what) & below(off_sum, abs(total), "|Σ xshift − n·mean| vs |Σ xshift|"),
+    )
     why = _("Σ xshift = {total} on the graph's numbers: subtracting the mean leaves values that sum to 0.").format(
         total=num(total)
     )
     prediction = Prediction(
         _("What will the centered values xshift add up to?"),
         (_("0, up to rounding"), _("the sum of x"), _("n times the mean")),
-        0 if zero else nearest(total, (0.0, float(np.sum(built.x)), float(np.sum(built.x)))),
+        first_holding(evidence),
         why,
+        evidence,
     )
-    return DemoOutput(Group(table, check_line(ok, same)), graph=g, prediction=prediction)
+    return DemoOutput(Group(table, claim(ok, same)), graph=g, prediction=prediction)
 
 
 @demo("ln_shapes")
@@ -787,23 +851,32 @@ def ln_shapes(p: LessonParams, batch: int = 2, seq: int = 3) -> DemoOutput:
     quiet = assemble(_("The quiet version: {what}"), "bold", what=Text(what))
     worst = float(np.abs(wrong - right).max())
     wrong_by = _("same shape, no error, wrong by up to {error}").format(error=num(worst))
-    verdict = check_line(wrong.shape == right.shape and worst > 0, wrong_by)
+    verdict = claim(
+        exactly(wrong.size, right.size, "entries of x − mean, with and without keepdims")
+        & above(worst, 0.0, "largest |wrong − right|"),
+        wrong_by,
+    )
     return DemoOutput(
         Group(table, Text(""), outcome, Text(""), quiet, verdict),
-        prediction=_keepdims_prediction(batch, seq, d, refused=_refuses(x, flat_mean)),
+        prediction=_keepdims_prediction(batch, seq, d, _broadcast_error(x, flat_mean, m.xshift)),
     )
 
 
-def _refuses(x: np.ndarray, mean: np.ndarray) -> bool:
+def _broadcast_error(x: np.ndarray, mean: np.ndarray, xshift: np.ndarray) -> float:
+    """max |(x − mean) − xshift| for a mean without keepdims; NaN when NumPy refuses to broadcast."""
     try:
-        x - mean
+        return float(np.max(np.abs((x - mean) - xshift)))
     except ValueError:
-        return True
-    return False
+        return math.nan
 
 
-def _keepdims_prediction(batch: int, seq: int, d: int, refused: bool) -> Prediction:
-    """What x − mean does without keepdims, as NumPy answered it just now."""
+def _keepdims_prediction(batch: int, seq: int, d: int, error: float) -> Prediction:
+    """What x − mean does without keepdims, as NumPy answered it just now (``error`` NaN: it refused)."""
+    refused = error != error
+    count = exactly(1.0 if refused else 0.0, 1.0, "NumPy's refusals")
+    ran = exactly(0.0 if refused else 1.0, 1.0, "runs without an error")
+    gap = math.inf if refused else error
+    evidence = (count, ran & at_most(gap, 0.0, "largest error"), ran & above(gap, 0.0, "largest error"))
     shape, mean_shape = [batch, seq, d], [batch, seq]
     if refused:
         why = _("Matched from the last axis, {shape} and {mean_shape} do not fit: NumPy refuses.")
@@ -813,8 +886,9 @@ def _keepdims_prediction(batch: int, seq: int, d: int, refused: bool) -> Predict
     return Prediction(
         question.format(shape=shape, mean_shape=mean_shape),
         (_("NumPy raises an error"), _("it runs and is right"), _("it runs and is wrong")),
-        0 if refused else 2,
+        first_holding(evidence),
         why.format(shape=shape, mean_shape=mean_shape),
+        evidence,
     )
 
 
@@ -854,12 +928,14 @@ def ln_cache(p: LessonParams, batch: int = 8, seq: int = 1024, hidden: int = 768
     three = formulas.dx_three_path(g, m.xshift, m.std, m.rstd, (-1,))
     backprop(built)
     autograd = node_values(built, "x", "grad")
-    ok = agree(from_cache, autograd) and agree(three, autograd)
-    claim = _(
+    ok = agree(from_cache, autograd, what="dx from (xhat, rstd) vs autograd") & agree(
+        three, autograd, what="three-path dx vs autograd"
+    )
+    line = _(
         "on your numbers, dx from (xhat, rstd) alone matches autograd ({difference}), "
         "and so does the three-path form that needs xshift and std"
     ).format(difference=difference(from_cache, autograd))
-    return DemoOutput(Group(table, Text(""), check_line(ok, claim)))
+    return DemoOutput(Group(table, Text(""), claim(ok, line)))
 
 
 def backprop(built: LNBuilt) -> None:
@@ -939,19 +1015,25 @@ def ln_eps(p: LessonParams) -> DemoOutput:
 
 def _eps_claims(stats: dict[tuple[str, float], Any], eps: float, var: float) -> list[CJKText]:
     """The eps demo's three checked claims, from its rows' ``stats`` (keyed by row and eps)."""
-    capped = all(v[1] <= 1 / math.sqrt(eps) for (_row, e), v in stats.items() if e > 0 and v is not None)
+    capped = all_of(
+        *(
+            at_most(v[1], 1 / math.sqrt(eps), f"{row}: rstd with eps")
+            for (row, e), v in stats.items()
+            if e > 0 and v is not None
+        )
+    )
     near_with, near_without = stats["nearly const.", eps][2], stats["nearly const.", 0.0][2]
     yours = stats["your x", eps][2]
     return [
-        check_line(capped, _("with eps, rstd never exceeds 1/√eps = {cap}").format(cap=num(1.0 / math.sqrt(eps)))),
-        check_line(
-            near_with < near_without,
+        claim(capped, _("with eps, rstd never exceeds 1/√eps = {cap}").format(cap=num(1.0 / math.sqrt(eps)))),
+        claim(
+            below(near_with, near_without, "nearly const.: xhat's spread with vs without eps"),
             _("nearly const.: xhat's spread {with_eps} with eps, {without} without").format(
                 with_eps=num(near_with, 3), without=num(near_without, 3)
             ),
         ),
-        check_line(
-            math.isclose(yours, math.sqrt(var / (var + eps)), rel_tol=tol.CLOSED_FORM_RTOL),
+        claim(
+            within(yours, math.sqrt(var / (var + eps)), tol.CLOSED_FORM_RTOL, "your x: xhat's spread"),
             _("your x: xhat's spread is √(var/(var + eps)) = {spread}").format(spread=num(yours, 6)),
         ),
     ]
@@ -960,14 +1042,20 @@ def _eps_claims(stats: dict[tuple[str, float], Any], eps: float, var: float) -> 
 def _constant_row_prediction(at_zero: tuple[float, float, float, float] | None) -> Prediction:
     """The answer from what the engine did with a constant row at eps = 0 (its ``_ln_stats``)."""
     choices = (_("every xhat_i is 0"), _("every xhat_i is 1"), _("no number at all: 0/0"))
-    answer = 2 if at_zero is None else (0 if at_zero[3] == 0 else 1)
+    largest = math.inf if at_zero is None else at_zero[3]  # the largest |xhat_i|
+    evidence = (
+        exactly(largest, 0.0, "largest |xhat_i|"),
+        exactly(largest, 1.0, "largest |xhat_i|"),
+        exactly(1.0 if at_zero is None else 0.0, 1.0, "the engine's refusals to divide"),
+    )
+    answer = first_holding(evidence)
     why = (
         _("xshift = 0 and std = 0, so xhat = 0/0: the engine refuses to divide (1/0 below).")
         if answer == 2
         else _("The engine computed a number for it (see the table).")
     )
     question = _("A token whose d features are all equal: what is xhat at eps = 0?")
-    return Prediction(question, choices, answer, why)
+    return Prediction(question, choices, answer, why, evidence)
 
 
 # ---- the subgraph a step talks about, drawn as text (lessons 3 to 5) ------------------------------
@@ -1015,19 +1103,18 @@ def ln_loss_setup(p: LessonParams) -> DemoOutput:
     table = plain_table("i", "y", "dy", "y.grad", right=("i", "y", "dy", "y.grad"))
     for i in range(p.dim):
         table.add_row(str(i), num(y[i]), num(built.dy[i]), num(ygrad[i]))
-    ok = bool(np.array_equal(ygrad, built.dy))
+    ok = equal(ygrad, built.dy, "y.grad vs dy")
     loss = Text.assemble(("loss = Σ y·dy = ", "bold"), num(built.loss.data))
-    return DemoOutput(
-        Group(table, loss, check_line(ok, _("after backward(), y.grad is exactly dy"))), graph=built.graph
-    )
+    return DemoOutput(Group(table, loss, claim(ok, _("after backward(), y.grad is exactly dy"))), graph=built.graph)
 
 
 @demo("ln_backward_steps")
 def ln_backward_steps(p: LessonParams, stages: tuple[str, ...] = ("loss", "affine"), ask: str = "") -> DemoOutput:
     """Backward through the given stages of LayerNorm, one contribution at a time.
 
-    ``ask`` puts a question first: "rstd_count" (how many contributions rstd collects) or "dvar_sign"
-    (the sign of dL/dvar), each answered from the traced run.
+    ``ask`` puts a question first: "y_count" (how many contributions y_0 receives), "rstd_count"
+    (how many rstd collects), "dvar_sign" (the sign of dL/dvar) or "x_count" (how many x_0 receives),
+    each answered from the traced run.
     """
     built, trace = traced(p)
 
@@ -1045,11 +1132,92 @@ def ln_backward_steps(p: LessonParams, stages: tuple[str, ...] = ("loss", "affin
         "rstd_count": _rstd_count_prediction,
         "dvar_sign": _dvar_sign_prediction,
         "x_count": _x_count_prediction,
+        "y_count": _y_count_prediction,
     }
     if ask not in questions:
         raise ValueError(f"ask: expected one of {sorted(questions)}, got {ask!r}")
     prediction = questions[ask](built, trace) if ask else None
     return DemoOutput(Group(*parts), graph=built.graph, prediction=prediction)
+
+
+def _y_count_prediction(built: LNBuilt, trace: Trace) -> Prediction:
+    """How many contributions y_0 receives, counted in the trace."""
+    count = trace.incoming.get(id(built.graph["y"][0]), 0)
+    d = len(built.graph["x"])
+    evidence = tuple(exactly(count, k, "contributions y_0 receives") for k in (1, 2, d))
+    why = _("The trace counts {count}: y_0 is used once, by its own term y_0·dy_0 of the loss.").format(count=count)
+    return Prediction(
+        _("How many contributions will y_0 receive?"),
+        ("1", "2", f"d = {d}"),
+        first_holding(evidence),
+        why,
+        evidence,
+    )
+
+
+@demo("ln_siblings")
+def ln_siblings(p: LessonParams) -> DemoOutput:
+    """Where xhat's gradient comes from: the product node γ·xhat, beside gamma's and beta's, not through them."""
+    built, trace = traced(p)
+    dxhat, dgamma = node_values(built, "xhat", "grad"), node_values(built, "gamma", "grad")
+    cols = ("i", "dy_i", "gamma_i", "xhat.grad", "gamma.grad")
+    table = plain_table(*cols, right=cols)
+    for i in range(p.dim):
+        table.add_row(str(i), num(built.dy[i]), num(built.gamma[i]), num(dxhat[i]), num(dgamma[i]))
+    return DemoOutput(
+        Group(table, _siblings_line(built, trace)),
+        graph=built.graph,
+        prediction=_via_params_prediction(built, trace),
+    )
+
+
+def _from_params(built: LNBuilt, trace: Trace) -> tuple[int, int]:
+    """How many contributions of the sweep leave a gamma node and a beta node (leaves: they have no inputs)."""
+    gammas = {id(v) for v in built.graph["gamma"]}
+    betas = {id(v) for v in built.graph["beta"]}
+    return (
+        sum(id(c.out) in gammas for c in trace.contributions),
+        sum(id(c.out) in betas for c in trace.contributions),
+    )
+
+
+def _siblings_line(built: LNBuilt, trace: Trace) -> CJKText:
+    """The checked line: dxhat = gamma · dy, and no contribution leaves gamma or beta (their gradients go nowhere)."""
+    from_gamma, from_beta = _from_params(built, trace)
+    dxhat, expected = node_values(built, "xhat", "grad"), built.gamma * built.dy
+    ok = (
+        equal(dxhat, expected, "xhat.grad vs gamma · dy")
+        & exactly(from_gamma, 0, "contributions leaving gamma")
+        & exactly(from_beta, 0, "contributions leaving beta")
+    )
+    return claim(
+        ok,
+        _(
+            "dxhat = gamma · dy exactly, and {count} contributions leave gamma or beta: their gradients "
+            "are siblings of xhat's, not steps on its path"
+        ).format(count=from_gamma + from_beta),
+    )
+
+
+def _via_params_prediction(built: LNBuilt, trace: Trace) -> Prediction:
+    """Does the gradient reach xhat through dgamma and dbeta? Counted in the trace."""
+    from_gamma, from_beta = _from_params(built, trace)
+    evidence = (
+        exactly(from_beta, 0, "contributions leaving beta") & at_least(from_gamma, 1, "contributions leaving gamma"),
+        at_least(from_gamma, 1, "contributions leaving gamma") & at_least(from_beta, 1, "contributions leaving beta"),
+        exactly(from_gamma + from_beta, 0, "contributions leaving gamma or beta"),
+    )
+    why = _(
+        "The trace has {count} contributions leaving gamma or beta: they are leaves, so their gradients stop "
+        "there. xhat gets its share from the product node γ·xhat, as gamma_i × the product's gradient dy_i."
+    ).format(count=from_gamma + from_beta)
+    return Prediction(
+        _("Does the gradient reach xhat_i by way of dgamma_i and dbeta_i?"),
+        (_("yes, through dgamma_i"), _("yes, through both"), _("no: it comes from the product node, beside them")),
+        first_holding(evidence),
+        why,
+        evidence,
+    )
 
 
 def _rstd_count_prediction(built: LNBuilt, trace: Trace) -> Prediction:
@@ -1061,7 +1229,8 @@ def _rstd_count_prediction(built: LNBuilt, trace: Trace) -> Prediction:
     why = _(
         "The trace counts {count}: every xhat_i = xshift_i · rstd uses rstd once, and the row has {d} of them."
     ).format(count=count, d=d)
-    return Prediction(_("How many contributions will rstd collect?"), choices, nearest(count, (1, d, 2 * d)), why)
+    evidence = tuple(exactly(count, k, "contributions rstd collects") for k in (1, d, 2 * d))
+    return Prediction(_("How many contributions will rstd collect?"), choices, first_holding(evidence), why, evidence)
 
 
 def _x_count_prediction(built: LNBuilt, trace: Trace) -> Prediction:
@@ -1072,7 +1241,10 @@ def _x_count_prediction(built: LNBuilt, trace: Trace) -> Prediction:
         "The trace counts {count} for x_0: one from xshift_0, which already carries the direct and the "
         "variance paths added together, and one from the mean's sum. Three paths, {count} edges."
     ).format(count=count)
-    return Prediction(_("How many contributions will x_0 receive in all?"), choices, nearest(count, (1, 2, 3)), why)
+    evidence = tuple(exactly(count, k, "contributions x_0 receives") for k in (1, 2, 3))
+    return Prediction(
+        _("How many contributions will x_0 receive in all?"), choices, first_holding(evidence), why, evidence
+    )
 
 
 def _dvar_sign_prediction(built: LNBuilt, trace: Trace) -> Prediction:
@@ -1082,14 +1254,20 @@ def _dvar_sign_prediction(built: LNBuilt, trace: Trace) -> Prediction:
     dxhat = node_values(built, "xhat", "grad")
     total = float(np.sum(dxhat * xshift))
     # Σ dxhat·xshift is 0 up to the rounding of its terms: then so is dL/dvar, whatever its printed sign
-    cancels = abs(total) <= tol.cancellation_atol(float(np.sum(np.abs(dxhat * xshift))), len(xshift))
-    answer = 2 if cancels else (0 if var.grad > 0 else 1)
+    rounding = tol.cancellation_atol(float(np.sum(np.abs(dxhat * xshift))), len(xshift))
+    what = "Σ dxhat·xshift (dL/dvar has the opposite sign)"
+    evidence = (
+        below(total, -rounding, what),
+        above(total, rounding, what),
+        at_most(abs(total), rounding, "|" + what + "|"),
+    )
+    answer = first_holding(evidence)
     choices = (_("positive"), _("negative"), _("zero"))
     why = _(
         "dL/dvar = {dvar}: −½ (var + eps)^(−3/2) is negative, so dL/dvar has the opposite sign of "
         "Σ dxhat·xshift = {total}."
     ).format(dvar=num(var.grad), total=num(total))
-    return Prediction(_("What sign will dL/dvar have on this run?"), choices, answer, why)
+    return Prediction(_("What sign will dL/dvar have on this run?"), choices, answer, why, evidence)
 
 
 def path_legend() -> CJKText:
@@ -1115,11 +1293,9 @@ def ln_param_grads(p: LessonParams, rows: int = 2) -> DemoOutput:
     )
     for j in range(p.dim):
         table.add_row(str(j), num(dgamma[j]), num(auto_g[j]), num(dbeta[j]), num(auto_b[j]))
-    ok = agree(auto_g, dgamma) and agree(auto_b, dbeta)
+    ok = agree(auto_g, dgamma, what="gamma.grad vs Σ dy·xhat") & agree(auto_b, dbeta, what="beta.grad vs Σ dy")
     note = dim_note(_("x has {rows} rows here, so each sum runs over {rows} rows.").format(rows=rows))
-    return DemoOutput(
-        Group(table, note, check_line(ok, _("autograd = closed form for gamma and beta"))), graph=built.graph
-    )
+    return DemoOutput(Group(table, note, claim(ok, _("autograd = closed form for gamma and beta"))), graph=built.graph)
 
 
 @demo("ln_node_grads")
@@ -1130,14 +1306,14 @@ def ln_node_grads(p: LessonParams, nodes: tuple[str, ...] = ("xhat",)) -> DemoOu
     closed = _closed(built, p.eps)
     autograd_h, closed_h = _("autograd"), _("closed form")
     table = plain_table(_("node"), autograd_h, closed_h, right=(autograd_h, closed_h))
-    ok = True
+    checks = []
     for name in nodes:
         auto = node_values(built, name, "grad")
         cf = np.ravel(closed[name])
-        ok &= tol.close(auto, cf, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+        checks.append(agree(auto, cf, what=f"{name}: autograd vs closed form"))
         for k in range(len(auto)):
             table.add_row(built.graph.index_label(name, k), num(auto[k]), num(cf[k]))
-    return DemoOutput(Group(table, check_line(ok, _("autograd = closed form"))), graph=built.graph)
+    return DemoOutput(Group(table, claim(all_of(*checks), _("autograd = closed form"))), graph=built.graph)
 
 
 @demo("ln_dvar_dmean")
@@ -1159,10 +1335,13 @@ def ln_dvar_dmean(p: LessonParams) -> DemoOutput:
     table.add_row(_("mean.grad (autograd, total)"), num(mean.grad))
     table.add_row(_("−rstd · Σ dxhat (closed form)"), num(float(np.ravel(_closed(built, p.eps)["mean"])[0])))
     scale = max(abs(mean.grad), 1.0)
-    ok = abs(parts.get("var", 0.0)) <= 1e3 * np.finfo(float).eps * scale * n
-    rounding = _("the variance's share of mean.grad is rounding error: 0 in exact arithmetic")
     share = parts.get("var", 0.0)
-    answer = 0 if ok else (1 if share > 0 else 2)
+    bound = 1e3 * np.finfo(float).eps * scale * n  # rounding of n terms of mean.grad's size, with room
+    ok = at_most(abs(share), bound, "|mean.grad's share via the variance|")
+    rounding = _("the variance's share of mean.grad is rounding error: 0 in exact arithmetic")
+    what = "mean.grad's share via the variance"
+    evidence = (ok, above(share, bound, what), below(share, -bound, what))
+    answer = first_holding(evidence)
     why = _(
         "The engine's share of mean.grad via the variance is {share}, rounding error next to mean.grad = "
         "{grad}: dvar/dmean = −(2/n) Σ xshift, and values centered on their mean sum to zero."
@@ -1172,8 +1351,9 @@ def ln_dvar_dmean(p: LessonParams) -> DemoOutput:
         (_("nothing: it is 0"), _("a positive amount"), _("a negative amount")),
         answer,
         why,
+        evidence,
     )
-    return DemoOutput(Group(table, check_line(ok, rounding)), graph=built.graph, prediction=prediction)
+    return DemoOutput(Group(table, claim(ok, rounding)), graph=built.graph, prediction=prediction)
 
 
 @demo("ln_x_paths")
@@ -1194,16 +1374,21 @@ def ln_x_paths(p: LessonParams) -> DemoOutput:
         for k in PATHS:
             auto[k][i] = parts.get(k, 0.0)
         table.add_row(str(i), *[Text(num(auto[k][i]), style=PATH_STYLE[k]) for k in PATHS], num(node.grad))
-    ok = all(
-        tol.close(auto[k], ref, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
-        for k, ref in zip(PATHS, (direct, via_mean, via_var))
+    ok = all_of(
+        *(agree(auto[k], ref, what=f"{k} path vs dx_paths") for k, ref in zip(PATHS, (direct, via_mean, via_var)))
     )
-    total_ok = tol.close(auto["direct"] + auto["mean"] + auto["var"], node_values(built, "x", "grad"), 1e-12, 1e-14)
+    total_ok = agree(
+        auto["direct"] + auto["mean"] + auto["var"],
+        node_values(built, "x", "grad"),
+        1e-12,
+        1e-14,
+        "sum of paths vs x.grad",
+    )
     return DemoOutput(
         Group(
             table,
-            check_line(ok, _("each path matches its closed form in formulas.dx_paths")),
-            check_line(total_ok, _("the three paths add up to x.grad")),
+            claim(ok, _("each path matches its closed form in formulas.dx_paths")),
+            claim(total_ok, _("the three paths add up to x.grad")),
         ),
         graph=built.graph,
         graph_options={"paths": True, "path_input": 0},
@@ -1223,24 +1408,27 @@ def ln_paths_code(p: LessonParams) -> DemoOutput:
     # the traced contributions
     numpy_h, traced_h = _("these lines"), _("traced")
     table = plain_table(_("path into x[0]"), numpy_h, traced_h, right=(numpy_h, traced_h))
-    ok = True
+    checks = []
     for k, ref in zip(PATHS, closed):
         got = parts.get(k, 0.0)
-        ok &= tol.close(np.array(got), ref[0], tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+        checks.append(agree(got, ref[0], what=f"{k} path into x[0]: traced vs these lines"))
         table.add_row(Text(path_label(k), style=PATH_STYLE[k]), num(float(ref[0])), num(got))
     via_mean = np.ravel(closed[1])
-    same = bool(np.all(via_mean == via_mean[0]))
+    spread = float(np.max(via_mean) - np.min(via_mean))
+    what = "largest − smallest via-mean entry"
+    evidence = (at_most(spread, 0.0, what), above(spread, 0.0, what))
     why = _("via_mean is {value} for every x_i: the mean reaches each x_i through the same 1/n.").format(
         value=num(float(via_mean[0]))
     )
     prediction = Prediction(
         _("The via-mean path into x_i: is it the same number for every i?"),
         (_("yes, the same for every i"), _("no, it differs with i")),
-        0 if same else 1,
+        first_holding(evidence),
         why,
+        evidence,
     )
     return DemoOutput(
-        Group(code_of(formulas.dx_paths), table, check_line(ok, _("each path: these lines = the traced sum"))),
+        Group(code_of(formulas.dx_paths), table, claim(all_of(*checks), _("each path: these lines = the traced sum"))),
         graph=built.graph,
         graph_options={"paths": True, "path_input": 0},
         prediction=prediction,
@@ -1271,7 +1459,9 @@ def path_prediction(parts: dict[str, float], graph: NormGraph | None = None) -> 
 
     With the ``graph`` (after backward), ``why`` writes each path out as its factors, read off the nodes.
     """
-    answer = max(range(len(PATHS)), key=lambda k: abs(parts.get(PATHS[k], 0.0)))
+    sizes = tuple(abs(parts.get(k, 0.0)) for k in PATHS)
+    evidence = largest(sizes, PATHS, "size of the path into x[0]")
+    answer = first_holding(evidence)
     # Translators: one path's share, e.g. "via mean 1.627"
     shares = separated([_("{path} {share}").format(path=path_label(k), share=num(parts.get(k, 0.0))) for k in PATHS])
     why = _("For x[0]: {shares}.").format(shares=shares)
@@ -1300,6 +1490,7 @@ def path_prediction(parts: dict[str, float], graph: NormGraph | None = None) -> 
         (pgettext("choice", "direct"), _("via the mean"), _("via the variance")),
         answer,
         why,
+        evidence,
     )
 
 
@@ -1327,7 +1518,42 @@ def ln_simplified(p: LessonParams) -> DemoOutput:
     for i in range(p.dim):
         table.add_row(str(i), num(g[i]), num(m.xhat[i]), num(dx[i]), num(auto[i]))
     same = _("formula = autograd ({difference})").format(difference=difference(auto, dx))
-    return DemoOutput(Group(head, table, check_line(agree(auto, dx), same)), graph=built.graph)
+    return DemoOutput(
+        Group(head, table, claim(agree(auto, dx, what="autograd vs formula"), same)),
+        graph=built.graph,
+        prediction=_shift_g_prediction(g, m),
+    )
+
+
+SHIFT_G = 3.0  # added to every g_i in lesson 5's question on the simplified formula
+
+
+def _shift_g_prediction(g: np.ndarray, m: formulas.Moments) -> Prediction:
+    """Add the same number to every g_i: what happens to dx? Measured with the formula itself."""
+    rstd = float(m.rstd.ravel()[0])
+    moved = formulas.dx_simplified(g + SHIFT_G, m.xhat, m.rstd, (-1,)) - formulas.dx_simplified(
+        g, m.xhat, m.rstd, (-1,)
+    )
+    gap = float(np.max(np.abs(moved)))
+    size = rstd * (float(np.max(np.abs(g))) + SHIFT_G) * (1.0 + float(np.max(m.xhat**2)))
+    bound = tol.cancellation_atol(size, len(g))  # what rounding leaves of terms that cancel
+    evidence = (
+        at_most(gap, bound, "max |dx(g + c) − dx(g)|"),
+        close_to(moved, np.full_like(moved, rstd * SHIFT_G), 1e-6, 0.0, "dx(g + c) − dx(g) vs rstd·c"),
+        close_to(moved, np.full_like(moved, SHIFT_G), 1e-6, 0.0, "dx(g + c) − dx(g) vs c"),
+    )
+    why = _(
+        "dx moved by at most {gap}: rounding. The mean path subtracts mean(g), which took the {c} with it, "
+        "and mean(g·xhat) gains c·mean(xhat) = 0."
+    ).format(gap=err(gap), c=f"{SHIFT_G:g}")
+    c = f"{SHIFT_G:g}"
+    return Prediction(
+        _("Add {c} to every g_i. What happens to dx?").format(c=c),
+        (_("nothing"), _("every dx_i grows by rstd·{c}").format(c=c), _("every dx_i grows by {c}").format(c=c)),
+        first_holding(evidence),
+        why,
+        evidence,
+    )
 
 
 @demo("ln_check_table")
@@ -1335,6 +1561,9 @@ def ln_check_table(p: LessonParams, rows: int | None = None) -> DemoOutput:
     """The per-node three-way check (autograd, closed form, finite difference) on the lesson's numbers."""
     x, gamma, beta, dy = ln_problem(p, rows)
     report = check_norm("layernorm", x, gamma, beta, p.eps, dy)
+    for node in report.nodes:  # the table's ✓/✗ per node, with what decided it
+        agreeing = node.entry_ok if node.entry_ok is not None else np.array([node.passed])
+        mark(at_most(int(np.sum(~agreeing)), 0, f"{node.name}: entries where autograd, closed form and fd disagree"))
     built = build_ln(p, rows)
     backprop(built)
     return DemoOutput(check_table(report), graph=built.graph)
@@ -1378,9 +1607,9 @@ def forms_agree(p: LessonParams) -> DemoOutput:
     diffs = Table.grid(padding=(0, 1))
     diffs.add_column()
     diffs.add_column(justify="right")
-    ok = True
+    checks = []
     for name, f in forms.items():
-        ok &= agree(f, auto)
+        checks.append(agree(f, auto, what=f"{name} vs autograd"))
         absolute, value = shown_difference(f, auto)
         # Translators: {form} is the name of a form of dx (three-path, simplified, projection)
         largest = (
@@ -1389,7 +1618,14 @@ def forms_agree(p: LessonParams) -> DemoOutput:
             else _("{form} vs autograd, largest relative difference:")
         )
         diffs.add_row(cjk_text(largest.format(form=form_name(name))), value)
-    if tol.CLOSED_FORM_RTOL * float(np.max(np.abs(auto))) < tol.CLOSED_FORM_ATOL:
+    largest = float(np.max(np.abs(auto)))
+    if tol.CLOSED_FORM_RTOL * largest < tol.CLOSED_FORM_ATOL < largest:
+        # dx is small but not 0 (a large eps, for one): the absolute allowance is the larger of the two
+        text = _(
+            "all agree within {atol} absolute (tolerances.CLOSED_FORM_ATOL): autograd's dx is small here "
+            "(largest |dx_i| = {largest}), so the absolute allowance is the larger one"
+        ).format(atol=f"{tol.CLOSED_FORM_ATOL:.0e}", largest=err(largest))
+    elif tol.CLOSED_FORM_RTOL * largest < tol.CLOSED_FORM_ATOL:
         # dx is 0 up to rounding (d = 2 with eps = 0 makes y independent of x): a relative difference
         # would divide by about 0, so the verdict and the differences are absolute
         text = _(
@@ -1400,7 +1636,9 @@ def forms_agree(p: LessonParams) -> DemoOutput:
         text = _("all agree within {rtol} relative (tolerances.CLOSED_FORM_RTOL)").format(
             rtol=f"{tol.CLOSED_FORM_RTOL:.0e}"
         )
-    verdict = check_line(ok, text)
+    ok = all_of(*checks)
+    worst, what = max(c.measured for c in checks), "the largest form vs autograd difference ÷ tolerance"
+    verdict = claim(ok, text)
     if ok:
         why = _(
             "Each form agrees with autograd to float64 rounding (the lines under the table give the largest "
@@ -1411,8 +1649,9 @@ def forms_agree(p: LessonParams) -> DemoOutput:
     prediction = Prediction(
         _("Three formulas for dx, and autograd. How far apart will they be?"),
         (_("within rounding error"), _("visibly apart")),
-        0 if ok else 1,
+        0 if ok else 1,  # = first_holding of the evidence below
         why,
+        (at_most(worst, 1.0, what), above(worst, 1.0, what)),
     )
     return DemoOutput(Group(table, Text(""), diffs, verdict), graph=built.graph, prediction=prediction)
 
@@ -1438,14 +1677,16 @@ def three_path_terms(p: LessonParams) -> DemoOutput:
     table.add_column("−rstd·xhat·m2", justify="right")
     for i in range(n):
         table.add_row(str(i), num(via_mean[i]), num(mean_term[i]), num(via_var[i]), num(var_term[i]))
-    ok = agree(via_mean, mean_term) and agree(via_var, var_term)
-    direct_ok = agree(direct, rstd * g)
+    ok = agree(via_mean, mean_term, what="via mean vs −rstd·m1") & agree(
+        via_var, var_term, what="via var vs −rstd·xhat·m2"
+    )
+    direct_ok = agree(direct, rstd * g, what="direct vs rstd·g")
     return DemoOutput(
         Group(
             head,
             table,
-            check_line(direct_ok, _("and the direct path is rstd · g")),
-            check_line(ok, _("each path equals its rewritten shape, so their sum is the simplified form")),
+            claim(direct_ok, _("and the direct path is rstd · g")),
+            claim(ok, _("each path equals its rewritten shape, so their sum is the simplified form")),
         )
     )
 
@@ -1459,7 +1700,9 @@ def projection_form(p: LessonParams, part: int = 1) -> DemoOutput:
     m = formulas.moments(x, (-1,), p.eps)
     P = formulas.projection(m.xhat)
     if part == 1:
-        return DemoOutput(Group(_matrix_of(P), Text(""), *_projection_facts(x, P, m, p)))
+        # above 6 columns the numbers no longer fit 60 columns: the matrix is drawn as a heat map instead
+        shown = _matrix_of(P) if p.dim <= 6 else heat_map(P, title=_("P for d = {d}").format(d=p.dim))
+        return DemoOutput(Group(shown, Text(""), *_projection_facts(x, P, m, p)))
     g = formulas.dxhat(dy, gamma)
     rstd = float(m.rstd.ravel()[0])
     pg = P @ g
@@ -1472,8 +1715,9 @@ def projection_form(p: LessonParams, part: int = 1) -> DemoOutput:
     return DemoOutput(
         Group(
             steps,
-            check_line(
-                agree(dx, ref), _("equals the simplified form ({difference})").format(difference=difference(dx, ref))
+            claim(
+                agree(dx, ref, what="rstd·(g − P·g) vs simplified form"),
+                _("equals the simplified form ({difference})").format(difference=difference(dx, ref)),
             ),
         ),
         prediction=_sum_prediction(dx, g, rstd),
@@ -1496,10 +1740,10 @@ def _projection_facts(x: np.ndarray, P: np.ndarray, m: formulas.Moments, p: Less
     rank = int(np.linalg.matrix_rank(P))
     idempotent = float(np.abs(P0 @ P0 - P0).max())
     lines = [
-        check_line(float(np.abs(P - P.T).max()) <= rounding, _("P is symmetric")),
-        check_line(rank == 2, _("rank of P: {rank}").format(rank=rank)),
-        check_line(
-            idempotent <= rounding,
+        claim(at_most(float(np.abs(P - P.T).max()), rounding, "largest |P − Pᵀ|"), _("P is symmetric")),
+        claim(exactly(rank, 2, "rank of P"), _("rank of P: {rank}").format(rank=rank)),
+        claim(
+            at_most(idempotent, rounding, "at eps = 0, largest |P·P − P|"),
             _("at eps = 0, largest |P·P − P| = {error}: rounding").format(error=err(idempotent)),
         ),
     ]
@@ -1509,17 +1753,27 @@ def _projection_facts(x: np.ndarray, P: np.ndarray, m: formulas.Moments, p: Less
         off = _(
             "at eps = {eps}, largest |P·P − P| = {error}, exactly −(shrink/n)·xhat xhatᵀ with shrink = eps/(var + eps)"
         ).format(eps=f"{p.eps:g}", error=err(float(np.abs(P @ P - P).max())))
-        lines.append(check_line(tol.close(P @ P - P, predicted, tol.CLOSED_FORM_RTOL, rounding), off))
+        lines.append(
+            claim(agree(P @ P - P, predicted, tol.CLOSED_FORM_RTOL, rounding, "P·P − P vs −(shrink/n)·xhat xhatᵀ"), off)
+        )
     return lines
 
 
 def _sum_prediction(dx: np.ndarray, g: np.ndarray, rstd: float) -> Prediction:
     total = float(np.sum(dx))
     candidates = (0.0, rstd * float(np.sum(g)), float(np.sum(g)))
-    answer = nearest(total, candidates)
+    # "0, up to rounding": the rounding of rstd·Σ|g_i|; the other two by plain distance
+    zero = tol.cancellation_atol(rstd * float(np.sum(np.abs(g))), len(g))
+    near = closest(total, candidates, "Σ dx_i")
+    evidence = (
+        at_most(abs(total), zero, "|Σ dx_i|"),
+        above(abs(total), zero, "|Σ dx_i|") & near[1],
+        above(abs(total), zero, "|Σ dx_i|") & near[2],
+    )
+    answer = first_holding(evidence)
     why = _(
         "Σ dx_i = {total}. P·1 = 1 (xhat sums to 0) and P is symmetric, so 1·(P·g) = (P·1)·g = 1·g: "
         "g − P·g sums to 0, at any eps. (rstd · Σ g_i would have been {other}.)"
     ).format(total=err(total), other=num(candidates[1]))
     choices = (_("0, up to rounding"), "rstd · Σ g_i", "Σ g_i")
-    return Prediction(_("dx = rstd · (g − P·g): what do the dx_i add up to?"), choices, answer, why)
+    return Prediction(_("dx = rstd · (g − P·g): what do the dx_i add up to?"), choices, answer, why, evidence)

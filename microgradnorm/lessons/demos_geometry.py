@@ -25,9 +25,16 @@ from microgradnorm import formulas
 from microgradnorm.drawing.braille import PlanePicture
 from microgradnorm.drawing.figure import PALETTE, Figure
 from microgradnorm.i18n import N_, _
-from microgradnorm.lessons.claims import claim
 from microgradnorm.lessons.demo_tools import autograd_dx, fmt, random_dy, random_gamma, random_vector, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.lessons.verdicts import (
+    at_most,
+    claim,
+    close_to,
+    first_holding,
+    largest,
+    within,
+)
 
 # An orthonormal basis of the plane x + y + z = 0 (both rows are orthogonal to 1 and to each other).
 PLANE_BASIS = np.array([[1.0, -1.0, 0.0] / np.sqrt(2.0), [1.0, 1.0, -2.0] / np.sqrt(6.0)])
@@ -167,16 +174,15 @@ AXES_NOTE = "→ e1 = (1, −1, 0)/√2,  ↑ e2 = (1, 1, −2)/√6"
 
 def _checks(geo: PlaneGeometry, dx: np.ndarray) -> list[Text]:
     n_t = float(np.linalg.norm(geo.tangent))
-    on_circle = math.isclose(float(np.linalg.norm(geo.xhat)), math.sqrt(3.0), rel_tol=ORTHOGONAL_RTOL)
-    in_plane = abs(float(np.sum(geo.xhat))) <= ORTHOGONAL_RTOL * math.sqrt(3.0)
-    tangent = (
-        abs(_cosine(geo.tangent, geo.xhat)) <= ORTHOGONAL_RTOL
-        and abs(_cosine(geo.tangent, np.ones(3))) <= ORTHOGONAL_RTOL
+    on_circle = within(float(np.linalg.norm(geo.xhat)), math.sqrt(3.0), ORTHOGONAL_RTOL, "|xhat| vs √3")
+    in_plane = at_most(abs(float(np.sum(geo.xhat))), ORTHOGONAL_RTOL * math.sqrt(3.0), "|Σ xhat|")
+    tangent = at_most(abs(_cosine(geo.tangent, geo.xhat)), ORTHOGONAL_RTOL, "|cos(t, xhat)|") & at_most(
+        abs(_cosine(geo.tangent, np.ones(3))), ORTHOGONAL_RTOL, "|cos(t, 1)|"
     )
-    same = np.allclose(dx, geo.rstd * geo.tangent, rtol=1e-10, atol=1e-12 * max(n_t * geo.rstd, 1e-300))
+    same = close_to(dx, geo.rstd * geo.tangent, 1e-10, 1e-12 * max(n_t * geo.rstd, 1e-300), "dx vs rstd · t")
     return [
         claim(
-            on_circle and in_plane,
+            on_circle & in_plane,
             f"|xhat| = {fmt(float(np.linalg.norm(geo.xhat)), 6)} = √3, Σ xhat = {sci(float(np.sum(geo.xhat)), 1)}",
         ),
         claim(
@@ -185,7 +191,7 @@ def _checks(geo: PlaneGeometry, dx: np.ndarray) -> list[Text]:
                 along_xhat=sci(_cosine(geo.tangent, geo.xhat), 1), along_ones=sci(_cosine(geo.tangent, np.ones(3)), 1)
             ),
         ),
-        claim(bool(same), _("autograd's dx is rstd · t")),
+        claim(same, _("autograd's dx is rstd · t")),
     ]
 
 
@@ -198,7 +204,8 @@ def directions(geo: PlaneGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _direction_prediction(geo: PlaneGeometry) -> Prediction:
     parts = [float(geo.tangent @ u) for u in directions(geo)]
-    answer = int(np.argmax(np.abs(parts)))
+    evidence = largest(tuple(abs(v) for v in parts), ("along xhat", "along the circle", "along 1"), "|part of t|")
+    answer = first_holding(evidence)
     why = _(
         "t's parts: {radial} along xhat, {along_circle} along the circle, {out_of_plane} "
         "out of the plane: I − P removed the parts along xhat and along 1."
@@ -209,7 +216,7 @@ def _direction_prediction(geo: PlaneGeometry) -> Prediction:
         _("out of the plane, along 1"),
     )
     question = _("I − P acts on the gradient g = γ·dy. Seen from xhat, which way does t = (I − P)·g point?")
-    return Prediction(question, choices, answer, why)
+    return Prediction(question, choices, answer, why, evidence)
 
 
 @demo("layernorm_circle")

@@ -21,7 +21,6 @@ from microgradnorm.drawing.charts import HeatMapLegend, heat_map
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import cjk_text
 from microgradnorm.jacobian import autograd_jacobian, projection_report
-from microgradnorm.lessons.claims import claim
 from microgradnorm.lessons.demo_tools import (
     autograd_dx,
     engine_forward,
@@ -35,9 +34,21 @@ from microgradnorm.lessons.demo_tools import (
     sci,
 )
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.lessons.demos_core import nearest
+from microgradnorm.lessons.verdicts import (
+    Checks,
+    above,
+    all_of,
+    at_most,
+    below,
+    claim,
+    close_to,
+    closest,
+    exactly,
+    first_holding,
+    within,
+)
 from microgradnorm.registry import get_norm
-from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, close
+from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL
 
 # Above this size a matrix is drawn only as a heat map: its numbers no longer fit 60 columns.
 _MAX_NUMBER_COLUMNS = 6
@@ -105,15 +116,22 @@ def jacobian_rows(p: LessonParams, gamma: str = "random") -> DemoOutput:
     rounding = ROUNDING * p.dim * _cancelling_scale(x, g, p.eps)
     parts.append(
         claim(
-            worst <= rounding, _("every row sums to 0 up to rounding (largest |sum| {worst})").format(worst=sci(worst))
+            at_most(worst, rounding, "largest |row sum| of J"),
+            _("every row sums to 0 up to rounding (largest |sum| {worst})").format(worst=sci(worst)),
         )
     )
     why = _("The largest |row sum| is {worst}, rounding: the rows of this J add up to 0.").format(worst=sci(worst))
+    row0 = float(j.sum(axis=1)[0])
+    near = closest(row0, (0.0, 1.0, float(g[0]) if g is not None else 1.0), "row 0's sum")
+    zero = at_most(worst, rounding, "largest |row sum| of J")
+    not_zero = above(worst, rounding, "largest |row sum| of J")
+    evidence = (zero, not_zero & near[1], not_zero & near[2])
     prediction = Prediction(
         _("Each row of J is how y_i reacts to every x_j. What will a row add up to?"),
         ("0", "1", _("gamma_i, the row's scale")),
-        0 if worst <= rounding else nearest(float(j.sum(axis=1)[0]), (0.0, 1.0, float(g[0]) if g is not None else 1.0)),
+        first_holding(evidence),
         why,
+        evidence,
     )
     return DemoOutput(Group(*parts), graph=graph, prediction=prediction)
 
@@ -127,7 +145,7 @@ def jacobian_heatmap(p: LessonParams, gamma: str = "random") -> DemoOutput:
     j_closed = formulas.layer_norm_jacobian(m.xhat, float(m.rstd[0]), g)
     scale = float(np.max(np.abs(j_auto))) or 1.0  # d = 2 at eps = 0: J is exactly 0, drawn all at 0
     err = float(np.max(np.abs(j_auto - j_closed)))
-    ok = close(j_auto, j_closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL)
+    ok = close_to(j_auto, j_closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "J: autograd vs closed form")
     maps = Columns(  # side by side where they fit, one above the other where they do not
         [
             heat_map(j_auto, title=pgettext("heat map title", "autograd"), scale=scale, legend=False),
@@ -168,15 +186,17 @@ def _shape_claims(j: np.ndarray, xhat: np.ndarray, gamma: np.ndarray | None, rst
     asym = float(np.max(np.abs(j - j.T)))
     lines = [
         claim(
-            rank == expected,
+            exactly(rank, expected, "rank of J vs rank of I − P"),
             _("rank of J: {rank} of {d}, as I − P (cut at {tol})").format(rank=rank, d=d, tol=sci(tolerance)),
         )
     ]
     if asym > tolerance:
         text = _("J ≠ Jᵀ: max |J − Jᵀ| = {asym} (gamma scales rows, not columns)")
+        fact = above(asym, tolerance, "max |J − Jᵀ|")
     else:
         text = _("J = Jᵀ here, up to rounding: max |J − Jᵀ| = {asym}")
-    lines.append(claim(True, text.format(asym=sci(asym))))
+        fact = at_most(asym, tolerance, "max |J − Jᵀ|")
+    lines.append(claim(fact, text.format(asym=sci(asym))))
     return lines
 
 
@@ -193,25 +213,28 @@ def projection_facts(p: LessonParams, eps: float = 0.0) -> DemoOutput:
     idempotent = sci(r.idempotent_error)
     lines = [
         (
-            r.symmetric_error <= rounding,
+            at_most(r.symmetric_error, rounding, "max |P − Pᵀ|"),
             _("P is symmetric: max |P − Pᵀ| = {error}").format(error=sci(r.symmetric_error)),
         ),
         (
-            r.idempotent_error <= rounding
+            at_most(r.idempotent_error, rounding, "max |P·P − P|")
             if exact
-            else math.isclose(r.idempotent_error, r.idempotent_predicted, rel_tol=1e-6),
+            else within(r.idempotent_error, r.idempotent_predicted, 1e-6, "max |P·P − P| vs eps's prediction"),
             _("max |P @ P − P| = {error}: rounding").format(error=idempotent)
             if exact
             else _("max |P @ P − P| = {error}, eps predicts {predicted}").format(
                 error=idempotent, predicted=sci(r.idempotent_predicted)
             ),
         ),
-        (r.rank == 2, _("rank {rank}; singular values {values}").format(rank=r.rank, values=svs)),
+        (exactly(r.rank, 2, "rank of P"), _("rank {rank}; singular values {values}").format(rank=r.rank, values=svs)),
         (
-            math.isclose(r.xhat_norm_sq, r.d * r.var / (r.var + eps), rel_tol=1e-12),
+            within(r.xhat_norm_sq, r.d * r.var / (r.var + eps), 1e-12, "|xhat|² vs d·var/(var + eps)"),
             f"|xhat|² / d = {fmt(r.xhat_norm_sq / r.d, 8)}" + ("" if exact else " = var/(var + eps)"),
         ),
-        (abs(float(np.sum(m.xhat))) <= rounding * math.sqrt(r.d), f"1 · xhat = {sci(float(np.sum(m.xhat)))}"),
+        (
+            at_most(abs(float(np.sum(m.xhat))), rounding * math.sqrt(r.d), "|1 · xhat|"),
+            f"1 · xhat = {sci(float(np.sum(m.xhat)))}",
+        ),
     ]
     title = _("P for d = {d}, eps = {eps}: the part of a gradient LayerNorm removes").format(d=r.d, eps=f"{eps:g}")
     return DemoOutput(Group(*_d2_note(p.dim), heat_map(pm, title=title), *[claim(ok, text) for ok, text in lines]))
@@ -242,6 +265,7 @@ def _orthogonal_column(x: np.ndarray, g: np.ndarray, dy: np.ndarray, eps: float)
         "mean": math.nan if zero else ratio(float(np.sum(dx)), n * math.sqrt(d)),
         "radial": math.nan if zero else ratio(float(m.xhat @ dx), n * nh),
         "removed": float(np.linalg.norm(formulas.projection(m.xhat) @ gx)),
+        "signal": float(np.linalg.norm(gx)),
         "before mean": ratio(float(np.sum(gx)), float(np.linalg.norm(gx)) * math.sqrt(d)),
         "before radial": ratio(float(m.xhat @ gx), float(np.linalg.norm(gx)) * nh),
     }
@@ -257,6 +281,7 @@ def gradient_orthogonal(p: LessonParams) -> DemoOutput:
     labels = [
         (_("cos(γ·dy, 1), before"), "before mean"),
         (_("cos(γ·dy, xhat), before"), "before radial"),
+        (_("|γ·dy|, the whole signal"), "signal"),
         (_("|P (γ·dy)|, the part removed"), "removed"),
         (_("cos(dx, 1), after"), "mean"),
         (_("cos(dx, xhat), after"), "radial"),
@@ -266,14 +291,24 @@ def gradient_orthogonal(p: LessonParams) -> DemoOutput:
     header = _("autograd dx, random dy")
     table = number_table([header, *[f"eps = {e:g}" for e in epsilons]], rows, caption=caption)
     checks = [
-        (all(abs(c["sum"]) <= c["rounding"] for c in cols), _("no part along 1 after, at each eps shown")),
-        (abs(cols[-1]["dot"]) <= cols[-1]["rounding"], _("no part along xhat after, at eps = 0")),
+        (
+            all_of(*(at_most(abs(c["sum"]), c["rounding"], "|Σ dx_i|") for c in cols)),
+            _("no part along 1 after, at each eps shown"),
+        ),
+        (
+            at_most(abs(cols[-1]["dot"]), cols[-1]["rounding"], "|xhat · dx| at eps = 0"),
+            _("no part along xhat after, at eps = 0"),
+        ),
     ]
     if p.eps > 0:
         c = cols[0]
         checks.append(
             (
-                abs(c["dot"] - c["dot predicted"]) <= 1e-6 * abs(c["dot predicted"]) + c["rounding"],
+                at_most(
+                    abs(c["dot"] - c["dot predicted"]),
+                    1e-6 * abs(c["dot predicted"]) + c["rounding"],
+                    "|xhat · dx − eps's prediction|",
+                ),
                 _("at eps = {eps}, the radial part is what eps predicts ({radial})").format(
                     eps=f"{p.eps:g}", radial=sci(c["radial"])
                 ),
@@ -305,10 +340,8 @@ def _scale_row(x: np.ndarray, g: np.ndarray, dy: np.ndarray, eps: float, c: floa
         "flipped": float(np.max(np.abs(yc + y))),
         # a ratio of two gradients that are 0 up to rounding (d = 2 at eps = 0) is noise: none is shown
         "ratio": float(np.linalg.norm(dxc)) * abs(c) / base if base > rounding else math.nan,
-        "ok": bool(
-            close(yc, y_pred, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL)
-            and close(dxc, dx_pred, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL * max(1.0, abs(1 / c)))
-        ),
+        "ok": close_to(yc, y_pred, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, f"c = {c:g}: LN(cx) vs LN_eps/c²(x)")
+        & close_to(dxc, dx_pred, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL * max(1.0, abs(1 / c)), f"c = {c:g}: dx at cx"),
     }
 
 
@@ -333,7 +366,7 @@ def scale_invariance(p: LessonParams, scales: tuple[float, ...] = (0.01, 0.5, 2.
             "grad ratio = |c|·|dx at cx| / |dx at x| (1 means dx shrinks like 1/c)"
         ),
     )
-    ok = all(r["ok"] for r in runs.values())
+    ok = all_of(*(r["ok"] for r in runs.values()))
     check = claim(ok, _("every gap from same/flipped and from ratio 1 is eps's: LN of c·x is LN of x with eps/c²"))
     return DemoOutput(Group(*_d2_note(p.dim), table, check), prediction=_scale_prediction(runs, p.dim))
 
@@ -347,11 +380,14 @@ def _scale_prediction(runs: dict[float, dict[str, float]], dim: int) -> Predicti
     r = runs[c]
     factor = r["ratio"] / c  # |dx at cx| / |dx at x|
     targets = (c, 1.0, 1.0 / c)
-    if factor != factor:  # NaN: dx is 0 up to rounding at x, at every scale
-        answer = 1
-    else:
-        fits = [k for k, t in enumerate(targets) if abs(factor / t - 1.0) <= SCALE_ANSWER_RTOL]
-        answer = fits[0] if fits else 3
+    what = "|dx at cx| ÷ |dx at x|: |factor ÷ {t} − 1|"
+    # NaN: dx is 0 up to rounding at x, at every scale; 0 stays 0, which is "the same"
+    off = [abs(factor / t - 1.0) if factor == factor else (0.0 if t == 1.0 else math.inf) for t in targets]
+    evidence = (
+        *(at_most(o, SCALE_ANSWER_RTOL, what.format(t=f"{t:g}")) for o, t in zip(off, targets)),
+        above(min(off), SCALE_ANSWER_RTOL, "the nearest named factor's miss"),
+    )
+    answer = first_holding(evidence)
     if factor != factor:
         why = _("At d = 2 and eps = 0, dx is 0 whatever the scale of x (see the note above the table): 0 stays 0.")
     elif answer == 2:
@@ -376,10 +412,12 @@ def _scale_prediction(runs: dict[float, dict[str, float]], dim: int) -> Predicti
         _("it shrinks to 1/{c} of its size").format(c=times),
         _("it changes by some other factor"),
     )
-    return Prediction(_("Multiply x by {c}. What happens to the size of dx?").format(c=times), choices, answer, why)
+    return Prediction(
+        _("Multiply x by {c}. What happens to the size of dx?").format(c=times), choices, answer, why, evidence
+    )
 
 
-def _eps_row(x: np.ndarray, dy: np.ndarray, eps: float, var: float) -> tuple[list[str], bool, bool]:
+def _eps_row(x: np.ndarray, dy: np.ndarray, eps: float, var: float) -> tuple[list[str], Checks, bool]:
     """One row of :func:`eps_effect`: the measurements at ``eps``, whether they match the algebra, whether dx is 0."""
     r = projection_report(x, None, eps, dy=dy, c=3.0)
     # rounding in xhat · dx is judged against the terms that cancel in dx (rstd · dy and its parts)
@@ -390,11 +428,15 @@ def _eps_row(x: np.ndarray, dy: np.ndarray, eps: float, var: float) -> tuple[lis
     radial = math.nan if dx_zero else ratio(r.xhat_dot_dx, scale_dx)
     predicted = 0.0 if dx_zero else ratio(r.xhat_dot_dx_predicted, scale_dx)
     gap = abs(r.xhat_dot_dx - r.xhat_dot_dx_predicted)
-    ok = gap <= 1e-6 * abs(r.xhat_dot_dx_predicted) + rounding * cancelling
-    ok &= abs(r.idempotent_error - r.idempotent_predicted) <= 1e-6 * r.idempotent_predicted + rounding
+    ok = at_most(gap, 1e-6 * abs(r.xhat_dot_dx_predicted) + rounding * cancelling, f"eps {eps:g}: |radial − predicted|")
+    ok &= at_most(
+        abs(r.idempotent_error - r.idempotent_predicted),
+        1e-6 * r.idempotent_predicted + rounding,
+        f"eps {eps:g}: |P²−P − predicted|",
+    )
     row = [f"{eps:g}", sci(eps / (var + eps), 1), sci(r.idempotent_error, 1)]
     row += [sci(radial, 1), sci(predicted, 1), sci(r.scale_error, 1)]
-    return row, bool(ok), bool(dx_zero)
+    return row, ok, bool(dx_zero)
 
 
 def _eps_note(any_zero: bool) -> str:
@@ -427,7 +469,7 @@ def eps_effect(
     var = float(formulas.moments(x, (0,), 0.0).var[0])
     dy = random_dy(p.seed, p.dim)
     measured = [_eps_row(x, dy, float(e), var) for e in eps_values]
-    ok = all(row_ok for _row, row_ok, _zero in measured)
+    ok = all_of(*(row_ok for _row, row_ok, _zero in measured))
     headers = [
         "eps",
         "shrink",  # a quantity the lesson names in its formulas: kept as written, like eps
@@ -455,11 +497,14 @@ def _shrink_prediction(var: float, scale: float, eps: float = 1e-3) -> Predictio
     """shrink = eps / (var + eps) for x scaled by ``scale`` (var is already the scaled one) against unscaled."""
     before = eps / (var / scale**2 + eps)
     after = eps / (var + eps)
-    answer = 0 if after > before * (1 + 1e-9) else (2 if after < before * (1 - 1e-9) else 1)
+    what = "shrink after ÷ shrink before"
+    change = after / before
+    evidence = (above(change, 1 + 1e-9, what), within(change, 1.0, 1e-9, what), below(change, 1 - 1e-9, what))
+    answer = first_holding(evidence)
     why = _("At eps = {eps}: shrink = eps / (var + eps) went from {before} to {after}; eps stayed, var moved.").format(
         eps=f"{eps:g}", before=fmt(before, 3), after=fmt(after, 3)
     )
     question = _("Scale x by {scale} and keep eps = {eps}. What does shrink do?").format(
         scale=f"{scale:g}", eps=f"{eps:g}"
     )
-    return Prediction(question, (_("it grows"), _("it stays the same"), _("it falls")), answer, why)
+    return Prediction(question, (_("it grows"), _("it stays the same"), _("it falls")), answer, why, evidence)

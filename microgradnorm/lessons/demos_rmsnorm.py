@@ -21,10 +21,11 @@ from rich.text import Text
 
 from microgradnorm import formulas
 from microgradnorm.drawing.charts import heat_map
+from microgradnorm.engine import topological_order
 from microgradnorm.i18n import N_, _, pgettext
 from microgradnorm.i18n.text import cjk_text, separated
 from microgradnorm.jacobian import autograd_jacobian
-from microgradnorm.lessons.claims import cancels, claims, maxabs
+from microgradnorm.lessons.claims import maxabs
 from microgradnorm.lessons.demo_tools import (
     autograd_dx,
     engine_forward,
@@ -37,7 +38,9 @@ from microgradnorm.lessons.demo_tools import (
     sci,
 )
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, close
+from microgradnorm.lessons.verdicts import above, cancels, claims, close_to, exactly, first_holding, within
+from microgradnorm.registry import get_norm
+from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL
 
 
 def _vector(p: LessonParams) -> np.ndarray:
@@ -65,15 +68,16 @@ def rms_vs_ln_forward(p: LessonParams) -> Group:
         claims(
             [
                 (
-                    cancels(ln.sum(), np.abs(ln).sum()) and np.sign(rms.mean()) == np.sign(x.mean()),
+                    cancels(ln.sum(), np.abs(ln).sum(), "Σ LN(x)")
+                    & above(float(rms.mean() * x.mean()), 0.0, "mean of RMS(x) × mean of x (same sign)"),
                     _("LN(x) has mean 0; RMS(x) keeps the sign of x's mean"),
                 ),
                 (
-                    close(root[2], np.sqrt(ms / (ms + p.eps)), CLOSED_FORM_RTOL, 0.0),
+                    within(root[2], float(np.sqrt(ms / (ms + p.eps))), CLOSED_FORM_RTOL, "root mean square of RMS(x)"),
                     _("RMS(x) has root mean square sqrt(mean(x²)/(mean(x²) + eps)), 1 up to eps"),
                 ),
                 (
-                    close(rms_c, ln, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL),
+                    close_to(rms_c, ln, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "RMS(x − mean(x)) vs LN(x)"),
                     _("RMS(x − mean(x)) = LN(x): max |diff| {value}").format(value=maxabs(rms_c - ln)),
                 ),
             ]
@@ -83,7 +87,7 @@ def rms_vs_ln_forward(p: LessonParams) -> Group:
 
 def _sum_prediction(dx_rms: np.ndarray, dx_ln: np.ndarray) -> Prediction:
     """LayerNorm's dx sums to zero; does RMSNorm's? The answer the two gradients give."""
-    zero = cancels(dx_rms.sum(), np.abs(dx_rms).sum())
+    zero = cancels(dx_rms.sum(), np.abs(dx_rms).sum(), "RMSNorm's Σ dx_i")
     sums = {"ln": sci(float(dx_ln.sum())), "rms": sci(float(dx_rms.sum()))}
     if zero:
         why = _(
@@ -101,6 +105,7 @@ def _sum_prediction(dx_rms: np.ndarray, dx_ln: np.ndarray) -> Prediction:
         (_("sums to zero too"), _("does not sum to zero")),
         0 if zero else 1,
         why,
+        (zero, ~zero),
     )
 
 
@@ -132,13 +137,13 @@ def rms_gradient(p: LessonParams, eps: float | None = None) -> DemoOutput:
             claims(
                 [
                     (
-                        close(dx_r, closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL),
+                        close_to(dx_r, closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "RMSNorm dx vs closed form"),
                         _("RMSNorm dx = rrms·(g − xhat·mean(g·xhat)): max error {error}").format(
                             error=maxabs(dx_r - closed)
                         ),
                     ),
                     (
-                        cancels(m.xhat @ dx_r - radial, terms),
+                        cancels(m.xhat @ dx_r - radial, terms, "xhat · dx − eps's prediction"),
                         _("xhat · dx is rrms·(g·xhat)·eps/(mean(x²) + eps): zero at eps = 0"),
                     ),
                 ]
@@ -170,15 +175,16 @@ def rms_jacobian_heatmap(p: LessonParams) -> DemoOutput:
     stretch = (np.linalg.norm(j_rms @ x), np.linalg.norm(j_ln @ x))
     size = np.abs(j_rms).sum() * np.abs(x).max()
     shift = (float(np.linalg.norm(j_rms @ ones)), float(np.linalg.norm(j_ln @ ones)))
-    moved = not cancels(j_rms @ ones, np.abs(j_rms).sum())
+    still = cancels(j_rms @ ones, np.abs(j_rms).sum(), "RMSNorm's J·1")
     why = _("|J·1| = {rms} (RMS), {ln} (LN): with no mean subtracted, nothing cancels the shift.").format(
         rms=sci(shift[0]), ln=sci(shift[1])
     )
     prediction = Prediction(
         _("Shift every input of RMSNorm by the same small amount. Does its output move?"),
         (_("no, just as LayerNorm's does not"), _("yes, it moves")),
-        1 if moved else 0,
+        first_holding((still, ~still)),
         why,
+        (still, ~still),
     )
     return DemoOutput(
         Group(
@@ -186,19 +192,24 @@ def rms_jacobian_heatmap(p: LessonParams) -> DemoOutput:
             heat_map(j_ln, title=_("LayerNorm dy/dx (autograd), same scale"), scale=scale),
             claims(
                 [
-                    (close(j_rms, closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL), "RMSNorm J = (1/rms)(I − xhat xhatᵀ/d)"),
                     (
-                        rank_rms == 1 and rank_ln == 2,
+                        close_to(j_rms, closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "RMSNorm J vs closed form"),
+                        "RMSNorm J = (1/rms)(I − xhat xhatᵀ/d)",
+                    ),
+                    (
+                        exactly(rank_rms, 1, "rank of what RMSNorm removes")
+                        & exactly(rank_ln, 2, "rank of what LN removes"),
                         _("what each removes has rank {rms} (RMS) and {ln} (LN)").format(rms=rank_rms, ln=rank_ln),
                     ),
                     (
-                        cancels(j_ln @ ones, np.abs(j_ln).sum()) and not cancels(j_rms @ ones, np.abs(j_rms).sum()),
+                        cancels(j_ln @ ones, np.abs(j_ln).sum(), "LayerNorm's J·1") & ~still,
                         _("a shift of all inputs: |J·1| = {rms} (RMS), {ln} (LN)").format(
                             rms=sci(float(np.linalg.norm(j_rms @ ones))), ln=sci(float(np.linalg.norm(j_ln @ ones)))
                         ),
                     ),
                     (
-                        cancels(stretch[0] - stretch_rms, size) and cancels(stretch[1] - stretch_ln, size),
+                        cancels(stretch[0] - stretch_rms, size, "|J·x| − eps's prediction (RMS)")
+                        & cancels(stretch[1] - stretch_ln, size, "|J·x| − eps's prediction (LN)"),
                         _("a stretch of x: |J·x| = {rms} (RMS), {ln} (LN), what eps leaves").format(
                             rms=sci(float(stretch[0])), ln=sci(float(stretch[1]))
                         ),
@@ -208,6 +219,40 @@ def rms_jacobian_heatmap(p: LessonParams) -> DemoOutput:
         ),
         prediction=prediction,
     )
+
+
+# ---- the work per row: reductions, counted in the graphs ------------------------------------------
+
+
+def row_reductions(norm: str, x: np.ndarray, eps: float) -> int:
+    """How many nodes of ``norm``'s forward graph on one row add up the whole row (a sum over its d values)."""
+    graph = get_norm(norm).build_graph(x.tolist(), None, None, eps)
+    return sum(1 for v in topological_order(graph.roots()) if v.op == "sum" and len(v.children) == len(x))
+
+
+@demo("row_reductions")
+def row_reductions_demo(p: LessonParams) -> DemoOutput:
+    """The sums over a whole row in LayerNorm's and RMSNorm's forward graphs, counted node by node."""
+    x = _vector(p)
+    counts = {norm: row_reductions(norm, x, p.eps) for norm in ("layernorm", "rmsnorm")}
+    table = number_table(
+        [pgettext("demo table header", "norm"), _("sums over the row")],
+        [["LayerNorm", str(counts["layernorm"])], ["RMSNorm", str(counts["rmsnorm"])]],
+    )
+    evidence = tuple(exactly(counts["rmsnorm"], k, "row sums in RMSNorm's forward graph") for k in (0, 1, 2))
+    why = _(
+        "Counted in the forward graphs: RMSNorm {rms}, LayerNorm {ln} (the mean, then the centered squares)."
+    ).format(rms=counts["rmsnorm"], ln=counts["layernorm"])
+    prediction = Prediction(
+        _("LayerNorm's forward graph adds up the whole row {ln} times. How many times does RMSNorm's?").format(
+            ln=counts["layernorm"]
+        ),
+        ("0", "1", "2"),
+        first_holding(evidence),
+        why,
+        evidence,
+    )
+    return DemoOutput(table, prediction=prediction)
 
 
 # ---- timing: the same two norms on several implementations -------------------------------------

@@ -27,15 +27,29 @@ from microgradnorm.drawing.figure import line_chart_svg
 from microgradnorm.engine import Value
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import cjk_text, separated
-from microgradnorm.lessons.claims import claim
 from microgradnorm.lessons.demo_tools import engine_forward, fmt, matrix_table, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.lessons.demos_core import nearest_factor
+from microgradnorm.lessons.verdicts import (
+    Check,
+    Checks,
+    above,
+    all_of,
+    at_least,
+    at_most,
+    below,
+    claim,
+    close_to,
+    exactly,
+    first_holding,
+    nearest,
+    within,
+)
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_RTOL, cancellation_atol
 
 # the running example: a distance-like feature and a ratio-like feature
 X1, X2 = 10000.0, 0.1
+SHOWN = 6  # the most rows and columns step 1 prints of a batch (6 signed 3-digit columns fit 60 columns)
 
 
 def shown(problem: str) -> str:
@@ -56,11 +70,15 @@ def _standardized(x: np.ndarray, axis: int, eps: float) -> np.ndarray:
     return formulas.moments(x, (axis,), eps).xhat
 
 
-def _is_standardized(m: np.ndarray, raw: np.ndarray, axis: int, eps: float) -> bool:
+def _is_standardized(m: np.ndarray, raw: np.ndarray, axis: int, eps: float) -> Checks:
     """Mean 0 and spread √(var/(var + eps)) along ``axis``, the var being the raw numbers'."""
     var = np.var(raw, axis=axis)
-    centered = np.allclose(np.mean(m, axis=axis), 0.0, atol=1e-12)
-    return bool(centered and np.allclose(np.std(m, axis=axis), np.sqrt(var / (var + eps)), rtol=1e-12, atol=0))
+    size = float(np.max(np.abs(m)))
+    centered = at_most(
+        float(np.max(np.abs(np.mean(m, axis=axis)))), cancellation_atol(size, m.shape[axis]), "largest |mean|"
+    )
+    spread = close_to(np.std(m, axis=axis), np.sqrt(var / (var + eps)), 1e-12, 0.0, "spread vs √(var/(var + eps))")
+    return centered & spread
 
 
 def _spread_line(m: np.ndarray, axis: int, eps: float, which: str) -> str:
@@ -76,8 +94,14 @@ def _spread_line(m: np.ndarray, axis: int, eps: float, which: str) -> str:
 
 
 @demo("standardize_both_ways")
-def standardize_both_ways(p: LessonParams, examples: int = 3, features: int = 4) -> DemoOutput:
-    """A small batch standardized per feature (down each column) and per example (along each row)."""
+def standardize_both_ways(p: LessonParams, examples: int | None = None, features: int | None = None) -> DemoOutput:
+    """A small batch standardized per feature (down each column) and per example (along each row).
+
+    Its shape is [--batch, --dim] (3 rows when the lesson runs without a batch); a table wider than
+    the screen shows its first columns and says how many it leaves out.
+    """
+    examples = examples if examples is not None else (p.batch or 3)
+    features = features if features is not None else p.dim
     x = np.round(rng_for(p.seed, 36).normal(5.0, 3.0, size=(examples, features)), 1)
     if np.ptp(x, axis=0).min() == 0 or np.ptp(x, axis=1).min() == 0:  # a constant column or row has no spread
         x += 0.1 * np.arange(x.size).reshape(x.shape) ** 2
@@ -93,7 +117,19 @@ def standardize_both_ways(p: LessonParams, examples: int = 3, features: int = 4)
         (_("each feature, down its column (as BatchNorm does)"), per_feature),
         (_("each example, along its row (as LayerNorm does)"), per_example),
     ):
-        parts.append(matrix_table(m, title=title, digits=3))
+        parts.append(matrix_table(m[:SHOWN, :SHOWN], title=title, digits=3))
+    if examples > SHOWN or features > SHOWN:
+        shown = _(
+            "(the first {rows} of {examples} rows and {columns} of {features} columns shown; the lines below cover all)"
+        )
+        parts.append(
+            cjk_text(
+                shown.format(
+                    rows=min(examples, SHOWN), examples=examples, columns=min(features, SHOWN), features=features
+                ),
+                style="dim",
+            )
+        )
     columns = _spread_line(per_feature, 0, p.eps, _("each column"))
     rows = _spread_line(per_example, 1, p.eps, _("each row"))
     parts += [
@@ -101,15 +137,20 @@ def standardize_both_ways(p: LessonParams, examples: int = 3, features: int = 4)
         claim(_is_standardized(per_example, x, 1, p.eps), rows),
     ]
     row_means = np.abs(per_feature.mean(axis=1))
-    centered = bool(np.all(row_means <= cancellation_atol(float(np.max(np.abs(per_feature))), features)))
+    zero = cancellation_atol(float(np.max(np.abs(per_feature))), features)
+    evidence = (
+        at_most(float(row_means.max()), zero, "largest |row mean| after standardizing columns"),
+        above(float(row_means.max()), zero, "largest |row mean| after standardizing columns"),
+    )
     why = _("Row means reach {largest} here: centering columns says nothing about rows.").format(
         largest=fmt(float(row_means.max()), 3)
     )
     prediction = Prediction(
         _("Standardize each column. Does each row get mean 0 too?"),
         (_("yes, every row too"), _("no, not in general")),
-        0 if centered else 1,
+        first_holding(evidence),
         why,
+        evidence,
     )
     return DemoOutput(Group(*parts), prediction=prediction)
 
@@ -176,7 +217,7 @@ def descend(features: np.ndarray, targets: np.ndarray, steps: int, tol: float = 
     return {"gaps": gaps, "converged": converged, "condition": float(eig[-1] / eig[0]), "lr": lr}
 
 
-def _one_example() -> tuple[list[list[str]], bool, Value]:
+def _one_example() -> tuple[list[list[str]], Check, Value]:
     """One example through the engine: dL/dw1 and dL/dw2 are dL/dy times x1 and x2 (rows, ratio check, loss)."""
     w1, w2 = Value(1e-4, label="w1"), Value(1.0, label="w2")
     x1, x2 = Value(X1, label="x1"), Value(X2, label="x2")
@@ -191,7 +232,7 @@ def _one_example() -> tuple[list[list[str]], bool, Value]:
         ["dL/dw2 = dL/dy · x2", fmt(w2.grad, 4)],
         [_("ratio dL/dw1 ÷ dL/dw2"), fmt(w1.grad / w2.grad, 4)],
     ]
-    return rows, math.isclose(w1.grad / w2.grad, X1 / X2, rel_tol=CLOSED_FORM_RTOL), loss
+    return rows, within(w1.grad / w2.grad, X1 / X2, CLOSED_FORM_RTOL, "dL/dw1 ÷ dL/dw2 vs x1 ÷ x2"), loss
 
 
 def _dataset_gradients(prob: LinearProblem) -> dict[str, tuple[float, float]]:
@@ -235,7 +276,7 @@ def landscape_gradients(p: LessonParams) -> DemoOutput:
                     "plus a bias b (standardizing removes the features' means)."
                 ),
             ),
-            claim(ratios["standardized"] < ratios["raw"], differ),
+            claim(below(ratios["standardized"], ratios["raw"], "gradient ratio, standardized vs raw"), differ),
         ),
         graph=loss,
     )
@@ -257,16 +298,17 @@ def landscape_grid(feats: np.ndarray, targets: np.ndarray, span: float, size: in
 
 
 @demo("loss_landscape")
-def loss_landscape(p: LessonParams, size: int = 7) -> Group:
+def loss_landscape(p: LessonParams, size: int = 7) -> DemoOutput:
     """The loss over a grid of (w1, w2) around the optimum, raw and normalized, as heat maps."""
     if not isinstance(size, int) or not 3 <= size <= 21 or size % 2 == 0:
         raise ValueError(_("size: expected an odd integer from 3 to 21, got {size!r}").format(size=size))
     prob = linear_problem(p.seed)
     parts: list[Text | HeatMap] = []
-    lopsided = {}
+    lopsided, costs = {}, {}
     for name, feats, span in (("raw", prob.raw, 1e-3), ("standardized", prob.normalized, 1.0)):
         grid = landscape_grid(feats, prob.targets, span, size)
         along_w1, along_w2 = grid[size // 2, -1], grid[0, size // 2]
+        costs[name] = (float(along_w1), float(along_w2))
         lopsided[name] = max(along_w1, along_w2) / min(along_w1, along_w2)
         title = _("{name}: L − L*, w1 across and w2 down, ±{span} around the best").format(
             name=shown(name), span=f"{span:g}"
@@ -278,8 +320,35 @@ def loss_landscape(p: LessonParams, size: int = 7) -> Group:
     lopsided_line = _("raw, one direction costs {raw} times the other; standardized, {standardized} times").format(
         raw=sci(lopsided["raw"], 1), standardized=fmt(lopsided["standardized"], 3)
     )
-    parts.append(claim(lopsided["standardized"] < lopsided["raw"], lopsided_line))
-    return Group(*parts)
+    parts.append(
+        claim(below(lopsided["standardized"], lopsided["raw"], "lopsidedness, standardized vs raw"), lopsided_line)
+    )
+    return DemoOutput(Group(*parts), prediction=_steeper_prediction(*costs["raw"]))
+
+
+# "about the same": the two costs within a factor of 2 of each other
+SAME_COST = 2.0
+
+
+def _steeper_prediction(along_w1: float, along_w2: float) -> Prediction:
+    """Raw features, the same step along w1 and along w2: which costs more loss, read off the grid."""
+    ratio = along_w1 / along_w2 if along_w2 > 0 else math.inf
+    what = "raw: loss of a step along w1 ÷ along w2"
+    evidence = (
+        above(ratio, SAME_COST, what),
+        below(ratio, 1 / SAME_COST, what),
+        at_least(ratio, 1 / SAME_COST, what) & at_most(ratio, SAME_COST, what),
+    )
+    why = _("The same step costs {w1} along w1, {w2} along w2: w1 multiplies x1 ≈ {x1}, w2 only x2 ≈ {x2}.").format(
+        w1=sci(along_w1), w2=sci(along_w2), x1=fmt(X1, 6), x2=fmt(X2, 4)
+    )
+    return Prediction(
+        _("Raw features: the same small step along w1 or along w2. Which raises the loss more?"),
+        (_("the step along w1"), _("the step along w2"), _("about the same")),
+        first_holding(evidence),
+        why,
+        evidence,
+    )
 
 
 def _descent_chart(runs: dict[str, dict[str, object]]) -> LineChart:
@@ -332,7 +401,7 @@ def descent_race(p: LessonParams, steps: int = 300) -> Group:
                 "condition × ln(1/tolerance) steps."
             ),
         ),
-        claim(done["standardized"] < done["raw"], first),
+        claim(below(done["standardized"], done["raw"], "steps to 1e-6, standardized vs raw"), first),
     )
 
 
@@ -357,23 +426,26 @@ def sigmoid_saturation(
     prediction = None
     if 0.0 in slope_at and 10.0 in slope_at:
         ratio = slope_at[10.0] / slope_at[0.0]
+        evidence = nearest(ratio, (1.0, 0.1, 1e-4), "slope at 10 ÷ slope at 0")
         prediction = Prediction(
             _("Compared with its slope at z = 0, how steep is the sigmoid at z = 10?"),
             (_("about as steep"), _("about a tenth as steep"), _("less than a thousandth as steep")),
-            nearest_factor(ratio, (1.0, 0.1, 1e-4)),
+            first_holding(evidence),
             _("The engine's slopes: {at10} at z = 10 against {at0} at z = 0, a ratio of {ratio}.").format(
                 at10=sci(slope_at[10.0]), at0=sci(slope_at[0.0]), ratio=sci(ratio)
             ),
+            evidence,
         )
     return DemoOutput(
         Group(
             number_table(["z", "sigmoid(z)", "d sigmoid / dz"], rows, title=_("the engine's sigmoid node")),
             claim(
-                zs[int(np.argmax(slopes))] == 0.0 and max(slopes) == 0.25,
+                exactly(zs[int(np.argmax(slopes))], 0.0, "z of the largest slope")
+                & exactly(max(slopes), 0.25, "largest slope"),
                 _("the slope is largest, 1/4, at z = 0"),
             ),
             claim(
-                values[top] == 1.0 and slopes[top] == 0.0,
+                exactly(values[top], 1.0, "sigmoid at the largest z") & exactly(slopes[top], 0.0, "its slope"),
                 _("at z = {z}: sigmoid rounds to exactly 1, its slope to exactly 0").format(z=fmt(float(zs[top]), 4)),
             ),
         ),
@@ -420,11 +492,11 @@ def saturation_before_after(p: LessonParams, mean: float = 12.0, spread: float =
             ).format(layers=layers),
         ),
         claim(
-            mean_std > mean_raw,
+            above(mean_std, mean_raw, "mean slope, standardized vs raw"),
             _("standardized, the mean slope is {factor} times the raw one").format(factor=fmt(mean_std / mean_raw, 3)),
         ),
         claim(
-            _off_line(zn) < _off_line(z),
+            below(_off_line(zn), _off_line(z), "largest gap to the tangent, standardized vs raw"),
             _("largest gap between σ(z) and its tangent at 0, 1/2 + z/4: {std} standardized, {raw} raw").format(
                 std=fmt(_off_line(zn), 2), raw=fmt(_off_line(z), 3)
             ),
@@ -480,10 +552,19 @@ def identity_recovery(p: LessonParams) -> Group:
             rows,
             title=_("X [{n}, {d}]; gamma = √(var + eps), beta = mean (the engine's nodes)").format(n=n, d=p.dim),
         ),
-        claim(gaps[0] <= exact, _("BatchNorm gives back the whole batch, up to rounding")),
-        claim(gaps[1] <= exact < gaps[2], _("LayerNorm gives back row 0 only; the other rows change")),
         claim(
-            same <= cancellation_atol(_centering_size(moved) + _centering_size(x[0]), p.dim),
+            at_most(gaps[0], exact, "BatchNorm: max |y − x|"), _("BatchNorm gives back the whole batch, up to rounding")
+        ),
+        claim(
+            at_most(gaps[1], exact, "LayerNorm row 0: max |y − x|") & above(gaps[2], exact, "other rows: max |y − x|"),
+            _("LayerNorm gives back row 0 only; the other rows change"),
+        ),
+        claim(
+            at_most(
+                same,
+                cancellation_atol(_centering_size(moved) + _centering_size(x[0]), p.dim),
+                "|LN(3·row 0 + 7) − LN(row 0)| at eps = 0",
+            ),
             _(
                 "at eps = 0, row 0 and 3·(row 0) + 7 have the same LayerNorm output (max difference {gap}): "
                 "many inputs, one output, so no gamma and beta can tell which came in"
@@ -543,21 +624,35 @@ def units_and_weights(p: LessonParams) -> DemoOutput:
     # Translators: "loss rise" is named again in the caption under the table
     headers = [pgettext("units table", "feature"), _("raw w"), _("standardized w"), _("loss rise")]
     table = number_table(headers, rows)
-    order = np.argsort(-rise)  # most important first
     checks = Group(
         claim(
-            bool(np.all(np.argsort(-np.abs(std_w)) == order)),
+            exactly(_misranked(np.abs(std_w), rise), 0, "features the standardized weights rank out of order"),
             _("standardized weights rank the features as leaving them out does"),
         ),
-        claim(bool(np.all(np.argsort(-np.abs(raw_w)) == order[::-1])), _("raw weights rank them the other way round")),
+        claim(
+            exactly(_misranked(np.abs(raw_w), -rise), 0, "features the raw weights rank other than reversed"),
+            _("raw weights rank them the other way round"),
+        ),
     )
     caption = cjk_text(_("loss rise: how much the best fit's loss grows when the feature is left out."), style="dim")
     return DemoOutput(Group(table, caption, checks), prediction=_units_prediction(raw_w, std_w))
 
 
+def _misranked(sizes: np.ndarray, importance: np.ndarray) -> int:
+    """How many places the order of ``sizes`` (largest first) differs from that of ``importance``."""
+    return int(np.sum(np.argsort(-sizes) != np.argsort(-importance)))
+
+
 def _units_prediction(raw_w: np.ndarray, std_w: np.ndarray) -> Prediction:
     ratio = abs(raw_w[0]) / abs(raw_w[1])
-    answer = 0 if ratio > 2 else 1 if ratio < 0.5 else 2
+    what = "|raw w1| ÷ |raw w2|"
+    # "about the same": within a factor of 2 either way
+    evidence = (
+        above(ratio, 2.0, what),
+        below(ratio, 0.5, what),
+        at_least(ratio, 0.5, what) & at_most(ratio, 2.0, what),
+    )
+    answer = first_holding(evidence)
     why = _(
         "raw w1 = {raw_w1}, w2 = {raw_w2}. A weight must absorb its feature's unit: x2 is "
         "small, so its weight must be large for it to count at all. Standardized: {std_w1} and "
@@ -565,7 +660,11 @@ def _units_prediction(raw_w: np.ndarray, std_w: np.ndarray) -> Prediction:
     ).format(raw_w1=sci(raw_w[0]), raw_w2=sci(raw_w[1]), std_w1=fmt(std_w[0], 3), std_w2=fmt(std_w[1], 3))
     choices = (_("x1's weight"), _("x2's weight"), _("about the same"))
     return Prediction(
-        _("x1 matters more to the target. Fit the raw features: whose weight is larger?"), choices, answer, why
+        _("x1 matters more to the target. Fit the raw features: whose weight is larger?"),
+        choices,
+        answer,
+        why,
+        evidence,
     )
 
 
@@ -616,7 +715,11 @@ def _depth_checks(run: DepthRun, eps: float) -> list[Text]:
     checks = []
     for gain, norms in run.plain.items():
         factor, expected = norms[-1] / norms[0], gain**depth
-        near = abs(math.log(factor / expected)) < depth * abs(math.log(gain)) / 2  # within half the decades
+        near = below(  # within half the decades
+            abs(math.log(factor / expected)),
+            depth * abs(math.log(gain)) / 2,
+            f"plain {gain:g}: |log(factor ÷ gain^depth)|",
+        )
         checks.append(
             claim(
                 near,
@@ -627,7 +730,7 @@ def _depth_checks(run: DepthRun, eps: float) -> list[Text]:
         )
     fed = [v for vs in run.fed.values() for v in vs]
     lengths = [v for vs in run.fed_expected.values() for v in vs]
-    fixed = all(math.isclose(a, b, rel_tol=CLOSED_FORM_RTOL) for a, b in zip(fed, lengths))
+    fixed = close_to(fed, lengths, CLOSED_FORM_RTOL, 0.0, "lengths fed to W vs √(width·var/(var + eps))")
     length = f"√{run.width}" + ("·√(var/(var+eps))" if eps else "")
     checks.append(claim(fixed, _("norm.: each W gets an input of length {length}").format(length=length)))
     checks += _depth_band_checks(run, eps)
@@ -651,13 +754,17 @@ def _depth_band_checks(run: DepthRun, eps: float) -> list[Text]:
         else:
             gains = separated([f"{g:g}" for g in kept])
             line = _("norm. {gains}: |h| stays within {low} to {high} × gain·√{width}").format(gains=gains, **within)
-        lines.append(claim(True, line))
+        stays = all_of(
+            *(above(min(band[g]), 1 / 3, f"norm. {g:g}: smallest |h| ÷ (gain·√width)") for g in kept),
+            *(below(max(band[g]), 3.0, f"norm. {g:g}: largest |h| ÷ (gain·√width)") for g in kept),
+        )
+        lines.append(claim(stays, line))
     for gain in (g for g in band if g not in kept):
         short = min(run.fed[gain]) / math.sqrt(run.width)  # √(var/(var + eps)) at its smallest
         factor = run.normalized[gain][-1] / run.normalized[gain][0]
         lines.append(
             claim(
-                eps > 0 and short < 0.5,
+                above(eps, 0.0, "eps") & below(short, 0.5, f"norm. {gain:g}: shortest fed length ÷ √width"),
                 _(
                     "norm. {gain}: |h| ×{factor}: var(h) fell below eps = {eps}, where dividing by "
                     "√(var + eps) no longer rescales (W is fed {short} × √{width})"
@@ -699,23 +806,41 @@ def depth_norms(p: LessonParams, width: int = 64, depth: int = 32) -> DemoOutput
     return DemoOutput(Group(table, *_depth_checks(run, p.eps)), graph=figure, prediction=_depth_prediction(run))
 
 
+# "about the same size": |h| at the end within this factor of |x| either way
+SAME_SIZE = 10.0
+
+
 def _depth_prediction(run: DepthRun) -> Prediction:
     depth = len(run.normalized[2.0]) - 1
     factor = run.normalized[2.0][-1] / run.normalized[2.0][0]
-    targets = (2.0**depth, 1.0, 2.0**-depth)
-    answer = nearest_factor(factor, targets)
-    why = _(
-        "|h| went from {start} to {end}: each W sees a standardized input, so only the last gain shows. "
-        "Plain, the gains multiply: ×{plain}."
-    ).format(
+    what = "norm. 2: |h| at the end ÷ |x|"
+    evidence = (
+        above(factor, SAME_SIZE, what),
+        at_least(factor, 1 / SAME_SIZE, what) & at_most(factor, SAME_SIZE, what),
+        below(factor, 1 / SAME_SIZE, what),
+    )
+    answer = first_holding(evidence)
+    if answer == 1:
+        why = _(
+            "|h| went from {start} to {end}: each W sees a standardized input, so only the last gain shows. "
+            "Plain, the gains multiply: ×{plain}."
+        )
+    else:  # eps not small next to var(h): dividing by √(var + eps) no longer rescales h
+        why = _(
+            "|h| went from {start} to {end}: var(h) fell below eps, and dividing by √(var + eps) then no longer "
+            "rescales h, so |h| keeps changing layer after layer (plain, the gains multiply: ×{plain}); the lines "
+            "below show it."
+        )
+    why = why.format(
         start=fmt(run.normalized[2.0][0], 3),
         end=fmt(run.normalized[2.0][-1], 3),
         plain=sci(run.plain[2.0][-1] / run.plain[2.0][0], 1),
     )
+    ten = f"{SAME_SIZE:g}"
     choices = (
-        _("about 2^{depth} times larger").format(depth=depth),
-        _("about the same size, give or take a small factor"),
-        _("about 2^{depth} times smaller").format(depth=depth),
+        _("much larger: more than {factor} times").format(factor=ten),
+        _("about the same size, within a factor of {factor}").format(factor=ten),
+        _("much smaller: less than 1/{factor} of it").format(factor=ten),
     )
     return Prediction(
         _("{depth} layers of gain 2, standardized between them: how large is |h| at the end, next to |x|?").format(
@@ -724,6 +849,7 @@ def _depth_prediction(run: DepthRun) -> Prediction:
         choices,
         answer,
         why,
+        evidence,
     )
 
 
@@ -749,12 +875,14 @@ def init_scale(p: LessonParams, layers: int = 8, scales: tuple[float, ...] = (0.
     """Every weight matrix initialized c times too large: the output grows like c^layers plain, like c normalized."""
     dim = max(p.dim, 2)
     plain1, norm1, _fed1 = init_scale_run(p.seed, dim, layers, 1.0)
-    rows, exact_plain, exact_norm, fed_ok = [], True, True, True
+    rows, exact_plain, exact_norm, fed_ok = [], [], [], []
     for c in scales:
         plain, normalized, fed = init_scale_run(p.seed, dim, layers, float(c))
-        exact_plain &= math.isclose(plain / plain1, c**layers, rel_tol=CLOSED_FORM_RTOL)
-        exact_norm &= math.isclose(normalized / norm1, c, rel_tol=CLOSED_FORM_RTOL)
-        fed_ok &= all(math.isclose(v, math.sqrt(dim), rel_tol=CLOSED_FORM_RTOL) for v in fed)
+        exact_plain.append(
+            within(plain / plain1, c**layers, CLOSED_FORM_RTOL, f"c = {c:g}: plain ÷ (c = 1) vs c^layers")
+        )
+        exact_norm.append(within(normalized / norm1, c, CLOSED_FORM_RTOL, f"c = {c:g}: normalized ÷ (c = 1) vs c"))
+        fed_ok.append(close_to(fed, [math.sqrt(dim)] * len(fed), CLOSED_FORM_RTOL, 0.0, f"c = {c:g}: lengths fed to W"))
         rows.append([fmt(c, 3), sci(plain / plain1), sci(c**layers), fmt(normalized / norm1, 6)])
     table = number_table(
         ["c", _("plain ÷ (c = 1)"), f"c^{layers}", _("normalized ÷ (c = 1)")],
@@ -764,10 +892,10 @@ def init_scale(p: LessonParams, layers: int = 8, scales: tuple[float, ...] = (0.
         ),
     )
     checks = [
-        claim(exact_plain, _("plain: the output scales by exactly c^{layers}").format(layers=layers)),
-        claim(exact_norm, _("normalized: by exactly c, whatever the depth")),
+        claim(all_of(*exact_plain), _("plain: the output scales by exactly c^{layers}").format(layers=layers)),
+        claim(all_of(*exact_norm), _("normalized: by exactly c, whatever the depth")),
         claim(
-            fed_ok,
+            all_of(*fed_ok),
             _("normalized: every W is fed a vector of length √{dim} = {length}").format(
                 dim=dim, length=fmt(math.sqrt(dim), 4)
             ),
