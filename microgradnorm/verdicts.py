@@ -211,19 +211,20 @@ def first_holding(evidence: tuple[object, ...], default: int = 0) -> int:
     return next((i for i, e in enumerate(evidence) if e is not None and bool(e)), default)
 
 
-def cancels(total: object, terms: object, what: str = "a sum that should be 0", rtol: float | None = None) -> Check:
-    """A sum that should be zero is zero up to the rounding of its terms: max |total| ÷ (rtol·terms) <= 1.
+def cancels(total: object, terms: object, what: str = "a sum that should be 0", count: int = 64) -> Check:
+    """A sum that should be zero is zero up to the rounding of its terms: max |total| ÷ bound <= 1.
 
-    ``terms`` is the total magnitude of what was added up (sum |a_i| for sum a_i), elementwise
-    like ``total``; the bound has a floor of the smallest normal float, so exact zeros always pass.
+    ``terms`` is the total magnitude of what was added up (sum |a_i| for sum a_i), elementwise like
+    ``total``; the bound is the package's one rounding bound,
+    :func:`~microgradnorm.tolerances.cancellation_atol` (``count`` roundings of ``terms``), with a floor
+    of the smallest normal float, so exact zeros always pass.
     """
     import numpy as np
 
-    from microgradnorm.tolerances import CLOSED_FORM_RTOL
+    from microgradnorm.tolerances import cancellation_atol
 
-    rtol = CLOSED_FORM_RTOL if rtol is None else rtol
     total = np.abs(np.asarray(total, dtype=np.float64))
-    allowed = rtol * np.asarray(terms, dtype=np.float64) + np.finfo(np.float64).tiny
+    allowed = cancellation_atol(np.asarray(terms, dtype=np.float64), count) + np.finfo(np.float64).tiny
     worst = float(np.max(total / allowed)) if total.size else 0.0
     return Check(what + " (sum ÷ its rounding bound)", worst if worst == worst else math.inf, "<=", 1.0)
 

@@ -1,6 +1,6 @@
 """Checked claims for the demos: a ✓/✗ line computed from the numbers it is about.
 
-The line itself and the zero test are :mod:`microgradnorm.lessons.verdicts`' (one
+The line itself and the zero test are :mod:`microgradnorm.verdicts`' (one
 implementation, which records each mark with its measurement); this module keeps the
 names the demos import.
 

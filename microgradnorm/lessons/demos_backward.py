@@ -34,8 +34,8 @@ from microgradnorm.lessons.demos_core import (
     plain_table,
     vec,
 )
-from microgradnorm.lessons.verdicts import above, at_most, claim, differs, first_holding
 from microgradnorm.norms import layer_norm
+from microgradnorm.verdicts import above, at_most, claim, differs, first_holding
 
 # ---- the gradient for the parameters and the gradient handed back ----------------------
 

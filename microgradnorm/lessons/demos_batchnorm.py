@@ -34,7 +34,9 @@ from microgradnorm.lessons.demo_tools import (
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.demos_core import path_label
 from microgradnorm.lessons.norm_axes import LAYOUTS, axes_figure, axes_panels, group_ids, moved_by_one, poolings
-from microgradnorm.lessons.verdicts import (
+from microgradnorm.registry import get_norm
+from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, DISPLAY_RTOL
+from microgradnorm.verdicts import (
     above,
     at_least,
     at_most,
@@ -47,8 +49,6 @@ from microgradnorm.lessons.verdicts import (
     exactly,
     first_holding,
 )
-from microgradnorm.registry import get_norm
-from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, DISPLAY_RTOL
 
 _DEFAULT_BATCH = 4
 

@@ -41,7 +41,12 @@ from microgradnorm.i18n.text import CJKText, assemble, cjk_text, separated
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.source import backward_code, code_of, op_code
 from microgradnorm.lessons.textgraph import text_graph
-from microgradnorm.lessons.verdicts import (
+from microgradnorm.norms import NormGraph, layer_norm
+from microgradnorm.numfmt import err, fmt, nbytes_text
+from microgradnorm.present import check_table, shown_error
+from microgradnorm.registry import get_norm
+from microgradnorm.trace import Contribution, EdgeTagger, Trace, trace_backward
+from microgradnorm.verdicts import (
     Check,
     Checks,
     above,
@@ -59,11 +64,6 @@ from microgradnorm.lessons.verdicts import (
     mark,
     within,
 )
-from microgradnorm.norms import NormGraph, layer_norm
-from microgradnorm.numfmt import err, fmt, nbytes_text
-from microgradnorm.present import check_table, shown_error
-from microgradnorm.registry import get_norm
-from microgradnorm.trace import Contribution, EdgeTagger, Trace, trace_backward
 
 # The three paths from x_i to the loss, their colours and their names (the
 # names are printed too, so that NO_COLOR loses nothing).

@@ -27,7 +27,7 @@ from microgradnorm.drawing.figure import PALETTE, Figure
 from microgradnorm.i18n import N_, _
 from microgradnorm.lessons.demo_tools import autograd_dx, fmt, random_dy, random_gamma, random_vector, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.lessons.verdicts import (
+from microgradnorm.verdicts import (
     at_most,
     claim,
     close_to,

@@ -34,7 +34,9 @@ from microgradnorm.lessons.demo_tools import (
     sci,
 )
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.lessons.verdicts import (
+from microgradnorm.registry import get_norm
+from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL
+from microgradnorm.verdicts import (
     Checks,
     above,
     all_of,
@@ -47,8 +49,6 @@ from microgradnorm.lessons.verdicts import (
     first_holding,
     within,
 )
-from microgradnorm.registry import get_norm
-from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL
 
 # Above this size a matrix is drawn only as a heat map: its numbers no longer fit 60 columns.
 _MAX_NUMBER_COLUMNS = 6

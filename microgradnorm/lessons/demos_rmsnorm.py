@@ -38,9 +38,9 @@ from microgradnorm.lessons.demo_tools import (
     sci,
 )
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.lessons.verdicts import above, cancels, claims, close_to, exactly, first_holding, within
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL
+from microgradnorm.verdicts import above, cancels, claims, close_to, exactly, first_holding, within
 
 
 def _vector(p: LessonParams) -> np.ndarray:

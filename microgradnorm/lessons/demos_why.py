@@ -29,7 +29,9 @@ from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import cjk_text, separated
 from microgradnorm.lessons.demo_tools import engine_forward, fmt, matrix_table, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.lessons.verdicts import (
+from microgradnorm.registry import get_norm
+from microgradnorm.tolerances import CLOSED_FORM_RTOL, cancellation_atol
+from microgradnorm.verdicts import (
     Check,
     Checks,
     above,
@@ -44,8 +46,6 @@ from microgradnorm.lessons.verdicts import (
     nearest,
     within,
 )
-from microgradnorm.registry import get_norm
-from microgradnorm.tolerances import CLOSED_FORM_RTOL, cancellation_atol
 
 # the running example: a distance-like feature and a ratio-like feature
 X1, X2 = 10000.0, 0.1
