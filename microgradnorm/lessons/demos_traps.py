@@ -27,6 +27,7 @@ from microgradnorm.i18n import N_, _, pgettext
 from microgradnorm.i18n.errors import localize
 from microgradnorm.i18n.text import cjk_text
 from microgradnorm.lessons.claims import claims
+from microgradnorm.lessons.code_spans import marked
 from microgradnorm.lessons.demo_tools import (
     autograd_dx,
     check_mark,
@@ -193,11 +194,12 @@ def eps_placement(p: LessonParams, constant: float = 3.0) -> DemoOutput:
         graph = autograd_dx("layernorm", np.full(d, float(constant)), None, None, eps, dy)[1]
     if eps == 0:
         caption = _(
-            "inside: sqrt(var + eps), the package's norm. outside: sqrt(var) + eps, built by hand. "
-            "At eps = 0 the two are the same formula."
+            "inside: `sqrt(var + eps)`, the package's norm. outside: `sqrt(var) + eps`, built by hand. "
+            "At `eps = 0` the two are the same formula."
         )
     else:
-        caption = _("inside: sqrt(var + eps), the package's norm. outside: sqrt(var) + eps, built by hand.")
+        caption = _("inside: `sqrt(var + eps)`, the package's norm. outside: `sqrt(var) + eps`, built by hand.")
+    caption = marked(caption, "dim")  # the formulas are not broken at their spaces
     return DemoOutput(
         number_table(
             ["x", "eps", "max |y|", "max |dx|"],
@@ -501,7 +503,7 @@ def batchnorm_both_ways(seed: int, dim: int, rows: int, eps: float) -> tuple[np.
 
 @demo("n_or_n_minus_1")
 def n_or_n_minus_1(p: LessonParams, sizes: tuple[int, ...] = (2, 4, 16, 256), rows: int = 4) -> Group:
-    """Biased (÷N) and unbiased (÷(N−1)) variance: how far apart, where BatchNorm uses each, and mixing them."""
+    """Biased (÷n) and unbiased (÷(n−1)) variance: how far apart, where BatchNorm uses each, and mixing them."""
     rng = rng_for(p.seed, 41)
     table = []
     for n in sizes:
@@ -523,22 +525,24 @@ def n_or_n_minus_1(p: LessonParams, sizes: tuple[int, ...] = (2, 4, 16, 256), ro
     rstd = float((np.var(x, ddof=1) + p.eps) ** -0.5)
     err = tol.normwise_error(formulas.dx_simplified(dy, xhat, rstd, (0,)), auto)[1]
     return Group(
-        number_table(["N", "var ÷ N", "var ÷ (N−1)", _("ratio")], table, title=_("one random sample per size")),
+        number_table(["n", "var ÷ n", "var ÷ (n−1)", _("ratio")], table, title=_("one random sample per size")),
         claims(
             [
                 (
                     close_to(yb, by_n, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL, "BatchNorm y vs the ÷N formula"),
-                    _("vectorized.BatchNorm, a batch of {rows}: it normalizes with var ÷ N").format(rows=rows),
+                    marked(
+                        _("vectorized.BatchNorm, a batch of {rows}: it normalizes with `var ÷ N`").format(rows=rows)
+                    ),
                 ),
                 (
                     close_to(
                         running, xb.var(axis=0, ddof=1), tol.CLOSED_FORM_RTOL, 0.0, "running_var vs var ÷ (N − 1)"
                     ),
-                    _("and its running_var (momentum 1) is var ÷ (N − 1)"),
+                    marked(_("and its running_var (momentum 1) is `var ÷ (N − 1)`")),
                 ),
                 (
-                    above(err, tol.CLOSED_FORM_RTOL, "dx: ÷N formula vs the ÷(N−1) forward's autograd"),
-                    _("forward ÷(N−1), backward formula for ÷N: dx off by {error}").format(error=sci(err, 1)),
+                    above(err, tol.CLOSED_FORM_RTOL, "dx: ÷n formula vs the ÷(n−1) forward's autograd"),
+                    _("forward ÷(n−1), backward formula for ÷n: dx off by {error}").format(error=sci(err, 1)),
                 ),
             ]
         ),
