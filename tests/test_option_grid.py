@@ -40,6 +40,10 @@ MEASURED = {10, 11, 12, 13, 14, 15, 16, 17, 18}
 BORROWED = {"norm_axes_cube"}
 
 EPS_VALUES = (0.0, 0.1, 1.0)
+# Lessons 10-18's rows: option sets under which a review found a lesson's words false, run in the small grid
+# too (lesson 10 at eps far above the data's variance: a batch of two no longer gives ±1, LayerNorm no longer
+# sees the quiet tokens' pattern).
+REVIEWED_B = {10: ({"eps": 100.0},)}
 SEEDS = (0, 1, 2, 3)
 # the test's own comparison of a Check, not the Check's __bool__
 _RELATION = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
@@ -137,7 +141,7 @@ _NOT_YET = pytest.mark.xfail(strict=True, reason="this lesson still prints some 
 
 
 def _small(number: int) -> list[dict]:
-    return [{}, _far_end(LESSONS[number])]
+    return [{}, _far_end(LESSONS[number]), *REVIEWED_B.get(number, ())]
 
 
 @functools.cache
