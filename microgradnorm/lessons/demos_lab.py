@@ -19,10 +19,13 @@ from microgradnorm import tolerances as tol
 from microgradnorm.drawing.charts import line_chart
 from microgradnorm.drawing.figure import line_chart_svg
 from microgradnorm.i18n import _, pgettext
-from microgradnorm.i18n.text import cjk_text, separated
+from microgradnorm.i18n.text import separated
 from microgradnorm.lab import experiments as E
 from microgradnorm.lab import pairs, show
 from microgradnorm.lab.words import run_name
+
+# cjk_text that keeps a formula whole (lessons/code_spans.py)
+from microgradnorm.lessons.code_spans import cjk_text, keep_formulas
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.verdicts import above, all_of, at_least, at_most, below, exactly, mark
 
@@ -49,7 +52,11 @@ def _caption(text: str) -> Text:
 
 def _claims(result: E.Outcome, *keys: str) -> Group:
     """The run's claims with these keys (see :meth:`~microgradnorm.lab.experiments.Outcome.claim`)."""
-    return show.claim_lines(result.picked(*keys))
+    lines = show.claim_lines(result.picked(*keys))
+    for line in lines.renderables:  # CJKText lines: a formula in a claim is kept whole
+        if isinstance(line, Text):
+            keep_formulas(line)
+    return lines
 
 
 # ---- lesson 15: your backward in a real model ----------------------------------------------------------

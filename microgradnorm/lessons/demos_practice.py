@@ -27,10 +27,11 @@ from microgradnorm import formulas
 from microgradnorm import vectorized as V
 from microgradnorm.drawing.charts import line_chart
 from microgradnorm.i18n import _, pgettext
-from microgradnorm.i18n.text import cjk_text
-from microgradnorm.lessons.claims import claims, maxabs
-from microgradnorm.lessons.code_spans import marked
-from microgradnorm.lessons.demo_tools import check_mark, engine_forward, fmt, number_table, rng_for, sci
+from microgradnorm.lessons.claims import maxabs
+
+# cjk_text, claims and number_table that keep a formula whole (lessons/code_spans.py)
+from microgradnorm.lessons.code_spans import cjk_text, claims, marked, number_table
+from microgradnorm.lessons.demo_tools import check_mark, engine_forward, fmt, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.verdicts import (
     Check,
@@ -314,7 +315,7 @@ def _batch2_prediction(pair: tuple[np.ndarray, np.ndarray], eps: float) -> Predi
     if answer == 1:
         why = _(
             "Two values a and b have mean `(a + b)/2` and spread `|a − b|/2`: they become +1 and −1 whatever they "
-            "are (eps pulls them in, by {median} for a typical pair and up to {largest} for the closest)."
+            "are (eps pulls them in: by {median} typically, {largest} at most)."
         ).format(**values)
     else:
         why = _(

@@ -25,15 +25,14 @@ from microgradnorm import vectorized as V
 from microgradnorm.engine import DomainError, Value
 from microgradnorm.i18n import N_, _, pgettext
 from microgradnorm.i18n.errors import localize
-from microgradnorm.i18n.text import cjk_text
-from microgradnorm.lessons.claims import claims
-from microgradnorm.lessons.code_spans import marked
+
+# cjk_text, claims and number_table that keep a formula whole (lessons/code_spans.py)
+from microgradnorm.lessons.code_spans import cjk_text, claims, marked, number_table
 from microgradnorm.lessons.demo_tools import (
     autograd_dx,
     check_mark,
     engine_forward,
     fmt,
-    number_table,
     random_dy,
     random_gamma,
     random_vector,

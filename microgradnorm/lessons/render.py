@@ -184,7 +184,7 @@ def _demo_renderable(out: DemoOutput | DemoFailure, guess: int | None = None) ->
 
 def prediction_question(prediction: Prediction) -> Text:
     """The question and its numbered choices, shown before the numbers."""
-    text = assemble(_("Predict: {question}"), "bold", question=Text(prediction.question))
+    text = assemble(_("Predict: {question}"), "bold", question=marked(prediction.question))  # formulas kept whole
     for number, choice in enumerate(prediction.choices, start=1):
         text.append(f"\n  {number}  {choice}")
     return text
