@@ -148,7 +148,7 @@ def test_eval_mode_matches_pytorch():
 @pytest.mark.parametrize("p", [LessonParams(dim=4), LessonParams(dim=2, seed=3, eps=0.0), LessonParams(dim=6, seed=5)])
 def test_the_eval_demo_checks_pass(p):
     text = render(run_demo("bn_eval_mode", p).renderable)
-    assert text.count("✓") == 3 and "✗" not in text
+    assert text.count("✓") == 4 and "✗" not in text
     assert "÷(N − 1)" in text
 
 
@@ -194,3 +194,14 @@ def test_when_eps_flattens_the_quiet_tokens_the_answer_says_so():
     why = run_demo("wrong_axis_loss", LessonParams(seed=0, eps=100.0)).prediction.why
     assert f"{share:.0%} of the tokens have a variance below eps = 100" in why
     assert "variance below eps" not in run_demo("wrong_axis_loss", LessonParams(seed=0)).prediction.why
+
+
+@pytest.mark.parametrize("p", [LessonParams(dim=4), LessonParams(dim=2, seed=3, eps=1.0)])
+def test_layernorms_output_alone_is_its_output_in_the_batch_as_the_eval_step_says(p):
+    """Lesson 10 step 5's 'LayerNorm has no such gap', measured: a row standardized alone (NumPy here) is the
+    row the demo's LayerNorm gives in its batch, and the demo prints that line with ✓."""
+    run = P.run_eval_mode(p.seed, p.dim, p.eps if p.eps > 0 else 1e-5)
+    alone = standardize(run.small[:1], 1, run.layer.eps)[0]
+    assert np.allclose(P._normalize("layernorm", run.small, run.layer.eps)[0], alone, rtol=1e-12, atol=1e-12)
+    text = render(run_demo("bn_eval_mode", p).renderable)
+    assert "✓ LayerNorm, which has no modes: example 0 alone gives its output in the batch" in " ".join(text.split())

@@ -136,3 +136,17 @@ def test_a_textbook_float32_layernorm_loses_the_mean_s_rounding_and_the_package_
     assert tol.normwise_error(ours, y64)[1] <= 16 * unit
     out = run_demo("float32_offset", LessonParams(seed=seed))
     assert "✓" in render(out.renderable)
+
+
+def test_at_two_features_the_float32_step_says_why_it_runs_at_three():
+    """At d = 2 and eps = 0, dx is zero (finite differences of two numbers normalized to ±1 show it here),
+    so the step measures at d = 3 and says so; with d >= 3 there is no note."""
+    x = np.array([0.3, -1.7])
+    h = 1e-6
+    y = lambda v: (v - v.mean()) / v.std()  # noqa: E731
+    step = np.array([h, 0.0])
+    fd = (y(x + step) - y(x - step)) / (2 * h)
+    assert np.max(np.abs(fd)) < 1e-8
+    shown = " ".join(render(run_demo("float_precision", LessonParams(dim=2, eps=0.0)).renderable).split())
+    assert "this step uses d = 3" in shown and "x [64, 3]" in shown and "✗" not in shown
+    assert "this step uses" not in render(run_demo("float_precision", LessonParams(dim=3)).renderable)

@@ -450,6 +450,9 @@ def _eval_claims(run: EvalRun) -> Group:
     layer = run.layer
     ema_mean, ema_var = running_average(run.batches, layer.momentum)
     gap = float(np.max(np.abs(run.y_train - run.y_eval)))
+    # LayerNorm on the same small batch, and on its first example alone: one computation, no running state
+    ln_batch = _normalize("layernorm", run.small, layer.eps)[0]
+    ln_alone = _normalize("layernorm", run.small[:1], layer.eps)[0]
     return claims(
         [
             (
@@ -464,6 +467,12 @@ def _eval_claims(run: EvalRun) -> Group:
             (
                 close_to(run.y_alone[0], run.y_eval[0], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "eval: alone vs in batch"),
                 _("eval mode: example 0 alone gives the same output as in its batch"),
+            ),
+            (
+                close_to(ln_alone, ln_batch, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "LayerNorm: alone vs in its batch"),
+                _(
+                    "LayerNorm, which has no modes: example 0 alone gives its output in the batch (off by {value})"
+                ).format(value=maxabs(ln_alone - ln_batch)),
             ),
         ]
     )

@@ -431,7 +431,10 @@ def fd_errors(seed: int, dim: int, eps: float, steps: tuple[float, ...]) -> dict
 def float_precision(p: LessonParams, steps: tuple[float, ...] = (1e-1, 1e-2, 1e-3, 1e-4, 1e-6, 1e-8)) -> Group:
     """LayerNorm in float32 against float64, and finite differences in both precisions."""
     rng = rng_for(p.seed, 40)
-    x = rng.normal(0.5, 2.0, size=(64, max(p.dim, 2)))
+    # two numbers normalize to ±1 whatever they are: at d = 2 dx is zero up to eps, and a relative error
+    # against zero measures nothing. The step runs at d = 3 then, and says so.
+    d = max(p.dim, 3)
+    x = rng.normal(0.5, 2.0, size=(64, d))
     gamma = rng.uniform(0.5, 1.5, size=x.shape[1])
     dy = rng.normal(size=x.shape)
     y64, c64 = V.layer_norm_forward(x, gamma, None, p.eps, backend="numpy")
@@ -440,9 +443,21 @@ def float_precision(p: LessonParams, steps: tuple[float, ...] = (1e-1, 1e-2, 1e-
     dx32 = V.layer_norm_backward(dy.astype(np.float32), c32)[0]
     ey = tol.normwise_error(y32, y64)[1]
     edx = tol.normwise_error(dx32, dx64)[1]
-    fd = fd_errors(p.seed, max(p.dim, 2), p.eps, tuple(steps))
+    fd = fd_errors(p.seed, d, p.eps, tuple(steps))
     best = {k: float(np.nanmin(v)) for k, v in fd.items()}
+    note = []
+    if d != p.dim:
+        note.append(
+            cjk_text(
+                _(
+                    "At d = {dim} a LayerNorm gives ±1 whatever the numbers, so dx is zero up to eps and a relative "
+                    "error against it measures nothing: this step uses d = {d}."
+                ).format(dim=p.dim, d=d),
+                "dim",
+            )
+        )
     return Group(
+        *note,
         number_table(
             [_("float32 vs float64"), _("relative error"), pgettext("float32 check column", "within")],
             [
