@@ -529,7 +529,7 @@ def test_the_exercise_shapes_question_follows_the_package_backward(dim):
     _, dgamma, dbeta = V.layer_norm_backward(np.ones_like(x), cache)
     assert dgamma.shape == dbeta.shape == (dim,)
     q = run_demo("kernel_exercise_shapes", LessonParams(dim=dim)).prediction
-    assert q.choices[q.answer] == "dx [B, T, d]; dgamma and dbeta [d]"
+    assert q.choices[q.answer] == "dx [B, T, D]; dgamma and dbeta [D]"
     assert f"[{dim}] here" in q.why
 
 

@@ -905,7 +905,7 @@ def _x_reads_prediction() -> Prediction:
 
 @demo("kernel_exercise_shapes")
 def kernel_exercise_shapes(p: LessonParams) -> DemoOutput:
-    """The shapes of dx, dgamma and dbeta for x [B, T, d], from the llm.c-style backward that ran in step 4."""
+    """The shapes of dx, dgamma and dbeta for x [B, T, D] (exercise 5's names), from the llm.c-style backward that ran in step 4."""
     rng = rng_for(p.seed, 67)
     x = rng.normal(0.5, 2.0, size=(2, 3, p.dim))  # B,T,d
     gamma, beta = rng.uniform(0.5, 1.5, p.dim), rng.normal(size=p.dim)  # d
@@ -918,14 +918,14 @@ def kernel_exercise_shapes(p: LessonParams) -> DemoOutput:
     ]
     what = "the shape of dgamma, dbeta"
     same = exactly(float(dgamma.shape == x.shape and dbeta.shape == x.shape), 1.0, f"{what} equals x's")
-    per_feature = exactly(float(dgamma.shape == (p.dim,) and dbeta.shape == (p.dim,)), 1.0, f"{what} is [d]")
+    per_feature = exactly(float(dgamma.shape == (p.dim,) and dbeta.shape == (p.dim,)), 1.0, f"{what} is [D]")
     per_row = exactly(float(dgamma.shape == (*x.shape[:-1], 1)), 1.0, f"{what} is [B, T, 1]")
     prediction = Prediction(
-        _("In exercise 5, x is [B, T, d]. Which shapes must your backward return?"),
+        _("In exercise 5, x is [B, T, D]. Which shapes must your backward return?"),
         (
-            _("dx, dgamma and dbeta all [B, T, d]"),
-            _("dx [B, T, d]; dgamma and dbeta [d]"),
-            _("dx [B, T, d]; dgamma and dbeta [B, T, 1]"),
+            _("dx, dgamma and dbeta all [B, T, D]"),
+            _("dx [B, T, D]; dgamma and dbeta [D]"),
+            _("dx [B, T, D]; dgamma and dbeta [B, T, 1]"),
         ),
         next((i for i, e in enumerate((same, per_feature, per_row)) if e), 1),
         _(
