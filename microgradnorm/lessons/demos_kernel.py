@@ -905,9 +905,9 @@ def _x_reads_prediction() -> Prediction:
 
 @demo("kernel_exercise_shapes")
 def kernel_exercise_shapes(p: LessonParams) -> DemoOutput:
-    """The shapes of dx, dgamma and dbeta for x [B, T, D] (exercise 5's names), from the llm.c-style backward that ran in step 4."""
+    """The shapes of dx, dgamma and dbeta for x [B, T, D] (exercise 5's names), from step 4's llm.c-style backward."""
     rng = rng_for(p.seed, 67)
-    x = rng.normal(0.5, 2.0, size=(2, 3, p.dim))  # B,T,d
+    x = rng.normal(0.5, 2.0, size=(2, 3, p.dim))  # B,T,D
     gamma, beta = rng.uniform(0.5, 1.5, p.dim), rng.normal(size=p.dim)  # d
     y, cache = textbook.layer_norm_forward(x, gamma, beta, p.eps)
     dy = rng.normal(size=y.shape)  # B,T,d

@@ -538,6 +538,10 @@ def n_or_n_minus_1(p: LessonParams, sizes: tuple[int, ...] = (2, 4, 16, 256), ro
     xhat = np.array([y.data for y in ys])
     rstd = float((np.var(x, ddof=1) + p.eps) ** -0.5)
     err = tol.normwise_error(formulas.dx_simplified(dy, xhat, rstd, (0,)), auto)[1]
+    # the prose's "with n the normalized vector has a mean square of exactly one (up to eps)", measured
+    var_n, var_n1 = float(np.var(x)), float(np.var(x, ddof=1))
+    square_n = float(np.mean(formulas.moments(x, (0,), p.eps).xhat ** 2))
+    square_n1 = float(np.mean(xhat**2))
     return Group(
         number_table(["n", "var ÷ n", "var ÷ (n−1)", _("ratio")], table, title=_("one random sample per size")),
         claims(
@@ -553,6 +557,14 @@ def n_or_n_minus_1(p: LessonParams, sizes: tuple[int, ...] = (2, 4, 16, 256), ro
                         running, xb.var(axis=0, ddof=1), tol.CLOSED_FORM_RTOL, 0.0, "running_var vs var ÷ (N − 1)"
                     ),
                     marked(_("and its running_var (momentum 1) is `var ÷ (N − 1)`")),
+                ),
+                (
+                    close_to(square_n, var_n / (var_n + p.eps), tol.CLOSED_FORM_RTOL, 0.0, "mean(xhat²), ÷n")
+                    & close_to(square_n1, var_n / (var_n1 + p.eps), tol.CLOSED_FORM_RTOL, 0.0, "mean(xhat²), ÷(n−1)"),
+                    _(
+                        "a row of d = {d}: mean(xhat²) is {n} with ÷n (1 up to eps), {n1} with ÷(n−1) "
+                        "(at eps = 0: (n − 1)/n = {ratio})"
+                    ).format(d=p.dim, n=fmt(square_n, 4), n1=fmt(square_n1, 4), ratio=fmt((p.dim - 1) / p.dim, 4)),
                 ),
                 (
                     above(err, tol.CLOSED_FORM_RTOL, "dx: ÷n formula vs the ÷(n−1) forward's autograd"),
