@@ -66,3 +66,10 @@ def test_a_claim_and_a_table_caption_keep_their_formulas_and_styles():
         assert not [line for line in shown if CUT.search(line)], (width, shown)
     caption = number_table(["a"], [["1"]], caption="x = 1").renderables[-1]
     assert str(caption.style) == "dim"
+
+
+def test_ln_and_its_argument_stay_together():
+    text = "Losses after 200 steps: post-LN 1.05, pre-LN 0.23 (a guess: ln 3 = 1.10), below half of ln 3"
+    for width in range(20, 60):
+        for line in lines_of(marked(text), width):
+            assert not line.rstrip().endswith(" ln") and not line.lstrip().startswith("3 ="), (width, line)

@@ -40,6 +40,8 @@ _CODE = Style(meta={"inline_code": True})
 _TERM = r"[^\s\u3000-\u303f\uff00-\uffef]+"
 _OPERATOR = r"[=−+·×÷/<>≤≥≈→]"
 _CHAIN = re.compile(rf"{_TERM}(?: {_OPERATOR} {_TERM})+")
+# a function written with a space before its argument: "ln 3", "log 2"
+_FUNCTION = re.compile(r"(?<![\w])(?:ln|log) [\w.]+")
 
 
 # where a chain too long for one line may break: after a relation, as typesetting does
@@ -60,6 +62,8 @@ def keep_formulas(text: Text) -> Text:
             text.stylize(_CODE, start, end)
             start = end + 1
         text.stylize(_CODE, start, match.end())
+    for match in _FUNCTION.finditer(text.plain):
+        text.stylize(_CODE, match.start(), match.end())
     return text
 
 
