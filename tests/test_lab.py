@@ -367,3 +367,20 @@ def test_each_lab_lesson_asks_a_prediction_and_its_charts_are_also_svg_figures()
         assert any(o.prediction is not None for o in outputs), f"{path.name} asks nothing before telling"
         figures = [o.graph for o in outputs if o.graph is not None]
         assert figures and all(isinstance(f, Figure) and f.svg().startswith("<svg") for f in figures), path.name
+
+
+@pytest.mark.slow
+def test_lesson_17_prints_the_same_numbers_when_run_twice_at_one_seed(tmp_path):
+    """Two fresh processes (their own state folders, different string-hash seeds, the runs started in the
+    background as the lesson starts them) print lesson 17 identically: nothing in it depends on the run."""
+    outputs = []
+    for run, hash_seed in enumerate(("1", "2")):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed, "MICROGRADNORM_HOME": str(tmp_path / str(run)),
+               "COLUMNS": "100", "PYTHONPATH": str(Path(__file__).parents[1])}  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "microgradnorm", "lesson", "17", "--auto", "--lang", "en"],
+            capture_output=True, text=True, env=env, timeout=600,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout)
+    assert "✓" in outputs[0] and outputs[0] == outputs[1]

@@ -483,11 +483,54 @@ def test_the_trip_predictions_follow_the_counts_derived_by_hand():
     assert "NumPy's path makes 11" in fwd.prediction.why and "NumPy's path makes 21" in bwd.prediction.why
 
 
-def test_the_appendix_prediction_counts_the_loops_in_the_source():
+def test_the_appendix_asks_how_often_numpy_reads_x_and_names_its_lines():
     out = run_demo("kernel_memory_passes", LessonParams(), {"direction": "forward", "show": "lines"})
-    # three j loops over a row (the Counting test above sees each x read three times), one from memory
-    assert out.prediction.question.startswith("The forward kernel loops over each row 3 times")
-    assert out.prediction.choices[out.prediction.answer] == "1"
+    # independently: the lines of NumPy's forward whose right-hand side names x2, x as [rows, D]
+    import inspect
+
+    from microgradnorm.vectorized import numpy_path
+
+    lines, first = inspect.getsourcelines(numpy_path._ln_forward_numpy)
+    # a NumPy call that takes x2 itself as an argument streams it (x2.shape and x2.dtype read no data)
+    reading = [first + k for k, line in enumerate(lines) if re.search(r"np\.\w+\([^)]*\bx2\b(?![.\[])", line)]
+    assert out.prediction.choices[out.prediction.answer] == {1: "once, as the kernel", 2: "twice"}.get(
+        len(reading), "three times or more"
+    )
+    assert f"lines {', '.join(map(str, reading))} read x" in out.prediction.why
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_split_question_measures_mu_lo_against_the_float32_gap(seed):
+    out = run_demo(
+        "kernel_source", LessonParams(seed=seed), {"span": ("# the variance, centered", "rs = 1.0"), "ask": "split"}
+    )
+    q = out.prediction
+    assert q.choices[q.answer] == "at most half the gap between neighbouring float32 numbers"
+    assert "neighbouring float32 numbers are 1 apart" in q.question  # 2**23 < 1e7 < 2**24
+    lo = float(re.search(r"mu_lo = ([0-9.e+-]+?)\.? ", q.why).group(1))
+    assert 0 < lo <= 0.5
+
+
+def test_the_recompute_question_answers_from_the_backward_kernels_counted_reads():
+    out = run_demo("kernel_source", LessonParams(), {"kernel": "layer_norm_backward_rows", "ask": "recompute"})
+    keep = K.pass_totals("backward", "kernel", "keep")[0]
+    recompute = K.pass_totals("backward", "kernel", "recompute")[0]
+    assert out.prediction.choices[out.prediction.answer] == {0: "none", 1: "one more"}.get(
+        recompute - keep, "two or more"
+    )
+    with pytest.raises(ValueError, match="ask: expected None or one of split, recompute"):
+        K.kernel_source(LessonParams(), ask="why")
+
+
+@pytest.mark.parametrize("dim", [2, 4, 7])
+def test_the_exercise_shapes_question_follows_the_package_backward(dim):
+    x = np.random.default_rng(dim).normal(size=(2, 3, dim))
+    _, cache = V.layer_norm_forward(x, np.ones(dim), np.zeros(dim), 1e-5, backend="numpy")
+    _, dgamma, dbeta = V.layer_norm_backward(np.ones_like(x), cache)
+    assert dgamma.shape == dbeta.shape == (dim,)
+    q = run_demo("kernel_exercise_shapes", LessonParams(dim=dim)).prediction
+    assert q.choices[q.answer] == "dx [B, T, D]; dgamma and dbeta [D]"
+    assert f"[{dim}] here" in q.why
 
 
 def test_the_timing_demo_reads_how_each_time_grew():

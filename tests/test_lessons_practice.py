@@ -44,10 +44,23 @@ def test_batch_of_two_gives_plus_or_minus_one_up_to_eps(seed, eps):
 
 
 @pytest.mark.parametrize("seed", SEEDS)
+def test_when_eps_dominates_a_pairs_variance_a_batch_of_two_is_not_plus_or_minus_one(seed):
+    """At eps = 100, far above the variance of most pairs, the outputs are far inside ±1 and depend on |a − b|."""
+    eps = 100.0
+    stats = P.batch_spread(seed, 4, (1, 2, 4, 16, 64), trials=20, eps=eps)
+    two = next(s for s in stats if s["size"] == 2)
+    y = standardize(two["batches"], 1, eps)[:, 0]
+    assert np.median(np.abs(y)) < 0.5  # an independent look: most outputs are nearer 0 than ±1
+    out = run_demo("batch_size_dependence", LessonParams(dim=4, seed=seed, eps=eps))
+    assert out.prediction.choices[out.prediction.answer] == "anything: it depends on both values"
+    assert "not small beside the variance of a pair" in out.prediction.why
+
+
+@pytest.mark.parametrize("seed", SEEDS)
 def test_the_distance_from_the_population_value_and_its_check(seed):
     stats = P.batch_spread(seed, 4, (1, 2, 4, 16, 64), trials=20, eps=1e-5)
     x0 = stats[0]["batches"][0, 0]
-    z = (x0 - P.POP_MEAN) / P.POP_STD
+    z = (x0 - P.POP_MEAN) / np.sqrt(P.POP_STD**2 + 1e-5)  # the population's value at the batches' eps
     distances = []
     for s in stats:
         y = standardize(s["batches"], 1, 1e-5)[:, 0]
@@ -136,7 +149,7 @@ def test_eval_mode_matches_pytorch():
 @pytest.mark.parametrize("p", [LessonParams(dim=4), LessonParams(dim=2, seed=3, eps=0.0), LessonParams(dim=6, seed=5)])
 def test_the_eval_demo_checks_pass(p):
     text = render(run_demo("bn_eval_mode", p).renderable)
-    assert text.count("✓") == 3 and "✗" not in text
+    assert text.count("✓") == 4 and "✗" not in text
     assert "÷(N − 1)" in text
 
 
@@ -170,3 +183,26 @@ def test_the_wrong_axis_prediction_follows_the_curves(seed):
     )
     assert out.prediction.answer == 0
     assert f"{tail['layernorm']:.3g}" in out.prediction.why
+
+
+def test_when_eps_flattens_the_quiet_tokens_the_answer_says_so():
+    """At eps = 100 most tokens' own variance is below eps (counted here from the tokens), LayerNorm no longer
+    learns, and the answer names the share; at the default eps no token is that quiet and nothing is added."""
+    curves = P.train_wrong_axis(0, steps=200, eps=100.0)
+    assert float(np.mean(curves["layernorm"][-20:])) >= 0.5 * math.log(2)
+    share = P.quiet_share(0, 8, 100.0)
+    assert share >= 0.1
+    why = run_demo("wrong_axis_loss", LessonParams(seed=0, eps=100.0)).prediction.why
+    assert f"{share:.0%} of the tokens have a variance below eps = 100" in why
+    assert "variance below eps" not in run_demo("wrong_axis_loss", LessonParams(seed=0)).prediction.why
+
+
+@pytest.mark.parametrize("p", [LessonParams(dim=4), LessonParams(dim=2, seed=3, eps=1.0)])
+def test_layernorms_output_alone_is_its_output_in_the_batch_as_the_eval_step_says(p):
+    """Lesson 10 step 5's 'LayerNorm has no such gap', measured: a row standardized alone (NumPy here) is the
+    row the demo's LayerNorm gives in its batch, and the demo prints that line with ✓."""
+    run = P.run_eval_mode(p.seed, p.dim, p.eps if p.eps > 0 else 1e-5)
+    alone = standardize(run.small[:1], 1, run.layer.eps)[0]
+    assert np.allclose(P._normalize("layernorm", run.small, run.layer.eps)[0], alone, rtol=1e-12, atol=1e-12)
+    text = render(run_demo("bn_eval_mode", p).renderable)
+    assert "✓ LayerNorm, which has no modes: example 0 alone gives its output in the batch" in " ".join(text.split())

@@ -14,8 +14,9 @@ import pytest
 
 from microgradnorm import tolerances as tol
 from microgradnorm.lessons import demos_traps as T
-from microgradnorm.lessons.demo_tools import random_dy
+from microgradnorm.lessons.demo_tools import random_dy, random_vector
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
+from microgradnorm.present import fmt
 from tests.helpers import flat as render
 
 
@@ -136,3 +137,31 @@ def test_a_textbook_float32_layernorm_loses_the_mean_s_rounding_and_the_package_
     assert tol.normwise_error(ours, y64)[1] <= 16 * unit
     out = run_demo("float32_offset", LessonParams(seed=seed))
     assert "✓" in render(out.renderable)
+
+
+def test_at_two_features_the_float32_step_says_why_it_runs_at_three():
+    """At d = 2 and eps = 0, dx is zero (finite differences of two numbers normalized to ±1 show it here),
+    so the step measures at d = 3 and says so; with d >= 3 there is no note."""
+    x = np.array([0.3, -1.7])
+    h = 1e-6
+    y = lambda v: (v - v.mean()) / v.std()  # noqa: E731
+    step = np.array([h, 0.0])
+    fd = (y(x + step) - y(x - step)) / (2 * h)
+    assert np.max(np.abs(fd)) < 1e-8
+    shown = " ".join(render(run_demo("float_precision", LessonParams(dim=2, eps=0.0)).renderable).split())
+    assert "this step uses d = 3" in shown and "x [64, 3]" in shown and "✗" not in shown
+    assert "this step uses" not in render(run_demo("float_precision", LessonParams(dim=3)).renderable)
+
+
+@pytest.mark.parametrize("p", [LessonParams(), LessonParams(dim=2, seed=1, eps=0.0), LessonParams(dim=9, eps=1.0)])
+def test_the_mean_square_of_a_normalized_row_is_one_with_n_and_n_minus_1_over_n_without(p):
+    """Lesson 12 step 6's prose claim, live: the demo's ✓ line shows the mean squares NumPy computes here."""
+    x = random_vector(p.seed, p.dim)
+    by_n = (x - x.mean()) / np.sqrt(x.var() + p.eps)
+    by_n1 = (x - x.mean()) / np.sqrt(x.var(ddof=1) + p.eps)
+    shown = " ".join(render(run_demo("n_or_n_minus_1", p).renderable).split())
+    line = f"✓ a row of d = {p.dim}: mean(xhat²) is {fmt(np.mean(by_n**2), 4)} with ÷n"
+    assert line in shown and f"{fmt(np.mean(by_n1**2), 4)} with ÷(n−1)" in shown
+    if p.eps == 0:
+        assert np.mean(by_n**2) == pytest.approx(1, rel=1e-12)
+        assert np.mean(by_n1**2) == pytest.approx((p.dim - 1) / p.dim, rel=1e-12)

@@ -39,6 +39,10 @@ MEASURED = set(LESSONS)
 BORROWED = {"norm_axes_cube"}
 
 EPS_VALUES = (0.0, 0.1, 1.0)
+# Lessons 10-18's rows: option sets under which a review found a lesson's words false, run in the small grid
+# too (lesson 10 at eps far above the data's variance: a batch of two no longer gives ±1, LayerNorm no longer
+# sees the quiet tokens' pattern).
+REVIEWED_B = {10: ({"eps": 100.0},)}
 SEEDS = (0, 1, 2, 3)
 # the test's own comparison of a Check, not the Check's __bool__
 _RELATION = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
@@ -141,7 +145,7 @@ CORE = set(range(1, 10))
 def _small(number: int) -> list[dict]:
     lesson = LESSONS[number]
     extra = [{k: v for k, v in options.items() if k in lesson.options} for options in READER_SETS]
-    return [{}, _far_end(lesson), *(extra if number in CORE else [])]
+    return [{}, _far_end(lesson), *(extra if number in CORE else []), *REVIEWED_B.get(number, ())]
 
 
 @functools.cache

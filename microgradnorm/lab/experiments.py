@@ -284,7 +284,8 @@ def wrong(seed: int = 0) -> Outcome:
     sgd = {k: train(net, task, _with_seed(WRONG_SGD, seed)) for k, net in sgd_nets.items()}
     out.curves = {f"{k} (Adam)": r.losses for k, r in adam.items()}
     out.runs = {f"{k} (Adam)": r for k, r in adam.items()}
-    out.labels = {f"{k} (Adam)": Message("{name} (Adam)", name=RunName(k)) for k in adam}
+    # Translators: a curve's name, such as "right (Adam)": {name} is the backward, {optimizer} Adam or SGD
+    out.labels = {f"{k} (Adam)": Message(N_("{name} ({optimizer})"), name=RunName(k), optimizer="Adam") for k in adam}
     out.extra.update(adam=adam, sgd=sgd)
     checks = {k: pairs.gradient_check(p, seed) for k, p in backwards.items()}
     out.extra["checks"] = checks
@@ -538,6 +539,10 @@ def _warmup_label(placement: str, warmup: int) -> Message:
 # ---- (d) which norm, and how big a batch ----------------------------------------------------------------
 
 
+# The norms' own names, as the lessons write them (a run is keyed by the registry's lowercase name)
+NORM_NAMES = {"batchnorm": "BatchNorm", "layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}
+
+
 @functools.lru_cache(maxsize=4)
 def norms(seed: int = 0) -> Outcome:
     """The same 6-block MLP with no norm, BatchNorm, LayerNorm and RMSNorm, trained with plain SGD."""
@@ -550,6 +555,7 @@ def norms(seed: int = 0) -> Outcome:
     adam_none = train(Net(NetSpec("mlp", DEEP_MLP_DEPTH, 32, "none"), seed), task_for(seed), _with_seed(ADAM, seed))
     out.curves = {k: r.losses for k, r in runs.items()}
     out.runs = runs
+    out.labels = {k: NORM_NAMES.get(k, RunName(k)) for k in runs}
     out.extra.update(runs=runs, adam_none=adam_none)
     ends = {k: final_loss(r) for k, r in runs.items()}
     out.claim("none-stalls", N_("without a norm, SGD leaves the loss near ln 3 = {guess:.2f}: {loss:.2f}"),
@@ -559,7 +565,7 @@ def norms(seed: int = 0) -> Outcome:
     # Translators: {losses} is a list such as "batchnorm 0.16, layernorm 0.23, rmsnorm 0.23"
     out.claim("norms-train", N_("each norm takes it below half of that: {losses}"),
               all_of(*(below(ends[k], GUESSING / 2, f"{k}: final loss") for k in normed)),
-              losses=named_numbers({k: ends[k] for k in normed}))  # fmt: skip
+              losses=Listing(f"{NORM_NAMES[k]} {ends[k]:.2f}" for k in normed))  # fmt: skip
     adam_end = final_loss(adam_none)
     out.claim("adam-none", N_("with Adam (lr {lr:g}, {steps} steps) the network without a norm trains too: "
                               "{loss:.2f}"),
@@ -574,7 +580,7 @@ def norms(seed: int = 0) -> Outcome:
               last=len(plain), ratio=plain[0] / plain[-1])  # fmt: skip
     least = min(a / b for a, b in zip(ln_grads, plain_grads))
     out.claim("ln-keeps", N_("LayerNorm keeps every block's output the same size (within {spread:.2f}x), and "
-                             "every weight gradient at least {least:.0f} times larger"),
+                             "every weight gradient at least {least:.1f} times larger"),
               below(max(ln) / min(ln), 1.2, "LayerNorm: output max / min") & above(least, 10, "gradient ratio, least"),
               spread=max(ln) / min(ln), least=least)  # fmt: skip
     return out
@@ -649,9 +655,14 @@ def batch_sizes(seed: int = 0) -> Outcome:
               below(ln.test_loss, held[small], f"held-out loss at batch {small}, LayerNorm vs BatchNorm"),
               small=small, loss=ln.test_loss, batchnorm=held[small])  # fmt: skip
     gaps = {b: abs(r[1] - r[0]) for b, r in rows.items()}
-    out.claim("gap", N_("the gap between batch and running statistics is larger at batch 8 ({eight:.2f}) than at "
-                        "32 ({thirty_two:.2f})"), above(gaps[8], gaps[32], "gap at batch 8 vs 32"),
-                        eight=gaps[8], thirty_two=gaps[32])  # fmt: skip
+    large = BATCHES[-1]
+    # every smaller batch against the largest, each pair the table shows with it
+    # Translators: {smaller} is a list of batch sizes such as "2, 8"; {gaps} their gaps, such as "0.03, 0.10"
+    out.claim("gap", N_("the gap between batch and running statistics is larger at batches {smaller} ({gaps}) than "
+                        "at {large} ({gap:.2f})"),
+              all_of(*(above(gaps[b], gaps[large], f"gap at batch {b} vs {large}") for b in BATCHES[:-1])),
+              smaller=Listing(BATCHES[:-1]), gaps=Listing(f"{gaps[b]:.2f}" for b in BATCHES[:-1]), large=large,
+              gap=gaps[large])  # fmt: skip
     return out
 
 

@@ -27,6 +27,7 @@ import importlib
 import inspect
 import math
 import pkgutil
+import re
 import statistics
 import textwrap
 import time
@@ -44,15 +45,17 @@ from microgradnorm import textbook
 from microgradnorm import tolerances as tol
 from microgradnorm.engine import topological_order
 from microgradnorm.i18n import N_, _, ngettext, pgettext
-from microgradnorm.i18n.text import assemble, cjk_text
-from microgradnorm.lessons.claims import claims
-from microgradnorm.lessons.demo_tools import autograd_dx, check_mark, fmt, number_table, rng_for, sci
+from microgradnorm.i18n.text import assemble, separated
+
+# cjk_text, claims and number_table that keep a formula whole (lessons/code_spans.py)
+from microgradnorm.lessons.code_spans import cjk_text, claims, number_table
+from microgradnorm.lessons.demo_tools import autograd_dx, check_mark, fmt, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.source import code_of
 from microgradnorm.norms import NormGraph
 from microgradnorm.numfmt import nbytes_text
 from microgradnorm.registry import get_norm
-from microgradnorm.verdicts import Check, all_of, close_to, exactly, nearest
+from microgradnorm.verdicts import Check, above, all_of, at_least, at_most, close_to, exactly, nearest
 
 __all__ = [
     "CACHE_FIELDS",
@@ -541,8 +544,15 @@ def kernel_source(
     kernel: str = "layer_norm_forward_rows",
     docstring: bool = False,
     span: tuple[str, str] | None = None,
+    ask: str | None = None,
 ) -> DemoOutput:
-    """The source of a fused kernel in microgradnorm/fused.py, with its line numbers (a span of it, or all of it)."""
+    """The source of a fused kernel in microgradnorm/fused.py, with its line numbers (a span of it, or all of it).
+
+    ``ask``: a question asked before the listing, "split" (how large the mean's float32 remainder is)
+    or "recompute" (what rebuilding xhat costs the backward kernel in reads).
+    """
+    if ask not in (None, *_LISTING_QUESTIONS):
+        raise ValueError(f"ask: expected None or one of {', '.join(_LISTING_QUESTIONS)}, got {ask!r}")
     lines, first, path, doc = kernel_source_lines(kernel)
     a, b = (0, len(lines) - 1) if span is None else locate_span(lines, tuple(span))
     parts: list[Any] = []
@@ -556,7 +566,74 @@ def kernel_source(
         parts.append(_syntax(lines[a : b + 1], first + a))
     where = _("microgradnorm/{file}, lines {first}–{last}").format(file=path.name, first=first + a, last=first + b)
     parts.append(Text(where, style="dim"))
-    return DemoOutput(Group(*parts))
+    prediction = None if ask is None else _LISTING_QUESTIONS[ask](p)
+    return DemoOutput(Group(*parts), prediction=prediction)
+
+
+# A float32 row this far from zero: neighbouring float32 numbers are about 1 apart (2**23 < 1e7 < 2**24)
+_FAR = 1e7
+
+
+def _split_prediction(p: LessonParams) -> Prediction:
+    """How large ``mu_lo`` is for a float32 row near _FAR: measured on a random row, against the float32 gap."""
+    rng = rng_for(p.seed, 61)
+    row = (_FAR + rng.normal(0.0, 100.0, size=4096)).astype(np.float32)  # D
+    mean = float(np.sum(row, dtype=np.float64) / row.size)  # the kernel's float64 sum, then one division
+    mu_hi = np.float32(mean)
+    mu_lo = abs(mean - float(mu_hi))
+    gap = float(np.spacing(mu_hi))  # from mu_hi to the next float32
+    what = "|mu_lo| of a float32 row"
+    evidence = (
+        at_most(mu_lo, 0.0, what),
+        above(mu_lo, 0.0, what) & at_most(mu_lo, gap / 2, f"{what} vs half the float32 gap"),
+        above(mu_lo, gap / 2, f"{what} vs half the float32 gap"),
+    )
+    answer = next((i for i, e in enumerate(evidence) if e), 2)
+    return Prediction(
+        _(
+            "A float32 row of {n} values near {far:,.0f}, where neighbouring float32 numbers are {gap:g} apart. "
+            "The kernel sums it in float64 and splits the mean into mu_hi + mu_lo. How large is mu_lo?"
+        ).format(n=row.size, far=_FAR, gap=gap),
+        (
+            _("0: the mean is a float32 number"),
+            _("at most half the gap between neighbouring float32 numbers"),
+            _("more than that"),
+        ),
+        answer,
+        _(
+            "Here mu_lo = {lo:.3g}. mu_hi is the float32 nearest the float64 mean, so what is left is at most "
+            "half the gap ({half:g}). Without it, every centered value of the row would be off by that much."
+        ).format(lo=mu_lo, half=gap / 2),
+        evidence,
+    )
+
+
+def _recompute_prediction(p: LessonParams) -> Prediction:
+    """What rebuilding xhat from x costs the backward kernel in whole-array reads: the counted lines' answer."""
+    keep = pass_totals("backward", "kernel", "keep")[0]
+    recompute = pass_totals("backward", "kernel", "recompute")[0]
+    extra = recompute - keep
+    what = "backward kernel: whole-array reads, recompute minus keep"
+    evidence = (exactly(extra, 0, what), exactly(extra, 1, what), at_least(extra, 2, what))
+    return Prediction(
+        _(
+            "In recompute mode the cache holds x instead of xhat, and this loop rebuilds xhat from x, mean and rstd. "
+            "How many more whole arrays does the backward kernel read than when xhat is kept?"
+        ),
+        (pgettext("how many more arrays", "none"), _("one more"), _("two or more")),
+        next((i for i, e in enumerate(evidence) if e), 2),
+        _(
+            "Whole-array reads: {keep} with xhat kept, {recompute} in recompute mode. The loop reads one array of "
+            "x's size besides dy either way, xhat or x; rebuilding xhat is arithmetic on a row already at hand."
+        ).format(keep=keep, recompute=recompute),
+        evidence,
+    )
+
+
+_LISTING_QUESTIONS: dict[str, Callable[[LessonParams], Prediction]] = {
+    "split": _split_prediction,
+    "recompute": _recompute_prediction,
+}
 
 
 # ---- steps 5 and 6: counting passes over memory ----------------------------------------------------
@@ -798,28 +875,68 @@ def kernel_memory_passes(
     parts: list[Any] = [_pass_listing(direction)]
     if show == "both":
         parts += [Text(""), _pass_totals(direction, shape, _("the code above"))]
-    return DemoOutput(Group(*parts), prediction=_row_reads_prediction() if direction == "forward" else None)
+    return DemoOutput(Group(*parts), prediction=_x_reads_prediction() if direction == "forward" else None)
 
 
-def _row_reads_prediction() -> Prediction:
-    """The forward kernel loops over each row several times; how many of them read x from memory?"""
-    lines, *_rest = kernel_source_lines("layer_norm_forward_rows")
-    loops = sum(1 for line in lines if "for j in range(d)" in line)
-    reads = pass_totals("forward", "kernel", "recompute")[0]
-    choices = tuple(str(k) for k in range(1, loops + 1))
-    why = _(
-        "The kernel walks each row {loops} times, but only the first walk brings the row in from memory: "
-        "{reads} whole-array read of x. A row of a few thousand numbers stays in the cache for the others."
-    ).format(loops=loops, reads=reads)
+def _x_reads_prediction() -> Prediction:
+    """How many of NumPy's forward lines read x itself (the kernel: one loop does): the counted lines' answer."""
+    numpy = [t for g in PASSES["forward"] if g.path == "numpy" for t in g.trips]
+    # a line reads x itself when x2 (x as [rows, D]) is an argument on the right of its "="
+    reading = [t for t in numpy if t.reads and re.search(r"\bx2\b", t.find.split("=", 1)[1])]
+    n = sum(t.reads for t in reading)
+    what = "NumPy forward: whole-array reads of x itself"
+    evidence = (exactly(n, 1, what), exactly(n, 2, what), at_least(n, 3, what))
+    lines = separated([str(locate(t)[0]) for t in reading])
     return Prediction(
+        _("The kernel reads x from memory once, in its first loop. How many times does NumPy's forward read x itself?"),
+        (_("once, as the kernel"), _("twice"), _("three times or more")),
+        next((i for i, e in enumerate(evidence) if e), 2),
+        # Translators: {lines} is a list of line numbers such as "55, 57"
         _(
-            "The forward kernel loops over each row {loops} times. How many of those loops read x from main memory?"
-        ).format(loops=loops),
-        choices,
-        min(reads, loops) - 1,
-        why,
-        tuple(exactly(reads, k, "loops that read x from memory") for k in range(1, loops + 1)),
+            "{n}: lines {lines} read x; every later line reads an array NumPy wrote before it (xshift, then "
+            "xhat, then y), each a whole trip of its own."
+        ).format(n=n, lines=lines),
+        evidence,
     )
+
+
+# ---- the closing step: the shapes exercise 5 asks for -------------------------------------------------
+
+
+@demo("kernel_exercise_shapes")
+def kernel_exercise_shapes(p: LessonParams) -> DemoOutput:
+    """The shapes of dx, dgamma and dbeta for x [B, T, D] (exercise 5's names), from step 4's llm.c-style backward."""
+    rng = rng_for(p.seed, 67)
+    x = rng.normal(0.5, 2.0, size=(2, 3, p.dim))  # B,T,D
+    gamma, beta = rng.uniform(0.5, 1.5, p.dim), rng.normal(size=p.dim)  # d
+    y, cache = textbook.layer_norm_forward(x, gamma, beta, p.eps)
+    dy = rng.normal(size=y.shape)  # B,T,d
+    dx, dgamma, dbeta = textbook.layer_norm_backward(dy, cache)
+    rows = [
+        ["x, dy, dx", list(dx.shape), _("one per input number")],
+        ["dgamma, dbeta", list(dgamma.shape), _("summed over every row (B·T of them)")],
+    ]
+    what = "the shape of dgamma, dbeta"
+    same = exactly(float(dgamma.shape == x.shape and dbeta.shape == x.shape), 1.0, f"{what} equals x's")
+    per_feature = exactly(float(dgamma.shape == (p.dim,) and dbeta.shape == (p.dim,)), 1.0, f"{what} is [D]")
+    per_row = exactly(float(dgamma.shape == (*x.shape[:-1], 1)), 1.0, f"{what} is [B, T, 1]")
+    prediction = Prediction(
+        _("In exercise 5, x is [B, T, D]. Which shapes must your backward return?"),
+        (
+            _("dx, dgamma and dbeta all [B, T, D]"),
+            _("dx [B, T, D]; dgamma and dbeta [D]"),
+            _("dx [B, T, D]; dgamma and dbeta [B, T, 1]"),
+        ),
+        next((i for i, e in enumerate((same, per_feature, per_row)) if e), 1),
+        _(
+            "gamma and beta have one number per feature, shared by every row, so their gradients add up the "
+            "contributions of all {rows} rows: [{d}] here, for x {shape}."
+        ).format(rows=x.shape[0] * x.shape[1], d=p.dim, shape=list(x.shape)),
+        (same, per_feature, per_row),
+    )
+    headers = [_("arrays"), _("shape"), ""]
+    table = number_table(headers, rows, title=_("the backward of step 4 on x {shape}").format(shape=list(x.shape)))
+    return DemoOutput(table, prediction=prediction)
 
 
 # ---- step 7: try it, and the course in code ---------------------------------------------------------

@@ -19,10 +19,13 @@ from microgradnorm import tolerances as tol
 from microgradnorm.drawing.charts import line_chart
 from microgradnorm.drawing.figure import line_chart_svg
 from microgradnorm.i18n import _, pgettext
-from microgradnorm.i18n.text import cjk_text, separated
+from microgradnorm.i18n.text import separated
 from microgradnorm.lab import experiments as E
 from microgradnorm.lab import pairs, show
 from microgradnorm.lab.words import run_name
+
+# cjk_text that keeps a formula whole (lessons/code_spans.py)
+from microgradnorm.lessons.code_spans import cjk_text, keep_formulas
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.verdicts import above, all_of, at_least, at_most, below, exactly, mark
 
@@ -49,7 +52,11 @@ def _caption(text: str) -> Text:
 
 def _claims(result: E.Outcome, *keys: str) -> Group:
     """The run's claims with these keys (see :meth:`~microgradnorm.lab.experiments.Outcome.claim`)."""
-    return show.claim_lines(result.picked(*keys))
+    lines = show.claim_lines(result.picked(*keys))
+    for line in lines.renderables:  # CJKText lines: a formula in a claim is kept whole
+        if isinstance(line, Text):
+            keep_formulas(line)
+    return lines
 
 
 # ---- lesson 15: your backward in a real model ----------------------------------------------------------
@@ -198,7 +205,9 @@ def lab_wrong_why(p: LessonParams, part: str = "mean") -> DemoOutput:
             _row(table, str(k + 1), f"{ratio:,.0f}", f"{E.MLP.width}^{E.MLP.depth - k} = {power:,.0f}")
         return DemoOutput(Group(table, _claims(result, "factor-powers", "factor-adam")))
     sgd = result.extra["sgd"]
-    series = {f"{run_name(k)} (SGD)": show.smooth(sgd[k].losses) for k in sgd}
+    series = {
+        _("{name} ({optimizer})").format(name=run_name(k), optimizer="SGD"): show.smooth(sgd[k].losses) for k in sgd
+    }
     chart = line_chart(series, height=HEIGHT)
     figure = line_chart_svg(series, title=_("Plain SGD, lr {lr:g}").format(lr=E.WRONG_SGD.lr), xlabel=show.step_axis())
     return DemoOutput(Group(chart, _claims(result, "sgd-stall", "sgd-growth")), graph=figure)
@@ -225,14 +234,14 @@ def lab_plan(p: LessonParams, experiment: str = "depth") -> DemoOutput:
     _row(table, _("examples (training / held out)"), f"{len(task.y_train)} / {len(task.y_test)}")
     if experiment == "depth":
         E.start(p.seed, E.depth)
-        _row(table, _("residual blocks, width"), f"{E.RESIDUAL_DEPTH}, 32")
+        _row(table, _("residual blocks, width"), separated([str(E.RESIDUAL_DEPTH), "32"]))
         cfg = E.WARMUP
         _row(table, _("steps of Adam, examples per step"), _("{steps}, {batch} (lr {lr:g})").format(
             steps=cfg.steps, batch=cfg.batch, lr=cfg.lr))  # fmt: skip
         _row(table, _("warmup steps (the warmup run)"), str(cfg.warmup))
     else:
         E.start(p.seed, E.norms, E.batch_sizes)
-        _row(table, _("blocks Linear → norm → ReLU, width"), f"{E.DEEP_MLP_DEPTH}, 32")
+        _row(table, _("blocks Linear → norm → ReLU, width"), separated([str(E.DEEP_MLP_DEPTH), "32"]))
         _row(table, _("steps of SGD, examples per step"), _("{steps}, {batch} (lr {lr:g})").format(
             steps=E.SGD.steps, batch=E.SGD.batch, lr=E.SGD.lr))  # fmt: skip
     _row(table, _("loss of a guess (ln 3)"), f"{E.GUESSING:.3f}")
@@ -362,7 +371,7 @@ def lab_norms_curves(p: LessonParams) -> DemoOutput:
         answers.get(frozenset(trained), 3),
         # Translators: {losses} is a list such as "none 1.08, batchnorm 0.16, layernorm 0.23, rmsnorm 0.23"
         _("Losses after {steps} steps: {losses}.").format(
-            steps=E.SGD.steps, losses=separated([f"{run_name(k)} {v:.2f}" for k, v in ends.items()])
+            steps=E.SGD.steps, losses=separated([f"{result.label(k)} {v:.2f}" for k, v in ends.items()])
         ),
         evidence,
     )
@@ -413,9 +422,9 @@ def lab_batch_sizes(p: LessonParams) -> DemoOutput:
         ).format(epochs=E.BATCH_EPOCHS),
         tuple(str(b) for b in rows),
         list(rows).index(worst),
-        # Translators: {losses} is a list such as "2: 1.03, 8: 0.57, 32: 0.61" (batch size: loss)
+        # Translators: {losses} is a list such as "batch 2 1.03, batch 8 0.57, batch 32 0.61"
         _("Held-out losses (running statistics): {losses}.").format(
-            losses=separated([f"{b}: {r[0]:.2f}" for b, r in rows.items()])
+            losses=separated([_("batch {size} {loss:.2f}").format(size=b, loss=r[0]) for b, r in rows.items()])
         ),
         evidence,
     )

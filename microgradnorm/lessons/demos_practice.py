@@ -27,9 +27,11 @@ from microgradnorm import formulas
 from microgradnorm import vectorized as V
 from microgradnorm.drawing.charts import line_chart
 from microgradnorm.i18n import _, pgettext
-from microgradnorm.i18n.text import cjk_text
-from microgradnorm.lessons.claims import claims, maxabs
-from microgradnorm.lessons.demo_tools import check_mark, engine_forward, fmt, number_table, rng_for, sci
+from microgradnorm.lessons.claims import maxabs
+
+# cjk_text, claims and number_table that keep a formula whole (lessons/code_spans.py)
+from microgradnorm.lessons.code_spans import cjk_text, claims, marked, number_table
+from microgradnorm.lessons.demo_tools import check_mark, engine_forward, fmt, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, DISPLAY_RTOL
@@ -250,12 +252,13 @@ def batch_spread(seed: int, dim: int, sizes: tuple[int, ...], trials: int, eps: 
     population N(POP_MEAN, POP_STD²) and the fixed example is normalized in each.
     Per size: the largest spread (max - min over trials) of any of its outputs,
     for BatchNorm and LayerNorm; the largest |y|; and the root-mean-square
-    distance of its BatchNorm outputs from the population z-score
-    (x - POP_MEAN) / POP_STD, the value a batch's statistics estimate.
+    distance of its BatchNorm outputs from the population's (x - POP_MEAN) / sqrt(POP_STD² + eps):
+    the value a batch's statistics estimate, at the same eps, so that the distance is the estimate's
+    alone even where eps dominates the variance.
     """
     rng = rng_for(seed, 11)
     x0 = rng.normal(POP_MEAN, POP_STD, size=dim)
-    z_pop = (x0 - POP_MEAN) / POP_STD
+    z_pop = (x0 - POP_MEAN) / np.sqrt(POP_STD**2 + eps)  # D: what the batch statistics estimate
     out = []
     for b in sizes:
         bn_outs, ln_outs, batches = [], [], []
@@ -290,22 +293,36 @@ def two_row_outputs(stats: list[dict], eps: float) -> tuple[np.ndarray, np.ndarr
     return two["outputs"], expected
 
 
+# Batch 2 gives +1 and -1 "up to eps" while eps is small beside a pair's variance: the typical
+# output is then within this much of ±1. Once eps is comparable to the variance, each output's size
+# 1/sqrt(1 + eps/var) depends on how far apart the pair is.
+_PULL_SMALL = 0.1
+
+
 def _batch2_prediction(pair: tuple[np.ndarray, np.ndarray], eps: float) -> Prediction:
     """What a batch of two does to each output: the answer the outputs themselves give."""
     got, expected = pair
-    zero = at_most(float(np.max(np.abs(got))), 0.0, "batch 2: the largest |output|")
-    pm_one = close_to(got, expected, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "batch 2: outputs vs ±1/sqrt(1 + eps/var)")
-    anything = differs(got, expected, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "batch 2: outputs vs ±1/sqrt(1 + eps/var)")
-    evidence = (
-        anything & above(float(np.max(np.abs(got))), 0.0, "batch 2: the largest |output|"),
-        pm_one & above(float(np.max(np.abs(got))), 0.0, "batch 2: the largest |output|"),
-        zero,
-    )
-    answer = 2 if zero else 1 if pm_one else 0
-    why = _(
-        "Two values a and b have mean (a + b)/2 and spread |a − b|/2: they become +1 and −1 whatever they "
-        "are (eps pulls them in, by up to {value} here)."
-    ).format(value=sci(float(np.max(np.abs(np.abs(got) - 1.0)))))
+    largest = float(np.max(np.abs(got)))
+    pull = float(np.median(np.abs(1.0 - np.abs(got))))  # how far eps pulls a typical output in from ±1
+    zero = at_most(largest, 0.0, "batch 2: the largest |output|")
+    formula = close_to(got, expected, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "batch 2: outputs vs ±1/sqrt(1 + eps/var)")
+    nonzero = above(largest, 0.0, "batch 2: the largest |output|")
+    near_one = at_most(pull, _PULL_SMALL, "batch 2: median of 1 − |output|")
+    pulled = above(pull, _PULL_SMALL, "batch 2: median of 1 − |output|")
+    evidence = (formula & nonzero & pulled, formula & nonzero & near_one, zero)
+    answer = 2 if zero else 1 if near_one else 0
+    values = {"median": sci(pull), "largest": sci(float(np.max(np.abs(1.0 - np.abs(got)))))}
+    if answer == 1:
+        why = _(
+            "Two values a and b have mean `(a + b)/2` and spread `|a − b|/2`: they become +1 and −1 whatever they "
+            "are (eps pulls them in: by {median} typically, {largest} at most)."
+        ).format(**values)
+    else:
+        why = _(
+            "Two values a and b become `±1/sqrt(1 + eps/var)`, with `var = ((a − b)/2)²`. At this eps, which is "
+            "not small beside the variance of a pair, the size depends on how far apart a and b are: eps pulls a "
+            "typical output in from ±1 by {median}."
+        ).format(**values)
     return Prediction(
         _("In a batch of two, what can each BatchNorm output be?"),
         (_("anything: it depends on both values"), _("+1 or −1 (up to eps)"), "0"),
@@ -373,10 +390,10 @@ def batch_size_dependence(p: LessonParams, sizes: tuple[int, ...] = (1, 2, 4, 16
     table = Group(
         cjk_text(_("one fixed example in {trials} random batches of each size").format(trials=trials), "italic"),
         number_table(headers, rows),
-        cjk_text(
+        marked(
             _(
                 "spread: the largest range (max − min over the batches) of any of its outputs. vs population: "
-                "root-mean-square distance from the data's own (x − μ)/σ."
+                "root-mean-square distance from the data's own `(x − μ)/sqrt(σ² + eps)`."
             ),
             style="dim",
         ),
@@ -433,6 +450,9 @@ def _eval_claims(run: EvalRun) -> Group:
     layer = run.layer
     ema_mean, ema_var = running_average(run.batches, layer.momentum)
     gap = float(np.max(np.abs(run.y_train - run.y_eval)))
+    # LayerNorm on the same small batch, and on its first example alone: one computation, no running state
+    ln_batch = _normalize("layernorm", run.small, layer.eps)[0]
+    ln_alone = _normalize("layernorm", run.small[:1], layer.eps)[0]
     return claims(
         [
             (
@@ -447,6 +467,12 @@ def _eval_claims(run: EvalRun) -> Group:
             (
                 close_to(run.y_alone[0], run.y_eval[0], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "eval: alone vs in batch"),
                 _("eval mode: example 0 alone gives the same output as in its batch"),
+            ),
+            (
+                close_to(ln_alone, ln_batch, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "LayerNorm: alone vs in its batch"),
+                _(
+                    "LayerNorm, which has no modes: example 0 alone gives its output in the batch (off by {value})"
+                ).format(value=maxabs(ln_alone - ln_batch)),
             ),
         ]
     )
@@ -522,6 +548,22 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * z))  # = 1 / (1 + e^-z), without overflow
 
 
+def _evaluation_tokens(seed: int, features: int) -> tuple[np.random.Generator, np.ndarray, tuple]:
+    """The label direction u and the 256 evaluation tokens of a seed (the generator goes on to the batches)."""
+    rng = rng_for(seed, 12)
+    u = rng.normal(size=features)
+    u -= u.mean()
+    u /= np.linalg.norm(u)
+    return rng, u, _tokens(rng, 256, u)
+
+
+def quiet_share(seed: int, features: int, eps: float) -> float:
+    """The share of evaluation tokens whose own variance is below eps: LayerNorm divides those by about
+    sqrt(eps) rather than by their own spread, which flattens their pattern as BatchNorm does."""
+    x_eval = _evaluation_tokens(seed, features)[2][0]  # 256,D
+    return float(np.mean(x_eval.var(axis=1) < eps))
+
+
 def train_wrong_axis(
     seed: int, features: int = 8, batch: int = 32, steps: int = 200, lr: float = 0.5, eps: float = 1e-5
 ) -> dict[str, list[float]]:
@@ -532,11 +574,7 @@ def train_wrong_axis(
     the loss on a fixed evaluation batch of 256 tokens (normalized the same way).
     Both norms see exactly the same batches. Returns the loss curve of each.
     """
-    rng = rng_for(seed, 12)
-    u = rng.normal(size=features)
-    u -= u.mean()
-    u /= np.linalg.norm(u)
-    x_eval, t_eval = _tokens(rng, 256, u)
+    rng, u, (x_eval, t_eval) = _evaluation_tokens(seed, features)
     batches = [_tokens(rng, batch, u) for _step in range(steps)]
     curves = {}
     for norm in ("layernorm", "batchnorm"):
@@ -554,7 +592,11 @@ def train_wrong_axis(
     return curves
 
 
-def _learner_prediction(ln_tail: float, bn_tail: float, bar: float) -> Prediction:
+# The share of tokens flattened by eps above which the answer says that eps, not the axis, decided.
+_QUIET_SHARE = 0.1
+
+
+def _learner_prediction(ln_tail: float, bn_tail: float, bar: float, quiet: float = 0.0, eps: float = 0.0) -> Prediction:
     ln_ok, bn_ok = _learns(ln_tail, bar, "LayerNorm"), _learns(bn_tail, bar, "BatchNorm")
     ln_no, bn_no = at_least(ln_tail, bar, ln_ok.what), at_least(bn_tail, bar, bn_ok.what)
     evidence = (ln_ok & bn_no, ln_no & bn_ok, ln_ok & bn_ok, ln_no & bn_no)
@@ -570,6 +612,11 @@ def _learner_prediction(ln_tail: float, bn_tail: float, bar: float) -> Predictio
             "Over the last steps the loss averaged {ln} with LayerNorm and {bn} with BatchNorm, against log 2 for "
             "guessing."
         ).format(**tails)
+    if not ln_ok and quiet >= _QUIET_SHARE:
+        why += " " + _(
+            "Here {share} of the tokens have a variance below eps = {eps}: LayerNorm divides those by about "
+            "`sqrt(eps)` instead of their own spread, so their pattern reaches the classifier nearly flat too."
+        ).format(share=f"{quiet:.0%}", eps=f"{eps:g}")
     return Prediction(
         _("Which model learns to tell the patterns apart (loss below half of guessing)?"),
         (
@@ -594,6 +641,7 @@ def wrong_axis_loss(p: LessonParams, steps: int = 200, features: int = 8) -> Dem
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 2:
         raise ValueError(f"steps: expected an integer >= 2, got {steps!r}")
     curves = train_wrong_axis(p.seed, features=features, steps=steps, eps=p.eps)
+    quiet = quiet_share(p.seed, features, p.eps)
     chance = float(np.log(2.0))
     ln, bn = curves["layernorm"], curves["batchnorm"]
     tail = max(steps // 10, 1)
@@ -625,7 +673,7 @@ def wrong_axis_loss(p: LessonParams, steps: int = 200, features: int = 8) -> Dem
                 style="dim",
             ),
         ),
-        prediction=_learner_prediction(ln_tail, bn_tail, 0.5 * chance),
+        prediction=_learner_prediction(ln_tail, bn_tail, 0.5 * chance, quiet, p.eps),
     )
 
 

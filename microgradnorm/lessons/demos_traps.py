@@ -25,14 +25,14 @@ from microgradnorm import vectorized as V
 from microgradnorm.engine import DomainError, Value
 from microgradnorm.i18n import N_, _, pgettext
 from microgradnorm.i18n.errors import localize
-from microgradnorm.i18n.text import cjk_text
-from microgradnorm.lessons.claims import claims
+
+# cjk_text, claims and number_table that keep a formula whole (lessons/code_spans.py)
+from microgradnorm.lessons.code_spans import cjk_text, claims, marked, number_table
 from microgradnorm.lessons.demo_tools import (
     autograd_dx,
     check_mark,
     engine_forward,
     fmt,
-    number_table,
     random_dy,
     random_gamma,
     random_vector,
@@ -193,11 +193,12 @@ def eps_placement(p: LessonParams, constant: float = 3.0) -> DemoOutput:
         graph = autograd_dx("layernorm", np.full(d, float(constant)), None, None, eps, dy)[1]
     if eps == 0:
         caption = _(
-            "inside: sqrt(var + eps), the package's norm. outside: sqrt(var) + eps, built by hand. "
-            "At eps = 0 the two are the same formula."
+            "inside: `sqrt(var + eps)`, the package's norm. outside: `sqrt(var) + eps`, built by hand. "
+            "At `eps = 0` the two are the same formula."
         )
     else:
-        caption = _("inside: sqrt(var + eps), the package's norm. outside: sqrt(var) + eps, built by hand.")
+        caption = _("inside: `sqrt(var + eps)`, the package's norm. outside: `sqrt(var) + eps`, built by hand.")
+    caption = marked(caption, "dim")  # the formulas are not broken at their spaces
     return DemoOutput(
         number_table(
             ["x", "eps", "max |y|", "max |dx|"],
@@ -430,7 +431,10 @@ def fd_errors(seed: int, dim: int, eps: float, steps: tuple[float, ...]) -> dict
 def float_precision(p: LessonParams, steps: tuple[float, ...] = (1e-1, 1e-2, 1e-3, 1e-4, 1e-6, 1e-8)) -> Group:
     """LayerNorm in float32 against float64, and finite differences in both precisions."""
     rng = rng_for(p.seed, 40)
-    x = rng.normal(0.5, 2.0, size=(64, max(p.dim, 2)))
+    # two numbers normalize to ±1 whatever they are: at d = 2 dx is zero up to eps, and a relative error
+    # against zero measures nothing. The step runs at d = 3 then, and says so.
+    d = max(p.dim, 3)
+    x = rng.normal(0.5, 2.0, size=(64, d))
     gamma = rng.uniform(0.5, 1.5, size=x.shape[1])
     dy = rng.normal(size=x.shape)
     y64, c64 = V.layer_norm_forward(x, gamma, None, p.eps, backend="numpy")
@@ -439,9 +443,21 @@ def float_precision(p: LessonParams, steps: tuple[float, ...] = (1e-1, 1e-2, 1e-
     dx32 = V.layer_norm_backward(dy.astype(np.float32), c32)[0]
     ey = tol.normwise_error(y32, y64)[1]
     edx = tol.normwise_error(dx32, dx64)[1]
-    fd = fd_errors(p.seed, max(p.dim, 2), p.eps, tuple(steps))
+    fd = fd_errors(p.seed, d, p.eps, tuple(steps))
     best = {k: float(np.nanmin(v)) for k, v in fd.items()}
+    note = []
+    if d != p.dim:
+        note.append(
+            cjk_text(
+                _(
+                    "At d = {dim} a LayerNorm gives ±1 whatever the numbers, so dx is zero up to eps and a relative "
+                    "error against it measures nothing: this step uses d = {d}."
+                ).format(dim=p.dim, d=d),
+                "dim",
+            )
+        )
     return Group(
+        *note,
         number_table(
             [_("float32 vs float64"), _("relative error"), pgettext("float32 check column", "within")],
             [
@@ -501,7 +517,7 @@ def batchnorm_both_ways(seed: int, dim: int, rows: int, eps: float) -> tuple[np.
 
 @demo("n_or_n_minus_1")
 def n_or_n_minus_1(p: LessonParams, sizes: tuple[int, ...] = (2, 4, 16, 256), rows: int = 4) -> Group:
-    """Biased (÷N) and unbiased (÷(N−1)) variance: how far apart, where BatchNorm uses each, and mixing them."""
+    """Biased (÷n) and unbiased (÷(n−1)) variance: how far apart, where BatchNorm uses each, and mixing them."""
     rng = rng_for(p.seed, 41)
     table = []
     for n in sizes:
@@ -522,23 +538,37 @@ def n_or_n_minus_1(p: LessonParams, sizes: tuple[int, ...] = (2, 4, 16, 256), ro
     xhat = np.array([y.data for y in ys])
     rstd = float((np.var(x, ddof=1) + p.eps) ** -0.5)
     err = tol.normwise_error(formulas.dx_simplified(dy, xhat, rstd, (0,)), auto)[1]
+    # the prose's "with n the normalized vector has a mean square of exactly one (up to eps)", measured
+    var_n, var_n1 = float(np.var(x)), float(np.var(x, ddof=1))
+    square_n = float(np.mean(formulas.moments(x, (0,), p.eps).xhat ** 2))
+    square_n1 = float(np.mean(xhat**2))
     return Group(
-        number_table(["N", "var ÷ N", "var ÷ (N−1)", _("ratio")], table, title=_("one random sample per size")),
+        number_table(["n", "var ÷ n", "var ÷ (n−1)", _("ratio")], table, title=_("one random sample per size")),
         claims(
             [
                 (
                     close_to(yb, by_n, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL, "BatchNorm y vs the ÷N formula"),
-                    _("vectorized.BatchNorm, a batch of {rows}: it normalizes with var ÷ N").format(rows=rows),
+                    marked(
+                        _("vectorized.BatchNorm, a batch of {rows}: it normalizes with `var ÷ N`").format(rows=rows)
+                    ),
                 ),
                 (
                     close_to(
                         running, xb.var(axis=0, ddof=1), tol.CLOSED_FORM_RTOL, 0.0, "running_var vs var ÷ (N − 1)"
                     ),
-                    _("and its running_var (momentum 1) is var ÷ (N − 1)"),
+                    marked(_("and its running_var (momentum 1) is `var ÷ (N − 1)`")),
                 ),
                 (
-                    above(err, tol.CLOSED_FORM_RTOL, "dx: ÷N formula vs the ÷(N−1) forward's autograd"),
-                    _("forward ÷(N−1), backward formula for ÷N: dx off by {error}").format(error=sci(err, 1)),
+                    close_to(square_n, var_n / (var_n + p.eps), tol.CLOSED_FORM_RTOL, 0.0, "mean(xhat²), ÷n")
+                    & close_to(square_n1, var_n / (var_n1 + p.eps), tol.CLOSED_FORM_RTOL, 0.0, "mean(xhat²), ÷(n−1)"),
+                    _(
+                        "a row of d = {d}: mean(xhat²) is {n} with ÷n (1 up to eps), {n1} with ÷(n−1) "
+                        "(at eps = 0: (n − 1)/n = {ratio})"
+                    ).format(d=p.dim, n=fmt(square_n, 4), n1=fmt(square_n1, 4), ratio=fmt((p.dim - 1) / p.dim, 4)),
+                ),
+                (
+                    above(err, tol.CLOSED_FORM_RTOL, "dx: ÷n formula vs the ÷(n−1) forward's autograd"),
+                    _("forward ÷(n−1), backward formula for ÷n: dx off by {error}").format(error=sci(err, 1)),
                 ),
             ]
         ),
