@@ -31,6 +31,7 @@ from microgradnorm.lab.net import BatchNormLayer, Net, NetSpec, cross_entropy, i
 from microgradnorm.lab.task import CLASSES, Task, teacher_task
 from microgradnorm.lab.train import Adam, Run, TrainConfig, batches, train
 from microgradnorm.lab.words import YOURS, YOURS_REFERENCE, Listing, Message, RunName, named_numbers
+from microgradnorm.registry import get_norm
 from microgradnorm.verdicts import Check, Checks, above, all_of, at_least, at_most, below
 
 __all__ = [
@@ -539,8 +540,9 @@ def _warmup_label(placement: str, warmup: int) -> Message:
 # ---- (d) which norm, and how big a batch ----------------------------------------------------------------
 
 
-# The norms' own names, as the lessons write them (a run is keyed by the registry's lowercase name)
-NORM_NAMES = {"batchnorm": "BatchNorm", "layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}
+def norm_title(key: str) -> str:
+    """A run's norm as the lessons write it (runs are keyed by the registry's lowercase name)."""
+    return get_norm(key).title
 
 
 @functools.lru_cache(maxsize=4)
@@ -555,7 +557,7 @@ def norms(seed: int = 0) -> Outcome:
     adam_none = train(Net(NetSpec("mlp", DEEP_MLP_DEPTH, 32, "none"), seed), task_for(seed), _with_seed(ADAM, seed))
     out.curves = {k: r.losses for k, r in runs.items()}
     out.runs = runs
-    out.labels = {k: NORM_NAMES.get(k, RunName(k)) for k in runs}
+    out.labels = {k: norm_title(k) if k != "none" else RunName(k) for k in runs}
     out.extra.update(runs=runs, adam_none=adam_none)
     ends = {k: final_loss(r) for k, r in runs.items()}
     out.claim("none-stalls", N_("without a norm, SGD leaves the loss near ln 3 = {guess:.2f}: {loss:.2f}"),
@@ -565,7 +567,7 @@ def norms(seed: int = 0) -> Outcome:
     # Translators: {losses} is a list such as "batchnorm 0.16, layernorm 0.23, rmsnorm 0.23"
     out.claim("norms-train", N_("each norm takes it below half of that: {losses}"),
               all_of(*(below(ends[k], GUESSING / 2, f"{k}: final loss") for k in normed)),
-              losses=Listing(f"{NORM_NAMES[k]} {ends[k]:.2f}" for k in normed))  # fmt: skip
+              losses=Listing(f"{norm_title(k)} {ends[k]:.2f}" for k in normed))  # fmt: skip
     adam_end = final_loss(adam_none)
     out.claim("adam-none", N_("with Adam (lr {lr:g}, {steps} steps) the network without a norm trains too: "
                               "{loss:.2f}"),
