@@ -271,7 +271,7 @@ def claim(ok: Check | Checks, text: str | Text) -> CJKText:
     ``text`` is already in the reader's language (the caller's ``_("...").format(...)``); the
     line wraps the Chinese way (:func:`microgradnorm.i18n.text.cjk_text`).
     """
-    return cjk_text(Text.assemble(check_mark(ok), " ", text))
+    return cjk_text(Text.assemble(check_mark(ok), " ", cjk_text(text)))
 
 
 def claims(lines: Iterable[tuple[Check | Checks, str | Text]]) -> Group:

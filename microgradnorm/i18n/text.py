@@ -248,9 +248,54 @@ def _as_cjk(text: Text) -> CJKText:
     return out
 
 
+# the mark inline code carries (`...` in Markdown, a formula a demo prints): a line never breaks inside it
+_CODE_MARK = Style(meta={"inline_code": True})
+
+
 def cjk_text(text: str | Text, style: str = "") -> CJKText:
-    """A one-off string or Text (a caption, a ✓ line, a table cell) that wraps the Chinese way."""
-    return _as_cjk(text) if isinstance(text, Text) else CJKText(text, style=style)
+    """A one-off string or Text (a caption, a ✓ line, a table cell) that wraps the Chinese way, its
+    formulas kept whole: a str's `backticked` parts (backticks dropped) and every spaced-operator chain
+    are marked as inline code (:func:`keep_formulas`). A Text keeps its styles (``style`` is for a str).
+
+    An unpaired backtick is kept as it is, so a translation that loses one shows it rather than
+    swallowing the rest of the sentence.
+    """
+    if isinstance(text, Text):
+        return keep_formulas(_as_cjk(text))
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # an odd number of backticks: no pairs to trust
+        return keep_formulas(CJKText(text, style=style))
+    out = CJKText(style=style)
+    for i, part in enumerate(parts):
+        out.append(part, style=_CODE_MARK if i % 2 else None)
+    return keep_formulas(out)
+
+
+# A formula printed by a demo is a chain of terms joined by spaced operators ("x − mean = 0"); a term has
+# no space and no full-width punctuation (which ends a Chinese clause, and may break after it).
+_TERM = r"[^\s\u3000-\u303f\uff00-\uffef]+"
+_CHAIN = re.compile(rf"{_TERM}(?: [=−+·×÷/<>≤≥≈→] {_TERM})+")
+_FUNCTION = re.compile(r"(?<![\w])(?:ln|log) [\w.]+")  # "ln 3": a function with a space before its argument
+_RELATION = re.compile(r" [=≈→] ")  # where a chain too long for one line may break, as typesetting does
+
+
+def keep_formulas(text: Text) -> Text:
+    """Mark, in place, every spaced-operator chain of ``text`` as inline code; returns ``text``.
+
+    Each piece of a chain up to and including a relation (``a · b =``) is marked too: where the whole
+    chain is wider than the line, it breaks after an ``=`` and nowhere else.
+    """
+    for match in _CHAIN.finditer(text.plain):
+        text.stylize(_CODE_MARK, match.start(), match.end())
+        start = match.start()
+        for relation in _RELATION.finditer(match.group()):
+            end = match.start() + relation.end() - 1  # the piece ends with the relation, before its space
+            text.stylize(_CODE_MARK, start, end)
+            start = end + 1
+        text.stylize(_CODE_MARK, start, match.end())
+    for match in _FUNCTION.finditer(text.plain):
+        text.stylize(_CODE_MARK, match.start(), match.end())
+    return text
 
 
 # ---- Markdown ----------------------------------------------------------------------------------------------
@@ -259,7 +304,6 @@ def cjk_text(text: str | Text, style: str = "") -> CJKText:
 # The inline code (`...`) of the Markdown being rendered: its text is marked, so that a formula or a
 # command in backticks is never broken at its own spaces (:func:`_inside_code`).
 _INLINE_CODE: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("inline_code", default=frozenset())
-_CODE_MARK = Style(meta={"inline_code": True})
 
 
 class _Paragraph(Paragraph):

@@ -45,17 +45,14 @@ from microgradnorm import textbook
 from microgradnorm import tolerances as tol
 from microgradnorm.engine import topological_order
 from microgradnorm.i18n import N_, _, ngettext, pgettext
-from microgradnorm.i18n.text import assemble, separated
-
-# cjk_text, claims and number_table that keep a formula whole (lessons/code_spans.py)
-from microgradnorm.lessons.code_spans import cjk_text, claims, number_table
-from microgradnorm.lessons.demo_tools import autograd_dx, check_mark, fmt, rng_for, sci
+from microgradnorm.i18n.text import assemble, cjk_text, separated
+from microgradnorm.lessons.demo_tools import autograd_dx, check_mark, fmt, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.source import code_of
 from microgradnorm.norms import NormGraph
 from microgradnorm.numfmt import nbytes_text
 from microgradnorm.registry import get_norm
-from microgradnorm.verdicts import Check, above, all_of, at_least, at_most, close_to, exactly, nearest
+from microgradnorm.verdicts import Check, above, all_of, at_least, at_most, claims, close_to, exactly, nearest
 
 __all__ = [
     "CACHE_FIELDS",

@@ -19,13 +19,12 @@ from microgradnorm import tolerances as tol
 from microgradnorm.drawing.charts import line_chart
 from microgradnorm.drawing.figure import line_chart_svg
 from microgradnorm.i18n import _, pgettext
-from microgradnorm.i18n.text import separated
+
+# cjk_text keeps a formula whole (i18n.text.keep_formulas)
+from microgradnorm.i18n.text import cjk_text, keep_formulas, separated
 from microgradnorm.lab import experiments as E
 from microgradnorm.lab import pairs, show
 from microgradnorm.lab.words import run_name
-
-# cjk_text that keeps a formula whole (lessons/code_spans.py)
-from microgradnorm.lessons.code_spans import cjk_text, keep_formulas
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.verdicts import above, all_of, at_least, at_most, below, exactly, mark
 

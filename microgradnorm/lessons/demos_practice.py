@@ -27,11 +27,9 @@ from microgradnorm import formulas
 from microgradnorm import vectorized as V
 from microgradnorm.drawing.charts import line_chart
 from microgradnorm.i18n import _, pgettext
+from microgradnorm.i18n.text import cjk_text
 from microgradnorm.lessons.claims import maxabs
-
-# cjk_text, claims and number_table that keep a formula whole (lessons/code_spans.py)
-from microgradnorm.lessons.code_spans import cjk_text, claims, marked, number_table
-from microgradnorm.lessons.demo_tools import check_mark, engine_forward, fmt, rng_for, sci
+from microgradnorm.lessons.demo_tools import check_mark, engine_forward, fmt, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, DISPLAY_RTOL
@@ -42,6 +40,7 @@ from microgradnorm.verdicts import (
     at_least,
     at_most,
     below,
+    claims,
     close_to,
     differs,
     equal,
@@ -390,7 +389,7 @@ def batch_size_dependence(p: LessonParams, sizes: tuple[int, ...] = (1, 2, 4, 16
     table = Group(
         cjk_text(_("one fixed example in {trials} random batches of each size").format(trials=trials), "italic"),
         number_table(headers, rows),
-        marked(
+        cjk_text(
             _(
                 "spread: the largest range (max − min over the batches) of any of its outputs. vs population: "
                 "root-mean-square distance from the data's own `(x − μ)/sqrt(σ² + eps)`."

@@ -28,14 +28,11 @@ from rich.console import Group
 from microgradnorm import vectorized as V
 from microgradnorm.drawing.charts import bar_chart
 from microgradnorm.i18n import _
-from microgradnorm.i18n.text import sentences
-
-# cjk_text, claims and number_table that keep a formula whole (lessons/code_spans.py)
-from microgradnorm.lessons.code_spans import cjk_text, claims, number_table
-from microgradnorm.lessons.demo_tools import fmt, rng_for
+from microgradnorm.i18n.text import cjk_text, sentences
+from microgradnorm.lessons.demo_tools import fmt, number_table, rng_for
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.tolerances import CLOSED_FORM_RTOL
-from microgradnorm.verdicts import above, at_least, at_most, below, close_to, nearest, within
+from microgradnorm.verdicts import above, at_least, at_most, below, claims, close_to, nearest, within
 
 ARRANGEMENTS = ("pre", "post")
 

@@ -25,14 +25,13 @@ from microgradnorm import vectorized as V
 from microgradnorm.engine import DomainError, Value
 from microgradnorm.i18n import N_, _, pgettext
 from microgradnorm.i18n.errors import localize
-
-# cjk_text, claims and number_table that keep a formula whole (lessons/code_spans.py)
-from microgradnorm.lessons.code_spans import cjk_text, claims, marked, number_table
+from microgradnorm.i18n.text import cjk_text
 from microgradnorm.lessons.demo_tools import (
     autograd_dx,
     check_mark,
     engine_forward,
     fmt,
+    number_table,
     random_dy,
     random_gamma,
     random_vector,
@@ -40,7 +39,7 @@ from microgradnorm.lessons.demo_tools import (
     sci,
 )
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.verdicts import Check, above, all_of, at_least, at_most, below, close_to, differs
+from microgradnorm.verdicts import Check, above, all_of, at_least, at_most, below, claims, close_to, differs
 
 # Four numbers whose variance is far from zero: mean 10, squared deviations 36, 9, 9, 36.
 CANCELLATION_X = (4.0, 7.0, 13.0, 16.0)
@@ -198,7 +197,7 @@ def eps_placement(p: LessonParams, constant: float = 3.0) -> DemoOutput:
         )
     else:
         caption = _("inside: `sqrt(var + eps)`, the package's norm. outside: `sqrt(var) + eps`, built by hand.")
-    caption = marked(caption, "dim")  # the formulas are not broken at their spaces
+    caption = cjk_text(caption, "dim")  # the formulas are not broken at their spaces
     return DemoOutput(
         number_table(
             ["x", "eps", "max |y|", "max |dx|"],
@@ -548,7 +547,7 @@ def n_or_n_minus_1(p: LessonParams, sizes: tuple[int, ...] = (2, 4, 16, 256), ro
             [
                 (
                     close_to(yb, by_n, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL, "BatchNorm y vs the ÷N formula"),
-                    marked(
+                    cjk_text(
                         _("vectorized.BatchNorm, a batch of {rows}: it normalizes with `var ÷ N`").format(rows=rows)
                     ),
                 ),
@@ -556,7 +555,7 @@ def n_or_n_minus_1(p: LessonParams, sizes: tuple[int, ...] = (2, 4, 16, 256), ro
                     close_to(
                         running, xb.var(axis=0, ddof=1), tol.CLOSED_FORM_RTOL, 0.0, "running_var vs var ÷ (N − 1)"
                     ),
-                    marked(_("and its running_var (momentum 1) is `var ÷ (N − 1)`")),
+                    cjk_text(_("and its running_var (momentum 1) is `var ÷ (N − 1)`")),
                 ),
                 (
                     close_to(square_n, var_n / (var_n + p.eps), tol.CLOSED_FORM_RTOL, 0.0, "mean(xhat²), ÷n")

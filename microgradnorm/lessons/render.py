@@ -26,7 +26,6 @@ from rich.text import Text
 
 from microgradnorm.i18n import _, lazy_gettext, ngettext, pgettext
 from microgradnorm.i18n.text import CJKText, assemble, cjk_markdown, cjk_text, separated
-from microgradnorm.lessons.code_spans import marked
 
 if TYPE_CHECKING:
     from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction
@@ -184,7 +183,7 @@ def _demo_renderable(out: DemoOutput | DemoFailure, guess: int | None = None) ->
 
 def prediction_question(prediction: Prediction) -> Text:
     """The question and its numbered choices, shown before the numbers."""
-    text = assemble(_("Predict: {question}"), "bold", question=marked(prediction.question))  # formulas kept whole
+    text = assemble(_("Predict: {question}"), "bold", question=cjk_text(prediction.question))  # formulas kept whole
     for number, choice in enumerate(prediction.choices, start=1):
         text.append(f"\n  {number}  {choice}")
     return text
@@ -193,7 +192,7 @@ def prediction_question(prediction: Prediction) -> Text:
 def prediction_answer(prediction: Prediction, guess: int | None) -> Text:
     """The answer the live numbers give, whether ``guess`` (an index, or None when not asked) was right, and why."""
     right = prediction.choices[prediction.answer]
-    why = marked(prediction.why)  # a formula in backticks is not broken at its spaces
+    why = cjk_text(prediction.why)  # a formula in backticks is not broken at its spaces
     if guess is None:
         return assemble(_("Answer: {answer}. {why}"), "bold", answer=right, why=why)
     if guess == prediction.answer:

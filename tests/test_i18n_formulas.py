@@ -1,4 +1,4 @@
-"""lessons/code_spans.py: a demo's formulas are never broken at their own spaces, in either language."""
+"""i18n.text.cjk_text keeps a formula whole: a demo's formulas are never broken at their own spaces, in either language."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
 
-from microgradnorm.lessons.code_spans import claims, marked, number_table
+from microgradnorm.i18n.text import cjk_text
+from microgradnorm.lessons.demo_tools import number_table
+from microgradnorm.verdicts import claims
 
 OPERATORS = "=−+·×÷/"
 # a line that starts with an operator and a space, or ends with a space and an operator: a formula cut in two
@@ -32,7 +34,7 @@ FORMULAS = st.sampled_from(
 @given(before=WORDS, after=WORDS, formula=FORMULAS, width=st.integers(30, 70))
 def test_an_english_formula_is_never_cut(before, after, formula, width):
     text = " ".join([*before, formula, *after])
-    lines = lines_of(marked(text), width)
+    lines = lines_of(cjk_text(text), width)
     assert not [line for line in lines if CUT.search(line)], lines
     assert " ".join(" ".join(lines).split()) == " ".join(text.split())  # nothing lost or added
 
@@ -40,7 +42,7 @@ def test_an_english_formula_is_never_cut(before, after, formula, width):
 @given(before=CJK, after=CJK, formula=FORMULAS, width=st.integers(30, 70))
 def test_a_formula_in_chinese_is_never_cut(before, after, formula, width):
     text = "".join(before) + "：" + formula + "，" + "".join(after) + "。"
-    lines = lines_of(marked(text), width)
+    lines = lines_of(cjk_text(text), width)
     assert not [line for line in lines if CUT.search(line)], lines
 
 
@@ -49,12 +51,12 @@ def test_without_the_mark_the_same_sentence_is_cut():
     text = "outside: the square root of the variance, sqrt(var) + eps, built by hand"
     plain = lines_of(text, 52)
     assert any(CUT.search(line) for line in plain), plain
-    assert not any(CUT.search(line) for line in lines_of(marked(text), 52))
+    assert not any(CUT.search(line) for line in lines_of(cjk_text(text), 52))
 
 
 def test_backticks_mark_a_formula_and_are_not_shown_and_an_unpaired_one_stays():
-    assert lines_of(marked("inside `sqrt(var + eps)` here"), 60) == ["inside sqrt(var + eps) here"]
-    assert lines_of(marked("a lone ` stays"), 60) == ["a lone ` stays"]
+    assert lines_of(cjk_text("inside `sqrt(var + eps)` here"), 60) == ["inside sqrt(var + eps) here"]
+    assert lines_of(cjk_text("a lone ` stays"), 60) == ["a lone ` stays"]
 
 
 def test_a_claim_and_a_table_caption_keep_their_formulas_and_styles():
@@ -71,5 +73,5 @@ def test_a_claim_and_a_table_caption_keep_their_formulas_and_styles():
 def test_ln_and_its_argument_stay_together():
     text = "Losses after 200 steps: post-LN 1.05, pre-LN 0.23 (a guess: ln 3 = 1.10), below half of ln 3"
     for width in range(20, 60):
-        for line in lines_of(marked(text), width):
+        for line in lines_of(cjk_text(text), width):
             assert not line.rstrip().endswith(" ln") and not line.lstrip().startswith("3 ="), (width, line)
