@@ -91,7 +91,7 @@ class Sigmoid(Op):
     def forward(self, a):  # exp(-|a|) cannot overflow
         e = math.exp(-abs(a))
         return (1.0 if a >= 0.0 else e) / (1.0 + e)
-    def derivatives(self, out, a): return (out * (1.0 - out),)
+    def derivatives(self, out, a): return (out * (1 - out),)
 
 class Sum(Op):
     symbol = "sum"
@@ -215,16 +215,17 @@ class Value:
         """Add d self / d node * ``grad`` to every node's ``grad``."""
         order = topological_order(self)
         # Grads of an earlier call are set aside and added back:
-        # a node passes on its grad once, so it must hold ours only.
+        # a node passes its grad on once, so it holds ours only.
         earlier = [node.grad for node in order]
         for node in order:
             node.grad = 0.0
         self.grad = _number(grad, "backward(grad)")
         for node in reversed(order):
-            op, kids, g = node.operation, node.children, node.grad
-            if len(kids) == 2:  # unpacked: build+backward 15% faster
+            op, out, g = node.operation, node.data, node.grad
+            kids = node.children
+            if len(kids) == 2:  # unpacked: 14% faster in all
                 a, b = kids
-                da, db = op.derivatives(node.data, a.data, b.data)
+                da, db = op.derivatives(out, a.data, b.data)
                 a.grad += da * g
                 b.grad += db * g
             elif kids:  # a leaf has none
@@ -263,8 +264,6 @@ def local_grads(node: Value) -> tuple[float, ...]:
 def topological_order(roots: Value | Iterable[Value]) -> list[Value]:
     """Every node the roots depend on, each after its children: a node is made after them."""
     stack = [roots] if isinstance(roots, Value) else list(roots)
-    if not all(isinstance(root, Value) for root in stack):
-        raise TypeError(f"topological_order expects Values, got {[type(r).__name__ for r in stack]}")
     seen = set(stack)
     while stack:  # a stack, not recursion: no depth limit
         for child in stack.pop().children:
