@@ -173,7 +173,7 @@ def test_backward_twice_accumulates_and_zero_grad_resets():
     y.backward()
     first = (x.grad, h.grad, y.grad)
     y.backward()
-    assert (x.grad, h.grad, y.grad) == pytest.approx(tuple(2 * g for g in first))
+    assert (x.grad, h.grad, y.grad) == tuple(2 * g for g in first)  # exactly: the 2nd call adds only its own
     y.zero_grad()
     assert (x.grad, h.grad, y.grad) == (0.0, 0.0, 0.0)
     y.backward()
@@ -236,6 +236,24 @@ def test_domain_errors_name_the_op_the_node_and_the_value(make, words):
     for word in words:
         assert word in str(info.value)
     assert isinstance(info.value, ValueError)
+
+
+def test_a_domain_error_carries_the_op_the_value_and_the_node():
+    z = Value(0.0, label="z")
+    with pytest.raises(DomainError) as info:
+        z.log()
+    assert (info.value.op, info.value.value, info.value.node) == ("log", 0.0, z)
+    with pytest.raises(DomainError) as info:
+        z**-2
+    assert (info.value.op, info.value.value, info.value.node) == ("**-2", 0.0, z)
+    with pytest.raises(DomainError) as info:
+        Value(1.0) / z
+    assert (info.value.op, info.value.value, info.value.node) == ("/", 0.0, z)
+
+
+def test_nan_passes_through_sqrt_and_log_as_in_numpy():
+    for node in (Value(math.nan).sqrt(), Value(math.nan).log()):
+        assert math.isnan(node.data)
 
 
 @pytest.mark.parametrize("bad", ["1.0", None, 1 + 2j, True, [1.0]])
@@ -366,3 +384,15 @@ def test_a_division_by_zero_names_the_division_not_the_power_it_is_made_of(divis
         Value(1.0, label="num") / divisor
     assert str(info.value).startswith("'/': division by zero") and "'num'" in str(info.value)
     assert info.value.op == "/" and "**" not in str(info.value)
+
+
+def test_the_engine_code_lessons_show_fits_60_columns():
+    """Lesson 1 shows each op's class and Value.backward, read live; 60 columns is the narrowest terminal."""
+    from microgradnorm import engine
+    from microgradnorm.lessons.source import source_of
+
+    ops = [c for c in vars(engine).values() if isinstance(c, type) and issubclass(c, engine.Op) and c is not engine.Op]
+    assert len(ops) >= 12
+    for obj in [*ops, engine.Value.backward]:
+        wide = [line for line in source_of(obj).splitlines() if len(line) > 60]
+        assert not wide, (obj, wide)
