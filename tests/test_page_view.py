@@ -27,16 +27,35 @@ PHONE = {"width": 390, "height": 844}
 READABLE_PX = 11  # the smallest text the page may open with or zoom to by itself
 CONTRAST = 3.0  # WCAG 2.1 non-text contrast, for the frame of the current step
 
+PEEK_PX = 24  # a node partly in view shows at least this much of itself (the page's rules 3-4, page.js keepInView)
+MARGIN_PX = 12  # the page keeps this much free at the pane's edges (page.js keepInView)
+CUE_PAD_PX = 4  # a cue frame is this far outside its node (page.js drawCues)
+
 # Runs inside the page: press → until step `upto` (with `every` > 1, jump with the scrubber to every `every`-th
-# step) and return the steps where the step's node ("current") does not intersect the graph pane, or where the
-# contribution's source does not although both would fit in the pane side by side at the zoom shown.
+# step) and check at each measured step the page's rule for what is in view (page.js, keepInView):
+#  - the step's node ("current") and, in backward, the node its contribution comes from ("source") both intersect
+#    the graph pane, whatever the size of the window ('current' / 'source' in `lost`);
+#  - the smallest text drawn is at least 11 px, unless the two are so far apart that even at 11 px they could not
+#    both show PEEK_PX of themselves in the pane ('small' in `lost`: the page zoomed out below 11 px without need);
+#  - when it is under 11 px, the page zoomed out no further than needed: at 1.25 times the zoom they would no
+#    longer both fit ('too small' in `lost`).
+# `below` lists the steps shown under 11 px (allowed, by the rule above), with their text size.
 WALK = """([upto, every]) => {
   const area = document.getElementById('graph-area');
   const pane = area.getBoundingClientRect();
   const meets = (r) => r.right > pane.left && r.left < pane.right && r.bottom > pane.top && r.top < pane.bottom;
   const view = () => document.querySelector('.view:not([hidden])');
   const rects = (name) => [...view().querySelectorAll('rect.cue.' + name)].map((e) => e.getBoundingClientRect());
-  const lost = [];
+  const smallest = () => {
+    const svg = view().querySelector('svg');
+    const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+    const sizes = [...svg.querySelectorAll('text')]
+      .filter((t) => getComputedStyle(t).visibility !== 'hidden' && !t.closest('.folded, .future'))
+      .filter((t) => getComputedStyle(t).display !== 'none' && t.getClientRects().length)
+      .map((t) => parseFloat(getComputedStyle(t).fontSize) * scale);
+    return Math.min(...sizes);
+  };
+  const lost = [], below = [];
   let measured = 0;
   const scrubber = document.getElementById('scrubber');
   for (let s = 1; s <= upto; s++) {
@@ -46,20 +65,30 @@ WALK = """([upto, every]) => {
       scrubber.value = String(s);
       scrubber.dispatchEvent(new Event('input', {bubbles: true}));
     }
-    if (s % every) continue;
+    if (s % every && s !== upto) continue;
     measured += 1;
     const current = rects('current');
     if (!current.length || !current.some(meets)) lost.push(['current', s]);
     const source = rects('source');
-    if (current.length && source.length && !source.some(meets)) {
-      const a = current[0], b = source[0];
-      const apart = Math.max(a.right, b.right) - Math.min(a.left, b.left);
-      const tall = Math.max(a.bottom, b.bottom) - Math.min(a.top, b.top);
-      if (apart < area.clientWidth - 24 && tall < area.clientHeight - 24) lost.push(['source', s]);
-    }
+    if (source.length && !source.some(meets)) lost.push(['source', s]);
+    const px = smallest();
+    if (px >= ${readable}) continue;
+    below.push([s, Math.round(px * 10) / 10]);
+    if (!current.length || !source.length) { lost.push(['small', s, px]); continue; }
+    const union = (rs) => ({left: Math.min(...rs.map((r) => r.left)), right: Math.max(...rs.map((r) => r.right)),
+      top: Math.min(...rs.map((r) => r.top)), bottom: Math.max(...rs.map((r) => r.bottom))});
+    const a = union(current), b = union(source);
+    const apart = (lo1, hi1, lo2, hi2) => Math.max(0, lo2 - hi1, lo1 - hi2) + 2 * ${pad};  // between the nodes
+    const gap = [apart(a.left, a.right, b.left, b.right), apart(a.top, a.bottom, b.top, b.bottom)];
+    const room = [area.clientWidth - 2 * (${peek} + ${margin}), area.clientHeight - 2 * (${peek} + ${margin})];
+    const at11 = ${readable} / px;  // how much larger everything is at 11 px text
+    if (gap[0] * at11 <= room[0] && gap[1] * at11 <= room[1]) lost.push(['small', s, px]);
+    else if (gap[0] * 1.25 <= room[0] && gap[1] * 1.25 <= room[1]) lost.push(['too small', s, px]);
   }
-  return {lost: lost, measured: measured, step: Number(document.body.dataset.step)};
+  return {lost: lost, below: below, measured: measured, step: Number(document.body.dataset.step)};
 }"""
+for _name, _value in (("readable", READABLE_PX), ("peek", PEEK_PX), ("margin", MARGIN_PX), ("pad", CUE_PAD_PX)):
+    WALK = WALK.replace("${" + _name + "}", str(_value))
 
 # The rendered size in CSS px of the smallest text drawn in the view shown (Graphviz's font-size is in user units).
 SMALLEST_TEXT = """() => {
