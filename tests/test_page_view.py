@@ -30,11 +30,12 @@ CONTRAST = 3.0  # WCAG 2.1 non-text contrast, for the frame of the current step
 PEEK_PX = 24  # a node partly in view shows at least this much of itself (the page's rules 3-4, page.js keepInView)
 MARGIN_PX = 12  # the page keeps this much free at the pane's edges (page.js keepInView)
 CUE_PAD_PX = 4  # a cue frame is this far outside its node (page.js drawCues)
+IN_VIEW_PX = 12  # a node is in view when at least this much of its frame (or all of it) is inside the pane
 
 # Runs inside the page: press → until step `upto` (with `every` > 1, jump with the scrubber to every `every`-th
 # step) and check at each measured step the page's rule for what is in view (page.js, keepInView):
-#  - the step's node ("current") and, in backward, the node its contribution comes from ("source") both intersect
-#    the graph pane, whatever the size of the window ('current' / 'source' in `lost`);
+#  - the step's node ("current") and, in backward, the node its contribution comes from ("source") both show at
+#    least IN_VIEW_PX of their frames inside the graph pane, whatever the window ('current' / 'source' in `lost`);
 #  - the smallest text drawn is at least 11 px, unless the two are so far apart that even at 11 px they could not
 #    both show PEEK_PX of themselves in the pane ('small' in `lost`: the page zoomed out below 11 px without need);
 #  - when it is under 11 px, the page zoomed out no further than needed: at 1.25 times the zoom they would no
@@ -43,7 +44,12 @@ CUE_PAD_PX = 4  # a cue frame is this far outside its node (page.js drawCues)
 WALK = """([upto, every]) => {
   const area = document.getElementById('graph-area');
   const pane = area.getBoundingClientRect();
-  const meets = (r) => r.right > pane.left && r.left < pane.right && r.bottom > pane.top && r.top < pane.bottom;
+  const inner = {left: pane.left + area.clientLeft, top: pane.top + area.clientTop};
+  inner.right = inner.left + area.clientWidth;  // the pane less its scroll bars
+  inner.bottom = inner.top + area.clientHeight;
+  const shown = (lo, hi, a, b) => Math.min(hi, b) - Math.max(lo, a);  // px of [lo, hi] inside [a, b]
+  const meets = (r) => shown(r.left, r.right, inner.left, inner.right) >= Math.min(${inview}, r.width)
+    && shown(r.top, r.bottom, inner.top, inner.bottom) >= Math.min(${inview}, r.height);
   const view = () => document.querySelector('.view:not([hidden])');
   const rects = (name) => [...view().querySelectorAll('rect.cue.' + name)].map((e) => e.getBoundingClientRect());
   const smallest = () => {
@@ -87,7 +93,8 @@ WALK = """([upto, every]) => {
   }
   return {lost: lost, below: below, measured: measured, step: Number(document.body.dataset.step)};
 }"""
-for _name, _value in (("readable", READABLE_PX), ("peek", PEEK_PX), ("margin", MARGIN_PX), ("pad", CUE_PAD_PX)):
+_CONSTANTS = (("readable", READABLE_PX), ("peek", PEEK_PX), ("margin", MARGIN_PX), ("pad", CUE_PAD_PX))
+for _name, _value in (*_CONSTANTS, ("inview", IN_VIEW_PX)):
     WALK = WALK.replace("${" + _name + "}", str(_value))
 
 # The rendered size in CSS px of the smallest text drawn in the view shown (Graphviz's font-size is in user units).
@@ -447,3 +454,35 @@ def test_the_minimap_frames_the_part_in_the_pane_and_takes_you_elsewhere(needs_d
         after = tab.evaluate(frame_of)
         assert tab.evaluate("document.getElementById('graph-area').scrollLeft") > scroll
         assert after[0] + after[2] / 2 == pytest.approx(0.8 * box, abs=after[2] / 2 + 1)  # centred there, or at the end
+
+
+def test_folding_a_stage_compacts_the_drawing_and_its_steps_show_on_its_box(needs_dot, chromium, pages):
+    box_of = "(id) => document.getElementById(id).getBoundingClientRect().toJSON()"
+    with opened(chromium, pages[4], viewport=DESKTOP) as tab:
+        height = "document.getElementById('svg-full').viewBox.baseVal.height"
+        unfolded = tab.evaluate(height)
+        var = tab.evaluate(f"({box_of})('cluster_var')")
+        sqrt = tab.evaluate(f"({box_of})('cluster_sqrt')")
+        scale = tab.evaluate(  # CSS px per drawing unit
+            "document.getElementById('svg-full').getBoundingClientRect().width / "
+            "document.getElementById('svg-full').viewBox.baseVal.width"
+        )
+        tab.click("#fold-cluster_var")
+        folded_box = tab.evaluate(f"({box_of})('folded-cluster_var')")
+        assert folded_box["height"] < var["height"] / 3  # the box, not the stage's nodes
+        saved = (var["height"] - folded_box["height"]) / scale  # drawing units the fold frees
+        assert tab.evaluate(height) == pytest.approx(unfolded - saved, abs=1)  # the whole drawing is that much shorter
+        moved = tab.evaluate(f"({box_of})('cluster_sqrt')")  # the stage below moved up by as much
+        assert moved["top"] == pytest.approx(sqrt["top"] - (var["height"] - folded_box["height"]), abs=2)
+        # a step inside the folded stage: shown on its box, which is in view
+        d = tab.evaluate(STEPS)
+        inside = {k for s in d["stages"] if s["name"] == "var" for k in s["nodes"]}
+        step = next(s + 1 for s, k in enumerate(d["forward"]) if k in inside)
+        tab.evaluate(WALK, [step, 1000])
+        assert tab.evaluate("document.getElementById('folded-cluster_var').classList.contains('current')")
+        cue = tab.evaluate("document.querySelector('rect.cue.current').getBoundingClientRect().toJSON()")
+        pane = tab.evaluate(f"({box_of})('graph-area')")
+        assert cue["bottom"] > pane["top"] and cue["top"] < pane["bottom"]
+        assert cue["right"] > pane["left"] and cue["left"] < pane["right"]
+        tab.click("#fold-cluster_var")  # opened again: the drawing is as it was
+        assert tab.evaluate(height) == pytest.approx(unfolded, abs=1e-6)
