@@ -75,7 +75,7 @@ def read_only_state(state_home, monkeypatch):
 # slow by what it uses, so new tests of these kinds are marked without anyone remembering to: a fixture
 # (by the module that defines it) or a whole module whose every test does the slow thing.
 SLOW_FIXTURES = {
-    ("tests.test_page_browser", "chromium"): "drives a real browser (Playwright)",
+    ("tests.browser", "chromium"): "drives a real browser (Playwright)",  # defined there, imported by each module
     ("tests.test_lesson_terminal", "term"): "runs the CLI in a tmux terminal",
     ("tests.test_exercises_hostile", "results"): "grades the corpus of attacks in the sandbox",
 }
