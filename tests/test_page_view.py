@@ -134,32 +134,47 @@ def total_steps(tab) -> int:
     return tab.evaluate(f"(() => {{ const d = {STEPS}; return d.nodes.length + 1 + d.backward.length; }})()")
 
 
+VIEWS = ("full", "stages", "folded")  # every node; one box per stage; every node with two stages folded
+FOLDED = ("var", "affine")
+
+
+def show(tab, view: str) -> None:
+    """Go back to step 0 and show `view` (one of VIEWS)."""
+    tab.keyboard.press("Home")
+    stages = view == "stages"
+    if (tab.get_attribute("#view-toggle", "aria-pressed") == "true") != stages:
+        tab.click("#view-toggle")
+    for name in FOLDED if not stages else ():
+        button = f"#fold-cluster_{name}"
+        if (tab.get_attribute(button, "aria-pressed") == "true") != (view == "folded"):
+            tab.click(button)
+
+
+@pytest.mark.parametrize("view", VIEWS)
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280x800", "390x844"])
-def test_every_step_of_a_small_page_is_in_view_with_readable_text(needs_dot, chromium, pages, viewport):
+def test_every_step_of_a_small_page_is_in_view_with_readable_text(needs_dot, chromium, pages, viewport, view):
     with opened(chromium, pages[4], viewport=viewport) as tab:
         assert tab.evaluate(SMALLEST_TEXT) >= READABLE_PX  # as it opens
+        show(tab, view)
         steps = total_steps(tab)
         walked = tab.evaluate(WALK, [steps, 1])
         assert walked["measured"] == steps and walked["step"] == steps
         assert walked["lost"] == []
-        assert tab.evaluate(SMALLEST_TEXT) >= READABLE_PX  # after following the steps (it may have zoomed out)
+        if viewport == DESKTOP and view != "stages":  # on a laptop the stacked stages never need less than 11 px
+            assert walked["below"] == []
 
 
 @pytest.mark.parametrize("viewport", [DESKTOP, WIDE, PHONE], ids=["1280x800", "1920x1080", "390x844"])
 @pytest.mark.parametrize("d", [16, 64])
 def test_sampled_steps_of_larger_pages_are_in_view_in_both_views(needs_dot, chromium, pages, viewport, d):
     with opened(chromium, pages[d], viewport=viewport) as tab:
-        assert tab.evaluate(SMALLEST_TEXT) >= READABLE_PX
+        assert tab.evaluate(SMALLEST_TEXT) >= READABLE_PX  # as it opens
         steps = total_steps(tab)
         every = max(1, steps // 25)
-        assert tab.evaluate(WALK, [steps, every])["lost"] == []
-        if d == 16:  # the full view too, from the start, with a stage folded
-            tab.keyboard.press("Home")
-            tab.click("#view-toggle")
-            if tab.get_attribute("#view-toggle", "aria-pressed") == "true":
-                tab.click("#view-toggle")
-            tab.click("#fold-cluster_var")
-            assert tab.evaluate(WALK, [steps, every])["lost"] == []
+        for view in VIEWS:
+            show(tab, view)
+            walked = tab.evaluate(WALK, [steps, every])
+            assert walked["measured"] >= 25 and walked["lost"] == [], view
 
 
 @pytest.mark.parametrize("viewport", [PHONE, {"width": 320, "height": 640}], ids=["390x844", "320x640"])

@@ -277,7 +277,7 @@
     cues.forEach(([name, elements]) => {
       elements.filter(Boolean).forEach((element) => {
         if (element.closest(".folded")) return;
-        const b = element.getBBox();
+        const b = userBox(element);
         const rect = document.createElementNS(SVG_NS, "rect");
         const pad = 4;
         [["x", b.x - pad], ["y", b.y - pad], ["width", b.width + 2 * pad], ["height", b.height + 2 * pad], ["rx", 4]]
@@ -288,6 +288,14 @@
         cueFrames.push(rect);
       });
     });
+  }
+
+  // An element's box in its own drawing units (getBBox), measured once: it does not change with the zoom or the
+  // stacking (a transform), and measuring it again each step would lay out the whole drawing again.
+  const userBoxes = new WeakMap();
+  function userBox(element) {
+    if (!userBoxes.has(element)) userBoxes.set(element, element.getBBox());
+    return userBoxes.get(element);
   }
 
   // ---- the node panel --------------------------------------------------------------------------
@@ -613,7 +621,18 @@
     const box = svg.viewBox.baseVal;
     const natural = (box.width * 4) / 3; // Graphviz measures in points; CSS pixels are 3/4 of a point
     svg.style.width = zoom === null ? "max(100%, " + Math.round(natural) + "px)" : Math.round(natural * zoom) + "px";
-    updateMinimap();
+    laterMinimap();
+  }
+
+  // The minimap follows at the next frame, once per frame however many zooms and scrolls a step made.
+  let minimapDue = false;
+  function laterMinimap() {
+    if (minimapDue) return;
+    minimapDue = true;
+    requestAnimationFrame(() => {
+      minimapDue = false;
+      updateMinimap();
+    });
   }
 
   // The minimap: the drawing shown (an SVG <use> of it, no second copy) with the pane's part framed. It is
@@ -844,8 +863,8 @@
     click("zoom-fit", fitWindow);
     click("theme", () => setTheme(document.documentElement.dataset.theme === "dark" ? "light" : "dark"));
     byId("minimap").addEventListener("click", minimapClick);
-    byId("graph-area").addEventListener("scroll", updateMinimap);
-    window.addEventListener("resize", updateMinimap);
+    byId("graph-area").addEventListener("scroll", laterMinimap);
+    window.addEventListener("resize", laterMinimap);
 
     const area = byId("graph-area");
     area.addEventListener("mouseover", (e) => {
@@ -1145,7 +1164,7 @@
   buildWhatIf();
   stack();
   el.forEach((e) => {
-    if (e.value) e.box = e.value.getBBox();
+    if (e.value) userBoxes.set(e.value, (e.box = e.value.getBBox())); // before the gradient bars are added to it
   });
   nodes.forEach((node, k) => {
     if (el[k].value) el[k].value.setAttribute("data-value", node.value);
