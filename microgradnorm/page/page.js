@@ -417,10 +417,19 @@
 
   const FOLD_HEIGHT = 34; // drawing units (points): one line of 16 px text and its margin
   const GAP = 14; // between two stacked stages
-  const layout = stackable();
+  const GUTTER = 10; // the overview's edges run left of its boxes, this much further per box they pass
   const folds = new Map(); // stage name -> the box drawn in place of its nodes
+  const [layout, overview] = (() => {
+    // measured with both drawings shown (a hidden drawing has no size); setView hides one of them at the start
+    const hidden = byId("view-stages").hidden;
+    byId("view-stages").hidden = false;
+    const made = [fullLayout(), overviewLayout()];
+    byId("view-stages").hidden = hidden;
+    return made;
+  })();
 
-  function stackable() {
+  // The drawing of every node: a block per stage (its cluster, title, nodes and the edges inside it).
+  function fullLayout() {
     const svg = byId("svg-full");
     if (!svg || !data.stages.length) return null;
     const blocks = [];
@@ -451,40 +460,71 @@
       node.inputs.forEach((c, slot) => {
         const edge = byId("e" + k + "_" + slot);
         if (!edge || !blockOf[c]) return;
-        if (blockOf[c] === blockOf[k]) {
-          blockOf[k].elements.push(edge);
-          return;
-        }
-        const path = edge.querySelector("path");
-        const head = edge.querySelector("polygon");
-        if (!path) return;
-        const p = (path.getAttribute("d").match(/-?[\d.]+(?:e-?\d+)?/g) || []).map(Number);
-        if (p.length < 8) return;
-        const at = (i) => ({ x: p[2 * i], y: p[2 * i + 1] });
-        const last = p.length / 2 - 1;
-        crossing.push({
-          edge: edge, path: path, head: head, headPoints: head ? head.getAttribute("points") : null,
-          from: blockOf[c], to: blockOf[k], start: at(0), out: at(1), into: at(last - 1), end: at(last),
-        });
+        if (blockOf[c] === blockOf[k]) blockOf[k].elements.push(edge);
+        else crossing.push(between(edge, blockOf[c], blockOf[k]));
       });
     });
-    const left = Math.min(...blocks.map((b) => b.box.x));
-    const top = Math.min(...blocks.map((b) => b.box.y));
-    return { svg: svg, graph: byId("full-graph"), blocks: blocks, crossing: crossing, left: left, top: top,
-      background: byId("full-graph").querySelector(":scope > polygon") };
+    return laidOut(svg, "full-graph", blocks, crossing);
+  }
+
+  // The overview, one box per stage: a block per box, stacked as the stages of the full drawing are.
+  function overviewLayout() {
+    const svg = byId("svg-stages");
+    if (!svg || !data.stages.length) return null;
+    const blockOf = new Map();
+    const blocks = [];
+    data.stages.forEach((stage) => {
+      const box = byId(stage.box);
+      if (!box) return;
+      const block = { stage: null, elements: [box], box: box.getBBox() };
+      blockOf.set(stage.box, block);
+      blocks.push(block);
+    });
+    const crossing = [];
+    svg.querySelectorAll("g.edge").forEach((edge) => {
+      const title = edge.querySelector("title");
+      const [a, b] = (title ? title.textContent : "").split(" → ");
+      if (blockOf.has(a) && blockOf.has(b)) crossing.push(between(edge, blockOf.get(a), blockOf.get(b)));
+    });
+    const made = laidOut(svg, "stages-graph", blocks, crossing);
+    if (made) made.gutter = true; // its edges run down the left side, from box to box (see redrawInGutter)
+    return made;
+  }
+
+  // An edge from block `from` to block `to`, as Graphviz drew it: its ends and the directions it leaves and
+  // arrives in (null: an edge whose path this page cannot read, left as drawn).
+  function between(edge, from, to) {
+    const path = edge.querySelector("path");
+    const p = path ? (path.getAttribute("d").match(/-?[\d.]+(?:e-?\d+)?/g) || []).map(Number) : [];
+    if (p.length < 8) return null;
+    const at = (i) => ({ x: p[2 * i], y: p[2 * i + 1] });
+    const last = Math.floor(p.length / 2) - 1;
+    return { edge: edge, path: path, head: edge.querySelector("polygon"), from: from, to: to,
+      start: at(0), out: at(1), into: at(last - 1), end: at(last) };
+  }
+
+  function laidOut(svg, graphId, blocks, crossing) {
+    if (!blocks.length) return null;
+    const graph = byId(graphId);
+    return { svg: svg, graph: graph, blocks: blocks, crossing: crossing.filter(Boolean),
+      left: Math.min(...blocks.map((b) => b.box.x)), top: Math.min(...blocks.map((b) => b.box.y)),
+      background: graph.querySelector(":scope > polygon") };
   }
 
   const offset = (block) => ({ x: block.dx, y: block.dy });
   const translate = (d) => "translate(" + d.x + " " + d.y + ")";
 
   // Put every stage in its place: top to bottom, each as tall as its drawing, or as its box when folded.
-  function stack() {
-    if (!layout) return;
+  function stack(l) {
+    if (!l) return;
+    const layout = l;
     let y = layout.top;
-    let right = layout.left;
+    const skips = layout.crossing.map((c) => layout.blocks.indexOf(c.to) - layout.blocks.indexOf(c.from));
+    const gutter = layout.gutter ? GUTTER * (1 + Math.max(1, ...skips)) : 0;
+    let right = layout.left + gutter;
     layout.blocks.forEach((block) => {
       const folded = block.stage !== null && folds.has(block.stage.name);
-      block.dx = layout.left - block.box.x;
+      block.dx = layout.left + gutter - block.box.x;
       block.dy = y - block.box.y;
       block.elements.forEach((x) => x.setAttribute("transform", translate(offset(block))));
       if (folded) folds.get(block.stage.name).setAttribute("transform", translate(offset(block)));
@@ -492,7 +532,8 @@
       right = Math.max(right, layout.left + width);
       y += (folded ? FOLD_HEIGHT : block.box.height) + GAP;
     });
-    layout.crossing.forEach(redraw);
+    if (layout.gutter) layout.crossing.forEach((c, i) => redrawInGutter(c, layout.left + gutter, skips[i]));
+    else layout.crossing.forEach(redraw);
     // the drawing's own bounds: the background and the viewBox follow the stacked stages
     const bottom = y - GAP;
     const m = layout.graph.transform.baseVal.consolidate();
@@ -528,6 +569,17 @@
       c.head.setAttribute("transform", translate(shift));
     }
     c.edge.querySelectorAll(".path-copy").forEach((copy) => copy.setAttribute("d", c.path.getAttribute("d")));
+  }
+
+  // An edge of the overview, whose boxes are stacked in one column: from the left side of its tail's box, out
+  // into the gutter on the left (further for an edge that passes more boxes), into the left side of its head's.
+  function redrawInGutter(c, x, skip) {
+    const middle = (block) => block.box.y + block.dy + block.box.height / 2;
+    const [sy, ey] = [middle(c.from) + 4, middle(c.to) - 4];
+    const bulge = GUTTER * (0.8 + skip);
+    const arrow = 7;
+    c.path.setAttribute("d", "M" + [x, sy] + "C" + [x - bulge, sy, x - bulge, ey, x - arrow, ey].join(","));
+    if (c.head) c.head.setAttribute("points", [[x, ey], [x - arrow, ey - 3.5], [x - arrow, ey + 3.5], [x, ey]].join(" "));
   }
 
   function foldWidth(block) {
@@ -583,7 +635,7 @@
       folds.delete(stage.name);
       if (block) block.foldWidth = 0;
     }
-    stack();
+    stack(layout);
   }
 
   function setFold(name, on) {
@@ -1162,7 +1214,8 @@
 
   buildControls();
   buildWhatIf();
-  stack();
+  stack(layout);
+  stack(overview);
   el.forEach((e) => {
     if (e.value) userBoxes.set(e.value, (e.box = e.value.getBBox())); // before the gradient bars are added to it
   });
