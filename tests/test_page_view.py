@@ -40,6 +40,7 @@ IN_VIEW_PX = 12  # a node is in view when at least this much of its frame (or al
 #    both show PEEK_PX of themselves in the pane ('small' in `lost`: the page zoomed out below 11 px without need);
 #  - when it is under 11 px, the page zoomed out no further than needed: at 1.25 times the zoom they would no
 #    longer both fit ('too small' in `lost`).
+#  - the page says so under the step when, and only when, it shrank the text under 11 px ('silent' / 'note').
 # `below` lists the steps shown under 11 px (allowed, by the rule above), with their text size.
 WALK = """([upto, every]) => {
   const area = document.getElementById('graph-area');
@@ -78,8 +79,13 @@ WALK = """([upto, every]) => {
     const source = rects('source');
     if (source.length && !source.some(meets)) lost.push(['source', s]);
     const px = smallest();
-    if (px >= ${readable}) continue;
+    const said = document.getElementById('zoom-note').textContent !== '';  // the page says when it shrank
+    if (px >= ${readable}) {
+      if (said && px > ${readable} + 0.5) lost.push(['note', s, px]);
+      continue;
+    }
     below.push([s, Math.round(px * 10) / 10]);
+    if (!said) lost.push(['silent', s, px]);
     if (!current.length || !source.length) { lost.push(['small', s, px]); continue; }
     const union = (rs) => ({left: Math.min(...rs.map((r) => r.left)), right: Math.max(...rs.map((r) => r.right)),
       top: Math.min(...rs.map((r) => r.top)), bottom: Math.max(...rs.map((r) => r.bottom))});

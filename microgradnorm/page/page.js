@@ -264,7 +264,8 @@
     if (pathNode !== null) showPaths(pathNode);
     if (t === T) pause();
     const first = step.node === null && N ? shownOn(forwardOrder[0]) : []; // step 0: where the forward pass starts
-    keepInView(step.node !== null ? shownOn(step.node) : first, step.from !== undefined ? shownOn(step.from) : []);
+    const shrunk = keepInView(step.node !== null ? shownOn(step.node) : first, step.from !== undefined ? shownOn(step.from) : []);
+    byId("zoom-note").textContent = shrunk ? say("zoomedOut", { percent: Math.round(100 * zoom) }) : "";
     saveState();
   }
 
@@ -741,7 +742,7 @@
     const visible = (elements) => elements.filter((x) => x && !x.closest(".folded") && x.getClientRects().length);
     const mine = visible(current);
     const theirs = visible(source);
-    if (!mine.length) return;
+    if (!mine.length) return false;
     const svg = currentSvg();
     if (zoom !== chosen) {
       zoom = chosen;
@@ -763,6 +764,7 @@
       Math.max(0, b.top - a.bottom, a.top - b.bottom),
     ];
     let u = box(mine.concat(theirs));
+    let shrunk = false;
     const now = svg.getBoundingClientRect().width / naturalWidth(svg);
     const [w, h] = span(u);
     if (w > room[0] || h > room[1]) {
@@ -776,6 +778,7 @@
         zoom = wanted;
         applyZoom();
         u = box(mine.concat(theirs));
+        shrunk = wanted < MIN_READABLE; // rule 4: said under the step
       }
     }
     // pan: the union of both where it fits on an axis, else the middle of the gap between them
@@ -791,6 +794,7 @@
     const dx = axis(u.left, u.right, a.left, a.right, b.left, b.right, inside[0], room[0]);
     const dy = axis(u.top, u.bottom, a.top, a.bottom, b.top, b.bottom, inside[1], room[1]);
     if (dx || dy) area.scrollBy({ left: dx, top: dy, behavior: "instant" });
+    return shrunk;
   }
 
   function currentSvg() {
