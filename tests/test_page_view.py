@@ -35,7 +35,7 @@ IN_VIEW_PX = 12  # a node is in view when at least this much of its frame (or al
 # Runs inside the page: press → until step `upto` (with `every` > 1, jump with the scrubber to every `every`-th
 # step) and check at each measured step the page's rule for what is in view (page.js, keepInView):
 #  - the step's node ("current") and, in backward, the node its contribution comes from ("source") both show at
-#    least IN_VIEW_PX of their frames inside the graph pane, whatever the window ('current' / 'source' in `lost`);
+#    least IN_VIEW_PX of their boxes' frames inside the graph pane, at any window size ('current' / 'source' in `lost`);
 #  - the smallest text drawn is at least 11 px, unless the two are so far apart that even at 11 px they could not
 #    both show PEEK_PX of themselves in the pane ('small' in `lost`: the page zoomed out below 11 px without need);
 #  - when it is under 11 px, the page zoomed out no further than needed: at 1.25 times the zoom they would no
@@ -74,10 +74,10 @@ WALK = """([upto, every]) => {
     }
     if (s % every && s !== upto) continue;
     measured += 1;
-    const current = rects('current');
-    if (!current.length || !current.some(meets)) lost.push(['current', s]);
+    const current = rects('current');  // the node's box first, then its op's circle (page.js drawCues)
+    if (!current.length || !meets(current[0])) lost.push(['current', s]);
     const source = rects('source');
-    if (source.length && !source.some(meets)) lost.push(['source', s]);
+    if (source.length && !meets(source[0])) lost.push(['source', s]);
     const px = smallest();
     const said = document.getElementById('zoom-note').textContent !== '';  // the page says when it shrank
     if (px >= ${readable}) {
@@ -87,9 +87,7 @@ WALK = """([upto, every]) => {
     below.push([s, Math.round(px * 10) / 10]);
     if (!said) lost.push(['silent', s, px]);
     if (!current.length || !source.length) { lost.push(['small', s, px]); continue; }
-    const union = (rs) => ({left: Math.min(...rs.map((r) => r.left)), right: Math.max(...rs.map((r) => r.right)),
-      top: Math.min(...rs.map((r) => r.top)), bottom: Math.max(...rs.map((r) => r.bottom))});
-    const a = union(current), b = union(source);
+    const a = current[0], b = source[0];
     const apart = (lo1, hi1, lo2, hi2) => Math.max(0, lo2 - hi1, lo1 - hi2) + 2 * ${pad};  // between the nodes
     const gap = [apart(a.left, a.right, b.left, b.right), apart(a.top, a.bottom, b.top, b.bottom)];
     const room = [area.clientWidth - 2 * (${peek} + ${margin}), area.clientHeight - 2 * (${peek} + ${margin})];
@@ -509,3 +507,27 @@ def test_folding_a_stage_compacts_the_drawing_and_its_steps_show_on_its_box(need
         assert cue["right"] > pane["left"] and cue["left"] < pane["right"]
         tab.click("#fold-cluster_var")  # opened again: the drawing is as it was
         assert tab.evaluate(height) == pytest.approx(unfolded, abs=1e-6)
+
+
+@pytest.fixture(scope="module")
+def other_norms(tmp_path_factory) -> dict[str, Path]:
+    """Pages of the other norms, whose stages differ (GroupNorm's is an L-shaped layout on a phone)."""
+    from microgradnorm import cli
+
+    folder = tmp_path_factory.mktemp("norms")
+    made = {}
+    for name, args in (("batchnorm", ["--dim", "3", "--batch", "3"]), ("groupnorm", ["--shape", "2,4,2,2"])):
+        made[name] = folder / f"{name}.html"
+        assert cli.main(["graph", name, *args, "--grad", "--full", "--html", "-o", str(made[name])]) == 0
+    return made
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280x800", "390x844"])
+@pytest.mark.parametrize("norm", ["batchnorm", "groupnorm"])
+def test_sampled_steps_of_other_norms_are_in_view(needs_dot, chromium, other_norms, viewport, norm):
+    with opened(chromium, other_norms[norm], viewport=viewport) as tab:
+        steps = total_steps(tab)
+        for view in ("full", "stages"):
+            show(tab, view)
+            walked = tab.evaluate(WALK, [steps, max(1, steps // 25)])
+            assert walked["measured"] >= 25 and walked["lost"] == [], view

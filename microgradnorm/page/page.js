@@ -740,8 +740,10 @@
   function keepInView(current, source) {
     const area = byId("graph-area");
     const visible = (elements) => elements.filter((x) => x && !x.closest(".folded") && x.getClientRects().length);
-    const mine = visible(current);
-    const theirs = visible(source);
+    // a node's first element: its box (the op circle beside it is left out: with it the two could make an L whose
+    // bounding box is in the pane while neither part is)
+    const mine = visible(current).slice(0, 1);
+    const theirs = visible(source).slice(0, 1);
     if (!mine.length) return false;
     const svg = currentSvg();
     if (zoom !== chosen) {
