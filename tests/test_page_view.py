@@ -183,9 +183,10 @@ def test_sampled_steps_of_larger_pages_are_in_view_in_both_views(needs_dot, chro
                 assert walked["below"] == []
 
 
+@pytest.mark.parametrize("d", [4, 64])
 @pytest.mark.parametrize("viewport", [PHONE, {"width": 320, "height": 640}], ids=["390x844", "320x640"])
-def test_a_phone_page_does_not_scroll_sideways_and_keeps_room_for_the_details(needs_dot, chromium, pages, viewport):
-    with opened(chromium, pages[4], viewport=viewport) as tab:
+def test_a_phone_page_does_not_scroll_sideways_and_keeps_room_for_the_details(needs_dot, chromium, pages, viewport, d):
+    with opened(chromium, pages[d], viewport=viewport) as tab:
         tab.keyboard.press("End")
         assert tab.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
         heights = tab.evaluate(
