@@ -41,13 +41,13 @@ import html
 import itertools
 import re
 import shutil
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from microgradnorm.engine import Value, local_grads, topological_order
 from microgradnorm.i18n import N_, _, lazy_gettext, pgettext
+from microgradnorm.names import display_names, op_symbol, split_index
 from microgradnorm.norms import GROUP_NODES, PARAM_NODES, NormGraph
 from microgradnorm.registry import spec_for
 
@@ -72,7 +72,6 @@ __all__ = [
     "graph_size",
     "has_dot",
     "num",
-    "op_symbol",
     "pipe",
     "stage_formula",
     "stage_order",
@@ -155,8 +154,6 @@ FADED_LINE = "#d8d8d8"
 EDGE = "#606060"
 GRAD_TEXT = "#b2182b"
 
-_OP_SYMBOLS = {"+": "+", "-": "−", "*": "×", "sum": "Σ", "sqrt": "√", "**2": "x²", "**-1": "1/x"}
-
 # What each stage computes, shown under the cluster's title; ("rms", stage) first for a norm
 # that subtracts no mean, then stage.
 _FORMULAS: dict[tuple[str, str] | str, str] = {
@@ -211,7 +208,7 @@ class Drawing:
     index: dict[int, int]  # id(node) -> position in order
     parents: list[list[int]]  # position -> positions of the nodes that use it (one per edge)
     graph: NormGraph | None
-    names: list[str]  # position -> the name drawn on the node (see _display_names)
+    names: list[str]  # position -> the name drawn on the node (see microgradnorm.names.display_names)
 
     def name(self, k: int) -> str | None:
         """The norm's own name for the node (``xhat[2]``), None for the nodes between them."""
@@ -266,87 +263,7 @@ def drawing(obj: Any, graph: NormGraph | None = None) -> Drawing:
     for k, node in enumerate(order):
         for child in node.children:
             parents[index[id(child)]].append(k)
-    return Drawing(order, index, parents, graph, _display_names(order, graph))
-
-
-def _split_index(name: str) -> tuple[str, str]:
-    """``"xhat[1,2]"`` -> ``("xhat", "[1,2]")``; ``"rstd"`` -> ``("rstd", "")``."""
-    base, bracket, rest = name.partition("[")
-    return base, bracket + rest
-
-
-def _display_names(order: list[Value], graph: NormGraph | None) -> list[str]:
-    """A name for every node: the norm's own (``xhat[2]``), else its label, indexed where it repeats.
-
-    A node made from one element of x carries that element's index (``xshift²[2]``,
-    ``gamma*xhat[2]``), a dy of the loss the index of the y it multiplies, and a
-    node made once per row or column its number (``sum[1]``, when there are
-    several). Without a built norm, nodes are named by their labels.
-    """
-    if graph is None:
-        return _plain_names(order)
-    names: list[str | None] = [graph.name_of(node) for node in order]
-    position = {id(node): k for k, node in enumerate(order)}
-    _name_elementwise(order, names, position)
-    repeats = Counter((node.stage, node.label) for k, node in enumerate(order) if names[k] is None)
-    seen: Counter[tuple[str | None, str | None]] = Counter()
-    for k, node in enumerate(order):
-        if names[k] is None:
-            key = (node.stage, node.label)
-            numbered = repeats[key] == len(graph.groups) > 1
-            names[k] = _summed(node, names, position) + (f"[{seen[key]}]" if numbered else "")
-            seen[key] += 1
-    return names  # type: ignore[return-value]
-
-
-# An unnamed node of a plain Value graph is called after its op and numbered: mul_1, add_2, leaf_1.
-_OP_WORDS = {"+": "add", "-": "sub", "*": "mul", "**2": "sq", "**-1": "inv", "": "leaf"}
-
-
-def _plain_names(order: list[Value]) -> list[str]:
-    """A name for every node of a graph without a built norm: its label, else its op and a count (``mul_2``)."""
-    seen: Counter[str] = Counter()
-    names = []
-    for node in order:
-        if node.label:
-            names.append(node.label)
-            continue
-        op = node.op if node.children else ""
-        word = _OP_WORDS.get(op) or ("pow" if op.startswith("**") else re.sub(r"\W", "", op) or "op")
-        seen[word] += 1
-        names.append(f"{word}_{seen[word]}")
-    return names
-
-
-def _name_elementwise(order: list[Value], names: list[str | None], position: dict[int, int]) -> None:
-    """Name the nodes made from one element of x alone, and the loss's dy, after that element."""
-    element: dict[int, str] = {}  # id(node) -> "[i]" for a node made from x[i] alone
-    for k, node in enumerate(order):
-        name = names[k]
-        if name is not None:
-            base, idx = _split_index(name)
-            if idx and base not in GROUP_NODES and base not in PARAM_NODES:
-                element[id(node)] = idx
-            continue
-        indices = {element[id(c)] for c in node.children if id(c) in element}
-        if len(indices) == 1:
-            element[id(node)] = indices.pop()
-            names[k] = (node.label or "") + element[id(node)]
-    for node in order:  # the loss sum(y * dy): its weights take the index of their y
-        if node.op == "dot":
-            half = len(node.children) // 2
-            for y, w in zip(node.children[:half], node.children[half:]):
-                if names[position[id(w)]] is None and id(y) in element:
-                    names[position[id(w)]] = (w.label or "") + element[id(y)]
-
-
-def _summed(node: Value, names: list[str | None], position: dict[int, int]) -> str:
-    """``Σxshift²`` for a sum whose terms all share a name (as lesson 4's tables write it), else the label."""
-    if node.op == "sum":
-        bases = {_split_index(names[position[id(c)]] or "")[0] for c in node.children}
-        if len(bases) == 1 and "" not in bases:
-            return "Σ" + bases.pop()
-    return node.label or ""
+    return Drawing(order, index, parents, graph, display_names(order, graph))
 
 
 def graph_size(obj: Any, *, graph: NormGraph | None = None) -> int:
@@ -743,15 +660,6 @@ def grad_word() -> str:
     return pgettext("graph drawing", "grad")
 
 
-def op_symbol(op: str) -> str:
-    """How an op is written in its circle: ``×`` for ``*``, ``Σ`` for ``sum``, ``1/x`` for ``**-1``."""
-    if op in _OP_SYMBOLS:
-        return _OP_SYMBOLS[op]
-    if op.startswith("**"):
-        return "x^" + op[2:]
-    return op
-
-
 def _header(title: str | None, rankdir: str, size: int, *, clusters_in_order: bool) -> list[str]:
     # Large graphs: bound dot's node-placement effort (network simplex iterations) at
     # one per node; unbounded, d = 256 takes about 10,000 iterations, most of the time.
@@ -918,7 +826,7 @@ def _id(ids: bool, name: str) -> str:
 
 def _index_key(name: str) -> tuple[int, ...]:
     """``"xhat[1,2]"`` -> ``(1, 2)``."""
-    return tuple(int(i) for i in _split_index(name)[1].strip("[]").split(","))
+    return tuple(int(i) for i in split_index(name)[1].strip("[]").split(","))
 
 
 def _layout_hints(d: Drawing, stage: str, ks: list[int], *, bottom_up: bool) -> list[str]:
@@ -939,7 +847,7 @@ def _layout_hints(d: Drawing, stage: str, ks: list[int], *, bottom_up: bool) -> 
     lines = [f"    t_{dot_id(stage)} -> {{{' '.join(sources)}}} [style=invis];"] if sources else []
     by_name: dict[str, list[int]] = {}
     for k in ks:
-        base, idx = _split_index(d.display_name(k))
+        base, idx = split_index(d.display_name(k))
         if idx:
             by_name.setdefault(base, []).append(k)
     for same in by_name.values():

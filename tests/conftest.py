@@ -77,7 +77,7 @@ def read_only_state(state_home, monkeypatch):
 # (by the module that defines it), a whole module whose every test does the slow thing, or, where one test
 # of a module is of a slow kind, that test by name; or a lesson. tests/test_conftest.py checks every name exists.
 SLOW_FIXTURES = {
-    ("tests.browser", "chromium"): "drives a real browser (Playwright)",
+    ("tests.browser", "chromium"): "drives a real browser (Playwright)",  # defined there, imported by each module
     ("tests.test_lesson_terminal", "term"): "runs the CLI in a tmux terminal",
     ("tests.test_exercises_hostile", "results"): "grades the corpus of attacks in the sandbox",
     ("tests.test_exercises_grader", "graded"): "grades the corpus of planted mistakes in the sandbox",

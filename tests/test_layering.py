@@ -44,7 +44,7 @@ CORE = {
 DRAWING_AND_TRANSLATION = ("microgradnorm.drawing", "microgradnorm.i18n")
 FEATURES = ("lessons", "lab", "exercises", "page", "viz", "bench", "check", "present", "torch", "commands", "cli")
 
-_PAGE_CIRCLE = "microgradnorm.page.data microgradnorm.page.partials microgradnorm.page.render microgradnorm.viz"
+_PAGE_CIRCLE = "microgradnorm.page.data microgradnorm.page.render microgradnorm.viz"
 # (rule, importer, imported) -> who removes it. The lead clears this list at the merge.
 KNOWN: dict[tuple[str, str, str], str] = {}
 

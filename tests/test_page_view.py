@@ -27,16 +27,42 @@ PHONE = {"width": 390, "height": 844}
 READABLE_PX = 11  # the smallest text the page may open with or zoom to by itself
 CONTRAST = 3.0  # WCAG 2.1 non-text contrast, for the frame of the current step
 
+PEEK_PX = 24  # a node partly in view shows at least this much of itself (the page's rules 3-4, page.js keepInView)
+MARGIN_PX = 12  # the page keeps this much free at the pane's edges (page.js keepInView)
+CUE_PAD_PX = 4  # a cue frame is this far outside its node (page.js drawCues)
+IN_VIEW_PX = 12  # a node is in view when at least this much of its frame (or all of it) is inside the pane
+
 # Runs inside the page: press → until step `upto` (with `every` > 1, jump with the scrubber to every `every`-th
-# step) and return the steps where the step's node ("current") does not intersect the graph pane, or where the
-# contribution's source does not although both would fit in the pane side by side at the zoom shown.
+# step) and check at each measured step the page's rule for what is in view (page.js, keepInView):
+#  - the step's node ("current") and, in backward, the node its contribution comes from ("source") both show at
+#    least IN_VIEW_PX of their boxes' frames inside the graph pane, at any window size ('current' / 'source' in `lost`);
+#  - the smallest text drawn is at least 11 px, unless the two are so far apart that even at 11 px they could not
+#    both show PEEK_PX of themselves in the pane ('small' in `lost`: the page zoomed out below 11 px without need);
+#  - when it is under 11 px, the page zoomed out no further than needed: at 1.25 times the zoom they would no
+#    longer both fit ('too small' in `lost`).
+#  - the page says so under the step when, and only when, it shrank the text under 11 px ('silent' / 'note').
+# `below` lists the steps shown under 11 px (allowed, by the rule above), with their text size.
 WALK = """([upto, every]) => {
   const area = document.getElementById('graph-area');
   const pane = area.getBoundingClientRect();
-  const meets = (r) => r.right > pane.left && r.left < pane.right && r.bottom > pane.top && r.top < pane.bottom;
+  const inner = {left: pane.left + area.clientLeft, top: pane.top + area.clientTop};
+  inner.right = inner.left + area.clientWidth;  // the pane less its scroll bars
+  inner.bottom = inner.top + area.clientHeight;
+  const shown = (lo, hi, a, b) => Math.min(hi, b) - Math.max(lo, a);  // px of [lo, hi] inside [a, b]
+  const meets = (r) => shown(r.left, r.right, inner.left, inner.right) >= Math.min(${inview}, r.width)
+    && shown(r.top, r.bottom, inner.top, inner.bottom) >= Math.min(${inview}, r.height);
   const view = () => document.querySelector('.view:not([hidden])');
   const rects = (name) => [...view().querySelectorAll('rect.cue.' + name)].map((e) => e.getBoundingClientRect());
-  const lost = [];
+  const smallest = () => {
+    const svg = view().querySelector('svg');
+    const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+    const sizes = [...svg.querySelectorAll('text')]
+      .filter((t) => getComputedStyle(t).visibility !== 'hidden' && !t.closest('.folded, .future'))
+      .filter((t) => getComputedStyle(t).display !== 'none' && t.getClientRects().length)
+      .map((t) => parseFloat(getComputedStyle(t).fontSize) * scale);
+    return Math.min(...sizes);
+  };
+  const lost = [], below = [];
   let measured = 0;
   const scrubber = document.getElementById('scrubber');
   for (let s = 1; s <= upto; s++) {
@@ -46,20 +72,34 @@ WALK = """([upto, every]) => {
       scrubber.value = String(s);
       scrubber.dispatchEvent(new Event('input', {bubbles: true}));
     }
-    if (s % every) continue;
+    if (s % every && s !== upto) continue;
     measured += 1;
-    const current = rects('current');
-    if (!current.length || !current.some(meets)) lost.push(['current', s]);
+    const current = rects('current');  // the node's box first, then its op's circle (page.js drawCues)
+    if (!current.length || !meets(current[0])) lost.push(['current', s]);
     const source = rects('source');
-    if (current.length && source.length && !source.some(meets)) {
-      const a = current[0], b = source[0];
-      const apart = Math.max(a.right, b.right) - Math.min(a.left, b.left);
-      const tall = Math.max(a.bottom, b.bottom) - Math.min(a.top, b.top);
-      if (apart < area.clientWidth - 24 && tall < area.clientHeight - 24) lost.push(['source', s]);
+    if (source.length && !meets(source[0])) lost.push(['source', s]);
+    const px = smallest();
+    const said = document.getElementById('zoom-note').textContent !== '';  // the page says when it shrank
+    if (px >= ${readable}) {
+      if (said && px > ${readable} + 0.5) lost.push(['note', s, px]);
+      continue;
     }
+    below.push([s, Math.round(px * 10) / 10]);
+    if (!said) lost.push(['silent', s, px]);
+    if (!current.length || !source.length) { lost.push(['small', s, px]); continue; }
+    const a = current[0], b = source[0];
+    const apart = (lo1, hi1, lo2, hi2) => Math.max(0, lo2 - hi1, lo1 - hi2) + 2 * ${pad};  // between the nodes
+    const gap = [apart(a.left, a.right, b.left, b.right), apart(a.top, a.bottom, b.top, b.bottom)];
+    const room = [area.clientWidth - 2 * (${peek} + ${margin}), area.clientHeight - 2 * (${peek} + ${margin})];
+    const at11 = ${readable} / px;  // how much larger everything is at 11 px text
+    if (gap[0] * at11 <= room[0] && gap[1] * at11 <= room[1]) lost.push(['small', s, px]);
+    else if (gap[0] * 1.25 <= room[0] && gap[1] * 1.25 <= room[1]) lost.push(['too small', s, px]);
   }
-  return {lost: lost, measured: measured, step: Number(document.body.dataset.step)};
+  return {lost: lost, below: below, measured: measured, step: Number(document.body.dataset.step)};
 }"""
+_CONSTANTS = (("readable", READABLE_PX), ("peek", PEEK_PX), ("margin", MARGIN_PX), ("pad", CUE_PAD_PX))
+for _name, _value in (*_CONSTANTS, ("inview", IN_VIEW_PX)):
+    WALK = WALK.replace("${" + _name + "}", str(_value))
 
 # The rendered size in CSS px of the smallest text drawn in the view shown (Graphviz's font-size is in user units).
 SMALLEST_TEXT = """() => {
@@ -98,37 +138,55 @@ def total_steps(tab) -> int:
     return tab.evaluate(f"(() => {{ const d = {STEPS}; return d.nodes.length + 1 + d.backward.length; }})()")
 
 
+VIEWS = ("full", "stages", "folded")  # every node; one box per stage; every node with two stages folded
+FOLDED = ("var", "affine")
+
+
+def show(tab, view: str) -> None:
+    """Go back to step 0 and show `view` (one of VIEWS)."""
+    tab.keyboard.press("Home")
+    stages = view == "stages"
+    if (tab.get_attribute("#view-toggle", "aria-pressed") == "true") != stages:
+        tab.click("#view-toggle")
+    for name in FOLDED if not stages else ():
+        button = f"#fold-cluster_{name}"
+        if (tab.get_attribute(button, "aria-pressed") == "true") != (view == "folded"):
+            tab.click(button)
+
+
+@pytest.mark.parametrize("view", VIEWS)
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280x800", "390x844"])
-def test_every_step_of_a_small_page_is_in_view_with_readable_text(needs_dot, chromium, pages, viewport):
+def test_every_step_of_a_small_page_is_in_view_with_readable_text(needs_dot, chromium, pages, viewport, view):
     with opened(chromium, pages[4], viewport=viewport) as tab:
         assert tab.evaluate(SMALLEST_TEXT) >= READABLE_PX  # as it opens
+        show(tab, view)
         steps = total_steps(tab)
         walked = tab.evaluate(WALK, [steps, 1])
         assert walked["measured"] == steps and walked["step"] == steps
         assert walked["lost"] == []
-        assert tab.evaluate(SMALLEST_TEXT) >= READABLE_PX  # after following the steps (it may have zoomed out)
+        if viewport == DESKTOP or view == "stages":  # stacked stages: a laptop, or the overview, never needs < 11 px
+            assert walked["below"] == []
 
 
 @pytest.mark.parametrize("viewport", [DESKTOP, WIDE, PHONE], ids=["1280x800", "1920x1080", "390x844"])
 @pytest.mark.parametrize("d", [16, 64])
 def test_sampled_steps_of_larger_pages_are_in_view_in_both_views(needs_dot, chromium, pages, viewport, d):
     with opened(chromium, pages[d], viewport=viewport) as tab:
-        assert tab.evaluate(SMALLEST_TEXT) >= READABLE_PX
+        assert tab.evaluate(SMALLEST_TEXT) >= READABLE_PX  # as it opens
         steps = total_steps(tab)
         every = max(1, steps // 25)
-        assert tab.evaluate(WALK, [steps, every])["lost"] == []
-        if d == 16:  # the full view too, from the start, with a stage folded
-            tab.keyboard.press("Home")
-            tab.click("#view-toggle")
-            if tab.get_attribute("#view-toggle", "aria-pressed") == "true":
-                tab.click("#view-toggle")
-            tab.click("#fold-cluster_var")
-            assert tab.evaluate(WALK, [steps, every])["lost"] == []
+        for view in VIEWS:
+            show(tab, view)
+            walked = tab.evaluate(WALK, [steps, every])
+            assert walked["measured"] >= 25 and walked["lost"] == [], view
+            if view == "stages":  # the overview's stacked boxes never need text under 11 px
+                assert walked["below"] == []
 
 
+@pytest.mark.parametrize("d", [4, 64])
 @pytest.mark.parametrize("viewport", [PHONE, {"width": 320, "height": 640}], ids=["390x844", "320x640"])
-def test_a_phone_page_does_not_scroll_sideways_and_keeps_room_for_the_details(needs_dot, chromium, pages, viewport):
-    with opened(chromium, pages[4], viewport=viewport) as tab:
+def test_a_phone_page_does_not_scroll_sideways_and_keeps_room_for_the_details(needs_dot, chromium, pages, viewport, d):
+    with opened(chromium, pages[d], viewport=viewport) as tab:
         tab.keyboard.press("End")
         assert tab.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
         heights = tab.evaluate(
@@ -418,3 +476,59 @@ def test_the_minimap_frames_the_part_in_the_pane_and_takes_you_elsewhere(needs_d
         after = tab.evaluate(frame_of)
         assert tab.evaluate("document.getElementById('graph-area').scrollLeft") > scroll
         assert after[0] + after[2] / 2 == pytest.approx(0.8 * box, abs=after[2] / 2 + 1)  # centred there, or at the end
+
+
+def test_folding_a_stage_compacts_the_drawing_and_its_steps_show_on_its_box(needs_dot, chromium, pages):
+    box_of = "(id) => document.getElementById(id).getBoundingClientRect().toJSON()"
+    with opened(chromium, pages[4], viewport=DESKTOP) as tab:
+        height = "document.getElementById('svg-full').viewBox.baseVal.height"
+        unfolded = tab.evaluate(height)
+        var = tab.evaluate(f"({box_of})('cluster_var')")
+        sqrt = tab.evaluate(f"({box_of})('cluster_sqrt')")
+        scale = tab.evaluate(  # CSS px per drawing unit
+            "document.getElementById('svg-full').getBoundingClientRect().width / "
+            "document.getElementById('svg-full').viewBox.baseVal.width"
+        )
+        tab.click("#fold-cluster_var")
+        folded_box = tab.evaluate(f"({box_of})('folded-cluster_var')")
+        assert folded_box["height"] < var["height"] / 3  # the box, not the stage's nodes
+        saved = (var["height"] - folded_box["height"]) / scale  # drawing units the fold frees
+        assert tab.evaluate(height) == pytest.approx(unfolded - saved, abs=1)  # the whole drawing is that much shorter
+        moved = tab.evaluate(f"({box_of})('cluster_sqrt')")  # the stage below moved up by as much
+        assert moved["top"] == pytest.approx(sqrt["top"] - (var["height"] - folded_box["height"]), abs=2)
+        # a step inside the folded stage: shown on its box, which is in view
+        d = tab.evaluate(STEPS)
+        inside = {k for s in d["stages"] if s["name"] == "var" for k in s["nodes"]}
+        step = next(s + 1 for s, k in enumerate(d["forward"]) if k in inside)
+        tab.evaluate(WALK, [step, 1000])
+        assert tab.evaluate("document.getElementById('folded-cluster_var').classList.contains('current')")
+        cue = tab.evaluate("document.querySelector('rect.cue.current').getBoundingClientRect().toJSON()")
+        pane = tab.evaluate(f"({box_of})('graph-area')")
+        assert cue["bottom"] > pane["top"] and cue["top"] < pane["bottom"]
+        assert cue["right"] > pane["left"] and cue["left"] < pane["right"]
+        tab.click("#fold-cluster_var")  # opened again: the drawing is as it was
+        assert tab.evaluate(height) == pytest.approx(unfolded, abs=1e-6)
+
+
+@pytest.fixture(scope="module")
+def other_norms(tmp_path_factory) -> dict[str, Path]:
+    """Pages of the other norms, whose stages differ (GroupNorm's is an L-shaped layout on a phone)."""
+    from microgradnorm import cli
+
+    folder = tmp_path_factory.mktemp("norms")
+    made = {}
+    for name, args in (("batchnorm", ["--dim", "3", "--batch", "3"]), ("groupnorm", ["--shape", "2,4,2,2"])):
+        made[name] = folder / f"{name}.html"
+        assert cli.main(["graph", name, *args, "--grad", "--full", "--html", "-o", str(made[name])]) == 0
+    return made
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280x800", "390x844"])
+@pytest.mark.parametrize("norm", ["batchnorm", "groupnorm"])
+def test_sampled_steps_of_other_norms_are_in_view(needs_dot, chromium, other_norms, viewport, norm):
+    with opened(chromium, other_norms[norm], viewport=viewport) as tab:
+        steps = total_steps(tab)
+        for view in ("full", "stages"):
+            show(tab, view)
+            walked = tab.evaluate(WALK, [steps, max(1, steps // 25)])
+            assert walked["measured"] >= 25 and walked["lost"] == [], view

@@ -22,17 +22,17 @@ to the short form the drawing uses.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from microgradnorm import viz
-from microgradnorm.engine import Value
+from microgradnorm.engine import Value, local_grads
 from microgradnorm.i18n import _
 from microgradnorm.i18n.errors import localize
+from microgradnorm.names import expression, local_symbol, op_symbol
 from microgradnorm.norms import NormGraph
-from microgradnorm.page.partials import derivative_lines, forward_line
 from microgradnorm.registry import spec_for
 from microgradnorm.trace import Trace, trace_backward
 
@@ -96,6 +96,21 @@ def _exact(v: float) -> str:
     return repr(float(v))
 
 
+def derivative_lines(node: Value, out: str, kids: Sequence[str]) -> list[tuple[str, float]]:
+    """One ``∂out/∂kid = symbol = number`` line per input of ``node``: the symbol from
+    :func:`microgradnorm.names.local_symbol`, the number from the engine (:func:`microgradnorm.local_grads`), so
+    what a learner reads is the derivative backward() really used."""
+    lines = []
+    for slot, (kid, d) in enumerate(zip(kids, local_grads(node))):
+        symbol = local_symbol(node.op, out, kids, slot)
+        head = f"∂{out}/∂{kid}"
+        if symbol is None or symbol in ("1", "−1"):
+            lines.append((f"{head} = {symbol or viz.num(d)}", d))
+        else:
+            lines.append((f"{head} = {symbol} = {viz.num(d)}", d))
+    return lines
+
+
 def page_data(subject: Subject, d: viz.Drawing) -> dict[str, Any]:
     """Everything the page shows about ``subject`` drawn as ``d``, as JSON-ready data (see the module docstring)."""
     drawn = {id(node) for node in d.order}
@@ -154,7 +169,7 @@ def _nodes(d: viz.Drawing, trace: Trace | None, checks: dict[int, dict]) -> list
         out.append(
             {
                 "name": names[k],
-                "op": viz.op_symbol(node.op) if node.children else "",
+                "op": op_symbol(node.op) if node.children else "",
                 "stage": node.stage or "",
                 "stageTitle": viz.stage_title(node.stage) if node.stage else "",
                 "label": node.label or "",
@@ -165,7 +180,7 @@ def _nodes(d: viz.Drawing, trace: Trace | None, checks: dict[int, dict]) -> list
                 "inputs": [d.pos(c) for c in node.children],
                 "raw": node.op if node.children else "",  # the engine's op, replayed by the page's what-if
                 "edit": _editable(d, k),
-                "forward": forward_line(node, names[k], kids),
+                "forward": expression(node, names[k], kids),
                 "partials": [_partial(text, v) for text, v in partials],
                 "m": incoming[k],
                 "check": checks.get(k),

@@ -24,7 +24,9 @@
   const forwardOrder = data.forward; // step s (1..N) makes node forwardOrder[s - 1]
   const madeAt = new Array(N);
   forwardOrder.forEach((k, s) => (madeAt[k] = s + 1));
-  const MIN_READABLE = 11.1 / ((9 * 4) / 3); // zoom at which the smallest text (9 pt, the legend) is 11 px, just over
+  // the zoom at which the smallest text drawn (10 pt: Graphviz's node text and the gradient bars' signs) is 11 px,
+  // just over (a point is 4/3 CSS px at 1:1)
+  const MIN_READABLE = 11.1 / ((10 * 4) / 3);
 
   const byId = (id) => document.getElementById(id);
   const html = (text) =>
@@ -262,7 +264,8 @@
     if (pathNode !== null) showPaths(pathNode);
     if (t === T) pause();
     const first = step.node === null && N ? shownOn(forwardOrder[0]) : []; // step 0: where the forward pass starts
-    keepInView(step.node !== null ? shownOn(step.node) : first, step.from !== undefined ? shownOn(step.from) : []);
+    const shrunk = keepInView(step.node !== null ? shownOn(step.node) : first, step.from !== undefined ? shownOn(step.from) : []);
+    byId("zoom-note").textContent = shrunk ? say("zoomedOut", { percent: Math.round(100 * zoom) }) : "";
     saveState();
   }
 
@@ -275,16 +278,25 @@
     cues.forEach(([name, elements]) => {
       elements.filter(Boolean).forEach((element) => {
         if (element.closest(".folded")) return;
-        const b = element.getBBox();
+        const b = userBox(element);
         const rect = document.createElementNS(SVG_NS, "rect");
         const pad = 4;
         [["x", b.x - pad], ["y", b.y - pad], ["width", b.width + 2 * pad], ["height", b.height + 2 * pad], ["rx", 4]]
           .forEach(([a, v]) => rect.setAttribute(a, v));
         rect.setAttribute("class", "cue " + name);
+        if (element.hasAttribute("transform")) rect.setAttribute("transform", element.getAttribute("transform"));
         element.parentNode.appendChild(rect);
         cueFrames.push(rect);
       });
     });
+  }
+
+  // An element's box in its own drawing units (getBBox), measured once: it does not change with the zoom or the
+  // stacking (a transform), and measuring it again each step would lay out the whole drawing again.
+  const userBoxes = new WeakMap();
+  function userBox(element) {
+    if (!userBoxes.has(element)) userBoxes.set(element, element.getBBox());
+    return userBoxes.get(element);
   }
 
   // ---- the node panel --------------------------------------------------------------------------
@@ -394,15 +406,194 @@
       (data.paths.note ? '<p class="why">' + html(data.paths.note) + "</p>" : "");
   }
 
-  // ---- folding a stage into one box -----------------------------------------------------------
+  // ---- the layout: stages stacked top to bottom, a folded stage as small as its box ----------------
+  //
+  // Graphviz lays the graph out left to right: every stage a column, the whole 3 to 6 pane widths wide, and an
+  // edge such as xshift[i] -> xhat[i] crossing half of it (rstd is ten ops further on). The page keeps
+  // Graphviz's drawing of each stage and stacks the stages top to bottom in forward order, left-aligned: the
+  // graph is as wide as its widest stage, and a contribution's two nodes are at most the stages between them
+  // apart. A folded stage takes the height of its box, so the stages below it move up. Only positions change
+  // (an SVG translate per element; edges between stages are redrawn between their moved ends); what is drawn
+  // is Graphviz's.
 
-  const folds = new Map(); // stage name -> the box drawn over it
+  const FOLD_HEIGHT = 34; // drawing units (points): one line of 16 px text and its margin
+  const GAP = 14; // between two stacked stages
+  const GUTTER = 10; // the overview's edges run left of its boxes, this much further per box they pass
+  const folds = new Map(); // stage name -> the box drawn in place of its nodes
+  const [layout, overview] = (() => {
+    // measured with both drawings shown (a hidden drawing has no size); setView hides one of them at the start
+    const hidden = byId("view-stages").hidden;
+    byId("view-stages").hidden = false;
+    const made = [fullLayout(), overviewLayout()];
+    byId("view-stages").hidden = hidden;
+    return made;
+  })();
 
+  // The drawing of every node: a block per stage (its cluster, title, nodes and the edges inside it).
+  function fullLayout() {
+    const svg = byId("svg-full");
+    if (!svg || !data.stages.length) return null;
+    const blocks = [];
+    const blockOf = new Array(N).fill(null);
+    data.stages.forEach((stage) => {
+      const cluster = byId(stage.cluster);
+      if (!cluster) return;
+      const block = { stage: stage, elements: [cluster, byId(stage.title)].filter(Boolean), box: cluster.getBBox() };
+      stage.nodes.forEach((k) => (blockOf[k] = block));
+      blocks.push(block);
+    });
+    const loose = nodes.map((_, k) => k).filter((k) => blockOf[k] === null && el[k].value);
+    if (loose.length) {
+      // nodes of no stage: a last block of their own, as wide and tall as Graphviz drew them
+      const boxes = loose.flatMap((k) => [el[k].value, el[k].op].filter(Boolean).map((x) => x.getBBox()));
+      const x = Math.min(...boxes.map((b) => b.x));
+      const y = Math.min(...boxes.map((b) => b.y));
+      const box = { x: x, y: y, width: Math.max(...boxes.map((b) => b.x + b.width)) - x,
+        height: Math.max(...boxes.map((b) => b.y + b.height)) - y };
+      const block = { stage: null, elements: [], box: box };
+      loose.forEach((k) => (blockOf[k] = block));
+      blocks.push(block);
+    }
+    const crossing = []; // edges from one block to another, redrawn after every move
+    nodes.forEach((node, k) => {
+      if (!blockOf[k]) return;
+      blockOf[k].elements.push(...[el[k].value, el[k].op, el[k].outEdge].filter(Boolean));
+      node.inputs.forEach((c, slot) => {
+        const edge = byId("e" + k + "_" + slot);
+        if (!edge || !blockOf[c]) return;
+        if (blockOf[c] === blockOf[k]) blockOf[k].elements.push(edge);
+        else crossing.push(between(edge, blockOf[c], blockOf[k]));
+      });
+    });
+    return laidOut(svg, "full-graph", blocks, crossing);
+  }
+
+  // The overview, one box per stage: a block per box, stacked as the stages of the full drawing are.
+  function overviewLayout() {
+    const svg = byId("svg-stages");
+    if (!svg || !data.stages.length) return null;
+    const blockOf = new Map();
+    const blocks = [];
+    data.stages.forEach((stage) => {
+      const box = byId(stage.box);
+      if (!box) return;
+      const block = { stage: null, elements: [box], box: box.getBBox() };
+      blockOf.set(stage.box, block);
+      blocks.push(block);
+    });
+    const crossing = [];
+    svg.querySelectorAll("g.edge").forEach((edge) => {
+      const title = edge.querySelector("title");
+      const [a, b] = (title ? title.textContent : "").split(" → ");
+      if (blockOf.has(a) && blockOf.has(b)) crossing.push(between(edge, blockOf.get(a), blockOf.get(b)));
+    });
+    const made = laidOut(svg, "stages-graph", blocks, crossing);
+    if (made) made.gutter = true; // its edges run down the left side, from box to box (see redrawInGutter)
+    return made;
+  }
+
+  // An edge from block `from` to block `to`, as Graphviz drew it: its ends and the directions it leaves and
+  // arrives in (null: an edge whose path this page cannot read, left as drawn).
+  function between(edge, from, to) {
+    const path = edge.querySelector("path");
+    const p = path ? (path.getAttribute("d").match(/-?[\d.]+(?:e-?\d+)?/g) || []).map(Number) : [];
+    if (p.length < 8) return null;
+    const at = (i) => ({ x: p[2 * i], y: p[2 * i + 1] });
+    const last = Math.floor(p.length / 2) - 1;
+    return { edge: edge, path: path, head: edge.querySelector("polygon"), from: from, to: to,
+      start: at(0), out: at(1), into: at(last - 1), end: at(last) };
+  }
+
+  function laidOut(svg, graphId, blocks, crossing) {
+    if (!blocks.length) return null;
+    const graph = byId(graphId);
+    return { svg: svg, graph: graph, blocks: blocks, crossing: crossing.filter(Boolean),
+      left: Math.min(...blocks.map((b) => b.box.x)), top: Math.min(...blocks.map((b) => b.box.y)),
+      background: graph.querySelector(":scope > polygon") };
+  }
+
+  const offset = (block) => ({ x: block.dx, y: block.dy });
+  const translate = (d) => "translate(" + d.x + " " + d.y + ")";
+
+  // Put every stage in its place: top to bottom, each as tall as its drawing, or as its box when folded.
+  function stack(l) {
+    if (!l) return;
+    const layout = l;
+    let y = layout.top;
+    const skips = layout.crossing.map((c) => layout.blocks.indexOf(c.to) - layout.blocks.indexOf(c.from));
+    const gutter = layout.gutter ? GUTTER * (1 + Math.max(1, ...skips)) : 0;
+    let right = layout.left + gutter;
+    layout.blocks.forEach((block) => {
+      const folded = block.stage !== null && folds.has(block.stage.name);
+      block.dx = layout.left + gutter - block.box.x;
+      block.dy = y - block.box.y;
+      block.elements.forEach((x) => x.setAttribute("transform", translate(offset(block))));
+      if (folded) folds.get(block.stage.name).setAttribute("transform", translate(offset(block)));
+      const width = folded ? foldWidth(block) : block.box.width;
+      right = Math.max(right, layout.left + width);
+      y += (folded ? FOLD_HEIGHT : block.box.height) + GAP;
+    });
+    if (layout.gutter) layout.crossing.forEach((c, i) => redrawInGutter(c, layout.left + gutter, skips[i]));
+    else layout.crossing.forEach(redraw);
+    // the drawing's own bounds: the background and the viewBox follow the stacked stages
+    const bottom = y - GAP;
+    const m = layout.graph.transform.baseVal.consolidate();
+    const [ex, ey] = m ? [m.matrix.e, m.matrix.f] : [0, 0];
+    const pad = 4;
+    const [x0, y0, x1, y1] = [layout.left - pad, layout.top - pad, right + pad, bottom + pad];
+    if (layout.background) layout.background.setAttribute("points", [[x0, y0], [x1, y0], [x1, y1], [x0, y1]].join(" "));
+    layout.svg.setAttribute("viewBox", [x0 + ex, y0 + ey, x1 - x0, y1 - y0].join(" "));
+  }
+
+  // An edge between two stages, from its moved tail to its moved head: a curve that leaves and arrives as
+  // Graphviz drew it (the arrowhead moves with its head); at a folded stage it ends on the stage's box.
+  function redraw(c) {
+    const end = (block, point, side) => {
+      const d = offset(block);
+      if (block.stage === null || !folds.has(block.stage.name)) return { x: point.x + d.x, y: point.y + d.y };
+      const b = block.box;
+      return { x: b.x + d.x + (side > 0 ? foldWidth(block) : 0), y: b.y + d.y + FOLD_HEIGHT / 2 };
+    };
+    const s = end(c.from, c.start, 1);
+    const e = end(c.to, c.end, -1);
+    const unit = (a, b) => {
+      const length = Math.hypot(b.x - a.x, b.y - a.y) || 1;
+      return { x: (b.x - a.x) / length, y: (b.y - a.y) / length };
+    };
+    const u = unit(c.start, c.out);
+    const v = unit(c.into, c.end);
+    const reach = Math.max(30, 0.4 * Math.hypot(e.x - s.x, e.y - s.y));
+    const d = [s.x, s.y, s.x + u.x * reach, s.y + u.y * reach, e.x - v.x * reach, e.y - v.y * reach, e.x, e.y];
+    c.path.setAttribute("d", "M" + d[0] + "," + d[1] + "C" + d.slice(2).join(","));
+    if (c.head) {
+      const shift = { x: e.x - c.end.x, y: e.y - c.end.y };
+      c.head.setAttribute("transform", translate(shift));
+    }
+    c.edge.querySelectorAll(".path-copy").forEach((copy) => copy.setAttribute("d", c.path.getAttribute("d")));
+  }
+
+  // An edge of the overview, whose boxes are stacked in one column: from the left side of its tail's box, out
+  // into the gutter on the left (further for an edge that passes more boxes), into the left side of its head's.
+  function redrawInGutter(c, x, skip) {
+    const middle = (block) => block.box.y + block.dy + block.box.height / 2;
+    const [sy, ey] = [middle(c.from) + 4, middle(c.to) - 4];
+    const bulge = GUTTER * (0.8 + skip);
+    const arrow = 7;
+    c.path.setAttribute("d", "M" + [x, sy] + "C" + [x - bulge, sy, x - bulge, ey, x - arrow, ey].join(","));
+    if (c.head) c.head.setAttribute("points", [[x, ey], [x - arrow, ey - 3.5], [x - arrow, ey + 3.5], [x, ey]].join(" "));
+  }
+
+  function foldWidth(block) {
+    return block.foldWidth || block.box.width;
+  }
+
+  // Fold a stage: its nodes hidden, one box with its formula in their place.
   function fold(stage, on) {
     const cluster = byId(stage.cluster);
     if (!cluster) return;
+    const block = layout ? layout.blocks.find((b) => b.stage === stage) : null;
     const inside = new Set(stage.nodes);
-    const parts = [byId(stage.title)];
+    const parts = [byId(stage.title), cluster];
     stage.nodes.forEach((k) => {
       parts.push(el[k].value, el[k].op, el[k].outEdge);
       nodes[k].inputs.forEach((c, slot) => {
@@ -411,33 +602,41 @@
     });
     parts.forEach((x) => setClass(x, "folded", on));
     if (on && !folds.has(stage.name)) {
-      const b = cluster.getBBox();
-        const g = document.createElementNS(SVG_NS, "g");
+      const b = block ? block.box : cluster.getBBox();
+      const height = block ? FOLD_HEIGHT : b.height;
+      const g = document.createElementNS(SVG_NS, "g");
       g.setAttribute("class", "fold");
+      g.setAttribute("id", "folded-" + stage.cluster);
       const rect = document.createElementNS(SVG_NS, "rect");
-      [["x", b.x], ["y", b.y], ["width", b.width], ["height", b.height], ["rx", 8]].forEach(([a, v]) => rect.setAttribute(a, v));
+      [["x", b.x], ["y", b.y], ["width", b.width], ["height", height], ["rx", 8]].forEach(([a, v]) => rect.setAttribute(a, v));
       g.appendChild(rect);
-      // One line, as large as the box allows: "var: var = Σ xshift² / n · 6 nodes folded"
+      // One line, 16 px unless the box is narrower: "var: var = Σ xshift² / n · 6 values folded"
       const text = document.createElementNS(SVG_NS, "text");
-      const size = Math.min(16, b.height * 0.45);
+      const size = Math.min(16, height * 0.45);
       text.setAttribute("x", b.x + 8);
-      text.setAttribute("y", b.y + b.height / 2 + size / 3);
+      text.setAttribute("y", b.y + height / 2 + size / 3);
       text.style.fontSize = size + "px";
       const fields = { stage: stage.shown, formula: stage.formula, n: stage.nodes.length };
       text.textContent = say(stage.formula ? "folded" : "foldedNoFormula", fields);
       g.appendChild(text);
-      const width = text.getComputedTextLength();
-      if (width > b.width - 16) text.style.fontSize = (size * (b.width - 16)) / width + "px";
       const tip = document.createElementNS(SVG_NS, "title");
       tip.textContent = say("clickToOpen", { stage: stage.shown });
       g.appendChild(tip);
       g.addEventListener("click", () => setFold(stage.name, false));
       cluster.parentNode.appendChild(g); // last, so it covers the edges that enter the stage
+      const width = text.getComputedTextLength() + 16;
+      if (width > b.width) {
+        if (block) block.foldWidth = width; // a box as wide as its line: it keeps its 16 px text
+        else text.style.fontSize = (size * (b.width - 16)) / (width - 16) + "px";
+      }
+      rect.setAttribute("width", block ? foldWidth(block) : b.width);
       folds.set(stage.name, g);
     } else if (!on && folds.has(stage.name)) {
       folds.get(stage.name).remove();
       folds.delete(stage.name);
+      if (block) block.foldWidth = 0;
     }
+    stack(layout);
   }
 
   function setFold(name, on) {
@@ -453,7 +652,8 @@
   // ---- views, zoom and theme -------------------------------------------------------------------
 
   let view = data.view.start;
-  let zoom = null; // null: Graphviz's own size, or larger if the window is wider ("0" key, Fit button)
+  let zoom = null; // the zoom shown; null: Graphviz's own size, or larger if the window is wider
+  let chosen = null; // the zoom the learner chose ("0" key, 1:1, Fit, + and −); a step may zoom out from it
 
   function setView(name) {
     view = name;
@@ -463,7 +663,7 @@
     toggle.setAttribute("aria-pressed", name === "stages" ? "true" : "false");
     toggle.disabled = !data.view.full;
     byId("stage-list").querySelectorAll("button").forEach((b) => (b.disabled = name !== "full"));
-    zoom = null;
+    zoom = chosen = null;
     applyZoom();
     if (started) decorate();
   }
@@ -474,7 +674,18 @@
     const box = svg.viewBox.baseVal;
     const natural = (box.width * 4) / 3; // Graphviz measures in points; CSS pixels are 3/4 of a point
     svg.style.width = zoom === null ? "max(100%, " + Math.round(natural) + "px)" : Math.round(natural * zoom) + "px";
-    updateMinimap();
+    laterMinimap();
+  }
+
+  // The minimap follows at the next frame, once per frame however many zooms and scrolls a step made.
+  let minimapDue = false;
+  function laterMinimap() {
+    if (minimapDue) return;
+    minimapDue = true;
+    requestAnimationFrame(() => {
+      minimapDue = false;
+      updateMinimap();
+    });
   }
 
   // The minimap: the drawing shown (an SVG <use> of it, no second copy) with the pane's part framed. It is
@@ -514,16 +725,31 @@
     area.scrollBy({ left: x - (pane.left + pane.right) / 2, top: y - (pane.top + pane.bottom) / 2, behavior: "instant" });
   }
 
-  // Keep the step's node, and the node its contribution comes from, inside the graph pane. Both are shown when
-  // they fit, zooming out as far as text stays readable (11 px); when they are further apart than that, the
-  // step's node is shown at the side of the pane nearest the source, with as much of the way to it as fits.
+  // Keep the step's node, and in backward the node its contribution comes from, in the graph pane. The rule, in
+  // order (the browser tests check each case):
+  //  1. both fit wholly at the zoom the learner chose: pan, if needed, so that they are in the pane;
+  //  2. else zoom out until both fit wholly, as far as text stays readable (11 px, MIN_READABLE);
+  //  3. else, at that readable zoom, centre the pane on the gap between them: both are partly in view (a node's
+  //     nearer part, at least PEEK px of it), the step's node on the side nearer the source;
+  //  4. else (they are further apart than the pane at 11 px: a phone, or a long edge across a tall stage)
+  //     zoom out just far enough for rule 3, below 11 px, for this step only; the next step returns to the
+  //     learner's zoom. Text under 11 px is the price of seeing where a contribution comes from.
+  // The learner's zoom (+, −, 1:1, Fit) is never exceeded: steps only zoom out from it.
+  const PEEK = 24; // CSS px of each node shown at least, under rules 3 and 4
+  const MARGIN = 12; // CSS px kept free at the pane's edges
   function keepInView(current, source) {
     const area = byId("graph-area");
     const visible = (elements) => elements.filter((x) => x && !x.closest(".folded") && x.getClientRects().length);
-    const mine = visible(current);
-    const theirs = visible(source);
-    if (!mine.length) return;
-    const margin = 12;
+    // a node's first element: its box (the op circle beside it is left out: with it the two could make an L whose
+    // bounding box is in the pane while neither part is)
+    const mine = visible(current).slice(0, 1);
+    const theirs = visible(source).slice(0, 1);
+    if (!mine.length) return false;
+    const svg = currentSvg();
+    if (zoom !== chosen) {
+      zoom = chosen;
+      applyZoom();
+    }
     const box = (elements) => {
       const rects = elements.map((x) => x.getBoundingClientRect());
       return {
@@ -533,34 +759,44 @@
         bottom: Math.max(...rects.map((r) => r.bottom)),
       };
     };
-    const room = [area.clientWidth - 2 * margin, area.clientHeight - 2 * margin];
+    const room = [area.clientWidth - 2 * MARGIN, area.clientHeight - 2 * MARGIN];
+    const span = (u) => [u.right - u.left, u.bottom - u.top];
+    const gap = (a, b) => [
+      Math.max(0, b.left - a.right, a.left - b.right),
+      Math.max(0, b.top - a.bottom, a.top - b.bottom),
+    ];
     let u = box(mine.concat(theirs));
-    if (u.right - u.left > room[0] || u.bottom - u.top > room[1]) {
-      const svg = currentSvg();
-      const now = svg.getBoundingClientRect().width / naturalWidth(svg);
-      const fit = now * Math.min(room[0] / (u.right - u.left), room[1] / (u.bottom - u.top));
-      const wanted = Math.max(MIN_READABLE, fit);
+    let shrunk = false;
+    const now = svg.getBoundingClientRect().width / naturalWidth(svg);
+    const [w, h] = span(u);
+    if (w > room[0] || h > room[1]) {
+      const whole = Math.min(room[0] / w, room[1] / h); // rule 2's factor
+      const [gx, gy] = theirs.length ? gap(box(mine), box(theirs)) : [0, 0];
+      const peek = (g, r) => (g > 0 ? (r - 2 * PEEK) / g : Infinity);
+      const apart = Math.min(peek(gx, room[0]), peek(gy, room[1])); // rule 4's factor
+      let wanted = Math.max(MIN_READABLE, now * whole);
+      if (theirs.length && wanted > now * apart) wanted = now * apart;
       if (wanted < now - 1e-3) {
         zoom = wanted;
         applyZoom();
         u = box(mine.concat(theirs));
+        shrunk = wanted < MIN_READABLE; // rule 4: said under the step
       }
     }
-    const c = box(mine);
-    if (u.right - u.left > room[0]) {
-      if (u.right > c.right) [u.left, u.right] = [c.left, c.left + room[0]];
-      else [u.left, u.right] = [c.right - room[0], c.right];
-    }
-    if (u.bottom - u.top > room[1]) {
-      if (u.bottom > c.bottom) [u.top, u.bottom] = [c.top, c.top + room[1]];
-      else [u.top, u.bottom] = [c.bottom - room[1], c.bottom];
-    }
+    // pan: the union of both where it fits on an axis, else the middle of the gap between them
+    const a = box(mine);
+    const b = theirs.length ? box(theirs) : a;
     const pane = area.getBoundingClientRect();
-    const inside = [pane.left + area.clientLeft + margin, pane.top + area.clientTop + margin];
-    const shift = (lo, hi, start, size) => (lo < start ? lo - start : hi > start + size ? hi - start - size : 0);
-    const dx = shift(u.left, u.right, inside[0], room[0]);
-    const dy = shift(u.top, u.bottom, inside[1], room[1]);
+    const inside = [pane.left + area.clientLeft + MARGIN, pane.top + area.clientTop + MARGIN];
+    const axis = (lo, hi, aLo, aHi, bLo, bHi, start, size) => {
+      if (hi - lo <= size) return lo < start ? lo - start : hi > start + size ? hi - start - size : 0;
+      const middle = aHi <= bLo ? (aHi + bLo) / 2 : bHi <= aLo ? (bHi + aLo) / 2 : (Math.max(aLo, bLo) + Math.min(aHi, bHi)) / 2;
+      return middle - (start + size / 2);
+    };
+    const dx = axis(u.left, u.right, a.left, a.right, b.left, b.right, inside[0], room[0]);
+    const dy = axis(u.top, u.bottom, a.top, a.bottom, b.top, b.bottom, inside[1], room[1]);
     if (dx || dy) area.scrollBy({ left: dx, top: dy, behavior: "instant" });
+    return shrunk;
   }
 
   function currentSvg() {
@@ -575,7 +811,7 @@
     const svg = byId(view === "full" ? "svg-full" : "svg-stages");
     if (!svg) return;
     const now = zoom === null ? svg.getBoundingClientRect().width / ((svg.viewBox.baseVal.width * 4) / 3) : zoom;
-    zoom = Math.max(0.2, Math.min(6, now * factor));
+    zoom = chosen = Math.max(0.2, Math.min(6, now * factor));
     applyZoom();
   }
 
@@ -585,7 +821,7 @@
     if (!svg) return;
     const box = svg.viewBox.baseVal;
     const natural = [(box.width * 4) / 3, (box.height * 4) / 3];
-    zoom = Math.min((area.clientWidth - 20) / natural[0], (area.clientHeight - 20) / natural[1]);
+    zoom = chosen = Math.min((area.clientWidth - 20) / natural[0], (area.clientHeight - 20) / natural[1]);
     applyZoom();
     decorate();
   }
@@ -679,14 +915,14 @@
     click("zoom-in", () => zoomBy(1.25));
     click("zoom-out", () => zoomBy(0.8));
     click("zoom-actual", () => {
-      zoom = null;
+      zoom = chosen = null;
       applyZoom();
     });
     click("zoom-fit", fitWindow);
     click("theme", () => setTheme(document.documentElement.dataset.theme === "dark" ? "light" : "dark"));
     byId("minimap").addEventListener("click", minimapClick);
-    byId("graph-area").addEventListener("scroll", updateMinimap);
-    window.addEventListener("resize", updateMinimap);
+    byId("graph-area").addEventListener("scroll", laterMinimap);
+    window.addEventListener("resize", laterMinimap);
 
     const area = byId("graph-area");
     area.addEventListener("mouseover", (e) => {
@@ -742,7 +978,7 @@
     "=": () => zoomBy(1.25),
     "-": () => zoomBy(0.8),
     "0": () => {
-      zoom = null;
+      zoom = chosen = null;
       applyZoom();
     },
     Escape: () => pin(null),
@@ -984,8 +1220,10 @@
 
   buildControls();
   buildWhatIf();
+  stack(layout);
+  stack(overview);
   el.forEach((e) => {
-    if (e.value) e.box = e.value.getBBox();
+    if (e.value) userBoxes.set(e.value, (e.box = e.value.getBBox())); // before the gradient bars are added to it
   });
   nodes.forEach((node, k) => {
     if (el[k].value) el[k].value.setAttribute("data-value", node.value);

@@ -25,6 +25,7 @@ from microgradnorm import viz
 from microgradnorm.engine import Value
 from microgradnorm.i18n import _, current_language, use_language
 from microgradnorm.i18n.text import sentences
+from microgradnorm.names import op_symbol
 from microgradnorm.norms import NormGraph
 from microgradnorm.page.data import Subject, page_data, subject_of
 from microgradnorm.page.text import html_lang, html_text, script_text
@@ -182,7 +183,7 @@ def _svg(dot: str, view: str, d: viz.Drawing) -> str:
 def _names(d: viz.Drawing) -> dict[str, str]:
     """SVG node id -> the name the page shows in tooltips (``v12`` -> ``xhat[2]``)."""
     names = {f"v{k}": d.display_name(k) for k in range(len(d.order))}
-    names.update({f"op{k}": f"{viz.op_symbol(n.op)} → {names[f'v{k}']}" for k, n in enumerate(d.order) if n.children})
+    names.update({f"op{k}": f"{op_symbol(n.op)} → {names[f'v{k}']}" for k, n in enumerate(d.order) if n.children})
     return names
 
 

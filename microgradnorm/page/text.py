@@ -158,4 +158,9 @@ def script_text() -> dict[str, str]:
         "followSteps": pgettext("graph page", "(follow the steps)"),
         # Translators: the choice of no input in the list of gradient paths
         "noInput": pgettext("graph page", "(none)"),
+        # Translators: said under the step when the drawing shrank (text under 11 px) to show both nodes of a step
+        "zoomedOut": pgettext(
+            "graph page",
+            "Zoomed out to {percent}% to show where this contribution comes from; the next step returns to your zoom.",
+        ),
     }
