@@ -1,4 +1,4 @@
-"""i18n.text.cjk_text keeps a formula whole: a demo's formulas are never broken at their own spaces, in either language."""
+"""i18n.text.cjk_text keeps a formula whole: never broken at its own spaces, in either language."""
 
 from __future__ import annotations
 
