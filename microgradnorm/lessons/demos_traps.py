@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.text import Text
 
 from microgradnorm import formulas
@@ -427,6 +427,43 @@ def fd_errors(seed: int, dim: int, eps: float, steps: tuple[float, ...]) -> dict
     return out
 
 
+def _float32_errors(x: np.ndarray, gamma: np.ndarray, dy: np.ndarray, eps: float) -> tuple[float, float]:
+    """Normwise relative error of LayerNorm run in float32 against float64: (of y, of dx)."""
+    y64, c64 = V.layer_norm_forward(x, gamma, None, eps, backend="numpy")
+    dx64 = V.layer_norm_backward(dy, c64)[0]
+    y32, c32 = V.layer_norm_forward(x.astype(np.float32), gamma.astype(np.float32), None, eps, backend="numpy")
+    dx32 = V.layer_norm_backward(dy.astype(np.float32), c32)[0]
+    return tol.normwise_error(y32, y64)[1], tol.normwise_error(dx32, dx64)[1]
+
+
+def _raised_dim_note(dim: int, d: int) -> list[RenderableType]:
+    """The line saying why the step runs at d = ``d`` instead of the learner's ``dim`` (none when they agree)."""
+    if d == dim:
+        return []
+    return [
+        cjk_text(
+            _(
+                "At d = {dim} a LayerNorm gives ±1 whatever the numbers, so dx is zero up to eps and a relative "
+                "error against it measures nothing: this step uses d = {d}."
+            ).format(dim=dim, d=d),
+            "dim",
+        )
+    ]
+
+
+def _fd_table(steps: tuple[float, ...], fd: dict[str, list[float]]) -> RenderableType:
+    """Finite-difference error per step h, float32 beside float64 (— where the step rounded away)."""
+    return number_table(
+        [_("step h"), "float32", "float64"],
+        [[f"{h:g}", sci(a, 1), sci(b, 1)] for h, a, b in zip(steps, fd["float32"], fd["float64"])],
+        title=_("central finite difference of dL/dx_0, relative error against the closed form"),
+        caption=_(
+            "— : x + h rounds back to x, no step is taken. The package checks gradients in float64 "
+            "with h = {h} (FD_STEP) and accepts a relative error of {rtol} (FD_RTOL)."
+        ).format(h=f"{tol.FD_STEP:g}", rtol=f"{tol.FD_RTOL:g}"),
+    )
+
+
 @demo("float_precision")
 def float_precision(p: LessonParams, steps: tuple[float, ...] = (1e-1, 1e-2, 1e-3, 1e-4, 1e-6, 1e-8)) -> Group:
     """LayerNorm in float32 against float64, and finite differences in both precisions."""
@@ -437,27 +474,11 @@ def float_precision(p: LessonParams, steps: tuple[float, ...] = (1e-1, 1e-2, 1e-
     x = rng.normal(0.5, 2.0, size=(64, d))
     gamma = rng.uniform(0.5, 1.5, size=x.shape[1])
     dy = rng.normal(size=x.shape)
-    y64, c64 = V.layer_norm_forward(x, gamma, None, p.eps, backend="numpy")
-    dx64 = V.layer_norm_backward(dy, c64)[0]
-    y32, c32 = V.layer_norm_forward(x.astype(np.float32), gamma.astype(np.float32), None, p.eps, backend="numpy")
-    dx32 = V.layer_norm_backward(dy.astype(np.float32), c32)[0]
-    ey = tol.normwise_error(y32, y64)[1]
-    edx = tol.normwise_error(dx32, dx64)[1]
+    ey, edx = _float32_errors(x, gamma, dy, p.eps)
     fd = fd_errors(p.seed, d, p.eps, tuple(steps))
     best = {k: float(np.nanmin(v)) for k, v in fd.items()}
-    note = []
-    if d != p.dim:
-        note.append(
-            cjk_text(
-                _(
-                    "At d = {dim} a LayerNorm gives ±1 whatever the numbers, so dx is zero up to eps and a relative "
-                    "error against it measures nothing: this step uses d = {d}."
-                ).format(dim=p.dim, d=d),
-                "dim",
-            )
-        )
     return Group(
-        *note,
+        *_raised_dim_note(p.dim, d),
         number_table(
             [_("float32 vs float64"), _("relative error"), pgettext("float32 check column", "within")],
             [
@@ -470,15 +491,7 @@ def float_precision(p: LessonParams, steps: tuple[float, ...] = (1e-1, 1e-2, 1e-
             ),
         ),
         Text(""),
-        number_table(
-            [_("step h"), "float32", "float64"],
-            [[f"{h:g}", sci(a, 1), sci(b, 1)] for h, a, b in zip(steps, fd["float32"], fd["float64"])],
-            title=_("central finite difference of dL/dx_0, relative error against the closed form"),
-            caption=_(
-                "— : x + h rounds back to x, no step is taken. The package checks gradients in float64 "
-                "with h = {h} (FD_STEP) and accepts a relative error of {rtol} (FD_RTOL)."
-            ).format(h=f"{tol.FD_STEP:g}", rtol=f"{tol.FD_RTOL:g}"),
-        ),
+        _fd_table(steps, fd),
         claims(
             [
                 (
