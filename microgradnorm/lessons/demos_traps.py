@@ -66,18 +66,6 @@ def variance_cancellation(
         rows.append([f"{float(c):g}", fmt(naive, 6), fmt(two_pass, 6)])
     # the table shows 6 significant digits: a relative error below SHOWN reads as the true variance
     shown = 5e-7
-    x = base + float(offset)
-    try:
-        engine_forward("layernorm", x, None, None, p.eps, variance="naive")
-        naive = float(formulas.naive_variance(x, (0,))[0])
-        engine = cjk_text(
-            _(
-                "no complaint: the naive var + eps came out as {naive}, positive but wrong (the true "
-                "var + eps is {true}); a large eps hides the cancellation without curing it"
-            ).format(naive=f"{naive + p.eps:g}", true=f"{TRUE_VARIANCE + p.eps:g}")
-        )
-    except DomainError as exc:
-        engine = Text.assemble(("DomainError: ", "bold red"), localize(exc))
     return Group(
         number_table(
             [_("offset"), "E[x²] − E[x]²", "mean((x − mean)²)"],
@@ -99,7 +87,23 @@ def variance_cancellation(
         cjk_text(
             _("layer_norm(x, variance='naive') at offset {offset}:").format(offset=f"{float(offset):g}"), style="bold"
         ),
-        engine,
+        _naive_engine_reaction(base + float(offset), p.eps),
+    )
+
+
+def _naive_engine_reaction(x: np.ndarray, eps: float) -> RenderableType:
+    """What the engine's LayerNorm with the one-pass variance does with ``x``: its DomainError, or a line saying
+    it ran on a wrong (but positive) var + eps."""
+    try:
+        engine_forward("layernorm", x, None, None, eps, variance="naive")
+    except DomainError as exc:
+        return Text.assemble(("DomainError: ", "bold red"), localize(exc))
+    naive = float(formulas.naive_variance(x, (0,))[0])
+    return cjk_text(
+        _(
+            "no complaint: the naive var + eps came out as {naive}, positive but wrong (the true "
+            "var + eps is {true}); a large eps hides the cancellation without curing it"
+        ).format(naive=f"{naive + eps:g}", true=f"{TRUE_VARIANCE + eps:g}")
     )
 
 
