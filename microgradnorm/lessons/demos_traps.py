@@ -532,10 +532,8 @@ def batchnorm_both_ways(seed: int, dim: int, rows: int, eps: float) -> tuple[np.
     return x, y, layer.running_var
 
 
-@demo("n_or_n_minus_1")
-def n_or_n_minus_1(p: LessonParams, sizes: tuple[int, ...] = (2, 4, 16, 256), rows: int = 4) -> Group:
-    """Biased (÷n) and unbiased (÷(n−1)) variance: how far apart, where BatchNorm uses each, and mixing them."""
-    rng = rng_for(p.seed, 41)
+def _sample_variances(rng: np.random.Generator, sizes: tuple[int, ...]) -> list[list[str]]:
+    """Table rows: for one random sample of each size n, its variance ÷ n, ÷ (n − 1) and their ratio."""
     table = []
     for n in sizes:
         if isinstance(n, bool) or not isinstance(n, int) or n < 2:
@@ -543,18 +541,31 @@ def n_or_n_minus_1(p: LessonParams, sizes: tuple[int, ...] = (2, 4, 16, 256), ro
         x = rng.normal(0.5, 2.0, size=n)
         v_n, v_n1 = float(np.var(x)), float(np.var(x, ddof=1))
         table.append([str(n), fmt(v_n, 4), fmt(v_n1, 4), fmt(v_n1 / v_n, 4)])
-    xb, yb, running = batchnorm_both_ways(p.seed, max(p.dim, 1), rows, p.eps)
-    by_n = (xb - xb.mean(axis=0)) / np.sqrt(xb.var(axis=0) + p.eps)
-    # a forward that divides by n - 1, checked against a backward formula that assumes n
-    x = random_vector(p.seed, p.dim)
-    dy = random_dy(p.seed, p.dim)
+    return table
+
+
+def _mixed_n_error(x: np.ndarray, dy: np.ndarray, eps: float) -> tuple[np.ndarray, float]:
+    """A forward that divides by n - 1, checked against a backward formula that assumes n.
+
+    Returns the forward's xhat and the normwise error of the ÷n formula's dx against the autograd dx.
+    """
     xs = [Value(float(v)) for v in x]
-    ys = layer_norm_unbiased(xs, p.eps)
+    ys = layer_norm_unbiased(xs, eps)
     Value.sum([y * float(g) for y, g in zip(ys, dy)]).backward()
     auto = np.array([v.grad for v in xs])
     xhat = np.array([y.data for y in ys])
-    rstd = float((np.var(x, ddof=1) + p.eps) ** -0.5)
-    err = tol.normwise_error(formulas.dx_simplified(dy, xhat, rstd, (0,)), auto)[1]
+    rstd = float((np.var(x, ddof=1) + eps) ** -0.5)
+    return xhat, tol.normwise_error(formulas.dx_simplified(dy, xhat, rstd, (0,)), auto)[1]
+
+
+@demo("n_or_n_minus_1")
+def n_or_n_minus_1(p: LessonParams, sizes: tuple[int, ...] = (2, 4, 16, 256), rows: int = 4) -> Group:
+    """Biased (÷n) and unbiased (÷(n−1)) variance: how far apart, where BatchNorm uses each, and mixing them."""
+    table = _sample_variances(rng_for(p.seed, 41), sizes)
+    xb, yb, running = batchnorm_both_ways(p.seed, max(p.dim, 1), rows, p.eps)
+    by_n = (xb - xb.mean(axis=0)) / np.sqrt(xb.var(axis=0) + p.eps)
+    x = random_vector(p.seed, p.dim)
+    xhat, err = _mixed_n_error(x, random_dy(p.seed, p.dim), p.eps)
     # the prose's "with n the normalized vector has a mean square of exactly one (up to eps)", measured
     var_n, var_n1 = float(np.var(x)), float(np.var(x, ddof=1))
     square_n = float(np.mean(formulas.moments(x, (0,), p.eps).xhat ** 2))
