@@ -364,6 +364,11 @@ def float32_offset(p: LessonParams, ratios: tuple[float, ...] = (1.0, 1e2, 1e4, 
         claims([(at_most(ours, 16 * FLOAT32_UNIT, "this package: largest float32 error at any ratio"),
                  _("this package: rounding only at every ratio (at most {error})").format(error=sci(ours, 1)))])
     )  # fmt: skip
+    return DemoOutput(Group(*parts), prediction=_offset_prediction(errors, ratios, asked))
+
+
+def _offset_prediction(errors: dict[str, list[float]], ratios: tuple[float, ...], asked: float) -> Prediction:
+    """The question before the table: how far is the textbook float32 LayerNorm off at mean ÷ spread = ``asked``?"""
     i = list(ratios).index(asked)
     err = errors["textbook"][i]
     bands = (1e-6, 1e-3)
@@ -373,7 +378,7 @@ def float32_offset(p: LessonParams, ratios: tuple[float, ...] = (1.0, 1e2, 1e4, 
         all_of(at_least(err, bands[0], what), below(err, bands[1], what)),
         at_least(err, bands[1], what),
     )
-    prediction = Prediction(
+    return Prediction(
         _(
             "Rows whose mean is {ratio} times their spread, stored in float32. The textbook LayerNorm (mean, "
             "then x − mean, then the centred variance) runs in float32. How far is its y from float64's?"
@@ -393,7 +398,6 @@ def float32_offset(p: LessonParams, ratios: tuple[float, ...] = (1.0, 1e2, 1e4, 
         ),
         evidence,
     )
-    return DemoOutput(Group(*parts), prediction=prediction)
 
 
 # ---- float32 vs float64 -----------------------------------------------------------------
