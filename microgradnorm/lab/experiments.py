@@ -623,13 +623,11 @@ def batch_sizes(seed: int = 0) -> Outcome:
     task = task_for(seed)
     rows = {}
     for batch in BATCHES:
-        cfg = TrainConfig(BATCH_EPOCHS * len(task.y_train) // batch, batch, BATCH_LR, "adam", 0, seed)
         net = Net(NetSpec("mlp", 4, 32, "batchnorm"), seed)
-        run = train(net, task, cfg)
+        run = train(net, task, _same_epochs(task, batch, seed))
         rows[batch] = (run.test_loss, _batch_statistics_loss(net, task.x_test, task.y_test, batch), run)
     small = BATCHES[0]
-    cfg = TrainConfig(BATCH_EPOCHS * len(task.y_train) // small, small, BATCH_LR, "adam", 0, seed)
-    ln = train(Net(NetSpec("mlp", 4, 32, "layernorm"), seed), task, cfg)
+    ln = train(Net(NetSpec("mlp", 4, 32, "layernorm"), seed), task, _same_epochs(task, small, seed))
     out.extra.update(rows=rows, layernorm=ln)
     out.curves = {f"BatchNorm, batch {b}": r[2].losses for b, r in rows.items()}
     out.runs = {f"BatchNorm, batch {b}": r[2] for b, r in rows.items()}
@@ -656,6 +654,20 @@ def batch_sizes(seed: int = 0) -> Outcome:
                              "{loss:.2f}, against BatchNorm's {batchnorm:.2f}"),
               below(ln.test_loss, held[small], f"held-out loss at batch {small}, LayerNorm vs BatchNorm"),
               small=small, loss=ln.test_loss, batchnorm=held[small])  # fmt: skip
+    _claim_statistics_gap(out, rows)
+    return out
+
+
+def _same_epochs(task: Task, batch: int, seed: int) -> TrainConfig:
+    """Adam for ``BATCH_EPOCHS`` passes over the training set in batches of ``batch`` (smaller: more steps)."""
+    return TrainConfig(BATCH_EPOCHS * len(task.y_train) // batch, batch, BATCH_LR, "adam", 0, seed)
+
+
+def _claim_statistics_gap(out: Outcome, rows: dict[int, tuple[float, float, Run]]) -> None:
+    """Claim that the held-out losses with running and with batch statistics differ more at small batches.
+
+    ``rows`` maps a batch size to (loss with running statistics, loss with batch statistics, run).
+    """
     gaps = {b: abs(r[1] - r[0]) for b, r in rows.items()}
     large = BATCHES[-1]
     # every smaller batch against the largest, each pair the table shows with it
@@ -665,7 +677,6 @@ def batch_sizes(seed: int = 0) -> Outcome:
               all_of(*(above(gaps[b], gaps[large], f"gap at batch {b} vs {large}") for b in BATCHES[:-1])),
               smaller=Listing(BATCHES[:-1]), gaps=Listing(f"{gaps[b]:.2f}" for b in BATCHES[:-1]), large=large,
               gap=gaps[large])  # fmt: skip
-    return out
 
 
 def _two_row_xhat(seed: int) -> float:

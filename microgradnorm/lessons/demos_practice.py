@@ -35,6 +35,7 @@ from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, DISPLAY_RTOL
 from microgradnorm.verdicts import (
     Check,
+    Checks,
     above,
     all_of,
     at_least,
@@ -281,7 +282,7 @@ def batch_spread(seed: int, dim: int, sizes: tuple[int, ...], trials: int, eps: 
     return out
 
 
-def two_row_outputs(stats: list[dict], eps: float) -> tuple[np.ndarray, np.ndarray] | None:
+def two_row_outputs(stats: list[dict[str, float]], eps: float) -> tuple[np.ndarray, np.ndarray] | None:
     """At batch 2: the example's outputs, and the ±1/sqrt(1 + eps/var) each column's two values must give."""
     two = next((s for s in stats if s["size"] == 2), None)
     if two is None:
@@ -338,10 +339,38 @@ def batch_size_dependence(p: LessonParams, sizes: tuple[int, ...] = (1, 2, 4, 16
         raise ValueError(f"sizes: expected positive batch sizes including 2, got {sizes!r}")
     eps, note = _eps(p)
     stats = batch_spread(p.seed, p.dim, tuple(sizes), trials, eps)
-    rows = [[str(s["size"]), fmt(s["bn_spread"], 3), fmt(s["bn_from_pop"], 3), fmt(s["ln_spread"], 3)] for s in stats]
     pair = two_row_outputs(stats, eps)
+    ones = next((s for s in stats if s["size"] == 1), None)
+    # LayerNorm normalizes the example by itself: its output (at most sqrt(D - 1) in size) can differ
+    # between batches only by rounding
+    ln_spread = max(s["ln_spread"] for s in stats)
+    checks = [
+        (
+            close_to(pair[0], pair[1], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "batch 2: outputs vs ±1/sqrt(1 + eps/var)"),
+            _("batch 2: every output is ±1/sqrt(1 + eps/var)"),
+        ),
+        (_within_batch_reach(stats), _("batch B: no output is larger than √(B − 1) in size")),
+        (
+            at_most(ln_spread, CLOSED_FORM_RTOL * math.sqrt(p.dim), "LayerNorm: largest spread over the batches"),
+            _("LayerNorm: the same output in every batch, to rounding"),
+        ),
+        (
+            _falls_toward_population(stats, sizes),
+            _("from batch 2 up, each larger batch lands closer to the population value"),
+        ),
+    ]
+    if ones is not None:
+        checks.insert(
+            0, (at_most(ones["bn_max_abs"], 0.0, "batch 1: largest |y|"), _("batch 1: every BatchNorm output is 0"))
+        )
+    table = _spread_table(stats, trials)
+    return DemoOutput(Group(*([note] if note else []), table, claims(checks)), prediction=_batch2_prediction(pair, eps))
+
+
+def _falls_toward_population(stats: list[dict[str, float]], sizes: tuple[int, ...]) -> Checks:
+    """From batch 2 up, each batch's BatchNorm output is nearer the population value than the batch before it."""
     from_pop = [s["bn_from_pop"] for s in stats if s["size"] > 1]
-    falls = all_of(
+    return all_of(
         *(
             below(
                 b,
@@ -351,12 +380,12 @@ def batch_size_dependence(p: LessonParams, sizes: tuple[int, ...] = (1, 2, 4, 16
             for i, (a, b) in enumerate(itertools.pairwise(from_pop))
         )
     )
-    ones = next((s for s in stats if s["size"] == 1), None)
-    # LayerNorm normalizes the example by itself: its output (at most sqrt(D - 1) in size) can differ
-    # between batches only by rounding
-    ln_spread = max(s["ln_spread"] for s in stats)
+
+
+def _within_batch_reach(stats: list[dict[str, float]]) -> Checks:
+    """No BatchNorm output of a batch of B is larger than sqrt(B - 1) in size."""
     # in a batch of B, |x - mean| <= sqrt(B - 1) * std (N-divided): no output can reach further
-    reach = all_of(
+    return all_of(
         *(
             at_most(
                 s["bn_max_abs"], math.sqrt(s["size"] - 1) * (1 + CLOSED_FORM_RTOL), f"batch {s['size']}: largest |y|"
@@ -364,29 +393,18 @@ def batch_size_dependence(p: LessonParams, sizes: tuple[int, ...] = (1, 2, 4, 16
             for s in stats
         )
     )
-    checks = [
-        (
-            close_to(pair[0], pair[1], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "batch 2: outputs vs ±1/sqrt(1 + eps/var)"),
-            _("batch 2: every output is ±1/sqrt(1 + eps/var)"),
-        ),
-        (reach, _("batch B: no output is larger than √(B − 1) in size")),
-        (
-            at_most(ln_spread, CLOSED_FORM_RTOL * math.sqrt(p.dim), "LayerNorm: largest spread over the batches"),
-            _("LayerNorm: the same output in every batch, to rounding"),
-        ),
-        (falls, _("from batch 2 up, each larger batch lands closer to the population value")),
-    ]
-    if ones is not None:
-        checks.insert(
-            0, (at_most(ones["bn_max_abs"], 0.0, "batch 1: largest |y|"), _("batch 1: every BatchNorm output is 0"))
-        )
+
+
+def _spread_table(stats: list[dict[str, float]], trials: int) -> Group:
+    """Per batch size: how much the example's outputs move between batches, and how far from the population."""
+    rows = [[str(s["size"]), fmt(s["bn_spread"], 3), fmt(s["bn_from_pop"], 3), fmt(s["ln_spread"], 3)] for s in stats]
     headers = [
         pgettext("demo table header", "batch"),
         pgettext("demo table header", "BN spread"),
         pgettext("demo table header", "BN vs population"),
         pgettext("demo table header", "LN spread"),
     ]
-    table = Group(
+    return Group(
         cjk_text(_("one fixed example in {trials} random batches of each size").format(trials=trials), "italic"),
         number_table(headers, rows),
         cjk_text(
@@ -397,7 +415,6 @@ def batch_size_dependence(p: LessonParams, sizes: tuple[int, ...] = (1, 2, 4, 16
             style="dim",
         ),
     )
-    return DemoOutput(Group(*([note] if note else []), table, claims(checks)), prediction=_batch2_prediction(pair, eps))
 
 
 # ---- BatchNorm at evaluation time ----------------------------------------------------

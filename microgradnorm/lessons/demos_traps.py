@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.text import Text
 
 from microgradnorm import formulas
@@ -65,18 +65,6 @@ def variance_cancellation(
         rows.append([f"{float(c):g}", fmt(naive, 6), fmt(two_pass, 6)])
     # the table shows 6 significant digits: a relative error below SHOWN reads as the true variance
     shown = 5e-7
-    x = base + float(offset)
-    try:
-        engine_forward("layernorm", x, None, None, p.eps, variance="naive")
-        naive = float(formulas.naive_variance(x, (0,))[0])
-        engine = cjk_text(
-            _(
-                "no complaint: the naive var + eps came out as {naive}, positive but wrong (the true "
-                "var + eps is {true}); a large eps hides the cancellation without curing it"
-            ).format(naive=f"{naive + p.eps:g}", true=f"{TRUE_VARIANCE + p.eps:g}")
-        )
-    except DomainError as exc:
-        engine = Text.assemble(("DomainError: ", "bold red"), localize(exc))
     return Group(
         number_table(
             [_("offset"), "E[x²] − E[x]²", "mean((x − mean)²)"],
@@ -98,7 +86,23 @@ def variance_cancellation(
         cjk_text(
             _("layer_norm(x, variance='naive') at offset {offset}:").format(offset=f"{float(offset):g}"), style="bold"
         ),
-        engine,
+        _naive_engine_reaction(base + float(offset), p.eps),
+    )
+
+
+def _naive_engine_reaction(x: np.ndarray, eps: float) -> RenderableType:
+    """What the engine's LayerNorm with the one-pass variance does with ``x``: its DomainError, or a line saying
+    it ran on a wrong (but positive) var + eps."""
+    try:
+        engine_forward("layernorm", x, None, None, eps, variance="naive")
+    except DomainError as exc:
+        return Text.assemble(("DomainError: ", "bold red"), localize(exc))
+    naive = float(formulas.naive_variance(x, (0,))[0])
+    return cjk_text(
+        _(
+            "no complaint: the naive var + eps came out as {naive}, positive but wrong (the true "
+            "var + eps is {true}); a large eps hides the cancellation without curing it"
+        ).format(naive=f"{naive + eps:g}", true=f"{TRUE_VARIANCE + eps:g}")
     )
 
 
@@ -359,6 +363,11 @@ def float32_offset(p: LessonParams, ratios: tuple[float, ...] = (1.0, 1e2, 1e4, 
         claims([(at_most(ours, 16 * FLOAT32_UNIT, "this package: largest float32 error at any ratio"),
                  _("this package: rounding only at every ratio (at most {error})").format(error=sci(ours, 1)))])
     )  # fmt: skip
+    return DemoOutput(Group(*parts), prediction=_offset_prediction(errors, ratios, asked))
+
+
+def _offset_prediction(errors: dict[str, list[float]], ratios: tuple[float, ...], asked: float) -> Prediction:
+    """The question before the table: how far is the textbook float32 LayerNorm off at mean ÷ spread = ``asked``?"""
     i = list(ratios).index(asked)
     err = errors["textbook"][i]
     bands = (1e-6, 1e-3)
@@ -368,7 +377,7 @@ def float32_offset(p: LessonParams, ratios: tuple[float, ...] = (1.0, 1e2, 1e4, 
         all_of(at_least(err, bands[0], what), below(err, bands[1], what)),
         at_least(err, bands[1], what),
     )
-    prediction = Prediction(
+    return Prediction(
         _(
             "Rows whose mean is {ratio} times their spread, stored in float32. The textbook LayerNorm (mean, "
             "then x − mean, then the centred variance) runs in float32. How far is its y from float64's?"
@@ -388,7 +397,6 @@ def float32_offset(p: LessonParams, ratios: tuple[float, ...] = (1.0, 1e2, 1e4, 
         ),
         evidence,
     )
-    return DemoOutput(Group(*parts), prediction=prediction)
 
 
 # ---- float32 vs float64 -----------------------------------------------------------------
@@ -426,6 +434,43 @@ def fd_errors(seed: int, dim: int, eps: float, steps: tuple[float, ...]) -> dict
     return out
 
 
+def _float32_errors(x: np.ndarray, gamma: np.ndarray, dy: np.ndarray, eps: float) -> tuple[float, float]:
+    """Normwise relative error of LayerNorm run in float32 against float64: (of y, of dx)."""
+    y64, c64 = V.layer_norm_forward(x, gamma, None, eps, backend="numpy")
+    dx64 = V.layer_norm_backward(dy, c64)[0]
+    y32, c32 = V.layer_norm_forward(x.astype(np.float32), gamma.astype(np.float32), None, eps, backend="numpy")
+    dx32 = V.layer_norm_backward(dy.astype(np.float32), c32)[0]
+    return tol.normwise_error(y32, y64)[1], tol.normwise_error(dx32, dx64)[1]
+
+
+def _raised_dim_note(dim: int, d: int) -> list[RenderableType]:
+    """The line saying why the step runs at d = ``d`` instead of the learner's ``dim`` (none when they agree)."""
+    if d == dim:
+        return []
+    return [
+        cjk_text(
+            _(
+                "At d = {dim} a LayerNorm gives ±1 whatever the numbers, so dx is zero up to eps and a relative "
+                "error against it measures nothing: this step uses d = {d}."
+            ).format(dim=dim, d=d),
+            "dim",
+        )
+    ]
+
+
+def _fd_table(steps: tuple[float, ...], fd: dict[str, list[float]]) -> RenderableType:
+    """Finite-difference error per step h, float32 beside float64 (— where the step rounded away)."""
+    return number_table(
+        [_("step h"), "float32", "float64"],
+        [[f"{h:g}", sci(a, 1), sci(b, 1)] for h, a, b in zip(steps, fd["float32"], fd["float64"])],
+        title=_("central finite difference of dL/dx_0, relative error against the closed form"),
+        caption=_(
+            "— : x + h rounds back to x, no step is taken. The package checks gradients in float64 "
+            "with h = {h} (FD_STEP) and accepts a relative error of {rtol} (FD_RTOL)."
+        ).format(h=f"{tol.FD_STEP:g}", rtol=f"{tol.FD_RTOL:g}"),
+    )
+
+
 @demo("float_precision")
 def float_precision(p: LessonParams, steps: tuple[float, ...] = (1e-1, 1e-2, 1e-3, 1e-4, 1e-6, 1e-8)) -> Group:
     """LayerNorm in float32 against float64, and finite differences in both precisions."""
@@ -436,27 +481,11 @@ def float_precision(p: LessonParams, steps: tuple[float, ...] = (1e-1, 1e-2, 1e-
     x = rng.normal(0.5, 2.0, size=(64, d))
     gamma = rng.uniform(0.5, 1.5, size=x.shape[1])
     dy = rng.normal(size=x.shape)
-    y64, c64 = V.layer_norm_forward(x, gamma, None, p.eps, backend="numpy")
-    dx64 = V.layer_norm_backward(dy, c64)[0]
-    y32, c32 = V.layer_norm_forward(x.astype(np.float32), gamma.astype(np.float32), None, p.eps, backend="numpy")
-    dx32 = V.layer_norm_backward(dy.astype(np.float32), c32)[0]
-    ey = tol.normwise_error(y32, y64)[1]
-    edx = tol.normwise_error(dx32, dx64)[1]
+    ey, edx = _float32_errors(x, gamma, dy, p.eps)
     fd = fd_errors(p.seed, d, p.eps, tuple(steps))
     best = {k: float(np.nanmin(v)) for k, v in fd.items()}
-    note = []
-    if d != p.dim:
-        note.append(
-            cjk_text(
-                _(
-                    "At d = {dim} a LayerNorm gives ±1 whatever the numbers, so dx is zero up to eps and a relative "
-                    "error against it measures nothing: this step uses d = {d}."
-                ).format(dim=p.dim, d=d),
-                "dim",
-            )
-        )
     return Group(
-        *note,
+        *_raised_dim_note(p.dim, d),
         number_table(
             [_("float32 vs float64"), _("relative error"), pgettext("float32 check column", "within")],
             [
@@ -469,15 +498,7 @@ def float_precision(p: LessonParams, steps: tuple[float, ...] = (1e-1, 1e-2, 1e-
             ),
         ),
         Text(""),
-        number_table(
-            [_("step h"), "float32", "float64"],
-            [[f"{h:g}", sci(a, 1), sci(b, 1)] for h, a, b in zip(steps, fd["float32"], fd["float64"])],
-            title=_("central finite difference of dL/dx_0, relative error against the closed form"),
-            caption=_(
-                "— : x + h rounds back to x, no step is taken. The package checks gradients in float64 "
-                "with h = {h} (FD_STEP) and accepts a relative error of {rtol} (FD_RTOL)."
-            ).format(h=f"{tol.FD_STEP:g}", rtol=f"{tol.FD_RTOL:g}"),
-        ),
+        _fd_table(steps, fd),
         claims(
             [
                 (
@@ -514,10 +535,8 @@ def batchnorm_both_ways(seed: int, dim: int, rows: int, eps: float) -> tuple[np.
     return x, y, layer.running_var
 
 
-@demo("n_or_n_minus_1")
-def n_or_n_minus_1(p: LessonParams, sizes: tuple[int, ...] = (2, 4, 16, 256), rows: int = 4) -> Group:
-    """Biased (÷n) and unbiased (÷(n−1)) variance: how far apart, where BatchNorm uses each, and mixing them."""
-    rng = rng_for(p.seed, 41)
+def _sample_variances(rng: np.random.Generator, sizes: tuple[int, ...]) -> list[list[str]]:
+    """Table rows: for one random sample of each size n, its variance ÷ n, ÷ (n − 1) and their ratio."""
     table = []
     for n in sizes:
         if isinstance(n, bool) or not isinstance(n, int) or n < 2:
@@ -525,18 +544,31 @@ def n_or_n_minus_1(p: LessonParams, sizes: tuple[int, ...] = (2, 4, 16, 256), ro
         x = rng.normal(0.5, 2.0, size=n)
         v_n, v_n1 = float(np.var(x)), float(np.var(x, ddof=1))
         table.append([str(n), fmt(v_n, 4), fmt(v_n1, 4), fmt(v_n1 / v_n, 4)])
-    xb, yb, running = batchnorm_both_ways(p.seed, max(p.dim, 1), rows, p.eps)
-    by_n = (xb - xb.mean(axis=0)) / np.sqrt(xb.var(axis=0) + p.eps)
-    # a forward that divides by n - 1, checked against a backward formula that assumes n
-    x = random_vector(p.seed, p.dim)
-    dy = random_dy(p.seed, p.dim)
+    return table
+
+
+def _mixed_n_error(x: np.ndarray, dy: np.ndarray, eps: float) -> tuple[np.ndarray, float]:
+    """A forward that divides by n - 1, checked against a backward formula that assumes n.
+
+    Returns the forward's xhat and the normwise error of the ÷n formula's dx against the autograd dx.
+    """
     xs = [Value(float(v)) for v in x]
-    ys = layer_norm_unbiased(xs, p.eps)
+    ys = layer_norm_unbiased(xs, eps)
     Value.sum([y * float(g) for y, g in zip(ys, dy)]).backward()
     auto = np.array([v.grad for v in xs])
     xhat = np.array([y.data for y in ys])
-    rstd = float((np.var(x, ddof=1) + p.eps) ** -0.5)
-    err = tol.normwise_error(formulas.dx_simplified(dy, xhat, rstd, (0,)), auto)[1]
+    rstd = float((np.var(x, ddof=1) + eps) ** -0.5)
+    return xhat, tol.normwise_error(formulas.dx_simplified(dy, xhat, rstd, (0,)), auto)[1]
+
+
+@demo("n_or_n_minus_1")
+def n_or_n_minus_1(p: LessonParams, sizes: tuple[int, ...] = (2, 4, 16, 256), rows: int = 4) -> Group:
+    """Biased (÷n) and unbiased (÷(n−1)) variance: how far apart, where BatchNorm uses each, and mixing them."""
+    table = _sample_variances(rng_for(p.seed, 41), sizes)
+    xb, yb, running = batchnorm_both_ways(p.seed, max(p.dim, 1), rows, p.eps)
+    by_n = (xb - xb.mean(axis=0)) / np.sqrt(xb.var(axis=0) + p.eps)
+    x = random_vector(p.seed, p.dim)
+    xhat, err = _mixed_n_error(x, random_dy(p.seed, p.dim), p.eps)
     # the prose's "with n the normalized vector has a mean square of exactly one (up to eps)", measured
     var_n, var_n1 = float(np.var(x)), float(np.var(x, ddof=1))
     square_n = float(np.mean(formulas.moments(x, (0,), p.eps).xhat ** 2))
