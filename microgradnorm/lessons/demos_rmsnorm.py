@@ -494,6 +494,11 @@ def _path_reading(name: str, med: dict[str, float], ratios: dict[str, list[float
     ).format(verdict_forward=said(v_fwd), verdict_both=said(v_both), **shares)
 
 
+def only_noise(med: dict[str, float]) -> bool:
+    """Whether forward + backward took less time than forward alone, for either norm: only noise can do that."""
+    return med["ln_b"] < med["ln_f"] or med["rms_b"] < med["rms_f"]
+
+
 def speed_reading(
     medians: dict[str, dict[str, float]], ratios: dict[str, dict[str, list[float]]] | None = None
 ) -> list[str]:
@@ -509,7 +514,7 @@ def speed_reading(
         mine = ratios.get(path) if ratios else None
         verdicts[path] = verdict(med["rms_b"] / med["ln_b"], mine["b"] if mine else ())
         lines.append(_path_reading(path_name(path), med, mine))
-        if med["ln_b"] < med["ln_f"] or med["rms_b"] < med["rms_f"]:
+        if only_noise(med):
             noisy.append(path_name(path))
     verdicts = {path: v for path, v in verdicts.items() if v != "unclear"}
     kinds = sorted(set(verdicts.values()))
@@ -584,5 +589,12 @@ def rms_speed(
         number_table(header, table),
         *skipped,
         *(cjk_text(line) for line in speed_reading(medians, paired_ratios(samples))),
-        cjk_text(_("Measured just now on this machine; run the step again and the numbers move."), style="dim"),
+        # the line that names noise already says to run the step again
+        *(
+            ()
+            if any(only_noise(med) for med in medians.values())
+            else (
+                cjk_text(_("Measured just now on this machine; run the step again and the numbers move."), style="dim"),
+            )
+        ),
     )
