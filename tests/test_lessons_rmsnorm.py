@@ -171,3 +171,51 @@ def test_no_verdict_is_stronger_than_the_noise_of_its_repeats():
 def test_the_paired_ratios_pair_each_repeat_with_itself():
     samples = {"numpy": {"ln_f": [1.0, 2.0], "rms_f": [0.5, 3.0], "ln_b": [4.0, 4.0], "rms_b": [2.0, 8.0]}}
     assert R.paired_ratios(samples) == {"numpy": {"f": [0.5, 1.5], "b": [0.5, 2.0]}}
+
+
+# The speed step's length depends on the run: whether the fused kernels were compiled before (in this process, by
+# another test or lesson, or in numba's on-disk cache) adds their row and reading, and the timings decide how long
+# each reading is and whether the noise line shows. These timings make it as long as found: forward verdicts the
+# repeats contradict, backward verdicts apart, and forward + backward below forward alone on every path.
+LONGEST_TIMINGS = (
+    # (forward ratios, forward + backward ratios) per path, one per repeat, cycled
+    (((0.5,), (0.5, 1.5)), ((0.5, 1.5), (0.5,)), ((1.5,), (1.0,))),
+    (((1.5,), (1.0,)),) * 3,
+)
+
+
+@pytest.mark.parametrize("timings", LONGEST_TIMINGS)
+@pytest.mark.parametrize("compiled", [True, False], ids=["fused-compiled", "fused-not-compiled"])
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+def test_the_speed_step_fits_one_screen_however_the_run_falls(monkeypatch, timings, compiled, language):
+    from microgradnorm import i18n
+    from microgradnorm.lessons.format import lessons_dir, parse_lesson
+    from microgradnorm.lessons.runner import step_outputs
+    from microgradnorm.lessons.translation import localized
+    from tests.test_lessons import MAX_STEP_LINES, WIDTHS, _code_lines, _rendered
+
+    def samples(calls, repeats):
+        out = {}
+        for (forward, both), path in zip(timings, calls):
+            # ln_b = 0.5 < ln_f = 1: forward + backward faster than forward alone, which only noise can do
+            out[path] = {
+                "ln_f": [1.0] * repeats,
+                "rms_f": [forward[r % len(forward)] for r in range(repeats)],
+                "ln_b": [0.5] * repeats,
+                "rms_b": [0.5 * both[r % len(both)] for r in range(repeats)],
+            }
+        return out
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setattr(R, "time_samples", samples)
+    monkeypatch.setattr(R, "_fused_compiled", lambda: "" if compiled else "not compiled yet, run bench --quick")
+    english = parse_lesson(next(lessons_dir().glob("09-*.md")))
+    lesson = english if language == i18n.ENGLISH else localized(english, language).lesson
+    step = next(i for i, s in enumerate(english.steps) if any(d.name == "rms_speed" for d in s.demos))
+    with i18n.use_language(language):
+        outputs = step_outputs(lesson, step, lesson.params())
+        heights = {
+            w: len(_rendered(lesson, step, outputs, lesson.params(), w).splitlines()) - _code_lines(outputs, w)
+            for w in WIDTHS
+        }
+    assert max(heights.values()) <= MAX_STEP_LINES, f"step {step + 1} of lesson 9: {heights} lines by width"

@@ -37,6 +37,7 @@ from microgradnorm.lessons.norm_axes import LAYOUTS, axes_figure, axes_panels, g
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, DISPLAY_RTOL
 from microgradnorm.verdicts import (
+    Check,
     above,
     at_least,
     at_most,
@@ -337,6 +338,39 @@ def _slip_prediction(paths: dict[str, np.ndarray], m: int) -> Prediction:
     )
 
 
+def _engine_dvar_dmean(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, column: int) -> float:
+    """d var / d mean of one column, from the engine: backpropagate from that column's variance node alone."""
+    graph = get_norm("batchnorm").build_graph(x.tolist(), gamma.tolist(), beta.tolist(), eps)
+    var_node, mean_node = graph["var"][column], graph["mean"][column]
+    var_node.backward()
+    return mean_node.grad
+
+
+def _slip_claims(paths: dict[str, np.ndarray]) -> Group:
+    """The three correct paths equal autograd; the slipped ones do not."""
+    close_ = partial(close_to, rtol=CLOSED_FORM_RTOL, atol=CLOSED_FORM_ATOL)
+    return claims(
+        [
+            (
+                close_(paths["correct"], paths["autograd"], what="three paths vs autograd"),
+                _("three paths, d var/d mean = 0: equals autograd"),
+            ),
+            (
+                differs(
+                    paths["slipped"],
+                    paths["autograd"],
+                    CLOSED_FORM_RTOL,
+                    CLOSED_FORM_ATOL,
+                    "slipped vs autograd",
+                ),
+                _("with the slip: differs from autograd (max error {error})").format(
+                    error=maxabs(paths["slipped"] - paths["autograd"])
+                ),
+            ),
+        ]
+    )
+
+
 @demo("bn_variance_slip")
 def bn_variance_slip(p: LessonParams, column: int = 0) -> DemoOutput:
     """The slipped variance path with a bogus d var/d mean against the correct one, caught by autograd."""
@@ -344,16 +378,11 @@ def bn_variance_slip(p: LessonParams, column: int = 0) -> DemoOutput:
     m = x.shape[0]
     if not 0 <= column < x.shape[1]:
         raise ValueError(f"column: expected 0 .. {x.shape[1] - 1}, got {column}")
-    graph = get_norm("batchnorm").build_graph(x.tolist(), gamma.tolist(), beta.tolist(), p.eps)
-    # d var / d mean, from the engine: backpropagate from the variance node alone.
-    var_node, mean_node = graph["var"][column], graph["mean"][column]
-    var_node.backward()
-    dvar_dmean = mean_node.grad
+    dvar_dmean = _engine_dvar_dmean(x, gamma, beta, p.eps, column)
     paths = slip_paths(p)
     j = column
     via, slip = paths["via_var"], paths["slip_via_var"]
     rows = [[str(i), fmt(via[i, j], 4), fmt(slip[i, j], 4), fmt(slip[i, j] / via[i, j], 6)] for i in range(m)]
-    close_ = partial(close_to, rtol=CLOSED_FORM_RTOL, atol=CLOSED_FORM_ATOL)
     xs = x[:, j] - x[:, j].mean()
     return DemoOutput(
         Group(
@@ -371,28 +400,42 @@ def bn_variance_slip(p: LessonParams, column: int = 0) -> DemoOutput:
                 ],
                 rows,
             ),
-            claims(
-                [
-                    (
-                        close_(paths["correct"], paths["autograd"], what="three paths vs autograd"),
-                        _("three paths, d var/d mean = 0: equals autograd"),
-                    ),
-                    (
-                        differs(
-                            paths["slipped"],
-                            paths["autograd"],
-                            CLOSED_FORM_RTOL,
-                            CLOSED_FORM_ATOL,
-                            "slipped vs autograd",
-                        ),
-                        _("with the slip: differs from autograd (max error {error})").format(
-                            error=maxabs(paths["slipped"] - paths["autograd"])
-                        ),
-                    ),
-                ]
-            ),
+            _slip_claims(paths),
         ),
         prediction=_slip_prediction(paths, m),
+    )
+
+
+def _column_sum_prediction(zero: Check, col_sums: np.ndarray, dy: np.ndarray, rstd: np.ndarray) -> Prediction:
+    """What each column of dX adds up to: 0 (``zero``), the column's sum of dY, or that times rstd."""
+    sums_dy = dy.sum(axis=0)
+    evidence = (
+        zero,
+        ~zero & close_to(col_sums, sums_dy, 1e-6, 0.0, "column sums of dX vs of dY"),
+        ~zero & close_to(col_sums, rstd * sums_dy, 1e-6, 0.0, "column sums of dX vs rstd × those of dY"),
+    )
+    why = _("The largest column sum of dX is {value}: rounding. A column's mean is removed from its gradient.").format(
+        value=maxabs(col_sums)
+    )
+    return Prediction(
+        _("What will each column of dX add up to?"),
+        ("0", _("the column's sum of dY"), _("the column's sum of dY, times rstd")),
+        first_holding(evidence),
+        why,
+        evidence,
+    )
+
+
+def _radial_claim(
+    dx: np.ndarray, gx: np.ndarray, mo: formulas.Moments, eps: float, terms: np.ndarray
+) -> tuple[Check, str]:
+    """What dX keeps along xhat, per column: rstd·Σ(dxhat·xhat)·eps/(var + eps), zero at eps = 0."""
+    radial = (dx * mo.xhat).sum(axis=0)
+    # for eps > 0, xhat's mean square is var/(var + eps) < 1, which leaves exactly this much along xhat
+    radial_expected = (mo.rstd * (gx * mo.xhat).sum(axis=0) * eps / (mo.var + eps)).reshape(-1)
+    return (
+        cancels(radial - radial_expected, terms * np.max(np.abs(mo.xhat)), "Σ dX·xhat − eps's prediction"),
+        _("Σ_i dX_ij · xhat_ij = rstd·Σ(dxhat·xhat)·eps/(var + eps): up to {value}").format(value=maxabs(radial)),
     )
 
 
@@ -408,29 +451,9 @@ def bn_simplified(p: LessonParams) -> DemoOutput:
     paths = formulas.dx_three_path(gx, mo.xshift, mo.std, mo.rstd, axes)
     dx = grads["x"]
     col_sums = dx.sum(axis=0)
-    radial = (dx * mo.xhat).sum(axis=0)
-    # for eps > 0, xhat's mean square is var/(var + eps) < 1, which leaves exactly this much along xhat
-    radial_expected = (mo.rstd * (gx * mo.xhat).sum(axis=0) * p.eps / (mo.var + p.eps)).reshape(-1)
     close_ = partial(close_to, rtol=CLOSED_FORM_RTOL, atol=CLOSED_FORM_ATOL)
     terms = np.abs(mo.rstd * gx).sum(axis=0) * 3  # the size of what the column sums add up
     zero = cancels(col_sums, terms, "column sums of dX")
-    sums_dy = dy.sum(axis=0)
-    rstd = mo.rstd.reshape(-1)
-    evidence = (
-        zero,
-        ~zero & close_to(col_sums, sums_dy, 1e-6, 0.0, "column sums of dX vs of dY"),
-        ~zero & close_to(col_sums, rstd * sums_dy, 1e-6, 0.0, "column sums of dX vs rstd × those of dY"),
-    )
-    why = _("The largest column sum of dX is {value}: rounding. A column's mean is removed from its gradient.").format(
-        value=maxabs(col_sums)
-    )
-    prediction = Prediction(
-        _("What will each column of dX add up to?"),
-        ("0", _("the column's sum of dY"), _("the column's sum of dY, times rstd")),
-        first_holding(evidence),
-        why,
-        evidence,
-    )
     return DemoOutput(
         Group(
             cjk_text(
@@ -450,14 +473,7 @@ def bn_simplified(p: LessonParams) -> DemoOutput:
                         zero,
                         _("each column of dX sums to zero: largest sum {value}").format(value=maxabs(col_sums)),
                     ),
-                    (
-                        cancels(
-                            radial - radial_expected, terms * np.max(np.abs(mo.xhat)), "Σ dX·xhat − eps's prediction"
-                        ),
-                        _("Σ_i dX_ij · xhat_ij = rstd·Σ(dxhat·xhat)·eps/(var + eps): up to {value}").format(
-                            value=maxabs(radial)
-                        ),
-                    ),
+                    _radial_claim(dx, gx, mo, p.eps, terms),
                 ]
             ),
             cjk_text(
@@ -468,7 +484,7 @@ def bn_simplified(p: LessonParams) -> DemoOutput:
                 style="dim",
             ),
         ),
-        prediction=prediction,
+        prediction=_column_sum_prediction(zero, col_sums, dy, mo.rstd.reshape(-1)),
     )
 
 

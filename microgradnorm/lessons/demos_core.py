@@ -1593,6 +1593,27 @@ def form_name(form: str) -> str:
     return names[form]
 
 
+def _agreement_text(auto: np.ndarray) -> str:
+    """Which tolerance the forms of dx agree within, and why that one (it depends on how small dx is)."""
+    largest = float(np.max(np.abs(auto)))
+    if tol.CLOSED_FORM_RTOL * largest < tol.CLOSED_FORM_ATOL < largest:
+        # dx is small but not 0 (a large eps, for one): the absolute allowance is the larger of the two
+        return _(
+            "all agree within {atol} absolute (tolerances.CLOSED_FORM_ATOL): autograd's dx is small here "
+            "(largest |dx_i| = {largest}), so the absolute allowance is the larger one"
+        ).format(atol=f"{tol.CLOSED_FORM_ATOL:.0e}", largest=err(largest))
+    if tol.CLOSED_FORM_RTOL * largest < tol.CLOSED_FORM_ATOL:
+        # dx is 0 up to rounding (d = 2 with eps = 0 makes y independent of x): a relative difference
+        # would divide by about 0, so the verdict and the differences are absolute
+        return _(
+            "all agree within {atol} absolute (tolerances.CLOSED_FORM_ATOL): "
+            "autograd's dx is 0 up to rounding here, so a relative difference would divide by about 0"
+        ).format(atol=f"{tol.CLOSED_FORM_ATOL:.0e}")
+    return _("all agree within {rtol} relative (tolerances.CLOSED_FORM_RTOL)").format(
+        rtol=f"{tol.CLOSED_FORM_RTOL:.0e}"
+    )
+
+
 @demo("forms_agree")
 def forms_agree(p: LessonParams) -> DemoOutput:
     """dx by autograd and by the three-path, simplified and projection forms, side by side."""
@@ -1618,27 +1639,9 @@ def forms_agree(p: LessonParams) -> DemoOutput:
             else _("{form} vs autograd, largest relative difference:")
         )
         diffs.add_row(cjk_text(largest.format(form=form_name(name))), value)
-    largest = float(np.max(np.abs(auto)))
-    if tol.CLOSED_FORM_RTOL * largest < tol.CLOSED_FORM_ATOL < largest:
-        # dx is small but not 0 (a large eps, for one): the absolute allowance is the larger of the two
-        text = _(
-            "all agree within {atol} absolute (tolerances.CLOSED_FORM_ATOL): autograd's dx is small here "
-            "(largest |dx_i| = {largest}), so the absolute allowance is the larger one"
-        ).format(atol=f"{tol.CLOSED_FORM_ATOL:.0e}", largest=err(largest))
-    elif tol.CLOSED_FORM_RTOL * largest < tol.CLOSED_FORM_ATOL:
-        # dx is 0 up to rounding (d = 2 with eps = 0 makes y independent of x): a relative difference
-        # would divide by about 0, so the verdict and the differences are absolute
-        text = _(
-            "all agree within {atol} absolute (tolerances.CLOSED_FORM_ATOL): "
-            "autograd's dx is 0 up to rounding here, so a relative difference would divide by about 0"
-        ).format(atol=f"{tol.CLOSED_FORM_ATOL:.0e}")
-    else:
-        text = _("all agree within {rtol} relative (tolerances.CLOSED_FORM_RTOL)").format(
-            rtol=f"{tol.CLOSED_FORM_RTOL:.0e}"
-        )
     ok = all_of(*checks)
     worst, what = max(c.measured for c in checks), "the largest form vs autograd difference ÷ tolerance"
-    verdict = claim(ok, text)
+    verdict = claim(ok, _agreement_text(auto))
     if ok:
         why = _(
             "Each form agrees with autograd to float64 rounding (the lines under the table give the largest "

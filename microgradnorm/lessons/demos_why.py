@@ -93,19 +93,9 @@ def _spread_line(m: np.ndarray, axis: int, eps: float, which: str) -> str:
     return _("{which}: mean 0, spread {spread}, that is √(var/(var+eps))").format(which=which, spread=spread)
 
 
-@demo("standardize_both_ways")
-def standardize_both_ways(p: LessonParams, examples: int | None = None, features: int | None = None) -> DemoOutput:
-    """A small batch standardized per feature (down each column) and per example (along each row).
-
-    Its shape is [--batch, --dim] (3 rows when the lesson runs without a batch); a table wider than
-    the screen shows its first columns and says how many it leaves out.
-    """
-    examples = examples if examples is not None else (p.batch or 3)
-    features = features if features is not None else p.dim
-    x = np.round(rng_for(p.seed, 36).normal(5.0, 3.0, size=(examples, features)), 1)
-    if np.ptp(x, axis=0).min() == 0 or np.ptp(x, axis=1).min() == 0:  # a constant column or row has no spread
-        x += 0.1 * np.arange(x.size).reshape(x.shape) ** 2
-    per_feature, per_example = _standardized(x, 0, p.eps), _standardized(x, 1, p.eps)
+def _both_ways_tables(x: np.ndarray, per_feature: np.ndarray, per_example: np.ndarray) -> list[RenderableType]:
+    """X and its two standardizations as tables of their first SHOWN rows and columns (saying so if cut)."""
+    examples, features = x.shape
     parts: list[RenderableType] = []
     for title, m in (
         (
@@ -130,6 +120,23 @@ def standardize_both_ways(p: LessonParams, examples: int | None = None, features
                 style="dim",
             )
         )
+    return parts
+
+
+@demo("standardize_both_ways")
+def standardize_both_ways(p: LessonParams, examples: int | None = None, features: int | None = None) -> DemoOutput:
+    """A small batch standardized per feature (down each column) and per example (along each row).
+
+    Its shape is [--batch, --dim] (3 rows when the lesson runs without a batch); a table wider than
+    the screen shows its first columns and says how many it leaves out.
+    """
+    examples = examples if examples is not None else (p.batch or 3)
+    features = features if features is not None else p.dim
+    x = np.round(rng_for(p.seed, 36).normal(5.0, 3.0, size=(examples, features)), 1)
+    if np.ptp(x, axis=0).min() == 0 or np.ptp(x, axis=1).min() == 0:  # a constant column or row has no spread
+        x += 0.1 * np.arange(x.size).reshape(x.shape) ** 2
+    per_feature, per_example = _standardized(x, 0, p.eps), _standardized(x, 1, p.eps)
+    parts = _both_ways_tables(x, per_feature, per_example)
     columns = _spread_line(per_feature, 0, p.eps, _("each column"))
     rows = _spread_line(per_example, 1, p.eps, _("each row"))
     parts += [
@@ -517,26 +524,31 @@ def _centering_size(row: np.ndarray) -> float:
     return float(np.max(np.abs(row)) / np.std(row))
 
 
+def _identity_gaps(x: np.ndarray, eps: float) -> list[float]:
+    """max |y − x| when gamma = √(var + eps) and beta = mean are read off the engine's nodes: for BatchNorm
+    (the whole batch), and for LayerNorm with row 0's statistics (on row 0, then on the other rows)."""
+    stats = get_norm("batchnorm").build_graph(x.tolist(), None, None, eps)
+    gamma = [math.sqrt(v.data + eps) for v in stats["var"]]
+    beta = [m.data for m in stats["mean"]]
+    y_bn = engine_forward("batchnorm", x, gamma, beta, eps)
+    row0 = get_norm("layernorm").build_graph(x[0].tolist(), None, None, eps)
+    sigma0 = math.sqrt(row0["var"][0].data + eps)
+    mu0 = row0["mean"][0].data
+    d = x.shape[1]
+    y_ln = engine_forward("layernorm", x, [sigma0] * d, [mu0] * d, eps)
+    return [
+        float(np.max(np.abs(y_bn - x))),
+        float(np.max(np.abs(y_ln[0] - x[0]))),
+        float(np.max(np.abs(y_ln[1:] - x[1:]))),
+    ]
+
+
 @demo("identity_recovery")
 def identity_recovery(p: LessonParams) -> Group:
     """gamma = sqrt(var + eps) and beta = mean turn a norm back into the identity; where that works."""
     n = max(p.batch or 4, 2)  # row 0 and at least one other row
     x = rng_for(p.seed, 32).normal(3.0, 2.0, size=(n, p.dim))
-    bn = get_norm("batchnorm")
-    stats = bn.build_graph(x.tolist(), None, None, p.eps)
-    gamma = [math.sqrt(v.data + p.eps) for v in stats["var"]]
-    beta = [m.data for m in stats["mean"]]
-    y_bn = engine_forward("batchnorm", x, gamma, beta, p.eps)
-    ln = get_norm("layernorm")
-    row0 = ln.build_graph(x[0].tolist(), None, None, p.eps)
-    sigma0 = math.sqrt(row0["var"][0].data + p.eps)
-    mu0 = row0["mean"][0].data
-    y_ln = engine_forward("layernorm", x, [sigma0] * p.dim, [mu0] * p.dim, p.eps)
-    gaps = [
-        float(np.max(np.abs(y_bn - x))),
-        float(np.max(np.abs(y_ln[0] - x[0]))),
-        float(np.max(np.abs(y_ln[1:] - x[1:]))),
-    ]
+    gaps = _identity_gaps(x, p.eps)
     rows = [
         [_("BatchNorm, each column"), _("whole batch"), sci(gaps[0])],
         [_("LayerNorm, row 0"), _("row 0"), sci(gaps[1])],
