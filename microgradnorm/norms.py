@@ -40,8 +40,7 @@ says so. A group of one value with ``eps > 0`` gives ``xhat = 0`` and ``y = beta
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from microgradnorm.engine import Value, cycle_collector_paused, tags
@@ -79,20 +78,7 @@ class Normalized(list):
     graph: NormGraph
 
 
-def _collector_paused(build: Callable[..., Normalized]) -> Callable[..., Normalized]:
-    """Build with Python's cycle collector paused: a graph of many small
-    objects otherwise sets it off again and again (the engine's
-    ``cycle_collector_paused`` says why; that is where the speed is)."""
-
-    @functools.wraps(build)
-    def paused(*args: Any, **kwargs: Any) -> Normalized:
-        with cycle_collector_paused():
-            return build(*args, **kwargs)
-
-    return paused
-
-
-@_collector_paused
+@cycle_collector_paused()  # building makes many small objects: no cycle-collector passes meanwhile
 def layer_norm(  # readable-core: whole -- the formulas in order, one line each: split, they stop reading as the maths
     x: Any,
     gamma: Sequence[Any] | None = None,
@@ -195,7 +181,7 @@ def group_norm(
     return layer_norm(p, variance=variance)
 
 
-@_collector_paused
+@cycle_collector_paused()
 def rms_norm(
     x: Any,
     gamma: Sequence[Any] | None = None,
