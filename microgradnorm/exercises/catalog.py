@@ -147,7 +147,7 @@ EXERCISES: tuple[Exercise, ...] = (
         8,
         "rmsnorm_backward",
         N_("RMSNorm backward"),
-        N_("no mean, no shift: only the radial part is removed"),
+        N_("no mean, no shift: only a multiple of xhat is taken away"),
         ("rmsnorm_forward", "rmsnorm_backward"),
     ),
     Exercise(
