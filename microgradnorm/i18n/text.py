@@ -276,7 +276,7 @@ def cjk_text(text: str | Text, style: str = "") -> CJKText:
 _TERM = r"[^\s\u3000-\u303f\uff00-\uffef]+"
 _CHAIN = re.compile(rf"{_TERM}(?: [=−+·×÷/<>≤≥≈→] {_TERM})+")
 _FUNCTION = re.compile(r"(?<![\w])(?:ln|log) [\w.]+")  # "ln 3": a function with a space before its argument
-_RELATION = re.compile(r" [=≈→] ")  # where a chain too long for one line may break, as typesetting does
+_RELATION = re.compile(r" [=≈→≤≥<>] ")  # where a chain too long for one line may break, as typesetting does
 
 
 def keep_formulas(text: Text) -> Text:
