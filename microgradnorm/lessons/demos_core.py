@@ -1647,23 +1647,40 @@ def forms_agree(p: LessonParams) -> DemoOutput:
         )
         diffs.add_row(cjk_text(largest.format(form=form_name(name))), value)
     ok = all_of(*checks)
-    worst, what = max(c.measured for c in checks), "the largest form vs autograd difference ÷ tolerance"
     verdict = claim(ok, _agreement_text(auto))
-    if ok:
-        why = _(
-            "Each form agrees with autograd to float64 rounding (the lines under the table give the largest "
-            "differences): the three are one formula written three ways, and autograd computes that function."
-        )
-    else:
-        why = _("A form differs from autograd by more than rounding: see the lines under the table.")
-    prediction = Prediction(
-        _("Three formulas for dx, and autograd. How far apart will they be?"),
-        (_("within rounding error"), _("visibly apart")),
-        0 if ok else 1,  # = first_holding of the evidence below
-        why,
-        (at_most(worst, 1.0, what), above(worst, 1.0, what)),
-    )
+    prediction = _double_dy_prediction(built.x, built.gamma, built.dy, p.eps, forms)
     return DemoOutput(Group(table, Text(""), diffs, verdict), graph=built.graph, prediction=prediction)
+
+
+SCALE_DY = 2.0  # the factor on dy in lesson 6's question on the forms
+
+
+def _double_dy_prediction(
+    x: np.ndarray, gamma: np.ndarray, dy: np.ndarray, eps: float, forms: dict[str, np.ndarray]
+) -> Prediction:
+    """Multiply dy by SCALE_DY: what happens to dx? Measured with all three forms."""
+    k = f"{SCALE_DY:g}"
+    before = np.concatenate(list(forms.values()))
+    after = np.concatenate(list(_forms(x, gamma, SCALE_DY * dy, eps).values()))
+    same = close_to(after, before, 1e-6, 0.0, "dx(k·dy) vs dx(dy), every form")
+    scaled = close_to(after, SCALE_DY * before, 1e-6, 0.0, "dx(k·dy) vs k·dx(dy), every form")
+    evidence = (same, all_of(~same, scaled), all_of(~same, ~scaled))
+    ratio = float(np.max(np.abs(after)) / np.max(np.abs(before)))
+    why = _(
+        "In every form, largest |dx| grew {ratio} times: each form is linear in g = gamma·dy. LayerNorm "
+        "ignores the scale of x, not the scale of the gradient that comes back."
+    ).format(ratio=num(ratio))
+    return Prediction(
+        _("Multiply every dy_i by {k}. What happens to dx?").format(k=k),
+        (
+            _("nothing: LayerNorm removes scale"),
+            _("every dx_i is multiplied by {k}").format(k=k),
+            _("it changes some other way"),
+        ),
+        first_holding(evidence),
+        why,
+        evidence,
+    )
 
 
 @demo("three_path_terms")
