@@ -1435,7 +1435,7 @@ def _via_var_sum_prediction(via_var: np.ndarray, dvar: float) -> Prediction:
     ).format(total=err(total))
     return Prediction(
         _("Add up the via-variance path over every x_i. What is the total?"),
-        (_("0, up to rounding"), _("dL/dvar"), _("some other number")),
+        (_("0, up to rounding"), _("the same as dL/dvar"), _("some other number")),
         first_holding(evidence),
         why,
         evidence,
@@ -1673,7 +1673,7 @@ def _double_dy_prediction(
     return Prediction(
         _("Multiply every dy_i by {k}. What happens to dx?").format(k=k),
         (
-            _("nothing: LayerNorm removes scale"),
+            _("nothing"),
             _("every dx_i is multiplied by {k}").format(k=k),
             _("it changes some other way"),
         ),
