@@ -480,6 +480,11 @@ def bn_simplified(p: LessonParams) -> DemoOutput:
                 _(
                     "The last line is zero at eps = 0: each column's gradient is orthogonal to its xhat, the LayerNorm "
                     "projection one column at a time. eps leaves the remainder shown."
+                )
+                if p.eps > 0
+                else _(
+                    "The last line is zero at eps = 0: each column's gradient is orthogonal to its xhat, the LayerNorm "
+                    "projection one column at a time. What it shows here is rounding."
                 ),
                 style="dim",
             ),

@@ -54,6 +54,7 @@ from microgradnorm.verdicts import (
     at_least,
     at_most,
     below,
+    cancels,
     claim,
     close_to,
     closest,
@@ -1413,25 +1414,31 @@ def ln_paths_code(p: LessonParams) -> DemoOutput:
         got = parts.get(k, 0.0)
         checks.append(agree(got, ref[0], what=f"{k} path into x[0]: traced vs these lines"))
         table.add_row(Text(path_label(k), style=PATH_STYLE[k]), num(float(ref[0])), num(got))
-    via_mean = np.ravel(closed[1])
-    spread = float(np.max(via_mean) - np.min(via_mean))
-    what = "largest − smallest via-mean entry"
-    evidence = (at_most(spread, 0.0, what), above(spread, 0.0, what))
-    why = _("via_mean is {value} for every x_i: the mean reaches each x_i through the same 1/n.").format(
-        value=num(float(via_mean[0]))
-    )
-    prediction = Prediction(
-        _("The via-mean path into x_i: is it the same number for every i?"),
-        (_("yes, the same for every i"), _("no, it differs with i")),
-        first_holding(evidence),
-        why,
-        evidence,
-    )
+    dvar = float(np.ravel(formulas.dvar(g, m.xshift, m.std, (-1,)))[0])
+    prediction = _via_var_sum_prediction(np.ravel(closed[2]), dvar)
     return DemoOutput(
         Group(code_of(formulas.dx_paths), table, claim(all_of(*checks), _("each path: these lines = the traced sum"))),
         graph=built.graph,
         graph_options={"paths": True, "path_input": 0},
         prediction=prediction,
+    )
+
+
+def _via_var_sum_prediction(via_var: np.ndarray, dvar: float) -> Prediction:
+    """Add the via-variance path up over every x_i: 0 (the centered values sum to 0), measured."""
+    total = float(np.sum(via_var))
+    zero = cancels(total, float(np.sum(np.abs(via_var))), "sum over i of the via-variance path", len(via_var))
+    is_dvar = within(total, dvar, 1e-6, "sum over i of the via-variance path vs dL/dvar")
+    evidence = (zero, all_of(~zero, is_dvar), all_of(~zero, ~is_dvar))
+    why = _(
+        "The sum is {total}: each term is dL/dvar · 2·xshift_i / n, and the centered values xshift_i sum to 0."
+    ).format(total=err(total))
+    return Prediction(
+        _("Add up the via-variance path over every x_i. What is the total?"),
+        (_("0, up to rounding"), _("the same as dL/dvar"), _("some other number")),
+        first_holding(evidence),
+        why,
+        evidence,
     )
 
 
@@ -1544,7 +1551,7 @@ def _shift_g_prediction(g: np.ndarray, m: formulas.Moments) -> Prediction:
     )
     why = _(
         "dx moved by at most {gap}: rounding. The mean path subtracts mean(g), which took the {c} with it, "
-        "and mean(g·xhat) gains c·mean(xhat) = 0."
+        "and mean(g·xhat) gains {c}·mean(xhat) = 0."
     ).format(gap=err(gap), c=f"{SHIFT_G:g}")
     c = f"{SHIFT_G:g}"
     return Prediction(
@@ -1640,23 +1647,40 @@ def forms_agree(p: LessonParams) -> DemoOutput:
         )
         diffs.add_row(cjk_text(largest.format(form=form_name(name))), value)
     ok = all_of(*checks)
-    worst, what = max(c.measured for c in checks), "the largest form vs autograd difference ÷ tolerance"
     verdict = claim(ok, _agreement_text(auto))
-    if ok:
-        why = _(
-            "Each form agrees with autograd to float64 rounding (the lines under the table give the largest "
-            "differences): the three are one formula written three ways, and autograd computes that function."
-        )
-    else:
-        why = _("A form differs from autograd by more than rounding: see the lines under the table.")
-    prediction = Prediction(
-        _("Three formulas for dx, and autograd. How far apart will they be?"),
-        (_("within rounding error"), _("visibly apart")),
-        0 if ok else 1,  # = first_holding of the evidence below
-        why,
-        (at_most(worst, 1.0, what), above(worst, 1.0, what)),
-    )
+    prediction = _double_dy_prediction(built.x, built.gamma, built.dy, p.eps, forms)
     return DemoOutput(Group(table, Text(""), diffs, verdict), graph=built.graph, prediction=prediction)
+
+
+SCALE_DY = 2.0  # the factor on dy in lesson 6's question on the forms
+
+
+def _double_dy_prediction(
+    x: np.ndarray, gamma: np.ndarray, dy: np.ndarray, eps: float, forms: dict[str, np.ndarray]
+) -> Prediction:
+    """Multiply dy by SCALE_DY: what happens to dx? Measured with all three forms."""
+    k = f"{SCALE_DY:g}"
+    before = np.concatenate(list(forms.values()))
+    after = np.concatenate(list(_forms(x, gamma, SCALE_DY * dy, eps).values()))
+    same = close_to(after, before, 1e-6, 0.0, "dx(k·dy) vs dx(dy), every form")
+    scaled = close_to(after, SCALE_DY * before, 1e-6, 0.0, "dx(k·dy) vs k·dx(dy), every form")
+    evidence = (same, all_of(~same, scaled), all_of(~same, ~scaled))
+    ratio = float(np.max(np.abs(after)) / np.max(np.abs(before)))
+    why = _(
+        "In every form, largest |dx| grew {ratio} times: each form is linear in g = gamma·dy. LayerNorm "
+        "ignores the scale of x, not the scale of the gradient that comes back."
+    ).format(ratio=num(ratio))
+    return Prediction(
+        _("Multiply every dy_i by {k}. What happens to dx?").format(k=k),
+        (
+            _("nothing"),
+            _("every dx_i is multiplied by {k}").format(k=k),
+            _("it changes some other way"),
+        ),
+        first_holding(evidence),
+        why,
+        evidence,
+    )
 
 
 @demo("three_path_terms")

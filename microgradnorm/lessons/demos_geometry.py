@@ -183,7 +183,10 @@ def _checks(geo: PlaneGeometry, dx: np.ndarray) -> list[Text]:
     return [
         claim(
             on_circle & in_plane,
-            f"|xhat| = {fmt(float(np.linalg.norm(geo.xhat)), 6)} = √3, Σ xhat = {sci(float(np.sum(geo.xhat)), 1)}",
+            # Translators: a formula line; only the comma between its two facts is prose
+            _("|xhat| = {norm} = √3, Σ xhat = {total}").format(
+                norm=fmt(float(np.linalg.norm(geo.xhat)), 6), total=sci(float(np.sum(geo.xhat)), 1)
+            ),
         ),
         claim(
             tangent,
