@@ -1144,11 +1144,12 @@ def _y_count_prediction(built: LNBuilt, trace: Trace) -> Prediction:
     """How many contributions y_0 receives, counted in the trace."""
     count = trace.incoming.get(id(built.graph["y"][0]), 0)
     d = len(built.graph["x"])
-    evidence = tuple(exactly(count, k, "contributions y_0 receives") for k in (1, 2, d))
+    counts = (1, 2, d) if d != 2 else (1, d)  # at d = 2 the choice "2" would be "d = 2" again
+    evidence = tuple(exactly(count, k, "contributions y_0 receives") for k in counts)
     why = _("The trace counts {count}: y_0 is used once, by its own term y_0·dy_0 of the loss.").format(count=count)
     return Prediction(
         _("How many contributions will y_0 receive?"),
-        ("1", "2", f"d = {d}"),
+        (*(str(k) for k in counts[:-1]), f"d = {d}"),
         first_holding(evidence),
         why,
         evidence,
