@@ -133,7 +133,10 @@ def ln_double_x(p: LessonParams, factor: float = 2.0) -> DemoOutput:
     same = agree(scaled["gamma"], predicted["gamma"], what="dgamma at c·x vs dgamma at x with eps/c²")
     change = difference(scaled["gamma"], one["gamma"])
     # Translators: {factor}x is the input scaled, e.g. "2x"; {square} is the factor squared, e.g. 4
-    moved = _("dgamma at {factor}x = dgamma at x with eps/{square} (from x to {factor}x: {change})")
+    moved = _(
+        "dgamma at {factor}x = dgamma at x with eps/{square}: "
+        "the whole change from x to {factor}x ({change}) is eps's doing"
+    )
     lines = [table, claim(same, moved.format(factor=f"{factor:g}", square=f"{factor**2:g}", change=change))]
     reading = (p.eps, float(np.var(x)))
     return DemoOutput(Group(*lines), prediction=_double_prediction(one, scaled, factor, reading))
