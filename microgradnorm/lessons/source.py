@@ -15,8 +15,8 @@ op), never by file and line numbers. :func:`source_of` returns the text that
 :func:`code_of` shows, so a test can compare the two.
 
 Comments meant for tools (``# fmt: off``, ``# readable-core: ...``, ``# noqa``) are
-left out, and a trailing comment that would push its line past :data:`WIDTH`
-columns goes on lines of its own above it.
+left out, and a trailing comment of a few words or more that would push its line past
+:data:`WIDTH` columns goes on lines of its own above it.
 
 Pure: no printing; the renderable soft-wraps long lines at the console's width
 (60 columns is the narrowest a lesson supports), and without colour it is plain
@@ -42,6 +42,7 @@ from microgradnorm import engine
 __all__ = ["WIDTH", "backward_code", "code_of", "location_of", "op_code", "source_of"]
 
 WIDTH = 60  # the narrowest console a lesson supports: shown code stays within it where a comment is the cause
+SHORT_NOTE_WORDS = 3  # "#" and at most two words: a label for its line, kept beside it whatever the width
 # a comment addressed to a tool (formatter, linter, type checker, coverage, the readable-core check), not a reader
 TOOL_MARKER = re.compile(r"#\s*(fmt:|readable-core:|noqa\b|type:\s*ignore|pragma:)")
 
@@ -159,7 +160,8 @@ def _tidy_comments(text: str) -> str:
             if code:
                 out.append(code + "\n")
             continue  # a whole-line marker goes with its line
-        if not code or len(line.rstrip("\r\n")) <= WIDTH:
+        # a short note (a shape comment, "# D") stays beside its line: above it, it would lose what it labels
+        if not code or len(line.rstrip("\r\n")) <= WIDTH or len(comment.split()) <= SHORT_NOTE_WORDS:
             out.append(line)
             continue
         indent = code[: len(code) - len(code.lstrip())]
