@@ -124,7 +124,7 @@ def test_the_speed_step_renders_reads_its_numbers_and_names_what_it_skips(monkey
     monkeypatch.setattr(fused, "AVAILABLE", False)
     monkeypatch.setattr(R, "torch_installed", lambda: False)
     text = render(R.rms_speed(LessonParams(), rows=4, features=8, repeats=2))
-    assert "median of 2 interleaved runs, x [4, 8] float32" in text
+    assert "median of 2 interleaved runs, one thread each, x [4, 8] float32" in text
     assert "fused (numba): not timed, numba is not installed" in text
     assert "PyTorch: not timed, PyTorch is not installed" in text
     assert "NumPy: RMSNorm took" in text and "Only one implementation was timed here" in text
@@ -171,6 +171,29 @@ def test_no_verdict_is_stronger_than_the_noise_of_its_repeats():
 def test_the_paired_ratios_pair_each_repeat_with_itself():
     samples = {"numpy": {"ln_f": [1.0, 2.0], "rms_f": [0.5, 3.0], "ln_b": [4.0, 4.0], "rms_b": [2.0, 8.0]}}
     assert R.paired_ratios(samples) == {"numpy": {"f": [0.5, 1.5], "b": [0.5, 2.0]}}
+
+
+def test_the_timing_runs_torch_on_one_thread_and_discards_each_blocks_first_call():
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    seen, log = [], []
+
+    def call(name):
+        def run():
+            seen.append(torch.get_num_threads())
+            log.append(name)
+
+        return run
+
+    calls = {path: {k: call(f"{path}.{k}") for k in ("ln_f", "rms_f")} for path in ("numpy", "torch")}
+    samples = R.time_samples(calls, repeats=2)
+    assert torch.get_num_threads() == before  # restored afterwards
+    # warm-up (4 calls) aside, every call ran on one thread
+    assert set(seen[4:]) == {1}
+    # each path's block in each repeat starts with one extra, untimed call of its first function
+    block = ["numpy.ln_f", "numpy.ln_f", "numpy.rms_f", "torch.ln_f", "torch.ln_f", "torch.rms_f"]
+    assert log[4:] == block * 2
+    assert all(len(v) == 2 for ks in samples.values() for v in ks.values())
 
 
 # The speed step's length depends on the run: whether the fused kernels were compiled before (in this process, by

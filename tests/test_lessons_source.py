@@ -12,6 +12,7 @@ import inspect
 import io
 import re
 import textwrap
+import tokenize
 
 import pytest
 from rich.console import Console
@@ -35,23 +36,76 @@ def _text(renderable, width: int = 300) -> str:
     return console.export_text()
 
 
+def _raw(obj) -> str:
+    return textwrap.dedent(inspect.getsource(inspect.unwrap(obj)))
+
+
+def _comments(text: str) -> dict[int, int]:
+    """Line number -> column of each comment in ``text``, by tokenize."""
+    return {
+        t.start[0]: t.start[1]
+        for t in tokenize.generate_tokens(io.StringIO(text).readline)
+        if t.type == tokenize.COMMENT
+    }
+
+
+def _uncommented(lines: list[str], comments: dict[int, int]) -> list[str]:
+    """The lines with their comments cut off, blank ones dropped."""
+    cut = [line[: comments[i]] if i in comments else line for i, line in enumerate(lines, 1)]
+    return [line.rstrip() for line in cut if line.strip()]
+
+
 def _code_lines(obj) -> list[str]:
-    """The object's source lines without its docstrings, found here by ast (not by source_of)."""
-    raw = textwrap.dedent(inspect.getsource(inspect.unwrap(obj)))
-    tree = ast.parse(raw)
+    """The object's source lines without docstrings and comments, found here by ast and tokenize."""
+    raw = _raw(obj)
     docs: set[int] = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(raw)):
         if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)) and ast.get_docstring(node):
             first = node.body[0]
             docs.update(range(first.lineno, first.end_lineno + 1))
-    return [line.rstrip() for i, line in enumerate(raw.splitlines(), 1) if i not in docs and line.strip()]
+    lines = [line if i not in docs else "" for i, line in enumerate(raw.splitlines(), 1)]
+    return _uncommented(lines, _comments(raw))
 
 
 def _shows(text: str, obj) -> bool:
-    """Whether the rendered ``text`` holds every code line of ``obj``, in order, contiguously."""
-    shown = [line.rstrip() for line in text.splitlines() if line.strip()]
+    """Whether the rendered ``text`` holds every code line of ``obj``, in order, contiguously (comments aside)."""
+    code = "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
+    shown = _uncommented(code.splitlines(), _comments(code))
     want = _code_lines(obj)
     return any(shown[i : i + len(want)] == want for i in range(len(shown) - len(want) + 1))
+
+
+# comments addressed to tools, found in the package's shown code: none of them may reach the learner
+MARKERS = ("# fmt: off", "# fmt: on", "# fmt: skip", "# readable-core:")
+
+
+@pytest.mark.parametrize("obj", [norms.layer_norm, engine.Value, engine.Op, engine.Value.backward])
+def test_shown_code_keeps_every_readers_comment_drops_tool_markers_and_fits_60_columns(obj):
+    raw, shown = _raw(obj), source_of(obj)
+    words = " ".join(shown.split())
+    for number, col in _comments(raw).items():
+        comment = raw.splitlines()[number - 1][col:]
+        if comment.startswith(MARKERS):
+            assert comment.strip() not in shown
+        else:  # every reader's comment, its words in order
+            assert " ".join(comment.lstrip("#").split()) in words.replace(" # ", " ")
+    assert not any(marker in shown for marker in MARKERS)
+    # a line past 60 columns is code alone, never code made long by its comment
+    comments = _comments(shown)
+    assert all(
+        len(line) <= 60 or len(line[comments[i] :].split()) <= 3
+        for i, line in enumerate(shown.splitlines(), 1)
+        if i in comments
+    )
+
+
+def test_a_marker_inside_a_string_is_code_and_stays():
+    def f() -> str:
+        return "# fmt: off"  # a long reader's comment, which goes above its line when the line is too long
+
+    shown = source_of(f)
+    assert 'return "# fmt: off"' in shown
+    assert shown.splitlines()[1].strip().startswith("# a long reader's comment")
 
 
 def _sample(x: int) -> int:

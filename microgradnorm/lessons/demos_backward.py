@@ -132,8 +132,12 @@ def ln_double_x(p: LessonParams, factor: float = 2.0) -> DemoOutput:
         table.add_row(str(j), num(one["gamma"][j]), num(scaled["gamma"][j]), num(one["x"][j]), num(scaled["x"][j]))
     same = agree(scaled["gamma"], predicted["gamma"], what="dgamma at c·x vs dgamma at x with eps/c²")
     change = difference(scaled["gamma"], one["gamma"])
-    moved = _("dgamma moved only as much as eps explains (at {factor}x: {change})")
-    lines = [table, claim(same, moved.format(factor=f"{factor:g}", change=change))]
+    # Translators: {factor}x is the input scaled, e.g. "2x"; {square} is the factor squared, e.g. 4
+    moved = _(
+        "dgamma at {factor}x = dgamma at x with eps/{square}: "
+        "the whole change from x to {factor}x ({change}) is eps's doing"
+    )
+    lines = [table, claim(same, moved.format(factor=f"{factor:g}", square=f"{factor**2:g}", change=change))]
     reading = (p.eps, float(np.var(x)))
     return DemoOutput(Group(*lines), prediction=_double_prediction(one, scaled, factor, reading))
 

@@ -352,7 +352,7 @@ def backward_trace(p: LessonParams, example: str = "shared") -> DemoOutput:
     v = _lesson1_numbers(p.seed)
     root, leaves = _example(example, v)
     trace = trace_backward(root)
-    start = _start_line(f"{_label(root)}.grad = 1 (dL/dL)")
+    start = _start_line(_("{name}.grad = 1 (dL/dL)").format(name=_label(root)))
     table = _trace_table(trace, _label)
     fd_h = _("finite diff")
     summary = plain_table(_("leaf"), "backward()", fd_h, right=("backward()", fd_h))
@@ -497,9 +497,11 @@ def _missed_prediction(gaps: dict[str, Check]) -> Prediction:
     evidence = (wrong("a", "b"), wrong("c"), wrong("a", "b", "c"), wrong())
     missed = [k for k, gap in gaps.items() if not gap]
     why = _(
-        "Missed here: {leaves}. First reached, e passes its gradient on to a and b as soon as L has sent its "
+        "First reached, e passes its gradient on to a and b as soon as L has sent its "
         "share; d's share arrives at e later and goes no further. c hangs below d alone and gets d's full gradient."
-    ).format(leaves=_names_and(missed) if missed else _("none"))
+    )
+    if not any(evidence):  # no choice names exactly the leaves that missed: name them (else the answer has)
+        why = _("Missed here: {leaves}.").format(leaves=_names_and(missed) if missed else _("none")) + " " + why
     choices = (_("a and b"), _("c only"), _("all three"), _("none"))
     question = _("Backward in the first-reached order: which leaves end with a wrong gradient?")
     return Prediction(question, choices, first_holding(evidence, 3), why, evidence)
@@ -1145,11 +1147,12 @@ def _y_count_prediction(built: LNBuilt, trace: Trace) -> Prediction:
     """How many contributions y_0 receives, counted in the trace."""
     count = trace.incoming.get(id(built.graph["y"][0]), 0)
     d = len(built.graph["x"])
-    evidence = tuple(exactly(count, k, "contributions y_0 receives") for k in (1, 2, d))
+    counts = (1, 2, d) if d != 2 else (1, d)  # at d = 2 the choice "2" would be "d = 2" again
+    evidence = tuple(exactly(count, k, "contributions y_0 receives") for k in counts)
     why = _("The trace counts {count}: y_0 is used once, by its own term y_0·dy_0 of the loss.").format(count=count)
     return Prediction(
         _("How many contributions will y_0 receive?"),
-        ("1", "2", f"d = {d}"),
+        (*(str(k) for k in counts[:-1]), f"d = {d}"),
         first_holding(evidence),
         why,
         evidence,

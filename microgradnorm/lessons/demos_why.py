@@ -149,8 +149,9 @@ def standardize_both_ways(p: LessonParams, examples: int | None = None, features
         at_most(float(row_means.max()), zero, "largest |row mean| after standardizing columns"),
         above(float(row_means.max()), zero, "largest |row mean| after standardizing columns"),
     )
-    why = _("Row means reach {largest} here: centering columns says nothing about rows.").format(
-        largest=fmt(float(row_means.max()), 3)
+    signed = float(per_feature.mean(axis=1)[np.argmax(row_means)])  # the largest in size, with its sign
+    why = _("One row's mean is {largest} here: centering columns says nothing about rows.").format(
+        largest=fmt(signed, 3)
     )
     prediction = Prediction(
         _("Standardize each column. Does each row get mean 0 too?"),
@@ -445,7 +446,7 @@ def sigmoid_saturation(
         )
     return DemoOutput(
         Group(
-            number_table(["z", "sigmoid(z)", "d sigmoid / dz"], rows, title=_("the engine's sigmoid node")),
+            number_table(["z", "sigmoid(z)", "sigmoid'(z)"], rows, title=_("the engine's sigmoid node")),
             claim(
                 exactly(zs[int(np.argmax(slopes))], 0.0, "z of the largest slope")
                 & exactly(max(slopes), 0.25, "largest slope"),
@@ -478,7 +479,7 @@ def saturation_before_after(p: LessonParams, mean: float = 12.0, spread: float =
     raw, std = sigmoid_slopes(z), sigmoid_slopes(zn)
     chart = bar_chart(
         [_("unit {i}").format(i=i) for i in range(p.dim)],
-        {_("raw σ'"): raw, _("standardized σ'"): std},
+        {_("raw sigmoid'"): raw, _("standardized sigmoid'"): std},
         title=_("sigmoid'(z) per unit, z ~ N({mean}, {spread}²), then standardized").format(
             mean=f"{mean:g}", spread=f"{spread:g}"
         ),
@@ -488,13 +489,13 @@ def saturation_before_after(p: LessonParams, mean: float = 12.0, spread: float =
     return Group(
         chart,
         number_table(
-            ["", _("mean σ'"), _("(mean σ')^{layers}").format(layers=layers)],
+            ["", _("mean sigmoid'"), _("(mean sigmoid')^{layers}").format(layers=layers)],
             [
                 [shown("raw"), sci(mean_raw), sci(mean_raw**layers)],
                 [shown("standardized"), fmt(mean_std, 3), sci(mean_std**layers)],
             ],
             caption=_(
-                "(mean σ')^{layers}: roughly how much of a gradient survives {layers} such layers, "
+                "(mean sigmoid')^{layers}: roughly how much of a gradient survives {layers} such layers, "
                 "weights aside (sigmoid' is at most 0.25)."
             ).format(layers=layers),
         ),

@@ -14,6 +14,10 @@ Objects are found by reference (``engine.Value.backward``, the class of a node's
 op), never by file and line numbers. :func:`source_of` returns the text that
 :func:`code_of` shows, so a test can compare the two.
 
+Comments meant for tools (``# fmt: off``, ``# readable-core: ...``, ``# noqa``) are
+left out, and a trailing comment of a few words or more that would push its line past
+:data:`WIDTH` columns goes on lines of its own above it.
+
 Pure: no printing; the renderable soft-wraps long lines at the console's width
 (60 columns is the narrowest a lesson supports), and without colour it is plain
 text, readable with ``NO_COLOR``.
@@ -23,7 +27,10 @@ from __future__ import annotations
 
 import ast
 import inspect
+import io
+import re
 import textwrap
+import tokenize
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -32,7 +39,12 @@ from rich.text import Text
 
 from microgradnorm import engine
 
-__all__ = ["backward_code", "code_of", "location_of", "op_code", "source_of"]
+__all__ = ["WIDTH", "backward_code", "code_of", "location_of", "op_code", "source_of"]
+
+WIDTH = 60  # the narrowest console a lesson supports: shown code stays within it where a comment is the cause
+SHORT_NOTE_WORDS = 3  # "#" and at most two words: a label for its line, kept beside it whatever the width
+# a comment addressed to a tool (formatter, linter, type checker, coverage, the readable-core check), not a reader
+TOOL_MARKER = re.compile(r"#\s*(fmt:|readable-core:|noqa\b|type:\s*ignore|pragma:)")
 
 
 def source_of(obj: Any, *, docstrings: bool = False) -> str:
@@ -47,7 +59,7 @@ def source_of(obj: Any, *, docstrings: bool = False) -> str:
     text = textwrap.dedent(inspect.getsource(_unwrap(obj)))
     if not docstrings:
         text = _without_docstrings(text)
-    return text.rstrip() + "\n"
+    return _tidy_comments(text).rstrip() + "\n"
 
 
 def location_of(obj: Any) -> str:
@@ -124,3 +136,63 @@ def _without_docstrings(text: str) -> str:
             ):
                 drop.update(range(first.lineno, first.end_lineno + 1))
     return "".join(line for i, line in enumerate(text.splitlines(keepends=True), start=1) if i not in drop)
+
+
+def _tidy_comments(text: str) -> str:
+    """``text`` without tool-marker comments, and with trailing comments past :data:`WIDTH` moved above their line.
+
+    Comments are found with :mod:`tokenize`, so a ``#`` inside a string is never touched.
+    """
+    lines = text.splitlines(keepends=True)
+    comments = {
+        tok.start[0]: tok.start[1]
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline)
+        if tok.type == tokenize.COMMENT
+    }
+    out: list[str] = []
+    for number, line in enumerate(lines, start=1):
+        if number not in comments:
+            out.append(line)
+            continue
+        col = comments[number]
+        code, comment = line[:col].rstrip(), line[col:].rstrip("\r\n")
+        if TOOL_MARKER.match(comment):
+            if code:
+                out.append(code + "\n")
+            continue  # a whole-line marker goes with its line
+        # a short note (a shape comment, "# D") stays beside its line: above it, it would lose what it labels
+        if not code or len(line.rstrip("\r\n")) <= WIDTH or len(comment.split()) <= SHORT_NOTE_WORDS:
+            out.append(line)
+            continue
+        indent = code[: len(code) - len(code.lstrip())]
+        out.extend(_wrapped(indent, comment))
+        out.append(code + "\n")
+    return "".join(_rewrap_long_comment_blocks(out))
+
+
+def _wrapped(indent: str, comment: str) -> list[str]:
+    """A comment's words as comment lines at ``indent``, within :data:`WIDTH` columns."""
+    words = comment.lstrip("#").strip()
+    return [f"{indent}# {part}\n" for part in textwrap.wrap(words, max(WIDTH - len(indent) - 2, 20))]
+
+
+def _rewrap_long_comment_blocks(lines: list[str]) -> list[str]:
+    """Each block of whole-line comments (same indent) with a line past :data:`WIDTH`, rewrapped as one paragraph."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        stripped = lines[i].lstrip()
+        if not stripped.startswith("#"):
+            out.append(lines[i])
+            i += 1
+            continue
+        indent = lines[i][: len(lines[i]) - len(stripped)]
+        j = i
+        while j < len(lines) and lines[j].startswith(indent + "#"):
+            j += 1
+        block = lines[i:j]
+        if any(len(line.rstrip("\r\n")) > WIDTH for line in block):
+            block = _wrapped(indent, " ".join(line.strip().lstrip("#").strip() for line in block))
+        out.extend(block)
+        i = j
+    return out
