@@ -934,8 +934,8 @@ def kernel_exercise_shapes(p: LessonParams) -> DemoOutput:
     dy = rng.normal(size=y.shape)  # B,T,d
     dx, dgamma, dbeta = textbook.layer_norm_backward(dy, cache)
     rows = [
-        ["x, dy, dx", list(dx.shape), _("one per input number")],
-        ["dgamma, dbeta", list(dgamma.shape), _("summed over every row (B·T of them)")],
+        ["x, dy, dx", _shape(dx.shape), _("one per input number")],
+        ["dgamma, dbeta", _shape(dgamma.shape), _("summed over B·T rows")],
     ]
     what = "the shape of dgamma, dbeta"
     same = exactly(float(dgamma.shape == x.shape and dbeta.shape == x.shape), 1.0, f"{what} equals x's")
