@@ -27,7 +27,7 @@ from microgradnorm import formulas
 from microgradnorm import vectorized as V
 from microgradnorm.drawing.charts import line_chart
 from microgradnorm.i18n import _, pgettext
-from microgradnorm.i18n.text import cjk_text
+from microgradnorm.i18n.text import cjk_text, sentences
 from microgradnorm.lessons.claims import maxabs
 from microgradnorm.lessons.demo_tools import check_mark, engine_forward, fmt, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
@@ -642,10 +642,11 @@ def _learner_prediction(ln_tail: float, bn_tail: float, bar: float, quiet: float
             "guessing."
         ).format(**tails)
     if not ln_ok and quiet >= _QUIET_SHARE:
-        why += " " + _(
+        quiet_note = _(
             "Here {share} of the tokens have a variance below eps = {eps}: LayerNorm divides those by about "
             "`sqrt(eps)` instead of their own spread, so their pattern reaches the classifier nearly flat too."
         ).format(share=f"{quiet:.0%}", eps=f"{eps:g}")
+        why = sentences([why, quiet_note])  # no space after a Chinese "。"
     return Prediction(
         _("Which model learns to tell the patterns apart (loss below half of guessing)?"),
         (
