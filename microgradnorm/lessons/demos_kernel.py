@@ -976,7 +976,10 @@ def kernel_backend(p: LessonParams) -> DemoOutput:
             _("{version} installed").format(version=info.numba_version) if fused.AVAILABLE else _("not installed"),
         ],
         [_("backend setting"), info.setting],
-        [pgettext("backend table row", "runs"), f"{info.active}  ({info.reason})"],
+        [
+            pgettext("backend table row", "runs"),
+            _("{backend}  ({reason})").format(backend=info.active, reason=info.reason),
+        ],
     ]
     if fused.AVAILABLE:
         rows.append([_("kernel threads"), str(fused.num_workers())])

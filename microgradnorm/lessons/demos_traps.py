@@ -206,7 +206,7 @@ def eps_placement(p: LessonParams, constant: float = 3.0) -> DemoOutput:
         number_table(
             ["x", "eps", "max |y|", "max |dx|"],
             rows,
-            title=f"LayerNorm, d = {d}, eps = {eps:g}, loss = sum(y · dy)",
+            title=_("LayerNorm, d = {d}, eps = {eps}, loss = sum(y · dy)").format(d=d, eps=f"{eps:g}"),
             caption=caption,
         ),
         graph=graph,
