@@ -489,7 +489,7 @@ def _eval_claims(run: EvalRun) -> Group:
             ),
             (
                 close_to(run.y_alone[0], run.y_eval[0], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "eval: alone vs in batch"),
-                _("eval mode: example 0 alone gives the same output as in its batch"),
+                _("eval mode: example 0 alone gives its output in the batch"),
             ),
             (
                 close_to(ln_alone, ln_batch, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "LayerNorm: alone vs in its batch"),
@@ -528,7 +528,7 @@ def bn_eval_mode(p: LessonParams, steps: int = 200, batch: int = 32, small: int 
         ),
         number_table(stat_headers, stats),
         cjk_text(
-            _("a new batch of {small} from the same data: its example 0 in both modes").format(small=small),
+            _("example 0 of a new batch of {small}, both modes").format(small=small),
             style="italic",
         ),
         number_table(
