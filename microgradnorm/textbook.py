@@ -48,11 +48,13 @@ def layer_norm_forward(x, gamma, beta, eps=1e-5):
 
 def layer_norm_backward(dout, cache):
     xhat, gamma, rstd = cache
-    dbeta = dout.reshape(-1, dout.shape[-1]).sum(0)  # D
-    dgamma = (dout * xhat).reshape(-1, dout.shape[-1]).sum(0)  # D
+    D = dout.shape[-1]
+    dbeta = dout.reshape(-1, D).sum(0)  # D
+    dgamma = (dout * xhat).reshape(-1, D).sum(0)  # D
     dxhat = dout * gamma  # B,T,D
     dx = dxhat - dxhat.mean(-1, keepdims=True)  # B,T,D
-    dx -= xhat * (dxhat * xhat).mean(-1, keepdims=True)  # B,T,D
+    proj = (dxhat * xhat).mean(-1, keepdims=True)  # B,T,1
+    dx -= xhat * proj  # B,T,D
     dx *= rstd  # B,T,D
     return dx, dgamma, dbeta
 

@@ -112,6 +112,22 @@ def test_vectorized_gradients_equal_the_closed_form_and_the_graph(p):
     assert all(ok for _, _, ok in agreement.values())
 
 
+def test_dx_is_judged_against_the_terms_that_cancel_so_d_2_at_eps_0_still_catches_an_error():
+    """At d = 2, eps = 0 dx is 0 up to rounding: a relative error against |dx| is noise, one against rstd·|g| is not."""
+    p = LessonParams(dim=2, eps=0.0)
+    x, gamma, beta, dy = K.lesson_problem(p)
+    scale = K.cancelling_scale(x, gamma, dy, p.eps)
+    m = formulas.moments(x, (-1,), p.eps)
+    assert scale == pytest.approx(float(np.max(np.abs(dy * gamma * m.rstd))), rel=1e-12)
+    _, cache = V.layer_norm_forward(x, gamma, beta, p.eps, backend="numpy")
+    dx = V.layer_norm_backward(dy, cache)[0]
+    assert np.max(np.abs(dx)) < 1e-12 * scale  # the premise: dx is rounding noise here
+    off = dx + 1e-9 * scale  # an error a thousand times the tolerance, in units of the cancelling terms
+    assert K.relative_gap(off, dx, scale)[1] > tol.VECTORIZED_F64_RTOL
+    assert K.relative_gap(dx, dx, scale)[1] == 0.0
+    assert all(ok for _, _, ok in K.gradient_agreement(p).values())
+
+
 def test_the_timing_demo_shows_every_gradient_agreeing_and_names_the_tolerance():
     out = run_demo("kernel_engine_vs_numpy", LessonParams(dim=3), {"hidden": (8,), "repeats": 1})
     text = render(out.renderable, 100)

@@ -17,6 +17,7 @@ import pytest
 from microgradnorm import tolerances as tol
 from microgradnorm.lessons import demos_practice as P
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
+from microgradnorm.numfmt import fmt
 from tests import tolerances as test_tol
 from tests.helpers import flat as render
 
@@ -206,3 +207,21 @@ def test_layernorms_output_alone_is_its_output_in_the_batch_as_the_eval_step_say
     assert np.allclose(P._normalize("layernorm", run.small, run.layer.eps)[0], alone, rtol=1e-12, atol=1e-12)
     text = render(run_demo("bn_eval_mode", p).renderable)
     assert "✓ LayerNorm, which has no modes: example 0 alone gives its output in the batch" in " ".join(text.split())
+
+
+@pytest.mark.parametrize("p", [LessonParams(dim=6), LessonParams(dim=12, seed=3, eps=0.0)])
+def test_step_5_shows_every_feature_of_example_0_whole_in_60_columns(p):
+    """One row per feature (train mode, eval mode): the table no longer grows sideways with d."""
+    out = run_demo("bn_eval_mode", p)
+    shown = render(out.renderable if isinstance(out, DemoOutput) else out, 60)
+    assert "…" not in shown and "eps = 0 would divide" not in shown
+    run = P.run_eval_mode(p.seed, p.dim, p.eps, 200, 32, 4)
+    for j in range(p.dim):
+        assert f"{j} {fmt(run.y_train[0, j], 3)} {fmt(run.y_eval[0, j], 3)}" in shown
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_step_3_shows_the_padded_statistics_whole_in_60_columns(seed):
+    out = run_demo("padding_growth", LessonParams(seed=seed, eps=0.0))
+    shown = render(out.renderable if isinstance(out, DemoOutput) else out, 60)
+    assert "…" not in shown and "a padding row, a batch of one" in shown

@@ -27,7 +27,7 @@ from microgradnorm import formulas
 from microgradnorm import vectorized as V
 from microgradnorm.drawing.charts import line_chart
 from microgradnorm.i18n import _, pgettext
-from microgradnorm.i18n.text import cjk_text
+from microgradnorm.i18n.text import cjk_text, sentences
 from microgradnorm.lessons.claims import maxabs
 from microgradnorm.lessons.demo_tools import check_mark, engine_forward, fmt, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
@@ -56,7 +56,8 @@ _EPS_FLOOR = 1e-5
 def _eps(p: LessonParams) -> tuple[float, Text | None]:
     if p.eps > 0:
         return p.eps, None
-    note = _("eps = 0 would divide by zero on constant rows; using eps = {eps} here").format(eps=f"{_EPS_FLOOR:g}")
+    note = _("eps = 0 would divide by zero on a constant group (a padding row, a batch of one); using eps = {eps} here")
+    note = note.format(eps=f"{_EPS_FLOOR:g}")
     return _EPS_FLOOR, cjk_text(note, style="dim")
 
 
@@ -203,8 +204,8 @@ def padding_growth(
             [
                 str(length),
                 f"{(~mask).mean():.0%}",
-                fmt(float(m_pad.mean[0, 0]), 3) + " / " + fmt(float(m_real.mean[0, 0]), 3),
-                fmt(float(m_pad.var[0, 0]), 3) + " / " + fmt(float(m_real.var[0, 0]), 3),
+                fmt(float(m_pad.mean[0, 0]), 3),
+                fmt(float(m_pad.var[0, 0]), 3),
                 sci(float(np.max(change)), 1),
             ]
         )
@@ -214,24 +215,30 @@ def padding_growth(
             (all_of(*still), _("LayerNorm: no change at any padded length")),
         ]
     )
-    return Group(*([note] if note else []), _growth_table(rows, lengths), checks)
+    real = (float(m_real.mean[0, 0]), float(m_real.var[0, 0]))  # the same at every padded length
+    return Group(*([note] if note else []), _growth_table(rows, lengths, real), checks)
 
 
-def _growth_table(rows: list[list[str]], lengths: tuple[int, ...]) -> Group:
+def _growth_table(rows: list[list[str]], lengths: tuple[int, ...], real: tuple[float, float]) -> Group:
     """The rows of :func:`padding_growth` under their title and headers, with what the columns mean."""
     headers = [
         pgettext("demo table header", "pad to"),
         pgettext("demo table header", "padding"),
         pgettext("demo table header", "BN mean"),
         pgettext("demo table header", "BN var"),
-        pgettext("demo table header", "LN change"),
+        pgettext("demo table header", "LN Δ"),
     ]
     return Group(
-        cjk_text(_("feature 0, sentences of {lengths} tokens").format(lengths=list(lengths)), style="italic"),
+        cjk_text(
+            _("feature 0, sentences of {lengths} tokens; real tokens only: mean {mean}, var {var}").format(
+                lengths=list(lengths), mean=fmt(real[0], 3), var=fmt(real[1], 3)
+            ),
+            style="italic",
+        ),
         number_table(headers, rows),
         cjk_text(
             _(
-                "BN mean and var: padded batch / real tokens only. LN change: max change of the real "
+                "BN mean and var: over the padded batch. LN Δ: max change of the real "
                 "tokens' LayerNorm output caused by the padding."
             ),
             style="dim",
@@ -482,7 +489,7 @@ def _eval_claims(run: EvalRun) -> Group:
             ),
             (
                 close_to(run.y_alone[0], run.y_eval[0], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "eval: alone vs in batch"),
-                _("eval mode: example 0 alone gives the same output as in its batch"),
+                _("eval mode: example 0 alone gives its output in the batch"),
             ),
             (
                 close_to(ln_alone, ln_batch, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "LayerNorm: alone vs in its batch"),
@@ -497,17 +504,14 @@ def _eval_claims(run: EvalRun) -> Group:
 @demo("bn_eval_mode")
 def bn_eval_mode(p: LessonParams, steps: int = 200, batch: int = 32, small: int = 4) -> Group:
     """BatchNorm's running statistics after training, and a small batch in train mode against eval mode."""
-    eps, note = _eps(p)
+    eps = p.eps  # no constant group here: random batches of at least two rows, eps = 0 included
     run = run_eval_mode(p.seed, p.dim, eps, steps, batch, small)
     layer = run.layer
     stats = [
         [str(j), *(fmt(v, 3) for v in (run.mean[j], layer.running_mean[j], run.std[j] ** 2, layer.running_var[j]))]
         for j in range(p.dim)
     ]
-    modes = [
-        [pgettext("demo table row", "train mode"), *(fmt(v, 3) for v in run.y_train[0])],
-        [pgettext("demo table row", "eval mode"), *(fmt(v, 3) for v in run.y_eval[0])],
-    ]
+    modes = [[str(j), fmt(run.y_train[0, j], 3), fmt(run.y_eval[0, j], 3)] for j in range(p.dim)]
     stat_headers = [
         pgettext("demo table header", "feature"),
         "μ",
@@ -516,7 +520,6 @@ def bn_eval_mode(p: LessonParams, steps: int = 200, batch: int = 32, small: int 
         pgettext("demo table header", "running σ²"),
     ]
     return Group(
-        *([note] if note else []),
         cjk_text(
             _("after {steps} training batches of {batch} (momentum {momentum})").format(
                 steps=steps, batch=batch, momentum=f"{layer.momentum:g}"
@@ -524,8 +527,18 @@ def bn_eval_mode(p: LessonParams, steps: int = 200, batch: int = 32, small: int 
             style="italic",
         ),
         number_table(stat_headers, stats),
-        cjk_text(_("a new batch of {small} from the same data, both modes").format(small=small), style="italic"),
-        number_table([pgettext("demo table header", "example 0, feature"), *(str(j) for j in range(p.dim))], modes),
+        cjk_text(
+            _("example 0 of a new batch of {small}, both modes").format(small=small),
+            style="italic",
+        ),
+        number_table(
+            [
+                pgettext("demo table header", "feature"),
+                pgettext("demo table header", "train mode"),
+                pgettext("demo table header", "eval mode"),
+            ],
+            modes,
+        ),
         _eval_claims(run),
     )
 
@@ -629,10 +642,11 @@ def _learner_prediction(ln_tail: float, bn_tail: float, bar: float, quiet: float
             "guessing."
         ).format(**tails)
     if not ln_ok and quiet >= _QUIET_SHARE:
-        why += " " + _(
+        quiet_note = _(
             "Here {share} of the tokens have a variance below eps = {eps}: LayerNorm divides those by about "
             "`sqrt(eps)` instead of their own spread, so their pattern reaches the classifier nearly flat too."
         ).format(share=f"{quiet:.0%}", eps=f"{eps:g}")
+        why = sentences([why, quiet_note])  # no space after a Chinese "。"
     return Prediction(
         _("Which model learns to tell the patterns apart (loss below half of guessing)?"),
         (

@@ -299,7 +299,7 @@ def residual_depth(
             title=_("|dL/dx_0| ÷ |dL/dx_top| at two depths"),
             caption=_(
                 "gain scales W1 (how hard each tanh is driven), bias spreads the tanh's operating points "
-                "(a large bias saturates it). log ×: log(post {deep}) ÷ log(post {short}), "
+                "(a large bias saturates it). `log ×`: `log(post {deep}) ÷ log(post {short})`, "
                 "{ratio} for a product of equal per-layer factors."
             ).format(deep=deep, short=short, ratio=fmt(deep / short, 3)),
         ),
@@ -402,7 +402,7 @@ def ln_stretch(p: LessonParams) -> DemoOutput:
     return DemoOutput(
         Group(
             number_table(
-                ["", "‖J‖₂", "max|γ_i|/std", "‖γ‖/std"],
+                ["", "‖J‖₂", "max|gamma_i|/std", "‖gamma‖/std"],
                 rows,
                 title=_("one token, d = {d}, std = {sigma}: the largest stretch of J").format(
                     d=p.dim, sigma=fmt(sigma, 4)
@@ -523,7 +523,7 @@ def pre_ln_cross_terms(p: LessonParams, layers: int = 24, gain: float = 4.0, bia
                 title=_("pre-LN, {layers} layers, gain {gain}, bias {bias}; all ÷ |g_top|").format(
                     layers=layers, gain=f"{gain:g}", bias=f"{bias:g}"
                 ),
-                caption=_("|I + Σ A_k|: the identity plus each block above l, each alone."),
+                caption=_("|I + Σ A_k|: the identity plus each block from l up, each alone."),
             ),
             claims(
                 [

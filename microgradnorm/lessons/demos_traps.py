@@ -206,7 +206,7 @@ def eps_placement(p: LessonParams, constant: float = 3.0) -> DemoOutput:
         number_table(
             ["x", "eps", "max |y|", "max |dx|"],
             rows,
-            title=f"LayerNorm, d = {d}, eps = {eps:g}, loss = sum(y · dy)",
+            title=_("LayerNorm, d = {d}, eps = {eps}, loss = sum(y · dy)").format(d=d, eps=f"{eps:g}"),
             caption=caption,
         ),
         graph=graph,
@@ -561,6 +561,24 @@ def _mixed_n_error(x: np.ndarray, dy: np.ndarray, eps: float) -> tuple[np.ndarra
     return xhat, tol.normwise_error(formulas.dx_simplified(dy, xhat, rstd, (0,)), auto)[1]
 
 
+# below this, mean(xhat²) = var/(var + eps) is too far from 1 to call it "1 up to eps"
+EPS_SMALL_MEAN_SQUARE = 0.99
+
+
+def _mean_square_line(d: int, var_n: float, square_n: float, square_n1: float) -> str:
+    """The mean(xhat²) claim's text: "1 up to eps" only while eps is small beside the row's variance."""
+    values = {"d": d, "n": fmt(square_n, 4), "n1": fmt(square_n1, 4), "ratio": fmt((d - 1) / d, 4)}
+    if square_n >= EPS_SMALL_MEAN_SQUARE:
+        return _(
+            "a row of d = {d}: mean(xhat²) is {n} with ÷n (1 up to eps), {n1} with ÷(n−1) "
+            "(at eps = 0: (n − 1)/n = {ratio})"
+        ).format(**values)
+    return _(
+        "a row of d = {d}: eps is not small beside its variance ({var}), so mean(xhat²) = var/(var + eps) "
+        "is {n} with ÷n, {n1} with ÷(n−1); at eps = 0 it is 1 with ÷n and (n − 1)/n = {ratio} with ÷(n−1)"
+    ).format(var=fmt(var_n, 3), **values)
+
+
 @demo("n_or_n_minus_1")
 def n_or_n_minus_1(p: LessonParams, sizes: tuple[int, ...] = (2, 4, 16, 256), rows: int = 4) -> Group:
     """Biased (÷n) and unbiased (÷(n−1)) variance: how far apart, where BatchNorm uses each, and mixing them."""
@@ -592,10 +610,7 @@ def n_or_n_minus_1(p: LessonParams, sizes: tuple[int, ...] = (2, 4, 16, 256), ro
                 (
                     close_to(square_n, var_n / (var_n + p.eps), tol.CLOSED_FORM_RTOL, 0.0, "mean(xhat²), ÷n")
                     & close_to(square_n1, var_n / (var_n1 + p.eps), tol.CLOSED_FORM_RTOL, 0.0, "mean(xhat²), ÷(n−1)"),
-                    _(
-                        "a row of d = {d}: mean(xhat²) is {n} with ÷n (1 up to eps), {n1} with ÷(n−1) "
-                        "(at eps = 0: (n − 1)/n = {ratio})"
-                    ).format(d=p.dim, n=fmt(square_n, 4), n1=fmt(square_n1, 4), ratio=fmt((p.dim - 1) / p.dim, 4)),
+                    _mean_square_line(p.dim, var_n, square_n, square_n1),
                 ),
                 (
                     above(err, tol.CLOSED_FORM_RTOL, "dx: ÷n formula vs the ÷(n−1) forward's autograd"),
