@@ -502,8 +502,9 @@ def depth(seed: int = 0) -> Outcome:
                                                                                   "warmup vs none"),
               warm=post_warm, cold=post_cold, steps=WARMUP.steps,
               pre=pre_cold)  # fmt: skip
-    out.claim("pre-trains", N_("pre-LN trains without warmup: loss {loss:.2f}, below half of ln 3"),
-              below(pre_cold, GUESSING / 2, "pre-LN without warmup: final loss"), loss=pre_cold)  # fmt: skip
+    out.claim("pre-trains", N_("pre-LN trains without warmup: training loss (last {n} minibatches) {loss:.2f}, "
+                               "below half of ln 3"),
+              below(pre_cold, GUESSING / 2, "pre-LN without warmup: final loss"), loss=pre_cold, n=SMOOTH)  # fmt: skip
     return out
 
 
@@ -565,9 +566,10 @@ def norms(seed: int = 0) -> Outcome:
               loss=ends["none"])  # fmt: skip
     normed = [k for k in ends if k != "none"]
     # Translators: {losses} is a list such as "batchnorm 0.16, layernorm 0.23, rmsnorm 0.23"
-    out.claim("norms-train", N_("each norm takes it below half of that: {losses}"),
+    out.claim("norms-train", N_("each norm takes the training loss (last {n} minibatches) below half of that: "
+                                "{losses}"),
               all_of(*(below(ends[k], GUESSING / 2, f"{k}: final loss") for k in normed)),
-              losses=Listing(f"{norm_title(k)} {ends[k]:.2f}" for k in normed))  # fmt: skip
+              losses=Listing(f"{norm_title(k)} {ends[k]:.2f}" for k in normed), n=SMOOTH)  # fmt: skip
     adam_end = final_loss(adam_none)
     out.claim("adam-none", N_("with Adam (lr {lr:g}, {steps} steps) the network without a norm trains too: "
                               "{loss:.2f}"),

@@ -49,6 +49,13 @@ def _caption(text: str) -> Text:
     return cjk_text(text, style="dim")
 
 
+def _held_out_gap(result: E.Outcome, names) -> Text:
+    """How far each run's held-out loss sits from its training loss (a "trains" verdict reads the latter)."""
+    gaps = [f"{result.label(n)} {result.runs[n].test_loss - E.final_loss(result.runs[n]):+.2f}" for n in names]
+    # Translators: {runs} is a list such as "post-LN (no warmup) +0.03, pre-LN (no warmup) +0.33"
+    return _caption(_("held-out loss minus training loss: {runs}").format(runs=separated(gaps)))
+
+
 def _claims(result: E.Outcome, *keys: str) -> Group:
     """The run's claims with these keys (see :meth:`~microgradnorm.lab.experiments.Outcome.claim`)."""
     lines = show.claim_lines(result.picked(*keys))
@@ -298,9 +305,9 @@ def lab_depth_training(p: LessonParams, warmup: bool = False) -> DemoOutput:
     evidence = (yes[0] & yes[1], no[0] & yes[1], yes[0] & no[1], no[0] & no[1])
     prediction = Prediction(
         _(
-            "Adam at {lr:g} from the first step, no warmup. Which of the two {depth}-block networks trains (loss "
-            "below half of ln 3)?"
-        ).format(lr=E.WARMUP.lr, depth=E.RESIDUAL_DEPTH),
+            "Adam at {lr:g} from the first step, no warmup. Which of the two {depth}-block networks trains "
+            "(training loss over the last {n} minibatches below half of ln 3)?"
+        ).format(lr=E.WARMUP.lr, depth=E.RESIDUAL_DEPTH, n=E.SMOOTH),
         (pgettext("lab answer", "both"), _("only pre-LN"), _("only post-LN"), pgettext("lab answer", "neither")),
         outcomes[trains],
         # Translators: {losses} is a list such as "post-LN (no warmup) 1.05, pre-LN (no warmup) 0.23"
@@ -312,7 +319,7 @@ def lab_depth_training(p: LessonParams, warmup: bool = False) -> DemoOutput:
         evidence,
     )
     return DemoOutput(Group(show.curves(result, names, height=HEIGHT), show.held_out(result, names),
-                            _claims(result, "post-stalls", "pre-trains")),
+                            _claims(result, "post-stalls", "pre-trains"), _held_out_gap(result, names)),
                       graph=show.figure(result, names), prediction=prediction)  # fmt: skip
 
 
@@ -346,6 +353,19 @@ def lab_depth_scaling(p: LessonParams) -> DemoOutput:
     return DemoOutput(Group(table, caption, _claims(result, "depth-ratio")), prediction=prediction)
 
 
+@demo("lab_depth_pre_spread")
+def lab_depth_pre_spread(p: LessonParams) -> DemoOutput:
+    """Pre-LN's block gradients at initialization, measured against "about the same in every layer"."""
+    result = E.outcome_of(E.depth, p.seed)
+    pre = result.extra["gradients"]["pre-LN"]
+    largest = max(range(len(pre)), key=lambda k: pre[k]) + 1
+    return DemoOutput(_caption(_(
+        "here pre-LN's block gradients vary by a factor {spread:.1f}, the largest at block {block} of {depth} "
+        "(last / first = {ratio:.2f})"
+    ).format(spread=result.numbers["pre-LN max/min"], block=largest, depth=len(pre),
+             ratio=result.numbers["pre-LN last/first"])))  # fmt: skip
+
+
 # ---- lesson 18: which norm, and how big a batch ----------------------------------------------------------
 
 
@@ -364,8 +384,9 @@ def lab_norms_curves(p: LessonParams) -> DemoOutput:
     evidence = (*named, exactly(sum(bool(e) for e in named), 0, "outcomes among the first three choices"))
     prediction = Prediction(
         _(
-            "Plain SGD at {lr:g} on a {depth}-block MLP. Which of the four networks train (loss below half of ln 3)?"
-        ).format(lr=E.SGD.lr, depth=E.DEEP_MLP_DEPTH),
+            "Plain SGD at {lr:g} on a {depth}-block MLP. Which of the four networks train (training loss over the "
+            "last {n} minibatches below half of ln 3)?"
+        ).format(lr=E.SGD.lr, depth=E.DEEP_MLP_DEPTH, n=E.SMOOTH),
         (_("all four"), _("the three with a norm"), _("only the one without a norm"), _("another mix")),
         answers.get(frozenset(trained), 3),
         # Translators: {losses} is a list such as "none 1.08, batchnorm 0.16, layernorm 0.23, rmsnorm 0.23"
@@ -375,7 +396,7 @@ def lab_norms_curves(p: LessonParams) -> DemoOutput:
         evidence,
     )
     return DemoOutput(Group(show.curves(result, height=HEIGHT), show.held_out(result),
-                            _claims(result, "none-stalls", "norms-train")),
+                            _claims(result, "none-stalls", "norms-train"), _held_out_gap(result, list(ends))),
                       graph=show.figure(result), prediction=prediction)  # fmt: skip
 
 
