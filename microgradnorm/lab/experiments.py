@@ -122,6 +122,11 @@ class Outcome:
         """The name a curve is shown by, in the current language."""
         return str(self.labels.get(key, RunName(key)))
 
+    def labelled(self, key: str, value: str) -> str:
+        """``value`` after the curve's name; no space after a closing full-width bracket ("pre-LN（不预热）0.23")."""
+        name = self.label(key)
+        return name + ("" if name.endswith(("）", "」")) else " ") + value
+
     def picked(self, *keys: str) -> list[Claim]:
         """The claims with these keys, in this order (KeyError for a key the run has no claim for)."""
         by_key = {c.key: c for c in self.claims}

@@ -51,7 +51,7 @@ def _caption(text: str) -> Text:
 
 def _held_out_gap(result: E.Outcome, names) -> Text:
     """How far each run's held-out loss sits from its training loss (a "trains" verdict reads the latter)."""
-    gaps = [f"{result.label(n)} {result.runs[n].test_loss - E.final_loss(result.runs[n]):+.2f}" for n in names]
+    gaps = [result.labelled(n, f"{result.runs[n].test_loss - E.final_loss(result.runs[n]):+.2f}") for n in names]
     # Translators: {runs} is a list such as "post-LN (no warmup) +0.03, pre-LN (no warmup) +0.33"
     return _caption(_("held-out loss minus training loss: {runs}").format(runs=separated(gaps)))
 
@@ -156,10 +156,16 @@ def lab_torch_status(p: LessonParams) -> DemoOutput:
         import torch
 
         _row(table, "PyTorch", torch.__version__)
-        _row(table, _("microgradnorm.torch layers"), "LayerNorm, RMSNorm, BatchNorm1d, BatchNorm2d")
+        _row(table, _("microgradnorm.torch layers"), separated(["LayerNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d"]))
     else:
         _row(table, "PyTorch", _("not installed: {install}").format(install=INSTALL))
-    _row(table, _("their kernels (vectorized backend)"), str(V.backend_info()))
+    info = V.backend_info()
+    # Translators: {active} is a backend ("fused", "numpy"), {reason} why, e.g. "auto: numba 0.60.0 is installed"
+    _row(
+        table,
+        _("their kernels (vectorized backend)"),
+        _("{active} ({reason})").format(active=info.active, reason=info.reason),
+    )
     return DemoOutput(table)
 
 
@@ -313,7 +319,7 @@ def lab_depth_training(p: LessonParams, warmup: bool = False) -> DemoOutput:
         # Translators: {losses} is a list such as "post-LN (no warmup) 1.05, pre-LN (no warmup) 0.23"
         _("Losses after {steps} steps: {losses} (a guess: ln 3 = {guess:.2f}).").format(
             steps=E.WARMUP.steps,
-            losses=separated([f"{result.label(k)} {v:.2f}" for k, v in ends.items()]),
+            losses=separated([result.labelled(k, f"{v:.2f}") for k, v in ends.items()]),
             guess=E.GUESSING,
         ),
         evidence,
@@ -391,7 +397,7 @@ def lab_norms_curves(p: LessonParams) -> DemoOutput:
         answers.get(frozenset(trained), 3),
         # Translators: {losses} is a list such as "none 1.08, batchnorm 0.16, layernorm 0.23, rmsnorm 0.23"
         _("Losses after {steps} steps: {losses}.").format(
-            steps=E.SGD.steps, losses=separated([f"{result.label(k)} {v:.2f}" for k, v in ends.items()])
+            steps=E.SGD.steps, losses=separated([result.labelled(k, f"{v:.2f}") for k, v in ends.items()])
         ),
         evidence,
     )
