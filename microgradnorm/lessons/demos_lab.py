@@ -171,6 +171,8 @@ def lab_torch_status(p: LessonParams) -> DemoOutput:
 
 # ---- lesson 16: a wrong backward that trains -------------------------------------------------------------
 
+CLOSE_STEP = 0.05  # a first step this close to the right one (relative to its size) counts as "the same step"
+
 
 @demo("lab_wrong_curves")
 def lab_wrong_curves(p: LessonParams) -> DemoOutput:
@@ -215,7 +217,25 @@ def lab_wrong_why(p: LessonParams, part: str = "mean") -> DemoOutput:
         table = _table(_block(), _("slip's gradient / right"), "D^k")
         for k, (ratio, power) in enumerate(result.extra["factor_blocks"]):
             _row(table, str(k + 1), f"{ratio:,.0f}", f"{E.MLP.width}^{E.MLP.depth - k} = {power:,.0f}")
-        return DemoOutput(Group(table, _claims(result, "factor-powers", "factor-adam")))
+        off = result.numbers["no-1/D: Adam's first step off by"]
+        what = "no-1/D: Adam's first step, off by (relative to the right step)"
+        evidence = (below(off, CLOSE_STEP, what), at_least(off, CLOSE_STEP, what) & below(off, 1.0, what),
+                    at_least(off, 1.0, what))  # fmt: skip
+        prediction = Prediction(
+            _(
+                "With the 1/D slip every weight gradient is D^k times too large. How far is Adam's first step from "
+                "the right one?"
+            ),
+            (
+                _("within {close:.0%} of the right step's size").format(close=CLOSE_STEP),
+                _("off by {close:.0%} to {whole:.0%} of its size").format(close=CLOSE_STEP, whole=1.0),
+                _("off by more than its size"),
+            ),
+            next(k for k, e in enumerate(evidence) if e),
+            _("Adam's first step differs from the right one by {off:.2%} of the right step's size.").format(off=off),
+            evidence,
+        )
+        return DemoOutput(Group(table, _claims(result, "factor-powers", "factor-adam")), prediction=prediction)
     sgd = result.extra["sgd"]
     series = {
         _("{name} ({optimizer})").format(name=run_name(k), optimizer="SGD"): show.smooth(sgd[k].losses) for k in sgd
