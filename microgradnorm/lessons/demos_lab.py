@@ -242,7 +242,30 @@ def lab_wrong_why(p: LessonParams, part: str = "mean") -> DemoOutput:
     }
     chart = line_chart(series, height=HEIGHT)
     figure = line_chart_svg(series, title=_("Plain SGD, lr {lr:g}").format(lr=E.WRONG_SGD.lr), xlabel=show.step_axis())
-    return DemoOutput(Group(chart, _claims(result, "sgd-stall", "sgd-growth")), graph=figure)
+    slip = sgd["no-1/D"]
+    ran, end = len(slip.losses), E.final_loss(slip)
+    steps, half = E.WRONG_SGD.steps, E.GUESSING / 2
+    full = at_least(ran, steps, "steps the no-1/D run made (it stops at a non-finite loss)")
+    what = "no-1/D with SGD: training loss, last 10 minibatches, vs half of ln 3"
+    evidence = (full & below(end, half, what), full & at_least(end, half, what),
+                below(ran, steps, "steps the no-1/D run made (it stops at a non-finite loss)"))  # fmt: skip
+    prediction = Prediction(
+        _("Plain SGD at {lr:g} with the 1/D slip: what does the network do in {steps} steps?").format(
+            lr=E.WRONG_SGD.lr, steps=steps
+        ),
+        (
+            _("it trains (training loss below half of ln 3)"),
+            _("it neither trains nor blows up"),
+            _("it blows up (the loss stops being a number)"),
+        ),
+        next((k for k, e in enumerate(evidence) if e), 2),
+        # Translators: {ran} and {steps} count steps; {loss} is the training loss over the last 10 minibatches
+        _(
+            "It ran {ran} of {steps} steps and ended at a training loss of {loss:.2f} (half of ln 3: {half:.2f})."
+        ).format(ran=ran, steps=steps, loss=end, half=half),
+        evidence,
+    )
+    return DemoOutput(Group(chart, _claims(result, "sgd-stall", "sgd-growth")), graph=figure, prediction=prediction)
 
 
 def _block() -> str:
