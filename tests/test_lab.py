@@ -372,10 +372,14 @@ def test_each_lab_lesson_asks_a_prediction_and_its_charts_are_also_svg_figures()
 @pytest.mark.slow
 def test_lesson_17_prints_the_same_numbers_when_run_twice_at_one_seed(tmp_path):
     """Two fresh processes (their own state folders, different string-hash seeds, the runs started in the
-    background as the lesson starts them) print lesson 17 identically: nothing in it depends on the run."""
+    background as the lesson starts them) print lesson 17 identically: nothing in it depends on the run.
+    Both share one numba cache folder that starts empty, so the first compiles any kernel afresh and the
+    second loads it from the cache (fastmath kernels may round differently in the two cases)."""
     outputs = []
+    numba_cache = tmp_path / "numba-cache"  # empty: the first run compiles, the second loads
     for run, hash_seed in enumerate(("1", "2")):
         env = {**os.environ, "PYTHONHASHSEED": hash_seed, "MICROGRADNORM_HOME": str(tmp_path / str(run)),
+               "NUMBA_CACHE_DIR": str(numba_cache),
                "COLUMNS": "100", "PYTHONPATH": str(Path(__file__).parents[1])}  # fmt: skip
         done = subprocess.run(
             [sys.executable, "-m", "microgradnorm", "lesson", "17", "--auto", "--lang", "en"],

@@ -48,7 +48,7 @@ def citing_lessons() -> list[tuple[str, list[str]]]:
     for heading in headings:
         name, year = _key(heading)
         if year and shared[name] > 1:
-            pattern = re.escape(name) + r"\b[^.]{0,60}?\b" + year
+            pattern = re.escape(name) + r"\b(?: et al\.)?[^.]{0,60}?\b" + year  # "He et al. 2015" too
         else:
             pattern = r"\b" + re.escape(name) + r"(?![\w.-]*\w)"
         out.append((heading, [slug for slug, text in lessons.items() if re.search(pattern, text)]))
@@ -84,5 +84,7 @@ def test_the_citation_finder_can_fail():
     """A heading no lesson names is cited by none; one every lesson names by all."""
     assert _key("Xiong et al. (2020)") == ("Xiong", "2020")
     assert _key("He, Zhang, Ren and Sun (2016)") == ("He", "2016")
+    he = dict(citing_lessons())["He, Zhang, Ren and Sun (2015)"]  # cited as "He et al. 2015", with its dot
+    assert "which-norm-and-how-big-a-batch" in he and "value-and-chain-rule" not in he
     xiong = dict(citing_lessons())["Xiong et al. (2020)"]
     assert xiong and "value-and-chain-rule" not in xiong

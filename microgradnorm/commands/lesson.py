@@ -197,6 +197,12 @@ def _lesson_params(args: argparse.Namespace, lesson):
     """The lesson's numbers with the options given; an option the lesson does not take is an error."""
     given = {"dim": args.dim, "seed": args.seed, "eps": args.eps, "batch": args.batch}
     for key, value in given.items():
+        if value is not None and key not in lesson.options and not lesson.options:
+            raise UsageError(
+                _("argument --{option}: lesson {lesson} takes no options, got {value}").format(
+                    option=key, lesson=lesson.name, value=value
+                )
+            )
         if value is not None and key not in lesson.options:
             takes = ", ".join(f"--{k}" for k in lesson.options)
             raise UsageError(

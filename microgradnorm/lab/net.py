@@ -6,6 +6,10 @@ parameters. The norms are this package's: LayerNorm and RMSNorm through a
 ``(forward, backward)`` pair (by default :mod:`microgradnorm.vectorized`'s; the
 lab swaps in a learner's or a deliberately wrong one), BatchNorm through
 :class:`microgradnorm.vectorized.BatchNorm`, which keeps running statistics.
+The package's norms run on the NumPy backend (:data:`BACKEND`): the numba
+kernels are compiled with fastmath, so a kernel compiled fresh and one loaded
+from numba's cache may round differently, and a run that magnifies rounding
+(post-LN with warmup) would print other numbers the first time.
 
 Two shapes of network, both ``Linear(FEATURES, width)``, then ``depth`` blocks,
 then ``Linear(width, CLASSES)``:
@@ -22,6 +26,7 @@ initialization), so the PyTorch version of the same network
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -36,6 +41,7 @@ __all__ = ["NORMS", "Net", "NetSpec", "NormPair", "cross_entropy", "initial_weig
 
 NORMS = ("none", "batchnorm", "layernorm", "rmsnorm")
 EPS = 1e-5
+BACKEND = "numpy"  # bitwise the same on every run; the fused kernels' rounding depends on numba's cache
 
 # (y, cache) = forward(x, gamma, beta, eps); (dx, dgamma, dbeta) = backward(dy, cache)
 NormPair = tuple[Callable[..., Any], Callable[..., Any]]
@@ -144,7 +150,7 @@ class BatchNormLayer:
     """vectorized.BatchNorm with its gamma and beta exposed as parameters."""
 
     def __init__(self, width: int) -> None:
-        self.layer = V.BatchNorm(width, eps=EPS, momentum=0.1, dtype=np.float64)
+        self.layer = V.BatchNorm(width, eps=EPS, momentum=0.1, dtype=np.float64, backend=BACKEND)
         self.params = self.layer.parameters()
         self.grads: list[np.ndarray] = []
 
@@ -192,7 +198,11 @@ def make_norm(norm: str, width: int, pair: NormPair | None = None):
     spec = get_norm(norm)
     if spec.batch_statistics:  # running averages for eval: the vectorized BatchNorm layer
         return BatchNormLayer(width)
-    return RowNorm(width, _as_sequence(pair) if pair else V.public_pass(spec), has_beta=spec.has_beta)
+    if pair is None:
+        forward, backward = V.public_pass(spec)
+        pair = (functools.partial(forward, backend=BACKEND), backward)
+        return RowNorm(width, pair, has_beta=spec.has_beta)
+    return RowNorm(width, _as_sequence(pair), has_beta=spec.has_beta)
 
 
 class Residual:

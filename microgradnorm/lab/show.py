@@ -62,7 +62,7 @@ def figure(result: Outcome, names: Iterable[str] | None = None, *, title: str | 
 def held_out(result: Outcome, names: Iterable[str] | None = None) -> Text:
     """One line under a chart: each run's loss at the end on its last minibatches, and on held-out examples."""
     chosen = [n for n in (list(result.curves) if names is None else list(names)) if n in result.runs]
-    runs = [f"{result.label(n)} {final_loss(result.runs[n]):.2f}/{result.runs[n].test_loss:.2f}" for n in chosen]
+    runs = [result.labelled(n, f"{final_loss(result.runs[n]):.2f}/{result.runs[n].test_loss:.2f}") for n in chosen]
     # Translators: {n} is 10; {runs} is a list of runs, each "name training-loss / held-out-loss"
     line = _("loss at the end, last {n} minibatches / held-out examples: {runs}").format(n=SMOOTH, runs=separated(runs))
     return cjk_text(line, style="dim")

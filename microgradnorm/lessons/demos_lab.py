@@ -49,6 +49,13 @@ def _caption(text: str) -> Text:
     return cjk_text(text, style="dim")
 
 
+def _held_out_gap(result: E.Outcome, names) -> Text:
+    """How far each run's held-out loss sits from its training loss (a "trains" verdict reads the latter)."""
+    gaps = [result.labelled(n, f"{result.runs[n].test_loss - E.final_loss(result.runs[n]):+.2f}") for n in names]
+    # Translators: {runs} is a list such as "post-LN (no warmup) +0.03, pre-LN (no warmup) +0.33"
+    return _caption(_("held-out loss minus training loss: {runs}").format(runs=separated(gaps)))
+
+
 def _claims(result: E.Outcome, *keys: str) -> Group:
     """The run's claims with these keys (see :meth:`~microgradnorm.lab.experiments.Outcome.claim`)."""
     lines = show.claim_lines(result.picked(*keys))
@@ -149,14 +156,22 @@ def lab_torch_status(p: LessonParams) -> DemoOutput:
         import torch
 
         _row(table, "PyTorch", torch.__version__)
-        _row(table, _("microgradnorm.torch layers"), "LayerNorm, RMSNorm, BatchNorm1d, BatchNorm2d")
+        _row(table, _("microgradnorm.torch layers"), separated(["LayerNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d"]))
     else:
         _row(table, "PyTorch", _("not installed: {install}").format(install=INSTALL))
-    _row(table, _("their kernels (vectorized backend)"), str(V.backend_info()))
+    info = V.backend_info()
+    # Translators: {active} is a backend ("fused", "numpy"), {reason} why, e.g. "auto: numba 0.60.0 is installed"
+    _row(
+        table,
+        _("their kernels (vectorized backend)"),
+        _("{active} ({reason})").format(active=info.active, reason=info.reason),
+    )
     return DemoOutput(table)
 
 
 # ---- lesson 16: a wrong backward that trains -------------------------------------------------------------
+
+CLOSE_STEP = 0.05  # a first step this close to the right one (relative to its size) counts as "the same step"
 
 
 @demo("lab_wrong_curves")
@@ -202,14 +217,55 @@ def lab_wrong_why(p: LessonParams, part: str = "mean") -> DemoOutput:
         table = _table(_block(), _("slip's gradient / right"), "D^k")
         for k, (ratio, power) in enumerate(result.extra["factor_blocks"]):
             _row(table, str(k + 1), f"{ratio:,.0f}", f"{E.MLP.width}^{E.MLP.depth - k} = {power:,.0f}")
-        return DemoOutput(Group(table, _claims(result, "factor-powers", "factor-adam")))
+        off = result.numbers["no-1/D: Adam's first step off by"]
+        what = "no-1/D: Adam's first step, off by (relative to the right step)"
+        evidence = (below(off, CLOSE_STEP, what), at_least(off, CLOSE_STEP, what) & below(off, 1.0, what),
+                    at_least(off, 1.0, what))  # fmt: skip
+        prediction = Prediction(
+            _(
+                "With the 1/D slip every weight gradient is D^k times too large. How far is Adam's first step from "
+                "the right one?"
+            ),
+            (
+                _("within {close:.0%} of the right step's size").format(close=CLOSE_STEP),
+                _("off by {close:.0%} to {whole:.0%} of its size").format(close=CLOSE_STEP, whole=1.0),
+                _("off by more than its size"),
+            ),
+            next(k for k, e in enumerate(evidence) if e),
+            _("Adam's first step differs from the right one by {off:.2%} of the right step's size.").format(off=off),
+            evidence,
+        )
+        return DemoOutput(Group(table, _claims(result, "factor-powers", "factor-adam")), prediction=prediction)
     sgd = result.extra["sgd"]
     series = {
         _("{name} ({optimizer})").format(name=run_name(k), optimizer="SGD"): show.smooth(sgd[k].losses) for k in sgd
     }
     chart = line_chart(series, height=HEIGHT)
     figure = line_chart_svg(series, title=_("Plain SGD, lr {lr:g}").format(lr=E.WRONG_SGD.lr), xlabel=show.step_axis())
-    return DemoOutput(Group(chart, _claims(result, "sgd-stall", "sgd-growth")), graph=figure)
+    slip = sgd["no-1/D"]
+    ran, end = len(slip.losses), E.final_loss(slip)
+    steps, half = E.WRONG_SGD.steps, E.GUESSING / 2
+    full = at_least(ran, steps, "steps the no-1/D run made (it stops at a non-finite loss)")
+    what = "no-1/D with SGD: training loss, last 10 minibatches, vs half of ln 3"
+    evidence = (full & below(end, half, what), full & at_least(end, half, what),
+                below(ran, steps, "steps the no-1/D run made (it stops at a non-finite loss)"))  # fmt: skip
+    prediction = Prediction(
+        _("Plain SGD at {lr:g} with the 1/D slip: what does the network do in {steps} steps?").format(
+            lr=E.WRONG_SGD.lr, steps=steps
+        ),
+        (
+            _("it trains (training loss below half of ln 3)"),
+            _("it neither trains nor blows up"),
+            _("it blows up (the loss stops being a number)"),
+        ),
+        next((k for k, e in enumerate(evidence) if e), 2),
+        # Translators: {ran} and {steps} count steps; {loss} is the training loss over the last 10 minibatches
+        _(
+            "It ran {ran} of {steps} steps and ended at a training loss of {loss:.2f} (half of ln 3: {half:.2f})."
+        ).format(ran=ran, steps=steps, loss=end, half=half),
+        evidence,
+    )
+    return DemoOutput(Group(chart, _claims(result, "sgd-stall", "sgd-growth")), graph=figure, prediction=prediction)
 
 
 def _block() -> str:
@@ -298,21 +354,21 @@ def lab_depth_training(p: LessonParams, warmup: bool = False) -> DemoOutput:
     evidence = (yes[0] & yes[1], no[0] & yes[1], yes[0] & no[1], no[0] & no[1])
     prediction = Prediction(
         _(
-            "Adam at {lr:g} from the first step, no warmup. Which of the two {depth}-block networks trains (loss "
-            "below half of ln 3)?"
-        ).format(lr=E.WARMUP.lr, depth=E.RESIDUAL_DEPTH),
+            "Adam at {lr:g} from the first step, no warmup. Which of the two {depth}-block networks trains "
+            "(training loss over the last {n} minibatches below half of ln 3)?"
+        ).format(lr=E.WARMUP.lr, depth=E.RESIDUAL_DEPTH, n=E.SMOOTH),
         (pgettext("lab answer", "both"), _("only pre-LN"), _("only post-LN"), pgettext("lab answer", "neither")),
         outcomes[trains],
         # Translators: {losses} is a list such as "post-LN (no warmup) 1.05, pre-LN (no warmup) 0.23"
         _("Losses after {steps} steps: {losses} (a guess: ln 3 = {guess:.2f}).").format(
             steps=E.WARMUP.steps,
-            losses=separated([f"{result.label(k)} {v:.2f}" for k, v in ends.items()]),
+            losses=separated([result.labelled(k, f"{v:.2f}") for k, v in ends.items()]),
             guess=E.GUESSING,
         ),
         evidence,
     )
     return DemoOutput(Group(show.curves(result, names, height=HEIGHT), show.held_out(result, names),
-                            _claims(result, "post-stalls", "pre-trains")),
+                            _claims(result, "post-stalls", "pre-trains"), _held_out_gap(result, names)),
                       graph=show.figure(result, names), prediction=prediction)  # fmt: skip
 
 
@@ -346,6 +402,19 @@ def lab_depth_scaling(p: LessonParams) -> DemoOutput:
     return DemoOutput(Group(table, caption, _claims(result, "depth-ratio")), prediction=prediction)
 
 
+@demo("lab_depth_pre_spread")
+def lab_depth_pre_spread(p: LessonParams) -> DemoOutput:
+    """Pre-LN's block gradients at initialization, measured against "about the same in every layer"."""
+    result = E.outcome_of(E.depth, p.seed)
+    pre = result.extra["gradients"]["pre-LN"]
+    largest = max(range(len(pre)), key=lambda k: pre[k]) + 1
+    return DemoOutput(_caption(_(
+        "here pre-LN's block gradients vary by a factor {spread:.1f}, the largest at block {block} of {depth} "
+        "(last / first = {ratio:.2f})"
+    ).format(spread=result.numbers["pre-LN max/min"], block=largest, depth=len(pre),
+             ratio=result.numbers["pre-LN last/first"])))  # fmt: skip
+
+
 # ---- lesson 18: which norm, and how big a batch ----------------------------------------------------------
 
 
@@ -364,18 +433,19 @@ def lab_norms_curves(p: LessonParams) -> DemoOutput:
     evidence = (*named, exactly(sum(bool(e) for e in named), 0, "outcomes among the first three choices"))
     prediction = Prediction(
         _(
-            "Plain SGD at {lr:g} on a {depth}-block MLP. Which of the four networks train (loss below half of ln 3)?"
-        ).format(lr=E.SGD.lr, depth=E.DEEP_MLP_DEPTH),
+            "Plain SGD at {lr:g} on a {depth}-block MLP. Which of the four networks train (training loss over the "
+            "last {n} minibatches below half of ln 3)?"
+        ).format(lr=E.SGD.lr, depth=E.DEEP_MLP_DEPTH, n=E.SMOOTH),
         (_("all four"), _("the three with a norm"), _("only the one without a norm"), _("another mix")),
         answers.get(frozenset(trained), 3),
         # Translators: {losses} is a list such as "none 1.08, batchnorm 0.16, layernorm 0.23, rmsnorm 0.23"
         _("Losses after {steps} steps: {losses}.").format(
-            steps=E.SGD.steps, losses=separated([f"{result.label(k)} {v:.2f}" for k, v in ends.items()])
+            steps=E.SGD.steps, losses=separated([result.labelled(k, f"{v:.2f}") for k, v in ends.items()])
         ),
         evidence,
     )
     return DemoOutput(Group(show.curves(result, height=HEIGHT), show.held_out(result),
-                            _claims(result, "none-stalls", "norms-train")),
+                            _claims(result, "none-stalls", "norms-train"), _held_out_gap(result, list(ends))),
                       graph=show.figure(result), prediction=prediction)  # fmt: skip
 
 
