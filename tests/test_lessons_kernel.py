@@ -527,17 +527,6 @@ def test_the_split_question_measures_mu_lo_against_the_float32_gap(seed):
     assert 0 < lo <= 0.5
 
 
-def test_the_recompute_question_answers_from_the_backward_kernels_counted_reads():
-    out = run_demo("kernel_source", LessonParams(), {"kernel": "layer_norm_backward_rows", "ask": "recompute"})
-    keep = K.pass_totals("backward", "kernel", "keep")[0]
-    recompute = K.pass_totals("backward", "kernel", "recompute")[0]
-    assert out.prediction.choices[out.prediction.answer] == {0: "none", 1: "one more"}.get(
-        recompute - keep, "two or more"
-    )
-    with pytest.raises(ValueError, match="ask: expected None or one of split, recompute"):
-        K.kernel_source(LessonParams(), ask="why")
-
-
 @pytest.mark.parametrize("dim", [2, 4, 7])
 def test_the_exercise_shapes_question_follows_the_package_backward(dim):
     x = np.random.default_rng(dim).normal(size=(2, 3, dim))

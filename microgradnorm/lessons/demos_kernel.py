@@ -629,31 +629,8 @@ def _split_prediction(p: LessonParams) -> Prediction:
     )
 
 
-def _recompute_prediction(p: LessonParams) -> Prediction:
-    """What rebuilding xhat from x costs the backward kernel in whole-array reads: the counted lines' answer."""
-    keep = pass_totals("backward", "kernel", "keep")[0]
-    recompute = pass_totals("backward", "kernel", "recompute")[0]
-    extra = recompute - keep
-    what = "backward kernel: whole-array reads, recompute minus keep"
-    evidence = (exactly(extra, 0, what), exactly(extra, 1, what), at_least(extra, 2, what))
-    return Prediction(
-        _(
-            "In recompute mode the cache holds x instead of xhat, and this loop rebuilds xhat from x, mean and rstd. "
-            "How many more whole arrays does the backward kernel read than when xhat is kept?"
-        ),
-        (pgettext("how many more arrays", "none"), _("one more"), _("two or more")),
-        next((i for i, e in enumerate(evidence) if e), 2),
-        _(
-            "Whole-array reads: {keep} with xhat kept, {recompute} in recompute mode. The loop reads one array of "
-            "x's size besides dy either way, xhat or x; rebuilding xhat is arithmetic on a row already at hand."
-        ).format(keep=keep, recompute=recompute),
-        evidence,
-    )
-
-
 _LISTING_QUESTIONS: dict[str, Callable[[LessonParams], Prediction]] = {
     "split": _split_prediction,
-    "recompute": _recompute_prediction,
 }
 
 
