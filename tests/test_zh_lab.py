@@ -166,7 +166,8 @@ def test_a_cached_run_is_shown_in_the_language_current_when_it_is_shown(name):
 
 def test_a_claim_the_run_does_not_bear_out_says_so_in_chinese():
     outcome = E.Outcome("t")
-    outcome.claim("k", N_("pre-LN trains without warmup: loss {loss:.2f}, below half of ln 3"), False, loss=0.9)
+    claim = N_("pre-LN trains without warmup: training loss (last {n} minibatches) {loss:.2f}, below half of ln 3")
+    outcome.claim("k", claim, False, n=10, loss=0.9)
     english = rendered(show.claim_lines(outcome.claims))
     with i18n.use_language(ZH):
         chinese = rendered(show.claim_lines(outcome.claims))
