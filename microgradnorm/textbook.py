@@ -2,7 +2,7 @@
 
 Each forward pass returns ``(out, cache)`` and each backward pass takes
 ``(dout, cache)`` and returns ``(dx, dgamma, dbeta)``. Every line that makes an
-array says its shape: ``B,T,D`` for LayerNorm's input, ``N,C,...`` for a batch
+array says its shape: ``B,T,d`` for LayerNorm's input, ``N,C,...`` for a batch
 of images, ``N,G,M`` for GroupNorm's view (M = C/G times the positions).
 
 The backward passes use the xhat form of the gradient (derived in lesson 6):
@@ -35,27 +35,27 @@ __all__ = [
 
 
 def layer_norm_forward(x, gamma, beta, eps=1e-5):
-    """Each row of x [..., D] over its own D values (Ba, Kiros & Hinton, 2016)."""
+    """Each row of x [..., d] over its own d values (Ba, Kiros & Hinton, 2016)."""
     mean = x.mean(-1, keepdims=True)  # B,T,1
-    xshift = x - mean  # B,T,D
+    xshift = x - mean  # B,T,d
     var = (xshift**2).mean(-1, keepdims=True)  # B,T,1
     rstd = (var + eps) ** -0.5  # B,T,1
-    xhat = xshift * rstd  # B,T,D
-    out = xhat * gamma + beta  # B,T,D
+    xhat = xshift * rstd  # B,T,d
+    out = xhat * gamma + beta  # B,T,d
     cache = (xhat, gamma, rstd)
     return out, cache
 
 
 def layer_norm_backward(dout, cache):
     xhat, gamma, rstd = cache
-    D = dout.shape[-1]
-    dbeta = dout.reshape(-1, D).sum(0)  # D
-    dgamma = (dout * xhat).reshape(-1, D).sum(0)  # D
-    dxhat = dout * gamma  # B,T,D
-    dx = dxhat - dxhat.mean(-1, keepdims=True)  # B,T,D
+    d = dout.shape[-1]
+    dbeta = dout.reshape(-1, d).sum(0)  # d
+    dgamma = (dout * xhat).reshape(-1, d).sum(0)  # d
+    dxhat = dout * gamma  # B,T,d
+    dx = dxhat - dxhat.mean(-1, keepdims=True)  # B,T,d
     proj = (dxhat * xhat).mean(-1, keepdims=True)  # B,T,1
-    dx -= xhat * proj  # B,T,D
-    dx *= rstd  # B,T,D
+    dx -= xhat * proj  # B,T,d
+    dx *= rstd  # B,T,d
     return dx, dgamma, dbeta
 
 
@@ -117,19 +117,19 @@ def group_norm_backward(dout, cache):
 
 
 def rms_norm_forward(x, gamma, beta=None, eps=1e-5):
-    """Each row of x [..., D] by its root mean square, no mean and no shift (Zhang & Sennrich, 2019)."""
+    """Each row of x [..., d] by its root mean square, no mean and no shift (Zhang & Sennrich, 2019)."""
     ms = (x**2).mean(-1, keepdims=True)  # B,T,1
     rrms = (ms + eps) ** -0.5  # B,T,1
-    xhat = x * rrms  # B,T,D
-    out = xhat * gamma  # B,T,D
+    xhat = x * rrms  # B,T,d
+    out = xhat * gamma  # B,T,d
     cache = (xhat, gamma, rrms)
     return out, cache
 
 
 def rms_norm_backward(dout, cache):
     xhat, gamma, rrms = cache
-    dgamma = (dout * xhat).reshape(-1, dout.shape[-1]).sum(0)  # D
-    dxhat = dout * gamma  # B,T,D
-    dx = dxhat - xhat * (dxhat * xhat).mean(-1, keepdims=True)  # B,T,D
-    dx *= rrms  # B,T,D
+    dgamma = (dout * xhat).reshape(-1, dout.shape[-1]).sum(0)  # d
+    dxhat = dout * gamma  # B,T,d
+    dx = dxhat - xhat * (dxhat * xhat).mean(-1, keepdims=True)  # B,T,d
+    dx *= rrms  # B,T,d
     return dx, dgamma, None

@@ -101,7 +101,7 @@ def test_a_run_that_diverges_stops_at_the_first_non_finite_loss():
 def test_gradient_check_passes_the_right_pairs_and_measures_the_slips_exactly():
     assert pairs.gradient_check(pairs.package_pair()).passed
     assert pairs.gradient_check(pairs.reference_pair()).passed
-    slip = pairs.gradient_check(pairs.mistake_pair("no-1/D"))
+    slip = pairs.gradient_check(pairs.mistake_pair("no-1/d"))
     d = 6  # the check's rows have six features: dx is six times the right one, 500% off
     assert slip.dx == pytest.approx(d - 1, rel=1e-6) and not slip.passed
     assert slip.dgamma < tol.FD_RTOL and slip.dbeta < tol.FD_RTOL

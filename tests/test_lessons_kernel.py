@@ -48,7 +48,7 @@ def assert_close(a, b, rtol: float, atol: float) -> None:
 
 
 def test_one_row_at_dim_3_has_34_nodes_counted_by_hand():
-    # One LayerNorm row of D = 3 with gamma and beta (norms.py, two-pass variance):
+    # One LayerNorm row of d = 3 with gamma and beta (norms.py, two-pass variance):
     #   input : x0 x1 x2                                   3
     #   mean  : 1/n, sum(x), mean = sum * 1/n              3
     #   center: xshift_i = x_i - mean                      3
@@ -56,7 +56,7 @@ def test_one_row_at_dim_3_has_34_nodes_counted_by_hand():
     #   sqrt  : eps, var + eps, std                        3
     #   divide: rstd = std ** -1, xhat_i = xshift_i * rstd 4
     #   affine: gamma (3), gamma*xhat (3), beta (3), y (3) 12
-    # total 34 = 8 D + 10.
+    # total 34 = 8 d + 10.
     graph = K.row_graph(LessonParams(dim=3))
     assert K.node_counts(graph) == {
         "input": 3,
@@ -479,12 +479,12 @@ def test_a_span_that_no_longer_matches_fails_loudly():
 
 @pytest.mark.parametrize("dim", range(2, 17))
 def test_the_node_prediction_follows_the_hand_count(dim):
-    """Every --dim the command accepts: distinct choices (2·D and D² once coincided at D = 2, 8·D and D² at 8)."""
+    """Every --dim the command accepts: distinct choices (2·d and d² once coincided at d = 2, 8·d and d² at 8)."""
     out = run_demo("kernel_node_count", LessonParams(dim=dim))
     total = 8 * dim + 10  # counted by hand above
     assert len(set(out.prediction.choices)) == len(out.prediction.choices)
-    # 8D + 10 nodes is between 8.6 and 13 per number for D in 2..16: about 10 per number
-    assert out.prediction.choices[out.prediction.answer] == f"about 10·D = {10 * dim}"
+    # 8d + 10 nodes is between 8.6 and 13 per number for d in 2..16: about 10 per number
+    assert out.prediction.choices[out.prediction.answer] == f"about 10·d = {10 * dim}"
     assert 8 < total / dim <= 13
     assert f"{total} nodes for {dim} numbers" in out.prediction.why
 
@@ -501,7 +501,7 @@ def test_the_trip_predictions_follow_the_counts_derived_by_hand():
 
 def test_the_appendix_asks_how_often_numpy_reads_x_and_names_its_lines():
     out = run_demo("kernel_memory_passes", LessonParams(), {"direction": "forward", "show": "lines"})
-    # independently: the lines of NumPy's forward whose right-hand side names x2, x as [rows, D]
+    # independently: the lines of NumPy's forward whose right-hand side names x2, x as [rows, d]
     import inspect
 
     from microgradnorm.vectorized import numpy_path
@@ -534,7 +534,7 @@ def test_the_exercise_shapes_question_follows_the_package_backward(dim):
     _, dgamma, dbeta = V.layer_norm_backward(np.ones_like(x), cache)
     assert dgamma.shape == dbeta.shape == (dim,)
     q = run_demo("kernel_exercise_shapes", LessonParams(dim=dim)).prediction
-    assert q.choices[q.answer] == "dx [B, T, D]; dgamma and dbeta [D]"
+    assert q.choices[q.answer] == "dx [B, T, d]; dgamma and dbeta [d]"
     assert f"[{dim}] here" in q.why
 
 

@@ -8,7 +8,7 @@ Oracles, none of them the Chinese text itself:
   same numbers, no more and no fewer (a translation that drops, duplicates or
   invents a value fails), and it is not the English;
 - runs of English words: Chinese output may name things in English (LayerNorm,
-  post-LN, no-1/D, torch.nn.LayerNorm, code), but three or more English words in a
+  post-LN, no-1/d, torch.nn.LayerNorm, code), but three or more English words in a
   row is a sentence someone forgot, unless it is one of the few strings other
   modules print, listed below with their owner.
 

@@ -272,7 +272,7 @@ def _yours(seed: int, pair: pairs.NormPair, file: str | None, use_torch: bool) -
 
 
 WRONG_SGD = TrainConfig(steps=150, batch=32, lr=0.1, optimizer="sgd")
-# The no-1/D slip scales each LayerNorm's dx by exactly D, so the gradient ratio is a power of D up to
+# The no-1/d slip scales each LayerNorm's dx by exactly d, so the gradient ratio is a power of d up to
 # rounding (about 1e-15 relative); a real difference between the two backward passes is far above this.
 RATIO_RTOL = 1e-9
 
@@ -287,7 +287,7 @@ def wrong(seed: int = 0) -> Outcome:
     out = Outcome(Message(N_("Two wrong LayerNorm backward passes that still train")))
     backwards, task = _backwards(), task_for(seed)
     adam = {k: train(Net(MLP, seed, ln_pair=p), task, _with_seed(ADAM, seed)) for k, p in backwards.items()}
-    sgd_nets = {k: Net(MLP, seed, ln_pair=backwards[k]) for k in ("right", "no-1/D")}
+    sgd_nets = {k: Net(MLP, seed, ln_pair=backwards[k]) for k in backwards}  # lesson 16 steps 5 and 6
     sgd = {k: train(net, task, _with_seed(WRONG_SGD, seed)) for k, net in sgd_nets.items()}
     out.curves = {f"{k} (Adam)": r.losses for k, r in adam.items()}
     out.runs = {f"{k} (Adam)": r for k, r in adam.items()}
@@ -303,7 +303,7 @@ def wrong(seed: int = 0) -> Outcome:
                                                 for k in slips)),
               first=checks[slips[0]].dx, second=checks[slips[1]].dx)  # fmt: skip
     ends = {k: final_loss(r) for k, r in adam.items()}
-    # Translators: {losses} is a list such as "right 0.21, no-mean-path 0.20, no-1/D 0.21"
+    # Translators: {losses} is a list such as "right 0.21, no-mean-path 0.20, no-1/d 0.21"
     out.claim("adam", N_("with Adam all three train: each loss ends below half its start ({losses})"),
               all_of(*(below(ends[k], adam[k].losses[0] / 2, f"{k}: final loss vs half the first") for k in adam)),
               losses=named_numbers(ends))  # fmt: skip
@@ -366,23 +366,23 @@ def _mean_path_claims(out: Outcome, seed: int) -> None:
 
 
 def _factor_claims(out: Outcome, seed: int) -> None:
-    """The no-1/D slip: one factor D per LayerNorm above a weight; Adam's step hardly notices it, SGD's does."""
+    """The no-1/d slip: one factor d per LayerNorm above a weight; Adam's step hardly notices it, SGD's does."""
     d = MLP.width
     right_net, right = _first_gradients(seed, pairs.reference_pair())
-    slip_net, slip = _first_gradients(seed, pairs.mistake_pair("no-1/D"))
+    slip_net, slip = _first_gradients(seed, pairs.mistake_pair("no-1/d"))
     ratios = [np.linalg.norm(h) / np.linalg.norm(g)
               for g, h in zip(_block_weight_grads(right_net), _block_weight_grads(slip_net))]  # fmt: skip
     powers = [float(d ** (MLP.depth - k)) for k in range(MLP.depth)]  # LayerNorms from block k+1 to the loss
     out.extra["factor_blocks"] = list(zip(ratios, powers))
     worst = max(abs(r / p - 1.0) for r, p in zip(ratios, powers))
-    # Translators: how exactly the ratios are powers of D, inside "(D = 32, exactly)"
+    # Translators: how exactly the ratios are powers of d, inside "(d = 32, exactly)"
     exact = Message(N_("exactly")) if worst == 0.0 else Message(N_("to {error:.0e}"), error=worst)
-    out.claim("factor-powers", N_("each block's weight gradient is D^k times the right one (D = {d}, {exact}), "
+    out.claim("factor-powers", N_("each block's weight gradient is d^k times the right one (d = {d}, {exact}), "
                                   "k the number of LayerNorms from the block to the loss"),
-              at_most(worst, RATIO_RTOL, "largest |ratio / D^k - 1|"), d=d, exact=exact)  # fmt: skip
+              at_most(worst, RATIO_RTOL, "largest |ratio / d^k - 1|"), d=d, exact=exact)  # fmt: skip
     adam_off = _first_step_difference(right_net, right, slip, "adam")
     sgd_off = _first_step_difference(right_net, right, slip, "sgd")
-    out.numbers.update({"no-1/D: Adam's first step off by": adam_off, "no-1/D: SGD's first step off by": sgd_off})
+    out.numbers.update({"no-1/d: Adam's first step off by": adam_off, "no-1/d: SGD's first step off by": sgd_off})
     out.claim("factor-adam", N_("Adam's first step with the slip's gradient is the right step to within {adam:.2%}; "
                                 "SGD's differs from the right step by {sgd:,.0f} times that step's size"),
               below(adam_off, 0.05, "Adam's first step, off by") & above(sgd_off, 1.0, "SGD's first step, off by"),
@@ -401,12 +401,12 @@ def _first_step_difference(net: Net, right: list[np.ndarray], slip: list[np.ndar
 
 
 def _sgd_claims(out: Outcome, seed: int, sgd: dict[str, Run], nets: dict[str, Net]) -> None:
-    """Under SGD the no-1/D slip stalls: the weights before the LayerNorms grow instead of learning."""
-    right, slip = final_loss(sgd["right"]), final_loss(sgd["no-1/D"])
+    """Under SGD the no-1/d slip stalls: the weights before the LayerNorms grow instead of learning."""
+    right, slip = final_loss(sgd["right"]), final_loss(sgd["no-1/d"])
     # it stalled, not diverged: every step ran and the loss stayed finite
-    out.claim("sgd-stall", N_("with plain SGD the no-1/D slip does not train, nor blow up: loss {slip:.2f}, above "
+    out.claim("sgd-stall", N_("with plain SGD the no-1/d slip does not train, nor blow up: loss {slip:.2f}, above "
                               "half of ln 3, where the right backward reaches {right:.2f}"),
-              all_of(at_least(len(sgd["no-1/D"].losses), WRONG_SGD.steps, "steps the slip ran"),
+              all_of(at_least(len(sgd["no-1/d"].losses), WRONG_SGD.steps, "steps the slip ran"),
                      below(slip, math.inf, "the slip's final loss"), above(slip, GUESSING / 2, "the slip's final loss"),
                      below(right, GUESSING / 2, "the right backward's final loss")),
               slip=slip, right=right)  # fmt: skip
@@ -417,9 +417,9 @@ def _sgd_claims(out: Outcome, seed: int, sgd: dict[str, Run], nets: dict[str, Ne
     out.claim("sgd-growth", N_("block 1's weights grow from norm {start:.1f} to {slip:,.0f} with the slip (to "
                                "{right:.1f} with the right backward); at the end an SGD step moves them by "
                                "{slip_step:.0e} of their size (right backward: {right_step:.0e})"),
-              above(after["no-1/D"], 100 * after["right"], "block 1's weight norm, slip vs 100 × right")
-              & below(steps["no-1/D"], steps["right"] / 10, "relative step, slip vs right / 10"),
-              start=start, slip=after["no-1/D"], right=after["right"], slip_step=steps["no-1/D"],
+              above(after["no-1/d"], 100 * after["right"], "block 1's weight norm, slip vs 100 × right")
+              & below(steps["no-1/d"], steps["right"] / 10, "relative step, slip vs right / 10"),
+              start=start, slip=after["no-1/d"], right=after["right"], slip_step=steps["no-1/d"],
               right_step=steps["right"])  # fmt: skip
 
 

@@ -142,7 +142,7 @@ def _param_grads(dy, m):
 # name -> (what the slip is, its backward pass)
 MISTAKES: dict[str, tuple[str, Callable[..., Any]]] = {
     "no-mean-path": ("the path through the mean left out", _without_the_mean_path),
-    "no-1/D": ("the 1/D in front of the compact form forgotten: dx is D times too large", _without_one_over_d),
+    "no-1/d": ("the 1/d in front of the compact form forgotten: dx is d times too large", _without_one_over_d),
 }
 
 

@@ -59,9 +59,9 @@ class RunName:
 
 def run_name(name: str) -> str:
     """A run's name as the reader sees it: the ordinary words among the names are translated; the names
-    of layers, norms and slips (``torch.nn.LayerNorm``, ``batchnorm``, ``no-1/D``, ``post-LN``) are not."""
+    of layers, norms and slips (``torch.nn.LayerNorm``, ``batchnorm``, ``no-1/d``, ``post-LN``) are not."""
     words = {
-        # Translators: the correct LayerNorm backward pass, named beside the slips no-mean-path and no-1/D
+        # Translators: the correct LayerNorm backward pass, named beside the slips no-mean-path and no-1/d
         "right": pgettext("lab run", "right"),
         # Translators: the network without a norm layer, named beside batchnorm, layernorm and rmsnorm
         "none": pgettext("lab run", "none"),

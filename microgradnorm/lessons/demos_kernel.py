@@ -73,7 +73,7 @@ __all__ = [
     "row_graph",
 ]
 
-SEQ = 3  # the lesson's input is [batch, seq, hidden] = [2, 3, D], a common tutorial size
+SEQ = 3  # the lesson's input is [batch, seq, hidden] = [2, 3, d], a common tutorial size
 DEFAULT_BATCH = 2
 CACHE_FIELDS = ("x", "xhat", "xshift", "mean", "var", "rstd", "gamma")
 
@@ -88,7 +88,7 @@ def _check_dim(p: LessonParams) -> int:
 
 
 def lesson_problem(p: LessonParams) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(x [B, T, D], gamma [D], beta [D], dy [B, T, D]) in float64, B = --batch or 2, T = 3."""
+    """(x [B, T, d], gamma [d], beta [d], dy [B, T, d]) in float64, B = --batch or 2, T = 3."""
     d = _check_dim(p)
     shape = (p.batch or DEFAULT_BATCH, SEQ, d)
     rng = rng_for(p.seed, 12)
@@ -146,11 +146,11 @@ def _interleaved_medians(fns: dict[str, Callable[[], object]], repeats: int) -> 
 
 
 def engine_vs_numpy(p: LessonParams, hidden: Sequence[int] = (256,), repeats: int = 5) -> list[EngineTiming]:
-    """Forward + backward of LayerNorm [B, T, D] on the scalar engine and on the NumPy path, side by side.
+    """Forward + backward of LayerNorm [B, T, d] on the scalar engine and on the NumPy path, side by side.
 
     The engine builds the graph, the loss sum(y * dy) and runs backward(); the
     NumPy path runs ``layer_norm_forward`` and ``layer_norm_backward``. The
-    first shape uses the lesson's D, the others the widths in ``hidden``.
+    first shape uses the lesson's d, the others the widths in ``hidden``.
     """
     from microgradnorm import vectorized as V
 
@@ -240,7 +240,7 @@ def _check_positive_ints(name: str, values: Any) -> tuple[int, ...]:
     return tuple(values)
 
 
-NODE_FACTORS = (1, 3, 10, 30)  # the choices: about D, 3·D, 10·D, 30·D nodes (distinct for every D)
+NODE_FACTORS = (1, 3, 10, 30)  # the choices: about d, 3·d, 10·d, 30·d nodes (distinct for every d)
 
 
 def _nodes_prediction(total: int, d: int) -> Prediction:
@@ -253,9 +253,9 @@ def _nodes_prediction(total: int, d: int) -> Prediction:
         "sqrt, ...). A handful of nodes per number, each a Python object."
     ).format(total=total, d=d)
     return Prediction(
-        _("One LayerNorm row of D = {d} numbers, with gamma and beta: about how many scalar nodes?").format(d=d),
-        # Translators: {factor} is empty or a multiplier such as "3·": "about 3·D = 12"
-        tuple(_("about {factor}D = {n}").format(factor="" if k == 1 else f"{k}·", n=k * d) for k in NODE_FACTORS),
+        _("One LayerNorm row of d = {d} numbers, with gamma and beta: about how many scalar nodes?").format(d=d),
+        # Translators: {factor} is empty or a multiplier such as "3·": "about 3·d = 12"
+        tuple(_("about {factor}d = {n}").format(factor="" if k == 1 else f"{k}·", n=k * d) for k in NODE_FACTORS),
         answer,
         why,
         evidence,
@@ -270,7 +270,7 @@ def kernel_node_count(p: LessonParams) -> DemoOutput:
     total = sum(counts.values())
     d = p.dim
     head = assemble(
-        _("one row, D = {d}: {total} nodes, {per} per number of x"),
+        _("one row, d = {d}: {total} nodes, {per} per number of x"),
         d=Text(str(d), "bold"),
         total=Text(str(total), "bold"),
         per=Text(fmt(total / d, 3), "bold"),
@@ -365,10 +365,10 @@ def _cache_size_prediction(cache: tuple, x: np.ndarray) -> Prediction:
     sizes = (d, d + 1, d + 3, 3 * d)  # distinct for every d >= 2
     evidence = tuple(exactly(per_row, n, "numbers per row in the cache") for n in sizes)
     return Prediction(
-        _("Per row of D = {d} numbers, how many does this cache keep (gamma, shared by all rows, aside)?").format(d=d),
-        (f"D = {d}", f"D + 1 = {d + 1}", f"D + 3 = {d + 3}", f"3·D = {3 * d}"),
+        _("Per row of d = {d} numbers, how many does this cache keep (gamma, shared by all rows, aside)?").format(d=d),
+        (f"d = {d}", f"d + 1 = {d + 1}", f"d + 3 = {d + 3}", f"3·d = {3 * d}"),
         next((k for k, e in enumerate(evidence) if e), 0),
-        _("{n:g}: xhat's D numbers and one rstd; backward rebuilds the rest from them.").format(n=per_row),
+        _("{n:g}: xhat's d numbers and one rstd; backward rebuilds the rest from them.").format(n=per_row),
         evidence,
     )
 
@@ -402,7 +402,7 @@ def backward_needs(cache: Any, dy: np.ndarray) -> dict[str, bool | None]:
 
 @demo("kernel_cache_fields")
 def kernel_cache_fields(p: LessonParams) -> DemoOutput:
-    """What the vectorized LayerNorm's cache holds for x [B, T, D], in both modes, and what backward needs."""
+    """What the vectorized LayerNorm's cache holds for x [B, T, d], in both modes, and what backward needs."""
     from microgradnorm import vectorized as V
 
     x, gamma, beta, dy = lesson_problem(p)
@@ -598,7 +598,7 @@ _FAR = 1e7
 def _split_prediction(p: LessonParams) -> Prediction:
     """How large ``mu_lo`` is for a float32 row near _FAR: measured on a random row, against the float32 gap."""
     rng = rng_for(p.seed, 61)
-    row = (_FAR + rng.normal(0.0, 100.0, size=4096)).astype(np.float32)  # D
+    row = (_FAR + rng.normal(0.0, 100.0, size=4096)).astype(np.float32)  # d
     mean = float(np.sum(row, dtype=np.float64) / row.size)  # the kernel's float64 sum, then one division
     mu_hi = np.float32(mean)
     mu_lo = abs(mean - float(mu_hi))
@@ -692,7 +692,7 @@ class PassGroup:
 # LayerNorm with gamma and beta, read off vectorized/numpy_path.py and fused.py. Not counted: the
 # correction ``xshift -= resid[:, None]`` that runs only when the mean's rounding would
 # show in xhat, and the per-row statistics and per-worker partial sums (arrays of R or
-# [workers, D] numbers, not of R * D).
+# [workers, d] numbers, not of R * d).
 PASSES: dict[str, tuple[PassGroup, ...]] = {
     "forward": (
         PassGroup(
@@ -879,7 +879,7 @@ def kernel_memory_passes(
 def _x_reads_prediction() -> Prediction:
     """How many of NumPy's forward lines read x itself (the kernel: one loop does): the counted lines' answer."""
     numpy = [t for g in PASSES["forward"] if g.path == "numpy" for t in g.trips]
-    # a line reads x itself when x2 (x as [rows, D]) is an argument on the right of its "="
+    # a line reads x itself when x2 (x as [rows, d]) is an argument on the right of its "="
     reading = [t for t in numpy if t.reads and re.search(r"\bx2\b", t.find.split("=", 1)[1])]
     n = sum(t.reads for t in reading)
     what = "NumPy forward: whole-array reads of x itself"
@@ -903,9 +903,9 @@ def _x_reads_prediction() -> Prediction:
 
 @demo("kernel_exercise_shapes")
 def kernel_exercise_shapes(p: LessonParams) -> DemoOutput:
-    """The shapes of dx, dgamma and dbeta for x [B, T, D] (exercise 5's names), from step 4's llm.c-style backward."""
+    """The shapes of dx, dgamma and dbeta for x [B, T, d] (exercise 5's names), from step 4's llm.c-style backward."""
     rng = rng_for(p.seed, 67)
-    x = rng.normal(0.5, 2.0, size=(2, 3, p.dim))  # B,T,D
+    x = rng.normal(0.5, 2.0, size=(2, 3, p.dim))  # B,T,d
     gamma, beta = rng.uniform(0.5, 1.5, p.dim), rng.normal(size=p.dim)  # d
     y, cache = textbook.layer_norm_forward(x, gamma, beta, p.eps)
     dy = rng.normal(size=y.shape)  # B,T,d
@@ -916,14 +916,14 @@ def kernel_exercise_shapes(p: LessonParams) -> DemoOutput:
     ]
     what = "the shape of dgamma, dbeta"
     same = exactly(float(dgamma.shape == x.shape and dbeta.shape == x.shape), 1.0, f"{what} equals x's")
-    per_feature = exactly(float(dgamma.shape == (p.dim,) and dbeta.shape == (p.dim,)), 1.0, f"{what} is [D]")
+    per_feature = exactly(float(dgamma.shape == (p.dim,) and dbeta.shape == (p.dim,)), 1.0, f"{what} is [d]")
     per_row = exactly(float(dgamma.shape == (*x.shape[:-1], 1)), 1.0, f"{what} is [B, T, 1]")
     prediction = Prediction(
-        _("In exercise 5, x is [B, T, D]. Which shapes must your backward return?"),
+        _("In exercise 5, x is [B, T, d]. Which shapes must your backward return?"),
         (
-            _("dx, dgamma and dbeta all [B, T, D]"),
-            _("dx [B, T, D]; dgamma and dbeta [D]"),
-            _("dx [B, T, D]; dgamma and dbeta [B, T, 1]"),
+            _("dx, dgamma and dbeta all [B, T, d]"),
+            _("dx [B, T, d]; dgamma and dbeta [d]"),
+            _("dx [B, T, d]; dgamma and dbeta [B, T, 1]"),
         ),
         next((i for i, e in enumerate((same, per_feature, per_row)) if e), 1),
         _(

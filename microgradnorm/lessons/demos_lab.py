@@ -24,6 +24,7 @@ from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import cjk_text, keep_formulas, separated
 from microgradnorm.lab import experiments as E
 from microgradnorm.lab import pairs, show
+from microgradnorm.lab.train import Run
 from microgradnorm.lab.words import run_name
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.verdicts import above, all_of, at_least, at_most, below, exactly, mark
@@ -131,19 +132,54 @@ def lab_yours_curves(p: LessonParams) -> DemoOutput:
     return DemoOutput(Group(*parts), graph=show.figure(result), prediction=_curve_prediction(result))
 
 
+ROUNDING = 1e-12  # a relative error this small is float64 rounding, not a finite difference's own error
+
+
+def _referee_prediction(worst: float) -> Prediction:
+    """How closely the finite difference agrees with the right backward: its own error, not rounding."""
+    what = "right backward: worst relative error against finite differences"
+    evidence = (below(worst, ROUNDING, what), at_least(worst, ROUNDING, what) & at_most(worst, tol.FD_RTOL, what),
+                above(worst, tol.FD_RTOL, what))  # fmt: skip
+    answer = next(k for k, e in enumerate(evidence) if e)
+    if answer == 1:
+        # Translators: {h} is the finite difference's step, such as 1e-06
+        why = _(
+            "The worst relative error is {worst:.1e}. A central difference with step h = {h:.0e} adds an error "
+            "of its own, of order h² plus rounding ÷ h: far above the curves' rounding, far below a slip's error."
+        )
+    elif answer == 0:
+        why = _("The worst relative error is {worst:.1e}: here the finite difference agrees to rounding.")
+    else:
+        why = _("The worst relative error is {worst:.1e}: more than the pass mark allows.")
+    return Prediction(
+        _("Step 2's curves agreed to rounding. How closely does a finite difference agree with the right backward?"),
+        (
+            _("to rounding, as the curves did (below {r:.0e})").format(r=ROUNDING),
+            _("to between {r:.0e} and {rtol:.0e}").format(r=ROUNDING, rtol=tol.FD_RTOL),
+            _("worse than {rtol:.0e}").format(rtol=tol.FD_RTOL),
+        ),
+        answer,
+        why.format(worst=worst, h=tol.FD_STEP),
+        evidence,
+    )
+
+
 @demo("lab_gradient_check")
-def lab_gradient_check(p: LessonParams, which: tuple[str, ...] = ("right",)) -> DemoOutput:
-    """A LayerNorm pair's gradients against central finite differences (float64), as the grader checks them."""
+def lab_gradient_check(p: LessonParams, which: tuple[str, ...] = ("right",), ask: bool = False) -> DemoOutput:
+    """A LayerNorm pair's gradients against central finite differences (float64), as the grader checks them;
+    ``ask``: first ask how closely the right backward agrees."""
     # Translators: table headers; "backward" heads the names of the backward passes, "passes" the verdicts
     table = _table(pgettext("lab table header", "backward"), "dx", "dgamma", "dbeta",
                    pgettext("lab table header", "passes"))  # fmt: skip
+    checks = {}
     for name in which:
         pair = pairs.reference_pair() if name == "right" else pairs.mistake_pair(name)
-        c = pairs.gradient_check(pair, p.seed)
+        c = checks[name] = pairs.gradient_check(pair, p.seed)
         verdict = _("✓ yes") if mark(c.verdict) else _("✗ no")
         _row(table, run_name(name), f"{c.dx:.1e}", f"{c.dgamma:.1e}", f"{c.dbeta:.1e}", verdict)
     caption = _("relative error against finite differences; a pass is at most {rtol:.0e}").format(rtol=tol.FD_RTOL)
-    return DemoOutput(Group(table, _caption(caption)))
+    prediction = _referee_prediction(checks["right"].worst) if ask and "right" in checks else None
+    return DemoOutput(Group(table, _caption(caption)), prediction=prediction)
 
 
 @demo("lab_torch_status")
@@ -203,7 +239,7 @@ def lab_wrong_curves(p: LessonParams) -> DemoOutput:
 
 @demo("lab_wrong_why")
 def lab_wrong_why(p: LessonParams, part: str = "mean") -> DemoOutput:
-    """Why each slip goes unnoticed: where the mean path's error goes; the 1/D slip under Adam and under SGD."""
+    """Why each slip goes unnoticed: where the mean path's error goes; the 1/d slip under Adam and under SGD."""
     result = E.wrong(p.seed)
     if part == "mean":
         table = _table(_block(), _("error in dW"), _("of it, not a shift"))
@@ -211,19 +247,19 @@ def lab_wrong_why(p: LessonParams, part: str = "mean") -> DemoOutput:
             _row(table, str(k + 1), f"{err:.0%}", f"{kept:.0%}" if kept > 1e-3 else f"{kept:.0e}")
         caption = _caption(_("sizes relative to the block's right gradient, on the first minibatch; a shift: the "
                              "same change in every row of W"))  # fmt: skip
-        keys = ("mean-shift", "mean-last", "mean-earlier", "mean-downhill")
-        return DemoOutput(Group(table, caption, _claims(result, *keys)))
+        return DemoOutput(Group(table, caption, _claims(result, "mean-shift", "mean-downhill")),
+                          prediction=_not_a_shift_prediction(result))  # fmt: skip
     if part == "adam":
-        table = _table(_block(), _("slip's gradient / right"), "D^k")
+        table = _table(_block(), _("slip's gradient / right"), "d^k")
         for k, (ratio, power) in enumerate(result.extra["factor_blocks"]):
             _row(table, str(k + 1), f"{ratio:,.0f}", f"{E.MLP.width}^{E.MLP.depth - k} = {power:,.0f}")
-        off = result.numbers["no-1/D: Adam's first step off by"]
-        what = "no-1/D: Adam's first step, off by (relative to the right step)"
+        off = result.numbers["no-1/d: Adam's first step off by"]
+        what = "no-1/d: Adam's first step, off by (relative to the right step)"
         evidence = (below(off, CLOSE_STEP, what), at_least(off, CLOSE_STEP, what) & below(off, 1.0, what),
                     at_least(off, 1.0, what))  # fmt: skip
         prediction = Prediction(
             _(
-                "With the 1/D slip every weight gradient is D^k times too large. How far is Adam's first step from "
+                "With the 1/d slip every weight gradient is d^k times too large. How far is Adam's first step from "
                 "the right one?"
             ),
             (
@@ -237,20 +273,23 @@ def lab_wrong_why(p: LessonParams, part: str = "mean") -> DemoOutput:
         )
         return DemoOutput(Group(table, _claims(result, "factor-powers", "factor-adam")), prediction=prediction)
     sgd = result.extra["sgd"]
+    if part == "blind":
+        return _mean_path_under_sgd(sgd)
     series = {
-        _("{name} ({optimizer})").format(name=run_name(k), optimizer="SGD"): show.smooth(sgd[k].losses) for k in sgd
+        _("{name} ({optimizer})").format(name=run_name(k), optimizer="SGD"): show.smooth(sgd[k].losses)
+        for k in ("right", "no-1/d")
     }
     chart = line_chart(series, height=HEIGHT)
     figure = line_chart_svg(series, title=_("Plain SGD, lr {lr:g}").format(lr=E.WRONG_SGD.lr), xlabel=show.step_axis())
-    slip = sgd["no-1/D"]
+    slip = sgd["no-1/d"]
     ran, end = len(slip.losses), E.final_loss(slip)
     steps, half = E.WRONG_SGD.steps, E.GUESSING / 2
-    full = at_least(ran, steps, "steps the no-1/D run made (it stops at a non-finite loss)")
-    what = "no-1/D with SGD: training loss, last 10 minibatches, vs half of ln 3"
+    full = at_least(ran, steps, "steps the no-1/d run made (it stops at a non-finite loss)")
+    what = "no-1/d with SGD: training loss, last 10 minibatches, vs half of ln 3"
     evidence = (full & below(end, half, what), full & at_least(end, half, what),
-                below(ran, steps, "steps the no-1/D run made (it stops at a non-finite loss)"))  # fmt: skip
+                below(ran, steps, "steps the no-1/d run made (it stops at a non-finite loss)"))  # fmt: skip
     prediction = Prediction(
-        _("Plain SGD at {lr:g} with the 1/D slip: what does the network do in {steps} steps?").format(
+        _("Plain SGD at {lr:g} with the 1/d slip: what does the network do in {steps} steps?").format(
             lr=E.WRONG_SGD.lr, steps=steps
         ),
         (
@@ -266,6 +305,69 @@ def lab_wrong_why(p: LessonParams, part: str = "mean") -> DemoOutput:
         evidence,
     )
     return DemoOutput(Group(chart, _claims(result, "sgd-stall", "sgd-growth")), graph=figure, prediction=prediction)
+
+
+NOT_A_SHIFT = 0.01  # a block whose weight-gradient error, shift taken out, exceeds 1% of its gradient
+
+
+def _not_a_shift_prediction(result: E.Outcome) -> Prediction:
+    """Which blocks get an error from the missing mean path that LayerNorm does not remove (table column 3)."""
+    kept = [k for _err, k in result.extra["mean_path_blocks"]]
+    what = "no-mean-path: block {k}'s weight-gradient error left after the shift, relative"
+    yes = [above(v, NOT_A_SHIFT, what.format(k=k + 1)) for k, v in enumerate(kept)]
+    no = [at_most(v, NOT_A_SHIFT, what.format(k=k + 1)) for k, v in enumerate(kept)]
+    named = (all_of(*no), all_of(*no[:-1], yes[-1]), all_of(*yes[:-1], no[-1]), all_of(*yes))
+    evidence = (*named, exactly(sum(bool(e) for e in named), 0, "patterns among the first four choices"))
+    listed = separated([f"{k + 1} {v:.0%}" if v > 1e-3 else f"{k + 1} {v:.0e}" for k, v in enumerate(kept)])
+    return Prediction(
+        _(
+            "Without the mean path, dx is off by one number per row. In which blocks does the weight gradient's "
+            "error keep over {share:.0%} of the gradient once its shift is taken out?"
+        ).format(share=NOT_A_SHIFT),
+        (
+            _("in no block"),
+            _("only in the last block"),
+            _("in every block but the last"),
+            _("in every block"),
+            _("another pattern"),
+        ),
+        next(k for k, e in enumerate(evidence) if e),
+        # Translators: {blocks} is a list such as "1 20%, 2 16%, 3 14%, 4 3e-16" (block number, share)
+        _("Per block: {blocks}.").format(blocks=listed),
+        evidence,
+    )
+
+
+def _mean_path_under_sgd(sgd: dict[str, Run]) -> DemoOutput:
+    """Lesson 16's last step: the no-mean-path slip under the plain SGD that exposed the 1/d slip."""
+    ends = {k: E.final_loss(r) for k, r in sgd.items()}
+    table = _table(pgettext("lab table header", "backward"), _("steps run"), _("training loss: step 1 → end"))
+    for k, r in sgd.items():
+        _row(table, run_name(k), f"{len(r.losses)} / {E.WRONG_SGD.steps}", f"{r.losses[0]:.2f} → {ends[k]:.2f}")
+    slip, steps, half = sgd["no-mean-path"], E.WRONG_SGD.steps, E.GUESSING / 2
+    ran, end = len(slip.losses), ends["no-mean-path"]
+    ran_what = "steps the no-mean-path run made with SGD (it stops at a non-finite loss)"
+    full = at_least(ran, steps, ran_what)
+    what = "no-mean-path with SGD: training loss, last 10 minibatches, vs half of ln 3"
+    evidence = (full & below(end, half, what), full & at_least(end, half, what), below(ran, steps, ran_what))
+    prediction = Prediction(
+        _("The same plain SGD, now with the no-mean-path slip: what does the network do in {steps} steps?").format(
+            steps=steps
+        ),
+        (
+            _("it trains (training loss below half of ln 3)"),
+            _("it neither trains nor blows up"),
+            _("it blows up (the loss stops being a number)"),
+        ),
+        next((k for k, e in enumerate(evidence) if e), 2),
+        _(
+            "It ran {ran} of {steps} steps and ended at a training loss of {loss:.2f} (half of ln 3: {half:.2f})."
+        ).format(ran=ran, steps=steps, loss=end, half=half),
+        evidence,
+    )
+    caption = _caption(_("plain SGD at {lr:g}; the end: mean over the last {n} minibatches").format(
+        lr=E.WRONG_SGD.lr, n=E.SMOOTH))  # fmt: skip
+    return DemoOutput(Group(table, caption), prediction=prediction)
 
 
 def _block() -> str:
