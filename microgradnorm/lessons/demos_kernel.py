@@ -904,11 +904,8 @@ def _x_reads_prediction() -> Prediction:
 @demo("kernel_exercise_shapes")
 def kernel_exercise_shapes(p: LessonParams) -> DemoOutput:
     """The shapes of dx, dgamma and dbeta for x [B, T, d] (exercise 5's names), from step 4's llm.c-style backward."""
-    rng = rng_for(p.seed, 67)
-    x = rng.normal(0.5, 2.0, size=(2, 3, p.dim))  # B,T,d
-    gamma, beta = rng.uniform(0.5, 1.5, p.dim), rng.normal(size=p.dim)  # d
-    y, cache = textbook.layer_norm_forward(x, gamma, beta, p.eps)
-    dy = rng.normal(size=y.shape)  # B,T,d
+    x, gamma, beta, dy = lesson_problem(p)  # the input of step 4, so the shapes match the code shown there
+    _y, cache = textbook.layer_norm_forward(x, gamma, beta, p.eps)
     dx, dgamma, dbeta = textbook.layer_norm_backward(dy, cache)
     rows = [
         ["x, dy, dx", _shape(dx.shape), _("one per input number")],
