@@ -7,6 +7,7 @@ the lessons show (0, and 3 for the changed-option render).
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
@@ -388,3 +389,75 @@ def test_lesson_17_prints_the_same_numbers_when_run_twice_at_one_seed(tmp_path):
         assert done.returncode == 0, done.stderr
         outputs.append(done.stdout)
     assert "✓" in outputs[0] and outputs[0] == outputs[1]
+
+
+# ---- the questions of lessons 15 and 16 (demos_lab): answers against what the theory fixes ------------------
+
+
+def _lab_question(name: str, seed: int = 0, **args):
+    from microgradnorm.lessons.demos import LessonParams, run_demo
+
+    return run_demo(name, LessonParams(seed=seed), args)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_referee_question_answers_finite_differences_own_error(seed):
+    """A central difference with h = 1e-6 in float64 is off by far more than rounding (h² and 1e-16 / h are both
+    above 1e-12) and, for the right backward, far less than the pass mark: the middle choice, every seed."""
+    q = _lab_question("lab_gradient_check", seed, ask=True).prediction
+    worst = pairs.gradient_check(pairs.reference_pair(), seed).worst
+    assert q.answer == 1 and 1e-12 <= worst <= tol.FD_RTOL
+    assert f"{worst:.1e}" in q.why
+    assert _lab_question("lab_gradient_check", seed).prediction is None
+
+
+def test_the_not_a_shift_question_names_every_block_but_the_last():
+    """The last block's Linear feeds a LayerNorm directly, so the missing mean path changes its gradient by a
+    shift only; the earlier blocks get the error through later weights, where it is no shift."""
+    q = _lab_question("lab_wrong_why", part="mean").prediction
+    assert q.choices[q.answer] == "in every block but the last"
+
+
+@pytest.mark.parametrize(
+    ("kept", "answer"),
+    [((0.0, 0.0, 0.0), 0), ((0.0, 0.0, 0.3), 1), ((0.2, 0.3, 0.0), 2), ((0.2, 0.3, 0.4), 3), ((0.0, 0.3, 0.0), 4)],
+)
+def test_the_not_a_shift_question_has_one_true_choice_per_pattern(kept, answer):
+    from types import SimpleNamespace
+
+    from microgradnorm.lessons.demos_lab import _not_a_shift_prediction
+
+    q = _not_a_shift_prediction(SimpleNamespace(extra={"mean_path_blocks": [(1.0, k) for k in kept]}))
+    assert q.answer == answer
+    assert [bool(e) for e in q.evidence] == [k == answer for k in range(len(q.choices))]
+
+
+def test_the_mean_path_slip_trains_under_the_sgd_that_stalls_the_factor_slip():
+    result = E.wrong(0)
+    q = _lab_question("lab_wrong_why", part="blind").prediction
+    end = E.final_loss(result.extra["sgd"]["no-mean-path"])
+    assert q.answer == (0 if end < E.GUESSING / 2 else 1)
+    assert f"{end:.2f}" in q.why
+    # step 5's chart still draws the right backward and the factor slip only
+    from rich.console import Console
+
+    console = Console(width=100, record=True, file=io.StringIO())
+    console.print(_lab_question("lab_wrong_why", part="sgd").renderable)
+    shown = console.export_text()
+    assert "no-1/d (SGD)" in shown and "no-mean-path" not in shown
+
+
+@pytest.mark.skipif(not E.have_torch(), reason="needs PyTorch")
+def test_the_kept_question_reads_what_autograd_saved():
+    """PyTorch's native layer_norm saves input, weight, bias, mean and rstd; this package's op saves no xhat."""
+    out = _lab_question("lab_torch_status", ask=True)
+    q = out.prediction
+    assert q.choices[q.answer] == "no: it keeps x and rebuilds xhat"
+    import torch
+
+    from microgradnorm.lessons.demos_lab import _saved_for_backward
+
+    x = torch.randn(2, 3, 5, dtype=torch.float64, requires_grad=True)
+    names = sorted(n for n, _s in _saved_for_backward(torch.nn.LayerNorm(5, dtype=torch.float64), x))
+    assert names == ["beta", "gamma", "mean", "rstd", "x"]
+    assert _lab_question("lab_torch_status").prediction is None

@@ -182,17 +182,71 @@ def lab_gradient_check(p: LessonParams, which: tuple[str, ...] = ("right",), ask
     return DemoOutput(Group(table, _caption(caption)), prediction=prediction)
 
 
+def _saved_for_backward(layer, x) -> list[tuple[str, tuple[int, ...]]]:
+    """What autograd keeps of one forward call of ``layer`` on ``x``: each tensor named by what it equals,
+    with its shape."""
+    import torch
+
+    mean = x.mean(-1, keepdim=True)
+    rstd = (x.var(-1, unbiased=False, keepdim=True) + layer.eps).rsqrt()
+    known = {"x": x, "gamma": layer.weight, "beta": layer.bias}
+    names: list[tuple[str, tuple[int, ...]]] = []
+
+    def pack(t):
+        same = [k for k, v in known.items() if v is not None and t.shape == v.shape and t.data_ptr() == v.data_ptr()]
+        if not same:  # a per-row statistic: named by its value (shapes differ: [2, 3] or [2, 3, 1])
+            rows = t.reshape(mean.shape) if t.numel() == mean.numel() else None
+            same = [k for k, v in (("mean", mean), ("rstd", rstd)) if rows is not None and torch.allclose(rows, v)]
+        names.append((same[0] if same else f"? {list(t.shape)}", tuple(t.shape)))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        layer(x)
+    return names
+
+
+def _kept_prediction(kept: dict[str, list[tuple[str, tuple[int, ...]]]], shape: tuple[int, ...]) -> Prediction:
+    """Does microgradnorm.torch.LayerNorm keep xhat between the passes? Answered from what autograd saved."""
+    ours = kept["microgradnorm.torch.LayerNorm"]
+    full = sum(s == shape for _name, s in ours)
+    what = "microgradnorm.torch.LayerNorm: tensors the size of x saved for backward"
+    evidence = (at_least(full, 2, what), at_most(full, 1, what))
+    return Prediction(
+        _("Its backward needs xhat. Does microgradnorm.torch.LayerNorm keep xhat between the two passes?"),
+        (_("yes, beside x"), _("no: it keeps x and rebuilds xhat")),
+        next(k for k, e in enumerate(evidence) if e),
+        # Translators: {kept} is a list such as "x, gamma, mean, rstd"
+        _("Autograd kept {kept} for its backward.").format(kept=separated([n for n, _s in ours])),
+        evidence,
+    )
+
+
 @demo("lab_torch_status")
-def lab_torch_status(p: LessonParams) -> DemoOutput:
-    """Whether PyTorch is installed here, and what the bridge's layers run on."""
+def lab_torch_status(p: LessonParams, ask: bool = False) -> DemoOutput:
+    """Whether PyTorch is installed here, what the bridge's layers run on; ``ask``: what LayerNorm keeps for
+    backward, measured with autograd's saved-tensor hooks beside torch.nn.LayerNorm's."""
     from microgradnorm import vectorized as V
 
     table = _table("", "")
+    prediction = None
     if E.have_torch():
         import torch
 
+        import microgradnorm.torch as mt
+
         _row(table, "PyTorch", torch.__version__)
         _row(table, _("microgradnorm.torch layers"), separated(["LayerNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d"]))
+        if ask:
+            torch.manual_seed(p.seed)
+            x = torch.randn(2, 3, 5, dtype=torch.float64, requires_grad=True)
+            layers = {"torch.nn.LayerNorm": torch.nn.LayerNorm(5, dtype=torch.float64),
+                      "microgradnorm.torch.LayerNorm": mt.LayerNorm(5, dtype=torch.float64)}  # fmt: skip
+            kept = {name: _saved_for_backward(layer, x) for name, layer in layers.items()}
+            # Translators: table header: what each layer keeps between its forward and its backward pass
+            saved = _table(_("kept for backward, x [2, 3, 5]"), "")
+            for name, names in kept.items():
+                _row(saved, name, separated([n for n, _s in names]))
+            prediction = _kept_prediction(kept, tuple(x.shape))
     else:
         _row(table, "PyTorch", _("not installed: {install}").format(install=INSTALL))
     info = V.backend_info()
@@ -202,7 +256,7 @@ def lab_torch_status(p: LessonParams) -> DemoOutput:
         _("their kernels (vectorized backend)"),
         _("{active} ({reason})").format(active=info.active, reason=info.reason),
     )
-    return DemoOutput(table)
+    return DemoOutput(Group(table, saved) if prediction else table, prediction=prediction)
 
 
 # ---- lesson 16: a wrong backward that trains -------------------------------------------------------------
