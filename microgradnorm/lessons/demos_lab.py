@@ -243,7 +243,7 @@ def lab_torch_status(p: LessonParams, ask: bool = False) -> DemoOutput:
                       "microgradnorm.torch.LayerNorm": mt.LayerNorm(5, dtype=torch.float64)}  # fmt: skip
             kept = {name: _saved_for_backward(layer, x) for name, layer in layers.items()}
             # Translators: table header: what each layer keeps between its forward and its backward pass
-            saved = _table(_("kept for backward, x [2, 3, 5]"), "")
+            saved = _table(_("kept for backward"), "")
             for name, names in kept.items():
                 _row(saved, name, separated([n for n, _s in names]))
             prediction = _kept_prediction(kept, tuple(x.shape))
