@@ -206,9 +206,8 @@ def path_tag(path: str) -> str:
 
 
 def num(v: float, digits: int = 4) -> str:
-    """A number for a narrow table: ``digits`` significant digits, never '-0'."""
-    s = fmt(float(v), digits)
-    return "0" if s in ("-0", "0") else s
+    """A number for a narrow table: ``digits`` significant digits, never '-0' (:func:`microgradnorm.numfmt.fmt`)."""
+    return fmt(float(v), digits)
 
 
 def vec(values: Iterable[float], digits: int = 4) -> str:

@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 
 from microgradnorm.i18n import _, pgettext
+from microgradnorm.numfmt import plain
 from microgradnorm.registry import spec_for
 from microgradnorm.viz.graph import Drawing
 from microgradnorm.viz.paths import GradientPaths
@@ -62,14 +63,8 @@ _FORMULAS: dict[tuple[str, str] | str, str] = {
 
 
 def num(v: float) -> str:
-    """A compact number: 4 significant digits, no exponent for ordinary magnitudes."""
-    if v != v:
-        return "nan"
-    if v in (float("inf"), float("-inf")):
-        return "inf" if v > 0 else "-inf"
-    if v == 0.0:
-        return "0"
-    return f"{v:.4g}"
+    """A compact number: 4 significant digits, no exponent for ordinary magnitudes, nan and inf spelled out."""
+    return plain(v, 4)
 
 
 def esc(text: str) -> str:
