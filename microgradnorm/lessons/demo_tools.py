@@ -23,7 +23,7 @@ from microgradnorm import tolerances as tol
 from microgradnorm.engine import Value
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import CJKText, assemble, cjk_text
-from microgradnorm.numfmt import err, fmt
+from microgradnorm.numfmt import err, fmt, sci
 from microgradnorm.present import shown_error
 from microgradnorm.registry import get_norm
 from microgradnorm.trace import Contribution, Trace
@@ -87,15 +87,8 @@ def random_gamma(seed: int, d: int, *, salt: int = 1) -> np.ndarray:
     return rng_for(seed, salt).uniform(0.5, 1.5, size=d)
 
 
-def sci(v: float, digits: int = 2) -> str:
-    """A number in scientific notation, for errors and residuals (NaN as a dash)."""
-    if v != v:
-        return "—"
-    return f"{v + 0.0:.{digits}e}"  # + 0.0 turns -0.0 into 0.0
-
-
 def ratio(a: float, b: float) -> float:
-    """a / b, or NaN when b is 0 (shown as a dash by :func:`sci` and :func:`fmt`)."""
+    """a / b, or NaN when b is 0 (shown as a dash by :func:`sci` and :func:`fmt`, from :mod:`microgradnorm.numfmt`)."""
     return a / b if b != 0 else math.nan
 
 

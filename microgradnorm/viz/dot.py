@@ -49,7 +49,7 @@ from microgradnorm.i18n import _, pgettext
 from microgradnorm.norms import NormGraph
 from microgradnorm.viz.collapsed import collapsed_view
 from microgradnorm.viz.full import full_view
-from microgradnorm.viz.graph import Drawing, drawing, highlighted
+from microgradnorm.viz.graph import Drawing, drawing, drawn_nodes, highlighted
 from microgradnorm.viz.paths import GradientPaths, gradient_paths
 from microgradnorm.viz.style import EDGE, FONT, PATH_COLOURS, default_title, esc, num
 
@@ -113,7 +113,7 @@ def to_dot(
         body = collapsed_view(d, grad=grad, paths=info, focus=focus, ids=ids)
     else:
         body = full_view(d, grad=grad, paths=info, focus=focus, edge_labels=edge_labels, rankdir=rankdir, ids=ids)
-    size = 0 if collapse else len(d.order) + sum(1 for node in d.order if node.children)
+    size = 0 if collapse else drawn_nodes(d.order)
     lines = _header(default_title(d, title, grad), rankdir, size, clusters_in_order=not collapse)
     lines += body
     if info is not None:

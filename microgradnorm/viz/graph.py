@@ -100,7 +100,11 @@ def drawing(obj: Any, graph: NormGraph | None = None) -> Drawing:
 def graph_size(obj: Any, *, graph: NormGraph | None = None) -> int:
     """How many nodes the full view draws: one per Value plus one per op."""
     roots, _ = _resolve(obj, graph)
-    order = topological_order(roots)
+    return drawn_nodes(topological_order(roots))
+
+
+def drawn_nodes(order: list[Value]) -> int:
+    """How many nodes the full view draws for the Values in ``order``: one per Value plus one per op."""
     return len(order) + sum(1 for node in order if node.children)
 
 
