@@ -21,8 +21,6 @@ from microgradnorm.norms import NormGraph, layer_norm
 from microgradnorm.registry import get_norm
 from microgradnorm.trace import EdgeTagger, Trace, trace_backward
 
-# ---- LayerNorm problems, names and paths ------------------------------------------------
-
 
 def ln_problem(p: LessonParams, rows: int | None = None) -> tuple[np.ndarray, ...]:
     """x, gamma, beta, dy for the lesson: :func:`check.random_problem` rounded to 2 decimals.

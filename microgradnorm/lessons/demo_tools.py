@@ -168,6 +168,8 @@ def matrix_table(m: np.ndarray, *, title: str | None = None, digits: int = 3, ro
     return number_table(headers, rows, title=title, padding=(0, 0, 0, 1))
 
 
+# ---- the three paths into x ------------------------------------------------------------------
+
 # The three paths from x_i to the loss, their colours and their names (the
 # names are printed too, so that NO_COLOR loses nothing).
 PATHS = ("direct", "mean", "var")

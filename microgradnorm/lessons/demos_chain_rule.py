@@ -25,8 +25,6 @@ from microgradnorm.lessons.source import backward_code, code_of, op_code
 from microgradnorm.trace import trace_backward
 from microgradnorm.verdicts import Check, Checks, above, all_of, at_most, claim, closest, exactly, first_holding
 
-# ---- lesson 1: small Value graphs -------------------------------------------------------
-
 
 def _lesson1_numbers(seed: int) -> dict[str, float]:
     """a, b, c, f: one decimal each, between 0.5 and 3 in size, signs at random."""

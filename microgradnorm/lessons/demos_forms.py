@@ -31,8 +31,6 @@ from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, de
 from microgradnorm.numfmt import err
 from microgradnorm.verdicts import above, all_of, at_most, claim, close_to, closest, exactly, first_holding
 
-# ---- lesson 6: one formula, several forms ----------------------------------------------------
-
 
 def _forms(x: np.ndarray, gamma: np.ndarray, dy: np.ndarray, eps: float) -> dict[str, np.ndarray]:
     """dL/dx of one vector by each closed form in formulas.py."""

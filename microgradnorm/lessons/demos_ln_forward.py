@@ -31,8 +31,6 @@ from microgradnorm.norms import layer_norm
 from microgradnorm.numfmt import err, nbytes_text
 from microgradnorm.verdicts import above, all_of, at_most, below, claim, exactly, first_holding, within
 
-# ---- lesson 3: LayerNorm forward ---------------------------------------------------------
-
 
 @demo("ln_problem_table")
 def ln_problem_table(p: LessonParams, show_dy: bool = False) -> DemoOutput:
