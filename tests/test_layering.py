@@ -6,8 +6,8 @@ a module and inside its functions alike (a function-level import is still an arr
 - the textbook core imports only the standard library, NumPy and the core;
 - the workshop never imports the CLI's floor (``cli``, ``commands``, the ``__main__`` scripts, the
   translators' tools in ``i18n_tools``);
-- the shared drawing package and the runtime translation import no feature (no lesson, lab, exercise,
-  page or graph module);
+- the shared drawing packages (charts and figures, the graph drawings in DOT) and the runtime translation
+  import no feature (no lesson, lab, exercise, page, file output or command module);
 - only ``microgradnorm.torch`` imports torch when it is imported (elsewhere torch is imported where it is used);
 - the core imports nothing by a string (``importlib.import_module``): an arrow no reader or tool sees;
 - no import circle, whichever floor (a circle is named by all its modules), counting the imports made only
@@ -41,10 +41,8 @@ CORE = {
     "microgradnorm.textbook",  # the textbook NumPy file
     "microgradnorm.numfmt",  # numbers as the package shows them (standard library only: every floor may use it)
 }
-DRAWING_AND_TRANSLATION = ("microgradnorm.drawing", "microgradnorm.i18n")
-FEATURES = ("lessons", "lab", "exercises", "page", "viz", "bench", "check", "present", "torch", "commands", "cli")
-
-_PAGE_CIRCLE = "microgradnorm.page.data microgradnorm.page.render microgradnorm.viz"
+# shared by the features above them: the charts and figures, the graph drawings (DOT), the runtime translation
+DRAWING_AND_TRANSLATION = ("microgradnorm.drawing", "microgradnorm.viz", "microgradnorm.i18n")
 # (rule, importer, imported) -> who removes it. The lead clears this list at the merge.
 KNOWN: dict[tuple[str, str, str], str] = {}
 
@@ -200,13 +198,14 @@ def circles(
 def test_the_checker_sees_an_upward_import_a_circle_and_a_core_import_of_rich():
     """The rules themselves, on a made-up package: each kind of arrow against the floors is found."""
     modules = {"microgradnorm.engine", "microgradnorm.lessons.runner", "microgradnorm.cli", "microgradnorm.a"}
-    modules |= {"microgradnorm.b", "microgradnorm.drawing.charts"}
+    modules |= {"microgradnorm.b", "microgradnorm.drawing.charts", "microgradnorm.viz.dot", "microgradnorm.page.render"}
     graph = {
         "microgradnorm.engine": [("rich.text", True), ("math", True), ("importlib.import_module", False)],
         "microgradnorm.lessons.runner": [("microgradnorm.cli", False)],
         "microgradnorm.a": [("microgradnorm.b", False)],
         "microgradnorm.b": [("microgradnorm.a", True), ("torch", True)],
         "microgradnorm.drawing.charts": [("microgradnorm.lessons.runner", False)],
+        "microgradnorm.viz.dot": [("microgradnorm.page.render", False), ("microgradnorm.i18n", True)],
         "microgradnorm.cli": [],
     }
     assert violations(graph, modules) == {
@@ -214,6 +213,7 @@ def test_the_checker_sees_an_upward_import_a_circle_and_a_core_import_of_rich():
         ("hidden", "microgradnorm.engine", "importlib.import_module"),
         ("floor", "microgradnorm.lessons.runner", "microgradnorm.cli"),
         ("shared", "microgradnorm.drawing.charts", "microgradnorm.lessons.runner"),
+        ("shared", "microgradnorm.viz.dot", "microgradnorm.page.render"),
         ("torch", "microgradnorm.b", "torch"),
     }
     assert circles(graph, modules) == {("circle", "microgradnorm.a", "microgradnorm.b")}

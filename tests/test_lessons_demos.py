@@ -19,10 +19,15 @@ from rich.console import Console
 from microgradnorm import formulas
 from microgradnorm import tolerances as tol
 from microgradnorm.engine import Value, topological_order
-from microgradnorm.lessons import demos_core as core
+from microgradnorm.lessons import demo_layernorm as ln
+from microgradnorm.lessons import demos_chain_rule as chain
+from microgradnorm.lessons import demos_forms as forms
+from microgradnorm.lessons import demos_ln_forward as forward
+from microgradnorm.lessons.demo_tools import num
 from microgradnorm.lessons.demos import DEMOS, LessonParams, load_demos, run_demo
 from microgradnorm.lessons.format import load_lessons
 from microgradnorm.norms import batch_norm, rms_norm
+from microgradnorm.trace import trace_backward
 from tests import tolerances as test_tol
 from tests.helpers import rendered as _text
 
@@ -37,7 +42,7 @@ def _lesson(number: int):
 @given(st.integers(2, 7), st.integers(0, 10_000), st.sampled_from([0.0, 1e-5, 0.1]))
 def test_traced_paths_into_x_match_the_closed_form_three_paths(dim, seed, eps):
     p = LessonParams(dim=dim, seed=seed, eps=eps)
-    built, trace = core.traced(p)
+    built, trace = ln.traced(p)
     m = formulas.moments(built.x, (-1,), eps)
     g = formulas.dxhat(built.dy, built.gamma)
     direct, via_mean, via_var = formulas.dx_paths(g, m.xshift, m.std, m.rstd, (-1,))
@@ -53,7 +58,7 @@ def test_traced_paths_into_x_match_the_closed_form_three_paths(dim, seed, eps):
 
 
 def test_the_trace_records_every_contribution_and_counts_them():
-    built, trace = core.traced(LessonParams(dim=4))
+    built, trace = ln.traced(LessonParams(dim=4))
     order = topological_order(built.loss)
     edges = sum(len(n.children) for n in order)
     assert len(trace.contributions) == edges
@@ -72,41 +77,41 @@ def test_trace_backward_equals_value_backward_on_other_norms(build):
     out = build([0.3, -1.2, 2.0, 0.7])
     graph = out.graph
     loss = graph.loss(np.ones(graph.shape).tolist())
-    core.trace_backward(loss)  # raises if any node differs from Value.backward
+    trace_backward(loss)  # raises if any node differs from Value.backward
     assert all(v.grad != 0.0 for v in graph["xhat"])
 
 
 def test_the_shared_node_example_needs_both_accumulation_and_the_order():
-    v = core._lesson1_numbers(3)
-    root, leaves = core._example("shared", v)
+    v = chain._lesson1_numbers(3)
+    root, leaves = chain._example("shared", v)
     good = list(reversed(topological_order(root)))
-    fd = {k: core._finite_difference("shared", v, k) for k in leaves}
-    core._backward_in_order(root, good)
+    fd = {k: chain._finite_difference("shared", v, k) for k in leaves}
+    chain._backward_in_order(root, good)
     assert all(math.isclose(leaves[k].grad, fd[k], rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL) for k in leaves)
-    core._backward_in_order(root, core._first_reached(root))
+    chain._backward_in_order(root, chain._first_reached(root))
     assert not math.isclose(leaves["a"].grad, fd["a"], rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
-    core._backward_in_order(root, good, accumulate=False)
+    chain._backward_in_order(root, good, accumulate=False)
     assert not math.isclose(leaves["a"].grad, fd["a"], rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
-    square, leaves_sq = core._example("square", v)
+    square, leaves_sq = chain._example("square", v)
     square.backward()
     assert leaves_sq["a"].grad == pytest.approx(2 * v["a"])
 
 
 @pytest.mark.parametrize("example", ["chain", "shared"])
 def test_chain_rule_paths_sum_to_the_finite_difference(example):
-    v = core._lesson1_numbers(11)
-    root, leaves = core._example(example, v)
+    v = chain._lesson1_numbers(11)
+    root, leaves = chain._example(example, v)
     for name, leaf in leaves.items():
-        total = sum(math.prod(d for _, _, d in trail) for trail in core._paths(root, leaf))
-        assert math.isclose(total, core._finite_difference(example, v, name), rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
-    assert len(core._paths(root, leaves["a"])) == (2 if example == "shared" else 1)
+        total = sum(math.prod(d for _, _, d in trail) for trail in chain._paths(root, leaf))
+        assert math.isclose(total, chain._finite_difference(example, v, name), rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
+    assert len(chain._paths(root, leaves["a"])) == (2 if example == "shared" else 1)
 
 
 def test_x_gradient_of_the_lesson_matches_pytorch():
     torch = pytest.importorskip("torch")
     p = LessonParams(dim=5, seed=4)
-    built = core.build_ln(p)
-    core.backprop(built)
+    built = ln.build_ln(p)
+    ln.backprop(built)
     x = torch.tensor(built.x, dtype=torch.float64, requires_grad=True)
     w = torch.tensor(built.gamma, dtype=torch.float64, requires_grad=True)
     b = torch.tensor(built.beta, dtype=torch.float64, requires_grad=True)
@@ -122,7 +127,7 @@ def test_x_gradient_of_the_lesson_matches_pytorch():
 
 @pytest.mark.parametrize("rows", [None, 2])
 def test_every_layernorm_node_gets_a_unique_readable_name(rows):
-    built = core.build_ln(LessonParams(dim=4), rows)
+    built = ln.build_ln(LessonParams(dim=4), rows)
     nodes = [n for n in topological_order(built.loss) if id(n) not in built.constants]
     names = [built.name(n) for n in nodes]
     assert len(set(names)) == len(names)
@@ -137,7 +142,7 @@ def test_lesson_3_shows_every_forward_node_exactly_once():
     parts = [call.args.get("stages") for call in _calls(3, "ln_forward_steps")]
     shown = [s for part in parts for s in part]
     assert len(shown) == len(set(shown))
-    built = core.build_ln(LessonParams(dim=4))
+    built = ln.build_ln(LessonParams(dim=4))
     assert set(shown) == {n.stage for n in topological_order(built.graph.roots())}
 
 
@@ -145,7 +150,7 @@ def test_lessons_4_and_5_show_every_backward_contribution_exactly_once():
     parts = [call.args.get("stages") for number in (4, 5) for call in _calls(number, "ln_backward_steps")]
     shown = [s for part in parts for s in part]
     assert len(shown) == len(set(shown))
-    _, trace = core.traced(LessonParams(dim=4))
+    _, trace = ln.traced(LessonParams(dim=4))
     assert set(shown) == {c.out.stage for c in trace.contributions}
 
 
@@ -175,10 +180,14 @@ PARAMS = [
 ]
 
 
+# the modules of lessons 1 and 3 to 6 (demos_backward also holds lesson 4 and 5's questions beyond the sweep)
+CORE_DEMO_MODULES = {m.__name__ for m in (chain, forward, forms)} | {"microgradnorm.lessons.demos_backward"}
+
+
 def _check_every_core_demo(p: LessonParams) -> None:
     load_demos()
     for name, spec in sorted(DEMOS.items()):
-        if spec.module != core.__name__:
+        if spec.module not in CORE_DEMO_MODULES:
             continue
         calls = [{}]
         if name == "ln_forward_steps":
@@ -231,10 +240,10 @@ def test_the_lesson_problem_never_has_a_constant_row(monkeypatch):
     def constant(spec, shape, seed):
         return np.full(shape, 0.5), np.ones(shape[-1]), np.zeros(shape[-1]), np.ones(shape)
 
-    monkeypatch.setattr(core, "random_problem", constant)
-    x = core.ln_problem(LessonParams(dim=3, eps=0.0), rows=2)[0]
+    monkeypatch.setattr(ln, "random_problem", constant)
+    x = ln.ln_problem(LessonParams(dim=3, eps=0.0), rows=2)[0]
     assert x.shape == (2, 3) and all(np.ptp(row) > 0 for row in x)
-    built = core.build_ln(LessonParams(dim=3, eps=0.0))  # eps = 0 works: the row has a spread
+    built = ln.build_ln(LessonParams(dim=3, eps=0.0))  # eps = 0 works: the row has a spread
     assert all(np.isfinite(v.data) for v in built.graph["y"])
 
 
@@ -278,7 +287,7 @@ def test_the_linear_layer_below_gets_its_weight_gradient_from_dx(seed):
 
     p = LessonParams(dim=4, seed=seed)
     r = back.linear_then_ln(p)
-    _, gamma, beta, dy = core.ln_problem(p)
+    _, gamma, beta, dy = ln.ln_problem(p)
     w, u = r["w"], r["u"]
     h = 1e-6
     for i in range(w.shape[0]):
@@ -298,7 +307,7 @@ def test_the_linear_layer_below_gets_its_weight_gradient_from_dx(seed):
 def test_the_doubling_question_is_answered_by_the_numbers(seed, eps):
     p = LessonParams(dim=5, seed=seed, eps=eps)
     out = run_demo("ln_double_x", p)
-    x, gamma, _, dy = core.ln_problem(p)
+    x, gamma, _, dy = ln.ln_problem(p)
     xhat1 = (x - x.mean()) / math.sqrt(np.var(x) + eps)
     xhat2 = (2 * x - 2 * x.mean()) / math.sqrt(np.var(2 * x) + eps)
     dgamma1, dgamma2 = dy * xhat1, dy * xhat2
@@ -316,7 +325,7 @@ def test_the_doubling_question_is_answered_by_the_numbers(seed, eps):
     if eps == 1e3:  # eps far above var(x): xhat ≈ xshift/√eps doubles with x (1.993 was once "no simple factor")
         assert out.prediction.choices[expected] == "it is multiplied by about 2"
     dx1, dx2 = _ln_dx_oracle(x, gamma, dy, eps), _ln_dx_oracle(2 * x, gamma, dy, eps)
-    assert f"multiplied by {core.num(float(dx2 @ dx1 / (dx1 @ dx1)), 6)}" in out.prediction.why
+    assert f"multiplied by {num(float(dx2 @ dx1 / (dx1 @ dx1)), 6)}" in out.prediction.why
     assert "✗" not in _text(out.renderable)
 
 
@@ -336,7 +345,7 @@ def test_the_slip_shrinks_the_variance_path_by_n_minus_1_over_n_and_misses_the_g
     from microgradnorm.lessons import demos_backward as back
 
     p = LessonParams(dim=dim, seed=seed)
-    x, gamma, beta, dy = core.ln_problem(p)
+    x, gamma, beta, dy = ln.ln_problem(p)
     n = dim
     xshift = x - x.mean()
     var = float(np.mean(xshift**2))
@@ -352,14 +361,14 @@ def test_the_slip_shrinks_the_variance_path_by_n_minus_1_over_n_and_misses_the_g
     wrong = right - true_path + slipped
     assert tol.normwise_error(wrong, right)[1] > 1e-3  # the slip is a real error, not rounding
     text = " ".join(_text(run_demo("ln_dvar_dmean_slip", p).renderable).split())
-    assert "✗" not in text and f"(n − 1)/n = {core.num((n - 1) / n, 6)}" in text
+    assert "✗" not in text and f"(n − 1)/n = {num((n - 1) / n, 6)}" in text
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("dim", [3, 4, 6])
 def test_the_largest_path_into_x0_is_the_one_the_closed_forms_give(seed, dim):
     p = LessonParams(dim=dim, seed=seed)
-    x, gamma, _, dy = core.ln_problem(p)
+    x, gamma, _, dy = ln.ln_problem(p)
     rstd = 1 / math.sqrt(np.var(x) + p.eps)
     xhat = (x - x.mean()) * rstd
     g = gamma * dy
@@ -367,12 +376,12 @@ def test_the_largest_path_into_x0_is_the_one_the_closed_forms_give(seed, dim):
     out = run_demo("ln_x_paths", p)
     assert out.prediction.answer == int(np.argmax(np.abs(paths)))
     for value in paths:
-        assert core.num(value) in out.prediction.why
+        assert num(value) in out.prediction.why
     # the factors each path is written out with, from the oracle's own closed forms
     var = np.var(x)
     dmean, dvar = -rstd * g.sum(), -0.5 * (var + p.eps) ** -1.5 * float(np.sum(g * (x - x.mean())))
     for factor in (rstd, g[0], dmean, dvar, x[0] - x.mean()):
-        assert core.num(factor) in out.prediction.why
+        assert num(factor) in out.prediction.why
 
 
 # ---- lesson 3: the eps step follows --eps, and asks about a constant row first -------------------
@@ -381,29 +390,29 @@ def test_the_largest_path_into_x0_is_the_one_the_closed_forms_give(seed, dim):
 @pytest.mark.parametrize("eps", [1e-5, 1e-3, 0.1])
 def test_the_eps_step_uses_the_lessons_eps(eps):
     text = " ".join(_text(run_demo("ln_eps", LessonParams(eps=eps)).renderable).split())
-    assert f"1/√eps = {core.num(1 / math.sqrt(eps))}" in text
-    x = core.ln_problem(LessonParams(eps=eps))[0]
+    assert f"1/√eps = {num(1 / math.sqrt(eps))}" in text
+    x = ln.ln_problem(LessonParams(eps=eps))[0]
     spread = math.sqrt(np.var(x) / (np.var(x) + eps))  # std of (x − mean)/sqrt(var + eps), by hand
-    assert f"√(var/(var + eps)) = {core.num(spread, 6)}" in text
+    assert f"√(var/(var + eps)) = {num(spread, 6)}" in text
     assert "You ran with --eps 0" not in text and "✗" not in text
 
 
 def test_the_eps_step_says_which_eps_it_uses_when_run_with_eps_0():
     text = " ".join(_text(run_demo("ln_eps", LessonParams(eps=0.0)).renderable).split())
     assert "You ran with --eps 0: the rows with eps use PyTorch's default 1e-05." in text
-    assert f"1/√eps = {core.num(1 / math.sqrt(1e-5))}" in text
+    assert f"1/√eps = {num(1 / math.sqrt(1e-5))}" in text
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_constant_row_question_is_answered_by_the_numbers(seed):
     p = LessonParams(dim=4, seed=seed)
-    row = np.full(4, core.ln_problem(p)[0][0])
+    row = np.full(4, ln.ln_problem(p)[0][0])
     with np.errstate(invalid="ignore"):
         oracle = (row - row.mean()) / np.sqrt(np.var(row))  # 0/0 in IEEE arithmetic
     assert np.isnan(oracle).all()
     prediction = run_demo("ln_eps", p).prediction
     assert prediction.choices[prediction.answer] == "no number at all: 0/0"
-    assert core._constant_row_prediction((0.0, 1.0, 0.0, 0.0)).answer == 0  # a computed row of zeros would say so
+    assert forward._constant_row_prediction((0.0, 1.0, 0.0, 0.0)).answer == 0  # a computed row of zeros would say so
 
 
 @pytest.mark.parametrize("dim", range(2, 17))
@@ -414,7 +423,7 @@ def test_the_constant_row_divides_0_by_0_at_every_dim(dim):
     seeds = (0, 2, 3)
     for seed in seeds:
         p = LessonParams(dim=dim, seed=seed)
-        c = core._exact_constant(float(core.ln_problem(p)[0][0]), dim)
+        c = forward._exact_constant(float(ln.ln_problem(p)[0][0]), dim)
         y = torch.nn.functional.layer_norm(torch.full((dim,), c, dtype=torch.float64), (dim,), eps=0.0)
         assert torch.isnan(y).all()  # the oracle: 0/0
         prediction = run_demo("ln_eps", p).prediction
@@ -423,12 +432,12 @@ def test_the_constant_row_divides_0_by_0_at_every_dim(dim):
 
     if dim == 10:  # the case that needed the fix: the engine's own mean of [0.61] * 10 is not 0.61
         mean = layer_norm([0.61] * 10, None, None, 1e-5).graph["mean"][0].data
-        assert mean != 0.61 and core._exact_constant(0.61, 10) != 0.61
+        assert mean != 0.61 and forward._exact_constant(0.61, 10) != 0.61
 
 
 def test_with_an_eps_as_large_as_the_variance_dgamma_is_said_to_grow_and_why():
     p = LessonParams(dim=2, seed=0, eps=1.0)
-    x, _, _, dy = core.ln_problem(p)
+    x, _, _, dy = ln.ln_problem(p)
     xhat1, xhat2 = (x - x.mean()) / math.sqrt(np.var(x) + 1.0), (2 * x - 2 * x.mean()) / math.sqrt(4 * np.var(x) + 1.0)
     factor = float((dy * xhat2) @ (dy * xhat1) / ((dy * xhat1) @ (dy * xhat1)))
     assert abs(math.log(factor / 2)) < abs(math.log(factor))  # the oracle: nearer 2 than 1, yet not 2
@@ -436,7 +445,7 @@ def test_with_an_eps_as_large_as_the_variance_dgamma_is_said_to_grow_and_why():
     # issue 22: a factor that is not 2 to the digits shown is not "multiplied by 2"
     assert abs(factor - 2) > tol.DISPLAY_RTOL * 2
     assert prediction.choices[prediction.answer] == "it changes by no simple factor"
-    assert "eps = 1 is not small next to var(x)" in prediction.why and core.num(float(np.var(x))) in prediction.why
+    assert "eps = 1 is not small next to var(x)" in prediction.why and num(float(np.var(x))) in prediction.why
 
 
 def test_the_quiet_broadcast_is_checked_wrong():
@@ -449,12 +458,12 @@ def test_the_quiet_broadcast_is_checked_wrong():
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_assignment_question_is_answered_by_the_numbers(seed):
-    a = core._lesson1_numbers(seed)["a"]
+    a = chain._lesson1_numbers(seed)["a"]
     out = run_demo("accumulate", LessonParams(seed=seed))
     # oracle: L = a·a has two edges into a, each with local derivative a and L.grad = 1; `=` keeps the last: a
     assert out.prediction.choices[out.prediction.answer] == "a: one edge's share"
-    assert f"a.grad = {core.num(a)}" in out.prediction.why
-    assert core._assign_prediction(a, 2 * a).answer == 0 and core._assign_prediction(a, 0.0).answer == 2
+    assert f"a.grad = {num(a)}" in out.prediction.why
+    assert chain._assign_prediction(a, 2 * a).answer == 0 and chain._assign_prediction(a, 0.0).answer == 2
     assert "✗" not in _text(out.renderable)
 
 
@@ -624,19 +633,19 @@ def test_sigmoid_of_100_is_exactly_one_in_float64():
 @pytest.mark.parametrize("eps", [0.0, 1e-5, 0.1])
 def test_the_sum_of_dx_question_is_answered_by_the_numbers(seed, eps):
     p = LessonParams(dim=5, seed=seed, eps=eps)
-    x, gamma, _, dy = core.ln_problem(p)
+    x, gamma, _, dy = ln.ln_problem(p)
     dx = _ln_dx_oracle(x, gamma, dy, eps)
     assert abs(dx.sum()) <= 1e-12 * np.abs(dx).max()  # the oracle: the entries of dx sum to 0
     prediction = run_demo("projection_form", p, {"part": 2}).prediction
     assert prediction.choices[prediction.answer] == "0, up to rounding"
     g = gamma * dy
-    assert core._sum_prediction(g, g, 1.0).answer == 1  # a dx that did not sum to 0 would be answered so
+    assert forms._sum_prediction(g, g, 1.0).answer == 1  # a dx that did not sum to 0 would be answered so
 
 
 @pytest.mark.parametrize("eps", [1e-8, 1e-5, 0.1, 2.0])
 def test_p_squared_misses_p_by_exactly_the_eps_term(eps):
     p = LessonParams(dim=6, seed=3, eps=eps)
-    x = core.ln_problem(p)[0]
+    x = ln.ln_problem(p)[0]
     var = np.var(x)
     xhat = (x - x.mean()) / np.sqrt(var + eps)
     P = (np.ones((6, 6)) + np.outer(xhat, xhat)) / 6
@@ -652,11 +661,21 @@ def test_projection_form_refuses_an_unknown_part():
 
 # ---- self-contained: no reference to texts the learner does not have ---------------------------------
 
-MY_MODULES = ("demos_core", "demos_why", "demos_jacobian", "demos_backward", "demos_geometry")
+MY_MODULES = (
+    "demo_tools",
+    "demo_layernorm",
+    "demos_chain_rule",
+    "demos_ln_forward",
+    "demos_forms",
+    "demos_why",
+    "demos_jacobian",
+    "demos_backward",
+    "demos_geometry",
+)
 MY_FILES = [
     *sorted((Path(__file__).parent.parent / "lessons").glob("0[1-7]-*.md")),
-    *(Path(core.__file__).parent / f"{name}.py" for name in MY_MODULES),
-    *(Path(core.__file__).parent.parent / "drawing" / f"{name}.py" for name in ("charts", "braille")),
+    *(Path(ln.__file__).parent / f"{name}.py" for name in MY_MODULES),
+    *(Path(ln.__file__).parent.parent / "drawing" / f"{name}.py" for name in ("charts", "braille")),
 ]
 
 
@@ -748,7 +767,7 @@ def _torch_ln_nodes(x, gamma, beta, dy, eps) -> dict[str, tuple[np.ndarray, np.n
 @pytest.mark.parametrize("eps", [0.0, 1e-5, 0.1])
 def test_the_drawn_subgraph_has_the_values_and_gradients_of_an_independent_layernorm(dim, seed, eps):
     p = LessonParams(dim=dim, seed=seed, eps=eps)
-    x, gamma, beta, dy = core.ln_problem(p)
+    x, gamma, beta, dy = ln.ln_problem(p)
     oracle = _torch_ln_nodes(x, gamma, beta, dy, eps)
     drawn = _drawn(_text(run_demo("ln_subgraph", p, {"stages": ALL_FORWARD}).renderable, 60))
     assert len(drawn) == 3 * dim + 4  # x, xshift, xhat per feature; mean, var, std, rstd once
@@ -762,7 +781,7 @@ def test_the_drawn_subgraph_has_the_values_and_gradients_of_an_independent_layer
 
 def test_the_forward_drawing_has_no_gradients_and_follows_the_stages_asked_for():
     text = _text(run_demo("ln_subgraph", LessonParams(), {"stages": ALL_FORWARD, "grads": False}).renderable, 60)
-    x = core.ln_problem(LessonParams())[0]
+    x = ln.ln_problem(LessonParams())[0]
     drawn = _drawn(text)
     assert drawn["mean"] == [pytest.approx(x.mean(), rel=1e-3)]  # the value and nothing after it
     assert "grad" not in text

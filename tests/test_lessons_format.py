@@ -180,7 +180,7 @@ def test_the_demo_decorator_refuses_a_second_demo_of_the_same_name_and_bad_signa
 
     with pytest.raises(ValueError, match="identifier"):
         demo("not a name")
-    assert DEMOS["value_graph"].module == "microgradnorm.lessons.demos_core"
+    assert DEMOS["value_graph"].module == "microgradnorm.lessons.demos_chain_rule"
 
 
 def test_the_real_lessons_load_without_errors():

@@ -19,7 +19,7 @@ from rich.console import Console
 
 from microgradnorm import engine, formulas, norms
 from microgradnorm.exercises.problems import PROBLEMS
-from microgradnorm.lessons import demos_core
+from microgradnorm.lessons import demos_chain_rule
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, load_demos, run_demo
 from microgradnorm.lessons.format import lessons_dir
 from microgradnorm.lessons.source import backward_code, code_of, op_code, source_of
@@ -146,8 +146,8 @@ def test_op_code_is_the_code_of_the_op_that_built_the_node():
 
 
 def _lesson1_nodes(seed: int):
-    v = demos_core._lesson1_numbers(seed)
-    root, leaves = demos_core._example("chain", v)
+    v = demos_chain_rule._lesson1_numbers(seed)
+    root, leaves = demos_chain_rule._example("chain", v)
     return root, leaves
 
 

@@ -121,10 +121,10 @@ def test_lesson_4_the_sum_loss_hides_a_missing_variance_term_but_not_a_missing_m
 def test_lessons_4_and_5_ask_the_strong_questions_and_the_numbers_answer_them(seed, dim):
     """rstd collects one contribution per xhat_i; dL/dvar has the sign of −Σ dxhat·xshift; the variance adds
     nothing to dL/dmean. Oracles in NumPy from the lesson's own inputs."""
-    from microgradnorm.lessons import demos_core as core
+    from microgradnorm.lessons import demo_layernorm as ln
 
     p = LessonParams(dim=dim, seed=seed)
-    x, gamma, _beta, dy = core.ln_problem(p)
+    x, gamma, _beta, dy = ln.ln_problem(p)
     count = run_demo("ln_backward_steps", p, {"stages": ("divide",), "ask": "rstd_count"}).prediction
     assert count.choices[count.answer].startswith(f"d = {dim}")
     xshift = x - x.mean()
@@ -139,10 +139,10 @@ def test_lessons_4_and_5_ask_the_strong_questions_and_the_numbers_answer_them(se
 
 @pytest.mark.parametrize(("dim", "eps"), [(4, 0.0), (4, 1e-5), (3, 1.0), (6, 1e-5)])
 def test_lesson_3_asks_the_mean_square_of_xhat_and_what_x_minus_a_flat_mean_does(dim, eps):
-    from microgradnorm.lessons import demos_core as core
+    from microgradnorm.lessons import demo_layernorm as ln
 
     p = LessonParams(dim=dim, seed=0, eps=eps)
-    x = core.ln_problem(p)[0]
+    x = ln.ln_problem(p)[0]
     ms = np.mean(((x - x.mean()) / np.sqrt(x.var() + eps)) ** 2)  # the oracle: var / (var + eps)
     q = run_demo("ln_forward_steps", p, {"stages": ("affine",), "ask": True}).prediction
     expected = "1, up to rounding" if eps == 0 else "below 1"
@@ -161,11 +161,11 @@ def test_lessons_6_and_9_questions_are_answered_by_their_numbers(dim, eps):
     """Lesson 6: doubling dy doubles dx (the backward is linear in dy); lesson 9: a shift of every input moves
     RMSNorm's output (|J·1| > 0) though not LayerNorm's. Oracle: torch's autograd and Jacobians."""
     torch = pytest.importorskip("torch")
-    from microgradnorm.lessons import demos_core as core
+    from microgradnorm.lessons import demo_layernorm as ln
     from microgradnorm.lessons import demos_rmsnorm as rms
 
     p = LessonParams(dim=dim, seed=1, eps=eps)
-    x, gamma, beta, dy = (torch.tensor(a, dtype=torch.float64) for a in core.ln_problem(p))
+    x, gamma, beta, dy = (torch.tensor(a, dtype=torch.float64) for a in ln.ln_problem(p))
 
     def torch_dx(upstream):
         xt = x.clone().requires_grad_(True)
@@ -248,10 +248,10 @@ def test_lesson_7_asks_what_shrinking_x_does_to_shrink(dim):
 
 @pytest.mark.parametrize(("dim", "seed"), [(4, 0), (6, 7), (2, 3)])
 def test_lesson_3_asks_what_xshift_adds_up_to(dim, seed):
-    from microgradnorm.lessons import demos_core as core
+    from microgradnorm.lessons import demo_layernorm as ln
 
     p = LessonParams(dim=dim, seed=seed)
-    x = core.ln_problem(p)[0]
+    x = ln.ln_problem(p)[0]
     assert abs(np.sum(x - x.mean())) <= 8 * np.finfo(float).eps * np.sum(np.abs(x)) * dim  # the oracle
     q = run_demo("ln_stage_summary", p, {}).prediction
     assert q.choices[q.answer] == "0, up to rounding"
@@ -261,10 +261,10 @@ def test_lesson_3_asks_what_xshift_adds_up_to(dim, seed):
 def test_lesson_5_asks_what_the_variance_path_sums_to(dim, eps):
     """dL/dvar · 2·xshift_i / n summed over i is 0 (the centered values sum to 0); the oracle computes the
     path from the inputs in NumPy, with the rounding bound of its terms."""
-    from microgradnorm.lessons import demos_core as core
+    from microgradnorm.lessons import demo_layernorm as ln
 
     p = LessonParams(dim=dim, seed=0, eps=eps)
-    x, gamma, _beta, dy = core.ln_problem(p)
+    x, gamma, _beta, dy = ln.ln_problem(p)
     xshift = x - x.mean()
     dvar = -0.5 * (x.var() + eps) ** -1.5 * np.sum(gamma * dy * xshift)
     via_var = dvar * 2 * xshift / dim
@@ -311,11 +311,11 @@ def test_lessons_1_to_9_ask_at_least_one_prediction_per_three_steps(number):
 def test_lesson_4_a_drift_in_the_mean_below_leaves_dx_unchanged(eps):
     """Item 10: the stability argument, live. Oracle: torch's layer_norm gradient at x and at x + DRIFT."""
     torch = pytest.importorskip("torch")
+    from microgradnorm.lessons import demo_layernorm as ln
     from microgradnorm.lessons import demos_backward as back
-    from microgradnorm.lessons import demos_core as core
 
     p = LessonParams(eps=eps)
-    _x, gamma, beta, dy = core.ln_problem(p)
+    _x, gamma, beta, dy = ln.ln_problem(p)
     w, u = back.previous_layer(p)
     grads = []
     for shift in (0.0, back.DRIFT):
@@ -346,10 +346,10 @@ def test_lesson_2_measures_how_close_a_standardized_sigmoid_is_to_its_line(seed)
 @pytest.mark.parametrize(("dim", "eps", "seed"), [(2, 100.0, 1), (4, 1.0, 0), (6, 0.0, 0), (2, 0.0, 3)])
 def test_lesson_6_calls_dx_zero_only_where_it_is(dim, eps, seed):
     """At d = 2, eps = 100 dx is about 7e-3: small, not 0 up to rounding (a reader found it called 0)."""
-    from microgradnorm.lessons import demos_core as core
+    from microgradnorm.lessons import demo_layernorm as ln
 
     p = LessonParams(dim=dim, eps=eps, seed=seed)
-    x, gamma, _beta, dy = core.ln_problem(p)
+    x, gamma, _beta, dy = ln.ln_problem(p)
     xhat = (x - x.mean()) / np.sqrt(x.var() + eps)
     g = gamma * dy
     dx = (g - g.mean() - xhat * np.mean(g * xhat)) / np.sqrt(x.var() + eps)  # the oracle, in NumPy

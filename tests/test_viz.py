@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import microgradnorm as mgn
 from microgradnorm import formulas, output, viz
@@ -735,8 +737,8 @@ def _imported_modules(path: Path) -> set[str]:
 
 def test_the_drawing_the_page_and_file_output_import_one_way():
     """viz (DOT) <- page (the HTML page) <- output (files, notebooks): no import runs back up."""
-    package = Path(viz.__file__).parent
-    below = {"viz": {package / "viz.py"}, "page": set((package / "page").glob("*.py"))}
+    package = Path(viz.__file__).parent.parent
+    below = {"viz": set((package / "viz").glob("*.py")), "page": set((package / "page").glob("*.py"))}
     for path in below["viz"]:
         assert not {m for m in _imported_modules(path) if m.startswith(("microgradnorm.page", "microgradnorm.output"))}
     for path in below["page"]:
@@ -790,3 +792,23 @@ def test_a_png_or_pdf_stays_english_where_graphviz_has_no_chinese_font(monkeypat
             for fmt in ("svg", "dot", "html"):  # a browser or the reader draws these letters
                 with output.drawing_language(fmt):
                     assert current_language() == "zh-CN"
+
+
+# ---- the numbers a drawing shows ---------------------------------------------------------------------------
+
+# 4 significant digits: the shown number is within half a unit of the 4th digit, 5e-4 of the value
+SHOWN_RTOL = 5e-4
+
+
+# (away from the ends of float64, where the shown number would round past the largest float or into subnormals)
+@given(st.floats(min_value=-1e300, max_value=1e300, allow_subnormal=False))
+def test_a_drawn_number_has_four_significant_digits_and_no_negative_zero(v):
+    shown = viz.num(v)
+    assert shown != "-0"
+    assert abs(float(shown) - v) <= SHOWN_RTOL * abs(v)
+    digits = shown.split("e")[0].lstrip("-").replace(".", "").lstrip("0")
+    assert len(digits) <= 4
+
+
+def test_nan_and_infinity_are_spelled_out_in_a_drawing():
+    assert [viz.num(v) for v in (float("nan"), float("inf"), float("-inf"), -0.0)] == ["nan", "inf", "-inf", "0"]

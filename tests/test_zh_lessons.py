@@ -30,7 +30,7 @@ from microgradnorm import i18n
 from microgradnorm.drawing.braille import PlanePicture
 from microgradnorm.drawing.charts import bar_chart, heat_map, line_chart
 from microgradnorm.i18n.text import NO_START, cjk_markdown
-from microgradnorm.lessons import demos_core, norm_axes, render
+from microgradnorm.lessons import demo_layernorm, norm_axes, render
 from microgradnorm.lessons import demos_practice as practice
 from microgradnorm.lessons import demos_rmsnorm as rms
 from microgradnorm.lessons.claims import claim
@@ -49,7 +49,11 @@ WIDTHS = (60, 100)
 
 # The demo modules whose marked strings the lessons print: each must have a Chinese translation.
 MODULES = (
-    "demos_core.py",
+    "demo_tools.py",
+    "demo_layernorm.py",
+    "demos_chain_rule.py",
+    "demos_ln_forward.py",
+    "demos_forms.py",
     "demos_backward.py",
     "textgraph.py",
     "demos_batchnorm.py",
@@ -653,8 +657,8 @@ def _column_ends(line: str) -> list[int]:
 @pytest.mark.parametrize("grads", [True, False])
 def test_the_text_graph_aligns_its_chinese_heads_with_its_columns(grads):
     """Heads are double-width: the value head ends where the values end, the grad head where the grads do."""
-    built = demos_core.build_ln(LessonParams())
-    demos_core.backprop(built)
+    built = demo_layernorm.build_ln(LessonParams())
+    demo_layernorm.backprop(built)
     with i18n.use_language(ZH):
         text = text_graph(built.graph, stages=("mean", "var"), grads=grads).plain
     head, *rows = text.splitlines()
@@ -671,7 +675,7 @@ def test_the_text_graph_aligns_its_chinese_heads_with_its_columns(grads):
 def test_the_wide_characters_of_a_chinese_head_are_counted_in_cells():
     """A head wider in cells than the widest name pushes the column, as an English one does by characters."""
     assert all(unicodedata.east_asian_width(c) == "W" for c in "节点值算式梯度")
-    built = demos_core.build_ln(LessonParams(dim=2))
+    built = demo_layernorm.build_ln(LessonParams(dim=2))
     with i18n.use_language(ZH):
         text = text_graph(built.graph, stages=("mean",), grads=False).plain
     head, _stage, row = text.splitlines()[:3]

@@ -1,14 +1,16 @@
-"""Small helpers shared by the demos of lessons 02-13: random inputs, engine gradients, tables.
+"""Small helpers shared by the demos of every lesson: random inputs, engine gradients, numbers, tables, verdicts.
 
 Nothing here computes a formula; the formulas live in :mod:`microgradnorm.formulas`
 and the gradients come from the engine. These helpers only draw inputs from the
-lesson's seed, run ``backward()`` and lay numbers out so that they fit 60 columns.
+lesson's seed, run ``backward()``, lay numbers out so that they fit 60 columns
+(the backward trace's table among them), name the three paths into x, and say how
+close two results are.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -17,24 +19,46 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from microgradnorm.i18n.text import cjk_text
-from microgradnorm.numfmt import fmt
+from microgradnorm import tolerances as tol
+from microgradnorm.engine import Value
+from microgradnorm.i18n import _, pgettext
+from microgradnorm.i18n.text import CJKText, assemble, cjk_text
+from microgradnorm.numfmt import err, fmt, sci
+from microgradnorm.present import shown_error
 from microgradnorm.registry import get_norm
-from microgradnorm.verdicts import check_mark
+from microgradnorm.trace import Contribution, Trace
+from microgradnorm.verdicts import Check, check_mark, close_to
 
 __all__ = [
+    "PATHS",
+    "PATH_STYLE",
+    "agree",
     "autograd_dx",
     "check_mark",
+    "difference",
+    "dim_note",
     "engine_forward",
+    "fd_agree",
     "fmt",
     "matrix_table",
+    "max_rel",
+    "nearest",
+    "nearest_factor",
+    "num",
     "number_table",
+    "path_label",
+    "path_tag",
+    "plain_table",
     "random_dy",
     "random_gamma",
     "random_vector",
     "ratio",
     "rng_for",
     "sci",
+    "shown_difference",
+    "start_line",
+    "trace_table",
+    "vec",
 ]
 
 
@@ -63,15 +87,8 @@ def random_gamma(seed: int, d: int, *, salt: int = 1) -> np.ndarray:
     return rng_for(seed, salt).uniform(0.5, 1.5, size=d)
 
 
-def sci(v: float, digits: int = 2) -> str:
-    """A number in scientific notation, for errors and residuals (NaN as a dash)."""
-    if v != v:
-        return "—"
-    return f"{v + 0.0:.{digits}e}"  # + 0.0 turns -0.0 into 0.0
-
-
 def ratio(a: float, b: float) -> float:
-    """a / b, or NaN when b is 0 (shown as a dash by :func:`sci` and :func:`fmt`)."""
+    """a / b, or NaN when b is 0 (shown as a dash by :func:`sci` and :func:`fmt`, from :mod:`microgradnorm.numfmt`)."""
     return a / b if b != 0 else math.nan
 
 
@@ -149,3 +166,150 @@ def matrix_table(m: np.ndarray, *, title: str | None = None, digits: int = 3, ro
     headers = [row_label] + [str(j) for j in range(m.shape[1])]
     rows = [[str(i)] + [fmt(v, digits) for v in row] for i, row in enumerate(m)]
     return number_table(headers, rows, title=title, padding=(0, 0, 0, 1))
+
+
+# ---- the three paths into x ------------------------------------------------------------------
+
+# The three paths from x_i to the loss, their colours and their names (the
+# names are printed too, so that NO_COLOR loses nothing).
+PATHS = ("direct", "mean", "var")
+PATH_STYLE = {"direct": "green", "mean": "cyan", "var": "magenta"}
+# A path's name is path_label(k) (direct, via mean, via var); in the narrow trace table, its short
+# tag path_tag(k) (direct, mean, var): both in the reader's language.
+
+
+def _path_names() -> dict[str, tuple[str, str]]:
+    """Each path's name (a table header, the legend) and short tag (the k/m column), in the reader's language."""
+    return {
+        "direct": (pgettext("path into x", "direct"), pgettext("short path tag", "direct")),
+        "mean": (pgettext("path into x", "via mean"), pgettext("short path tag", "mean")),
+        "var": (pgettext("path into x", "via var"), pgettext("short path tag", "var")),
+    }
+
+
+def path_label(path: str) -> str:
+    """A path's name in a table header or a legend: direct, via mean, via var."""
+    return _path_names()[path][0]
+
+
+def path_tag(path: str) -> str:
+    """A path's short tag in the k/m column of the backward tables: direct, mean, var."""
+    return _path_names()[path][1]
+
+
+# ---- formatting ---------------------------------------------------------------------
+
+
+def num(v: float, digits: int = 4) -> str:
+    """A number for a narrow table: ``digits`` significant digits, never '-0' (:func:`microgradnorm.numfmt.fmt`)."""
+    return fmt(float(v), digits)
+
+
+def vec(values: Iterable[float], digits: int = 4) -> str:
+    return "[" + ", ".join(num(v, digits) for v in values) + "]"
+
+
+def plain_table(*columns: str, title: str | None = None, right: Sequence[str] = ()) -> Table:
+    table = Table(
+        title=title,
+        title_justify="left",
+        title_style="bold",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        header_style="bold",
+        padding=(0, 1, 0, 0),
+    )
+    for c in columns:  # headers as Text, so that "W.grad[i,0]" is not read as markup
+        table.add_column(Text(c), justify="right" if c in right else "left", no_wrap=c in right)
+    return table
+
+
+def dim_note(text: str) -> CJKText:
+    """A dim line under a table, in the reader's language; wraps the Chinese way."""
+    return cjk_text(text, style="dim")
+
+
+def max_rel(a: Any, b: Any) -> float:
+    """Normwise relative difference max|a - b| / max|b| (for display)."""
+    return tol.normwise_error(np.ravel(a), np.ravel(b))[1]
+
+
+def shown_difference(
+    a: Any, b: Any, rtol: float = tol.CLOSED_FORM_RTOL, atol: float = tol.CLOSED_FORM_ATOL
+) -> tuple[bool, str]:
+    """(is it absolute, the difference as text): the relative difference, or the absolute one where b is about 0."""
+    abs_err, rel_err = tol.normwise_error(np.ravel(a), np.ravel(b))
+    value, absolute = shown_error(abs_err, rel_err, float(np.max(np.abs(b), initial=0.0)), rtol, atol)
+    return absolute, err(value)
+
+
+def difference(a: Any, b: Any, rtol: float = tol.CLOSED_FORM_RTOL, atol: float = tol.CLOSED_FORM_ATOL) -> str:
+    """'relative difference 1.2e-16', or the absolute difference where b is about 0 (see present.shown_error)."""
+    absolute, value = shown_difference(a, b, rtol, atol)
+    if absolute:
+        return _("absolute difference {value}").format(value=value)
+    return _("relative difference {value}").format(value=value)
+
+
+def agree(
+    a: Any, b: Any, rtol: float = tol.CLOSED_FORM_RTOL, atol: float = tol.CLOSED_FORM_ATOL, what: str = "a vs b"
+) -> Check:
+    """Normwise agreement max|a - b| <= atol + rtol * max|b| (also right when b is exactly 0), as a Check."""
+    return close_to(np.ravel(a), np.ravel(b), rtol, atol, what)
+
+
+def fd_agree(value: Any, fd: Any, what: str) -> Check:
+    """``value`` agrees with its finite difference ``fd`` within the finite-difference tolerances."""
+    return close_to(np.ravel(value), np.ravel(fd), tol.FD_RTOL, tol.FD_ATOL, what + " vs finite difference")
+
+
+def nearest(value: float, candidates: Sequence[float]) -> int:
+    """The index of the candidate closest to ``value`` (the first, on a tie): how a question's answer is read off."""
+    return min(range(len(candidates)), key=lambda k: abs(value - candidates[k]))
+
+
+def nearest_factor(factor: float, targets: Sequence[float]) -> int:
+    """The index of the positive target closest to ``factor`` on a log scale; 0 when ``factor`` is not positive."""
+    if not factor > 0:
+        return 0
+    return nearest(math.log(factor), [math.log(t) for t in targets])
+
+
+# ---- the backward trace table (lessons 1, 4 and 5) ------------------------------------------
+
+
+def trace_table(
+    trace: Trace,
+    names: Callable[[Value], str],
+    keep: Callable[[Contribution], bool] = lambda c: True,
+    hidden: frozenset[int] = frozenset(),
+) -> Table:
+    """One row per contribution: into.grad += local × out.grad, the running total, k/m and the path."""
+    # Translators: the headers of the backward tables; the lessons' formula names the first and third
+    # "into" and "from" (into.grad += local derivative × from.grad)
+    total = _("total")
+    table = plain_table(_("into"), _("+= local × grad"), _("from"), total, "k/m", right=(total,))
+    for column in table.columns[:4]:
+        column.no_wrap = True
+    for c in trace.contributions:
+        if id(c.child) in hidden or not keep(c):
+            continue
+        m = trace.incoming.get(id(c.child), 1)
+        style = PATH_STYLE.get(c.tag or "", "")
+        count = Text(f"{c.count}/{m}", style="" if c.count < m else "bold")
+        if c.tag:
+            count.append(f" {path_tag(c.tag)}", style=style)
+        table.add_row(
+            Text(names(c.child), style=style),
+            Text(f"{num(c.local)} × {num(c.out_grad)}", style=style),
+            names(c.out),
+            Text(num(c.total), style=style),
+            count,
+        )
+    return table
+
+
+def start_line(formula: str) -> CJKText:
+    """'start: L.grad = 1': where backward() begins, the word bold, the formula plain."""
+    return assemble(_("start: {formula}"), "bold", formula=Text(formula))

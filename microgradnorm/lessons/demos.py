@@ -47,7 +47,10 @@ __all__ = [
 # Modules whose import registers demos. Lesson authors append their module here
 # (a one-line edit); the order is the order demos are listed in error messages.
 DEMO_MODULES: tuple[str, ...] = (
-    "microgradnorm.lessons.demos_core",
+    "microgradnorm.lessons.demos_chain_rule",
+    "microgradnorm.lessons.demos_ln_forward",
+    "microgradnorm.lessons.demos_backward",
+    "microgradnorm.lessons.demos_forms",
     "microgradnorm.lessons.demos_jacobian",
     "microgradnorm.lessons.demos_batchnorm",
     "microgradnorm.lessons.demos_rmsnorm",
@@ -56,7 +59,6 @@ DEMO_MODULES: tuple[str, ...] = (
     "microgradnorm.lessons.demos_why",
     "microgradnorm.lessons.demos_traps",
     "microgradnorm.lessons.demos_kernel",
-    "microgradnorm.lessons.demos_backward",
     "microgradnorm.lessons.demos_geometry",
     "microgradnorm.lessons.demos_lab",
 )

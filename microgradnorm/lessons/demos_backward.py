@@ -1,12 +1,13 @@
-"""Demos of lessons 04 and 05 that go beyond one backward sweep through LayerNorm.
+"""Demos of lessons 4 and 5: LayerNorm backward, one contribution at a time, and what its gradients are for.
 
+* the backward sweep through LayerNorm replayed stage by stage (:func:`microgradnorm.trace.trace_backward`,
+  each contribution tagged with the path it took into x), the node and parameter gradients against the
+  closed forms, and the three paths into x added up (:func:`microgradnorm.formulas.dx_paths`);
 * what the parameters' gradients (dgamma, dbeta) are for, and what the input's
   gradient dx is for: the layer below turns dx into its own weight gradient;
 * whether dgamma cares about the scale of x (a question asked before the numbers);
 * a slip that is easy to make: a non-zero dvar/dmean, which shrinks
-  the variance path by (n - 1)/n;
-The step-by-step backward tables themselves, and the three paths into x, are
-in :mod:`demos_core`.
+  the variance path by (n - 1)/n.
 """
 
 from __future__ import annotations
@@ -14,28 +15,550 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from rich.console import Group
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
 from rich.text import Text
 
 from microgradnorm import formulas
 from microgradnorm import tolerances as tol
+from microgradnorm.check import check_norm, random_problem
 from microgradnorm.engine import Value
 from microgradnorm.finite_diff import numerical_gradient
-from microgradnorm.i18n import _
-from microgradnorm.i18n.text import assemble
-from microgradnorm.lessons.demo_tools import autograd_dx, rng_for
-from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.lessons.demos_core import (
+from microgradnorm.i18n import _, pgettext
+from microgradnorm.i18n.text import CJKText, assemble, separated
+from microgradnorm.lessons.demo_layernorm import LNBuilt, backprop, build_ln, ln_problem, node_values, traced
+from microgradnorm.lessons.demo_tools import (
+    PATH_STYLE,
+    PATHS,
     agree,
+    autograd_dx,
     difference,
+    dim_note,
     fd_agree,
-    ln_problem,
     num,
+    path_label,
     plain_table,
+    rng_for,
+    start_line,
+    trace_table,
     vec,
 )
-from microgradnorm.norms import layer_norm
-from microgradnorm.verdicts import above, at_most, claim, differs, first_holding
+from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.lessons.source import code_of
+from microgradnorm.norms import NormGraph, layer_norm
+from microgradnorm.numfmt import err
+from microgradnorm.present import check_table
+from microgradnorm.registry import get_norm
+from microgradnorm.trace import Contribution, Trace
+from microgradnorm.verdicts import (
+    above,
+    all_of,
+    at_least,
+    at_most,
+    below,
+    cancels,
+    claim,
+    close_to,
+    differs,
+    equal,
+    exactly,
+    first_holding,
+    largest,
+    mark,
+    within,
+)
+
+# ---- lessons 4 and 5: LayerNorm backward, one contribution at a time -------------------------
+
+
+def _closed(built: LNBuilt, eps: float) -> dict[str, np.ndarray]:
+    """The closed forms on the lesson's numbers (NumPy, from the inputs alone)."""
+    return get_norm("layernorm").node_grads(built.x, built.gamma, built.beta, eps, built.dy)
+
+
+@demo("ln_loss_setup")
+def ln_loss_setup(p: LessonParams) -> DemoOutput:
+    """The forward output y, a random upstream gradient dy and the loss sum(y · dy)."""
+    built = build_ln(p)
+    backprop(built)
+    y = node_values(built, "y")
+    ygrad = node_values(built, "y", "grad")
+    table = plain_table("i", "y", "dy", "y.grad", right=("i", "y", "dy", "y.grad"))
+    for i in range(p.dim):
+        table.add_row(str(i), num(y[i]), num(built.dy[i]), num(ygrad[i]))
+    ok = equal(ygrad, built.dy, "y.grad vs dy")
+    loss = Text.assemble(("loss = Σ y·dy = ", "bold"), num(built.loss.data))
+    return DemoOutput(Group(table, loss, claim(ok, _("after backward(), y.grad is exactly dy"))), graph=built.graph)
+
+
+@demo("ln_backward_steps")
+def ln_backward_steps(p: LessonParams, stages: tuple[str, ...] = ("loss", "affine"), ask: str = "") -> DemoOutput:
+    """Backward through the given stages of LayerNorm, one contribution at a time.
+
+    ``ask`` puts a question first: "y_count" (how many contributions y_0 receives), "rstd_count"
+    (how many rstd collects), "dvar_sign" (the sign of dL/dvar) or "x_count" (how many x_0 receives),
+    each answered from the traced run.
+    """
+    built, trace = traced(p)
+
+    def keep(c: Contribution) -> bool:
+        return (c.out.stage or "") in stages
+
+    table = trace_table(trace, built.name, keep, built.constants)
+    parts: list[RenderableType] = [start_line("loss.grad = 1")] if "loss" in stages else []
+    parts.append(table)
+    if any(c.tag for c in trace.contributions if keep(c)):
+        parts.append(path_legend())
+    parts.append(dim_note(_("k/m: the k-th of m contributions; constants not shown")))
+    questions = {
+        "": None,
+        "rstd_count": _rstd_count_prediction,
+        "dvar_sign": _dvar_sign_prediction,
+        "x_count": _x_count_prediction,
+        "y_count": _y_count_prediction,
+    }
+    if ask not in questions:
+        raise ValueError(f"ask: expected one of {sorted(questions)}, got {ask!r}")
+    prediction = questions[ask](built, trace) if ask else None
+    return DemoOutput(Group(*parts), graph=built.graph, prediction=prediction)
+
+
+def _y_count_prediction(built: LNBuilt, trace: Trace) -> Prediction:
+    """How many contributions y_0 receives, counted in the trace."""
+    count = trace.incoming.get(id(built.graph["y"][0]), 0)
+    d = len(built.graph["x"])
+    counts = (1, 2, d) if d != 2 else (1, d)  # at d = 2 the choice "2" would be "d = 2" again
+    evidence = tuple(exactly(count, k, "contributions y_0 receives") for k in counts)
+    why = _("The trace counts {count}: y_0 is used once, by its own term y_0·dy_0 of the loss.").format(count=count)
+    return Prediction(
+        _("How many contributions will y_0 receive?"),
+        (*(str(k) for k in counts[:-1]), f"d = {d}"),
+        first_holding(evidence),
+        why,
+        evidence,
+    )
+
+
+@demo("ln_siblings")
+def ln_siblings(p: LessonParams) -> DemoOutput:
+    """Where xhat's gradient comes from: the product node γ·xhat, beside gamma's and beta's, not through them."""
+    built, trace = traced(p)
+    dxhat, dgamma = node_values(built, "xhat", "grad"), node_values(built, "gamma", "grad")
+    cols = ("i", "dy_i", "gamma_i", "xhat.grad", "gamma.grad")
+    table = plain_table(*cols, right=cols)
+    for i in range(p.dim):
+        table.add_row(str(i), num(built.dy[i]), num(built.gamma[i]), num(dxhat[i]), num(dgamma[i]))
+    return DemoOutput(
+        Group(table, _siblings_line(built, trace)),
+        graph=built.graph,
+        prediction=_via_params_prediction(built, trace),
+    )
+
+
+def _from_params(built: LNBuilt, trace: Trace) -> tuple[int, int]:
+    """How many contributions of the sweep leave a gamma node and a beta node (leaves: they have no inputs)."""
+    gammas = {id(v) for v in built.graph["gamma"]}
+    betas = {id(v) for v in built.graph["beta"]}
+    return (
+        sum(id(c.out) in gammas for c in trace.contributions),
+        sum(id(c.out) in betas for c in trace.contributions),
+    )
+
+
+def _siblings_line(built: LNBuilt, trace: Trace) -> CJKText:
+    """The checked line: dxhat = gamma · dy, and no contribution leaves gamma or beta (their gradients go nowhere)."""
+    from_gamma, from_beta = _from_params(built, trace)
+    dxhat, expected = node_values(built, "xhat", "grad"), built.gamma * built.dy
+    ok = (
+        equal(dxhat, expected, "xhat.grad vs gamma · dy")
+        & exactly(from_gamma, 0, "contributions leaving gamma")
+        & exactly(from_beta, 0, "contributions leaving beta")
+    )
+    return claim(
+        ok,
+        _(
+            "dxhat = gamma · dy exactly, and {count} contributions leave gamma or beta: their gradients "
+            "are siblings of xhat's, not steps on its path"
+        ).format(count=from_gamma + from_beta),
+    )
+
+
+def _via_params_prediction(built: LNBuilt, trace: Trace) -> Prediction:
+    """Does the gradient reach xhat through dgamma and dbeta? Counted in the trace."""
+    from_gamma, from_beta = _from_params(built, trace)
+    evidence = (
+        exactly(from_beta, 0, "contributions leaving beta") & at_least(from_gamma, 1, "contributions leaving gamma"),
+        at_least(from_gamma, 1, "contributions leaving gamma") & at_least(from_beta, 1, "contributions leaving beta"),
+        exactly(from_gamma + from_beta, 0, "contributions leaving gamma or beta"),
+    )
+    why = _(
+        "The trace has {count} contributions leaving gamma or beta: they are leaves, so their gradients stop "
+        "there. xhat gets its share from the product node γ·xhat, as gamma_i × the product's gradient dy_i."
+    ).format(count=from_gamma + from_beta)
+    return Prediction(
+        _("Does the gradient reach xhat_i by way of dgamma_i and dbeta_i?"),
+        (_("yes, through dgamma_i"), _("yes, through both"), _("no: it comes from the product node, beside them")),
+        first_holding(evidence),
+        why,
+        evidence,
+    )
+
+
+def _rstd_count_prediction(built: LNBuilt, trace: Trace) -> Prediction:
+    """How many contributions rstd collects, counted in the trace."""
+    rstd = built.graph["rstd"][0]
+    count = trace.incoming.get(id(rstd), 0)
+    d = len(built.graph["x"])
+    choices = (_("1: it is one node"), _("d = {d}: one from every xhat_i").format(d=d), f"2·d = {2 * d}")
+    why = _(
+        "The trace counts {count}: every xhat_i = xshift_i · rstd uses rstd once, and the row has {d} of them."
+    ).format(count=count, d=d)
+    evidence = tuple(exactly(count, k, "contributions rstd collects") for k in (1, d, 2 * d))
+    return Prediction(_("How many contributions will rstd collect?"), choices, first_holding(evidence), why, evidence)
+
+
+def _x_count_prediction(built: LNBuilt, trace: Trace) -> Prediction:
+    """How many contributions x_0 receives in all, counted in the trace (2, though three paths reach it)."""
+    count = trace.incoming.get(id(built.graph["x"][0]), 0)
+    choices = ("1", "2", _("3: one per path"))
+    why = _(
+        "The trace counts {count} for x_0: one from xshift_0, which already carries the direct and the "
+        "variance paths added together, and one from the mean's sum. Three paths, {count} edges."
+    ).format(count=count)
+    evidence = tuple(exactly(count, k, "contributions x_0 receives") for k in (1, 2, 3))
+    return Prediction(
+        _("How many contributions will x_0 receive in all?"), choices, first_holding(evidence), why, evidence
+    )
+
+
+def _dvar_sign_prediction(built: LNBuilt, trace: Trace) -> Prediction:
+    """The sign of dL/dvar, read off the var node after backward."""
+    var = built.graph["var"][0]
+    xshift = node_values(built, "xshift")
+    dxhat = node_values(built, "xhat", "grad")
+    total = float(np.sum(dxhat * xshift))
+    # Σ dxhat·xshift is 0 up to the rounding of its terms: then so is dL/dvar, whatever its printed sign
+    rounding = tol.cancellation_atol(float(np.sum(np.abs(dxhat * xshift))), len(xshift))
+    what = "Σ dxhat·xshift (dL/dvar has the opposite sign)"
+    evidence = (
+        below(total, -rounding, what),
+        above(total, rounding, what),
+        at_most(abs(total), rounding, "|" + what + "|"),
+    )
+    answer = first_holding(evidence)
+    choices = (_("positive"), _("negative"), _("zero"))
+    why = _(
+        "dL/dvar = {dvar}: −½ (var + eps)^(−3/2) is negative, so dL/dvar has the opposite sign of "
+        "Σ dxhat·xshift = {total}."
+    ).format(dvar=num(var.grad), total=num(total))
+    return Prediction(_("What sign will dL/dvar have on this run?"), choices, answer, why, evidence)
+
+
+def path_legend() -> CJKText:
+    """'paths into x: direct  via mean  via var', each name in its path's colour (the words carry it without)."""
+    names = Text()
+    for k in PATHS:
+        names.append(f"{path_label(k)}  ", style=PATH_STYLE[k])
+    return assemble(_("paths into x: {paths}"), "dim", paths=names)
+
+
+@demo("ln_param_grads")
+def ln_param_grads(p: LessonParams, rows: int = 2) -> DemoOutput:
+    """dgamma and dbeta: autograd against the closed forms, summed over the rows that share them."""
+    built = build_ln(p, rows)
+    backprop(built)
+    m = formulas.moments(built.x, (-1,), p.eps)
+    dgamma = formulas.dgamma(built.dy, m.xhat, (0,))
+    dbeta = formulas.dbeta(built.dy, (0,))
+    auto_g = node_values(built, "gamma", "grad")
+    auto_b = node_values(built, "beta", "grad")
+    table = plain_table(
+        "j", "Σ dy·xhat", "gamma.grad", "Σ dy", "beta.grad", right=("j", "Σ dy·xhat", "gamma.grad", "Σ dy", "beta.grad")
+    )
+    for j in range(p.dim):
+        table.add_row(str(j), num(dgamma[j]), num(auto_g[j]), num(dbeta[j]), num(auto_b[j]))
+    ok = agree(auto_g, dgamma, what="gamma.grad vs Σ dy·xhat") & agree(auto_b, dbeta, what="beta.grad vs Σ dy")
+    note = dim_note(_("x has {rows} rows here, so each sum runs over {rows} rows.").format(rows=rows))
+    return DemoOutput(Group(table, note, claim(ok, _("autograd = closed form for gamma and beta"))), graph=built.graph)
+
+
+@demo("ln_node_grads")
+def ln_node_grads(p: LessonParams, nodes: tuple[str, ...] = ("xhat",)) -> DemoOutput:
+    """Named nodes' gradients: autograd against the closed forms of formulas.py."""
+    built = build_ln(p)
+    backprop(built)
+    closed = _closed(built, p.eps)
+    autograd_h, closed_h = _("autograd"), _("closed form")
+    table = plain_table(_("node"), autograd_h, closed_h, right=(autograd_h, closed_h))
+    checks = []
+    for name in nodes:
+        auto = node_values(built, name, "grad")
+        cf = np.ravel(closed[name])
+        checks.append(agree(auto, cf, what=f"{name}: autograd vs closed form"))
+        for k in range(len(auto)):
+            table.add_row(built.graph.index_label(name, k), num(auto[k]), num(cf[k]))
+    return DemoOutput(Group(table, claim(all_of(*checks), _("autograd = closed form"))), graph=built.graph)
+
+
+@demo("ln_dvar_dmean")
+def ln_dvar_dmean(p: LessonParams) -> DemoOutput:
+    """Why the variance sends (almost) nothing into the mean: dvar/dmean = -(2/n) Σ xshift = 0."""
+    built, trace = traced(p)
+    xshift = node_values(built, "xshift")
+    n = p.dim
+    dvar_dmean = -2.0 / n * float(np.sum(xshift))
+    mean = built.graph["mean"][0]
+    parts = trace.parts_of(mean)
+    value = pgettext("table header", "value")
+    table = plain_table(_("quantity"), value, right=(value,))
+    table.add_row(_("Σ xshift (should be 0)"), num(float(np.sum(xshift))))
+    table.add_row("dvar/dmean = −(2/n) Σ xshift", num(dvar_dmean))
+    direct, via_var = _("mean.grad, part from xhat (direct)"), _("mean.grad, part via the variance")
+    table.add_row(Text(direct, style=PATH_STYLE["direct"]), num(parts.get("direct", 0.0)))
+    table.add_row(Text(via_var, style=PATH_STYLE["var"]), num(parts.get("var", 0.0)))
+    table.add_row(_("mean.grad (autograd, total)"), num(mean.grad))
+    table.add_row(_("−rstd · Σ dxhat (closed form)"), num(float(np.ravel(_closed(built, p.eps)["mean"])[0])))
+    scale = max(abs(mean.grad), 1.0)
+    share = parts.get("var", 0.0)
+    bound = 1e3 * np.finfo(float).eps * scale * n  # rounding of n terms of mean.grad's size, with room
+    ok = at_most(abs(share), bound, "|mean.grad's share via the variance|")
+    rounding = _("the variance's share of mean.grad is rounding error: 0 in exact arithmetic")
+    what = "mean.grad's share via the variance"
+    evidence = (ok, above(share, bound, what), below(share, -bound, what))
+    answer = first_holding(evidence)
+    why = _(
+        "The engine's share of mean.grad via the variance is {share}, rounding error next to mean.grad = "
+        "{grad}: dvar/dmean = −(2/n) Σ xshift, and values centered on their mean sum to zero."
+    ).format(share=num(share), grad=num(mean.grad))
+    prediction = Prediction(
+        _("What does the variance path add to dL/dmean?"),
+        (_("nothing: it is 0"), _("a positive amount"), _("a negative amount")),
+        answer,
+        why,
+        evidence,
+    )
+    return DemoOutput(Group(table, claim(ok, rounding)), graph=built.graph, prediction=prediction)
+
+
+@demo("ln_x_paths")
+def ln_x_paths(p: LessonParams) -> DemoOutput:
+    """x's gradient split into its three paths by the traced backward, against formulas.dx_paths."""
+    built, trace = traced(p)
+    m = formulas.moments(built.x, (-1,), p.eps)
+    g = formulas.dxhat(built.dy, built.gamma)
+    direct, via_mean, via_var = formulas.dx_paths(g, m.xshift, m.std, m.rstd, (-1,))
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold", padding=(0, 1, 0, 0))
+    table.add_column("i", justify="right")
+    for k in PATHS:
+        table.add_column(Text(path_label(k), style=PATH_STYLE[k]), justify="right", no_wrap=True)
+    table.add_column("x.grad", justify="right", no_wrap=True)
+    auto = {k: np.zeros(p.dim) for k in PATHS}
+    for i, node in enumerate(built.graph["x"]):
+        parts = trace.parts_of(node)
+        for k in PATHS:
+            auto[k][i] = parts.get(k, 0.0)
+        table.add_row(str(i), *[Text(num(auto[k][i]), style=PATH_STYLE[k]) for k in PATHS], num(node.grad))
+    ok = all_of(
+        *(agree(auto[k], ref, what=f"{k} path vs dx_paths") for k, ref in zip(PATHS, (direct, via_mean, via_var)))
+    )
+    total_ok = agree(
+        auto["direct"] + auto["mean"] + auto["var"],
+        node_values(built, "x", "grad"),
+        1e-12,
+        1e-14,
+        "sum of paths vs x.grad",
+    )
+    return DemoOutput(
+        Group(
+            table,
+            claim(ok, _("each path matches its closed form in formulas.dx_paths")),
+            claim(total_ok, _("the three paths add up to x.grad")),
+        ),
+        graph=built.graph,
+        graph_options={"paths": True, "path_input": 0},
+        prediction=path_prediction(trace.parts_of(built.graph["x"][0]), built.graph),
+    )
+
+
+@demo("ln_paths_code")
+def ln_paths_code(p: LessonParams) -> DemoOutput:
+    """formulas.dx_paths, the closed form of the three paths in NumPy, beside the traced contributions into x[0]."""
+    built, trace = traced(p)
+    m = formulas.moments(built.x, (-1,), p.eps)
+    g = formulas.dxhat(built.dy, built.gamma)
+    closed = formulas.dx_paths(g, m.xshift, m.std, m.rstd, (-1,))
+    parts = trace.parts_of(built.graph["x"][0])
+    # Translators: the headers of a table comparing, per path into x[0], the NumPy closed form with the sum of
+    # the traced contributions
+    numpy_h, traced_h = _("these lines"), _("traced")
+    table = plain_table(_("path into x[0]"), numpy_h, traced_h, right=(numpy_h, traced_h))
+    checks = []
+    for k, ref in zip(PATHS, closed):
+        got = parts.get(k, 0.0)
+        checks.append(agree(got, ref[0], what=f"{k} path into x[0]: traced vs these lines"))
+        table.add_row(Text(path_label(k), style=PATH_STYLE[k]), num(float(ref[0])), num(got))
+    dvar = float(np.ravel(formulas.dvar(g, m.xshift, m.std, (-1,)))[0])
+    prediction = _via_var_sum_prediction(np.ravel(closed[2]), dvar)
+    return DemoOutput(
+        Group(code_of(formulas.dx_paths), table, claim(all_of(*checks), _("each path: these lines = the traced sum"))),
+        graph=built.graph,
+        graph_options={"paths": True, "path_input": 0},
+        prediction=prediction,
+    )
+
+
+def _via_var_sum_prediction(via_var: np.ndarray, dvar: float) -> Prediction:
+    """Add the via-variance path up over every x_i: 0 (the centered values sum to 0), measured."""
+    total = float(np.sum(via_var))
+    zero = cancels(total, float(np.sum(np.abs(via_var))), "sum over i of the via-variance path", len(via_var))
+    is_dvar = within(total, dvar, 1e-6, "sum over i of the via-variance path vs dL/dvar")
+    evidence = (zero, all_of(~zero, is_dvar), all_of(~zero, ~is_dvar))
+    why = _(
+        "The sum is {total}: each term is dL/dvar · 2·xshift_i / n, and the centered values xshift_i sum to 0."
+    ).format(total=err(total))
+    return Prediction(
+        _("Add up the via-variance path over every x_i. What is the total?"),
+        (_("0, up to rounding"), _("the same as dL/dvar"), _("some other number")),
+        first_holding(evidence),
+        why,
+        evidence,
+    )
+
+
+@demo("norm_code")
+def norm_code(p: LessonParams, norm: str = "layernorm") -> DemoOutput:
+    """The package function that builds a norm's graph, as its live source, and the call this demo made."""
+    spec = get_norm(norm)
+    shape = spec.default_shape(p.dim, p.batch)
+    x, gamma, beta, _dy = (None if a is None else np.round(a, 2) for a in random_problem(spec, shape, p.seed))
+    args = [x.tolist(), gamma.tolist()] + ([beta.tolist()] if spec.has_beta else [])
+    y = spec.builder(*args, eps=p.eps)
+    call = "{name}(x, gamma{beta}, eps={eps})".format(
+        name=spec.builder.__name__, beta=", beta" if spec.has_beta else "", eps=f"{p.eps:g}"
+    )
+    shape_text = "[" + ", ".join(map(str, shape)) + "]"
+    # Translators: {call} is a Python call such as layer_norm(x, gamma, beta, eps=1e-05); {shape} is like [4]
+    ran = _("called here as {call}, x of shape {shape}, {count} output Values").format(
+        call=call, shape=shape_text, count=math.prod(shape)
+    )
+    return DemoOutput(Group(code_of(spec.builder), dim_note(ran)), graph=y.graph)
+
+
+def path_prediction(parts: dict[str, float], graph: NormGraph | None = None) -> Prediction:
+    """Which of the three paths into x[0] is largest in size, answered from the traced split ``parts``.
+
+    With the ``graph`` (after backward), ``why`` writes each path out as its factors, read off the nodes.
+    """
+    sizes = tuple(abs(parts.get(k, 0.0)) for k in PATHS)
+    evidence = largest(sizes, PATHS, "size of the path into x[0]")
+    answer = first_holding(evidence)
+    # Translators: one path's share, e.g. "via mean 1.627"
+    shares = separated([_("{path} {share}").format(path=path_label(k), share=num(parts.get(k, 0.0))) for k in PATHS])
+    why = _("For x[0]: {shares}.").format(shares=shares)
+    if graph is not None:
+        n = len(graph["x"])
+        rstd, dxhat0 = graph["rstd"][0].data, graph["xhat"][0].grad
+        dmean, dvar, xshift0 = graph["mean"][0].grad, graph["var"][0].grad, graph["xshift"][0].data
+        d, m, v = (num(parts.get(k, 0.0)) for k in PATHS)
+        why = _(
+            "direct = rstd·dxhat_0 = {rstd} × {dxhat0} = {direct}; via mean = dL/dmean / n = "
+            "{dmean} / {n} = {via_mean}; via var = dL/dvar · 2·xshift_0 / n = {dvar} × 2 × {xshift0} / {n} = "
+            "{via_var}."
+        ).format(
+            rstd=num(rstd),
+            dxhat0=num(dxhat0),
+            direct=d,
+            dmean=num(dmean),
+            n=n,
+            via_mean=m,
+            dvar=num(dvar),
+            xshift0=num(xshift0),
+            via_var=v,
+        )
+    return Prediction(
+        _("Which of the three paths carries the most gradient into x[0] (largest in size)?"),
+        (pgettext("choice", "direct"), _("via the mean"), _("via the variance")),
+        answer,
+        why,
+        evidence,
+    )
+
+
+@demo("ln_simplified")
+def ln_simplified(p: LessonParams) -> DemoOutput:
+    """The simplified formula rstd · (g − mean(g) − xhat · mean(g · xhat)), term by term, against autograd."""
+    built = build_ln(p)
+    backprop(built)
+    m = formulas.moments(built.x, (-1,), p.eps)
+    g = formulas.dxhat(built.dy, built.gamma)
+    m1 = float(np.mean(g))
+    m2 = float(np.mean(g * m.xhat))
+    dx = formulas.dx_simplified(g, m.xhat, m.rstd, (-1,))
+    auto = node_values(built, "x", "grad")
+    head = Text.assemble(
+        ("mean(g) = ", "bold"),
+        num(m1),
+        ("   mean(g·xhat) = ", "bold"),
+        num(m2),
+        ("   rstd = ", "bold"),
+        num(float(m.rstd.ravel()[0])),
+    )
+    cols = ("i", "g", "xhat", _("formula"), _("autograd"))
+    table = plain_table(*cols, right=cols)
+    for i in range(p.dim):
+        table.add_row(str(i), num(g[i]), num(m.xhat[i]), num(dx[i]), num(auto[i]))
+    same = _("formula = autograd ({difference})").format(difference=difference(auto, dx))
+    return DemoOutput(
+        Group(head, table, claim(agree(auto, dx, what="autograd vs formula"), same)),
+        graph=built.graph,
+        prediction=_shift_g_prediction(g, m),
+    )
+
+
+SHIFT_G = 3.0  # added to every g_i in lesson 5's question on the simplified formula
+
+
+def _shift_g_prediction(g: np.ndarray, m: formulas.Moments) -> Prediction:
+    """Add the same number to every g_i: what happens to dx? Measured with the formula itself."""
+    rstd = float(m.rstd.ravel()[0])
+    moved = formulas.dx_simplified(g + SHIFT_G, m.xhat, m.rstd, (-1,)) - formulas.dx_simplified(
+        g, m.xhat, m.rstd, (-1,)
+    )
+    gap = float(np.max(np.abs(moved)))
+    size = rstd * (float(np.max(np.abs(g))) + SHIFT_G) * (1.0 + float(np.max(m.xhat**2)))
+    bound = tol.cancellation_atol(size, len(g))  # what rounding leaves of terms that cancel
+    evidence = (
+        at_most(gap, bound, "max |dx(g + c) − dx(g)|"),
+        close_to(moved, np.full_like(moved, rstd * SHIFT_G), 1e-6, 0.0, "dx(g + c) − dx(g) vs rstd·c"),
+        close_to(moved, np.full_like(moved, SHIFT_G), 1e-6, 0.0, "dx(g + c) − dx(g) vs c"),
+    )
+    why = _(
+        "dx moved by at most {gap}: rounding. The mean path subtracts mean(g), which took the {c} with it, "
+        "and mean(g·xhat) gains {c}·mean(xhat) = 0."
+    ).format(gap=err(gap), c=f"{SHIFT_G:g}")
+    c = f"{SHIFT_G:g}"
+    return Prediction(
+        _("Add {c} to every g_i. What happens to dx?").format(c=c),
+        (_("nothing"), _("every dx_i grows by rstd·{c}").format(c=c), _("every dx_i grows by {c}").format(c=c)),
+        first_holding(evidence),
+        why,
+        evidence,
+    )
+
+
+@demo("ln_check_table")
+def ln_check_table(p: LessonParams, rows: int | None = None) -> DemoOutput:
+    """The per-node three-way check (autograd, closed form, finite difference) on the lesson's numbers."""
+    x, gamma, beta, dy = ln_problem(p, rows)
+    report = check_norm("layernorm", x, gamma, beta, p.eps, dy)
+    for node in report.nodes:  # the table's ✓/✗ per node, with what decided it
+        agreeing = node.entry_ok if node.entry_ok is not None else np.array([node.passed])
+        mark(at_most(int(np.sum(~agreeing)), 0, f"{node.name}: entries where autograd, closed form and fd disagree"))
+    built = build_ln(p, rows)
+    backprop(built)
+    return DemoOutput(check_table(report), graph=built.graph)
+
 
 # ---- the gradient for the parameters and the gradient handed back ----------------------
 

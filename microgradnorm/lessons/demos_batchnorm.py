@@ -26,13 +26,13 @@ from microgradnorm.lessons.demo_tools import (
     engine_forward,
     fmt,
     number_table,
+    path_label,
     random_dy,
     random_gamma,
     rng_for,
     sci,
 )
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.lessons.demos_core import path_label
 from microgradnorm.lessons.norm_axes import LAYOUTS, axes_figure, axes_panels, group_ids, moved_by_one, poolings
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, DISPLAY_RTOL

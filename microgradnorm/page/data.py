@@ -31,10 +31,10 @@ from microgradnorm import viz
 from microgradnorm.engine import Value, local_grads
 from microgradnorm.i18n import _
 from microgradnorm.i18n.errors import localize
-from microgradnorm.names import expression, local_symbol, op_symbol
 from microgradnorm.norms import NormGraph
 from microgradnorm.registry import spec_for
 from microgradnorm.trace import Trace, trace_backward
+from microgradnorm.viz.names import expression, local_symbol, op_symbol
 
 __all__ = ["CHECK_LIMIT", "FD_ENTRIES", "PATH_INPUTS", "WHAT_IF", "Subject", "forward_order", "page_data", "subject_of"]
 

@@ -25,10 +25,10 @@ from microgradnorm import viz
 from microgradnorm.engine import Value
 from microgradnorm.i18n import _, current_language, use_language
 from microgradnorm.i18n.text import sentences
-from microgradnorm.names import op_symbol
 from microgradnorm.norms import NormGraph
 from microgradnorm.page.data import Subject, page_data, subject_of
 from microgradnorm.page.text import html_lang, html_text, script_text
+from microgradnorm.viz.names import op_symbol
 
 __all__ = ["NOTEBOOK_LIMIT", "page_html", "repr_html"]
 

@@ -1,0 +1,210 @@
+"""The gradient paths into one input x_i, as sets of drawn edges, and each path's share of dL/dx_i.
+
+x_i reaches the loss along three routes in LayerNorm and BatchNorm (straight through ``xhat_i``, through the
+mean that every ``xshift_j`` subtracts, through the variance that every ``xhat_j`` is divided by) and along two
+in RMSNorm, which subtracts no mean; the textbook dL/dx_i is the sum of those routes
+(:func:`microgradnorm.formulas.dx_paths`). Here each route is found in the drawn graph as the edges between its
+named waypoints (x_i, mean, xshift, var, std, rstd, xhat), so a view can colour it, and, once backward has run,
+its amount is taken from the closed forms so that a legend can add them up beside what autograd accumulated.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from microgradnorm.i18n import N_, _
+from microgradnorm.norms import NormGraph
+from microgradnorm.registry import spec_for
+from microgradnorm.viz.graph import Drawing, OptionError
+
+
+@dataclass
+class GradientPath:
+    """One route from x_i to the loss, as a set of drawn edges, and its share of dL/dx_i."""
+
+    key: str  # "direct", "mean" or "var" (the colour)
+    title: str
+    route: str
+    formula: str
+    edges: set[tuple[int, int]]  # (child position, parent position)
+    amount: float | None = None  # from the closed forms, once backward has run
+
+
+@dataclass
+class GradientPaths:
+    """The gradient paths into the input x_i at flat index ``index``, with a note under the legend."""
+
+    index: int
+    paths: list[GradientPath]
+    note: str
+
+
+def _group_of(graph: NormGraph, i: int) -> list[int]:
+    for g in graph.groups:
+        if i in g:
+            return g
+    raise OptionError("path_input", _("x has {size} entries, got index {i}").format(size=len(graph["x"]), i=i))
+
+
+def _resolve_input(graph: NormGraph, which: int | str) -> int:
+    size = len(graph["x"])
+    if isinstance(which, bool) or not isinstance(which, (int, str)):
+        raise TypeError(f"path_input: expected a flat index or a name like 'x[1]', got {type(which).__name__}")
+    if isinstance(which, str):
+        names = [graph.index_label("x", k) for k in range(size)]
+        cleaned = which.replace(" ", "")
+        if cleaned not in names:
+            shown = f"{', '.join(names[:6])}{', …' if size > 6 else ''}"
+            message = _("expected one of {shown}, got {which!r}")
+            raise OptionError("path_input", message.format(shown=shown, which=which))
+        return names.index(cleaned)
+    if not 0 <= which < size:
+        raise OptionError(
+            "path_input", _("expected a flat index of x in [0, {last}], got {which}").format(last=size - 1, which=which)
+        )
+    return which
+
+
+def _segment(d: Drawing, a: set[int], b: set[int]) -> set[tuple[int, int]]:
+    """Edges on the routes from a node in ``a`` to a node in ``b`` through unnamed nodes only.
+
+    Named nodes (x, mean, xshift, ...) are the waypoints of a path, so a route
+    that passes through another named node belongs to a different segment.
+    """
+    forward = set(a)
+    stack = list(a)
+    while stack:
+        u = stack.pop()
+        for p in d.parents[u]:
+            if p not in b and p not in forward and d.name(p) is None:
+                forward.add(p)
+                stack.append(p)
+    backward = set(b)
+    stack = list(b)
+    while stack:
+        v = stack.pop()
+        for child in d.order[v].children:
+            c = d.pos(child)
+            if c not in a and c not in backward and d.name(c) is None:
+                backward.add(c)
+                stack.append(c)
+    middle = (forward & backward) - a - b
+    edges = set()
+    for u in a | middle:
+        for p in d.parents[u]:
+            if p in b or p in middle:
+                edges.add((u, p))
+    return edges
+
+
+@dataclass
+class _Stops:
+    """Where the paths into x_i run: the named nodes of x_i's group, as drawn positions."""
+
+    d: Drawing
+    graph: NormGraph
+    i: int  # flat index of x_i
+    group: list[int]  # flat indices of x_i's normalization group
+    r: int  # the group's number
+
+    def at(self, name: str, ks: Iterable[int] | None = None) -> set[int]:
+        """Positions of ``graph[name][k]`` (default: k = the group's number); nodes not drawn are left out."""
+        ks = [self.r] if ks is None else ks
+        return {self.d.index[id(v)] for v in (self.graph[name][k] for k in ks) if id(v) in self.d.index}
+
+    def route(self, *stops: set[int]) -> set[tuple[int, int]]:
+        edges: set[tuple[int, int]] = set()
+        for a, b in itertools.pairwise(stops):
+            edges |= _segment(self.d, a, b)
+        return edges
+
+
+def _rms_paths(s: _Stops, xi: str) -> tuple[list[GradientPath], str]:
+    x_i, xhat_all = s.at("x", [s.i]), s.at("xhat", s.group)
+    paths = [
+        GradientPath("direct", N_("direct"), f"{xi} → xhat", "dxhat_i · rrms", s.route(x_i, s.at("xhat", [s.i]))),
+        GradientPath(
+            "var",
+            N_("via the mean square"),
+            # Translators: a route through the graph; keep the node names and arrows
+            _("{xi} → x² → ms → rms → rrms → every xhat_j").format(xi=xi),
+            "dL/dms · 2 x_i / n",
+            s.route(x_i, s.at("ms"), s.at("rms"), s.at("rrms"), xhat_all),
+        ),
+    ]
+    return paths, N_("RMSNorm subtracts no mean, so there are two paths, not three.")
+
+
+def _mean_var_paths(s: _Stops, xi: str) -> tuple[list[GradientPath], str]:
+    two_pass = s.graph.variance == "two_pass"
+    x_i, xshift_i, xhat_all = s.at("x", [s.i]), s.at("xshift", [s.i]), s.at("xhat", s.group)
+    var_first = [x_i, xshift_i] if two_pass else [x_i]
+    squares = "xshift → xshift²" if two_pass else "x²"
+    paths = [
+        GradientPath(
+            "direct",
+            N_("direct"),
+            f"{xi} → xshift → xhat",
+            "dxhat_i · rstd",
+            s.route(x_i, xshift_i, s.at("xhat", [s.i])),
+        ),
+        GradientPath(
+            "mean",
+            N_("via the mean"),
+            # Translators: a route through the graph; keep the node names and arrows
+            _("{xi} → Σ → mean → every xshift_j → xhat_j").format(xi=xi),
+            "−rstd · Σ_j dxhat_j / n",
+            s.route(x_i, s.at("mean"), s.at("xshift", s.group), xhat_all),
+        ),
+        GradientPath(
+            "var",
+            N_("via the variance"),
+            # Translators: a route through the graph; {squares} is "xshift → xshift²" or "x²"
+            _("{xi} → {squares} → var → std → rstd → every xhat_j").format(xi=xi, squares=squares),
+            "dL/dvar · 2 xshift_i / n",
+            s.route(*var_first, s.at("var"), s.at("std"), s.at("rstd"), xhat_all),
+        ),
+    ]
+    if two_pass:
+        return paths, N_("The mean also feeds the variance, but that route adds 0: Σ_j xshift_j = 0.")
+    return paths, N_("Naive variance: mean² feeds var too, so the numbers are left out.")
+
+
+def gradient_paths(d: Drawing, which: int | str) -> GradientPaths:
+    """The gradient paths into x_i (``which``: a flat index or a name like ``'x[1]'``) as drawn edges,
+    with each path's share of dL/dx_i from the closed forms once backward has run."""
+    graph = d.graph
+    if graph is None:
+        raise ValueError("paths: the gradient paths need a built norm (what layer_norm returns, or its .graph)")
+    i = _resolve_input(graph, which)
+    group = _group_of(graph, i)
+    stops = _Stops(d, graph, i, group, graph.groups.index(group))
+    xi = graph.index_label("x", i)
+    paths, note = (_mean_var_paths if spec_for(graph).centered else _rms_paths)(stops, xi)
+    _path_amounts(graph, i, group, stops.r, paths)
+    if len(group) == 1:
+        note = N_("A group of one value: xhat is 0 whatever x is, so every path carries 0.")
+    return GradientPaths(i, paths, note)
+
+
+def _path_amounts(graph: NormGraph, i: int, group: list[int], r: int, paths: list[GradientPath]) -> None:
+    """Each path's share of dL/dx_i, from the closed forms, once backward has run."""
+    xhat = graph["xhat"]
+    if graph.variance != "two_pass" or not any(xhat[k].grad for k in group):
+        return
+    import numpy as np
+
+    from microgradnorm import formulas
+
+    dxhat = np.array([xhat[k].grad for k in group])  # n
+    local = group.index(i)
+    if spec_for(graph).centered:
+        xshift = np.array([graph["xshift"][k].data for k in group])  # n
+        parts = formulas.dx_paths(dxhat, xshift, graph["std"][r].data, graph["rstd"][r].data, (0,))
+    else:
+        x = np.array([graph["x"][k].data for k in group])  # n
+        parts = formulas.rms_dx_paths(dxhat, x, graph["rms"][r].data, graph["rrms"][r].data, (0,))
+    for path, part in zip(paths, parts):
+        path.amount = float(part[local])
