@@ -53,7 +53,7 @@ def test_when_eps_dominates_a_pairs_variance_a_batch_of_two_is_not_plus_or_minus
     y = standardize(two["batches"], 1, eps)[:, 0]
     assert np.median(np.abs(y)) < 0.5  # an independent look: most outputs are nearer 0 than ±1
     out = run_demo("batch_size_dependence", LessonParams(dim=4, seed=seed, eps=eps))
-    assert out.prediction.choices[out.prediction.answer] == "anything: it depends on both values"
+    assert out.prediction.choices[out.prediction.answer] == "±c, with c below 1 set by how far apart the two are"
     assert "not small beside the variance of a pair" in out.prediction.why
 
 
@@ -101,7 +101,7 @@ def test_every_batch_size_claim_holds_including_layernorms_to_rounding(p):
     assert np.allclose(ln_rows, alone, rtol=tol.CLOSED_FORM_RTOL, atol=tol.CLOSED_FORM_ATOL)
     text = render(run_demo("batch_size_dependence", p).renderable)
     assert "✗" not in text
-    assert "✓ batch B: no output is larger than √(B − 1) in size" in text
+    assert "✓ batch N: no output is larger than √(N − 1) in size" in text
     assert "✓ LayerNorm: the same output in every batch, to rounding" in text
 
 

@@ -11,6 +11,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from microgradnorm import tolerances as tol
 from microgradnorm.lessons import demos_traps as T
@@ -139,6 +141,57 @@ def test_a_textbook_float32_layernorm_loses_the_mean_s_rounding_and_the_package_
     assert "✓" in render(out.renderable)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(2, 64),
+    offset=st.floats(1.0, 1e7),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_a_float32_mean_of_one_sign_is_within_the_stated_bound(n, offset, seed):
+    """Oracle: the exact mean of the float32 values (Fraction arithmetic) against NumPy's float32 mean;
+    the lesson's bound gamma_n must hold for any values of one sign, in any summation order."""
+    x = (np.random.default_rng(seed).normal(0.0, 1.0, size=n) * offset / 10 + offset).astype(np.float32)
+    x = np.abs(x)  # one sign: the bound is relative to the mean only then
+    exact = sum(Fraction(float(v)) for v in x) / n
+    got = Fraction(float(x.mean(dtype=np.float32)))
+    if exact != 0:
+        assert abs(got - exact) / exact <= T.mean_rounding_bound(n)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+@pytest.mark.parametrize("d", [4, 7, 16])
+def test_the_textbook_float32_error_stays_under_the_bound_the_lesson_prints(seed, d):
+    """Oracle: a float32 LayerNorm written here (NumPy float32 mean, x - mean, centred variance) on rows
+    whose mean is 1e4 times their spread, against float64 on the same float32 input: its relative error
+    is within y_error_bound, the bound step 4's answer prints."""
+    x = (np.random.default_rng(seed).normal(0.0, 1.0, size=(64, d)) + 1e4).astype(np.float32)
+    x64 = x.astype(np.float64)
+    y64 = (x64 - x64.mean(1, keepdims=True)) / np.sqrt(x64.var(1, keepdims=True) + 1e-5)
+    xshift = x - x.mean(1, keepdims=True, dtype=np.float32)
+    y32 = xshift / np.sqrt((xshift * xshift).mean(1, keepdims=True, dtype=np.float32) + np.float32(1e-5))
+    _spreads, bound = T.y_error_bound(x)
+    assert tol.normwise_error(y32, y64)[1] <= bound
+
+
+# The question's bands: each edge at least this factor away from every error the lesson can show
+BAND_MARGIN = 2.0
+
+
+def test_the_float32_question_s_answer_does_not_sit_on_a_band_edge():
+    """Every seed 0-5, every d the lesson allows (2 to 16) and eps at 0, its default and 100: the textbook
+    error at mean/spread = 1e4 is more than BAND_MARGIN from the bands (1e-5, 1e-2), so the answer is the
+    same at every option, and it is the middle band."""
+    worst = []
+    for eps in (0.0, 1e-5, 100.0):
+        for d in range(2, 17):
+            for seed in range(6):
+                errors, _bounds = T.float32_offset_errors(seed, d, eps, (1e4,))
+                worst.append(errors["textbook"][0])
+    assert 1e-5 * BAND_MARGIN < min(worst) and max(worst) * BAND_MARGIN < 1e-2
+    q = run_demo("float32_offset", LessonParams(seed=4, dim=9)).prediction
+    assert q.choices[q.answer] == "between 1e-5 and 1e-2"
+
+
 def test_at_two_features_the_float32_step_says_why_it_runs_at_three():
     """At d = 2 and eps = 0, dx is zero (finite differences of two numbers normalized to ±1 show it here),
     so the step measures at d = 3 and says so; with d >= 3 there is no note."""
@@ -169,10 +222,10 @@ def test_the_mean_square_of_a_normalized_row_is_one_with_n_and_n_minus_1_over_n_
     by_n1 = (x - x.mean()) / np.sqrt(x.var(ddof=1) + p.eps)
     shown = " ".join(render(run_demo("n_or_n_minus_1", p).renderable).split())
     if np.mean(by_n**2) >= 0.99:  # "1 up to eps" is said only when it is near 1
-        line = f"✓ a row of d = {p.dim}: mean(xhat²) is {fmt(np.mean(by_n**2), 4)} with ÷n (1 up to eps)"
+        line = f"✓ a row of d = {p.dim}: mean(xhat²) is {fmt(np.mean(by_n**2), 4)} with ÷n (up to eps)"
     else:
         line = f"(var + eps) is {fmt(np.mean(by_n**2), 4)} with ÷n"
-        assert "eps is not small beside its variance" in shown and "1 up to eps" not in shown
+        assert "eps is not small beside its variance" in shown and "(up to eps)" not in shown
     assert line in shown and f"{fmt(np.mean(by_n1**2), 4)} with ÷(n−1)" in shown
     if p.eps == 0:
         assert np.mean(by_n**2) == pytest.approx(1, rel=1e-12)

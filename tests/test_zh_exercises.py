@@ -284,7 +284,7 @@ def test_the_translators_tool_prints_the_first_lines(package_copy, capsys):
 # ---- the grader's words ---------------------------------------------------------------------------------
 
 # templates that are only a formula, a list of names or code, the same in every language
-SAME_IN_CHINESE = {"dy/dx = (1/sigma) diag(gamma) (I - P)", "{first} {second}"}
+SAME_IN_CHINESE = {"dy/dx = (1/std) diag(gamma) (I - P)", "{first} {second}"}
 
 
 def _templates() -> list[str]:

@@ -154,7 +154,7 @@ EXERCISES: tuple[Exercise, ...] = (
         9,
         "layernorm_jacobian",
         N_("The LayerNorm Jacobian and its projection"),
-        N_("dy/dx = (1/sigma) diag(gamma) (I - P)"),
+        N_("dy/dx = (1/std) diag(gamma) (I - P)"),
         ("projection", "layernorm_jacobian"),
     ),
     Exercise(

@@ -223,8 +223,8 @@ FINDINGS: dict[str, tuple[str, str]] = {
         N_("transposed"),
         N_("J[i, j] = dy_i / dx_j: row i belongs to output y_i, so gamma_i scales row i (diag(gamma) on the left)."),
     ),
-    "j_gamma_left_out": (N_("gamma left out"), N_("dy/dx = (1/sigma) diag(gamma) (I - P).")),
-    "j_no_sigma": (N_("the 1/sigma is missing"), N_("dy/dx = (1/sigma) diag(gamma) (I - P).")),
+    "j_gamma_left_out": (N_("gamma left out"), N_("dy/dx = (1/std) diag(gamma) (I - P).")),
+    "j_no_sigma": (N_("the 1/std is missing"), N_("dy/dx = (1/std) diag(gamma) (I - P).")),
     "j_variance_path_missing": (
         N_("the path through the variance is missing"),
         N_("I - P must remove xhat xhat^T / d too: that is the path through the variance."),
@@ -236,8 +236,8 @@ FINDINGS: dict[str, tuple[str, str]] = {
     "j_eps_left_out": (
         N_("eps left out"),
         N_(
-            "sigma = sqrt(var + eps) with eps = {eps:g}: your Jacobian uses sqrt(var), as if eps were 0. Compute "
-            "xhat and 1/sigma from x with eps, as the forward pass does."
+            "std = sqrt(var + eps) with eps = {eps:g}: your Jacobian uses sqrt(var), as if eps were 0. Compute "
+            "xhat and 1/std from x with eps, as the forward pass does."
         ),
     ),
     # ---- exercise 10: Welford

@@ -321,8 +321,8 @@ def _batch2_prediction(pair: tuple[np.ndarray, np.ndarray], eps: float) -> Predi
     values = {"median": sci(pull), "largest": sci(float(np.max(np.abs(1.0 - np.abs(got)))))}
     if answer == 1:
         why = _(
-            "Two values a and b have mean `(a + b)/2` and spread `|a − b|/2`: they become +1 and −1 whatever they "
-            "are (eps pulls them in: by {median} typically, {largest} at most)."
+            "Two values a and b become `±1/sqrt(1 + eps/var)`, with `var = ((a − b)/2)²`: ±1 unless the two "
+            "nearly coincide (eps pulls them in: by {median} typically, {largest} at most)."
         ).format(**values)
     else:
         why = _(
@@ -332,7 +332,7 @@ def _batch2_prediction(pair: tuple[np.ndarray, np.ndarray], eps: float) -> Predi
         ).format(**values)
     return Prediction(
         _("In a batch of two, what can each BatchNorm output be?"),
-        (_("anything: it depends on both values"), _("+1 or −1 (up to eps)"), "0"),
+        (_("±c, with c below 1 set by how far apart the two are"), _("+1 or −1 (up to eps)"), "0"),
         answer,
         why,
         evidence,
@@ -356,7 +356,7 @@ def batch_size_dependence(p: LessonParams, sizes: tuple[int, ...] = (1, 2, 4, 16
             close_to(pair[0], pair[1], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "batch 2: outputs vs ±1/sqrt(1 + eps/var)"),
             _("batch 2: every output is ±1/sqrt(1 + eps/var)"),
         ),
-        (_within_batch_reach(stats), _("batch B: no output is larger than √(B − 1) in size")),
+        (_within_batch_reach(stats), _("batch N: no output is larger than √(N − 1) in size")),
         (
             at_most(ln_spread, CLOSED_FORM_RTOL * math.sqrt(p.dim), "LayerNorm: largest spread over the batches"),
             _("LayerNorm: the same output in every batch, to rounding"),
@@ -390,8 +390,8 @@ def _falls_toward_population(stats: list[dict[str, float]], sizes: tuple[int, ..
 
 
 def _within_batch_reach(stats: list[dict[str, float]]) -> Checks:
-    """No BatchNorm output of a batch of B is larger than sqrt(B - 1) in size."""
-    # in a batch of B, |x - mean| <= sqrt(B - 1) * std (N-divided): no output can reach further
+    """No BatchNorm output of a batch of N is larger than sqrt(N - 1) in size."""
+    # in a batch of N, |x - mean| <= sqrt(N - 1) * std (divided by N): no output can reach further
     return all_of(
         *(
             at_most(
@@ -788,7 +788,7 @@ def _group_prediction(x: np.ndarray, eps: float) -> Prediction:
           "Which outputs move?").format(n=n, c=c, h=h, w=w),
         (
             _("every value of image 0"),
-            _("image 0, channels 0 to {last}: its group").format(last=c // 2 - 1),
+            _("image 0, channels 0 to {last}").format(last=c // 2 - 1),
             _("channel 0 of every image"),
             _("only the value that changed"),
         ),

@@ -5,7 +5,7 @@ J[i, j] = dy_i / dx_j collects every dy_i / dx_j; row i belongs to output y_i.
 
 Derive J first: row i is the gradient of y_i alone, so it is LayerNorm's
 backward pass (lesson 5) with dy = 1 at position i and 0 elsewhere. Then look
-at what you found: J = (1/sigma) diag(gamma) (I - P), sigma = sqrt(var + eps),
+at what you found: J = (1/std) diag(gamma) (I - P), std = sqrt(var + eps),
 for a D x D matrix P built from the ones vector and xhat alone. Find P in your
 J and write it as its own function of xhat. What does P do to the ones vector,
 and to xhat, at eps = 0 (where xhat sums to 0 and its squares sum to D)?
@@ -22,7 +22,7 @@ import numpy as np
 
 
 def projection(xhat: np.ndarray) -> np.ndarray:
-    """xhat: [D], a normalized vector. Returns P: [D, D], the matrix with J = (1/sigma) diag(gamma) (I - P)."""
+    """xhat: [D], a normalized vector. Returns P: [D, D], the matrix with J = (1/std) diag(gamma) (I - P)."""
     # ---- write your code here ----
     d = xhat.shape[0]
     ones = np.ones(d)

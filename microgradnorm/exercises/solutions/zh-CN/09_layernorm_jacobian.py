@@ -1,12 +1,12 @@
-# english: 09_layernorm_jacobian.py 1088ad63daf5
+# english: 09_layernorm_jacobian.py fd63994efacf
 """练习 09：LayerNorm 的雅可比矩阵，以及藏在里面的投影。
 
 对一个有 D 个特征的向量 x，y = LN(x) = gamma * xhat + beta。它的雅可比矩阵
 J[i, j] = dy_i / dx_j 收集了所有的 dy_i / dx_j；第 i 行属于输出 y_i。
 
 先推导 J：第 i 行只是 y_i 的梯度，所以就是 dy 在位置 i 为 1、其余为 0 时
-LayerNorm 的反向传播（第 5 课）。然后看看你得到了什么：J = (1/sigma) diag(gamma)
-(I - P)，sigma = sqrt(var + eps)，其中 P 是一个只由全 1 向量和 xhat 构成的
+LayerNorm 的反向传播（第 5 课）。然后看看你得到了什么：J = (1/std) diag(gamma)
+(I - P)，std = sqrt(var + eps)，其中 P 是一个只由全 1 向量和 xhat 构成的
 D x D 矩阵。在你的 J 里找出 P，把它写成 xhat 的一个单独的函数。在 eps = 0 时
 （xhat 之和为 0，平方和为 D），P 把全 1 向量和 xhat 变成什么？
 
@@ -21,7 +21,7 @@ import numpy as np
 
 
 def projection(xhat: np.ndarray) -> np.ndarray:
-    """xhat：[D]，一个归一化后的向量。返回 P：[D, D]，即 J = (1/sigma) diag(gamma) (I - P) 中的那个矩阵。"""
+    """xhat：[D]，一个归一化后的向量。返回 P：[D, D]，即 J = (1/std) diag(gamma) (I - P) 中的那个矩阵。"""
     # ---- 在这里写你的代码 ----
     d = xhat.shape[0]
     ones = np.ones(d)
