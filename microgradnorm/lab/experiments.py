@@ -25,12 +25,12 @@ from pathlib import Path
 import numpy as np
 
 from microgradnorm import tolerances as tol
-from microgradnorm.i18n import N_
+from microgradnorm.i18n import N_, LazyText
 from microgradnorm.lab import pairs
 from microgradnorm.lab.net import BatchNormLayer, Net, NetSpec, cross_entropy, initial_weights
 from microgradnorm.lab.task import CLASSES, Task, teacher_task
 from microgradnorm.lab.train import Adam, Run, TrainConfig, batches, train
-from microgradnorm.lab.words import YOURS, YOURS_REFERENCE, Listing, Message, RunName, named_numbers
+from microgradnorm.lab.words import YOURS, YOURS_REFERENCE, Listing, RunName, named_numbers
 from microgradnorm.registry import get_norm
 from microgradnorm.verdicts import Check, Checks, above, all_of, at_least, at_most, below
 
@@ -86,7 +86,7 @@ class Claim:
     is it in the current language.
     """
 
-    message: Message | str
+    message: LazyText | str
     ok: bool
     key: str = ""
     check: object = None  # the Check (microgradnorm.verdicts) ok was decided by, if any
@@ -104,20 +104,20 @@ class Outcome:
     title, the claims and the notes are: :mod:`microgradnorm.lab.words`).
     """
 
-    title: Message | str
+    title: LazyText | str
     curves: dict[str, list[float]] = field(default_factory=dict)
     numbers: dict[str, float] = field(default_factory=dict)
     claims: list[Claim] = field(default_factory=list)
-    notes: list[Message | str] = field(default_factory=list)
+    notes: list[LazyText | str] = field(default_factory=list)
     extra: dict[str, object] = field(default_factory=dict)
-    labels: dict[str, Message] = field(default_factory=dict)
+    labels: dict[str, LazyText] = field(default_factory=dict)
     runs: dict[str, Run] = field(default_factory=dict)  # the run behind each curve: its held-out loss
 
     def claim(self, key: str, text: str, ok: bool, **fields: object) -> None:
         """Add a claim that the lessons can pick by ``key``: ``text`` is an English template (marked with
         ``N_``) for ``str.format`` with ``fields``, translated when the claim is read."""
         check = ok if isinstance(ok, (Check, Checks)) else None
-        self.claims.append(Claim(Message(text, **fields), bool(ok), key, check))
+        self.claims.append(Claim(LazyText(text, **fields), bool(ok), key, check))
 
     def label(self, key: str) -> str:
         """The name a curve is shown by, in the current language."""
@@ -236,8 +236,8 @@ def _reference_yours(seed: int, use_torch: bool) -> Outcome:
 
 
 def _yours(seed: int, pair: pairs.NormPair, file: str | None, use_torch: bool) -> Outcome:
-    who = Path(file).name if file else Message(N_("the exercise's answer"))
-    out = Outcome(Message(N_("LayerNorm's backward in a {depth}-block MLP: {who}"), depth=MLP.depth, who=who))
+    who = Path(file).name if file else LazyText(N_("the exercise's answer"))
+    out = Outcome(LazyText(N_("LayerNorm's backward in a {depth}-block MLP: {who}"), depth=MLP.depth, who=who))
     runs = _torch_runs(pair, seed, out.notes) if use_torch else _numpy_runs(pair, seed)
     if file is None:  # the curve is the exercise's answer's, not the learner's
         runs[YOURS_REFERENCE] = runs.pop(YOURS)
@@ -261,7 +261,7 @@ def _yours(seed: int, pair: pairs.NormPair, file: str | None, use_torch: bool) -
         out.claim("bridge", N_("microgradnorm.torch.LayerNorm's curve is torch.nn's (largest difference {gap:.1e})"),
                   at_most(ours, CURVE_ATOL, "largest difference, bridge vs torch.nn"), gap=ours)  # fmt: skip
     elif not have_torch():  # (with PyTorch installed, --engine numpy chose this)
-        out.notes.append(Message(N_("PyTorch is not installed: its curves need {install}"), install=INSTALL))
+        out.notes.append(LazyText(N_("PyTorch is not installed: its curves need {install}"), install=INSTALL))
     start, end = runs[baseline].losses[0], final_loss(runs[baseline])
     out.claim("learns", N_("the network learns: loss {start:.2f} at the start, {end:.2f} at the end"),
               below(end, start / 2, "final loss vs half the first"), start=start, end=end)  # fmt: skip
@@ -284,7 +284,7 @@ def _backwards() -> dict[str, pairs.NormPair]:
 @functools.lru_cache(maxsize=4)
 def wrong(seed: int = 0) -> Outcome:
     """The MLP trained with the right LayerNorm backward and with two wrong ones, under Adam and SGD."""
-    out = Outcome(Message(N_("Two wrong LayerNorm backward passes that still train")))
+    out = Outcome(LazyText(N_("Two wrong LayerNorm backward passes that still train")))
     backwards, task = _backwards(), task_for(seed)
     adam = {k: train(Net(MLP, seed, ln_pair=p), task, _with_seed(ADAM, seed)) for k, p in backwards.items()}
     sgd_nets = {k: Net(MLP, seed, ln_pair=backwards[k]) for k in backwards}  # lesson 16 steps 5 and 6
@@ -292,7 +292,7 @@ def wrong(seed: int = 0) -> Outcome:
     out.curves = {f"{k} (Adam)": r.losses for k, r in adam.items()}
     out.runs = {f"{k} (Adam)": r for k, r in adam.items()}
     # Translators: a curve's name, such as "right (Adam)": {name} is the backward, {optimizer} Adam or SGD
-    out.labels = {f"{k} (Adam)": Message(N_("{name} ({optimizer})"), name=RunName(k), optimizer="Adam") for k in adam}
+    out.labels = {f"{k} (Adam)": LazyText(N_("{name} ({optimizer})"), name=RunName(k), optimizer="Adam") for k in adam}
     out.extra.update(adam=adam, sgd=sgd)
     checks = {k: pairs.gradient_check(p, seed) for k, p in backwards.items()}
     out.extra["checks"] = checks
@@ -376,7 +376,7 @@ def _factor_claims(out: Outcome, seed: int) -> None:
     out.extra["factor_blocks"] = list(zip(ratios, powers))
     worst = max(abs(r / p - 1.0) for r, p in zip(ratios, powers))
     # Translators: how exactly the ratios are powers of d, inside "(d = 32, exactly)"
-    exact = Message(N_("exactly")) if worst == 0.0 else Message(N_("to {error:.0e}"), error=worst)
+    exact = LazyText(N_("exactly")) if worst == 0.0 else LazyText(N_("to {error:.0e}"), error=worst)
     out.claim("factor-powers", N_("each block's weight gradient is d^k times the right one (d = {d}, {exact}), "
                                   "k the number of LayerNorms from the block to the loss"),
               at_most(worst, RATIO_RTOL, "largest |ratio / d^k - 1|"), d=d, exact=exact)  # fmt: skip
@@ -470,7 +470,7 @@ def gradient_norms(seed: int, placement: str, depth: int = RESIDUAL_DEPTH) -> li
 @functools.lru_cache(maxsize=4)
 def depth(seed: int = 0) -> Outcome:
     """A residual network, post-LN and pre-LN: gradients at initialization, training with and without warmup."""
-    out = Outcome(Message(N_("Post-LN and pre-LN in a {depth}-block residual network"), depth=RESIDUAL_DEPTH))
+    out = Outcome(LazyText(N_("Post-LN and pre-LN in a {depth}-block residual network"), depth=RESIDUAL_DEPTH))
     post, pre = gradient_norms(seed, "post"), gradient_norms(seed, "pre")
     out.extra["gradients"] = {"post-LN": post, "pre-LN": pre}
     grow, pre_grow, spread = post[-1] / post[0], pre[-1] / pre[0], max(pre) / min(pre)
@@ -541,11 +541,11 @@ def _depth_claims(out: Outcome, seed: int, at_default: dict[str, float]) -> None
               bound=math.sqrt(high / low))  # fmt: skip
 
 
-def _warmup_label(placement: str, warmup: int) -> Message:
+def _warmup_label(placement: str, warmup: int) -> LazyText:
     """The shown name of a run: "post-LN (warmup 50)" or "post-LN (no warmup)" (no comma: names go in lists)."""
     if warmup:
-        return Message(N_("{placement} (warmup {steps})"), placement=placement, steps=warmup)
-    return Message(N_("{placement} (no warmup)"), placement=placement)
+        return LazyText(N_("{placement} (warmup {steps})"), placement=placement, steps=warmup)
+    return LazyText(N_("{placement} (no warmup)"), placement=placement)
 
 
 # ---- (d) which norm, and how big a batch ----------------------------------------------------------------
@@ -559,7 +559,7 @@ def norm_title(key: str) -> str:
 @functools.lru_cache(maxsize=4)
 def norms(seed: int = 0) -> Outcome:
     """The same 6-block MLP with no norm, BatchNorm, LayerNorm and RMSNorm, trained with plain SGD."""
-    out = Outcome(Message(N_("No norm, BatchNorm, LayerNorm, RMSNorm: a {depth}-block MLP with plain SGD"),
+    out = Outcome(LazyText(N_("No norm, BatchNorm, LayerNorm, RMSNorm: a {depth}-block MLP with plain SGD"),
                           depth=DEEP_MLP_DEPTH))  # fmt: skip
     runs = {}
     for norm in ("none", "batchnorm", "layernorm", "rmsnorm"):
@@ -630,7 +630,7 @@ def _batch_statistics_loss(net: Net, x: np.ndarray, labels: np.ndarray, batch: i
 @functools.lru_cache(maxsize=4)
 def batch_sizes(seed: int = 0) -> Outcome:
     """BatchNorm trained with batches of 2, 8 and 32 for the same epochs; LayerNorm at 2 for comparison."""
-    out = Outcome(Message(N_("BatchNorm at batch sizes {sizes} ({epochs} epochs each)"), sizes=Listing(BATCHES),
+    out = Outcome(LazyText(N_("BatchNorm at batch sizes {sizes} ({epochs} epochs each)"), sizes=Listing(BATCHES),
                           epochs=BATCH_EPOCHS))  # fmt: skip
     task = task_for(seed)
     rows = {}
@@ -643,7 +643,7 @@ def batch_sizes(seed: int = 0) -> Outcome:
     out.extra.update(rows=rows, layernorm=ln)
     out.curves = {f"BatchNorm, batch {b}": r[2].losses for b, r in rows.items()}
     out.runs = {f"BatchNorm, batch {b}": r[2] for b, r in rows.items()}
-    out.labels = {f"BatchNorm, batch {b}": Message(N_("BatchNorm, batch {size}"), size=b) for b in rows}
+    out.labels = {f"BatchNorm, batch {b}": LazyText(N_("BatchNorm, batch {size}"), size=b) for b in rows}
     held = {b: r[0] for b, r in rows.items()}
     # Translators: {others} is a list of losses such as "0.57, 0.61"
     out.claim("small-least", N_("at batch {small} BatchNorm learns least: held-out loss {loss:.2f} against {others}"),

@@ -22,7 +22,6 @@ from microgradnorm.i18n.text import separated
 
 __all__ = ["YOURS", "YOURS_REFERENCE", "Listing", "RunName", "named_numbers", "run_name"]
 
-Message = LazyText  # only lab/experiments.py's name for it (its owner moves it to LazyText, then this line goes)
 
 YOURS, YOURS_REFERENCE = "your backward", "exercise 5's answer"  # the names of the learner's curve
 
