@@ -231,6 +231,20 @@ def test_lesson_2_asks_whether_standardizing_columns_centers_the_rows(seed):
     assert q.choices[q.answer] == expected
 
 
+@pytest.mark.parametrize("seed", [0, 7, 8])
+def test_lesson_2_answers_the_general_question_even_when_two_rows_happen_to_be_centred(seed):
+    """With 2 rows each standardized column is -1, +1, so the rows can all be centred by chance (review-a 2)."""
+    p = LessonParams(dim=2, seed=seed, eps=0.0, batch=2)
+    x = np.round(rng_for(seed, 36).normal(5.0, 3.0, size=(3, 2)), 1)
+    two = (x[:2] - x[:2].mean(axis=0)) / x[:2].std(axis=0)  # the oracle, eps = 0
+    three = (x - x.mean(axis=0)) / x.std(axis=0)
+    assert np.abs(two.mean(axis=1)).max() < 1e-12  # these seeds are the chance case
+    assert np.abs(three.mean(axis=1)).max() > 1e-3  # and a third row breaks it
+    q = run_demo("standardize_both_ways", p, {}).prediction
+    assert q.choices[q.answer] == "no, not in general"
+    assert "happens to be 0" in q.why
+
+
 @pytest.mark.parametrize("dim", [3, 6])
 def test_lesson_7_asks_what_shrinking_x_does_to_shrink(dim):
     """shrink = eps/(var + eps) at eps = 1e-3 grows when x shrinks a hundredfold (var falls 1e4 times)."""

@@ -123,6 +123,13 @@ def _both_ways_tables(x: np.ndarray, per_feature: np.ndarray, per_example: np.nd
     return parts
 
 
+def _spread_out(x: np.ndarray) -> np.ndarray:
+    """x, nudged when a column or a row is constant (which has no spread to divide by)."""
+    if np.ptp(x, axis=0).min() == 0 or np.ptp(x, axis=1).min() == 0:
+        x = x + 0.1 * np.arange(x.size).reshape(x.shape) ** 2
+    return x
+
+
 @demo("standardize_both_ways")
 def standardize_both_ways(p: LessonParams, examples: int | None = None, features: int | None = None) -> DemoOutput:
     """A small batch standardized per feature (down each column) and per example (along each row).
@@ -132,9 +139,9 @@ def standardize_both_ways(p: LessonParams, examples: int | None = None, features
     """
     examples = examples if examples is not None else (p.batch or 3)
     features = features if features is not None else p.dim
-    x = np.round(rng_for(p.seed, 36).normal(5.0, 3.0, size=(examples, features)), 1)
-    if np.ptp(x, axis=0).min() == 0 or np.ptp(x, axis=1).min() == 0:  # a constant column or row has no spread
-        x += 0.1 * np.arange(x.size).reshape(x.shape) ** 2
+    # at least 3 rows drawn, the first `examples` shown: the answer needs a batch whose rows can fail
+    drawn = np.round(rng_for(p.seed, 36).normal(5.0, 3.0, size=(max(examples, 3), features)), 1)
+    x, third = _spread_out(drawn[:examples].copy()), _spread_out(drawn)
     per_feature, per_example = _standardized(x, 0, p.eps), _standardized(x, 1, p.eps)
     parts = _both_ways_tables(x, per_feature, per_example)
     columns = _spread_line(per_feature, 0, p.eps, _("each column"))
@@ -143,16 +150,29 @@ def standardize_both_ways(p: LessonParams, examples: int | None = None, features
         claim(_is_standardized(per_feature, x, 0, p.eps), columns),
         claim(_is_standardized(per_example, x, 1, p.eps), rows),
     ]
-    row_means = np.abs(per_feature.mean(axis=1))
     zero = cancellation_atol(float(np.max(np.abs(per_feature))), features)
+    row_means = np.abs(per_feature.mean(axis=1))
+    happens = bool(row_means.max() <= zero)  # every shown row centred by chance (2 rows: each column is -1, +1)
+    # the question is general: the shown rows answer it unless they happen to be centred; then 3 rows do
+    tested = _standardized(third, 0, p.eps).mean(axis=1) if happens else per_feature.mean(axis=1)
     evidence = (
-        at_most(float(row_means.max()), zero, "largest |row mean| after standardizing columns"),
-        above(float(row_means.max()), zero, "largest |row mean| after standardizing columns"),
+        at_most(float(np.abs(tested).max()), zero, "largest |row mean| after standardizing columns"),
+        above(float(np.abs(tested).max()), zero, "largest |row mean| after standardizing columns"),
     )
-    signed = float(per_feature.mean(axis=1)[np.argmax(row_means)])  # the largest in size, with its sign
-    why = _("One row's mean is {largest} here: centering columns says nothing about rows.").format(
-        largest=fmt(signed, 3)
-    )
+    signed = float(tested[np.argmax(np.abs(tested))])  # the largest in size, with its sign
+    if not happens:
+        why = _("One row's mean is {largest} here: centering columns says nothing about rows.").format(
+            largest=fmt(signed, 3)
+        )
+    elif examples == 2:
+        why = _(
+            "Here every row's mean happens to be 0 (with 2 rows each standardized column is −1, +1); "
+            "with a third row, one row's mean is {largest}."
+        ).format(largest=fmt(signed, 3))
+    else:
+        why = _("Here every row's mean happens to be 0; with other rows, one row's mean is {largest}.").format(
+            largest=fmt(signed, 3)
+        )
     prediction = Prediction(
         _("Standardize each column. Does each row get mean 0 too?"),
         (_("yes, every row too"), _("no, not in general")),
