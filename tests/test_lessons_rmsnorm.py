@@ -160,7 +160,7 @@ def test_no_verdict_is_stronger_than_the_noise_of_its_repeats():
     lines = R.speed_reading(med, split)
     assert lines[0].endswith("no verdict, the repeats disagree.")
     assert lines[1].endswith("forward + backward: faster.")
-    assert lines[2].startswith("Only one implementation gave a verdict this run")
+    assert lines[2].startswith("Only one implementation gave a forward + backward verdict this run")
     steady = {"numpy": {"f": [0.5, 0.6, 0.7], "b": [0.5, 0.6, 0.7]}, "torch": {"f": [0.6, 0.7], "b": [0.6, 0.7]}}
     assert R.speed_reading(med, steady)[-1] == (
         "Every implementation timed here agrees: RMSNorm is faster (forward + backward)."

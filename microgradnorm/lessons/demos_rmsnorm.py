@@ -547,7 +547,12 @@ def speed_reading(
     elif verdicts and len(medians) == 1:
         lines.append(_("Only one implementation was timed here: no comparison between implementations."))
     elif verdicts:
-        lines.append(_("Only one implementation gave a verdict this run: no comparison between implementations."))
+        lines.append(
+            _(
+                "Only one implementation gave a forward + backward verdict this run: "
+                "no comparison between implementations."
+            )
+        )
     if noisy:
         lines.append(
             _(
