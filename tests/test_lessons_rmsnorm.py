@@ -242,3 +242,19 @@ def test_the_speed_step_fits_one_screen_however_the_run_falls(monkeypatch, timin
             for w in WIDTHS
         }
     assert max(heights.values()) <= MAX_STEP_LINES, f"step {step + 1} of lesson 9: {heights} lines by width"
+
+
+@pytest.mark.parametrize("eps", [0.0, 1e-5, 1.0])
+def test_the_stretch_line_names_rounding_at_eps_0_and_eps_otherwise(eps):
+    """At eps = 0, J·x is rounding, not something eps leaves (review-a 9); the closed form is 0 there."""
+    import io
+
+    from rich.console import Console
+
+    console = Console(width=300, no_color=True, record=True, file=io.StringIO())
+    console.print(run_demo("rms_jacobian_heatmap", LessonParams(dim=5, seed=4, eps=eps), {}).renderable)
+    text = console.export_text()
+    if eps == 0:
+        assert "rounding (eps = 0)" in text and "what eps leaves" not in text
+    else:
+        assert "what eps leaves" in text and "rounding (eps = 0)" not in text

@@ -189,9 +189,11 @@ def _stretch_claim(
     return (
         cancels(stretch[0] - stretch_rms, size, "|J·x| − eps's prediction (RMS)")
         & cancels(stretch[1] - stretch_ln, size, "|J·x| − eps's prediction (LN)"),
-        _("a stretch of x: |J·x| = {rms} (RMS), {ln} (LN), what eps leaves").format(
-            rms=sci(float(stretch[0])), ln=sci(float(stretch[1]))
-        ),
+        (
+            _("a stretch of x: |J·x| = {rms} (RMS), {ln} (LN), what eps leaves")
+            if eps > 0
+            else _("a stretch of x: |J·x| = {rms} (RMS), {ln} (LN), rounding (eps = 0)")
+        ).format(rms=sci(float(stretch[0])), ln=sci(float(stretch[1]))),
     )
 
 
