@@ -245,6 +245,15 @@ def test_lesson_2_answers_the_general_question_even_when_two_rows_happen_to_be_c
     assert "happens to be 0" in q.why
 
 
+@pytest.mark.parametrize(("dim", "eps", "zero"), [(2, 0.0, True), (2, 1e-5, False), (4, 0.0, False)])
+def test_lesson_6_says_when_doubling_dy_doubles_a_dx_that_is_0(dim, eps, zero):
+    """At d = 2, eps = 0 the output is ±1 whatever x, so dx = (1/std)(I − P)g = 0: I − P has rank d − 2 = 0."""
+    p = LessonParams(dim=dim, seed=1, eps=eps)
+    q = run_demo("forms_agree", p, {}).prediction
+    assert ("Here dx is 0 (d = 2, eps = 0" in q.why) == zero
+    assert ("rerun with --dim 3" in q.why) == zero
+
+
 @pytest.mark.parametrize("dim", [3, 6])
 def test_lesson_7_asks_what_shrinking_x_does_to_shrink(dim):
     """shrink = eps/(var + eps) at eps = 1e-3 grows when x shrinks a hundredfold (var falls 1e4 times)."""
