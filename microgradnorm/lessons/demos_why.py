@@ -525,7 +525,7 @@ def saturation_before_after(p: LessonParams, mean: float = 12.0, spread: float =
         ),
         claim(
             below(_off_line(zn), _off_line(z), "largest gap to the tangent, standardized vs raw"),
-            _("largest gap between σ(z) and its tangent at 0, 1/2 + z/4: {std} standardized, {raw} raw").format(
+            _("largest gap between sigmoid(z) and its tangent at 0, 1/2 + z/4: {std} standardized, {raw} raw").format(
                 std=fmt(_off_line(zn), 2), raw=fmt(_off_line(z), 3)
             ),
         ),
