@@ -905,7 +905,7 @@ def init_scale_run(seed: int, dim: int, layers: int, c: float) -> tuple[float, f
 
 @demo("init_scale")
 def init_scale(p: LessonParams, layers: int = 8, scales: tuple[float, ...] = (0.1, 0.5, 2.0, 10.0)) -> DemoOutput:
-    """Every weight matrix initialized c times too large: the output grows like c^layers plain, like c normalized."""
+    """Every weight matrix initialized scaled by c: the output grows like c^layers plain, like c normalized."""
     dim = max(p.dim, 2)
     plain1, norm1, _fed1 = init_scale_run(p.seed, dim, layers, 1.0)
     rows, exact_plain, exact_norm, fed_ok = [], [], [], []
