@@ -567,7 +567,7 @@ def test_with_an_eps_as_large_as_the_variance_the_depth_step_says_why_h_shrinks_
     assert min(variances) < 1e-6 * eps and np.linalg.norm(h) < 1e-6 * np.linalg.norm(x)  # gain 0.5 vanishes
     text = " ".join(_text(run_demo("depth_norms", LessonParams(seed=seed, eps=eps)).renderable, 100).split())
     assert "✗" not in text
-    assert "✓ norm. 0.5: |h| ×" in text and "var(h) fell below eps = 1" in text
+    assert "✓ norm. 0.5: |h| ×" in text and "var(h) is below eps = 1" in text
     assert "✓ norm. 2: |h| stays within" in text
     run = why.depth_run(seed, 1e-5)
     assert len(why._depth_band_checks(run, 1e-5)) == 1  # with a small eps both gains stay in the band

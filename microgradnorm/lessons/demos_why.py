@@ -799,7 +799,7 @@ def _depth_band_checks(run: DepthRun, eps: float) -> list[Text]:
             claim(
                 above(eps, 0.0, "eps") & below(short, 0.5, f"norm. {gain:g}: shortest fed length ÷ √width"),
                 _(
-                    "norm. {gain}: |h| ×{factor}: var(h) fell below eps = {eps}, where dividing by "
+                    "norm. {gain}: |h| ×{factor}: var(h) is below eps = {eps}, where dividing by "
                     "√(var + eps) no longer rescales (W is fed {short} × √{width})"
                 ).format(gain=f"{gain:g}", factor=sci(factor, 1), eps=f"{eps:g}", short=sci(short, 1), width=run.width),
             )
@@ -860,7 +860,7 @@ def _depth_prediction(run: DepthRun) -> Prediction:
         )
     else:  # eps not small next to var(h): dividing by √(var + eps) no longer rescales h
         why = _(
-            "|h| went from {start} to {end}: var(h) fell below eps, and dividing by √(var + eps) then no longer "
+            "|h| went from {start} to {end}: var(h) is below eps, and dividing by √(var + eps) then no longer "
             "rescales h, so |h| keeps changing layer after layer (plain, the gains multiply: ×{plain}); the lines "
             "below show it."
         )
