@@ -179,15 +179,15 @@ def _double_prediction(
     if answer == 1:
         why = _(
             "dgamma = Σ dy·xhat, and xhat does not see the scale of x (only eps does): the best factor "
-            "between the two dgamma columns is {g_ratio}. dx, by contrast, was multiplied by {x_ratio}."
+            "between the two dgamma columns is {g_ratio}. dx, by contrast, was multiplied by about {x_ratio}."
         )
     else:
         why = _(
             "dgamma = Σ dy·xhat. Without eps, xhat would not see the scale of x; but eps = {eps} is not small "
             "next to var(x) = {var}, so xhat still grows with x: the best factor "
-            "between the two dgamma columns is {g_ratio}. dx, by contrast, was multiplied by {x_ratio}."
+            "between the two dgamma columns is {g_ratio}. dx, by contrast, was multiplied by about {x_ratio}."
         )
-    why = why.format(eps=f"{eps:g}", var=num(var), g_ratio=num(g_ratio, 6), x_ratio=num(x_ratio, 6))
+    why = why.format(eps=f"{eps:g}", var=num(var), g_ratio=num(g_ratio, 6), x_ratio=num(x_ratio, 3))
     question = _("Multiply every x_i by {factor}. What happens to dgamma?").format(factor=f)
     return Prediction(question, choices, answer, why, evidence)
 
