@@ -254,6 +254,16 @@ def test_lesson_6_says_when_doubling_dy_doubles_a_dx_that_is_0(dim, eps, zero):
     assert ("rerun with --dim 3" in q.why) == zero
 
 
+@pytest.mark.parametrize(("dim", "eps", "seed"), [(2, 0.0, 5), (4, 1e-5, 0), (16, 100.0, 2)])
+def test_lesson_5_calls_the_variance_share_of_dmean_exactly_0_only_when_it_is(dim, eps, seed):
+    """dvar/dmean = −(2/n) Σ xshift is 0 in exact arithmetic; the engine's share is 0.0 or rounding (review-a 22)."""
+    q = run_demo("ln_dvar_dmean", LessonParams(dim=dim, seed=seed, eps=eps), {}).prediction
+    assert q.choices[q.answer] == "nothing: it is 0"
+    share = float(re.search(r"via the variance is (\S+?)[,( ]", q.why).group(1)) if "exactly" not in q.why else 0.0
+    assert ("exactly 0" in q.why) == (share == 0.0)
+    assert ("rounding error" in q.why) == (share != 0.0)
+
+
 @pytest.mark.parametrize("dim", [3, 6])
 def test_lesson_7_asks_what_shrinking_x_does_to_shrink(dim):
     """shrink = eps/(var + eps) at eps = 1e-3 grows when x shrinks a hundredfold (var falls 1e4 times)."""

@@ -1346,9 +1346,16 @@ def ln_dvar_dmean(p: LessonParams) -> DemoOutput:
     what = "mean.grad's share via the variance"
     evidence = (ok, above(share, bound, what), below(share, -bound, what))
     answer = first_holding(evidence)
-    why = _(
-        "The engine's share of mean.grad via the variance is {share}, rounding error next to mean.grad = "
-        "{grad}: dvar/dmean = −(2/n) Σ xshift, and values centered on their mean sum to zero."
+    why = (
+        _(
+            "The engine's share of mean.grad via the variance is {share}, rounding error next to mean.grad = "
+            "{grad}: dvar/dmean = −(2/n) Σ xshift, and values centered on their mean sum to zero."
+        )
+        if share != 0.0
+        else _(
+            "The engine's share of mean.grad via the variance is exactly 0 (mean.grad = {grad}): "
+            "dvar/dmean = −(2/n) Σ xshift, and values centered on their mean sum to zero."
+        )
     ).format(share=num(share), grad=num(mean.grad))
     prediction = Prediction(
         _("What does the variance path add to dL/dmean?"),
