@@ -50,6 +50,8 @@ from microgradnorm.verdicts import (
 # the running example: a distance-like feature and a ratio-like feature
 X1, X2 = 10000.0, 0.1
 SHOWN = 6  # the most rows and columns step 1 prints of a batch (6 signed 3-digit columns fit 60 columns)
+# with 2 rows each standardized column is ±c, c = 1 up to eps: a row mean below this reads as 0 in the table
+LOOKS_CENTRED = 1e-3
 
 
 def shown(problem: str) -> str:
@@ -154,13 +156,20 @@ def standardize_both_ways(p: LessonParams, examples: int | None = None, features
     row_means = np.abs(per_feature.mean(axis=1))
     happens = bool(row_means.max() <= zero)  # every shown row centred by chance (2 rows: each column is -1, +1)
     # the question is general: the shown rows answer it unless they happen to be centred; then 3 rows do
-    tested = _standardized(third, 0, p.eps).mean(axis=1) if happens else per_feature.mean(axis=1)
+    # with 2 rows and eps > 0 the row means can be nonzero yet far too small to show it: 3 rows show it
+    tiny = examples == 2 and not happens and row_means.max() <= LOOKS_CENTRED
+    tested = _standardized(third, 0, p.eps).mean(axis=1) if happens or tiny else per_feature.mean(axis=1)
     evidence = (
         at_most(float(np.abs(tested).max()), zero, "largest |row mean| after standardizing columns"),
         above(float(np.abs(tested).max()), zero, "largest |row mean| after standardizing columns"),
     )
     signed = float(tested[np.argmax(np.abs(tested))])  # the largest in size, with its sign
-    if not happens:
+    if tiny:
+        why = _(
+            "Here every row's mean is tiny, at most {small} (with 2 rows each standardized column is about "
+            "−1, +1); with a third row, one row's mean is {largest}."
+        ).format(small=fmt(float(row_means.max()), 3), largest=fmt(signed, 3))
+    elif not happens:
         why = _("One row's mean is {largest} here: centering columns says nothing about rows.").format(
             largest=fmt(signed, 3)
         )
