@@ -223,7 +223,7 @@ class Value:
         for node in reversed(order):
             op, out, g = node.operation, node.data, node.grad
             kids = node.children
-            if len(kids) == 2:  # unpacked: 14% faster overall
+            if len(kids) == 2:  # a binary op, unpacked
                 a, b = kids
                 da, db = op.derivatives(out, a.data, b.data)
                 a.grad += da * g

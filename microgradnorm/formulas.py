@@ -130,7 +130,11 @@ def dxshift(dxhat_: np.ndarray, rstd: np.ndarray, dvar_: np.ndarray, xshift: np.
 
 
 def dx_paths(
-    dxhat_: np.ndarray, xshift: np.ndarray, std: np.ndarray, rstd: np.ndarray, axes: Axes
+    dxhat_: np.ndarray,
+    xshift: np.ndarray,
+    std: np.ndarray,
+    rstd: np.ndarray,
+    axes: Axes,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The three paths from x_i to the loss, separately: (direct, via the mean, via the variance).
 
@@ -140,8 +144,12 @@ def dx_paths(
     """
     n = group_size(dxhat_.shape, axes)
     direct = dxhat_ * rstd  # x
-    via_mean = np.broadcast_to(dmean(dxhat_, rstd, axes) / n, dxhat_.shape)  # x
-    via_var = dvar(dxhat_, xshift, std, axes) * (2.0 / n) * xshift  # x
+    via_mean = np.broadcast_to(  # x
+        dmean(dxhat_, rstd, axes) / n, dxhat_.shape
+    )
+    via_var = (  # x
+        dvar(dxhat_, xshift, std, axes) * (2.0 / n) * xshift
+    )
     return direct, via_mean, via_var
 
 

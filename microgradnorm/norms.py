@@ -95,7 +95,9 @@ def layer_norm(  # readable-core: whole -- the formulas in order, one line each:
     :class:`~microgradnorm.inputs.Inputs` of another grouping: that is how
     BatchNorm and GroupNorm run these same lines on their own groups.
     """
-    p = read(ROWS, "layer_norm", x, gamma, beta, eps, variance)
+    p = read(
+        ROWS, "layer_norm", x, gamma, beta, eps, variance
+    )  # fmt: skip
     xs, n, c = p.grouped(p.x), len(p.groups[0]), p.param_of
     with tags("mean", "1/n"):
         inv_n = Value(1.0 / n, label="1/n")
@@ -104,7 +106,8 @@ def layer_norm(  # readable-core: whole -- the formulas in order, one line each:
     with tags("mean", "mean"):
         mean = [s * inv_n for s in sums]
     with tags("center", "xshift"):
-        xshift = [[xi - m for xi in g] for g, m in zip(xs, mean)]
+        xshift = [[xi - m for xi in g]
+                  for g, m in zip(xs, mean)]  # fmt: skip
     if variance == "naive":
         var = _naive_variance(xs, mean)
     else:
@@ -125,7 +128,8 @@ def layer_norm(  # readable-core: whole -- the formulas in order, one line each:
     with tags("divide", "rstd"):
         rstd = [s**-1 for s in std]
     with tags("divide", "xhat"):
-        xhat = [[s * r for s in g] for g, r in zip(xshift, rstd)]
+        xhat = [[s * r for s in g]
+                for g, r in zip(xshift, rstd)]  # fmt: skip
     xhat = p.ungrouped(xhat)
     y, gamma, beta = xhat, p.gamma, p.beta
     if gamma is not None:
@@ -156,7 +160,10 @@ def batch_norm(
     The lines of :func:`layer_norm`, on the columns (or channels) instead
     of the rows.
     """
-    p = read(CHANNELS, "batch_norm", x, gamma, beta, eps, variance)
+    p = read(
+        CHANNELS, "batch_norm",
+        x, gamma, beta, eps, variance,
+    )  # fmt: skip
     return layer_norm(p, variance=variance)
 
 
@@ -194,7 +201,9 @@ def rms_norm(
     No mean and no shift. ``beta`` is there so that every norm takes the
     same arguments; it must be None.
     """
-    p = read(ROWS, "rms_norm", x, gamma, beta, eps, shift=False)
+    p = read(
+        ROWS, "rms_norm", x, gamma, beta, eps, shift=False
+    )  # fmt: skip
     xs, n, c = p.grouped(p.x), len(p.groups[0]), p.param_of
     with tags("meansq", "1/n"):
         inv_n = Value(1.0 / n, label="1/n")
@@ -213,7 +222,8 @@ def rms_norm(
     with tags("divide", "rrms"):
         rrms = [s**-1 for s in rms]
     with tags("divide", "xhat"):
-        xhat = [[xi * r for xi in g] for g, r in zip(xs, rrms)]
+        xhat = [[xi * r for xi in g]
+                for g, r in zip(xs, rrms)]  # fmt: skip
     xhat = p.ungrouped(xhat)
     y, gamma = xhat, p.gamma
     if gamma is not None:

@@ -152,7 +152,7 @@ def test_the_shift_prediction_matches_numpy(seed, eps):
 def test_the_slip_prediction_and_its_ratio(batch):
     p = LessonParams(dim=3, seed=batch, batch=batch)
     out = run_demo("bn_variance_slip", p)
-    assert out.prediction.choices[out.prediction.answer] == "smaller than the true one"
+    assert out.prediction.choices[out.prediction.answer] == "(m − 1)/m of it"
     assert f"(m − 1)/m = {(batch - 1) / batch:.4g} for m = {batch}" in out.prediction.why
     paths = bn.slip_paths(p)
     ratio = paths["slip_via_var"] / paths["via_var"]

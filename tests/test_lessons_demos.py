@@ -325,7 +325,7 @@ def test_the_doubling_question_is_answered_by_the_numbers(seed, eps):
     if eps == 1e3:  # eps far above var(x): xhat ≈ xshift/√eps doubles with x (1.993 was once "no simple factor")
         assert out.prediction.choices[expected] == "it is multiplied by about 2"
     dx1, dx2 = _ln_dx_oracle(x, gamma, dy, eps), _ln_dx_oracle(2 * x, gamma, dy, eps)
-    assert f"multiplied by {num(float(dx2 @ dx1 / (dx1 @ dx1)), 6)}" in out.prediction.why
+    assert f"multiplied by about {num(float(dx2 @ dx1 / (dx1 @ dx1)), 3)}" in out.prediction.why
     assert "✗" not in _text(out.renderable)
 
 
@@ -576,7 +576,7 @@ def test_with_an_eps_as_large_as_the_variance_the_depth_step_says_why_h_shrinks_
     assert min(variances) < 1e-6 * eps and np.linalg.norm(h) < 1e-6 * np.linalg.norm(x)  # gain 0.5 vanishes
     text = " ".join(_text(run_demo("depth_norms", LessonParams(seed=seed, eps=eps)).renderable, 100).split())
     assert "✗" not in text
-    assert "✓ norm. 0.5: |h| ×" in text and "var(h) fell below eps = 1" in text
+    assert "✓ norm. 0.5: |h| ×" in text and "var(h) is below eps = 1" in text
     assert "✓ norm. 2: |h| stays within" in text
     run = why.depth_run(seed, 1e-5)
     assert len(why._depth_band_checks(run, 1e-5)) == 1  # with a small eps both gains stay in the band

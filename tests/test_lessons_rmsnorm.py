@@ -160,7 +160,7 @@ def test_no_verdict_is_stronger_than_the_noise_of_its_repeats():
     lines = R.speed_reading(med, split)
     assert lines[0].endswith("no verdict, the repeats disagree.")
     assert lines[1].endswith("forward + backward: faster.")
-    assert lines[2].startswith("Only one implementation gave a verdict this run")
+    assert lines[2].startswith("Only one implementation gave a forward + backward verdict this run")
     steady = {"numpy": {"f": [0.5, 0.6, 0.7], "b": [0.5, 0.6, 0.7]}, "torch": {"f": [0.6, 0.7], "b": [0.6, 0.7]}}
     assert R.speed_reading(med, steady)[-1] == (
         "Every implementation timed here agrees: RMSNorm is faster (forward + backward)."
@@ -242,3 +242,19 @@ def test_the_speed_step_fits_one_screen_however_the_run_falls(monkeypatch, timin
             for w in WIDTHS
         }
     assert max(heights.values()) <= MAX_STEP_LINES, f"step {step + 1} of lesson 9: {heights} lines by width"
+
+
+@pytest.mark.parametrize("eps", [0.0, 1e-5, 1.0])
+def test_the_stretch_line_names_rounding_at_eps_0_and_eps_otherwise(eps):
+    """At eps = 0, J·x is rounding, not something eps leaves (review-a 9); the closed form is 0 there."""
+    import io
+
+    from rich.console import Console
+
+    console = Console(width=300, no_color=True, record=True, file=io.StringIO())
+    console.print(run_demo("rms_jacobian_heatmap", LessonParams(dim=5, seed=4, eps=eps), {}).renderable)
+    text = console.export_text()
+    if eps == 0:
+        assert "rounding (eps = 0)" in text and "what eps leaves" not in text
+    else:
+        assert "what eps leaves" in text and "rounding (eps = 0)" not in text

@@ -211,3 +211,45 @@ def test_the_lesson_closes_by_pointing_to_an_exercise_that_exists_and_fits(numbe
     assert named <= FITTING[number], f"lesson {number} points to exercise {named}, which does not fit it"
     existing = {int(name[:2]) for name in PROBLEMS}
     assert named <= existing
+
+
+def _shown_code(renderable) -> list[str]:
+    """The code of every Syntax block inside a demo's renderable (what code_of shows)."""
+    from rich.syntax import Syntax
+
+    if isinstance(renderable, Syntax):
+        return [renderable.code]
+    return [code for child in getattr(renderable, "renderables", ()) for code in _shown_code(child)]
+
+
+CORE_LESSONS = sorted(p for p in lessons_dir().glob("0[1-9]-*.md"))
+
+
+@pytest.mark.parametrize("path", CORE_LESSONS, ids=lambda p: p.stem)
+def test_every_code_block_lessons_1_to_9_show_fits_60_columns(path):
+    """A shown line longer than the narrowest console wraps to column 0 mid-expression (review-a 7)."""
+    from microgradnorm.lessons.format import parse_lesson
+    from microgradnorm.lessons.runner import step_outputs
+    from microgradnorm.lessons.source import WIDTH
+
+    lesson = parse_lesson(path)
+    params = lesson.params()
+    long: list[str] = []
+    blocks = 0
+    for index in range(len(lesson.steps)):
+        for out in step_outputs(lesson, index, params):
+            for code in _shown_code(getattr(out, "renderable", out)):
+                blocks += 1
+                long += [f"step {index + 1}: {line!r}" for line in code.splitlines() if len(line) > WIDTH]
+    assert not long, f"{path.name}: shown code past {WIDTH} columns: " + "; ".join(long)
+    if path.stem in SHOWS_CODE:
+        assert blocks, f"{path.name} shows no code any more: this test would check nothing"
+
+
+SHOWS_CODE = {
+    "01-value-and-chain-rule",
+    "03-layernorm-forward",
+    "05-layernorm-backward-paths",
+    "08-batchnorm",
+    "09-rmsnorm",
+}

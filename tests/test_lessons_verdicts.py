@@ -231,6 +231,40 @@ def test_lesson_2_asks_whether_standardizing_columns_centers_the_rows(seed):
     assert q.choices[q.answer] == expected
 
 
+@pytest.mark.parametrize("eps", [0.0, 1e-5])
+@pytest.mark.parametrize("seed", [0, 7, 8])
+def test_lesson_2_answers_the_general_question_even_when_two_rows_happen_to_be_centred(seed, eps):
+    """With 2 rows each standardized column is ±1 (up to eps), so the rows can be centred by chance (review-a 2)."""
+    p = LessonParams(dim=2, seed=seed, eps=eps, batch=2)
+    x = np.round(rng_for(seed, 36).normal(5.0, 3.0, size=(3, 2)), 1)
+    two = (x[:2] - x[:2].mean(axis=0)) / np.sqrt(x[:2].var(axis=0) + eps)  # the oracle
+    three = (x - x.mean(axis=0)) / np.sqrt(x.var(axis=0) + eps)
+    assert np.abs(two.mean(axis=1)).max() < 1e-3  # these seeds are the chance case: rows look centred
+    assert np.abs(three.mean(axis=1)).max() > 1e-2  # and a third row breaks it
+    q = run_demo("standardize_both_ways", p, {}).prediction
+    assert q.choices[q.answer] == "no, not in general"
+    assert ("happens to be 0" if eps == 0 else "is tiny") in q.why
+
+
+@pytest.mark.parametrize(("dim", "eps", "zero"), [(2, 0.0, True), (2, 1e-5, False), (4, 0.0, False)])
+def test_lesson_6_says_when_doubling_dy_doubles_a_dx_that_is_0(dim, eps, zero):
+    """At d = 2, eps = 0 the output is ±1 whatever x, so dx = (1/std)(I − P)g = 0: I − P has rank d − 2 = 0."""
+    p = LessonParams(dim=dim, seed=1, eps=eps)
+    q = run_demo("forms_agree", p, {}).prediction
+    assert ("Here dx is 0 (d = 2, eps = 0" in q.why) == zero
+    assert ("rerun with --dim 3" in q.why) == zero
+
+
+@pytest.mark.parametrize(("dim", "eps", "seed"), [(2, 0.0, 5), (4, 1e-5, 0), (16, 100.0, 2)])
+def test_lesson_5_calls_the_variance_share_of_dmean_exactly_0_only_when_it_is(dim, eps, seed):
+    """dvar/dmean = −(2/n) Σ xshift is 0 in exact arithmetic; the engine's share is 0.0 or rounding (review-a 22)."""
+    q = run_demo("ln_dvar_dmean", LessonParams(dim=dim, seed=seed, eps=eps), {}).prediction
+    assert q.choices[q.answer] == "nothing: it is 0"
+    share = float(re.search(r"via the variance is (\S+?)[,( ]", q.why).group(1)) if "exactly" not in q.why else 0.0
+    assert ("exactly 0" in q.why) == (share == 0.0)
+    assert ("rounding error" in q.why) == (share != 0.0)
+
+
 @pytest.mark.parametrize("dim", [3, 6])
 def test_lesson_7_asks_what_shrinking_x_does_to_shrink(dim):
     """shrink = eps/(var + eps) at eps = 1e-3 grows when x shrinks a hundredfold (var falls 1e4 times)."""

@@ -327,9 +327,16 @@ def ln_dvar_dmean(p: LessonParams) -> DemoOutput:
     what = "mean.grad's share via the variance"
     evidence = (ok, above(share, bound, what), below(share, -bound, what))
     answer = first_holding(evidence)
-    why = _(
-        "The engine's share of mean.grad via the variance is {share}, rounding error next to mean.grad = "
-        "{grad}: dvar/dmean = −(2/n) Σ xshift, and values centered on their mean sum to zero."
+    why = (
+        _(
+            "The engine's share of mean.grad via the variance is {share}, rounding error next to mean.grad = "
+            "{grad}: dvar/dmean = −(2/n) Σ xshift, and values centered on their mean sum to zero."
+        )
+        if share != 0.0
+        else _(
+            "The engine's share of mean.grad via the variance is exactly 0 (mean.grad = {grad}): "
+            "dvar/dmean = −(2/n) Σ xshift, and values centered on their mean sum to zero."
+        )
     ).format(share=num(share), grad=num(mean.grad))
     prediction = Prediction(
         _("What does the variance path add to dL/dmean?"),
@@ -702,15 +709,15 @@ def _double_prediction(
     if answer == 1:
         why = _(
             "dgamma = Σ dy·xhat, and xhat does not see the scale of x (only eps does): the best factor "
-            "between the two dgamma columns is {g_ratio}. dx, by contrast, was multiplied by {x_ratio}."
+            "between the two dgamma columns is {g_ratio}. dx, by contrast, was multiplied by about {x_ratio}."
         )
     else:
         why = _(
             "dgamma = Σ dy·xhat. Without eps, xhat would not see the scale of x; but eps = {eps} is not small "
             "next to var(x) = {var}, so xhat still grows with x: the best factor "
-            "between the two dgamma columns is {g_ratio}. dx, by contrast, was multiplied by {x_ratio}."
+            "between the two dgamma columns is {g_ratio}. dx, by contrast, was multiplied by about {x_ratio}."
         )
-    why = why.format(eps=f"{eps:g}", var=num(var), g_ratio=num(g_ratio, 6), x_ratio=num(x_ratio, 6))
+    why = why.format(eps=f"{eps:g}", var=num(var), g_ratio=num(g_ratio, 6), x_ratio=num(x_ratio, 3))
     question = _("Multiply every x_i by {factor}. What happens to dgamma?").format(factor=f)
     return Prediction(question, choices, answer, why, evidence)
 

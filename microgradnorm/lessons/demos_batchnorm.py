@@ -41,7 +41,6 @@ from microgradnorm.verdicts import (
     above,
     at_least,
     at_most,
-    below,
     cancels,
     claim,
     claims,
@@ -319,19 +318,20 @@ def slip_paths(p: LessonParams) -> dict[str, np.ndarray]:
 def _slip_prediction(paths: dict[str, np.ndarray], m: int) -> Prediction:
     ratio = float(np.sum(paths["slip_via_var"] * paths["via_var"]) / np.sum(paths["via_var"] ** 2))
     what = "slipped ÷ true variance path"
-    evidence = (
-        above(ratio, 1 + DISPLAY_RTOL, what),
-        below(ratio, 1 - DISPLAY_RTOL, what),
-        at_least(ratio, 1 - DISPLAY_RTOL, what) & at_most(ratio, 1 + DISPLAY_RTOL, what),
-    )
+    kept = (m - 1) / m  # distinct from 1 and 0 for every m >= 2
+
+    def near(target: float) -> Check:
+        return at_least(ratio, target - DISPLAY_RTOL, what) & at_most(ratio, target + DISPLAY_RTOL, what)
+
+    evidence = (near(1.0), near(kept), near(0.0))
     answer = first_holding(evidence)
     why = _(
         "The bogus term is −1/m times the true variance path, leaving (m − 1)/m = {kept} for "
         "m = {m} of it: the table's ratio, {ratio}. The smaller the batch, the more it loses."
-    ).format(kept=fmt((m - 1) / m, 4), m=m, ratio=fmt(ratio, 4))
+    ).format(kept=fmt(kept, 4), m=m, ratio=fmt(ratio, 4))
     return Prediction(
-        _("With the bogus term, the variance path of dX is:"),
-        (_("larger than the true one"), _("smaller than the true one"), _("unchanged")),
+        _("With the bogus term, how much of the true variance path of dX is left (m = {m})?").format(m=m),
+        (_("all of it"), _("(m − 1)/m of it"), _("none of it")),
         answer,
         why,
         evidence,

@@ -16,7 +16,7 @@ from microgradnorm import formulas
 from microgradnorm import tolerances as tol
 from microgradnorm.drawing.charts import heat_map
 from microgradnorm.i18n import _, pgettext
-from microgradnorm.i18n.text import cjk_text
+from microgradnorm.i18n.text import cjk_text, sentences
 from microgradnorm.lessons.demo_layernorm import backprop, build_ln, ln_problem, node_values
 from microgradnorm.lessons.demo_tools import (
     PATH_STYLE,
@@ -123,6 +123,16 @@ def _double_dy_prediction(
         "In every form, largest |dx| grew {ratio} times: each form is linear in g = gamma·dy. LayerNorm "
         "ignores the scale of x, not the scale of the gradient that comes back."
     ).format(ratio=num(ratio))
+    if float(np.max(np.abs(before))) <= tol.CLOSED_FORM_ATOL:  # dx is 0 up to rounding: the ratio is of roundings
+        zero = (
+            _(
+                "Here dx is 0 (d = 2, eps = 0: the output is ±1 whatever x), so it stays 0; "
+                "rerun with --dim 3 to see it double."
+            )
+            if x.shape[-1] == 2 and eps == 0
+            else _("Here dx is 0 up to rounding, so it stays 0; rerun with other options to see it double.")
+        )
+        why = sentences([why, zero])
     return Prediction(
         _("Multiply every dy_i by {k}. What happens to dx?").format(k=k),
         (

@@ -363,7 +363,7 @@ def scale_invariance(p: LessonParams, scales: tuple[float, ...] = (0.01, 0.5, 2.
         title=_("LayerNorm of c·x (eps = {eps}, d = {d})").format(eps=f"{p.eps:g}", d=p.dim),
         caption=_(
             "same = max|LN(cx) − LN(x)|, flipped = max|LN(cx) + LN(x)|, "
-            "grad ratio = |c|·|dx at cx| / |dx at x| (1 means dx shrinks like 1/c)"
+            "grad ratio = |c|·|dx at cx| / |dx at x| (1 means dx shrinks like 1/|c|)"
         ),
     )
     ok = all_of(*(r["ok"] for r in runs.values()))

@@ -189,9 +189,11 @@ def _stretch_claim(
     return (
         cancels(stretch[0] - stretch_rms, size, "|J·x| − eps's prediction (RMS)")
         & cancels(stretch[1] - stretch_ln, size, "|J·x| − eps's prediction (LN)"),
-        _("a stretch of x: |J·x| = {rms} (RMS), {ln} (LN), what eps leaves").format(
-            rms=sci(float(stretch[0])), ln=sci(float(stretch[1]))
-        ),
+        (
+            _("a stretch of x: |J·x| = {rms} (RMS), {ln} (LN), what eps leaves")
+            if eps > 0
+            else _("a stretch of x: |J·x| = {rms} (RMS), {ln} (LN), rounding (eps = 0)")
+        ).format(rms=sci(float(stretch[0])), ln=sci(float(stretch[1]))),
     )
 
 
@@ -547,7 +549,12 @@ def speed_reading(
     elif verdicts and len(medians) == 1:
         lines.append(_("Only one implementation was timed here: no comparison between implementations."))
     elif verdicts:
-        lines.append(_("Only one implementation gave a verdict this run: no comparison between implementations."))
+        lines.append(
+            _(
+                "Only one implementation gave a forward + backward verdict this run: "
+                "no comparison between implementations."
+            )
+        )
     if noisy:
         lines.append(
             _(

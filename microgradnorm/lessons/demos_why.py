@@ -50,6 +50,8 @@ from microgradnorm.verdicts import (
 # the running example: a distance-like feature and a ratio-like feature
 X1, X2 = 10000.0, 0.1
 SHOWN = 6  # the most rows and columns step 1 prints of a batch (6 signed 3-digit columns fit 60 columns)
+# with 2 rows each standardized column is ±c, c = 1 up to eps: a row mean below this reads as 0 in the table
+LOOKS_CENTRED = 1e-3
 
 
 def shown(problem: str) -> str:
@@ -123,6 +125,13 @@ def _both_ways_tables(x: np.ndarray, per_feature: np.ndarray, per_example: np.nd
     return parts
 
 
+def _spread_out(x: np.ndarray) -> np.ndarray:
+    """x, nudged when a column or a row is constant (which has no spread to divide by)."""
+    if np.ptp(x, axis=0).min() == 0 or np.ptp(x, axis=1).min() == 0:
+        x = x + 0.1 * np.arange(x.size).reshape(x.shape) ** 2
+    return x
+
+
 @demo("standardize_both_ways")
 def standardize_both_ways(p: LessonParams, examples: int | None = None, features: int | None = None) -> DemoOutput:
     """A small batch standardized per feature (down each column) and per example (along each row).
@@ -132,9 +141,9 @@ def standardize_both_ways(p: LessonParams, examples: int | None = None, features
     """
     examples = examples if examples is not None else (p.batch or 3)
     features = features if features is not None else p.dim
-    x = np.round(rng_for(p.seed, 36).normal(5.0, 3.0, size=(examples, features)), 1)
-    if np.ptp(x, axis=0).min() == 0 or np.ptp(x, axis=1).min() == 0:  # a constant column or row has no spread
-        x += 0.1 * np.arange(x.size).reshape(x.shape) ** 2
+    # at least 3 rows drawn, the first `examples` shown: the answer needs a batch whose rows can fail
+    drawn = np.round(rng_for(p.seed, 36).normal(5.0, 3.0, size=(max(examples, 3), features)), 1)
+    x, third = _spread_out(drawn[:examples].copy()), _spread_out(drawn)
     per_feature, per_example = _standardized(x, 0, p.eps), _standardized(x, 1, p.eps)
     parts = _both_ways_tables(x, per_feature, per_example)
     columns = _spread_line(per_feature, 0, p.eps, _("each column"))
@@ -143,16 +152,36 @@ def standardize_both_ways(p: LessonParams, examples: int | None = None, features
         claim(_is_standardized(per_feature, x, 0, p.eps), columns),
         claim(_is_standardized(per_example, x, 1, p.eps), rows),
     ]
-    row_means = np.abs(per_feature.mean(axis=1))
     zero = cancellation_atol(float(np.max(np.abs(per_feature))), features)
+    row_means = np.abs(per_feature.mean(axis=1))
+    happens = bool(row_means.max() <= zero)  # every shown row centred by chance (2 rows: each column is -1, +1)
+    # the question is general: the shown rows answer it unless they happen to be centred; then 3 rows do
+    # with 2 rows and eps > 0 the row means can be nonzero yet far too small to show it: 3 rows show it
+    tiny = examples == 2 and not happens and row_means.max() <= LOOKS_CENTRED
+    tested = _standardized(third, 0, p.eps).mean(axis=1) if happens or tiny else per_feature.mean(axis=1)
     evidence = (
-        at_most(float(row_means.max()), zero, "largest |row mean| after standardizing columns"),
-        above(float(row_means.max()), zero, "largest |row mean| after standardizing columns"),
+        at_most(float(np.abs(tested).max()), zero, "largest |row mean| after standardizing columns"),
+        above(float(np.abs(tested).max()), zero, "largest |row mean| after standardizing columns"),
     )
-    signed = float(per_feature.mean(axis=1)[np.argmax(row_means)])  # the largest in size, with its sign
-    why = _("One row's mean is {largest} here: centering columns says nothing about rows.").format(
-        largest=fmt(signed, 3)
-    )
+    signed = float(tested[np.argmax(np.abs(tested))])  # the largest in size, with its sign
+    if tiny:
+        why = _(
+            "Here every row's mean is tiny, at most {small} (with 2 rows each standardized column is about "
+            "−1, +1); with a third row, one row's mean is {largest}."
+        ).format(small=fmt(float(row_means.max()), 3), largest=fmt(signed, 3))
+    elif not happens:
+        why = _("One row's mean is {largest} here: centering columns says nothing about rows.").format(
+            largest=fmt(signed, 3)
+        )
+    elif examples == 2:
+        why = _(
+            "Here every row's mean happens to be 0 (with 2 rows each standardized column is −1, +1); "
+            "with a third row, one row's mean is {largest}."
+        ).format(largest=fmt(signed, 3))
+    else:
+        why = _("Here every row's mean happens to be 0; with other rows, one row's mean is {largest}.").format(
+            largest=fmt(signed, 3)
+        )
     prediction = Prediction(
         _("Standardize each column. Does each row get mean 0 too?"),
         (_("yes, every row too"), _("no, not in general")),
@@ -505,7 +534,7 @@ def saturation_before_after(p: LessonParams, mean: float = 12.0, spread: float =
         ),
         claim(
             below(_off_line(zn), _off_line(z), "largest gap to the tangent, standardized vs raw"),
-            _("largest gap between σ(z) and its tangent at 0, 1/2 + z/4: {std} standardized, {raw} raw").format(
+            _("largest gap between sigmoid(z) and its tangent at 0, 1/2 + z/4: {std} standardized, {raw} raw").format(
                 std=fmt(_off_line(zn), 2), raw=fmt(_off_line(z), 3)
             ),
         ),
@@ -779,7 +808,7 @@ def _depth_band_checks(run: DepthRun, eps: float) -> list[Text]:
             claim(
                 above(eps, 0.0, "eps") & below(short, 0.5, f"norm. {gain:g}: shortest fed length ÷ √width"),
                 _(
-                    "norm. {gain}: |h| ×{factor}: var(h) fell below eps = {eps}, where dividing by "
+                    "norm. {gain}: |h| ×{factor}: var(h) is below eps = {eps}, where dividing by "
                     "√(var + eps) no longer rescales (W is fed {short} × √{width})"
                 ).format(gain=f"{gain:g}", factor=sci(factor, 1), eps=f"{eps:g}", short=sci(short, 1), width=run.width),
             )
@@ -840,7 +869,7 @@ def _depth_prediction(run: DepthRun) -> Prediction:
         )
     else:  # eps not small next to var(h): dividing by √(var + eps) no longer rescales h
         why = _(
-            "|h| went from {start} to {end}: var(h) fell below eps, and dividing by √(var + eps) then no longer "
+            "|h| went from {start} to {end}: var(h) is below eps, and dividing by √(var + eps) then no longer "
             "rescales h, so |h| keeps changing layer after layer (plain, the gains multiply: ×{plain}); the lines "
             "below show it."
         )
@@ -885,7 +914,7 @@ def init_scale_run(seed: int, dim: int, layers: int, c: float) -> tuple[float, f
 
 @demo("init_scale")
 def init_scale(p: LessonParams, layers: int = 8, scales: tuple[float, ...] = (0.1, 0.5, 2.0, 10.0)) -> DemoOutput:
-    """Every weight matrix initialized c times too large: the output grows like c^layers plain, like c normalized."""
+    """Every weight matrix initialized scaled by c: the output grows like c^layers plain, like c normalized."""
     dim = max(p.dim, 2)
     plain1, norm1, _fed1 = init_scale_run(p.seed, dim, layers, 1.0)
     rows, exact_plain, exact_norm, fed_ok = [], [], [], []

@@ -7,8 +7,8 @@ graph you build. The grader calls your function row by row, backpropagates
 loss = sum(y * dy) with a random dy, and compares the gradients that land on
 x, gamma and beta with the closed forms.
 
-    mean = (1/D) sum_j x_j
-    var  = (1/D) sum_j (x_j - mean)^2          biased: divide by D
+    mean = (1/d) sum_j x_j
+    var  = (1/d) sum_j (x_j - mean)^2          biased: divide by d
     y_i  = gamma_i * (x_i - mean) / sqrt(var + eps) + beta_i
 
 Use only Value operations: +, -, *, /, **, .sqrt() and Value.sum(list).
@@ -25,7 +25,7 @@ from microgradnorm import Value
 
 
 def layer_norm(x: list[Value], gamma: list[Value], beta: list[Value], eps: float) -> list[Value]:
-    """One row. x, gamma, beta: lists of D Values; eps: a float >= 0. Returns the D output Values y."""
+    """One row. x, gamma, beta: lists of d Values; eps: a float >= 0. Returns the d output Values y."""
     # ---- write your code here ----
     d = len(x)
     mean = Value.sum(x) * (1.0 / d)

@@ -1,4 +1,4 @@
-# english: 03_layernorm_from_values.py 53c726622d82
+# english: 03_layernorm_from_values.py 40e3b5e45e53
 """练习 03：用 Value 引擎，从基本运算搭出 LayerNorm。
 
 用标量 Value 节点搭出一行 LayerNorm 的前向传播。你一个导数都不用写：你用到的每
@@ -6,8 +6,8 @@
 的计算图传回去。评分程序逐行调用你的函数，用随机的 dy 对损失 loss = sum(y *
 dy) 做反向传播，再把落到 x、gamma 和 beta 上的梯度与闭式公式比较。
 
-    mean = (1/D) sum_j x_j
-    var  = (1/D) sum_j (x_j - mean)^2          有偏：除以 D
+    mean = (1/d) sum_j x_j
+    var  = (1/d) sum_j (x_j - mean)^2          有偏：除以 d
     y_i  = gamma_i * (x_i - mean) / sqrt(var + eps) + beta_i
 
 只用 Value 的运算：+、-、*、/、**、.sqrt() 和 Value.sum(list)。评分时，你的代
@@ -23,7 +23,7 @@ from microgradnorm import Value
 
 
 def layer_norm(x: list[Value], gamma: list[Value], beta: list[Value], eps: float) -> list[Value]:
-    """一行。x、gamma、beta：各含 D 个 Value 的列表；eps：不小于 0 的 float。返回 D 个输出 Value，即 y。"""
+    """一行。x、gamma、beta：各含 d 个 Value 的列表；eps：不小于 0 的 float。返回 d 个输出 Value，即 y。"""
     # ---- 在这里写你的代码 ----
     d = len(x)
     mean = Value.sum(x) * (1.0 / d)
