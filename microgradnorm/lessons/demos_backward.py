@@ -26,7 +26,7 @@ from microgradnorm.check import check_norm, random_problem
 from microgradnorm.engine import Value
 from microgradnorm.finite_diff import numerical_gradient
 from microgradnorm.i18n import _, pgettext
-from microgradnorm.i18n.text import CJKText, assemble, separated
+from microgradnorm.i18n.text import CJKText, assemble, sentences, separated
 from microgradnorm.lessons.demo_layernorm import LNBuilt, backprop, build_ln, ln_problem, node_values, traced
 from microgradnorm.lessons.demo_tools import (
     PATH_STYLE,
@@ -249,8 +249,8 @@ def _dvar_sign_prediction(built: LNBuilt, trace: Trace) -> Prediction:
     answer = first_holding(evidence)
     choices = (_("positive"), _("negative"), _("zero"))
     why = _(
-        "dL/dvar = {dvar}: −½ (var + eps)^(−3/2) is negative, so dL/dvar has the opposite sign of "
-        "Σ dxhat·xshift = {total}."
+        "dL/dvar = {dvar}: `−½ (var + eps)^(−3/2)` is negative, so dL/dvar has the opposite sign of "
+        "`Σ dxhat·xshift = {total}`."
     ).format(dvar=num(var.grad), total=num(total))
     return Prediction(_("What sign will dL/dvar have on this run?"), choices, answer, why, evidence)
 
@@ -669,24 +669,32 @@ def ln_double_x(p: LessonParams, factor: float = 2.0) -> DemoOutput:
     )
     lines = [table, claim(same, moved.format(factor=f"{factor:g}", square=f"{factor**2:g}", change=change))]
     reading = (p.eps, float(np.var(x)))
-    return DemoOutput(Group(*lines), prediction=_double_prediction(one, scaled, factor, reading))
+    _x, gamma, _beta, dy = ln_problem(p)
+    floor = tol.norm_dx_atol(x, gamma, dy, 1.0 / math.sqrt(reading[1] + p.eps))
+    return DemoOutput(Group(*lines), prediction=_double_prediction(one, scaled, factor, reading, floor))
 
 
 def _double_prediction(
-    one: dict[str, np.ndarray], scaled: dict[str, np.ndarray], factor: float, reading: tuple[float, float] = (0.0, 1.0)
+    one: dict[str, np.ndarray],
+    scaled: dict[str, np.ndarray],
+    factor: float,
+    reading: tuple[float, float] = (0.0, 1.0),
+    dx_floor: float = 0.0,
 ) -> Prediction:
     """The answer from the two dgamma columns; ``reading`` is (eps, var(x)), for the why when eps is not small.
 
-    The least-squares factor between the two columns is the answer's measure: a choice "about c" holds when
-    that factor is within :data:`FACTOR_RTOL` of c and explains every entry to that tolerance too; otherwise
-    the answer is "no simple factor", with the factor in the why.
+    For one row, xhat at c·x is xhat at x times c·√((var + eps)/(c²·var + eps)): one factor for every
+    dgamma_j, between 1 (eps ≪ var) and c (eps ≫ var). The least-squares factor between the two columns
+    is the answer's measure: a choice "about k" holds when that factor is within :data:`FACTOR_RTOL` of k
+    and explains every entry to that tolerance too; "a factor between 1 and c" when one factor explains
+    every entry and lies between, away from both. ``dx_floor``: the size below which a dx entry is rounding.
     """
     f = f"{factor:g}"
     choices = (
         _("it is multiplied by about {factor}").format(factor=f),
         _("it stays about the same"),
         _("it is divided by about {factor}").format(factor=f),
-        _("it changes by no simple factor"),
+        _("it is multiplied by one factor between 1 and {factor}").format(factor=f),
     )
     g_one, g_scaled = one["gamma"], scaled["gamma"]
     g_ratio = scale_ratio(g_scaled, g_one)
@@ -696,30 +704,61 @@ def _double_prediction(
     residual = residual if residual == residual else math.inf
     off = [abs(g_ratio / t - 1.0) if g_ratio == g_ratio else math.inf for t in (factor, 1.0, 1.0 / factor)]
     what = "dgamma at {f}x ÷ dgamma at x: |best factor ÷ {t} − 1| and the fit's relative residual"
+    low, high = sorted((1.0, factor))
+    between = (
+        at_most(residual, FACTOR_RTOL, "the one factor's relative residual over the dgamma column")
+        & above(min(off), FACTOR_RTOL, "the nearest simple factor's miss")
+        & above(g_ratio, low, "the factor, above the lower end")
+        & below(g_ratio, high, "the factor, below the upper end")
+    )
     evidence = (
         *(
             at_most(max(o, residual), FACTOR_RTOL, what.format(f=f"{factor:g}", t=f"{t:g}"))
             for o, t in zip(off, (factor, 1.0, 1.0 / factor))
         ),
-        above(min(max(o, residual) for o in off), FACTOR_RTOL, "the nearest simple factor's miss"),
+        between,
     )
     answer = first_holding(evidence)
-    x_ratio = scale_ratio(scaled["x"], one["x"])
     eps, var = reading
     if answer == 1:
         why = _(
-            "dgamma = Σ dy·xhat, and xhat does not see the scale of x (only eps does): the best factor "
-            "between the two dgamma columns is {g_ratio}. dx, by contrast, was multiplied by about {x_ratio}."
+            "`dgamma = Σ dy·xhat`, and xhat does not see the scale of x (only eps does): "
+            "every dgamma_j was multiplied by the same {g_ratio}."
         )
     else:
+        # Translators: {factor} is the scale, e.g. 2; {square} its square, e.g. 4
         why = _(
-            "dgamma = Σ dy·xhat. Without eps, xhat would not see the scale of x; but eps = {eps} is not small "
-            "next to var(x) = {var}, so xhat still grows with x: the best factor "
-            "between the two dgamma columns is {g_ratio}. dx, by contrast, was multiplied by about {x_ratio}."
+            "`dgamma = Σ dy·xhat`. Without eps, xhat would not see the scale of x; but eps = {eps} is not small "
+            "next to var(x) = {var}, so xhat grows with x, by `{factor}·√((var + eps)/({square}·var + eps))`: "
+            "every dgamma_j was multiplied by the same {g_ratio}."
         )
-    why = why.format(eps=f"{eps:g}", var=num(var), g_ratio=num(g_ratio, 6), x_ratio=num(x_ratio, 3))
-    question = _("Multiply every x_i by {factor}. What happens to dgamma?").format(factor=f)
-    return Prediction(question, choices, answer, why, evidence)
+    why = why.format(eps=f"{eps:g}", var=num(var), g_ratio=num(g_ratio, 6), factor=f, square=f"{factor**2:g}")
+    return Prediction(
+        _("Multiply every x_i by {factor}. What happens to dgamma?").format(factor=f),
+        choices,
+        answer,
+        sentences((why, _dx_reading(one["x"], scaled["x"], dx_floor, eps))),
+        evidence,
+    )
+
+
+def _dx_reading(dx1: np.ndarray, dx2: np.ndarray, floor: float, eps: float) -> str:
+    """What scaling x did to dx: one factor, a range of factors entry by entry, or none (dx is 0)."""
+    live = np.abs(dx1) > floor
+    if not live.any():
+        if len(dx1) == 2 and eps == 0:
+            return _(
+                "dx is 0 here (d = 2, eps = 0: the output is ±1 whatever x is), so it has no factor; "
+                "rerun with --dim 3 to see one."
+            )
+        return _("dx is 0 here up to rounding, so it has no factor.")
+    ratios = dx2[live] / dx1[live]
+    low, high = float(np.min(ratios)), float(np.max(ratios))
+    if low > 0 and high <= low * (1 + FACTOR_RTOL):
+        return _("dx, by contrast, was multiplied by about {x_ratio}.").format(x_ratio=num(scale_ratio(dx2, dx1), 3))
+    return _("dx, by contrast, has no common factor: its entries were multiplied by {low} to {high}.").format(
+        low=num(low, 3), high=num(high, 3)
+    )
 
 
 # ---- the slip: a non-zero dvar/dmean -------------------------------------------------------

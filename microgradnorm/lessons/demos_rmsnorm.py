@@ -211,7 +211,17 @@ def rms_jacobian_heatmap(p: LessonParams) -> DemoOutput:
     rank_rms = np.linalg.matrix_rank(np.eye(p.dim) - j_rms / float(m.rrms[0]), tol=1e-6)
     rank_ln = np.linalg.matrix_rank(np.eye(p.dim) - j_ln / float(lm.rstd[0]), tol=1e-6)
     scale = float(max(np.max(np.abs(j_rms)), np.max(np.abs(j_ln))))
-    still = cancels(j_rms @ ones, np.abs(j_rms).sum(), "RMSNorm's J·1")
+    # J·1 is judged against the terms that cancel in it (1/scale · (δ_ij, 1/d, xhat_i xhat_j/d) per row),
+    # not against |J|, which is itself 0 for LayerNorm at d = 2 and eps = 0
+    radial = np.abs(np.outer(lm.xhat, lm.xhat)) / p.dim
+    terms_ln = float(lm.rstd[0]) * (1.0 + 1.0 / p.dim + radial.sum(axis=1))
+    terms_rms = float(m.rrms[0]) * (1.0 + (np.abs(np.outer(m.xhat, m.xhat)) / p.dim).sum(axis=1))
+    still = cancels(j_rms @ ones, terms_rms, "RMSNorm's J·1")
+    shift = _("a shift of all inputs: |J·1| = {rms} (RMS), {ln} (LN)").format(
+        rms=sci(float(np.linalg.norm(j_rms @ ones))), ln=sci(float(np.linalg.norm(j_ln @ ones)))
+    )
+    if p.dim == 2 and p.eps == 0:
+        shift = _("{shift} (d = 2: LayerNorm's J is 0 here, the output is ±1 whatever x is)").format(shift=shift)
     return DemoOutput(
         Group(
             heat_map(j_rms, title=_("RMSNorm dy/dx (autograd)"), scale=scale, legend=False),
@@ -228,10 +238,8 @@ def rms_jacobian_heatmap(p: LessonParams) -> DemoOutput:
                         _("what each removes has rank {rms} (RMS) and {ln} (LN)").format(rms=rank_rms, ln=rank_ln),
                     ),
                     (
-                        cancels(j_ln @ ones, np.abs(j_ln).sum(), "LayerNorm's J·1") & ~still,
-                        _("a shift of all inputs: |J·1| = {rms} (RMS), {ln} (LN)").format(
-                            rms=sci(float(np.linalg.norm(j_rms @ ones))), ln=sci(float(np.linalg.norm(j_ln @ ones)))
-                        ),
+                        cancels(j_ln @ ones, terms_ln, "LayerNorm's J·1") & ~still,
+                        shift,
                     ),
                     _stretch_claim(x, lm, j_rms, j_ln, p.eps),
                 ]
