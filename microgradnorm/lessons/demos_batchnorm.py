@@ -538,7 +538,8 @@ def bn_is_ln_transposed(p: LessonParams) -> Group:
     )
 
 
-_BOUND = "|dX_j|² ≤ (gamma_j/std_j)²·(|dY_j|² − (1·dY_j)²/m − (xhat_j·dY_j)²/m)"
+# the bound wider than a 60-column line: broken by hand after its factor, each part kept whole (backticks)
+_BOUND = "`|dX_j|² ≤ (gamma_j/std_j)² ·`\n`(|dY_j|² − (1·dY_j)²/m − (xhat_j·dY_j)²/m)`"
 
 
 def gradient_bound(

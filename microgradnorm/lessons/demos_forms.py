@@ -246,6 +246,9 @@ def _projection_facts(x: np.ndarray, P: np.ndarray, m: formulas.Moments, p: Less
         lines.append(
             claim(agree(P @ P - P, predicted, tol.CLOSED_FORM_RTOL, rounding, "P·P − P vs −(shrink/n)·xhat xhatᵀ"), off)
         )
+    else:
+        note = _("This run has eps = 0, so there is no line for an eps > 0: rerun with one, e.g. --eps 0.1, to see it.")
+        lines.append(cjk_text(note, style="dim"))
     return lines
 
 

@@ -392,17 +392,17 @@ def _scale_prediction(runs: dict[float, dict[str, float]], dim: int) -> Predicti
         why = _("At d = 2 and eps = 0, dx is 0 whatever the scale of x (see the note above the table): 0 stays 0.")
     elif answer == 2:
         why = _(
-            "|dx at {c}x| / |dx at x| = {ratio}: the output does not change, so the same upstream "
+            "`|dx at {c}x| / |dx at x|` = {ratio}: the output does not change, so the same upstream "
             "gradient meets a Jacobian carrying 1/std, and std grew with c."
         ).format(c=f"{c:g}", ratio=sci(factor))
     elif dim == 2:
         why = _(
-            "|dx at {c}x| / |dx at x| = {ratio}, not 1/{c}: at d = 2 the projection removes every "
+            "`|dx at {c}x| / |dx at x|` = {ratio}, not 1/{c}: at d = 2 the projection removes every "
             "direction, and what gradient is left comes from eps alone (see the note above the table)."
         ).format(c=f"{c:g}", ratio=sci(factor))
     else:
         why = _(
-            "|dx at {c}x| / |dx at x| = {ratio}, not 1/{c}: eps is not small beside the variance of x, so "
+            "`|dx at {c}x| / |dx at x|` = {ratio}, not 1/{c}: eps is not small beside the variance of x, so "
             "std = sqrt(var + eps) does not grow in proportion to c."
         ).format(c=f"{c:g}", ratio=sci(factor))
     times = f"{c:g}"
@@ -445,7 +445,7 @@ def _eps_note(any_zero: bool) -> str:
     # as you did there); "shrink" is a quantity the lesson names in its formulas and stays as it is
     note = _(
         "shrink = eps/(var+eps); P²−P = max|P@P − P|; radial = the cosine between dx (closed form) and xhat, "
-        "predicted = shrink·rstd·(xhat·dy) ÷ (|dx| |xhat|) (gamma = 1 here); 3x vs x = max|LN(3x) − LN(x)|"
+        "predicted = shrink·rstd·(xhat·dy) ÷ `(|dx| |xhat|)` (gamma = 1 here); 3x vs x = max|LN(3x) − LN(x)|"
     )
     if any_zero:  # one more entry of the same list of definitions
         note += pgettext("chart notes separator", "; ") + _("— : dx is 0 up to rounding")

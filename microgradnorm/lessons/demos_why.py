@@ -782,7 +782,7 @@ def _depth_checks(run: DepthRun, eps: float) -> list[Text]:
 def _depth_band_checks(run: DepthRun, eps: float) -> list[Text]:
     """|h| stays near gain·√width with normalization, or, where it does not, the reason: var(h) fell to eps's size.
 
-    With an eps that is not small next to var(h), dividing by √(var + eps) no longer rescales h
+    With an eps that is not small next to var(h), dividing by √(var + eps) no longer restores the scale of h
     (the fed length √width·√(var/(var + eps)) falls short of √width), so small activations shrink again.
     """
     band = {gain: [v / (gain * math.sqrt(run.width)) for v in vs[1:]] for gain, vs in run.normalized.items()}
@@ -809,7 +809,7 @@ def _depth_band_checks(run: DepthRun, eps: float) -> list[Text]:
                 above(eps, 0.0, "eps") & below(short, 0.5, f"norm. {gain:g}: shortest fed length ÷ √width"),
                 _(
                     "norm. {gain}: |h| ×{factor}: var(h) is below eps = {eps}, where dividing by "
-                    "√(var + eps) no longer rescales (W is fed {short} × √{width})"
+                    "√(var + eps) no longer restores the scale (W is fed {short} × √{width})"
                 ).format(gain=f"{gain:g}", factor=sci(factor, 1), eps=f"{eps:g}", short=sci(short, 1), width=run.width),
             )
         )
@@ -867,11 +867,11 @@ def _depth_prediction(run: DepthRun) -> Prediction:
             "|h| went from {start} to {end}: each W sees a standardized input, so only the last gain shows. "
             "Plain, the gains multiply: ×{plain}."
         )
-    else:  # eps not small next to var(h): dividing by √(var + eps) no longer rescales h
+    else:  # eps not small next to var(h): dividing by √(var + eps) no longer restores the scale of h
         why = _(
             "|h| went from {start} to {end}: var(h) is below eps, and dividing by √(var + eps) then no longer "
-            "rescales h, so |h| keeps changing layer after layer (plain, the gains multiply: ×{plain}); the lines "
-            "below show it."
+            "brings h back to unit spread: it divides by nearly the same √(var + eps) whatever h is, so |h| keeps "
+            "changing layer after layer (plain, the gains multiply: ×{plain}); the lines below show it."
         )
     why = why.format(
         start=fmt(run.normalized[2.0][0], 3),
