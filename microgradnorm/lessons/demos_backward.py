@@ -323,7 +323,11 @@ def ln_dvar_dmean(p: LessonParams) -> DemoOutput:
     share = parts.get("var", 0.0)
     bound = 1e3 * np.finfo(float).eps * scale * n  # rounding of n terms of mean.grad's size, with room
     ok = at_most(abs(share), bound, "|mean.grad's share via the variance|")
-    rounding = _("the variance's share of mean.grad is rounding error: 0 in exact arithmetic")
+    rounding = (
+        _("the variance's share of mean.grad is rounding error: 0 in exact arithmetic")
+        if share != 0.0
+        else _("the variance's share of mean.grad is exactly 0 here, as in exact arithmetic")
+    )
     what = "mean.grad's share via the variance"
     evidence = (ok, above(share, bound, what), below(share, -bound, what))
     answer = first_holding(evidence)
@@ -540,10 +544,17 @@ def _shift_g_prediction(g: np.ndarray, m: formulas.Moments) -> Prediction:
         close_to(moved, np.full_like(moved, rstd * SHIFT_G), 1e-6, 0.0, "dx(g + c) − dx(g) vs rstd·c"),
         close_to(moved, np.full_like(moved, SHIFT_G), 1e-6, 0.0, "dx(g + c) − dx(g) vs c"),
     )
-    why = _(
-        "dx moved by at most {gap}: rounding. The mean path subtracts mean(g), which took the {c} with it, "
-        "and mean(g·xhat) gains {c}·mean(xhat) = 0."
-    ).format(gap=err(gap), c=f"{SHIFT_G:g}")
+    if gap == 0:
+        why = _(
+            "dx did not move: every entry is exactly the same. The mean path subtracts mean(g), which took "
+            "the {c} with it, and mean(g·xhat) gains {c}·mean(xhat) = 0."
+        )
+    else:
+        why = _(
+            "dx moved by at most {gap}: rounding. The mean path subtracts mean(g), which took the {c} with it, "
+            "and mean(g·xhat) gains {c}·mean(xhat) = 0."
+        )
+    why = why.format(gap=err(gap), c=f"{SHIFT_G:g}")
     c = f"{SHIFT_G:g}"
     return Prediction(
         _("Add {c} to every g_i. What happens to dx?").format(c=c),

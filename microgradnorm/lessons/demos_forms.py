@@ -132,7 +132,12 @@ def _double_dy_prediction(
             if x.shape[-1] == 2 and eps == 0
             else _("Here dx is 0 up to rounding, so it stays 0; rerun with other options to see it double.")
         )
-        why = sentences([why, zero])
+        # the ratio above is one of roundings: say what dx is first, then why the answer holds all the same
+        linear = _(
+            "Each form is linear in g = gamma·dy: LayerNorm ignores the scale of x, not the scale of the "
+            "gradient that comes back."
+        )
+        why = sentences([zero, linear])
     return Prediction(
         _("Multiply every dy_i by {k}. What happens to dx?").format(k=k),
         (
