@@ -846,3 +846,23 @@ def test_a_lesson_pointed_to_is_the_one_about_it(name, pointer, demo_used):
     target = next(folder.glob(f"{int(match.group(1)):02d}-*.md"))
     demos = re.findall(r"```demo\n(\w+)", target.read_text(encoding="utf-8"))
     assert demo_used in demos, f"{name} points to {target.name} for what {demo_used} shows; it does not use it"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_at_d2_eps0_the_doubling_answer_says_dx_is_0_instead_of_a_factor(seed):
+    # review-a2 F-L4b: "dx ... multiplied by about —." inside a sentence
+    p = LessonParams(dim=2, seed=seed, eps=0.0)
+    x, gamma, _, dy = ln.ln_problem(p)
+    assert np.max(np.abs(_ln_dx_oracle(x, gamma, dy, 0.0))) <= 1e-12  # the oracle: ±1 outputs, no gradient
+    why = run_demo("ln_double_x", p).prediction.why
+    assert "dx is 0 here" in why and "—" not in why and "multiplied by about" not in why.split("dx is 0")[1]
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_the_rerun_hint_of_the_projection_facts_is_printed_only_at_eps_0(eps):
+    # review-a2 F-L6a: the "rerun with an eps > 0" parenthesis was printed whatever eps was
+    text = " ".join(
+        _text(run_demo("projection_form", LessonParams(dim=4, seed=0, eps=eps), {"part": 1}).renderable).split()
+    )
+    assert ("rerun with one, e.g. --eps 0.1" in text) == (eps == 0.0)
+    assert ("exactly −(shrink/n)·xhat xhatᵀ" in text) == (eps > 0.0)
