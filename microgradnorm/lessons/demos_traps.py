@@ -634,9 +634,7 @@ def n_or_n_minus_1(p: LessonParams, sizes: tuple[int, ...] = (2, 4, 16, 256), ro
     d_err = max(p.dim, 3)
     err = _mixed_n_error(random_vector(p.seed, d_err), random_dy(p.seed, d_err), p.eps)[1]
     if d_err == p.dim:
-        mixed_line = _("forward ÷(n−1), ÷n backward: dx off by {error} (relative)").format(
-            error=sci(err, 1)
-        )
+        mixed_line = _("forward ÷(n−1), ÷n backward: dx off by {error} (relative)").format(error=sci(err, 1))
     else:
         mixed_line = _(
             "forward ÷(n−1), ÷n backward, on a row of d = {d} (at d = {dim} the true dx carries "
