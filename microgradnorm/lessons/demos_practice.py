@@ -645,7 +645,7 @@ def _learner_prediction(ln_tail: float, bn_tail: float, bar: float, quiet: float
     if answer == 0:
         why = _(
             "Over the last steps the loss averaged {ln} with LayerNorm and {bn} with BatchNorm, against log 2 for "
-            "guessing. The loud tokens set BatchNorm's spread, so a quiet token reaches its classifier nearly flat."
+            "guessing. The loud tokens set BatchNorm's std, so a quiet token reaches its classifier nearly flat."
         ).format(**tails)
     else:
         why = _(
@@ -655,7 +655,7 @@ def _learner_prediction(ln_tail: float, bn_tail: float, bar: float, quiet: float
     if not ln_ok and quiet >= _QUIET_SHARE:
         quiet_note = _(
             "Here {share} of the tokens have a variance below eps = {eps}: LayerNorm divides those by about "
-            "`sqrt(eps)` instead of their own spread, so their pattern reaches the classifier nearly flat too."
+            "`sqrt(eps)` instead of their own std, so their pattern reaches the classifier nearly flat too."
         ).format(share=f"{quiet:.0%}", eps=f"{eps:g}")
         why = sentences([why, quiet_note])  # no space after a Chinese "。"
     return Prediction(

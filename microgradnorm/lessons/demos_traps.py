@@ -375,7 +375,7 @@ def float32_offset(p: LessonParams, ratios: tuple[float, ...] = (1.0, 1e2, 1e4, 
     names = {"package": _("this package"), "textbook": _("textbook"), "torch": "PyTorch"}
     rows = [[f"{r:g}", *(sci(errors[k][i], 1) for k in errors)] for i, r in enumerate(ratios)]
     table = number_table(
-        [_("mean ÷ spread"), *(names[k] for k in errors)],
+        [_("mean ÷ std"), *(names[k] for k in errors)],
         rows,
         title=_("float32 LayerNorm of 64 rows of d = {d}: relative error against float64 on the same input").format(
             d=offset_width(p.dim)
@@ -416,14 +416,14 @@ def _offset_prediction(
     spreads, bound = bounds[i]
     return Prediction(
         _(
-            "Rows whose mean is {ratio} times their spread, stored in float32. The textbook LayerNorm (mean, "
+            "Rows whose mean is {ratio} times their std, stored in float32. The textbook LayerNorm (mean, "
             "then x − mean, then the centred variance) runs in float32. How far is its y from float64's?"
         ).format(ratio=f"{asked:g}"),
         (_("rounding: below 1e-5"), _("between 1e-5 and 1e-2"), _("1e-2 or more")),
         next(k for k, e in enumerate(evidence) if e),
         _(
             "Measured: {error}. The float32 mean is off by up to {gamma} of its size ({d} − 1 additions and a "
-            "division, each rounding by up to u = {unit}). A row's mean here is up to {spreads} times its spread, "
+            "division, each rounding by up to u = {unit}). A row's mean here is up to {spreads} times its std, "
             "and every x − mean carries the mean's shift: y can be off by up to {bound}. Two passes do not save "
             "the textbook; the package's kernel takes the mean of x − mean again and folds it back (lesson 14)."
         ).format(
