@@ -8,7 +8,6 @@ installed.
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -67,10 +66,11 @@ def test_the_distance_from_the_population_value_and_its_check(seed):
         y = standardize(s["batches"], 1, 1e-5)[:, 0]
         distances.append(float(np.sqrt(np.mean((y - z) ** 2))))
         assert s["bn_from_pop"] == pytest.approx(distances[-1], rel=1e-9)
-    falls = all(a > b for a, b in itertools.pairwise(distances[1:]))
+    # the claim compares only the ends, batch 64 against batch 2 (the sizes' first entry is batch 1)
+    closer = distances[-1] < distances[1]
     text = render(run_demo("batch_size_dependence", LessonParams(dim=4, seed=seed)).renderable)
-    mark = "✓" if falls else "✗"
-    assert f"{mark} from batch 2 up, each larger batch lands closer" in text
+    mark = "✓" if closer else "✗"
+    assert f"{mark} batch 64 lands closer to the population value than batch 2" in text
     assert "✓ batch 1: every BatchNorm output is 0" in text
 
 

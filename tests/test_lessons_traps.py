@@ -230,3 +230,32 @@ def test_the_mean_square_of_a_normalized_row_is_one_with_n_and_n_minus_1_over_n_
     if p.eps == 0:
         assert np.mean(by_n**2) == pytest.approx(1, rel=1e-12)
         assert np.mean(by_n1**2) == pytest.approx((p.dim - 1) / p.dim, rel=1e-12)
+
+
+def _unbiased_ln(v: np.ndarray, eps: float) -> np.ndarray:
+    """LayerNorm with the variance divided by n - 1, in plain NumPy (the oracle's forward)."""
+    return (v - v.mean()) / np.sqrt(v.var(ddof=1) + eps)
+
+
+@pytest.mark.parametrize("p", [LessonParams(dim=2, seed=4, eps=0.0), LessonParams(dim=2), LessonParams(dim=5, seed=3)])
+def test_the_mixed_n_dx_error_is_measured_where_the_true_dx_is_not_zero(p):
+    """Lesson 12 step 6's last line: the ÷n formula's dx against the ÷(n−1) forward's true dx, by central
+    finite differences here. At d = 2 that true dx is zero at eps = 0 (a relative error against it is
+    inf), so the step measures a row of d = 3 and says so."""
+    d = max(p.dim, 3)
+    x, dy = random_vector(p.seed, d), random_dy(p.seed, d)
+    h = 1e-6
+    true_dx = np.array(
+        [(dy @ _unbiased_ln(x + h * e, p.eps) - dy @ _unbiased_ln(x - h * e, p.eps)) / (2 * h) for e in np.eye(d)]
+    )
+    xhat = _unbiased_ln(x, p.eps)
+    rstd = (x.var(ddof=1) + p.eps) ** -0.5
+    by_n = rstd * (dy - dy.mean() - xhat * np.mean(dy * xhat))  # the ÷n closed form, gamma = 1
+    err = np.max(np.abs(by_n - true_dx)) / np.max(np.abs(true_dx))  # normwise, in the max norm
+    shown = " ".join(render(run_demo("n_or_n_minus_1", p).renderable).split())
+    assert f"dx off by {T.sci(err, 1)} (relative)" in shown and "inf" not in shown
+    assert ("on a row of d = 3" in shown) == (p.dim == 2)
+    if p.dim == 2 and p.eps == 0:  # why: the two-number ÷(n−1) LayerNorm is constant, its dx vanishes
+        x2 = random_vector(p.seed, 2)
+        e0 = np.array([h, 0.0])
+        assert np.max(np.abs(_unbiased_ln(x2 + e0, 0.0) - _unbiased_ln(x2 - e0, 0.0))) < 1e-9

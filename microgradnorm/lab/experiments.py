@@ -588,8 +588,8 @@ def norms(seed: int = 0) -> Outcome:
     signal = {norm: signal_at_start(seed, norm) for norm in ("none", "layernorm")}
     out.extra["signal"] = signal
     (plain, plain_grads), (ln, ln_grads) = signal["none"], signal["layernorm"]
-    out.claim("signal-shrinks", N_("without a norm the signal shrinks: block {last}'s output is {ratio:.1f} times "
-                                   "smaller than block 1's"),
+    out.claim("signal-shrinks", N_("without a norm the signal shrinks: block {last}'s output is 1/{ratio:.1f} of "
+                                   "block 1's"),
               below(plain[-1], plain[0] / 2, "no norm: last block's output vs half the first's"),
               last=len(plain), ratio=plain[0] / plain[-1])  # fmt: skip
     least = min(a / b for a, b in zip(ln_grads, plain_grads))
@@ -650,14 +650,15 @@ def batch_sizes(seed: int = 0) -> Outcome:
               above(held[small], max(held[b] for b in BATCHES[1:]), f"held-out loss at batch {small} vs the others"),
               small=small, loss=held[small],
               others=Listing(f"{held[b]:.2f}" for b in BATCHES[1:]))  # fmt: skip
-    near = min(rows[small][:2])
-    margin = NEAR_GUESS
-    out.claim("small-guess", N_("at batch {small} both held-out losses ({running:.2f}, {batch:.2f}) are within "
-                                "{margin:.0%} of a guess (ln 3 = {guess:.2f})"),
-              above(near, (1 - margin) * GUESSING, f"batch {small}: the smaller held-out loss")
-              & at_most(max(rows[small][:2]), (1 + margin) * GUESSING, f"batch {small}: the larger held-out loss"),
-              small=small, running=held[small], batch=rows[small][1], margin=margin,
-              guess=GUESSING)  # fmt: skip
+    # A comparison, not a band around ln 3: over seeds 0-12 batch 2's held-out losses lie 0.01-0.12 from ln 3
+    # (a fixed "within 10%" sat at that noise), and 0.3-0.5 from the larger batches' losses.
+    nearer = [below(abs(loss - GUESSING), abs(loss - held[b]), f"batch {small}'s {kind} held-out loss: "
+                    f"distance to ln 3 vs to batch {b}'s")
+              for kind, loss in zip(("running", "batch-statistics"), rows[small][:2]) for b in BATCHES[1:]]  # fmt: skip
+    out.claim("small-guess", N_("at batch {small} both held-out losses ({running:.2f}, {batch:.2f}) lie nearer a "
+                                "guess (ln 3 = {guess:.2f}) than the larger batches' ({others})"),
+              all_of(*nearer), small=small, running=held[small], batch=rows[small][1], guess=GUESSING,
+              others=Listing(f"{held[b]:.2f}" for b in BATCHES[1:]))  # fmt: skip
     pm = _two_row_xhat(seed)
     out.claim("two-signs", N_("with eps = 0, a batch of two normalizes every feature to −1 or +1 (off by {off:.0e}): "
                               "only which example is larger survives"), below(pm, 1e-12,

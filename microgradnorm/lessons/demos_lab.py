@@ -53,8 +53,9 @@ def _caption(text: str) -> Text:
 def _held_out_gap(result: E.Outcome, names) -> Text:
     """How far each run's held-out loss sits from its training loss (a "trains" verdict reads the latter)."""
     # rounded first, and + 0.0 turns a -0.0 into 0.0: a gap that rounds to zero prints as +0.00, never -0.00
-    gaps = [result.labelled(n, f"{round(result.runs[n].test_loss - E.final_loss(result.runs[n]), 2) + 0.0:+.2f}")
-            for n in names]  # fmt: skip
+    # and the minus is U+2212, as the prose writes it
+    gaps = [result.labelled(n, f"{round(result.runs[n].test_loss - E.final_loss(result.runs[n]), 2) + 0.0:+.2f}"
+                            .replace("-", "−")) for n in names]  # fmt: skip
     # Translators: {runs} is a list such as "post-LN (no warmup) +0.03, pre-LN (no warmup) +0.33"
     return _caption(_("held-out loss minus training loss: {runs}").format(runs=separated(gaps)))
 

@@ -212,12 +212,12 @@ def _depth_reading(runs: dict[str, StackGradients], versus: dict[str, StackGradi
         growth = log_growth(post, bottom_ratio(versus["post"]))
         lines.append(
             _(
-                "{before} → {layers} layers: post-LN's log(ratio) × {growth} (a product of per-layer factors "
-                "gives {expected}); pre-LN's ratio × {pre_change}."
+                "{before} → {layers} layers: post-LN's log(ratio) × {growth} (equal per-layer factors would "
+                "give {expected}); pre-LN's ratio × {pre_change}."
             ).format(
                 before=before,
                 layers=layers,
-                growth=fmt(growth, 3),
+                growth=_signed(growth),
                 expected=fmt(layers / before, 3),
                 pre_change=fmt(pre / bottom_ratio(versus["pre"]), 3),
             )
@@ -290,7 +290,7 @@ def residual_depth(
         rows.append(
             [f"{float(gain):g}, {float(bias):g}"]
             + [fmt(ratio[a, d], 3) for a in ARRANGEMENTS for d in (short, deep)]
-            + [fmt(post_log, 3)]
+            + [_signed(post_log)]
         )
     return Group(
         number_table(
@@ -324,7 +324,12 @@ def _span(values: list[float]) -> str:
     if not finite:
         return "—"
     # Translators: a range of two numbers inside a sentence, "1.75 to 2.23"
-    return _("{low} to {high}").format(low=fmt(min(finite), 3), high=fmt(max(finite), 3))
+    return _("{low} to {high}").format(low=_signed(min(finite)), high=_signed(max(finite)))
+
+
+def _signed(value: float) -> str:
+    """``fmt(value, 3)`` with a true minus sign (U+2212), as the lessons' prose writes it."""
+    return "−" + fmt(-value, 3) if value < 0 else fmt(value, 3)
 
 
 def log_growth(deep: float, short: float) -> float:
@@ -359,14 +364,16 @@ def _stretch_prediction(norm_j: float, sigma: float, d: int) -> Prediction:
     answer = next(i for i, e in enumerate(evidence) if e)
     if d > 2:
         why = _(
-            "Here ‖J‖₂ · std = {stretch}. With gamma = 1 the Jacobian is (1/std)(I − P): a projection never "
-            "lengthens a vector, and the directions it keeps (d − 2 of them) it leaves as they are."
+            "Here ‖J‖₂ · std = {stretch}. With gamma = 1 the Jacobian is (1/std)(I − P), and I − P is (up to "
+            "eps) a projection: it never lengthens a vector, and the directions it keeps (d − 2 of them) it "
+            "leaves as they are."
         )
     else:  # the ones vector and xhat span the whole plane: nothing is kept
         why = _(
-            "Here ‖J‖₂ · std = {stretch}. With gamma = 1 the Jacobian is (1/std)(I − P): a projection never "
-            "lengthens a vector, and at d = 2 it keeps no direction at all (the ones vector and xhat span the "
-            "plane): a LayerNorm of two numbers outputs ±1 whatever they are, so J is zero up to eps."
+            "Here ‖J‖₂ · std = {stretch}. With gamma = 1 the Jacobian is (1/std)(I − P), and I − P is (up to "
+            "eps) a projection: it never lengthens a vector, and at d = 2 it keeps no direction at all (the "
+            "ones vector and xhat span the plane): a LayerNorm of two numbers outputs ±1 whatever they are, so "
+            "J is zero up to eps."
         )
     return Prediction(
         _("gamma = 1, d = {d}: by what factor can one LayerNorm's Jacobian at most stretch a gradient?").format(d=d),
