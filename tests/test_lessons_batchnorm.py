@@ -241,3 +241,21 @@ def test_every_lesson_8_demo_shows_only_passing_checks(p):
         out = run_demo(name, p)
         text = render(out.renderable if isinstance(out, DemoOutput) else out, 60)
         assert "✓" in text and "✗" not in text, name
+
+
+@pytest.mark.parametrize("name", ["bn_three_paths", "bn_simplified", "bn_gradient_bound"])
+def test_at_two_values_per_column_and_eps_0_the_dx_steps_say_dx_is_rounding(name):
+    """m = 2, eps = 0: every column is (−1, +1) whatever X is, so dX is 0 and the steps say so; at m = 3 they don't."""
+    two = LessonParams(seed=3, dim=3, eps=0.0, batch=2)
+    x = bn._batch(two)[0]
+    xhat = (x - x.mean(0)) / x.std(0)
+    assert np.allclose(np.abs(xhat), 1.0)  # the reason, checked independently
+    said = "m = 2, eps = 0"
+
+    def shown(p: LessonParams) -> str:
+        out = run_demo(name, p)
+        return render(out.renderable if isinstance(out, DemoOutput) else out)
+
+    assert said in shown(two)
+    assert said not in shown(LessonParams(seed=3, dim=3, eps=0.0, batch=3))
+    assert said not in shown(LessonParams(seed=3, dim=3, eps=1e-5, batch=2))

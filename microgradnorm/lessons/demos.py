@@ -68,7 +68,7 @@ DEMO_MODULES: tuple[str, ...] = (
 class LessonParams:
     """The numbers a lesson runs on: the lesson's ``defaults`` overridden by the CLI.
 
-    ``dim`` is the feature size D (LayerNorm, RMSNorm) or the column count
+    ``dim`` is the feature size d (LayerNorm, RMSNorm) or the column count
     (BatchNorm); ``seed`` seeds every random draw of the lesson; ``eps`` is the
     epsilon added to the variance; ``batch`` is the number of rows, None for a
     single vector (a demo that needs rows picks its own small default then).

@@ -705,7 +705,7 @@ def _double_prediction(
         _("it is multiplied by about {factor}").format(factor=f),
         _("it stays about the same"),
         _("it is divided by about {factor}").format(factor=f),
-        _("it is multiplied by one factor between 1 and {factor}").format(factor=f),
+        _("it grows, by one factor clearly between 1 and {factor}").format(factor=f),
     )
     g_one, g_scaled = one["gamma"], scaled["gamma"]
     g_ratio = scale_ratio(g_scaled, g_one)

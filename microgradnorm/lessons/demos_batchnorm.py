@@ -248,6 +248,17 @@ def bn_param_grads(p: LessonParams) -> DemoOutput:
     )
 
 
+def _m2_note(m: int, eps: float) -> list[Text]:
+    """With m = 2 values per column and eps = 0 each column normalizes to ±1: dX is 0, its entries rounding."""
+    if m != 2 or eps != 0:
+        return []
+    note = _(
+        "m = 2, eps = 0: each column normalizes to ±1 whatever X is, so dX is 0 here (its entries are "
+        "rounding); rerun with --batch 3 or more."
+    )
+    return [cjk_text(note, style="yellow")]
+
+
 @demo("bn_three_paths")
 def bn_three_paths(p: LessonParams, column: int = 0) -> DemoOutput:
     """dX of one column as the sum of three paths (direct, via mean, via var) against autograd."""
@@ -290,6 +301,7 @@ def bn_three_paths(p: LessonParams, column: int = 0) -> DemoOutput:
                 rows,
             ),
             claim(ok, _("all columns: max |sum − autograd| = {error}").format(error=sci(err))),
+            *_m2_note(x.shape[0], p.eps),
         ),
         graph=graph,
         graph_options={"paths": True, "path_input": j},  # X[0, j]: its three paths in colour
@@ -488,6 +500,7 @@ def bn_simplified(p: LessonParams) -> DemoOutput:
                 ),
                 style="dim",
             ),
+            *_m2_note(x.shape[0], p.eps),
         ),
         prediction=_column_sum_prediction(zero, col_sums, dy, mo.rstd.reshape(-1)),
     )
@@ -580,4 +593,4 @@ def bn_gradient_bound(p: LessonParams) -> Group:
         text = _("{bound} in every column (autograd's dX): below it by up to {gap} at eps = {eps}").format(
             bound=_BOUND, gap=maxabs(bound - lhs), eps=f"{p.eps:g}"
         )
-    return claims([(under, text)])
+    return Group(claims([(under, text)]), *_m2_note(x.shape[0], p.eps))

@@ -413,7 +413,7 @@ def ln_subgraph(p: LessonParams, stages: tuple[str, ...] = ("mean",), grads: boo
         backprop(built)
     if p.dim > SUBGRAPH_MAX_DIM:
         note = _(
-            "At d = {dim} this drawing would crowd the screen: press g to draw the graph, "
+            "At d = {dim} this listing would crowd the screen: press g to draw the graph, "
             "or run with --dim {max_dim} to see it here."
         ).format(dim=p.dim, max_dim=SUBGRAPH_MAX_DIM)
         return DemoOutput(dim_note(note), graph=built.graph)
