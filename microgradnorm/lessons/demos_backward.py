@@ -678,6 +678,9 @@ def ln_double_x(p: LessonParams, factor: float = 2.0) -> DemoOutput:
         "dgamma at {factor}x = dgamma at x with eps/{square}: "
         "the whole change from x to {factor}x ({change}) is eps's doing"
     )
+    if p.eps == 0:  # nothing for eps to do: the two columns agree up to rounding
+        # Translators: {factor}x is the input scaled, e.g. "2x"
+        moved = _("dgamma at {factor}x = dgamma at x: at eps = 0 LayerNorm ignores the scale of x ({change})")
     lines = [table, claim(same, moved.format(factor=f"{factor:g}", square=f"{factor**2:g}", change=change))]
     reading = (p.eps, float(np.var(x)))
     _x, gamma, _beta, dy = ln_problem(p)
