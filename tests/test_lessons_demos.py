@@ -460,7 +460,7 @@ def test_with_an_eps_as_large_as_the_variance_dgamma_is_said_to_grow_and_why():
     prediction = run_demo("ln_double_x", p).prediction
     # issue 22: a factor that is not 2 to the digits shown is not "multiplied by 2"
     assert abs(factor - 2) > tol.DISPLAY_RTOL * 2
-    assert prediction.choices[prediction.answer] == "it is multiplied by one factor between 1 and 2"
+    assert prediction.choices[prediction.answer] == "it grows, by one factor clearly between 1 and 2"
     assert f"multiplied by the same {num(factor, 6)}" in prediction.why
     assert "eps = 1 is not small next to var(x)" in prediction.why and num(float(np.var(x))) in prediction.why
 
