@@ -62,7 +62,14 @@ try:  # numba is an optional extra
 except ImportError as exc:  # pragma: no cover - exercised only without numba
     numba = None
     AVAILABLE = False
-    UNAVAILABLE_REASON = f"numba is not installed ({exc}); pip install 'microgradnorm[fast]'"
+    from microgradnorm.i18n import N_, LazyText
+
+    if isinstance(exc, ModuleNotFoundError) and exc.name == "numba":
+        UNAVAILABLE_REASON = LazyText(N_("numba is not installed; `pip install 'microgradnorm[fast]'`"))
+    else:  # installed but broken (an incompatible NumPy, say): the import's own words tell which
+        UNAVAILABLE_REASON = LazyText(
+            N_("numba did not import ({error}); `pip install 'microgradnorm[fast]'`"), error=str(exc)
+        )
 
     def njit(*args, **kwargs):
         """Without numba the kernels stay plain (slow) Python functions."""

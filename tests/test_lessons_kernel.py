@@ -438,6 +438,28 @@ def test_lessons_13_and_14_auto_from_the_command_line(tmp_path, number, path):
     assert max(len(line) for line in done.stdout.splitlines()) <= 60
 
 
+@pytest.mark.parametrize("path", [LESSON, lessons_dir() / "zh-CN" / LESSON.name], ids=["en", "zh"])
+def test_the_graph_command_lesson_13_prints_runs_as_printed(path, tmp_path, monkeypatch, capsys):
+    """Each `microgradnorm graph ...` line of the lesson's command blocks, run through the real CLI as printed."""
+    import shlex
+
+    blocks = re.findall(r"```bash\n(.*?)```", path.read_text(encoding="utf-8"), re.S)
+    commands = [
+        shlex.split(line.split("  #")[0])[1:]
+        for block in blocks
+        for line in block.splitlines()
+        if line.startswith("microgradnorm graph ")
+    ]
+    assert commands, f"{path.name}: no `microgradnorm graph` command left to check"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "home"))
+    for argv in commands:
+        code = cli.main(argv)
+        assert code == 0, (argv, capsys.readouterr())
+        written = argv[argv.index("-o") + 1]
+        assert (tmp_path / written).stat().st_size > 0
+
+
 # ---- the split: lesson 13 for everyone, lesson 14 the optional appendix ----------------------------------
 
 
@@ -490,13 +512,16 @@ def test_the_node_prediction_follows_the_hand_count(dim):
 
 
 def test_the_trip_predictions_follow_the_counts_derived_by_hand():
-    # by hand (see test_pass_totals_match_the_counts_derived_by_hand): the kernel in recompute mode
-    # reads x and writes y forward (2 trips), reads dy and x and writes dx backward (3 trips)
+    # by hand (see test_pass_totals_match_the_counts_derived_by_hand): the kernel with xhat kept reads x and
+    # writes y and xhat forward (3 trips); NumPy's backward makes 17 passes with xhat kept, 21 in recompute
+    # mode (4 more), the kernel's 3 in either mode
     fwd = run_demo("kernel_memory_passes", LessonParams(), {"direction": "forward", "show": "totals"})
     bwd = run_demo("kernel_memory_passes", LessonParams(), {"direction": "backward", "show": "totals"})
-    assert fwd.prediction.choices[fwd.prediction.answer] == "2"
-    assert bwd.prediction.choices[bwd.prediction.answer] == "3"
-    assert "NumPy's path makes 11" in fwd.prediction.why and "NumPy's path makes 21" in bwd.prediction.why
+    assert "xhat kept" in fwd.prediction.question and "recompute" not in fwd.prediction.question
+    assert fwd.prediction.choices[fwd.prediction.answer] == "3"
+    assert bwd.prediction.choices[bwd.prediction.answer] == "4"
+    assert "NumPy's path makes 11" in fwd.prediction.why
+    assert "4: 21 passes against 17" in bwd.prediction.why and "3 with xhat kept, 3 in" in bwd.prediction.why
 
 
 def test_the_appendix_asks_how_often_numpy_reads_x_and_names_its_lines():
