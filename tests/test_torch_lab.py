@@ -67,6 +67,8 @@ def test_the_yours_experiment_shows_the_checks_message_for_a_wrong_backward(monk
         E._reference_yours.cache_clear()
     assert any("fails torch.autograd.gradcheck" in str(note) for note in result.notes)
     assert len(result.curves) == 3  # the curves are still drawn
+    # the note says what the lab did with it, not only what Python code could do (check=False)
+    assert any(str(note).endswith("The lab trained with it anyway, to draw its curve.") for note in result.notes)
 
 
 def test_importing_the_lab_torch_module_does_not_import_torch():
