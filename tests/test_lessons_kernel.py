@@ -213,7 +213,7 @@ def test_the_shown_source_is_the_kernels_source_with_its_line_numbers(kernel, do
     body = lines[k - 1 : end]
     while not body[-1].strip():
         body.pop()
-    doc_start = k + 1
+    doc_start = next(i for i in range(k + 1, end) if lines[i].strip().startswith('"""'))  # after the signature
     doc_end = next(i for i in range(doc_start, end) if lines[i].rstrip().endswith('"""'))
     text = render(run_demo("kernel_source", LessonParams(), {"kernel": kernel, "docstring": docstring}).renderable)
     shown = [re.sub(r"\s+$", "", line) for line in text.splitlines()]
@@ -482,7 +482,7 @@ def test_the_core_lesson_shows_no_kernel_listing_and_points_to_the_appendix():
 def test_the_appendix_shows_every_line_of_each_kernel_exactly_once(kernel):
     lines, k = _file_lines(kernel)
     end = next(i for i in range(k + 1, len(lines)) if lines[i] and not lines[i].startswith((" ", "\t")))
-    doc_start = k + 1
+    doc_start = next(i for i in range(k + 1, end) if lines[i].strip().startswith('"""'))  # after the signature
     doc_end = next(i for i in range(doc_start, end) if lines[i].rstrip().endswith('"""'))
     wanted = [i + 1 for i in range(k, end) if lines[i].strip() and not doc_start <= i <= doc_end]  # 1-based
     shown: list[int] = []
@@ -492,6 +492,18 @@ def test_the_appendix_shows_every_line_of_each_kernel_exactly_once(kernel):
                 text = render(run_demo(call.name, LessonParams(), call.args).renderable)
                 shown += [int(m) for m in re.findall(r"^\s*(\d+)\s+\S", text, flags=re.M)]
     assert sorted(shown) == wanted
+
+
+def test_the_appendix_listings_fit_60_columns_without_wrapping_a_line_of_code():
+    """At the narrowest width a lesson supports, no listed line of fused.py continues on a second screen line
+    (a continuation is a line that starts in the number gutter's blank)."""
+    for step in parse_lesson(APPENDIX).steps:
+        for call in step.demos:
+            if call.name == "kernel_source":
+                text = render(run_demo(call.name, LessonParams(), call.args).renderable, 60)
+                numbered = [line for line in text.splitlines() if re.match(r"^\s*\d+ ", line)]
+                wrapped = [line for line in text.splitlines() if re.match(r"^ {6}(?!⋮)\S", line)]
+                assert numbered and not wrapped, (call.args, wrapped)
 
 
 def test_a_span_that_no_longer_matches_fails_loudly():

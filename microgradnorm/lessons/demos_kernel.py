@@ -755,12 +755,10 @@ PASSES: dict[str, tuple[PassGroup, ...]] = {
             "kernel",
             (
                 # src is xhat when it was kept, x otherwise: the same number of bytes either way
-                Trip(_KBWD, "xh = src[i, j] if have_xhat else _center(src[i, j], mu_hi, mu_lo) * rs", 1, 0),
+                Trip(_KBWD, "xh = (src[i, j] if have_xhat else", 1, 0),
                 Trip(_KBWD, "g = dy[i, j] * gamma[j]", 1, 0),
-                Trip(
-                    _KBWD, "xh = src[i, j] if have_xhat else _center(src[i, j], mu_hi, mu_lo) * rs", 0, 0, occurrence=1
-                ),
-                Trip(_KBWD, "dx[i, j] = rs * (dy[i, j] * gamma[j] - mean_g - xh * mean_gxhat)", 0, 1),
+                Trip(_KBWD, "xh = (src[i, j] if have_xhat else", 0, 0, occurrence=1),
+                Trip(_KBWD, "dx[i, j] = rs * (", 0, 1),
             ),
         ),
     ),
