@@ -349,9 +349,11 @@ def test_without_torch_the_lab_and_its_lessons_run_in_numpy_and_say_how_to_insta
     text = " ".join(out.stdout.split())
     assert "exit 0" in text and "engine 2" in text
     assert "error: argument --engine: torch needs PyTorch" in out.stderr
-    assert "PyTorch is not installed here, so this is the NumPy network: pip install 'microgradnorm[torch]'" in text
     assert "PyTorch not installed: pip install 'microgradnorm[torch]'" in text
-    assert "how far apart are the loss curves (PyTorch is not installed: the NumPy network's)?" in text
+    # lesson 15 step 2 says what replaces the three runs before it asks about them
+    asked = "Predict: PyTorch is not installed here: instead of the three runs above, two NumPy runs"
+    assert asked in text and "(pip install 'microgradnorm[torch]' adds PyTorch's)" in text
+    assert text.index(asked) < text.index("how far apart are their loss curves?")
     assert "PyTorch is not installed: its curves need pip install 'microgradnorm[torch]'" in text  # the command
     assert "not shown by this run" not in text  # every claim line is a check mark (the ✗ in tables are data)
 

@@ -53,6 +53,7 @@ from microgradnorm.norms import NormGraph
 from microgradnorm.numfmt import nbytes_text
 from microgradnorm.registry import get_norm
 from microgradnorm.verdicts import Check, above, all_of, at_least, at_most, claims, exactly, nearest
+from microgradnorm.viz.style import stage_title
 
 __all__ = [
     "CACHE_FIELDS",
@@ -275,7 +276,8 @@ def kernel_node_count(p: LessonParams) -> DemoOutput:
         total=Text(str(total), "bold"),
         per=Text(fmt(total / d, 3), "bold"),
     )
-    stages = Text("  ·  ".join(f"{stage} {n}" for stage, n in counts.items()), style="dim")
+    # each "stage count" kept whole (backticks): a line breaks between stages, never inside a Chinese name
+    stages = cjk_text("  ·  ".join(f"`{stage_title(stage)} {n}`" for stage, n in counts.items()), style="dim")
     return DemoOutput(Group(head, stages), graph=graph, prediction=_nodes_prediction(total, d))
 
 
@@ -289,7 +291,7 @@ def kernel_engine_vs_numpy(p: LessonParams, hidden: tuple[int, ...] = (256,), re
         for t in timings
     ]
     table = number_table(
-        ["x", _("nodes"), _("engine ms"), "NumPy ms", _("engine ÷ NumPy")],
+        ["x", _("nodes"), _("engine ms"), "NumPy ms", _("engine/NumPy")],
         rows,
         title=_("forward + backward, float64, median of {repeats} interleaved runs").format(repeats=repeats),
         caption=_("measured just now on this machine; run it again and the numbers move"),
@@ -368,7 +370,7 @@ def _cache_size_prediction(cache: tuple, x: np.ndarray) -> Prediction:
         _("Per row of d = {d} numbers, how many does this cache keep (gamma, shared by all rows, aside)?").format(d=d),
         (f"d = {d}", f"d + 1 = {d + 1}", f"d + 3 = {d + 3}", f"3·d = {3 * d}"),
         next((k for k, e in enumerate(evidence) if e), 0),
-        _("{n:g}: xhat's d numbers and one rstd; backward rebuilds the rest from them.").format(n=per_row),
+        _("{n:g}: xhat's d numbers and one rstd; with gamma, that is all backward reads.").format(n=per_row),
         evidence,
     )
 
@@ -922,8 +924,9 @@ def kernel_exercise_shapes(p: LessonParams) -> DemoOutput:
     _y, cache = textbook.layer_norm_forward(x, gamma, beta, p.eps)
     dx, dgamma, dbeta = textbook.layer_norm_backward(dy, cache)
     rows = [
-        ["x, dy, dx", _shape(dx.shape), _("one per input number")],
-        ["dgamma, dbeta", _shape(dgamma.shape), _("summed over B·T rows")],
+        # Translators: names of arrays, kept; only the list's commas are translated
+        [pgettext("list of arrays", "x, dy, dx"), _shape(dx.shape), _("one per input number")],
+        [pgettext("list of arrays", "dgamma, dbeta"), _shape(dgamma.shape), _("summed over B·T rows")],
     ]
     what = "the shape of dgamma, dbeta"
     same = exactly(float(dgamma.shape == x.shape and dbeta.shape == x.shape), 1.0, f"{what} equals x's")

@@ -80,7 +80,9 @@ def lab_setup(p: LessonParams) -> DemoOutput:
     net = Net(spec, p.seed)
     table = _table("", "")
     _row(table, _("examples (training / held out)"), f"{len(task.y_train)} / {len(task.y_test)}")
-    _row(table, _("features per example, classes"), f"{task.x_train.shape[1]}, {int(task.y_train.max()) + 1}")
+    # Translators: two numbers, features and classes, as in the label "features per example, classes"
+    pair = _("{features}, {classes}").format(features=task.x_train.shape[1], classes=int(task.y_train.max()) + 1)
+    _row(table, _("features per example, classes"), pair)
     _row(table, _("blocks Linear → LayerNorm → ReLU"), _("{depth} of width {width}").format(depth=spec.depth,
                                                                                          width=spec.width))  # fmt: skip
     _row(table, pgettext("lab table row", "parameters"), f"{sum(a.size for a in net.parameters()):,}")
@@ -108,12 +110,15 @@ def _curve_prediction(result: E.Outcome) -> Prediction:
         )
     if "torch.nn.LayerNorm" in result.curves:
         question = _("After {steps} steps, how far apart are the loss curves?")
-    else:
+    else:  # said before the question, since the step's prose describes the three runs with PyTorch
+        # Translators: {install} is the command pip install 'microgradnorm[torch]', kept whole by the backticks
         question = _(
-            "After {steps} steps, how far apart are the loss curves (PyTorch is not installed: the NumPy network's)?"
+            "PyTorch is not installed here: instead of the three runs above, two NumPy runs, the package's "
+            "LayerNorm and exercise 5's answer (`{install}` adds PyTorch's). After {steps} steps, how far apart "
+            "are their loss curves?"
         )
     return Prediction(
-        question.format(steps=E.ADAM.steps),
+        question.format(steps=E.ADAM.steps, install=INSTALL),
         (_("the same to rounding (below 1e-9)"), _("close (differences below 0.01)"), _("visibly apart")),
         answer,
         why.format(gap=gap),
@@ -127,10 +132,6 @@ def lab_yours_curves(p: LessonParams) -> DemoOutput:
     result = E.yours(p.seed)
     keys = ("curve", "bridge") if E.have_torch() else ("curve",)
     parts = [show.curves(result, height=HEIGHT), show.held_out(result), _claims(result, *keys)]
-    if not E.have_torch():
-        # Translators: {install} is the command pip install 'microgradnorm[torch]'
-        note = _("PyTorch is not installed here, so this is the NumPy network: {install} adds PyTorch's own LayerNorm.")
-        parts.insert(0, cjk_text(note.format(install=INSTALL), style="bold"))
     return DemoOutput(Group(*parts), graph=show.figure(result), prediction=_curve_prediction(result))
 
 
@@ -244,7 +245,9 @@ def lab_torch_status(p: LessonParams, ask: bool = False) -> DemoOutput:
         import microgradnorm.torch as mt
 
         _row(table, "PyTorch", torch.__version__)
-        _row(table, _("microgradnorm.torch layers"), separated(["LayerNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d"]))
+        # the layers the module exports, read from it: a layer added there shows here
+        layers = [n for n in mt.__all__ if isinstance(c := getattr(mt, n), type) and issubclass(c, torch.nn.Module)]
+        _row(table, _("microgradnorm.torch layers"), separated(layers))
         if ask:
             torch.manual_seed(p.seed)
             x = torch.randn(2, 3, 5, dtype=torch.float64, requires_grad=True)
