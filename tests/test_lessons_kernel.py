@@ -402,6 +402,12 @@ def test_every_demo_renders_at_other_parameters_in_60_columns(p):
         assert text.strip() and max(len(line) for line in text.splitlines()) <= 60
 
 
+def test_the_timing_table_keeps_every_header_whole_at_60_columns_for_a_large_batch():
+    out = run_demo("kernel_engine_vs_numpy", LessonParams(batch=16), {"repeats": 1})
+    text = render(out.renderable, 60)
+    assert "…" not in text and "engine/NumPy" in text
+
+
 def test_dim_1_is_refused_with_a_message_naming_dim():
     with pytest.raises(ValueError, match="dim: this lesson needs at least 2 features per row, got 1"):
         run_demo("kernel_node_count", LessonParams(dim=1))

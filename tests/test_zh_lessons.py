@@ -636,6 +636,20 @@ def test_without_numba_installed_the_backend_table_says_why_whole_at_60_columns(
     assert not english_prose(chinese_text.replace("pip install 'microgradnorm[fast]'", " "))
 
 
+def test_lesson_13s_stage_line_and_array_lists_are_chinese_and_stages_stay_whole():
+    """The node count's stages are named as the drawing names them, and a line breaks between stages, never
+    inside one; the shapes table lists arrays with 、 (no half-width comma between names)."""
+    with i18n.use_language(ZH):
+        for dim in (4, 16):
+            text = rendered(run_demo("kernel_node_count", LessonParams(dim=dim)).renderable, 60)
+            stages = text.splitlines()[1:]
+            assert "中心化" in text and not re.search(r"\b(input|center|affine|divide)\b", text)
+            # every screen line starts with a whole stage name followed by its count
+            assert all(re.match(r"^\S+ \d+", line) for line in stages if line.strip()), stages
+        shapes = rendered(run_demo("kernel_exercise_shapes", LessonParams()).renderable, 60)
+    assert "x、dy、dx" in shapes and "dgamma、dbeta" in shapes and "x, dy" not in shapes
+
+
 def test_a_shown_cache_size_keeps_its_number_and_says_yours_in_chinese():
     """The '(yours)' suffix is one message with the size inside it, so the number cannot be lost."""
     with i18n.use_language(ZH):
