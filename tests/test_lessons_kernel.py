@@ -539,7 +539,7 @@ def test_the_trip_predictions_follow_the_counts_derived_by_hand():
     assert fwd.prediction.choices[fwd.prediction.answer] == "3"
     assert bwd.prediction.choices[bwd.prediction.answer] == "4"
     assert "NumPy's path makes 11" in fwd.prediction.why
-    assert "4: 21 passes against 17" in bwd.prediction.why and "3 with xhat kept, 3 in" in bwd.prediction.why
+    assert bwd.prediction.why.startswith("21 passes against 17") and "3 with xhat kept, 3 in" in bwd.prediction.why
 
 
 def test_the_appendix_asks_how_often_numpy_reads_x_and_names_its_lines():

@@ -856,12 +856,11 @@ def _trips_prediction(direction: str) -> Prediction:
     evidence = tuple(exactly(more, k, "NumPy backward: extra whole-array passes in recompute mode") for k in options)
     kernel_keep = sum(pass_totals("backward", "kernel", "keep"))
     kernel_recompute = sum(pass_totals("backward", "kernel", "recompute"))
-    # Translators: {more} = {recompute} - {keep}; the kernel's counts follow
+    # Translators: the answer ({recompute} - {keep}) is printed just before; the kernel's counts follow
     why = _(
-        "{more}: {recompute} passes against {keep}; the extra lines rebuild xhat = (x − mean) · rstd, each "
-        "streaming a whole array. The fused kernel: {kernel_keep} with xhat kept, {kernel_recompute} in "
-        "recompute mode."
-    ).format(more=more, recompute=recompute, keep=keep, kernel_keep=kernel_keep, kernel_recompute=kernel_recompute)
+        "{recompute} passes against {keep}; the extra lines rebuild xhat = (x − mean) · rstd, each streaming a "
+        "whole array. The fused kernel: {kernel_keep} with xhat kept, {kernel_recompute} in recompute mode."
+    ).format(recompute=recompute, keep=keep, kernel_keep=kernel_keep, kernel_recompute=kernel_recompute)
     question = _(
         "NumPy's backward in recompute mode: how many more whole-array passes through memory than with xhat kept?"
     )
