@@ -62,7 +62,14 @@ try:  # numba is an optional extra
 except ImportError as exc:  # pragma: no cover - exercised only without numba
     numba = None
     AVAILABLE = False
-    UNAVAILABLE_REASON = f"numba is not installed ({exc}); pip install 'microgradnorm[fast]'"
+    from microgradnorm.i18n import N_, LazyText
+
+    if isinstance(exc, ModuleNotFoundError) and exc.name == "numba":
+        UNAVAILABLE_REASON = LazyText(N_("numba is not installed; `pip install 'microgradnorm[fast]'`"))
+    else:  # installed but broken (an incompatible NumPy, say): the import's own words tell which
+        UNAVAILABLE_REASON = LazyText(
+            N_("numba did not import ({error}); `pip install 'microgradnorm[fast]'`"), error=str(exc)
+        )
 
     def njit(*args, **kwargs):
         """Without numba the kernels stay plain (slow) Python functions."""
@@ -148,8 +155,13 @@ def _center(v, hi, lo):  # pragma: no cover - compiled
     return (v - hi) - lo
 
 
+# fmt: off
+# The two LayerNorm kernels keep their code lines within 54 characters: lesson 14 shows them line by line,
+# numbered, in a 60-column terminal (ruff format would join the lines again).
 @njit(**_JIT)
-def layer_norm_forward_rows(x, gamma, beta, eps, y, mean, var, rstd, xhat, keep_xhat):  # pragma: no cover - compiled
+def layer_norm_forward_rows(  # pragma: no cover
+        x, gamma, beta, eps,
+        y, mean, var, rstd, xhat, keep_xhat):
     """y[i] = gamma * (x[i] - mean[i]) * rstd[i] + beta for every row i of x [R, D].
 
     Reads each row from memory once; the second and third loops over the row
@@ -159,7 +171,9 @@ def layer_norm_forward_rows(x, gamma, beta, eps, y, mean, var, rstd, xhat, keep_
     """
     rows, d = x.shape
     T = x.dtype.type  # x's dtype, float32 or float64
-    for i in prange(rows):  # rows are independent: on a GPU, one block per row
+    # rows are independent: on a GPU,
+    # one block per row
+    for i in prange(rows):
         # the mean of the row, summed in float64
         s = 0.0
         for j in range(d):
@@ -167,11 +181,15 @@ def layer_norm_forward_rows(x, gamma, beta, eps, y, mean, var, rstd, xhat, keep_
         mu = s / d
         mu_hi = T(mu)
         mu_lo = T(mu - mu_hi)
-        # the variance, centered (never E[x^2] - E[x]^2), in T: with mu
-        # already right the centered values are small and nothing cancels.
-        # r, the sum of the centered values, is 0 in exact arithmetic: r / d is
-        # the mean's own rounding error, folded back in (it matters in float64,
-        # where mu is only a float64 sum of values that may sit far from 0)
+        # the variance, centered (never
+        # E[x^2] - E[x]^2), in T: with mu already
+        # right the centered values are small and
+        # nothing cancels. r, the sum of the centered
+        # values, is 0 in exact arithmetic: r / d is
+        # the mean's own rounding error, folded back
+        # in (it matters in float64, where mu is only
+        # a float64 sum of values that may sit far
+        # from 0)
         ss = T(0.0)
         r = T(0.0)
         for j in range(d):
@@ -184,7 +202,8 @@ def layer_norm_forward_rows(x, gamma, beta, eps, y, mean, var, rstd, xhat, keep_
             v = 0.0
         mu_lo = T(mu_lo + corr)
         rs = 1.0 / np.sqrt(v + eps)
-        # normalize, scale, shift in T: the only write of the row
+        # normalize, scale, shift in T: the only write
+        # of the row
         rs_t = T(rs)
         for j in range(d):
             xh = _center(x[i, j], mu_hi, mu_lo) * rs_t
@@ -197,7 +216,9 @@ def layer_norm_forward_rows(x, gamma, beta, eps, y, mean, var, rstd, xhat, keep_
 
 
 @njit(**_JIT)
-def layer_norm_backward_rows(dy, src, mean, rstd, gamma, dx, dgamma_part, dbeta_part, have_xhat):  # pragma: no cover
+def layer_norm_backward_rows(  # pragma: no cover
+        dy, src, mean, rstd, gamma,
+        dx, dgamma_part, dbeta_part, have_xhat):
     """dx[i] = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = gamma * dy[i], for every row.
 
     ``src`` is xhat itself when ``have_xhat``, otherwise x (and xhat is
@@ -214,19 +235,26 @@ def layer_norm_backward_rows(dy, src, mean, rstd, gamma, dx, dgamma_part, dbeta_
     for w in prange(workers):
         first = w * per_worker
         last = min(rows, first + per_worker)
-        # dgamma and dbeta over the current block of ROW_BLOCK rows, in dy's dtype
+        # dgamma and dbeta over the current block of
+        # ROW_BLOCK rows, in dy's dtype
         dgamma_block = np.zeros(d, dy.dtype)
         dbeta_block = np.zeros(d, dy.dtype)
         for block in range(first, last, ROW_BLOCK):
-            for i in range(block, min(last, block + ROW_BLOCK)):
+            for i in range(
+                block, min(last, block + ROW_BLOCK)
+            ):
                 mu_hi = T(mean[i])
                 mu_lo = T(mean[i] - mu_hi)
                 rs = T(rstd[i])
-                # first read of the row: the two means in the formula, and the block's dgamma, dbeta
+                # first read of the row: the two means
+                # in the formula, and the block's
+                # dgamma, dbeta
                 s_g = T(0.0)
                 s_gxhat = T(0.0)
                 for j in range(d):
-                    xh = src[i, j] if have_xhat else _center(src[i, j], mu_hi, mu_lo) * rs
+                    xh = (src[i, j] if have_xhat else
+                          _center(src[i, j], mu_hi,
+                                  mu_lo) * rs)
                     g = dy[i, j] * gamma[j]
                     s_g += g
                     s_gxhat += g * xh
@@ -236,14 +264,23 @@ def layer_norm_backward_rows(dy, src, mean, rstd, gamma, dx, dgamma_part, dbeta_
                 mean_gxhat = T(s_gxhat / d)
                 # second read (cached): dx
                 for j in range(d):
-                    xh = src[i, j] if have_xhat else _center(src[i, j], mu_hi, mu_lo) * rs
-                    dx[i, j] = rs * (dy[i, j] * gamma[j] - mean_g - xh * mean_gxhat)
-            # fold the block into this worker's float64 partial sums; start the next block at zero
+                    xh = (src[i, j] if have_xhat else
+                          _center(src[i, j], mu_hi,
+                                  mu_lo) * rs)
+                    dx[i, j] = rs * (
+                        dy[i, j] * gamma[j]
+                        - mean_g
+                        - xh * mean_gxhat
+                    )
+            # fold the block into this worker's
+            # float64 partial sums; start the next
+            # block at zero
             for j in range(d):
                 dgamma_part[w, j] += dgamma_block[j]
                 dbeta_part[w, j] += dbeta_block[j]
                 dgamma_block[j] = 0.0
                 dbeta_block[j] = 0.0
+# fmt: on
 
 
 # ---- RMSNorm: LayerNorm without the mean -------------------------------------------------

@@ -175,6 +175,10 @@ def test_a_wrong_learner_file_gives_a_failing_claim_not_a_passing_one(tmp_path):
     result = E.yours(0, _copy(tmp_path, SOLUTION, text), use_torch=False)
     failed = [c.text for c in result.claims if not c.ok]
     assert any("gradient check" in t for t in failed) and any("loss curve" in t for t in failed)
+    # the "learns" claim is the baseline's run, and says so: its end is not the learner's
+    (learns,) = (str(c.text) for c in result.claims if c.key == "learns")
+    baseline_end = E.final_loss(result.runs["microgradnorm (NumPy)"])
+    assert learns.startswith("with microgradnorm (NumPy), the network learns") and f"{baseline_end:.2f}" in learns
 
 
 # ---- what lesson 16 says about the two slips, checked on the network itself ------------------------------
@@ -345,9 +349,11 @@ def test_without_torch_the_lab_and_its_lessons_run_in_numpy_and_say_how_to_insta
     text = " ".join(out.stdout.split())
     assert "exit 0" in text and "engine 2" in text
     assert "error: argument --engine: torch needs PyTorch" in out.stderr
-    assert "PyTorch is not installed here, so this is the NumPy network: pip install 'microgradnorm[torch]'" in text
     assert "PyTorch not installed: pip install 'microgradnorm[torch]'" in text
-    assert "how far apart are the loss curves (PyTorch is not installed: the NumPy network's)?" in text
+    # lesson 15 step 2 says what replaces the three runs before it asks about them
+    asked = "Predict: PyTorch is not installed here: instead of the three runs above, two NumPy runs"
+    assert asked in text and "(pip install 'microgradnorm[torch]' adds PyTorch's)" in text
+    assert text.index(asked) < text.index("how far apart are their loss curves?")
     assert "PyTorch is not installed: its curves need pip install 'microgradnorm[torch]'" in text  # the command
     assert "not shown by this run" not in text  # every claim line is a check mark (the ✗ in tables are data)
 
@@ -409,6 +415,30 @@ def test_the_referee_question_answers_finite_differences_own_error(seed):
     assert q.answer == 1 and 1e-12 <= worst <= tol.FD_RTOL
     assert f"{worst:.1e}" in q.why
     assert _lab_question("lab_gradient_check", seed).prediction is None
+
+
+def test_the_slips_check_names_its_input_and_explains_the_no_1_over_d_error_as_d_minus_1():
+    """The check's x is [2, 5, 6] (pairs.gradient_check: 2 batches of 5 rows of d = 6); the no-1/d dx is
+    d times the right one, so its relative error is d − 1 = 5, the number the caption gives."""
+    from tests.helpers import rendered
+
+    out = _lab_question("lab_gradient_check", which=("right", "no-1/d"))
+    text = " ".join(rendered(out.renderable, 200).split())
+    assert "on x [2, 5, 6]" in text and "(no-1/d: d − 1 = 5)" in text
+    assert f"{pairs.gradient_check(pairs.mistake_pair('no-1/d')).dx:.1e}" == "5.0e+00"
+    right_only = " ".join(rendered(_lab_question("lab_gradient_check").renderable, 200).split())
+    assert "d − 1" not in right_only
+
+
+def test_the_not_a_shift_column_is_in_percent_like_its_neighbour():
+    from tests.helpers import rendered
+
+    out = _lab_question("lab_wrong_why", part="mean")
+    text = rendered(out.renderable, 200)
+    assert "error without its shift" in text
+    cells = [line.split()[-1] for line in text.splitlines() if line[:1].isdigit()]
+    assert len(cells) == 4 and all(cell.endswith("%") for cell in cells), cells
+    assert out.prediction.why.startswith("Shift taken out: block 1: ")
 
 
 def test_the_not_a_shift_question_names_every_block_but_the_last():

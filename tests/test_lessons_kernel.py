@@ -213,7 +213,7 @@ def test_the_shown_source_is_the_kernels_source_with_its_line_numbers(kernel, do
     body = lines[k - 1 : end]
     while not body[-1].strip():
         body.pop()
-    doc_start = k + 1
+    doc_start = next(i for i in range(k + 1, end) if lines[i].strip().startswith('"""'))  # after the signature
     doc_end = next(i for i in range(doc_start, end) if lines[i].rstrip().endswith('"""'))
     text = render(run_demo("kernel_source", LessonParams(), {"kernel": kernel, "docstring": docstring}).renderable)
     shown = [re.sub(r"\s+$", "", line) for line in text.splitlines()]
@@ -402,6 +402,12 @@ def test_every_demo_renders_at_other_parameters_in_60_columns(p):
         assert text.strip() and max(len(line) for line in text.splitlines()) <= 60
 
 
+def test_the_timing_table_keeps_every_header_whole_at_60_columns_for_a_large_batch():
+    out = run_demo("kernel_engine_vs_numpy", LessonParams(batch=16), {"repeats": 1})
+    text = render(out.renderable, 60)
+    assert "…" not in text and "engine/NumPy" in text
+
+
 def test_dim_1_is_refused_with_a_message_naming_dim():
     with pytest.raises(ValueError, match="dim: this lesson needs at least 2 features per row, got 1"):
         run_demo("kernel_node_count", LessonParams(dim=1))
@@ -438,6 +444,28 @@ def test_lessons_13_and_14_auto_from_the_command_line(tmp_path, number, path):
     assert max(len(line) for line in done.stdout.splitlines()) <= 60
 
 
+@pytest.mark.parametrize("path", [LESSON, lessons_dir() / "zh-CN" / LESSON.name], ids=["en", "zh"])
+def test_the_graph_command_lesson_13_prints_runs_as_printed(path, tmp_path, monkeypatch, capsys):
+    """Each `microgradnorm graph ...` line of the lesson's command blocks, run through the real CLI as printed."""
+    import shlex
+
+    blocks = re.findall(r"```bash\n(.*?)```", path.read_text(encoding="utf-8"), re.S)
+    commands = [
+        shlex.split(line.split("  #")[0])[1:]
+        for block in blocks
+        for line in block.splitlines()
+        if line.startswith("microgradnorm graph ")
+    ]
+    assert commands, f"{path.name}: no `microgradnorm graph` command left to check"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "home"))
+    for argv in commands:
+        code = cli.main(argv)
+        assert code == 0, (argv, capsys.readouterr())
+        written = argv[argv.index("-o") + 1]
+        assert (tmp_path / written).stat().st_size > 0
+
+
 # ---- the split: lesson 13 for everyone, lesson 14 the optional appendix ----------------------------------
 
 
@@ -460,7 +488,7 @@ def test_the_core_lesson_shows_no_kernel_listing_and_points_to_the_appendix():
 def test_the_appendix_shows_every_line_of_each_kernel_exactly_once(kernel):
     lines, k = _file_lines(kernel)
     end = next(i for i in range(k + 1, len(lines)) if lines[i] and not lines[i].startswith((" ", "\t")))
-    doc_start = k + 1
+    doc_start = next(i for i in range(k + 1, end) if lines[i].strip().startswith('"""'))  # after the signature
     doc_end = next(i for i in range(doc_start, end) if lines[i].rstrip().endswith('"""'))
     wanted = [i + 1 for i in range(k, end) if lines[i].strip() and not doc_start <= i <= doc_end]  # 1-based
     shown: list[int] = []
@@ -470,6 +498,18 @@ def test_the_appendix_shows_every_line_of_each_kernel_exactly_once(kernel):
                 text = render(run_demo(call.name, LessonParams(), call.args).renderable)
                 shown += [int(m) for m in re.findall(r"^\s*(\d+)\s+\S", text, flags=re.M)]
     assert sorted(shown) == wanted
+
+
+def test_the_appendix_listings_fit_60_columns_without_wrapping_a_line_of_code():
+    """At the narrowest width a lesson supports, no listed line of fused.py continues on a second screen line
+    (a continuation is a line that starts in the number gutter's blank)."""
+    for step in parse_lesson(APPENDIX).steps:
+        for call in step.demos:
+            if call.name == "kernel_source":
+                text = render(run_demo(call.name, LessonParams(), call.args).renderable, 60)
+                numbered = [line for line in text.splitlines() if re.match(r"^\s*\d+ ", line)]
+                wrapped = [line for line in text.splitlines() if re.match(r"^ {6}(?!⋮)\S", line)]
+                assert numbered and not wrapped, (call.args, wrapped)
 
 
 def test_a_span_that_no_longer_matches_fails_loudly():
@@ -490,13 +530,16 @@ def test_the_node_prediction_follows_the_hand_count(dim):
 
 
 def test_the_trip_predictions_follow_the_counts_derived_by_hand():
-    # by hand (see test_pass_totals_match_the_counts_derived_by_hand): the kernel in recompute mode
-    # reads x and writes y forward (2 trips), reads dy and x and writes dx backward (3 trips)
+    # by hand (see test_pass_totals_match_the_counts_derived_by_hand): the kernel with xhat kept reads x and
+    # writes y and xhat forward (3 trips); NumPy's backward makes 17 passes with xhat kept, 21 in recompute
+    # mode (4 more), the kernel's 3 in either mode
     fwd = run_demo("kernel_memory_passes", LessonParams(), {"direction": "forward", "show": "totals"})
     bwd = run_demo("kernel_memory_passes", LessonParams(), {"direction": "backward", "show": "totals"})
-    assert fwd.prediction.choices[fwd.prediction.answer] == "2"
-    assert bwd.prediction.choices[bwd.prediction.answer] == "3"
-    assert "NumPy's path makes 11" in fwd.prediction.why and "NumPy's path makes 21" in bwd.prediction.why
+    assert "xhat kept" in fwd.prediction.question and "recompute" not in fwd.prediction.question
+    assert fwd.prediction.choices[fwd.prediction.answer] == "3"
+    assert bwd.prediction.choices[bwd.prediction.answer] == "4"
+    assert "NumPy's path makes 11" in fwd.prediction.why
+    assert bwd.prediction.why.startswith("21 passes against 17") and "3 with xhat kept, 3 in" in bwd.prediction.why
 
 
 def test_the_appendix_asks_how_often_numpy_reads_x_and_names_its_lines():

@@ -67,6 +67,8 @@ def test_the_yours_experiment_shows_the_checks_message_for_a_wrong_backward(monk
         E._reference_yours.cache_clear()
     assert any("fails torch.autograd.gradcheck" in str(note) for note in result.notes)
     assert len(result.curves) == 3  # the curves are still drawn
+    # the note says what the lab did with it, not only what Python code could do (check=False)
+    assert any(str(note).endswith("The lab trained with it anyway, to draw its curve.") for note in result.notes)
 
 
 def test_importing_the_lab_torch_module_does_not_import_torch():
@@ -76,3 +78,16 @@ def test_importing_the_lab_torch_module_does_not_import_torch():
     code = "import sys, microgradnorm.lab.torch_net, microgradnorm.lab.experiments; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_status_row_names_every_layer_the_bridge_exports():
+    """Read independently of the demo: every nn.Module class microgradnorm.torch exports (GroupNorm included)."""
+    import torch
+
+    import microgradnorm.torch as mt
+    from microgradnorm.lessons.demos import LessonParams, run_demo
+    from tests.helpers import rendered
+
+    text = " ".join(rendered(run_demo("lab_torch_status", LessonParams()).renderable, 200).split())
+    layers = [n for n in dir(mt) if isinstance(getattr(mt, n), type) and issubclass(getattr(mt, n), torch.nn.Module)]
+    assert "GroupNorm" in layers and all(name in text for name in layers)

@@ -607,7 +607,47 @@ def test_without_numba_the_backend_table_says_so_in_chinese(monkeypatch):
     with i18n.use_language(ZH):
         chinese_text = rendered(run_demo("kernel_backend", LessonParams()).renderable)
     assert "plain Python here" in english and "plain Python here" not in chinese_text
-    assert not english_prose(chinese_text.replace(fused.UNAVAILABLE_REASON, " "))
+    assert not english_prose(chinese_text.replace(str(fused.UNAVAILABLE_REASON), " "))
+
+
+def test_without_numba_installed_the_backend_table_says_why_whole_at_60_columns():
+    """numba really missing (a fresh interpreter that cannot import it): every label whole, the reason in
+    Chinese, the install command on one line."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys; sys.modules['numba'] = None\n"
+        "from microgradnorm import i18n\n"
+        "from microgradnorm.lessons.demos import LessonParams, run_demo\n"
+        "from tests.helpers import rendered\n"
+        "for lang in ('en', 'zh-CN'):\n"
+        "    with i18n.use_language(lang):\n"
+        "        print(rendered(run_demo('kernel_backend', LessonParams()).renderable, 60))\n"
+        "        print('=====')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    english, chinese_text, _rest = done.stdout.split("=====\n")
+    for text in (english, chinese_text):
+        assert "…" not in text and max(cell_len(line) for line in text.splitlines()) <= 60
+        assert any("pip install 'microgradnorm[fast]'" in line for line in text.splitlines())  # one line
+    assert "numba is not installed" in english and "numba is not installed" not in chinese_text
+    assert not english_prose(chinese_text.replace("pip install 'microgradnorm[fast]'", " "))
+
+
+def test_lesson_13s_stage_line_and_array_lists_are_chinese_and_stages_stay_whole():
+    """The node count's stages are named as the drawing names them, and a line breaks between stages, never
+    inside one; the shapes table lists arrays with 、 (no half-width comma between names)."""
+    with i18n.use_language(ZH):
+        for dim in (4, 16):
+            text = rendered(run_demo("kernel_node_count", LessonParams(dim=dim)).renderable, 60)
+            stages = text.splitlines()[1:]
+            assert "中心化" in text and not re.search(r"\b(input|center|affine|divide)\b", text)
+            # every screen line starts with a whole stage name followed by its count
+            assert all(re.match(r"^\S+ \d+", line) for line in stages if line.strip()), stages
+        shapes = rendered(run_demo("kernel_exercise_shapes", LessonParams()).renderable, 60)
+    assert "x、dy、dx" in shapes and "dgamma、dbeta" in shapes and "x, dy" not in shapes
 
 
 def test_a_shown_cache_size_keeps_its_number_and_says_yours_in_chinese():

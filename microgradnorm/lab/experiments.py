@@ -203,7 +203,9 @@ def _torch_runs(pair: pairs.NormPair, seed: int, notes: list) -> dict[str, Run]:
     from microgradnorm.lab.torch_net import learner_layer, mlp, train_torch
 
     yours_layer, refusal = learner_layer(pair)  # the bridge's gradcheck; a refused pair still trains
-    notes += [refusal] if refusal else []
+    if refusal:  # the bridge's words are for Python code (check=False); here the lab has trained with it already
+        # Translators: {refusal} is the gradient check's message, which ends "pass check=False to train with it anyway"
+        notes.append(LazyText(N_("{refusal}. The lab trained with it anyway, to draw its curve."), refusal=refusal))
     layers = {
         "torch.nn.LayerNorm": lambda w: torch.nn.LayerNorm(w, dtype=torch.float64),
         "microgradnorm.torch.LayerNorm": lambda w: mt.LayerNorm(w, dtype=torch.float64),
@@ -263,8 +265,10 @@ def _yours(seed: int, pair: pairs.NormPair, file: str | None, use_torch: bool) -
     elif not have_torch():  # (with PyTorch installed, --engine numpy chose this)
         out.notes.append(LazyText(N_("PyTorch is not installed: its curves need {install}"), install=INSTALL))
     start, end = runs[baseline].losses[0], final_loss(runs[baseline])
-    out.claim("learns", N_("the network learns: loss {start:.2f} at the start, {end:.2f} at the end"),
-              below(end, start / 2, "final loss vs half the first"), start=start, end=end)  # fmt: skip
+    # Translators: {baseline} as above: the claim is about its run, not the learner's
+    learns = N_("with {baseline}, the network learns: loss {start:.2f} at the start, {end:.2f} at the end")
+    out.claim("learns", learns, below(end, start / 2, "final loss vs half the first"),
+              baseline=baseline, start=start, end=end)  # fmt: skip
     return out
 
 

@@ -163,6 +163,7 @@ class GradientCheck:
     dx: float
     dgamma: float
     dbeta: float
+    shape: tuple[int, ...] = ()  # x's shape in the check; shape[-1] is d, the features LayerNorm averages
 
     @property
     def worst(self) -> float:
@@ -200,4 +201,4 @@ def gradient_check(pair: NormPair, seed: int = 0, points: int = 5, eps: float = 
         numerical_gradient(lambda v: loss(x, gamma, v), beta.copy()),
     )
     errors = [tol.normwise_error(np.reshape(a, n.shape), n)[1] for a, n in zip((dx, dgamma, dbeta), numerical)]
-    return GradientCheck(*errors)
+    return GradientCheck(*errors, shape=x.shape)

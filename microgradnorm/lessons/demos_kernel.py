@@ -53,6 +53,7 @@ from microgradnorm.norms import NormGraph
 from microgradnorm.numfmt import nbytes_text
 from microgradnorm.registry import get_norm
 from microgradnorm.verdicts import Check, above, all_of, at_least, at_most, claims, exactly, nearest
+from microgradnorm.viz.style import stage_title
 
 __all__ = [
     "CACHE_FIELDS",
@@ -275,7 +276,8 @@ def kernel_node_count(p: LessonParams) -> DemoOutput:
         total=Text(str(total), "bold"),
         per=Text(fmt(total / d, 3), "bold"),
     )
-    stages = Text("  ·  ".join(f"{stage} {n}" for stage, n in counts.items()), style="dim")
+    # each "stage count" kept whole (backticks): a line breaks between stages, never inside a Chinese name
+    stages = cjk_text("  ·  ".join(f"`{stage_title(stage)} {n}`" for stage, n in counts.items()), style="dim")
     return DemoOutput(Group(head, stages), graph=graph, prediction=_nodes_prediction(total, d))
 
 
@@ -289,7 +291,7 @@ def kernel_engine_vs_numpy(p: LessonParams, hidden: tuple[int, ...] = (256,), re
         for t in timings
     ]
     table = number_table(
-        ["x", _("nodes"), _("engine ms"), "NumPy ms", _("engine ÷ NumPy")],
+        ["x", _("nodes"), _("engine ms"), "NumPy ms", _("engine/NumPy")],
         rows,
         title=_("forward + backward, float64, median of {repeats} interleaved runs").format(repeats=repeats),
         caption=_("measured just now on this machine; run it again and the numbers move"),
@@ -368,7 +370,7 @@ def _cache_size_prediction(cache: tuple, x: np.ndarray) -> Prediction:
         _("Per row of d = {d} numbers, how many does this cache keep (gamma, shared by all rows, aside)?").format(d=d),
         (f"d = {d}", f"d + 1 = {d + 1}", f"d + 3 = {d + 3}", f"3·d = {3 * d}"),
         next((k for k, e in enumerate(evidence) if e), 0),
-        _("{n:g}: xhat's d numbers and one rstd; backward rebuilds the rest from them.").format(n=per_row),
+        _("{n:g}: xhat's d numbers and one rstd; with gamma, that is all backward reads.").format(n=per_row),
         evidence,
     )
 
@@ -755,12 +757,10 @@ PASSES: dict[str, tuple[PassGroup, ...]] = {
             "kernel",
             (
                 # src is xhat when it was kept, x otherwise: the same number of bytes either way
-                Trip(_KBWD, "xh = src[i, j] if have_xhat else _center(src[i, j], mu_hi, mu_lo) * rs", 1, 0),
+                Trip(_KBWD, "xh = (src[i, j] if have_xhat else", 1, 0),
                 Trip(_KBWD, "g = dy[i, j] * gamma[j]", 1, 0),
-                Trip(
-                    _KBWD, "xh = src[i, j] if have_xhat else _center(src[i, j], mu_hi, mu_lo) * rs", 0, 0, occurrence=1
-                ),
-                Trip(_KBWD, "dx[i, j] = rs * (dy[i, j] * gamma[j] - mean_g - xh * mean_gxhat)", 0, 1),
+                Trip(_KBWD, "xh = (src[i, j] if have_xhat else", 0, 0, occurrence=1),
+                Trip(_KBWD, "dx[i, j] = rs * (", 0, 1),
             ),
         ),
     ),
@@ -824,35 +824,50 @@ def _pass_totals(direction: str, shape: tuple[int, ...], source: str) -> Any:
 
 
 def _trips_prediction(direction: str) -> Prediction:
-    """How many whole-array trips the kernel makes in recompute mode: the answer the counts give."""
-    reads, writes = pass_totals(direction, "kernel", "recompute")
-    numpy = sum(pass_totals(direction, "numpy", "recompute"))
-    total = reads + writes
-    evidence = (*(exactly(total, k, "whole-array trips of the kernel") for k in (1, 2, 3)),
-                exactly(total, numpy, "whole-array trips, kernel vs NumPy"))  # fmt: skip
-    answer = next((i for i, e in enumerate(evidence) if e), 3)
-    arrays = "x" if direction == "forward" else _("dy and x")
-    # Translators: {reads} is "1 read" or "2 reads", {writes} "1 write"; {arrays} is "x" or "dy and x"
+    """Forward: the kernel's whole-array trips with xhat kept. Backward: what recompute adds to NumPy's trips.
+
+    Neither is stated by the prose before it (the kernel's recompute-mode forward, x in and y out, is).
+    """
+    if direction == "forward":
+        reads, writes = pass_totals("forward", "kernel", "keep")
+        numpy = sum(pass_totals("forward", "numpy", "keep"))
+        total = reads + writes
+        evidence = (*(exactly(total, k, "whole-array trips of the kernel, xhat kept") for k in (1, 2, 3)),
+                    exactly(total, numpy, "whole-array trips, kernel vs NumPy"))  # fmt: skip
+        # Translators: {reads} is "1 read", {writes} "2 writes"
+        why = _(
+            "{reads} (x, in the first loop over each row) and {writes} (y and xhat, both in the last loop); "
+            "the loops between find the row in the cache. NumPy's path makes {numpy}."
+        ).format(
+            reads=ngettext("{n} read", "{n} reads", reads).format(n=reads),
+            writes=ngettext("{n} write", "{n} writes", writes).format(n=writes),
+            numpy=numpy,
+        )
+        question = _(
+            "LayerNorm forward with xhat kept: how many times does the fused kernel stream a whole array "
+            "through memory (reads plus writes)?"
+        )
+        choices = ("1", "2", "3", _("as many as NumPy"))
+        return Prediction(question, choices, next((i for i, e in enumerate(evidence) if e), 3), why, evidence)
+    keep = sum(pass_totals("backward", "numpy", "keep"))
+    recompute = sum(pass_totals("backward", "numpy", "recompute"))
+    more = recompute - keep
+    options = (0, 2, 4, 8)
+    evidence = tuple(exactly(more, k, "NumPy backward: extra whole-array passes in recompute mode") for k in options)
+    kernel_keep = sum(pass_totals("backward", "kernel", "keep"))
+    kernel_recompute = sum(pass_totals("backward", "kernel", "recompute"))
+    # Translators: the answer ({recompute} - {keep}) is printed just before; the kernel's counts follow
     why = _(
-        "{reads} ({arrays}, in the first loop over each row) and {writes} (in the last); the loops between "
-        "find the row in the cache. NumPy's path makes {numpy}."
-    ).format(
-        reads=ngettext("{n} read", "{n} reads", reads).format(n=reads),
-        arrays=arrays,
-        writes=ngettext("{n} write", "{n} writes", writes).format(n=writes),
-        numpy=numpy,
+        "{recompute} passes against {keep}; the extra lines rebuild xhat = (x − mean) · rstd, each streaming a "
+        "whole array. The fused kernel: {kernel_keep} with xhat kept, {kernel_recompute} in recompute mode."
+    ).format(recompute=recompute, keep=keep, kernel_keep=kernel_keep, kernel_recompute=kernel_recompute)
+    question = _(
+        "NumPy's backward in recompute mode: how many more whole-array passes through memory than with xhat kept?"
     )
-    question = {
-        "forward": _(
-            "LayerNorm forward, recompute mode: how many times does the fused kernel stream a whole array "
-            "through memory (reads plus writes)?"
-        ),
-        "backward": _(
-            "LayerNorm backward, recompute mode: how many times does the fused kernel stream a whole array "
-            "through memory (reads plus writes)?"
-        ),
-    }[direction]
-    return Prediction(question, ("1", "2", "3", _("as many as NumPy")), answer, why, evidence)
+    answer = next((i for i, e in enumerate(evidence) if e), None)
+    if answer is None:
+        raise LookupError(f"NumPy backward: {more} extra passes, none of the choices {options}; update the question")
+    return Prediction(question, tuple(str(k) for k in options), answer, why, evidence)
 
 
 @demo("kernel_memory_passes")
@@ -908,8 +923,9 @@ def kernel_exercise_shapes(p: LessonParams) -> DemoOutput:
     _y, cache = textbook.layer_norm_forward(x, gamma, beta, p.eps)
     dx, dgamma, dbeta = textbook.layer_norm_backward(dy, cache)
     rows = [
-        ["x, dy, dx", _shape(dx.shape), _("one per input number")],
-        ["dgamma, dbeta", _shape(dgamma.shape), _("summed over B·T rows")],
+        # Translators: names of arrays, kept; only the list's commas are translated
+        [pgettext("list of arrays", "x, dy, dx"), _shape(dx.shape), _("one per input number")],
+        [pgettext("list of arrays", "dgamma, dbeta"), _shape(dgamma.shape), _("summed over B·T rows")],
     ]
     what = "the shape of dgamma, dbeta"
     same = exactly(float(dgamma.shape == x.shape and dbeta.shape == x.shape), 1.0, f"{what} equals x's")
@@ -960,9 +976,13 @@ def kernel_backend(p: LessonParams) -> DemoOutput:
         rows.append([_("one thread below"), _("{n} numbers").format(n=f"{fused.SMALL:,}")])
     else:
         rows.append([_("fused kernels"), _("plain Python here: correct, but far too slow to use")])
-    return DemoOutput(
-        number_table(["", _("on this machine")], rows, caption=_("nothing was compiled or run to find this out"))
-    )
+    # labels whole, answers wrapped the Chinese way: the table states a reason (numba missing) in full at
+    # 60 columns instead of cutting it
+    table = number_table(["", _("on this machine")], [[cjk_text(a), cjk_text(b)] for a, b in rows])
+    table.columns[0].no_wrap = True
+    table.columns[1].no_wrap = False
+    table.columns[1].justify = "left"
+    return DemoOutput(Group(table, cjk_text(_("nothing was compiled or run to find this out"), style="dim")))
 
 
 # The layers of the package, in the order the course met them.

@@ -81,7 +81,9 @@ def lab_setup(p: LessonParams) -> DemoOutput:
     net = Net(spec, p.seed)
     table = _table("", "")
     _row(table, _("examples (training / held out)"), f"{len(task.y_train)} / {len(task.y_test)}")
-    _row(table, _("features per example, classes"), f"{task.x_train.shape[1]}, {int(task.y_train.max()) + 1}")
+    # Translators: two numbers, features and classes, as in the label "features per example, classes"
+    pair = _("{features}, {classes}").format(features=task.x_train.shape[1], classes=int(task.y_train.max()) + 1)
+    _row(table, _("features per example, classes"), pair)
     _row(table, _("blocks Linear → LayerNorm → ReLU"), _("{depth} of width {width}").format(depth=spec.depth,
                                                                                          width=spec.width))  # fmt: skip
     _row(table, pgettext("lab table row", "parameters"), f"{sum(a.size for a in net.parameters()):,}")
@@ -109,12 +111,15 @@ def _curve_prediction(result: E.Outcome) -> Prediction:
         )
     if "torch.nn.LayerNorm" in result.curves:
         question = _("After {steps} steps, how far apart are the loss curves?")
-    else:
+    else:  # said before the question, since the step's prose describes the three runs with PyTorch
+        # Translators: {install} is the command pip install 'microgradnorm[torch]', kept whole by the backticks
         question = _(
-            "After {steps} steps, how far apart are the loss curves (PyTorch is not installed: the NumPy network's)?"
+            "PyTorch is not installed here: instead of the three runs above, two NumPy runs, the package's "
+            "LayerNorm and exercise 5's answer (`{install}` adds PyTorch's). After {steps} steps, how far apart "
+            "are their loss curves?"
         )
     return Prediction(
-        question.format(steps=E.ADAM.steps),
+        question.format(steps=E.ADAM.steps, install=INSTALL),
         (_("the same to rounding (below 1e-9)"), _("close (differences below 0.01)"), _("visibly apart")),
         answer,
         why.format(gap=gap),
@@ -128,10 +133,6 @@ def lab_yours_curves(p: LessonParams) -> DemoOutput:
     result = E.yours(p.seed)
     keys = ("curve", "bridge") if E.have_torch() else ("curve",)
     parts = [show.curves(result, height=HEIGHT), show.held_out(result), _claims(result, *keys)]
-    if not E.have_torch():
-        # Translators: {install} is the command pip install 'microgradnorm[torch]'
-        note = _("PyTorch is not installed here, so this is the NumPy network: {install} adds PyTorch's own LayerNorm.")
-        parts.insert(0, cjk_text(note.format(install=INSTALL), style="bold"))
     return DemoOutput(Group(*parts), graph=show.figure(result), prediction=_curve_prediction(result))
 
 
@@ -180,7 +181,14 @@ def lab_gradient_check(p: LessonParams, which: tuple[str, ...] = ("right",), ask
         c = checks[name] = pairs.gradient_check(pair, p.seed)
         verdict = _("✓ yes") if mark(c.verdict) else _("✗ no")
         _row(table, run_name(name), f"{c.dx:.1e}", f"{c.dgamma:.1e}", f"{c.dbeta:.1e}", verdict)
-    caption = _("relative error against finite differences; a pass is at most {rtol:.0e}").format(rtol=tol.FD_RTOL)
+    shape = next(iter(checks.values())).shape
+    # Translators: {shape} is x's shape in the check, such as "[2, 5, 6]"
+    caption = _("relative error against finite differences on x {shape}; a pass is at most {rtol:.0e}").format(
+        shape=f"[{', '.join(map(str, shape))}]", rtol=tol.FD_RTOL
+    )
+    if "no-1/d" in checks:  # its dx is d times the right one: a relative error of d - 1
+        # Translators: {d_minus_1} is the number d - 1, such as 5
+        caption += _(" (no-1/d: `d − 1 = {d_minus_1}`)").format(d_minus_1=shape[-1] - 1)
     prediction = _referee_prediction(checks["right"].worst) if ask and "right" in checks else None
     return DemoOutput(Group(table, _caption(caption)), prediction=prediction)
 
@@ -238,7 +246,9 @@ def lab_torch_status(p: LessonParams, ask: bool = False) -> DemoOutput:
         import microgradnorm.torch as mt
 
         _row(table, "PyTorch", torch.__version__)
-        _row(table, _("microgradnorm.torch layers"), separated(["LayerNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d"]))
+        # the layers the module exports, read from it: a layer added there shows here
+        layers = [n for n in mt.__all__ if isinstance(c := getattr(mt, n), type) and issubclass(c, torch.nn.Module)]
+        _row(table, _("microgradnorm.torch layers"), separated(layers))
         if ask:
             torch.manual_seed(p.seed)
             x = torch.randn(2, 3, 5, dtype=torch.float64, requires_grad=True)
@@ -299,9 +309,9 @@ def lab_wrong_why(p: LessonParams, part: str = "mean") -> DemoOutput:
     """Why each slip goes unnoticed: where the mean path's error goes; the 1/d slip under Adam and under SGD."""
     result = E.wrong(p.seed)
     if part == "mean":
-        table = _table(_block(), _("error in dW"), _("of it, not a shift"))
+        table = _table(_block(), _("error in dW"), _("error without its shift"))
         for k, (err, kept) in enumerate(result.extra["mean_path_blocks"]):
-            _row(table, str(k + 1), f"{err:.0%}", f"{kept:.0%}" if kept > 1e-3 else f"{kept:.0e}")
+            _row(table, str(k + 1), f"{err:.0%}", _percent(kept))
         caption = _caption(_("sizes relative to the block's right gradient, on the first minibatch; a shift: the "
                              "same change in every row of W"))  # fmt: skip
         return DemoOutput(Group(table, caption, _claims(result, "mean-shift", "mean-downhill")),
@@ -364,6 +374,11 @@ def lab_wrong_why(p: LessonParams, part: str = "mean") -> DemoOutput:
     return DemoOutput(Group(chart, _claims(result, "sgd-stall", "sgd-growth")), graph=figure, prediction=prediction)
 
 
+def _percent(share: float) -> str:
+    """A share in percent: whole percents, or a power of ten for one that rounding alone leaves (3e-14%)."""
+    return f"{share:.0%}" if share > 1e-3 else f"{share * 100:.0e}%"
+
+
 NOT_A_SHIFT = 0.01  # a block whose weight-gradient error, shift taken out, exceeds 1% of its gradient
 
 
@@ -375,7 +390,8 @@ def _not_a_shift_prediction(result: E.Outcome) -> Prediction:
     no = [at_most(v, NOT_A_SHIFT, what.format(k=k + 1)) for k, v in enumerate(kept)]
     named = (all_of(*no), all_of(*no[:-1], yes[-1]), all_of(*yes[:-1], no[-1]), all_of(*yes))
     evidence = (*named, exactly(sum(bool(e) for e in named), 0, "patterns among the first four choices"))
-    listed = separated([f"{k + 1} {v:.0%}" if v > 1e-3 else f"{k + 1} {v:.0e}" for k, v in enumerate(kept)])
+    # Translators: one block of a list, such as "block 1: 20%"
+    listed = separated([_("block {k}: {share}").format(k=k + 1, share=_percent(v)) for k, v in enumerate(kept)])
     return Prediction(
         _(
             "Without the mean path, dx is off by one number per row. In which blocks does the weight gradient's "
@@ -389,8 +405,8 @@ def _not_a_shift_prediction(result: E.Outcome) -> Prediction:
             _("another pattern"),
         ),
         next(k for k, e in enumerate(evidence) if e),
-        # Translators: {blocks} is a list such as "1 20%, 2 16%, 3 14%, 4 3e-16" (block number, share)
-        _("Per block: {blocks}.").format(blocks=listed),
+        # Translators: {blocks} is a list such as "block 1: 20%, block 2: 16%, block 3: 14%, block 4: 3e-14%"
+        _("Shift taken out: {blocks}.").format(blocks=listed),
         evidence,
     )
 

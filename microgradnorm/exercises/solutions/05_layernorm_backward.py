@@ -3,7 +3,7 @@
 Write LayerNorm the way a library does: a forward pass that returns its output
 and a cache of whatever the backward pass will need, and a backward pass that
 turns dL/dy into dL/dx, dL/dgamma and dL/dbeta with a few NumPy lines and no
-loops. Each row x[b, t, :] of D features is normalized on its own:
+loops. Each row x[b, t, :] of d features is normalized on its own:
 
     mean = mean of the row          var = mean of (x - mean)^2   (biased)
     rstd = 1 / sqrt(var + eps)      xhat = (x - mean) * rstd
@@ -28,7 +28,7 @@ import numpy as np
 
 
 def layernorm_forward(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float):
-    """x: [B, T, D]; gamma, beta: [D]; eps >= 0. Returns (y [B, T, D], cache), cache as you like."""
+    """x: [B, T, d]; gamma, beta: [d]; eps >= 0. Returns (y [B, T, d], cache), cache as you like."""
     # ---- write your code here ----
     mean = x.mean(axis=-1, keepdims=True)  # B,T,1
     xshift = x - mean  # B,T,D
@@ -41,7 +41,7 @@ def layernorm_forward(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: f
 
 
 def layernorm_backward(dy: np.ndarray, cache) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """dy = dL/dy: [B, T, D]; cache: from layernorm_forward. Returns (dx [B, T, D], dgamma [D], dbeta [D])."""
+    """dy = dL/dy: [B, T, d]; cache: from layernorm_forward. Returns (dx [B, T, d], dgamma [d], dbeta [d])."""
     # ---- write your code here ----
     xhat, rstd, gamma = cache
     lead = tuple(range(dy.ndim - 1))  # (0, 1)

@@ -1,9 +1,9 @@
-# english: 05_layernorm_backward.py 3bb67b7ad56c
+# english: 05_layernorm_backward.py ae01edd02b1a
 """练习 05：LayerNorm 的前向与反向传播，闭式、向量化。
 
 像一个库那样写 LayerNorm：前向传播返回输出，以及一份缓存，存下反向传播需要的一
 切；反向传播把 dL/dy 变成 dL/dx、dL/dgamma 和 dL/dbeta，只用几行 NumPy，不写循
-环。每一行 x[b, t, :] 的 D 个特征各自归一化：
+环。每一行 x[b, t, :] 的 d 个特征各自归一化：
 
     mean = 这一行的均值
     var  = (x - mean)^2 的均值（有偏）
@@ -27,7 +27,7 @@ import numpy as np
 
 
 def layernorm_forward(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float):
-    """x：[B, T, D]；gamma、beta：[D]；eps >= 0。返回 (y [B, T, D], cache)，cache 的内容由你决定。"""
+    """x：[B, T, d]；gamma、beta：[d]；eps >= 0。返回 (y [B, T, d], cache)，cache 的内容由你决定。"""
     # ---- 在这里写你的代码 ----
     mean = x.mean(axis=-1, keepdims=True)  # B,T,1
     xshift = x - mean  # B,T,D
@@ -40,7 +40,7 @@ def layernorm_forward(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: f
 
 
 def layernorm_backward(dy: np.ndarray, cache) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """dy = dL/dy：[B, T, D]；cache：layernorm_forward 给出的。返回 (dx [B, T, D], dgamma [D], dbeta [D])。"""
+    """dy = dL/dy：[B, T, d]；cache：layernorm_forward 给出的。返回 (dx [B, T, d], dgamma [d], dbeta [d])。"""
     # ---- 在这里写你的代码 ----
     xhat, rstd, gamma = cache
     lead = tuple(range(dy.ndim - 1))  # (0, 1)
