@@ -660,7 +660,7 @@ def batch_sizes(seed: int = 0) -> Outcome:
                     f"distance to ln 3 vs to batch {b}'s")
               for kind, loss in zip(("running", "batch-statistics"), rows[small][:2]) for b in BATCHES[1:]]  # fmt: skip
     out.claim("small-guess", N_("at batch {small} both held-out losses ({running:.2f}, {batch:.2f}) lie nearer a "
-                                "guess (ln 3 = {guess:.2f}) than the larger batches' ({others})"),
+                                "guess (ln 3 = {guess:.2f}) than to the larger batches' losses ({others})"),
               all_of(*nearer), small=small, running=held[small], batch=rows[small][1], guess=GUESSING,
               others=Listing(f"{held[b]:.2f}" for b in BATCHES[1:]))  # fmt: skip
     pm = _two_row_xhat(seed)
