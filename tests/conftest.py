@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import gc
 import os
+import re
 import shutil
 import tempfile
 
@@ -50,6 +51,16 @@ def state_home(tmp_path, monkeypatch):
     monkeypatch.delenv("MICROGRADNORM_DEBUG", raising=False)
     monkeypatch.delenv("MICROGRADNORM_LESSONS", raising=False)
     return home
+
+
+@pytest.fixture
+def shared_demos(monkeypatch):
+    """The lesson runner's demos run once per session (``helpers.run_demo_once``) while the test runs: for the
+    sweeps that only read what every lesson's demos show."""
+    from microgradnorm.lessons import runner
+    from tests.helpers import run_demo_once
+
+    monkeypatch.setattr(runner, "run_demo", run_demo_once)
 
 
 @pytest.fixture
@@ -106,6 +117,22 @@ SLOW_TESTS = {
 # a lesson whose demos are of a slow kind: every test parametrized by the lesson (its id ends in the lesson's name;
 # a test of the lesson's file, parametrized by "NN-name.md", reads text only and stays quick)
 SLOW_LESSONS = {"pre-ln-and-post-ln-in-training": "its demos train networks"}
+# a sweep: one behaviour checked over every lesson (or every demo); the cases whose id matches the pattern stay in
+# the quick set and stand for the rest, which are slow. Lesson 4 (LayerNorm's backward pass) is the course's core.
+CORE = "04-layernorm-backward"
+SWEEPS = {
+    ("tests.test_lessons", "test_every_step_renders_at_60_and_100_columns_without_colour"): CORE,
+    ("tests.test_lessons", "test_every_step_fits_one_screen_at_60_and_100_columns"): CORE,
+    ("tests.test_lessons", "test_every_translated_step_fits_one_screen_at_60_and_100_columns"): f"zh-CN/{CORE}",
+    ("tests.test_lessons", "test_every_lesson_asks_before_it_tells"): CORE,
+    ("tests.test_lessons_verdicts", "test_lessons_1_to_9_ask_at_least_one_prediction_per_three_steps"): "4",
+    ("tests.test_option_grid", "test_small_grid_no_mark_contradicts_its_numbers"): "lesson04",
+    ("tests.test_option_grid", "test_small_grid_every_mark_and_answer_is_measured"): "lesson04",
+    ("tests.test_zh_lessons", "test_every_step_and_what_its_demos_print_is_chinese_and_fits"): "04-.*",
+    ("tests.test_zh_lessons", "test_a_demo_prints_chinese_with_the_same_numbers_as_its_english"): r"04-.*-defaults\d*",
+}
+# (module, test) of each sweep -> whether a case matching its pattern was collected (tests/test_conftest.py reads it)
+SWEEPS_KEPT: dict[tuple[str, str], bool] = {}
 
 
 def slow_reason(item: pytest.Item) -> str | None:
@@ -114,6 +141,9 @@ def slow_reason(item: pytest.Item) -> str | None:
     why = SLOW_MODULES.get(module) or SLOW_TESTS.get((module, getattr(item, "originalname", item.name)))
     params = item.name[len(getattr(item, "originalname", item.name)) :]
     why = why or next((f"lesson {slug}: {said}" for slug, said in SLOW_LESSONS.items() if f"{slug}]" in params), None)
+    sweep = SWEEPS.get((module, getattr(item, "originalname", item.name)))
+    if sweep is not None and not why and not re.fullmatch(sweep, getattr(getattr(item, "callspec", None), "id", "")):
+        why = f"one case of a sweep; the quick set keeps the cases {sweep}"
     defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
     for name in item.fixturenames:
         for fixturedef in defs.get(name, ()):
@@ -123,6 +153,10 @@ def slow_reason(item: pytest.Item) -> str | None:
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
+        key = (getattr(item.module, "__name__", ""), getattr(item, "originalname", item.name))
+        if key in SWEEPS:
+            kept = bool(re.fullmatch(SWEEPS[key], getattr(getattr(item, "callspec", None), "id", "")))
+            SWEEPS_KEPT[key] = SWEEPS_KEPT.get(key, False) or kept
         why = slow_reason(item)
         if why is not None:
             item.add_marker(pytest.mark.slow(reason=why))

@@ -284,6 +284,7 @@ def test_lesson_2_asks_how_steep_the_sigmoid_is_at_10():
     assert run_demo("sigmoid_saturation", LessonParams(), {"zs": (1.0, 2.0)}).prediction is None
 
 
+@pytest.mark.usefixtures("shared_demos")
 @pytest.mark.parametrize("number", range(1, 10))
 def test_lessons_1_to_9_ask_at_least_one_prediction_per_three_steps(number):
     """Issue 22 item 3: every core lesson asks before it tells, at least once per three steps."""
