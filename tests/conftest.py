@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import gc
+import itertools
 import os
 import re
 import shutil
@@ -15,7 +16,16 @@ from hypothesis import HealthCheck, settings
 
 settings.register_profile("default", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# the quick set (`pytest -m "not slow"`) draws fewer examples; a test's own @settings(max_examples=...) still wins
+settings.register_profile("quick", max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def pytest_configure(config):
+    """`-m "not slow"` without a chosen profile (HYPOTHESIS_PROFILE, --hypothesis-profile) loads the quick one."""
+    chosen = os.environ.get("HYPOTHESIS_PROFILE") or config.getoption("hypothesis_profile", None)
+    if not chosen and " ".join(config.getoption("markexpr", "").split()) == "not slow":
+        settings.load_profile("quick")
 
 
 @pytest.fixture
@@ -42,11 +52,26 @@ def _english_by_default(monkeypatch):
     monkeypatch.setenv("MICROGRADNORM_LANG", "en")
 
 
+_STATE_FOLDERS = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def _state_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("states")
+
+
 @pytest.fixture(autouse=True)
-def state_home(tmp_path, monkeypatch):
+def state_home(request, _state_root, monkeypatch):
     """Every test gets its own state folder (progress, workspace pointer), never the learner's real one;
-    no debug tracebacks and no lesson folder override from the machine. Request it to get its path."""
-    home = tmp_path / "state"
+    no debug tracebacks and no lesson folder override from the machine. Request it to get its path.
+
+    The folder does not exist until the package makes it: ``tmp_path / "state"`` for a test that uses
+    ``tmp_path``, else a fresh name in one folder of the session (most tests never write there, and making and
+    removing a ``tmp_path`` folder for each of thousands of tests took seconds)."""
+    if "tmp_path" in request.fixturenames:
+        home = request.getfixturevalue("tmp_path") / "state"
+    else:
+        home = _state_root / str(next(_STATE_FOLDERS))
     monkeypatch.setenv("MICROGRADNORM_HOME", str(home))
     monkeypatch.delenv("MICROGRADNORM_DEBUG", raising=False)
     monkeypatch.delenv("MICROGRADNORM_LESSONS", raising=False)

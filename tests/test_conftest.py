@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import SLOW_FIXTURES, SLOW_LESSONS, SLOW_MODULES, SLOW_TESTS, SWEEPS, SWEEPS_KEPT
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -16,6 +18,18 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_every_test_has_its_own_state_folder(state_home, tmp_path):
     assert os.environ["MICROGRADNORM_HOME"] == str(state_home) == str(tmp_path / "state")
     assert "MICROGRADNORM_DEBUG" not in os.environ and "MICROGRADNORM_LESSONS" not in os.environ
+
+
+_HOMES: list[str] = []
+
+
+@pytest.mark.parametrize("run", [1, 2])
+def test_a_test_without_tmp_path_has_a_fresh_state_folder_of_its_own(state_home, tmp_path_factory, run):
+    home = os.environ["MICROGRADNORM_HOME"]
+    assert home == str(state_home) and not state_home.exists() and state_home.parent.is_dir()
+    assert home not in _HOMES and state_home.is_relative_to(tmp_path_factory.getbasetemp())
+    _HOMES.append(home)
+    state_home.mkdir()  # the next test's folder is another one, though this one now exists
 
 
 def _collected_ids(*args: str) -> list[str]:

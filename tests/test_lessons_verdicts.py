@@ -15,9 +15,8 @@ from microgradnorm.lessons.demos import LessonParams, load_demos, run_demo
 
 
 @pytest.fixture(autouse=True)
-def _state_home(tmp_path, monkeypatch):
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
-    load_demos()
+def _demos_loaded():
+    load_demos()  # (the private state folder is conftest's state_home)
 
 
 def _text(renderable, width: int = 200) -> str:
