@@ -138,6 +138,8 @@ SLOW_TESTS = {
     ("tests.test_exercises_authoring", "test_files_run_on_their_own"): EVERY_FILE,
     ("tests.test_exercises_authoring", "test_every_returned_quantity_is_in_the_file_s_own_self_check"): EVERY_FILE,
     ("tests.test_exercises_diagnosis", "test_no_diagnosis_blames_code_that_is_right"): "the corpus, on three seeds",
+    ("tests.test_exercises_untrusted", "test_a_forged_result_frame_prints_a_bounded_failure"): "a 7 MB forged frame",
+    ("tests.test_norms", "test_a_layer_norm_of_d_100000_backpropagates"): "a graph of 100,000 entries",
 }
 # a lesson whose demos are of a slow kind: every test parametrized by the lesson (its id ends in the lesson's name;
 # a test of the lesson's file, parametrized by "NN-name.md", reads text only and stays quick)
