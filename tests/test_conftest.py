@@ -45,13 +45,29 @@ def _collected_ids(*args: str) -> list[str]:
     return [line for line in proc.stdout.splitlines() if "::" in line]
 
 
-def _collected(*args: str) -> set[str]:
-    return {line.split("::")[0] for line in _collected_ids(*args)}
+# one collection in a fresh process, printing whether each test is marked slow (two `-m` runs cost twice as much)
+SHOW_MARKS = """import sys, pytest
+class Show:
+    def pytest_collection_finish(self, session):
+        for item in session.items:
+            print("marked", item.nodeid.split("::")[0], item.get_closest_marker("slow") is not None)
+sys.exit(pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *sys.argv[1:]], plugins=[Show()]))
+"""
 
 
 def test_the_slow_set_is_marked_by_fixture_and_by_module():
     files = ["tests/test_lessons_wheel.py", "tests/test_lesson_terminal.py", "tests/test_store.py"]
-    slow, quick = _collected("-m", "slow", *files), _collected("-m", "not slow", *files)
+    proc = subprocess.run(
+        [sys.executable, "-c", SHOW_MARKS, *files],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    marks = [line.split()[1:] for line in proc.stdout.splitlines() if line.startswith("marked ")]
+    slow, quick = {f for f, is_slow in marks if is_slow == "True"}, {f for f, is_slow in marks if is_slow == "False"}
     assert slow == {"tests/test_lessons_wheel.py", "tests/test_lesson_terminal.py"}  # a module; a fixture (tmux)
     assert quick == {"tests/test_store.py"}
 
