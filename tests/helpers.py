@@ -40,3 +40,26 @@ def run_exercise(*argv: str, stdin: str = "", width: int = 120, terminal: bool =
     console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=terminal or None)
     code = exercise.main(args, console, io.StringIO(stdin))
     return code, console.file.getvalue()
+
+
+# ---- demos run once per session ----------------------------------------------------------------------------
+# The sweeps over every lesson (each step at two widths, in English and in Chinese, the option grid) read the
+# same demo outputs many times over, and running a demo costs far more than reading its output. A demo's output
+# is a pure result of what is in the key below, so the sweeps share one run of each. Only for tests that read
+# what a demo returns: a test that changes what a demo depends on inside its module (numba hidden, a patched
+# helper) calls run_demo itself. A replaced demo (a different registered function) is a different key.
+_DEMO_RUNS: dict[tuple, Any] = {}
+
+
+def run_demo_once(name: str, params: Any, args: Any = None) -> Any:
+    """``run_demo(name, params, args)``, run once per session for each demo function, parameters, arguments,
+    language and backend setting; a demo that raises is not kept (it raises again next time)."""
+    from microgradnorm.i18n import current_language
+    from microgradnorm.lessons.demos import load_demos, run_demo
+    from microgradnorm.vectorized.backend import get_backend
+
+    spec = load_demos().get(name)  # the spec itself (not its id): a patched demo is a new key
+    key = (name, spec, params, repr(sorted(dict(args or {}).items())), current_language(), get_backend())
+    if key not in _DEMO_RUNS:
+        _DEMO_RUNS[key] = run_demo(name, params, args)
+    return _DEMO_RUNS[key]

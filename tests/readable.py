@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,9 +32,22 @@ class FunctionSize:
     exempt: bool
 
 
+def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """``node`` and everything in it but the functions nested in a ``body`` (each of those is measured on its
+    own): ast.walk without descending into them."""
+    todo = [node]
+    while todo:
+        parent = todo.pop()
+        yield parent
+        body = getattr(parent, "body", None)
+        body = body if isinstance(body, list) else []
+        nested = {id(c) for c in body if isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        todo.extend(c for c in ast.iter_child_nodes(parent) if id(c) not in nested)
+
+
 def _branches(node: ast.AST) -> int:
     count = 0
-    for child in ast.walk(node):
+    for child in _own_nodes(node):
         if isinstance(child, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.IfExp, ast.ExceptHandler)):
             count += 1
         elif isinstance(child, ast.BoolOp):
@@ -41,15 +55,6 @@ def _branches(node: ast.AST) -> int:
         elif isinstance(child, ast.comprehension):
             count += len(child.ifs)
     return count
-
-
-def _own_body(node: ast.AST) -> ast.AST:
-    """The function without the functions nested in it (each of those is measured on its own)."""
-    copy = ast.parse(ast.unparse(node)).body[0]
-    for child in ast.walk(copy):
-        if hasattr(child, "body") and isinstance(child.body, list):
-            child.body = [c for c in child.body if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    return copy
 
 
 def measure(root: Path = PACKAGE) -> list[FunctionSize]:
@@ -73,7 +78,7 @@ def measure(root: Path = PACKAGE) -> list[FunctionSize]:
                         FunctionSize(
                             where=f"{path.relative_to(root.parent)}:{node.lineno} {name}",
                             lines=node.end_lineno - first + 1,
-                            branches=_branches(_own_body(node)),
+                            branches=_branches(node),
                             exempt=EXEMPT_MARK in head,
                         )
                     )

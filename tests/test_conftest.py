@@ -8,7 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import SLOW_FIXTURES, SLOW_LESSONS, SLOW_MODULES, SLOW_TESTS
+import pytest
+
+from tests.conftest import SLOW_FIXTURES, SLOW_LESSONS, SLOW_MODULES, SLOW_TESTS, SWEEPS, SWEEPS_KEPT
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -18,7 +20,19 @@ def test_every_test_has_its_own_state_folder(state_home, tmp_path):
     assert "MICROGRADNORM_DEBUG" not in os.environ and "MICROGRADNORM_LESSONS" not in os.environ
 
 
-def _collected(*args: str) -> set[str]:
+_HOMES: list[str] = []
+
+
+@pytest.mark.parametrize("run", [1, 2])
+def test_a_test_without_tmp_path_has_a_fresh_state_folder_of_its_own(state_home, tmp_path_factory, run):
+    home = os.environ["MICROGRADNORM_HOME"]
+    assert home == str(state_home) and not state_home.exists() and state_home.parent.is_dir()
+    assert home not in _HOMES and state_home.is_relative_to(tmp_path_factory.getbasetemp())
+    _HOMES.append(home)
+    state_home.mkdir()  # the next test's folder is another one, though this one now exists
+
+
+def _collected_ids(*args: str) -> list[str]:
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
         cwd=ROOT,
@@ -28,12 +42,32 @@ def _collected(*args: str) -> set[str]:
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    return {line.split("::")[0] for line in proc.stdout.splitlines() if "::" in line}
+    return [line for line in proc.stdout.splitlines() if "::" in line]
+
+
+# one collection in a fresh process, printing whether each test is marked slow (two `-m` runs cost twice as much)
+SHOW_MARKS = """import sys, pytest
+class Show:
+    def pytest_collection_finish(self, session):
+        for item in session.items:
+            print("marked", item.nodeid.split("::")[0], item.get_closest_marker("slow") is not None)
+sys.exit(pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *sys.argv[1:]], plugins=[Show()]))
+"""
 
 
 def test_the_slow_set_is_marked_by_fixture_and_by_module():
     files = ["tests/test_lessons_wheel.py", "tests/test_lesson_terminal.py", "tests/test_store.py"]
-    slow, quick = _collected("-m", "slow", *files), _collected("-m", "not slow", *files)
+    proc = subprocess.run(
+        [sys.executable, "-c", SHOW_MARKS, *files],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    marks = [line.split()[1:] for line in proc.stdout.splitlines() if line.startswith("marked ")]
+    slow, quick = {f for f, is_slow in marks if is_slow == "True"}, {f for f, is_slow in marks if is_slow == "False"}
     assert slow == {"tests/test_lessons_wheel.py", "tests/test_lesson_terminal.py"}  # a module; a fixture (tmux)
     assert quick == {"tests/test_store.py"}
 
@@ -47,7 +81,23 @@ def test_every_slow_rule_names_a_module_fixture_or_test_that_exists():
     assert all(_source(module) for module in SLOW_MODULES)
     for module, name in SLOW_FIXTURES:
         assert re.search(rf"^def {name}\(|name=\"{name}\"", _source(module), re.M), (module, name)
-    for module, name in SLOW_TESTS:
+    for module, name in [*SLOW_TESTS, *SWEEPS]:
         assert re.search(rf"^def {name}\(", _source(module), re.M), (module, name)
     for slug in SLOW_LESSONS:
         assert list((ROOT / "lessons").glob(f"[0-9][0-9]-{slug}.md")), slug
+
+
+def test_every_sweep_keeps_a_case_in_the_quick_set_and_moves_the_rest_to_the_slow_one():
+    """A renamed lesson or demo would leave a sweep with no case in the quick set: nothing of it would run there."""
+    for module, name in SWEEPS:
+        if (module, name) in SWEEPS_KEPT:  # collected in this session (the whole suite or the quick set)
+            assert SWEEPS_KEPT[module, name], f"{module}::{name}: no case matches {SWEEPS[module, name]!r}"
+    missing = sorted({module for module, name in SWEEPS if (module, name) not in SWEEPS_KEPT})
+    if missing:  # this file run on its own: collect the sweeps' modules
+        files = [module.replace(".", "/") + ".py" for module in missing]
+        quick, slow = _collected_ids("-m", "not slow", *files), _collected_ids("-m", "slow", *files)
+        for module, name in SWEEPS:
+            if module in missing:
+                test = f"{module.replace('.', '/')}.py::{name}["
+                assert any(i.startswith(test) for i in quick), f"{test}: no case in the quick set"
+                assert any(i.startswith(test) for i in slow), f"{test}: no case in the slow set"

@@ -9,6 +9,8 @@ appear. Judged in this process (tests.grading.judge_source) on several seeds: th
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from tests.grading import changed, judge_source
@@ -611,6 +613,15 @@ def test_one_mistake_seen_in_several_outputs_is_one_bullet():
     assert len(titles) == len(set(titles)) and sum("unbiased variance" in t for t in titles) == 1, titles
 
 
+@functools.cache
+def _corpus_findings() -> tuple[tuple[str, int, tuple], ...]:
+    """(id, exercise, findings on seed 0) of every corpus mistake: judged once for the two tests that read them."""
+    return tuple(
+        (sid, number, tuple(judge_source(number, changed(number, *changes), 0).findings))
+        for sid, number, changes, _must, _may in CORPUS
+    )
+
+
 def test_every_fix_is_held_back_the_first_time_and_shown_the_second():
     """Issue 28 item 2 over the corpus: a first failure names its slips but shows no explanation that states
     the fix; once the same mistakes were seen, every explanation is shown."""
@@ -618,8 +629,7 @@ def test_every_fix_is_held_back_the_first_time_and_shown_the_second():
     from microgradnorm.exercises.diagnose import staged
 
     assert messages.REVEALS <= set(messages.FINDINGS)
-    for sid, number, changes, _must, _may in CORPUS:
-        findings = judge_source(number, changed(number, *changes), 0).findings
+    for sid, number, findings in _corpus_findings():
         first = staged(findings, set(), number)
         for f in first:
             if f.key in messages.REVEALS:
@@ -637,8 +647,7 @@ def test_no_explanation_says_a_sentence_twice_and_rmsnorm_hears_of_no_mean_path(
     only repeats that dx differs."""
     from microgradnorm.exercises.diagnose import staged
 
-    for sid, number, changes, _must, _may in CORPUS:
-        findings = judge_source(number, changed(number, *changes), 0).findings
+    for sid, number, findings in _corpus_findings():
         for f in staged(findings, {k for g in findings for k in g.keys}, number):
             said = [s.strip() for s in f.detail.replace(". ", ".\n").splitlines() if s.strip()]
             assert len(said) == len(set(said)), (sid, f.key, f.detail)

@@ -55,6 +55,7 @@ def test_the_lessons_folder_has_the_core_lessons():
     assert {1, 2, 3, 4} <= numbers
 
 
+@pytest.mark.usefixtures("shared_demos")
 @pytest.mark.parametrize("path", LESSON_FILES, ids=lambda p: p.stem)
 def test_every_step_renders_at_60_and_100_columns_without_colour(path, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
@@ -116,6 +117,7 @@ def _code_lines(outputs, width: int) -> int:
     return sum(found)
 
 
+@pytest.mark.usefixtures("shared_demos")
 @pytest.mark.parametrize("path", LESSON_FILES, ids=lambda p: p.stem)
 def test_every_step_fits_one_screen_at_60_and_100_columns(path, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
@@ -143,6 +145,7 @@ SAMPLE_TRANSLATION = Path(__file__).resolve().parent / "i18n_fixtures" / "lesson
 TRANSLATIONS = [*sorted(p for p in (lessons_dir() / ZH).glob("*.md") if LESSON_FILE.match(p.name)), SAMPLE_TRANSLATION]
 
 
+@pytest.mark.usefixtures("shared_demos")
 @pytest.mark.parametrize("path", TRANSLATIONS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_every_translated_step_fits_one_screen_at_60_and_100_columns(path, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
@@ -176,6 +179,7 @@ def _wide(line: str) -> bool:
     return cell_len(line) != len(line)
 
 
+@pytest.mark.usefixtures("shared_demos")
 @pytest.mark.parametrize("path", LESSON_FILES, ids=lambda p: p.stem)
 def test_every_lesson_asks_before_it_tells(path, monkeypatch):
     """At least one step of every lesson has a demo with a Prediction (lessons/FORMAT.md, "Ask before telling")."""
@@ -203,6 +207,7 @@ def _demo_text(lesson, params) -> str:
 CHANGED = {"dim": lambda p: p.dim + 1, "seed": lambda p: p.seed + 3, "eps": lambda p: 1e-3, "batch": lambda p: 5}
 
 
+@pytest.mark.usefixtures("shared_demos")
 @pytest.mark.parametrize("path", LESSON_FILES, ids=[p.stem for p in LESSON_FILES])
 def test_every_option_a_lesson_takes_changes_what_it_shows(path, monkeypatch):
     """The options in a lesson's defaults are the ones the CLI accepts and its header offers: each must matter."""

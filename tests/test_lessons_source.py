@@ -25,11 +25,6 @@ from microgradnorm.lessons.format import lessons_dir
 from microgradnorm.lessons.source import backward_code, code_of, op_code, source_of
 
 
-@pytest.fixture(autouse=True)
-def _state_home(tmp_path, monkeypatch):
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
-
-
 def _text(renderable, width: int = 300) -> str:
     console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
     console.print(renderable)

@@ -15,9 +15,8 @@ from microgradnorm.lessons.demos import LessonParams, load_demos, run_demo
 
 
 @pytest.fixture(autouse=True)
-def _state_home(tmp_path, monkeypatch):
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
-    load_demos()
+def _demos_loaded():
+    load_demos()  # (the private state folder is conftest's state_home)
 
 
 def _text(renderable, width: int = 200) -> str:
@@ -318,6 +317,7 @@ def test_lesson_2_asks_how_steep_the_sigmoid_is_at_10():
     assert run_demo("sigmoid_saturation", LessonParams(), {"zs": (1.0, 2.0)}).prediction is None
 
 
+@pytest.mark.usefixtures("shared_demos")
 @pytest.mark.parametrize("number", range(1, 10))
 def test_lessons_1_to_9_ask_at_least_one_prediction_per_three_steps(number):
     """Issue 22 item 3: every core lesson asks before it tells, at least once per three steps."""

@@ -27,9 +27,10 @@ from collections.abc import Iterator
 import pytest
 from rich.console import Console
 
-from microgradnorm.lessons.demos import LessonParams, run_demo
+from microgradnorm.lessons.demos import LessonParams
 from microgradnorm.lessons.format import LESSON_FILE, Lesson, lessons_dir, parse_lesson
 from microgradnorm.verdicts import Check, Checks
+from tests.helpers import run_demo_once
 
 LESSONS = {int(p.name[:2]): parse_lesson(p) for p in sorted(lessons_dir().iterdir()) if LESSON_FILE.match(p.name)}
 # The lab lessons train networks (seconds each): only the big grid runs them.
@@ -96,7 +97,7 @@ def _problems(lesson: Lesson, options: dict) -> tuple[list[str], list[str]]:
     for number, step in enumerate(lesson.steps, 1):
         for call in step.demos:
             where = f"lesson {lesson.number} step {number} ({step.title!r}), demo {call.name}, {options or 'defaults'}"
-            out = run_demo(call.name, params, call.args)
+            out = run_demo_once(call.name, params, call.args)
             shown = _render(out.renderable)
             marks = shown.count("✓") + shown.count("✗")
             excused = call.name in BORROWED and lesson.number >= 10  # measured (or not) where it comes from

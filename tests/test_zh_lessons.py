@@ -40,6 +40,7 @@ from microgradnorm.lessons.format import DemoCall, Prose, lessons_dir, parse_les
 from microgradnorm.lessons.runner import step_outputs
 from microgradnorm.lessons.textgraph import WIDTH, text_graph
 from microgradnorm.lessons.translation import TRANSLATED, localized
+from tests.helpers import run_demo_once
 from tests.zh import CHINESE, CJK, NUMBER, ZH, demo_calls, demo_text, po_entries, rendered, untranslated
 
 LESSONS = tuple(sorted(p.name for p in lessons_dir().glob("[0-9][0-9]-*.md") if (lessons_dir() / ZH / p.name).exists()))
@@ -283,6 +284,7 @@ def _step_cases():
             yield pytest.param(name, change, id=f"{name[:2]}-{label}")
 
 
+@pytest.mark.usefixtures("shared_demos")
 @pytest.mark.parametrize(("name", "changes"), list(_step_cases()))
 def test_every_step_and_what_its_demos_print_is_chinese_and_fits(name, changes):
     """Prose, captions, tables, ✓/✗ lines, questions, choices and answers: no English prose, no failing demo,
@@ -331,10 +333,10 @@ def _demo_cases():
 
 @pytest.mark.parametrize(("params", "call"), list(_demo_cases()))
 def test_a_demo_prints_chinese_with_the_same_numbers_as_its_english(params: LessonParams, call: DemoCall):
-    english_out = run_demo(call.name, params, call.args)
+    english_out = run_demo_once(call.name, params, call.args)
     english = demo_text(english_out)
     with i18n.use_language(ZH):
-        out = run_demo(call.name, params, call.args)
+        out = run_demo_once(call.name, params, call.args)
         chinese_text = demo_text(out)
     if call.name not in TIMED:
         assert sorted(set(NUMBER.findall(chinese_text))) == sorted(set(NUMBER.findall(english)))
@@ -363,6 +365,7 @@ def _demos_printed(name: str, change: dict, language: str) -> str:
         )
 
 
+@pytest.mark.usefixtures("shared_demos")
 @pytest.mark.parametrize("name", ["02-why-normalize.md", "07-jacobian-projection.md"])
 def test_what_the_demos_of_the_strict_lessons_print_has_no_english_word(name):
     for change in [{}, *VARIANTS[name[:2]]]:
@@ -407,6 +410,7 @@ def questions(name: str) -> list[tuple[int, object]]:
     return found
 
 
+@pytest.mark.usefixtures("shared_demos")
 @pytest.mark.parametrize("name", ASKING)
 def test_every_question_and_choice_reads_in_chinese(name):
     """The runner quotes a choice inside its own sentence ("你选的是 {guess}，答案是 {answer}。"), so a choice
@@ -425,6 +429,7 @@ def test_every_question_and_choice_reads_in_chinese(name):
         assert CJK.search(prediction.why), f"{where}: the answer's reason is not in Chinese"
 
 
+@pytest.mark.usefixtures("shared_demos")
 def test_the_check_would_see_a_choice_that_runs_into_the_verdict():
     """The same rule on the English choices of lesson 1 finds the comma the Chinese no longer has."""
     lesson = parse_lesson(lessons_dir() / LESSONS[0])
@@ -452,9 +457,9 @@ PREDICTIONS = [
 @pytest.mark.parametrize(("demo", "args", "params"), PREDICTIONS, ids=lambda c: str(c))
 def test_every_question_is_asked_and_answered_in_chinese_from_the_same_numbers(demo, args, params):
     """The Chinese question has the English's answer (computed, not translated) and its why the same numbers."""
-    english = run_demo(demo, params, args).prediction
+    english = run_demo_once(demo, params, args).prediction
     with i18n.use_language(ZH):
-        prediction = run_demo(demo, params, args).prediction
+        prediction = run_demo_once(demo, params, args).prediction
     assert prediction.answer == english.answer
     assert len(prediction.choices) == len(english.choices)
     assert CJK.search(prediction.question) and CJK.search(prediction.why)
@@ -533,6 +538,7 @@ NAMED_IN_PROSE = [
 ]
 
 
+@pytest.mark.usefixtures("shared_demos")
 @pytest.mark.parametrize(("name", "step", "words"), NAMED_IN_PROSE, ids=lambda c: str(c))
 def test_the_prose_names_columns_and_paths_as_the_tables_print_them(name, step, words):
     _english, local = chinese(name)
