@@ -162,17 +162,14 @@ def _center(v, hi, lo):  # pragma: no cover - compiled
 def layer_norm_forward_rows(  # pragma: no cover
         x, gamma, beta, eps,
         y, mean, var, rstd, xhat, keep_xhat):
-    """y[i] = gamma * (x[i] - mean[i]) * rstd[i] + beta for every row i of x [R, D].
+    """y[i] = gamma * (x[i] - mean[i]) * rstd[i] + beta for every row i of x [R, d].
 
-    Reads each row from memory once; the second and third loops over the row
-    find it in the L1 cache. Two passes (mean, then the centered variance) are
-    as accurate as the textbook two-pass formula, and cost no extra memory
-    traffic because the row is still cached.
+    Reads each row from memory once: the later loops find it in the L1 cache, so the two passes (mean,
+    then the centered variance, as accurate as the textbook's) cost no extra memory traffic.
     """
     rows, d = x.shape
     T = x.dtype.type  # x's dtype, float32 or float64
-    # rows are independent: on a GPU,
-    # one block per row
+    # rows are independent (on a GPU: a block each)
     for i in prange(rows):
         # the mean of the row, summed in float64
         s = 0.0
@@ -181,15 +178,10 @@ def layer_norm_forward_rows(  # pragma: no cover
         mu = s / d
         mu_hi = T(mu)
         mu_lo = T(mu - mu_hi)
-        # the variance, centered (never
-        # E[x^2] - E[x]^2), in T: with mu already
-        # right the centered values are small and
-        # nothing cancels. r, the sum of the centered
-        # values, is 0 in exact arithmetic: r / d is
-        # the mean's own rounding error, folded back
-        # in (it matters in float64, where mu is only
-        # a float64 sum of values that may sit far
-        # from 0)
+        # the variance, centered (never E[x^2] -
+        # E[x]^2), in T: nothing cancels. r, the
+        # centered sum, is 0 exactly: r / d is mu's
+        # own rounding error, folded back in
         ss = T(0.0)
         r = T(0.0)
         for j in range(d):
@@ -202,8 +194,7 @@ def layer_norm_forward_rows(  # pragma: no cover
             v = 0.0
         mu_lo = T(mu_lo + corr)
         rs = 1.0 / np.sqrt(v + eps)
-        # normalize, scale, shift in T: the only write
-        # of the row
+        # normalize, scale, shift in T: one write
         rs_t = T(rs)
         for j in range(d):
             xh = _center(x[i, j], mu_hi, mu_lo) * rs_t
@@ -219,15 +210,9 @@ def layer_norm_forward_rows(  # pragma: no cover
 def layer_norm_backward_rows(  # pragma: no cover
         dy, src, mean, rstd, gamma,
         dx, dgamma_part, dbeta_part, have_xhat):
-    """dx[i] = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = gamma * dy[i], for every row.
-
-    ``src`` is xhat itself when ``have_xhat``, otherwise x (and xhat is
-    recomputed from x, mean and rstd on the fly: the same bytes are read
-    either way). dgamma and dbeta sum over all rows; to avoid two workers
-    adding into the same entry, worker w adds into row w of ``dgamma_part`` and
-    ``dbeta_part`` [workers, D], and the caller sums those few rows at the end
-    (on a GPU: per-block partial sums, then a second small reduction).
-    """
+    """dx[i] = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = gamma * dy[i], for every row; ``src`` is xhat
+    (``have_xhat``) or x, xhat then recomputed on the fly. Worker w adds into row w of ``dgamma_part`` and
+    ``dbeta_part`` [workers, d], the caller sums those rows (on a GPU: per-block partial sums, reduced)."""
     rows, d = dy.shape
     T = dy.dtype.type
     workers = dgamma_part.shape[0]
@@ -235,22 +220,17 @@ def layer_norm_backward_rows(  # pragma: no cover
     for w in prange(workers):
         first = w * per_worker
         last = min(rows, first + per_worker)
-        # dgamma and dbeta over the current block of
-        # ROW_BLOCK rows, in dy's dtype
+        # the block's dgamma and dbeta, in dy's dtype
         dgamma_block = np.zeros(d, dy.dtype)
         dbeta_block = np.zeros(d, dy.dtype)
         for block in range(first, last, ROW_BLOCK):
-            for i in range(
-                block, min(last, block + ROW_BLOCK)
-            ):
+            stop = min(last, block + ROW_BLOCK)
+            for i in range(block, stop):
                 mu_hi = T(mean[i])
                 mu_lo = T(mean[i] - mu_hi)
                 rs = T(rstd[i])
-                # first read of the row: the two means
-                # in the formula, and the block's
-                # dgamma, dbeta
-                s_g = T(0.0)
-                s_gxhat = T(0.0)
+                # first read: two means, dgamma, dbeta
+                s_g = s_gxhat = T(0.0)
                 for j in range(d):
                     xh = (src[i, j] if have_xhat else
                           _center(src[i, j], mu_hi,
@@ -269,12 +249,8 @@ def layer_norm_backward_rows(  # pragma: no cover
                                   mu_lo) * rs)
                     dx[i, j] = rs * (
                         dy[i, j] * gamma[j]
-                        - mean_g
-                        - xh * mean_gxhat
-                    )
-            # fold the block into this worker's
-            # float64 partial sums; start the next
-            # block at zero
+                        - mean_g - xh * mean_gxhat)
+            # into the worker's float64 sums; reset
             for j in range(d):
                 dgamma_part[w, j] += dgamma_block[j]
                 dbeta_part[w, j] += dbeta_block[j]
