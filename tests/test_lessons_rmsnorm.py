@@ -123,6 +123,15 @@ def test_the_speed_step_renders_reads_its_numbers_and_names_what_it_skips(monkey
 
     monkeypatch.setattr(fused, "AVAILABLE", False)
     monkeypatch.setattr(R, "torch_installed", lambda: False)
+    timed = R.time_samples
+
+    def steady(calls, repeats):  # the calls run; their times are fixed, so the verdict does not hang on load
+        return {
+            path: {k: [t] * repeats for k, t in zip(R.CALLS, (1e-3, 8e-4, 3e-3, 2e-3))}
+            for path in timed(calls, repeats)
+        }
+
+    monkeypatch.setattr(R, "time_samples", steady)
     text = render(R.rms_speed(LessonParams(), rows=4, features=8, repeats=2))
     assert "median of 2 interleaved runs, one thread each, x [4, 8] float32" in text
     assert "fused (numba): not timed, numba is not installed" in text
