@@ -349,9 +349,9 @@ def test_without_torch_the_lab_and_its_lessons_run_in_numpy_and_say_how_to_insta
     text = " ".join(out.stdout.split())
     assert "exit 0" in text and "engine 2" in text
     assert "error: argument --engine: torch needs PyTorch" in out.stderr
-    assert "PyTorch not installed: pip install 'microgradnorm[torch]'" in text
-    # lesson 15 step 2 says what replaces the three runs before it asks about them
-    asked = "Predict: PyTorch is not installed here: instead of the three runs above, two NumPy runs"
+    assert "PyTorch not installed microgradnorm's kernels" in text  # lesson 15 step 3's table
+    # lesson 15 step 2 says what replaces the three runs before it asks about them (one colon: no "here: ")
+    asked = "Predict: PyTorch is not installed here, so instead of the three runs described above there are two"
     assert asked in text and "(pip install 'microgradnorm[torch]' adds PyTorch's)" in text
     assert text.index(asked) < text.index("how far apart are their loss curves?")
     assert "PyTorch is not installed: its curves need pip install 'microgradnorm[torch]'" in text  # the command

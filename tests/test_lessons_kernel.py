@@ -367,6 +367,40 @@ def test_the_pass_demo_shows_the_totals_and_the_bytes():
         run_demo("kernel_memory_passes", LessonParams(), {"direction": "sideways"})
 
 
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_every_listed_line_fits_its_cell_and_still_parses_as_the_same_python(direction):
+    import ast
+
+    for group in K.PASSES[direction]:
+        for trip in group.trips:
+            code = K.locate(trip)[1]
+            pieces = K.code_lines(code)
+            assert all(len(piece) <= K.CODE_CELL for piece in pieces), pieces
+            if len(pieces) > 1:  # broken only inside brackets or after a backslash: the same statement
+                joined = "\n".join(pieces)
+                assert ast.dump(ast.parse(joined)) == ast.dump(ast.parse(code)), pieces
+
+
+def test_a_line_with_no_break_that_fits_stays_whole():
+    assert K.code_lines("abcdefgh(ijklmnop)", width=8) == ["abcdefgh(ijklmnop)"]
+    assert K.code_lines("f(a, b)", width=80) == ["f(a, b)"]
+
+
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_the_caption_names_the_uncounted_line_by_its_live_number(direction):
+    import inspect
+
+    from microgradnorm.vectorized import numpy_path
+
+    trip = K.SOMETIMES[direction]
+    line = K.locate(trip)[0]
+    source = inspect.getsource(numpy_path).splitlines()
+    assert trip.find in source[line - 1]  # the number printed is the line that holds the correction
+    assert not any(K.locate(t) == K.locate(trip) for g in K.PASSES[direction] for t in g.trips)  # not counted
+    text = " ".join(render(K._not_counted(direction)).split())
+    assert f"not counted: NumPy's line {line}" in text
+
+
 # ---- the demos as a whole --------------------------------------------------------------------------------
 
 
@@ -555,7 +589,7 @@ def test_the_appendix_asks_how_often_numpy_reads_x_and_names_its_lines():
     assert out.prediction.choices[out.prediction.answer] == {1: "once, as the kernel", 2: "twice"}.get(
         len(reading), "three times or more"
     )
-    assert f"lines {', '.join(map(str, reading))} read x" in out.prediction.why
+    assert f"Lines {', '.join(map(str, reading))} read x" in out.prediction.why
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -69,6 +69,10 @@ def test_the_yours_experiment_shows_the_checks_message_for_a_wrong_backward(monk
     assert len(result.curves) == 3  # the curves are still drawn
     # the note says what the lab did with it, not only what Python code could do (check=False)
     assert any(str(note).endswith("The lab trained with it anyway, to draw its curve.") for note in result.notes)
+    # check=False is named as the Python argument it is (the command takes no such option), and said once
+    note = next(str(n) for n in result.notes if "gradcheck" in str(n))
+    assert "in your own code, `layer_norm_function(forward, backward, check=False)` trains with it" in note
+    assert note.count("anyway") == 1
 
 
 def test_importing_the_lab_torch_module_does_not_import_torch():

@@ -145,7 +145,8 @@ def test_the_curve_prediction_explains_each_gap_in_chinese(gap, answer):
     assert chinese.answer == english.answer == answer
     assert CJK.search(chinese.why) and f"{gap:.1e}" in chinese.why and chinese.why != english.why
     assert ("只有舍入" in chinese.why) == (answer == 0)  # the same reading as the English's "only rounding"
-    assert chinese.question.startswith("这里没有安装 PyTorch：")  # this outcome has no torch.nn curve
+    # this outcome has no torch.nn curve; one colon only, since the question follows "先猜一猜："
+    assert chinese.question.startswith("这里没有安装 PyTorch，") and "：" not in chinese.question
 
 
 # ---- a cached run, shown in either language ----------------------------------------------------------
@@ -278,9 +279,9 @@ def test_without_torch_the_install_hint_is_in_chinese(tmp_path):
     assert f"microgradnorm lab：错误：参数 --engine：torch 需要 PyTorch，但这里没有安装：{INSTALL}" in out.stderr
     assert f"没有安装PyTorch：要画它的曲线，需要{install}" in text  # the command's note
     # lesson 15 step 2: what replaces the three runs, said in its question, before the question proper
-    assert "这里没有安装PyTorch：上面说的三次运行换成两次NumPy运行" in text
+    assert "先猜一猜：这里没有安装PyTorch，所以上面说的三次运行换成了两次NumPy运行" in text
     assert f"（{install}可以加上PyTorch的）" in text
     assert text.index("上面说的三次运行换成") < text.index("它们的损失曲线相差多远？")
-    assert f"未安装：{install}" in text  # lesson 15 step 3's table
+    assert "PyTorch未安装本包的核函数" in text  # lesson 15 step 3's table
     assert "这次运行的数字不支持" not in text and "notshownbythisrun" not in text
     assert "PyTorchisnotinstalled" not in text

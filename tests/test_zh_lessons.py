@@ -104,7 +104,8 @@ NAMES = frozenset("Ba He Ioffe Szegedy Santurkar Xiong LayerNorm BatchNorm RMSNo
 # (`microgradnorm exercise check 1`: code, not prose), a numbered line of code.
 FOREIGN = (
     re.compile(r"(?s)DomainError: .*?variance='two_pass'"),
-    re.compile(r"(?m)^ *\d+  \S.*$"),
+    # a numbered line of a code listing, with its continuation line when it ends in a backslash
+    re.compile(r"(?m)^ *\d+  \S(?:[^\n]*? \\ [^\n]*\n[^\n]*|[^\n]*)$"),
     re.compile(r"\bmicrogradnorm(?: [a-z][a-z-]*)+"),
 )
 

@@ -204,7 +204,7 @@ def _torch_runs(pair: pairs.NormPair, seed: int, notes: list) -> dict[str, Run]:
 
     yours_layer, refusal = learner_layer(pair)  # the bridge's gradcheck; a refused pair still trains
     if refusal:  # the bridge's words are for Python code (check=False); here the lab has trained with it already
-        # Translators: {refusal} is the gradient check's message, which ends "pass check=False to train with it anyway"
+        # Translators: {refusal} is the gradient check's message, ending "…check=False) trains with it"
         notes.append(LazyText(N_("{refusal}. The lab trained with it anyway, to draw its curve."), refusal=refusal))
     layers = {
         "torch.nn.LayerNorm": lambda w: torch.nn.LayerNorm(w, dtype=torch.float64),
@@ -254,7 +254,7 @@ def _yours(seed: int, pair: pairs.NormPair, file: str | None, use_torch: bool) -
     out.claim("check", N_("{name} passes the gradient check (worst error {worst:.1e})"), check.verdict,
               name=RunName(name), worst=check.worst)  # fmt: skip
     # Translators: {name} as above; {baseline} is torch.nn.LayerNorm or "microgradnorm (NumPy)"
-    out.claim("curve", N_("{name}: the loss curve is {baseline}'s at every step (largest difference {gap:.1e})"),
+    out.claim("curve", N_("{name}: the loss curve matches {baseline}'s at every step (largest difference {gap:.1e})"),
               at_most(gap, CURVE_ATOL, "largest difference between the curves"), name=RunName(name),
               baseline=baseline, gap=gap)  # fmt: skip
     if use_torch:

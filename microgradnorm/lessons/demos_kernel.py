@@ -370,7 +370,7 @@ def _cache_size_prediction(cache: tuple, x: np.ndarray) -> Prediction:
         _("Per row of d = {d} numbers, how many does this cache keep (gamma, shared by all rows, aside)?").format(d=d),
         (f"d = {d}", f"d + 1 = {d + 1}", f"d + 3 = {d + 3}", f"3·d = {3 * d}"),
         next((k for k, e in enumerate(evidence) if e), 0),
-        _("{n:g}: xhat's d numbers and one rstd; with gamma, that is all backward reads.").format(n=per_row),
+        _("The cache holds xhat's d numbers and one rstd per row; with gamma, that is all backward reads."),
         evidence,
     )
 
@@ -691,8 +691,8 @@ class PassGroup:
     only: str | None = None
 
 
-# LayerNorm with gamma and beta, read off vectorized/numpy_path.py and fused.py. Not counted: the
-# correction ``xshift -= resid[:, None]`` that runs only when the mean's rounding would
+# LayerNorm with gamma and beta, read off vectorized/numpy_path.py and fused.py. Not counted (the
+# captions say so): the lines of SOMETIMES and _recenter, which run only when the mean's rounding would
 # show in xhat, and the per-row statistics and per-worker partial sums (arrays of R or
 # [workers, d] numbers, not of R * d).
 PASSES: dict[str, tuple[PassGroup, ...]] = {
@@ -768,6 +768,29 @@ PASSES: dict[str, tuple[PassGroup, ...]] = {
 
 MODES = ("keep", "recompute")
 
+# Lines left out of PASSES because they run only on some rows: when the mean's rounding would show in xhat
+# (a large common offset against a small spread). The captions name them, read off the live source.
+SOMETIMES: dict[str, Trip] = {
+    "forward": Trip(_FWD, "xshift -= resid[:, None]", 1, 1),
+    "backward": Trip(_RECOMPUTE, "xhat -= expand(lo)", 1, 1),
+}
+
+
+def _not_counted(direction: str) -> Text:
+    """The caption naming the NumPy lines the counts leave out (they run only on some rows)."""
+    line, _code = locate(SOMETIMES[direction])
+    if direction == "forward":
+        text = _(
+            "not counted: NumPy's line {line} and the rounds of _recenter (vectorized/repairs.py), which run "
+            "only when the mean's rounding would show in xhat; each adds whole-array passes"
+        )
+    else:
+        text = _(
+            "not counted: NumPy's line {line} (recompute mode), which runs only when the mean's rounding would "
+            "show in xhat; it adds one read and one write"
+        )
+    return cjk_text(text.format(line=line), style="dim")
+
 
 def pass_totals(direction: str, path: str, mode: str) -> tuple[int, int]:
     """(reads, writes) of whole arrays for ``direction`` on ``path`` ("numpy" or "kernel").
@@ -782,6 +805,36 @@ def pass_totals(direction: str, path: str, mode: str) -> tuple[int, int]:
     return sum(t.reads for t in trips), sum(t.writes for t in trips)
 
 
+CODE_CELL = 46  # characters of code per line in the pass listing: with its line number and R, W, 60 columns
+
+
+def code_lines(code: str, width: int = CODE_CELL) -> list[str]:
+    """``code`` (one line of Python) as lines of at most ``width`` characters that still read as Python.
+
+    A line breaks after a ", " inside brackets (an implicit continuation) or before a top-level " if "
+    or " else " with a backslash, at the outermost level that has a break that fits, there as late as
+    possible; continuation lines are indented by four spaces. A piece with
+    no such break stays whole (the table cuts it with "…").
+    """
+    lines: list[str] = []
+    indent = ""
+    while len(indent) + len(code) > width:
+        depth, room, breaks = 0, width - len(indent), []
+        for k, ch in enumerate(code):
+            depth += ch in "([{"
+            depth -= ch in ")]}"
+            if depth > 0 and code.startswith(", ", k) and k + 1 <= room:
+                breaks.append((depth, -k, k + 1, k + 2, ""))  # keep the comma, drop the space
+            elif depth == 0 and code.startswith((" if ", " else "), k) and k + 2 <= room:
+                breaks.append((depth, -k, k, k + 1, " \\"))
+        if not breaks:
+            break
+        _depth, _k, cut, rest, mark = min(breaks)  # the outermost bracket level, then the latest break
+        lines.append(indent + code[:cut] + mark)
+        code, indent = code[rest:], "    "
+    return [*lines, indent + code]
+
+
 def _pass_listing(direction: str) -> Group:
     """Every counted line of ``direction``, found in the live source, with its whole-array reads and writes."""
     rows: list[list[Any]] = []
@@ -789,16 +842,15 @@ def _pass_listing(direction: str) -> Group:
         rows.append([Text(_(group.title), style="bold"), "", ""])
         for trip in group.trips:
             line, code = locate(trip)
-            rows.append(
-                [Text(f"{line:>4}  {code}", no_wrap=True, overflow="ellipsis"), str(trip.reads), str(trip.writes)]
-            )
+            cell = "\n".join(f"{line if k == 0 else '':>4}  {piece}" for k, piece in enumerate(code_lines(code)))
+            rows.append([Text(cell, no_wrap=True, overflow="ellipsis"), str(trip.reads), str(trip.writes)])
     table = number_table([_("line  code"), "R", "W"], rows)
     table.columns[0].no_wrap = False  # on a narrow screen the code is cut (…), never the counts
     heading = {
         "forward": _("LayerNorm forward: whole arrays read (R) and written (W)"),
         "backward": _("LayerNorm backward: whole arrays read (R) and written (W)"),
     }[direction]
-    return Group(cjk_text(heading, style="italic"), table)
+    return Group(cjk_text(heading, style="italic"), table, _not_counted(direction))
 
 
 def _pass_totals(direction: str, shape: tuple[int, ...], source: str) -> Any:
@@ -882,7 +934,7 @@ def kernel_memory_passes(
     shape = _check_positive_ints("shape", shape)
     if show == "totals":
         return DemoOutput(
-            _pass_totals(direction, shape, _("the code (lesson 14 lists each line)")),
+            Group(_pass_totals(direction, shape, _("the code (lesson 14 lists each line)")), _not_counted(direction)),
             prediction=_trips_prediction(direction),
         )
     parts: list[Any] = [_pass_listing(direction)]
@@ -906,9 +958,9 @@ def _x_reads_prediction() -> Prediction:
         next((i for i, e in enumerate(evidence) if e), 2),
         # Translators: {lines} is a list of line numbers such as "55, 57"
         _(
-            "{n}: lines {lines} read x; every later line reads an array NumPy wrote before it (xshift, then "
+            "Lines {lines} read x; every later line reads an array NumPy wrote before it (xshift, then "
             "xhat, then y), each a whole trip of its own."
-        ).format(n=n, lines=lines),
+        ).format(lines=lines),
         evidence,
     )
 

@@ -111,12 +111,13 @@ def _curve_prediction(result: E.Outcome) -> Prediction:
         )
     if "torch.nn.LayerNorm" in result.curves:
         question = _("After {steps} steps, how far apart are the loss curves?")
-    else:  # said before the question, since the step's prose describes the three runs with PyTorch
-        # Translators: {install} is the command pip install 'microgradnorm[torch]', kept whole by the backticks
+    else:  # said in the question (asked before the chart), since the step's prose describes three runs
+        # Translators: {install} is the command pip install 'microgradnorm[torch]', kept whole by the backticks;
+        # one colon at most: the question follows "Predict: "
         question = _(
-            "PyTorch is not installed here: instead of the three runs above, two NumPy runs, the package's "
-            "LayerNorm and exercise 5's answer (`{install}` adds PyTorch's). After {steps} steps, how far apart "
-            "are their loss curves?"
+            "PyTorch is not installed here, so instead of the three runs described above there are two NumPy "
+            "runs, the package's LayerNorm and exercise 5's answer (`{install}` adds PyTorch's). After {steps} "
+            "steps, how far apart are their loss curves?"
         )
     return Prediction(
         question.format(steps=E.ADAM.steps, install=INSTALL),
@@ -261,12 +262,12 @@ def lab_torch_status(p: LessonParams, ask: bool = False) -> DemoOutput:
                 _row(saved, name, separated([n for n, _s in names]))
             prediction = _kept_prediction(kept, tuple(x.shape))
     else:
-        _row(table, "PyTorch", _("not installed: {install}").format(install=INSTALL))
+        _row(table, "PyTorch", _("not installed"))  # the command is in the step's prose
     info = V.backend_info()
     # Translators: {active} is a backend ("fused", "numpy"), {reason} why, e.g. "auto: numba 0.60.0 is installed"
     _row(
         table,
-        _("their kernels (vectorized backend)"),
+        _("microgradnorm's kernels (vectorized backend)"),
         _("{active} ({reason})").format(active=info.active, reason=info.reason),
     )
     return DemoOutput(Group(table, saved) if prediction else table, prediction=prediction)

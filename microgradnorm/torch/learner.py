@@ -150,7 +150,7 @@ class LayerNormFunction:
         parts = [_describe(name, g, w) for name, g, w in zip(("dx", "dgamma", "dbeta"), got, want)]
         return _(
             "{backward}: fails torch.autograd.gradcheck (float64, x of shape {shape}): {wrong}; "
-            "pass check=False to train with it anyway"
+            "in your own code, `layer_norm_function(forward, backward, check=False)` trains with it"
         ).format(
             backward=self.backward_name,
             shape=CHECK_SHAPE,
