@@ -180,8 +180,8 @@ def layer_norm_forward_rows(  # pragma: no cover
         mu_lo = T(mu - mu_hi)
         # the variance, centered (never E[x^2] -
         # E[x]^2), in T: nothing cancels. r, the
-        # centered sum, is 0 exactly: r / d is mu's
-        # own rounding error, folded back in
+        # centered sum, is 0 only in exact arithmetic:
+        # r / d is mu's rounding error, folded back in
         ss = T(0.0)
         r = T(0.0)
         for j in range(d):
@@ -194,7 +194,8 @@ def layer_norm_forward_rows(  # pragma: no cover
             v = 0.0
         mu_lo = T(mu_lo + corr)
         rs = 1.0 / np.sqrt(v + eps)
-        # normalize, scale, shift in T: one write
+        # normalize, scale, shift in T: the one loop
+        # that writes
         rs_t = T(rs)
         for j in range(d):
             xh = _center(x[i, j], mu_hi, mu_lo) * rs_t

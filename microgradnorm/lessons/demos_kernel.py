@@ -251,8 +251,8 @@ def _nodes_prediction(total: int, d: int) -> Prediction:
     why = _(
         "{total} nodes for {d} numbers: every number of x gets its own centered value, square, xhat, "
         "scaled and shifted value, plus a node for each gamma and beta, plus a few shared ones (mean, var, "
-        "sqrt, ...). A handful of nodes per number, each a Python object."
-    ).format(total=total, d=d)
+        "sqrt, ...): {per:.3g} nodes per number, each a Python object."
+    ).format(total=total, d=d, per=total / d)
     return Prediction(
         _("One LayerNorm row of d = {d} numbers, with gamma and beta: about how many scalar nodes?").format(d=d),
         # Translators: {factor} is empty or a multiplier such as "3·": "about 3·d = 12"
