@@ -181,12 +181,15 @@ def _demo_renderable(out: DemoOutput | DemoFailure, guess: int | None = None) ->
     return Group(prediction_question(out.prediction), prediction_answer(out.prediction, guess), out.renderable)
 
 
-def prediction_question(prediction: Prediction) -> Text:
-    """The question and its numbered choices, shown before the numbers."""
-    text = assemble(_("Predict: {question}"), "bold", question=cjk_text(prediction.question))  # formulas kept whole
+def prediction_question(prediction: Prediction) -> Group:
+    """The question and its numbered choices, shown before the numbers; a long choice wraps under itself."""
+    question = assemble(_("Predict: {question}"), "bold", question=cjk_text(prediction.question))  # formulas kept whole
+    choices = Table.grid(padding=(0, 2))
+    choices.add_column(justify="right", no_wrap=True)
+    choices.add_column()
     for number, choice in enumerate(prediction.choices, start=1):
-        text.append(f"\n  {number}  {choice}")
-    return text
+        choices.add_row(str(number), cjk_text(choice))
+    return Group(question, Padding(choices, (0, 0, 0, 2)))
 
 
 def prediction_answer(prediction: Prediction, guess: int | None) -> Text:
