@@ -598,8 +598,8 @@ def test_the_split_question_measures_mu_lo_against_the_float32_gap(seed):
         "kernel_source", LessonParams(seed=seed), {"span": ("# the variance, centered", "rs = 1.0"), "ask": "split"}
     )
     q = out.prediction
-    assert q.choices[q.answer] == "at most half the gap between neighbouring float32 numbers"
-    assert "neighbouring float32 numbers are 1 apart" in q.question  # 2**23 < 1e7 < 2**24
+    assert q.choices[q.answer] == "at most half the gap between neighboring float32 numbers"
+    assert "neighboring float32 numbers are 1 apart" in q.question  # 2**23 < 1e7 < 2**24
     lo = float(re.search(r"mu_lo = ([0-9.e+-]+?)\.? ", q.why).group(1))
     assert 0 < lo <= 0.5
 

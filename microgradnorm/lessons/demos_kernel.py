@@ -614,12 +614,12 @@ def _split_prediction(p: LessonParams) -> Prediction:
     answer = next((i for i, e in enumerate(evidence) if e), 2)
     return Prediction(
         _(
-            "A float32 row of {n} values near {far:,.0f}, where neighbouring float32 numbers are {gap:g} apart. "
+            "A float32 row of {n} values near {far:,.0f}, where neighboring float32 numbers are {gap:g} apart. "
             "The kernel sums it in float64 and splits the mean into mu_hi + mu_lo. How large is mu_lo?"
         ).format(n=row.size, far=_FAR, gap=gap),
         (
             _("0: the mean is a float32 number"),
-            _("at most half the gap between neighbouring float32 numbers"),
+            _("at most half the gap between neighboring float32 numbers"),
             _("more than that"),
         ),
         answer,
