@@ -7,7 +7,9 @@ import io
 import os
 import subprocess
 import sys
+import tempfile
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -272,11 +274,14 @@ def test_a_child_process_inherits_the_language():
 
 
 @pytest.fixture
-def unusable_home(tmp_path, monkeypatch):
-    taken = tmp_path / "a-file"
-    taken.write_text("mine")
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(taken))
-    return taken
+def unusable_home(monkeypatch):
+    """A file where the state folder should be, at a short path: the warning prints it whole in one table cell
+    (tmp_path grows with pytest's worker folders and would be cut with an ellipsis)."""
+    with tempfile.TemporaryDirectory(prefix="mg", dir="/tmp") as short:
+        taken = Path(short) / "f"
+        taken.write_text("mine")
+        monkeypatch.setenv("MICROGRADNORM_HOME", str(taken))
+        yield taken
 
 
 def run_cli(argv, capsys):
