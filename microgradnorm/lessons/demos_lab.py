@@ -349,29 +349,10 @@ def lab_wrong_why(p: LessonParams, part: str = "mean") -> DemoOutput:
     }
     chart = line_chart(series, height=HEIGHT)
     figure = line_chart_svg(series, title=_("Plain SGD, lr {lr:g}").format(lr=E.WRONG_SGD.lr), xlabel=show.step_axis())
-    slip = sgd["no-1/d"]
-    ran, end = len(slip.losses), E.final_loss(slip)
-    steps, half = E.WRONG_SGD.steps, E.GUESSING / 2
-    full = at_least(ran, steps, "steps the no-1/d run made (it stops at a non-finite loss)")
-    what = "no-1/d with SGD: training loss, last 10 minibatches, vs half of ln 3"
-    evidence = (full & below(end, half, what), full & at_least(end, half, what),
-                below(ran, steps, "steps the no-1/d run made (it stops at a non-finite loss)"))  # fmt: skip
-    prediction = Prediction(
-        _("Plain SGD at {lr:g} with the 1/d slip: what does the network do in {steps} steps?").format(
-            lr=E.WRONG_SGD.lr, steps=steps
-        ),
-        (
-            _("it trains (training loss below half of ln 3)"),
-            _("it neither trains nor blows up"),
-            _("it blows up (the loss stops being a number)"),
-        ),
-        next((k for k, e in enumerate(evidence) if e), 2),
-        # Translators: {ran} and {steps} count steps; {loss} is the training loss over the last 10 minibatches
-        _(
-            "It ran {ran} of {steps} steps and ended at a training loss of {loss:.2f} (half of ln 3: {half:.2f})."
-        ).format(ran=ran, steps=steps, loss=end, half=half),
-        evidence,
+    question = _("Plain SGD at {lr:g} with the 1/d slip: what does the network do in {steps} steps?").format(
+        lr=E.WRONG_SGD.lr, steps=E.WRONG_SGD.steps
     )
+    prediction = _sgd_prediction(question, "no-1/d", sgd["no-1/d"])
     return DemoOutput(Group(chart, _claims(result, "sgd-stall", "sgd-growth")), graph=figure, prediction=prediction)
 
 
@@ -412,33 +393,38 @@ def _not_a_shift_prediction(result: E.Outcome) -> Prediction:
     )
 
 
-def _mean_path_under_sgd(sgd: dict[str, Run]) -> DemoOutput:
-    """Lesson 16's last step: the no-mean-path slip under the plain SGD that exposed the 1/d slip."""
-    ends = {k: E.final_loss(r) for k, r in sgd.items()}
-    table = _table(pgettext("lab table header", "backward"), _("steps run"), _("training loss: step 1 → end"))
-    for k, r in sgd.items():
-        _row(table, run_name(k), f"{len(r.losses)} / {E.WRONG_SGD.steps}", f"{r.losses[0]:.2f} → {ends[k]:.2f}")
-    slip, steps, half = sgd["no-mean-path"], E.WRONG_SGD.steps, E.GUESSING / 2
-    ran, end = len(slip.losses), ends["no-mean-path"]
-    ran_what = "steps the no-mean-path run made with SGD (it stops at a non-finite loss)"
+def _sgd_prediction(question: str, name: str, slip: Run) -> Prediction:
+    """Does plain SGD train with this slipped backward, stall, or blow up? From the run's steps and its end."""
+    ran, end = len(slip.losses), E.final_loss(slip)
+    steps, half = E.WRONG_SGD.steps, E.GUESSING / 2
+    ran_what = f"steps the {name} run made with SGD (it stops at a non-finite loss)"
     full = at_least(ran, steps, ran_what)
-    what = "no-mean-path with SGD: training loss, last 10 minibatches, vs half of ln 3"
+    what = f"{name} with SGD: training loss, last 10 minibatches, vs half of ln 3"
     evidence = (full & below(end, half, what), full & at_least(end, half, what), below(ran, steps, ran_what))
-    prediction = Prediction(
-        _("The same plain SGD, now with the no-mean-path slip: what does the network do in {steps} steps?").format(
-            steps=steps
-        ),
+    return Prediction(
+        question,
         (
             _("it trains (training loss below half of ln 3)"),
             _("it neither trains nor blows up"),
             _("it blows up (the loss stops being a number)"),
         ),
         next((k for k, e in enumerate(evidence) if e), 2),
+        # Translators: {ran} and {steps} count steps; {loss} is the training loss over the last 10 minibatches
         _(
             "It ran {ran} of {steps} steps and ended at a training loss of {loss:.2f} (half of ln 3: {half:.2f})."
         ).format(ran=ran, steps=steps, loss=end, half=half),
         evidence,
     )
+
+
+def _mean_path_under_sgd(sgd: dict[str, Run]) -> DemoOutput:
+    """Lesson 16's last step: the no-mean-path slip under the plain SGD that exposed the 1/d slip."""
+    ends = {k: E.final_loss(r) for k, r in sgd.items()}
+    table = _table(pgettext("lab table header", "backward"), _("steps run"), _("training loss: step 1 → end"))
+    for k, r in sgd.items():
+        _row(table, run_name(k), f"{len(r.losses)} / {E.WRONG_SGD.steps}", f"{r.losses[0]:.2f} → {ends[k]:.2f}")
+    question = _("The same plain SGD, now with the no-mean-path slip: what does the network do in {steps} steps?")
+    prediction = _sgd_prediction(question.format(steps=E.WRONG_SGD.steps), "no-mean-path", sgd["no-mean-path"])
     caption = _caption(_("plain SGD at {lr:g}; the end: mean over the last {n} minibatches").format(
         lr=E.WRONG_SGD.lr, n=E.SMOOTH))  # fmt: skip
     return DemoOutput(Group(table, caption), prediction=prediction)
