@@ -32,9 +32,10 @@ def test_a_test_without_tmp_path_has_a_fresh_state_folder_of_its_own(state_home,
     state_home.mkdir()  # the next test's folder is another one, though this one now exists
 
 
-def _collected_ids(*args: str) -> list[str]:
+def _python(*args: str) -> str:
+    """What a fresh Python process at the repository's root prints (it must succeed)."""
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
+        [sys.executable, *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -42,7 +43,12 @@ def _collected_ids(*args: str) -> list[str]:
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    return [line for line in proc.stdout.splitlines() if "::" in line]
+    return proc.stdout
+
+
+def _collected_ids(*args: str) -> list[str]:
+    out = _python("-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args)
+    return [line for line in out.splitlines() if "::" in line]
 
 
 # one collection in a fresh process, printing whether each test is marked slow (two `-m` runs cost twice as much)
@@ -57,16 +63,7 @@ sys.exit(pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *sys.arg
 
 def test_the_slow_set_is_marked_by_fixture_and_by_module():
     files = ["tests/test_lessons_wheel.py", "tests/test_lesson_terminal.py", "tests/test_store.py"]
-    proc = subprocess.run(
-        [sys.executable, "-c", SHOW_MARKS, *files],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    marks = [line.split()[1:] for line in proc.stdout.splitlines() if line.startswith("marked ")]
+    marks = [line.split()[1:] for line in _python("-c", SHOW_MARKS, *files).splitlines() if line.startswith("marked ")]
     slow, quick = {f for f, is_slow in marks if is_slow == "True"}, {f for f, is_slow in marks if is_slow == "False"}
     assert slow == {"tests/test_lessons_wheel.py", "tests/test_lesson_terminal.py"}  # a module; a fixture (tmux)
     assert quick == {"tests/test_store.py"}
