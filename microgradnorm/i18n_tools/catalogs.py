@@ -153,10 +153,7 @@ def compile_catalogs(locale_dir: Path = LOCALE_DIR) -> None:
 def refresh(package_dir: Path = PACKAGE_DIR, locale_dir: Path = LOCALE_DIR) -> list[Path]:
     """Extract, update and compile: what to run after marking strings or translating. Returns the files whose
     content changed (pybabel rewrites the .po and .mo each time, with the same bytes when nothing changed)."""
-    files = [pot_path(locale_dir)] + [
-        f(lang, locale_dir) for lang in translated_languages() for f in (po_path, mo_path)
-    ]
-    before = [_content(path) for path in files]
+    before = _contents(locale_dir)
     _write_template(package_dir, locale_dir)
     for language in translated_languages():
         # new strings added (untranslated, or fuzzy when close to an old one), strings gone from the code kept
@@ -164,11 +161,11 @@ def refresh(package_dir: Path = PACKAGE_DIR, locale_dir: Path = LOCALE_DIR) -> l
         update = ("--init-missing", "--ignore-pot-creation-date", WIDTH)
         _pybabel("update", "-i", str(pot_path(locale_dir)), *_catalog(language, locale_dir), *update)
     compile_catalogs(locale_dir)
-    return [path for path, old in zip(files, before) if _content(path) != old]
+    return sorted(path for path, data in _contents(locale_dir).items() if before.get(path) != data)
 
 
-def _content(path: Path) -> bytes | None:
-    return path.read_bytes() if path.exists() else None
+def _contents(locale_dir: Path) -> dict[Path, bytes]:
+    return {path: path.read_bytes() for path in locale_dir.rglob("*") if path.is_file()}
 
 
 # ---- checks ----------------------------------------------------------------------------------------------
