@@ -31,17 +31,25 @@ def test_the_shipped_catalogs_are_in_step_with_the_code():
     assert catalogs.problems() == []
 
 
-@pytest.fixture
-def project(tmp_path):
-    """A package with two marked strings (one plural), its catalogs made by refresh, one string translated."""
-    package = tmp_path / "pkg"
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """A package with two marked strings (one plural), its catalogs made by refresh, one string translated
+    (made once: each pybabel command is a fresh Python)."""
+    root = tmp_path_factory.mktemp("built")
+    package = root / "pkg"
     package.mkdir()
     write_module(package, ['_("hello")', 'ngettext("{n} file", "{n} files", n)'])
-    locale = tmp_path / "locale"
-    catalogs.refresh(package, locale)
-    translate(locale, "hello", "你好")
-    catalogs.compile_catalogs(locale)
-    return package, locale
+    catalogs.refresh(package, root / "locale")
+    translate(root / "locale", "hello", "你好")
+    catalogs.compile_catalogs(root / "locale")
+    return root
+
+
+@pytest.fixture
+def project(built, tmp_path):
+    """A copy of ``built`` for one test to change: (package folder, locale folder)."""
+    shutil.copytree(built, tmp_path, dirs_exist_ok=True)
+    return tmp_path / "pkg", tmp_path / "locale"
 
 
 def write_module(package: Path, calls: list[str]) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import gettext
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -95,47 +96,35 @@ def read_po(path: Path, language: str | None = None) -> Catalog:
 # ---- extraction, update, compilation: pybabel's ------------------------------------------------------------
 
 
-def _pybabel(*args: str, cwd: Path | None = None, check: bool = True) -> None:
-    """Run one ``pybabel`` command in a fresh Python (``cwd`` names the extracted files: ``pkg/mod.py``).
-    ``BABEL_PYPROJECT_TOML=none``: only these arguments count, not a ``[tool.babel]`` table where it runs."""
+# what the pybabel script does for each command, in one fresh Python for a batch of them
+_BATCH = """import json, sys
+from babel.messages.frontend import CommandLineInterface
+for args in json.loads(sys.argv[1]):
+    CommandLineInterface().run(["pybabel", "--quiet", *args])
+"""
+
+
+def _pybabel(*commands: tuple[str, ...], cwd: Path | None = None) -> None:
+    """Run ``pybabel`` commands in order (``cwd`` names the extracted files: ``pkg/mod.py``); with
+    ``BABEL_PYPROJECT_TOML=none`` only these arguments count, not a ``[tool.babel]`` table where it runs."""
     if importlib.util.find_spec("babel") is None:
         raise SystemExit(_NEED_BABEL)
-    done = subprocess.run(
-        [sys.executable, "-m", "babel.messages.frontend", "--quiet", *args],
-        cwd=cwd,
-        env={**os.environ, "BABEL_PYPROJECT_TOML": "none"},
-        capture_output=True,
-        text=True,
-    )
-    if check and done.returncode != 0:
-        raise ValueError(f"pybabel {args[0]} failed: {(done.stderr or done.stdout).strip()}")
+    env = {**os.environ, "BABEL_PYPROJECT_TOML": "none"}
+    batch = [sys.executable, "-c", _BATCH, json.dumps(commands)]
+    done = subprocess.run(batch, cwd=cwd, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise ValueError(f"pybabel failed: {(done.stderr.strip().splitlines() or ['no message'])[-1]}")
 
 
-def _extract_to(pot: Path, package_dir: Path) -> None:
-    _pybabel("extract", *EXTRACT, f"--output-file={pot}", package_dir.name, cwd=package_dir.parent)
+def _extract(pot: Path, package_dir: Path) -> tuple[str, ...]:
+    return ("extract", *EXTRACT, f"--output-file={pot}", package_dir.name)
 
 
 def extract(package_dir: Path = PACKAGE_DIR) -> Catalog:
     """Every string marked in the package's Python code, as a template catalog."""
     with tempfile.TemporaryDirectory() as tmp:
-        _extract_to(Path(tmp) / f"{DOMAIN}.pot", package_dir)
+        _pybabel(_extract(Path(tmp) / f"{DOMAIN}.pot", package_dir), cwd=package_dir.parent)
         return read_po(Path(tmp) / f"{DOMAIN}.pot")
-
-
-def _write_template(package_dir: Path, locale_dir: Path) -> None:
-    """pybabel extract into ``microgradnorm.pot``, but keep the old file when only its POT-Creation-Date differs.
-
-    Written by hand because pybabel cannot do it: ``extract`` always stamps the current time and has no option
-    to leave it out short of ``--omit-header``, which drops the whole header and the charset with it (msgfmt
-    and msgcat refuse a non-ASCII file without one); ``update --ignore-pot-creation-date`` covers the .po only.
-    """
-    pot = pot_path(locale_dir)
-    with tempfile.TemporaryDirectory() as tmp:
-        fresh = Path(tmp) / pot.name
-        _extract_to(fresh, package_dir)
-        if not pot.exists() or _CREATION_DATE.sub(b"", pot.read_bytes()) != _CREATION_DATE.sub(b"", fresh.read_bytes()):
-            pot.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(fresh, pot)
 
 
 def _catalog(language: str, locale_dir: Path) -> tuple[str, ...]:
@@ -145,22 +134,31 @@ def _catalog(language: str, locale_dir: Path) -> tuple[str, ...]:
 
 def compile_catalogs(locale_dir: Path = LOCALE_DIR) -> None:
     """pybabel compile each ``.po`` to its ``.mo`` (translated, non-fuzzy entries only)."""
-    for language in translated_languages():
-        if po_path(language, locale_dir).exists():
-            _pybabel("compile", *_catalog(language, locale_dir))
+    languages = [lang for lang in translated_languages() if po_path(lang, locale_dir).exists()]
+    _pybabel(*(("compile", *_catalog(lang, locale_dir)) for lang in languages))
 
 
 def refresh(package_dir: Path = PACKAGE_DIR, locale_dir: Path = LOCALE_DIR) -> list[Path]:
     """Extract, update and compile: what to run after marking strings or translating. Returns the files whose
-    content changed (pybabel rewrites the .po and .mo each time, with the same bytes when nothing changed)."""
+    content changed (pybabel rewrites the .po and .mo each time, with the same bytes when nothing changed).
+
+    update: new strings added (untranslated, or fuzzy when close to an old one), strings gone from the code
+    kept as obsolete ``#~`` entries, the .po's dates left as they are; a missing .po is created first.
+    """
     before = _contents(locale_dir)
-    _write_template(package_dir, locale_dir)
-    for language in translated_languages():
-        # new strings added (untranslated, or fuzzy when close to an old one), strings gone from the code kept
-        # as obsolete #~ entries, the .po's dates left as they are; a missing .po is created first
-        update = ("--init-missing", "--ignore-pot-creation-date", WIDTH)
-        _pybabel("update", "-i", str(pot_path(locale_dir)), *_catalog(language, locale_dir), *update)
-    compile_catalogs(locale_dir)
+    pot = pot_path(locale_dir)
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = Path(tmp) / pot.name
+        update = ("-i", str(fresh), "--init-missing", "--ignore-pot-creation-date", WIDTH)
+        commands = [("update", *_catalog(lang, locale_dir), *update) for lang in translated_languages()]
+        commands += [("compile", *_catalog(lang, locale_dir)) for lang in translated_languages()]
+        _pybabel(_extract(fresh, package_dir), *commands, cwd=package_dir.parent)
+        # Written by hand because pybabel cannot do it: extract stamps the current time as POT-Creation-Date and
+        # has no option to leave it out short of --omit-header, which drops the whole header and the charset
+        # with it (msgfmt and msgcat refuse a non-ASCII file without one): keep the old .pot if that is all.
+        if not pot.exists() or _CREATION_DATE.sub(b"", pot.read_bytes()) != _CREATION_DATE.sub(b"", fresh.read_bytes()):
+            pot.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(fresh, pot)
     return sorted(path for path, data in _contents(locale_dir).items() if before.get(path) != data)
 
 
@@ -229,7 +227,8 @@ def _mo_entries(mo: Path) -> dict[Any, str]:
         return dict(gettext.GNUTranslations(f)._catalog)
 
 
-def _mo_problems(po: Path, language: str, mo: Path) -> Iterator[str]:
+def _mo_problems(mo: Path, fresh: Path, po: Path) -> Iterator[str]:
+    """The committed ``mo`` against ``fresh``, what pybabel compiles from ``po`` now."""
     if not mo.exists():
         yield f"{mo}: missing; run python -m microgradnorm.i18n_tools refresh"
         return
@@ -238,15 +237,10 @@ def _mo_problems(po: Path, language: str, mo: Path) -> Iterator[str]:
     except Exception as exc:  # any unreadable .mo is a finding, not a crash of the check
         yield f"{mo}: not a readable .mo file ({exc}); run python -m microgradnorm.i18n_tools refresh"
         return
-    with tempfile.TemporaryDirectory() as tmp:
-        fresh = Path(tmp) / mo.name
-        # what refresh would compile; exit status 1 when Babel's own check finds a bad %-format in a translation,
-        # which the placeholder check reports, so the status is not ours to judge here
-        _pybabel("compile", "-i", str(po), "-o", str(fresh), "-l", catalog_dir_name(language), check=False)
-        if not fresh.exists():
-            yield f"{po}: pybabel compile makes no .mo of it (it skips a catalog whose header is marked fuzzy)"
-            return
-        want = _mo_entries(fresh)
+    if not fresh.exists():
+        yield f"{po}: pybabel compile makes no .mo of it (it skips a catalog whose header is marked fuzzy)"
+        return
+    want = _mo_entries(fresh)
     stale = sorted(repr(k) for k in want.keys() | have.keys() if k != "" and want.get(k) != have.get(k))
     if stale:
         yield (
@@ -257,20 +251,36 @@ def _mo_problems(po: Path, language: str, mo: Path) -> Iterator[str]:
 
 def problems(package_dir: Path = PACKAGE_DIR, locale_dir: Path = LOCALE_DIR) -> list[str]:
     """Everything that makes the catalogs disagree with the code or with each other; empty when in step."""
-    template = extract(package_dir)
-    pot = pot_path(locale_dir)
-    if not pot.exists():
-        return [f"{pot}: missing; run python -m microgradnorm.i18n_tools refresh"]
-    found = list(_drift(template, read_po(pot), "template", str(pot)))
-    for language in translated_languages():
-        path = po_path(language, locale_dir)
-        if not path.exists():
-            found.append(f"{path}: missing; run python -m microgradnorm.i18n_tools refresh")
-            continue
-        po = read_po(path, language)
-        found += _drift(template, po, "catalog", str(path))
-        found += _placeholder_problems(po, str(path))
-        found += _mo_problems(path, language, mo_path(language, locale_dir))
+    languages = [lang for lang in translated_languages() if po_path(lang, locale_dir).exists()]
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = Path(tmp)
+        compiles = [
+            (
+                "compile",
+                "-i",
+                str(po_path(lang, locale_dir)),
+                "-o",
+                str(fresh / f"{lang}.mo"),
+                "-l",
+                catalog_dir_name(lang),
+            )
+            for lang in languages
+        ]
+        _pybabel(_extract(fresh / f"{DOMAIN}.pot", package_dir), *compiles, cwd=package_dir.parent)
+        template = read_po(fresh / f"{DOMAIN}.pot")
+        pot = pot_path(locale_dir)
+        if not pot.exists():
+            return [f"{pot}: missing; run python -m microgradnorm.i18n_tools refresh"]
+        found = list(_drift(template, read_po(pot), "template", str(pot)))
+        for language in translated_languages():
+            path = po_path(language, locale_dir)
+            if language not in languages:
+                found.append(f"{path}: missing; run python -m microgradnorm.i18n_tools refresh")
+                continue
+            po = read_po(path, language)
+            found += _drift(template, po, "catalog", str(path))
+            found += _placeholder_problems(po, str(path))
+            found += _mo_problems(mo_path(language, locale_dir), fresh / f"{language}.mo", path)
     return found
 
 
