@@ -110,6 +110,15 @@ def test_moving_code_or_a_new_day_rewrites_nothing(project):
     assert pot.read_text() == dated and "#: pkg/mod.py\n" in dated
 
 
+def test_a_failing_pybabel_command_is_one_line_naming_what_failed_and_changes_nothing(project):
+    package, locale = project
+    before = {path: path.read_bytes() for path in locale.rglob("*") if path.is_file()}
+    shutil.rmtree(package)
+    with pytest.raises(ValueError, match=r"^pybabel failed: .*Input path: pkg does not exist$"):
+        catalogs.refresh(package, locale)
+    assert {path: path.read_bytes() for path in locale.rglob("*") if path.is_file()} == before
+
+
 def test_a_newly_marked_string_is_drift_until_refresh(project):
     package, locale = project
     write_module(package, ['_("hello")', 'ngettext("{n} file", "{n} files", n)', '_("new words")'])
