@@ -7,6 +7,7 @@ they can add, change and remove marked strings without touching the real catalog
 from __future__ import annotations
 
 import gettext
+import re
 import shutil
 import subprocess
 import sys
@@ -16,6 +17,8 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("babel", reason="the catalog tools need Babel (the test extra installs it)")
+
+from babel.messages.pofile import write_po
 
 from microgradnorm.i18n import DOMAIN
 from microgradnorm.i18n_tools import catalogs
@@ -28,17 +31,25 @@ def test_the_shipped_catalogs_are_in_step_with_the_code():
     assert catalogs.problems() == []
 
 
-@pytest.fixture
-def project(tmp_path):
-    """A package with two marked strings (one plural), its catalogs made by refresh, one string translated."""
-    package = tmp_path / "pkg"
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """A package with two marked strings (one plural), its catalogs made by refresh, one string translated
+    (made once: each pybabel command is a fresh Python)."""
+    root = tmp_path_factory.mktemp("built")
+    package = root / "pkg"
     package.mkdir()
     write_module(package, ['_("hello")', 'ngettext("{n} file", "{n} files", n)'])
-    locale = tmp_path / "locale"
-    catalogs.refresh(package, locale)
-    translate(locale, "hello", "你好")
-    catalogs.compile_catalogs(locale)
-    return package, locale
+    catalogs.refresh(package, root / "locale")
+    translate(root / "locale", "hello", "你好")
+    catalogs.compile_catalogs(root / "locale")
+    return root
+
+
+@pytest.fixture
+def project(built, tmp_path):
+    """A copy of ``built`` for one test to change: (package folder, locale folder)."""
+    shutil.copytree(built, tmp_path, dirs_exist_ok=True)
+    return tmp_path / "pkg", tmp_path / "locale"
 
 
 def write_module(package: Path, calls: list[str]) -> None:
@@ -55,7 +66,8 @@ def translate(locale: Path, msgid: str, msgstr: str, fuzzy: bool = False) -> Non
     message.string = (msgstr,) if message.pluralizable else msgstr  # Chinese has one plural form
     if fuzzy:
         message.flags.add("fuzzy")
-    path.write_bytes(catalogs._po_bytes(po))
+    with path.open("wb") as f:
+        write_po(f, po)
 
 
 def lookup(locale: Path, msgid: str) -> str:
@@ -70,6 +82,41 @@ def test_refresh_makes_a_template_a_catalog_and_a_compiled_catalog(project):
     assert lookup(locale, "{n} file") == "{n} file"  # not translated yet: English
     assert catalogs.untranslated(ZH, locale) == ["'{n} file'"]
     assert catalogs.refresh(package, locale) == []  # nothing changed: nothing rewritten
+
+
+def test_extraction_takes_the_markers_of_i18n_their_comments_and_no_exercise_solution(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "exercises" / "solutions").mkdir(parents=True)
+    calls = ["# Translators: {n} counts files", '_("noted {n}")', 'N_("marked only")', 'lazy_gettext("lazy")']
+    calls += ['ngettext("{n} dog", "{n} dogs", n)', 'pgettext("menu", "open")', 'gettext("Babel\'s default keyword")']
+    write_module(package, calls)
+    (package / "exercises" / "solutions" / "01_x.py").write_text('_("a solution: translated as a file")\n')
+    template = catalogs.extract(package)
+    found = {(m.context, m.id) for m in template if m.id}
+    want = {(None, "noted {n}"), (None, "marked only"), (None, "lazy"), (None, ("{n} dog", "{n} dogs"))}
+    assert found == want | {("menu", "open")}
+    assert template.get("noted {n}").auto_comments == ["{n} counts files"]
+    assert {loc for m in template if m.id for loc in m.locations} == {("pkg/mod.py", None)}
+
+
+def test_moving_code_or_a_new_day_rewrites_nothing(project):
+    """Locations carry no line numbers, and the template keeps its creation date while its strings stay."""
+    package, locale = project
+    pot = catalogs.pot_path(locale)
+    dated = re.sub(r"POT-Creation-Date: [^\\]*", "POT-Creation-Date: 2000-01-01 00:00+0000", pot.read_text())
+    pot.write_text(dated)
+    (package / "mod.py").write_text("\n\n\n" + (package / "mod.py").read_text())  # every marked call 3 lines down
+    assert catalogs.refresh(package, locale) == []
+    assert pot.read_text() == dated and "#: pkg/mod.py\n" in dated
+
+
+def test_a_failing_pybabel_command_is_one_line_naming_what_failed_and_changes_nothing(project):
+    package, locale = project
+    before = {path: path.read_bytes() for path in locale.rglob("*") if path.is_file()}
+    shutil.rmtree(package)
+    with pytest.raises(ValueError, match=r"^pybabel failed: .*Input path: pkg does not exist$"):
+        catalogs.refresh(package, locale)
+    assert {path: path.read_bytes() for path in locale.rglob("*") if path.is_file()} == before
 
 
 def test_a_newly_marked_string_is_drift_until_refresh(project):

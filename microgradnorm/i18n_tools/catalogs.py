@@ -1,4 +1,5 @@
-"""The gettext catalogs: extract the marked strings, update each language's ``.po``, compile the ``.mo``.
+"""The gettext catalogs: extract the marked strings, update each language's ``.po``, compile the ``.mo``, with
+Babel's own commands (``pybabel extract``, ``update``, ``compile``); and check that catalogs and code agree.
 
 A developer tool (it needs Babel: ``pip install babel``, or the ``test`` extra),
 run from a source checkout as ``python -m microgradnorm.i18n_tools refresh``; the package
@@ -10,47 +11,61 @@ Files, all under ``microgradnorm/locale/``::
     zh_CN/LC_MESSAGES/microgradnorm.po       the translations (edited by translators)
     zh_CN/LC_MESSAGES/microgradnorm.mo       compiled from the .po (generated, committed, shipped)
 
-The compiled ``.mo`` is committed, so that ``pip install .`` of a clean clone ships
+What is extracted is set by :data:`EXTRACT` (the marker functions of :mod:`microgradnorm.i18n` and no other
+keyword, ``# Translators:`` comments, locations without line numbers so that moving code does not churn
+the files) and by the mapping file ``babel.cfg`` beside this module (which files; the exercise solutions
+are skipped). The compiled ``.mo`` is committed, so that ``pip install .`` of a clean clone ships
 it without Babel at build time; :func:`problems` (run by the tests) fails when it
 is out of date with its ``.po``, when a string marked in the code is missing from
 the ``.pot`` or a ``.po``, and when a translation drops or renames a placeholder.
-Locations are written without line numbers, so moving code does not churn the files.
 """
 
 from __future__ import annotations
 
-import io
+import gettext
+import importlib.util
+import json
+import os
 import re
+import shutil
 import string
+import subprocess
+import sys
+import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from microgradnorm import __version__
 from microgradnorm.i18n import DOMAIN, ENGLISH, LANGUAGES, LOCALE_DIR, catalog_dir_name
 
 if TYPE_CHECKING:
     from babel.messages.catalog import Catalog
 
-__all__ = [
-    "KEYWORDS",
-    "compile_catalogs",
-    "extract",
-    "mo_path",
-    "po_path",
-    "pot_path",
-    "problems",
-    "refresh",
-    "update_catalogs",
-]
+__all__ = ["EXTRACT", "compile_catalogs", "extract", "mo_path", "po_path", "pot_path", "problems", "refresh"]
 
 PACKAGE_DIR = LOCALE_DIR.parent
-# the marker functions of microgradnorm.i18n, as Babel keyword specs
-KEYWORDS: dict[str, Any] = {"_": None, "N_": None, "lazy_gettext": None, "ngettext": (1, 2), "pgettext": ((1, "c"), 2)}
-# learner files (scaffolds, solutions) are translated as whole files, not through the catalog
-EXCLUDED_DIRS = ("exercises/scaffolds", "exercises/solutions")
-COMMENT_TAGS = ("Translators:",)
-_DATE_HEADER = re.compile(r'^"(POT-Creation-Date|PO-Revision-Date): .*\\n"$', re.MULTILINE)
+MAPPING = Path(__file__).with_name("babel.cfg")
+WIDTH = "--width=100"
+# pybabel extract's options: the marker functions of microgradnorm.i18n as keywords (Babel's defaults off,
+# so that a stray gettext() call elsewhere is not picked up), translators' comments, file-only locations
+EXTRACT = (
+    f"--mapping-file={MAPPING}",
+    "--no-default-keywords",
+    *(f"--keyword={spec}" for spec in ("_", "N_", "lazy_gettext", "ngettext:1,2", "pgettext:1c,2")),
+    "--add-comments=Translators:",
+    "--strip-comment-tags",
+    "--add-location=file",
+    WIDTH,
+    "--project=microgradnorm",
+    f"--version={__version__}",
+    "--copyright-holder=microgradnorm maintainers",
+    "--msgid-bugs-address=the microgradnorm issue tracker",
+    "--header-comment=# Messages of microgradnorm (see docs/translating.md).\n#",
+)
+_CREATION_DATE = re.compile(rb'^"POT-Creation-Date: .*\\n"\n', re.MULTILINE)
 _PERCENT = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[diouxXeEfFgGcrsa%]")
+_NEED_BABEL = "the catalog tools need Babel: pip install babel (or pip install -e '.[test]')"
 
 
 def pot_path(locale_dir: Path = LOCALE_DIR) -> Path:
@@ -69,128 +84,86 @@ def translated_languages() -> tuple[str, ...]:
     return tuple(lang for lang in LANGUAGES if lang != ENGLISH)
 
 
-def _babel() -> Any:
-    try:
-        from babel.messages import catalog, extract, mofile, pofile
-    except ImportError:
-        raise SystemExit("the catalog tools need Babel: pip install babel (or pip install -e '.[test]')") from None
-    return catalog, extract, mofile, pofile
+def read_po(path: Path, language: str | None = None) -> Catalog:
+    if importlib.util.find_spec("babel") is None:
+        raise SystemExit(_NEED_BABEL)
+    from babel.messages.pofile import read_po
+
+    with path.open("rb") as f:
+        return read_po(f, locale=catalog_dir_name(language) if language else None, abort_invalid=True)
 
 
-# ---- extraction, update, compilation ---------------------------------------------------------------
+# ---- extraction, update, compilation: pybabel's ------------------------------------------------------------
 
 
-def _included(path: str) -> bool:
-    return not any(path.replace("\\", "/").startswith(d) for d in EXCLUDED_DIRS)
+# what the pybabel script does for each command, in one fresh Python for a batch of them
+_BATCH = """import json, sys
+from babel.messages.frontend import CommandLineInterface
+for args in json.loads(sys.argv[1]):
+    CommandLineInterface().run(["pybabel", "--quiet", *args])
+"""
+
+
+def _pybabel(*commands: tuple[str, ...], cwd: Path | None = None) -> None:
+    """Run ``pybabel`` commands in order (``cwd`` names the extracted files: ``pkg/mod.py``); with
+    ``BABEL_PYPROJECT_TOML=none`` only these arguments count, not a ``[tool.babel]`` table where it runs."""
+    if importlib.util.find_spec("babel") is None:
+        raise SystemExit(_NEED_BABEL)
+    env = {**os.environ, "BABEL_PYPROJECT_TOML": "none"}
+    batch = [sys.executable, "-c", _BATCH, json.dumps(commands)]
+    done = subprocess.run(batch, cwd=cwd, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise ValueError(f"pybabel failed: {(done.stderr.strip().splitlines() or ['no message'])[-1]}")
+
+
+def _extract(pot: Path, package_dir: Path) -> tuple[str, ...]:
+    return ("extract", *EXTRACT, f"--output-file={pot}", package_dir.name)
 
 
 def extract(package_dir: Path = PACKAGE_DIR) -> Catalog:
     """Every string marked in the package's Python code, as a template catalog."""
-    catalog_mod, extract_mod, _mofile, _pofile = _babel()
-    from microgradnorm import __version__
-
-    template = catalog_mod.Catalog(fuzzy=False, **_header(__version__))
-    found = extract_mod.extract_from_dir(
-        package_dir,
-        method_map=[("**.py", "python")],
-        keywords=KEYWORDS,
-        comment_tags=COMMENT_TAGS,
-        strip_comment_tags=True,
-        directory_filter=lambda d: _included(str(Path(d).relative_to(package_dir))) and "__pycache__" not in d,
-    )
-    for filename, lineno, message, comments, context in found:
-        location = f"{package_dir.name}/{filename}".replace("\\", "/")
-        template.add(message, None, [(location, lineno)], auto_comments=comments, context=context)
-    return template
+    with tempfile.TemporaryDirectory() as tmp:
+        _pybabel(_extract(Path(tmp) / f"{DOMAIN}.pot", package_dir), cwd=package_dir.parent)
+        return read_po(Path(tmp) / f"{DOMAIN}.pot")
 
 
-def _header(version: str) -> dict[str, Any]:
-    return {
-        "domain": DOMAIN,
-        "project": "microgradnorm",
-        "version": version,
-        "copyright_holder": "microgradnorm maintainers",
-        "msgid_bugs_address": "the microgradnorm issue tracker",
-        "header_comment": "# Messages of microgradnorm (see docs/translating.md).\n#",
-        "charset": "utf-8",
-    }
+def _catalog(language: str, locale_dir: Path) -> tuple[str, ...]:
+    """Which .po (and .mo) a pybabel update or compile works on (``-d`` is both's base directory)."""
+    return ("-d", str(locale_dir), "-D", DOMAIN, "-l", catalog_dir_name(language))
 
 
-def _write_if_changed(path: Path, data: bytes, ignore_dates: bool = False) -> bool:
-    """Write ``data`` unless the file already says the same (dates aside, for .pot/.po); True if written."""
-    if path.exists():
-        old = path.read_bytes()
-        if ignore_dates:
-            same = _DATE_HEADER.sub("", old.decode("utf-8")) == _DATE_HEADER.sub("", data.decode("utf-8"))
-        else:
-            same = old == data
-        if same:
-            return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-    return True
-
-
-def _po_bytes(catalog: Catalog) -> bytes:
-    _catalog, _extract, _mofile, pofile = _babel()
-    buf = io.BytesIO()
-    pofile.write_po(buf, catalog, width=100, include_lineno=False, sort_output=False)
-    return buf.getvalue()
-
-
-def _mo_bytes(catalog: Catalog) -> bytes:
-    _catalog, _extract, mofile, _pofile = _babel()
-    buf = io.BytesIO()
-    mofile.write_mo(buf, catalog)
-    return buf.getvalue()
-
-
-def read_po(path: Path, language: str | None = None) -> Catalog:
-    _catalog, _extract, _mofile, pofile = _babel()
-    with path.open("rb") as f:
-        return pofile.read_po(f, locale=catalog_dir_name(language) if language else None, abort_invalid=True)
-
-
-def write_template(template: Catalog, locale_dir: Path = LOCALE_DIR) -> bool:
-    return _write_if_changed(pot_path(locale_dir), _po_bytes(template), ignore_dates=True)
-
-
-def update_catalogs(template: Catalog, locale_dir: Path = LOCALE_DIR) -> list[Path]:
-    """Bring each language's ``.po`` up to the template: new strings added (untranslated, or fuzzy when
-    close to an old one), strings gone from the code kept as obsolete ``#~`` entries. Returns the files written."""
-    catalog_mod, _extract, _mofile, _pofile = _babel()
-    written = []
-    for language in translated_languages():
-        path = po_path(language, locale_dir)
-        if path.exists():
-            po = read_po(path, language)
-        else:
-            from microgradnorm import __version__
-
-            po = catalog_mod.Catalog(locale=catalog_dir_name(language), fuzzy=False, **_header(__version__))
-        po.update(template, update_creation_date=False)
-        if _write_if_changed(path, _po_bytes(po), ignore_dates=True):
-            written.append(path)
-    return written
-
-
-def compile_catalogs(locale_dir: Path = LOCALE_DIR) -> list[Path]:
-    """Compile each ``.po`` to its ``.mo`` (translated, non-fuzzy entries only). Returns the files written."""
-    written = []
-    for language in translated_languages():
-        path = po_path(language, locale_dir)
-        if path.exists() and _write_if_changed(mo_path(language, locale_dir), _mo_bytes(read_po(path, language))):
-            written.append(mo_path(language, locale_dir))
-    return written
+def compile_catalogs(locale_dir: Path = LOCALE_DIR) -> None:
+    """pybabel compile each ``.po`` to its ``.mo`` (translated, non-fuzzy entries only)."""
+    languages = [lang for lang in translated_languages() if po_path(lang, locale_dir).exists()]
+    _pybabel(*(("compile", *_catalog(lang, locale_dir)) for lang in languages))
 
 
 def refresh(package_dir: Path = PACKAGE_DIR, locale_dir: Path = LOCALE_DIR) -> list[Path]:
-    """Extract, update and compile: what to run after marking strings or translating. Returns the files written."""
-    template = extract(package_dir)
-    written = [pot_path(locale_dir)] if write_template(template, locale_dir) else []
-    written += update_catalogs(template, locale_dir)
-    written += compile_catalogs(locale_dir)
-    return written
+    """Extract, update and compile: what to run after marking strings or translating. Returns the files whose
+    content changed (pybabel rewrites the .po and .mo each time, with the same bytes when nothing changed).
+
+    update: new strings added (untranslated, or fuzzy when close to an old one), strings gone from the code
+    kept as obsolete ``#~`` entries, the .po's dates left as they are; a missing .po is created first.
+    """
+    before = _contents(locale_dir)
+    pot = pot_path(locale_dir)
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = Path(tmp) / pot.name
+        update = ("-i", str(fresh), "--init-missing", "--ignore-pot-creation-date", WIDTH)
+        commands = [("update", *_catalog(lang, locale_dir), *update) for lang in translated_languages()]
+        commands += [("compile", *_catalog(lang, locale_dir)) for lang in translated_languages()]
+        _pybabel(_extract(fresh, package_dir), *commands, cwd=package_dir.parent)
+        # Written by hand because pybabel cannot do it: extract stamps the current time as POT-Creation-Date and
+        # has no option to leave it out short of --omit-header, which drops the whole header and the charset
+        # with it (msgfmt and msgcat refuse a non-ASCII file without one): keep the old .pot if that is all.
+        if not pot.exists() or _CREATION_DATE.sub(b"", pot.read_bytes()) != _CREATION_DATE.sub(b"", fresh.read_bytes()):
+            pot.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(fresh, pot)
+    return sorted(path for path, data in _contents(locale_dir).items() if before.get(path) != data)
+
+
+def _contents(locale_dir: Path) -> dict[Path, bytes]:
+    return {path: path.read_bytes() for path in locale_dir.rglob("*") if path.is_file()}
 
 
 # ---- checks ----------------------------------------------------------------------------------------------
@@ -239,9 +212,8 @@ def _placeholder_problems(po: Catalog, name: str) -> Iterator[str]:
         if not message.id or not message.string or message.fuzzy:
             continue
         ids = message.id if isinstance(message.id, tuple) else (message.id,)
-        strings = message.string if isinstance(message.string, tuple) else (message.string,)
         want = placeholders(ids[-1])
-        for translation in strings:
+        for translation in _strings(message):
             if translation and placeholders(translation) != want:
                 yield (
                     f"{name}: the translation of {ids[0]!r} has the placeholders {placeholders(translation)}, "
@@ -249,26 +221,26 @@ def _placeholder_problems(po: Catalog, name: str) -> Iterator[str]:
                 )
 
 
-def _expected_mo(po: Catalog) -> dict[Any, str]:
-    """What gettext should find in the .mo compiled from ``po``: translated, non-fuzzy entries."""
-    import gettext
+def _mo_entries(mo: Path) -> dict[Any, str]:
+    """What gettext finds in a compiled catalog."""
+    with mo.open("rb") as f:
+        return dict(gettext.GNUTranslations(f)._catalog)
 
-    return dict(gettext.GNUTranslations(io.BytesIO(_mo_bytes(po)))._catalog)
 
-
-def _mo_problems(po: Catalog, mo: Path) -> Iterator[str]:
-    import gettext
-
+def _mo_problems(mo: Path, fresh: Path, po: Path) -> Iterator[str]:
+    """The committed ``mo`` against ``fresh``, what pybabel compiles from ``po`` now."""
     if not mo.exists():
         yield f"{mo}: missing; run python -m microgradnorm.i18n_tools refresh"
         return
     try:
-        with mo.open("rb") as f:
-            have = dict(gettext.GNUTranslations(f)._catalog)
+        have = _mo_entries(mo)
     except Exception as exc:  # any unreadable .mo is a finding, not a crash of the check
         yield f"{mo}: not a readable .mo file ({exc}); run python -m microgradnorm.i18n_tools refresh"
         return
-    want = _expected_mo(po)
+    if not fresh.exists():
+        yield f"{po}: pybabel compile makes no .mo of it (it skips a catalog whose header is marked fuzzy)"
+        return
+    want = _mo_entries(fresh)
     stale = sorted(repr(k) for k in want.keys() | have.keys() if k != "" and want.get(k) != have.get(k))
     if stale:
         yield (
@@ -279,20 +251,36 @@ def _mo_problems(po: Catalog, mo: Path) -> Iterator[str]:
 
 def problems(package_dir: Path = PACKAGE_DIR, locale_dir: Path = LOCALE_DIR) -> list[str]:
     """Everything that makes the catalogs disagree with the code or with each other; empty when in step."""
-    template = extract(package_dir)
-    pot = pot_path(locale_dir)
-    if not pot.exists():
-        return [f"{pot}: missing; run python -m microgradnorm.i18n_tools refresh"]
-    found = list(_drift(template, read_po(pot), "template", str(pot)))
-    for language in translated_languages():
-        path = po_path(language, locale_dir)
-        if not path.exists():
-            found.append(f"{path}: missing; run python -m microgradnorm.i18n_tools refresh")
-            continue
-        po = read_po(path, language)
-        found += _drift(template, po, "catalog", str(path))
-        found += _placeholder_problems(po, str(path))
-        found += _mo_problems(po, mo_path(language, locale_dir))
+    languages = [lang for lang in translated_languages() if po_path(lang, locale_dir).exists()]
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = Path(tmp)
+        compiles = [
+            (
+                "compile",
+                "-i",
+                str(po_path(lang, locale_dir)),
+                "-o",
+                str(fresh / f"{lang}.mo"),
+                "-l",
+                catalog_dir_name(lang),
+            )
+            for lang in languages
+        ]
+        _pybabel(_extract(fresh / f"{DOMAIN}.pot", package_dir), *compiles, cwd=package_dir.parent)
+        template = read_po(fresh / f"{DOMAIN}.pot")
+        pot = pot_path(locale_dir)
+        if not pot.exists():
+            return [f"{pot}: missing; run python -m microgradnorm.i18n_tools refresh"]
+        found = list(_drift(template, read_po(pot), "template", str(pot)))
+        for language in translated_languages():
+            path = po_path(language, locale_dir)
+            if language not in languages:
+                found.append(f"{path}: missing; run python -m microgradnorm.i18n_tools refresh")
+                continue
+            po = read_po(path, language)
+            found += _drift(template, po, "catalog", str(path))
+            found += _placeholder_problems(po, str(path))
+            found += _mo_problems(mo_path(language, locale_dir), fresh / f"{language}.mo", path)
     return found
 
 
