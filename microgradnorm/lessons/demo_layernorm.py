@@ -2,7 +2,7 @@
 
 Not a demo: the demos of those lessons build on it. :func:`ln_problem` draws x, gamma, beta and dy from the
 lesson's seed (rounded, so the tables stay narrow), :func:`build_ln` builds the scalar graph and its loss,
-:func:`ln_names` names the nodes the graph leaves unnamed (``Σx``, ``xshift[2]²``), and
+names every node as the drawings do (:func:`microgradnorm.viz.names.display_names`: ``Σx``, ``γ·xhat[2]``), and
 :func:`ln_path_tagger` tags each backward contribution with the path it took into x (direct, via the mean,
 via the variance: the three terms of :func:`microgradnorm.formulas.dx_paths`), which :func:`traced` records.
 """
@@ -15,11 +15,11 @@ import numpy as np
 
 from microgradnorm.check import random_problem
 from microgradnorm.engine import Value, topological_order
-from microgradnorm.lessons.demo_tools import num
 from microgradnorm.lessons.demos import LessonParams
 from microgradnorm.norms import NormGraph, layer_norm
 from microgradnorm.registry import get_norm
 from microgradnorm.trace import EdgeTagger, Trace, trace_backward
+from microgradnorm.viz.names import display_names
 
 
 def ln_problem(p: LessonParams, rows: int | None = None) -> tuple[np.ndarray, ...]:
@@ -61,62 +61,10 @@ def build_ln(p: LessonParams, rows: int | None = None) -> LNBuilt:
     x, gamma, beta, dy = ln_problem(p, rows)
     graph = layer_norm(x.tolist(), gamma.tolist(), beta.tolist(), p.eps).graph
     loss = graph.loss(dy.tolist())
-    names = ln_names(graph, loss)
-    constants = frozenset(id(n) for n in topological_order(loss) if not n.children and n.label in ("1/n", "eps", "dy"))
+    order = topological_order(loss)
+    names = {id(node): name for node, name in zip(order, display_names(order, graph))}
+    constants = frozenset(id(n) for n in order if not n.children and n.label in ("1/n", "eps", "dy"))
     return LNBuilt(x, gamma, beta, dy, graph, loss, names, constants)
-
-
-def _split_name(name: str) -> tuple[str, tuple[str, ...]]:
-    if name.endswith("]") and "[" in name:
-        base, _bracket, idx = name[:-1].partition("[")
-        return base, tuple(idx.split(","))
-    return name, ()
-
-
-def ln_names(graph: NormGraph, root: Value) -> dict[int, str]:
-    """A short readable name for every node: the graph's names (``xhat[2]``), and for the rest
-    names derived from their inputs (``Σx``, ``xshift[2]²``, ``γ·xhat[2]``, ``var+eps``)."""
-    names: dict[int, str] = {}
-    order = topological_order(root)
-    for node in order:
-        name = graph.name_of(node)
-        if name is None:
-            name = _derived_name(node, names)
-        names[id(node)] = name
-    for node in order:  # dy leaves take the index of the y they multiply
-        if node.stage == "loss" and node.op == "*" and len(node.children) == 2:
-            y, d = node.children
-            _base, idx = _split_name(names[id(y)])
-            suffix = f"[{','.join(idx)}]" if idx else ""
-            names[id(d)] = f"dy{suffix}"
-            names[id(node)] = f"y{suffix}·dy"
-    return names
-
-
-def _derived_name(node: Value, names: dict[int, str]) -> str:
-    label = node.label or ""
-    kids = [names.get(id(c), "?") for c in node.children]
-    if label == "loss":
-        return "loss"
-    if not node.children:
-        return label or num(node.data)
-    if node.op == "sum":
-        bases = {_split_name(k)[0] for k in kids}
-        idxs = [_split_name(k)[1] for k in kids]
-        if len(bases) == 1:
-            base = bases.pop()
-            prefix = idxs[0][:-1] if idxs[0] else ()
-            if all(i[:-1] == prefix for i in idxs):
-                return f"Σ{base}" + (f"[{','.join(prefix)}]" if prefix else "")
-            return f"Σ{base}"
-    if node.op == "**2":
-        base, idx = _split_name(kids[0])
-        return f"{base}²" + (f"[{','.join(idx)}]" if idx else "")
-    if label == "gamma*xhat":
-        return f"γ·{kids[1]}"
-    if label == "var+eps":
-        return f"{kids[0]}+eps"
-    return f"{label or node.op}#{node.id}"
 
 
 def ln_path_tagger(graph: NormGraph) -> EdgeTagger:
