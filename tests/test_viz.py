@@ -30,6 +30,7 @@ from microgradnorm import tolerances as tol
 from microgradnorm.check import random_problem
 from microgradnorm.engine import Value
 from microgradnorm.registry import get_norm
+from microgradnorm.trace import trace_backward
 from microgradnorm.viz.names import _ranges, display_names, expression, formula, split_index
 from tests import tolerances as test_tol
 
@@ -417,6 +418,28 @@ def test_rms_dx_paths_add_up_to_the_rmsnorm_gradient():
         direct + via_ms, formulas.rms_dx(dxhat, rms.xhat, rms.rrms, (-1,)), tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL
     )
     assert tol.close(direct + via_ms, autograd, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+
+
+@pytest.mark.parametrize(
+    "norm,shape,axes", [("layernorm", (2, 5), (-1,)), ("batchnorm", (4, 3), (0,)), ("rmsnorm", (2, 4), (-1,))]
+)
+def test_the_path_tagger_splits_every_dx_into_the_closed_form_paths(norm, shape, axes):
+    # the edges the drawings branch at, handed to the backward trace: each x_i's gradient, traced
+    # contribution by contribution, ends split into exactly the NumPy terms of its paths
+    graph, (x, gamma, _, dy) = problem(norm, shape, backward=False)
+    trace = trace_backward(graph.loss(dy.tolist()), viz.path_tagger(graph))
+    dxhat = formulas.dxhat(dy, gamma)
+    if norm == "rmsnorm":
+        r = formulas.rms_moments(x, axes, 1e-5)
+        keys, refs = ("direct", "var"), formulas.rms_dx_paths(dxhat, x, r.rms, r.rrms, axes)
+    else:
+        m = formulas.moments(x, axes, 1e-5)
+        keys, refs = ("direct", "mean", "var"), formulas.dx_paths(dxhat, m.xshift, m.std, m.rstd, axes)
+    parts = [trace.parts_of(v) for v in graph["x"]]
+    assert all(set(p) == set(keys) for p in parts)
+    for key, ref in zip(keys, refs):
+        got = np.array([p[key] for p in parts]).reshape(shape)
+        assert tol.close(got, ref, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL), key
 
 
 def test_paths_without_backward_draw_no_numbers():

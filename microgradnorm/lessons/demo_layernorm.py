@@ -3,8 +3,9 @@
 Not a demo: the demos of those lessons build on it. :func:`ln_problem` draws x, gamma, beta and dy from the
 lesson's seed (rounded, so the tables stay narrow), :func:`build_ln` builds the scalar graph and its loss,
 names every node as the drawings do (:func:`microgradnorm.viz.names.display_names`: ``Σx``, ``γ·xhat[2]``), and
-:func:`ln_path_tagger` tags each backward contribution with the path it took into x (direct, via the mean,
-via the variance: the three terms of :func:`microgradnorm.formulas.dx_paths`), which :func:`traced` records.
+:func:`traced` records the backward pass with each contribution tagged with the path it took into x (direct,
+via the mean, via the variance: the three terms of :func:`microgradnorm.formulas.dx_paths`), the paths the
+drawings colour (:func:`microgradnorm.viz.paths.path_tagger`).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from microgradnorm.engine import Value, topological_order
 from microgradnorm.lessons.demos import LessonParams
 from microgradnorm.norms import NormGraph, layer_norm
 from microgradnorm.registry import get_norm
-from microgradnorm.trace import EdgeTagger, Trace, trace_backward
+from microgradnorm.trace import Trace, trace_backward
 from microgradnorm.viz.names import display_names
+from microgradnorm.viz.paths import path_tagger
 
 
 def ln_problem(p: LessonParams, rows: int | None = None) -> tuple[np.ndarray, ...]:
@@ -67,33 +69,6 @@ def build_ln(p: LessonParams, rows: int | None = None) -> LNBuilt:
     return LNBuilt(x, gamma, beta, dy, graph, loss, names, constants)
 
 
-def ln_path_tagger(graph: NormGraph) -> EdgeTagger:
-    """Tag the edges where a gradient enters one of the three paths into x (two-pass graph).
-
-    direct: xhat_i -> xshift_i (the numerator of xhat);
-    var:    xshift_i² -> xshift_i (the variance's use of xshift);
-    mean:   the mean's sum -> x_i.
-    Everything upstream of a tagged edge keeps its tag, so x's gradient ends
-    split into exactly the three terms of :func:`formulas.dx_paths`.
-    """
-    xhat = {id(v) for v in graph["xhat"]}
-    xshift = {id(v) for v in graph["xshift"]}
-    xs = {id(v) for v in graph["x"]}
-    mean_sums = {id(m.children[0]) for m in graph["mean"]}
-
-    def tag(out: Value, child: Value) -> str | None:
-        if id(child) in xshift:
-            if id(out) in xhat:
-                return "direct"
-            if out.stage == "var":
-                return "var"
-        if id(child) in xs and id(out) in mean_sums:
-            return "mean"
-        return None
-
-    return tag
-
-
 def node_values(built: LNBuilt, name: str, attr: str = "data") -> np.ndarray:
     return np.array([getattr(v, attr) for v in built.graph[name]], dtype=np.float64)
 
@@ -106,4 +81,4 @@ def backprop(built: LNBuilt) -> None:
 
 def traced(p: LessonParams, rows: int | None = None) -> tuple[LNBuilt, Trace]:
     built = build_ln(p, rows)
-    return built, trace_backward(built.loss, ln_path_tagger(built.graph))
+    return built, trace_backward(built.loss, path_tagger(built.graph))
