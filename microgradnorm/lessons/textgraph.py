@@ -9,11 +9,12 @@ draws the whole graph as an SVG). Stage by stage, one line per node::
     center
       xshift[0] =    -1.5 ← x[0] − mean        -0.1297
 
-What a node is computed from is written with the nodes that have names
-(``x[2]``, ``mean``, ``rstd``) and the labelled constants (``1/n``, ``eps``);
-nodes without a name in between (``xshift[0]²``, ``var + eps``) are written
-out as part of the expression, and a run of inputs that differ only in one
-index is shortened to a range (``x[0..3]``). Plain text, no colour needed, at
+Names and formulas are the drawings' own (:mod:`microgradnorm.viz.names`):
+what a node is computed from is written with the nodes shown (``x[2]``,
+``mean``, ``rstd``) and the labelled constants (``1/n``, ``eps``); the nodes
+in between (``xshift[0]²``, ``var + eps``) are written out as part of the
+formula, and a run of inputs that differ only in one index is shortened to a
+range (``x[0..3]``). Plain text, no colour needed, at
 most :data:`WIDTH` columns, and refused (with a ValueError that says what to
 do) when it would take more than :data:`MAX_LINES` lines.
 """
@@ -73,19 +74,14 @@ def _nodes(graph: GraphLike) -> tuple[dict[int, str], list[tuple[str, Value]]]:
     The names are the drawings' own (:func:`microgradnorm.viz.names.display_names`); a node not shown is
     written out in the formulas that use it.
     """
-    if isinstance(graph, NormGraph):
-        norm: NormGraph | None = graph
-        roots = graph.roots()
-    else:
-        norm = None
-        roots = [graph] if isinstance(graph, Value) else list(graph) if isinstance(graph, (list, tuple)) else []
-        if not roots or not all(isinstance(v, Value) for v in roots):
-            raise TypeError(f"graph: expected a NormGraph, a Value or a list of Values, got {type(graph).__name__}")
+    norm = graph if isinstance(graph, NormGraph) else None
+    roots = [graph] if isinstance(graph, Value) else list(graph) if isinstance(graph, (list, tuple)) else []
+    if norm is not None:
+        roots = norm.roots()
+    elif not roots or not all(isinstance(v, Value) for v in roots):
+        raise TypeError(f"graph: expected a NormGraph, a Value or a list of Values, got {type(graph).__name__}")
     order = topological_order(roots)
-    if norm is None:
-        shown = [(v.stage or "", v) for v in order if v.label or not v.children]
-    else:
-        shown = _norm_nodes(norm)
+    shown = _norm_nodes(norm) if norm is not None else [(v.stage or "", v) for v in order if v.label or not v.children]
     drawn = {id(v) for _stage, v in shown}
     names = {id(v): n for v, n in zip(order, display_names(order, norm)) if id(v) in drawn or not v.children}
     return names, shown
