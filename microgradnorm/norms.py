@@ -133,7 +133,7 @@ def layer_norm(  # readable-core: whole -- the formulas in order, one line each:
     xhat = p.ungrouped(xhat)
     y, gamma, beta = xhat, p.gamma, p.beta
     if gamma is not None:
-        with tags("affine", "gamma*xhat" if beta else "y"):
+        with tags("affine", "γ·xhat" if beta else "y"):
             y = [gamma[ci] * h for ci, h in zip(c, y)]
     if beta is not None:
         with tags("affine", "y"):

@@ -55,7 +55,7 @@ def test_one_row_at_dim_3_has_34_nodes_counted_by_hand():
     #   var   : 1/n, xshift_i ** 2 (3), sum, var           6
     #   sqrt  : eps, var + eps, std                        3
     #   divide: rstd = std ** -1, xhat_i = xshift_i * rstd 4
-    #   affine: gamma (3), gamma*xhat (3), beta (3), y (3) 12
+    #   affine: gamma (3), γ·xhat (3), beta (3), y (3) 12
     # total 34 = 8 d + 10.
     graph = K.row_graph(LessonParams(dim=3))
     assert K.node_counts(graph) == {

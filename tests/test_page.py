@@ -119,7 +119,7 @@ def test_nodes_come_in_creation_order_with_their_forward_formula_and_local_deriv
     names = [n["name"] for n in data["nodes"]]
     xhat1 = names.index("xhat[1]")
     node = data["nodes"][xhat1]
-    assert node["forward"] == "xhat[1] = xshift[1] × rstd"
+    assert node["forward"] == "xhat[1] = xshift[1]·rstd"
     rstd, xshift1 = graph["rstd"][0].data, graph["xshift"][1].data
     texts = [p["text"] for p in node["partials"]]
     assert texts == [

@@ -138,7 +138,7 @@ def test_hovering_a_node_shows_its_numbers_and_local_derivatives(needs_dot, chro
         tab.hover(f"#v{k}")
         panel = tab.inner_text("#node-info")
         assert panel.splitlines()[0] == "xhat[1]"
-        assert "xhat[1] = xshift[1] × rstd" in panel
+        assert "xhat[1] = xshift[1]·rstd" in panel
         assert f"∂xhat[1]/∂rstd = xshift[1] = {viz.num(xshift)}" in panel
         assert f"∂xhat[1]/∂xshift[1] = rstd = {viz.num(rstd)}" in panel
         assert f"{viz.num(graph['xhat'][1].data)} ({graph['xhat'][1].data!r})" in panel
@@ -303,7 +303,7 @@ def test_the_chinese_page_labels_its_panel_and_controls_in_chinese(needs_dot, ch
         press(tab, "End")
         tab.hover(f"#v{k}")
         panel = tab.inner_text("#node-info")
-        assert "xhat[1] = xshift[1] × rstd" in panel  # the formula as it is
+        assert "xhat[1] = xshift[1]·rstd" in panel  # the formula as it is
         for word in ("值", "梯度", "计算式", "局部导数", "检查", "闭式", "有限差分", "已是最终值 ✓"):
             assert word in panel, word
         tab.select_option("#path-select", str(d.pos(graph["x"][1])))

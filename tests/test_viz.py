@@ -28,7 +28,10 @@ import microgradnorm as mgn
 from microgradnorm import formulas, output, viz
 from microgradnorm import tolerances as tol
 from microgradnorm.check import random_problem
+from microgradnorm.engine import Value
 from microgradnorm.registry import get_norm
+from microgradnorm.trace import trace_backward
+from microgradnorm.viz.names import _ranges, display_names, expression, formula, split_index
 from tests import tolerances as test_tol
 
 # ---- a small DOT reader for the format viz writes ------------------------------------
@@ -101,7 +104,7 @@ def problem(norm: str = "layernorm", shape: tuple[int, ...] = (3,), backward: bo
 
 # Value nodes of LayerNorm(x[3]) with gamma and beta, counted from the formula:
 #   per feature (x3): x, xshift = x - mean, xshift², xhat = xshift * rstd,
-#                     gamma, gamma*xhat, beta, y = gamma*xhat + beta        -> 8 * 3 = 24
+#                     gamma, γ·xhat, beta, y = γ·xhat + beta        -> 8 * 3 = 24
 #   per row:          sum(x), 1/n, mean = sum * 1/n, sum(xshift²), 1/n,
 #                     var = sum * 1/n, eps, var + eps, std = sqrt, rstd = std**-1  -> 10
 VALUES_D3 = 24 + 10
@@ -109,7 +112,7 @@ VALUES_D3 = 24 + 10
 OPS_D3 = VALUES_D3 - (3 + 3 + 3 + 2 + 1)
 # Edges: child -> op for every input of every op, plus op -> value.
 #   sum(x): 3, mean: 2, xshift: 3*2, xshift²: 3*1, sum(xshift²): 3, var: 2, var+eps: 2,
-#   sqrt: 1, **-1: 1, xhat: 3*2, gamma*xhat: 3*2, y: 3*2
+#   sqrt: 1, **-1: 1, xhat: 3*2, γ·xhat: 3*2, y: 3*2
 EDGES_D3 = (3 + 2 + 6 + 3 + 3 + 2 + 2 + 1 + 1 + 6 + 6 + 6) + OPS_D3
 
 LAYERNORM_CLUSTERS = ["input", "mean", "center", "var", "sqrt", "divide", "affine"]
@@ -164,7 +167,7 @@ def test_layernorm_d3_edges_follow_the_formula():
     for k in range(3):
         assert inputs(f"xshift[{k}]") == sorted([f"x[{k}]", "mean"])
         assert inputs(f"xhat[{k}]") == sorted([f"xshift[{k}]", "rstd"])
-        assert inputs(f"y[{k}]") == sorted([f"gamma*xhat[{k}]", f"beta[{k}]"])
+        assert inputs(f"y[{k}]") == sorted([f"γ·xhat[{k}]", f"beta[{k}]"])
     assert inputs("std") == ["var+eps"]
     assert inputs("rstd") == ["std"]
     assert inputs("var+eps") == sorted(["var", "eps"])
@@ -284,6 +287,45 @@ def test_bad_inputs_are_named():
         viz.to_dot(graph, rankdir="diagonal")
 
 
+# ---- names and formulas, as every view writes them ------------------------------------------
+
+
+def test_a_formula_writes_unnamed_inputs_out_and_brackets_a_sum_inside_a_product_or_power():
+    a, b, c = Value(1.0, label="a"), Value(2.0, label="b"), Value(3.0, label="c")
+    names = {id(v): v.label for v in (a, b, c)}
+    s = a + b
+    assert formula(s * c, names) == "(a + b)·c"
+    assert formula(c - s, names) == "c − (a + b)"
+    assert formula(s**2, names) == "(a + b)²" and formula(s**-1, names) == "1/(a + b)"
+    assert formula(Value.sum([a, b, c]) * c, names) == "sum(a, b, c)·c"
+    assert formula(s * c, {**names, id(s): "s"}) == "s·c"  # a named input is written by its name
+    assert formula(a, names) == "" and expression(s * c, "p", ["s", "c"]) == "p = s·c"
+
+
+def test_plain_names_tell_apart_nodes_that_share_a_label():
+    a1, a2 = Value(1.0, label="a"), Value(2.0, label="a")
+    three = Value(3.0)
+    prod = a1 * a2
+    order = [a1, a2, three, prod, prod * three]
+    assert display_names(order, None) == ["a#1", "a#2", "leaf_1", "mul_1", "mul_2"]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["x[0]", "x[1]", "x[2]"], "x[0..2]"),
+        (["x[0]²", "x[1]²", "x[2]²"], "x[0..2]²"),
+        (["x[0,2]", "x[1,2]", "x[2,2]"], "x[0..2,2]"),
+        (["x[0]", "x[2]", "x[3]"], "x[0], x[2], x[3]"),  # not one apart: listed
+        (["x[0]", "y[1]", "x[2]"], "x[0], y[1], x[2]"),  # different names: listed
+        (["a", "b"], "a, b"),
+        (["a", "b", "c", "d", "e", "f"], "a, b, …, f"),
+    ],
+)
+def test_runs_of_inputs_are_shortened_to_ranges(args, expected):
+    assert _ranges(args) == expected
+
+
 # ---- the gradient paths -----------------------------------------------------------------
 
 DIRECT, MEAN, VAR = (viz.PATH_COLOURS[k] for k in ("direct", "mean", "var"))
@@ -376,6 +418,28 @@ def test_rms_dx_paths_add_up_to_the_rmsnorm_gradient():
         direct + via_ms, formulas.rms_dx(dxhat, rms.xhat, rms.rrms, (-1,)), tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL
     )
     assert tol.close(direct + via_ms, autograd, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+
+
+@pytest.mark.parametrize(
+    "norm,shape,axes", [("layernorm", (2, 5), (-1,)), ("batchnorm", (4, 3), (0,)), ("rmsnorm", (2, 4), (-1,))]
+)
+def test_the_path_tagger_splits_every_dx_into_the_closed_form_paths(norm, shape, axes):
+    # the edges the drawings branch at, handed to the backward trace: each x_i's gradient, traced
+    # contribution by contribution, ends split into exactly the NumPy terms of its paths
+    graph, (x, gamma, _, dy) = problem(norm, shape, backward=False)
+    trace = trace_backward(graph.loss(dy.tolist()), viz.path_tagger(graph))
+    dxhat = formulas.dxhat(dy, gamma)
+    if norm == "rmsnorm":
+        r = formulas.rms_moments(x, axes, 1e-5)
+        keys, refs = ("direct", "var"), formulas.rms_dx_paths(dxhat, x, r.rms, r.rrms, axes)
+    else:
+        m = formulas.moments(x, axes, 1e-5)
+        keys, refs = ("direct", "mean", "var"), formulas.dx_paths(dxhat, m.xshift, m.std, m.rstd, axes)
+    parts = [trace.parts_of(v) for v in graph["x"]]
+    assert all(set(p) == set(keys) for p in parts)
+    for key, ref in zip(keys, refs):
+        got = np.array([p[key] for p in parts]).reshape(shape)
+        assert tol.close(got, ref, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL), key
 
 
 def test_paths_without_backward_draw_no_numbers():
@@ -630,7 +694,7 @@ def test_option_errors_name_the_option_apart_from_the_message():
 
 
 def index_of(name: str) -> tuple[int, ...]:
-    return tuple(int(i) for i in name.split("[", 1)[1].rstrip("]").split(","))
+    return tuple(int(i) for i in split_index(name)[1].strip("[]").split(","))
 
 
 @pytest.mark.parametrize("norm,shape", [("layernorm", (4,)), ("layernorm", (2, 3)), ("batchnorm", (3, 2))])
@@ -645,7 +709,7 @@ def test_every_value_node_has_a_name_of_its_own(norm, shape):
     rows = len(graph.groups)
     for k in range(len(graph["x"])):
         idx = graph.index_label("x", k)[1:]
-        for name in (f"xshift²{idx}", f"gamma*xhat{idx}", f"dy{idx}"):
+        for name in (f"xshift²{idx}", f"γ·xhat{idx}", f"dy{idx}"):
             assert name in names
     # one sum per normalization group and stage, named after its terms, numbered when there are several
     sums = ["Σx", "Σxshift²"] if rows == 1 else [f"{s}[{r}]" for s in ("Σx", "Σxshift²") for r in range(rows)]
@@ -656,8 +720,9 @@ def test_every_value_node_has_a_name_of_its_own(norm, shape):
 def test_nodes_that_share_a_name_are_kept_in_index_order(rankdir):
     graph, _ = problem(shape=(2, 3))
     d = parse(viz.to_dot(graph, rankdir=rankdir))
-    chained = {d.name(chain[0]).split("[")[0]: chain for chain in d.chains if chain[0].startswith("v")}
-    assert {"x", "xshift", "xshift²", "xhat", "gamma*xhat", "y", "gamma", "beta", "Σx", "mean"} <= set(chained)
+    chained = {split_index(d.name(chain[0]))[0]: chain for chain in d.chains if chain[0].startswith("v")}
+    expected = {"x", "xshift", "xshift²", "xhat", "γ·xhat", "y", "gamma", "beta", "Σx", "mean", "var", "var+eps"}
+    assert expected <= set(chained)
     for base, chain in chained.items():
         keys = [index_of(d.name(v)) for v in chain]
         # dot puts the tail of a same-rank edge left of its head; left to right it is put below it
@@ -707,7 +772,7 @@ def test_a_drawn_graph_has_indices_in_order_and_edges_clear_of_the_stage_titles(
     dot = viz.to_dot(graph, rankdir=rankdir)
     d = parse(dot)
     boxes, splines = plain_layout(dot)
-    for base in ("x", "xshift", "xhat", "gamma*xhat", "y", "gamma"):
+    for base in ("x", "xshift", "xhat", "γ·xhat", "y", "gamma"):
         named = sorted((index_of(n), v) for n, v in d.names.items() if n.startswith(base + "[") and v in boxes)
         # left to right in a top-down graph; top to bottom (y decreasing in dot's coordinates) across
         where = [boxes[v][0] if rankdir == "TB" else -boxes[v][1] for _, v in named]

@@ -98,7 +98,7 @@ def script_text() -> dict[str, str]:
     """The messages of ``page.js``, by name; ``{name}`` fields are filled in by the script."""
     return {
         "pressToStart": pgettext("graph page", "Press → to run the forward pass: {n} values, made in order."),
-        # Translators: {forward} is how the node was computed, e.g. "xhat[2] = xshift[2] × rstd"
+        # Translators: {forward} is how the node was computed, e.g. "xhat[2] = xshift[2]·rstd"
         "forwardStep": pgettext("graph page", "Forward {t}/{n}: {forward} = {value}"),
         "forwardLeaf": pgettext("graph page", "Forward {t}/{n}: {forward} = {value} (a leaf)"),
         "stageOf": pgettext("graph page", "stage {stage}"),

@@ -6,7 +6,7 @@
 
 from microgradnorm.viz.dot import DOT_HEADER, FULL_VIEW_LIMIT, LARGE_GRAPH, LAYOUT_LIMIT, to_dot
 from microgradnorm.viz.graph import Drawing, OptionError, drawing, graph_size
-from microgradnorm.viz.paths import GradientPath, GradientPaths, gradient_paths
+from microgradnorm.viz.paths import GradientPath, GradientPaths, gradient_paths, path_tagger
 from microgradnorm.viz.render import INSTALL_HINT, DrawingError, GraphvizNotFoundError, RenderError, has_dot, pipe
 from microgradnorm.viz.style import (
     FADED_TEXT,
@@ -47,6 +47,7 @@ __all__ = [
     "graph_size",
     "has_dot",
     "num",
+    "path_tagger",
     "pipe",
     "stage_formula",
     "stage_order",

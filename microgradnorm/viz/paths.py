@@ -6,18 +6,21 @@ in RMSNorm, which subtracts no mean; the textbook dL/dx_i is the sum of those ro
 (:func:`microgradnorm.formulas.dx_paths`). Here each route is found in the drawn graph as the edges between its
 named waypoints (x_i, mean, xshift, var, std, rstd, xhat), so a view can colour it, and, once backward has run,
 its amount is taken from the closed forms so that a legend can add them up beside what autograd accumulated.
+:func:`path_tagger` hands the same routes to :func:`microgradnorm.trace.trace_backward`, which then splits every
+dL/dx_i into these paths contribution by contribution (the lessons' backward tables).
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
+from microgradnorm.engine import Value
 from microgradnorm.i18n import N_, _
 from microgradnorm.norms import NormGraph
 from microgradnorm.registry import spec_for
-from microgradnorm.viz.graph import Drawing, OptionError
+from microgradnorm.viz.graph import Drawing, OptionError, drawing
 
 
 @dataclass
@@ -30,6 +33,7 @@ class GradientPath:
     formula: str
     edges: set[tuple[int, int]]  # (child position, parent position)
     amount: float | None = None  # from the closed forms, once backward has run
+    stops: list[set[int]] = field(default_factory=list, repr=False)  # its waypoints, from x_i to every xhat_j
 
 
 @dataclass
@@ -114,24 +118,25 @@ class _Stops:
         ks = [self.r] if ks is None else ks
         return {self.d.index[id(v)] for v in (self.graph[name][k] for k in ks) if id(v) in self.d.index}
 
-    def route(self, *stops: set[int]) -> set[tuple[int, int]]:
+    def path(self, key: str, title: str, route: str, formula: str, *stops: set[int]) -> GradientPath:
+        """The path through ``stops``: the edges of every segment between two of them."""
         edges: set[tuple[int, int]] = set()
         for a, b in itertools.pairwise(stops):
             edges |= _segment(self.d, a, b)
-        return edges
+        return GradientPath(key, title, route, formula, edges, stops=list(stops))
 
 
 def _rms_paths(s: _Stops, xi: str) -> tuple[list[GradientPath], str]:
     x_i, xhat_all = s.at("x", [s.i]), s.at("xhat", s.group)
     paths = [
-        GradientPath("direct", N_("direct"), f"{xi} → xhat", "dxhat_i · rrms", s.route(x_i, s.at("xhat", [s.i]))),
-        GradientPath(
+        s.path("direct", N_("direct"), f"{xi} → xhat", "dxhat_i · rrms", x_i, s.at("xhat", [s.i])),
+        s.path(
             "var",
             N_("via the mean square"),
             # Translators: a route through the graph; keep the node names and arrows
             _("{xi} → x² → ms → rms → rrms → every xhat_j").format(xi=xi),
             "dL/dms · 2 x_i / n",
-            s.route(x_i, s.at("ms"), s.at("rms"), s.at("rrms"), xhat_all),
+            *(x_i, s.at("ms"), s.at("rms"), s.at("rrms"), xhat_all),
         ),
     ]
     return paths, N_("RMSNorm subtracts no mean, so there are two paths, not three.")
@@ -143,28 +148,22 @@ def _mean_var_paths(s: _Stops, xi: str) -> tuple[list[GradientPath], str]:
     var_first = [x_i, xshift_i] if two_pass else [x_i]
     squares = "xshift → xshift²" if two_pass else "x²"
     paths = [
-        GradientPath(
-            "direct",
-            N_("direct"),
-            f"{xi} → xshift → xhat",
-            "dxhat_i · rstd",
-            s.route(x_i, xshift_i, s.at("xhat", [s.i])),
-        ),
-        GradientPath(
+        s.path("direct", N_("direct"), f"{xi} → xshift → xhat", "dxhat_i · rstd", x_i, xshift_i, s.at("xhat", [s.i])),
+        s.path(
             "mean",
             N_("via the mean"),
             # Translators: a route through the graph; keep the node names and arrows
             _("{xi} → Σ → mean → every xshift_j → xhat_j").format(xi=xi),
             "−rstd · Σ_j dxhat_j / n",
-            s.route(x_i, s.at("mean"), s.at("xshift", s.group), xhat_all),
+            *(x_i, s.at("mean"), s.at("xshift", s.group), xhat_all),
         ),
-        GradientPath(
+        s.path(
             "var",
             N_("via the variance"),
             # Translators: a route through the graph; {squares} is "xshift → xshift²" or "x²"
             _("{xi} → {squares} → var → std → rstd → every xhat_j").format(xi=xi, squares=squares),
             "dL/dvar · 2 xshift_i / n",
-            s.route(*var_first, s.at("var"), s.at("std"), s.at("rstd"), xhat_all),
+            *(*var_first, s.at("var"), s.at("std"), s.at("rstd"), xhat_all),
         ),
     ]
     if two_pass:
@@ -172,21 +171,66 @@ def _mean_var_paths(s: _Stops, xi: str) -> tuple[list[GradientPath], str]:
     return paths, N_("Naive variance: mean² feeds var too, so the numbers are left out.")
 
 
-def gradient_paths(d: Drawing, which: int | str) -> GradientPaths:
-    """The gradient paths into x_i (``which``: a flat index or a name like ``'x[1]'``) as drawn edges,
-    with each path's share of dL/dx_i from the closed forms once backward has run."""
+def _routes(d: Drawing, which: int | str) -> tuple[_Stops, list[GradientPath], str]:
+    """Where the paths into x_i run (``which``: a flat index or a name like ``'x[1]'``), and the legend's note."""
     graph = d.graph
     if graph is None:
         raise ValueError("paths: the gradient paths need a built norm (what layer_norm returns, or its .graph)")
     i = _resolve_input(graph, which)
     group = _group_of(graph, i)
     stops = _Stops(d, graph, i, group, graph.groups.index(group))
-    xi = graph.index_label("x", i)
-    paths, note = (_mean_var_paths if spec_for(graph).centered else _rms_paths)(stops, xi)
-    _path_amounts(graph, i, group, stops.r, paths)
-    if len(group) == 1:
+    paths, note = (_mean_var_paths if spec_for(graph).centered else _rms_paths)(stops, graph.index_label("x", i))
+    return stops, paths, note
+
+
+def gradient_paths(d: Drawing, which: int | str) -> GradientPaths:
+    """The gradient paths into x_i (``which``: a flat index or a name like ``'x[1]'``) as drawn edges,
+    with each path's share of dL/dx_i from the closed forms once backward has run."""
+    stops, paths, note = _routes(d, which)
+    _path_amounts(stops.graph, stops.i, stops.group, stops.r, paths)
+    if len(stops.group) == 1:
         note = N_("A group of one value: xhat is 0 whatever x is, so every path carries 0.")
-    return GradientPaths(i, paths, note)
+    return GradientPaths(stops.i, paths, note)
+
+
+def _branches(d: Drawing, paths: list[GradientPath]) -> dict[tuple[int, int], str]:
+    """The edges where each path leaves the waypoints it shares with another, by path.
+
+    x_i → Σx for the mean, xshift_i → xhat_i for the direct path, xshift_i → xshift_i² for the variance
+    (x_i → xhat_i and x_i → x_i² in RMSNorm): a gradient that comes back into x_i along one of these edges
+    came along that path, whatever it went through before.
+    """
+    out: dict[tuple[int, int], str] = {}
+    for path in paths:
+        shared = max(_common_start(path.stops, other.stops) for other in paths if other is not path)
+        last = path.stops[shared - 1]
+        for child, parent in _segment(d, last, path.stops[shared]):
+            if child in last:
+                out[(child, parent)] = path.key
+    return out
+
+
+def _common_start(a: list[set[int]], b: list[set[int]]) -> int:
+    return next((k for k, (u, v) in enumerate(zip(a, b)) if u != v), min(len(a), len(b)))
+
+
+def path_tagger(graph: NormGraph) -> Callable[[Value, Value], str | None]:
+    """For :func:`microgradnorm.trace.trace_backward`: the path (``direct``, ``mean``, ``var``) whose branching
+    edge ``child -> out`` is (see :func:`_branches`), for every x_i of ``graph``; None for any other edge.
+
+    Everything upstream of a tagged edge keeps its tag, so each dL/dx_i ends split into exactly the terms of
+    :func:`microgradnorm.formulas.dx_paths` (:func:`~microgradnorm.formulas.rms_dx_paths` for RMSNorm).
+    """
+    d = drawing(graph)
+    tags: dict[tuple[int, int], str] = {}
+    for i in range(len(graph["x"])):
+        for (child, parent), key in _branches(d, _routes(d, i)[1]).items():
+            tags[(id(d.order[parent]), id(d.order[child]))] = key
+
+    def tag(out: Value, child: Value) -> str | None:
+        return tags.get((id(out), id(child)))
+
+    return tag
 
 
 def _path_amounts(graph: NormGraph, i: int, group: list[int], r: int, paths: list[GradientPath]) -> None:
