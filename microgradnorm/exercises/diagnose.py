@@ -212,7 +212,8 @@ def _reductions_giving(x_shape: tuple[int, ...], shape: tuple[int, ...]) -> list
     return found
 
 
-def _axes(axes: tuple[int, ...]) -> str:
+def axes_text(axes: tuple[int, ...]) -> str:
+    """``1`` for one axis, ``(0, 1)`` for several: as a learner writes ``axis=`` in NumPy."""
     return str(axes[0]) if len(axes) == 1 else str(axes)
 
 
@@ -247,8 +248,8 @@ def shape_findings(
                     expected=expected,
                     x_shape=tuple(x_shape),
                     x_name=x_name,
-                    got_axes=_axes(have[0]),
-                    want_axes=_axes(want[0]),
+                    got_axes=axes_text(have[0]),
+                    want_axes=axes_text(want[0]),
                 )
             ]
     if len(got) == 2 and got == expected[::-1]:
