@@ -27,7 +27,6 @@ Nothing here decides a verdict or knows a right answer.
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 import re
@@ -40,7 +39,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
+from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
@@ -52,7 +52,6 @@ __all__ = ["Collected", "Grade", "Work", "class_summary", "collect", "grade_clas
 
 BY_FILENAME = {ex.filename: ex for ex in EXERCISES}
 ZIP_MEMBERS_LIMIT = 10_000  # entries of one student's zip looked at: a class's zips hold a few dozen
-FEEDBACK_WIDTH = 100  # columns of the feedback files
 
 
 @dataclass(frozen=True)
@@ -208,15 +207,12 @@ def _feedback_name(student: str) -> str:
 
 def feedback(student: str, grades: list[Grade]) -> str:
     """The student's feedback as plain text: each check's report as ``exercise check`` shows it."""
-    from microgradnorm.exercises.render import grade_report
+    from microgradnorm.exercises.render import grade_report, plain_text
 
-    buf = io.StringIO()
-    console = Console(file=buf, width=FEEDBACK_WIDTH, color_system=None, force_terminal=False, soft_wrap=False)
-    console.print(_("Feedback for {student}").format(student=one_line(student)), style="bold", highlight=False)
+    parts: list[RenderableType] = [_("Feedback for {student}").format(student=one_line(student))]
     for item in sorted(grades, key=lambda g: g.exercise.number):
-        console.rule(f"{item.exercise.number:02d} {item.exercise.filename}")
-        console.print(grade_report(item.result))
-    return "".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines())
+        parts += [Rule(f"{item.exercise.number:02d} {item.exercise.filename}"), grade_report(item.result)]
+    return plain_text(parts)
 
 
 def write_gradebook(grades: list[Grade], out: Path) -> list[Path]:

@@ -8,12 +8,14 @@ and a sentence with styled parts stays one translated sentence
 
 from __future__ import annotations
 
+import io
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.cells import cell_len
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.syntax import Syntax
 from rich.table import Table
@@ -33,6 +35,7 @@ __all__ = [
     "grade_report",
     "hint_view",
     "init_report",
+    "plain_text",
     "solution_diff",
     "solution_view",
     "watch_all_done",
@@ -310,6 +313,18 @@ def grade_report(result: GradeResult, *, next_exercise: Exercise | None = None) 
         parts.append(Padding(Text(result.printed, style="dim"), (0, 0, 0, 2)))
     parts += [cjk_text(note, style="yellow") for note in result.notes]
     return Group(*parts, *_what_next(result, next_exercise))
+
+
+FEEDBACK_WIDTH = 100  # columns of a report written to a file (a class's feedback, Gradescope's output)
+
+
+def plain_text(parts: Iterable[RenderableType], width: int = FEEDBACK_WIDTH) -> str:
+    """``parts`` as plain text for a file: no colour, ``width`` columns, no trailing spaces."""
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, color_system=None, force_terminal=False)
+    for part in parts:
+        console.print(part, highlight=False)
+    return "".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines())
 
 
 MORE_HINTS = lazy_gettext("Run the same command again for hint {k}.")
