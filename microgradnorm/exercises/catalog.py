@@ -184,12 +184,8 @@ def get_exercise(name: str | int) -> Exercise:
     Raises :class:`UnknownExerciseError` with a one-line message otherwise.
     """
     key = _key(str(name))
-    if key.isdigit():
-        for ex in EXERCISES:
-            if ex.number == int(key):
-                return ex
     for ex in EXERCISES:
-        if key in (ex.name, ex.slug):
+        if (key.isdigit() and ex.number == int(key)) or key in (ex.name, ex.slug):
             return ex
     raise UnknownExerciseError(
         _(

@@ -302,10 +302,7 @@ def reset_file(workspace: Path, exercise: Exercise) -> Path | None:
 
 def next_unsolved(progress: Progress) -> Exercise | None:
     """The first exercise, in order, that has not been passed."""
-    for ex in EXERCISES:
-        if not progress.passed(ex):
-            return ex
-    return None
+    return next((ex for ex in EXERCISES if not progress.passed(ex)), None)
 
 
 def next_after(current: Exercise, progress: Progress) -> Exercise | None:
