@@ -167,10 +167,6 @@ def _seed(rng: np.random.Generator) -> int:
     return int(rng.integers(2**32))
 
 
-def _shape(shape: tuple[int, ...]) -> str:
-    return "[" + ", ".join(map(str, shape)) + "]"
-
-
 # ---- 01: local derivatives, from the engine ------------------------------------------
 
 
@@ -247,7 +243,7 @@ class MeanVariance(Problem):
             "dmean": rng.normal(0.0, 1.0, (shape[0], 1)),
             "dvar": rng.normal(0.0, 1.0, (shape[0], 1)),
         }
-        return f"x {_shape(shape)}", inputs, {"n": shape[1], "x_shape": shape}
+        return f"x {list(shape)}", inputs, {"n": shape[1], "x_shape": shape}
 
     def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
         x = inputs["x"]
@@ -294,7 +290,7 @@ def _norm_draw(
     info = {"x": x, "gamma": gamma, "beta": beta, "dy": dy, "eps": eps, "axes": axes, "param_axis": pa}
     info.update(x_shape=shape, n=formulas.group_size(shape, axes), norm=norm)
     info.update(g=formulas.param_view(gamma, x.ndim, pa), b=formulas.param_view(beta, x.ndim, pa))
-    return phrase("about_x_eps", shape=_shape(shape), eps=eps), inputs, info
+    return phrase("about_x_eps", shape=str(list(shape)), eps=eps), inputs, info
 
 
 def _norm_solve(norm: str, inputs: dict[str, Any], names: tuple[str, ...]) -> dict[str, np.ndarray]:
@@ -407,7 +403,7 @@ class AffineProblem(Problem):
         _about, norm_inputs, info = _norm_draw("layernorm", shape, rng, 1e-5)
         xhat = formulas.moments(info["x"], info["axes"], info["eps"]).xhat
         inputs = {"dy": norm_inputs["dy"], "xhat": xhat, "gamma": norm_inputs["gamma"]}
-        return phrase("about_dy_xhat", shape=_shape(shape)), inputs, {**info, "xhat": xhat}
+        return phrase("about_dy_xhat", shape=str(list(shape))), inputs, {**info, "xhat": xhat}
 
     def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
         dy, xhat, gamma = inputs["dy"], inputs["xhat"], inputs["gamma"]
@@ -676,7 +672,6 @@ class WelfordProblem(Problem):
         ]
         if name == "var":
             out.append(mistake("welford_m2_divided", _welford_stream(case.inputs, right, divide_m2=True)["var"]))
-        if name == "var":
             squared = _welford_stream(case.inputs, lambda v, old, new: (v - old) ** 2)["var"]
             new_squared = _welford_stream(case.inputs, lambda v, old, new: (v - new) ** 2)["var"]
             out += [mistake("welford_delta_squared", squared), mistake("welford_new_delta_squared", new_squared)]

@@ -230,7 +230,7 @@ def _checks_table(result: GradeResult) -> RenderableType:
 
 
 def _worst_table(w: Worst) -> RenderableType:
-    idx = "[" + ", ".join(map(str, w.index)) + "]" if w.index else ""
+    idx = str(list(w.index)) if w.index else ""
     worst = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
     worst.add_column(pgettext("worst entry table", "worst entry"))
     worst.add_column(pgettext("worst entry table", "expected"), justify="right")
