@@ -35,7 +35,6 @@ from microgradnorm.i18n import ENGLISH, LANGUAGES, N_, SIMPLIFIED_CHINESE, _, cu
 from microgradnorm.i18n.drift import HASH_LENGTH, KEY, MARKED_FILE_STATES, digest, marked_file, normalized
 
 __all__ = [
-    "KINDS",
     "Localized",
     "english_hash",
     "file_mark",
@@ -49,7 +48,6 @@ __all__ = [
     "translation_problems",
 ]
 
-KINDS = ("solutions",)  # the scaffolds are derived from the solutions, in each language
 _FILE_MARK = re.compile(rf"\A# {KEY}: (\S+) ([0-9a-f]{{{HASH_LENGTH}}})[ \t]*\n")
 TRANSLATED, MISSING, STALE, MISMATCHED = MARKED_FILE_STATES
 
