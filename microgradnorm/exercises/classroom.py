@@ -107,7 +107,7 @@ def collect(submissions: Path, unpack_to: Path) -> Collected:
             continue
         student = _student_name(entry)
         if entry.is_dir() and not entry.is_symlink():
-            files = _from_folder(entry, student, out)
+            files = _from_folder(entry, student)
         elif entry.is_file() and entry.name.lower().endswith(".zip"):
             files = _from_zip(entry, student, unpack_to, out)
         else:
@@ -125,7 +125,7 @@ def collect(submissions: Path, unpack_to: Path) -> Collected:
     return out
 
 
-def _from_folder(folder: Path, student: str, out: Collected) -> list[Work]:
+def _from_folder(folder: Path, student: str) -> list[Work]:
     return [
         Work(student, BY_FILENAME[name], folder / name)
         for name in sorted(os.listdir(folder))
