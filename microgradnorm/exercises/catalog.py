@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 from microgradnorm.i18n import N_, _
@@ -184,12 +183,8 @@ def get_exercise(name: str | int) -> Exercise:
     Raises :class:`UnknownExerciseError` with a one-line message otherwise.
     """
     key = _key(str(name))
-    if key.isdigit():
-        for ex in EXERCISES:
-            if ex.number == int(key):
-                return ex
     for ex in EXERCISES:
-        if key in (ex.name, ex.slug):
+        if (key.isdigit() and ex.number == int(key)) or key in (ex.name, ex.slug):
             return ex
     raise UnknownExerciseError(
         _(
@@ -234,11 +229,6 @@ def parse_hints(text: str) -> tuple[dict[str, tuple[str, ...]], dict[str, str]]:
     return {name: tuple(_paragraphs(lines) for lines in hs) for name, hs in sections.items()}, marks
 
 
-@cache
-def _all_hints() -> dict[str, tuple[str, ...]]:
-    return parse_hints((PACKAGE_DIR / "hints.md").read_text(encoding="utf-8"))[0]
-
-
 def _wide(char: str) -> bool:
     return unicodedata.east_asian_width(char) in ("W", "F")
 
@@ -267,7 +257,7 @@ def _paragraphs(lines: list[str]) -> str:
 
 def hints(exercise: Exercise) -> tuple[str, ...]:
     """The hints of ``exercise``, easiest first, in English (:func:`.translation.hints`: in the learner's)."""
-    return _all_hints().get(exercise.name, ())
+    return parse_hints((PACKAGE_DIR / "hints.md").read_text(encoding="utf-8"))[0].get(exercise.name, ())
 
 
 # The learner writes between these two lines (a translated file has them in its language). A scaffold is its

@@ -27,7 +27,6 @@ Nothing here decides a verdict or knows a right answer.
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 import re
@@ -40,7 +39,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
+from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
@@ -52,7 +52,6 @@ __all__ = ["Collected", "Grade", "Work", "class_summary", "collect", "grade_clas
 
 BY_FILENAME = {ex.filename: ex for ex in EXERCISES}
 ZIP_MEMBERS_LIMIT = 10_000  # entries of one student's zip looked at: a class's zips hold a few dozen
-FEEDBACK_WIDTH = 100  # columns of the feedback files
 
 
 @dataclass(frozen=True)
@@ -108,7 +107,7 @@ def collect(submissions: Path, unpack_to: Path) -> Collected:
             continue
         student = _student_name(entry)
         if entry.is_dir() and not entry.is_symlink():
-            files = _from_folder(entry, student, out)
+            files = _from_folder(entry, student)
         elif entry.is_file() and entry.name.lower().endswith(".zip"):
             files = _from_zip(entry, student, unpack_to, out)
         else:
@@ -126,7 +125,7 @@ def collect(submissions: Path, unpack_to: Path) -> Collected:
     return out
 
 
-def _from_folder(folder: Path, student: str, out: Collected) -> list[Work]:
+def _from_folder(folder: Path, student: str) -> list[Work]:
     return [
         Work(student, BY_FILENAME[name], folder / name)
         for name in sorted(os.listdir(folder))
@@ -208,15 +207,12 @@ def _feedback_name(student: str) -> str:
 
 def feedback(student: str, grades: list[Grade]) -> str:
     """The student's feedback as plain text: each check's report as ``exercise check`` shows it."""
-    from microgradnorm.exercises.render import grade_report
+    from microgradnorm.exercises.render import grade_report, plain_text
 
-    buf = io.StringIO()
-    console = Console(file=buf, width=FEEDBACK_WIDTH, color_system=None, force_terminal=False, soft_wrap=False)
-    console.print(_("Feedback for {student}").format(student=one_line(student)), style="bold", highlight=False)
+    parts: list[RenderableType] = [_("Feedback for {student}").format(student=one_line(student))]
     for item in sorted(grades, key=lambda g: g.exercise.number):
-        console.rule(f"{item.exercise.number:02d} {item.exercise.filename}")
-        console.print(grade_report(item.result))
-    return "".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines())
+        parts += [Rule(f"{item.exercise.number:02d} {item.exercise.filename}"), grade_report(item.result)]
+    return plain_text(parts)
 
 
 def write_gradebook(grades: list[Grade], out: Path) -> list[Path]:

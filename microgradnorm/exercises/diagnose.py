@@ -212,7 +212,8 @@ def _reductions_giving(x_shape: tuple[int, ...], shape: tuple[int, ...]) -> list
     return found
 
 
-def _axes(axes: tuple[int, ...]) -> str:
+def axes_text(axes: tuple[int, ...]) -> str:
+    """``1`` for one axis, ``(0, 1)`` for several: as a learner writes ``axis=`` in NumPy."""
     return str(axes[0]) if len(axes) == 1 else str(axes)
 
 
@@ -239,18 +240,9 @@ def shape_findings(
     if x_shape is not None:
         want, have = _reductions_giving(tuple(x_shape), expected), _reductions_giving(tuple(x_shape), got)
         if want and have:
-            return [
-                finding(
-                    "wrong_axis_shape",
-                    name=name,
-                    got=got,
-                    expected=expected,
-                    x_shape=tuple(x_shape),
-                    x_name=x_name,
-                    got_axes=_axes(have[0]),
-                    want_axes=_axes(want[0]),
-                )
-            ]
+            axes = {"got_axes": axes_text(have[0]), "want_axes": axes_text(want[0])}
+            shapes = {"got": got, "expected": expected, "x_shape": tuple(x_shape), "x_name": x_name}
+            return [finding("wrong_axis_shape", name=name, **shapes, **axes)]
     if len(got) == 2 and got == expected[::-1]:
         return [finding("transposed_shape", name=name, got=got, expected=expected)]
     return [finding("wrong_shape", name=name, got=got, expected=expected)]
@@ -274,20 +266,8 @@ def _named_factors(n: int | None, counts: tuple[Count, ...]) -> list[tuple[float
             named.append((1.0 / extra.value, finding("scale_extra_count", n=extra.value, what=extra.what)))
     for right, wrong in itertools.permutations([c for c in counts if c.divides], 2):
         if right.value != wrong.value:
-            f = right.value / wrong.value
-            named.append(
-                (
-                    f,
-                    finding(
-                        "scale_count",
-                        factor=f,
-                        right=right.value,
-                        wrong=wrong.value,
-                        right_what=right.what,
-                        wrong_what=wrong.what,
-                    ),
-                )
-            )
+            f, counts_said = right.value / wrong.value, {"right_what": right.what, "wrong_what": wrong.what}
+            named.append((f, finding("scale_count", factor=f, right=right.value, wrong=wrong.value, **counts_said)))
     if n is not None and n > 1:
         named += [(float(n), finding("scale_missing_1_over_n", n=n)), (1.0 / n, finding("scale_extra_1_over_n", n=n))]
     return [*named, (2.0, finding("scale_two")), (0.5, finding("scale_half"))]

@@ -116,31 +116,34 @@ def _layernorm_values(mod: Any, inp: dict[str, Any], engine: Any) -> dict[str, A
 
 def _affine(mod: Any, inp: dict[str, Any], engine: Any) -> dict[str, Any]:
     result = _function(mod, "affine_backward")(inp["dy"], inp["xhat"], inp["gamma"])
-    dgamma, dbeta, dxhat = _unpack(result, ("dgamma", "dbeta", "dxhat"), "affine_backward")
-    return {"dgamma": dgamma, "dbeta": dbeta, "dxhat": dxhat}
+    names = ("dgamma", "dbeta", "dxhat")
+    return dict(zip(names, _unpack(result, names, "affine_backward")))
 
 
-def _forward_backward(
-    mod: Any, names: tuple[str, str], fargs: tuple[Any, ...], dy: Any, grads: tuple[str, ...]
-) -> dict[str, Any]:
-    forward, backward = names
-    y, cache = _unpack(_function(mod, forward)(*fargs), ("y", "cache"), forward)
-    return {"y": y, **dict(zip(grads, _unpack(_function(mod, backward)(dy, cache), grads, backward)))}
+def _forward(mod: Any, norm: str, inp: dict[str, Any], inputs: tuple[str, ...]) -> tuple[Any, ...]:
+    """(y, cache) of the learner's ``{norm}_forward`` on ``inputs``."""
+    forward = f"{norm}_forward"
+    return _unpack(_function(mod, forward)(*(inp[k] for k in inputs)), ("y", "cache"), forward)
 
 
-def _layernorm_backward(mod: Any, inp: dict[str, Any], engine: Any) -> dict[str, Any]:
-    args = (inp["x"], inp["gamma"], inp["beta"], inp["eps"])
-    return _forward_backward(
-        mod, ("layernorm_forward", "layernorm_backward"), args, inp["dy"], ("dx", "dgamma", "dbeta")
-    )
+def _forward_backward(norm: str, inputs: tuple[str, ...], grads: tuple[str, ...]) -> Driver:
+    """The driver of an exercise that writes ``{norm}_forward(*inputs) -> (y, cache)`` and
+    ``{norm}_backward(dy, cache) -> grads``."""
+
+    def drive(mod: Any, inp: dict[str, Any], engine: Any) -> dict[str, Any]:
+        y, cache = _forward(mod, norm, inp, inputs)
+        backward = f"{norm}_backward"
+        return {"y": y, **dict(zip(grads, _unpack(_function(mod, backward)(inp["dy"], cache), grads, backward)))}
+
+    return drive
 
 
+_NORM_INPUTS, _NORM_GRADS = ("x", "gamma", "beta", "eps"), ("dx", "dgamma", "dbeta")
 STAGED_KEYS = ("dbeta", "dgamma", "dxhat", "dvar", "dmean", "dx")
 
 
 def _batchnorm_staged(mod: Any, inp: dict[str, Any], engine: Any) -> dict[str, Any]:
-    args = (inp["x"], inp["gamma"], inp["beta"], inp["eps"])
-    y, cache = _unpack(_function(mod, "batchnorm_forward")(*args), ("y", "cache"), "batchnorm_forward")
+    y, cache = _forward(mod, "batchnorm", inp, _NORM_INPUTS)
     stages = _function(mod, "batchnorm_backward_staged")(inp["dy"], cache)
     if not isinstance(stages, dict):
         raise DriverError(
@@ -151,18 +154,6 @@ def _batchnorm_staged(mod: Any, inp: dict[str, Any], engine: Any) -> dict[str, A
     if missing:
         raise DriverError(f"the dict `batchnorm_backward_staged` returns has no {', '.join(map(repr, missing))}")
     return {"y": y, **{k: stages[k] for k in STAGED_KEYS}}
-
-
-def _batchnorm_simplified(mod: Any, inp: dict[str, Any], engine: Any) -> dict[str, Any]:
-    args = (inp["x"], inp["gamma"], inp["beta"], inp["eps"])
-    return _forward_backward(
-        mod, ("batchnorm_forward", "batchnorm_backward"), args, inp["dy"], ("dx", "dgamma", "dbeta")
-    )
-
-
-def _rmsnorm(mod: Any, inp: dict[str, Any], engine: Any) -> dict[str, Any]:
-    args = (inp["x"], inp["gamma"], inp["eps"])
-    return _forward_backward(mod, ("rmsnorm_forward", "rmsnorm_backward"), args, inp["dy"], ("dx", "dgamma"))
 
 
 def _jacobian(mod: Any, inp: dict[str, Any], engine: Any) -> dict[str, Any]:
@@ -197,21 +188,16 @@ def _welford(mod: Any, inp: dict[str, Any], engine: Any) -> dict[str, Any]:
     return {"mean": np.array(means), "var": np.array(variances)}
 
 
-def _preln(mod: Any, inp: dict[str, Any], engine: Any) -> dict[str, Any]:
-    args = (inp["x"], inp["gamma"], inp["beta"], inp["W"], inp["eps"])
-    return _forward_backward(mod, ("preln_forward", "preln_backward"), args, inp["dy"], ("dx", "dgamma", "dbeta", "dW"))
-
-
 DRIVERS: dict[str, Driver] = {
     "01_local_derivatives": _local_derivatives,
     "02_mean_variance_backward": _mean_variance,
     "03_layernorm_from_values": _layernorm_values,
     "04_affine_backward": _affine,
-    "05_layernorm_backward": _layernorm_backward,
+    "05_layernorm_backward": _forward_backward("layernorm", _NORM_INPUTS, _NORM_GRADS),
     "06_batchnorm_staged": _batchnorm_staged,
-    "07_batchnorm_simplified": _batchnorm_simplified,
-    "08_rmsnorm_backward": _rmsnorm,
+    "07_batchnorm_simplified": _forward_backward("batchnorm", _NORM_INPUTS, _NORM_GRADS),
+    "08_rmsnorm_backward": _forward_backward("rmsnorm", ("x", "gamma", "eps"), ("dx", "dgamma")),
     "09_layernorm_jacobian": _jacobian,
     "10_stable_variance": _welford,
-    "11_preln_residual": _preln,
+    "11_preln_residual": _forward_backward("preln", ("x", "gamma", "beta", "W", "eps"), (*_NORM_GRADS, "dW")),
 }

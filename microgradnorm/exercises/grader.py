@@ -40,7 +40,7 @@ import numpy as np
 from microgradnorm.exercises import wire
 from microgradnorm.exercises.catalog import Exercise
 from microgradnorm.exercises.diagnose import Finding, exception_findings
-from microgradnorm.exercises.judge import CheckRow, Worst, judge
+from microgradnorm.exercises.judge import CALLS, CheckRow, Worst, judge
 from microgradnorm.exercises.messages import child_message, listed, say
 from microgradnorm.exercises.problems import Case, get_problem
 from microgradnorm.exercises.process import RESULT_LIMIT, ChildRun, isolation, run_child
@@ -273,19 +273,19 @@ def _conclude(out: GradeResult, run: ChildRun, cases: list[Case], timeout: float
         out.status, out.summary = "timeout", say("timeout", timeout=timeout)
         out.rows = [CheckRow(say("check_ran"), False, say("row_stopped", timeout=timeout))]
         return
+    crash = None  # why there is no result to judge
     if run.too_large:
-        out.status, out.summary = "crashed", say("too_large", limit=RESULT_LIMIT // 2**20)
-        out.rows = [CheckRow(say("check_ran"), False, say("row_no_result"))]
-        return
-    if not run.result:
-        out.status, out.summary = "crashed", _no_result(run.returncode, memory_mb)
-        out.rows = [CheckRow(say("check_ran"), False, say("row_no_result"))]
-        return
-    try:
-        message, arrays = wire.decode(bytes(run.result))
-        calls, error = _checked(message)
-    except wire.WireError as exc:
-        out.status, out.summary = "crashed", say("unreadable_result", why=str(exc))
+        crash = say("too_large", limit=RESULT_LIMIT // 2**20)
+    elif not run.result:
+        crash = _no_result(run.returncode, memory_mb)
+    else:
+        try:
+            message, arrays = wire.decode(bytes(run.result))
+            calls, error = _checked(message)
+        except wire.WireError as exc:
+            crash = say("unreadable_result", why=str(exc))
+    if crash is not None:
+        out.status, out.summary = "crashed", crash
         out.rows = [CheckRow(say("check_ran"), False, say("row_no_result"))]
         return
     out.kernel_filter = message.get("kernel_filter") is True
@@ -309,7 +309,7 @@ def _checked(message: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | 
         raise wire.WireError("the message is nested too deeply") from None
     if not isinstance(calls, dict) or not (error is None or isinstance(error, dict)):
         raise wire.WireError("the message has no calls, or an error that is not an object")
-    if set(calls) - {"a", "b", "a2"} or not all(isinstance(c, dict) for c in calls.values()):
+    if set(calls) - set(CALLS) or not all(isinstance(c, dict) for c in calls.values()):
         raise wire.WireError("the message has calls other than a, b and a2")
     if error is not None and not isinstance(error.get("kind"), str):
         raise wire.WireError("the error has no kind")
@@ -375,7 +375,7 @@ def _explain_error(out: GradeResult, error: dict[str, Any], memory_mb: int) -> N
     frames = error.get("frames") if isinstance(error.get("frames"), list) else []
     func = frames[-1].get("function") if frames and isinstance(frames[-1], dict) else None
     call = error.get("call")
-    on = say(f"on_{call}") if call in ("a", "b", "a2") else ""
+    on = say(f"on_{call}") if call in CALLS else ""
     if kind == "not_written":
         out.status = "not_written"
         out.summary = say("not_written", name=f"`{func}`" if func and func != "<module>" else say("your_file"))

@@ -29,7 +29,6 @@ written by the grading process alone.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import stat
@@ -44,7 +43,6 @@ from microgradnorm.exercises.catalog import Exercise, get_exercise
 __all__ = ["ROOT_ENV", "main", "results", "write_autograder"]
 
 ROOT_ENV = "MICROGRADNORM_AUTOGRADER_ROOT"
-FEEDBACK_WIDTH = 100
 
 SETUP = """#!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder's image (Ubuntu).
@@ -113,19 +111,10 @@ def _find(submission: Path, filename: str) -> Path | None:
     return min(found, key=lambda p: (len(p.parts), str(p))) if found else None
 
 
-def _report(result: Any) -> str:
-    from rich.console import Console
-
-    from microgradnorm.exercises.render import grade_report
-
-    buf = io.StringIO()
-    Console(file=buf, width=FEEDBACK_WIDTH, color_system=None, force_terminal=False).print(grade_report(result))
-    return "".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines())
-
-
 def results(root: Path, exercises: list[Exercise], *, timeout: float, memory_mb: int) -> dict[str, Any]:
     """results.json's content for the submission in ``root/submission``: one test per exercise."""
     from microgradnorm.exercises.grader import grade
+    from microgradnorm.exercises.render import grade_report, plain_text
     from microgradnorm.i18n import _
 
     tests = []
@@ -135,7 +124,7 @@ def results(root: Path, exercises: list[Exercise], *, timeout: float, memory_mb:
             score, output = 0.0, _("No file named {filename} in your submission.").format(filename=ex.filename)
         else:
             result = grade(ex, path, timeout=timeout, memory_mb=memory_mb)
-            score, output = (1.0 if result.passed else 0.0), _report(result)
+            score, output = (1.0 if result.passed else 0.0), plain_text([grade_report(result)])
         tests.append(
             {"name": f"{ex.number:02d} {ex.filename}", "score": score, "max_score": 1.0, "output": output,
              "visibility": "visible"}

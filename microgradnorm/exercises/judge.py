@@ -131,6 +131,10 @@ class Evidence:
         """The output as numbers, if it came back with the right type and shape."""
         return None if (call, name) in self.bad else self.got(call, name)
 
+    def outputs(self, call: str) -> dict[str, np.ndarray]:
+        """Every output of ``call`` that came back as numbers of the right type and shape, by name."""
+        return {o.name: g for o in self.problem.outputs if (g := self.usable(call, o.name)) is not None}
+
     def description(self, call: str, name: str) -> dict[str, Any]:
         desc = self.calls.get(call, {}) if isinstance(self.calls, dict) else {}
         found = desc.get(name) if isinstance(desc, dict) else None
@@ -142,7 +146,7 @@ def _text(value: Any) -> str:
 
 
 def _index(idx: tuple[int, ...]) -> str:
-    return "[" + ", ".join(map(str, idx)) + "]" if idx else ""
+    return str(list(idx)) if idx else ""
 
 
 # ---- types and shapes ------------------------------------------------------------------
@@ -154,10 +158,8 @@ def _type_problem(name: str, desc: dict[str, Any], got: np.ndarray | None, expec
         return say("type_missing", name=name, want=want)
     if kind == "none":
         return say("type_none", name=name, want=want)
-    if kind == "list":
-        return say("type_list", name=name, type=_text(desc.get("type")), want=want)
-    if kind == "scalar":
-        return say("type_scalar", name=name, type=_text(desc.get("type")), want=want)
+    if kind in ("list", "scalar"):
+        return say(f"type_{kind}", name=name, type=_text(desc.get("type")), want=want)
     if kind != "array":
         return say("type_other", name=name, type=_text(desc.get("type", "nothing")), want=want)
     if desc.get("dtype") != "float64":
@@ -271,19 +273,16 @@ def check_values(ev: Evidence) -> Verdict:
             failing.append(o.name)
     if not failing:
         return Verdict(rows)
-    got = {o.name: g for o in ev.problem.outputs if (g := ev.usable("a", o.name)) is not None}
-    return Verdict(rows, lambda: explain_values(ev.problem, case, got, failing, first_ok=False))  # type: ignore[arg-type]
+    return Verdict(rows, lambda: explain_values(ev.problem, case, ev.outputs("a"), failing, first_ok=False))
 
 
 def check_second(ev: Evidence) -> Verdict:
-    case = ev.cases[1]
-    present = [(o.name, ev.usable("b", o.name)) for o in ev.problem.outputs]
-    present = [(n, g) for n, g in present if g is not None]
-    if not present:
+    case, got = ev.cases[1], ev.outputs("b")
+    if not got:
         return Verdict([CheckRow(say("check_second"), None, say("row_not_compared"))])
-    wrong = [n for n, g in present if not _value_ok(case, n, g)]
+    wrong = [n for n, g in got.items() if not _value_ok(case, n, g)]
     second = str(case.about)
-    unseen = [ev.problem.output(o.name).called for o in ev.problem.outputs if ("b", o.name) in ev.bad]
+    unseen = [o.called for o in ev.problem.outputs if ("b", o.name) in ev.bad]
     if not wrong and unseen:  # what could be compared is right; the rest was not compared, so no ✓
         return Verdict(
             [CheckRow(say("check_second"), None, say("row_second_partly", second=second, names=listed(unseen)))]
@@ -292,10 +291,8 @@ def check_second(ev: Evidence) -> Verdict:
         return Verdict([CheckRow(say("check_second"), True, second)])
     names = listed([ev.problem.output(n).called for n in wrong])
     row = CheckRow(say("check_second"), False, say("row_second_wrong", second=second, names=names))
-    first = ((o.name, ev.usable("a", o.name)) for o in ev.problem.outputs)
-    first_ok = all(_value_ok(ev.cases[0], n, g) for n, g in first if g is not None)
-    got = {o.name: g for o in ev.problem.outputs if (g := ev.usable("b", o.name)) is not None}
-    return Verdict([row], lambda: explain_values(ev.problem, case, got, wrong, first_ok=first_ok))  # type: ignore[arg-type]
+    first_ok = all(_value_ok(ev.cases[0], n, g) for n, g in ev.outputs("a").items())
+    return Verdict([row], lambda: explain_values(ev.problem, case, got, wrong, first_ok=first_ok))
 
 
 # ---- the same answer twice, inputs untouched ------------------------------------------------------

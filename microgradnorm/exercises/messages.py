@@ -922,8 +922,6 @@ SAYINGS: dict[str, str] = {
     # the inputs a check calls the code on, and what each is
     "case_first": N_("first input: {about}"),
     "case_second": N_("second input: {about}"),
-    # Translators: the worst entry was found "on the first input: x [3, 5], eps = 0.001"
-    "on_case": N_("on the {case}"),
     "about_values": N_("{size} values, p = {p:g}"),
     "about_x_eps": N_("x {shape}, eps = {eps:g}"),
     "about_dy_xhat": N_("dy and xhat {shape}"),

@@ -16,15 +16,10 @@ from typing import Any
 import numpy as np
 
 from microgradnorm import formulas
-from microgradnorm.exercises.diagnose import Finding, Geometry, Mistake, finding, mistake
+from microgradnorm.exercises.diagnose import Finding, Geometry, Mistake, axes_text, finding, mistake
 from microgradnorm.exercises.messages import phrase
-from microgradnorm.i18n import LazyText
 
 __all__ = ["geometry", "mistakes", "quantities", "rms_one_term_axis"]
-
-
-def _axis(axes: tuple[int, ...]) -> str:
-    return str(axes[0]) if len(axes) == 1 else str(axes)
 
 
 def _other_axes(ndim: int, axes: tuple[int, ...]) -> list[tuple[int, ...]]:
@@ -39,11 +34,12 @@ def wrong_count(info: dict[str, Any]) -> int | None:
     return wrong if wrong != info["n"] else None
 
 
-def count_words(info: dict[str, Any]) -> tuple[LazyText, LazyText]:
-    """(what n is, what the wrong count is), for messages."""
-    if 0 in info["axes"]:
-        return phrase("count_batch"), phrase("count_features")
-    return phrase("count_row_length"), phrase("count_rows")
+def _count_words(info: dict[str, Any], wrong: int) -> dict[str, Any]:
+    """The parameters of the wrong-count finding: n and ``wrong``, and what each counts."""
+    right_what, wrong_what = (
+        ("count_batch", "count_features") if 0 in info["axes"] else ("count_row_length", "count_rows")
+    )
+    return {"right": info["n"], "wrong": wrong, "right_what": phrase(right_what), "wrong_what": phrase(wrong_what)}
 
 
 def _unbiased(m: formulas.Moments, n: int, eps: float) -> tuple[np.ndarray, np.ndarray, float]:
@@ -95,21 +91,11 @@ def _y_mistakes(info: dict[str, Any]) -> list[Mistake]:
     ]
     wrong = wrong_count(info)
     if wrong is not None:
-        right_what, wrong_what = count_words(info)
         xhat_w = _divided_by(x, axes, eps, wrong)[0]
-        out.append(
-            mistake(
-                "wrong_count",
-                formulas.affine(xhat_w, g, b),
-                right=n,
-                wrong=wrong,
-                right_what=right_what,
-                wrong_what=wrong_what,
-            )
-        )
+        out.append(mistake("wrong_count", formulas.affine(xhat_w, g, b), **_count_words(info, wrong)))
     for ax in _other_axes(x.ndim, axes):
         xhat_w = formulas.moments(x, ax, eps).xhat
-        out.append(mistake("wrong_axis", formulas.affine(xhat_w, g, b), wrong=_axis(ax), right=_axis(axes)))
+        out.append(mistake("wrong_axis", formulas.affine(xhat_w, g, b), wrong=axes_text(ax), right=axes_text(axes)))
     return out
 
 
@@ -143,26 +129,15 @@ def _dx_mistakes(info: dict[str, Any], dy: np.ndarray) -> list[Mistake]:
         out.append(mistake("eps_left_out", formulas.dx_simplified(gx, m0.xhat, m0.rstd, axes), eps=eps))
     wrong = wrong_count(info)
     if wrong is not None:
-        right_what, wrong_what = count_words(info)
         backward = m.rstd * (
             gx - gx.sum(axis=axes, keepdims=True) / wrong - m.xhat * (gx * m.xhat).sum(axis=axes, keepdims=True) / wrong
         )
-        words = {"right": n, "wrong": wrong, "right_what": right_what, "wrong_what": wrong_what}
-        out.append(mistake("wrong_count", backward, **words))
+        out.append(mistake("wrong_count", backward, **_count_words(info, wrong)))
     out += _one_term_axis(gx, m, axes, x.ndim)
     for ax in _other_axes(x.ndim, axes):
-        mw = formulas.moments(x, ax, eps)
-        out.append(
-            mistake("wrong_axis", formulas.dx_simplified(gx, mw.xhat, mw.rstd, ax), wrong=_axis(ax), right=_axis(axes))
-        )
-        out.append(
-            mistake(
-                "wrong_axis_backward",
-                formulas.dx_simplified(gx, m.xhat, m.rstd, ax),
-                wrong=_axis(ax),
-                right=_axis(axes),
-            )
-        )
+        mw, words = formulas.moments(x, ax, eps), {"wrong": axes_text(ax), "right": axes_text(axes)}
+        out.append(mistake("wrong_axis", formulas.dx_simplified(gx, mw.xhat, mw.rstd, ax), **words))
+        out.append(mistake("wrong_axis_backward", formulas.dx_simplified(gx, m.xhat, m.rstd, ax), **words))
     return out
 
 
@@ -181,7 +156,7 @@ def _one_term_axis(gx: np.ndarray, m: formulas.Moments, axes: tuple[int, ...], n
     out = []
     n = formulas.group_size(gx.shape, axes)
     for ax in _other_axis_sets(ndim, axes):
-        words = {"wrong": _axis(ax), "right": _axis(axes)}
+        words = {"wrong": axes_text(ax), "right": axes_text(axes)}
         # the mean over the wrong axes, or their sum divided by the right count (.sum(axis=k) / D)
         for wrong_mean, wrong_var in (
             (gx.mean(axis=ax, keepdims=True), (gx * m.xhat).mean(axis=ax, keepdims=True)),
@@ -200,7 +175,7 @@ def rms_one_term_axis(gx: np.ndarray, xhat: np.ndarray, rrms: np.ndarray, axes: 
     n = formulas.group_size(gx.shape, axes)
     out = []
     for ax in _other_axis_sets(gx.ndim, axes):
-        words = {"wrong": _axis(ax), "right": _axis(axes)}
+        words = {"wrong": axes_text(ax), "right": axes_text(axes)}
         for wrong in ((gx * xhat).mean(axis=ax, keepdims=True), (gx * xhat).sum(axis=ax, keepdims=True) / n):
             out.append(mistake("axis_variance_term", rrms * (gx - xhat * wrong), **words))
     return out

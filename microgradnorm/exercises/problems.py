@@ -92,6 +92,9 @@ class Problem:
     swaps: tuple[tuple[str, str], ...] = ()  # pairs of outputs a learner may return in the wrong order
     exact: tuple[str, ...] = ()  # inputs that are counts, not rounded measurements
     reduced_from = "x"  # the input whose shape a wrong-axis reduction is explained by
+    # what to check when no mistake is singled out (keys of messages.SAYINGS): per output, else the default
+    advice_for: tuple[tuple[str, str], ...] = ()
+    advice_default = "advice_selfcheck"
 
     def make_case(self, rng: np.random.Generator, second: bool) -> Case:
         about, inputs, info = self.draw(rng, second)
@@ -144,7 +147,7 @@ class Problem:
 
     def advice(self, name: str) -> LazyText:
         """What to check when no mistake is singled out: the file's own self-check, or what instead."""
-        return phrase("advice_selfcheck")
+        return phrase(dict(self.advice_for).get(name, self.advice_default))
 
     def upstream(self, case: Case, got: dict[str, np.ndarray], unexplained: list[str]) -> list[Finding]:
         """One finding for several wrong outputs that share a wrong input (the forward pass, exercise 11's dh):
@@ -165,10 +168,6 @@ class Problem:
 
 def _seed(rng: np.random.Generator) -> int:
     return int(rng.integers(2**32))
-
-
-def _shape(shape: tuple[int, ...]) -> str:
-    return "[" + ", ".join(map(str, shape)) + "]"
 
 
 # ---- 01: local derivatives, from the engine ------------------------------------------
@@ -247,7 +246,7 @@ class MeanVariance(Problem):
             "dmean": rng.normal(0.0, 1.0, (shape[0], 1)),
             "dvar": rng.normal(0.0, 1.0, (shape[0], 1)),
         }
-        return f"x {_shape(shape)}", inputs, {"n": shape[1], "x_shape": shape}
+        return f"x {list(shape)}", inputs, {"n": shape[1], "x_shape": shape}
 
     def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
         x = inputs["x"]
@@ -294,7 +293,7 @@ def _norm_draw(
     info = {"x": x, "gamma": gamma, "beta": beta, "dy": dy, "eps": eps, "axes": axes, "param_axis": pa}
     info.update(x_shape=shape, n=formulas.group_size(shape, axes), norm=norm)
     info.update(g=formulas.param_view(gamma, x.ndim, pa), b=formulas.param_view(beta, x.ndim, pa))
-    return phrase("about_x_eps", shape=_shape(shape), eps=eps), inputs, info
+    return phrase("about_x_eps", shape=str(list(shape)), eps=eps), inputs, info
 
 
 def _norm_solve(norm: str, inputs: dict[str, Any], names: tuple[str, ...]) -> dict[str, np.ndarray]:
@@ -310,6 +309,7 @@ class NormProblem(Problem):
     """LayerNorm or BatchNorm forward and backward: exercises 03, 05, 06 and 07."""
 
     swaps = (("dgamma", "dbeta"),)
+    advice_for = (("y", "advice_forward"),)
 
     def __init__(
         self,
@@ -320,6 +320,7 @@ class NormProblem(Problem):
     ):
         self.norm, self.shapes, self.outputs = norm, shapes, outputs
         self.values = values  # built from Values (exercise 3): a path is missing only where the graph was cut
+        self.advice_default = "advice_values" if values else "advice_selfcheck"
 
     def draw(self, rng: np.random.Generator, second: bool) -> tuple[LazyText, dict[str, Any], dict[str, Any]]:
         return _norm_draw(self.norm, self.shapes[second], rng, 0.0 if second else 1e-3)
@@ -335,11 +336,6 @@ class NormProblem(Problem):
 
     def quantities(self, case: Case, name: str) -> list[tuple[str, np.ndarray]]:
         return norm_mistakes.quantities(case.info)
-
-    def advice(self, name: str) -> LazyText:
-        if name == "y":
-            return phrase("advice_forward")
-        return phrase("advice_values" if self.values else "advice_selfcheck")
 
     def renamed(self, f: Finding) -> Finding:
         if not self.values:
@@ -407,7 +403,7 @@ class AffineProblem(Problem):
         _about, norm_inputs, info = _norm_draw("layernorm", shape, rng, 1e-5)
         xhat = formulas.moments(info["x"], info["axes"], info["eps"]).xhat
         inputs = {"dy": norm_inputs["dy"], "xhat": xhat, "gamma": norm_inputs["gamma"]}
-        return phrase("about_dy_xhat", shape=_shape(shape)), inputs, {**info, "xhat": xhat}
+        return phrase("about_dy_xhat", shape=str(list(shape))), inputs, {**info, "xhat": xhat}
 
     def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
         dy, xhat, gamma = inputs["dy"], inputs["xhat"], inputs["gamma"]
@@ -440,6 +436,7 @@ class AffineProblem(Problem):
 
 class RMSProblem(Problem):
     outputs = (_FORWARD, _DX, _DGAMMA)
+    advice_for = (("y", "advice_forward_rms"),)
 
     def draw(self, rng: np.random.Generator, second: bool) -> tuple[LazyText, dict[str, Any], dict[str, Any]]:
         return _norm_draw("rmsnorm", (4, 5) if second else (3, 6), rng, 0.0 if second else 1e-3)
@@ -490,9 +487,6 @@ class RMSProblem(Problem):
         info = case.info
         return [("rrms", formulas.rms_moments(info["x"], info["axes"], info["eps"]).rrms), ("gamma", info["g"])]
 
-    def advice(self, name: str) -> LazyText:
-        return phrase("advice_forward_rms") if name == "y" else phrase("advice_selfcheck")
-
     def geometry(self, case: Case, name: str) -> Geometry | None:
         if name != "dx":
             return None
@@ -513,6 +507,7 @@ def _jacobian_parts(x: np.ndarray, eps: float) -> tuple[np.ndarray, float]:
 
 class JacobianProblem(Problem):
     outputs = (Output("P", N_("projection P"), gradient=False), Output("J", N_("Jacobian J")))
+    advice_for, advice_default = (("P", "advice_projection"),), "advice_jacobian"
 
     def draw(self, rng: np.random.Generator, second: bool) -> tuple[LazyText, dict[str, Any], dict[str, Any]]:
         d, eps = (6, 0.0) if second else (5, 1e-3)
@@ -585,9 +580,6 @@ class JacobianProblem(Problem):
         on_yours = rstd * case.inputs["gamma"][:, None] * (np.eye(xhat.shape[0]) - got["P"])
         return finding("follows", name="J", inputs="P") if _agrees(got["J"], on_yours) else None
 
-    def advice(self, name: str) -> LazyText:
-        return phrase("advice_projection" if name == "P" else "advice_jacobian")
-
 
 # ---- 10: Welford ---------------------------------------------------------------------
 
@@ -643,6 +635,7 @@ class WelfordProblem(Problem):
         Output("var", N_("variance"), N_("variance (m2 / count)"), False),
     )
     exact = ("count0",)
+    advice_default = "advice_welford"
 
     def draw(self, rng: np.random.Generator, second: bool) -> tuple[LazyText, dict[str, Any], dict[str, Any]]:
         rows, seen, streamed = 3, int(rng.integers(16, 48)), 64
@@ -676,14 +669,10 @@ class WelfordProblem(Problem):
         ]
         if name == "var":
             out.append(mistake("welford_m2_divided", _welford_stream(case.inputs, right, divide_m2=True)["var"]))
-        if name == "var":
             squared = _welford_stream(case.inputs, lambda v, old, new: (v - old) ** 2)["var"]
             new_squared = _welford_stream(case.inputs, lambda v, old, new: (v - new) ** 2)["var"]
             out += [mistake("welford_delta_squared", squared), mistake("welford_new_delta_squared", new_squared)]
         return out
-
-    def advice(self, name: str) -> LazyText:
-        return phrase("advice_welford")
 
     def findings(self, case: Case, name: str, got: np.ndarray) -> list[Finding]:
         if name != "var" or case.info["offset"] < 1e6:
@@ -699,6 +688,7 @@ class WelfordProblem(Problem):
 class PreLNProblem(Problem):
     outputs = (_FORWARD, _DX, _DGAMMA, _DBETA, Output("dW", "dW"))
     swaps = (("dgamma", "dbeta"),)
+    advice_for = (("y", "advice_forward_preln"),)
 
     def draw(self, rng: np.random.Generator, second: bool) -> tuple[LazyText, dict[str, Any], dict[str, Any]]:
         shape = (4, 6) if second else (3, 5)
@@ -751,9 +741,6 @@ class PreLNProblem(Problem):
 
     def quantities(self, case: Case, name: str) -> list[tuple[str, np.ndarray]]:
         return norm_mistakes.quantities(case.info) if name in ("dgamma", "dbeta") else []
-
-    def advice(self, name: str) -> LazyText:
-        return phrase("advice_forward_preln") if name == "y" else phrase("advice_selfcheck")
 
     def findings(self, case: Case, name: str, got: np.ndarray) -> list[Finding]:
         """dx = dy + (the LayerNorm part): a factor on the LayerNorm part alone (rstd left out of it)."""

@@ -8,12 +8,14 @@ and a sentence with styled parts stays one translated sentence
 
 from __future__ import annotations
 
+import io
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.cells import cell_len
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.syntax import Syntax
 from rich.table import Table
@@ -33,6 +35,7 @@ __all__ = [
     "grade_report",
     "hint_view",
     "init_report",
+    "plain_text",
     "solution_diff",
     "solution_view",
     "watch_all_done",
@@ -227,7 +230,7 @@ def _checks_table(result: GradeResult) -> RenderableType:
 
 
 def _worst_table(w: Worst) -> RenderableType:
-    idx = "[" + ", ".join(map(str, w.index)) + "]" if w.index else ""
+    idx = str(list(w.index)) if w.index else ""
     worst = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
     worst.add_column(pgettext("worst entry table", "worst entry"))
     worst.add_column(pgettext("worst entry table", "expected"), justify="right")
@@ -310,6 +313,18 @@ def grade_report(result: GradeResult, *, next_exercise: Exercise | None = None) 
         parts.append(Padding(Text(result.printed, style="dim"), (0, 0, 0, 2)))
     parts += [cjk_text(note, style="yellow") for note in result.notes]
     return Group(*parts, *_what_next(result, next_exercise))
+
+
+FEEDBACK_WIDTH = 100  # columns of a report written to a file (a class's feedback, Gradescope's output)
+
+
+def plain_text(parts: Iterable[RenderableType], width: int = FEEDBACK_WIDTH) -> str:
+    """``parts`` as plain text for a file: no colour, ``width`` columns, no trailing spaces."""
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, color_system=None, force_terminal=False)
+    for part in parts:
+        console.print(part, highlight=False)
+    return "".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines())
 
 
 MORE_HINTS = lazy_gettext("Run the same command again for hint {k}.")

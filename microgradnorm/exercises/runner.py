@@ -364,13 +364,9 @@ def _import_without(name: str, parent: str) -> Any:
             del sys.modules[n]
 
 
-def _import_numpy(parent: str) -> Any:
-    return _import_without("numpy", parent)
-
-
 def main(argv: list[str]) -> None:
     job_fd, result_fd = int(argv[0]), int(argv[1])
-    numpy = _import_numpy(argv[2])
+    numpy = _import_without("numpy", argv[2])
     parts = {name: _sibling(name) for name in ("wire", "drivers", "sandbox")}
     job, arrays = parts["wire"].decode(_read_all(job_fd, JOB_LIMIT))
     os.close(job_fd)

@@ -191,9 +191,7 @@ def _import_message(name: str, exercise: str, uses: str, autograd: frozenset[str
     return f"`{name}` cannot be imported while an exercise is graded: {why}"
 
 
-def _refusal(
-    event: str, args: tuple[Any, ...], groups: tuple[tuple[frozenset[str], str], ...], prefixes: tuple[str, ...]
-) -> str | None:
+def _refusal(event: str, groups: tuple[tuple[frozenset[str], str], ...], prefixes: tuple[str, ...]) -> str | None:
     """The reason to refuse an event that is refused whatever its arguments, or None."""
     for events, why in groups:
         if event in events:
@@ -300,7 +298,7 @@ def make_hook(policy: Policy) -> Callable[[str, tuple[Any, ...]], None]:
         elif event == "mmap.__new__" and args and args[0] != -1:
             raise _refused("your code may not map files into memory while it is graded")
         else:
-            why = _refusal(event, args, _groups, _prefixes)
+            why = _refusal(event, _groups, _prefixes)
             if why is not None:
                 raise _refused(why)
 

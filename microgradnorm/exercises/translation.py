@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from microgradnorm.exercises.catalog import EXERCISES, PACKAGE_DIR, Exercise, derive_scaffold, parse_hints
+from microgradnorm.exercises.catalog import hints as english_hints
 from microgradnorm.i18n import ENGLISH, LANGUAGES, N_, SIMPLIFIED_CHINESE, _, current_language
 from microgradnorm.i18n.drift import HASH_LENGTH, KEY, MARKED_FILE_STATES, digest, marked_file, normalized
 
 __all__ = [
-    "KINDS",
     "Localized",
     "english_hash",
     "file_mark",
@@ -49,7 +49,6 @@ __all__ = [
     "translation_problems",
 ]
 
-KINDS = ("solutions",)  # the scaffolds are derived from the solutions, in each language
 _FILE_MARK = re.compile(rf"\A# {KEY}: (\S+) ([0-9a-f]{{{HASH_LENGTH}}})[ \t]*\n")
 TRANSLATED, MISSING, STALE, MISMATCHED = MARKED_FILE_STATES
 
@@ -163,15 +162,11 @@ def hints_hash(hints: tuple[str, ...]) -> str:
 
 def hint_mark(ex: Exercise) -> str:
     """The line under an exercise's heading in a translation of the hints."""
-    return f"<!-- {KEY}: {hints_hash(_english_hints().get(ex.name, ()))} -->"
+    return f"<!-- {KEY}: {hints_hash(english_hints(ex))} -->"
 
 
 def hints_path(language: str) -> Path:
     return PACKAGE_DIR / f"hints.{language}.md"
-
-
-def _english_hints() -> dict[str, tuple[str, ...]]:
-    return parse_hints((PACKAGE_DIR / "hints.md").read_text(encoding="utf-8"))[0]
 
 
 def _translated_hints(language: str) -> tuple[dict[str, tuple[str, ...]], dict[str, str]]:
@@ -182,7 +177,7 @@ def _translated_hints(language: str) -> tuple[dict[str, tuple[str, ...]], dict[s
 
 
 def _hints_state(ex: Exercise, language: str) -> tuple[str, tuple[str, ...], list[str]]:
-    english = _english_hints().get(ex.name, ())
+    english = english_hints(ex)
     sections, marks = _translated_hints(language)
     where = f"{hints_path(language).name}, section {ex.name}"
     if ex.name not in sections:
@@ -204,7 +199,7 @@ def _hints_state(ex: Exercise, language: str) -> tuple[str, tuple[str, ...], lis
 def hints(ex: Exercise, language: str | None = None) -> tuple[tuple[str, ...], str | None]:
     """(the hints of ``ex``, easiest first, a note when they are shown in English in place of a translation)."""
     language = current_language() if language is None else language
-    english = _english_hints().get(ex.name, ())
+    english = english_hints(ex)
     if language == ENGLISH or not english:
         return english, None
     state, translated, _problems = _hints_state(ex, language)

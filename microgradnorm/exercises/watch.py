@@ -101,9 +101,6 @@ class WatchState:
     stop: bool = False
 
 
-next_after = ws.next_after  # what ``n`` moves on to: the same "next" as check's
-
-
 class Watcher:
     """The actions of watch mode, on a :class:`WatchState`."""
 
@@ -126,7 +123,7 @@ class Watcher:
         result, progress = self.grade(ex)
         self.console.print(render.grade_report(result))
         if result.passed:
-            self.console.print(render.watch_passed(next_after(ex, progress)))
+            self.console.print(render.watch_passed(ws.next_after(ex, progress)))
         self.console.print(render.watch_help())
 
     def on_next(self) -> None:
@@ -134,7 +131,7 @@ class Watcher:
         if not progress.passed(self.state.current):
             self.console.print(render.watch_not_passed(self.state.current))
             return
-        nxt = next_after(self.state.current, progress)
+        nxt = ws.next_after(self.state.current, progress)  # the same "next" as check's
         if nxt is None:
             self.console.print(render.watch_all_done())
             self.state.stop = True

@@ -211,14 +211,9 @@ def learner_file(workspace: Path, exercise: Exercise) -> Path:
     return workspace / exercise.filename
 
 
-def _scaffolds(exercise: Exercise) -> dict[str, bytes]:
-    """The scaffold of ``exercise`` in every language, as a file holds it."""
-    return {lang: text.encode("utf-8") for lang, text in translation.scaffold_texts(exercise).items()}
-
-
 def _untouched(path: Path, exercise: Exercise) -> bool:
     """Whether the file at ``path`` is exactly a scaffold of ``exercise`` (in some language)."""
-    return path.read_bytes() in _scaffolds(exercise).values()
+    return path.read_bytes() in {text.encode("utf-8") for text in translation.scaffold_texts(exercise).values()}
 
 
 def is_edited(workspace: Path, exercise: Exercise) -> bool:
@@ -302,10 +297,7 @@ def reset_file(workspace: Path, exercise: Exercise) -> Path | None:
 
 def next_unsolved(progress: Progress) -> Exercise | None:
     """The first exercise, in order, that has not been passed."""
-    for ex in EXERCISES:
-        if not progress.passed(ex):
-            return ex
-    return None
+    return next((ex for ex in EXERCISES if not progress.passed(ex)), None)
 
 
 def next_after(current: Exercise, progress: Progress) -> Exercise | None:
