@@ -2,47 +2,14 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from microgradnorm import tolerances as tol
 from microgradnorm.check import random_problem
 from microgradnorm.registry import get_norm
 from tests import tolerances as test_tol
+from tests.helpers import assert_results_close, graph_results, torch_results
 
-torch = pytest.importorskip("torch")
-F = torch.nn.functional
-
-
-def scalar_run(norm, x, gamma, beta, eps, dy):
-    spec = get_norm(norm)
-    graph = spec.build_graph(x.tolist(), gamma.tolist(), None if beta is None else beta.tolist(), eps)
-    graph.loss(dy.tolist()).backward()
-
-    def arr(name):
-        return np.array([getattr(v, "data" if name == "y" else "grad") for v in graph["y" if name == "y" else name]])
-
-    out = {"y": arr("y").reshape(x.shape), "x": arr("x").reshape(x.shape), "gamma": arr("gamma")}
-    if beta is not None:
-        out["beta"] = arr("beta")
-    return out
-
-
-def torch_run(norm, x, gamma, beta, eps, dy):
-    tx = torch.tensor(x, requires_grad=True)
-    tg = torch.tensor(gamma, requires_grad=True)
-    tb = None if beta is None else torch.tensor(beta, requires_grad=True)
-    if norm == "layernorm":
-        y = F.layer_norm(tx, (x.shape[-1],), tg, tb, eps)
-    elif norm == "rmsnorm":
-        y = F.rms_norm(tx, (x.shape[-1],), tg, eps)
-    else:
-        y = F.batch_norm(tx, None, None, tg, tb, training=True, eps=eps)
-    (y * torch.tensor(dy)).sum().backward()
-    out = {"y": y.detach().numpy(), "x": tx.grad.numpy(), "gamma": tg.grad.numpy()}
-    if tb is not None:
-        out["beta"] = tb.grad.numpy()
-    return out
+pytest.importorskip("torch")
 
 
 @pytest.mark.parametrize(
@@ -57,10 +24,7 @@ def torch_run(norm, x, gamma, beta, eps, dy):
 )
 @pytest.mark.parametrize("eps", [1e-5, 0.1])
 def test_scalar_graph_matches_pytorch(norm, shape, eps):
-    spec = get_norm(norm)
-    x, gamma, beta, dy = random_problem(spec, shape, seed=11)
-    ours = scalar_run(norm, x, gamma, beta, eps, dy)
-    theirs = torch_run(norm, x, gamma, beta, eps, dy)
-    assert ours.keys() == theirs.keys()
-    for key in ours:
-        assert tol.close(ours[key], theirs[key], test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL), key
+    x, gamma, beta, dy = random_problem(get_norm(norm), shape, seed=11)
+    graph = get_norm(norm).build_graph(x.tolist(), gamma.tolist(), None if beta is None else beta.tolist(), eps)
+    graph.loss(dy.tolist()).backward()
+    assert_results_close(graph_results(graph, shape), torch_results(norm, x, gamma, beta, dy, eps), *test_tol.TORCH_F64)
