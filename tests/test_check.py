@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import re
 import warnings
 
@@ -14,7 +13,9 @@ from hypothesis import strategies as st
 from microgradnorm import check, engine, formulas
 from microgradnorm import tolerances as tol
 from microgradnorm.check import check_norm, random_problem
+from microgradnorm.present import check_table
 from microgradnorm.registry import NORMS, NormSpec, get_norm
+from tests.helpers import rendered, run_cli
 
 CASES = [
     ("layernorm", (5,)),
@@ -211,13 +212,7 @@ def test_absolute_gradients_add_the_magnitudes_of_terms_that_cancel():
 
 
 def _render(report, width: int, full: bool = False) -> str:
-    from rich.console import Console
-
-    from microgradnorm.present import check_table
-
-    console = Console(file=io.StringIO(), width=width, color_system=None)
-    console.print(check_table(report, full=full))
-    return console.file.getvalue()
+    return rendered(check_table(report, full=full), width)
 
 
 def test_the_title_names_a_variance_only_for_a_norm_that_has_one():
@@ -256,13 +251,7 @@ def test_a_full_listing_marks_and_measures_every_entry(monkeypatch, width):
     [(["layernorm", "--dim", "1"], "--dim"), (["batchnorm", "--batch", "1"], "--batch")],
 )
 def test_the_command_refuses_a_mean_over_a_single_value(capsys, argv, flag):
-    from microgradnorm import cli
-
-    try:
-        code = cli.main(["check", *argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
+    code, out, err = run_cli(capsys, "check", *argv)
     assert code == 2 and "All agree" not in out
     assert f"argument {flag}:" in err and "single value" in err and len(err.strip().splitlines()) == 1
 
