@@ -138,3 +138,17 @@ def torch_results(norm: str, x, gamma, beta, dy, eps: float, groups: int = 1) ->
         y = fn.batch_norm(xt, None, None, gt, bt, True, 0.1, eps)
     y.backward(torch.tensor(dy))
     return (y.detach().numpy(), *(None if t is None else t.grad.numpy() for t in (xt, gt, bt)))
+
+
+def numeric_grad(loss, a) -> np.ndarray:
+    """Central finite differences of a scalar function of an array (or a sequence of numbers), in float64, with a
+    step of ``tol.FD_STEP`` relative to each entry (at least FD_STEP)."""
+    a = np.asarray(a, dtype=np.float64)
+    g = np.zeros_like(a)
+    for i in np.ndindex(a.shape):
+        h = tol.FD_STEP * max(1.0, abs(a[i]))
+        up, down = a.copy(), a.copy()
+        up[i] += h
+        down[i] -= h
+        g[i] = (loss(up) - loss(down)) / (2 * h)
+    return g

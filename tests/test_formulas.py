@@ -15,20 +15,8 @@ from microgradnorm import formulas as f
 from microgradnorm import tolerances as tol
 from microgradnorm.jacobian import autograd_jacobian, projection_report
 from tests import tolerances as test_tol
+from tests.helpers import numeric_grad
 from tests.strategies import eps_values, matrices, upstream, vectors
-
-
-def numeric_grad(loss, a: np.ndarray) -> np.ndarray:
-    """Central finite differences of a scalar function of an array, float64."""
-    a = a.astype(np.float64)
-    g = np.zeros_like(a)
-    for i in np.ndindex(a.shape):
-        h = tol.FD_STEP * max(1.0, abs(a[i]))
-        up, down = a.copy(), a.copy()
-        up[i] += h
-        down[i] -= h
-        g[i] = (loss(up) - loss(down)) / (2 * h)
-    return g
 
 
 def ln_loss(axes, eps, dy, gamma=None, beta=None, param_axis=-1):
