@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from microgradnorm import DomainError, Value, local_grads, topological_order
 from microgradnorm import tolerances as tol
+from tests.helpers import numeric_grad
 
 reals = st.floats(min_value=-3.0, max_value=3.0, allow_nan=False)
 positives = st.floats(min_value=0.1, max_value=5.0, allow_nan=False)
@@ -17,15 +18,7 @@ positives = st.floats(min_value=0.1, max_value=5.0, allow_nan=False)
 
 def fd(f, *args: float) -> list[float]:
     """Central finite differences of a float function of floats, one per argument."""
-    grads = []
-    for i, a in enumerate(args):
-        h = tol.FD_STEP * max(1.0, abs(a))
-        up = list(args)
-        down = list(args)
-        up[i] = a + h
-        down[i] = a - h
-        grads.append((f(*up) - f(*down)) / (2 * h))
-    return grads
+    return list(numeric_grad(lambda a: f(*(float(v) for v in a)), args))
 
 
 def autograd(build, *args: float) -> list[float]:
