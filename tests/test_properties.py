@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -26,16 +27,10 @@ def test_layer_norm_ignores_a_constant_shift(x, c, eps):
     )
 
 
+@pytest.mark.parametrize("norm", [layer_norm, rms_norm], ids=["layer_norm", "rms_norm"])
 @given(vectors(), positive_scales)
-def test_layer_norm_ignores_a_positive_scale_at_eps_zero(x, c):
-    assert np.allclose(
-        forward(layer_norm(x.tolist(), eps=0.0)), forward(layer_norm((c * x).tolist(), eps=0.0)), atol=1e-9
-    )
-
-
-@given(vectors(), positive_scales)
-def test_rms_norm_ignores_a_positive_scale_at_eps_zero(x, c):
-    assert np.allclose(forward(rms_norm(x.tolist(), eps=0.0)), forward(rms_norm((c * x).tolist(), eps=0.0)), atol=1e-9)
+def test_a_norm_ignores_a_positive_scale_at_eps_zero(norm, x, c):
+    assert np.allclose(forward(norm(x.tolist(), eps=0.0)), forward(norm((c * x).tolist(), eps=0.0)), atol=1e-9)
 
 
 @given(vectors(), eps_values, st.data())
