@@ -327,12 +327,10 @@ def test_rows_whose_squares_overflow_are_rescaled(norm, backend):
     rng = np.random.default_rng(1)
     shape = (4, 16) if norm != "batchnorm" else (16, 4)
     base = rng.normal(0.5, 2.0, size=shape)
+    huge = (slice(None), 1) if norm == "batchnorm" else (1,)  # one huge row (BatchNorm: channel)
     for dtype, scale in ((np.float32, 1e20), (np.float64, 1e200)):
         x = base.copy()
-        if norm == "batchnorm":
-            x[:, 1] *= scale  # one huge channel
-        else:
-            x[1] *= scale  # one huge row
+        x[huge] *= scale
         x = x.astype(dtype)
         dy = rng.normal(size=shape).astype(dtype)
         gamma = rng.uniform(0.5, 1.5, shape[-1]).astype(dtype)
@@ -340,7 +338,6 @@ def test_rows_whose_squares_overflow_are_rescaled(norm, backend):
         assert np.isfinite(y).all() and np.isfinite(dx).all() and np.isfinite(dgamma).all()
         # the oracle: float64 closed forms, with the huge float64 group divided by its scale first
         # (a norm does not change when its group is scaled and eps is negligible; dx scales by 1/scale)
-        huge = (slice(None), 1) if norm == "batchnorm" else (1,)
         x64 = x.astype(np.float64)
         if dtype == np.float64:
             x64[huge] /= scale
@@ -441,15 +438,13 @@ def test_nan_and_inf_stay_in_their_row_or_channel(norm, bad, backend):
     assert_results_close(*healthy, *test_tol.VECTORIZED_F64, "outside the spoiled group")
 
 
-def test_a_group_of_one_value_gives_beta_and_a_zero_gradient():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_group_of_one_value_gives_beta_and_a_zero_gradient(backend):
     x = np.array([[3.0], [-2.0]])
-    for backend in BACKENDS:
-        y, cache = V.layer_norm_forward(x, np.array([2.0]), np.array([0.5]), backend=backend)
-        dx, dgamma, dbeta = V.layer_norm_backward(np.array([[1.0], [4.0]]), cache)
-        np.testing.assert_array_equal(y, [[0.5], [0.5]])
-        np.testing.assert_array_equal(dx, [[0.0], [0.0]])
-        np.testing.assert_array_equal(dgamma, [0.0])
-        np.testing.assert_array_equal(dbeta, [5.0])
+    y, cache = V.layer_norm_forward(x, np.array([2.0]), np.array([0.5]), backend=backend)
+    got = (y, *V.layer_norm_backward(np.array([[1.0], [4.0]]), cache))
+    for a, want in zip(got, ([[0.5], [0.5]], [[0.0], [0.0]], [0.0], [5.0])):  # y, dx, dgamma, dbeta exactly
+        np.testing.assert_array_equal(a, want)
 
 
 # ---- the cache ----------------------------------------------------------------------------------------
