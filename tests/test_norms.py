@@ -1,4 +1,5 @@
-"""Norms built from scalar nodes: structure, forward values, edge cases and input validation."""
+"""Norms built from scalar nodes: structure, forward values, every gradient against PyTorch (float64), edge cases
+and input validation."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from hypothesis import given
 from microgradnorm import DomainError, Value, batch_norm, formulas, layer_norm, rms_norm, topological_order
 from microgradnorm import tolerances as tol
 from microgradnorm import vectorized as V
+from microgradnorm.check import random_problem
 from microgradnorm.errors import InputError, InputTypeError
 from microgradnorm.norms import group_norm
-from microgradnorm.registry import NORMS
-from tests.helpers import values
+from microgradnorm.registry import NORMS, get_norm
+from tests import tolerances as test_tol
+from tests.helpers import assert_results_close, graph_results, torch_results, values
 from tests.strategies import matrices, vectors
 
 STAGES = {name: spec.stages for name, spec in NORMS.items()}
@@ -125,6 +128,21 @@ def test_batch_norm_is_layer_norm_of_the_transpose_forward_and_backward():
     dx_bn = np.array([v.grad for v in bn.graph["x"]]).reshape(5, 3)
     dx_ln = np.array([v.grad for v in ln.graph["x"]]).reshape(3, 5)
     assert tol.close(dx_bn, dx_ln.T, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+
+
+TORCH_CASES = [("layernorm", (6,)), ("layernorm", (3, 5)), ("rmsnorm", (3, 5)), ("batchnorm", (6, 3)),
+               ("batchnorm", (2, 3, 2, 2))]  # fmt: skip
+
+
+@pytest.mark.parametrize(("norm", "shape"), TORCH_CASES)
+@pytest.mark.parametrize("eps", [1e-5, 0.1])
+def test_scalar_graph_matches_pytorch(norm, shape, eps):
+    """y and every gradient against torch.nn.functional in float64 (GroupNorm's: tests/test_group_norm.py)."""
+    pytest.importorskip("torch")
+    x, gamma, beta, dy = random_problem(get_norm(norm), shape, seed=11)
+    graph = get_norm(norm).build_graph(x.tolist(), gamma.tolist(), None if beta is None else beta.tolist(), eps)
+    graph.loss(dy.tolist()).backward()
+    assert_results_close(graph_results(graph, shape), torch_results(norm, x, gamma, beta, dy, eps), *test_tol.TORCH_F64)
 
 
 # ---- the two variance forms ----------------------------------------------------------
