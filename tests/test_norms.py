@@ -1,5 +1,5 @@
-"""Norms built from scalar nodes: structure, forward values, every gradient against PyTorch (float64), edge cases
-and input validation."""
+"""Norms built from scalar nodes: structure, forward values, every gradient against PyTorch (float64), the
+invariants of LayerNorm on the graph itself (Hypothesis), edge cases and input validation."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from microgradnorm import DomainError, Value, batch_norm, formulas, layer_norm, rms_norm, topological_order
 from microgradnorm import tolerances as tol
@@ -18,7 +19,7 @@ from microgradnorm.norms import group_norm
 from microgradnorm.registry import NORMS, get_norm
 from tests import tolerances as test_tol
 from tests.helpers import assert_results_close, graph_results, torch_results, values
-from tests.strategies import matrices, vectors
+from tests.strategies import eps_values, matrices, positive_scales, shifts, upstream, vectors
 
 STAGES = {name: spec.stages for name, spec in NORMS.items()}
 NODE_NAMES = {name: spec.node_names for name, spec in NORMS.items()}
@@ -143,6 +144,64 @@ def test_scalar_graph_matches_pytorch(norm, shape, eps):
     graph = get_norm(norm).build_graph(x.tolist(), gamma.tolist(), None if beta is None else beta.tolist(), eps)
     graph.loss(dy.tolist()).backward()
     assert_results_close(graph_results(graph, shape), torch_results(norm, x, gamma, beta, dy, eps), *test_tol.TORCH_F64)
+
+
+# ---- the invariants of LayerNorm, on the scalar graph itself ------------------------------
+
+
+def forward(y) -> np.ndarray:
+    return np.array([v.data for v in y.graph["y"]])
+
+
+def input_grad(y, dy) -> np.ndarray:
+    y.graph.loss(dy.tolist()).backward()
+    return np.array([v.grad for v in y.graph["x"]])
+
+
+@given(vectors(), shifts, eps_values)
+def test_layer_norm_ignores_a_constant_shift(x, c, eps):
+    assert np.allclose(
+        forward(layer_norm(x.tolist(), eps=eps)), forward(layer_norm((x + c).tolist(), eps=eps)), atol=1e-9
+    )
+
+
+@pytest.mark.parametrize("norm", [layer_norm, rms_norm], ids=["layer_norm", "rms_norm"])
+@given(vectors(), positive_scales)
+def test_a_norm_ignores_a_positive_scale_at_eps_zero(norm, x, c):
+    assert np.allclose(forward(norm(x.tolist(), eps=0.0)), forward(norm((c * x).tolist(), eps=0.0)), atol=1e-9)
+
+
+@given(vectors(), eps_values, st.data())
+def test_the_input_gradient_sums_to_zero(x, eps, data):
+    dy = data.draw(upstream(x.shape))
+    gamma = np.linspace(0.5, 1.5, x.shape[0])
+    dx = input_grad(layer_norm(x.tolist(), gamma.tolist(), eps=eps), dy)
+    assert abs(dx.sum()) <= 1e-9 * (1 + np.abs(dx).sum())
+
+
+@given(vectors(), st.data())
+def test_the_input_gradient_is_orthogonal_to_xhat_at_eps_zero(x, data):
+    dy = data.draw(upstream(x.shape))
+    y = layer_norm(x.tolist(), eps=0.0)
+    xhat = np.array([v.data for v in y.graph["xhat"]])
+    dx = input_grad(y, dy)
+    assert abs(dx @ xhat) <= 1e-9 * (1 + np.linalg.norm(dx) * np.linalg.norm(xhat))
+
+
+@given(vectors())
+def test_loss_sum_y_gives_a_zero_input_gradient_when_gamma_is_one(x):
+    y = layer_norm(x.tolist(), eps=1e-5)
+    dx = input_grad(y, np.ones(x.shape))
+    assert np.allclose(dx, 0.0, atol=1e-9)
+
+
+@given(matrices(min_rows=2, axis=0), st.data())
+def test_batch_norm_of_x_is_layer_norm_of_x_transposed(x, data):
+    dy = data.draw(upstream(x.shape))
+    bn = batch_norm(x.tolist(), eps=1e-4)
+    ln = layer_norm(x.T.tolist(), eps=1e-4)
+    assert np.allclose(forward(bn).reshape(x.shape), forward(ln).reshape(x.T.shape).T, atol=1e-12)
+    assert np.allclose(input_grad(bn, dy).reshape(x.shape), input_grad(ln, dy.T).reshape(x.T.shape).T, atol=1e-10)
 
 
 # ---- the two variance forms ----------------------------------------------------------
