@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from microgradnorm import tolerances as tol
 from microgradnorm import vectorized as V
-from microgradnorm.check import check_norm, random_problem
+from microgradnorm.check import random_problem
 from microgradnorm.norms import group_norm, layer_norm
 from microgradnorm.registry import NORMS, get_norm
 from tests import tolerances as test_tol
@@ -41,16 +41,6 @@ def test_the_scalar_graph_matches_torch_group_norm(shape, groups):
     want = torch_results("groupnorm", x, gamma, beta, dy, 1e-5, groups)
     assert_results_close(graph_results(y.graph, shape), want, *F64)
     assert len(y.graph["mean"]) == shape[0] * groups  # one statistic per example and group
-
-
-@pytest.mark.parametrize(("shape", "groups"), CASES)
-def test_every_node_passes_the_three_way_check(shape, groups):
-    spec = get_norm("groupnorm", groups)
-    x, gamma, beta, dy = random_problem(spec, shape, seed=3)
-    report = check_norm(spec, x, gamma, beta, 1e-5, dy, fd_max_entries=None)
-    failing = [(n.name, n.closed_form_abs, n.fd_abs) for n in report.nodes if not (n.closed_form_ok and n.fd_ok)]
-    assert failing == []
-    assert [n.name for n in report.nodes] == list(spec.node_names)
 
 
 def test_one_group_is_layer_norm_over_channels_and_positions():
