@@ -118,8 +118,8 @@ def graph_results(graph, shape) -> tuple:
     def grads(name):
         return np.array([v.grad for v in graph[name]]) if name in graph else None
 
-    dx = grads("x").reshape(shape)
-    return np.array([v.data for v in graph["y"]]).reshape(shape), dx, grads("gamma"), grads("beta")
+    y = np.array([v.data for v in graph["y"]]).reshape(shape)
+    return y, grads("x").reshape(shape), grads("gamma"), grads("beta")
 
 
 def torch_results(norm: str, x, gamma, beta, dy, eps: float, groups: int = 1) -> tuple:
@@ -128,14 +128,12 @@ def torch_results(norm: str, x, gamma, beta, dy, eps: float, groups: int = 1) ->
 
     fn = torch.nn.functional
     xt, gt, bt = (None if a is None else torch.tensor(a, requires_grad=True) for a in (x, gamma, beta))
-    if norm == "layernorm":
-        y = fn.layer_norm(xt, (x.shape[-1],), gt, bt, eps)
-    elif norm == "rmsnorm":
-        y = fn.rms_norm(xt, (x.shape[-1],), gt, eps)
-    elif norm == "groupnorm":
-        y = fn.group_norm(xt, groups, gt, bt, eps)
-    else:
-        y = fn.batch_norm(xt, None, None, gt, bt, True, 0.1, eps)
+    y = {  # each norm's call (a norm the registry gains is a KeyError here until it is written out)
+        "layernorm": lambda: fn.layer_norm(xt, (x.shape[-1],), gt, bt, eps),
+        "rmsnorm": lambda: fn.rms_norm(xt, (x.shape[-1],), gt, eps),
+        "groupnorm": lambda: fn.group_norm(xt, groups, gt, bt, eps),
+        "batchnorm": lambda: fn.batch_norm(xt, None, None, gt, bt, True, 0.1, eps),  # training-mode statistics
+    }[norm]()
     y.backward(torch.tensor(dy))
     return (y.detach().numpy(), *(None if t is None else t.grad.numpy() for t in (xt, gt, bt)))
 
