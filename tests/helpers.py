@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 import io
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 
 from microgradnorm import cli
+from microgradnorm import tolerances as tol
 from microgradnorm.commands import exercise
 
 
@@ -63,3 +66,87 @@ def run_demo_once(name: str, params: Any, args: Any = None) -> Any:
     if key not in _DEMO_RUNS:
         _DEMO_RUNS[key] = run_demo(name, params, args)
     return _DEMO_RUNS[key]
+
+
+# ---- a norm's numbers: one pass through the registry's entry, the comparison, the oracles -------------------
+# (the vectorized path, the fused kernels, GroupNorm, the scalar graph against NumPy and PyTorch)
+# The fused backend needs numba (the [fast] extra); without it, it is not run and tests/test_fused.py skips.
+BACKENDS = ("numpy", "fused", "reference") if importlib.util.find_spec("numba") else ("numpy", "reference")
+TUNED = tuple(b for b in BACKENDS if b != "reference")
+RESULTS = ("y", "dx", "dgamma", "dbeta")
+
+
+def run(norm: Any, x, gamma, beta, dy, eps=1e-5, backend=None, recompute=None) -> tuple:
+    """Forward and backward through the public pass of the registry's entry ``norm`` (a name or the entry
+    itself): (y, dx, dgamma, dbeta, cache)."""
+    from microgradnorm.registry import get_norm
+    from microgradnorm.vectorized import public_pass
+
+    forward, backward = public_pass(get_norm(norm) if isinstance(norm, str) else norm)
+    y, cache = forward(x, gamma, beta, eps, backend=backend, recompute=recompute)
+    return (y, *backward(dy, cache), cache)
+
+
+def assert_close(a, b, rtol: float, atol: float, what: str = "") -> None:
+    """Normwise ``tol.close``, with the shapes and errors said when it fails."""
+    assert a is not None and b is not None, what
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    assert a.shape == b.shape, f"{what}: shapes {a.shape} vs {b.shape}"
+    abs_err, rel_err = tol.normwise_error(a, b)
+    assert tol.close(a, b, rtol, atol), f"{what}: max abs error {abs_err:.3g}, normwise relative {rel_err:.3g}"
+
+
+def assert_results_close(got, want, rtol: float, atol: float, what: str = "") -> None:
+    """(y, dx, dgamma, dbeta) against (y, dx, dgamma, dbeta): each close, or both None (no gamma, no beta)."""
+    for name, a, b in zip(RESULTS, got, want):
+        assert (a is None) == (b is None), f"{name} {what}: {a is None} vs {b is None}"
+        if b is not None:
+            assert_close(a, b, rtol, atol, f"{name} {what}")
+
+
+def values(nested) -> np.ndarray:
+    """The data of a (nested) list of scalar nodes, as an array of the same shape."""
+    return np.array(
+        [values(v) for v in nested] if isinstance(nested[0], list) else [v.data for v in nested], dtype=np.float64
+    )
+
+
+def graph_results(graph, shape) -> tuple:
+    """(y, dx, dgamma, dbeta) of a scalar graph after its backward: y and dx in ``shape``; None where it has no
+    such node."""
+
+    def grads(name):
+        return np.array([v.grad for v in graph[name]]) if name in graph else None
+
+    y = np.array([v.data for v in graph["y"]]).reshape(shape)
+    return y, grads("x").reshape(shape), grads("gamma"), grads("beta")
+
+
+def torch_results(norm: str, x, gamma, beta, dy, eps: float, groups: int = 1) -> tuple:
+    """(y, dx, dgamma, dbeta) from torch.nn.functional in x's dtype, written out here (not the registry's)."""
+    import torch
+
+    fn = torch.nn.functional
+    xt, gt, bt = (None if a is None else torch.tensor(a, requires_grad=True) for a in (x, gamma, beta))
+    y = {  # each norm's call (a norm the registry gains is a KeyError here until it is written out)
+        "layernorm": lambda: fn.layer_norm(xt, (x.shape[-1],), gt, bt, eps),
+        "rmsnorm": lambda: fn.rms_norm(xt, (x.shape[-1],), gt, eps),
+        "groupnorm": lambda: fn.group_norm(xt, groups, gt, bt, eps),
+        "batchnorm": lambda: fn.batch_norm(xt, None, None, gt, bt, True, 0.1, eps),  # training-mode statistics
+    }[norm]()
+    y.backward(torch.tensor(dy))
+    return (y.detach().numpy(), *(None if t is None else t.grad.numpy() for t in (xt, gt, bt)))
+
+
+def numeric_grad(loss, a) -> np.ndarray:
+    """Central finite differences of a scalar function of an array (or a sequence of numbers), in float64, with a
+    step of ``tol.FD_STEP`` relative to each entry (at least FD_STEP)."""
+    a = np.asarray(a, dtype=np.float64)
+    g = np.zeros_like(a)
+    for i in np.ndindex(a.shape):
+        h = tol.FD_STEP * max(1.0, abs(a[i]))
+        up, down = a.copy(), a.copy()
+        up[i] += h
+        down[i] -= h
+        g[i] = (loss(up) - loss(down)) / (2 * h)
+    return g

@@ -113,6 +113,3 @@ def norm_problems(draw, norm: str):
     well_spread = not groups_of_one and spread(x if norm != "rmsnorm" else np.abs(x) + 1.0, axis=axes)
     eps = draw(eps_values if well_spread else st.sampled_from([1e-5, 1e-3, 0.1]))
     return x, gamma, beta, dy, eps
-
-
-vectorized_backends = st.sampled_from(["numpy", "fused", "reference"])

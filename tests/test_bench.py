@@ -7,6 +7,7 @@ derived numbers (ratios, bandwidths, node counts) are consistent with the raw on
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 from rich.console import Group
 
-from microgradnorm import bench, topological_order
+from microgradnorm import bench, fused, topological_order, vectorized
 from microgradnorm.commands import bench as bench_command
 from tests.helpers import rendered, run_cli
 
@@ -33,12 +34,12 @@ def report():
     return result
 
 
-def has_torch() -> bool:
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        return False
-    return True
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+
+
+def _targets(*cases: bench.CaseResult, repeats: int) -> dict[str, bench.Target]:
+    """The targets of a report of ``cases``, by name."""
+    return {t.name: t for t in bench.evaluate_targets(bench.BenchReport(list(cases), repeats, ENV))}
 
 
 def test_every_case_and_contender_is_measured_side_by_side(report):
@@ -48,11 +49,9 @@ def test_every_case_and_contender_is_measured_side_by_side(report):
         expected = {"naive", "numpy"}
         if result.case.dtype == "float64":  # the scalar engine runs on small float64 problems only
             expected.add("scalar")
-        from microgradnorm import vectorized
-
         if vectorized.resolve_backend("auto") == "fused":
             expected.add("fused")
-        if has_torch():
+        if HAS_TORCH:
             expected |= {"torch", "torch1"}
         assert set(result.timings) == expected
         for t in result.timings.values():
@@ -149,9 +148,9 @@ def test_ratios_and_bandwidths_follow_from_the_medians(report):
             assert result.ratio(name, "fwdbwd", to="numpy") == pytest.approx(
                 t.fwdbwd_ms / result.timings["numpy"].fwdbwd_ms
             )
-            if has_torch():
+            if HAS_TORCH:
                 assert result.ratio(name, "forward") == pytest.approx(t.forward_ms / result.timings["torch"].forward_ms)
-        assert result.ratio("torch" if has_torch() else "numpy", "forward", to="nobody") is None
+        assert result.ratio("torch" if HAS_TORCH else "numpy", "forward", to="nobody") is None
 
 
 def test_json_is_complete_and_targets_without_their_cases_are_not_run(report):
@@ -182,9 +181,7 @@ def test_the_tables_render_every_case_and_the_targets(report):
     for case in TINY:
         assert case.label in text
     assert "NumPy tuned" in text and {t.measured for t in bench.evaluate_targets(report)} == {None}  # and why:
-    from microgradnorm import fused
-
-    missing = not (has_torch() and fused.AVAILABLE)
+    missing = not (HAS_TORCH and fused.AVAILABLE)
     reason = "not installed here" if missing else "these problems measure none"
     assert reason in " ".join(text.split())
     assert "faults" in text and "page faults per f+b call (mean)" in text
@@ -313,15 +310,13 @@ def test_the_float64_target_compares_only_repeats_in_which_neither_side_took_pag
     torch = _timing("torch", [2e-3, 9e-3, 2e-3, 2e-3], [0, 500, 0, 0])
     case = _ln_case("float64", 1.0, fused=fused, torch=torch)
     assert case.fault_free_ms(["fused", "torch"], "fwdbwd") == pytest.approx({"fused": 3.0, "torch": 2.0})
-    targets = {t.name: t for t in bench.evaluate_targets(bench.BenchReport([case], 4, ENV))}
-    target = targets["fused LayerNorm fwd+bwd float64 / torch, calls without faults"]
+    target = _targets(case, repeats=4)["fused LayerNorm fwd+bwd float64 / torch, calls without faults"]
     assert target.measured == pytest.approx(1.5) and target.limit == 0.95 and target.met is False
     # every repeat faulted on one side or the other: nothing to compare, not a made-up number
     torch_always = _timing("torch", [2e-3] * 4, [0, 0, 1, 0])
     fused_faulting = _timing("fused", [1e-3] * 4, [9, 9, 0, 9])
     case = _ln_case("float64", 1.0, fused=fused_faulting, torch=torch_always)
-    targets = {t.name: t for t in bench.evaluate_targets(bench.BenchReport([case], 4, ENV))}
-    assert targets["fused LayerNorm fwd+bwd float64 / torch, calls without faults"].measured is None
+    assert _targets(case, repeats=4)["fused LayerNorm fwd+bwd float64 / torch, calls without faults"].measured is None
 
 
 def test_a_system_without_fault_counts_compares_every_repeat():
@@ -336,12 +331,10 @@ def test_the_traffic_target_counts_write_allocate_against_the_copy(dtype):
     fused = _timing("fused", [2e-3, 9e-3, 2e-3], [0, 800, 0])
     case = _ln_case(dtype, 1.0, fused=fused)
     assert case.traffic_share("fused") == pytest.approx((7 / 2.0) / (3 / 1.0))
-    targets = {t.name: t for t in bench.evaluate_targets(bench.BenchReport([case], 3, ENV))}
-    target = targets[f"fused LayerNorm fwd+bwd {dtype} traffic / copy's, write-allocate"]
+    target = _targets(case, repeats=3)[f"fused LayerNorm fwd+bwd {dtype} traffic / copy's, write-allocate"]
     assert target.measured == pytest.approx(7 / 6) and target.kind == "at_least" and target.met is True
     slow = _ln_case(dtype, 1.0, fused=_timing("fused", [5e-3, 5e-3], [0, 0]))  # 7/5 over 3/1 = 0.47
-    targets = {t.name: t for t in bench.evaluate_targets(bench.BenchReport([slow], 2, ENV))}
-    assert targets[target.name].met is False
+    assert _targets(slow, repeats=2)[target.name].met is False
 
 
 def test_without_pytorch_the_ratios_are_to_numpy_naive():

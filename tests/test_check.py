@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import re
 import warnings
 
@@ -14,23 +13,31 @@ from hypothesis import strategies as st
 from microgradnorm import check, engine, formulas
 from microgradnorm import tolerances as tol
 from microgradnorm.check import check_norm, random_problem
+from microgradnorm.present import check_table
 from microgradnorm.registry import NORMS, NormSpec, get_norm
+from tests.helpers import rendered, run_cli
 
-CASES = [
-    ("layernorm", (5,)),
-    ("layernorm", (3, 4)),
-    ("batchnorm", (4, 3)),
-    ("batchnorm", (2, 3, 2, 2)),
-    ("rmsnorm", (3, 5)),
+CASES = [  # (norm, GroupNorm's num_groups, shape)
+    ("layernorm", None, (5,)),
+    ("layernorm", None, (3, 4)),
+    ("batchnorm", None, (4, 3)),
+    ("batchnorm", None, (2, 3, 2, 2)),
+    ("rmsnorm", None, (3, 5)),
+    ("groupnorm", 2, (2, 4)),  # GroupNorm: the shapes and groupings of tests/test_group_norm.py
+    ("groupnorm", 3, (2, 6, 3)),
+    ("groupnorm", 2, (1, 4, 2, 2)),
+    ("groupnorm", 1, (3, 4, 2)),
+    ("groupnorm", 4, (2, 4, 3)),
 ]
 
 
-@pytest.mark.parametrize(("norm", "shape"), CASES)
+@pytest.mark.parametrize(("norm", "groups", "shape"), CASES)
 @pytest.mark.parametrize("eps", [0.0, 1e-5, 0.5])
-def test_every_node_agrees_three_ways(norm, shape, eps):
-    spec = get_norm(norm)
+def test_every_node_agrees_three_ways(norm, groups, shape, eps):
+    """At every entry: finite differences over all of them (fd_max_entries=None)."""
+    spec = get_norm(norm, groups)
     x, gamma, beta, dy = random_problem(spec, shape, seed=3)
-    report = check_norm(spec, x, gamma, beta, eps, dy)
+    report = check_norm(spec, x, gamma, beta, eps, dy, fd_max_entries=None)
     assert [n.name for n in report.nodes] == list(spec.node_names)
     assert report.passed, [(n.name, n.closed_form_rel, n.fd_rel) for n in report.failures]
     assert all(n.fd_count == len(n.autograd) for n in report.nodes)
@@ -211,13 +218,7 @@ def test_absolute_gradients_add_the_magnitudes_of_terms_that_cancel():
 
 
 def _render(report, width: int, full: bool = False) -> str:
-    from rich.console import Console
-
-    from microgradnorm.present import check_table
-
-    console = Console(file=io.StringIO(), width=width, color_system=None)
-    console.print(check_table(report, full=full))
-    return console.file.getvalue()
+    return rendered(check_table(report, full=full), width)
 
 
 def test_the_title_names_a_variance_only_for_a_norm_that_has_one():
@@ -256,13 +257,7 @@ def test_a_full_listing_marks_and_measures_every_entry(monkeypatch, width):
     [(["layernorm", "--dim", "1"], "--dim"), (["batchnorm", "--batch", "1"], "--batch")],
 )
 def test_the_command_refuses_a_mean_over_a_single_value(capsys, argv, flag):
-    from microgradnorm import cli
-
-    try:
-        code = cli.main(["check", *argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
+    code, out, err = run_cli(capsys, "check", *argv)
     assert code == 2 and "All agree" not in out
     assert f"argument {flag}:" in err and "single value" in err and len(err.strip().splitlines()) == 1
 

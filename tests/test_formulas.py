@@ -15,33 +15,27 @@ from microgradnorm import formulas as f
 from microgradnorm import tolerances as tol
 from microgradnorm.jacobian import autograd_jacobian, projection_report
 from tests import tolerances as test_tol
+from tests.helpers import numeric_grad
 from tests.strategies import eps_values, matrices, upstream, vectors
-
-
-def numeric_grad(loss, a: np.ndarray) -> np.ndarray:
-    """Central finite differences of a scalar function of an array, float64."""
-    a = a.astype(np.float64)
-    g = np.zeros_like(a)
-    for i in np.ndindex(a.shape):
-        h = tol.FD_STEP * max(1.0, abs(a[i]))
-        up, down = a.copy(), a.copy()
-        up[i] += h
-        down[i] -= h
-        g[i] = (loss(up) - loss(down)) / (2 * h)
-    return g
-
-
-def ln_loss(axes, eps, dy, gamma=None, beta=None, param_axis=-1):
-    def loss(x):
-        m = f.moments(x, axes, eps)
-        y = f.affine(m.xhat, f.param_view(gamma, x.ndim, param_axis), f.param_view(beta, x.ndim, param_axis))
-        return float(np.sum(y * dy))
-
-    return loss
 
 
 def assert_fd(got, want):
     assert tol.close(got, want, tol.FD_RTOL, tol.FD_ATOL), np.max(np.abs(got - want))
+
+
+def assert_centered_grads_match_fd(x, gamma, beta, eps, dy, axes, param_axis):
+    """dx, dgamma and dbeta of a centered norm (LayerNorm, BatchNorm) against finite differences of a plain
+    NumPy forward loss = sum(y * dy)."""
+
+    def loss(x, gamma, beta):
+        m = f.moments(x, axes, eps)
+        y = f.affine(m.xhat, f.param_view(gamma, x.ndim, param_axis), f.param_view(beta, x.ndim, param_axis))
+        return float(np.sum(y * dy))
+
+    grads = f.normalization_node_grads(x, gamma, beta, eps, dy, axes, param_axis)
+    assert_fd(grads["x"], numeric_grad(lambda v: loss(v, gamma, beta), x))
+    assert_fd(grads["gamma"], numeric_grad(lambda g: loss(x, g, beta), gamma))
+    assert_fd(grads["beta"], numeric_grad(lambda b: loss(x, gamma, b), beta))
 
 
 @given(matrices(), eps_values, st.data())
@@ -49,11 +43,7 @@ def test_layer_norm_dx_dgamma_dbeta_match_finite_differences(x, eps, data):
     dy = data.draw(upstream(x.shape))
     d = x.shape[1]
     gamma = np.linspace(0.5, 1.5, d) * np.where(np.arange(d) % 2, -1, 1)
-    beta = np.linspace(-1, 1, d)
-    grads = f.normalization_node_grads(x, gamma, beta, eps, dy, (1,), 1)
-    assert_fd(grads["x"], numeric_grad(ln_loss((1,), eps, dy, gamma, beta), x))
-    assert_fd(grads["gamma"], numeric_grad(lambda g: ln_loss((1,), eps, dy, g, beta)(x), gamma))
-    assert_fd(grads["beta"], numeric_grad(lambda b: ln_loss((1,), eps, dy, gamma, b)(x), beta))
+    assert_centered_grads_match_fd(x, gamma, np.linspace(-1, 1, d), eps, dy, (1,), 1)
 
 
 @pytest.mark.parametrize("shape", [(5, 3), (3, 2, 2, 2)])
@@ -65,10 +55,7 @@ def test_batch_norm_dx_dgamma_dbeta_match_finite_differences(shape, eps):
     axes, param_axis = ((0,), 1) if len(shape) == 2 else ((0, 2, 3), 1)
     c = shape[param_axis]
     gamma, beta = rng.uniform(0.5, 1.5, c), rng.normal(size=c)
-    grads = f.normalization_node_grads(x, gamma, beta, eps, dy, axes, param_axis)
-    assert_fd(grads["x"], numeric_grad(ln_loss(axes, eps, dy, gamma, beta, param_axis), x))
-    assert_fd(grads["gamma"], numeric_grad(lambda g: ln_loss(axes, eps, dy, g, beta, param_axis)(x), gamma))
-    assert_fd(grads["beta"], numeric_grad(lambda b: ln_loss(axes, eps, dy, gamma, b, param_axis)(x), beta))
+    assert_centered_grads_match_fd(x, gamma, beta, eps, dy, axes, param_axis)
 
 
 @given(matrices(), eps_values, st.data())

@@ -13,8 +13,8 @@ from microgradnorm import tolerances as tol
 from microgradnorm import vectorized as V
 from microgradnorm.check import random_problem
 from microgradnorm.registry import NORMS, get_norm
-from microgradnorm.vectorized import public_pass
 from tests import tolerances as test_tol
+from tests.helpers import assert_results_close, run
 
 pytest.importorskip("numba")
 
@@ -26,12 +26,17 @@ SHAPES = {
     "rmsnorm": [(2, 1), (6, 33), (2, 2, 70)],
     "groupnorm": [(2, 1), (3, 4, 35), (2, 6, 5, 7)],
 }
-
-
-def both(norm, backend, x, gamma, beta, dy, recompute):
-    spec = get_norm(norm)
-    y, cache = public_pass(spec)[0](x, gamma, beta, 1e-5, backend=backend, recompute=recompute)
-    return (y, *public_pass(spec)[1](dy, cache)), cache
+# problems above fused.SMALL run on all threads, with one partial dgamma per worker
+THREADED_SHAPES = {
+    "layernorm": [(300, 256)],
+    "rmsnorm": [(2, 150, 256)],
+    "batchnorm": [(300, 256), (64, 32, 6, 6)],
+    "groupnorm": [(64, 32, 6, 6)],
+}
+CASES = [  # (norm, shape, seed, threaded)
+    *(pytest.param(n, shape, k, False, id=f"{n}-{shape}") for n in NORMS for k, shape in enumerate(SHAPES[n])),
+    *(pytest.param(n, shape, 9, True, id=f"{n}-{shape}-threads") for n in NORMS for shape in THREADED_SHAPES[n]),
+]
 
 
 def test_numba_is_there_and_auto_picks_fused(monkeypatch):
@@ -43,29 +48,20 @@ def test_numba_is_there_and_auto_picks_fused(monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("norm", list(NORMS))
-def test_fused_equals_numpy(norm, dtype):
-    spec = get_norm(norm)
-    rt, at = (
-        (tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL)
-        if dtype == "float64"
-        else (tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL)
-    )
-    for k, shape in enumerate(SHAPES[norm]):
-        x, gamma, beta, dy = (None if a is None else a.astype(dtype) for a in random_problem(spec, shape, seed=k))
-        for recompute in (None, False, True):
-            for g, b in ((gamma, beta), (None, None)):
-                got, cache = both(norm, "fused", x, g, b, dy, recompute)
-                want, _ = both(norm, "numpy", x, g, b, dy, recompute)
-                assert cache.backend == "fused"
-                assert cache.recompute == (recompute is not False)  # fused recomputes unless told not to
-                for a, w in zip(got, want):
-                    if w is None:
-                        assert a is None
-                        continue
-                    assert a.dtype == w.dtype == np.dtype(dtype)
-                    _abs_err, rel_err = tol.normwise_error(a, w)
-                    assert tol.close(a, w, rt, at), f"{norm} {shape} {dtype} recompute={recompute}: {rel_err:.3g}"
+@pytest.mark.parametrize(("norm", "shape", "seed", "threaded"), CASES)
+def test_fused_equals_numpy(norm, shape, seed, threaded, dtype):
+    """With and without gamma and beta, in every cache mode."""
+    assert not threaded or np.prod(shape) >= fused.SMALL
+    tolerance = test_tol.VECTORIZED_F64 if dtype == "float64" else test_tol.FLOAT32
+    x, gamma, beta, dy = (None if a is None else a.astype(dtype) for a in random_problem(get_norm(norm), shape, seed))
+    for recompute in (None, False, True):
+        for g, b in ((gamma, beta), (None, None)):
+            *got, cache = run(norm, x, g, b, dy, backend="fused", recompute=recompute)
+            want = run(norm, x, g, b, dy, backend="numpy", recompute=recompute)[:4]
+            assert cache.backend == "fused"
+            assert cache.recompute == (recompute is not False)  # fused recomputes unless told not to
+            assert all(a is None or a.dtype == np.dtype(dtype) for a in (*got, *want))
+            assert_results_close(got, want, *tolerance, f"recompute={recompute}")
 
 
 def test_non_contiguous_input_is_copied_for_the_kernel_and_left_alone():
@@ -96,30 +92,6 @@ def test_the_per_worker_partial_sums_add_up_to_dgamma():
         rows = slice(3 * w, 3 * w + 3)
         np.testing.assert_allclose(dgamma_part[w], (dy[rows] * xhat[rows]).sum(axis=0), rtol=1e-12)
         np.testing.assert_allclose(dbeta_part[w], dy[rows].sum(axis=0), rtol=1e-12)
-
-
-@pytest.mark.parametrize("norm", list(NORMS))
-def test_fused_equals_numpy_when_every_thread_works(norm):
-    """Problems above fused.SMALL run on all threads, with one partial dgamma per worker."""
-    spec = get_norm(norm)
-    shapes = {
-        "layernorm": [(300, 256)],
-        "rmsnorm": [(2, 150, 256)],
-        "batchnorm": [(300, 256), (64, 32, 6, 6)],
-        "groupnorm": [(64, 32, 6, 6)],
-    }[norm]
-    for shape in shapes:
-        assert np.prod(shape) >= fused.SMALL
-        for dtype, rt, at in (
-            ("float64", tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL),
-            ("float32", tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL),
-        ):
-            x, gamma, beta, dy = (None if a is None else a.astype(dtype) for a in random_problem(spec, shape, seed=9))
-            got, _ = both(norm, "fused", x, gamma, beta, dy, None)
-            want, _ = both(norm, "numpy", x, gamma, beta, dy, None)
-            for a, w in zip(got, want):
-                if w is not None:
-                    assert tol.close(a, w, rt, at), f"{norm} {shape} {dtype}: {tol.normwise_error(a, w)}"
 
 
 @pytest.mark.parametrize("shape", [(16, 3, 40, 40), (3000, 2)])

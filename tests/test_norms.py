@@ -1,4 +1,5 @@
-"""Norms built from scalar nodes: structure, forward values, edge cases and input validation."""
+"""Norms built from scalar nodes: structure, forward values, every gradient against PyTorch (float64), the
+invariants of LayerNorm on the graph itself (Hypothesis), edge cases and input validation."""
 
 from __future__ import annotations
 
@@ -7,20 +8,21 @@ import math
 import numpy as np
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from microgradnorm import DomainError, Value, batch_norm, formulas, layer_norm, rms_norm, topological_order
 from microgradnorm import tolerances as tol
-from microgradnorm.registry import NORMS
-from tests.strategies import matrices, vectors
+from microgradnorm import vectorized as V
+from microgradnorm.check import random_problem
+from microgradnorm.errors import InputError, InputTypeError
+from microgradnorm.norms import group_norm
+from microgradnorm.registry import NORMS, get_norm
+from tests import tolerances as test_tol
+from tests.helpers import assert_results_close, graph_results, torch_results, values
+from tests.strategies import eps_values, matrices, positive_scales, shifts, upstream, vectors
 
 STAGES = {name: spec.stages for name, spec in NORMS.items()}
 NODE_NAMES = {name: spec.node_names for name, spec in NORMS.items()}
-
-
-def values(nested) -> np.ndarray:
-    return np.array(
-        [values(v) for v in nested] if isinstance(nested[0], list) else [v.data for v in nested], dtype=np.float64
-    )
 
 
 # ---- structure ------------------------------------------------------------------
@@ -122,11 +124,77 @@ def test_batch_norm_is_layer_norm_of_the_transpose_forward_and_backward():
     bn = batch_norm(x.tolist(), eps=1e-3)
     ln = layer_norm(x.T.tolist(), eps=1e-3)
     assert tol.close(values(bn), values(ln).T, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL)
-    bn.graph.loss(dy.tolist()).backward()
-    ln.graph.loss(dy.T.tolist()).backward()
-    dx_bn = np.array([v.grad for v in bn.graph["x"]]).reshape(5, 3)
-    dx_ln = np.array([v.grad for v in ln.graph["x"]]).reshape(3, 5)
+    dx_bn, dx_ln = input_grad(bn, dy).reshape(5, 3), input_grad(ln, dy.T).reshape(3, 5)
     assert tol.close(dx_bn, dx_ln.T, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+
+
+TORCH_CASES = [("layernorm", (6,)), ("layernorm", (3, 5)), ("rmsnorm", (3, 5)), ("batchnorm", (6, 3)),
+               ("batchnorm", (2, 3, 2, 2))]  # fmt: skip
+
+
+@pytest.mark.parametrize(("norm", "shape"), TORCH_CASES)
+@pytest.mark.parametrize("eps", [1e-5, 0.1])
+def test_scalar_graph_matches_pytorch(norm, shape, eps):
+    """y and every gradient against torch.nn.functional in float64 (GroupNorm's: tests/test_group_norm.py)."""
+    pytest.importorskip("torch")
+    x, gamma, beta, dy = random_problem(get_norm(norm), shape, seed=11)
+    graph = get_norm(norm).build_graph(x.tolist(), gamma.tolist(), None if beta is None else beta.tolist(), eps)
+    graph.loss(dy.tolist()).backward()
+    assert_results_close(graph_results(graph, shape), torch_results(norm, x, gamma, beta, dy, eps), *test_tol.TORCH_F64)
+
+
+# ---- the invariants of LayerNorm, on the scalar graph itself ------------------------------
+
+
+def input_grad(y, dy) -> np.ndarray:
+    y.graph.loss(dy.tolist()).backward()
+    return np.array([v.grad for v in y.graph["x"]])
+
+
+@given(vectors(), shifts, eps_values)
+def test_layer_norm_ignores_a_constant_shift(x, c, eps):
+    assert np.allclose(
+        values(layer_norm(x.tolist(), eps=eps)), values(layer_norm((x + c).tolist(), eps=eps)), atol=1e-9
+    )
+
+
+@pytest.mark.parametrize("norm", [layer_norm, rms_norm], ids=["layer_norm", "rms_norm"])
+@given(vectors(), positive_scales)
+def test_a_norm_ignores_a_positive_scale_at_eps_zero(norm, x, c):
+    assert np.allclose(values(norm(x.tolist(), eps=0.0)), values(norm((c * x).tolist(), eps=0.0)), atol=1e-9)
+
+
+@given(vectors(), eps_values, st.data())
+def test_the_input_gradient_sums_to_zero(x, eps, data):
+    dy = data.draw(upstream(x.shape))
+    gamma = np.linspace(0.5, 1.5, x.shape[0])
+    dx = input_grad(layer_norm(x.tolist(), gamma.tolist(), eps=eps), dy)
+    assert abs(dx.sum()) <= 1e-9 * (1 + np.abs(dx).sum())
+
+
+@given(vectors(), st.data())
+def test_the_input_gradient_is_orthogonal_to_xhat_at_eps_zero(x, data):
+    dy = data.draw(upstream(x.shape))
+    y = layer_norm(x.tolist(), eps=0.0)
+    xhat = np.array([v.data for v in y.graph["xhat"]])
+    dx = input_grad(y, dy)
+    assert abs(dx @ xhat) <= 1e-9 * (1 + np.linalg.norm(dx) * np.linalg.norm(xhat))
+
+
+@given(vectors())
+def test_loss_sum_y_gives_a_zero_input_gradient_when_gamma_is_one(x):
+    y = layer_norm(x.tolist(), eps=1e-5)
+    dx = input_grad(y, np.ones(x.shape))
+    assert np.allclose(dx, 0.0, atol=1e-9)
+
+
+@given(matrices(min_rows=2, axis=0), st.data())
+def test_batch_norm_of_x_is_layer_norm_of_x_transposed(x, data):
+    dy = data.draw(upstream(x.shape))
+    bn = batch_norm(x.tolist(), eps=1e-4)
+    ln = layer_norm(x.T.tolist(), eps=1e-4)
+    assert np.allclose(values(bn), values(ln).T, atol=1e-12)
+    assert np.allclose(input_grad(bn, dy).reshape(x.shape), input_grad(ln, dy.T).reshape(x.T.shape).T, atol=1e-10)
 
 
 # ---- the two variance forms ----------------------------------------------------------
@@ -172,15 +240,24 @@ def test_the_naive_variance_tells_a_constant_group_from_cancellation():
         batch_norm([[1e9 + 4.0, 1.0], [1e9 + 7.0, 2.0]], eps=0.0, variance="naive")
 
 
-def test_the_registry_builds_the_graph_of_each_norm_with_its_named_nodes_in_order():
+BUILDERS = {  # the public builders (GroupNorm with the registry's default of one group)
+    "layernorm": layer_norm,
+    "batchnorm": batch_norm,
+    "rmsnorm": rms_norm,
+    "groupnorm": lambda x, gamma, beta, eps: group_norm(x, 1, gamma, beta, eps),
+}
+
+
+@pytest.mark.parametrize("kind", list(NORMS))
+def test_the_registry_builds_the_graph_of_each_norm_with_its_named_nodes_in_order(kind):
+    """Every named node, in the registry's order, each stage tagged, and the graph of the public builder."""
     x, gamma, beta = [[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], [1.0, 2.0, -0.5], [0.1, 0.0, -0.2]
-    for kind, make in (("layernorm", layer_norm), ("batchnorm", batch_norm)):
-        graph = NORMS[kind].build_graph(x, gamma, beta, 1e-3)
-        assert list(graph.nodes) == list(NODE_NAMES[kind])
-        assert np.array_equal(values(graph.out), values(make(x, gamma, beta, 1e-3)))
-    graph = NORMS["rmsnorm"].build_graph(x, gamma)
-    assert list(graph.nodes) == list(NODE_NAMES["rmsnorm"])
-    assert np.array_equal(values(graph.out), values(rms_norm(x, gamma)))
+    spec = NORMS[kind]
+    graph = spec.build_graph(x, gamma, beta, 1e-3) if spec.has_beta else spec.build_graph(x, gamma)
+    assert list(graph.nodes) == list(NODE_NAMES[kind])
+    assert set(spec.stages) <= {v.stage for v in topological_order(graph.roots())}
+    direct = BUILDERS[kind](x, gamma, beta, 1e-3) if spec.has_beta else BUILDERS[kind](x, gamma)
+    assert np.array_equal(values(graph.out), values(direct))
 
 
 def test_d_equal_one_gives_beta_and_a_zero_input_gradient():
@@ -246,6 +323,14 @@ BAD_INPUTS = [
     (lambda: layer_norm([1.0, 2.0], eps="0.1"), TypeError, ["eps", "str"]),
     (lambda: layer_norm([1.0, 2.0], variance="welford"), ValueError, ["variance", "two_pass", "welford"]),
     (lambda: layer_norm([1.0, 2.0]).graph.loss([1.0]), ValueError, ["dy", "[2]", "[1]"]),
+    (lambda: group_norm([[1.0, 2.0, 3.0]], 2), InputError, ["num_groups", "divisor", "3", "2"]),
+    (lambda: group_norm([[1.0, 2.0]], 0), InputTypeError, ["num_groups", ">= 1", "0"]),
+    (lambda: group_norm([[1.0, 2.0]], True), InputTypeError, ["num_groups", "True"]),
+    (lambda: group_norm([1.0, 2.0], 1), InputError, ["group_norm", "2-D", "1-D"]),
+    (lambda: group_norm([[1.0, 2.0]], 1, gamma=[1.0]), InputError, ["gamma", "2 values", "channel"]),
+    (lambda: V.group_norm_forward(np.ones((2, 3, 2)), 2), ValueError, ["num_groups", "divisor", "3"]),
+    (lambda: V.group_norm_forward(np.ones((2, 4)), 0), TypeError, ["num_groups", "0"]),
+    (lambda: V.group_norm_forward(np.ones(4), 1), ValueError, ["x", "group_norm", "(4,)"]),
 ]
 
 
@@ -255,17 +340,6 @@ def test_bad_input_names_the_argument_the_expected_and_the_given(make, kind, wor
         make()
     for word in words:
         assert word in str(info.value), (word, str(info.value))
-
-
-def test_every_registry_entry_builds_its_named_nodes():
-    for spec in NORMS.values():
-        shape = spec.default_shape(3, 2)
-        x = np.random.default_rng(5).normal(size=shape)
-        p = spec.param_size(shape)
-        graph = spec.build_graph(x.tolist(), [1.0] * p, [0.0] * p, 1e-5)
-        for name in spec.node_names:
-            assert name in graph, (spec.name, name)
-        assert set(spec.stages) <= {v.stage for v in topological_order(graph.roots())}
 
 
 def test_a_norm_error_carries_its_fields_and_is_said_in_the_learners_language():

@@ -52,36 +52,11 @@ def name_uses(source: str) -> list[tuple[int, str]]:
     return found
 
 
-def imports(source: str) -> list[tuple[int, str]]:
-    """(line, top-level module name) of every import, at any depth (``from . import`` counts as the package)."""
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name.split(".")[0]) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            found.append((node.lineno, "microgradnorm" if node.level else (node.module or "").split(".")[0]))
-    return found
-
-
-def _numpy_loaders(tree: ast.AST) -> set[int]:
-    """ids of the nodes inside the registry's ``_*_numpy`` functions: where it visibly imports
-    the workshop's NumPy entry points, on first use (the one exception to the core's imports)."""
-    inside = set()
-    for fn in ast.walk(tree):
-        if isinstance(fn, ast.FunctionDef) and fn.name.startswith("_") and fn.name.endswith("_numpy"):
-            inside |= {id(n) for n in ast.walk(fn)}
-    return inside
-
-
 def core_imports(path: Path) -> list[str]:
     """The imports of a core module that are neither the standard library, NumPy, nor the core itself."""
     allowed_core = {f"microgradnorm.{c[:-3].replace('/', '.')}" for c in CORE}
     bad = []
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    exempt = _numpy_loaders(tree) if path.name == "registry.py" else set()
-    for node in ast.walk(tree):
-        if id(node) in exempt:
-            continue
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             modules = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):

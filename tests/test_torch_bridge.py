@@ -37,6 +37,7 @@ FLOAT32_VS_TORCH_RTOL = 1e-5
 TRAINED_F32_RTOL = 1e-4
 # the same in float64: rounding differences of 1e-16 grow no larger than this in 50 steps
 TRAINED_F64_RTOL = 1e-10
+F64 = test_tol.TORCH_F64
 
 # ---- the layers are torch.nn's -----------------------------------------------------------------------
 
@@ -74,16 +75,12 @@ def test_float64_forward_and_backward_equal_torch_nn_over_train_and_eval(name, a
         if step == 2:
             ours.eval(), theirs.eval()
         (y1, dx1, g1), (y2, dx2, g2) = run(ours, x, dy), run(theirs, x, dy)
-        assert close(y1, y2, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL), (name, step)
-        assert close(dx1, dx2, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL), (name, step)
+        assert close(y1, y2, *F64), (name, step)
+        assert close(dx1, dx2, *F64), (name, step)
         for n in g2:
-            assert close(g1[n], g2[n], test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL), (name, step, n)
+            assert close(g1[n], g2[n], *F64), (name, step, n)
         for key, value in theirs.state_dict().items():
-            assert close(ours.state_dict()[key], value, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL), (
-                name,
-                step,
-                key,
-            )
+            assert close(ours.state_dict()[key], value, *F64), (name, step, key)
 
 
 @pytest.mark.parametrize(("name", "args", "kwargs", "shape"), CASES)
@@ -410,9 +407,10 @@ def test_layer_norm_function_under_torch_compile_runs_outside_the_graph():
 _BLOCK_TORCH = "import sys; sys.modules['torch'] = None; "  # `import torch` now raises ImportError
 
 
-def test_importing_the_package_and_the_cli_never_imports_torch():
+def test_importing_the_package_the_cli_and_the_lab_never_imports_torch():
     code = (
         "import sys, microgradnorm, microgradnorm.vectorized, microgradnorm.cli, microgradnorm.lessons.demos; "
+        "import microgradnorm.lab.torch_net, microgradnorm.lab.experiments; "
         "microgradnorm.cli.build_parser(); microgradnorm.lessons.demos.load_demos(); "
         "print('torch' in sys.modules)"
     )
@@ -459,14 +457,18 @@ def test_the_readme_snippet_runs_a_backward_through_the_wrapped_pair():
 # ---- any shape, layout and eps (Hypothesis) ------------------------------------------------------------
 
 
+def _torch_takes(norm, x, eps):
+    """Whether torch.nn.functional takes this problem in training mode (this package takes all of them)."""
+    if norm == "batchnorm":
+        return x.size // x.shape[1] > 1 and eps > 0  # one value per channel, or eps = 0: torch refuses
+    return norm != "groupnorm" or x.size > 1  # a group of one value (one group here): torch refuses
+
+
 @pytest.mark.parametrize("norm", ops.NORMS)
 @given(data=st.data())
 def test_the_ops_equal_torch_functional_for_any_shape_layout_and_eps(norm, data):
     x, gamma, beta, dy, eps = data.draw(norm_problems(norm))
-    if norm == "batchnorm":
-        assume(x.size // x.shape[1] > 1 and eps > 0)  # torch refuses both in training mode (this package does not)
-    if norm == "groupnorm":
-        assume(x.size > 1)  # torch refuses a group of one value (one group here) in training mode
+    assume(_torch_takes(norm, x, eps))
     leaves = [None if a is None else torch.from_numpy(a).requires_grad_(True) for a in (x, gamma, beta)]
     # torch on contiguous copies: PyTorch 2.13's batch_norm backward gets some strided layouts with
     # size-1 axes wrong (x of shape [1, 2, 1, 2] and strides (1, 1, 2, 2): the channels' gradients
@@ -477,12 +479,12 @@ def test_the_ops_equal_torch_functional_for_any_shape_layout_and_eps(norm, data)
     if norm == "groupnorm" and given[1] is None:  # PyTorch 2.13's group_norm backward fails without a weight
         given[1] = torch.ones(x.shape[1], dtype=torch.float64)  # ("tensor does not have a device"): ones, the same map
     want = get_norm(norm).torch_functional(torch.nn.functional, *given, eps)
-    assert close(y, want, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL)
+    assert close(y, want, *F64)
     (y * torch.from_numpy(dy)).sum().backward()
     (want * torch.from_numpy(dy)).sum().backward()
     for mine, theirs in zip(leaves, twins):
         if mine is not None:
-            assert close(mine.grad, theirs.grad, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL)
+            assert close(mine.grad, theirs.grad, *F64)
 
 
 @pytest.mark.parametrize("norm", ops.NORMS)
@@ -490,10 +492,7 @@ def test_the_ops_equal_torch_functional_for_any_shape_layout_and_eps(norm, data)
 def test_the_tangent_equals_torch_functionals_for_any_shape_layout_and_eps(norm, data):
     """Forward mode through the ops (the projection form) against torch.nn.functional's own forward mode."""
     x, gamma, beta, t, eps = data.draw(norm_problems(norm))
-    if norm == "batchnorm":
-        assume(x.size // x.shape[1] > 1 and eps > 0)  # torch refuses both in training mode
-    if norm == "groupnorm":
-        assume(x.size > 1)  # torch refuses a group of one value in training mode
+    assume(_torch_takes(norm, x, eps))
     w = None if gamma is None else torch.from_numpy(gamma)
     b = None if beta is None else torch.from_numpy(beta)
     theirs_w = torch.ones(x.shape[1], dtype=torch.float64) if norm == "groupnorm" and w is None else w

@@ -18,6 +18,7 @@ mt = pytest.importorskip("microgradnorm.torch")
 from .torch_pairs import CASES, FOUR, PAIRS, close, pair  # noqa: E402
 
 func = torch.func
+F64 = test_tol.TORCH_F64
 
 # every layer in a mode torch.func can transform: training BatchNorm updates its running statistics in
 # place, which torch.func refuses for torch.nn's layer too, so it is tried without them and in eval mode
@@ -48,9 +49,9 @@ def _inputs(shape, seed=0):
 
 
 def _with_params(layer):
-    """f(x, params) for torch.func: the layer with its parameters as inputs (their tangents can then be set)."""
+    """f(x, *params) for torch.func: the layer with its parameters as inputs (their tangents can then be set)."""
     names = [n for n, _ in layer.named_parameters()]
-    return names, lambda x, *ps: func.functional_call(layer, dict(zip(names, ps)), (x,))
+    return lambda x, *ps: func.functional_call(layer, dict(zip(names, ps)), (x,))
 
 
 ID = [f"{c[0]}-{i}" for i, c in enumerate(TRANSFORMABLE)]
@@ -63,15 +64,13 @@ ID = [f"{c[0]}-{i}" for i, c in enumerate(TRANSFORMABLE)]
 def test_jvp_in_x_and_in_the_parameters_equals_torch_nn(name, args, kwargs, shape):
     ours, theirs = _layers(name, args, kwargs)
     x, x_t = _inputs(shape)
-    _, f_ours = _with_params(ours)
-    _, f_theirs = _with_params(theirs)
-    params = [p.detach() for p in ours.parameters()]
+    f_ours, f_theirs, params = _with_params(ours), _with_params(theirs), [p.detach() for p in ours.parameters()]
     gen = torch.Generator().manual_seed(1)
     params_t = [torch.randn(p.shape, generator=gen, dtype=torch.float64) for p in params]
     y1, t1 = func.jvp(f_ours, (x, *params), (x_t, *params_t))
     y2, t2 = func.jvp(f_theirs, (x, *params), (x_t, *params_t))
-    assert close(y1, y2, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL)
-    assert t2.abs().max() > 0 and close(t1, t2, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL)
+    assert close(y1, y2, *F64)
+    assert t2.abs().max() > 0 and close(t1, t2, *F64)
 
 
 @pytest.mark.parametrize(("name", "args", "kwargs", "shape"), TRANSFORMABLE, ids=ID)
@@ -80,8 +79,8 @@ def test_jacfwd_equals_torch_nn_and_jacrev(name, args, kwargs, shape):
     x, _ = _inputs(shape)
     j_ours, j_theirs = func.jacfwd(ours)(x), func.jacfwd(theirs)(x)
     assert j_ours.shape == (*shape, *shape)
-    assert close(j_ours, j_theirs, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL)
-    assert close(func.jacrev(ours)(x), j_theirs, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL)
+    assert close(j_ours, j_theirs, *F64)
+    assert close(func.jacrev(ours)(x), j_theirs, *F64)
 
 
 @pytest.mark.parametrize(("name", "matrix"), [("LayerNorm", F.layer_norm_jacobian), ("RMSNorm", F.rms_jacobian)])
@@ -99,7 +98,7 @@ def test_the_tangent_is_lesson_7s_jacobian_times_the_tangent(name, matrix, eps):
         rstd = 1.0 / ((xs * xs).mean() + eps) ** 0.5
         xhat = xs * rstd
     want = torch.from_numpy(matrix(xhat, rstd, layer.weight.detach().numpy()) @ t.numpy())
-    assert close(tangent, want, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL)
+    assert close(tangent, want, *F64)
 
 
 def test_forward_mode_ad_outside_torch_func_gives_the_tangent_too():
@@ -111,7 +110,7 @@ def test_forward_mode_ad_outside_torch_func_gives_the_tangent_too():
     for layer in (ours, theirs):
         with fwAD.dual_level():
             tangents.append(fwAD.unpack_dual(layer(fwAD.make_dual(x, t))).tangent)
-    assert tangents[1].abs().max() > 0 and close(*tangents, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL)
+    assert tangents[1].abs().max() > 0 and close(*tangents, *F64)
 
 
 # ---- reverse mode and vmap under torch.func --------------------------------------------------------------
@@ -121,28 +120,26 @@ def test_forward_mode_ad_outside_torch_func_gives_the_tangent_too():
 def test_grad_and_vjp_in_every_input_equal_torch_nn(name, args, kwargs, shape):
     ours, theirs = _layers(name, args, kwargs)
     x, dy = _inputs(shape, seed=4)
-    _, f_ours = _with_params(ours)
-    _, f_theirs = _with_params(theirs)
-    params = [p.detach() for p in ours.parameters()]
+    f_ours, f_theirs, params = _with_params(ours), _with_params(theirs), [p.detach() for p in ours.parameters()]
     argnums = tuple(range(1 + len(params)))
     g1 = func.grad(lambda *a: (f_ours(*a) * dy).sum(), argnums=argnums)(x, *params)
     g2 = func.grad(lambda *a: (f_theirs(*a) * dy).sum(), argnums=argnums)(x, *params)
-    assert all(close(a, b, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL) for a, b in zip(g1, g2))
+    assert all(close(a, b, *F64) for a, b in zip(g1, g2))
     v1 = func.vjp(f_ours, x, *params)[1](dy)
-    assert all(close(a, b, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL) for a, b in zip(v1, g2))
+    assert all(close(a, b, *F64) for a, b in zip(v1, g2))
 
 
 @pytest.mark.parametrize(("name", "args", "kwargs", "shape"), TRANSFORMABLE, ids=ID)
 def test_vmap_equals_torch_nn_and_per_sample_gradients_too(name, args, kwargs, shape):
     ours, theirs = _layers(name, args, kwargs)
     xs = torch.randn((3, *shape), dtype=torch.float64, generator=torch.Generator().manual_seed(5))
-    assert close(func.vmap(ours)(xs), func.vmap(theirs)(xs), test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL)
+    assert close(func.vmap(ours)(xs), func.vmap(theirs)(xs), *F64)
     dy = torch.randn(shape, dtype=torch.float64)
 
     def per_sample(layer):  # vmap over grad: the gradient of each entry's loss on its own
         return func.vmap(func.grad(lambda x: (layer(x) * dy).sum()))(xs)
 
-    assert close(per_sample(ours), per_sample(theirs), test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL)
+    assert close(per_sample(ours), per_sample(theirs), *F64)
 
 
 def test_vmap_over_the_parameters_an_ensemble_equals_torch_nn():
@@ -154,7 +151,7 @@ def test_vmap_over_the_parameters_an_ensemble_equals_torch_nn():
     def ensemble(layer):
         return func.vmap(lambda w, b: func.functional_call(layer, {"weight": w, "bias": b}, (x,)))(weights, biases)
 
-    assert close(ensemble(ours), ensemble(theirs), test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL)
+    assert close(ensemble(ours), ensemble(theirs), *F64)
 
 
 @pytest.mark.parametrize("transform", ["hessian", "jacfwd(jacrev)", "jvp(grad)"])
@@ -249,8 +246,8 @@ def test_batchnorm2d_keeps_channels_last_in_training_and_eval():
         (y1, dx1), (y2, dx2) = outs
         assert y1.is_contiguous(memory_format=cl) and y2.is_contiguous(memory_format=cl), mode
         assert dx1.is_contiguous(memory_format=cl) == dx2.is_contiguous(memory_format=cl), mode
-        assert close(y1, y2, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL), mode
-        assert close(dx1, dx2, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL), mode
+        assert close(y1, y2, *F64), mode
+        assert close(dx1, dx2, *F64), mode
         assert close(ours.running_var, theirs.running_var, test_tol.TORCH_F64_RTOL), mode
 
 

@@ -7,8 +7,6 @@ PyTorch. Every backend is checked; the fused one also in tests/test_fused.py.
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
 from hypothesis import given
@@ -21,36 +19,16 @@ from microgradnorm.check import random_problem
 from microgradnorm.registry import NORMS, get_norm
 from microgradnorm.vectorized import public_pass
 from tests import tolerances as test_tol
+from tests.helpers import BACKENDS, TUNED, assert_close, assert_results_close, graph_results, run, torch_results
 
 from .strategies import norm_problems
 
-# The fused backend needs numba (the [fast] extra); without it, it is not run here and
-# tests/test_fused.py reports itself skipped.
-HAVE_NUMBA = importlib.util.find_spec("numba") is not None
-BACKENDS = ("numpy", "fused", "reference") if HAVE_NUMBA else ("numpy", "reference")
-TUNED = ("numpy", "fused") if HAVE_NUMBA else ("numpy",)
 SCALAR_SHAPES = {
     "layernorm": [(5,), (3, 4), (1, 1), (2, 1)],
     "batchnorm": [(4, 3), (1, 2), (2, 3, 2, 2)],
     "rmsnorm": [(6,), (3, 4), (2, 1)],
     "groupnorm": [(2, 3), (2, 4, 3), (1, 2, 2, 2)],
 }
-
-
-def run(norm: str, x, gamma, beta, dy, eps=1e-5, backend=None, recompute=None):
-    """Forward and backward through the registry's entry: (y, dx, dgamma, dbeta, cache)."""
-    spec = get_norm(norm)
-    y, cache = public_pass(spec)[0](x, gamma, beta, eps, backend=backend, recompute=recompute)
-    dx, dgamma, dbeta = public_pass(spec)[1](dy, cache)
-    return y, dx, dgamma, dbeta, cache
-
-
-def assert_close(a, b, rtol, atol, what=""):
-    assert a is not None and b is not None, what
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    assert a.shape == b.shape, f"{what}: shapes {a.shape} vs {b.shape}"
-    abs_err, rel_err = tol.normwise_error(a, b)
-    assert tol.close(a, b, rtol, atol), f"{what}: max abs error {abs_err:.3g}, normwise relative {rel_err:.3g}"
 
 
 def closed_form(norm, x, gamma, beta, eps, dy):
@@ -82,27 +60,19 @@ def test_matches_the_scalar_graph(norm, eps, backend):
         x, gamma, beta, dy = random_problem(spec, shape, seed=k)
         graph = spec.build_graph(x, gamma, beta, eps)
         graph.loss(dy.tolist()).backward()
-        y, dx, dgamma, dbeta, _ = run(norm, x, gamma, beta, dy, eps, backend=backend)
-        rt, at = tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL
-        where = f"{norm} {shape} eps={eps} {backend}"
-        assert_close(y, np.array([v.data for v in graph["y"]]).reshape(shape), rt, at, f"y, {where}")
-        assert_close(dx, np.array([v.grad for v in graph["x"]]).reshape(shape), rt, at, f"dx, {where}")
-        assert_close(dgamma, [v.grad for v in graph["gamma"]], rt, at, f"dgamma, {where}")
-        if spec.has_beta:
-            assert_close(dbeta, [v.grad for v in graph["beta"]], rt, at, f"dbeta, {where}")
+        got = run(norm, x, gamma, beta, dy, eps, backend=backend)[:4]
+        assert_results_close(got, graph_results(graph, shape), *test_tol.VECTORIZED_F64, f"{shape} eps={eps}")
 
 
 def test_three_dimensional_layernorm_matches_the_scalar_graph_row_by_row():
     """[B, T, C] as in seed 002: each of the B * T rows is its own LayerNorm."""
     spec = get_norm("layernorm")
     x, gamma, beta, dy = random_problem(spec, (2, 3, 5), seed=7)
-    _y, dx, dgamma, dbeta, cache = run("layernorm", x, gamma, beta, dy)
+    y, dx, dgamma, dbeta, cache = run("layernorm", x, gamma, beta, dy)
     graph = spec.build_graph(x.reshape(6, 5), gamma, beta, 1e-5)
     graph.loss(dy.reshape(6, 5).tolist()).backward()
-    rt, at = tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL
-    assert_close(dx.reshape(6, 5), np.array([v.grad for v in graph["x"]]).reshape(6, 5), rt, at, "dx")
-    assert_close(dgamma, [v.grad for v in graph["gamma"]], rt, at, "dgamma")
-    assert_close(dbeta, [v.grad for v in graph["beta"]], rt, at, "dbeta")
+    got = (y.reshape(6, 5), dx.reshape(6, 5), dgamma, dbeta)
+    assert_results_close(got, graph_results(graph, (6, 5)), *test_tol.VECTORIZED_F64)
     assert cache.mean.shape == (2, 3, 1) and cache.rstd.shape == (2, 3, 1)  # B,T,1
 
 
@@ -115,7 +85,7 @@ def test_matches_the_closed_forms_for_any_shape(norm, data, backend, recompute):
     x, gamma, beta, dy, eps = data.draw(norm_problems(norm))
     y, dx, dgamma, dbeta, cache = run(norm, x, gamma, beta, dy, eps, backend=backend, recompute=recompute)
     ry, rdx, rdgamma, rdbeta = closed_form(norm, x, gamma, beta, eps, dy)
-    rt, at = tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL
+    rt, at = test_tol.VECTORIZED_F64
     assert_close(y, ry, rt, at, "y")
     assert_close(dx, rdx, rt, max(at, tol.norm_dx_atol(x, gamma, dy, cache.rstd)), "dx")
     assert (dgamma is None) == (gamma is None) and (dbeta is None) == (beta is None)
@@ -135,10 +105,8 @@ def test_cache_statistics_are_the_closed_form_moments(norm):
         m = F.moments(x, spec.axes(shape), 1e-5)
         for backend in BACKENDS:
             _, cache = public_pass(spec)[0](x, gamma, beta, 1e-5, backend=backend, recompute=False)
-            rt, at = tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL
-            for name in ("mean", "var", "rstd", "xhat"):
-                assert_close(getattr(cache, name), getattr(m, name), rt, at, f"{name}, {backend}")
-            assert_close(cache.std, m.std, rt, at, "std")
+            for name in ("mean", "var", "rstd", "xhat", "std"):
+                assert_close(getattr(cache, name), getattr(m, name), *test_tol.VECTORIZED_F64, f"{name}, {backend}")
 
 
 # ---- against PyTorch ---------------------------------------------------------------------------------
@@ -152,43 +120,20 @@ TORCH_SHAPES = {
 }
 
 
-def torch_reference(torch, norm, x, gamma, beta, dy, eps):
-    fn = torch.nn.functional
-    xt = torch.tensor(x, requires_grad=True)
-    gt = torch.tensor(gamma, requires_grad=True)
-    bt = None if beta is None else torch.tensor(beta, requires_grad=True)
-    if norm == "layernorm":
-        y = fn.layer_norm(xt, (x.shape[-1],), gt, bt, eps)
-    elif norm == "rmsnorm":
-        y = fn.rms_norm(xt, (x.shape[-1],), gt, eps)
-    elif norm == "groupnorm":
-        y = fn.group_norm(xt, 1, gt, bt, eps)
-    else:
-        y = fn.batch_norm(xt, None, None, gt, bt, True, 0.1, eps)
-    y.backward(torch.tensor(dy))
-    return y.detach().numpy(), xt.grad.numpy(), gt.grad.numpy(), None if bt is None else bt.grad.numpy()
-
-
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("norm", list(NORMS))
 def test_matches_pytorch(norm, dtype):
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     spec = get_norm(norm)
-    rt, at = (
-        (test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL)
-        if dtype == "float64"
-        else (tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL)
-    )
     for k, shape in enumerate(TORCH_SHAPES[norm]):
         for eps in (1e-5, 1e-2):
             x, gamma, beta, dy = (None if a is None else a.astype(dtype) for a in random_problem(spec, shape, seed=k))
-            expected = torch_reference(torch, norm, x, gamma, beta, dy, eps)
+            expected = torch_results(norm, x, gamma, beta, dy, eps)
             for backend in BACKENDS:
                 got = run(norm, x, gamma, beta, dy, eps, backend=backend)[:4]
-                for name, a, b in zip(("y", "dx", "dgamma", "dbeta"), got, expected):
-                    if b is not None:
-                        assert a.dtype == np.dtype(dtype), f"{name} dtype"
-                        assert_close(a, b, rt, at, f"{name}, {norm} {shape} {dtype} eps={eps} {backend}")
+                assert all(a is None or a.dtype == np.dtype(dtype) for a in got), f"{norm} {dtype} {backend}"
+                tolerance = test_tol.TORCH_F64 if dtype == "float64" else test_tol.FLOAT32
+                assert_results_close(got, expected, *tolerance, f"{norm} {shape} {dtype} eps={eps} {backend}")
 
 
 # ---- float32 against float64 -------------------------------------------------------------------------
@@ -201,12 +146,10 @@ def test_float32_matches_the_float64_analytic_result(norm, backend):
     shape = (16, 64) if norm != "batchnorm" else (8, 4, 3, 3)
     x, gamma, beta, dy = (None if a is None else a.astype(np.float32) for a in random_problem(spec, shape, seed=5))
     for recompute in (False, True):
-        y, dx, dgamma, dbeta, _ = run(norm, x, gamma, beta, dy, backend=backend, recompute=recompute)
-        assert y.dtype == dx.dtype == dgamma.dtype == np.float32
-        ry, rdx, rdgamma, rdbeta = closed_form(norm, x, gamma, beta, 1e-5, dy)
-        for name, a, b in (("y", y, ry), ("dx", dx, rdx), ("dgamma", dgamma, rdgamma), ("dbeta", dbeta, rdbeta)):
-            if b is not None:
-                assert_close(a, b, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, f"{name} recompute={recompute}")
+        got = run(norm, x, gamma, beta, dy, backend=backend, recompute=recompute)[:4]
+        assert got[0].dtype == got[1].dtype == got[2].dtype == np.float32
+        want = closed_form(norm, x, gamma, beta, 1e-5, dy)
+        assert_results_close(got, want, *test_tol.FLOAT32, f"recompute={recompute}")
 
 
 # ---- dtypes ------------------------------------------------------------------------------------------
@@ -216,13 +159,9 @@ def test_float32_matches_the_float64_analytic_result(norm, backend):
 def test_float16_is_computed_in_float32_and_returned_as_float16(backend):
     spec = get_norm("layernorm")
     x, gamma, beta, dy = (a.astype(np.float16) for a in random_problem(spec, (4, 32), seed=1))
-    y, dx, dgamma, dbeta, cache = run("layernorm", x, gamma, beta, dy, backend=backend)
-    assert y.dtype == dx.dtype == dgamma.dtype == dbeta.dtype == np.float16
-    assert cache.compute_dtype == np.float32
-    ry, rdx, rdgamma, _ = closed_form("layernorm", x, gamma, beta, 1e-5, dy)
-    assert_close(y, ry, test_tol.FLOAT16_RTOL, test_tol.FLOAT16_ATOL, "y")
-    assert_close(dx, rdx, test_tol.FLOAT16_RTOL, test_tol.FLOAT16_ATOL, "dx")
-    assert_close(dgamma, rdgamma, test_tol.FLOAT16_RTOL, test_tol.FLOAT16_ATOL, "dgamma")
+    *got, cache = run("layernorm", x, gamma, beta, dy, backend=backend)
+    assert all(a.dtype == np.float16 for a in got) and cache.compute_dtype == np.float32
+    assert_results_close(got[:3], closed_form("layernorm", x, gamma, beta, 1e-5, dy)[:3], *test_tol.FLOAT16)
 
 
 def test_bfloat16_like_input_is_computed_in_float32():
@@ -246,15 +185,6 @@ def test_integer_bool_and_complex_inputs_are_type_errors(norm, bad):
     x = bad if norm != "batchnorm" else bad.reshape(3, 4)
     with pytest.raises(TypeError, match=r"x: expected a floating-point array .* got dtype"):
         run(norm, x, None, None, np.ones(x.shape))
-
-
-def test_integer_gamma_and_dy_are_type_errors():
-    x = np.ones((2, 3)) + np.arange(3)
-    with pytest.raises(TypeError, match="gamma"):
-        V.layer_norm_forward(x, np.ones(3, dtype=int))
-    _, cache = V.layer_norm_forward(x)
-    with pytest.raises(TypeError, match="dy"):
-        V.layer_norm_backward(np.ones((2, 3), dtype=int), cache)
 
 
 # ---- inputs are never modified -----------------------------------------------------------------------
@@ -283,14 +213,34 @@ def test_read_only_inputs_are_left_untouched(norm, backend):
 # ---- errors ---------------------------------------------------------------------------------------------
 
 
-def test_gamma_of_the_wrong_shape_names_both_shapes():
-    x = np.zeros((2, 3, 4))
-    with pytest.raises(ValueError, match=r"gamma: expected shape \(4,\).*\(2, 3, 4\).*got shape \(3,\)"):
-        V.layer_norm_forward(x, np.ones(3))
-    with pytest.raises(ValueError, match=r"beta: expected shape \(3,\).*\(5, 3, 2, 2\).*got shape \(4,\)"):
-        V.batch_norm_forward(np.zeros((5, 3, 2, 2)), np.ones(3), np.ones(4))
-    with pytest.raises(ValueError, match=r"gamma: expected shape \(4,\).*got shape \(2, 2\)"):
-        V.rms_norm_forward(np.zeros((3, 4)), np.ones((2, 2)))
+X23 = np.ones((2, 3)) + np.arange(3)
+BAD_CALLS = [  # (what, call, error, match)
+    ("integer-gamma", lambda: V.layer_norm_forward(X23, np.ones(3, dtype=int)), TypeError, "gamma"),
+    ("integer-dy", lambda: V.layer_norm_backward(np.ones((2, 3), dtype=int), V.layer_norm_forward(X23)[1]), TypeError,
+     "dy"),
+    ("ln-gamma-shape", lambda: V.layer_norm_forward(np.zeros((2, 3, 4)), np.ones(3)), ValueError,
+     r"gamma: expected shape \(4,\).*\(2, 3, 4\).*got shape \(3,\)"),
+    ("bn-beta-shape", lambda: V.batch_norm_forward(np.zeros((5, 3, 2, 2)), np.ones(3), np.ones(4)), ValueError,
+     r"beta: expected shape \(3,\).*\(5, 3, 2, 2\).*got shape \(4,\)"),
+    ("rms-gamma-shape", lambda: V.rms_norm_forward(np.zeros((3, 4)), np.ones((2, 2))), ValueError,
+     r"gamma: expected shape \(4,\).*got shape \(2, 2\)"),
+    ("bn-rank", lambda: V.batch_norm_forward(np.zeros((2, 3, 4))), ValueError,
+     r"x: batch_norm expects .* got shape \(2, 3, 4\)"),
+    ("ln-empty-rows", lambda: V.layer_norm_forward(np.zeros((3, 0))), ValueError,
+     r"x: layer_norm expects .*D >= 1, got shape \(3, 0\)"),
+    ("eps-negative", lambda: V.layer_norm_forward(np.ones((2, 2)), eps=-1.0), ValueError,
+     "eps: expected a finite number >= 0, got -1"),
+    ("eps-str", lambda: V.layer_norm_forward(np.ones((2, 2)), eps="small"), TypeError, "eps: expected a number"),
+    ("cache-of-rmsnorm", lambda: V.layer_norm_backward(np.ones((2, 2)), V.rms_norm_forward(np.ones((2, 2)))[1]),
+     ValueError, "cache: layer_norm_backward expects the cache of a layernorm"),
+    ("cache-tuple", lambda: V.layer_norm_backward(np.ones((2, 2)), (1, 2)), TypeError, "cache: expected the NormCache"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("call", "error", "match"), [pytest.param(*c[1:], id=c[0]) for c in BAD_CALLS])
+def test_bad_arguments_are_errors_naming_the_argument(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
 
 
 @pytest.mark.parametrize("norm", list(NORMS))
@@ -304,22 +254,6 @@ def test_dy_of_the_wrong_shape_is_an_error_naming_both_shapes(norm):
         public_pass(spec)[1](wrong, cache)
 
 
-def test_bad_ranks_eps_and_caches_are_reported():
-    with pytest.raises(ValueError, match=r"x: batch_norm expects .* got shape \(2, 3, 4\)"):
-        V.batch_norm_forward(np.zeros((2, 3, 4)))
-    with pytest.raises(ValueError, match=r"x: layer_norm expects .*D >= 1, got shape \(3, 0\)"):
-        V.layer_norm_forward(np.zeros((3, 0)))
-    with pytest.raises(ValueError, match="eps: expected a finite number >= 0, got -1"):
-        V.layer_norm_forward(np.ones((2, 2)), eps=-1.0)
-    with pytest.raises(TypeError, match="eps: expected a number"):
-        V.layer_norm_forward(np.ones((2, 2)), eps="small")
-    _, cache = V.rms_norm_forward(np.ones((2, 2)))
-    with pytest.raises(ValueError, match="cache: layer_norm_backward expects the cache of a layernorm"):
-        V.layer_norm_backward(np.ones((2, 2)), cache)
-    with pytest.raises(TypeError, match="cache: expected the NormCache"):
-        V.layer_norm_backward(np.ones((2, 2)), (1, 2))
-
-
 # ---- numerics -----------------------------------------------------------------------------------------
 
 
@@ -331,12 +265,10 @@ def test_float32_with_a_mean_offset_of_1e7_stays_accurate(backend):
     gamma = rng.uniform(0.5, 1.5, 256).astype(np.float32)
     beta = rng.normal(size=256).astype(np.float32)
     dy = rng.normal(size=x.shape).astype(np.float32)
-    ry, rdx, rdgamma, _ = closed_form("layernorm", x, gamma, beta, 1e-5, dy)
+    want = closed_form("layernorm", x, gamma, beta, 1e-5, dy)[:3]
     for recompute in (False, True):
-        y, dx, dgamma, _, _ = run("layernorm", x, gamma, beta, dy, backend=backend, recompute=recompute)
-        assert_close(y, ry, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, f"y recompute={recompute}")
-        assert_close(dx, rdx, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, f"dx recompute={recompute}")
-        assert_close(dgamma, rdgamma, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, "dgamma")
+        got = run("layernorm", x, gamma, beta, dy, backend=backend, recompute=recompute)[:3]
+        assert_results_close(got, want, *test_tol.FLOAT32, f"recompute={recompute}")
     # the test can fail: the uncentered variance E[x^2] - E[x]^2 in float32 is far off
     with np.errstate(invalid="ignore"):
         naive = F.moments(x, (-1,), 1e-5, variance_form="naive")
@@ -358,13 +290,10 @@ def test_float32_large_groups_with_a_mean_offset_stay_accurate(norm, backend):
     dy = rng.normal(size=shape).astype(np.float32)
     gamma = rng.uniform(0.5, 1.5, shape[-1]).astype(np.float32)
     beta = rng.normal(size=shape[-1]).astype(np.float32)
-    ry, rdx, rdgamma, rdbeta = closed_form(norm, x, gamma, beta, 1e-5, dy)
+    want = closed_form(norm, x, gamma, beta, 1e-5, dy)
     for recompute in (False, True):
-        y, dx, dgamma, dbeta, _ = run(norm, x, gamma, beta, dy, backend=backend, recompute=recompute)
-        assert_close(y, ry, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, f"y recompute={recompute}")
-        assert_close(dx, rdx, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, f"dx recompute={recompute}")
-        assert_close(dgamma, rdgamma, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, "dgamma")
-        assert_close(dbeta, rdbeta, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, "dbeta")
+        got = run(norm, x, gamma, beta, dy, backend=backend, recompute=recompute)[:4]
+        assert_results_close(got, want, *test_tol.FLOAT32, f"recompute={recompute}")
 
 
 @pytest.mark.parametrize("backend", TUNED)
@@ -398,12 +327,10 @@ def test_rows_whose_squares_overflow_are_rescaled(norm, backend):
     rng = np.random.default_rng(1)
     shape = (4, 16) if norm != "batchnorm" else (16, 4)
     base = rng.normal(0.5, 2.0, size=shape)
+    huge = (slice(None), 1) if norm == "batchnorm" else (1,)  # one huge row (BatchNorm: channel)
     for dtype, scale in ((np.float32, 1e20), (np.float64, 1e200)):
         x = base.copy()
-        if norm == "batchnorm":
-            x[:, 1] *= scale  # one huge channel
-        else:
-            x[1] *= scale  # one huge row
+        x[huge] *= scale
         x = x.astype(dtype)
         dy = rng.normal(size=shape).astype(dtype)
         gamma = rng.uniform(0.5, 1.5, shape[-1]).astype(dtype)
@@ -411,18 +338,14 @@ def test_rows_whose_squares_overflow_are_rescaled(norm, backend):
         assert np.isfinite(y).all() and np.isfinite(dx).all() and np.isfinite(dgamma).all()
         # the oracle: float64 closed forms, with the huge float64 group divided by its scale first
         # (a norm does not change when its group is scaled and eps is negligible; dx scales by 1/scale)
-        huge = (slice(None), 1) if norm == "batchnorm" else (1,)
         x64 = x.astype(np.float64)
         if dtype == np.float64:
             x64[huge] /= scale
         ry, rdx, rdgamma, _ = closed_form(norm, x64, gamma, None, 1e-5, dy)
         if dtype == np.float64:
             rdx[huge] /= scale
-        rt, at = tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL
-        assert_close(y, ry, rt, at, f"y {dtype.__name__}")
-        assert_close(dgamma, rdgamma, rt, at, "dgamma")
-        assert_close(dx[huge], rdx[huge], rt, 0.0, "dx of the huge group")
-        assert_close(dx, rdx, rt, at, "dx")
+        assert_results_close((y, dx, dgamma), (ry, rdx, rdgamma), *test_tol.FLOAT32, dtype.__name__)
+        assert_close(dx[huge], rdx[huge], tol.FLOAT32_RTOL, 0.0, "dx of the huge group")
         assert cache.rstd.reshape(-1)[1] > 0
 
 
@@ -445,8 +368,7 @@ def test_a_float64_group_beyond_2_to_the_1023_is_rescaled_too(norm, backend):
     assert np.isfinite(x).all() and np.abs(x).max() > 2.0**1023
     y, _, dgamma, _, _ = run(norm, x, gamma, None, dy, backend=backend)
     ry, _, rdgamma, _ = closed_form(norm, base, gamma, None, 1e-5, dy)  # the same group, 2^1023 times smaller
-    assert_close(y, ry, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, "y")
-    assert_close(dgamma, rdgamma, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, "dgamma")
+    assert_results_close((y, None, dgamma), (ry, None, rdgamma), *test_tol.FLOAT32)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -459,8 +381,7 @@ def test_a_float64_group_with_a_spread_near_1e_300_is_rescaled_at_eps_0(norm, ba
     y, dx, dgamma, _, _ = run(norm, x, gamma, None, dy, eps=0.0, backend=backend)
     ry, rdx, rdgamma, _ = closed_form(norm, base, gamma, None, 0.0, dy)  # the same group at scale 1
     rdx[tiny] *= 1e300  # dx scales by 1 / scale
-    assert_close(y, ry, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, "y")
-    assert_close(dgamma, rdgamma, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, "dgamma")
+    assert_results_close((y, None, dgamma), (ry, None, rdgamma), *test_tol.FLOAT32)  # dx: below
     assert_close(dx[tiny], rdx[tiny], tol.FLOAT32_RTOL, 0.0, "dx of the tiny group")
 
 
@@ -494,11 +415,8 @@ def test_float32_groups_at_the_ends_of_the_float32_range(norm, backend):
     gamma = rng.uniform(0.5, 1.5, shape[-1]).astype(np.float32)
     y, dx, dgamma, _, _ = run(norm, x, gamma, None, dy, eps=0.0, backend=backend)
     ry, rdx, rdgamma, _ = closed_form(norm, x, gamma, None, 0.0, dy)
-    rt, at = tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL
-    assert_close(y, ry, rt, at, "y")
+    assert_results_close((y, dx, dgamma), (ry, rdx, rdgamma), *test_tol.FLOAT32)
     assert (dx[group(1)] == 0).all() and (dx[group(2)] == 0).all(), "dx of the extreme groups"
-    assert_close(dx, rdx, rt, at, "dx")
-    assert_close(dgamma, rdgamma, rt, at, "dgamma")
 
 
 @pytest.mark.parametrize("backend", TUNED)
@@ -512,28 +430,21 @@ def test_nan_and_inf_stay_in_their_row_or_channel(norm, bad, backend):
     with np.errstate(invalid="ignore", over="ignore"):
         y, dx, *_ = run(norm, x, gamma, beta, dy, backend=backend)
         ry, rdx, *_ = closed_form(norm, x, gamma, beta, 1e-5, dy)
-    if norm == "batchnorm":
-        spoiled = np.zeros(shape, bool)
-        spoiled[:, 2] = True
-    else:
-        spoiled = np.zeros(shape, bool)
-        spoiled[1] = True
+    spoiled = np.zeros(shape, bool)
+    spoiled[(slice(None), 2) if norm == "batchnorm" else 1] = True
     assert np.isfinite(y[~spoiled]).all() and np.isfinite(dx[~spoiled]).all()
     assert not np.isfinite(y[spoiled]).all()
-    rt, at = tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL
-    assert_close(y[~spoiled], ry[~spoiled], rt, at, "y outside the spoiled group")
-    assert_close(dx[~spoiled], rdx[~spoiled], rt, at, "dx outside the spoiled group")
+    healthy = (y[~spoiled], dx[~spoiled]), (ry[~spoiled], rdx[~spoiled])
+    assert_results_close(*healthy, *test_tol.VECTORIZED_F64, "outside the spoiled group")
 
 
-def test_a_group_of_one_value_gives_beta_and_a_zero_gradient():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_group_of_one_value_gives_beta_and_a_zero_gradient(backend):
     x = np.array([[3.0], [-2.0]])
-    for backend in BACKENDS:
-        y, cache = V.layer_norm_forward(x, np.array([2.0]), np.array([0.5]), backend=backend)
-        dx, dgamma, dbeta = V.layer_norm_backward(np.array([[1.0], [4.0]]), cache)
-        np.testing.assert_array_equal(y, [[0.5], [0.5]])
-        np.testing.assert_array_equal(dx, [[0.0], [0.0]])
-        np.testing.assert_array_equal(dgamma, [0.0])
-        np.testing.assert_array_equal(dbeta, [5.0])
+    y, cache = V.layer_norm_forward(x, np.array([2.0]), np.array([0.5]), backend=backend)
+    got = (y, *V.layer_norm_backward(np.array([[1.0], [4.0]]), cache))
+    for a, want in zip(got, ([[0.5], [0.5]], [[0.0], [0.0]], [0.0], [5.0])):  # y, dx, dgamma, dbeta exactly
+        np.testing.assert_array_equal(a, want)
 
 
 # ---- the cache ----------------------------------------------------------------------------------------
@@ -555,7 +466,7 @@ def test_recompute_keeps_x_mean_rstd_and_reports_the_bytes_saved():
     dy = np.random.default_rng(1).normal(size=x.shape).astype(np.float32)
     for a, b in zip(V.layer_norm_backward(dy, full), V.layer_norm_backward(dy, lean)):
         if a is not None:
-            assert_close(a, b, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL)
+            assert_close(a, b, *test_tol.FLOAT32)
 
 
 def test_the_reference_cache_holds_what_seed_002_names():
@@ -563,7 +474,7 @@ def test_the_reference_cache_holds_what_seed_002_names():
     _, cache = V.layer_norm_forward(x, backend="reference", recompute=False)
     m = F.moments(x, (-1,), 1e-5)
     for name in ("xhat", "xshift", "var", "mean", "rstd"):
-        assert_close(getattr(cache, name), getattr(m, name), tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL, name)
+        assert_close(getattr(cache, name), getattr(m, name), *test_tol.VECTORIZED_F64, name)
     assert cache.eps == 1e-5
     assert cache.nbytes().kept > V.layer_norm_forward(x, backend="numpy")[1].nbytes().kept  # xshift too
 
@@ -625,6 +536,7 @@ def test_public_pass_finds_these_functions_by_the_registrys_public_name():
 @pytest.mark.parametrize("shape", [(16, 3), (4, 3, 5, 5)])
 def test_batchnorm_layer_matches_pytorch_running_stats_and_eval(shape):
     torch = pytest.importorskip("torch")
+    F64 = test_tol.TORCH_F64
     rng = np.random.default_rng(0)
     layer = V.BatchNorm(3, momentum=0.2, dtype=np.float64)
     layer.gamma[:] = rng.uniform(0.5, 1.5, 3)
@@ -633,38 +545,26 @@ def test_batchnorm_layer_matches_pytorch_running_stats_and_eval(shape):
     with torch.no_grad():
         ref.weight.copy_(torch.tensor(layer.gamma))
         ref.bias.copy_(torch.tensor(layer.beta))
-    for step in range(3):
-        x = rng.normal(step, 1.0 + step, size=shape)
-        dy = rng.normal(size=shape)
-        y = layer(x)
-        dx = layer.backward(dy)
+
+    def step(mean=0.0, std=1.0, mode="train"):
+        """One forward and backward through both layers: y, dx and dgamma agree."""
+        x, dy = rng.normal(mean, std, size=shape), rng.normal(size=shape)
         xt = torch.tensor(x, requires_grad=True)
         yt = ref(xt)
         yt.backward(torch.tensor(dy))
-        rt, at = test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL
-        assert_close(y, yt.detach().numpy(), rt, at, "train y")
-        assert_close(dx, xt.grad.numpy(), rt, at, "train dx")
-        assert_close(layer.dgamma, ref.weight.grad.numpy(), rt, at, "dgamma")
+        ours = (layer(x), layer.backward(dy), layer.dgamma)
+        assert_results_close(ours, (yt.detach().numpy(), xt.grad.numpy(), ref.weight.grad.numpy()), *F64, mode)
         ref.weight.grad = ref.bias.grad = None
+        return x, ours[0]
+
+    for k in range(3):
+        step(k, 1.0 + k)
     assert layer.num_batches_tracked == 3
-    assert_close(
-        layer.running_mean, ref.running_mean.numpy(), test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL, "running mean"
-    )
-    assert_close(
-        layer.running_var, ref.running_var.numpy(), test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL, "running var"
-    )
+    assert_close(layer.running_mean, ref.running_mean.numpy(), *F64, "running mean")
+    assert_close(layer.running_var, ref.running_var.numpy(), *F64, "running var")
     layer.eval()
     ref.eval()
-    x = rng.normal(size=shape)
-    dy = rng.normal(size=shape)
-    xt = torch.tensor(x, requires_grad=True)
-    yt = ref(xt)
-    yt.backward(torch.tensor(dy))
-    y = layer(x)
-    dx = layer.backward(dy)
-    assert_close(y, yt.detach().numpy(), test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL, "eval y")
-    assert_close(dx, xt.grad.numpy(), test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL, "eval dx")
-    assert_close(layer.dgamma, ref.weight.grad.numpy(), test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL, "eval dgamma")
+    x, y = step(mode="eval")
     # in eval mode one example gives the same output alone as in the batch
     np.testing.assert_allclose(layer(x[:1]), y[:1], rtol=0, atol=1e-12)
 
@@ -781,4 +681,4 @@ def test_a_cache_rebuilt_from_x_mean_and_rstd_gives_the_same_backward(norm, shap
     for got, want in zip(grads, (dx, dgamma, dbeta)):
         assert (got is None) == (want is None)  # RMSNorm: no dbeta
         assert got is None or (got.dtype == want.dtype and np.array_equal(got, want))
-    assert_close(saved.var, cache.var, tol.FLOAT32_RTOL, test_tol.FLOAT32_ATOL, "var from rstd and eps")
+    assert_close(saved.var, cache.var, *test_tol.FLOAT32, "var from rstd and eps")

@@ -50,3 +50,10 @@ def norm_dgamma_atol(x, dy, rstd, params: int) -> float:
     a = float(np.max(np.abs(x))) * float(np.max(rstd))
     term = float(np.max(np.abs(dy))) * (math.sqrt(g) + a) * (1.0 + math.log2(g))
     return tol.cancellation_atol(term, x.size // params)
+
+
+# (rtol, atol) pairs as the comparisons take them
+TORCH_F64 = (TORCH_F64_RTOL, TORCH_F64_ATOL)
+VECTORIZED_F64 = (tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL)
+FLOAT32 = (tol.FLOAT32_RTOL, FLOAT32_ATOL)
+FLOAT16 = (FLOAT16_RTOL, FLOAT16_ATOL)
