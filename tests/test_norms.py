@@ -20,6 +20,7 @@ from microgradnorm.registry import NORMS, get_norm
 from tests import tolerances as test_tol
 from tests.helpers import assert_results_close, graph_results, torch_results, values
 from tests.strategies import eps_values, matrices, positive_scales, shifts, upstream, vectors
+from tests.tolerances import rstd_of, xhat_atol
 
 STAGES = {name: spec.stages for name, spec in NORMS.items()}
 NODE_NAMES = {name: spec.node_names for name, spec in NORMS.items()}
@@ -152,16 +153,6 @@ def test_scalar_graph_matches_pytorch(norm, shape, eps):
 def input_grad(y, dy) -> np.ndarray:
     y.graph.loss(dy.tolist()).backward()
     return np.array([v.grad for v in y.graph["x"]])
-
-
-def rstd_of(x, eps: float, axis: int = -1) -> np.ndarray:
-    return 1.0 / np.sqrt(np.var(x, axis=axis) + eps)
-
-
-def xhat_atol(x, eps: float, scale: float = 1.0) -> float:
-    """Two computations of one xhat differ by the rounding of the centering (|x| times the rstd) and of
-    the mean's sum: a few units of (|x| * scale) * rstd, d times."""
-    return tol.cancellation_atol(np.abs(x).max() * scale * rstd_of(x, eps).max() + 1.0, x.size)
 
 
 @given(vectors(), shifts, eps_values)

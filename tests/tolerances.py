@@ -52,6 +52,18 @@ def norm_dgamma_atol(x, dy, rstd, params: int) -> float:
     return tol.cancellation_atol(term, x.size // params)
 
 
+def rstd_of(x, eps: float, axis: int = -1) -> np.ndarray:
+    """1 / sqrt(var + eps) of each group along ``axis``, in float64."""
+    return 1.0 / np.sqrt(np.var(np.asarray(x, dtype=np.float64), axis=axis) + eps)
+
+
+def xhat_atol(x, eps: float) -> float:
+    """Two computations of one row's xhat differ by the rounding of its centering (|x| before the rstd) and of
+    the mean's sum of d values: a few rounding units of (1 + |x| * rstd), d times."""
+    x = np.asarray(x, dtype=np.float64)
+    return tol.cancellation_atol(1.0 + np.abs(x).max() * rstd_of(x, eps).max(), x.size)
+
+
 # (rtol, atol) pairs as the comparisons take them
 TORCH_F64 = (TORCH_F64_RTOL, TORCH_F64_ATOL)
 VECTORIZED_F64 = (tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL)
