@@ -43,7 +43,6 @@ __all__ = [
     "matrix_table",
     "max_rel",
     "nearest",
-    "nearest_factor",
     "num",
     "number_table",
     "path_label",
@@ -267,13 +266,6 @@ def fd_agree(value: Any, fd: Any, what: str) -> Check:
 def nearest(value: float, candidates: Sequence[float]) -> int:
     """The index of the candidate closest to ``value`` (the first, on a tie): how a question's answer is read off."""
     return min(range(len(candidates)), key=lambda k: abs(value - candidates[k]))
-
-
-def nearest_factor(factor: float, targets: Sequence[float]) -> int:
-    """The index of the positive target closest to ``factor`` on a log scale; 0 when ``factor`` is not positive."""
-    if not factor > 0:
-        return 0
-    return nearest(math.log(factor), [math.log(t) for t in targets])
 
 
 # ---- the backward trace table (lessons 1, 4 and 5) ------------------------------------------

@@ -449,11 +449,6 @@ def _one_torch_thread() -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def time_calls(calls: dict[str, dict[str, Callable[[], object]]], repeats: int) -> dict[str, dict[str, float]]:
-    """Median seconds of every call, interleaved (each repeat runs every call once, in turn)."""
-    return {path: {k: float(np.median(v)) for k, v in ks.items()} for path, ks in time_samples(calls, repeats).items()}
-
-
 def paired_ratios(samples: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, list[float]]]:
     """RMSNorm's time over LayerNorm's in each repeat ("f" forward, "b" forward + backward): the noise to judge by.
 
