@@ -23,6 +23,7 @@ from microgradnorm.exercises.catalog import EXERCISES, Exercise
 from microgradnorm.i18n import _, lazy_gettext, pgettext
 from microgradnorm.i18n.text import assemble, cjk_text, separated
 from microgradnorm.numfmt import plain
+from microgradnorm.verdicts import mark_text
 
 if TYPE_CHECKING:
     from microgradnorm.exercises.grader import GradeResult, Worst
@@ -44,7 +45,7 @@ __all__ = [
     "watch_unknown",
 ]
 
-_MARK = {True: Text("✓", style="green"), False: Text("✗", style="bold red"), None: Text("·", style="dim")}
+_MARK = {True: mark_text(True), False: mark_text(False), None: Text("·", style="dim")}
 
 
 def _statuses() -> dict[str, Text]:
