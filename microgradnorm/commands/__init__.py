@@ -201,6 +201,14 @@ def problem_variance(spec, args: argparse.Namespace) -> str:
     return args.variance
 
 
+def shape_flags(args: argparse.Namespace) -> str:
+    """The arguments that set the shape, as the user gave them ("--shape", "--dim/--batch")."""
+    if args.shape is not None:
+        return "--shape"
+    given = [flag for flag, value in (("--dim", args.dim), ("--batch", args.batch)) if value is not None]
+    return "/".join(given) or "--dim"
+
+
 def problem_shape(spec, args: argparse.Namespace) -> tuple[int, ...]:
     """The input shape from --shape or --dim/--batch, checked against the norm."""
     if args.shape is not None:
