@@ -42,6 +42,7 @@ __all__ = [
     "fmt",
     "matrix_table",
     "max_rel",
+    "maxabs",
     "nearest",
     "num",
     "number_table",
@@ -232,6 +233,11 @@ def dim_note(text: str) -> CJKText:
 def max_rel(a: Any, b: Any) -> float:
     """Normwise relative difference max|a - b| / max|b| (for display)."""
     return tol.normwise_error(np.ravel(a), np.ravel(b))[1]
+
+
+def maxabs(a: float | np.ndarray) -> str:
+    """The largest magnitude in ``a``, in scientific notation (for error and residual lines)."""
+    return sci(float(np.max(np.abs(a))))
 
 
 def shown_difference(

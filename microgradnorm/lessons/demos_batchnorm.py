@@ -20,11 +20,11 @@ from rich.text import Text
 from microgradnorm import formulas
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import CJKText, cjk_text
-from microgradnorm.lessons.claims import maxabs
 from microgradnorm.lessons.demo_tools import (
     autograd_dx,
     engine_forward,
     fmt,
+    maxabs,
     number_table,
     path_label,
     random_dy,

@@ -27,8 +27,7 @@ from microgradnorm import vectorized as V
 from microgradnorm.drawing.charts import line_chart
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import cjk_text, sentences
-from microgradnorm.lessons.claims import maxabs
-from microgradnorm.lessons.demo_tools import check_mark, engine_forward, fmt, number_table, rng_for, sci
+from microgradnorm.lessons.demo_tools import check_mark, engine_forward, fmt, maxabs, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, DISPLAY_RTOL

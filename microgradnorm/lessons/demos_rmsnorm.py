@@ -27,11 +27,11 @@ from microgradnorm.engine import topological_order
 from microgradnorm.i18n import N_, _, pgettext
 from microgradnorm.i18n.text import cjk_text, separated
 from microgradnorm.jacobian import autograd_jacobian
-from microgradnorm.lessons.claims import maxabs
 from microgradnorm.lessons.demo_tools import (
     autograd_dx,
     engine_forward,
     fmt,
+    maxabs,
     number_table,
     random_dy,
     random_gamma,
