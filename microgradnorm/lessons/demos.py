@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from microgradnorm.inputs import check_eps, check_int
+from microgradnorm.verdicts import first_holding
 
 __all__ = [
     "DEMOS",
@@ -123,6 +124,11 @@ class Prediction:
             raise ValueError(f"evidence: expected one per choice ({len(self.choices)}), got {len(self.evidence)}")
         if not 0 <= self.answer < len(self.choices):
             raise ValueError(f"answer: expected an index into the {len(self.choices)} choices, got {self.answer}")
+
+    @classmethod
+    def from_evidence(cls, question: str, choices: tuple[str, ...], why: str, evidence: tuple[Any, ...]) -> Prediction:
+        """The question, answered by the first choice whose evidence holds (verdicts.first_holding)."""
+        return cls(question, choices, first_holding(evidence), why, evidence)
 
 
 @dataclass

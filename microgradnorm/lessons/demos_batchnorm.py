@@ -429,10 +429,9 @@ def _column_sum_prediction(zero: Check, col_sums: np.ndarray, dy: np.ndarray, rs
     why = _("The largest column sum of dX is {value}: rounding. A column's mean is removed from its gradient.").format(
         value=maxabs(col_sums)
     )
-    return Prediction(
+    return Prediction.from_evidence(
         _("What will each column of dX add up to?"),
         ("0", _("the column's sum of dY"), _("the column's sum of dY, times rstd")),
-        first_holding(evidence),
         why,
         evidence,
     )

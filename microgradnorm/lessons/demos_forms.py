@@ -138,14 +138,13 @@ def _double_dy_prediction(
             "gradient that comes back."
         )
         why = sentences([zero, linear])
-    return Prediction(
+    return Prediction.from_evidence(
         _("Multiply every dy_i by {k}. What happens to dx?").format(k=k),
         (
             _("nothing"),
             _("every dx_i is multiplied by {k}").format(k=k),
             _("it changes some other way"),
         ),
-        first_holding(evidence),
         why,
         evidence,
     )

@@ -42,7 +42,7 @@ from microgradnorm.lessons.demo_tools import (
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL
-from microgradnorm.verdicts import Check, Checks, above, cancels, claims, close_to, exactly, first_holding, within
+from microgradnorm.verdicts import Check, Checks, above, cancels, claims, close_to, exactly, within
 
 
 def _vector(p: LessonParams) -> np.ndarray:
@@ -167,10 +167,9 @@ def _shift_prediction(still: Check, j_rms: np.ndarray, j_ln: np.ndarray) -> Pred
     why = _("|J·1| = {rms} (RMS), {ln} (LN): with no mean subtracted, nothing cancels the shift.").format(
         rms=sci(shift[0]), ln=sci(shift[1])
     )
-    return Prediction(
+    return Prediction.from_evidence(
         _("Shift every input of RMSNorm by the same small amount. Does its output move?"),
         (_("no, just as LayerNorm's does not"), _("yes, it moves")),
-        first_holding((still, ~still)),
         why,
         (still, ~still),
     )
@@ -271,12 +270,11 @@ def row_reductions_demo(p: LessonParams) -> DemoOutput:
     why = _(
         "Counted in the forward graphs: RMSNorm {rms}, LayerNorm {ln} (the mean, then the centered squares)."
     ).format(rms=counts["rmsnorm"], ln=counts["layernorm"])
-    prediction = Prediction(
+    prediction = Prediction.from_evidence(
         _("LayerNorm's forward graph adds up the whole row {ln} times. How many times does RMSNorm's?").format(
             ln=counts["layernorm"]
         ),
         ("0", "1", "2"),
-        first_holding(evidence),
         why,
         evidence,
     )
