@@ -52,7 +52,7 @@ from microgradnorm.lessons.source import code_of
 from microgradnorm.norms import NormGraph
 from microgradnorm.numfmt import nbytes_text
 from microgradnorm.registry import get_norm
-from microgradnorm.verdicts import Check, above, all_of, at_least, at_most, claims, exactly, nearest
+from microgradnorm.verdicts import Check, above, all_of, at_least, at_most, claims, exactly, first_holding, nearest
 from microgradnorm.viz.style import stage_title
 
 __all__ = [
@@ -366,10 +366,9 @@ def _cache_size_prediction(cache: tuple, x: np.ndarray) -> Prediction:
     per_row = sum(a.size for a in cache if np.ndim(a) == x.ndim) / rows  # the arrays with a row axis
     sizes = (d, d + 1, d + 3, 3 * d)  # distinct for every d >= 2
     evidence = tuple(exactly(per_row, n, "numbers per row in the cache") for n in sizes)
-    return Prediction(
+    return Prediction.from_evidence(
         _("Per row of d = {d} numbers, how many does this cache keep (gamma, shared by all rows, aside)?").format(d=d),
         (f"d = {d}", f"d + 1 = {d + 1}", f"d + 3 = {d + 3}", f"3·d = {3 * d}"),
-        next((k for k, e in enumerate(evidence) if e), 0),
         _("The cache holds xhat's d numbers and one rstd per row; with gamma, that is all backward reads."),
         evidence,
     )
@@ -611,7 +610,7 @@ def _split_prediction(p: LessonParams) -> Prediction:
         above(mu_lo, 0.0, what) & at_most(mu_lo, gap / 2, f"{what} vs half the float32 gap"),
         above(mu_lo, gap / 2, f"{what} vs half the float32 gap"),
     )
-    answer = next((i for i, e in enumerate(evidence) if e), 2)
+    answer = first_holding(evidence, 2)
     return Prediction(
         _(
             "A float32 row of {n} values near {far:,.0f}, where neighboring float32 numbers are {gap:g} apart. "
@@ -900,7 +899,7 @@ def _trips_prediction(direction: str) -> Prediction:
             "through memory (reads plus writes)?"
         )
         choices = ("1", "2", "3", _("as many as NumPy"))
-        return Prediction(question, choices, next((i for i, e in enumerate(evidence) if e), 3), why, evidence)
+        return Prediction(question, choices, first_holding(evidence, 3), why, evidence)
     keep = sum(pass_totals("backward", "numpy", "keep"))
     recompute = sum(pass_totals("backward", "numpy", "recompute"))
     more = recompute - keep
@@ -955,7 +954,7 @@ def _x_reads_prediction() -> Prediction:
     return Prediction(
         _("The kernel reads x from memory once, in its first loop. How many times does NumPy's forward read x itself?"),
         (_("once, as the kernel"), _("twice"), _("three times or more")),
-        next((i for i, e in enumerate(evidence) if e), 2),
+        first_holding(evidence, 2),
         # Translators: {lines} is a list of line numbers such as "55, 57"
         _(
             "Lines {lines} read x; every later line reads an array NumPy wrote before it (xshift, then "

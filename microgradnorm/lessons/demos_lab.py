@@ -27,7 +27,7 @@ from microgradnorm.lab import pairs, show
 from microgradnorm.lab.train import Run
 from microgradnorm.lab.words import run_name
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.verdicts import above, all_of, at_least, at_most, below, exactly, mark
+from microgradnorm.verdicts import above, all_of, at_least, at_most, below, exactly, first_holding, mark
 
 HEIGHT = 8  # chart rows: a chart, its legend and the claims fit one screen at 60 columns
 INSTALL = E.INSTALL
@@ -408,7 +408,7 @@ def _sgd_prediction(question: str, name: str, slip: Run) -> Prediction:
             _("it neither trains nor blows up"),
             _("it blows up (the loss stops being a number)"),
         ),
-        next((k for k, e in enumerate(evidence) if e), 2),
+        first_holding(evidence, 2),
         # Translators: {ran} and {steps} count steps; {loss} is the training loss over the last 10 minibatches
         _(
             "It ran {ran} of {steps} steps and ended at a training loss of {loss:.2f} (half of ln 3: {half:.2f})."

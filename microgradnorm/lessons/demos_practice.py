@@ -44,6 +44,7 @@ from microgradnorm.verdicts import (
     differs,
     equal,
     exactly,
+    first_holding,
 )
 
 # Padding rows and a batch of one are constant groups: with eps = 0 they divide by zero.
@@ -149,7 +150,7 @@ def _padding_prediction(bn_moved: Check, ln_moved: Check) -> Prediction:
             pgettext("which norm moves", "both"),
             pgettext("which norm moves", "neither"),
         ),
-        next((k for k, e in enumerate(evidence) if e), 3),
+        first_holding(evidence, 3),
         _(
             "BatchNorm's statistics for a feature pool every row of the batch, zeros included; LayerNorm's pool "
             "one token's own features, which the padding never touches."
@@ -792,7 +793,7 @@ def _group_prediction(x: np.ndarray, eps: float) -> Prediction:
     only[0, 0, 0, 0] = True
     choices_masks.append(only)
     evidence = tuple(exactly(float(np.array_equal(moved, m)), 1.0, "the outputs that moved") for m in choices_masks)
-    answer = next((k for k, e in enumerate(evidence) if e), 0)
+    answer = first_holding(evidence)
     return Prediction(
         _("GroupNorm with G = 2 groups on images [{n}, {c}, {h}, {w}]: one value of image 0, channel 0 changes. "
           "Which outputs move?").format(n=n, c=c, h=h, w=w),
