@@ -22,7 +22,7 @@ from rich.text import Text
 from microgradnorm.exercises.catalog import EXERCISES, Exercise
 from microgradnorm.i18n import _, lazy_gettext, pgettext
 from microgradnorm.i18n.text import assemble, cjk_text, separated
-from microgradnorm.numfmt import plain
+from microgradnorm.numfmt import bracketed, plain
 from microgradnorm.verdicts import mark_text
 
 if TYPE_CHECKING:
@@ -228,7 +228,7 @@ def _checks_table(result: GradeResult) -> RenderableType:
 
 
 def _worst_table(w: Worst) -> RenderableType:
-    idx = "[" + ", ".join(map(str, w.index)) + "]" if w.index else ""
+    idx = bracketed(w.index) if w.index else ""
     worst = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
     worst.add_column(pgettext("worst entry table", "worst entry"))
     worst.add_column(pgettext("worst entry table", "expected"), justify="right")

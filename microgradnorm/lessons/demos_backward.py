@@ -47,7 +47,7 @@ from microgradnorm.lessons.demo_tools import (
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.source import code_of
 from microgradnorm.norms import NormGraph, layer_norm
-from microgradnorm.numfmt import err
+from microgradnorm.numfmt import bracketed, err
 from microgradnorm.present import check_table
 from microgradnorm.registry import get_norm
 from microgradnorm.trace import Contribution, Trace
@@ -440,10 +440,9 @@ def norm_code(p: LessonParams, norm: str = "layernorm") -> DemoOutput:
     call = "{name}(x, gamma{beta}, eps={eps})".format(
         name=spec.builder.__name__, beta=", beta" if spec.has_beta else "", eps=f"{p.eps:g}"
     )
-    shape_text = "[" + ", ".join(map(str, shape)) + "]"
     # Translators: {call} is a Python call such as layer_norm(x, gamma, beta, eps=1e-05); {shape} is like [4]
     ran = _("called here as {call}, x of shape {shape}, {count} output Values").format(
-        call=call, shape=shape_text, count=math.prod(shape)
+        call=call, shape=bracketed(shape), count=math.prod(shape)
     )
     return DemoOutput(Group(code_of(spec.builder), dim_note(ran)), graph=y.graph)
 

@@ -27,6 +27,7 @@ from microgradnorm.lab import pairs, show
 from microgradnorm.lab.train import Run
 from microgradnorm.lab.words import run_name
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
+from microgradnorm.numfmt import bracketed
 from microgradnorm.verdicts import above, all_of, at_least, at_most, below, exactly, first_holding, mark
 
 HEIGHT = 8  # chart rows: a chart, its legend and the claims fit one screen at 60 columns
@@ -185,7 +186,7 @@ def lab_gradient_check(p: LessonParams, which: tuple[str, ...] = ("right",), ask
     shape = next(iter(checks.values())).shape
     # Translators: {shape} is x's shape in the check, such as "[2, 5, 6]"
     caption = _("relative error against finite differences on x {shape}; a pass is at most {rtol:.0e}").format(
-        shape=f"[{', '.join(map(str, shape))}]", rtol=tol.FD_RTOL
+        shape=bracketed(shape), rtol=tol.FD_RTOL
     )
     if "no-1/d" in checks:  # its dx is d times the right one: a relative error of d - 1
         # Translators: {d_minus_1} is the number d - 1, such as 5
