@@ -314,7 +314,7 @@ def ln_dvar_dmean(p: LessonParams) -> DemoOutput:
     table.add_row(_("−rstd · Σ dxhat (closed form)"), num(float(np.ravel(_closed(built, p.eps)["mean"])[0])))
     scale = max(abs(mean.grad), 1.0)
     share = parts.get("var", 0.0)
-    bound = 1e3 * np.finfo(float).eps * scale * n  # rounding of n terms of mean.grad's size, with room
+    bound = tol.cancellation_atol(scale, n, units=1e3)  # rounding of n terms of mean.grad's size, with room
     ok = at_most(abs(share), bound, "|mean.grad's share via the variance|")
     rounding = (
         _("the variance's share of mean.grad is rounding error: 0 in exact arithmetic")
