@@ -43,7 +43,6 @@ __all__ = [
     "matrix_table",
     "max_rel",
     "maxabs",
-    "nearest",
     "num",
     "number_table",
     "path_label",
@@ -267,11 +266,6 @@ def agree(
 def fd_agree(value: Any, fd: Any, what: str) -> Check:
     """``value`` agrees with its finite difference ``fd`` within the finite-difference tolerances."""
     return close_to(np.ravel(value), np.ravel(fd), tol.FD_RTOL, tol.FD_ATOL, what + " vs finite difference")
-
-
-def nearest(value: float, candidates: Sequence[float]) -> int:
-    """The index of the candidate closest to ``value`` (the first, on a tie): how a question's answer is read off."""
-    return min(range(len(candidates)), key=lambda k: abs(value - candidates[k]))
 
 
 # ---- the backward trace table (lessons 1, 4 and 5) ------------------------------------------
