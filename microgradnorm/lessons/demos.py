@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from microgradnorm.inputs import check_eps, check_int
-from microgradnorm.verdicts import first_holding
 
 __all__ = [
     "DEMOS",
@@ -128,6 +127,8 @@ class Prediction:
     @classmethod
     def from_evidence(cls, question: str, choices: tuple[str, ...], why: str, evidence: tuple[Any, ...]) -> Prediction:
         """The question, answered by the first choice whose evidence holds (verdicts.first_holding)."""
+        from microgradnorm.verdicts import first_holding  # rich: not for `microgradnorm lesson --help`
+
         return cls(question, choices, first_holding(evidence), why, evidence)
 
 
