@@ -13,12 +13,11 @@ import importlib
 import os
 import re
 import sys
-from typing import NoReturn
 
 from microgradnorm import __version__
-from microgradnorm.commands import UsageError, add_language_argument
+from microgradnorm.commands import Parser, UsageError, add_language_argument
 from microgradnorm.i18n import LanguageError, _, cli_language, lazy_gettext
-from microgradnorm.i18n.argparse_text import HelpFormatter, translated_argparse
+from microgradnorm.i18n.argparse_text import translated_argparse
 
 # command name -> module in microgradnorm.commands, in the order --help lists them
 COMMANDS = ("lesson", "check", "graph", "exercise", "bench", "lab")
@@ -38,18 +37,13 @@ def error_line(prog: str, message: object) -> str:
 _NEGATIVE_NUMBER = re.compile(r"^-(?:\d+\.?\d*(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?|inf(?:inity)?|nan)$", re.IGNORECASE)
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, but an error is one line (with a pointer to --help), exit code 2, help wraps Chinese, and
-    every negative number (``--eps -1e-5``) is a value that the option's own check can refuse clearly."""
+class _Parser(Parser):
+    """The commands' Parser, and every negative number (``--eps -1e-5``) is a value that the option's own
+    check can refuse clearly."""
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = _NEGATIVE_NUMBER
-
-    def error(self, message: str) -> NoReturn:
-        # Translators: {prog} is the command, e.g. "microgradnorm lesson"; {message} is argparse's
-        self.exit(2, _("{prog}: error: {message} (see {prog} --help)").format(prog=self.prog, message=message) + "\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

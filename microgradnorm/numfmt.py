@@ -6,7 +6,9 @@ NaN is shown as a dash and -0 as 0 (a sign the value does not have is noise to a
 
 from __future__ import annotations
 
-__all__ = ["count", "err", "fmt", "ms", "nbytes_text", "plain", "ratio", "sci"]
+from collections.abc import Iterable
+
+__all__ = ["bracketed", "count", "err", "fmt", "ms", "nbytes_text", "plain", "ratio", "sci"]
 
 
 def fmt(v: float, digits: int = 6) -> str:
@@ -29,6 +31,11 @@ def sci(v: float, digits: int = 2) -> str:
 def err(v: float) -> str:
     """An error or a difference: two significant digits, in scientific notation (``1.2e-09``)."""
     return sci(v, 1)
+
+
+def bracketed(values: Iterable[int]) -> str:
+    """A shape or an index as the lessons and the grader print it: ``[2, 3, 4]``."""
+    return "[" + ", ".join(map(str, values)) + "]"
 
 
 def nbytes_text(n: float) -> str:

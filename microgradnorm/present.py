@@ -21,6 +21,7 @@ from microgradnorm.i18n.text import (
     separated,
 )
 from microgradnorm.numfmt import err, fmt
+from microgradnorm.verdicts import mark_text
 
 
 class CheckReport(Protocol):
@@ -39,7 +40,7 @@ class CheckReport(Protocol):
     failures: list[Any]
 
 
-__all__ = ["check_html", "check_table", "mark_text", "shown_error"]
+__all__ = ["check_html", "check_table", "shown_error"]
 
 
 def shown_error(abs_err: float, rel_err: float, scale: float, rtol: float, atol: float) -> tuple[float, bool]:
@@ -223,11 +224,6 @@ def _title(report: CheckReport) -> Phrases:
     phrases.append(f"loss = sum(y · dy) = {report.loss:.6g}")
     # Translators: between the phrases of the check report's title ("LayerNorm of x [4], eps = 1e-05, ...")
     return Phrases(phrases, sep=pgettext("title phrases", ", "), style="bold")
-
-
-def mark_text(ok: bool) -> Text:
-    """✓ in green or ✗ in bold red: the mark of every checked line (the check's table, the lab's claims)."""
-    return Text("✓", style="green") if ok else Text("✗", style="bold red")
 
 
 def _entries(node, full: bool) -> list[tuple[int, bool]]:

@@ -31,7 +31,7 @@ from microgradnorm import norms
 from microgradnorm.errors import N_, InputError
 from microgradnorm.inputs import CHANNEL_GROUPS, CHANNELS, ROWS, Layout
 
-__all__ = ["NORMS", "NormSpec", "NumpyParts", "get_norm", "norm_names", "spec_for"]
+__all__ = ["NORMS", "NormSpec", "NumpyParts", "get_norm", "spec_for"]
 
 
 @dataclass(frozen=True)
@@ -266,10 +266,6 @@ NORMS: dict[str, NormSpec] = {
         ),
     )
 }
-
-
-def norm_names() -> list[str]:
-    return list(NORMS)
 
 
 def get_norm(name: str, num_groups: int | None = None) -> NormSpec:

@@ -53,6 +53,7 @@ __all__ = [
     "first_holding",
     "largest",
     "mark",
+    "mark_text",
     "nearest",
     "recording",
     "within",
@@ -260,9 +261,14 @@ def recording() -> Iterator[list[Verdict]]:
         _RECORD.reset(token)
 
 
+def mark_text(ok: bool) -> Text:
+    """✓ in green or ✗ in bold red: the mark of every checked line (lessons, the check's table, the lab, exercises)."""
+    return Text("✓", style="green") if ok else Text("✗", style="bold red")
+
+
 def check_mark(ok: Check | Checks) -> Text:
     """✓ or ✗ for a measured verdict, recorded with its check: the one ✓/✗ of the lessons."""
-    return Text("✓", style="green") if mark(ok) else Text("✗", style="bold red")
+    return mark_text(mark(ok))
 
 
 def claim(ok: Check | Checks, text: str | Text) -> CJKText:

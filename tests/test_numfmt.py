@@ -7,7 +7,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from microgradnorm.numfmt import count, err, fmt, ms, nbytes_text, plain, ratio, sci
+from microgradnorm.numfmt import bracketed, count, err, fmt, ms, nbytes_text, plain, ratio, sci
 
 
 def test_nan_is_a_dash_and_minus_zero_is_zero():
@@ -64,3 +64,9 @@ def test_a_ratio_cell_ends_in_x_and_is_at_most_five_characters_below_1000(v):
 
 def test_a_count_is_whole_with_thousands_separators():
     assert count(1234) == "1,234" and count(2.6) == "3" and count(None) == "-"
+
+
+@given(st.lists(st.integers(0, 10**6), max_size=6))
+def test_a_shape_or_an_index_is_bracketed_as_a_python_list_of_its_numbers(values):
+    assert bracketed(values) == bracketed(tuple(values)) == str(list(values))  # [2, 3, 4]; [] for none
+    assert bracketed(iter(values)) == str(values)  # any iterable, read once

@@ -190,8 +190,7 @@ def test_big_grid(number):
 def test_a_contradicted_mark_fails_the_grid(monkeypatch):
     """The test can fail: a demo that prints ✓ for a check that does not hold is reported."""
     from microgradnorm.lessons import demos
-    from microgradnorm.lessons.claims import claim
-    from microgradnorm.verdicts import Verdict, at_most
+    from microgradnorm.verdicts import Verdict, at_most, claim
 
     def lying(p):
         out = demos.DemoOutput(claim(True, "all is well"))  # a bare True

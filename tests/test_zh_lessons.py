@@ -33,13 +33,13 @@ from microgradnorm.i18n.text import NO_START, cjk_markdown
 from microgradnorm.lessons import demo_layernorm, norm_axes, render
 from microgradnorm.lessons import demos_practice as practice
 from microgradnorm.lessons import demos_rmsnorm as rms
-from microgradnorm.lessons.claims import claim
 from microgradnorm.lessons.demo_tools import check_mark
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
 from microgradnorm.lessons.format import DemoCall, Prose, lessons_dir, parse_lesson
 from microgradnorm.lessons.runner import step_outputs
 from microgradnorm.lessons.textgraph import WIDTH, text_graph
 from microgradnorm.lessons.translation import TRANSLATED, localized
+from microgradnorm.verdicts import claim
 from tests.helpers import run_demo_once
 from tests.zh import CHINESE, CJK, NUMBER, ZH, demo_calls, demo_text, po_entries, rendered, untranslated
 
@@ -61,7 +61,6 @@ MODULES = (
     "demos_rmsnorm.py",
     "demos_practice.py",
     "norm_axes.py",
-    "claims.py",
     "demos_residual.py",
     "demos_traps.py",
     "demos_kernel.py",

@@ -17,12 +17,27 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import NoReturn
 
 from microgradnorm.i18n import _, pgettext
+from microgradnorm.i18n.argparse_text import HelpFormatter
 
 
 class UsageError(Exception):
     """A bad argument found after parsing: printed as one line, exit code 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (with a pointer to this parser's --help), exit code 2, and
+    help wraps Chinese between characters: the CLI's parser and the parsers of its commands' actions."""
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        # Translators: {prog} is the command, e.g. "microgradnorm lesson"; {message} is argparse's
+        self.exit(2, _("{prog}: error: {message} (see {prog} --help)").format(prog=self.prog, message=message) + "\n")
 
 
 def positive_int(text: str) -> int:
@@ -199,6 +214,14 @@ def problem_variance(spec, args: argparse.Namespace) -> str:
             ).format(norm=spec.name, given=args.variance)
         )
     return args.variance
+
+
+def shape_flags(args: argparse.Namespace) -> str:
+    """The arguments that set the shape, as the user gave them ("--shape", "--dim/--batch")."""
+    if args.shape is not None:
+        return "--shape"
+    given = [flag for flag, value in (("--dim", args.dim), ("--batch", args.batch)) if value is not None]
+    return "/".join(given) or "--dim"
 
 
 def problem_shape(spec, args: argparse.Namespace) -> tuple[int, ...]:

@@ -13,6 +13,7 @@ from microgradnorm.commands import (
     positive_int,
     problem_spec,
     problem_variance,
+    shape_flags,
 )
 from microgradnorm.i18n import _, lazy_gettext
 from microgradnorm.tolerances import FD_MAX_ENTRIES
@@ -63,18 +64,10 @@ def run(args: argparse.Namespace, console) -> int:
             _(
                 "argument {flags}: each mean would be taken over a single value, so x - mean is 0 and every "
                 "gradient is exactly 0, with nothing to check; expected at least 2 values per mean"
-            ).format(flags=_shape_flags(args))
+            ).format(flags=shape_flags(args))
         )
     console.print(check_table(report, full=args.full))
     return 0 if report.passed else 1
-
-
-def _shape_flags(args: argparse.Namespace) -> str:
-    """The arguments that set the shape, as the user gave them ("--shape", "--dim/--batch")."""
-    if args.shape is not None:
-        return "--shape"
-    given = [flag for flag, value in (("--dim", args.dim), ("--batch", args.batch)) if value is not None]
-    return "/".join(given) or "--dim"
 
 
 def _check_size(shape: tuple[int, ...], args: argparse.Namespace) -> None:
@@ -82,7 +75,7 @@ def _check_size(shape: tuple[int, ...], args: argparse.Namespace) -> None:
     size = math.prod(shape)
     if size <= SIZE_LIMIT:
         return
-    flags = _shape_flags(args)
+    flags = shape_flags(args)
     if len(shape) > 1:
         message = _(
             "argument {flags}: the scalar graph is for small problems, so expected x to have at most "

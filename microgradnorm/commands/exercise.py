@@ -14,9 +14,9 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
-from typing import IO, Any, NoReturn
+from typing import IO, Any
 
-from microgradnorm.commands import UsageError, seed_int
+from microgradnorm.commands import Parser, UsageError, seed_int
 from microgradnorm.commands.limits import memory_mib as _memory
 from microgradnorm.commands.limits import positive_float
 from microgradnorm.commands.limits import timeout_seconds as _timeout
@@ -34,22 +34,12 @@ DESCRIPTION = lazy_gettext(
 ACTIONS = ("list", "init", "check", "watch", "hint", "solution", "reset", "grade", "gradescope")
 
 
-class _ActionParser(argparse.ArgumentParser):
+class _ActionParser(Parser):
     """The parser of one action: its usage errors are one line that points to that action's own help.
 
     Arguments it does not know are its error too (argparse would leave them to the
     top-level parser, whose message points to the top-level help).
     """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        from microgradnorm.i18n.argparse_text import HelpFormatter
-
-        kwargs.setdefault("formatter_class", HelpFormatter)  # Chinese help wraps between characters
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str) -> NoReturn:
-        # the same line as the CLI's own parser prints (argparse's words are translated by the CLI)
-        self.exit(2, _("{prog}: error: {message} (see {prog} --help)").format(prog=self.prog, message=message) + "\n")
 
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> tuple[argparse.Namespace, list[str]]:
         parsed, extras = super().parse_known_args(args, namespace)

@@ -15,6 +15,7 @@ from microgradnorm.commands import (
     nonneg_int,
     problem_spec,
     problem_variance,
+    shape_flags,
 )
 from microgradnorm.i18n import _, lazy_gettext
 
@@ -221,8 +222,6 @@ def _check_size(shape: tuple[int, ...], args: argparse.Namespace, *, page: bool)
     limit = CHECK_LIMIT if page else SIZE_LIMIT
     if size <= limit:
         return
-    given = [flag for flag, value in (("--dim", args.dim), ("--batch", args.batch)) if value is not None]
-    flags = "--shape" if args.shape is not None else "/".join(given) or "--dim"
     if page:
         message = _(
             "argument {flags}: the page carries every node's numbers and the three-way check, so expected x "
@@ -233,7 +232,7 @@ def _check_size(shape: tuple[int, ...], args: argparse.Namespace, *, page: bool)
             "argument {flags}: the scalar graph is built one node at a time, so expected x to have at most "
             "{limit} entries, got {size}"
         )
-    message = message.format(flags=flags, limit=limit, size=size)
+    message = message.format(flags=shape_flags(args), limit=limit, size=size)
     if len(shape) > 1:
         # Translators: an error message followed by the shape that was given, e.g. "... got 600 (20x30)"
         message = _("{message} ({shape})").format(message=message, shape="x".join(map(str, shape)))

@@ -16,7 +16,6 @@ Package data next to this file:
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -229,19 +228,14 @@ def parse_hints(text: str) -> tuple[dict[str, tuple[str, ...]], dict[str, str]]:
     return {name: tuple(_paragraphs(lines) for lines in hs) for name, hs in sections.items()}, marks
 
 
-def _wide(char: str) -> bool:
-    return unicodedata.east_asian_width(char) in ("W", "F")
-
-
 def _joined(before: str, after: str) -> str:
     """Two source lines of one paragraph: a space between them, none between Chinese characters or next to
     full-width punctuation (which carries its own space), as the lessons' Markdown joins them."""
-    if not (before and after):
-        return before + after
-    b, a = before[-1], after[0]
-    if (_wide(b) and _wide(a)) or any(_wide(c) and unicodedata.category(c).startswith("P") for c in (b, a)):
-        return before + after
-    return f"{before} {after}"
+    from microgradnorm.i18n.text import joins_without_space  # rich: loaded when hints are shown, not listed
+
+    if before and after and not joins_without_space(before[-1], after[0]):
+        return f"{before} {after}"
+    return before + after
 
 
 def _paragraphs(lines: list[str]) -> str:

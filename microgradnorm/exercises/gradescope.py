@@ -39,6 +39,7 @@ from typing import Any
 
 from microgradnorm import __version__
 from microgradnorm.exercises.catalog import Exercise, get_exercise
+from microgradnorm.store import atomic_write_text
 
 __all__ = ["ROOT_ENV", "main", "results", "write_autograder"]
 
@@ -145,11 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(os.environ.get(ROOT_ENV, "/autograder"))
     chosen = [get_exercise(n) for n in args.exercises.split(",")]
     data = results(root, chosen, timeout=args.timeout, memory_mb=args.memory)
-    folder = root / "results"
-    folder.mkdir(parents=True, exist_ok=True)
-    partial = folder / "results.json.partial"
-    partial.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    os.replace(partial, folder / "results.json")
+    atomic_write_text(root / "results" / "results.json", json.dumps(data, ensure_ascii=False, indent=1) + "\n")
     return 0
 
 

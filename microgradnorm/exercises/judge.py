@@ -48,6 +48,7 @@ from microgradnorm.exercises.diagnose import (
 )
 from microgradnorm.exercises.messages import listed, say
 from microgradnorm.exercises.problems import Case, Problem
+from microgradnorm.numfmt import bracketed
 
 __all__ = [
     "CALLS",
@@ -146,7 +147,7 @@ def _text(value: Any) -> str:
 
 
 def _index(idx: tuple[int, ...]) -> str:
-    return str(list(idx)) if idx else ""
+    return bracketed(idx) if idx else ""
 
 
 # ---- types and shapes ------------------------------------------------------------------

@@ -37,6 +37,7 @@ from microgradnorm.exercises import norm_mistakes, rounding
 from microgradnorm.exercises.diagnose import Count, Finding, Geometry, Mistake, factor_findings, finding, mistake
 from microgradnorm.exercises.messages import listed, phrase, say
 from microgradnorm.i18n import N_, LazyText, _
+from microgradnorm.numfmt import bracketed
 from microgradnorm.registry import get_norm
 from microgradnorm.vectorized import public_pass
 
@@ -246,7 +247,7 @@ class MeanVariance(Problem):
             "dmean": rng.normal(0.0, 1.0, (shape[0], 1)),
             "dvar": rng.normal(0.0, 1.0, (shape[0], 1)),
         }
-        return f"x {list(shape)}", inputs, {"n": shape[1], "x_shape": shape}
+        return f"x {bracketed(shape)}", inputs, {"n": shape[1], "x_shape": shape}
 
     def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
         x = inputs["x"]
@@ -293,7 +294,7 @@ def _norm_draw(
     info = {"x": x, "gamma": gamma, "beta": beta, "dy": dy, "eps": eps, "axes": axes, "param_axis": pa}
     info.update(x_shape=shape, n=formulas.group_size(shape, axes), norm=norm)
     info.update(g=formulas.param_view(gamma, x.ndim, pa), b=formulas.param_view(beta, x.ndim, pa))
-    return phrase("about_x_eps", shape=str(list(shape)), eps=eps), inputs, info
+    return phrase("about_x_eps", shape=bracketed(shape), eps=eps), inputs, info
 
 
 def _norm_solve(norm: str, inputs: dict[str, Any], names: tuple[str, ...]) -> dict[str, np.ndarray]:
@@ -403,7 +404,7 @@ class AffineProblem(Problem):
         _about, norm_inputs, info = _norm_draw("layernorm", shape, rng, 1e-5)
         xhat = formulas.moments(info["x"], info["axes"], info["eps"]).xhat
         inputs = {"dy": norm_inputs["dy"], "xhat": xhat, "gamma": norm_inputs["gamma"]}
-        return phrase("about_dy_xhat", shape=str(list(shape))), inputs, {**info, "xhat": xhat}
+        return phrase("about_dy_xhat", shape=bracketed(shape)), inputs, {**info, "xhat": xhat}
 
     def solve(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
         dy, xhat, gamma = inputs["dy"], inputs["xhat"], inputs["gamma"]

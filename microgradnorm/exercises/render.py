@@ -24,7 +24,8 @@ from rich.text import Text
 from microgradnorm.exercises.catalog import EXERCISES, Exercise
 from microgradnorm.i18n import _, lazy_gettext, pgettext
 from microgradnorm.i18n.text import assemble, cjk_text, separated
-from microgradnorm.numfmt import plain
+from microgradnorm.numfmt import bracketed, plain
+from microgradnorm.verdicts import mark_text
 
 if TYPE_CHECKING:
     from microgradnorm.exercises.grader import GradeResult, Worst
@@ -47,7 +48,7 @@ __all__ = [
     "watch_unknown",
 ]
 
-_MARK = {True: Text("✓", style="green"), False: Text("✗", style="bold red"), None: Text("·", style="dim")}
+_MARK = {True: mark_text(True), False: mark_text(False), None: Text("·", style="dim")}
 
 
 def _statuses() -> dict[str, Text]:
@@ -230,7 +231,7 @@ def _checks_table(result: GradeResult) -> RenderableType:
 
 
 def _worst_table(w: Worst) -> RenderableType:
-    idx = str(list(w.index)) if w.index else ""
+    idx = bracketed(w.index) if w.index else ""
     worst = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
     worst.add_column(pgettext("worst entry table", "worst entry"))
     worst.add_column(pgettext("worst entry table", "expected"), justify="right")

@@ -55,6 +55,7 @@ __all__ = [
     "cjk_markdown",
     "cjk_text",
     "divide_line",
+    "joins_without_space",
     "sentences",
     "separated",
 ]
@@ -369,13 +370,14 @@ def _drop_cjk_softbreaks(children: list[Any]) -> None:
         if token.type != "softbreak" or k == 0 or k + 1 == len(children):
             continue
         before, after = children[k - 1].content, children[k + 1].content
-        if before and after and _joins(before[-1], after[0]):
+        if before and after and joins_without_space(before[-1], after[0]):
             token.type, token.content = "text", ""
 
 
-def _joins(before: str, after: str) -> bool:
+def joins_without_space(before: str, after: str) -> bool:
     """Whether a source line break between these two characters is no space: between two Chinese
-    characters, and next to full-width punctuation, which carries its own space."""
+    characters, and next to full-width punctuation, which carries its own space (the lessons' Markdown
+    and the exercises' hints join their lines so)."""
     if _wide(before) and _wide(after):
         return True
     return any(_wide(c) and unicodedata.category(c).startswith("P") for c in (before, after))

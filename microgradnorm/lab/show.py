@@ -21,8 +21,7 @@ from microgradnorm.drawing.figure import Figure, line_chart_svg
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import assemble, cjk_text, separated
 from microgradnorm.lab.experiments import SMOOTH, Claim, Outcome, final_loss
-from microgradnorm.present import mark_text
-from microgradnorm.verdicts import mark
+from microgradnorm.verdicts import mark, mark_text
 
 __all__ = ["claim_lines", "curves", "figure", "held_out", "outcome", "smooth", "step_axis"]
 

@@ -42,8 +42,7 @@ __all__ = [
     "fmt",
     "matrix_table",
     "max_rel",
-    "nearest",
-    "nearest_factor",
+    "maxabs",
     "num",
     "number_table",
     "path_label",
@@ -235,6 +234,11 @@ def max_rel(a: Any, b: Any) -> float:
     return tol.normwise_error(np.ravel(a), np.ravel(b))[1]
 
 
+def maxabs(a: float | np.ndarray) -> str:
+    """The largest magnitude in ``a``, in scientific notation (for error and residual lines)."""
+    return sci(float(np.max(np.abs(a))))
+
+
 def shown_difference(
     a: Any, b: Any, rtol: float = tol.CLOSED_FORM_RTOL, atol: float = tol.CLOSED_FORM_ATOL
 ) -> tuple[bool, str]:
@@ -262,18 +266,6 @@ def agree(
 def fd_agree(value: Any, fd: Any, what: str) -> Check:
     """``value`` agrees with its finite difference ``fd`` within the finite-difference tolerances."""
     return close_to(np.ravel(value), np.ravel(fd), tol.FD_RTOL, tol.FD_ATOL, what + " vs finite difference")
-
-
-def nearest(value: float, candidates: Sequence[float]) -> int:
-    """The index of the candidate closest to ``value`` (the first, on a tie): how a question's answer is read off."""
-    return min(range(len(candidates)), key=lambda k: abs(value - candidates[k]))
-
-
-def nearest_factor(factor: float, targets: Sequence[float]) -> int:
-    """The index of the positive target closest to ``factor`` on a log scale; 0 when ``factor`` is not positive."""
-    if not factor > 0:
-        return 0
-    return nearest(math.log(factor), [math.log(t) for t in targets])
 
 
 # ---- the backward trace table (lessons 1, 4 and 5) ------------------------------------------

@@ -124,6 +124,13 @@ class Prediction:
         if not 0 <= self.answer < len(self.choices):
             raise ValueError(f"answer: expected an index into the {len(self.choices)} choices, got {self.answer}")
 
+    @classmethod
+    def from_evidence(cls, question: str, choices: tuple[str, ...], why: str, evidence: tuple[Any, ...]) -> Prediction:
+        """The question, answered by the first choice whose evidence holds (verdicts.first_holding)."""
+        from microgradnorm.verdicts import first_holding  # rich: not for `microgradnorm lesson --help`
+
+        return cls(question, choices, first_holding(evidence), why, evidence)
+
 
 @dataclass
 class DemoOutput:

@@ -47,7 +47,7 @@ from microgradnorm.lessons.demo_tools import (
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.source import code_of
 from microgradnorm.norms import NormGraph, layer_norm
-from microgradnorm.numfmt import err
+from microgradnorm.numfmt import bracketed, err
 from microgradnorm.present import check_table
 from microgradnorm.registry import get_norm
 from microgradnorm.trace import Contribution, Trace
@@ -131,12 +131,8 @@ def _y_count_prediction(built: LNBuilt, trace: Trace) -> Prediction:
     counts = (1, 2, d) if d != 2 else (1, d)  # at d = 2 the choice "2" would be "d = 2" again
     evidence = tuple(exactly(count, k, "contributions y_0 receives") for k in counts)
     why = _("The trace counts {count}: y_0 is used once, by its own term y_0·dy_0 of the loss.").format(count=count)
-    return Prediction(
-        _("How many contributions will y_0 receive?"),
-        (*(str(k) for k in counts[:-1]), f"d = {d}"),
-        first_holding(evidence),
-        why,
-        evidence,
+    return Prediction.from_evidence(
+        _("How many contributions will y_0 receive?"), (*(str(k) for k in counts[:-1]), f"d = {d}"), why, evidence
     )
 
 
@@ -196,10 +192,9 @@ def _via_params_prediction(built: LNBuilt, trace: Trace) -> Prediction:
         "The trace has {count} contributions leaving gamma or beta: they are leaves, so their gradients stop "
         "there. xhat gets its share from the product node γ·xhat, as gamma_i × the product's gradient dy_i."
     ).format(count=from_gamma + from_beta)
-    return Prediction(
+    return Prediction.from_evidence(
         _("Does the gradient reach xhat_i by way of dgamma_i and dbeta_i?"),
         (_("yes, through dgamma_i"), _("yes, through both"), _("no: it comes from the product node, beside them")),
-        first_holding(evidence),
         why,
         evidence,
     )
@@ -215,7 +210,7 @@ def _rstd_count_prediction(built: LNBuilt, trace: Trace) -> Prediction:
         "The trace counts {count}: every xhat_i = xshift_i · rstd uses rstd once, and the row has {d} of them."
     ).format(count=count, d=d)
     evidence = tuple(exactly(count, k, "contributions rstd collects") for k in (1, d, 2 * d))
-    return Prediction(_("How many contributions will rstd collect?"), choices, first_holding(evidence), why, evidence)
+    return Prediction.from_evidence(_("How many contributions will rstd collect?"), choices, why, evidence)
 
 
 def _x_count_prediction(built: LNBuilt, trace: Trace) -> Prediction:
@@ -227,9 +222,7 @@ def _x_count_prediction(built: LNBuilt, trace: Trace) -> Prediction:
         "variance paths added together, and one from the mean's sum. Three paths, {count} edges."
     ).format(count=count)
     evidence = tuple(exactly(count, k, "contributions x_0 receives") for k in (1, 2, 3))
-    return Prediction(
-        _("How many contributions will x_0 receive in all?"), choices, first_holding(evidence), why, evidence
-    )
+    return Prediction.from_evidence(_("How many contributions will x_0 receive in all?"), choices, why, evidence)
 
 
 def _dvar_sign_prediction(built: LNBuilt, trace: Trace) -> Prediction:
@@ -321,7 +314,7 @@ def ln_dvar_dmean(p: LessonParams) -> DemoOutput:
     table.add_row(_("−rstd · Σ dxhat (closed form)"), num(float(np.ravel(_closed(built, p.eps)["mean"])[0])))
     scale = max(abs(mean.grad), 1.0)
     share = parts.get("var", 0.0)
-    bound = 1e3 * np.finfo(float).eps * scale * n  # rounding of n terms of mean.grad's size, with room
+    bound = tol.cancellation_atol(scale, n, units=1e3)  # rounding of n terms of mean.grad's size, with room
     ok = at_most(abs(share), bound, "|mean.grad's share via the variance|")
     rounding = (
         _("the variance's share of mean.grad is rounding error: 0 in exact arithmetic")
@@ -428,10 +421,9 @@ def _via_var_sum_prediction(via_var: np.ndarray, dvar: float) -> Prediction:
     why = _(
         "The sum is {total}: each term is dL/dvar · 2·xshift_i / n, and the centered values xshift_i sum to 0."
     ).format(total=err(total))
-    return Prediction(
+    return Prediction.from_evidence(
         _("Add up the via-variance path over every x_i. What is the total?"),
         (_("0, up to rounding"), _("the same as dL/dvar"), _("some other number")),
-        first_holding(evidence),
         why,
         evidence,
     )
@@ -448,10 +440,9 @@ def norm_code(p: LessonParams, norm: str = "layernorm") -> DemoOutput:
     call = "{name}(x, gamma{beta}, eps={eps})".format(
         name=spec.builder.__name__, beta=", beta" if spec.has_beta else "", eps=f"{p.eps:g}"
     )
-    shape_text = "[" + ", ".join(map(str, shape)) + "]"
     # Translators: {call} is a Python call such as layer_norm(x, gamma, beta, eps=1e-05); {shape} is like [4]
     ran = _("called here as {call}, x of shape {shape}, {count} output Values").format(
-        call=call, shape=shape_text, count=math.prod(shape)
+        call=call, shape=bracketed(shape), count=math.prod(shape)
     )
     return DemoOutput(Group(code_of(spec.builder), dim_note(ran)), graph=y.graph)
 
@@ -556,10 +547,9 @@ def _shift_g_prediction(g: np.ndarray, m: formulas.Moments) -> Prediction:
         )
     why = why.format(gap=err(gap), c=f"{SHIFT_G:g}")
     c = f"{SHIFT_G:g}"
-    return Prediction(
+    return Prediction.from_evidence(
         _("Add {c} to every g_i. What happens to dx?").format(c=c),
         (_("nothing"), _("every dx_i grows by rstd·{c}").format(c=c), _("every dx_i grows by {c}").format(c=c)),
-        first_holding(evidence),
         why,
         evidence,
     )

@@ -20,11 +20,11 @@ from rich.text import Text
 from microgradnorm import formulas
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import CJKText, cjk_text
-from microgradnorm.lessons.claims import maxabs
 from microgradnorm.lessons.demo_tools import (
     autograd_dx,
     engine_forward,
     fmt,
+    maxabs,
     number_table,
     path_label,
     random_dy,
@@ -429,10 +429,9 @@ def _column_sum_prediction(zero: Check, col_sums: np.ndarray, dy: np.ndarray, rs
     why = _("The largest column sum of dX is {value}: rounding. A column's mean is removed from its gradient.").format(
         value=maxabs(col_sums)
     )
-    return Prediction(
+    return Prediction.from_evidence(
         _("What will each column of dX add up to?"),
         ("0", _("the column's sum of dY"), _("the column's sum of dY, times rstd")),
-        first_holding(evidence),
         why,
         evidence,
     )

@@ -198,12 +198,8 @@ def _contributions_prediction(count: int) -> Prediction:
         "gradient on to a and b only after the last of them."
     ).format(count=count)
     evidence = tuple(exactly(count, k, "contributions e collects") for k in (1, 2, 3))
-    return Prediction(
-        _("How many contributions will e.grad collect before it is final?"),
-        choices,
-        first_holding(evidence),
-        why,
-        evidence,
+    return Prediction.from_evidence(
+        _("How many contributions will e.grad collect before it is final?"), choices, why, evidence
     )
 
 

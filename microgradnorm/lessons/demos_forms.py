@@ -138,14 +138,13 @@ def _double_dy_prediction(
             "gradient that comes back."
         )
         why = sentences([zero, linear])
-    return Prediction(
+    return Prediction.from_evidence(
         _("Multiply every dy_i by {k}. What happens to dx?").format(k=k),
         (
             _("nothing"),
             _("every dx_i is multiplied by {k}").format(k=k),
             _("it changes some other way"),
         ),
-        first_holding(evidence),
         why,
         evidence,
     )
@@ -230,7 +229,7 @@ def _matrix_of(P: np.ndarray) -> Table:
 def _projection_facts(x: np.ndarray, P: np.ndarray, m: formulas.Moments, p: LessonParams) -> list[Text]:
     """Symmetric, rank 2, and P·P = P at eps = 0; at eps > 0 off by exactly −(shrink/n) xhat xhatᵀ."""
     n = p.dim
-    rounding = 64 * np.finfo(float).eps * n  # the entries of P are at most 1 in size
+    rounding = tol.cancellation_atol(1.0, n, units=64)  # the entries of P are at most 1 in size
     P0 = formulas.projection(formulas.moments(x, (-1,), 0.0).xhat)
     rank = int(np.linalg.matrix_rank(P))
     idempotent = float(np.abs(P0 @ P0 - P0).max())

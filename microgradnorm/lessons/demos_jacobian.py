@@ -126,10 +126,9 @@ def jacobian_rows(p: LessonParams, gamma: str = "random") -> DemoOutput:
     zero = at_most(worst, rounding, "largest |row sum| of J")
     not_zero = above(worst, rounding, "largest |row sum| of J")
     evidence = (zero, not_zero & near[1], not_zero & near[2])
-    prediction = Prediction(
+    prediction = Prediction.from_evidence(
         _("Each row of J is how y_i reacts to every x_j. What will a row add up to?"),
         ("0", "1", _("gamma_i, the row's scale")),
-        first_holding(evidence),
         why,
         evidence,
     )

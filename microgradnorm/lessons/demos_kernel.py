@@ -50,9 +50,9 @@ from microgradnorm.lessons.demo_tools import autograd_dx, check_mark, fmt, numbe
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.source import code_of
 from microgradnorm.norms import NormGraph
-from microgradnorm.numfmt import nbytes_text
+from microgradnorm.numfmt import bracketed, nbytes_text
 from microgradnorm.registry import get_norm
-from microgradnorm.verdicts import Check, above, all_of, at_least, at_most, claims, exactly, nearest
+from microgradnorm.verdicts import Check, above, all_of, at_least, at_most, claims, exactly, first_holding, nearest
 from microgradnorm.viz.style import stage_title
 
 __all__ = [
@@ -228,10 +228,6 @@ def gradient_agreement(p: LessonParams) -> dict[str, tuple[float, float, Check]]
     return out
 
 
-def _shape(shape: Sequence[int]) -> str:
-    return "[" + ", ".join(str(s) for s in shape) + "]"
-
-
 def _check_positive_ints(name: str, values: Any) -> tuple[int, ...]:
     if not isinstance(values, (tuple, list)) or not values:
         raise ValueError(f"{name}: expected a non-empty tuple of positive integers, got {values!r}")
@@ -287,7 +283,7 @@ def kernel_engine_vs_numpy(p: LessonParams, hidden: tuple[int, ...] = (256,), re
     hidden = _check_positive_ints("hidden", hidden)
     timings = engine_vs_numpy(p, hidden, repeats)
     rows = [
-        [_shape(t.shape), f"{t.nodes:,}", fmt(t.engine * 1e3, 3), fmt(t.numpy * 1e3, 3), fmt(t.ratio, 3)]
+        [bracketed(t.shape), f"{t.nodes:,}", fmt(t.engine * 1e3, 3), fmt(t.numpy * 1e3, 3), fmt(t.ratio, 3)]
         for t in timings
     ]
     table = number_table(
@@ -299,8 +295,8 @@ def kernel_engine_vs_numpy(p: LessonParams, hidden: tuple[int, ...] = (256,), re
     first, last = timings[0], timings[-1]
     reading = cjk_text(
         _("{first} → {last}: {factor}× the numbers; the engine took {engine}× the time, NumPy {numpy}×.").format(
-            first=_shape(first.shape),
-            last=_shape(last.shape),
+            first=bracketed(first.shape),
+            last=bracketed(last.shape),
             factor=fmt(math.prod(last.shape) / math.prod(first.shape), 3),
             engine=fmt(last.engine / first.engine, 3),
             numpy=fmt(last.numpy / first.numpy, 3),
@@ -316,7 +312,7 @@ def kernel_engine_vs_numpy(p: LessonParams, hidden: tuple[int, ...] = (256,), re
             pgettext("gradient check column", "ok"),
         ],
         [[name, sci(a), sci(r), check_mark(ok)] for name, (a, r, ok) in agree.items()],
-        title=_("x {shape}: NumPy path against the scalar graph's gradients").format(shape=_shape(x_shape)),
+        title=_("x {shape}: NumPy path against the scalar graph's gradients").format(shape=bracketed(x_shape)),
         caption=_(
             "relative: max |Δ| ÷ max |rstd·gamma·dy| for dx (the terms that cancel in it; dx itself can be 0 "
             "up to rounding), ÷ max |gradient| for dgamma and dbeta. ok: at most VECTORIZED_F64_RTOL = {rtol} "
@@ -356,7 +352,7 @@ def kernel_llmc_code(p: LessonParams) -> DemoOutput:
         "x {shape}: y, dx, dgamma and dbeta equal the package's vectorized path (worst relative difference "
         "{error}; for dx, relative to max |rstd·gamma·dy|)"
     )
-    out = Group(code, claims([(agree, note.format(shape=_shape(x.shape), error=sci(worst, 1)))]))
+    out = Group(code, claims([(agree, note.format(shape=bracketed(x.shape), error=sci(worst, 1)))]))
     return DemoOutput(out, prediction=_cache_size_prediction(cache, x))
 
 
@@ -366,10 +362,9 @@ def _cache_size_prediction(cache: tuple, x: np.ndarray) -> Prediction:
     per_row = sum(a.size for a in cache if np.ndim(a) == x.ndim) / rows  # the arrays with a row axis
     sizes = (d, d + 1, d + 3, 3 * d)  # distinct for every d >= 2
     evidence = tuple(exactly(per_row, n, "numbers per row in the cache") for n in sizes)
-    return Prediction(
+    return Prediction.from_evidence(
         _("Per row of d = {d} numbers, how many does this cache keep (gamma, shared by all rows, aside)?").format(d=d),
         (f"d = {d}", f"d + 1 = {d + 1}", f"d + 3 = {d + 3}", f"3·d = {3 * d}"),
-        next((k for k, e in enumerate(evidence) if e), 0),
         _("The cache holds xhat's d numbers and one rstd per row; with gamma, that is all backward reads."),
         evidence,
     )
@@ -426,13 +421,13 @@ def kernel_cache_fields(p: LessonParams) -> DemoOutput:
     rows = []
     for name in CACHE_FIELDS:
         arr = next((getattr(c, name) for c, _ in modes.values() if getattr(c, name) is not None), None)
-        rows.append([name, "—" if arr is None else _shape(arr.shape), cell(False, name), cell(True, name)])
+        rows.append([name, "—" if arr is None else bracketed(arr.shape), cell(False, name), cell(True, name)])
     keep = modes[False][0]
     table = number_table(
         [_("field"), _("shape"), pgettext("cache mode", "xhat kept"), pgettext("cache mode", "recompute")],
         rows,
         title=_("y, cache = layer_norm_forward(x, ...): x {x_shape} {dtype}, y {y_shape}; backend {backend}").format(
-            x_shape=_shape(x.shape), dtype=x.dtype, y_shape=_shape(y.shape), backend=repr(keep.backend)
+            x_shape=bracketed(x.shape), dtype=x.dtype, y_shape=bracketed(y.shape), backend=repr(keep.backend)
         ),
         caption=_(
             "needed: filling that field with NaN changes dx, dgamma or dbeta (tried just now, one field "
@@ -481,7 +476,7 @@ def kernel_cache_bytes(p: LessonParams, shape: tuple[int, ...] = (32, 128, 768))
         number_table(
             [_("cache field"), pgettext("cache mode", "xhat kept"), pgettext("cache mode", "recompute")],
             rows,
-            title=_("x {shape} float32, NumPy backend: cache.nbytes()").format(shape=_shape(shape)),
+            title=_("x {shape} float32, NumPy backend: cache.nbytes()").format(shape=bracketed(shape)),
             caption=_(
                 "kept: allocated by the cache; shared: your own arrays it points to. recompute keeps "
                 "{factor}× fewer bytes."
@@ -611,7 +606,7 @@ def _split_prediction(p: LessonParams) -> Prediction:
         above(mu_lo, 0.0, what) & at_most(mu_lo, gap / 2, f"{what} vs half the float32 gap"),
         above(mu_lo, gap / 2, f"{what} vs half the float32 gap"),
     )
-    answer = next((i for i, e in enumerate(evidence) if e), 2)
+    answer = first_holding(evidence, 2)
     return Prediction(
         _(
             "A float32 row of {n} values near {far:,.0f}, where neighboring float32 numbers are {gap:g} apart. "
@@ -871,7 +866,7 @@ def _pass_totals(direction: str, shape: tuple[int, ...], source: str) -> Any:
         caption=_(
             "counted from {source}, not measured. Bytes moved: passes × {array}, one float32 array of x "
             "{shape}; one row of it, {row}, stays in the cache between the kernel's loops over that row."
-        ).format(source=source, array=nbytes_text(array_bytes), shape=_shape(shape), row=nbytes_text(shape[-1] * 4)),
+        ).format(source=source, array=nbytes_text(array_bytes), shape=bracketed(shape), row=nbytes_text(shape[-1] * 4)),
     )
 
 
@@ -900,7 +895,7 @@ def _trips_prediction(direction: str) -> Prediction:
             "through memory (reads plus writes)?"
         )
         choices = ("1", "2", "3", _("as many as NumPy"))
-        return Prediction(question, choices, next((i for i, e in enumerate(evidence) if e), 3), why, evidence)
+        return Prediction(question, choices, first_holding(evidence, 3), why, evidence)
     keep = sum(pass_totals("backward", "numpy", "keep"))
     recompute = sum(pass_totals("backward", "numpy", "recompute"))
     more = recompute - keep
@@ -955,7 +950,7 @@ def _x_reads_prediction() -> Prediction:
     return Prediction(
         _("The kernel reads x from memory once, in its first loop. How many times does NumPy's forward read x itself?"),
         (_("once, as the kernel"), _("twice"), _("three times or more")),
-        next((i for i, e in enumerate(evidence) if e), 2),
+        first_holding(evidence, 2),
         # Translators: {lines} is a list of line numbers such as "55, 57"
         _(
             "Lines {lines} read x; every later line reads an array NumPy wrote before it (xshift, then "
@@ -976,8 +971,8 @@ def kernel_exercise_shapes(p: LessonParams) -> DemoOutput:
     dx, dgamma, dbeta = textbook.layer_norm_backward(dy, cache)
     rows = [
         # Translators: names of arrays, kept; only the list's commas are translated
-        [pgettext("list of arrays", "x, dy, dx"), _shape(dx.shape), _("one per input number")],
-        [pgettext("list of arrays", "dgamma, dbeta"), _shape(dgamma.shape), _("summed over B·T rows")],
+        [pgettext("list of arrays", "x, dy, dx"), bracketed(dx.shape), _("one per input number")],
+        [pgettext("list of arrays", "dgamma, dbeta"), bracketed(dgamma.shape), _("summed over B·T rows")],
     ]
     what = "the shape of dgamma, dbeta"
     same = exactly(float(dgamma.shape == x.shape and dbeta.shape == x.shape), 1.0, f"{what} equals x's")

@@ -27,7 +27,8 @@ from microgradnorm.lab import pairs, show
 from microgradnorm.lab.train import Run
 from microgradnorm.lab.words import run_name
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.verdicts import above, all_of, at_least, at_most, below, exactly, mark
+from microgradnorm.numfmt import bracketed
+from microgradnorm.verdicts import above, all_of, at_least, at_most, below, exactly, first_holding, mark
 
 HEIGHT = 8  # chart rows: a chart, its legend and the claims fit one screen at 60 columns
 INSTALL = E.INSTALL
@@ -185,7 +186,7 @@ def lab_gradient_check(p: LessonParams, which: tuple[str, ...] = ("right",), ask
     shape = next(iter(checks.values())).shape
     # Translators: {shape} is x's shape in the check, such as "[2, 5, 6]"
     caption = _("relative error against finite differences on x {shape}; a pass is at most {rtol:.0e}").format(
-        shape=f"[{', '.join(map(str, shape))}]", rtol=tol.FD_RTOL
+        shape=bracketed(shape), rtol=tol.FD_RTOL
     )
     if "no-1/d" in checks:  # its dx is d times the right one: a relative error of d - 1
         # Translators: {d_minus_1} is the number d - 1, such as 5
@@ -408,7 +409,7 @@ def _sgd_prediction(question: str, name: str, slip: Run) -> Prediction:
             _("it neither trains nor blows up"),
             _("it blows up (the loss stops being a number)"),
         ),
-        next((k for k, e in enumerate(evidence) if e), 2),
+        first_holding(evidence, 2),
         # Translators: {ran} and {steps} count steps; {loss} is the training loss over the last 10 minibatches
         _(
             "It ran {ran} of {steps} steps and ended at a training loss of {loss:.2f} (half of ln 3: {half:.2f})."

@@ -156,10 +156,9 @@ def ln_stage_summary(p: LessonParams) -> DemoOutput:
     why = _("Σ xshift = {total} on the graph's numbers: subtracting the mean leaves values that sum to 0.").format(
         total=num(total)
     )
-    prediction = Prediction(
+    prediction = Prediction.from_evidence(
         _("What will the centered values xshift add up to?"),
         (_("0, up to rounding"), _("the sum of x"), _("n times the mean")),
-        first_holding(evidence),
         why,
         evidence,
     )
@@ -226,10 +225,9 @@ def _keepdims_prediction(batch: int, seq: int, d: int, error: float) -> Predicti
     else:
         why = _("Matched from the last axis, {shape} and {mean_shape} fit: each mean goes along the wrong axis.")
     question = _("Here x is {shape} and a mean without keepdims is {mean_shape}: which happens?")
-    return Prediction(
+    return Prediction.from_evidence(
         question.format(shape=shape, mean_shape=mean_shape),
         (_("NumPy raises an error"), _("it runs and is right"), _("it runs and is wrong")),
-        first_holding(evidence),
         why.format(shape=shape, mean_shape=mean_shape),
         evidence,
     )

@@ -27,8 +27,7 @@ from microgradnorm import vectorized as V
 from microgradnorm.drawing.charts import line_chart
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import cjk_text, sentences
-from microgradnorm.lessons.claims import maxabs
-from microgradnorm.lessons.demo_tools import check_mark, engine_forward, fmt, number_table, rng_for, sci
+from microgradnorm.lessons.demo_tools import check_mark, engine_forward, fmt, maxabs, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, DISPLAY_RTOL
@@ -45,6 +44,7 @@ from microgradnorm.verdicts import (
     differs,
     equal,
     exactly,
+    first_holding,
 )
 
 # Padding rows and a batch of one are constant groups: with eps = 0 they divide by zero.
@@ -150,7 +150,7 @@ def _padding_prediction(bn_moved: Check, ln_moved: Check) -> Prediction:
             pgettext("which norm moves", "both"),
             pgettext("which norm moves", "neither"),
         ),
-        next((k for k, e in enumerate(evidence) if e), 3),
+        first_holding(evidence, 3),
         _(
             "BatchNorm's statistics for a feature pool every row of the batch, zeros included; LayerNorm's pool "
             "one token's own features, which the padding never touches."
@@ -573,9 +573,10 @@ def _tokens(rng: np.random.Generator, n: int, u: np.ndarray) -> tuple[np.ndarray
     return z * s + b, labels
 
 
-def _normalize(norm: str, x: np.ndarray, eps: float) -> np.ndarray:
-    """LayerNorm: each token over its own features; BatchNorm: each feature over the tokens of the batch."""
-    forward, _ = V.public_pass(get_norm(norm))
+def _normalize(norm: str, x: np.ndarray, eps: float, num_groups: int | None = None) -> np.ndarray:
+    """LayerNorm: each token over its own features; BatchNorm: each feature over the tokens of the batch
+    (GroupNorm: each image's groups of ``num_groups`` channels). No gamma, no beta; the NumPy backend."""
+    forward, _ = V.public_pass(get_norm(norm, num_groups))
     return forward(x, None, None, eps, backend="numpy")[0]
 
 
@@ -723,15 +724,9 @@ def wrong_axis_loss(p: LessonParams, steps: int = 200, features: int = 8) -> Dem
 IMAGES = (3, 6, 2, 2)  # N, C, H, W: C = 6 splits into 1, 2, 3 or 6 groups
 
 
-def _group_norm(x: np.ndarray, groups: int, eps: float) -> np.ndarray:
-    forward, _backward = V.public_pass(get_norm("groupnorm", groups))
-    return forward(x, None, None, eps, backend="numpy")[0]
-
-
 def _rows(norm: str, x: np.ndarray, row: tuple[int, ...], eps: float) -> np.ndarray:
     """``norm`` on x seen as rows of shape ``row`` (the rest of x's axes stacked), given back in x's shape."""
-    forward, _backward = V.public_pass(get_norm(norm))
-    return forward(x.reshape(-1, *row), None, None, eps, backend="numpy")[0].reshape(x.shape)
+    return _normalize(norm, x.reshape(-1, *row), eps).reshape(x.shape)
 
 
 def _moved_by(forward, x: np.ndarray, at: tuple[int, ...]) -> np.ndarray:
@@ -755,7 +750,7 @@ def groupnorm_between(p: LessonParams) -> DemoOutput:
     }
     rows = []
     for groups in (1, 2, 3, c):
-        y = _group_norm(x, groups, eps)
+        y = _normalize("groupnorm", x, eps, groups)
         name, ref = same_as.get(groups, ("", None))
         ok = None if ref is None else close_to(y, ref, rtol, atol, f"GroupNorm G = {groups} vs {name}")
         equals = "—" if ok is None else Text.assemble(check_mark(ok), " ", name)
@@ -766,11 +761,11 @@ def groupnorm_between(p: LessonParams) -> DemoOutput:
         title=_("GroupNorm on images [{shape}]").format(shape=", ".join(map(str, IMAGES))),
     )
     gn_alone = close_to(
-        _group_norm(x[:1], 2, eps), _group_norm(x, 2, eps)[:1], rtol, atol, "GroupNorm: image 0 alone vs in the batch"
-    )
-    bn = V.public_pass(get_norm("batchnorm"))[0]
+        _normalize("groupnorm", x[:1], eps, 2), _normalize("groupnorm", x, eps, 2)[:1],
+        rtol, atol, "GroupNorm: image 0 alone vs in the batch",
+    )  # fmt: skip
     bn_alone = differs(
-        bn(x[:1], None, None, eps, backend="numpy")[0], bn(x, None, None, eps, backend="numpy")[0][:1],
+        _normalize("batchnorm", x[:1], eps), _normalize("batchnorm", x, eps)[:1],
         rtol, atol, "BatchNorm: image 0 alone vs in the batch",
     )  # fmt: skip
     lines = claims([
@@ -783,7 +778,7 @@ def groupnorm_between(p: LessonParams) -> DemoOutput:
 def _group_prediction(x: np.ndarray, eps: float) -> Prediction:
     """Which outputs move when one value of image 0, channel 0 moves, under GroupNorm with G = 2: measured."""
     n, c, h, w = x.shape
-    moved = _moved_by(lambda v: _group_norm(v, 2, eps), x, (0, 0, 0, 0))
+    moved = _moved_by(lambda v: _normalize("groupnorm", v, eps, 2), x, (0, 0, 0, 0))
     choices_masks = []
     for image, channels in ((slice(0, 1), slice(0, c)), (slice(0, 1), slice(0, c // 2)), (slice(0, n), slice(0, 1))):
         mask = np.zeros(x.shape, dtype=bool)
@@ -793,7 +788,7 @@ def _group_prediction(x: np.ndarray, eps: float) -> Prediction:
     only[0, 0, 0, 0] = True
     choices_masks.append(only)
     evidence = tuple(exactly(float(np.array_equal(moved, m)), 1.0, "the outputs that moved") for m in choices_masks)
-    answer = next((k for k, e in enumerate(evidence) if e), 0)
+    answer = first_holding(evidence)
     return Prediction(
         _("GroupNorm with G = 2 groups on images [{n}, {c}, {h}, {w}]: one value of image 0, channel 0 changes. "
           "Which outputs move?").format(n=n, c=c, h=h, w=w),

@@ -27,11 +27,11 @@ from microgradnorm.engine import topological_order
 from microgradnorm.i18n import N_, _, pgettext
 from microgradnorm.i18n.text import cjk_text, separated
 from microgradnorm.jacobian import autograd_jacobian
-from microgradnorm.lessons.claims import maxabs
 from microgradnorm.lessons.demo_tools import (
     autograd_dx,
     engine_forward,
     fmt,
+    maxabs,
     number_table,
     random_dy,
     random_gamma,
@@ -42,7 +42,7 @@ from microgradnorm.lessons.demo_tools import (
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL
-from microgradnorm.verdicts import Check, Checks, above, cancels, claims, close_to, exactly, first_holding, within
+from microgradnorm.verdicts import Check, Checks, above, cancels, claims, close_to, exactly, within
 
 
 def _vector(p: LessonParams) -> np.ndarray:
@@ -167,10 +167,9 @@ def _shift_prediction(still: Check, j_rms: np.ndarray, j_ln: np.ndarray) -> Pred
     why = _("|J·1| = {rms} (RMS), {ln} (LN): with no mean subtracted, nothing cancels the shift.").format(
         rms=sci(shift[0]), ln=sci(shift[1])
     )
-    return Prediction(
+    return Prediction.from_evidence(
         _("Shift every input of RMSNorm by the same small amount. Does its output move?"),
         (_("no, just as LayerNorm's does not"), _("yes, it moves")),
-        first_holding((still, ~still)),
         why,
         (still, ~still),
     )
@@ -271,12 +270,11 @@ def row_reductions_demo(p: LessonParams) -> DemoOutput:
     why = _(
         "Counted in the forward graphs: RMSNorm {rms}, LayerNorm {ln} (the mean, then the centered squares)."
     ).format(rms=counts["rmsnorm"], ln=counts["layernorm"])
-    prediction = Prediction(
+    prediction = Prediction.from_evidence(
         _("LayerNorm's forward graph adds up the whole row {ln} times. How many times does RMSNorm's?").format(
             ln=counts["layernorm"]
         ),
         ("0", "1", "2"),
-        first_holding(evidence),
         why,
         evidence,
     )
@@ -447,11 +445,6 @@ def _one_torch_thread() -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(before)
-
-
-def time_calls(calls: dict[str, dict[str, Callable[[], object]]], repeats: int) -> dict[str, dict[str, float]]:
-    """Median seconds of every call, interleaved (each repeat runs every call once, in turn)."""
-    return {path: {k: float(np.median(v)) for k, v in ks.items()} for path, ks in time_samples(calls, repeats).items()}
 
 
 def paired_ratios(samples: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, list[float]]]:

@@ -182,10 +182,9 @@ def standardize_both_ways(p: LessonParams, examples: int | None = None, features
         why = _("Here every row's mean happens to be 0; with other rows, one row's mean is {largest}.").format(
             largest=fmt(signed, 3)
         )
-    prediction = Prediction(
+    prediction = Prediction.from_evidence(
         _("Standardize each column. Does each row get mean 0 too?"),
         (_("yes, every row too"), _("no, not in general")),
-        first_holding(evidence),
         why,
         evidence,
     )
@@ -379,10 +378,9 @@ def _steeper_prediction(along_w1: float, along_w2: float) -> Prediction:
     why = _("The same step costs {w1} along w1, {w2} along w2: w1 multiplies x1 ≈ {x1}, w2 only x2 ≈ {x2}.").format(
         w1=sci(along_w1), w2=sci(along_w2), x1=fmt(X1, 6), x2=fmt(X2, 4)
     )
-    return Prediction(
+    return Prediction.from_evidence(
         _("Raw features: the same small step along w1 or along w2. Which raises the loss more?"),
         (_("the step along w1"), _("the step along w2"), _("about the same")),
-        first_holding(evidence),
         why,
         evidence,
     )
@@ -464,10 +462,9 @@ def sigmoid_saturation(
     if 0.0 in slope_at and 10.0 in slope_at:
         ratio = slope_at[10.0] / slope_at[0.0]
         evidence = nearest(ratio, (1.0, 0.1, 1e-4), "slope at 10 ÷ slope at 0")
-        prediction = Prediction(
+        prediction = Prediction.from_evidence(
             _("Compared with its slope at z = 0, how steep is the sigmoid at z = 10?"),
             (_("about as steep"), _("about a tenth as steep"), _("less than a thousandth as steep")),
-            first_holding(evidence),
             _("The engine's slopes: {at10} at z = 10 against {at0} at z = 0, a ratio of {ratio}.").format(
                 at10=sci(slope_at[10.0]), at0=sci(slope_at[0.0]), ratio=sci(ratio)
             ),

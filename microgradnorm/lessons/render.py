@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 __all__ = [
     "KEY_HELP",
     "DemoFailure",
-    "demo_list",
     "document",
     "finished",
     "first_question",
@@ -287,15 +286,3 @@ def _progress_cell(entry: LessonProgress | None, steps: int) -> Text:
 def document(text: str) -> Markdown:
     """A Markdown page of the lessons folder (the references, the glossary) as rich shows it at any width."""
     return cjk_markdown(text)
-
-
-def demo_list(demos: Mapping[str, Any]) -> Table:
-    """The registered demos (for lesson authors): name, module, first docstring line."""
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
-    table.add_column("demo", no_wrap=True)
-    table.add_column("parameters")
-    table.add_column("what it shows", ratio=1)
-    for name in sorted(demos):
-        spec = demos[name]
-        table.add_row(name, ", ".join(spec.parameters), spec.summary)
-    return table

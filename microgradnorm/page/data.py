@@ -31,6 +31,7 @@ from microgradnorm import viz
 from microgradnorm.engine import Value, local_grads
 from microgradnorm.i18n import _
 from microgradnorm.i18n.errors import localize
+from microgradnorm.inputs import nest
 from microgradnorm.norms import NormGraph
 from microgradnorm.registry import spec_for
 from microgradnorm.trace import Trace, trace_backward
@@ -67,18 +68,11 @@ def subject_of(obj: Any, graph: NormGraph | None = None) -> Subject:
         ys = own["y"]
         if not any(y.grad for y in ys):
             return Subject(own, own, None)
-        loss = own.loss(_nested([y.grad for y in ys], own.shape))
+        loss = own.loss(nest([y.grad for y in ys], own.shape))
         return Subject(loss, own, loss)
     if isinstance(obj, (list, tuple)) and len(obj) == 1 and isinstance(obj[0], Value):
         return Subject(obj[0], graph, obj[0])
     return Subject(obj, graph, None)
-
-
-def _nested(flat: list[float], shape: tuple[int, ...]) -> Any:
-    if len(shape) == 1:
-        return list(flat)
-    step = len(flat) // shape[0]
-    return [_nested(flat[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])]
 
 
 @contextmanager
@@ -361,7 +355,7 @@ def _checks(subject: Subject, d: viz.Drawing) -> tuple[dict[int, dict], dict[str
         return [v.data for v in graph[name]] if name in graph else None
 
     dy = [y.grad if id(y) in d.index else 0.0 for y in graph["y"]]
-    x = _nested(values("x"), graph.shape)  # type: ignore[arg-type]
+    x = nest(values("x"), graph.shape)  # type: ignore[arg-type]
     try:
         report = check_norm(
             spec_for(graph),
@@ -369,7 +363,7 @@ def _checks(subject: Subject, d: viz.Drawing) -> tuple[dict[int, dict], dict[str
             values("gamma"),
             values("beta"),
             graph.eps,
-            _nested(dy, graph.shape),
+            nest(dy, graph.shape),
             variance=graph.variance,
             fd_max_entries=FD_ENTRIES,
         )

@@ -48,6 +48,7 @@ import torch
 from microgradnorm import formulas as F
 from microgradnorm import vectorized as V
 from microgradnorm.registry import NORMS, NormSpec, get_norm
+from microgradnorm.vectorized.cache import stat_shape
 
 __all__ = [
     "NORMS",
@@ -88,13 +89,7 @@ def _spec(norm: str, num_groups: int) -> NormSpec:
     return spec.with_groups(spec.options()["num_groups"]) if spec.grouped and not num_groups else spec
 
 
-def _kept_shape(spec: NormSpec, shape: tuple[int, ...]) -> tuple[int, ...]:
-    """The view of x with every reduced axis kept as 1: what a statistic broadcasts as."""
-    axes = spec.axes(shape)
-    return tuple(1 if a in axes else s for a, s in enumerate(spec.view(shape)))
-
-
-def _stat_shape(spec: NormSpec, shape: tuple[int, ...]) -> tuple[int, ...]:
+def _groups_shape(spec: NormSpec, shape: tuple[int, ...]) -> tuple[int, ...]:
     """One statistic per group: the axes of the registry's view that are not reduced."""
     axes = spec.axes(shape)
     return tuple(s for a, s in enumerate(spec.view(shape)) if a not in axes)
@@ -110,7 +105,7 @@ def forward_kernel(
     spec = _spec(norm, num_groups)
     forward, _ = V.public_pass(spec)
     y, cache = forward(to_numpy(x), to_numpy(weight), to_numpy(bias), eps, recompute=True)
-    shape = _stat_shape(spec, tuple(x.shape))
+    shape = _groups_shape(spec, tuple(x.shape))
     mean = np.zeros(shape) if cache.mean is None else cache.mean
     stats = [torch.from_numpy(np.asarray(s, dtype=np.float64).reshape(shape)) for s in (mean, cache.var, cache.rstd)]
     return (to_torch(y, x.dtype), *stats)
@@ -161,7 +156,7 @@ def norm_forward(
 
 @norm_forward.register_fake
 def _(norm, x, weight, bias, eps, num_groups=0):
-    shape = _stat_shape(_spec(norm, num_groups), tuple(x.shape))
+    shape = _groups_shape(_spec(norm, num_groups), tuple(x.shape))
     return (torch.empty_like(x), *(x.new_empty(shape, dtype=torch.float64) for _ in range(3)))
 
 
@@ -240,7 +235,7 @@ def _tangent_xhat(spec: NormSpec, x, mean, rstd, x_t):
     """(xhat, the tangent of xhat), both in x's shape and compute precision: the closed-form Jacobian applied to x_t."""
     cdt = torch.float64 if x.dtype == torch.float64 else torch.float32
     shape = tuple(x.shape)
-    view, kept, axes = spec.view(shape), _kept_shape(spec, shape), spec.axes(shape)
+    view, kept, axes = spec.view(shape), stat_shape(spec, shape), spec.axes(shape)  # kept: reduced axes as 1
     rstd = rstd.to(cdt).reshape(kept)
     xv = x.to(cdt).reshape(view)
     xhat = (xv - mean.to(cdt).reshape(kept)) * rstd if spec.centered else xv * rstd

@@ -57,22 +57,7 @@ def layer_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarr
     xhat form of ``formulas.dx_simplified``), dgamma = sum over rows of dy * xhat,
     dbeta = sum over rows of dy.
     """
-    dyc = check_dy(dy, cache, "layernorm", "layer_norm_backward")
-    if cache.backend == "reference":
-        return _finish_backward(*reference_backward(dyc, cache), cache)
-    d = cache.shape[-1]
-    mean = cache.mean.reshape(-1)  # R
-    rstd = cache.rstd.reshape(-1)  # R
-    cdt = _backward_dtype(rstd, d, cache.compute_dtype)
-    dy2 = dyc.reshape(-1, d).astype(cdt, copy=False)  # R,D
-    src, have_xhat = _backward_source(cache, (-1, d), cdt)  # R,D  xhat or x
-    if cache.backend == "fused":
-        fused = require_fused()
-        dx2, dgamma, dbeta = fused.layer_norm_backward(_contiguous(dy2, cdt), src, mean, rstd, cache.gamma, have_xhat)
-    else:
-        xhat2 = src if have_xhat else P._recompute_xhat(src, mean, rstd)
-        dx2, dgamma, dbeta = P._ln_backward_numpy(dy2, xhat2, rstd.astype(cdt), cache.gamma)
-    return _finish_backward(dx2, dgamma, dbeta, cache)
+    return _rows_backward(check_dy(dy, cache, "layernorm", "layer_norm_backward"), cache)
 
 
 # ---- RMSNorm ---------------------------------------------------------------------------------
@@ -98,22 +83,7 @@ def rms_norm_forward(
 
 def rms_norm_backward(dy: Any, cache: NormCache) -> tuple[np.ndarray, np.ndarray | None, None]:
     """(dx, dgamma, None): dx = rrms * (g - xhat * mean(g * xhat)), g = gamma * dy (``formulas.rms_dx``)."""
-    dyc = check_dy(dy, cache, "rmsnorm", "rms_norm_backward")
-    if cache.backend == "reference":
-        return _finish_backward(*reference_backward(dyc, cache), cache)
-    d = cache.shape[-1]
-    rrms = cache.rstd.reshape(-1)  # R
-    cdt = _backward_dtype(rrms, d, cache.compute_dtype)
-    dy2 = dyc.reshape(-1, d).astype(cdt, copy=False)  # R,D
-    src, have_xhat = _backward_source(cache, (-1, d), cdt)  # R,D  xhat or x
-    if cache.backend == "fused":
-        fused = require_fused()
-        dx2, dgamma = fused.rms_norm_backward(_contiguous(dy2, cdt), src, rrms, cache.gamma, have_xhat)
-    else:
-        with np.errstate(over="ignore", invalid="ignore"):  # as quiet as the forward pass (eps = 0: 0 * inf)
-            xhat2 = src if have_xhat else np.multiply(src, rrms.astype(cdt)[:, None])  # R,D
-        dx2, dgamma = P._rms_backward_numpy(dy2, xhat2, rrms.astype(cdt), cache.gamma)
-    return _finish_backward(dx2, dgamma, None, cache)
+    return _rows_backward(check_dy(dy, cache, "rmsnorm", "rms_norm_backward"), cache)
 
 
 # ---- BatchNorm -------------------------------------------------------------------------------
@@ -340,6 +310,34 @@ def _channels_forward(args: ForwardArgs) -> tuple[np.ndarray, NormCache]:
 
 
 # ---- shared pieces of the backward passes ----------------------------------------------------
+
+
+def _rows_backward(dyc: np.ndarray, cache: NormCache) -> tuple[np.ndarray, Any, Any]:
+    """LayerNorm's or RMSNorm's (no mean, no dbeta) backward on the tuned backends: every row of dy as [R, D]."""
+    if cache.backend == "reference":
+        return _finish_backward(*reference_backward(dyc, cache), cache)
+    d = cache.shape[-1]
+    centered = cache.mean is not None
+    mean = cache.mean.reshape(-1) if centered else None  # R
+    rstd = cache.rstd.reshape(-1)  # R  (RMSNorm: rrms)
+    cdt = _backward_dtype(rstd, d, cache.compute_dtype)
+    dy2 = dyc.reshape(-1, d).astype(cdt, copy=False)  # R,D
+    src, have_xhat = _backward_source(cache, (-1, d), cdt)  # R,D  xhat or x
+    dbeta = None
+    if cache.backend == "fused":
+        fused, dyk = require_fused(), _contiguous(dy2, cdt)
+        if centered:
+            dx2, dgamma, dbeta = fused.layer_norm_backward(dyk, src, mean, rstd, cache.gamma, have_xhat)
+        else:
+            dx2, dgamma = fused.rms_norm_backward(dyk, src, rstd, cache.gamma, have_xhat)
+    elif centered:
+        xhat2 = src if have_xhat else P._recompute_xhat(src, mean, rstd)  # R,D
+        dx2, dgamma, dbeta = P._ln_backward_numpy(dy2, xhat2, rstd.astype(cdt), cache.gamma)
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):  # as quiet as the forward pass (eps = 0: 0 * inf)
+            xhat2 = src if have_xhat else np.multiply(src, rstd.astype(cdt)[:, None])  # R,D
+        dx2, dgamma = P._rms_backward_numpy(dy2, xhat2, rstd.astype(cdt), cache.gamma)
+    return _finish_backward(dx2, dgamma, dbeta, cache)
 
 
 def _contiguous(a: np.ndarray, cdt: np.dtype) -> np.ndarray:
