@@ -81,9 +81,13 @@ def failed_rows(result: GradeResult) -> set[str]:
     return {row.label for row in result.rows if row.ok is False}
 
 
-def live_child_processes() -> list[int]:
-    """Processes of the grader's (supervisors and children) still running, from /proc; [] without /proc."""
-    found = []
+def live_child_processes(root: int | None = None) -> list[int]:
+    """Processes of the grader's (supervisors and children) still running, from /proc; [] without /proc.
+
+    With ``root``, only those descended from process ``root``: another test grading at the same time (the
+    quick set runs on two workers) has grader processes of its own.
+    """
+    found, parent = [], {}
     for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
         if not entry.isdigit():
             continue
@@ -91,12 +95,24 @@ def live_child_processes() -> list[int]:
             with open(f"/proc/{entry}/cmdline", "rb") as f:
                 cmdline = f.read()
             with open(f"/proc/{entry}/stat", "rb") as f:
-                state = f.read().rpartition(b")")[2].split()[0]
-        except OSError:
+                state, ppid = f.read().rpartition(b")")[2].split()[:2]
+        except (OSError, ValueError):
             continue
+        parent[int(entry)] = int(ppid)
         if state != b"Z" and any(marker in cmdline for marker in CHILD_MARKERS):
             found.append(int(entry))
-    return found
+    return found if root is None else [pid for pid in found if _descends(pid, root, parent)]
+
+
+def _descends(pid: int, root: int, parent: dict[int, int]) -> bool:
+    while pid > 1 and pid != root:
+        pid = parent.get(pid, 0)
+    return pid == root
+
+
+def still_running(pids: list[int]) -> list[int]:
+    """Those of ``pids`` that are still grader processes (alive, not zombies)."""
+    return [pid for pid in live_child_processes() if pid in pids]
 
 
 # ---- judging in this process (fast): for corpora of answers this test suite wrote itself ----------------

@@ -24,7 +24,16 @@ from microgradnorm.exercises.catalog import get_exercise
 from microgradnorm.exercises.diagnose import Count, Geometry, geometry_findings, scale_finding, shape_findings
 from microgradnorm.exercises.grader import grade
 from microgradnorm.exercises.problems import get_problem
-from tests.grading import Submission, failed_rows, grade_all, keys, live_child_processes, planted, titles
+from tests.grading import (
+    Submission,
+    failed_rows,
+    grade_all,
+    keys,
+    live_child_processes,
+    planted,
+    still_running,
+    titles,
+)
 
 LN_DX = "dx = rstd * (dxhat - mean_part - xhat * var_part)  # B,T,D"
 BN_DX_STAGED = "dx = dxhat * rstd + dmean / m + dvar * 2.0 * xshift / m  # M,D"
@@ -502,9 +511,11 @@ def test_an_interrupted_check_leaves_no_process_behind(tmp_path, monkeypatch):
     path = planted(tmp_path, 1, (MUL, "while True:\n        pass"))
     real_select = process.select.select
     started = time.monotonic()
+    ours: list[int] = []  # this test's supervisor and child (the other worker may be grading too)
 
     def interrupted(*args):
         if time.monotonic() - started > 1.0:  # the learner's loop is running by now
+            ours.extend(live_child_processes(root=os.getpid()))
             raise KeyboardInterrupt
         return real_select(*args[:3], min(args[3], 0.1))
 
@@ -512,7 +523,8 @@ def test_an_interrupted_check_leaves_no_process_behind(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         grade(get_exercise(1), path, timeout=30.0)
     monkeypatch.undo()
-    assert live_child_processes() == []
+    assert len(ours) >= 2, "the supervisor and the learner's loop were not running"
+    assert still_running(ours) == []
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and the control pipe's EOF are what is tested")
@@ -527,17 +539,18 @@ def test_a_grader_killed_outright_takes_its_child_along(tmp_path):
     middle = subprocess.Popen([sys.executable, "-c", script, str(path)], env=env)
     try:
         deadline = time.monotonic() + 60
-        while not live_child_processes() and time.monotonic() < deadline:
+        while len(live_child_processes(root=middle.pid)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert live_child_processes(), "the child never started"
         time.sleep(0.5)  # the learner's loop is running
+        ours = live_child_processes(root=middle.pid)  # its supervisor and child (not the other worker's)
+        assert len(ours) >= 2, "the child never started"
     finally:
         middle.send_signal(signal.SIGKILL)
         middle.wait()
     deadline = time.monotonic() + 15
-    while live_child_processes() and time.monotonic() < deadline:
+    while still_running(ours) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert live_child_processes() == []
+    assert still_running(ours) == []
 
 
 # ---- the diagnosis tools on their own, against the closed forms ---------------------------
