@@ -84,9 +84,12 @@ def failed_rows(result: GradeResult) -> set[str]:
 def live_child_processes(root: int | None = None) -> list[int]:
     """Processes of the grader's (supervisors and children) still running, from /proc; [] without /proc.
 
-    With ``root``, only those descended from process ``root``: another test grading at the same time (the
-    quick set runs on two workers) has grader processes of its own.
+    With ``root``, only those descended from process ``root``. Without it, all of this checkout's; but on an
+    xdist worker (the quick set runs on two) the other worker may be grading at that moment, so there only
+    this worker's own and the orphans (a parent of 1: what a supervisor that died without its child leaves).
     """
+    if root is None and os.environ.get("PYTEST_XDIST_WORKER"):
+        return sorted(set(live_child_processes(os.getpid())) | set(live_child_processes(1)))
     found, parent = [], {}
     for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
         if not entry.isdigit():
@@ -105,6 +108,8 @@ def live_child_processes(root: int | None = None) -> list[int]:
 
 
 def _descends(pid: int, root: int, parent: dict[int, int]) -> bool:
+    if root == 1:  # an orphan, not everything (every process descends from 1)
+        return parent.get(pid) == 1
     while pid > 1 and pid != root:
         pid = parent.get(pid, 0)
     return pid == root
