@@ -23,6 +23,20 @@ def flat(renderable: Any, width: int = 100) -> str:
     return " ".join(rendered(renderable, width).split())
 
 
+def marked(out: Any, what: str) -> bool:
+    """The ✓ (True) or ✗ (False) that the demo output ``out`` printed for the one claim whose check measures
+    ``what`` (its ``Check.what``, the code's own name for the measurement; for several checks at once, their
+    names joined by " and "): the fact behind a "✓ ..." line, asserted without copying the line's English."""
+    found = [v.ok for v in out.verdicts if _what(v.check) == what]
+    assert len(found) == 1, f"{len(found)} verdicts measure {what!r}: {[_what(v.check) for v in out.verdicts]}"
+    return found[0]
+
+
+def _what(check: Any) -> str:
+    parts = getattr(check, "parts", None)
+    return " and ".join(_what(c) for c in parts) if parts else getattr(check, "what", "")
+
+
 def run_cli(capsys: Any, *argv: str) -> tuple[int, str, str]:
     """(exit code, stdout, stderr) of ``microgradnorm *argv``; argparse's exits (--help, usage errors) too."""
     try:

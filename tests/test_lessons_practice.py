@@ -19,6 +19,7 @@ from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
 from microgradnorm.numfmt import fmt
 from tests import tolerances as test_tol
 from tests.helpers import flat as render
+from tests.helpers import marked
 
 SEEDS = (0, 1, 4, 9)
 
@@ -68,10 +69,9 @@ def test_the_distance_from_the_population_value_and_its_check(seed):
         assert s["bn_from_pop"] == pytest.approx(distances[-1], rel=1e-9)
     # the claim compares only the ends, batch 64 against batch 2 (the sizes' first entry is batch 1)
     closer = distances[-1] < distances[1]
-    text = render(run_demo("batch_size_dependence", LessonParams(dim=4, seed=seed)).renderable)
-    mark = "✓" if closer else "✗"
-    assert f"{mark} batch 64 lands closer to the population value than batch 2" in text
-    assert "✓ batch 1: every BatchNorm output is 0" in text
+    out = run_demo("batch_size_dependence", LessonParams(dim=4, seed=seed))
+    assert marked(out, "batch 64 vs batch 2: distance from the population value") == closer
+    assert marked(out, "batch 1: largest |y|")
 
 
 # seeds and dims where LayerNorm's row 0 differs between batch shapes by a rounding error (found by a sweep)
@@ -99,10 +99,10 @@ def test_every_batch_size_claim_holds_including_layernorms_to_rounding(p):
         ]
     )
     assert np.allclose(ln_rows, alone, rtol=tol.CLOSED_FORM_RTOL, atol=tol.CLOSED_FORM_ATOL)
-    text = render(run_demo("batch_size_dependence", p).renderable)
-    assert "✗" not in text
-    assert "✓ batch N: no output is larger than √(N − 1) in size" in text
-    assert "✓ LayerNorm: the same output in every batch, to rounding" in text
+    out = run_demo("batch_size_dependence", p)
+    assert all(v.ok for v in out.verdicts) and "✗" not in render(out.renderable)
+    assert marked(out, " and ".join(f"batch {n}: largest |y|" for n in sizes))  # Samuelson's reach, every size
+    assert marked(out, "LayerNorm: largest spread over the batches")
 
 
 def test_batch_sizes_must_include_two():
@@ -205,8 +205,7 @@ def test_layernorms_output_alone_is_its_output_in_the_batch_as_the_eval_step_say
     run = P.run_eval_mode(p.seed, p.dim, p.eps if p.eps > 0 else 1e-5)
     alone = standardize(run.small[:1], 1, run.layer.eps)[0]
     assert np.allclose(P._normalize("layernorm", run.small, run.layer.eps)[0], alone, rtol=1e-12, atol=1e-12)
-    text = render(run_demo("bn_eval_mode", p).renderable)
-    assert "✓ LayerNorm, which has no modes: example 0 alone gives its output in the batch" in " ".join(text.split())
+    assert marked(run_demo("bn_eval_mode", p), "LayerNorm: alone vs in its batch (difference ÷ tolerance)")
 
 
 @pytest.mark.parametrize("p", [LessonParams(dim=6), LessonParams(dim=12, seed=3, eps=0.0)])
