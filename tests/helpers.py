@@ -23,18 +23,20 @@ def flat(renderable: Any, width: int = 100) -> str:
     return " ".join(rendered(renderable, width).split())
 
 
-def marked(out: Any, what: str) -> bool:
+def marked(out: Any, *what: str) -> bool:
     """The ✓ (True) or ✗ (False) that the demo output ``out`` printed for the one claim whose check measures
-    ``what`` (its ``Check.what``, the code's own name for the measurement; for several checks at once, their
-    names joined by " and "): the fact behind a "✓ ..." line, asserted without copying the line's English."""
-    found = [v.ok for v in out.verdicts if _what(v.check) == what]
-    assert len(found) == 1, f"{len(found)} verdicts measure {what!r}: {[_what(v.check) for v in out.verdicts]}"
+    ``what`` (the ``Check.what`` of each measurement it is decided by, in order: the code's own names for them):
+    the fact behind a "✓ ..." line, asserted without copying the line's English."""
+    found = [v.ok for v in out.verdicts if measures(v.check) == what]
+    assert len(found) == 1, f"{len(found)} verdicts measure {what!r}: {[measures(v.check) for v in out.verdicts]}"
     return found[0]
 
 
-def _what(check: Any) -> str:
+def measures(check: Any) -> tuple[str, ...]:
+    """The distinct ``Check.what`` of a Check or of every Check in a Checks, in order."""
     parts = getattr(check, "parts", None)
-    return " and ".join(_what(c) for c in parts) if parts else getattr(check, "what", "")
+    whats = [w for c in parts for w in measures(c)] if parts else [getattr(check, "what", "")]
+    return tuple(dict.fromkeys(whats))
 
 
 def run_cli(capsys: Any, *argv: str) -> tuple[int, str, str]:
