@@ -194,7 +194,7 @@ def test_when_eps_flattens_the_quiet_tokens_the_answer_says_so():
     share = P.quiet_share(0, 8, 100.0)
     assert share >= 0.1
     why = run_demo("wrong_axis_loss", LessonParams(seed=0, eps=100.0)).prediction.why
-    assert f"{share:.0%} of the tokens have a variance below eps = 100" in why
+    assert f"{share:.0%}" in why and "eps = 100" in why
     assert "variance below eps" not in run_demo("wrong_axis_loss", LessonParams(seed=0)).prediction.why
 
 

@@ -20,7 +20,9 @@ from microgradnorm import tolerances as tol
 from microgradnorm.jacobian import autograd_jacobian
 from microgradnorm.lessons import demos_residual as R
 from microgradnorm.lessons.demos import LessonParams, run_demo
+from microgradnorm.present import fmt
 from tests.helpers import flat as render
+from tests.helpers import marked
 
 # ---- one LayerNorm ------------------------------------------------------------------------------
 
@@ -191,9 +193,10 @@ def test_at_d_2_the_expansion_makes_no_claim_it_cannot_keep(seed):
 @pytest.mark.parametrize("dim", [3, 4, 8, 16])
 def test_from_d_3_up_the_cross_terms_win_and_are_checked(dim):
     out = run_demo("pre_ln_cross_terms", LessonParams(dim=dim, seed=1))
-    text = render(out.renderable)
-    assert "✓ at layer 0 the cross terms outweigh the first-order part: not additive" in text
-    assert out.prediction.answer == 1 and "their products far outnumber them" in out.prediction.why
+    exp = R.pre_ln_expansion(R.stack_weights(1, 24, width=dim, gain=4.0, bias=0.0))
+    assert marked(out, "layer 0: cross terms vs first-order part") and "✗" not in render(out.renderable)
+    assert out.prediction.answer == 1  # the cross terms
+    assert fmt(exp.first[0], 3) in out.prediction.why and fmt(exp.cross[0], 3) in out.prediction.why
 
 
 # ---- the widths lesson 11 takes --------------------------------------------------------------------
