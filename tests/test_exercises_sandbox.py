@@ -146,7 +146,8 @@ def test_the_kernel_filter_refuses_processes_signals_limits_and_writes():
 
 
 PACKAGE = Path(sandbox.__file__).resolve().parents[1]
-FILE_ATTEMPTS = f"""
+# a child that tries to open the package's files, another package's, the standard library's and NumPy's
+OPEN_ATTEMPTS = f"""
 import os, sys
 sys.path.append({str(Path(np.__file__).resolve().parents[1])!r})
 def attempt(name, path):
@@ -158,14 +159,19 @@ def attempt(name, path):
 attempt("closed-form", {str(PACKAGE / "formulas.py")!r})
 attempt("solution", {str(PACKAGE / "exercises" / "solutions" / "05_layernorm_backward.py")!r})
 attempt("answers", {str(Path(__file__).resolve().parent / "exercise_answers" / "05_layernorm_backward.py")!r})
-attempt("grader-memory", f"/proc/{{os.getppid()}}/mem")
 attempt("other-package", {str(Path(pytest.__file__))!r})
 attempt("engine", {str(PACKAGE / "engine.py")!r})
 attempt("stdlib", os.__file__)
-import numpy, math, fractions, statistics
+import numpy
 attempt("numpy", numpy.__file__)
+"""
+FILE_ATTEMPTS = (
+    OPEN_ATTEMPTS
+    + """attempt("grader-memory", f"/proc/{os.getppid()}/mem")
+import math, fractions, statistics
 print("site-packages", "listed" if os.listdir(os.path.dirname(os.path.dirname(numpy.__file__))) else "empty")
 """
+)
 
 
 @pytest.mark.skipif(landlock.abi_version() == 0, reason="the file filter needs Landlock (Linux 5.13 or later)")
@@ -396,24 +402,9 @@ def test_the_probe_has_limits_of_its_own_and_a_probe_out_of_time_leaves_the_filt
 
 # ---- bubblewrap, with nothing else in front of it (no audit hook, no seccomp filter) -------------------------
 
-NAMESPACE_ATTEMPTS = f"""
-import os, sys
-sys.path.append({str(Path(np.__file__).resolve().parents[1])!r})
-def attempt(name, path):
-    try:
-        os.close(os.open(path, os.O_RDONLY))
-        print(name, "allowed", flush=True)
-    except OSError as exc:
-        print(name, "refused", exc.errno, flush=True)
-attempt("closed-form", {str(PACKAGE / "formulas.py")!r})
-attempt("solution", {str(PACKAGE / "exercises" / "solutions" / "05_layernorm_backward.py")!r})
-attempt("answers", {str(Path(__file__).resolve().parent / "exercise_answers" / "05_layernorm_backward.py")!r})
-attempt("other-package", {str(Path(pytest.__file__))!r})
-attempt("engine", {str(PACKAGE / "engine.py")!r})
-attempt("stdlib", os.__file__)
-import numpy
-attempt("numpy", numpy.__file__)
-print("site-packages", ",".join(sorted(os.listdir(os.path.dirname(os.path.dirname(numpy.__file__))))))
+NAMESPACE_ATTEMPTS = (
+    OPEN_ATTEMPTS
+    + """print("site-packages", ",".join(sorted(os.listdir(os.path.dirname(os.path.dirname(numpy.__file__))))))
 print("processes", ",".join(sorted(e for e in os.listdir("/proc") if e.isdigit())))
 print("uid", os.getuid(), os.getgid())
 status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines())
@@ -429,6 +420,7 @@ try:
 except OSError as exc:
     print("chmod", "refused", exc.errno)
 """
+)
 
 
 def test_bubblewrap_alone_shows_the_child_only_what_it_needs():
