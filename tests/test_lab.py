@@ -321,16 +321,18 @@ WITHOUT_TORCH = """
 import io, sys
 sys.modules["torch"] = None  # import torch now raises ImportError
 from rich.console import Console
-from microgradnorm import cli
+from microgradnorm import cli, i18n
 from microgradnorm.lab import experiments as E
 from microgradnorm.lessons import render
 from microgradnorm.lessons.format import lessons_dir, parse_lesson
 from microgradnorm.lessons.runner import step_outputs
+from microgradnorm.lessons.translation import localize
 assert not E.have_torch()
 print("exit", cli.main(["lab", "yours"]))
 print("engine", cli.main(["lab", "yours", "--engine", "torch"]))
 for path in sorted(lessons_dir().glob("1[5-8]-*.md")):
-    lesson = parse_lesson(path)
+    lesson, notes = localize(parse_lesson(path), i18n.current_language())
+    assert not notes, notes
     for i in range(len(lesson.steps)):
         outs = step_outputs(lesson, i, lesson.params())
         assert all(not isinstance(o, render.DemoFailure) for o in outs), (path.name, i, outs)
@@ -340,24 +342,40 @@ for path in sorted(lessons_dir().glob("1[5-8]-*.md")):
 """
 
 
-def test_without_torch_the_lab_and_its_lessons_run_in_numpy_and_say_how_to_install_it(tmp_path):
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+def test_without_torch_the_lab_and_its_lessons_run_in_numpy_and_say_how_to_install_it(tmp_path, language):
+    from microgradnorm import i18n
+    from microgradnorm.lab.experiments import INSTALL
+
+    env = {"MICROGRADNORM_HOME": str(tmp_path), "NO_COLOR": "1", "COLUMNS": "80", "MICROGRADNORM_LANG": language}
     out = subprocess.run(
-        [sys.executable, "-c", WITHOUT_TORCH],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "MICROGRADNORM_HOME": str(tmp_path), "NO_COLOR": "1", "COLUMNS": "80"},
+        [sys.executable, "-c", WITHOUT_TORCH], capture_output=True, text=True, env={**os.environ, **env}
     )
     assert out.returncode == 0, out.stderr
-    text = " ".join(out.stdout.split())
-    assert "exit 0" in text and "engine 2" in text
-    assert "error: argument --engine: torch needs PyTorch" in out.stderr
-    assert "PyTorch not installed microgradnorm's kernels" in text  # lesson 15 step 3's table
-    # lesson 15 step 2 says what replaces the three runs before it asks about them (one colon: no "here: ")
-    asked = "Predict: PyTorch is not installed here, so instead of the three runs described above there are two"
-    assert asked in text and "(pip install 'microgradnorm[torch]' adds PyTorch's)" in text
-    assert text.index(asked) < text.index("how far apart are their loss curves?")
-    assert "PyTorch is not installed: its curves need pip install 'microgradnorm[torch]'" in text  # the command
-    assert "not shown by this run" not in text  # every claim line is a check mark (the ✗ in tables are data)
+    text, err = ("".join(t.split()) for t in (out.stdout, out.stderr))  # Chinese wraps between any two characters
+    with i18n.use_language(language):
+
+        def said(message: str, **fields: str) -> str:
+            return "".join(_(message).format(**fields).replace("`", "").split())  # `code` is shown without them
+
+        assert "exit0" in text and "engine2" in text
+        assert said("argument --engine: torch needs PyTorch, which is not installed: {install}", install=INSTALL) in err
+        assert said("PyTorch is not installed: its curves need {install}", install=INSTALL) in text  # the command
+        # lesson 15 step 3's table
+        assert "PyTorch" + said("not installed") in text
+        # lesson 15 step 2 says what replaces the three runs in its question (one colon: no "here: ")
+        asked = said(
+            "PyTorch is not installed here, so instead of the three runs described above there are two NumPy "
+            "runs, the package's LayerNorm and exercise 5's answer (`{install}` adds PyTorch's). After {steps} "
+            "steps, how far apart are their loss curves?",
+            install=INSTALL,
+            steps=str(E.ADAM.steps),
+        )
+        assert said("Predict: {question}", question=asked) in text
+        # every claim line is a check mark (the ✗ in tables are data)
+        assert said("✗ not shown by this run: {claim}", claim="").rstrip(":：") not in text
+    if language != "en":  # the install hints are translated, not shown in English
+        assert "PyTorchisnotinstalled" not in text and "notshownbythisrun" not in text
 
 
 # ---- the lessons' demos -----------------------------------------------------------------------------------
