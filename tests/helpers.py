@@ -39,6 +39,18 @@ def measures(check: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(whats))
 
 
+def refuses(make: Any, kind: type[BaseException], words: Any) -> BaseException:
+    """``make()`` raises ``kind`` with a message that names every one of ``words`` (the argument, what was
+    expected, what was given); the exception, for more checks."""
+    import pytest
+
+    with pytest.raises(kind) as info:
+        make()
+    for word in words:
+        assert word in str(info.value), (word, str(info.value))
+    return info.value
+
+
 def run_cli(capsys: Any, *argv: str) -> tuple[int, str, str]:
     """(exit code, stdout, stderr) of ``microgradnorm *argv``; argparse's exits (--help, usage errors) too."""
     try:

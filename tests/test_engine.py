@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from microgradnorm import DomainError, Value, local_grads, topological_order
 from microgradnorm import tolerances as tol
+from tests.helpers import refuses
 
 reals = st.floats(min_value=-3.0, max_value=3.0, allow_nan=False)
 positives = st.floats(min_value=0.1, max_value=5.0, allow_nan=False)
@@ -231,11 +232,7 @@ def test_nodes_have_slots_and_no_dict():
     ],
 )
 def test_domain_errors_name_the_op_the_node_and_the_value(make, words):
-    with pytest.raises(DomainError) as info:
-        make()
-    for word in words:
-        assert word in str(info.value)
-    assert isinstance(info.value, ValueError)
+    assert isinstance(refuses(make, DomainError, words), ValueError)
 
 
 def test_a_domain_error_carries_the_op_the_value_and_the_node():

@@ -24,6 +24,7 @@ from microgradnorm.norms import group_norm, layer_norm
 from microgradnorm.registry import NORMS, get_norm
 from microgradnorm.vectorized import public_pass
 from tests import tolerances as test_tol
+from tests.helpers import refuses
 
 torch = pytest.importorskip("torch")
 
@@ -118,10 +119,7 @@ BAD = [
 
 @pytest.mark.parametrize(("make", "kind", "words"), BAD)
 def test_bad_input_names_the_argument_the_expected_and_the_given(make, kind, words):
-    with pytest.raises(kind) as info:
-        make()
-    for word in words:
-        assert word in str(info.value), (word, str(info.value))
+    refuses(make, kind, words)
 
 
 def test_a_constant_group_at_eps_zero_names_the_group():
