@@ -10,8 +10,8 @@ from microgradnorm.check import random_problem
 from microgradnorm.registry import get_norm
 from tests import tolerances as test_tol
 
-torch = pytest.importorskip("torch")
-F = torch.nn.functional
+pytest.importorskip("torch")
+from tests.torch_pairs import functional
 
 
 def scalar_run(norm, x, gamma, beta, eps, dy):
@@ -25,23 +25,6 @@ def scalar_run(norm, x, gamma, beta, eps, dy):
     out = {"y": arr("y").reshape(x.shape), "x": arr("x").reshape(x.shape), "gamma": arr("gamma")}
     if beta is not None:
         out["beta"] = arr("beta")
-    return out
-
-
-def torch_run(norm, x, gamma, beta, eps, dy):
-    tx = torch.tensor(x, requires_grad=True)
-    tg = torch.tensor(gamma, requires_grad=True)
-    tb = None if beta is None else torch.tensor(beta, requires_grad=True)
-    if norm == "layernorm":
-        y = F.layer_norm(tx, (x.shape[-1],), tg, tb, eps)
-    elif norm == "rmsnorm":
-        y = F.rms_norm(tx, (x.shape[-1],), tg, eps)
-    else:
-        y = F.batch_norm(tx, None, None, tg, tb, training=True, eps=eps)
-    (y * torch.tensor(dy)).sum().backward()
-    out = {"y": y.detach().numpy(), "x": tx.grad.numpy(), "gamma": tg.grad.numpy()}
-    if tb is not None:
-        out["beta"] = tb.grad.numpy()
     return out
 
 
@@ -60,7 +43,7 @@ def test_scalar_graph_matches_pytorch(norm, shape, eps):
     spec = get_norm(norm)
     x, gamma, beta, dy = random_problem(spec, shape, seed=11)
     ours = scalar_run(norm, x, gamma, beta, eps, dy)
-    theirs = torch_run(norm, x, gamma, beta, eps, dy)
+    theirs = functional(norm, x, gamma, beta, eps, dy)
     assert ours.keys() == theirs.keys()
     for key in ours:
         assert tol.close(ours[key], theirs[key], test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL), key

@@ -63,3 +63,21 @@ def close(a, b, rtol, atol=0.0):
     a, b = a.detach().double(), b.detach().double()
     scale = float(b.abs().max()) if b.numel() else 0.0
     return float((a - b).abs().max()) <= atol + rtol * scale if b.numel() else True
+
+
+def functional(norm, x, gamma, beta, eps, dy):
+    """torch.nn.functional's ``norm`` (GroupNorm: one group) on NumPy inputs, and the gradients of sum(y·dy) by
+    autograd: {"y", "x", "gamma", "beta"} as NumPy arrays ("beta" only when given)."""
+    leaves = {k: torch.tensor(a, requires_grad=True) for k, a in (("x", x), ("gamma", gamma), ("beta", beta))
+              if a is not None}  # fmt: skip
+    tx, tg, tb, fn = leaves["x"], leaves["gamma"], leaves.get("beta"), torch.nn.functional
+    if norm == "layernorm":
+        y = fn.layer_norm(tx, (x.shape[-1],), tg, tb, eps)
+    elif norm == "rmsnorm":
+        y = fn.rms_norm(tx, (x.shape[-1],), tg, eps)
+    elif norm == "groupnorm":
+        y = fn.group_norm(tx, 1, tg, tb, eps)
+    else:
+        y = fn.batch_norm(tx, None, None, tg, tb, training=True, eps=eps)
+    y.backward(torch.tensor(dy))
+    return {"y": y.detach().numpy(), **{k: t.grad.numpy() for k, t in leaves.items()}}
