@@ -82,15 +82,22 @@ def test_array_keys_are_made_and_split_in_one_place():
 
 
 def _supervise(
-    code: str, *, kernel_filter: bool = True, deadline: float = 30.0, readable: dict | None = None
+    code: str,
+    *,
+    kernel_filter: bool = True,
+    deadline: float = 30.0,
+    readable: dict | None = None,
+    isolated: dict | None = None,
+    python: str = sys.executable,
 ) -> tuple[list[str], str]:
     """Run ``code`` in a child of the supervisor (no audit hook); (status lines, what the child printed).
 
-    ``readable``: the file filter's arguments (:func:`.landlock.allowed_paths`), or None for no file filter.
+    ``readable``: the file filter's arguments (:func:`.landlock.allowed_paths`), or None for no file filter;
+    ``isolated``: bubblewrap's (:func:`.process._isolated`), or None to run the child without it.
     """
     log_r, log_w = os.pipe()
     config = {
-        "argv": [sys.executable, "-I", "-S", "-c", code],
+        "argv": [python, "-I", "-S", "-c", code],
         "pass_fds": [],
         "log_fd": log_w,
         "memory": 2**30,
@@ -98,6 +105,7 @@ def _supervise(
         "deadline": deadline,
         "filter": kernel_filter,
         "readable": readable,
+        "isolated": isolated,
     }
     proc = subprocess.Popen(
         [sys.executable, "-I", "-S", str(SUPERVISOR), json.dumps(config)],
@@ -428,31 +436,12 @@ def test_bubblewrap_alone_shows_the_child_only_what_it_needs():
     from tests.sandboxing import need_bubblewrap
 
     need_bubblewrap()
-    python = os.path.realpath(sys.executable)
-    log_r, log_w = os.pipe()
-    config = {
-        "argv": [python, "-I", "-S", "-c", NAMESPACE_ATTEMPTS],
-        "pass_fds": [],
-        "log_fd": log_w,
-        "memory": 2**30,
-        "cpu": 60,
-        "deadline": 30.0,
-        "filter": False,
-        "isolated": process._isolated(engine=True),
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-I", "-S", str(SUPERVISOR), json.dumps(config)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        pass_fds=(log_w,),
-        env=child_environment(),
+    _, printed = _supervise(
+        NAMESPACE_ATTEMPTS,
+        kernel_filter=False,
+        isolated=process._isolated(engine=True),
+        python=os.path.realpath(sys.executable),
     )
-    os.close(log_w)
-    with os.fdopen(log_r, "rb") as log:
-        printed = log.read().decode()
-    proc.stdin.close()
-    proc.wait(timeout=60)
-    proc.stdout.close()
     said = dict(line.split(" ", 1) for line in printed.splitlines())
     for name in ("closed-form", "solution", "answers", "other-package"):
         assert said[name] == f"refused {errno.ENOENT}", (name, printed)  # not refused: not there at all
