@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import re
+import string
 from typing import Any
 
 from rich.console import Console
@@ -21,6 +23,20 @@ def rendered(renderable: Any, width: int = 100) -> str:
 def flat(renderable: Any, width: int = 100) -> str:
     """:func:`rendered` with every run of whitespace (line breaks, table padding) made one space."""
     return " ".join(rendered(renderable, width).split())
+
+
+def said_in(message: str, text: str) -> dict[str, str] | None:
+    """The fields with which ``text`` says ``message`` (a msgid with ``{named}`` fields, rendered through the catalog
+    in the current language), or None where it does not: a test asserts which message is shown and the facts filled
+    into it, not a copy of its sentence. A field matches a run of non-space characters."""
+    from microgradnorm.i18n import _
+
+    pattern = "".join(
+        re.escape(literal) + (rf"(?P<{name}>\S+)" if name else "")
+        for literal, name, _spec, _conv in string.Formatter().parse(_(message))
+    )
+    found = re.search(pattern, text)
+    return found.groupdict() if found else None
 
 
 def marked(out: Any, *what: str) -> bool:
