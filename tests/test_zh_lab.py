@@ -169,7 +169,7 @@ def test_a_claim_the_run_does_not_bear_out_says_so_in_chinese():
     english = rendered(show.claim_lines(outcome.claims))
     with i18n.use_language(ZH):
         chinese = rendered(show.claim_lines(outcome.claims))
-    assert english.startswith("✗ not shown by this run: pre-LN trains")
+    assert english.startswith(i18n._("✗ not shown by this run: {claim}").format(claim="pre-LN trains without warmup"))
     # the claim is quoted, so it never reads as if it held
     assert chinese.startswith("✗ 这次运行的数字不支持这句话：“pre-LN 不预热也能训练") and "0.90" in chinese
 
