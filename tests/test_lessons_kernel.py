@@ -492,7 +492,6 @@ def test_the_graph_command_lesson_13_prints_runs_as_printed(path, tmp_path, monk
     ]
     assert commands, f"{path.name}: no `microgradnorm graph` command left to check"
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "home"))
     for argv in commands:
         code = cli.main(argv)
         assert code == 0, (argv, capsys.readouterr())

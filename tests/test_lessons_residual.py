@@ -22,7 +22,7 @@ from microgradnorm.lessons import demos_residual as R
 from microgradnorm.lessons.demos import LessonParams, run_demo
 from microgradnorm.present import fmt
 from tests.helpers import flat as render
-from tests.helpers import marked
+from tests.helpers import marked, run_cli
 
 # ---- one LayerNorm ------------------------------------------------------------------------------
 
@@ -202,28 +202,16 @@ def test_from_d_3_up_the_cross_terms_win_and_are_checked(dim):
 # ---- the widths lesson 11 takes --------------------------------------------------------------------
 
 
-def _lesson_cli(capsys, monkeypatch, tmp_path, *argv: str) -> tuple[int, str, str]:
-    from microgradnorm import cli
-
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path))
-    try:
-        code = cli.main(["lesson", *argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 @pytest.mark.parametrize("dim", [16, 32, 64])
-def test_lesson_11_takes_the_widths_its_header_invites(capsys, monkeypatch, tmp_path, dim):
-    code, out, err = _lesson_cli(capsys, monkeypatch, tmp_path, "11", "--auto", "--dim", str(dim))
+def test_lesson_11_takes_the_widths_its_header_invites(capsys, dim):
+    code, out, err = run_cli(capsys, "lesson", "11", "--auto", "--dim", str(dim))
     assert code == 0, err
     assert f"dim {dim}, seed 0" in out
 
 
 @pytest.mark.parametrize(("lesson", "dim", "low", "high"), [("11", 8, 16, 64), ("11", 65, 16, 64), ("3", 32, 2, 16)])
-def test_a_width_outside_the_lessons_range_is_one_line_naming_it(capsys, monkeypatch, tmp_path, lesson, dim, low, high):
-    code, out, err = _lesson_cli(capsys, monkeypatch, tmp_path, lesson, "--auto", "--dim", str(dim))
+def test_a_width_outside_the_lessons_range_is_one_line_naming_it(capsys, lesson, dim, low, high):
+    code, out, err = run_cli(capsys, "lesson", lesson, "--auto", "--dim", str(dim))
     assert code == 2 and not out
     line = err.strip().splitlines()[-1]
     assert "--dim" in line and f"{low} to {high}" in line and str(dim) in line and "Traceback" not in err

@@ -250,9 +250,8 @@ def test_the_hashes_command_prints_the_block_the_translation_carries(capsys):
 
 
 @pytest.mark.parametrize("width", (60, 100))
-def test_the_sample_renders_in_chinese_within_a_screen(monkeypatch, tmp_path, width):
+def test_the_sample_renders_in_chinese_within_a_screen(width):
     """render_step as the runner and --auto call it (tests/test_lessons.py holds every translation to this)."""
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
     lesson, _ = localize(parse_lesson(FIXTURES / NAME), ZH)
     params = lesson.params()
     for index, step in enumerate(lesson.steps):

@@ -179,7 +179,6 @@ def test_a_claim_the_run_does_not_bear_out_says_so_in_chinese():
 
 def test_lab_prints_its_title_curves_and_claims_in_chinese(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "60")
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path))
     assert cli.main(["lab", "depth"]) == 0
     english = capsys.readouterr().out
     assert cli.main(["--lang", "zh-CN", "lab", "depth", "--svg", str(tmp_path / "depth.svg")]) == 0
