@@ -20,7 +20,7 @@ from rich.cells import cell_len
 
 from microgradnorm.i18n import _
 from microgradnorm.i18n.text import NO_START
-from tests.helpers import said_in
+from tests.helpers import rendered, said_in
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -180,9 +180,6 @@ SMALL = (80, 24)  # a common terminal size, smaller than most steps
 
 def _tall_step() -> tuple[int, int]:
     """(lesson number, step) of the first real step taller than an 80×24 screen."""
-    import io
-
-    from rich.console import Console
 
     from microgradnorm.lessons import render
     from microgradnorm.lessons.format import load_lessons
@@ -191,9 +188,8 @@ def _tall_step() -> tuple[int, int]:
     for lesson in load_lessons():
         params = lesson.params()
         for index in range(len(lesson.steps) - 1):
-            console = Console(file=io.StringIO(), width=SMALL[0], no_color=True, record=True)
-            console.print(render.render_step(lesson, index, step_outputs(lesson, index, params), params))
-            if len(console.export_text().splitlines()) > SMALL[1] + 5:
+            step = render.render_step(lesson, index, step_outputs(lesson, index, params), params)
+            if len(rendered(step, SMALL[0]).splitlines()) > SMALL[1] + 5:
                 return lesson.number, index + 1
     pytest.fail("no lesson step is taller than an 80×24 screen: nothing to page")
 

@@ -5,7 +5,6 @@ Oracles: finite differences, the closed forms in formulas.py, and PyTorch.
 
 from __future__ import annotations
 
-import io
 import math
 import re
 from pathlib import Path
@@ -14,7 +13,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from rich.console import Console
 
 from microgradnorm import formulas
 from microgradnorm import tolerances as tol
@@ -257,9 +255,7 @@ def test_jacobian_demos_handle_a_jacobian_that_is_exactly_zero(name):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         out = run_demo(name, LessonParams(dim=2, eps=0.0, seed=5))
-    console = Console(file=io.StringIO(), width=100, record=True)
-    console.print(out.renderable)
-    assert console.export_text().strip()
+    assert _text(out.renderable).strip()
 
 
 # ---- lessons 4 and 5: what each gradient is for, and the questions asked first -----------------

@@ -3,16 +3,14 @@ contradict it (issue 22, item 4). Each oracle is computed here in NumPy, indepen
 
 from __future__ import annotations
 
-import io
 import re
 
 import numpy as np
 import pytest
-from rich.console import Console
 
 from microgradnorm.lessons.demo_tools import rng_for
 from microgradnorm.lessons.demos import LessonParams, load_demos, run_demo
-from tests.helpers import marked
+from tests.helpers import marked, rendered
 
 
 @pytest.fixture(autouse=True)
@@ -21,9 +19,7 @@ def _demos_loaded():
 
 
 def _text(renderable, width: int = 200) -> str:
-    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
-    console.print(renderable)
-    return console.export_text()
+    return rendered(renderable, width)
 
 
 def _spread_claims(text: str) -> dict[str, tuple[float, float]]:
