@@ -15,6 +15,7 @@ from microgradnorm import check, engine, formulas
 from microgradnorm import tolerances as tol
 from microgradnorm.check import check_norm, random_problem
 from microgradnorm.registry import NORMS, NormSpec, get_norm
+from tests.helpers import run_cli
 
 CASES = [
     ("layernorm", (5,)),
@@ -256,13 +257,7 @@ def test_a_full_listing_marks_and_measures_every_entry(monkeypatch, width):
     [(["layernorm", "--dim", "1"], "--dim"), (["batchnorm", "--batch", "1"], "--batch")],
 )
 def test_the_command_refuses_a_mean_over_a_single_value(capsys, argv, flag):
-    from microgradnorm import cli
-
-    try:
-        code = cli.main(["check", *argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
+    code, out, err = run_cli(capsys, "check", *argv)
     assert code == 2 and "All agree" not in out
     assert f"argument {flag}:" in err and "single value" in err and len(err.strip().splitlines()) == 1
 
