@@ -81,9 +81,14 @@ def keys(result: GradeResult) -> set[str]:
 def finding(result: GradeResult, key: str) -> Finding:
     """The one finding (or finding that explains another further) with message key ``key``: its ``params`` are
     the numbers and names the learner is told, in no language."""
-    found = [f for top in result.findings for f in _with_also(top) if f.key == key]
+    found = [f for f in findings(result) if f.key == key]
     assert len(found) == 1, f"{len(found)} findings {key!r} in {keys(result)}"
     return found[0]
+
+
+def findings(result: GradeResult) -> list[Finding]:
+    """Every finding, and every finding that explains one further."""
+    return [f for top in result.findings for f in _with_also(top)]
 
 
 def _with_also(f: Finding) -> list[Finding]:
