@@ -4,13 +4,32 @@ from __future__ import annotations
 
 import io
 import re
+import shutil
 import string
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from microgradnorm import cli
 from microgradnorm.commands import exercise
+
+# a sample lesson and its Chinese translation, for the tests of translated lessons (they edit copies of them)
+SAMPLE_LESSONS = Path(__file__).resolve().parent / "i18n_fixtures" / "lessons"
+SAMPLE_LESSON = "01-chain-rule-sample.md"
+
+
+def sample_lessons(folder: Path) -> tuple[Path, Path]:
+    """A copy of the sample lesson and its translation as the lessons folder ``folder``: (english, translation)."""
+    shutil.copytree(SAMPLE_LESSONS, folder)
+    return folder / SAMPLE_LESSON, folder / "zh-CN" / SAMPLE_LESSON
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    """Replace the first ``old`` in the file ``path`` with ``new``; ``old`` must be there."""
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{old!r} is not in {path.name}"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
 
 
 def rendered(renderable: Any, width: int = 100) -> str:

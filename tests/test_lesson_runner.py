@@ -962,25 +962,13 @@ def test_lesson_6_with_a_zero_gradient_shows_absolute_differences(capsys):
 # ---- across languages, and the Chinese words themselves ---------------------------------------------------
 
 ZH = i18n.SIMPLIFIED_CHINESE
-FIXTURES = Path(__file__).resolve().parent / "i18n_fixtures" / "lessons"  # a sample lesson and its translation
-SAMPLE = "01-chain-rule-sample.md"
 
 
 @pytest.fixture
 def sample(tmp_path, monkeypatch):
     """A copy of the sample lesson and its Chinese translation, as the lessons folder: (english, translation)."""
-    import shutil
-
-    folder = tmp_path / "sample-lessons"
-    shutil.copytree(FIXTURES, folder)
-    monkeypatch.setenv("MICROGRADNORM_LESSONS", str(folder))
-    return folder / SAMPLE, folder / ZH / SAMPLE
-
-
-def edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text(encoding="utf-8")
-    assert old in text, f"{old!r} is not in {path.name}"
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    monkeypatch.setenv("MICROGRADNORM_LESSONS", str(tmp_path / "sample-lessons"))
+    return helpers.sample_lessons(tmp_path / "sample-lessons")
 
 
 def test_the_runner_speaks_chinese(lesson):
@@ -1115,7 +1103,7 @@ def test_a_step_whose_english_changed_is_shown_in_english_until_its_translation_
     assert "第 1 步，共 2 步 · 一个小小的计算图" in out and "第 2 步，共 2 步 · 链式法则" in out
     assert squash(note) not in squash(out)
 
-    edit(english, "their products add up.", "their products add up, one term per path.")
+    helpers.edit(english, "their products add up.", "their products add up, one term per path.")
     out = _auto(capsys, "1")
     assert "第 1 步，共 2 步 · 一个小小的计算图" in out  # the step that did not change stays Chinese
     assert "第 2 步，共 2 步 · The chain rule" in out
@@ -1123,7 +1111,7 @@ def test_a_step_whose_english_changed_is_shown_in_english_until_its_translation_
     assert squash(note) in squash(out)
     assert squash(out).index(squash(note)) < squash(out).index(squash("第 2 步，共 2 步"))
 
-    edit(translation, "就把各条路径的乘积加起来。", "就把各条路径的乘积加起来，每条路径一项。")
+    helpers.edit(translation, "就把各条路径的乘积加起来。", "就把各条路径的乘积加起来，每条路径一项。")
     block = front_matter_block(parse_lesson(english, check_demos=False))
     current = re.search(r"^  step 2: (\w+)", block, re.M).group(1)
     text = translation.read_text(encoding="utf-8")
@@ -1135,7 +1123,7 @@ def test_a_step_whose_english_changed_is_shown_in_english_until_its_translation_
 
 def test_a_translation_that_does_not_match_its_english_leaves_the_lesson_english_with_a_note(capsys, sample):
     _english, translation = sample
-    edit(translation, 'chain_rule\nexample: "chain"', 'chain_rule\nexample: "shared"')
+    helpers.edit(translation, 'chain_rule\nexample: "chain"', 'chain_rule\nexample: "shared"')
     out = _auto(capsys, "1")
     assert out.splitlines()[0] == "本课的中文译文与英文原文对不上，先以英文显示。"
     assert "第 1 步，共 2 步 · A small computation graph" in out
@@ -1159,7 +1147,7 @@ def test_a_page_whose_translation_is_behind_or_missing_is_shown_in_english_with_
     shutil.copytree(lessons_dir(), folder, ignore=shutil.ignore_patterns("assets"))
     monkeypatch.setenv("MICROGRADNORM_LESSONS", str(folder))
     if change == "edit the English":
-        edit(folder / "REFERENCES.md", "grouped by subject.", "grouped by subject, oldest first.")
+        helpers.edit(folder / "REFERENCES.md", "grouped by subject.", "grouped by subject, oldest first.")
     else:
         (folder / ZH / "REFERENCES.md").unlink()
     code, out, _ = run_cli(capsys, "--references", "--lang", "zh-CN")

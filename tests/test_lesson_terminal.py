@@ -13,14 +13,13 @@ import sys
 import time
 import unicodedata
 import uuid
-from pathlib import Path
 
 import pytest
 from rich.cells import cell_len
 
 from microgradnorm.i18n import _
 from microgradnorm.i18n.text import NO_START
-from tests.helpers import rendered, said_in
+from tests.helpers import rendered, said_in, sample_lessons
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -369,8 +368,6 @@ def test_the_end_of_a_lesson_in_80x24_keeps_the_last_steps_title_on_screen(term)
 
 # ---- in Chinese: LANG=zh_CN.UTF-8 at 60 columns ------------------------------------------------------------
 
-FIXTURES = Path(__file__).resolve().parent / "i18n_fixtures" / "lessons"  # a sample lesson and its translation
-
 
 def _ideograph(char: str) -> bool:
     return unicodedata.category(char) == "Lo" and unicodedata.east_asian_width(char) == "W"
@@ -395,7 +392,7 @@ def _prose_problems(screen: str) -> list[str]:
 
 def test_a_lesson_in_chinese_in_a_real_terminal_at_60_columns(term, tmp_path):
     folder = tmp_path / "lessons"
-    shutil.copytree(FIXTURES, folder)
+    sample_lessons(folder)
     term.env.pop("MICROGRADNORM_LANG", None)  # the locale alone chooses the language
     term.env.update(LANG="zh_CN.UTF-8", LC_ALL="", LANGUAGE="", MICROGRADNORM_LESSONS=str(folder))
     term.start("lesson", "1")
