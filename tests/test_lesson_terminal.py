@@ -271,7 +271,8 @@ The next step.
 """
 
 
-def test_a_question_waits_for_a_key_then_shows_the_verdict_and_the_numbers(term, tmp_path):
+def _start_asking(term, tmp_path) -> str:
+    """The one-question lesson started at 80x24, with the demo that asks it: the screen once it asks."""
     folder = tmp_path / "lessons"
     folder.mkdir()
     (folder / "01-ask-first.md").write_text(PREDICT_LESSON)
@@ -280,7 +281,11 @@ def test_a_question_waits_for_a_key_then_shows_the_verdict_and_the_numbers(term,
     term.env["MICROGRADNORM_LESSONS"] = str(folder)
     term.size = SMALL
     term.start("lesson", "1", program=(str(script),))
-    screen = term.wait_for("answer with 1 to 3")
+    return term.wait_for("answer with 1 to 3")
+
+
+def test_a_question_waits_for_a_key_then_shows_the_verdict_and_the_numbers(term, tmp_path):
+    screen = _start_asking(term, tmp_path)
     assert _("Predict: {question}").format(question="Which letter wins?") in screen and "2  bravo" in screen
     assert "the numbers: 42" not in screen
     term.keys("3")
@@ -299,15 +304,7 @@ def test_a_question_waits_for_a_key_then_shows_the_verdict_and_the_numbers(term,
 
 def test_space_at_a_waiting_question_does_not_show_the_answer(term, tmp_path):
     """Issue 27, item 5: a learner paging with Space must not skip the guess; only Enter shows the answer."""
-    folder = tmp_path / "lessons"
-    folder.mkdir()
-    (folder / "01-ask-first.md").write_text(PREDICT_LESSON)
-    script = tmp_path / "predict.py"
-    script.write_text(PREDICT_SCRIPT)
-    term.env["MICROGRADNORM_LESSONS"] = str(folder)
-    term.size = SMALL
-    term.start("lesson", "1", program=(str(script),))
-    screen = term.wait_for("answer with 1 to 3")
+    screen = _start_asking(term, tmp_path)
     term.keys("Space")
     screen = term.wait_for("Space only scrolls")
     term.keys("Space")
