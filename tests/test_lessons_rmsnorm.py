@@ -104,10 +104,11 @@ def test_the_reading_follows_the_numbers():
         verdict=R.said("faster")
     )
     assert R.speed_reading({}) == []
-    assert R.speed_reading(_medians({"numpy": 0.5}))[-1] == ONLY_ONE_TIMED
+    assert R.speed_reading(_medians({"numpy": 0.5}))[-1] == only_one_timed()
 
 
-ONLY_ONE_TIMED = _("Only one implementation was timed here: no comparison between implementations.")
+def only_one_timed() -> str:  # looked up when a test runs, in its language (not at import, in the machine's)
+    return _("Only one implementation was timed here: no comparison between implementations.")
 
 
 def test_the_reading_names_both_directions_when_forward_and_backward_disagree():
@@ -118,7 +119,7 @@ def test_the_reading_names_both_directions_when_forward_and_backward_disagree():
 def test_the_reading_says_when_the_medians_cannot_be_right():
     """Forward + backward includes the forward pass: a median below forward alone is noise, and said to be."""
     ok = _medians({"numpy": 0.6})  # forward 1.0, forward + backward 2.0: consistent
-    assert R.speed_reading(ok)[-1] == ONLY_ONE_TIMED  # no noise line
+    assert R.speed_reading(ok)[-1] == only_one_timed()  # no noise line
     med = {"numpy": {"ln_f": 0.56, "rms_f": 0.14, "ln_b": 0.47, "rms_b": 0.30}}  # LN f+b below LN f
     noise = _(
         "{paths}: forward + backward took less time than forward alone, which only noise can do: "
@@ -161,7 +162,7 @@ def test_the_speed_step_renders_reads_its_numbers_and_names_what_it_skips(monkey
         assert _("{path}: not timed, {why}").format(path=R.path_name(path), why=why) in text
     medians = {"numpy": {"ln_f": 1e-3, "rms_f": 8e-4, "ln_b": 3e-3, "rms_b": 2e-3}}
     reading = R.speed_reading(medians, {"numpy": {"f": [0.8, 0.8], "b": [2 / 3, 2 / 3]}})
-    assert read(reading[0]) == ("NumPy", ["80%", "67%"], ["faster"]) and reading[-1] == ONLY_ONE_TIMED
+    assert read(reading[0]) == ("NumPy", ["80%", "67%"], ["faster"]) and reading[-1] == only_one_timed()
     assert all(line in text for line in reading)
 
 
