@@ -16,6 +16,7 @@ from pathlib import Path
 
 from microgradnorm.exercises import runner, supervisor
 from microgradnorm.exercises.catalog import Exercise, get_exercise
+from microgradnorm.exercises.diagnose import Finding
 from microgradnorm.exercises.grader import GradeResult, grade
 
 ANSWERS = Path(__file__).parent / "exercise_answers"
@@ -75,6 +76,23 @@ def titles(result: GradeResult) -> str:
 def keys(result: GradeResult) -> set[str]:
     """The message keys of every finding (and of the findings that explain it): what was diagnosed, in no language."""
     return set().union(*(f.keys for f in result.findings))
+
+
+def finding(result: GradeResult, key: str) -> Finding:
+    """The one finding (or finding that explains another further) with message key ``key``: its ``params`` are
+    the numbers and names the learner is told, in no language."""
+    found = [f for f in findings(result) if f.key == key]
+    assert len(found) == 1, f"{len(found)} findings {key!r} in {keys(result)}"
+    return found[0]
+
+
+def findings(result: GradeResult) -> list[Finding]:
+    """Every finding, and every finding that explains one further."""
+    return [f for top in result.findings for f in _with_also(top)]
+
+
+def _with_also(f: Finding) -> list[Finding]:
+    return [f, *(g for also in f.also for g in _with_also(also))]
 
 
 def failed_rows(result: GradeResult) -> set[str]:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import re
+import shutil
+import string
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,6 +16,23 @@ from rich.console import Console
 from microgradnorm import cli
 from microgradnorm import tolerances as tol
 from microgradnorm.commands import exercise
+
+# a sample lesson and its Chinese translation, for the tests of translated lessons (they edit copies of them)
+SAMPLE_LESSONS = Path(__file__).resolve().parent / "i18n_fixtures" / "lessons"
+SAMPLE_LESSON = "01-chain-rule-sample.md"
+
+
+def sample_lessons(folder: Path) -> tuple[Path, Path]:
+    """A copy of the sample lesson and its translation as the lessons folder ``folder``: (english, translation)."""
+    shutil.copytree(SAMPLE_LESSONS, folder)
+    return folder / SAMPLE_LESSON, folder / "zh-CN" / SAMPLE_LESSON
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    """Replace the first ``old`` in the file ``path`` with ``new``; ``old`` must be there."""
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{old!r} is not in {path.name}"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
 
 
 def rendered(renderable: Any, width: int = 100) -> str:
@@ -24,6 +45,48 @@ def rendered(renderable: Any, width: int = 100) -> str:
 def flat(renderable: Any, width: int = 100) -> str:
     """:func:`rendered` with every run of whitespace (line breaks, table padding) made one space."""
     return " ".join(rendered(renderable, width).split())
+
+
+def said_in(message: str, text: str) -> dict[str, str] | None:
+    """The fields with which ``text`` says ``message`` (a msgid with ``{named}`` fields, rendered through the catalog
+    in the current language), or None where it does not: a test asserts which message is shown and the facts filled
+    into it, not a copy of its sentence. A field matches a run of non-space characters."""
+    from microgradnorm.i18n import _
+
+    pattern = "".join(
+        re.escape(literal) + (rf"(?P<{name}>\S+)" if name else "")
+        for literal, name, _spec, _conv in string.Formatter().parse(_(message))
+    )
+    found = re.search(pattern, text)
+    return found.groupdict() if found else None
+
+
+def marked(out: Any, *what: str) -> bool:
+    """The ✓ (True) or ✗ (False) that the demo output ``out`` printed for the one claim whose check measures
+    ``what`` (the ``Check.what`` of each measurement it is decided by, in order: the code's own names for them):
+    the fact behind a "✓ ..." line, asserted without copying the line's English."""
+    found = [v.ok for v in out.verdicts if measures(v.check) == what]
+    assert len(found) == 1, f"{len(found)} verdicts measure {what!r}: {[measures(v.check) for v in out.verdicts]}"
+    return found[0]
+
+
+def measures(check: Any) -> tuple[str, ...]:
+    """The distinct ``Check.what`` of a Check or of every Check in a Checks, in order."""
+    parts = getattr(check, "parts", None)
+    whats = [w for c in parts for w in measures(c)] if parts else [getattr(check, "what", "")]
+    return tuple(dict.fromkeys(whats))
+
+
+def refuses(make: Any, kind: type[BaseException], words: Any) -> BaseException:
+    """``make()`` raises ``kind`` with a message that names every one of ``words`` (the argument, what was
+    expected, what was given); the exception, for more checks."""
+    import pytest
+
+    with pytest.raises(kind) as info:
+        make()
+    for word in words:
+        assert word in str(info.value), (word, str(info.value))
+    return info.value
 
 
 def run_cli(capsys: Any, *argv: str) -> tuple[int, str, str]:

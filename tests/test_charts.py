@@ -11,6 +11,7 @@ import pytest
 from rich.console import Console
 
 from microgradnorm.drawing.charts import bar_chart, heat_map, line_chart, sparkline, uses_colour
+from microgradnorm.i18n import ngettext
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -235,7 +236,8 @@ def test_line_chart_refuses_x_values_that_do_not_fit_the_values(x_values):
 
 def test_line_chart_reports_nonfinite_values():
     text = "\n".join(plain(render(line_chart({"loss": [1.0, math.nan, math.inf, 0.5]}), width=60)))
-    assert "2 non-finite values not drawn" in text
+    shown = ngettext("({n} non-finite value not drawn)", "({n} non-finite values not drawn)", 2).format(n=2)
+    assert shown in text
 
 
 def test_line_chart_log_scale_labels_are_values():

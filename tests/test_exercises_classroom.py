@@ -148,9 +148,8 @@ def test_the_named_mistakes_are_stable_keys_and_the_summary_counts_students(grad
     assert "05_layernorm_backward.py" in flat and "notes.txt: not a folder or a .zip" in flat
 
 
-def test_every_verdict_is_the_one_exercise_check_gives_on_the_same_file(graded, tmp_path, monkeypatch):
+def test_every_verdict_is_the_one_exercise_check_gives_on_the_same_file(graded, tmp_path):
     """``check`` on each file, in a workspace of its own: same pass or fail, same named mistakes."""
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
     feedback = graded["out"] / "feedback"
     for student, (number, _text, kind) in graded["students"].items():
         if kind == "hostile":  # their verdicts are in the corpus's own tests; here, the graded answers

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from microgradnorm import formulas
-from microgradnorm.exercises import process
+from microgradnorm.exercises import messages, process
 from microgradnorm.exercises.catalog import get_exercise
 from microgradnorm.exercises.diagnose import Count, Geometry, geometry_findings, scale_finding, shape_findings
 from microgradnorm.exercises.grader import grade
@@ -27,6 +27,8 @@ from microgradnorm.exercises.problems import get_problem
 from tests.grading import (
     Submission,
     failed_rows,
+    finding,
+    findings,
     grade_all,
     keys,
     live_child_processes,
@@ -42,76 +44,77 @@ LN_VAR = "var = (xshift * xshift).mean(axis=-1, keepdims=True)  # B,T,1"
 LN_MEAN = "mean = x.mean(axis=-1, keepdims=True)  # B,T,1"
 UNBIASED_VAR = "var = (xshift * xshift).sum(axis=-1, keepdims=True) / (x.shape[-1] - 1)"
 
-# (exercise, line in the solution, planted mistake, words the diagnosis must contain)
+# (exercise, line in the solution, planted mistake, the finding it must give: its message key, or (key, the facts
+# the learner is told: the finding's parameters))
 DIAGNOSES = [
-    pytest.param(
-        5, LN_DX, "dx = rstd * (dxhat - xhat * var_part)", "the path through the mean is missing", id="ln-no-mean-path"
-    ),
-    pytest.param(
-        5, LN_DX, "dx = rstd * (dxhat - mean_part)", "the path through the variance is missing", id="ln-no-var-path"
-    ),
-    pytest.param(5, LN_DX, "dx = rstd * dxhat", "only the direct path", id="ln-direct-only"),
+    pytest.param(5, LN_DX, "dx = rstd * (dxhat - xhat * var_part)", "mean_path_missing", id="ln-no-mean-path"),
+    pytest.param(5, LN_DX, "dx = rstd * (dxhat - mean_part)", "variance_path_missing", id="ln-no-var-path"),
+    pytest.param(5, LN_DX, "dx = rstd * dxhat", "direct_path_only", id="ln-direct-only"),
     pytest.param(
         5,
         LN_VAR,
         "var = (xshift * xshift).sum(axis=-1, keepdims=True) / (x.shape[-1] - 1)",
-        "unbiased variance",
+        ("unbiased_variance", {"n": 5, "n_minus_1": 4}),
         id="ln-unbiased",
     ),
     pytest.param(
-        5, "return dx, dgamma, dbeta", "return dx, dbeta, dgamma", "dgamma and dbeta swapped", id="ln-swapped"
+        5,
+        "return dx, dgamma, dbeta",
+        "return dx, dbeta, dgamma",
+        ("swapped_outputs", {"first": "dgamma", "second": "dbeta"}),
+        id="ln-swapped",
     ),
     pytest.param(
-        5, "rstd = 1.0 / np.sqrt(var + eps)  # B,T,1", "rstd = 1.0 / np.sqrt(var)", "eps left out", id="ln-no-eps"
+        5, "rstd = 1.0 / np.sqrt(var + eps)  # B,T,1", "rstd = 1.0 / np.sqrt(var)", "eps_left_out", id="ln-no-eps"
     ),
-    pytest.param(5, "dxhat = dy * gamma  # B,T,D", "dxhat = dy", "gamma left out of dx", id="ln-no-gamma"),
+    pytest.param(5, "dxhat = dy * gamma  # B,T,D", "dxhat = dy", "gamma_left_out_dx", id="ln-no-gamma"),
     pytest.param(
         6,
         BN_DX_STAGED,
         "dx = dxhat * rstd + dmean / m + dvar * 2.0 * xshift * (m - 1) / m**2",
-        "the variance path carries a factor (m-1)/m",
+        ("variance_path_slip", {"m": 6}),
         id="bn-m-minus-1-slip",
     ),
     pytest.param(
         6,
         "dvar = -0.5 * std**-3 * (dxhat * xshift).sum(axis=0, keepdims=True)  # 1,D",
         "dvar = -0.5 * rstd * (dxhat * xshift).sum(axis=0, keepdims=True)",
-        "the power of (var + eps) was not lowered",
+        "dvar_power",
         id="bn-dvar-power",
     ),
     pytest.param(
         7,
         BN_DX,
         "dx = rstd * (dxhat - dxhat.mean(axis=1, keepdims=True) - xhat * (dxhat * xhat).mean(axis=1, keepdims=True))",
-        "wrong axis",
+        ("wrong_axis_backward", {"wrong": "1", "right": "0"}),
         id="bn-wrong-axis",
     ),
     pytest.param(
         8,
         "dx = rrms * (dxhat - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True))  # N,D",
         "dx = rrms * (dxhat - dxhat.mean(-1, keepdims=True) - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True))",
-        "the LayerNorm formula",
+        "rms_layernorm_formula",
         id="rms-mean-term",
     ),
     pytest.param(
         8,
         "dx = rrms * (dxhat - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True))  # N,D",
         "dx = rrms * dxhat",
-        "the path through the rms is missing",
+        "rms_path_missing",
         id="rms-no-radial",
     ),
     pytest.param(
         9,
         "return rstd * gamma[:, None] * (np.eye(d) - projection(xhat))",
         "return rstd * (np.eye(d) - projection(xhat)) * gamma[None, :]",
-        "transposed",
+        "j_transposed",
         id="jacobian-transposed",
     ),
     pytest.param(
         9,
         "return (np.outer(ones, ones) + np.outer(xhat, xhat)) / d",
         "return np.outer(ones, ones) / d",
-        "the xhat xhat^T term is missing",
+        "p_no_radial",
         id="projection-no-radial",
     ),
     pytest.param(
@@ -126,30 +129,28 @@ DIAGNOSES = [
         11,
         "return dy + dx_ln, dgamma, dbeta, dW",
         "return dx_ln, dgamma, dbeta, dW",
-        "identity path is missing",
+        "identity_path_missing",
         id="preln-no-identity",
     ),
-    pytest.param(11, "dh = dy @ W.T  # N,D", "dh = dy @ W", "W instead of W.T", id="preln-w-not-transposed"),
-    pytest.param(11, "dW = h.T @ dy  # D,D", "dW = dy.T @ h", "transposed", id="preln-dw-transposed"),
+    pytest.param(11, "dh = dy @ W.T  # N,D", "dh = dy @ W", "w_not_transposed", id="preln-w-not-transposed"),
+    pytest.param(11, "dW = h.T @ dy  # D,D", "dW = dy.T @ h", "dw_transposed", id="preln-dw-transposed"),
+    pytest.param(1, "return p * a ** (p - 1.0) * dout", "return p * a**p * dout", "pow_not_lowered", id="pow-power"),
+    pytest.param(1, "return 0.5 / np.sqrt(a) * dout", "return 1 / np.sqrt(a) * dout", "sqrt_no_half", id="sqrt-half"),
     pytest.param(
-        1, "return p * a ** (p - 1.0) * dout", "return p * a**p * dout", "the exponent was not lowered", id="pow-power"
-    ),
-    pytest.param(1, "return 0.5 / np.sqrt(a) * dout", "return 1 / np.sqrt(a) * dout", "the factor 1/2", id="sqrt-half"),
-    pytest.param(
-        1, "return dout / b, -a / b**2 * dout", "return dout / b, -a / b * dout", "b is not squared", id="div"
+        1, "return dout / b, -a / b**2 * dout", "return dout / b, -a / b * dout", "div_b_not_squared", id="div"
     ),
     pytest.param(
         2,
         "return 2.0 * xshift * dvar / d",
         "return 2.0 * xshift * dvar / (d - 1)",
-        "n/(n-1)",
+        ("scale_unbiased", {"n": 5}),
         id="variance-unbiased-ratio",
     ),
     pytest.param(
         2,
         "return np.ones_like(x) * dmean / d",
         "return np.ones_like(x) * dmean",
-        "a sum where a mean belongs",
+        ("scale_missing_1_over_n", {"n": 5}),
         id="mean-no-1/n",
     ),
 ]
@@ -161,19 +162,19 @@ DIAGNOSES += [
         5,
         (LN_MEAN, "mean = x.sum(axis=-1, keepdims=True) / x.shape[0]  # B,T,1"),
         (LN_VAR, "var = (xshift * xshift).sum(axis=-1, keepdims=True) / x.shape[0]  # B,T,1"),
-        "divided by the number of rows instead of the row length",
+        ("wrong_count", {"right": 5, "wrong": 2}),
         id="ln-rows-not-row-length",
     ),
     pytest.param(
         2,
         ("return np.ones_like(x) * dmean / d", "return np.ones_like(x) * dmean / x.shape[0]"),
-        "divided by the number of rows instead of the row length",
+        ("scale_count", {"right": 5, "wrong": 3}),
         id="mean-rows-not-row-length",
     ),
     pytest.param(
         4,
         ("dgamma = (dy * xhat).sum(axis=lead)  # D", "dgamma = (dy * xhat).mean(axis=lead)"),
-        "a mean where a sum is needed",
+        ("param_mean_not_sum", {"param": "gamma"}),
         id="affine-mean-not-sum",
     ),
     pytest.param(
@@ -182,11 +183,11 @@ DIAGNOSES += [
             "rstd = 1.0 / np.sqrt((xshift * xshift).mean() + eps)",
             "rstd = 1.0 / np.sqrt((xshift * xshift).mean())",
         ),
-        "eps left out",
+        "j_eps_left_out",
         id="jacobian-without-eps",
     ),
     pytest.param(
-        10, ("m2 += delta * (value - mean)", "m2 += delta * delta"), "delta squared", id="welford-delta-squared"
+        10, ("m2 += delta * (value - mean)", "m2 += delta * delta"), "welford_delta_squared", id="welford-delta-squared"
     ),
     pytest.param(
         5,
@@ -194,7 +195,7 @@ DIAGNOSES += [
             "mean_part = dxhat.mean(axis=-1, keepdims=True)  # B,T,1: the path through the mean",
             "mean_part = 0.5 * dxhat.mean(axis=-1, keepdims=True)",
         ),
-        "the path through the mean is scaled wrongly",
+        ("geometry_mean_scaled", {"yours": pytest.approx(0.5)}),  # measured against the right mean path
         id="ln-half-mean-path",
     ),
 ]
@@ -206,19 +207,19 @@ DIAGNOSES += [
     pytest.param(
         2,
         ("xshift = x - x.mean(axis=1, keepdims=True)  # N,D", "xshift = x - x.mean(axis=0, keepdims=True)"),
-        "the mean over the wrong axis",
+        "var_mean_wrong_axis",
         id="variance-mean-over-columns",
     ),
     pytest.param(
         2,
         ("return 2.0 * xshift * dvar / d", "return 2.0 * xshift * dvar / d * (d - 1) / d"),
-        "the variance path carries a factor (m-1)/m",  # the slip, not "unbiased variance"
+        ("variance_path_slip", {"m": 5}),  # the slip, not "unbiased variance"
         id="variance-slip",
     ),
     pytest.param(
         4,
         ("dbeta = dy.sum(axis=lead)  # D", "dbeta = dy.sum(axis=lead) / dy.shape[-1]"),
-        "divided by 5",  # D, which divides nothing here: not "a mean where a sum belongs"
+        ("scale_extra_count", {"n": 5}),  # D, which divides nothing here: not "a mean where a sum belongs"
         id="affine-divided-by-d",
     ),
     pytest.param(
@@ -231,32 +232,32 @@ DIAGNOSES += [
             "var_part = (dxhat * xhat).mean(axis=-1, keepdims=True)  # B,T,1: the path through the variance",
             "var_part = (dxhat * xhat).sum(axis=-1, keepdims=True) / (dxhat.shape[0] * dxhat.shape[1])",
         ),
-        "the means in dx divided by 6 instead of 5",  # B*T rows, not the row length
+        ("geometry_count", {"n": 5, "k": 6}),  # B*T rows, not the row length
         id="ln-dx-divided-by-rows",
     ),
-    pytest.param(7, (BN_DX, BN_DX_SUMS), "sums in dx where means belong", id="bn-dx-sums"),
+    pytest.param(7, (BN_DX, BN_DX_SUMS), "geometry_count_sum", id="bn-dx-sums"),
     pytest.param(
         7,
         (BN_DX, BN_DX_SUMS.replace("sum(axis=0)", "sum(axis=0) / (len(dy) - 1)")),
-        "the means in dx divided by n - 1",
+        ("geometry_count_unbiased", {"n": 6, "k": 5}),
         id="bn-dx-unbiased-count",
     ),
     pytest.param(
         10,
         ("mean += delta / count", "mean += delta / max(count - 1, 1)"),
-        "divided by the old count",
+        "welford_old_count",
         id="welford-late",
     ),
     pytest.param(
         5,
         ("rstd = 1.0 / np.sqrt(var + eps)  # B,T,1", "rstd = 1.0 / np.sqrt(var + (eps or 1e-5))"),
-        "changed where eps = 0",
+        "eps_zero_changed",
         id="ln-eps-zero-guarded",
     ),
     pytest.param(
         5,
         ("rstd = 1.0 / np.sqrt(var + eps)  # B,T,1", "rstd = 1.0 / np.sqrt((var + eps).astype(np.float32))"),
-        "close, but not to float64 rounding",  # a forward value is not a finite-difference estimate
+        "estimate_value",  # a forward value is not a finite-difference estimate
         id="ln-float32-forward",
     ),
 ]
@@ -348,11 +349,13 @@ def graded(tmp_path_factory):
     return grade_all(subs)
 
 
-@pytest.mark.parametrize("sid, words", [(p.id, p.values[-1]) for p in DIAGNOSES], ids=[p.id for p in DIAGNOSES])
-def test_planted_mistake_is_named(graded, sid, words):
+@pytest.mark.parametrize("sid, named", [(p.id, p.values[-1]) for p in DIAGNOSES], ids=[p.id for p in DIAGNOSES])
+def test_planted_mistake_is_named(graded, sid, named):
     result = graded[sid]
     assert not result.passed
-    assert words in titles(result), titles(result)
+    key, facts = named if isinstance(named, tuple) else (named, {})
+    found = [f for f in findings(result) if f.key == key]
+    assert any(facts.items() <= f.params.items() for f in found), (key, facts, titles(result))
     # the worst entry is shown with expected and got, and they differ
     assert result.worst is not None
     assert result.worst.expected != result.worst.got
@@ -364,15 +367,10 @@ def test_no_diagnosis_says_by_not(graded):
         assert "by not " not in titles(graded[p.id])
 
 
-def test_a_wrong_mean_path_is_measured_against_the_right_one(graded):
-    text = titles(graded["ln-half-mean-path"])
-    assert "your mean path is 0.5 times the right one" in text
-
-
 def test_geometry_shows_the_sums_and_the_share_along_ones(graded):
-    text = titles(graded["mean-path-geometry"])
-    assert "along the ones vector" in text
-    assert "sums to 0; yours sums to up to" in text
+    said = finding(graded["mean-path-geometry"], "geometry_mean_missing").params
+    assert said["share"].fields["ones"] != "0%" and said["sum_got"] > 0.1  # the true dx sums to 0
+    assert "along the ones vector" in titles(graded["mean-path-geometry"])
 
 
 def test_unbiased_forward_names_the_factor_sqrt_n_over_n_minus_1(graded):
@@ -407,7 +405,7 @@ def test_statistic_without_keepdims_crashes_with_a_keepdims_explanation(graded):
 
 def test_values_turned_into_floats_are_named_as_such(graded):
     summary = graded["floats-not-values"].summary
-    assert "5 of yours are float, not Value" in summary and "leaves the graph" in summary
+    assert messages.recognise(summary.removesuffix(".")) == ("values_strays", {"d": "5", "k": "5", "stray": "float"})
 
 
 def test_a_broadcast_error_that_lost_no_axis_is_not_called_keepdims(graded):
@@ -461,22 +459,21 @@ def test_finiteness_is_claimed_only_for_outputs_that_are_numbers(graded):
     assert finite.ok is True and "among the" in finite.detail  # the strings were not looked at for NaN
 
 
-def test_a_different_answer_on_a_second_run_fails(graded):
-    result = graded["second-run"]
-    assert "same answer twice" in failed_rows(result)
-    assert "second_run_differs" in keys(result)
-
-
-def test_modifying_an_input_fails_even_when_the_array_is_made_writable(graded):
-    result = graded["writable-input"]
-    assert "inputs untouched" in failed_rows(result)
-    assert "input_modified" in keys(result)
+@pytest.mark.parametrize(
+    ("sid", "row", "key"),
+    [
+        ("second-run", "same answer twice", "second_run_differs"),  # a different answer on a second run
+        ("writable-input", "inputs untouched", "input_modified"),  # even when the array is made writable
+    ],
+)
+def test_a_second_answer_or_a_changed_input_fails_its_check_and_is_named(graded, sid, row, key):
+    assert row in failed_rows(graded[sid]) and key in keys(graded[sid])
 
 
 def test_writing_into_a_read_only_input_is_explained(graded):
     result = graded["read-only-input"]
     assert result.status == "error"
-    assert "change one of its inputs in place" in result.summary
+    assert messages.recognise(result.summary, {"mutates_input": messages.SAYINGS["mutates_input"]})
 
 
 def test_printing_does_not_change_the_grade(graded):

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from microgradnorm.exercises import messages
 from microgradnorm.exercises.catalog import get_exercise
 from microgradnorm.exercises.gradescope import ROOT_ENV
 from tests.test_exercises_classroom import MEAN_PATH, _planted, _run
@@ -110,7 +111,7 @@ def test_a_right_submission_scores_and_a_missing_file_is_said(autograder):
 def test_a_wrong_submission_gets_the_graders_diagnosis(autograder):
     data = _grade(autograder, {"05_layernorm_backward.py": _planted(5, MEAN_PATH)})
     five = next(t for t in data["tests"] if t["name"].startswith("05"))
-    assert five["score"] == 0.0 and "the path through the mean is missing" in " ".join(five["output"].split())
+    assert five["score"] == 0.0 and messages.title("mean_path_missing", {}) in " ".join(five["output"].split())
 
 
 def test_a_hostile_submission_can_neither_write_the_results_nor_reach_the_answers(autograder):

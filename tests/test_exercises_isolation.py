@@ -242,11 +242,10 @@ def sandbox(request, monkeypatch):
 
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.id for a in ATTACKS])
-def test_an_attack_fails_closed_through_the_command(attack, sandbox, targets, tmp_path, monkeypatch):
+def test_an_attack_fails_closed_through_the_command(attack, sandbox, targets, tmp_path):
     found, unix, udp, tmux, before = targets
     if attack.id.startswith("tmux") and not tmux:
         pytest.skip("tmux is not installed")
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
     folder = tmp_path / "work"
     ws.init_workspace(folder)
     ex = get_exercise(attack.number)

@@ -82,15 +82,22 @@ def test_array_keys_are_made_and_split_in_one_place():
 
 
 def _supervise(
-    code: str, *, kernel_filter: bool = True, deadline: float = 30.0, readable: dict | None = None
+    code: str,
+    *,
+    kernel_filter: bool = True,
+    deadline: float = 30.0,
+    readable: dict | None = None,
+    isolated: dict | None = None,
+    python: str = sys.executable,
 ) -> tuple[list[str], str]:
     """Run ``code`` in a child of the supervisor (no audit hook); (status lines, what the child printed).
 
-    ``readable``: the file filter's arguments (:func:`.landlock.allowed_paths`), or None for no file filter.
+    ``readable``: the file filter's arguments (:func:`.landlock.allowed_paths`), or None for no file filter;
+    ``isolated``: bubblewrap's (:func:`.process._isolated`), or None to run the child without it.
     """
     log_r, log_w = os.pipe()
     config = {
-        "argv": [sys.executable, "-I", "-S", "-c", code],
+        "argv": [python, "-I", "-S", "-c", code],
         "pass_fds": [],
         "log_fd": log_w,
         "memory": 2**30,
@@ -98,6 +105,7 @@ def _supervise(
         "deadline": deadline,
         "filter": kernel_filter,
         "readable": readable,
+        "isolated": isolated,
     }
     proc = subprocess.Popen(
         [sys.executable, "-I", "-S", str(SUPERVISOR), json.dumps(config)],
@@ -146,7 +154,8 @@ def test_the_kernel_filter_refuses_processes_signals_limits_and_writes():
 
 
 PACKAGE = Path(sandbox.__file__).resolve().parents[1]
-FILE_ATTEMPTS = f"""
+# a child that tries to open the package's files, another package's, the standard library's and NumPy's
+OPEN_ATTEMPTS = f"""
 import os, sys
 sys.path.append({str(Path(np.__file__).resolve().parents[1])!r})
 def attempt(name, path):
@@ -158,14 +167,19 @@ def attempt(name, path):
 attempt("closed-form", {str(PACKAGE / "formulas.py")!r})
 attempt("solution", {str(PACKAGE / "exercises" / "solutions" / "05_layernorm_backward.py")!r})
 attempt("answers", {str(Path(__file__).resolve().parent / "exercise_answers" / "05_layernorm_backward.py")!r})
-attempt("grader-memory", f"/proc/{{os.getppid()}}/mem")
 attempt("other-package", {str(Path(pytest.__file__))!r})
 attempt("engine", {str(PACKAGE / "engine.py")!r})
 attempt("stdlib", os.__file__)
-import numpy, math, fractions, statistics
+import numpy
 attempt("numpy", numpy.__file__)
+"""
+FILE_ATTEMPTS = (
+    OPEN_ATTEMPTS
+    + """attempt("grader-memory", f"/proc/{os.getppid()}/mem")
+import math, fractions, statistics
 print("site-packages", "listed" if os.listdir(os.path.dirname(os.path.dirname(numpy.__file__))) else "empty")
 """
+)
 
 
 @pytest.mark.skipif(landlock.abi_version() == 0, reason="the file filter needs Landlock (Linux 5.13 or later)")
@@ -396,24 +410,9 @@ def test_the_probe_has_limits_of_its_own_and_a_probe_out_of_time_leaves_the_filt
 
 # ---- bubblewrap, with nothing else in front of it (no audit hook, no seccomp filter) -------------------------
 
-NAMESPACE_ATTEMPTS = f"""
-import os, sys
-sys.path.append({str(Path(np.__file__).resolve().parents[1])!r})
-def attempt(name, path):
-    try:
-        os.close(os.open(path, os.O_RDONLY))
-        print(name, "allowed", flush=True)
-    except OSError as exc:
-        print(name, "refused", exc.errno, flush=True)
-attempt("closed-form", {str(PACKAGE / "formulas.py")!r})
-attempt("solution", {str(PACKAGE / "exercises" / "solutions" / "05_layernorm_backward.py")!r})
-attempt("answers", {str(Path(__file__).resolve().parent / "exercise_answers" / "05_layernorm_backward.py")!r})
-attempt("other-package", {str(Path(pytest.__file__))!r})
-attempt("engine", {str(PACKAGE / "engine.py")!r})
-attempt("stdlib", os.__file__)
-import numpy
-attempt("numpy", numpy.__file__)
-print("site-packages", ",".join(sorted(os.listdir(os.path.dirname(os.path.dirname(numpy.__file__))))))
+NAMESPACE_ATTEMPTS = (
+    OPEN_ATTEMPTS
+    + """print("site-packages", ",".join(sorted(os.listdir(os.path.dirname(os.path.dirname(numpy.__file__))))))
 print("processes", ",".join(sorted(e for e in os.listdir("/proc") if e.isdigit())))
 print("uid", os.getuid(), os.getgid())
 status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines())
@@ -429,6 +428,7 @@ try:
 except OSError as exc:
     print("chmod", "refused", exc.errno)
 """
+)
 
 
 def test_bubblewrap_alone_shows_the_child_only_what_it_needs():
@@ -436,31 +436,12 @@ def test_bubblewrap_alone_shows_the_child_only_what_it_needs():
     from tests.sandboxing import need_bubblewrap
 
     need_bubblewrap()
-    python = os.path.realpath(sys.executable)
-    log_r, log_w = os.pipe()
-    config = {
-        "argv": [python, "-I", "-S", "-c", NAMESPACE_ATTEMPTS],
-        "pass_fds": [],
-        "log_fd": log_w,
-        "memory": 2**30,
-        "cpu": 60,
-        "deadline": 30.0,
-        "filter": False,
-        "isolated": process._isolated(engine=True),
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-I", "-S", str(SUPERVISOR), json.dumps(config)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        pass_fds=(log_w,),
-        env=child_environment(),
+    _, printed = _supervise(
+        NAMESPACE_ATTEMPTS,
+        kernel_filter=False,
+        isolated=process._isolated(engine=True),
+        python=os.path.realpath(sys.executable),
     )
-    os.close(log_w)
-    with os.fdopen(log_r, "rb") as log:
-        printed = log.read().decode()
-    proc.stdin.close()
-    proc.wait(timeout=60)
-    proc.stdout.close()
     said = dict(line.split(" ", 1) for line in printed.splitlines())
     for name in ("closed-form", "solution", "answers", "other-package"):
         assert said[name] == f"refused {errno.ENOENT}", (name, printed)  # not refused: not there at all

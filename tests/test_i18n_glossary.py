@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -11,9 +10,9 @@ from microgradnorm.i18n import SIMPLIFIED_CHINESE
 from microgradnorm.i18n_tools.glossary import glossary_problems, lesson_term_problems, load_glossary, term_problems
 from microgradnorm.lessons.format import parse_lesson
 from microgradnorm.lessons.translation import read_translation, translation_problems
+from tests.helpers import SAMPLE_LESSON, SAMPLE_LESSONS, edit, sample_lessons
 
-FIXTURES = Path(__file__).resolve().parent / "i18n_fixtures" / "lessons"
-NAME = "01-chain-rule-sample.md"
+FIXTURES, NAME = SAMPLE_LESSONS, SAMPLE_LESSON
 HEADER = "# English\tChinese\tavoid\tchecked\tnote\n"
 
 
@@ -83,12 +82,9 @@ def test_the_sample_translation_uses_the_glossarys_terms():
 )
 def test_a_translation_that_strays_from_the_glossary_is_reported(tmp_path, old, new, expected):
     folder = tmp_path / "lessons"
-    shutil.copytree(FIXTURES, folder)
-    path = folder / SIMPLIFIED_CHINESE / NAME
-    text = path.read_text(encoding="utf-8")
-    assert old in text
-    path.write_text(text.replace(old, new), encoding="utf-8")
-    english = parse_lesson(folder / NAME, check_demos=False)
+    english_file, path = sample_lessons(folder)
+    edit(path, old, new)
+    english = parse_lesson(english_file, check_demos=False)
     assert term_problems(english, read_translation(path).lesson, load_glossary(), "sample") == expected
     assert lesson_term_problems(SIMPLIFIED_CHINESE, folder) == [line.replace("sample", str(path)) for line in expected]
     assert translation_problems(SIMPLIFIED_CHINESE, folder) == []  # the structure is fine: terms are the tools'

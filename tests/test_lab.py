@@ -20,6 +20,7 @@ import pytest
 from microgradnorm import cli
 from microgradnorm import tolerances as tol
 from microgradnorm.exercises.catalog import derive_scaffold
+from microgradnorm.i18n import _
 from microgradnorm.lab import CATALOG, NEEDS_TORCH, pairs
 from microgradnorm.lab import experiments as E
 from microgradnorm.lab.net import Net, NetSpec, cross_entropy
@@ -177,8 +178,9 @@ def test_a_wrong_learner_file_gives_a_failing_claim_not_a_passing_one(tmp_path):
     assert any("gradient check" in t for t in failed) and any("loss curve" in t for t in failed)
     # the "learns" claim is the baseline's run, and says so: its end is not the learner's
     (learns,) = (str(c.text) for c in result.claims if c.key == "learns")
-    baseline_end = E.final_loss(result.runs["microgradnorm (NumPy)"])
-    assert learns.startswith("with microgradnorm (NumPy), the network learns") and f"{baseline_end:.2f}" in learns
+    baseline = result.runs["microgradnorm (NumPy)"]
+    said = _("with {baseline}, the network learns: loss {start:.2f} at the start, {end:.2f} at the end")
+    assert learns == said.format(baseline="microgradnorm (NumPy)", start=baseline.losses[0], end=E.final_loss(baseline))
 
 
 # ---- what lesson 16 says about the two slips, checked on the network itself ------------------------------
@@ -320,16 +322,18 @@ WITHOUT_TORCH = """
 import io, sys
 sys.modules["torch"] = None  # import torch now raises ImportError
 from rich.console import Console
-from microgradnorm import cli
+from microgradnorm import cli, i18n
 from microgradnorm.lab import experiments as E
 from microgradnorm.lessons import render
 from microgradnorm.lessons.format import lessons_dir, parse_lesson
 from microgradnorm.lessons.runner import step_outputs
+from microgradnorm.lessons.translation import localize
 assert not E.have_torch()
 print("exit", cli.main(["lab", "yours"]))
 print("engine", cli.main(["lab", "yours", "--engine", "torch"]))
 for path in sorted(lessons_dir().glob("1[5-8]-*.md")):
-    lesson = parse_lesson(path)
+    lesson, notes = localize(parse_lesson(path), i18n.current_language())
+    assert not notes, notes
     for i in range(len(lesson.steps)):
         outs = step_outputs(lesson, i, lesson.params())
         assert all(not isinstance(o, render.DemoFailure) for o in outs), (path.name, i, outs)
@@ -339,24 +343,40 @@ for path in sorted(lessons_dir().glob("1[5-8]-*.md")):
 """
 
 
-def test_without_torch_the_lab_and_its_lessons_run_in_numpy_and_say_how_to_install_it(tmp_path):
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+def test_without_torch_the_lab_and_its_lessons_run_in_numpy_and_say_how_to_install_it(tmp_path, language):
+    from microgradnorm import i18n
+    from microgradnorm.lab.experiments import INSTALL
+
+    env = {"MICROGRADNORM_HOME": str(tmp_path), "NO_COLOR": "1", "COLUMNS": "80", "MICROGRADNORM_LANG": language}
     out = subprocess.run(
-        [sys.executable, "-c", WITHOUT_TORCH],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "MICROGRADNORM_HOME": str(tmp_path), "NO_COLOR": "1", "COLUMNS": "80"},
+        [sys.executable, "-c", WITHOUT_TORCH], capture_output=True, text=True, env={**os.environ, **env}
     )
     assert out.returncode == 0, out.stderr
-    text = " ".join(out.stdout.split())
-    assert "exit 0" in text and "engine 2" in text
-    assert "error: argument --engine: torch needs PyTorch" in out.stderr
-    assert "PyTorch not installed microgradnorm's kernels" in text  # lesson 15 step 3's table
-    # lesson 15 step 2 says what replaces the three runs before it asks about them (one colon: no "here: ")
-    asked = "Predict: PyTorch is not installed here, so instead of the three runs described above there are two"
-    assert asked in text and "(pip install 'microgradnorm[torch]' adds PyTorch's)" in text
-    assert text.index(asked) < text.index("how far apart are their loss curves?")
-    assert "PyTorch is not installed: its curves need pip install 'microgradnorm[torch]'" in text  # the command
-    assert "not shown by this run" not in text  # every claim line is a check mark (the ✗ in tables are data)
+    text, err = ("".join(t.split()) for t in (out.stdout, out.stderr))  # Chinese wraps between any two characters
+    with i18n.use_language(language):
+
+        def said(message: str, **fields: str) -> str:
+            return "".join(_(message).format(**fields).replace("`", "").split())  # `code` is shown without them
+
+        assert "exit0" in text and "engine2" in text
+        assert said("argument --engine: torch needs PyTorch, which is not installed: {install}", install=INSTALL) in err
+        assert said("PyTorch is not installed: its curves need {install}", install=INSTALL) in text  # the command
+        # lesson 15 step 3's table
+        assert "PyTorch" + said("not installed") in text
+        # lesson 15 step 2 says what replaces the three runs in its question (one colon: no "here: ")
+        asked = said(
+            "PyTorch is not installed here, so instead of the three runs described above there are two NumPy "
+            "runs, the package's LayerNorm and exercise 5's answer (`{install}` adds PyTorch's). After {steps} "
+            "steps, how far apart are their loss curves?",
+            install=INSTALL,
+            steps=str(E.ADAM.steps),
+        )
+        assert said("Predict: {question}", question=asked) in text
+        # every claim line is a check mark (the ✗ in tables are data)
+        assert said("✗ not shown by this run: {claim}", claim="").rstrip(":：") not in text
+    if language != "en":  # the install hints are translated, not shown in English
+        assert "PyTorchisnotinstalled" not in text and "notshownbythisrun" not in text
 
 
 # ---- the lessons' demos -----------------------------------------------------------------------------------
@@ -446,7 +466,7 @@ def test_the_not_a_shift_question_names_every_block_but_the_last():
     """The last block's Linear feeds a LayerNorm directly, so the missing mean path changes its gradient by a
     shift only; the earlier blocks get the error through later weights, where it is no shift."""
     q = _lab_question("lab_wrong_why", part="mean").prediction
-    assert q.choices[q.answer] == "in every block but the last"
+    assert q.answer == 2  # in every block but the last
 
 
 @pytest.mark.parametrize(
@@ -483,7 +503,7 @@ def test_the_kept_question_reads_what_autograd_saved():
     """PyTorch's native layer_norm saves input, weight, bias, mean and rstd; this package's op saves no xhat."""
     out = _lab_question("lab_torch_status", ask=True)
     q = out.prediction
-    assert q.choices[q.answer] == "no: it keeps x and rebuilds xhat"
+    assert q.answer == 1  # no: it keeps x and rebuilds xhat
     import torch
 
     from microgradnorm.lessons.demos_lab import _saved_for_backward

@@ -13,12 +13,13 @@ import sys
 import time
 import unicodedata
 import uuid
-from pathlib import Path
 
 import pytest
 from rich.cells import cell_len
 
+from microgradnorm.i18n import _
 from microgradnorm.i18n.text import NO_START
+from tests.helpers import rendered, said_in, sample_lessons
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -105,7 +106,9 @@ def _answers(number: int, step: int) -> list[str]:
 def test_lesson_1_in_a_real_terminal_next_back_graph_quit_and_resume(term, tmp_path):
     term.start("lesson", "1", "--graph-dir", str(tmp_path / "graphs"))
     screen = term.wait_for("Step 1 of")
-    assert "Every number remembers where it came from" in screen
+    from microgradnorm.lessons.format import load_lessons
+
+    assert load_lessons()[0].steps[0].title in screen
 
     term.keys(*_answers(1, 1))
     screen = term.wait_for("Enter next")
@@ -176,9 +179,6 @@ SMALL = (80, 24)  # a common terminal size, smaller than most steps
 
 def _tall_step() -> tuple[int, int]:
     """(lesson number, step) of the first real step taller than an 80×24 screen."""
-    import io
-
-    from rich.console import Console
 
     from microgradnorm.lessons import render
     from microgradnorm.lessons.format import load_lessons
@@ -187,9 +187,8 @@ def _tall_step() -> tuple[int, int]:
     for lesson in load_lessons():
         params = lesson.params()
         for index in range(len(lesson.steps) - 1):
-            console = Console(file=io.StringIO(), width=SMALL[0], no_color=True, record=True)
-            console.print(render.render_step(lesson, index, step_outputs(lesson, index, params), params))
-            if len(console.export_text().splitlines()) > SMALL[1] + 5:
+            step = render.render_step(lesson, index, step_outputs(lesson, index, params), params)
+            if len(rendered(step, SMALL[0]).splitlines()) > SMALL[1] + 5:
                 return lesson.number, index + 1
     pytest.fail("no lesson step is taller than an 80×24 screen: nothing to page")
 
@@ -204,7 +203,8 @@ def test_a_step_taller_than_80x24_is_paged_with_its_title_kept_on_screen(term):
     term.start("lesson", str(number), "--step", str(step))
     screen = term.wait_for(f"Step {step} of")
     assert f"Step {step} of" in _top(screen) and f"{number:02d} · " in _top(screen)
-    assert "more lines: space to scroll" in screen or "more line: space to scroll" in screen
+    scroll = (said_in(f"{{n}} more {s}: space to scroll · ↑ up · q quit", screen) for s in ("line", "lines"))
+    assert any(scroll)
     presses = 0
     while "Enter next" not in screen:
         before = screen
@@ -271,7 +271,8 @@ The next step.
 """
 
 
-def test_a_question_waits_for_a_key_then_shows_the_verdict_and_the_numbers(term, tmp_path):
+def _start_asking(term, tmp_path) -> str:
+    """The one-question lesson started at 80x24, with the demo that asks it: the screen once it asks."""
     folder = tmp_path / "lessons"
     folder.mkdir()
     (folder / "01-ask-first.md").write_text(PREDICT_LESSON)
@@ -280,12 +281,17 @@ def test_a_question_waits_for_a_key_then_shows_the_verdict_and_the_numbers(term,
     term.env["MICROGRADNORM_LESSONS"] = str(folder)
     term.size = SMALL
     term.start("lesson", "1", program=(str(script),))
-    screen = term.wait_for("answer with 1 to 3")
-    assert "Predict: Which letter wins?" in screen and "2  bravo" in screen
+    return term.wait_for("answer with 1 to 3")
+
+
+def test_a_question_waits_for_a_key_then_shows_the_verdict_and_the_numbers(term, tmp_path):
+    screen = _start_asking(term, tmp_path)
+    assert _("Predict: {question}").format(question="Which letter wins?") in screen and "2  bravo" in screen
     assert "the numbers: 42" not in screen
     term.keys("3")
     screen = term.wait_for("Not this time")
-    assert "you said charlie; the answer is bravo. bravo scored 42." in " ".join(screen.split())
+    wrong = _("✗ Not this time: you said {guess}; the answer is {answer}. {why}")
+    assert wrong.format(guess="charlie", answer="bravo", why="bravo scored 42.") in " ".join(screen.split())
     assert "the numbers: 42" in screen
     term.keys("Enter")
     term.wait_for("Step 2 of 2")
@@ -298,15 +304,7 @@ def test_a_question_waits_for_a_key_then_shows_the_verdict_and_the_numbers(term,
 
 def test_space_at_a_waiting_question_does_not_show_the_answer(term, tmp_path):
     """Issue 27, item 5: a learner paging with Space must not skip the guess; only Enter shows the answer."""
-    folder = tmp_path / "lessons"
-    folder.mkdir()
-    (folder / "01-ask-first.md").write_text(PREDICT_LESSON)
-    script = tmp_path / "predict.py"
-    script.write_text(PREDICT_SCRIPT)
-    term.env["MICROGRADNORM_LESSONS"] = str(folder)
-    term.size = SMALL
-    term.start("lesson", "1", program=(str(script),))
-    screen = term.wait_for("answer with 1 to 3")
+    screen = _start_asking(term, tmp_path)
     term.keys("Space")
     screen = term.wait_for("Space only scrolls")
     term.keys("Space")
@@ -361,13 +359,11 @@ def test_the_end_of_a_lesson_in_80x24_keeps_the_last_steps_title_on_screen(term)
     time.sleep(0.3)
     screen = term.screen()
     assert title in screen, f"the last step's title left the screen:\n{screen}"
-    assert f"Next: microgradnorm lesson {number + 1}" in screen
+    assert f"microgradnorm lesson {number + 1}" in screen  # the next lesson's command
     assert "Enter next" not in screen  # no keys line for a lesson that has ended
 
 
 # ---- in Chinese: LANG=zh_CN.UTF-8 at 60 columns ------------------------------------------------------------
-
-FIXTURES = Path(__file__).resolve().parent / "i18n_fixtures" / "lessons"  # a sample lesson and its translation
 
 
 def _ideograph(char: str) -> bool:
@@ -393,7 +389,7 @@ def _prose_problems(screen: str) -> list[str]:
 
 def test_a_lesson_in_chinese_in_a_real_terminal_at_60_columns(term, tmp_path):
     folder = tmp_path / "lessons"
-    shutil.copytree(FIXTURES, folder)
+    sample_lessons(folder)
     term.env.pop("MICROGRADNORM_LANG", None)  # the locale alone chooses the language
     term.env.update(LANG="zh_CN.UTF-8", LC_ALL="", LANGUAGE="", MICROGRADNORM_LESSONS=str(folder))
     term.start("lesson", "1")

@@ -22,6 +22,7 @@ from microgradnorm.lessons.demos import DEMOS, DemoOutput, load_demos
 from microgradnorm.lessons.format import LESSON_FILE, lessons_dir, parse_lesson
 from microgradnorm.lessons.runner import step_outputs
 from microgradnorm.lessons.translation import TRANSLATED, localized, localized_page
+from tests.helpers import rendered
 
 LESSON_FILES = sorted(p for p in lessons_dir().iterdir() if LESSON_FILE.match(p.name))
 WIDTHS = (60, 100)
@@ -85,16 +86,12 @@ def test_every_step_renders_at_60_and_100_columns_without_colour(path, monkeypat
             assert max(len(line) for line in text.splitlines()) <= width, where
             for out, call in zip(outputs, step.demos):
                 assert isinstance(out, DemoOutput)
-                shown = Console(file=io.StringIO(), width=width, no_color=True, record=True)
-                shown.print(out.renderable)
-                assert shown.export_text().strip(), f"{where}: demo {call.name} rendered nothing"
+                assert rendered(out.renderable, width).strip(), f"{where}: demo {call.name} rendered nothing"
 
 
 def _rendered(lesson, index, outputs, params, width: int) -> str:
     """The step as the runner and ``--auto`` print it, at ``width`` columns, without colour."""
-    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
-    console.print(render.render_step(lesson, index, outputs, params))
-    return console.export_text()
+    return rendered(render.render_step(lesson, index, outputs, params), width)
 
 
 def _code_lines(outputs, width: int) -> int:
@@ -105,9 +102,7 @@ def _code_lines(outputs, width: int) -> int:
 
     def walk(renderable) -> None:
         if isinstance(renderable, Syntax):
-            console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
-            console.print(renderable)
-            found.append(len(console.export_text().splitlines()))
+            found.append(len(rendered(renderable, width).splitlines()))
         for child in getattr(renderable, "renderables", ()):
             walk(child)
 

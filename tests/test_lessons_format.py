@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from microgradnorm.i18n import _
 from microgradnorm.lessons.demos import DEMOS, DemoOutput, LessonParams, demo, load_demos, run_demo
 from microgradnorm.lessons.format import (
     DemoCall,
@@ -203,8 +204,9 @@ def test_a_prediction_is_asked_before_its_numbers_and_answered_from_them():
     console = Console(file=StringIO(), width=60, color_system=None)
     console.print(render._demo_renderable(DemoOutput("TABLE", prediction=guess)))
     out = console.file.getvalue()
-    assert out.index("Predict: Which is larger?") < out.index("Answer: b.") < out.index("TABLE")
-    assert "b is 2, a is 1." in out
+    asked = _("Predict: {question}").format(question=guess.question)
+    answered = _("Answer: {answer}. {why}").format(answer="b", why=guess.why)  # the why shown whole
+    assert out.index(asked) < out.index(answered) < out.index("TABLE")
     with pytest.raises(ValueError, match="answer: expected an index into the 2 choices, got 2"):
         Prediction("?", ("a", "b"), answer=2, why="")
 

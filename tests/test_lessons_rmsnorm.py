@@ -8,6 +8,7 @@ pass (so the step times the norms it names). Wall-clock time is never asserted.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -16,6 +17,7 @@ import pytest
 
 from microgradnorm import tolerances as tol
 from microgradnorm import vectorized as V
+from microgradnorm.i18n import _
 from microgradnorm.lessons import demos_rmsnorm as R
 from microgradnorm.lessons.demo_tools import random_dy, random_gamma, random_vector
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
@@ -79,30 +81,51 @@ def _medians(ratios: dict[str, float]) -> dict[str, dict[str, float]]:
     return {k: {"ln_f": 1.0, "rms_f": r, "ln_b": 2.0, "rms_b": 2.0 * r} for k, r in ratios.items()}
 
 
+def read(line: str) -> tuple[str, list[str], list[str]]:
+    """The facts of one implementation's reading: its name, the percentages in order, the verdicts in order."""
+    verdicts = sorted(
+        (line.index(R.said(k)), k) for k in ("faster", "slower", "about the same", "unclear") if R.said(k) in line
+    )
+    return line.split(":")[0], re.findall(r"\d+%", line), [k for _at, k in verdicts]
+
+
 def test_the_reading_follows_the_numbers():
     lines = R.speed_reading(_medians({"numpy": 0.6, "fused": 0.99, "torch": 2.0}))
-    assert lines[0] == "NumPy: RMSNorm took 60% of LayerNorm's time forward, 60% forward + backward: faster."
-    assert lines[1].endswith("99% forward + backward: about the same.")
-    assert lines[2].endswith("200% forward + backward: slower.")
-    assert lines[3].startswith("Same formulas, different verdicts") and "the implementation decides" in lines[3]
+    assert read(lines[0]) == ("NumPy", ["60%", "60%"], ["faster"])
+    assert read(lines[1]) == (R.path_name("fused"), ["99%", "99%"], ["about the same"])
+    assert read(lines[2]) == ("PyTorch", ["200%", "200%"], ["slower"])
+    named = "; ".join(
+        f"{R.said(k)} on {R.path_name(p)}"
+        for k, p in (("about the same", "fused"), ("faster", "numpy"), ("slower", "torch"))
+    )
+    assert lines[3] == _("Same formulas, different verdicts ({named}): the implementation decides.").format(named=named)
     same = R.speed_reading(_medians({"numpy": 0.5, "torch": 0.8}))
-    assert same[-1] == "Every implementation timed here agrees: RMSNorm is faster (forward + backward)."
+    assert same[-1] == _("Every implementation timed here agrees: RMSNorm is {verdict} (forward + backward).").format(
+        verdict=R.said("faster")
+    )
     assert R.speed_reading({}) == []
-    assert R.speed_reading(_medians({"numpy": 0.5}))[-1].startswith("Only one implementation was timed here")
+    assert R.speed_reading(_medians({"numpy": 0.5}))[-1] == only_one_timed()
+
+
+def only_one_timed() -> str:  # looked up when a test runs, in its language (not at import, in the machine's)
+    return _("Only one implementation was timed here: no comparison between implementations.")
 
 
 def test_the_reading_names_both_directions_when_forward_and_backward_disagree():
     med = {"torch": {"ln_f": 2.0, "rms_f": 1.0, "ln_b": 3.0, "rms_b": 6.0}}
-    line = R.speed_reading(med)[0]
-    assert line == ("PyTorch: RMSNorm took 50% of LayerNorm's time forward (faster), 200% forward + backward (slower).")
+    assert read(R.speed_reading(med)[0]) == ("PyTorch", ["50%", "200%"], ["faster", "slower"])
 
 
 def test_the_reading_says_when_the_medians_cannot_be_right():
     """Forward + backward includes the forward pass: a median below forward alone is noise, and said to be."""
     ok = _medians({"numpy": 0.6})  # forward 1.0, forward + backward 2.0: consistent
-    assert not any("noise" in line for line in R.speed_reading(ok))
+    assert R.speed_reading(ok)[-1] == only_one_timed()  # no noise line
     med = {"numpy": {"ln_f": 0.56, "rms_f": 0.14, "ln_b": 0.47, "rms_b": 0.30}}  # LN f+b below LN f
-    assert R.speed_reading(med)[-1].startswith("NumPy: forward + backward took less time than forward alone")
+    noise = _(
+        "{paths}: forward + backward took less time than forward alone, which only noise can do: "
+        "the machine was busy, so read these medians loosely and run the step again."
+    )
+    assert R.speed_reading(med)[-1] == noise.format(paths="NumPy")
 
 
 def test_the_timed_calls_compute_the_norms_they_are_named_after():
@@ -133,10 +156,14 @@ def test_the_speed_step_renders_reads_its_numbers_and_names_what_it_skips(monkey
 
     monkeypatch.setattr(R, "time_samples", steady)
     text = render(R.rms_speed(LessonParams(), rows=4, features=8, repeats=2))
-    assert "median of 2 interleaved runs, one thread each, x [4, 8] float32" in text
-    assert "fused (numba): not timed, numba is not installed" in text
-    assert "PyTorch: not timed, PyTorch is not installed" in text
-    assert "NumPy: RMSNorm took" in text and "Only one implementation was timed here" in text
+    header = _("median of {repeats} interleaved runs, one thread each, x [{rows}, {features}] float32")
+    assert header.format(repeats=2, rows=4, features=8) in text
+    for path, why in (("fused", R._fused_compiled()), ("torch", _("PyTorch is not installed"))):
+        assert _("{path}: not timed, {why}").format(path=R.path_name(path), why=why) in text
+    medians = {"numpy": {"ln_f": 1e-3, "rms_f": 8e-4, "ln_b": 3e-3, "rms_b": 2e-3}}
+    reading = R.speed_reading(medians, {"numpy": {"f": [0.8, 0.8], "b": [2 / 3, 2 / 3]}})
+    assert read(reading[0]) == ("NumPy", ["80%", "67%"], ["faster"]) and reading[-1] == only_one_timed()
+    assert all(line in text for line in reading)
 
 
 def test_the_speed_step_refuses_bad_arguments():
@@ -167,13 +194,13 @@ def test_no_verdict_is_stronger_than_the_noise_of_its_repeats():
     med = _medians({"numpy": 0.6, "torch": 0.7})
     split = {"numpy": {"f": [0.5, 0.6, 1.3], "b": [0.5, 0.6, 1.3]}, "torch": {"f": [0.6, 0.7, 0.8], "b": [0.6, 0.7]}}
     lines = R.speed_reading(med, split)
-    assert lines[0].endswith("no verdict, the repeats disagree.")
-    assert lines[1].endswith("forward + backward: faster.")
-    assert lines[2].startswith("Only one implementation gave a forward + backward verdict this run")
-    steady = {"numpy": {"f": [0.5, 0.6, 0.7], "b": [0.5, 0.6, 0.7]}, "torch": {"f": [0.6, 0.7], "b": [0.6, 0.7]}}
-    assert R.speed_reading(med, steady)[-1] == (
-        "Every implementation timed here agrees: RMSNorm is faster (forward + backward)."
+    assert read(lines[0]) == ("NumPy", ["60%", "60%"], ["unclear"])
+    assert read(lines[1]) == ("PyTorch", ["70%", "70%"], ["faster"])
+    assert lines[2] == _(
+        "Only one implementation gave a forward + backward verdict this run: no comparison between implementations."
     )
+    steady = {"numpy": {"f": [0.5, 0.6, 0.7], "b": [0.5, 0.6, 0.7]}, "torch": {"f": [0.6, 0.7], "b": [0.6, 0.7]}}
+    assert read(R.speed_reading(med, steady)[-1])[2] == ["faster"] and len(R.speed_reading(med, steady)) == 3
     assert R.verdict(0.6, [0.97, 1.02]) == "about the same" and R.verdict(0.6, [0.9, 1.02]) == "unclear"
 
 

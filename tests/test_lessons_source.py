@@ -15,7 +15,6 @@ import textwrap
 import tokenize
 
 import pytest
-from rich.console import Console
 
 from microgradnorm import engine, formulas, norms
 from microgradnorm.exercises.problems import PROBLEMS
@@ -23,12 +22,11 @@ from microgradnorm.lessons import demos_chain_rule
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, load_demos, run_demo
 from microgradnorm.lessons.format import lessons_dir
 from microgradnorm.lessons.source import backward_code, code_of, op_code, source_of
+from tests.helpers import rendered
 
 
 def _text(renderable, width: int = 300) -> str:
-    console = Console(file=io.StringIO(), width=width, no_color=True, record=True)
-    console.print(renderable)
-    return console.export_text()
+    return rendered(renderable, width)
 
 
 def _raw(obj) -> str:

@@ -30,24 +30,16 @@ from microgradnorm.lessons.translation import (
     step_hash,
     translation_problems,
 )
+from tests.helpers import SAMPLE_LESSON, SAMPLE_LESSONS, edit, sample_lessons
 
-FIXTURES = Path(__file__).resolve().parent / "i18n_fixtures" / "lessons"
-NAME = "01-chain-rule-sample.md"
+FIXTURES, NAME = SAMPLE_LESSONS, SAMPLE_LESSON
 ZH = SIMPLIFIED_CHINESE
 
 
 @pytest.fixture
 def copies(tmp_path):
     """The sample lesson and its translation, copied: (english file, translation file)."""
-    folder = tmp_path / "lessons"
-    shutil.copytree(FIXTURES, folder)
-    return folder / NAME, folder / ZH / NAME
-
-
-def edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text(encoding="utf-8")
-    assert old in text, f"{old!r} is not in {path.name}"
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    return sample_lessons(tmp_path / "lessons")
 
 
 def refresh_hash(english: Path, translation: Path, key: str) -> None:
@@ -250,9 +242,8 @@ def test_the_hashes_command_prints_the_block_the_translation_carries(capsys):
 
 
 @pytest.mark.parametrize("width", (60, 100))
-def test_the_sample_renders_in_chinese_within_a_screen(monkeypatch, tmp_path, width):
+def test_the_sample_renders_in_chinese_within_a_screen(width):
     """render_step as the runner and --auto call it (tests/test_lessons.py holds every translation to this)."""
-    monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "state"))
     lesson, _ = localize(parse_lesson(FIXTURES / NAME), ZH)
     params = lesson.params()
     for index, step in enumerate(lesson.steps):

@@ -26,13 +26,17 @@ from tests.page_screenshot import WINDOW, make_page, screenshot
 from tests.test_page import SHOWN_RTOL, problem, replay, shown_equal
 
 
+def _ln4_page(folder: Path, **options):
+    """A d = 4 LayerNorm page in ``folder``, with the loss it backpropagates from: (path, loss, graph)."""
+    graph, dy = problem(shape=(4,), backward=False)
+    loss = graph.loss(dy.tolist())
+    return to_html(loss, folder / "ln4.html", graph=graph, **options), loss, graph
+
+
 @pytest.fixture(scope="module")
 def ln4(tmp_path_factory):
     """A d = 4 LayerNorm page, with the loss it backpropagates from."""
-    graph, dy = problem(shape=(4,), backward=False)
-    loss = graph.loss(dy.tolist())
-    path = to_html(loss, tmp_path_factory.mktemp("page") / "ln4.html", graph=graph)
-    return path, loss, graph
+    return _ln4_page(tmp_path_factory.mktemp("page"))
 
 
 @contextmanager
@@ -266,10 +270,7 @@ ENGLISH_RUN = re.compile(r"(?<![\w.])[a-z]{2,}(?: [a-z]{2,}){2,}(?![\w(])")
 @pytest.fixture(scope="module")
 def ln4_zh(tmp_path_factory):
     """The d = 4 LayerNorm page of ``ln4``, made in Chinese."""
-    graph, dy = problem(shape=(4,), backward=False)
-    loss = graph.loss(dy.tolist())
-    path = to_html(loss, tmp_path_factory.mktemp("page") / "ln4-zh.html", graph=graph, lang=ZH)
-    return path, loss, graph
+    return _ln4_page(tmp_path_factory.mktemp("page"), lang=ZH)
 
 
 def test_the_chinese_page_steps_through_the_engines_gradients(needs_dot, chromium, ln4_zh):

@@ -35,7 +35,7 @@ from microgradnorm.i18n.text import NO_START
 from microgradnorm.i18n_tools.catalogs import po_path
 from microgradnorm.i18n_tools.glossary import _CODE, load_glossary
 from tests.grading import Submission, grade_all, planted
-from tests.helpers import rendered, run_cli
+from tests.helpers import rendered, run_cli, said_in
 from tests.zh import CJK
 
 ZH = i18n.SIMPLIFIED_CHINESE
@@ -595,7 +595,8 @@ def test_an_english_workspace_becomes_chinese_where_the_learner_has_not_started(
     assert mine.read_text(encoding="utf-8") == translation.scaffold(get_exercise(2), ZH).text
     code, out, _ = run_cli(capsys, "exercise", "init", str(folder))  # and back to English
     assert code == 0
-    assert "10 file(s) you had not started are now the English version" in " ".join(out.split())
+    switched = said_in("{n} file(s) you had not started are now the English version: {names}", " ".join(out.split()))
+    assert switched is not None and switched["n"] == "10"
 
 
 def _list_lines(width: int) -> list[str]:
