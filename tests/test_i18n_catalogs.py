@@ -148,6 +148,18 @@ def test_a_mo_older_than_its_po_is_drift_until_refresh(project):
     assert catalogs.problems(package, locale) == [] and lookup(locale, "hello") == "你好"
 
 
+def test_a_template_with_an_old_location_or_comment_is_drift_until_refresh(project):
+    """Same strings, but the template still names where one used to be marked (what a merge of two branches
+    can leave): check says so, and refresh writes it anew."""
+    package, locale = project
+    pot = catalogs.pot_path(locale)
+    pot.write_text(pot.read_text().replace("#: pkg/mod.py\n", "#: pkg/old.py\n", 1))
+    (found,) = catalogs.problems(package, locale)
+    assert str(pot) in found and "refresh" in found
+    catalogs.refresh(package, locale)
+    assert catalogs.problems(package, locale) == []
+
+
 @pytest.mark.parametrize("content", [None, b"garbage"])
 def test_a_missing_or_unreadable_mo_is_reported(project, content):
     package, locale = project

@@ -156,10 +156,15 @@ def refresh(package_dir: Path = PACKAGE_DIR, locale_dir: Path = LOCALE_DIR) -> l
         # Written by hand because pybabel cannot do it: extract stamps the current time as POT-Creation-Date and
         # has no option to leave it out short of --omit-header, which drops the whole header and the charset
         # with it (msgfmt and msgcat refuse a non-ASCII file without one): keep the old .pot if that is all.
-        if not pot.exists() or _CREATION_DATE.sub(b"", pot.read_bytes()) != _CREATION_DATE.sub(b"", fresh.read_bytes()):
+        if not pot.exists() or not _same_but_date(pot, fresh):
             pot.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(fresh, pot)
     return sorted(path for path, data in _contents(locale_dir).items() if before.get(path) != data)
+
+
+def _same_but_date(pot: Path, fresh: Path) -> bool:
+    """The two templates say the same, their POT-Creation-Date aside."""
+    return _CREATION_DATE.sub(b"", pot.read_bytes()) == _CREATION_DATE.sub(b"", fresh.read_bytes())
 
 
 def _contents(locale_dir: Path) -> dict[Path, bytes]:
@@ -272,6 +277,11 @@ def problems(package_dir: Path = PACKAGE_DIR, locale_dir: Path = LOCALE_DIR) -> 
         if not pot.exists():
             return [f"{pot}: missing; run python -m microgradnorm.i18n_tools refresh"]
         found = list(_drift(template, read_po(pot), "template", str(pot)))
+        if not found and not _same_but_date(pot, fresh / pot.name):
+            found.append(
+                f"{pot}: out of date (a location or a translators' comment);"
+                " run python -m microgradnorm.i18n_tools refresh"
+            )
         for language in translated_languages():
             path = po_path(language, locale_dir)
             if language not in languages:
