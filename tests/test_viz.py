@@ -300,6 +300,18 @@ def test_a_formula_writes_unnamed_inputs_out_and_brackets_a_sum_inside_a_product
     assert formula(Value.sum([a, b, c]) * c, names) == "sum(a, b, c)·c"
     assert formula(s * c, {**names, id(s): "s"}) == "s·c"  # a named input is written by its name
     assert formula(a, names) == "" and expression(s * c, "p", ["s", "c"]) == "p = s·c"
+    assert expression(a**2, "a²", ["a"]) == "a²"  # a name that already says how: not "a² = a²"
+
+
+def test_no_node_of_a_naive_batchnorm_is_written_as_itself():
+    """The naive variance's mean² of each column is named mean[k]², which is its whole formula."""
+    graph = mgn.batch_norm([[1.0, 2.0], [3.0, 5.0], [0.0, 1.0]], variance="naive").graph
+    order = viz.drawing(graph).order
+    names = display_names(order, graph)
+    position = {id(node): k for k, node in enumerate(order)}
+    lines = [expression(n, names[k], [names[position[id(c)]] for c in n.children]) for k, n in enumerate(order)]
+    assert "mean[0]²" in lines and "mean[1]²" in lines
+    assert not [line for line in lines if " = " in line and line.split(" = ")[0] == line.split(" = ")[1]]
 
 
 def test_plain_names_tell_apart_nodes_that_share_a_label():

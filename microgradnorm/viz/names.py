@@ -171,8 +171,10 @@ _MANY = 4  # inputs listed in full; more are shortened to "first, second, …, l
 
 
 def expression(node: Value, out: str, kids: Sequence[str]) -> str:
-    """How ``node`` was computed, by name: ``xhat[2] = xshift[2]·rstd``; a leaf is just its name."""
-    return f"{out} = {_applied(node.op, [(kid, False) for kid in kids])}" if kids else out
+    """How ``node`` was computed, by name: ``xhat[2] = xshift[2]·rstd``; a leaf, or a node whose name already
+    says it (``mean[0]²``), is just its name."""
+    made = _applied(node.op, [(kid, False) for kid in kids]) if kids else out
+    return out if made.replace(" ", "") == out.replace(" ", "") else f"{out} = {made}"
 
 
 def formula(node: Value, names: Mapping[int, str]) -> str:

@@ -118,7 +118,7 @@ class _Stops:
         ks = [self.r] if ks is None else ks
         return {self.d.index[id(v)] for v in (self.graph[name][k] for k in ks) if id(v) in self.d.index}
 
-    def path(self, key: str, title: str, route: str, formula: str, *stops: set[int]) -> GradientPath:
+    def path(self, key: str, title: str, route: str, formula: str, stops: list[set[int]]) -> GradientPath:
         """The path through ``stops``: the edges of every segment between two of them."""
         edges: set[tuple[int, int]] = set()
         for a, b in itertools.pairwise(stops):
@@ -129,14 +129,14 @@ class _Stops:
 def _rms_paths(s: _Stops, xi: str) -> tuple[list[GradientPath], str]:
     x_i, xhat_all = s.at("x", [s.i]), s.at("xhat", s.group)
     paths = [
-        s.path("direct", N_("direct"), f"{xi} → xhat", "dxhat_i · rrms", x_i, s.at("xhat", [s.i])),
+        s.path("direct", N_("direct"), f"{xi} → xhat", "dxhat_i · rrms", [x_i, s.at("xhat", [s.i])]),
         s.path(
             "var",
             N_("via the mean square"),
             # Translators: a route through the graph; keep the node names and arrows
             _("{xi} → x² → ms → rms → rrms → every xhat_j").format(xi=xi),
             "dL/dms · 2 x_i / n",
-            *(x_i, s.at("ms"), s.at("rms"), s.at("rrms"), xhat_all),
+            [x_i, s.at("ms"), s.at("rms"), s.at("rrms"), xhat_all],
         ),
     ]
     return paths, N_("RMSNorm subtracts no mean, so there are two paths, not three.")
@@ -148,14 +148,14 @@ def _mean_var_paths(s: _Stops, xi: str) -> tuple[list[GradientPath], str]:
     var_first = [x_i, xshift_i] if two_pass else [x_i]
     squares = "xshift → xshift²" if two_pass else "x²"
     paths = [
-        s.path("direct", N_("direct"), f"{xi} → xshift → xhat", "dxhat_i · rstd", x_i, xshift_i, s.at("xhat", [s.i])),
+        s.path("direct", N_("direct"), f"{xi} → xshift → xhat", "dxhat_i · rstd", [x_i, xshift_i, s.at("xhat", [s.i])]),
         s.path(
             "mean",
             N_("via the mean"),
             # Translators: a route through the graph; keep the node names and arrows
             _("{xi} → Σ → mean → every xshift_j → xhat_j").format(xi=xi),
             "−rstd · Σ_j dxhat_j / n",
-            *(x_i, s.at("mean"), s.at("xshift", s.group), xhat_all),
+            [x_i, s.at("mean"), s.at("xshift", s.group), xhat_all],
         ),
         s.path(
             "var",
@@ -163,7 +163,7 @@ def _mean_var_paths(s: _Stops, xi: str) -> tuple[list[GradientPath], str]:
             # Translators: a route through the graph; {squares} is "xshift → xshift²" or "x²"
             _("{xi} → {squares} → var → std → rstd → every xhat_j").format(xi=xi, squares=squares),
             "dL/dvar · 2 xshift_i / n",
-            *(*var_first, s.at("var"), s.at("std"), s.at("rstd"), xhat_all),
+            [*var_first, s.at("var"), s.at("std"), s.at("rstd"), xhat_all],
         ),
     ]
     if two_pass:
@@ -218,8 +218,11 @@ def path_tagger(graph: NormGraph) -> Callable[[Value, Value], str | None]:
     """For :func:`microgradnorm.trace.trace_backward`: the path (``direct``, ``mean``, ``var``) whose branching
     edge ``child -> out`` is (see :func:`_branches`), for every x_i of ``graph``; None for any other edge.
 
-    Everything upstream of a tagged edge keeps its tag, so each dL/dx_i ends split into exactly the terms of
-    :func:`microgradnorm.formulas.dx_paths` (:func:`~microgradnorm.formulas.rms_dx_paths` for RMSNorm).
+    Everything upstream of a tagged edge keeps its tag, so each dL/dx_i ends split by path. With the two-pass
+    variance (every norm's default) the parts are exactly the terms of :func:`microgradnorm.formulas.dx_paths`
+    (:func:`~microgradnorm.formulas.rms_dx_paths` for RMSNorm); with ``variance="naive"`` the mean feeds the
+    variance too (through mean²), so the "mean" and "var" parts differ from those closed forms, as
+    :func:`gradient_paths` says when it leaves their numbers out.
     """
     d = drawing(graph)
     tags: dict[tuple[int, int], str] = {}
