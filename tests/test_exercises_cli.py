@@ -173,10 +173,11 @@ def test_limits_the_grader_cannot_use_are_one_line_errors(folder, capsys, argv, 
     assert err.count("\n") == 1 and words in err, err
 
 
-def test_an_empty_name_is_refused_rather_than_read_as_no_name(folder, capsys):
-    assert cli.main(["exercise", "check", ""]) == 2
+@pytest.mark.parametrize("name", ["", "²"])  # '²' is a digit to str.isdigit, but int() refuses it
+def test_an_empty_or_superscript_name_is_refused_in_one_line(folder, capsys, name):
+    assert cli.main(["exercise", "check", name]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "NAME: expected an exercise number" in err and "got ''" in err
+    assert err.count("\n") == 1 and "NAME: expected an exercise number" in err and f"got {name!r}" in err
 
 
 def test_a_file_given_as_the_workspace_or_a_folder_as_the_exercise_is_named_as_such(folder, tmp_path):

@@ -844,6 +844,7 @@ def test_lesson_references_and_glossary_together_print_both(capsys):
         (["no-such-lesson"], ["no lesson named 'no-such-lesson'", "list them with: microgradnorm lesson"]),
         (["layernorm"], ["matches several lessons", "03-layernorm-forward", "list them with: microgradnorm lesson"]),
         (["0-"], ["no lesson named '0-'", "list them with: microgradnorm lesson"]),  # not lesson 10
+        (["²"], ["no lesson named '²'"]),  # a digit to str.isdigit, not to int()
         (["chain"], ["no lesson named 'chain'"]),  # a part of lesson 1's name, not its start
         (["3", "--dim", "40"], ["--dim", "2 to 16", "40"]),
         (["8", "--batch", "1"], ["--batch", "two or more rows", "2 to 16", "got 1"]),

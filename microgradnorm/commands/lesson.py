@@ -80,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def find_lesson(lessons: list, query: str):
     """The lesson a learner means by ``query``: a number, a file name, a slug or the unique start of one."""
     q = query.strip().lower()
-    if q.removesuffix(".md").isdigit():
+    if q.removesuffix(".md").isdecimal():
         number = int(q.removesuffix(".md"))
         for lesson in lessons:
             if lesson.number == number:

@@ -183,7 +183,7 @@ def get_exercise(name: str | int) -> Exercise:
     """
     key = _key(str(name))
     for ex in EXERCISES:
-        if (key.isdigit() and ex.number == int(key)) or key in (ex.name, ex.slug):
+        if (key.isdecimal() and ex.number == int(key)) or key in (ex.name, ex.slug):
             return ex
     raise UnknownExerciseError(
         _(

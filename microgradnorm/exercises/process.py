@@ -290,12 +290,12 @@ def _read_status(run: ChildRun, text: str) -> None:
     for line in text.splitlines():
         word, _, value = line.partition(" ")
         run.status.append(line)
-        if word == "started" and value.isdigit():
+        if word == "started" and value.isdecimal():
             run.pid = int(value)
         elif word == "exit":
             with contextlib.suppress(ValueError):
                 run.returncode = int(value)
-        elif word == "clean" and value.isdigit():
+        elif word == "clean" and value.isdecimal():
             run.cleaned = int(value)
 
 

@@ -195,7 +195,7 @@ def load_lessons(
             continue
         try:
             if not LESSON_FILE.match(path.name):
-                if path.name[:1].isdigit():
+                if path.name[:1].isdecimal():
                     raise LessonFormatError(
                         path,
                         1,

@@ -394,6 +394,6 @@ def english_lesson(reference: str, english_dir: str | Path | None = None) -> Les
     folder = Path(english_dir) if english_dir is not None else lessons_dir()
     for path in sorted(folder.glob("*.md")):
         match = LESSON_FILE.match(path.name)
-        if match and (path.name == reference or (reference.isdigit() and int(reference) == int(match.group(1)))):
+        if match and (path.name == reference or (reference.isdecimal() and int(reference) == int(match.group(1)))):
             return parse_lesson(path, check_demos=False)
     raise ValueError(f"lesson: expected a lesson number or file name in {folder}, got {reference!r}")
