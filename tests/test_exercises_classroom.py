@@ -225,3 +225,7 @@ def test_a_report_folder_with_anything_in_it_is_refused_and_kept(tmp_path):
     with pytest.raises(UsageError, match="--out: expected a new or empty folder"):
         _run(["exercise", "grade", str(tmp_path / "s"), "--out", str(report)])
     assert (report / "grades.csv").read_text() == "my own notes\n"
+
+
+def test_a_student_name_with_brackets_is_written_as_it_is_not_read_as_markup():
+    assert "Feedback for ann [red]x [/]" in classroom.feedback("ann [red]x [/]", [])

@@ -209,7 +209,7 @@ def feedback(student: str, grades: list[Grade]) -> str:
     """The student's feedback as plain text: each check's report as ``exercise check`` shows it."""
     from microgradnorm.exercises.render import grade_report, plain_text
 
-    parts: list[RenderableType] = [_("Feedback for {student}").format(student=one_line(student))]
+    parts: list[RenderableType] = [Text(_("Feedback for {student}").format(student=one_line(student)))]  # no markup
     for item in sorted(grades, key=lambda g: g.exercise.number):
         parts += [Rule(f"{item.exercise.number:02d} {item.exercise.filename}"), grade_report(item.result)]
     return plain_text(parts)
