@@ -889,3 +889,18 @@ def test_a_drawn_number_has_four_significant_digits_and_no_negative_zero(v):
 
 def test_nan_and_infinity_are_spelled_out_in_a_drawing():
     assert [viz.num(v) for v in (float("nan"), float("inf"), float("-inf"), -0.0)] == ["nan", "inf", "-inf", "0"]
+
+
+@pytest.mark.parametrize("norm", ["layernorm", "rmsnorm", "groupnorm"])
+def test_the_sums_of_a_group_of_one_value_have_names_of_their_own(norm):
+    """Over one value, Σx and Σxshift² are still their group's sums, not two nodes both called sum[0,0]."""
+    x = [[1.0, 2.0], [2.0, 5.0]]
+    graph = (
+        mgn.group_norm(x, 2, eps=1e-3).graph
+        if norm == "groupnorm"
+        else mgn.get_norm(norm).build_graph([[1.0], [2.0]], None, None, 1e-3)
+    )
+    order = viz.drawing(graph).order
+    names = Counter(name for node, name in zip(order, display_names(order, graph)) if node.children)
+    assert [name for name, count in names.items() if count > 1] == []
+    assert any(name.startswith("Σ") for name in names)

@@ -104,7 +104,7 @@ def _name_elementwise(order: list[Value], names: list[str | None], position: dic
                 element[id(node)] = idx
             continue
         indices = {element[id(c)] for c in node.children if id(c) in element}
-        if len(indices) == 1:
+        if len(indices) == 1 and node.op != "sum":  # a sum is its group's, even over one value (Σx[0])
             element[id(node)] = indices.pop()
             names[k] = (node.label or "") + element[id(node)]
     for node in order:  # the loss sum(y * dy): its weights take the index of their y
