@@ -266,8 +266,9 @@ def _named_factors(n: int | None, counts: tuple[Count, ...]) -> list[tuple[float
             named.append((1.0 / extra.value, finding("scale_extra_count", n=extra.value, what=extra.what)))
     for right, wrong in itertools.permutations([c for c in counts if c.divides], 2):
         if right.value != wrong.value:
-            f, counts_said = right.value / wrong.value, {"right_what": right.what, "wrong_what": wrong.what}
-            named.append((f, finding("scale_count", factor=f, right=right.value, wrong=wrong.value, **counts_said)))
+            f = right.value / wrong.value
+            said = {"right_what": right.what, "wrong_what": wrong.what}
+            named.append((f, finding("scale_count", factor=f, right=right.value, wrong=wrong.value, **said)))
     if n is not None and n > 1:
         named += [(float(n), finding("scale_missing_1_over_n", n=n)), (1.0 / n, finding("scale_extra_1_over_n", n=n))]
     return [*named, (2.0, finding("scale_two")), (0.5, finding("scale_half"))]

@@ -135,7 +135,8 @@ def _dx_mistakes(info: dict[str, Any], dy: np.ndarray) -> list[Mistake]:
         out.append(mistake("wrong_count", backward, **_count_words(info, wrong)))
     out += _one_term_axis(gx, m, axes, x.ndim)
     for ax in _other_axes(x.ndim, axes):
-        mw, words = formulas.moments(x, ax, eps), {"wrong": axes_text(ax), "right": axes_text(axes)}
+        mw = formulas.moments(x, ax, eps)
+        words = {"wrong": axes_text(ax), "right": axes_text(axes)}
         out.append(mistake("wrong_axis", formulas.dx_simplified(gx, mw.xhat, mw.rstd, ax), **words))
         out.append(mistake("wrong_axis_backward", formulas.dx_simplified(gx, m.xhat, m.rstd, ax), **words))
     return out

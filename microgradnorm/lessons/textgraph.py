@@ -75,10 +75,13 @@ def _nodes(graph: GraphLike) -> tuple[dict[int, str], list[tuple[str, Value]]]:
     written out in the formulas that use it.
     """
     norm = graph if isinstance(graph, NormGraph) else None
-    roots = [graph] if isinstance(graph, Value) else list(graph) if isinstance(graph, (list, tuple)) else []
     if norm is not None:
         roots = norm.roots()
-    elif not roots or not all(isinstance(v, Value) for v in roots):
+    elif isinstance(graph, Value):
+        roots = [graph]
+    elif isinstance(graph, (list, tuple)) and graph and all(isinstance(v, Value) for v in graph):
+        roots = list(graph)
+    else:
         raise TypeError(f"graph: expected a NormGraph, a Value or a list of Values, got {type(graph).__name__}")
     order = topological_order(roots)
     shown = _norm_nodes(norm) if norm is not None else [(v.stage or "", v) for v in order if v.label or not v.children]
