@@ -103,11 +103,21 @@ def live_child_processes(root: int | None = None) -> list[int]:
     """Processes of the grader's (supervisors and children) still running, from /proc; [] without /proc.
 
     With ``root``, only those descended from process ``root``. Without it, all of this checkout's; but on an
-    xdist worker (the quick set runs on two) the other worker may be grading at that moment, so there only
-    this worker's own and the orphans (a parent of 1: what a supervisor that died without its child leaves).
+    xdist worker (the quick set runs on two) the other worker may be grading at that moment, so there this
+    worker's own, and any that the test session no longer holds: a child whose supervisor died is adopted by
+    process 1 or by a subreaper outside the session (``systemd --user`` on a desktop).
     """
-    if root is None and os.environ.get("PYTEST_XDIST_WORKER"):
-        return sorted(set(live_child_processes(os.getpid())) | set(live_child_processes(1)))
+    found, parent = _graders()
+    if root is not None:
+        return [pid for pid in found if _descends(pid, root, parent)]
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return found
+    session = os.getppid()  # the xdist controller, parent of both workers
+    return [pid for pid in found if _descends(pid, os.getpid(), parent) or not _descends(pid, session, parent)]
+
+
+def _graders() -> tuple[list[int], dict[int, int]]:
+    """This checkout's live grader processes, and every process's parent."""
     found, parent = [], {}
     for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
         if not entry.isdigit():
@@ -122,12 +132,10 @@ def live_child_processes(root: int | None = None) -> list[int]:
         parent[int(entry)] = int(ppid)
         if state != b"Z" and any(marker in cmdline for marker in CHILD_MARKERS):
             found.append(int(entry))
-    return found if root is None else [pid for pid in found if _descends(pid, root, parent)]
+    return found, parent
 
 
 def _descends(pid: int, root: int, parent: dict[int, int]) -> bool:
-    if root == 1:  # an orphan, not everything (every process descends from 1)
-        return parent.get(pid) == 1
     while pid > 1 and pid != root:
         pid = parent.get(pid, 0)
     return pid == root
@@ -135,7 +143,7 @@ def _descends(pid: int, root: int, parent: dict[int, int]) -> bool:
 
 def still_running(pids: list[int]) -> list[int]:
     """Those of ``pids`` that are still grader processes (alive, not zombies)."""
-    return [pid for pid in live_child_processes() if pid in pids]
+    return [pid for pid in _graders()[0] if pid in pids]
 
 
 # ---- judging in this process (fast): for corpora of answers this test suite wrote itself ----------------

@@ -1,4 +1,6 @@
-"""Helpers the test modules share: rendering a rich renderable to text, and running the CLI in-process."""
+"""Helpers the test modules share: rendering a rich renderable to text and running the CLI in-process; reading
+what a demo said (a message through the catalog, a recorded ✓/✗) instead of copying its English; the refusal
+tables; sample lessons; and the independent oracles the norm tests compare with (PyTorch, finite differences)."""
 
 from __future__ import annotations
 

@@ -200,7 +200,9 @@ def test_no_verdict_is_stronger_than_the_noise_of_its_repeats():
         "Only one implementation gave a forward + backward verdict this run: no comparison between implementations."
     )
     steady = {"numpy": {"f": [0.5, 0.6, 0.7], "b": [0.5, 0.6, 0.7]}, "torch": {"f": [0.6, 0.7], "b": [0.6, 0.7]}}
-    assert read(R.speed_reading(med, steady)[-1])[2] == ["faster"] and len(R.speed_reading(med, steady)) == 3
+    agreed = _("Every implementation timed here agrees: RMSNorm is {verdict} (forward + backward).")
+    assert R.speed_reading(med, steady)[-1] == agreed.format(verdict=R.said("faster"))
+    assert len(R.speed_reading(med, steady)) == 3
     assert R.verdict(0.6, [0.97, 1.02]) == "about the same" and R.verdict(0.6, [0.9, 1.02]) == "unclear"
 
 
