@@ -25,7 +25,7 @@ from microgradnorm.exercises import landlock, messages, render
 from microgradnorm.exercises import workspace as ws
 from microgradnorm.exercises.catalog import EXERCISES, get_exercise
 from microgradnorm.exercises.problems import get_problem
-from tests.grading import Submission, grade_all, live_child_processes
+from tests.grading import Submission, grade_all, live_child_processes, solution
 from tests.helpers import run_exercise
 
 SOLUTIONS = get_exercise(1).solution.parent
@@ -44,10 +44,6 @@ class Attack:
     kernel_files: bool = (
         False  # only the kernel stops it (bubblewrap's mount namespace or Landlock; the hook is undone)
     )
-
-
-def _solution(number: int) -> str:
-    return get_exercise(number).solution.read_text(encoding="utf-8")
 
 
 FORMULAS = Path(__file__).resolve().parents[1] / "microgradnorm" / "formulas.py"
@@ -278,9 +274,9 @@ except Exception as _e:
 def _source(attack: Attack) -> str:
     if attack.whole:
         return attack.code
-    solution = _solution(attack.number)
-    head, sep, body = solution.partition("\ndef ")
-    return f"{head}\n{attack.code}\n{sep.lstrip()}{body}" if sep else attack.code + solution
+    reference = solution(attack.number)
+    head, sep, body = reference.partition("\ndef ")
+    return f"{head}\n{attack.code}\n{sep.lstrip()}{body}" if sep else attack.code + reference
 
 
 @pytest.fixture(scope="module")
@@ -456,7 +452,7 @@ def test_a_progress_file_changed_during_a_check_is_put_back_and_nothing_recorded
 
 def test_the_child_gets_no_environment_of_the_grader(tmp_path):
     path = tmp_path / "env.py"
-    path.write_text("import os\nprint(sorted(os.environ))\n" + _solution(1), encoding="utf-8")
+    path.write_text("import os\nprint(sorted(os.environ))\n" + solution(1), encoding="utf-8")
     (result,) = grade_all([Submission("env", 1, path)]).values()
     assert result.passed, result.summary
     assert "MICROGRADNORM_HOME" not in result.printed and "'HOME'" not in result.printed
