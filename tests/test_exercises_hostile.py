@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import os
 import tempfile
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,9 +42,8 @@ class Attack:
     code: str  # put at the top of the reference solution (after its imports), or the whole file if ``whole``
     words: str  # in the summary or the findings
     whole: bool = False
-    kernel_files: bool = (
-        False  # only the kernel stops it (bubblewrap's mount namespace or Landlock; the hook is undone)
-    )
+    # only the kernel stops it (bubblewrap's mount namespace or Landlock; the hook is undone)
+    kernel_files: bool = False
 
 
 FORMULAS = Path(__file__).resolve().parents[1] / "microgradnorm" / "formulas.py"
@@ -301,9 +301,7 @@ def results(tmp_path_factory):
 
 
 def test_every_class_is_attacked_twice_and_every_exercise_once():
-    classes: dict[str, int] = {}
-    for attack in ATTACKS:
-        classes[attack.attack_class] = classes.get(attack.attack_class, 0) + 1
+    classes = Counter(attack.attack_class for attack in ATTACKS)
     assert min(classes.values()) >= 2, classes
     assert {a.number for a in ATTACKS} == {ex.number for ex in EXERCISES}
 
