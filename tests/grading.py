@@ -43,14 +43,9 @@ class Submission:
 
 def planted(folder: Path, number: int, *changes: tuple[str, str]) -> Path:
     """The reference solution of exercise ``number`` with each (old, new) change made (old appears once)."""
-    ex = get_exercise(number)
-    source = ex.solution.read_text(encoding="utf-8")
-    for old, new in changes:
-        assert source.count(old) == 1, f"{old!r} is not in the solution of {ex.name} exactly once"
-        source = source.replace(old, new)
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{ex.name}-{abs(hash(changes)) % 10**8}.py"
-    path.write_text(source, encoding="utf-8")
+    path = folder / f"{get_exercise(number).name}-{abs(hash(changes)) % 10**8}.py"
+    path.write_text(changed(number, *changes), encoding="utf-8")
     return path
 
 
@@ -190,9 +185,14 @@ def judge_source(number: int, source: str, seed: int):
     return judge(problem, cases, calls, arrays)
 
 
+def solution(number: int) -> str:
+    """The text of exercise ``number``'s reference solution."""
+    return get_exercise(number).solution.read_text(encoding="utf-8")
+
+
 def changed(number: int, *changes: tuple[str, str]) -> str:
     """The reference solution of exercise ``number`` with each (old, new) change made (old appears once)."""
-    source = get_exercise(number).solution.read_text(encoding="utf-8")
+    source = solution(number)
     for old, new in changes:
         assert source.count(old) == 1, f"{old!r} is not in the solution of exercise {number} exactly once"
         source = source.replace(old, new)

@@ -24,7 +24,7 @@ from microgradnorm.commands.exercise_classroom import TRUST_FLAG
 from microgradnorm.exercises import classroom
 from microgradnorm.exercises.catalog import get_exercise
 from microgradnorm.i18n import cli_language
-from tests.grading import ANSWERS, live_child_processes
+from tests.grading import ANSWERS, changed, live_child_processes
 from tests.helpers import run_exercise
 from tests.sandboxing import need_bubblewrap, without_bubblewrap
 from tests.test_exercises_grader import DIAGNOSES
@@ -37,14 +37,6 @@ MEAN_PATH = ("mean_part = dxhat.mean(axis=-1, keepdims=True)  # B,T,1: the path 
 SAME_MISTAKE = 4  # students who all leave out the path through the mean: the summary must count them
 
 
-def _planted(number: int, *changes: tuple[str, str]) -> str:
-    source = get_exercise(number).solution.read_text(encoding="utf-8")
-    for old, new in changes:
-        assert source.count(old) == 1, old
-        source = source.replace(old, new)
-    return source
-
-
 def _class() -> dict[str, tuple[int, str, str]]:
     """student -> (exercise number, source, what it is: right, a DIAGNOSES id, or hostile)."""
     students: dict[str, tuple[int, str, str]] = {}
@@ -53,9 +45,9 @@ def _class() -> dict[str, tuple[int, str, str]]:
     for p in DIAGNOSES[:14]:
         number, *rest, _words = p.values
         changes = [tuple(rest)] if all(isinstance(r, str) for r in rest) else rest
-        students[f"mistake-{p.id}"] = (number, _planted(number, *changes), p.id)
+        students[f"mistake-{p.id}"] = (number, changed(number, *changes), p.id)
     for i in range(SAME_MISTAKE):
-        students[f"mean-path-{i}"] = (5, _planted(5, MEAN_PATH), "mean-path")
+        students[f"mean-path-{i}"] = (5, changed(5, MEAN_PATH), "mean-path")
     hostile = {a.id: a for a in ATTACKS}
     for attack_id in ("cpu-burn", "fork-bomb", "forged-result-frame", "numpy-raw-memory"):
         attack = hostile[attack_id]
@@ -182,7 +174,7 @@ def test_feedback_is_written_in_the_language_asked_for(tmp_path):
     need_bubblewrap()
     submissions = tmp_path / "s"
     (submissions / "ana").mkdir(parents=True)
-    (submissions / "ana" / get_exercise(5).filename).write_text(_planted(5, MEAN_PATH), encoding="utf-8")
+    (submissions / "ana" / get_exercise(5).filename).write_text(changed(5, MEAN_PATH), encoding="utf-8")
     code, said = _run(["exercise", "grade", str(submissions), "--out", str(tmp_path / "r"), "--lang", "zh-CN"])
     text = (tmp_path / "r" / "feedback" / "ana.txt").read_text(encoding="utf-8")
     assert code == 0 and re.search(r"[\u4e00-\u9fff]", text) and re.search(r"[\u4e00-\u9fff]", said), text

@@ -24,6 +24,8 @@ from microgradnorm.exercises import messages, render
 from microgradnorm.exercises import workspace as ws
 from microgradnorm.exercises.catalog import EXERCISES, get_exercise
 from microgradnorm.store import state_dir
+from tests.grading import changed
+from tests.helpers import rendered, run_cli
 from tests.helpers import run_exercise as run
 
 
@@ -35,11 +37,22 @@ def folder(tmp_path) -> Path:
     return target
 
 
-def solve(folder: Path, number: int) -> Path:
-    ex = get_exercise(number)
-    path = folder / ex.filename
-    path.write_text(ex.solution.read_text(encoding="utf-8"), encoding="utf-8")
+def solve(folder: Path, number: int, *changes: tuple[str, str]) -> Path:
+    """Exercise ``number``'s file in ``folder`` made its reference solution, with each (old, new) change made."""
+    path = folder / get_exercise(number).filename
+    path.write_text(changed(number, *changes), encoding="utf-8")
     return path
+
+
+def record_passed(*numbers: int) -> None:
+    """Progress says exercises ``numbers`` (every one, without any) were passed."""
+
+    def passed(progress):
+        for ex in EXERCISES:
+            if ex.number in numbers or not numbers:
+                progress.record(ex)["passed"] = True
+
+    ws.update_progress(passed)
 
 
 # ---- init and the workspace ----------------------------------------------------------------
@@ -149,35 +162,30 @@ def test_unknown_name_is_a_usage_error(folder):
         run("check", "nonsense")
 
 
-def test_unknown_name_through_the_cli_is_one_line_exit_2(folder, capsys):
-    assert cli.main(["exercise", "hint", "nonsense"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1
-    assert "microgradnorm exercise list" in err
+NAME = "NAME: expected an exercise number"
 
 
 @pytest.mark.parametrize(
     "argv, words",
     [
-        (["--memory", "30"], "argument --memory: expected MiB from 256 to 1048576, got 30"),
-        (["--memory", "99999999999999"], "argument --memory: expected MiB from 256 to 1048576"),
-        (["--timeout", "1e12"], "argument --timeout: expected at most 3600 seconds, got 1e12"),
-        (["--timeout", "0"], "argument --timeout: expected a positive number of seconds"),
+        (["hint", "nonsense"], ["microgradnorm exercise list"]),  # an unknown name
+        (["check", "1", "--memory", "30"], ["argument --memory: expected MiB from 256 to 1048576, got 30"]),
+        (["check", "1", "--memory", "99999999999999"], ["argument --memory: expected MiB from 256 to 1048576"]),
+        (["check", "1", "--timeout", "1e12"], ["argument --timeout: expected at most 3600 seconds, got 1e12"]),
+        (["check", "1", "--timeout", "0"], ["argument --timeout: expected a positive number of seconds"]),
+        (["check", ""], [NAME, "got ''"]),
+        (["check", "²"], [NAME, "got '²'"]),  # '²' is a digit to str.isdigit, but int() refuses it
+        # a usage error of an action points to that action's help
+        (["watch", "5", "6"], ["microgradnorm exercise watch: error:", "(see microgradnorm exercise watch --help)"]),
+        (["list", "extra"], ["microgradnorm exercise list: error:", "(see microgradnorm exercise list --help)"]),
+        (["hint"], ["microgradnorm exercise hint: error:", "(see microgradnorm exercise hint --help)"]),
     ],
 )
-def test_limits_the_grader_cannot_use_are_one_line_errors(folder, capsys, argv, words):
-    with pytest.raises(SystemExit) as exit_:  # argparse exits on usage errors
-        cli.main(["exercise", "check", "1", *argv])
-    assert exit_.value.code == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and words in err, err
-
-
-@pytest.mark.parametrize("name", ["", "²"])  # '²' is a digit to str.isdigit, but int() refuses it
-def test_an_empty_or_superscript_name_is_refused_in_one_line(folder, capsys, name):
-    assert cli.main(["exercise", "check", name]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "NAME: expected an exercise number" in err and f"got {name!r}" in err
+def test_a_usage_error_is_one_line_and_exit_2(folder, capsys, argv, words):
+    code, _, err = run_cli(capsys, "exercise", *argv)
+    assert code == 2 and err.count("\n") == 1, err
+    for word in words:
+        assert word in err, err
 
 
 def test_a_file_given_as_the_workspace_or_a_folder_as_the_exercise_is_named_as_such(folder, tmp_path):
@@ -205,14 +213,13 @@ def test_a_solution_piped_into_a_file_is_the_runnable_file(folder):
     compile(out, "solution.py", "exec")
 
 
-def test_all_done(folder):
-    def everything(p):
-        for ex in EXERCISES:
-            p.record(ex)["passed"] = True
-
-    ws.update_progress(everything)
-    code, out = run("check")
-    assert code == 0 and "Every exercise is done" in out
+@pytest.mark.parametrize(
+    "argv, words", [(["check"], "Every exercise is done"), (["watch", "--interval", "0.05"], "Nothing to watch")]
+)
+def test_with_every_exercise_done_check_and_watch_say_so(folder, argv, words):
+    record_passed()
+    code, out = run(*argv)
+    assert code == 0 and words in out
 
 
 # ---- hints, solutions, reset ------------------------------------------------------------------
@@ -374,32 +381,10 @@ def test_watch_rechecks_on_save_and_moves_on_only_when_asked(folder):
     assert ws.load_progress().passed(get_exercise(1))
 
 
-def test_watch_with_everything_done_exits(folder):
-    def everything(p):
-        for ex in EXERCISES:
-            p.record(ex)["passed"] = True
-
-    ws.update_progress(everything)
-    code, out = run("watch", "--interval", "0.05")
-    assert code == 0 and "Nothing to watch" in out
-
-
-def test_watch_takes_a_name_as_check_does(folder):
-    w = _Watch(folder, "5")
-    try:
-        w.wait_for("Current exercise: 05_layernorm_backward")
-    finally:
-        assert w.stop() == 0
-
-
 def test_after_a_pass_watch_names_the_exercise_that_n_opens(folder):
-    """Passed: 01, 02 and 05. Passing 04 then: n opens 06 (the next unpassed after 04), and the message says so."""
-
-    def some(p):
-        for number in (1, 2, 5):
-            p.record(get_exercise(number))["passed"] = True
-
-    ws.update_progress(some)
+    """Passed: 01, 02 and 05. Watch takes a name as check does (4, where the next unpassed is 03); passing 04 then:
+    n opens 06 (the next unpassed after 04), and the message says so."""
+    record_passed(1, 2, 5)
     w = _Watch(folder, "4")
     try:
         w.wait_for("Current exercise: 04_affine_backward")
@@ -409,18 +394,6 @@ def test_after_a_pass_watch_names_the_exercise_that_n_opens(folder):
         w.wait_for("Current exercise: 06_batchnorm_staged")
     finally:
         assert w.stop() == 0
-
-
-@pytest.mark.parametrize("argv", [["watch", "5", "6"], ["list", "extra"], ["hint"]])
-def test_an_action_usage_error_points_to_that_action_help(folder, capsys, argv):
-    with pytest.raises(SystemExit) as exit_:
-        cli.main(["exercise", *argv])
-    assert exit_.value.code == 2
-    err = capsys.readouterr().err
-    action = argv[0]
-    assert err.count("\n") == 1, err
-    assert f"microgradnorm exercise {action}: error:" in err
-    assert f"(see microgradnorm exercise {action} --help)" in err
 
 
 @pytest.mark.parametrize("width", [60, 80, 120])
@@ -439,12 +412,11 @@ def test_a_hint_is_wrapped_once_at_the_terminal_width(folder):
     from microgradnorm.exercises.render import hint_view
 
     ex = get_exercise(2)
-    buf = io.StringIO()
-    Console(file=buf, width=80, color_system=None).print(hint_view(ex, hints(ex), len(hints(ex))))
+    shown = rendered(hint_view(ex, hints(ex), len(hints(ex))), width=80)
     for hint in hints(ex):
         for paragraph in hint.split("\n"):
             words = paragraph.split()
-            lines = [re.sub(r"^\d+\.\s+", "", ln.strip()) for ln in buf.getvalue().splitlines()]  # "2. text"
+            lines = [re.sub(r"^\d+\.\s+", "", ln.strip()) for ln in shown.splitlines()]  # "2. text"
             start = next(i for i, ln in enumerate(lines) if ln.startswith(" ".join(words[:3])))
             body = []
             for ln in lines[start:]:
@@ -459,9 +431,7 @@ def test_a_hint_is_wrapped_once_at_the_terminal_width(folder):
 
 
 def test_a_first_failure_names_the_slip_and_holds_back_the_formula_until_it_comes_back(folder):
-    path = solve(folder, 1)
-    source = path.read_text(encoding="utf-8")
-    path.write_text(source.replace("return p * a ** (p - 1.0) * dout", "return p * a**p * dout"), encoding="utf-8")
+    solve(folder, 1, ("return p * a ** (p - 1.0) * dout", "return p * a**p * dout"))
     formula = "p * a**(p-1)"
     code, first = run("check", "1")
     flat = " ".join(first.split())
@@ -484,11 +454,7 @@ def test_reset_of_an_untouched_file_asks_nothing_and_says_no_backup_was_needed(f
 
 
 def test_solution_diff_after_a_pass_shows_only_what_differs(folder):
-    path = solve(folder, 4)
-    path.write_text(
-        path.read_text(encoding="utf-8").replace("dbeta = dy.sum(axis=lead)  # D", "dbeta = np.sum(dy, axis=lead)"),
-        encoding="utf-8",
-    )
+    solve(folder, 4, ("dbeta = dy.sum(axis=lead)  # D", "dbeta = np.sum(dy, axis=lead)"))
     assert run("check", "4")[0] == 0
     code, out = run("solution", "4", "--diff")
     assert code == 0
@@ -519,14 +485,13 @@ def test_a_moved_workspace_is_reported_by_list_as_check_reports_it(folder, tmp_p
 
 
 def test_a_report_at_80_columns_keeps_the_seed_whole_and_hangs_its_bullets(folder):
-    path = solve(folder, 5)
-    source = path.read_text(encoding="utf-8")
-    path.write_text(
-        source.replace(
+    solve(
+        folder,
+        5,
+        (
             "var = (xshift * xshift).mean(axis=-1, keepdims=True)  # B,T,1",
             "var = xshift.var(axis=-1, ddof=1, keepdims=True)",
         ),
-        encoding="utf-8",
     )
     run("check", "5")  # the first time the explanation is held back; the second shows it
     _, out = run("check", "5", "--seed", "1234567", width=80)

@@ -22,7 +22,8 @@ import pytest
 from microgradnorm.exercises import messages
 from microgradnorm.exercises.catalog import get_exercise
 from microgradnorm.exercises.gradescope import ROOT_ENV
-from tests.test_exercises_classroom import MEAN_PATH, _planted, _run
+from tests.grading import changed
+from tests.test_exercises_classroom import MEAN_PATH, _run
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform == "win32", reason="Gradescope runs Linux")]
 
@@ -109,7 +110,7 @@ def test_a_right_submission_scores_and_a_missing_file_is_said(autograder):
 
 
 def test_a_wrong_submission_gets_the_graders_diagnosis(autograder):
-    data = _grade(autograder, {"05_layernorm_backward.py": _planted(5, MEAN_PATH)})
+    data = _grade(autograder, {"05_layernorm_backward.py": changed(5, MEAN_PATH)})
     five = next(t for t in data["tests"] if t["name"].startswith("05"))
     assert five["score"] == 0.0 and messages.title("mean_path_missing", {}) in " ".join(five["output"].split())
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import os
 import tempfile
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from microgradnorm.exercises import landlock, messages, render
 from microgradnorm.exercises import workspace as ws
 from microgradnorm.exercises.catalog import EXERCISES, get_exercise
 from microgradnorm.exercises.problems import get_problem
-from tests.grading import Submission, grade_all, live_child_processes
+from tests.grading import Submission, grade_all, live_child_processes, solution
 from tests.helpers import run_exercise
 
 SOLUTIONS = get_exercise(1).solution.parent
@@ -41,13 +42,8 @@ class Attack:
     code: str  # put at the top of the reference solution (after its imports), or the whole file if ``whole``
     words: str  # in the summary or the findings
     whole: bool = False
-    kernel_files: bool = (
-        False  # only the kernel stops it (bubblewrap's mount namespace or Landlock; the hook is undone)
-    )
-
-
-def _solution(number: int) -> str:
-    return get_exercise(number).solution.read_text(encoding="utf-8")
+    # only the kernel stops it (bubblewrap's mount namespace or Landlock; the hook is undone)
+    kernel_files: bool = False
 
 
 FORMULAS = Path(__file__).resolve().parents[1] / "microgradnorm" / "formulas.py"
@@ -278,9 +274,9 @@ except Exception as _e:
 def _source(attack: Attack) -> str:
     if attack.whole:
         return attack.code
-    solution = _solution(attack.number)
-    head, sep, body = solution.partition("\ndef ")
-    return f"{head}\n{attack.code}\n{sep.lstrip()}{body}" if sep else attack.code + solution
+    reference = solution(attack.number)
+    head, sep, body = reference.partition("\ndef ")
+    return f"{head}\n{attack.code}\n{sep.lstrip()}{body}" if sep else attack.code + reference
 
 
 @pytest.fixture(scope="module")
@@ -305,9 +301,7 @@ def results(tmp_path_factory):
 
 
 def test_every_class_is_attacked_twice_and_every_exercise_once():
-    classes: dict[str, int] = {}
-    for attack in ATTACKS:
-        classes[attack.attack_class] = classes.get(attack.attack_class, 0) + 1
+    classes = Counter(attack.attack_class for attack in ATTACKS)
     assert min(classes.values()) >= 2, classes
     assert {a.number for a in ATTACKS} == {ex.number for ex in EXERCISES}
 
@@ -456,7 +450,7 @@ def test_a_progress_file_changed_during_a_check_is_put_back_and_nothing_recorded
 
 def test_the_child_gets_no_environment_of_the_grader(tmp_path):
     path = tmp_path / "env.py"
-    path.write_text("import os\nprint(sorted(os.environ))\n" + _solution(1), encoding="utf-8")
+    path.write_text("import os\nprint(sorted(os.environ))\n" + solution(1), encoding="utf-8")
     (result,) = grade_all([Submission("env", 1, path)]).values()
     assert result.passed, result.summary
     assert "MICROGRADNORM_HOME" not in result.printed and "'HOME'" not in result.printed

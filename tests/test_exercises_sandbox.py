@@ -23,8 +23,10 @@ import numpy as np
 import pytest
 
 from microgradnorm.exercises import landlock, process, sandbox, seccomp, supervisor, wire
+from microgradnorm.exercises.catalog import get_exercise
+from microgradnorm.exercises.grader import grade
 from microgradnorm.exercises.process import child_environment
-from tests.sandboxing import without_bubblewrap
+from tests.sandboxing import need_bubblewrap, without_bubblewrap
 
 SUPERVISOR = Path(supervisor.__file__)
 linux_only = pytest.mark.skipif(not os.path.isdir("/proc"), reason="the subreaper and /proc are Linux's")
@@ -341,7 +343,6 @@ def test_paths_are_checked_as_text_and_links_below_an_allowed_directory_are_refu
     ids=["absurd-shape", "wrong-types", "strange-error", "claims-without-arrays"],
 )
 def test_a_forged_result_is_a_clear_failure(message):
-    from microgradnorm.exercises.catalog import get_exercise
     from microgradnorm.exercises.grader import GradeResult, _conclude
     from microgradnorm.exercises.problems import get_problem
     from microgradnorm.exercises.process import ChildRun
@@ -369,9 +370,6 @@ def fresh_filter_state(monkeypatch):
 @pytest.mark.skipif(landlock.abi_version() == 0, reason="the file filter needs Landlock (Linux 5.13 or later)")
 def test_a_file_filter_under_which_no_child_starts_is_dropped_for_the_audit_hook(fresh_filter_state, monkeypatch):
     """On a machine where the filter lets too little through, a probe without learner code finds it out."""
-    from microgradnorm.exercises.catalog import get_exercise
-    from microgradnorm.exercises.grader import grade
-
     nothing = {"directories": [], "files": [], "programs": [], "listable": [], "library_dirs": []}
     monkeypatch.setattr(process, "_readable", lambda engine=False: nothing)
     ex = get_exercise(1)
@@ -382,9 +380,6 @@ def test_a_file_filter_under_which_no_child_starts_is_dropped_for_the_audit_hook
 
 @pytest.mark.skipif(landlock.abi_version() == 0, reason="the file filter needs Landlock (Linux 5.13 or later)")
 def test_a_learner_file_that_ends_its_process_does_not_turn_the_file_filter_off(fresh_filter_state, tmp_path):
-    from microgradnorm.exercises.catalog import get_exercise
-    from microgradnorm.exercises.grader import grade
-
     path = tmp_path / "exits.py"
     path.write_text("import os\nos._exit(3)\n", encoding="utf-8")
     result = grade(get_exercise(2), path)
@@ -433,8 +428,6 @@ except OSError as exc:
 
 def test_bubblewrap_alone_shows_the_child_only_what_it_needs():
     """No hook, no seccomp: the namespaces hold the package's files, other processes and capabilities."""
-    from tests.sandboxing import need_bubblewrap
-
     need_bubblewrap()
     _, printed = _supervise(
         NAMESPACE_ATTEMPTS,
@@ -458,7 +451,6 @@ def test_a_hidden_site_packages_shows_only_the_files_bound_into_it(tmp_path):
     """A package installed in site-packages (pip install .): its harness files are bound into the empty folder
     that covers site-packages; its other files (and every other package) stay out of view."""
     from microgradnorm.exercises import bubblewrap
-    from tests.sandboxing import need_bubblewrap
 
     need_bubblewrap()
     lib = tmp_path / "lib"

@@ -10,29 +10,18 @@ what to return.
 
 from __future__ import annotations
 
-import io
 import os
 
 import pytest
-from rich.console import Console
 
 from microgradnorm.exercises import render
 from microgradnorm.exercises.catalog import get_exercise
 from microgradnorm.exercises.grader import STRING_LIMIT, grade
-from tests.grading import Submission, grade_all, live_child_processes
-from tests.sandboxing import need_bubblewrap
+from tests.grading import Submission, grade_all, live_child_processes, solution
+from tests.helpers import flat, rendered
+from tests.sandboxing import need_bubblewrap, without_bubblewrap
 
 PASSED = "Every check passed."
-
-
-def _solution(number: int) -> str:
-    return get_exercise(number).solution.read_text(encoding="utf-8")
-
-
-def _shown(result) -> str:
-    buf = io.StringIO()
-    Console(file=buf, width=100, color_system=None).print(render.grade_report(result))
-    return buf.getvalue()
 
 
 HOSTILE = {
@@ -100,7 +89,7 @@ def test_a_hostile_object_ends_as_a_clear_failure_never_a_crash(hostile, name):
 
 def test_no_line_from_the_child_stands_as_a_verdict_of_its_own(hostile):
     result = hostile["newline-class-name"]
-    lines = [line.strip() for line in _shown(result).splitlines()]
+    lines = [line.strip() for line in rendered(render.grade_report(result)).splitlines()]
     assert PASSED not in lines, lines
     assert "Boom\\n" + PASSED in result.summary  # shown, escaped, on the failing line
 
@@ -129,7 +118,7 @@ def test_a_forged_result_frame_prints_a_bounded_failure(tmp_path):
     path.write_text(FORGED.format(passed=PASSED), encoding="utf-8")
     result = grade(get_exercise(7), path)
     assert not result.passed
-    shown = _shown(result)
+    shown = rendered(render.grade_report(result))
     assert len(shown) < 5000, len(shown)
     assert PASSED not in [line.strip() for line in shown.splitlines()]
 
@@ -138,7 +127,7 @@ def test_numpy_testing_works_in_the_child(tmp_path):
     """numpy.testing imports subprocess and socket (stand-ins while it loads); its assertions need neither."""
     path = tmp_path / "uses_testing.py"
     path.write_text(
-        "import numpy as np\n\n" + _solution(4) + "\n\n_real = affine_backward\n\n\n"
+        "import numpy as np\n\n" + solution(4) + "\n\n_real = affine_backward\n\n\n"
         "def affine_backward(dy, xhat, gamma):\n    out = _real(dy, xhat, gamma)\n"
         "    np.testing.assert_allclose(out[1], dy.reshape(-1, dy.shape[-1]).sum(axis=0))\n    return out\n",
         encoding="utf-8",
@@ -174,7 +163,7 @@ def test_a_link_out_of_the_folder_is_refused_and_one_inside_is_graded(tmp_path):
     result = grade(get_exercise(4), out)
     assert not result.passed and "outside its folder" in result.summary
     assert "root-only line" not in result.summary + (result.where or "")
-    (folder / "real.py").write_text(_solution(4), encoding="utf-8")
+    (folder / "real.py").write_text(solution(4), encoding="utf-8")
     inside = folder / "link.py"
     inside.symlink_to("real.py")
     assert grade(get_exercise(4), inside).passed
@@ -184,16 +173,15 @@ def test_inside_bubblewrap_the_solution_files_cannot_even_be_looked_at(tmp_path)
     """Before: os.stat (no audit event, no Landlock right) told the sizes and ages of the solution files."""
     need_bubblewrap()
     path = tmp_path / "stat.py"
-    solution = get_exercise(4).solution
-    path.write_text(f"import os\n_size = os.stat({str(solution)!r}).st_size\n" + _solution(4), encoding="utf-8")
+    key = get_exercise(4).solution
+    path.write_text(f"import os\n_size = os.stat({str(key)!r}).st_size\n" + solution(4), encoding="utf-8")
     result = grade(get_exercise(4), path)
     assert not result.passed and "FileNotFoundError" in result.summary, result.summary
-    assert os.stat(solution).st_size > 0  # it is there, outside the sandbox
+    assert os.stat(key).st_size > 0  # it is there, outside the sandbox
 
 
 def test_without_bubblewrap_a_check_says_so_once(monkeypatch):
     from microgradnorm.exercises import grader
-    from tests.sandboxing import without_bubblewrap
 
     without_bubblewrap(monkeypatch)
     monkeypatch.setattr(grader, "_said_unisolated", [])
@@ -201,4 +189,4 @@ def test_without_bubblewrap_a_check_says_so_once(monkeypatch):
     first, second = grade(ex, ex.solution), grade(ex, ex.solution)
     assert first.passed and second.passed
     assert any("without bubblewrap" in note for note in first.notes) and second.notes == []
-    assert "without bubblewrap" in " ".join(_shown(first).split())
+    assert "without bubblewrap" in flat(render.grade_report(first))
