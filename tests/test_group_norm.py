@@ -1,6 +1,7 @@
 """GroupNorm (Wu & He, 2018), added through the registry: the scalar graph, the closed forms, the
 vectorized paths and the textbook file, against PyTorch (float64), finite differences and its two
-special cases (G = 1 is LayerNorm over (C, H, W); G = C is InstanceNorm).
+special cases (G = 1 is LayerNorm over (C, H, W); G = C is InstanceNorm). Every backend against PyTorch
+for several groupings, in float64 and float32: tests/test_vectorized.py's test_matches_pytorch.
 
 Also: every norm's tuned backends against the textbook NumPy file, and the textbook file against
 PyTorch, so that the textbook a learner reads is checked by an independent oracle.
@@ -69,26 +70,6 @@ def test_a_constant_group_at_eps_zero_names_the_group():
 
 
 # ---- the vectorized paths ------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("recompute", [False, True])
-@pytest.mark.parametrize(("shape", "groups"), [*CASES, ((4, 8, 3, 3), 4), ((2, 6, 2, 2, 2), 2)])
-def test_vectorized_group_norm_matches_torch(shape, groups, backend, recompute):
-    x, gamma, beta, dy = random_problem(get_norm("groupnorm", groups), shape, seed=len(shape))
-    y, cache = V.group_norm_forward(x, groups, gamma, beta, 1e-5, backend=backend, recompute=recompute)
-    expected = torch_results("groupnorm", x, gamma, beta, dy, 1e-5, groups)
-    assert_results_close((y, *V.group_norm_backward(dy, cache)), expected, *F64, f"{backend} recompute={recompute}")
-    assert cache.mean.shape == cache.rstd.shape == (shape[0], groups, 1)  # N,G,1
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_vectorized_group_norm_in_float32_matches_torch_in_float32(backend):
-    x, gamma, beta, dy = (a.astype(np.float32) for a in random_problem(get_norm("groupnorm", 4), (4, 8, 5, 5), 1))
-    y, cache = V.group_norm_forward(x, 4, gamma, beta, backend=backend)
-    got = (y, *V.group_norm_backward(dy, cache))
-    assert got[0].dtype == got[1].dtype == got[2].dtype == np.float32
-    assert_results_close(got, torch_results("groupnorm", x, gamma, beta, dy, 1e-5, 4), *test_tol.FLOAT32)
 
 
 def test_without_gamma_and_beta_the_parameter_gradients_are_none():
