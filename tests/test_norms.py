@@ -19,7 +19,7 @@ from microgradnorm.norms import group_norm
 from microgradnorm.registry import NORMS, get_norm
 from tests import tolerances as test_tol
 from tests.helpers import assert_results_close, graph_results, refuses, torch_results, values
-from tests.strategies import eps_values, matrices, positive_scales, shifts, upstream, vectors
+from tests.strategies import eps_values, matrices, upstream, vectors
 from tests.tolerances import rstd_of, xhat_atol
 
 STAGES = {name: spec.stages for name, spec in NORMS.items()}
@@ -84,31 +84,20 @@ def test_named_nodes_have_readable_indexed_names():
 # ---- forward values against NumPy ---------------------------------------------------
 
 
-@given(vectors(), vectors(min_dim=1, max_dim=1))
-def test_layer_norm_forward_matches_the_numpy_formula(x, e):
-    eps = float(abs(e[0]) % 1.0)
-    d = x.shape[0]
-    gamma = np.linspace(0.5, 1.5, d)
-    beta = np.linspace(-1.0, 1.0, d)
-    y = layer_norm(x.tolist(), gamma.tolist(), beta.tolist(), eps=eps)
-    m = formulas.moments(x, (0,), eps)
-    want = formulas.affine(m.xhat, gamma, beta)
-    assert tol.close(values(y), want, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL)
+DRAWN = {"layernorm": vectors(), "batchnorm": matrices(min_rows=2, axis=0), "rmsnorm": matrices()}
 
 
-@given(matrices(min_rows=2, axis=0))
-def test_batch_norm_forward_matches_the_numpy_formula(x):
-    y = batch_norm(x.tolist(), eps=1e-3)
-    want = formulas.moments(x, (0,), 1e-3).xhat
-    assert tol.close(values(y), want, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL)
-
-
-@given(matrices())
-def test_rms_norm_forward_matches_the_numpy_formula(x):
-    gamma = np.linspace(0.5, 2.0, x.shape[1])
-    y = rms_norm(x.tolist(), gamma.tolist(), eps=1e-4)
-    want = gamma * formulas.rms_moments(x, (1,), 1e-4).xhat
-    assert tol.close(values(y), want, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL)
+@pytest.mark.parametrize("norm", list(DRAWN))
+@given(data=st.data(), eps=st.floats(0.0, 1.0))
+def test_forward_matches_the_numpy_formula(norm, data, eps):
+    spec = get_norm(norm)
+    x = data.draw(DRAWN[norm])
+    d = spec.param_size(x.shape)
+    gamma, beta = np.linspace(0.5, 1.5, d), np.linspace(-1.0, 1.0, d) if spec.has_beta else None
+    y = spec.build_graph(x.tolist(), gamma.tolist(), None if beta is None else beta.tolist(), eps)
+    moments = formulas.moments if spec.centered else formulas.rms_moments
+    want = formulas.affine(moments(x, spec.axes(x.shape), eps).xhat, gamma, beta)
+    assert tol.close(values(y.out), want, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL)
 
 
 def test_batch_norm_nchw_normalizes_each_channel_over_n_h_w():
@@ -119,17 +108,6 @@ def test_batch_norm_nchw_normalizes_each_channel_over_n_h_w():
     per_channel = out.size // 3
     assert np.allclose(out.mean(axis=(0, 2, 3)), 0.0, rtol=0.0, atol=tol.cancellation_atol(term, per_channel))
     assert np.allclose(out.var(axis=(0, 2, 3)), 1.0, rtol=0.0, atol=tol.cancellation_atol(term**2, per_channel))
-
-
-def test_batch_norm_is_layer_norm_of_the_transpose_forward_and_backward():
-    rng = np.random.default_rng(2)
-    x = rng.normal(size=(5, 3))
-    dy = rng.normal(size=(5, 3))
-    bn = batch_norm(x.tolist(), eps=1e-3)
-    ln = layer_norm(x.T.tolist(), eps=1e-3)
-    assert tol.close(values(bn), values(ln).T, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL)
-    dx_bn, dx_ln = input_grad(bn, dy).reshape(5, 3), input_grad(ln, dy.T).reshape(3, 5)
-    assert tol.close(dx_bn, dx_ln.T, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
 
 
 TORCH_CASES = [("layernorm", (6,)), ("layernorm", (3, 5)), ("rmsnorm", (3, 5)), ("batchnorm", (6, 3)),
@@ -147,7 +125,7 @@ def test_scalar_graph_matches_pytorch(norm, shape, eps):
     assert_results_close(graph_results(graph, shape), torch_results(norm, x, gamma, beta, dy, eps), *test_tol.TORCH_F64)
 
 
-# ---- the invariants of LayerNorm, on the scalar graph itself ------------------------------
+# ---- the invariants of LayerNorm, on the scalar graph and on the closed forms, each on its own ------------
 
 
 def input_grad(y, dy) -> np.ndarray:
@@ -155,33 +133,44 @@ def input_grad(y, dy) -> np.ndarray:
     return np.array([v.grad for v in y.graph["x"]])
 
 
-@given(vectors(), shifts, eps_values)
-def test_layer_norm_ignores_a_constant_shift(x, c, eps):
-    shifted = values(layer_norm((x + c).tolist(), eps=eps))
-    assert np.allclose(values(layer_norm(x.tolist(), eps=eps)), shifted, rtol=0.0, atol=xhat_atol(x + c, eps))
+NORMALIZED = {  # a vector normalized (no gamma, no beta): LayerNorm by the scalar graph and the closed forms; RMSNorm
+    "layer_norm": lambda x, eps: values(layer_norm(x.tolist(), eps=eps)),
+    "moments": lambda x, eps: formulas.moments(x, (0,), eps).xhat,
+    "rms_norm": lambda x, eps: values(rms_norm(x.tolist(), eps=eps)),
+}
+INPUT_GRAD = {  # LayerNorm's dL/dx of a vector for gamma (or None) and dy, from the graph and the closed forms
+    "layer_norm": lambda x, gamma, eps, dy: input_grad(layer_norm(x.tolist(), gamma, eps=eps), dy),
+    "closed_form": lambda x, gamma, eps, dy: formulas.normalization_node_grads(x, gamma, None, eps, dy, (0,), 0)["x"],
+}
 
 
-@pytest.mark.parametrize("norm", [layer_norm, rms_norm], ids=["layer_norm", "rms_norm"])
-@given(vectors(), positive_scales)
-def test_a_norm_ignores_a_positive_scale_at_eps_zero(norm, x, c):
-    scaled = values(norm((c * x).tolist(), eps=0.0))
-    assert np.allclose(values(norm(x.tolist(), eps=0.0)), scaled, rtol=0.0, atol=xhat_atol(x, 0.0))
+@pytest.mark.parametrize("how", ["layer_norm", "moments"])
+@given(vectors(), st.floats(-50, 50), eps_values)
+def test_layer_norm_ignores_a_constant_shift(how, x, c, eps):
+    assert np.allclose(NORMALIZED[how](x, eps), NORMALIZED[how](x + c, eps), rtol=0.0, atol=xhat_atol(x + c, eps))
 
 
-@given(vectors(), eps_values, st.data())
-def test_the_input_gradient_sums_to_zero(x, eps, data):
+@pytest.mark.parametrize("how", list(NORMALIZED))
+@given(vectors(), st.floats(0.01, 100))
+def test_a_norm_ignores_a_positive_scale_at_eps_zero(how, x, c):
+    assert np.allclose(NORMALIZED[how](x, 0.0), NORMALIZED[how](c * x, 0.0), rtol=0.0, atol=xhat_atol(x, 0.0))
+
+
+@pytest.mark.parametrize("how", list(INPUT_GRAD))
+@given(vectors(), eps_values, st.booleans(), st.data())
+def test_the_input_gradient_sums_to_zero(how, x, eps, with_gamma, data):
     dy = data.draw(upstream(x.shape))
-    gamma = np.linspace(0.5, 1.5, x.shape[0])
-    dx = input_grad(layer_norm(x.tolist(), gamma.tolist(), eps=eps), dy)
+    gamma = np.linspace(0.5, 1.5, x.shape[0]) if with_gamma else None
+    dx = INPUT_GRAD[how](x, gamma, eps, dy)
     assert abs(dx.sum()) <= tol.norm_dx_atol(x, gamma, dy, rstd_of(x, eps)) * x.size
 
 
+@pytest.mark.parametrize("how", list(INPUT_GRAD))
 @given(vectors(), st.data())
-def test_the_input_gradient_is_orthogonal_to_xhat_at_eps_zero(x, data):
+def test_the_input_gradient_is_orthogonal_to_xhat_at_eps_zero(how, x, data):
     dy = data.draw(upstream(x.shape))
-    y = layer_norm(x.tolist(), eps=0.0)
-    xhat = np.array([v.data for v in y.graph["xhat"]])
-    dx = input_grad(y, dy)
+    xhat = formulas.moments(x, (0,), 0.0).xhat
+    dx = INPUT_GRAD[how](x, None, 0.0, dy)
     # each dx_i is off by up to dx_atol, and the dot product rounds its d terms dx_i * xhat_i
     dx_atol = tol.norm_dx_atol(x, None, dy, rstd_of(x, 0.0))
     bound = dx_atol * np.abs(xhat).sum() + tol.cancellation_atol(np.abs(dx).max() * np.abs(xhat).max(), x.size)
