@@ -23,7 +23,7 @@ CASES = [  # (norm, GroupNorm's num_groups, shape)
     ("batchnorm", None, (4, 3)),
     ("batchnorm", None, (2, 3, 2, 2)),
     ("rmsnorm", None, (3, 5)),
-    ("groupnorm", 2, (2, 4)),  # GroupNorm: the shapes and groupings of tests/test_group_norm.py
+    ("groupnorm", 2, (2, 4)),  # GroupNorm: the shapes and groupings of tests/test_norms.py's TORCH_CASES
     ("groupnorm", 3, (2, 6, 3)),
     ("groupnorm", 2, (1, 4, 2, 2)),
     ("groupnorm", 1, (3, 4, 2)),

@@ -1,7 +1,7 @@
 """GroupNorm (Wu & He, 2018), added through the registry: the scalar graph, the closed forms, the
 vectorized paths and the textbook file, against PyTorch (float64), finite differences and its two
-special cases (G = 1 is LayerNorm over (C, H, W); G = C is InstanceNorm). Every backend against PyTorch
-for several groupings, in float64 and float32: tests/test_vectorized.py's test_matches_pytorch.
+special cases (G = 1 is LayerNorm over (C, H, W); G = C is InstanceNorm). The scalar graph and every backend
+against PyTorch for several groupings: tests/test_norms.py's and tests/test_vectorized.py's test_matches_pytorch.
 
 Also: every norm's tuned backends against the textbook NumPy file, and the textbook file against
 PyTorch, so that the textbook a learner reads is checked by an independent oracle.
@@ -28,20 +28,7 @@ torch = pytest.importorskip("torch")
 F64 = test_tol.TORCH_F64
 
 
-CASES = [((2, 4), 2), ((2, 6, 3), 3), ((1, 4, 2, 2), 2), ((3, 4, 2), 1), ((2, 4, 3), 4)]
-
-
-# ---- the scalar graph ----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("shape", "groups"), CASES)
-def test_the_scalar_graph_matches_torch_group_norm(shape, groups):
-    x, gamma, beta, dy = random_problem(get_norm("groupnorm", groups), shape, seed=sum(shape) + groups)
-    y = group_norm(x.tolist(), groups, gamma.tolist(), beta.tolist(), 1e-5)
-    y.graph.loss(dy.tolist()).backward()
-    want = torch_results("groupnorm", x, gamma, beta, dy, 1e-5, groups)
-    assert_results_close(graph_results(y.graph, shape), want, *F64)
-    assert len(y.graph["mean"]) == shape[0] * groups  # one statistic per example and group
+# ---- the scalar graph (against PyTorch for several groupings: tests/test_norms.py's TORCH_CASES) ----------
 
 
 def test_one_group_is_layer_norm_over_channels_and_positions():

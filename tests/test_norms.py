@@ -13,30 +13,23 @@ from hypothesis import strategies as st
 from microgradnorm import DomainError, Value, batch_norm, formulas, layer_norm, rms_norm, topological_order
 from microgradnorm import tolerances as tol
 from microgradnorm import vectorized as V
-from microgradnorm.check import random_problem
 from microgradnorm.errors import InputError, InputTypeError
 from microgradnorm.norms import group_norm
 from microgradnorm.registry import NORMS, get_norm
 from tests import tolerances as test_tol
-from tests.helpers import assert_results_close, graph_results, refuses, torch_results, values
+from tests.helpers import assert_results_close, problem, refuses, scalar_results, torch_results, values
 from tests.strategies import eps_values, matrices, upstream, vectors
 from tests.tolerances import rstd_of, xhat_atol
 
-STAGES = {name: spec.stages for name, spec in NORMS.items()}
 NODE_NAMES = {name: spec.node_names for name, spec in NORMS.items()}
 
 
 # ---- structure ------------------------------------------------------------------
 
 
-def test_layer_norm_has_the_six_stages_and_every_node_is_tagged():
-    y = layer_norm([1.0, 2.0, 4.0], gamma=[1.0, 2.0, 3.0], beta=[0.5, 0.0, -1.0])
-    nodes = topological_order(y.graph.roots())
-    stages = {v.stage for v in nodes}
-    assert set(STAGES["layernorm"]) <= stages
-    assert stages <= set(STAGES["layernorm"]) | {"input"}
-    assert all(v.stage for v in nodes)
-    g = y.graph
+def test_layer_norm_has_one_node_per_entry_and_per_statistic_each_in_its_stage():
+    """(That every node of every norm is tagged with one of its stages: the registry's test below.)"""
+    g = layer_norm([1.0, 2.0, 4.0], gamma=[1.0, 2.0, 3.0], beta=[0.5, 0.0, -1.0]).graph
     assert [len(g[name]) for name in NODE_NAMES["layernorm"]] == [3, 1, 3, 1, 1, 1, 3, 3, 3, 3]
     assert g["mean"][0].stage == "mean" and g["xshift"][0].stage == "center"
     assert g["var"][0].stage == "var" and g["std"][0].stage == "sqrt"
@@ -53,21 +46,22 @@ def test_the_mean_of_d_values_is_one_sum_node_with_d_children():
 
 
 @pytest.mark.parametrize(
-    ("build", "shape", "groups"),
+    ("norm", "shape", "groups", "statistics"),
     [
-        (layer_norm, (5,), 1),
-        (layer_norm, (3, 4), 3),
-        (rms_norm, (3, 4), 3),
-        (batch_norm, (4, 3), 3),
-        (batch_norm, (2, 3, 2, 2), 3),
+        ("layernorm", (5,), 1, 1),
+        ("layernorm", (3, 4), 1, 3),
+        ("rmsnorm", (3, 4), 1, 3),
+        ("batchnorm", (4, 3), 1, 3),
+        ("batchnorm", (2, 3, 2, 2), 1, 3),
+        ("groupnorm", (2, 6, 3), 3, 6),  # one per example and group
+        ("groupnorm", (1, 4, 2, 2), 2, 2),
     ],
 )
-def test_outputs_keep_the_nesting_of_the_input_and_there_is_one_statistic_per_group(build, shape, groups):
-    x = np.random.default_rng(0).normal(size=shape)
-    y = build(x.tolist())
-    assert values(y).shape == shape
-    stat = "ms" if build is rms_norm else "mean"
-    assert len(y.graph[stat]) == groups
+def test_outputs_keep_the_nesting_of_the_input_and_there_is_one_statistic_per_group(norm, shape, groups, statistics):
+    spec = get_norm(norm, groups)
+    graph = spec.build_graph(np.random.default_rng(0).normal(size=shape).tolist())
+    assert values(graph.out).shape == shape
+    assert len(graph[spec.node_names[1]]) == statistics  # the mean, or RMSNorm's mean square
 
 
 def test_named_nodes_have_readable_indexed_names():
@@ -110,19 +104,22 @@ def test_batch_norm_nchw_normalizes_each_channel_over_n_h_w():
     assert np.allclose(out.var(axis=(0, 2, 3)), 1.0, rtol=0.0, atol=tol.cancellation_atol(term**2, per_channel))
 
 
-TORCH_CASES = [("layernorm", (6,)), ("layernorm", (3, 5)), ("rmsnorm", (3, 5)), ("batchnorm", (6, 3)),
-               ("batchnorm", (2, 3, 2, 2))]  # fmt: skip
+TORCH_CASES = [  # (norm, shape, GroupNorm's num_groups: a few, one as LayerNorm, one per channel as InstanceNorm)
+    ("layernorm", (6,), 1), ("layernorm", (3, 5), 1), ("rmsnorm", (3, 5), 1), ("batchnorm", (6, 3), 1),
+    ("batchnorm", (2, 3, 2, 2), 1), ("groupnorm", (2, 4), 2), ("groupnorm", (2, 6, 3), 3),
+    ("groupnorm", (1, 4, 2, 2), 2), ("groupnorm", (3, 4, 2), 1), ("groupnorm", (2, 4, 3), 4),
+]  # fmt: skip
 
 
-@pytest.mark.parametrize(("norm", "shape"), TORCH_CASES)
+@pytest.mark.parametrize(("norm", "shape", "groups"), TORCH_CASES)
 @pytest.mark.parametrize("eps", [1e-5, 0.1])
-def test_scalar_graph_matches_pytorch(norm, shape, eps):
-    """y and every gradient against torch.nn.functional in float64 (GroupNorm's: tests/test_group_norm.py)."""
+def test_scalar_graph_matches_pytorch(norm, shape, groups, eps):
+    """y and every gradient against torch.nn.functional in float64."""
     pytest.importorskip("torch")
-    x, gamma, beta, dy = random_problem(get_norm(norm), shape, seed=11)
-    graph = get_norm(norm).build_graph(x.tolist(), gamma.tolist(), None if beta is None else beta.tolist(), eps)
-    graph.loss(dy.tolist()).backward()
-    assert_results_close(graph_results(graph, shape), torch_results(norm, x, gamma, beta, dy, eps), *test_tol.TORCH_F64)
+    spec = get_norm(norm, groups)
+    x, gamma, beta, dy = problem(spec, shape, seed=sum(shape) + groups)
+    want = torch_results(norm, x, gamma, beta, dy, eps, groups)
+    assert_results_close(scalar_results(spec, x, gamma, beta, dy, eps), want, *test_tol.TORCH_F64)
 
 
 # ---- the invariants of LayerNorm, on the scalar graph and on the closed forms, each on its own ------------
@@ -252,7 +249,8 @@ def test_the_registry_builds_the_graph_of_each_norm_with_its_named_nodes_in_orde
     spec = NORMS[kind]
     graph = spec.build_graph(x, gamma, beta, 1e-3) if spec.has_beta else spec.build_graph(x, gamma)
     assert list(graph.nodes) == list(NODE_NAMES[kind])
-    assert set(spec.stages) <= {v.stage for v in topological_order(graph.roots())}
+    stages = {v.stage for v in topological_order(graph.roots())}
+    assert set(spec.stages) <= stages <= set(spec.stages) | {"input"}  # each of its stages; every node tagged
     direct = BUILDERS[kind](x, gamma, beta, 1e-3) if spec.has_beta else BUILDERS[kind](x, gamma)
     assert np.array_equal(values(graph.out), values(direct))
 
