@@ -293,7 +293,7 @@ def test_a_layer_norm_of_d_100000_backpropagates():
 
 # ---- bad input ---------------------------------------------------------------------------
 
-BAD_INPUTS = [
+BAD_INPUTS = [  # (a bad eps: tests/test_inputs.py, the same words for every function that takes one)
     (lambda: layer_norm([]), ValueError, ["x", "non-empty"]),
     (lambda: layer_norm([[1.0, 2.0], [3.0]]), ValueError, ["ragged", "x[1]", "1 entries", "x[0]", "2"]),
     (lambda: layer_norm([[1.0, 2.0], 3.0]), ValueError, ["ragged", "x[1]"]),
@@ -307,9 +307,6 @@ BAD_INPUTS = [
     (lambda: layer_norm([1.0, 2.0], gamma=[1.0]), ValueError, ["gamma", "2 values", "[1]"]),
     (lambda: layer_norm([1.0, 2.0], beta=[1.0, 2.0, 3.0]), ValueError, ["beta", "2 values", "[3]"]),
     (lambda: batch_norm([[[[1.0]]], [[[2.0]]]], gamma=[1.0, 2.0]), ValueError, ["gamma", "channel"]),
-    (lambda: layer_norm([1.0, 2.0], eps=-1e-5), ValueError, ["eps", ">= 0", "-1e-05"]),
-    (lambda: layer_norm([1.0, 2.0], eps=math.nan), ValueError, ["eps", "nan"]),
-    (lambda: layer_norm([1.0, 2.0], eps="0.1"), TypeError, ["eps", "str"]),
     (lambda: layer_norm([1.0, 2.0], variance="welford"), ValueError, ["variance", "two_pass", "welford"]),
     (lambda: layer_norm([1.0, 2.0]).graph.loss([1.0]), ValueError, ["dy", "[2]", "[1]"]),
     (lambda: group_norm([[1.0, 2.0, 3.0]], 2), InputError, ["num_groups", "divisor", "3", "2"]),
