@@ -53,8 +53,11 @@ def test_the_mean_of_d_values_is_one_sum_node_with_d_children():
         ("rmsnorm", (3, 4), 1, 3),
         ("batchnorm", (4, 3), 1, 3),
         ("batchnorm", (2, 3, 2, 2), 1, 3),
-        ("groupnorm", (2, 6, 3), 3, 6),  # one per example and group
+        ("groupnorm", (2, 4), 2, 4),  # one per example and group
+        ("groupnorm", (2, 6, 3), 3, 6),
         ("groupnorm", (1, 4, 2, 2), 2, 2),
+        ("groupnorm", (3, 4, 2), 1, 3),
+        ("groupnorm", (2, 4, 3), 4, 8),
     ],
 )
 def test_outputs_keep_the_nesting_of_the_input_and_there_is_one_statistic_per_group(norm, shape, groups, statistics):
