@@ -215,3 +215,23 @@ def numeric_grad(loss, a) -> np.ndarray:
         down[i] -= h
         g[i] = (loss(up) - loss(down)) / (2 * h)
     return g
+
+
+def problem(norm: Any, shape: tuple[int, ...], seed: int, dtype: Any = None) -> tuple:
+    """``check.random_problem`` of the registry's entry ``norm`` (a name or the entry itself): (x, gamma, beta, dy),
+    each cast to ``dtype`` where one is given (None, as RMSNorm's beta, stays None)."""
+    from microgradnorm.check import random_problem
+    from microgradnorm.registry import get_norm
+
+    arrays = random_problem(get_norm(norm) if isinstance(norm, str) else norm, shape, seed)
+    return tuple(a if a is None or dtype is None else a.astype(dtype) for a in arrays)
+
+
+def scalar_results(norm: Any, x, gamma, beta, dy, eps: float) -> tuple:
+    """(y, dx, dgamma, dbeta) of the scalar graph that the registry's entry ``norm`` (a name or the entry) builds
+    for ``x``, after the backward of loss = sum(y * dy): the scalar engine as an oracle for the other paths."""
+    from microgradnorm.registry import get_norm
+
+    graph = (get_norm(norm) if isinstance(norm, str) else norm).build_graph(x, gamma, beta, eps)
+    graph.loss(np.asarray(dy).tolist()).backward()
+    return graph_results(graph, np.shape(x))

@@ -264,17 +264,10 @@ def test_bad_bench_arguments_give_one_line_and_exit_two(capsys, argv, words):
 
 
 def _synthetic_report(torch_faults: float, torch1_faults: float) -> bench.BenchReport:
-    def timing(name, ms, faults):
-        return bench.Timing(name, ms, ms, fwdbwd_faults=faults)
-
-    case = bench.BenchCase("layernorm", (32, 128, 768), "float32")
-    timings = {
-        "numpy": timing("numpy", 12.0, 0.0),
-        "fused": timing("fused", 2.0, 0.0),
-        "torch": timing("torch", 4.0, torch_faults),
-        "torch1": timing("torch1", 3.0, torch1_faults),
-    }
-    return bench.BenchReport([bench.CaseResult(case, 1.0, timings)], 1, {"numpy": "x", "cpus": 2, "backend": "fused"})
+    ms = {"numpy": 12.0, "fused": 2.0, "torch": 4.0, "torch1": 3.0}
+    faults = {"torch": torch_faults, "torch1": torch1_faults}
+    timings = {name: bench.Timing(name, t, t, fwdbwd_faults=faults.get(name, 0.0)) for name, t in ms.items()}
+    return bench.BenchReport([_ln_case("float32", 1.0, **timings)], 1, ENV)
 
 
 def test_a_ratio_whose_reference_took_page_faults_is_marked():

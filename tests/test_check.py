@@ -23,7 +23,7 @@ CASES = [  # (norm, GroupNorm's num_groups, shape)
     ("batchnorm", None, (4, 3)),
     ("batchnorm", None, (2, 3, 2, 2)),
     ("rmsnorm", None, (3, 5)),
-    ("groupnorm", 2, (2, 4)),  # GroupNorm: the shapes and groupings of tests/test_group_norm.py
+    ("groupnorm", 2, (2, 4)),  # GroupNorm: the shapes and groupings of tests/test_norms.py's TORCH_CASES
     ("groupnorm", 3, (2, 6, 3)),
     ("groupnorm", 2, (1, 4, 2, 2)),
     ("groupnorm", 1, (3, 4, 2)),
@@ -71,15 +71,6 @@ def test_without_gamma_and_beta_the_output_node_is_xhat():
     assert report.passed
     assert "gamma" not in [n.name for n in report.nodes]
     assert np.array_equal(report.node("y").autograd, report.node("xhat").autograd)
-
-
-def test_finite_differences_can_be_limited_per_node():
-    spec = get_norm("layernorm")
-    x, gamma, beta, dy = random_problem(spec, (12,), seed=5)
-    report = check_norm(spec, x, gamma, beta, 1e-5, dy, fd_max_entries=3)
-    assert report.passed
-    assert report.node("x").fd_count == 3
-    assert np.isnan(report.node("x").finite_diff).sum() == 9
 
 
 def test_a_wrong_closed_form_is_caught(monkeypatch):
@@ -155,10 +146,16 @@ def test_the_scaled_tolerance_still_catches_a_wrong_derivative_on_a_thousand_ent
     assert not report.node("var").fd_ok and not report.node("x").fd_ok
 
 
-def test_finite_differences_default_to_a_cap_and_none_takes_every_entry():
+@pytest.mark.parametrize(
+    ("cap", "count"), [({}, tol.FD_MAX_ENTRIES), ({"fd_max_entries": 3}, 3), ({"fd_max_entries": None}, 40)]
+)
+@pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
+def test_finite_differences_default_to_a_cap_that_can_be_set_or_lifted(norm, cap, count):
+    """An entry the cap leaves out has no finite difference (NaN)."""
     x = np.linspace(-1.0, 2.0, 40) ** 2
-    assert check_norm("rmsnorm", x, seed=1).node("x").fd_count == tol.FD_MAX_ENTRIES
-    assert check_norm("rmsnorm", x, seed=1, fd_max_entries=None).node("x").fd_count == 40
+    report = check_norm(norm, x, seed=1, **cap)
+    assert report.passed and report.node("x").fd_count == count
+    assert np.isnan(report.node("x").finite_diff).sum() == 40 - count
 
 
 @pytest.mark.parametrize("bad", [0, -3, True])

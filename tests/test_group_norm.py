@@ -1,6 +1,7 @@
 """GroupNorm (Wu & He, 2018), added through the registry: the scalar graph, the closed forms, the
 vectorized paths and the textbook file, against PyTorch (float64), finite differences and its two
-special cases (G = 1 is LayerNorm over (C, H, W); G = C is InstanceNorm).
+special cases (G = 1 is LayerNorm over (C, H, W); G = C is InstanceNorm). The scalar graph and every backend
+against PyTorch for several groupings: tests/test_norms.py's and tests/test_vectorized.py's test_matches_pytorch.
 
 Also: every norm's tuned backends against the textbook NumPy file, and the textbook file against
 PyTorch, so that the textbook a learner reads is checked by an independent oracle.
@@ -27,20 +28,7 @@ torch = pytest.importorskip("torch")
 F64 = test_tol.TORCH_F64
 
 
-CASES = [((2, 4), 2), ((2, 6, 3), 3), ((1, 4, 2, 2), 2), ((3, 4, 2), 1), ((2, 4, 3), 4)]
-
-
-# ---- the scalar graph ----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("shape", "groups"), CASES)
-def test_the_scalar_graph_matches_torch_group_norm(shape, groups):
-    x, gamma, beta, dy = random_problem(get_norm("groupnorm", groups), shape, seed=sum(shape) + groups)
-    y = group_norm(x.tolist(), groups, gamma.tolist(), beta.tolist(), 1e-5)
-    y.graph.loss(dy.tolist()).backward()
-    want = torch_results("groupnorm", x, gamma, beta, dy, 1e-5, groups)
-    assert_results_close(graph_results(y.graph, shape), want, *F64)
-    assert len(y.graph["mean"]) == shape[0] * groups  # one statistic per example and group
+# ---- the scalar graph (against PyTorch for several groupings: tests/test_norms.py's TORCH_CASES) ----------
 
 
 def test_one_group_is_layer_norm_over_channels_and_positions():
@@ -69,26 +57,6 @@ def test_a_constant_group_at_eps_zero_names_the_group():
 
 
 # ---- the vectorized paths ------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("recompute", [False, True])
-@pytest.mark.parametrize(("shape", "groups"), [*CASES, ((4, 8, 3, 3), 4), ((2, 6, 2, 2, 2), 2)])
-def test_vectorized_group_norm_matches_torch(shape, groups, backend, recompute):
-    x, gamma, beta, dy = random_problem(get_norm("groupnorm", groups), shape, seed=len(shape))
-    y, cache = V.group_norm_forward(x, groups, gamma, beta, 1e-5, backend=backend, recompute=recompute)
-    expected = torch_results("groupnorm", x, gamma, beta, dy, 1e-5, groups)
-    assert_results_close((y, *V.group_norm_backward(dy, cache)), expected, *F64, f"{backend} recompute={recompute}")
-    assert cache.mean.shape == cache.rstd.shape == (shape[0], groups, 1)  # N,G,1
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_vectorized_group_norm_in_float32_matches_torch_in_float32(backend):
-    x, gamma, beta, dy = (a.astype(np.float32) for a in random_problem(get_norm("groupnorm", 4), (4, 8, 5, 5), 1))
-    y, cache = V.group_norm_forward(x, 4, gamma, beta, backend=backend)
-    got = (y, *V.group_norm_backward(dy, cache))
-    assert got[0].dtype == got[1].dtype == got[2].dtype == np.float32
-    assert_results_close(got, torch_results("groupnorm", x, gamma, beta, dy, 1e-5, 4), *test_tol.FLOAT32)
 
 
 def test_without_gamma_and_beta_the_parameter_gradients_are_none():

@@ -165,34 +165,25 @@ def circles(
     """(kind, first module, the others) for each set of modules that reach each other (a strongly
     connected component of the import graph, named by its members in order)."""
     edges = {m: {_owner(i, modules) for i, _top in imports} - {"", m} for m, imports in graph.items()}
-    index, low, stack, on_stack, found = {}, {}, [], set(), set()
-
-    def strongconnect(v: str) -> None:  # Tarjan's algorithm, iterative enough for a package's depth
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in edges.get(v, ()):
-            if w not in index:
-                strongconnect(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                first, *rest = sorted(component)
-                found.add((kind, first, " ".join(rest)))
-
-    for v in sorted(edges):
-        if v not in index:
-            strongconnect(v)
+    reach = {m: _reachable(m, edges) for m in edges}
+    found = set()
+    for m in edges:  # m's component: m and every module that m reaches and that reaches m back
+        first, *rest = sorted({m} | {w for w in reach[m] if m in reach.get(w, ())})
+        if rest:
+            found.add((kind, first, " ".join(rest)))
     return found
+
+
+def _reachable(start: str, edges: Mapping[str, set[str]]) -> set[str]:
+    """Every module that ``start`` imports, directly or through others."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for w in edges.get(todo.pop(), ()):
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
 
 
 def test_the_checker_sees_an_upward_import_a_circle_and_a_core_import_of_rich():

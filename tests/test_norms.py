@@ -13,30 +13,23 @@ from hypothesis import strategies as st
 from microgradnorm import DomainError, Value, batch_norm, formulas, layer_norm, rms_norm, topological_order
 from microgradnorm import tolerances as tol
 from microgradnorm import vectorized as V
-from microgradnorm.check import random_problem
 from microgradnorm.errors import InputError, InputTypeError
 from microgradnorm.norms import group_norm
 from microgradnorm.registry import NORMS, get_norm
 from tests import tolerances as test_tol
-from tests.helpers import assert_results_close, graph_results, refuses, torch_results, values
-from tests.strategies import eps_values, matrices, positive_scales, shifts, upstream, vectors
+from tests.helpers import assert_results_close, problem, refuses, scalar_results, torch_results, values
+from tests.strategies import eps_values, matrices, upstream, vectors
 from tests.tolerances import rstd_of, xhat_atol
 
-STAGES = {name: spec.stages for name, spec in NORMS.items()}
 NODE_NAMES = {name: spec.node_names for name, spec in NORMS.items()}
 
 
 # ---- structure ------------------------------------------------------------------
 
 
-def test_layer_norm_has_the_six_stages_and_every_node_is_tagged():
-    y = layer_norm([1.0, 2.0, 4.0], gamma=[1.0, 2.0, 3.0], beta=[0.5, 0.0, -1.0])
-    nodes = topological_order(y.graph.roots())
-    stages = {v.stage for v in nodes}
-    assert set(STAGES["layernorm"]) <= stages
-    assert stages <= set(STAGES["layernorm"]) | {"input"}
-    assert all(v.stage for v in nodes)
-    g = y.graph
+def test_layer_norm_has_one_node_per_entry_and_per_statistic_each_in_its_stage():
+    """(That every node of every norm is tagged with one of its stages: the registry's test below.)"""
+    g = layer_norm([1.0, 2.0, 4.0], gamma=[1.0, 2.0, 3.0], beta=[0.5, 0.0, -1.0]).graph
     assert [len(g[name]) for name in NODE_NAMES["layernorm"]] == [3, 1, 3, 1, 1, 1, 3, 3, 3, 3]
     assert g["mean"][0].stage == "mean" and g["xshift"][0].stage == "center"
     assert g["var"][0].stage == "var" and g["std"][0].stage == "sqrt"
@@ -53,21 +46,25 @@ def test_the_mean_of_d_values_is_one_sum_node_with_d_children():
 
 
 @pytest.mark.parametrize(
-    ("build", "shape", "groups"),
+    ("norm", "shape", "groups", "statistics"),
     [
-        (layer_norm, (5,), 1),
-        (layer_norm, (3, 4), 3),
-        (rms_norm, (3, 4), 3),
-        (batch_norm, (4, 3), 3),
-        (batch_norm, (2, 3, 2, 2), 3),
+        ("layernorm", (5,), 1, 1),
+        ("layernorm", (3, 4), 1, 3),
+        ("rmsnorm", (3, 4), 1, 3),
+        ("batchnorm", (4, 3), 1, 3),
+        ("batchnorm", (2, 3, 2, 2), 1, 3),
+        ("groupnorm", (2, 4), 2, 4),  # one per example and group
+        ("groupnorm", (2, 6, 3), 3, 6),
+        ("groupnorm", (1, 4, 2, 2), 2, 2),
+        ("groupnorm", (3, 4, 2), 1, 3),
+        ("groupnorm", (2, 4, 3), 4, 8),
     ],
 )
-def test_outputs_keep_the_nesting_of_the_input_and_there_is_one_statistic_per_group(build, shape, groups):
-    x = np.random.default_rng(0).normal(size=shape)
-    y = build(x.tolist())
-    assert values(y).shape == shape
-    stat = "ms" if build is rms_norm else "mean"
-    assert len(y.graph[stat]) == groups
+def test_outputs_keep_the_nesting_of_the_input_and_there_is_one_statistic_per_group(norm, shape, groups, statistics):
+    spec = get_norm(norm, groups)
+    graph = spec.build_graph(np.random.default_rng(0).normal(size=shape).tolist())
+    assert values(graph.out).shape == shape
+    assert len(graph[spec.node_names[1]]) == statistics  # the mean, or RMSNorm's mean square
 
 
 def test_named_nodes_have_readable_indexed_names():
@@ -84,31 +81,20 @@ def test_named_nodes_have_readable_indexed_names():
 # ---- forward values against NumPy ---------------------------------------------------
 
 
-@given(vectors(), vectors(min_dim=1, max_dim=1))
-def test_layer_norm_forward_matches_the_numpy_formula(x, e):
-    eps = float(abs(e[0]) % 1.0)
-    d = x.shape[0]
-    gamma = np.linspace(0.5, 1.5, d)
-    beta = np.linspace(-1.0, 1.0, d)
-    y = layer_norm(x.tolist(), gamma.tolist(), beta.tolist(), eps=eps)
-    m = formulas.moments(x, (0,), eps)
-    want = formulas.affine(m.xhat, gamma, beta)
-    assert tol.close(values(y), want, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL)
+DRAWN = {"layernorm": vectors(), "batchnorm": matrices(min_rows=2, axis=0), "rmsnorm": matrices()}
 
 
-@given(matrices(min_rows=2, axis=0))
-def test_batch_norm_forward_matches_the_numpy_formula(x):
-    y = batch_norm(x.tolist(), eps=1e-3)
-    want = formulas.moments(x, (0,), 1e-3).xhat
-    assert tol.close(values(y), want, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL)
-
-
-@given(matrices())
-def test_rms_norm_forward_matches_the_numpy_formula(x):
-    gamma = np.linspace(0.5, 2.0, x.shape[1])
-    y = rms_norm(x.tolist(), gamma.tolist(), eps=1e-4)
-    want = gamma * formulas.rms_moments(x, (1,), 1e-4).xhat
-    assert tol.close(values(y), want, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL)
+@pytest.mark.parametrize("norm", list(DRAWN))
+@given(data=st.data(), eps=st.floats(0.0, 1.0))
+def test_forward_matches_the_numpy_formula(norm, data, eps):
+    spec = get_norm(norm)
+    x = data.draw(DRAWN[norm])
+    d = spec.param_size(x.shape)
+    gamma, beta = np.linspace(0.5, 1.5, d), np.linspace(-1.0, 1.0, d) if spec.has_beta else None
+    y = spec.build_graph(x.tolist(), gamma.tolist(), None if beta is None else beta.tolist(), eps)
+    moments = formulas.moments if spec.centered else formulas.rms_moments
+    want = formulas.affine(moments(x, spec.axes(x.shape), eps).xhat, gamma, beta)
+    assert tol.close(values(y.out), want, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL)
 
 
 def test_batch_norm_nchw_normalizes_each_channel_over_n_h_w():
@@ -121,33 +107,25 @@ def test_batch_norm_nchw_normalizes_each_channel_over_n_h_w():
     assert np.allclose(out.var(axis=(0, 2, 3)), 1.0, rtol=0.0, atol=tol.cancellation_atol(term**2, per_channel))
 
 
-def test_batch_norm_is_layer_norm_of_the_transpose_forward_and_backward():
-    rng = np.random.default_rng(2)
-    x = rng.normal(size=(5, 3))
-    dy = rng.normal(size=(5, 3))
-    bn = batch_norm(x.tolist(), eps=1e-3)
-    ln = layer_norm(x.T.tolist(), eps=1e-3)
-    assert tol.close(values(bn), values(ln).T, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL)
-    dx_bn, dx_ln = input_grad(bn, dy).reshape(5, 3), input_grad(ln, dy.T).reshape(3, 5)
-    assert tol.close(dx_bn, dx_ln.T, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+TORCH_CASES = [  # (norm, shape, GroupNorm's num_groups: a few, one as LayerNorm, one per channel as InstanceNorm)
+    ("layernorm", (6,), 1), ("layernorm", (3, 5), 1), ("rmsnorm", (3, 5), 1), ("batchnorm", (6, 3), 1),
+    ("batchnorm", (2, 3, 2, 2), 1), ("groupnorm", (2, 4), 2), ("groupnorm", (2, 6, 3), 3),
+    ("groupnorm", (1, 4, 2, 2), 2), ("groupnorm", (3, 4, 2), 1), ("groupnorm", (2, 4, 3), 4),
+]  # fmt: skip
 
 
-TORCH_CASES = [("layernorm", (6,)), ("layernorm", (3, 5)), ("rmsnorm", (3, 5)), ("batchnorm", (6, 3)),
-               ("batchnorm", (2, 3, 2, 2))]  # fmt: skip
-
-
-@pytest.mark.parametrize(("norm", "shape"), TORCH_CASES)
+@pytest.mark.parametrize(("norm", "shape", "groups"), TORCH_CASES)
 @pytest.mark.parametrize("eps", [1e-5, 0.1])
-def test_scalar_graph_matches_pytorch(norm, shape, eps):
-    """y and every gradient against torch.nn.functional in float64 (GroupNorm's: tests/test_group_norm.py)."""
+def test_scalar_graph_matches_pytorch(norm, shape, groups, eps):
+    """y and every gradient against torch.nn.functional in float64."""
     pytest.importorskip("torch")
-    x, gamma, beta, dy = random_problem(get_norm(norm), shape, seed=11)
-    graph = get_norm(norm).build_graph(x.tolist(), gamma.tolist(), None if beta is None else beta.tolist(), eps)
-    graph.loss(dy.tolist()).backward()
-    assert_results_close(graph_results(graph, shape), torch_results(norm, x, gamma, beta, dy, eps), *test_tol.TORCH_F64)
+    spec = get_norm(norm, groups)
+    x, gamma, beta, dy = problem(spec, shape, seed=sum(shape) + groups)
+    want = torch_results(norm, x, gamma, beta, dy, eps, groups)
+    assert_results_close(scalar_results(spec, x, gamma, beta, dy, eps), want, *test_tol.TORCH_F64)
 
 
-# ---- the invariants of LayerNorm, on the scalar graph itself ------------------------------
+# ---- the invariants of LayerNorm, on the scalar graph and on the closed forms, each on its own ------------
 
 
 def input_grad(y, dy) -> np.ndarray:
@@ -155,33 +133,44 @@ def input_grad(y, dy) -> np.ndarray:
     return np.array([v.grad for v in y.graph["x"]])
 
 
-@given(vectors(), shifts, eps_values)
-def test_layer_norm_ignores_a_constant_shift(x, c, eps):
-    shifted = values(layer_norm((x + c).tolist(), eps=eps))
-    assert np.allclose(values(layer_norm(x.tolist(), eps=eps)), shifted, rtol=0.0, atol=xhat_atol(x + c, eps))
+NORMALIZED = {  # a vector normalized (no gamma, no beta): LayerNorm by the scalar graph and the closed forms; RMSNorm
+    "layer_norm": lambda x, eps: values(layer_norm(x.tolist(), eps=eps)),
+    "moments": lambda x, eps: formulas.moments(x, (0,), eps).xhat,
+    "rms_norm": lambda x, eps: values(rms_norm(x.tolist(), eps=eps)),
+}
+INPUT_GRAD = {  # LayerNorm's dL/dx of a vector for gamma (or None) and dy, from the graph and the closed forms
+    "layer_norm": lambda x, gamma, eps, dy: input_grad(layer_norm(x.tolist(), gamma, eps=eps), dy),
+    "closed_form": lambda x, gamma, eps, dy: formulas.normalization_node_grads(x, gamma, None, eps, dy, (0,), 0)["x"],
+}
 
 
-@pytest.mark.parametrize("norm", [layer_norm, rms_norm], ids=["layer_norm", "rms_norm"])
-@given(vectors(), positive_scales)
-def test_a_norm_ignores_a_positive_scale_at_eps_zero(norm, x, c):
-    scaled = values(norm((c * x).tolist(), eps=0.0))
-    assert np.allclose(values(norm(x.tolist(), eps=0.0)), scaled, rtol=0.0, atol=xhat_atol(x, 0.0))
+@pytest.mark.parametrize("how", ["layer_norm", "moments"])
+@given(vectors(), st.floats(-50, 50), eps_values)
+def test_layer_norm_ignores_a_constant_shift(how, x, c, eps):
+    assert np.allclose(NORMALIZED[how](x, eps), NORMALIZED[how](x + c, eps), rtol=0.0, atol=xhat_atol(x + c, eps))
 
 
-@given(vectors(), eps_values, st.data())
-def test_the_input_gradient_sums_to_zero(x, eps, data):
+@pytest.mark.parametrize("how", list(NORMALIZED))
+@given(vectors(), st.floats(0.01, 100))
+def test_a_norm_ignores_a_positive_scale_at_eps_zero(how, x, c):
+    assert np.allclose(NORMALIZED[how](x, 0.0), NORMALIZED[how](c * x, 0.0), rtol=0.0, atol=xhat_atol(x, 0.0))
+
+
+@pytest.mark.parametrize("how", list(INPUT_GRAD))
+@given(vectors(), eps_values, st.booleans(), st.data())
+def test_the_input_gradient_sums_to_zero(how, x, eps, with_gamma, data):
     dy = data.draw(upstream(x.shape))
-    gamma = np.linspace(0.5, 1.5, x.shape[0])
-    dx = input_grad(layer_norm(x.tolist(), gamma.tolist(), eps=eps), dy)
+    gamma = np.linspace(0.5, 1.5, x.shape[0]) if with_gamma else None
+    dx = INPUT_GRAD[how](x, gamma, eps, dy)
     assert abs(dx.sum()) <= tol.norm_dx_atol(x, gamma, dy, rstd_of(x, eps)) * x.size
 
 
+@pytest.mark.parametrize("how", list(INPUT_GRAD))
 @given(vectors(), st.data())
-def test_the_input_gradient_is_orthogonal_to_xhat_at_eps_zero(x, data):
+def test_the_input_gradient_is_orthogonal_to_xhat_at_eps_zero(how, x, data):
     dy = data.draw(upstream(x.shape))
-    y = layer_norm(x.tolist(), eps=0.0)
-    xhat = np.array([v.data for v in y.graph["xhat"]])
-    dx = input_grad(y, dy)
+    xhat = formulas.moments(x, (0,), 0.0).xhat
+    dx = INPUT_GRAD[how](x, None, 0.0, dy)
     # each dx_i is off by up to dx_atol, and the dot product rounds its d terms dx_i * xhat_i
     dx_atol = tol.norm_dx_atol(x, None, dy, rstd_of(x, 0.0))
     bound = dx_atol * np.abs(xhat).sum() + tol.cancellation_atol(np.abs(dx).max() * np.abs(xhat).max(), x.size)
@@ -236,6 +225,8 @@ def test_naive_and_two_pass_graphs_give_the_same_output_on_tame_input():
 def test_a_constant_input_with_eps_zero_explains_the_division_by_zero():
     with pytest.raises(DomainError, match=r"std of .* is 0 .* use eps > 0"):
         layer_norm([2.0, 2.0, 2.0], eps=0.0)
+    with pytest.raises(DomainError, match=r"std of .* is 0 .* use eps > 0"):  # a group of one value (D = 1)
+        layer_norm([3.7], eps=0.0)
     with pytest.raises(DomainError, match="root mean square"):
         rms_norm([0.0, 0.0], eps=0.0)
 
@@ -263,19 +254,10 @@ def test_the_registry_builds_the_graph_of_each_norm_with_its_named_nodes_in_orde
     spec = NORMS[kind]
     graph = spec.build_graph(x, gamma, beta, 1e-3) if spec.has_beta else spec.build_graph(x, gamma)
     assert list(graph.nodes) == list(NODE_NAMES[kind])
-    assert set(spec.stages) <= {v.stage for v in topological_order(graph.roots())}
+    stages = {v.stage for v in topological_order(graph.roots())}
+    assert set(spec.stages) <= stages <= set(spec.stages) | {"input"}  # each of its stages; every node tagged
     direct = BUILDERS[kind](x, gamma, beta, 1e-3) if spec.has_beta else BUILDERS[kind](x, gamma)
     assert np.array_equal(values(graph.out), values(direct))
-
-
-def test_d_equal_one_gives_beta_and_a_zero_input_gradient():
-    y = layer_norm([3.7], gamma=[2.0], beta=[0.25], eps=1e-5)
-    assert y[0].data == 0.25
-    y.graph.loss([1.5]).backward()
-    assert y.graph["x"][0].grad == 0.0
-    assert y.graph["beta"][0].grad == 1.5
-    with pytest.raises(DomainError):
-        layer_norm([3.7], eps=0.0)
 
 
 def test_eps_zero_is_allowed_when_the_input_varies():
@@ -314,7 +296,7 @@ def test_a_layer_norm_of_d_100000_backpropagates():
 
 # ---- bad input ---------------------------------------------------------------------------
 
-BAD_INPUTS = [
+BAD_INPUTS = [  # (a bad eps: tests/test_inputs.py, the same words for every function that takes one)
     (lambda: layer_norm([]), ValueError, ["x", "non-empty"]),
     (lambda: layer_norm([[1.0, 2.0], [3.0]]), ValueError, ["ragged", "x[1]", "1 entries", "x[0]", "2"]),
     (lambda: layer_norm([[1.0, 2.0], 3.0]), ValueError, ["ragged", "x[1]"]),
@@ -328,9 +310,6 @@ BAD_INPUTS = [
     (lambda: layer_norm([1.0, 2.0], gamma=[1.0]), ValueError, ["gamma", "2 values", "[1]"]),
     (lambda: layer_norm([1.0, 2.0], beta=[1.0, 2.0, 3.0]), ValueError, ["beta", "2 values", "[3]"]),
     (lambda: batch_norm([[[[1.0]]], [[[2.0]]]], gamma=[1.0, 2.0]), ValueError, ["gamma", "channel"]),
-    (lambda: layer_norm([1.0, 2.0], eps=-1e-5), ValueError, ["eps", ">= 0", "-1e-05"]),
-    (lambda: layer_norm([1.0, 2.0], eps=math.nan), ValueError, ["eps", "nan"]),
-    (lambda: layer_norm([1.0, 2.0], eps="0.1"), TypeError, ["eps", "str"]),
     (lambda: layer_norm([1.0, 2.0], variance="welford"), ValueError, ["variance", "two_pass", "welford"]),
     (lambda: layer_norm([1.0, 2.0]).graph.loss([1.0]), ValueError, ["dy", "[2]", "[1]"]),
     (lambda: group_norm([[1.0, 2.0, 3.0]], 2), InputError, ["num_groups", "divisor", "3", "2"]),

@@ -1,24 +1,16 @@
-"""The registry is the only seam; the core imports only the standard library and NumPy (AST, all imports).
-
-* Only :mod:`microgradnorm.registry` knows a norm by its name: no other module
-  compares a value against a norm's name or keeps a dict keyed by them.
-* The textbook core (engine, norms, inputs, errors, formulas, the textbook NumPy
-  file, the registry's facts) imports only the standard library and NumPy.
-"""
+"""The registry is the only seam (AST): only :mod:`microgradnorm.registry` knows a norm by its name, no other
+module compares a value against a norm's name or keeps a dict keyed by them. (That the textbook core imports only
+the standard library and NumPy is tests/test_layering.py's rule.)"""
 
 from __future__ import annotations
 
 import ast
-import sys
 from pathlib import Path
-
-import pytest
 
 from microgradnorm.registry import NORMS
 
 PACKAGE = Path(__file__).resolve().parent.parent / "microgradnorm"
 NAMES = frozenset(NORMS)  # the registry's names (titles such as "LayerNorm" label charts, which is fine)
-CORE = ("engine.py", "errors.py", "inputs.py", "norms.py", "formulas.py", "registry.py", "textbook.py")
 
 
 def _strings(node: ast.AST) -> list[str]:
@@ -52,26 +44,6 @@ def name_uses(source: str) -> list[tuple[int, str]]:
     return found
 
 
-def core_imports(path: Path) -> list[str]:
-    """The imports of a core module that are neither the standard library, NumPy, nor the core itself."""
-    allowed_core = {f"microgradnorm.{c[:-3].replace('/', '.')}" for c in CORE}
-    bad = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            modules = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            modules = [f"{base}.{alias.name}" if base == "microgradnorm" else base for alias in node.names]
-        else:
-            continue
-        for module in modules:
-            top = module.split(".")[0]
-            if top in sys.stdlib_module_names or top == "numpy" or module in allowed_core:
-                continue
-            bad.append(f"{path.name}:{node.lineno} imports {module}")
-    return bad
-
-
 # ---- the scans themselves can fail ----------------------------------------------------------------
 
 
@@ -86,14 +58,6 @@ def test_the_name_scan_finds_each_way_of_knowing_a_norm_by_name():
     assert [line for line, _ in name_uses(source)] == [1, 2, 3, 4]
 
 
-def test_the_import_scan_sees_function_level_imports_and_tells_the_core_from_the_rest(tmp_path):
-    bad = tmp_path / "engine.py"
-    bad.write_text(
-        "import math\nimport numpy as np\n\ndef f():\n    from microgradnorm.i18n import _\n    import rich\n"
-    )
-    assert core_imports(bad) == ["engine.py:5 imports microgradnorm.i18n", "engine.py:6 imports rich"]
-
-
 # ---- the package -----------------------------------------------------------------------------------
 
 
@@ -105,8 +69,3 @@ def test_only_the_registry_knows_a_norm_by_its_name():
         for line, what in name_uses(path.read_text(encoding="utf-8")):
             found.append(f"{path.relative_to(PACKAGE.parent)}:{line} {what}")
     assert found == [], "\n".join(found)
-
-
-@pytest.mark.parametrize("module", CORE)
-def test_the_core_imports_only_the_standard_library_and_numpy(module):
-    assert core_imports(PACKAGE / module) == []

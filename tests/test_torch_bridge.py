@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 
 from microgradnorm import tolerances as tol
 from microgradnorm.registry import get_norm
+from microgradnorm.vectorized import layer_norm_backward as backward  # a right pair: the package's own
+from microgradnorm.vectorized import layer_norm_forward as forward
 from tests import tolerances as test_tol
 
 from .strategies import norm_problems
@@ -65,35 +67,25 @@ def test_same_parameters_buffers_and_state_dict_keys(name, args, kwargs, shape):
 # ---- the numbers ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(("dtype", "tolerance"), [(torch.float64, F64), (torch.float32, (FLOAT32_VS_TORCH_RTOL, 0))])
 @pytest.mark.parametrize(("name", "args", "kwargs", "shape"), CASES)
-def test_float64_forward_and_backward_equal_torch_nn_over_train_and_eval(name, args, kwargs, shape):
-    ours, theirs = pair(name, args, kwargs)
+def test_forward_and_backward_equal_torch_nn_over_train_and_eval(name, args, kwargs, shape, dtype, tolerance):
+    """float64 to rounding, float32 within float32 rounding; the results in x's dtype."""
+    ours, theirs = pair(name, args, kwargs, dtype=dtype)
     gen = torch.Generator().manual_seed(1)
     for step in range(3):  # three training steps move the running statistics, then one in eval mode
-        x = torch.randn(shape, generator=gen, dtype=torch.float64) * 3 + 1
-        dy = torch.randn(shape, generator=gen, dtype=torch.float64)
+        x = torch.randn(shape, generator=gen, dtype=dtype) * 3 + 1
+        dy = torch.randn(shape, generator=gen, dtype=dtype)
         if step == 2:
             ours.eval(), theirs.eval()
         (y1, dx1, g1), (y2, dx2, g2) = run(ours, x, dy), run(theirs, x, dy)
-        assert close(y1, y2, *F64), (name, step)
-        assert close(dx1, dx2, *F64), (name, step)
+        assert y1.dtype == dx1.dtype == dtype and all(g.dtype == dtype for g in g1.values())
+        assert close(y1, y2, *tolerance), (name, step)
+        assert close(dx1, dx2, *tolerance), (name, step)
         for n in g2:
-            assert close(g1[n], g2[n], *F64), (name, step, n)
+            assert close(g1[n], g2[n], *tolerance), (name, step, n)
         for key, value in theirs.state_dict().items():
-            assert close(ours.state_dict()[key], value, *F64), (name, step, key)
-
-
-@pytest.mark.parametrize(("name", "args", "kwargs", "shape"), CASES)
-def test_float32_results_equal_torch_nn_within_float32_rounding(name, args, kwargs, shape):
-    ours, theirs = pair(name, args, kwargs, dtype=torch.float32)
-    gen = torch.Generator().manual_seed(2)
-    x = torch.randn(shape, generator=gen) * 3 + 1
-    dy = torch.randn(shape, generator=gen)
-    (y1, dx1, g1), (y2, dx2, g2) = run(ours, x, dy), run(theirs, x, dy)
-    assert y1.dtype == dx1.dtype == torch.float32
-    assert close(y1, y2, FLOAT32_VS_TORCH_RTOL) and close(dx1, dx2, FLOAT32_VS_TORCH_RTOL)
-    for n in g2:
-        assert g1[n].dtype == torch.float32 and close(g1[n], g2[n], FLOAT32_VS_TORCH_RTOL), n
+            assert close(ours.state_dict()[key], value, *tolerance), (name, step, key)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -272,14 +264,8 @@ def test_swapping_torch_nn_layernorm_changes_no_weight_after_50_steps(dtype, rto
 # ---- a learner's own forward and backward ---------------------------------------------------------------
 
 
-def _reference_pair():
-    from microgradnorm.vectorized import layer_norm_backward, layer_norm_forward
-
-    return layer_norm_forward, layer_norm_backward
-
-
 def test_layer_norm_function_passes_gradcheck_with_a_correct_backward():
-    f = mt.layer_norm_function(*_reference_pair())
+    f = mt.layer_norm_function(forward, backward)
     x, w, b = _op_inputs("layernorm", (2, 3, 5), requires_grad=True)
     assert torch.autograd.gradcheck(f, (x, w, b))
     with pytest.raises(RuntimeError, match="second derivatives"):
@@ -287,7 +273,6 @@ def test_layer_norm_function_passes_gradcheck_with_a_correct_backward():
 
 
 def test_layer_norm_function_fails_gradcheck_with_a_backward_missing_the_mean_path():
-    forward, backward = _reference_pair()
 
     def no_mean_path(dy, cache):
         dx, dgamma, dbeta = backward(dy, cache)
@@ -315,7 +300,6 @@ def _scaled(backward, which, factor):
 
 @pytest.mark.parametrize(("which", "name"), [(0, "dx"), (1, "dgamma"), (2, "dbeta")])
 def test_check_true_names_the_wrong_gradient_and_its_entries_before_any_training(which, name):
-    forward, backward = _reference_pair()
     f = mt.layer_norm_function(forward, _scaled(backward, which, 1.5))
     layer = mt.LayerNorm(5, function=f)
     with pytest.raises(mt.GradientCheckError) as info:
@@ -329,7 +313,6 @@ def test_check_true_names_the_wrong_gradient_and_its_entries_before_any_training
 
 
 def test_check_true_lets_a_right_pair_through_and_checks_it_once():
-    forward, backward = _reference_pair()
     calls = []
 
     def counted(dy, cache):
@@ -354,7 +337,7 @@ def test_check_true_lets_a_right_pair_through_and_checks_it_once():
     ],
 )
 def test_a_learner_function_under_torch_func_is_refused_naming_the_transform(transform, named):
-    f = mt.layer_norm_function(*_reference_pair())
+    f = mt.layer_norm_function(forward, backward)
     with pytest.raises(RuntimeError) as info:
         transform(f, torch.randn(2, 3, 4))
     assert str(info.value).startswith(f"{named}: layer_norm_function(") and "microgradnorm.torch.LayerNorm" in str(
@@ -363,7 +346,6 @@ def test_a_learner_function_under_torch_func_is_refused_naming_the_transform(tra
 
 
 def test_layer_norm_function_in_a_layer_equals_torch_nn_and_its_inputs_are_copies():
-    forward, backward = _reference_pair()
     seen = []
 
     def writes_to_x(x, gamma, beta, eps):
@@ -383,7 +365,6 @@ def test_layer_norm_function_in_a_layer_equals_torch_nn_and_its_inputs_are_copie
 
 
 def test_layer_norm_function_names_what_a_learner_returned_wrong():
-    forward, backward = _reference_pair()
     f = mt.layer_norm_function(forward, lambda dy, cache: backward(dy, cache)[:2])
     x = torch.randn(2, 4, requires_grad=True)
     with pytest.raises(TypeError, match=r"<lambda>: expected to return \(dx, dgamma, dbeta\)"):
@@ -397,7 +378,7 @@ def test_layer_norm_function_names_what_a_learner_returned_wrong():
 
 @pytest.mark.slow
 def test_layer_norm_function_under_torch_compile_runs_outside_the_graph():
-    model = _small_model(mt.LayerNorm(16, function=mt.layer_norm_function(*_reference_pair())))
+    model = _small_model(mt.LayerNorm(16, function=mt.layer_norm_function(forward, backward)))
     x = torch.randn(4, 6)
     assert torch.equal(torch.compile(model, backend="aot_eager")(x), model(x))
 

@@ -57,30 +57,47 @@ def _with_params(layer):
 ID = [f"{c[0]}-{i}" for i, c in enumerate(TRANSFORMABLE)]
 
 
-# ---- forward mode: jvp and jacfwd ------------------------------------------------------------------------
+# ---- jvp, jacfwd, grad, vjp and vmap ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "args", "kwargs", "shape"), TRANSFORMABLE, ids=ID)
-def test_jvp_in_x_and_in_the_parameters_equals_torch_nn(name, args, kwargs, shape):
-    ours, theirs = _layers(name, args, kwargs)
-    x, x_t = _inputs(shape)
-    f_ours, f_theirs, params = _with_params(ours), _with_params(theirs), [p.detach() for p in ours.parameters()]
-    gen = torch.Generator().manual_seed(1)
+def _jvp(layer, x, t):
+    """y and its tangent, for x's tangent t and the parameters' tangents drawn from one seed."""
+    params, gen = [p.detach() for p in layer.parameters()], torch.Generator().manual_seed(1)
     params_t = [torch.randn(p.shape, generator=gen, dtype=torch.float64) for p in params]
-    y1, t1 = func.jvp(f_ours, (x, *params), (x_t, *params_t))
-    y2, t2 = func.jvp(f_theirs, (x, *params), (x_t, *params_t))
-    assert close(y1, y2, *F64)
-    assert t2.abs().max() > 0 and close(t1, t2, *F64)
+    return func.jvp(_with_params(layer), (x, *params), (t, *params_t))
 
 
+def _grad_and_vjp(layer, x, dy):
+    """The gradients of sum(y * dy) in x and every parameter, by torch.func.grad and by torch.func.vjp."""
+    f, params = _with_params(layer), [p.detach() for p in layer.parameters()]
+    grads = func.grad(lambda *a: (f(*a) * dy).sum(), argnums=tuple(range(1 + len(params))))(x, *params)
+    return (*grads, *func.vjp(f, x, *params)[1](dy))
+
+
+def _vmap(layer, x, dy):
+    """vmap over three inputs, and vmap over grad: the gradient of each input's loss on its own."""
+    xs = torch.randn((3, *x.shape), dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    return func.vmap(layer)(xs), func.vmap(func.grad(lambda x: (layer(x) * dy).sum()))(xs)
+
+
+TRANSFORMS = {  # what each transform gives for a layer, an input and a second array of x's shape
+    "jvp": _jvp,
+    "jacfwd-jacrev": lambda layer, x, _: (func.jacfwd(layer)(x), func.jacrev(layer)(x)),
+    "grad-vjp": _grad_and_vjp,
+    "vmap": _vmap,
+}
+
+
+@pytest.mark.parametrize("transform", list(TRANSFORMS))
 @pytest.mark.parametrize(("name", "args", "kwargs", "shape"), TRANSFORMABLE, ids=ID)
-def test_jacfwd_equals_torch_nn_and_jacrev(name, args, kwargs, shape):
+def test_torch_func_transforms_equal_torch_nn(name, args, kwargs, shape, transform):
+    """jvp in x and in the parameters; the Jacobian both ways; grad and vjp in every input; vmap, and per-sample
+    gradients (vmap over grad)."""
     ours, theirs = _layers(name, args, kwargs)
-    x, _ = _inputs(shape)
-    j_ours, j_theirs = func.jacfwd(ours)(x), func.jacfwd(theirs)(x)
-    assert j_ours.shape == (*shape, *shape)
-    assert close(j_ours, j_theirs, *F64)
-    assert close(func.jacrev(ours)(x), j_theirs, *F64)
+    x, other = _inputs(shape)
+    mine, want = TRANSFORMS[transform](ours, x, other), TRANSFORMS[transform](theirs, x, other)
+    assert len(mine) == len(want) and all(a.shape == b.shape and close(a, b, *F64) for a, b in zip(mine, want))
+    assert all(b.abs().max() > 0 for b in want)  # not a comparison of two zeros
 
 
 @pytest.mark.parametrize(("name", "matrix"), [("LayerNorm", F.layer_norm_jacobian), ("RMSNorm", F.rms_jacobian)])
@@ -113,33 +130,7 @@ def test_forward_mode_ad_outside_torch_func_gives_the_tangent_too():
     assert tangents[1].abs().max() > 0 and close(*tangents, *F64)
 
 
-# ---- reverse mode and vmap under torch.func --------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("name", "args", "kwargs", "shape"), TRANSFORMABLE, ids=ID)
-def test_grad_and_vjp_in_every_input_equal_torch_nn(name, args, kwargs, shape):
-    ours, theirs = _layers(name, args, kwargs)
-    x, dy = _inputs(shape, seed=4)
-    f_ours, f_theirs, params = _with_params(ours), _with_params(theirs), [p.detach() for p in ours.parameters()]
-    argnums = tuple(range(1 + len(params)))
-    g1 = func.grad(lambda *a: (f_ours(*a) * dy).sum(), argnums=argnums)(x, *params)
-    g2 = func.grad(lambda *a: (f_theirs(*a) * dy).sum(), argnums=argnums)(x, *params)
-    assert all(close(a, b, *F64) for a, b in zip(g1, g2))
-    v1 = func.vjp(f_ours, x, *params)[1](dy)
-    assert all(close(a, b, *F64) for a, b in zip(v1, g2))
-
-
-@pytest.mark.parametrize(("name", "args", "kwargs", "shape"), TRANSFORMABLE, ids=ID)
-def test_vmap_equals_torch_nn_and_per_sample_gradients_too(name, args, kwargs, shape):
-    ours, theirs = _layers(name, args, kwargs)
-    xs = torch.randn((3, *shape), dtype=torch.float64, generator=torch.Generator().manual_seed(5))
-    assert close(func.vmap(ours)(xs), func.vmap(theirs)(xs), *F64)
-    dy = torch.randn(shape, dtype=torch.float64)
-
-    def per_sample(layer):  # vmap over grad: the gradient of each entry's loss on its own
-        return func.vmap(func.grad(lambda x: (layer(x) * dy).sum()))(xs)
-
-    assert close(per_sample(ours), per_sample(theirs), *F64)
+# ---- an ensemble, second derivatives, training BatchNorm under torch.func --------------------------------
 
 
 def test_vmap_over_the_parameters_an_ensemble_equals_torch_nn():

@@ -7,6 +7,8 @@ PyTorch. Every backend is checked; the fused one also in tests/test_fused.py.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -15,12 +17,11 @@ from hypothesis import strategies as st
 from microgradnorm import formulas as F
 from microgradnorm import tolerances as tol
 from microgradnorm import vectorized as V
-from microgradnorm.check import random_problem
 from microgradnorm.registry import NORMS, get_norm
 from microgradnorm.vectorized import public_pass
 from tests import tolerances as test_tol
-from tests.helpers import BACKENDS, TUNED, assert_close, assert_results_close, graph_results, run, torch_results
 
+from .helpers import BACKENDS, TUNED, assert_close, assert_results_close, problem, run, scalar_results, torch_results
 from .strategies import norm_problems
 
 SCALAR_SHAPES = {
@@ -34,17 +35,12 @@ SCALAR_SHAPES = {
 def closed_form(norm, x, gamma, beta, eps, dy):
     """y and the closed-form gradients, all in float64 from formulas.py."""
     spec = get_norm(norm)
-    x64 = np.asarray(x, dtype=np.float64)
-    g = None if gamma is None else np.asarray(gamma, dtype=np.float64)
-    b = None if beta is None else np.asarray(beta, dtype=np.float64)
+    x64, g, b, dy64 = (None if a is None else np.asarray(a, dtype=np.float64) for a in (x, gamma, beta, dy))
     axes, param_axis = spec.axes(x64.shape), spec.param_axis(x64.shape)
-    xv = x64.reshape(spec.view(x64.shape))
-    if norm == "rmsnorm":
-        xhat = F.rms_moments(xv, axes, eps).xhat
-    else:
-        xhat = F.moments(xv, axes, eps).xhat.reshape(x64.shape)
+    moments = F.moments if spec.centered else F.rms_moments
+    xhat = moments(x64.reshape(spec.view(x64.shape)), axes, eps).xhat.reshape(x64.shape)
     y = F.affine(xhat, F.param_view(g, x64.ndim, param_axis), F.param_view(b, x64.ndim, param_axis))
-    grads = spec.node_grads(x64, g, b, eps, np.asarray(dy, dtype=np.float64))
+    grads = spec.node_grads(x64, g, b, eps, dy64)
     return y, grads["x"], grads.get("gamma"), grads.get("beta")
 
 
@@ -55,24 +51,20 @@ def closed_form(norm, x, gamma, beta, eps, dy):
 @pytest.mark.parametrize("eps", [1e-5, 0.1])
 @pytest.mark.parametrize("norm", list(NORMS))
 def test_matches_the_scalar_graph(norm, eps, backend):
-    spec = NORMS[norm]
     for k, shape in enumerate(SCALAR_SHAPES[norm]):
-        x, gamma, beta, dy = random_problem(spec, shape, seed=k)
-        graph = spec.build_graph(x, gamma, beta, eps)
-        graph.loss(dy.tolist()).backward()
+        x, gamma, beta, dy = problem(norm, shape, seed=k)
         got = run(norm, x, gamma, beta, dy, eps, backend=backend)[:4]
-        assert_results_close(got, graph_results(graph, shape), *test_tol.VECTORIZED_F64, f"{shape} eps={eps}")
+        want = scalar_results(norm, x, gamma, beta, dy, eps)
+        assert_results_close(got, want, *test_tol.VECTORIZED_F64, f"{shape} eps={eps}")
 
 
 def test_three_dimensional_layernorm_matches_the_scalar_graph_row_by_row():
     """[B, T, C] as in seed 002: each of the B * T rows is its own LayerNorm."""
-    spec = get_norm("layernorm")
-    x, gamma, beta, dy = random_problem(spec, (2, 3, 5), seed=7)
+    x, gamma, beta, dy = problem("layernorm", (2, 3, 5), seed=7)
     y, dx, dgamma, dbeta, cache = run("layernorm", x, gamma, beta, dy)
-    graph = spec.build_graph(x.reshape(6, 5), gamma, beta, 1e-5)
-    graph.loss(dy.reshape(6, 5).tolist()).backward()
     got = (y.reshape(6, 5), dx.reshape(6, 5), dgamma, dbeta)
-    assert_results_close(got, graph_results(graph, (6, 5)), *test_tol.VECTORIZED_F64)
+    want = scalar_results("layernorm", x.reshape(6, 5), gamma, beta, dy.reshape(6, 5), 1e-5)
+    assert_results_close(got, want, *test_tol.VECTORIZED_F64)
     assert cache.mean.shape == (2, 3, 1) and cache.rstd.shape == (2, 3, 1)  # B,T,1
 
 
@@ -99,69 +91,69 @@ def test_matches_the_closed_forms_for_any_shape(norm, data, backend, recompute):
 
 @pytest.mark.parametrize("norm", ["layernorm", "batchnorm"])
 def test_cache_statistics_are_the_closed_form_moments(norm):
+    """And the reference backend's cache also holds xshift, as seed 002 names it."""
     spec = get_norm(norm)
     for shape in SCALAR_SHAPES[norm][:2] + ([(2, 3, 4)] if norm == "layernorm" else []):
-        x, gamma, beta, _ = random_problem(spec, shape, seed=3)
+        x, gamma, beta, _ = problem(spec, shape, seed=3)
         m = F.moments(x, spec.axes(shape), 1e-5)
-        for backend in BACKENDS:
-            _, cache = public_pass(spec)[0](x, gamma, beta, 1e-5, backend=backend, recompute=False)
-            for name in ("mean", "var", "rstd", "xhat", "std"):
+        caches = {b: public_pass(spec)[0](x, gamma, beta, 1e-5, backend=b, recompute=False)[1] for b in BACKENDS}
+        for backend, cache in caches.items():
+            for name in ("mean", "var", "rstd", "xhat", "std", *(["xshift"] if backend == "reference" else [])):
                 assert_close(getattr(cache, name), getattr(m, name), *test_tol.VECTORIZED_F64, f"{name}, {backend}")
+            assert cache.eps == 1e-5
+        assert caches["reference"].nbytes().kept > caches["numpy"].nbytes().kept  # xshift too
 
 
 # ---- against PyTorch ---------------------------------------------------------------------------------
 
 
-TORCH_SHAPES = {
-    "layernorm": [(7,), (4, 6), (2, 3, 8)],
-    "batchnorm": [(6, 4), (3, 2, 4, 4)],
-    "rmsnorm": [(5,), (2, 3, 8)],
-    "groupnorm": [(4, 6), (3, 2, 4, 4)],
-}
+GROUPED = [((4, 6), 1), ((3, 2, 4, 4), 1), ((2, 4), 2), ((2, 6, 3), 3), ((1, 4, 2, 2), 2), ((3, 4, 2), 1),
+           ((2, 4, 3), 4), ((4, 8, 3, 3), 4), ((2, 6, 2, 2, 2), 2), ((4, 8, 5, 5), 4)]  # fmt: skip
+TORCH_CASES = [  # (norm, shape, GroupNorm's num_groups: one, a few, one per channel as InstanceNorm)
+    *(("layernorm", shape, 1) for shape in [(7,), (4, 6), (2, 3, 8)]),
+    *(("batchnorm", shape, 1) for shape in [(6, 4), (3, 2, 4, 4)]),
+    *(("rmsnorm", shape, 1) for shape in [(5,), (2, 3, 8)]),
+    *(("groupnorm", shape, groups) for shape, groups in GROUPED),
+]
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("norm", list(NORMS))
-def test_matches_pytorch(norm, dtype):
+@pytest.mark.parametrize(("norm", "shape", "groups"), TORCH_CASES)
+def test_matches_pytorch(norm, shape, groups, dtype):
+    """Every backend, with and without recompute, in x's dtype (GroupNorm's statistics: one per example and group)."""
     pytest.importorskip("torch")
-    spec = get_norm(norm)
-    for k, shape in enumerate(TORCH_SHAPES[norm]):
-        for eps in (1e-5, 1e-2):
-            x, gamma, beta, dy = (None if a is None else a.astype(dtype) for a in random_problem(spec, shape, seed=k))
-            expected = torch_results(norm, x, gamma, beta, dy, eps)
-            for backend in BACKENDS:
-                got = run(norm, x, gamma, beta, dy, eps, backend=backend)[:4]
-                assert all(a is None or a.dtype == np.dtype(dtype) for a in got), f"{norm} {dtype} {backend}"
-                tolerance = test_tol.TORCH_F64 if dtype == "float64" else test_tol.FLOAT32
-                assert_results_close(got, expected, *tolerance, f"{norm} {shape} {dtype} eps={eps} {backend}")
+    spec = get_norm(norm, groups)
+    tolerance = test_tol.TORCH_F64 if dtype == "float64" else test_tol.FLOAT32
+    for seed, eps in enumerate((1e-5, 1e-2)):
+        x, gamma, beta, dy = problem(spec, shape, seed, dtype)
+        expected = torch_results(norm, x, gamma, beta, dy, eps, groups)
+        for backend, recompute in itertools.product(BACKENDS, (False, True)):
+            *got, cache = run(spec, x, gamma, beta, dy, eps, backend=backend, recompute=recompute)
+            what = f"{shape} {dtype} eps={eps} {backend} recompute={recompute}"
+            assert all(a is None or a.dtype == np.dtype(dtype) for a in got), what
+            assert_results_close(got, expected, *tolerance, what)
+            if spec.grouped:
+                assert cache.mean.shape == cache.rstd.shape == (shape[0], groups, 1), what  # N,G,1
 
 
-# ---- float32 against float64 -------------------------------------------------------------------------
+# ---- float32 and float16 against float64 --------------------------------------------------------------
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("dtype", "tolerance"), [(np.float32, test_tol.FLOAT32), (np.float16, test_tol.FLOAT16)])
 @pytest.mark.parametrize("norm", list(NORMS))
-def test_float32_matches_the_float64_analytic_result(norm, backend):
-    spec = get_norm(norm)
+def test_float32_and_float16_match_the_float64_analytic_result(norm, dtype, tolerance, backend):
+    """Both are computed in float32 and returned in their own dtype."""
     shape = (16, 64) if norm != "batchnorm" else (8, 4, 3, 3)
-    x, gamma, beta, dy = (None if a is None else a.astype(np.float32) for a in random_problem(spec, shape, seed=5))
+    x, gamma, beta, dy = problem(norm, shape, seed=5, dtype=dtype)
+    want = closed_form(norm, x, gamma, beta, 1e-5, dy)
     for recompute in (False, True):
-        got = run(norm, x, gamma, beta, dy, backend=backend, recompute=recompute)[:4]
-        assert got[0].dtype == got[1].dtype == got[2].dtype == np.float32
-        want = closed_form(norm, x, gamma, beta, 1e-5, dy)
-        assert_results_close(got, want, *test_tol.FLOAT32, f"recompute={recompute}")
+        *got, cache = run(norm, x, gamma, beta, dy, backend=backend, recompute=recompute)
+        assert all(a is None or a.dtype == dtype for a in got) and cache.compute_dtype == np.float32
+        assert_results_close(got, want, *tolerance, f"recompute={recompute}")
 
 
 # ---- dtypes ------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_float16_is_computed_in_float32_and_returned_as_float16(backend):
-    spec = get_norm("layernorm")
-    x, gamma, beta, dy = (a.astype(np.float16) for a in random_problem(spec, (4, 32), seed=1))
-    *got, cache = run("layernorm", x, gamma, beta, dy, backend=backend)
-    assert all(a.dtype == np.float16 for a in got) and cache.compute_dtype == np.float32
-    assert_results_close(got[:3], closed_form("layernorm", x, gamma, beta, 1e-5, dy)[:3], *test_tol.FLOAT16)
 
 
 def test_bfloat16_like_input_is_computed_in_float32():
@@ -182,9 +174,8 @@ def test_parameters_keep_their_own_dtype_in_the_gradients():
 @pytest.mark.parametrize("bad", [np.arange(12).reshape(3, 4), np.ones((3, 4), bool), np.ones((3, 4), complex)])
 @pytest.mark.parametrize("norm", list(NORMS))
 def test_integer_bool_and_complex_inputs_are_type_errors(norm, bad):
-    x = bad if norm != "batchnorm" else bad.reshape(3, 4)
     with pytest.raises(TypeError, match=r"x: expected a floating-point array .* got dtype"):
-        run(norm, x, None, None, np.ones(x.shape))
+        run(norm, bad, None, None, np.ones(bad.shape))
 
 
 # ---- inputs are never modified -----------------------------------------------------------------------
@@ -193,28 +184,24 @@ def test_integer_bool_and_complex_inputs_are_type_errors(norm, bad):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("norm", list(NORMS))
 def test_read_only_inputs_are_left_untouched(norm, backend):
-    spec = get_norm(norm)
     shape = (3, 5) if norm != "batchnorm" else (3, 2, 2, 2)
-    arrays = [a for a in random_problem(spec, shape, seed=2)]
     for dtype in (np.float64, np.float32):
-        typed = [None if a is None else a.astype(dtype) for a in arrays]
-        copies = [None if a is None else a.copy() for a in typed]
-        for a in typed:
-            if a is not None:
-                a.setflags(write=False)
-        x, gamma, beta, dy = typed
+        arrays = problem(norm, shape, seed=2, dtype=dtype)
+        given = [a for a in arrays if a is not None]
+        copies = [a.copy() for a in given]
+        for a in given:
+            a.setflags(write=False)
         for recompute in (False, True):
-            run(norm, x, gamma, beta, dy, backend=backend, recompute=recompute)
-        for a, c in zip(typed, copies):
-            if a is not None:
-                np.testing.assert_array_equal(a, c)
+            run(norm, *arrays, backend=backend, recompute=recompute)
+        for a, c in zip(given, copies):
+            np.testing.assert_array_equal(a, c)
 
 
 # ---- errors ---------------------------------------------------------------------------------------------
 
 
 X23 = np.ones((2, 3)) + np.arange(3)
-BAD_CALLS = [  # (what, call, error, match)
+BAD_CALLS = [  # (what, call, error, match); a bad eps: tests/test_inputs.py
     ("integer-gamma", lambda: V.layer_norm_forward(X23, np.ones(3, dtype=int)), TypeError, "gamma"),
     ("integer-dy", lambda: V.layer_norm_backward(np.ones((2, 3), dtype=int), V.layer_norm_forward(X23)[1]), TypeError,
      "dy"),
@@ -228,9 +215,6 @@ BAD_CALLS = [  # (what, call, error, match)
      r"x: batch_norm expects .* got shape \(2, 3, 4\)"),
     ("ln-empty-rows", lambda: V.layer_norm_forward(np.zeros((3, 0))), ValueError,
      r"x: layer_norm expects .*D >= 1, got shape \(3, 0\)"),
-    ("eps-negative", lambda: V.layer_norm_forward(np.ones((2, 2)), eps=-1.0), ValueError,
-     "eps: expected a finite number >= 0, got -1"),
-    ("eps-str", lambda: V.layer_norm_forward(np.ones((2, 2)), eps="small"), TypeError, "eps: expected a number"),
     ("cache-of-rmsnorm", lambda: V.layer_norm_backward(np.ones((2, 2)), V.rms_norm_forward(np.ones((2, 2)))[1]),
      ValueError, "cache: layer_norm_backward expects the cache of a layernorm"),
     ("cache-tuple", lambda: V.layer_norm_backward(np.ones((2, 2)), (1, 2)), TypeError, "cache: expected the NormCache"),
@@ -257,43 +241,54 @@ def test_dy_of_the_wrong_shape_is_an_error_naming_both_shapes(norm):
 # ---- numerics -----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("backend", TUNED)
-def test_float32_with_a_mean_offset_of_1e7_stays_accurate(backend):
-    """The xhat form and a centered variance; the uncentered forms lose everything here."""
-    rng = np.random.default_rng(0)
-    x = (1e7 + rng.normal(0.0, 4.0, size=(8, 256))).astype(np.float32)
-    gamma = rng.uniform(0.5, 1.5, 256).astype(np.float32)
-    beta = rng.normal(size=256).astype(np.float32)
-    dy = rng.normal(size=x.shape).astype(np.float32)
-    want = closed_form("layernorm", x, gamma, beta, 1e-5, dy)[:3]
-    for recompute in (False, True):
-        got = run("layernorm", x, gamma, beta, dy, backend=backend, recompute=recompute)[:3]
-        assert_results_close(got, want, *test_tol.FLOAT32, f"recompute={recompute}")
-    # the test can fail: the uncentered variance E[x^2] - E[x]^2 in float32 is far off
-    with np.errstate(invalid="ignore"):
-        naive = F.moments(x, (-1,), 1e-5, variance_form="naive")
-        assert not tol.close(naive.xhat, F.moments(x.astype(np.float64), (-1,), 1e-5).xhat, 1e-2, 1e-2)
+def drawn(norm: str, shape, seed: int, dtype=np.float64, mean: float = 0.0, std: float = 1.0) -> tuple:
+    """(x, gamma, beta, dy) drawn from ``seed`` in ``dtype``: x normal about ``mean`` with a spread ``std``, gamma in
+    [0.5, 1.5] and beta normal (one of each per channel; RMSNorm has no beta), dy normal."""
+    rng = np.random.default_rng(seed)
+    c = get_norm(norm).param_size(shape)
+    x = (mean + rng.normal(0.0, std, size=shape)).astype(dtype)
+    gamma, beta = rng.uniform(0.5, 1.5, c).astype(dtype), rng.normal(size=c).astype(dtype)
+    return x, gamma, None if norm == "rmsnorm" else beta, rng.normal(size=shape).astype(dtype)
+
+
+def group(norm: str, k: int) -> tuple:
+    """The index of group ``k`` of a [4, 16] problem (a row), or of its [16, 4] BatchNorm twin (a column)."""
+    return (slice(None), k) if norm == "batchnorm" else (k,)
+
+
+def odd_group_problem(norm: str, seed: int, dtype=np.float64) -> tuple:
+    """(x, gamma, dy): a small problem whose groups (rows of [4, 16]; BatchNorm: columns of [16, 4]) a test rescales."""
+    x, gamma, _beta, dy = drawn(norm, (4, 16) if norm != "batchnorm" else (16, 4), seed, dtype, 0.5, 2.0)
+    return x, gamma, dy
+
+
+OFFSETS = [  # (norm, shape, mean, std, seed)
+    pytest.param("layernorm", (8, 256), 1e7, 4.0, 0, id="ln-offset-1e7"),
+    pytest.param("layernorm", (2, 65536), 1e6, 1.0, 7, id="ln-65536-wide"),
+    pytest.param("batchnorm", (16384, 2), 1e6, 1.0, 7, id="bn-16384-rows"),
+]
 
 
 @pytest.mark.parametrize("backend", TUNED)
-@pytest.mark.parametrize("norm", ["layernorm", "batchnorm"])
-def test_float32_large_groups_with_a_mean_offset_stay_accurate(norm, backend):
-    """Groups of 16,384 and 65,536 values near 1e6: a float32 sum misses their mean by more than their spread.
+@pytest.mark.parametrize(("norm", "shape", "mean", "std", "seed"), OFFSETS)
+def test_float32_with_a_large_mean_offset_stays_accurate(norm, shape, mean, std, seed, backend):
+    """The xhat form and a centered variance; the uncentered forms lose everything here.
 
-    The first-order correction var = mean(xshift^2) - mean(xshift)^2 then cancels
-    catastrophically (y was off by 1.3 on the NumPy path), so the mean's error is
-    folded back into the mean before the variance is taken.
+    In groups of 16,384 and 65,536 values near 1e6 a float32 sum misses their mean by
+    more than their spread. The first-order correction var = mean(xshift^2) -
+    mean(xshift)^2 then cancels catastrophically (y was off by 1.3 on the NumPy path),
+    so the mean's error is folded back into the mean before the variance is taken.
     """
-    rng = np.random.default_rng(7)
-    shape = (2, 65536) if norm == "layernorm" else (16384, 2)
-    x = (1e6 + rng.normal(size=shape)).astype(np.float32)
-    dy = rng.normal(size=shape).astype(np.float32)
-    gamma = rng.uniform(0.5, 1.5, shape[-1]).astype(np.float32)
-    beta = rng.normal(size=shape[-1]).astype(np.float32)
+    x, gamma, beta, dy = drawn(norm, shape, seed, np.float32, mean, std)
     want = closed_form(norm, x, gamma, beta, 1e-5, dy)
     for recompute in (False, True):
         got = run(norm, x, gamma, beta, dy, backend=backend, recompute=recompute)[:4]
         assert_results_close(got, want, *test_tol.FLOAT32, f"recompute={recompute}")
+    # the test can fail: the uncentered variance E[x^2] - E[x]^2 in float32 is far off
+    axes = get_norm(norm).axes(shape)
+    with np.errstate(invalid="ignore"):
+        naive = F.moments(x, axes, 1e-5, variance_form="naive")
+        assert not tol.close(naive.xhat, F.moments(x.astype(np.float64), axes, 1e-5).xhat, 1e-2, 1e-2)
 
 
 @pytest.mark.parametrize("backend", TUNED)
@@ -324,16 +319,10 @@ def test_float64_with_a_mean_offset_of_1e12_centers_to_full_precision(shape, bac
 @pytest.mark.parametrize("norm", list(NORMS))
 def test_rows_whose_squares_overflow_are_rescaled(norm, backend):
     """|x| near 1e20 in float32 (x^2 overflows) and near 1e200 in float64."""
-    rng = np.random.default_rng(1)
-    shape = (4, 16) if norm != "batchnorm" else (16, 4)
-    base = rng.normal(0.5, 2.0, size=shape)
-    huge = (slice(None), 1) if norm == "batchnorm" else (1,)  # one huge row (BatchNorm: channel)
+    huge = group(norm, 1)  # one huge row (BatchNorm: channel)
     for dtype, scale in ((np.float32, 1e20), (np.float64, 1e200)):
-        x = base.copy()
+        x, gamma, dy = odd_group_problem(norm, seed=1, dtype=dtype)
         x[huge] *= scale
-        x = x.astype(dtype)
-        dy = rng.normal(size=shape).astype(dtype)
-        gamma = rng.uniform(0.5, 1.5, shape[-1]).astype(dtype)
         y, dx, dgamma, _, cache = run(norm, x, gamma, None, dy, backend=backend)
         assert np.isfinite(y).all() and np.isfinite(dx).all() and np.isfinite(dgamma).all()
         # the oracle: float64 closed forms, with the huge float64 group divided by its scale first
@@ -349,19 +338,12 @@ def test_rows_whose_squares_overflow_are_rescaled(norm, backend):
         assert cache.rstd.reshape(-1)[1] > 0
 
 
-def one_odd_group(norm: str, seed: int):
-    """(base, group, dy, gamma): a small float64 problem whose group 1 (a row; BatchNorm: a column) a test rescales."""
-    rng = np.random.default_rng(seed)
-    shape = (4, 16) if norm != "batchnorm" else (16, 4)
-    group = (slice(None), 1) if norm == "batchnorm" else (1,)
-    return rng.normal(0.5, 2.0, size=shape), group, rng.normal(size=shape), rng.uniform(0.5, 1.5, shape[-1])
-
-
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("norm", list(NORMS))
 def test_a_float64_group_beyond_2_to_the_1023_is_rescaled_too(norm, backend):
     """Its scale 2^1024 is not a float64 itself (the rescaling once raised OverflowError here)."""
-    base, huge, dy, gamma = one_odd_group(norm, seed=5)
+    huge = group(norm, 1)
+    base, gamma, dy = odd_group_problem(norm, seed=5)
     base[huge] *= 1.7 / np.abs(base[huge]).max()  # largest |x| of the group: 1.7 * 2^1023
     x = base.copy()
     x[huge] = np.ldexp(x[huge], 1023)
@@ -375,7 +357,8 @@ def test_a_float64_group_beyond_2_to_the_1023_is_rescaled_too(norm, backend):
 @pytest.mark.parametrize("norm", list(NORMS))
 def test_a_float64_group_with_a_spread_near_1e_300_is_rescaled_at_eps_0(norm, backend):
     """Its squares underflow (the variance came out 0, and y inf); at eps = 0 a norm ignores the scale."""
-    base, tiny, dy, gamma = one_odd_group(norm, seed=6)
+    tiny = group(norm, 1)
+    base, gamma, dy = odd_group_problem(norm, seed=6)
     x = base.copy()
     x[tiny] *= 1e-300
     y, dx, dgamma, _, _ = run(norm, x, gamma, None, dy, eps=0.0, backend=backend)
@@ -395,37 +378,28 @@ def test_float32_groups_at_the_ends_of_the_float32_range(norm, backend):
     their xhat is an ordinary number. dy is zero on both, so their dx is exactly 0
     and they add nothing to dgamma: a NaN or Inf from them would show.
     """
-    rng = np.random.default_rng(3)
-    d = 16
-    shape = (4, d) if norm != "batchnorm" else (d, 4)
-
-    def group(k):
-        return (slice(None), k) if norm == "batchnorm" else (k,)
-
-    x = rng.normal(0.5, 2.0, size=shape)
-    huge = 3e38 * (1.0 - 0.01 * rng.uniform(size=d))
+    x, gamma, dy = odd_group_problem(norm, seed=3)
+    rng = np.random.default_rng(4)
+    huge = 3e38 * (1.0 - 0.01 * rng.uniform(size=16))
     huge[5] = -3e38
-    x[group(1)] = huge
-    x[group(2)] = rng.normal(size=d) * 1e-41
-    x = x.astype(np.float32)
-    assert np.isfinite(x).all() and 0 < np.abs(x[group(2)]).max() < np.finfo(np.float32).tiny
-    dy = rng.normal(size=shape).astype(np.float32)
-    dy[group(1)] = 0.0
-    dy[group(2)] = 0.0
-    gamma = rng.uniform(0.5, 1.5, shape[-1]).astype(np.float32)
+    x[group(norm, 1)] = huge
+    x[group(norm, 2)] = rng.normal(size=16) * 1e-41
+    x, gamma, dy = (a.astype(np.float32) for a in (x, gamma, dy))
+    assert np.isfinite(x).all() and 0 < np.abs(x[group(norm, 2)]).max() < np.finfo(np.float32).tiny
+    dy[group(norm, 1)] = 0.0
+    dy[group(norm, 2)] = 0.0
     y, dx, dgamma, _, _ = run(norm, x, gamma, None, dy, eps=0.0, backend=backend)
     ry, rdx, rdgamma, _ = closed_form(norm, x, gamma, None, 0.0, dy)
     assert_results_close((y, dx, dgamma), (ry, rdx, rdgamma), *test_tol.FLOAT32)
-    assert (dx[group(1)] == 0).all() and (dx[group(2)] == 0).all(), "dx of the extreme groups"
+    assert (dx[group(norm, 1)] == 0).all() and (dx[group(norm, 2)] == 0).all(), "dx of the extreme groups"
 
 
 @pytest.mark.parametrize("backend", TUNED)
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 @pytest.mark.parametrize("norm", list(NORMS))
 def test_nan_and_inf_stay_in_their_row_or_channel(norm, bad, backend):
-    spec = get_norm(norm)
     shape = (4, 8) if norm != "batchnorm" else (4, 3, 2, 2)
-    x, gamma, beta, dy = random_problem(spec, shape, seed=4)
+    x, gamma, beta, dy = problem(norm, shape, seed=4)
     x[1, 2] = bad  # row 1 of LayerNorm/RMSNorm; channel 2 of BatchNorm
     with np.errstate(invalid="ignore", over="ignore"):
         y, dx, *_ = run(norm, x, gamma, beta, dy, backend=backend)
@@ -438,11 +412,13 @@ def test_nan_and_inf_stay_in_their_row_or_channel(norm, bad, backend):
     assert_results_close(*healthy, *test_tol.VECTORIZED_F64, "outside the spoiled group")
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_a_group_of_one_value_gives_beta_and_a_zero_gradient(backend):
-    x = np.array([[3.0], [-2.0]])
-    y, cache = V.layer_norm_forward(x, np.array([2.0]), np.array([0.5]), backend=backend)
-    got = (y, *V.layer_norm_backward(np.array([[1.0], [4.0]]), cache))
+@pytest.mark.parametrize("how", ["scalar graph", *BACKENDS])
+def test_a_group_of_one_value_gives_beta_and_a_zero_gradient(how):
+    x, gamma, beta, dy = np.array([[3.0], [-2.0]]), np.array([2.0]), np.array([0.5]), np.array([[1.0], [4.0]])
+    if how == "scalar graph":
+        got = scalar_results("layernorm", x, gamma, beta, dy, 1e-5)
+    else:
+        got = run("layernorm", x, gamma, beta, dy, backend=how)[:4]
     for a, want in zip(got, ([[0.5], [0.5]], [[0.0], [0.0]], [0.0], [5.0])):  # y, dx, dgamma, dbeta exactly
         np.testing.assert_array_equal(a, want)
 
@@ -467,16 +443,6 @@ def test_recompute_keeps_x_mean_rstd_and_reports_the_bytes_saved():
     for a, b in zip(V.layer_norm_backward(dy, full), V.layer_norm_backward(dy, lean)):
         if a is not None:
             assert_close(a, b, *test_tol.FLOAT32)
-
-
-def test_the_reference_cache_holds_what_seed_002_names():
-    x = np.random.default_rng(0).normal(size=(3, 5))
-    _, cache = V.layer_norm_forward(x, backend="reference", recompute=False)
-    m = F.moments(x, (-1,), 1e-5)
-    for name in ("xhat", "xshift", "var", "mean", "rstd"):
-        assert_close(getattr(cache, name), getattr(m, name), *test_tol.VECTORIZED_F64, name)
-    assert cache.eps == 1e-5
-    assert cache.nbytes().kept > V.layer_norm_forward(x, backend="numpy")[1].nbytes().kept  # xshift too
 
 
 # ---- backends ------------------------------------------------------------------------------------------
@@ -666,12 +632,7 @@ def test_float32_batchnorm_statistics_over_many_rows_do_not_drift(backend):
 )
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_a_cache_rebuilt_from_x_mean_and_rstd_gives_the_same_backward(norm, shape, dtype, backend):
-    rng = np.random.default_rng(7)
-    x = (rng.normal(2.0, 3.0, shape)).astype(dtype)
-    c = shape[1] if norm == "batchnorm" else shape[-1]
-    gamma = rng.uniform(0.5, 1.5, c).astype(dtype)
-    beta = None if norm == "rmsnorm" else rng.normal(size=c).astype(dtype)
-    dy = rng.normal(size=shape).astype(dtype)
+    x, gamma, beta, dy = drawn(norm, shape, 7, dtype, mean=2.0, std=3.0)
     _, dx, dgamma, dbeta, cache = run(norm, x, gamma, beta, dy, backend=backend, recompute=True)
     mean = None if cache.mean is None else cache.mean.ravel()  # one value per group, flattened
     saved = V.saved_cache(norm, x, gamma, beta, mean, cache.rstd.ravel(), 1e-5, backend=backend)
