@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from microgradnorm.drawing.charts import bar_chart, heat_map, line_chart, sparkline, uses_colour
+from microgradnorm.drawing.charts import bar_chart, heat_map, line_chart, uses_colour
 from microgradnorm.i18n import ngettext
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -180,7 +180,7 @@ def test_bar_chart_rejects_bad_values():
         bar_chart(["a", "b"], {"x": [1.0]})
 
 
-# ---- line chart and sparkline -----------------------------------------------------
+# ---- line chart -------------------------------------------------------------------
 
 
 def test_line_chart_decreasing_curve_runs_top_left_to_bottom_right():
@@ -250,13 +250,6 @@ def test_line_chart_log_scale_labels_are_values():
 def test_line_chart_fits(width):
     out = render(line_chart({"a": np.exp(-np.arange(500) / 50), "b": np.ones(500)}, log=True), width=width)
     assert fits(out, width)
-
-
-def test_sparkline_orders_blocks_by_value():
-    s = sparkline([0, 1, 2, 3, 4, 5, 6, 7]).plain
-    assert s == "▁▂▃▄▅▆▇█"
-    assert len(sparkline(np.arange(100.0), width=20).plain) == 20
-    assert sparkline([1.0, 1.0]).plain == "▁▁"
 
 
 def test_heat_map_legend_on_its_own_names_the_shared_scale():

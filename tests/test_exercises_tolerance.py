@@ -24,7 +24,7 @@ from microgradnorm import engine
 from microgradnorm.exercises import rounding
 from microgradnorm.exercises.catalog import EXERCISES
 from microgradnorm.exercises.drivers import DRIVERS
-from microgradnorm.exercises.judge import explain_value
+from microgradnorm.exercises.judge import explain_values
 from microgradnorm.exercises.problems import get_problem
 from microgradnorm.exercises.runner import read_only
 from microgradnorm.exercises.selfcheck import numerical_gradient
@@ -118,7 +118,7 @@ def test_finite_difference_estimates_fail_and_are_named(name, seed):
     grads = [o.name for o in problem.outputs if o.name != "y"]
     failing = [g for g in grads if not rounding.within(got[g], case.expected[g], case.allowed[g])]
     assert failing, "an estimate passed"
-    findings, _ = explain_value(problem, case, failing[0], got[failing[0]], first_ok=False)
+    findings, _ = explain_values(problem, case, {failing[0]: got[failing[0]]}, failing[:1], first_ok=False)
     assert [f.key for f in findings] == ["estimate"], [f.title for f in findings]
 
 
@@ -142,7 +142,7 @@ def test_streaming_from_kept_values_fails_on_a_mid_stream_start(seed):
     kept.welford_update = welford_update
     got = _call(name, kept, case.inputs)
     assert not rounding.within(got["var"], case.expected["var"], case.allowed["var"])
-    findings, _ = explain_value(problem, case, "mean", got["mean"], first_ok=False)
+    findings, _ = explain_values(problem, case, {"mean": got["mean"]}, ["mean"], first_ok=False)
     assert findings[0].key == "welford_ignores_state"
 
 
@@ -213,7 +213,7 @@ def test_a_guard_on_eps_zero_is_named_whatever_the_inputs(name, seed, guard):
     ]
     assert wrong, "a guard on eps changed no output"
     for output in wrong:
-        findings, _ = explain_value(problem, case, output, got[output], first_ok=True)
+        findings, _ = explain_values(problem, case, {output: got[output]}, [output], first_ok=True)
         assert "eps_zero_changed" in [f.key for f in findings], (output, [f.title for f in findings])
 
 
@@ -223,5 +223,5 @@ def test_a_guard_on_eps_zero_is_named_whatever_the_inputs(name, seed, guard):
 def test_an_answer_off_by_a_factor_is_not_called_a_guard_on_eps(name, seed, factor):
     problem, case = _second_case(name, seed)
     for o in problem.outputs:
-        findings, _ = explain_value(problem, case, o.name, case.expected[o.name] * factor, first_ok=True)
+        findings, _ = explain_values(problem, case, {o.name: case.expected[o.name] * factor}, [o.name], first_ok=True)
         assert "eps_zero_changed" not in [f.key for f in findings], o.name

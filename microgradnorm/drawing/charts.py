@@ -1,4 +1,4 @@
-"""Pictures in the terminal: a heat map of a matrix, bar charts, line charts, sparklines.
+"""Pictures in the terminal: a heat map of a matrix, bar charts, line charts.
 
 Pure renderables: each class takes numbers and returns lines when rich asks it
 to render, so it never prints and never looks at a global console. The layout is
@@ -46,7 +46,6 @@ __all__ = [
     "bar_chart",
     "heat_map",
     "line_chart",
-    "sparkline",
     "uses_colour",
 ]
 
@@ -58,7 +57,6 @@ _POSITIVE = (178, 24, 43)
 _SERIES_COLOURS = ("cyan", "magenta", "yellow", "green", "blue", "red")
 _SERIES_MARKERS = ("*", "o", "+", "x", "%", "&")
 _EIGHTHS = " ▏▎▍▌▋▊▉█"
-_SPARKS = "▁▂▃▄▅▆▇█"
 
 
 def uses_colour(console: Console) -> bool:
@@ -354,36 +352,7 @@ def bar_chart(
     return BarChart(labels, series, log=log, title=title, digits=digits)
 
 
-# ---- line chart and sparkline -----------------------------------------------------
-
-
-def _resample(values: list[float], width: int) -> list[float]:
-    """``width`` samples of ``values`` (the value at evenly spaced indices, ends included)."""
-    n = len(values)
-    if n <= width:
-        return values
-    if width == 1:
-        return [values[-1]]
-    return [values[round(c * (n - 1) / (width - 1))] for c in range(width)]
-
-
-def sparkline(values: Sequence[float], *, width: int | None = None, log: bool = False) -> Text:
-    """One line of block characters, lowest value ▁ to highest █ (no colour needed)."""
-    vals = _floats(values, "values")
-    if width is not None:
-        vals = _resample(vals, max(int(width), 1))
-    f = [(math.log10(v) if v > 0 else math.nan) if log else v for v in vals]
-    finite = [v for v in f if math.isfinite(v)]
-    lo, hi = (min(finite), max(finite)) if finite else (0.0, 0.0)
-    out = []
-    for v in f:
-        if not math.isfinite(v):
-            out.append("?")
-        elif hi == lo:
-            out.append(_SPARKS[0])
-        else:
-            out.append(_SPARKS[min(int((v - lo) / (hi - lo) * len(_SPARKS)), len(_SPARKS) - 1)])
-    return Text("".join(out))
+# ---- line chart -------------------------------------------------------------------
 
 
 class LineChart:

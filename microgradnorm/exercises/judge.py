@@ -57,7 +57,6 @@ __all__ = [
     "Judgement",
     "Verdict",
     "Worst",
-    "explain_value",
     "explain_values",
     "judge",
 ]
@@ -541,11 +540,6 @@ def explain_values(
     name = wrong[0]
     idx, e, v = worst_entry(got[name], case.expected[name])
     return found, Worst(problem.output(name).called, case.label, idx, e, v)
-
-
-def explain_value(problem: Problem, case: Case, name: str, g: np.ndarray, first_ok: bool) -> Explanation:
-    """Why ``g`` is not the right ``name`` on ``case``, and where it is furthest off."""
-    return explain_values(problem, case, {name: g}, [name], first_ok)
 
 
 # ---- all checks ------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import numpy as np
 from microgradnorm.lab.net import Net, cross_entropy
 from microgradnorm.lab.task import Task
 
-__all__ = ["Adam", "Run", "TrainConfig", "batches", "evaluate", "learning_rate", "train"]
+__all__ = ["Adam", "Run", "TrainConfig", "batches", "learning_rate", "train"]
 
 
 @dataclass(frozen=True)
@@ -76,18 +76,10 @@ class Adam:
 
 @dataclass
 class Run:
-    """One training run: the loss of each step's minibatch, and the held-out loss and accuracy at the end."""
+    """One training run: the loss of each step's minibatch, and the held-out loss at the end."""
 
     losses: list[float] = field(default_factory=list)
     test_loss: float = math.nan
-    test_accuracy: float = math.nan
-
-
-def evaluate(net: Net, x: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
-    """(loss, accuracy) of ``net`` on examples it does not learn from (its mode is the caller's choice)."""
-    logits = net.forward(x)
-    loss, _ = cross_entropy(logits, labels)
-    return loss, float(np.mean(logits.argmax(axis=1) == labels))
 
 
 def train(net: Net, task: Task, cfg: TrainConfig) -> Run:
@@ -101,7 +93,7 @@ def train(net: Net, task: Task, cfg: TrainConfig) -> Run:
             break
         net.backward(dlogits)
         opt.step(net.gradients(), learning_rate(cfg, step))
-    net.train(False)
-    run.test_loss, run.test_accuracy = evaluate(net, task.x_test, task.y_test)
+    net.train(False)  # the held-out loss in eval mode
+    run.test_loss, _ = cross_entropy(net.forward(task.x_test), task.y_test)
     net.train(True)
     return run

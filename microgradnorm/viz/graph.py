@@ -9,6 +9,7 @@ positions too.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +51,10 @@ class Drawing:
 
     def pos(self, node: Value) -> int:
         return self.index[id(node)]
+
+    def children(self, k: int) -> list[int]:
+        """Positions of the nodes that node k is computed from (one per edge)."""
+        return [self.pos(c) for c in self.order[k].children]
 
 
 def _flatten_values(obj: Any, what: str) -> list[Value]:
@@ -157,13 +162,19 @@ def related(d: Drawing, start: int, mode: str) -> set[int]:
     """``start`` and its ancestors (what it is computed from) or descendants (what uses it)."""
     if mode not in ("ancestors", "descendants"):
         raise OptionError("highlight_mode", _("expected 'ancestors' or 'descendants', got {mode!r}").format(mode=mode))
-    seen = {start}
-    stack = [start]
+    return reachable({start}, d.children if mode == "ancestors" else d.parents.__getitem__)
+
+
+def reachable(
+    starts: set[int], step: Callable[[int], Iterable[int]], may_pass: Callable[[int], bool] = lambda k: True
+) -> set[int]:
+    """``starts`` and every position reached from them by ``step`` (:meth:`Drawing.children` or
+    ``parents``) through positions that ``may_pass``."""
+    seen = set(starts)
+    stack = list(seen)
     while stack:
-        k = stack.pop()
-        nxt = [d.pos(c) for c in d.order[k].children] if mode == "ancestors" else d.parents[k]
-        for j in nxt:
-            if j not in seen:
+        for j in step(stack.pop()):
+            if j not in seen and may_pass(j):
                 seen.add(j)
                 stack.append(j)
     return seen

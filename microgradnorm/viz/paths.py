@@ -20,7 +20,7 @@ from microgradnorm.engine import Value
 from microgradnorm.i18n import N_, _
 from microgradnorm.norms import NormGraph
 from microgradnorm.registry import spec_for
-from microgradnorm.viz.graph import Drawing, OptionError, drawing
+from microgradnorm.viz.graph import Drawing, OptionError, drawing, reachable
 
 
 @dataclass
@@ -77,23 +77,8 @@ def _segment(d: Drawing, a: set[int], b: set[int]) -> set[tuple[int, int]]:
     Named nodes (x, mean, xshift, ...) are the waypoints of a path, so a route
     that passes through another named node belongs to a different segment.
     """
-    forward = set(a)
-    stack = list(a)
-    while stack:
-        u = stack.pop()
-        for p in d.parents[u]:
-            if p not in b and p not in forward and d.name(p) is None:
-                forward.add(p)
-                stack.append(p)
-    backward = set(b)
-    stack = list(b)
-    while stack:
-        v = stack.pop()
-        for child in d.order[v].children:
-            c = d.pos(child)
-            if c not in a and c not in backward and d.name(c) is None:
-                backward.add(c)
-                stack.append(c)
+    forward = reachable(a, d.parents.__getitem__, lambda p: p not in b and d.name(p) is None)
+    backward = reachable(b, d.children, lambda c: c not in a and d.name(c) is None)
     middle = (forward & backward) - a - b
     edges = set()
     for u in a | middle:
