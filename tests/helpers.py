@@ -215,3 +215,8 @@ def numeric_grad(loss, a) -> np.ndarray:
         down[i] -= h
         g[i] = (loss(up) - loss(down)) / (2 * h)
     return g
+
+
+def rendered_lines(renderable: Any, width: int = 100) -> list[str]:
+    """The lines of :func:`rendered`: ``renderable`` as a plain terminal ``width`` cells wide shows it."""
+    return rendered(renderable, width).splitlines()
