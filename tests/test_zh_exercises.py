@@ -43,7 +43,6 @@ ZH = i18n.SIMPLIFIED_CHINESE
 WORD = r"(?<![\w.`'])[a-z]{2,}(?![\w(`'])"
 ENGLISH_RUN = re.compile(rf"{WORD}(?: {WORD}){{2,}}")
 COMMAND = re.compile(r"microgradnorm exercise [a-z]+")  # a command to type stays as it is
-KINDS = ("solutions",)  # the scaffolds are derived from these, in each language
 IDS = [ex.name for ex in EXERCISES]
 
 
@@ -57,14 +56,30 @@ def english_runs(text: str) -> list[str]:
 
 
 def chinese_body(english: Path) -> str:
-    """A translated file as a learner gets it (its first line, the mark, left out)."""
+    """A translated solution as a learner gets it (its first line, the mark, left out); the solutions are the only
+    translated files: each scaffold is derived from its solution, in each language."""
     state, body, problems = translation._file_state(english, ZH)
     assert state == translation.TRANSLATED, problems
     return body
 
 
-def english_path(ex, kind: str) -> Path:
-    return ex.solution  # the only kind of translated file: each scaffold is derived from its solution
+def docstrings_and_comments(text: str) -> tuple[list[str], list[str]]:
+    """The docstrings of a Python file's module and functions, and its comments."""
+    tree = ast.parse(text)
+    documented = [n for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.FunctionDef))]
+    comments = [t.string for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.COMMENT]
+    return [d for n in documented if (d := ast.get_docstring(n))], comments
+
+
+def glossary_misses(english: str, chinese: str) -> list[tuple]:
+    """(term, what is wrong) for each glossary term ``chinese`` renders as the glossary avoids, or lacks where its
+    ``english`` uses a checked term."""
+    misses = []
+    for term in load_glossary():
+        misses += [(term.english[0], avoided) for avoided in term.avoid if avoided in chinese]
+        if term.checked and term.pattern().search(english) and term.chinese not in chinese:
+            misses.append((term.english[0], f"lacks {term.chinese}"))
+    return misses
 
 
 # ---- the translated files -------------------------------------------------------------------------------
@@ -75,17 +90,11 @@ def code_tokens(text: str) -> list[tuple[int, str]]:
     docstrings aside; the text of a string under ``if __name__ == "__main__":`` (what the file prints when
     run on its own, never run by the grader) aside, but not the string's place."""
     tree = ast.parse(text)
-    docstrings = set()
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and body:
-            first = body[0]
-            if (
-                isinstance(first, ast.Expr)
-                and isinstance(first.value, ast.Constant)
-                and isinstance(first.value.value, str)
-            ):
-                docstrings.add((first.lineno, first.col_offset))
+    docstrings = {
+        (node.body[0].lineno, node.body[0].col_offset)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(node) is not None
+    }
     main = [n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "__name__ == '__main__'"]
     lines = range(main[0].lineno, main[0].end_lineno + 1) if main else range(0)
     shown = {tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", tokenize.STRING)}
@@ -104,9 +113,7 @@ def code_tokens(text: str) -> list[tuple[int, str]]:
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
 def test_every_exercise_has_its_chinese_files_and_hints_in_step(ex):
-    for kind in KINDS:
-        state, _body, problems = translation._file_state(english_path(ex, kind), ZH)
-        assert state == translation.TRANSLATED, problems
+    chinese_body(ex.solution)  # in step, or it fails
     state, hints, problems = translation._hints_state(ex, ZH)
     assert state == translation.TRANSLATED, problems
     assert len(hints) == len(catalog.hints(ex)) > 0  # the hints seen are counted across languages
@@ -116,11 +123,9 @@ def test_the_translations_report_no_drift():
     assert translation.translation_problems(ZH) == []
 
 
-@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
-def test_the_chinese_code_is_the_english_code_token_for_token(ex, kind):
-    english = english_path(ex, kind)
-    assert code_tokens(chinese_body(english)) == code_tokens(english.read_text(encoding="utf-8"))
+def test_the_chinese_code_is_the_english_code_token_for_token(ex):
+    assert code_tokens(chinese_body(ex.solution)) == code_tokens(ex.solution.read_text(encoding="utf-8"))
 
 
 def test_the_code_comparison_tells_a_comment_from_code():
@@ -146,17 +151,11 @@ def test_a_chinese_scaffold_is_its_chinese_solution_emptied(ex):
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
 def test_the_chinese_files_speak_chinese(ex):
-    for kind in KINDS:
-        text = chinese_body(english_path(ex, kind))
-        tree = ast.parse(text)
-        documented = [n for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.FunctionDef))]
-        docstrings = [d for n in documented if (d := ast.get_docstring(n))]
-        assert ast.get_docstring(tree) and len(docstrings) > len(ex.functions) - 1
-        assert all(CJK.search(d) for d in docstrings), (kind, docstrings)
-        comments = [
-            t.string for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.COMMENT
-        ]
-        assert english_runs("\n".join(docstrings + comments)) == [], kind
+    text = chinese_body(ex.solution)
+    docstrings, comments = docstrings_and_comments(text)
+    assert ast.get_docstring(ast.parse(text)) and len(docstrings) > len(ex.functions) - 1
+    assert all(CJK.search(d) for d in docstrings), docstrings
+    assert english_runs("\n".join(docstrings + comments)) == []
 
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
@@ -172,11 +171,7 @@ def test_the_chinese_hints_speak_chinese(ex):
 
 def _prose(text: str) -> str:
     """The docstrings and comments of a Python file, without inline code."""
-    tree = ast.parse(text)
-    docstrings = [
-        d for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.FunctionDef)) and (d := ast.get_docstring(n))
-    ]
-    comments = [t.string for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.COMMENT]
+    docstrings, comments = docstrings_and_comments(text)
     # a line break between two Chinese characters is no break in the text (a term may be split by one)
     return re.sub(r"(?<=[\u4e00-\u9fff])\n(?=[\u4e00-\u9fff])", "", _CODE.sub("", "\n".join(docstrings + comments)))
 
@@ -187,10 +182,7 @@ def test_the_chinese_files_and_hints_use_the_glossary(ex):
     pairs = [(_prose(ex.solution.read_text(encoding="utf-8")), _prose(chinese_body(ex.solution)))]
     pairs.append((_CODE.sub("", "\n".join(catalog.hints(ex))), "\n".join(translation.hints(ex, ZH)[0])))
     for english, chinese in pairs:
-        for term in load_glossary():
-            assert not [a for a in term.avoid if a in chinese], (term.english, term.avoid)
-            if term.checked and term.pattern().search(english):
-                assert term.chinese in chinese, (term.english[0], term.chinese)
+        assert glossary_misses(english, chinese) == []
 
 
 def test_a_learner_gets_the_file_without_its_mark():
@@ -312,11 +304,8 @@ def test_the_catalog_entries_of_the_exercises_use_the_glossary():
     entries = [m for m in po if m.id and any("exercise" in place for place, _ in m.locations)]
     assert len(entries) > 400
     for message in entries:
-        english, chinese = _CODE.sub("", str(message.id)), message.string
-        for term in load_glossary():
-            assert not [a for a in term.avoid if a in chinese], (message.id, term.avoid)
-            if term.checked and term.pattern().search(english) and message.id not in OTHER_SENSE:
-                assert term.chinese in chinese, (message.id, term.chinese)
+        english = "" if message.id in OTHER_SENSE else _CODE.sub("", str(message.id))
+        assert glossary_misses(english, message.string) == [], message.id
 
 
 # entries where a glossary word means something else: here "kernel" is the operating system's, not a GPU's
@@ -636,18 +625,18 @@ def test_the_watch_keys_line_wraps_the_chinese_way_at_60_columns():
 
 def test_a_chinese_file_run_on_its_own_speaks_chinese(tmp_path):
     env = {**os.environ, "MICROGRADNORM_LANG": "en"}  # the file's own language wins: one run, one language
-    scaffold = tmp_path / "05.py"
-    scaffold.write_text(translation.scaffold(get_exercise(5), ZH).text, encoding="utf-8")
-    done = subprocess.run([sys.executable, str(scaffold)], capture_output=True, text=True, env=env, timeout=60)
+
+    def run(name: str, text: str) -> subprocess.CompletedProcess:
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=60)
+
+    done = run("05.py", translation.scaffold(get_exercise(5), ZH).text)
     assert done.returncode == 1 and "`layernorm_forward`（第 " in done.stderr and "还没写" in done.stderr
     assert "Traceback" not in done.stderr
-    solution = tmp_path / "05s.py"
-    solution.write_text(chinese_body(get_exercise(5).solution), encoding="utf-8")
-    done = subprocess.run([sys.executable, str(solution)], capture_output=True, text=True, env=env, timeout=60)
+    done = run("05s.py", chinese_body(get_exercise(5).solution))
     assert done.returncode == 0 and done.stdout.count("-> 一致") == 3 and "你的梯度与中心差分的比较：" in done.stdout
-    english = tmp_path / "05e.py"
-    english.write_text(get_exercise(5).solution.read_text(encoding="utf-8"), encoding="utf-8")
-    done = subprocess.run([sys.executable, str(english)], capture_output=True, text=True, env=env, timeout=60)
+    done = run("05e.py", get_exercise(5).solution.read_text(encoding="utf-8"))
     assert done.stdout.count("-> agrees") == 3
 
 
