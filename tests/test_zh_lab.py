@@ -20,6 +20,8 @@ are translated when shown, which the tests check by showing one run in both.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from microgradnorm import cli, i18n
@@ -37,16 +39,8 @@ LESSONS = (
     "17-pre-ln-and-post-ln-in-training",
     "18-which-norm-and-how-big-a-batch",
 )
-# The modules whose strings the lab prints (lessons 15-18's demos, the experiments, the command).
-MODULES = (
-    "microgradnorm/lessons/demos_lab.py",
-    "microgradnorm/commands/lab.py",
-    "microgradnorm/lab/__init__.py",
-    "microgradnorm/lab/experiments.py",
-    "microgradnorm/lab/pairs.py",
-    "microgradnorm/lab/show.py",
-    "microgradnorm/lab/words.py",
-)
+# The modules whose strings the lab prints (lessons 15-18's demos, the command, the whole lab package).
+MODULES = ("lessons/demos_lab.py", "commands/lab.py", *(f"lab/{p.name}" for p in Path(E.__file__).parent.glob("*.py")))
 INSTALL = "pip install 'microgradnorm[torch]'"
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -48,23 +49,9 @@ LESSONS = tuple(sorted(p.name for p in lessons_dir().glob("[0-9][0-9]-*.md") if 
 QUICK = tuple(name for name in LESSONS if int(name[:2]) <= 14)
 WIDTHS = (60, 100)
 
-# The demo modules whose marked strings the lessons print: each must have a Chinese translation.
-MODULES = (
-    "demo_tools.py",
-    "demo_layernorm.py",
-    "demos_chain_rule.py",
-    "demos_ln_forward.py",
-    "demos_forms.py",
-    "demos_backward.py",
-    "textgraph.py",
-    "demos_batchnorm.py",
-    "demos_rmsnorm.py",
-    "demos_practice.py",
-    "norm_axes.py",
-    "demos_residual.py",
-    "demos_traps.py",
-    "demos_kernel.py",
-)
+# The modules whose marked strings the lessons print (every demo module, the text graph, the cube picture): each
+# must have a Chinese translation.
+MODULES = (*(p.name for p in Path(render.__file__).parent.glob("demo*.py")), "textgraph.py", "norm_axes.py")
 
 # Numbers beyond each lesson's defaults that take its demos down their other branches.
 VARIANTS = {
