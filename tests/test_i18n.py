@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gettext
+import importlib
 import io
 import os
 import subprocess
@@ -352,12 +353,17 @@ def test_a_real_process_with_a_chinese_locale_speaks_chinese(unusable_home):
     assert "MICROGRADNORM_HOME：" in proc.stdout and "不是目录" in "".join(proc.stdout.split())
 
 
-def test_a_lazy_constant_with_fields_is_translated_first_then_filled_in():
-    from microgradnorm.commands import check, graph
-
-    for module in (check, graph):
-        english = str(module.DESCRIPTION)
-        assert f"at most {module.SIZE_LIMIT} entries" in english and "{limit}" not in english
-        with use_language(i18n.SIMPLIFIED_CHINESE):
-            chinese = _(module.DESCRIPTION)
-        assert str(module.SIZE_LIMIT) in chinese and "{limit}" not in chinese and chinese != english
+@pytest.mark.parametrize("command", ["check", "graph"])
+def test_a_lazy_constant_with_fields_is_translated_first_then_filled_in(capsys, command):
+    """A command's description states its size limit, a field: filled in after the translation, in --help too
+    (which wraps it: compared without the line breaks, and without spaces in Chinese, which wraps anywhere)."""
+    module = importlib.import_module(f"microgradnorm.commands.{command}")
+    english = str(module.DESCRIPTION)
+    assert f"at most {module.SIZE_LIMIT} entries" in english and "{limit}" not in english
+    with use_language(i18n.SIMPLIFIED_CHINESE):
+        chinese = _(module.DESCRIPTION)
+    assert str(module.SIZE_LIMIT) in chinese and "{limit}" not in chinese and chinese != english
+    assert " ".join(english.split()) in " ".join(run_cli([command, "--help"], capsys)[1].split())
+    assert "".join(chinese.split()) in "".join(run_cli(["--lang", "zh-CN", command, "--help"], capsys)[1].split())
+    with pytest.raises(AttributeError):
+        module.NO_SUCH_NAME  # noqa: B018 - a module knows only the names it defines

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
-from babel.messages import pofile
 from rich.cells import cell_len
 
 from microgradnorm import cli, formulas, i18n
@@ -25,10 +23,9 @@ from microgradnorm.present import check_table
 from microgradnorm.registry import get_norm
 from tests import helpers
 from tests.helpers import run_cli as run
-from tests.zh import CJK
+from tests.zh import CJK, po_entries
 
 ZH = i18n.SIMPLIFIED_CHINESE
-PO = Path(i18n.LOCALE_DIR) / "zh_CN" / "LC_MESSAGES" / "microgradnorm.po"
 # the modules whose marked strings these commands show (the page's words included)
 MODULES = (
     "commands/check.py",
@@ -51,7 +48,6 @@ MODULES = (
     "torch/__init__.py",
     "torch/learner.py",
 )
-WHERE = {f"microgradnorm/{module}" for module in MODULES}  # as the catalog writes its locations
 # words every English error of these commands uses, and no Chinese one may still contain
 ENGLISH_ERROR_WORDS = re.compile(r"\b(expected|got|error|argument|cannot)\b")
 
@@ -66,9 +62,7 @@ def zh(*argv: str) -> list[str]:
 
 
 def test_every_string_these_commands_mark_has_a_chinese_translation():
-    with PO.open("rb") as f:
-        catalog = pofile.read_po(f)
-    ours = [m for m in catalog if m.id and any(path.replace("\\", "/") in WHERE for path, _line in m.locations)]
+    ours = po_entries(tuple(f"microgradnorm/{module}" for module in MODULES))  # as the catalog writes its locations
     assert len(ours) > 150  # the strings are there to be checked: the commands, the report and the page
     missing = [m.id for m in ours if not m.string or "fuzzy" in m.flags]
     assert missing == []
@@ -78,39 +72,22 @@ def test_every_string_these_commands_mark_has_a_chinese_translation():
 
 
 @pytest.mark.parametrize("command", ["check", "graph", "bench"])
-def test_every_option_of_the_command_is_explained_in_chinese(command):
+def test_every_option_of_the_command_is_explained_in_chinese_and_help_fits_80_columns(capsys, monkeypatch, command):
     with i18n.use_language(ZH):
         parser = cli.build_parser()
         sub = next(a for a in parser._actions if a.dest == "command").choices[command]
         helps = {a.option_strings[0] if a.option_strings else a.dest: a.help for a in sub._actions}
         assert CJK.search(sub.description), sub.description
-    del helps["-h"]  # argparse's own words, translated while the CLI runs (the next test prints them)
+    del helps["-h"]  # argparse's own words, translated while the CLI runs (printed below)
     english = [name for name, text in helps.items() if text and not CJK.search(str(text))]
     assert english == []
     assert len(helps) >= 5
-
-
-@pytest.mark.parametrize("command", ["check", "graph", "bench"])
-def test_help_is_printed_in_chinese_and_fits_80_columns(capsys, monkeypatch, command):
     monkeypatch.setenv("COLUMNS", "80")
     code, out, _ = run(capsys, *zh(command, "--help"))
     assert code == 0
     assert out.startswith("用法：") and "选项：" in out
     assert max(cell_len(line) for line in out.splitlines()) <= 80
     assert "--dim" in out or "--engine" in out  # option names stay as they are
-
-
-def test_the_description_gives_the_size_limit_in_both_languages(capsys):
-    from microgradnorm.commands import check, graph
-
-    _, out_en, _ = run(capsys, "check", "--help")
-    _, out_zh, _ = run(capsys, *zh("check", "--help"))
-    assert f"x has at most {check.SIZE_LIMIT} entries." in " ".join(out_en.split())
-    assert f"x最多{check.SIZE_LIMIT}个元素。" in "".join(out_zh.split())
-    with i18n.use_language(ZH):
-        assert f"x 最多 {graph.SIZE_LIMIT} 个元素。" in graph.DESCRIPTION
-    with pytest.raises(AttributeError):
-        graph.NO_SUCH_NAME  # noqa: B018 - the module's __getattr__ knows only DESCRIPTION
 
 
 # ---- errors ---------------------------------------------------------------------------------------------------
