@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-import io
 import re
 
 from hypothesis import given
 from hypothesis import strategies as st
-from rich.console import Console
 
 from microgradnorm.i18n.text import cjk_text
 from microgradnorm.lessons.demo_tools import number_table
 from microgradnorm.verdicts import claims
+from tests.helpers import rendered_lines
 
 OPERATORS = "=−+·×÷/"
 # a line that starts with an operator and a space, or ends with a space and an operator: a formula cut in two
 CUT = re.compile(rf"^\s*[{OPERATORS}] |\S [{OPERATORS}]$")
-
-
-def lines_of(renderable, width: int) -> list[str]:
-    console = Console(file=io.StringIO(), width=width, no_color=True, force_terminal=False, highlight=False)
-    console.print(renderable)
-    return console.file.getvalue().splitlines()
 
 
 WORDS = st.lists(st.sampled_from(["the", "variance", "of", "a", "row", "is", "kept", "here", "once"]), max_size=12)
@@ -34,7 +27,7 @@ FORMULAS = st.sampled_from(
 @given(before=WORDS, after=WORDS, formula=FORMULAS, width=st.integers(30, 70))
 def test_an_english_formula_is_never_cut(before, after, formula, width):
     text = " ".join([*before, formula, *after])
-    lines = lines_of(cjk_text(text), width)
+    lines = rendered_lines(cjk_text(text), width)
     assert not [line for line in lines if CUT.search(line)], lines
     assert " ".join(" ".join(lines).split()) == " ".join(text.split())  # nothing lost or added
 
@@ -42,27 +35,27 @@ def test_an_english_formula_is_never_cut(before, after, formula, width):
 @given(before=CJK, after=CJK, formula=FORMULAS, width=st.integers(30, 70))
 def test_a_formula_in_chinese_is_never_cut(before, after, formula, width):
     text = "".join(before) + "：" + formula + "，" + "".join(after) + "。"
-    lines = lines_of(cjk_text(text), width)
+    lines = rendered_lines(cjk_text(text), width)
     assert not [line for line in lines if CUT.search(line)], lines
 
 
 def test_without_the_mark_the_same_sentence_is_cut():
     """The test above can fail: the plain text breaks inside the formula at this width."""
     text = "outside: the square root of the variance, sqrt(var) + eps, built by hand"
-    plain = lines_of(text, 52)
+    plain = rendered_lines(text, 52)
     assert any(CUT.search(line) for line in plain), plain
-    assert not any(CUT.search(line) for line in lines_of(cjk_text(text), 52))
+    assert not any(CUT.search(line) for line in rendered_lines(cjk_text(text), 52))
 
 
 def test_backticks_mark_a_formula_and_are_not_shown_and_an_unpaired_one_stays():
-    assert lines_of(cjk_text("inside `sqrt(var + eps)` here"), 60) == ["inside sqrt(var + eps) here"]
-    assert lines_of(cjk_text("a lone ` stays"), 60) == ["a lone ` stays"]
+    assert rendered_lines(cjk_text("inside `sqrt(var + eps)` here"), 60) == ["inside sqrt(var + eps) here"]
+    assert rendered_lines(cjk_text("a lone ` stays"), 60) == ["a lone ` stays"]
 
 
 def test_a_claim_and_a_table_caption_keep_their_formulas_and_styles():
     text = "it normalizes with the batch's own variance, var ÷ N, as every training batch does"
     for width in range(30, 60):
-        shown = lines_of(claims([(True, text)]), width) + lines_of(
+        shown = rendered_lines(claims([(True, text)]), width) + rendered_lines(
             number_table(["a"], [["1"]], caption=text, title=text), width
         )
         assert not [line for line in shown if CUT.search(line)], (width, shown)
@@ -73,5 +66,5 @@ def test_a_claim_and_a_table_caption_keep_their_formulas_and_styles():
 def test_ln_and_its_argument_stay_together():
     text = "Losses after 200 steps: post-LN 1.05, pre-LN 0.23 (a guess: ln 3 = 1.10), below half of ln 3"
     for width in range(20, 60):
-        for line in lines_of(cjk_text(text), width):
+        for line in rendered_lines(cjk_text(text), width):
             assert not line.rstrip().endswith(" ln") and not line.lstrip().startswith("3 ="), (width, line)

@@ -21,7 +21,7 @@ from microgradnorm import cli, formulas, i18n
 from microgradnorm.check import check_norm, random_problem
 from microgradnorm.present import check_table
 from microgradnorm.registry import get_norm
-from tests import helpers
+from tests.helpers import rendered_lines
 from tests.helpers import run_cli as run
 from tests.zh import CJK, po_entries
 
@@ -146,10 +146,6 @@ def report(norm: str = "layernorm", shape: tuple[int, ...] = (4,), seed: int = 0
     return check_norm(spec, x, gamma, beta, 1e-5, dy, seed=seed)
 
 
-def rendered(renderable, width: int) -> list[str]:
-    return helpers.rendered(renderable, width).splitlines()
-
-
 def cells(line: str) -> list[str]:
     """The line as terminal cells: a double-width character fills two (its second cell is '')."""
     out: list[str] = []
@@ -189,7 +185,7 @@ with i18n.use_language(ZH):
 def test_check_report_in_chinese_fits_and_its_columns_line_up(width):
     r = report()
     with i18n.use_language(ZH):
-        lines = rendered(check_table(r), width)
+        lines = rendered_lines(check_table(r), width)
     text = "\n".join(lines)
     assert max(cell_len(line) for line in lines) <= width
     assert lines[0].startswith("x [4] 的 LayerNorm，eps = 1e-05，")
@@ -211,7 +207,7 @@ def test_check_report_in_chinese_fits_and_its_columns_line_up(width):
 def test_check_full_report_in_chinese_lines_up_entry_by_entry(width):
     r = report("batchnorm", (3, 2))
     with i18n.use_language(ZH):
-        lines = rendered(check_table(r, full=True), width)
+        lines = rendered_lines(check_table(r, full=True), width)
     assert max(cell_len(line) for line in lines) <= width
     rows = sum(len(n.autograd) for n in r.nodes)
     names = NUMBER_HEADERS + (ERROR_HEADERS if width >= 80 else [])
@@ -221,9 +217,9 @@ def test_check_full_report_in_chinese_lines_up_entry_by_entry(width):
 
 def test_the_chinese_report_shows_the_same_numbers_as_the_english_one():
     r = report("rmsnorm", (2, 3))
-    english = rendered(check_table(r), 100)
+    english = rendered_lines(check_table(r), 100)
     with i18n.use_language(ZH):
-        chinese = rendered(check_table(r), 100)
+        chinese = rendered_lines(check_table(r), 100)
     numbers = re.compile(r"-?\d+\.\d+(?:e[+-]\d+)?|-?\d+e[+-]\d+")
     assert numbers.findall("\n".join(english)) == numbers.findall("\n".join(chinese))
 
