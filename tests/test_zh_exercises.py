@@ -32,11 +32,10 @@ from microgradnorm.exercises import workspace as ws
 from microgradnorm.exercises.catalog import EXERCISES, MARKERS, derive_scaffold, get_exercise
 from microgradnorm.exercises.diagnose import Geometry, geometry_findings, scale_finding, shape_findings
 from microgradnorm.i18n.text import NO_START
-from microgradnorm.i18n_tools.catalogs import po_path
 from microgradnorm.i18n_tools.glossary import _CODE, load_glossary
 from tests.grading import Submission, grade_all, planted
 from tests.helpers import rendered, run_cli, said_in
-from tests.zh import CJK
+from tests.zh import CJK, po_entries
 
 ZH = i18n.SIMPLIFIED_CHINESE
 # three or more lowercase English words in a row, one space apart: prose, not a formula, a name or code
@@ -294,10 +293,7 @@ def test_every_template_of_the_exercises_has_a_chinese_translation(template):
 
 
 def test_the_catalog_entries_of_the_exercises_use_the_glossary():
-    babel = pytest.importorskip("babel.messages.pofile", reason="reading the .po needs Babel (the test extra)")
-    with open(po_path(ZH), "rb") as f:
-        po = babel.read_po(f)
-    entries = [m for m in po if m.id and any("exercise" in place for place, _ in m.locations)]
+    entries = po_entries(("exercise",))
     assert len(entries) > 400
     for message in entries:
         english = "" if message.id in OTHER_SENSE else _CODE.sub("", str(message.id))

@@ -272,11 +272,14 @@ def test_no_line_break_of_the_source_shows_as_a_space_between_chinese_characters
 PLACEHOLDER = re.compile(r"\{[A-Za-z_]\w*(?:[!:][^}]*)?\}|\{\}")  # {name}, {value:.3g}, {}; not x_{d-1} nor {0}
 
 
+def _variants(name: str):
+    """(label, change) for each set of numbers the lesson ``name`` is run at: its defaults, then its VARIANTS."""
+    for change in [{}, *VARIANTS[name[:2]]]:
+        yield ",".join(f"{k}={v}" for k, v in change.items()) or "defaults", change
+
+
 def _step_cases():
-    for name in QUICK:
-        for change in [{}, *VARIANTS[name[:2]]]:
-            label = ",".join(f"{k}={v}" for k, v in change.items()) or "defaults"
-            yield pytest.param(name, change, id=f"{name[:2]}-{label}")
+    return [pytest.param(name, change, id=f"{name[:2]}-{label}") for name in QUICK for label, change in _variants(name)]
 
 
 @pytest.mark.usefixtures("shared_demos")
@@ -320,9 +323,8 @@ def test_every_step_and_what_its_demos_print_is_chinese_and_fits(name, changes):
 def _demo_cases():
     for name in QUICK:
         base = parse_lesson(lessons_dir() / name).params()
-        for change in [{}, *VARIANTS[name[:2]]]:
+        for label, change in _variants(name):
             for call in demo_calls(lessons_dir() / name):
-                label = ",".join(f"{k}={v}" for k, v in change.items()) or "defaults"
                 yield pytest.param(base.replace(**change), call, id=f"{name[:2]}-{call.name}-{label}")
 
 
@@ -361,7 +363,7 @@ def _demos_printed(name: str, change: dict, language: str) -> str:
 @pytest.mark.usefixtures("shared_demos")
 @pytest.mark.parametrize("name", ["02-why-normalize.md", "07-jacobian-projection.md"])
 def test_what_the_demos_of_the_strict_lessons_print_has_no_english_word(name):
-    for change in [{}, *VARIANTS[name[:2]]]:
+    for _label, change in _variants(name):
         chinese_text = _demos_printed(name, change, ZH)
         left = english_words(chinese_text)
         assert not left, f"{name} {change}: English left in the demos' output: {sorted(left)}"

@@ -91,10 +91,14 @@ def untranslated(modules: tuple[str, ...]) -> tuple[int, list[str]]:
 
 
 def po_entries(modules: tuple[str, ...]) -> list[Any]:
-    """The Chinese catalog's entries whose source is one of ``modules`` (the ends of their paths: "render.py",
-    "viz/render.py"), read from the .po."""
+    """The Chinese catalog's entries whose source is one of ``modules`` (a part of its path: "render.py",
+    "microgradnorm/viz/render.py", "exercise"), read from the .po."""
     pofile = pytest.importorskip("babel.messages.pofile", reason="reading the .po needs Babel (the test extra)")
     po = Path(i18n.LOCALE_DIR, "zh_CN", "LC_MESSAGES", "microgradnorm.po")
     with po.open("rb") as f:
         catalog = pofile.read_po(f)
-    return [m for m in catalog if m.id and any(path.replace("\\", "/").endswith(modules) for path, _ in m.locations)]
+
+    def ours(path: str) -> bool:
+        return any(part in path.replace("\\", "/") for part in modules)
+
+    return [m for m in catalog if m.id and any(ours(path) for path, _line in m.locations)]
