@@ -111,16 +111,14 @@ def code_tokens(text: str) -> list[tuple[int, str]]:
 
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
-def test_every_exercise_has_its_chinese_files_and_hints_in_step(ex):
-    chinese_body(ex.solution)  # in step, or it fails
-    state, hints, problems = translation._hints_state(ex, ZH)
-    assert state == translation.TRANSLATED, problems
-    assert len(hints) == len(catalog.hints(ex)) > 0  # the hints seen are counted across languages
-
-
-@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
-def test_the_chinese_code_is_the_english_code_token_for_token(ex):
-    assert code_tokens(chinese_body(ex.solution)) == code_tokens(ex.solution.read_text(encoding="utf-8"))
+def test_the_chinese_code_is_the_english_code_token_for_token_and_its_scaffold_the_solution_emptied(ex):
+    solution = chinese_body(ex.solution)  # in step with its English, or it fails
+    assert code_tokens(solution) == code_tokens(ex.solution.read_text(encoding="utf-8"))
+    scaffold = translation.scaffold(ex, ZH).text
+    assert scaffold == derive_scaffold(solution) != solution
+    start, end = MARKERS[ZH]
+    assert scaffold.count(start) == scaffold.count(end) == len(ex.functions)
+    assert catalog.CODE_START not in scaffold  # the markers are in the file's language
 
 
 def test_the_code_comparison_tells_a_comment_from_code():
@@ -136,15 +134,6 @@ def test_the_code_comparison_tells_a_comment_from_code():
 
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
-def test_a_chinese_scaffold_is_its_chinese_solution_emptied(ex):
-    scaffold, solution = translation.scaffold(ex, ZH).text, chinese_body(ex.solution)
-    assert scaffold == derive_scaffold(solution) != solution
-    start, end = MARKERS[ZH]
-    assert scaffold.count(start) == scaffold.count(end) == len(ex.functions)
-    assert catalog.CODE_START not in scaffold  # the markers are in the file's language
-
-
-@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
 def test_the_chinese_files_speak_chinese(ex):
     text = chinese_body(ex.solution)
     docstrings, comments = docstrings_and_comments(text)
@@ -154,9 +143,12 @@ def test_the_chinese_files_speak_chinese(ex):
 
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
-def test_the_chinese_hints_speak_chinese(ex):
+def test_the_chinese_hints_are_in_step_and_speak_chinese(ex):
+    state, in_step, problems = translation._hints_state(ex, ZH)
+    assert state == translation.TRANSLATED, problems
     hints, note = translation.hints(ex, ZH)
-    assert note is None
+    assert note is None and hints == in_step
+    assert len(hints) == len(catalog.hints(ex)) > 0  # the hints seen are counted across languages
     for hint, english in zip(hints, catalog.hints(ex)):
         assert english_runs(hint) == [], hint
         # Chinese, unless the hint is a formula alone (the same, but for its full stop)

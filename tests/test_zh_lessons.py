@@ -216,8 +216,17 @@ def test_every_lesson_is_here():
     assert len(LESSONS) == len(list(lessons_dir().glob("[0-9][0-9]-*.md"))) >= 18, LESSONS
 
 
+# Chinese next to Chinese, or full-width punctuation, takes no space; a source line break there must vanish
+_FULL_WIDTH_PUNCTUATION = "，。、；：！？（）“”《》"
+STRAY_SPACE = re.compile(
+    rf"[\u4e00-\u9fff{_FULL_WIDTH_PUNCTUATION}—] [\u4e00-\u9fff]|[\u4e00-\u9fff] [{_FULL_WIDTH_PUNCTUATION}—]"
+)  # one space, as a joined line break leaves: table columns stand two or more apart
+
+
 @pytest.mark.parametrize("name", LESSONS)
 def test_the_translation_is_in_step_with_the_english_and_chinese_throughout(name):
+    """The English's steps and demos; titles and every block of prose Chinese, with no English sentence left; and,
+    since translators break source lines anywhere, no line break rendered as a space inside Chinese text."""
     english, local = chinese(name)
     assert local.status == TRANSLATED and not local.english_steps and not local.problems, local.problems
     lesson = local.lesson
@@ -237,6 +246,8 @@ def test_the_translation_is_in_step_with_the_english_and_chinese_throughout(name
             assert CJK.search(words) or not words.strip(), f"{name} step {k}: a block without Chinese: {block.text!r}"
             left = english_runs(words)
             assert not left, f"{name} step {k}: English sentences {left}"
+            spaced = STRAY_SPACE.findall(rendered(cjk_markdown(block.text), 2000))  # so wide that nothing wraps
+            assert not spaced, f"{name} step {k}: a line break of the source shown as a space: {spaced}"
 
 
 @pytest.mark.parametrize("name", STRICT)
@@ -246,24 +257,6 @@ def test_no_english_word_is_left_where_the_prose_has_none(name):
         left = english_words(f"{_CODE.sub(' ', zh.title)}\n{prose_of(zh)}")
         assert not left, f"{name} step {k}: English words left: {sorted(left)}"
         assert english_words(prose_of(en)), f"{name} step {k}: the check would not see English prose"
-
-
-# Chinese next to Chinese, or full-width punctuation, takes no space; a source line break there must vanish
-_FULL_WIDTH_PUNCTUATION = "，。、；：！？（）“”《》"
-STRAY_SPACE = re.compile(
-    rf"[\u4e00-\u9fff{_FULL_WIDTH_PUNCTUATION}—] [\u4e00-\u9fff]|[\u4e00-\u9fff] [{_FULL_WIDTH_PUNCTUATION}—]"
-)  # one space, as a joined line break leaves: table columns stand two or more apart
-
-
-@pytest.mark.parametrize("name", LESSONS)
-def test_no_line_break_of_the_source_shows_as_a_space_between_chinese_characters(name):
-    """Translators break source lines anywhere; rendered, a paragraph has no space inside Chinese text."""
-    _english, local = chinese(name)
-    for k, step in enumerate(local.lesson.steps, start=1):
-        for block in step.blocks:
-            if isinstance(block, Prose):
-                text = rendered(cjk_markdown(block.text), 2000)  # wide enough that no paragraph wraps
-                assert not STRAY_SPACE.findall(text), f"{name} step {k}: {STRAY_SPACE.findall(text)}"
 
 
 # ---- every step as the runner shows it --------------------------------------------------------------------
