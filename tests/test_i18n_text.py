@@ -23,8 +23,6 @@ from rich.text import Text
 from microgradnorm.i18n.text import SHAPE, CJKText, break_opportunities, cjk_markdown, cjk_text, divide_line
 from tests.helpers import rendered_lines
 
-WIDTHS = (40, 60, 80, 100)
-
 # The rules as the Chinese punctuation standard (GB/T 15834) states them, written out here rather than
 # taken from the module: these may not start a line, these may not end one.
 CLOSING = set("，。、；：！？）》」』】”’…")
@@ -70,17 +68,12 @@ def plain(markdown: str) -> str:
 # ---- prose -------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-def test_a_chinese_paragraph_wraps_between_characters_and_keeps_its_punctuation(width):
-    lines = rendered_lines(cjk_markdown(PARAGRAPH), width)
-    assert layout_problems(lines, width) == []
-    assert "".join(lines).replace(" ", "") == plain(PARAGRAPH)  # nothing lost, repeated or added
-    assert len(lines) >= 3
-
-
-def test_the_paragraph_is_laid_out_well_at_every_width_from_24_to_100():
-    bad = {width: layout_problems(rendered_lines(cjk_markdown(PARAGRAPH), width), width) for width in range(24, 101)}
-    assert {width: found for width, found in bad.items() if found} == {}
+def test_a_chinese_paragraph_wraps_between_characters_and_keeps_its_punctuation_at_every_width_from_24_to_100():
+    for width in range(24, 101):
+        lines = rendered_lines(cjk_markdown(PARAGRAPH), width)
+        assert layout_problems(lines, width) == [], width
+        assert "".join(lines).replace(" ", "") == plain(PARAGRAPH), width  # nothing lost, repeated or added
+        assert len(lines) >= 3
 
 
 def test_the_checker_finds_what_rich_alone_gets_wrong():

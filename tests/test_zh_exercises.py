@@ -494,9 +494,8 @@ def test_init_check_hint_and_solution_with_the_lang_option(tmp_path, capsys, mon
     folder = tmp_path / "练习"
     code, out, _ = run_cli(capsys, "--lang", "zh-CN", "exercise", "init", str(folder))
     assert code == 0 and "复制了 11 个练习模板" in out and "从 01_local_derivatives.py 开始" in out
-    assert (folder / "05_layernorm_backward.py").read_text(encoding="utf-8") == translation.scaffold(
-        get_exercise(5), ZH
-    ).text
+    given = (folder / "05_layernorm_backward.py").read_text(encoding="utf-8")
+    assert given == translation.scaffold(get_exercise(5), ZH).text
     code, out, _ = run_cli(capsys, "exercise", "check", "1", "--lang", "zh-CN")
     assert code == 1 and "还没写：mul_backward 仍然抛出 NotImplementedError" in out
     solve_in_chinese(folder, 1)
