@@ -224,10 +224,8 @@ def test_english_hints_edited_show_the_english_until_their_translation_is_update
     assert [p for p in translation.translation_problems(ZH) if "02_mean_variance_backward" in p]
     with i18n.use_language(ZH):
         hints, note = translation.hints(ex)
-    assert (
-        "is one way to write it." in hints[1]
-        and note == "练习 2 的提示的英文原文在翻译之后改过，译文更新之前先以英文显示。"
-    )
+    assert "is one way to write it." in hints[1]
+    assert note == "练习 2 的提示的英文原文在翻译之后改过，译文更新之前先以英文显示。"
     assert translation.hints(get_exercise(1), ZH)[1] is None  # the other exercises' hints stay Chinese
     chinese = package_copy / f"hints.{ZH}.md"
     text = chinese.read_text(encoding="utf-8")
@@ -241,10 +239,8 @@ def test_a_translation_without_its_mark_or_with_other_code_is_not_given(package_
     ex = get_exercise(3)
     chinese = translation.translated_path(ex.solution, ZH)
     chinese.write_text(chinese.read_text(encoding="utf-8").split("\n", 1)[1], encoding="utf-8")
-    assert (
-        "expected a first line '# english: 03_layernorm_from_values.py <hash>'"
-        in translation.translation_problems(ZH)[0]
-    )
+    expected = "expected a first line '# english: 03_layernorm_from_values.py <hash>'"
+    assert expected in translation.translation_problems(ZH)[0]
     assert translation.solution(ex, ZH).language == i18n.ENGLISH
     hints_zh = package_copy / f"hints.{ZH}.md"
     hints_zh.write_text(hints_zh.read_text(encoding="utf-8").replace("\n4. rstd = (var", "\n   rstd = (var"))
@@ -502,9 +498,8 @@ def test_init_check_hint_and_solution_with_the_lang_option(tmp_path, capsys, mon
     code, out, _ = run_cli(capsys, "--lang", "zh-CN", "exercise", "check", "1")
     assert code == 0 and "每项检查都通过了。" in out and "下一道：02_mean_variance_backward" in out
     code, out, _ = run_cli(capsys, "--lang", "zh-CN", "exercise", "hint", "2")
-    assert (
-        "02_mean_variance_backward 的提示（第 1 条，共 4 条）" in out and "再运行一次同样的命令，看第 2 条提示。" in out
-    )
+    assert "02_mean_variance_backward 的提示（第 1 条，共 4 条）" in out
+    assert "再运行一次同样的命令，看第 2 条提示。" in out
     code, out, _ = run_cli(capsys, "--lang", "zh-CN", "exercise", "solution", "1")
     assert code == 0 and out == chinese_body(get_exercise(1).solution)  # not a terminal: the file itself
     code, out, _ = run_cli(capsys, "--lang", "zh-CN", "exercise", "solution", "2")
@@ -553,10 +548,8 @@ def test_an_english_workspace_becomes_chinese_where_the_learner_has_not_started(
     assert run_cli(capsys, "exercise", "check", "1")[0] == 0  # passed in English
     code, out, _ = run_cli(capsys, "--lang", "zh-CN", "exercise", "init", str(folder))
     flat = "".join(out.split())
-    assert (
-        "你还没动过的9个文件换成了中文版" in flat
-        and "保留了你改过的文件，没有覆盖：01_local_derivatives.py、02_mean" in flat
-    )
+    assert "你还没动过的9个文件换成了中文版" in flat
+    assert "保留了你改过的文件，没有覆盖：01_local_derivatives.py、02_mean" in flat
     assert mine.read_text(encoding="utf-8").endswith("# my own notes\n")  # never overwritten
     assert (folder / "03_layernorm_from_values.py").read_text(encoding="utf-8").startswith('"""练习 03')
     assert not ws.is_edited(folder, get_exercise(3)) and ws.is_edited(folder, get_exercise(2))
