@@ -23,7 +23,7 @@ from microgradnorm.present import check_table
 from microgradnorm.registry import get_norm
 from tests.helpers import rendered_lines
 from tests.helpers import run_cli as run
-from tests.zh import CJK, po_entries
+from tests.zh import CJK, cells, po_entries
 
 ZH = i18n.SIMPLIFIED_CHINESE
 # the modules whose marked strings these commands show (the page's words included)
@@ -146,29 +146,12 @@ def report(norm: str = "layernorm", shape: tuple[int, ...] = (4,), seed: int = 0
     return check_norm(spec, x, gamma, beta, 1e-5, dy, seed=seed)
 
 
-def cells(line: str) -> list[str]:
-    """The line as terminal cells: a double-width character fills two (its second cell is '')."""
-    out: list[str] = []
-    for char in line:
-        out += [char] + [""] * (cell_len(char) - 1)
-    return out
-
-
-def right_edges(header: str, names: list[str]) -> list[int]:
-    """The cell just after each header name (right-aligned columns end there)."""
-    edges = []
-    for name in names:
-        start = len(cells(header[: header.index(name)]))
-        edges.append(start + cell_len(name))
-    return edges
-
-
 def assert_columns_line_up(lines: list[str], names: list[str], rows: int) -> None:
     """Each right-aligned column of the table ends in the same cell in the header and in every row."""
     header_at = next(i for i, line in enumerate(lines) if names[0] in line and names[-1] in line)
     header = lines[header_at]
     assert set(lines[header_at + 1].strip()) == {"─"}
-    edges = right_edges(header, names)
+    edges = [cell_len(header[: header.index(name)] + name) for name in names]  # the cell just after each name
     body = lines[header_at + 2 : header_at + 2 + rows]
     for line in body:
         row = cells(line)

@@ -42,7 +42,19 @@ from microgradnorm.lessons.textgraph import WIDTH, text_graph
 from microgradnorm.lessons.translation import TRANSLATED, localized
 from microgradnorm.verdicts import claim
 from tests.helpers import rendered, rendered_lines, run_demo_once
-from tests.zh import CHINESE, CJK, NUMBER, ZH, demo_calls, demo_text, en_and_zh, english_runs, po_entries, untranslated
+from tests.zh import (
+    CHINESE,
+    CJK,
+    NUMBER,
+    ZH,
+    cells,
+    demo_calls,
+    demo_text,
+    en_and_zh,
+    english_runs,
+    po_entries,
+    untranslated,
+)
 
 LESSONS = tuple(sorted(p.name for p in lessons_dir().glob("[0-9][0-9]-*.md") if (lessons_dir() / ZH / p.name).exists()))
 # Lessons whose demos run in a moment; those of 15-18 train networks (the lessons' own tests run them).
@@ -650,16 +662,6 @@ def test_a_claim_wraps_chinese_between_characters_and_english_as_before():
 # ---- the text graph in Chinese ----------------------------------------------------------------------------
 
 
-def _column_ends(line: str) -> list[int]:
-    """The terminal cell at which each run of non-space characters ends."""
-    ends, cells = [], 0
-    for k, char in enumerate(line):
-        cells += cell_len(char)
-        if not char.isspace() and (k + 1 == len(line) or line[k + 1].isspace()):
-            ends.append(cells)
-    return ends
-
-
 @pytest.mark.parametrize("grads", [True, False])
 def test_the_text_graph_aligns_its_chinese_heads_with_its_columns(grads):
     """Heads are double-width: the value head ends where the values end, the grad head where the grads do."""
@@ -674,8 +676,7 @@ def test_the_text_graph_aligns_its_chinese_heads_with_its_columns(grads):
     value_end = cell_len(head[: head.index("值") + 1])
     assert all(cell_len(row.split(" ← ")[0]) == value_end for row in node_rows)
     if grads:
-        grad_end = _column_ends(head)[-1]
-        assert all(_column_ends(row)[-1] == grad_end for row in node_rows)
+        assert all(cell_len(row.rstrip()) == cell_len(head.rstrip()) for row in node_rows)  # the grads end there
 
 
 def test_the_wide_characters_of_a_chinese_head_are_counted_in_cells():
@@ -711,14 +712,6 @@ def test_the_charts_own_words_follow_the_language():
     assert "non-finite" in english and "non-finite" not in chinese_text
 
 
-def _index_at_cell(line: str, cells: int) -> int:
-    """The index of the character that starts at cell ``cells`` of ``line``."""
-    for k in range(len(line) + 1):
-        if cell_len(line[:k]) == cells:
-            return k
-    raise AssertionError(f"no character starts at cell {cells} of {line!r}")
-
-
 def test_a_bar_chart_lines_up_chinese_labels_and_series_names():
     labels = ["单元 0", "x", "单元 10"]
     chart = bar_chart(labels, {"原始 σ'": [1.0, 2.0, 4.0], "标准化后 σ'": [0.5, 0.25, 3.0]}, title="标题")
@@ -731,7 +724,7 @@ def test_a_bar_chart_lines_up_chinese_labels_and_series_names():
     # the second series' name sits over its own bars: where its column starts, the rows' second bar starts
     second = cell_len(header[: header.index("标准化后")])
     for row in rows:
-        assert row[_index_at_cell(row, second) - 1] == " " and row[_index_at_cell(row, second)] in "█▏▎▍▌▋▊▉"
+        assert cells(row)[second - 1] == " " and cells(row)[second] in set("█▏▎▍▌▋▊▉")
 
 
 @pytest.mark.parametrize("width", [40, 60, 100])

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from rich.cells import cell_len
 
 from microgradnorm import i18n
 from microgradnorm.lessons.demos import DemoOutput
@@ -48,6 +49,11 @@ def demo_text(out: DemoOutput, width: int = 100) -> str:
         p = out.prediction
         parts += [p.question, *p.choices, p.why]
     return "\n".join(parts)
+
+
+def cells(line: str) -> list[str]:
+    """``line`` as terminal cells: a double-width character fills two (its second cell is '')."""
+    return [part for char in line for part in [char, *[""] * (cell_len(char) - 1)]]
 
 
 def english_runs(text: str) -> list[str]:
