@@ -461,6 +461,7 @@ def test_a_typical_mistake_is_diagnosed_in_chinese(graded_zh):
         ("torch", "评分期间不能导入 `torch`：这里要的是你自己写出梯度，而不是让某个库替你求出来。"),
         ("open", "评分期间，你的代码不能打开 '/etc/passwd'：它不需要任何文件，只需要它的参数。"),
         ("engine", "评分期间不能使用 `microgradnorm.layer_norm`：只有 Value 可以用。"),
+        # the child's "dgamma, dbeta, dxhat" is English: the list separator is the learner's
         ("returns", "`affine_backward` 必须返回 3 个值（dgamma、dbeta、dxhat），实际返回了一个长度为 2 的 tuple。"),
     ],
 )
@@ -468,13 +469,6 @@ def test_hostile_and_malformed_code_is_refused_in_chinese(graded_zh, sid, said):
     result = graded_zh[sid]
     assert not result.passed and result.summary == said
     assert english_runs(_said(result)) == []
-
-
-def test_the_comma_of_a_returned_names_list_is_chinese_too():
-    # "dgamma, dbeta, dxhat" from the child is English: the Chinese list separator is the learner's
-    text = "`affine_backward` must return 3 values (dgamma, dbeta, dxhat), got a tuple of 2"
-    with i18n.use_language(ZH):
-        assert "（dgamma、dbeta、dxhat）" in messages.child_message(text)
 
 
 # ---- the command, end to end ----------------------------------------------------------------------------
