@@ -389,22 +389,15 @@ def graded_zh(tmp_path_factory):
     zh5.write_text(chinese_body(get_exercise(5).solution), encoding="utf-8")
     scaffold = folder / "scaffold6.py"
     scaffold.write_text(translation.scaffold(get_exercise(6), ZH).text, encoding="utf-8")
-    mean_path = ("dx = rstd * (dxhat - mean_part - xhat * var_part)", "dx = rstd * (dxhat - xhat * var_part)")
-    subs = [
-        Submission("right", 5, zh5),
-        Submission("scaffold", 6, scaffold),
-        Submission("mean-path", 5, planted(folder, 5, mean_path)),
-        Submission("torch", 1, planted(folder, 1, ("import numpy as np\n", "import numpy as np\nimport torch\n"))),
-        Submission(
-            "open", 2, planted(folder, 2, ("    d = x.shape[1]\n    return", "    open('/etc/passwd')\n    return"))
-        ),
-        Submission(
-            "engine",
-            3,
-            planted(folder, 3, ("from microgradnorm import Value\n", "from microgradnorm import Value, layer_norm\n")),
-        ),
-        Submission("returns", 4, planted(folder, 4, ("return dgamma, dbeta, dxhat", "return dgamma, dbeta"))),
-    ]
+    plants = {  # id: (exercise, the edit that plants the mistake in its English solution)
+        "no-mean": (5, ("dx = rstd * (dxhat - mean_part - xhat * var_part)", "dx = rstd * (dxhat - xhat * var_part)")),
+        "torch": (1, ("import numpy as np\n", "import numpy as np\nimport torch\n")),
+        "open": (2, ("    d = x.shape[1]\n    return", "    open('/etc/passwd')\n    return")),
+        "engine": (3, ("from microgradnorm import Value\n", "from microgradnorm import Value, layer_norm\n")),
+        "returns": (4, ("return dgamma, dbeta, dxhat", "return dgamma, dbeta")),
+    }
+    subs = [Submission("right", 5, zh5), Submission("scaffold", 6, scaffold)]
+    subs += [Submission(sid, number, planted(folder, number, edit)) for sid, (number, edit) in plants.items()]
     previous = i18n.set_language(ZH)  # the graders run in threads: the process-wide language reaches them
     try:
         return grade_all(subs)
@@ -446,7 +439,7 @@ def test_the_untouched_chinese_scaffold_is_not_written_yet(graded_zh):
 
 
 def test_a_typical_mistake_is_diagnosed_in_chinese(graded_zh):
-    result = graded_zh["mean-path"]
+    result = graded_zh["no-mean"]
     assert not result.passed and result.summary == "还没通过：dx、第二组输入。"
     with i18n.use_language(ZH):
         assert result.findings[0].title == "缺了经过均值的路径"
