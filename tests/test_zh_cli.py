@@ -23,7 +23,7 @@ from microgradnorm.present import check_table
 from microgradnorm.registry import get_norm
 from tests.helpers import rendered_lines
 from tests.helpers import run_cli as run
-from tests.zh import CJK, cells, po_entries
+from tests.zh import CJK, cells, en_and_zh, po_entries
 
 ZH = i18n.SIMPLIFIED_CHINESE
 # the modules whose marked strings these commands show (the page's words included)
@@ -200,9 +200,7 @@ def test_check_full_report_in_chinese_lines_up_entry_by_entry(width):
 
 def test_the_chinese_report_shows_the_same_numbers_as_the_english_one():
     r = report("rmsnorm", (2, 3))
-    english = rendered_lines(check_table(r), 100)
-    with i18n.use_language(ZH):
-        chinese = rendered_lines(check_table(r), 100)
+    english, chinese = en_and_zh(lambda: rendered_lines(check_table(r), 100))
     numbers = re.compile(r"-?\d+\.\d+(?:e[+-]\d+)?|-?\d+e[+-]\d+")
     assert numbers.findall("\n".join(english)) == numbers.findall("\n".join(chinese))
 

@@ -34,8 +34,8 @@ from microgradnorm.exercises.diagnose import Geometry, geometry_findings, scale_
 from microgradnorm.i18n.text import NO_START
 from microgradnorm.i18n_tools.glossary import _CODE, load_glossary
 from tests.grading import Submission, grade_all, planted
-from tests.helpers import rendered, run_cli, said_in
-from tests.zh import CJK, po_entries
+from tests.helpers import rendered_lines, run_cli, said_in
+from tests.zh import CJK, en_and_zh, po_entries
 
 ZH = i18n.SIMPLIFIED_CHINESE
 # three or more lowercase English words in a row, one space apart: prose, not a formula, a name or code
@@ -309,9 +309,7 @@ def test_the_words_inside_a_geometry_finding_follow_the_language():
     xhat = (x - x.mean(1, keepdims=True)) / x.std(1, keepdims=True)
     geom = Geometry(axes=(1,), xhat=xhat, mean_path=None, radial_coef=np.full((4, 1), 0.3), eps=0.0, radial_name="rms")
     found = geometry_findings(1.0 + 1.3 * xhat, 1.0 + xhat, geom)[0]  # the error is 0.3 xhat: the rms path, scaled
-    english = f"{found.title} {found.detail}"
-    with i18n.use_language(ZH):
-        chinese = f"{found.title} {found.detail}"
+    english, chinese = en_and_zh(lambda: f"{found.title} {found.detail}")
     assert "rms" in english and "均方根" in chinese and "along xhat" in english
     assert english_runs(chinese) == [] and "误差的" in chinese
 
@@ -551,16 +549,12 @@ def test_an_english_workspace_becomes_chinese_where_the_learner_has_not_started(
     assert switched is not None and switched["n"] == "10"
 
 
-def _list_lines(width: int) -> list[str]:
+@pytest.mark.parametrize("width", [60, 80, 100])
+def test_the_list_in_chinese_fits_and_aligns(width):
     progress = ws.Progress(workspace=None, exercises={"01_local_derivatives": {"passed": True, "hints": 2}})
     with i18n.use_language(ZH):
         shown = render.exercise_list(progress, Path("/tmp/w"), {}, {ex.name: True for ex in EXERCISES})
-        return rendered(shown, width).splitlines()
-
-
-@pytest.mark.parametrize("width", [60, 80, 100])
-def test_the_list_in_chinese_fits_and_aligns(width):
-    lines = _list_lines(width)
+        lines = rendered_lines(shown, width)
     assert max(cell_len(line.rstrip()) for line in lines) <= width
     rows = [line for line in lines if re.match(r"\s*\d+\s+\d\d_", line)]
     assert len(rows) == len(EXERCISES)
@@ -578,9 +572,7 @@ def test_the_list_in_chinese_fits_and_aligns(width):
 
 def test_the_watch_keys_line_wraps_the_chinese_way_at_60_columns():
     with i18n.use_language(ZH):
-        lines = [
-            line.rstrip() for line in rendered(Group(render.watch_help(), render.watch_unknown("x")), 60).splitlines()
-        ]
+        lines = [line.rstrip() for line in rendered_lines(Group(render.watch_help(), render.watch_unknown("x")), 60)]
     assert lines[0].startswith("保存文件即检查 · 输入字母后回车：n 下一道")
     assert all(cell_len(line) <= 60 and line[:1] not in NO_START for line in lines)
     assert "q 退出" in "".join(lines)
