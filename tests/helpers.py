@@ -235,3 +235,8 @@ def scalar_results(norm: Any, x, gamma, beta, dy, eps: float) -> tuple:
     graph = (get_norm(norm) if isinstance(norm, str) else norm).build_graph(x, gamma, beta, eps)
     graph.loss(np.asarray(dy).tolist()).backward()
     return graph_results(graph, np.shape(x))
+
+
+def rendered_lines(renderable: Any, width: int = 100) -> list[str]:
+    """The lines of :func:`rendered`: ``renderable`` as a plain terminal ``width`` cells wide shows it."""
+    return rendered(renderable, width).splitlines()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gettext
+import importlib
 import io
 import os
 import subprocess
@@ -103,9 +104,12 @@ LOCALES = [
     ({"LANG": "zh_TW.UTF-8"}, "en"),  # Traditional Chinese: English, as gettext (decided: see i18n's docstring)
     ({"LANGUAGE": "zh_TW:zh_CN"}, "zh-CN"),  # ... unless the learner lists Simplified Chinese after it
 ]
+# beyond what gettext's own folder lookup matches: the script or region says Simplified or Traditional
+SCRIPTS = [({"LANG": name}, "zh-CN") for name in ("zh_SG.UTF-8", "zh", "zh_Hans_CN", "zh-Hans")]
+SCRIPTS += [({"LANG": name}, "en") for name in ("zh_HK.UTF-8", "zh_MO", "zh_Hant_TW")]
 
 
-@pytest.mark.parametrize(("environ", "expected"), LOCALES)
+@pytest.mark.parametrize(("environ", "expected"), LOCALES + SCRIPTS)
 def test_the_locale_picks_the_language(environ, expected):
     assert i18n.language_from_locale(environ) == expected
 
@@ -118,17 +122,6 @@ def test_the_locale_is_read_as_pythons_gettext_reads_it(tmp_path, monkeypatch, e
         monkeypatch.setenv(var, value)
     found = gettext.find(i18n.DOMAIN, str(tmp_path))
     assert (found is not None) == (expected == "zh-CN")
-
-
-@pytest.mark.parametrize("name", ["zh_SG.UTF-8", "zh", "zh_Hans_CN", "zh-Hans"])
-def test_other_simplified_chinese_locales_give_simplified_chinese(name):
-    """Beyond what gettext's own folder lookup matches: the script or region says Simplified."""
-    assert i18n.language_from_locale({"LANG": name}) == "zh-CN"
-
-
-@pytest.mark.parametrize("name", ["zh_HK.UTF-8", "zh_MO", "zh_Hant_TW"])
-def test_other_traditional_chinese_locales_give_english(name):
-    assert i18n.language_from_locale({"LANG": name}) == "en"
 
 
 def test_microgradnorm_lang_comes_before_the_locale(monkeypatch):
@@ -156,14 +149,10 @@ def test_a_bad_microgradnorm_lang_is_an_error_only_where_it_can_be_reported(monk
 # ---- lookups and the fallback to English ----------------------------------------------------------------
 
 
-def test_a_shipped_translation_is_found_and_english_stays_english():
+def test_a_shipped_translation_is_found_english_stays_english_and_no_translation_falls_back_to_english():
     assert _(STATE_DIR_MESSAGE) == STATE_DIR_MESSAGE
     with use_language("zh-CN"):
         assert _(STATE_DIR_MESSAGE) == shipped_translation(STATE_DIR_MESSAGE) == "状态目录"
-
-
-def test_a_string_without_translation_falls_back_to_english():
-    with use_language("zh-CN"):
         assert _("a sentence no catalog has") == "a sentence no catalog has"
 
 
@@ -352,12 +341,17 @@ def test_a_real_process_with_a_chinese_locale_speaks_chinese(unusable_home):
     assert "MICROGRADNORM_HOME：" in proc.stdout and "不是目录" in "".join(proc.stdout.split())
 
 
-def test_a_lazy_constant_with_fields_is_translated_first_then_filled_in():
-    from microgradnorm.commands import check, graph
-
-    for module in (check, graph):
-        english = str(module.DESCRIPTION)
-        assert f"at most {module.SIZE_LIMIT} entries" in english and "{limit}" not in english
-        with use_language(i18n.SIMPLIFIED_CHINESE):
-            chinese = _(module.DESCRIPTION)
-        assert str(module.SIZE_LIMIT) in chinese and "{limit}" not in chinese and chinese != english
+@pytest.mark.parametrize("command", ["check", "graph"])
+def test_a_lazy_constant_with_fields_is_translated_first_then_filled_in(capsys, command):
+    """A command's description states its size limit, a field: filled in after the translation, in --help too
+    (which wraps it: compared without the line breaks, and without spaces in Chinese, which wraps anywhere)."""
+    module = importlib.import_module(f"microgradnorm.commands.{command}")
+    english = str(module.DESCRIPTION)
+    assert f"at most {module.SIZE_LIMIT} entries" in english and "{limit}" not in english
+    with use_language(i18n.SIMPLIFIED_CHINESE):
+        chinese = _(module.DESCRIPTION)
+    assert str(module.SIZE_LIMIT) in chinese and "{limit}" not in chinese and chinese != english
+    assert " ".join(english.split()) in " ".join(run_cli([command, "--help"], capsys)[1].split())
+    assert "".join(chinese.split()) in "".join(run_cli(["--lang", "zh-CN", command, "--help"], capsys)[1].split())
+    with pytest.raises(AttributeError):
+        module.NO_SUCH_NAME  # noqa: B018 - a module knows only the names it defines

@@ -115,6 +115,7 @@ def test_the_top_level_help_lists_the_commands_in_chinese(capsys):
     assert "用标量节点搭出 LayerNorm、BatchNorm 和 RMSNorm" in out
     assert "".join("在终端里一步一步学一课（从这里开始：microgradnorm lesson）".split()) in "".join(out.split())
     assert "显示程序的版本号并退出" in out
+    assert "用各种归一化训练小网络，检验课程里的结论" in "".join(out.split())  # the lab's line
 
 
 def test_english_help_is_exactly_what_argparse_writes(capsys, monkeypatch):

@@ -56,12 +56,6 @@ def test_a_term_matches_its_variants_plurals_and_hyphens_but_not_inside_words(tm
         assert not pattern.search(text), text
 
 
-def test_the_sample_translation_uses_the_glossarys_terms():
-    english = parse_lesson(FIXTURES / NAME, check_demos=False)
-    translated = read_translation(FIXTURES / SIMPLIFIED_CHINESE / NAME).lesson
-    assert term_problems(english, translated, load_glossary(), "sample") == []
-
-
 @pytest.mark.parametrize(
     ("old", "new", "expected"),
     [
@@ -90,9 +84,10 @@ def test_a_translation_that_strays_from_the_glossary_is_reported(tmp_path, old, 
     assert translation_problems(SIMPLIFIED_CHINESE, folder) == []  # the structure is fine: terms are the tools'
 
 
-def test_english_terms_inside_code_are_not_prose():
+def test_the_sample_translation_uses_the_glossarys_terms_and_english_terms_inside_code_are_not_prose():
     english = parse_lesson(FIXTURES / NAME, check_demos=False)
     translated = read_translation(FIXTURES / SIMPLIFIED_CHINESE / NAME).lesson
+    assert term_problems(english, translated, load_glossary(), "sample") == []
     english.steps[0].blocks[0].text = "Call `finite_difference(gradient)` here.\n\n```python\nloss = variance\n```"
     translated.steps[0].blocks[0].text = "在这里调用 `finite_difference(gradient)`。\n\n```python\nloss = variance\n```"
     assert term_problems(english, translated, load_glossary(), "sample") == []

@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import re
 import shutil
-import unicodedata
 from pathlib import Path
 
 import pytest
@@ -31,6 +30,7 @@ from microgradnorm.lessons.translation import (
     translation_problems,
 )
 from tests.helpers import SAMPLE_LESSON, SAMPLE_LESSONS, edit, sample_lessons
+from tests.zh import CHINESE
 
 FIXTURES, NAME = SAMPLE_LESSONS, SAMPLE_LESSON
 ZH = SIMPLIFIED_CHINESE
@@ -60,23 +60,14 @@ def test_the_sample_translation_is_in_step_with_its_english():
     assert translation_problems(ZH, FIXTURES) == []
 
 
-def test_the_repositorys_translations_are_in_step_with_the_english():
-    """Runs on lessons/zh-CN/ (empty until the lessons are translated: then it checks every one)."""
-    assert translation_problems(ZH) == []
-
-
 def test_the_sample_translation_is_shown_in_chinese_with_the_english_demos():
     english = parse_lesson(FIXTURES / NAME, check_demos=False)
     lesson, notes = localize(english, ZH)
     assert notes == [] and lesson.name == english.name  # the same progress key in both languages
-    assert lesson.title.startswith("链式法则") and all(_has_chinese(s.title) for s in lesson.steps)
+    assert lesson.title.startswith("链式法则") and all(CHINESE.search(s.title) for s in lesson.steps)
     calls = [[(c.name, c.args) for c in s.demos] for s in lesson.steps]
     assert calls == [[(c.name, c.args) for c in s.demos] for s in english.steps]
     assert localize(english, "en") == (english, [])
-
-
-def _has_chinese(text: str) -> bool:
-    return any(unicodedata.east_asian_width(c) == "W" for c in text)
 
 
 # ---- drift: the English changes, the translation has not ------------------------------------------------------------
@@ -93,13 +84,13 @@ def test_editing_one_english_step_fails_the_check_until_its_translation_is_updat
     assert "python -m microgradnorm.i18n_tools hashes 01" in found[0]
     lesson, notes = localize(parse_lesson(english, check_demos=False), ZH)
     assert notes == found
-    assert _has_chinese(lesson.steps[0].title) and lesson.steps[1].title == "The chain rule"  # that step in English
+    assert CHINESE.search(lesson.steps[0].title) and lesson.steps[1].title == "The chain rule"  # that step in English
 
     edit(translation, "就把各条路径的乘积加起来。", "就把各条路径的乘积加起来，每条路径一项。")
     refresh_hash(english, translation, "step 2")
     assert problems(english) == []
     lesson, notes = localize(parse_lesson(english, check_demos=False), ZH)
-    assert notes == [] and _has_chinese(lesson.steps[1].title)
+    assert notes == [] and CHINESE.search(lesson.steps[1].title)
 
 
 def test_a_changed_title_is_drift_of_the_lesson_header(copies):
@@ -108,7 +99,7 @@ def test_a_changed_title_is_drift_of_the_lesson_header(copies):
     (found,) = problems(english)
     assert "the lesson's title or summary changed in the English" in found
     lesson, _ = localize(parse_lesson(english, check_demos=False), ZH)
-    assert lesson.title == "The chain rule, step by step" and _has_chinese(lesson.steps[0].title)
+    assert lesson.title == "The chain rule, step by step" and CHINESE.search(lesson.steps[0].title)
     refresh_hash(english, translation, "lesson")
     assert problems(english) == []
 
@@ -251,7 +242,7 @@ def test_the_sample_renders_in_chinese_within_a_screen(width):
         console.print(render.render_step(lesson, index, step_outputs(lesson, index, params), params))
         lines = console.file.getvalue().splitlines()
         assert len(lines) <= 40 and all(console.measure(line).maximum <= width for line in lines)
-        prose_lines = [line.strip() for line in lines if _has_chinese(line) and "│" not in line]
+        prose_lines = [line.strip() for line in lines if CHINESE.search(line) and "│" not in line]
         assert prose_lines and not any(line[0] in NO_START for line in prose_lines), prose_lines
         assert step.title in console.file.getvalue()
 

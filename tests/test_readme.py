@@ -1,11 +1,16 @@
-"""The README's Python snippets run, and each commented print shows what it prints."""
+"""The README's Python snippets run, and each commented print shows what it prints; its commands parse."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import re
+import shlex
 from pathlib import Path
+
+import pytest
+
+from tests.test_readme_zh import CHINESE, CHINESE_OPTION, blocks, code_lines
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -46,21 +51,21 @@ def test_the_vectorized_snippet_runs():
     assert dx.shape == (32, 128, 768) and dx.dtype.name == "float32"
 
 
-def test_every_command_in_the_readme_parses():
-    import shlex
-
+@pytest.mark.parametrize("readme", [README, CHINESE], ids=["en", "zh-CN"])
+def test_every_command_in_the_readme_parses(readme):
+    """Each `microgradnorm ...` of a shell block (after `&&` too) is a command of the parser; the Chinese README
+    shows some with --lang zh-CN."""
     from microgradnorm import cli
 
     parser = cli.build_parser()
-    blocks = re.findall(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
-    commands = []
-    for block in blocks:
-        for line in block.splitlines():
-            for part in line.split("&&"):
-                part = part.split("  #")[0].strip()
-                if part.startswith("microgradnorm "):
-                    commands.append(shlex.split(part)[1:])
-    assert len(commands) >= 12
+    text = readme.read_text(encoding="utf-8")
+    lines = [line for lang, body in blocks(text) if lang == "bash" for line in code_lines(body, lang)]
+    parts = [part.strip() for line in lines for part in line.split("&&")]
+    commands = [shlex.split(part)[1:] for part in parts if part.startswith("microgradnorm ")]
+    assert len(commands) >= (12 if readme == README else 15)
     for argv in commands:
-        args = parser.parse_args(argv)
-        assert args.command == argv[0]
+        command = argv[2:] if argv[:2] == CHINESE_OPTION.split() else argv
+        assert parser.parse_args(argv).command == command[0], argv
+    chosen = [argv for argv in commands if argv[:2] == CHINESE_OPTION.split()]
+    assert all(parser.parse_args(argv).lang == "zh-CN" for argv in chosen)
+    assert chosen or readme == README  # the Chinese README shows some commands in Chinese

@@ -11,6 +11,8 @@ from __future__ import annotations
 import collections
 import re
 
+import pytest
+
 from microgradnorm.lessons.format import LESSON_FILE, lessons_dir
 
 REFERENCES = lessons_dir() / "REFERENCES.md"
@@ -64,20 +66,21 @@ def _used_in(text: str, label: str, stop: str) -> list[tuple[str, list[str] | No
     return found
 
 
-def test_every_used_in_line_names_the_lessons_that_cite_the_source():
+@pytest.mark.parametrize(
+    ("page", "label", "stop"), [(REFERENCES, r"Used in: ", r"\.\n"), (CHINESE, r"用于：", r"。\n")], ids=["en", "zh-CN"]
+)
+def test_every_used_in_line_names_the_lessons_that_cite_the_source(page, label, stop):
+    """The English page, whose headings the lessons are matched with, and its translation: the same sources in the
+    same order (a few headings are translated), each naming the lessons that cite it."""
     computed = citing_lessons()
-    english = _used_in(REFERENCES.read_text(encoding="utf-8"), r"Used in: ", r"\.\n")
-    assert [h for h, _ in english] == [h for h, _ in computed]
-    wrong = [f"{h}: says {said}, the lessons citing it are {c or NONE}"
-             for (h, c), (_, said) in zip(computed, english) if said != c]  # fmt: skip
+    said = _used_in(page.read_text(encoding="utf-8"), label, stop)
+    assert len(said) == len(computed)
+    wrong = [
+        f"{h}: says {names}, the lessons citing it are {c or NONE}"
+        for (h, c), (_, names) in zip(computed, said)
+        if names != c
+    ]
     assert not wrong, "\n".join(wrong)
-
-
-def test_the_chinese_used_in_lines_name_the_same_lessons():
-    english = _used_in(REFERENCES.read_text(encoding="utf-8"), r"Used in: ", r"\.\n")
-    chinese = _used_in(CHINESE.read_text(encoding="utf-8"), r"用于：", r"。\n")
-    assert len(english) == len(chinese)  # the same sources in the same order (a few headings are translated)
-    assert [e for _, e in english] == [c for _, c in chinese]
 
 
 def test_the_citation_finder_can_fail():

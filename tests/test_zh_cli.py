@@ -13,22 +13,19 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
-from babel.messages import pofile
 from rich.cells import cell_len
 
 from microgradnorm import cli, formulas, i18n
 from microgradnorm.check import check_norm, random_problem
 from microgradnorm.present import check_table
 from microgradnorm.registry import get_norm
-from tests import helpers
+from tests.helpers import rendered_lines
 from tests.helpers import run_cli as run
-from tests.zh import CJK
+from tests.zh import CJK, cells, en_and_zh, po_entries
 
 ZH = i18n.SIMPLIFIED_CHINESE
-PO = Path(i18n.LOCALE_DIR) / "zh_CN" / "LC_MESSAGES" / "microgradnorm.po"
 # the modules whose marked strings these commands show (the page's words included)
 MODULES = (
     "commands/check.py",
@@ -51,7 +48,6 @@ MODULES = (
     "torch/__init__.py",
     "torch/learner.py",
 )
-WHERE = {f"microgradnorm/{module}" for module in MODULES}  # as the catalog writes its locations
 # words every English error of these commands uses, and no Chinese one may still contain
 ENGLISH_ERROR_WORDS = re.compile(r"\b(expected|got|error|argument|cannot)\b")
 
@@ -66,9 +62,7 @@ def zh(*argv: str) -> list[str]:
 
 
 def test_every_string_these_commands_mark_has_a_chinese_translation():
-    with PO.open("rb") as f:
-        catalog = pofile.read_po(f)
-    ours = [m for m in catalog if m.id and any(path.replace("\\", "/") in WHERE for path, _line in m.locations)]
+    ours = po_entries(tuple(f"microgradnorm/{module}" for module in MODULES))  # as the catalog writes its locations
     assert len(ours) > 150  # the strings are there to be checked: the commands, the report and the page
     missing = [m.id for m in ours if not m.string or "fuzzy" in m.flags]
     assert missing == []
@@ -78,39 +72,22 @@ def test_every_string_these_commands_mark_has_a_chinese_translation():
 
 
 @pytest.mark.parametrize("command", ["check", "graph", "bench"])
-def test_every_option_of_the_command_is_explained_in_chinese(command):
+def test_every_option_of_the_command_is_explained_in_chinese_and_help_fits_80_columns(capsys, monkeypatch, command):
     with i18n.use_language(ZH):
         parser = cli.build_parser()
         sub = next(a for a in parser._actions if a.dest == "command").choices[command]
         helps = {a.option_strings[0] if a.option_strings else a.dest: a.help for a in sub._actions}
         assert CJK.search(sub.description), sub.description
-    del helps["-h"]  # argparse's own words, translated while the CLI runs (the next test prints them)
+    del helps["-h"]  # argparse's own words, translated while the CLI runs (printed below)
     english = [name for name, text in helps.items() if text and not CJK.search(str(text))]
     assert english == []
     assert len(helps) >= 5
-
-
-@pytest.mark.parametrize("command", ["check", "graph", "bench"])
-def test_help_is_printed_in_chinese_and_fits_80_columns(capsys, monkeypatch, command):
     monkeypatch.setenv("COLUMNS", "80")
     code, out, _ = run(capsys, *zh(command, "--help"))
     assert code == 0
     assert out.startswith("用法：") and "选项：" in out
     assert max(cell_len(line) for line in out.splitlines()) <= 80
     assert "--dim" in out or "--engine" in out  # option names stay as they are
-
-
-def test_the_description_gives_the_size_limit_in_both_languages(capsys):
-    from microgradnorm.commands import check, graph
-
-    _, out_en, _ = run(capsys, "check", "--help")
-    _, out_zh, _ = run(capsys, *zh("check", "--help"))
-    assert f"x has at most {check.SIZE_LIMIT} entries." in " ".join(out_en.split())
-    assert f"x最多{check.SIZE_LIMIT}个元素。" in "".join(out_zh.split())
-    with i18n.use_language(ZH):
-        assert f"x 最多 {graph.SIZE_LIMIT} 个元素。" in graph.DESCRIPTION
-    with pytest.raises(AttributeError):
-        graph.NO_SUCH_NAME  # noqa: B018 - the module's __getattr__ knows only DESCRIPTION
 
 
 # ---- errors ---------------------------------------------------------------------------------------------------
@@ -169,33 +146,12 @@ def report(norm: str = "layernorm", shape: tuple[int, ...] = (4,), seed: int = 0
     return check_norm(spec, x, gamma, beta, 1e-5, dy, seed=seed)
 
 
-def rendered(renderable, width: int) -> list[str]:
-    return helpers.rendered(renderable, width).splitlines()
-
-
-def cells(line: str) -> list[str]:
-    """The line as terminal cells: a double-width character fills two (its second cell is '')."""
-    out: list[str] = []
-    for char in line:
-        out += [char] + [""] * (cell_len(char) - 1)
-    return out
-
-
-def right_edges(header: str, names: list[str]) -> list[int]:
-    """The cell just after each header name (right-aligned columns end there)."""
-    edges = []
-    for name in names:
-        start = len(cells(header[: header.index(name)]))
-        edges.append(start + cell_len(name))
-    return edges
-
-
 def assert_columns_line_up(lines: list[str], names: list[str], rows: int) -> None:
     """Each right-aligned column of the table ends in the same cell in the header and in every row."""
     header_at = next(i for i, line in enumerate(lines) if names[0] in line and names[-1] in line)
     header = lines[header_at]
     assert set(lines[header_at + 1].strip()) == {"─"}
-    edges = right_edges(header, names)
+    edges = [cell_len(header[: header.index(name)] + name) for name in names]  # the cell just after each name
     body = lines[header_at + 2 : header_at + 2 + rows]
     for line in body:
         row = cells(line)
@@ -212,7 +168,7 @@ with i18n.use_language(ZH):
 def test_check_report_in_chinese_fits_and_its_columns_line_up(width):
     r = report()
     with i18n.use_language(ZH):
-        lines = rendered(check_table(r), width)
+        lines = rendered_lines(check_table(r), width)
     text = "\n".join(lines)
     assert max(cell_len(line) for line in lines) <= width
     assert lines[0].startswith("x [4] 的 LayerNorm，eps = 1e-05，")
@@ -234,7 +190,7 @@ def test_check_report_in_chinese_fits_and_its_columns_line_up(width):
 def test_check_full_report_in_chinese_lines_up_entry_by_entry(width):
     r = report("batchnorm", (3, 2))
     with i18n.use_language(ZH):
-        lines = rendered(check_table(r, full=True), width)
+        lines = rendered_lines(check_table(r, full=True), width)
     assert max(cell_len(line) for line in lines) <= width
     rows = sum(len(n.autograd) for n in r.nodes)
     names = NUMBER_HEADERS + (ERROR_HEADERS if width >= 80 else [])
@@ -244,9 +200,7 @@ def test_check_full_report_in_chinese_lines_up_entry_by_entry(width):
 
 def test_the_chinese_report_shows_the_same_numbers_as_the_english_one():
     r = report("rmsnorm", (2, 3))
-    english = rendered(check_table(r), 100)
-    with i18n.use_language(ZH):
-        chinese = rendered(check_table(r), 100)
+    english, chinese = en_and_zh(lambda: rendered_lines(check_table(r), 100))
     numbers = re.compile(r"-?\d+\.\d+(?:e[+-]\d+)?|-?\d+e[+-]\d+")
     assert numbers.findall("\n".join(english)) == numbers.findall("\n".join(chinese))
 

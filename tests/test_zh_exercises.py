@@ -32,18 +32,16 @@ from microgradnorm.exercises import workspace as ws
 from microgradnorm.exercises.catalog import EXERCISES, MARKERS, derive_scaffold, get_exercise
 from microgradnorm.exercises.diagnose import Geometry, geometry_findings, scale_finding, shape_findings
 from microgradnorm.i18n.text import NO_START
-from microgradnorm.i18n_tools.catalogs import po_path
 from microgradnorm.i18n_tools.glossary import _CODE, load_glossary
 from tests.grading import Submission, grade_all, planted
-from tests.helpers import rendered, run_cli, said_in
-from tests.zh import CJK
+from tests.helpers import rendered_lines, run_cli, said_in
+from tests.zh import CJK, en_and_zh, po_entries
 
 ZH = i18n.SIMPLIFIED_CHINESE
 # three or more lowercase English words in a row, one space apart: prose, not a formula, a name or code
 WORD = r"(?<![\w.`'])[a-z]{2,}(?![\w(`'])"
 ENGLISH_RUN = re.compile(rf"{WORD}(?: {WORD}){{2,}}")
 COMMAND = re.compile(r"microgradnorm exercise [a-z]+")  # a command to type stays as it is
-KINDS = ("solutions",)  # the scaffolds are derived from these, in each language
 IDS = [ex.name for ex in EXERCISES]
 
 
@@ -57,14 +55,30 @@ def english_runs(text: str) -> list[str]:
 
 
 def chinese_body(english: Path) -> str:
-    """A translated file as a learner gets it (its first line, the mark, left out)."""
+    """A translated solution as a learner gets it (its first line, the mark, left out); the solutions are the only
+    translated files: each scaffold is derived from its solution, in each language."""
     state, body, problems = translation._file_state(english, ZH)
     assert state == translation.TRANSLATED, problems
     return body
 
 
-def english_path(ex, kind: str) -> Path:
-    return ex.solution  # the only kind of translated file: each scaffold is derived from its solution
+def docstrings_and_comments(text: str) -> tuple[list[str], list[str]]:
+    """The docstrings of a Python file's module and functions, and its comments."""
+    tree = ast.parse(text)
+    documented = [n for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.FunctionDef))]
+    comments = [t.string for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.COMMENT]
+    return [d for n in documented if (d := ast.get_docstring(n))], comments
+
+
+def glossary_misses(english: str, chinese: str) -> list[tuple]:
+    """(term, what is wrong) for each glossary term ``chinese`` renders as the glossary avoids, or lacks where its
+    ``english`` uses a checked term."""
+    misses = []
+    for term in load_glossary():
+        misses += [(term.english[0], avoided) for avoided in term.avoid if avoided in chinese]
+        if term.checked and term.pattern().search(english) and term.chinese not in chinese:
+            misses.append((term.english[0], f"lacks {term.chinese}"))
+    return misses
 
 
 # ---- the translated files -------------------------------------------------------------------------------
@@ -75,17 +89,11 @@ def code_tokens(text: str) -> list[tuple[int, str]]:
     docstrings aside; the text of a string under ``if __name__ == "__main__":`` (what the file prints when
     run on its own, never run by the grader) aside, but not the string's place."""
     tree = ast.parse(text)
-    docstrings = set()
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and body:
-            first = body[0]
-            if (
-                isinstance(first, ast.Expr)
-                and isinstance(first.value, ast.Constant)
-                and isinstance(first.value.value, str)
-            ):
-                docstrings.add((first.lineno, first.col_offset))
+    docstrings = {
+        (node.body[0].lineno, node.body[0].col_offset)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(node) is not None
+    }
     main = [n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "__name__ == '__main__'"]
     lines = range(main[0].lineno, main[0].end_lineno + 1) if main else range(0)
     shown = {tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", tokenize.STRING)}
@@ -103,24 +111,14 @@ def code_tokens(text: str) -> list[tuple[int, str]]:
 
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
-def test_every_exercise_has_its_chinese_files_and_hints_in_step(ex):
-    for kind in KINDS:
-        state, _body, problems = translation._file_state(english_path(ex, kind), ZH)
-        assert state == translation.TRANSLATED, problems
-    state, hints, problems = translation._hints_state(ex, ZH)
-    assert state == translation.TRANSLATED, problems
-    assert len(hints) == len(catalog.hints(ex)) > 0  # the hints seen are counted across languages
-
-
-def test_the_translations_report_no_drift():
-    assert translation.translation_problems(ZH) == []
-
-
-@pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
-def test_the_chinese_code_is_the_english_code_token_for_token(ex, kind):
-    english = english_path(ex, kind)
-    assert code_tokens(chinese_body(english)) == code_tokens(english.read_text(encoding="utf-8"))
+def test_the_chinese_code_is_the_english_code_token_for_token_and_its_scaffold_the_solution_emptied(ex):
+    solution = chinese_body(ex.solution)  # in step with its English, or it fails
+    assert code_tokens(solution) == code_tokens(ex.solution.read_text(encoding="utf-8"))
+    scaffold = translation.scaffold(ex, ZH).text
+    assert scaffold == derive_scaffold(solution) != solution
+    start, end = MARKERS[ZH]
+    assert scaffold.count(start) == scaffold.count(end) == len(ex.functions)
+    assert catalog.CODE_START not in scaffold  # the markers are in the file's language
 
 
 def test_the_code_comparison_tells_a_comment_from_code():
@@ -136,33 +134,21 @@ def test_the_code_comparison_tells_a_comment_from_code():
 
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
-def test_a_chinese_scaffold_is_its_chinese_solution_emptied(ex):
-    scaffold, solution = translation.scaffold(ex, ZH).text, chinese_body(ex.solution)
-    assert scaffold == derive_scaffold(solution) != solution
-    start, end = MARKERS[ZH]
-    assert scaffold.count(start) == scaffold.count(end) == len(ex.functions)
-    assert catalog.CODE_START not in scaffold  # the markers are in the file's language
-
-
-@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
 def test_the_chinese_files_speak_chinese(ex):
-    for kind in KINDS:
-        text = chinese_body(english_path(ex, kind))
-        tree = ast.parse(text)
-        documented = [n for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.FunctionDef))]
-        docstrings = [d for n in documented if (d := ast.get_docstring(n))]
-        assert ast.get_docstring(tree) and len(docstrings) > len(ex.functions) - 1
-        assert all(CJK.search(d) for d in docstrings), (kind, docstrings)
-        comments = [
-            t.string for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.COMMENT
-        ]
-        assert english_runs("\n".join(docstrings + comments)) == [], kind
+    text = chinese_body(ex.solution)
+    docstrings, comments = docstrings_and_comments(text)
+    assert ast.get_docstring(ast.parse(text)) and len(docstrings) > len(ex.functions) - 1
+    assert all(CJK.search(d) for d in docstrings), docstrings
+    assert english_runs("\n".join(docstrings + comments)) == []
 
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
-def test_the_chinese_hints_speak_chinese(ex):
+def test_the_chinese_hints_are_in_step_and_speak_chinese(ex):
+    state, in_step, problems = translation._hints_state(ex, ZH)
+    assert state == translation.TRANSLATED, problems
     hints, note = translation.hints(ex, ZH)
-    assert note is None
+    assert note is None and hints == in_step
+    assert len(hints) == len(catalog.hints(ex)) > 0  # the hints seen are counted across languages
     for hint, english in zip(hints, catalog.hints(ex)):
         assert english_runs(hint) == [], hint
         # Chinese, unless the hint is a formula alone (the same, but for its full stop)
@@ -172,11 +158,7 @@ def test_the_chinese_hints_speak_chinese(ex):
 
 def _prose(text: str) -> str:
     """The docstrings and comments of a Python file, without inline code."""
-    tree = ast.parse(text)
-    docstrings = [
-        d for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.FunctionDef)) and (d := ast.get_docstring(n))
-    ]
-    comments = [t.string for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.COMMENT]
+    docstrings, comments = docstrings_and_comments(text)
     # a line break between two Chinese characters is no break in the text (a term may be split by one)
     return re.sub(r"(?<=[\u4e00-\u9fff])\n(?=[\u4e00-\u9fff])", "", _CODE.sub("", "\n".join(docstrings + comments)))
 
@@ -187,10 +169,7 @@ def test_the_chinese_files_and_hints_use_the_glossary(ex):
     pairs = [(_prose(ex.solution.read_text(encoding="utf-8")), _prose(chinese_body(ex.solution)))]
     pairs.append((_CODE.sub("", "\n".join(catalog.hints(ex))), "\n".join(translation.hints(ex, ZH)[0])))
     for english, chinese in pairs:
-        for term in load_glossary():
-            assert not [a for a in term.avoid if a in chinese], (term.english, term.avoid)
-            if term.checked and term.pattern().search(english):
-                assert term.chinese in chinese, (term.english[0], term.chinese)
+        assert glossary_misses(english, chinese) == []
 
 
 def test_a_learner_gets_the_file_without_its_mark():
@@ -245,10 +224,8 @@ def test_english_hints_edited_show_the_english_until_their_translation_is_update
     assert [p for p in translation.translation_problems(ZH) if "02_mean_variance_backward" in p]
     with i18n.use_language(ZH):
         hints, note = translation.hints(ex)
-    assert (
-        "is one way to write it." in hints[1]
-        and note == "练习 2 的提示的英文原文在翻译之后改过，译文更新之前先以英文显示。"
-    )
+    assert "is one way to write it." in hints[1]
+    assert note == "练习 2 的提示的英文原文在翻译之后改过，译文更新之前先以英文显示。"
     assert translation.hints(get_exercise(1), ZH)[1] is None  # the other exercises' hints stay Chinese
     chinese = package_copy / f"hints.{ZH}.md"
     text = chinese.read_text(encoding="utf-8")
@@ -262,10 +239,8 @@ def test_a_translation_without_its_mark_or_with_other_code_is_not_given(package_
     ex = get_exercise(3)
     chinese = translation.translated_path(ex.solution, ZH)
     chinese.write_text(chinese.read_text(encoding="utf-8").split("\n", 1)[1], encoding="utf-8")
-    assert (
-        "expected a first line '# english: 03_layernorm_from_values.py <hash>'"
-        in translation.translation_problems(ZH)[0]
-    )
+    expected = "expected a first line '# english: 03_layernorm_from_values.py <hash>'"
+    assert expected in translation.translation_problems(ZH)[0]
     assert translation.solution(ex, ZH).language == i18n.ENGLISH
     hints_zh = package_copy / f"hints.{ZH}.md"
     hints_zh.write_text(hints_zh.read_text(encoding="utf-8").replace("\n4. rstd = (var", "\n   rstd = (var"))
@@ -306,17 +281,11 @@ def test_every_template_of_the_exercises_has_a_chinese_translation(template):
 
 
 def test_the_catalog_entries_of_the_exercises_use_the_glossary():
-    babel = pytest.importorskip("babel.messages.pofile", reason="reading the .po needs Babel (the test extra)")
-    with open(po_path(ZH), "rb") as f:
-        po = babel.read_po(f)
-    entries = [m for m in po if m.id and any("exercise" in place for place, _ in m.locations)]
+    entries = po_entries(("exercise",))
     assert len(entries) > 400
     for message in entries:
-        english, chinese = _CODE.sub("", str(message.id)), message.string
-        for term in load_glossary():
-            assert not [a for a in term.avoid if a in chinese], (message.id, term.avoid)
-            if term.checked and term.pattern().search(english) and message.id not in OTHER_SENSE:
-                assert term.chinese in chinese, (message.id, term.chinese)
+        english = "" if message.id in OTHER_SENSE else _CODE.sub("", str(message.id))
+        assert glossary_misses(english, message.string) == [], message.id
 
 
 # entries where a glossary word means something else: here "kernel" is the operating system's, not a GPU's
@@ -340,9 +309,7 @@ def test_the_words_inside_a_geometry_finding_follow_the_language():
     xhat = (x - x.mean(1, keepdims=True)) / x.std(1, keepdims=True)
     geom = Geometry(axes=(1,), xhat=xhat, mean_path=None, radial_coef=np.full((4, 1), 0.3), eps=0.0, radial_name="rms")
     found = geometry_findings(1.0 + 1.3 * xhat, 1.0 + xhat, geom)[0]  # the error is 0.3 xhat: the rms path, scaled
-    english = f"{found.title} {found.detail}"
-    with i18n.use_language(ZH):
-        chinese = f"{found.title} {found.detail}"
+    english, chinese = en_and_zh(lambda: f"{found.title} {found.detail}")
     assert "rms" in english and "均方根" in chinese and "along xhat" in english
     assert english_runs(chinese) == [] and "误差的" in chinese
 
@@ -420,22 +387,15 @@ def graded_zh(tmp_path_factory):
     zh5.write_text(chinese_body(get_exercise(5).solution), encoding="utf-8")
     scaffold = folder / "scaffold6.py"
     scaffold.write_text(translation.scaffold(get_exercise(6), ZH).text, encoding="utf-8")
-    mean_path = ("dx = rstd * (dxhat - mean_part - xhat * var_part)", "dx = rstd * (dxhat - xhat * var_part)")
-    subs = [
-        Submission("right", 5, zh5),
-        Submission("scaffold", 6, scaffold),
-        Submission("mean-path", 5, planted(folder, 5, mean_path)),
-        Submission("torch", 1, planted(folder, 1, ("import numpy as np\n", "import numpy as np\nimport torch\n"))),
-        Submission(
-            "open", 2, planted(folder, 2, ("    d = x.shape[1]\n    return", "    open('/etc/passwd')\n    return"))
-        ),
-        Submission(
-            "engine",
-            3,
-            planted(folder, 3, ("from microgradnorm import Value\n", "from microgradnorm import Value, layer_norm\n")),
-        ),
-        Submission("returns", 4, planted(folder, 4, ("return dgamma, dbeta, dxhat", "return dgamma, dbeta"))),
-    ]
+    plants = {  # id: (exercise, the edit that plants the mistake in its English solution)
+        "no-mean": (5, ("dx = rstd * (dxhat - mean_part - xhat * var_part)", "dx = rstd * (dxhat - xhat * var_part)")),
+        "torch": (1, ("import numpy as np\n", "import numpy as np\nimport torch\n")),
+        "open": (2, ("    d = x.shape[1]\n    return", "    open('/etc/passwd')\n    return")),
+        "engine": (3, ("from microgradnorm import Value\n", "from microgradnorm import Value, layer_norm\n")),
+        "returns": (4, ("return dgamma, dbeta, dxhat", "return dgamma, dbeta")),
+    }
+    subs = [Submission("right", 5, zh5), Submission("scaffold", 6, scaffold)]
+    subs += [Submission(sid, number, planted(folder, number, edit)) for sid, (number, edit) in plants.items()]
     previous = i18n.set_language(ZH)  # the graders run in threads: the process-wide language reaches them
     try:
         return grade_all(subs)
@@ -477,7 +437,7 @@ def test_the_untouched_chinese_scaffold_is_not_written_yet(graded_zh):
 
 
 def test_a_typical_mistake_is_diagnosed_in_chinese(graded_zh):
-    result = graded_zh["mean-path"]
+    result = graded_zh["no-mean"]
     assert not result.passed and result.summary == "还没通过：dx、第二组输入。"
     with i18n.use_language(ZH):
         assert result.findings[0].title == "缺了经过均值的路径"
@@ -492,6 +452,7 @@ def test_a_typical_mistake_is_diagnosed_in_chinese(graded_zh):
         ("torch", "评分期间不能导入 `torch`：这里要的是你自己写出梯度，而不是让某个库替你求出来。"),
         ("open", "评分期间，你的代码不能打开 '/etc/passwd'：它不需要任何文件，只需要它的参数。"),
         ("engine", "评分期间不能使用 `microgradnorm.layer_norm`：只有 Value 可以用。"),
+        # the child's "dgamma, dbeta, dxhat" is English: the list separator is the learner's
         ("returns", "`affine_backward` 必须返回 3 个值（dgamma、dbeta、dxhat），实际返回了一个长度为 2 的 tuple。"),
     ],
 )
@@ -499,13 +460,6 @@ def test_hostile_and_malformed_code_is_refused_in_chinese(graded_zh, sid, said):
     result = graded_zh[sid]
     assert not result.passed and result.summary == said
     assert english_runs(_said(result)) == []
-
-
-def test_the_comma_of_a_returned_names_list_is_chinese_too():
-    # "dgamma, dbeta, dxhat" from the child is English: the Chinese list separator is the learner's
-    text = "`affine_backward` must return 3 values (dgamma, dbeta, dxhat), got a tuple of 2"
-    with i18n.use_language(ZH):
-        assert "（dgamma、dbeta、dxhat）" in messages.child_message(text)
 
 
 # ---- the command, end to end ----------------------------------------------------------------------------
@@ -521,18 +475,16 @@ def test_init_check_hint_and_solution_with_the_lang_option(tmp_path, capsys, mon
     folder = tmp_path / "练习"
     code, out, _ = run_cli(capsys, "--lang", "zh-CN", "exercise", "init", str(folder))
     assert code == 0 and "复制了 11 个练习模板" in out and "从 01_local_derivatives.py 开始" in out
-    assert (folder / "05_layernorm_backward.py").read_text(encoding="utf-8") == translation.scaffold(
-        get_exercise(5), ZH
-    ).text
+    given = (folder / "05_layernorm_backward.py").read_text(encoding="utf-8")
+    assert given == translation.scaffold(get_exercise(5), ZH).text
     code, out, _ = run_cli(capsys, "exercise", "check", "1", "--lang", "zh-CN")
     assert code == 1 and "还没写：mul_backward 仍然抛出 NotImplementedError" in out
     solve_in_chinese(folder, 1)
     code, out, _ = run_cli(capsys, "--lang", "zh-CN", "exercise", "check", "1")
     assert code == 0 and "每项检查都通过了。" in out and "下一道：02_mean_variance_backward" in out
     code, out, _ = run_cli(capsys, "--lang", "zh-CN", "exercise", "hint", "2")
-    assert (
-        "02_mean_variance_backward 的提示（第 1 条，共 4 条）" in out and "再运行一次同样的命令，看第 2 条提示。" in out
-    )
+    assert "02_mean_variance_backward 的提示（第 1 条，共 4 条）" in out
+    assert "再运行一次同样的命令，看第 2 条提示。" in out
     code, out, _ = run_cli(capsys, "--lang", "zh-CN", "exercise", "solution", "1")
     assert code == 0 and out == chinese_body(get_exercise(1).solution)  # not a terminal: the file itself
     code, out, _ = run_cli(capsys, "--lang", "zh-CN", "exercise", "solution", "2")
@@ -581,10 +533,8 @@ def test_an_english_workspace_becomes_chinese_where_the_learner_has_not_started(
     assert run_cli(capsys, "exercise", "check", "1")[0] == 0  # passed in English
     code, out, _ = run_cli(capsys, "--lang", "zh-CN", "exercise", "init", str(folder))
     flat = "".join(out.split())
-    assert (
-        "你还没动过的9个文件换成了中文版" in flat
-        and "保留了你改过的文件，没有覆盖：01_local_derivatives.py、02_mean" in flat
-    )
+    assert "你还没动过的9个文件换成了中文版" in flat
+    assert "保留了你改过的文件，没有覆盖：01_local_derivatives.py、02_mean" in flat
     assert mine.read_text(encoding="utf-8").endswith("# my own notes\n")  # never overwritten
     assert (folder / "03_layernorm_from_values.py").read_text(encoding="utf-8").startswith('"""练习 03')
     assert not ws.is_edited(folder, get_exercise(3)) and ws.is_edited(folder, get_exercise(2))
@@ -599,16 +549,12 @@ def test_an_english_workspace_becomes_chinese_where_the_learner_has_not_started(
     assert switched is not None and switched["n"] == "10"
 
 
-def _list_lines(width: int) -> list[str]:
+@pytest.mark.parametrize("width", [60, 80, 100])
+def test_the_list_in_chinese_fits_and_aligns(width):
     progress = ws.Progress(workspace=None, exercises={"01_local_derivatives": {"passed": True, "hints": 2}})
     with i18n.use_language(ZH):
         shown = render.exercise_list(progress, Path("/tmp/w"), {}, {ex.name: True for ex in EXERCISES})
-        return rendered(shown, width).splitlines()
-
-
-@pytest.mark.parametrize("width", [60, 80, 100])
-def test_the_list_in_chinese_fits_and_aligns(width):
-    lines = _list_lines(width)
+        lines = rendered_lines(shown, width)
     assert max(cell_len(line.rstrip()) for line in lines) <= width
     rows = [line for line in lines if re.match(r"\s*\d+\s+\d\d_", line)]
     assert len(rows) == len(EXERCISES)
@@ -626,9 +572,7 @@ def test_the_list_in_chinese_fits_and_aligns(width):
 
 def test_the_watch_keys_line_wraps_the_chinese_way_at_60_columns():
     with i18n.use_language(ZH):
-        lines = [
-            line.rstrip() for line in rendered(Group(render.watch_help(), render.watch_unknown("x")), 60).splitlines()
-        ]
+        lines = [line.rstrip() for line in rendered_lines(Group(render.watch_help(), render.watch_unknown("x")), 60)]
     assert lines[0].startswith("保存文件即检查 · 输入字母后回车：n 下一道")
     assert all(cell_len(line) <= 60 and line[:1] not in NO_START for line in lines)
     assert "q 退出" in "".join(lines)
@@ -636,18 +580,18 @@ def test_the_watch_keys_line_wraps_the_chinese_way_at_60_columns():
 
 def test_a_chinese_file_run_on_its_own_speaks_chinese(tmp_path):
     env = {**os.environ, "MICROGRADNORM_LANG": "en"}  # the file's own language wins: one run, one language
-    scaffold = tmp_path / "05.py"
-    scaffold.write_text(translation.scaffold(get_exercise(5), ZH).text, encoding="utf-8")
-    done = subprocess.run([sys.executable, str(scaffold)], capture_output=True, text=True, env=env, timeout=60)
+
+    def run(name: str, text: str) -> subprocess.CompletedProcess:
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=60)
+
+    done = run("05.py", translation.scaffold(get_exercise(5), ZH).text)
     assert done.returncode == 1 and "`layernorm_forward`（第 " in done.stderr and "还没写" in done.stderr
     assert "Traceback" not in done.stderr
-    solution = tmp_path / "05s.py"
-    solution.write_text(chinese_body(get_exercise(5).solution), encoding="utf-8")
-    done = subprocess.run([sys.executable, str(solution)], capture_output=True, text=True, env=env, timeout=60)
+    done = run("05s.py", chinese_body(get_exercise(5).solution))
     assert done.returncode == 0 and done.stdout.count("-> 一致") == 3 and "你的梯度与中心差分的比较：" in done.stdout
-    english = tmp_path / "05e.py"
-    english.write_text(get_exercise(5).solution.read_text(encoding="utf-8"), encoding="utf-8")
-    done = subprocess.run([sys.executable, str(english)], capture_output=True, text=True, env=env, timeout=60)
+    done = run("05e.py", get_exercise(5).solution.read_text(encoding="utf-8"))
     assert done.stdout.count("-> agrees") == 3
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -40,31 +41,29 @@ from microgradnorm.lessons.runner import step_outputs
 from microgradnorm.lessons.textgraph import WIDTH, text_graph
 from microgradnorm.lessons.translation import TRANSLATED, localized
 from microgradnorm.verdicts import claim
-from tests.helpers import run_demo_once
-from tests.zh import CHINESE, CJK, NUMBER, ZH, demo_calls, demo_text, po_entries, rendered, untranslated
+from tests.helpers import rendered, rendered_lines, run_demo_once
+from tests.zh import (
+    CHINESE,
+    CJK,
+    NUMBER,
+    ZH,
+    cells,
+    demo_calls,
+    demo_text,
+    en_and_zh,
+    english_runs,
+    po_entries,
+    untranslated,
+)
 
 LESSONS = tuple(sorted(p.name for p in lessons_dir().glob("[0-9][0-9]-*.md") if (lessons_dir() / ZH / p.name).exists()))
 # Lessons whose demos run in a moment; those of 15-18 train networks (the lessons' own tests run them).
 QUICK = tuple(name for name in LESSONS if int(name[:2]) <= 14)
 WIDTHS = (60, 100)
 
-# The demo modules whose marked strings the lessons print: each must have a Chinese translation.
-MODULES = (
-    "demo_tools.py",
-    "demo_layernorm.py",
-    "demos_chain_rule.py",
-    "demos_ln_forward.py",
-    "demos_forms.py",
-    "demos_backward.py",
-    "textgraph.py",
-    "demos_batchnorm.py",
-    "demos_rmsnorm.py",
-    "demos_practice.py",
-    "norm_axes.py",
-    "demos_residual.py",
-    "demos_traps.py",
-    "demos_kernel.py",
-)
+# The modules whose marked strings the lessons print (every demo module, the text graph, the cube picture): each
+# must have a Chinese translation.
+MODULES = (*(p.name for p in Path(render.__file__).parent.glob("demo*.py")), "textgraph.py", "norm_axes.py")
 
 # Numbers beyond each lesson's defaults that take its demos down their other branches.
 VARIANTS = {
@@ -183,6 +182,11 @@ def prose_of(step) -> str:
     return "\n".join(line for line in _CODE.sub(" ", text).splitlines() if not line.startswith(("    ", "\t")))
 
 
+def shown_in_both(demo: str, params: LessonParams | None = None, args=None, width: int = 100) -> tuple[str, str]:
+    """What ``demo`` shows (its renderable, as text ``width`` cells wide) in English and in Chinese."""
+    return en_and_zh(lambda: rendered(run_demo(demo, params or LessonParams(), args).renderable, width))
+
+
 def test_the_scans_find_english_and_let_names_formulas_and_chinese_pass():
     assert english_prose("✓ the three paths add up to x.grad") == ["the three paths add up to"]
     assert english_prose("✓ with eps, rstd never exceeds 1/√eps") == ["with never exceeds"]
@@ -224,8 +228,17 @@ def test_every_lesson_is_here():
     assert len(LESSONS) == len(list(lessons_dir().glob("[0-9][0-9]-*.md"))) >= 18, LESSONS
 
 
+# Chinese next to Chinese, or full-width punctuation, takes no space; a source line break there must vanish
+_FULL_WIDTH_PUNCTUATION = "，。、；：！？（）“”《》"
+STRAY_SPACE = re.compile(
+    rf"[\u4e00-\u9fff{_FULL_WIDTH_PUNCTUATION}—] [\u4e00-\u9fff]|[\u4e00-\u9fff] [{_FULL_WIDTH_PUNCTUATION}—]"
+)  # one space, as a joined line break leaves: table columns stand two or more apart
+
+
 @pytest.mark.parametrize("name", LESSONS)
 def test_the_translation_is_in_step_with_the_english_and_chinese_throughout(name):
+    """The English's steps and demos; titles and every block of prose Chinese, with no English sentence left; and,
+    since translators break source lines anywhere, no line break rendered as a space inside Chinese text."""
     english, local = chinese(name)
     assert local.status == TRANSLATED and not local.english_steps and not local.problems, local.problems
     lesson = local.lesson
@@ -233,15 +246,20 @@ def test_the_translation_is_in_step_with_the_english_and_chinese_throughout(name
     assert lesson.title != english.title and lesson.summary != english.summary
     assert len(lesson.steps) == len(english.steps)
     for k, (step, en) in enumerate(zip(lesson.steps, english.steps), start=1):
-        # a title is Chinese, or a formula with no English word in it (BN(X) = LN(Xᵀ)ᵀ)
-        assert CJK.search(step.title) or not re.search("[a-z]{2}", step.title), f"{name} step {k}: {step.title!r}"
+        # a title is Chinese, or the English's formula as it is, with no English word in it (BN(X) = LN(Xᵀ)ᵀ)
+        formula = step.title == en.title and not re.search("[a-z]{2}", step.title)
+        assert CJK.search(step.title) or formula, f"{name} step {k}: {step.title!r}"
         assert [c.name for c in step.demos] == [c.name for c in en.demos]
         prose = prose_of(step)
         assert CJK.search(prose) or not prose.strip(), f"{name} step {k}: no Chinese prose"
         assert not english_prose(prose), f"{name} step {k}: English prose {english_prose(prose)}"
-        for block in step.blocks:
-            if isinstance(block, Prose) and block.text.strip() and not block.text.lstrip().startswith(("```", "    ")):
-                assert CJK.search(_CODE.sub(" ", block.text)) or not english_prose(block.text), (name, k, block.text)
+        for block in (b for b in step.blocks if isinstance(b, Prose)):
+            words = _CODE.sub(" ", block.text)  # a block of code alone is code in both languages
+            assert CJK.search(words) or not words.strip(), f"{name} step {k}: a block without Chinese: {block.text!r}"
+            left = english_runs(words)
+            assert not left, f"{name} step {k}: English sentences {left}"
+            spaced = STRAY_SPACE.findall(rendered(cjk_markdown(block.text), 2000))  # so wide that nothing wraps
+            assert not spaced, f"{name} step {k}: a line break of the source shown as a space: {spaced}"
 
 
 @pytest.mark.parametrize("name", STRICT)
@@ -253,35 +271,20 @@ def test_no_english_word_is_left_where_the_prose_has_none(name):
         assert english_words(prose_of(en)), f"{name} step {k}: the check would not see English prose"
 
 
-# Chinese next to Chinese, or full-width punctuation, takes no space; a source line break there must vanish
-_FULL_WIDTH_PUNCTUATION = "，。、；：！？（）“”《》"
-STRAY_SPACE = re.compile(
-    rf"[\u4e00-\u9fff{_FULL_WIDTH_PUNCTUATION}—] [\u4e00-\u9fff]|[\u4e00-\u9fff] [{_FULL_WIDTH_PUNCTUATION}—]"
-)  # one space, as a joined line break leaves: table columns stand two or more apart
-
-
-@pytest.mark.parametrize("name", LESSONS)
-def test_no_line_break_of_the_source_shows_as_a_space_between_chinese_characters(name):
-    """Translators break source lines anywhere; rendered, a paragraph has no space inside Chinese text."""
-    _english, local = chinese(name)
-    for k, step in enumerate(local.lesson.steps, start=1):
-        for block in step.blocks:
-            if isinstance(block, Prose):
-                text = rendered(cjk_markdown(block.text), 2000)  # wide enough that no paragraph wraps
-                assert not STRAY_SPACE.findall(text), f"{name} step {k}: {STRAY_SPACE.findall(text)}"
-
-
 # ---- every step as the runner shows it --------------------------------------------------------------------
 
 
 PLACEHOLDER = re.compile(r"\{[A-Za-z_]\w*(?:[!:][^}]*)?\}|\{\}")  # {name}, {value:.3g}, {}; not x_{d-1} nor {0}
 
 
+def _variants(name: str):
+    """(label, change) for each set of numbers the lesson ``name`` is run at: its defaults, then its VARIANTS."""
+    for change in [{}, *VARIANTS[name[:2]]]:
+        yield ",".join(f"{k}={v}" for k, v in change.items()) or "defaults", change
+
+
 def _step_cases():
-    for name in QUICK:
-        for change in [{}, *VARIANTS[name[:2]]]:
-            label = ",".join(f"{k}={v}" for k, v in change.items()) or "defaults"
-            yield pytest.param(name, change, id=f"{name[:2]}-{label}")
+    return [pytest.param(name, change, id=f"{name[:2]}-{label}") for name in QUICK for label, change in _variants(name)]
 
 
 @pytest.mark.usefixtures("shared_demos")
@@ -325,19 +328,16 @@ def test_every_step_and_what_its_demos_print_is_chinese_and_fits(name, changes):
 def _demo_cases():
     for name in QUICK:
         base = parse_lesson(lessons_dir() / name).params()
-        for change in [{}, *VARIANTS[name[:2]]]:
+        for label, change in _variants(name):
             for call in demo_calls(lessons_dir() / name):
-                label = ",".join(f"{k}={v}" for k, v in change.items()) or "defaults"
                 yield pytest.param(base.replace(**change), call, id=f"{name[:2]}-{call.name}-{label}")
 
 
 @pytest.mark.parametrize(("params", "call"), list(_demo_cases()))
 def test_a_demo_prints_chinese_with_the_same_numbers_as_its_english(params: LessonParams, call: DemoCall):
-    english_out = run_demo_once(call.name, params, call.args)
-    english = demo_text(english_out)
-    with i18n.use_language(ZH):
-        out = run_demo_once(call.name, params, call.args)
-        chinese_text = demo_text(out)
+    (english_out, english), (out, chinese_text) = en_and_zh(
+        lambda: (shown := run_demo_once(call.name, params, call.args), demo_text(shown))
+    )
     if call.name not in TIMED:
         assert sorted(set(NUMBER.findall(chinese_text))) == sorted(set(NUMBER.findall(english)))
     # the package's code a demo shows is the same Python, English comments and all, in both languages
@@ -368,7 +368,7 @@ def _demos_printed(name: str, change: dict, language: str) -> str:
 @pytest.mark.usefixtures("shared_demos")
 @pytest.mark.parametrize("name", ["02-why-normalize.md", "07-jacobian-projection.md"])
 def test_what_the_demos_of_the_strict_lessons_print_has_no_english_word(name):
-    for change in [{}, *VARIANTS[name[:2]]]:
+    for _label, change in _variants(name):
         chinese_text = _demos_printed(name, change, ZH)
         left = english_words(chinese_text)
         assert not left, f"{name} {change}: English left in the demos' output: {sorted(left)}"
@@ -398,16 +398,15 @@ ENGLISH_WORDS = re.compile(r"\b[a-z]{3,} [a-z]{2,}\b")
 ASKING = tuple(name for name in LESSONS if int(name[:2]) <= 9)  # the lessons that ask before telling
 
 
-def questions(name: str) -> list[tuple[int, object]]:
-    """(step number, Prediction) for every question the lesson's demos ask, in Chinese, at its defaults."""
-    lesson = localized(parse_lesson(lessons_dir() / name), ZH).lesson
-    found = []
-    with i18n.use_language(ZH):
-        for index in range(len(lesson.steps)):
-            for out in step_outputs(lesson, index, lesson.params()):
-                if isinstance(out, DemoOutput) and out.prediction is not None:
-                    found.append((index + 1, out.prediction))
-    return found
+def questions(lesson, language: str) -> list[tuple[int, object]]:
+    """(step number, Prediction) for every question the lesson's demos ask in ``language``, at its defaults."""
+    with i18n.use_language(language):
+        return [
+            (index + 1, out.prediction)
+            for index in range(len(lesson.steps))
+            for out in step_outputs(lesson, index, lesson.params())
+            if isinstance(out, DemoOutput) and out.prediction is not None
+        ]
 
 
 @pytest.mark.usefixtures("shared_demos")
@@ -415,7 +414,7 @@ def questions(name: str) -> list[tuple[int, object]]:
 def test_every_question_and_choice_reads_in_chinese(name):
     """The runner quotes a choice inside its own sentence ("你选的是 {guess}，答案是 {answer}。"), so a choice
     carrying its own full-width comma or full stop runs into that sentence: glosses go in brackets."""
-    asked = questions(name)
+    asked = questions(localized(parse_lesson(lessons_dir() / name), ZH).lesson, ZH)
     assert asked, f"{name}: no question found (every lesson asks before telling)"
     for step, prediction in asked:
         where = f"{name} step {step}"
@@ -432,15 +431,8 @@ def test_every_question_and_choice_reads_in_chinese(name):
 @pytest.mark.usefixtures("shared_demos")
 def test_the_check_would_see_a_choice_that_runs_into_the_verdict():
     """The same rule on the English choices of lesson 1 finds the comma the Chinese no longer has."""
-    lesson = parse_lesson(lessons_dir() / LESSONS[0])
-    with i18n.use_language("en"):
-        choices = [
-            choice
-            for index in range(len(lesson.steps))
-            for out in step_outputs(lesson, index, lesson.params())
-            if isinstance(out, DemoOutput) and out.prediction is not None
-            for choice in out.prediction.choices
-        ]
+    asked = questions(parse_lesson(lessons_dir() / LESSONS[0]), i18n.ENGLISH)
+    choices = [choice for _step, prediction in asked for choice in prediction.choices]
     assert any(c in choice for choice in choices for c in ",:"), choices
 
 
@@ -451,22 +443,24 @@ PREDICTIONS = [
     ("ln_double_x", {}, LessonParams(eps=100.0, seed=1)),
     ("ln_x_paths", {}, LessonParams()),
     ("projection_form", {"part": 2}, LessonParams()),
+    # dgamma when the same number is added to every X: unchanged at every eps (each column's mean takes the shift)
+    *(("bn_param_grads", {}, LessonParams(dim=3, seed=0, eps=eps, batch=4)) for eps in (0.0, 1e-5, 1.0, 1e6)),
 ]
 
 
 @pytest.mark.parametrize(("demo", "args", "params"), PREDICTIONS, ids=lambda c: str(c))
 def test_every_question_is_asked_and_answered_in_chinese_from_the_same_numbers(demo, args, params):
-    """The Chinese question has the English's answer (computed, not translated) and its why the same numbers."""
-    english = run_demo_once(demo, params, args).prediction
-    with i18n.use_language(ZH):
-        prediction = run_demo_once(demo, params, args).prediction
+    """The Chinese question has the English's answer (computed, not translated) and its why the same numbers; a
+    choice is Chinese, or a formula the same in both."""
+    english, prediction = en_and_zh(lambda: run_demo_once(demo, params, args).prediction)
     assert prediction.answer == english.answer
+    assert demo != "bn_param_grads" or prediction.answer == 0  # the shift leaves dgamma as it was
     assert len(prediction.choices) == len(english.choices)
     assert CJK.search(prediction.question) and CJK.search(prediction.why)
-    assert all(CJK.search(c) or c == e for c, e in zip(prediction.choices, english.choices))
+    assert all(CJK.search(c) or (c == e and not english_prose(c)) for c, e in zip(prediction.choices, english.choices))
     numbers = re.findall(r"-?\d+(?:\.\d+)?(?:e[-+]\d+)?", english.why)
     assert numbers and all(n in prediction.why for n in numbers), (numbers, prediction.why)
-    assert not english_prose(prediction.why)
+    assert not english_prose(prediction.why) and "{" not in prediction.why
 
 
 def test_the_two_dgamma_whys_are_the_ones_their_numbers_call_for():
@@ -476,21 +470,6 @@ def test_the_two_dgamma_whys_are_the_ones_their_numbers_call_for():
         large = run_demo("ln_double_x", LessonParams(eps=100.0, seed=1)).prediction
     assert small.answer == 1 and "eps =" not in small.why
     assert large.answer != 1 and "eps = 100 " in large.why
-
-
-@pytest.mark.parametrize("eps", [0.0, 1e-5, 1.0, 1e6])
-def test_the_shift_question_explains_its_outcome_in_chinese(eps):
-    """dgamma when the same number is added to every X: unchanged at every eps (each column's mean takes the
-    shift), said in Chinese with the English's numbers."""
-    params = LessonParams(dim=3, seed=0, eps=eps, batch=4)
-    english = run_demo("bn_param_grads", params).prediction
-    with i18n.use_language(ZH):
-        prediction = run_demo("bn_param_grads", params).prediction
-    assert prediction.answer == 0
-    assert CJK.search(prediction.question) and all(CJK.search(c) for c in prediction.choices)
-    assert CJK.search(prediction.why) and not english_prose(prediction.why) and "{" not in prediction.why
-    numbers = re.findall(r"-?\d+(?:\.\d+)?(?:e[-+]\d+)?", english.why)
-    assert numbers and all(n in prediction.why for n in numbers), (numbers, prediction.why)
 
 
 def test_the_rmsnorm_sum_question_explains_both_outcomes_in_chinese():
@@ -609,9 +588,7 @@ def test_without_numba_the_backend_table_says_so_in_chinese(monkeypatch):
     from microgradnorm import fused
 
     monkeypatch.setattr(fused, "AVAILABLE", False)
-    english = rendered(run_demo("kernel_backend", LessonParams()).renderable)
-    with i18n.use_language(ZH):
-        chinese_text = rendered(run_demo("kernel_backend", LessonParams()).renderable)
+    english, chinese_text = shown_in_both("kernel_backend")
     assert "plain Python here" in english and "plain Python here" not in chinese_text
     assert not english_prose(chinese_text.replace(str(fused.UNAVAILABLE_REASON), " "))
 
@@ -658,18 +635,13 @@ def test_lesson_13s_stage_line_and_array_lists_are_chinese_and_stages_stay_whole
 
 def test_a_shown_cache_size_keeps_its_number_and_says_yours_in_chinese():
     """The '(yours)' suffix is one message with the size inside it, so the number cannot be lost."""
-    with i18n.use_language(ZH):
-        text = rendered(run_demo("kernel_cache_bytes", LessonParams()).renderable)
-    english = rendered(run_demo("kernel_cache_bytes", LessonParams()).renderable)
+    english, text = shown_in_both("kernel_cache_bytes")
     assert english.count("(yours)") == text.count("（你的）") > 0
 
 
 def test_a_caption_of_two_sentences_has_no_space_after_the_chinese_full_stop():
     """24 layers show 12 of them: the caption adds a second sentence, joined as each language joins them."""
-    params = LessonParams(dim=8, seed=0)
-    english = rendered(run_demo("residual_gradients", params, {"layers": 24}).renderable)
-    with i18n.use_language(ZH):
-        chinese_text = rendered(run_demo("residual_gradients", params, {"layers": 24}).renderable)
+    english, chinese_text = shown_in_both("residual_gradients", LessonParams(dim=8, seed=0), {"layers": 24})
     assert "block. 13 of the 24 layers shown." in " ".join(english.split())
     assert not re.search(r"。 +\S", chinese_text), chinese_text  # a space after 。 before more text on the line
     assert "梯度。24 层中显示了 13 层。" in chinese_text
@@ -679,7 +651,7 @@ def test_a_claim_wraps_chinese_between_characters_and_english_as_before():
     """claim() takes its caller's translated sentence; Chinese never starts a line with closing punctuation."""
     sentence = "在 72 个值中任改一个，变动的恰好是它所在组的那些输出（用向量化的前向传播逐个值试过）"
     for width in range(12, 50):
-        lines = rendered(claim(True, sentence), width).splitlines()
+        lines = rendered_lines(claim(True, sentence), width)
         assert all(line.lstrip()[:1] not in NO_START for line in lines), (width, lines)
         assert " ".join(line.strip() for line in lines).replace(" ", "") == "✓" + sentence.replace(" ", "")
     english = "changing any one of the 72 values moves exactly the outputs of its own group"
@@ -688,16 +660,6 @@ def test_a_claim_wraps_chinese_between_characters_and_english_as_before():
 
 
 # ---- the text graph in Chinese ----------------------------------------------------------------------------
-
-
-def _column_ends(line: str) -> list[int]:
-    """The terminal cell at which each run of non-space characters ends."""
-    ends, cells = [], 0
-    for k, char in enumerate(line):
-        cells += cell_len(char)
-        if not char.isspace() and (k + 1 == len(line) or line[k + 1].isspace()):
-            ends.append(cells)
-    return ends
 
 
 @pytest.mark.parametrize("grads", [True, False])
@@ -714,8 +676,7 @@ def test_the_text_graph_aligns_its_chinese_heads_with_its_columns(grads):
     value_end = cell_len(head[: head.index("值") + 1])
     assert all(cell_len(row.split(" ← ")[0]) == value_end for row in node_rows)
     if grads:
-        grad_end = _column_ends(head)[-1]
-        assert all(_column_ends(row)[-1] == grad_end for row in node_rows)
+        assert all(cell_len(row.rstrip()) == cell_len(head.rstrip()) for row in node_rows)  # the grads end there
 
 
 def test_the_wide_characters_of_a_chinese_head_are_counted_in_cells():
@@ -732,10 +693,6 @@ def test_the_wide_characters_of_a_chinese_head_are_counted_in_cells():
 # ---- the charts' own words and their alignment ------------------------------------------------------------
 
 
-def _lines(renderable, width: int = 60) -> list[str]:
-    return rendered(renderable, width).splitlines()
-
-
 def _charts():
     return [
         heat_map([[1.0, -0.5], [0.25, 0.0]]),
@@ -748,27 +705,17 @@ def _charts():
 
 def test_the_charts_own_words_follow_the_language():
     """Legends, scale notes, the default x label and the default series name: English in English, Chinese in Chinese."""
-    english = "\n".join(rendered(chart, 60) for chart in _charts())
-    with i18n.use_language(ZH):
-        chinese_text = "\n".join(rendered(chart, 60) for chart in _charts())
+    english, chinese_text = en_and_zh(lambda: "\n".join(rendered(chart, 60) for chart in _charts()))
     own = {"cells", "ninths", "log", "linear", "scale", "longest", "bar", "step", "where", "curves", "overlap", "value"}
     assert own <= set(_LATIN.findall(english))  # the words this test looks for are the charts' words
     assert not own & set(_LATIN.findall(chinese_text)), sorted(own & set(_LATIN.findall(chinese_text)))
     assert "non-finite" in english and "non-finite" not in chinese_text
 
 
-def _index_at_cell(line: str, cells: int) -> int:
-    """The index of the character that starts at cell ``cells`` of ``line``."""
-    for k in range(len(line) + 1):
-        if cell_len(line[:k]) == cells:
-            return k
-    raise AssertionError(f"no character starts at cell {cells} of {line!r}")
-
-
 def test_a_bar_chart_lines_up_chinese_labels_and_series_names():
     labels = ["单元 0", "x", "单元 10"]
     chart = bar_chart(labels, {"原始 σ'": [1.0, 2.0, 4.0], "标准化后 σ'": [0.5, 0.25, 3.0]}, title="标题")
-    lines = _lines(chart)
+    lines = rendered_lines(chart, 60)
     header, rows = lines[1], lines[2:5]
     ends = {cell_len(row[: row.index(label) + len(label)]) for row, label in zip(rows, labels)}
     assert ends == {cell_len("单元 10")}, ends  # labels right-aligned to the widest, in cells
@@ -777,12 +724,12 @@ def test_a_bar_chart_lines_up_chinese_labels_and_series_names():
     # the second series' name sits over its own bars: where its column starts, the rows' second bar starts
     second = cell_len(header[: header.index("标准化后")])
     for row in rows:
-        assert row[_index_at_cell(row, second) - 1] == " " and row[_index_at_cell(row, second)] in "█▏▎▍▌▋▊▉"
+        assert cells(row)[second - 1] == " " and cells(row)[second] in set("█▏▎▍▌▋▊▉")
 
 
 @pytest.mark.parametrize("width", [40, 60, 100])
 def test_a_line_chart_centres_a_chinese_axis_label_within_the_plot(width):
-    lines = _lines(line_chart({"原始": [1.0, 0.5, 0.25]}, x_label="深度", x_values=[0, 1, 32]), width)
+    lines = rendered_lines(line_chart({"原始": [1.0, 0.5, 0.25]}, x_label="深度", x_values=[0, 1, 32]), width)
     border = next(line for line in lines if "└" in line)
     axis = lines[lines.index(border) + 1]
     # the last x value ends where the axis ends (measured in cells, the label's two characters are four)
@@ -803,7 +750,7 @@ def _picture(words: list[str]) -> PlanePicture:
 
 def test_a_chinese_legend_sits_beside_the_picture_when_it_fits():
     words = ["原点", "x − mean", "xhat，在圆上"]
-    lines = _lines(_picture(words), 60)
+    lines = rendered_lines(_picture(words), 60)
     for word in words:
         line = next(line for line in lines if word in line)
         # each legend entry starts two cells after the picture's 20 columns, whatever the width of its words
@@ -815,7 +762,7 @@ def test_a_legend_that_fits_in_characters_but_not_in_cells_goes_below():
     words = ["原点", "x − mean", "xhat，在圆上"]
     widest = max(cell_len(f"o  {w}") for w in words)
     width = 20 + 2 + widest - 1  # one cell short: counted in characters it would fit (a CJK character is 2 cells)
-    lines = _lines(_picture(words), width)
+    lines = rendered_lines(_picture(words), width)
     assert all(cell_len(line) <= width for line in lines), lines
     assert any(line.startswith("h  xhat") for line in lines)  # on a line of its own, below the picture
 
@@ -823,7 +770,7 @@ def test_a_legend_that_fits_in_characters_but_not_in_cells_goes_below():
 def test_a_chinese_legend_too_wide_to_sit_beside_goes_below_and_wraps_the_chinese_way():
     # 15 characters (30 cells) before the '，': wrapped at spaces and cut at 30 cells, the comma would start a line
     words = ["原点出发的向量全都在这个平面里，也就是圆所在的平面", "x − mean", "xhat，在半径为 √3 的圆上"]
-    lines = _lines(_picture(words), 30)
+    lines = rendered_lines(_picture(words), 30)
     assert all(cell_len(line) <= 30 for line in lines), lines
     assert not [line for line in lines if line.lstrip()[:1] in NO_START and cell_len(line) != len(line)]
     assert lines.index(next(line for line in lines if line.startswith("o "))) > 3  # below the picture

@@ -8,11 +8,12 @@ and its own assertions; the plumbing is written once here.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
+from rich.cells import cell_len
 
 from microgradnorm import i18n
 from microgradnorm.lessons.demos import DemoOutput
@@ -26,6 +27,19 @@ NUMBER = re.compile(r"\d+(?:[.,]\d+)*(?:e[+-]\d+)?")
 # Three or more English words in a row, one space apart (after a comma or not); names and code are one
 # or two words ("pre-LN", "NumPy ms"), and table cells are two or more spaces apart.
 ENGLISH_RUN = re.compile(r"\b[A-Za-z]{2,}(?:,? [A-Za-z]{2,}){2,}\b")
+# English that Chinese text keeps on purpose, for english_runs: a chart's plot rows (their marker characters,
+# "ooo ooo", are not words) and the authors cited by name
+CHART_ROWS = re.compile(r"(?m)^.*│.*$")
+CITED = frozenset({"Xiong et al", "Shleifer et al", "He et al", "Ba et al"})
+T = TypeVar("T")
+
+
+def en_and_zh(make: Callable[[], T]) -> tuple[T, T]:
+    """(``make()`` with English current, ``make()`` with Simplified Chinese current): the same call in both."""
+    with i18n.use_language(i18n.ENGLISH):
+        english = make()
+    with i18n.use_language(ZH):
+        return english, make()
 
 
 def demo_text(out: DemoOutput, width: int = 100) -> str:
@@ -37,14 +51,16 @@ def demo_text(out: DemoOutput, width: int = 100) -> str:
     return "\n".join(parts)
 
 
-def english_runs(text: str, foreign: Iterable[re.Pattern[str]] = (), allowed: Iterable[str] = ()) -> list[str]:
-    """The runs of :data:`ENGLISH_RUN` in ``text``, after removing the ``foreign`` patterns (English that
-    another module prints on purpose); a wrapped sentence joins again, table columns stay apart."""
-    for pattern in foreign:
-        text = pattern.sub(" ", text)
-    text = text.replace("\n", " ")
-    allowed = set(allowed)
-    return [m for m in ENGLISH_RUN.findall(text) if m not in allowed]
+def cells(line: str) -> list[str]:
+    """``line`` as terminal cells: a double-width character fills two (its second cell is '')."""
+    return [part for char in line for part in [char, *[""] * (cell_len(char) - 1)]]
+
+
+def english_runs(text: str) -> list[str]:
+    """The runs of :data:`ENGLISH_RUN` in ``text``, but for the English Chinese text keeps on purpose
+    (:data:`CHART_ROWS`, :data:`CITED`); a wrapped sentence joins again, table columns stay apart."""
+    text = CHART_ROWS.sub(" ", text).replace("\n", " ")
+    return [m for m in ENGLISH_RUN.findall(text) if m not in CITED]
 
 
 def demo_calls(path: Path) -> list[DemoCall]:
@@ -81,9 +97,14 @@ def untranslated(modules: tuple[str, ...]) -> tuple[int, list[str]]:
 
 
 def po_entries(modules: tuple[str, ...]) -> list[Any]:
-    """The Chinese catalog's entries whose source is one of ``modules`` (file names), read from the .po."""
+    """The Chinese catalog's entries whose source is one of ``modules`` (a part of its path: "render.py",
+    "microgradnorm/viz/render.py", "exercise"), read from the .po."""
     pofile = pytest.importorskip("babel.messages.pofile", reason="reading the .po needs Babel (the test extra)")
     po = Path(i18n.LOCALE_DIR, "zh_CN", "LC_MESSAGES", "microgradnorm.po")
     with po.open("rb") as f:
         catalog = pofile.read_po(f)
-    return [m for m in catalog if m.id and any(Path(path).name in modules for path, _line in m.locations)]
+
+    def ours(path: str) -> bool:
+        return any(part in path.replace("\\", "/") for part in modules)
+
+    return [m for m in catalog if m.id and any(ours(path) for path, _line in m.locations)]
