@@ -26,22 +26,8 @@ def test_check_prints_the_per_node_table_and_exits_zero(capsys, norm):
 
 
 def test_check_accepts_every_option(capsys):
-    code, out, _ = run(
-        capsys,
-        "check",
-        "batchnorm",
-        "--shape",
-        "2x3x2x2",
-        "--eps",
-        "0",
-        "--seed",
-        "5",
-        "--variance",
-        "naive",
-        "--fd-entries",
-        "2",
-        "--full",
-    )
+    argv = "check batchnorm --shape 2x3x2x2 --eps 0 --seed 5 --variance naive --fd-entries 2 --full".split()
+    code, out, _ = run(capsys, *argv)
     assert code == 0 and "mean[2]" in out and "x[1,2,1,1]" in out
 
 
@@ -73,6 +59,7 @@ def test_check_exits_one_when_a_formula_disagrees(capsys, monkeypatch):
         (["check", "layernorm", "--shape", "2x3", "--dim", "5"], ["--dim", "not allowed with argument --shape", "5"]),
         (["check", "batchnorm", "--shape", "2x3", "--batch", "4"], ["--batch", "not allowed with argument --shape"]),
         (["check", "rmsnorm", "--variance", "naive"], ["--variance", "rmsnorm has no variance", "naive"]),
+        (["lesson", "3", "--seed", "-1e3"], ["argument --seed: expected an integer seed >= 0, got '-1e3'"]),
         (["check"], ["NORM"]),
         (["frobnicate"], ["frobnicate"]),
     ],
@@ -93,6 +80,8 @@ def test_version_and_help(capsys):
     assert code == 0 and out.startswith("microgradnorm ")
     code, out, _ = run(capsys)
     assert code == 0 and "check" in out
+    code, out, _ = run(capsys, "--help")
+    assert code == 0 and all(name in out for name in cli.COMMANDS)
 
 
 def test_every_command_has_help(capsys):
@@ -111,10 +100,10 @@ def test_the_installed_command_and_python_dash_m_work():
         assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
 
 
-def test_importing_the_package_and_help_load_neither_numpy_nor_rich():
+def test_importing_the_package_and_help_load_neither_numpy_rich_the_drawing_code_nor_the_page():
     code = (
-        "import sys, microgradnorm, microgradnorm.cli as c; c.build_parser();"
-        "print(sorted(m for m in ('numpy', 'rich') if m in sys.modules))"
+        "import sys, microgradnorm, microgradnorm.cli as c; c.build_parser(); print(sorted(m for m in"
+        " ('numpy', 'rich', 'microgradnorm.viz', 'graphviz', 'microgradnorm.page') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
@@ -206,11 +195,6 @@ def test_a_negative_number_reaches_the_options_own_check(capsys, value):
     assert code == 2 and out == ""
     assert err.startswith(f"microgradnorm check: error: argument --eps: expected a finite number >= 0, got {value}")
     assert len(err.splitlines()) == 1
-
-
-def test_a_negative_seed_and_dim_are_refused_by_their_own_checks(capsys):
-    code, _, err = run(capsys, "lesson", "3", "--seed", "-1e3")
-    assert code == 2 and "argument --seed: expected an integer seed >= 0, got '-1e3'" in err
 
 
 def _python_m(*argv: str, **env: str) -> list[str]:
