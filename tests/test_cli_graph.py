@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -72,18 +71,10 @@ def test_graph_without_dot_keeps_a_dot_file_it_did_not_write(capsys, tmp_path, e
     assert "ln.1.dot" in err
 
 
-def test_graph_without_dot_in_a_fresh_process_prints_no_traceback(tmp_path):
-    empty = tmp_path / "empty-bin"
-    empty.mkdir()
-    env = {**os.environ, "PATH": str(empty)}
-    env.pop("MICROGRADNORM_DEBUG", None)
+def test_graph_without_dot_in_a_fresh_process_prints_no_traceback(tmp_path, empty_path):
     out = tmp_path / "ln.pdf"
-    proc = subprocess.run(
-        [sys.executable, "-m", "microgradnorm", "graph", "rmsnorm", "-o", str(out)],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    argv = [sys.executable, "-m", "microgradnorm", "graph", "rmsnorm", "-o", str(out)]
+    proc = subprocess.run(argv, capture_output=True, text=True)  # the PATH without dot, no MICROGRADNORM_DEBUG
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
