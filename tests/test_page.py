@@ -27,7 +27,7 @@ from microgradnorm.page import data as page_data
 from microgradnorm.page import page_html
 from microgradnorm.registry import get_norm
 from tests.helpers import run_cli as run
-from tests.helpers import said_in
+from tests.helpers import said_in, values
 
 # The page carries repr(float): a number it shows is the engine's, bit for bit. Compared
 # relatively (an exact 0 must stay exactly 0), at the precision the issue asks for.
@@ -75,7 +75,7 @@ def replay(root: mgn.Value) -> list[tuple[int, int, float]]:
 
 
 @pytest.mark.parametrize("norm,shape", [("layernorm", (4,)), ("batchnorm", (3, 2)), ("rmsnorm", (2, 3))])
-def test_every_contribution_and_final_gradient_is_the_engines(norm, shape):
+def test_every_contribution_its_k_of_m_and_every_final_gradient_are_the_engines(norm, shape):
     graph, dy = problem(norm, shape, backward=False)
     loss = graph.loss(dy.tolist())
     data = data_of(loss, graph)
@@ -85,16 +85,7 @@ def test_every_contribution_and_final_gradient_is_the_engines(norm, shape):
     for c, (child_id, op_id, total) in zip(data["backward"], expected):
         assert (d.order[c["into"]].id, d.order[c["from"]].id) == (child_id, op_id)
         assert shown_equal(c["total"], total)
-    loss.backward()  # the engine's own pass, after the page was made
-    for k, node in enumerate(d.order):
-        assert shown_equal(data["nodes"][k]["grad"], node.grad), data["nodes"][k]["name"]
-
-
-def test_k_of_m_counts_the_edges_into_a_node_and_ends_at_m():
-    graph, dy = problem(backward=False)
-    loss = graph.loss(dy.tolist())
-    data = data_of(loss, graph)
-    d = viz.drawing(loss, graph)
+    # k of m counts the edges into a node and ends at m
     uses = {k: 0 for k in range(len(d.order))}  # edges out of each node, counted from the graph
     for node in d.order:
         for child in node.children:
@@ -106,8 +97,11 @@ def test_k_of_m_counts_the_edges_into_a_node_and_ends_at_m():
         assert c["text"].endswith(f"({c['k']}/{c['m']})")
     assert seen == uses
     assert [n["m"] for n in data["nodes"]] == [uses[k] for k in range(len(d.order))]
-    mean = d.pos(graph["mean"][0])
-    assert uses[mean] == 4  # one edge into each xshift_i = x_i - mean
+    if "mean" in graph:  # one edge into each xshift_i = x_i - mean of its group
+        assert uses[d.pos(graph["mean"][0])] == len(graph["x"]) // len(graph["mean"])
+    loss.backward()  # the engine's own pass, after the page was made
+    for k, node in enumerate(d.order):
+        assert shown_equal(data["nodes"][k]["grad"], node.grad), data["nodes"][k]["name"]
 
 
 def test_nodes_come_in_creation_order_with_their_forward_formula_and_local_derivatives():
@@ -135,9 +129,7 @@ def test_the_check_is_the_closed_form_and_a_finite_difference_that_agree_with_au
     graph, dy = problem(shape=(5,))
     data = data_of(graph)
     spec = get_norm("layernorm")
-    x = np.array([v.data for v in graph["x"]])
-    gamma = np.array([v.data for v in graph["gamma"]])
-    beta = np.array([v.data for v in graph["beta"]])
+    x, gamma, beta = (values(graph[name]) for name in ("x", "gamma", "beta"))
     closed = spec.node_grads(x, gamma, beta, 1e-5, dy)
     names = [n["name"] for n in data["nodes"]]
     for name in ("x", "xhat", "rstd", "mean", "gamma"):

@@ -555,14 +555,10 @@ def test_render_png_and_pdf(tmp_path, needs_dot):
     assert output.render(graph, tmp_path / "bn.pdf", collapse=True).read_bytes()[:5] == b"%PDF-"
 
 
-def test_render_dot_needs_no_graphviz(tmp_path, empty_path):
+def test_without_dot_render_writes_dot_but_a_drawing_raises_and_keeps_the_old_file(tmp_path, empty_path):
     graph, _ = problem()
-    path = output.render(graph, tmp_path / "ln.dot", grad=True)
+    path = output.render(graph, tmp_path / "ln.dot", grad=True)  # DOT source needs no Graphviz
     assert path.read_text(encoding="utf-8") == viz.to_dot(graph, grad=True)
-
-
-def test_render_without_dot_raises_with_install_hint_and_keeps_the_old_file(tmp_path, empty_path):
-    graph, _ = problem()
     target = tmp_path / "ln.svg"
     target.write_text("the previous drawing")
     with pytest.raises(viz.GraphvizNotFoundError, match=r"apt-get install graphviz.*brew.*conda"):
@@ -590,9 +586,8 @@ def test_written_files_get_ordinary_permissions(tmp_path):
 @pytest.mark.parametrize("name", ["ln.jpg", "ln", "ln.svgz"])
 def test_render_rejects_unknown_extensions(tmp_path, name):
     graph, _ = problem(backward=False)
-    with pytest.raises(
-        viz.OptionError, match=r"output: expected a file name ending in \.svg, \.png, \.pdf, \.dot"
-    ) as e:
+    endings = r"output: expected a file name ending in \.svg, \.png, \.pdf, \.dot"
+    with pytest.raises(viz.OptionError, match=endings) as e:
         output.render(graph, tmp_path / name)
     assert e.value.option == "output" and not (tmp_path / name).exists()
 
