@@ -25,21 +25,13 @@ def test_graph_writes_an_svg(capsys, tmp_path, needs_dot, norm):
     assert "gradient paths into x[0" in text and "grad" in text
 
 
-def test_graph_dot_output_needs_no_graphviz(capsys, tmp_path, empty_path):
-    out = tmp_path / "ln.dot"
-    code, _, _ = run(capsys, "graph", "ln", "--dim", "4", "--seed", "3", "--edge-labels", "-o", str(out))
-    assert code == 0
-    dot = out.read_text(encoding="utf-8")
-    assert dot.startswith(viz.DOT_HEADER)
-    assert dot.count("x[") >= 4 and "cluster_divide" in dot
-
-
-def test_graph_options_reach_the_drawing(capsys, tmp_path):
+def test_graph_options_reach_the_drawing_and_dot_output_needs_no_graphviz(capsys, tmp_path, empty_path):
     out = tmp_path / "g.dot"
-    argv = ["graph", "layernorm", "--batch", "2", "--dim", "3", "--paths", "--index", "4", "--highlight", "rstd[1]"]
-    code, _, _ = run(capsys, *argv, "--descendants", "-o", str(out))
+    argv = ["graph", "ln", "--batch", "2", "--dim", "3", "--paths", "--index", "4", "--highlight", "rstd[1]"]
+    code, _, _ = run(capsys, *argv, "--descendants", "--seed", "3", "--edge-labels", "-o", str(out))
     assert code == 0
     dot = out.read_text(encoding="utf-8")
+    assert dot.startswith(viz.DOT_HEADER) and dot.count("x[") >= 6 and "cluster_divide" in dot
     assert "gradient paths into x[1,1]" in dot  # flat index 4 of a 2x3 input
     assert viz.FADED_TEXT in dot and viz.HIGHLIGHT in dot
     code, _, _ = run(capsys, "graph", "layernorm", "--collapse", "--rankdir", "TB", "-o", str(out))

@@ -221,8 +221,11 @@ def test_a_root_that_is_not_the_loss_is_not_checked_against_the_loss_formulas():
 # ---- the file --------------------------------------------------------------------------------------
 
 
-def test_the_page_is_one_file_that_fetches_nothing(needs_dot, tmp_path):
+def test_the_page_is_one_file_that_fetches_nothing_and_wants_an_html_name(needs_dot, tmp_path):
     graph, _ = problem()
+    with pytest.raises(viz.OptionError, match=r"output: expected a file name ending in \.html, got .*ln\.svg"):
+        to_html(graph, tmp_path / "ln.svg")
+    assert output.render(graph, tmp_path / "r.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     path = to_html(graph, tmp_path / "ln.html")
     page = path.read_text(encoding="utf-8")
     assert "default-src 'none'" in page  # the browser itself refuses any request
@@ -234,22 +237,12 @@ def test_the_page_is_one_file_that_fetches_nothing(needs_dot, tmp_path):
     assert data["view"]["start"] == "full" and data["title"].startswith("LayerNorm of x (4)")
 
 
-def test_to_html_wants_an_html_name_and_render_writes_one_for_that_extension(needs_dot, tmp_path):
-    graph, _ = problem()
-    with pytest.raises(viz.OptionError, match=r"output: expected a file name ending in \.html, got .*ln\.svg"):
-        to_html(graph, tmp_path / "ln.svg")
-    assert output.render(graph, tmp_path / "ln.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
-
-
-def test_a_graph_too_large_to_read_opens_collapsed_and_says_so(needs_dot):
+def test_a_graph_too_large_to_read_opens_collapsed_and_one_too_large_to_lay_out_has_the_stage_view_only(needs_dot):
     graph, _ = problem(shape=(24,))  # 329 nodes drawn, 347 with the loss
     data = embedded_data(page_html(graph))
     assert data["view"]["start"] == "stages" and data["view"]["full"] is True
     assert "too many to read" in data["view"]["note"]
     assert embedded_data(page_html(graph, collapse=False))["view"] == {"start": "full", "full": True, "note": ""}
-
-
-def test_a_graph_too_large_to_lay_out_quickly_carries_the_stage_view_only(needs_dot):
     graph, _ = problem(shape=(120,), backward=False)
     page = page_html(graph)
     data = embedded_data(page)

@@ -316,12 +316,19 @@ def test_no_node_of_a_naive_batchnorm_is_written_as_itself():
     assert "mean[0]²" in lines and "mean[1]²" in lines
 
 
-def test_plain_names_tell_apart_nodes_that_share_a_label():
+def test_plain_names_tell_apart_nodes_that_share_a_label_and_name_unnamed_ones_after_their_op_with_a_count():
     a1, a2 = Value(1.0, label="a"), Value(2.0, label="a")
     three = Value(3.0)
     prod = a1 * a2
     order = [a1, a2, three, prod, prod * three]
     assert display_names(order, None) == ["a#1", "a#2", "leaf_1", "mul_1", "mul_2"]
+    a, b = mgn.Value(2.0, label="a"), mgn.Value(-3.0)
+    d = viz.drawing((a * b + a) * (a * b))  # as a drawing names them
+    names = [d.display_name(k) for k in range(len(d.order))]
+    assert names.count("a") == 1 and "leaf_1" in names  # the labelled leaf keeps its label; b had none
+    assert sorted(n for n in names if n.startswith("mul_")) == ["mul_1", "mul_2", "mul_3"]
+    assert sum(n.startswith("add_") for n in names) == 1
+    assert len(set(names)) == len(names)  # every node told apart
 
 
 @pytest.mark.parametrize(
@@ -484,13 +491,17 @@ def test_collapsed_view_is_one_box_per_stage_whatever_d(norm, shape):
     assert set(d.nodes) == {f"s_{stage}" for edge in flow for stage in edge}
 
 
-def test_a_collapsed_box_counts_the_entries_of_each_name():
+def test_a_collapsed_box_counts_the_entries_of_each_name_and_the_loss_box_sums_dy_up_in_one_row():
     big, _ = problem(shape=(2, 200))
     d = parse(viz.to_dot(big, collapse=True))
     assert "xshift</b> (2×200)" in d.nodes["s_center"]
     assert "mean</b> (2)" in d.nodes["s_mean"]  # a count, never "mean [2]", which reads as check's mean[2]
     assert "gamma</b> (200)" in d.nodes["s_affine"]
     assert not re.search(r"</b> \[", viz.to_dot(big, collapse=True))
+    graph, (_, _, _, dy) = problem(shape=(16,), backward=False)
+    box = parse(viz.to_dot(graph.loss(dy.tolist()), graph=graph, collapse=True)).nodes["s_loss"]
+    assert box.count("<tr>") == 2  # the title and one row for dy, not 16
+    assert "dy</b> (16)" in box and f"{viz.num(dy[0])}, {viz.num(dy[1])}, {viz.num(dy[2])}, …" in box
 
 
 def test_collapsed_paths_colour_stage_edges():
@@ -756,17 +767,6 @@ def test_a_drawn_graph_has_indices_in_order_and_edges_clear_of_the_stage_titles(
                 assert not (abs(x - cx) < w / 2 and abs(y - cy) < h / 2), f"an edge crosses the title {name}"
 
 
-def test_unnamed_nodes_of_a_plain_graph_are_named_after_their_op_with_a_count():
-    a, b = mgn.Value(2.0, label="a"), mgn.Value(-3.0)
-    c = (a * b + a) * (a * b)
-    d = viz.drawing(c)
-    names = [d.display_name(k) for k in range(len(d.order))]
-    assert names.count("a") == 1 and "leaf_1" in names  # the labelled leaf keeps its label; b had none
-    assert sorted(n for n in names if n.startswith("mul_")) == ["mul_1", "mul_2", "mul_3"]
-    assert sum(n.startswith("add_") for n in names) == 1
-    assert len(set(names)) == len(names)  # every node told apart
-
-
 def test_a_chinese_drawing_has_chinese_titles_legend_routes_and_words():
     from microgradnorm.i18n import use_language
 
@@ -780,14 +780,6 @@ def test_a_chinese_drawing_has_chinese_titles_legend_routes_and_words():
     assert "data " in english and "data " not in dot
     assert '">grad ' in viz.to_dot(graph, grad=True, collapse=True) and '">grad ' not in collapsed
     assert "均值" in dot and "方差" in collapsed  # the stage titles
-
-
-def test_the_collapsed_loss_box_sums_dy_up_in_one_row_whatever_d():
-    graph, (_, _, _, dy) = problem(shape=(16,), backward=False)
-    loss = graph.loss(dy.tolist())
-    box = parse(viz.to_dot(loss, graph=graph, collapse=True)).nodes["s_loss"]
-    assert box.count("<tr>") == 2  # the title and one row for dy, not 16
-    assert "dy</b> (16)" in box and f"{viz.num(dy[0])}, {viz.num(dy[1])}, {viz.num(dy[2])}, …" in box
 
 
 def test_a_png_or_pdf_stays_english_where_graphviz_has_no_chinese_font(monkeypatch):
