@@ -80,8 +80,8 @@ def press(tab, key: str, times: int = 1) -> None:
         tab.keyboard.press(key)
 
 
-def expected_after(loss, order, k: int) -> tuple[dict[int, float], dict[int, bool]]:
-    """Each node's grad after the first k contributions, and whether it is final then."""
+def assert_shown_after(tab, loss, order, k: int) -> None:
+    """The page shows each node's grad after the first k contributions, and whether it is final then."""
     position = {n.id: p for p, n in enumerate(order)}
     grads = {p: 0.0 for p in range(len(order))}
     grads[position[loss.id]] = 1.0
@@ -93,7 +93,9 @@ def expected_after(loss, order, k: int) -> tuple[dict[int, float], dict[int, boo
     for child_id, _, value in steps[:k]:
         grads[position[child_id]] = value
         got[position[child_id]] += 1
-    return grads, {p: got[p] == total[p] for p in grads}
+    for p, (g, f) in shown_grads(tab).items():
+        assert g is not None and shown_equal(g, grads[p]), (k, order[p].label, g, grads[p])
+        assert (f == "true") == (got[p] == total[p]), (k, order[p].label)
 
 
 def test_stepping_forward_and_back_shows_the_engines_gradients(needs_dot, chromium, ln4):
@@ -105,14 +107,9 @@ def test_stepping_forward_and_back_shows_the_engines_gradients(needs_dot, chromi
         press(tab, "ArrowRight", n)  # the forward pass: every node made, no gradient yet
         assert tab.evaluate("document.body.dataset.step") == str(n)
         assert all(g is None for g, _ in shown_grads(tab).values())
-        for k, keys in ((25, [("ArrowRight", 1 + 25)]), (15, [("ArrowLeft", 10)]), (m, [("End", 1)])):
-            for key, times in keys:
-                press(tab, key, times)
-            want, final = expected_after(loss, order, k)
-            shown = shown_grads(tab)
-            for p, (g, f) in shown.items():
-                assert g is not None and shown_equal(g, want[p]), (k, order[p].label, g, want[p])
-                assert (f == "true") == final[p], (k, order[p].label)
+        for k, key, times in ((25, "ArrowRight", 1 + 25), (15, "ArrowLeft", 10), (m, "End", 1)):
+            press(tab, key, times)
+            assert_shown_after(tab, loss, order, k)
         loss.backward()  # the engine's own pass, after the page was made
         for p, (g, f) in shown_grads(tab).items():
             assert abs(float(g) - order[p].grad) <= SHOWN_RTOL * abs(order[p].grad) and f == "true"
@@ -286,13 +283,9 @@ def test_the_chinese_page_steps_through_the_engines_gradients(needs_dot, chromiu
         dy0 = loss.children[len(loss.children) // 2].data
         g = viz.num(dy0)
         assert tab.inner_text("#status") == f"反向 1/{m}：y[0].grad += {g} × 1（= {g}）；累计 {g}（1/1）"
-        for k, keys in ((40, [("ArrowRight", 39)]), (12, [("ArrowLeft", 28)]), (m, [("End", 1)])):
-            for key, times in keys:
-                press(tab, key, times)
-            want, final = expected_after(loss, order, k)
-            for p, (g, f) in shown_grads(tab).items():
-                assert g is not None and shown_equal(g, want[p]), (k, order[p].label, g, want[p])
-                assert (f == "true") == final[p], (k, order[p].label)
+        for k, key, times in ((40, "ArrowRight", 39), (12, "ArrowLeft", 28), (m, "End", 1)):
+            press(tab, key, times)
+            assert_shown_after(tab, loss, order, k)
         assert "所有梯度都已是最终值" in tab.inner_text("#status")
 
 

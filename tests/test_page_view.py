@@ -2,7 +2,8 @@
 
 Headless Chromium (see tests/browser.py), at 1280×800, 1920×1080 and a 390×844 phone. The
 stepping runs inside the page (one ``evaluate`` presses → and measures, for every step of
-a d = 4 page and sampled steps of d = 16 and 64), so the test costs seconds, not minutes.
+a d = 4 page and sampled steps of d = 16 and 64 and of a BatchNorm and a GroupNorm page), so
+the test costs seconds, not minutes.
 Screenshots of a d = 4 page mid-backward and of a d = 64 page's opening view are written to
 ``$MICROGRADNORM_SCREENS`` when it names a folder (otherwise to pytest's temporary folder).
 """
@@ -18,6 +19,7 @@ import pytest
 from microgradnorm.output import to_html
 from microgradnorm.viz import num as viz_num
 from tests.browser import chromium_fixture  # noqa: F401  (a browser for this module)
+from tests.page_screenshot import SHOWN
 from tests.test_page import problem
 from tests.test_page_browser import opened
 
@@ -112,17 +114,25 @@ SMALLEST_TEXT = """() => {
 }"""
 
 STEPS = "JSON.parse(document.getElementById('graph-data').textContent)"
+FULL = "document.getElementById('svg-full')"
+SCALE = f"{FULL}.getBoundingClientRect().width / {FULL}.viewBox.baseVal.width"  # CSS px per drawing unit
 
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
-    """LayerNorm pages with their loss (forward and backward) at d = 4, 16 and 64."""
+    """LayerNorm pages with their loss (forward and backward) at d = 4, 16 and 64; pages of the norms whose stages
+    differ, made by the command (GroupNorm's is an L-shaped layout on a phone)."""
+    from microgradnorm import cli
+
     folder = tmp_path_factory.mktemp("view")
     made = {}
     for d in (4, 16, 64):
         graph, dy = problem(shape=(d,), backward=False)
         loss = graph.loss(dy.tolist())
         made[d] = to_html(loss, folder / f"ln{d}.html", graph=graph, paths=True)
+    for name, args in (("batchnorm", ["--dim", "3", "--batch", "3"]), ("groupnorm", ["--shape", "2,4,2,2"])):
+        made[name] = folder / f"{name}.html"
+        assert cli.main(["graph", name, *args, "--grad", "--full", "--html", "-o", str(made[name])]) == 0
     return made
 
 
@@ -154,33 +164,21 @@ def show(tab, view: str) -> None:
             tab.click(button)
 
 
-@pytest.mark.parametrize("view", VIEWS)
-@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280x800", "390x844"])
-def test_every_step_of_a_small_page_is_in_view_with_readable_text(needs_dot, chromium, pages, viewport, view):
-    with opened(chromium, pages[4], viewport=viewport) as tab:
-        assert tab.evaluate(SMALLEST_TEXT) >= READABLE_PX  # as it opens
-        show(tab, view)
-        steps = total_steps(tab)
-        walked = tab.evaluate(WALK, [steps, 1])
-        assert walked["measured"] == steps and walked["step"] == steps
-        assert walked["lost"] == []
-        if viewport == DESKTOP or view == "stages":  # stacked stages: a laptop, or the overview, never needs < 11 px
-            assert walked["below"] == []
-
-
 @pytest.mark.parametrize("viewport", [DESKTOP, WIDE, PHONE], ids=["1280x800", "1920x1080", "390x844"])
-@pytest.mark.parametrize("d", [16, 64])
-def test_sampled_steps_of_larger_pages_are_in_view_in_both_views(needs_dot, chromium, pages, viewport, d):
-    with opened(chromium, pages[d], viewport=viewport) as tab:
+@pytest.mark.parametrize("page", [4, 16, 64, "batchnorm", "groupnorm"])
+def test_every_step_in_view_with_readable_text_sampled_on_larger_pages(needs_dot, chromium, pages, viewport, page):
+    with opened(chromium, pages[page], viewport=viewport) as tab:
         assert tab.evaluate(SMALLEST_TEXT) >= READABLE_PX  # as it opens
         steps = total_steps(tab)
-        every = max(1, steps // 25)
+        every = 1 if page == 4 else max(1, steps // 25)  # the d = 4 page: every step
         for view in VIEWS:
             show(tab, view)
             walked = tab.evaluate(WALK, [steps, every])
-            assert walked["measured"] >= 25 and walked["lost"] == [], view
-            if view == "stages":  # the overview's stacked boxes never need text under 11 px
-                assert walked["below"] == []
+            assert walked["measured"] == len({*range(every, steps + 1, every), steps}) >= 25, view
+            assert walked["step"] == steps and walked["lost"] == [], view
+            # stacked stages: the overview never needs text under 11 px, nor the d = 4 page on a laptop or larger
+            if view == "stages" or (page == 4 and viewport != PHONE):
+                assert walked["below"] == [], view
 
 
 @pytest.mark.parametrize("d", [4, 64])
@@ -200,21 +198,6 @@ def test_a_phone_page_does_not_scroll_sideways_and_keeps_room_for_the_details(ne
         assert max(rows) < 2 * min(rows)
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
-def test_axe_finds_nothing_serious_in_either_theme(needs_dot, chromium, pages, theme):
-    from axe_playwright_python.sync_playwright import Axe
-
-    with opened(chromium, pages[4], viewport=DESKTOP, color_scheme=theme) as tab:
-        assert tab.evaluate("document.documentElement.dataset.theme") == theme
-        tab.evaluate(WALK, [total_steps(tab) // 2 + 30, 1000])  # mid-backward
-        for view in ("full", "stages"):
-            violations = Axe().run(tab).response["violations"]
-            serious = [v for v in violations if v["impact"] in ("serious", "critical")]
-            bad = [(v["id"], v["impact"], len(v["nodes"])) for v in serious]
-            assert bad == [], (view, bad)
-            tab.click("#view-toggle")
-
-
 def _luminance(rgb: tuple[float, float, float]) -> float:
     def channel(c: float) -> float:
         c /= 255
@@ -230,8 +213,11 @@ def _rgb(css: str) -> tuple[float, float, float]:
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
-def test_the_current_step_frame_stands_out_3_to_1_and_the_source_is_framed_too(needs_dot, chromium, pages, theme):
+def test_in_either_theme_the_step_frame_stands_out_and_axe_finds_nothing_serious(needs_dot, chromium, pages, theme):
+    from axe_playwright_python.sync_playwright import Axe
+
     with opened(chromium, pages[4], viewport=DESKTOP, color_scheme=theme) as tab:
+        assert tab.evaluate("document.documentElement.dataset.theme") == theme
         n = tab.evaluate(f"{STEPS}.nodes.length")
         tab.evaluate(WALK, [n + 5, 1000])  # a contribution: it has a source
         stroke = tab.evaluate("getComputedStyle(document.querySelector('rect.cue.current')).stroke")
@@ -241,6 +227,13 @@ def test_the_current_step_frame_stands_out_3_to_1_and_the_source_is_framed_too(n
         assert tab.locator("#svg-full g.node.current").count() >= 1
         assert tab.locator("#svg-full g.node.source").count() >= 1
         assert tab.locator("rect.cue.source").count() >= 1
+        tab.evaluate(WALK, [total_steps(tab) // 2 + 30, 1000])  # mid-backward
+        for view in ("full", "stages"):
+            violations = Axe().run(tab).response["violations"]
+            serious = [v for v in violations if v["impact"] in ("serious", "critical")]
+            bad = [(v["id"], v["impact"], len(v["nodes"])) for v in serious]
+            assert bad == [], (view, bad)
+            tab.click("#view-toggle")
 
 
 def test_a_pinned_node_stays_while_hovering_and_stepping(needs_dot, chromium, pages):
@@ -315,22 +308,13 @@ def test_the_url_keeps_the_step_the_node_the_paths_and_the_view(needs_dot, chrom
         assert tab.is_visible("#svg-stages") and not tab.is_visible("#svg-full")
 
 
-def _midway(tab) -> None:
-    """Step to the mean receiving the second of its contributions (backward, mid-way)."""
-    target = tab.evaluate(
-        f"(() => {{ const d = {STEPS}; const j = d.backward.findIndex(c => d.nodes[c.into].name === 'mean' &&"
-        " c.k === 2); return d.nodes.length + 2 + j; })()"
-    )
-    tab.evaluate(WALK, [target, 1000])
-
-
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280x800", "390x844"])
 def test_screenshots_of_a_small_page_mid_backward_and_a_large_page_opening(
     needs_dot, chromium, pages, screens, viewport
 ):
     tag = f"{viewport['width']}x{viewport['height']}"
     with opened(chromium, pages[4], viewport=viewport) as tab:
-        _midway(tab)
+        tab.evaluate(WALK, [tab.evaluate(SHOWN), 1000])  # backward, as the mean receives its second contribution
         shot = screens / f"d4-mid-backward-{tag}.png"
         tab.screenshot(path=str(shot))
         assert shot.stat().st_size > 10_000
@@ -456,13 +440,10 @@ def test_the_minimap_frames_the_part_in_the_pane_and_takes_you_elsewhere(needs_d
     frame_of = "['x', 'y', 'width', 'height'].map(a => Number(document.getElementById('minimap-view').getAttribute(a)))"
     with opened(chromium, pages[4], viewport=DESKTOP) as tab:
         assert tab.is_visible("#minimap")  # the d = 4 drawing is wider than the pane
-        box = tab.evaluate("document.getElementById('svg-full').viewBox.baseVal.width")
+        box = tab.evaluate(f"{FULL}.viewBox.baseVal.width")
         before = tab.evaluate(frame_of)
         scroll = tab.evaluate("document.getElementById('graph-area').scrollLeft")
-        scale = tab.evaluate(  # CSS px per drawing unit
-            "document.getElementById('svg-full').getBoundingClientRect().width / "
-            "document.getElementById('svg-full').viewBox.baseVal.width"
-        )
+        scale = tab.evaluate(SCALE)
         pane = tab.evaluate("document.getElementById('graph-area').clientWidth")
         assert before[2] == pytest.approx(pane / scale, rel=1e-6)  # the frame is as wide as the pane shows
         target = tab.evaluate(  # click the minimap at 80 % of the drawing's width
@@ -481,14 +462,11 @@ def test_the_minimap_frames_the_part_in_the_pane_and_takes_you_elsewhere(needs_d
 def test_folding_a_stage_compacts_the_drawing_and_its_steps_show_on_its_box(needs_dot, chromium, pages):
     box_of = "(id) => document.getElementById(id).getBoundingClientRect().toJSON()"
     with opened(chromium, pages[4], viewport=DESKTOP) as tab:
-        height = "document.getElementById('svg-full').viewBox.baseVal.height"
+        height = f"{FULL}.viewBox.baseVal.height"
         unfolded = tab.evaluate(height)
         var = tab.evaluate(f"({box_of})('cluster_var')")
         sqrt = tab.evaluate(f"({box_of})('cluster_sqrt')")
-        scale = tab.evaluate(  # CSS px per drawing unit
-            "document.getElementById('svg-full').getBoundingClientRect().width / "
-            "document.getElementById('svg-full').viewBox.baseVal.width"
-        )
+        scale = tab.evaluate(SCALE)
         tab.click("#fold-cluster_var")
         folded_box = tab.evaluate(f"({box_of})('folded-cluster_var')")
         assert folded_box["height"] < var["height"] / 3  # the box, not the stage's nodes
@@ -508,27 +486,3 @@ def test_folding_a_stage_compacts_the_drawing_and_its_steps_show_on_its_box(need
         assert cue["right"] > pane["left"] and cue["left"] < pane["right"]
         tab.click("#fold-cluster_var")  # opened again: the drawing is as it was
         assert tab.evaluate(height) == pytest.approx(unfolded, abs=1e-6)
-
-
-@pytest.fixture(scope="module")
-def other_norms(tmp_path_factory) -> dict[str, Path]:
-    """Pages of the other norms, whose stages differ (GroupNorm's is an L-shaped layout on a phone)."""
-    from microgradnorm import cli
-
-    folder = tmp_path_factory.mktemp("norms")
-    made = {}
-    for name, args in (("batchnorm", ["--dim", "3", "--batch", "3"]), ("groupnorm", ["--shape", "2,4,2,2"])):
-        made[name] = folder / f"{name}.html"
-        assert cli.main(["graph", name, *args, "--grad", "--full", "--html", "-o", str(made[name])]) == 0
-    return made
-
-
-@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280x800", "390x844"])
-@pytest.mark.parametrize("norm", ["batchnorm", "groupnorm"])
-def test_sampled_steps_of_other_norms_are_in_view(needs_dot, chromium, other_norms, viewport, norm):
-    with opened(chromium, other_norms[norm], viewport=viewport) as tab:
-        steps = total_steps(tab)
-        for view in ("full", "stages"):
-            show(tab, view)
-            walked = tab.evaluate(WALK, [steps, max(1, steps // 25)])
-            assert walked["measured"] >= 25 and walked["lost"] == [], view

@@ -11,13 +11,20 @@ import pytest
 from microgradnorm import store
 
 
-def test_state_dir_follows_the_environment(tmp_path, monkeypatch):
+def test_state_dir_follows_the_environment_and_without_it_is_where_platformdirs_puts_state(tmp_path, monkeypatch):
+    import platformdirs
+
     monkeypatch.setenv("MICROGRADNORM_HOME", str(tmp_path / "home"))
     assert store.state_dir() == tmp_path / "home"
     assert (tmp_path / "home").is_dir()
     monkeypatch.delenv("MICROGRADNORM_HOME")
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
     assert store.state_dir() == tmp_path / "xdg" / "microgradnorm"
+    monkeypatch.delenv("XDG_STATE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    expected = Path(platformdirs.user_state_dir("microgradnorm", appauthor=False))
+    assert store.state_dir() == expected and expected.is_dir()
+    assert str(expected).startswith(str(tmp_path))  # under the user's home, wherever the system keeps state
 
 
 def test_json_round_trip_and_default(tmp_path):
@@ -144,14 +151,3 @@ def test_an_os_error_names_the_file_being_written_not_the_temporary(tmp_path, mo
     assert info.value.filename == str(path) and ".tmp" not in str(info.value)
     assert info.value.strerror in ("No such file or directory", "Permission denied")
     assert list(tmp_path.iterdir()) == []  # no temporary file left behind
-
-
-def test_without_any_variable_the_state_dir_is_where_platformdirs_puts_an_applications_state(monkeypatch, tmp_path):
-    import platformdirs
-
-    monkeypatch.delenv("MICROGRADNORM_HOME", raising=False)
-    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    expected = Path(platformdirs.user_state_dir("microgradnorm", appauthor=False))
-    assert store.state_dir() == expected and expected.is_dir()
-    assert str(expected).startswith(str(tmp_path))  # under the user's home, wherever the system keeps state

@@ -17,7 +17,6 @@ import sys
 import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -33,6 +32,7 @@ from microgradnorm.registry import get_norm
 from microgradnorm.trace import trace_backward
 from microgradnorm.viz.names import _ranges, display_names, expression, formula, split_index
 from tests import tolerances as test_tol
+from tests.helpers import graph_results, refuses
 
 # ---- a small DOT reader for the format viz writes ------------------------------------
 
@@ -269,22 +269,25 @@ def test_top_down_graphs_stack_each_nodes_numbers():
     assert "rankdir=TB" in viz.to_dot(graph, rankdir="TB")
 
 
-def test_bad_inputs_are_named():
-    with pytest.raises(TypeError, match="to_dot"):
-        viz.to_dot("not a graph")
-    with pytest.raises(ValueError, match="at least one Value"):
-        viz.to_dot([])
-    with pytest.raises(ValueError, match="paths"):
-        viz.to_dot(mgn.Value(1.0) * 2, paths=True)
-    graph, _ = problem(backward=False)
-    with pytest.raises(ValueError, match=r"path_input.*\[0, 2\].*got 3"):
-        viz.to_dot(graph, paths=True, path_input=3)
-    with pytest.raises(ValueError, match=r"highlight.*'nope'"):
-        viz.to_dot(graph, highlight="nope")
-    with pytest.raises(ValueError, match="highlight_mode"):
-        viz.to_dot(graph, highlight="rstd", highlight_mode="sideways")
-    with pytest.raises(ValueError, match="rankdir"):
-        viz.to_dot(graph, rankdir="diagonal")
+@pytest.mark.parametrize(
+    "obj,options,kind,words",
+    [
+        ("not a graph", {}, TypeError, ["to_dot"]),
+        ([], {}, ValueError, ["at least one Value"]),
+        (mgn.Value(1.0) * 2, {"paths": True}, ValueError, ["paths"]),
+        (None, {"rankdir": "diagonal"}, ValueError, ["rankdir"]),
+        (None, {"paths": True, "path_input": 3}, viz.OptionError, ["path_input", "[0, 2]", "got 3"]),
+        (None, {"highlight": "nope"}, viz.OptionError, ["highlight", "'nope'"]),
+        (None, {"highlight": "rstd", "highlight_mode": "sideways"}, viz.OptionError, ["highlight_mode", "'sideways'"]),
+    ],
+)
+def test_bad_inputs_are_named_and_a_bad_option_apart_from_its_message(obj, options, kind, words):
+    """``None`` stands for a d = 3 LayerNorm; an OptionError names the keyword at fault (``option``) apart from
+    what was expected and given (``message``), so that a command can name its own flag instead."""
+    graph = problem(backward=False)[0] if obj is None else obj
+    error = refuses(lambda: viz.to_dot(graph, **options), kind, words)
+    if kind is viz.OptionError:
+        assert error.option == words[0] and error.message.endswith(words[-1])
 
 
 # ---- names and formulas, as every view writes them ------------------------------------------
@@ -313,12 +316,19 @@ def test_no_node_of_a_naive_batchnorm_is_written_as_itself():
     assert "mean[0]²" in lines and "mean[1]²" in lines
 
 
-def test_plain_names_tell_apart_nodes_that_share_a_label():
+def test_plain_names_tell_apart_nodes_that_share_a_label_and_name_unnamed_ones_after_their_op_with_a_count():
     a1, a2 = Value(1.0, label="a"), Value(2.0, label="a")
     three = Value(3.0)
     prod = a1 * a2
     order = [a1, a2, three, prod, prod * three]
     assert display_names(order, None) == ["a#1", "a#2", "leaf_1", "mul_1", "mul_2"]
+    a, b = mgn.Value(2.0, label="a"), mgn.Value(-3.0)
+    d = viz.drawing((a * b + a) * (a * b))  # as a drawing names them
+    names = [d.display_name(k) for k in range(len(d.order))]
+    assert names.count("a") == 1 and "leaf_1" in names  # the labelled leaf keeps its label; b had none
+    assert sorted(n for n in names if n.startswith("mul_")) == ["mul_1", "mul_2", "mul_3"]
+    assert sum(n.startswith("add_") for n in names) == 1
+    assert len(set(names)) == len(names)  # every node told apart
 
 
 @pytest.mark.parametrize(
@@ -419,33 +429,26 @@ def test_rmsnorm_has_two_paths_and_says_so():
     assert colours(d.edge_attrs(d.names["rrms"], d.op_of("xhat[3]"))) == {VAR}
 
 
-def test_rms_dx_paths_add_up_to_the_rmsnorm_gradient():
-    graph, (x, gamma, _, dy) = problem("rmsnorm", (2, 5))
-    rms = formulas.rms_moments(x, (-1,), 1e-5)
-    dxhat = formulas.dxhat(dy, gamma)
-    direct, via_ms = formulas.rms_dx_paths(dxhat, x, rms.rms, rms.rrms, (-1,))
-    autograd = np.array([v.grad for v in graph["x"]]).reshape(x.shape)
-    assert tol.close(
-        direct + via_ms, formulas.rms_dx(dxhat, rms.xhat, rms.rrms, (-1,)), tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL
-    )
-    assert tol.close(direct + via_ms, autograd, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
-
-
 @pytest.mark.parametrize(
     "norm,shape,axes", [("layernorm", (2, 5), (-1,)), ("batchnorm", (4, 3), (0,)), ("rmsnorm", (2, 4), (-1,))]
 )
 def test_the_path_tagger_splits_every_dx_into_the_closed_form_paths(norm, shape, axes):
     # the edges the drawings branch at, handed to the backward trace: each x_i's gradient, traced
-    # contribution by contribution, ends split into exactly the NumPy terms of its paths
+    # contribution by contribution, ends split into exactly the NumPy terms of its paths, which add up to the
+    # closed form of dx and to autograd's
     graph, (x, gamma, _, dy) = problem(norm, shape, backward=False)
     trace = trace_backward(graph.loss(dy.tolist()), viz.path_tagger(graph))
     dxhat = formulas.dxhat(dy, gamma)
     if norm == "rmsnorm":
         r = formulas.rms_moments(x, axes, 1e-5)
         keys, refs = ("direct", "var"), formulas.rms_dx_paths(dxhat, x, r.rms, r.rrms, axes)
+        dx = formulas.rms_dx(dxhat, r.xhat, r.rrms, axes)
     else:
         m = formulas.moments(x, axes, 1e-5)
         keys, refs = ("direct", "mean", "var"), formulas.dx_paths(dxhat, m.xshift, m.std, m.rstd, axes)
+        dx = formulas.dx_simplified(dxhat, m.xhat, m.rstd, axes)
+    for total in (dx, graph_results(problem(norm, shape)[0], shape)[1]):
+        assert tol.close(sum(refs), total, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
     parts = [trace.parts_of(v) for v in graph["x"]]
     assert all(set(p) == set(keys) for p in parts)
     for key, ref in zip(keys, refs):
@@ -472,44 +475,33 @@ def test_batchnorm_paths_stay_in_the_column_of_x_i():
 # ---- collapsed view and highlighting -------------------------------------------------------
 
 
-def stage_edges(dot: str) -> set[tuple[str, str]]:
-    return {(t[2:], h[2:]) for t, h, _ in parse(dot).edges}
+# the data flow of each norm's formula, stage to stage
+STAGE_FLOW = {
+    "layernorm": "input→mean input→center mean→center center→var var→sqrt sqrt→divide center→divide divide→affine",
+    "rmsnorm": "input→meansq meansq→sqrt sqrt→divide input→divide divide→scale",
+}
 
 
-def test_collapsed_view_is_one_box_per_stage_whatever_d():
-    small, _ = problem(shape=(3,))
+@pytest.mark.parametrize("norm,shape", [("layernorm", (3,)), ("layernorm", (2, 200)), ("rmsnorm", (5,))])
+def test_collapsed_view_is_one_box_per_stage_whatever_d(norm, shape):
+    graph, _ = problem(norm, shape)
+    d = parse(viz.to_dot(graph, collapse=True))
+    flow = {tuple(edge.split("→")) for edge in STAGE_FLOW[norm].split()}
+    assert {(t[2:], h[2:]) for t, h, _ in d.edges} == flow
+    assert set(d.nodes) == {f"s_{stage}" for edge in flow for stage in edge}
+
+
+def test_a_collapsed_box_counts_the_entries_of_each_name_and_the_loss_box_sums_dy_up_in_one_row():
     big, _ = problem(shape=(2, 200))
-    for graph in (small, big):
-        dot = viz.to_dot(graph, collapse=True)
-        d = parse(dot)
-        assert sorted(d.nodes) == sorted(f"s_{s}" for s in LAYERNORM_CLUSTERS)
-        # the data flow of LayerNorm, stage to stage
-        assert stage_edges(dot) == {
-            ("input", "mean"),
-            ("input", "center"),
-            ("mean", "center"),
-            ("center", "var"),
-            ("var", "sqrt"),
-            ("sqrt", "divide"),
-            ("center", "divide"),
-            ("divide", "affine"),
-        }
     d = parse(viz.to_dot(big, collapse=True))
     assert "xshift</b> (2×200)" in d.nodes["s_center"]
     assert "mean</b> (2)" in d.nodes["s_mean"]  # a count, never "mean [2]", which reads as check's mean[2]
     assert "gamma</b> (200)" in d.nodes["s_affine"]
     assert not re.search(r"</b> \[", viz.to_dot(big, collapse=True))
-
-
-def test_collapsed_rmsnorm_stages():
-    graph, _ = problem("rmsnorm", (5,))
-    assert stage_edges(viz.to_dot(graph, collapse=True)) == {
-        ("input", "meansq"),
-        ("meansq", "sqrt"),
-        ("sqrt", "divide"),
-        ("input", "divide"),
-        ("divide", "scale"),
-    }
+    graph, (_, _, _, dy) = problem(shape=(16,), backward=False)
+    box = parse(viz.to_dot(graph.loss(dy.tolist()), graph=graph, collapse=True)).nodes["s_loss"]
+    assert box.count("<tr>") == 2  # the title and one row for dy, not 16
+    assert "dy</b> (16)" in box and f"{viz.num(dy[0])}, {viz.num(dy[1])}, {viz.num(dy[2])}, …" in box
 
 
 def test_collapsed_paths_colour_stage_edges():
@@ -574,14 +566,10 @@ def test_render_png_and_pdf(tmp_path, needs_dot):
     assert output.render(graph, tmp_path / "bn.pdf", collapse=True).read_bytes()[:5] == b"%PDF-"
 
 
-def test_render_dot_needs_no_graphviz(tmp_path, empty_path):
+def test_without_dot_render_writes_dot_but_a_drawing_raises_and_keeps_the_old_file(tmp_path, empty_path):
     graph, _ = problem()
-    path = output.render(graph, tmp_path / "ln.dot", grad=True)
+    path = output.render(graph, tmp_path / "ln.dot", grad=True)  # DOT source needs no Graphviz
     assert path.read_text(encoding="utf-8") == viz.to_dot(graph, grad=True)
-
-
-def test_render_without_dot_raises_with_install_hint_and_keeps_the_old_file(tmp_path, empty_path):
-    graph, _ = problem()
     target = tmp_path / "ln.svg"
     target.write_text("the previous drawing")
     with pytest.raises(viz.GraphvizNotFoundError, match=r"apt-get install graphviz.*brew.*conda"):
@@ -609,9 +597,10 @@ def test_written_files_get_ordinary_permissions(tmp_path):
 @pytest.mark.parametrize("name", ["ln.jpg", "ln", "ln.svgz"])
 def test_render_rejects_unknown_extensions(tmp_path, name):
     graph, _ = problem(backward=False)
-    with pytest.raises(ValueError, match=r"output: expected a file name ending in \.svg, \.png, \.pdf, \.dot"):
+    endings = r"output: expected a file name ending in \.svg, \.png, \.pdf, \.dot"
+    with pytest.raises(viz.OptionError, match=endings) as e:
         output.render(graph, tmp_path / name)
-    assert not (tmp_path / name).exists()
+    assert e.value.option == "output" and not (tmp_path / name).exists()
 
 
 def test_render_rejects_a_missing_directory(tmp_path):
@@ -654,16 +643,11 @@ def test_notebook_display_falls_back_to_text_without_dot(empty_path):
     assert list(bundle) == ["text/plain"]
     assert bundle["text/plain"].startswith("NormGraph(layernorm")
     assert "install Graphviz" in bundle["text/plain"]
+    assert y._repr_html_() is None  # nor the step-through page
 
 
 def test_a_leaf_displays_as_text():
     assert mgn.Value(1.5)._repr_mimebundle_() == {"text/plain": repr(mgn.Value(1.5))}
-
-
-def test_importing_the_package_does_not_import_the_drawing_code():
-    code = "import sys, microgradnorm; print('microgradnorm.viz' in sys.modules, 'graphviz' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["False", "False"]
 
 
 # ---- one way to draw, for the command and the lessons ------------------------------------
@@ -686,19 +670,6 @@ def test_draw_when_dot_fails_keeps_the_dot_source(tmp_path, monkeypatch):
     drawn = output.draw(graph, tmp_path / "ln.png")
     assert isinstance(drawn.error, viz.RenderError) and "syntax error" in str(drawn.error)
     assert drawn.path == tmp_path / "ln.dot" and drawn.path.read_text(encoding="utf-8") == viz.to_dot(graph)
-
-
-def test_option_errors_name_the_option_apart_from_the_message():
-    graph, _ = problem(backward=False)
-    with pytest.raises(viz.OptionError) as caught:
-        viz.to_dot(graph, highlight="nope")
-    assert caught.value.option == "highlight" and "'nope'" in caught.value.message
-    with pytest.raises(viz.OptionError) as caught:
-        viz.to_dot(graph, paths=True, path_input=7)
-    assert caught.value.option == "path_input" and caught.value.message.endswith("got 7")
-    with pytest.raises(viz.OptionError) as caught:
-        output.check_output_path("ln.jpg")
-    assert caught.value.option == "output"
 
 
 # ---- a d = 4 graph for a slide: every node named, indices in order, titles clear of edges ---------
@@ -796,43 +767,6 @@ def test_a_drawn_graph_has_indices_in_order_and_edges_clear_of_the_stage_titles(
                 assert not (abs(x - cx) < w / 2 and abs(y - cy) < h / 2), f"an edge crosses the title {name}"
 
 
-def _imported_modules(path: Path) -> set[str]:
-    """Every module a file imports, at the top or inside a function (``from microgradnorm import output`` counts
-    as ``microgradnorm.output``)."""
-    import ast
-
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-            found.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return found
-
-
-def test_the_drawing_the_page_and_file_output_import_one_way():
-    """viz (DOT) <- page (the HTML page) <- output (files, notebooks): no import runs back up."""
-    package = Path(viz.__file__).parent.parent
-    below = {"viz": set((package / "viz").glob("*.py")), "page": set((package / "page").glob("*.py"))}
-    for path in below["viz"]:
-        assert not {m for m in _imported_modules(path) if m.startswith(("microgradnorm.page", "microgradnorm.output"))}
-    for path in below["page"]:
-        assert not {m for m in _imported_modules(path) if m.startswith("microgradnorm.output")}, path.name
-    assert "microgradnorm.page" in _imported_modules(package / "output.py")
-
-
-def test_unnamed_nodes_of_a_plain_graph_are_named_after_their_op_with_a_count():
-    a, b = mgn.Value(2.0, label="a"), mgn.Value(-3.0)
-    c = (a * b + a) * (a * b)
-    d = viz.drawing(c)
-    names = [d.display_name(k) for k in range(len(d.order))]
-    assert names.count("a") == 1 and "leaf_1" in names  # the labelled leaf keeps its label; b had none
-    assert sorted(n for n in names if n.startswith("mul_")) == ["mul_1", "mul_2", "mul_3"]
-    assert sum(n.startswith("add_") for n in names) == 1
-    assert len(set(names)) == len(names)  # every node told apart
-
-
 def test_a_chinese_drawing_has_chinese_titles_legend_routes_and_words():
     from microgradnorm.i18n import use_language
 
@@ -846,14 +780,6 @@ def test_a_chinese_drawing_has_chinese_titles_legend_routes_and_words():
     assert "data " in english and "data " not in dot
     assert '">grad ' in viz.to_dot(graph, grad=True, collapse=True) and '">grad ' not in collapsed
     assert "均值" in dot and "方差" in collapsed  # the stage titles
-
-
-def test_the_collapsed_loss_box_sums_dy_up_in_one_row_whatever_d():
-    graph, (_, _, _, dy) = problem(shape=(16,), backward=False)
-    loss = graph.loss(dy.tolist())
-    box = parse(viz.to_dot(loss, graph=graph, collapse=True)).nodes["s_loss"]
-    assert box.count("<tr>") == 2  # the title and one row for dy, not 16
-    assert "dy</b> (16)" in box and f"{viz.num(dy[0])}, {viz.num(dy[1])}, {viz.num(dy[2])}, …" in box
 
 
 def test_a_png_or_pdf_stays_english_where_graphviz_has_no_chinese_font(monkeypatch):
