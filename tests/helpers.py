@@ -215,3 +215,46 @@ def numeric_grad(loss, a) -> np.ndarray:
         down[i] -= h
         g[i] = (loss(up) - loss(down)) / (2 * h)
     return g
+
+
+# ---- shared by the lesson tests ------------------------------------------------------------------------------
+
+
+def chinese_prose_problems(text: str, width: int) -> list[str]:
+    """What is wrong with the Chinese prose of ``text`` printed ``width`` cells wide (its lines with wide
+    characters, bar a rule or a step header): a line that starts with punctuation that may not start one, a line
+    wider than ``width``, no paragraph wrapped inside Chinese text, or one wrapped before its line was full."""
+    import unicodedata
+
+    from rich.cells import cell_len
+
+    from microgradnorm.i18n.text import NO_START
+
+    def ideograph(char: str) -> bool:
+        return unicodedata.category(char) == "Lo" and unicodedata.east_asian_width(char) == "W"
+
+    lines = text.splitlines()
+    prose = [k for k, line in enumerate(lines) if any(map(ideograph, line)) and not line.startswith(("─", "第"))]
+    found = [f"line {k + 1} starts with {lines[k].lstrip()[0]}" for k in prose if lines[k].lstrip()[:1] in NO_START]
+    found += [f"line {k + 1} is {cell_len(lines[k])} cells wide" for k in prose if cell_len(lines[k]) > width]
+    continued = [k for k in prose if k + 1 in prose and ideograph((lines[k + 1].lstrip() or " ")[0])]
+    if not continued:
+        found.append("no paragraph wraps inside Chinese text")
+    found += [
+        f"line {k + 1} leaves {width - cell_len(lines[k].rstrip())} cells empty before a character"
+        for k in continued
+        if cell_len(lines[k].rstrip()) < width - 2
+    ]
+    return found
+
+
+def asking_steps(lesson: Any) -> list[int]:
+    """The indices (from 0) of the steps of ``lesson`` whose demos, run with its defaults, ask a question first."""
+    from microgradnorm.lessons.runner import step_outputs
+
+    params = lesson.params()
+    return [
+        index
+        for index in range(len(lesson.steps))
+        if any(getattr(out, "prediction", None) is not None for out in step_outputs(lesson, index, params))
+    ]

@@ -11,15 +11,13 @@ import shutil
 import subprocess
 import sys
 import time
-import unicodedata
 import uuid
 
 import pytest
 from rich.cells import cell_len
 
 from microgradnorm.i18n import _
-from microgradnorm.i18n.text import NO_START
-from tests.helpers import rendered, said_in, sample_lessons
+from tests.helpers import chinese_prose_problems, rendered, said_in, sample_lessons
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -366,27 +364,6 @@ def test_the_end_of_a_lesson_in_80x24_keeps_the_last_steps_title_on_screen(term)
 # ---- in Chinese: LANG=zh_CN.UTF-8 at 60 columns ------------------------------------------------------------
 
 
-def _ideograph(char: str) -> bool:
-    return unicodedata.category(char) == "Lo" and unicodedata.east_asian_width(char) == "W"
-
-
-def _prose_problems(screen: str) -> list[str]:
-    """What is wrong with the Chinese prose on ``screen`` (the lines with characters, bar the frame's)."""
-    lines = screen.splitlines()
-    prose = [k for k, line in enumerate(lines) if any(map(_ideograph, line)) and not line.startswith(("─", "第"))]
-    found = [f"line {k + 1} starts with {lines[k].lstrip()[0]}" for k in prose if lines[k].lstrip()[:1] in NO_START]
-    found += [f"line {k + 1} is {cell_len(lines[k])} cells wide" for k in prose if cell_len(lines[k]) > WIDTH]
-    continued = [k for k in prose if k + 1 in prose and _ideograph((lines[k + 1].lstrip() or " ")[0])]
-    if not continued:
-        found.append("no paragraph wraps inside Chinese text")
-    found += [
-        f"line {k + 1} leaves {WIDTH - cell_len(lines[k].rstrip())} cells empty before a character"
-        for k in continued
-        if cell_len(lines[k].rstrip()) < WIDTH - 2
-    ]
-    return found
-
-
 def test_a_lesson_in_chinese_in_a_real_terminal_at_60_columns(term, tmp_path):
     folder = tmp_path / "lessons"
     sample_lessons(folder)
@@ -396,12 +373,12 @@ def test_a_lesson_in_chinese_in_a_real_terminal_at_60_columns(term, tmp_path):
     screen = term.wait_for("第 1 步，共 2 步 · 一个小小的计算图")
     rule = next(line for line in screen.splitlines() if " 01 · 链式法则" in line)
     assert cell_len(rule) == WIDTH and rule.startswith("─") and rule.endswith("─")
-    assert _prose_problems(screen) == []
+    assert chinese_prose_problems(screen, WIDTH) == []
     assert "1/2 · Enter 下一步 · b 上一步 · r 从头 · g 画图 · q 退出" in screen
 
     term.keys("1", "n")  # "1" answers a question if the step asks one, and only shows the keys if not
     screen = term.wait_for("第 2 步，共 2 步 · 链式法则")
-    assert _prose_problems(screen) == []
+    assert chinese_prose_problems(screen, WIDTH) == []
     term.keys("q")
     screen = term.wait_for("停在第 2 步（共 2 步）")
     assert "停在第 2 步（共 2 步）。继续学习：microgradnorm lesson 1" in screen
