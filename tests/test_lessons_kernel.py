@@ -29,7 +29,7 @@ from microgradnorm.lessons.demo_tools import autograd_dx
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, load_demos, run_demo
 from microgradnorm.lessons.format import LESSON_FILE, lessons_dir, load_lessons, parse_lesson
 from microgradnorm.numfmt import fmt
-from tests.helpers import rendered
+from tests.helpers import flat, rendered
 
 LESSON = lessons_dir() / "13-graph-to-kernel.md"
 APPENDIX = lessons_dir() / "14-fused-kernel-line-by-line.md"
@@ -40,8 +40,11 @@ def render(renderable, width: int = 200) -> str:
     return rendered(renderable, width)
 
 
-def assert_close(a, b, rtol: float, atol: float) -> None:
-    assert tol.close(a, b, rtol, atol), f"max |a - b| = {tol.normwise_error(a, b)[0]:.3g}"
+def assert_closed_form(a, b) -> None:
+    """``a`` is ``b`` (a closed form) to CLOSED_FORM_RTOL and CLOSED_FORM_ATOL."""
+    assert tol.close(a, b, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL), (
+        f"max |a - b| = {tol.normwise_error(a, b)[0]:.3g}"
+    )
 
 
 # ---- step 1: nodes, timing, agreement ----------------------------------------------------------
@@ -57,16 +60,8 @@ def test_one_row_at_dim_3_has_34_nodes_counted_by_hand():
     #   divide: rstd = std ** -1, xhat_i = xshift_i * rstd 4
     #   affine: gamma (3), γ·xhat (3), beta (3), y (3) 12
     # total 34 = 8 d + 10.
-    graph = K.row_graph(LessonParams(dim=3))
-    assert K.node_counts(graph) == {
-        "input": 3,
-        "mean": 3,
-        "center": 3,
-        "var": 6,
-        "sqrt": 3,
-        "divide": 4,
-        "affine": 12,
-    }
+    by_stage = {"input": 3, "mean": 3, "center": 3, "var": 6, "sqrt": 3, "divide": 4, "affine": 12}
+    assert K.node_counts(K.row_graph(LessonParams(dim=3))) == by_stage
     text = render(run_demo("kernel_node_count", LessonParams(dim=3)).renderable)
     assert "34 nodes" in text and f"{fmt(34 / 3, 3)} per number" in text
 
@@ -96,17 +91,12 @@ def test_vectorized_gradients_equal_the_closed_form_and_the_graph(p):
     _, cache = V.layer_norm_forward(x, gamma, beta, p.eps, backend="numpy")
     dx, dgamma, dbeta = V.layer_norm_backward(dy, cache)
     m = formulas.moments(x, (-1,), p.eps)
-    assert_close(
-        dx,
-        formulas.dx_simplified(formulas.dxhat(dy, gamma), m.xhat, m.rstd, (-1,)),
-        tol.CLOSED_FORM_RTOL,
-        tol.CLOSED_FORM_ATOL,
-    )
-    assert_close(dgamma, (dy * m.xhat).sum(axis=(0, 1)), tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
-    assert_close(dbeta, dy.sum(axis=(0, 1)), tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+    assert_closed_form(dx, formulas.dx_simplified(formulas.dxhat(dy, gamma), m.xhat, m.rstd, (-1,)))
+    assert_closed_form(dgamma, (dy * m.xhat).sum(axis=(0, 1)))
+    assert_closed_form(dbeta, dy.sum(axis=(0, 1)))
     # the graph agrees with the same closed form, so the demo's "agree" is right
     grads, _ = autograd_dx("layernorm", x.reshape(-1, p.dim), gamma, beta, p.eps, dy.reshape(-1, p.dim))
-    assert_close(grads["x"].reshape(x.shape), dx, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL)
+    assert tol.close(grads["x"].reshape(x.shape), dx, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL)
     agreement = K.gradient_agreement(p)
     assert set(agreement) == {"dx", "dgamma", "dbeta"}
     assert all(ok for _, _, ok in agreement.values())
@@ -197,28 +187,29 @@ def test_the_bytes_demo_at_the_lesson_size_shows_12_mb_and_the_ratio():
 # ---- step 4: the kernel's source ---------------------------------------------------------------------
 
 
-def _file_lines(name: str) -> tuple[list[str], int]:
-    """fused.py as plain text, and the index of ``def name(`` in it (no inspect involved)."""
+def _file_lines(name: str) -> tuple[list[str], int, int, range]:
+    """fused.py as plain text (no inspect involved), the index of ``def name(`` in it, the index just past the
+    function, and the indices of its docstring."""
     lines = (Path(K.__file__).resolve().parents[1] / "fused.py").read_text(encoding="utf-8").splitlines()
     (k,) = [i for i, line in enumerate(lines) if line.startswith(f"def {name}(")]
-    return lines, k
+    end = next(i for i in range(k + 1, len(lines)) if lines[i] and not lines[i].startswith((" ", "\t")))
+    doc_start = next(i for i in range(k + 1, end) if lines[i].strip().startswith('"""'))  # after the signature
+    doc_end = next(i for i in range(doc_start, end) if lines[i].rstrip().endswith('"""'))
+    return lines, k, end, range(doc_start, doc_end + 1)
 
 
 @pytest.mark.parametrize("kernel", ["layer_norm_forward_rows", "layer_norm_backward_rows"])
 @pytest.mark.parametrize("docstring", [False, True])
 def test_the_shown_source_is_the_kernels_source_with_its_line_numbers(kernel, docstring):
-    lines, k = _file_lines(kernel)
+    lines, k, end, doc = _file_lines(kernel)
     assert lines[k - 1].startswith("@njit")
-    end = next(i for i in range(k + 1, len(lines)) if lines[i] and not lines[i].startswith((" ", "\t")))
     body = lines[k - 1 : end]
     while not body[-1].strip():
         body.pop()
-    doc_start = next(i for i in range(k + 1, end) if lines[i].strip().startswith('"""'))  # after the signature
-    doc_end = next(i for i in range(doc_start, end) if lines[i].rstrip().endswith('"""'))
     text = render(run_demo("kernel_source", LessonParams(), {"kernel": kernel, "docstring": docstring}).renderable)
     shown = [re.sub(r"\s+$", "", line) for line in text.splitlines()]
     for i, line in enumerate(body, start=k - 1):
-        in_doc = doc_start <= i <= doc_end
+        in_doc = i in doc
         pattern = rf"\s*{i + 1}" + (f" {re.escape(line)}" if line.strip() else "")  # blank lines: the number
         present = any(re.fullmatch(pattern, s) for s in shown)
         assert present == (docstring or not in_doc), f"line {i + 1}: {line!r}"
@@ -268,8 +259,7 @@ def test_the_forward_kernel_walks_each_row_three_times_and_writes_y_once():
     assert (y.writes == 1).all() and (y.reads == 0).all()  # written once, never read back
     assert not xhat.writes.any()  # recompute mode: no xhat array at all
     mu = x.a.mean(axis=1, keepdims=True)
-    expected = (x.a - mu) / np.sqrt(((x.a - mu) ** 2).mean(axis=1, keepdims=True) + 1e-5) * gamma + beta
-    assert_close(y.a, expected, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+    assert_closed_form(y.a, (x.a - mu) / np.sqrt(((x.a - mu) ** 2).mean(axis=1, keepdims=True) + 1e-5) * gamma + beta)
 
 
 def test_the_backward_kernel_reads_x_instead_of_xhat_and_writes_dx_once():
@@ -282,21 +272,11 @@ def test_the_backward_kernel_reads_x_instead_of_xhat_and_writes_dx_once():
     dgamma_part, dbeta_part = np.zeros((1, d)), np.zeros((1, d))
     _py("layer_norm_backward_rows")(dy, src, m.mean[:, 0], m.rstd[:, 0], gamma, dx, dgamma_part, dbeta_part, False)
     assert (src.reads == 2).all() and (dx.writes == 1).all() and (dx.reads == 0).all()
-    assert_close(
-        dx.a, formulas.dx_simplified(dy_a * gamma, m.xhat, m.rstd, (-1,)), tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL
-    )
-    assert_close(dgamma_part[0], (dy_a * m.xhat).sum(axis=0), tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+    assert_closed_form(dx.a, formulas.dx_simplified(dy_a * gamma, m.xhat, m.rstd, (-1,)))
+    assert_closed_form(dgamma_part[0], (dy_a * m.xhat).sum(axis=0))
 
 
 # ---- steps 5 and 6: passes over memory ----------------------------------------------------------------
-
-
-def test_every_counted_line_is_in_the_current_source():
-    for groups in K.PASSES.values():
-        for group in groups:
-            for trip in group.trips:
-                line, code = K.locate(trip)
-                assert trip.find in code and line > 0
 
 
 # Lines of the NumPy path that touch a whole array (an einsum, a blocked sum, or a "# R,D" shape comment)
@@ -357,9 +337,7 @@ def test_every_full_array_write_of_the_kernels_is_counted():
 
 
 def test_the_pass_demo_shows_the_totals_and_the_bytes():
-    text = " ".join(
-        render(run_demo("kernel_memory_passes", LessonParams(), {"direction": "forward"}).renderable).split()
-    )
+    text = flat(run_demo("kernel_memory_passes", LessonParams(), {"direction": "forward"}).renderable, 200)
     # 11 passes of a 12 MiB array = 132 MiB; the kernel: 2 passes = 24 MiB (recompute), 3 = 36 MiB (xhat kept)
     assert "xhat kept 11 (132.0 MiB) 3 (36.0 MiB)" in text
     assert "recompute 11 (132.0 MiB) 2 (24.0 MiB)" in text
@@ -368,12 +346,13 @@ def test_the_pass_demo_shows_the_totals_and_the_bytes():
 
 
 @pytest.mark.parametrize("direction", ["forward", "backward"])
-def test_every_listed_line_fits_its_cell_and_still_parses_as_the_same_python(direction):
+def test_every_listed_line_is_in_the_current_source_fits_its_cell_and_still_parses_as_the_same_python(direction):
     import ast
 
     for group in K.PASSES[direction]:
         for trip in group.trips:
-            code = K.locate(trip)[1]
+            line, code = K.locate(trip)
+            assert trip.find in code and line > 0
             pieces = K.code_lines(code)
             assert all(len(piece) <= K.CODE_CELL for piece in pieces), pieces
             if len(pieces) > 1:  # broken only inside brackets or after a backslash: the same statement
@@ -519,11 +498,8 @@ def test_the_core_lesson_shows_no_kernel_listing_and_points_to_the_appendix():
 
 @pytest.mark.parametrize("kernel", ["layer_norm_forward_rows", "layer_norm_backward_rows"])
 def test_the_appendix_shows_every_line_of_each_kernel_exactly_once(kernel):
-    lines, k = _file_lines(kernel)
-    end = next(i for i in range(k + 1, len(lines)) if lines[i] and not lines[i].startswith((" ", "\t")))
-    doc_start = next(i for i in range(k + 1, end) if lines[i].strip().startswith('"""'))  # after the signature
-    doc_end = next(i for i in range(doc_start, end) if lines[i].rstrip().endswith('"""'))
-    wanted = [i + 1 for i in range(k, end) if lines[i].strip() and not doc_start <= i <= doc_end]  # 1-based
+    lines, k, end, doc = _file_lines(kernel)
+    wanted = [i + 1 for i in range(k, end) if lines[i].strip() and i not in doc]  # 1-based
     shown: list[int] = []
     for step in parse_lesson(APPENDIX).steps:
         for call in step.demos:
@@ -615,11 +591,7 @@ def test_the_exercise_shapes_question_follows_the_package_backward(dim):
 
 
 def test_the_timing_demo_reads_how_each_time_grew():
-    text = " ".join(
-        render(
-            run_demo("kernel_engine_vs_numpy", LessonParams(dim=3), {"hidden": (6,), "repeats": 1}).renderable
-        ).split()
-    )
+    text = flat(run_demo("kernel_engine_vs_numpy", LessonParams(dim=3), {"hidden": (6,), "repeats": 1}).renderable, 200)
     assert re.search(
         r"\[2, 3, 3\] → \[2, 3, 6\]: 2× the numbers; the engine took [\d.e+-]+× the time, NumPy [\d.e+-]+×", text
     )
