@@ -12,20 +12,26 @@ import io
 import json
 import os
 import re
+import shutil
 import string
 from pathlib import Path
 
 import pytest
+from rich.cells import cell_len
 from rich.console import Console
 
-from microgradnorm import cli, i18n
+from microgradnorm import cli, i18n, output, viz
 from microgradnorm import tolerances as tol
+from microgradnorm.commands.lesson import find_lesson
+from microgradnorm.engine import Value
 from microgradnorm.lessons import runner as runner_mod
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.lessons.format import load_lessons, parse_lesson
+from microgradnorm.lessons.format import lessons_dir, load_lessons, parse_lesson
 from microgradnorm.lessons.pager import MIN_ROWS, OVERLAP, Window
 from microgradnorm.lessons.progress import FILE_NAME, ProgressStore
+from microgradnorm.lessons.render import key_footer
 from microgradnorm.lessons.runner import LessonRunner, action_of, run_auto
+from microgradnorm.lessons.translation import front_matter_block, localized
 from tests import helpers
 
 
@@ -38,8 +44,6 @@ def _boom(p: LessonParams) -> DemoOutput:
 @demo("t_run_graph")
 def _with_graph(p: LessonParams) -> DemoOutput:
     """A test demo with a tiny graph."""
-    from microgradnorm.engine import Value
-
     a = Value(2.0, label="a")
     b = a * a
     b.label = "b"
@@ -259,8 +263,6 @@ def test_g_renders_a_real_svg_with_viz(lesson, tmp_path, needs_dot):
 
 
 def test_g_without_graphviz_writes_the_dot_source_and_says_how_to_install(lesson, tmp_path, monkeypatch):
-    from microgradnorm import output, viz
-
     def no_dot(*args, **kwargs):
         raise viz.GraphvizNotFoundError("the Graphviz 'dot' program was not found; install Graphviz")
 
@@ -440,10 +442,6 @@ def test_the_frame_leaves_the_last_line_of_the_terminal_free(tall, lang):
 
 
 def test_every_keys_line_fits_the_narrowest_terminal(lang):
-    from rich.cells import cell_len
-
-    from microgradnorm.lessons.render import key_footer
-
     for footer in (key_footer(13, 14), key_footer(13, 14, remaining=123), key_footer(13, 14, choices=9)):
         assert cell_len(footer.plain) <= 60, footer.plain  # cells: a Chinese character takes two
 
@@ -876,8 +874,6 @@ def test_progress_corruption_is_reported_by_the_command(capsys, state_home):
     [("1", 1), ("01", 1), ("value", 1), ("01-val", 1), ("value-and-chain-rule", 1), ("08-batchnorm.md", 8), ("rms", 9)],
 )
 def test_a_lesson_is_found_by_number_name_or_the_unique_start_of_a_name(query, number):
-    from microgradnorm.commands.lesson import find_lesson
-
     assert find_lesson(load_lessons(), query).number == number
 
 
@@ -981,8 +977,6 @@ def test_a_note_is_shown_once_and_a_step_note_on_every_frame_of_its_step(lesson)
 
 @pytest.mark.parametrize(("first", "then"), [("en", ZH), (ZH, "en")])
 def test_progress_is_shared_across_languages(sample, first, then):
-    from microgradnorm.lessons.translation import localized
-
     english = parse_lesson(sample[0])
     with i18n.use_language(first):
         run_keys(localized(english, first).lesson, ["n", "q"])
@@ -1008,8 +1002,6 @@ def test_the_lesson_list_in_chinese(capsys):
 
 
 def test_the_lesson_list_shows_translated_titles(capsys, sample):
-    from microgradnorm.lessons.translation import localized
-
     lesson = parse_lesson(sample[0])
     english, chinese = lesson.title, localized(lesson, ZH).lesson.title
     _code, out, _ = run_cli(capsys, "--lang", "zh-CN")
@@ -1067,8 +1059,6 @@ def test_an_untranslated_lesson_says_so_and_runs_in_english_with_chinese_control
 
 def test_a_step_whose_english_changed_is_shown_in_english_until_its_translation_catches_up(capsys, sample):
     """End to end through the command: the drift check's fallback, shown with a note, and gone once fixed."""
-    from microgradnorm.lessons.translation import front_matter_block
-
     english, translation = sample
     note = "这一步的英文原文在翻译之后改过，译文更新之前先显示英文。"
     out = _auto(capsys, "1")
@@ -1111,10 +1101,6 @@ def test_a_translation_that_does_not_match_its_english_leaves_the_lesson_english
 def test_a_page_whose_translation_is_behind_or_missing_is_shown_in_english_with_a_note(
     capsys, tmp_path, monkeypatch, change, note
 ):
-    import shutil
-
-    from microgradnorm.lessons.format import lessons_dir
-
     folder = tmp_path / "lessons"
     shutil.copytree(lessons_dir(), folder, ignore=shutil.ignore_patterns("assets"))
     monkeypatch.setenv("MICROGRADNORM_LESSONS", str(folder))
@@ -1133,8 +1119,6 @@ def test_a_page_whose_translation_is_behind_or_missing_is_shown_in_english_with_
 def test_auto_in_chinese_fills_lines_between_characters_and_keeps_punctuation_off_their_starts(
     capsys, sample, monkeypatch, width
 ):
-    from rich.cells import cell_len
-
     monkeypatch.setenv("COLUMNS", str(width))
     out = _auto(capsys, "1")
     lines = out.splitlines()

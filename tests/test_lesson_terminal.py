@@ -17,6 +17,10 @@ import pytest
 from rich.cells import cell_len
 
 from microgradnorm.i18n import _
+from microgradnorm.lessons import render
+from microgradnorm.lessons.demos import DemoOutput
+from microgradnorm.lessons.format import load_lessons
+from microgradnorm.lessons.runner import step_outputs
 from tests.helpers import chinese_prose_problems, rendered, said_in, sample_lessons
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
@@ -92,10 +96,6 @@ def _answers(number: int, step: int) -> list[str]:
     Pressing it again on an answered step only shows the keys, so sending it before every move
     forward keeps these tests true whichever steps the lesson's authors make ask first.
     """
-    from microgradnorm.lessons.demos import DemoOutput
-    from microgradnorm.lessons.format import load_lessons
-    from microgradnorm.lessons.runner import step_outputs
-
     lesson = next(x for x in load_lessons() if x.number == number)
     outputs = step_outputs(lesson, step - 1, lesson.params())
     return ["1"] if any(isinstance(o, DemoOutput) and o.prediction is not None for o in outputs) else []
@@ -104,8 +104,6 @@ def _answers(number: int, step: int) -> list[str]:
 def test_lesson_1_in_a_real_terminal_next_back_graph_quit_and_resume(term, tmp_path):
     term.start("lesson", "1", "--graph-dir", str(tmp_path / "graphs"))
     screen = term.wait_for("Step 1 of")
-    from microgradnorm.lessons.format import load_lessons
-
     assert load_lessons()[0].steps[0].title in screen
 
     term.keys(*_answers(1, 1))
@@ -142,8 +140,6 @@ def test_lesson_1_in_a_real_terminal_next_back_graph_quit_and_resume(term, tmp_p
 
 
 def test_the_lesson_list_in_a_real_terminal_shows_progress(term, tmp_path):
-    from microgradnorm.lessons.format import load_lessons
-
     steps = len(next(lesson for lesson in load_lessons() if lesson.number == 4).steps)
     state = tmp_path / "state"
     state.mkdir()
@@ -177,10 +173,6 @@ SMALL = (80, 24)  # a common terminal size, smaller than most steps
 
 def _tall_step() -> tuple[int, int]:
     """(lesson number, step) of the first real step taller than an 80×24 screen."""
-
-    from microgradnorm.lessons import render
-    from microgradnorm.lessons.format import load_lessons
-    from microgradnorm.lessons.runner import step_outputs
 
     for lesson in load_lessons():
         params = lesson.params()
@@ -338,8 +330,6 @@ def test_the_lesson_redraws_when_the_terminal_is_resized_without_a_key(term):
 
 def test_the_end_of_a_lesson_in_80x24_keeps_the_last_steps_title_on_screen(term):
     """Issue 27, item 24: the completion lines replace the keys line instead of scrolling the title away."""
-    from microgradnorm.lessons.format import load_lessons
-
     number = 12
     total = len(next(x for x in load_lessons() if x.number == number).steps)
     term.size = SMALL

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from rich.cells import cell_len
 from rich.console import Console
+from rich.syntax import Syntax
 
 from microgradnorm import i18n
 from microgradnorm.i18n.text import NO_START
@@ -99,8 +100,6 @@ def _rendered(lesson, index, outputs, params, width: int) -> str:
 
 def _code_lines(outputs, width: int) -> int:
     """How many of a step's lines are package code it shows (rich Syntax blocks), at most MAX_CODE_LINES."""
-    from rich.syntax import Syntax
-
     found: list[int] = []
 
     def walk(renderable) -> None:

@@ -27,6 +27,7 @@ from microgradnorm.lessons import demos_traps as traps
 from microgradnorm.lessons import demos_why as why
 from microgradnorm.lessons.demo_tools import autograd_dx, engine_forward
 from microgradnorm.lessons.demos import DEMOS, DemoOutput, LessonParams, load_demos
+from microgradnorm.registry import get_norm
 from tests import tolerances as test_tol
 from tests.strategies import matrices, vectors
 
@@ -166,8 +167,6 @@ def test_the_slipped_variance_path_is_off_by_m_minus_1_over_m(m):
 
 
 def test_engine_says_the_variance_does_not_depend_on_the_mean():
-    from microgradnorm.registry import get_norm
-
     x = np.random.default_rng(5).normal(size=(4, 2))
     graph = get_norm("batchnorm").build_graph(x.tolist(), None, None, 1e-5)
     graph["var"][1].backward()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -19,13 +20,15 @@ from microgradnorm import tolerances as tol
 from microgradnorm.engine import Value, topological_order
 from microgradnorm.i18n import _
 from microgradnorm.lessons import demo_layernorm as ln
+from microgradnorm.lessons import demos_backward as back
 from microgradnorm.lessons import demos_chain_rule as chain
 from microgradnorm.lessons import demos_forms as forms
 from microgradnorm.lessons import demos_ln_forward as forward
-from microgradnorm.lessons.demo_tools import num
+from microgradnorm.lessons import demos_why as why
+from microgradnorm.lessons.demo_tools import num, rng_for
 from microgradnorm.lessons.demos import DEMOS, LessonParams, load_demos, run_demo
 from microgradnorm.lessons.format import load_lessons
-from microgradnorm.norms import batch_norm, rms_norm
+from microgradnorm.norms import batch_norm, layer_norm, rms_norm
 from microgradnorm.trace import trace_backward
 from tests import tolerances as test_tol
 from tests.helpers import marked
@@ -250,8 +253,6 @@ def test_the_lesson_problem_never_has_a_constant_row(monkeypatch):
 @pytest.mark.parametrize("name", ["jacobian_heatmap", "scale_invariance"])
 def test_jacobian_demos_handle_a_jacobian_that_is_exactly_zero(name):
     """d = 2 at eps = 0: y = ±1 whatever x is, so J = 0 (seed 5 gives exact zeros); no error, no warning."""
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         out = run_demo(name, LessonParams(dim=2, eps=0.0, seed=5))
@@ -281,8 +282,6 @@ def _ln_dx_oracle(x, gamma, dy, eps):
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_linear_layer_below_gets_its_weight_gradient_from_dx(seed):
-    from microgradnorm.lessons import demos_backward as back
-
     p = LessonParams(dim=4, seed=seed)
     r = back.linear_then_ln(p)
     _, gamma, beta, dy = ln.ln_problem(p)
@@ -341,8 +340,6 @@ def test_the_doubling_question_is_answered_by_the_numbers(seed, eps):
 
 
 def test_the_doubling_answer_follows_the_ratio_it_is_given():
-    from microgradnorm.lessons import demos_backward as back
-
     one = {"gamma": np.array([1.0, -2.0]), "x": np.array([1.0, 1.0])}
     for factor_seen, expected in ((2.0, 0), (1.993, 0), (1.0, 1), (0.5, 2), (1.5, 3)):
         scaled = {"gamma": factor_seen * one["gamma"], "x": one["x"]}
@@ -357,8 +354,6 @@ def test_the_doubling_answer_follows_the_ratio_it_is_given():
 @pytest.mark.parametrize("dim", [3, 4, 7])
 def test_the_slip_shrinks_the_variance_path_by_n_minus_1_over_n_and_misses_the_gradient(seed, dim):
     torch = pytest.importorskip("torch")
-    from microgradnorm.lessons import demos_backward as back
-
     p = LessonParams(dim=dim, seed=seed)
     x, gamma, beta, dy = ln.ln_problem(p)
     n = dim
@@ -443,8 +438,6 @@ def test_the_constant_row_divides_0_by_0_at_every_dim(dim):
         assert torch.isnan(y).all()  # the oracle: 0/0
         prediction = run_demo("ln_eps", p).prediction
         assert prediction.choices[prediction.answer] == "no number at all: 0/0"
-    from microgradnorm.norms import layer_norm
-
     if dim == 10:  # the case that needed the fix: the engine's own mean of [0.61] * 10 is not 0.61
         mean = layer_norm([0.61] * 10, None, None, 1e-5).graph["mean"][0].data
         assert mean != 0.61 and forward._exact_constant(0.61, 10) != 0.61
@@ -520,8 +513,6 @@ def test_every_why_demo_passes_its_own_checks(p):
 
 
 def test_the_standardized_check_can_fail():
-    from microgradnorm.lessons import demos_why as why
-
     x = np.array([[1.0, 2.0, 4.0], [3.0, 1.0, 0.0]])
     assert not why._is_standardized(x, x, 0, 0.0)
     per_column = (x - x.mean(axis=0)) / x.std(axis=0)  # the oracle's own standardization
@@ -530,8 +521,6 @@ def test_the_standardized_check_can_fail():
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_raw_weights_carry_the_units_and_standardized_weights_the_importance(seed):
-    from microgradnorm.lessons import demos_why as why
-
     prob = why.units_problem(seed)
     n = len(prob.targets)
 
@@ -554,9 +543,6 @@ def test_raw_weights_carry_the_units_and_standardized_weights_the_importance(see
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("eps", [0.0, 1e-5])
 def test_depth_norms_follow_the_matrix_product(seed, eps):
-    from microgradnorm.lessons import demos_why as why
-    from microgradnorm.lessons.demo_tools import rng_for
-
     width, depth = 16, 12
     run = why.depth_run(seed, eps, width, depth)
     rng = rng_for(seed, 34)  # the same draws, multiplied out by the oracle
@@ -578,9 +564,6 @@ def test_depth_norms_follow_the_matrix_product(seed, eps):
 
 @pytest.mark.parametrize("seed", (0, 1, 2))
 def test_with_an_eps_as_large_as_the_variance_the_depth_step_says_why_h_shrinks_again(seed):
-    from microgradnorm.lessons import demos_why as why
-    from microgradnorm.lessons.demo_tools import rng_for
-
     eps, width, depth = 1.0, 64, 32
     rng = rng_for(seed, 34)  # the demo's draws, multiplied out by the oracle
     x = rng.normal(size=width)
@@ -599,8 +582,6 @@ def test_with_an_eps_as_large_as_the_variance_the_depth_step_says_why_h_shrinks_
 
 
 def test_a_descent_run_that_stops_says_where():
-    from microgradnorm.lessons import demos_why as why
-
     prob = why.linear_problem(0)
     x, t = prob.normalized, prob.targets
     lr = 1.0 / np.linalg.eigvalsh(x.T @ x / len(t))[-1]
@@ -618,16 +599,12 @@ def test_a_descent_run_that_stops_says_where():
 
 
 def test_the_depth_answer_follows_the_norms_it_is_given():
-    from microgradnorm.lessons import demos_why as why
-
     grows = why.DepthRun({2.0: [1.0, 2.0**8]}, {2.0: [1.0, 2.0**8]}, {}, {}, 4)
     assert why._depth_prediction(grows).answer == 0
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_init_scale_compounds_plain_and_not_after_a_standardization(seed):
-    from microgradnorm.lessons import demos_why as why
-
     layers = 6
     plain1, norm1, _ = why.init_scale_run(seed, 5, layers, 1.0)
     for c in (0.1, 3.0):
@@ -713,8 +690,6 @@ def test_the_seed_reference_check_can_fail():
 
 def test_the_mean_stage_is_a_sum_a_constant_and_a_product():
     """Lesson 3: 'the mean stage has three nodes', the constant 1/n a leaf of its own."""
-    from microgradnorm.norms import layer_norm
-
     graph = layer_norm([0.5, 1.5, -2.0, 3.0]).graph
     nodes = [v for v in topological_order(graph.roots()) if v.stage == "mean"]
     assert len(nodes) == 3
@@ -855,8 +830,8 @@ def test_at_d2_eps0_the_doubling_answer_says_dx_is_0_instead_of_a_factor(seed):
     p = LessonParams(dim=2, seed=seed, eps=0.0)
     x, gamma, _, dy = ln.ln_problem(p)
     assert np.max(np.abs(_ln_dx_oracle(x, gamma, dy, 0.0))) <= 1e-12  # the oracle: ±1 outputs, no gradient
-    why = run_demo("ln_double_x", p).prediction.why
-    assert "dx is 0 here" in why and "—" not in why and "multiplied by about" not in why.split("dx is 0")[1]
+    said = run_demo("ln_double_x", p).prediction.why
+    assert "dx is 0 here" in said and "—" not in said and "multiplied by about" not in said.split("dx is 0")[1]
 
 
 @pytest.mark.parametrize("eps", [0.0, 0.1])

@@ -11,24 +11,30 @@ that no whole-array line of the NumPy path is left out of the lesson's list.
 
 from __future__ import annotations
 
+import ast
+import inspect
 import math
 import os
 import re
+import shlex
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from microgradnorm import cli, formulas
+from microgradnorm import cli, formulas, fused, textbook
 from microgradnorm import tolerances as tol
 from microgradnorm import vectorized as V
 from microgradnorm.lessons import demos_kernel as K
 from microgradnorm.lessons.demo_tools import autograd_dx
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, load_demos, run_demo
 from microgradnorm.lessons.format import LESSON_FILE, lessons_dir, load_lessons, parse_lesson
+from microgradnorm.lessons.source import source_of
 from microgradnorm.numfmt import fmt
+from microgradnorm.vectorized import numpy_path
 from tests.helpers import flat, rendered
 
 LESSON = lessons_dir() / "13-graph-to-kernel.md"
@@ -240,8 +246,6 @@ class Counting:
 
 
 def _py(name: str):
-    from microgradnorm import fused
-
     fn = getattr(fused, name)
     return getattr(fn, "py_func", fn)
 
@@ -291,8 +295,6 @@ NOT_COUNTED = {
 
 @pytest.mark.parametrize("function", ["_ln_forward_numpy", "_affine_rows", "_ln_backward_numpy", "_recompute_xhat"])
 def test_no_whole_array_line_of_the_numpy_path_is_left_out(function):
-    import inspect
-
     source = inspect.getsource(K._resolve(f"microgradnorm.vectorized.numpy_path:{function}")).splitlines()
     whole = {
         line.split("  #")[0].strip()
@@ -327,8 +329,6 @@ def test_pass_totals_match_the_counts_derived_by_hand():
 
 
 def test_every_full_array_write_of_the_kernels_is_counted():
-    import inspect
-
     for name, direction in (("layer_norm_forward_rows", "forward"), ("layer_norm_backward_rows", "backward")):
         source = inspect.getsource(_py(name)).splitlines()
         writes = {line.strip() for line in source if re.match(r"\s*(y|xhat|dx)\[i, j\] =", line)}
@@ -347,8 +347,6 @@ def test_the_pass_demo_shows_the_totals_and_the_bytes():
 
 @pytest.mark.parametrize("direction", ["forward", "backward"])
 def test_every_listed_line_is_in_the_current_source_fits_its_cell_and_still_parses_as_the_same_python(direction):
-    import ast
-
     for group in K.PASSES[direction]:
         for trip in group.trips:
             line, code = K.locate(trip)
@@ -367,10 +365,6 @@ def test_a_line_with_no_break_that_fits_stays_whole():
 
 @pytest.mark.parametrize("direction", ["forward", "backward"])
 def test_the_caption_names_the_uncounted_line_by_its_live_number(direction):
-    import inspect
-
-    from microgradnorm.vectorized import numpy_path
-
     trip = K.SOMETIMES[direction]
     line = K.locate(trip)[0]
     source = inspect.getsource(numpy_path).splitlines()
@@ -385,8 +379,6 @@ def test_the_caption_names_the_uncounted_line_by_its_live_number(direction):
 
 @pytest.mark.parametrize("path", [LESSON, APPENDIX], ids=["lesson13", "lesson14"])
 def test_no_demo_runs_a_fused_kernel(path, monkeypatch):
-    from microgradnorm import fused
-
     def refuse(*args, **kwargs):
         raise AssertionError("a lesson-13 or -14 demo ran a fused kernel")
 
@@ -460,8 +452,6 @@ def test_lessons_13_and_14_auto_from_the_command_line(tmp_path, number, path):
 @pytest.mark.parametrize("path", [LESSON, lessons_dir() / "zh-CN" / LESSON.name], ids=["en", "zh"])
 def test_the_graph_command_lesson_13_prints_runs_as_printed(path, tmp_path, monkeypatch, capsys):
     """Each `microgradnorm graph ...` line of the lesson's command blocks, run through the real CLI as printed."""
-    import shlex
-
     blocks = re.findall(r"```bash\n(.*?)```", path.read_text(encoding="utf-8"), re.S)
     commands = [
         shlex.split(line.split("  #")[0])[1:]
@@ -554,10 +544,6 @@ def test_the_trip_predictions_follow_the_counts_derived_by_hand():
 def test_the_appendix_asks_how_often_numpy_reads_x_and_names_its_lines():
     out = run_demo("kernel_memory_passes", LessonParams(), {"direction": "forward", "show": "lines"})
     # independently: the lines of NumPy's forward whose right-hand side names x2, x as [rows, d]
-    import inspect
-
-    from microgradnorm.vectorized import numpy_path
-
     lines, first = inspect.getsourcelines(numpy_path._ln_forward_numpy)
     # a NumPy call that takes x2 itself as an argument streams it (x2.shape and x2.dtype read no data)
     reading = [first + k for k, line in enumerate(lines) if re.search(r"np\.\w+\([^)]*\bx2\b(?![.\[])", line)]
@@ -607,8 +593,6 @@ def test_the_appendix_claim_a_float32_row_near_1e7_centers_to_full_precision():
     The oracle standardizes the very same float32 values in float64 here. The kernel runs as plain
     Python (its py_func), so nothing is compiled for a whole kernel.
     """
-    from microgradnorm import fused
-
     assert np.spacing(np.float32(1e7)) == 1.0
     rng = np.random.default_rng(3)
     x = (1e7 + rng.normal(0.0, 3.0, size=(3, 32))).astype(np.float32)
@@ -630,12 +614,6 @@ def test_the_appendix_claim_a_float32_row_near_1e7_centers_to_full_precision():
 
 
 def test_the_shown_llmc_code_is_the_live_source_of_the_functions_that_ran():
-    import inspect
-    import textwrap
-
-    from microgradnorm import textbook
-    from microgradnorm.lessons.source import source_of
-
     out = run_demo("kernel_llmc_code", LessonParams())
     shown = rendered(out.renderable, 200)
     for fn in (textbook.layer_norm_forward, textbook.layer_norm_backward):
@@ -649,14 +627,11 @@ def test_the_shown_llmc_code_is_the_live_source_of_the_functions_that_ran():
 @pytest.mark.parametrize(("seed", "eps"), [(0, 1e-5), (3, 0.5)])
 def test_the_llmc_pair_matches_the_scalar_engine(seed, eps):
     """Oracle: the engine's autograd on the same LayerNorm, row by row."""
-    from microgradnorm import textbook as K
-    from microgradnorm.lessons.demo_tools import autograd_dx
-
     rng = np.random.default_rng(seed)
     x, dy = rng.normal(0.5, 2.0, (2, 3, 5)), rng.normal(size=(2, 3, 5))
     gamma, beta = rng.uniform(0.5, 1.5, 5), rng.normal(size=5)
-    y, cache = K.layer_norm_forward(x, gamma, beta, eps)
-    dx, dgamma, dbeta = K.layer_norm_backward(dy, cache)
+    y, cache = textbook.layer_norm_forward(x, gamma, beta, eps)
+    dx, dgamma, dbeta = textbook.layer_norm_backward(dy, cache)
     grads, graph = autograd_dx("layernorm", x.reshape(-1, 5), gamma, beta, eps, dy.reshape(-1, 5))
     assert np.allclose(y.reshape(-1), [v.data for v in graph["y"]], rtol=1e-12, atol=1e-12)
     for ours, ref in ((dx, grads["x"].reshape(x.shape)), (dgamma, grads["gamma"]), (dbeta, grads["beta"])):

@@ -8,21 +8,28 @@ pass (so the step times the norms it names). Wall-clock time is never asserted.
 
 from __future__ import annotations
 
+import io
 import re
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from rich.console import Console
 
+from microgradnorm import fused, i18n
 from microgradnorm import tolerances as tol
 from microgradnorm import vectorized as V
 from microgradnorm.i18n import _
 from microgradnorm.lessons import demos_rmsnorm as R
 from microgradnorm.lessons.demo_tools import random_dy, random_gamma, random_vector
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
+from microgradnorm.lessons.format import lessons_dir, parse_lesson
+from microgradnorm.lessons.runner import step_outputs
+from microgradnorm.lessons.translation import localized
 from tests import tolerances as test_tol
 from tests.helpers import flat as render
+from tests.test_lessons import MAX_STEP_LINES, WIDTHS, _code_lines, _rendered
 
 
 def rms_loss_grad(x, gamma, dy, eps, h=tol.FD_STEP):
@@ -142,8 +149,6 @@ def test_the_timed_calls_compute_the_norms_they_are_named_after():
 
 
 def test_the_speed_step_renders_reads_its_numbers_and_names_what_it_skips(monkeypatch):
-    from microgradnorm import fused
-
     monkeypatch.setattr(fused, "AVAILABLE", False)
     monkeypatch.setattr(R, "torch_installed", lambda: False)
     timed = R.time_samples
@@ -249,12 +254,6 @@ LONGEST_TIMINGS = (
 @pytest.mark.parametrize("compiled", [True, False], ids=["fused-compiled", "fused-not-compiled"])
 @pytest.mark.parametrize("language", ["en", "zh-CN"])
 def test_the_speed_step_fits_one_screen_however_the_run_falls(monkeypatch, timings, compiled, language):
-    from microgradnorm import i18n
-    from microgradnorm.lessons.format import lessons_dir, parse_lesson
-    from microgradnorm.lessons.runner import step_outputs
-    from microgradnorm.lessons.translation import localized
-    from tests.test_lessons import MAX_STEP_LINES, WIDTHS, _code_lines, _rendered
-
     def samples(calls, repeats):
         out = {}
         for (forward, both), path in zip(timings, calls):
@@ -285,10 +284,6 @@ def test_the_speed_step_fits_one_screen_however_the_run_falls(monkeypatch, timin
 @pytest.mark.parametrize("eps", [0.0, 1e-5, 1.0])
 def test_the_stretch_line_names_rounding_at_eps_0_and_eps_otherwise(eps):
     """At eps = 0, J·x is rounding, not something eps leaves (review-a 9); the closed form is 0 there."""
-    import io
-
-    from rich.console import Console
-
     console = Console(width=300, no_color=True, record=True, file=io.StringIO())
     console.print(run_demo("rms_jacobian_heatmap", LessonParams(dim=5, seed=4, eps=eps), {}).renderable)
     text = console.export_text()

@@ -15,13 +15,15 @@ import textwrap
 import tokenize
 
 import pytest
+from rich.syntax import Syntax
 
 from microgradnorm import engine, formulas, norms
 from microgradnorm.exercises.problems import PROBLEMS
 from microgradnorm.lessons import demos_chain_rule
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, load_demos, run_demo
-from microgradnorm.lessons.format import lessons_dir
-from microgradnorm.lessons.source import backward_code, code_of, op_code, source_of
+from microgradnorm.lessons.format import lessons_dir, parse_lesson
+from microgradnorm.lessons.runner import step_outputs
+from microgradnorm.lessons.source import WIDTH, backward_code, code_of, op_code, source_of
 from tests.helpers import rendered
 
 
@@ -208,8 +210,6 @@ def test_the_lesson_closes_by_pointing_to_an_exercise_that_exists_and_fits(numbe
 
 def _shown_code(renderable) -> list[str]:
     """The code of every Syntax block inside a demo's renderable (what code_of shows)."""
-    from rich.syntax import Syntax
-
     if isinstance(renderable, Syntax):
         return [renderable.code]
     return [code for child in getattr(renderable, "renderables", ()) for code in _shown_code(child)]
@@ -221,10 +221,6 @@ CORE_LESSONS = sorted(p for p in lessons_dir().glob("0[1-9]-*.md"))
 @pytest.mark.parametrize("path", CORE_LESSONS, ids=lambda p: p.stem)
 def test_every_code_block_lessons_1_to_9_show_fits_60_columns(path):
     """A shown line longer than the narrowest console wraps to column 0 mid-expression (review-a 7)."""
-    from microgradnorm.lessons.format import parse_lesson
-    from microgradnorm.lessons.runner import step_outputs
-    from microgradnorm.lessons.source import WIDTH
-
     lesson = parse_lesson(path)
     params = lesson.params()
     long: list[str] = []

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from microgradnorm import tolerances as tol
+from microgradnorm import vectorized as V
 from microgradnorm.lessons import demos_traps as T
 from microgradnorm.lessons.demo_tools import random_dy, random_vector
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
@@ -108,8 +109,6 @@ def test_sum_y_misses_the_missing_variance_path_and_catches_the_missing_mean_pat
     """Oracle: with gamma = 1 and dy = 1 the right dx is 0 (finite differences of a constant loss), the
     variance path's share is 0 (mean(xhat) = 0) and the mean path's is -rstd, so a backward without the
     mean path returns rstd in every entry."""
-    from microgradnorm.lessons.demo_tools import random_vector
-
     x = random_vector(p.seed, p.dim)
     rstd = 1.0 / np.sqrt(np.var(x) + p.eps)
     out = run_demo("sum_loss_hides_bugs", p)
@@ -133,8 +132,6 @@ def test_a_textbook_float32_layernorm_loses_the_mean_s_rounding_and_the_package_
     y32 = xshift / np.sqrt((xshift * xshift).mean(1, keepdims=True, dtype=np.float32) + np.float32(1e-5))
     unit = np.finfo(np.float32).eps / 2
     assert tol.normwise_error(y32, y64)[1] > 1e-3  # about 1e6 * unit = 0.06 of a spread
-    from microgradnorm import vectorized as V
-
     ours = V.layer_norm_forward(x, None, None, 1e-5, backend="numpy")[0]
     assert tol.normwise_error(ours, y64)[1] <= 16 * unit
     out = run_demo("float32_offset", LessonParams(seed=seed))

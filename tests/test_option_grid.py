@@ -19,6 +19,7 @@ fast set; the big grid (each option over its values, several seeds) is marked ``
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import io
 import operator
@@ -27,9 +28,10 @@ from collections.abc import Iterator
 import pytest
 from rich.console import Console
 
+from microgradnorm.lessons import demos
 from microgradnorm.lessons.demos import LessonParams
 from microgradnorm.lessons.format import LESSON_FILE, Lesson, lessons_dir, parse_lesson
-from microgradnorm.verdicts import Check, Checks
+from microgradnorm.verdicts import Check, Checks, Verdict, at_most, claim
 from tests.helpers import run_demo_once
 
 LESSONS = {int(p.name[:2]): parse_lesson(p) for p in sorted(lessons_dir().iterdir()) if LESSON_FILE.match(p.name)}
@@ -189,8 +191,6 @@ def test_big_grid(number):
 
 def test_a_contradicted_mark_fails_the_grid(monkeypatch):
     """The test can fail: a demo that prints ✓ for a check that does not hold is reported."""
-    from microgradnorm.lessons import demos
-    from microgradnorm.verdicts import Verdict, at_most, claim
 
     def lying(p):
         out = demos.DemoOutput(claim(True, "all is well"))  # a bare True
@@ -198,8 +198,6 @@ def test_a_contradicted_mark_fails_the_grid(monkeypatch):
 
     def contradicted(p):
         return demos.DemoOutput("1 ✓")
-
-    import dataclasses
 
     spec = demos.load_demos()["ln_stretch"]
     monkeypatch.setitem(demos.DEMOS, "ln_stretch", dataclasses.replace(spec, function=lying))
