@@ -29,6 +29,7 @@ from microgradnorm.lessons.demo_tools import autograd_dx, engine_forward
 from microgradnorm.lessons.demos import DEMOS, DemoOutput, LessonParams, load_demos
 from microgradnorm.registry import get_norm
 from tests import tolerances as test_tol
+from tests.helpers import standardize
 from tests.strategies import matrices, vectors
 
 MY_MODULES = ("demos_jacobian", "demos_batchnorm", "demos_rmsnorm", "demos_practice", "demos_residual")
@@ -36,13 +37,6 @@ MY_MODULES += ("demos_why", "demos_traps")
 
 
 # ---- oracles written out here -------------------------------------------------------
-
-
-def standardize(x: np.ndarray, axis: int, eps: float) -> np.ndarray:
-    """(x - mean) / sqrt(var + eps) along ``axis``, straight from the definition."""
-    mu = x.mean(axis=axis, keepdims=True)
-    var = ((x - mu) ** 2).mean(axis=axis, keepdims=True)
-    return (x - mu) / np.sqrt(var + eps)
 
 
 def central_diff(f, x: np.ndarray, h: float = tol.FD_STEP) -> np.ndarray:

@@ -19,14 +19,9 @@ from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
 from microgradnorm.numfmt import fmt
 from tests import tolerances as test_tol
 from tests.helpers import flat as render
-from tests.helpers import marked, said_in
+from tests.helpers import marked, said_in, standardize
 
 SEEDS = (0, 1, 4, 9)
-
-
-def standardize(x: np.ndarray, axis: int, eps: float) -> np.ndarray:
-    mu = x.mean(axis=axis, keepdims=True)
-    return (x - mu) / np.sqrt(((x - mu) ** 2).mean(axis=axis, keepdims=True) + eps)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

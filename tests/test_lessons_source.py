@@ -20,7 +20,7 @@ from rich.syntax import Syntax
 from microgradnorm import engine, formulas, norms
 from microgradnorm.exercises.problems import PROBLEMS
 from microgradnorm.lessons import demos_chain_rule
-from microgradnorm.lessons.demos import DemoOutput, LessonParams, load_demos, run_demo
+from microgradnorm.lessons.demos import LessonParams, run_demo
 from microgradnorm.lessons.format import lessons_dir, parse_lesson
 from microgradnorm.lessons.runner import step_outputs
 from microgradnorm.lessons.source import WIDTH, backward_code, code_of, op_code, source_of
@@ -140,19 +140,11 @@ def test_op_code_is_the_code_of_the_op_that_built_the_node():
         op_code(a)
 
 
-def _lesson1_nodes(seed: int):
-    v = demos_chain_rule._lesson1_numbers(seed)
-    root, leaves = demos_chain_rule._example("chain", v)
-    return root, leaves
-
-
 @pytest.mark.parametrize("seed", [0, 1, 7])
 def test_lesson_1_shows_the_code_of_every_op_its_expression_used(seed):
-    load_demos()
     out = run_demo("ops_code", LessonParams(seed=seed), {"example": "chain"})
-    assert isinstance(out, DemoOutput)
     text = _text(out.renderable)
-    root, leaves = _lesson1_nodes(seed)
+    root, leaves = demos_chain_rule._example("chain", demos_chain_rule._lesson1_numbers(seed))
     ops = {n.op: n for n in engine.topological_order(root) if n.op}
     assert set(ops) == {"*", "+"}
     for node in ops.values():
@@ -165,7 +157,6 @@ def test_lesson_1_shows_the_code_of_every_op_its_expression_used(seed):
 
 
 def test_lesson_1_shows_the_backward_sweep_that_ran():
-    load_demos()
     text = _text(run_demo("backward_code", LessonParams(), {}).renderable)
     assert _shows(text, engine.Value.backward)
     for obj in backward_code():
@@ -174,7 +165,6 @@ def test_lesson_1_shows_the_backward_sweep_that_ran():
 
 @pytest.mark.parametrize("seed", [0, 3])
 def test_lesson_1_asks_how_many_contributions_e_collects_and_the_trace_counts_them(seed):
-    load_demos()
     out = run_demo("backward_trace", LessonParams(seed=seed), {"example": "shared"})
     text = _text(out.renderable)
     e_rows = [line for line in text.splitlines() if line.startswith("e ")]
