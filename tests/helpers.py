@@ -264,3 +264,26 @@ def standardize(x: np.ndarray, axis: Any, eps: float) -> np.ndarray:
     """(x - mean) / sqrt(var + eps) along ``axis``, written out from the definition (the lesson tests' oracle)."""
     mu = x.mean(axis=axis, keepdims=True)
     return (x - mu) / np.sqrt(((x - mu) ** 2).mean(axis=axis, keepdims=True) + eps)
+
+
+def torch_stack_grads(weights: Any, arrangement: str) -> tuple[np.ndarray, float]:
+    """(|dL/dh| at the input of each block, |dL/dh| at the top) of lesson 11's residual stack, written out in
+    PyTorch from ``weights`` (a ``demos_residual.StackWeights``): "pre" blocks h + f(LN(h)) under a last LN,
+    "post" blocks LN(h + f(h)), f(u) = tanh(u·w1 + b1)·w2, eps 1e-5, and the loss sum(out · weights.g)."""
+    import torch
+
+    def ln(v):
+        return torch.nn.functional.layer_norm(v, (v.shape[-1],), eps=1e-5)
+
+    h, inputs = torch.tensor(weights.x, requires_grad=True), []
+    for w1, b1, w2 in zip(weights.w1, weights.b1, weights.w2):
+        h.retain_grad()
+        inputs.append(h)
+        w1, b1, w2 = (torch.tensor(a) for a in (w1, b1, w2))
+        if arrangement == "pre":
+            h = h + torch.tanh(ln(h) @ w1 + b1) @ w2
+        else:
+            h = ln(h + torch.tanh(h @ w1 + b1) @ w2)
+    h.retain_grad()
+    ((ln(h) if arrangement == "pre" else h) * torch.tensor(weights.g)).sum().backward()
+    return np.array([float(t.grad.norm()) for t in inputs]), float(h.grad.norm())
