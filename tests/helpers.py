@@ -287,3 +287,16 @@ def torch_stack_grads(weights: Any, arrangement: str) -> tuple[np.ndarray, float
     h.retain_grad()
     ((ln(h) if arrangement == "pre" else h) * torch.tensor(weights.g)).sum().backward()
     return np.array([float(t.grad.norm()) for t in inputs]), float(h.grad.norm())
+
+
+def assert_demo_passes(name: str, params: Any, args: Any = None, widths: tuple[int, ...] = (60, 100)) -> None:
+    """The demo ``name``, run with ``params`` and ``args``, shows something at each of ``widths`` columns, within
+    them, and no failed check (✗)."""
+    from microgradnorm.lessons.demos import run_demo
+
+    out = run_demo(name, params, args)
+    for width in widths:
+        text = rendered(out.renderable, width)
+        assert text.strip(), f"{name} {args} shows nothing at {params}"
+        assert "✗" not in text, f"{name} {args} reports a failed check at {params}:\n{text}"
+        assert max(len(line) for line in text.splitlines()) <= width, f"{name} {args} at {width} columns:\n{text}"

@@ -26,12 +26,12 @@ from microgradnorm.lessons import demos_forms as forms
 from microgradnorm.lessons import demos_ln_forward as forward
 from microgradnorm.lessons import demos_why as why
 from microgradnorm.lessons.demo_tools import num, rng_for
-from microgradnorm.lessons.demos import DEMOS, LessonParams, load_demos, run_demo
+from microgradnorm.lessons.demos import LessonParams, load_demos, run_demo
 from microgradnorm.lessons.format import load_lessons
 from microgradnorm.norms import batch_norm, layer_norm, rms_norm
 from microgradnorm.trace import trace_backward
 from tests import tolerances as test_tol
-from tests.helpers import marked
+from tests.helpers import assert_demo_passes, flat, marked, torch_results
 from tests.helpers import rendered as _text
 
 
@@ -111,18 +111,14 @@ def test_chain_rule_paths_sum_to_the_finite_difference(example):
 
 
 def test_x_gradient_of_the_lesson_matches_pytorch():
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     p = LessonParams(dim=5, seed=4)
     built = ln.build_ln(p)
     ln.backprop(built)
-    x = torch.tensor(built.x, dtype=torch.float64, requires_grad=True)
-    w = torch.tensor(built.gamma, dtype=torch.float64, requires_grad=True)
-    b = torch.tensor(built.beta, dtype=torch.float64, requires_grad=True)
-    y = torch.nn.functional.layer_norm(x, (p.dim,), w, b, p.eps)
-    (y * torch.tensor(built.dy, dtype=torch.float64)).sum().backward()
-    for name, t in (("x", x), ("gamma", w), ("beta", b)):
+    _y, *theirs = torch_results("layernorm", built.x, built.gamma, built.beta, built.dy, p.eps)
+    for name, grad in zip(("x", "gamma", "beta"), theirs):
         ours = np.array([v.grad for v in built.graph[name]])
-        assert tol.close(ours, t.grad.numpy(), test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL), name
+        assert tol.close(ours, grad, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL), name
 
 
 # ---- names and coverage of the step-throughs ------------------------------------------------------
@@ -187,24 +183,18 @@ PARAMS = [
 CORE_DEMO_MODULES = {m.__name__ for m in (chain, forward, forms)} | {"microgradnorm.lessons.demos_backward"}
 
 
+# the demos that take a part of their work as an argument, with the parts the sweep runs
+CALLS = {
+    "ln_forward_steps": [{"stages": ("input", "mean", "center")}, {"stages": ("affine",)}],
+    "ln_backward_steps": [{"stages": ("loss",)}, {"stages": ("center", "mean")}],
+    "projection_form": [{"part": 1}, {"part": 2}],
+}
+
+
 def _check_every_core_demo(p: LessonParams) -> None:
-    load_demos()
-    for name, spec in sorted(DEMOS.items()):
-        if spec.module not in CORE_DEMO_MODULES:
-            continue
-        calls = [{}]
-        if name == "ln_forward_steps":
-            calls = [{"stages": ("input", "mean", "center")}, {"stages": ("affine",)}]
-        if name == "ln_backward_steps":
-            calls = [{"stages": ("loss",)}, {"stages": ("center", "mean")}]
-        if name == "projection_form":
-            calls = [{"part": 1}, {"part": 2}]
-        for args in calls:
-            out = run_demo(name, p, args)
-            for width in (60, 100):
-                text = _text(out.renderable, width)
-                assert text.strip(), name
-                assert "✗" not in text, f"{name} {args} reports a failed check at {p}:\n{text}"
+    for name, spec in sorted(load_demos().items()):
+        for args in CALLS.get(name, [{}]) if spec.module in CORE_DEMO_MODULES else []:
+            assert_demo_passes(name, p, args)
 
 
 @pytest.mark.parametrize("p", PARAMS, ids=lambda p: f"d{p.dim}-s{p.seed}-e{p.eps:g}")
@@ -353,7 +343,7 @@ def test_the_doubling_answer_follows_the_ratio_it_is_given():
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("dim", [3, 4, 7])
 def test_the_slip_shrinks_the_variance_path_by_n_minus_1_over_n_and_misses_the_gradient(seed, dim):
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     p = LessonParams(dim=dim, seed=seed)
     x, gamma, beta, dy = ln.ln_problem(p)
     n = dim
@@ -364,10 +354,7 @@ def test_the_slip_shrinks_the_variance_path_by_n_minus_1_over_n_and_misses_the_g
     true_path = dvar * 2 * xshift / n
     slipped = back.slipped_variance_path(np.array([dvar]), xshift, n)
     assert tol.close(slipped, (n - 1) / n * true_path, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
-    xt = torch.tensor(x, requires_grad=True)
-    y = torch.nn.functional.layer_norm(xt, (n,), torch.tensor(gamma), torch.tensor(beta), p.eps)
-    (y * torch.tensor(dy)).sum().backward()
-    right = xt.grad.numpy()
+    right = torch_results("layernorm", x, gamma, beta, dy, p.eps)[1]
     wrong = right - true_path + slipped
     assert tol.normwise_error(wrong, right)[1] > 1e-3  # the slip is a real error, not rounding
     text = " ".join(_text(run_demo("ln_dvar_dmean_slip", p).renderable).split())
@@ -501,15 +488,10 @@ WHY_PARAMS = [
 
 @pytest.mark.parametrize("p", WHY_PARAMS, ids=lambda p: f"s{p.seed}-e{p.eps:g}")
 def test_every_why_demo_passes_its_own_checks(p):
-    load_demos()
-    names = [n for n, spec in DEMOS.items() if spec.module.endswith("demos_why")]
+    names = [n for n, spec in load_demos().items() if spec.module.endswith("demos_why")]
     assert {"standardize_both_ways", "units_and_weights", "depth_norms", "init_scale"} <= set(names)
     for name in names:
-        out = run_demo(name, p)
-        for width in (60, 100):
-            text = _text(out.renderable, width)
-            assert "✗" not in text, f"{name} at {p}:\n{text}"
-            assert max(len(line) for line in text.splitlines()) <= width, name
+        assert_demo_passes(name, p, {})
 
 
 def test_the_standardized_check_can_fail():
@@ -837,8 +819,6 @@ def test_at_d2_eps0_the_doubling_answer_says_dx_is_0_instead_of_a_factor(seed):
 @pytest.mark.parametrize("eps", [0.0, 0.1])
 def test_the_rerun_hint_of_the_projection_facts_is_printed_only_at_eps_0(eps):
     # review-a2 F-L6a: the "rerun with an eps > 0" parenthesis was printed whatever eps was
-    text = " ".join(
-        _text(run_demo("projection_form", LessonParams(dim=4, seed=0, eps=eps), {"part": 1}).renderable).split()
-    )
+    text = flat(run_demo("projection_form", LessonParams(dim=4, seed=0, eps=eps), {"part": 1}).renderable)
     assert ("rerun with one, e.g. --eps 0.1" in text) == (eps == 0.0)
     assert ("exactly −(shrink/n)·xhat xhatᵀ" in text) == (eps > 0.0)

@@ -35,7 +35,7 @@ from microgradnorm.lessons.format import LESSON_FILE, lessons_dir, load_lessons,
 from microgradnorm.lessons.source import source_of
 from microgradnorm.numfmt import fmt
 from microgradnorm.vectorized import numpy_path
-from tests.helpers import flat, rendered
+from tests.helpers import assert_demo_passes, flat, rendered
 
 LESSON = lessons_dir() / "13-graph-to-kernel.md"
 APPENDIX = lessons_dir() / "14-fused-kernel-line-by-line.md"
@@ -399,12 +399,9 @@ def test_no_demo_runs_a_fused_kernel(path, monkeypatch):
 )
 def test_every_demo_renders_at_other_parameters_in_60_columns(p):
     assert MY_DEMOS
+    smaller = {"kernel_engine_vs_numpy": {"repeats": 1, "hidden": (4,)}, "kernel_cache_bytes": {"shape": (2, 3, 8)}}
     for name in MY_DEMOS:
-        args = {"repeats": 1, "hidden": (4,)} if name == "kernel_engine_vs_numpy" else {}
-        if name == "kernel_cache_bytes":
-            args = {"shape": (2, 3, 8)}
-        text = render(run_demo(name, p, args).renderable, 60)
-        assert text.strip() and max(len(line) for line in text.splitlines()) <= 60
+        assert_demo_passes(name, p, smaller.get(name, {}), widths=(60,))
 
 
 def test_the_timing_table_keeps_every_header_whole_at_60_columns_for_a_large_batch():
