@@ -98,18 +98,17 @@ def _rendered(lesson, index, outputs, params, width: int) -> str:
     return rendered(render.render_step(lesson, index, outputs, params), width)
 
 
+def syntax_blocks(renderable) -> list[Syntax]:
+    """Every rich Syntax block inside a demo's ``renderable``: the package code it shows (lessons/source.py)."""
+    if isinstance(renderable, Syntax):
+        return [renderable]
+    return [block for child in getattr(renderable, "renderables", ()) for block in syntax_blocks(child)]
+
+
 def _code_lines(outputs, width: int) -> int:
     """How many of a step's lines are package code it shows (rich Syntax blocks), at most MAX_CODE_LINES."""
-    found: list[int] = []
-
-    def walk(renderable) -> None:
-        if isinstance(renderable, Syntax):
-            found.append(len(rendered(renderable, width).splitlines()))
-        for child in getattr(renderable, "renderables", ()):
-            walk(child)
-
-    for out in outputs:
-        walk(getattr(out, "renderable", out))
+    blocks = [block for out in outputs for block in syntax_blocks(getattr(out, "renderable", out))]
+    found = [len(rendered(block, width).splitlines()) for block in blocks]
     assert all(n <= MAX_CODE_LINES for n in found), f"code shown in {found} lines, more than {MAX_CODE_LINES}"
     return sum(found)
 

@@ -29,7 +29,7 @@ from microgradnorm.lessons.demo_tools import autograd_dx, engine_forward
 from microgradnorm.lessons.demos import DEMOS, DemoOutput, LessonParams, load_demos
 from microgradnorm.registry import get_norm
 from tests import tolerances as test_tol
-from tests.helpers import standardize, torch_stack_grads
+from tests.helpers import numeric_grad, standardize, torch_stack_grads
 from tests.strategies import matrices, vectors
 
 MY_MODULES = ("demos_jacobian", "demos_batchnorm", "demos_rmsnorm", "demos_practice", "demos_residual")
@@ -149,7 +149,7 @@ def test_the_slipped_variance_path_is_off_by_m_minus_1_over_m(m):
     def loss_of(v):
         return np.sum(standardize(v, 0, eps) * dy)
 
-    dx_fd = central_diff(lambda v: np.array([loss_of(v)]), x)[0].reshape(x.shape)
+    dx_fd = numeric_grad(loss_of, x)
     slipped = bn_demos.dx_with_mean_slip(dy, x, eps)
     # the correct variance path, written out: dL/dvar * 2 (x - mean) / m
     xs = x - x.mean(axis=0)
@@ -183,7 +183,7 @@ def test_rmsnorm_gradient_removes_only_the_radial_part():
     dy = np.array([0.3, -1.0, 0.7, 0.2, -0.4])
     dx = autograd_dx("rmsnorm", x, None, None, 0.0, dy)[0]["x"]
     xhat = x / np.sqrt(np.mean(x * x))
-    fd = central_diff(lambda v: np.array([np.sum(v / np.sqrt(np.mean(v * v)) * dy)]), x)[0]
+    fd = numeric_grad(lambda v: np.sum(v / np.sqrt(np.mean(v * v)) * dy), x)
     assert_close(dx, fd, tol.FD_RTOL, tol.FD_ATOL)
     # xhat . dx = 0: five products of size |xhat| |dx|, and dx's own two terms of size rrms |dy| |xhat|^2
     rrms = 1.0 / np.sqrt(np.mean(x * x))
@@ -229,10 +229,10 @@ def test_logistic_gradient_used_in_training_matches_finite_differences():
     x, t, w = rng.normal(size=(8, 3)), (rng.random(8) > 0.5).astype(float), rng.normal(size=3)
 
     def loss(v):
-        return np.array([practice._logistic_loss(x @ v, t)])
+        return practice._logistic_loss(x @ v, t)
 
     analytic = x.T @ (practice._sigmoid(x @ w) - t) / len(t)
-    assert_close(analytic, central_diff(loss, w)[0], tol.FD_RTOL, tol.FD_ATOL)
+    assert_close(analytic, numeric_grad(loss, w), tol.FD_RTOL, tol.FD_ATOL)
 
 
 def test_normalizing_the_wrong_axis_stalls_training():
@@ -383,9 +383,9 @@ def test_unbiased_forward_with_biased_backward_formula_disagrees():
     auto = np.array([v.grad for v in xs])
 
     def loss(v):
-        return np.array([np.sum((v - v.mean()) / np.sqrt(v.var(ddof=1) + 1e-5) * dy)])
+        return np.sum((v - v.mean()) / np.sqrt(v.var(ddof=1) + 1e-5) * dy)
 
-    assert_close(auto, central_diff(loss, x)[0], tol.FD_RTOL, tol.FD_ATOL)  # the engine is right
+    assert_close(auto, numeric_grad(loss, x), tol.FD_RTOL, tol.FD_ATOL)  # the engine is right
     xhat = np.array([y.data for y in ys])
     wrong = formulas.dx_simplified(dy, xhat, (x.var(ddof=1) + 1e-5) ** -0.5, (0,))
     assert tol.normwise_error(wrong, auto)[1] > 1e-3

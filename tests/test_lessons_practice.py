@@ -173,11 +173,8 @@ def test_the_wrong_axis_prediction_follows_the_curves(seed):
     ln_ok, bn_ok = tail["layernorm"] < 0.5 * math.log(2), tail["batchnorm"] < 0.5 * math.log(2)
     out = run_demo("wrong_axis_loss", LessonParams(seed=seed))
     assert isinstance(out, DemoOutput)
-    assert (
-        out.prediction.answer
-        == {(True, False): 0, (False, True): 1, (True, True): 2, (False, False): 3}[(ln_ok, bn_ok)]
-    )
-    assert out.prediction.answer == 0
+    expected = {(True, False): 0, (False, True): 1, (True, True): 2, (False, False): 3}[(ln_ok, bn_ok)]
+    assert out.prediction.answer == expected == 0
     assert f"{tail['layernorm']:.3g}" in out.prediction.why
 
 

@@ -15,7 +15,6 @@ import textwrap
 import tokenize
 
 import pytest
-from rich.syntax import Syntax
 
 from microgradnorm import engine, formulas, norms
 from microgradnorm.exercises.problems import PROBLEMS
@@ -25,6 +24,7 @@ from microgradnorm.lessons.format import lessons_dir, parse_lesson
 from microgradnorm.lessons.runner import step_outputs
 from microgradnorm.lessons.source import WIDTH, backward_code, code_of, op_code, source_of
 from tests.helpers import rendered
+from tests.test_lessons import syntax_blocks
 
 
 def _text(renderable, width: int = 300) -> str:
@@ -198,13 +198,6 @@ def test_the_lesson_closes_by_pointing_to_an_exercise_that_exists_and_fits(numbe
     assert named <= existing
 
 
-def _shown_code(renderable) -> list[str]:
-    """The code of every Syntax block inside a demo's renderable (what code_of shows)."""
-    if isinstance(renderable, Syntax):
-        return [renderable.code]
-    return [code for child in getattr(renderable, "renderables", ()) for code in _shown_code(child)]
-
-
 CORE_LESSONS = sorted(p for p in lessons_dir().glob("0[1-9]-*.md"))
 
 
@@ -217,9 +210,9 @@ def test_every_code_block_lessons_1_to_9_show_fits_60_columns(path):
     blocks = 0
     for index in range(len(lesson.steps)):
         for out in step_outputs(lesson, index, params):
-            for code in _shown_code(getattr(out, "renderable", out)):
+            for block in syntax_blocks(getattr(out, "renderable", out)):
                 blocks += 1
-                long += [f"step {index + 1}: {line!r}" for line in code.splitlines() if len(line) > WIDTH]
+                long += [f"step {index + 1}: {line!r}" for line in block.code.splitlines() if len(line) > WIDTH]
     assert not long, f"{path.name}: shown code past {WIDTH} columns: " + "; ".join(long)
     if path.stem in SHOWS_CODE:
         assert blocks, f"{path.name} shows no code any more: this test would check nothing"
