@@ -656,24 +656,20 @@ def test_progress_rejects_a_step_out_of_range_and_reset_forgets():
     assert set(store.load()) == {"02-b"}
 
 
-def _write_progress(state_home, data) -> None:
+def _write_progress(state_home, lessons: dict, **version) -> None:
+    """A progress file holding ``lessons`` (and ``version=...`` if given; without it, a version 1 file)."""
     state_home.mkdir(parents=True, exist_ok=True)
-    (state_home / FILE_NAME).write_text(json.dumps(data))
+    (state_home / FILE_NAME).write_text(json.dumps({**version, "lessons": lessons}))
 
 
 def test_version_1_progress_under_old_lesson_names_is_kept_under_the_slug(state_home):
     # lessons were renumbered: 02-layernorm-forward became 03-layernorm-forward, 10-why-normalize 02-why-normalize
-    _write_progress(
-        state_home,
-        {
-            "version": 1,
-            "lessons": {
-                "02-layernorm-forward": {"step": 4, "steps": 9, "completed": False, "updated": "2025-01-01T10:00:00"},
-                "10-why-normalize": {"step": 5, "steps": 5, "completed": True, "updated": "2025-01-01T09:00:00"},
-                "03-layernorm-backward": {"step": 7, "steps": 11, "completed": True, "updated": "2025-01-01T08:00:00"},
-            },
-        },
-    )
+    lessons = {
+        "02-layernorm-forward": {"step": 4, "steps": 9, "completed": False, "updated": "2025-01-01T10:00:00"},
+        "10-why-normalize": {"step": 5, "steps": 5, "completed": True, "updated": "2025-01-01T09:00:00"},
+        "03-layernorm-backward": {"step": 7, "steps": 11, "completed": True, "updated": "2025-01-01T08:00:00"},
+    }
+    _write_progress(state_home, lessons, version=1)
     entries = ProgressStore().load()
     assert set(entries) == {"layernorm-forward", "why-normalize", "layernorm-backward"}
     assert (entries["layernorm-forward"].step, entries["layernorm-forward"].completed) == (4, False)
@@ -684,10 +680,7 @@ def test_version_1_progress_under_old_lesson_names_is_kept_under_the_slug(state_
 
 
 def test_a_saved_step_past_the_end_of_a_shortened_lesson_is_clamped(state_home):
-    _write_progress(
-        state_home,
-        {"version": 1, "lessons": {"03-layernorm-backward": {"step": 10, "steps": 12, "completed": False}}},
-    )
+    _write_progress(state_home, {"03-layernorm-backward": {"step": 10, "steps": 12, "completed": False}}, version=1)
     entry = ProgressStore(steps={"layernorm-backward": 6}).get("layernorm-backward")
     assert (entry.step, entry.steps) == (6, 6)
     entry = ProgressStore(steps={"layernorm-backward": 12}).get("layernorm-backward")
@@ -695,22 +688,18 @@ def test_a_saved_step_past_the_end_of_a_shortened_lesson_is_clamped(state_home):
 
 
 def test_two_old_names_of_one_lesson_keep_the_later_place_and_stay_finished(state_home):
-    _write_progress(
-        state_home,
-        {
-            "lessons": {  # no version: a version 1 file
-                "02-layernorm-forward": {"step": 9, "steps": 9, "completed": True, "updated": "2025-01-01T08:00:00"},
-                "03-layernorm-forward": {"step": 3, "steps": 9, "completed": False, "updated": "2025-02-01T08:00:00"},
-            }
-        },
-    )
+    lessons = {
+        "02-layernorm-forward": {"step": 9, "steps": 9, "completed": True, "updated": "2025-01-01T08:00:00"},
+        "03-layernorm-forward": {"step": 3, "steps": 9, "completed": False, "updated": "2025-02-01T08:00:00"},
+    }
+    _write_progress(state_home, lessons)  # no version: a version 1 file
     entry = ProgressStore().get("layernorm-forward")
     assert (entry.step, entry.completed) == (3, True)
 
 
 def test_migrated_progress_is_written_as_version_2_at_the_next_save_atomically(state_home, monkeypatch):
     old = {"version": 1, "lessons": {"02-layernorm-forward": {"step": 4, "steps": 9, "completed": False}}}
-    _write_progress(state_home, old)
+    _write_progress(state_home, old["lessons"], version=1)
     store = ProgressStore()
     store.load()
     assert json.loads((state_home / FILE_NAME).read_text()) == old  # reading never writes
@@ -727,13 +716,13 @@ def test_migrated_progress_is_written_as_version_2_at_the_next_save_atomically(s
 
 
 def test_a_lesson_resumes_from_progress_saved_under_its_old_name(lesson, state_home):
-    _write_progress(state_home, {"version": 1, "lessons": {"07-three-steps": {"step": 2, "steps": 3}}})
+    _write_progress(state_home, {"07-three-steps": {"step": 2, "steps": 3}}, version=1)
     assert "Resuming at step 2 of 3" in run_keys(lesson, ["q"])[0]
 
 
 @pytest.mark.parametrize("version", [3, "2", True, None])
 def test_a_progress_file_of_an_unknown_version_is_set_aside(state_home, version):
-    _write_progress(state_home, {"version": version, "lessons": {}})
+    _write_progress(state_home, {}, version=version)
     store = ProgressStore()
     assert store.load() == {}
     assert "version: expected 1 or 2" in store.warnings[0] and "set aside" in store.warnings[0]
