@@ -55,15 +55,19 @@ class Tmux:
         if keys:
             self.tmux("send-keys", "-t", self.session, *keys)
 
-    def wait_for(self, text: str) -> str:
+    def wait_until(self, done, what: str) -> str:
+        """The screen, once ``done(screen)`` holds; an AssertionError saying ``what`` did not happen after TIMEOUT."""
         deadline = time.monotonic() + TIMEOUT
         screen = ""
         while time.monotonic() < deadline:
             screen = self.screen()
-            if text in screen:
+            if done(screen):
                 return screen
             time.sleep(0.1)
-        raise AssertionError(f"{text!r} did not appear on the screen within {TIMEOUT} s; the screen was:\n{screen}")
+        raise AssertionError(f"{what} within {TIMEOUT} s; the screen was:\n{screen}")
+
+    def wait_for(self, text: str) -> str:
+        return self.wait_until(lambda screen: text in screen, f"{text!r} did not appear on the screen")
 
     def dead(self) -> bool:
         return self.tmux("display-message", "-p", "-t", self.session, "#{pane_dead}").strip() == "1"
@@ -121,10 +125,7 @@ def test_lesson_1_in_a_real_terminal_next_back_graph_quit_and_resume(term, tmp_p
     assert (tmp_path / "graphs").is_dir()
     term.keys("q")
     screen = term.wait_for("Stopped at step 2")
-    deadline = time.monotonic() + TIMEOUT
-    while not term.dead() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert term.dead(), "the lesson did not exit after q"
+    term.wait_until(lambda _screen: term.dead(), "the lesson did not exit after q")
 
     saved = json.loads((tmp_path / "state" / "lessons.json").read_text())
     assert saved["lessons"]["value-and-chain-rule"]["step"] == 2
@@ -217,14 +218,9 @@ def test_a_step_taller_than_80x24_is_paged_with_its_title_kept_on_screen(term):
 
 
 def _wait_change(term, before: str) -> str:
-    deadline = time.monotonic() + TIMEOUT
-    while time.monotonic() < deadline:
-        screen = term.screen()
-        if screen != before:
-            time.sleep(0.1)  # let the frame finish drawing
-            return term.screen()
-        time.sleep(0.05)
-    raise AssertionError(f"the screen did not change within {TIMEOUT} s:\n{before}")
+    term.wait_until(lambda screen: screen != before, "the screen did not change")
+    time.sleep(0.1)  # let the frame finish drawing
+    return term.screen()
 
 
 PREDICT_SCRIPT = """
@@ -314,15 +310,12 @@ def test_the_lesson_redraws_when_the_terminal_is_resized_without_a_key(term):
     screen = term.wait_for("Step 1 of")
     assert max(cell_len(line) for line in screen.splitlines()) <= 60
     term.tmux("resize-window", "-t", term.session, "-x", "100", "-y", "30")
-    deadline = time.monotonic() + TIMEOUT
-    while time.monotonic() < deadline:
-        screen = term.screen()
+
+    def redrawn(screen: str) -> bool:
         rules = [line for line in screen.splitlines() if line.startswith("─") and "01 · " in line]
-        if rules and cell_len(rules[0].rstrip()) > 90:
-            break
-        time.sleep(0.1)
-    else:
-        raise AssertionError(f"the frame was not redrawn at 100 columns:\n{screen}")
+        return bool(rules) and cell_len(rules[0].rstrip()) > 90
+
+    screen = term.wait_until(redrawn, "the frame was not redrawn at 100 columns")
     assert screen.count("Step 1 of") == 1  # drawn again, not added below the old frame
     term.keys("q")
     term.wait_for("Stopped at step 1")

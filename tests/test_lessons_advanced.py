@@ -395,14 +395,11 @@ def test_unbiased_forward_with_biased_backward_formula_disagrees():
 
 
 def _my_demos() -> list[str]:
-    load_demos()
-    return sorted(name for name, spec in DEMOS.items() if spec.module.rsplit(".", 1)[-1] in MY_MODULES)
+    return sorted(name for name, spec in load_demos().items() if spec.module.rsplit(".", 1)[-1] in MY_MODULES)
 
 
 def test_all_my_demo_modules_are_registered():
-    load_demos()
-    modules = {spec.module.rsplit(".", 1)[-1] for spec in DEMOS.values()}
-    assert set(MY_MODULES) <= modules
+    assert set(MY_MODULES) <= {spec.module.rsplit(".", 1)[-1] for spec in load_demos().values()}
 
 
 @pytest.mark.parametrize(
