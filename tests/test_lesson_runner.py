@@ -73,12 +73,17 @@ The third step.
 """
 
 
+def write_lesson(tmp_path, name: str, text: str):
+    """Parse ``text`` as the lesson file ``name`` in a lessons folder under ``tmp_path``."""
+    path = tmp_path / "lessons" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    return parse_lesson(path)
+
+
 @pytest.fixture
 def lesson(tmp_path):
-    path = tmp_path / "lessons" / "01-three-steps.md"
-    path.parent.mkdir()
-    path.write_text(LESSON_TEXT)
-    return parse_lesson(path)
+    return write_lesson(tmp_path, "01-three-steps.md", LESSON_TEXT)
 
 
 def make(lesson, keys, store=None, **kwargs):
@@ -283,9 +288,8 @@ def test_a_drawer_that_fails_is_reported_and_the_lesson_goes_on(lesson):
 
 
 def test_a_failing_demo_is_shown_in_place_and_auto_exits_1(tmp_path):
-    path = tmp_path / "05-broken.md"
-    path.write_text("---\ntitle: B\nsummary: S\n---\n## One\n\n```demo\nt_run_boom\n```\n")
-    lesson = parse_lesson(path)
+    text = "---\ntitle: B\nsummary: S\n---\n## One\n\n```demo\nt_run_boom\n```\n"
+    lesson = write_lesson(tmp_path, "05-broken.md", text)
     buf = io.StringIO()
     assert run_auto(lesson, LessonParams(), Console(file=buf, width=60, no_color=True)) == 1
     out = buf.getvalue()
@@ -317,14 +321,6 @@ TALL_TEXT = (
     + "\n\n## Short step\n\nThe end.\n"
 )
 CLEAR = "\x1b[2J\x1b[H"
-
-
-def write_lesson(tmp_path, name: str, text: str):
-    """Parse ``text`` as the lesson file ``name`` in a lessons folder under ``tmp_path``."""
-    path = tmp_path / "lessons" / name
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(text)
-    return parse_lesson(path)
 
 
 @pytest.fixture
