@@ -295,20 +295,12 @@ NOT_COUNTED = {
 
 @pytest.mark.parametrize("function", ["_ln_forward_numpy", "_affine_rows", "_ln_backward_numpy", "_recompute_xhat"])
 def test_no_whole_array_line_of_the_numpy_path_is_left_out(function):
-    source = inspect.getsource(K._resolve(f"microgradnorm.vectorized.numpy_path:{function}")).splitlines()
-    whole = {
-        line.split("  #")[0].strip()
-        for line in source
-        if any(marker in line for marker in ("einsum(", "_sum_in_blocks(", "# R,D"))
-    }
-    counted = {
-        K.locate(t)[1]
-        for groups in K.PASSES.values()
-        for g in groups
-        for t in g.trips
-        if t.where == f"microgradnorm.vectorized.numpy_path:{function}"
-    }
-    assert whole - NOT_COUNTED == counted
+    where = f"microgradnorm.vectorized.numpy_path:{function}"
+    markers = ("einsum(", "_sum_in_blocks(", "# R,D")
+    source = inspect.getsource(K._resolve(where)).splitlines()
+    whole = {line.split("  #")[0].strip() for line in source if any(marker in line for marker in markers)}
+    trips = [t for groups in K.PASSES.values() for g in groups for t in g.trips if t.where == where]
+    assert whole - NOT_COUNTED == {K.locate(t)[1] for t in trips}
 
 
 def test_pass_totals_match_the_counts_derived_by_hand():
@@ -431,13 +423,8 @@ def test_the_lesson_list_has_every_lesson_file_and_lesson_13(capsys):
 def test_lessons_13_and_14_auto_from_the_command_line(tmp_path, number, path):
     env = dict(os.environ, NO_COLOR="1", COLUMNS="60", MICROGRADNORM_HOME=str(tmp_path / "home"))
     env.pop("MICROGRADNORM_DEBUG", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "microgradnorm", "lesson", number, "--auto"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    argv = [sys.executable, "-m", "microgradnorm", "lesson", number, "--auto"]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     steps = len(parse_lesson(path).steps)
     assert f"Step {steps} of {steps}" in done.stdout
@@ -448,12 +435,8 @@ def test_lessons_13_and_14_auto_from_the_command_line(tmp_path, number, path):
 def test_the_graph_command_lesson_13_prints_runs_as_printed(path, tmp_path, monkeypatch, capsys):
     """Each `microgradnorm graph ...` line of the lesson's command blocks, run through the real CLI as printed."""
     blocks = re.findall(r"```bash\n(.*?)```", path.read_text(encoding="utf-8"), re.S)
-    commands = [
-        shlex.split(line.split("  #")[0])[1:]
-        for block in blocks
-        for line in block.splitlines()
-        if line.startswith("microgradnorm graph ")
-    ]
+    lines = [line for block in blocks for line in block.splitlines() if line.startswith("microgradnorm graph ")]
+    commands = [shlex.split(line.split("  #")[0])[1:] for line in lines]
     assert commands, f"{path.name}: no `microgradnorm graph` command left to check"
     monkeypatch.chdir(tmp_path)
     for argv in commands:
@@ -468,14 +451,9 @@ def test_the_graph_command_lesson_13_prints_runs_as_printed(path, tmp_path, monk
 
 def test_the_core_lesson_shows_no_kernel_listing_and_points_to_the_appendix():
     lesson = parse_lesson(LESSON)
-    names = [call.name for step in lesson.steps for call in step.demos]
-    assert "kernel_source" not in names
-    assert all(
-        call.args.get("show") == "totals"
-        for step in lesson.steps
-        for call in step.demos
-        if call.name == "kernel_memory_passes"
-    )
+    calls = [call for step in lesson.steps for call in step.demos]
+    assert "kernel_source" not in [call.name for call in calls]
+    assert all(call.args.get("show") == "totals" for call in calls if call.name == "kernel_memory_passes")
     assert "lesson 14" in LESSON.read_text(encoding="utf-8")
     appendix = parse_lesson(APPENDIX)
     assert appendix.title.startswith("Optional:") and appendix.options == ()
@@ -542,9 +520,8 @@ def test_the_appendix_asks_how_often_numpy_reads_x_and_names_its_lines():
     lines, first = inspect.getsourcelines(numpy_path._ln_forward_numpy)
     # a NumPy call that takes x2 itself as an argument streams it (x2.shape and x2.dtype read no data)
     reading = [first + k for k, line in enumerate(lines) if re.search(r"np\.\w+\([^)]*\bx2\b(?![.\[])", line)]
-    assert out.prediction.choices[out.prediction.answer] == {1: "once, as the kernel", 2: "twice"}.get(
-        len(reading), "three times or more"
-    )
+    expected = {1: "once, as the kernel", 2: "twice"}.get(len(reading), "three times or more")
+    assert out.prediction.choices[out.prediction.answer] == expected
     assert f"Lines {', '.join(map(str, reading))} read x" in out.prediction.why
 
 
