@@ -236,12 +236,9 @@ def test_an_unusable_state_directory_costs_the_drawing_and_the_saved_place_but_n
     a_file = tmp_path / "home-is-a-file"
     a_file.write_text("x")
     monkeypatch.setenv("MICROGRADNORM_HOME", str(a_file))
-    buf = io.StringIO()
-    r = LessonRunner(
-        lesson, LessonParams(), Console(file=buf, width=200, no_color=True), ["g", "n", "q"], progress=None
-    )
-    assert r.run() == 0
-    out = buf.getvalue()
+    console = Console(file=io.StringIO(), width=200, no_color=True)
+    assert LessonRunner(lesson, LessonParams(), console, ["g", "n", "q"], progress=None).run() == 0
+    out = console.file.getvalue()
     assert said("Could not draw the graph: {error}", error="MICROGRADNORM_HOME: expected a directory") in out
     assert "Step 2 of" in out  # the lesson went on after the failed drawing
     assert "Your place was not saved" in out and "Resume with" not in out
@@ -541,9 +538,8 @@ def test_space_at_a_waiting_question_only_scrolls_and_never_shows_the_answer(ask
     """Issue 27, item 5: Enter shows the answer without a guess; Space and PgDn do not."""
     frames, out = run_in_terminal(ask, [key, key, "q"])
     assert squash("the numbers: 42") not in squash(out) and "bravo scored" not in out
-    assert squash(said("Space only scrolls: answer with 1 to {n}, or press Enter to see the answer.", n=3)) in squash(
-        "\n".join(frames[1])
-    )
+    scrolls = said("Space only scrolls: answer with 1 to {n}, or press Enter to see the answer.", n=3)
+    assert squash(scrolls) in squash("\n".join(frames[1]))
 
 
 def test_the_closing_frame_keeps_the_last_steps_title_and_fits_the_screen(tmp_path, lang):
@@ -592,9 +588,8 @@ def test_a_question_below_the_screen_is_answered_once_scrolled_to(tmp_path, lang
     frames, _ = run_in_terminal(long_ask, ["2", *["DOWN"] * 40, "2", "q"])
     shown = [squash("\n".join(f)) for f in frames]
     assert squash(said("The question is further down: space scrolls to it.")) in shown[1]
-    asked = next(
-        k for k, f in enumerate(shown) if squash(said("answer with 1 to {n} · Enter: just show it · q quit", n=3)) in f
-    )
+    keys = squash(said("answer with 1 to {n} · Enter: just show it · q quit", n=3))
+    asked = next(k for k, f in enumerate(shown) if keys in f)
     assert answered("bravo") in shown[asked + 1]
     # the question stays at the top of the window
     assert squash(said("Predict: {question}", question=QUESTION)) in shown[asked + 1]
@@ -868,10 +863,8 @@ def test_a_state_home_that_is_a_file_is_named_and_the_lessons_still_run(capsys, 
     code, out, err = run_cli(capsys)
     flat = " ".join(out.split())
     assert code == 0 and err == ""
-    assert (
-        f"Progress is not saved: MICROGRADNORM_HOME: expected a directory for progress files, got {str(state_home)!r}"
-        in flat
-    )
+    said_home = f"MICROGRADNORM_HOME: expected a directory for progress files, got {str(state_home)!r}"
+    assert f"Progress is not saved: {said_home}" in flat
     assert "A Value, the chain rule" in flat
     code, out, _ = run_cli(capsys, "1", "--step", "1")
     assert code == 0 and "Step 1 of" in out

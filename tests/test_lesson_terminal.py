@@ -144,11 +144,8 @@ def test_the_lesson_list_in_a_real_terminal_shows_progress(term, tmp_path):
     steps = len(next(lesson for lesson in load_lessons() if lesson.number == 4).steps)
     state = tmp_path / "state"
     state.mkdir()
-    (state / "lessons.json").write_text(
-        json.dumps(
-            {"version": 1, "lessons": {"04-layernorm-backward": {"step": 4, "steps": steps, "completed": False}}}
-        )
-    )
+    saved = {"04-layernorm-backward": {"step": 4, "steps": steps, "completed": False}}
+    (state / "lessons.json").write_text(json.dumps({"version": 1, "lessons": saved}))
     term.start("lesson")
     term.wait_for("Start one with")
     screen = term.screen(history=True)

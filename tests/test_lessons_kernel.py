@@ -527,10 +527,8 @@ def test_the_appendix_asks_how_often_numpy_reads_x_and_names_its_lines():
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_the_split_question_measures_mu_lo_against_the_float32_gap(seed):
-    out = run_demo(
-        "kernel_source", LessonParams(seed=seed), {"span": ("# the variance, centered", "rs = 1.0"), "ask": "split"}
-    )
-    q = out.prediction
+    span = ("# the variance, centered", "rs = 1.0")
+    q = run_demo("kernel_source", LessonParams(seed=seed), {"span": span, "ask": "split"}).prediction
     assert q.answer == 1  # at most half the gap between neighboring float32 numbers
     assert "1 apart" in q.question  # the gap it names: 2**23 < 1e7 < 2**24
     lo = float(re.search(r"mu_lo = ([0-9.e+-]+?)\.? ", q.why).group(1))

@@ -94,9 +94,8 @@ def test_the_reading_follows_the_numbers():
     )
     assert lines[3] == _("Same formulas, different verdicts ({named}): the implementation decides.").format(named=named)
     same = R.speed_reading(_medians({"numpy": 0.5, "torch": 0.8}))
-    assert same[-1] == _("Every implementation timed here agrees: RMSNorm is {verdict} (forward + backward).").format(
-        verdict=R.said("faster")
-    )
+    agreed = _("Every implementation timed here agrees: RMSNorm is {verdict} (forward + backward).")
+    assert same[-1] == agreed.format(verdict=R.said("faster"))
     assert R.speed_reading({}) == []
     assert R.speed_reading(_medians({"numpy": 0.5}))[-1] == only_one_timed()
 
