@@ -240,3 +240,88 @@ def scalar_results(norm: Any, x, gamma, beta, dy, eps: float) -> tuple:
 def rendered_lines(renderable: Any, width: int = 100) -> list[str]:
     """The lines of :func:`rendered`: ``renderable`` as a plain terminal ``width`` cells wide shows it."""
     return rendered(renderable, width).splitlines()
+
+
+# ---- shared by the lesson tests ------------------------------------------------------------------------------
+
+
+def chinese_prose_problems(text: str, width: int) -> list[str]:
+    """What is wrong with the Chinese prose of ``text`` printed ``width`` cells wide (its lines with wide
+    characters, bar a rule or a step header): a line that starts with punctuation that may not start one, a line
+    wider than ``width``, no paragraph wrapped inside Chinese text, or one wrapped before its line was full."""
+    import unicodedata
+
+    from rich.cells import cell_len
+
+    from microgradnorm.i18n.text import NO_START
+
+    def ideograph(char: str) -> bool:
+        return unicodedata.category(char) == "Lo" and unicodedata.east_asian_width(char) == "W"
+
+    lines = text.splitlines()
+    prose = [k for k, line in enumerate(lines) if any(map(ideograph, line)) and not line.startswith(("─", "第"))]
+    found = [f"line {k + 1} starts with {lines[k].lstrip()[0]}" for k in prose if lines[k].lstrip()[:1] in NO_START]
+    found += [f"line {k + 1} is {cell_len(lines[k])} cells wide" for k in prose if cell_len(lines[k]) > width]
+    continued = [k for k in prose if k + 1 in prose and ideograph((lines[k + 1].lstrip() or " ")[0])]
+    if not continued:
+        found.append("no paragraph wraps inside Chinese text")
+    found += [
+        f"line {k + 1} leaves {width - cell_len(lines[k].rstrip())} cells empty before a character"
+        for k in continued
+        if cell_len(lines[k].rstrip()) < width - 2
+    ]
+    return found
+
+
+def asking_steps(lesson: Any) -> list[int]:
+    """The indices (from 0) of the steps of ``lesson`` whose demos, run with its defaults, ask a question first."""
+    from microgradnorm.lessons.runner import step_outputs
+
+    params = lesson.params()
+    return [
+        index
+        for index in range(len(lesson.steps))
+        if any(getattr(out, "prediction", None) is not None for out in step_outputs(lesson, index, params))
+    ]
+
+
+def standardize(x: np.ndarray, axis: Any, eps: float) -> np.ndarray:
+    """(x - mean) / sqrt(var + eps) along ``axis``, written out from the definition (the lesson tests' oracle)."""
+    mu = x.mean(axis=axis, keepdims=True)
+    return (x - mu) / np.sqrt(((x - mu) ** 2).mean(axis=axis, keepdims=True) + eps)
+
+
+def torch_stack_grads(weights: Any, arrangement: str) -> tuple[np.ndarray, float]:
+    """(|dL/dh| at the input of each block, |dL/dh| at the top) of lesson 11's residual stack, written out in
+    PyTorch from ``weights`` (a ``demos_residual.StackWeights``): "pre" blocks h + f(LN(h)) under a last LN,
+    "post" blocks LN(h + f(h)), f(u) = tanh(u·w1 + b1)·w2, eps 1e-5, and the loss sum(out · weights.g)."""
+    import torch
+
+    def ln(v):
+        return torch.nn.functional.layer_norm(v, (v.shape[-1],), eps=1e-5)
+
+    h, inputs = torch.tensor(weights.x, requires_grad=True), []
+    for w1, b1, w2 in zip(weights.w1, weights.b1, weights.w2):
+        h.retain_grad()
+        inputs.append(h)
+        w1, b1, w2 = (torch.tensor(a) for a in (w1, b1, w2))
+        if arrangement == "pre":
+            h = h + torch.tanh(ln(h) @ w1 + b1) @ w2
+        else:
+            h = ln(h + torch.tanh(h @ w1 + b1) @ w2)
+    h.retain_grad()
+    ((ln(h) if arrangement == "pre" else h) * torch.tensor(weights.g)).sum().backward()
+    return np.array([float(t.grad.norm()) for t in inputs]), float(h.grad.norm())
+
+
+def assert_demo_passes(name: str, params: Any, args: Any = None, widths: tuple[int, ...] = (60, 100)) -> None:
+    """The demo ``name``, run with ``params`` and ``args``, shows something at each of ``widths`` columns, within
+    them, and no failed check (✗)."""
+    from microgradnorm.lessons.demos import run_demo
+
+    out = run_demo(name, params, args)
+    for width in widths:
+        text = rendered(out.renderable, width)
+        assert text.strip(), f"{name} {args} shows nothing at {params}"
+        assert "✗" not in text, f"{name} {args} reports a failed check at {params}:\n{text}"
+        assert max(len(line) for line in text.splitlines()) <= width, f"{name} {args} at {width} columns:\n{text}"

@@ -12,20 +12,26 @@ import io
 import json
 import os
 import re
+import shutil
 import string
 from pathlib import Path
 
 import pytest
+from rich.cells import cell_len
 from rich.console import Console
 
-from microgradnorm import cli, i18n
+from microgradnorm import cli, i18n, output, viz
 from microgradnorm import tolerances as tol
+from microgradnorm.commands.lesson import find_lesson
+from microgradnorm.engine import Value
 from microgradnorm.lessons import runner as runner_mod
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.lessons.format import load_lessons, parse_lesson
+from microgradnorm.lessons.format import lessons_dir, load_lessons, parse_lesson
 from microgradnorm.lessons.pager import MIN_ROWS, OVERLAP, Window
 from microgradnorm.lessons.progress import FILE_NAME, ProgressStore
+from microgradnorm.lessons.render import key_footer
 from microgradnorm.lessons.runner import LessonRunner, action_of, run_auto
+from microgradnorm.lessons.translation import front_matter_block, localized
 from tests import helpers
 
 
@@ -38,8 +44,6 @@ def _boom(p: LessonParams) -> DemoOutput:
 @demo("t_run_graph")
 def _with_graph(p: LessonParams) -> DemoOutput:
     """A test demo with a tiny graph."""
-    from microgradnorm.engine import Value
-
     a = Value(2.0, label="a")
     b = a * a
     b.label = "b"
@@ -69,12 +73,17 @@ The third step.
 """
 
 
+def write_lesson(tmp_path, name: str, text: str):
+    """Parse ``text`` as the lesson file ``name`` in a lessons folder under ``tmp_path``."""
+    path = tmp_path / "lessons" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    return parse_lesson(path)
+
+
 @pytest.fixture
 def lesson(tmp_path):
-    path = tmp_path / "lessons" / "01-three-steps.md"
-    path.parent.mkdir()
-    path.write_text(LESSON_TEXT)
-    return parse_lesson(path)
+    return write_lesson(tmp_path, "01-three-steps.md", LESSON_TEXT)
 
 
 def make(lesson, keys, store=None, **kwargs):
@@ -83,6 +92,13 @@ def make(lesson, keys, store=None, **kwargs):
     store = store if store is not None else ProgressStore()
     r = LessonRunner(lesson, LessonParams(), console, keys, progress=store, **kwargs)
     return r, buf, store
+
+
+def run_keys(lesson, keys, **kwargs) -> tuple[str, ProgressStore]:
+    """What ``lesson`` prints with ``keys`` pressed (see :func:`make`), the run ending with exit code 0; the store."""
+    r, buf, store = make(lesson, keys, **kwargs)
+    assert r.run() == 0
+    return buf.getvalue(), store
 
 
 LANGUAGES = (i18n.ENGLISH, i18n.SIMPLIFIED_CHINESE)
@@ -102,6 +118,17 @@ def said(message: str, **fields) -> str:
 
 def step_of(step: int, total: int) -> str:
     return said("Step {step} of {total}", step=step, total=total)
+
+
+def stopped(step: int, total: int, number: int) -> str:
+    """The line q leaves, squashed (see :func:`squash`)."""
+    message = "Stopped at step {step} of {total}. Resume with: microgradnorm lesson {number}"
+    return squash(said(message, step=step, total=total, number=number))
+
+
+def resuming(step: int, total: int) -> str:
+    """The line a resumed lesson starts with, squashed."""
+    return squash(said("Resuming at step {step} of {total} (r restarts the lesson).", step=step, total=total))
 
 
 def squash(text: str) -> str:
@@ -134,69 +161,49 @@ def test_keys_map_to_actions():
 
 
 def test_next_back_and_quit_move_between_steps_and_save_the_place(lesson, lang):
-    r, buf, store = make(lesson, ["n", "\r", "b", "q"])
-    assert r.run() == 0
-    out = buf.getvalue()
+    out, store = run_keys(lesson, ["n", "\r", "b", "q"])
     assert titles_in(out) == ["Alpha step", "Beta step", "Gamma step", "Beta step"]
-    stopped = said(
-        "Stopped at step {step} of {total}. Resume with: microgradnorm lesson {number}", step=2, total=3, number=1
-    )
-    assert squash(stopped) in squash(out)
+    assert stopped(2, 3, 1) in squash(out)
     saved = store.get(lesson.slug)
     assert (saved.step, saved.steps, saved.completed) == (2, 3, False)
 
 
 def test_a_second_run_resumes_where_the_first_stopped(lesson, lang):
-    make(lesson, [" ", " ", "q"])[0].run()
-    r, buf, _ = make(lesson, ["q"])
-    r.run()
-    out = buf.getvalue()
-    assert squash(said("Resuming at step {step} of {total} (r restarts the lesson).", step=3, total=3)) in squash(out)
+    run_keys(lesson, [" ", " ", "q"])
+    out, _ = run_keys(lesson, ["q"])
+    assert resuming(3, 3) in squash(out)
     assert titles_in(out) == ["Gamma step"]
 
 
 def test_restart_back_at_the_start_and_unknown_keys(lesson, lang):
-    r, buf, _ = make(lesson, ["n", "n", "r", "b", "z", "q"])
-    r.run()
-    out = buf.getvalue()
+    out, _ = run_keys(lesson, ["n", "n", "r", "b", "z", "q"])
     assert titles_in(out) == ["Alpha step", "Beta step", "Gamma step", "Alpha step"]
     assert said("This is the first step.") in out
     assert squash(said("Keys: {keys}", keys=runner_mod.render.KEY_HELP)) in squash(out)
 
 
 def test_finishing_marks_the_lesson_done_and_the_next_run_starts_over(lesson, lang):
-    r, buf, store = make(lesson, ["n", "n", "n"])
-    assert r.run() == 0
-    assert said("Lesson complete: {title}.", title="Three steps") in buf.getvalue()
+    out, store = run_keys(lesson, ["n", "n", "n"])
+    assert said("Lesson complete: {title}.", title="Three steps") in out
     assert store.get(lesson.slug).completed
-    r2, buf2, _ = make(lesson, ["q"])
-    r2.run()
-    assert titles_in(buf2.getvalue()) == ["Alpha step"]
+    assert titles_in(run_keys(lesson, ["q"])[0]) == ["Alpha step"]
     assert store.get(lesson.slug).completed  # rereading a finished lesson keeps it finished
 
 
 def test_a_finished_lesson_left_in_the_middle_of_a_second_pass_resumes_where_it_says(lesson, lang):
-    make(lesson, ["n", "n", "n"])[0].run()  # the first pass, to the end
-    r, buf, _ = make(lesson, ["n", "q"])  # the second pass starts over and stops at step 2
-    r.run()
-    assert titles_in(buf.getvalue()) == ["Alpha step", "Beta step"]
-    stopped = said(
-        "Stopped at step {step} of {total}. Resume with: microgradnorm lesson {number}", step=2, total=3, number=1
-    )
-    assert squash(stopped) in squash(buf.getvalue())
-    r, buf, store = make(lesson, ["q"])
-    r.run()
-    assert squash(said("Resuming at step {step} of {total} (r restarts the lesson).", step=2, total=3)) in squash(
-        buf.getvalue()
-    )
-    assert titles_in(buf.getvalue()) == ["Beta step"]
+    run_keys(lesson, ["n", "n", "n"])  # the first pass, to the end
+    out, _ = run_keys(lesson, ["n", "q"])  # the second pass starts over and stops at step 2
+    assert titles_in(out) == ["Alpha step", "Beta step"]
+    assert stopped(2, 3, 1) in squash(out)
+    out, store = run_keys(lesson, ["q"])
+    assert resuming(2, 3) in squash(out)
+    assert titles_in(out) == ["Beta step"]
     assert store.get(lesson.slug).completed  # still counted as done
 
 
 def test_end_of_input_quits_and_keys_can_come_from_a_callable(lesson):
     keys = iter(["n"])
-    r, _buf, store = make(lesson, lambda: next(keys, ""))
-    assert r.run() == 0
+    _, store = run_keys(lesson, lambda: next(keys, ""))
     assert store.get(lesson.slug).step == 2
 
 
@@ -204,7 +211,7 @@ def test_demo_outputs_are_computed_once_per_step(lesson, monkeypatch):
     calls = []
     real = runner_mod.step_outputs
     monkeypatch.setattr(runner_mod, "step_outputs", lambda *a: calls.append(a[1]) or real(*a))
-    make(lesson, ["n", "b", "n", "b", "q"])[0].run()
+    run_keys(lesson, ["n", "b", "n", "b", "q"])
     assert calls == [0, 1]
 
 
@@ -215,9 +222,7 @@ def test_g_draws_the_steps_graph_with_the_injected_drawer(lesson, tmp_path):
         drawn.append((graph.label, path, options))
         return f"Graph written to {path}"
 
-    r, buf, _ = make(lesson, ["g", "n", "g", "q"], graph_dir=tmp_path / "g", draw=draw)
-    r.run()
-    out = buf.getvalue()
+    out, _ = run_keys(lesson, ["g", "n", "g", "q"], graph_dir=tmp_path / "g", draw=draw)
     assert drawn == [("b", tmp_path / "g" / "01-three-steps-step01.svg", {})]
     assert "Graph written to" in out and said("This step has no graph to draw.") in out
     # "Drawing the graph…" only where there is one to draw
@@ -231,12 +236,9 @@ def test_an_unusable_state_directory_costs_the_drawing_and_the_saved_place_but_n
     a_file = tmp_path / "home-is-a-file"
     a_file.write_text("x")
     monkeypatch.setenv("MICROGRADNORM_HOME", str(a_file))
-    buf = io.StringIO()
-    r = LessonRunner(
-        lesson, LessonParams(), Console(file=buf, width=200, no_color=True), ["g", "n", "q"], progress=None
-    )
-    assert r.run() == 0
-    out = buf.getvalue()
+    console = Console(file=io.StringIO(), width=200, no_color=True)
+    assert LessonRunner(lesson, LessonParams(), console, ["g", "n", "q"], progress=None).run() == 0
+    out = console.file.getvalue()
     assert said("Could not draw the graph: {error}", error="MICROGRADNORM_HOME: expected a directory") in out
     assert "Step 2 of" in out  # the lesson went on after the failed drawing
     assert "Your place was not saved" in out and "Resume with" not in out
@@ -255,49 +257,36 @@ def test_the_step_of_lesson_1_that_promises_a_drawing_of_a_times_a_has_one():
     assert a.grad == 2 * a.data  # the grads of +=: d(a·a)/da = 2a
 
 
-def test_g_renders_a_real_svg_with_viz(lesson, tmp_path):
-    pytest.importorskip("graphviz")
-    from microgradnorm import viz
-
-    if not viz.has_dot():
-        pytest.skip("the Graphviz dot program is not installed")
-    r, buf, _ = make(lesson, ["g", "q"], graph_dir=tmp_path / "graphs")
-    r.run()
+def test_g_renders_a_real_svg_with_viz(lesson, tmp_path, needs_dot):
+    out, _ = run_keys(lesson, ["g", "q"], graph_dir=tmp_path / "graphs")
     svg = tmp_path / "graphs" / "01-three-steps-step01.svg"
     assert svg.is_file() and "<svg" in svg.read_text()
-    assert str(svg) in " ".join(buf.getvalue().split()).replace(" ", "") or "Graph written to" in buf.getvalue()
+    assert str(svg) in squash(out) or "Graph written to" in out
 
 
 def test_g_without_graphviz_writes_the_dot_source_and_says_how_to_install(lesson, tmp_path, monkeypatch):
-    from microgradnorm import output, viz
-
     def no_dot(*args, **kwargs):
         raise viz.GraphvizNotFoundError("the Graphviz 'dot' program was not found; install Graphviz")
 
     monkeypatch.setattr(output, "render", no_dot)
-    r, buf, _ = make(lesson, ["g", "q"], graph_dir=tmp_path / "graphs")
-    r.run()
+    out, _ = run_keys(lesson, ["g", "q"], graph_dir=tmp_path / "graphs")
     dot = tmp_path / "graphs" / "01-three-steps-step01.dot"
     assert dot.is_file() and "digraph" in dot.read_text()
-    flat = " ".join(buf.getvalue().split())
-    assert "DOT source" in flat and "install Graphviz" in flat
+    assert "DOT source" in flat(out) and "install Graphviz" in flat(out)
 
 
 def test_a_drawer_that_fails_is_reported_and_the_lesson_goes_on(lesson):
     def broken(graph, path, **options):
         raise OSError("disk full")
 
-    r, buf, _ = make(lesson, ["g", "n", "q"], draw=broken)
-    r.run()
-    out = buf.getvalue()
+    out, _ = run_keys(lesson, ["g", "n", "q"], draw=broken)
     assert said("Could not draw the graph: {error}", error="disk full") in out
     assert titles_in(out) == ["Alpha step", "Beta step"]
 
 
 def test_a_failing_demo_is_shown_in_place_and_auto_exits_1(tmp_path):
-    path = tmp_path / "05-broken.md"
-    path.write_text("---\ntitle: B\nsummary: S\n---\n## One\n\n```demo\nt_run_boom\n```\n")
-    lesson = parse_lesson(path)
+    text = "---\ntitle: B\nsummary: S\n---\n## One\n\n```demo\nt_run_boom\n```\n"
+    lesson = write_lesson(tmp_path, "05-broken.md", text)
     buf = io.StringIO()
     assert run_auto(lesson, LessonParams(), Console(file=buf, width=60, no_color=True)) == 1
     out = buf.getvalue()
@@ -329,14 +318,6 @@ TALL_TEXT = (
     + "\n\n## Short step\n\nThe end.\n"
 )
 CLEAR = "\x1b[2J\x1b[H"
-
-
-def write_lesson(tmp_path, name: str, text: str):
-    """Parse ``text`` as the lesson file ``name`` in a lessons folder under ``tmp_path``."""
-    path = tmp_path / "lessons" / name
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(text)
-    return parse_lesson(path)
 
 
 @pytest.fixture
@@ -432,10 +413,7 @@ def test_once_seen_to_its_end_a_step_moves_on_from_anywhere_and_the_other_keys_s
     assert rows_shown(frames[seen_end + 3])[0] == 1
     assert said("This step has no graph to draw.") in "\n".join(frames[seen_end + 4])
     assert squash(said("Keys: {keys}", keys=runner_mod.render.KEY_HELP)) in squash("\n".join(frames[-1]))
-    stopped = said(
-        "Stopped at step {step} of {total}. Resume with: microgradnorm lesson {number}", step=1, total=2, number=2
-    )
-    assert squash(stopped) in squash(out)
+    assert stopped(1, 2, 2) in squash(out)
 
 
 def test_a_tiny_terminal_still_shows_some_of_the_step(tall, lang):
@@ -457,10 +435,6 @@ def test_the_frame_leaves_the_last_line_of_the_terminal_free(tall, lang):
 
 
 def test_every_keys_line_fits_the_narrowest_terminal(lang):
-    from rich.cells import cell_len
-
-    from microgradnorm.lessons.render import key_footer
-
     for footer in (key_footer(13, 14), key_footer(13, 14, remaining=123), key_footer(13, 14, choices=9)):
         assert cell_len(footer.plain) <= 60, footer.plain  # cells: a Chinese character takes two
 
@@ -548,10 +522,7 @@ def test_other_keys_keep_their_meaning_at_a_question(ask, tmp_path, lang):
     assert squash(said("Answer the question first; then g draws the graph.")) in shown[2]
     assert squash(said("Keys: {keys}", keys=runner_mod.render.KEY_HELP)) in shown[3]
     assert all(squash("the numbers: 42") not in f for f in shown)
-    stopped = said(
-        "Stopped at step {step} of {total}. Resume with: microgradnorm lesson {number}", step=1, total=2, number=3
-    )
-    assert squash(stopped) in squash(out)
+    assert stopped(1, 2, 3) in squash(out)
 
 
 def test_enter_at_a_question_shows_the_answer_without_a_guess_then_moves_on(ask, lang):
@@ -567,9 +538,8 @@ def test_space_at_a_waiting_question_only_scrolls_and_never_shows_the_answer(ask
     """Issue 27, item 5: Enter shows the answer without a guess; Space and PgDn do not."""
     frames, out = run_in_terminal(ask, [key, key, "q"])
     assert squash("the numbers: 42") not in squash(out) and "bravo scored" not in out
-    assert squash(said("Space only scrolls: answer with 1 to {n}, or press Enter to see the answer.", n=3)) in squash(
-        "\n".join(frames[1])
-    )
+    scrolls = said("Space only scrolls: answer with 1 to {n}, or press Enter to see the answer.", n=3)
+    assert squash(scrolls) in squash("\n".join(frames[1]))
 
 
 def test_the_closing_frame_keeps_the_last_steps_title_and_fits_the_screen(tmp_path, lang):
@@ -609,9 +579,7 @@ def test_going_back_to_an_answered_step_shows_it_answered(ask, lang):
 
 
 def test_a_digit_on_a_step_without_a_question_shows_the_keys(lesson, lang):
-    r, buf, _ = make(lesson, ["3", "q"])
-    r.run()
-    assert squash(said("Keys: {keys}", keys=runner_mod.render.KEY_HELP)) in squash(buf.getvalue())
+    assert squash(said("Keys: {keys}", keys=runner_mod.render.KEY_HELP)) in squash(run_keys(lesson, ["3", "q"])[0])
 
 
 def test_a_question_below_the_screen_is_answered_once_scrolled_to(tmp_path, lang):
@@ -620,9 +588,8 @@ def test_a_question_below_the_screen_is_answered_once_scrolled_to(tmp_path, lang
     frames, _ = run_in_terminal(long_ask, ["2", *["DOWN"] * 40, "2", "q"])
     shown = [squash("\n".join(f)) for f in frames]
     assert squash(said("The question is further down: space scrolls to it.")) in shown[1]
-    asked = next(
-        k for k, f in enumerate(shown) if squash(said("answer with 1 to {n} · Enter: just show it · q quit", n=3)) in f
-    )
+    keys = squash(said("answer with 1 to {n} · Enter: just show it · q quit", n=3))
+    asked = next(k for k, f in enumerate(shown) if keys in f)
     assert answered("bravo") in shown[asked + 1]
     # the question stays at the top of the window
     assert squash(said("Predict: {question}", question=QUESTION)) in shown[asked + 1]
@@ -680,24 +647,20 @@ def test_progress_rejects_a_step_out_of_range_and_reset_forgets():
     assert set(store.load()) == {"02-b"}
 
 
-def _write_progress(state_home, data) -> None:
+def _write_progress(state_home, lessons: dict, **version) -> None:
+    """A progress file holding ``lessons`` (and ``version=...`` if given; without it, a version 1 file)."""
     state_home.mkdir(parents=True, exist_ok=True)
-    (state_home / FILE_NAME).write_text(json.dumps(data))
+    (state_home / FILE_NAME).write_text(json.dumps({**version, "lessons": lessons}))
 
 
 def test_version_1_progress_under_old_lesson_names_is_kept_under_the_slug(state_home):
     # lessons were renumbered: 02-layernorm-forward became 03-layernorm-forward, 10-why-normalize 02-why-normalize
-    _write_progress(
-        state_home,
-        {
-            "version": 1,
-            "lessons": {
-                "02-layernorm-forward": {"step": 4, "steps": 9, "completed": False, "updated": "2025-01-01T10:00:00"},
-                "10-why-normalize": {"step": 5, "steps": 5, "completed": True, "updated": "2025-01-01T09:00:00"},
-                "03-layernorm-backward": {"step": 7, "steps": 11, "completed": True, "updated": "2025-01-01T08:00:00"},
-            },
-        },
-    )
+    lessons = {
+        "02-layernorm-forward": {"step": 4, "steps": 9, "completed": False, "updated": "2025-01-01T10:00:00"},
+        "10-why-normalize": {"step": 5, "steps": 5, "completed": True, "updated": "2025-01-01T09:00:00"},
+        "03-layernorm-backward": {"step": 7, "steps": 11, "completed": True, "updated": "2025-01-01T08:00:00"},
+    }
+    _write_progress(state_home, lessons, version=1)
     entries = ProgressStore().load()
     assert set(entries) == {"layernorm-forward", "why-normalize", "layernorm-backward"}
     assert (entries["layernorm-forward"].step, entries["layernorm-forward"].completed) == (4, False)
@@ -708,10 +671,7 @@ def test_version_1_progress_under_old_lesson_names_is_kept_under_the_slug(state_
 
 
 def test_a_saved_step_past_the_end_of_a_shortened_lesson_is_clamped(state_home):
-    _write_progress(
-        state_home,
-        {"version": 1, "lessons": {"03-layernorm-backward": {"step": 10, "steps": 12, "completed": False}}},
-    )
+    _write_progress(state_home, {"03-layernorm-backward": {"step": 10, "steps": 12, "completed": False}}, version=1)
     entry = ProgressStore(steps={"layernorm-backward": 6}).get("layernorm-backward")
     assert (entry.step, entry.steps) == (6, 6)
     entry = ProgressStore(steps={"layernorm-backward": 12}).get("layernorm-backward")
@@ -719,22 +679,18 @@ def test_a_saved_step_past_the_end_of_a_shortened_lesson_is_clamped(state_home):
 
 
 def test_two_old_names_of_one_lesson_keep_the_later_place_and_stay_finished(state_home):
-    _write_progress(
-        state_home,
-        {
-            "lessons": {  # no version: a version 1 file
-                "02-layernorm-forward": {"step": 9, "steps": 9, "completed": True, "updated": "2025-01-01T08:00:00"},
-                "03-layernorm-forward": {"step": 3, "steps": 9, "completed": False, "updated": "2025-02-01T08:00:00"},
-            }
-        },
-    )
+    lessons = {
+        "02-layernorm-forward": {"step": 9, "steps": 9, "completed": True, "updated": "2025-01-01T08:00:00"},
+        "03-layernorm-forward": {"step": 3, "steps": 9, "completed": False, "updated": "2025-02-01T08:00:00"},
+    }
+    _write_progress(state_home, lessons)  # no version: a version 1 file
     entry = ProgressStore().get("layernorm-forward")
     assert (entry.step, entry.completed) == (3, True)
 
 
 def test_migrated_progress_is_written_as_version_2_at_the_next_save_atomically(state_home, monkeypatch):
     old = {"version": 1, "lessons": {"02-layernorm-forward": {"step": 4, "steps": 9, "completed": False}}}
-    _write_progress(state_home, old)
+    _write_progress(state_home, old["lessons"], version=1)
     store = ProgressStore()
     store.load()
     assert json.loads((state_home / FILE_NAME).read_text()) == old  # reading never writes
@@ -751,15 +707,13 @@ def test_migrated_progress_is_written_as_version_2_at_the_next_save_atomically(s
 
 
 def test_a_lesson_resumes_from_progress_saved_under_its_old_name(lesson, state_home):
-    _write_progress(state_home, {"version": 1, "lessons": {"07-three-steps": {"step": 2, "steps": 3}}})
-    r, buf, _ = make(lesson, ["q"])
-    r.run()
-    assert "Resuming at step 2 of 3" in buf.getvalue()
+    _write_progress(state_home, {"07-three-steps": {"step": 2, "steps": 3}}, version=1)
+    assert "Resuming at step 2 of 3" in run_keys(lesson, ["q"])[0]
 
 
 @pytest.mark.parametrize("version", [3, "2", True, None])
 def test_a_progress_file_of_an_unknown_version_is_set_aside(state_home, version):
-    _write_progress(state_home, {"version": version, "lessons": {}})
+    _write_progress(state_home, {}, version=version)
     store = ProgressStore()
     assert store.load() == {}
     assert "version: expected 1 or 2" in store.warnings[0] and "set aside" in store.warnings[0]
@@ -900,8 +854,6 @@ def test_progress_corruption_is_reported_by_the_command(capsys, state_home):
     [("1", 1), ("01", 1), ("value", 1), ("01-val", 1), ("value-and-chain-rule", 1), ("08-batchnorm.md", 8), ("rms", 9)],
 )
 def test_a_lesson_is_found_by_number_name_or_the_unique_start_of_a_name(query, number):
-    from microgradnorm.commands.lesson import find_lesson
-
     assert find_lesson(load_lessons(), query).number == number
 
 
@@ -911,10 +863,8 @@ def test_a_state_home_that_is_a_file_is_named_and_the_lessons_still_run(capsys, 
     code, out, err = run_cli(capsys)
     flat = " ".join(out.split())
     assert code == 0 and err == ""
-    assert (
-        f"Progress is not saved: MICROGRADNORM_HOME: expected a directory for progress files, got {str(state_home)!r}"
-        in flat
-    )
+    said_home = f"MICROGRADNORM_HOME: expected a directory for progress files, got {str(state_home)!r}"
+    assert f"Progress is not saved: {said_home}" in flat
     assert "A Value, the chain rule" in flat
     code, out, _ = run_cli(capsys, "1", "--step", "1")
     assert code == 0 and "Step 1 of" in out
@@ -974,9 +924,7 @@ def sample(tmp_path, monkeypatch):
 
 def test_the_runner_speaks_chinese(lesson):
     with i18n.use_language(ZH):
-        r, buf, _ = make(lesson, ["z", "b", "n", "q"])
-        r.run()
-    out = buf.getvalue()
+        out, _ = run_keys(lesson, ["z", "b", "n", "q"])
     assert "第 1 步，共 3 步 · Alpha step" in out and "第 2 步，共 3 步 · Beta step" in out
     assert "1/3 · Enter 下一步 · b 上一步 · r 从头 · g 画图 · q 退出" in out
     assert squash("按键：Enter、n 或空格：下一步（这一步下面还有内容时先滚动）") in squash(out)
@@ -995,31 +943,26 @@ def test_a_question_and_its_verdict_in_chinese(ask):
 
 
 def test_a_note_is_shown_once_and_a_step_note_on_every_frame_of_its_step(lesson):
-    r, buf, _ = make(lesson, ["n", "b", "n", "q"], note="LESSON NOTE", step_notes={1: "STEP TWO NOTE"})
-    r.run()
-    lines = buf.getvalue().splitlines()
+    out, _ = run_keys(lesson, ["n", "b", "n", "q"], note="LESSON NOTE", step_notes={1: "STEP TWO NOTE"})
+    lines = out.splitlines()
     headers = [k for k, line in enumerate(lines) if line.startswith("Step ")]
     assert [lines[k].split(" · ")[0] for k in headers] == ["Step 1 of 3", "Step 2 of 3", "Step 1 of 3", "Step 2 of 3"]
     # a frame: its notes, the lesson's rule, the step's header
     above = [lines[k - 2] for k in headers]
     assert above == ["LESSON NOTE", "STEP TWO NOTE", lines[headers[2] - 2], "STEP TWO NOTE"]
-    assert "NOTE" not in lines[headers[2] - 2] and buf.getvalue().count("LESSON NOTE") == 1
+    assert "NOTE" not in lines[headers[2] - 2] and out.count("LESSON NOTE") == 1
 
 
 @pytest.mark.parametrize(("first", "then"), [("en", ZH), (ZH, "en")])
 def test_progress_is_shared_across_languages(sample, first, then):
-    from microgradnorm.lessons.translation import localized
-
     english = parse_lesson(sample[0])
     with i18n.use_language(first):
-        make(localized(english, first).lesson, ["n", "q"])[0].run()
+        run_keys(localized(english, first).lesson, ["n", "q"])
     with i18n.use_language(then):
         shown = localized(english, then).lesson
-        r, buf, store = make(shown, ["q"])
-        r.run()
-        assert titles_in(buf.getvalue()) == [shown.steps[1].title.replace("`", "")]
-        resumed = said("Resuming at step {step} of {total} (r restarts the lesson).", step=2, total=2)
-        assert squash(resumed) in squash(buf.getvalue())
+        out, store = run_keys(shown, ["q"])
+        assert titles_in(out) == [shown.steps[1].title.replace("`", "")]
+        assert resuming(2, 2) in squash(out)
     assert set(store.load()) == {english.slug} and store.get(english.slug).step == 2
     assert {english.steps[1].title, localized(english, ZH).lesson.steps[1].title} == {"The chain rule", "链式法则"}
 
@@ -1037,8 +980,6 @@ def test_the_lesson_list_in_chinese(capsys):
 
 
 def test_the_lesson_list_shows_translated_titles(capsys, sample):
-    from microgradnorm.lessons.translation import localized
-
     lesson = parse_lesson(sample[0])
     english, chinese = lesson.title, localized(lesson, ZH).lesson.title
     _code, out, _ = run_cli(capsys, "--lang", "zh-CN")
@@ -1096,8 +1037,6 @@ def test_an_untranslated_lesson_says_so_and_runs_in_english_with_chinese_control
 
 def test_a_step_whose_english_changed_is_shown_in_english_until_its_translation_catches_up(capsys, sample):
     """End to end through the command: the drift check's fallback, shown with a note, and gone once fixed."""
-    from microgradnorm.lessons.translation import front_matter_block
-
     english, translation = sample
     note = "这一步的英文原文在翻译之后改过，译文更新之前先显示英文。"
     out = _auto(capsys, "1")
@@ -1140,10 +1079,6 @@ def test_a_translation_that_does_not_match_its_english_leaves_the_lesson_english
 def test_a_page_whose_translation_is_behind_or_missing_is_shown_in_english_with_a_note(
     capsys, tmp_path, monkeypatch, change, note
 ):
-    import shutil
-
-    from microgradnorm.lessons.format import lessons_dir
-
     folder = tmp_path / "lessons"
     shutil.copytree(lessons_dir(), folder, ignore=shutil.ignore_patterns("assets"))
     monkeypatch.setenv("MICROGRADNORM_LESSONS", str(folder))
@@ -1158,28 +1093,15 @@ def test_a_page_whose_translation_is_behind_or_missing_is_shown_in_english_with_
     assert out.lstrip().startswith("术语表")  # the other page is untouched
 
 
-def _ideograph(char: str) -> bool:
-    import unicodedata
-
-    return unicodedata.category(char) == "Lo" and unicodedata.east_asian_width(char) == "W"
-
-
 @pytest.mark.parametrize("width", [60, 100])
 def test_auto_in_chinese_fills_lines_between_characters_and_keeps_punctuation_off_their_starts(
     capsys, sample, monkeypatch, width
 ):
-    from rich.cells import cell_len
-
-    from microgradnorm.i18n.text import NO_START
-
     monkeypatch.setenv("COLUMNS", str(width))
-    lines = _auto(capsys, "1").splitlines()
+    out = _auto(capsys, "1")
+    lines = out.splitlines()
     rules = [line for line in lines if " 01 · " in line and line.startswith("─") and line.endswith("─")]
     assert len(rules) == 2 and all(cell_len(line) == width for line in rules)
     assert all(cell_len(line) <= width for line in lines)
-    prose = [k for k, line in enumerate(lines) if any(map(_ideograph, line)) and not line.startswith(("─", "第"))]
-    assert prose and not [lines[k] for k in prose if lines[k].lstrip()[:1] in NO_START]
     # wrapped between characters: a line that a Chinese character continues is full, up to one character
-    continued = [k for k in prose if k + 1 in prose and _ideograph(lines[k + 1].lstrip()[:1] or " ")]
-    assert continued, "the sample's paragraphs should wrap at least once inside Chinese text"
-    assert all(cell_len(lines[k]) >= width - 2 for k in continued), [lines[k] for k in continued]
+    assert helpers.chinese_prose_problems(out, width) == []

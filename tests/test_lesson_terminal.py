@@ -11,15 +11,17 @@ import shutil
 import subprocess
 import sys
 import time
-import unicodedata
 import uuid
 
 import pytest
 from rich.cells import cell_len
 
 from microgradnorm.i18n import _
-from microgradnorm.i18n.text import NO_START
-from tests.helpers import rendered, said_in, sample_lessons
+from microgradnorm.lessons import render
+from microgradnorm.lessons.demos import DemoOutput
+from microgradnorm.lessons.format import load_lessons
+from microgradnorm.lessons.runner import step_outputs
+from tests.helpers import chinese_prose_problems, rendered, said_in, sample_lessons
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -53,15 +55,19 @@ class Tmux:
         if keys:
             self.tmux("send-keys", "-t", self.session, *keys)
 
-    def wait_for(self, text: str) -> str:
+    def wait_until(self, done, what: str) -> str:
+        """The screen, once ``done(screen)`` holds; an AssertionError saying ``what`` did not happen after TIMEOUT."""
         deadline = time.monotonic() + TIMEOUT
         screen = ""
         while time.monotonic() < deadline:
             screen = self.screen()
-            if text in screen:
+            if done(screen):
                 return screen
             time.sleep(0.1)
-        raise AssertionError(f"{text!r} did not appear on the screen within {TIMEOUT} s; the screen was:\n{screen}")
+        raise AssertionError(f"{what} within {TIMEOUT} s; the screen was:\n{screen}")
+
+    def wait_for(self, text: str) -> str:
+        return self.wait_until(lambda screen: text in screen, f"{text!r} did not appear on the screen")
 
     def dead(self) -> bool:
         return self.tmux("display-message", "-p", "-t", self.session, "#{pane_dead}").strip() == "1"
@@ -94,10 +100,6 @@ def _answers(number: int, step: int) -> list[str]:
     Pressing it again on an answered step only shows the keys, so sending it before every move
     forward keeps these tests true whichever steps the lesson's authors make ask first.
     """
-    from microgradnorm.lessons.demos import DemoOutput
-    from microgradnorm.lessons.format import load_lessons
-    from microgradnorm.lessons.runner import step_outputs
-
     lesson = next(x for x in load_lessons() if x.number == number)
     outputs = step_outputs(lesson, step - 1, lesson.params())
     return ["1"] if any(isinstance(o, DemoOutput) and o.prediction is not None for o in outputs) else []
@@ -106,8 +108,6 @@ def _answers(number: int, step: int) -> list[str]:
 def test_lesson_1_in_a_real_terminal_next_back_graph_quit_and_resume(term, tmp_path):
     term.start("lesson", "1", "--graph-dir", str(tmp_path / "graphs"))
     screen = term.wait_for("Step 1 of")
-    from microgradnorm.lessons.format import load_lessons
-
     assert load_lessons()[0].steps[0].title in screen
 
     term.keys(*_answers(1, 1))
@@ -125,10 +125,7 @@ def test_lesson_1_in_a_real_terminal_next_back_graph_quit_and_resume(term, tmp_p
     assert (tmp_path / "graphs").is_dir()
     term.keys("q")
     screen = term.wait_for("Stopped at step 2")
-    deadline = time.monotonic() + TIMEOUT
-    while not term.dead() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert term.dead(), "the lesson did not exit after q"
+    term.wait_until(lambda _screen: term.dead(), "the lesson did not exit after q")
 
     saved = json.loads((tmp_path / "state" / "lessons.json").read_text())
     assert saved["lessons"]["value-and-chain-rule"]["step"] == 2
@@ -144,16 +141,11 @@ def test_lesson_1_in_a_real_terminal_next_back_graph_quit_and_resume(term, tmp_p
 
 
 def test_the_lesson_list_in_a_real_terminal_shows_progress(term, tmp_path):
-    from microgradnorm.lessons.format import load_lessons
-
     steps = len(next(lesson for lesson in load_lessons() if lesson.number == 4).steps)
     state = tmp_path / "state"
     state.mkdir()
-    (state / "lessons.json").write_text(
-        json.dumps(
-            {"version": 1, "lessons": {"04-layernorm-backward": {"step": 4, "steps": steps, "completed": False}}}
-        )
-    )
+    saved = {"04-layernorm-backward": {"step": 4, "steps": steps, "completed": False}}
+    (state / "lessons.json").write_text(json.dumps({"version": 1, "lessons": saved}))
     term.start("lesson")
     term.wait_for("Start one with")
     screen = term.screen(history=True)
@@ -179,10 +171,6 @@ SMALL = (80, 24)  # a common terminal size, smaller than most steps
 
 def _tall_step() -> tuple[int, int]:
     """(lesson number, step) of the first real step taller than an 80×24 screen."""
-
-    from microgradnorm.lessons import render
-    from microgradnorm.lessons.format import load_lessons
-    from microgradnorm.lessons.runner import step_outputs
 
     for lesson in load_lessons():
         params = lesson.params()
@@ -227,14 +215,9 @@ def test_a_step_taller_than_80x24_is_paged_with_its_title_kept_on_screen(term):
 
 
 def _wait_change(term, before: str) -> str:
-    deadline = time.monotonic() + TIMEOUT
-    while time.monotonic() < deadline:
-        screen = term.screen()
-        if screen != before:
-            time.sleep(0.1)  # let the frame finish drawing
-            return term.screen()
-        time.sleep(0.05)
-    raise AssertionError(f"the screen did not change within {TIMEOUT} s:\n{before}")
+    term.wait_until(lambda screen: screen != before, "the screen did not change")
+    time.sleep(0.1)  # let the frame finish drawing
+    return term.screen()
 
 
 PREDICT_SCRIPT = """
@@ -324,15 +307,12 @@ def test_the_lesson_redraws_when_the_terminal_is_resized_without_a_key(term):
     screen = term.wait_for("Step 1 of")
     assert max(cell_len(line) for line in screen.splitlines()) <= 60
     term.tmux("resize-window", "-t", term.session, "-x", "100", "-y", "30")
-    deadline = time.monotonic() + TIMEOUT
-    while time.monotonic() < deadline:
-        screen = term.screen()
+
+    def redrawn(screen: str) -> bool:
         rules = [line for line in screen.splitlines() if line.startswith("─") and "01 · " in line]
-        if rules and cell_len(rules[0].rstrip()) > 90:
-            break
-        time.sleep(0.1)
-    else:
-        raise AssertionError(f"the frame was not redrawn at 100 columns:\n{screen}")
+        return bool(rules) and cell_len(rules[0].rstrip()) > 90
+
+    screen = term.wait_until(redrawn, "the frame was not redrawn at 100 columns")
     assert screen.count("Step 1 of") == 1  # drawn again, not added below the old frame
     term.keys("q")
     term.wait_for("Stopped at step 1")
@@ -340,8 +320,6 @@ def test_the_lesson_redraws_when_the_terminal_is_resized_without_a_key(term):
 
 def test_the_end_of_a_lesson_in_80x24_keeps_the_last_steps_title_on_screen(term):
     """Issue 27, item 24: the completion lines replace the keys line instead of scrolling the title away."""
-    from microgradnorm.lessons.format import load_lessons
-
     number = 12
     total = len(next(x for x in load_lessons() if x.number == number).steps)
     term.size = SMALL
@@ -366,27 +344,6 @@ def test_the_end_of_a_lesson_in_80x24_keeps_the_last_steps_title_on_screen(term)
 # ---- in Chinese: LANG=zh_CN.UTF-8 at 60 columns ------------------------------------------------------------
 
 
-def _ideograph(char: str) -> bool:
-    return unicodedata.category(char) == "Lo" and unicodedata.east_asian_width(char) == "W"
-
-
-def _prose_problems(screen: str) -> list[str]:
-    """What is wrong with the Chinese prose on ``screen`` (the lines with characters, bar the frame's)."""
-    lines = screen.splitlines()
-    prose = [k for k, line in enumerate(lines) if any(map(_ideograph, line)) and not line.startswith(("─", "第"))]
-    found = [f"line {k + 1} starts with {lines[k].lstrip()[0]}" for k in prose if lines[k].lstrip()[:1] in NO_START]
-    found += [f"line {k + 1} is {cell_len(lines[k])} cells wide" for k in prose if cell_len(lines[k]) > WIDTH]
-    continued = [k for k in prose if k + 1 in prose and _ideograph((lines[k + 1].lstrip() or " ")[0])]
-    if not continued:
-        found.append("no paragraph wraps inside Chinese text")
-    found += [
-        f"line {k + 1} leaves {WIDTH - cell_len(lines[k].rstrip())} cells empty before a character"
-        for k in continued
-        if cell_len(lines[k].rstrip()) < WIDTH - 2
-    ]
-    return found
-
-
 def test_a_lesson_in_chinese_in_a_real_terminal_at_60_columns(term, tmp_path):
     folder = tmp_path / "lessons"
     sample_lessons(folder)
@@ -396,12 +353,12 @@ def test_a_lesson_in_chinese_in_a_real_terminal_at_60_columns(term, tmp_path):
     screen = term.wait_for("第 1 步，共 2 步 · 一个小小的计算图")
     rule = next(line for line in screen.splitlines() if " 01 · 链式法则" in line)
     assert cell_len(rule) == WIDTH and rule.startswith("─") and rule.endswith("─")
-    assert _prose_problems(screen) == []
+    assert chinese_prose_problems(screen, WIDTH) == []
     assert "1/2 · Enter 下一步 · b 上一步 · r 从头 · g 画图 · q 退出" in screen
 
     term.keys("1", "n")  # "1" answers a question if the step asks one, and only shows the keys if not
     screen = term.wait_for("第 2 步，共 2 步 · 链式法则")
-    assert _prose_problems(screen) == []
+    assert chinese_prose_problems(screen, WIDTH) == []
     term.keys("q")
     screen = term.wait_for("停在第 2 步（共 2 步）")
     assert "停在第 2 步（共 2 步）。继续学习：microgradnorm lesson 1" in screen

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from rich.cells import cell_len
 from rich.console import Console
+from rich.syntax import Syntax
 
 from microgradnorm import i18n
 from microgradnorm.i18n.text import NO_START
@@ -22,7 +23,7 @@ from microgradnorm.lessons.demos import DEMOS, DemoOutput, load_demos
 from microgradnorm.lessons.format import LESSON_FILE, lessons_dir, parse_lesson
 from microgradnorm.lessons.runner import step_outputs
 from microgradnorm.lessons.translation import TRANSLATED, localized, localized_page
-from tests.helpers import rendered
+from tests.helpers import asking_steps, rendered
 
 LESSON_FILES = sorted(p for p in lessons_dir().iterdir() if LESSON_FILE.match(p.name))
 WIDTHS = (60, 100)
@@ -51,6 +52,15 @@ def _plain(text: str) -> str:
     return " ".join(text.split())
 
 
+def _printed(renderable, width: int) -> tuple[str, str]:
+    """(the text, what was written with its escape codes) of ``renderable`` on a truecolor terminal ``width``
+    columns wide with NO_COLOR: the text is what a reader sees, the escape codes must set no colour."""
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=True, color_system="truecolor", no_color=True, record=True)
+    console.print(renderable)
+    return console.export_text(), buf.getvalue()
+
+
 def test_the_lessons_folder_has_the_core_lessons():
     numbers = {int(p.name[:2]) for p in LESSON_FILES}
     assert {1, 2, 3, 4} <= numbers
@@ -60,7 +70,6 @@ def test_the_lessons_folder_has_the_core_lessons():
 @pytest.mark.parametrize("path", LESSON_FILES, ids=lambda p: p.stem)
 def test_every_step_renders_at_60_and_100_columns_without_colour(path, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
-    monkeypatch.delenv("MICROGRADNORM_DEBUG", raising=False)
     lesson = parse_lesson(path)
     assert lesson.steps, f"{path.name} has no steps"
     params = lesson.params()
@@ -72,17 +81,12 @@ def test_every_step_renders_at_60_and_100_columns_without_colour(path, monkeypat
         )
         assert len(outputs) == len(step.demos)
         for width in WIDTHS:
-            buf = io.StringIO()
-            console = Console(
-                file=buf, width=width, force_terminal=True, color_system="truecolor", no_color=True, record=True
-            )
-            console.print(render.render_step(lesson, index, outputs, params))
-            text = console.export_text()
+            text, ansi = _printed(render.render_step(lesson, index, outputs, params), width)
             flat = _plain(text)
             where = f"{path.name} step {index + 1} at {width} columns"
             assert _plain(render.inline(step.title).plain) in flat, where
             assert f"Step {index + 1} of {len(lesson.steps)}" in flat, where
-            assert not _colour_codes(buf.getvalue()), f"{where}: colour codes despite NO_COLOR"
+            assert not _colour_codes(ansi), f"{where}: colour codes despite NO_COLOR"
             assert max(len(line) for line in text.splitlines()) <= width, where
             for out, call in zip(outputs, step.demos):
                 assert isinstance(out, DemoOutput)
@@ -94,20 +98,17 @@ def _rendered(lesson, index, outputs, params, width: int) -> str:
     return rendered(render.render_step(lesson, index, outputs, params), width)
 
 
+def syntax_blocks(renderable) -> list[Syntax]:
+    """Every rich Syntax block inside a demo's ``renderable``: the package code it shows (lessons/source.py)."""
+    if isinstance(renderable, Syntax):
+        return [renderable]
+    return [block for child in getattr(renderable, "renderables", ()) for block in syntax_blocks(child)]
+
+
 def _code_lines(outputs, width: int) -> int:
     """How many of a step's lines are package code it shows (rich Syntax blocks), at most MAX_CODE_LINES."""
-    from rich.syntax import Syntax
-
-    found: list[int] = []
-
-    def walk(renderable) -> None:
-        if isinstance(renderable, Syntax):
-            found.append(len(rendered(renderable, width).splitlines()))
-        for child in getattr(renderable, "renderables", ()):
-            walk(child)
-
-    for out in outputs:
-        walk(getattr(out, "renderable", out))
+    blocks = [block for out in outputs for block in syntax_blocks(getattr(out, "renderable", out))]
+    found = [len(rendered(block, width).splitlines()) for block in blocks]
     assert all(n <= MAX_CODE_LINES for n in found), f"code shown in {found} lines, more than {MAX_CODE_LINES}"
     return sum(found)
 
@@ -116,7 +117,6 @@ def _code_lines(outputs, width: int) -> int:
 @pytest.mark.parametrize("path", LESSON_FILES, ids=lambda p: p.stem)
 def test_every_step_fits_one_screen_at_60_and_100_columns(path, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
-    monkeypatch.delenv("MICROGRADNORM_DEBUG", raising=False)
     lesson = parse_lesson(path)
     params = lesson.params()
     too_long = []
@@ -144,7 +144,6 @@ TRANSLATIONS = [*sorted(p for p in (lessons_dir() / ZH).glob("*.md") if LESSON_F
 @pytest.mark.parametrize("path", TRANSLATIONS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_every_translated_step_fits_one_screen_at_60_and_100_columns(path, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
-    monkeypatch.delenv("MICROGRADNORM_DEBUG", raising=False)
     shown = localized(parse_lesson(path.parent.parent / path.name), ZH)
     assert shown.status == TRANSLATED and not shown.english_steps, f"{path} is not in step with its English"
     lesson, params = shown.lesson, shown.lesson.params()
@@ -176,17 +175,9 @@ def _wide(line: str) -> bool:
 
 @pytest.mark.usefixtures("shared_demos")
 @pytest.mark.parametrize("path", LESSON_FILES, ids=lambda p: p.stem)
-def test_every_lesson_asks_before_it_tells(path, monkeypatch):
+def test_every_lesson_asks_before_it_tells(path):
     """At least one step of every lesson has a demo with a Prediction (lessons/FORMAT.md, "Ask before telling")."""
-    monkeypatch.delenv("MICROGRADNORM_DEBUG", raising=False)
-    lesson = parse_lesson(path)
-    params = lesson.params()
-    asking = [
-        index + 1
-        for index in range(len(lesson.steps))
-        if any(isinstance(o, DemoOutput) and o.prediction is not None for o in step_outputs(lesson, index, params))
-    ]
-    assert asking, f"{path.name}: no step asks the learner to predict before it shows the numbers"
+    assert asking_steps(parse_lesson(path)), f"{path.name}: no step asks the learner to predict before it shows"
 
 
 def _demo_text(lesson, params) -> str:
@@ -204,9 +195,8 @@ CHANGED = {"dim": lambda p: p.dim + 1, "seed": lambda p: p.seed + 3, "eps": lamb
 
 @pytest.mark.usefixtures("shared_demos")
 @pytest.mark.parametrize("path", LESSON_FILES, ids=[p.stem for p in LESSON_FILES])
-def test_every_option_a_lesson_takes_changes_what_it_shows(path, monkeypatch):
+def test_every_option_a_lesson_takes_changes_what_it_shows(path):
     """The options in a lesson's defaults are the ones the CLI accepts and its header offers: each must matter."""
-    monkeypatch.delenv("MICROGRADNORM_DEBUG", raising=False)
     lesson = parse_lesson(path)
     params = lesson.params()
     base = _demo_text(lesson, params)
@@ -285,19 +275,6 @@ def test_the_glossary_names_the_symbols_and_the_terms():
         assert word in text, word
 
 
-@pytest.mark.parametrize("page", [REFERENCES, GLOSSARY], ids=lambda p: p.stem)
-@pytest.mark.parametrize("width", [40, 60, 100, 200])
-def test_the_pages_render_at_any_width_without_colour(page, width):
-    buf = io.StringIO()
-    console = Console(file=buf, width=width, force_terminal=True, color_system="truecolor", no_color=True, record=True)
-    console.print(render.document(page.read_text(encoding="utf-8")))
-    text = console.export_text()
-    assert max(cell_len(line) for line in text.splitlines()) <= width  # cells: x̂ is two characters, one cell
-    assert not _colour_codes(buf.getvalue())
-    assert page.stem.title() in text.splitlines()[0]  # the page's title comes first
-    assert "#" not in text and "**" not in text  # Markdown shown as formatting, not as marks
-
-
 # ---- the references and the glossary in Chinese ----------------------------------------------------------
 
 
@@ -331,18 +308,20 @@ def test_the_chinese_glossary_names_every_symbol_and_term_and_keeps_the_english_
     assert re.findall(r"^\| `([^`]+)`", text, re.M) == english_rows  # the same quantities, in the same order
 
 
+PAGE_TITLES = {"REFERENCES.md": ("References", "参考文献"), "GLOSSARY.md": ("Glossary", "术语表")}
+
+
+@pytest.mark.parametrize("chinese", [False, True], ids=["en", "zh-CN"])
 @pytest.mark.parametrize("name", ["REFERENCES.md", "GLOSSARY.md"])
 @pytest.mark.parametrize("width", [40, 60, 100, 200])
-def test_the_chinese_pages_render_at_any_width_without_colour_or_ellipsis(name, width):
-    buf = io.StringIO()
-    console = Console(file=buf, width=width, force_terminal=True, color_system="truecolor", no_color=True, record=True)
-    console.print(render.document(_chinese_page(name)))
-    text = console.export_text()
+def test_the_pages_render_at_any_width_without_colour_or_ellipsis(chinese, name, width):
+    page = _chinese_page(name) if chinese else (lessons_dir() / name).read_text(encoding="utf-8")
+    text, ansi = _printed(render.document(page), width)
     lines = text.splitlines()
-    assert max(cell_len(line) for line in lines) <= width
-    assert not _colour_codes(buf.getvalue())
-    assert lines[0].strip() == {"REFERENCES.md": "参考文献", "GLOSSARY.md": "术语表"}[name]
-    assert "#" not in text and "**" not in text and "<!--" not in text
+    assert max(cell_len(line) for line in lines) <= width  # cells: x̂ is two characters, one cell
+    assert not _colour_codes(ansi)
+    assert lines[0].strip() == PAGE_TITLES[name][chinese]  # the page's title comes first
+    assert "#" not in text and "**" not in text and "<!--" not in text  # Markdown shown as formatting, not as marks
     if width >= 60:  # at 40 a table cell of the glossary may have to cut a long formula
         assert "…" not in text.replace("……", "")
     assert not [line for line in lines if line.lstrip()[:1] in NO_START and _wide(line)]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -19,16 +20,18 @@ from microgradnorm import tolerances as tol
 from microgradnorm.engine import Value, topological_order
 from microgradnorm.i18n import _
 from microgradnorm.lessons import demo_layernorm as ln
+from microgradnorm.lessons import demos_backward as back
 from microgradnorm.lessons import demos_chain_rule as chain
 from microgradnorm.lessons import demos_forms as forms
 from microgradnorm.lessons import demos_ln_forward as forward
-from microgradnorm.lessons.demo_tools import num
-from microgradnorm.lessons.demos import DEMOS, LessonParams, load_demos, run_demo
+from microgradnorm.lessons import demos_why as why
+from microgradnorm.lessons.demo_tools import num, rng_for
+from microgradnorm.lessons.demos import LessonParams, load_demos, run_demo
 from microgradnorm.lessons.format import load_lessons
-from microgradnorm.norms import batch_norm, rms_norm
+from microgradnorm.norms import batch_norm, layer_norm, rms_norm
 from microgradnorm.trace import trace_backward
 from tests import tolerances as test_tol
-from tests.helpers import marked
+from tests.helpers import assert_demo_passes, flat, marked, numeric_grad, torch_results
 from tests.helpers import rendered as _text
 
 
@@ -108,18 +111,14 @@ def test_chain_rule_paths_sum_to_the_finite_difference(example):
 
 
 def test_x_gradient_of_the_lesson_matches_pytorch():
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     p = LessonParams(dim=5, seed=4)
     built = ln.build_ln(p)
     ln.backprop(built)
-    x = torch.tensor(built.x, dtype=torch.float64, requires_grad=True)
-    w = torch.tensor(built.gamma, dtype=torch.float64, requires_grad=True)
-    b = torch.tensor(built.beta, dtype=torch.float64, requires_grad=True)
-    y = torch.nn.functional.layer_norm(x, (p.dim,), w, b, p.eps)
-    (y * torch.tensor(built.dy, dtype=torch.float64)).sum().backward()
-    for name, t in (("x", x), ("gamma", w), ("beta", b)):
+    _y, *theirs = torch_results("layernorm", built.x, built.gamma, built.beta, built.dy, p.eps)
+    for name, grad in zip(("x", "gamma", "beta"), theirs):
         ours = np.array([v.grad for v in built.graph[name]])
-        assert tol.close(ours, t.grad.numpy(), test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL), name
+        assert tol.close(ours, grad, test_tol.TORCH_F64_RTOL, test_tol.TORCH_F64_ATOL), name
 
 
 # ---- names and coverage of the step-throughs ------------------------------------------------------
@@ -184,24 +183,18 @@ PARAMS = [
 CORE_DEMO_MODULES = {m.__name__ for m in (chain, forward, forms)} | {"microgradnorm.lessons.demos_backward"}
 
 
+# the demos that take a part of their work as an argument, with the parts the sweep runs
+CALLS = {
+    "ln_forward_steps": [{"stages": ("input", "mean", "center")}, {"stages": ("affine",)}],
+    "ln_backward_steps": [{"stages": ("loss",)}, {"stages": ("center", "mean")}],
+    "projection_form": [{"part": 1}, {"part": 2}],
+}
+
+
 def _check_every_core_demo(p: LessonParams) -> None:
-    load_demos()
-    for name, spec in sorted(DEMOS.items()):
-        if spec.module not in CORE_DEMO_MODULES:
-            continue
-        calls = [{}]
-        if name == "ln_forward_steps":
-            calls = [{"stages": ("input", "mean", "center")}, {"stages": ("affine",)}]
-        if name == "ln_backward_steps":
-            calls = [{"stages": ("loss",)}, {"stages": ("center", "mean")}]
-        if name == "projection_form":
-            calls = [{"part": 1}, {"part": 2}]
-        for args in calls:
-            out = run_demo(name, p, args)
-            for width in (60, 100):
-                text = _text(out.renderable, width)
-                assert text.strip(), name
-                assert "✗" not in text, f"{name} {args} reports a failed check at {p}:\n{text}"
+    for name, spec in sorted(load_demos().items()):
+        for args in CALLS.get(name, [{}]) if spec.module in CORE_DEMO_MODULES else []:
+            assert_demo_passes(name, p, args)
 
 
 @pytest.mark.parametrize("p", PARAMS, ids=lambda p: f"d{p.dim}-s{p.seed}-e{p.eps:g}")
@@ -250,8 +243,6 @@ def test_the_lesson_problem_never_has_a_constant_row(monkeypatch):
 @pytest.mark.parametrize("name", ["jacobian_heatmap", "scale_invariance"])
 def test_jacobian_demos_handle_a_jacobian_that_is_exactly_zero(name):
     """d = 2 at eps = 0: y = ±1 whatever x is, so J = 0 (seed 5 gives exact zeros); no error, no warning."""
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         out = run_demo(name, LessonParams(dim=2, eps=0.0, seed=5))
@@ -281,20 +272,13 @@ def _ln_dx_oracle(x, gamma, dy, eps):
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_linear_layer_below_gets_its_weight_gradient_from_dx(seed):
-    from microgradnorm.lessons import demos_backward as back
-
     p = LessonParams(dim=4, seed=seed)
     r = back.linear_then_ln(p)
     _, gamma, beta, dy = ln.ln_problem(p)
     w, u = r["w"], r["u"]
-    h = 1e-6
-    for i in range(w.shape[0]):
-        for j in range(w.shape[1]):
-            up, down = w.copy(), w.copy()
-            up[i, j] += h
-            down[i, j] -= h
-            fd = (_ln_loss(up @ u, gamma, beta, dy, p.eps) - _ln_loss(down @ u, gamma, beta, dy, p.eps)) / (2 * h)
-            assert math.isclose(r["w_grad"][i, j], fd, rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
+    fd = numeric_grad(lambda v: _ln_loss(v @ u, gamma, beta, dy, p.eps), w)
+    for ours, theirs in zip(r["w_grad"].flat, fd.flat):
+        assert math.isclose(ours, theirs, rel_tol=tol.FD_RTOL, abs_tol=tol.FD_ATOL)
     assert tol.close(r["dx"], _ln_dx_oracle(w @ u, gamma, dy, p.eps), tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
     text = _text(run_demo("ln_param_vs_input", p).renderable)
     assert "✓ W.grad[i,j] = dx_i · u_j" in " ".join(text.split())
@@ -341,8 +325,6 @@ def test_the_doubling_question_is_answered_by_the_numbers(seed, eps):
 
 
 def test_the_doubling_answer_follows_the_ratio_it_is_given():
-    from microgradnorm.lessons import demos_backward as back
-
     one = {"gamma": np.array([1.0, -2.0]), "x": np.array([1.0, 1.0])}
     for factor_seen, expected in ((2.0, 0), (1.993, 0), (1.0, 1), (0.5, 2), (1.5, 3)):
         scaled = {"gamma": factor_seen * one["gamma"], "x": one["x"]}
@@ -356,9 +338,7 @@ def test_the_doubling_answer_follows_the_ratio_it_is_given():
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("dim", [3, 4, 7])
 def test_the_slip_shrinks_the_variance_path_by_n_minus_1_over_n_and_misses_the_gradient(seed, dim):
-    torch = pytest.importorskip("torch")
-    from microgradnorm.lessons import demos_backward as back
-
+    pytest.importorskip("torch")
     p = LessonParams(dim=dim, seed=seed)
     x, gamma, beta, dy = ln.ln_problem(p)
     n = dim
@@ -369,10 +349,7 @@ def test_the_slip_shrinks_the_variance_path_by_n_minus_1_over_n_and_misses_the_g
     true_path = dvar * 2 * xshift / n
     slipped = back.slipped_variance_path(np.array([dvar]), xshift, n)
     assert tol.close(slipped, (n - 1) / n * true_path, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
-    xt = torch.tensor(x, requires_grad=True)
-    y = torch.nn.functional.layer_norm(xt, (n,), torch.tensor(gamma), torch.tensor(beta), p.eps)
-    (y * torch.tensor(dy)).sum().backward()
-    right = xt.grad.numpy()
+    right = torch_results("layernorm", x, gamma, beta, dy, p.eps)[1]
     wrong = right - true_path + slipped
     assert tol.normwise_error(wrong, right)[1] > 1e-3  # the slip is a real error, not rounding
     text = " ".join(_text(run_demo("ln_dvar_dmean_slip", p).renderable).split())
@@ -443,8 +420,6 @@ def test_the_constant_row_divides_0_by_0_at_every_dim(dim):
         assert torch.isnan(y).all()  # the oracle: 0/0
         prediction = run_demo("ln_eps", p).prediction
         assert prediction.choices[prediction.answer] == "no number at all: 0/0"
-    from microgradnorm.norms import layer_norm
-
     if dim == 10:  # the case that needed the fix: the engine's own mean of [0.61] * 10 is not 0.61
         mean = layer_norm([0.61] * 10, None, None, 1e-5).graph["mean"][0].data
         assert mean != 0.61 and forward._exact_constant(0.61, 10) != 0.61
@@ -508,20 +483,13 @@ WHY_PARAMS = [
 
 @pytest.mark.parametrize("p", WHY_PARAMS, ids=lambda p: f"s{p.seed}-e{p.eps:g}")
 def test_every_why_demo_passes_its_own_checks(p):
-    load_demos()
-    names = [n for n, spec in DEMOS.items() if spec.module.endswith("demos_why")]
+    names = [n for n, spec in load_demos().items() if spec.module.endswith("demos_why")]
     assert {"standardize_both_ways", "units_and_weights", "depth_norms", "init_scale"} <= set(names)
     for name in names:
-        out = run_demo(name, p)
-        for width in (60, 100):
-            text = _text(out.renderable, width)
-            assert "✗" not in text, f"{name} at {p}:\n{text}"
-            assert max(len(line) for line in text.splitlines()) <= width, name
+        assert_demo_passes(name, p, {})
 
 
 def test_the_standardized_check_can_fail():
-    from microgradnorm.lessons import demos_why as why
-
     x = np.array([[1.0, 2.0, 4.0], [3.0, 1.0, 0.0]])
     assert not why._is_standardized(x, x, 0, 0.0)
     per_column = (x - x.mean(axis=0)) / x.std(axis=0)  # the oracle's own standardization
@@ -530,8 +498,6 @@ def test_the_standardized_check_can_fail():
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_raw_weights_carry_the_units_and_standardized_weights_the_importance(seed):
-    from microgradnorm.lessons import demos_why as why
-
     prob = why.units_problem(seed)
     n = len(prob.targets)
 
@@ -554,9 +520,6 @@ def test_raw_weights_carry_the_units_and_standardized_weights_the_importance(see
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("eps", [0.0, 1e-5])
 def test_depth_norms_follow_the_matrix_product(seed, eps):
-    from microgradnorm.lessons import demos_why as why
-    from microgradnorm.lessons.demo_tools import rng_for
-
     width, depth = 16, 12
     run = why.depth_run(seed, eps, width, depth)
     rng = rng_for(seed, 34)  # the same draws, multiplied out by the oracle
@@ -578,9 +541,6 @@ def test_depth_norms_follow_the_matrix_product(seed, eps):
 
 @pytest.mark.parametrize("seed", (0, 1, 2))
 def test_with_an_eps_as_large_as_the_variance_the_depth_step_says_why_h_shrinks_again(seed):
-    from microgradnorm.lessons import demos_why as why
-    from microgradnorm.lessons.demo_tools import rng_for
-
     eps, width, depth = 1.0, 64, 32
     rng = rng_for(seed, 34)  # the demo's draws, multiplied out by the oracle
     x = rng.normal(size=width)
@@ -599,8 +559,6 @@ def test_with_an_eps_as_large_as_the_variance_the_depth_step_says_why_h_shrinks_
 
 
 def test_a_descent_run_that_stops_says_where():
-    from microgradnorm.lessons import demos_why as why
-
     prob = why.linear_problem(0)
     x, t = prob.normalized, prob.targets
     lr = 1.0 / np.linalg.eigvalsh(x.T @ x / len(t))[-1]
@@ -618,16 +576,12 @@ def test_a_descent_run_that_stops_says_where():
 
 
 def test_the_depth_answer_follows_the_norms_it_is_given():
-    from microgradnorm.lessons import demos_why as why
-
     grows = why.DepthRun({2.0: [1.0, 2.0**8]}, {2.0: [1.0, 2.0**8]}, {}, {}, 4)
     assert why._depth_prediction(grows).answer == 0
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_init_scale_compounds_plain_and_not_after_a_standardization(seed):
-    from microgradnorm.lessons import demos_why as why
-
     layers = 6
     plain1, norm1, _ = why.init_scale_run(seed, 5, layers, 1.0)
     for c in (0.1, 3.0):
@@ -713,8 +667,6 @@ def test_the_seed_reference_check_can_fail():
 
 def test_the_mean_stage_is_a_sum_a_constant_and_a_product():
     """Lesson 3: 'the mean stage has three nodes', the constant 1/n a leaf of its own."""
-    from microgradnorm.norms import layer_norm
-
     graph = layer_norm([0.5, 1.5, -2.0, 3.0]).graph
     nodes = [v for v in topological_order(graph.roots()) if v.stage == "mean"]
     assert len(nodes) == 3
@@ -855,15 +807,13 @@ def test_at_d2_eps0_the_doubling_answer_says_dx_is_0_instead_of_a_factor(seed):
     p = LessonParams(dim=2, seed=seed, eps=0.0)
     x, gamma, _, dy = ln.ln_problem(p)
     assert np.max(np.abs(_ln_dx_oracle(x, gamma, dy, 0.0))) <= 1e-12  # the oracle: ±1 outputs, no gradient
-    why = run_demo("ln_double_x", p).prediction.why
-    assert "dx is 0 here" in why and "—" not in why and "multiplied by about" not in why.split("dx is 0")[1]
+    said = run_demo("ln_double_x", p).prediction.why
+    assert "dx is 0 here" in said and "—" not in said and "multiplied by about" not in said.split("dx is 0")[1]
 
 
 @pytest.mark.parametrize("eps", [0.0, 0.1])
 def test_the_rerun_hint_of_the_projection_facts_is_printed_only_at_eps_0(eps):
     # review-a2 F-L6a: the "rerun with an eps > 0" parenthesis was printed whatever eps was
-    text = " ".join(
-        _text(run_demo("projection_form", LessonParams(dim=4, seed=0, eps=eps), {"part": 1}).renderable).split()
-    )
+    text = flat(run_demo("projection_form", LessonParams(dim=4, seed=0, eps=eps), {"part": 1}).renderable)
     assert ("rerun with one, e.g. --eps 0.1" in text) == (eps == 0.0)
     assert ("exactly −(shrink/n)·xhat xhatᵀ" in text) == (eps > 0.0)

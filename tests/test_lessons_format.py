@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+from io import StringIO
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from microgradnorm.i18n import _
-from microgradnorm.lessons.demos import DEMOS, DemoOutput, LessonParams, demo, load_demos, run_demo
+from microgradnorm.lessons import render
+from microgradnorm.lessons.demos import DEMOS, DemoOutput, LessonParams, Prediction, demo, load_demos, run_demo
 from microgradnorm.lessons.format import (
     DemoCall,
     LessonFormatError,
@@ -193,13 +196,6 @@ def test_the_real_lessons_load_without_errors():
 
 
 def test_a_prediction_is_asked_before_its_numbers_and_answered_from_them():
-    from io import StringIO
-
-    from rich.console import Console
-
-    from microgradnorm.lessons import render
-    from microgradnorm.lessons.demos import DemoOutput, Prediction
-
     guess = Prediction("Which is larger?", ("a", "b"), answer=1, why="b is 2, a is 1.")
     console = Console(file=StringIO(), width=60, color_system=None)
     console.print(render._demo_renderable(DemoOutput("TABLE", prediction=guess)))

@@ -11,25 +11,31 @@ that no whole-array line of the NumPy path is left out of the lesson's list.
 
 from __future__ import annotations
 
+import ast
+import inspect
 import math
 import os
 import re
+import shlex
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from microgradnorm import cli, formulas
+from microgradnorm import cli, formulas, fused, textbook
 from microgradnorm import tolerances as tol
 from microgradnorm import vectorized as V
 from microgradnorm.lessons import demos_kernel as K
 from microgradnorm.lessons.demo_tools import autograd_dx
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, load_demos, run_demo
 from microgradnorm.lessons.format import LESSON_FILE, lessons_dir, load_lessons, parse_lesson
+from microgradnorm.lessons.source import source_of
 from microgradnorm.numfmt import fmt
-from tests.helpers import rendered
+from microgradnorm.vectorized import numpy_path
+from tests.helpers import assert_demo_passes, flat, rendered
 
 LESSON = lessons_dir() / "13-graph-to-kernel.md"
 APPENDIX = lessons_dir() / "14-fused-kernel-line-by-line.md"
@@ -40,8 +46,11 @@ def render(renderable, width: int = 200) -> str:
     return rendered(renderable, width)
 
 
-def assert_close(a, b, rtol: float, atol: float) -> None:
-    assert tol.close(a, b, rtol, atol), f"max |a - b| = {tol.normwise_error(a, b)[0]:.3g}"
+def assert_closed_form(a, b) -> None:
+    """``a`` is ``b`` (a closed form) to CLOSED_FORM_RTOL and CLOSED_FORM_ATOL."""
+    assert tol.close(a, b, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL), (
+        f"max |a - b| = {tol.normwise_error(a, b)[0]:.3g}"
+    )
 
 
 # ---- step 1: nodes, timing, agreement ----------------------------------------------------------
@@ -57,16 +66,8 @@ def test_one_row_at_dim_3_has_34_nodes_counted_by_hand():
     #   divide: rstd = std ** -1, xhat_i = xshift_i * rstd 4
     #   affine: gamma (3), γ·xhat (3), beta (3), y (3) 12
     # total 34 = 8 d + 10.
-    graph = K.row_graph(LessonParams(dim=3))
-    assert K.node_counts(graph) == {
-        "input": 3,
-        "mean": 3,
-        "center": 3,
-        "var": 6,
-        "sqrt": 3,
-        "divide": 4,
-        "affine": 12,
-    }
+    by_stage = {"input": 3, "mean": 3, "center": 3, "var": 6, "sqrt": 3, "divide": 4, "affine": 12}
+    assert K.node_counts(K.row_graph(LessonParams(dim=3))) == by_stage
     text = render(run_demo("kernel_node_count", LessonParams(dim=3)).renderable)
     assert "34 nodes" in text and f"{fmt(34 / 3, 3)} per number" in text
 
@@ -96,17 +97,12 @@ def test_vectorized_gradients_equal_the_closed_form_and_the_graph(p):
     _, cache = V.layer_norm_forward(x, gamma, beta, p.eps, backend="numpy")
     dx, dgamma, dbeta = V.layer_norm_backward(dy, cache)
     m = formulas.moments(x, (-1,), p.eps)
-    assert_close(
-        dx,
-        formulas.dx_simplified(formulas.dxhat(dy, gamma), m.xhat, m.rstd, (-1,)),
-        tol.CLOSED_FORM_RTOL,
-        tol.CLOSED_FORM_ATOL,
-    )
-    assert_close(dgamma, (dy * m.xhat).sum(axis=(0, 1)), tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
-    assert_close(dbeta, dy.sum(axis=(0, 1)), tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+    assert_closed_form(dx, formulas.dx_simplified(formulas.dxhat(dy, gamma), m.xhat, m.rstd, (-1,)))
+    assert_closed_form(dgamma, (dy * m.xhat).sum(axis=(0, 1)))
+    assert_closed_form(dbeta, dy.sum(axis=(0, 1)))
     # the graph agrees with the same closed form, so the demo's "agree" is right
     grads, _ = autograd_dx("layernorm", x.reshape(-1, p.dim), gamma, beta, p.eps, dy.reshape(-1, p.dim))
-    assert_close(grads["x"].reshape(x.shape), dx, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL)
+    assert tol.close(grads["x"].reshape(x.shape), dx, tol.VECTORIZED_F64_RTOL, tol.VECTORIZED_F64_ATOL)
     agreement = K.gradient_agreement(p)
     assert set(agreement) == {"dx", "dgamma", "dbeta"}
     assert all(ok for _, _, ok in agreement.values())
@@ -197,28 +193,29 @@ def test_the_bytes_demo_at_the_lesson_size_shows_12_mb_and_the_ratio():
 # ---- step 4: the kernel's source ---------------------------------------------------------------------
 
 
-def _file_lines(name: str) -> tuple[list[str], int]:
-    """fused.py as plain text, and the index of ``def name(`` in it (no inspect involved)."""
+def _file_lines(name: str) -> tuple[list[str], int, int, range]:
+    """fused.py as plain text (no inspect involved), the index of ``def name(`` in it, the index just past the
+    function, and the indices of its docstring."""
     lines = (Path(K.__file__).resolve().parents[1] / "fused.py").read_text(encoding="utf-8").splitlines()
     (k,) = [i for i, line in enumerate(lines) if line.startswith(f"def {name}(")]
-    return lines, k
+    end = next(i for i in range(k + 1, len(lines)) if lines[i] and not lines[i].startswith((" ", "\t")))
+    doc_start = next(i for i in range(k + 1, end) if lines[i].strip().startswith('"""'))  # after the signature
+    doc_end = next(i for i in range(doc_start, end) if lines[i].rstrip().endswith('"""'))
+    return lines, k, end, range(doc_start, doc_end + 1)
 
 
 @pytest.mark.parametrize("kernel", ["layer_norm_forward_rows", "layer_norm_backward_rows"])
 @pytest.mark.parametrize("docstring", [False, True])
 def test_the_shown_source_is_the_kernels_source_with_its_line_numbers(kernel, docstring):
-    lines, k = _file_lines(kernel)
+    lines, k, end, doc = _file_lines(kernel)
     assert lines[k - 1].startswith("@njit")
-    end = next(i for i in range(k + 1, len(lines)) if lines[i] and not lines[i].startswith((" ", "\t")))
     body = lines[k - 1 : end]
     while not body[-1].strip():
         body.pop()
-    doc_start = next(i for i in range(k + 1, end) if lines[i].strip().startswith('"""'))  # after the signature
-    doc_end = next(i for i in range(doc_start, end) if lines[i].rstrip().endswith('"""'))
     text = render(run_demo("kernel_source", LessonParams(), {"kernel": kernel, "docstring": docstring}).renderable)
     shown = [re.sub(r"\s+$", "", line) for line in text.splitlines()]
     for i, line in enumerate(body, start=k - 1):
-        in_doc = doc_start <= i <= doc_end
+        in_doc = i in doc
         pattern = rf"\s*{i + 1}" + (f" {re.escape(line)}" if line.strip() else "")  # blank lines: the number
         present = any(re.fullmatch(pattern, s) for s in shown)
         assert present == (docstring or not in_doc), f"line {i + 1}: {line!r}"
@@ -249,8 +246,6 @@ class Counting:
 
 
 def _py(name: str):
-    from microgradnorm import fused
-
     fn = getattr(fused, name)
     return getattr(fn, "py_func", fn)
 
@@ -268,8 +263,7 @@ def test_the_forward_kernel_walks_each_row_three_times_and_writes_y_once():
     assert (y.writes == 1).all() and (y.reads == 0).all()  # written once, never read back
     assert not xhat.writes.any()  # recompute mode: no xhat array at all
     mu = x.a.mean(axis=1, keepdims=True)
-    expected = (x.a - mu) / np.sqrt(((x.a - mu) ** 2).mean(axis=1, keepdims=True) + 1e-5) * gamma + beta
-    assert_close(y.a, expected, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+    assert_closed_form(y.a, (x.a - mu) / np.sqrt(((x.a - mu) ** 2).mean(axis=1, keepdims=True) + 1e-5) * gamma + beta)
 
 
 def test_the_backward_kernel_reads_x_instead_of_xhat_and_writes_dx_once():
@@ -282,21 +276,11 @@ def test_the_backward_kernel_reads_x_instead_of_xhat_and_writes_dx_once():
     dgamma_part, dbeta_part = np.zeros((1, d)), np.zeros((1, d))
     _py("layer_norm_backward_rows")(dy, src, m.mean[:, 0], m.rstd[:, 0], gamma, dx, dgamma_part, dbeta_part, False)
     assert (src.reads == 2).all() and (dx.writes == 1).all() and (dx.reads == 0).all()
-    assert_close(
-        dx.a, formulas.dx_simplified(dy_a * gamma, m.xhat, m.rstd, (-1,)), tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL
-    )
-    assert_close(dgamma_part[0], (dy_a * m.xhat).sum(axis=0), tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
+    assert_closed_form(dx.a, formulas.dx_simplified(dy_a * gamma, m.xhat, m.rstd, (-1,)))
+    assert_closed_form(dgamma_part[0], (dy_a * m.xhat).sum(axis=0))
 
 
 # ---- steps 5 and 6: passes over memory ----------------------------------------------------------------
-
-
-def test_every_counted_line_is_in_the_current_source():
-    for groups in K.PASSES.values():
-        for group in groups:
-            for trip in group.trips:
-                line, code = K.locate(trip)
-                assert trip.find in code and line > 0
 
 
 # Lines of the NumPy path that touch a whole array (an einsum, a blocked sum, or a "# R,D" shape comment)
@@ -311,22 +295,12 @@ NOT_COUNTED = {
 
 @pytest.mark.parametrize("function", ["_ln_forward_numpy", "_affine_rows", "_ln_backward_numpy", "_recompute_xhat"])
 def test_no_whole_array_line_of_the_numpy_path_is_left_out(function):
-    import inspect
-
-    source = inspect.getsource(K._resolve(f"microgradnorm.vectorized.numpy_path:{function}")).splitlines()
-    whole = {
-        line.split("  #")[0].strip()
-        for line in source
-        if any(marker in line for marker in ("einsum(", "_sum_in_blocks(", "# R,D"))
-    }
-    counted = {
-        K.locate(t)[1]
-        for groups in K.PASSES.values()
-        for g in groups
-        for t in g.trips
-        if t.where == f"microgradnorm.vectorized.numpy_path:{function}"
-    }
-    assert whole - NOT_COUNTED == counted
+    where = f"microgradnorm.vectorized.numpy_path:{function}"
+    markers = ("einsum(", "_sum_in_blocks(", "# R,D")
+    source = inspect.getsource(K._resolve(where)).splitlines()
+    whole = {line.split("  #")[0].strip() for line in source if any(marker in line for marker in markers)}
+    trips = [t for groups in K.PASSES.values() for g in groups for t in g.trips if t.where == where]
+    assert whole - NOT_COUNTED == {K.locate(t)[1] for t in trips}
 
 
 def test_pass_totals_match_the_counts_derived_by_hand():
@@ -347,8 +321,6 @@ def test_pass_totals_match_the_counts_derived_by_hand():
 
 
 def test_every_full_array_write_of_the_kernels_is_counted():
-    import inspect
-
     for name, direction in (("layer_norm_forward_rows", "forward"), ("layer_norm_backward_rows", "backward")):
         source = inspect.getsource(_py(name)).splitlines()
         writes = {line.strip() for line in source if re.match(r"\s*(y|xhat|dx)\[i, j\] =", line)}
@@ -357,9 +329,7 @@ def test_every_full_array_write_of_the_kernels_is_counted():
 
 
 def test_the_pass_demo_shows_the_totals_and_the_bytes():
-    text = " ".join(
-        render(run_demo("kernel_memory_passes", LessonParams(), {"direction": "forward"}).renderable).split()
-    )
+    text = flat(run_demo("kernel_memory_passes", LessonParams(), {"direction": "forward"}).renderable, 200)
     # 11 passes of a 12 MiB array = 132 MiB; the kernel: 2 passes = 24 MiB (recompute), 3 = 36 MiB (xhat kept)
     assert "xhat kept 11 (132.0 MiB) 3 (36.0 MiB)" in text
     assert "recompute 11 (132.0 MiB) 2 (24.0 MiB)" in text
@@ -368,12 +338,11 @@ def test_the_pass_demo_shows_the_totals_and_the_bytes():
 
 
 @pytest.mark.parametrize("direction", ["forward", "backward"])
-def test_every_listed_line_fits_its_cell_and_still_parses_as_the_same_python(direction):
-    import ast
-
+def test_every_listed_line_is_in_the_current_source_fits_its_cell_and_still_parses_as_the_same_python(direction):
     for group in K.PASSES[direction]:
         for trip in group.trips:
-            code = K.locate(trip)[1]
+            line, code = K.locate(trip)
+            assert trip.find in code and line > 0
             pieces = K.code_lines(code)
             assert all(len(piece) <= K.CODE_CELL for piece in pieces), pieces
             if len(pieces) > 1:  # broken only inside brackets or after a backslash: the same statement
@@ -388,10 +357,6 @@ def test_a_line_with_no_break_that_fits_stays_whole():
 
 @pytest.mark.parametrize("direction", ["forward", "backward"])
 def test_the_caption_names_the_uncounted_line_by_its_live_number(direction):
-    import inspect
-
-    from microgradnorm.vectorized import numpy_path
-
     trip = K.SOMETIMES[direction]
     line = K.locate(trip)[0]
     source = inspect.getsource(numpy_path).splitlines()
@@ -406,8 +371,6 @@ def test_the_caption_names_the_uncounted_line_by_its_live_number(direction):
 
 @pytest.mark.parametrize("path", [LESSON, APPENDIX], ids=["lesson13", "lesson14"])
 def test_no_demo_runs_a_fused_kernel(path, monkeypatch):
-    from microgradnorm import fused
-
     def refuse(*args, **kwargs):
         raise AssertionError("a lesson-13 or -14 demo ran a fused kernel")
 
@@ -428,12 +391,9 @@ def test_no_demo_runs_a_fused_kernel(path, monkeypatch):
 )
 def test_every_demo_renders_at_other_parameters_in_60_columns(p):
     assert MY_DEMOS
+    smaller = {"kernel_engine_vs_numpy": {"repeats": 1, "hidden": (4,)}, "kernel_cache_bytes": {"shape": (2, 3, 8)}}
     for name in MY_DEMOS:
-        args = {"repeats": 1, "hidden": (4,)} if name == "kernel_engine_vs_numpy" else {}
-        if name == "kernel_cache_bytes":
-            args = {"shape": (2, 3, 8)}
-        text = render(run_demo(name, p, args).renderable, 60)
-        assert text.strip() and max(len(line) for line in text.splitlines()) <= 60
+        assert_demo_passes(name, p, smaller.get(name, {}), widths=(60,))
 
 
 def test_the_timing_table_keeps_every_header_whole_at_60_columns_for_a_large_batch():
@@ -456,22 +416,15 @@ def test_the_lesson_list_has_every_lesson_file_and_lesson_13(capsys):
     files = [p for p in lessons_dir().iterdir() if LESSON_FILE.match(p.name)]
     assert len(load_lessons()) == len(files)
     listed = re.findall(r"^\s*(\d+)\s{2,}\S", out, flags=re.M)
-    assert sorted(int(n) for n in listed) == sorted(int(p.name[:2]) for p in files)
-    titles = {x.number: " ".join(x.title.split()) for x in load_lessons()}
-    assert {13, 14} <= {int(n) for n in listed} and titles[13] in out and titles[14] in " ".join(out.split())
+    assert sorted(int(n) for n in listed) == sorted(int(p.name[:2]) for p in files)  # 13 and 14 among them
 
 
 @pytest.mark.parametrize(("number", "path"), [("13", LESSON), ("14", APPENDIX)], ids=["lesson13", "lesson14"])
 def test_lessons_13_and_14_auto_from_the_command_line(tmp_path, number, path):
     env = dict(os.environ, NO_COLOR="1", COLUMNS="60", MICROGRADNORM_HOME=str(tmp_path / "home"))
     env.pop("MICROGRADNORM_DEBUG", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "microgradnorm", "lesson", number, "--auto"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    argv = [sys.executable, "-m", "microgradnorm", "lesson", number, "--auto"]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     steps = len(parse_lesson(path).steps)
     assert f"Step {steps} of {steps}" in done.stdout
@@ -481,15 +434,9 @@ def test_lessons_13_and_14_auto_from_the_command_line(tmp_path, number, path):
 @pytest.mark.parametrize("path", [LESSON, lessons_dir() / "zh-CN" / LESSON.name], ids=["en", "zh"])
 def test_the_graph_command_lesson_13_prints_runs_as_printed(path, tmp_path, monkeypatch, capsys):
     """Each `microgradnorm graph ...` line of the lesson's command blocks, run through the real CLI as printed."""
-    import shlex
-
     blocks = re.findall(r"```bash\n(.*?)```", path.read_text(encoding="utf-8"), re.S)
-    commands = [
-        shlex.split(line.split("  #")[0])[1:]
-        for block in blocks
-        for line in block.splitlines()
-        if line.startswith("microgradnorm graph ")
-    ]
+    lines = [line for block in blocks for line in block.splitlines() if line.startswith("microgradnorm graph ")]
+    commands = [shlex.split(line.split("  #")[0])[1:] for line in lines]
     assert commands, f"{path.name}: no `microgradnorm graph` command left to check"
     monkeypatch.chdir(tmp_path)
     for argv in commands:
@@ -504,14 +451,9 @@ def test_the_graph_command_lesson_13_prints_runs_as_printed(path, tmp_path, monk
 
 def test_the_core_lesson_shows_no_kernel_listing_and_points_to_the_appendix():
     lesson = parse_lesson(LESSON)
-    names = [call.name for step in lesson.steps for call in step.demos]
-    assert "kernel_source" not in names
-    assert all(
-        call.args.get("show") == "totals"
-        for step in lesson.steps
-        for call in step.demos
-        if call.name == "kernel_memory_passes"
-    )
+    calls = [call for step in lesson.steps for call in step.demos]
+    assert "kernel_source" not in [call.name for call in calls]
+    assert all(call.args.get("show") == "totals" for call in calls if call.name == "kernel_memory_passes")
     assert "lesson 14" in LESSON.read_text(encoding="utf-8")
     appendix = parse_lesson(APPENDIX)
     assert appendix.title.startswith("Optional:") and appendix.options == ()
@@ -519,11 +461,8 @@ def test_the_core_lesson_shows_no_kernel_listing_and_points_to_the_appendix():
 
 @pytest.mark.parametrize("kernel", ["layer_norm_forward_rows", "layer_norm_backward_rows"])
 def test_the_appendix_shows_every_line_of_each_kernel_exactly_once(kernel):
-    lines, k = _file_lines(kernel)
-    end = next(i for i in range(k + 1, len(lines)) if lines[i] and not lines[i].startswith((" ", "\t")))
-    doc_start = next(i for i in range(k + 1, end) if lines[i].strip().startswith('"""'))  # after the signature
-    doc_end = next(i for i in range(doc_start, end) if lines[i].rstrip().endswith('"""'))
-    wanted = [i + 1 for i in range(k, end) if lines[i].strip() and not doc_start <= i <= doc_end]  # 1-based
+    lines, k, end, doc = _file_lines(kernel)
+    wanted = [i + 1 for i in range(k, end) if lines[i].strip() and i not in doc]  # 1-based
     shown: list[int] = []
     for step in parse_lesson(APPENDIX).steps:
         for call in step.demos:
@@ -578,25 +517,18 @@ def test_the_trip_predictions_follow_the_counts_derived_by_hand():
 def test_the_appendix_asks_how_often_numpy_reads_x_and_names_its_lines():
     out = run_demo("kernel_memory_passes", LessonParams(), {"direction": "forward", "show": "lines"})
     # independently: the lines of NumPy's forward whose right-hand side names x2, x as [rows, d]
-    import inspect
-
-    from microgradnorm.vectorized import numpy_path
-
     lines, first = inspect.getsourcelines(numpy_path._ln_forward_numpy)
     # a NumPy call that takes x2 itself as an argument streams it (x2.shape and x2.dtype read no data)
     reading = [first + k for k, line in enumerate(lines) if re.search(r"np\.\w+\([^)]*\bx2\b(?![.\[])", line)]
-    assert out.prediction.choices[out.prediction.answer] == {1: "once, as the kernel", 2: "twice"}.get(
-        len(reading), "three times or more"
-    )
+    expected = {1: "once, as the kernel", 2: "twice"}.get(len(reading), "three times or more")
+    assert out.prediction.choices[out.prediction.answer] == expected
     assert f"Lines {', '.join(map(str, reading))} read x" in out.prediction.why
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_the_split_question_measures_mu_lo_against_the_float32_gap(seed):
-    out = run_demo(
-        "kernel_source", LessonParams(seed=seed), {"span": ("# the variance, centered", "rs = 1.0"), "ask": "split"}
-    )
-    q = out.prediction
+    span = ("# the variance, centered", "rs = 1.0")
+    q = run_demo("kernel_source", LessonParams(seed=seed), {"span": span, "ask": "split"}).prediction
     assert q.answer == 1  # at most half the gap between neighboring float32 numbers
     assert "1 apart" in q.question  # the gap it names: 2**23 < 1e7 < 2**24
     lo = float(re.search(r"mu_lo = ([0-9.e+-]+?)\.? ", q.why).group(1))
@@ -615,11 +547,7 @@ def test_the_exercise_shapes_question_follows_the_package_backward(dim):
 
 
 def test_the_timing_demo_reads_how_each_time_grew():
-    text = " ".join(
-        render(
-            run_demo("kernel_engine_vs_numpy", LessonParams(dim=3), {"hidden": (6,), "repeats": 1}).renderable
-        ).split()
-    )
+    text = flat(run_demo("kernel_engine_vs_numpy", LessonParams(dim=3), {"hidden": (6,), "repeats": 1}).renderable, 200)
     assert re.search(
         r"\[2, 3, 3\] → \[2, 3, 6\]: 2× the numbers; the engine took [\d.e+-]+× the time, NumPy [\d.e+-]+×", text
     )
@@ -635,8 +563,6 @@ def test_the_appendix_claim_a_float32_row_near_1e7_centers_to_full_precision():
     The oracle standardizes the very same float32 values in float64 here. The kernel runs as plain
     Python (its py_func), so nothing is compiled for a whole kernel.
     """
-    from microgradnorm import fused
-
     assert np.spacing(np.float32(1e7)) == 1.0
     rng = np.random.default_rng(3)
     x = (1e7 + rng.normal(0.0, 3.0, size=(3, 32))).astype(np.float32)
@@ -658,12 +584,6 @@ def test_the_appendix_claim_a_float32_row_near_1e7_centers_to_full_precision():
 
 
 def test_the_shown_llmc_code_is_the_live_source_of_the_functions_that_ran():
-    import inspect
-    import textwrap
-
-    from microgradnorm import textbook
-    from microgradnorm.lessons.source import source_of
-
     out = run_demo("kernel_llmc_code", LessonParams())
     shown = rendered(out.renderable, 200)
     for fn in (textbook.layer_norm_forward, textbook.layer_norm_backward):
@@ -677,14 +597,11 @@ def test_the_shown_llmc_code_is_the_live_source_of_the_functions_that_ran():
 @pytest.mark.parametrize(("seed", "eps"), [(0, 1e-5), (3, 0.5)])
 def test_the_llmc_pair_matches_the_scalar_engine(seed, eps):
     """Oracle: the engine's autograd on the same LayerNorm, row by row."""
-    from microgradnorm import textbook as K
-    from microgradnorm.lessons.demo_tools import autograd_dx
-
     rng = np.random.default_rng(seed)
     x, dy = rng.normal(0.5, 2.0, (2, 3, 5)), rng.normal(size=(2, 3, 5))
     gamma, beta = rng.uniform(0.5, 1.5, 5), rng.normal(size=5)
-    y, cache = K.layer_norm_forward(x, gamma, beta, eps)
-    dx, dgamma, dbeta = K.layer_norm_backward(dy, cache)
+    y, cache = textbook.layer_norm_forward(x, gamma, beta, eps)
+    dx, dgamma, dbeta = textbook.layer_norm_backward(dy, cache)
     grads, graph = autograd_dx("layernorm", x.reshape(-1, 5), gamma, beta, eps, dy.reshape(-1, 5))
     assert np.allclose(y.reshape(-1), [v.data for v in graph["y"]], rtol=1e-12, atol=1e-12)
     for ours, ref in ((dx, grads["x"].reshape(x.shape)), (dgamma, grads["gamma"]), (dbeta, grads["beta"])):

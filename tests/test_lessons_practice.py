@@ -19,14 +19,9 @@ from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
 from microgradnorm.numfmt import fmt
 from tests import tolerances as test_tol
 from tests.helpers import flat as render
-from tests.helpers import marked, said_in
+from tests.helpers import marked, said_in, standardize
 
 SEEDS = (0, 1, 4, 9)
-
-
-def standardize(x: np.ndarray, axis: int, eps: float) -> np.ndarray:
-    mu = x.mean(axis=axis, keepdims=True)
-    return (x - mu) / np.sqrt(((x - mu) ** 2).mean(axis=axis, keepdims=True) + eps)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -91,13 +86,8 @@ def test_every_batch_size_claim_holds_including_layernorms_to_rounding(p):
         # Samuelson's inequality: |x - mean| <= sqrt(B - 1) * std, the std dividing by B
         assert np.all(np.abs(y_bn) <= math.sqrt(s["size"] - 1) * (1 + 1e-12))
         assert s["ln_spread"] <= tol.CLOSED_FORM_RTOL
-    ln_rows = np.array(
-        [
-            P.V.layer_norm_forward(s["batches"][k], None, None, p.eps, backend="numpy")[0][0]
-            for s in stats
-            for k in range(3)
-        ]
-    )
+    batches = [s["batches"][k] for s in stats for k in range(3)]  # the first three batches of each size
+    ln_rows = np.array([P.V.layer_norm_forward(b, None, None, p.eps, backend="numpy")[0][0] for b in batches])
     assert np.allclose(ln_rows, alone, rtol=tol.CLOSED_FORM_RTOL, atol=tol.CLOSED_FORM_ATOL)
     out = run_demo("batch_size_dependence", p)
     assert all(v.ok for v in out.verdicts) and "✗" not in render(out.renderable)
@@ -178,11 +168,8 @@ def test_the_wrong_axis_prediction_follows_the_curves(seed):
     ln_ok, bn_ok = tail["layernorm"] < 0.5 * math.log(2), tail["batchnorm"] < 0.5 * math.log(2)
     out = run_demo("wrong_axis_loss", LessonParams(seed=seed))
     assert isinstance(out, DemoOutput)
-    assert (
-        out.prediction.answer
-        == {(True, False): 0, (False, True): 1, (True, True): 2, (False, False): 3}[(ln_ok, bn_ok)]
-    )
-    assert out.prediction.answer == 0
+    expected = {(True, False): 0, (False, True): 1, (True, True): 2, (False, False): 3}[(ln_ok, bn_ok)]
+    assert out.prediction.answer == expected == 0
     assert f"{tail['layernorm']:.3g}" in out.prediction.why
 
 

@@ -22,7 +22,7 @@ from microgradnorm.lessons import demos_residual as R
 from microgradnorm.lessons.demos import LessonParams, run_demo
 from microgradnorm.present import fmt
 from tests.helpers import flat as render
-from tests.helpers import marked, run_cli
+from tests.helpers import marked, run_cli, torch_stack_grads
 
 # ---- one LayerNorm ------------------------------------------------------------------------------
 
@@ -112,20 +112,9 @@ def test_the_cross_terms_prediction_follows_the_expansion(seed):
 
 
 def _torch_bottom_ratio(weights: R.StackWeights, arrangement: str) -> float:
-    torch = pytest.importorskip("torch")
-    x = torch.tensor(weights.x, requires_grad=True)
-    h, top = x, None
-    for w1, b1, w2 in zip(weights.w1, weights.b1, weights.w2):
-        w1t, b1t, w2t = (torch.tensor(a) for a in (w1, b1, w2))
-        if arrangement == "pre":
-            h = h + torch.tanh(torch.nn.functional.layer_norm(h, (h.shape[-1],), eps=1e-5) @ w1t + b1t) @ w2t
-        else:
-            h = torch.nn.functional.layer_norm(h + torch.tanh(h @ w1t + b1t) @ w2t, (h.shape[-1],), eps=1e-5)
-    top = h
-    top.retain_grad()
-    out = torch.nn.functional.layer_norm(h, (h.shape[-1],), eps=1e-5) if arrangement == "pre" else h
-    (out * torch.tensor(weights.g)).sum().backward()
-    return float(x.grad.norm() / top.grad.norm())
+    pytest.importorskip("torch")
+    norms, top = torch_stack_grads(weights, arrangement)
+    return norms[0] / top
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

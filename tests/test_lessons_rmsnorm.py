@@ -9,35 +9,29 @@ pass (so the step times the norms it names). Wall-clock time is never asserted.
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
+from microgradnorm import fused, i18n
 from microgradnorm import tolerances as tol
 from microgradnorm import vectorized as V
 from microgradnorm.i18n import _
 from microgradnorm.lessons import demos_rmsnorm as R
 from microgradnorm.lessons.demo_tools import random_dy, random_gamma, random_vector
-from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
+from microgradnorm.lessons.demos import LessonParams, run_demo
+from microgradnorm.lessons.format import lessons_dir, parse_lesson
+from microgradnorm.lessons.runner import step_outputs
+from microgradnorm.lessons.translation import localized
 from tests import tolerances as test_tol
 from tests.helpers import flat as render
+from tests.helpers import numeric_grad, run_cli
+from tests.test_lessons import MAX_STEP_LINES, WIDTHS, _code_lines, _rendered
 
 
-def rms_loss_grad(x, gamma, dy, eps, h=tol.FD_STEP):
+def rms_loss_grad(x, gamma, dy, eps):
     """d/dx of sum(gamma * x / sqrt(mean(x^2) + eps) * dy), by central differences."""
-
-    def loss(v):
-        return np.sum(gamma * v / np.sqrt(np.mean(v * v) + eps) * dy)
-
-    out = np.zeros_like(x)
-    for k in range(x.size):
-        xp, xm = x.copy(), x.copy()
-        xp[k] += h
-        xm[k] -= h
-        out[k] = (loss(xp) - loss(xm)) / (2 * h)
-    return out
+    return numeric_grad(lambda v: np.sum(gamma * v / np.sqrt(np.mean(v * v) + eps) * dy), x)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3, 7])
@@ -57,7 +51,7 @@ def test_the_sum_prediction_matches_finite_differences(seed):
 def test_every_claim_of_lesson_9_holds(p):
     for name in ("rms_vs_ln_forward", "rms_gradient", "rms_jacobian_heatmap"):
         out = run_demo(name, p)
-        text = render(out.renderable if isinstance(out, DemoOutput) else out)
+        text = render(out.renderable)
         assert text.count("✓") >= 2 and "✗" not in text, name
 
 
@@ -100,9 +94,8 @@ def test_the_reading_follows_the_numbers():
     )
     assert lines[3] == _("Same formulas, different verdicts ({named}): the implementation decides.").format(named=named)
     same = R.speed_reading(_medians({"numpy": 0.5, "torch": 0.8}))
-    assert same[-1] == _("Every implementation timed here agrees: RMSNorm is {verdict} (forward + backward).").format(
-        verdict=R.said("faster")
-    )
+    agreed = _("Every implementation timed here agrees: RMSNorm is {verdict} (forward + backward).")
+    assert same[-1] == agreed.format(verdict=R.said("faster"))
     assert R.speed_reading({}) == []
     assert R.speed_reading(_medians({"numpy": 0.5}))[-1] == only_one_timed()
 
@@ -142,8 +135,6 @@ def test_the_timed_calls_compute_the_norms_they_are_named_after():
 
 
 def test_the_speed_step_renders_reads_its_numbers_and_names_what_it_skips(monkeypatch):
-    from microgradnorm import fused
-
     monkeypatch.setattr(fused, "AVAILABLE", False)
     monkeypatch.setattr(R, "torch_installed", lambda: False)
     timed = R.time_samples
@@ -175,17 +166,10 @@ def test_the_speed_step_refuses_bad_arguments():
         R.rms_speed(LessonParams(), rows=4, features=8, repeats=0, paths=("numpy",))
 
 
-def test_lesson_9_takes_no_batch(tmp_path):
-    env = {"MICROGRADNORM_HOME": str(tmp_path), "NO_COLOR": "1", "PATH": "/usr/bin:/bin"}
-    done = subprocess.run(
-        [sys.executable, "-m", "microgradnorm", "lesson", "9", "--auto", "--batch", "3"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
-    assert done.returncode != 0
-    assert "does not use it" in done.stderr and "BatchNorm" not in done.stderr
+def test_lesson_9_takes_no_batch(capsys):
+    code, _out, err = run_cli(capsys, "lesson", "9", "--auto", "--batch", "3")
+    assert code != 0
+    assert "does not use it" in err and "BatchNorm" not in err
 
 
 def test_no_verdict_is_stronger_than_the_noise_of_its_repeats():
@@ -249,12 +233,6 @@ LONGEST_TIMINGS = (
 @pytest.mark.parametrize("compiled", [True, False], ids=["fused-compiled", "fused-not-compiled"])
 @pytest.mark.parametrize("language", ["en", "zh-CN"])
 def test_the_speed_step_fits_one_screen_however_the_run_falls(monkeypatch, timings, compiled, language):
-    from microgradnorm import i18n
-    from microgradnorm.lessons.format import lessons_dir, parse_lesson
-    from microgradnorm.lessons.runner import step_outputs
-    from microgradnorm.lessons.translation import localized
-    from tests.test_lessons import MAX_STEP_LINES, WIDTHS, _code_lines, _rendered
-
     def samples(calls, repeats):
         out = {}
         for (forward, both), path in zip(timings, calls):
@@ -285,14 +263,6 @@ def test_the_speed_step_fits_one_screen_however_the_run_falls(monkeypatch, timin
 @pytest.mark.parametrize("eps", [0.0, 1e-5, 1.0])
 def test_the_stretch_line_names_rounding_at_eps_0_and_eps_otherwise(eps):
     """At eps = 0, J·x is rounding, not something eps leaves (review-a 9); the closed form is 0 there."""
-    import io
-
-    from rich.console import Console
-
-    console = Console(width=300, no_color=True, record=True, file=io.StringIO())
-    console.print(run_demo("rms_jacobian_heatmap", LessonParams(dim=5, seed=4, eps=eps), {}).renderable)
-    text = console.export_text()
-    if eps == 0:
-        assert "rounding (eps = 0)" in text and "what eps leaves" not in text
-    else:
-        assert "what eps leaves" in text and "rounding (eps = 0)" not in text
+    text = render(run_demo("rms_jacobian_heatmap", LessonParams(dim=5, seed=4, eps=eps), {}).renderable, 300)
+    assert ("rounding (eps = 0)" in text) == (eps == 0)
+    assert ("what eps leaves" in text) == (eps != 0)

@@ -19,10 +19,12 @@ import pytest
 from microgradnorm import engine, formulas, norms
 from microgradnorm.exercises.problems import PROBLEMS
 from microgradnorm.lessons import demos_chain_rule
-from microgradnorm.lessons.demos import DemoOutput, LessonParams, load_demos, run_demo
-from microgradnorm.lessons.format import lessons_dir
-from microgradnorm.lessons.source import backward_code, code_of, op_code, source_of
+from microgradnorm.lessons.demos import LessonParams, run_demo
+from microgradnorm.lessons.format import lessons_dir, parse_lesson
+from microgradnorm.lessons.runner import step_outputs
+from microgradnorm.lessons.source import WIDTH, backward_code, code_of, op_code, source_of
 from tests.helpers import rendered
+from tests.test_lessons import syntax_blocks
 
 
 def _text(renderable, width: int = 300) -> str:
@@ -138,19 +140,11 @@ def test_op_code_is_the_code_of_the_op_that_built_the_node():
         op_code(a)
 
 
-def _lesson1_nodes(seed: int):
-    v = demos_chain_rule._lesson1_numbers(seed)
-    root, leaves = demos_chain_rule._example("chain", v)
-    return root, leaves
-
-
 @pytest.mark.parametrize("seed", [0, 1, 7])
 def test_lesson_1_shows_the_code_of_every_op_its_expression_used(seed):
-    load_demos()
     out = run_demo("ops_code", LessonParams(seed=seed), {"example": "chain"})
-    assert isinstance(out, DemoOutput)
     text = _text(out.renderable)
-    root, leaves = _lesson1_nodes(seed)
+    root, leaves = demos_chain_rule._example("chain", demos_chain_rule._lesson1_numbers(seed))
     ops = {n.op: n for n in engine.topological_order(root) if n.op}
     assert set(ops) == {"*", "+"}
     for node in ops.values():
@@ -163,7 +157,6 @@ def test_lesson_1_shows_the_code_of_every_op_its_expression_used(seed):
 
 
 def test_lesson_1_shows_the_backward_sweep_that_ran():
-    load_demos()
     text = _text(run_demo("backward_code", LessonParams(), {}).renderable)
     assert _shows(text, engine.Value.backward)
     for obj in backward_code():
@@ -172,7 +165,6 @@ def test_lesson_1_shows_the_backward_sweep_that_ran():
 
 @pytest.mark.parametrize("seed", [0, 3])
 def test_lesson_1_asks_how_many_contributions_e_collects_and_the_trace_counts_them(seed):
-    load_demos()
     out = run_demo("backward_trace", LessonParams(seed=seed), {"example": "shared"})
     text = _text(out.renderable)
     e_rows = [line for line in text.splitlines() if line.startswith("e ")]
@@ -206,34 +198,21 @@ def test_the_lesson_closes_by_pointing_to_an_exercise_that_exists_and_fits(numbe
     assert named <= existing
 
 
-def _shown_code(renderable) -> list[str]:
-    """The code of every Syntax block inside a demo's renderable (what code_of shows)."""
-    from rich.syntax import Syntax
-
-    if isinstance(renderable, Syntax):
-        return [renderable.code]
-    return [code for child in getattr(renderable, "renderables", ()) for code in _shown_code(child)]
-
-
 CORE_LESSONS = sorted(p for p in lessons_dir().glob("0[1-9]-*.md"))
 
 
 @pytest.mark.parametrize("path", CORE_LESSONS, ids=lambda p: p.stem)
 def test_every_code_block_lessons_1_to_9_show_fits_60_columns(path):
     """A shown line longer than the narrowest console wraps to column 0 mid-expression (review-a 7)."""
-    from microgradnorm.lessons.format import parse_lesson
-    from microgradnorm.lessons.runner import step_outputs
-    from microgradnorm.lessons.source import WIDTH
-
     lesson = parse_lesson(path)
     params = lesson.params()
     long: list[str] = []
     blocks = 0
     for index in range(len(lesson.steps)):
         for out in step_outputs(lesson, index, params):
-            for code in _shown_code(getattr(out, "renderable", out)):
+            for block in syntax_blocks(getattr(out, "renderable", out)):
                 blocks += 1
-                long += [f"step {index + 1}: {line!r}" for line in code.splitlines() if len(line) > WIDTH]
+                long += [f"step {index + 1}: {line!r}" for line in block.code.splitlines() if len(line) > WIDTH]
     assert not long, f"{path.name}: shown code past {WIDTH} columns: " + "; ".join(long)
     if path.stem in SHOWS_CODE:
         assert blocks, f"{path.name} shows no code any more: this test would check nothing"

@@ -15,9 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from microgradnorm import tolerances as tol
+from microgradnorm import vectorized as V
 from microgradnorm.lessons import demos_traps as T
 from microgradnorm.lessons.demo_tools import random_dy, random_vector
-from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
+from microgradnorm.lessons.demos import LessonParams, run_demo
 from microgradnorm.present import fmt
 from tests.helpers import flat as render
 
@@ -54,6 +55,7 @@ def test_eps_outside_gives_nan_as_torch_does_and_the_prediction_says_so(seed, ep
     y = xs / (torch.sqrt((xs * xs).mean()) + eps)
     (y * torch.tensor(random_dy(seed, d))).sum().backward()
     expected = 1 if torch.isnan(x.grad).any() else 0
+    assert torch.isnan(x.grad).all()  # 0/0 in every entry
     out = run_demo("eps_placement", LessonParams(dim=d, seed=seed, eps=eps))
     assert out.prediction.answer == expected == 1
     assert f"eps = {eps:g}" in render(out.renderable)
@@ -88,7 +90,7 @@ def test_at_eps_0_the_step_follows_the_option():
 def test_every_claim_of_lesson_12_holds(p):
     for name in ("variance_cancellation", "float32_offset", "float_precision", "n_or_n_minus_1"):
         out = run_demo(name, p)
-        text = render(out.renderable if isinstance(out, DemoOutput) else out)
+        text = render(out.renderable)
         assert "✓" in text and "✗" not in text, name
 
 
@@ -108,8 +110,6 @@ def test_sum_y_misses_the_missing_variance_path_and_catches_the_missing_mean_pat
     """Oracle: with gamma = 1 and dy = 1 the right dx is 0 (finite differences of a constant loss), the
     variance path's share is 0 (mean(xhat) = 0) and the mean path's is -rstd, so a backward without the
     mean path returns rstd in every entry."""
-    from microgradnorm.lessons.demo_tools import random_vector
-
     x = random_vector(p.seed, p.dim)
     rstd = 1.0 / np.sqrt(np.var(x) + p.eps)
     out = run_demo("sum_loss_hides_bugs", p)
@@ -121,20 +121,23 @@ def test_sum_y_misses_the_missing_variance_path_and_catches_the_missing_mean_pat
     assert shown_error == pytest.approx(rstd, rel=0.5)
 
 
+def _textbook_float32(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A textbook LayerNorm of each row of the float32 ``x`` in float32 (mean, x - mean, centred variance), and
+    the same rows standardized in float64: (float32 result, float64 result)."""
+    x64 = x.astype(np.float64)
+    y64 = (x64 - x64.mean(1, keepdims=True)) / np.sqrt(x64.var(1, keepdims=True) + 1e-5)
+    xshift = x - x.mean(1, keepdims=True, dtype=np.float32)
+    return xshift / np.sqrt((xshift * xshift).mean(1, keepdims=True, dtype=np.float32) + np.float32(1e-5)), y64
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_a_textbook_float32_layernorm_loses_the_mean_s_rounding_and_the_package_s_does_not(seed):
     """Oracle: a float32 LayerNorm written here (mean, x - mean, centred variance, all float32) against
     float64 on the same float32 input: at mean/spread 1e6 its error is of the order of the mean's rounding."""
-    rng = np.random.default_rng(seed)
-    x = (rng.normal(0.0, 1.0, size=(64, 8)) + 1e6).astype(np.float32)
-    y64 = (x - x.astype(np.float64).mean(1, keepdims=True)) / np.sqrt(x.astype(np.float64).var(1, keepdims=True) + 1e-5)
-    mean = x.mean(1, keepdims=True, dtype=np.float32)
-    xshift = x - mean
-    y32 = xshift / np.sqrt((xshift * xshift).mean(1, keepdims=True, dtype=np.float32) + np.float32(1e-5))
+    x = (np.random.default_rng(seed).normal(0.0, 1.0, size=(64, 8)) + 1e6).astype(np.float32)
+    y32, y64 = _textbook_float32(x)
     unit = np.finfo(np.float32).eps / 2
     assert tol.normwise_error(y32, y64)[1] > 1e-3  # about 1e6 * unit = 0.06 of a spread
-    from microgradnorm import vectorized as V
-
     ours = V.layer_norm_forward(x, None, None, 1e-5, backend="numpy")[0]
     assert tol.normwise_error(ours, y64)[1] <= 16 * unit
     out = run_demo("float32_offset", LessonParams(seed=seed))
@@ -165,10 +168,7 @@ def test_the_textbook_float32_error_stays_under_the_bound_the_lesson_prints(seed
     whose mean is 1e4 times their spread, against float64 on the same float32 input: its relative error
     is within y_error_bound, the bound step 4's answer prints."""
     x = (np.random.default_rng(seed).normal(0.0, 1.0, size=(64, d)) + 1e4).astype(np.float32)
-    x64 = x.astype(np.float64)
-    y64 = (x64 - x64.mean(1, keepdims=True)) / np.sqrt(x64.var(1, keepdims=True) + 1e-5)
-    xshift = x - x.mean(1, keepdims=True, dtype=np.float32)
-    y32 = xshift / np.sqrt((xshift * xshift).mean(1, keepdims=True, dtype=np.float32) + np.float32(1e-5))
+    y32, y64 = _textbook_float32(x)
     _spreads, bound = T.y_error_bound(x)
     assert tol.normwise_error(y32, y64)[1] <= bound
 

@@ -3,19 +3,24 @@ contradict it (issue 22, item 4). Each oracle is computed here in NumPy, indepen
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from microgradnorm.lessons.demo_tools import rng_for
-from microgradnorm.lessons.demos import LessonParams, load_demos, run_demo
-from tests.helpers import marked, rendered
-
-
-@pytest.fixture(autouse=True)
-def _demos_loaded():
-    load_demos()  # (the private state folder is conftest's state_home)
+from microgradnorm import verdicts as V
+from microgradnorm.lessons import demo_layernorm as ln
+from microgradnorm.lessons import demos_backward as back
+from microgradnorm.lessons import demos_batchnorm as bn
+from microgradnorm.lessons import demos_rmsnorm as rms
+from microgradnorm.lessons.demo_tools import random_dy, random_gamma, random_vector, rng_for
+from microgradnorm.lessons.demos import LessonParams, run_demo
+from microgradnorm.lessons.demos_jacobian import _problem
+from microgradnorm.lessons.format import lessons_dir, parse_lesson
+from tests.helpers import asking_steps, marked, rendered, torch_results
 
 
 def _text(renderable, width: int = 200) -> str:
@@ -75,8 +80,6 @@ def test_lesson_7_measures_the_rank_of_j_and_that_j_is_not_symmetric(dim, eps, r
     """Issue 22 item 7: J = (1/std) diag(gamma)(I − P) has rank d − 2 at eps = 0, d − 1 at eps > 0 (its xhat
     direction keeps a singular value of eps/(var + eps)), and is not symmetric when gamma varies. Oracle: torch."""
     torch = pytest.importorskip("torch")
-    from microgradnorm.lessons.demos_jacobian import _problem
-
     p = LessonParams(dim=dim, seed=0, eps=eps)
     x, gamma = _problem(p, "random")
     xt = torch.tensor(x, dtype=torch.float64)
@@ -117,8 +120,6 @@ def test_lesson_4_the_sum_loss_hides_a_missing_variance_term_but_not_a_missing_m
 def test_lessons_4_and_5_ask_the_strong_questions_and_the_numbers_answer_them(seed, dim):
     """rstd collects one contribution per xhat_i; dL/dvar has the sign of −Σ dxhat·xshift; the variance adds
     nothing to dL/dmean. Oracles in NumPy from the lesson's own inputs."""
-    from microgradnorm.lessons import demo_layernorm as ln
-
     p = LessonParams(dim=dim, seed=seed)
     x, gamma, _beta, dy = ln.ln_problem(p)
     count = run_demo("ln_backward_steps", p, {"stages": ("divide",), "ask": "rstd_count"}).prediction
@@ -135,8 +136,6 @@ def test_lessons_4_and_5_ask_the_strong_questions_and_the_numbers_answer_them(se
 
 @pytest.mark.parametrize(("dim", "eps"), [(4, 0.0), (4, 1e-5), (3, 1.0), (6, 1e-5)])
 def test_lesson_3_asks_the_mean_square_of_xhat_and_what_x_minus_a_flat_mean_does(dim, eps):
-    from microgradnorm.lessons import demo_layernorm as ln
-
     p = LessonParams(dim=dim, seed=0, eps=eps)
     x = ln.ln_problem(p)[0]
     ms = np.mean(((x - x.mean()) / np.sqrt(x.var() + eps)) ** 2)  # the oracle: var / (var + eps)
@@ -157,19 +156,10 @@ def test_lessons_6_and_9_questions_are_answered_by_their_numbers(dim, eps):
     """Lesson 6: doubling dy doubles dx (the backward is linear in dy); lesson 9: a shift of every input moves
     RMSNorm's output (|J·1| > 0) though not LayerNorm's. Oracle: torch's autograd and Jacobians."""
     torch = pytest.importorskip("torch")
-    from microgradnorm.lessons import demo_layernorm as ln
-    from microgradnorm.lessons import demos_rmsnorm as rms
-
     p = LessonParams(dim=dim, seed=1, eps=eps)
-    x, gamma, beta, dy = (torch.tensor(a, dtype=torch.float64) for a in ln.ln_problem(p))
-
-    def torch_dx(upstream):
-        xt = x.clone().requires_grad_(True)
-        y = torch.nn.functional.layer_norm(xt, (dim,), gamma, beta, eps)
-        (dx,) = torch.autograd.grad(y, xt, upstream)
-        return dx
-
-    assert torch.allclose(torch_dx(2 * dy), 2 * torch_dx(dy), rtol=1e-12, atol=0.0)
+    x, gamma, beta, dy = ln.ln_problem(p)
+    dx, dx_doubled = (torch_results("layernorm", x, gamma, beta, upstream, eps)[1] for upstream in (dy, 2 * dy))
+    assert np.allclose(dx_doubled, 2 * dx, rtol=1e-12, atol=0.0)
     forms = run_demo("forms_agree", p, {}).prediction
     assert forms.choices[forms.answer] == "every dx_i is multiplied by 2"
     x = torch.tensor(rms._vector(p), dtype=torch.float64)
@@ -185,8 +175,6 @@ def test_lessons_5_and_7_count_x0s_contributions_and_sum_js_rows(dim, eps):
     """x_0 gets 2 contributions (from xshift_0 and from the mean's sum) though 3 paths reach it; every row of
     LayerNorm's J sums to 0 (a shift of all inputs changes nothing). Oracle for J: torch."""
     torch = pytest.importorskip("torch")
-    from microgradnorm.lessons.demos_jacobian import _problem
-
     p = LessonParams(dim=dim, seed=2, eps=eps)
     count = run_demo("ln_backward_steps", p, {"stages": ("center", "mean"), "ask": "x_count"}).prediction
     assert count.choices[count.answer] == "2"
@@ -205,8 +193,6 @@ def test_lesson_8_asks_what_a_column_of_dx_adds_up_to(batch, eps):
     """BatchNorm's dX column sums are 0 (the column mean is removed). Oracle: torch's batch_norm backward
     (which refuses eps = 0 in training, hence 1e-12)."""
     torch = pytest.importorskip("torch")
-    from microgradnorm.lessons import demos_batchnorm as bn
-
     p = LessonParams(dim=3, seed=1, eps=eps, batch=batch)
     x, gamma, beta, dy = bn._batch(p)
     xt = torch.tensor(x, dtype=torch.float64, requires_grad=True)
@@ -264,8 +250,6 @@ def test_lesson_5_calls_the_variance_share_of_dmean_exactly_0_only_when_it_is(di
 @pytest.mark.parametrize("dim", [3, 6])
 def test_lesson_7_asks_what_shrinking_x_does_to_shrink(dim):
     """shrink = eps/(var + eps) at eps = 1e-3 grows when x shrinks a hundredfold (var falls 1e4 times)."""
-    from microgradnorm.lessons.demos_jacobian import _problem
-
     p = LessonParams(dim=dim, seed=0)
     x, _gamma = _problem(p, "ones")
     var = float(np.var(x))
@@ -278,8 +262,6 @@ def test_lesson_7_asks_what_shrinking_x_does_to_shrink(dim):
 
 @pytest.mark.parametrize(("dim", "seed"), [(4, 0), (6, 7), (2, 3)])
 def test_lesson_3_asks_what_xshift_adds_up_to(dim, seed):
-    from microgradnorm.lessons import demo_layernorm as ln
-
     p = LessonParams(dim=dim, seed=seed)
     x = ln.ln_problem(p)[0]
     assert abs(np.sum(x - x.mean())) <= 8 * np.finfo(float).eps * np.sum(np.abs(x)) * dim  # the oracle
@@ -291,8 +273,6 @@ def test_lesson_3_asks_what_xshift_adds_up_to(dim, seed):
 def test_lesson_5_asks_what_the_variance_path_sums_to(dim, eps):
     """dL/dvar · 2·xshift_i / n summed over i is 0 (the centered values sum to 0); the oracle computes the
     path from the inputs in NumPy, with the rounding bound of its terms."""
-    from microgradnorm.lessons import demo_layernorm as ln
-
     p = LessonParams(dim=dim, seed=0, eps=eps)
     x, gamma, _beta, dy = ln.ln_problem(p)
     xshift = x - x.mean()
@@ -305,8 +285,6 @@ def test_lesson_5_asks_what_the_variance_path_sums_to(dim, eps):
 
 def test_lesson_2_asks_how_steep_the_sigmoid_is_at_10():
     """sigmoid'(10) / sigmoid'(0) = 4·e^−10/(1 + e^−10)² ≈ 1.8e-4: less than a thousandth (closed form)."""
-    import math
-
     ratio = 4 * math.exp(-10) / (1 + math.exp(-10)) ** 2
     assert 1e-4 < ratio < 1e-3
     q = run_demo("sigmoid_saturation", LessonParams(), {}).prediction
@@ -318,20 +296,9 @@ def test_lesson_2_asks_how_steep_the_sigmoid_is_at_10():
 @pytest.mark.parametrize("number", range(1, 10))
 def test_lessons_1_to_9_ask_at_least_one_prediction_per_three_steps(number):
     """Issue 22 item 3: every core lesson asks before it tells, at least once per three steps."""
-    import math
-
-    from microgradnorm.lessons.demos import DemoOutput
-    from microgradnorm.lessons.format import lessons_dir, parse_lesson
-    from microgradnorm.lessons.runner import step_outputs
-
     path = next(lessons_dir().glob(f"{number:02d}-*.md"))
     lesson = parse_lesson(path)
-    params = lesson.params()
-    asking = [
-        i
-        for i in range(len(lesson.steps))
-        if any(isinstance(o, DemoOutput) and o.prediction is not None for o in step_outputs(lesson, i, params))
-    ]
+    asking = asking_steps(lesson)
     assert len(asking) >= math.ceil(len(lesson.steps) / 3), f"{path.name}: asks in steps {asking}"
     # and no three steps in a row go without a question
     silent = [b - a - 1 for a, b in zip([-1, *asking], [*asking, len(lesson.steps)])]
@@ -341,19 +308,11 @@ def test_lessons_1_to_9_ask_at_least_one_prediction_per_three_steps(number):
 @pytest.mark.parametrize("eps", [0.0, 1e-5, 1.0])
 def test_lesson_4_a_drift_in_the_mean_below_leaves_dx_unchanged(eps):
     """Item 10: the stability argument, live. Oracle: torch's layer_norm gradient at x and at x + DRIFT."""
-    torch = pytest.importorskip("torch")
-    from microgradnorm.lessons import demo_layernorm as ln
-    from microgradnorm.lessons import demos_backward as back
-
+    pytest.importorskip("torch")
     p = LessonParams(eps=eps)
     _x, gamma, beta, dy = ln.ln_problem(p)
     w, u = back.previous_layer(p)
-    grads = []
-    for shift in (0.0, back.DRIFT):
-        xt = torch.tensor(w @ u + shift, dtype=torch.float64, requires_grad=True)
-        y = torch.nn.functional.layer_norm(xt, (len(gamma),), torch.tensor(gamma), torch.tensor(beta), eps)
-        (y * torch.tensor(dy)).sum().backward()
-        grads.append(xt.grad.numpy())
+    grads = [torch_results("layernorm", w @ u + shift, gamma, beta, dy, eps)[1] for shift in (0.0, back.DRIFT)]
     assert np.max(np.abs(grads[1] - grads[0])) < 1e-12 * (1 + np.max(np.abs(grads[0])))
     assert marked(run_demo("ln_param_vs_input", p, {}), "max |dx after the drift − dx|")
 
@@ -376,8 +335,6 @@ def test_lesson_2_measures_how_close_a_standardized_sigmoid_is_to_its_line(seed)
 @pytest.mark.parametrize(("dim", "eps", "seed"), [(2, 100.0, 1), (4, 1.0, 0), (6, 0.0, 0), (2, 0.0, 3)])
 def test_lesson_6_calls_dx_zero_only_where_it_is(dim, eps, seed):
     """At d = 2, eps = 100 dx is about 7e-3: small, not 0 up to rounding (a reader found it called 0)."""
-    from microgradnorm.lessons import demo_layernorm as ln
-
     p = LessonParams(dim=dim, eps=eps, seed=seed)
     x, gamma, _beta, dy = ln.ln_problem(p)
     xhat = (x - x.mean()) / np.sqrt(x.var() + eps)
@@ -405,8 +362,6 @@ def test_lesson_2_depth_answer_and_why_follow_the_measured_size(eps, seed):
 @pytest.mark.parametrize(("dim", "eps", "seed"), [(6, 1e-5, 0), (2, 100.0, 1), (16, 0.0, 7)])
 def test_lesson_7_shows_what_the_projection_costs_the_learning_signal(dim, eps, seed):
     """The size of γ·dy and of the part P removes from it, against NumPy: |P g| of |g| (issue 22 item 10)."""
-    from microgradnorm.lessons.demo_tools import random_dy, random_gamma, random_vector
-
     x, gamma, dy = random_vector(seed, dim), random_gamma(seed, dim), random_dy(seed, dim)
     xhat = (x - x.mean()) / np.sqrt(x.var() + eps)
     g = gamma * dy
@@ -421,11 +376,6 @@ def test_lesson_7_shows_what_the_projection_costs_the_learning_signal(dim, eps, 
 
 
 # ---- the verdict helpers the answers are read off ------------------------------------------------------------
-
-from hypothesis import given  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from microgradnorm import verdicts as V  # noqa: E402
 
 _finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
 

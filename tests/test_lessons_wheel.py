@@ -15,6 +15,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+from microgradnorm.lessons.format import load_lessons
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -53,8 +55,6 @@ def test_the_wheel_ships_the_lessons_and_a_fresh_venv_runs_one(tmp_path):
     assert Path(where).name == "content"
 
     out = _run([str(bindir / "microgradnorm"), "lesson", "--auto", "1"], env=env, cwd=tmp_path).stdout
-    from microgradnorm.lessons.format import load_lessons
-
     first = load_lessons()[0].steps[0].title  # from this checkout: the wheel carries the same lesson files
     assert "Step 1 of" in out and first in out
     listing = _run([str(bindir / "microgradnorm"), "lesson"], env=env, cwd=tmp_path).stdout

@@ -19,18 +19,18 @@ fast set; the big grid (each option over its values, several seeds) is marked ``
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import io
 import operator
 from collections.abc import Iterator
 
 import pytest
-from rich.console import Console
 
+from microgradnorm.lessons import demos
 from microgradnorm.lessons.demos import LessonParams
 from microgradnorm.lessons.format import LESSON_FILE, Lesson, lessons_dir, parse_lesson
-from microgradnorm.verdicts import Check, Checks
-from tests.helpers import run_demo_once
+from microgradnorm.verdicts import Check, Checks, Verdict, at_most, claim
+from tests.helpers import rendered, run_demo_once
 
 LESSONS = {int(p.name[:2]): parse_lesson(p) for p in sorted(lessons_dir().iterdir()) if LESSON_FILE.match(p.name)}
 # The lab lessons train networks (seconds each): only the big grid runs them.
@@ -84,12 +84,6 @@ def _big_grid(lesson: Lesson) -> Iterator[dict]:
             yield {"eps": eps}
 
 
-def _render(renderable) -> str:
-    console = Console(file=io.StringIO(), width=100, no_color=True, force_terminal=False, highlight=False)
-    console.print(renderable)
-    return console.file.getvalue()
-
-
 def _problems(lesson: Lesson, options: dict) -> tuple[list[str], list[str]]:
     """(what contradicts its measurement, what was printed without one) in one run of ``lesson``."""
     params: LessonParams = lesson.params(**options)
@@ -98,7 +92,7 @@ def _problems(lesson: Lesson, options: dict) -> tuple[list[str], list[str]]:
         for call in step.demos:
             where = f"lesson {lesson.number} step {number} ({step.title!r}), demo {call.name}, {options or 'defaults'}"
             out = run_demo_once(call.name, params, call.args)
-            shown = _render(out.renderable)
+            shown = rendered(out.renderable)
             marks = shown.count("✓") + shown.count("✗")
             excused = call.name in BORROWED and lesson.number >= 10  # measured (or not) where it comes from
             if marks != len(out.verdicts) and not excused:
@@ -129,8 +123,8 @@ def _problems(lesson: Lesson, options: dict) -> tuple[list[str], list[str]]:
     return found, unmeasured
 
 
-def _params(numbers, marks_for=lambda n: ()):
-    return [pytest.param(n, marks=marks_for(n), id=f"lesson{n:02d}") for n in sorted(numbers)]
+def _params(numbers):
+    return [pytest.param(n, id=f"lesson{n:02d}") for n in sorted(numbers)]
 
 
 def _grid_problems(lesson: Lesson, grid: list[dict]) -> tuple[list[str], list[str]]:
@@ -189,17 +183,12 @@ def test_big_grid(number):
 
 def test_a_contradicted_mark_fails_the_grid(monkeypatch):
     """The test can fail: a demo that prints ✓ for a check that does not hold is reported."""
-    from microgradnorm.lessons import demos
-    from microgradnorm.verdicts import Verdict, at_most, claim
 
     def lying(p):
-        out = demos.DemoOutput(claim(True, "all is well"))  # a bare True
-        return out
+        return demos.DemoOutput(claim(True, "all is well"))  # a bare True
 
     def contradicted(p):
         return demos.DemoOutput("1 ✓")
-
-    import dataclasses
 
     spec = demos.load_demos()["ln_stretch"]
     monkeypatch.setitem(demos.DEMOS, "ln_stretch", dataclasses.replace(spec, function=lying))
@@ -208,6 +197,5 @@ def test_a_contradicted_mark_fails_the_grid(monkeypatch):
     monkeypatch.setitem(demos.DEMOS, "ln_stretch", dataclasses.replace(spec, function=contradicted))
     _, unmeasured = _problems(LESSONS[11], {})
     assert any("1 ✓/✗ printed, 0 recorded" in p for p in unmeasured)
-    assert not _holds(at_most(2.0, 1.0, "x")) and Verdict(True, at_most(2.0, 1.0, "x")).ok != _holds(
-        at_most(2.0, 1.0, "x")
-    )
+    wrong = at_most(2.0, 1.0, "x")
+    assert not _holds(wrong) and Verdict(True, wrong).ok != _holds(wrong)
