@@ -147,7 +147,9 @@ def test_the_scaled_tolerance_still_catches_a_wrong_derivative_on_a_thousand_ent
 
 
 @pytest.mark.parametrize(
-    ("cap", "count"), [({}, tol.FD_MAX_ENTRIES), ({"fd_max_entries": 3}, 3), ({"fd_max_entries": None}, 40)]
+    ("cap", "count"),
+    [({}, tol.FD_MAX_ENTRIES), ({"fd_max_entries": 3}, 3), ({"fd_max_entries": None}, 40)],
+    ids=["default", "set-3", "lifted"],
 )
 @pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
 def test_finite_differences_default_to_a_cap_that_can_be_set_or_lifted(norm, cap, count):

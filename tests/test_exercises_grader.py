@@ -77,7 +77,8 @@ DIAGNOSES = [
                  "p_no_radial", id="projection-no-radial"),
     pytest.param(10, "    delta = value - mean\n    mean += delta / count\n    m2 += delta * (value - mean)",
                  "    s = m2 + (count - 1) * mean * mean + value * value\n    mean += (value - mean) / count\n"
-                 "    m2 = s - count * mean * mean", "cancellation", id="welford-naive"),
+                 "    m2 = s - count * mean * mean",
+                 "cancellation", id="welford-naive"),
     pytest.param(11, "return dy + dx_ln, dgamma, dbeta, dW", "return dx_ln, dgamma, dbeta, dW", "identity_path_missing",
                  id="preln-no-identity"),
     pytest.param(11, "dh = dy @ W.T  # N,D", "dh = dy @ W", "w_not_transposed", id="preln-w-not-transposed"),
