@@ -59,6 +59,7 @@ __all__ = [
 ]
 
 FRONT_MATTER_KEYS = ("title", "summary", "defaults", "ranges")
+_KEYS = ", ".join(FRONT_MATTER_KEYS)
 REQUIRED_KEYS = ("title", "summary")
 DEFAULT_KEYS = ("dim", "seed", "eps", "batch")
 # The values --dim and --batch may take: lessons show every node, so keep the graph on a screen; a batch
@@ -272,11 +273,11 @@ def _front_matter(path: Path, lines: list[str]) -> tuple[dict[str, Any], int]:
         m = _KEY_VALUE.match(line)
         if not m:
             raise LessonFormatError(
-                path, number, f"expected 'key: value' in the front matter, got {line.strip()!r}; keys: {_keys()}"
+                path, number, f"expected 'key: value' in the front matter, got {line.strip()!r}; keys: {_KEYS}"
             )
         key, raw = m.group(1), m.group(2).strip()
         if key not in FRONT_MATTER_KEYS:
-            raise LessonFormatError(path, number, f"unknown front matter key {key!r}; allowed keys: {_keys()}")
+            raise LessonFormatError(path, number, f"unknown front matter key {key!r}; allowed keys: {_KEYS}")
         if key in meta:
             raise LessonFormatError(path, number, f"front matter key {key!r} is given twice")
         if key == "defaults":
@@ -289,10 +290,6 @@ def _front_matter(path: Path, lines: list[str]) -> tuple[dict[str, Any], int]:
                 raise LessonFormatError(path, number, f"{key!r} is empty; write one line of text")
             meta[key] = value
     raise LessonFormatError(path, 1, "the front matter is not closed: add a '---' line after it")
-
-
-def _keys() -> str:
-    return ", ".join(FRONT_MATTER_KEYS)
 
 
 def _string(raw: str) -> str:
@@ -380,9 +377,7 @@ class _StepBuilder:
             self.prose_line = number
         self.prose.extend(lines)
 
-    def add_demo(self, call: DemoCall, number: int) -> None:
-        if not self.steps:
-            raise LessonFormatError(self.path, number, _BEFORE_FIRST_STEP)
+    def add_demo(self, call: DemoCall) -> None:
         self._flush()
         self.steps[-1].blocks.append(call)
 
@@ -396,7 +391,11 @@ class _StepBuilder:
         """Close the current step (an empty one is an error) and return the steps so far."""
         if self.steps:
             self._flush()
-            _check_not_empty(self.path, self.steps[-1])
+            step = self.steps[-1]
+            if not step.blocks:
+                raise LessonFormatError(
+                    self.path, step.line, f"step {step.title!r} is empty; give it prose, a demo block, or both"
+                )
         return self.steps
 
     def _flush(self) -> None:
@@ -458,15 +457,10 @@ def _fenced_block(built: _StepBuilder, lines: list[str], i: int, end: int, marke
     if not (closing and set(closing) == {marker[0]} and len(closing) >= len(marker)):  # ran to the end of the file
         raise LessonFormatError(built.path, number, f"this {marker} block is never closed; close it with {marker}")
     if info == "demo":
-        built.add_demo(_demo_block(built.path, lines, i + 1, end - 1), number)
+        built.add_demo(_demo_block(built.path, lines, i + 1, end - 1))
     else:
         built.add_prose(lines[i:end], number)
     return end
-
-
-def _check_not_empty(path: Path, step: Step) -> None:
-    if not step.blocks:
-        raise LessonFormatError(path, step.line, f"step {step.title!r} is empty; give it prose, a demo block, or both")
 
 
 def _demo_block(path: Path, lines: list[str], start: int, end: int) -> DemoCall:
