@@ -87,7 +87,6 @@ class Prose:
     """Markdown text of a step, shown as it is written."""
 
     text: str
-    line: int
 
 
 @dataclass
@@ -365,16 +364,13 @@ class _StepBuilder:
         self.path = path
         self.steps: list[Step] = []
         self.prose: list[str] = []
-        self.prose_line = 0
 
     def add_prose(self, lines: list[str], number: int, *, counts: bool = True) -> None:
-        """Lines of Markdown; ``counts``: whether the first of them can start the prose (not a blank line)."""
+        """Lines of Markdown; ``counts``: whether they are text (not a blank line, which may precede the first step)."""
         if not self.steps:
             if counts:
                 raise LessonFormatError(self.path, number, _BEFORE_FIRST_STEP)
             return
-        if counts and not self.prose:
-            self.prose_line = number
         self.prose.extend(lines)
 
     def add_demo(self, call: DemoCall) -> None:
@@ -401,7 +397,7 @@ class _StepBuilder:
     def _flush(self) -> None:
         text = "\n".join(self.prose).strip("\n")
         if text.strip():
-            self.steps[-1].blocks.append(Prose(text, self.prose_line))
+            self.steps[-1].blocks.append(Prose(text))
         self.prose = []
 
 
