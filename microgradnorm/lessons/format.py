@@ -365,10 +365,10 @@ class _StepBuilder:
         self.steps: list[Step] = []
         self.prose: list[str] = []
 
-    def add_prose(self, lines: list[str], number: int, *, counts: bool = True) -> None:
-        """Lines of Markdown; ``counts``: whether they are text (not a blank line, which may precede the first step)."""
+    def add_prose(self, lines: list[str], number: int) -> None:
+        """Lines of Markdown; blank lines before the first step are skipped, text there is an error."""
         if not self.steps:
-            if counts:
+            if any(line.strip() for line in lines):
                 raise LessonFormatError(self.path, number, _BEFORE_FIRST_STEP)
             return
         self.prose.extend(lines)
@@ -439,7 +439,7 @@ def _steps(path: Path, lines: list[str], start: int) -> list[Step]:
                 path, number, "a '# ' heading is not allowed: the title is in the front matter, steps start with '## '"
             )
         else:
-            built.add_prose([line], number, counts=bool(line.strip()))
+            built.add_prose([line], number)
         i += 1
     return built.finish()
 
