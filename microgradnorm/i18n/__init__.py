@@ -111,9 +111,14 @@ def parse_language(text: str, source: str = "--lang") -> str:
     parts = base.split("_")
     if parts[0] == "en":
         return ENGLISH
-    if parts[0] == "zh" and all(part in _SIMPLIFIED_REGIONS for part in parts[1:]):
+    if _simplified_chinese(parts):
         return SIMPLIFIED_CHINESE
     raise LanguageError(source, text)
+
+
+def _simplified_chinese(parts: list[str]) -> bool:
+    """Whether a tag or locale name, split at ``_`` (``["zh", "cn"]``), is Chinese written the simplified way."""
+    return parts[0] == "zh" and all(part in _SIMPLIFIED_REGIONS for part in parts[1:])
 
 
 def language_arg(text: str) -> str:
@@ -131,26 +136,17 @@ def _from_locale_name(name: str) -> str | None:
     base = name.split(".", 1)[0].split("@", 1)[0].strip().replace("-", "_").lower()
     if base in ("c", "posix") or base.startswith("en"):
         return ENGLISH
-    parts = base.split("_")
-    if parts[0] != "zh":
-        return None
-    if all(part in _SIMPLIFIED_REGIONS for part in parts[1:]):
-        return SIMPLIFIED_CHINESE
-    return None
+    return SIMPLIFIED_CHINESE if _simplified_chinese(base.split("_")) else None
 
 
 def language_from_locale(environ: Mapping[str, str] | None = None) -> str:
     """The language the locale variables ask for, as Python's gettext reads them (see the module docstring)."""
     environ = os.environ if environ is None else environ
-    for var in LOCALE_VARS:
-        value = environ.get(var, "")
-        if not value:
-            continue
-        for name in value.split(":"):
-            found = _from_locale_name(name) if name else None
-            if found is not None:
-                return found
-        return ENGLISH  # gettext stops at the first variable that is set
+    value = next((environ[var] for var in LOCALE_VARS if environ.get(var)), "")  # gettext reads the first one set
+    for name in filter(None, value.split(":")):
+        found = _from_locale_name(name)
+        if found is not None:
+            return found
     return ENGLISH
 
 

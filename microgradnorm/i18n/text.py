@@ -402,10 +402,7 @@ def assemble(template: str, style: str = "", **fields: str | Text) -> CJKText:
         out.append(literal, style=style)
         if name is not None:
             value = fields[name]
-            if isinstance(value, Text):
-                out.append(value)
-            else:
-                out.append(value, style=style)
+            out.append(value, style=None if isinstance(value, Text) else style)
     return out
 
 
@@ -414,7 +411,7 @@ def sentences(parts: Iterable[str]) -> str:
     text = ""
     for part in parts:
         if text and part:
-            text += "" if unicodedata.east_asian_width(text[-1]) in "WF" else " "
+            text += "" if _wide(text[-1]) else " "
         text += part
     return text
 

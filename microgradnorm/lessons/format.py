@@ -59,6 +59,7 @@ __all__ = [
 ]
 
 FRONT_MATTER_KEYS = ("title", "summary", "defaults", "ranges")
+_KEYS = ", ".join(FRONT_MATTER_KEYS)
 REQUIRED_KEYS = ("title", "summary")
 DEFAULT_KEYS = ("dim", "seed", "eps", "batch")
 # The values --dim and --batch may take: lessons show every node, so keep the graph on a screen; a batch
@@ -86,7 +87,6 @@ class Prose:
     """Markdown text of a step, shown as it is written."""
 
     text: str
-    line: int
 
 
 @dataclass
@@ -272,11 +272,11 @@ def _front_matter(path: Path, lines: list[str]) -> tuple[dict[str, Any], int]:
         m = _KEY_VALUE.match(line)
         if not m:
             raise LessonFormatError(
-                path, number, f"expected 'key: value' in the front matter, got {line.strip()!r}; keys: {_keys()}"
+                path, number, f"expected 'key: value' in the front matter, got {line.strip()!r}; keys: {_KEYS}"
             )
         key, raw = m.group(1), m.group(2).strip()
         if key not in FRONT_MATTER_KEYS:
-            raise LessonFormatError(path, number, f"unknown front matter key {key!r}; allowed keys: {_keys()}")
+            raise LessonFormatError(path, number, f"unknown front matter key {key!r}; allowed keys: {_KEYS}")
         if key in meta:
             raise LessonFormatError(path, number, f"front matter key {key!r} is given twice")
         if key == "defaults":
@@ -289,10 +289,6 @@ def _front_matter(path: Path, lines: list[str]) -> tuple[dict[str, Any], int]:
                 raise LessonFormatError(path, number, f"{key!r} is empty; write one line of text")
             meta[key] = value
     raise LessonFormatError(path, 1, "the front matter is not closed: add a '---' line after it")
-
-
-def _keys() -> str:
-    return ", ".join(FRONT_MATTER_KEYS)
 
 
 def _string(raw: str) -> str:
@@ -368,21 +364,16 @@ class _StepBuilder:
         self.path = path
         self.steps: list[Step] = []
         self.prose: list[str] = []
-        self.prose_line = 0
 
-    def add_prose(self, lines: list[str], number: int, *, counts: bool = True) -> None:
-        """Lines of Markdown; ``counts``: whether the first of them can start the prose (not a blank line)."""
+    def add_prose(self, lines: list[str], number: int) -> None:
+        """Lines of Markdown; blank lines before the first step are skipped, text there is an error."""
         if not self.steps:
-            if counts:
+            if any(line.strip() for line in lines):
                 raise LessonFormatError(self.path, number, _BEFORE_FIRST_STEP)
             return
-        if counts and not self.prose:
-            self.prose_line = number
         self.prose.extend(lines)
 
-    def add_demo(self, call: DemoCall, number: int) -> None:
-        if not self.steps:
-            raise LessonFormatError(self.path, number, _BEFORE_FIRST_STEP)
+    def add_demo(self, call: DemoCall) -> None:
         self._flush()
         self.steps[-1].blocks.append(call)
 
@@ -396,13 +387,17 @@ class _StepBuilder:
         """Close the current step (an empty one is an error) and return the steps so far."""
         if self.steps:
             self._flush()
-            _check_not_empty(self.path, self.steps[-1])
+            step = self.steps[-1]
+            if not step.blocks:
+                raise LessonFormatError(
+                    self.path, step.line, f"step {step.title!r} is empty; give it prose, a demo block, or both"
+                )
         return self.steps
 
     def _flush(self) -> None:
         text = "\n".join(self.prose).strip("\n")
         if text.strip():
-            self.steps[-1].blocks.append(Prose(text, self.prose_line))
+            self.steps[-1].blocks.append(Prose(text))
         self.prose = []
 
 
@@ -444,7 +439,7 @@ def _steps(path: Path, lines: list[str], start: int) -> list[Step]:
                 path, number, "a '# ' heading is not allowed: the title is in the front matter, steps start with '## '"
             )
         else:
-            built.add_prose([line], number, counts=bool(line.strip()))
+            built.add_prose([line], number)
         i += 1
     return built.finish()
 
@@ -458,15 +453,10 @@ def _fenced_block(built: _StepBuilder, lines: list[str], i: int, end: int, marke
     if not (closing and set(closing) == {marker[0]} and len(closing) >= len(marker)):  # ran to the end of the file
         raise LessonFormatError(built.path, number, f"this {marker} block is never closed; close it with {marker}")
     if info == "demo":
-        built.add_demo(_demo_block(built.path, lines, i + 1, end - 1), number)
+        built.add_demo(_demo_block(built.path, lines, i + 1, end - 1))
     else:
         built.add_prose(lines[i:end], number)
     return end
-
-
-def _check_not_empty(path: Path, step: Step) -> None:
-    if not step.blocks:
-        raise LessonFormatError(path, step.line, f"step {step.title!r} is empty; give it prose, a demo block, or both")
 
 
 def _demo_block(path: Path, lines: list[str], start: int, end: int) -> DemoCall:

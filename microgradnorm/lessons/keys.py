@@ -64,6 +64,9 @@ def _terminal_size(fd: int) -> tuple[int, int] | None:
         return None
 
 
+_ARROWS = ("UP", "DOWN", "RIGHT", "LEFT")
+
+
 class TerminalKeys:
     """Read one key at a time from a terminal file descriptor, in raw mode only while reading.
 
@@ -76,17 +79,11 @@ class TerminalKeys:
     without waiting for a key).
     """
 
+    # CSI ("[") and SS3 ("O") arrows, and CSI page keys, without their leading Esc
     _SEQUENCES: ClassVar[dict[bytes, str]] = {
-        b"[A": "UP",
-        b"[B": "DOWN",
-        b"[C": "RIGHT",
-        b"[D": "LEFT",
+        **{lead + code: name for lead in (b"[", b"O") for code, name in zip((b"A", b"B", b"C", b"D"), _ARROWS)},
         b"[5~": "PAGEUP",
         b"[6~": "PAGEDOWN",
-        b"OA": "UP",
-        b"OB": "DOWN",
-        b"OC": "RIGHT",
-        b"OD": "LEFT",
     }
 
     def __init__(self, fd: int | None = None) -> None:

@@ -196,12 +196,8 @@ def _row_label(layout: Layout, r: int) -> str:
 
 def axes_panels(layout: Layout) -> Table:
     """The norms of ``layout`` side by side: ■ marks the values that share the first value's statistic."""
-    grid = Table.grid(padding=(0, 2))
-    panels = []
-    for pooling in poolings(layout):
-        grid.add_column()
-        panels.append(_panel(pooling.label, group_ids(pooling, layout.shape), layout))
-    grid.add_row(*panels)
+    grid = Table.grid(padding=(0, 2))  # a column per panel: add_row adds them
+    grid.add_row(*(_panel(pooling.label, group_ids(pooling, layout.shape), layout) for pooling in poolings(layout)))
     return grid
 
 

@@ -39,12 +39,8 @@ class Window:
     def __post_init__(self) -> None:
         if self.rows < 1:
             raise ValueError(f"rows: expected at least 1 line to show, got {self.rows}")
-        object.__setattr__(self, "top", max(0, min(self.top, self.last_top)))
-
-    @property
-    def last_top(self) -> int:
-        """The top of the window when it shows the last line of the body."""
-        return max(0, self.total - self.rows)
+        # no further down than the top that shows the body's last line, no further up than its first
+        object.__setattr__(self, "top", max(0, min(self.top, self.total - self.rows)))
 
     @property
     def bottom(self) -> int:

@@ -126,7 +126,7 @@ class ProgressStore:
         try:
             entries = _migrated(_version(data), data.get("lessons", {}))
         except ValueError as exc:
-            moved = self._set_aside()
+            moved = set_aside(self.path)
             self.warnings.append(
                 _(
                     "Lesson progress in {path} was not understood ({reason}) and starts fresh; "
@@ -163,9 +163,6 @@ class ProgressStore:
 
     def _write(self, entries: dict[str, LessonProgress]) -> None:
         save_json(self.path, {"version": VERSION, "lessons": {k: v.to_json() for k, v in sorted(entries.items())}})
-
-    def _set_aside(self) -> Path:
-        return set_aside(self.path)
 
 
 def _version(data: Any) -> int:

@@ -151,7 +151,7 @@ def _asks(out: DemoOutput | DemoFailure) -> bool:
     return not isinstance(out, DemoFailure) and out.prediction is not None
 
 
-def params_line(params: LessonParams, options: Sequence[str] = ("dim", "seed", "eps", "batch")) -> Text:
+def params_line(params: LessonParams, options: Sequence[str]) -> Text:
     """The numbers the lesson runs on (``options``: the ones it responds to), and how to change them."""
     shown = {
         "dim": f"dim {params.dim}",

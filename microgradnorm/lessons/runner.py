@@ -60,31 +60,22 @@ __all__ = [
     "step_outputs",
 ]
 
-# key -> action. Keys are single characters, or names for escape sequences.
-ACTIONS: dict[str, str] = {
-    "\r": "next",
-    "\n": "next",
-    "n": "next",
-    "RIGHT": "next",
-    " ": "page",
-    "PAGEDOWN": "page",
-    "DOWN": "down",
-    "j": "down",
-    "UP": "up",
-    "k": "up",
-    "PAGEUP": "pageup",
-    "b": "back",
-    "p": "back",
-    "LEFT": "back",
-    "r": "restart",
-    "g": "graph",
-    "q": "quit",
-    "\x03": "quit",  # Ctrl-C in raw mode
-    "\x04": "quit",  # Ctrl-D
-    "": "quit",  # end of input
-    "RESIZE": "resize",  # the terminal changed size (TerminalKeys): draw the frame again at the new size
-    **{str(digit): "answer" for digit in range(1, 10)},
+# action -> its keys. Keys are single characters, or names for escape sequences.
+_KEYS: dict[str, tuple[str, ...]] = {
+    "next": ("\r", "\n", "n", "RIGHT"),
+    "page": (" ", "PAGEDOWN"),
+    "down": ("DOWN", "j"),
+    "up": ("UP", "k"),
+    "pageup": ("PAGEUP",),
+    "back": ("b", "p", "LEFT"),
+    "restart": ("r",),
+    "graph": ("g",),
+    "quit": ("q", "\x03", "\x04", ""),  # Ctrl-C in raw mode, Ctrl-D, end of input
+    "resize": ("RESIZE",),  # the terminal changed size (TerminalKeys): draw the frame again at the new size
+    "answer": tuple("123456789"),
 }
+# key -> action; each action is handled by the runner's ``_on_<action>`` method.
+ACTIONS: dict[str, str] = {key: action for action, keys in _KEYS.items() for key in keys}
 
 # Lines of a frame besides the note, the header, the step and messages: the blank line above the
 # keys, the keys line, and the line the cursor rests on (so the frame never scrolls the screen).
@@ -219,8 +210,7 @@ class LessonRunner:
         self.go_to(index)
         while True:
             key = self.read_key()
-            handler = _HANDLERS.get(action_of(key) or "", LessonRunner._on_other)
-            code = handler(self, key)
+            code = getattr(self, f"_on_{action_of(key) or 'other'}")(key)
             if code is not None:
                 return code
 
@@ -302,7 +292,7 @@ class LessonRunner:
         elif self.seen < self.window.total:
             self._scroll(self.window.paged())
         elif self.index == self.total - 1:
-            self._save_finished()
+            self._save(1, completed=True)  # finished: the next ``lesson N`` starts it over at step 1
             finished = render.finished(self.lesson, self.following)
             self.message = Group(self.message, finished) if self.message is not None else finished
             self.show(last=True)
@@ -334,7 +324,7 @@ class LessonRunner:
         if not self.window.at_top:
             self._scroll(self.window.moved(-1))
 
-    def _on_page_up(self, key: str) -> None:
+    def _on_pageup(self, key: str) -> None:
         if not self.window.at_top:
             self._scroll(self.window.paged(-1))
 
@@ -424,22 +414,3 @@ class LessonRunner:
             reason = exc.strerror or str(exc) or type(exc).__name__
             where = f"{exc.filename}: {reason}" if exc.filename else reason
             self.message = cjk_text(_("Progress is not saved: {reason}").format(reason=where), style="yellow")
-
-    def _save_finished(self) -> None:
-        """Mark the lesson finished; the next ``lesson N`` starts it over at step 1."""
-        self._save(1, completed=True)
-
-
-_HANDLERS: dict[str, Callable[[LessonRunner, str], int | None]] = {
-    "next": LessonRunner._on_next,
-    "page": LessonRunner._on_page,
-    "down": LessonRunner._on_down,
-    "up": LessonRunner._on_up,
-    "pageup": LessonRunner._on_page_up,
-    "back": LessonRunner._on_back,
-    "restart": LessonRunner._on_restart,
-    "answer": LessonRunner._on_answer,
-    "graph": LessonRunner._on_graph,
-    "quit": LessonRunner._on_quit,
-    "resize": LessonRunner._on_resize,
-}

@@ -62,7 +62,6 @@ __all__ = [
     "localized",
     "localized_page",
     "page_mark",
-    "page_problems",
     "read_translation",
     "step_hash",
     "translation_problems",
@@ -245,10 +244,9 @@ def translation_problems(language: str = SIMPLIFIED_CHINESE, english_dir: str | 
         return []
     english = {lesson.path.name: lesson for lesson in load_lessons(english_dir, check_demos=False)}
     found: list[str] = []
-    english_folder = Path(english_dir) if english_dir is not None else lessons_dir()
     for name in PAGES:
         if (folder / name).is_file():
-            found += page_problems(english_folder / name, folder / name)
+            found += _page_state(folder.parent / name, folder / name)[2]
     for path in sorted(folder.glob("*.md")):
         if not LESSON_FILE.match(path.name):
             continue
@@ -359,11 +357,6 @@ def _page_state(english_path: Path, path: Path) -> tuple[str, str, list[str]]:
     expected = f"<!-- {KEY}: {english_path.name} <hash> -->"
     remedy = f"python -m microgradnorm.i18n_tools hashes {english_path.name}"
     return marked_file(path, _PAGE_MARK, english_path.name, now, expected, remedy)
-
-
-def page_problems(english_path: Path, path: Path) -> list[str]:
-    """Why the translated page ``path`` is out of step with ``english_path`` (empty when it is in step)."""
-    return _page_state(english_path, path)[2]
 
 
 def localized_page(english_path: Path, language: str) -> tuple[str, str | None]:
