@@ -42,6 +42,7 @@ from microgradnorm.exercises.diagnose import (
     geometry_findings,
     match_mistake,
     match_pair,
+    matches,
     scale_finding,
     shape_findings,
     worst_entry,
@@ -352,8 +353,7 @@ def _swapped(problem: Problem, case: Case, name: str, g: np.ndarray) -> list[Fin
         if name not in (first, second):
             continue
         other = second if first == name else first
-        want = case.expected[other]
-        if g.shape == want.shape and tol.close(g, want, tol.EXERCISE_MISTAKE_RTOL, tol.EXERCISE_MISTAKE_ATOL):
+        if matches(g, case.expected[other]):
             return [finding("swapped_outputs", first=first, second=second, name=name, other=other)]
     return []
 

@@ -30,10 +30,9 @@ from typing import Any
 import numpy as np
 
 from microgradnorm import formulas
-from microgradnorm import tolerances as tol
 from microgradnorm.check import random_problem
 from microgradnorm.engine import Value
-from microgradnorm.exercises import norm_mistakes, rounding
+from microgradnorm.exercises import diagnose, norm_mistakes, rounding
 from microgradnorm.exercises.diagnose import Count, Finding, Geometry, Mistake, factor_findings, finding, mistake
 from microgradnorm.exercises.messages import listed, phrase, say
 from microgradnorm.i18n import N_, LazyText, _
@@ -363,7 +362,7 @@ class NormProblem(Problem):
             want = formulas.dvar(dxhat, m.xshift, m.std, axes)
         else:
             want = formulas.dmean(dxhat, m.rstd, axes)
-        if not _agrees(got[name], want):
+        if not diagnose.matches(got[name], want):
             return None
         wrong = [u for u in uses if not rounding.within(got[u], case.expected[u], case.allowed[u])]
         return finding("follows", name=name, inputs=listed(wrong))
@@ -371,10 +370,6 @@ class NormProblem(Problem):
 
 # which earlier stages each stage of the staged BatchNorm is computed from
 _STAGE_INPUTS = {"dvar": ("dxhat",), "dmean": ("dxhat",), "dx": ("dxhat", "dvar", "dmean")}
-
-
-def _agrees(got: np.ndarray, want: np.ndarray) -> bool:
-    return got.shape == np.shape(want) and tol.close(got, want, tol.EXERCISE_MISTAKE_RTOL, tol.EXERCISE_MISTAKE_ATOL)
 
 
 # exercise 3 writes no derivative: a missing path there is a node the graph does not reach
@@ -579,7 +574,7 @@ class JacobianProblem(Problem):
             return None
         xhat, rstd = _jacobian_parts(case.inputs["x"], float(case.inputs["eps"]))
         on_yours = rstd * case.inputs["gamma"][:, None] * (np.eye(xhat.shape[0]) - got["P"])
-        return finding("follows", name="J", inputs="P") if _agrees(got["J"], on_yours) else None
+        return finding("follows", name="J", inputs="P") if diagnose.matches(got["J"], on_yours) else None
 
 
 # ---- 10: Welford ---------------------------------------------------------------------
