@@ -183,8 +183,8 @@ def _shape_of(desc: dict[str, Any], got: np.ndarray | None) -> tuple[int, ...] |
 
 
 def _explain_shape(ev: Evidence, call: str, name: str) -> Explanation:
-    expected = ev.case(call).expected[name]
-    got = ev.got(call, name)
+    case, got = ev.case(call), ev.got(call, name)
+    expected = case.expected[name]
     shape = _shape_of(ev.description(call, name), got)
     if shape is None or shape == expected.shape:
         return [], None
@@ -194,7 +194,7 @@ def _explain_shape(ev: Evidence, call: str, name: str) -> Explanation:
     called, problem = f"`{ev.problem.output(name).called}`", ev.problem
     if shape == () and expected.ndim == 2:  # a number where a matrix belongs: an inner product, most often
         return [finding("number_for_matrix", name=called, expected=expected.shape)], None
-    x_shape = problem.x_shape(ev.case(call), name)
+    x_shape = case.info.get("x_shape")
     return shape_findings(called, shape, expected.shape, x_shape, squeezed, problem.reduced_from), None
 
 

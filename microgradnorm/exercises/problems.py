@@ -91,7 +91,7 @@ class Problem:
     outputs: tuple[Output, ...] = ()
     swaps: tuple[tuple[str, str], ...] = ()  # pairs of outputs a learner may return in the wrong order
     exact: tuple[str, ...] = ()  # inputs that are counts, not rounded measurements
-    reduced_from = "x"  # the input whose shape a wrong-axis reduction is explained by
+    reduced_from = "x"  # the input (its shape: info["x_shape"]) a wrong-axis reduction is explained by
     # what to check when no mistake is singled out (keys of messages.SAYINGS): per output, else the default
     advice_for: tuple[tuple[str, str], ...] = ()
     advice_default = "advice_selfcheck"
@@ -128,10 +128,6 @@ class Problem:
     def findings(self, case: Case, name: str, got: np.ndarray) -> list[Finding]:
         """Anything else worth saying about a wrong ``name``."""
         return []
-
-    def x_shape(self, case: Case, name: str) -> tuple[int, ...] | None:
-        """The shape of the input ``name`` is reduced from (for wrong-axis shape messages)."""
-        return case.info.get("x_shape")
 
     def counts(self, case: Case, name: str) -> tuple[Count, ...]:
         """The counts ``name``'s formula divides by, the right one first (for the scale diagnosis)."""
