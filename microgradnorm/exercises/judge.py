@@ -392,23 +392,17 @@ def _off_by(problem: Problem, case: Case, name: str, g: np.ndarray, rel: float) 
     return {**params, "diff": float(off[idx]), "allowed": float(allowed[idx])}
 
 
-def _estimate(problem: Problem, case: Case, name: str, g: np.ndarray) -> Finding | None:
-    """An answer close to the right one but outside the rounding bound: estimated (or rounded, or nudged)."""
+def _estimate(problem: Problem, case: Case, name: str, g: np.ndarray, first_ok: bool) -> Finding | None:
+    """An answer close to the right one but outside the rounding bound: right on the first input and on this
+    one (eps = 0) what a small eps put in its place gives; else estimated (or rounded, or nudged)."""
     rel = rounding.relative_error(g, case.expected[name])
+    guarded = first_ok and case.info.get("eps") == 0 and 0 < rel <= EPS_FIT_RTOL
+    if guarded and _fitted_eps(problem, case, name, g) is not None:
+        return finding("eps_zero_changed", **_off_by(problem, case, name, g, rel))
     if not 0 < rel <= rounding.ESTIMATE_RTOL:
         return None
     key = "estimate" if problem.output(name).gradient else "estimate_value"
     return finding(key, **_off_by(problem, case, name, g, rel))
-
-
-def _eps_guarded(problem: Problem, case: Case, name: str, g: np.ndarray, first_ok: bool) -> Finding | None:
-    """Right on the first input, and on this one (eps = 0) what a small eps put in its place gives."""
-    rel = rounding.relative_error(g, case.expected[name])
-    if not (first_ok and case.info.get("eps") == 0 and 0 < rel <= EPS_FIT_RTOL):
-        return None
-    if _fitted_eps(problem, case, name, g) is None:
-        return None
-    return finding("eps_zero_changed", **_off_by(problem, case, name, g, rel))
 
 
 def _fitted_eps(problem: Problem, case: Case, name: str, g: np.ndarray) -> float | None:
@@ -459,29 +453,25 @@ def _sure(problem: Problem, case: Case, name: str, g: np.ndarray, first_ok: bool
         return named
     if not np.any(g) and np.any(case.expected[name]):
         return [finding("all_zero", name=problem.output(name).called)]
-    estimate = _eps_guarded(problem, case, name, g, first_ok) or _estimate(problem, case, name, g)
-    if estimate is not None:
-        return [estimate, *problem.findings(case, name, g)]
-    expected = case.expected[name]
-    s = scale_finding(g, expected, problem.group_size(case, name), problem.counts(case, name))
-    if s is not None and s.key != "scale_other":
-        return [s, *problem.findings(case, name, g)]
-    factor = factor_findings(problem.output(name).called, g, expected, problem.quantities(case, name))
-    if factor:
-        return [*factor, *problem.findings(case, name, g)]
-    return [*([s] if s is not None else []), *problem.findings(case, name, g)]
+    expected, n, counts = case.expected[name], problem.group_size(case, name), problem.counts(case, name)
+    first = _estimate(problem, case, name, g, first_ok) or scale_finding(g, expected, n, counts)
+    found = [first] if first is not None else []
+    if first is None or first.key == "scale_other":  # a factor that is a named quantity says more than its value
+        found = factor_findings(problem.output(name).called, g, expected, problem.quantities(case, name)) or found
+    return [*found, *problem.findings(case, name, g)]
+
+
+def _no_match(problem: Problem, name: str) -> Finding:
+    """Nothing names the mistake in ``name``: what to check, and how."""
+    return finding("no_match", name=problem.output(name).called, advice=problem.advice(name))
 
 
 def _unnamed(problem: Problem, case: Case, name: str, g: np.ndarray) -> list[Finding]:
     """Nothing singled out: the geometry of the error where it applies, else what to check and how."""
-    found: list[Finding] = []
     geom = problem.geometry(case, name)
-    if geom is not None:
-        found += geometry_findings(g, case.expected[name], geom)
-    if found:  # a path singled out, or which terms to check when none is: the self-check would only repeat it
-        return found
-    advice = problem.advice(name)
-    return [*found, finding("no_match", name=problem.output(name).called, advice=advice)]
+    found = geometry_findings(g, case.expected[name], geom) if geom is not None else []
+    # a path singled out, or which terms to check when none is: the self-check would only repeat it
+    return found or [_no_match(problem, name)]
 
 
 def _bare_title(f: Finding) -> str:
@@ -526,13 +516,12 @@ def explain_values(
     found += [replace(f, output=problem.output(n).called) if several and f.key != "follows" else f for n, f in kept]
     found += [f for f in upstream if f.key not in titles]
     if "y" in unexplained and any(f.key == "forward_first" for f in upstream):  # fix y first: and how to check it
-        found.append(finding("no_match", name=problem.output("y").called, advice=problem.advice("y")))
+        found.append(_no_match(problem, "y"))
     if unexplained and not upstream:
         if len(wrong) == 1:  # the geometry of an error only where nothing else is wrong that could cause it
             found += _unnamed(problem, case, unexplained[0], got[unexplained[0]])
         elif len(unexplained) == 1:
-            n = unexplained[0]
-            found.append(finding("no_match", name=problem.output(n).called, advice=problem.advice(n)))
+            found.append(_no_match(problem, unexplained[0]))
         else:
             names = listed(problem.output(n).called for n in unexplained)
             advice = listed(str(problem.advice(n)) for n in unexplained[:1])
