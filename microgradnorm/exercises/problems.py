@@ -380,13 +380,14 @@ _GRAPH_CUT = {
 
 
 _FORWARD = Output("y", N_("forward"), gradient=False)
-_DX, _DGAMMA, _DBETA = Output("dx", "dx"), Output("dgamma", "dgamma"), Output("dbeta", "dbeta")
+_DX, _DGAMMA, _DBETA, _DXHAT = (Output(name, name) for name in ("dx", "dgamma", "dbeta", "dxhat"))
+_NORM_OUTPUTS = (_FORWARD, _DX, _DGAMMA, _DBETA)
 
 
 class AffineProblem(Problem):
     """Exercise 04 is given dy, xhat and gamma of a [B, T, D] LayerNorm, not x."""
 
-    outputs = (Output("dgamma", "dgamma"), Output("dbeta", "dbeta"), Output("dxhat", "dxhat"))
+    outputs = (_DGAMMA, _DBETA, _DXHAT)
     swaps = (("dgamma", "dbeta"),)
     reduced_from = "dy"
 
@@ -678,7 +679,7 @@ class WelfordProblem(Problem):
 
 
 class PreLNProblem(Problem):
-    outputs = (_FORWARD, _DX, _DGAMMA, _DBETA, Output("dW", "dW"))
+    outputs = (*_NORM_OUTPUTS, Output("dW", "dW"))
     swaps = (("dgamma", "dbeta"),)
     advice_for = (("y", "advice_forward_preln"),)
 
@@ -753,26 +754,16 @@ class PreLNProblem(Problem):
         return norm_mistakes.geometry(case.info, self._block(case.inputs)[3]) if name == "dx" else None
 
 
-_BN_STAGES = (
-    _FORWARD,
-    _DBETA,
-    _DGAMMA,
-    Output("dxhat", "dxhat"),
-    Output("dvar", "dvar"),
-    Output("dmean", "dmean"),
-    _DX,
-)
+_BN_STAGES = (_FORWARD, _DBETA, _DGAMMA, _DXHAT, Output("dvar", "dvar"), Output("dmean", "dmean"), _DX)
 
 PROBLEMS: dict[str, Problem] = {
     "01_local_derivatives": LocalDerivatives(),
     "02_mean_variance_backward": MeanVariance(),
-    "03_layernorm_from_values": NormProblem(
-        "layernorm", ((3, 5), (4, 6)), (_FORWARD, _DX, _DGAMMA, _DBETA), values=True
-    ),
+    "03_layernorm_from_values": NormProblem("layernorm", ((3, 5), (4, 6)), _NORM_OUTPUTS, values=True),
     "04_affine_backward": AffineProblem(),
-    "05_layernorm_backward": NormProblem("layernorm", ((2, 3, 5), (3, 4, 6)), (_FORWARD, _DX, _DGAMMA, _DBETA)),
+    "05_layernorm_backward": NormProblem("layernorm", ((2, 3, 5), (3, 4, 6)), _NORM_OUTPUTS),
     "06_batchnorm_staged": NormProblem("batchnorm", ((6, 4), (5, 3)), _BN_STAGES),
-    "07_batchnorm_simplified": NormProblem("batchnorm", ((6, 4), (5, 3)), (_FORWARD, _DX, _DGAMMA, _DBETA)),
+    "07_batchnorm_simplified": NormProblem("batchnorm", ((6, 4), (5, 3)), _NORM_OUTPUTS),
     "08_rmsnorm_backward": RMSProblem(),
     "09_layernorm_jacobian": JacobianProblem(),
     "10_stable_variance": WelfordProblem(),
