@@ -591,9 +591,14 @@ def _merge(count0: np.ndarray, mean0: np.ndarray, m2_0: np.ndarray, x: np.ndarra
     return mean0 + delta * n / total, m2_0 + m2_b + delta * delta * count0 * n / total
 
 
+def _welford_increment(value: float, old: float, new: float) -> float:
+    """The right growth of m2: (value - old mean) * (value - new mean)."""
+    return (value - old) * (value - new)
+
+
 def _welford_stream(
     inputs: dict[str, Any],
-    increment: Callable[[float, float, float], float],
+    increment: Callable[[float, float, float], float] = _welford_increment,
     late: int = 0,
     keep_mean: bool = False,
     divide_m2: bool = False,
@@ -615,11 +620,6 @@ def _welford_stream(
         means.append(mean)
         variances.append(m2 / count)
     return {"mean": np.array(means), "var": np.array(variances)}
-
-
-def _welford_increment(value: float, old: float, new: float) -> float:
-    """The right growth of m2: (value - old mean) * (value - new mean)."""
-    return (value - old) * (value - new)
 
 
 class WelfordProblem(Problem):
@@ -653,15 +653,13 @@ class WelfordProblem(Problem):
     def mistakes(self, case: Case, name: str) -> list[Mistake]:
         x = case.inputs["x"]
         fresh = {"mean": x.mean(axis=1), "var": x.var(axis=1)}
-        right = _welford_increment
-        late = _welford_stream(case.inputs, right, late=1)[name]
         out = [
             mistake("welford_ignores_state", fresh[name], count=case.info["seen"]),
-            mistake("welford_old_count", late),
-            mistake("welford_mean_not_updated", _welford_stream(case.inputs, right, keep_mean=True)[name]),
+            mistake("welford_old_count", _welford_stream(case.inputs, late=1)[name]),
+            mistake("welford_mean_not_updated", _welford_stream(case.inputs, keep_mean=True)[name]),
         ]
         if name == "var":
-            out.append(mistake("welford_m2_divided", _welford_stream(case.inputs, right, divide_m2=True)["var"]))
+            out.append(mistake("welford_m2_divided", _welford_stream(case.inputs, divide_m2=True)["var"]))
             squared = _welford_stream(case.inputs, lambda v, old, new: (v - old) ** 2)["var"]
             new_squared = _welford_stream(case.inputs, lambda v, old, new: (v - new) ** 2)["var"]
             out += [mistake("welford_delta_squared", squared), mistake("welford_new_delta_squared", new_squared)]
