@@ -474,11 +474,6 @@ def _unnamed(problem: Problem, case: Case, name: str, g: np.ndarray) -> list[Fin
     return found or [_no_match(problem, name)]
 
 
-def _bare_title(f: Finding) -> str:
-    """A finding's title without the output it is about."""
-    return Finding(f.key, f.params).title
-
-
 def _how_far(problem: Problem, case: Case, got: dict[str, np.ndarray], wrong: list[str]) -> str:
     """ "dx (relative error 3.1e-01), dgamma (1.0e+00)": which outputs are wrong and by how much."""
     return listed(
@@ -508,7 +503,7 @@ def explain_values(
     kept: list[tuple[str, Finding]] = []
     for n in wrong:
         for f in sure[n]:
-            said = _bare_title(f)
+            said = Finding(f.key, f.params).title  # its title without the output it is about
             if f.key not in titles and said not in titles:  # one bullet per mistake, however many outputs show it
                 titles.update((f.key, said))
                 kept.append((n, f))
