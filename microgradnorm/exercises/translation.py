@@ -229,15 +229,13 @@ def _marks(wanted: list[str]) -> list[str]:
     """The lines to copy: every mark (nothing wanted), or the first line of each file named, or the hints'."""
     lines = []
     for ex in EXERCISES:
-        english = ex.solution
-        name = f"{english.parent.name}/{english.name}"
+        name, mark = f"{ex.solution.parent.name}/{ex.filename}", file_mark(ex.solution).rstrip()
         if not wanted:
-            lines.append(f"{name}: {file_mark(english).rstrip()}")
-        elif name in wanted:
-            lines.append(file_mark(english).rstrip())
-        if not wanted:
-            lines.append(f"hints.md {ex.name}: {hint_mark(ex)}")
-        elif "hints" in wanted:
+            lines += [f"{name}: {mark}", f"hints.md {ex.name}: {hint_mark(ex)}"]
+            continue
+        if name in wanted:
+            lines.append(mark)
+        if "hints" in wanted:
             lines += [f"## {ex.name}", hint_mark(ex)]
     return lines
 
