@@ -248,10 +248,6 @@ def check_finite(ev: Evidence) -> Verdict:
 # ---- values ---------------------------------------------------------------------------------
 
 
-def _value_ok(case: Case, name: str, got: np.ndarray) -> bool:
-    return rounding.within(got, case.expected[name], case.allowed[name])
-
-
 def check_values(ev: Evidence) -> Verdict:
     rows: list[CheckRow] = []
     failing: list[str] = []
@@ -261,7 +257,7 @@ def check_values(ev: Evidence) -> Verdict:
         if g is None:
             rows.append(CheckRow(o.row, None, say("row_not_compared")))
             continue
-        ok = _value_ok(case, o.name, g)
+        ok = case.right(o.name, g)
         rel = rounding.relative_error(g, case.expected[o.name])
         if not math.isfinite(rel):
             detail = say("row_not_finite")
@@ -282,7 +278,7 @@ def check_second(ev: Evidence) -> Verdict:
     case, got = ev.cases[1], ev.outputs("b")
     if not got:
         return Verdict([CheckRow(say("check_second"), None, say("row_not_compared"))])
-    wrong = [n for n, g in got.items() if not _value_ok(case, n, g)]
+    wrong = [n for n, g in got.items() if not case.right(n, g)]
     second = str(case.about)
     unseen = [o.called for o in ev.problem.outputs if ("b", o.name) in ev.bad]
     if not wrong and unseen:  # what could be compared is right; the rest was not compared, so no ✓
@@ -293,7 +289,7 @@ def check_second(ev: Evidence) -> Verdict:
         return Verdict([CheckRow(say("check_second"), True, second)])
     names = listed([ev.problem.output(n).called for n in wrong])
     row = CheckRow(say("check_second"), False, say("row_second_wrong", second=second, names=names))
-    first_ok = all(_value_ok(ev.cases[0], n, g) for n, g in ev.outputs("a").items())
+    first_ok = all(ev.cases[0].right(n, g) for n, g in ev.outputs("a").items())
     return Verdict([row], lambda: explain_values(ev.problem, case, got, wrong, first_ok=first_ok))
 
 

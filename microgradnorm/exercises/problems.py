@@ -84,6 +84,10 @@ class Case:
         """ "first input: x [3, 5], eps = 0.001", in the learner's language."""
         return say("case_second" if self.second else "case_first", about=self.about)
 
+    def right(self, name: str, got: np.ndarray) -> bool:
+        """Whether ``got`` is the right ``name``, to float64 rounding."""
+        return rounding.within(got, self.expected[name], self.allowed[name])
+
 
 class Problem:
     """How one exercise is graded. Subclasses draw the inputs, solve them, and name the mistakes."""
@@ -346,12 +350,12 @@ class NormProblem(Problem):
         uses = _STAGE_INPUTS.get(name, ())
         if not uses or name not in got or not all(u in got for u in uses):
             return None
-        if all(rounding.within(got[u], case.expected[u], case.allowed[u]) for u in uses):
+        wrong = [u for u in uses if not case.right(u, got[u])]
+        if not wrong:
             return None  # its inputs are right: its own mistake
-        info = case.info
-        m = formulas.moments(info["x"], info["axes"], info["eps"])
+        info, dxhat = case.info, got["dxhat"]
         axes, n = info["axes"], info["n"]
-        dxhat = got["dxhat"]
+        m = formulas.moments(info["x"], axes, info["eps"])
         if name == "dx":
             want = dxhat * m.rstd + got["dmean"] / n + got["dvar"] * 2.0 * m.xshift / n
         elif name == "dvar":
@@ -360,7 +364,6 @@ class NormProblem(Problem):
             want = formulas.dmean(dxhat, m.rstd, axes)
         if not diagnose.matches(got[name], want):
             return None
-        wrong = [u for u in uses if not rounding.within(got[u], case.expected[u], case.allowed[u])]
         return finding("follows", name=name, inputs=listed(wrong))
 
 
