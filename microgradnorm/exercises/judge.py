@@ -281,12 +281,9 @@ def check_second(ev: Evidence) -> Verdict:
     wrong = [n for n, g in got.items() if not case.right(n, g)]
     second = str(case.about)
     unseen = [o.called for o in ev.problem.outputs if ("b", o.name) in ev.bad]
-    if not wrong and unseen:  # what could be compared is right; the rest was not compared, so no ✓
-        return Verdict(
-            [CheckRow(say("check_second"), None, say("row_second_partly", second=second, names=listed(unseen)))]
-        )
-    if not wrong:
-        return Verdict([CheckRow(say("check_second"), True, second)])
+    if not wrong:  # what could be compared is right; where the rest was not compared, no ✓
+        ok, detail = (None, say("row_second_partly", second=second, names=listed(unseen))) if unseen else (True, second)
+        return Verdict([CheckRow(say("check_second"), ok, detail)])
     names = listed([ev.problem.output(n).called for n in wrong])
     row = CheckRow(say("check_second"), False, say("row_second_wrong", second=second, names=names))
     first_ok = all(ev.cases[0].right(n, g) for n, g in ev.outputs("a").items())
