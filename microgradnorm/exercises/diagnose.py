@@ -219,12 +219,6 @@ def axes_text(axes: tuple[int, ...]) -> str:
     return str(axes[0]) if len(axes) == 1 else str(axes)
 
 
-def _keepdims_finding(name: str, got: tuple[int, ...], expected: tuple[int, ...], values_ok: bool) -> Finding:
-    extra = phrase("keepdims_values_ok" if values_ok else "keepdims_values_differ")
-    how = phrase("keepdims_kept" if len(got) > len(expected) else "keepdims_dropped")
-    return finding("keepdims", name=name, got=got, expected=expected, how=how, extra=extra)
-
-
 def shape_findings(
     name: str,
     got: tuple[int, ...],
@@ -236,7 +230,9 @@ def shape_findings(
     """Why ``got`` is not ``expected``: keepdims, the wrong axis (of ``x_name``), a transpose, or just different."""
     got, expected = tuple(got), tuple(expected)
     if tuple(s for s in got if s != 1) == tuple(s for s in expected if s != 1):
-        return [_keepdims_finding(name, got, expected, values_match_squeezed)]
+        extra = phrase("keepdims_values_ok" if values_match_squeezed else "keepdims_values_differ")
+        how = phrase("keepdims_kept" if len(got) > len(expected) else "keepdims_dropped")
+        return [finding("keepdims", name=name, got=got, expected=expected, how=how, extra=extra)]
     if len(got) == len(expected) and all(g in (1, e) for g, e in zip(got, expected)):
         return [finding("not_broadcast", name=name, got=got, expected=expected)]  # a statistic's shape, kept
     if x_shape is not None:
