@@ -108,12 +108,12 @@ def load_progress() -> Progress:
         path = _path()
     except StateDirError as exc:
         return Progress(warning=_("Progress is not saved: {reason}").format(reason=exc))
+    progress = _load(path)
     try:
         probe_writable(path.parent)
     except StateDirError as exc:  # read-only: what was saved still says where the workspace is
-        progress = _load(path)
-        return Progress(progress.workspace, progress.exercises, _("Progress is not saved: {reason}").format(reason=exc))
-    return _load(path)
+        progress.warning = _("Progress is not saved: {reason}").format(reason=exc)
+    return progress
 
 
 def _load(path: Path) -> Progress:
