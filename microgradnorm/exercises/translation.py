@@ -143,13 +143,8 @@ def solution(ex: Exercise, language: str | None = None) -> Localized:
 def scaffold_texts(ex: Exercise) -> dict[str, str]:
     """The scaffold of ``ex`` as it is in every language that has one in step: a learner's file equal to one
     of them is untouched (``init`` may give it in another language; ``reset`` keeps no backup of it)."""
-    out = {ENGLISH: ex.scaffold_text}
-    for language in LANGUAGES:
-        if language != ENGLISH:
-            state, text, _problems = _file_state(ex.solution, language)
-            if state == TRANSLATED:
-                out[language] = derive_scaffold(text)
-    return out
+    given = [scaffold(ex, language) for language in LANGUAGES]  # English in place of one out of step
+    return {s.language: s.text for s in given}
 
 
 # ---- hints ----------------------------------------------------------------------------------------------------
