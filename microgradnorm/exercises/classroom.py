@@ -44,7 +44,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from microgradnorm.exercises.catalog import EXERCISES, Exercise
+from microgradnorm.exercises.catalog import EXERCISES, Exercise, get_exercise
 from microgradnorm.exercises.grader import SOURCE_LIMIT, GradeResult, grade, one_line
 from microgradnorm.i18n import _
 
@@ -261,18 +261,13 @@ def common_mistakes(grades: list[Grade]) -> list[tuple[str, int, int, Exercise]]
     """(the mistake as a learner reads it, students who made it, students who handed in that exercise, the
     exercise), the most made first. Two findings with the same words (a mistake named by its value and by its
     geometry) count once per student: the summary is read by a person."""
-    handed_in: Counter[str] = Counter()
+    handed_in = Counter(g.exercise.number for g in grades)
     made: dict[tuple[int, str], set[str]] = {}
     for g in grades:
-        handed_in[g.exercise.name] += 1
         for f in g.result.findings:
             made.setdefault((g.exercise.number, f.title), set()).add(g.student)
-    by_number = {ex.number: ex for ex in EXERCISES}
     ranked = sorted(made.items(), key=lambda kv: (-len(kv[1]), kv[0]))
-    return [
-        (title, len(students), handed_in[by_number[number].name], by_number[number])
-        for (number, title), students in ranked
-    ]
+    return [(title, len(students), handed_in[number], get_exercise(number)) for (number, title), students in ranked]
 
 
 def class_summary(grades: list[Grade], students: int, seconds: float) -> RenderableType:

@@ -64,6 +64,7 @@ __all__ = [
     "geometry_findings",
     "match_mistake",
     "match_pair",
+    "matches",
     "mistake",
     "scale_finding",
     "shape_findings",
@@ -168,10 +169,11 @@ def worst_entry(got: np.ndarray, expected: np.ndarray) -> tuple[tuple[int, ...],
 
 def match_mistake(got: np.ndarray, mistakes: list[Mistake]) -> Mistake | None:
     """The first known mistake whose answer ``got`` equals (within EXERCISE_MISTAKE_RTOL)."""
-    return next((m for m in mistakes if _matches(got, m.answer)), None)
+    return next((m for m in mistakes if matches(got, m.answer)), None)
 
 
-def _matches(got: np.ndarray, answer: np.ndarray) -> bool:
+def matches(got: np.ndarray, answer: np.ndarray) -> bool:
+    """Whether ``got`` is ``answer``, to the tolerance of a named mistake (EXERCISE_MISTAKE_RTOL)."""
     return answer.shape == got.shape and tol.close(got, answer, tol.EXERCISE_MISTAKE_RTOL, tol.EXERCISE_MISTAKE_ATOL)
 
 
@@ -188,7 +190,7 @@ def match_pair(got: np.ndarray, expected: np.ndarray, mistakes: list[Mistake]) -
         both = e1 + e2  # two mistakes whose errors cancel (a path left out, the same path doubled) explain nothing
         if m1.title == m2.title or float(np.linalg.norm(got - expected - both)) > PAIR_SHARE * error:
             continue
-        if _matches(got, expected + both):
+        if matches(got, expected + both):
             return m1, m2
     return None
 
@@ -217,12 +219,6 @@ def axes_text(axes: tuple[int, ...]) -> str:
     return str(axes[0]) if len(axes) == 1 else str(axes)
 
 
-def _keepdims_finding(name: str, got: tuple[int, ...], expected: tuple[int, ...], values_ok: bool) -> Finding:
-    extra = phrase("keepdims_values_ok" if values_ok else "keepdims_values_differ")
-    how = phrase("keepdims_kept" if len(got) > len(expected) else "keepdims_dropped")
-    return finding("keepdims", name=name, got=got, expected=expected, how=how, extra=extra)
-
-
 def shape_findings(
     name: str,
     got: tuple[int, ...],
@@ -234,7 +230,9 @@ def shape_findings(
     """Why ``got`` is not ``expected``: keepdims, the wrong axis (of ``x_name``), a transpose, or just different."""
     got, expected = tuple(got), tuple(expected)
     if tuple(s for s in got if s != 1) == tuple(s for s in expected if s != 1):
-        return [_keepdims_finding(name, got, expected, values_match_squeezed)]
+        extra = phrase("keepdims_values_ok" if values_match_squeezed else "keepdims_values_differ")
+        how = phrase("keepdims_kept" if len(got) > len(expected) else "keepdims_dropped")
+        return [finding("keepdims", name=name, got=got, expected=expected, how=how, extra=extra)]
     if len(got) == len(expected) and all(g in (1, e) for g, e in zip(got, expected)):
         return [finding("not_broadcast", name=name, got=got, expected=expected)]  # a statistic's shape, kept
     if x_shape is not None:
@@ -323,9 +321,9 @@ def factor_findings(
             continue
         if np.ptp(q) == 0 and q.size > 1:
             continue  # a constant: the scale finding names it
-        if _matches(got, extra):
+        if matches(got, extra):
             return [finding("factor_extra", name=name, q=label)]
-        if _matches(got, missing):
+        if matches(got, missing):
             return [finding("factor_missing", name=name, q=label)]
     if expected.ndim < 2:
         return []

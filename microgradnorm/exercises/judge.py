@@ -42,6 +42,7 @@ from microgradnorm.exercises.diagnose import (
     geometry_findings,
     match_mistake,
     match_pair,
+    matches,
     scale_finding,
     shape_findings,
     worst_entry,
@@ -181,8 +182,8 @@ def _shape_of(desc: dict[str, Any], got: np.ndarray | None) -> tuple[int, ...] |
 
 
 def _explain_shape(ev: Evidence, call: str, name: str) -> Explanation:
-    expected = ev.case(call).expected[name]
-    got = ev.got(call, name)
+    case, got = ev.case(call), ev.got(call, name)
+    expected = case.expected[name]
     shape = _shape_of(ev.description(call, name), got)
     if shape is None or shape == expected.shape:
         return [], None
@@ -192,7 +193,7 @@ def _explain_shape(ev: Evidence, call: str, name: str) -> Explanation:
     called, problem = f"`{ev.problem.output(name).called}`", ev.problem
     if shape == () and expected.ndim == 2:  # a number where a matrix belongs: an inner product, most often
         return [finding("number_for_matrix", name=called, expected=expected.shape)], None
-    x_shape = problem.x_shape(ev.case(call), name)
+    x_shape = case.info.get("x_shape")
     return shape_findings(called, shape, expected.shape, x_shape, squeezed, problem.reduced_from), None
 
 
@@ -246,10 +247,6 @@ def check_finite(ev: Evidence) -> Verdict:
 # ---- values ---------------------------------------------------------------------------------
 
 
-def _value_ok(case: Case, name: str, got: np.ndarray) -> bool:
-    return rounding.within(got, case.expected[name], case.allowed[name])
-
-
 def check_values(ev: Evidence) -> Verdict:
     rows: list[CheckRow] = []
     failing: list[str] = []
@@ -259,7 +256,7 @@ def check_values(ev: Evidence) -> Verdict:
         if g is None:
             rows.append(CheckRow(o.row, None, say("row_not_compared")))
             continue
-        ok = _value_ok(case, o.name, g)
+        ok = case.right(o.name, g)
         rel = rounding.relative_error(g, case.expected[o.name])
         if not math.isfinite(rel):
             detail = say("row_not_finite")
@@ -280,18 +277,15 @@ def check_second(ev: Evidence) -> Verdict:
     case, got = ev.cases[1], ev.outputs("b")
     if not got:
         return Verdict([CheckRow(say("check_second"), None, say("row_not_compared"))])
-    wrong = [n for n, g in got.items() if not _value_ok(case, n, g)]
+    wrong = [n for n, g in got.items() if not case.right(n, g)]
     second = str(case.about)
     unseen = [o.called for o in ev.problem.outputs if ("b", o.name) in ev.bad]
-    if not wrong and unseen:  # what could be compared is right; the rest was not compared, so no ✓
-        return Verdict(
-            [CheckRow(say("check_second"), None, say("row_second_partly", second=second, names=listed(unseen)))]
-        )
-    if not wrong:
-        return Verdict([CheckRow(say("check_second"), True, second)])
+    if not wrong:  # what could be compared is right; where the rest was not compared, no ✓
+        ok, detail = (None, say("row_second_partly", second=second, names=listed(unseen))) if unseen else (True, second)
+        return Verdict([CheckRow(say("check_second"), ok, detail)])
     names = listed([ev.problem.output(n).called for n in wrong])
     row = CheckRow(say("check_second"), False, say("row_second_wrong", second=second, names=names))
-    first_ok = all(_value_ok(ev.cases[0], n, g) for n, g in ev.outputs("a").items())
+    first_ok = all(ev.cases[0].right(n, g) for n, g in ev.outputs("a").items())
     return Verdict([row], lambda: explain_values(ev.problem, case, got, wrong, first_ok=first_ok))
 
 
@@ -351,8 +345,7 @@ def _swapped(problem: Problem, case: Case, name: str, g: np.ndarray) -> list[Fin
         if name not in (first, second):
             continue
         other = second if first == name else first
-        want = case.expected[other]
-        if g.shape == want.shape and tol.close(g, want, tol.EXERCISE_MISTAKE_RTOL, tol.EXERCISE_MISTAKE_ATOL):
+        if matches(g, case.expected[other]):
             return [finding("swapped_outputs", first=first, second=second, name=name, other=other)]
     return []
 
@@ -391,23 +384,17 @@ def _off_by(problem: Problem, case: Case, name: str, g: np.ndarray, rel: float) 
     return {**params, "diff": float(off[idx]), "allowed": float(allowed[idx])}
 
 
-def _estimate(problem: Problem, case: Case, name: str, g: np.ndarray) -> Finding | None:
-    """An answer close to the right one but outside the rounding bound: estimated (or rounded, or nudged)."""
+def _estimate(problem: Problem, case: Case, name: str, g: np.ndarray, first_ok: bool) -> Finding | None:
+    """An answer close to the right one but outside the rounding bound: right on the first input and on this
+    one (eps = 0) what a small eps put in its place gives; else estimated (or rounded, or nudged)."""
     rel = rounding.relative_error(g, case.expected[name])
+    guarded = first_ok and case.info.get("eps") == 0 and 0 < rel <= EPS_FIT_RTOL
+    if guarded and _fitted_eps(problem, case, name, g) is not None:
+        return finding("eps_zero_changed", **_off_by(problem, case, name, g, rel))
     if not 0 < rel <= rounding.ESTIMATE_RTOL:
         return None
     key = "estimate" if problem.output(name).gradient else "estimate_value"
     return finding(key, **_off_by(problem, case, name, g, rel))
-
-
-def _eps_guarded(problem: Problem, case: Case, name: str, g: np.ndarray, first_ok: bool) -> Finding | None:
-    """Right on the first input, and on this one (eps = 0) what a small eps put in its place gives."""
-    rel = rounding.relative_error(g, case.expected[name])
-    if not (first_ok and case.info.get("eps") == 0 and 0 < rel <= EPS_FIT_RTOL):
-        return None
-    if _fitted_eps(problem, case, name, g) is None:
-        return None
-    return finding("eps_zero_changed", **_off_by(problem, case, name, g, rel))
 
 
 def _fitted_eps(problem: Problem, case: Case, name: str, g: np.ndarray) -> float | None:
@@ -458,34 +445,25 @@ def _sure(problem: Problem, case: Case, name: str, g: np.ndarray, first_ok: bool
         return named
     if not np.any(g) and np.any(case.expected[name]):
         return [finding("all_zero", name=problem.output(name).called)]
-    estimate = _eps_guarded(problem, case, name, g, first_ok) or _estimate(problem, case, name, g)
-    if estimate is not None:
-        return [estimate, *problem.findings(case, name, g)]
-    expected = case.expected[name]
-    s = scale_finding(g, expected, problem.group_size(case, name), problem.counts(case, name))
-    if s is not None and s.key != "scale_other":
-        return [s, *problem.findings(case, name, g)]
-    factor = factor_findings(problem.output(name).called, g, expected, problem.quantities(case, name))
-    if factor:
-        return [*factor, *problem.findings(case, name, g)]
-    return [*([s] if s is not None else []), *problem.findings(case, name, g)]
+    expected, n, counts = case.expected[name], problem.group_size(case, name), problem.counts(case, name)
+    first = _estimate(problem, case, name, g, first_ok) or scale_finding(g, expected, n, counts)
+    found = [first] if first is not None else []
+    if first is None or first.key == "scale_other":  # a factor that is a named quantity says more than its value
+        found = factor_findings(problem.output(name).called, g, expected, problem.quantities(case, name)) or found
+    return [*found, *problem.findings(case, name, g)]
+
+
+def _no_match(problem: Problem, name: str) -> Finding:
+    """Nothing names the mistake in ``name``: what to check, and how."""
+    return finding("no_match", name=problem.output(name).called, advice=problem.advice(name))
 
 
 def _unnamed(problem: Problem, case: Case, name: str, g: np.ndarray) -> list[Finding]:
     """Nothing singled out: the geometry of the error where it applies, else what to check and how."""
-    found: list[Finding] = []
     geom = problem.geometry(case, name)
-    if geom is not None:
-        found += geometry_findings(g, case.expected[name], geom)
-    if found:  # a path singled out, or which terms to check when none is: the self-check would only repeat it
-        return found
-    advice = problem.advice(name)
-    return [*found, finding("no_match", name=problem.output(name).called, advice=advice)]
-
-
-def _bare_title(f: Finding) -> str:
-    """A finding's title without the output it is about."""
-    return Finding(f.key, f.params).title
+    found = geometry_findings(g, case.expected[name], geom) if geom is not None else []
+    # a path singled out, or which terms to check when none is: the self-check would only repeat it
+    return found or [_no_match(problem, name)]
 
 
 def _how_far(problem: Problem, case: Case, got: dict[str, np.ndarray], wrong: list[str]) -> str:
@@ -517,7 +495,7 @@ def explain_values(
     kept: list[tuple[str, Finding]] = []
     for n in wrong:
         for f in sure[n]:
-            said = _bare_title(f)
+            said = Finding(f.key, f.params).title  # its title without the output it is about
             if f.key not in titles and said not in titles:  # one bullet per mistake, however many outputs show it
                 titles.update((f.key, said))
                 kept.append((n, f))
@@ -525,13 +503,12 @@ def explain_values(
     found += [replace(f, output=problem.output(n).called) if several and f.key != "follows" else f for n, f in kept]
     found += [f for f in upstream if f.key not in titles]
     if "y" in unexplained and any(f.key == "forward_first" for f in upstream):  # fix y first: and how to check it
-        found.append(finding("no_match", name=problem.output("y").called, advice=problem.advice("y")))
+        found.append(_no_match(problem, "y"))
     if unexplained and not upstream:
         if len(wrong) == 1:  # the geometry of an error only where nothing else is wrong that could cause it
             found += _unnamed(problem, case, unexplained[0], got[unexplained[0]])
         elif len(unexplained) == 1:
-            n = unexplained[0]
-            found.append(finding("no_match", name=problem.output(n).called, advice=problem.advice(n)))
+            found.append(_no_match(problem, unexplained[0]))
         else:
             names = listed(problem.output(n).called for n in unexplained)
             advice = listed(str(problem.advice(n)) for n in unexplained[:1])

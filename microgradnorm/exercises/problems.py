@@ -30,10 +30,9 @@ from typing import Any
 import numpy as np
 
 from microgradnorm import formulas
-from microgradnorm import tolerances as tol
 from microgradnorm.check import random_problem
 from microgradnorm.engine import Value
-from microgradnorm.exercises import norm_mistakes, rounding
+from microgradnorm.exercises import diagnose, norm_mistakes, rounding
 from microgradnorm.exercises.diagnose import Count, Finding, Geometry, Mistake, factor_findings, finding, mistake
 from microgradnorm.exercises.messages import listed, phrase, say
 from microgradnorm.i18n import N_, LazyText, _
@@ -85,6 +84,10 @@ class Case:
         """ "first input: x [3, 5], eps = 0.001", in the learner's language."""
         return say("case_second" if self.second else "case_first", about=self.about)
 
+    def right(self, name: str, got: np.ndarray) -> bool:
+        """Whether ``got`` is the right ``name``, to float64 rounding."""
+        return rounding.within(got, self.expected[name], self.allowed[name])
+
 
 class Problem:
     """How one exercise is graded. Subclasses draw the inputs, solve them, and name the mistakes."""
@@ -92,7 +95,7 @@ class Problem:
     outputs: tuple[Output, ...] = ()
     swaps: tuple[tuple[str, str], ...] = ()  # pairs of outputs a learner may return in the wrong order
     exact: tuple[str, ...] = ()  # inputs that are counts, not rounded measurements
-    reduced_from = "x"  # the input whose shape a wrong-axis reduction is explained by
+    reduced_from = "x"  # the input (its shape: info["x_shape"]) a wrong-axis reduction is explained by
     # what to check when no mistake is singled out (keys of messages.SAYINGS): per output, else the default
     advice_for: tuple[tuple[str, str], ...] = ()
     advice_default = "advice_selfcheck"
@@ -129,10 +132,6 @@ class Problem:
     def findings(self, case: Case, name: str, got: np.ndarray) -> list[Finding]:
         """Anything else worth saying about a wrong ``name``."""
         return []
-
-    def x_shape(self, case: Case, name: str) -> tuple[int, ...] | None:
-        """The shape of the input ``name`` is reduced from (for wrong-axis shape messages)."""
-        return case.info.get("x_shape")
 
     def counts(self, case: Case, name: str) -> tuple[Count, ...]:
         """The counts ``name``'s formula divides by, the right one first (for the scale diagnosis)."""
@@ -351,30 +350,25 @@ class NormProblem(Problem):
         uses = _STAGE_INPUTS.get(name, ())
         if not uses or name not in got or not all(u in got for u in uses):
             return None
-        if all(rounding.within(got[u], case.expected[u], case.allowed[u]) for u in uses):
+        wrong = [u for u in uses if not case.right(u, got[u])]
+        if not wrong:
             return None  # its inputs are right: its own mistake
-        info = case.info
-        m = formulas.moments(info["x"], info["axes"], info["eps"])
+        info, dxhat = case.info, got["dxhat"]
         axes, n = info["axes"], info["n"]
-        dxhat = got["dxhat"]
+        m = formulas.moments(info["x"], axes, info["eps"])
         if name == "dx":
             want = dxhat * m.rstd + got["dmean"] / n + got["dvar"] * 2.0 * m.xshift / n
         elif name == "dvar":
             want = formulas.dvar(dxhat, m.xshift, m.std, axes)
         else:
             want = formulas.dmean(dxhat, m.rstd, axes)
-        if not _agrees(got[name], want):
+        if not diagnose.matches(got[name], want):
             return None
-        wrong = [u for u in uses if not rounding.within(got[u], case.expected[u], case.allowed[u])]
         return finding("follows", name=name, inputs=listed(wrong))
 
 
 # which earlier stages each stage of the staged BatchNorm is computed from
 _STAGE_INPUTS = {"dvar": ("dxhat",), "dmean": ("dxhat",), "dx": ("dxhat", "dvar", "dmean")}
-
-
-def _agrees(got: np.ndarray, want: np.ndarray) -> bool:
-    return got.shape == np.shape(want) and tol.close(got, want, tol.EXERCISE_MISTAKE_RTOL, tol.EXERCISE_MISTAKE_ATOL)
 
 
 # exercise 3 writes no derivative: a missing path there is a node the graph does not reach
@@ -389,13 +383,14 @@ _GRAPH_CUT = {
 
 
 _FORWARD = Output("y", N_("forward"), gradient=False)
-_DX, _DGAMMA, _DBETA = Output("dx", "dx"), Output("dgamma", "dgamma"), Output("dbeta", "dbeta")
+_DX, _DGAMMA, _DBETA, _DXHAT = (Output(name, name) for name in ("dx", "dgamma", "dbeta", "dxhat"))
+_NORM_OUTPUTS = (_FORWARD, _DX, _DGAMMA, _DBETA)
 
 
 class AffineProblem(Problem):
     """Exercise 04 is given dy, xhat and gamma of a [B, T, D] LayerNorm, not x."""
 
-    outputs = (Output("dgamma", "dgamma"), Output("dbeta", "dbeta"), Output("dxhat", "dxhat"))
+    outputs = (_DGAMMA, _DBETA, _DXHAT)
     swaps = (("dgamma", "dbeta"),)
     reduced_from = "dy"
 
@@ -426,10 +421,9 @@ class AffineProblem(Problem):
         return [("gamma", case.inputs["gamma"])]
 
     def mistakes(self, case: Case, name: str) -> list[Mistake]:
-        dy, xhat = case.inputs["dy"], case.inputs["xhat"]
-        if name == "dxhat":
-            return [mistake("gamma_left_out_dxhat", dy + 0.0), mistake("xhat_not_gamma", dy * xhat)]
-        return norm_mistakes.param_mistakes(name, dy, xhat, case.info)
+        if name == "dxhat":  # the staged BatchNorm's dxhat mistakes: xhat is the LayerNorm's of the case's x
+            return norm_mistakes.mistakes(case.info, name)
+        return norm_mistakes.param_mistakes(name, case.inputs["dy"], case.inputs["xhat"], case.info)
 
 
 # ---- 08: RMSNorm ---------------------------------------------------------------------
@@ -579,7 +573,7 @@ class JacobianProblem(Problem):
             return None
         xhat, rstd = _jacobian_parts(case.inputs["x"], float(case.inputs["eps"]))
         on_yours = rstd * case.inputs["gamma"][:, None] * (np.eye(xhat.shape[0]) - got["P"])
-        return finding("follows", name="J", inputs="P") if _agrees(got["J"], on_yours) else None
+        return finding("follows", name="J", inputs="P") if diagnose.matches(got["J"], on_yours) else None
 
 
 # ---- 10: Welford ---------------------------------------------------------------------
@@ -599,9 +593,14 @@ def _merge(count0: np.ndarray, mean0: np.ndarray, m2_0: np.ndarray, x: np.ndarra
     return mean0 + delta * n / total, m2_0 + m2_b + delta * delta * count0 * n / total
 
 
+def _welford_increment(value: float, old: float, new: float) -> float:
+    """The right growth of m2: (value - old mean) * (value - new mean)."""
+    return (value - old) * (value - new)
+
+
 def _welford_stream(
     inputs: dict[str, Any],
-    increment: Callable[[float, float, float], float],
+    increment: Callable[[float, float, float], float] = _welford_increment,
     late: int = 0,
     keep_mean: bool = False,
     divide_m2: bool = False,
@@ -623,11 +622,6 @@ def _welford_stream(
         means.append(mean)
         variances.append(m2 / count)
     return {"mean": np.array(means), "var": np.array(variances)}
-
-
-def _welford_increment(value: float, old: float, new: float) -> float:
-    """The right growth of m2: (value - old mean) * (value - new mean)."""
-    return (value - old) * (value - new)
 
 
 class WelfordProblem(Problem):
@@ -661,15 +655,13 @@ class WelfordProblem(Problem):
     def mistakes(self, case: Case, name: str) -> list[Mistake]:
         x = case.inputs["x"]
         fresh = {"mean": x.mean(axis=1), "var": x.var(axis=1)}
-        right = _welford_increment
-        late = _welford_stream(case.inputs, right, late=1)[name]
         out = [
             mistake("welford_ignores_state", fresh[name], count=case.info["seen"]),
-            mistake("welford_old_count", late),
-            mistake("welford_mean_not_updated", _welford_stream(case.inputs, right, keep_mean=True)[name]),
+            mistake("welford_old_count", _welford_stream(case.inputs, late=1)[name]),
+            mistake("welford_mean_not_updated", _welford_stream(case.inputs, keep_mean=True)[name]),
         ]
         if name == "var":
-            out.append(mistake("welford_m2_divided", _welford_stream(case.inputs, right, divide_m2=True)["var"]))
+            out.append(mistake("welford_m2_divided", _welford_stream(case.inputs, divide_m2=True)["var"]))
             squared = _welford_stream(case.inputs, lambda v, old, new: (v - old) ** 2)["var"]
             new_squared = _welford_stream(case.inputs, lambda v, old, new: (v - new) ** 2)["var"]
             out += [mistake("welford_delta_squared", squared), mistake("welford_new_delta_squared", new_squared)]
@@ -687,7 +679,7 @@ class WelfordProblem(Problem):
 
 
 class PreLNProblem(Problem):
-    outputs = (_FORWARD, _DX, _DGAMMA, _DBETA, Output("dW", "dW"))
+    outputs = (*_NORM_OUTPUTS, Output("dW", "dW"))
     swaps = (("dgamma", "dbeta"),)
     advice_for = (("y", "advice_forward_preln"),)
 
@@ -762,26 +754,16 @@ class PreLNProblem(Problem):
         return norm_mistakes.geometry(case.info, self._block(case.inputs)[3]) if name == "dx" else None
 
 
-_BN_STAGES = (
-    _FORWARD,
-    _DBETA,
-    _DGAMMA,
-    Output("dxhat", "dxhat"),
-    Output("dvar", "dvar"),
-    Output("dmean", "dmean"),
-    _DX,
-)
+_BN_STAGES = (_FORWARD, _DBETA, _DGAMMA, _DXHAT, Output("dvar", "dvar"), Output("dmean", "dmean"), _DX)
 
 PROBLEMS: dict[str, Problem] = {
     "01_local_derivatives": LocalDerivatives(),
     "02_mean_variance_backward": MeanVariance(),
-    "03_layernorm_from_values": NormProblem(
-        "layernorm", ((3, 5), (4, 6)), (_FORWARD, _DX, _DGAMMA, _DBETA), values=True
-    ),
+    "03_layernorm_from_values": NormProblem("layernorm", ((3, 5), (4, 6)), _NORM_OUTPUTS, values=True),
     "04_affine_backward": AffineProblem(),
-    "05_layernorm_backward": NormProblem("layernorm", ((2, 3, 5), (3, 4, 6)), (_FORWARD, _DX, _DGAMMA, _DBETA)),
+    "05_layernorm_backward": NormProblem("layernorm", ((2, 3, 5), (3, 4, 6)), _NORM_OUTPUTS),
     "06_batchnorm_staged": NormProblem("batchnorm", ((6, 4), (5, 3)), _BN_STAGES),
-    "07_batchnorm_simplified": NormProblem("batchnorm", ((6, 4), (5, 3)), (_FORWARD, _DX, _DGAMMA, _DBETA)),
+    "07_batchnorm_simplified": NormProblem("batchnorm", ((6, 4), (5, 3)), _NORM_OUTPUTS),
     "08_rmsnorm_backward": RMSProblem(),
     "09_layernorm_jacobian": JacobianProblem(),
     "10_stable_variance": WelfordProblem(),

@@ -44,13 +44,6 @@ ESTIMATE_RTOL = 1e-5
 Solve = Callable[[dict[str, Any]], dict[str, np.ndarray]]
 
 
-def _nudged(inputs: dict[str, Any], name: str, index: tuple[int, ...], h: float) -> dict[str, Any]:
-    """``inputs`` with entry ``index`` of ``name`` moved by ``h``."""
-    arr = np.array(inputs[name], dtype=np.float64, copy=True)
-    arr[index] += h
-    return {**inputs, name: arr}
-
-
 def tolerance(
     solve: Solve, inputs: dict[str, Any], exact: Iterable[str] = (), terms: dict[str, np.ndarray] | None = None
 ) -> dict[str, np.ndarray]:
@@ -75,7 +68,9 @@ def tolerance(
             h = STEP * abs(float(arr[index]))
             if h == 0.0:  # a zero input is stored exactly
                 continue
-            moved = solve(_nudged(inputs, name, index, h))
+            nudged = arr.copy()  # entry ``index`` of ``name`` moved by h
+            nudged[index] += h
+            moved = solve({**inputs, name: nudged})
             for k in sensitivity:
                 sensitivity[k] += np.abs(moved[k] - base[k]) / STEP  # |d out/d in| * |in|, to a digit or so
     # L = the longest sum; the package's rounding bound gives each of its roundings 4 EPS64 = 8 u (different

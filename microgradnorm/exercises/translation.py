@@ -143,13 +143,8 @@ def solution(ex: Exercise, language: str | None = None) -> Localized:
 def scaffold_texts(ex: Exercise) -> dict[str, str]:
     """The scaffold of ``ex`` as it is in every language that has one in step: a learner's file equal to one
     of them is untouched (``init`` may give it in another language; ``reset`` keeps no backup of it)."""
-    out = {ENGLISH: ex.scaffold_text}
-    for language in LANGUAGES:
-        if language != ENGLISH:
-            state, text, _problems = _file_state(ex.solution, language)
-            if state == TRANSLATED:
-                out[language] = derive_scaffold(text)
-    return out
+    given = [scaffold(ex, language) for language in LANGUAGES]  # English in place of one out of step
+    return {s.language: s.text for s in given}
 
 
 # ---- hints ----------------------------------------------------------------------------------------------------
@@ -229,15 +224,13 @@ def _marks(wanted: list[str]) -> list[str]:
     """The lines to copy: every mark (nothing wanted), or the first line of each file named, or the hints'."""
     lines = []
     for ex in EXERCISES:
-        english = ex.solution
-        name = f"{english.parent.name}/{english.name}"
+        name, mark = f"{ex.solution.parent.name}/{ex.filename}", file_mark(ex.solution).rstrip()
         if not wanted:
-            lines.append(f"{name}: {file_mark(english).rstrip()}")
-        elif name in wanted:
-            lines.append(file_mark(english).rstrip())
-        if not wanted:
-            lines.append(f"hints.md {ex.name}: {hint_mark(ex)}")
-        elif "hints" in wanted:
+            lines += [f"{name}: {mark}", f"hints.md {ex.name}: {hint_mark(ex)}"]
+            continue
+        if name in wanted:
+            lines.append(mark)
+        if "hints" in wanted:
             lines += [f"## {ex.name}", hint_mark(ex)]
     return lines
 

@@ -150,9 +150,8 @@ class Watcher:
         self.check(self.state.current)
 
     def on_list(self) -> None:
-        files = Files(self.folder).paths
         edited = {ex.name: ws.is_edited(self.folder, ex) for ex in EXERCISES}
-        exists = {ex.name: files[ex.name].is_file() for ex in EXERCISES}
+        exists = {ex.name: ws.learner_file(self.folder, ex).is_file() for ex in EXERCISES}
         self.console.print(render.exercise_list(ws.load_progress(), self.folder, edited, exists))
 
     def on_quit(self) -> None:

@@ -108,12 +108,12 @@ def load_progress() -> Progress:
         path = _path()
     except StateDirError as exc:
         return Progress(warning=_("Progress is not saved: {reason}").format(reason=exc))
+    progress = _load(path)
     try:
         probe_writable(path.parent)
     except StateDirError as exc:  # read-only: what was saved still says where the workspace is
-        progress = _load(path)
-        return Progress(progress.workspace, progress.exercises, _("Progress is not saved: {reason}").format(reason=exc))
-    return _load(path)
+        progress.warning = _("Progress is not saved: {reason}").format(reason=exc)
+    return progress
 
 
 def _load(path: Path) -> Progress:
@@ -284,11 +284,11 @@ def reset_file(workspace: Path, exercise: Exercise) -> Path | None:
     if dest.is_file() and not _untouched(dest, exercise):
         folder = state_dir() / "exercise-backups"
         folder.mkdir(parents=True, exist_ok=True)
-        backup = folder / f"{exercise.name}.{time.strftime('%Y%m%d-%H%M%S')}.py"
-        n = 1
+        stamp = f"{exercise.name}.{time.strftime('%Y%m%d-%H%M%S')}"
+        backup, n = folder / f"{stamp}.py", 1
         while backup.exists():
             n += 1
-            backup = folder / f"{exercise.name}.{time.strftime('%Y%m%d-%H%M%S')}-{n}.py"
+            backup = folder / f"{stamp}-{n}.py"
         shutil.copy2(dest, backup)
     atomic_write_text(dest, translation.scaffold(exercise).text)
     update_progress(lambda p: p.record(exercise).update(last=None))  # the file no longer is what was last checked
