@@ -40,6 +40,8 @@ __all__ = [
     "engine_forward",
     "fd_agree",
     "fmt",
+    "index_rows",
+    "index_table",
     "matrix_table",
     "max_rel",
     "maxabs",
@@ -208,7 +210,7 @@ def vec(values: Iterable[float], digits: int = 4) -> str:
     return "[" + ", ".join(num(v, digits) for v in values) + "]"
 
 
-def plain_table(*columns: str, title: str | None = None, right: Sequence[str] = ()) -> Table:
+def plain_table(*columns: str | Text, title: str | None = None, right: Sequence[str | Text] = ()) -> Table:
     table = Table(
         title=title,
         title_justify="left",
@@ -220,7 +222,24 @@ def plain_table(*columns: str, title: str | None = None, right: Sequence[str] = 
         padding=(0, 1, 0, 0),
     )
     for c in columns:  # headers as Text, so that "W.grad[i,0]" is not read as markup
-        table.add_column(Text(c), justify="right" if c in right else "left", no_wrap=c in right)
+        header = c if isinstance(c, Text) else Text(c)
+        table.add_column(header, justify="right" if c in right else "left", no_wrap=c in right)
+    return table
+
+
+def index_rows(*columns: Iterable[Any], digits: int = 4) -> list[list[Any]]:
+    """One row per index i: i, then the i-th entry of each column (a number as :func:`num`, text as it is)."""
+    return [
+        [str(i), *(c if isinstance(c, (str, Text)) else num(c, digits) for c in row)]
+        for i, row in enumerate(zip(*columns))
+    ]
+
+
+def index_table(headers: Sequence[str | Text], *columns: Iterable[Any], digits: int = 4) -> Table:
+    """The lessons' vector table: the index under ``headers[0]``, then one right-justified column per vector."""
+    table = plain_table(*headers, right=headers)
+    for row in index_rows(*columns, digits=digits):
+        table.add_row(*row)
     return table
 
 

@@ -11,8 +11,6 @@ values each norm pools (:mod:`microgradnorm.lessons.norm_axes`).
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 from rich.console import Group
 from rich.text import Text
@@ -21,9 +19,11 @@ from microgradnorm import formulas
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import CJKText, cjk_text
 from microgradnorm.lessons.demo_tools import (
+    agree,
     autograd_dx,
     engine_forward,
     fmt,
+    index_rows,
     maxabs,
     number_table,
     path_label,
@@ -121,7 +121,6 @@ def bn_axes(p: LessonParams) -> Group:
         (pgettext("demo table row", "BN var"), col_var),
     ):
         rows.append([Text(name, style="bold")] + [fmt(v, 3) for v in stat[:shown_d]] + [""])
-    close_ = partial(close_to, rtol=CLOSED_FORM_RTOL, atol=CLOSED_FORM_ATOL)
     return Group(
         cjk_text(_("X [{n}, {d}]: one BatchNorm statistic per column").format(n=n, d=d), style="italic"),
         number_table(headers, rows),
@@ -129,15 +128,15 @@ def bn_axes(p: LessonParams) -> Group:
         claims(
             [
                 (
-                    close_(col_mean, x.mean(axis=0), what="BN mean vs x.mean(axis=0)"),
+                    agree(col_mean, x.mean(axis=0), what="BN mean vs x.mean(axis=0)"),
                     _("BN mean: NumPy's x.mean(axis=0), down each column"),
                 ),
                 (
-                    close_(col_var, x.var(axis=0), what="BN var vs x.var(axis=0)"),
+                    agree(col_var, x.var(axis=0), what="BN var vs x.var(axis=0)"),
                     _("BN var: x.var(axis=0), divided by N"),
                 ),
                 (
-                    close_(row_mean, x.mean(axis=1), what="LN mean vs x.mean(axis=1)"),
+                    agree(row_mean, x.mean(axis=1), what="LN mean vs x.mean(axis=1)"),
                     _("LN mean: x.mean(axis=1), along each row"),
                 ),
             ]
@@ -234,11 +233,11 @@ def bn_param_grads(p: LessonParams) -> DemoOutput:
             claims(
                 [
                     (
-                        close_to(grads["gamma"], dg, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "dgamma vs Σ dY·xhat"),
+                        agree(grads["gamma"], dg, what="dgamma vs Σ dY·xhat"),
                         _("dgamma: max error {error}").format(error=sci(err_g)),
                     ),
                     (
-                        close_to(grads["beta"], db, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "dbeta vs Σ dY"),
+                        agree(grads["beta"], db, what="dbeta vs Σ dY"),
                         _("dbeta = Σ_i dY_ij (the column sums of dY): max error {error}").format(error=sci(err_b)),
                     ),
                 ]
@@ -272,19 +271,9 @@ def bn_three_paths(p: LessonParams, column: int = 0) -> DemoOutput:
     direct, via_mean, via_var = formulas.dx_paths(gx, mo.xshift, mo.std, mo.rstd, axes)
     total = direct + via_mean + via_var
     j = column
-    rows = [
-        [
-            str(i),
-            fmt(direct[i, j], 4),
-            fmt(via_mean[i, j], 4),
-            fmt(via_var[i, j], 4),
-            fmt(total[i, j], 4),
-            fmt(grads["x"][i, j], 4),
-        ]
-        for i in range(x.shape[0])
-    ]
+    rows = index_rows(*(a[:, j] for a in (direct, via_mean, via_var, total, grads["x"])))
     err = float(np.max(np.abs(total - grads["x"])))
-    ok = close_to(total, grads["x"], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "sum of paths vs autograd")
+    ok = agree(total, grads["x"], what="sum of paths vs autograd")
     return DemoOutput(
         Group(
             cjk_text(_("dL/dX[i, {j}] along the three paths (m = {m})").format(j=j, m=x.shape[0]), style="italic"),
@@ -360,11 +349,10 @@ def _engine_dvar_dmean(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: 
 
 def _slip_claims(paths: dict[str, np.ndarray]) -> Group:
     """The three correct paths equal autograd; the slipped ones do not."""
-    close_ = partial(close_to, rtol=CLOSED_FORM_RTOL, atol=CLOSED_FORM_ATOL)
     return claims(
         [
             (
-                close_(paths["correct"], paths["autograd"], what="three paths vs autograd"),
+                agree(paths["correct"], paths["autograd"], what="three paths vs autograd"),
                 _("three paths, d var/d mean = 0: equals autograd"),
             ),
             (
@@ -394,7 +382,7 @@ def bn_variance_slip(p: LessonParams, column: int = 0) -> DemoOutput:
     paths = slip_paths(p)
     j = column
     via, slip = paths["via_var"], paths["slip_via_var"]
-    rows = [[str(i), fmt(via[i, j], 4), fmt(slip[i, j], 4), fmt(slip[i, j] / via[i, j], 6)] for i in range(m)]
+    rows = index_rows(via[:, j], slip[:, j], [fmt(s / v, 6) for s, v in zip(slip[:, j], via[:, j])])
     xs = x[:, j] - x[:, j].mean()
     return DemoOutput(
         Group(
@@ -462,7 +450,6 @@ def bn_simplified(p: LessonParams) -> DemoOutput:
     paths = formulas.dx_three_path(gx, mo.xshift, mo.std, mo.rstd, axes)
     dx = grads["x"]
     col_sums = dx.sum(axis=0)
-    close_ = partial(close_to, rtol=CLOSED_FORM_RTOL, atol=CLOSED_FORM_ATOL)
     terms = np.abs(mo.rstd * gx).sum(axis=0) * 3  # the size of what the column sums add up
     zero = cancels(col_sums, terms, "column sums of dX")
     return DemoOutput(
@@ -473,11 +460,11 @@ def bn_simplified(p: LessonParams) -> DemoOutput:
             claims(
                 [
                     (
-                        close_(simple, dx, what="simplified vs autograd"),
+                        agree(simple, dx, what="simplified vs autograd"),
                         _("simplified form = autograd: max error {error}").format(error=maxabs(simple - dx)),
                     ),
                     (
-                        close_(paths, dx, what="three paths vs autograd"),
+                        agree(paths, dx, what="three paths vs autograd"),
                         _("three paths = autograd: max error {error}").format(error=maxabs(paths - dx)),
                     ),
                     (
@@ -517,23 +504,22 @@ def bn_is_ln_transposed(p: LessonParams) -> Group:
     bn4 = engine_forward("batchnorm", x4, None, None, p.eps)
     rows_c = x4.transpose(1, 0, 2, 3).reshape(3, -1)  # [C, N*H*W]: one row per channel
     ln4 = engine_forward("layernorm", rows_c, None, None, p.eps).reshape(3, 2, 2, 2).transpose(1, 0, 2, 3)
-    close_ = partial(close_to, rtol=CLOSED_FORM_RTOL, atol=CLOSED_FORM_ATOL)
     return Group(
         cjk_text(_("engine, no gamma or beta:"), style="italic"),
         claims(
             [
                 (
-                    close_(bn, ln_t, what="BN(X) vs LN(Xᵀ)ᵀ"),
+                    agree(bn, ln_t, what="BN(X) vs LN(Xᵀ)ᵀ"),
                     _("BN(X) = LN(Xᵀ)ᵀ for X [{n}, {d}]: max |diff| {value}").format(
                         n=x.shape[0], d=x.shape[1], value=maxabs(bn - ln_t)
                     ),
                 ),
                 (
-                    close_(dx_bn, dx_ln_t, what="dX of BN vs of LN on Xᵀ"),
+                    agree(dx_bn, dx_ln_t, what="dX of BN vs of LN on Xᵀ"),
                     _("dX of BN = (dX of LN on Xᵀ, dYᵀ)ᵀ: max |diff| {value}").format(value=maxabs(dx_bn - dx_ln_t)),
                 ),
                 (
-                    close_(bn4, ln4, what="BN [2, 3, 2, 2] vs LN of its channel rows"),
+                    agree(bn4, ln4, what="BN [2, 3, 2, 2] vs LN of its channel rows"),
                     _("BN of [2, 3, 2, 2] = LN of its [C, N·H·W] rows: max |diff| {value}").format(
                         value=maxabs(bn4 - ln4)
                     ),
