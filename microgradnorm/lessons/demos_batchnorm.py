@@ -43,7 +43,6 @@ from microgradnorm.verdicts import (
     at_most,
     cancels,
     claim,
-    claims,
     close_to,
     differs,
     exactly,
@@ -125,21 +124,14 @@ def bn_axes(p: LessonParams) -> Group:
         cjk_text(_("X [{n}, {d}]: one BatchNorm statistic per column").format(n=n, d=d), style="italic"),
         number_table(headers, rows),
         *_corner_note(n, d),
-        claims(
-            [
-                (
-                    agree(col_mean, x.mean(axis=0), what="BN mean vs x.mean(axis=0)"),
-                    _("BN mean: NumPy's x.mean(axis=0), down each column"),
-                ),
-                (
-                    agree(col_var, x.var(axis=0), what="BN var vs x.var(axis=0)"),
-                    _("BN var: x.var(axis=0), divided by N"),
-                ),
-                (
-                    agree(row_mean, x.mean(axis=1), what="LN mean vs x.mean(axis=1)"),
-                    _("LN mean: x.mean(axis=1), along each row"),
-                ),
-            ]
+        claim(
+            agree(col_mean, x.mean(axis=0), what="BN mean vs x.mean(axis=0)"),
+            _("BN mean: NumPy's x.mean(axis=0), down each column"),
+        ),
+        claim(agree(col_var, x.var(axis=0), what="BN var vs x.var(axis=0)"), _("BN var: x.var(axis=0), divided by N")),
+        claim(
+            agree(row_mean, x.mean(axis=1), what="LN mean vs x.mean(axis=1)"),
+            _("LN mean: x.mean(axis=1), along each row"),
         ),
         cjk_text(
             # Translators: {bn} and {ln} are tuples of axes, e.g. (0,) and (1,)
@@ -230,17 +222,13 @@ def bn_param_grads(p: LessonParams) -> DemoOutput:
         Group(
             number_table(["dY · xhat", *cols], rows, title="dgamma_j = Σ_i dY_ij · xhat_ij"),
             *_corner_note(n, d),
-            claims(
-                [
-                    (
-                        agree(grads["gamma"], dg, what="dgamma vs Σ dY·xhat"),
-                        _("dgamma: max error {error}").format(error=sci(err_g)),
-                    ),
-                    (
-                        agree(grads["beta"], db, what="dbeta vs Σ dY"),
-                        _("dbeta = Σ_i dY_ij (the column sums of dY): max error {error}").format(error=sci(err_b)),
-                    ),
-                ]
+            claim(
+                agree(grads["gamma"], dg, what="dgamma vs Σ dY·xhat"),
+                _("dgamma: max error {error}").format(error=sci(err_g)),
+            ),
+            claim(
+                agree(grads["beta"], db, what="dbeta vs Σ dY"),
+                _("dbeta = Σ_i dY_ij (the column sums of dY): max error {error}").format(error=sci(err_b)),
             ),
         ),
         prediction=_shift_prediction(dg, _shifted_dgamma(p, x, gamma, beta, dy)),
@@ -349,25 +337,23 @@ def _engine_dvar_dmean(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: 
 
 def _slip_claims(paths: dict[str, np.ndarray]) -> Group:
     """The three correct paths equal autograd; the slipped ones do not."""
-    return claims(
-        [
-            (
-                agree(paths["correct"], paths["autograd"], what="three paths vs autograd"),
-                _("three paths, d var/d mean = 0: equals autograd"),
+    return Group(
+        claim(
+            agree(paths["correct"], paths["autograd"], what="three paths vs autograd"),
+            _("three paths, d var/d mean = 0: equals autograd"),
+        ),
+        claim(
+            differs(
+                paths["slipped"],
+                paths["autograd"],
+                CLOSED_FORM_RTOL,
+                CLOSED_FORM_ATOL,
+                "slipped vs autograd",
             ),
-            (
-                differs(
-                    paths["slipped"],
-                    paths["autograd"],
-                    CLOSED_FORM_RTOL,
-                    CLOSED_FORM_ATOL,
-                    "slipped vs autograd",
-                ),
-                _("with the slip: differs from autograd (max error {error})").format(
-                    error=maxabs(paths["slipped"] - paths["autograd"])
-                ),
+            _("with the slip: differs from autograd (max error {error})").format(
+                error=maxabs(paths["slipped"] - paths["autograd"])
             ),
-        ]
+        ),
     )
 
 
@@ -457,23 +443,16 @@ def bn_simplified(p: LessonParams) -> DemoOutput:
             cjk_text(
                 _("dX for X [{n}, {d}], eps = {eps}").format(n=x.shape[0], d=x.shape[1], eps=f"{p.eps:g}"), "italic"
             ),
-            claims(
-                [
-                    (
-                        agree(simple, dx, what="simplified vs autograd"),
-                        _("simplified form = autograd: max error {error}").format(error=maxabs(simple - dx)),
-                    ),
-                    (
-                        agree(paths, dx, what="three paths vs autograd"),
-                        _("three paths = autograd: max error {error}").format(error=maxabs(paths - dx)),
-                    ),
-                    (
-                        zero,
-                        _("each column of dX sums to zero: largest sum {value}").format(value=maxabs(col_sums)),
-                    ),
-                    _radial_claim(dx, gx, mo, p.eps, terms),
-                ]
+            claim(
+                agree(simple, dx, what="simplified vs autograd"),
+                _("simplified form = autograd: max error {error}").format(error=maxabs(simple - dx)),
             ),
+            claim(
+                agree(paths, dx, what="three paths vs autograd"),
+                _("three paths = autograd: max error {error}").format(error=maxabs(paths - dx)),
+            ),
+            claim(zero, _("each column of dX sums to zero: largest sum {value}").format(value=maxabs(col_sums))),
+            claim(*_radial_claim(dx, gx, mo, p.eps, terms)),
             cjk_text(
                 _(
                     "The last line is zero at eps = 0: each column's gradient is orthogonal to its xhat, the LayerNorm "
@@ -506,25 +485,19 @@ def bn_is_ln_transposed(p: LessonParams) -> Group:
     ln4 = engine_forward("layernorm", rows_c, None, None, p.eps).reshape(3, 2, 2, 2).transpose(1, 0, 2, 3)
     return Group(
         cjk_text(_("engine, no gamma or beta:"), style="italic"),
-        claims(
-            [
-                (
-                    agree(bn, ln_t, what="BN(X) vs LN(Xᵀ)ᵀ"),
-                    _("BN(X) = LN(Xᵀ)ᵀ for X [{n}, {d}]: max |diff| {value}").format(
-                        n=x.shape[0], d=x.shape[1], value=maxabs(bn - ln_t)
-                    ),
-                ),
-                (
-                    agree(dx_bn, dx_ln_t, what="dX of BN vs of LN on Xᵀ"),
-                    _("dX of BN = (dX of LN on Xᵀ, dYᵀ)ᵀ: max |diff| {value}").format(value=maxabs(dx_bn - dx_ln_t)),
-                ),
-                (
-                    agree(bn4, ln4, what="BN [2, 3, 2, 2] vs LN of its channel rows"),
-                    _("BN of [2, 3, 2, 2] = LN of its [C, N·H·W] rows: max |diff| {value}").format(
-                        value=maxabs(bn4 - ln4)
-                    ),
-                ),
-            ]
+        claim(
+            agree(bn, ln_t, what="BN(X) vs LN(Xᵀ)ᵀ"),
+            _("BN(X) = LN(Xᵀ)ᵀ for X [{n}, {d}]: max |diff| {value}").format(
+                n=x.shape[0], d=x.shape[1], value=maxabs(bn - ln_t)
+            ),
+        ),
+        claim(
+            agree(dx_bn, dx_ln_t, what="dX of BN vs of LN on Xᵀ"),
+            _("dX of BN = (dX of LN on Xᵀ, dYᵀ)ᵀ: max |diff| {value}").format(value=maxabs(dx_bn - dx_ln_t)),
+        ),
+        claim(
+            agree(bn4, ln4, what="BN [2, 3, 2, 2] vs LN of its channel rows"),
+            _("BN of [2, 3, 2, 2] = LN of its [C, N·H·W] rows: max |diff| {value}").format(value=maxabs(bn4 - ln4)),
         ),
         cjk_text(
             _(
@@ -578,4 +551,4 @@ def bn_gradient_bound(p: LessonParams) -> Group:
         text = _("{bound} in every column (autograd's dX): below it by up to {gap} at eps = {eps}").format(
             bound=_BOUND, gap=maxabs(bound - lhs), eps=f"{p.eps:g}"
         )
-    return Group(claims([(under, text)]), *_m2_note(x.shape[0], p.eps))
+    return Group(claim(under, text), *_m2_note(x.shape[0], p.eps))

@@ -39,6 +39,7 @@ from microgradnorm.verdicts import (
     at_least,
     at_most,
     below,
+    claim,
     claims,
     close_to,
     differs,
@@ -118,21 +119,15 @@ def padding_pollution(p: LessonParams, lengths: tuple[int, ...] = (5, 2, 3)) -> 
             )
         ),
         _statistics_table(bn_real, bn_pad, d),
-        claims(
-            [
-                (
-                    bn_moved,
-                    _("BatchNorm: the padding moves the real tokens' output by up to {value}").format(
-                        value=maxabs(y_pad - y_real)
-                    ),
-                ),
-                (
-                    equal(ln_pad, ln_real, "LayerNorm's real-token output, padded vs not"),
-                    _("LayerNorm: the real tokens' output does not move ({value})").format(
-                        value=maxabs(ln_pad - ln_real)
-                    ),
-                ),
-            ]
+        claim(
+            bn_moved,
+            _("BatchNorm: the padding moves the real tokens' output by up to {value}").format(
+                value=maxabs(y_pad - y_real)
+            ),
+        ),
+        claim(
+            equal(ln_pad, ln_real, "LayerNorm's real-token output, padded vs not"),
+            _("LayerNorm: the real tokens' output does not move ({value})").format(value=maxabs(ln_pad - ln_real)),
         ),
     )
     return DemoOutput(out, prediction=_padding_prediction(bn_moved, ln_moved))
@@ -213,11 +208,9 @@ def padding_growth(
                 sci(float(np.max(change)), 1),
             ]
         )
-    checks = claims(
-        [
-            (all_of(*shares), _("BN's padded mean = the real tokens' mean × the share of real rows")),
-            (all_of(*still), _("LayerNorm: no change at any padded length")),
-        ]
+    checks = Group(
+        claim(all_of(*shares), _("BN's padded mean = the real tokens' mean × the share of real rows")),
+        claim(all_of(*still), _("LayerNorm: no change at any padded length")),
     )
     real = (float(m_real.mean[0, 0]), float(m_real.var[0, 0]))  # the same at every padded length
     return Group(*([note] if note else []), _growth_table(rows, lengths, real), checks)
@@ -487,28 +480,26 @@ def _eval_claims(run: EvalRun) -> Group:
     # LayerNorm on the same small batch, and on its first example alone: one computation, no running state
     ln_batch = _normalize("layernorm", run.small, layer.eps)[0]
     ln_alone = _normalize("layernorm", run.small[:1], layer.eps)[0]
-    return claims(
-        [
-            (
-                close_to(layer.running_var, ema_var, CLOSED_FORM_RTOL, 0.0, "running var vs the average written out")
-                & close_to(layer.running_mean, ema_mean, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "running mean vs it"),
-                _("running averages of each batch's mean and its ÷(N − 1) variance"),
+    return Group(
+        claim(
+            close_to(layer.running_var, ema_var, CLOSED_FORM_RTOL, 0.0, "running var vs the average written out")
+            & close_to(layer.running_mean, ema_mean, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "running mean vs it"),
+            _("running averages of each batch's mean and its ÷(N − 1) variance"),
+        ),
+        claim(
+            above(gap, DISPLAY_RTOL, "train vs eval mode: largest difference"),
+            _("train and eval mode differ: by up to {value}").format(value=fmt(gap, 3)),
+        ),
+        claim(
+            close_to(run.y_alone[0], run.y_eval[0], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "eval: alone vs in batch"),
+            _("eval mode: example 0 alone gives its output in the batch"),
+        ),
+        claim(
+            close_to(ln_alone, ln_batch, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "LayerNorm: alone vs in its batch"),
+            _("LayerNorm, which has no modes: example 0 alone gives its output in the batch (off by {value})").format(
+                value=maxabs(ln_alone - ln_batch)
             ),
-            (
-                above(gap, DISPLAY_RTOL, "train vs eval mode: largest difference"),
-                _("train and eval mode differ: by up to {value}").format(value=fmt(gap, 3)),
-            ),
-            (
-                close_to(run.y_alone[0], run.y_eval[0], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "eval: alone vs in batch"),
-                _("eval mode: example 0 alone gives its output in the batch"),
-            ),
-            (
-                close_to(ln_alone, ln_batch, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "LayerNorm: alone vs in its batch"),
-                _(
-                    "LayerNorm, which has no modes: example 0 alone gives its output in the batch (off by {value})"
-                ).format(value=maxabs(ln_alone - ln_batch)),
-            ),
-        ]
+        ),
     )
 
 

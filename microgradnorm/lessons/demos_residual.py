@@ -32,7 +32,7 @@ from microgradnorm.i18n.text import cjk_text, sentences
 from microgradnorm.lessons.demo_tools import fmt, number_table, rng_for
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.tolerances import CLOSED_FORM_RTOL
-from microgradnorm.verdicts import above, at_least, at_most, below, claims, close_to, nearest, within
+from microgradnorm.verdicts import above, at_least, at_most, below, claim, claims, close_to, nearest, within
 
 ARRANGEMENTS = ("pre", "post")
 
@@ -437,19 +437,15 @@ def identity_path(p: LessonParams, layers: int = 24, gain: float = 0.5, bias: fl
     bound = float(np.sqrt(np.sum(np.prod(1.0 / post.sigma, axis=0) ** 2 * np.sum(weights.g**2, axis=1))))
     return Group(
         chart,
-        claims(
-            [
-                (
-                    close_to(pre.norms, np.full(layers, pre.top), CLOSED_FORM_RTOL, 0.0, "pre-LN: |path| vs |top|"),
-                    _("pre-LN: the top's gradient, unchanged"),
-                ),
-                (
-                    at_most(post.norms[0], bound * (1 + 1e-9), "post-LN layer 0: |path| vs the product of 1/std"),
-                    _("post-LN, layer 0: {ratio} ≤ {bound}, the product of 1/std over the layers").format(
-                        ratio=fmt(bottom_ratio(post), 3), bound=fmt(bound / post.top, 3)
-                    ),
-                ),
-            ]
+        claim(
+            close_to(pre.norms, np.full(layers, pre.top), CLOSED_FORM_RTOL, 0.0, "pre-LN: |path| vs |top|"),
+            _("pre-LN: the top's gradient, unchanged"),
+        ),
+        claim(
+            at_most(post.norms[0], bound * (1 + 1e-9), "post-LN layer 0: |path| vs the product of 1/std"),
+            _("post-LN, layer 0: {ratio} ≤ {bound}, the product of 1/std over the layers").format(
+                ratio=fmt(bottom_ratio(post), 3), bound=fmt(bound / post.top, 3)
+            ),
         ),
         cjk_text(
             _("post-LN sums: std from {low} to {high}").format(
@@ -504,13 +500,11 @@ def _additive_claim(exp: Expansion, dim: int) -> Any:
             ),
             style="dim",
         )
-    return claims(
-        [
-            (
-                above(exp.cross[0], exp.first[0], "layer 0: cross terms vs first-order part"),
-                _("at layer 0 the cross terms outweigh the first-order part: not additive"),
-            )
-        ]
+    return Group(
+        claim(
+            above(exp.cross[0], exp.first[0], "layer 0: cross terms vs first-order part"),
+            _("at layer 0 the cross terms outweigh the first-order part: not additive"),
+        )
     )
 
 
@@ -532,13 +526,9 @@ def pre_ln_cross_terms(p: LessonParams, layers: int = 24, gain: float = 4.0, bia
                 ),
                 caption=_("|I + Σ A_k|: the identity plus each block from l up, each alone."),
             ),
-            claims(
-                [
-                    (
-                        close_to(exp.full, full.norms / full.top, CLOSED_FORM_RTOL, 0.0, "|g_l|: expansion vs stack"),
-                        _("|g_l| is the stack's own gradient"),
-                    ),
-                ]
+            claim(
+                close_to(exp.full, full.norms / full.top, CLOSED_FORM_RTOL, 0.0, "|g_l|: expansion vs stack"),
+                _("|g_l| is the stack's own gradient"),
             ),
             _additive_claim(exp, p.dim),
         ),
