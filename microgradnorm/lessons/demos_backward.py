@@ -231,13 +231,12 @@ def _dvar_sign_prediction(built: LNBuilt, trace: Trace) -> Prediction:
         above(total, rounding, what),
         at_most(abs(total), rounding, "|" + what + "|"),
     )
-    answer = first_holding(evidence)
     choices = (_("positive"), _("negative"), _("zero"))
     why = _(
         "dL/dvar = {dvar}: `−½ (var + eps)^(−3/2)` is negative, so dL/dvar has the opposite sign of "
         "`Σ dxhat·xshift = {total}`."
     ).format(dvar=num(var.grad), total=num(total))
-    return Prediction(_("What sign will dL/dvar have on this run?"), choices, answer, why, evidence)
+    return Prediction.from_evidence(_("What sign will dL/dvar have on this run?"), choices, why, evidence)
 
 
 def path_legend() -> CJKText:
@@ -309,7 +308,6 @@ def ln_dvar_dmean(p: LessonParams) -> DemoOutput:
     )
     what = "mean.grad's share via the variance"
     evidence = (ok, above(share, bound, what), below(share, -bound, what))
-    answer = first_holding(evidence)
     why = (
         _(
             "The engine's share of mean.grad via the variance is {share}, rounding error next to mean.grad = "
@@ -321,10 +319,9 @@ def ln_dvar_dmean(p: LessonParams) -> DemoOutput:
             "dvar/dmean = −(2/n) Σ xshift, and values centered on their mean sum to zero."
         )
     ).format(share=num(share), grad=num(mean.grad))
-    prediction = Prediction(
+    prediction = Prediction.from_evidence(
         _("What does the variance path add to dL/dmean?"),
         (_("nothing: it is 0"), _("a positive amount"), _("a negative amount")),
-        answer,
         why,
         evidence,
     )
@@ -436,7 +433,6 @@ def path_prediction(parts: dict[str, float], graph: NormGraph | None = None) -> 
     """
     sizes = tuple(abs(parts.get(k, 0.0)) for k in PATHS)
     evidence = largest(sizes, PATHS, "size of the path into x[0]")
-    answer = first_holding(evidence)
     # Translators: one path's share, e.g. "via mean 1.627"
     shares = separated([_("{path} {share}").format(path=path_label(k), share=num(parts.get(k, 0.0))) for k in PATHS])
     why = _("For x[0]: {shares}.").format(shares=shares)
@@ -460,10 +456,9 @@ def path_prediction(parts: dict[str, float], graph: NormGraph | None = None) -> 
             xshift0=num(xshift0),
             via_var=v,
         )
-    return Prediction(
+    return Prediction.from_evidence(
         _("Which of the three paths carries the most gradient into x[0] (largest in size)?"),
         (pgettext("choice", "direct"), _("via the mean"), _("via the variance")),
-        answer,
         why,
         evidence,
     )

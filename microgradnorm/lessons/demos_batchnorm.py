@@ -46,7 +46,6 @@ from microgradnorm.verdicts import (
     close_to,
     differs,
     exactly,
-    first_holding,
 )
 
 _DEFAULT_BATCH = 4
@@ -190,13 +189,12 @@ def _shift_prediction(dg: np.ndarray, dg_shifted: np.ndarray) -> Prediction:
         moved & exactly(shrunk, 0, "entries of dgamma that shrank"),
         moved & at_least(shrunk, 1, "entries of dgamma that shrank"),
     )
-    answer = first_holding(evidence)
     why = _(
         "dgamma_j = Σ_i dY_ij · xhat_ij, and each column's mean takes the shift with it, so xhat does not move: "
         "after adding {shift} to every X, dgamma changed by at most {change}, against entries up to {scale}."
     ).format(shift=shift, change=sci(change), scale=sci(scale))
     question = _("Add {shift} to every value of X (dY stays). What happens to dgamma?").format(shift=shift)
-    return Prediction(question, choices, answer, why, evidence)
+    return Prediction.from_evidence(question, choices, why, evidence)
 
 
 @demo("bn_param_grads")
@@ -313,15 +311,13 @@ def _slip_prediction(paths: dict[str, np.ndarray], m: int) -> Prediction:
         return at_least(ratio, target - DISPLAY_RTOL, what) & at_most(ratio, target + DISPLAY_RTOL, what)
 
     evidence = (near(1.0), near(kept), near(0.0))
-    answer = first_holding(evidence)
     why = _(
         "The bogus term is −1/m times the true variance path, leaving (m − 1)/m = {kept} for "
         "m = {m} of it: the table's ratio, {ratio}. The smaller the batch, the more it loses."
     ).format(kept=fmt(kept, 4), m=m, ratio=fmt(ratio, 4))
-    return Prediction(
+    return Prediction.from_evidence(
         _("With the bogus term, how much of the true variance path of dX is left (m = {m})?").format(m=m),
         (_("all of it"), _("(m − 1)/m of it"), _("none of it")),
-        answer,
         why,
         evidence,
     )

@@ -28,7 +28,7 @@ from microgradnorm.lessons.demo_tools import (
 )
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.numfmt import err
-from microgradnorm.verdicts import above, all_of, at_most, claim, close_to, closest, exactly, first_holding
+from microgradnorm.verdicts import above, all_of, at_most, claim, close_to, closest, exactly
 
 
 def _forms(x: np.ndarray, gamma: np.ndarray, dy: np.ndarray, eps: float) -> dict[str, np.ndarray]:
@@ -250,10 +250,9 @@ def _sum_prediction(dx: np.ndarray, g: np.ndarray, rstd: float) -> Prediction:
         above(abs(total), zero, "|Σ dx_i|") & near[1],
         above(abs(total), zero, "|Σ dx_i|") & near[2],
     )
-    answer = first_holding(evidence)
     why = _(
         "Σ dx_i = {total}. P·1 = 1 (xhat sums to 0) and P is symmetric, so 1·(P·g) = (P·1)·g = 1·g: "
         "g − P·g sums to 0, at any eps. (rstd · Σ g_i would have been {other}.)"
     ).format(total=err(total), other=num(candidates[1]))
     choices = (_("0, up to rounding"), "rstd · Σ g_i", "Σ g_i")
-    return Prediction(_("dx = rstd · (g − P·g): what do the dx_i add up to?"), choices, answer, why, evidence)
+    return Prediction.from_evidence(_("dx = rstd · (g − P·g): what do the dx_i add up to?"), choices, why, evidence)

@@ -499,11 +499,10 @@ def _shrink_prediction(var: float, scale: float, eps: float = 1e-3) -> Predictio
     what = "shrink after ÷ shrink before"
     change = after / before
     evidence = (above(change, 1 + 1e-9, what), within(change, 1.0, 1e-9, what), below(change, 1 - 1e-9, what))
-    answer = first_holding(evidence)
     why = _("At eps = {eps}: shrink = eps / (var + eps) went from {before} to {after}; eps stayed, var moved.").format(
         eps=f"{eps:g}", before=fmt(before, 3), after=fmt(after, 3)
     )
     question = _("Scale x by {scale} and keep eps = {eps}. What does shrink do?").format(
         scale=f"{scale:g}", eps=f"{eps:g}"
     )
-    return Prediction(question, (_("it grows"), _("it stays the same"), _("it falls")), answer, why, evidence)
+    return Prediction.from_evidence(question, (_("it grows"), _("it stays the same"), _("it falls")), why, evidence)

@@ -104,12 +104,11 @@ def _mean_square_prediction(built: LNBuilt, eps: float) -> Prediction:
         below(ms - 1.0, -rounding, what),
         above(ms - 1.0, rounding, what),
     )
-    answer = first_holding(evidence)
     why = _("mean(xhat²) = var/(var + eps) = {ms} (var = {var}, eps = {eps}): 1 only at eps = 0.").format(
         ms=num(ms, 8), var=num(var), eps=f"{eps:g}"
     )
     choices = (_("1, up to rounding"), _("below 1"), _("above 1"))
-    return Prediction(_("What will the mean of xhat² be?"), choices, answer, why, evidence)
+    return Prediction.from_evidence(_("What will the mean of xhat² be?"), choices, why, evidence)
 
 
 @demo("ln_stage_summary")

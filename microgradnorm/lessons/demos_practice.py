@@ -779,8 +779,7 @@ def _group_prediction(x: np.ndarray, eps: float) -> Prediction:
     only[0, 0, 0, 0] = True
     choices_masks.append(only)
     evidence = tuple(exactly(float(np.array_equal(moved, m)), 1.0, "the outputs that moved") for m in choices_masks)
-    answer = first_holding(evidence)
-    return Prediction(
+    return Prediction.from_evidence(
         _("GroupNorm with G = 2 groups on images [{n}, {c}, {h}, {w}]: one value of image 0, channel 0 changes. "
           "Which outputs move?").format(n=n, c=c, h=h, w=w),
         (
@@ -789,7 +788,6 @@ def _group_prediction(x: np.ndarray, eps: float) -> Prediction:
             _("channel 0 of every image"),
             _("only the value that changed"),
         ),
-        answer,
         _("{count} outputs moved: the {count} values of image 0 that share its group's mean and variance.").format(
             count=int(moved.sum())
         ),

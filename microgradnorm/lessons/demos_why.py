@@ -691,17 +691,15 @@ def _units_prediction(raw_w: np.ndarray, std_w: np.ndarray) -> Prediction:
         below(ratio, 0.5, what),
         at_least(ratio, 0.5, what) & at_most(ratio, 2.0, what),
     )
-    answer = first_holding(evidence)
     why = _(
         "raw w1 = {raw_w1}, w2 = {raw_w2}. A weight must absorb its feature's unit: x2 is "
         "small, so its weight must be large for it to count at all. Standardized: {std_w1} and "
         "{std_w2}, in the order of importance."
     ).format(raw_w1=sci(raw_w[0]), raw_w2=sci(raw_w[1]), std_w1=fmt(std_w[0], 3), std_w2=fmt(std_w[1], 3))
     choices = (_("x1's weight"), _("x2's weight"), _("about the same"))
-    return Prediction(
+    return Prediction.from_evidence(
         _("x1 matters more to the target. Fit the raw features: whose weight is larger?"),
         choices,
-        answer,
         why,
         evidence,
     )
