@@ -120,8 +120,7 @@ def bn_axes(p: LessonParams) -> Group:
     ):
         rows.append([Text(name, style="bold")] + [fmt(v, 3) for v in stat[:shown_d]] + [""])
     return Group(
-        cjk_text(_("X [{n}, {d}]: one BatchNorm statistic per column").format(n=n, d=d), style="italic"),
-        number_table(headers, rows),
+        number_table(headers, rows, title=_("X [{n}, {d}]: one BatchNorm statistic per column").format(n=n, d=d)),
         *_corner_note(n, d),
         claim(
             agree(col_mean, x.mean(axis=0), what="BN mean vs x.mean(axis=0)"),
@@ -372,7 +371,6 @@ def bn_variance_slip(p: LessonParams, column: int = 0) -> DemoOutput:
                 cancels(dvar_dmean, 2.0 / m * np.sum(np.abs(xs)), "engine's dvar/dmean"),
                 _("engine: dvar/dmean = {value} (column {j})").format(value=sci(dvar_dmean), j=j),
             ),
-            cjk_text(_("the variance path of dL/dX[i, {j}], m = {m}").format(j=j, m=m), style="italic"),
             number_table(
                 [
                     "i",
@@ -381,6 +379,7 @@ def bn_variance_slip(p: LessonParams, column: int = 0) -> DemoOutput:
                     pgettext("demo table header", "ratio"),
                 ],
                 rows,
+                title=_("the variance path of dL/dX[i, {j}], m = {m}").format(j=j, m=m),
             ),
             _slip_claims(paths),
         ),

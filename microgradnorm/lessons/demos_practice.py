@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from rich.console import Group
+from rich.table import Table
 from rich.text import Text
 
 from microgradnorm import formulas
@@ -154,7 +155,7 @@ def _padding_prediction(bn_moved: Check, ln_moved: Check) -> Prediction:
     )
 
 
-def _statistics_table(bn_real, bn_pad, d: int) -> Group:
+def _statistics_table(bn_real, bn_pad, d: int) -> Table | Group:
     """BatchNorm's mean and variance per feature, of the real tokens and of the padded batch (engine graphs)."""
     rows = [
         [
@@ -170,7 +171,7 @@ def _statistics_table(bn_real, bn_pad, d: int) -> Group:
         pgettext("demo table header", "var real"),
         pgettext("demo table header", "var padded"),
     ]
-    return Group(cjk_text(_("BatchNorm statistics per feature (engine)"), style="italic"), number_table(headers, rows))
+    return number_table(headers, rows, title=_("BatchNorm statistics per feature (engine)"))
 
 
 def get_graph(norm: str, x: np.ndarray, eps: float):
@@ -226,19 +227,16 @@ def _growth_table(rows: list[list[str]], lengths: tuple[int, ...], real: tuple[f
         pgettext("demo table header", "LN Δ"),
     ]
     return Group(
-        cjk_text(
-            _("feature 0, sentences of {lengths} tokens; real tokens only: mean {mean}, var {var}").format(
+        number_table(
+            headers,
+            rows,
+            title=_("feature 0, sentences of {lengths} tokens; real tokens only: mean {mean}, var {var}").format(
                 lengths=list(lengths), mean=fmt(real[0], 3), var=fmt(real[1], 3)
             ),
-            style="italic",
-        ),
-        number_table(headers, rows),
-        cjk_text(
-            _(
+            caption=_(
                 "BN mean and var: over the padded batch. LN Δ: max change of the real "
                 "tokens' LayerNorm output caused by the padding."
             ),
-            style="dim",
         ),
     )
 
@@ -416,14 +414,14 @@ def _spread_table(stats: list[dict[str, float]], trials: int) -> Group:
         pgettext("demo table header", "LN spread"),
     ]
     return Group(
-        cjk_text(_("one fixed example in {trials} random batches of each size").format(trials=trials), "italic"),
-        number_table(headers, rows),
-        cjk_text(
-            _(
+        number_table(
+            headers,
+            rows,
+            title=_("one fixed example in {trials} random batches of each size").format(trials=trials),
+            caption=_(
                 "spread: the largest range (max − min over the batches) of any of its outputs. vs population: "
                 "root-mean-square distance from the data's own `(x − μ)/sqrt(σ² + eps)`."
             ),
-            style="dim",
         ),
     )
 
@@ -522,16 +520,12 @@ def bn_eval_mode(p: LessonParams, steps: int = 200, batch: int = 32, small: int 
         pgettext("demo table header", "running σ²"),
     ]
     return Group(
-        cjk_text(
-            _("after {steps} training batches of {batch} (momentum {momentum})").format(
+        number_table(
+            stat_headers,
+            stats,
+            title=_("after {steps} training batches of {batch} (momentum {momentum})").format(
                 steps=steps, batch=batch, momentum=f"{layer.momentum:g}"
             ),
-            style="italic",
-        ),
-        number_table(stat_headers, stats),
-        cjk_text(
-            _("example 0 of a new batch of {small}, both modes").format(small=small),
-            style="italic",
         ),
         number_table(
             [
@@ -540,6 +534,7 @@ def bn_eval_mode(p: LessonParams, steps: int = 200, batch: int = 32, small: int 
                 pgettext("demo table header", "eval mode"),
             ],
             modes,
+            title=_("example 0 of a new batch of {small}, both modes").format(small=small),
         ),
         _eval_claims(run),
     )
@@ -698,12 +693,9 @@ def wrong_axis_loss(p: LessonParams, steps: int = 200, features: int = 8) -> Dem
                     ["LayerNorm", fmt(ln[0], 3), fmt(ln_tail, 3), check_mark(ln_ok)],
                     ["BatchNorm", fmt(bn[0], 3), fmt(bn_tail, 3), check_mark(bn_ok)],
                 ],
-            ),
-            cjk_text(
-                _(
+                caption=_(
                     "log 2 = {chance} is the loss of guessing; the last column: did the curve get below half of it?"
                 ).format(chance=fmt(chance, 3)),
-                style="dim",
             ),
         ),
         prediction=_learner_prediction(ln_tail, bn_tail, 0.5 * chance, quiet, p.eps),
