@@ -21,6 +21,7 @@ from microgradnorm.i18n.text import CJKText, cjk_text
 from microgradnorm.lessons.demo_tools import (
     agree,
     autograd_dx,
+    dim_note,
     engine_forward,
     fmt,
     index_rows,
@@ -448,7 +449,7 @@ def bn_simplified(p: LessonParams) -> DemoOutput:
             ),
             claim(zero, _("each column of dX sums to zero: largest sum {value}").format(value=maxabs(col_sums))),
             claim(*_radial_claim(dx, gx, mo, p.eps, terms)),
-            cjk_text(
+            dim_note(
                 _(
                     "The last line is zero at eps = 0: each column's gradient is orthogonal to its xhat, the LayerNorm "
                     "projection one column at a time. eps leaves the remainder shown."
@@ -457,8 +458,7 @@ def bn_simplified(p: LessonParams) -> DemoOutput:
                 else _(
                     "The last line is zero at eps = 0: each column's gradient is orthogonal to its xhat, the LayerNorm "
                     "projection one column at a time. What it shows here is rounding."
-                ),
-                style="dim",
+                )
             ),
             *_m2_note(x.shape[0], p.eps),
         ),
@@ -494,12 +494,11 @@ def bn_is_ln_transposed(p: LessonParams) -> Group:
             agree(bn4, ln4, what="BN [2, 3, 2, 2] vs LN of its channel rows"),
             _("BN of [2, 3, 2, 2] = LN of its [C, N·H·W] rows: max |diff| {value}").format(value=maxabs(bn4 - ln4)),
         ),
-        cjk_text(
+        dim_note(
             _(
                 "gamma and beta are left out: BatchNorm has one per column (d of them), while LayerNorm on Xᵀ "
                 "would have one per row of X (N of them). The normalization itself is the same."
-            ),
-            style="dim",
+            )
         ),
     )
 

@@ -23,6 +23,7 @@ from microgradnorm.i18n.text import cjk_text
 from microgradnorm.jacobian import autograd_jacobian, projection_report
 from microgradnorm.lessons.demo_tools import (
     autograd_dx,
+    dim_note,
     engine_forward,
     fmt,
     matrix_table,
@@ -104,9 +105,7 @@ def jacobian_rows(p: LessonParams, gamma: str = "random") -> DemoOutput:
         Text(
             "gamma = [" + ", ".join(fmt(v, 3) for v in g) + "]" if g is not None else _("gamma = 1 (no affine)"),
         ),
-        cjk_text(
-            _("eps = {eps}, d = {d}: {d} backward passes, one per row").format(eps=f"{p.eps:g}", d=p.dim), style="dim"
-        ),
+        dim_note(_("eps = {eps}, d = {d}: {d} backward passes, one per row").format(eps=f"{p.eps:g}", d=p.dim)),
     ]
     if p.dim <= _MAX_NUMBER_COLUMNS:
         parts.append(matrix_table(j, title=_("dy/dx from autograd (row i = grad of y_i)"), row_label="i\\j"))

@@ -29,7 +29,7 @@ from microgradnorm import vectorized as V
 from microgradnorm.drawing.charts import bar_chart
 from microgradnorm.i18n import _
 from microgradnorm.i18n.text import cjk_text, sentences
-from microgradnorm.lessons.demo_tools import fmt, number_table, rng_for
+from microgradnorm.lessons.demo_tools import dim_note, fmt, number_table, rng_for
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.tolerances import CLOSED_FORM_RTOL
 from microgradnorm.verdicts import above, at_least, at_most, below, claim, claims, close_to, nearest, within
@@ -447,11 +447,10 @@ def identity_path(p: LessonParams, layers: int = 24, gain: float = 0.5, bias: fl
                 ratio=fmt(bottom_ratio(post), 3), bound=fmt(bound / post.top, 3)
             ),
         ),
-        cjk_text(
+        dim_note(
             _("post-LN sums: std from {low} to {high}").format(
                 low=fmt(float(post.sigma.min()), 3), high=fmt(float(post.sigma.max()), 3)
-            ),
-            style="dim",
+            )
         ),
     )
 
@@ -492,13 +491,12 @@ def _cross_prediction(exp: Expansion, dim: int) -> Prediction:
 def _additive_claim(exp: Expansion, dim: int) -> Any:
     """Under the expansion: the checked claim that the cross terms win (d >= 3); at d = 2, why no claim is made."""
     if dim == 2:
-        return cjk_text(
+        return dim_note(
             _(
                 "Not checked at d = 2: a LayerNorm of two numbers outputs ±1 whatever they are, so its Jacobian, "
                 "and each A_k with it, is near zero unless the two nearly coincide (then it is large): which part "
                 "wins is luck. Try --dim 3 or more."
-            ),
-            style="dim",
+            )
         )
     return Group(
         claim(

@@ -29,6 +29,7 @@ from microgradnorm.i18n.text import cjk_text
 from microgradnorm.lessons.demo_tools import (
     autograd_dx,
     check_mark,
+    dim_note,
     engine_forward,
     fmt,
     number_table,
@@ -487,13 +488,12 @@ def _raised_dim_note(dim: int, d: int) -> list[RenderableType]:
     if d == dim:
         return []
     return [
-        cjk_text(
+        dim_note(
             _(
                 "At d = {dim} a LayerNorm gives ±1/sqrt(1 + eps/var) whatever the numbers, so dx carries a factor "
                 "eps/(var + eps). At a small eps that is nearly zero, and a relative error against it measures "
                 "nothing, so this step uses d = {d}."
-            ).format(dim=dim, d=d),
-            "dim",
+            ).format(dim=dim, d=d)
         )
     ]
 

@@ -27,7 +27,7 @@ from microgradnorm.drawing.figure import line_chart_svg
 from microgradnorm.engine import Value
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import cjk_text, separated
-from microgradnorm.lessons.demo_tools import engine_forward, fmt, matrix_table, number_table, rng_for, sci
+from microgradnorm.lessons.demo_tools import dim_note, engine_forward, fmt, matrix_table, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_RTOL, cancellation_atol
@@ -115,11 +115,10 @@ def _both_ways_tables(x: np.ndarray, per_feature: np.ndarray, per_example: np.nd
             "(the first {rows} of {examples} rows and {columns} of {features} columns shown; the lines below cover all)"
         )
         parts.append(
-            cjk_text(
+            dim_note(
                 shown.format(
                     rows=min(examples, SHOWN), examples=examples, columns=min(features, SHOWN), features=features
-                ),
-                style="dim",
+                )
             )
         )
     return parts
