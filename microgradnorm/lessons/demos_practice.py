@@ -353,23 +353,24 @@ def batch_size_dependence(p: LessonParams, sizes: tuple[int, ...] = (1, 2, 4, 16
     # between batches only by rounding
     ln_spread = max(s["ln_spread"] for s in stats)
     checks = [
-        (
+        claim(
             close_to(pair[0], pair[1], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "batch 2: outputs vs ±1/sqrt(1 + eps/var)"),
             _("batch 2: every output is ±1/sqrt(1 + eps/var)"),
         ),
-        (_within_batch_reach(stats), _("batch N: no output is larger than √(N − 1) in size")),
-        (
+        claim(_within_batch_reach(stats), _("batch N: no output is larger than √(N − 1) in size")),
+        claim(
             at_most(ln_spread, CLOSED_FORM_RTOL * math.sqrt(p.dim), "LayerNorm: largest spread over the batches"),
             _("LayerNorm: the same output in every batch, to rounding"),
         ),
-        _toward_population(stats),
+        claim(*_toward_population(stats)),
     ]
     if ones is not None:
         checks.insert(
-            0, (at_most(ones["bn_max_abs"], 0.0, "batch 1: largest |y|"), _("batch 1: every BatchNorm output is 0"))
+            0,
+            claim(at_most(ones["bn_max_abs"], 0.0, "batch 1: largest |y|"), _("batch 1: every BatchNorm output is 0")),
         )
     table = _spread_table(stats, trials)
-    return DemoOutput(Group(table, claims(checks)), prediction=_batch2_prediction(pair, eps, note))
+    return DemoOutput(Group(table, *checks), prediction=_batch2_prediction(pair, eps, note))
 
 
 def _toward_population(stats: list[dict[str, float]]) -> tuple[Checks, str]:

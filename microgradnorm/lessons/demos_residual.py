@@ -32,7 +32,7 @@ from microgradnorm.i18n.text import cjk_text, sentences
 from microgradnorm.lessons.demo_tools import dim_note, fmt, number_table, rng_for
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.tolerances import CLOSED_FORM_RTOL
-from microgradnorm.verdicts import above, at_least, at_most, below, claim, claims, close_to, nearest, within
+from microgradnorm.verdicts import above, at_least, at_most, below, claim, close_to, nearest, within
 
 ARRANGEMENTS = ("pre", "post")
 
@@ -397,14 +397,14 @@ def ln_stretch(p: LessonParams) -> DemoOutput:
         tight, loose = float(np.max(np.abs(gamma))) / sigma, float(np.linalg.norm(gamma)) / sigma
         rows.append([label, fmt(norms[name], 4), fmt(tight, 4), fmt(loose, 4)])
         checks.append(
-            (
+            claim(
                 at_most(norms[name], tight * (1 + 1e-12), f"{name}: ‖J‖₂ vs max|gamma_i|/std"),
                 _("{gamma}: ‖J‖₂ ≤ max|gamma_i|/std").format(gamma=label),
             )
         )
     if p.dim >= 3:  # a direction orthogonal to both 1 and xhat, which I - P keeps whole
         checks.append(
-            (within(norms["1"], 1 / sigma, 1e-9, "gamma 1: ‖J‖₂ vs 1/std"), _("gamma 1: ‖J‖₂ = 1/std exactly"))
+            claim(within(norms["1"], 1 / sigma, 1e-9, "gamma 1: ‖J‖₂ vs 1/std"), _("gamma 1: ‖J‖₂ = 1/std exactly"))
         )
     return DemoOutput(
         Group(
@@ -416,7 +416,7 @@ def ln_stretch(p: LessonParams) -> DemoOutput:
                 ),
                 caption=_("‖J‖₂: the spectral norm, the most J can lengthen any vector (numpy.linalg.norm(J, 2))."),
             ),
-            claims(checks),
+            *checks,
         ),
         prediction=_stretch_prediction(norms["1"], sigma, p.dim),
     )
