@@ -19,6 +19,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from microgradnorm import formulas
 from microgradnorm import tolerances as tol
 from microgradnorm.engine import Value
 from microgradnorm.i18n import _, pgettext
@@ -35,6 +36,7 @@ __all__ = [
     "agree",
     "autograd_dx",
     "check_mark",
+    "closed_paths",
     "difference",
     "dim_note",
     "engine_forward",
@@ -116,6 +118,15 @@ def autograd_dx(
         arr = np.array([v.grad for v in nodes], dtype=np.float64)
         grads[name] = arr.reshape(graph.shape) if arr.size == int(np.prod(graph.shape)) else arr
     return grads, graph
+
+
+def closed_paths(
+    x: np.ndarray, gamma: Any, dy: np.ndarray, eps: float, axes: tuple[int, ...] = (-1,)
+) -> tuple[formulas.Moments, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The closed forms' side of dx: x's moments, g = dL/dxhat and the three paths into x (formulas.dx_paths)."""
+    m = formulas.moments(x, axes, eps)
+    g = formulas.dxhat(dy, gamma)
+    return m, g, formulas.dx_paths(g, m.xshift, m.std, m.rstd, axes)
 
 
 def _tolist(a: Any) -> Any:

@@ -31,6 +31,7 @@ from microgradnorm.lessons.demo_tools import (
     PATHS,
     agree,
     autograd_dx,
+    closed_paths,
     difference,
     dim_note,
     fd_agree,
@@ -332,9 +333,7 @@ def ln_dvar_dmean(p: LessonParams) -> DemoOutput:
 def ln_x_paths(p: LessonParams) -> DemoOutput:
     """x's gradient split into its three paths by the traced backward, against formulas.dx_paths."""
     built, trace = traced(p)
-    m = formulas.moments(built.x, (-1,), p.eps)
-    g = formulas.dxhat(built.dy, built.gamma)
-    direct, via_mean, via_var = formulas.dx_paths(g, m.xshift, m.std, m.rstd, (-1,))
+    _m, _g, (direct, via_mean, via_var) = closed_paths(built.x, built.gamma, built.dy, p.eps)
     split = [trace.parts_of(node) for node in built.graph["x"]]
     auto = {k: np.array([parts.get(k, 0.0) for parts in split]) for k in PATHS}
     table = index_table(
@@ -368,9 +367,7 @@ def ln_x_paths(p: LessonParams) -> DemoOutput:
 def ln_paths_code(p: LessonParams) -> DemoOutput:
     """formulas.dx_paths, the closed form of the three paths in NumPy, beside the traced contributions into x[0]."""
     built, trace = traced(p)
-    m = formulas.moments(built.x, (-1,), p.eps)
-    g = formulas.dxhat(built.dy, built.gamma)
-    closed = formulas.dx_paths(g, m.xshift, m.std, m.rstd, (-1,))
+    m, g, closed = closed_paths(built.x, built.gamma, built.dy, p.eps)
     parts = trace.parts_of(built.graph["x"][0])
     # Translators: the headers of a table comparing, per path into x[0], the NumPy closed form with the sum of
     # the traced contributions
@@ -758,9 +755,7 @@ def ln_dvar_dmean_slip(p: LessonParams) -> DemoOutput:
     """The variance path with a non-zero dvar/dmean, beside the true one and a finite difference."""
     x, gamma, beta, dy = ln_problem(p)
     n = p.dim
-    m = formulas.moments(x, (-1,), p.eps)
-    g = formulas.dxhat(dy, gamma)
-    direct, via_mean, via_var = formulas.dx_paths(g, m.xshift, m.std, m.rstd, (-1,))
+    m, g, (direct, via_mean, via_var) = closed_paths(x, gamma, dy, p.eps)
     slipped = slipped_variance_path(formulas.dvar(g, m.xshift, m.std, (-1,)), m.xshift, n)
     ratios = [num(s / v if v != 0 else float("nan"), 6) for s, v in zip(slipped, via_var)]
     table = index_table(("i", _("via var (true)"), _("via var (slip)"), _("slip ÷ true")), via_var, slipped, ratios)

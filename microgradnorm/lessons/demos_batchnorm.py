@@ -21,6 +21,7 @@ from microgradnorm.i18n.text import CJKText, cjk_text
 from microgradnorm.lessons.demo_tools import (
     agree,
     autograd_dx,
+    closed_paths,
     dim_note,
     engine_forward,
     fmt,
@@ -251,10 +252,7 @@ def bn_three_paths(p: LessonParams, column: int = 0) -> DemoOutput:
     if not 0 <= column < x.shape[1]:
         raise ValueError(f"column: expected 0 .. {x.shape[1] - 1}, got {column}")
     grads, graph = autograd_dx("batchnorm", x, gamma, beta, p.eps, dy)
-    axes = (0,)
-    mo = formulas.moments(x, axes, p.eps)
-    gx = formulas.dxhat(dy, gamma)
-    direct, via_mean, via_var = formulas.dx_paths(gx, mo.xshift, mo.std, mo.rstd, axes)
+    _mo, _gx, (direct, via_mean, via_var) = closed_paths(x, gamma, dy, p.eps, (0,))
     total = direct + via_mean + via_var
     j = column
     rows = index_rows(*(a[:, j] for a in (direct, via_mean, via_var, total, grads["x"])))
@@ -287,12 +285,9 @@ def slip_paths(p: LessonParams) -> dict[str, np.ndarray]:
     """The variance path of dX, correct and with the slip; both whole dX; and autograd's dX."""
     x, gamma, beta, dy = _batch(p)
     grads, _graph = autograd_dx("batchnorm", x, gamma, beta, p.eps, dy)
-    axes = (0,)
-    mo = formulas.moments(x, axes, p.eps)
-    gx = formulas.dxhat(dy, gamma)
-    correct = formulas.dx_three_path(gx, mo.xshift, mo.std, mo.rstd, axes)
+    _mo, gx, (direct, via_mean, via_var) = closed_paths(x, gamma, dy, p.eps, (0,))
+    correct = direct + via_mean + via_var  # the three-path dx
     slipped = dx_with_mean_slip(gx, x, p.eps)
-    _direct, _via_mean, via_var = formulas.dx_paths(gx, mo.xshift, mo.std, mo.rstd, axes)
     return {
         "via_var": via_var,
         "slip_via_var": slipped - (correct - via_var),

@@ -20,6 +20,7 @@ from microgradnorm.lessons.demo_layernorm import build_ln, ln_problem, node_valu
 from microgradnorm.lessons.demo_tools import (
     PATH_STYLE,
     agree,
+    closed_paths,
     difference,
     index_table,
     num,
@@ -149,9 +150,7 @@ def _double_dy_prediction(
 def three_path_terms(p: LessonParams) -> DemoOutput:
     """The three paths rewritten with xhat: each term of formulas.dx_paths against its simplified shape."""
     x, gamma, _beta, dy = ln_problem(p)
-    m = formulas.moments(x, (-1,), p.eps)
-    g = formulas.dxhat(dy, gamma)
-    direct, via_mean, via_var = formulas.dx_paths(g, m.xshift, m.std, m.rstd, (-1,))
+    m, g, (direct, via_mean, via_var) = closed_paths(x, gamma, dy, p.eps)
     rstd = float(m.rstd.ravel()[0])
     n = p.dim
     mean_term = -rstd * np.mean(g) * np.ones(n)
