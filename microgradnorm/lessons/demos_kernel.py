@@ -52,17 +52,7 @@ from microgradnorm.lessons.source import code_of
 from microgradnorm.norms import NormGraph
 from microgradnorm.numfmt import bracketed, nbytes_text
 from microgradnorm.registry import get_norm
-from microgradnorm.verdicts import (
-    Check,
-    above,
-    all_of,
-    at_least,
-    at_most,
-    claim,
-    exactly,
-    first_holding,
-    nearest,
-)
+from microgradnorm.verdicts import Check, above, all_of, at_least, at_most, claim, exactly, first_holding, nearest
 from microgradnorm.viz.style import stage_title
 
 __all__ = [
