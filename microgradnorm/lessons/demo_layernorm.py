@@ -59,14 +59,18 @@ class LNBuilt:
         return self.names.get(id(node), f"#{node.id}")
 
 
-def build_ln(p: LessonParams, rows: int | None = None) -> LNBuilt:
+def build_ln(p: LessonParams, rows: int | None = None, backward: bool = False) -> LNBuilt:
+    """The lesson's LayerNorm and its loss, every node named; with ``backward``, after the engine's backward()."""
     x, gamma, beta, dy = ln_problem(p, rows)
     graph = layer_norm(x.tolist(), gamma.tolist(), beta.tolist(), p.eps).graph
     loss = graph.loss(dy.tolist())
     order = topological_order(loss)
     names = {id(node): name for node, name in zip(order, display_names(order, graph))}
     constants = frozenset(id(n) for n in order if not n.children and n.label in ("1/n", "eps", "dy"))
-    return LNBuilt(x, gamma, beta, dy, graph, loss, names, constants)
+    built = LNBuilt(x, gamma, beta, dy, graph, loss, names, constants)
+    if backward:
+        backprop(built)
+    return built
 
 
 def node_values(built: LNBuilt, name: str, attr: str = "data") -> np.ndarray:

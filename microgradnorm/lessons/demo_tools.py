@@ -19,6 +19,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from microgradnorm import formulas
 from microgradnorm import tolerances as tol
 from microgradnorm.engine import Value
 from microgradnorm.i18n import _, pgettext
@@ -35,11 +36,14 @@ __all__ = [
     "agree",
     "autograd_dx",
     "check_mark",
+    "closed_paths",
     "difference",
     "dim_note",
     "engine_forward",
     "fd_agree",
     "fmt",
+    "index_rows",
+    "index_table",
     "matrix_table",
     "max_rel",
     "maxabs",
@@ -114,6 +118,15 @@ def autograd_dx(
         arr = np.array([v.grad for v in nodes], dtype=np.float64)
         grads[name] = arr.reshape(graph.shape) if arr.size == int(np.prod(graph.shape)) else arr
     return grads, graph
+
+
+def closed_paths(
+    x: np.ndarray, gamma: Any, dy: np.ndarray, eps: float, axes: tuple[int, ...] = (-1,)
+) -> tuple[formulas.Moments, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The closed forms' side of dx: x's moments, g = dL/dxhat and the three paths into x (formulas.dx_paths)."""
+    m = formulas.moments(x, axes, eps)
+    g = formulas.dxhat(dy, gamma)
+    return m, g, formulas.dx_paths(g, m.xshift, m.std, m.rstd, axes)
 
 
 def _tolist(a: Any) -> Any:
@@ -208,7 +221,7 @@ def vec(values: Iterable[float], digits: int = 4) -> str:
     return "[" + ", ".join(num(v, digits) for v in values) + "]"
 
 
-def plain_table(*columns: str, title: str | None = None, right: Sequence[str] = ()) -> Table:
+def plain_table(*columns: str | Text, title: str | None = None, right: Sequence[str | Text] = ()) -> Table:
     table = Table(
         title=title,
         title_justify="left",
@@ -220,7 +233,24 @@ def plain_table(*columns: str, title: str | None = None, right: Sequence[str] = 
         padding=(0, 1, 0, 0),
     )
     for c in columns:  # headers as Text, so that "W.grad[i,0]" is not read as markup
-        table.add_column(Text(c), justify="right" if c in right else "left", no_wrap=c in right)
+        header = c if isinstance(c, Text) else Text(c)
+        table.add_column(header, justify="right" if c in right else "left", no_wrap=c in right)
+    return table
+
+
+def index_rows(*columns: Iterable[Any], digits: int = 4) -> list[list[Any]]:
+    """One row per index i: i, then the i-th entry of each column (a number as :func:`num`, text as it is)."""
+    return [
+        [str(i), *(c if isinstance(c, (str, Text)) else num(c, digits) for c in row)]
+        for i, row in enumerate(zip(*columns))
+    ]
+
+
+def index_table(headers: Sequence[str | Text], *columns: Iterable[Any], digits: int = 4) -> Table:
+    """The lessons' vector table: the index under ``headers[0]``, then one right-justified column per vector."""
+    table = plain_table(*headers, right=headers)
+    for row in index_rows(*columns, digits=digits):
+        table.add_row(*row)
     return table
 
 

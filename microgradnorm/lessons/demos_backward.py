@@ -15,9 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from rich import box
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from microgradnorm import formulas
@@ -27,15 +25,17 @@ from microgradnorm.engine import Value
 from microgradnorm.finite_diff import numerical_gradient
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import CJKText, assemble, sentences, separated
-from microgradnorm.lessons.demo_layernorm import LNBuilt, backprop, build_ln, ln_problem, node_values, traced
+from microgradnorm.lessons.demo_layernorm import LNBuilt, build_ln, ln_problem, node_values, traced
 from microgradnorm.lessons.demo_tools import (
     PATH_STYLE,
     PATHS,
     agree,
     autograd_dx,
+    closed_paths,
     difference,
     dim_note,
     fd_agree,
+    index_table,
     num,
     path_label,
     plain_table,
@@ -80,13 +80,9 @@ def _closed(built: LNBuilt, eps: float) -> dict[str, np.ndarray]:
 @demo("ln_loss_setup")
 def ln_loss_setup(p: LessonParams) -> DemoOutput:
     """The forward output y, a random upstream gradient dy and the loss sum(y · dy)."""
-    built = build_ln(p)
-    backprop(built)
-    y = node_values(built, "y")
+    built = build_ln(p, backward=True)
     ygrad = node_values(built, "y", "grad")
-    table = plain_table("i", "y", "dy", "y.grad", right=("i", "y", "dy", "y.grad"))
-    for i in range(p.dim):
-        table.add_row(str(i), num(y[i]), num(built.dy[i]), num(ygrad[i]))
+    table = index_table(("i", "y", "dy", "y.grad"), node_values(built, "y"), built.dy, ygrad)
     ok = equal(ygrad, built.dy, "y.grad vs dy")
     loss = Text.assemble(("loss = Σ y·dy = ", "bold"), num(built.loss.data))
     return DemoOutput(Group(table, loss, claim(ok, _("after backward(), y.grad is exactly dy"))), graph=built.graph)
@@ -141,10 +137,7 @@ def ln_siblings(p: LessonParams) -> DemoOutput:
     """Where xhat's gradient comes from: the product node γ·xhat, beside gamma's and beta's, not through them."""
     built, trace = traced(p)
     dxhat, dgamma = node_values(built, "xhat", "grad"), node_values(built, "gamma", "grad")
-    cols = ("i", "dy_i", "gamma_i", "xhat.grad", "gamma.grad")
-    table = plain_table(*cols, right=cols)
-    for i in range(p.dim):
-        table.add_row(str(i), num(built.dy[i]), num(built.gamma[i]), num(dxhat[i]), num(dgamma[i]))
+    table = index_table(("i", "dy_i", "gamma_i", "xhat.grad", "gamma.grad"), built.dy, built.gamma, dxhat, dgamma)
     return DemoOutput(
         Group(table, _siblings_line(built, trace)),
         graph=built.graph,
@@ -239,13 +232,12 @@ def _dvar_sign_prediction(built: LNBuilt, trace: Trace) -> Prediction:
         above(total, rounding, what),
         at_most(abs(total), rounding, "|" + what + "|"),
     )
-    answer = first_holding(evidence)
     choices = (_("positive"), _("negative"), _("zero"))
     why = _(
         "dL/dvar = {dvar}: `−½ (var + eps)^(−3/2)` is negative, so dL/dvar has the opposite sign of "
         "`Σ dxhat·xshift = {total}`."
     ).format(dvar=num(var.grad), total=num(total))
-    return Prediction(_("What sign will dL/dvar have on this run?"), choices, answer, why, evidence)
+    return Prediction.from_evidence(_("What sign will dL/dvar have on this run?"), choices, why, evidence)
 
 
 def path_legend() -> CJKText:
@@ -259,18 +251,13 @@ def path_legend() -> CJKText:
 @demo("ln_param_grads")
 def ln_param_grads(p: LessonParams, rows: int = 2) -> DemoOutput:
     """dgamma and dbeta: autograd against the closed forms, summed over the rows that share them."""
-    built = build_ln(p, rows)
-    backprop(built)
+    built = build_ln(p, rows, backward=True)
     m = formulas.moments(built.x, (-1,), p.eps)
     dgamma = formulas.dgamma(built.dy, m.xhat, (0,))
     dbeta = formulas.dbeta(built.dy, (0,))
     auto_g = node_values(built, "gamma", "grad")
     auto_b = node_values(built, "beta", "grad")
-    table = plain_table(
-        "j", "Σ dy·xhat", "gamma.grad", "Σ dy", "beta.grad", right=("j", "Σ dy·xhat", "gamma.grad", "Σ dy", "beta.grad")
-    )
-    for j in range(p.dim):
-        table.add_row(str(j), num(dgamma[j]), num(auto_g[j]), num(dbeta[j]), num(auto_b[j]))
+    table = index_table(("j", "Σ dy·xhat", "gamma.grad", "Σ dy", "beta.grad"), dgamma, auto_g, dbeta, auto_b)
     ok = agree(auto_g, dgamma, what="gamma.grad vs Σ dy·xhat") & agree(auto_b, dbeta, what="beta.grad vs Σ dy")
     note = dim_note(_("x has {rows} rows here, so each sum runs over {rows} rows.").format(rows=rows))
     return DemoOutput(Group(table, note, claim(ok, _("autograd = closed form for gamma and beta"))), graph=built.graph)
@@ -279,8 +266,7 @@ def ln_param_grads(p: LessonParams, rows: int = 2) -> DemoOutput:
 @demo("ln_node_grads")
 def ln_node_grads(p: LessonParams, nodes: tuple[str, ...] = ("xhat",)) -> DemoOutput:
     """Named nodes' gradients: autograd against the closed forms of formulas.py."""
-    built = build_ln(p)
-    backprop(built)
+    built = build_ln(p, backward=True)
     closed = _closed(built, p.eps)
     autograd_h, closed_h = _("autograd"), _("closed form")
     table = plain_table(_("node"), autograd_h, closed_h, right=(autograd_h, closed_h))
@@ -323,7 +309,6 @@ def ln_dvar_dmean(p: LessonParams) -> DemoOutput:
     )
     what = "mean.grad's share via the variance"
     evidence = (ok, above(share, bound, what), below(share, -bound, what))
-    answer = first_holding(evidence)
     why = (
         _(
             "The engine's share of mean.grad via the variance is {share}, rounding error next to mean.grad = "
@@ -335,10 +320,9 @@ def ln_dvar_dmean(p: LessonParams) -> DemoOutput:
             "dvar/dmean = −(2/n) Σ xshift, and values centered on their mean sum to zero."
         )
     ).format(share=num(share), grad=num(mean.grad))
-    prediction = Prediction(
+    prediction = Prediction.from_evidence(
         _("What does the variance path add to dL/dmean?"),
         (_("nothing: it is 0"), _("a positive amount"), _("a negative amount")),
-        answer,
         why,
         evidence,
     )
@@ -349,20 +333,14 @@ def ln_dvar_dmean(p: LessonParams) -> DemoOutput:
 def ln_x_paths(p: LessonParams) -> DemoOutput:
     """x's gradient split into its three paths by the traced backward, against formulas.dx_paths."""
     built, trace = traced(p)
-    m = formulas.moments(built.x, (-1,), p.eps)
-    g = formulas.dxhat(built.dy, built.gamma)
-    direct, via_mean, via_var = formulas.dx_paths(g, m.xshift, m.std, m.rstd, (-1,))
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold", padding=(0, 1, 0, 0))
-    table.add_column("i", justify="right")
-    for k in PATHS:
-        table.add_column(Text(path_label(k), style=PATH_STYLE[k]), justify="right", no_wrap=True)
-    table.add_column("x.grad", justify="right", no_wrap=True)
-    auto = {k: np.zeros(p.dim) for k in PATHS}
-    for i, node in enumerate(built.graph["x"]):
-        parts = trace.parts_of(node)
-        for k in PATHS:
-            auto[k][i] = parts.get(k, 0.0)
-        table.add_row(str(i), *[Text(num(auto[k][i]), style=PATH_STYLE[k]) for k in PATHS], num(node.grad))
+    _m, _g, (direct, via_mean, via_var) = closed_paths(built.x, built.gamma, built.dy, p.eps)
+    split = [trace.parts_of(node) for node in built.graph["x"]]
+    auto = {k: np.array([parts.get(k, 0.0) for parts in split]) for k in PATHS}
+    table = index_table(
+        ("i", *(Text(path_label(k), style=PATH_STYLE[k]) for k in PATHS), "x.grad"),
+        *([Text(num(v), style=PATH_STYLE[k]) for v in auto[k]] for k in PATHS),
+        node_values(built, "x", "grad"),
+    )
     ok = all_of(
         *(agree(auto[k], ref, what=f"{k} path vs dx_paths") for k, ref in zip(PATHS, (direct, via_mean, via_var)))
     )
@@ -389,9 +367,7 @@ def ln_x_paths(p: LessonParams) -> DemoOutput:
 def ln_paths_code(p: LessonParams) -> DemoOutput:
     """formulas.dx_paths, the closed form of the three paths in NumPy, beside the traced contributions into x[0]."""
     built, trace = traced(p)
-    m = formulas.moments(built.x, (-1,), p.eps)
-    g = formulas.dxhat(built.dy, built.gamma)
-    closed = formulas.dx_paths(g, m.xshift, m.std, m.rstd, (-1,))
+    m, g, closed = closed_paths(built.x, built.gamma, built.dy, p.eps)
     parts = trace.parts_of(built.graph["x"][0])
     # Translators: the headers of a table comparing, per path into x[0], the NumPy closed form with the sum of
     # the traced contributions
@@ -454,7 +430,6 @@ def path_prediction(parts: dict[str, float], graph: NormGraph | None = None) -> 
     """
     sizes = tuple(abs(parts.get(k, 0.0)) for k in PATHS)
     evidence = largest(sizes, PATHS, "size of the path into x[0]")
-    answer = first_holding(evidence)
     # Translators: one path's share, e.g. "via mean 1.627"
     shares = separated([_("{path} {share}").format(path=path_label(k), share=num(parts.get(k, 0.0))) for k in PATHS])
     why = _("For x[0]: {shares}.").format(shares=shares)
@@ -478,10 +453,9 @@ def path_prediction(parts: dict[str, float], graph: NormGraph | None = None) -> 
             xshift0=num(xshift0),
             via_var=v,
         )
-    return Prediction(
+    return Prediction.from_evidence(
         _("Which of the three paths carries the most gradient into x[0] (largest in size)?"),
         (pgettext("choice", "direct"), _("via the mean"), _("via the variance")),
-        answer,
         why,
         evidence,
     )
@@ -490,8 +464,7 @@ def path_prediction(parts: dict[str, float], graph: NormGraph | None = None) -> 
 @demo("ln_simplified")
 def ln_simplified(p: LessonParams) -> DemoOutput:
     """The simplified formula rstd · (g − mean(g) − xhat · mean(g · xhat)), term by term, against autograd."""
-    built = build_ln(p)
-    backprop(built)
+    built = build_ln(p, backward=True)
     m = formulas.moments(built.x, (-1,), p.eps)
     g = formulas.dxhat(built.dy, built.gamma)
     m1 = float(np.mean(g))
@@ -506,10 +479,7 @@ def ln_simplified(p: LessonParams) -> DemoOutput:
         ("   rstd = ", "bold"),
         num(float(m.rstd.ravel()[0])),
     )
-    cols = ("i", "g", "xhat", _("formula"), _("autograd"))
-    table = plain_table(*cols, right=cols)
-    for i in range(p.dim):
-        table.add_row(str(i), num(g[i]), num(m.xhat[i]), num(dx[i]), num(auto[i]))
+    table = index_table(("i", "g", "xhat", _("formula"), _("autograd")), g, m.xhat, dx, auto)
     same = _("formula = autograd ({difference})").format(difference=difference(auto, dx))
     return DemoOutput(
         Group(head, table, claim(agree(auto, dx, what="autograd vs formula"), same)),
@@ -563,8 +533,7 @@ def ln_check_table(p: LessonParams, rows: int | None = None) -> DemoOutput:
     for node in report.nodes:  # the table's ✓/✗ per node, with what decided it
         agreeing = node.entry_ok if node.entry_ok is not None else np.array([node.passed])
         mark(at_most(int(np.sum(~agreeing)), 0, f"{node.name}: entries where autograd, closed form and fd disagree"))
-    built = build_ln(p, rows)
-    backprop(built)
+    built = build_ln(p, rows, backward=True)
     return DemoOutput(check_table(report), graph=built.graph)
 
 
@@ -607,10 +576,7 @@ def ln_param_vs_input(p: LessonParams, inputs: int = 2) -> DemoOutput:
     u, dx, w_grad = r["u"], r["dx"], r["w_grad"]
     layer = Text(_("x = W·u with u = {u}").format(u=vec(u)))
     head = assemble(_("the layer below: {layer}"), "bold", layer=layer)
-    cols = ["i", _("dx_i (handed back)"), *[f"W.grad[i,{j}]" for j in range(len(u))]]
-    table = plain_table(*cols, right=cols)
-    for i in range(len(dx)):
-        table.add_row(str(i), num(dx[i]), *[num(w_grad[i, j]) for j in range(len(u))])
+    table = index_table(("i", _("dx_i (handed back)"), *(f"W.grad[i,{j}]" for j in range(len(u)))), dx, *w_grad.T)
     ok = agree(w_grad, np.outer(dx, u), what="W.grad vs dx·uᵀ")
     grad_line = _("W.grad[i,j] = dx_i · u_j for every entry ({difference})").format(
         difference=difference(w_grad, np.outer(dx, u))
@@ -658,9 +624,7 @@ def ln_double_x(p: LessonParams, factor: float = 2.0) -> DemoOutput:
     # Translators: {factor}x is the input scaled, e.g. "at 2x"
     at_scaled = _("at {factor}x").format(factor=f"{factor:g}")
     cols = ("j", _("dgamma at x"), at_scaled, _("dx at x"), at_scaled)
-    table = plain_table(*cols, right=cols)
-    for j in range(p.dim):
-        table.add_row(str(j), num(one["gamma"][j]), num(scaled["gamma"][j]), num(one["x"][j]), num(scaled["x"][j]))
+    table = index_table(cols, one["gamma"], scaled["gamma"], one["x"], scaled["x"])
     same = agree(scaled["gamma"], predicted["gamma"], what="dgamma at c·x vs dgamma at x with eps/c²")
     change = difference(scaled["gamma"], one["gamma"])
     # Translators: {factor}x is the input scaled, e.g. "2x"; {square} is the factor squared, e.g. 4
@@ -791,15 +755,10 @@ def ln_dvar_dmean_slip(p: LessonParams) -> DemoOutput:
     """The variance path with a non-zero dvar/dmean, beside the true one and a finite difference."""
     x, gamma, beta, dy = ln_problem(p)
     n = p.dim
-    m = formulas.moments(x, (-1,), p.eps)
-    g = formulas.dxhat(dy, gamma)
-    direct, via_mean, via_var = formulas.dx_paths(g, m.xshift, m.std, m.rstd, (-1,))
+    m, g, (direct, via_mean, via_var) = closed_paths(x, gamma, dy, p.eps)
     slipped = slipped_variance_path(formulas.dvar(g, m.xshift, m.std, (-1,)), m.xshift, n)
-    cols = ("i", _("via var (true)"), _("via var (slip)"), _("slip ÷ true"))
-    table = plain_table(*cols, right=cols)
-    for i in range(n):
-        ratio = slipped[i] / via_var[i] if via_var[i] != 0 else float("nan")
-        table.add_row(str(i), num(via_var[i]), num(slipped[i]), num(ratio, 6))
+    ratios = [num(s / v if v != 0 else float("nan"), 6) for s, v in zip(slipped, via_var)]
+    table = index_table(("i", _("via var (true)"), _("via var (slip)"), _("slip ÷ true")), via_var, slipped, ratios)
     fd = numerical_gradient(lambda v: ln_loss_numpy(v, gamma, beta, dy, p.eps), x)
     right, wrong = direct + via_mean + via_var, direct + via_mean + slipped
     shrunk = agree(slipped, (n - 1) / n * via_var, what="slipped var path vs (n − 1)/n × true")

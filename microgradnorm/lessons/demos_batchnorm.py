@@ -11,8 +11,6 @@ values each norm pools (:mod:`microgradnorm.lessons.norm_axes`).
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 from rich.console import Group
 from rich.text import Text
@@ -21,9 +19,13 @@ from microgradnorm import formulas
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import CJKText, cjk_text
 from microgradnorm.lessons.demo_tools import (
+    agree,
     autograd_dx,
+    closed_paths,
+    dim_note,
     engine_forward,
     fmt,
+    index_rows,
     maxabs,
     number_table,
     path_label,
@@ -43,11 +45,9 @@ from microgradnorm.verdicts import (
     at_most,
     cancels,
     claim,
-    claims,
     close_to,
     differs,
     exactly,
-    first_holding,
 )
 
 _DEFAULT_BATCH = 4
@@ -121,26 +121,17 @@ def bn_axes(p: LessonParams) -> Group:
         (pgettext("demo table row", "BN var"), col_var),
     ):
         rows.append([Text(name, style="bold")] + [fmt(v, 3) for v in stat[:shown_d]] + [""])
-    close_ = partial(close_to, rtol=CLOSED_FORM_RTOL, atol=CLOSED_FORM_ATOL)
     return Group(
-        cjk_text(_("X [{n}, {d}]: one BatchNorm statistic per column").format(n=n, d=d), style="italic"),
-        number_table(headers, rows),
+        number_table(headers, rows, title=_("X [{n}, {d}]: one BatchNorm statistic per column").format(n=n, d=d)),
         *_corner_note(n, d),
-        claims(
-            [
-                (
-                    close_(col_mean, x.mean(axis=0), what="BN mean vs x.mean(axis=0)"),
-                    _("BN mean: NumPy's x.mean(axis=0), down each column"),
-                ),
-                (
-                    close_(col_var, x.var(axis=0), what="BN var vs x.var(axis=0)"),
-                    _("BN var: x.var(axis=0), divided by N"),
-                ),
-                (
-                    close_(row_mean, x.mean(axis=1), what="LN mean vs x.mean(axis=1)"),
-                    _("LN mean: x.mean(axis=1), along each row"),
-                ),
-            ]
+        claim(
+            agree(col_mean, x.mean(axis=0), what="BN mean vs x.mean(axis=0)"),
+            _("BN mean: NumPy's x.mean(axis=0), down each column"),
+        ),
+        claim(agree(col_var, x.var(axis=0), what="BN var vs x.var(axis=0)"), _("BN var: x.var(axis=0), divided by N")),
+        claim(
+            agree(row_mean, x.mean(axis=1), what="LN mean vs x.mean(axis=1)"),
+            _("LN mean: x.mean(axis=1), along each row"),
         ),
         cjk_text(
             # Translators: {bn} and {ln} are tuples of axes, e.g. (0,) and (1,)
@@ -199,13 +190,12 @@ def _shift_prediction(dg: np.ndarray, dg_shifted: np.ndarray) -> Prediction:
         moved & exactly(shrunk, 0, "entries of dgamma that shrank"),
         moved & at_least(shrunk, 1, "entries of dgamma that shrank"),
     )
-    answer = first_holding(evidence)
     why = _(
         "dgamma_j = Σ_i dY_ij · xhat_ij, and each column's mean takes the shift with it, so xhat does not move: "
         "after adding {shift} to every X, dgamma changed by at most {change}, against entries up to {scale}."
     ).format(shift=shift, change=sci(change), scale=sci(scale))
     question = _("Add {shift} to every value of X (dY stays). What happens to dgamma?").format(shift=shift)
-    return Prediction(question, choices, answer, why, evidence)
+    return Prediction.from_evidence(question, choices, why, evidence)
 
 
 @demo("bn_param_grads")
@@ -231,17 +221,13 @@ def bn_param_grads(p: LessonParams) -> DemoOutput:
         Group(
             number_table(["dY · xhat", *cols], rows, title="dgamma_j = Σ_i dY_ij · xhat_ij"),
             *_corner_note(n, d),
-            claims(
-                [
-                    (
-                        close_to(grads["gamma"], dg, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "dgamma vs Σ dY·xhat"),
-                        _("dgamma: max error {error}").format(error=sci(err_g)),
-                    ),
-                    (
-                        close_to(grads["beta"], db, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "dbeta vs Σ dY"),
-                        _("dbeta = Σ_i dY_ij (the column sums of dY): max error {error}").format(error=sci(err_b)),
-                    ),
-                ]
+            claim(
+                agree(grads["gamma"], dg, what="dgamma vs Σ dY·xhat"),
+                _("dgamma: max error {error}").format(error=sci(err_g)),
+            ),
+            claim(
+                agree(grads["beta"], db, what="dbeta vs Σ dY"),
+                _("dbeta = Σ_i dY_ij (the column sums of dY): max error {error}").format(error=sci(err_b)),
             ),
         ),
         prediction=_shift_prediction(dg, _shifted_dgamma(p, x, gamma, beta, dy)),
@@ -266,25 +252,12 @@ def bn_three_paths(p: LessonParams, column: int = 0) -> DemoOutput:
     if not 0 <= column < x.shape[1]:
         raise ValueError(f"column: expected 0 .. {x.shape[1] - 1}, got {column}")
     grads, graph = autograd_dx("batchnorm", x, gamma, beta, p.eps, dy)
-    axes = (0,)
-    mo = formulas.moments(x, axes, p.eps)
-    gx = formulas.dxhat(dy, gamma)
-    direct, via_mean, via_var = formulas.dx_paths(gx, mo.xshift, mo.std, mo.rstd, axes)
+    _mo, _gx, (direct, via_mean, via_var) = closed_paths(x, gamma, dy, p.eps, (0,))
     total = direct + via_mean + via_var
     j = column
-    rows = [
-        [
-            str(i),
-            fmt(direct[i, j], 4),
-            fmt(via_mean[i, j], 4),
-            fmt(via_var[i, j], 4),
-            fmt(total[i, j], 4),
-            fmt(grads["x"][i, j], 4),
-        ]
-        for i in range(x.shape[0])
-    ]
+    rows = index_rows(*(a[:, j] for a in (direct, via_mean, via_var, total, grads["x"])))
     err = float(np.max(np.abs(total - grads["x"])))
-    ok = close_to(total, grads["x"], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "sum of paths vs autograd")
+    ok = agree(total, grads["x"], what="sum of paths vs autograd")
     return DemoOutput(
         Group(
             cjk_text(_("dL/dX[i, {j}] along the three paths (m = {m})").format(j=j, m=x.shape[0]), style="italic"),
@@ -312,12 +285,9 @@ def slip_paths(p: LessonParams) -> dict[str, np.ndarray]:
     """The variance path of dX, correct and with the slip; both whole dX; and autograd's dX."""
     x, gamma, beta, dy = _batch(p)
     grads, _graph = autograd_dx("batchnorm", x, gamma, beta, p.eps, dy)
-    axes = (0,)
-    mo = formulas.moments(x, axes, p.eps)
-    gx = formulas.dxhat(dy, gamma)
-    correct = formulas.dx_three_path(gx, mo.xshift, mo.std, mo.rstd, axes)
+    _mo, gx, (direct, via_mean, via_var) = closed_paths(x, gamma, dy, p.eps, (0,))
+    correct = direct + via_mean + via_var  # the three-path dx
     slipped = dx_with_mean_slip(gx, x, p.eps)
-    _direct, _via_mean, via_var = formulas.dx_paths(gx, mo.xshift, mo.std, mo.rstd, axes)
     return {
         "via_var": via_var,
         "slip_via_var": slipped - (correct - via_var),
@@ -336,15 +306,13 @@ def _slip_prediction(paths: dict[str, np.ndarray], m: int) -> Prediction:
         return at_least(ratio, target - DISPLAY_RTOL, what) & at_most(ratio, target + DISPLAY_RTOL, what)
 
     evidence = (near(1.0), near(kept), near(0.0))
-    answer = first_holding(evidence)
     why = _(
         "The bogus term is −1/m times the true variance path, leaving (m − 1)/m = {kept} for "
         "m = {m} of it: the table's ratio, {ratio}. The smaller the batch, the more it loses."
     ).format(kept=fmt(kept, 4), m=m, ratio=fmt(ratio, 4))
-    return Prediction(
+    return Prediction.from_evidence(
         _("With the bogus term, how much of the true variance path of dX is left (m = {m})?").format(m=m),
         (_("all of it"), _("(m − 1)/m of it"), _("none of it")),
-        answer,
         why,
         evidence,
     )
@@ -360,26 +328,23 @@ def _engine_dvar_dmean(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: 
 
 def _slip_claims(paths: dict[str, np.ndarray]) -> Group:
     """The three correct paths equal autograd; the slipped ones do not."""
-    close_ = partial(close_to, rtol=CLOSED_FORM_RTOL, atol=CLOSED_FORM_ATOL)
-    return claims(
-        [
-            (
-                close_(paths["correct"], paths["autograd"], what="three paths vs autograd"),
-                _("three paths, d var/d mean = 0: equals autograd"),
+    return Group(
+        claim(
+            agree(paths["correct"], paths["autograd"], what="three paths vs autograd"),
+            _("three paths, d var/d mean = 0: equals autograd"),
+        ),
+        claim(
+            differs(
+                paths["slipped"],
+                paths["autograd"],
+                CLOSED_FORM_RTOL,
+                CLOSED_FORM_ATOL,
+                "slipped vs autograd",
             ),
-            (
-                differs(
-                    paths["slipped"],
-                    paths["autograd"],
-                    CLOSED_FORM_RTOL,
-                    CLOSED_FORM_ATOL,
-                    "slipped vs autograd",
-                ),
-                _("with the slip: differs from autograd (max error {error})").format(
-                    error=maxabs(paths["slipped"] - paths["autograd"])
-                ),
+            _("with the slip: differs from autograd (max error {error})").format(
+                error=maxabs(paths["slipped"] - paths["autograd"])
             ),
-        ]
+        ),
     )
 
 
@@ -394,7 +359,7 @@ def bn_variance_slip(p: LessonParams, column: int = 0) -> DemoOutput:
     paths = slip_paths(p)
     j = column
     via, slip = paths["via_var"], paths["slip_via_var"]
-    rows = [[str(i), fmt(via[i, j], 4), fmt(slip[i, j], 4), fmt(slip[i, j] / via[i, j], 6)] for i in range(m)]
+    rows = index_rows(via[:, j], slip[:, j], [fmt(s / v, 6) for s, v in zip(slip[:, j], via[:, j])])
     xs = x[:, j] - x[:, j].mean()
     return DemoOutput(
         Group(
@@ -402,7 +367,6 @@ def bn_variance_slip(p: LessonParams, column: int = 0) -> DemoOutput:
                 cancels(dvar_dmean, 2.0 / m * np.sum(np.abs(xs)), "engine's dvar/dmean"),
                 _("engine: dvar/dmean = {value} (column {j})").format(value=sci(dvar_dmean), j=j),
             ),
-            cjk_text(_("the variance path of dL/dX[i, {j}], m = {m}").format(j=j, m=m), style="italic"),
             number_table(
                 [
                     "i",
@@ -411,6 +375,7 @@ def bn_variance_slip(p: LessonParams, column: int = 0) -> DemoOutput:
                     pgettext("demo table header", "ratio"),
                 ],
                 rows,
+                title=_("the variance path of dL/dX[i, {j}], m = {m}").format(j=j, m=m),
             ),
             _slip_claims(paths),
         ),
@@ -462,7 +427,6 @@ def bn_simplified(p: LessonParams) -> DemoOutput:
     paths = formulas.dx_three_path(gx, mo.xshift, mo.std, mo.rstd, axes)
     dx = grads["x"]
     col_sums = dx.sum(axis=0)
-    close_ = partial(close_to, rtol=CLOSED_FORM_RTOL, atol=CLOSED_FORM_ATOL)
     terms = np.abs(mo.rstd * gx).sum(axis=0) * 3  # the size of what the column sums add up
     zero = cancels(col_sums, terms, "column sums of dX")
     return DemoOutput(
@@ -470,24 +434,17 @@ def bn_simplified(p: LessonParams) -> DemoOutput:
             cjk_text(
                 _("dX for X [{n}, {d}], eps = {eps}").format(n=x.shape[0], d=x.shape[1], eps=f"{p.eps:g}"), "italic"
             ),
-            claims(
-                [
-                    (
-                        close_(simple, dx, what="simplified vs autograd"),
-                        _("simplified form = autograd: max error {error}").format(error=maxabs(simple - dx)),
-                    ),
-                    (
-                        close_(paths, dx, what="three paths vs autograd"),
-                        _("three paths = autograd: max error {error}").format(error=maxabs(paths - dx)),
-                    ),
-                    (
-                        zero,
-                        _("each column of dX sums to zero: largest sum {value}").format(value=maxabs(col_sums)),
-                    ),
-                    _radial_claim(dx, gx, mo, p.eps, terms),
-                ]
+            claim(
+                agree(simple, dx, what="simplified vs autograd"),
+                _("simplified form = autograd: max error {error}").format(error=maxabs(simple - dx)),
             ),
-            cjk_text(
+            claim(
+                agree(paths, dx, what="three paths vs autograd"),
+                _("three paths = autograd: max error {error}").format(error=maxabs(paths - dx)),
+            ),
+            claim(zero, _("each column of dX sums to zero: largest sum {value}").format(value=maxabs(col_sums))),
+            claim(*_radial_claim(dx, gx, mo, p.eps, terms)),
+            dim_note(
                 _(
                     "The last line is zero at eps = 0: each column's gradient is orthogonal to its xhat, the LayerNorm "
                     "projection one column at a time. eps leaves the remainder shown."
@@ -496,8 +453,7 @@ def bn_simplified(p: LessonParams) -> DemoOutput:
                 else _(
                     "The last line is zero at eps = 0: each column's gradient is orthogonal to its xhat, the LayerNorm "
                     "projection one column at a time. What it shows here is rounding."
-                ),
-                style="dim",
+                )
             ),
             *_m2_note(x.shape[0], p.eps),
         ),
@@ -517,35 +473,27 @@ def bn_is_ln_transposed(p: LessonParams) -> Group:
     bn4 = engine_forward("batchnorm", x4, None, None, p.eps)
     rows_c = x4.transpose(1, 0, 2, 3).reshape(3, -1)  # [C, N*H*W]: one row per channel
     ln4 = engine_forward("layernorm", rows_c, None, None, p.eps).reshape(3, 2, 2, 2).transpose(1, 0, 2, 3)
-    close_ = partial(close_to, rtol=CLOSED_FORM_RTOL, atol=CLOSED_FORM_ATOL)
     return Group(
         cjk_text(_("engine, no gamma or beta:"), style="italic"),
-        claims(
-            [
-                (
-                    close_(bn, ln_t, what="BN(X) vs LN(Xᵀ)ᵀ"),
-                    _("BN(X) = LN(Xᵀ)ᵀ for X [{n}, {d}]: max |diff| {value}").format(
-                        n=x.shape[0], d=x.shape[1], value=maxabs(bn - ln_t)
-                    ),
-                ),
-                (
-                    close_(dx_bn, dx_ln_t, what="dX of BN vs of LN on Xᵀ"),
-                    _("dX of BN = (dX of LN on Xᵀ, dYᵀ)ᵀ: max |diff| {value}").format(value=maxabs(dx_bn - dx_ln_t)),
-                ),
-                (
-                    close_(bn4, ln4, what="BN [2, 3, 2, 2] vs LN of its channel rows"),
-                    _("BN of [2, 3, 2, 2] = LN of its [C, N·H·W] rows: max |diff| {value}").format(
-                        value=maxabs(bn4 - ln4)
-                    ),
-                ),
-            ]
+        claim(
+            agree(bn, ln_t, what="BN(X) vs LN(Xᵀ)ᵀ"),
+            _("BN(X) = LN(Xᵀ)ᵀ for X [{n}, {d}]: max |diff| {value}").format(
+                n=x.shape[0], d=x.shape[1], value=maxabs(bn - ln_t)
+            ),
         ),
-        cjk_text(
+        claim(
+            agree(dx_bn, dx_ln_t, what="dX of BN vs of LN on Xᵀ"),
+            _("dX of BN = (dX of LN on Xᵀ, dYᵀ)ᵀ: max |diff| {value}").format(value=maxabs(dx_bn - dx_ln_t)),
+        ),
+        claim(
+            agree(bn4, ln4, what="BN [2, 3, 2, 2] vs LN of its channel rows"),
+            _("BN of [2, 3, 2, 2] = LN of its [C, N·H·W] rows: max |diff| {value}").format(value=maxabs(bn4 - ln4)),
+        ),
+        dim_note(
             _(
                 "gamma and beta are left out: BatchNorm has one per column (d of them), while LayerNorm on Xᵀ "
                 "would have one per row of X (N of them). The normalization itself is the same."
-            ),
-            style="dim",
+            )
         ),
     )
 
@@ -592,4 +540,4 @@ def bn_gradient_bound(p: LessonParams) -> Group:
         text = _("{bound} in every column (autograd's dX): below it by up to {gap} at eps = {eps}").format(
             bound=_BOUND, gap=maxabs(bound - lhs), eps=f"{p.eps:g}"
         )
-    return Group(claims([(under, text)]), *_m2_note(x.shape[0], p.eps))
+    return Group(claim(under, text), *_m2_note(x.shape[0], p.eps))

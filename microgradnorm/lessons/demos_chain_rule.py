@@ -241,14 +241,13 @@ def accumulate(p: LessonParams) -> DemoOutput:
 def _assign_prediction(a: float, with_assign: float) -> Prediction:
     """What a.grad is for L = a·a when backward assigns instead of adding, read off the run."""
     evidence = closest(with_assign, (2 * a, a, 0.0), "a.grad with =")
-    answer = first_holding(evidence)
     why = _(
         "a = {a}, and with = backward left a.grad = {grad}: each edge of a·a sets a.grad to "
         "a × L.grad = {a}, and the second setting replaces the first instead of adding to it."
     ).format(a=num(a), grad=num(with_assign))
     choices = (_("2a (the true derivative)"), _("a: one edge's share"), _("0: the shares cancel"))
-    return Prediction(
-        _("For L = a·a, with = in place of +=, what does a.grad end up as?"), choices, answer, why, evidence
+    return Prediction.from_evidence(
+        _("For L = a·a, with = in place of +=, what does a.grad end up as?"), choices, why, evidence
     )
 
 
@@ -335,14 +334,13 @@ def ops_code(p: LessonParams, example: str = "chain") -> DemoOutput:
 def _mul_prediction(d: float, f: float, d_f: float) -> Prediction:
     """What the multiply op's local derivative hands to its second input f in L = d·f, read off the engine."""
     evidence = closest(d_f, (d, f, 1.0, d * f), "dL/df")
-    answer = first_holding(evidence)
     why = _(
         "The multiply's local derivative for f is d, the other input: the engine returned {grad} for "
         "L = d·f with d = {d}, f = {f}. The code is symmetric: each input gets the other's data."
     ).format(grad=num(d_f), d=num(d), f=num(f))
     choices = (_("d, the other input"), _("f itself"), "1", "d·f")
-    return Prediction(
-        _("For L = d·f, what is dL/df, the local derivative the code returns for f?"), choices, answer, why, evidence
+    return Prediction.from_evidence(
+        _("For L = d·f, what is dL/df, the local derivative the code returns for f?"), choices, why, evidence
     )
 
 

@@ -7,7 +7,6 @@ demos show that they agree with each other and with autograd, term by term.
 from __future__ import annotations
 
 import numpy as np
-from rich import box
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -17,19 +16,20 @@ from microgradnorm import tolerances as tol
 from microgradnorm.drawing.charts import heat_map
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import cjk_text, sentences
-from microgradnorm.lessons.demo_layernorm import backprop, build_ln, ln_problem, node_values
+from microgradnorm.lessons.demo_layernorm import build_ln, ln_problem, node_values
 from microgradnorm.lessons.demo_tools import (
     PATH_STYLE,
     agree,
+    closed_paths,
     difference,
+    index_table,
     num,
     path_label,
-    plain_table,
     shown_difference,
 )
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.numfmt import err
-from microgradnorm.verdicts import above, all_of, at_most, claim, close_to, closest, exactly, first_holding
+from microgradnorm.verdicts import above, all_of, at_most, claim, close_to, closest, exactly
 
 
 def _forms(x: np.ndarray, gamma: np.ndarray, dy: np.ndarray, eps: float) -> dict[str, np.ndarray]:
@@ -77,14 +77,10 @@ def _agreement_text(auto: np.ndarray) -> str:
 @demo("forms_agree")
 def forms_agree(p: LessonParams) -> DemoOutput:
     """dx by autograd and by the three-path, simplified and projection forms, side by side."""
-    built = build_ln(p)
-    backprop(built)
+    built = build_ln(p, backward=True)
     auto = node_values(built, "x", "grad")
     forms = _forms(built.x, built.gamma, built.dy, p.eps)
-    cols = ["i", _("autograd"), *map(form_name, forms)]
-    table = plain_table(*cols, right=cols)
-    for i in range(p.dim):
-        table.add_row(str(i), num(auto[i], 5), *[num(f[i], 5) for f in forms.values()])
+    table = index_table(("i", _("autograd"), *map(form_name, forms)), auto, *forms.values(), digits=5)
     diffs = Table.grid(padding=(0, 1))
     diffs.add_column()
     diffs.add_column(justify="right")
@@ -154,23 +150,16 @@ def _double_dy_prediction(
 def three_path_terms(p: LessonParams) -> DemoOutput:
     """The three paths rewritten with xhat: each term of formulas.dx_paths against its simplified shape."""
     x, gamma, _beta, dy = ln_problem(p)
-    m = formulas.moments(x, (-1,), p.eps)
-    g = formulas.dxhat(dy, gamma)
-    direct, via_mean, via_var = formulas.dx_paths(g, m.xshift, m.std, m.rstd, (-1,))
+    m, g, (direct, via_mean, via_var) = closed_paths(x, gamma, dy, p.eps)
     rstd = float(m.rstd.ravel()[0])
     n = p.dim
     mean_term = -rstd * np.mean(g) * np.ones(n)
     var_term = -rstd * m.xhat * np.mean(g * m.xhat)
     m1, m2 = float(np.mean(g)), float(np.mean(g * m.xhat))
     head = Text.assemble(("m1 = mean(g) = ", "bold"), num(m1), ("   m2 = mean(g·xhat) = ", "bold"), num(m2))
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold", padding=(0, 1, 0, 0))
-    table.add_column("i", justify="right")
-    table.add_column(Text(path_label("mean"), style=PATH_STYLE["mean"]), justify="right")
-    table.add_column("−rstd·m1", justify="right")
-    table.add_column(Text(path_label("var"), style=PATH_STYLE["var"]), justify="right")
-    table.add_column("−rstd·xhat·m2", justify="right")
-    for i in range(n):
-        table.add_row(str(i), num(via_mean[i]), num(mean_term[i]), num(via_var[i]), num(var_term[i]))
+    mean_h, var_h = (Text(path_label(k), style=PATH_STYLE[k]) for k in ("mean", "var"))
+    headers = ("i", mean_h, "−rstd·m1", var_h, "−rstd·xhat·m2")
+    table = index_table(headers, via_mean, mean_term, via_var, var_term)
     ok = agree(via_mean, mean_term, what="via mean vs −rstd·m1") & agree(
         via_var, var_term, what="via var vs −rstd·xhat·m2"
     )
@@ -201,10 +190,7 @@ def projection_form(p: LessonParams, part: int = 1) -> DemoOutput:
     rstd = float(m.rstd.ravel()[0])
     pg = P @ g
     dx = rstd * (g - pg)
-    cols = ("i", "g", "P·g", "g − P·g", "× rstd")
-    steps = plain_table(*cols, right=cols)
-    for i in range(p.dim):
-        steps.add_row(str(i), num(g[i]), num(pg[i]), num(g[i] - pg[i]), num(dx[i]))
+    steps = index_table(("i", "g", "P·g", "g − P·g", "× rstd"), g, pg, g - pg, dx)
     ref = formulas.dx_simplified(g, m.xhat, m.rstd, (-1,))
     return DemoOutput(
         Group(
@@ -219,11 +205,7 @@ def projection_form(p: LessonParams, part: int = 1) -> DemoOutput:
 
 
 def _matrix_of(P: np.ndarray) -> Table:
-    cols = [str(j) for j in range(P.shape[0])]
-    mat = plain_table("P", *cols, right=cols)
-    for i, row in enumerate(P):
-        mat.add_row(str(i), *[num(v, 3) for v in row])
-    return mat
+    return index_table(("P", *(str(j) for j in range(P.shape[0]))), *P.T, digits=3)
 
 
 def _projection_facts(x: np.ndarray, P: np.ndarray, m: formulas.Moments, p: LessonParams) -> list[Text]:
@@ -267,10 +249,9 @@ def _sum_prediction(dx: np.ndarray, g: np.ndarray, rstd: float) -> Prediction:
         above(abs(total), zero, "|Σ dx_i|") & near[1],
         above(abs(total), zero, "|Σ dx_i|") & near[2],
     )
-    answer = first_holding(evidence)
     why = _(
         "Σ dx_i = {total}. P·1 = 1 (xhat sums to 0) and P is symmetric, so 1·(P·g) = (P·1)·g = 1·g: "
         "g − P·g sums to 0, at any eps. (rstd · Σ g_i would have been {other}.)"
     ).format(total=err(total), other=num(candidates[1]))
     choices = (_("0, up to rounding"), "rstd · Σ g_i", "Σ g_i")
-    return Prediction(_("dx = rstd · (g − P·g): what do the dx_i add up to?"), choices, answer, why, evidence)
+    return Prediction.from_evidence(_("dx = rstd · (g − P·g): what do the dx_i add up to?"), choices, why, evidence)

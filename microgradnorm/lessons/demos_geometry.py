@@ -31,7 +31,6 @@ from microgradnorm.verdicts import (
     at_most,
     claim,
     close_to,
-    first_holding,
     largest,
     within,
 )
@@ -208,7 +207,6 @@ def directions(geo: PlaneGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _direction_prediction(geo: PlaneGeometry) -> Prediction:
     parts = [float(geo.tangent @ u) for u in directions(geo)]
     evidence = largest(tuple(abs(v) for v in parts), ("along xhat", "along the circle", "along 1"), "|part of t|")
-    answer = first_holding(evidence)
     why = _(
         "t's parts: {radial} along xhat, {along_circle} along the circle, {out_of_plane} "
         "out of the plane: I − P removed the parts along xhat and along 1."
@@ -219,7 +217,7 @@ def _direction_prediction(geo: PlaneGeometry) -> Prediction:
         _("out of the plane, along 1"),
     )
     question = _("I − P acts on the gradient g = γ·dy. Seen from xhat, which way does t = (I − P)·g point?")
-    return Prediction(question, choices, answer, why, evidence)
+    return Prediction.from_evidence(question, choices, why, evidence)
 
 
 @demo("layernorm_circle")

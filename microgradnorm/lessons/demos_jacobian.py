@@ -23,6 +23,7 @@ from microgradnorm.i18n.text import cjk_text
 from microgradnorm.jacobian import autograd_jacobian, projection_report
 from microgradnorm.lessons.demo_tools import (
     autograd_dx,
+    dim_note,
     engine_forward,
     fmt,
     matrix_table,
@@ -104,9 +105,7 @@ def jacobian_rows(p: LessonParams, gamma: str = "random") -> DemoOutput:
         Text(
             "gamma = [" + ", ".join(fmt(v, 3) for v in g) + "]" if g is not None else _("gamma = 1 (no affine)"),
         ),
-        cjk_text(
-            _("eps = {eps}, d = {d}: {d} backward passes, one per row").format(eps=f"{p.eps:g}", d=p.dim), style="dim"
-        ),
+        dim_note(_("eps = {eps}, d = {d}: {d} backward passes, one per row").format(eps=f"{p.eps:g}", d=p.dim)),
     ]
     if p.dim <= _MAX_NUMBER_COLUMNS:
         parts.append(matrix_table(j, title=_("dy/dx from autograd (row i = grad of y_i)"), row_label="i\\j"))
@@ -211,11 +210,11 @@ def projection_facts(p: LessonParams, eps: float = 0.0) -> DemoOutput:
     exact = eps == 0
     idempotent = sci(r.idempotent_error)
     lines = [
-        (
+        claim(
             at_most(r.symmetric_error, rounding, "max |P − Pᵀ|"),
             _("P is symmetric: max |P − Pᵀ| = {error}").format(error=sci(r.symmetric_error)),
         ),
-        (
+        claim(
             at_most(r.idempotent_error, rounding, "max |P·P − P|")
             if exact
             else within(r.idempotent_error, r.idempotent_predicted, 1e-6, "max |P·P − P| vs eps's prediction"),
@@ -225,18 +224,20 @@ def projection_facts(p: LessonParams, eps: float = 0.0) -> DemoOutput:
                 error=idempotent, predicted=sci(r.idempotent_predicted)
             ),
         ),
-        (exactly(r.rank, 2, "rank of P"), _("rank {rank}; singular values {values}").format(rank=r.rank, values=svs)),
-        (
+        claim(
+            exactly(r.rank, 2, "rank of P"), _("rank {rank}; singular values {values}").format(rank=r.rank, values=svs)
+        ),
+        claim(
             within(r.xhat_norm_sq, r.d * r.var / (r.var + eps), 1e-12, "|xhat|² vs d·var/(var + eps)"),
             f"|xhat|² / d = {fmt(r.xhat_norm_sq / r.d, 8)}" + ("" if exact else " = var/(var + eps)"),
         ),
-        (
+        claim(
             at_most(abs(float(np.sum(m.xhat))), rounding * math.sqrt(r.d), "|1 · xhat|"),
             f"1 · xhat = {sci(float(np.sum(m.xhat)))}",
         ),
     ]
     title = _("P for d = {d}, eps = {eps}: the part of a gradient LayerNorm removes").format(d=r.d, eps=f"{eps:g}")
-    return DemoOutput(Group(*_d2_note(p.dim), heat_map(pm, title=title), *[claim(ok, text) for ok, text in lines]))
+    return DemoOutput(Group(*_d2_note(p.dim), heat_map(pm, title=title), *lines))
 
 
 def _orthogonal_column(x: np.ndarray, g: np.ndarray, dy: np.ndarray, eps: float) -> dict[str, float]:
@@ -290,11 +291,11 @@ def gradient_orthogonal(p: LessonParams) -> DemoOutput:
     header = _("autograd dx, random dy")
     table = number_table([header, *[f"eps = {e:g}" for e in epsilons]], rows, caption=caption)
     checks = [
-        (
+        claim(
             all_of(*(at_most(abs(c["sum"]), c["rounding"], "|Σ dx_i|") for c in cols)),
             _("no part along 1 after, at each eps shown"),
         ),
-        (
+        claim(
             at_most(abs(cols[-1]["dot"]), cols[-1]["rounding"], "|xhat · dx| at eps = 0"),
             _("no part along xhat after, at eps = 0"),
         ),
@@ -302,7 +303,7 @@ def gradient_orthogonal(p: LessonParams) -> DemoOutput:
     if p.eps > 0:
         c = cols[0]
         checks.append(
-            (
+            claim(
                 at_most(
                     abs(c["dot"] - c["dot predicted"]),
                     1e-6 * abs(c["dot predicted"]) + c["rounding"],
@@ -314,7 +315,7 @@ def gradient_orthogonal(p: LessonParams) -> DemoOutput:
             )
         )
     graph = autograd_dx("layernorm", x, g, None, p.eps, dy)[1]
-    return DemoOutput(Group(*_d2_note(p.dim), table, *[claim(ok, t) for ok, t in checks]), graph=graph)
+    return DemoOutput(Group(*_d2_note(p.dim), table, *checks), graph=graph)
 
 
 def _scale_row(x: np.ndarray, g: np.ndarray, dy: np.ndarray, eps: float, c: float) -> dict[str, float]:
@@ -499,11 +500,10 @@ def _shrink_prediction(var: float, scale: float, eps: float = 1e-3) -> Predictio
     what = "shrink after ÷ shrink before"
     change = after / before
     evidence = (above(change, 1 + 1e-9, what), within(change, 1.0, 1e-9, what), below(change, 1 - 1e-9, what))
-    answer = first_holding(evidence)
     why = _("At eps = {eps}: shrink = eps / (var + eps) went from {before} to {after}; eps stayed, var moved.").format(
         eps=f"{eps:g}", before=fmt(before, 3), after=fmt(after, 3)
     )
     question = _("Scale x by {scale} and keep eps = {eps}. What does shrink do?").format(
         scale=f"{scale:g}", eps=f"{eps:g}"
     )
-    return Prediction(question, (_("it grows"), _("it stays the same"), _("it falls")), answer, why, evidence)
+    return Prediction.from_evidence(question, (_("it grows"), _("it stays the same"), _("it falls")), why, evidence)

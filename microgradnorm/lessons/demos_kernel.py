@@ -52,7 +52,7 @@ from microgradnorm.lessons.source import code_of
 from microgradnorm.norms import NormGraph
 from microgradnorm.numfmt import bracketed, nbytes_text
 from microgradnorm.registry import get_norm
-from microgradnorm.verdicts import Check, above, all_of, at_least, at_most, claims, exactly, first_holding, nearest
+from microgradnorm.verdicts import Check, above, all_of, at_least, at_most, claim, exactly, first_holding, nearest
 from microgradnorm.viz.style import stage_title
 
 __all__ = [
@@ -352,7 +352,7 @@ def kernel_llmc_code(p: LessonParams) -> DemoOutput:
         "x {shape}: y, dx, dgamma and dbeta equal the package's vectorized path (worst relative difference "
         "{error}; for dx, relative to max |rstd·gamma·dy|)"
     )
-    out = Group(code, claims([(agree, note.format(shape=bracketed(x.shape), error=sci(worst, 1)))]))
+    out = Group(code, claim(agree, note.format(shape=bracketed(x.shape), error=sci(worst, 1))))
     return DemoOutput(out, prediction=_cache_size_prediction(cache, x))
 
 

@@ -26,6 +26,7 @@ from microgradnorm.lab import experiments as E
 from microgradnorm.lab import pairs, show
 from microgradnorm.lab.train import Run
 from microgradnorm.lab.words import run_name
+from microgradnorm.lessons.demo_tools import dim_note
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.numfmt import bracketed
 from microgradnorm.verdicts import above, all_of, at_least, at_most, below, exactly, first_holding, mark
@@ -46,11 +47,6 @@ def _row(table: Table, *cells: str) -> None:
     table.add_row(*(cjk_text(cell) for cell in cells))
 
 
-def _caption(text: str) -> Text:
-    """The dim line under a table."""
-    return cjk_text(text, style="dim")
-
-
 def _held_out_gap(result: E.Outcome, names) -> Text:
     """How far each run's held-out loss sits from its training loss (a "trains" verdict reads the latter)."""
     # rounded first, and + 0.0 turns a -0.0 into 0.0: a gap that rounds to zero prints as +0.00, never -0.00
@@ -58,7 +54,7 @@ def _held_out_gap(result: E.Outcome, names) -> Text:
     gaps = [result.labelled(n, f"{round(result.runs[n].test_loss - E.final_loss(result.runs[n]), 2) + 0.0:+.2f}"
                             .replace("-", "−")) for n in names]  # fmt: skip
     # Translators: {runs} is a list such as "post-LN (no warmup) +0.03, pre-LN (no warmup) +0.33"
-    return _caption(_("held-out loss minus training loss: {runs}").format(runs=separated(gaps)))
+    return dim_note(_("held-out loss minus training loss: {runs}").format(runs=separated(gaps)))
 
 
 def _claims(result: E.Outcome, *keys: str) -> Group:
@@ -192,7 +188,7 @@ def lab_gradient_check(p: LessonParams, which: tuple[str, ...] = ("right",), ask
         # Translators: {d_minus_1} is the number d - 1, such as 5
         caption += _(" (no-1/d: `d − 1 = {d_minus_1}`)").format(d_minus_1=shape[-1] - 1)
     prediction = _referee_prediction(checks["right"].worst) if ask and "right" in checks else None
-    return DemoOutput(Group(table, _caption(caption)), prediction=prediction)
+    return DemoOutput(Group(table, dim_note(caption)), prediction=prediction)
 
 
 def _saved_for_backward(layer, x) -> list[tuple[str, tuple[int, ...]]]:
@@ -314,7 +310,7 @@ def lab_wrong_why(p: LessonParams, part: str = "mean") -> DemoOutput:
         table = _table(_block(), _("error in dW"), _("error without its shift"))
         for k, (err, kept) in enumerate(result.extra["mean_path_blocks"]):
             _row(table, str(k + 1), f"{err:.0%}", _percent(kept))
-        caption = _caption(_("sizes relative to the block's right gradient, on the first minibatch; a shift: the "
+        caption = dim_note(_("sizes relative to the block's right gradient, on the first minibatch; a shift: the "
                              "same change in every row of W"))  # fmt: skip
         return DemoOutput(Group(table, caption, _claims(result, "mean-shift", "mean-downhill")),
                           prediction=_not_a_shift_prediction(result))  # fmt: skip
@@ -426,7 +422,7 @@ def _mean_path_under_sgd(sgd: dict[str, Run]) -> DemoOutput:
         _row(table, run_name(k), f"{len(r.losses)} / {E.WRONG_SGD.steps}", f"{r.losses[0]:.2f} → {ends[k]:.2f}")
     question = _("The same plain SGD, now with the no-mean-path slip: what does the network do in {steps} steps?")
     prediction = _sgd_prediction(question.format(steps=E.WRONG_SGD.steps), "no-mean-path", sgd["no-mean-path"])
-    caption = _caption(_("plain SGD at {lr:g}; the end: mean over the last {n} minibatches").format(
+    caption = dim_note(_("plain SGD at {lr:g}; the end: mean over the last {n} minibatches").format(
         lr=E.WRONG_SGD.lr, n=E.SMOOTH))  # fmt: skip
     return DemoOutput(Group(table, caption), prediction=prediction)
 
@@ -544,7 +540,7 @@ def lab_depth_scaling(p: LessonParams) -> DemoOutput:
     for depth in E.DEPTHS:
         post, pre = last["post", depth], last["pre", depth]
         _row(table, str(depth), f"{post:.3f}", f"{pre:.3f}", f"{post / pre:.2f}")
-    caption = _caption(_("the last block's weight-gradient norm at initialization, mean of {draws} draws").format(
+    caption = dim_note(_("the last block's weight-gradient norm at initialization, mean of {draws} draws").format(
         draws=E.GRADIENT_DRAWS))  # fmt: skip
     low, high = E.DEPTHS[0], E.DEPTHS[-1]
     growth = result.numbers["post/pre at the last block, growth from L = 3 to 24"]
@@ -571,7 +567,7 @@ def lab_depth_pre_spread(p: LessonParams) -> DemoOutput:
     result = E.outcome_of(E.depth, p.seed)
     pre = result.extra["gradients"]["pre-LN"]
     largest = max(range(len(pre)), key=lambda k: pre[k]) + 1
-    return DemoOutput(_caption(_(
+    return DemoOutput(dim_note(_(
         "here pre-LN's block gradients vary by a factor {spread:.1f}, the largest at block {block} of {depth} "
         "(last / first = {ratio:.2f})"
     ).format(spread=result.numbers["pre-LN max/min"], block=largest, depth=len(pre),
@@ -621,7 +617,7 @@ def lab_norms_signal(p: LessonParams) -> DemoOutput:
     table = _table(_block(), _("output: none"), "LayerNorm", _("gradient: none"), "LayerNorm")
     for k in range(len(plain)):
         _row(table, str(k + 1), f"{plain[k]:.3f}", f"{ln[k]:.3f}", f"{plain_g[k]:.4f}", f"{ln_g[k]:.4f}")
-    caption = _caption(_("output: root mean square; gradient: norm of the block's weight gradient"))
+    caption = dim_note(_("output: root mean square; gradient: norm of the block's weight gradient"))
     return DemoOutput(Group(table, caption, _claims(result, "signal-shrinks", "ln-keeps")))
 
 
@@ -661,7 +657,7 @@ def lab_batch_sizes(p: LessonParams) -> DemoOutput:
         evidence,
     )
     steps = separated([_("{steps} at batch {size}").format(steps=len(r[2].losses), size=b) for b, r in rows.items()])
-    caption = _caption(_("held-out loss; gap: between batch and running statistics. Adam at {lr:g}, steps: "
+    caption = dim_note(_("held-out loss; gap: between batch and running statistics. Adam at {lr:g}, steps: "
                          "{steps}").format(lr=E.BATCH_LR, steps=steps))  # fmt: skip
     claims = _claims(result, "small-least", "small-guess", "gap")
     return DemoOutput(Group(table, caption, claims), graph=show.figure(result), prediction=prediction)

@@ -23,8 +23,8 @@ from microgradnorm import tolerances as tol
 from microgradnorm.engine import DomainError, Value, topological_order
 from microgradnorm.i18n import _, ngettext, pgettext
 from microgradnorm.i18n.text import CJKText, assemble, cjk_text, separated
-from microgradnorm.lessons.demo_layernorm import LNBuilt, backprop, build_ln, ln_problem, node_values
-from microgradnorm.lessons.demo_tools import agree, difference, dim_note, max_rel, num, plain_table, vec
+from microgradnorm.lessons.demo_layernorm import LNBuilt, build_ln, ln_problem, node_values
+from microgradnorm.lessons.demo_tools import agree, difference, dim_note, index_table, max_rel, num, plain_table, vec
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.textgraph import text_graph
 from microgradnorm.norms import layer_norm
@@ -36,12 +36,8 @@ from microgradnorm.verdicts import above, all_of, at_most, below, claim, exactly
 def ln_problem_table(p: LessonParams, show_dy: bool = False) -> DemoOutput:
     """The lesson's input x with gamma and beta (and dy), drawn from the seed."""
     x, gamma, beta, dy = ln_problem(p)
-    cols = ["i", "x", "gamma", "beta"] + (["dy"] if show_dy else [])
-    table = plain_table(*cols, right=cols)
-    for i in range(p.dim):
-        row = [str(i), num(x[i]), num(gamma[i]), num(beta[i])] + ([num(dy[i])] if show_dy else [])
-        table.add_row(*row)
-    return DemoOutput(table)
+    shown = {"x": x, "gamma": gamma, "beta": beta} | ({"dy": dy} if show_dy else {})
+    return DemoOutput(index_table(("i", *shown), *shown.values()))
 
 
 def forward_rows(graph_root: Value | Sequence[Value], names: Callable[[Value], str], stages: Sequence[str]) -> Table:
@@ -108,12 +104,11 @@ def _mean_square_prediction(built: LNBuilt, eps: float) -> Prediction:
         below(ms - 1.0, -rounding, what),
         above(ms - 1.0, rounding, what),
     )
-    answer = first_holding(evidence)
     why = _("mean(xhat²) = var/(var + eps) = {ms} (var = {var}, eps = {eps}): 1 only at eps = 0.").format(
         ms=num(ms, 8), var=num(var), eps=f"{eps:g}"
     )
     choices = (_("1, up to rounding"), _("below 1"), _("above 1"))
-    return Prediction(_("What will the mean of xhat² be?"), choices, answer, why, evidence)
+    return Prediction.from_evidence(_("What will the mean of xhat² be?"), choices, why, evidence)
 
 
 @demo("ln_stage_summary")
@@ -262,12 +257,11 @@ def ln_cache(p: LessonParams, batch: int = 8, seq: int = 1024, hidden: int = 768
         ("xshift", shape_x, n_x, _("three-path form only")),
     ):
         table.add_row(name, str(list(shape)), nbytes_text(4 * count), use)
-    built = build_ln(p)
+    built = build_ln(p, backward=True)
     m = formulas.moments(built.x, (-1,), p.eps)
     g = formulas.dxhat(built.dy, built.gamma)
     from_cache = formulas.dx_simplified(g, m.xhat, m.rstd, (-1,))
     three = formulas.dx_three_path(g, m.xshift, m.std, m.rstd, (-1,))
-    backprop(built)
     autograd = node_values(built, "x", "grad")
     ok = agree(from_cache, autograd, what="dx from (xhat, rstd) vs autograd") & agree(
         three, autograd, what="three-path dx vs autograd"
@@ -406,9 +400,7 @@ def ln_subgraph(p: LessonParams, stages: tuple[str, ...] = ("mean",), grads: boo
     The gradients are those of the whole backward sweep; a step shows the stages whose nodes are
     complete at that point of the sweep (a node is complete once it passes its gradient on).
     """
-    built = build_ln(p)
-    if grads:
-        backprop(built)
+    built = build_ln(p, backward=grads)
     if p.dim > SUBGRAPH_MAX_DIM:
         note = _(
             "At d = {dim} this listing would crowd the screen: press g to draw the graph, "

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from rich.console import Group
+from rich.table import Table
 from rich.text import Text
 
 from microgradnorm import formulas
@@ -39,6 +40,7 @@ from microgradnorm.verdicts import (
     at_least,
     at_most,
     below,
+    claim,
     claims,
     close_to,
     differs,
@@ -118,21 +120,15 @@ def padding_pollution(p: LessonParams, lengths: tuple[int, ...] = (5, 2, 3)) -> 
             )
         ),
         _statistics_table(bn_real, bn_pad, d),
-        claims(
-            [
-                (
-                    bn_moved,
-                    _("BatchNorm: the padding moves the real tokens' output by up to {value}").format(
-                        value=maxabs(y_pad - y_real)
-                    ),
-                ),
-                (
-                    equal(ln_pad, ln_real, "LayerNorm's real-token output, padded vs not"),
-                    _("LayerNorm: the real tokens' output does not move ({value})").format(
-                        value=maxabs(ln_pad - ln_real)
-                    ),
-                ),
-            ]
+        claim(
+            bn_moved,
+            _("BatchNorm: the padding moves the real tokens' output by up to {value}").format(
+                value=maxabs(y_pad - y_real)
+            ),
+        ),
+        claim(
+            equal(ln_pad, ln_real, "LayerNorm's real-token output, padded vs not"),
+            _("LayerNorm: the real tokens' output does not move ({value})").format(value=maxabs(ln_pad - ln_real)),
         ),
     )
     return DemoOutput(out, prediction=_padding_prediction(bn_moved, ln_moved))
@@ -140,7 +136,7 @@ def padding_pollution(p: LessonParams, lengths: tuple[int, ...] = (5, 2, 3)) -> 
 
 def _padding_prediction(bn_moved: Check, ln_moved: Check) -> Prediction:
     """Which norm's output of the real tokens the padding moves: the answer the two outputs give."""
-    bn_still, ln_still = (Check(c.what, c.measured, "<=", c.bound) for c in (bn_moved, ln_moved))
+    bn_still, ln_still = ~bn_moved, ~ln_moved
     evidence = (bn_moved & ln_still, bn_still & ln_moved, bn_moved & ln_moved, bn_still & ln_still)
     return Prediction(
         _("Zero rows are added to the batch as padding. Whose output for the real tokens moves?"),
@@ -159,7 +155,7 @@ def _padding_prediction(bn_moved: Check, ln_moved: Check) -> Prediction:
     )
 
 
-def _statistics_table(bn_real, bn_pad, d: int) -> Group:
+def _statistics_table(bn_real, bn_pad, d: int) -> Table | Group:
     """BatchNorm's mean and variance per feature, of the real tokens and of the padded batch (engine graphs)."""
     rows = [
         [
@@ -175,7 +171,7 @@ def _statistics_table(bn_real, bn_pad, d: int) -> Group:
         pgettext("demo table header", "var real"),
         pgettext("demo table header", "var padded"),
     ]
-    return Group(cjk_text(_("BatchNorm statistics per feature (engine)"), style="italic"), number_table(headers, rows))
+    return number_table(headers, rows, title=_("BatchNorm statistics per feature (engine)"))
 
 
 def get_graph(norm: str, x: np.ndarray, eps: float):
@@ -213,11 +209,9 @@ def padding_growth(
                 sci(float(np.max(change)), 1),
             ]
         )
-    checks = claims(
-        [
-            (all_of(*shares), _("BN's padded mean = the real tokens' mean × the share of real rows")),
-            (all_of(*still), _("LayerNorm: no change at any padded length")),
-        ]
+    checks = Group(
+        claim(all_of(*shares), _("BN's padded mean = the real tokens' mean × the share of real rows")),
+        claim(all_of(*still), _("LayerNorm: no change at any padded length")),
     )
     real = (float(m_real.mean[0, 0]), float(m_real.var[0, 0]))  # the same at every padded length
     return Group(*([note] if note else []), _growth_table(rows, lengths, real), checks)
@@ -233,19 +227,16 @@ def _growth_table(rows: list[list[str]], lengths: tuple[int, ...], real: tuple[f
         pgettext("demo table header", "LN Δ"),
     ]
     return Group(
-        cjk_text(
-            _("feature 0, sentences of {lengths} tokens; real tokens only: mean {mean}, var {var}").format(
+        number_table(
+            headers,
+            rows,
+            title=_("feature 0, sentences of {lengths} tokens; real tokens only: mean {mean}, var {var}").format(
                 lengths=list(lengths), mean=fmt(real[0], 3), var=fmt(real[1], 3)
             ),
-            style="italic",
-        ),
-        number_table(headers, rows),
-        cjk_text(
-            _(
+            caption=_(
                 "BN mean and var: over the padded batch. LN Δ: max change of the real "
                 "tokens' LayerNorm output caused by the padding."
             ),
-            style="dim",
         ),
     )
 
@@ -362,23 +353,24 @@ def batch_size_dependence(p: LessonParams, sizes: tuple[int, ...] = (1, 2, 4, 16
     # between batches only by rounding
     ln_spread = max(s["ln_spread"] for s in stats)
     checks = [
-        (
+        claim(
             close_to(pair[0], pair[1], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "batch 2: outputs vs ±1/sqrt(1 + eps/var)"),
             _("batch 2: every output is ±1/sqrt(1 + eps/var)"),
         ),
-        (_within_batch_reach(stats), _("batch N: no output is larger than √(N − 1) in size")),
-        (
+        claim(_within_batch_reach(stats), _("batch N: no output is larger than √(N − 1) in size")),
+        claim(
             at_most(ln_spread, CLOSED_FORM_RTOL * math.sqrt(p.dim), "LayerNorm: largest spread over the batches"),
             _("LayerNorm: the same output in every batch, to rounding"),
         ),
-        _toward_population(stats),
+        claim(*_toward_population(stats)),
     ]
     if ones is not None:
         checks.insert(
-            0, (at_most(ones["bn_max_abs"], 0.0, "batch 1: largest |y|"), _("batch 1: every BatchNorm output is 0"))
+            0,
+            claim(at_most(ones["bn_max_abs"], 0.0, "batch 1: largest |y|"), _("batch 1: every BatchNorm output is 0")),
         )
     table = _spread_table(stats, trials)
-    return DemoOutput(Group(table, claims(checks)), prediction=_batch2_prediction(pair, eps, note))
+    return DemoOutput(Group(table, *checks), prediction=_batch2_prediction(pair, eps, note))
 
 
 def _toward_population(stats: list[dict[str, float]]) -> tuple[Checks, str]:
@@ -423,14 +415,14 @@ def _spread_table(stats: list[dict[str, float]], trials: int) -> Group:
         pgettext("demo table header", "LN spread"),
     ]
     return Group(
-        cjk_text(_("one fixed example in {trials} random batches of each size").format(trials=trials), "italic"),
-        number_table(headers, rows),
-        cjk_text(
-            _(
+        number_table(
+            headers,
+            rows,
+            title=_("one fixed example in {trials} random batches of each size").format(trials=trials),
+            caption=_(
                 "spread: the largest range (max − min over the batches) of any of its outputs. vs population: "
                 "root-mean-square distance from the data's own `(x − μ)/sqrt(σ² + eps)`."
             ),
-            style="dim",
         ),
     )
 
@@ -487,28 +479,26 @@ def _eval_claims(run: EvalRun) -> Group:
     # LayerNorm on the same small batch, and on its first example alone: one computation, no running state
     ln_batch = _normalize("layernorm", run.small, layer.eps)[0]
     ln_alone = _normalize("layernorm", run.small[:1], layer.eps)[0]
-    return claims(
-        [
-            (
-                close_to(layer.running_var, ema_var, CLOSED_FORM_RTOL, 0.0, "running var vs the average written out")
-                & close_to(layer.running_mean, ema_mean, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "running mean vs it"),
-                _("running averages of each batch's mean and its ÷(N − 1) variance"),
+    return Group(
+        claim(
+            close_to(layer.running_var, ema_var, CLOSED_FORM_RTOL, 0.0, "running var vs the average written out")
+            & close_to(layer.running_mean, ema_mean, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "running mean vs it"),
+            _("running averages of each batch's mean and its ÷(N − 1) variance"),
+        ),
+        claim(
+            above(gap, DISPLAY_RTOL, "train vs eval mode: largest difference"),
+            _("train and eval mode differ: by up to {value}").format(value=fmt(gap, 3)),
+        ),
+        claim(
+            close_to(run.y_alone[0], run.y_eval[0], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "eval: alone vs in batch"),
+            _("eval mode: example 0 alone gives its output in the batch"),
+        ),
+        claim(
+            close_to(ln_alone, ln_batch, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "LayerNorm: alone vs in its batch"),
+            _("LayerNorm, which has no modes: example 0 alone gives its output in the batch (off by {value})").format(
+                value=maxabs(ln_alone - ln_batch)
             ),
-            (
-                above(gap, DISPLAY_RTOL, "train vs eval mode: largest difference"),
-                _("train and eval mode differ: by up to {value}").format(value=fmt(gap, 3)),
-            ),
-            (
-                close_to(run.y_alone[0], run.y_eval[0], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "eval: alone vs in batch"),
-                _("eval mode: example 0 alone gives its output in the batch"),
-            ),
-            (
-                close_to(ln_alone, ln_batch, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "LayerNorm: alone vs in its batch"),
-                _(
-                    "LayerNorm, which has no modes: example 0 alone gives its output in the batch (off by {value})"
-                ).format(value=maxabs(ln_alone - ln_batch)),
-            ),
-        ]
+        ),
     )
 
 
@@ -531,16 +521,12 @@ def bn_eval_mode(p: LessonParams, steps: int = 200, batch: int = 32, small: int 
         pgettext("demo table header", "running σ²"),
     ]
     return Group(
-        cjk_text(
-            _("after {steps} training batches of {batch} (momentum {momentum})").format(
+        number_table(
+            stat_headers,
+            stats,
+            title=_("after {steps} training batches of {batch} (momentum {momentum})").format(
                 steps=steps, batch=batch, momentum=f"{layer.momentum:g}"
             ),
-            style="italic",
-        ),
-        number_table(stat_headers, stats),
-        cjk_text(
-            _("example 0 of a new batch of {small}, both modes").format(small=small),
-            style="italic",
         ),
         number_table(
             [
@@ -549,6 +535,7 @@ def bn_eval_mode(p: LessonParams, steps: int = 200, batch: int = 32, small: int 
                 pgettext("demo table header", "eval mode"),
             ],
             modes,
+            title=_("example 0 of a new batch of {small}, both modes").format(small=small),
         ),
         _eval_claims(run),
     )
@@ -707,12 +694,9 @@ def wrong_axis_loss(p: LessonParams, steps: int = 200, features: int = 8) -> Dem
                     ["LayerNorm", fmt(ln[0], 3), fmt(ln_tail, 3), check_mark(ln_ok)],
                     ["BatchNorm", fmt(bn[0], 3), fmt(bn_tail, 3), check_mark(bn_ok)],
                 ],
-            ),
-            cjk_text(
-                _(
+                caption=_(
                     "log 2 = {chance} is the loss of guessing; the last column: did the curve get below half of it?"
                 ).format(chance=fmt(chance, 3)),
-                style="dim",
             ),
         ),
         prediction=_learner_prediction(ln_tail, bn_tail, 0.5 * chance, quiet, p.eps),
@@ -788,8 +772,7 @@ def _group_prediction(x: np.ndarray, eps: float) -> Prediction:
     only[0, 0, 0, 0] = True
     choices_masks.append(only)
     evidence = tuple(exactly(float(np.array_equal(moved, m)), 1.0, "the outputs that moved") for m in choices_masks)
-    answer = first_holding(evidence)
-    return Prediction(
+    return Prediction.from_evidence(
         _("GroupNorm with G = 2 groups on images [{n}, {c}, {h}, {w}]: one value of image 0, channel 0 changes. "
           "Which outputs move?").format(n=n, c=c, h=h, w=w),
         (
@@ -798,7 +781,6 @@ def _group_prediction(x: np.ndarray, eps: float) -> Prediction:
             _("channel 0 of every image"),
             _("only the value that changed"),
         ),
-        answer,
         _("{count} outputs moved: the {count} values of image 0 that share its group's mean and variance.").format(
             count=int(moved.sum())
         ),

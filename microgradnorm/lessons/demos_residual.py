@@ -29,10 +29,10 @@ from microgradnorm import vectorized as V
 from microgradnorm.drawing.charts import bar_chart
 from microgradnorm.i18n import _
 from microgradnorm.i18n.text import cjk_text, sentences
-from microgradnorm.lessons.demo_tools import fmt, number_table, rng_for
+from microgradnorm.lessons.demo_tools import dim_note, fmt, number_table, rng_for
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.tolerances import CLOSED_FORM_RTOL
-from microgradnorm.verdicts import above, at_least, at_most, below, claims, close_to, nearest, within
+from microgradnorm.verdicts import above, at_least, at_most, below, claim, close_to, nearest, within
 
 ARRANGEMENTS = ("pre", "post")
 
@@ -397,14 +397,14 @@ def ln_stretch(p: LessonParams) -> DemoOutput:
         tight, loose = float(np.max(np.abs(gamma))) / sigma, float(np.linalg.norm(gamma)) / sigma
         rows.append([label, fmt(norms[name], 4), fmt(tight, 4), fmt(loose, 4)])
         checks.append(
-            (
+            claim(
                 at_most(norms[name], tight * (1 + 1e-12), f"{name}: ‖J‖₂ vs max|gamma_i|/std"),
                 _("{gamma}: ‖J‖₂ ≤ max|gamma_i|/std").format(gamma=label),
             )
         )
     if p.dim >= 3:  # a direction orthogonal to both 1 and xhat, which I - P keeps whole
         checks.append(
-            (within(norms["1"], 1 / sigma, 1e-9, "gamma 1: ‖J‖₂ vs 1/std"), _("gamma 1: ‖J‖₂ = 1/std exactly"))
+            claim(within(norms["1"], 1 / sigma, 1e-9, "gamma 1: ‖J‖₂ vs 1/std"), _("gamma 1: ‖J‖₂ = 1/std exactly"))
         )
     return DemoOutput(
         Group(
@@ -416,7 +416,7 @@ def ln_stretch(p: LessonParams) -> DemoOutput:
                 ),
                 caption=_("‖J‖₂: the spectral norm, the most J can lengthen any vector (numpy.linalg.norm(J, 2))."),
             ),
-            claims(checks),
+            *checks,
         ),
         prediction=_stretch_prediction(norms["1"], sigma, p.dim),
     )
@@ -437,25 +437,20 @@ def identity_path(p: LessonParams, layers: int = 24, gain: float = 0.5, bias: fl
     bound = float(np.sqrt(np.sum(np.prod(1.0 / post.sigma, axis=0) ** 2 * np.sum(weights.g**2, axis=1))))
     return Group(
         chart,
-        claims(
-            [
-                (
-                    close_to(pre.norms, np.full(layers, pre.top), CLOSED_FORM_RTOL, 0.0, "pre-LN: |path| vs |top|"),
-                    _("pre-LN: the top's gradient, unchanged"),
-                ),
-                (
-                    at_most(post.norms[0], bound * (1 + 1e-9), "post-LN layer 0: |path| vs the product of 1/std"),
-                    _("post-LN, layer 0: {ratio} ≤ {bound}, the product of 1/std over the layers").format(
-                        ratio=fmt(bottom_ratio(post), 3), bound=fmt(bound / post.top, 3)
-                    ),
-                ),
-            ]
+        claim(
+            close_to(pre.norms, np.full(layers, pre.top), CLOSED_FORM_RTOL, 0.0, "pre-LN: |path| vs |top|"),
+            _("pre-LN: the top's gradient, unchanged"),
         ),
-        cjk_text(
+        claim(
+            at_most(post.norms[0], bound * (1 + 1e-9), "post-LN layer 0: |path| vs the product of 1/std"),
+            _("post-LN, layer 0: {ratio} ≤ {bound}, the product of 1/std over the layers").format(
+                ratio=fmt(bottom_ratio(post), 3), bound=fmt(bound / post.top, 3)
+            ),
+        ),
+        dim_note(
             _("post-LN sums: std from {low} to {high}").format(
                 low=fmt(float(post.sigma.min()), 3), high=fmt(float(post.sigma.max()), 3)
-            ),
-            style="dim",
+            )
         ),
     )
 
@@ -496,21 +491,18 @@ def _cross_prediction(exp: Expansion, dim: int) -> Prediction:
 def _additive_claim(exp: Expansion, dim: int) -> Any:
     """Under the expansion: the checked claim that the cross terms win (d >= 3); at d = 2, why no claim is made."""
     if dim == 2:
-        return cjk_text(
+        return dim_note(
             _(
                 "Not checked at d = 2: a LayerNorm of two numbers outputs ±1 whatever they are, so its Jacobian, "
                 "and each A_k with it, is near zero unless the two nearly coincide (then it is large): which part "
                 "wins is luck. Try --dim 3 or more."
-            ),
-            style="dim",
-        )
-    return claims(
-        [
-            (
-                above(exp.cross[0], exp.first[0], "layer 0: cross terms vs first-order part"),
-                _("at layer 0 the cross terms outweigh the first-order part: not additive"),
             )
-        ]
+        )
+    return Group(
+        claim(
+            above(exp.cross[0], exp.first[0], "layer 0: cross terms vs first-order part"),
+            _("at layer 0 the cross terms outweigh the first-order part: not additive"),
+        )
     )
 
 
@@ -532,13 +524,9 @@ def pre_ln_cross_terms(p: LessonParams, layers: int = 24, gain: float = 4.0, bia
                 ),
                 caption=_("|I + Σ A_k|: the identity plus each block from l up, each alone."),
             ),
-            claims(
-                [
-                    (
-                        close_to(exp.full, full.norms / full.top, CLOSED_FORM_RTOL, 0.0, "|g_l|: expansion vs stack"),
-                        _("|g_l| is the stack's own gradient"),
-                    ),
-                ]
+            claim(
+                close_to(exp.full, full.norms / full.top, CLOSED_FORM_RTOL, 0.0, "|g_l|: expansion vs stack"),
+                _("|g_l| is the stack's own gradient"),
             ),
             _additive_claim(exp, p.dim),
         ),

@@ -42,7 +42,7 @@ from microgradnorm.lessons.demo_tools import (
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL
-from microgradnorm.verdicts import Check, Checks, above, cancels, claims, close_to, exactly, within
+from microgradnorm.verdicts import Check, Checks, above, cancels, claim, claims, close_to, exactly, within
 
 
 def _vector(p: LessonParams) -> np.ndarray:
@@ -140,19 +140,13 @@ def rms_gradient(p: LessonParams, eps: float | None = None) -> DemoOutput:
         Group(
             cjk_text(_("same x, gamma, dy; d = {d}, eps = {eps}").format(d=p.dim, eps=f"{e:g}"), style="italic"),
             number_table([pgettext("demo table header", "autograd dx"), "LayerNorm", "RMSNorm"], rows),
-            claims(
-                [
-                    (
-                        close_to(dx_r, closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "RMSNorm dx vs closed form"),
-                        _("RMSNorm dx = rrms·(g − xhat·mean(g·xhat)): max error {error}").format(
-                            error=maxabs(dx_r - closed)
-                        ),
-                    ),
-                    (
-                        cancels(m.xhat @ dx_r - radial, terms, "xhat · dx − eps's prediction"),
-                        _("xhat · dx is rrms·(g·xhat)·eps/(mean(x²) + eps): zero at eps = 0"),
-                    ),
-                ]
+            claim(
+                close_to(dx_r, closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "RMSNorm dx vs closed form"),
+                _("RMSNorm dx = rrms·(g − xhat·mean(g·xhat)): max error {error}").format(error=maxabs(dx_r - closed)),
+            ),
+            claim(
+                cancels(m.xhat @ dx_r - radial, terms, "xhat · dx − eps's prediction"),
+                _("xhat · dx is rrms·(g·xhat)·eps/(mean(x²) + eps): zero at eps = 0"),
             ),
         ),
         graph=graph,
@@ -225,24 +219,16 @@ def rms_jacobian_heatmap(p: LessonParams) -> DemoOutput:
         Group(
             heat_map(j_rms, title=_("RMSNorm dy/dx (autograd)"), scale=scale, legend=False),
             heat_map(j_ln, title=_("LayerNorm dy/dx (autograd), same scale"), scale=scale),
-            claims(
-                [
-                    (
-                        close_to(j_rms, closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "RMSNorm J vs closed form"),
-                        "RMSNorm J = (1/rms)(I − xhat xhatᵀ/d)",
-                    ),
-                    (
-                        exactly(rank_rms, 1, "rank of what RMSNorm removes")
-                        & exactly(rank_ln, 2, "rank of what LN removes"),
-                        _("what each removes has rank {rms} (RMS) and {ln} (LN)").format(rms=rank_rms, ln=rank_ln),
-                    ),
-                    (
-                        cancels(j_ln @ ones, terms_ln, "LayerNorm's J·1") & ~still,
-                        shift,
-                    ),
-                    _stretch_claim(x, lm, j_rms, j_ln, p.eps),
-                ]
+            claim(
+                close_to(j_rms, closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "RMSNorm J vs closed form"),
+                "RMSNorm J = (1/rms)(I − xhat xhatᵀ/d)",
             ),
+            claim(
+                exactly(rank_rms, 1, "rank of what RMSNorm removes") & exactly(rank_ln, 2, "rank of what LN removes"),
+                _("what each removes has rank {rms} (RMS) and {ln} (LN)").format(rms=rank_rms, ln=rank_ln),
+            ),
+            claim(cancels(j_ln @ ones, terms_ln, "LayerNorm's J·1") & ~still, shift),
+            claim(*_stretch_claim(x, lm, j_rms, j_ln, p.eps)),
         ),
         prediction=_shift_prediction(still, j_rms, j_ln),
     )

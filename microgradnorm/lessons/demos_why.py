@@ -27,7 +27,7 @@ from microgradnorm.drawing.figure import line_chart_svg
 from microgradnorm.engine import Value
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import cjk_text, separated
-from microgradnorm.lessons.demo_tools import engine_forward, fmt, matrix_table, number_table, rng_for, sci
+from microgradnorm.lessons.demo_tools import dim_note, engine_forward, fmt, matrix_table, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_RTOL, cancellation_atol
@@ -115,11 +115,10 @@ def _both_ways_tables(x: np.ndarray, per_feature: np.ndarray, per_example: np.nd
             "(the first {rows} of {examples} rows and {columns} of {features} columns shown; the lines below cover all)"
         )
         parts.append(
-            cjk_text(
+            dim_note(
                 shown.format(
                     rows=min(examples, SHOWN), examples=examples, columns=min(features, SHOWN), features=features
-                ),
-                style="dim",
+                )
             )
         )
     return parts
@@ -691,17 +690,15 @@ def _units_prediction(raw_w: np.ndarray, std_w: np.ndarray) -> Prediction:
         below(ratio, 0.5, what),
         at_least(ratio, 0.5, what) & at_most(ratio, 2.0, what),
     )
-    answer = first_holding(evidence)
     why = _(
         "raw w1 = {raw_w1}, w2 = {raw_w2}. A weight must absorb its feature's unit: x2 is "
         "small, so its weight must be large for it to count at all. Standardized: {std_w1} and "
         "{std_w2}, in the order of importance."
     ).format(raw_w1=sci(raw_w[0]), raw_w2=sci(raw_w[1]), std_w1=fmt(std_w[0], 3), std_w2=fmt(std_w[1], 3))
     choices = (_("x1's weight"), _("x2's weight"), _("about the same"))
-    return Prediction(
+    return Prediction.from_evidence(
         _("x1 matters more to the target. Fit the raw features: whose weight is larger?"),
         choices,
-        answer,
         why,
         evidence,
     )
