@@ -235,19 +235,13 @@ def check_num_groups(num_groups: object, channels: int) -> None:
 def check_int(argument: str, value: object, low: int = 1) -> int:
     """``value`` as an int, or an error unless it is a whole number >= ``low`` (a NumPy integer too): the one
     check of a count (repeats, a size, a seed) given from Python."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InputTypeError(
+    wrong_type = isinstance(value, bool) or not isinstance(value, numbers.Integral)
+    if wrong_type or value < low:
+        raise (InputTypeError if wrong_type else InputError)(
             N_("{argument}: expected a whole number >= {expected}, got {given}"),
             argument=argument,
             expected=low,
-            given=f"{type(value).__name__} ({value!r})",
-        )
-    if value < low:
-        raise InputError(
-            N_("{argument}: expected a whole number >= {expected}, got {given}"),
-            argument=argument,
-            expected=low,
-            given=repr(value),
+            given=f"{type(value).__name__} ({value!r})" if wrong_type else repr(value),
         )
     return int(value)
 

@@ -22,6 +22,7 @@ from microgradnorm import viz
 from microgradnorm.engine import Value
 from microgradnorm.i18n import ENGLISH, _, current_language, pgettext, use_language
 from microgradnorm.page import page_html, repr_html
+from microgradnorm.store import atomic_write_bytes
 from microgradnorm.viz import DOT_HEADER, FULL_VIEW_LIMIT, INSTALL_HINT, DrawingError, OptionError, graph_size, to_dot
 
 __all__ = [
@@ -36,7 +37,6 @@ __all__ = [
     "output_format",
     "render",
     "to_html",
-    "write_atomic",
 ]
 
 # file extension -> Graphviz output format
@@ -86,13 +86,6 @@ def check_output_path(path: str | os.PathLike[str]) -> Path:
     return path
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (see :func:`microgradnorm.store.atomic_write_bytes`)."""
-    from microgradnorm.store import atomic_write_bytes
-
-    return atomic_write_bytes(path, data)
-
-
 def dot_fallback_path(path: str | os.PathLike[str]) -> Path:
     """Where to put the DOT source when ``path`` cannot be drawn: ``path`` with a .dot extension.
 
@@ -131,11 +124,11 @@ def render(obj: Any, path: str | os.PathLike[str], **options: Any) -> Path:
     target = check_output_path(path)
     fmt = output_format(target)
     if fmt == "html":  # the step-through page: the drawing, the engine's numbers and a script to step them
-        return write_atomic(target, page_html(obj, **options).encode("utf-8"))
+        return atomic_write_bytes(target, page_html(obj, **options).encode("utf-8"))
     with drawing_language(fmt):
         source = to_dot(obj, **options)
     data = source.encode("utf-8") if fmt == "dot" else viz.pipe(source, fmt)
-    return write_atomic(target, data)
+    return atomic_write_bytes(target, data)
 
 
 def drawing_language(fmt: str) -> contextlib.AbstractContextManager[Any]:
@@ -176,7 +169,7 @@ def draw(obj: Any, path: str | os.PathLike[str], **options: Any) -> Drawn:
         return Drawn(render(obj, path, **options))
     except DrawingError as exc:
         fallback = dot_fallback_path(path)
-        write_atomic(fallback, to_dot(obj, **options).encode("utf-8"))
+        atomic_write_bytes(fallback, to_dot(obj, **options).encode("utf-8"))
         return Drawn(fallback, exc)
 
 

@@ -68,11 +68,7 @@ def trace_backward(root: Value, edge_tag: EdgeTagger | None = None) -> Trace:
         node.grad = 0.0
     root.grad = 1.0
     parts: dict[int, dict[str, float]] = {id(root): {"": 1.0}}
-    counts: dict[int, int] = {}
-    incoming: dict[int, int] = {}
-    for node in order:
-        for child in node.children:
-            incoming[id(child)] = incoming.get(id(child), 0) + 1
+    counts: dict[int, int] = {}  # id(node) -> contributions so far; at the end, all it receives
     contributions: list[Contribution] = []
     for node in reversed(order):
         if not node.children:
@@ -98,4 +94,4 @@ def trace_backward(root: Value, edge_tag: EdgeTagger | None = None) -> Trace:
                 f"trace_backward disagrees with Value.backward at node #{node.id} ({node.label}): "
                 f"{expected!r} vs {node.grad!r}"
             )
-    return Trace(root, order, contributions, parts, incoming)
+    return Trace(root, order, contributions, parts, counts)

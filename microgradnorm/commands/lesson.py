@@ -79,9 +79,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def find_lesson(lessons: list, query: str):
     """The lesson a learner means by ``query``: a number, a file name, a slug or the unique start of one."""
-    q = query.strip().lower()
-    if q.removesuffix(".md").isdecimal():
-        number = int(q.removesuffix(".md"))
+    q = query.strip().lower().removesuffix(".md")
+    if q.isdecimal():
+        number = int(q)
         for lesson in lessons:
             if lesson.number == number:
                 return lesson
@@ -91,7 +91,6 @@ def find_lesson(lessons: list, query: str):
                 "list them with: microgradnorm lesson"
             ).format(number=number, last=len(lessons))
         )
-    q = q.removesuffix(".md")
     for lesson in lessons:
         if q in (lesson.name, lesson.slug):
             return lesson
@@ -210,9 +209,8 @@ def _lesson_params(args: argparse.Namespace, lesson):
                     option=key, lesson=lesson.name, takes=takes, value=value
                 )
             )
-    _check_ranges(
-        args, lesson
-    )  # only for options the lesson takes, so a message never talks about another lesson's norm
+    # only for options the lesson takes, so a message never talks about another lesson's norm
+    _check_ranges(args, lesson)
     return lesson.params(**given)
 
 

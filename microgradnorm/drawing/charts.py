@@ -224,15 +224,7 @@ class HeatMapLegend:
         yield from HeatMap([[0.0]], scale=self.scale)._legend(_shades(console))
 
 
-def heat_map(
-    matrix: Sequence[Sequence[float]] | object,
-    *,
-    title: str | None = None,
-    scale: float | None = None,
-    legend: bool = True,
-) -> HeatMap:
-    """A :class:`HeatMap` of ``matrix`` (nested sequences or a 2-D array)."""
-    return HeatMap(matrix, title=title, scale=scale, legend=legend)
+heat_map = HeatMap  # the function-style name, beside bar_chart and line_chart (which also accept one list)
 
 
 # ---- bar chart --------------------------------------------------------------------

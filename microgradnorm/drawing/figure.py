@@ -131,14 +131,12 @@ class Figure:
 
     def svg(self) -> str:
         """The whole figure as one SVG document."""
-        title = (
-            (
+        title = ""
+        if self.title:
+            title = (
                 f'<text x="{self.width / 2}" y="24" font-size="16" font-weight="bold" '
                 f'text-anchor="middle">{escape(self.title)}</text>'
             )
-            if self.title
-            else ""
-        )
         body = "\n".join(self._items)
         return (
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.width}" height="{self.height}" '

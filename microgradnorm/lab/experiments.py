@@ -19,7 +19,7 @@ import math
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -182,10 +182,6 @@ def _differs(a: list[float], b: list[float]) -> float:
     return float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
 
 
-def _with_seed(cfg: TrainConfig, seed: int) -> TrainConfig:
-    return TrainConfig(cfg.steps, cfg.batch, cfg.lr, cfg.optimizer, cfg.warmup, seed)
-
-
 @functools.lru_cache(maxsize=8)
 def task_for(seed: int) -> Task:
     """The task every experiment of ``seed`` trains on (made once per process)."""
@@ -211,13 +207,13 @@ def _torch_runs(pair: pairs.NormPair, seed: int, notes: list) -> dict[str, Run]:
         "microgradnorm.torch.LayerNorm": lambda w: mt.LayerNorm(w, dtype=torch.float64),
         YOURS: yours_layer,
     }
-    cfg = _with_seed(ADAM, seed)
+    cfg = replace(ADAM, seed=seed)
     return {name: train_torch(mlp(MLP, seed, layer), task_for(seed), cfg) for name, layer in layers.items()}
 
 
 def _numpy_runs(pair: pairs.NormPair, seed: int) -> dict[str, Run]:
     """The same MLP in NumPy: the package's LayerNorm, and ``pair``."""
-    cfg = _with_seed(ADAM, seed)
+    cfg = replace(ADAM, seed=seed)
     return {
         "microgradnorm (NumPy)": train(Net(MLP, seed), task_for(seed), cfg),
         YOURS: train(Net(MLP, seed, ln_pair=pair), task_for(seed), cfg),
@@ -290,9 +286,9 @@ def wrong(seed: int = 0) -> Outcome:
     """The MLP trained with the right LayerNorm backward and with two wrong ones, under Adam and SGD."""
     out = Outcome(LazyText(N_("Two wrong LayerNorm backward passes that still train")))
     backwards, task = _backwards(), task_for(seed)
-    adam = {k: train(Net(MLP, seed, ln_pair=p), task, _with_seed(ADAM, seed)) for k, p in backwards.items()}
+    adam = {k: train(Net(MLP, seed, ln_pair=p), task, replace(ADAM, seed=seed)) for k, p in backwards.items()}
     sgd_nets = {k: Net(MLP, seed, ln_pair=backwards[k]) for k in backwards}  # lesson 16 steps 5 and 6
-    sgd = {k: train(net, task, _with_seed(WRONG_SGD, seed)) for k, net in sgd_nets.items()}
+    sgd = {k: train(net, task, replace(WRONG_SGD, seed=seed)) for k, net in sgd_nets.items()}
     out.curves = {f"{k} (Adam)": r.losses for k, r in adam.items()}
     out.runs = {f"{k} (Adam)": r for k, r in adam.items()}
     # Translators: a curve's name, such as "right (Adam)": {name} is the backward, {optimizer} Adam or SGD
@@ -320,7 +316,7 @@ def wrong(seed: int = 0) -> Outcome:
 def _first_gradients(seed: int, pair: pairs.NormPair) -> tuple[Net, list[np.ndarray]]:
     """The MLP (with ``pair`` as its LayerNorm) and its gradients on the first minibatch of training."""
     task, net = task_for(seed), Net(MLP, seed, ln_pair=pair)
-    idx = next(batches(len(task.y_train), _with_seed(ADAM, seed)))
+    idx = next(batches(len(task.y_train), replace(ADAM, seed=seed)))
     _, dlogits = cross_entropy(net.forward(task.x_train[idx]), task.y_train[idx])
     net.backward(dlogits)
     return net, [g.copy() for g in net.gradients()]
@@ -430,7 +426,7 @@ def _sgd_claims(out: Outcome, seed: int, sgd: dict[str, Run], nets: dict[str, Ne
 def _relative_step(net: Net, seed: int) -> float:
     """|lr * gradient| / |weights| of block 1's Linear, on the first minibatch of training (a measurement)."""
     task = task_for(seed)
-    idx = next(batches(len(task.y_train), _with_seed(WRONG_SGD, seed)))
+    idx = next(batches(len(task.y_train), replace(WRONG_SGD, seed=seed)))
     _, dlogits = cross_entropy(net.forward(task.x_train[idx]), task.y_train[idx])
     net.backward(dlogits)
     w, g = net.blocks[0][0].params[0], net.blocks[0][0].grads[0]
@@ -494,7 +490,7 @@ def depth(seed: int = 0) -> Outcome:
     runs = {}
     for placement in ("post", "pre"):
         for warm in (0, WARMUP.warmup):
-            cfg = TrainConfig(WARMUP.steps, WARMUP.batch, WARMUP.lr, "adam", warm, seed)
+            cfg = replace(WARMUP, warmup=warm, seed=seed)
             name = f"{placement}-LN, " + (f"warmup {warm}" if warm else "no warmup")
             runs[name] = train(Net(_residual(placement), seed), task_for(seed), cfg)
             out.labels[name] = _warmup_label(f"{placement}-LN", warm)
@@ -568,8 +564,8 @@ def norms(seed: int = 0) -> Outcome:
     runs = {}
     for norm in ("none", "batchnorm", "layernorm", "rmsnorm"):
         spec = NetSpec("mlp", depth=DEEP_MLP_DEPTH, width=32, norm=norm)
-        runs[norm] = train(Net(spec, seed), task_for(seed), _with_seed(SGD, seed))
-    adam_none = train(Net(NetSpec("mlp", DEEP_MLP_DEPTH, 32, "none"), seed), task_for(seed), _with_seed(ADAM, seed))
+        runs[norm] = train(Net(spec, seed), task_for(seed), replace(SGD, seed=seed))
+    adam_none = train(Net(NetSpec("mlp", DEEP_MLP_DEPTH, 32, "none"), seed), task_for(seed), replace(ADAM, seed=seed))
     out.curves = {k: r.losses for k, r in runs.items()}
     out.runs = runs
     out.labels = {k: norm_title(k) if k != "none" else RunName(k) for k in runs}

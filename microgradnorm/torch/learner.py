@@ -93,18 +93,12 @@ class _YourLayerNorm(torch.autograd.Function):
                 )
             )
         dx = _as_result(out[0], f"{fn.backward_name}'s dx", shape).reshape(dy.shape)
-        x_dtype, w_dtype, b_dtype = ctx.dtypes
-        dw = (
-            None
-            if w_dtype is None
-            else to_torch(_as_result(out[1], f"{fn.backward_name}'s dgamma", shape[-1:]), w_dtype)
-        )
-        db = (
-            None
-            if b_dtype is None
-            else to_torch(_as_result(out[2], f"{fn.backward_name}'s dbeta", shape[-1:]), b_dtype)
-        )
-        return to_torch(dx, x_dtype), dw, db, None, None
+        x_dtype, *param_dtypes = ctx.dtypes
+        dparams = [
+            None if dtype is None else to_torch(_as_result(g, f"{fn.backward_name}'s {name}", shape[-1:]), dtype)
+            for g, name, dtype in zip(out[1:], ("dgamma", "dbeta"), param_dtypes)
+        ]
+        return to_torch(dx, x_dtype), *dparams, None, None
 
 
 class GradientCheckError(ValueError):

@@ -202,17 +202,6 @@ def _op_backward(ctx, dy, _dmean, _dvar, _drstd):
 torch.library.register_autograd("microgradnorm::norm_forward", _op_backward, setup_context=_setup_forward)
 
 
-def _no_double_backward(ctx, *grads):
-    raise RuntimeError(SECOND_DERIVATIVE)
-
-
-def _setup_nothing(ctx, inputs, output) -> None:
-    return None
-
-
-torch.library.register_autograd("microgradnorm::norm_backward", _no_double_backward, setup_context=_setup_nothing)
-
-
 # ---- the autograd functions (what eager code and torch.func see) -----------------------------------------
 
 
@@ -339,6 +328,12 @@ class NormBackward(_Positional):
     @staticmethod
     def vmap(info, in_dims, *args):
         return _loop_vmap(NormBackward, info, in_dims, *args)
+
+
+# the backward custom op has no derivative either: the same refusal as NormBackward's
+torch.library.register_autograd(
+    "microgradnorm::norm_backward", NormBackward.backward, setup_context=NormBackward.setup_context
+)
 
 
 def norm(

@@ -44,7 +44,8 @@ EDGE = "#606060"
 GRAD_TEXT = "#b2182b"
 
 # What each stage computes, shown under the cluster's title; ("rms", stage) first for a norm
-# that subtracts no mean, then stage.
+# that subtracts no mean, then stage. The affine and scale stages' formula is written by stage_formula,
+# from the parameters the graph has.
 _FORMULAS: dict[tuple[str, str] | str, str] = {
     "input": "x",
     "mean": "mean = Σ x / n",
@@ -55,9 +56,7 @@ _FORMULAS: dict[tuple[str, str] | str, str] = {
     ("rms", "sqrt"): "rms = √(ms + eps)",
     "divide": "rstd = 1 / std,   xhat = xshift · rstd",
     ("rms", "divide"): "rrms = 1 / rms,   xhat = x · rrms",
-    "affine": "y = gamma · xhat + beta",
     "meansq": "ms = Σ x² / n",
-    "scale": "y = gamma · xhat",
     "loss": "L = Σ y · dy",
 }
 
@@ -82,10 +81,7 @@ def dot_id(name: str) -> str:
 
 def stage_order(d: Drawing) -> list[str]:
     """Stages in the order of the norm (input first, loss last), then any others as met."""
-    present: list[str] = []
-    for node in d.order:
-        if node.stage is not None and node.stage not in present:
-            present.append(node.stage)
+    present = list(dict.fromkeys(node.stage for node in d.order if node.stage is not None))
     known = ["input", *(d.graph.stages if d.graph is not None else ()), "loss"]
     first = [s for s in known if s in present]
     return first + [s for s in present if s not in first]
@@ -177,9 +173,7 @@ def id_attr(ids: bool, name: str) -> str:
 def path_colours(info: GradientPaths | None) -> dict[tuple[int, int], list[str]]:
     """The colours of the paths each edge (child position, parent position) is on."""
     colours: dict[tuple[int, int], list[str]] = {}
-    if info is None:
-        return colours
-    for p in info.paths:
+    for p in info.paths if info is not None else ():
         for e in sorted(p.edges):
             colours.setdefault(e, []).append(PATH_COLOURS[p.key])
     return colours
