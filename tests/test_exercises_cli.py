@@ -24,7 +24,7 @@ from microgradnorm.exercises import messages, render
 from microgradnorm.exercises import workspace as ws
 from microgradnorm.exercises.catalog import EXERCISES, get_exercise
 from microgradnorm.store import state_dir
-from tests.grading import changed
+from tests.grading import changed, solution
 from tests.helpers import rendered, run_cli
 from tests.helpers import run_exercise as run
 
@@ -209,7 +209,7 @@ def test_the_newest_hint_shows_its_maths_as_written(folder):
 
 def test_a_solution_piped_into_a_file_is_the_runnable_file(folder):
     code, out = run("solution", "1", "--force")  # run() prints into a StringIO: not a terminal
-    assert code == 0 and out == get_exercise(1).solution.read_text(encoding="utf-8")
+    assert code == 0 and out == solution(1)
     compile(out, "solution.py", "exec")
 
 
