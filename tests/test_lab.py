@@ -7,7 +7,6 @@ the lessons show (0, and 3 for the changed-option render).
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import subprocess
@@ -17,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from microgradnorm import cli
 from microgradnorm import tolerances as tol
 from microgradnorm.exercises.catalog import derive_scaffold
 from microgradnorm.i18n import _
@@ -26,7 +24,7 @@ from microgradnorm.lab import experiments as E
 from microgradnorm.lab.net import Net, NetSpec, cross_entropy
 from microgradnorm.lab.task import CLASSES, FEATURES, teacher_task
 from microgradnorm.lab.train import TrainConfig, batches, learning_rate, train
-from tests.helpers import numeric_grad, rendered
+from tests.helpers import numeric_grad, rendered, run_cli
 
 EXERCISES = Path(__file__).parents[1] / "microgradnorm" / "exercises"
 SOLUTION = EXERCISES / "solutions" / "05_layernorm_backward.py"
@@ -279,9 +277,8 @@ def test_the_command_catalogue_names_the_experiments():
 
 def test_lab_wrong_prints_its_claims_and_writes_an_svg(tmp_path, capsys):
     svg = tmp_path / "wrong.svg"
-    assert cli.main(["lab", "wrong", "--svg", str(svg)]) == 0
-    out = capsys.readouterr().out
-    assert out.count("✓") == len(E.wrong(0).claims) and "✗" not in out
+    code, out, _ = run_cli(capsys, "lab", "wrong", "--svg", str(svg))
+    assert code == 0 and out.count("✓") == len(E.wrong(0).claims) and "✗" not in out
     text = svg.read_text(encoding="utf-8")
     assert text.startswith("<svg") and "no-mean-path (Adam)" in text
 
@@ -289,27 +286,22 @@ def test_lab_wrong_prints_its_claims_and_writes_an_svg(tmp_path, capsys):
 @pytest.mark.parametrize("where", ["missing/curves.svg", "."], ids=["no folder", "a folder"])
 def test_an_svg_path_that_cannot_be_written_is_one_line_before_any_training(tmp_path, capsys, monkeypatch, where):
     monkeypatch.setattr(E, "EXPERIMENTS", {})  # nothing may train: the check comes first
-    assert cli.main(["lab", "norms", "--svg", str(tmp_path / where)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("microgradnorm lab: error: argument --svg: expected a file") and "\n" not in err
+    code, _, err = run_cli(capsys, "lab", "norms", "--svg", str(tmp_path / where))
+    assert code == 2 and "\n" not in err.strip()
+    assert err.strip().startswith("microgradnorm lab: error: argument --svg: expected a file")
 
 
 def test_lab_yours_with_a_learner_file_and_its_errors(tmp_path, capsys):
-    assert cli.main(["lab", "yours", "--file", str(_copy(tmp_path, SOLUTION)), "--engine", "numpy"]) == 0
-    assert "your backward" in capsys.readouterr().out
-    assert cli.main(["lab", "yours", "--file", str(tmp_path / "missing.py")]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("microgradnorm lab: error: --file:") and "\n" not in err
-    with pytest.raises(SystemExit) as info:
-        cli.main(["lab"])
-    assert info.value.code == 2
-    assert "required: EXPERIMENT" in capsys.readouterr().err
+    code, out, _ = run_cli(capsys, "lab", "yours", "--file", str(_copy(tmp_path, SOLUTION)), "--engine", "numpy")
+    assert code == 0 and "your backward" in out
+    code, _, err = run_cli(capsys, "lab", "yours", "--file", str(tmp_path / "missing.py"))
+    assert code == 2 and err.strip().startswith("microgradnorm lab: error: --file:") and "\n" not in err.strip()
+    code, _, err = run_cli(capsys, "lab")
+    assert code == 2 and "required: EXPERIMENT" in err
 
 
 def test_lab_help_says_which_experiments_need_torch(capsys):
-    with pytest.raises(SystemExit):
-        cli.main(["lab", "--help"])
-    out = " ".join(capsys.readouterr().out.split())
+    out = " ".join(run_cli(capsys, "lab", "--help")[1].split())
     assert "yours" in out and "need [torch]" in out and out.count("(NumPy only)") == len(CATALOG) - len(NEEDS_TORCH)
 
 
@@ -479,11 +471,7 @@ def test_the_mean_path_slip_trains_under_the_sgd_that_stalls_the_factor_slip():
     assert q.answer == (0 if end < E.GUESSING / 2 else 1)
     assert f"{end:.2f}" in q.why
     # step 5's chart still draws the right backward and the factor slip only
-    from rich.console import Console
-
-    console = Console(width=100, record=True, file=io.StringIO())
-    console.print(_lab_question("lab_wrong_why", part="sgd").renderable)
-    shown = console.export_text()
+    shown = rendered(_lab_question("lab_wrong_why", part="sgd").renderable, 100)
     assert "no-1/d (SGD)" in shown and "no-mean-path" not in shown
 
 

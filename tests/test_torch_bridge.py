@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import assume, given
@@ -340,9 +342,8 @@ def test_a_learner_function_under_torch_func_is_refused_naming_the_transform(tra
     f = mt.layer_norm_function(forward, backward)
     with pytest.raises(RuntimeError) as info:
         transform(f, torch.randn(2, 3, 4))
-    assert str(info.value).startswith(f"{named}: layer_norm_function(") and "microgradnorm.torch.LayerNorm" in str(
-        info.value
-    )
+    message = str(info.value)
+    assert message.startswith(f"{named}: layer_norm_function(") and "microgradnorm.torch.LayerNorm" in message
 
 
 def test_layer_norm_function_in_a_layer_equals_torch_nn_and_its_inputs_are_copies():
@@ -404,15 +405,11 @@ def test_import_microgradnorm_torch_without_torch_is_one_clear_line():
                          text=True)  # fmt: skip
     assert out.returncode == 1
     last = out.stderr.strip().splitlines()[-1]
-    assert (
-        last
-        == "ImportError: microgradnorm.torch needs PyTorch, which is not installed: pip install 'microgradnorm[torch]'"
-    )
+    install = "pip install 'microgradnorm[torch]'"
+    assert last == f"ImportError: microgradnorm.torch needs PyTorch, which is not installed: {install}"
 
 
 def test_the_torch_extra_admits_the_cpu_wheel_of_torch_2_13():
-    from pathlib import Path
-
     import tomllib
     from packaging.requirements import Requirement
 
@@ -424,9 +421,6 @@ def test_the_torch_extra_admits_the_cpu_wheel_of_torch_2_13():
 
 
 def test_the_readme_snippet_runs_a_backward_through_the_wrapped_pair():
-    import re
-    from pathlib import Path
-
     readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
     (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "layer_norm_function" in b]
     namespace: dict = {}

@@ -594,19 +594,18 @@ def test_written_files_get_ordinary_permissions(tmp_path):
     assert kept.read_text(encoding="utf-8") == viz.to_dot(graph)
 
 
-@pytest.mark.parametrize("name", ["ln.jpg", "ln", "ln.svgz"])
-def test_render_rejects_unknown_extensions(tmp_path, name):
+ENDINGS = r"output: expected a file name ending in \.svg, \.png, \.pdf, \.dot"
+
+
+@pytest.mark.parametrize(
+    ("name", "match"),
+    [("ln.jpg", ENDINGS), ("ln", ENDINGS), ("ln.svgz", ENDINGS), ("missing/ln.dot", "does not exist")],
+)
+def test_render_rejects_an_unknown_extension_or_a_missing_directory(tmp_path, name, match):
     graph, _ = problem(backward=False)
-    endings = r"output: expected a file name ending in \.svg, \.png, \.pdf, \.dot"
-    with pytest.raises(viz.OptionError, match=endings) as e:
+    with pytest.raises(viz.OptionError, match=match) as e:
         output.render(graph, tmp_path / name)
     assert e.value.option == "output" and not (tmp_path / name).exists()
-
-
-def test_render_rejects_a_missing_directory(tmp_path):
-    graph, _ = problem(backward=False)
-    with pytest.raises(ValueError, match="does not exist"):
-        output.render(graph, tmp_path / "missing" / "ln.dot")
 
 
 def test_dot_fallback_never_overwrites_a_foreign_file(tmp_path):
