@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 from rich.console import Console
+from rich.syntax import Syntax
 
 from microgradnorm import cli
 from microgradnorm import tolerances as tol
@@ -325,3 +326,10 @@ def assert_demo_passes(name: str, params: Any, args: Any = None, widths: tuple[i
         assert text.strip(), f"{name} {args} shows nothing at {params}"
         assert "✗" not in text, f"{name} {args} reports a failed check at {params}:\n{text}"
         assert max(len(line) for line in text.splitlines()) <= width, f"{name} {args} at {width} columns:\n{text}"
+
+
+def syntax_blocks(renderable) -> list[Syntax]:
+    """Every rich Syntax block inside a demo's ``renderable``: the package code it shows (lessons/source.py)."""
+    if isinstance(renderable, Syntax):
+        return [renderable]
+    return [block for child in getattr(renderable, "renderables", ()) for block in syntax_blocks(child)]

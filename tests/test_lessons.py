@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from rich.cells import cell_len
 from rich.console import Console
-from rich.syntax import Syntax
 
 from microgradnorm import i18n
 from microgradnorm.i18n.text import NO_START
@@ -23,7 +22,7 @@ from microgradnorm.lessons.demos import DEMOS, DemoOutput, load_demos
 from microgradnorm.lessons.format import LESSON_FILE, lessons_dir, parse_lesson
 from microgradnorm.lessons.runner import step_outputs
 from microgradnorm.lessons.translation import TRANSLATED, localized, localized_page
-from tests.helpers import asking_steps, rendered
+from tests.helpers import asking_steps, rendered, syntax_blocks
 
 LESSON_FILES = sorted(p for p in lessons_dir().iterdir() if LESSON_FILE.match(p.name))
 WIDTHS = (60, 100)
@@ -96,13 +95,6 @@ def test_every_step_renders_at_60_and_100_columns_without_colour(path, monkeypat
 def _rendered(lesson, index, outputs, params, width: int) -> str:
     """The step as the runner and ``--auto`` print it, at ``width`` columns, without colour."""
     return rendered(render.render_step(lesson, index, outputs, params), width)
-
-
-def syntax_blocks(renderable) -> list[Syntax]:
-    """Every rich Syntax block inside a demo's ``renderable``: the package code it shows (lessons/source.py)."""
-    if isinstance(renderable, Syntax):
-        return [renderable]
-    return [block for child in getattr(renderable, "renderables", ()) for block in syntax_blocks(child)]
 
 
 def _code_lines(outputs, width: int) -> int:

@@ -168,7 +168,7 @@ def test_the_speed_step_refuses_bad_arguments():
 
 def test_lesson_9_takes_no_batch(capsys):
     code, _out, err = run_cli(capsys, "lesson", "9", "--auto", "--batch", "3")
-    assert code != 0
+    assert code == 2 and err.count("\n") == 1  # a usage error: one line, exit 2
     assert "does not use it" in err and "BatchNorm" not in err
 
 

@@ -23,8 +23,7 @@ from microgradnorm.lessons.demos import LessonParams, run_demo
 from microgradnorm.lessons.format import lessons_dir, parse_lesson
 from microgradnorm.lessons.runner import step_outputs
 from microgradnorm.lessons.source import WIDTH, backward_code, code_of, op_code, source_of
-from tests.helpers import rendered
-from tests.test_lessons import syntax_blocks
+from tests.helpers import rendered, syntax_blocks
 
 
 def _text(renderable, width: int = 300) -> str:
