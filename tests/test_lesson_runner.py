@@ -20,7 +20,7 @@ import pytest
 from rich.cells import cell_len
 from rich.console import Console
 
-from microgradnorm import cli, i18n, output, viz
+from microgradnorm import i18n, output, viz
 from microgradnorm import tolerances as tol
 from microgradnorm.commands.lesson import find_lesson
 from microgradnorm.engine import Value
@@ -416,10 +416,14 @@ def test_once_seen_to_its_end_a_step_moves_on_from_anywhere_and_the_other_keys_s
     assert stopped(1, 2, 2) in squash(out)
 
 
-def test_a_tiny_terminal_still_shows_some_of_the_step(tall, lang):
-    frames, _ = run_in_terminal(tall, ["q"], height=4)
-    header, blank_and_keys = 2, 2
-    assert len(frames[0]) == header + MIN_ROWS + blank_and_keys
+@pytest.mark.parametrize(("height", "lines"), [(24, 24 - 1), (4, 2 + MIN_ROWS + 2)], ids=["24-rows", "tiny"])
+def test_the_frame_leaves_the_last_line_free_and_a_tiny_terminal_still_shows_some_of_the_step(
+    tall, lang, height, lines
+):
+    """The header (2 lines), the step and a blank line and the keys fill the screen but its last line, the cursor's;
+    a terminal too small for that still shows MIN_ROWS lines of the step."""
+    frames, _ = run_in_terminal(tall, ["q"], height=height)
+    assert len(frames[0]) == lines
 
 
 def test_a_step_that_fits_is_shown_whole_and_enter_moves_on(tall, lang):
@@ -427,11 +431,6 @@ def test_a_step_that_fits_is_shown_whole_and_enter_moves_on(tall, lang):
     assert rows_shown(frames[0]) == list(range(1, ROWS + 1))
     assert more_lines(frames[0]) == 0
     assert step_of(2, 2) in "\n".join(frames[1])
-
-
-def test_the_frame_leaves_the_last_line_of_the_terminal_free(tall, lang):
-    frames, _ = run_in_terminal(tall, ["q"], height=24)
-    assert len(frames[0]) == 24 - 1  # header, step and keys fill the screen but its last line, the cursor's
 
 
 def test_every_keys_line_fits_the_narrowest_terminal(lang):
@@ -791,42 +790,63 @@ def test_lesson_references_and_glossary_together_print_both(capsys):
     assert out.index("References") < out.index("Glossary")
 
 
+# (argv, the words of the one line it prints): the English reasons, then the Chinese typed out
+BAD_INPUT = [
+    (["99"], ["no lesson 99", "microgradnorm lesson"]),
+    (["no-such-lesson"], ["no lesson named 'no-such-lesson'", "list them with: microgradnorm lesson"]),
+    (["layernorm"], ["matches several lessons", "03-layernorm-forward", "list them with: microgradnorm lesson"]),
+    (["0-"], ["no lesson named '0-'", "list them with: microgradnorm lesson"]),  # not lesson 10
+    (["²"], ["no lesson named '²'"]),  # a digit to str.isdigit, not to int()
+    (["chain"], ["no lesson named 'chain'"]),  # a part of lesson 1's name, not its start
+    (["3", "--dim", "40"], ["--dim", "2 to 16", "40"]),
+    (["8", "--batch", "1"], ["--batch", "two or more rows", "2 to 16", "got 1"]),
+    (["8", "--batch", "100000"], ["--batch", "2 to 16", "got 100000"]),
+    (["9", "--batch", "1"], ["argument --batch: lesson 09-rmsnorm does not use it", "got 1"]),
+    (["--step", "3"], ["argument --step: needs a LESSON", "microgradnorm lesson 1 --step 3"]),
+    (["--dim", "3"], ["argument --dim: needs a LESSON"]),
+    (["--restart"], ["argument --restart: needs a LESSON"]),
+    (["1", "--restart", "--step", "3"], ["argument --restart: not allowed with argument --step", "3"]),
+    (["1", "--step", "99"], ["--step", "got 99"]),
+    (["1", "--dim", "0"], ["--dim", "positive integer", "0"]),
+    (["1", "--dim", "5"], ["argument --dim: lesson 01-value-and-chain-rule does not use it", "--seed", "got 5"]),
+    (["3", "--batch", "3"], ["argument --batch: lesson 03-layernorm-forward does not use it", "got 3"]),
+    (["11", "--eps", "0.1"], ["argument --eps: lesson 11-pre-ln-vs-post-ln does not use it"]),
+    (["1", "--eps", "-1"], ["--eps", "-1"]),
+    (["1", "--seed", "x"], ["--seed", "'x'"]),
+    (["3", "--references"], ["argument --references: takes no LESSON", "got LESSON 3"]),
+    (["--glossary", "--step", "2"], ["argument --glossary: not allowed with --step", "got --step 2"]),
+    (["--references", "--auto"], ["argument --references: not allowed with --auto"]),
+]
+BAD_INPUT_ZH = [
+    (["99"], ["microgradnorm lesson：错误：参数 LESSON：没有第 99 课（课程编号从 1 到"]),
+    (["no-such-lesson"], ["没有名为 'no-such-lesson' 的课程", "列出所有课程：microgradnorm lesson"]),
+    (["3", "--dim", "40"], ["参数 --dim：课程要显示每个节点，所以应为 2 到 16 之间的整数，实际为 40"]),
+    (["9", "--batch", "3"], ["参数 --batch：课程 09-rmsnorm 用不到它", "实际给了 3"]),
+    (["--step", "3"], ["参数 --step：需要指定 LESSON（例如：microgradnorm lesson 1 --step 3）"]),
+    (["1", "--restart", "--step", "3"], ["参数 --restart：不能与参数 --step 同时使用"]),
+    (["1", "--step", "99"], ["参数 --step：第 1 课共有"]),
+    (["3", "--references"], ["参数 --references：不接受 LESSON", "实际给了 LESSON 3"]),
+    (
+        ["1", "--dim", "0"],
+        ["microgradnorm lesson：错误：参数 --dim：应为正整数，实际为 0（参见 microgradnorm lesson --help）"],
+    ),
+    (["1", "--seed", "x"], ["参数 --seed：应为不小于 0 的整数种子，实际为 'x'"]),
+    (["1", "--eps", "-1"], ["参数 --eps：应为不小于 0 的有限数，实际为 -1"]),
+    (["--bogus"], ["microgradnorm：错误：无法识别的参数：--bogus"]),
+    (["1", "--dim"], ["参数 --dim：需要一个值"]),
+]
+
+
 @pytest.mark.parametrize(
-    ("argv", "words"),
-    [
-        (["99"], ["no lesson 99", "microgradnorm lesson"]),
-        (["no-such-lesson"], ["no lesson named 'no-such-lesson'", "list them with: microgradnorm lesson"]),
-        (["layernorm"], ["matches several lessons", "03-layernorm-forward", "list them with: microgradnorm lesson"]),
-        (["0-"], ["no lesson named '0-'", "list them with: microgradnorm lesson"]),  # not lesson 10
-        (["²"], ["no lesson named '²'"]),  # a digit to str.isdigit, not to int()
-        (["chain"], ["no lesson named 'chain'"]),  # a part of lesson 1's name, not its start
-        (["3", "--dim", "40"], ["--dim", "2 to 16", "40"]),
-        (["8", "--batch", "1"], ["--batch", "two or more rows", "2 to 16", "got 1"]),
-        (["8", "--batch", "100000"], ["--batch", "2 to 16", "got 100000"]),
-        (["9", "--batch", "1"], ["argument --batch: lesson 09-rmsnorm does not use it", "got 1"]),
-        (["--step", "3"], ["argument --step: needs a LESSON", "microgradnorm lesson 1 --step 3"]),
-        (["--dim", "3"], ["argument --dim: needs a LESSON"]),
-        (["--restart"], ["argument --restart: needs a LESSON"]),
-        (["1", "--restart", "--step", "3"], ["argument --restart: not allowed with argument --step", "3"]),
-        (["1", "--step", "99"], ["--step", "got 99"]),
-        (["1", "--dim", "0"], ["--dim", "positive integer", "0"]),
-        (["1", "--dim", "5"], ["argument --dim: lesson 01-value-and-chain-rule does not use it", "--seed", "got 5"]),
-        (["3", "--batch", "3"], ["argument --batch: lesson 03-layernorm-forward does not use it", "got 3"]),
-        (["11", "--eps", "0.1"], ["argument --eps: lesson 11-pre-ln-vs-post-ln does not use it"]),
-        (["1", "--eps", "-1"], ["--eps", "-1"]),
-        (["1", "--seed", "x"], ["--seed", "'x'"]),
-        (["3", "--references"], ["argument --references: takes no LESSON", "got LESSON 3"]),
-        (["--glossary", "--step", "2"], ["argument --glossary: not allowed with --step", "got --step 2"]),
-        (["--references", "--auto"], ["argument --references: not allowed with --auto"]),
-    ],
+    ("language", "argv", "words"), [("en", *c) for c in BAD_INPUT] + [("zh-CN", *c) for c in BAD_INPUT_ZH]
 )
-def test_bad_input_is_one_line_and_exit_2(capsys, argv, words):
-    code, _, err = run_cli(capsys, *argv)
-    assert code == 2
-    assert len(err.strip().splitlines()) == 1, err
+def test_bad_input_is_one_line_and_exit_2(capsys, language, argv, words):
+    code, _, err = run_cli(capsys, "--lang", language, *argv)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
     for word in words:
         assert word in err, (word, err)
     assert "Traceback" not in err
+    assert language == "en" or ("error" not in err and "argument" not in err)  # no English left in the Chinese
 
 
 def test_a_broken_lesson_file_is_reported_and_the_others_still_load(capsys, tmp_path, monkeypatch):
@@ -986,37 +1006,6 @@ def test_the_lesson_list_shows_translated_titles(capsys, sample):
     assert chinese in out and english not in out
     _code, out, _ = run_cli(capsys, "--lang", "en")
     assert english in out
-
-
-@pytest.mark.parametrize(
-    ("argv", "words"),
-    [
-        (["99"], ["microgradnorm lesson：错误：参数 LESSON：没有第 99 课（课程编号从 1 到"]),
-        (["no-such-lesson"], ["没有名为 'no-such-lesson' 的课程", "列出所有课程：microgradnorm lesson"]),
-        (["3", "--dim", "40"], ["参数 --dim：课程要显示每个节点，所以应为 2 到 16 之间的整数，实际为 40"]),
-        (["9", "--batch", "3"], ["参数 --batch：课程 09-rmsnorm 用不到它", "实际给了 3"]),
-        (["--step", "3"], ["参数 --step：需要指定 LESSON（例如：microgradnorm lesson 1 --step 3）"]),
-        (["1", "--restart", "--step", "3"], ["参数 --restart：不能与参数 --step 同时使用"]),
-        (["1", "--step", "99"], ["参数 --step：第 1 课共有"]),
-        (["3", "--references"], ["参数 --references：不接受 LESSON", "实际给了 LESSON 3"]),
-        (
-            ["1", "--dim", "0"],
-            ["microgradnorm lesson：错误：参数 --dim：应为正整数，实际为 0（参见 microgradnorm lesson --help）"],
-        ),
-        (["1", "--seed", "x"], ["参数 --seed：应为不小于 0 的整数种子，实际为 'x'"]),
-        (["1", "--eps", "-1"], ["参数 --eps：应为不小于 0 的有限数，实际为 -1"]),
-        (["--bogus"], ["microgradnorm：错误：无法识别的参数：--bogus"]),
-        (["1", "--dim"], ["参数 --dim：需要一个值"]),
-    ],
-)
-def test_the_lesson_commands_errors_in_chinese(capsys, argv, words):
-    with pytest.raises(SystemExit) as info:
-        raise SystemExit(cli.main(["lesson", "--lang", "zh-CN", *argv]))
-    err = capsys.readouterr().err
-    assert info.value.code == 2 and len(err.strip().splitlines()) == 1, err
-    for word in words:
-        assert word in err, (word, err)
-    assert "error" not in err and "argument" not in err and "Traceback" not in err
 
 
 def _auto(capsys, *argv) -> str:
