@@ -26,7 +26,7 @@ from microgradnorm.commands.lesson import find_lesson
 from microgradnorm.engine import Value
 from microgradnorm.lessons import runner as runner_mod
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
-from microgradnorm.lessons.format import lessons_dir, load_lessons, parse_lesson
+from microgradnorm.lessons.format import LESSON_FILE, lessons_dir, load_lessons, parse_lesson
 from microgradnorm.lessons.pager import MIN_ROWS, OVERLAP, Window
 from microgradnorm.lessons.progress import FILE_NAME, ProgressStore
 from microgradnorm.lessons.render import key_footer
@@ -735,6 +735,9 @@ def test_lesson_without_arguments_lists_the_lessons_with_progress(capsys):
     code, out, _ = run_cli(capsys)
     assert code == 0
     assert all(" ".join(lesson.title.split()) in " ".join(out.split()) for lesson in lessons)
+    files = [p for p in lessons_dir().iterdir() if LESSON_FILE.match(p.name)]  # every lesson file, listed once
+    listed = re.findall(r"^\s*(\d+)\s{2,}\S", out, flags=re.M)
+    assert sorted(map(int, listed)) == sorted(int(p.name[:2]) for p in files) == sorted(x.number for x in lessons)
     assert f"step 3/{steps}" in out and "microgradnorm lesson 1" in out
     assert said(CONTINUE, command="microgradnorm lesson 3", step=3, total=steps) in " ".join(out.split())
 
@@ -1092,5 +1095,7 @@ def test_auto_in_chinese_fills_lines_between_characters_and_keeps_punctuation_of
     rules = [line for line in lines if " 01 · " in line and line.startswith("─") and line.endswith("─")]
     assert len(rules) == 2 and all(cell_len(line) == width for line in rules)
     assert all(cell_len(line) <= width for line in lines)
+    starts = [k for k, line in enumerate(lines) if line in rules]  # each step, from its rule: one screen
+    assert all(end - start <= 40 for start, end in zip(starts, [*starts[1:], len(lines)])), starts
     # wrapped between characters: a line that a Chinese character continues is full, up to one character
     assert helpers.chinese_prose_problems(out, width) == []

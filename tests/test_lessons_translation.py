@@ -6,19 +6,14 @@ The sample is a two-step English lesson and its Chinese translation in
 
 from __future__ import annotations
 
-import io
 import re
 import shutil
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from microgradnorm.i18n import SIMPLIFIED_CHINESE
-from microgradnorm.i18n.text import NO_START
-from microgradnorm.lessons import render
 from microgradnorm.lessons.format import LessonFormatError, parse_lesson
-from microgradnorm.lessons.runner import step_outputs
 from microgradnorm.lessons.translation import (
     english_hashes,
     front_matter_block,
@@ -227,24 +222,6 @@ def test_the_hashes_command_prints_the_block_the_translation_carries(capsys):
     assert block.startswith("english: 01-chain-rule-sample.md\n  lesson: ") and block in translation
     assert main(["hashes", "99"]) == 2
     assert "expected a lesson number or file name" in capsys.readouterr().err
-
-
-# ---- the sample rendered as the runner renders a step ---------------------------------------------------------
-
-
-@pytest.mark.parametrize("width", (60, 100))
-def test_the_sample_renders_in_chinese_within_a_screen(width):
-    """render_step as the runner and --auto call it (tests/test_lessons.py holds every translation to this)."""
-    lesson, _ = localize(parse_lesson(FIXTURES / NAME), ZH)
-    params = lesson.params()
-    for index, step in enumerate(lesson.steps):
-        console = Console(file=io.StringIO(), width=width, color_system=None)
-        console.print(render.render_step(lesson, index, step_outputs(lesson, index, params), params))
-        lines = console.file.getvalue().splitlines()
-        assert len(lines) <= 40 and all(console.measure(line).maximum <= width for line in lines)
-        prose_lines = [line.strip() for line in lines if CHINESE.search(line) and "│" not in line]
-        assert prose_lines and not any(line[0] in NO_START for line in prose_lines), prose_lines
-        assert step.title in console.file.getvalue()
 
 
 # ---- the references and the glossary: one hash of the English page, on the translation's first line -------------
