@@ -1025,14 +1025,6 @@ def test_an_untranslated_lesson_says_so_and_runs_in_english_with_chinese_control
     assert "（用 --" in out and "修改）" in out  # the options line, in Chinese (it may wrap)
 
 
-def test_a_translation_that_does_not_match_its_english_leaves_the_lesson_english_with_a_note(capsys, sample):
-    _english, translation = sample
-    helpers.edit(translation, 'chain_rule\nexample: "chain"', 'chain_rule\nexample: "shared"')
-    out = _auto(capsys, "1")
-    assert out.splitlines()[0] == "本课的中文译文与英文原文对不上，先以英文显示。"
-    assert "第 1 步，共 2 步 · A small computation graph" in out
-
-
 @pytest.mark.parametrize(
     ("change", "note"),
     [

@@ -179,13 +179,19 @@ STRUCTURE = [
 
 
 @pytest.mark.parametrize(("change", "expected"), STRUCTURE)
-def test_a_translation_that_differs_in_structure_is_reported_and_shown_in_english(copies, change, expected):
+def test_a_translation_that_differs_in_structure_is_reported_and_shown_in_english(
+    copies, capsys, monkeypatch, change, expected
+):
     english, translation = copies
     translation.write_text(change(translation.read_text(encoding="utf-8")), encoding="utf-8")
     found = problems(english)
     assert any(line.startswith(f"{translation}: {expected}") for line in found), found
     english_lesson = parse_lesson(english, check_demos=False)
     assert localize(english_lesson, ZH)[0] is english_lesson
+    monkeypatch.setenv("MICROGRADNORM_LESSONS", str(english.parent))  # the command says so, in Chinese
+    code, out, err = run_cli(capsys, "lesson", "1", "--auto", "--lang", "zh-CN")
+    assert code == 0 and err == "" and out.splitlines()[0] == "本课的中文译文与英文原文对不上，先以英文显示。"
+    assert "第 1 步，共 2 步 · A small computation graph" in out
 
 
 def test_a_malformed_hash_line_names_its_line_and_the_lesson_stays_english(copies):
