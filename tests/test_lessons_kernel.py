@@ -20,6 +20,7 @@ import shlex
 import subprocess
 import sys
 import textwrap
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -35,18 +36,15 @@ from microgradnorm.lessons.format import lessons_dir, parse_lesson
 from microgradnorm.lessons.source import source_of
 from microgradnorm.numfmt import fmt
 from microgradnorm.vectorized import numpy_path
-from tests.helpers import assert_demo_passes, flat, rendered
+from tests.helpers import assert_close, assert_demo_passes, flat, rendered
 
 LESSON = lessons_dir() / "13-graph-to-kernel.md"
 APPENDIX = lessons_dir() / "14-fused-kernel-line-by-line.md"
 MY_DEMOS = sorted(name for name, spec in load_demos().items() if spec.module == K.__name__)
 
 
-def assert_closed_form(a, b) -> None:
-    """``a`` is ``b`` (a closed form) to CLOSED_FORM_RTOL and CLOSED_FORM_ATOL."""
-    assert tol.close(a, b, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL), (
-        f"max |a - b| = {tol.normwise_error(a, b)[0]:.3g}"
-    )
+# ``a`` is ``b`` (a closed form) to CLOSED_FORM_RTOL and CLOSED_FORM_ATOL
+assert_closed_form = partial(assert_close, rtol=tol.CLOSED_FORM_RTOL, atol=tol.CLOSED_FORM_ATOL)
 
 
 # ---- step 1: nodes, timing, agreement ----------------------------------------------------------
