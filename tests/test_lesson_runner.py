@@ -86,19 +86,12 @@ def lesson(tmp_path):
     return write_lesson(tmp_path, "01-three-steps.md", LESSON_TEXT)
 
 
-def make(lesson, keys, store=None, **kwargs):
-    buf = io.StringIO()
-    console = Console(file=buf, width=60, no_color=True)
-    store = store if store is not None else ProgressStore()
-    r = LessonRunner(lesson, LessonParams(), console, keys, progress=store, **kwargs)
-    return r, buf, store
-
-
 def run_keys(lesson, keys, **kwargs) -> tuple[str, ProgressStore]:
-    """What ``lesson`` prints with ``keys`` pressed (see :func:`make`), the run ending with exit code 0; the store."""
-    r, buf, store = make(lesson, keys, **kwargs)
-    assert r.run() == 0
-    return buf.getvalue(), store
+    """What ``lesson`` prints 60 columns wide without colour with ``keys`` pressed, the run ending with exit code 0;
+    the progress store (a new one, in the state home)."""
+    console, store = Console(file=io.StringIO(), width=60, no_color=True), ProgressStore()
+    assert LessonRunner(lesson, LessonParams(), console, keys, progress=store, **kwargs).run() == 0
+    return console.file.getvalue(), store
 
 
 LANGUAGES = (i18n.ENGLISH, i18n.SIMPLIFIED_CHINESE)
@@ -293,20 +286,15 @@ def test_a_failing_demo_is_shown_in_place_and_auto_exits_1(tmp_path):
     assert "demo t_run_boom failed" in out and "the demo broke on purpose" in out
 
 
-def test_auto_prints_every_step_of_a_real_lesson():
+@pytest.mark.parametrize("terminal", [False, True], ids=["pipe", "terminal"])
+def test_auto_prints_every_step_of_a_real_lesson_padded_only_in_a_terminal(terminal):
+    """Into a file or a pipe, lines carry no padding to the console's width; in a terminal rich's padding is left."""
     lesson = load_lessons()[0]
-    buf = io.StringIO()
-    assert run_auto(lesson, lesson.params(), Console(file=buf, width=60, no_color=True)) == 0
-    assert titles_in(buf.getvalue())[: len(lesson.steps)] == [s.title.replace("`", "") for s in lesson.steps]
-    # into a file or a pipe, lines carry no padding to the console's width
-    assert not [line for line in buf.getvalue().splitlines() if line.endswith(" ")]
-
-
-def test_auto_in_a_terminal_prints_as_rich_does():
-    lesson = load_lessons()[0]
-    buf = io.StringIO()
-    run_auto(lesson, lesson.params(), Console(file=buf, width=60, force_terminal=True, color_system=None))
-    assert any(line.endswith(" ") for line in buf.getvalue().splitlines())  # rich's padding, left alone
+    console = Console(file=io.StringIO(), width=60, force_terminal=terminal or None, color_system=None)
+    assert run_auto(lesson, lesson.params(), console) == 0
+    out = console.file.getvalue()
+    assert titles_in(out)[: len(lesson.steps)] == [s.title.replace("`", "") for s in lesson.steps]
+    assert any(line.endswith(" ") for line in out.splitlines()) == terminal
 
 
 # ---- paging a step taller than the terminal ---------------------------------------------------------
