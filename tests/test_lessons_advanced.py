@@ -29,7 +29,7 @@ from microgradnorm.lessons.demo_tools import autograd_dx, engine_forward
 from microgradnorm.lessons.demos import DEMOS, DemoOutput, LessonParams, load_demos
 from microgradnorm.registry import get_norm
 from tests import tolerances as test_tol
-from tests.helpers import numeric_grad, standardize, torch_stack_grads
+from tests.helpers import assert_close, numeric_grad, standardize, torch_stack_grads
 from tests.strategies import matrices, vectors
 
 MY_MODULES = ("demos_jacobian", "demos_batchnorm", "demos_rmsnorm", "demos_practice", "demos_residual")
@@ -49,10 +49,6 @@ def central_diff(f, x: np.ndarray, h: float = tol.FD_STEP) -> np.ndarray:
         xm.flat[k] -= step
         cols.append((np.ravel(f(xp)) - np.ravel(f(xm))) / (2 * step))
     return np.stack(cols, axis=-1)
-
-
-def assert_close(a, b, rtol: float, atol: float) -> None:
-    assert tol.close(a, b, rtol, atol), f"max |a - b| = {tol.normwise_error(a, b)[0]:.3g}"
 
 
 # ---- lesson 07: the Jacobian as a projection -----------------------------------------

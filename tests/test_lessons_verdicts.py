@@ -20,11 +20,7 @@ from microgradnorm.lessons.demo_tools import random_dy, random_gamma, random_vec
 from microgradnorm.lessons.demos import LessonParams, run_demo
 from microgradnorm.lessons.demos_jacobian import _problem
 from microgradnorm.lessons.format import lessons_dir, parse_lesson
-from tests.helpers import asking_steps, marked, rendered, torch_results
-
-
-def _text(renderable, width: int = 200) -> str:
-    return rendered(renderable, width)
+from tests.helpers import asking_steps, flat, marked, rendered, torch_results
 
 
 def _spread_claims(text: str) -> dict[str, tuple[float, float]]:
@@ -43,7 +39,7 @@ def test_lesson_2_states_the_spread_it_measured_at_every_eps(seed, dim, batch, e
     The batch is [--batch, --dim] (3 rows without --batch): the step follows the options it is run with.
     """
     p = LessonParams(dim=dim, seed=seed, eps=eps, batch=batch)
-    text = _text(run_demo("standardize_both_ways", p, {}).renderable)
+    text = rendered(run_demo("standardize_both_ways", p, {}).renderable, 200)
     x = np.round(rng_for(seed, 36).normal(5.0, 3.0, size=(batch or 3, dim)), 1)
     if np.ptp(x, axis=0).min() == 0 or np.ptp(x, axis=1).min() == 0:  # the demo's own fix for a constant line
         x += 0.1 * np.arange(x.size).reshape(x.shape) ** 2
@@ -65,7 +61,7 @@ def test_lesson_2_states_the_spread_it_measured_at_every_eps(seed, dim, batch, e
 @pytest.mark.parametrize("dim", [3, 6])
 @pytest.mark.parametrize("seed", [0, 2])
 def test_lesson_2_shows_layernorm_sends_many_rows_to_one_output(seed, dim):
-    text = _text(run_demo("identity_recovery", LessonParams(dim=dim, seed=seed), {}).renderable)
+    text = rendered(run_demo("identity_recovery", LessonParams(dim=dim, seed=seed), {}).renderable, 200)
     line = next(line for line in text.splitlines() if "3·(row 0) + 7" in line)
     assert line.startswith("✓")
     # the oracle: at eps = 0, LN(a·x + b) = LN(x) for a > 0
@@ -87,7 +83,7 @@ def test_lesson_7_measures_the_rank_of_j_and_that_j_is_not_symmetric(dim, eps, r
     j = torch.autograd.functional.jacobian(lambda v: torch.nn.functional.layer_norm(v, (dim,), gt, None, eps), xt)
     s = torch.linalg.svdvals(j).numpy()
     assert int(np.sum(s > 1e-9 * max(s.max(), 1e-300))) == rank or dim == 2
-    text = _text(run_demo("jacobian_heatmap", p, {}).renderable)
+    text = rendered(run_demo("jacobian_heatmap", p, {}).renderable, 200)
     assert f"rank of J: {rank} of {dim}" in text
     asym = float((j - j.T).abs().max())
     if dim > 2:
@@ -328,7 +324,7 @@ def test_lesson_2_measures_how_close_a_standardized_sigmoid_is_to_its_line(seed)
         return np.max(np.abs(1 / (1 + np.exp(-v)) - (0.5 + v / 4)))
 
     assert gap(zn) < 0.25 < gap(z)
-    text = " ".join(_text(run_demo("saturation_before_after", p, {}).renderable).split())
+    text = flat(run_demo("saturation_before_after", p, {}).renderable, 200)
     assert f"1/2 + z/4: {float(gap(zn)):.2g} standardized" in text and "✗" not in text
 
 
@@ -340,7 +336,7 @@ def test_lesson_6_calls_dx_zero_only_where_it_is(dim, eps, seed):
     xhat = (x - x.mean()) / np.sqrt(x.var() + eps)
     g = gamma * dy
     dx = (g - g.mean() - xhat * np.mean(g * xhat)) / np.sqrt(x.var() + eps)  # the oracle, in NumPy
-    text = " ".join(_text(run_demo("forms_agree", p).renderable).split())
+    text = flat(run_demo("forms_agree", p).renderable, 200)
     assert ("is 0 up to rounding" in text) == (np.max(np.abs(dx)) <= 1e-12), text
 
 
@@ -366,7 +362,7 @@ def test_lesson_7_shows_what_the_projection_costs_the_learning_signal(dim, eps, 
     xhat = (x - x.mean()) / np.sqrt(x.var() + eps)
     g = gamma * dy
     removed = (np.sum(g) + xhat * (xhat @ g)) / dim  # P g = (1/d)(1 1ᵀ + xhat xhatᵀ) g, without forming P
-    text = _text(run_demo("gradient_orthogonal", LessonParams(dim=dim, eps=eps, seed=seed)).renderable)
+    text = rendered(run_demo("gradient_orthogonal", LessonParams(dim=dim, eps=eps, seed=seed)).renderable, 200)
     shown = {
         key: [float(v) for v in re.search(rf"{re.escape(label)}\s+(\S+)", text).group(1).split()]
         for key, label in (("signal", "|γ·dy|, the whole signal"), ("removed", "|P (γ·dy)|, the part removed"))
@@ -424,7 +420,7 @@ def test_a_mark_is_recorded_with_the_check_it_was_decided_by():
 @pytest.mark.parametrize(("dim", "batch"), [(16, 16), (2, 2), (3, 4)])
 def test_batch_tables_fit_60_columns_at_every_size_the_lessons_take(demo, args, dim, batch):
     """At --dim 16 --batch 16 these tables had every cell cut to an ellipsis; they show a corner and say so."""
-    text = _text(run_demo(demo, LessonParams(dim=dim, batch=batch, seed=7), args).renderable, width=60)
+    text = rendered(run_demo(demo, LessonParams(dim=dim, batch=batch, seed=7), args).renderable, 60)
     assert "…" not in text, text
     corner = "columns shown" in " ".join(text.split())
     # the batch tables print at most 6 rows and 4 to 6 columns: only the 16 x 16 batch is cut (P is a heat map)
