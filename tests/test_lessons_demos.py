@@ -192,8 +192,10 @@ CALLS = {
 
 
 def _check_every_core_demo(p: LessonParams) -> None:
-    for name, spec in sorted(load_demos().items()):
-        for args in CALLS.get(name, [{}]) if spec.module in CORE_DEMO_MODULES else []:
+    core = [name for name, spec in sorted(load_demos().items()) if spec.module in CORE_DEMO_MODULES]
+    assert core and set(CALLS) <= set(core), "the core demos moved: CORE_DEMO_MODULES no longer finds them"
+    for name in core:
+        for args in CALLS.get(name, [{}]):
             assert_demo_passes(name, p, args)
 
 

@@ -22,7 +22,7 @@ from microgradnorm.lessons import demos_residual as R
 from microgradnorm.lessons.demos import LessonParams, run_demo
 from microgradnorm.present import fmt
 from tests.helpers import flat as render
-from tests.helpers import marked, run_cli, torch_stack_grads
+from tests.helpers import marked, run_cli, standardize, torch_stack_grads
 
 # ---- one LayerNorm ------------------------------------------------------------------------------
 
@@ -59,9 +59,7 @@ def _block_jacobians(weights: R.StackWeights) -> list[np.ndarray]:
     h, out = weights.x.copy(), []
 
     def block(k, v):
-        mu = v.mean(axis=-1, keepdims=True)
-        u = (v - mu) / np.sqrt(((v - mu) ** 2).mean(axis=-1, keepdims=True) + 1e-5)
-        return np.tanh(u @ weights.w1[k] + weights.b1[k]) @ weights.w2[k]
+        return np.tanh(standardize(v, -1, 1e-5) @ weights.w1[k] + weights.b1[k]) @ weights.w2[k]
 
     step = 1e-6
     for k in range(len(weights.w1)):

@@ -21,6 +21,7 @@ from microgradnorm.lessons.demo_tools import random_dy, random_vector
 from microgradnorm.lessons.demos import LessonParams, run_demo
 from microgradnorm.present import fmt
 from tests.helpers import flat as render
+from tests.helpers import standardize
 
 
 def test_the_true_variance_the_demo_checks_against_is_exact():
@@ -125,7 +126,7 @@ def _textbook_float32(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A textbook LayerNorm of each row of the float32 ``x`` in float32 (mean, x - mean, centred variance), and
     the same rows standardized in float64: (float32 result, float64 result)."""
     x64 = x.astype(np.float64)
-    y64 = (x64 - x64.mean(1, keepdims=True)) / np.sqrt(x64.var(1, keepdims=True) + 1e-5)
+    y64 = standardize(x64, 1, 1e-5)
     xshift = x - x.mean(1, keepdims=True, dtype=np.float32)
     return xshift / np.sqrt((xshift * xshift).mean(1, keepdims=True, dtype=np.float32) + np.float32(1e-5)), y64
 

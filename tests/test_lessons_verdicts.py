@@ -20,7 +20,7 @@ from microgradnorm.lessons.demo_tools import random_dy, random_gamma, random_vec
 from microgradnorm.lessons.demos import LessonParams, run_demo
 from microgradnorm.lessons.demos_jacobian import _problem
 from microgradnorm.lessons.format import lessons_dir, parse_lesson
-from tests.helpers import asking_steps, flat, marked, rendered, torch_results
+from tests.helpers import asking_steps, flat, marked, rendered, standardize, torch_results
 
 
 def _spread_claims(text: str) -> dict[str, tuple[float, float]]:
@@ -215,8 +215,7 @@ def test_lesson_2_answers_the_general_question_even_when_two_rows_happen_to_be_c
     """With 2 rows each standardized column is ±1 (up to eps), so the rows can be centred by chance (review-a 2)."""
     p = LessonParams(dim=2, seed=seed, eps=eps, batch=2)
     x = np.round(rng_for(seed, 36).normal(5.0, 3.0, size=(3, 2)), 1)
-    two = (x[:2] - x[:2].mean(axis=0)) / np.sqrt(x[:2].var(axis=0) + eps)  # the oracle
-    three = (x - x.mean(axis=0)) / np.sqrt(x.var(axis=0) + eps)
+    two, three = standardize(x[:2], 0, eps), standardize(x, 0, eps)  # the oracle
     assert np.abs(two.mean(axis=1)).max() < 1e-3  # these seeds are the chance case: rows look centred
     assert np.abs(three.mean(axis=1)).max() > 1e-2  # and a third row breaks it
     q = run_demo("standardize_both_ways", p, {}).prediction
