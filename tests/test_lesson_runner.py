@@ -30,7 +30,7 @@ from microgradnorm.lessons.format import LESSON_FILE, lessons_dir, load_lessons,
 from microgradnorm.lessons.pager import MIN_ROWS, OVERLAP, Window
 from microgradnorm.lessons.progress import FILE_NAME, ProgressStore
 from microgradnorm.lessons.render import key_footer
-from microgradnorm.lessons.runner import LessonRunner, action_of, run_auto
+from microgradnorm.lessons.runner import ACTIONS, LessonRunner, action_of, run_auto
 from microgradnorm.lessons.translation import localized
 from tests import helpers
 
@@ -151,6 +151,7 @@ def test_keys_map_to_actions():
     assert [action_of(str(d)) for d in range(1, 10)] == ["answer"] * 9
     assert [action_of(k) for k in ("r", "g", "q", "Q", "\x03", "\x04", "")] == ["restart", "graph", *["quit"] * 5]
     assert action_of("x") is None and action_of("ESC") is None and action_of("0") is None
+    assert all(callable(getattr(LessonRunner, f"_on_{a}", None)) for a in {*ACTIONS.values(), "other"})  # handled
 
 
 def test_next_back_and_quit_move_between_steps_and_save_the_place(lesson, lang):
