@@ -191,12 +191,9 @@ def test_a_lazy_constant_is_translated_when_used_not_when_defined():
 
 
 def test_a_lazy_constant_renders_in_rich():
-    from rich.console import Console
-
-    console = Console(file=io.StringIO(), width=40, color_system=None)
     with use_language("zh-CN"):
-        console.print(lazy_gettext(STATE_DIR_MESSAGE))
-    assert console.file.getvalue().strip() == shipped_translation(STATE_DIR_MESSAGE)
+        shown = helpers.rendered(lazy_gettext(STATE_DIR_MESSAGE), 40)
+    assert shown.strip() == shipped_translation(STATE_DIR_MESSAGE)
 
 
 # ---- state: threads, tasks, tests ----------------------------------------------------------------------------

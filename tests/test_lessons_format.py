@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 import re
-from io import StringIO
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from microgradnorm.i18n import _
 from microgradnorm.lessons import render
 from microgradnorm.lessons.demos import DEMOS, DemoOutput, LessonParams, Prediction, demo, load_demos, run_demo
-from microgradnorm.lessons.format import (
-    DemoCall,
-    LessonFormatError,
-    Prose,
-    lessons_dir,
-    load_lessons,
-    parse_lesson,
-)
+from microgradnorm.lessons.format import DemoCall, LessonFormatError, Prose, lessons_dir, load_lessons, parse_lesson
+from tests.helpers import rendered
 
 
 @demo("t_fmt_needs_k")
@@ -197,9 +189,7 @@ def test_the_real_lessons_load_without_errors():
 
 def test_a_prediction_is_asked_before_its_numbers_and_answered_from_them():
     guess = Prediction("Which is larger?", ("a", "b"), answer=1, why="b is 2, a is 1.")
-    console = Console(file=StringIO(), width=60, color_system=None)
-    console.print(render._demo_renderable(DemoOutput("TABLE", prediction=guess)))
-    out = console.file.getvalue()
+    out = rendered(render._demo_renderable(DemoOutput("TABLE", prediction=guess)), 60)
     asked = _("Predict: {question}").format(question=guess.question)
     answered = _("Answer: {answer}. {why}").format(answer="b", why=guess.why)  # the why shown whole
     assert out.index(asked) < out.index(answered) < out.index("TABLE")
