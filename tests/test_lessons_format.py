@@ -11,7 +11,7 @@ from microgradnorm.i18n import _
 from microgradnorm.lessons import render
 from microgradnorm.lessons.demos import DEMOS, DemoOutput, LessonParams, Prediction, demo, load_demos, run_demo
 from microgradnorm.lessons.format import DemoCall, LessonFormatError, Prose, lessons_dir, load_lessons, parse_lesson
-from tests.helpers import rendered
+from tests.helpers import refuses, rendered
 
 
 @demo("t_fmt_needs_k")
@@ -29,9 +29,7 @@ def parse(body: str, head: str = HEAD, path: Path = PATH):
 
 
 def error(body: str, head: str = HEAD, path: Path = PATH) -> LessonFormatError:
-    with pytest.raises(LessonFormatError) as info:
-        parse(body, head, path)
-    return info.value
+    return refuses(lambda: parse(body, head, path), LessonFormatError, ())
 
 
 def line_of(text: str, needle: str) -> int:
