@@ -116,11 +116,7 @@ def test_heat_map_rejects_ragged_input():
 def bar_length(line: str) -> float:
     """Length of the first bar on a line, in characters (eighth blocks count 1/8 each)."""
     eighths = " ▏▎▍▌▋▊▉█"
-    total = 0.0
-    for ch in line:
-        if ch in eighths[1:]:
-            total += eighths.index(ch) / 8
-    return total
+    return sum(eighths.index(ch) / 8 for ch in line if ch in eighths[1:])
 
 
 def test_bar_chart_linear_lengths_are_proportional():
@@ -203,7 +199,7 @@ def test_line_chart_places_points_by_their_x_so_a_shorter_run_ends_early():
     long, short = list(np.linspace(2.0, 1.0, 768)), list(np.linspace(2.0, 0.5, 48))
     lines = plain(render(line_chart({"batch 2": long, "batch 32": short}, height=8), width=60))
     plot_w = len(lines[0].split("│", 1)[1])
-    shown = _columns(lines, "o", 8) + [k for k in _columns(lines, "#", 8)]
+    shown = _columns(lines, "o", 8) + _columns(lines, "#", 8)
     assert max(shown) <= round(47 / 767 * (plot_w - 1)) + 1, (max(shown), plot_w)
     assert max(_columns(lines, "*", 8)) == plot_w - 1  # the long run reaches the end of the axis
     axis = lines[9].split()

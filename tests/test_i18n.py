@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gettext
 import importlib
-import io
 import os
 import subprocess
 import sys
@@ -48,32 +47,21 @@ def make_catalog(tmp_path, entries):
         catalog.add(msgid, msgstr, flags=flags)
     path = tmp_path / "zh_CN" / "LC_MESSAGES" / f"{i18n.DOMAIN}.mo"
     path.parent.mkdir(parents=True)
-    buf = io.BytesIO()
-    write_mo(buf, catalog)
-    path.write_bytes(buf.getvalue())
+    with path.open("wb") as f:
+        write_mo(f, catalog)
     return tmp_path
 
 
 # ---- the values --lang and MICROGRADNORM_LANG take ------------------------------------------------
 
 
+ENGLISH_SPELLINGS = ("en", "EN", "en-US", "en_GB.UTF-8")
+# zh-CN as written, then (issue 27, item 14) the usual spellings of Simplified Chinese
+CHINESE_SPELLINGS = ("zh-CN", "zh_CN", " zh-cn ", "zh", "zh-Hans", "zh-Hans-CN", "zh_CN.UTF-8", "zh-SG")
+
+
 @pytest.mark.parametrize(
-    ("given", "expected"),
-    [
-        ("en", "en"),
-        ("EN", "en"),
-        ("en-US", "en"),
-        ("en_GB.UTF-8", "en"),
-        ("zh-CN", "zh-CN"),
-        ("zh_CN", "zh-CN"),
-        (" zh-cn ", "zh-CN"),
-        # issue 27, item 14: the usual spellings of Simplified Chinese
-        ("zh", "zh-CN"),
-        ("zh-Hans", "zh-CN"),
-        ("zh-Hans-CN", "zh-CN"),
-        ("zh_CN.UTF-8", "zh-CN"),
-        ("zh-SG", "zh-CN"),
-    ],
+    ("given", "expected"), [(g, "en") for g in ENGLISH_SPELLINGS] + [(g, "zh-CN") for g in CHINESE_SPELLINGS]
 )
 def test_language_values_are_read_forgivingly(given, expected):
     assert i18n.parse_language(given) == expected
@@ -81,9 +69,8 @@ def test_language_values_are_read_forgivingly(given, expected):
 
 @pytest.mark.parametrize("given", ["fr", "zh-TW", "zh-Hant", "zh_HK.UTF-8", "", "english", "C", "enx"])
 def test_an_unknown_language_names_the_argument_the_expected_and_the_given(given):
-    with pytest.raises(LanguageError) as info:
-        i18n.parse_language(given, source="--lang")
-    assert str(info.value) == f"--lang: expected en or zh-CN, got {given!r}"
+    refused = helpers.refuses(lambda: i18n.parse_language(given, source="--lang"), LanguageError, ())
+    assert str(refused) == f"--lang: expected en or zh-CN, got {given!r}"
 
 
 # ---- the locale, read as gettext reads it -------------------------------------------------------------
@@ -191,12 +178,9 @@ def test_a_lazy_constant_is_translated_when_used_not_when_defined():
 
 
 def test_a_lazy_constant_renders_in_rich():
-    from rich.console import Console
-
-    console = Console(file=io.StringIO(), width=40, color_system=None)
     with use_language("zh-CN"):
-        console.print(lazy_gettext(STATE_DIR_MESSAGE))
-    assert console.file.getvalue().strip() == shipped_translation(STATE_DIR_MESSAGE)
+        shown = helpers.rendered(lazy_gettext(STATE_DIR_MESSAGE), 40)
+    assert shown.strip() == shipped_translation(STATE_DIR_MESSAGE)
 
 
 # ---- state: threads, tasks, tests ----------------------------------------------------------------------------

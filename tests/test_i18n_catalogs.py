@@ -200,16 +200,13 @@ def test_the_check_command_passes_on_the_repository(capsys):
 
 
 def test_the_tool_command_checks_and_lists():
-    out = subprocess.run(
-        [sys.executable, "-m", "microgradnorm.i18n_tools", "untranslated"], capture_output=True, text=True, timeout=120
-    )
+    def tool(*argv: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "microgradnorm.i18n_tools", *argv]
+        return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+    out = tool("untranslated")
     assert out.returncode == 0 and out.stdout.strip().splitlines()[-1].endswith("shown in English for zh-CN")
-    bad = subprocess.run(
-        [sys.executable, "-m", "microgradnorm.i18n_tools", "untranslated", "--lang", "fr"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    bad = tool("untranslated", "--lang", "fr")
     assert bad.returncode == 2 and "argument --lang: expected en or zh-CN, got 'fr'" in bad.stderr
 
 

@@ -18,7 +18,7 @@ from microgradnorm import tolerances as tol
 from microgradnorm.lessons import demos_batchnorm as bn
 from microgradnorm.lessons import norm_axes as A
 from microgradnorm.lessons.demos import LessonParams, load_demos, run_demo
-from tests.helpers import marked, numeric_grad, standardize
+from tests.helpers import flat, marked, numeric_grad, standardize
 from tests.helpers import rendered as render
 
 SEEDS = (0, 1, 2, 5, 11)
@@ -189,7 +189,7 @@ def test_the_gradient_bound_is_met_and_tight_at_eps_0(m, eps):
     ours = bn.gradient_bound(x, gamma, dy, eps)
     assert np.all(np.abs(ours[0] - lhs) <= slack) and np.all(np.abs(ours[1] - bound) <= slack)
     p = LessonParams(dim=3, seed=m, eps=eps, batch=m)
-    text = " ".join(render(run_demo("bn_gradient_bound", p).renderable, 60).split())
+    text = flat(run_demo("bn_gradient_bound", p).renderable, 60)
     assert text.startswith("✓ |dX_j|² ≤ (gamma_j/std_j)²")
     assert ("equal at eps = 0" in text) == (eps == 0)
 

@@ -21,10 +21,6 @@ SEEDS = (0, 1, 2, 3, 4, 7, 12, 99)
 ZERO = 1e-12  # a dot product of unit-sized vectors that should vanish: rounding only
 
 
-def _text(renderable, width: int = 60) -> str:
-    return rendered(renderable, width)
-
-
 def _torch_dx(x, gamma, dy, eps):
     """PyTorch's dx of LayerNorm (gamma, no beta) in float64: the oracle."""
     pytest.importorskip("torch")
@@ -58,7 +54,7 @@ def test_the_plane_basis_is_orthonormal_and_flat_coordinates_give_vectors_back()
 def test_the_direction_question_is_answered_along_the_circle(seed):
     out = run_demo("layernorm_circle", LessonParams(seed=seed))
     assert out.prediction.answer == 1  # along the circle, at right angles to xhat
-    text = _text(out.renderable)
+    text = rendered(out.renderable, 60)
     assert "✗" not in text and text.count("✓") == 3
     x, gamma, dy = geo_mod._problem(seed)
     canvas = geo_mod.terminal_picture(geo_mod.plane_geometry(x, gamma, dy)).canvas()
@@ -107,14 +103,14 @@ def test_the_svg_puts_xhat_on_the_drawn_circle_and_t_at_right_angles_to_it(seed)
 def test_a_plane_picture_takes_no_blank_rows_above_or_below_what_it_draws():
     pic = PlanePicture(4.0, cols=20, rows=10)
     pic.circle(1.0)  # a quarter of the extent: most rows are blank
-    text = _text(pic)
+    text = rendered(pic, 60)
     assert all(line.strip() for line in text.splitlines())
     assert len(text.splitlines()) < 10
     legend = PlanePicture(4.0, cols=20, rows=10)
     legend.circle(1.0)
     for k in range(8):
         legend.note(str(k), f"legend line {k}")
-    assert all(f"legend line {k}" in _text(legend, 60) for k in range(8))  # a legend longer than the picture
+    assert all(f"legend line {k}" in rendered(legend, 60) for k in range(8))  # a legend longer than the picture
 
 
 def test_the_lesson_7_checks_can_fail():
@@ -184,7 +180,7 @@ def test_at_d_2_and_eps_0_the_scaling_question_says_dx_stays_0(seed):
     assert np.linalg.norm(_torch_dx(x, gamma, dy, 0.0)) < 1e-12 * scale  # the oracle: dx is 0 up to rounding
     out = run_demo("scale_invariance", LessonParams(dim=2, seed=seed, eps=0.0))
     assert out.prediction.choices[out.prediction.answer] == "it stays the same"
-    text = _text(out.renderable, 100)
+    text = rendered(out.renderable)
     assert text.count("— (dx = 0)") == 5 and "d = 2" in text
 
 

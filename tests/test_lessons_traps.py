@@ -21,7 +21,7 @@ from microgradnorm.lessons.demo_tools import random_dy, random_vector
 from microgradnorm.lessons.demos import LessonParams, run_demo
 from microgradnorm.present import fmt
 from tests.helpers import flat as render
-from tests.helpers import standardize
+from tests.helpers import numeric_grad, standardize
 
 
 def test_the_true_variance_the_demo_checks_against_is_exact():
@@ -202,7 +202,7 @@ def test_at_two_features_the_float32_step_says_why_it_runs_at_three():
     step = np.array([h, 0.0])
     fd = (y(x + step) - y(x - step)) / (2 * h)
     assert np.max(np.abs(fd)) < 1e-8
-    shown = " ".join(render(run_demo("float_precision", LessonParams(dim=2, eps=0.0)).renderable).split())
+    shown = render(run_demo("float_precision", LessonParams(dim=2, eps=0.0)).renderable)
     assert "this step uses d = 3" in shown and "x [64, 3]" in shown and "✗" not in shown
     assert "this step uses" not in render(run_demo("float_precision", LessonParams(dim=3)).renderable)
 
@@ -221,7 +221,7 @@ def test_the_mean_square_of_a_normalized_row_is_one_with_n_and_n_minus_1_over_n_
     x = random_vector(p.seed, p.dim)
     by_n = (x - x.mean()) / np.sqrt(x.var() + p.eps)
     by_n1 = (x - x.mean()) / np.sqrt(x.var(ddof=1) + p.eps)
-    shown = " ".join(render(run_demo("n_or_n_minus_1", p).renderable).split())
+    shown = render(run_demo("n_or_n_minus_1", p).renderable)
     if np.mean(by_n**2) >= 0.99:  # "1 up to eps" is said only when it is near 1
         line = f"✓ a row of d = {p.dim}: mean(xhat²) is {fmt(np.mean(by_n**2), 4)} with ÷n (up to eps)"
     else:
@@ -245,18 +245,15 @@ def test_the_mixed_n_dx_error_is_measured_where_the_true_dx_is_not_zero(p):
     inf), so the step measures a row of d = 3 and says so."""
     d = max(p.dim, 3)
     x, dy = random_vector(p.seed, d), random_dy(p.seed, d)
-    h = 1e-6
-    true_dx = np.array(
-        [(dy @ _unbiased_ln(x + h * e, p.eps) - dy @ _unbiased_ln(x - h * e, p.eps)) / (2 * h) for e in np.eye(d)]
-    )
+    true_dx = numeric_grad(lambda v: dy @ _unbiased_ln(v, p.eps), x)
     xhat = _unbiased_ln(x, p.eps)
     rstd = (x.var(ddof=1) + p.eps) ** -0.5
     by_n = rstd * (dy - dy.mean() - xhat * np.mean(dy * xhat))  # the ÷n closed form, gamma = 1
     err = np.max(np.abs(by_n - true_dx)) / np.max(np.abs(true_dx))  # normwise, in the max norm
-    shown = " ".join(render(run_demo("n_or_n_minus_1", p).renderable).split())
+    shown = render(run_demo("n_or_n_minus_1", p).renderable)
     assert f"dx off by {T.sci(err, 1)} (relative)" in shown and "inf" not in shown
     assert ("on a row of d = 3" in shown) == (p.dim == 2)
     if p.dim == 2 and p.eps == 0:  # why: the two-number ÷(n−1) LayerNorm is constant, its dx vanishes
         x2 = random_vector(p.seed, 2)
-        e0 = np.array([h, 0.0])
+        e0 = np.array([tol.FD_STEP, 0.0])
         assert np.max(np.abs(_unbiased_ln(x2 + e0, 0.0) - _unbiased_ln(x2 - e0, 0.0))) < 1e-9

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from microgradnorm import store
+from tests.helpers import refuses
 
 
 def test_state_dir_follows_the_environment_and_without_it_is_where_platformdirs_puts_state(tmp_path, monkeypatch):
@@ -59,11 +60,8 @@ def test_a_corrupt_file_is_set_aside_and_reported(tmp_path, raw):
     every command with a codec error."""
     path = tmp_path / "lessons.json"
     path.write_bytes(raw)
-    with pytest.raises(store.CorruptStateError) as info:
-        store.load_json(path, {})
-    moved = info.value.moved_to
-    assert not path.exists() and moved.read_bytes() == raw
-    assert "set aside" in str(info.value) and str(path) in str(info.value) and moved.name in str(info.value)
+    error = refuses(lambda: store.load_json(path, {}), store.CorruptStateError, ["set aside", str(path)])
+    assert not path.exists() and error.moved_to.read_bytes() == raw and error.moved_to.name in str(error)
 
 
 def test_two_set_asides_in_one_second_keep_both_files(tmp_path, monkeypatch):
@@ -73,9 +71,7 @@ def test_two_set_asides_in_one_second_keep_both_files(tmp_path, monkeypatch):
     moved = []
     for text in ("{broken one", "{broken two", "{broken three"):
         path.write_text(text, encoding="utf-8")
-        with pytest.raises(store.CorruptStateError) as info:
-            store.load_json(path, {})
-        moved.append(info.value.moved_to)
+        moved.append(refuses(lambda: store.load_json(path, {}), store.CorruptStateError, ()).moved_to)
     assert len(set(moved)) == 3
     assert [m.read_text(encoding="utf-8") for m in moved] == ["{broken one", "{broken two", "{broken three"]
     assert moved[0].name == "lessons.json.corrupt-20261201-235959" and moved[1].name.endswith("-235959-2")
@@ -94,9 +90,8 @@ def test_a_progress_file_of_the_wrong_shape_is_set_aside_without_replacing_an_ea
 
 
 def test_the_probe_names_a_folder_that_refuses_new_files(read_only_state):
-    with pytest.raises(store.StateDirError, match="cannot write in the state directory") as info:
-        store.probe_writable(read_only_state)
-    assert str(read_only_state) in str(info.value) and "Operation not permitted" in str(info.value)
+    words = ["cannot write in the state directory", str(read_only_state), "Operation not permitted"]
+    refuses(lambda: store.probe_writable(read_only_state), store.StateDirError, words)
     assert list(read_only_state.iterdir()) == []
 
 
@@ -120,11 +115,9 @@ def test_a_state_dir_that_is_a_file_names_the_variable_and_the_path(tmp_path, mo
     taken = tmp_path / "a-file"
     taken.write_text("mine")
     monkeypatch.setenv(variable, str(taken))
-    with pytest.raises(store.StateDirError) as info:
-        store.state_dir()
-    message = str(info.value)
-    assert message.startswith(f"{variable}: expected a directory") and str(taken) in message
-    assert isinstance(info.value, OSError) and taken.read_text() == "mine"
+    error = refuses(store.state_dir, store.StateDirError, [str(taken)])
+    assert str(error).startswith(f"{variable}: expected a directory")
+    assert isinstance(error, OSError) and taken.read_text() == "mine"
 
 
 @pytest.mark.parametrize("fail", ["mkstemp", "replace"])
