@@ -41,7 +41,6 @@ from microgradnorm.verdicts import (
     at_most,
     below,
     claim,
-    claims,
     close_to,
     differs,
     equal,
@@ -752,11 +751,14 @@ def groupnorm_between(p: LessonParams) -> DemoOutput:
         _normalize("batchnorm", x[:1], eps), _normalize("batchnorm", x, eps)[:1],
         rtol, atol, "BatchNorm: image 0 alone vs in the batch",
     )  # fmt: skip
-    lines = claims([
-        (gn_alone, _("GroupNorm (G = 2): image 0 alone gives the same output as image 0 in its batch")),
-        (bn_alone, _("BatchNorm: image 0 alone gives another output than image 0 in its batch")),
-    ])  # fmt: skip
-    return DemoOutput(Group(table, lines), prediction=_group_prediction(x, eps))
+    return DemoOutput(
+        Group(
+            table,
+            claim(gn_alone, _("GroupNorm (G = 2): image 0 alone gives the same output as image 0 in its batch")),
+            claim(bn_alone, _("BatchNorm: image 0 alone gives another output than image 0 in its batch")),
+        ),
+        prediction=_group_prediction(x, eps),
+    )
 
 
 def _group_prediction(x: np.ndarray, eps: float) -> Prediction:

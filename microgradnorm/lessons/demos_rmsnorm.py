@@ -42,7 +42,7 @@ from microgradnorm.lessons.demo_tools import (
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL
-from microgradnorm.verdicts import Check, Checks, above, cancels, claim, claims, close_to, exactly, within
+from microgradnorm.verdicts import Check, Checks, above, cancels, claim, close_to, exactly, within
 
 
 def _vector(p: LessonParams) -> np.ndarray:
@@ -71,25 +71,21 @@ def rms_vs_ln_forward(p: LessonParams) -> Group:
     return Group(
         cjk_text(_("one vector, d = {d}, eps = {eps}").format(d=p.dim, eps=f"{p.eps:g}"), style="italic"),
         number_table(["i", "x", "LN(x)", "RMS(x)"], rows),
-        claims(
-            [
-                (
-                    cancels(ln.sum(), np.abs(ln).sum(), "Σ LN(x)")
-                    & above(float(rms.mean() * x.mean()), 0.0, "mean of RMS(x) × mean of x (same sign)"),
-                    _("LN(x) has mean 0; RMS(x) keeps the sign of x's mean"),
-                ),
-                (
-                    within(root[2], float(np.sqrt(ms / (ms + p.eps))), CLOSED_FORM_RTOL, "root mean square of RMS(x)"),
-                    _("RMS(x) has root mean square √(mean(x²)/(mean(x²) + eps)) = {value}").format(
-                        value=f"{root[2]:.7g}"  # one digit past the table, so 1 − eps/(2·mean(x²)) shows
-                    )
-                    + (_(", 1 up to eps") if abs(root[2] - 1) < NEAR_ONE else ""),
-                ),
-                (
-                    close_to(rms_c, ln, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "RMS(x − mean(x)) vs LN(x)"),
-                    _("RMS(x − mean(x)) = LN(x): max |diff| {value}").format(value=maxabs(rms_c - ln)),
-                ),
-            ]
+        claim(
+            cancels(ln.sum(), np.abs(ln).sum(), "Σ LN(x)")
+            & above(float(rms.mean() * x.mean()), 0.0, "mean of RMS(x) × mean of x (same sign)"),
+            _("LN(x) has mean 0; RMS(x) keeps the sign of x's mean"),
+        ),
+        claim(
+            within(root[2], float(np.sqrt(ms / (ms + p.eps))), CLOSED_FORM_RTOL, "root mean square of RMS(x)"),
+            _("RMS(x) has root mean square √(mean(x²)/(mean(x²) + eps)) = {value}").format(
+                value=f"{root[2]:.7g}"  # one digit past the table, so 1 − eps/(2·mean(x²)) shows
+            )
+            + (_(", 1 up to eps") if abs(root[2] - 1) < NEAR_ONE else ""),
+        ),
+        claim(
+            close_to(rms_c, ln, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "RMS(x − mean(x)) vs LN(x)"),
+            _("RMS(x − mean(x)) = LN(x): max |diff| {value}").format(value=maxabs(rms_c - ln)),
         ),
     )
 
