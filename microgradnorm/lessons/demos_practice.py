@@ -28,7 +28,7 @@ from microgradnorm import vectorized as V
 from microgradnorm.drawing.charts import line_chart
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import cjk_text, sentences
-from microgradnorm.lessons.demo_tools import check_mark, engine_forward, fmt, maxabs, number_table, rng_for, sci
+from microgradnorm.lessons.demo_tools import agree, check_mark, engine_forward, fmt, maxabs, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, DISPLAY_RTOL
@@ -195,9 +195,7 @@ def padding_growth(
         change = np.abs(ln_pad[mask.reshape(-1)] - ln_real)
         # zeros add nothing to the sum, only to the count: the padded mean is the real one times their share
         what = f"padded to {length}: "
-        shares.append(
-            close_to(m_pad.mean, m_real.mean * mask.mean(), CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, what + "BN mean")
-        )
+        shares.append(agree(m_pad.mean, m_real.mean * mask.mean(), what=what + "BN mean"))
         still.append(at_most(float(np.max(change)), 0.0, what + "LN change"))
         rows.append(
             [
@@ -309,7 +307,7 @@ def _batch2_prediction(pair: tuple[np.ndarray, np.ndarray], eps: float, note: st
     largest = float(np.max(np.abs(got)))
     pull = float(np.median(np.abs(1.0 - np.abs(got))))  # how far eps pulls a typical output in from ±1
     zero = at_most(largest, 0.0, "batch 2: the largest |output|")
-    formula = close_to(got, expected, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "batch 2: outputs vs ±1/sqrt(1 + eps/var)")
+    formula = agree(got, expected, what="batch 2: outputs vs ±1/sqrt(1 + eps/var)")
     nonzero = above(largest, 0.0, "batch 2: the largest |output|")
     near_one = at_most(pull, _PULL_SMALL, "batch 2: median of 1 − |output|")
     pulled = above(pull, _PULL_SMALL, "batch 2: median of 1 − |output|")
@@ -353,7 +351,7 @@ def batch_size_dependence(p: LessonParams, sizes: tuple[int, ...] = (1, 2, 4, 16
     ln_spread = max(s["ln_spread"] for s in stats)
     checks = [
         claim(
-            close_to(pair[0], pair[1], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "batch 2: outputs vs ±1/sqrt(1 + eps/var)"),
+            agree(pair[0], pair[1], what="batch 2: outputs vs ±1/sqrt(1 + eps/var)"),
             _("batch 2: every output is ±1/sqrt(1 + eps/var)"),
         ),
         claim(_within_batch_reach(stats), _("batch N: no output is larger than √(N − 1) in size")),
@@ -481,7 +479,7 @@ def _eval_claims(run: EvalRun) -> Group:
     return Group(
         claim(
             close_to(layer.running_var, ema_var, CLOSED_FORM_RTOL, 0.0, "running var vs the average written out")
-            & close_to(layer.running_mean, ema_mean, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "running mean vs it"),
+            & agree(layer.running_mean, ema_mean, what="running mean vs it"),
             _("running averages of each batch's mean and its ÷(N − 1) variance"),
         ),
         claim(
@@ -489,11 +487,11 @@ def _eval_claims(run: EvalRun) -> Group:
             _("train and eval mode differ: by up to {value}").format(value=fmt(gap, 3)),
         ),
         claim(
-            close_to(run.y_alone[0], run.y_eval[0], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "eval: alone vs in batch"),
+            agree(run.y_alone[0], run.y_eval[0], what="eval: alone vs in batch"),
             _("eval mode: example 0 alone gives its output in the batch"),
         ),
         claim(
-            close_to(ln_alone, ln_batch, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "LayerNorm: alone vs in its batch"),
+            agree(ln_alone, ln_batch, what="LayerNorm: alone vs in its batch"),
             _("LayerNorm, which has no modes: example 0 alone gives its output in the batch (off by {value})").format(
                 value=maxabs(ln_alone - ln_batch)
             ),

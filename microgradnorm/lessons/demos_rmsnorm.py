@@ -28,6 +28,7 @@ from microgradnorm.i18n import N_, _, pgettext
 from microgradnorm.i18n.text import cjk_text, separated
 from microgradnorm.jacobian import autograd_jacobian
 from microgradnorm.lessons.demo_tools import (
+    agree,
     autograd_dx,
     engine_forward,
     fmt,
@@ -41,8 +42,8 @@ from microgradnorm.lessons.demo_tools import (
 )
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.registry import get_norm
-from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL
-from microgradnorm.verdicts import Check, Checks, above, cancels, claim, close_to, exactly, within
+from microgradnorm.tolerances import CLOSED_FORM_RTOL
+from microgradnorm.verdicts import Check, Checks, above, cancels, claim, exactly, within
 
 
 def _vector(p: LessonParams) -> np.ndarray:
@@ -84,7 +85,7 @@ def rms_vs_ln_forward(p: LessonParams) -> Group:
             + (_(", 1 up to eps") if abs(root[2] - 1) < NEAR_ONE else ""),
         ),
         claim(
-            close_to(rms_c, ln, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "RMS(x − mean(x)) vs LN(x)"),
+            agree(rms_c, ln, what="RMS(x − mean(x)) vs LN(x)"),
             _("RMS(x − mean(x)) = LN(x): max |diff| {value}").format(value=maxabs(rms_c - ln)),
         ),
     )
@@ -137,7 +138,7 @@ def rms_gradient(p: LessonParams, eps: float | None = None) -> DemoOutput:
             cjk_text(_("same x, gamma, dy; d = {d}, eps = {eps}").format(d=p.dim, eps=f"{e:g}"), style="italic"),
             number_table([pgettext("demo table header", "autograd dx"), "LayerNorm", "RMSNorm"], rows),
             claim(
-                close_to(dx_r, closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "RMSNorm dx vs closed form"),
+                agree(dx_r, closed, what="RMSNorm dx vs closed form"),
                 _("RMSNorm dx = rrms·(g − xhat·mean(g·xhat)): max error {error}").format(error=maxabs(dx_r - closed)),
             ),
             claim(
@@ -216,7 +217,7 @@ def rms_jacobian_heatmap(p: LessonParams) -> DemoOutput:
             heat_map(j_rms, title=_("RMSNorm dy/dx (autograd)"), scale=scale, legend=False),
             heat_map(j_ln, title=_("LayerNorm dy/dx (autograd), same scale"), scale=scale),
             claim(
-                close_to(j_rms, closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "RMSNorm J vs closed form"),
+                agree(j_rms, closed, what="RMSNorm J vs closed form"),
                 "RMSNorm J = (1/rms)(I − xhat xhatᵀ/d)",
             ),
             claim(
