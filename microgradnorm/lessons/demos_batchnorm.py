@@ -98,7 +98,7 @@ def _corner_note(n: int, d: int) -> list[CJKText]:
     if (shown_n, shown_d) == (n, d):
         return []
     note = _("(the first {rows} of {n} rows and {columns} of {d} columns shown; sums, statistics and checks cover all)")
-    return [cjk_text(note.format(rows=shown_n, n=n, columns=shown_d, d=d), style="dim")]
+    return [dim_note(note.format(rows=shown_n, n=n, columns=shown_d, d=d))]
 
 
 @demo("bn_axes")

@@ -28,7 +28,17 @@ from microgradnorm import vectorized as V
 from microgradnorm.drawing.charts import line_chart
 from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import cjk_text, sentences
-from microgradnorm.lessons.demo_tools import agree, check_mark, engine_forward, fmt, maxabs, number_table, rng_for, sci
+from microgradnorm.lessons.demo_tools import (
+    agree,
+    check_mark,
+    dim_note,
+    engine_forward,
+    fmt,
+    maxabs,
+    number_table,
+    rng_for,
+    sci,
+)
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, DISPLAY_RTOL
@@ -63,7 +73,7 @@ def _eps_note(p: LessonParams) -> tuple[float, str | None]:
 
 def _eps(p: LessonParams) -> tuple[float, Text | None]:
     eps, note = _eps_note(p)
-    return eps, None if note is None else cjk_text(note, style="dim")
+    return eps, None if note is None else dim_note(note)
 
 
 # ---- padding ----------------------------------------------------------------------

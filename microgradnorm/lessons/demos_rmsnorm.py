@@ -30,6 +30,7 @@ from microgradnorm.jacobian import autograd_jacobian
 from microgradnorm.lessons.demo_tools import (
     agree,
     autograd_dx,
+    dim_note,
     engine_forward,
     fmt,
     maxabs,
@@ -573,7 +574,7 @@ def rms_speed(
     medians = {path: {k: float(np.median(v)) for k, v in ks.items()} for path, ks in samples.items()}
     table = [[path_name(k), *(fmt(med[c] * 1e3, 3) for c in CALLS)] for k, med in medians.items()]
     skipped = [
-        cjk_text(_("{path}: not timed, {why}").format(path=path_name(k), why=why), style="dim")
+        dim_note(_("{path}: not timed, {why}").format(path=path_name(k), why=why))
         for k, why in calls.items()
         if isinstance(why, str)
     ]
@@ -598,8 +599,6 @@ def rms_speed(
         *(
             ()
             if any(only_noise(med) for med in medians.values())
-            else (
-                cjk_text(_("Measured just now on this machine; run the step again and the numbers move."), style="dim"),
-            )
+            else (dim_note(_("Measured just now on this machine; run the step again and the numbers move.")),)
         ),
     )
