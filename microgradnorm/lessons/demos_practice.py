@@ -27,7 +27,7 @@ from microgradnorm import formulas
 from microgradnorm import vectorized as V
 from microgradnorm.drawing.charts import line_chart
 from microgradnorm.i18n import _, pgettext
-from microgradnorm.i18n.text import cjk_text, sentences
+from microgradnorm.i18n.text import CJKText, cjk_text, sentences
 from microgradnorm.lessons.demo_tools import (
     agree,
     check_mark,
@@ -369,7 +369,7 @@ def batch_size_dependence(p: LessonParams, sizes: tuple[int, ...] = (1, 2, 4, 16
             at_most(ln_spread, CLOSED_FORM_RTOL * math.sqrt(p.dim), "LayerNorm: largest spread over the batches"),
             _("LayerNorm: the same output in every batch, to rounding"),
         ),
-        claim(*_toward_population(stats)),
+        _toward_population(stats),
     ]
     if ones is not None:
         checks.insert(
@@ -380,8 +380,8 @@ def batch_size_dependence(p: LessonParams, sizes: tuple[int, ...] = (1, 2, 4, 16
     return DemoOutput(Group(table, *checks), prediction=_batch2_prediction(pair, eps, note))
 
 
-def _toward_population(stats: list[dict[str, float]]) -> tuple[Checks, str]:
-    """The largest batch's BatchNorm output lands nearer the population value than batch 2's: (check, line).
+def _toward_population(stats: list[dict[str, float]]) -> CJKText:
+    """The largest batch's BatchNorm output lands nearer the population value than batch 2's, as a checked claim.
 
     Only the two ends are compared: with a handful of random batches per size (and a large eps squashing
     every output) neighbouring sizes can swap places by chance, while the ends stay apart several times over.
@@ -396,7 +396,7 @@ def _toward_population(stats: list[dict[str, float]]) -> tuple[Checks, str]:
     line = _("batch {n} lands closer to the population value than batch 2 ({at_n} against {at_2})").format(
         n=largest["size"], at_n=fmt(largest["bn_from_pop"], 3), at_2=fmt(two["bn_from_pop"], 3)
     )
-    return check, line
+    return claim(check, line)
 
 
 def _within_batch_reach(stats: list[dict[str, float]]) -> Checks:

@@ -25,7 +25,7 @@ from microgradnorm import formulas
 from microgradnorm.drawing.charts import heat_map
 from microgradnorm.engine import topological_order
 from microgradnorm.i18n import N_, _, pgettext
-from microgradnorm.i18n.text import cjk_text, separated
+from microgradnorm.i18n.text import CJKText, cjk_text, separated
 from microgradnorm.jacobian import autograd_jacobian
 from microgradnorm.lessons.demo_tools import (
     agree,
@@ -44,7 +44,7 @@ from microgradnorm.lessons.demo_tools import (
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_RTOL
-from microgradnorm.verdicts import Check, Checks, above, cancels, claim, exactly, within
+from microgradnorm.verdicts import Check, above, cancels, claim, exactly, within
 
 
 def _vector(p: LessonParams) -> np.ndarray:
@@ -167,9 +167,7 @@ def _shift_prediction(still: Check, j_rms: np.ndarray, j_ln: np.ndarray) -> Pred
     )
 
 
-def _stretch_claim(
-    x: np.ndarray, lm: formulas.Moments, j_rms: np.ndarray, j_ln: np.ndarray, eps: float
-) -> tuple[Checks, str]:
+def _stretch_claim(x: np.ndarray, lm: formulas.Moments, j_rms: np.ndarray, j_ln: np.ndarray, eps: float) -> CJKText:
     """A stretch of x: what eps leaves of it through each Jacobian (``lm``: LayerNorm's moments of x)."""
     ms, var = float(np.mean(x * x)), float(lm.var.reshape(-1)[0])
     # a stretch of x: J·x = x·eps/(ms + eps)^(3/2) (RMSNorm), xshift·eps/(var + eps)^(3/2) (LayerNorm)
@@ -177,7 +175,7 @@ def _stretch_claim(
     stretch_ln = np.linalg.norm(lm.xshift) * eps / (var + eps) ** 1.5
     stretch = (np.linalg.norm(j_rms @ x), np.linalg.norm(j_ln @ x))
     size = np.abs(j_rms).sum() * np.abs(x).max()
-    return (
+    return claim(
         cancels(stretch[0] - stretch_rms, size, "|J·x| − eps's prediction (RMS)")
         & cancels(stretch[1] - stretch_ln, size, "|J·x| − eps's prediction (LN)"),
         (
@@ -226,7 +224,7 @@ def rms_jacobian_heatmap(p: LessonParams) -> DemoOutput:
                 _("what each removes has rank {rms} (RMS) and {ln} (LN)").format(rms=rank_rms, ln=rank_ln),
             ),
             claim(cancels(j_ln @ ones, terms_ln, "LayerNorm's J·1") & ~still, shift),
-            claim(*_stretch_claim(x, lm, j_rms, j_ln, p.eps)),
+            _stretch_claim(x, lm, j_rms, j_ln, p.eps),
         ),
         prediction=_shift_prediction(still, j_rms, j_ln),
     )
