@@ -384,9 +384,10 @@ def _off_by(problem: Problem, case: Case, name: str, g: np.ndarray, rel: float) 
     return {**params, "diff": float(off[idx]), "allowed": float(allowed[idx])}
 
 
-def _estimate(problem: Problem, case: Case, name: str, g: np.ndarray, first_ok: bool) -> Finding | None:
-    """An answer close to the right one but outside the rounding bound: right on the first input and on this
-    one (eps = 0) what a small eps put in its place gives; else estimated (or rounded, or nudged)."""
+def _near_miss(problem: Problem, case: Case, name: str, g: np.ndarray, first_ok: bool) -> Finding | None:
+    """An answer close to the right one but outside the rounding bound, and why: ``eps_zero_changed`` when it is
+    right on the first input and on this one (eps = 0) gives what a small eps put in its place gives; else
+    ``estimate`` (``estimate_value`` for an output that is not a gradient): estimated, rounded or nudged."""
     rel = rounding.relative_error(g, case.expected[name])
     guarded = first_ok and case.info.get("eps") == 0 and 0 < rel <= EPS_FIT_RTOL
     if guarded and _fitted_eps(problem, case, name, g) is not None:
@@ -446,7 +447,7 @@ def _sure(problem: Problem, case: Case, name: str, g: np.ndarray, first_ok: bool
     if not np.any(g) and np.any(case.expected[name]):
         return [finding("all_zero", name=problem.output(name).called)]
     expected, n, counts = case.expected[name], problem.group_size(case, name), problem.counts(case, name)
-    first = _estimate(problem, case, name, g, first_ok) or scale_finding(g, expected, n, counts)
+    first = _near_miss(problem, case, name, g, first_ok) or scale_finding(g, expected, n, counts)
     found = [first] if first is not None else []
     if first is None or first.key == "scale_other":  # a factor that is a named quantity says more than its value
         found = factor_findings(problem.output(name).called, g, expected, problem.quantities(case, name)) or found

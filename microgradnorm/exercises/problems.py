@@ -32,8 +32,17 @@ import numpy as np
 from microgradnorm import formulas
 from microgradnorm.check import random_problem
 from microgradnorm.engine import Value
-from microgradnorm.exercises import diagnose, norm_mistakes, rounding
-from microgradnorm.exercises.diagnose import Count, Finding, Geometry, Mistake, factor_findings, finding, mistake
+from microgradnorm.exercises import norm_mistakes, rounding
+from microgradnorm.exercises.diagnose import (
+    Count,
+    Finding,
+    Geometry,
+    Mistake,
+    factor_findings,
+    finding,
+    matches,
+    mistake,
+)
 from microgradnorm.exercises.messages import listed, phrase, say
 from microgradnorm.i18n import N_, LazyText, _
 from microgradnorm.numfmt import bracketed
@@ -362,7 +371,7 @@ class NormProblem(Problem):
             want = formulas.dvar(dxhat, m.xshift, m.std, axes)
         else:
             want = formulas.dmean(dxhat, m.rstd, axes)
-        if not diagnose.matches(got[name], want):
+        if not matches(got[name], want):
             return None
         return finding("follows", name=name, inputs=listed(wrong))
 
@@ -573,7 +582,7 @@ class JacobianProblem(Problem):
             return None
         xhat, rstd = _jacobian_parts(case.inputs["x"], float(case.inputs["eps"]))
         on_yours = rstd * case.inputs["gamma"][:, None] * (np.eye(xhat.shape[0]) - got["P"])
-        return finding("follows", name="J", inputs="P") if diagnose.matches(got["J"], on_yours) else None
+        return finding("follows", name="J", inputs="P") if matches(got["J"], on_yours) else None
 
 
 # ---- 10: Welford ---------------------------------------------------------------------

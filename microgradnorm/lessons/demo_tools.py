@@ -168,7 +168,7 @@ def number_table(
     parts: list[Any] = [] if title is None else [cjk_text(title, style="italic")]
     parts.append(table)
     if caption:
-        parts.append(cjk_text(caption, style="dim"))
+        parts.append(dim_note(caption))
     return Group(*parts)
 
 

@@ -336,21 +336,15 @@ def ln_x_paths(p: LessonParams) -> DemoOutput:
     _m, _g, (direct, via_mean, via_var) = closed_paths(built.x, built.gamma, built.dy, p.eps)
     split = [trace.parts_of(node) for node in built.graph["x"]]
     auto = {k: np.array([parts.get(k, 0.0) for parts in split]) for k in PATHS}
+    styled = {k: [Text(num(v), style=PATH_STYLE[k]) for v in auto[k]] for k in PATHS}
+    xgrad = node_values(built, "x", "grad")
     table = index_table(
-        ("i", *(Text(path_label(k), style=PATH_STYLE[k]) for k in PATHS), "x.grad"),
-        *([Text(num(v), style=PATH_STYLE[k]) for v in auto[k]] for k in PATHS),
-        node_values(built, "x", "grad"),
+        ("i", *(Text(path_label(k), style=PATH_STYLE[k]) for k in PATHS), "x.grad"), *styled.values(), xgrad
     )
     ok = all_of(
         *(agree(auto[k], ref, what=f"{k} path vs dx_paths") for k, ref in zip(PATHS, (direct, via_mean, via_var)))
     )
-    total_ok = agree(
-        auto["direct"] + auto["mean"] + auto["var"],
-        node_values(built, "x", "grad"),
-        1e-12,
-        1e-14,
-        "sum of paths vs x.grad",
-    )
+    total_ok = agree(auto["direct"] + auto["mean"] + auto["var"], xgrad, 1e-12, 1e-14, "sum of paths vs x.grad")
     return DemoOutput(
         Group(
             table,

@@ -98,7 +98,7 @@ def _corner_note(n: int, d: int) -> list[CJKText]:
     if (shown_n, shown_d) == (n, d):
         return []
     note = _("(the first {rows} of {n} rows and {columns} of {d} columns shown; sums, statistics and checks cover all)")
-    return [cjk_text(note.format(rows=shown_n, n=n, columns=shown_d, d=d), style="dim")]
+    return [dim_note(note.format(rows=shown_n, n=n, columns=shown_d, d=d))]
 
 
 @demo("bn_axes")
@@ -402,14 +402,12 @@ def _column_sum_prediction(zero: Check, col_sums: np.ndarray, dy: np.ndarray, rs
     )
 
 
-def _radial_claim(
-    dx: np.ndarray, gx: np.ndarray, mo: formulas.Moments, eps: float, terms: np.ndarray
-) -> tuple[Check, str]:
+def _radial_claim(dx: np.ndarray, gx: np.ndarray, mo: formulas.Moments, eps: float, terms: np.ndarray) -> CJKText:
     """What dX keeps along xhat, per column: rstd·Σ(dxhat·xhat)·eps/(var + eps), zero at eps = 0."""
     radial = (dx * mo.xhat).sum(axis=0)
     # for eps > 0, xhat's mean square is var/(var + eps) < 1, which leaves exactly this much along xhat
     radial_expected = (mo.rstd * (gx * mo.xhat).sum(axis=0) * eps / (mo.var + eps)).reshape(-1)
-    return (
+    return claim(
         cancels(radial - radial_expected, terms * np.max(np.abs(mo.xhat)), "Σ dX·xhat − eps's prediction"),
         _("Σ_i dX_ij · xhat_ij = rstd·Σ(dxhat·xhat)·eps/(var + eps): up to {value}").format(value=maxabs(radial)),
     )
@@ -443,7 +441,7 @@ def bn_simplified(p: LessonParams) -> DemoOutput:
                 _("three paths = autograd: max error {error}").format(error=maxabs(paths - dx)),
             ),
             claim(zero, _("each column of dX sums to zero: largest sum {value}").format(value=maxabs(col_sums))),
-            claim(*_radial_claim(dx, gx, mo, p.eps, terms)),
+            _radial_claim(dx, gx, mo, p.eps, terms),
             dim_note(
                 _(
                     "The last line is zero at eps = 0: each column's gradient is orthogonal to its xhat, the LayerNorm "

@@ -22,6 +22,7 @@ from microgradnorm.lessons.demo_tools import (
     agree,
     closed_paths,
     difference,
+    dim_note,
     index_table,
     num,
     path_label,
@@ -234,7 +235,7 @@ def _projection_facts(x: np.ndarray, P: np.ndarray, m: formulas.Moments, p: Less
         )
     else:
         note = _("This run has eps = 0, so there is no line for an eps > 0: rerun with one, e.g. --eps 0.1, to see it.")
-        lines.append(cjk_text(note, style="dim"))
+        lines.append(dim_note(note))
     return lines
 
 

@@ -22,6 +22,7 @@ from microgradnorm.i18n import _, pgettext
 from microgradnorm.i18n.text import cjk_text
 from microgradnorm.jacobian import autograd_jacobian, projection_report
 from microgradnorm.lessons.demo_tools import (
+    agree,
     autograd_dx,
     dim_note,
     engine_forward,
@@ -143,7 +144,7 @@ def jacobian_heatmap(p: LessonParams, gamma: str = "random") -> DemoOutput:
     j_closed = formulas.layer_norm_jacobian(m.xhat, float(m.rstd[0]), g)
     scale = float(np.max(np.abs(j_auto))) or 1.0  # d = 2 at eps = 0: J is exactly 0, drawn all at 0
     err = float(np.max(np.abs(j_auto - j_closed)))
-    ok = close_to(j_auto, j_closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "J: autograd vs closed form")
+    ok = agree(j_auto, j_closed, what="J: autograd vs closed form")
     maps = Columns(  # side by side where they fit, one above the other where they do not
         [
             heat_map(j_auto, title=pgettext("heat map title", "autograd"), scale=scale, legend=False),
@@ -340,7 +341,7 @@ def _scale_row(x: np.ndarray, g: np.ndarray, dy: np.ndarray, eps: float, c: floa
         "flipped": float(np.max(np.abs(yc + y))),
         # a ratio of two gradients that are 0 up to rounding (d = 2 at eps = 0) is noise: none is shown
         "ratio": float(np.linalg.norm(dxc)) * abs(c) / base if base > rounding else math.nan,
-        "ok": close_to(yc, y_pred, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, f"c = {c:g}: LN(cx) vs LN_eps/c²(x)")
+        "ok": agree(yc, y_pred, what=f"c = {c:g}: LN(cx) vs LN_eps/c²(x)")
         & close_to(dxc, dx_pred, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL * max(1.0, abs(1 / c)), f"c = {c:g}: dx at cx"),
     }
 

@@ -46,7 +46,7 @@ from microgradnorm import tolerances as tol
 from microgradnorm.engine import topological_order
 from microgradnorm.i18n import N_, _, ngettext, pgettext
 from microgradnorm.i18n.text import assemble, cjk_text, separated
-from microgradnorm.lessons.demo_tools import autograd_dx, check_mark, fmt, number_table, rng_for, sci
+from microgradnorm.lessons.demo_tools import autograd_dx, check_mark, dim_note, fmt, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.lessons.source import code_of
 from microgradnorm.norms import NormGraph
@@ -273,7 +273,7 @@ def kernel_node_count(p: LessonParams) -> DemoOutput:
         per=Text(fmt(total / d, 3), "bold"),
     )
     # each "stage count" kept whole (backticks): a line breaks between stages, never inside a Chinese name
-    stages = cjk_text("  ·  ".join(f"`{stage_title(stage)} {n}`" for stage, n in counts.items()), style="dim")
+    stages = dim_note("  ·  ".join(f"`{stage_title(stage)} {n}`" for stage, n in counts.items()))
     return DemoOutput(Group(head, stages), graph=graph, prediction=_nodes_prediction(total, d))
 
 
@@ -784,7 +784,7 @@ def _not_counted(direction: str) -> Text:
             "not counted: NumPy's line {line} (recompute mode), which runs only when the mean's rounding would "
             "show in xhat; it adds one read and one write"
         )
-    return cjk_text(text.format(line=line), style="dim")
+    return dim_note(text.format(line=line))
 
 
 def pass_totals(direction: str, path: str, mode: str) -> tuple[int, int]:
@@ -1029,7 +1029,7 @@ def kernel_backend(p: LessonParams) -> DemoOutput:
     table.columns[0].no_wrap = True
     table.columns[1].no_wrap = False
     table.columns[1].justify = "left"
-    return DemoOutput(Group(table, cjk_text(_("nothing was compiled or run to find this out"), style="dim")))
+    return DemoOutput(Group(table, dim_note(_("nothing was compiled or run to find this out"))))
 
 
 # The layers of the package, in the order the course met them.

@@ -27,8 +27,18 @@ from microgradnorm import formulas
 from microgradnorm import vectorized as V
 from microgradnorm.drawing.charts import line_chart
 from microgradnorm.i18n import _, pgettext
-from microgradnorm.i18n.text import cjk_text, sentences
-from microgradnorm.lessons.demo_tools import check_mark, engine_forward, fmt, maxabs, number_table, rng_for, sci
+from microgradnorm.i18n.text import CJKText, cjk_text, sentences
+from microgradnorm.lessons.demo_tools import (
+    agree,
+    check_mark,
+    dim_note,
+    engine_forward,
+    fmt,
+    maxabs,
+    number_table,
+    rng_for,
+    sci,
+)
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.registry import get_norm
 from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL, DISPLAY_RTOL
@@ -41,7 +51,6 @@ from microgradnorm.verdicts import (
     at_most,
     below,
     claim,
-    claims,
     close_to,
     differs,
     equal,
@@ -64,7 +73,7 @@ def _eps_note(p: LessonParams) -> tuple[float, str | None]:
 
 def _eps(p: LessonParams) -> tuple[float, Text | None]:
     eps, note = _eps_note(p)
-    return eps, None if note is None else cjk_text(note, style="dim")
+    return eps, None if note is None else dim_note(note)
 
 
 # ---- padding ----------------------------------------------------------------------
@@ -196,9 +205,7 @@ def padding_growth(
         change = np.abs(ln_pad[mask.reshape(-1)] - ln_real)
         # zeros add nothing to the sum, only to the count: the padded mean is the real one times their share
         what = f"padded to {length}: "
-        shares.append(
-            close_to(m_pad.mean, m_real.mean * mask.mean(), CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, what + "BN mean")
-        )
+        shares.append(agree(m_pad.mean, m_real.mean * mask.mean(), what=what + "BN mean"))
         still.append(at_most(float(np.max(change)), 0.0, what + "LN change"))
         rows.append(
             [
@@ -310,7 +317,7 @@ def _batch2_prediction(pair: tuple[np.ndarray, np.ndarray], eps: float, note: st
     largest = float(np.max(np.abs(got)))
     pull = float(np.median(np.abs(1.0 - np.abs(got))))  # how far eps pulls a typical output in from ±1
     zero = at_most(largest, 0.0, "batch 2: the largest |output|")
-    formula = close_to(got, expected, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "batch 2: outputs vs ±1/sqrt(1 + eps/var)")
+    formula = agree(got, expected, what="batch 2: outputs vs ±1/sqrt(1 + eps/var)")
     nonzero = above(largest, 0.0, "batch 2: the largest |output|")
     near_one = at_most(pull, _PULL_SMALL, "batch 2: median of 1 − |output|")
     pulled = above(pull, _PULL_SMALL, "batch 2: median of 1 − |output|")
@@ -354,7 +361,7 @@ def batch_size_dependence(p: LessonParams, sizes: tuple[int, ...] = (1, 2, 4, 16
     ln_spread = max(s["ln_spread"] for s in stats)
     checks = [
         claim(
-            close_to(pair[0], pair[1], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "batch 2: outputs vs ±1/sqrt(1 + eps/var)"),
+            agree(pair[0], pair[1], what="batch 2: outputs vs ±1/sqrt(1 + eps/var)"),
             _("batch 2: every output is ±1/sqrt(1 + eps/var)"),
         ),
         claim(_within_batch_reach(stats), _("batch N: no output is larger than √(N − 1) in size")),
@@ -362,7 +369,7 @@ def batch_size_dependence(p: LessonParams, sizes: tuple[int, ...] = (1, 2, 4, 16
             at_most(ln_spread, CLOSED_FORM_RTOL * math.sqrt(p.dim), "LayerNorm: largest spread over the batches"),
             _("LayerNorm: the same output in every batch, to rounding"),
         ),
-        claim(*_toward_population(stats)),
+        _toward_population(stats),
     ]
     if ones is not None:
         checks.insert(
@@ -373,8 +380,8 @@ def batch_size_dependence(p: LessonParams, sizes: tuple[int, ...] = (1, 2, 4, 16
     return DemoOutput(Group(table, *checks), prediction=_batch2_prediction(pair, eps, note))
 
 
-def _toward_population(stats: list[dict[str, float]]) -> tuple[Checks, str]:
-    """The largest batch's BatchNorm output lands nearer the population value than batch 2's: (check, line).
+def _toward_population(stats: list[dict[str, float]]) -> CJKText:
+    """The largest batch's BatchNorm output lands nearer the population value than batch 2's, as a checked claim.
 
     Only the two ends are compared: with a handful of random batches per size (and a large eps squashing
     every output) neighbouring sizes can swap places by chance, while the ends stay apart several times over.
@@ -389,7 +396,7 @@ def _toward_population(stats: list[dict[str, float]]) -> tuple[Checks, str]:
     line = _("batch {n} lands closer to the population value than batch 2 ({at_n} against {at_2})").format(
         n=largest["size"], at_n=fmt(largest["bn_from_pop"], 3), at_2=fmt(two["bn_from_pop"], 3)
     )
-    return check, line
+    return claim(check, line)
 
 
 def _within_batch_reach(stats: list[dict[str, float]]) -> Checks:
@@ -482,7 +489,7 @@ def _eval_claims(run: EvalRun) -> Group:
     return Group(
         claim(
             close_to(layer.running_var, ema_var, CLOSED_FORM_RTOL, 0.0, "running var vs the average written out")
-            & close_to(layer.running_mean, ema_mean, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "running mean vs it"),
+            & agree(layer.running_mean, ema_mean, what="running mean vs it"),
             _("running averages of each batch's mean and its ÷(N − 1) variance"),
         ),
         claim(
@@ -490,11 +497,11 @@ def _eval_claims(run: EvalRun) -> Group:
             _("train and eval mode differ: by up to {value}").format(value=fmt(gap, 3)),
         ),
         claim(
-            close_to(run.y_alone[0], run.y_eval[0], CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "eval: alone vs in batch"),
+            agree(run.y_alone[0], run.y_eval[0], what="eval: alone vs in batch"),
             _("eval mode: example 0 alone gives its output in the batch"),
         ),
         claim(
-            close_to(ln_alone, ln_batch, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "LayerNorm: alone vs in its batch"),
+            agree(ln_alone, ln_batch, what="LayerNorm: alone vs in its batch"),
             _("LayerNorm, which has no modes: example 0 alone gives its output in the batch (off by {value})").format(
                 value=maxabs(ln_alone - ln_batch)
             ),
@@ -752,11 +759,14 @@ def groupnorm_between(p: LessonParams) -> DemoOutput:
         _normalize("batchnorm", x[:1], eps), _normalize("batchnorm", x, eps)[:1],
         rtol, atol, "BatchNorm: image 0 alone vs in the batch",
     )  # fmt: skip
-    lines = claims([
-        (gn_alone, _("GroupNorm (G = 2): image 0 alone gives the same output as image 0 in its batch")),
-        (bn_alone, _("BatchNorm: image 0 alone gives another output than image 0 in its batch")),
-    ])  # fmt: skip
-    return DemoOutput(Group(table, lines), prediction=_group_prediction(x, eps))
+    return DemoOutput(
+        Group(
+            table,
+            claim(gn_alone, _("GroupNorm (G = 2): image 0 alone gives the same output as image 0 in its batch")),
+            claim(bn_alone, _("BatchNorm: image 0 alone gives another output than image 0 in its batch")),
+        ),
+        prediction=_group_prediction(x, eps),
+    )
 
 
 def _group_prediction(x: np.ndarray, eps: float) -> Prediction:

@@ -184,7 +184,7 @@ def _bars(weights: StackWeights, identity_only: bool, title: str) -> tuple[Group
     if len(shown) < layers:
         shown_of = _("{shown} of the {layers} layers shown.").format(shown=len(shown), layers=layers)
         caption = sentences([caption, shown_of])
-    return Group(chart, cjk_text(caption, style="dim")), runs
+    return Group(chart, dim_note(caption)), runs
 
 
 def _layer(i: int) -> str:

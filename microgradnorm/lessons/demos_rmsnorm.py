@@ -25,10 +25,12 @@ from microgradnorm import formulas
 from microgradnorm.drawing.charts import heat_map
 from microgradnorm.engine import topological_order
 from microgradnorm.i18n import N_, _, pgettext
-from microgradnorm.i18n.text import cjk_text, separated
+from microgradnorm.i18n.text import CJKText, cjk_text, separated
 from microgradnorm.jacobian import autograd_jacobian
 from microgradnorm.lessons.demo_tools import (
+    agree,
     autograd_dx,
+    dim_note,
     engine_forward,
     fmt,
     maxabs,
@@ -41,8 +43,8 @@ from microgradnorm.lessons.demo_tools import (
 )
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.registry import get_norm
-from microgradnorm.tolerances import CLOSED_FORM_ATOL, CLOSED_FORM_RTOL
-from microgradnorm.verdicts import Check, Checks, above, cancels, claim, claims, close_to, exactly, within
+from microgradnorm.tolerances import CLOSED_FORM_RTOL
+from microgradnorm.verdicts import Check, above, cancels, claim, exactly, within
 
 
 def _vector(p: LessonParams) -> np.ndarray:
@@ -71,25 +73,21 @@ def rms_vs_ln_forward(p: LessonParams) -> Group:
     return Group(
         cjk_text(_("one vector, d = {d}, eps = {eps}").format(d=p.dim, eps=f"{p.eps:g}"), style="italic"),
         number_table(["i", "x", "LN(x)", "RMS(x)"], rows),
-        claims(
-            [
-                (
-                    cancels(ln.sum(), np.abs(ln).sum(), "Σ LN(x)")
-                    & above(float(rms.mean() * x.mean()), 0.0, "mean of RMS(x) × mean of x (same sign)"),
-                    _("LN(x) has mean 0; RMS(x) keeps the sign of x's mean"),
-                ),
-                (
-                    within(root[2], float(np.sqrt(ms / (ms + p.eps))), CLOSED_FORM_RTOL, "root mean square of RMS(x)"),
-                    _("RMS(x) has root mean square √(mean(x²)/(mean(x²) + eps)) = {value}").format(
-                        value=f"{root[2]:.7g}"  # one digit past the table, so 1 − eps/(2·mean(x²)) shows
-                    )
-                    + (_(", 1 up to eps") if abs(root[2] - 1) < NEAR_ONE else ""),
-                ),
-                (
-                    close_to(rms_c, ln, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "RMS(x − mean(x)) vs LN(x)"),
-                    _("RMS(x − mean(x)) = LN(x): max |diff| {value}").format(value=maxabs(rms_c - ln)),
-                ),
-            ]
+        claim(
+            cancels(ln.sum(), np.abs(ln).sum(), "Σ LN(x)")
+            & above(float(rms.mean() * x.mean()), 0.0, "mean of RMS(x) × mean of x (same sign)"),
+            _("LN(x) has mean 0; RMS(x) keeps the sign of x's mean"),
+        ),
+        claim(
+            within(root[2], float(np.sqrt(ms / (ms + p.eps))), CLOSED_FORM_RTOL, "root mean square of RMS(x)"),
+            _("RMS(x) has root mean square √(mean(x²)/(mean(x²) + eps)) = {value}").format(
+                value=f"{root[2]:.7g}"  # one digit past the table, so 1 − eps/(2·mean(x²)) shows
+            )
+            + (_(", 1 up to eps") if abs(root[2] - 1) < NEAR_ONE else ""),
+        ),
+        claim(
+            agree(rms_c, ln, what="RMS(x − mean(x)) vs LN(x)"),
+            _("RMS(x − mean(x)) = LN(x): max |diff| {value}").format(value=maxabs(rms_c - ln)),
         ),
     )
 
@@ -141,7 +139,7 @@ def rms_gradient(p: LessonParams, eps: float | None = None) -> DemoOutput:
             cjk_text(_("same x, gamma, dy; d = {d}, eps = {eps}").format(d=p.dim, eps=f"{e:g}"), style="italic"),
             number_table([pgettext("demo table header", "autograd dx"), "LayerNorm", "RMSNorm"], rows),
             claim(
-                close_to(dx_r, closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "RMSNorm dx vs closed form"),
+                agree(dx_r, closed, what="RMSNorm dx vs closed form"),
                 _("RMSNorm dx = rrms·(g − xhat·mean(g·xhat)): max error {error}").format(error=maxabs(dx_r - closed)),
             ),
             claim(
@@ -169,9 +167,7 @@ def _shift_prediction(still: Check, j_rms: np.ndarray, j_ln: np.ndarray) -> Pred
     )
 
 
-def _stretch_claim(
-    x: np.ndarray, lm: formulas.Moments, j_rms: np.ndarray, j_ln: np.ndarray, eps: float
-) -> tuple[Checks, str]:
+def _stretch_claim(x: np.ndarray, lm: formulas.Moments, j_rms: np.ndarray, j_ln: np.ndarray, eps: float) -> CJKText:
     """A stretch of x: what eps leaves of it through each Jacobian (``lm``: LayerNorm's moments of x)."""
     ms, var = float(np.mean(x * x)), float(lm.var.reshape(-1)[0])
     # a stretch of x: J·x = x·eps/(ms + eps)^(3/2) (RMSNorm), xshift·eps/(var + eps)^(3/2) (LayerNorm)
@@ -179,7 +175,7 @@ def _stretch_claim(
     stretch_ln = np.linalg.norm(lm.xshift) * eps / (var + eps) ** 1.5
     stretch = (np.linalg.norm(j_rms @ x), np.linalg.norm(j_ln @ x))
     size = np.abs(j_rms).sum() * np.abs(x).max()
-    return (
+    return claim(
         cancels(stretch[0] - stretch_rms, size, "|J·x| − eps's prediction (RMS)")
         & cancels(stretch[1] - stretch_ln, size, "|J·x| − eps's prediction (LN)"),
         (
@@ -220,7 +216,7 @@ def rms_jacobian_heatmap(p: LessonParams) -> DemoOutput:
             heat_map(j_rms, title=_("RMSNorm dy/dx (autograd)"), scale=scale, legend=False),
             heat_map(j_ln, title=_("LayerNorm dy/dx (autograd), same scale"), scale=scale),
             claim(
-                close_to(j_rms, closed, CLOSED_FORM_RTOL, CLOSED_FORM_ATOL, "RMSNorm J vs closed form"),
+                agree(j_rms, closed, what="RMSNorm J vs closed form"),
                 "RMSNorm J = (1/rms)(I − xhat xhatᵀ/d)",
             ),
             claim(
@@ -228,7 +224,7 @@ def rms_jacobian_heatmap(p: LessonParams) -> DemoOutput:
                 _("what each removes has rank {rms} (RMS) and {ln} (LN)").format(rms=rank_rms, ln=rank_ln),
             ),
             claim(cancels(j_ln @ ones, terms_ln, "LayerNorm's J·1") & ~still, shift),
-            claim(*_stretch_claim(x, lm, j_rms, j_ln, p.eps)),
+            _stretch_claim(x, lm, j_rms, j_ln, p.eps),
         ),
         prediction=_shift_prediction(still, j_rms, j_ln),
     )
@@ -576,7 +572,7 @@ def rms_speed(
     medians = {path: {k: float(np.median(v)) for k, v in ks.items()} for path, ks in samples.items()}
     table = [[path_name(k), *(fmt(med[c] * 1e3, 3) for c in CALLS)] for k, med in medians.items()]
     skipped = [
-        cjk_text(_("{path}: not timed, {why}").format(path=path_name(k), why=why), style="dim")
+        dim_note(_("{path}: not timed, {why}").format(path=path_name(k), why=why))
         for k, why in calls.items()
         if isinstance(why, str)
     ]
@@ -601,8 +597,6 @@ def rms_speed(
         *(
             ()
             if any(only_noise(med) for med in medians.values())
-            else (
-                cjk_text(_("Measured just now on this machine; run the step again and the numbers move."), style="dim"),
-            )
+            else (dim_note(_("Measured just now on this machine; run the step again and the numbers move.")),)
         ),
     )

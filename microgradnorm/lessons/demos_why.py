@@ -26,7 +26,7 @@ from microgradnorm.drawing.charts import HeatMap, LineChart, bar_chart, heat_map
 from microgradnorm.drawing.figure import line_chart_svg
 from microgradnorm.engine import Value
 from microgradnorm.i18n import _, pgettext
-from microgradnorm.i18n.text import cjk_text, separated
+from microgradnorm.i18n.text import separated
 from microgradnorm.lessons.demo_tools import dim_note, engine_forward, fmt, matrix_table, number_table, rng_for, sci
 from microgradnorm.lessons.demos import DemoOutput, LessonParams, Prediction, demo
 from microgradnorm.registry import get_norm
@@ -351,7 +351,7 @@ def loss_landscape(p: LessonParams, size: int = 7) -> DemoOutput:
         cost = _("a step of {span} costs {along_w1} along w1, {along_w2} along w2").format(
             span=f"{span:g}", along_w1=sci(along_w1), along_w2=sci(along_w2)
         )
-        parts += [heat_map(grid, title=title), cjk_text("  " + cost, style="dim")]
+        parts += [heat_map(grid, title=title), dim_note("  " + cost)]
     lopsided_line = _("raw, one direction costs {raw} times the other; standardized, {standardized} times").format(
         raw=sci(lopsided["raw"], 1), standardized=fmt(lopsided["standardized"], 3)
     )
@@ -672,7 +672,7 @@ def units_and_weights(p: LessonParams) -> DemoOutput:
             _("raw weights rank them the other way round"),
         ),
     )
-    caption = cjk_text(_("loss rise: how much the best fit's loss grows when the feature is left out."), style="dim")
+    caption = dim_note(_("loss rise: how much the best fit's loss grows when the feature is left out."))
     return DemoOutput(Group(table, caption, checks), prediction=_units_prediction(raw_w, std_w))
 
 

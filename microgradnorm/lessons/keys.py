@@ -64,7 +64,7 @@ def _terminal_size(fd: int) -> tuple[int, int] | None:
         return None
 
 
-_ARROWS = ("UP", "DOWN", "RIGHT", "LEFT")
+_ARROWS = {b"A": "UP", b"B": "DOWN", b"C": "RIGHT", b"D": "LEFT"}  # the final byte of an arrow key's sequence
 
 
 class TerminalKeys:
@@ -81,7 +81,8 @@ class TerminalKeys:
 
     # CSI ("[") and SS3 ("O") arrows, and CSI page keys, without their leading Esc
     _SEQUENCES: ClassVar[dict[bytes, str]] = {
-        **{lead + code: name for lead in (b"[", b"O") for code, name in zip((b"A", b"B", b"C", b"D"), _ARROWS)},
+        **{b"[" + code: name for code, name in _ARROWS.items()},
+        **{b"O" + code: name for code, name in _ARROWS.items()},
         b"[5~": "PAGEUP",
         b"[6~": "PAGEDOWN",
     }

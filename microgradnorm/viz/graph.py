@@ -56,6 +56,10 @@ class Drawing:
         """Positions of the nodes that node k is computed from (one per edge)."""
         return [self.pos(c) for c in self.order[k].children]
 
+    def parents_of(self, k: int) -> list[int]:
+        """Positions of the nodes that use node k (one per edge)."""
+        return self.parents[k]
+
 
 def _flatten_values(obj: Any, what: str) -> list[Value]:
     out: list[Value] = []
@@ -162,14 +166,14 @@ def related(d: Drawing, start: int, mode: str) -> set[int]:
     """``start`` and its ancestors (what it is computed from) or descendants (what uses it)."""
     if mode not in ("ancestors", "descendants"):
         raise OptionError("highlight_mode", _("expected 'ancestors' or 'descendants', got {mode!r}").format(mode=mode))
-    return reachable({start}, d.children if mode == "ancestors" else d.parents.__getitem__)
+    return reachable({start}, d.children if mode == "ancestors" else d.parents_of)
 
 
 def reachable(
     starts: set[int], step: Callable[[int], Iterable[int]], may_pass: Callable[[int], bool] = lambda k: True
 ) -> set[int]:
     """``starts`` and every position reached from them by ``step`` (:meth:`Drawing.children` or
-    ``parents``) through positions that ``may_pass``."""
+    :meth:`Drawing.parents_of`) through positions that ``may_pass``."""
     seen = set(starts)
     stack = list(seen)
     while stack:

@@ -77,7 +77,7 @@ def _segment(d: Drawing, a: set[int], b: set[int]) -> set[tuple[int, int]]:
     Named nodes (x, mean, xshift, ...) are the waypoints of a path, so a route
     that passes through another named node belongs to a different segment.
     """
-    forward = reachable(a, d.parents.__getitem__, lambda p: p not in b and d.name(p) is None)
+    forward = reachable(a, d.parents_of, lambda p: p not in b and d.name(p) is None)
     backward = reachable(b, d.children, lambda c: c not in a and d.name(c) is None)
     middle = (forward & backward) - a - b
     edges = set()
