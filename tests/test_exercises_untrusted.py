@@ -111,19 +111,16 @@ def test_numpy_testing_works_in_the_child(tmp_path):
 
 
 def test_a_right_value_of_another_real_type_is_told_what_to_return(tmp_path):
-    path = tmp_path / "fraction.py"
-    path.write_text(
+    fractions = (
         "from fractions import Fraction\n\n\ndef welford_update(count, mean, m2, value):\n"
         "    count += 1\n    delta = Fraction(value) - Fraction(mean)\n    mean = Fraction(mean) + delta / count\n"
-        "    return count, mean, Fraction(m2) + delta * (Fraction(value) - mean)\n",
-        encoding="utf-8",
+        "    return count, mean, Fraction(m2) + delta * (Fraction(value) - mean)\n"
     )
-    result = grade(get_exercise(10), path)
+    result = grade_source(tmp_path, 10, fractions)
     assert not result.passed
     assert "a Fraction" in result.summary and "float()" in result.summary, result.summary
-    path.write_text(path.read_text().replace("return count, mean, ", "return count, float(mean), float("), "utf-8")
-    path.write_text(path.read_text().replace("- mean)\n", "- mean))\n"), "utf-8")
-    assert grade(get_exercise(10), path).passed
+    floats = fractions.replace("return count, mean, ", "return count, float(mean), float(")
+    assert grade_source(tmp_path, 10, floats.replace("- mean)\n", "- mean))\n")).passed
 
 
 def test_a_link_out_of_the_folder_is_refused_and_one_inside_is_graded(tmp_path):
