@@ -266,7 +266,7 @@ def _templates() -> list[str]:
     found = [t for pair in messages.FINDINGS.values() for t in pair]
     found += [*messages.SAYINGS.values(), *messages.CHILD.values(), *messages.CHILD_TYPES.values()]
     found += [t for ex in EXERCISES for t in (ex.title, ex.topic, ex.uses_text)]
-    found += [t for notes in translation._NOTES.values() for t in [notes]]
+    found += translation._NOTES.values()
     return sorted(set(found))
 
 
