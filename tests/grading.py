@@ -49,6 +49,19 @@ def planted(folder: Path, number: int, *changes: tuple[str, str]) -> Path:
     return path
 
 
+def written(folder: Path, sources: dict[str, tuple[int, str]], **limits) -> list[Submission]:
+    """Each id's (exercise number, source) written to ``folder`` as ``<id>.py``: the submissions to grade."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for sid, (_, source) in sources.items():
+        (folder / f"{sid}.py").write_text(source, encoding="utf-8")
+    return [Submission(sid, number, folder / f"{sid}.py", **limits) for sid, (number, _) in sources.items()]
+
+
+def grade_source(folder: Path, number: int, source: str, **limits) -> GradeResult:
+    """``source`` written to ``folder`` and graded as exercise ``number``'s file."""
+    return grade_all(written(folder, {"graded": (number, source)}, **limits))["graded"]
+
+
 def grade_all(submissions: Iterable[Submission], seconds: dict[str, float] | None = None) -> dict[str, GradeResult]:
     """Grade every submission, several at once; results by id (and, into ``seconds``, how long each took)."""
     items = list(submissions)

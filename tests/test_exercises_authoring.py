@@ -21,7 +21,8 @@ from microgradnorm.exercises import catalog
 from microgradnorm.exercises.catalog import EXERCISES, derive_scaffold, get_exercise, hints
 from microgradnorm.exercises.drivers import DRIVERS
 from microgradnorm.exercises.problems import PROBLEMS
-from tests.grading import ANSWERS, Submission, grade_all
+from tests.grading import ANSWERS, Submission, grade_all, written
+from tests.helpers import refuses
 
 IDS = [ex.name for ex in EXERCISES]
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -37,16 +38,12 @@ STRICT = "import warnings as _w\nimport numpy as _np\n_np.seterr(all='raise')\n_
 def graded(tmp_path_factory):
     """Every scaffold, every reference solution (on two fresh seeds) and every independent answer, graded;
     and every independent answer again, with NumPy raising on any floating-point error and warnings as errors."""
-    strict = tmp_path_factory.mktemp("strict")
-    scaffolds = tmp_path_factory.mktemp("scaffolds")
+    sources = {f"scaffold-{ex.name}": (ex.number, ex.scaffold_text) for ex in EXERCISES}
     for ex in EXERCISES:
-        (scaffolds / ex.filename).write_text(ex.scaffold_text, encoding="utf-8")
-    subs = [Submission(f"scaffold-{ex.name}", ex.number, scaffolds / ex.filename) for ex in EXERCISES]
+        sources[f"strict-{ex.name}"] = (ex.number, STRICT + (ANSWERS / ex.filename).read_text(encoding="utf-8"))
+    subs = written(tmp_path_factory.mktemp("written"), sources)
     subs += [Submission(f"solution-{ex.name}-{i}", ex.number, ex.solution) for ex in EXERCISES for i in range(2)]
     subs += [Submission(f"answer-{ex.name}", ex.number, ANSWERS / ex.filename) for ex in EXERCISES]
-    for ex in EXERCISES:
-        (strict / ex.filename).write_text(STRICT + (ANSWERS / ex.filename).read_text(encoding="utf-8"), "utf-8")
-        subs.append(Submission(f"strict-{ex.name}", ex.number, strict / ex.filename))
     subs += [Submission(f"variant-{p.stem}", int(p.stem[:2]), p) for p in VARIANTS]
     return grade_all(subs)
 
@@ -72,8 +69,7 @@ def test_scaffold_is_the_solution_with_each_function_s_marked_region_emptied(ex)
     assert scaffold == derive_scaffold(solution) != solution
     assert scaffold.count('raise NotImplementedError("write your code here")') >= 1
     assert catalog.CODE_START in scaffold
-    assert scaffold.count(catalog.CODE_START) == len(ex.functions)
-    assert scaffold.count(catalog.CODE_END) == len(ex.functions)
+    assert scaffold.count(catalog.CODE_START) == scaffold.count(catalog.CODE_END) == len(ex.functions)
 
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
@@ -199,12 +195,8 @@ def test_exercise_by_number_or_name(key):
 
 @pytest.mark.parametrize("key", ["0", "99", "layernorm", "", "5x"])
 def test_unknown_exercise_is_one_line_pointing_at_list(key):
-    with pytest.raises(ValueError) as info:
-        get_exercise(key)
-    message = str(info.value)
-    assert "\n" not in message
-    assert "microgradnorm exercise list" in message
-    assert repr(key) in message
+    error = refuses(lambda: get_exercise(key), ValueError, ["microgradnorm exercise list", repr(key)])
+    assert "\n" not in str(error)
 
 
 # ---- issue 28: an order that climbs evenly, traps left to the learner, no dead ends --------------------------------

@@ -114,11 +114,8 @@ def test_the_gradebook_has_a_row_per_file_with_the_columns_asked_for(graded):
         assert float(row["seconds"]) > 0
     assert by_student["hostile-link"]["passed"] == "false"
     zipped = {r["exercise"]: r["passed"] for r in rows if r["student"] == "zipped"}
-    assert zipped == {  # the right answer passes; the climbing path is graded where it was put; the big one refused
-        get_exercise(7).name: "true",
-        get_exercise(3).name: "false",
-        get_exercise(2).name: "false",
-    }
+    # the right answer passes; the climbing path is graded where it was put; the big one refused
+    assert zipped == {get_exercise(7).name: "true", get_exercise(3).name: "false", get_exercise(2).name: "false"}
     records = json.loads((graded["out"] / "grades.json").read_text())
     assert [(r["student"], r["exercise"]) for r in records] == [(r["student"], r["exercise"]) for r in rows]
 

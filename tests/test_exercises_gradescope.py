@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -63,15 +64,12 @@ def autograder(tmp_path_factory):
 def _grade(autograder, files: dict[str, str]) -> dict:
     tree = autograder["tree"]
     submission = tree / "submission"
-    if submission.exists():
-        for p in sorted(submission.rglob("*"), reverse=True):
-            p.unlink() if p.is_file() else p.rmdir()
-    (submission / "nested").mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(submission, ignore_errors=True)
+    (submission / "nested").mkdir(parents=True)
     for name, text in files.items():
         (submission / name).write_text(text, encoding="utf-8")
     results = tree / "results" / "results.json"
-    if results.exists():
-        results.unlink()
+    results.unlink(missing_ok=True)
     done = subprocess.run(
         ["bash", str(tree / "source" / "run_autograder")], env=autograder["env"], capture_output=True, text=True
     )

@@ -26,7 +26,7 @@ from microgradnorm.exercises import landlock, messages, render
 from microgradnorm.exercises import workspace as ws
 from microgradnorm.exercises.catalog import EXERCISES, get_exercise
 from microgradnorm.exercises.problems import get_problem
-from tests.grading import Submission, grade_all, live_child_processes, solution
+from tests.grading import Submission, grade_all, grade_source, live_child_processes, solution, titles, written
 from tests.helpers import run_exercise
 
 SOLUTIONS = get_exercise(1).solution.parent
@@ -282,12 +282,8 @@ def _source(attack: Attack) -> str:
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     """Every attack graded (several at once), with no temporary file or folder allowed meanwhile."""
-    folder = tmp_path_factory.mktemp("hostile")
-    subs = []
-    for attack in ATTACKS:
-        path = folder / f"{attack.id}.py"
-        path.write_text(_source(attack), encoding="utf-8")
-        subs.append(Submission(attack.id, attack.number, path, timeout=TIMEOUT, memory_mb=512))
+    sources = {attack.id: (attack.number, _source(attack)) for attack in ATTACKS}
+    subs = written(tmp_path_factory.mktemp("hostile"), sources, timeout=TIMEOUT, memory_mb=512)
 
     def refuse(*args, **kwargs):
         raise AssertionError("the grader made a temporary file or folder")
@@ -313,7 +309,7 @@ def test_an_attack_ends_as_a_clear_failure(results, attack):
         pytest.skip("no Landlock in this kernel: the audit hook alone can be undone through memory writes")
     assert result.isolated or result.file_filter or not attack.kernel_files
     assert not result.passed
-    said = result.summary + " " + " ".join(f"{f.title}: {f.detail}" for f in result.findings)
+    said = f"{result.summary} {titles(result)}"
     # inside bubblewrap the answer keys are not refused but absent: the mount namespace holds none of them
     words = "No such file or directory" if attack.kernel_files and result.isolated else attack.words
     assert words in said, said
@@ -398,8 +394,7 @@ def test_through_the_command_no_pass_is_recorded(tmp_path, attack_id):
     code, out = _check(folder, str(ex.number))
     assert code == 1, out
     progress = ws.load_progress()
-    assert not progress.passed(ex)
-    assert progress.exercises[ex.name]["last"] != "passed"
+    assert not progress.passed(ex) and progress.exercises[ex.name]["last"] != "passed"
 
 
 def test_answers_looked_up_for_chosen_inputs_pass_the_check_but_are_not_recorded(tmp_path):
@@ -449,9 +444,7 @@ def test_a_progress_file_changed_during_a_check_is_put_back_and_nothing_recorded
 
 
 def test_the_child_gets_no_environment_of_the_grader(tmp_path):
-    path = tmp_path / "env.py"
-    path.write_text("import os\nprint(sorted(os.environ))\n" + solution(1), encoding="utf-8")
-    (result,) = grade_all([Submission("env", 1, path)]).values()
+    result = grade_source(tmp_path, 1, "import os\nprint(sorted(os.environ))\n" + solution(1))
     assert result.passed, result.summary
     assert "MICROGRADNORM_HOME" not in result.printed and "'HOME'" not in result.printed
     assert "OPENBLAS_NUM_THREADS" in result.printed

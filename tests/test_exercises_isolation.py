@@ -29,7 +29,7 @@ import pytest
 
 from microgradnorm.exercises import workspace as ws
 from microgradnorm.exercises.catalog import get_exercise
-from tests.grading import live_child_processes
+from tests.grading import live_child_processes, solution
 from tests.helpers import run_exercise
 from tests.sandboxing import need_bubblewrap, without_bubblewrap
 
@@ -157,8 +157,7 @@ ATTACKS = [
 def source(attack: Attack, targets: dict[str, object]) -> str:
     """The whole file: the hook undone (if so), the attack, a line that says it got through, the solution."""
     said = f"print({WORKED!r}, flush=True)\n"
-    solution = get_exercise(attack.number).solution.read_text(encoding="utf-8")
-    return (UNDO if attack.undo else "") + attack.code.format(**targets) + said + solution
+    return (UNDO if attack.undo else "") + attack.code.format(**targets) + said + solution(attack.number)
 
 
 @pytest.fixture(scope="module")

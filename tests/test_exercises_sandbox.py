@@ -26,6 +26,7 @@ from microgradnorm.exercises import landlock, process, sandbox, seccomp, supervi
 from microgradnorm.exercises.catalog import get_exercise
 from microgradnorm.exercises.grader import grade
 from microgradnorm.exercises.process import child_environment
+from tests.grading import grade_source
 from tests.sandboxing import need_bubblewrap, without_bubblewrap
 
 SUPERVISOR = Path(supervisor.__file__)
@@ -380,9 +381,7 @@ def test_a_file_filter_under_which_no_child_starts_is_dropped_for_the_audit_hook
 
 @pytest.mark.skipif(landlock.abi_version() == 0, reason="the file filter needs Landlock (Linux 5.13 or later)")
 def test_a_learner_file_that_ends_its_process_does_not_turn_the_file_filter_off(fresh_filter_state, tmp_path):
-    path = tmp_path / "exits.py"
-    path.write_text("import os\nos._exit(3)\n", encoding="utf-8")
-    result = grade(get_exercise(2), path)
+    result = grade_source(tmp_path, 2, "import os\nos._exit(3)\n")
     assert not result.passed and "exit code 3" in result.summary
     assert fresh_filter_state["state"] is True  # the probe answered under the filter: it stays on
     later = grade(get_exercise(2), get_exercise(2).solution)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from microgradnorm.exercises.catalog import get_exercise
+from tests.grading import solution
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -79,8 +79,7 @@ def test_init_edit_check_in_a_real_terminal(tmp_path):
         assert "Not written yet" in screen and "NotImplementedError" in screen
 
         # the learner edits the file: here, the reference solution goes into the scaffold
-        ex = get_exercise(5)
-        scaffold.write_text(ex.solution.read_text(encoding="utf-8"), encoding="utf-8")
+        scaffold.write_text(solution(5), encoding="utf-8")
         term.type(f"{cmd} check 5; echo exit=$?")
         screen = term.wait_for("exit=0")
         assert "Every check passed." in screen

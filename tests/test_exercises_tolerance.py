@@ -67,12 +67,9 @@ def test_sound_answers_are_inside_the_bound_on_any_input(ex, seed):
         for module in MODULES[ex.name]:
             got = _call(ex.name, module, case.inputs)
             for o in problem.outputs:
-                worst = float(np.max(np.abs(got[o.name] - case.expected[o.name]) / case.allowed[o.name]))
-                assert rounding.within(got[o.name], case.expected[o.name], case.allowed[o.name]), (
-                    module.__file__,
-                    o.name,
-                    worst,
-                )
+                want, bound = case.expected[o.name], case.allowed[o.name]
+                worst = float(np.max(np.abs(got[o.name] - want) / bound))
+                assert rounding.within(got[o.name], want, bound), (module.__file__, o.name, worst)
 
 
 def _estimated(name: str) -> ModuleType:
@@ -108,12 +105,19 @@ def _estimated(name: str) -> ModuleType:
     return fake
 
 
+def _case(name: str, seed: int, second: bool = False):
+    """Exercise ``name``'s problem and the first input the grader draws on ``seed`` (or the second: eps = 0)."""
+    problem = get_problem(name)
+    rng = np.random.default_rng(seed)
+    first = problem.make_case(rng, False)
+    return problem, problem.make_case(rng, True) if second else first
+
+
 @pytest.mark.parametrize("name", ["01_local_derivatives", "05_layernorm_backward", "08_rmsnorm_backward"])
 @settings(max_examples=3)
 @given(seed=SEEDS)
 def test_finite_difference_estimates_fail_and_are_named(name, seed):
-    problem = get_problem(name)
-    case = problem.make_case(np.random.default_rng(seed), False)
+    problem, case = _case(name, seed)
     got = _call(name, _estimated(name), case.inputs)
     grads = [o.name for o in problem.outputs if o.name != "y"]
     failing = [g for g in grads if not rounding.within(got[g], case.expected[g], case.allowed[g])]
@@ -127,8 +131,7 @@ def test_finite_difference_estimates_fail_and_are_named(name, seed):
 def test_streaming_from_kept_values_fails_on_a_mid_stream_start(seed):
     """np.var over the values the update saw misses the ones before the start: the start state was ignored."""
     name = "10_stable_variance"
-    problem = get_problem(name)
-    case = problem.make_case(np.random.default_rng(seed), False)
+    problem, case = _case(name, seed)
     start = int(case.inputs["count0"][0])
     seen: list[float] = []
 
@@ -150,8 +153,7 @@ def test_streaming_from_kept_values_fails_on_a_mid_stream_start(seed):
 @given(seed=SEEDS, scale=st.floats(min_value=1e-6, max_value=1e6))
 def test_the_bound_scales_with_the_magnitudes(seed, scale):
     """Scaling the upstream gradient scales every gradient, and the bound with it (a fixed tolerance would not)."""
-    problem = get_problem("01_local_derivatives")
-    case = problem.make_case(np.random.default_rng(seed), False)
+    problem, case = _case("01_local_derivatives", seed)
     scaled = {**case.inputs, "dout": case.inputs["dout"] * scale}
     allowed = rounding.tolerance(problem.solve, scaled)
     for name in ("mul_da", "div_db"):
@@ -189,14 +191,6 @@ def test_a_jacobian_entry_that_cancels_where_xhat_saturates_gets_the_size_of_its
         assert rounding.within(got["J"], expected["J"], allowed["J"]), module.__file__
 
 
-def _second_case(name: str, seed: int):
-    """Exercise ``name``'s problem and the second input the grader draws on ``seed`` (the one with eps = 0)."""
-    problem = get_problem(name)
-    rng = np.random.default_rng(seed)
-    problem.make_case(rng, False)
-    return problem, problem.make_case(rng, True)
-
-
 GUARDED = ["03_layernorm_from_values", "05_layernorm_backward", "07_batchnorm_simplified", "08_rmsnorm_backward"]
 
 
@@ -205,7 +199,7 @@ GUARDED = ["03_layernorm_from_values", "05_layernorm_backward", "07_batchnorm_si
 @given(seed=SEEDS, guard=st.floats(min_value=1e-8, max_value=1e-3))
 def test_a_guard_on_eps_zero_is_named_whatever_the_inputs(name, seed, guard):
     """``eps or guard``: right on the first input; on the second (eps = 0) every wrong output is named as that."""
-    problem, case = _second_case(name, seed)
+    problem, case = _case(name, seed, second=True)
     assert case.info["eps"] == 0
     got = _call(name, MODULES[name][1], {**case.inputs, "eps": np.float64(guard)})  # the independent answer
     wrong = [
@@ -221,7 +215,7 @@ def test_a_guard_on_eps_zero_is_named_whatever_the_inputs(name, seed, guard):
 @settings(max_examples=EXAMPLES)
 @given(seed=SEEDS, factor=st.sampled_from([0.9, 0.99, 1.001, 1.05]))
 def test_an_answer_off_by_a_factor_is_not_called_a_guard_on_eps(name, seed, factor):
-    problem, case = _second_case(name, seed)
+    problem, case = _case(name, seed, second=True)
     for o in problem.outputs:
         findings, _ = explain_values(problem, case, {o.name: case.expected[o.name] * factor}, [o.name], first_ok=True)
         assert "eps_zero_changed" not in [f.key for f in findings], o.name

@@ -17,65 +17,43 @@ import pytest
 from microgradnorm.exercises import render
 from microgradnorm.exercises.catalog import get_exercise
 from microgradnorm.exercises.grader import STRING_LIMIT, grade
-from tests.grading import Submission, grade_all, live_child_processes, solution
+from tests.grading import grade_all, grade_source, live_child_processes, solution, written
 from tests.helpers import flat, rendered
 from tests.sandboxing import need_bubblewrap, without_bubblewrap
 
 PASSED = "Every check passed."
 
 
-HOSTILE = {
+HOSTILE = {  # each raised or returned by exercise 4's affine_backward
     # a newline in an exception's class name: its second line would print as a verdict of its own
-    "newline-class-name": (
-        4,
-        "def affine_backward(dy, xhat, gamma):\n    raise type('Boom\\n" + PASSED + "\\n', (Exception,), {})('no')\n",
-    ),
+    "newline-class-name": "def affine_backward(dy, xhat, gamma):\n"
+    f"    raise type('Boom\\n{PASSED}\\n', (Exception,), {{}})('no')\n",
     # str() of the exception raises, and SystemExit at that
-    "str-raises": (
-        4,
-        "class E(Exception):\n    def __str__(self):\n        raise SystemExit(3)\n\n\n"
-        "def affine_backward(dy, xhat, gamma):\n    raise E()\n",
-    ),
+    "str-raises": "class E(Exception):\n    def __str__(self):\n        raise SystemExit(3)\n\n\n"
+    "def affine_backward(dy, xhat, gamma):\n    raise E()\n",
     # the class's name is a property of its metaclass that raises
-    "name-raises": (
-        4,
-        "class M(type):\n    @property\n    def __name__(cls):\n        raise RuntimeError('no name')\n\n\n"
-        "class E(Exception, metaclass=M):\n    pass\n\n\n"
-        "def affine_backward(dy, xhat, gamma):\n    raise E('x')\n",
-    ),
+    "name-raises": "class M(type):\n    @property\n    def __name__(cls):\n        raise RuntimeError('no name')\n\n\n"
+    "class E(Exception, metaclass=M):\n    pass\n\n\n"
+    "def affine_backward(dy, xhat, gamma):\n    raise E('x')\n",
     # a returned object that pretends to be an array and raises when NumPy reads it
-    "array-raises": (
-        4,
-        "import numpy as np\n\n\nclass Fake:\n    __class__ = np.ndarray\n\n    def __array__(self, *a, **k):\n"
-        "        raise SystemExit('read me not')\n\n    def __len__(self):\n        raise KeyboardInterrupt\n\n\n"
-        "def affine_backward(dy, xhat, gamma):\n    return Fake(), Fake(), Fake()\n",
-    ),
+    "array-raises": "import numpy as np\n\n\nclass Fake:\n    __class__ = np.ndarray\n\n"
+    "    def __array__(self, *a, **k):\n        raise SystemExit('read me not')\n\n"
+    "    def __len__(self):\n        raise KeyboardInterrupt\n\n\n"
+    "def affine_backward(dy, xhat, gamma):\n    return Fake(), Fake(), Fake()\n",
     # a list whose items raise when made floats
-    "float-raises": (
-        4,
-        "class Bad:\n    def __float__(self):\n        raise GeneratorExit\n\n\n"
-        "def affine_backward(dy, xhat, gamma):\n    return [Bad()], [Bad()], [Bad()]\n",
-    ),
+    "float-raises": "class Bad:\n    def __float__(self):\n        raise GeneratorExit\n\n\n"
+    "def affine_backward(dy, xhat, gamma):\n    return [Bad()], [Bad()], [Bad()]\n",
     # the runner's own encoder replaced: before, its traceback was shown as a crash of the learner's code
-    "patched-json": (
-        4,
-        "import json\njson.dumps = lambda *a, **k: 1 / 0\n\n\ndef affine_backward(dy, xhat, gamma):\n"
-        "    lead = tuple(range(dy.ndim - 1))\n    return (dy * xhat).sum(axis=lead), dy.sum(axis=lead), dy * gamma\n",
-    ),
+    "patched-json": "import json\njson.dumps = lambda *a, **k: 1 / 0\n\n\ndef affine_backward(dy, xhat, gamma):\n"
+    "    lead = tuple(range(dy.ndim - 1))\n    return (dy * xhat).sum(axis=lead), dy.sum(axis=lead), dy * gamma\n",
     # a huge message, once per line
-    "long-message": (4, "def affine_backward(dy, xhat, gamma):\n    raise ValueError('x' * 10**6)\n"),
+    "long-message": "def affine_backward(dy, xhat, gamma):\n    raise ValueError('x' * 10**6)\n",
 }
 
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("untrusted")
-    subs = []
-    for name, (number, code) in HOSTILE.items():
-        path = folder / f"{name}.py"
-        path.write_text(code, encoding="utf-8")
-        subs.append(Submission(name, number, path, timeout=10.0))
-    return grade_all(subs)
+    return grade_all(written(tmp_path_factory.mktemp("untrusted"), {k: (4, v) for k, v in HOSTILE.items()}))
 
 
 @pytest.mark.parametrize("name", list(HOSTILE))
@@ -114,9 +92,7 @@ os._exit(0)
 
 def test_a_forged_result_frame_prints_a_bounded_failure(tmp_path):
     """Before: a forged frame's unchecked fields printed 7.4 MB of fake pass rows."""
-    path = tmp_path / "forged.py"
-    path.write_text(FORGED.format(passed=PASSED), encoding="utf-8")
-    result = grade(get_exercise(7), path)
+    result = grade_source(tmp_path, 7, FORGED.format(passed=PASSED))
     assert not result.passed
     shown = rendered(render.grade_report(result))
     assert len(shown) < 5000, len(shown)
@@ -125,31 +101,26 @@ def test_a_forged_result_frame_prints_a_bounded_failure(tmp_path):
 
 def test_numpy_testing_works_in_the_child(tmp_path):
     """numpy.testing imports subprocess and socket (stand-ins while it loads); its assertions need neither."""
-    path = tmp_path / "uses_testing.py"
-    path.write_text(
+    wrapped = (
         "import numpy as np\n\n" + solution(4) + "\n\n_real = affine_backward\n\n\n"
         "def affine_backward(dy, xhat, gamma):\n    out = _real(dy, xhat, gamma)\n"
-        "    np.testing.assert_allclose(out[1], dy.reshape(-1, dy.shape[-1]).sum(axis=0))\n    return out\n",
-        encoding="utf-8",
+        "    np.testing.assert_allclose(out[1], dy.reshape(-1, dy.shape[-1]).sum(axis=0))\n    return out\n"
     )
-    result = grade(get_exercise(4), path)
+    result = grade_source(tmp_path, 4, wrapped)
     assert result.passed, result.summary
 
 
 def test_a_right_value_of_another_real_type_is_told_what_to_return(tmp_path):
-    path = tmp_path / "fraction.py"
-    path.write_text(
+    fractions = (
         "from fractions import Fraction\n\n\ndef welford_update(count, mean, m2, value):\n"
         "    count += 1\n    delta = Fraction(value) - Fraction(mean)\n    mean = Fraction(mean) + delta / count\n"
-        "    return count, mean, Fraction(m2) + delta * (Fraction(value) - mean)\n",
-        encoding="utf-8",
+        "    return count, mean, Fraction(m2) + delta * (Fraction(value) - mean)\n"
     )
-    result = grade(get_exercise(10), path)
+    result = grade_source(tmp_path, 10, fractions)
     assert not result.passed
     assert "a Fraction" in result.summary and "float()" in result.summary, result.summary
-    path.write_text(path.read_text().replace("return count, mean, ", "return count, float(mean), float("), "utf-8")
-    path.write_text(path.read_text().replace("- mean)\n", "- mean))\n"), "utf-8")
-    assert grade(get_exercise(10), path).passed
+    floats = fractions.replace("return count, mean, ", "return count, float(mean), float(")
+    assert grade_source(tmp_path, 10, floats.replace("- mean)\n", "- mean))\n")).passed
 
 
 def test_a_link_out_of_the_folder_is_refused_and_one_inside_is_graded(tmp_path):
@@ -172,10 +143,8 @@ def test_a_link_out_of_the_folder_is_refused_and_one_inside_is_graded(tmp_path):
 def test_inside_bubblewrap_the_solution_files_cannot_even_be_looked_at(tmp_path):
     """Before: os.stat (no audit event, no Landlock right) told the sizes and ages of the solution files."""
     need_bubblewrap()
-    path = tmp_path / "stat.py"
     key = get_exercise(4).solution
-    path.write_text(f"import os\n_size = os.stat({str(key)!r}).st_size\n" + solution(4), encoding="utf-8")
-    result = grade(get_exercise(4), path)
+    result = grade_source(tmp_path, 4, f"import os\n_size = os.stat({str(key)!r}).st_size\n" + solution(4))
     assert not result.passed and "FileNotFoundError" in result.summary, result.summary
     assert os.stat(key).st_size > 0  # it is there, outside the sandbox
 

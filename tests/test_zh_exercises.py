@@ -33,7 +33,7 @@ from microgradnorm.exercises.catalog import EXERCISES, MARKERS, derive_scaffold,
 from microgradnorm.exercises.diagnose import Geometry, geometry_findings, scale_finding, shape_findings
 from microgradnorm.i18n.text import NO_START
 from microgradnorm.i18n_tools.glossary import _CODE, load_glossary
-from tests.grading import Submission, grade_all, planted
+from tests.grading import changed, grade_all, written
 from tests.helpers import rendered_lines, run_cli, said_in
 from tests.zh import CJK, en_and_zh, po_entries
 
@@ -266,7 +266,7 @@ def _templates() -> list[str]:
     found = [t for pair in messages.FINDINGS.values() for t in pair]
     found += [*messages.SAYINGS.values(), *messages.CHILD.values(), *messages.CHILD_TYPES.values()]
     found += [t for ex in EXERCISES for t in (ex.title, ex.topic, ex.uses_text)]
-    found += [t for notes in translation._NOTES.values() for t in [notes]]
+    found += translation._NOTES.values()
     return sorted(set(found))
 
 
@@ -382,11 +382,8 @@ def test_a_message_of_the_child_that_no_template_knows_is_shown_as_it_is():
 @pytest.fixture(scope="module")
 def graded_zh(tmp_path_factory):
     """A right answer (the Chinese reference), a typical mistake, hostile and malformed files, graded in Chinese."""
-    folder = tmp_path_factory.mktemp("zh")
-    zh5 = folder / "zh5.py"
-    zh5.write_text(chinese_body(get_exercise(5).solution), encoding="utf-8")
-    scaffold = folder / "scaffold6.py"
-    scaffold.write_text(translation.scaffold(get_exercise(6), ZH).text, encoding="utf-8")
+    right, scaffold = chinese_body(get_exercise(5).solution), translation.scaffold(get_exercise(6), ZH).text
+    sources = {"right": (5, right), "scaffold": (6, scaffold)}
     plants = {  # id: (exercise, the edit that plants the mistake in its English solution)
         "no-mean": (5, ("dx = rstd * (dxhat - mean_part - xhat * var_part)", "dx = rstd * (dxhat - xhat * var_part)")),
         "torch": (1, ("import numpy as np\n", "import numpy as np\nimport torch\n")),
@@ -394,11 +391,10 @@ def graded_zh(tmp_path_factory):
         "engine": (3, ("from microgradnorm import Value\n", "from microgradnorm import Value, layer_norm\n")),
         "returns": (4, ("return dgamma, dbeta, dxhat", "return dgamma, dbeta")),
     }
-    subs = [Submission("right", 5, zh5), Submission("scaffold", 6, scaffold)]
-    subs += [Submission(sid, number, planted(folder, number, edit)) for sid, (number, edit) in plants.items()]
+    sources |= {sid: (number, changed(number, edit)) for sid, (number, edit) in plants.items()}
     previous = i18n.set_language(ZH)  # the graders run in threads: the process-wide language reaches them
     try:
-        return grade_all(subs)
+        return grade_all(written(tmp_path_factory.mktemp("zh"), sources))
     finally:
         i18n.set_language(previous)
 
