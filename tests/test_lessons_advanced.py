@@ -39,16 +39,9 @@ MY_MODULES += ("demos_why", "demos_traps")
 # ---- oracles written out here -------------------------------------------------------
 
 
-def central_diff(f, x: np.ndarray, h: float = tol.FD_STEP) -> np.ndarray:
-    """Jacobian of f at x by central differences (rows: outputs, columns: inputs)."""
-    cols = []
-    for k in range(x.size):
-        step = h * max(1.0, abs(x.flat[k]))
-        xp, xm = x.copy(), x.copy()
-        xp.flat[k] += step
-        xm.flat[k] -= step
-        cols.append((np.ravel(f(xp)) - np.ravel(f(xm))) / (2 * step))
-    return np.stack(cols, axis=-1)
+def central_diff(f, x: np.ndarray) -> np.ndarray:
+    """Jacobian of f at x by central differences (rows: outputs, columns: inputs), one output at a time."""
+    return np.stack([numeric_grad(lambda v, k=k: np.ravel(f(v))[k], x) for k in range(np.size(f(x)))])
 
 
 # ---- lesson 07: the Jacobian as a projection -----------------------------------------
