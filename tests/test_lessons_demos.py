@@ -210,17 +210,13 @@ def test_every_core_demo_passes_its_own_checks_for_random_parameters(dim, seed, 
     _check_every_core_demo(LessonParams(dim=dim, seed=seed, eps=eps))
 
 
-def test_the_eps_demo_shows_the_cap_and_the_failure_without_eps():
-    text = _text(run_demo("ln_eps", LessonParams(), {}).renderable)
-    assert "1/0" in text and "error" in text
-    assert f"{1 / math.sqrt(1e-5):.4g}" in text
-
-
-def test_the_shapes_demo_reports_numpys_refusal_and_the_silent_wrong_broadcast():
-    text = flat(run_demo("ln_shapes", LessonParams(dim=4), {}).renderable)
+def test_the_shapes_demo_reports_numpys_refusal_and_checks_the_silent_broadcast_wrong():
+    out = run_demo("ln_shapes", LessonParams(dim=4), {})
+    text = flat(out.renderable)
     assert "[2, 3, 1]" in text and "could not be broadcast" in text
     x = np.random.default_rng(0).normal(0.5, 2.0, size=(4, 4))
     assert "wrong by up to" in text and not np.allclose(x - x.mean(-1), x - x.mean(-1, keepdims=True))
+    assert marked(out, "entries of x − mean, with and without keepdims", "largest |wrong − right|")
 
 
 def test_value_graph_lists_nodes_in_creation_order():
@@ -385,7 +381,8 @@ def test_the_largest_path_into_x0_is_the_one_the_closed_forms_give(seed, dim):
 def test_the_eps_step_uses_the_lessons_eps(eps):
     """At --eps 0 the rows with eps use PyTorch's default 1e-5, and the step says so."""
     text = flat(run_demo("ln_eps", LessonParams(eps=eps)).renderable)
-    assert f"1/√eps = {num(1 / math.sqrt(eps or 1e-5))}" in text
+    assert "1/0" in text and "error" in text  # the failure without eps, whatever eps the lesson runs with
+    assert f"1/√eps = {num(1 / math.sqrt(eps or 1e-5))}" in text  # the cap eps puts on 1/std
     assert ("You ran with --eps 0" in text) == (eps == 0.0)
     if eps == 0.0:
         assert _("You ran with --eps 0: the rows with eps use PyTorch's default {eps}.").format(eps="1e-05") in text
@@ -425,11 +422,6 @@ def test_with_an_eps_as_large_as_the_variance_dgamma_is_said_to_grow_and_why():
     assert prediction.answer == 3  # grows, by one factor clearly between 1 and 2
     assert f"multiplied by the same {num(factor, 6)}" in prediction.why
     assert "eps = 1" in prediction.why and num(float(np.var(x))) in prediction.why  # eps beside var(x)
-
-
-def test_the_quiet_broadcast_is_checked_wrong():
-    out = run_demo("ln_shapes", LessonParams(dim=4))
-    assert marked(out, "entries of x − mean, with and without keepdims", "largest |wrong − right|")
 
 
 # ---- lesson 1: the question about = and +=, and the claim about micrograd --------------------------
