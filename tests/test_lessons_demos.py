@@ -145,19 +145,14 @@ def test_lesson_3_shows_every_forward_node_exactly_once():
     assert set(shown) == {n.stage for n in topological_order(built.graph.roots())}
 
 
-def test_lessons_4_and_5_show_every_backward_contribution_exactly_once():
-    parts = [call.args.get("stages") for number in (4, 5) for call in _calls(number, "ln_backward_steps")]
-    shown = [s for part in parts for s in part]
+def test_lessons_4_and_5_show_every_backward_contribution_exactly_once_and_split_at_the_variance():
+    stages = {n: [s for call in _calls(n, "ln_backward_steps") for s in call.args["stages"]] for n in (4, 5)}
+    shown = stages[4] + stages[5]
     assert len(shown) == len(set(shown))
     _, trace = ln.traced(LessonParams(dim=4))
     assert set(shown) == {c.out.stage for c in trace.contributions}
-
-
-def test_lesson_4_stops_at_the_variance_and_lesson_5_starts_there():
-    stages4 = {s for call in _calls(4, "ln_backward_steps") for s in call.args["stages"]}
-    stages5 = {s for call in _calls(5, "ln_backward_steps") for s in call.args["stages"]}
-    assert stages4 == {"loss", "affine", "divide", "sqrt"}
-    assert stages5 == {"var", "center", "mean"}
+    assert set(stages[4]) == {"loss", "affine", "divide", "sqrt"}  # lesson 4 stops at the variance
+    assert set(stages[5]) == {"var", "center", "mean"}  # and lesson 5 starts there
     assert _lesson(4).defaults == _lesson(5).defaults  # lesson 5 continues on the same numbers
 
 
