@@ -176,16 +176,10 @@ def test_restart_back_at_the_start_and_unknown_keys(lesson, lang):
     assert squash(said("Keys: {keys}", keys=runner_mod.render.KEY_HELP)) in squash(out)
 
 
-def test_finishing_marks_the_lesson_done_and_the_next_run_starts_over(lesson, lang):
-    out, store = run_keys(lesson, ["n", "n", "n"])
+def test_a_finished_lesson_starts_over_and_left_in_the_middle_of_a_second_pass_resumes_where_it_says(lesson, lang):
+    out, store = run_keys(lesson, ["n", "n", "n"])  # the first pass, to the end
     assert said("Lesson complete: {title}.", title="Three steps") in out
     assert store.get(lesson.slug).completed
-    assert titles_in(run_keys(lesson, ["q"])[0]) == ["Alpha step"]
-    assert store.get(lesson.slug).completed  # rereading a finished lesson keeps it finished
-
-
-def test_a_finished_lesson_left_in_the_middle_of_a_second_pass_resumes_where_it_says(lesson, lang):
-    run_keys(lesson, ["n", "n", "n"])  # the first pass, to the end
     out, _ = run_keys(lesson, ["n", "q"])  # the second pass starts over and stops at step 2
     assert titles_in(out) == ["Alpha step", "Beta step"]
     assert stopped(2, 3, 1) in squash(out)
@@ -483,24 +477,19 @@ def answered(guess: str | None, answer: str = "bravo", why: str = "bravo scored 
 QUESTION = "Which letter wins?"
 
 
-def test_a_question_is_asked_before_the_numbers_and_a_right_answer_is_confirmed(ask, lang):
-    frames, _ = run_in_terminal(ask, ["2", "q"])
+@pytest.mark.parametrize(("key", "guess"), [("2", "bravo"), ("3", "charlie")], ids=["right", "wrong"])
+def test_a_question_is_asked_before_the_numbers_and_the_answer_given_is_judged(ask, lang, key, guess):
+    """A right answer is confirmed; a wrong one says what was said and what is right, without a ✓."""
+    frames, _ = run_in_terminal(ask, [key, "q"])
     asked, shown = (flat("\n".join(f)) for f in frames)
     assert "Read this first." in asked and squash(said("Predict: {question}", question=QUESTION)) in squash(asked)
     assert "1 alpha" in asked and "2 bravo" in asked and "3 charlie" in asked
     for hidden in ("the numbers: 42", "Prose that reads the numbers", "bravo scored 42"):
         assert hidden not in asked, hidden
     assert said("answer with 1 to {n} · Enter: just show it · q quit", n=3) in asked
-    assert answered("bravo") in squash(shown)
+    assert answered(guess) in squash(shown) and ("✓" in shown) == (guess == "bravo")
     assert "the numbers: 42" in shown and "Prose that reads the numbers." in shown
     assert said("Enter next · b back · r restart · g graph · q quit") in shown
-
-
-def test_a_wrong_answer_says_what_was_said_and_what_is_right(ask, lang):
-    frames, _ = run_in_terminal(ask, ["3", "q"])
-    shown = squash("\n".join(frames[-1]))
-    assert answered("charlie") in shown
-    assert "✓" not in shown
 
 
 def test_other_keys_keep_their_meaning_at_a_question(ask, tmp_path, lang):
@@ -595,23 +584,6 @@ def test_auto_prints_the_question_and_the_answer_without_waiting(ask, lang):
 # ---- progress on disk ------------------------------------------------------------------------------
 
 
-def test_progress_survives_a_crash_in_the_middle_of_a_write(state_home, monkeypatch):
-    store = ProgressStore()
-    store.save("01-a", 2, 5)
-    before = (state_home / FILE_NAME).read_text()
-
-    def crash(src, dst):
-        raise KeyboardInterrupt  # killed between writing the temp file and renaming it
-
-    with monkeypatch.context() as m:
-        m.setattr(os, "replace", crash)
-        with pytest.raises(KeyboardInterrupt):
-            store.save("01-a", 3, 5)
-    assert (state_home / FILE_NAME).read_text() == before
-    assert not [p for p in state_home.iterdir() if p.name.endswith(".tmp")]
-    assert ProgressStore().get("01-a").step == 2
-
-
 UNKNOWN_VERSIONS = [json.dumps({"version": version, "lessons": {}}) for version in (3, "2", True, None)]
 
 
@@ -688,11 +660,13 @@ def test_migrated_progress_is_written_as_version_2_at_the_next_save_atomically(s
     store = ProgressStore()
     store.load()
     assert json.loads((state_home / FILE_NAME).read_text()) == old  # reading never writes
-    with monkeypatch.context() as m:  # a crash in the middle of the first save keeps the old file whole
+    with monkeypatch.context() as m:  # killed between writing the temp file and renaming it: the old file stays whole
         m.setattr(os, "replace", lambda src, dst: (_ for _ in ()).throw(KeyboardInterrupt))
         with pytest.raises(KeyboardInterrupt):
             store.save("why-normalize", 2, 5)
     assert json.loads((state_home / FILE_NAME).read_text()) == old
+    assert not [p for p in state_home.iterdir() if p.name.endswith(".tmp")]
+    assert ProgressStore().get("layernorm-forward").step == 4
     store.save("why-normalize", 2, 5)
     saved = json.loads((state_home / FILE_NAME).read_text())
     assert saved["version"] == 2

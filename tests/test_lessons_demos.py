@@ -145,19 +145,14 @@ def test_lesson_3_shows_every_forward_node_exactly_once():
     assert set(shown) == {n.stage for n in topological_order(built.graph.roots())}
 
 
-def test_lessons_4_and_5_show_every_backward_contribution_exactly_once():
-    parts = [call.args.get("stages") for number in (4, 5) for call in _calls(number, "ln_backward_steps")]
-    shown = [s for part in parts for s in part]
+def test_lessons_4_and_5_show_every_backward_contribution_exactly_once_and_split_at_the_variance():
+    stages = {n: [s for call in _calls(n, "ln_backward_steps") for s in call.args["stages"]] for n in (4, 5)}
+    shown = stages[4] + stages[5]
     assert len(shown) == len(set(shown))
     _, trace = ln.traced(LessonParams(dim=4))
     assert set(shown) == {c.out.stage for c in trace.contributions}
-
-
-def test_lesson_4_stops_at_the_variance_and_lesson_5_starts_there():
-    stages4 = {s for call in _calls(4, "ln_backward_steps") for s in call.args["stages"]}
-    stages5 = {s for call in _calls(5, "ln_backward_steps") for s in call.args["stages"]}
-    assert stages4 == {"loss", "affine", "divide", "sqrt"}
-    assert stages5 == {"var", "center", "mean"}
+    assert set(stages[4]) == {"loss", "affine", "divide", "sqrt"}  # lesson 4 stops at the variance
+    assert set(stages[5]) == {"var", "center", "mean"}  # and lesson 5 starts there
     assert _lesson(4).defaults == _lesson(5).defaults  # lesson 5 continues on the same numbers
 
 
@@ -210,17 +205,13 @@ def test_every_core_demo_passes_its_own_checks_for_random_parameters(dim, seed, 
     _check_every_core_demo(LessonParams(dim=dim, seed=seed, eps=eps))
 
 
-def test_the_eps_demo_shows_the_cap_and_the_failure_without_eps():
-    text = _text(run_demo("ln_eps", LessonParams(), {}).renderable)
-    assert "1/0" in text and "error" in text
-    assert f"{1 / math.sqrt(1e-5):.4g}" in text
-
-
-def test_the_shapes_demo_reports_numpys_refusal_and_the_silent_wrong_broadcast():
-    text = flat(run_demo("ln_shapes", LessonParams(dim=4), {}).renderable)
+def test_the_shapes_demo_reports_numpys_refusal_and_checks_the_silent_broadcast_wrong():
+    out = run_demo("ln_shapes", LessonParams(dim=4), {})
+    text = flat(out.renderable)
     assert "[2, 3, 1]" in text and "could not be broadcast" in text
     x = np.random.default_rng(0).normal(0.5, 2.0, size=(4, 4))
     assert "wrong by up to" in text and not np.allclose(x - x.mean(-1), x - x.mean(-1, keepdims=True))
+    assert marked(out, "entries of x − mean, with and without keepdims", "largest |wrong − right|")
 
 
 def test_value_graph_lists_nodes_in_creation_order():
@@ -385,7 +376,8 @@ def test_the_largest_path_into_x0_is_the_one_the_closed_forms_give(seed, dim):
 def test_the_eps_step_uses_the_lessons_eps(eps):
     """At --eps 0 the rows with eps use PyTorch's default 1e-5, and the step says so."""
     text = flat(run_demo("ln_eps", LessonParams(eps=eps)).renderable)
-    assert f"1/√eps = {num(1 / math.sqrt(eps or 1e-5))}" in text
+    assert "1/0" in text and "error" in text  # the failure without eps, whatever eps the lesson runs with
+    assert f"1/√eps = {num(1 / math.sqrt(eps or 1e-5))}" in text  # the cap eps puts on 1/std
     assert ("You ran with --eps 0" in text) == (eps == 0.0)
     if eps == 0.0:
         assert _("You ran with --eps 0: the rows with eps use PyTorch's default {eps}.").format(eps="1e-05") in text
@@ -425,11 +417,6 @@ def test_with_an_eps_as_large_as_the_variance_dgamma_is_said_to_grow_and_why():
     assert prediction.answer == 3  # grows, by one factor clearly between 1 and 2
     assert f"multiplied by the same {num(factor, 6)}" in prediction.why
     assert "eps = 1" in prediction.why and num(float(np.var(x))) in prediction.why  # eps beside var(x)
-
-
-def test_the_quiet_broadcast_is_checked_wrong():
-    out = run_demo("ln_shapes", LessonParams(dim=4))
-    assert marked(out, "entries of x − mean, with and without keepdims", "largest |wrong − right|")
 
 
 # ---- lesson 1: the question about = and +=, and the claim about micrograd --------------------------

@@ -213,11 +213,6 @@ def test_the_shown_source_is_the_kernels_source_with_its_line_numbers(kernel, do
     assert f"lines {k}–{k + len(body) - 1}" in text
 
 
-def test_kernel_source_rejects_an_unknown_kernel():
-    with pytest.raises(ValueError, match=r"kernel: expected one of .*got 'layer_norm'"):
-        run_demo("kernel_source", LessonParams(), {"kernel": "layer_norm"})
-
-
 class Counting:
     """An array that counts reads and writes of each element (for a kernel's py_func)."""
 
@@ -393,9 +388,18 @@ def test_the_timing_table_keeps_every_header_whole_at_60_columns_for_a_large_bat
     assert "…" not in text and "engine/NumPy" in text
 
 
-def test_dim_1_is_refused_with_a_message_naming_dim():
-    with pytest.raises(ValueError, match="dim: this lesson needs at least 2 features per row, got 1"):
-        run_demo("kernel_node_count", LessonParams(dim=1))
+SPAN_GONE = "span: no line containing 'nope' in the kernel; the code changed"
+REFUSED = [  # (demo, options, arguments, the error, its message)
+    ("kernel_source", {}, {"kernel": "layer_norm"}, ValueError, r"kernel: expected one of .*got 'layer_norm'"),
+    ("kernel_node_count", {"dim": 1}, {}, ValueError, "dim: this lesson needs at least 2 features per row, got 1"),
+    ("kernel_source", {}, {"span": ("nope", "mu = s / d")}, LookupError, SPAN_GONE),  # a span the code lost
+]
+
+
+@pytest.mark.parametrize(("demo", "params", "args", "kind", "says"), REFUSED, ids=["kernel", "dim-1", "span"])
+def test_a_demo_refuses_what_it_cannot_show_with_a_message_naming_it(demo, params, args, kind, says):
+    with pytest.raises(kind, match=says):
+        run_demo(demo, LessonParams(**params), args)
 
 
 # ---- the command ----------------------------------------------------------------------------------------
@@ -464,11 +468,6 @@ def test_the_appendix_listings_fit_60_columns_without_wrapping_a_line_of_code():
                 numbered = [line for line in text.splitlines() if re.match(r"^\s*\d+ ", line)]
                 wrapped = [line for line in text.splitlines() if re.match(r"^ {6}(?!⋮)\S", line)]
                 assert numbered and not wrapped, (call.args, wrapped)
-
-
-def test_a_span_that_no_longer_matches_fails_loudly():
-    with pytest.raises(LookupError, match="span: no line containing 'nope' in the kernel; the code changed"):
-        run_demo("kernel_source", LessonParams(), {"span": ("nope", "mu = s / d")})
 
 
 @pytest.mark.parametrize("dim", range(2, 17))
@@ -553,8 +552,7 @@ def test_the_appendix_claim_a_float32_row_near_1e7_centers_to_full_precision():
     y, xhat = np.empty_like(x), np.empty_like(x)
     mean, var, rstd = np.empty(rows), np.empty(rows), np.empty(rows)
     ones, zeros = np.ones(d, np.float32), np.zeros(d, np.float32)
-    kernel = getattr(fused.layer_norm_forward_rows, "py_func", fused.layer_norm_forward_rows)
-    kernel(x, ones, zeros, 1e-5, y, mean, var, rstd, xhat, True)
+    _py("layer_norm_forward_rows")(x, ones, zeros, 1e-5, y, mean, var, rstd, xhat, True)
     x64 = x.astype(np.float64)
     ref = (x64 - x64.mean(axis=1, keepdims=True)) / np.sqrt(x64.var(axis=1, keepdims=True) + 1e-5)
     assert np.max(np.abs(xhat - ref)) <= FLOAT32_FEW_ULPS * np.max(np.abs(ref))
