@@ -265,7 +265,7 @@ def _synthetic_report(torch_faults: float, torch1_faults: float) -> bench.BenchR
     return bench.BenchReport([_ln_case("float32", 1.0, **timings)], 1, ENV)
 
 
-def test_a_ratio_whose_reference_took_page_faults_is_marked():
+def test_a_ratio_is_marked_only_where_its_reference_took_page_faults():
     report = _synthetic_report(torch_faults=3000, torch1_faults=0)
     targets = {t.name: t for t in bench.evaluate_targets(report)}
     assert targets["fused LayerNorm fwd+bwd float32 / torch"].reference_faults == 3000
@@ -274,9 +274,7 @@ def test_a_ratio_whose_reference_took_page_faults_is_marked():
     assert "0.50x*" in text and "4.00x*" not in text and "4.00x" in text
     assert "PyTorch took page faults" in text
     assert "Performance targets" in text and "RMSNorm" not in text  # only the targets this run measured
-
-
-def test_no_mark_when_the_reference_took_no_page_faults():
+    # no mark where the reference took next to no page faults
     text = rendered(bench_command.targets_table(_synthetic_report(torch_faults=3, torch1_faults=0)), 200)
     assert "*" not in text and "page faults" not in text
 

@@ -124,15 +124,6 @@ def test_children_are_ordered_and_keep_repeated_edges():
     assert (b - a).children == (b, a)
 
 
-def test_gradients_accumulate_where_a_node_is_used_more_than_once():
-    x = Value(2.0)
-    y = x * 3.0
-    z = y * y + y  # dz/dy = 2y + 1 = 13, dz/dx = 39
-    z.backward()
-    assert y.grad == 13.0
-    assert x.grad == 39.0
-
-
 def test_ids_increase_in_creation_order_and_are_unique():
     a = Value(1.0)
     b = Value(2.0)

@@ -8,7 +8,6 @@ the lessons show (0, and 3 for the changed-option render).
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,7 +27,6 @@ from tests.helpers import numeric_grad, rendered, run_cli
 
 EXERCISES = Path(__file__).parents[1] / "microgradnorm" / "exercises"
 SOLUTION = EXERCISES / "solutions" / "05_layernorm_backward.py"
-SCAFFOLD = EXERCISES / "solutions" / "05_layernorm_backward.py"  # its scaffold is derived from it
 LESSON_SEEDS = (0, 3)  # the lessons' default seed and the one tests/test_lessons.py changes it to
 # a central difference of the whole network's loss (float64, step FD_STEP): truncation and
 # rounding are both near 1e-10 relative to gradients of order 1e-2 to 1; the check samples entries
@@ -108,12 +106,10 @@ def test_gradient_check_passes_the_right_pairs_and_measures_the_slips_exactly():
         pairs.mistake_pair("typo")
 
 
-def _copy(tmp_path, source: Path, text: str | None = None) -> Path:
+def _copy(tmp_path, text: str | None = None) -> Path:
+    """A learner's file of exercise 5 in ``tmp_path``: ``text``, or the reference solution."""
     target = tmp_path / "05_layernorm_backward.py"
-    if text is None:
-        shutil.copy(source, target)
-    else:
-        target.write_text(text, encoding="utf-8")
+    target.write_text(SOLUTION.read_text(encoding="utf-8") if text is None else text, encoding="utf-8")
     return target
 
 
@@ -132,8 +128,8 @@ def _copy(tmp_path, source: Path, text: str | None = None) -> Path:
     ids=["scaffold", "missing", "syntax", "shapes"],
 )
 def test_a_learner_file_that_cannot_be_used_is_one_line(tmp_path, content, words):
-    scaffold = derive_scaffold(SCAFFOLD.read_text(encoding="utf-8"))  # what init gives the learner
-    path = _copy(tmp_path, SCAFFOLD, scaffold if content is None else content)
+    scaffold = derive_scaffold(SOLUTION.read_text(encoding="utf-8"))  # what init gives the learner
+    path = _copy(tmp_path, scaffold if content is None else content)
     with pytest.raises(ValueError) as info:
         pairs.learner_pair(path)
     assert words in str(info.value) and "\n" not in str(info.value)
@@ -175,7 +171,7 @@ def test_a_wrong_learner_file_gives_a_failing_claim_not_a_passing_one(tmp_path):
         "dx = rstd * (dxhat - mean_part - xhat * var_part)", "dx = rstd * (dxhat - xhat * var_part)"
     )
     assert "xhat * var_part)" in text
-    result = E.yours(0, _copy(tmp_path, SOLUTION, text), use_torch=False)
+    result = E.yours(0, _copy(tmp_path, text), use_torch=False)
     failed = [c.text for c in result.claims if not c.ok]
     assert any("gradient check" in t for t in failed) and any("loss curve" in t for t in failed)
     # the "learns" claim is the baseline's run, and says so: its end is not the learner's
@@ -292,7 +288,7 @@ def test_an_svg_path_that_cannot_be_written_is_one_line_before_any_training(tmp_
 
 
 def test_lab_yours_with_a_learner_file_and_its_errors(tmp_path, capsys):
-    code, out, _ = run_cli(capsys, "lab", "yours", "--file", str(_copy(tmp_path, SOLUTION)), "--engine", "numpy")
+    code, out, _ = run_cli(capsys, "lab", "yours", "--file", str(_copy(tmp_path)), "--engine", "numpy")
     assert code == 0 and "your backward" in out
     code, _, err = run_cli(capsys, "lab", "yours", "--file", str(tmp_path / "missing.py"))
     assert code == 2 and err.strip().startswith("microgradnorm lab: error: --file:") and "\n" not in err.strip()
