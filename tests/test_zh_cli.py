@@ -11,7 +11,6 @@ report's numbers are compared between the two languages.
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
@@ -21,7 +20,7 @@ from microgradnorm import cli, formulas, i18n
 from microgradnorm.check import check_norm
 from microgradnorm.present import check_table
 from microgradnorm.registry import get_norm
-from tests.helpers import problem, rendered_lines
+from tests.helpers import embedded_data, problem, rendered_lines
 from tests.helpers import run_cli as run
 from tests.zh import CJK, cells, en_and_zh, po_entries
 
@@ -249,12 +248,6 @@ def test_graph_without_dot_says_in_chinese_how_to_install_it(capsys, tmp_path, e
     assert lines[0].startswith("microgradnorm graph：找不到 Graphviz 的 dot 程序，所以只写出了 DOT 源文件 ")
     assert str(tmp_path / "ln.dot") in lines[0]
     assert "请安装 Graphviz（Debian/Ubuntu：sudo apt-get install graphviz" in lines[0]
-
-
-def embedded_data(page: str) -> dict:
-    m = re.search(r'<script type="application/json" id="graph-data">(.*?)</script>', page, re.S)
-    assert m
-    return json.loads(m.group(1).replace("<\\/", "</"))
 
 
 NUMBER_KEYS = ("value", "valueText", "grad", "gradText", "inputs", "forward", "partials", "m", "check", "name")
