@@ -241,6 +241,14 @@ def graph_problem(norm: str = "layernorm", shape: tuple[int, ...] = (3,), backwa
     return graph, arrays
 
 
+def check_report(norm: str = "layernorm", shape: tuple[int, ...] = (4,), seed: int = 0) -> Any:
+    """``check_norm``'s report on ``problem(norm, shape, seed)`` with eps = 1e-5."""
+    from microgradnorm.check import check_norm
+
+    x, gamma, beta, dy = problem(norm, shape, seed)
+    return check_norm(norm, x, gamma, beta, 1e-5, dy, seed=seed)
+
+
 def embedded_data(page: str) -> dict:
     """The JSON a graph page carries in its graph-data script."""
     m = re.search(r'<script type="application/json" id="graph-data">(.*?)</script>', page, re.S)

@@ -519,12 +519,8 @@ def test_highlight_keeps_the_related_nodes_dark(mode):
     for name in downstream:
         assert faded(d.nodes[d.names[name]]) == (mode == "ancestors"), name
     assert faded(d.nodes[d.names["beta[0]"]])  # neither
-
-
-def test_highlight_accepts_a_value():
-    graph, _ = graph_problem()
-    by_value = viz.to_dot(graph, highlight=graph["xhat"][1])
-    assert by_value == viz.to_dot(graph, highlight="xhat[1]")
+    by_value = viz.to_dot(graph, highlight=graph["xhat"][1], highlight_mode=mode)  # a Value, as by its name
+    assert by_value == viz.to_dot(graph, highlight="xhat[1]", highlight_mode=mode)
 
 
 # ---- rendering -----------------------------------------------------------------------------
@@ -632,10 +628,7 @@ def test_notebook_display_falls_back_to_text_without_dot(empty_path):
     assert bundle["text/plain"].startswith("NormGraph(layernorm")
     assert "install Graphviz" in bundle["text/plain"]
     assert y._repr_html_() is None  # nor the step-through page
-
-
-def test_a_leaf_displays_as_text():
-    assert mgn.Value(1.5)._repr_mimebundle_() == {"text/plain": repr(mgn.Value(1.5))}
+    assert mgn.Value(1.5)._repr_mimebundle_() == {"text/plain": repr(mgn.Value(1.5))}  # a leaf: text, dot or not
 
 
 # ---- one way to draw, for the command and the lessons ------------------------------------

@@ -17,10 +17,9 @@ import pytest
 from rich.cells import cell_len
 
 from microgradnorm import cli, formulas, i18n
-from microgradnorm.check import check_norm
 from microgradnorm.present import check_table
 from microgradnorm.registry import get_norm
-from tests.helpers import embedded_data, problem, rendered_lines
+from tests.helpers import check_report, embedded_data, rendered_lines
 from tests.helpers import run_cli as run
 from tests.zh import CJK, cells, en_and_zh, po_entries
 
@@ -138,11 +137,6 @@ def test_the_same_errors_stay_english_in_english(capsys, tmp_path):
 # ---- check's report -------------------------------------------------------------------------------------------
 
 
-def report(norm: str = "layernorm", shape: tuple[int, ...] = (4,), seed: int = 0):
-    x, gamma, beta, dy = problem(norm, shape, seed)
-    return check_norm(get_norm(norm), x, gamma, beta, 1e-5, dy, seed=seed)
-
-
 def assert_columns_line_up(lines: list[str], names: list[str], rows: int) -> None:
     """Each right-aligned column of the table ends in the same cell in the header and in every row."""
     header_at = next(i for i, line in enumerate(lines) if names[0] in line and names[-1] in line)
@@ -163,7 +157,7 @@ with i18n.use_language(ZH):
 
 @pytest.mark.parametrize("width", [60, 80, 100])
 def test_check_report_in_chinese_fits_and_its_columns_line_up(width):
-    r = report()
+    r = check_report()
     with i18n.use_language(ZH):
         lines = rendered_lines(check_table(r), width)
     text = "\n".join(lines)
@@ -185,7 +179,7 @@ def test_check_report_in_chinese_fits_and_its_columns_line_up(width):
 
 @pytest.mark.parametrize("width", [60, 100])
 def test_check_full_report_in_chinese_lines_up_entry_by_entry(width):
-    r = report("batchnorm", (3, 2))
+    r = check_report("batchnorm", (3, 2))
     with i18n.use_language(ZH):
         lines = rendered_lines(check_table(r, full=True), width)
     assert max(cell_len(line) for line in lines) <= width
@@ -196,7 +190,7 @@ def test_check_full_report_in_chinese_lines_up_entry_by_entry(width):
 
 
 def test_the_chinese_report_shows_the_same_numbers_as_the_english_one():
-    r = report("rmsnorm", (2, 3))
+    r = check_report("rmsnorm", (2, 3))
     english, chinese = en_and_zh(lambda: rendered_lines(check_table(r), 100))
     numbers = re.compile(r"-?\d+\.\d+(?:e[+-]\d+)?|-?\d+e[+-]\d+")
     assert numbers.findall("\n".join(english)) == numbers.findall("\n".join(chinese))
