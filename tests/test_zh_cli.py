@@ -126,14 +126,6 @@ def test_a_bad_argument_gives_one_chinese_line_that_names_it(capsys, tmp_path, a
     assert not list(tmp_path.glob("ln.*"))  # nothing was written
 
 
-def test_the_same_errors_stay_english_in_english(capsys, tmp_path):
-    code, _, err = run(capsys, "graph", "layernorm", "--index", "1", "-o", str(tmp_path / "ln.svg"))
-    assert code == 2
-    assert "argument --index: needs --paths (it picks the x_i the paths start at), got no --paths" in err
-    code, _, err = run(capsys, "check", "layernorm", "--dim", "1", "--eps", "0")
-    assert "the std of the input is 0 (all its values are equal) and eps = 0" in err
-
-
 # ---- check's report -------------------------------------------------------------------------------------------
 
 
