@@ -40,11 +40,14 @@ def test_check_accepts_every_option(capsys):
     assert code == 0 and "mean[2]" in out and "x[1,2,1,1]" in out
 
 
-def test_check_exits_one_when_a_formula_disagrees(capsys, monkeypatch):
+@pytest.mark.parametrize(
+    ("lang", "said", "unsaid"), [("en", "Disagreement", "All agree"), ("zh-CN", "不一致：x。", "全部一致")]
+)
+def test_check_exits_one_when_a_formula_disagrees(capsys, monkeypatch, lang, said, unsaid):
     monkeypatch.setattr(formulas, "dx_simplified", lambda dxhat, xhat, rstd, axes: rstd * dxhat)
-    code, out, _ = run(capsys, "check", "layernorm", "--dim", "5")
-    assert code == 1
-    assert "Disagreement" in out
+    monkeypatch.setenv("COLUMNS", "100")
+    code, out, _ = run(capsys, "--lang", lang, "check", "layernorm", "--dim", "5")
+    assert code == 1 and said in out and "✗" in out and unsaid not in out
 
 
 @pytest.mark.parametrize(
