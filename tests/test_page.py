@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import microgradnorm as mgn
-from microgradnorm import output, viz
+from microgradnorm import i18n, output, viz
 from microgradnorm import tolerances as tol
 from microgradnorm.engine import local_grads, topological_order
 from microgradnorm.output import to_html
@@ -301,15 +301,21 @@ def test_a_contribution_line_reads_as_the_lesson_tables_do():
     assert first["why"] == f"∂loss/∂y[0] = dy[0] = {viz.num(dy[0])}; loss.grad = 1"
 
 
-def test_the_lesson_g_key_writes_the_page_beside_the_svg(needs_dot, tmp_path):
+@pytest.mark.parametrize(
+    ("lang", "starts", "says"),
+    [("en", "", "open {page} in a browser"), ("zh-CN", "计算图已写入 ", "要逐步播放，请在浏览器中打开")],
+)
+def test_the_lesson_g_key_writes_the_page_beside_the_svg(needs_dot, tmp_path, lang, starts, says):
     from microgradnorm.lessons.graph_file import draw_graph
 
     graph, _ = graph_problem(shape=(3,))
-    message = draw_graph(graph, tmp_path / "03-step02.svg")
+    with i18n.use_language(lang):
+        message = draw_graph(graph, tmp_path / "03-step02.svg")
     page = tmp_path / "03-step02.html"
     assert (tmp_path / "03-step02.svg").is_file() and page.is_file()
-    assert f"open {page} in a browser" in message
-    assert len(embedded_data(page.read_text(encoding="utf-8"))["backward"]) > 0
+    assert message.startswith(starts) and says.format(page=page) in message
+    text = page.read_text(encoding="utf-8")
+    assert f'<html lang="{lang}"' in text and len(embedded_data(text)["backward"]) > 0
 
 
 def test_the_lesson_g_key_without_dot_writes_the_dot_source_only(tmp_path, empty_path):

@@ -265,16 +265,6 @@ def test_to_html_takes_the_language_as_an_argument(needs_dot, tmp_path):
     assert '<html lang="en"' in english and "No gradients yet" in english
 
 
-def test_the_g_key_says_where_the_graph_went_in_chinese(needs_dot, tmp_path):
-    from microgradnorm.lessons.graph_file import draw_graph
-
-    graph = get_norm("layernorm").build_graph([1.0, 2.0, 4.0], None, None, 1e-5)
-    with i18n.use_language(ZH):
-        message = draw_graph(graph, tmp_path / "03-step02.svg")
-    assert message.startswith("计算图已写入 ") and "要逐步播放，请在浏览器中打开" in message
-    assert '<html lang="zh-CN"' in (tmp_path / "03-step02.html").read_text(encoding="utf-8")
-
-
 # ---- one-line errors of the vectorized path and the PyTorch bridge that reach a learner -----------------------
 
 
