@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 import re
 import shutil
 import string
@@ -226,6 +227,33 @@ def problem(norm: Any, shape: tuple[int, ...], seed: int, dtype: Any = None) -> 
 
     arrays = random_problem(get_norm(norm) if isinstance(norm, str) else norm, shape, seed)
     return tuple(a if a is None or dtype is None else a.astype(dtype) for a in arrays)
+
+
+def graph_problem(norm: str = "layernorm", shape: tuple[int, ...] = (3,), backward: bool = True, seed: int = 0):
+    """The scalar graph of ``problem(norm, shape, seed)`` with eps = 1e-5, and its arrays (x, gamma, beta, dy);
+    with ``backward`` the loss sum(y * dy) has run backward()."""
+    from microgradnorm.registry import get_norm
+
+    arrays = problem(norm, shape, seed)
+    graph = get_norm(norm).build_graph(*arrays[:3], 1e-5)
+    if backward:
+        graph.loss(arrays[3].tolist()).backward()
+    return graph, arrays
+
+
+def check_report(norm: str = "layernorm", shape: tuple[int, ...] = (4,), seed: int = 0) -> Any:
+    """``check_norm``'s report on ``problem(norm, shape, seed)`` with eps = 1e-5."""
+    from microgradnorm.check import check_norm
+
+    x, gamma, beta, dy = problem(norm, shape, seed)
+    return check_norm(norm, x, gamma, beta, 1e-5, dy, seed=seed)
+
+
+def embedded_data(page: str) -> dict:
+    """The JSON a graph page carries in its graph-data script."""
+    m = re.search(r'<script type="application/json" id="graph-data">(.*?)</script>', page, re.S)
+    assert m, "the page carries its data"
+    return json.loads(m.group(1).replace("<\\/", "</"))
 
 
 def scalar_results(norm: Any, x, gamma, beta, dy, eps: float) -> tuple:

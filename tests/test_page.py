@@ -10,7 +10,6 @@ formulas, the finite differences against autograd.
 from __future__ import annotations
 
 import html
-import json
 import re
 import xml.etree.ElementTree as ET
 
@@ -18,16 +17,15 @@ import numpy as np
 import pytest
 
 import microgradnorm as mgn
-from microgradnorm import output, viz
+from microgradnorm import i18n, output, viz
 from microgradnorm import tolerances as tol
-from microgradnorm.check import random_problem
 from microgradnorm.engine import local_grads, topological_order
 from microgradnorm.output import to_html
 from microgradnorm.page import data as page_data
 from microgradnorm.page import page_html
 from microgradnorm.registry import get_norm
+from tests.helpers import embedded_data, graph_problem, said_in, values
 from tests.helpers import run_cli as run
-from tests.helpers import said_in, values
 
 # The page carries repr(float): a number it shows is the engine's, bit for bit. Compared
 # relatively (an exact 0 must stay exactly 0), at the precision the issue asks for.
@@ -38,24 +36,15 @@ def shown_equal(shown: str, engine: float) -> bool:
     return abs(float(shown) - engine) <= SHOWN_RTOL * abs(engine)
 
 
-def problem(norm: str = "layernorm", shape: tuple[int, ...] = (4,), backward: bool = True, seed: int = 0):
-    spec = get_norm(norm)
-    x, gamma, beta, dy = random_problem(spec, shape, seed)
-    graph = spec.build_graph(x, gamma, beta, 1e-5)
-    if backward:
-        graph.loss(dy.tolist()).backward()
-    return graph, dy
+def problem(norm: str = "layernorm", shape: tuple[int, ...] = (4,), backward: bool = True):
+    """helpers.graph_problem with only dy of its arrays, as test_page_browser and test_page_view take it."""
+    graph, arrays = graph_problem(norm, shape, backward)
+    return graph, arrays[3]
 
 
 def data_of(obj, graph=None) -> dict:
     subject = page_data.subject_of(obj, graph)
     return page_data.page_data(subject, viz.drawing(subject.obj, subject.graph))
-
-
-def embedded_data(page: str) -> dict:
-    m = re.search(r'<script type="application/json" id="graph-data">(.*?)</script>', page, re.S)
-    assert m, "the page carries its data"
-    return json.loads(m.group(1).replace("<\\/", "</"))
 
 
 def replay(root: mgn.Value) -> list[tuple[int, int, float]]:
@@ -76,7 +65,7 @@ def replay(root: mgn.Value) -> list[tuple[int, int, float]]:
 
 @pytest.mark.parametrize("norm,shape", [("layernorm", (4,)), ("batchnorm", (3, 2)), ("rmsnorm", (2, 3))])
 def test_every_contribution_its_k_of_m_and_every_final_gradient_are_the_engines(norm, shape):
-    graph, dy = problem(norm, shape, backward=False)
+    graph, (*_, dy) = graph_problem(norm, shape, backward=False)
     loss = graph.loss(dy.tolist())
     data = data_of(loss, graph)
     d = viz.drawing(loss, graph)
@@ -105,7 +94,7 @@ def test_every_contribution_its_k_of_m_and_every_final_gradient_are_the_engines(
 
 
 def test_nodes_come_in_creation_order_with_their_forward_formula_and_local_derivatives():
-    graph, _ = problem()
+    graph, _ = graph_problem(shape=(4,))
     data = data_of(graph)
     d = viz.drawing(page_data.subject_of(graph).obj, graph)
     assert [n.id for n in d.order] == sorted(n.id for n in d.order)
@@ -126,7 +115,7 @@ def test_nodes_come_in_creation_order_with_their_forward_formula_and_local_deriv
 
 
 def test_the_check_is_the_closed_form_and_a_finite_difference_that_agree_with_autograd():
-    graph, dy = problem(shape=(5,))
+    graph, (*_, dy) = graph_problem(shape=(5,))
     data = data_of(graph)
     spec = get_norm("layernorm")
     x, gamma, beta = (values(graph[name]) for name in ("x", "gamma", "beta"))
@@ -145,7 +134,7 @@ def test_the_check_is_the_closed_form_and_a_finite_difference_that_agree_with_au
 
 
 def test_the_paths_into_each_input_add_up_to_its_gradient():
-    graph, _ = problem(shape=(2, 3))
+    graph, _ = graph_problem(shape=(2, 3))
     data = data_of(graph)
     assert len(data["paths"]["inputs"]) == 6
     for k, info in data["paths"]["byNode"].items():
@@ -158,7 +147,7 @@ def test_the_paths_into_each_input_add_up_to_its_gradient():
 
 
 def test_the_forward_pass_starts_at_x_and_each_parameter_appears_when_first_used():
-    graph, _ = problem(shape=(4,))
+    graph, _ = graph_problem(shape=(4,))
     data = data_of(graph)
     order, nodes = data["forward"], data["nodes"]
     assert sorted(order) == list(range(len(nodes)))  # every node made once
@@ -174,7 +163,7 @@ def test_the_forward_pass_starts_at_x_and_each_parameter_appears_when_first_used
 
 
 def test_paths_of_a_forward_only_page_carry_no_amounts_for_any_input():
-    graph, _ = problem(shape=(4,))  # backward has run, but the page is made forward only
+    graph, _ = graph_problem(shape=(4,))  # backward has run, but the page is made forward only
     subject = page_data.subject_of(graph)
     data = page_data.page_data(
         page_data.Subject(subject.obj, subject.graph, None), viz.drawing(subject.obj, subject.graph)
@@ -186,7 +175,7 @@ def test_paths_of_a_forward_only_page_carry_no_amounts_for_any_input():
 
 
 def test_making_a_page_leaves_the_learners_gradients_as_they_were():
-    graph, dy = problem(backward=False)
+    graph, (*_, dy) = graph_problem(shape=(4,), backward=False)
     loss = graph.loss(dy.tolist())
     loss.backward()
     loss.backward()  # accumulated twice, as a learner may have done
@@ -197,7 +186,7 @@ def test_making_a_page_leaves_the_learners_gradients_as_they_were():
 
 
 def test_a_norm_without_gradients_is_shown_forward_only_and_a_plain_value_graph_works():
-    graph, _ = problem(backward=False)
+    graph, _ = graph_problem(shape=(4,), backward=False)
     data = data_of(graph)
     assert data["backward"] == [] and data["seed"] is None and data["check"] is None
     a, b = mgn.Value(2.0, label="a"), mgn.Value(-3.0, label="b")
@@ -211,7 +200,7 @@ def test_a_norm_without_gradients_is_shown_forward_only_and_a_plain_value_graph_
 
 
 def test_a_root_that_is_not_the_loss_is_not_checked_against_the_loss_formulas():
-    graph, _ = problem(backward=False)
+    graph, _ = graph_problem(shape=(4,), backward=False)
     root = graph["xhat"][0]  # upstream of y: a check built on dy = y.grad would not apply
     data = data_of(root, graph)
     assert data["check"] is None
@@ -222,7 +211,7 @@ def test_a_root_that_is_not_the_loss_is_not_checked_against_the_loss_formulas():
 
 
 def test_the_page_is_one_file_that_fetches_nothing_and_wants_an_html_name(needs_dot, tmp_path):
-    graph, _ = problem()
+    graph, _ = graph_problem(shape=(4,))
     with pytest.raises(viz.OptionError, match=r"output: expected a file name ending in \.html, got .*ln\.svg"):
         to_html(graph, tmp_path / "ln.svg")
     assert output.render(graph, tmp_path / "r.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
@@ -238,12 +227,12 @@ def test_the_page_is_one_file_that_fetches_nothing_and_wants_an_html_name(needs_
 
 
 def test_a_graph_too_large_to_read_opens_collapsed_and_one_too_large_to_lay_out_has_the_stage_view_only(needs_dot):
-    graph, _ = problem(shape=(24,))  # 329 nodes drawn, 347 with the loss
+    graph, _ = graph_problem(shape=(24,))  # 329 nodes drawn, 347 with the loss
     data = embedded_data(page_html(graph))
     assert data["view"]["start"] == "stages" and data["view"]["full"] is True
     assert "too many to read" in data["view"]["note"]
     assert embedded_data(page_html(graph, collapse=False))["view"] == {"start": "full", "full": True, "note": ""}
-    graph, _ = problem(shape=(120,), backward=False)
+    graph, _ = graph_problem(shape=(120,), backward=False)
     page = page_html(graph)
     data = embedded_data(page)
     assert viz.graph_size(graph) > viz.LARGE_GRAPH
@@ -302,7 +291,7 @@ def test_the_page_assets_ship_inside_the_package():
 
 
 def test_a_contribution_line_reads_as_the_lesson_tables_do():
-    graph, dy = problem()
+    graph, (*_, dy) = graph_problem(shape=(4,))
     data = data_of(graph)
     first = data["backward"][0]  # L = Σ y·dy sends dy[0] into y[0] first: local derivative dy[0], L.grad = 1
     assert data["nodes"][first["into"]]["name"] == "y[0]"
@@ -318,21 +307,27 @@ def test_a_contribution_line_reads_as_the_lesson_tables_do():
     assert first["why"] == f"∂loss/∂y[0] = dy[0] = {viz.num(dy[0])}; loss.grad = 1"
 
 
-def test_the_lesson_g_key_writes_the_page_beside_the_svg(needs_dot, tmp_path):
+@pytest.mark.parametrize(
+    ("lang", "starts", "says"),
+    [("en", "", "open {page} in a browser"), ("zh-CN", "计算图已写入 ", "要逐步播放，请在浏览器中打开")],
+)
+def test_the_lesson_g_key_writes_the_page_beside_the_svg(needs_dot, tmp_path, lang, starts, says):
     from microgradnorm.lessons.graph_file import draw_graph
 
-    graph, _ = problem(shape=(3,))
-    message = draw_graph(graph, tmp_path / "03-step02.svg")
+    graph, _ = graph_problem(shape=(3,))
+    with i18n.use_language(lang):
+        message = draw_graph(graph, tmp_path / "03-step02.svg")
     page = tmp_path / "03-step02.html"
     assert (tmp_path / "03-step02.svg").is_file() and page.is_file()
-    assert f"open {page} in a browser" in message
-    assert len(embedded_data(page.read_text(encoding="utf-8"))["backward"]) > 0
+    assert message.startswith(starts) and says.format(page=page) in message
+    text = page.read_text(encoding="utf-8")
+    assert f'<html lang="{lang}"' in text and len(embedded_data(text)["backward"]) > 0
 
 
 def test_the_lesson_g_key_without_dot_writes_the_dot_source_only(tmp_path, empty_path):
     from microgradnorm.lessons.graph_file import draw_graph
 
-    graph, _ = problem(shape=(3,))
+    graph, _ = graph_problem(shape=(3,))
     message = draw_graph(graph, tmp_path / "03-step02.svg")
     assert "DOT source" in message and (tmp_path / "03-step02.dot").is_file()
     assert not (tmp_path / "03-step02.html").exists()

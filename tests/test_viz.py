@@ -26,13 +26,11 @@ from hypothesis import strategies as st
 import microgradnorm as mgn
 from microgradnorm import formulas, output, viz
 from microgradnorm import tolerances as tol
-from microgradnorm.check import random_problem
 from microgradnorm.engine import Value
-from microgradnorm.registry import get_norm
 from microgradnorm.trace import trace_backward
 from microgradnorm.viz.names import _ranges, display_names, expression, formula, split_index
 from tests import tolerances as test_tol
-from tests.helpers import graph_results, refuses
+from tests.helpers import graph_problem, graph_results, refuses
 
 # ---- a small DOT reader for the format viz writes ------------------------------------
 
@@ -91,15 +89,6 @@ def parse(dot: str) -> Dot:
     return out
 
 
-def problem(norm: str = "layernorm", shape: tuple[int, ...] = (3,), backward: bool = True, seed: int = 0):
-    spec = get_norm(norm)
-    x, gamma, beta, dy = random_problem(spec, shape, seed)
-    graph = spec.build_graph(x, gamma, beta, 1e-5)
-    if backward:
-        graph.loss(dy.tolist()).backward()
-    return graph, (x, gamma, beta, dy)
-
-
 # ---- golden structure of a d = 3 LayerNorm -----------------------------------------------
 
 # Value nodes of LayerNorm(x[3]) with gamma and beta, counted from the formula:
@@ -119,7 +108,7 @@ LAYERNORM_CLUSTERS = ["input", "mean", "center", "var", "sqrt", "divide", "affin
 
 
 def test_layernorm_d3_has_the_hand_counted_nodes_and_edges():
-    graph, _ = problem(backward=False)
+    graph, _ = graph_problem(backward=False)
     d = parse(viz.to_dot(graph))
     values = [k for k in d.nodes if k.startswith("v")]
     ops = [k for k in d.nodes if k.startswith("op")]
@@ -130,7 +119,7 @@ def test_layernorm_d3_has_the_hand_counted_nodes_and_edges():
 
 
 def test_layernorm_d3_stages_are_titled_clusters_in_order():
-    graph, _ = problem(backward=False)
+    graph, _ = graph_problem(backward=False)
     d = parse(viz.to_dot(graph))
     assert d.clusters == [f"cluster_{s}" for s in LAYERNORM_CLUSTERS]
     assert "mean = Σ x / n" in d.cluster_labels["cluster_mean"]
@@ -154,7 +143,7 @@ def test_layernorm_d3_stages_are_titled_clusters_in_order():
 
 
 def test_layernorm_d3_edges_follow_the_formula():
-    graph, _ = problem(backward=False)
+    graph, _ = graph_problem(backward=False)
     d = parse(viz.to_dot(graph))
     pairs = Counter((t, h) for t, h, _ in d.edges)
     n = d.names
@@ -178,7 +167,7 @@ def test_layernorm_d3_edges_follow_the_formula():
 
 
 def test_value_nodes_are_numbered_by_topological_position_and_show_data_and_grad():
-    graph, _ = problem()
+    graph, _ = graph_problem()
     dot = viz.to_dot(graph)
     d = parse(dot)
     order = mgn.topological_order(graph.roots())
@@ -190,11 +179,10 @@ def test_value_nodes_are_numbered_by_topological_position_and_show_data_and_grad
 
 
 def test_grad_is_shown_only_after_backward_unless_asked():
-    fresh, _ = problem(backward=False)
+    fresh, _ = graph_problem(backward=False)
     assert "grad " not in viz.to_dot(fresh)
     assert "grad 0" in viz.to_dot(fresh, grad=True)
-    done, _ = problem()
-    assert "grad " in viz.to_dot(done)
+    done, _ = graph_problem()
     assert "grad " not in viz.to_dot(done, grad=False)
 
 
@@ -247,7 +235,7 @@ def test_a_plain_value_graph_draws_without_stages():
 
 
 def test_edge_labels_are_the_local_derivatives():
-    graph, _ = problem(backward=False)
+    graph, _ = graph_problem(backward=False)
     d = parse(viz.to_dot(graph, edge_labels=True))
     rstd = graph["rstd"][0]
     for k in range(3):
@@ -260,7 +248,7 @@ def test_edge_labels_are_the_local_derivatives():
 
 
 def test_top_down_graphs_stack_each_nodes_numbers():
-    graph, _ = problem()
+    graph, _ = graph_problem()
     across = parse(viz.to_dot(graph)).nodes
     down = parse(viz.to_dot(graph, rankdir="TB")).nodes
     xhat = parse(viz.to_dot(graph)).names["xhat[1]"]
@@ -284,7 +272,7 @@ def test_top_down_graphs_stack_each_nodes_numbers():
 def test_bad_inputs_are_named_and_a_bad_option_apart_from_its_message(obj, options, kind, words):
     """``None`` stands for a d = 3 LayerNorm; an OptionError names the keyword at fault (``option``) apart from
     what was expected and given (``message``), so that a command can name its own flag instead."""
-    graph = problem(backward=False)[0] if obj is None else obj
+    graph = graph_problem(backward=False)[0] if obj is None else obj
     error = refuses(lambda: viz.to_dot(graph, **options), kind, words)
     if kind is viz.OptionError:
         assert error.option == words[0] and error.message.endswith(words[-1])
@@ -362,7 +350,7 @@ def colours(attrs: list[str]) -> set[str]:
 
 
 def test_the_three_paths_into_x1_are_coloured_along_the_right_edges():
-    graph, _ = problem(backward=False)
+    graph, _ = graph_problem(backward=False)
     d = parse(viz.to_dot(graph, paths=True, path_input=1))
     n = d.names
     # direct and via the variance both leave x[1] through xshift[1]
@@ -397,7 +385,7 @@ def legend_amounts(dot: str) -> dict[str, float]:
 
 @pytest.mark.parametrize("shape,i", [((3,), 0), ((4,), 2), ((2, 5), 7)])
 def test_layernorm_legend_numbers_match_the_closed_form_paths(shape, i):
-    graph, (x, gamma, _, dy) = problem(shape=shape)
+    graph, (x, gamma, _, dy) = graph_problem(shape=shape)
     amounts = legend_amounts(viz.to_dot(graph, paths=True, path_input=i))
     # the three terms, from NumPy alone: one row of x, n = D
     row, j = divmod(i, shape[-1])
@@ -417,7 +405,7 @@ def test_layernorm_legend_numbers_match_the_closed_form_paths(shape, i):
 
 
 def test_rmsnorm_has_two_paths_and_says_so():
-    graph, _ = problem("rmsnorm", (4,))
+    graph, _ = graph_problem("rmsnorm", (4,))
     dot = viz.to_dot(graph, paths=True, path_input=1)
     assert "via the mean square" in dot and "via the mean<" not in dot
     assert "two paths" in dot
@@ -436,7 +424,7 @@ def test_the_path_tagger_splits_every_dx_into_the_closed_form_paths(norm, shape,
     # the edges the drawings branch at, handed to the backward trace: each x_i's gradient, traced
     # contribution by contribution, ends split into exactly the NumPy terms of its paths, which add up to the
     # closed form of dx and to autograd's
-    graph, (x, gamma, _, dy) = problem(norm, shape, backward=False)
+    graph, (x, gamma, _, dy) = graph_problem(norm, shape, backward=False)
     trace = trace_backward(graph.loss(dy.tolist()), viz.path_tagger(graph))
     dxhat = formulas.dxhat(dy, gamma)
     if norm == "rmsnorm":
@@ -447,7 +435,7 @@ def test_the_path_tagger_splits_every_dx_into_the_closed_form_paths(norm, shape,
         m = formulas.moments(x, axes, 1e-5)
         keys, refs = ("direct", "mean", "var"), formulas.dx_paths(dxhat, m.xshift, m.std, m.rstd, axes)
         dx = formulas.dx_simplified(dxhat, m.xhat, m.rstd, axes)
-    for total in (dx, graph_results(problem(norm, shape)[0], shape)[1]):
+    for total in (dx, graph_results(graph_problem(norm, shape)[0], shape)[1]):
         assert tol.close(sum(refs), total, tol.CLOSED_FORM_RTOL, tol.CLOSED_FORM_ATOL)
     parts = [trace.parts_of(v) for v in graph["x"]]
     assert all(set(p) == set(keys) for p in parts)
@@ -457,14 +445,14 @@ def test_the_path_tagger_splits_every_dx_into_the_closed_form_paths(norm, shape,
 
 
 def test_paths_without_backward_draw_no_numbers():
-    graph, _ = problem(backward=False)
+    graph, _ = graph_problem(backward=False)
     dot = viz.to_dot(graph, paths=True)
     assert "via the variance" in dot
     assert legend_amounts(dot) == {}
 
 
 def test_batchnorm_paths_stay_in_the_column_of_x_i():
-    graph, _ = problem("batchnorm", (4, 3))
+    graph, _ = graph_problem("batchnorm", (4, 3))
     d = parse(viz.to_dot(graph, paths=True, path_input="x[2,1]"))
     n = d.names
     assert colours(d.edge_attrs(n["mean[1]"], d.op_of("xshift[0,1]"))) == {MEAN}
@@ -484,7 +472,7 @@ STAGE_FLOW = {
 
 @pytest.mark.parametrize("norm,shape", [("layernorm", (3,)), ("layernorm", (2, 200)), ("rmsnorm", (5,))])
 def test_collapsed_view_is_one_box_per_stage_whatever_d(norm, shape):
-    graph, _ = problem(norm, shape)
+    graph, _ = graph_problem(norm, shape)
     d = parse(viz.to_dot(graph, collapse=True))
     flow = {tuple(edge.split("→")) for edge in STAGE_FLOW[norm].split()}
     assert {(t[2:], h[2:]) for t, h, _ in d.edges} == flow
@@ -492,20 +480,20 @@ def test_collapsed_view_is_one_box_per_stage_whatever_d(norm, shape):
 
 
 def test_a_collapsed_box_counts_the_entries_of_each_name_and_the_loss_box_sums_dy_up_in_one_row():
-    big, _ = problem(shape=(2, 200))
+    big, _ = graph_problem(shape=(2, 200))
     d = parse(viz.to_dot(big, collapse=True))
     assert "xshift</b> (2×200)" in d.nodes["s_center"]
     assert "mean</b> (2)" in d.nodes["s_mean"]  # a count, never "mean [2]", which reads as check's mean[2]
     assert "gamma</b> (200)" in d.nodes["s_affine"]
     assert not re.search(r"</b> \[", viz.to_dot(big, collapse=True))
-    graph, (_, _, _, dy) = problem(shape=(16,), backward=False)
+    graph, (_, _, _, dy) = graph_problem(shape=(16,), backward=False)
     box = parse(viz.to_dot(graph.loss(dy.tolist()), graph=graph, collapse=True)).nodes["s_loss"]
     assert box.count("<tr>") == 2  # the title and one row for dy, not 16
     assert "dy</b> (16)" in box and f"{viz.num(dy[0])}, {viz.num(dy[1])}, {viz.num(dy[2])}, …" in box
 
 
 def test_collapsed_paths_colour_stage_edges():
-    graph, _ = problem(shape=(4,))
+    graph, _ = graph_problem(shape=(4,))
     d = parse(viz.to_dot(graph, collapse=True, paths=True))
     assert colours(d.edge_attrs("s_input", "s_mean")) == {MEAN}
     assert colours(d.edge_attrs("s_input", "s_center")) == {DIRECT, VAR}
@@ -519,7 +507,7 @@ def faded(attrs: str) -> bool:
 
 @pytest.mark.parametrize("mode", ["ancestors", "descendants"])
 def test_highlight_keeps_the_related_nodes_dark(mode):
-    graph, _ = problem()
+    graph, _ = graph_problem()
     d = parse(viz.to_dot(graph, highlight="rstd", highlight_mode=mode))
     upstream = ["x[0]", "mean", "xshift[2]", "var", "std", "eps"]  # rstd is computed from these
     downstream = ["xhat[0]", "xhat[2]", "y[1]"]  # and these from rstd
@@ -530,12 +518,8 @@ def test_highlight_keeps_the_related_nodes_dark(mode):
     for name in downstream:
         assert faded(d.nodes[d.names[name]]) == (mode == "ancestors"), name
     assert faded(d.nodes[d.names["beta[0]"]])  # neither
-
-
-def test_highlight_accepts_a_value():
-    graph, _ = problem()
-    by_value = viz.to_dot(graph, highlight=graph["xhat"][1])
-    assert by_value == viz.to_dot(graph, highlight="xhat[1]")
+    by_value = viz.to_dot(graph, highlight=graph["xhat"][1], highlight_mode=mode)  # a Value, as by its name
+    assert by_value == viz.to_dot(graph, highlight="xhat[1]", highlight_mode=mode)
 
 
 # ---- rendering -----------------------------------------------------------------------------
@@ -545,7 +529,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 
 def test_render_svg_has_the_stage_clusters_and_the_path_legend(tmp_path, needs_dot):
-    graph, _ = problem()
+    graph, _ = graph_problem()
     path = output.render(graph, tmp_path / "ln.svg", paths=True)
     assert path == tmp_path / "ln.svg"
     root = ET.parse(path).getroot()  # parses as XML
@@ -558,7 +542,7 @@ def test_render_svg_has_the_stage_clusters_and_the_path_legend(tmp_path, needs_d
 
 
 def test_render_png_and_pdf(tmp_path, needs_dot):
-    graph, _ = problem("batchnorm", (2, 2))
+    graph, _ = graph_problem("batchnorm", (2, 2))
     png = output.render(graph, tmp_path / "bn.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = struct.unpack(">II", png[16:24])  # the IHDR chunk
@@ -567,7 +551,7 @@ def test_render_png_and_pdf(tmp_path, needs_dot):
 
 
 def test_without_dot_render_writes_dot_but_a_drawing_raises_and_keeps_the_old_file(tmp_path, empty_path):
-    graph, _ = problem()
+    graph, _ = graph_problem()
     path = output.render(graph, tmp_path / "ln.dot", grad=True)  # DOT source needs no Graphviz
     assert path.read_text(encoding="utf-8") == viz.to_dot(graph, grad=True)
     target = tmp_path / "ln.svg"
@@ -579,7 +563,7 @@ def test_without_dot_render_writes_dot_but_a_drawing_raises_and_keeps_the_old_fi
 
 
 def test_written_files_get_ordinary_permissions(tmp_path):
-    graph, _ = problem(backward=False)
+    graph, _ = graph_problem(backward=False)
     umask = os.umask(0o022)
     try:
         fresh = output.render(graph, tmp_path / "fresh.dot")
@@ -602,7 +586,7 @@ ENDINGS = r"output: expected a file name ending in \.svg, \.png, \.pdf, \.dot"
     [("ln.jpg", ENDINGS), ("ln", ENDINGS), ("ln.svgz", ENDINGS), ("missing/ln.dot", "does not exist")],
 )
 def test_render_rejects_an_unknown_extension_or_a_missing_directory(tmp_path, name, match):
-    graph, _ = problem(backward=False)
+    graph, _ = graph_problem(backward=False)
     with pytest.raises(viz.OptionError, match=match) as e:
         output.render(graph, tmp_path / name)
     assert e.value.option == "output" and not (tmp_path / name).exists()
@@ -616,8 +600,8 @@ def test_dot_fallback_never_overwrites_a_foreign_file(tmp_path):
 
 
 def test_large_graphs_bound_the_layout_effort():
-    small, _ = problem(shape=(3,), backward=False)
-    big, _ = problem(shape=(200,), backward=False)
+    small, _ = graph_problem(shape=(3,), backward=False)
+    big, _ = graph_problem(shape=(200,), backward=False)
     assert viz.graph_size(big) > viz.LARGE_GRAPH
     assert "nslimit" not in viz.to_dot(small)
     assert "nslimit=1" in viz.to_dot(big)
@@ -643,17 +627,14 @@ def test_notebook_display_falls_back_to_text_without_dot(empty_path):
     assert bundle["text/plain"].startswith("NormGraph(layernorm")
     assert "install Graphviz" in bundle["text/plain"]
     assert y._repr_html_() is None  # nor the step-through page
-
-
-def test_a_leaf_displays_as_text():
-    assert mgn.Value(1.5)._repr_mimebundle_() == {"text/plain": repr(mgn.Value(1.5))}
+    assert mgn.Value(1.5)._repr_mimebundle_() == {"text/plain": repr(mgn.Value(1.5))}  # a leaf: text, dot or not
 
 
 # ---- one way to draw, for the command and the lessons ------------------------------------
 
 
 def test_draw_without_dot_writes_the_dot_source_and_returns_the_typed_error(tmp_path, empty_path):
-    graph, _ = problem()
+    graph, _ = graph_problem()
     drawn = output.draw(graph, tmp_path / "ln.svg", grad=True)
     assert drawn.path == tmp_path / "ln.dot" and not (tmp_path / "ln.svg").exists()
     assert isinstance(drawn.error, viz.GraphvizNotFoundError) and isinstance(drawn.error, viz.DrawingError)
@@ -665,7 +646,7 @@ def test_draw_when_dot_fails_keeps_the_dot_source(tmp_path, monkeypatch):
         raise viz.RenderError(f"dot -T{fmt} failed: syntax error in line 1")
 
     monkeypatch.setattr(viz, "pipe", failing)
-    graph, _ = problem(backward=False)
+    graph, _ = graph_problem(backward=False)
     drawn = output.draw(graph, tmp_path / "ln.png")
     assert isinstance(drawn.error, viz.RenderError) and "syntax error" in str(drawn.error)
     assert drawn.path == tmp_path / "ln.dot" and drawn.path.read_text(encoding="utf-8") == viz.to_dot(graph)
@@ -680,7 +661,7 @@ def index_of(name: str) -> tuple[int, ...]:
 
 @pytest.mark.parametrize("norm,shape", [("layernorm", (4,)), ("layernorm", (2, 3)), ("batchnorm", (3, 2))])
 def test_every_value_node_has_a_name_of_its_own(norm, shape):
-    graph, (*_, dy) = problem(norm, shape)
+    graph, (*_, dy) = graph_problem(norm, shape)
     loss = graph.loss(dy.tolist())
     d = parse(viz.to_dot(loss, graph=graph))
     names = [d.name(k) for k in d.nodes if k.startswith("v")]
@@ -699,7 +680,7 @@ def test_every_value_node_has_a_name_of_its_own(norm, shape):
 
 @pytest.mark.parametrize("rankdir", ["TB", "LR"])
 def test_nodes_that_share_a_name_are_kept_in_index_order(rankdir):
-    graph, _ = problem(shape=(2, 3))
+    graph, _ = graph_problem(shape=(2, 3))
     d = parse(viz.to_dot(graph, rankdir=rankdir))
     chained = {split_index(d.name(chain[0]))[0]: chain for chain in d.chains if chain[0].startswith("v")}
     expected = {"x", "xshift", "xshift²", "xhat", "γ·xhat", "y", "gamma", "beta", "Σx", "mean", "var", "var+eps"}
@@ -712,7 +693,7 @@ def test_nodes_that_share_a_name_are_kept_in_index_order(rankdir):
 
 
 def test_each_stage_title_sits_above_the_nodes_that_start_the_stage():
-    graph, _ = problem(shape=(4,))
+    graph, _ = graph_problem(shape=(4,))
     d = parse(viz.to_dot(graph))
     assert set(d.above) == {f"cluster_{s}" for s in LAYERNORM_CLUSTERS}
     assert sorted(d.name(v) for v in d.above["cluster_input"]) == ["x[0]", "x[1]", "x[2]", "x[3]"]
@@ -749,7 +730,7 @@ def bezier(points: list[tuple[float, float]], steps: int = 40):
 @pytest.mark.parametrize("rankdir", ["TB", "LR"])
 @pytest.mark.parametrize("shape", [(4,), (2, 3)])
 def test_a_drawn_graph_has_indices_in_order_and_edges_clear_of_the_stage_titles(needs_dot, rankdir, shape):
-    graph, _ = problem(shape=shape)
+    graph, _ = graph_problem(shape=shape)
     dot = viz.to_dot(graph, rankdir=rankdir)
     d = parse(dot)
     boxes, splines = plain_layout(dot)
@@ -769,7 +750,7 @@ def test_a_drawn_graph_has_indices_in_order_and_edges_clear_of_the_stage_titles(
 def test_a_chinese_drawing_has_chinese_titles_legend_routes_and_words():
     from microgradnorm.i18n import use_language
 
-    graph, _ = problem()
+    graph, _ = graph_problem()
     with use_language("zh-CN"):
         dot = viz.to_dot(graph, grad=True, paths=True)
         collapsed = viz.to_dot(graph, grad=True, collapse=True)

@@ -11,17 +11,15 @@ report's numbers are compared between the two languages.
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 from rich.cells import cell_len
 
-from microgradnorm import cli, formulas, i18n
-from microgradnorm.check import check_norm
+from microgradnorm import cli, i18n
 from microgradnorm.present import check_table
 from microgradnorm.registry import get_norm
-from tests.helpers import problem, rendered_lines
+from tests.helpers import check_report, embedded_data, rendered_lines
 from tests.helpers import run_cli as run
 from tests.zh import CJK, cells, en_and_zh, po_entries
 
@@ -128,20 +126,7 @@ def test_a_bad_argument_gives_one_chinese_line_that_names_it(capsys, tmp_path, a
     assert not list(tmp_path.glob("ln.*"))  # nothing was written
 
 
-def test_the_same_errors_stay_english_in_english(capsys, tmp_path):
-    code, _, err = run(capsys, "graph", "layernorm", "--index", "1", "-o", str(tmp_path / "ln.svg"))
-    assert code == 2
-    assert "argument --index: needs --paths (it picks the x_i the paths start at), got no --paths" in err
-    code, _, err = run(capsys, "check", "layernorm", "--dim", "1", "--eps", "0")
-    assert "the std of the input is 0 (all its values are equal) and eps = 0" in err
-
-
 # ---- check's report -------------------------------------------------------------------------------------------
-
-
-def report(norm: str = "layernorm", shape: tuple[int, ...] = (4,), seed: int = 0):
-    x, gamma, beta, dy = problem(norm, shape, seed)
-    return check_norm(get_norm(norm), x, gamma, beta, 1e-5, dy, seed=seed)
 
 
 def assert_columns_line_up(lines: list[str], names: list[str], rows: int) -> None:
@@ -164,7 +149,7 @@ with i18n.use_language(ZH):
 
 @pytest.mark.parametrize("width", [60, 80, 100])
 def test_check_report_in_chinese_fits_and_its_columns_line_up(width):
-    r = report()
+    r = check_report()
     with i18n.use_language(ZH):
         lines = rendered_lines(check_table(r), width)
     text = "\n".join(lines)
@@ -186,7 +171,7 @@ def test_check_report_in_chinese_fits_and_its_columns_line_up(width):
 
 @pytest.mark.parametrize("width", [60, 100])
 def test_check_full_report_in_chinese_lines_up_entry_by_entry(width):
-    r = report("batchnorm", (3, 2))
+    r = check_report("batchnorm", (3, 2))
     with i18n.use_language(ZH):
         lines = rendered_lines(check_table(r, full=True), width)
     assert max(cell_len(line) for line in lines) <= width
@@ -197,19 +182,10 @@ def test_check_full_report_in_chinese_lines_up_entry_by_entry(width):
 
 
 def test_the_chinese_report_shows_the_same_numbers_as_the_english_one():
-    r = report("rmsnorm", (2, 3))
+    r = check_report("rmsnorm", (2, 3))
     english, chinese = en_and_zh(lambda: rendered_lines(check_table(r), 100))
     numbers = re.compile(r"-?\d+\.\d+(?:e[+-]\d+)?|-?\d+e[+-]\d+")
     assert numbers.findall("\n".join(english)) == numbers.findall("\n".join(chinese))
-
-
-def test_a_disagreement_is_reported_in_chinese(capsys, monkeypatch):
-    monkeypatch.setattr(formulas, "dx_simplified", lambda dxhat, xhat, rstd, axes: rstd * dxhat)
-    monkeypatch.setenv("COLUMNS", "100")
-    code, out, _ = run(capsys, *zh("check", "layernorm", "--dim", "5"))
-    assert code == 1
-    assert "不一致：x。" in out and "✗" in out
-    assert "全部一致" not in out
 
 
 def test_check_from_the_command_line_at_60_columns(capsys, monkeypatch):
@@ -251,12 +227,6 @@ def test_graph_without_dot_says_in_chinese_how_to_install_it(capsys, tmp_path, e
     assert "请安装 Graphviz（Debian/Ubuntu：sudo apt-get install graphviz" in lines[0]
 
 
-def embedded_data(page: str) -> dict:
-    m = re.search(r'<script type="application/json" id="graph-data">(.*?)</script>', page, re.S)
-    assert m
-    return json.loads(m.group(1).replace("<\\/", "</"))
-
-
 NUMBER_KEYS = ("value", "valueText", "grad", "gradText", "inputs", "forward", "partials", "m", "check", "name")
 
 
@@ -293,16 +263,6 @@ def test_to_html_takes_the_language_as_an_argument(needs_dot, tmp_path):
     assert i18n.current_language() == i18n.ENGLISH  # the argument changed nothing outside the page
     english = to_html(graph, tmp_path / "rms-en.html").read_text(encoding="utf-8")
     assert '<html lang="en"' in english and "No gradients yet" in english
-
-
-def test_the_g_key_says_where_the_graph_went_in_chinese(needs_dot, tmp_path):
-    from microgradnorm.lessons.graph_file import draw_graph
-
-    graph = get_norm("layernorm").build_graph([1.0, 2.0, 4.0], None, None, 1e-5)
-    with i18n.use_language(ZH):
-        message = draw_graph(graph, tmp_path / "03-step02.svg")
-    assert message.startswith("计算图已写入 ") and "要逐步播放，请在浏览器中打开" in message
-    assert '<html lang="zh-CN"' in (tmp_path / "03-step02.html").read_text(encoding="utf-8")
 
 
 # ---- one-line errors of the vectorized path and the PyTorch bridge that reach a learner -----------------------
