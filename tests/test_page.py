@@ -36,12 +36,6 @@ def shown_equal(shown: str, engine: float) -> bool:
     return abs(float(shown) - engine) <= SHOWN_RTOL * abs(engine)
 
 
-def problem(norm: str = "layernorm", shape: tuple[int, ...] = (4,), backward: bool = True):
-    """helpers.graph_problem with only dy of its arrays, as test_page_browser and test_page_view take it."""
-    graph, arrays = graph_problem(norm, shape, backward)
-    return graph, arrays[3]
-
-
 def data_of(obj, graph=None) -> dict:
     subject = page_data.subject_of(obj, graph)
     return page_data.page_data(subject, viz.drawing(subject.obj, subject.graph))

@@ -22,13 +22,14 @@ from microgradnorm.engine import topological_order
 from microgradnorm.output import to_html
 from microgradnorm.page import data as page_data
 from tests.browser import chromium_fixture  # noqa: F401  (a browser for this module)
+from tests.helpers import graph_problem
 from tests.page_screenshot import WINDOW, make_page, screenshot
-from tests.test_page import SHOWN_RTOL, problem, replay, shown_equal
+from tests.test_page import SHOWN_RTOL, replay, shown_equal
 
 
 def _ln4_page(folder: Path, **options):
     """A d = 4 LayerNorm page in ``folder``, with the loss it backpropagates from: (path, loss, graph)."""
-    graph, dy = problem(shape=(4,), backward=False)
+    graph, (*_, dy) = graph_problem(shape=(4,), backward=False)
     loss = graph.loss(dy.tolist())
     return to_html(loss, folder / "ln4.html", graph=graph, **options), loss, graph
 
@@ -227,7 +228,7 @@ def test_views_and_themes_switch(needs_dot, chromium, ln4):
 
 
 def test_a_large_page_opens_collapsed_says_so_and_steps_through(needs_dot, chromium, tmp_path):
-    graph, _ = problem(shape=(24,))
+    graph, _ = graph_problem(shape=(24,))
     path = to_html(graph, tmp_path / "ln24.html")
     with opened(chromium, path) as tab:
         assert tab.is_visible("#svg-stages") and not tab.is_visible("#svg-full")

@@ -19,8 +19,8 @@ import pytest
 from microgradnorm.output import to_html
 from microgradnorm.viz import num as viz_num
 from tests.browser import chromium_fixture  # noqa: F401  (a browser for this module)
+from tests.helpers import graph_problem
 from tests.page_screenshot import SHOWN
-from tests.test_page import problem
 from tests.test_page_browser import opened
 
 DESKTOP = {"width": 1280, "height": 800}
@@ -127,7 +127,7 @@ def pages(tmp_path_factory):
     folder = tmp_path_factory.mktemp("view")
     made = {}
     for d in (4, 16, 64):
-        graph, dy = problem(shape=(d,), backward=False)
+        graph, (*_, dy) = graph_problem(shape=(d,), backward=False)
         loss = graph.loss(dy.tolist())
         made[d] = to_html(loss, folder / f"ln{d}.html", graph=graph, paths=True)
     for name, args in (("batchnorm", ["--dim", "3", "--batch", "3"]), ("groupnorm", ["--shape", "2,4,2,2"])):
