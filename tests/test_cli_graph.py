@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from microgradnorm import cli, viz
+from microgradnorm import cli, i18n, viz
 from microgradnorm.commands.graph import SIZE_LIMIT
 from tests.helpers import run_cli as run
 
@@ -39,19 +39,19 @@ def test_graph_options_reach_the_drawing_and_dot_output_needs_no_graphviz(capsys
     assert code == 0 and "s_center" in dot and "rankdir=TB" in dot
 
 
-@pytest.mark.parametrize("suffix", [".svg", ".html"])
-def test_graph_without_dot_writes_the_dot_source_and_says_how_to_install(capsys, tmp_path, empty_path, suffix):
+@pytest.mark.parametrize(("suffix", "lang"), [(".svg", "en"), (".html", "en"), (".svg", "zh-CN")])
+def test_graph_without_dot_writes_the_dot_source_and_says_how_to_install(capsys, tmp_path, empty_path, suffix, lang):
     out = tmp_path / f"ln{suffix}"
-    code, _, err = run(capsys, "graph", "layernorm", "--grad", "-o", str(out))
+    code, _, err = run(capsys, "--lang", lang, "graph", "layernorm", "--grad", "-o", str(out))
     assert code == 1
     assert not out.exists()
     assert (tmp_path / "ln.dot").read_text(encoding="utf-8").startswith(viz.DOT_HEADER)
     lines = err.strip().splitlines()
     assert len(lines) == 1
+    with i18n.use_language(lang):  # the install hint in the language asked for, its commands as they are
+        assert str(viz.INSTALL_HINT) in lines[0] and ("install Graphviz" in lines[0]) == (lang == "en")
     hints = ("sudo apt-get install graphviz", "brew install graphviz", "conda install -c conda-forge graphviz")
-    for hint in ("install Graphviz", *hints):
-        assert hint in lines[0]
-    assert str(tmp_path / "ln.dot") in lines[0]
+    assert all(hint in lines[0] for hint in hints) and str(tmp_path / "ln.dot") in lines[0]
 
 
 def test_graph_without_dot_keeps_a_dot_file_it_did_not_write(capsys, tmp_path, empty_path):

@@ -216,17 +216,6 @@ def test_graph_says_in_chinese_why_a_large_graph_is_collapsed(needs_dot, capsys,
     assert "折叠视图" in flat
 
 
-def test_graph_without_dot_says_in_chinese_how_to_install_it(capsys, tmp_path, empty_path):
-    out = tmp_path / "ln.svg"
-    code, _, err = run(capsys, *zh("graph", "layernorm", "--grad", "-o", str(out)))
-    assert code == 1 and not out.exists()
-    lines = err.strip().splitlines()
-    assert len(lines) == 1
-    assert lines[0].startswith("microgradnorm graph：找不到 Graphviz 的 dot 程序，所以只写出了 DOT 源文件 ")
-    assert str(tmp_path / "ln.dot") in lines[0]
-    assert "请安装 Graphviz（Debian/Ubuntu：sudo apt-get install graphviz" in lines[0]
-
-
 NUMBER_KEYS = ("value", "valueText", "grad", "gradText", "inputs", "forward", "partials", "m", "check", "name")
 
 
