@@ -12,9 +12,11 @@ from __future__ import annotations
 import functools
 from typing import NamedTuple
 
+import numpy as np
 import pytest
 
 from microgradnorm.exercises import messages
+from microgradnorm.exercises.diagnose import factor_findings, match_pair, mistake, staged
 from tests.grading import changed, judge_source
 
 SEEDS = (0, 1, 2)
@@ -300,10 +302,6 @@ def test_no_diagnosis_blames_code_that_is_right(wrong, seed):
 def test_two_mistakes_whose_errors_cancel_explain_nothing():
     """A path left out and the same path doubled add up to the right answer: no pair of them may be named
     for an answer that is merely close to it (an eps guard at eps = 0 was once called both)."""
-    import numpy as np
-
-    from microgradnorm.exercises.diagnose import match_pair, mistake
-
     rng = np.random.default_rng(0)
     right, path = rng.normal(size=(3, 5)), rng.normal(size=(3, 5))
     nearly = right * (1 + 1e-7)
@@ -343,9 +341,6 @@ def _corpus_findings() -> tuple[tuple[str, int, tuple], ...]:
 def test_every_fix_is_held_back_the_first_time_and_shown_the_second():
     """Issue 28 item 2 over the corpus: a first failure names its slips but shows no explanation that states
     the fix; once the same mistakes were seen, every explanation is shown."""
-    from microgradnorm.exercises import messages
-    from microgradnorm.exercises.diagnose import staged
-
     assert messages.REVEALS <= set(messages.FINDINGS)
     for sid, number, findings in _corpus_findings():
         first = staged(findings, set(), number)
@@ -363,8 +358,6 @@ def test_no_explanation_says_a_sentence_twice_and_rmsnorm_hears_of_no_mean_path(
     (the path and its geometry, both renamed to the same cut node); exercise 8's fallback spoke of the paths
     through the mean and the variance, which RMSNorm does not have, then sent the learner to a self-check that
     only repeats that dx differs."""
-    from microgradnorm.exercises.diagnose import staged
-
     for sid, number, findings in _corpus_findings():
         for f in staged(findings, {k for g in findings for k in g.keys}, number):
             said = [s.strip() for s in f.detail.replace(". ", ".\n").splitlines() if s.strip()]
@@ -377,10 +370,6 @@ def test_no_explanation_says_a_sentence_twice_and_rmsnorm_hears_of_no_mean_path(
 def test_status_words_are_not_repeated_and_a_factor_near_one_keeps_the_digits_that_tell_its_ends_apart():
     """The learner's pass: "several outputs are wrong: Wrong: y ..." said it twice, and a factor from 0.9996 to
     0.9999 (eps outside the square root, before that was named) read "from 1 to 1"."""
-    import numpy as np
-
-    from microgradnorm.exercises.diagnose import factor_findings
-
     right = np.random.default_rng(3).normal(size=(3, 6))
     found = factor_findings("y", right * np.array([[0.9996], [0.9998], [0.9999]]), right, [])
     assert [f.key for f in found] == ["factor_per_axis"]
@@ -393,8 +382,6 @@ def test_status_words_are_not_repeated_and_a_factor_near_one_keeps_the_digits_th
 
 
 def test_a_slip_in_dx_made_with_w_for_w_t_is_named_and_the_rest_of_dx_is_not_called_right():
-    from microgradnorm.exercises.diagnose import staged
-
     """The learner's pass: W for W.T and the mean term over axis 0 got 'W instead of W.T' and, for dx, only
     'no common mistake, run your file'; naming the axis slip must not claim the rest of dx is right."""
     source = changed(
@@ -421,8 +408,6 @@ def test_the_slip_is_one_bullet_not_two():
 def test_a_first_failure_title_does_not_state_the_right_power():
     """The learner's pass: exercise 6's 'the power -1/2 instead of -3/2' handed over the corrected exponent in
     the title, which is never held back."""
-    from microgradnorm.exercises.diagnose import staged
-
     wrong = (DVAR6, "dvar = -0.5 * rstd * (dxhat * xshift).sum(axis=0, keepdims=True)")
     first = staged(judge_source(6, changed(6, wrong), 0).findings, set(), 6)
     assert any(f.key == "dvar_power" for f in first)

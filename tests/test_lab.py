@@ -11,18 +11,26 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from microgradnorm import i18n
 from microgradnorm import tolerances as tol
+from microgradnorm.drawing.figure import Figure
 from microgradnorm.exercises.catalog import derive_scaffold
 from microgradnorm.i18n import _
 from microgradnorm.lab import CATALOG, NEEDS_TORCH, pairs
 from microgradnorm.lab import experiments as E
+from microgradnorm.lab.experiments import INSTALL
 from microgradnorm.lab.net import Net, NetSpec, cross_entropy
 from microgradnorm.lab.task import CLASSES, FEATURES, teacher_task
 from microgradnorm.lab.train import TrainConfig, batches, learning_rate, train
+from microgradnorm.lessons.demos import DemoOutput, LessonParams, run_demo
+from microgradnorm.lessons.demos_lab import _curve_prediction, _not_a_shift_prediction, _saved_for_backward
+from microgradnorm.lessons.format import lessons_dir, parse_lesson
+from microgradnorm.lessons.runner import step_outputs
 from tests.helpers import numeric_grad, rendered, run_cli
 
 EXERCISES = Path(__file__).parents[1] / "microgradnorm" / "exercises"
@@ -241,8 +249,6 @@ def test_adam_takes_the_same_first_step_for_a_gradient_scaled_by_a_constant_and_
 
 
 def test_the_curve_prediction_explains_only_the_gap_it_found():
-    from microgradnorm.lessons.demos_lab import _curve_prediction
-
     for gap, answer in ((3e-14, 0), (1e-4, 1), (0.3, 2)):
         outcome = E.Outcome("t", numbers={"your backward vs torch.nn.LayerNorm": gap})
         prediction = _curve_prediction(outcome)
@@ -330,9 +336,6 @@ for path in sorted(lessons_dir().glob("1[5-8]-*.md")):
 
 @pytest.mark.parametrize("language", ["en", "zh-CN"])
 def test_without_torch_the_lab_and_its_lessons_run_in_numpy_and_say_how_to_install_it(tmp_path, language):
-    from microgradnorm import i18n
-    from microgradnorm.lab.experiments import INSTALL
-
     env = {"MICROGRADNORM_HOME": str(tmp_path), "NO_COLOR": "1", "COLUMNS": "80", "MICROGRADNORM_LANG": language}
     out = subprocess.run(
         [sys.executable, "-c", WITHOUT_TORCH], capture_output=True, text=True, env={**os.environ, **env}
@@ -368,11 +371,6 @@ def test_without_torch_the_lab_and_its_lessons_run_in_numpy_and_say_how_to_insta
 
 
 def test_each_lab_lesson_asks_a_prediction_and_its_charts_are_also_svg_figures():
-    from microgradnorm.drawing.figure import Figure
-    from microgradnorm.lessons.demos import DemoOutput
-    from microgradnorm.lessons.format import lessons_dir, parse_lesson
-    from microgradnorm.lessons.runner import step_outputs
-
     for path in sorted(lessons_dir().glob("1[5-8]-*.md")):
         lesson = parse_lesson(path)
         outputs = [o for i in range(len(lesson.steps)) for o in step_outputs(lesson, i, lesson.params())]
@@ -407,8 +405,6 @@ def test_lesson_17_prints_the_same_numbers_when_run_twice_at_one_seed(tmp_path):
 
 
 def _lab_question(name: str, seed: int = 0, **args):
-    from microgradnorm.lessons.demos import LessonParams, run_demo
-
     return run_demo(name, LessonParams(seed=seed), args)
 
 
@@ -451,10 +447,6 @@ def test_the_not_a_shift_column_is_in_percent_like_its_neighbour_and_the_questio
     [((0.0, 0.0, 0.0), 0), ((0.0, 0.0, 0.3), 1), ((0.2, 0.3, 0.0), 2), ((0.2, 0.3, 0.4), 3), ((0.0, 0.3, 0.0), 4)],
 )
 def test_the_not_a_shift_question_has_one_true_choice_per_pattern(kept, answer):
-    from types import SimpleNamespace
-
-    from microgradnorm.lessons.demos_lab import _not_a_shift_prediction
-
     q = _not_a_shift_prediction(SimpleNamespace(extra={"mean_path_blocks": [(1.0, k) for k in kept]}))
     assert q.answer == answer
     assert [bool(e) for e in q.evidence] == [k == answer for k in range(len(q.choices))]
@@ -478,8 +470,6 @@ def test_the_kept_question_reads_what_autograd_saved():
     q = out.prediction
     assert q.answer == 1  # no: it keeps x and rebuilds xhat
     import torch
-
-    from microgradnorm.lessons.demos_lab import _saved_for_backward
 
     x = torch.randn(2, 3, 5, dtype=torch.float64, requires_grad=True)
     names = sorted(n for n, _s in _saved_for_backward(torch.nn.LayerNorm(5, dtype=torch.float64), x))
